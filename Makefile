@@ -1,0 +1,44 @@
+# tidelake developer entry points. Two commands matter:
+#   make demo   - set everything up and run the demo pipeline on local storage
+#   make test   - set everything up and run every test (cargo test + pytest)
+# Everything is installed by these targets into .venv; the cargo target dir lives outside the
+# clone (CARGO_TARGET_DIR, default ~/.cache/tidelake/target) so rebuilds are incremental.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
+# Build profile for the extension used by tests and the demo.
+MATURIN_PROFILE ?= release
+
+.PHONY: test demo venv develop rust-test py-test bench clean
+
+$(VENV)/.deps: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.deps
+
+develop: venv
+	$(VENV)/bin/maturin develop --quiet --profile $(MATURIN_PROFILE)
+
+rust-test:
+	cargo test --workspace --quiet
+
+py-test: develop
+	$(PY) -m pytest -q tests
+
+test: venv
+	$(MAKE) rust-test
+	$(MAKE) py-test
+
+demo: develop
+	$(PY) examples/demo.py
+
+bench: develop
+	$(PY) benches/run.py
+
+clean:
+	rm -rf $(VENV) python/tidelake/_internal*.so

@@ -1,0 +1,123 @@
+//! The one error type of the engine crate.
+//!
+//! Variants are coarse and say what the caller can do about them; [`Error::kind`] maps each to
+//! an [`ErrorKind`] that the Python binding turns into a typed exception.
+
+use std::fmt;
+
+/// Result alias for the engine crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a caller can do about an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The table (or a snapshot, tag, schema of it) does not exist.
+    NotFound,
+    /// Something being created already exists.
+    AlreadyExists,
+    /// Another writer won the race; re-read and retry.
+    CommitConflict,
+    /// Metadata or data bytes are not valid Paimon.
+    Corrupt,
+    /// Input data does not fit the table schema.
+    SchemaMismatch,
+    /// Bad argument (filter, option, snapshot id...).
+    Invalid,
+    /// A valid Paimon feature not implemented here.
+    Unsupported,
+    /// Storage failed (network, permissions, disk).
+    Io,
+}
+
+/// Errors raised by the engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("{what} not found: {detail}")]
+    NotFound { what: String, detail: String },
+    #[error("{0} already exists")]
+    AlreadyExists(String),
+    #[error("commit conflict: {0}")]
+    CommitConflict(String),
+    #[error("corrupt file {path}: {reason}")]
+    Corrupt { path: String, reason: String },
+    #[error("schema mismatch: {0}")]
+    SchemaMismatch(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    #[error("storage error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("{context}: {source}")]
+    Arrow {
+        context: String,
+        #[source]
+        source: arrow_schema::ArrowError,
+    },
+    #[error("{context}: {source}")]
+    Parquet {
+        context: String,
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+}
+
+impl Error {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::AlreadyExists(_) => ErrorKind::AlreadyExists,
+            Error::CommitConflict(_) => ErrorKind::CommitConflict,
+            Error::Corrupt { .. } | Error::Parquet { .. } => ErrorKind::Corrupt,
+            Error::SchemaMismatch(_) => ErrorKind::SchemaMismatch,
+            Error::Invalid(_) => ErrorKind::Invalid,
+            Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::Io { source: object_store::Error::NotFound { .. }, .. } => ErrorKind::NotFound,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Arrow { source, .. } => match source {
+                arrow_schema::ArrowError::CastError(_) | arrow_schema::ArrowError::SchemaError(_) => {
+                    ErrorKind::SchemaMismatch
+                }
+                arrow_schema::ArrowError::InvalidArgumentError(_) => ErrorKind::Invalid,
+                _ => ErrorKind::Corrupt,
+            },
+        }
+    }
+
+    pub fn not_found(what: impl Into<String>, detail: impl fmt::Display) -> Self {
+        Error::NotFound { what: what.into(), detail: detail.to_string() }
+    }
+
+    pub fn corrupt(path: impl fmt::Display, reason: impl fmt::Display) -> Self {
+        Error::Corrupt { path: path.to_string(), reason: reason.to_string() }
+    }
+
+    pub fn invalid(msg: impl fmt::Display) -> Self {
+        Error::Invalid(msg.to_string())
+    }
+
+    pub fn arrow(context: impl fmt::Display, source: arrow_schema::ArrowError) -> Self {
+        Error::Arrow { context: context.to_string(), source }
+    }
+
+    pub fn parquet(context: impl fmt::Display, source: parquet::errors::ParquetError) -> Self {
+        Error::Parquet { context: context.to_string(), source }
+    }
+
+    /// Attach the file a spec-level decode error came from.
+    pub fn from_spec(path: impl fmt::Display, err: tidelake_spec::Error) -> Self {
+        match err {
+            tidelake_spec::Error::Corrupt { what, reason } => {
+                Error::corrupt(path, format!("{what}: {reason}"))
+            }
+            tidelake_spec::Error::Unsupported(m) => Error::Unsupported(format!("{path}: {m}")),
+            tidelake_spec::Error::Invalid(m) => Error::Invalid(m),
+            other => Error::corrupt(path, other),
+        }
+    }
+}

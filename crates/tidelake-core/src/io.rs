@@ -1,0 +1,192 @@
+//! Storage access: every byte tidelake reads or writes goes through [`FileIO`], a table-rooted
+//! view over an [`object_store::ObjectStore`].
+//!
+//! Invariants:
+//! * paths given to [`FileIO`] are relative to the table (or warehouse) root and use `/`;
+//! * [`FileIO::put_if_absent`] is the only way snapshot and schema files are created: it never
+//!   replaces an existing object (local: hard-link of a temp file; object stores: conditional put),
+//!   which is what makes concurrent commits safe without a lock service;
+//! * a missing object surfaces as [`Error::NotFound`] with the full path.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+
+use crate::error::{Error, Result};
+
+/// A table-rooted handle on an object store.
+#[derive(Clone, Debug)]
+pub struct FileIO {
+    store: Arc<dyn ObjectStore>,
+    root: Path,
+    /// Human-readable location of the root (`/abs/dir` or `s3://bucket/prefix`), for messages.
+    location: String,
+}
+
+/// One object found by [`FileIO::list`].
+#[derive(Clone, Debug)]
+pub struct FileStatus {
+    /// Path relative to the listed directory's root (the [`FileIO`] root).
+    pub path: String,
+    pub size: u64,
+    pub last_modified_ms: i64,
+}
+
+impl FileIO {
+    /// Open a location: a local path (absolute or relative) or a `file://` URL.
+    pub fn open(location: &str) -> Result<Self> {
+        let local = location.strip_prefix("file://").unwrap_or(location);
+        if local.contains("://") {
+            return Err(Error::Unsupported(format!(
+                "storage scheme of '{location}' (only local paths in this build)"
+            )));
+        }
+        let abs = std::path::absolute(local)
+            .map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
+        let root = Path::from_absolute_path(&abs)
+            .map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
+        let store: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new());
+        Ok(FileIO { store, root, location: abs.to_string_lossy().trim_end_matches('/').to_string() })
+    }
+
+    /// A handle rooted at a sub-directory of this one.
+    pub fn child(&self, rel: &str) -> FileIO {
+        FileIO {
+            store: self.store.clone(),
+            root: self.path(rel),
+            location: format!("{}/{}", self.location, rel.trim_matches('/')),
+        }
+    }
+
+    /// The root location, for display.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The underlying store (for readers that stream ranges, e.g. Parquet).
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// Absolute object path of a root-relative path.
+    pub fn path(&self, rel: &str) -> Path {
+        let mut p = self.root.clone();
+        for part in rel.split('/').filter(|s| !s.is_empty()) {
+            p = p.child(part);
+        }
+        p
+    }
+
+    /// Display form of a root-relative path.
+    pub fn display(&self, rel: &str) -> String {
+        format!("{}/{}", self.location, rel)
+    }
+
+    fn io_err(&self, rel: &str, source: object_store::Error) -> Error {
+        match source {
+            object_store::Error::NotFound { .. } => Error::not_found("file", self.display(rel)),
+            source => Error::Io { path: self.display(rel), source },
+        }
+    }
+
+    pub async fn read(&self, rel: &str) -> Result<Bytes> {
+        let res = self.store.get(&self.path(rel)).await.map_err(|e| self.io_err(rel, e))?;
+        res.bytes().await.map_err(|e| self.io_err(rel, e))
+    }
+
+    /// Read a file if it exists.
+    pub async fn read_opt(&self, rel: &str) -> Result<Option<Bytes>> {
+        match self.read(rel).await {
+            Ok(b) => Ok(Some(b)),
+            Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn exists(&self, rel: &str) -> Result<bool> {
+        match self.store.head(&self.path(rel)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(self.io_err(rel, e)),
+        }
+    }
+
+    pub async fn size(&self, rel: &str) -> Result<u64> {
+        let meta = self.store.head(&self.path(rel)).await.map_err(|e| self.io_err(rel, e))?;
+        Ok(meta.size)
+    }
+
+    /// Write (create or replace) a file. Used for files with unique names and for hints.
+    pub async fn write(&self, rel: &str, data: impl Into<Bytes>) -> Result<()> {
+        self.store
+            .put(&self.path(rel), PutPayload::from(data.into()))
+            .await
+            .map_err(|e| self.io_err(rel, e))?;
+        Ok(())
+    }
+
+    /// Create a file only if nothing exists at `rel`. Returns `false` if it already existed.
+    pub async fn put_if_absent(&self, rel: &str, data: impl Into<Bytes>) -> Result<bool> {
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match self.store.put_opts(&self.path(rel), PutPayload::from(data.into()), opts).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(self.io_err(rel, e)),
+        }
+    }
+
+    pub async fn delete(&self, rel: &str) -> Result<()> {
+        match self.store.delete(&self.path(rel)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.io_err(rel, e)),
+        }
+    }
+
+    /// List the files directly inside directory `rel` (not recursive).
+    pub async fn list_dir(&self, rel: &str) -> Result<Vec<FileStatus>> {
+        let dir = self.path(rel);
+        let res = match self.store.list_with_delimiter(Some(&dir)).await {
+            Ok(r) => r,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(self.io_err(rel, e)),
+        };
+        Ok(res.objects.into_iter().map(|m| self.status(m)).collect())
+    }
+
+    /// List the sub-directory names directly inside directory `rel`.
+    pub async fn list_subdirs(&self, rel: &str) -> Result<Vec<String>> {
+        let dir = self.path(rel);
+        let res = match self.store.list_with_delimiter(Some(&dir)).await {
+            Ok(r) => r,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(self.io_err(rel, e)),
+        };
+        Ok(res
+            .common_prefixes
+            .into_iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect())
+    }
+
+    /// List every file below directory `rel`, recursively.
+    pub async fn list_recursive(&self, rel: &str) -> Result<Vec<FileStatus>> {
+        let dir = self.path(rel);
+        let metas: Vec<_> = match self.store.list(Some(&dir)).try_collect().await {
+            Ok(m) => m,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(self.io_err(rel, e)),
+        };
+        Ok(metas.into_iter().map(|m| self.status(m)).collect())
+    }
+
+    fn status(&self, meta: object_store::ObjectMeta) -> FileStatus {
+        let full = meta.location.as_ref();
+        let root = self.root.as_ref();
+        let rel = full.strip_prefix(root).unwrap_or(full).trim_start_matches('/').to_string();
+        FileStatus { path: rel, size: meta.size, last_modified_ms: meta.last_modified.timestamp_millis() }
+    }
+}

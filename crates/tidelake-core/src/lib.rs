@@ -1,0 +1,19 @@
+//! `tidelake-core`: the table engine over Paimon's on-disk format.
+//!
+//! Layers (each module documents its own invariants):
+//! * [`io`]: object-store access rooted at a table or warehouse.
+//! * [`table`], [`snapshots`]: loading a table, its schemas, snapshots, tags and hints.
+//! * [`scan`]: snapshot → manifests → live files → splits, with pruning.
+//! * [`read`]: data-file readers (Parquet, ORC, Avro) with schema evolution, and the sorted-run
+//!   merge that turns a primary-key split into its merged rows.
+//!
+//! This crate never creates an async runtime and never touches Python.
+
+pub mod error;
+pub mod io;
+pub mod read;
+pub mod scan;
+pub mod snapshots;
+pub mod table;
+
+pub use error::{Error, ErrorKind, Result};

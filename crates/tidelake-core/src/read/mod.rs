@@ -1,0 +1,6 @@
+//! Reading data: file readers with schema evolution ([`data_file`]), the sorted-run merge for
+//! primary-key tables ([`merge`]) and its merge functions ([`merge_fn`]).
+
+pub mod data_file;
+pub mod merge;
+pub mod merge_fn;

@@ -1,0 +1,52 @@
+//! The binding's single tokio runtime and the one helper every blocking call goes through.
+//!
+//! Invariants: the runtime is created lazily on first use; a process forked after that gets a
+//! [`ForkSafetyError`] instead of a deadlock; Rust work always runs with the GIL released.
+
+use std::future::Future;
+use std::sync::OnceLock;
+
+use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+
+use crate::errors::ForkSafetyError;
+
+static RUNTIME: OnceLock<(u32, Runtime)> = OnceLock::new();
+
+fn runtime() -> PyResult<&'static Runtime> {
+    let (pid, rt) = RUNTIME.get_or_init(|| {
+        let threads = std::env::var("TIDELAKE_RUNTIME_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .thread_name("tidelake-worker")
+            .enable_all()
+            .build()
+            .expect("cannot start the tokio runtime");
+        (std::process::id(), rt)
+    });
+    if *pid != std::process::id() {
+        return Err(ForkSafetyError::new_err(
+            "tidelake was used before this process was forked; use the 'spawn' start method \
+             or import tidelake only in the child",
+        ));
+    }
+    Ok(rt)
+}
+
+/// Run a future to completion on the shared runtime with the GIL released.
+pub fn block_on<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    let rt = runtime()?;
+    Ok(py.detach(|| rt.block_on(fut)))
+}
+
+/// Run a future from a thread that does not hold the GIL (e.g. inside a stream reader).
+pub fn block_on_detached<F: Future>(fut: F) -> PyResult<F::Output> {
+    Ok(runtime()?.block_on(fut))
+}

@@ -1,0 +1,27 @@
+//! `tidelake-spec`: Apache Paimon's on-disk model, with no I/O and no async.
+//!
+//! Every structure here encodes and decodes to the exact bytes Java Paimon reads and writes
+//! (see `docs/paimon-format.md` in the shared reference material). Modules:
+//!
+//! * [`types`], [`type_json`], [`arrow`]: data types, their JSON form and the Arrow mapping.
+//! * [`schema`]: `schema/schema-N` files.
+//! * [`snapshot`]: `snapshot/snapshot-N` and `tag/tag-NAME` files.
+//! * [`datum`], [`binary_row`]: values and the BinaryRow codec.
+//! * [`bucket`], [`partition`]: bucket hashing and partition directory names.
+//! * [`manifest`]: manifest lists, manifests and index manifests (Avro).
+//! * [`options`]: table options with Paimon's defaults.
+
+pub mod arrow;
+pub mod binary_row;
+pub mod bucket;
+pub mod datum;
+pub mod error;
+pub mod manifest;
+pub mod options;
+pub mod partition;
+pub mod schema;
+pub mod snapshot;
+pub mod type_json;
+pub mod types;
+
+pub use error::{Error, Result};

@@ -1,0 +1,61 @@
+"""Typed exceptions raised by tidelake.
+
+Every error tidelake raises derives from :class:`TidelakeError`. Each class also derives from
+the closest built-in exception, so ``except FileNotFoundError`` or ``except ValueError`` keep
+working for callers that do not know tidelake's types.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TidelakeError",
+    "TableNotFoundError",
+    "TableAlreadyExistsError",
+    "CorruptMetadataError",
+    "SchemaMismatchError",
+    "CommitConflictError",
+    "UnsupportedError",
+    "InvalidArgumentError",
+    "StorageError",
+    "ForkSafetyError",
+]
+
+
+class TidelakeError(Exception):
+    """Base class of every tidelake error."""
+
+
+class TableNotFoundError(TidelakeError, FileNotFoundError):
+    """The table, or the snapshot, tag or schema asked for, does not exist."""
+
+
+class TableAlreadyExistsError(TidelakeError, FileExistsError):
+    """Something being created (table, tag, database) already exists."""
+
+
+class CorruptMetadataError(TidelakeError):
+    """A metadata or data file is not valid Paimon (truncated, garbled, wrong version)."""
+
+
+class SchemaMismatchError(TidelakeError, ValueError):
+    """Data does not fit the table schema (missing column, lossy cast, null key...)."""
+
+
+class CommitConflictError(TidelakeError):
+    """A concurrent commit won the race and retries were exhausted; re-read and retry."""
+
+
+class UnsupportedError(TidelakeError, NotImplementedError):
+    """A valid Paimon feature tidelake does not implement."""
+
+
+class InvalidArgumentError(TidelakeError, ValueError):
+    """A bad argument: unknown column in a filter, bad option value, bad snapshot id..."""
+
+
+class StorageError(TidelakeError, OSError):
+    """The storage layer failed (I/O error, permissions, network)."""
+
+
+class ForkSafetyError(TidelakeError, RuntimeError):
+    """tidelake was used in a process forked after its runtime started."""

@@ -9,8 +9,10 @@
 //!
 //! This crate never creates an async runtime and never touches Python.
 
+pub mod datum_arrow;
 pub mod error;
 pub mod io;
+pub mod layout;
 pub mod read;
 pub mod scan;
 pub mod snapshots;

@@ -1,1 +1,19 @@
-//! placeholder
+//! `tidelake._internal`: the PyO3 binding of the tidelake engine.
+//!
+//! This crate holds no table logic: each module converts Python arguments to owned Rust values,
+//! runs the engine with the GIL released ([`runtime::block_on`]) and converts results back
+//! (Arrow through the C data interface, metadata as Paimon JSON). Engine errors become the typed
+//! exceptions of `tidelake.exceptions` ([`errors`]).
+
+use pyo3::prelude::*;
+
+mod errors;
+mod runtime;
+mod table;
+
+#[pymodule]
+fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<table::RawTable>()?;
+    Ok(())
+}

@@ -2,5 +2,6 @@
 //! primary-key tables ([`merge`]) and its merge functions ([`merge_fn`]).
 
 pub mod data_file;
+pub mod deletion_vector;
 pub mod merge;
 pub mod merge_fn;

@@ -1,1 +1,11 @@
-//! placeholder
+//! Scan planning: from a snapshot to the splits a reader needs.
+//!
+//! * [`predicate`]: the filter model (JSON in, bound to a schema, evaluated on batches and on
+//!   file statistics).
+//! * [`plan`]: snapshot selection, manifest replay, pruning and split generation.
+//! * [`split`]: the serialisable unit of reading work.
+
+// pub mod plan; (enabled once predicate.rs lands)
+pub mod split;
+
+pub use split::{DeletionFileRef, Split, SplitFile};

@@ -1,0 +1,400 @@
+//! Scan planning: snapshot → manifest lists → manifests → live files → pruned splits.
+//!
+//! Mirrors Java `AbstractFileStoreScan` + `MergeTreeSplitGenerator`:
+//! 1. resolve the snapshot (latest, id, tag or timestamp) and the schema to read with;
+//! 2. read the base and delta manifest lists, skip manifests whose partition statistics cannot
+//!    match the filter, decode the rest in parallel and replay their entries in list order
+//!    ([`merge_entries`]: ADD then DELETE of the same file identifier cancel out);
+//! 3. drop entries of pruned partitions, of the postpone bucket, of level 0 where batch reads
+//!    hide it (deletion-vector and first-row tables), and files whose key (primary-key tables) or
+//!    value (append tables) statistics cannot match;
+//! 4. group what remains by (partition, bucket) into [`Split`]s, attaching deletion vectors from
+//!    the snapshot's index manifest.
+//!
+//! No data file is opened while planning.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use tidelake_spec::binary_row::decode_framed;
+use tidelake_spec::datum::Datum;
+use tidelake_spec::manifest::{
+    read_index_manifest, read_manifest, read_manifest_list, FileIdentifier, FileKind, ManifestEntry,
+    ManifestFileMeta, SimpleStats,
+};
+use tidelake_spec::schema::TableSchema;
+use tidelake_spec::snapshot::Snapshot;
+use tidelake_spec::types::DataField;
+
+use crate::error::{Error, Result};
+use crate::layout::TableLayout;
+use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
+use crate::scan::split::{DeletionFileRef, Split, SplitFile};
+use crate::table::Table;
+
+/// How many manifests are fetched and decoded at once.
+const MANIFEST_PARALLELISM: usize = 16;
+const MANIFEST_DIR: &str = "manifest";
+const INDEX_DIR: &str = "index";
+const DELETION_VECTORS_INDEX: &str = "DELETION_VECTORS";
+
+/// Which snapshot a read sees.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum SnapshotSelector {
+    #[default]
+    Latest,
+    Id(i64),
+    Tag(String),
+    /// The newest snapshot committed at or before this epoch-millisecond time.
+    TimestampMs(i64),
+}
+
+/// What to scan.
+#[derive(Clone, Debug, Default)]
+pub struct ScanRequest {
+    pub snapshot: SnapshotSelector,
+    pub filter: Option<Predicate>,
+}
+
+/// The result of planning.
+#[derive(Clone, Debug)]
+pub struct ScanPlan {
+    /// The snapshot read; `None` for a table without snapshots (the plan is empty).
+    pub snapshot: Option<Snapshot>,
+    /// The schema rows are returned in: the latest schema for latest reads, the snapshot's
+    /// schema for time travel.
+    pub schema: Arc<TableSchema>,
+    pub splits: Vec<Split>,
+}
+
+/// Resolve a selector to a snapshot (`None` only for `Latest` on an empty table).
+pub async fn resolve_snapshot(table: &Table, selector: &SnapshotSelector) -> Result<Option<Snapshot>> {
+    let sm = table.snapshot_manager();
+    match selector {
+        SnapshotSelector::Latest => sm.latest().await,
+        SnapshotSelector::Id(id) => sm.snapshot(*id).await.map(Some),
+        SnapshotSelector::Tag(name) => Ok(Some(sm.tag(name).await?.snapshot)),
+        SnapshotSelector::TimestampMs(ts) => match sm.at_or_before(*ts).await? {
+            Some(s) => Ok(Some(s)),
+            None => Err(Error::not_found(
+                "snapshot",
+                format!("no snapshot of {} was committed at or before {ts} ms", table.location()),
+            )),
+        },
+    }
+}
+
+/// Plan a batch scan.
+pub async fn plan_scan(table: &Table, request: &ScanRequest) -> Result<ScanPlan> {
+    let snapshot = resolve_snapshot(table, &request.snapshot).await?;
+    let schema = match (&request.snapshot, &snapshot) {
+        (SnapshotSelector::Latest, _) | (_, None) => table.schema().clone(),
+        (_, Some(s)) => table.schema_by_id(s.schema_id).await?,
+    };
+    let Some(snap) = snapshot else {
+        return Ok(ScanPlan { snapshot: None, schema, splits: Vec::new() });
+    };
+    let filter = request.filter.as_ref().map(|p| p.bind(&schema.fields)).transpose()?;
+    let planner = Planner::new(table, &schema, filter)?;
+    let entries = planner.live_entries(&snap).await?;
+    let deletion = planner.deletion_files(&snap).await?;
+    let splits = planner.splits(snap.id, entries, &deletion)?;
+    Ok(ScanPlan { snapshot: Some(snap), schema, splits })
+}
+
+/// Replay manifest entries in order (Java `FileEntry.mergeEntries`): an ADD must not repeat an
+/// identifier already present; a DELETE removes the matching ADD, or is kept when its ADD is not
+/// among `entries` (it lives in an older manifest).
+pub fn merge_entries(entries: impl IntoIterator<Item = ManifestEntry>) -> Result<Vec<ManifestEntry>> {
+    let mut slots: Vec<Option<ManifestEntry>> = Vec::new();
+    let mut index: HashMap<FileIdentifier, usize> = HashMap::new();
+    for entry in entries {
+        let id = entry.identifier();
+        match entry.kind {
+            FileKind::Add => {
+                if index.contains_key(&id) {
+                    return Err(Error::corrupt(
+                        "manifest",
+                        format!("file {} is added twice in bucket {}", id.file_name, id.bucket),
+                    ));
+                }
+                index.insert(id, slots.len());
+                slots.push(Some(entry));
+            }
+            FileKind::Delete => match index.remove(&id) {
+                Some(pos) => slots[pos] = None,
+                None => {
+                    index.insert(id, slots.len());
+                    slots.push(Some(entry));
+                }
+            },
+        }
+    }
+    Ok(slots.into_iter().flatten().collect())
+}
+
+/// Read manifest list `name` of `table`.
+pub async fn read_list(table: &Table, name: &str) -> Result<Vec<ManifestFileMeta>> {
+    let rel = format!("{MANIFEST_DIR}/{name}");
+    let bytes = table.io().read(&rel).await?;
+    read_manifest_list(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
+}
+
+/// Read manifest file `name` of `table`.
+pub async fn read_entries(table: &Table, name: &str) -> Result<Vec<ManifestEntry>> {
+    let rel = format!("{MANIFEST_DIR}/{name}");
+    let bytes = table.io().read(&rel).await?;
+    read_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
+}
+
+/// Decode many manifests concurrently, keeping their order.
+pub async fn read_manifests(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<ManifestEntry>> {
+    let chunks: Vec<Vec<ManifestEntry>> = stream::iter(metas.iter().map(|m| read_entries(table, &m.file_name)))
+        .buffered(MANIFEST_PARALLELISM)
+        .try_collect()
+        .await?;
+    Ok(chunks.into_iter().flatten().collect())
+}
+
+/// Statistics of a stats row, addressed by column name.
+struct RowStats<'a> {
+    names: Vec<&'a str>,
+    mins: Vec<Datum>,
+    maxs: Vec<Datum>,
+    nulls: Vec<Option<i64>>,
+    row_count: i64,
+}
+
+impl<'a> RowStats<'a> {
+    /// Decode `stats` covering `fields`; `None` when the stats are absent or unreadable.
+    fn decode(stats: &SimpleStats, fields: &[&'a DataField], row_count: i64) -> Option<RowStats<'a>> {
+        let types: Vec<_> = fields.iter().map(|f| f.data_type.clone()).collect();
+        let mins = decode_framed(&stats.min_values, &types).ok()?;
+        let maxs = decode_framed(&stats.max_values, &types).ok()?;
+        let nulls = match &stats.null_counts {
+            Some(n) if n.len() == fields.len() => n.clone(),
+            _ => vec![None; fields.len()],
+        };
+        Some(RowStats { names: fields.iter().map(|f| f.name.as_str()).collect(), mins, maxs, nulls, row_count })
+    }
+
+    fn position(&self, field: &str) -> Option<usize> {
+        self.names.iter().position(|n| *n == field)
+    }
+
+    /// Exact statistics of one partition (every value is both min and max).
+    fn exact(fields: &'a [DataField], values: Vec<Datum>) -> RowStats<'a> {
+        let nulls = values.iter().map(|v| Some(i64::from(v.is_null()))).collect();
+        RowStats {
+            names: fields.iter().map(|f| f.name.as_str()).collect(),
+            mins: values.clone(),
+            maxs: values,
+            nulls,
+            row_count: 1,
+        }
+    }
+}
+
+impl StatsProvider for RowStats<'_> {
+    fn min(&self, field: &str) -> Option<Datum> {
+        self.position(field).map(|i| self.mins[i].clone()).filter(|d| !d.is_null())
+    }
+    fn max(&self, field: &str) -> Option<Datum> {
+        self.position(field).map(|i| self.maxs[i].clone()).filter(|d| !d.is_null())
+    }
+    fn null_count(&self, field: &str) -> Option<i64> {
+        self.position(field).and_then(|i| self.nulls[i])
+    }
+    fn row_count(&self) -> i64 {
+        self.row_count
+    }
+}
+
+struct Planner<'a> {
+    table: &'a Table,
+    schema: &'a TableSchema,
+    layout: TableLayout,
+    filter: Option<BoundPredicate>,
+    has_primary_key: bool,
+    skip_level0: bool,
+}
+
+impl<'a> Planner<'a> {
+    fn new(table: &'a Table, schema: &'a TableSchema, filter: Option<BoundPredicate>) -> Result<Self> {
+        let opts = schema.options();
+        let has_primary_key = !schema.primary_keys.is_empty();
+        let skip_level0 =
+            has_primary_key && opts.batch_scan_skip_level0().map_err(|e| Error::from_spec("table options", e))?;
+        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, has_primary_key, skip_level0 })
+    }
+
+    fn partition_fields(&self) -> Vec<&DataField> {
+        self.layout.partition_fields.iter().collect()
+    }
+
+    fn manifest_may_match(&self, meta: &ManifestFileMeta) -> bool {
+        let Some(filter) = &self.filter else { return true };
+        if self.layout.partition_fields.is_empty() {
+            return true;
+        }
+        let count = meta.num_added_files + meta.num_deleted_files;
+        match RowStats::decode(&meta.partition_stats, &self.partition_fields(), count) {
+            Some(stats) => filter.may_match(&stats),
+            None => true,
+        }
+    }
+
+    async fn live_entries(&self, snap: &Snapshot) -> Result<Vec<ManifestEntry>> {
+        let (base, delta) = futures::try_join!(
+            read_list(self.table, &snap.base_manifest_list),
+            read_list(self.table, &snap.delta_manifest_list)
+        )?;
+        let metas: Vec<ManifestFileMeta> =
+            base.into_iter().chain(delta).filter(|m| self.manifest_may_match(m)).collect();
+        let entries = merge_entries(read_manifests(self.table, &metas).await?)?;
+        let mut live = Vec::with_capacity(entries.len());
+        let mut partition_verdicts: HashMap<Vec<u8>, bool> = HashMap::new();
+        for e in entries {
+            if e.kind != FileKind::Add || e.bucket == -2 || (self.skip_level0 && e.file.level == 0) {
+                continue;
+            }
+            let keep = match partition_verdicts.get(&e.partition) {
+                Some(k) => *k,
+                None => {
+                    let k = self.partition_may_match(&e.partition)?;
+                    partition_verdicts.insert(e.partition.clone(), k);
+                    k
+                }
+            };
+            if keep && self.file_may_match(&e).await? {
+                live.push(e);
+            }
+        }
+        Ok(live)
+    }
+
+    fn partition_may_match(&self, partition: &[u8]) -> Result<bool> {
+        let Some(filter) = &self.filter else { return Ok(true) };
+        if self.layout.partition_fields.is_empty() {
+            return Ok(true);
+        }
+        let values = self.layout.decode_partition(partition)?;
+        Ok(filter.may_match(&RowStats::exact(&self.layout.partition_fields, values)))
+    }
+
+    /// Prune by key statistics (primary-key tables: every version of a key is in range) or
+    /// value statistics (append tables). Statistics are read in the file's own schema and
+    /// addressed by the current column names through field ids.
+    async fn file_may_match(&self, e: &ManifestEntry) -> Result<bool> {
+        let Some(filter) = &self.filter else { return Ok(true) };
+        let file = &e.file;
+        let file_schema = if file.schema_id == self.schema.id {
+            None
+        } else {
+            Some(self.table.schema_by_id(file.schema_id).await?)
+        };
+        let file_schema: &TableSchema = file_schema.as_deref().unwrap_or(self.schema);
+        let (stats, stat_fields): (&SimpleStats, Vec<&DataField>) = if self.has_primary_key {
+            let keys = file_schema.trimmed_primary_keys();
+            (&file.key_stats, keys.iter().filter_map(|k| file_schema.field(k)).collect())
+        } else {
+            let cols: Vec<&DataField> = match &file.value_stats_cols {
+                None => file_schema.fields.iter().collect(),
+                Some(names) => names.iter().filter_map(|n| file_schema.field(n)).collect(),
+            };
+            (&file.value_stats, cols)
+        };
+        if stat_fields.is_empty() {
+            return Ok(true);
+        }
+        // Re-address the statistics by the current schema's names (renames keep ids).
+        let renamed: Vec<DataField> = stat_fields
+            .iter()
+            .filter_map(|f| self.schema.field_by_id(f.id).map(|cur| DataField { name: cur.name.clone(), ..(*f).clone() }))
+            .collect();
+        if renamed.len() != stat_fields.len() {
+            return Ok(true);
+        }
+        let refs: Vec<&DataField> = renamed.iter().collect();
+        Ok(match RowStats::decode(stats, &refs, file.row_count) {
+            Some(s) => filter.may_match(&s),
+            None => true,
+        })
+    }
+
+    /// Deletion vectors of the snapshot, by (partition, bucket, data file name).
+    async fn deletion_files(&self, snap: &Snapshot) -> Result<HashMap<(Vec<u8>, i32, String), DeletionFileRef>> {
+        let mut out = HashMap::new();
+        let Some(name) = &snap.index_manifest else { return Ok(out) };
+        let rel = format!("{MANIFEST_DIR}/{name}");
+        let bytes = self.table.io().read(&rel).await?;
+        let entries =
+            read_index_manifest(&bytes).map_err(|e| Error::from_spec(self.table.io().display(&rel), e))?;
+        let mut live: Vec<_> = Vec::new();
+        for e in entries {
+            match e.kind {
+                FileKind::Add => live.push(e),
+                FileKind::Delete => live.retain(|l| l.index_file.file_name != e.index_file.file_name),
+            }
+        }
+        for e in live.into_iter().filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX) {
+            let path = match &e.index_file.external_path {
+                Some(p) => p.clone(),
+                None => format!("{INDEX_DIR}/{}", e.index_file.file_name),
+            };
+            for r in e.index_file.dv_ranges.iter().flatten() {
+                let dv = DeletionFileRef {
+                    path: path.clone(),
+                    offset: u64::try_from(r.offset).map_err(|_| Error::corrupt(&rel, "negative deletion vector offset"))?,
+                    length: u64::try_from(r.length).map_err(|_| Error::corrupt(&rel, "negative deletion vector length"))?,
+                    cardinality: r.cardinality,
+                };
+                out.insert((e.partition.clone(), e.bucket, r.data_file_name.clone()), dv);
+            }
+        }
+        Ok(out)
+    }
+
+    fn splits(
+        &self,
+        snapshot_id: i64,
+        entries: Vec<ManifestEntry>,
+        deletion: &HashMap<(Vec<u8>, i32, String), DeletionFileRef>,
+    ) -> Result<Vec<Split>> {
+        let mut groups: Vec<((Vec<u8>, i32), Vec<ManifestEntry>)> = Vec::new();
+        let mut index: HashMap<(Vec<u8>, i32), usize> = HashMap::new();
+        for e in entries {
+            let key = (e.partition.clone(), e.bucket);
+            match index.get(&key) {
+                Some(&i) => groups[i].1.push(e),
+                None => {
+                    index.insert(key.clone(), groups.len());
+                    groups.push((key, vec![e]));
+                }
+            }
+        }
+        let mut splits = Vec::with_capacity(groups.len());
+        for ((partition, bucket), entries) in groups {
+            let values = self.layout.decode_partition(&partition)?;
+            let bucket_path = self.layout.bucket_path(&values, bucket)?;
+            let total_buckets = entries[0].total_buckets;
+            let files: Vec<SplitFile> = entries
+                .iter()
+                .map(|e| {
+                    let path = match &e.file.external_path {
+                        Some(p) => p.clone(),
+                        None => format!("{bucket_path}/{}", e.file.file_name),
+                    };
+                    let dv = deletion.get(&(partition.clone(), bucket, e.file.file_name.clone())).cloned();
+                    SplitFile::new(path, &e.file, dv)
+                })
+                .collect();
+            let raw_convertible = !self.has_primary_key
+                || self.skip_level0
+                || (files.len() == 1 && files[0].delete_row_count == Some(0));
+            splits.push(Split { snapshot_id, partition, bucket, total_buckets, bucket_path, files, raw_convertible });
+        }
+        Ok(splits)
+    }
+}

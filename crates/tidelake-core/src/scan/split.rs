@@ -1,0 +1,88 @@
+//! [`Split`]: the unit of reading work, one (partition, bucket) of one snapshot.
+//!
+//! A split is self-contained and serialisable (JSON), so a driver can plan and ship splits to
+//! executors that read them independently. Invariants: every file of a split lives in the
+//! same bucket directory; for primary-key tables a split holds *all* live files of its bucket
+//! that the read may see, so merging the split alone gives the bucket's merged rows.
+
+use serde::{Deserialize, Serialize};
+use tidelake_spec::manifest::DataFileMeta;
+
+use crate::error::{Error, Result};
+
+/// Where a data file's deletion vector lives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletionFileRef {
+    /// Path relative to the table root (`index/index-...`).
+    pub path: String,
+    pub offset: u64,
+    pub length: u64,
+    pub cardinality: Option<i64>,
+}
+
+/// One data file to read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SplitFile {
+    /// Path relative to the table root, or an absolute external path.
+    pub path: String,
+    pub file_name: String,
+    pub file_size: i64,
+    pub row_count: i64,
+    pub schema_id: i64,
+    pub level: i32,
+    pub min_sequence_number: i64,
+    pub max_sequence_number: i64,
+    pub delete_row_count: Option<i64>,
+    /// Framed BinaryRows of the first and last key (primary-key tables).
+    pub min_key: Vec<u8>,
+    pub max_key: Vec<u8>,
+    pub deletion: Option<DeletionFileRef>,
+}
+
+impl SplitFile {
+    pub fn new(path: String, meta: &DataFileMeta, deletion: Option<DeletionFileRef>) -> Self {
+        SplitFile {
+            path,
+            file_name: meta.file_name.clone(),
+            file_size: meta.file_size,
+            row_count: meta.row_count,
+            schema_id: meta.schema_id,
+            level: meta.level,
+            min_sequence_number: meta.min_sequence_number,
+            max_sequence_number: meta.max_sequence_number,
+            delete_row_count: meta.delete_row_count,
+            min_key: meta.min_key.clone(),
+            max_key: meta.max_key.clone(),
+            deletion,
+        }
+    }
+}
+
+/// A unit of reading work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Split {
+    pub snapshot_id: i64,
+    /// Framed BinaryRow of the partition values.
+    pub partition: Vec<u8>,
+    pub bucket: i32,
+    pub total_buckets: i32,
+    /// Bucket directory relative to the table root.
+    pub bucket_path: String,
+    pub files: Vec<SplitFile>,
+    /// True when the files can be read without merging (see [`crate::scan::plan`]).
+    pub raw_convertible: bool,
+}
+
+impl Split {
+    pub fn row_count(&self) -> i64 {
+        self.files.iter().map(|f| f.row_count).sum()
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a split always serialises")
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Split> {
+        serde_json::from_slice(bytes).map_err(|e| Error::invalid(format!("not a tidelake split: {e}")))
+    }
+}

@@ -1,0 +1,73 @@
+//! Manifest lists, manifests and index manifests: Avro container files (paimon-format.md §4)
+//! turned into structs and back. No I/O: callers pass and receive whole files as bytes.
+//!
+//! * [`read_manifest_list`] / [`write_manifest_list`]: [`ManifestFileMeta`] records.
+//! * [`read_manifest`] / [`write_manifest`]: [`ManifestEntry`] records (with [`DataFileMeta`]).
+//! * [`read_index_manifest`] / [`write_index_manifest`]: [`IndexManifestEntry`] records.
+//!
+//! Invariants:
+//! * Reading resolves fields by name against each file's writer schema, like Java: unknown
+//!   fields are skipped, missing nullable ones read as `None`, a missing required one is
+//!   [`Error::Corrupt`](crate::Error::Corrupt). Record names are ignored.
+//! * `_VERSION` must be 2 (manifest list, manifest) or 1 (index manifest).
+//! * Malformed input of any kind yields `Error::Corrupt` (or `Unsupported` for a valid but
+//!   unsupported codec): no panic, no unbounded loop, no allocation larger than the input
+//!   (decompressed blocks are capped by apache-avro's `max_allocation_bytes`).
+//! * Writing produces Java's writer schema (field order, types, record names) and encoding.
+//! * BinaryRow fields are kept as the framed bytes stored in Avro (4-byte BE arity + row), so
+//!   they round-trip byte for byte; decode them with `binary_row`.
+
+mod avro;
+mod data_file;
+mod entry;
+mod index;
+mod list;
+mod record;
+mod stats;
+#[cfg(test)]
+mod tests;
+mod writer_schema;
+
+pub use avro::Codec;
+pub use data_file::{DataFileMeta, FileSource};
+pub use entry::{FileIdentifier, FileKind, ManifestEntry, MANIFEST_ENTRY_VERSION};
+pub use index::{
+    DeletionVectorMeta, GlobalIndexMeta, IndexFileMeta, IndexManifestEntry, DELETION_VECTORS_INDEX, HASH_INDEX,
+    INDEX_MANIFEST_ENTRY_VERSION,
+};
+pub use list::{ManifestFileMeta, MANIFEST_FILE_META_VERSION};
+pub use stats::{SimpleStats, EMPTY_ROW};
+
+use crate::error::Result;
+use record::AvroRecord;
+
+/// Decodes a manifest list file (`manifest/manifest-list-*`).
+pub fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFileMeta>> {
+    record::read_records(bytes, "manifest list")
+}
+
+/// Decodes a manifest file (`manifest/manifest-*`).
+pub fn read_manifest(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
+    record::read_records(bytes, "manifest")
+}
+
+/// Decodes an index manifest file (`manifest/index-manifest-*`).
+pub fn read_index_manifest(bytes: &[u8]) -> Result<Vec<IndexManifestEntry>> {
+    record::read_records(bytes, "index manifest")
+}
+
+/// Encodes a manifest list file. pypaimon's `_TOTAL_BUCKETS`/`_EXTRA_FILES` are written
+/// only if some entry sets them (see [`ManifestFileMeta`]).
+pub fn write_manifest_list(entries: &[ManifestFileMeta], codec: Codec) -> Result<Vec<u8>> {
+    record::write_records(entries, list::writer_fields(entries), codec)
+}
+
+/// Encodes a manifest file.
+pub fn write_manifest(entries: &[ManifestEntry], codec: Codec) -> Result<Vec<u8>> {
+    record::write_records(entries, ManifestEntry::FIELDS, codec)
+}
+
+/// Encodes an index manifest file.
+pub fn write_index_manifest(entries: &[IndexManifestEntry], codec: Codec) -> Result<Vec<u8>> {
+    record::write_records(entries, IndexManifestEntry::FIELDS, codec)
+}

@@ -1,0 +1,38 @@
+"""tidelake: a lake-table engine for Python and Spark that speaks Apache Paimon's format."""
+
+from __future__ import annotations
+
+from ._internal import __version__
+from ._metadata import SchemaVersion, Snapshot, Tag
+from .exceptions import (
+    CommitConflictError,
+    CorruptMetadataError,
+    ForkSafetyError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    StorageError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    TidelakeError,
+    UnsupportedError,
+)
+from .table import Table, open_table
+
+__all__ = [
+    "__version__",
+    "open_table",
+    "Table",
+    "Snapshot",
+    "Tag",
+    "SchemaVersion",
+    "TidelakeError",
+    "TableNotFoundError",
+    "TableAlreadyExistsError",
+    "CorruptMetadataError",
+    "SchemaMismatchError",
+    "CommitConflictError",
+    "UnsupportedError",
+    "InvalidArgumentError",
+    "StorageError",
+    "ForkSafetyError",
+]

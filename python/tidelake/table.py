@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import _internal
+from ._filters import to_filter_json
 from ._metadata import SchemaVersion, Snapshot, Tag
+from .scan import Scan
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
 
 __all__ = ["Table", "open_table"]
 
@@ -86,3 +89,79 @@ class Table:
     def tags(self) -> list[Tag]:
         """Every tag, sorted by name."""
         return [Tag.from_json(name, text) for name, text in self._raw.tags_json()]
+
+    # ---- reads --------------------------------------------------------------------------------
+
+    def _expression_filter(self, filter: Any, columns: list[str] | None) -> tuple[Any, list[str] | None]:
+        """Split a pyarrow Expression filter from the pushed-down forms.
+
+        Returns (expression or None, columns to read). An Expression is applied by pyarrow after
+        the merge, so every column is read and projected afterwards.
+        """
+        import pyarrow.compute as pc
+
+        if isinstance(filter, pc.Expression):
+            return filter, None
+        return None, columns
+
+    def scan(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
+             tag: str | None = None, timestamp_ms: int | None = None, batch_size: int | None = None) -> Scan:
+        """Plan a read of one snapshot (latest by default, or by id, tag or timestamp).
+
+        Args:
+            columns: columns to return, in this order (all by default).
+            filter: DNF tuples ``[("qty", ">=", 50), ...]`` (a list of lists is OR), or a JSON
+                filter tree. For a :class:`pyarrow.compute.Expression` use :meth:`to_arrow` or
+                :meth:`to_reader`, which apply it after reading.
+            snapshot_id, tag, timestamp_ms: time travel; give at most one.
+            batch_size: rows per batch.
+
+        Raises:
+            InvalidArgumentError: unknown column, bad filter or conflicting time-travel arguments.
+            TableNotFoundError: the snapshot or tag does not exist (the message lists what does).
+        """
+        filter_json = to_filter_json(filter)
+        raw = self._raw.scan(columns=columns, filter_json=filter_json, snapshot_id=snapshot_id, tag=tag,
+                             timestamp_ms=timestamp_ms, batch_size=batch_size)
+        return Scan(self._raw, raw, columns, filter_json, with_row_kind=False)
+
+    def to_reader(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
+                  tag: str | None = None, timestamp_ms: int | None = None,
+                  batch_size: int | None = None) -> "pa.RecordBatchReader":
+        """Stream the rows of one snapshot as a :class:`pyarrow.RecordBatchReader`.
+
+        Arguments as :meth:`scan`; ``filter`` may also be a :class:`pyarrow.compute.Expression`.
+        """
+        expr, read_cols = self._expression_filter(filter, columns)
+        if expr is None:
+            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size).to_reader()
+        import pyarrow.dataset as ds
+
+        reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size).to_reader()
+        scanner = ds.Scanner.from_batches(reader, filter=expr, columns=columns)
+        return scanner.to_reader()
+
+    def to_arrow(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
+                 tag: str | None = None, timestamp_ms: int | None = None) -> "pa.Table":
+        """Read one snapshot into a :class:`pyarrow.Table`. Arguments as :meth:`to_reader`."""
+        expr, _ = self._expression_filter(filter, columns)
+        if expr is None:
+            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms).to_arrow()
+        return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms).read_all()
+
+    def changes(self, start_snapshot: int, end_snapshot: int | None = None, columns: list[str] | None = None,
+                filter: Any = None) -> "pa.Table":
+        """The changes snapshots ``(start_snapshot, end_snapshot]`` committed (up to the latest by
+        default), with a leading ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``).
+
+        Tables with a changelog producer return their changelog files; others the rows that
+        APPEND commits wrote. ``start_snapshot`` may be 0 to include the first snapshot.
+        """
+        return self.changes_scan(start_snapshot, end_snapshot, columns, filter).to_arrow()
+
+    def changes_scan(self, start_snapshot: int, end_snapshot: int | None = None,
+                     columns: list[str] | None = None, filter: Any = None) -> Scan:
+        """Plan a read of changes; see :meth:`changes`."""
+        filter_json = to_filter_json(filter)
+        raw = self._raw.changes(start_snapshot, end_snapshot=end_snapshot, columns=columns, filter_json=filter_json)
+        return Scan(self._raw, raw, columns, filter_json, with_row_kind=True)

@@ -76,7 +76,7 @@ impl FileIO {
     pub fn path(&self, rel: &str) -> Path {
         let mut p = self.root.clone();
         for part in rel.split('/').filter(|s| !s.is_empty()) {
-            p = p.child(part);
+            p = p.join(part);
         }
         p
     }

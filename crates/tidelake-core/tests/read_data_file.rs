@@ -24,11 +24,18 @@ use tidelake_spec::type_json::field_from_json;
 use tidelake_spec::types::DataField;
 
 fn fixtures() -> PathBuf {
-    let dir = std::env::var_os("TIDELAKE_FIXTURES").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
-    });
-    assert!(dir.join("fixtures.json").is_file(), "fixtures not found at {}", dir.display());
-    dir
+    let dir = std::env::var_os("TIDELAKE_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
+        });
+    assert!(
+        dir.join("fixtures.json").is_file(),
+        "fixtures not found at {}",
+        dir.display()
+    );
+    // FileIO takes paths without `..` segments.
+    std::fs::canonicalize(&dir).unwrap()
 }
 
 fn table_dir(table: &str) -> PathBuf {
@@ -57,9 +64,16 @@ fn schemas(table: &str) -> BTreeMap<i64, TableSchema> {
     for entry in std::fs::read_dir(table_dir(table).join("schema")).unwrap() {
         let path = entry.unwrap().path();
         let json: Json = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        let fields = json["fields"].as_array().unwrap().iter().map(|f| field_from_json(f).unwrap());
+        let fields = json["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| field_from_json(f).unwrap());
         let primary_key = !json["primaryKeys"].as_array().unwrap().is_empty();
-        let schema = TableSchema { fields: fields.collect(), primary_key };
+        let schema = TableSchema {
+            fields: fields.collect(),
+            primary_key,
+        };
         out.insert(json["id"].as_i64().unwrap(), schema);
     }
     out
@@ -79,7 +93,11 @@ fn avro_records(path: &Path) -> Vec<Vec<(String, Avro)>> {
 }
 
 fn get<'a>(record: &'a [(String, Avro)], name: &str) -> &'a Avro {
-    let value = &record.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no {name}")).1;
+    let value = &record
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+        .1;
     match value {
         Avro::Union(_, inner) => inner,
         v => v,
@@ -114,7 +132,9 @@ fn manifest_entries(table: &str, manifest: &str) -> Vec<(i64, FileMeta)> {
     avro_records(&table_dir(table).join("manifest").join(manifest))
         .iter()
         .map(|entry| {
-            let Avro::Record(file) = get(entry, "_FILE") else { panic!("bad _FILE") };
+            let Avro::Record(file) = get(entry, "_FILE") else {
+                panic!("bad _FILE")
+            };
             let meta = FileMeta {
                 name: as_str(get(file, "_FILE_NAME")).to_string(),
                 row_count: as_i64(get(file, "_ROW_COUNT")),
@@ -188,13 +208,29 @@ fn data_file_paths(table: &str) -> Vec<String> {
         for entry in std::fs::read_dir(dir).unwrap() {
             let entry = entry.unwrap();
             let name = entry.file_name().to_string_lossy().into_owned();
-            let rel_child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let rel_child = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
             if entry.file_type().unwrap().is_dir() {
                 let skip = rel.is_empty()
-                    && ["index", "manifest", "schema", "snapshot", "tag", "changelog"]
-                        .contains(&name.as_str());
+                    && [
+                        "index",
+                        "manifest",
+                        "schema",
+                        "snapshot",
+                        "tag",
+                        "changelog",
+                    ]
+                    .contains(&name.as_str());
                 if !skip {
-                    walk(&entry.path(), &rel_child, in_bucket || name.starts_with("bucket-"), out);
+                    walk(
+                        &entry.path(),
+                        &rel_child,
+                        in_bucket || name.starts_with("bucket-"),
+                        out,
+                    );
                 }
             } else if in_bucket {
                 out.push(rel_child);
@@ -222,11 +258,22 @@ async fn read_file(
 ) -> Vec<RecordBatch> {
     let io = FileIO::open(table_dir(table).to_str().unwrap()).unwrap();
     let format = FileFormat::from_file_name(rel).unwrap();
-    let stream =
-        read_data_file(&io, rel, format, file_fields, read_fields, system, dv, batch_size)
-            .await
-            .unwrap_or_else(|e| panic!("{table}/{rel}: {e}"));
-    stream.try_collect().await.unwrap_or_else(|e| panic!("{table}/{rel}: {e}"))
+    let stream = read_data_file(
+        &io,
+        rel,
+        format,
+        file_fields,
+        read_fields,
+        system,
+        dv,
+        batch_size,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{table}/{rel}: {e}"));
+    stream
+        .try_collect()
+        .await
+        .unwrap_or_else(|e| panic!("{table}/{rel}: {e}"))
 }
 
 /// The schema the reader must produce, built independently of the reader.
@@ -253,7 +300,11 @@ async fn every_fixture_data_file_reads_with_the_latest_schema() {
     for table in all_tables() {
         let schemas = schemas(&table);
         let (_, latest) = schemas.iter().next_back().unwrap();
-        let system = if latest.primary_key { SystemColumns::KeyValue } else { SystemColumns::None };
+        let system = if latest.primary_key {
+            SystemColumns::KeyValue
+        } else {
+            SystemColumns::None
+        };
         let expected = expected_schema(&latest.fields, system);
         let metas = all_file_metas(&table);
         let paths = data_file_paths(&table);
@@ -264,14 +315,27 @@ async fn every_fixture_data_file_reads_with_the_latest_schema() {
                 .unwrap_or_else(|| panic!("{table}/{rel} is in no manifest"));
             let file_fields = &schemas[&meta.schema_id].fields;
             let batch_size = 3;
-            let batches =
-                read_file(&table, &rel, file_fields, &latest.fields, system, None, batch_size)
-                    .await;
+            let batches = read_file(
+                &table,
+                &rel,
+                file_fields,
+                &latest.fields,
+                system,
+                None,
+                batch_size,
+            )
+            .await;
             let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-            assert_eq!(rows as i64, meta.row_count, "{table}/{rel}: row count vs manifest");
+            assert_eq!(
+                rows as i64, meta.row_count,
+                "{table}/{rel}: row count vs manifest"
+            );
             if rel.ends_with(".parquet") {
                 let physical = parquet_rows(&table_dir(&table).join(&rel));
-                assert_eq!(rows as i64, physical, "{table}/{rel}: row count vs parquet footer");
+                assert_eq!(
+                    rows as i64, physical,
+                    "{table}/{rel}: row count vs parquet footer"
+                );
             }
             for batch in &batches {
                 assert!(batch.num_rows() <= batch_size && batch.num_rows() > 0);
@@ -287,7 +351,10 @@ async fn every_fixture_data_file_reads_with_the_latest_schema() {
 
 fn read_expected(rel: &str) -> Vec<RecordBatch> {
     let file = std::fs::File::open(fixtures().join(rel)).unwrap();
-    arrow_ipc::reader::FileReader::try_new(file, None).unwrap().map(|b| b.unwrap()).collect()
+    arrow_ipc::reader::FileReader::try_new(file, None)
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect()
 }
 
 /// Rows rendered as strings (one per row, sorted): a multiset of rows.
@@ -301,7 +368,10 @@ fn row_multiset(batches: &[RecordBatch]) -> Vec<String> {
             .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
             .collect();
         for row in 0..batch.num_rows() {
-            let cells: Vec<String> = formatters.iter().map(|f| f.value(row).to_string()).collect();
+            let cells: Vec<String> = formatters
+                .iter()
+                .map(|f| f.value(row).to_string())
+                .collect();
             rows.push(cells.join(" | "));
         }
     }
@@ -316,9 +386,14 @@ fn without_system(batches: Vec<RecordBatch>, system: SystemColumns) -> Vec<Recor
         SystemColumns::KeyValue => batches
             .into_iter()
             .map(|b| {
-                let kinds = b.column(1).as_any().downcast_ref::<arrow_array::Int8Array>().unwrap();
+                let kinds = b
+                    .column(1)
+                    .as_any()
+                    .downcast_ref::<arrow_array::Int8Array>()
+                    .unwrap();
                 assert!(kinds.iter().all(|k| k.is_some()), "null _VALUE_KIND");
-                b.project(&(2..b.num_columns()).collect::<Vec<_>>()).unwrap()
+                b.project(&(2..b.num_columns()).collect::<Vec<_>>())
+                    .unwrap()
             })
             .collect(),
     }
@@ -334,7 +409,11 @@ async fn assert_files_match(
 ) {
     let schemas = schemas(table);
     let read = &schemas[&read_schema_id];
-    let system = if read.primary_key { SystemColumns::KeyValue } else { SystemColumns::None };
+    let system = if read.primary_key {
+        SystemColumns::KeyValue
+    } else {
+        SystemColumns::None
+    };
     let paths = data_file_paths(table);
     let mut batches = Vec::new();
     for meta in files {
@@ -348,15 +427,27 @@ async fn assert_files_match(
     let expected_schema = expected[0].schema();
     for batch in &batches {
         let got = batch.schema();
-        assert_eq!(got.fields().len(), expected_schema.fields().len(), "{expected_file}");
+        assert_eq!(
+            got.fields().len(),
+            expected_schema.fields().len(),
+            "{expected_file}"
+        );
         for (g, e) in got.fields().iter().zip(expected_schema.fields()) {
             assert_eq!(g.name(), e.name(), "{expected_file}");
-            assert_eq!(g.data_type(), e.data_type(), "{expected_file}: column {}", g.name());
+            assert_eq!(
+                g.data_type(),
+                e.data_type(),
+                "{expected_file}: column {}",
+                g.name()
+            );
         }
     }
     let got_rows = row_multiset(&batches);
     let expected_rows = row_multiset(&expected);
-    assert_eq!(got_rows, expected_rows, "{table}: rows differ from {expected_file}");
+    assert_eq!(
+        got_rows, expected_rows,
+        "{table}: rows differ from {expected_file}"
+    );
 }
 
 async fn assert_snapshot1(table: &str) {
@@ -407,7 +498,11 @@ async fn schema_evolution_maps_fields_by_id() {
         for batch in batches {
             for name in ["c", "extra", "first_col"] {
                 let col = batch.column_by_name(name).unwrap();
-                assert_eq!(col.null_count(), col.len(), "{name} must be all null in old files");
+                assert_eq!(
+                    col.null_count(),
+                    col.len(),
+                    "{name} must be all null in old files"
+                );
             }
             assert!(batch.column_by_name("name").unwrap().null_count() < batch.num_rows());
         }
@@ -421,19 +516,28 @@ async fn schema_evolution_maps_fields_by_id() {
 fn snapshot_dvs(table: &str, id: i64) -> HashMap<String, Arc<DeletionVector>> {
     let mut out = HashMap::new();
     let snap = snapshot_json(table, id);
-    let Some(index_manifest) = snap["indexManifest"].as_str() else { return out };
+    let Some(index_manifest) = snap["indexManifest"].as_str() else {
+        return out;
+    };
     for entry in avro_records(&table_dir(table).join("manifest").join(index_manifest)) {
         assert_eq!(as_i64(get(&entry, "_KIND")), 0);
         assert_eq!(as_str(get(&entry, "_INDEX_TYPE")), "DELETION_VECTORS");
         let index_file = as_str(get(&entry, "_FILE_NAME"));
         let bytes = std::fs::read(table_dir(table).join("index").join(index_file)).unwrap();
         assert_eq!(bytes.len() as i64, as_i64(get(&entry, "_FILE_SIZE")));
-        let Avro::Array(ranges) = get(&entry, "_DELETIONS_VECTORS_RANGES") else { panic!() };
+        let Avro::Array(ranges) = get(&entry, "_DELETIONS_VECTORS_RANGES") else {
+            panic!()
+        };
         let mut decoded = Vec::new();
         for range in ranges {
-            let Avro::Record(r) = range else { panic!("bad range") };
-            let (file, offset, length) =
-                (as_str(get(r, "f0")), as_i64(get(r, "f1")), as_i64(get(r, "f2")));
+            let Avro::Record(r) = range else {
+                panic!("bad range")
+            };
+            let (file, offset, length) = (
+                as_str(get(r, "f0")),
+                as_i64(get(r, "f1")),
+                as_i64(get(r, "f2")),
+            );
             let dv = read_deletion_vector(&bytes, offset as u64, length as u64).unwrap();
             assert_eq!(dv.cardinality() as i64, as_i64(get(r, "_CARDINALITY")));
             decoded.push((file.to_string(), dv.clone(), offset as u64, length as u64));
@@ -442,8 +546,10 @@ fn snapshot_dvs(table: &str, id: i64) -> HashMap<String, Arc<DeletionVector>> {
         assert_eq!(decoded.len() as i64, as_i64(get(&entry, "_ROW_COUNT")));
         // Our encoder reproduces the index file byte for byte (ranges in file order).
         decoded.sort_by_key(|d| d.2);
-        let input: Vec<(String, DeletionVector)> =
-            decoded.iter().map(|(f, dv, _, _)| (f.clone(), dv.clone())).collect();
+        let input: Vec<(String, DeletionVector)> = decoded
+            .iter()
+            .map(|(f, dv, _, _)| (f.clone(), dv.clone()))
+            .collect();
         let (written, metas) = write_deletion_vector_file(&input);
         assert_eq!(written, bytes, "re-encoded {index_file}");
         for ((f, dv, off, len), (mf, moff, mlen, card)) in decoded.iter().zip(&metas) {
@@ -458,7 +564,11 @@ async fn append_deletion_vectors_filter_rows() {
     let table = "append_deletion_vectors";
     let fixtures_json: Json =
         serde_json::from_slice(&std::fs::read(fixtures().join("fixtures.json")).unwrap()).unwrap();
-    let meta = fixtures_json["tables"].as_array().unwrap().iter().find(|t| t["name"] == table);
+    let meta = fixtures_json["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == table);
     let snapshots = meta.unwrap()["snapshots"].as_array().unwrap();
     let mut saw_deletes = false;
     for snap in snapshots {
@@ -468,9 +578,16 @@ async fn append_deletion_vectors_filter_rows() {
         let deleted: u64 = dvs.values().map(|d| d.cardinality()).sum();
         let total: i64 = files.iter().map(|f| f.row_count).sum();
         let expected_rows = snap["expected"]["rows"].as_i64().unwrap();
-        assert_eq!(total - deleted as i64, expected_rows, "snapshot {id}: row arithmetic");
+        assert_eq!(
+            total - deleted as i64,
+            expected_rows,
+            "snapshot {id}: row arithmetic"
+        );
         let live: HashSet<&str> = files.iter().map(|f| f.name.as_str()).collect();
-        assert!(dvs.keys().all(|f| live.contains(f.as_str())), "DV for a dead file");
+        assert!(
+            dvs.keys().all(|f| live.contains(f.as_str())),
+            "DV for a dead file"
+        );
         saw_deletes |= deleted > 0;
         let expected_file = snap["expected"]["file"].as_str().unwrap();
         assert_files_match(table, &files, 0, &dvs, expected_file).await;
@@ -490,9 +607,16 @@ async fn deletion_vector_positions_cover_whole_file_across_batches() {
         let dv = dvs.get(&meta.name).cloned();
         let mut ids = Vec::new();
         for batch_size in [1, 4, 1000] {
-            let batches =
-                read_file(table, &rel, fields, fields, SystemColumns::None, dv.clone(), batch_size)
-                    .await;
+            let batches = read_file(
+                table,
+                &rel,
+                fields,
+                fields,
+                SystemColumns::None,
+                dv.clone(),
+                batch_size,
+            )
+            .await;
             let got: Vec<i64> = batches
                 .iter()
                 .flat_map(|b| {
@@ -507,4 +631,136 @@ async fn deletion_vector_positions_cover_whole_file_across_batches() {
         let deleted = dv.map(|d| d.cardinality()).unwrap_or(0) as i64;
         assert_eq!(ids[0].len() as i64, meta.row_count - deleted);
     }
+}
+
+// ---------------------------------------------------------------- Java-style Parquet layout
+
+/// A primary-key file as Java writes it (INT32 `_VALUE_KIND`, `element`/`key_value` names,
+/// nanosecond timestamps for TIMESTAMP(6), large strings, variable binary for BINARY(n)),
+/// several row groups, read through schema evolution and a deletion vector.
+#[tokio::test]
+async fn java_layout_parquet_with_row_groups_and_deletions() {
+    use arrow_array::builder::{Int32Builder, MapBuilder, MapFieldNames, StringBuilder};
+    use arrow_array::{
+        ArrayRef, BinaryArray, Int32Array, LargeStringArray, ListArray, TimestampNanosecondArray,
+    };
+    use arrow_buffer::OffsetBuffer;
+    use tidelake_spec::types::{DataType, TypeKind};
+
+    let rows = 10usize;
+    let mut map = MapBuilder::new(
+        Some(MapFieldNames {
+            entry: "key_value".into(),
+            key: "key".into(),
+            value: "value".into(),
+        }),
+        Int32Builder::new(),
+        StringBuilder::new(),
+    );
+    for i in 0..rows {
+        map.keys().append_value(i as i32);
+        map.values().append_value(format!("v{i}"));
+        map.append(true).unwrap();
+    }
+    let list = ListArray::new(
+        Arc::new(Field::new("element", ArrowType::Int32, true)),
+        OffsetBuffer::from_lengths(vec![1; rows]),
+        Arc::new(Int32Array::from_iter_values(0..rows as i32)),
+        None,
+    );
+    let ids: Vec<i64> = (0..rows as i64).collect();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("_KEY_id", Arc::new(Int64Array::from(ids.clone()))),
+        (
+            "_SEQUENCE_NUMBER",
+            Arc::new(Int64Array::from_iter_values(100..100 + rows as i64)),
+        ),
+        ("_VALUE_KIND", Arc::new(Int32Array::from(vec![0; rows]))),
+        ("id", Arc::new(Int64Array::from(ids))),
+        (
+            "old_name",
+            Arc::new(LargeStringArray::from_iter_values(
+                (0..rows).map(|i| format!("s{i}")),
+            )),
+        ),
+        (
+            "ts",
+            Arc::new(TimestampNanosecondArray::from_iter_values(
+                (0..rows as i64).map(|i| i * 1_000_001),
+            )),
+        ),
+        (
+            "fb",
+            Arc::new(BinaryArray::from_iter_values(
+                (0..rows).map(|i| [i as u8, 0]),
+            )),
+        ),
+        ("arr", Arc::new(list)),
+        ("m", Arc::new(map.finish())),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(3))
+        .build();
+    let file = std::fs::File::create(dir.path().join("data-java-0.parquet")).unwrap();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+
+    let t = DataType::new;
+    let file_fields = vec![
+        DataField::new(0, "id", DataType::not_null(TypeKind::BigInt)),
+        DataField::new(1, "old_name", DataType::string()),
+        DataField::new(2, "ts", t(TypeKind::Timestamp(6))),
+        DataField::new(3, "fb", t(TypeKind::Binary(2))),
+        DataField::new(4, "arr", t(TypeKind::Array(Box::new(t(TypeKind::Int))))),
+        DataField::new(
+            5,
+            "m",
+            t(TypeKind::Map(
+                Box::new(DataType::not_null(TypeKind::Int)),
+                Box::new(DataType::string()),
+            )),
+        ),
+    ];
+    // Current schema: renamed string, array widened to BIGINT, new column, `fb` dropped.
+    let mut read_fields = file_fields.clone();
+    read_fields[1].name = "new_name".into();
+    read_fields[4].data_type = t(TypeKind::Array(Box::new(t(TypeKind::BigInt))));
+    read_fields.remove(3);
+    read_fields.push(DataField::new(6, "added", t(TypeKind::Double)));
+
+    let dv: DeletionVector = [0u64, 2, 3, 7, 9].into_iter().collect();
+    let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
+    let stream = read_data_file(
+        &io,
+        "data-java-0.parquet",
+        FileFormat::Parquet,
+        &file_fields,
+        &read_fields,
+        SystemColumns::KeyValue,
+        Some(Arc::new(dv)),
+        2,
+    )
+    .await
+    .unwrap();
+    let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+    let expected = expected_schema(&read_fields, SystemColumns::KeyValue);
+    let mut seqs = Vec::new();
+    let mut rendered = Vec::new();
+    for b in &batches {
+        assert_eq!(b.schema().as_ref(), &expected);
+        let seq = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        seqs.extend(seq.values().iter().copied());
+        rendered.extend(row_multiset(std::slice::from_ref(b)));
+    }
+    assert_eq!(seqs, vec![101, 104, 105, 106, 108]);
+    assert!(
+        rendered.contains(
+            &"104 | 0 | 4 | s4 | 1970-01-01T00:00:00.004 | [4] | {4: v4} | <null>".to_string()
+        ),
+        "{rendered:#?}"
+    );
 }

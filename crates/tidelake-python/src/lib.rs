@@ -9,11 +9,14 @@ use pyo3::prelude::*;
 
 mod errors;
 mod runtime;
+mod scan;
+mod stream;
 mod table;
 
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<table::RawTable>()?;
+    m.add_class::<scan::RawScan>()?;
     Ok(())
 }

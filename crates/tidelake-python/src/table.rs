@@ -9,8 +9,17 @@ use pyo3::prelude::*;
 use pyo3_arrow::PySchema;
 use tidelake_core::table::Table;
 
+
+
+use pyo3_arrow::PyRecordBatchReader;
+use tidelake_core::read::split_read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
+use tidelake_core::scan::{plan_changes, plan_scan, ScanRequest, Split};
+use tidelake_core::Error;
+
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
+use crate::scan::{parse_filter, selector, RawScan};
+use crate::stream::StreamReader;
 
 #[pyclass(module = "tidelake._internal", frozen)]
 pub struct RawTable {
@@ -70,5 +79,78 @@ impl RawTable {
     fn tags_json(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
         let tags = block_on(py, self.table.snapshot_manager().tags())?.py()?;
         Ok(tags.into_iter().map(|(n, t)| (n, t.to_json())).collect())
+    }
+
+    /// Plan a batch scan.
+    #[pyo3(signature = (columns=None, filter_json=None, snapshot_id=None, tag=None, timestamp_ms=None, batch_size=None))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        filter_json: Option<String>,
+        snapshot_id: Option<i64>,
+        tag: Option<String>,
+        timestamp_ms: Option<i64>,
+        batch_size: Option<usize>,
+    ) -> PyResult<RawScan> {
+        let filter = parse_filter(filter_json.as_deref())?;
+        let request = ScanRequest { snapshot: selector(snapshot_id, tag, timestamp_ms)?, filter: filter.clone() };
+        let table = self.table.clone();
+        let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
+        block_on(py, async move {
+            let plan = plan_scan(&table, &request).await?;
+            let ctx = ReadContext::new(table, &plan.schema, columns.as_deref(), filter.as_ref(), batch_size, false)?;
+            Ok::<_, Error>(RawScan { ctx: Arc::new(ctx), plan })
+        })?
+        .py()
+    }
+
+    /// Plan a read of the changes committed by snapshots (start, end].
+    #[pyo3(signature = (start_snapshot, end_snapshot=None, columns=None, filter_json=None, batch_size=None))]
+    fn changes(
+        &self,
+        py: Python<'_>,
+        start_snapshot: i64,
+        end_snapshot: Option<i64>,
+        columns: Option<Vec<String>>,
+        filter_json: Option<String>,
+        batch_size: Option<usize>,
+    ) -> PyResult<RawScan> {
+        let filter = parse_filter(filter_json.as_deref())?;
+        let table = self.table.clone();
+        let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
+        block_on(py, async move {
+            let plan = plan_changes(&table, start_snapshot, end_snapshot).await?;
+            let ctx = ReadContext::new(table, &plan.schema, columns.as_deref(), filter.as_ref(), batch_size, true)?;
+            Ok::<_, Error>(RawScan { ctx: Arc::new(ctx), plan })
+        })?
+        .py()
+    }
+
+    /// Read one split produced by `RawScan.splits()` (possibly in another process) without
+    /// planning again: the read is set up from the split's schema id and the scan's arguments.
+    #[pyo3(signature = (split, schema_id, columns=None, filter_json=None, with_row_kind=false, batch_size=None))]
+    fn read_split<'py>(
+        &self,
+        py: Python<'py>,
+        split: &[u8],
+        schema_id: i64,
+        columns: Option<Vec<String>>,
+        filter_json: Option<String>,
+        with_row_kind: bool,
+        batch_size: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let split = Split::from_bytes(split).map_err(to_py)?;
+        let filter = parse_filter(filter_json.as_deref())?;
+        let table = self.table.clone();
+        let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
+        let ctx = block_on(py, async move {
+            let schema = table.schema_by_id(schema_id).await?;
+            ReadContext::new(table, &schema, columns.as_deref(), filter.as_ref(), batch_size, with_row_kind)
+        })?
+        .py()?;
+        let ctx = Arc::new(ctx);
+        let reader = StreamReader::new(ctx.output_schema(), read_splits(ctx, vec![split]));
+        PyRecordBatchReader::new(Box::new(reader)).into_pyarrow(py)
     }
 }

@@ -76,7 +76,9 @@ pub fn encode_row(values: &[Datum], types: &[DataType]) -> Result<Vec<u8>> {
 /// Encodes `values` as a BinaryRow with the given row kind byte (0..=3).
 pub fn encode_row_with_kind(values: &[Datum], types: &[DataType], row_kind: u8) -> Result<Vec<u8>> {
     if row_kind > MAX_ROW_KIND {
-        return Err(Error::Invalid(format!("row kind {row_kind} is not one of 0..=3")));
+        return Err(Error::Invalid(format!(
+            "row kind {row_kind} is not one of 0..=3"
+        )));
     }
     encode_row_body(values, &types.iter().collect::<Vec<_>>(), row_kind)
 }
@@ -270,11 +272,19 @@ fn write_value(
         | (TypeKind::Time(_), Datum::Time(v)) => write_fixed(buf, slot, &v.to_le_bytes()),
         (TypeKind::BigInt, Datum::BigInt(v)) => write_fixed(buf, slot, &v.to_le_bytes()),
         (TypeKind::Float, Datum::Float(v)) => {
-            let v = if container == Container::Array && v.is_nan() { f32::NAN } else { *v };
+            let v = if container == Container::Array && v.is_nan() {
+                f32::NAN
+            } else {
+                *v
+            };
             write_fixed(buf, slot, &v.to_bits().to_le_bytes())
         }
         (TypeKind::Double, Datum::Double(v)) => {
-            let v = if container == Container::Array && v.is_nan() { f64::NAN } else { *v };
+            let v = if container == Container::Array && v.is_nan() {
+                f64::NAN
+            } else {
+                *v
+            };
             write_fixed(buf, slot, &v.to_bits().to_le_bytes())
         }
         (TypeKind::Decimal { precision, .. }, Datum::Decimal(v)) => {
@@ -283,7 +293,9 @@ fn write_value(
         (TypeKind::Char(_) | TypeKind::VarChar(_), Datum::String(s)) => {
             write_bytes(buf, slot, s.as_bytes())
         }
-        (TypeKind::Binary(_) | TypeKind::VarBinary(_), Datum::Bytes(b)) => write_bytes(buf, slot, b),
+        (TypeKind::Binary(_) | TypeKind::VarBinary(_), Datum::Bytes(b)) => {
+            write_bytes(buf, slot, b)
+        }
         (
             TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p),
             Datum::Timestamp { millis, nanos },
@@ -294,19 +306,27 @@ fn write_value(
         (TypeKind::Map(k, v), Datum::Map(entries)) => {
             append_var(buf, slot, &encode_map(entries, k, v)?)
         }
-        (TypeKind::Multiset(elem), Datum::Map(entries)) => {
-            append_var(buf, slot, &encode_map(entries, elem, &multiset_count_type())?)
-        }
-        (TypeKind::Row(fields), Datum::Row(values)) => {
-            append_var(buf, slot, &encode_row_body(values, &field_types(fields), 0)?)
-        }
+        (TypeKind::Multiset(elem), Datum::Map(entries)) => append_var(
+            buf,
+            slot,
+            &encode_map(entries, elem, &multiset_count_type())?,
+        ),
+        (TypeKind::Row(fields), Datum::Row(values)) => append_var(
+            buf,
+            slot,
+            &encode_row_body(values, &field_types(fields), 0)?,
+        ),
         (TypeKind::Variant | TypeKind::Blob, _) => Err(unsupported(ty)),
         _ => Err(mismatch(value, ty)),
     }
 }
 
 fn mismatch(value: &Datum, ty: &DataType) -> Error {
-    Error::Invalid(format!("{} value for a column of type {:?}", datum_name(value), ty.kind))
+    Error::Invalid(format!(
+        "{} value for a column of type {:?}",
+        datum_name(value),
+        ty.kind
+    ))
 }
 
 /// Short name of a datum's variant, for error messages (values themselves may be huge).
@@ -362,7 +382,9 @@ fn write_decimal(buf: &mut Vec<u8>, slot: usize, unscaled: i128, precision: u32)
 /// Rejects precisions outside 1..=38 and unscaled values with more than `precision` digits.
 fn check_decimal_fits(unscaled: i128, precision: u32) -> Result<()> {
     if !(1..=MAX_DECIMAL_PRECISION).contains(&precision) {
-        return Err(Error::Invalid(format!("decimal precision {precision} is not in 1..=38")));
+        return Err(Error::Invalid(format!(
+            "decimal precision {precision} is not in 1..=38"
+        )));
     }
     if unscaled.unsigned_abs() >= 10u128.pow(precision) {
         return Err(Error::Invalid(format!(
@@ -374,7 +396,11 @@ fn check_decimal_fits(unscaled: i128, precision: u32) -> Result<()> {
 
 /// Minimal big-endian two's complement of `v` (Java `BigInteger.toByteArray`).
 fn unscaled_bytes(v: i128) -> Vec<u8> {
-    let magnitude_bits = if v < 0 { 128 - (!v).leading_zeros() } else { 128 - v.leading_zeros() };
+    let magnitude_bits = if v < 0 {
+        128 - (!v).leading_zeros()
+    } else {
+        128 - v.leading_zeros()
+    };
     let len = magnitude_bits as usize / 8 + 1;
     v.to_be_bytes()[16 - len..].to_vec()
 }
@@ -387,7 +413,9 @@ fn write_timestamp(
     precision: u32,
 ) -> Result<()> {
     if !(0..NANOS_PER_MILLI).contains(&nanos) {
-        return Err(Error::Invalid(format!("nano-of-millisecond {nanos} is not in 0..999999")));
+        return Err(Error::Invalid(format!(
+            "nano-of-millisecond {nanos} is not in 0..999999"
+        )));
     }
     if is_compact_timestamp(precision) {
         return write_fixed(buf, slot, &millis.to_le_bytes());
@@ -411,7 +439,11 @@ fn append_var(buf: &mut Vec<u8>, slot: usize, data: &[u8]) -> Result<()> {
 
 /// `(offset << 32) | size`; both are Java ints.
 fn offset_and_size(offset: usize, size: usize) -> Result<u64> {
-    let too_large = || Error::Invalid(format!("BinaryRow section too large (offset {offset}, size {size})"));
+    let too_large = || {
+        Error::Invalid(format!(
+            "BinaryRow section too large (offset {offset}, size {size})"
+        ))
+    };
     let offset = i32::try_from(offset).map_err(|_| too_large())?;
     let size = i32::try_from(size).map_err(|_| too_large())?;
     // Both are non-negative, so the casts are lossless.
@@ -445,7 +477,11 @@ fn decode_row_body(bytes: &[u8], types: &[&DataType]) -> Result<(u8, Vec<Datum>)
     if bytes.len() < fixed {
         return Err(Error::corrupt(
             WHAT,
-            format!("row of arity {} needs {fixed} bytes, got {}", types.len(), bytes.len()),
+            format!(
+                "row of arity {} needs {fixed} bytes, got {}",
+                types.len(),
+                bytes.len()
+            ),
         ));
     }
     let [row_kind] = read_array::<1>(bytes, 0)?;
@@ -475,7 +511,10 @@ fn decode_array(region: &[u8], elem: &DataType) -> Result<Vec<Datum>> {
     if fixed_end.is_none_or(|end| end > region.len()) {
         return Err(Error::corrupt(
             WHAT,
-            format!("array of {count} elements does not fit in {} bytes", region.len()),
+            format!(
+                "array of {count} elements does not fit in {} bytes",
+                region.len()
+            ),
         ));
     }
     let mut items = Vec::with_capacity(count);
@@ -496,7 +535,9 @@ fn decode_map(region: &[u8], key: &DataType, value: &DataType) -> Result<Vec<(Da
         .ok()
         .and_then(|size| size.checked_add(4))
         .filter(|end| *end <= region.len())
-        .ok_or_else(|| Error::corrupt(WHAT, format!("map key array size {key_size} out of range")))?;
+        .ok_or_else(|| {
+            Error::corrupt(WHAT, format!("map key array size {key_size} out of range"))
+        })?;
     let keys = decode_array(&region[4..keys_end], key)?;
     let values = decode_array(&region[keys_end..], value)?;
     if keys.len() != values.len() {
@@ -535,9 +576,11 @@ fn read_value(section: &[u8], slot: usize, ty: &DataType) -> Result<Datum> {
         }
         TypeKind::Array(elem) => Datum::Array(decode_array(var_region(section, slot)?, elem)?),
         TypeKind::Map(k, v) => Datum::Map(decode_map(var_region(section, slot)?, k, v)?),
-        TypeKind::Multiset(elem) => {
-            Datum::Map(decode_map(var_region(section, slot)?, elem, &multiset_count_type())?)
-        }
+        TypeKind::Multiset(elem) => Datum::Map(decode_map(
+            var_region(section, slot)?,
+            elem,
+            &multiset_count_type(),
+        )?),
         TypeKind::Row(fields) => {
             Datum::Row(decode_row_body(var_region(section, slot)?, &field_types(fields))?.1)
         }
@@ -554,7 +597,10 @@ fn read_decimal(section: &[u8], slot: usize, precision: u32) -> Result<Datum> {
         return Err(Error::corrupt(WHAT, "empty decimal bytes"));
     };
     if bytes.len() > DECIMAL_CHUNK {
-        return Err(Error::corrupt(WHAT, format!("decimal of {} bytes", bytes.len())));
+        return Err(Error::corrupt(
+            WHAT,
+            format!("decimal of {} bytes", bytes.len()),
+        ));
     }
     let fill = if first & 0x80 != 0 { 0xff } else { 0 };
     let mut word = [fill; DECIMAL_CHUNK];
@@ -564,13 +610,18 @@ fn read_decimal(section: &[u8], slot: usize, precision: u32) -> Result<Datum> {
 
 fn read_timestamp(section: &[u8], slot: usize, precision: u32) -> Result<Datum> {
     if is_compact_timestamp(precision) {
-        return Ok(Datum::Timestamp { millis: read_i64(section, slot)?, nanos: 0 });
+        return Ok(Datum::Timestamp {
+            millis: read_i64(section, slot)?,
+            nanos: 0,
+        });
     }
     let word = read_u64(section, slot)?;
     let nanos = i32::try_from(word & 0xffff_ffff)
         .ok()
         .filter(|n| (0..NANOS_PER_MILLI).contains(n))
-        .ok_or_else(|| Error::corrupt(WHAT, format!("nano-of-millisecond {}", word & 0xffff_ffff)))?;
+        .ok_or_else(|| {
+            Error::corrupt(WHAT, format!("nano-of-millisecond {}", word & 0xffff_ffff))
+        })?;
     let millis = read_i64(section, offset_of(word)?)?;
     Ok(Datum::Timestamp { millis, nanos })
 }
@@ -584,7 +635,10 @@ fn read_bytes(section: &[u8], slot: usize) -> Result<&[u8]> {
     // Masked to 7 bits, so the cast is lossless.
     let len = ((word >> 56) & 0x7f) as usize;
     if len > MAX_INLINE_LEN {
-        return Err(Error::corrupt(WHAT, format!("inline length {len} exceeds 7")));
+        return Err(Error::corrupt(
+            WHAT,
+            format!("inline length {len} exceeds 7"),
+        ));
     }
     slice(section, slot, len)
 }
@@ -598,7 +652,8 @@ fn var_region(section: &[u8], slot: usize) -> Result<&[u8]> {
 }
 
 fn offset_of(word: u64) -> Result<usize> {
-    usize::try_from(word >> 32).map_err(|_| Error::corrupt(WHAT, "offset exceeds the address space"))
+    usize::try_from(word >> 32)
+        .map_err(|_| Error::corrupt(WHAT, "offset exceeds the address space"))
 }
 
 fn slice(bytes: &[u8], offset: usize, len: usize) -> Result<&[u8]> {
@@ -608,7 +663,10 @@ fn slice(bytes: &[u8], offset: usize, len: usize) -> Result<&[u8]> {
         .ok_or_else(|| {
             Error::corrupt(
                 WHAT,
-                format!("{len} bytes at offset {offset} exceed a section of {} bytes", bytes.len()),
+                format!(
+                    "{len} bytes at offset {offset} exceed a section of {} bytes",
+                    bytes.len()
+                ),
             )
         })
 }

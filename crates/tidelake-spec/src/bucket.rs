@@ -33,7 +33,10 @@ pub fn murmur3_32(bytes: &[u8], seed: u32) -> u32 {
     }
     let tail = chunks.remainder();
     if !tail.is_empty() {
-        let k = tail.iter().rev().fold(0u32, |acc, b| (acc << 8) | u32::from(*b));
+        let k = tail
+            .iter()
+            .rev()
+            .fold(0u32, |acc, b| (acc << 8) | u32::from(*b));
         h ^= mix_k(k);
     }
     // The reference algorithm mixes in the length modulo 2^32.
@@ -57,7 +60,9 @@ pub fn bucket_of_hash(hash: i32, num_buckets: i32) -> i32 {
 /// Bucket of a bucket-key row: encode, hash, reduce.
 pub fn bucket_of(values: &[Datum], types: &[DataType], num_buckets: i32) -> Result<i32> {
     if num_buckets <= 0 {
-        return Err(Error::Invalid(format!("bucket count {num_buckets} must be positive")));
+        return Err(Error::Invalid(format!(
+            "bucket count {num_buckets} must be positive"
+        )));
     }
     let row = encode_row(values, types)?;
     Ok(bucket_of_hash(hash_row(&row), num_buckets))
@@ -68,7 +73,10 @@ fn mix_k(k: u32) -> u32 {
 }
 
 fn mix_h(h: u32, k: u32) -> u32 {
-    (h ^ k).rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64)
+    (h ^ k)
+        .rotate_left(13)
+        .wrapping_mul(5)
+        .wrapping_add(0xe654_6b64)
 }
 
 fn fmix(mut h: u32) -> u32 {
@@ -97,7 +105,11 @@ mod tests {
         let row = encode_row(values, types).unwrap();
         assert_eq!(hash_row(&row) as u32, hash, "{values:?}");
         assert_eq!(bucket_of(values, types, 4).unwrap(), n4, "{values:?} N=4");
-        assert_eq!(bucket_of(values, types, 10).unwrap(), n10, "{values:?} N=10");
+        assert_eq!(
+            bucket_of(values, types, 10).unwrap(),
+            n10,
+            "{values:?} N=10"
+        );
     }
 
     #[test]
@@ -109,14 +121,26 @@ mod tests {
         check(&[Datum::Int(42)], &[int()], 0x361C_40B5, 1, 7);
         check(&[Datum::Int(-1)], &[int()], 0x4392_B1E3, 3, 7);
         check(&[Datum::Null], &[int()], 0x97CA_AC20, 0, 4);
-        check(&[Datum::BigInt(1)], &[DataType::new(TypeKind::BigInt)], 0x5759_F99E, 2, 8);
+        check(
+            &[Datum::BigInt(1)],
+            &[DataType::new(TypeKind::BigInt)],
+            0x5759_F99E,
+            2,
+            8,
+        );
         let string = [DataType::string()];
         check(&[s("a")], &string, 0x3839_545E, 2, 6);
         check(&[s("hello")], &string, 0x0E86_E932, 2, 6);
         check(&[s("paimon")], &string, 0x59B2_C508, 0, 2);
         check(&[s("hello world!")], &string, 0x2458_F823, 3, 7);
         check(&[s("abcdefgh")], &string, 0xCDB5_3DCE, 2, 8);
-        check(&[Datum::Int(1), s("hello")], &[int(), DataType::string()], 0xB5D6_BE46, 2, 6);
+        check(
+            &[Datum::Int(1), s("hello")],
+            &[int(), DataType::string()],
+            0xB5D6_BE46,
+            2,
+            6,
+        );
     }
 
     #[test]
@@ -138,7 +162,10 @@ mod tests {
         assert_eq!(murmur3_32(&[0x21, 0x43], 0), 0xA0F7_B07A);
         assert_eq!(murmur3_32(&[0x21], 0), 0x7266_1CF4);
         assert_eq!(murmur3_32(b"Hello, world!", 1234), 0xFAF6_CDB3);
-        assert_eq!(murmur3_32(b"The quick brown fox jumps over the lazy dog", 0x9747_b28c), 0x2FA8_26CD);
+        assert_eq!(
+            murmur3_32(b"The quick brown fox jumps over the lazy dog", 0x9747_b28c),
+            0x2FA8_26CD
+        );
     }
 
     #[test]
@@ -148,6 +175,9 @@ mod tests {
         assert_eq!(bucket_of_hash(i32::MIN, i32::MAX), 1);
         assert_eq!(bucket_of_hash(i32::MIN, -1), 0);
         assert_eq!(bucket_of_hash(5, 0), 0);
-        assert!(matches!(bucket_of(&[Datum::Int(1)], &[int()], 0), Err(Error::Invalid(_))));
+        assert!(matches!(
+            bucket_of(&[Datum::Int(1)], &[int()], 0),
+            Err(Error::Invalid(_))
+        ));
     }
 }

@@ -290,10 +290,12 @@ impl Options {
         or_default(self.get_i32(BUCKET), -1)
     }
 
-    /// `bucket-key` split on `,` (not trimmed, as Java); empty when unset or blank.
+    /// `bucket-key` split on `,` (names not trimmed, as Java); empty when unset or blank.
     pub fn bucket_key(&self) -> Vec<String> {
         match self.get(BUCKET_KEY) {
-            Some(v) if !v.trim().is_empty() => v.split(',').map(str::to_string).collect(),
+            Some(v) if !v.trim().is_empty() => {
+                java_split(v).into_iter().map(str::to_string).collect()
+            }
             _ => Vec::new(),
         }
     }
@@ -416,7 +418,12 @@ impl Options {
     /// `sequence.field` split on `,` with each name trimmed; empty when unset.
     pub fn sequence_field(&self) -> Vec<String> {
         self.get(SEQUENCE_FIELD)
-            .map(|v| v.split(',').map(|s| java_trim(s).to_string()).collect())
+            .map(|v| {
+                java_split(v)
+                    .into_iter()
+                    .map(|s| java_trim(s).to_string())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -633,6 +640,15 @@ fn or_default<T>(value: Result<Option<T>>, default: T) -> Result<T> {
     value.map(|v| v.unwrap_or(default))
 }
 
+/// Java `String.split(",")`: like `str::split`, minus trailing empty pieces.
+fn java_split(s: &str) -> Vec<&str> {
+    let mut pieces: Vec<&str> = s.split(',').collect();
+    while pieces.last() == Some(&"") {
+        pieces.pop();
+    }
+    pieces
+}
+
 /// Java `String.trim()`: strips chars <= U+0020 at both ends.
 fn java_trim(s: &str) -> &str {
     s.trim_matches(|c: char| c <= ' ')
@@ -788,6 +804,9 @@ mod tests {
         assert_eq!(o.file_format(), "orc");
         assert_eq!(o.merge_engine().unwrap(), MergeEngine::PartialUpdate);
         assert_eq!(o.sequence_field(), vec!["ver", "ts"]);
+        let trailing = opts(&[("bucket-key", "a,b,,"), ("sequence.field", ",")]);
+        assert_eq!(trailing.bucket_key(), vec!["a", "b"]);
+        assert!(trailing.sequence_field().is_empty());
         assert_eq!(
             o.changelog_producer().unwrap(),
             ChangelogProducer::FullCompaction

@@ -66,7 +66,12 @@ impl PartitionComputer {
                 "partition key names and partition.default-name must not be empty".to_string(),
             ));
         }
-        Ok(PartitionComputer { names, types, default_name, legacy })
+        Ok(PartitionComputer {
+            names,
+            types,
+            default_name,
+            legacy,
+        })
     }
 
     /// `(name, value)` strings before escaping, nulls and blanks replaced by the default name.
@@ -81,7 +86,10 @@ impl PartitionComputer {
         let mut spec = Vec::with_capacity(values.len());
         for ((name, ty), value) in self.names.iter().zip(&self.types).zip(values) {
             let text = self.value_string(value, ty)?.filter(|s| !is_blank(s));
-            spec.push((name.clone(), text.unwrap_or_else(|| self.default_name.clone())));
+            spec.push((
+                name.clone(),
+                text.unwrap_or_else(|| self.default_name.clone()),
+            ));
         }
         Ok(spec)
     }
@@ -136,7 +144,10 @@ impl PartitionComputer {
                 | TypeKind::Blob,
                 _,
             ) => {
-                return Err(Error::Unsupported(format!("partition key of type {:?}", ty.kind)))
+                return Err(Error::Unsupported(format!(
+                    "partition key of type {:?}",
+                    ty.kind
+                )))
             }
             _ => {
                 return Err(Error::Invalid(format!(
@@ -169,23 +180,24 @@ impl PartitionComputer {
 fn needs_escaping(c: char) -> bool {
     matches!(
         c,
-        '\u{0}'..='\u{1f}'
-            | '\u{7f}'
-            | '"'
-            | '#'
-            | '%'
-            | '\''
-            | '*'
-            | '/'
-            | ':'
-            | '='
-            | '?'
-            | '\\'
-            | '{'
-            | '}'
-            | '['
-            | ']'
-            | '^'
+        '\u{0}'
+            ..='\u{1f}'
+                | '\u{7f}'
+                | '"'
+                | '#'
+                | '%'
+                | '\''
+                | '*'
+                | '/'
+                | ':'
+                | '='
+                | '?'
+                | '\\'
+                | '{'
+                | '}'
+                | '['
+                | ']'
+                | '^'
     )
 }
 
@@ -289,7 +301,13 @@ fn java_double_to_string(v: f64) -> String {
     let shortest = format!("{abs:e}");
     let two_digits = format!("{abs:.1e}");
     let exact = two_digits.parse::<f64>().is_ok_and(|x| x == abs);
-    java_layout(v < 0.0, &shortest, &two_digits, exact, (1e-3..1e7).contains(&abs))
+    java_layout(
+        v < 0.0,
+        &shortest,
+        &two_digits,
+        exact,
+        (1e-3..1e7).contains(&abs),
+    )
 }
 
 /// Java `Float.toString` (JDK 19+ algorithm).
@@ -301,7 +319,13 @@ fn java_float_to_string(v: f32) -> String {
     let shortest = format!("{abs:e}");
     let two_digits = format!("{abs:.1e}");
     let exact = two_digits.parse::<f32>().is_ok_and(|x| x == abs);
-    java_layout(v < 0.0, &shortest, &two_digits, exact, (1e-3..1e7).contains(&abs))
+    java_layout(
+        v < 0.0,
+        &shortest,
+        &two_digits,
+        exact,
+        (1e-3..1e7).contains(&abs),
+    )
 }
 
 fn java_special(nan: bool, negative: bool, zero: bool) -> String {
@@ -378,7 +402,9 @@ struct JavaDateTime {
 impl JavaDateTime {
     fn from_timestamp(millis: i64, nanos: i32) -> Result<Self> {
         if !(0..NANOS_PER_MILLI).contains(&nanos) {
-            return Err(Error::Invalid(format!("nano-of-millisecond {nanos} is not in 0..999999")));
+            return Err(Error::Invalid(format!(
+                "nano-of-millisecond {nanos} is not in 0..999999"
+            )));
         }
         // Java narrows the day and millisecond counts to int.
         let mut date = (millis / MILLIS_PER_DAY) as i32;
@@ -512,7 +538,11 @@ fn sql_date(days: i32) -> String {
 
 /// Java `DateTimeUtils.formatTimestampMillis(time, precision)` (CAST of TIME to STRING).
 fn sql_time(millis: i32, precision: u32) -> String {
-    let time = if millis < 0 { millis.rem_euclid(MILLIS_PER_DAY as i32) } else { millis };
+    let time = if millis < 0 {
+        millis.rem_euclid(MILLIS_PER_DAY as i32)
+    } else {
+        millis
+    };
     let mut out = String::new();
     push_int2(&mut out, time / 3_600_000);
     out.push(':');

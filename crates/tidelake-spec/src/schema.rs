@@ -32,7 +32,7 @@ pub const SYSTEM_FIELD_ID_START: i32 = i32::MAX / 2;
 const WHAT: &str = "schema";
 
 /// One version of a table's schema.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableSchema {
     /// Schema file format version (not the schema id).
     pub version: i32,
@@ -76,7 +76,7 @@ impl TableSchema {
 
     /// Decodes a schema file.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
-        let json: Value = serde_json::from_slice(bytes).map_err(|e| corrupt(e))?;
+        let json: Value = serde_json::from_slice(bytes).map_err(corrupt)?;
         let Value::Object(object) = json else {
             return Err(corrupt("not a JSON object"));
         };
@@ -300,7 +300,7 @@ pub fn assign_field_ids(fields: Vec<DataField>, next_id: &mut i32) -> Result<Vec
 
 fn take_id(next_id: &mut i32) -> Result<i32> {
     let id = *next_id;
-    if id < 0 || id >= SYSTEM_FIELD_ID_START {
+    if !(0..SYSTEM_FIELD_ID_START).contains(&id) {
         return Err(Error::Invalid(format!("field id {id} out of range")));
     }
     *next_id += 1;

@@ -97,7 +97,9 @@ impl DeletionVector {
         }
         match &self.bitmap {
             Bitmap::Bits32(b) => {
-                let Ok(lo) = u32::try_from(start) else { return 0 };
+                let Ok(lo) = u32::try_from(start) else {
+                    return 0;
+                };
                 let hi = u32::try_from(end - 1).unwrap_or(u32::MAX);
                 b.range_cardinality(lo..=hi)
             }
@@ -114,23 +116,25 @@ impl DeletionVector {
     }
 
     /// The blob (magic + bitmap) of this vector in Java's 32-bit format, or `None` if a
-    /// position does not fit in 32 bits.
+    /// position exceeds Java's 32-bit limit (`Integer.MAX_VALUE`).
     fn blob_32(&self) -> Option<Vec<u8>> {
+        let limit = i32::MAX as u64;
         let narrow;
         let bitmap = match &self.bitmap {
-            Bitmap::Bits32(b) => b,
-            Bitmap::Bits64(b) => {
-                if b.max().is_some_and(|m| m > u64::from(u32::MAX)) {
-                    return None;
-                }
-                narrow = b.iter().filter_map(|p| u32::try_from(p).ok()).collect::<RoaringBitmap>();
+            Bitmap::Bits32(b) if b.max().is_none_or(|m| u64::from(m) <= limit) => b,
+            Bitmap::Bits64(b) if b.max().is_none_or(|m| m <= limit) => {
+                narrow = b
+                    .iter()
+                    .filter_map(|p| u32::try_from(p).ok())
+                    .collect::<RoaringBitmap>();
                 &narrow
             }
+            _ => return None,
         };
         let mut blob = Vec::with_capacity(4 + bitmap.serialized_size());
         blob.extend_from_slice(&MAGIC_32.to_be_bytes());
         // Writing into a Vec cannot fail.
-        bitmap.serialize_into(&mut blob).ok()?;
+        let _ = bitmap.serialize_into(&mut blob);
         Some(blob)
     }
 
@@ -139,11 +143,8 @@ impl DeletionVector {
         let wide: RoaringTreemap = self.iter().collect();
         let mut blob = Vec::with_capacity(4 + wide.serialized_size());
         blob.extend_from_slice(&MAGIC_64.to_le_bytes());
-        // Writing into a Vec cannot fail; an empty treemap still writes its count.
-        if wide.serialize_into(&mut blob).is_err() {
-            blob.truncate(4);
-            blob.extend_from_slice(&0u64.to_le_bytes());
-        }
+        // Writing into a Vec cannot fail.
+        let _ = wide.serialize_into(&mut blob);
         blob
     }
 }
@@ -189,7 +190,10 @@ pub fn read_deletion_vector(
     } else if magic_bytes.swap_bytes() == MAGIC_64 {
         true
     } else {
-        return Err(corrupt(offset, format!("invalid deletion vector magic {magic_bytes}")));
+        return Err(corrupt(
+            offset,
+            format!("invalid deletion vector magic {magic_bytes}"),
+        ));
     };
     let expected_len = if is_64 { size as u64 + 8 } else { size as u64 };
     if expected_len != length {
@@ -204,7 +208,10 @@ pub fn read_deletion_vector(
     let crc = read_be_u32(index_file_bytes, start + 4 + size, offset)?;
     let actual = crc32fast::hash(blob);
     if crc != actual {
-        return Err(corrupt(offset, format!("CRC mismatch: stored {crc:#010x}, computed {actual:#010x}")));
+        return Err(corrupt(
+            offset,
+            format!("CRC mismatch: stored {crc:#010x}, computed {actual:#010x}"),
+        ));
     }
     let mut payload = &blob[4..];
     let bitmap = if is_64 {
@@ -227,8 +234,8 @@ pub type DeletionVectorRange = (String, u64, u64, u64);
 
 /// Encode a deletion-vector index file holding `vectors` (data file name → vector), in order.
 ///
-/// Vectors whose positions fit in 32 bits use Java's default 32-bit format; a vector with a
-/// larger position is written in the 64-bit format (Java reads both, telling them apart by
+/// Vectors whose positions are at most `i32::MAX` use Java's default 32-bit format; a vector
+/// with a larger position is written in the 64-bit format (Java reads both, telling them apart by
 /// magic). Returns the file bytes and, per vector, its range for the index manifest.
 pub fn write_deletion_vector_file(
     vectors: &[(String, DeletionVector)],
@@ -261,7 +268,10 @@ mod tests {
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     #[test]
@@ -300,12 +310,14 @@ mod tests {
         let small: DeletionVector = (0..5000u64).filter(|p| p % 3 == 0).collect();
         let dense: DeletionVector = (0..70_000u64).collect();
         let wide: DeletionVector = [5u64, 1 << 33, (1 << 40) + 7].into_iter().collect();
+        let beyond_java_int: DeletionVector = [1u64, 1 << 31].into_iter().collect();
         let empty = DeletionVector::new();
         let input = vec![
             ("a".to_string(), small),
             ("b".to_string(), dense),
             ("c".to_string(), wide),
             ("d".to_string(), empty),
+            ("e".to_string(), beyond_java_int),
         ];
         let (bytes, ranges) = write_deletion_vector_file(&input);
         assert_eq!(bytes[0], 1);
@@ -314,12 +326,22 @@ mod tests {
             assert_eq!(name, rname);
             assert_eq!(*card, dv.cardinality());
             let back = read_deletion_vector(&bytes, *off, *len).unwrap();
-            assert_eq!(back.iter().collect::<Vec<_>>(), dv.iter().collect::<Vec<_>>());
+            assert_eq!(
+                back.iter().collect::<Vec<_>>(),
+                dv.iter().collect::<Vec<_>>()
+            );
         }
-        // The 64-bit record's manifest length covers size + blob + crc.
-        let (_, off, len, _) = &ranges[2];
-        let size = u32::from_be_bytes(bytes[*off as usize..*off as usize + 4].try_into().unwrap());
-        assert_eq!(*len, u64::from(size) + 8);
+        // 64-bit records' manifest lengths cover size + blob + crc.
+        for (i, (_, off, len, _)) in ranges.iter().enumerate() {
+            let at = *off as usize;
+            let size = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+            let wide = i == 2 || i == 4;
+            assert_eq!(
+                *len,
+                u64::from(size) + if wide { 8 } else { 0 },
+                "record {i}"
+            );
+        }
     }
 
     #[test]

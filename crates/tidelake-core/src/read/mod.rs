@@ -5,3 +5,5 @@ pub mod data_file;
 pub mod deletion_vector;
 pub mod merge;
 pub mod merge_fn;
+pub mod sorted_runs;
+pub mod split_read;

@@ -5,7 +5,9 @@
 //! * [`plan`]: snapshot selection, manifest replay, pruning and split generation.
 //! * [`split`]: the serialisable unit of reading work.
 
-// pub mod plan; (enabled once predicate.rs lands)
+pub mod plan;
+pub mod predicate;
 pub mod split;
 
+pub use plan::{plan_changes, plan_scan, resolve_snapshot, ScanPlan, ScanRequest, SnapshotSelector};
 pub use split::{DeletionFileRef, Split, SplitFile};

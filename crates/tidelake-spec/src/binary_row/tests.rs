@@ -35,10 +35,26 @@ fn check_framed(values: Vec<Datum>, types: Vec<DataType>, expected_hex: &str) {
 #[test]
 fn doc_examples_atomic() {
     let int = || t(TypeKind::Int);
-    check_framed(vec![Datum::Int(1)], vec![int()], "00000001 0000000000000000 0100000000000000");
-    check_framed(vec![Datum::Null], vec![int()], "00000001 0001000000000000 0000000000000000");
-    check_framed(vec![s("a")], vec![string()], "00000001 0000000000000000 6100000000000081");
-    check_framed(vec![s("abcdefg")], vec![string()], "00000001 0000000000000000 6162636465666787");
+    check_framed(
+        vec![Datum::Int(1)],
+        vec![int()],
+        "00000001 0000000000000000 0100000000000000",
+    );
+    check_framed(
+        vec![Datum::Null],
+        vec![int()],
+        "00000001 0001000000000000 0000000000000000",
+    );
+    check_framed(
+        vec![s("a")],
+        vec![string()],
+        "00000001 0000000000000000 6100000000000081",
+    );
+    check_framed(
+        vec![s("abcdefg")],
+        vec![string()],
+        "00000001 0000000000000000 6162636465666787",
+    );
     check_framed(
         vec![s("abcdefgh")],
         vec![string()],
@@ -60,17 +76,26 @@ fn doc_examples_atomic() {
 fn doc_examples_decimal_and_timestamp() {
     check_framed(
         vec![Datum::Decimal(125)],
-        vec![t(TypeKind::Decimal { precision: 10, scale: 2 })],
+        vec![t(TypeKind::Decimal {
+            precision: 10,
+            scale: 2,
+        })],
         "00000001 0000000000000000 7d00000000000000",
     );
     // Java variant: -128 is the single byte 0x80 (pypaimon writes ff80).
     check_framed(
         vec![Datum::Decimal(-128)],
-        vec![t(TypeKind::Decimal { precision: 20, scale: 2 })],
+        vec![t(TypeKind::Decimal {
+            precision: 20,
+            scale: 2,
+        })],
         "00000001 0000000000000000 0100000010000000 80000000000000000000000000000000",
     );
     check_framed(
-        vec![Datum::Timestamp { millis: 1_704_067_200_000, nanos: 5000 }],
+        vec![Datum::Timestamp {
+            millis: 1_704_067_200_000,
+            nanos: 5000,
+        }],
         vec![t(TypeKind::Timestamp(6))],
         "00000001 0000000000000000 8813000010000000 00f451c28c010000",
     );
@@ -109,7 +134,10 @@ fn doc_example_stats_row() {
     let types = vec![
         t(TypeKind::BigInt),
         string(),
-        t(TypeKind::Decimal { precision: 25, scale: 3 }),
+        t(TypeKind::Decimal {
+            precision: 25,
+            scale: 3,
+        }),
         t(TypeKind::Timestamp(6)),
         string(),
     ];
@@ -117,7 +145,10 @@ fn doc_example_stats_row() {
         Datum::BigInt(1),
         s("a longer string"),
         Datum::Decimal(-2000),
-        Datum::Timestamp { millis: 1_704_067_200_000, nanos: 0 },
+        Datum::Timestamp {
+            millis: 1_704_067_200_000,
+            nanos: 0,
+        },
         s("+I"),
     ];
     check_framed(
@@ -133,14 +164,29 @@ fn doc_example_stats_row() {
 fn null_non_compact_decimal_and_timestamp_reserve_their_chunk() {
     let ts = vec![t(TypeKind::Timestamp(6))];
     let bytes = encode_row(&[Datum::Null], &ts).unwrap();
-    assert_eq!(bytes, hex("0001000000000000 0000000010000000 0000000000000000"));
+    assert_eq!(
+        bytes,
+        hex("0001000000000000 0000000010000000 0000000000000000")
+    );
     assert_eq!(decode_row(&bytes, &ts).unwrap(), vec![Datum::Null]);
 
-    let dec = vec![t(TypeKind::Decimal { precision: 38, scale: 0 })];
+    let dec = vec![t(TypeKind::Decimal {
+        precision: 38,
+        scale: 0,
+    })];
     let bytes = encode_row(&[Datum::Null], &dec).unwrap();
-    assert_eq!(bytes, hex("0001000000000000 0000000010000000 00000000000000000000000000000000"));
+    assert_eq!(
+        bytes,
+        hex("0001000000000000 0000000010000000 00000000000000000000000000000000")
+    );
     // Compact ones do not.
-    let compact = vec![t(TypeKind::Timestamp(3)), t(TypeKind::Decimal { precision: 18, scale: 0 })];
+    let compact = vec![
+        t(TypeKind::Timestamp(3)),
+        t(TypeKind::Decimal {
+            precision: 18,
+            scale: 0,
+        }),
+    ];
     assert_eq!(
         encode_row(&[Datum::Null, Datum::Null], &compact).unwrap(),
         hex("0003000000000000 0000000000000000 0000000000000000")
@@ -151,7 +197,10 @@ fn null_non_compact_decimal_and_timestamp_reserve_their_chunk() {
 fn pypaimon_null_timestamp_layout_is_readable() {
     // pypaimon writes a zero slot and no chunk; readers must accept it.
     let ts = vec![t(TypeKind::Timestamp(6))];
-    assert_eq!(decode_row(&hex("0001000000000000 0000000000000000"), &ts).unwrap(), vec![Datum::Null]);
+    assert_eq!(
+        decode_row(&hex("0001000000000000 0000000000000000"), &ts).unwrap(),
+        vec![Datum::Null]
+    );
 }
 
 #[test]
@@ -164,7 +213,10 @@ fn decimal_bytes_are_minimal_twos_complement() {
         (-128, "80"),
         (-129, "ff7f"),
         (-2000, "f830"),
-        (99_999_999_999_999_999_999_999_999_999_999_999_999, "4b3b4ca85a86c47a098a223fffffffff"),
+        (
+            99_999_999_999_999_999_999_999_999_999_999_999_999,
+            "4b3b4ca85a86c47a098a223fffffffff",
+        ),
     ];
     for (v, bytes) in cases {
         assert_eq!(unscaled_bytes(v), hex(bytes), "{v}");
@@ -173,8 +225,14 @@ fn decimal_bytes_are_minimal_twos_complement() {
 
 #[test]
 fn empty_row_and_bitset_widths() {
-    assert_eq!(encode_framed(&[], &[]).unwrap(), hex("00000000 0000000000000000"));
-    assert_eq!(decode_framed(&hex("00000000 0000000000000000"), &[]).unwrap(), vec![]);
+    assert_eq!(
+        encode_framed(&[], &[]).unwrap(),
+        hex("00000000 0000000000000000")
+    );
+    assert_eq!(
+        decode_framed(&hex("00000000 0000000000000000"), &[]).unwrap(),
+        vec![]
+    );
     assert_eq!(null_bits_width(56), 8);
     assert_eq!(null_bits_width(57), 16);
     assert_eq!(null_bits_width(120), 16);
@@ -185,14 +243,24 @@ fn empty_row_and_bitset_widths() {
 fn row_kind_is_byte_zero() {
     let bytes = encode_row_with_kind(&[Datum::Int(1)], &[t(TypeKind::Int)], 3).unwrap();
     assert_eq!(bytes[0], 3);
-    assert_eq!(decode_row_with_kind(&bytes, &[t(TypeKind::Int)]).unwrap().0, 3);
-    assert!(matches!(encode_row_with_kind(&[], &[], 4), Err(Error::Invalid(_))));
+    assert_eq!(
+        decode_row_with_kind(&bytes, &[t(TypeKind::Int)]).unwrap().0,
+        3
+    );
+    assert!(matches!(
+        encode_row_with_kind(&[], &[], 4),
+        Err(Error::Invalid(_))
+    ));
 }
 
 #[test]
 fn nested_array_layout() {
     let types = vec![t(TypeKind::Array(Box::new(t(TypeKind::Int))))];
-    let values = vec![Datum::Array(vec![Datum::Int(1), Datum::Null, Datum::Int(3)])];
+    let values = vec![Datum::Array(vec![
+        Datum::Int(1),
+        Datum::Null,
+        Datum::Int(3),
+    ])];
     let row = encode_row(&values, &types).unwrap();
     // Array: count 3, null bits (element 1), three 4-byte elements, padded to 24 bytes.
     assert_eq!(
@@ -205,7 +273,10 @@ fn nested_array_layout() {
 
 #[test]
 fn nested_map_layout() {
-    let types = vec![t(TypeKind::Map(Box::new(string()), Box::new(t(TypeKind::Int))))];
+    let types = vec![t(TypeKind::Map(
+        Box::new(string()),
+        Box::new(t(TypeKind::Int)),
+    ))];
     let values = vec![Datum::Map(vec![(s("a"), Datum::Int(1))])];
     let row = encode_row(&values, &types).unwrap();
     // Map: key-array size 16, keys [count 1, bits, inline "a"], values [count 1, bits, 1, pad];
@@ -228,7 +299,10 @@ fn nested_row_and_multiset() {
     let types = vec![inner, t(TypeKind::Multiset(Box::new(string())))];
     let values = vec![
         Datum::Row(vec![Datum::Int(7), Datum::Null]),
-        Datum::Map(vec![(s("x"), Datum::Int(2)), (s("a longer key"), Datum::Int(1))]),
+        Datum::Map(vec![
+            (s("x"), Datum::Int(2)),
+            (s("a longer key"), Datum::Int(1)),
+        ]),
     ];
     let row = encode_row(&values, &types).unwrap();
     // Nested row at 0x18: 32 bytes, its null TIMESTAMP(9) keeps an 8-byte chunk at its own 0x18.
@@ -249,8 +323,14 @@ fn nested_row_and_multiset() {
 #[test]
 fn array_elements_canonicalise_nan_but_rows_do_not() {
     let payload_nan = f64::from_bits(0x7ff0_0000_0000_0001);
-    let types = vec![t(TypeKind::Double), t(TypeKind::Array(Box::new(t(TypeKind::Double))))];
-    let values = vec![Datum::Double(payload_nan), Datum::Array(vec![Datum::Double(payload_nan)])];
+    let types = vec![
+        t(TypeKind::Double),
+        t(TypeKind::Array(Box::new(t(TypeKind::Double)))),
+    ];
+    let values = vec![
+        Datum::Double(payload_nan),
+        Datum::Array(vec![Datum::Double(payload_nan)]),
+    ];
     let row = encode_row(&values, &types).unwrap();
     assert_eq!(&row[8..16], &0x7ff0_0000_0000_0001u64.to_le_bytes());
     assert_eq!(&row[32..40], &f64::NAN.to_bits().to_le_bytes());
@@ -259,31 +339,68 @@ fn array_elements_canonicalise_nan_but_rows_do_not() {
 #[test]
 fn mismatches_and_unsupported() {
     let int = vec![t(TypeKind::Int)];
-    assert!(matches!(encode_row(&[s("x")], &int), Err(Error::Invalid(_))));
+    assert!(matches!(
+        encode_row(&[s("x")], &int),
+        Err(Error::Invalid(_))
+    ));
     assert!(matches!(encode_row(&[], &int), Err(Error::Invalid(_))));
-    let dec = vec![t(TypeKind::Decimal { precision: 3, scale: 0 })];
-    assert!(matches!(encode_row(&[Datum::Decimal(1000)], &dec), Err(Error::Invalid(_))));
+    let dec = vec![t(TypeKind::Decimal {
+        precision: 3,
+        scale: 0,
+    })];
+    assert!(matches!(
+        encode_row(&[Datum::Decimal(1000)], &dec),
+        Err(Error::Invalid(_))
+    ));
     assert!(encode_row(&[Datum::Decimal(-999)], &dec).is_ok());
     let ts = vec![t(TypeKind::Timestamp(6))];
-    let bad_nanos = Datum::Timestamp { millis: 0, nanos: 1_000_000 };
-    assert!(matches!(encode_row(&[bad_nanos], &ts), Err(Error::Invalid(_))));
+    let bad_nanos = Datum::Timestamp {
+        millis: 0,
+        nanos: 1_000_000,
+    };
+    assert!(matches!(
+        encode_row(&[bad_nanos], &ts),
+        Err(Error::Invalid(_))
+    ));
     let variant = vec![t(TypeKind::Variant)];
-    assert!(matches!(encode_row(&[Datum::Bytes(vec![])], &variant), Err(Error::Unsupported(_))));
-    assert!(matches!(decode_row(&[0u8; 16], &variant), Err(Error::Unsupported(_))));
+    assert!(matches!(
+        encode_row(&[Datum::Bytes(vec![])], &variant),
+        Err(Error::Unsupported(_))
+    ));
+    assert!(matches!(
+        decode_row(&[0u8; 16], &variant),
+        Err(Error::Unsupported(_))
+    ));
 }
 
 #[test]
 fn compact_timestamp_drops_nanos_like_java() {
     let ts = vec![t(TypeKind::Timestamp(3))];
-    let row = encode_row(&[Datum::Timestamp { millis: -5, nanos: 999 }], &ts).unwrap();
-    assert_eq!(decode_row(&row, &ts).unwrap(), vec![Datum::Timestamp { millis: -5, nanos: 0 }]);
+    let row = encode_row(
+        &[Datum::Timestamp {
+            millis: -5,
+            nanos: 999,
+        }],
+        &ts,
+    )
+    .unwrap();
+    assert_eq!(
+        decode_row(&row, &ts).unwrap(),
+        vec![Datum::Timestamp {
+            millis: -5,
+            nanos: 0
+        }]
+    );
 }
 
 #[test]
 fn corrupt_inputs_are_errors() {
     let types = vec![string()];
     // Truncated fixed part.
-    assert!(matches!(decode_row(&[0u8; 15], &types), Err(Error::Corrupt { .. })));
+    assert!(matches!(
+        decode_row(&[0u8; 15], &types),
+        Err(Error::Corrupt { .. })
+    ));
     // Offset past the end.
     assert!(matches!(
         decode_row(&hex("0000000000000000 0800000040000000"), &types),
@@ -300,9 +417,18 @@ fn corrupt_inputs_are_errors() {
         Err(Error::Corrupt { .. })
     ));
     // Frame arity mismatch and negative arity.
-    assert!(matches!(decode_framed(&hex("00000002 0000000000000000 0000000000000000"), &types), Err(Error::Corrupt { .. })));
-    assert!(matches!(split_framed(&hex("ffffffff")), Err(Error::Corrupt { .. })));
-    assert!(matches!(split_framed(&hex("0000")), Err(Error::Corrupt { .. })));
+    assert!(matches!(
+        decode_framed(&hex("00000002 0000000000000000 0000000000000000"), &types),
+        Err(Error::Corrupt { .. })
+    ));
+    assert!(matches!(
+        split_framed(&hex("ffffffff")),
+        Err(Error::Corrupt { .. })
+    ));
+    assert!(matches!(
+        split_framed(&hex("0000")),
+        Err(Error::Corrupt { .. })
+    ));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -341,7 +467,8 @@ fn data_type() -> impl Strategy<Value = DataType> {
         let nested = prop_oneof![
             inner.clone().prop_map(|e| TypeKind::Array(Box::new(e))),
             inner.clone().prop_map(|e| TypeKind::Multiset(Box::new(e))),
-            (inner.clone(), inner.clone()).prop_map(|(k, v)| TypeKind::Map(Box::new(k), Box::new(v))),
+            (inner.clone(), inner.clone())
+                .prop_map(|(k, v)| TypeKind::Map(Box::new(k), Box::new(v))),
             vec(inner, 0..4).prop_map(|types| {
                 let fields = types
                     .into_iter()
@@ -376,7 +503,13 @@ fn double_value() -> impl Strategy<Value = f64> {
 }
 
 fn text() -> impl Strategy<Value = String> {
-    prop_oneof![Just(String::new()), "\\PC{1,7}", "[a-z]{1,7}", "[a-z]{8,40}", "\\PC{8,30}"]
+    prop_oneof![
+        Just(String::new()),
+        "\\PC{1,7}",
+        "[a-z]{1,7}",
+        "[a-z]{8,40}",
+        "\\PC{8,30}"
+    ]
 }
 
 fn datum_for(ty: &DataType) -> BoxedStrategy<Datum> {
@@ -396,9 +529,13 @@ fn decimal_value(precision: u32) -> BoxedStrategy<i128> {
 fn timestamp_value(precision: u32) -> BoxedStrategy<Datum> {
     let millis = prop_oneof![Just(i64::MIN), Just(i64::MAX), Just(-1i64), any::<i64>()];
     if precision <= 3 {
-        millis.prop_map(|millis| Datum::Timestamp { millis, nanos: 0 }).boxed()
+        millis
+            .prop_map(|millis| Datum::Timestamp { millis, nanos: 0 })
+            .boxed()
     } else {
-        (millis, 0..NANOS_PER_MILLI).prop_map(|(millis, nanos)| Datum::Timestamp { millis, nanos }).boxed()
+        (millis, 0..NANOS_PER_MILLI)
+            .prop_map(|(millis, nanos)| Datum::Timestamp { millis, nanos })
+            .boxed()
     }
 }
 
@@ -407,13 +544,21 @@ fn non_null_datum(ty: &DataType) -> BoxedStrategy<Datum> {
         TypeKind::Boolean => any::<bool>().prop_map(Datum::Boolean).boxed(),
         TypeKind::TinyInt => any::<i8>().prop_map(Datum::TinyInt).boxed(),
         TypeKind::SmallInt => any::<i16>().prop_map(Datum::SmallInt).boxed(),
-        TypeKind::Int => prop_oneof![Just(i32::MIN), Just(i32::MAX), any::<i32>()].prop_map(Datum::Int).boxed(),
-        TypeKind::BigInt => prop_oneof![Just(i64::MIN), Just(i64::MAX), any::<i64>()].prop_map(Datum::BigInt).boxed(),
+        TypeKind::Int => prop_oneof![Just(i32::MIN), Just(i32::MAX), any::<i32>()]
+            .prop_map(Datum::Int)
+            .boxed(),
+        TypeKind::BigInt => prop_oneof![Just(i64::MIN), Just(i64::MAX), any::<i64>()]
+            .prop_map(Datum::BigInt)
+            .boxed(),
         TypeKind::Float => float_value().prop_map(Datum::Float).boxed(),
         TypeKind::Double => double_value().prop_map(Datum::Double).boxed(),
-        TypeKind::Decimal { precision, .. } => decimal_value(*precision).prop_map(Datum::Decimal).boxed(),
+        TypeKind::Decimal { precision, .. } => {
+            decimal_value(*precision).prop_map(Datum::Decimal).boxed()
+        }
         TypeKind::Char(_) | TypeKind::VarChar(_) => text().prop_map(Datum::String).boxed(),
-        TypeKind::Binary(_) | TypeKind::VarBinary(_) => vec(any::<u8>(), 0..24).prop_map(Datum::Bytes).boxed(),
+        TypeKind::Binary(_) | TypeKind::VarBinary(_) => {
+            vec(any::<u8>(), 0..24).prop_map(Datum::Bytes).boxed()
+        }
         TypeKind::Date => any::<i32>().prop_map(Datum::Date).boxed(),
         TypeKind::Time(_) => (0..86_400_000).prop_map(Datum::Time).boxed(),
         TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p) => timestamp_value(*p),
@@ -421,7 +566,9 @@ fn non_null_datum(ty: &DataType) -> BoxedStrategy<Datum> {
         TypeKind::Multiset(elem) => vec((datum_for(elem), any::<i32>().prop_map(Datum::Int)), 0..4)
             .prop_map(Datum::Map)
             .boxed(),
-        TypeKind::Map(k, v) => vec((datum_for(k), datum_for(v)), 0..4).prop_map(Datum::Map).boxed(),
+        TypeKind::Map(k, v) => vec((datum_for(k), datum_for(v)), 0..4)
+            .prop_map(Datum::Map)
+            .boxed(),
         TypeKind::Row(fields) => {
             let parts: Vec<_> = fields.iter().map(|f| datum_for(&f.data_type)).collect();
             parts.prop_map(Datum::Row).boxed()
@@ -430,7 +577,9 @@ fn non_null_datum(ty: &DataType) -> BoxedStrategy<Datum> {
     }
 }
 
-fn row_case(types: impl Strategy<Value = Vec<DataType>>) -> impl Strategy<Value = (Vec<DataType>, Vec<Datum>)> {
+fn row_case(
+    types: impl Strategy<Value = Vec<DataType>>,
+) -> impl Strategy<Value = (Vec<DataType>, Vec<Datum>)> {
     types.prop_flat_map(|types| {
         let values: Vec<_> = types.iter().map(datum_for).collect();
         (Just(types), values)
@@ -440,11 +589,18 @@ fn row_case(types: impl Strategy<Value = Vec<DataType>>) -> impl Strategy<Value 
 /// Equality with floats compared bitwise, except that any NaN equals any NaN.
 fn same(a: &Datum, b: &Datum) -> bool {
     match (a, b) {
-        (Datum::Float(x), Datum::Float(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
-        (Datum::Double(x), Datum::Double(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+        (Datum::Float(x), Datum::Float(y)) => {
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }
+        (Datum::Double(x), Datum::Double(y)) => {
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }
         (Datum::Array(x), Datum::Array(y)) | (Datum::Row(x), Datum::Row(y)) => all_same(x, y),
         (Datum::Map(x), Datum::Map(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|((k1, v1), (k2, v2))| same(k1, k2) && same(v1, v2))
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((k1, v1), (k2, v2))| same(k1, k2) && same(v1, v2))
         }
         _ => a == b,
     }

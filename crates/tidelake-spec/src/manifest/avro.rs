@@ -48,8 +48,12 @@ impl Codec {
             "deflate" => Ok(Codec::Deflate),
             "snappy" => Ok(Codec::Snappy),
             "zstd" | "zstandard" => Ok(Codec::Zstd),
-            "bzip2" | "xz" => Err(Error::Unsupported(format!("manifest compression '{value}'"))),
-            _ => Err(Error::Invalid(format!("unknown manifest compression '{value}'"))),
+            "bzip2" | "xz" => Err(Error::Unsupported(format!(
+                "manifest compression '{value}'"
+            ))),
+            _ => Err(Error::Invalid(format!(
+                "unknown manifest compression '{value}'"
+            ))),
         }
     }
 
@@ -159,7 +163,10 @@ impl<'a> Cursor<'a> {
         let v = self.long()?;
         match usize::try_from(v) {
             Ok(n) if n <= self.remaining() => Ok(n),
-            _ => Err(self.corrupt(format_args!("length {v} with {} bytes left", self.remaining()))),
+            _ => Err(self.corrupt(format_args!(
+                "length {v} with {} bytes left",
+                self.remaining()
+            ))),
         }
     }
 
@@ -186,7 +193,10 @@ impl<'a> Cursor<'a> {
         let n = raw.unsigned_abs();
         match usize::try_from(n) {
             Ok(n) if n <= self.remaining() => Ok(n),
-            _ => Err(self.corrupt(format_args!("block of {n} items with {} bytes left", self.remaining()))),
+            _ => Err(self.corrupt(format_args!(
+                "block of {n} items with {} bytes left",
+                self.remaining()
+            ))),
         }
     }
 }
@@ -220,7 +230,10 @@ impl<'a> Container<'a> {
     pub(crate) fn open(bytes: &'a [u8], what: &'static str) -> Result<Self> {
         let mut cur = Cursor::new(bytes, what);
         if cur.take(4).ok() != Some(&MAGIC[..]) {
-            return Err(Error::corrupt(what, "not an Avro container file (bad magic)"));
+            return Err(Error::corrupt(
+                what,
+                "not an Avro container file (bad magic)",
+            ));
         }
         let mut schema = None;
         let mut codec = Codec::Null;
@@ -241,7 +254,12 @@ impl<'a> Container<'a> {
         }
         let sync = cur.take(16)?;
         let schema = schema.ok_or_else(|| Error::corrupt(what, "header has no avro.schema"))?;
-        Ok(Container { schema, codec, sync, body: cur })
+        Ok(Container {
+            schema,
+            codec,
+            sync,
+            body: cur,
+        })
     }
 
     /// The next block as (record count, uncompressed data), or `None` at the end of input.
@@ -250,8 +268,10 @@ impl<'a> Container<'a> {
             return Ok(None);
         }
         let count = self.body.long()?;
-        let count = usize::try_from(count)
-            .map_err(|_| self.body.corrupt(format_args!("negative block count {count}")))?;
+        let count = usize::try_from(count).map_err(|_| {
+            self.body
+                .corrupt(format_args!("negative block count {count}"))
+        })?;
         let size = self.body.length()?;
         let data = self.body.take(size)?;
         if self.body.take(16)? != self.sync {
@@ -261,10 +281,10 @@ impl<'a> Container<'a> {
             Codec::Null => Cow::Borrowed(data),
             codec => {
                 let mut buf = data.to_vec();
-                codec
-                    .to_avro()
-                    .decompress(&mut buf)
-                    .map_err(|e| self.body.corrupt(format_args!("{} block: {e}", codec.avro_name())))?;
+                codec.to_avro().decompress(&mut buf).map_err(|e| {
+                    self.body
+                        .corrupt(format_args!("{} block: {e}", codec.avro_name()))
+                })?;
                 Cow::Owned(buf)
             }
         };
@@ -299,7 +319,13 @@ impl ContainerWriter {
         put_long(&mut out, 0);
         let sync = sync_marker();
         out.extend_from_slice(&sync);
-        ContainerWriter { out, block: Vec::new(), block_count: 0, codec, sync }
+        ContainerWriter {
+            out,
+            block: Vec::new(),
+            block_count: 0,
+            codec,
+            sync,
+        }
     }
 
     /// The buffer the next record is encoded into; call [`Self::record_done`] after.
@@ -320,10 +346,12 @@ impl ContainerWriter {
             return Ok(());
         }
         let mut data = std::mem::take(&mut self.block);
-        self.codec
-            .to_avro()
-            .compress(&mut data)
-            .map_err(|e| Error::Invalid(format!("{} compression failed: {e}", self.codec.avro_name())))?;
+        self.codec.to_avro().compress(&mut data).map_err(|e| {
+            Error::Invalid(format!(
+                "{} compression failed: {e}",
+                self.codec.avro_name()
+            ))
+        })?;
         put_long(&mut self.out, self.block_count as i64);
         put_bytes(&mut self.out, &data);
         self.out.extend_from_slice(&self.sync);

@@ -28,7 +28,10 @@ impl FileSource {
         match v {
             0 => Ok(FileSource::Append),
             1 => Ok(FileSource::Compact),
-            _ => Err(Error::corrupt("manifest", format_args!("unknown _FILE_SOURCE {v}"))),
+            _ => Err(Error::corrupt(
+                "manifest",
+                format_args!("unknown _FILE_SOURCE {v}"),
+            )),
         }
     }
 }
@@ -80,7 +83,10 @@ pub struct DataFileMeta {
     pub write_cols_sequences: Option<Vec<i64>>,
 }
 
-const STRINGS: Ty = Ty::Array { item: &Ty::String, nullable_items: false };
+const STRINGS: Ty = Ty::Array {
+    item: &Ty::String,
+    nullable_items: false,
+};
 
 impl AvroRecord for DataFileMeta {
     const FIELDS: &'static [Field] = &[
@@ -104,7 +110,13 @@ impl AvroRecord for DataFileMeta {
         Field::nullable("_EXTERNAL_PATH", Ty::String),
         Field::nullable("_FIRST_ROW_ID", Ty::Long),
         Field::nullable("_WRITE_COLS", STRINGS),
-        Field::nullable("_WRITE_COLS_SEQUENCES", Ty::Array { item: &Ty::Long, nullable_items: false }),
+        Field::nullable(
+            "_WRITE_COLS_SEQUENCES",
+            Ty::Array {
+                item: &Ty::Long,
+                nullable_items: false,
+            },
+        ),
     ];
 
     fn from_fields(f: &mut Fields) -> Result<Self> {
@@ -124,7 +136,10 @@ impl AvroRecord for DataFileMeta {
             creation_time: f.get()?,
             delete_row_count: f.get()?,
             embedded_index: f.opt_bytes()?,
-            file_source: f.get::<Option<i32>>()?.map(FileSource::from_byte).transpose()?,
+            file_source: f
+                .get::<Option<i32>>()?
+                .map(FileSource::from_byte)
+                .transpose()?,
             value_stats_cols: f.get()?,
             external_path: f.get()?,
             first_row_id: f.get()?,
@@ -149,7 +164,9 @@ impl AvroRecord for DataFileMeta {
             self.extra_files.to_avro(),
             self.creation_time.to_avro(),
             self.delete_row_count.to_avro(),
-            self.embedded_index.clone().map_or(AvroValue::Null, AvroValue::Bytes),
+            self.embedded_index
+                .clone()
+                .map_or(AvroValue::Null, AvroValue::Bytes),
             self.file_source.map(FileSource::to_byte).to_avro(),
             self.value_stats_cols.to_avro(),
             self.external_path.to_avro(),

@@ -31,7 +31,10 @@ impl FileKind {
         match v {
             0 => Ok(FileKind::Add),
             1 => Ok(FileKind::Delete),
-            _ => Err(Error::corrupt("manifest", format_args!("unknown _KIND {v}"))),
+            _ => Err(Error::corrupt(
+                "manifest",
+                format_args!("unknown _KIND {v}"),
+            )),
         }
     }
 }

@@ -41,11 +41,21 @@ impl AvroRecord for DeletionVectorMeta {
     ];
 
     fn from_fields(f: &mut Fields) -> Result<Self> {
-        Ok(DeletionVectorMeta { data_file_name: f.get()?, offset: f.get()?, length: f.get()?, cardinality: f.get()? })
+        Ok(DeletionVectorMeta {
+            data_file_name: f.get()?,
+            offset: f.get()?,
+            length: f.get()?,
+            cardinality: f.get()?,
+        })
     }
 
     fn to_fields(&self) -> Vec<AvroValue> {
-        vec![self.data_file_name.to_avro(), self.offset.to_avro(), self.length.to_avro(), self.cardinality.to_avro()]
+        vec![
+            self.data_file_name.to_avro(),
+            self.offset.to_avro(),
+            self.length.to_avro(),
+            self.cardinality.to_avro(),
+        ]
     }
 }
 nested_record!(DeletionVectorMeta);
@@ -72,7 +82,13 @@ impl AvroRecord for GlobalIndexMeta {
         Field::required("_ROW_RANGE_START", Ty::Long),
         Field::required("_ROW_RANGE_END", Ty::Long),
         Field::required("_INDEX_FIELD_ID", Ty::Int),
-        Field::nullable("_EXTRA_FIELD_IDS", Ty::Array { item: &Ty::Int, nullable_items: false }),
+        Field::nullable(
+            "_EXTRA_FIELD_IDS",
+            Ty::Array {
+                item: &Ty::Int,
+                nullable_items: false,
+            },
+        ),
         Field::nullable("_INDEX_META", Ty::Bytes),
         Field::nullable("_SOURCE_META", Ty::Bytes),
     ];
@@ -94,8 +110,12 @@ impl AvroRecord for GlobalIndexMeta {
             self.row_range_end.to_avro(),
             self.index_field_id.to_avro(),
             self.extra_field_ids.to_avro(),
-            self.index_meta.clone().map_or(AvroValue::Null, AvroValue::Bytes),
-            self.source_meta.clone().map_or(AvroValue::Null, AvroValue::Bytes),
+            self.index_meta
+                .clone()
+                .map_or(AvroValue::Null, AvroValue::Bytes),
+            self.source_meta
+                .clone()
+                .map_or(AvroValue::Null, AvroValue::Bytes),
         ]
     }
 }
@@ -145,7 +165,10 @@ impl AvroRecord for IndexManifestEntry {
         Field::required("_ROW_COUNT", Ty::Long),
         Field::nullable(
             "_DELETIONS_VECTORS_RANGES",
-            Ty::Array { item: &Ty::Record(DeletionVectorMeta::FIELDS), nullable_items: true },
+            Ty::Array {
+                item: &Ty::Record(DeletionVectorMeta::FIELDS),
+                nullable_items: true,
+            },
         ),
         Field::nullable("_EXTERNAL_PATH", Ty::String),
         Field::nullable("_GLOBAL_INDEX", Ty::Record(GlobalIndexMeta::FIELDS)),

@@ -80,7 +80,13 @@ const ALL_FIELDS: &[Field] = &[
     JAVA_FIELDS[11],
     JAVA_FIELDS[12],
     Field::nullable("_TOTAL_BUCKETS", Ty::Int),
-    Field::nullable("_EXTRA_FILES", Ty::Array { item: &Ty::String, nullable_items: false }),
+    Field::nullable(
+        "_EXTRA_FILES",
+        Ty::Array {
+            item: &Ty::String,
+            nullable_items: false,
+        },
+    ),
 ];
 
 impl ManifestFileMeta {

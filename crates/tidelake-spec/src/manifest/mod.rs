@@ -8,11 +8,14 @@
 //! Invariants:
 //! * Reading resolves fields by name against each file's writer schema, like Java: unknown
 //!   fields are skipped, missing nullable ones read as `None`, a missing required one is
-//!   [`Error::Corrupt`](crate::Error::Corrupt). Record names are ignored.
+//!   [`Error::Corrupt`](crate::Error::Corrupt). Record names are ignored. Nullable records
+//!   (`["null", record]`, root included, as Java up to 0.8 wrote them) are accepted.
 //! * `_VERSION` must be 2 (manifest list, manifest) or 1 (index manifest).
 //! * Malformed input of any kind yields `Error::Corrupt` (or `Unsupported` for a valid but
-//!   unsupported codec): no panic, no unbounded loop, no allocation larger than the input
-//!   (decompressed blocks are capped by apache-avro's `max_allocation_bytes`).
+//!   unsupported codec): no panic, no unbounded loop or recursion. Allocations follow the
+//!   input's size: lengths and counts are checked against the bytes left, and decompressed
+//!   blocks are capped by apache-avro's `max_allocation_bytes` (512 MiB unless the program
+//!   sets it first; library code leaves that process-wide setting alone).
 //! * Writing produces Java's writer schema (field order, types, record names) and encoding.
 //! * BinaryRow fields are kept as the framed bytes stored in Avro (4-byte BE arity + row), so
 //!   they round-trip byte for byte; decode them with `binary_row`.
@@ -32,8 +35,8 @@ pub use avro::Codec;
 pub use data_file::{DataFileMeta, FileSource};
 pub use entry::{FileIdentifier, FileKind, ManifestEntry, MANIFEST_ENTRY_VERSION};
 pub use index::{
-    DeletionVectorMeta, GlobalIndexMeta, IndexFileMeta, IndexManifestEntry, DELETION_VECTORS_INDEX, HASH_INDEX,
-    INDEX_MANIFEST_ENTRY_VERSION,
+    DeletionVectorMeta, GlobalIndexMeta, IndexFileMeta, IndexManifestEntry, DELETION_VECTORS_INDEX,
+    HASH_INDEX, INDEX_MANIFEST_ENTRY_VERSION,
 };
 pub use list::{ManifestFileMeta, MANIFEST_FILE_META_VERSION};
 pub use stats::{SimpleStats, EMPTY_ROW};

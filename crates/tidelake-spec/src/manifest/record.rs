@@ -26,8 +26,25 @@ pub(crate) enum Ty {
     TimestampMillis,
     String,
     Bytes,
-    Array { item: &'static Ty, nullable_items: bool },
+    Array {
+        item: &'static Ty,
+        nullable_items: bool,
+    },
     Record(&'static [Field]),
+}
+
+impl Ty {
+    /// The Avro type name, for error messages.
+    fn type_name(&self) -> &'static str {
+        match self {
+            Ty::Int => "int",
+            Ty::Long | Ty::TimestampMillis => "long",
+            Ty::String => "string",
+            Ty::Bytes => "bytes",
+            Ty::Array { .. } => "array",
+            Ty::Record(_) => "record",
+        }
+    }
 }
 
 /// One field of a manifest record, in Java's writer order.
@@ -40,10 +57,18 @@ pub(crate) struct Field {
 
 impl Field {
     pub(crate) const fn required(name: &'static str, ty: Ty) -> Field {
-        Field { name, ty, nullable: false }
+        Field {
+            name,
+            ty,
+            nullable: false,
+        }
     }
     pub(crate) const fn nullable(name: &'static str, ty: Ty) -> Field {
-        Field { name, ty, nullable: true }
+        Field {
+            name,
+            ty,
+            nullable: true,
+        }
     }
 }
 
@@ -68,6 +93,10 @@ pub(crate) trait AvroRecord: Sized {
     /// The values of [`Self::FIELDS`], in order.
     fn to_fields(&self) -> Vec<AvroValue>;
 }
+
+/// Most items reserved ahead from a count read from input (a forged count must not
+/// trigger a huge allocation; vectors still grow as needed).
+const RESERVE_LIMIT: usize = 1024;
 
 /// How to read one writer value into an [`AvroValue`].
 #[derive(Debug)]
@@ -106,7 +135,13 @@ impl Compiler<'_> {
         Error::corrupt(self.what, reason)
     }
 
-    fn record(&self, node: NodeId, fields: &'static [Field], path: &str, depth: usize) -> Result<RecordPlan> {
+    fn record(
+        &self,
+        node: NodeId,
+        fields: &'static [Field],
+        path: &str,
+        depth: usize,
+    ) -> Result<RecordPlan> {
         let Node::Record(writer_fields) = &self.schema.nodes[node] else {
             return Err(self.corrupt(format_args!("{path}: writer type is not a record")));
         };
@@ -116,9 +151,16 @@ impl Compiler<'_> {
             match fields.iter().position(|f| f.name == name) {
                 Some(slot) => {
                     if std::mem::replace(&mut seen[slot], true) {
-                        return Err(self.corrupt(format_args!("{path}: field {name} appears twice")));
+                        return Err(
+                            self.corrupt(format_args!("{path}: field {name} appears twice"))
+                        );
                     }
-                    let read = self.value(*wnode, &fields[slot].ty, &format!("{path}.{name}"), depth + 1)?;
+                    let read = self.value(
+                        *wnode,
+                        &fields[slot].ty,
+                        &format!("{path}.{name}"),
+                        depth + 1,
+                    )?;
                     steps.push(Step::Read { slot, read });
                 }
                 None => steps.push(Step::Skip(*wnode)),
@@ -126,10 +168,16 @@ impl Compiler<'_> {
         }
         for (f, seen) in fields.iter().zip(&seen) {
             if !seen && !f.nullable {
-                return Err(self.corrupt(format_args!("{path}: writer schema lacks required field {}", f.name)));
+                return Err(self.corrupt(format_args!(
+                    "{path}: writer schema lacks required field {}",
+                    f.name
+                )));
             }
         }
-        Ok(RecordPlan { steps, slots: fields.len() })
+        Ok(RecordPlan {
+            steps,
+            slots: fields.len(),
+        })
     }
 
     fn value(&self, node: NodeId, ty: &Ty, path: &str, depth: usize) -> Result<Read> {
@@ -156,9 +204,15 @@ impl Compiler<'_> {
             (Ty::Array { item, .. }, Node::Array(witem)) => {
                 Read::Array(Box::new(self.value(*witem, item, path, depth + 1)?))
             }
-            (Ty::Record(fields), Node::Record(_)) => Read::Record(self.record(node, fields, path, depth + 1)?),
+            (Ty::Record(fields), Node::Record(_)) => {
+                Read::Record(self.record(node, fields, path, depth + 1)?)
+            }
             _ => {
-                return Err(self.corrupt(format_args!("{path}: writer type {wnode:?} cannot be read as {ty:?}")));
+                return Err(self.corrupt(format_args!(
+                    "{path}: writer type {} cannot be read as {}",
+                    wnode.type_name(),
+                    ty.type_name()
+                )));
             }
         };
         Ok(read)
@@ -166,7 +220,12 @@ impl Compiler<'_> {
 }
 
 impl RecordPlan {
-    fn decode(&self, schema: &WriterSchema, cur: &mut Cursor<'_>, depth: usize) -> Result<Vec<AvroValue>> {
+    fn decode(
+        &self,
+        schema: &WriterSchema,
+        cur: &mut Cursor<'_>,
+        depth: usize,
+    ) -> Result<Vec<AvroValue>> {
         let mut out = Vec::with_capacity(self.slots);
         out.resize_with(self.slots, || AvroValue::Null);
         for step in &self.steps {
@@ -180,7 +239,12 @@ impl RecordPlan {
 }
 
 impl Read {
-    fn decode(&self, schema: &WriterSchema, cur: &mut Cursor<'_>, depth: usize) -> Result<AvroValue> {
+    fn decode(
+        &self,
+        schema: &WriterSchema,
+        cur: &mut Cursor<'_>,
+        depth: usize,
+    ) -> Result<AvroValue> {
         Ok(match self {
             Read::Int => AvroValue::Int(cur.int()?),
             Read::Long => AvroValue::Long(cur.long()?),
@@ -202,7 +266,7 @@ impl Read {
                     if n == 0 {
                         break;
                     }
-                    items.reserve(n);
+                    items.reserve(n.min(RESERVE_LIMIT));
                     for _ in 0..n {
                         let before = cur.position();
                         items.push(item.decode(schema, cur, depth + 1)?);
@@ -222,14 +286,24 @@ impl Read {
 pub(crate) fn read_records<T: AvroRecord>(bytes: &[u8], what: &'static str) -> Result<Vec<T>> {
     let mut container = Container::open(bytes, what)?;
     let schema = WriterSchema::parse(container.schema, what)?;
-    let plan = Compiler { schema: &schema, what }.record(schema.root, T::FIELDS, "record", 0)?;
+    // Older Java writers made the root a nullable record (`["null", record]`); a union
+    // root is resolved like any other union.
+    let root = Compiler {
+        schema: &schema,
+        what,
+    }
+    .value(schema.root, &Ty::Record(T::FIELDS), "record", 0)?;
     let mut out = Vec::new();
     while let Some((count, data)) = container.next_block()? {
         let mut cur = Cursor::new(&data, what);
-        out.reserve(count);
+        out.reserve(count.min(RESERVE_LIMIT));
         for _ in 0..count {
-            let values = plan.decode(&schema, &mut cur, 0)?;
-            out.push(T::from_fields(&mut Fields::new(T::FIELDS, values, what))?);
+            match root.decode(&schema, &mut cur, 0)? {
+                AvroValue::Record(values) => {
+                    out.push(T::from_fields(&mut Fields::new(T::FIELDS, values, what))?)
+                }
+                _ => return Err(cur.corrupt("null where a record is required")),
+            }
         }
         if cur.remaining() != 0 {
             return Err(cur.corrupt("trailing bytes after the block's records"));
@@ -256,7 +330,9 @@ pub(crate) fn write_records<T: AvroRecord>(
 fn encode_record(out: &mut Vec<u8>, fields: &[Field], values: &[AvroValue]) -> Result<()> {
     let (head, rest) = values.split_at(fields.len().min(values.len()));
     if head.len() != fields.len() || rest.iter().any(|v| *v != AvroValue::Null) {
-        return Err(Error::Invalid("record values do not match the writer schema".into()));
+        return Err(Error::Invalid(
+            "record values do not match the writer schema".into(),
+        ));
     }
     for (f, v) in fields.iter().zip(head) {
         encode_value(out, f.name, &f.ty, f.nullable, v)?;
@@ -264,7 +340,13 @@ fn encode_record(out: &mut Vec<u8>, fields: &[Field], values: &[AvroValue]) -> R
     Ok(())
 }
 
-fn encode_value(out: &mut Vec<u8>, name: &str, ty: &Ty, nullable: bool, v: &AvroValue) -> Result<()> {
+fn encode_value(
+    out: &mut Vec<u8>,
+    name: &str,
+    ty: &Ty,
+    nullable: bool,
+    v: &AvroValue,
+) -> Result<()> {
     if nullable {
         if *v == AvroValue::Null {
             put_long(out, 0);
@@ -277,7 +359,13 @@ fn encode_value(out: &mut Vec<u8>, name: &str, ty: &Ty, nullable: bool, v: &Avro
         (Ty::Long | Ty::TimestampMillis, AvroValue::Long(l)) => put_long(out, *l),
         (Ty::String, AvroValue::String(s)) => put_bytes(out, s.as_bytes()),
         (Ty::Bytes, AvroValue::Bytes(b)) => put_bytes(out, b),
-        (Ty::Array { item, nullable_items }, AvroValue::Array(items)) => {
+        (
+            Ty::Array {
+                item,
+                nullable_items,
+            },
+            AvroValue::Array(items),
+        ) => {
             if !items.is_empty() {
                 put_long(out, items.len() as i64);
                 for it in items {
@@ -287,7 +375,12 @@ fn encode_value(out: &mut Vec<u8>, name: &str, ty: &Ty, nullable: bool, v: &Avro
             put_long(out, 0);
         }
         (Ty::Record(fields), AvroValue::Record(values)) => encode_record(out, fields, values)?,
-        _ => return Err(Error::Invalid(format!("value of {name} does not match its Avro type {ty:?}"))),
+        _ => {
+            return Err(Error::Invalid(format!(
+                "value of {name} does not match its Avro type {}",
+                ty.type_name()
+            )))
+        }
     }
     Ok(())
 }
@@ -326,7 +419,10 @@ fn type_json(ty: &Ty, nullable: bool, row_name: &str) -> Json {
         Ty::TimestampMillis => json!({"type": "long", "logicalType": "timestamp-millis"}),
         Ty::String => json!("string"),
         Ty::Bytes => json!("bytes"),
-        Ty::Array { item, nullable_items } => {
+        Ty::Array {
+            item,
+            nullable_items,
+        } => {
             json!({"type": "array", "items": type_json(item, *nullable_items, row_name)})
         }
         Ty::Record(fields) => {
@@ -350,11 +446,19 @@ pub(crate) struct Fields {
 
 impl Fields {
     fn new(fields: &'static [Field], values: Vec<AvroValue>, what: &'static str) -> Self {
-        Fields { fields, values: values.into_iter(), index: 0, what }
+        Fields {
+            fields,
+            values: values.into_iter(),
+            index: 0,
+            what,
+        }
     }
 
     fn bad(&self, reason: impl std::fmt::Display) -> Error {
-        let name = self.fields.get(self.index.saturating_sub(1)).map_or("?", |f| f.name);
+        let name = self
+            .fields
+            .get(self.index.saturating_sub(1))
+            .map_or("?", |f| f.name);
         Error::corrupt(self.what, format_args!("field {name}: {reason}"))
     }
 
@@ -474,14 +578,16 @@ macro_rules! nested_record {
 pub(crate) use nested_record;
 
 /// Decodes a nested record value as `T`.
-pub(crate) fn record_from_avro<T: AvroRecord>(v: AvroValue, what: &'static str) -> std::result::Result<T, String> {
+pub(crate) fn record_from_avro<T: AvroRecord>(
+    v: AvroValue,
+    what: &'static str,
+) -> std::result::Result<T, String> {
     match v {
-        AvroValue::Record(values) => {
-            T::from_fields(&mut Fields::new(T::FIELDS, values, what)).map_err(|e| match e {
+        AvroValue::Record(values) => T::from_fields(&mut Fields::new(T::FIELDS, values, what))
+            .map_err(|e| match e {
                 Error::Corrupt { reason, .. } => reason,
                 other => other.to_string(),
-            })
-        }
+            }),
         AvroValue::Null => Err("null in a non-nullable position".into()),
         other => Err(format!("expected a record, got {other:?}")),
     }

@@ -25,7 +25,11 @@ pub const EMPTY_ROW: [u8; 12] = [0; 12];
 impl SimpleStats {
     /// Java's `SimpleStats.EMPTY_STATS`: two empty rows and an empty null-count array.
     pub fn empty() -> SimpleStats {
-        SimpleStats { min_values: EMPTY_ROW.to_vec(), max_values: EMPTY_ROW.to_vec(), null_counts: Some(Vec::new()) }
+        SimpleStats {
+            min_values: EMPTY_ROW.to_vec(),
+            max_values: EMPTY_ROW.to_vec(),
+            null_counts: Some(Vec::new()),
+        }
     }
 }
 
@@ -33,11 +37,21 @@ impl AvroRecord for SimpleStats {
     const FIELDS: &'static [Field] = &[
         Field::required("_MIN_VALUES", Ty::Bytes),
         Field::required("_MAX_VALUES", Ty::Bytes),
-        Field::nullable("_NULL_COUNTS", Ty::Array { item: &Ty::Long, nullable_items: true }),
+        Field::nullable(
+            "_NULL_COUNTS",
+            Ty::Array {
+                item: &Ty::Long,
+                nullable_items: true,
+            },
+        ),
     ];
 
     fn from_fields(f: &mut Fields) -> Result<Self> {
-        Ok(SimpleStats { min_values: f.bytes()?, max_values: f.bytes()?, null_counts: f.get()? })
+        Ok(SimpleStats {
+            min_values: f.bytes()?,
+            max_values: f.bytes()?,
+            null_counts: f.get()?,
+        })
     }
 
     fn to_fields(&self) -> Vec<AvroValue> {

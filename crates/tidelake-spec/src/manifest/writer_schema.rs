@@ -39,6 +39,28 @@ pub(crate) enum Node {
     Record(Vec<(String, NodeId)>),
 }
 
+impl Node {
+    /// The Avro type name, for error messages.
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Node::Null => "null",
+            Node::Boolean => "boolean",
+            Node::Int => "int",
+            Node::Long => "long",
+            Node::Float => "float",
+            Node::Double => "double",
+            Node::Bytes => "bytes",
+            Node::String => "string",
+            Node::Fixed(_) => "fixed",
+            Node::Enum => "enum",
+            Node::Array(_) => "array",
+            Node::Map(_) => "map",
+            Node::Union(_) => "union",
+            Node::Record(_) => "record",
+        }
+    }
+}
+
 /// A parsed writer schema.
 #[derive(Debug)]
 pub(crate) struct WriterSchema {
@@ -56,9 +78,16 @@ impl WriterSchema {
     pub(crate) fn parse(json: &[u8], what: &'static str) -> Result<Self> {
         let value: Json = serde_json::from_slice(json)
             .map_err(|e| Error::corrupt(what, format_args!("avro.schema is not JSON: {e}")))?;
-        let mut p = Parser { nodes: PRIMITIVES.iter().map(|(_, n)| n.clone()).collect(), names: HashMap::new(), what };
+        let mut p = Parser {
+            nodes: PRIMITIVES.iter().map(|(_, n)| n.clone()).collect(),
+            names: HashMap::new(),
+            what,
+        };
         let root = p.node(&value, None, 0)?;
-        Ok(WriterSchema { nodes: p.nodes, root })
+        Ok(WriterSchema {
+            nodes: p.nodes,
+            root,
+        })
     }
 
     /// Skips one value of type `id`.
@@ -189,12 +218,16 @@ impl Parser {
                         Ok(id)
                     }
                     "array" => {
-                        let items = obj.get("items").ok_or_else(|| self.corrupt("array without items"))?;
+                        let items = obj
+                            .get("items")
+                            .ok_or_else(|| self.corrupt("array without items"))?;
                         let item = self.node(items, ns, depth + 1)?;
                         Ok(self.push(Node::Array(item)))
                     }
                     "map" => {
-                        let values = obj.get("values").ok_or_else(|| self.corrupt("map without values"))?;
+                        let values = obj
+                            .get("values")
+                            .ok_or_else(|| self.corrupt("map without values"))?;
                         let value = self.node(values, ns, depth + 1)?;
                         Ok(self.push(Node::Map(value)))
                     }
@@ -223,7 +256,12 @@ impl Parser {
     }
 
     /// Registers the full name of a named type; returns its namespace.
-    fn define(&mut self, obj: &serde_json::Map<String, Json>, ns: Option<&str>, id: NodeId) -> Result<Option<String>> {
+    fn define(
+        &mut self,
+        obj: &serde_json::Map<String, Json>,
+        ns: Option<&str>,
+        id: NodeId,
+    ) -> Result<Option<String>> {
         let name = obj
             .get("name")
             .and_then(Json::as_str)
@@ -244,7 +282,12 @@ impl Parser {
         Ok(own_ns)
     }
 
-    fn record(&mut self, obj: &serde_json::Map<String, Json>, ns: Option<&str>, depth: usize) -> Result<NodeId> {
+    fn record(
+        &mut self,
+        obj: &serde_json::Map<String, Json>,
+        ns: Option<&str>,
+        depth: usize,
+    ) -> Result<NodeId> {
         // Register first so that fields may refer to the record itself.
         let id = self.push(Node::Record(Vec::new()));
         let own_ns = self.define(obj, ns, id)?;
@@ -258,7 +301,9 @@ impl Parser {
                 .get("name")
                 .and_then(Json::as_str)
                 .ok_or_else(|| self.corrupt("record field without a name"))?;
-            let ty = f.get("type").ok_or_else(|| self.corrupt(format_args!("field {name:?} without a type")))?;
+            let ty = f
+                .get("type")
+                .ok_or_else(|| self.corrupt(format_args!("field {name:?} without a type")))?;
             let ty = self.node(ty, own_ns.as_deref(), depth + 1)?;
             out.push((name.to_owned(), ty));
         }

@@ -12,7 +12,11 @@ fn computer(keys: &[(&str, TypeKind)], legacy: bool) -> PartitionComputer {
 }
 
 fn one(kind: TypeKind, legacy: bool, value: Datum) -> String {
-    computer(&[("k", kind)], legacy).partition_spec(&[value]).unwrap().remove(0).1
+    computer(&[("k", kind)], legacy)
+        .partition_spec(&[value])
+        .unwrap()
+        .remove(0)
+        .1
 }
 
 fn s(v: &str) -> Datum {
@@ -29,25 +33,39 @@ const STRING: TypeKind = TypeKind::VarChar(crate::types::MAX_LENGTH);
 fn doc_examples() {
     assert_eq!(escape_path_name("a b/c:d"), "a b%2Fc%3Ad");
     let c = computer(&[("dt", STRING), ("hr", TypeKind::Int)], true);
-    assert_eq!(c.partition_path(&[s("2024-05-14"), Datum::Int(3)]).unwrap(), "dt=2024-05-14/hr=3");
+    assert_eq!(
+        c.partition_path(&[s("2024-05-14"), Datum::Int(3)]).unwrap(),
+        "dt=2024-05-14/hr=3"
+    );
     assert_eq!(
         c.partition_path(&[Datum::Null, Datum::Null]).unwrap(),
         "dt=__DEFAULT_PARTITION__/hr=__DEFAULT_PARTITION__"
     );
-    assert_eq!(c.partition_path(&[s(""), Datum::Int(0)]).unwrap(), "dt=__DEFAULT_PARTITION__/hr=0");
-    assert_eq!(c.partition_path(&[s(" \t\u{3000}"), Datum::Int(0)]).unwrap(), "dt=__DEFAULT_PARTITION__/hr=0");
+    assert_eq!(
+        c.partition_path(&[s(""), Datum::Int(0)]).unwrap(),
+        "dt=__DEFAULT_PARTITION__/hr=0"
+    );
+    assert_eq!(
+        c.partition_path(&[s(" \t\u{3000}"), Datum::Int(0)])
+            .unwrap(),
+        "dt=__DEFAULT_PARTITION__/hr=0"
+    );
     // No-break space is not Java whitespace.
     assert_eq!(one(STRING, true, s("\u{a0}")), "\u{a0}");
     assert_eq!(one(TypeKind::Date, true, Datum::Date(19857)), "19857");
     assert_eq!(one(TypeKind::Date, false, Datum::Date(19857)), "2024-05-14");
     let c = computer(&[("a b/c:d", STRING)], true);
     assert_eq!(c.partition_path(&[s("x=y")]).unwrap(), "a b%2Fc%3Ad=x%3Dy");
-    assert_eq!(c.partition_spec(&[s("x=y")]).unwrap(), vec![("a b/c:d".to_string(), "x=y".to_string())]);
+    assert_eq!(
+        c.partition_spec(&[s("x=y")]).unwrap(),
+        vec![("a b/c:d".to_string(), "x=y".to_string())]
+    );
 }
 
 #[test]
 fn custom_default_name_and_no_keys() {
-    let c = PartitionComputer::new(vec!["p".into()], vec![DataType::string()], "none", true).unwrap();
+    let c =
+        PartitionComputer::new(vec!["p".into()], vec![DataType::string()], "none", true).unwrap();
     assert_eq!(c.partition_path(&[Datum::Null]).unwrap(), "p=none");
     let empty = PartitionComputer::new(vec![], vec![], DEFAULT_PARTITION_NAME, true).unwrap();
     assert_eq!(empty.partition_path(&[]).unwrap(), "");
@@ -59,60 +77,145 @@ fn custom_default_name_and_no_keys() {
 fn legacy_timestamps_follow_local_date_time_to_string() {
     let t6 = TypeKind::Timestamp(6);
     let base = 1_704_164_645_000; // 2024-01-02T03:04:05
-    assert_eq!(one(t6.clone(), true, ts(base + 123, 0)), "2024-01-02T03:04:05.123");
+    assert_eq!(
+        one(t6.clone(), true, ts(base + 123, 0)),
+        "2024-01-02T03:04:05.123"
+    );
     assert_eq!(one(t6.clone(), true, ts(base, 0)), "2024-01-02T03:04:05");
-    assert_eq!(one(t6.clone(), true, ts(base - 5000, 0)), "2024-01-02T03:04");
-    assert_eq!(one(t6.clone(), true, ts(base - 5000, 5000)), "2024-01-02T03:04:00.000005");
-    assert_eq!(one(t6.clone(), true, ts(base, 1)), "2024-01-02T03:04:05.000000001");
-    assert_eq!(one(t6.clone(), true, ts(base + 100, 0)), "2024-01-02T03:04:05.100");
+    assert_eq!(
+        one(t6.clone(), true, ts(base - 5000, 0)),
+        "2024-01-02T03:04"
+    );
+    assert_eq!(
+        one(t6.clone(), true, ts(base - 5000, 5000)),
+        "2024-01-02T03:04:00.000005"
+    );
+    assert_eq!(
+        one(t6.clone(), true, ts(base, 1)),
+        "2024-01-02T03:04:05.000000001"
+    );
+    assert_eq!(
+        one(t6.clone(), true, ts(base + 100, 0)),
+        "2024-01-02T03:04:05.100"
+    );
     assert_eq!(one(t6.clone(), true, ts(-1, 0)), "1969-12-31T23:59:59.999");
-    assert_eq!(one(t6.clone(), true, ts(253_402_300_800_000, 0)), "+10000-01-01T00:00");
-    assert_eq!(one(t6.clone(), true, ts(-62_009_366_400_000, 0)), "0005-01-01T00:00");
-    assert_eq!(one(t6.clone(), true, ts(-62_198_755_200_000, 0)), "-0001-01-01T00:00");
-    assert_eq!(one(TypeKind::LocalZonedTimestamp(3), true, ts(0, 0)), "1970-01-01T00:00");
-    assert!(computer(&[("k", t6)], true).partition_spec(&[ts(0, -1)]).is_err());
+    assert_eq!(
+        one(t6.clone(), true, ts(253_402_300_800_000, 0)),
+        "+10000-01-01T00:00"
+    );
+    assert_eq!(
+        one(t6.clone(), true, ts(-62_009_366_400_000, 0)),
+        "0005-01-01T00:00"
+    );
+    assert_eq!(
+        one(t6.clone(), true, ts(-62_198_755_200_000, 0)),
+        "-0001-01-01T00:00"
+    );
+    assert_eq!(
+        one(TypeKind::LocalZonedTimestamp(3), true, ts(0, 0)),
+        "1970-01-01T00:00"
+    );
+    assert!(computer(&[("k", t6)], true)
+        .partition_spec(&[ts(0, -1)])
+        .is_err());
 }
 
 #[test]
 fn sql_cast_timestamps_dates_and_times() {
     let base = 1_704_164_645_000; // 2024-01-02 03:04:05
-    assert_eq!(one(TypeKind::Timestamp(3), false, ts(base + 123, 0)), "2024-01-02 03:04:05.123");
-    assert_eq!(one(TypeKind::Timestamp(3), false, ts(base + 120, 0)), "2024-01-02 03:04:05.120");
-    assert_eq!(one(TypeKind::Timestamp(3), false, ts(base, 0)), "2024-01-02 03:04:05.000");
-    assert_eq!(one(TypeKind::Timestamp(0), false, ts(base, 0)), "2024-01-02 03:04:05");
-    assert_eq!(one(TypeKind::Timestamp(0), false, ts(base + 500, 0)), "2024-01-02 03:04:05.5");
-    assert_eq!(one(TypeKind::Timestamp(6), false, ts(base, 5000)), "2024-01-02 03:04:05.000005");
-    assert_eq!(one(TypeKind::Timestamp(9), false, ts(base, 5000)), "2024-01-02 03:04:05.000005000");
-    assert_eq!(one(TypeKind::Timestamp(3), false, ts(-1, 0)), "1969-12-31 23:59:59.999");
+    assert_eq!(
+        one(TypeKind::Timestamp(3), false, ts(base + 123, 0)),
+        "2024-01-02 03:04:05.123"
+    );
+    assert_eq!(
+        one(TypeKind::Timestamp(3), false, ts(base + 120, 0)),
+        "2024-01-02 03:04:05.120"
+    );
+    assert_eq!(
+        one(TypeKind::Timestamp(3), false, ts(base, 0)),
+        "2024-01-02 03:04:05.000"
+    );
+    assert_eq!(
+        one(TypeKind::Timestamp(0), false, ts(base, 0)),
+        "2024-01-02 03:04:05"
+    );
+    assert_eq!(
+        one(TypeKind::Timestamp(0), false, ts(base + 500, 0)),
+        "2024-01-02 03:04:05.5"
+    );
+    assert_eq!(
+        one(TypeKind::Timestamp(6), false, ts(base, 5000)),
+        "2024-01-02 03:04:05.000005"
+    );
+    assert_eq!(
+        one(TypeKind::Timestamp(9), false, ts(base, 5000)),
+        "2024-01-02 03:04:05.000005000"
+    );
+    assert_eq!(
+        one(TypeKind::Timestamp(3), false, ts(-1, 0)),
+        "1969-12-31 23:59:59.999"
+    );
     assert_eq!(one(TypeKind::Date, false, Datum::Date(0)), "1970-01-01");
     assert_eq!(one(TypeKind::Date, false, Datum::Date(-1)), "1969-12-31");
     assert_eq!(one(TypeKind::Date, false, Datum::Date(11016)), "2000-02-29");
-    assert_eq!(one(TypeKind::Time(0), true, Datum::Time(3_723_000)), "3723000");
-    assert_eq!(one(TypeKind::Time(0), false, Datum::Time(3_723_000)), "01:02:03");
-    assert_eq!(one(TypeKind::Time(3), false, Datum::Time(3_723_500)), "01:02:03.5");
-    assert_eq!(one(TypeKind::Time(3), false, Datum::Time(3_723_000)), "01:02:03.0");
-    assert_eq!(one(TypeKind::Time(3), false, Datum::Time(3_723_045)), "01:02:03.045");
-    assert_eq!(one(TypeKind::Time(0), false, Datum::Time(-1000)), "23:59:59");
+    assert_eq!(
+        one(TypeKind::Time(0), true, Datum::Time(3_723_000)),
+        "3723000"
+    );
+    assert_eq!(
+        one(TypeKind::Time(0), false, Datum::Time(3_723_000)),
+        "01:02:03"
+    );
+    assert_eq!(
+        one(TypeKind::Time(3), false, Datum::Time(3_723_500)),
+        "01:02:03.5"
+    );
+    assert_eq!(
+        one(TypeKind::Time(3), false, Datum::Time(3_723_000)),
+        "01:02:03.0"
+    );
+    assert_eq!(
+        one(TypeKind::Time(3), false, Datum::Time(3_723_045)),
+        "01:02:03.045"
+    );
+    assert_eq!(
+        one(TypeKind::Time(0), false, Datum::Time(-1000)),
+        "23:59:59"
+    );
 }
 
 #[test]
 fn civil_dates_agree_with_julian_formatting() {
     // Years 1..=9999 (Java's four-digit formatting garbles the others, on purpose).
-    for days in (-719_162..2_932_897).step_by(997).chain([-719_162, 2_932_896]) {
+    for days in (-719_162..2_932_897)
+        .step_by(997)
+        .chain([-719_162, 2_932_896])
+    {
         let (y, m, d) = civil_from_days(i64::from(days));
-        assert_eq!(sql_date(days), format!("{y:04}-{m:02}-{d:02}"), "day {days}");
+        assert_eq!(
+            sql_date(days),
+            format!("{y:04}-{m:02}-{d:02}"),
+            "day {days}"
+        );
     }
 }
 
 #[test]
 fn decimals_are_plain_strings() {
-    let dec = |p, scale| TypeKind::Decimal { precision: p, scale };
+    let dec = |p, scale| TypeKind::Decimal {
+        precision: p,
+        scale,
+    };
     assert_eq!(one(dec(10, 2), true, Datum::Decimal(150)), "1.50");
     assert_eq!(one(dec(10, 2), true, Datum::Decimal(-5)), "-0.05");
     assert_eq!(one(dec(10, 0), true, Datum::Decimal(0)), "0");
     assert_eq!(one(dec(10, 3), false, Datum::Decimal(0)), "0.000");
     assert_eq!(
-        one(dec(38, 10), true, Datum::Decimal(-99_999_999_999_999_999_999_999_999_999_999_999_999)),
+        one(
+            dec(38, 10),
+            true,
+            Datum::Decimal(-99_999_999_999_999_999_999_999_999_999_999_999_999)
+        ),
         "-9999999999999999999999999999.9999999999"
     );
 }
@@ -153,25 +256,52 @@ fn floats_follow_java_to_string() {
 #[test]
 fn other_atomic_types() {
     assert_eq!(one(TypeKind::Boolean, true, Datum::Boolean(true)), "true");
-    assert_eq!(one(TypeKind::Boolean, false, Datum::Boolean(false)), "false");
+    assert_eq!(
+        one(TypeKind::Boolean, false, Datum::Boolean(false)),
+        "false"
+    );
     assert_eq!(one(TypeKind::TinyInt, true, Datum::TinyInt(-7)), "-7");
-    assert_eq!(one(TypeKind::BigInt, true, Datum::BigInt(i64::MIN)), "-9223372036854775808");
+    assert_eq!(
+        one(TypeKind::BigInt, true, Datum::BigInt(i64::MIN)),
+        "-9223372036854775808"
+    );
     assert_eq!(one(TypeKind::Char(3), true, s("ab ")), "ab ");
-    assert_eq!(one(TypeKind::VarBinary(8), false, Datum::Bytes(b"x/y".to_vec())), "x/y");
+    assert_eq!(
+        one(TypeKind::VarBinary(8), false, Datum::Bytes(b"x/y".to_vec())),
+        "x/y"
+    );
     let binary = computer(&[("k", TypeKind::Binary(2))], true);
-    assert!(matches!(binary.partition_spec(&[Datum::Bytes(vec![1])]), Err(Error::Unsupported(_))));
-    let array = computer(&[("k", TypeKind::Array(Box::new(DataType::string())))], true);
-    assert!(matches!(array.partition_spec(&[Datum::Array(vec![])]), Err(Error::Unsupported(_))));
+    assert!(matches!(
+        binary.partition_spec(&[Datum::Bytes(vec![1])]),
+        Err(Error::Unsupported(_))
+    ));
+    let array = computer(
+        &[("k", TypeKind::Array(Box::new(DataType::string())))],
+        true,
+    );
+    assert!(matches!(
+        array.partition_spec(&[Datum::Array(vec![])]),
+        Err(Error::Unsupported(_))
+    ));
     let int = computer(&[("k", TypeKind::Int)], true);
-    assert!(matches!(int.partition_spec(&[s("1")]), Err(Error::Invalid(_))));
+    assert!(matches!(
+        int.partition_spec(&[s("1")]),
+        Err(Error::Invalid(_))
+    ));
     assert!(matches!(int.partition_spec(&[]), Err(Error::Invalid(_))));
 }
 
 #[test]
 fn escape_char_set_and_java_unescape_quirks() {
     assert_eq!(escape_path_name("\u{0}\u{1f}\u{7f}"), "%00%1F%7F");
-    assert_eq!(escape_path_name("\"#%'*/:=?\\{}[]^"), "%22%23%25%27%2A%2F%3A%3D%3F%5C%7B%7D%5B%5D%5E");
-    assert_eq!(escape_path_name(" .-_~!@$&()+,;<>|`é日😀"), " .-_~!@$&()+,;<>|`é日😀");
+    assert_eq!(
+        escape_path_name("\"#%'*/:=?\\{}[]^"),
+        "%22%23%25%27%2A%2F%3A%3D%3F%5C%7B%7D%5B%5D%5E"
+    );
+    assert_eq!(
+        escape_path_name(" .-_~!@$&()+,;<>|`é日😀"),
+        " .-_~!@$&()+,;<>|`é日😀"
+    );
     assert_eq!(unescape_path_name("%41%2f%3A"), "A/:");
     assert_eq!(unescape_path_name("%+A"), "\n");
     assert_eq!(unescape_path_name("%-0"), "\u{0}");
@@ -211,7 +341,9 @@ fn fixture_warehouse() -> PathBuf {
 
 /// Every directory below `dir` (recursively).
 fn directories(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
@@ -232,13 +364,31 @@ fn fixture_partition_directories_round_trip() {
     directories(&root, &mut dirs);
     let mut checked = 0;
     for dir in dirs {
-        let Some(component) = dir.file_name().and_then(|n| n.to_str()) else { continue };
-        let Some((name, value)) = component.split_once('=') else { continue };
-        assert_eq!(escape_path_name(&unescape_path_name(name)), name, "{}", dir.display());
-        assert_eq!(escape_path_name(&unescape_path_name(value)), value, "{}", dir.display());
+        let Some(component) = dir.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some((name, value)) = component.split_once('=') else {
+            continue;
+        };
+        assert_eq!(
+            escape_path_name(&unescape_path_name(name)),
+            name,
+            "{}",
+            dir.display()
+        );
+        assert_eq!(
+            escape_path_name(&unescape_path_name(value)),
+            value,
+            "{}",
+            dir.display()
+        );
         checked += 1;
     }
-    assert!(checked > 0, "no partition directories under {}", root.display());
+    assert!(
+        checked > 0,
+        "no partition directories under {}",
+        root.display()
+    );
 }
 
 #[test]
@@ -248,8 +398,16 @@ fn fixture_partitioned_table_paths_are_recomputed() {
         return;
     }
     let c = computer(&[("region", STRING), ("yr", TypeKind::Int)], true);
-    for (region, yr) in [(s("apac"), Datum::Int(2023)), (Datum::Null, Datum::Null), (s("eu"), Datum::Null)] {
+    for (region, yr) in [
+        (s("apac"), Datum::Int(2023)),
+        (Datum::Null, Datum::Null),
+        (s("eu"), Datum::Null),
+    ] {
         let path = c.partition_path(&[region, yr]).unwrap();
-        assert!(table.join(&path).is_dir(), "{path} missing under {}", table.display());
+        assert!(
+            table.join(&path).is_dir(),
+            "{path} missing under {}",
+            table.display()
+        );
     }
 }

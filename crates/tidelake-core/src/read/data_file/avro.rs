@@ -22,8 +22,12 @@ impl AsyncFileReader for RangeReader {
         &mut self,
         range: std::ops::Range<u64>,
     ) -> BoxFuture<'_, std::result::Result<bytes::Bytes, AvroError>> {
-        async move { self.get_range(range).await.map_err(|e| AvroError::External(Box::new(e))) }
-            .boxed()
+        async move {
+            self.get_range(range)
+                .await
+                .map_err(|e| AvroError::External(Box::new(e)))
+        }
+        .boxed()
     }
 }
 
@@ -31,7 +35,10 @@ impl AsyncFileReader for RangeReader {
 fn record_field_names(schema_json: &str) -> Option<Vec<String>> {
     let schema: Value = serde_json::from_str(schema_json).ok()?;
     let fields = schema.get("fields")?.as_array()?;
-    fields.iter().map(|f| f.get("name")?.as_str().map(str::to_string)).collect()
+    fields
+        .iter()
+        .map(|f| f.get("name")?.as_str().map(str::to_string))
+        .collect()
 }
 
 /// Stream the top-level fields named in `columns` (those present in the file) of an Avro file.
@@ -45,15 +52,22 @@ pub(super) async fn open(
     let bad = |e: AvroError| Error::corrupt(&display, format!("bad Avro file: {e}"));
     let mut reader = RangeReader::new(io, rel_path).await?;
     let size = reader.size;
-    let header = read_header_info(&mut reader, size, None).await.map_err(bad)?;
+    let header = read_header_info(&mut reader, size, None)
+        .await
+        .map_err(bad)?;
     let writer_schema = header.writer_schema().map_err(bad)?;
     let names = record_field_names(&writer_schema.json_string).ok_or_else(|| {
-        Error::corrupt(&display, "Avro writer schema is not a record with named fields")
+        Error::corrupt(
+            &display,
+            "Avro writer schema is not a record with named fields",
+        )
     })?;
     let projection = select_roots(names.iter().map(String::as_str), columns);
     let stream = AsyncAvroFileReader::builder(reader, size, batch_size)
         .with_projection(projection)
         .build_with_header(header)
         .map_err(bad)?;
-    Ok(stream.map_err(move |e| Error::arrow(format!("reading {display}"), e)).boxed())
+    Ok(stream
+        .map_err(move |e| Error::arrow(format!("reading {display}"), e))
+        .boxed())
 }

@@ -5,7 +5,7 @@
 //!
 //! * fields are matched by id, the physical column is found by the name in `file_fields`
 //!   (renames), a field unknown to the file is all-null, a changed type is cast
-//!   ([`evolution`]); a file field whose column is physically absent also reads as nulls
+//!   (module `evolution`); a file field whose column is physically absent also reads as nulls
 //!   (Java's Parquet reader does the same);
 //! * output types are exactly `tidelake_spec::arrow::to_arrow_type` of the read fields, whatever
 //!   the writer's encoding (see [`output_schema`]);
@@ -33,7 +33,7 @@ use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{future, StreamExt};
 use object_store::path::Path;
-use object_store::ObjectStore;
+use object_store::{ObjectStore, ObjectStoreExt};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use super::deletion_vector::DeletionVector;
@@ -58,8 +58,9 @@ pub enum FileFormat {
 
 /// Extensions a compressed-file suffix may add after the format (`x.csv.gz`-style); Paimon puts
 /// the compression before the format for binary formats (`x.zstd.parquet`), handled too.
-const COMPRESSION_EXTENSIONS: &[&str] =
-    &["gz", "bz2", "deflate", "snappy", "lz4", "zst", "zstd", "lzo", "br", "xz", "zlib"];
+const COMPRESSION_EXTENSIONS: &[&str] = &[
+    "gz", "bz2", "deflate", "snappy", "lz4", "zst", "zstd", "lzo", "br", "xz", "zlib",
+];
 
 impl FileFormat {
     /// The format of a data file, from its name's extension (`data-…-0.parquet`,
@@ -74,13 +75,15 @@ impl FileFormat {
             last
         };
         match ext.as_str() {
-            _ if !base.contains('.') => {
-                Err(Error::Unsupported(format!("data file without a format extension: {name}")))
-            }
+            _ if !base.contains('.') => Err(Error::Unsupported(format!(
+                "data file without a format extension: {name}"
+            ))),
             "parquet" => Ok(FileFormat::Parquet),
             "orc" => Ok(FileFormat::Orc),
             "avro" => Ok(FileFormat::Avro),
-            other => Err(Error::Unsupported(format!("data file format '{other}' of {name}"))),
+            other => Err(Error::Unsupported(format!(
+                "data file format '{other}' of {name}"
+            ))),
         }
     }
 
@@ -123,7 +126,10 @@ pub fn output_schema(read_fields: &[DataField], system: SystemColumns) -> Result
         .map_err(|e| Error::from_spec("read schema", e))?;
     let mut fields = system.fields();
     fields.extend(table.fields().iter().map(|f| f.as_ref().clone()));
-    Ok(Arc::new(Schema::new_with_metadata(fields, table.metadata().clone())))
+    Ok(Arc::new(Schema::new_with_metadata(
+        fields,
+        table.metadata().clone(),
+    )))
 }
 
 /// Stream the rows of data file `rel_path` (relative to `io`'s root) as batches of
@@ -182,7 +188,9 @@ fn apply_deletions(
     if dv.count_in_range(start, start + rows) == 0 {
         return Ok(batch);
     }
-    let keep: BooleanArray = (start..start + rows).map(|pos| Some(!dv.contains(pos))).collect();
+    let keep: BooleanArray = (start..start + rows)
+        .map(|pos| Some(!dv.contains(pos)))
+        .collect();
     filter_record_batch(&batch, &keep)
         .map_err(|e| Error::arrow(format!("applying deletion vector to {path}"), e))
 }
@@ -192,7 +200,12 @@ enum Source {
     /// A system column, read by its name.
     System(&'static str),
     /// A table field present in the file's schema.
-    File { name: String, file_type: DataType, read_type: DataType, label: String },
+    File {
+        name: String,
+        file_type: DataType,
+        read_type: DataType,
+        label: String,
+    },
     /// A field added after the file was written.
     Absent,
 }
@@ -228,7 +241,11 @@ impl Projector {
                 None => Source::Absent,
             });
         }
-        Ok(Projector { path, schema, sources })
+        Ok(Projector {
+            path,
+            schema,
+            sources,
+        })
     }
 
     /// Names of the physical root columns to fetch.
@@ -254,7 +271,9 @@ impl Projector {
                 _ => false,
             }
         }
-        self.sources.iter().any(|s| matches!(s, Source::File { read_type, .. } if nanos(read_type)))
+        self.sources
+            .iter()
+            .any(|s| matches!(s, Source::File { read_type, .. } if nanos(read_type)))
     }
 
     fn project(&self, batch: &RecordBatch) -> Result<RecordBatch> {
@@ -269,14 +288,15 @@ impl Projector {
                     })?;
                     evolution::convert_leaf(column, target, name)?
                 }
-                Source::File { name, file_type, read_type, label } => {
-                    match batch.column_by_name(name) {
-                        Some(column) => {
-                            evolution::evolve(column, file_type, read_type, target, label)?
-                        }
-                        None => new_null_array(target, rows),
-                    }
-                }
+                Source::File {
+                    name,
+                    file_type,
+                    read_type,
+                    label,
+                } => match batch.column_by_name(name) {
+                    Some(column) => evolution::evolve(column, file_type, read_type, target, label)?,
+                    None => new_null_array(target, rows),
+                },
                 Source::Absent => new_null_array(target, rows),
             });
         }
@@ -314,7 +334,11 @@ struct RangeReader {
 impl RangeReader {
     async fn new(io: &FileIO, rel_path: &str) -> Result<Self> {
         let size = io.size(rel_path).await?;
-        Ok(RangeReader { store: io.store().clone(), path: io.path(rel_path), size })
+        Ok(RangeReader {
+            store: io.store().clone(),
+            path: io.path(rel_path),
+            size,
+        })
     }
 
     async fn get_range(&self, range: std::ops::Range<u64>) -> object_store::Result<Bytes> {
@@ -343,8 +367,14 @@ mod tests {
     fn roots_selection() {
         let names = ["_KEY_id", "_SEQUENCE_NUMBER", "_VALUE_KIND", "id", "v"];
         let want = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(select_roots(names.into_iter(), &want(&["v", "_VALUE_KIND"])), vec![2, 4]);
+        assert_eq!(
+            select_roots(names.into_iter(), &want(&["v", "_VALUE_KIND"])),
+            vec![2, 4]
+        );
         assert_eq!(select_roots(names.into_iter(), &want(&["gone"])), vec![0]);
-        assert_eq!(select_roots(std::iter::empty(), &want(&["x"])), Vec::<usize>::new());
+        assert_eq!(
+            select_roots(std::iter::empty(), &want(&["x"])),
+            Vec::<usize>::new()
+        );
     }
 }

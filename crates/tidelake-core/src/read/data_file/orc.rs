@@ -63,5 +63,7 @@ pub(super) async fn open(
         .with_batch_size(batch_size)
         .with_timestamp_precision(precision)
         .build_async();
-    Ok(stream.map_err(move |e| Error::arrow(format!("reading {display}"), e)).boxed())
+    Ok(stream
+        .map_err(move |e| Error::arrow(format!("reading {display}"), e))
+        .boxed())
 }

@@ -1,18 +1,64 @@
-//! Parquet data files, streamed with ranged reads through the object store.
+//! Parquet data files, streamed with ranged reads through the object store
+//! (`ParquetRecordBatchStreamBuilder` over [`RangeReader`], the replacement arrow-rs
+//! recommends for the deprecated `ParquetObjectReader`).
 //!
 //! Only the leaf columns of the requested root fields are fetched (`ProjectionMask::roots`);
 //! the footer and the needed column chunks are read, never the whole file. The embedded
 //! `ARROW:schema` (pyarrow writers) is ignored so decoded types depend only on the Parquet
 //! schema; the caller normalises types afterwards.
 
-use futures::{StreamExt, TryStreamExt};
-use parquet::arrow::arrow_reader::ArrowReaderOptions;
-use parquet::arrow::async_reader::{ParquetObjectReader, ParquetRecordBatchStreamBuilder};
-use parquet::arrow::ProjectionMask;
+use std::ops::Range;
+use std::sync::Arc;
 
-use super::{select_roots, RawStream};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
+use parquet::arrow::ProjectionMask;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+
+use super::{select_roots, RangeReader, RawStream};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
+
+impl AsyncFileReader for RangeReader {
+    fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
+        async move {
+            self.get_range(range)
+                .await
+                .map_err(|e| ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+
+    fn get_byte_ranges(
+        &mut self,
+        ranges: Vec<Range<u64>>,
+    ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
+        async move {
+            self.store
+                .get_ranges(&self.path, &ranges)
+                .await
+                .map_err(|e| ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        options: Option<&'a ArrowReaderOptions>,
+    ) -> BoxFuture<'a, parquet::errors::Result<Arc<ParquetMetaData>>> {
+        async move {
+            let size = self.size;
+            let reader = ParquetMetaDataReader::new()
+                .with_metadata_options(options.map(|o| o.metadata_options().clone()));
+            Ok(Arc::new(reader.load_and_finish(self, size).await?))
+        }
+        .boxed()
+    }
+}
 
 /// Stream the root columns named in `columns` (those present in the file) of a Parquet file.
 pub(super) async fn open(
@@ -22,9 +68,7 @@ pub(super) async fn open(
     batch_size: usize,
 ) -> Result<RawStream> {
     let display = io.display(rel_path);
-    let size = io.size(rel_path).await?;
-    let reader =
-        ParquetObjectReader::new(io.store().clone(), io.path(rel_path)).with_file_size(size);
+    let reader = RangeReader::new(io, rel_path).await?;
     let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
     let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
         .await
@@ -40,5 +84,7 @@ pub(super) async fn open(
         .with_batch_size(batch_size)
         .build()
         .map_err(|e| Error::parquet(format!("reading {display}"), e))?;
-    Ok(stream.map_err(move |e| Error::parquet(format!("reading {display}"), e)).boxed())
+    Ok(stream
+        .map_err(move |e| Error::parquet(format!("reading {display}"), e))
+        .boxed())
 }

@@ -10,7 +10,10 @@ const CODECS: [Codec; 4] = [Codec::Null, Codec::Deflate, Codec::Snappy, Codec::Z
 
 /// Arity prefix of a framed BinaryRow.
 fn arity(framed: &[u8]) -> u32 {
-    assert!(framed.len() >= 12, "framed BinaryRow too short: {framed:02x?}");
+    assert!(
+        framed.len() >= 12,
+        "framed BinaryRow too short: {framed:02x?}"
+    );
     u32::from_be_bytes([framed[0], framed[1], framed[2], framed[3]])
 }
 
@@ -22,11 +25,16 @@ struct TableInfo {
 
 fn table_info() -> HashMap<String, TableInfo> {
     let path = fixture_db().join("../../fixtures.json");
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).expect("fixtures.json")).expect("JSON");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).expect("fixtures.json")).expect("JSON");
     let mut out = HashMap::new();
     for t in json["tables"].as_array().expect("tables") {
         let strings = |k: &str| -> Vec<String> {
-            t[k].as_array().expect(k).iter().map(|v| v.as_str().expect("string").to_owned()).collect()
+            t[k].as_array()
+                .expect(k)
+                .iter()
+                .map(|v| v.as_str().expect("string").to_owned())
+                .collect()
         };
         let (pk, parts) = (strings("primary_keys"), strings("partition_keys"));
         let disk = &t["on_disk"];
@@ -47,34 +55,79 @@ fn table_info() -> HashMap<String, TableInfo> {
 }
 
 fn check_entry(e: &ManifestEntry, info: &TableInfo, at: &str) {
-    assert_eq!(arity(&e.partition) as usize, info.partition_keys, "{at}: partition arity");
+    assert_eq!(
+        arity(&e.partition) as usize,
+        info.partition_keys,
+        "{at}: partition arity"
+    );
     let f = &e.file;
-    for key in [&f.min_key, &f.max_key, &f.key_stats.min_values, &f.key_stats.max_values] {
+    for key in [
+        &f.min_key,
+        &f.max_key,
+        &f.key_stats.min_values,
+        &f.key_stats.max_values,
+    ] {
         assert_eq!(arity(key) as usize, info.trimmed_pk, "{at}: key arity");
     }
-    assert!(f.file_name.starts_with("data-") || f.file_name.starts_with("changelog-"), "{at}");
-    assert!(f.row_count > 0 && f.file_size > 0 && f.min_sequence_number <= f.max_sequence_number, "{at}");
+    assert!(
+        f.file_name.starts_with("data-") || f.file_name.starts_with("changelog-"),
+        "{at}"
+    );
+    assert!(
+        f.row_count > 0 && f.file_size > 0 && f.min_sequence_number <= f.max_sequence_number,
+        "{at}"
+    );
     assert_eq!(f.level, 0, "{at}: pypaimon writes level 0 only");
-    assert!(f.creation_time.is_some(), "{at}: pypaimon sets _CREATION_TIME");
+    assert!(
+        f.creation_time.is_some(),
+        "{at}: pypaimon sets _CREATION_TIME"
+    );
     let stats_cols = f.value_stats_cols.as_ref().map(Vec::len);
     if let Some(n) = stats_cols {
-        assert_eq!(arity(&f.value_stats.min_values) as usize, n, "{at}: value stats arity");
+        assert_eq!(
+            arity(&f.value_stats.min_values) as usize,
+            n,
+            "{at}: value stats arity"
+        );
     }
 }
 
-fn check_list(meta: &ManifestFileMeta, manifests: &HashMap<(String, String), (usize, Vec<ManifestEntry>)>, table: &str, info: &TableInfo) {
+fn check_list(
+    meta: &ManifestFileMeta,
+    manifests: &HashMap<(String, String), (usize, Vec<ManifestEntry>)>,
+    table: &str,
+    info: &TableInfo,
+) {
     let at = format!("{table}: list entry {}", meta.file_name);
-    let (size, entries) = manifests.get(&(table.to_owned(), meta.file_name.clone())).unwrap_or_else(|| panic!("{at}: manifest missing"));
+    let (size, entries) = manifests
+        .get(&(table.to_owned(), meta.file_name.clone()))
+        .unwrap_or_else(|| panic!("{at}: manifest missing"));
     assert_eq!(meta.file_size as usize, *size, "{at}: _FILE_SIZE");
     let adds = entries.iter().filter(|e| e.kind == FileKind::Add).count();
     assert_eq!(meta.num_added_files as usize, adds, "{at}");
-    assert_eq!(meta.num_deleted_files as usize, entries.len() - adds, "{at}");
-    assert_eq!(Some(meta.schema_id), entries.iter().map(|e| e.file.schema_id).max(), "{at}");
-    assert_eq!(arity(&meta.partition_stats.min_values) as usize, info.partition_keys, "{at}");
+    assert_eq!(
+        meta.num_deleted_files as usize,
+        entries.len() - adds,
+        "{at}"
+    );
+    assert_eq!(
+        Some(meta.schema_id),
+        entries.iter().map(|e| e.file.schema_id).max(),
+        "{at}"
+    );
+    assert_eq!(
+        arity(&meta.partition_stats.min_values) as usize,
+        info.partition_keys,
+        "{at}"
+    );
     let bound = |v: Option<i32>, f: fn(&ManifestEntry) -> i32, max: bool| {
         if let Some(v) = v {
             let actual = entries.iter().map(f);
-            assert_eq!(Some(v), if max { actual.max() } else { actual.min() }, "{at}: bucket/level bound");
+            assert_eq!(
+                Some(v),
+                if max { actual.max() } else { actual.min() },
+                "{at}: bucket/level bound"
+            );
         }
     };
     bound(meta.min_bucket, |e| e.bucket, false);
@@ -82,7 +135,10 @@ fn check_list(meta: &ManifestFileMeta, manifests: &HashMap<(String, String), (us
     bound(meta.min_level, |e| e.file.level, false);
     bound(meta.max_level, |e| e.file.level, true);
     if let Some(total) = meta.total_buckets {
-        assert!(entries.iter().all(|e| e.total_buckets == total), "{at}: _TOTAL_BUCKETS");
+        assert!(
+            entries.iter().all(|e| e.total_buckets == total),
+            "{at}: _TOTAL_BUCKETS"
+        );
     }
 }
 
@@ -96,7 +152,9 @@ fn decodes_every_fixture_file() {
     for f in &files {
         let at = format!("{}/{}", f.table, f.name);
         *counts.entry((f.table.clone(), f.kind)).or_default() += 1;
-        let table = info.get(&f.table).unwrap_or_else(|| panic!("{at}: table not in fixtures.json"));
+        let table = info
+            .get(&f.table)
+            .unwrap_or_else(|| panic!("{at}: table not in fixtures.json"));
         match f.kind {
             Kind::List => {
                 let v = read_manifest_list(&f.bytes).unwrap_or_else(|e| panic!("{at}: {e}"));
@@ -119,9 +177,17 @@ fn decodes_every_fixture_file() {
                     match file.index_type.as_str() {
                         HASH_INDEX => assert!(file.dv_ranges.is_none(), "{at}"),
                         DELETION_VECTORS_INDEX => {
-                            let ranges = file.dv_ranges.as_ref().unwrap_or_else(|| panic!("{at}: no DV ranges"));
+                            let ranges = file
+                                .dv_ranges
+                                .as_ref()
+                                .unwrap_or_else(|| panic!("{at}: no DV ranges"));
                             assert_eq!(ranges.len() as i64, file.row_count, "{at}");
-                            assert!(ranges.iter().all(|r| r.offset >= 1 && r.length > 0 && r.cardinality.is_some()), "{at}");
+                            assert!(
+                                ranges.iter().all(|r| r.offset >= 1
+                                    && r.length > 0
+                                    && r.cardinality.is_some()),
+                                "{at}"
+                            );
                         }
                         other => panic!("{at}: unexpected index type {other}"),
                     }
@@ -133,21 +199,40 @@ fn decodes_every_fixture_file() {
     for (name, t) in &info {
         for kind in [Kind::List, Kind::Manifest, Kind::Index] {
             let found = counts.get(&(name.clone(), kind)).copied().unwrap_or(0);
-            assert_eq!(found, t.counts[&kind], "{name}: {kind:?} file count vs fixtures.json");
+            assert_eq!(
+                found, t.counts[&kind],
+                "{name}: {kind:?} file count vs fixtures.json"
+            );
         }
     }
     for (table, list) in &lists {
-        list.iter().for_each(|m| check_list(m, &manifests, table, &info[table]));
+        list.iter()
+            .for_each(|m| check_list(m, &manifests, table, &info[table]));
     }
     let entries: Vec<&ManifestEntry> = manifests.values().flat_map(|(_, v)| v).collect();
-    let deletes = entries.iter().filter(|e| e.kind == FileKind::Delete).count();
+    let deletes = entries
+        .iter()
+        .filter(|e| e.kind == FileKind::Delete)
+        .count();
     assert!(deletes > 0, "fixtures contain DELETE entries (overwrite)");
     assert!(indexes > 0 && entries.len() > deletes);
     // A DELETE repeats its ADD's identifier (append_overwrite).
-    let adds: std::collections::HashSet<FileIdentifier> =
-        entries.iter().filter(|e| e.kind == FileKind::Add).map(|e| e.identifier()).collect();
-    assert!(entries.iter().filter(|e| e.kind == FileKind::Delete).all(|e| adds.contains(&e.identifier())));
-    assert!(lists.iter().flat_map(|(_, l)| l).any(|m| m.total_buckets.is_some()), "pypaimon-only field seen");
+    let adds: std::collections::HashSet<FileIdentifier> = entries
+        .iter()
+        .filter(|e| e.kind == FileKind::Add)
+        .map(|e| e.identifier())
+        .collect();
+    assert!(entries
+        .iter()
+        .filter(|e| e.kind == FileKind::Delete)
+        .all(|e| adds.contains(&e.identifier())));
+    assert!(
+        lists
+            .iter()
+            .flat_map(|(_, l)| l)
+            .any(|m| m.total_buckets.is_some()),
+        "pypaimon-only field seen"
+    );
 }
 
 /// The framed BinaryRows of an entry, in a fixed order.
@@ -204,13 +289,27 @@ fn fixture_files_round_trip_with_every_codec() {
 #[test]
 fn binary_rows_are_kept_as_stored_framed_bytes() {
     // The §4.3 example shape: partition dt STRING, key id INT; compare with the raw Avro value.
-    let f = fixture_files().into_iter().find(|f| f.table == "pk_partitioned" && f.kind == Kind::Manifest).expect("fixture");
+    let f = fixture_files()
+        .into_iter()
+        .find(|f| f.table == "pk_partitioned" && f.kind == Kind::Manifest)
+        .expect("fixture");
     let ours = read_manifest(&f.bytes).expect("decode");
-    let theirs: Vec<_> = apache_avro::Reader::new(&f.bytes[..]).expect("reader").collect::<Result<_, _>>().expect("values");
+    let theirs: Vec<_> = apache_avro::Reader::new(&f.bytes[..])
+        .expect("reader")
+        .collect::<Result<_, _>>()
+        .expect("values");
     for (e, t) in ours.iter().zip(&theirs) {
-        let apache_avro::types::Value::Record(fields) = t else { panic!("record") };
-        let partition = fields.iter().find(|(n, _)| n == "_PARTITION").map(|(_, v)| v.clone());
-        assert_eq!(partition, Some(apache_avro::types::Value::Bytes(e.partition.clone())));
+        let apache_avro::types::Value::Record(fields) = t else {
+            panic!("record")
+        };
+        let partition = fields
+            .iter()
+            .find(|(n, _)| n == "_PARTITION")
+            .map(|(_, v)| v.clone());
+        assert_eq!(
+            partition,
+            Some(apache_avro::types::Value::Bytes(e.partition.clone()))
+        );
         assert_eq!(arity(&e.partition), 2);
         assert_eq!(arity(&e.file.min_key), 1);
     }

@@ -40,11 +40,14 @@ pub(super) struct FixtureFile {
 pub(super) fn fixture_files() -> Vec<FixtureFile> {
     let db = fixture_db();
     let mut out = Vec::new();
-    let tables = std::fs::read_dir(&db).unwrap_or_else(|e| panic!("fixtures missing at {}: {e}", db.display()));
+    let tables = std::fs::read_dir(&db)
+        .unwrap_or_else(|e| panic!("fixtures missing at {}: {e}", db.display()));
     for table in tables {
         let table = table.expect("read fx.db entry");
         let dir = table.path().join("manifest");
-        let Ok(files) = std::fs::read_dir(&dir) else { continue };
+        let Ok(files) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for f in files {
             let f = f.expect("read manifest dir entry");
             let name = f.file_name().to_string_lossy().into_owned();
@@ -56,7 +59,12 @@ pub(super) fn fixture_files() -> Vec<FixtureFile> {
                 Kind::Manifest
             };
             let bytes = std::fs::read(f.path()).expect("read fixture file");
-            out.push(FixtureFile { table: table.file_name().to_string_lossy().into_owned(), name, kind, bytes });
+            out.push(FixtureFile {
+                table: table.file_name().to_string_lossy().into_owned(),
+                name,
+                kind,
+                bytes,
+            });
         }
     }
     out.sort_by(|a, b| (&a.table, &a.name).cmp(&(&b.table, &b.name)));
@@ -65,9 +73,11 @@ pub(super) fn fixture_files() -> Vec<FixtureFile> {
 
 /// Asserts that apache-avro decodes `bytes` to the same records as `ours`, field by field.
 pub(super) fn assert_same_as_apache<T: AvroRecord>(ours: &[T], bytes: &[u8], what: &str) {
-    let reader = apache_avro::Reader::new(bytes).unwrap_or_else(|e| panic!("{what}: apache-avro: {e}"));
-    let theirs: Vec<Value> =
-        reader.collect::<Result<_, _>>().unwrap_or_else(|e| panic!("{what}: apache-avro: {e}"));
+    let reader =
+        apache_avro::Reader::new(bytes).unwrap_or_else(|e| panic!("{what}: apache-avro: {e}"));
+    let theirs: Vec<Value> = reader
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{what}: apache-avro: {e}"));
     assert_eq!(ours.len(), theirs.len(), "{what}: record count");
     for (i, (o, t)) in ours.iter().zip(&theirs).enumerate() {
         same_record(T::FIELDS, &o.to_fields(), t, &format!("{what}[{i}]"));
@@ -82,12 +92,18 @@ fn unwrap_union(v: &Value) -> &Value {
 }
 
 fn same_record(fields: &[Field], values: &[AvroValue], theirs: &Value, path: &str) {
-    let Value::Record(theirs) = unwrap_union(theirs) else { panic!("{path}: not a record: {theirs:?}") };
+    let Value::Record(theirs) = unwrap_union(theirs) else {
+        panic!("{path}: not a record: {theirs:?}")
+    };
     for (f, v) in fields.iter().zip(values) {
         let at = format!("{path}.{}", f.name);
         match theirs.iter().find(|(n, _)| n == f.name) {
             Some((_, t)) => same_value(&f.ty, v, t, &at),
-            None => assert_eq!(*v, AvroValue::Null, "{at}: absent from the file but not null"),
+            None => assert_eq!(
+                *v,
+                AvroValue::Null,
+                "{at}: absent from the file but not null"
+            ),
         }
     }
 }
@@ -97,7 +113,9 @@ fn same_value(ty: &Ty, v: &AvroValue, theirs: &Value, path: &str) {
     match (ty, v, t) {
         (_, AvroValue::Null, Value::Null) => {}
         (_, AvroValue::Int(a), Value::Int(b)) => assert_eq!(a, b, "{path}"),
-        (_, AvroValue::Long(a), Value::Long(b) | Value::TimestampMillis(b)) => assert_eq!(a, b, "{path}"),
+        (_, AvroValue::Long(a), Value::Long(b) | Value::TimestampMillis(b)) => {
+            assert_eq!(a, b, "{path}")
+        }
         (_, AvroValue::String(a), Value::String(b)) => assert_eq!(a, b, "{path}"),
         (_, AvroValue::Bytes(a), Value::Bytes(b)) => assert_eq!(a, b, "{path}"),
         (Ty::Array { item, .. }, AvroValue::Array(a), Value::Array(b)) => {

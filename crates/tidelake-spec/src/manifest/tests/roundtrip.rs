@@ -4,6 +4,7 @@
 use proptest::collection::vec;
 use proptest::option::of;
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 
 use super::super::list::JAVA_FIELDS;
 use super::super::record::{schema_json, AvroRecord};
@@ -19,7 +20,12 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn codec() -> impl Strategy<Value = Codec> {
-    prop_oneof![Just(Codec::Null), Just(Codec::Deflate), Just(Codec::Snappy), Just(Codec::Zstd)]
+    prop_oneof![
+        Just(Codec::Null),
+        Just(Codec::Deflate),
+        Just(Codec::Snappy),
+        Just(Codec::Zstd)
+    ]
 }
 
 fn kind() -> impl Strategy<Value = FileKind> {
@@ -127,8 +133,14 @@ proptest! {
 #[test]
 fn many_entries_span_several_blocks() {
     let mut runner = proptest::test_runner::TestRunner::deterministic();
-    let entries: Vec<ManifestEntry> =
-        (0..3000).map(|_| manifest_entry().new_tree(&mut runner).expect("value").current()).collect();
+    let entries: Vec<ManifestEntry> = (0..3000)
+        .map(|_| {
+            manifest_entry()
+                .new_tree(&mut runner)
+                .expect("value")
+                .current()
+        })
+        .collect();
     for codec in [Codec::Null, Codec::Zstd] {
         let bytes = write_manifest(&entries, codec).expect("encode");
         assert_eq!(read_manifest(&bytes).expect("decode"), entries);
@@ -143,8 +155,14 @@ fn codec_option_parsing() {
     assert_eq!(Codec::from_option("null").unwrap(), Codec::Null);
     assert_eq!(Codec::from_option("snappy").unwrap(), Codec::Snappy);
     assert_eq!(Codec::from_option("deflate").unwrap(), Codec::Deflate);
-    assert!(matches!(Codec::from_option("xz"), Err(crate::Error::Unsupported(_))));
-    assert!(matches!(Codec::from_option("lz4"), Err(crate::Error::Invalid(_))));
+    assert!(matches!(
+        Codec::from_option("xz"),
+        Err(crate::Error::Unsupported(_))
+    ));
+    assert!(matches!(
+        Codec::from_option("lz4"),
+        Err(crate::Error::Invalid(_))
+    ));
     assert_eq!(Codec::Zstd.avro_name(), "zstandard");
     assert_eq!(Codec::default(), Codec::Zstd);
 }
@@ -212,7 +230,9 @@ fn pypaimon_fields_are_written_only_when_set() {
     };
     let has_total = |bytes: &[u8]| {
         let reader = apache_avro::Reader::new(bytes).expect("reader");
-        let apache_avro::Schema::Record(r) = reader.writer_schema() else { panic!("record") };
+        let apache_avro::Schema::Record(r) = reader.writer_schema() else {
+            panic!("record")
+        };
         r.fields.iter().any(|f| f.name == "_TOTAL_BUCKETS")
     };
     let plain = write_manifest_list(std::slice::from_ref(&meta), Codec::Zstd).unwrap();

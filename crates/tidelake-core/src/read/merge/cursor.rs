@@ -1,0 +1,234 @@
+//! Run cursors: the current batch of each sorted run with its keys encoded for comparison.
+//!
+//! Keys are encoded with one shared `arrow_row::RowConverter` (ascending, nulls first), so
+//! comparing key bytes is Java's key comparator: integers, decimals, dates and timestamps by
+//! value, strings and binaries unsigned byte-wise with shorter prefixes first, booleans false
+//! first, floats by IEEE total order after every NaN is made the canonical positive NaN — which
+//! is `Float.compare` (-0.0 < 0.0, NaN greatest). User `sequence.field` columns get a second
+//! converter: ascending or descending, but nulls first either way, as in Java's generated
+//! `RecordComparator` (null short-circuits before the order is applied).
+//!
+//! A batch is validated when loaded: `_SEQUENCE_NUMBER` Int64 and `_VALUE_KIND` Int8 without
+//! nulls, kinds in 0..=3, and the same column types as the first batch of the merge.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int64Type, Int8Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_buffer::ScalarBuffer;
+use arrow_row::{RowConverter, Rows, SortField};
+use arrow_schema::{DataType as ArrowType, SchemaRef, SortOptions};
+use futures::stream::BoxStream;
+
+use crate::error::{Error, Result};
+use crate::read::merge_fn::value::{Rec, RowKind, VALUE_OFFSET};
+
+/// One sorted run and its position.
+pub(super) struct Cursor {
+    pub stream: BoxStream<'static, Result<RecordBatch>>,
+    /// `None` once the run is exhausted.
+    pub head: Option<Head>,
+}
+
+/// The batch a cursor is on.
+pub(super) struct Head {
+    pub slot: u32,
+    pub pos: usize,
+    pub len: usize,
+    pub keys: Rows,
+    pub seq_keys: Option<Rows>,
+    pub seq: ScalarBuffer<i64>,
+    pub kinds: ScalarBuffer<i8>,
+}
+
+impl Head {
+    pub fn key(&self) -> &[u8] {
+        self.keys.row(self.pos).data()
+    }
+
+    pub fn key_at(&self, pos: usize) -> &[u8] {
+        self.keys.row(pos).data()
+    }
+
+    pub fn rec(&self) -> Rec {
+        Rec {
+            slot: self.slot,
+            row: u32::try_from(self.pos).expect("batch rows fit in u32"),
+            kind: RowKind::from_code(self.kinds[self.pos]).expect("kinds validated on load"),
+        }
+    }
+
+    fn is_add(&self) -> bool {
+        matches!(self.kinds[self.pos], 0 | 2)
+    }
+}
+
+/// Merge order of two cursors (Java `SortMergeReaderWithMinHeap`'s comparator): key, user
+/// sequence fields, `_SEQUENCE_NUMBER`, retracts before adds; exhausted cursors last; ties by
+/// run index so the order is total.
+pub(super) fn compare(cursors: &[Cursor], a: usize, b: usize) -> Ordering {
+    match (&cursors[a].head, &cursors[b].head) {
+        (Some(x), Some(y)) => x
+            .key()
+            .cmp(y.key())
+            .then_with(|| match (&x.seq_keys, &y.seq_keys) {
+                (Some(sx), Some(sy)) => sx.row(x.pos).cmp(&sy.row(y.pos)),
+                _ => Ordering::Equal,
+            })
+            .then_with(|| x.seq[x.pos].cmp(&y.seq[y.pos]))
+            .then_with(|| x.is_add().cmp(&y.is_add()))
+            .then(a.cmp(&b)),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(&b),
+    }
+}
+
+/// Turns input batches into [`Head`]s.
+pub(super) struct Encoder {
+    input_schema: SchemaRef,
+    key_indices: Vec<usize>,
+    sequence_indices: Vec<usize>,
+    keys: RowConverter,
+    sequence: Option<RowConverter>,
+}
+
+impl Encoder {
+    /// An encoder for batches shaped like `input_schema`.
+    pub fn new(
+        input_schema: SchemaRef,
+        key_indices: &[usize],
+        sequence_indices: &[usize],
+        sequence_descending: bool,
+    ) -> Result<Self> {
+        let value_columns = input_schema.fields().len().saturating_sub(VALUE_OFFSET);
+        let sort_fields = |indices: &[usize], descending: bool| -> Result<Vec<SortField>> {
+            indices
+                .iter()
+                .map(|&i| {
+                    if i >= value_columns {
+                        return Err(Error::invalid(format!(
+                            "merge config: column {i} out of range, the runs have {value_columns} value columns"
+                        )));
+                    }
+                    let data_type = input_schema.field(i + VALUE_OFFSET).data_type().clone();
+                    Ok(SortField::new_with_options(
+                        data_type,
+                        SortOptions { descending, nulls_first: true },
+                    ))
+                })
+                .collect()
+        };
+        let converter = |fields| {
+            RowConverter::new(fields).map_err(|e| Error::arrow("key columns of the merge", e))
+        };
+        let keys = converter(sort_fields(key_indices, false)?)?;
+        let sequence = if sequence_indices.is_empty() {
+            None
+        } else {
+            Some(converter(sort_fields(sequence_indices, sequence_descending)?)?)
+        };
+        Ok(Encoder {
+            input_schema,
+            key_indices: key_indices.to_vec(),
+            sequence_indices: sequence_indices.to_vec(),
+            keys,
+            sequence,
+        })
+    }
+
+    /// Validate `batch` and encode its keys; `slot` is where the pool will keep it.
+    pub fn head(&self, batch: &RecordBatch, slot: u32) -> Result<Head> {
+        self.validate(batch)?;
+        let columns = |indices: &[usize]| -> Vec<ArrayRef> {
+            indices.iter().map(|&i| canonical_nan(batch.column(i + VALUE_OFFSET))).collect()
+        };
+        let keys = self
+            .keys
+            .convert_columns(&columns(&self.key_indices))
+            .map_err(|e| Error::arrow("encoding merge keys", e))?;
+        let seq_keys = match &self.sequence {
+            None => None,
+            Some(c) => Some(
+                c.convert_columns(&columns(&self.sequence_indices))
+                    .map_err(|e| Error::arrow("encoding sequence fields", e))?,
+            ),
+        };
+        Ok(Head {
+            slot,
+            pos: 0,
+            len: batch.num_rows(),
+            keys,
+            seq_keys,
+            seq: batch.column(0).as_primitive::<Int64Type>().values().clone(),
+            kinds: batch.column(1).as_primitive::<Int8Type>().values().clone(),
+        })
+    }
+
+    fn validate(&self, batch: &RecordBatch) -> Result<()> {
+        let expected = self.input_schema.fields();
+        let actual = batch.schema();
+        let same_shape = actual.fields().len() == expected.len()
+            && actual
+                .fields()
+                .iter()
+                .zip(expected.iter())
+                .all(|(a, e)| a.data_type() == e.data_type());
+        if !same_shape {
+            return Err(Error::invalid(format!(
+                "sorted runs disagree on columns: expected {expected:?}, got {:?}",
+                actual.fields()
+            )));
+        }
+        let seq = batch.column(0);
+        let kinds = batch.column(1);
+        if seq.null_count() > 0 || kinds.null_count() > 0 {
+            return Err(Error::invalid("_SEQUENCE_NUMBER and _VALUE_KIND must not be null"));
+        }
+        if let Some(bad) =
+            kinds.as_primitive::<Int8Type>().values().iter().find(|k| !(0..=3).contains(*k))
+        {
+            return Err(Error::invalid(format!("invalid _VALUE_KIND {bad}")));
+        }
+        Ok(())
+    }
+}
+
+/// Check the system columns of the first batch, which fixes the shape of all others.
+pub(super) fn check_input_schema(schema: &SchemaRef) -> Result<()> {
+    let fields = schema.fields();
+    if fields.len() < VALUE_OFFSET
+        || fields[0].data_type() != &ArrowType::Int64
+        || fields[1].data_type() != &ArrowType::Int8
+    {
+        return Err(Error::invalid(format!(
+            "sorted-run batches must start with _SEQUENCE_NUMBER (Int64) and _VALUE_KIND (Int8), got {fields:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// Replace every NaN by the canonical positive NaN (Java compares all NaNs equal).
+fn canonical_nan(column: &ArrayRef) -> ArrayRef {
+    match column.data_type() {
+        ArrowType::Float32 => {
+            let a = column.as_primitive::<Float32Type>();
+            if a.values().iter().any(|v| v.is_nan()) {
+                Arc::new(a.unary::<_, Float32Type>(|v| if v.is_nan() { f32::NAN } else { v }))
+            } else {
+                column.clone()
+            }
+        }
+        ArrowType::Float64 => {
+            let a = column.as_primitive::<Float64Type>();
+            if a.values().iter().any(|v| v.is_nan()) {
+                Arc::new(a.unary::<_, Float64Type>(|v| if v.is_nan() { f64::NAN } else { v }))
+            } else {
+                column.clone()
+            }
+        }
+        _ => column.clone(),
+    }
+}

@@ -1,0 +1,327 @@
+//! Reading splits into Arrow: the layer that ties file readers, the sorted-run merge, filters
+//! and projection together.
+//!
+//! * Append splits: files are streamed one after the other (deletion vectors applied).
+//! * Primary-key splits that are raw-convertible (see [`crate::scan::plan`]): files are streamed
+//!   without merging; retract rows are dropped.
+//! * Other primary-key splits: files are cut into sections and sorted runs
+//!   ([`super::sorted_runs`]); each section's runs go through the k-way merge.
+//!
+//! The filter is applied to merged rows (Paimon's semantics for primary-key tables), then the
+//! requested columns are projected. Memory is bounded by (runs × batch) per open split; splits
+//! are read a few at a time ([`read_splits`]), each streaming through a bounded channel.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int8Array, RecordBatch, StringArray};
+use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
+use arrow_select::filter::filter_record_batch;
+use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use tidelake_spec::options::MergeEngine;
+use tidelake_spec::schema::TableSchema;
+use tidelake_spec::types::{DataField, DataType};
+
+use crate::error::{Error, Result};
+use crate::read::data_file::{read_data_file, FileFormat, SystemColumns};
+use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
+use crate::read::merge::{merge_sorted_runs, MergeConfig};
+use crate::read::sorted_runs;
+use crate::scan::predicate::{BoundPredicate, Predicate};
+use crate::scan::split::{Split, SplitFile};
+use crate::table::Table;
+
+/// Default rows per output batch.
+pub const DEFAULT_BATCH_SIZE: usize = 8192;
+/// How many splits are read concurrently by [`read_splits`].
+const SPLIT_PARALLELISM: usize = 2;
+/// Batches buffered per concurrently read split.
+const SPLIT_CHANNEL_CAPACITY: usize = 2;
+
+/// Row kinds stored in `_VALUE_KIND`.
+pub const ROW_KIND_INSERT: i8 = 0;
+pub const ROW_KIND_UPDATE_BEFORE: i8 = 1;
+pub const ROW_KIND_UPDATE_AFTER: i8 = 2;
+pub const ROW_KIND_DELETE: i8 = 3;
+/// Leading column of change reads.
+pub const ROW_KIND_COLUMN: &str = "_row_kind";
+
+/// Everything needed to read the splits of one scan. Cheap to share across tasks.
+#[derive(Debug)]
+pub struct ReadContext {
+    table: Table,
+    /// Columns read from files (a superset of the output).
+    read_fields: Vec<DataField>,
+    /// Positions of the output columns within `read_fields`.
+    output_positions: Vec<usize>,
+    output_schema: SchemaRef,
+    filter: Option<BoundPredicate>,
+    merge: Option<Arc<MergeConfig>>,
+    key_types: Vec<DataType>,
+    batch_size: usize,
+    /// Change reads: no merge, every stored row with its kind in a leading `_row_kind` column.
+    with_row_kind: bool,
+}
+
+impl ReadContext {
+    /// Prepare reads of `schema`'s rows, returning `columns` (all when `None`) in the given
+    /// order, keeping rows that match `filter`.
+    pub fn new(
+        table: Table,
+        schema: &TableSchema,
+        columns: Option<&[String]>,
+        filter: Option<&Predicate>,
+        batch_size: usize,
+        with_row_kind: bool,
+    ) -> Result<ReadContext> {
+        let output: Vec<DataField> = match columns {
+            None => schema.fields.clone(),
+            Some(cols) => cols
+                .iter()
+                .map(|c| {
+                    schema.field(c).cloned().ok_or_else(|| {
+                        Error::invalid(format!(
+                            "unknown column '{c}'; the table's columns are: {}",
+                            schema.field_names().join(", ")
+                        ))
+                    })
+                })
+                .collect::<Result<_>>()?,
+        };
+        let filter = filter.map(|p| p.bind(&schema.fields)).transpose()?;
+        let has_pk = !schema.primary_keys.is_empty();
+        let opts = schema.options();
+        let spec_err = |e| Error::from_spec("table options", e);
+        let engine = opts.merge_engine().map_err(spec_err)?;
+
+        // Columns the merge and the filter need besides the output.
+        let mut needed: Vec<String> = output.iter().map(|f| f.name.clone()).collect();
+        if let Some(f) = &filter {
+            needed.extend(f.referenced_fields());
+        }
+        if has_pk {
+            needed.extend(schema.trimmed_primary_keys());
+            needed.extend(opts.sequence_field());
+            if matches!(engine, MergeEngine::PartialUpdate | MergeEngine::Aggregation) {
+                needed.extend(schema.fields.iter().map(|f| f.name.clone()));
+            }
+        }
+        let read_fields: Vec<DataField> =
+            schema.fields.iter().filter(|f| needed.contains(&f.name)).cloned().collect();
+        let output_positions = output
+            .iter()
+            .map(|o| read_fields.iter().position(|r| r.id == o.id).expect("output fields are read"))
+            .collect();
+        let mut output_schema =
+            tidelake_spec::arrow::to_arrow_schema(&output).map_err(|e| Error::from_spec("read schema", e))?;
+        if with_row_kind {
+            let mut fields = vec![Arc::new(Field::new(ROW_KIND_COLUMN, ArrowType::Utf8, false))];
+            fields.extend(output_schema.fields().iter().cloned());
+            output_schema = Schema::new_with_metadata(fields, output_schema.metadata().clone());
+        }
+        let output_schema = Arc::new(output_schema);
+        let key_fields: Vec<&DataField> =
+            schema.trimmed_primary_keys().iter().filter_map(|k| schema.field(k)).collect();
+        let key_types = key_fields.iter().map(|f| f.data_type.clone()).collect();
+        let merge = if has_pk {
+            let opts_vec: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let key_names: Vec<String> = key_fields.iter().map(|f| f.name.clone()).collect();
+            Some(Arc::new(MergeConfig::from_options(&read_fields, &key_names, &opts_vec)?))
+        } else {
+            None
+        };
+        Ok(ReadContext {
+            table,
+            read_fields,
+            output_positions,
+            output_schema,
+            filter,
+            merge,
+            key_types,
+            batch_size: batch_size.max(1),
+            with_row_kind,
+        })
+    }
+
+    /// Schema of every batch the reads yield.
+    pub fn output_schema(&self) -> SchemaRef {
+        self.output_schema.clone()
+    }
+
+    /// Stream the rows of one split.
+    pub async fn read_split(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let system = if self.merge.is_some() { SystemColumns::KeyValue } else { SystemColumns::None };
+        let raw: BoxStream<'static, Result<RecordBatch>> = match &self.merge {
+            _ if self.with_row_kind => self.chain_files(split.files.clone(), system),
+            None => self.chain_files(split.files.clone(), system),
+            Some(_) if split.raw_convertible => {
+                let stream = self.chain_files(split.files.clone(), SystemColumns::KeyValue);
+                stream.and_then(|b| futures::future::ready(drop_retracts(b, 1))).boxed()
+            }
+            Some(config) => self.merge_split(split, config.clone())?,
+        };
+        let ctx = self.clone();
+        Ok(raw
+            .try_filter_map(move |b| futures::future::ready(ctx.finish(b)))
+            .boxed())
+    }
+
+    fn merge_split(
+        self: &Arc<Self>,
+        split: &Split,
+        config: Arc<MergeConfig>,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let sections = sorted_runs::partition(split.files.clone(), &self.key_types)?;
+        let ctx = self.clone();
+        let batch_size = self.batch_size;
+        Ok(stream::iter(sections)
+            .map(move |runs| {
+                let streams = runs.into_iter().map(|run| ctx.chain_files(run, SystemColumns::KeyValue)).collect();
+                merge_sorted_runs(streams, config.clone(), batch_size)
+            })
+            .flatten()
+            // The merge emits `_VALUE_KIND` first; only +I/+U rows survive a batch read.
+            .and_then(|b| futures::future::ready(drop_retracts(b, 0)))
+            .boxed())
+    }
+
+    /// Stream files one after the other, with their system columns.
+    fn chain_files(self: &Arc<Self>, files: Vec<SplitFile>, system: SystemColumns) -> BoxStream<'static, Result<RecordBatch>> {
+        let ctx = self.clone();
+        stream::iter(files)
+            .then(move |f| {
+                let ctx = ctx.clone();
+                async move { ctx.open_file(&f, system).await }
+            })
+            .try_flatten()
+            .boxed()
+    }
+
+    async fn open_file(&self, file: &SplitFile, system: SystemColumns) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let file_schema = self.table.schema_by_id(file.schema_id).await?;
+        let deletion = match &file.deletion {
+            Some(dv) => Some(Arc::new(self.load_deletion_vector(&dv.path, dv.offset, dv.length).await?)),
+            None => None,
+        };
+        let format = FileFormat::from_file_name(&file.file_name)?;
+        read_data_file(
+            self.table.io(),
+            &file.path,
+            format,
+            &file_schema.fields,
+            &self.read_fields,
+            system,
+            deletion,
+            self.batch_size,
+        )
+        .await
+    }
+
+    async fn load_deletion_vector(&self, path: &str, offset: u64, length: u64) -> Result<DeletionVector> {
+        let bytes = self.table.io().read(path).await?;
+        read_deletion_vector(&bytes, offset, length).map_err(|e| match e {
+            Error::Corrupt { reason, .. } => Error::corrupt(self.table.io().display(path), reason),
+            other => other,
+        })
+    }
+
+    /// Strip system columns, apply the filter and project the output columns.
+    fn finish(&self, batch: RecordBatch) -> Result<Option<RecordBatch>> {
+        let skip = batch.num_columns() - self.read_fields.len();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.output_schema.fields().len());
+        if self.with_row_kind {
+            columns.push(row_kind_strings(&batch, skip)?);
+        }
+        let values = batch
+            .project(&(skip..batch.num_columns()).collect::<Vec<_>>())
+            .map_err(|e| Error::arrow("projecting values", e))?;
+        let mask = match &self.filter {
+            Some(f) => Some(f.evaluate(&values)?),
+            None => None,
+        };
+        columns.extend(self.output_positions.iter().map(|&i| values.column(i).clone()));
+        let out = RecordBatch::try_new(self.output_schema.clone(), columns)
+            .map_err(|e| Error::arrow("assembling output batch", e))?;
+        let out = match mask {
+            Some(m) => filter_record_batch(&out, &m).map_err(|e| Error::arrow("filtering rows", e))?,
+            None => out,
+        };
+        Ok((out.num_rows() > 0).then_some(out))
+    }
+}
+
+/// The `_row_kind` strings of a batch whose first `system` columns are system columns
+/// (`_SEQUENCE_NUMBER`, `_VALUE_KIND` for primary-key files; none for append files: `+I`).
+fn row_kind_strings(batch: &RecordBatch, system: usize) -> Result<ArrayRef> {
+    if system < 2 {
+        return Ok(Arc::new(StringArray::from(vec!["+I"; batch.num_rows()])));
+    }
+    let kinds = batch
+        .column(1)
+        .as_any()
+        .downcast_ref::<Int8Array>()
+        .ok_or_else(|| Error::invalid("_VALUE_KIND column is not TINYINT"))?;
+    let names = kinds
+        .iter()
+        .map(|k| row_kind_name(k.unwrap_or(ROW_KIND_INSERT)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(StringArray::from(names)))
+}
+
+
+/// Drop rows whose row kind (column `kind_col`) is -U or -D.
+fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<RecordBatch> {
+    let kinds = batch
+        .column(kind_col)
+        .as_any()
+        .downcast_ref::<Int8Array>()
+        .ok_or_else(|| Error::invalid("_VALUE_KIND column is not TINYINT"))?;
+    if kinds.iter().all(|k| matches!(k, Some(ROW_KIND_INSERT | ROW_KIND_UPDATE_AFTER))) {
+        return Ok(batch);
+    }
+    let mask = kinds.iter().map(|k| Some(matches!(k, Some(ROW_KIND_INSERT | ROW_KIND_UPDATE_AFTER)))).collect();
+    filter_record_batch(&batch, &mask).map_err(|e| Error::arrow("dropping retract rows", e))
+}
+
+/// Read many splits in order, a few concurrently, each streaming through a bounded channel so
+/// memory stays at (parallelism × channel capacity) batches beyond the open readers.
+pub fn read_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> BoxStream<'static, Result<RecordBatch>> {
+    stream::iter(splits)
+        .map(move |split| {
+            let ctx = ctx.clone();
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(SPLIT_CHANNEL_CAPACITY);
+            tokio::spawn(async move {
+                match ctx.read_split(&split).await {
+                    Ok(mut s) => {
+                        while let Some(item) = s.next().await {
+                            let failed = item.is_err();
+                            if tx.send(item).await.is_err() || failed {
+                                break;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                    }
+                }
+            });
+            futures::future::ready(tokio_stream_from(rx))
+        })
+        .buffered(SPLIT_PARALLELISM)
+        .flatten()
+        .boxed()
+}
+
+fn tokio_stream_from(mut rx: tokio::sync::mpsc::Receiver<Result<RecordBatch>>) -> BoxStream<'static, Result<RecordBatch>> {
+    stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
+}
+
+/// The `_VALUE_KIND` code of a row-kind short string (`+I`, `-U`, `+U`, `-D`).
+pub fn row_kind_name(kind: i8) -> Result<&'static str> {
+    match kind {
+        ROW_KIND_INSERT => Ok("+I"),
+        ROW_KIND_UPDATE_BEFORE => Ok("-U"),
+        ROW_KIND_UPDATE_AFTER => Ok("+U"),
+        ROW_KIND_DELETE => Ok("-D"),
+        other => Err(Error::invalid(format!("unknown row kind {other}"))),
+    }
+}

@@ -1,0 +1,97 @@
+//! `RawScan`: a planned read (batch scan or change scan) and its splits.
+//!
+//! Planning happens once, on construction; splits cross as opaque bytes (picklable on the
+//! Python side) and can be read back in any process with [`RawScan::read_split`].
+
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use pyo3_arrow::{PyRecordBatchReader, PySchema, PyTable};
+use tidelake_core::read::split_read::{read_splits, ReadContext};
+use tidelake_core::scan::predicate::Predicate;
+use tidelake_core::scan::{ScanPlan, SnapshotSelector, Split};
+use tidelake_core::Error;
+
+use crate::errors::{to_py, IntoPyResult};
+use crate::runtime::block_on;
+use crate::stream::StreamReader;
+
+#[pyclass(module = "tidelake._internal", frozen)]
+pub struct RawScan {
+    pub(crate) ctx: Arc<ReadContext>,
+    pub(crate) plan: ScanPlan,
+}
+
+pub(crate) fn parse_filter(filter_json: Option<&str>) -> PyResult<Option<Predicate>> {
+    filter_json
+        .map(|text| {
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| to_py(Error::invalid(format!("filter is not valid JSON: {e}"))))?;
+            Predicate::from_json(&value).map_err(to_py)
+        })
+        .transpose()
+}
+
+pub(crate) fn selector(snapshot_id: Option<i64>, tag: Option<String>, timestamp_ms: Option<i64>) -> PyResult<SnapshotSelector> {
+    match (snapshot_id, tag, timestamp_ms) {
+        (None, None, None) => Ok(SnapshotSelector::Latest),
+        (Some(id), None, None) => Ok(SnapshotSelector::Id(id)),
+        (None, Some(t), None) => Ok(SnapshotSelector::Tag(t)),
+        (None, None, Some(ts)) => Ok(SnapshotSelector::TimestampMs(ts)),
+        _ => Err(to_py(Error::invalid("give at most one of snapshot_id, tag and timestamp_ms"))),
+    }
+}
+
+#[pymethods]
+impl RawScan {
+    /// Id of the snapshot read (for change scans: the last one), or None for an empty table.
+    #[getter]
+    fn snapshot_id(&self) -> Option<i64> {
+        self.plan.snapshot.as_ref().map(|s| s.id)
+    }
+
+    /// Id of the schema rows are read in.
+    #[getter]
+    fn schema_id(&self) -> i64 {
+        self.plan.schema.id
+    }
+
+    /// The pyarrow schema of the rows this scan yields.
+    fn arrow_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.ctx.output_schema()).into_pyarrow(py)
+    }
+
+    /// The planned splits, each serialised to bytes.
+    fn splits<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
+        self.plan.splits.iter().map(|s| PyBytes::new(py, &s.to_bytes())).collect()
+    }
+
+    /// Row count of each split (before merging), for display and balancing.
+    fn split_row_counts(&self) -> Vec<i64> {
+        self.plan.splits.iter().map(Split::row_count).collect()
+    }
+
+    /// A pyarrow.RecordBatchReader streaming every split.
+    fn to_reader<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let stream = read_splits(self.ctx.clone(), self.plan.splits.clone());
+        let reader = StreamReader::new(self.ctx.output_schema(), stream);
+        PyRecordBatchReader::new(Box::new(reader)).into_pyarrow(py)
+    }
+
+    /// A pyarrow.Table of every split (errors raise the typed exceptions).
+    fn to_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let stream = read_splits(self.ctx.clone(), self.plan.splits.clone());
+        let batches = block_on(py, stream.try_collect::<Vec<_>>())?.py()?;
+        PyTable::try_new(batches, self.ctx.output_schema())?.into_pyarrow(py)
+    }
+
+    /// A pyarrow.RecordBatchReader over one split produced by `splits()`.
+    fn read_split<'py>(&self, py: Python<'py>, split: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        let split = Split::from_bytes(split).map_err(to_py)?;
+        let stream = read_splits(self.ctx.clone(), vec![split]);
+        let reader = StreamReader::new(self.ctx.output_schema(), stream);
+        PyRecordBatchReader::new(Box::new(reader)).into_pyarrow(py)
+    }
+}

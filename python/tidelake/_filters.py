@@ -1,0 +1,88 @@
+"""Filter conversion: pyarrow-style DNF tuples to tidelake's JSON filter tree.
+
+Accepted forms (as in ``pyarrow.parquet``):
+
+* ``[("qty", ">=", 50), ("name", "in", ["a", "b"])]`` — a conjunction;
+* ``[[...], [...]]`` — a disjunction of conjunctions;
+* ``("qty", ">=", 50)`` — a single predicate;
+* a JSON-ready ``dict`` tree (``{"op": "and", "args": [...]}``), passed through.
+
+Operators: ``= == != < <= > >= in not in is_null is_not_null`` (``is_null`` and
+``is_not_null`` take no value, or any value, which is ignored).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal as _dec
+import json
+from typing import Any, Sequence
+
+from .exceptions import InvalidArgumentError
+
+_COMPARE = {"=": "eq", "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+
+
+def _literal(value: Any) -> Any:
+    """A JSON-safe literal. Temporal and decimal values become ISO strings."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, _dt.datetime):
+        return value.isoformat()
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, _dt.time):
+        return value.isoformat()
+    if isinstance(value, _dec.Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return {"hex": bytes(value).hex()}
+    raise InvalidArgumentError(f"unsupported filter literal {value!r} of type {type(value).__name__}")
+
+
+def _predicate(term: Any) -> dict[str, Any]:
+    if not isinstance(term, (tuple, list)) or len(term) not in (2, 3) or not isinstance(term[0], str):
+        raise InvalidArgumentError(f"a filter term must be (column, op, value), got {term!r}")
+    column, op = term[0], str(term[1]).strip().lower()
+    value = term[2] if len(term) == 3 else None
+    if op in _COMPARE:
+        if value is None:
+            raise InvalidArgumentError(
+                f"filter ({column!r}, {op!r}, None): comparisons with NULL never match; use 'is_null'"
+            )
+        return {"op": _COMPARE[op], "field": column, "value": _literal(value)}
+    if op in ("in", "not in", "not_in"):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, set, frozenset)):
+            raise InvalidArgumentError(f"filter ({column!r}, {op!r}, ...) needs a list of values")
+        return {"op": "in" if op == "in" else "not_in", "field": column, "values": [_literal(v) for v in value]}
+    if op in ("is_null", "is null"):
+        return {"op": "is_null", "field": column}
+    if op in ("is_not_null", "is not null"):
+        return {"op": "is_not_null", "field": column}
+    raise InvalidArgumentError(f"unknown filter operator {term[1]!r} in {term!r}")
+
+
+def _is_term(x: Any) -> bool:
+    return isinstance(x, (tuple, list)) and len(x) in (2, 3) and isinstance(x[0], str)
+
+
+def to_filter_tree(filters: Any) -> dict[str, Any] | None:
+    """Convert the accepted filter forms to the JSON tree, or None for no filter."""
+    if filters is None:
+        return None
+    if isinstance(filters, dict):
+        return filters
+    if _is_term(filters):
+        return _predicate(filters)
+    if not isinstance(filters, (list, tuple)) or not filters:
+        raise InvalidArgumentError(f"unsupported filter {filters!r}")
+    if all(_is_term(t) for t in filters):
+        return {"op": "and", "args": [_predicate(t) for t in filters]}
+    if all(isinstance(c, (list, tuple)) and c and all(_is_term(t) for t in c) for c in filters):
+        return {"op": "or", "args": [{"op": "and", "args": [_predicate(t) for t in c]} for c in filters]}
+    raise InvalidArgumentError(f"unsupported filter {filters!r}: expected (col, op, value) tuples in DNF")
+
+
+def to_filter_json(filters: Any) -> str | None:
+    tree = to_filter_tree(filters)
+    return None if tree is None else json.dumps(tree)

@@ -1,0 +1,87 @@
+"""Planned reads: :class:`Scan` and its picklable :class:`Split` units of work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import _internal
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["Scan", "Split"]
+
+
+@dataclass(frozen=True)
+class Split:
+    """One (partition, bucket) of a planned read. Picklable: ship it to any process and read it
+    there with :meth:`Split.read` (or :meth:`Scan.read`)."""
+
+    table_path: str
+    schema_id: int
+    columns: tuple[str, ...] | None
+    filter_json: str | None
+    with_row_kind: bool
+    row_count: int
+    payload: bytes
+
+    def read(self) -> "pa.RecordBatchReader":
+        """Stream this split's rows (merged for primary-key tables)."""
+        raw = _internal.RawTable.open(self.table_path)
+        return raw.read_split(
+            self.payload,
+            schema_id=self.schema_id,
+            columns=list(self.columns) if self.columns is not None else None,
+            filter_json=self.filter_json,
+            with_row_kind=self.with_row_kind,
+        )
+
+
+class Scan:
+    """A planned read of one snapshot (or of a range of changes).
+
+    Planning happened when the scan was created: the snapshot is fixed, so every method reads
+    the same data. A scan is an Arrow stream producer (``__arrow_c_stream__``): polars, duckdb
+    and pyarrow consume it without copies.
+    """
+
+    def __init__(self, raw_table: "_internal.RawTable", raw_scan: "_internal.RawScan",
+                 columns: list[str] | None, filter_json: str | None, with_row_kind: bool) -> None:
+        self._table = raw_table
+        self._raw = raw_scan
+        self._columns = tuple(columns) if columns is not None else None
+        self._filter_json = filter_json
+        self._with_row_kind = with_row_kind
+
+    @property
+    def snapshot_id(self) -> int | None:
+        """The snapshot read (for change scans, the last one); None for an empty table."""
+        return self._raw.snapshot_id
+
+    @property
+    def schema(self) -> "pa.Schema":
+        return self._raw.arrow_schema()
+
+    def splits(self) -> list[Split]:
+        """The units of work, for distributed readers."""
+        return [
+            Split(self._table.location, self._raw.schema_id, self._columns, self._filter_json,
+                  self._with_row_kind, count, payload)
+            for payload, count in zip(self._raw.splits(), self._raw.split_row_counts())
+        ]
+
+    def read(self, split: Split) -> "pa.RecordBatchReader":
+        """Stream one split's rows."""
+        return self._raw.read_split(split.payload)
+
+    def to_reader(self) -> "pa.RecordBatchReader":
+        """Stream every split's rows."""
+        return self._raw.to_reader()
+
+    def to_arrow(self) -> "pa.Table":
+        """Read everything into a :class:`pyarrow.Table`."""
+        return self._raw.to_table()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.to_reader().__arrow_c_stream__(requested_schema)

@@ -105,7 +105,8 @@ class Table:
         return None, columns
 
     def scan(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
-             tag: str | None = None, timestamp_ms: int | None = None, batch_size: int | None = None) -> Scan:
+             tag: str | None = None, timestamp_ms: int | None = None, batch_size: int | None = None,
+             options: dict[str, str] | None = None) -> Scan:
         """Plan a read of one snapshot (latest by default, or by id, tag or timestamp).
 
         Args:
@@ -115,6 +116,8 @@ class Table:
                 :meth:`to_reader`, which apply it after reading.
             snapshot_id, tag, timestamp_ms: time travel; give at most one.
             batch_size: rows per batch.
+            options: table options overridden for this read only (Paimon's dynamic options),
+                e.g. ``{"deletion-vectors.merge-on-read": "true"}``.
 
         Raises:
             InvalidArgumentError: unknown column, bad filter or conflicting time-travel arguments.
@@ -122,32 +125,34 @@ class Table:
         """
         filter_json = to_filter_json(filter)
         raw = self._raw.scan(columns=columns, filter_json=filter_json, snapshot_id=snapshot_id, tag=tag,
-                             timestamp_ms=timestamp_ms, batch_size=batch_size)
+                             timestamp_ms=timestamp_ms, batch_size=batch_size,
+                             options=list((options or {}).items()))
         return Scan(self._raw, raw, columns, filter_json, with_row_kind=False)
 
     def to_reader(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                   tag: str | None = None, timestamp_ms: int | None = None,
-                  batch_size: int | None = None) -> "pa.RecordBatchReader":
+                  batch_size: int | None = None, options: dict[str, str] | None = None) -> "pa.RecordBatchReader":
         """Stream the rows of one snapshot as a :class:`pyarrow.RecordBatchReader`.
 
         Arguments as :meth:`scan`; ``filter`` may also be a :class:`pyarrow.compute.Expression`.
         """
         expr, read_cols = self._expression_filter(filter, columns)
         if expr is None:
-            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size).to_reader()
+            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size, options).to_reader()
         import pyarrow.dataset as ds
 
-        reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size).to_reader()
+        reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size, options).to_reader()
         scanner = ds.Scanner.from_batches(reader, filter=expr, columns=columns)
         return scanner.to_reader()
 
     def to_arrow(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
-                 tag: str | None = None, timestamp_ms: int | None = None) -> "pa.Table":
+                 tag: str | None = None, timestamp_ms: int | None = None,
+                 options: dict[str, str] | None = None) -> "pa.Table":
         """Read one snapshot into a :class:`pyarrow.Table`. Arguments as :meth:`to_reader`."""
         expr, _ = self._expression_filter(filter, columns)
         if expr is None:
-            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms).to_arrow()
-        return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms).read_all()
+            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, options=options).to_arrow()
+        return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms, options=options).read_all()
 
     def changes(self, start_snapshot: int, end_snapshot: int | None = None, columns: list[str] | None = None,
                 filter: Any = None) -> "pa.Table":

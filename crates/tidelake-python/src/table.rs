@@ -82,7 +82,8 @@ impl RawTable {
     }
 
     /// Plan a batch scan.
-    #[pyo3(signature = (columns=None, filter_json=None, snapshot_id=None, tag=None, timestamp_ms=None, batch_size=None))]
+    #[pyo3(signature = (columns=None, filter_json=None, snapshot_id=None, tag=None, timestamp_ms=None, batch_size=None, options=None))]
+    #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
         py: Python<'_>,
@@ -92,9 +93,14 @@ impl RawTable {
         tag: Option<String>,
         timestamp_ms: Option<i64>,
         batch_size: Option<usize>,
+        options: Option<Vec<(String, String)>>,
     ) -> PyResult<RawScan> {
         let filter = parse_filter(filter_json.as_deref())?;
-        let request = ScanRequest { snapshot: selector(snapshot_id, tag, timestamp_ms)?, filter: filter.clone() };
+        let request = ScanRequest {
+            snapshot: selector(snapshot_id, tag, timestamp_ms)?,
+            filter: filter.clone(),
+            options: options.unwrap_or_default(),
+        };
         let table = self.table.clone();
         let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
         block_on(py, async move {

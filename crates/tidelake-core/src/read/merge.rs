@@ -6,11 +6,16 @@
 //! Int8, v0..vn]`; within a run keys ascend strictly (each key at most once). Output: batches
 //! `[_VALUE_KIND: Int8, v0..vn]` in key order, at most `batch_size` rows each.
 //!
-//! Order: key (Java key comparator, see [`cursor`]), then user `sequence.field` columns, then
+//! Order: key (Java key comparator, see the `cursor` module), then user `sequence.field` columns, then
 //! `_SEQUENCE_NUMBER`, then retracts before adds. A key found in one run only is emitted as
 //! is, kind included (Java's reducer wrapper skips the merge function for single records);
 //! keys in several runs go through the merge function. Without `keep_retracts`, -U/-D results
 //! are dropped.
+//!
+//! Levels are not modelled: every record of a key is merged. Java additionally wraps the
+//! merge function in `LookupMergeFunction` for lookup tables (`changelog-producer=lookup`,
+//! deletion vectors, `force-lookup`; not first-row), which merges level-0 records with only
+//! the shallowest level>0 record of a key.
 //!
 //! Streaming: each run holds one batch at a time; input batches stay alive only while a
 //! cursor is on them or pending output rows point into them (released at the next flush).
@@ -63,7 +68,9 @@ impl MergeConfig {
     ///
     /// `value_fields` are the value columns v0..vn (the table's fields, or a projection that
     /// includes the key, `sequence.field` and sequence-group columns); `key_names` are the
-    /// (trimmed) primary keys. Unknown aggregate functions are `Error::Unsupported`, aggregate
+    /// primary keys as Java passes them to the merge functions (`TableSchema.primaryKeys()`,
+    /// partition columns included: they are constant within a bucket, so comparing them too
+    /// does not change the order). Unknown aggregate functions are `Error::Unsupported`, aggregate
     /// functions on unsuitable types and inconsistent options `Error::Invalid`.
     /// `keep_retracts` starts `false`.
     pub fn from_options(
@@ -73,12 +80,19 @@ impl MergeConfig {
     ) -> Result<MergeConfig> {
         let options = OptionMap(options);
         let position = |name: &str, what: &str| {
-            value_fields.iter().position(|f| f.name == name).ok_or_else(|| {
-                Error::invalid(format!("{what} column '{name}' is not among the value columns"))
-            })
+            value_fields
+                .iter()
+                .position(|f| f.name == name)
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "{what} column '{name}' is not among the value columns"
+                    ))
+                })
         };
-        let key_indices =
-            key_names.iter().map(|k| position(k, "primary key")).collect::<Result<Vec<_>>>()?;
+        let key_indices = key_names
+            .iter()
+            .map(|k| position(k, "primary key"))
+            .collect::<Result<Vec<_>>>()?;
         let sequence_indices = sequence_field_names(&options)
             .iter()
             .map(|s| position(s, "sequence.field"))
@@ -108,9 +122,11 @@ impl MergeConfig {
     /// Check the configuration against the number of value columns.
     fn check(&self, value_columns: usize) -> Result<()> {
         let per_column = match &self.engine {
-            MergeEngineConfig::PartialUpdate(PartialUpdateConfig { nullable, aggregates, .. }) => {
-                Some((nullable.len(), aggregates.len()))
-            }
+            MergeEngineConfig::PartialUpdate(PartialUpdateConfig {
+                nullable,
+                aggregates,
+                ..
+            }) => Some((nullable.len(), aggregates.len())),
             MergeEngineConfig::Aggregation(c) => Some((c.nullable.len(), c.aggregates.len())),
             _ => None,
         };
@@ -135,7 +151,10 @@ pub fn merge_sorted_runs(
     let state = MergeState {
         config,
         batch_size,
-        cursors: runs.into_iter().map(|stream| Cursor { stream, head: None }).collect(),
+        cursors: runs
+            .into_iter()
+            .map(|stream| Cursor { stream, head: None })
+            .collect(),
         pool: Pool::default(),
         tree: None,
         encoder: None,
@@ -199,12 +218,19 @@ impl MergeState {
             let w = self.tree().winner();
             if self.cursors[w].head.is_none() {
                 // every run is exhausted
-                return if self.pending() > 0 { self.flush().map(Some) } else { Ok(None) };
+                return if self.pending() > 0 {
+                    self.flush().map(Some)
+                } else {
+                    Ok(None)
+                };
             }
             let n = self.unique_prefix(w);
             if n > 0 {
                 let head = self.cursors[w].head.as_ref().expect("winner has a head");
-                let output = self.output.as_mut().expect("output exists once a batch was seen");
+                let output = self
+                    .output
+                    .as_mut()
+                    .expect("output exists once a batch was seen");
                 output.push_range(head.slot, head.pos, &head.kinds[head.pos..head.pos + n]);
                 self.advance(w, n).await?;
             } else {
@@ -238,7 +264,9 @@ impl MergeState {
         if head.key_at(head.pos + room - 1) < bound {
             return room;
         }
-        (0..room).take_while(|&i| head.key_at(head.pos + i) < bound).count()
+        (0..room)
+            .take_while(|&i| head.key_at(head.pos + i) < bound)
+            .count()
     }
 
     /// Gather every record of the winner's key and merge them.
@@ -248,7 +276,11 @@ impl MergeState {
         let head = self.cursors[w].head.as_ref().expect("winner has a head");
         self.group_key.extend_from_slice(head.key());
         loop {
-            let rec = self.cursors[w].head.as_ref().expect("group member has a head").rec();
+            let rec = self.cursors[w]
+                .head
+                .as_ref()
+                .expect("group member has a head")
+                .rec();
             self.group.push(rec);
             self.advance(w, 1).await?;
             w = self.tree().winner();
@@ -257,18 +289,27 @@ impl MergeState {
                 _ => break,
             }
         }
-        let output = self.output.as_mut().expect("output exists once a batch was seen");
+        let output = self
+            .output
+            .as_mut()
+            .expect("output exists once a batch was seen");
         if let [single] = self.group.as_slice() {
             output.push_whole(single, single.kind);
             return Ok(());
         }
-        let merge_fn = self.merge_fn.as_mut().expect("merge function exists once a batch was seen");
+        let merge_fn = self
+            .merge_fn
+            .as_mut()
+            .expect("merge function exists once a batch was seen");
         merge_fn.merge(&self.group, &self.pool, output)
     }
 
     /// Move cursor `w` (the winner) forward by `n` rows and replay the tree.
     async fn advance(&mut self, w: usize, n: usize) -> Result<()> {
-        let head = self.cursors[w].head.as_mut().expect("advanced cursor has a head");
+        let head = self.cursors[w]
+            .head
+            .as_mut()
+            .expect("advanced cursor has a head");
         head.pos += n;
         if head.pos >= head.len {
             self.retired.push(head.slot);
@@ -329,14 +370,20 @@ impl MergeState {
             &self.config.sequence_indices,
             self.config.sequence_descending,
         )?);
-        self.merge_fn = Some(merge_fn::create(&self.config.engine, self.config.ignore_delete)?);
+        self.merge_fn = Some(merge_fn::create(
+            &self.config.engine,
+            self.config.ignore_delete,
+        )?);
         self.output = Some(OutputRows::new(value_columns, self.config.keep_retracts));
         Ok(())
     }
 
     /// Release the batches cursors left, unless pending output still points into them.
     fn settle_retired(&mut self) {
-        let output = self.output.as_ref().expect("output exists once a batch was seen");
+        let output = self
+            .output
+            .as_ref()
+            .expect("output exists once a batch was seen");
         for slot in self.retired.drain(..) {
             if output.references(slot) {
                 self.deferred.push(slot);
@@ -347,8 +394,14 @@ impl MergeState {
     }
 
     fn flush(&mut self) -> Result<RecordBatch> {
-        let schema = self.schema.as_ref().expect("schema exists once a batch was seen");
-        let output = self.output.as_mut().expect("output exists once a batch was seen");
+        let schema = self
+            .schema
+            .as_ref()
+            .expect("schema exists once a batch was seen");
+        let output = self
+            .output
+            .as_mut()
+            .expect("output exists once a batch was seen");
         let batch = output.flush(&self.pool, schema)?;
         for slot in self.deferred.drain(..) {
             self.pool.release(slot);

@@ -2,29 +2,29 @@
 //! order) become one result row. Each mirrors a Java class in
 //! `org.apache.paimon.mergetree.compact`:
 //!
-//! * [`deduplicate`] — `DeduplicateMergeFunction`
-//! * [`first_row`] — `FirstRowMergeFunction`
-//! * [`partial_update`] — `PartialUpdateMergeFunction`
-//! * [`aggregate`] — `aggregate.AggregateMergeFunction` and the `Field*Agg` functions
+//! * `deduplicate` — `DeduplicateMergeFunction`
+//! * `first_row` — `FirstRowMergeFunction`
+//! * `partial_update` — `PartialUpdateMergeFunction`
+//! * `aggregate` — `aggregate.AggregateMergeFunction` and the `Field*Agg` functions
 //!
 //! The merge loop ([`super::merge`]) applies Java's `ReducerMergeFunctionWrapper` itself: a key
 //! with a single record is emitted unchanged (kind included) without calling the function, so a
-//! [`MergeFunction`] only ever sees two or more records. Results go to an [`OutputRows`]; with
+//! `MergeFunction` only ever sees two or more records. Results go to an `OutputRows`; with
 //! `keep_retracts = false` results of kind -U/-D are dropped there (Java `DropDeleteReader`).
 //!
 //! Configuration types and their parsing from table options live in [`config`].
 
-pub mod aggregate;
+mod aggregate;
 pub mod config;
-pub mod deduplicate;
-pub mod first_row;
+mod deduplicate;
+mod first_row;
 pub(crate) mod output;
-pub mod partial_update;
+mod partial_update;
 pub(crate) mod value;
 
 pub use config::{
-    AggregateFunction, AggregateSpec, AggregationConfig, MergeEngineConfig,
-    NestedKeyNullStrategy, PartialUpdateConfig, SequenceGroup,
+    AggregateFunction, AggregateSpec, AggregationConfig, MergeEngineConfig, NestedKeyNullStrategy,
+    PartialUpdateConfig, SequenceGroup,
 };
 pub use value::RowKind;
 

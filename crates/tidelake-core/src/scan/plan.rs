@@ -55,6 +55,9 @@ pub enum SnapshotSelector {
 pub struct ScanRequest {
     pub snapshot: SnapshotSelector,
     pub filter: Option<Predicate>,
+    /// Table options overridden for this read only (Paimon's dynamic options), e.g.
+    /// `deletion-vectors.merge-on-read`.
+    pub options: Vec<(String, String)>,
 }
 
 /// The result of planning.
@@ -85,6 +88,18 @@ pub async fn resolve_snapshot(table: &Table, selector: &SnapshotSelector) -> Res
     }
 }
 
+/// `schema` with `options` overriding its table options.
+fn with_options(schema: Arc<TableSchema>, options: &[(String, String)]) -> Arc<TableSchema> {
+    if options.is_empty() {
+        return schema;
+    }
+    let mut copy = (*schema).clone();
+    for (k, v) in options {
+        copy.options.set(k.clone(), v.clone());
+    }
+    Arc::new(copy)
+}
+
 /// Plan a batch scan.
 pub async fn plan_scan(table: &Table, request: &ScanRequest) -> Result<ScanPlan> {
     let snapshot = resolve_snapshot(table, &request.snapshot).await?;
@@ -92,6 +107,7 @@ pub async fn plan_scan(table: &Table, request: &ScanRequest) -> Result<ScanPlan>
         (SnapshotSelector::Latest, _) | (_, None) => table.schema().clone(),
         (_, Some(s)) => table.schema_by_id(s.schema_id).await?,
     };
+    let schema = with_options(schema, &request.options);
     let Some(snap) = snapshot else {
         return Ok(ScanPlan { snapshot: None, schema, splits: Vec::new() });
     };

@@ -128,7 +128,10 @@ impl Encoder {
         let sequence = if sequence_indices.is_empty() {
             None
         } else {
-            Some(converter(sort_fields(sequence_indices, sequence_descending)?)?)
+            Some(converter(sort_fields(
+                sequence_indices,
+                sequence_descending,
+            )?)?)
         };
         Ok(Encoder {
             input_schema,
@@ -143,7 +146,10 @@ impl Encoder {
     pub fn head(&self, batch: &RecordBatch, slot: u32) -> Result<Head> {
         self.validate(batch)?;
         let columns = |indices: &[usize]| -> Vec<ArrayRef> {
-            indices.iter().map(|&i| canonical_nan(batch.column(i + VALUE_OFFSET))).collect()
+            indices
+                .iter()
+                .map(|&i| canonical_nan(batch.column(i + VALUE_OFFSET)))
+                .collect()
         };
         let keys = self
             .keys
@@ -185,10 +191,15 @@ impl Encoder {
         let seq = batch.column(0);
         let kinds = batch.column(1);
         if seq.null_count() > 0 || kinds.null_count() > 0 {
-            return Err(Error::invalid("_SEQUENCE_NUMBER and _VALUE_KIND must not be null"));
+            return Err(Error::invalid(
+                "_SEQUENCE_NUMBER and _VALUE_KIND must not be null",
+            ));
         }
-        if let Some(bad) =
-            kinds.as_primitive::<Int8Type>().values().iter().find(|k| !(0..=3).contains(*k))
+        if let Some(bad) = kinds
+            .as_primitive::<Int8Type>()
+            .values()
+            .iter()
+            .find(|k| !(0..=3).contains(*k))
         {
             return Err(Error::invalid(format!("invalid _VALUE_KIND {bad}")));
         }

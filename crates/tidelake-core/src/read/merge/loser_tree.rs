@@ -112,13 +112,13 @@ mod tests {
     #[test]
     fn merges_any_number_of_leaves() {
         for k in 1..=9 {
-            let lists: Vec<Vec<i32>> =
-                (0..k).map(|i| (0..(i * 3 % 5 + 1)).map(|j| j * 7 % 11 + i).collect()).map(
-                    |mut v: Vec<i32>| {
-                        v.sort();
-                        v
-                    },
-                ).collect();
+            let lists: Vec<Vec<i32>> = (0..k)
+                .map(|i| (0..(i * 3 % 5 + 1)).map(|j| j * 7 % 11 + i).collect())
+                .map(|mut v: Vec<i32>| {
+                    v.sort();
+                    v
+                })
+                .collect();
             let mut expected: Vec<i32> = lists.iter().flatten().copied().collect();
             expected.sort();
             assert_eq!(drain(lists), expected, "k = {k}");
@@ -127,7 +127,10 @@ mod tests {
 
     #[test]
     fn handles_empty_leaves() {
-        assert_eq!(drain(vec![vec![], vec![2, 3], vec![], vec![1]]), vec![1, 2, 3]);
+        assert_eq!(
+            drain(vec![vec![], vec![2, 3], vec![], vec![1]]),
+            vec![1, 2, 3]
+        );
         assert_eq!(drain(vec![vec![]]), Vec::<i32>::new());
     }
 }

@@ -34,7 +34,9 @@ pub(super) fn input(seqs: &[i64], kinds: &[&str], values: Vec<ArrayRef>) -> Reco
     ];
     let mut columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from(seqs.to_vec())),
-        Arc::new(Int8Array::from(kinds.iter().map(|k| kind_code(k)).collect::<Vec<_>>())),
+        Arc::new(Int8Array::from(
+            kinds.iter().map(|k| kind_code(k)).collect::<Vec<_>>(),
+        )),
     ];
     for (i, v) in values.into_iter().enumerate() {
         fields.push(Field::new(format!("v{i}"), v.data_type().clone(), true));
@@ -67,7 +69,11 @@ pub(super) fn rows(batches: &[RecordBatch]) -> Vec<String> {
             .skip(1)
             .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).expect("formattable"))
             .collect();
-        let kinds = b.column(0).as_any().downcast_ref::<Int8Array>().expect("kinds");
+        let kinds = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int8Array>()
+            .expect("kinds");
         for r in 0..b.num_rows() {
             let mut s = ["+I", "-U", "+U", "-D"][kinds.value(r) as usize].to_string();
             for f in &formatters {
@@ -94,8 +100,10 @@ pub(super) fn config(
     options: &[(&str, &str)],
 ) -> Result<MergeConfig> {
     let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-    let options: Vec<(String, String)> =
-        options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let options: Vec<(String, String)> = options
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     MergeConfig::from_options(fields, &keys, &options)
 }
 
@@ -105,7 +113,10 @@ mod order {
     use arrow_array::{Float64Array, Int32Array, StringArray};
 
     fn kv_fields() -> Vec<DataField> {
-        vec![field("k", TypeKind::BigInt, false), field("v", string(), true)]
+        vec![
+            field("k", TypeKind::BigInt, false),
+            field("v", string(), true),
+        ]
     }
 
     fn kv(seqs: &[i64], kinds: &[&str], keys: &[i64], vals: &[Option<&str>]) -> RecordBatch {
@@ -125,15 +136,28 @@ mod order {
 
     #[test]
     fn last_record_wins_and_deletes_drop_keys() {
-        let r1 = vec![kv(&[0, 1, 2, 3], &["+I"; 4], &[1, 2, 3, 4], &[Some("a"), Some("b"), Some("c"), Some("d")])];
-        let r2 = vec![kv(&[4, 5, 6], &["+U", "-D", "+I"], &[2, 3, 5], &[Some("B"), Some("c"), Some("e")])];
+        let r1 = vec![kv(
+            &[0, 1, 2, 3],
+            &["+I"; 4],
+            &[1, 2, 3, 4],
+            &[Some("a"), Some("b"), Some("c"), Some("d")],
+        )];
+        let r2 = vec![kv(
+            &[4, 5, 6],
+            &["+U", "-D", "+I"],
+            &[2, 3, 5],
+            &[Some("B"), Some("c"), Some("e")],
+        )];
         let out = merge(vec![r1.clone(), r2.clone()], dedup(), 100).unwrap();
         assert_eq!(rows(&out), ["+I|1|a", "+U|2|B", "+I|4|d", "+I|5|e"]);
         // keep_retracts shows the delete
         let mut keep = dedup();
         keep.keep_retracts = true;
         let out = merge(vec![r1, r2], keep, 100).unwrap();
-        assert_eq!(rows(&out), ["+I|1|a", "+U|2|B", "-D|3|c", "+I|4|d", "+I|5|e"]);
+        assert_eq!(
+            rows(&out),
+            ["+I|1|a", "+U|2|B", "-D|3|c", "+I|4|d", "+I|5|e"]
+        );
     }
 
     #[test]
@@ -142,7 +166,10 @@ mod order {
         let r2 = vec![kv(&[1], &["+I"], &[2], &[Some("y")])];
         let mut keep = dedup();
         keep.keep_retracts = true;
-        assert_eq!(rows(&merge(vec![r1.clone(), r2.clone()], keep, 10).unwrap()), ["-D|1|x", "+I|2|y"]);
+        assert_eq!(
+            rows(&merge(vec![r1.clone(), r2.clone()], keep, 10).unwrap()),
+            ["-D|1|x", "+I|2|y"]
+        );
         assert_eq!(rows(&merge(vec![r1, r2], dedup(), 10).unwrap()), ["+I|2|y"]);
     }
 
@@ -152,7 +179,10 @@ mod order {
         let r1 = vec![kv(&[9], &["+I"], &[1], &[Some("new")])];
         let r2 = vec![kv(&[3], &["+I"], &[1], &[Some("old")])];
         let r3 = vec![kv(&[5], &["+I"], &[1], &[Some("mid")])];
-        assert_eq!(rows(&merge(vec![r1, r2, r3], dedup(), 10).unwrap()), ["+I|1|new"]);
+        assert_eq!(
+            rows(&merge(vec![r1, r2, r3], dedup(), 10).unwrap()),
+            ["+I|1|new"]
+        );
     }
 
     #[test]
@@ -161,7 +191,10 @@ mod order {
         assert!(c.ignore_delete);
         let r1 = vec![kv(&[0, 1], &["+I", "+I"], &[1, 2], &[Some("a"), Some("b")])];
         let r2 = vec![kv(&[2, 3], &["-D", "-U"], &[1, 2], &[None, None])];
-        assert_eq!(rows(&merge(vec![r1, r2], c.clone(), 10).unwrap()), ["+I|1|a", "+I|2|b"]);
+        assert_eq!(
+            rows(&merge(vec![r1, r2], c.clone(), 10).unwrap()),
+            ["+I|1|a", "+I|2|b"]
+        );
         // only retracts for a key: nothing
         let r1 = vec![kv(&[0], &["-D"], &[1], &[None])];
         let r2 = vec![kv(&[1], &["-D"], &[1], &[None])];
@@ -169,7 +202,12 @@ mod order {
         keep.keep_retracts = true;
         assert!(rows(&merge(vec![r1, r2], keep, 10).unwrap()).is_empty());
         // fallback key
-        let c = config(&kv_fields(), &["k"], &[("deduplicate.ignore-delete", "true")]).unwrap();
+        let c = config(
+            &kv_fields(),
+            &["k"],
+            &[("deduplicate.ignore-delete", "true")],
+        )
+        .unwrap();
         assert!(c.ignore_delete);
     }
 
@@ -182,13 +220,18 @@ mod order {
             kv(&[1], &["+I"], &[3], &[Some("c")]),
         ];
         let r2 = vec![];
-        let r3 = vec![kv(&[2], &["+I"], &[2], &[Some("b")]), kv(&[3], &["+I"], &[3], &[Some("C")])];
+        let r3 = vec![
+            kv(&[2], &["+I"], &[2], &[Some("b")]),
+            kv(&[3], &["+I"], &[3], &[Some("C")]),
+        ];
         let out = merge(vec![r1, r2, r3], dedup(), 1).unwrap();
         assert!(out.iter().all(|b| b.num_rows() == 1));
         assert_eq!(rows(&out), ["+I|1|a", "+I|2|b", "+I|3|C"]);
         assert!(merge(vec![], dedup(), 4).unwrap().is_empty());
         assert!(merge(vec![vec![], vec![]], dedup(), 4).unwrap().is_empty());
-        assert!(merge(vec![vec![kv(&[], &[], &[], &[])]], dedup(), 4).unwrap().is_empty());
+        assert!(merge(vec![vec![kv(&[], &[], &[], &[])]], dedup(), 4)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
@@ -198,7 +241,10 @@ mod order {
         let seqs: Vec<i64> = (0..10).collect();
         let r = vec![kv(&seqs, &["+I"; 10], &keys, &vals)];
         let out = merge(vec![r], dedup(), 4).unwrap();
-        assert_eq!(out.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), [4, 4, 2]);
+        assert_eq!(
+            out.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+            [4, 4, 2]
+        );
         assert_eq!(rows(&out).len(), 10);
         assert!(merge(vec![vec![]], dedup(), 0).is_err());
         let r = vec![kv(&[0], &["+I"], &[0], &[None])];
@@ -207,12 +253,22 @@ mod order {
 
     #[test]
     fn interleaved_and_overlapping_runs() {
-        let r1 = vec![kv(&[0, 1, 2], &["+I"; 3], &[1, 4, 7], &[Some("a1"), Some("a4"), Some("a7")])];
+        let r1 = vec![kv(
+            &[0, 1, 2],
+            &["+I"; 3],
+            &[1, 4, 7],
+            &[Some("a1"), Some("a4"), Some("a7")],
+        )];
         let r2 = vec![
             kv(&[3, 4], &["+I"; 2], &[2, 4], &[Some("b2"), Some("b4")]),
             kv(&[5], &["+I"], &[8], &[Some("b8")]),
         ];
-        let r3 = vec![kv(&[6, 7, 8], &["+I"; 3], &[3, 4, 9], &[Some("c3"), Some("c4"), Some("c9")])];
+        let r3 = vec![kv(
+            &[6, 7, 8],
+            &["+I"; 3],
+            &[3, 4, 9],
+            &[Some("c3"), Some("c4"), Some("c9")],
+        )];
         for bs in [1, 2, 3, 100] {
             let out = merge(vec![r1.clone(), r2.clone(), r3.clone()], dedup(), bs).unwrap();
             assert_eq!(
@@ -225,20 +281,39 @@ mod order {
 
     #[test]
     fn float_keys_follow_java_float_compare() {
-        let fields = vec![field("k", TypeKind::Double, false), field("v", TypeKind::Int, true)];
+        let fields = vec![
+            field("k", TypeKind::Double, false),
+            field("v", TypeKind::Int, true),
+        ];
         let c = config(&fields, &["k"], &[]).unwrap();
         let other_nan = f64::from_bits(0xfff8_0000_0000_0001); // negative-signed NaN payload
         let f = |seqs: &[i64], keys: Vec<f64>, vals: Vec<i32>| {
             input(
                 seqs,
                 &vec!["+I"; seqs.len()],
-                vec![Arc::new(Float64Array::from(keys)), Arc::new(Int32Array::from(vals))],
+                vec![
+                    Arc::new(Float64Array::from(keys)),
+                    Arc::new(Int32Array::from(vals)),
+                ],
             )
         };
-        let r1 = vec![f(&[0, 1, 2, 3], vec![f64::NEG_INFINITY, -0.0, 0.0, f64::NAN], vec![1, 2, 3, 4])];
+        let r1 = vec![f(
+            &[0, 1, 2, 3],
+            vec![f64::NEG_INFINITY, -0.0, 0.0, f64::NAN],
+            vec![1, 2, 3, 4],
+        )];
         let r2 = vec![f(&[4, 5, 6], vec![-0.0, 1.5, other_nan], vec![20, 50, 40])];
         let out = rows(&merge(vec![r1, r2], c, 10).unwrap());
-        assert_eq!(out, ["+I|-inf|1", "+I|-0.0|20", "+I|0.0|3", "+I|1.5|50", "+I|NaN|40"]);
+        assert_eq!(
+            out,
+            [
+                "+I|-inf|1",
+                "+I|-0.0|20",
+                "+I|0.0|3",
+                "+I|1.5|50",
+                "+I|NaN|40"
+            ]
+        );
     }
 
     #[test]
@@ -262,7 +337,16 @@ mod order {
         let out = rows(&merge(vec![r1, r2, r3], c, 3).unwrap());
         assert_eq!(
             out,
-            ["+I||0", "+I|a|1", "+I|a\u{0}|7", "+I|ab|4", "+I|abc|5", "+I|z|6", "+I|é|3", "+I|\u{10FFFF}|8"]
+            [
+                "+I||0",
+                "+I|a|1",
+                "+I|a\u{0}|7",
+                "+I|ab|4",
+                "+I|abc|5",
+                "+I|z|6",
+                "+I|é|3",
+                "+I|\u{10FFFF}|8"
+            ]
         );
     }
 
@@ -286,10 +370,27 @@ mod order {
                 ],
             )
         };
-        let r1 = vec![mk(&[0, 1, 2], vec![None, Some(1), Some(1)], vec![Some("x"), None, Some("b")])];
-        let r2 = vec![mk(&[3, 4, 5], vec![None, None, Some(1)], vec![None, Some("x"), Some("a")])];
+        let r1 = vec![mk(
+            &[0, 1, 2],
+            vec![None, Some(1), Some(1)],
+            vec![Some("x"), None, Some("b")],
+        )];
+        let r2 = vec![mk(
+            &[3, 4, 5],
+            vec![None, None, Some(1)],
+            vec![None, Some("x"), Some("a")],
+        )];
         let out = rows(&merge(vec![r1, r2], c, 10).unwrap());
-        assert_eq!(out, ["+I|null|null|3", "+I|null|x|4", "+I|1|null|1", "+I|1|a|5", "+I|1|b|2"]);
+        assert_eq!(
+            out,
+            [
+                "+I|null|null|3",
+                "+I|null|x|4",
+                "+I|1|null|1",
+                "+I|1|a|5",
+                "+I|1|b|2"
+            ]
+        );
     }
 
     #[test]
@@ -311,21 +412,50 @@ mod order {
                 ],
             )
         };
-        let r1 = vec![mk(&[0, 1, 2, 3], vec![0, 1, 2, 3], vec![Some(5), Some(9), None, Some(1)], vec!["first", "late-big", "a-null", "x"])];
-        let r2 = vec![mk(&[4, 5, 6, 7], vec![0, 1, 2, 3], vec![Some(5), Some(3), Some(1), None], vec!["second", "newer-small", "b-one", "y-null"])];
+        let r1 = vec![mk(
+            &[0, 1, 2, 3],
+            vec![0, 1, 2, 3],
+            vec![Some(5), Some(9), None, Some(1)],
+            vec!["first", "late-big", "a-null", "x"],
+        )];
+        let r2 = vec![mk(
+            &[4, 5, 6, 7],
+            vec![0, 1, 2, 3],
+            vec![Some(5), Some(3), Some(1), None],
+            vec!["second", "newer-small", "b-one", "y-null"],
+        )];
         let asc = config(&fields, &["k"], &[("sequence.field", "ts")]).unwrap();
         assert_eq!(asc.sequence_indices, [1]);
         let out = rows(&merge(vec![r1.clone(), r2.clone()], asc, 10).unwrap());
-        assert_eq!(out, ["+I|0|5|second", "+I|1|9|late-big", "+I|2|1|b-one", "+I|3|1|x"]);
+        assert_eq!(
+            out,
+            [
+                "+I|0|5|second",
+                "+I|1|9|late-big",
+                "+I|2|1|b-one",
+                "+I|3|1|x"
+            ]
+        );
         // descending: smallest wins; nulls still sort first (lose)
         let desc = config(
             &fields,
             &["k"],
-            &[("sequence.field", "ts"), ("sequence.field.sort-order", "DESCENDING")],
+            &[
+                ("sequence.field", "ts"),
+                ("sequence.field.sort-order", "DESCENDING"),
+            ],
         )
         .unwrap();
         let out = rows(&merge(vec![r1, r2], desc, 10).unwrap());
-        assert_eq!(out, ["+I|0|5|second", "+I|1|3|newer-small", "+I|2|1|b-one", "+I|3|1|x"]);
+        assert_eq!(
+            out,
+            [
+                "+I|0|5|second",
+                "+I|1|3|newer-small",
+                "+I|2|1|b-one",
+                "+I|3|1|x"
+            ]
+        );
     }
 
     #[test]
@@ -349,10 +479,8 @@ mod order {
 
     #[test]
     fn errors_from_runs_propagate() {
-        let failing: BoxStream<'static, Result<RecordBatch>> = futures::stream::iter(vec![Err(
-            crate::error::Error::invalid("boom"),
-        )])
-        .boxed();
+        let failing: BoxStream<'static, Result<RecordBatch>> =
+            futures::stream::iter(vec![Err(crate::error::Error::invalid("boom"))]).boxed();
         let out: Result<Vec<RecordBatch>> =
             block_on(merge_sorted_runs(vec![failing], Arc::new(dedup()), 10).try_collect());
         assert!(out.unwrap_err().to_string().contains("boom"));

@@ -15,9 +15,9 @@
 //! (Java `FieldIgnoreRetractAgg`). Functions whose result is one of their inputs (first/last
 //! values, min/max, primary key) keep references to input cells; the others compute values.
 //!
-//! Submodules: [`numeric`] (sum, product), [`pick`] (value-selecting functions and the boolean
-//! ones), [`listagg`], [`collection`] (collect, merge_map, merge_map_with_keytime), [`nested`]
-//! (nested_update, nested_partial_update), with shared element helpers in [`elements`].
+//! Submodules: `numeric` (sum, product), `pick` (value-selecting functions and the boolean
+//! ones), `listagg`, `collection` (collect, merge_map, merge_map_with_keytime), `nested`
+//! (nested_update, nested_partial_update), with shared element helpers in `elements`.
 
 mod collection;
 mod elements;
@@ -77,30 +77,34 @@ impl FieldAggregator {
             AggregateFunction::LastValue => Box::new(pick::LastValue),
             AggregateFunction::LastNonNullValue => Box::new(pick::LastNonNullValue),
             AggregateFunction::FirstValue => Box::new(pick::FirstValue::default()),
-            AggregateFunction::FirstNonNullValue => {
-                Box::new(pick::FirstNonNullValue::default())
-            }
+            AggregateFunction::FirstNonNullValue => Box::new(pick::FirstNonNullValue::default()),
             AggregateFunction::PrimaryKey => Box::new(pick::PrimaryKey),
             AggregateFunction::BoolAnd => Box::new(pick::BoolAnd),
             AggregateFunction::BoolOr => Box::new(pick::BoolOr),
-            AggregateFunction::ListAgg { delimiter, distinct } => {
-                Box::new(listagg::ListAgg::new(delimiter, *distinct))
-            }
+            AggregateFunction::ListAgg {
+                delimiter,
+                distinct,
+            } => Box::new(listagg::ListAgg::new(delimiter, *distinct)),
             AggregateFunction::Collect { distinct } => {
                 Box::new(collection::Collect::new(&spec.data_type, *distinct)?)
             }
             AggregateFunction::MergeMap => Box::new(collection::MergeMap),
             AggregateFunction::MergeMapWithKeyTime { ts_field } => {
-                Box::new(collection::MergeMapWithKeyTime { ts_field: *ts_field })
-            }
-            AggregateFunction::NestedUpdate { key, null_strategy, sequence, count_limit } => {
-                Box::new(nested::NestedUpdate {
-                    key: key.clone(),
-                    null_strategy: *null_strategy,
-                    sequence: sequence.clone(),
-                    count_limit: *count_limit,
+                Box::new(collection::MergeMapWithKeyTime {
+                    ts_field: *ts_field,
                 })
             }
+            AggregateFunction::NestedUpdate {
+                key,
+                null_strategy,
+                sequence,
+                count_limit,
+            } => Box::new(nested::NestedUpdate {
+                key: key.clone(),
+                null_strategy: *null_strategy,
+                sequence: sequence.clone(),
+                count_limit: *count_limit,
+            }),
             AggregateFunction::NestedPartialUpdate { key, null_strategy } => {
                 Box::new(nested::NestedPartialUpdate {
                     key: key.clone(),
@@ -118,18 +122,39 @@ impl FieldAggregator {
     }
 
     pub fn agg(&mut self, pool: &Pool, acc: Acc, input: Acc) -> Result<Acc> {
-        self.function.agg(&Cx { pool, col: self.col }, acc, input)
+        self.function.agg(
+            &Cx {
+                pool,
+                col: self.col,
+            },
+            acc,
+            input,
+        )
     }
 
     pub fn agg_reversed(&mut self, pool: &Pool, acc: Acc, input: Acc) -> Result<Acc> {
-        self.function.agg_reversed(&Cx { pool, col: self.col }, acc, input)
+        self.function.agg_reversed(
+            &Cx {
+                pool,
+                col: self.col,
+            },
+            acc,
+            input,
+        )
     }
 
     pub fn retract(&mut self, pool: &Pool, acc: Acc, input: Acc) -> Result<Acc> {
         if self.ignore_retract {
             return Ok(acc);
         }
-        match self.function.retract(&Cx { pool, col: self.col }, acc, input) {
+        match self.function.retract(
+            &Cx {
+                pool,
+                col: self.col,
+            },
+            acc,
+            input,
+        ) {
             Some(result) => result,
             None => Err(Error::Unsupported(format!(
                 "Aggregate function '{}' (column '{}') does not support retraction; set \
@@ -155,7 +180,9 @@ pub(crate) struct Aggregate {
 impl Aggregate {
     pub fn new(config: &AggregationConfig) -> Result<Self> {
         if config.aggregates.len() != config.nullable.len() {
-            return Err(Error::invalid("aggregation config: one aggregate and nullability per column"));
+            return Err(Error::invalid(
+                "aggregation config: one aggregate and nullability per column",
+            ));
         }
         let aggregators = config
             .aggregates
@@ -193,11 +220,18 @@ impl MergeFunction for Aggregate {
             for (i, agg) in self.aggregators.iter_mut().enumerate() {
                 let acc = std::mem::take(&mut self.row[i]);
                 let input = pool.input(rec, i);
-                self.row[i] =
-                    if retract { agg.retract(pool, acc, input)? } else { agg.agg(pool, acc, input)? };
+                self.row[i] = if retract {
+                    agg.retract(pool, acc, input)?
+                } else {
+                    agg.agg(pool, acc, input)?
+                };
             }
         }
-        let kind = if current_delete { RowKind::Delete } else { RowKind::Insert };
+        let kind = if current_delete {
+            RowKind::Delete
+        } else {
+            RowKind::Insert
+        };
         out.push_computed(kind, &mut self.row);
         Ok(())
     }

@@ -118,7 +118,10 @@ pub enum AggregateFunction {
         count_limit: usize,
     },
     /// `nested_partial_update` on ARRAY<ROW>.
-    NestedPartialUpdate { key: Vec<usize>, null_strategy: NestedKeyNullStrategy },
+    NestedPartialUpdate {
+        key: Vec<usize>,
+        null_strategy: NestedKeyNullStrategy,
+    },
     /// `primary-key`: key columns keep the incoming value.
     PrimaryKey,
 }
@@ -164,7 +167,11 @@ pub(crate) struct OptionMap<'a>(pub &'a [(String, String)]);
 
 impl<'a> OptionMap<'a> {
     pub fn get(&self, key: &str) -> Option<&'a str> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn bool(&self, key: &str, default: bool) -> Result<bool> {
@@ -260,7 +267,12 @@ fn aggregation(
                 .or(default_fn)
                 .unwrap_or("last_non_null_value")
         };
-        aggregates.push(aggregate_spec(field, name, options, remove_record_on_delete)?);
+        aggregates.push(aggregate_spec(
+            field,
+            name,
+            options,
+            remove_record_on_delete,
+        )?);
     }
     Ok(AggregationConfig {
         remove_record_on_delete,
@@ -307,7 +319,10 @@ fn partial_update(
         let seq_positions: Vec<Option<usize>> =
             seq_names.iter().map(|n| position(fields, n)).collect();
         let group_id = sequence_groups.len();
-        let mut group = SequenceGroup { sequence_fields: Vec::new(), protected_fields: Vec::new() };
+        let mut group = SequenceGroup {
+            sequence_fields: Vec::new(),
+            protected_fields: Vec::new(),
+        };
         for name in &prot_names {
             if protected_names.contains(name) {
                 return Err(Error::invalid(format!(
@@ -379,13 +394,22 @@ fn partial_update(
     }
 
     if remove_record_on_delete && ignore_delete {
-        return Err(conflict("ignore-delete", "partial-update.remove-record-on-delete"));
+        return Err(conflict(
+            "ignore-delete",
+            "partial-update.remove-record-on-delete",
+        ));
     }
     if remove_on_group.is_some() && ignore_delete {
-        return Err(conflict("ignore-delete", "partial-update.remove-record-on-sequence-group"));
+        return Err(conflict(
+            "ignore-delete",
+            "partial-update.remove-record-on-sequence-group",
+        ));
     }
     if remove_record_on_delete && sequence_groups_defined {
-        return Err(conflict("sequence-group", "partial-update.remove-record-on-delete"));
+        return Err(conflict(
+            "sequence-group",
+            "partial-update.remove-record-on-delete",
+        ));
     }
     let mut remove_record_on_sequence_group = Vec::new();
     if let Some(names) = remove_on_group {
@@ -518,7 +542,9 @@ fn aggregate_spec(
             if !matches!(t.kind, TypeKind::Array(_)) {
                 return Err(wrong_type("ARRAY"));
             }
-            AggregateFunction::Collect { distinct: distinct()? }
+            AggregateFunction::Collect {
+                distinct: distinct()?,
+            }
         }
         "merge_map" => {
             if !matches!(t.kind, TypeKind::Map(..)) {
@@ -540,7 +566,12 @@ fn aggregate_spec(
             )))
         }
     };
-    Ok(AggregateSpec { field: f.clone(), data_type: t.clone(), function, ignore_retract })
+    Ok(AggregateSpec {
+        field: f.clone(),
+        data_type: t.clone(),
+        function,
+        ignore_retract,
+    })
 }
 
 fn merge_map_with_keytime(
@@ -566,7 +597,10 @@ fn merge_map_with_keytime(
             ))
         })?,
     };
-    if !matches!(row[ts_field].data_type.kind, TypeKind::VarChar(_) | TypeKind::Char(_)) {
+    if !matches!(
+        row[ts_field].data_type.kind,
+        TypeKind::VarChar(_) | TypeKind::Char(_)
+    ) {
         return Err(Error::invalid(format!(
             "merge_map_with_keytime on '{}': the timestamp field '{}' must be a string",
             field.name, row[ts_field].name
@@ -648,5 +682,10 @@ fn nested(
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| Error::invalid(format!("option '{limit_key}': invalid count '{v}'")))?,
     };
-    Ok(AggregateFunction::NestedUpdate { key, null_strategy, sequence, count_limit })
+    Ok(AggregateFunction::NestedUpdate {
+        key,
+        null_strategy,
+        sequence,
+        count_limit,
+    })
 }

@@ -13,8 +13,10 @@ pub(crate) struct Deduplicate {
 
 impl MergeFunction for Deduplicate {
     fn merge(&mut self, records: &[Rec], _pool: &Pool, out: &mut OutputRows) -> Result<()> {
-        let latest =
-            records.iter().rev().find(|r| !(self.ignore_delete && r.kind.is_retract()));
+        let latest = records
+            .iter()
+            .rev()
+            .find(|r| !(self.ignore_delete && r.kind.is_retract()));
         if let Some(rec) = latest {
             out.push_whole(rec, rec.kind);
         }

@@ -28,7 +28,10 @@ const COMPUTED: u32 = u32::MAX;
 #[derive(Clone, Copy)]
 enum Cell {
     Null,
-    Ref { slot: u32, row: u32 },
+    Ref {
+        slot: u32,
+        row: u32,
+    },
     /// Index into the column's computed values.
     Owned(u32),
 }
@@ -114,7 +117,10 @@ impl OutputRows {
                 Acc::Null => Cell::Null,
                 Acc::Ref(c) => {
                     self.mark(c.slot);
-                    Cell::Ref { slot: c.slot, row: c.row }
+                    Cell::Ref {
+                        slot: c.slot,
+                        row: c.row,
+                    }
                 }
                 Acc::Val(v) => {
                     let owned = &mut self.owned[col];

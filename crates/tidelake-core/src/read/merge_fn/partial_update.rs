@@ -58,16 +58,24 @@ impl PartialUpdate {
         }
         let mut partial_delete = vec![false; n];
         for &p in &config.remove_record_on_sequence_group {
-            *partial_delete.get_mut(p).ok_or_else(|| out_of_range(p, n))? = true;
+            *partial_delete
+                .get_mut(p)
+                .ok_or_else(|| out_of_range(p, n))? = true;
         }
         if config.aggregates.len() != n {
-            return Err(Error::invalid("partial-update config: one aggregate entry per column"));
+            return Err(Error::invalid(
+                "partial-update config: one aggregate entry per column",
+            ));
         }
         let aggregators = config
             .aggregates
             .iter()
             .enumerate()
-            .map(|(col, spec)| spec.as_ref().map(|s| FieldAggregator::new(s, col)).transpose())
+            .map(|(col, spec)| {
+                spec.as_ref()
+                    .map(|s| FieldAggregator::new(s, col))
+                    .transpose()
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(PartialUpdate {
             ignore_delete,
@@ -92,7 +100,10 @@ impl PartialUpdate {
         self.meet_insert = false;
         self.not_null_filled = false;
         self.current_delete = false;
-        self.aggregators.iter_mut().flatten().for_each(FieldAggregator::reset);
+        self.aggregators
+            .iter_mut()
+            .flatten()
+            .for_each(FieldAggregator::reset);
     }
 
     fn add(&mut self, rec: &Rec, pool: &Pool) -> Result<()> {
@@ -213,7 +224,9 @@ impl PartialUpdate {
         self.processed.iter_mut().for_each(|p| *p = false);
         self.updated.iter_mut().for_each(|u| *u = false);
         for i in 0..self.row.len() {
-            let Some(group) = self.field_group[i] else { continue };
+            let Some(group) = self.field_group[i] else {
+                continue;
+            };
             if self.processed[i] || self.is_empty_group(rec, pool, group) {
                 continue;
             }
@@ -263,7 +276,9 @@ fn not_null(i: usize) -> Error {
 }
 
 fn out_of_range(p: usize, n: usize) -> Error {
-    Error::invalid(format!("partial-update config: column {p} out of range (0..{n})"))
+    Error::invalid(format!(
+        "partial-update config: column {p} out of range (0..{n})"
+    ))
 }
 
 impl MergeFunction for PartialUpdate {

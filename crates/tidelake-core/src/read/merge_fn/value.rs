@@ -25,8 +25,7 @@ use arrow_array::types::{
 };
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Decimal128Array, Float32Array, Float64Array, Int16Array,
-    Int32Array, Int64Array, Int8Array, LargeStringArray, RecordBatch, StringArray,
-    StringViewArray,
+    Int32Array, Int64Array, Int8Array, LargeStringArray, RecordBatch, StringArray, StringViewArray,
 };
 use arrow_schema::{DataType as ArrowType, TimeUnit};
 
@@ -162,7 +161,9 @@ impl Pool {
     }
 
     pub fn batch(&self, slot: u32) -> &RecordBatch {
-        self.slots[slot as usize].as_ref().expect("a referenced slot stays live until released")
+        self.slots[slot as usize]
+            .as_ref()
+            .expect("a referenced slot stays live until released")
     }
 
     /// Value column `col` (0-based among v0..vn) of the batch in `slot`.
@@ -175,7 +176,10 @@ impl Pool {
         if self.value(rec.slot, col).is_null(rec.row as usize) {
             Acc::Null
         } else {
-            Acc::Ref(CellRef { slot: rec.slot, row: rec.row })
+            Acc::Ref(CellRef {
+                slot: rec.slot,
+                row: rec.row,
+            })
         }
     }
 
@@ -205,7 +209,10 @@ pub(crate) enum Scalar<'a> {
 pub(crate) fn scalar<'a>(pool: &'a Pool, col: usize, acc: &'a Acc) -> Result<Option<Scalar<'a>>> {
     Ok(match acc {
         Acc::Null => None,
-        Acc::Ref(c) => Some(array_scalar(pool.value(c.slot, col).as_ref(), c.row as usize)?),
+        Acc::Ref(c) => Some(array_scalar(
+            pool.value(c.slot, col).as_ref(),
+            c.row as usize,
+        )?),
         Acc::Val(v) => Some(match v {
             Value::Bool(b) => Scalar::Bool(*b),
             Value::Int(i) => Scalar::Int(*i),
@@ -241,9 +248,12 @@ pub(crate) fn array_scalar(array: &dyn Array, row: usize) -> Result<Scalar<'_>> 
         ArrowType::Time32(TimeUnit::Second) => {
             Scalar::Int(array.as_primitive::<Time32SecondType>().value(row).into())
         }
-        ArrowType::Time32(_) => {
-            Scalar::Int(array.as_primitive::<Time32MillisecondType>().value(row).into())
-        }
+        ArrowType::Time32(_) => Scalar::Int(
+            array
+                .as_primitive::<Time32MillisecondType>()
+                .value(row)
+                .into(),
+        ),
         ArrowType::Time64(TimeUnit::Microsecond) => {
             Scalar::Int(array.as_primitive::<Time64MicrosecondType>().value(row))
         }
@@ -311,7 +321,9 @@ pub(crate) fn compare_nulls_first(pool: &Pool, col: usize, a: &Acc, b: &Acc) -> 
 /// Build an array of type `data_type` from computed values (in order).
 pub(crate) fn values_to_array(data_type: &ArrowType, values: &[Value]) -> Result<ArrayRef> {
     fn mismatch(data_type: &ArrowType, v: &Value) -> Error {
-        Error::invalid(format!("merge result {v:?} does not fit the column type {data_type}"))
+        Error::invalid(format!(
+            "merge result {v:?} does not fit the column type {data_type}"
+        ))
     }
     fn ints<T>(data_type: &ArrowType, values: &[Value]) -> Result<Vec<T>>
     where

@@ -39,12 +39,18 @@ fn make_run(r: usize, key: impl Fn(usize, usize) -> i64) -> Vec<RecordBatch> {
             let rows = start..(start + BATCH).min(ROWS);
             let keys: Vec<i64> = rows.clone().map(|i| key(r, i)).collect();
             let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from_iter_values(rows.clone().map(|i| (i * RUNS + r) as i64))),
+                Arc::new(Int64Array::from_iter_values(
+                    rows.clone().map(|i| (i * RUNS + r) as i64),
+                )),
                 Arc::new(Int8Array::from(vec![0i8; rows.len()])),
                 Arc::new(Int64Array::from(keys.clone())),
                 Arc::new(Int64Array::from_iter_values(keys.iter().map(|k| k * 3))),
-                Arc::new(Float64Array::from_iter_values(keys.iter().map(|k| *k as f64 * 0.5))),
-                Arc::new(StringArray::from_iter_values(rows.map(|i| format!("v{}", i % 1000)))),
+                Arc::new(Float64Array::from_iter_values(
+                    keys.iter().map(|k| *k as f64 * 0.5),
+                )),
+                Arc::new(StringArray::from_iter_values(
+                    rows.map(|i| format!("v{}", i % 1000)),
+                )),
             ];
             RecordBatch::try_new(schema.clone(), columns).expect("valid bench batch")
         })
@@ -63,12 +69,17 @@ fn measure(name: &str, key: impl Fn(usize, usize) -> i64 + Copy) -> f64 {
     let start = Instant::now();
     let streams = runs.into_iter().map(run).collect();
     let out_rows = block_on(
-        merge_sorted_runs(streams, c, BATCH)
-            .fold(0usize, |n, b| async move { n + b.expect("merge succeeds").num_rows() }),
+        merge_sorted_runs(streams, c, BATCH).fold(0usize, |n, b| async move {
+            n + b.expect("merge succeeds").num_rows()
+        }),
     );
     let secs = start.elapsed().as_secs_f64();
     let rate = (RUNS * ROWS) as f64 / secs;
-    println!("{name}: {} input rows -> {out_rows} rows in {secs:.3}s = {:.1}M rows/s", RUNS * ROWS, rate / 1e6);
+    println!(
+        "{name}: {} input rows -> {out_rows} rows in {secs:.3}s = {:.1}M rows/s",
+        RUNS * ROWS,
+        rate / 1e6
+    );
     rate
 }
 

@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    Int32Builder, ListBuilder, MapBuilder, StringBuilder, StructBuilder,
-};
+use arrow_array::builder::{Int32Builder, ListBuilder, MapBuilder, StringBuilder, StructBuilder};
 use arrow_array::{
     ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int32Array, Int64Array, StringArray,
     TimestampMicrosecondArray,
@@ -35,15 +33,29 @@ mod first_row {
     use super::*;
 
     fn fields() -> Vec<DataField> {
-        vec![field("k", TypeKind::BigInt, false), field("v", string(), true)]
+        vec![
+            field("k", TypeKind::BigInt, false),
+            field("v", string(), true),
+        ]
     }
 
     #[test]
     fn first_record_wins() {
         let c = config(&fields(), &["k"], &[("merge-engine", "first-row")]).unwrap();
-        let r1 = vec![input(&[5, 6], &["+I", "+I"], vec![i64s(&[1, 2]), strs(&[Some("late1"), Some("b")])])];
-        let r2 = vec![input(&[1], &["+U"], vec![i64s(&[1]), strs(&[Some("early1")])])];
-        assert_eq!(rows(&merge(vec![r1, r2], c, 10).unwrap()), ["+U|1|early1", "+I|2|b"]);
+        let r1 = vec![input(
+            &[5, 6],
+            &["+I", "+I"],
+            vec![i64s(&[1, 2]), strs(&[Some("late1"), Some("b")])],
+        )];
+        let r2 = vec![input(
+            &[1],
+            &["+U"],
+            vec![i64s(&[1]), strs(&[Some("early1")])],
+        )];
+        assert_eq!(
+            rows(&merge(vec![r1, r2], c, 10).unwrap()),
+            ["+U|1|early1", "+I|2|b"]
+        );
     }
 
     #[test]
@@ -56,7 +68,10 @@ mod first_row {
         let c = config(
             &fields(),
             &["k"],
-            &[("merge-engine", "first-row"), ("first-row.ignore-delete", "true")],
+            &[
+                ("merge-engine", "first-row"),
+                ("first-row.ignore-delete", "true"),
+            ],
         )
         .unwrap();
         assert_eq!(rows(&merge(vec![r1, r2], c, 10).unwrap()), ["+I|1|a"]);
@@ -74,8 +89,18 @@ mod partial_update {
         ]
     }
 
-    fn rec(seq: i64, kind: &str, k: i64, a: Option<i32>, b: Option<&str>) -> arrow_array::RecordBatch {
-        input(&[seq], &[kind], vec![i64s(&[k]), opt_i32s(&[a]), strs(&[b])])
+    fn rec(
+        seq: i64,
+        kind: &str,
+        k: i64,
+        a: Option<i32>,
+        b: Option<&str>,
+    ) -> arrow_array::RecordBatch {
+        input(
+            &[seq],
+            &[kind],
+            vec![i64s(&[k]), opt_i32s(&[a]), strs(&[b])],
+        )
     }
 
     fn pu(options: &[(&str, &str)]) -> crate::read::merge::MergeConfig {
@@ -106,21 +131,48 @@ mod partial_update {
         let c = config(
             &fields,
             &["id"],
-            &[("merge-engine", "partial-update"), ("sequence.field", "ver")],
+            &[
+                ("merge-engine", "partial-update"),
+                ("sequence.field", "ver"),
+            ],
         )
         .unwrap();
-        let r1 = vec![input(&[1], &["+I"], vec![i64s(&[0]), opt_i64s(&[Some(10)]), opt_i32s(&[Some(1)]), strs(&[Some("x")])])];
-        let r2 = vec![input(&[2], &["+I"], vec![i64s(&[0]), opt_i64s(&[Some(5)]), opt_i32s(&[Some(5)]), strs(&[None])])];
+        let r1 = vec![input(
+            &[1],
+            &["+I"],
+            vec![
+                i64s(&[0]),
+                opt_i64s(&[Some(10)]),
+                opt_i32s(&[Some(1)]),
+                strs(&[Some("x")]),
+            ],
+        )];
+        let r2 = vec![input(
+            &[2],
+            &["+I"],
+            vec![
+                i64s(&[0]),
+                opt_i64s(&[Some(5)]),
+                opt_i32s(&[Some(5)]),
+                strs(&[None]),
+            ],
+        )];
         assert_eq!(rows(&merge(vec![r1, r2], c, 10).unwrap()), ["+I|0|10|1|x"]);
     }
 
     #[test]
     fn retracts_need_configuration() {
-        let runs = vec![vec![rec(0, "+I", 1, Some(1), Some("x"))], vec![rec(1, "-D", 1, None, None)]];
+        let runs = vec![
+            vec![rec(0, "+I", 1, Some(1), Some("x"))],
+            vec![rec(1, "-D", 1, None, None)],
+        ];
         let e = merge(runs.clone(), pu(&[]), 10).unwrap_err();
         assert!(e.to_string().contains("ignore-delete"), "{e}");
         // ignore-delete
-        assert_eq!(rows(&merge(runs.clone(), pu(&[("ignore-delete", "true")]), 10).unwrap()), ["+I|1|1|x"]);
+        assert_eq!(
+            rows(&merge(runs.clone(), pu(&[("ignore-delete", "true")]), 10).unwrap()),
+            ["+I|1|1|x"]
+        );
         // remove-record-on-delete: the row disappears (kept as -D with the delete's values)
         let c = pu(&[("partial-update.remove-record-on-delete", "true")]);
         assert!(rows(&merge(runs.clone(), c.clone(), 10).unwrap()).is_empty());
@@ -139,10 +191,19 @@ mod partial_update {
     #[test]
     fn first_retract_initialises_the_row() {
         // Java initRow on the first record even when ignore-delete then skips it
-        let runs = vec![vec![rec(0, "-D", 1, Some(5), Some("old"))], vec![rec(1, "+I", 1, None, Some("new"))]];
-        assert_eq!(rows(&merge(runs, pu(&[("ignore-delete", "true")]), 10).unwrap()), ["+I|1|5|new"]);
+        let runs = vec![
+            vec![rec(0, "-D", 1, Some(5), Some("old"))],
+            vec![rec(1, "+I", 1, None, Some("new"))],
+        ];
+        assert_eq!(
+            rows(&merge(runs, pu(&[("ignore-delete", "true")]), 10).unwrap()),
+            ["+I|1|5|new"]
+        );
         // only retracts: result is -D
-        let runs = vec![vec![rec(0, "-U", 1, Some(5), None)], vec![rec(1, "-D", 1, None, None)]];
+        let runs = vec![
+            vec![rec(0, "-U", 1, Some(5), None)],
+            vec![rec(1, "-D", 1, None, None)],
+        ];
         let mut keep = pu(&[("ignore-delete", "true")]);
         keep.keep_retracts = true;
         assert_eq!(rows(&merge(runs, keep, 10).unwrap()), ["-D|1|5|null"]);
@@ -153,8 +214,14 @@ mod partial_update {
         let mut fields = fields();
         fields[1].data_type.nullable = false;
         let c = config(&fields, &["k"], &[("merge-engine", "partial-update")]).unwrap();
-        let runs = vec![vec![rec(0, "+I", 1, Some(1), None)], vec![rec(1, "+I", 1, None, Some("x"))]];
-        assert!(merge(runs, c, 10).unwrap_err().to_string().contains("can not be null"));
+        let runs = vec![
+            vec![rec(0, "+I", 1, Some(1), None)],
+            vec![rec(1, "+I", 1, None, Some("x"))],
+        ];
+        assert!(merge(runs, c, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("can not be null"));
     }
 
     fn group_fields() -> Vec<DataField> {
@@ -181,7 +248,14 @@ mod partial_update {
         input(
             &[seq],
             &[kind],
-            vec![i64s(&[1]), opt_i64s(&[g1]), opt_i32s(&[a]), opt_i32s(&[b]), opt_i64s(&[g2]), opt_i32s(&[c])],
+            vec![
+                i64s(&[1]),
+                opt_i64s(&[g1]),
+                opt_i32s(&[a]),
+                opt_i32s(&[b]),
+                opt_i64s(&[g2]),
+                opt_i32s(&[c]),
+            ],
         )
     }
 
@@ -204,12 +278,18 @@ mod partial_update {
             // group 1 all-null sequence: skipped entirely
             vec![grec(2, "+I", None, Some(7), Some(7), None, Some(99))],
         ];
-        assert_eq!(rows(&merge(runs, grouped(&[]), 10).unwrap()), ["+I|1|2|1|1|2|null"]);
+        assert_eq!(
+            rows(&merge(runs, grouped(&[]), 10).unwrap()),
+            ["+I|1|2|1|1|2|null"]
+        );
     }
 
     #[test]
     fn sequence_group_aggregators_and_reversed_input() {
-        let c = grouped(&[("fields.a.aggregate-function", "sum"), ("fields.b.aggregate-function", "first_value")]);
+        let c = grouped(&[
+            ("fields.a.aggregate-function", "sum"),
+            ("fields.b.aggregate-function", "first_value"),
+        ]);
         let runs = vec![
             vec![grec(0, "+I", Some(1), Some(1), Some(10), None, None)],
             vec![grec(1, "+I", Some(3), Some(2), Some(30), None, None)],
@@ -217,7 +297,10 @@ mod partial_update {
             // initialised it returns the older input)
             vec![grec(2, "+I", Some(2), Some(4), Some(20), None, None)],
         ];
-        assert_eq!(rows(&merge(runs, c, 10).unwrap()), ["+I|1|3|7|20|null|null"]);
+        assert_eq!(
+            rows(&merge(runs, c, 10).unwrap()),
+            ["+I|1|3|7|20|null|null"]
+        );
     }
 
     #[test]
@@ -227,7 +310,10 @@ mod partial_update {
             // newer -U of group 1: its plain columns become null, its sequence field updates
             vec![grec(1, "-U", Some(2), Some(1), Some(1), None, None)],
         ];
-        assert_eq!(rows(&merge(runs.clone(), grouped(&[]), 10).unwrap()), ["+I|1|2|null|null|1|10"]);
+        assert_eq!(
+            rows(&merge(runs.clone(), grouped(&[]), 10).unwrap()),
+            ["+I|1|2|null|null|1|10"]
+        );
         // with an aggregator the group column retracts
         let c = grouped(&[("fields.a.aggregate-function", "sum")]);
         assert_eq!(rows(&merge(runs, c, 10).unwrap()), ["+I|1|2|0|null|1|10"]);
@@ -240,7 +326,10 @@ mod partial_update {
         assert!(rows(&merge(runs.clone(), c.clone(), 10).unwrap()).is_empty());
         let mut keep = c;
         keep.keep_retracts = true;
-        assert_eq!(rows(&merge(runs, keep, 10).unwrap()), ["-D|1|2|null|null|null|null"]);
+        assert_eq!(
+            rows(&merge(runs, keep, 10).unwrap()),
+            ["-D|1|2|null|null|null|null"]
+        );
     }
 
     #[test]
@@ -251,22 +340,41 @@ mod partial_update {
             all.extend_from_slice(options);
             config(&f, &["k"], &all).unwrap_err()
         };
-        assert!(bad(&[("fields.a.aggregate-function", "sum")]).to_string().contains("sequence group"));
-        assert!(bad(&[("fields.g1.sequence-group", "k")]).to_string().contains("primary key"));
-        assert!(bad(&[("fields.g1.sequence-group", "a"), ("fields.g2.sequence-group", "a")])
+        assert!(bad(&[("fields.a.aggregate-function", "sum")])
             .to_string()
-            .contains("repeatedly"));
-        assert!(bad(&[("ignore-delete", "true"), ("partial-update.remove-record-on-delete", "true")])
+            .contains("sequence group"));
+        assert!(bad(&[("fields.g1.sequence-group", "k")])
             .to_string()
-            .contains("conflicting"));
-        assert!(bad(&[("fields.g1.sequence-group", "a"), ("partial-update.remove-record-on-delete", "true")])
-            .to_string()
-            .contains("conflicting"));
-        assert!(bad(&[("fields.g1.sequence-group", "a"), ("partial-update.remove-record-on-sequence-group", "a")])
-            .to_string()
-            .contains("sequence groups"));
+            .contains("primary key"));
+        assert!(bad(&[
+            ("fields.g1.sequence-group", "a"),
+            ("fields.g2.sequence-group", "a")
+        ])
+        .to_string()
+        .contains("repeatedly"));
+        assert!(bad(&[
+            ("ignore-delete", "true"),
+            ("partial-update.remove-record-on-delete", "true")
+        ])
+        .to_string()
+        .contains("conflicting"));
+        assert!(bad(&[
+            ("fields.g1.sequence-group", "a"),
+            ("partial-update.remove-record-on-delete", "true")
+        ])
+        .to_string()
+        .contains("conflicting"));
+        assert!(bad(&[
+            ("fields.g1.sequence-group", "a"),
+            ("partial-update.remove-record-on-sequence-group", "a")
+        ])
+        .to_string()
+        .contains("sequence groups"));
         // last_non_null_value needs no group
-        let mut ok = vec![("merge-engine", "partial-update"), ("fields.default-aggregate-function", "last_non_null_value")];
+        let mut ok = vec![
+            ("merge-engine", "partial-update"),
+            ("fields.default-aggregate-function", "last_non_null_value"),
+        ];
         assert!(config(&f, &["k"], &ok).is_ok());
         ok.push(("fields.a.aggregate-function", "hll_sketch"));
         assert!(config(&f, &["k"], &ok).is_err());
@@ -276,13 +384,24 @@ mod partial_update {
 mod aggregation {
     use super::*;
 
+    /// A MAP<STRING, ROW<v INT, ts STRING>> entry; `None` is a null row.
+    type KeyTimeEntry<'a> = (&'a str, Option<(i32, Option<&'a str>)>);
+    /// A ROW<id INT, name STRING, ver INT> element; `None` is a null element.
+    type NestedRow<'a> = Option<(Option<i32>, Option<&'a str>, Option<i32>)>;
+
     fn agg_fields() -> Vec<DataField> {
         let f = |name: &str, kind: TypeKind| field(name, kind, true);
         vec![
             field("id", TypeKind::BigInt, false),
             f("s_total", TypeKind::BigInt),
             f("s_cnt", TypeKind::Int),
-            f("s_amt", TypeKind::Decimal { precision: 12, scale: 2 }),
+            f(
+                "s_amt",
+                TypeKind::Decimal {
+                    precision: 12,
+                    scale: 2,
+                },
+            ),
             f("mx", TypeKind::Double),
             f("mn", TypeKind::Int),
             f("mx_ts", TypeKind::Timestamp(6)),
@@ -320,7 +439,14 @@ mod aggregation {
     fn agg_rec(
         seq: i64,
         kind: &str,
-        nums: (Option<i64>, Option<i32>, Option<i128>, Option<f64>, Option<i32>, Option<i64>),
+        nums: (
+            Option<i64>,
+            Option<i32>,
+            Option<i128>,
+            Option<f64>,
+            Option<i32>,
+            Option<i64>,
+        ),
         texts: [Option<&str>; 5],
         bools: (Option<bool>, Option<bool>),
         prod: Option<i64>,
@@ -333,7 +459,11 @@ mod aggregation {
                 i64s(&[7]),
                 opt_i64s(&[s_total]),
                 opt_i32s(&[s_cnt]),
-                Arc::new(Decimal128Array::from(vec![s_amt]).with_precision_and_scale(12, 2).unwrap()),
+                Arc::new(
+                    Decimal128Array::from(vec![s_amt])
+                        .with_precision_and_scale(12, 2)
+                        .unwrap(),
+                ),
                 Arc::new(Float64Array::from(vec![mx])),
                 opt_i32s(&[mn]),
                 Arc::new(TimestampMicrosecondArray::from(vec![ts])),
@@ -356,7 +486,14 @@ mod aggregation {
             vec![agg_rec(
                 0,
                 "+I",
-                (Some(10), Some(1), Some(150), Some(1.5), Some(4), Some(1_000)),
+                (
+                    Some(10),
+                    Some(1),
+                    Some(150),
+                    Some(1.5),
+                    Some(4),
+                    Some(1_000),
+                ),
                 [Some("n1"), Some("l1"), None, None, Some("a")],
                 (Some(false), Some(true)),
                 Some(2),
@@ -394,10 +531,21 @@ mod aggregation {
             field("l", string(), true),
         ];
         let rec = |seq: i64, kind: &str, s: Option<i32>, f: Option<&str>, l: Option<&str>| {
-            vec![input(&[seq], &[kind], vec![i64s(&[1]), opt_i32s(&[s]), strs(&[f]), strs(&[l])])]
+            vec![input(
+                &[seq],
+                &[kind],
+                vec![i64s(&[1]), opt_i32s(&[s]), strs(&[f]), strs(&[l])],
+            )]
         };
-        let base = [("merge-engine", "aggregation"), ("fields.s.aggregate-function", "sum"), ("fields.f.aggregate-function", "first_value")];
-        let runs = vec![rec(0, "+I", Some(5), Some("a"), Some("x")), rec(1, "-U", Some(3), Some("a"), Some("x"))];
+        let base = [
+            ("merge-engine", "aggregation"),
+            ("fields.s.aggregate-function", "sum"),
+            ("fields.f.aggregate-function", "first_value"),
+        ];
+        let runs = vec![
+            rec(0, "+I", Some(5), Some("a"), Some("x")),
+            rec(1, "-U", Some(3), Some("a"), Some("x")),
+        ];
         // first_value cannot retract
         let e = merge(runs.clone(), config(&fields, &["k"], &base).unwrap(), 10).unwrap_err();
         assert!(matches!(e, Error::Unsupported(_)), "{e}");
@@ -405,15 +553,24 @@ mod aggregation {
         let mut opts = base.to_vec();
         opts.push(("fields.f.ignore-retract", "true"));
         let c = config(&fields, &["k"], &opts).unwrap();
-        assert_eq!(rows(&merge(runs, c.clone(), 10).unwrap()), ["+I|1|2|a|null"]);
+        assert_eq!(
+            rows(&merge(runs, c.clone(), 10).unwrap()),
+            ["+I|1|2|a|null"]
+        );
         // retract first: sum negates
-        let runs = vec![rec(0, "-D", Some(3), None, None), rec(1, "+I", Some(1), Some("b"), None)];
+        let runs = vec![
+            rec(0, "-D", Some(3), None, None),
+            rec(1, "+I", Some(1), Some("b"), None),
+        ];
         assert_eq!(rows(&merge(runs, c, 10).unwrap()), ["+I|1|-2|b|null"]);
         // remove-record-on-delete
         let mut opts = base.to_vec();
         opts.push(("aggregation.remove-record-on-delete", "true"));
         let c = config(&fields, &["k"], &opts).unwrap();
-        let runs = vec![rec(0, "+I", Some(5), Some("a"), Some("x")), rec(1, "-D", Some(1), None, None)];
+        let runs = vec![
+            rec(0, "+I", Some(5), Some("a"), Some("x")),
+            rec(1, "-D", Some(1), None, None),
+        ];
         assert!(rows(&merge(runs.clone(), c.clone(), 10).unwrap()).is_empty());
         let mut runs2 = runs;
         runs2.push(rec(2, "+I", Some(4), Some("c"), None));
@@ -431,19 +588,53 @@ mod aggregation {
             field("k", TypeKind::BigInt, false),
             field("s", TypeKind::Int, true),
         ];
-        let c = config(&fields, &["k"], &[("merge-engine", "aggregation"), ("fields.s.aggregate-function", "sum")]).unwrap();
+        let c = config(
+            &fields,
+            &["k"],
+            &[
+                ("merge-engine", "aggregation"),
+                ("fields.s.aggregate-function", "sum"),
+            ],
+        )
+        .unwrap();
         let runs = vec![
-            vec![input(&[0], &["+I"], vec![i64s(&[1]), opt_i32s(&[Some(i32::MAX)])])],
+            vec![input(
+                &[0],
+                &["+I"],
+                vec![i64s(&[1]), opt_i32s(&[Some(i32::MAX)])],
+            )],
             vec![input(&[1], &["+I"], vec![i64s(&[1]), opt_i32s(&[Some(1)])])],
         ];
-        assert!(merge(runs, c, 10).unwrap_err().to_string().contains("int overflow"));
+        assert!(merge(runs, c, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("int overflow"));
         let fields = vec![
             field("k", TypeKind::BigInt, false),
-            field("d", TypeKind::Decimal { precision: 20, scale: 0 }, true),
+            field(
+                "d",
+                TypeKind::Decimal {
+                    precision: 20,
+                    scale: 0,
+                },
+                true,
+            ),
         ];
-        let c = config(&fields, &["k"], &[("merge-engine", "aggregation"), ("fields.d.aggregate-function", "product")]).unwrap();
+        let c = config(
+            &fields,
+            &["k"],
+            &[
+                ("merge-engine", "aggregation"),
+                ("fields.d.aggregate-function", "product"),
+            ],
+        )
+        .unwrap();
         let dec = |v: i128| -> ArrayRef {
-            Arc::new(Decimal128Array::from(vec![Some(v)]).with_precision_and_scale(20, 0).unwrap())
+            Arc::new(
+                Decimal128Array::from(vec![Some(v)])
+                    .with_precision_and_scale(20, 0)
+                    .unwrap(),
+            )
         };
         let runs = vec![
             vec![input(&[0], &["+I"], vec![i64s(&[1]), dec(10i128.pow(10))])],
@@ -454,7 +645,10 @@ mod aggregation {
 
     #[test]
     fn listagg_delimiter_and_distinct() {
-        let fields = vec![field("k", TypeKind::BigInt, false), field("t", string(), true)];
+        let fields = vec![
+            field("k", TypeKind::BigInt, false),
+            field("t", string(), true),
+        ];
         let c = config(
             &fields,
             &["k"],
@@ -466,7 +660,8 @@ mod aggregation {
             ],
         )
         .unwrap();
-        let t = |seq: i64, v: &str| vec![input(&[seq], &["+I"], vec![i64s(&[1]), strs(&[Some(v)])])];
+        let t =
+            |seq: i64, v: &str| vec![input(&[seq], &["+I"], vec![i64s(&[1]), strs(&[Some(v)])])];
         let runs = vec![t(0, "a;b"), t(1, "b;c; ;a"), t(2, "c"), t(3, "d")];
         assert_eq!(rows(&merge(runs, c, 10).unwrap()), ["+I|1|a;b;c;d"]);
     }
@@ -480,8 +675,16 @@ mod aggregation {
         ];
         let c = config(&fields, &["k"], &[("merge-engine", "aggregation")]).unwrap();
         let runs = vec![
-            vec![input(&[0], &["+I"], vec![i64s(&[1]), strs(&[Some("x")]), strs(&[Some("p")])])],
-            vec![input(&[1], &["+I"], vec![i64s(&[1]), strs(&[None]), strs(&[Some("q")])])],
+            vec![input(
+                &[0],
+                &["+I"],
+                vec![i64s(&[1]), strs(&[Some("x")]), strs(&[Some("p")])],
+            )],
+            vec![input(
+                &[1],
+                &["+I"],
+                vec![i64s(&[1]), strs(&[None]), strs(&[Some("q")])],
+            )],
         ];
         assert_eq!(rows(&merge(runs, c, 10).unwrap()), ["+I|1|x|q"]);
         let err = |opts: &[(&str, &str)]| {
@@ -489,16 +692,46 @@ mod aggregation {
             all.extend_from_slice(opts);
             config(&fields, &["k"], &all).unwrap_err()
         };
-        assert!(matches!(err(&[("fields.s.aggregate-function", "median")]), Error::Unsupported(m) if m.contains("median")));
-        assert!(matches!(err(&[("fields.s.aggregate-function", "theta_sketch")]), Error::Unsupported(_)));
-        assert!(matches!(err(&[("fields.s.aggregate-function", "sum")]), Error::Invalid(_)));
-        assert!(matches!(err(&[("fields.v.aggregate-function", "listagg")]), Error::Invalid(_)));
-        assert!(matches!(err(&[("fields.s.aggregate-function", "bool_or")]), Error::Invalid(_)));
-        assert!(matches!(err(&[("fields.default-aggregate-function", "collect")]), Error::Invalid(_)));
-        assert!(matches!(err(&[("fields.s.aggregate-function", "merge_map")]), Error::Invalid(_)));
+        assert!(
+            matches!(err(&[("fields.s.aggregate-function", "median")]), Error::Unsupported(m) if m.contains("median"))
+        );
+        assert!(matches!(
+            err(&[("fields.s.aggregate-function", "theta_sketch")]),
+            Error::Unsupported(_)
+        ));
+        assert!(matches!(
+            err(&[("fields.s.aggregate-function", "sum")]),
+            Error::Invalid(_)
+        ));
+        assert!(matches!(
+            err(&[("fields.v.aggregate-function", "listagg")]),
+            Error::Invalid(_)
+        ));
+        assert!(matches!(
+            err(&[("fields.s.aggregate-function", "bool_or")]),
+            Error::Invalid(_)
+        ));
+        assert!(matches!(
+            err(&[("fields.default-aggregate-function", "collect")]),
+            Error::Invalid(_)
+        ));
+        assert!(matches!(
+            err(&[("fields.s.aggregate-function", "merge_map")]),
+            Error::Invalid(_)
+        ));
         // key columns are never aggregated, whatever the default
-        let c = config(&fields, &["k"], &[("merge-engine", "aggregation"), ("fields.default-aggregate-function", "first_value")]).unwrap();
-        let crate::read::merge_fn::MergeEngineConfig::Aggregation(a) = &c.engine else { panic!() };
+        let c = config(
+            &fields,
+            &["k"],
+            &[
+                ("merge-engine", "aggregation"),
+                ("fields.default-aggregate-function", "first_value"),
+            ],
+        )
+        .unwrap();
+        let crate::read::merge_fn::MergeEngineConfig::Aggregation(a) = &c.engine else {
+            panic!()
+        };
         assert_eq!(a.aggregates[0].function.name(), "primary-key");
         assert_eq!(a.aggregates[1].function.name(), "first_value");
     }
@@ -523,8 +756,16 @@ mod aggregation {
     fn collect_with_and_without_distinct() {
         let fields = vec![
             field("k", TypeKind::BigInt, false),
-            field("c", TypeKind::Array(Box::new(DataType::new(TypeKind::Int))), true),
-            field("d", TypeKind::Array(Box::new(DataType::new(TypeKind::Int))), true),
+            field(
+                "c",
+                TypeKind::Array(Box::new(DataType::new(TypeKind::Int))),
+                true,
+            ),
+            field(
+                "d",
+                TypeKind::Array(Box::new(DataType::new(TypeKind::Int))),
+                true,
+            ),
         ];
         let c = config(
             &fields,
@@ -538,7 +779,15 @@ mod aggregation {
         )
         .unwrap();
         let rec = |seq: i64, kind: &str, v: Option<Vec<Option<i32>>>| {
-            vec![input(&[seq], &[kind], vec![i64s(&[1]), list_of_ints(&[v.clone()]), list_of_ints(&[v])])]
+            vec![input(
+                &[seq],
+                &[kind],
+                vec![
+                    i64s(&[1]),
+                    list_of_ints(std::slice::from_ref(&v)),
+                    list_of_ints(&[v]),
+                ],
+            )]
         };
         let runs = vec![
             rec(0, "+I", Some(vec![Some(1), Some(2), Some(1)])),
@@ -551,16 +800,25 @@ mod aggregation {
         );
         let mut runs = runs;
         runs.push(rec(3, "-U", Some(vec![Some(1), Some(3)])));
-        assert_eq!(rows(&merge(runs, c, 10).unwrap()), ["+I|1|[2, 1, 2, null]|[2, null]"]);
+        assert_eq!(
+            rows(&merge(runs, c, 10).unwrap()),
+            ["+I|1|[2, 1, 2, null]|[2, null]"]
+        );
     }
 
     fn map_type_fields() -> (DataField, DataField) {
-        let map = TypeKind::Map(Box::new(DataType::not_null(string())), Box::new(DataType::new(TypeKind::Int)));
+        let map = TypeKind::Map(
+            Box::new(DataType::not_null(string())),
+            Box::new(DataType::new(TypeKind::Int)),
+        );
         let row = TypeKind::Row(vec![
             DataField::new(10, "v", DataType::new(TypeKind::Int)),
             DataField::new(11, "ts", DataType::new(string())),
         ]);
-        let keytime = TypeKind::Map(Box::new(DataType::not_null(string())), Box::new(DataType::new(row)));
+        let keytime = TypeKind::Map(
+            Box::new(DataType::not_null(string())),
+            Box::new(DataType::new(row)),
+        );
         (field("m", map, true), field("kt", keytime, true))
     }
 
@@ -574,7 +832,7 @@ mod aggregation {
         Arc::new(b.finish())
     }
 
-    fn keytime_map(entries: &[(&str, Option<(i32, Option<&str>)>)]) -> ArrayRef {
+    fn keytime_map(entries: &[KeyTimeEntry<'_>]) -> ArrayRef {
         let fields = Fields::from(vec![
             Field::new("v", ArrowType::Int32, true),
             Field::new("ts", ArrowType::Utf8, true),
@@ -587,7 +845,9 @@ mod aggregation {
             match v {
                 Some((n, ts)) => {
                     s.field_builder::<Int32Builder>(0).unwrap().append_value(*n);
-                    s.field_builder::<StringBuilder>(1).unwrap().append_option(*ts);
+                    s.field_builder::<StringBuilder>(1)
+                        .unwrap()
+                        .append_option(*ts);
                     s.append(true);
                 }
                 None => {
@@ -617,22 +877,53 @@ mod aggregation {
         )
         .unwrap();
         let runs = vec![
-            vec![input(&[0], &["+I"], vec![i64s(&[1]), string_int_map(&[("a", Some(1)), ("b", Some(2))]), keytime_map(&[("x", Some((1, Some("2024-01-02")))), ("y", Some((2, Some("2024-01-01"))))])])],
-            vec![input(&[1], &["+I"], vec![i64s(&[1]), string_int_map(&[("b", Some(20)), ("c", None)]), keytime_map(&[("x", Some((10, Some("2024-01-01")))), ("y", Some((20, Some("2024-01-03")))), ("z", Some((3, None)))])])],
+            vec![input(
+                &[0],
+                &["+I"],
+                vec![
+                    i64s(&[1]),
+                    string_int_map(&[("a", Some(1)), ("b", Some(2))]),
+                    keytime_map(&[
+                        ("x", Some((1, Some("2024-01-02")))),
+                        ("y", Some((2, Some("2024-01-01")))),
+                    ]),
+                ],
+            )],
+            vec![input(
+                &[1],
+                &["+I"],
+                vec![
+                    i64s(&[1]),
+                    string_int_map(&[("b", Some(20)), ("c", None)]),
+                    keytime_map(&[
+                        ("x", Some((10, Some("2024-01-01")))),
+                        ("y", Some((20, Some("2024-01-03")))),
+                        ("z", Some((3, None))),
+                    ]),
+                ],
+            )],
         ];
         assert_eq!(
             rows(&merge(runs.clone(), c.clone(), 10).unwrap()),
             ["+I|1|{a: 1, b: 20, c: null}|{x: {v: 1, ts: 2024-01-02}, y: {v: 20, ts: 2024-01-03}}"]
         );
         let mut runs = runs;
-        runs.push(vec![input(&[2], &["-U"], vec![i64s(&[1]), string_int_map(&[("a", Some(0))]), keytime_map(&[("x", None)])])]);
+        runs.push(vec![input(
+            &[2],
+            &["-U"],
+            vec![
+                i64s(&[1]),
+                string_int_map(&[("a", Some(0))]),
+                keytime_map(&[("x", None)]),
+            ],
+        )]);
         assert_eq!(
             rows(&merge(runs, c, 10).unwrap()),
             ["+I|1|{b: 20, c: null}|{x: {v: 1, ts: 2024-01-02}, y: {v: 20, ts: 2024-01-03}}"]
         );
     }
 
-    fn nested_rows(rows: &[Option<(Option<i32>, Option<&str>, Option<i32>)>]) -> ArrayRef {
+    fn nested_rows(rows: &[NestedRow<'_>]) -> ArrayRef {
         let fields = Fields::from(vec![
             Field::new("id", ArrowType::Int32, true),
             Field::new("name", ArrowType::Utf8, true),
@@ -643,9 +934,15 @@ mod aggregation {
             let s = b.values();
             match r {
                 Some((id, name, ver)) => {
-                    s.field_builder::<Int32Builder>(0).unwrap().append_option(*id);
-                    s.field_builder::<StringBuilder>(1).unwrap().append_option(*name);
-                    s.field_builder::<Int32Builder>(2).unwrap().append_option(*ver);
+                    s.field_builder::<Int32Builder>(0)
+                        .unwrap()
+                        .append_option(*id);
+                    s.field_builder::<StringBuilder>(1)
+                        .unwrap()
+                        .append_option(*name);
+                    s.field_builder::<Int32Builder>(2)
+                        .unwrap()
+                        .append_option(*ver);
                     s.append(true);
                 }
                 None => {
@@ -691,12 +988,32 @@ mod aggregation {
             ],
         )
         .unwrap();
-        let rec = |seq: i64, kind: &str, r: &[Option<(Option<i32>, Option<&str>, Option<i32>)>]| {
-            vec![input(&[seq], &[kind], vec![i64s(&[1]), nested_rows(r), nested_rows(r), nested_rows(r)])]
+        let rec = |seq: i64, kind: &str, r: &[NestedRow<'_>]| {
+            vec![input(
+                &[seq],
+                &[kind],
+                vec![i64s(&[1]), nested_rows(r), nested_rows(r), nested_rows(r)],
+            )]
         };
         let runs = vec![
-            rec(0, "+I", &[Some((Some(1), Some("a"), Some(5))), None, Some((Some(2), Some("b"), Some(1)))]),
-            rec(1, "+I", &[Some((Some(1), None, Some(3))), Some((None, Some("n"), Some(1))), Some((Some(3), Some("c"), None))]),
+            rec(
+                0,
+                "+I",
+                &[
+                    Some((Some(1), Some("a"), Some(5))),
+                    None,
+                    Some((Some(2), Some("b"), Some(1))),
+                ],
+            ),
+            rec(
+                1,
+                "+I",
+                &[
+                    Some((Some(1), None, Some(3))),
+                    Some((None, Some("n"), Some(1))),
+                    Some((Some(3), Some("c"), None)),
+                ],
+            ),
         ];
         assert_eq!(
             rows(&merge(runs.clone(), c.clone(), 10).unwrap()),

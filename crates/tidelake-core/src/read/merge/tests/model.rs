@@ -92,7 +92,10 @@ fn fold(engine: Engine, ignore_delete: bool, recs: &[Rec]) -> Result<Option<Row>
             if !ignore_delete && recs.iter().any(retract) {
                 return Err(());
             }
-            Ok(recs.iter().find(|r| !retract(r)).and_then(|r| row(r, r.kind)))
+            Ok(recs
+                .iter()
+                .find(|r| !retract(r))
+                .and_then(|r| row(r, r.kind)))
         }
         Engine::PartialUpdate => {
             let (mut a, mut b, mut c) = (None, None, None);
@@ -140,7 +143,11 @@ fn fold(engine: Engine, ignore_delete: bool, recs: &[Rec]) -> Result<Option<Row>
                     c = if blank(&c) {
                         r.c.clone()
                     } else {
-                        Some(format!("{},{}", c.unwrap_or_default(), r.c.clone().unwrap_or_default()))
+                        Some(format!(
+                            "{},{}",
+                            c.unwrap_or_default(),
+                            r.c.clone().unwrap_or_default()
+                        ))
                     };
                 }
             }
@@ -164,7 +171,12 @@ fn fold(engine: Engine, ignore_delete: bool, recs: &[Rec]) -> Result<Option<Row>
     }
 }
 
-fn model(runs: &[Vec<Rec>], engine: Engine, ignore_delete: bool, keep: bool) -> Result<Vec<Row>, ()> {
+fn model(
+    runs: &[Vec<Rec>],
+    engine: Engine,
+    ignore_delete: bool,
+    keep: bool,
+) -> Result<Vec<Row>, ()> {
     let mut by_key: BTreeMap<i64, Vec<Rec>> = BTreeMap::new();
     for r in runs.iter().flatten() {
         by_key.entry(r.key).or_default().push(r.clone());
@@ -187,10 +199,18 @@ fn to_batch(recs: &[Rec]) -> RecordBatch {
         &recs.iter().map(|r| r.seq).collect::<Vec<_>>(),
         &kinds,
         vec![
-            Arc::new(Int64Array::from(recs.iter().map(|r| r.key).collect::<Vec<_>>())),
-            Arc::new(Int64Array::from(recs.iter().map(|r| r.a).collect::<Vec<_>>())),
-            Arc::new(Int32Array::from(recs.iter().map(|r| r.b).collect::<Vec<_>>())),
-            Arc::new(StringArray::from(recs.iter().map(|r| r.c.clone()).collect::<Vec<_>>())),
+            Arc::new(Int64Array::from(
+                recs.iter().map(|r| r.key).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int64Array::from(
+                recs.iter().map(|r| r.a).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int32Array::from(
+                recs.iter().map(|r| r.b).collect::<Vec<_>>(),
+            )),
+            Arc::new(StringArray::from(
+                recs.iter().map(|r| r.c.clone()).collect::<Vec<_>>(),
+            )),
         ],
     )
 }
@@ -228,7 +248,10 @@ fn runs_strategy() -> impl Strategy<Value = Vec<Vec<Rec>>> {
     prop::collection::vec(prop::collection::vec(rec, 0..20), 1..6)
         .prop_flat_map(|runs| {
             let total: usize = runs.iter().map(Vec::len).sum();
-            (Just(runs), Just((0..total as i64).collect::<Vec<_>>()).prop_shuffle())
+            (
+                Just(runs),
+                Just((0..total as i64).collect::<Vec<_>>()).prop_shuffle(),
+            )
         })
         .prop_map(|(runs, seqs)| {
             let mut seqs = seqs.into_iter();
@@ -237,7 +260,17 @@ fn runs_strategy() -> impl Strategy<Value = Vec<Vec<Rec>>> {
                     let mut by_key: BTreeMap<i64, Rec> = BTreeMap::new();
                     for (key, kind, a, b, c) in run {
                         let seq = seqs.next().expect("one sequence number per record");
-                        by_key.insert(key, Rec { key, seq, kind, a, b, c: c.map(String::from) });
+                        by_key.insert(
+                            key,
+                            Rec {
+                                key,
+                                seq,
+                                kind,
+                                a,
+                                b,
+                                c: c.map(String::from),
+                            },
+                        );
                     }
                     by_key.into_values().collect()
                 })
@@ -273,15 +306,24 @@ fn check(
             out
         })
         .collect();
-    let actual = merge(batches, merge_config(engine, ignore_delete, keep), batch_size);
+    let actual = merge(
+        batches,
+        merge_config(engine, ignore_delete, keep),
+        batch_size,
+    );
     match (expected, actual) {
         (Err(()), Err(_)) => Ok(()),
         (Ok(rows), Ok(out)) => {
-            prop_assert!(out.iter().all(|b| b.num_rows() <= batch_size && b.num_rows() > 0));
+            prop_assert!(out
+                .iter()
+                .all(|b| b.num_rows() <= batch_size && b.num_rows() > 0));
             prop_assert_eq!(output_rows(&out), rows);
             Ok(())
         }
-        (e, a) => Err(TestCaseError::fail(format!("model {e:?} vs merge {:?}", a.map(|b| output_rows(&b))))),
+        (e, a) => Err(TestCaseError::fail(format!(
+            "model {e:?} vs merge {:?}",
+            a.map(|b| output_rows(&b))
+        ))),
     }
 }
 

@@ -42,7 +42,10 @@ pub(crate) struct Collect {
 impl Collect {
     pub fn new(t: &DataType, distinct: bool) -> Result<Self> {
         let TypeKind::Array(element) = &t.kind else {
-            return Err(Error::invalid(format!("collect needs an ARRAY column, not {:?}", t.kind)));
+            return Err(Error::invalid(format!(
+                "collect needs an ARRAY column, not {:?}",
+                t.kind
+            )));
         };
         let equaliser = matches!(
             element.kind,
@@ -53,7 +56,10 @@ impl Collect {
                 | TypeKind::Binary(_)
                 | TypeKind::VarBinary(_)
         );
-        Ok(Collect { distinct, equaliser })
+        Ok(Collect {
+            distinct,
+            equaliser,
+        })
     }
 }
 
@@ -70,12 +76,15 @@ impl AggFn for Collect {
             .ok_or_else(|| Error::invalid("collect on a non-list value"))?;
         let acc_values = list_values(cx, &acc)?;
         let acc_len = acc_values.as_ref().map_or(0, |a| a.len());
-        let parts: Vec<ArrayRef> = acc_values.into_iter().chain(list_values(cx, &input)?).collect();
+        let parts: Vec<ArrayRef> = acc_values
+            .into_iter()
+            .chain(list_values(cx, &input)?)
+            .collect();
         let all = concat_arrays(&parts)?;
         if !self.distinct {
             return make_list(&list_type, all);
         }
-        let rows = encode(&[all.clone()])?;
+        let rows = encode(std::slice::from_ref(&all))?;
         let mut seen = std::collections::HashSet::with_capacity(all.len());
         let mut picks = Vec::with_capacity(all.len());
         for i in 0..all.len() {
@@ -104,7 +113,7 @@ impl AggFn for Collect {
             let list_type = column_type(cx, &acc).ok_or_else(|| Error::invalid("collect"))?;
             let acc_len = acc_values.len();
             let all = concat_arrays(&[acc_values, retract_values])?;
-            let rows = encode(&[all.clone()])?;
+            let rows = encode(std::slice::from_ref(&all))?;
             let mut pending: HashMap<&[u8], usize> = HashMap::new();
             for i in acc_len..all.len() {
                 *pending.entry(rows.row(i).data()).or_default() += 1;
@@ -160,13 +169,21 @@ fn combined_entries(cx: &Cx<'_>, acc: &Acc, input: &Acc) -> Result<(StructArray,
     let a = map_entries(cx, acc)?;
     let b = map_entries(cx, input)?;
     let acc_len = a.as_ref().map_or(0, |e| e.len());
-    let parts: Vec<ArrayRef> =
-        a.into_iter().chain(b).map(|e| std::sync::Arc::new(e) as ArrayRef).collect();
+    let parts: Vec<ArrayRef> = a
+        .into_iter()
+        .chain(b)
+        .map(|e| std::sync::Arc::new(e) as ArrayRef)
+        .collect();
     let all = concat_arrays(&parts)?;
     Ok((all.as_struct().clone(), acc_len))
 }
 
-fn build_map(cx: &Cx<'_>, acc: &Acc, entries: &StructArray, picks: &[(usize, usize)]) -> Result<Acc> {
+fn build_map(
+    cx: &Cx<'_>,
+    acc: &Acc,
+    entries: &StructArray,
+    picks: &[(usize, usize)],
+) -> Result<Acc> {
     let map_type = column_type(cx, acc).ok_or_else(|| Error::invalid("map aggregate"))?;
     let keys = gather(&[entries.column(0)], picks, entries.column(0).data_type())?;
     let values = gather(&[entries.column(1)], picks, entries.column(1).data_type())?;
@@ -254,7 +271,9 @@ impl AggFn for MergeMapWithKeyTime {
                 map.remove(key);
                 continue;
             }
-            let Some(new_ts) = timestamp(i)? else { continue };
+            let Some(new_ts) = timestamp(i)? else {
+                continue;
+            };
             let replace = match map.get(key) {
                 None => true,
                 Some(existing) => match timestamp(existing)? {

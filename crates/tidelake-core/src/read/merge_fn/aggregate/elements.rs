@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{new_empty_array, Array, ArrayRef, LargeListArray, ListArray, MapArray, StructArray};
+use arrow_array::{
+    new_empty_array, Array, ArrayRef, LargeListArray, ListArray, MapArray, StructArray,
+};
 use arrow_buffer::OffsetBuffer;
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType as ArrowType, Field};
@@ -21,7 +23,9 @@ use crate::read::merge_fn::value::{Acc, Value};
 
 /// The Arrow type of the column, from a non-null accumulator.
 pub(crate) fn column_type(cx: &Cx<'_>, acc: &Acc) -> Option<ArrowType> {
-    cx.pool.locate(cx.col, acc).map(|(array, _)| array.data_type().clone())
+    cx.pool
+        .locate(cx.col, acc)
+        .map(|(array, _)| array.data_type().clone())
 }
 
 /// The elements of a list accumulator (`None` when null).
@@ -35,7 +39,11 @@ pub(crate) fn list_values(cx: &Cx<'_>, acc: &Acc) -> Result<Option<ArrayRef>> {
     Ok(Some(match array.data_type() {
         ArrowType::List(_) => array.as_list::<i32>().value(row),
         ArrowType::LargeList(_) => array.as_list::<i64>().value(row),
-        other => return Err(Error::invalid(format!("expected a list column, found {other}"))),
+        other => {
+            return Err(Error::invalid(format!(
+                "expected a list column, found {other}"
+            )))
+        }
     }))
 }
 
@@ -49,14 +57,19 @@ pub(crate) fn map_entries(cx: &Cx<'_>, acc: &Acc) -> Result<Option<StructArray>>
     };
     match array.data_type() {
         ArrowType::Map(_, _) => Ok(Some(array.as_map().value(row))),
-        other => Err(Error::invalid(format!("expected a map column, found {other}"))),
+        other => Err(Error::invalid(format!(
+            "expected a map column, found {other}"
+        ))),
     }
 }
 
 /// Byte rows of `columns` (one row per element): equal rows are equal values, and byte order
 /// is ascending nulls-first value order.
 pub(crate) fn encode(columns: &[ArrayRef]) -> Result<Rows> {
-    let fields = columns.iter().map(|c| SortField::new(c.data_type().clone())).collect();
+    let fields = columns
+        .iter()
+        .map(|c| SortField::new(c.data_type().clone()))
+        .collect();
     let converter =
         RowConverter::new(fields).map_err(|e| Error::arrow("encoding nested values", e))?;
     converter
@@ -81,7 +94,9 @@ pub(crate) fn gather(
 pub(crate) fn element_type(list_type: &ArrowType) -> Result<&ArrowType> {
     match list_type {
         ArrowType::List(f) | ArrowType::LargeList(f) => Ok(f.data_type()),
-        other => Err(Error::invalid(format!("expected a list type, found {other}"))),
+        other => Err(Error::invalid(format!(
+            "expected a list type, found {other}"
+        ))),
     }
 }
 
@@ -90,8 +105,13 @@ pub(crate) fn make_list(list_type: &ArrowType, values: ArrayRef) -> Result<Acc> 
     let err = |e| Error::arrow("building a list value", e);
     let array: ArrayRef = match list_type {
         ArrowType::List(f) => Arc::new(
-            ListArray::try_new(f.clone(), OffsetBuffer::from_lengths([values.len()]), values, None)
-                .map_err(err)?,
+            ListArray::try_new(
+                f.clone(),
+                OffsetBuffer::from_lengths([values.len()]),
+                values,
+                None,
+            )
+            .map_err(err)?,
         ),
         ArrowType::LargeList(f) => Arc::new(
             LargeListArray::try_new(
@@ -102,7 +122,11 @@ pub(crate) fn make_list(list_type: &ArrowType, values: ArrayRef) -> Result<Acc> 
             )
             .map_err(err)?,
         ),
-        other => return Err(Error::invalid(format!("expected a list type, found {other}"))),
+        other => {
+            return Err(Error::invalid(format!(
+                "expected a list type, found {other}"
+            )))
+        }
     };
     Ok(Acc::Val(Value::Nested(array)))
 }
@@ -111,7 +135,9 @@ pub(crate) fn make_list(list_type: &ArrowType, values: ArrayRef) -> Result<Acc> 
 pub(crate) fn map_fields(map_type: &ArrowType) -> Result<(&Arc<Field>, bool)> {
     match map_type {
         ArrowType::Map(entries, sorted) => Ok((entries, *sorted)),
-        other => Err(Error::invalid(format!("expected a map type, found {other}"))),
+        other => Err(Error::invalid(format!(
+            "expected a map type, found {other}"
+        ))),
     }
 }
 
@@ -120,10 +146,13 @@ pub(crate) fn make_map(map_type: &ArrowType, keys: ArrayRef, values: ArrayRef) -
     let err = |e| Error::arrow("building a map value", e);
     let (entries_field, sorted) = map_fields(map_type)?;
     let ArrowType::Struct(entry_fields) = entries_field.data_type() else {
-        return Err(Error::invalid(format!("map entries must be a struct, found {map_type}")));
+        return Err(Error::invalid(format!(
+            "map entries must be a struct, found {map_type}"
+        )));
     };
     let len = keys.len();
-    let entries = StructArray::try_new(entry_fields.clone(), vec![keys, values], None).map_err(err)?;
+    let entries =
+        StructArray::try_new(entry_fields.clone(), vec![keys, values], None).map_err(err)?;
     let map = MapArray::try_new(
         entries_field.clone(),
         OffsetBuffer::from_lengths([len]),

@@ -19,7 +19,10 @@ pub(crate) struct ListAgg {
 
 impl ListAgg {
     pub fn new(delimiter: &str, distinct: bool) -> Self {
-        ListAgg { delimiter: delimiter.to_string(), distinct }
+        ListAgg {
+            delimiter: delimiter.to_string(),
+            distinct,
+        }
     }
 }
 
@@ -62,7 +65,9 @@ fn text<'a>(cx: &'a Cx<'_>, acc: &'a Acc) -> Result<Option<&'a str>> {
         Some(Scalar::Bytes(b)) => std::str::from_utf8(b)
             .map(Some)
             .map_err(|e| Error::invalid(format!("listagg on invalid UTF-8: {e}"))),
-        Some(other) => Err(Error::invalid(format!("listagg on a non-string value {other:?}"))),
+        Some(other) => Err(Error::invalid(format!(
+            "listagg on a non-string value {other:?}"
+        ))),
     }
 }
 
@@ -76,7 +81,8 @@ impl AggFn for ListAgg {
             Some(t) if !is_blank(t) => t,
             _ => return Ok(input),
         };
-        let mut result = String::with_capacity(acc_text.len() + self.delimiter.len() + input_text.len());
+        let mut result =
+            String::with_capacity(acc_text.len() + self.delimiter.len() + input_text.len());
         result.push_str(acc_text);
         if self.distinct {
             let mut seen: HashSet<&str> = split(acc_text, &self.delimiter).into_iter().collect();

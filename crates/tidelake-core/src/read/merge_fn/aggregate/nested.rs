@@ -48,7 +48,12 @@ fn combine(cx: &Cx<'_>, acc: &Acc, input: &Acc) -> Result<Combined> {
         .as_struct_opt()
         .ok_or_else(|| Error::invalid(format!("expected ARRAY<ROW>, found {list_type}")))?
         .clone();
-    Ok(Combined { rows, all, acc_len, list_type })
+    Ok(Combined {
+        rows,
+        all,
+        acc_len,
+        list_type,
+    })
 }
 
 impl Combined {
@@ -93,7 +98,10 @@ struct KeyedRows<'a> {
 
 impl<'a> KeyedRows<'a> {
     fn new() -> Self {
-        KeyedRows { position: std::collections::HashMap::new(), rows: Vec::new() }
+        KeyedRows {
+            position: std::collections::HashMap::new(),
+            rows: Vec::new(),
+        }
     }
 
     fn get(&self, key: &[u8]) -> Option<usize> {
@@ -132,25 +140,30 @@ pub(crate) struct NestedUpdate {
     pub count_limit: usize,
 }
 
+/// Everything `nested_update` needs to upsert rows by key.
+struct Keyed<'a> {
+    rows: &'a StructArray,
+    keys: &'a Rows,
+    key_columns: &'a [ArrayRef],
+    seq: Option<&'a Rows>,
+}
+
 impl NestedUpdate {
     fn upsert<'a>(
         &self,
-        c: &Combined,
-        keys: &'a Rows,
-        key_columns: &[ArrayRef],
-        seq: Option<&Rows>,
+        k: &Keyed<'a>,
         range: std::ops::Range<usize>,
         limit_new_keys: bool,
         map: &mut KeyedRows<'a>,
     ) -> Result<()> {
         for i in range {
-            if c.rows.is_null(i) || !key_usable(key_columns, i, self.null_strategy)? {
+            if k.rows.is_null(i) || !key_usable(k.key_columns, i, self.null_strategy)? {
                 continue;
             }
-            let key = keys.row(i).data();
+            let key = k.keys.row(i).data();
             match map.get(key) {
                 Some(existing) => {
-                    let newer = match seq {
+                    let newer = match k.seq {
                         None => true,
                         Some(s) => s.row(i) >= s.row(existing),
                     };
@@ -176,7 +189,10 @@ impl AggFn for NestedUpdate {
         if self.key.is_empty() {
             let non_null = |range: std::ops::Range<usize>| range.filter(|&i| !c.rows.is_null(i));
             if acc.is_null() {
-                let picks: Vec<_> = non_null(0..n).take(self.count_limit).map(|i| (0, i)).collect();
+                let picks: Vec<_> = non_null(0..n)
+                    .take(self.count_limit)
+                    .map(|i| (0, i))
+                    .collect();
                 return c.finish(&picks);
             }
             if c.acc_len >= self.count_limit {
@@ -196,9 +212,15 @@ impl AggFn for NestedUpdate {
         } else {
             Some(encode(&c.project(&self.sequence)?)?)
         };
+        let keyed = Keyed {
+            rows: &c.rows,
+            keys: &keys,
+            key_columns: &key_columns,
+            seq: seq.as_ref(),
+        };
         let mut map = KeyedRows::new();
-        self.upsert(&c, &keys, &key_columns, seq.as_ref(), 0..c.acc_len, false, &mut map)?;
-        self.upsert(&c, &keys, &key_columns, seq.as_ref(), c.acc_len..n, true, &mut map)?;
+        self.upsert(&keyed, 0..c.acc_len, false, &mut map)?;
+        self.upsert(&keyed, c.acc_len..n, true, &mut map)?;
         c.finish(&map.picks())
     }
 
@@ -210,7 +232,7 @@ impl AggFn for NestedUpdate {
             let c = combine(cx, &acc, &input)?;
             let n = c.rows.len();
             if self.key.is_empty() {
-                let whole = encode(&[c.all.clone()])?;
+                let whole = encode(std::slice::from_ref(&c.all))?;
                 let retracted: std::collections::HashSet<&[u8]> = (c.acc_len..n)
                     .filter(|&i| !c.rows.is_null(i))
                     .map(|i| whole.row(i).data())
@@ -273,17 +295,17 @@ impl AggFn for NestedPartialUpdate {
         let mut children = Vec::with_capacity(width);
         for (f, column) in c.rows.columns().iter().enumerate() {
             let null = new_null_array(column.data_type(), 1);
-            let picks: Vec<(usize, usize)> =
-                groups.iter().map(|g| g[f].map_or((1, 0), |i| (0, i))).collect();
+            let picks: Vec<(usize, usize)> = groups
+                .iter()
+                .map(|g| g[f].map_or((1, 0), |i| (0, i)))
+                .collect();
             children.push(
                 interleave(&[column.as_ref(), null.as_ref()], &picks)
                     .map_err(|e| Error::arrow("building nested rows", e))?,
             );
         }
-        let merged =
-            StructArray::try_new(c.rows.fields().clone(), children, None).map_err(|e| {
-                Error::arrow("building nested rows", e)
-            })?;
+        let merged = StructArray::try_new(c.rows.fields().clone(), children, None)
+            .map_err(|e| Error::arrow("building nested rows", e))?;
         make_list(&c.list_type, Arc::new(merged))
     }
 }

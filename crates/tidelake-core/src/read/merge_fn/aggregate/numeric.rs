@@ -27,15 +27,29 @@ enum NumKind {
 impl NumKind {
     fn of(t: &DataType) -> Result<NumKind> {
         Ok(match t.kind {
-            TypeKind::TinyInt => NumKind::Int { bits: 8, name: "byte" },
-            TypeKind::SmallInt => NumKind::Int { bits: 16, name: "short" },
-            TypeKind::Int => NumKind::Int { bits: 32, name: "int" },
-            TypeKind::BigInt => NumKind::Int { bits: 64, name: "long" },
+            TypeKind::TinyInt => NumKind::Int {
+                bits: 8,
+                name: "byte",
+            },
+            TypeKind::SmallInt => NumKind::Int {
+                bits: 16,
+                name: "short",
+            },
+            TypeKind::Int => NumKind::Int {
+                bits: 32,
+                name: "int",
+            },
+            TypeKind::BigInt => NumKind::Int {
+                bits: 64,
+                name: "long",
+            },
             TypeKind::Float => NumKind::F32,
             TypeKind::Double => NumKind::F64,
             TypeKind::Decimal { precision, scale } => NumKind::Dec { precision, scale },
             ref other => {
-                return Err(Error::invalid(format!("sum/product need a numeric type, not {other:?}")))
+                return Err(Error::invalid(format!(
+                    "sum/product need a numeric type, not {other:?}"
+                )))
             }
         })
     }
@@ -58,7 +72,9 @@ fn read(cx: &Cx<'_>, acc: &Acc) -> Result<Option<Num>> {
         Some(Scalar::F64(f)) => Some(Num::F64(f)),
         Some(Scalar::Dec(d)) => Some(Num::Dec(d)),
         Some(other) => {
-            return Err(Error::invalid(format!("numeric aggregate on non-numeric value {other:?}")))
+            return Err(Error::invalid(format!(
+                "numeric aggregate on non-numeric value {other:?}"
+            )))
         }
     })
 }
@@ -162,14 +178,22 @@ fn dec_op(a: i128, b: i128, op: Op, precision: u32, scale: u32) -> Result<Option
             if precision <= 18 {
                 // DecimalUtils.add/subtract: compact values add as longs, precision unchecked
                 if let (Ok(x), Ok(y)) = (i64::try_from(a), i64::try_from(b)) {
-                    let r = if matches!(op, Op::Add) { x.checked_add(y) } else { x.checked_sub(y) };
+                    let r = if matches!(op, Op::Add) {
+                        x.checked_add(y)
+                    } else {
+                        x.checked_sub(y)
+                    };
                     if let Some(r) = r {
                         return Ok(Some(i128::from(r)));
                     }
                 }
             }
             let (x, y) = (i256::from_i128(a), i256::from_i128(b));
-            let r = if matches!(op, Op::Add) { x.wrapping_add(y) } else { x.wrapping_sub(y) };
+            let r = if matches!(op, Op::Add) {
+                x.wrapping_add(y)
+            } else {
+                x.wrapping_sub(y)
+            };
             Ok(fit(r, precision))
         }
         Op::Mul => {
@@ -184,7 +208,9 @@ fn dec_op(a: i128, b: i128, op: Op, precision: u32, scale: u32) -> Result<Option
             }
             if x != zero {
                 // BigDecimal.divide throws unless the quotient has a terminating expansion
-                let mut d = y.wrapping_abs().wrapping_div(gcd(x.wrapping_abs(), y.wrapping_abs()));
+                let mut d = y
+                    .wrapping_abs()
+                    .wrapping_div(gcd(x.wrapping_abs(), y.wrapping_abs()));
                 for p in [2, 5] {
                     let p = i256::from_i128(p);
                     while d.wrapping_rem(p) == zero {
@@ -222,7 +248,11 @@ fn apply(kind: NumKind, a: Num, b: Num, op: Op) -> Result<Option<Num>> {
         (NumKind::Dec { precision, scale }, Num::Dec(x), Num::Dec(y)) => {
             dec_op(x, y, op, precision, scale)?.map(Num::Dec)
         }
-        _ => return Err(Error::invalid(format!("numeric aggregate: {a:?} and {b:?} do not match {kind:?}"))),
+        _ => {
+            return Err(Error::invalid(format!(
+                "numeric aggregate: {a:?} and {b:?} do not match {kind:?}"
+            )))
+        }
     })
 }
 
@@ -243,7 +273,9 @@ pub(crate) struct Sum {
 
 impl Sum {
     pub fn new(t: &DataType) -> Result<Self> {
-        Ok(Sum { kind: NumKind::of(t)? })
+        Ok(Sum {
+            kind: NumKind::of(t)?,
+        })
     }
 }
 
@@ -284,7 +316,9 @@ pub(crate) struct Product {
 
 impl Product {
     pub fn new(t: &DataType) -> Result<Self> {
-        Ok(Product { kind: NumKind::of(t)? })
+        Ok(Product {
+            kind: NumKind::of(t)?,
+        })
     }
 }
 

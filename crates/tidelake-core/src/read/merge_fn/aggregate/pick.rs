@@ -93,7 +93,11 @@ impl AggFn for Max {
         if acc.is_null() || input.is_null() {
             return Ok(if acc.is_null() { input } else { acc });
         }
-        Ok(if compare(cx, &acc, &input)? == Ordering::Less { input } else { acc })
+        Ok(if compare(cx, &acc, &input)? == Ordering::Less {
+            input
+        } else {
+            acc
+        })
     }
 }
 
@@ -104,7 +108,11 @@ impl AggFn for Min {
         if acc.is_null() || input.is_null() {
             return Ok(if acc.is_null() { input } else { acc });
         }
-        Ok(if compare(cx, &acc, &input)? == Ordering::Less { acc } else { input })
+        Ok(if compare(cx, &acc, &input)? == Ordering::Less {
+            acc
+        } else {
+            input
+        })
     }
 }
 
@@ -123,7 +131,9 @@ impl AggFn for PrimaryKey {
 fn boolean(cx: &Cx<'_>, acc: &Acc) -> Result<bool> {
     match scalar(cx.pool, cx.col, acc)? {
         Some(Scalar::Bool(b)) => Ok(b),
-        other => Err(Error::invalid(format!("bool_and/bool_or on a non-boolean value {other:?}"))),
+        other => Err(Error::invalid(format!(
+            "bool_and/bool_or on a non-boolean value {other:?}"
+        ))),
     }
 }
 
@@ -134,7 +144,9 @@ impl AggFn for BoolAnd {
         if acc.is_null() || input.is_null() {
             return Ok(if acc.is_null() { input } else { acc });
         }
-        Ok(Acc::Val(Value::Bool(boolean(cx, &acc)? && boolean(cx, &input)?)))
+        Ok(Acc::Val(Value::Bool(
+            boolean(cx, &acc)? && boolean(cx, &input)?,
+        )))
     }
 }
 
@@ -145,6 +157,8 @@ impl AggFn for BoolOr {
         if acc.is_null() || input.is_null() {
             return Ok(if acc.is_null() { input } else { acc });
         }
-        Ok(Acc::Val(Value::Bool(boolean(cx, &acc)? || boolean(cx, &input)?)))
+        Ok(Acc::Val(Value::Bool(
+            boolean(cx, &acc)? || boolean(cx, &input)?,
+        )))
     }
 }

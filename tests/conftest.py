@@ -1,0 +1,71 @@
+"""Shared test helpers: where the Paimon fixtures live and how results are compared."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import shutil
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+FIXTURES = pathlib.Path(os.environ.get("TIDELAKE_FIXTURES", REPO.parent / "shared" / "fixtures" / "paimon-v1"))
+
+
+def fixture_manifest() -> dict[str, Any]:
+    return json.loads((FIXTURES / "fixtures.json").read_text())
+
+
+def fixture_tables() -> list[dict[str, Any]]:
+    return fixture_manifest()["tables"]
+
+
+def load_arrow(rel: str) -> pa.Table:
+    with ipc.open_file(FIXTURES / rel) as f:
+        return f.read_all()
+
+
+def _canon_value(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return "NaN"
+    if isinstance(v, dict):
+        return {k: _canon_value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_canon_value(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(_canon_value(x) for x in v)
+    return v
+
+
+def canon(t: pa.Table) -> list[str]:
+    """The rows of ``t`` as a sorted multiset of reprs, NaN equal to NaN."""
+    return sorted(repr([_canon_value(v) for v in row.values()]) for row in t.to_pylist())
+
+
+def assert_same_rows(got: pa.Table, expected: pa.Table, *, check_types: bool = True) -> None:
+    assert got.schema.names == expected.schema.names
+    if check_types:
+        assert [f.type for f in got.schema] == [f.type for f in expected.schema]
+    g, e = canon(got), canon(expected)
+    if g != e:
+        missing = [r for r in e if r not in g][:5]
+        extra = [r for r in g if r not in e][:5]
+        raise AssertionError(f"{len(g)} rows vs {len(e)} expected; missing {missing}; unexpected {extra}")
+
+
+@pytest.fixture
+def fixture_copy(tmp_path: pathlib.Path):
+    """Copy a fixture table to a temp dir (for tests that write or corrupt files)."""
+
+    def make(name: str) -> pathlib.Path:
+        src = FIXTURES / "warehouse" / "fx.db" / name
+        dst = tmp_path / name
+        shutil.copytree(src, dst)
+        return dst
+
+    return make

@@ -16,11 +16,14 @@ from .exceptions import (
     TidelakeError,
     UnsupportedError,
 )
-from .table import Table, open_table
+from .catalog import Catalog
+from .table import Table, create_table, open_table
 
 __all__ = [
     "__version__",
     "open_table",
+    "create_table",
+    "Catalog",
     "Table",
     "Snapshot",
     "Tag",

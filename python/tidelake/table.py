@@ -9,13 +9,47 @@ from typing import TYPE_CHECKING, Any
 from . import _internal
 from ._filters import to_filter_json
 from ._metadata import SchemaVersion, Snapshot, Tag
+from .exceptions import InvalidArgumentError
 from .scan import Scan
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 
-__all__ = ["Table", "open_table"]
+__all__ = ["Table", "open_table", "create_table"]
+
+
+def _schema_of(schema: Any) -> "pa.Schema":
+    import pyarrow as pa
+
+    if isinstance(schema, pa.Schema):
+        return schema
+    if hasattr(schema, "__arrow_c_schema__"):
+        return pa.schema(schema)
+    raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+
+
+def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys: list[str] | None = None,
+                 partition_keys: list[str] | None = None, bucket: int | None = None,
+                 options: dict[str, str] | None = None, comment: str | None = None) -> "Table":
+    """Create a Paimon table at ``path`` (writes ``schema/schema-0``) and open it.
+
+    Args:
+        schema: the columns, as a :class:`pyarrow.Schema`. Primary-key columns become NOT NULL.
+        primary_keys: makes a primary-key table (upserts, deletes, merge engines).
+        partition_keys: partition columns.
+        bucket: fixed bucket count (> 0), or -1 (the default) for dynamic buckets on
+            primary-key tables and bucket-unaware append tables.
+        options: Paimon table options (``merge-engine``, ``changelog-producer``, ...).
+
+    Raises:
+        TableAlreadyExistsError: a table is already there.
+        SchemaMismatchError: a type Paimon cannot store, or inconsistent keys.
+    """
+    raw = _internal.RawTable.create(os.fspath(path), _schema_of(schema), list(primary_keys or []),
+                                    list(partition_keys or []), bucket,
+                                    [(str(k), str(v)) for k, v in (options or {}).items()], comment)
+    return Table(raw)
 
 
 def open_table(path: str | os.PathLike[str]) -> "Table":
@@ -33,6 +67,49 @@ class Table:
 
     def __init__(self, raw: "_internal.RawTable") -> None:
         self._raw = raw
+
+    def _replace(self, raw: "_internal.RawTable") -> "Table":
+        self._raw = raw
+        for cached in ("_schema_version", "schema"):
+            self.__dict__.pop(cached, None)
+        return self
+
+    def refresh(self) -> "Table":
+        """Re-read the latest schema (after another process altered the table)."""
+        return self._replace(self._raw.reload())
+
+    # ---- schema evolution ----------------------------------------------------------------------
+
+    def add_column(self, name: str, type: "pa.DataType", *, first: bool = False, after: str | None = None,
+                   comment: str | None = None) -> "Table":
+        """Add a nullable column (last by default). Existing rows read it as null."""
+        import pyarrow as pa
+
+        position = "first" if first else (f"after:{after}" if after else "last")
+        return self._alter([("add_column", None, comment, pa.field(name, type), position)])
+
+    def rename_column(self, old: str, new: str) -> "Table":
+        """Rename a column; data files keep working through field ids."""
+        return self._alter([("rename_column", old, new, None, None)])
+
+    def drop_column(self, name: str) -> "Table":
+        """Drop a (non-key) column."""
+        return self._alter([("drop_column", name, None, None, None)])
+
+    def update_column_type(self, name: str, type: "pa.DataType") -> "Table":
+        """Widen a column's type (INT -> BIGINT, FLOAT -> DOUBLE, wider DECIMAL...)."""
+        import pyarrow as pa
+
+        return self._alter([("update_column_type", name, None, pa.field(name, type), None)])
+
+    def set_option(self, key: str, value: str) -> "Table":
+        return self._alter([("set_option", key, str(value), None, None)])
+
+    def remove_option(self, key: str) -> "Table":
+        return self._alter([("remove_option", key, None, None, None)])
+
+    def _alter(self, changes: list[tuple]) -> "Table":
+        return self._replace(self._raw.alter(changes))
 
     def __repr__(self) -> str:
         kind = "primary-key" if self.primary_keys else "append"

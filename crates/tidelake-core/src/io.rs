@@ -25,6 +25,8 @@ pub struct FileIO {
     root: Path,
     /// Human-readable location of the root (`/abs/dir` or `s3://bucket/prefix`), for messages.
     location: String,
+    /// The root as a local directory, when the store is the local filesystem.
+    local_root: Option<std::path::PathBuf>,
 }
 
 /// One object found by [`FileIO::list`].
@@ -50,7 +52,12 @@ impl FileIO {
         let root = Path::from_absolute_path(&abs)
             .map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
         let store: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new());
-        Ok(FileIO { store, root, location: abs.to_string_lossy().trim_end_matches('/').to_string() })
+        Ok(FileIO {
+            store,
+            root,
+            location: abs.to_string_lossy().trim_end_matches('/').to_string(),
+            local_root: Some(abs),
+        })
     }
 
     /// A handle rooted at a sub-directory of this one.
@@ -59,6 +66,7 @@ impl FileIO {
             store: self.store.clone(),
             root: self.path(rel),
             location: format!("{}/{}", self.location, rel.trim_matches('/')),
+            local_root: self.local_root.as_ref().map(|r| r.join(rel.trim_matches('/'))),
         }
     }
 
@@ -144,6 +152,40 @@ impl FileIO {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.io_err(rel, e)),
         }
+    }
+
+    /// Make directory `rel` exist. Object stores have no directories (a prefix exists once an
+    /// object is under it), so this only acts on the local filesystem.
+    pub async fn create_dir(&self, rel: &str) -> Result<()> {
+        if let Some(root) = &self.local_root {
+            let dir = root.join(rel.trim_matches('/'));
+            tokio::fs::create_dir_all(&dir).await.map_err(|e| Error::Io {
+                path: dir.display().to_string(),
+                source: object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) },
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Delete every object below directory `rel` (and the directory itself on local storage).
+    pub async fn delete_dir(&self, rel: &str) -> Result<()> {
+        for f in self.list_recursive(rel).await? {
+            self.delete(&f.path).await?;
+        }
+        if let Some(root) = &self.local_root {
+            let dir = root.join(rel.trim_matches('/'));
+            match tokio::fs::remove_dir_all(&dir).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(Error::Io {
+                        path: dir.display().to_string(),
+                        source: object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) },
+                    })
+                }
+            }
+        }
+        Ok(())
     }
 
     /// List the files directly inside directory `rel` (not recursive).

@@ -9,13 +9,17 @@
 //!
 //! This crate never creates an async runtime and never touches Python.
 
+pub mod catalog;
+pub mod commit;
 pub mod datum_arrow;
 pub mod error;
 pub mod io;
 pub mod layout;
 pub mod read;
 pub mod scan;
+pub mod schema_change;
 pub mod snapshots;
 pub mod table;
+pub mod write;
 
 pub use error::{Error, ErrorKind, Result};

@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 
+mod catalog;
 mod errors;
 mod runtime;
 mod scan;
@@ -18,5 +19,6 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<table::RawTable>()?;
     m.add_class::<scan::RawScan>()?;
+    m.add_class::<catalog::RawCatalog>()?;
     Ok(())
 }

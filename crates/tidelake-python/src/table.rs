@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3_arrow::PySchema;
+use pyo3_arrow::{PyField, PySchema};
+use tidelake_core::io::FileIO;
+use tidelake_core::schema_change::{alter_table, create_table, ColumnPosition, SchemaChange, TableSpec};
 use tidelake_core::table::Table;
 
 
@@ -26,8 +28,87 @@ pub struct RawTable {
     pub(crate) table: Table,
 }
 
+/// The creation spec of a table from binding arguments.
+pub(crate) fn table_spec(
+    primary_keys: Vec<String>,
+    partition_keys: Vec<String>,
+    bucket: Option<i32>,
+    options: Vec<(String, String)>,
+    comment: Option<String>,
+) -> TableSpec {
+    TableSpec { primary_keys, partition_keys, bucket, options, comment }
+}
+
+/// One schema change from Python: `(op, name, arg, field, position)`; see `Table.alter`.
+type PyChange = (String, Option<String>, Option<String>, Option<PyField>, Option<String>);
+
+fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
+    let (op, name, arg, field, position) = change;
+    let need = |v: Option<String>, what: &str| v.ok_or_else(|| Error::invalid(format!("'{op}' needs {what}")));
+    Ok(match op.as_str() {
+        "add_column" => {
+            let field = field.ok_or_else(|| Error::invalid("'add_column' needs a pyarrow field"))?.into_inner();
+            let position = match position.as_deref() {
+                None | Some("last") => ColumnPosition::Last,
+                Some("first") => ColumnPosition::First,
+                Some(after) => ColumnPosition::After(after.strip_prefix("after:").unwrap_or(after).to_string()),
+            };
+            SchemaChange::AddColumn {
+                name: field.name().clone(),
+                data_type: field.data_type().clone(),
+                position,
+                comment: arg,
+            }
+        }
+        "rename_column" => SchemaChange::RenameColumn { from: need(name, "a column")?, to: need(arg, "a new name")? },
+        "drop_column" => SchemaChange::DropColumn { name: need(name, "a column")? },
+        "update_column_type" => SchemaChange::UpdateColumnType {
+            name: need(name, "a column")?,
+            data_type: field.ok_or_else(|| Error::invalid("'update_column_type' needs a pyarrow field"))?.into_inner().data_type().clone(),
+        },
+        "set_option" => SchemaChange::SetOption { key: need(name, "a key")?, value: need(arg, "a value")? },
+        "remove_option" => SchemaChange::RemoveOption { key: need(name, "a key")? },
+        "update_comment" => SchemaChange::UpdateComment { comment: arg },
+        other => return Err(Error::invalid(format!("unknown schema change '{other}'"))),
+    })
+}
+
 #[pymethods]
 impl RawTable {
+    /// Create a table at `location` and open it.
+    #[staticmethod]
+    #[pyo3(signature = (location, schema, primary_keys, partition_keys, bucket, options, comment=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        py: Python<'_>,
+        location: String,
+        schema: PySchema,
+        primary_keys: Vec<String>,
+        partition_keys: Vec<String>,
+        bucket: Option<i32>,
+        options: Vec<(String, String)>,
+        comment: Option<String>,
+    ) -> PyResult<RawTable> {
+        let spec = table_spec(primary_keys, partition_keys, bucket, options, comment);
+        let schema = schema.into_inner();
+        let io = FileIO::open(&location).py()?;
+        let table = block_on(py, create_table(io, &schema, &spec))?.py()?;
+        Ok(RawTable { table })
+    }
+
+    /// Apply schema changes; returns the table at its new schema.
+    fn alter(&self, py: Python<'_>, changes: Vec<PyChange>) -> PyResult<RawTable> {
+        let changes = changes.into_iter().map(schema_change).collect::<Result<Vec<_>, _>>().py()?;
+        let table = block_on(py, alter_table(&self.table, &changes))?.py()?;
+        Ok(RawTable { table })
+    }
+
+    /// Re-open the table (latest schema).
+    fn reload(&self, py: Python<'_>) -> PyResult<RawTable> {
+        let table = block_on(py, Table::open_io(self.table.io().clone()))?.py()?;
+        Ok(RawTable { table })
+    }
+
     /// Open the table at `location`.
     #[staticmethod]
     fn open(py: Python<'_>, location: String) -> PyResult<RawTable> {

@@ -20,8 +20,8 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{
-    read_index_manifest, read_manifest, read_manifest_list, FileIdentifier, FileKind, ManifestEntry,
-    ManifestFileMeta, SimpleStats,
+    read_index_manifest, read_manifest, read_manifest_list, FileIdentifier, FileKind, IndexManifestEntry,
+    ManifestEntry, ManifestFileMeta, SimpleStats, DELETION_VECTORS_INDEX,
 };
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
@@ -37,7 +37,6 @@ use crate::table::Table;
 const MANIFEST_PARALLELISM: usize = 16;
 const MANIFEST_DIR: &str = "manifest";
 const INDEX_DIR: &str = "index";
-const DELETION_VECTORS_INDEX: &str = "DELETION_VECTORS";
 
 /// Which snapshot a read sees.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -197,6 +196,23 @@ pub fn merge_entries(entries: impl IntoIterator<Item = ManifestEntry>) -> Result
         }
     }
     Ok(slots.into_iter().flatten().collect())
+}
+
+/// The live index files of a snapshot (its index manifest lists the complete set; DELETE
+/// entries, if any, cancel earlier ADDs of the same file).
+pub async fn live_index_entries(table: &Table, snap: &Snapshot) -> Result<Vec<IndexManifestEntry>> {
+    let Some(name) = &snap.index_manifest else { return Ok(Vec::new()) };
+    let rel = format!("{MANIFEST_DIR}/{name}");
+    let bytes = table.io().read(&rel).await?;
+    let entries = read_index_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))?;
+    let mut live: Vec<IndexManifestEntry> = Vec::new();
+    for e in entries {
+        match e.kind {
+            FileKind::Add => live.push(e),
+            FileKind::Delete => live.retain(|l| l.index_file.file_name != e.index_file.file_name),
+        }
+    }
+    Ok(live)
 }
 
 /// Read manifest list `name` of `table`.
@@ -396,19 +412,8 @@ impl<'a> Planner<'a> {
     /// Deletion vectors of the snapshot, by (partition, bucket, data file name).
     async fn deletion_files(&self, snap: &Snapshot) -> Result<HashMap<(Vec<u8>, i32, String), DeletionFileRef>> {
         let mut out = HashMap::new();
-        let Some(name) = &snap.index_manifest else { return Ok(out) };
-        let rel = format!("{MANIFEST_DIR}/{name}");
-        let bytes = self.table.io().read(&rel).await?;
-        let entries =
-            read_index_manifest(&bytes).map_err(|e| Error::from_spec(self.table.io().display(&rel), e))?;
-        let mut live: Vec<_> = Vec::new();
-        for e in entries {
-            match e.kind {
-                FileKind::Add => live.push(e),
-                FileKind::Delete => live.retain(|l| l.index_file.file_name != e.index_file.file_name),
-            }
-        }
-        for e in live.into_iter().filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX) {
+        let rel = format!("{MANIFEST_DIR}/{}", snap.index_manifest.as_deref().unwrap_or_default());
+        for e in live_index_entries(self.table, snap).await?.into_iter().filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX) {
             let path = match &e.index_file.external_path {
                 Some(p) => p.clone(),
                 None => format!("{INDEX_DIR}/{}", e.index_file.file_name),

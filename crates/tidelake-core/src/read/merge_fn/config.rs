@@ -107,17 +107,17 @@ pub enum AggregateFunction {
     Collect { distinct: bool },
     /// `merge_map` (retractable by key).
     MergeMap,
-    /// `merge_map_with_keytime`: MAP<K, ROW<…>> keeping per key the row with the greatest
+    /// `merge_map_with_keytime`: `MAP<K, ROW<…>>` keeping per key the row with the greatest
     /// `fields.<f>.ts-field` (a string field of the row; default its last field).
     MergeMapWithKeyTime { ts_field: usize },
-    /// `nested_update` on ARRAY<ROW> (retractable).
+    /// `nested_update` on `ARRAY<ROW>` (retractable).
     NestedUpdate {
         key: Vec<usize>,
         null_strategy: NestedKeyNullStrategy,
         sequence: Vec<usize>,
         count_limit: usize,
     },
-    /// `nested_partial_update` on ARRAY<ROW>.
+    /// `nested_partial_update` on `ARRAY<ROW>`.
     NestedPartialUpdate {
         key: Vec<usize>,
         null_strategy: NestedKeyNullStrategy,

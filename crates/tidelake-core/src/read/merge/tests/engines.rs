@@ -384,9 +384,9 @@ mod partial_update {
 mod aggregation {
     use super::*;
 
-    /// A MAP<STRING, ROW<v INT, ts STRING>> entry; `None` is a null row.
+    /// A `MAP<STRING, ROW<v INT, ts STRING>>` entry; `None` is a null row.
     type KeyTimeEntry<'a> = (&'a str, Option<(i32, Option<&'a str>)>);
-    /// A ROW<id INT, name STRING, ver INT> element; `None` is a null element.
+    /// A `ROW<id INT, name STRING, ver INT>` element; `None` is a null element.
     type NestedRow<'a> = Option<(Option<i32>, Option<&'a str>, Option<i32>)>;
 
     fn agg_fields() -> Vec<DataField> {

@@ -10,7 +10,7 @@
 //!   removes one matching accumulator element per retracted element.
 //! * `merge_map`: union of maps, later values win per key. Retraction removes the keys of the
 //!   retracted map.
-//! * `merge_map_with_keytime`: MAP<K, ROW> where a row replaces the existing one of its key
+//! * `merge_map_with_keytime`: `MAP<K, ROW>` where a row replaces the existing one of its key
 //!   only if its timestamp string is greater (Java `String.compareTo`, UTF-16 order); a null
 //!   row removes the key, a row with a null timestamp is ignored. No retraction.
 

@@ -1,5 +1,5 @@
 //! `nested_update` (Java `FieldNestedUpdateAgg`) and `nested_partial_update`
-//! (`FieldNestedPartialUpdateAgg`) on ARRAY<ROW> columns. Null array elements are dropped.
+//! (`FieldNestedPartialUpdateAgg`) on `ARRAY<ROW>` columns. Null array elements are dropped.
 //!
 //! * `nested_update` without `nested-key` appends rows up to `count-limit` (an accumulator
 //!   already at the limit is kept). With `nested-key`, rows are upserted by key: an existing key

@@ -1,0 +1,369 @@
+//! [`FileStoreCommit`]: turns commit messages into snapshots (Java `FileStoreCommitImpl`:
+//! `commit`, `overwritePartition`, `dropPartitions`, `truncateTable`, `filterCommitted`; Java
+//! `SnapshotManager.latestSnapshotOfUser`). One attempt and the retry loop live in
+//! [`super::attempt`].
+//!
+//! See the [module docs](crate::commit) for the attempt flow and the invariants.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tidelake_spec::datum::Datum;
+use tidelake_spec::manifest::{Codec, FileKind, DELETION_VECTORS_INDEX};
+use tidelake_spec::snapshot::{CommitKind, Snapshot, BATCH_COMMIT_IDENTIFIER};
+use tidelake_spec::types::DataType;
+
+use crate::commit::attempt::{AttemptChanges, Request, Source};
+use crate::commit::manifest_writer::MetaWriter;
+use crate::commit::merge::MergeOptions;
+use crate::commit::message::{Changes, CommitMessage};
+use crate::commit::overwrite::{
+    check_inside, try_upgrade, OverwriteScope, PartitionFilter, PartitionMatcher,
+};
+use crate::error::{Error, Result};
+use crate::layout::TableLayout;
+use crate::table::Table;
+
+/// Table options that drive committing, read once from the table's latest schema.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub(crate) bucket: i32,
+    pub(crate) key_types: Vec<DataType>,
+    /// Primary-key tables: LSM overlap checks and overwrite upgrades apply.
+    pub(crate) has_primary_key: bool,
+    pub(crate) pk_clustering_override: bool,
+    pub(crate) bucket_unaware: bool,
+    pub(crate) merge: MergeOptions,
+    pub(crate) max_retries: u32,
+    pub(crate) min_retry_wait: Duration,
+    pub(crate) max_retry_wait: Duration,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) ignore_empty_commit: bool,
+    pub(crate) overwrite_upgrade: bool,
+    pub(crate) max_level: i32,
+}
+
+impl Settings {
+    fn read(table: &Table, layout: &TableLayout) -> Result<Settings> {
+        let schema = table.schema();
+        let opts = schema.options();
+        let spec = |e| Error::from_spec("table options", e);
+        if opts.row_tracking_enabled().map_err(spec)?
+            || opts.data_evolution_enabled().map_err(spec)?
+        {
+            return Err(Error::Unsupported(
+                "committing to row-tracking or data-evolution tables".into(),
+            ));
+        }
+        let flag = |key: &str, default: bool| {
+            opts.get_bool(key)
+                .map(|v| v.unwrap_or(default))
+                .map_err(spec)
+        };
+        let has_primary_key = !schema.primary_keys.is_empty();
+        let bucket = opts.bucket().map_err(spec)?;
+        Ok(Settings {
+            bucket,
+            key_types: layout.key_types(),
+            has_primary_key,
+            pk_clustering_override: flag("pk-clustering-override", false)?,
+            bucket_unaware: bucket == -1 && !has_primary_key,
+            merge: MergeOptions {
+                target_size: opts.manifest_target_file_size().map_err(spec)?,
+                min_count: usize::try_from(opts.manifest_merge_min_count().map_err(spec)?)
+                    .unwrap_or(0),
+                full_compaction_threshold: opts
+                    .manifest_full_compaction_threshold_size()
+                    .map_err(spec)?,
+            },
+            max_retries: u32::try_from(opts.commit_max_retries().map_err(spec)?).unwrap_or(0),
+            min_retry_wait: opts.commit_min_retry_wait().map_err(spec)?,
+            max_retry_wait: opts.commit_max_retry_wait().map_err(spec)?,
+            timeout: opts.commit_timeout().map_err(spec)?,
+            ignore_empty_commit: !flag("commit.force-create-snapshot", false)?
+                && flag("snapshot.ignore-empty-commit", true)?,
+            overwrite_upgrade: flag("overwrite-upgrade", true)?,
+            max_level: opts.num_levels().map_err(spec)?.saturating_sub(1),
+        })
+    }
+}
+
+/// Commits to one table on behalf of one `commit_user`. Cheap to share across tasks.
+#[derive(Debug)]
+pub struct FileStoreCommit {
+    pub(crate) table: Table,
+    pub(crate) commit_user: String,
+    pub(crate) layout: TableLayout,
+    pub(crate) settings: Settings,
+    pub(crate) writer: MetaWriter,
+    pub(crate) checked_partitions: Mutex<HashSet<Vec<u8>>>,
+}
+
+impl FileStoreCommit {
+    /// A committer for `table` (options of its latest schema) writing as `commit_user`.
+    pub fn new(table: Table, commit_user: impl Into<String>) -> Result<FileStoreCommit> {
+        let layout = TableLayout::new(table.schema())?;
+        let settings = Settings::read(&table, &layout)?;
+        let opts = table.schema().options();
+        let codec = Codec::from_option(opts.manifest_compression())
+            .map_err(|e| Error::from_spec("table options", e))?;
+        let writer = MetaWriter::new(
+            table.io().clone(),
+            codec,
+            settings.merge.target_size,
+            &layout,
+        );
+        Ok(FileStoreCommit {
+            table,
+            commit_user: commit_user.into(),
+            layout,
+            settings,
+            writer,
+            checked_partitions: Mutex::new(HashSet::new()),
+        })
+    }
+
+    pub fn commit_user(&self) -> &str {
+        &self.commit_user
+    }
+
+    /// Commit `messages` as transaction `commit_identifier`; returns the snapshot ids created:
+    /// an APPEND (or OVERWRITE, when files or deletion vectors are removed) for new files,
+    /// then a COMPACT for compaction results. Nothing happens when the identifier was already
+    /// committed by this user, or when there is nothing to commit (unless
+    /// `commit.force-create-snapshot` is true or `snapshot.ignore-empty-commit` is false).
+    pub async fn commit(
+        &self,
+        messages: Vec<CommitMessage>,
+        commit_identifier: i64,
+        properties: &[(String, String)],
+    ) -> Result<Vec<i64>> {
+        if self.already_committed(commit_identifier).await? {
+            return Ok(Vec::new());
+        }
+        let changes = Changes::collect(&messages, &self.layout)?;
+        let mut ids = Vec::new();
+        if !self.settings.ignore_empty_commit
+            || !changes.append_table.is_empty()
+            || !changes.append_changelog.is_empty()
+            || !changes.append_index.is_empty()
+        {
+            // Java `ConflictDetection.shouldBeOverwriteCommit`.
+            let overwrite = changes
+                .append_table
+                .iter()
+                .any(|e| e.kind == FileKind::Delete)
+                || changes
+                    .append_index
+                    .iter()
+                    .any(|e| e.index_file.index_type == DELETION_VECTORS_INDEX);
+            let kind = if overwrite {
+                CommitKind::Overwrite
+            } else {
+                CommitKind::Append
+            };
+            let request = Request {
+                identifier: commit_identifier,
+                kind,
+                detect_conflicts: overwrite,
+                properties,
+                operation: None,
+            };
+            let new = AttemptChanges {
+                table: changes.append_table,
+                changelog: changes.append_changelog,
+                index: changes.append_index,
+            };
+            ids.push(self.try_commit(&mut Source::Fixed(new), &request).await?);
+        }
+        if !changes.compact_table.is_empty()
+            || !changes.compact_changelog.is_empty()
+            || !changes.compact_index.is_empty()
+        {
+            let request = Request {
+                identifier: commit_identifier,
+                kind: CommitKind::Compact,
+                detect_conflicts: true,
+                properties,
+                operation: None,
+            };
+            let new = AttemptChanges {
+                table: changes.compact_table,
+                changelog: changes.compact_changelog,
+                index: changes.compact_index,
+            };
+            ids.push(self.try_commit(&mut Source::Fixed(new), &request).await?);
+        }
+        Ok(ids)
+    }
+
+    /// Replace the partitions `scope` selects with the new files of `messages` in one OVERWRITE
+    /// snapshot, followed by a COMPACT snapshot when the messages carry compaction results.
+    /// Changelog files are not committed by an overwrite (as in Java).
+    pub async fn overwrite(
+        &self,
+        scope: OverwriteScope,
+        messages: Vec<CommitMessage>,
+        commit_identifier: i64,
+        properties: &[(String, String)],
+    ) -> Result<Vec<i64>> {
+        self.overwrite_with(scope, messages, commit_identifier, properties, None)
+            .await
+    }
+
+    /// Delete every file of the table in one OVERWRITE snapshot (operation `TRUNCATE`).
+    pub async fn truncate_table(&self, commit_identifier: i64) -> Result<Vec<i64>> {
+        self.overwrite_with(
+            OverwriteScope::Static(None),
+            Vec::new(),
+            commit_identifier,
+            &[],
+            Some("TRUNCATE"),
+        )
+        .await
+    }
+
+    /// Delete every file of the partitions matching any of `partitions` (each a full or
+    /// partial spec of partition values) in one OVERWRITE snapshot (operation `TRUNCATE`).
+    pub async fn drop_partitions(
+        &self,
+        partitions: Vec<Vec<(String, Datum)>>,
+        commit_identifier: i64,
+    ) -> Result<Vec<i64>> {
+        if partitions.is_empty() {
+            return Err(Error::invalid(
+                "drop_partitions needs at least one partition",
+            ));
+        }
+        let scope = OverwriteScope::Static(Some(PartitionFilter::AnyOf(partitions)));
+        self.overwrite_with(scope, Vec::new(), commit_identifier, &[], Some("TRUNCATE"))
+            .await
+    }
+
+    async fn overwrite_with(
+        &self,
+        scope: OverwriteScope,
+        messages: Vec<CommitMessage>,
+        commit_identifier: i64,
+        properties: &[(String, String)],
+        operation: Option<&'static str>,
+    ) -> Result<Vec<i64>> {
+        if self.already_committed(commit_identifier).await? {
+            return Ok(Vec::new());
+        }
+        let mut changes = Changes::collect(&messages, &self.layout)?;
+        let matcher = match scope {
+            OverwriteScope::Dynamic if !self.layout.partition_fields.is_empty() => {
+                if changes.append_table.is_empty() {
+                    // Java: a dynamic overwrite without new data deletes nothing.
+                    return self
+                        .compact_after_overwrite(changes, commit_identifier, properties, Vec::new())
+                        .await;
+                }
+                Some(PartitionMatcher::of_partitions(
+                    changes.append_table.iter().map(|e| e.partition.as_slice()),
+                ))
+            }
+            OverwriteScope::Dynamic | OverwriteScope::Static(None) => None,
+            OverwriteScope::Static(Some(filter)) => {
+                let mut matcher = PartitionMatcher::new(&self.layout, &filter)?;
+                check_inside(&mut matcher, &self.layout, &changes.append_table)?;
+                Some(matcher)
+            }
+        };
+        let with_compact = !changes.compact_table.is_empty() || !changes.compact_index.is_empty();
+        if !with_compact
+            && self.settings.has_primary_key
+            && self.settings.overwrite_upgrade
+            && !self.settings.pk_clustering_override
+        {
+            changes.append_table = try_upgrade(
+                std::mem::take(&mut changes.append_table),
+                &self.settings.key_types,
+                self.settings.max_level,
+            )?;
+        }
+        let request = Request {
+            identifier: commit_identifier,
+            kind: CommitKind::Overwrite,
+            detect_conflicts: true,
+            properties,
+            operation,
+        };
+        let new = AttemptChanges {
+            table: std::mem::take(&mut changes.append_table),
+            changelog: Vec::new(),
+            index: std::mem::take(&mut changes.append_index),
+        };
+        let id = self
+            .try_commit(&mut Source::Overwrite { matcher, new }, &request)
+            .await?;
+        self.compact_after_overwrite(changes, commit_identifier, properties, vec![id])
+            .await
+    }
+
+    async fn compact_after_overwrite(
+        &self,
+        changes: Changes,
+        commit_identifier: i64,
+        properties: &[(String, String)],
+        mut ids: Vec<i64>,
+    ) -> Result<Vec<i64>> {
+        if !changes.compact_table.is_empty() || !changes.compact_index.is_empty() {
+            let request = Request {
+                identifier: commit_identifier,
+                kind: CommitKind::Compact,
+                detect_conflicts: true,
+                properties,
+                operation: None,
+            };
+            let new = AttemptChanges {
+                table: changes.compact_table,
+                changelog: Vec::new(),
+                index: changes.compact_index,
+            };
+            ids.push(self.try_commit(&mut Source::Fixed(new), &request).await?);
+        }
+        Ok(ids)
+    }
+
+    /// Java `filterCommitted`: the identifiers not yet committed by this user, i.e. those
+    /// above the identifier of the user's newest snapshot (searched from the latest snapshot
+    /// back to the earliest; an expired snapshot ends the search).
+    pub async fn filter_committed(&self, identifiers: &[i64]) -> Result<Vec<i64>> {
+        if identifiers.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(match self.latest_snapshot_of_user().await? {
+            Some(s) => identifiers
+                .iter()
+                .copied()
+                .filter(|id| *id > s.commit_identifier)
+                .collect(),
+            None => identifiers.to_vec(),
+        })
+    }
+
+    async fn already_committed(&self, identifier: i64) -> Result<bool> {
+        Ok(identifier != BATCH_COMMIT_IDENTIFIER
+            && self.filter_committed(&[identifier]).await?.is_empty())
+    }
+
+    async fn latest_snapshot_of_user(&self) -> Result<Option<Snapshot>> {
+        let sm = self.table.snapshot_manager();
+        let Some(latest) = sm.latest_id().await? else {
+            return Ok(None);
+        };
+        let earliest = sm.earliest_id().await?.unwrap_or(1);
+        for id in (earliest..=latest).rev() {
+            match sm.snapshot(id).await {
+                Ok(s) if s.commit_user == self.commit_user => return Ok(Some(s)),
+                Ok(_) => {}
+                Err(Error::NotFound { .. }) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,346 @@
+//! [`CommitMessage`]: what one writer task hands to the committer for one (partition, bucket),
+//! mirroring Java `CommitMessageImpl` with its `DataIncrement` (new, deleted and changelog
+//! files, index changes) and `CompactIncrement` (files before and after compaction, compaction
+//! changelog, index changes).
+//!
+//! Messages cross process boundaries (pickled bytes from Python workers), so they have a
+//! versioned byte form: a JSON envelope `{"version": 1, ...}` whose file lists are Avro
+//! containers written with the spec crate's own manifest codecs (one manifest holding every
+//! data file, one index manifest holding every index file, plus per-list counts), hex-encoded.
+//! Reusing the manifest codecs keeps every `DataFileMeta`/`IndexFileMeta` field byte-exact
+//! without a second serialisation of the format model.
+//!
+//! Invariants: [`CommitMessage::from_bytes`] accepts only [`COMMIT_MESSAGE_VERSION`] and
+//! rejects anything else, malformed input included, with [`Error::Invalid`]; a decoded message
+//! equals the encoded one.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use tidelake_spec::manifest::{
+    read_index_manifest, read_manifest, write_index_manifest, write_manifest, Codec, DataFileMeta,
+    FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry,
+};
+
+use crate::error::{Error, Result};
+use crate::layout::TableLayout;
+
+/// Version of the byte form written by [`CommitMessage::to_bytes`].
+pub const COMMIT_MESSAGE_VERSION: u32 = 1;
+
+/// The changes of one (partition, bucket) to commit (Java `CommitMessageImpl`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CommitMessage {
+    /// Framed BinaryRow of the partition values (the 12-byte empty row when unpartitioned).
+    pub partition: Vec<u8>,
+    pub bucket: i32,
+    /// Bucket count the files were written with (`_TOTAL_BUCKETS`).
+    pub total_buckets: i32,
+    /// `DataIncrement.newFiles`: files added by writing.
+    pub new_files: Vec<DataFileMeta>,
+    /// `DataIncrement.deletedFiles`: files removed by writing (append-table deletes); their
+    /// presence turns the APPEND into an OVERWRITE commit with conflict checks.
+    pub deleted_files: Vec<DataFileMeta>,
+    /// `DataIncrement.changelogFiles`.
+    pub changelog_files: Vec<DataFileMeta>,
+    /// `DataIncrement.newIndexFiles`.
+    pub new_index_files: Vec<IndexFileMeta>,
+    /// `DataIncrement.deletedIndexFiles`.
+    pub deleted_index_files: Vec<IndexFileMeta>,
+    /// `CompactIncrement.compactBefore`: files rewritten by compaction.
+    pub compact_before: Vec<DataFileMeta>,
+    /// `CompactIncrement.compactAfter`: files compaction produced.
+    pub compact_after: Vec<DataFileMeta>,
+    /// `CompactIncrement.changelogFiles`.
+    pub compact_changelog: Vec<DataFileMeta>,
+    /// `CompactIncrement.newIndexFiles` (e.g. deletion vectors rewritten by compaction).
+    pub compact_new_index_files: Vec<IndexFileMeta>,
+    /// `CompactIncrement.deletedIndexFiles`.
+    pub compact_deleted_index_files: Vec<IndexFileMeta>,
+}
+
+/// The JSON envelope of the byte form.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope {
+    version: u32,
+    partition: String,
+    bucket: i32,
+    total_buckets: i32,
+    /// Lengths of the six data-file lists, in field order.
+    data_counts: [usize; 6],
+    /// Hex of an Avro manifest holding every data file, list after list.
+    data_files: String,
+    /// Lengths of the four index-file lists, in field order.
+    index_counts: [usize; 4],
+    /// Hex of an Avro index manifest holding every index file, list after list.
+    index_files: String,
+}
+
+impl CommitMessage {
+    /// An empty message for one (partition, bucket).
+    pub fn new(partition: Vec<u8>, bucket: i32, total_buckets: i32) -> CommitMessage {
+        CommitMessage {
+            partition,
+            bucket,
+            total_buckets,
+            ..CommitMessage::default()
+        }
+    }
+
+    /// True when the message carries no change at all (Java `CommitMessageImpl.isEmpty`).
+    pub fn is_empty(&self) -> bool {
+        self.data_lists().iter().all(|l| l.is_empty())
+            && self.index_lists().iter().all(|l| l.is_empty())
+    }
+
+    fn data_lists(&self) -> [&Vec<DataFileMeta>; 6] {
+        [
+            &self.new_files,
+            &self.deleted_files,
+            &self.changelog_files,
+            &self.compact_before,
+            &self.compact_after,
+            &self.compact_changelog,
+        ]
+    }
+
+    fn index_lists(&self) -> [&Vec<IndexFileMeta>; 4] {
+        [
+            &self.new_index_files,
+            &self.deleted_index_files,
+            &self.compact_new_index_files,
+            &self.compact_deleted_index_files,
+        ]
+    }
+
+    /// The versioned byte form (see the module docs).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let entries: Vec<ManifestEntry> = self
+            .data_lists()
+            .iter()
+            .flat_map(|list| list.iter())
+            .map(|file| ManifestEntry {
+                kind: FileKind::Add,
+                partition: self.partition.clone(),
+                bucket: self.bucket,
+                total_buckets: self.total_buckets,
+                file: file.clone(),
+            })
+            .collect();
+        let index_entries: Vec<IndexManifestEntry> = self
+            .index_lists()
+            .iter()
+            .flat_map(|list| list.iter())
+            .map(|file| IndexManifestEntry {
+                kind: FileKind::Add,
+                partition: self.partition.clone(),
+                bucket: self.bucket,
+                index_file: file.clone(),
+            })
+            .collect();
+        let encode_err = |e| Error::from_spec("commit message", e);
+        let envelope = Envelope {
+            version: COMMIT_MESSAGE_VERSION,
+            partition: to_hex(&self.partition),
+            bucket: self.bucket,
+            total_buckets: self.total_buckets,
+            data_counts: self.data_lists().map(Vec::len),
+            data_files: to_hex(&write_manifest(&entries, Codec::Null).map_err(encode_err)?),
+            index_counts: self.index_lists().map(Vec::len),
+            index_files: to_hex(
+                &write_index_manifest(&index_entries, Codec::Null).map_err(encode_err)?,
+            ),
+        };
+        serde_json::to_vec(&envelope)
+            .map_err(|e| Error::invalid(format!("cannot encode commit message: {e}")))
+    }
+
+    /// Decode [`CommitMessage::to_bytes`] output; other versions and malformed input are
+    /// [`Error::Invalid`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<CommitMessage> {
+        let invalid =
+            |reason: String| Error::invalid(format!("not a tidelake commit message: {reason}"));
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
+        match value.get("version").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(COMMIT_MESSAGE_VERSION) => {}
+            Some(v) => {
+                return Err(Error::invalid(format!(
+                    "commit message version {v} is not supported (this build reads version {COMMIT_MESSAGE_VERSION})"
+                )))
+            }
+            None => return Err(invalid("missing 'version'".to_string())),
+        }
+        let envelope: Envelope =
+            serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        let partition = from_hex(&envelope.partition)
+            .ok_or_else(|| invalid("bad partition hex".to_string()))?;
+        let data = from_hex(&envelope.data_files)
+            .ok_or_else(|| invalid("bad data file hex".to_string()))?;
+        let index = from_hex(&envelope.index_files)
+            .ok_or_else(|| invalid("bad index file hex".to_string()))?;
+        let entries = read_manifest(&data).map_err(|e| invalid(e.to_string()))?;
+        let index_entries = read_index_manifest(&index).map_err(|e| invalid(e.to_string()))?;
+        let mut files = split_counts(
+            entries.into_iter().map(|e| e.file).collect(),
+            &envelope.data_counts,
+        )
+        .ok_or_else(|| invalid("data file counts do not match the files".to_string()))?
+        .into_iter();
+        let mut index_files = split_counts(
+            index_entries.into_iter().map(|e| e.index_file).collect(),
+            &envelope.index_counts,
+        )
+        .ok_or_else(|| invalid("index file counts do not match the files".to_string()))?
+        .into_iter();
+        // `split_counts` returns exactly one list per count.
+        let mut next = || files.next().unwrap_or_default();
+        let (new_files, deleted_files, changelog_files) = (next(), next(), next());
+        let (compact_before, compact_after, compact_changelog) = (next(), next(), next());
+        let mut next_index = || index_files.next().unwrap_or_default();
+        let (new_index_files, deleted_index_files) = (next_index(), next_index());
+        let (compact_new_index_files, compact_deleted_index_files) = (next_index(), next_index());
+        Ok(CommitMessage {
+            partition,
+            bucket: envelope.bucket,
+            total_buckets: envelope.total_buckets,
+            new_files,
+            deleted_files,
+            changelog_files,
+            new_index_files,
+            deleted_index_files,
+            compact_before,
+            compact_after,
+            compact_changelog,
+            compact_new_index_files,
+            compact_deleted_index_files,
+        })
+    }
+}
+
+/// The manifest entries of a batch of messages, split the way Java `ManifestEntryChanges`
+/// splits them: the APPEND part (new files as ADD then deleted files as DELETE, changelog,
+/// index deletions then additions) and the COMPACT part (files before compaction as DELETE
+/// then files after as ADD, changelog, index deletions then additions).
+#[derive(Debug, Default)]
+pub(crate) struct Changes {
+    pub append_table: Vec<ManifestEntry>,
+    pub append_changelog: Vec<ManifestEntry>,
+    pub append_index: Vec<IndexManifestEntry>,
+    pub compact_table: Vec<ManifestEntry>,
+    pub compact_changelog: Vec<ManifestEntry>,
+    pub compact_index: Vec<IndexManifestEntry>,
+}
+
+impl Changes {
+    /// Collect `messages`; a partition that does not decode with the table's partition
+    /// columns is [`Error::Invalid`].
+    pub(crate) fn collect(messages: &[CommitMessage], layout: &TableLayout) -> Result<Changes> {
+        let mut checked: HashSet<&[u8]> = HashSet::new();
+        let mut changes = Changes::default();
+        for m in messages {
+            if checked.insert(m.partition.as_slice()) {
+                layout.decode_partition(&m.partition).map_err(|e| {
+                    Error::invalid(format!(
+                        "commit message for bucket {} has a bad partition: {e}",
+                        m.bucket
+                    ))
+                })?;
+            }
+            let entry = |kind: FileKind, file: &DataFileMeta| ManifestEntry {
+                kind,
+                partition: m.partition.clone(),
+                bucket: m.bucket,
+                total_buckets: m.total_buckets,
+                file: file.clone(),
+            };
+            let index = |kind: FileKind, file: &IndexFileMeta| IndexManifestEntry {
+                kind,
+                partition: m.partition.clone(),
+                bucket: m.bucket,
+                index_file: file.clone(),
+            };
+            changes
+                .append_table
+                .extend(m.new_files.iter().map(|f| entry(FileKind::Add, f)));
+            changes
+                .append_table
+                .extend(m.deleted_files.iter().map(|f| entry(FileKind::Delete, f)));
+            changes
+                .append_changelog
+                .extend(m.changelog_files.iter().map(|f| entry(FileKind::Add, f)));
+            changes.append_index.extend(
+                m.deleted_index_files
+                    .iter()
+                    .map(|f| index(FileKind::Delete, f)),
+            );
+            changes
+                .append_index
+                .extend(m.new_index_files.iter().map(|f| index(FileKind::Add, f)));
+            changes
+                .compact_table
+                .extend(m.compact_before.iter().map(|f| entry(FileKind::Delete, f)));
+            changes
+                .compact_table
+                .extend(m.compact_after.iter().map(|f| entry(FileKind::Add, f)));
+            changes
+                .compact_changelog
+                .extend(m.compact_changelog.iter().map(|f| entry(FileKind::Add, f)));
+            changes.compact_index.extend(
+                m.compact_deleted_index_files
+                    .iter()
+                    .map(|f| index(FileKind::Delete, f)),
+            );
+            changes.compact_index.extend(
+                m.compact_new_index_files
+                    .iter()
+                    .map(|f| index(FileKind::Add, f)),
+            );
+        }
+        Ok(changes)
+    }
+}
+
+/// Cut `items` into consecutive lists of the given lengths; `None` unless they add up.
+fn split_counts<T>(items: Vec<T>, counts: &[usize]) -> Option<Vec<Vec<T>>> {
+    let total = counts
+        .iter()
+        .try_fold(0usize, |acc, c| acc.checked_add(*c))?;
+    if total != items.len() {
+        return None;
+    }
+    let mut rest = items.into_iter();
+    Some(
+        counts
+            .iter()
+            .map(|c| rest.by_ref().take(*c).collect())
+            .collect(),
+    )
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| {
+        char::from(c)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    };
+    let bytes = text.as_bytes();
+    if bytes.len() % 2 != 0 {
+        return None;
+    }
+    bytes
+        .chunks_exact(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .collect()
+}

@@ -1,0 +1,238 @@
+//! Creating tables and evolving their schemas (Java `SchemaManager.createTable` /
+//! `commitChanges`).
+//!
+//! Invariants:
+//! * `schema/schema-N` files are created with [`FileIO::put_if_absent`], never replaced; a lost
+//!   race re-reads the latest schema and re-applies the changes;
+//! * field ids are never reused: new columns get ids above `highestFieldId`, renames keep ids;
+//! * partition and primary-key columns cannot be dropped or renamed, and only widening type
+//!   changes that every old value survives are allowed, so files written under any older schema
+//!   stay readable through field ids.
+
+use arrow_schema::Schema as ArrowSchema;
+use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type};
+use tidelake_spec::options::Options;
+use tidelake_spec::schema::{schema_file_name, TableSchema};
+use tidelake_spec::types::{DataType, TypeKind};
+
+use crate::error::{Error, Result};
+use crate::io::FileIO;
+use crate::table::Table;
+
+/// How many times a schema change is re-applied after losing a race.
+const MAX_SCHEMA_RETRIES: usize = 10;
+
+/// What a new table looks like.
+#[derive(Debug, Clone, Default)]
+pub struct TableSpec {
+    pub primary_keys: Vec<String>,
+    pub partition_keys: Vec<String>,
+    /// `bucket` option; `None` keeps Paimon's default (-1: dynamic for primary-key tables,
+    /// unaware for append tables).
+    pub bucket: Option<i32>,
+    pub options: Vec<(String, String)>,
+    pub comment: Option<String>,
+}
+
+fn now_millis() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Create a table at `io`'s root with an Arrow schema. Fails with [`Error::AlreadyExists`] if a
+/// table is there.
+pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) -> Result<Table> {
+    let mut next_id = 0;
+    let spec_err = |e| Error::from_spec("table schema", e);
+    let mut fields = fields_from_arrow_schema(schema, &mut next_id).map_err(|e| match e {
+        tidelake_spec::Error::Unsupported(m) => Error::SchemaMismatch(m),
+        other => Error::from_spec("table schema", other),
+    })?;
+    let mut options: Options = spec.options.iter().cloned().collect();
+    if let Some(b) = spec.bucket {
+        options.set("bucket", b.to_string());
+    }
+    if options.get("bucket").is_none() {
+        options.set("bucket", "-1");
+    }
+    let pk_nullable = options.primary_key_nullable().map_err(spec_err)?;
+    for f in fields.iter_mut().filter(|f| spec.primary_keys.contains(&f.name)) {
+        if !pk_nullable {
+            f.data_type.nullable = false;
+        }
+    }
+    let mut table_schema =
+        TableSchema::new(0, fields, spec.partition_keys.clone(), spec.primary_keys.clone(), options)
+            .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
+    check_bucket_mode(&table_schema)?;
+    table_schema.comment = spec.comment.clone();
+    table_schema.time_millis = now_millis();
+    let rel = format!("schema/{}", schema_file_name(0));
+    if !io.put_if_absent(&rel, table_schema.to_json()).await? {
+        return Err(Error::AlreadyExists(format!("table at {}", io.location())));
+    }
+    Table::open_io(io).await
+}
+
+fn check_bucket_mode(schema: &TableSchema) -> Result<()> {
+    let bucket = schema.options().bucket().map_err(|e| Error::from_spec("options", e))?;
+    if bucket == 0 || bucket < -2 {
+        return Err(Error::invalid(format!("bucket must be -1 (dynamic/unaware), -2 (postpone) or > 0, got {bucket}")));
+    }
+    if schema.primary_keys.is_empty() && bucket > 0 && schema.options().get("bucket-key").is_none() {
+        return Err(Error::invalid("an append table with a fixed bucket count needs the 'bucket-key' option"));
+    }
+    Ok(())
+}
+
+/// One change to a table's schema.
+#[derive(Debug, Clone)]
+pub enum SchemaChange {
+    /// Add a nullable column (last, or first / after another column).
+    AddColumn { name: String, data_type: arrow_schema::DataType, position: ColumnPosition, comment: Option<String> },
+    RenameColumn { from: String, to: String },
+    DropColumn { name: String },
+    /// Change a column's type to a wider one (INT -> BIGINT, FLOAT -> DOUBLE, ...).
+    UpdateColumnType { name: String, data_type: arrow_schema::DataType },
+    SetOption { key: String, value: String },
+    RemoveOption { key: String },
+    UpdateComment { comment: Option<String> },
+}
+
+/// Where an added column goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnPosition {
+    Last,
+    First,
+    After(String),
+}
+
+/// Apply `changes` to the latest schema of `table` and commit the new schema file.
+pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Table> {
+    for _ in 0..MAX_SCHEMA_RETRIES {
+        let current = Table::open_io(table.io().clone()).await?;
+        let next = apply_changes(current.schema(), changes)?;
+        let rel = format!("schema/{}", schema_file_name(next.id));
+        if table.io().put_if_absent(&rel, next.to_json()).await? {
+            return Table::open_io(table.io().clone()).await;
+        }
+    }
+    Err(Error::CommitConflict(format!(
+        "schema of {} kept changing concurrently; gave up after {MAX_SCHEMA_RETRIES} attempts",
+        table.location()
+    )))
+}
+
+fn column_index(schema: &TableSchema, name: &str) -> Result<usize> {
+    schema.fields.iter().position(|f| f.name == name).ok_or_else(|| {
+        Error::invalid(format!("column '{name}' does not exist; columns are {}", schema.field_names().join(", ")))
+    })
+}
+
+fn check_not_key(schema: &TableSchema, name: &str, action: &str) -> Result<()> {
+    if schema.partition_keys.iter().any(|k| k == name) || schema.primary_keys.iter().any(|k| k == name) {
+        return Err(Error::invalid(format!("cannot {action} column '{name}': it is a partition or primary key column")));
+    }
+    Ok(())
+}
+
+/// The schema that results from `changes` (pure; id and time advanced).
+pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<TableSchema> {
+    let mut s = base.clone();
+    let mut highest = s.highest_field_id;
+    for change in changes {
+        match change {
+            SchemaChange::AddColumn { name, data_type, position, comment } => {
+                if s.field(name).is_some() {
+                    return Err(Error::invalid(format!("column '{name}' already exists")));
+                }
+                let mut next_id = highest + 1;
+                let one = ArrowSchema::new(vec![arrow_schema::Field::new(name, data_type.clone(), true)]);
+                let mut fields = fields_from_arrow_schema(&one, &mut next_id)
+                    .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
+                let mut field = fields.remove(0);
+                field.description = comment.clone();
+                highest = next_id - 1;
+                let at = match position {
+                    ColumnPosition::Last => s.fields.len(),
+                    ColumnPosition::First => 0,
+                    ColumnPosition::After(other) => column_index(&s, other)? + 1,
+                };
+                s.fields.insert(at, field);
+            }
+            SchemaChange::RenameColumn { from, to } => {
+                check_not_key(&s, from, "rename")?;
+                if s.field(to).is_some() {
+                    return Err(Error::invalid(format!("cannot rename '{from}' to '{to}': '{to}' already exists")));
+                }
+                let i = column_index(&s, from)?;
+                s.fields[i].name = to.clone();
+            }
+            SchemaChange::DropColumn { name } => {
+                check_not_key(&s, name, "drop")?;
+                let i = column_index(&s, name)?;
+                if s.fields.len() == 1 {
+                    return Err(Error::invalid("cannot drop the last column"));
+                }
+                s.fields.remove(i);
+            }
+            SchemaChange::UpdateColumnType { name, data_type } => {
+                let i = column_index(&s, name)?;
+                let old = &s.fields[i].data_type;
+                let new = from_arrow_type(data_type, old.nullable).map_err(|e| Error::SchemaMismatch(e.to_string()))?;
+                if !is_widening(old, &new) {
+                    return Err(Error::SchemaMismatch(format!(
+                        "cannot change column '{name}' from {old} to {new}: only widening changes are allowed"
+                    )));
+                }
+                s.fields[i].data_type = new;
+            }
+            SchemaChange::SetOption { key, value } => {
+                check_mutable_option(key)?;
+                s.options.set(key.clone(), value.clone());
+            }
+            SchemaChange::RemoveOption { key } => {
+                check_mutable_option(key)?;
+                s.options.remove(key);
+            }
+            SchemaChange::UpdateComment { comment } => s.comment = comment.clone(),
+        }
+    }
+    s.id = base.id + 1;
+    s.highest_field_id = highest.max(s.highest_field_id);
+    s.time_millis = now_millis();
+    s.validate().map_err(|e| Error::SchemaMismatch(e.to_string()))?;
+    Ok(s)
+}
+
+/// Options that fix the physical layout cannot change after creation (Java rejects them too).
+fn check_mutable_option(key: &str) -> Result<()> {
+    const IMMUTABLE: [&str; 4] = ["bucket", "bucket-key", "merge-engine", "sequence.field"];
+    if IMMUTABLE.contains(&key) {
+        return Err(Error::Unsupported(format!("changing option '{key}' of an existing table")));
+    }
+    Ok(())
+}
+
+/// Whether every value of `old` is representable, unchanged, in `new`.
+pub fn is_widening(old: &DataType, new: &DataType) -> bool {
+    use TypeKind::*;
+    let rank = |k: &TypeKind| match k {
+        TinyInt => Some(1),
+        SmallInt => Some(2),
+        Int => Some(3),
+        BigInt => Some(4),
+        _ => None,
+    };
+    match (&old.kind, &new.kind) {
+        (a, b) if a == b => true,
+        (a, b) if rank(a).is_some() && rank(b).is_some() => rank(a) < rank(b),
+        (TinyInt | SmallInt | Int, Double) | (TinyInt | SmallInt, Float) | (Float, Double) => true,
+        (Decimal { precision: p1, scale: s1 }, Decimal { precision: p2, scale: s2 }) => {
+            s2 >= s1 && p2 - s2 >= p1 - s1
+        }
+        (Char(a) | VarChar(a), VarChar(b)) => b >= a,
+        (Binary(a) | VarBinary(a), VarBinary(b)) => b >= a,
+        (Timestamp(a), Timestamp(b)) | (LocalZonedTimestamp(a), LocalZonedTimestamp(b)) | (Time(a), Time(b)) => b >= a,
+        _ => false,
+    }
+}

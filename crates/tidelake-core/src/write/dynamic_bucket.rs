@@ -1,0 +1,155 @@
+//! Dynamic bucket mode (`bucket = -1` on a primary-key table whose key contains every
+//! partition key): the key → bucket map kept in `HASH` index files (Java
+//! `HashBucketAssigner` / `SimpleHashBucketAssigner`, `HashIndexFile`).
+//!
+//! Invariants:
+//! * a key hash seen before always goes to its recorded bucket, so a key never lives in two
+//!   buckets;
+//! * a new hash goes to the lowest bucket holding fewer than `dynamic-bucket.target-row-num`
+//!   hashes, or to a new bucket (the lowest unused id) when all are full;
+//! * each (partition, bucket) has exactly one live `HASH` index file: the complete list of its
+//!   hashes as big-endian int32s. A bucket that gained hashes gets a new file replacing the old.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tidelake_spec::manifest::{IndexFileMeta, HASH_INDEX};
+
+use crate::error::{Error, Result};
+use crate::io::FileIO;
+use crate::scan::plan::live_index_entries;
+use crate::table::Table;
+
+const INDEX_DIR: &str = "index";
+
+/// The hash index of one partition.
+#[derive(Debug, Default)]
+struct PartitionIndex {
+    bucket_of: HashMap<i32, i32>,
+    /// Hashes per bucket, in insertion order (old ones first).
+    hashes: BTreeMap<i32, Vec<i32>>,
+    /// The live index file of each bucket before this write.
+    files: HashMap<i32, IndexFileMeta>,
+    /// Buckets that gained hashes since loading.
+    changed: Vec<i32>,
+}
+
+/// Index files to commit for one (partition, bucket).
+#[derive(Debug)]
+pub struct IndexUpdate {
+    pub partition: Vec<u8>,
+    pub bucket: i32,
+    pub new_file: IndexFileMeta,
+    pub old_file: Option<IndexFileMeta>,
+}
+
+/// Assigns buckets to key hashes for every partition a writer touches.
+#[derive(Debug)]
+pub struct DynamicBucketAssigner {
+    target_rows: u64,
+    partitions: HashMap<Vec<u8>, PartitionIndex>,
+    /// Live HASH index files of the snapshot the writer started from, by partition.
+    existing: HashMap<Vec<u8>, Vec<(i32, IndexFileMeta)>>,
+    io: FileIO,
+    file_prefix: String,
+    file_counter: usize,
+}
+
+impl DynamicBucketAssigner {
+    /// Load the index file list of the latest snapshot (hash files are read lazily per partition).
+    pub async fn new(table: &Table, target_rows: u64) -> Result<Self> {
+        let mut existing: HashMap<Vec<u8>, Vec<(i32, IndexFileMeta)>> = HashMap::new();
+        if let Some(snap) = table.snapshot_manager().latest().await? {
+            for e in live_index_entries(table, &snap).await? {
+                if e.index_file.index_type == HASH_INDEX {
+                    existing.entry(e.partition).or_default().push((e.bucket, e.index_file));
+                }
+            }
+        }
+        Ok(DynamicBucketAssigner {
+            target_rows: target_rows.max(1),
+            partitions: HashMap::new(),
+            existing,
+            io: table.io().clone(),
+            file_prefix: format!("index-{}-", uuid::Uuid::new_v4()),
+            file_counter: 0,
+        })
+    }
+
+    async fn load(&mut self, partition: &[u8]) -> Result<()> {
+        if self.partitions.contains_key(partition) {
+            return Ok(());
+        }
+        let mut index = PartitionIndex::default();
+        for (bucket, file) in self.existing.remove(partition).unwrap_or_default() {
+            let rel = format!("{INDEX_DIR}/{}", file.file_name);
+            let bytes = self.io.read(&rel).await?;
+            if bytes.len() % 4 != 0 {
+                return Err(Error::corrupt(self.io.display(&rel), "hash index length is not a multiple of 4"));
+            }
+            let hashes: Vec<i32> =
+                bytes.chunks_exact(4).map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
+            for h in &hashes {
+                index.bucket_of.insert(*h, bucket);
+            }
+            index.hashes.entry(bucket).or_default().extend(hashes);
+            index.files.insert(bucket, file);
+        }
+        self.partitions.insert(partition.to_vec(), index);
+        Ok(())
+    }
+
+    /// The bucket of each hash of `partition`, assigning new hashes.
+    pub async fn assign(&mut self, partition: &[u8], hashes: &[i32]) -> Result<Vec<i32>> {
+        self.load(partition).await?;
+        let target = self.target_rows;
+        let index = self.partitions.get_mut(partition).expect("loaded above");
+        Ok(hashes
+            .iter()
+            .map(|h| {
+                if let Some(b) = index.bucket_of.get(h) {
+                    return *b;
+                }
+                let bucket = index
+                    .hashes
+                    .iter()
+                    .find(|(_, hs)| (hs.len() as u64) < target)
+                    .map(|(b, _)| *b)
+                    .unwrap_or_else(|| (0..).find(|b| !index.hashes.contains_key(b)).expect("a free bucket id exists"));
+                index.bucket_of.insert(*h, bucket);
+                index.hashes.entry(bucket).or_default().push(*h);
+                if !index.changed.contains(&bucket) {
+                    index.changed.push(bucket);
+                }
+                bucket
+            })
+            .collect())
+    }
+
+    /// Write a new index file for every bucket that gained hashes; returns what to commit.
+    pub async fn flush(&mut self) -> Result<Vec<IndexUpdate>> {
+        let mut updates = Vec::new();
+        let mut parts: Vec<_> = self.partitions.iter_mut().collect();
+        parts.sort_by(|a, b| a.0.cmp(b.0));
+        for (partition, index) in parts {
+            for bucket in std::mem::take(&mut index.changed) {
+                let hashes = &index.hashes[&bucket];
+                let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_be_bytes()).collect();
+                let name = format!("{}{}", self.file_prefix, self.file_counter);
+                self.file_counter += 1;
+                self.io.write(&format!("{INDEX_DIR}/{name}"), bytes.clone()).await?;
+                let new_file = IndexFileMeta {
+                    index_type: HASH_INDEX.to_string(),
+                    file_name: name,
+                    file_size: bytes.len() as i64,
+                    row_count: hashes.len() as i64,
+                    dv_ranges: None,
+                    external_path: None,
+                    global_index: None,
+                };
+                let old_file = index.files.insert(bucket, new_file.clone());
+                updates.push(IndexUpdate { partition: partition.clone(), bucket, new_file, old_file });
+            }
+        }
+        Ok(updates)
+    }
+}

@@ -1,0 +1,524 @@
+//! The Parquet side of data-file writing: Java's Parquet schema, the Arrow batches fed to the
+//! encoder and the streaming upload to the object store.
+//!
+//! Schema (Java `ParquetSchemaConverter`): message `paimon_schema`; every field carries its
+//! Paimon field id (`_KEY_<k>`: id + 1073741823, `_SEQUENCE_NUMBER` 2147483646, `_VALUE_KIND`
+//! 2147483645); nullable → OPTIONAL, NOT NULL → REQUIRED; TINYINT/SMALLINT → INT32 with
+//! INT(8/16, signed); DATE → INT32 DATE; TIME → INT32 TIME(MILLIS, UTC-adjusted as Java);
+//! DECIMAL p ≤ 9 → INT32, p ≤ 18 → INT64, else FIXED_LEN_BYTE_ARRAY of the minimal length;
+//! CHAR/VARCHAR → BINARY STRING; BINARY/VARBINARY/BLOB → BINARY; TIMESTAMP(p) p ≤ 3 → INT64
+//! TIMESTAMP(MILLIS), p ≤ 6 → MICROS, LTZ with `isAdjustedToUTC`; ARRAY → 3-level LIST with a
+//! `list`/`element` group; MAP and MULTISET → MAP with `key_value`/`key` (always REQUIRED)/
+//! `value`; element/key/value ids are derived from the parent id and nesting depth as
+//! Java `SpecialFields` does (`536870911 ± 1024·id ± depth`, Java int arithmetic); VARIANT →
+//! group of REQUIRED BINARY `value` (id 0) and `metadata` (id 1).
+//!
+//! One deliberate difference: TIMESTAMP p > 6 is written as INT64 TIMESTAMP(NANOS) where Java
+//! writes INT96. arrow-rs cannot write INT96, and Java's reader accepts INT64 NANOS for any
+//! precision (`ParquetVectorUpdaterFactory.LongTimestampUpdater`), as do pyarrow and pypaimon.
+//!
+//! No `ARROW:schema` footer entry is written: the Parquet logical types carry every type
+//! (pyarrow maps them back to the same Arrow types, Java ignores the entry), so files look
+//! like Java's.
+//!
+//! Invariants: the Arrow schema fed to the encoder ([`PhysicalSchema::arrow`]) has the same
+//! leaves, in the same order and with the same nullability, as the Parquet schema, so
+//! definition levels always agree; bytes leave memory one row group at a time
+//! ([`ObjectSink`] streams them into a multipart upload).
+
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_cast::{cast_with_options, CastOptions};
+use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use object_store::buffered::BufWriter;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::arrow::async_writer::{AsyncArrowWriter, AsyncFileWriter};
+use parquet::basic::{
+    BrotliLevel, Compression, GzipLevel, LogicalType, Repetition, TimeUnit as ParquetTimeUnit,
+    Type as PhysicalType, ZstdLevel,
+};
+use parquet::errors::ParquetError;
+use parquet::file::properties::{WriterProperties, DEFAULT_MAX_ROW_GROUP_ROW_COUNT};
+use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+use tidelake_spec::arrow::to_arrow_type;
+use tidelake_spec::types::{DataType, TypeKind};
+
+use crate::error::{Error, Result};
+use crate::io::FileIO;
+
+/// Root name of Java's Parquet message.
+const MESSAGE_NAME: &str = "paimon_schema";
+/// Base of the derived ids of list elements and map keys/values (Java
+/// `SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE`).
+const STRUCTURED_TYPE_FIELD_ID_BASE: i32 = i32::MAX / 4;
+/// Java `SpecialFields.STRUCTURED_TYPE_FIELD_DEPTH_LIMIT`.
+const STRUCTURED_TYPE_FIELD_DEPTH_LIMIT: i32 = 1 << 10;
+
+/// One column of a data file as Parquet sees it.
+pub(super) struct PhysicalColumn {
+    pub name: String,
+    pub field_id: i32,
+    pub data_type: DataType,
+}
+
+/// The Parquet schema of a data file and the Arrow schema its batches are encoded from.
+pub(super) struct PhysicalSchema {
+    descriptor: SchemaDescriptor,
+    arrow: SchemaRef,
+    /// Per column: the input's Arrow type when it must be cast to the encoder's type.
+    casts: Vec<Option<ArrowType>>,
+}
+
+impl PhysicalSchema {
+    pub(super) fn new(columns: &[PhysicalColumn]) -> Result<PhysicalSchema> {
+        let mut parquet_fields = Vec::with_capacity(columns.len());
+        let mut arrow_fields = Vec::with_capacity(columns.len());
+        let mut casts = Vec::with_capacity(columns.len());
+        for column in columns {
+            parquet_fields.push(parquet_type(
+                &column.name,
+                &column.data_type,
+                column.field_id,
+                0,
+            )?);
+            let logical = to_arrow_type(&column.data_type)
+                .map_err(|e| Error::from_spec("data file schema", e))?;
+            let physical = encoder_type(&logical);
+            casts.push((physical != logical).then(|| logical.clone()));
+            arrow_fields.push(Field::new(
+                &column.name,
+                physical,
+                column.data_type.nullable,
+            ));
+        }
+        let root = Type::group_type_builder(MESSAGE_NAME)
+            .with_fields(parquet_fields)
+            .build()
+            .map_err(|e| Error::parquet("building the Parquet schema", e))?;
+        Ok(PhysicalSchema {
+            descriptor: SchemaDescriptor::new(Arc::new(root)),
+            arrow: Arc::new(Schema::new(arrow_fields)),
+            casts,
+        })
+    }
+
+    /// Columns in file order, as the encoder wants them (`columns` hold the canonical
+    /// `tidelake_spec::arrow` types).
+    pub(super) fn batch(&self, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
+        let strict = CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        let columns = columns
+            .into_iter()
+            .zip(self.arrow.fields().iter().zip(&self.casts))
+            .map(|(column, (field, cast))| match cast {
+                Some(_) => cast_with_options(&column, field.data_type(), &strict)
+                    .map_err(|e| Error::arrow(format!("encoding column '{}'", field.name()), e)),
+                None => Ok(column),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        RecordBatch::try_new(self.arrow.clone(), columns)
+            .map_err(|e| Error::arrow("assembling a data-file batch", e))
+    }
+}
+
+/// The Arrow type the encoder is fed for a column of Arrow type `logical`: Parquet has no
+/// fixed-size BINARY(n) in Java's layout (BINARY) and no seconds unit (MILLIS).
+fn encoder_type(logical: &ArrowType) -> ArrowType {
+    let field = |f: &Field| {
+        Field::new(f.name(), encoder_type(f.data_type()), f.is_nullable())
+            .with_metadata(f.metadata().clone())
+    };
+    match logical {
+        ArrowType::FixedSizeBinary(_) => ArrowType::Binary,
+        ArrowType::Timestamp(TimeUnit::Second, zone) => {
+            ArrowType::Timestamp(TimeUnit::Millisecond, zone.clone())
+        }
+        ArrowType::List(element) => ArrowType::List(Arc::new(field(element))),
+        ArrowType::Map(entries, sorted) => ArrowType::Map(Arc::new(field(entries)), *sorted),
+        ArrowType::Struct(fields) => {
+            ArrowType::Struct(fields.iter().map(|f| field(f)).collect::<Fields>())
+        }
+        other => other.clone(),
+    }
+}
+
+/// Java `SpecialFields.getArrayElementFieldId` / `getMapValueFieldId`.
+fn element_id(parent: i32, depth: i32) -> i32 {
+    STRUCTURED_TYPE_FIELD_ID_BASE
+        .wrapping_add(parent.wrapping_mul(STRUCTURED_TYPE_FIELD_DEPTH_LIMIT))
+        .wrapping_add(depth)
+}
+
+/// Java `SpecialFields.getMapKeyFieldId`.
+fn map_key_id(parent: i32, depth: i32) -> i32 {
+    STRUCTURED_TYPE_FIELD_ID_BASE
+        .wrapping_sub(parent.wrapping_mul(STRUCTURED_TYPE_FIELD_DEPTH_LIMIT))
+        .wrapping_sub(depth)
+}
+
+/// Java `ParquetSchemaConverter.convertToParquetType(name, type, fieldId, depth)`.
+fn parquet_type(name: &str, ty: &DataType, id: i32, depth: i32) -> Result<TypePtr> {
+    let repetition = if ty.nullable {
+        Repetition::OPTIONAL
+    } else {
+        Repetition::REQUIRED
+    };
+    let primitive = |physical: PhysicalType, logical: Option<LogicalType>| {
+        Type::primitive_type_builder(name, physical)
+            .with_repetition(repetition)
+            .with_logical_type(logical)
+            .with_id(Some(id))
+            .build()
+    };
+    let timestamp = |precision: u32, utc: bool| {
+        let unit = match precision {
+            0..=3 => ParquetTimeUnit::MILLIS,
+            4..=6 => ParquetTimeUnit::MICROS,
+            _ => ParquetTimeUnit::NANOS,
+        };
+        primitive(PhysicalType::INT64, Some(LogicalType::timestamp(utc, unit)))
+    };
+    let group = |logical: Option<LogicalType>, fields: Vec<TypePtr>| {
+        Type::group_type_builder(name)
+            .with_repetition(repetition)
+            .with_logical_type(logical)
+            .with_fields(fields)
+            .with_id(Some(id))
+            .build()
+    };
+    let map = |key: &DataType, value: &DataType| -> Result<Type> {
+        let key = parquet_type(
+            "key",
+            &key.with_nullable(false),
+            map_key_id(id, depth + 1),
+            depth + 1,
+        )?;
+        let value = parquet_type("value", value, element_id(id, depth + 1), depth + 1)?;
+        let entries = Type::group_type_builder("key_value")
+            .with_repetition(Repetition::REPEATED)
+            .with_fields(vec![key, value])
+            .build()
+            .map_err(|e| Error::parquet("building the Parquet schema", e))?;
+        group(Some(LogicalType::Map), vec![Arc::new(entries)])
+            .map_err(|e| Error::parquet("building the Parquet schema", e))
+    };
+    let built = match &ty.kind {
+        TypeKind::Char(_) | TypeKind::VarChar(_) => {
+            primitive(PhysicalType::BYTE_ARRAY, Some(LogicalType::String))
+        }
+        TypeKind::Boolean => primitive(PhysicalType::BOOLEAN, None),
+        TypeKind::Binary(_) | TypeKind::VarBinary(_) | TypeKind::Blob => {
+            primitive(PhysicalType::BYTE_ARRAY, None)
+        }
+        TypeKind::Decimal { precision, scale } => {
+            let (p, s) = match (i32::try_from(*precision), i32::try_from(*scale)) {
+                (Ok(p), Ok(s)) => (p, s),
+                _ => return Err(Error::invalid(format!("invalid type {ty}"))),
+            };
+            let physical = match precision {
+                0..=9 => PhysicalType::INT32,
+                10..=18 => PhysicalType::INT64,
+                _ => PhysicalType::FIXED_LEN_BYTE_ARRAY,
+            };
+            Type::primitive_type_builder(name, physical)
+                .with_repetition(repetition)
+                .with_logical_type(Some(LogicalType::decimal(s, p)))
+                .with_precision(p)
+                .with_scale(s)
+                .with_length(decimal_bytes(*precision))
+                .with_id(Some(id))
+                .build()
+        }
+        TypeKind::TinyInt => primitive(PhysicalType::INT32, Some(LogicalType::integer(8, true))),
+        TypeKind::SmallInt => primitive(PhysicalType::INT32, Some(LogicalType::integer(16, true))),
+        TypeKind::Int => primitive(PhysicalType::INT32, None),
+        TypeKind::BigInt => primitive(PhysicalType::INT64, None),
+        TypeKind::Float => primitive(PhysicalType::FLOAT, None),
+        TypeKind::Double => primitive(PhysicalType::DOUBLE, None),
+        TypeKind::Date => primitive(PhysicalType::INT32, Some(LogicalType::Date)),
+        TypeKind::Time(_) => primitive(
+            PhysicalType::INT32,
+            Some(LogicalType::time(true, ParquetTimeUnit::MILLIS)),
+        ),
+        TypeKind::Timestamp(p) => timestamp(*p, false),
+        TypeKind::LocalZonedTimestamp(p) => timestamp(*p, true),
+        TypeKind::Array(element) => {
+            let element = parquet_type("element", element, element_id(id, depth + 1), depth + 1)?;
+            let list = Type::group_type_builder("list")
+                .with_repetition(Repetition::REPEATED)
+                .with_fields(vec![element])
+                .build()
+                .map_err(|e| Error::parquet("building the Parquet schema", e))?;
+            group(Some(LogicalType::List), vec![Arc::new(list)])
+        }
+        TypeKind::Map(key, value) => return map(key, value).map(Arc::new),
+        TypeKind::Multiset(element) => {
+            return map(element, &DataType::not_null(TypeKind::Int)).map(Arc::new)
+        }
+        TypeKind::Row(fields) => {
+            let children = fields
+                .iter()
+                .map(|f| parquet_type(&f.name, &f.data_type, f.id, 0))
+                .collect::<Result<Vec<_>>>()?;
+            group(None, children)
+        }
+        TypeKind::Variant => {
+            let part = |part: &str, part_id: i32| {
+                Type::primitive_type_builder(part, PhysicalType::BYTE_ARRAY)
+                    .with_repetition(Repetition::REQUIRED)
+                    .with_id(Some(part_id))
+                    .build()
+                    .map(Arc::new)
+                    .map_err(|e| Error::parquet("building the Parquet schema", e))
+            };
+            group(None, vec![part("value", 0)?, part("metadata", 1)?])
+        }
+    };
+    built
+        .map(Arc::new)
+        .map_err(|e| Error::parquet(format!("Parquet type of column '{name}'"), e))
+}
+
+/// Bytes of a FIXED_LEN_BYTE_ARRAY decimal: the smallest n with 2^(8n-1) ≥ 10^precision (Java
+/// `computeMinBytesForDecimalPrecision`, which arrow-rs's encoder agrees with for 1..=38);
+/// -1 (unset) for INT32/INT64 decimals.
+fn decimal_bytes(precision: u32) -> i32 {
+    if precision <= 18 {
+        return -1;
+    }
+    let limit = 10f64.powi(i32::try_from(precision).unwrap_or(i32::MAX));
+    let mut bytes = 1;
+    while 2f64.powi(8 * bytes - 1) < limit {
+        bytes += 1;
+    }
+    bytes
+}
+
+/// Encoder settings of one writer.
+#[derive(Debug, Clone)]
+pub(super) struct ParquetOptions {
+    pub compression: Compression,
+    /// Row groups are cut at this many encoded bytes (Java `parquet.block.size`).
+    pub row_group_bytes: usize,
+}
+
+impl ParquetOptions {
+    /// `file.compression` (Java codec names, any case; `none` = uncompressed) at
+    /// `file.compression.zstd-level`.
+    pub(super) fn new(compression: &str, zstd_level: i32, row_group_bytes: u64) -> Result<Self> {
+        let codec = match compression.to_ascii_lowercase().as_str() {
+            "none" | "uncompressed" => Compression::UNCOMPRESSED,
+            "zstd" => Compression::ZSTD(
+                ZstdLevel::try_new(zstd_level)
+                    .map_err(|e| Error::parquet("file.compression.zstd-level", e))?,
+            ),
+            "snappy" => Compression::SNAPPY,
+            "gzip" => Compression::GZIP(GzipLevel::default()),
+            "lz4" => Compression::LZ4,
+            "lz4_raw" => Compression::LZ4_RAW,
+            "brotli" => Compression::BROTLI(BrotliLevel::default()),
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "file.compression '{other}' for Parquet files (supported: none, zstd, snappy, \
+                     gzip, lz4, lz4_raw, brotli)"
+                )))
+            }
+        };
+        let row_group_bytes = usize::try_from(row_group_bytes.max(1)).unwrap_or(usize::MAX);
+        Ok(ParquetOptions {
+            compression: codec,
+            row_group_bytes,
+        })
+    }
+
+    /// Row groups end at `row_group_bytes` (estimated encoded size, like Java's
+    /// `parquet.block.size`) or at arrow-rs's default of 1M rows, whichever comes first; input
+    /// batch boundaries never cut a row group.
+    fn properties(&self) -> WriterProperties {
+        WriterProperties::builder()
+            .set_compression(self.compression)
+            .set_max_row_group_bytes(Some(self.row_group_bytes))
+            .set_max_row_group_row_count(Some(DEFAULT_MAX_ROW_GROUP_ROW_COUNT))
+            .build()
+    }
+}
+
+/// Streams bytes into the object store: small files become one PUT, larger ones a multipart
+/// upload whose parts leave memory as they fill.
+pub(super) struct ObjectSink {
+    inner: BufWriter,
+    /// Whether completion was attempted (after which the upload cannot be aborted).
+    completing: bool,
+}
+
+impl AsyncFileWriter for ObjectSink {
+    fn write(&mut self, bytes: Bytes) -> BoxFuture<'_, parquet::errors::Result<()>> {
+        Box::pin(async move {
+            self.inner
+                .put(bytes)
+                .await
+                .map_err(|e| ParquetError::External(Box::new(e)))
+        })
+    }
+
+    fn complete(&mut self) -> BoxFuture<'_, parquet::errors::Result<()>> {
+        Box::pin(async move {
+            self.completing = true;
+            poll_fn(|cx| tokio::io::AsyncWrite::poll_shutdown(Pin::new(&mut self.inner), cx))
+                .await
+                .map_err(|e| ParquetError::External(Box::new(e)))
+        })
+    }
+}
+
+/// One Parquet file being written.
+pub(super) struct ParquetFile {
+    writer: AsyncArrowWriter<ObjectSink>,
+    display: String,
+}
+
+impl ParquetFile {
+    pub(super) fn create(
+        io: &FileIO,
+        rel_path: &str,
+        schema: &PhysicalSchema,
+        options: &ParquetOptions,
+    ) -> Result<ParquetFile> {
+        let display = io.display(rel_path);
+        let sink = ObjectSink {
+            inner: BufWriter::new(io.store().clone(), io.path(rel_path)),
+            completing: false,
+        };
+        let writer_options = ArrowWriterOptions::new()
+            .with_properties(options.properties())
+            .with_skip_arrow_metadata(true)
+            .with_parquet_schema(schema.descriptor.clone());
+        let writer =
+            AsyncArrowWriter::try_new_with_options(sink, schema.arrow.clone(), writer_options)
+                .map_err(|e| Error::parquet(format!("creating {display}"), e))?;
+        Ok(ParquetFile { writer, display })
+    }
+
+    pub(super) async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer
+            .write(batch)
+            .await
+            .map_err(|e| Error::parquet(format!("writing {}", self.display), e))
+    }
+
+    /// Bytes written so far plus the anticipated encoded size of the open row group (what
+    /// Java's `ParquetWriter.getDataSize` estimates).
+    pub(super) fn estimated_size(&self) -> u64 {
+        let bytes = self.writer.bytes_written() + self.writer.in_progress_size();
+        u64::try_from(bytes).unwrap_or(u64::MAX)
+    }
+
+    /// Flush, write the footer and complete the upload; returns the file size in bytes.
+    pub(super) async fn finish(mut self) -> Result<u64> {
+        self.writer
+            .finish()
+            .await
+            .map_err(|e| Error::parquet(format!("closing {}", self.display), e))?;
+        Ok(u64::try_from(self.writer.bytes_written()).unwrap_or(u64::MAX))
+    }
+
+    /// Abandon the file: abort a started multipart upload. The caller deletes the path.
+    pub(super) async fn abort(self) -> Result<()> {
+        let mut sink = self.writer.into_inner();
+        if sink.completing {
+            return Ok(());
+        }
+        sink.inner.abort().await.map_err(|source| Error::Io {
+            path: self.display,
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tidelake_spec::types::{DataField, MAX_LENGTH};
+
+    #[test]
+    fn decimal_lengths_match_java() {
+        let expected = [(19, 9), (20, 9), (27, 12), (28, 12), (29, 13), (38, 16)];
+        for (precision, bytes) in expected {
+            assert_eq!(decimal_bytes(precision), bytes, "precision {precision}");
+        }
+        assert_eq!(decimal_bytes(18), -1);
+    }
+
+    #[test]
+    fn derived_ids_follow_special_fields() {
+        // The example of Java's SpecialFields javadoc: ARRAY(MAP(INT, ARRAY(INT))), id 10.
+        assert_eq!(element_id(10, 1), 536_870_911 + 1024 * 10 + 1);
+        assert_eq!(map_key_id(10, 2), 536_870_911 - 1024 * 10 - 2);
+        assert_eq!(element_id(10, 3), 536_870_911 + 1024 * 10 + 3);
+        let ty = DataType::new(TypeKind::Array(Box::new(DataType::new(TypeKind::Map(
+            Box::new(DataType::new(TypeKind::Int)),
+            Box::new(DataType::new(TypeKind::Array(Box::new(DataType::new(
+                TypeKind::Int,
+            ))))),
+        )))));
+        let schema = PhysicalSchema::new(&[PhysicalColumn {
+            name: "a".into(),
+            field_id: 10,
+            data_type: ty,
+        }])
+        .unwrap();
+        let ids: Vec<(String, i32)> = schema
+            .descriptor
+            .columns()
+            .iter()
+            .flat_map(|c| {
+                let mut out = Vec::new();
+                let mut node = schema.descriptor.root_schema().get_fields().to_vec();
+                for part in c.path().parts() {
+                    let found = node.iter().find(|t| t.name() == part).unwrap().clone();
+                    let info = found.get_basic_info();
+                    if info.has_id() {
+                        out.push((part.clone(), info.id()));
+                    }
+                    node = if found.is_group() {
+                        found.get_fields().to_vec()
+                    } else {
+                        Vec::new()
+                    };
+                }
+                out
+            })
+            .collect();
+        assert!(ids.contains(&("element".to_string(), 536_870_911 + 10_241)));
+        assert!(ids.contains(&("key".to_string(), 536_870_911 - 10_242)));
+        assert!(ids.contains(&("value".to_string(), 536_870_911 + 10_242)));
+        assert!(ids.contains(&("element".to_string(), 536_870_911 + 10_243)));
+    }
+
+    #[test]
+    fn row_fields_keep_their_own_ids() {
+        let row = DataType::new(TypeKind::Row(vec![
+            DataField::new(5, "x", DataType::not_null(TypeKind::Int)),
+            DataField::new(6, "y", DataType::new(TypeKind::VarChar(MAX_LENGTH))),
+        ]));
+        let t = parquet_type("st", &row, 4, 0).unwrap();
+        assert_eq!(t.get_basic_info().id(), 4);
+        let ids: Vec<i32> = t
+            .get_fields()
+            .iter()
+            .map(|f| f.get_basic_info().id())
+            .collect();
+        assert_eq!(ids, vec![5, 6]);
+        assert_eq!(
+            t.get_fields()[0].get_basic_info().repetition(),
+            Repetition::REQUIRED
+        );
+    }
+}

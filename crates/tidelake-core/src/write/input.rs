@@ -1,0 +1,160 @@
+//! Conforming user batches to a table's schema before they are written.
+//!
+//! Invariants of a conformed batch: it has exactly the table's columns, in schema order, with
+//! the exact Arrow types of the schema; no NOT NULL column (primary keys included) holds a
+//! null; every cast preserved every value (a cast that would change a value — overflow,
+//! truncated fraction, lost precision — is rejected with [`Error::SchemaMismatch`] naming the
+//! column). Each row also gets its row kind (`_VALUE_KIND` code).
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Int8Array, RecordBatch, StringArray};
+use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
+use arrow_schema::{DataType as ArrowType, SchemaRef};
+use tidelake_spec::schema::TableSchema;
+
+use crate::error::{Error, Result};
+use crate::read::split_read::{ROW_KIND_DELETE, ROW_KIND_INSERT, ROW_KIND_UPDATE_AFTER, ROW_KIND_UPDATE_BEFORE};
+
+/// Where the row kinds of a batch come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowKinds {
+    /// Every row has this kind (`+I` for writes and upserts, `-D` for deletes).
+    Fixed(i8),
+    /// Taken from the string column named by the `rowkind.field` option.
+    FromField,
+}
+
+/// A batch in the table's schema plus one row kind per row.
+pub struct Conformed {
+    pub batch: RecordBatch,
+    pub kinds: Int8Array,
+}
+
+/// Conform `batch` to `schema` (whose Arrow form is `arrow_schema`).
+///
+/// For deletes (`RowKinds::Fixed(-D)`) only the primary-key columns are required; other
+/// missing columns become nulls, as do missing nullable columns of any write.
+pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaRef, kinds: RowKinds) -> Result<Conformed> {
+    let is_delete = kinds == RowKinds::Fixed(ROW_KIND_DELETE);
+    let input = batch.schema();
+    if let Some(extra) = input.fields().iter().find(|f| schema.field(f.name()).is_none()) {
+        return Err(Error::SchemaMismatch(format!(
+            "column '{}' is not in the table; its columns are {}",
+            extra.name(),
+            schema.field_names().join(", ")
+        )));
+    }
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields.len());
+    for (field, target) in schema.fields.iter().zip(arrow_schema.fields()) {
+        let column = match input.index_of(&field.name) {
+            Ok(i) => cast_exact(batch.column(i), target.data_type(), &field.name)?,
+            Err(_) => {
+                let is_key = schema.primary_keys.contains(&field.name);
+                if !field.data_type.nullable && !(is_delete && !is_key) {
+                    return Err(Error::SchemaMismatch(format!(
+                        "missing column '{}' ({}), which is required",
+                        field.name, field.data_type
+                    )));
+                }
+                arrow_array::new_null_array(target.data_type(), batch.num_rows())
+            }
+        };
+        if !target.is_nullable() && column.null_count() > 0 && !(is_delete && !schema.primary_keys.contains(&field.name)) {
+            let what = if schema.primary_keys.contains(&field.name) { "primary key" } else { "NOT NULL" };
+            return Err(Error::SchemaMismatch(format!(
+                "{} null value(s) in {what} column '{}'",
+                column.null_count(),
+                field.name
+            )));
+        }
+        columns.push(column);
+    }
+    // Deletes may leave NOT NULL value columns null: Paimon only needs the key of a -D row.
+    let out_schema = if is_delete { Arc::new(relax_non_key(arrow_schema, schema)) } else { arrow_schema.clone() };
+    let conformed = RecordBatch::try_new(out_schema, columns).map_err(|e| Error::arrow("conforming input", e))?;
+    let kinds = match kinds {
+        RowKinds::Fixed(k) => Int8Array::from(vec![k; batch.num_rows()]),
+        RowKinds::FromField => kinds_from_field(&conformed, schema)?,
+    };
+    Ok(Conformed { batch: conformed, kinds })
+}
+
+fn relax_non_key(arrow_schema: &SchemaRef, schema: &TableSchema) -> arrow_schema::Schema {
+    let fields: Vec<_> = arrow_schema
+        .fields()
+        .iter()
+        .map(|f| {
+            if schema.primary_keys.contains(f.name()) {
+                f.clone()
+            } else {
+                Arc::new(f.as_ref().clone().with_nullable(true))
+            }
+        })
+        .collect();
+    arrow_schema::Schema::new_with_metadata(fields, arrow_schema.metadata().clone())
+}
+
+/// Cast `array` to `to`, failing unless every value survives unchanged.
+fn cast_exact(array: &ArrayRef, to: &ArrowType, column: &str) -> Result<ArrayRef> {
+    let from = array.data_type();
+    if from == to {
+        return Ok(array.clone());
+    }
+    let mismatch = |why: String| Error::SchemaMismatch(format!("column '{column}': cannot write {from} as {to}: {why}"));
+    if !can_cast_types(from, to) {
+        return Err(mismatch("no conversion exists".into()));
+    }
+    let strict = CastOptions { safe: false, ..Default::default() };
+    let cast = cast_with_options(array, to, &strict).map_err(|e| mismatch(e.to_string()))?;
+    if !is_lossless(from, to) {
+        let back = cast_with_options(&cast, from, &strict).map_err(|e| mismatch(e.to_string()))?;
+        if back.as_ref() != array.as_ref() {
+            return Err(mismatch("some values would change (lossy cast)".into()));
+        }
+    }
+    Ok(cast)
+}
+
+/// Conversions that can never change a value, so they need no round-trip check.
+fn is_lossless(from: &ArrowType, to: &ArrowType) -> bool {
+    use ArrowType::*;
+    let int_rank = |t: &ArrowType| match t {
+        Int8 => Some(1),
+        Int16 => Some(2),
+        Int32 => Some(3),
+        Int64 => Some(4),
+        _ => None,
+    };
+    match (from, to) {
+        (a, b) if int_rank(a).is_some() && int_rank(b).is_some() => int_rank(a) < int_rank(b),
+        (Float16 | Float32, Float64) | (Float16, Float32) | (Int8 | Int16 | Int32, Float64) | (Int8 | Int16, Float32) => true,
+        (LargeUtf8 | Utf8View, Utf8) | (LargeBinary | BinaryView, Binary) => true,
+        (Dictionary(_, v), t) => v.as_ref() == t,
+        _ => false,
+    }
+}
+
+fn kinds_from_field(batch: &RecordBatch, schema: &TableSchema) -> Result<Int8Array> {
+    let name = schema
+        .options()
+        .rowkind_field()
+        .ok_or_else(|| Error::invalid("the table has no 'rowkind.field' option"))?;
+    let column = batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .ok_or_else(|| Error::SchemaMismatch(format!("rowkind.field '{name}' must be a STRING column")))?;
+    column
+        .iter()
+        .map(|v| match v {
+            Some("+I") => Ok(ROW_KIND_INSERT),
+            Some("-U") => Ok(ROW_KIND_UPDATE_BEFORE),
+            Some("+U") => Ok(ROW_KIND_UPDATE_AFTER),
+            Some("-D") => Ok(ROW_KIND_DELETE),
+            other => Err(Error::SchemaMismatch(format!(
+                "column '{name}' (rowkind.field) holds {other:?}; expected +I, -U, +U or -D"
+            ))),
+        })
+        .collect::<Result<Vec<i8>>>()
+        .map(Int8Array::from)
+}

@@ -1,0 +1,11 @@
+//! Writing data files and commit messages.
+//!
+//! * [`input`]: conforming user batches to the table schema (safe casts, key checks).
+//! * [`bucket`]: partition grouping and bucket routing of Arrow batches.
+//! * [`dynamic_bucket`]: key-hash → bucket assignment for dynamic-bucket tables.
+//! * [`file_writer`]: rolling Parquet writers producing `DataFileMeta`.
+
+pub mod bucket;
+pub mod dynamic_bucket;
+pub mod file_writer;
+pub mod input;

@@ -18,12 +18,15 @@ from .exceptions import (
 )
 from .catalog import Catalog
 from .table import Table, create_table, open_table
+from .write import CommitMessage, TableWriter
 
 __all__ = [
     "__version__",
     "open_table",
     "create_table",
     "Catalog",
+    "TableWriter",
+    "CommitMessage",
     "Table",
     "Snapshot",
     "Tag",

@@ -11,16 +11,86 @@ Kept in sync with ``crates/tidelake-python/src`` by ``tests/test_read_api.py``, 
 that every name and parameter here exists at runtime and vice versa.
 """
 
-from typing import final
+from typing import Any, Protocol, final
 
 import pyarrow as pa
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
 
+class _ArrowSchemaExportable(Protocol):
+    """Anything exporting an Arrow schema through the PyCapsule interface (pa.Schema, pa.Field)."""
+
+    def __arrow_c_schema__(self) -> Any: ...
+
+class _ArrowArrayExportable(Protocol):
+    """Anything exporting one Arrow array / record batch (pa.RecordBatch...)."""
+
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]: ...
+
+class _ArrowStreamExportable(Protocol):
+    """Anything exporting an Arrow C stream (pa.Table, pa.RecordBatchReader, polars...)."""
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any: ...
+
+_Change = tuple[str, str | None, str | None, pa.Field | _ArrowSchemaExportable | None, str | None]
+"""One schema change for :meth:`RawTable.alter`: ``(op, name, arg, field, position)`` with op one
+of ``add_column`` (field, arg=comment, position ``first``/``last``/``after:COL``),
+``rename_column`` (name → arg), ``drop_column`` (name), ``update_column_type`` (name, field),
+``set_option`` (name=key, arg=value), ``remove_option`` (name=key), ``update_comment`` (arg)."""
+
+@final
+class RawCatalog:
+    """A filesystem catalog: ``<warehouse>/<database>.db/<table>/``."""
+
+    def __init__(self, warehouse: str) -> None: ...
+    @property
+    def location(self) -> str:
+        """The warehouse root."""
+
+    def list_databases(self) -> list[str]: ...
+    def create_database(self, name: str, ignore_if_exists: bool) -> None: ...
+    def drop_database(self, name: str, cascade: bool) -> None: ...
+    def list_tables(self, database: str) -> list[str]: ...
+    def get_table(self, identifier: str) -> RawTable:
+        """Open ``"database.table"``; ``TableNotFoundError`` if absent."""
+
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema | _ArrowSchemaExportable,
+        primary_keys: list[str],
+        partition_keys: list[str],
+        bucket: int | None,
+        options: list[tuple[str, str]],
+        comment: str | None = None,
+    ) -> RawTable:
+        """Create ``"database.table"`` (the database must exist) and open it."""
+
+    def drop_table(self, identifier: str) -> None: ...
+
 @final
 class RawTable:
-    """An opened Paimon table. Obtain one with :meth:`RawTable.open`; not constructible."""
+    """An opened Paimon table. Obtain one with :meth:`RawTable.open` or :meth:`RawTable.create`;
+    not constructible."""
+
+    @staticmethod
+    def create(
+        location: str,
+        schema: pa.Schema | _ArrowSchemaExportable,
+        primary_keys: list[str],
+        partition_keys: list[str],
+        bucket: int | None,
+        options: list[tuple[str, str]],
+        comment: str | None = None,
+    ) -> RawTable:
+        """Create a table at ``location`` (writes ``schema/schema-0``) and open it."""
+
+    def alter(self, changes: list[_Change]) -> RawTable:
+        """Apply schema changes; returns the table at its new schema."""
+
+    def reload(self) -> RawTable:
+        """Re-open the table (latest schema)."""
 
     @staticmethod
     def open(location: str) -> RawTable:
@@ -91,6 +161,58 @@ class RawTable:
     ) -> pa.RecordBatchReader:
         """Read one split produced by :meth:`RawScan.splits` (possibly planned in another
         process) in the schema ``schema_id``, without planning again."""
+
+    def writer(self) -> RawWriter:
+        """A new writer of this table's latest schema."""
+
+    def commit(
+        self,
+        messages: list[bytes],
+        commit_user: str,
+        commit_identifier: int,
+        properties: list[tuple[str, str]] = [],
+    ) -> list[int]:
+        """Commit messages from :meth:`RawWriter.prepare_commit` as transaction
+        ``commit_identifier`` of ``commit_user``; returns the new snapshot ids (empty when
+        there was nothing to commit or it was already committed)."""
+
+    def overwrite(
+        self,
+        messages: list[bytes],
+        commit_user: str,
+        commit_identifier: int,
+        partition_json: str | None = None,
+        dynamic: bool = False,
+    ) -> list[int]:
+        """Overwrite: ``partition_json`` (a filter tree on partition columns) selects what is
+        replaced, ``dynamic`` replaces exactly the partitions written; neither: the table."""
+
+    def truncate(self, commit_user: str) -> list[int]:
+        """Remove every row (an OVERWRITE snapshot with no files); returns the new snapshot ids."""
+
+    def filter_committed(self, commit_user: str, identifiers: list[int]) -> list[int]:
+        """Which of ``identifiers`` ``commit_user`` has not committed yet."""
+
+@final
+class RawWriter:
+    """Writes batches into new data files of one table; created by :meth:`RawTable.writer`."""
+
+    def write(
+        self,
+        data: pa.RecordBatch | pa.Table | pa.RecordBatchReader | _ArrowArrayExportable | _ArrowStreamExportable,
+        kind: str,
+    ) -> None:
+        """Write every batch of an Arrow producer with row kind ``kind``: ``insert``,
+        ``upsert``, ``delete`` or ``rowkind_field`` (kinds from the ``rowkind.field`` column)."""
+
+    def prepare_commit(self) -> list[bytes]:
+        """Flush and return the commit messages (opaque, versioned bytes)."""
+
+    def abort(self) -> None:
+        """Delete every file written since the last ``prepare_commit`` and close the writer."""
+
+    def close(self) -> None:
+        """Close the writer (files already handed out by ``prepare_commit`` are kept)."""
 
 @final
 class RawScan:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,8 @@ from ._filters import to_filter_json
 from ._metadata import SchemaVersion, Snapshot, Tag
 from .exceptions import InvalidArgumentError
 from .scan import Scan
+from .write import (BATCH_COMMIT_IDENTIFIER, CommitMessage, TableWriter, arrow_input, check_messages,
+                    commit_user_of, raw_messages)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -247,3 +250,94 @@ class Table:
         filter_json = to_filter_json(filter)
         raw = self._raw.changes(start_snapshot, end_snapshot=end_snapshot, columns=columns, filter_json=filter_json)
         return Scan(self._raw, raw, columns, filter_json, with_row_kind=True)
+
+    # ---- writes -------------------------------------------------------------------------------
+
+    def writer(self, commit_user: str | None = None) -> TableWriter:
+        """A writer for two-phase writes: ``with table.writer() as w: w.write(batch); msgs =
+        w.prepare_commit()`` in any process, then :meth:`commit` in one place."""
+        return TableWriter(self, commit_user)
+
+    def commit(self, messages: list[CommitMessage], commit_identifier: int | None = None,
+               commit_user: str | None = None) -> list[int]:
+        """Commit writers' messages atomically; returns the new snapshot ids.
+
+        With a ``commit_identifier`` (e.g. a streaming batch id) re-sending the same
+        (commit_user, identifier) is a no-op, which makes streaming writes exactly-once.
+
+        Raises:
+            CommitConflictError: a concurrent commit conflicts and retries were exhausted.
+        """
+        messages = check_messages(messages)
+        user = commit_user_of(messages, commit_user)
+        ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+        return self._raw.commit(raw_messages(messages), user, ident)
+
+    def _write_and_commit(self, data: Any, kind: str) -> int | None:
+        w = TableWriter(self)
+        try:
+            getattr(w, kind)(data)
+            ids = self.commit(w.prepare_commit(), commit_user=w.commit_user)
+        except BaseException:
+            w.abort()
+            raise
+        w.close()
+        return ids[-1] if ids else None
+
+    def write(self, data: Any, mode: str = "append", overwrite_partition: Any = None) -> int | None:
+        """Write rows and commit; returns the new snapshot id (None if nothing was written).
+
+        Args:
+            data: a pyarrow Table/RecordBatch/RecordBatchReader, polars or pandas DataFrame, or
+                any Arrow producer. Columns are matched by name and cast safely to the table
+                schema; lossy casts, unknown or missing required columns and null keys raise
+                :class:`SchemaMismatchError` naming the column.
+            mode: ``"append"`` (on primary-key tables rows upsert by key) or ``"overwrite"``.
+            overwrite_partition: with ``mode="overwrite"``: ``None`` replaces the whole table, a
+                dict ``{"dt": "2024-05-14"}`` (static) replaces the partitions it selects, and
+                ``"dynamic"`` replaces exactly the partitions present in ``data``.
+        """
+        if mode == "append":
+            if overwrite_partition is not None:
+                raise InvalidArgumentError("overwrite_partition needs mode='overwrite'")
+            return self._write_and_commit(data, "write")
+        if mode != "overwrite":
+            raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+        w = TableWriter(self)
+        try:
+            w.write(data)
+            messages = w.prepare_commit()
+            if overwrite_partition == "dynamic":
+                ids = self._raw.overwrite(raw_messages(messages), w.commit_user, BATCH_COMMIT_IDENTIFIER, None, True)
+            else:
+                spec = self._partition_spec_json(overwrite_partition)
+                ids = self._raw.overwrite(raw_messages(messages), w.commit_user, BATCH_COMMIT_IDENTIFIER, spec, False)
+        except BaseException:
+            w.abort()
+            raise
+        w.close()
+        return ids[-1] if ids else None
+
+    def _partition_spec_json(self, spec: Any) -> str | None:
+        if spec is None:
+            return None
+        if not isinstance(spec, dict) or not spec:
+            raise InvalidArgumentError("overwrite_partition must be a non-empty dict, 'dynamic' or None")
+        unknown = [k for k in spec if k not in self.partition_keys]
+        if unknown:
+            raise InvalidArgumentError(f"{unknown} are not partition keys; partition keys are {self.partition_keys}")
+        terms = [(k, "is_null") if v is None else (k, "=", v) for k, v in spec.items()]
+        return to_filter_json(terms)
+
+    def upsert(self, data: Any) -> int | None:
+        """Insert or replace rows by primary key and commit; returns the snapshot id."""
+        return self._write_and_commit(data, "upsert")
+
+    def delete(self, data: Any) -> int | None:
+        """Delete rows by primary key (``data`` needs the key columns) and commit."""
+        return self._write_and_commit(data, "delete")
+
+    def truncate(self) -> int | None:
+        """Remove every row (one OVERWRITE snapshot); returns its id."""
+        ids = self._raw.truncate(str(uuid.uuid4()))
+        return ids[-1] if ids else None

@@ -13,6 +13,7 @@ mod runtime;
 mod scan;
 mod stream;
 mod table;
+mod write;
 
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -20,5 +21,6 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::RawTable>()?;
     m.add_class::<scan::RawScan>()?;
     m.add_class::<catalog::RawCatalog>()?;
+    m.add_class::<write::RawWriter>()?;
     Ok(())
 }

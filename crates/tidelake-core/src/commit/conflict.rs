@@ -29,6 +29,9 @@ use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::plan::merge_entries;
 
+/// A file's decoded (min key, max key) and its entry.
+type KeyRange<'a> = (Vec<Datum>, Vec<Datum>, &'a ManifestEntry);
+
 /// What the checks need to know about the table and the attempt.
 pub(crate) struct ConflictChecker<'a> {
     pub layout: &'a TableLayout,
@@ -189,8 +192,7 @@ impl ConflictChecker<'_> {
         merged: &[ManifestEntry],
         key_types: &[DataType],
     ) -> Result<()> {
-        let mut levels: HashMap<(&[u8], i32, i32), Vec<(Vec<Datum>, Vec<Datum>, &ManifestEntry)>> =
-            HashMap::new();
+        let mut levels: HashMap<(&[u8], i32, i32), Vec<KeyRange>> = HashMap::new();
         for e in merged.iter().filter(|e| e.file.level >= 1) {
             let decode = |bytes: &[u8]| {
                 decode_framed(bytes, key_types).map_err(|err| {

@@ -1,7 +1,7 @@
 //! [`FileStoreCommit`]: turns commit messages into snapshots (Java `FileStoreCommitImpl`:
 //! `commit`, `overwritePartition`, `dropPartitions`, `truncateTable`, `filterCommitted`; Java
-//! `SnapshotManager.latestSnapshotOfUser`). One attempt and the retry loop live in
-//! [`super::attempt`].
+//! `SnapshotManager.latestSnapshotOfUser`). One attempt and the retry loop live in the
+//! sibling module `attempt`.
 //!
 //! See the [module docs](crate::commit) for the attempt flow and the invariants.
 
@@ -89,7 +89,8 @@ impl Settings {
     }
 }
 
-/// Commits to one table on behalf of one `commit_user`. Cheap to share across tasks.
+/// Commits to one table on behalf of one `commit_user`; `Send + Sync`, share it behind an
+/// `Arc` to commit from several tasks.
 #[derive(Debug)]
 pub struct FileStoreCommit {
     pub(crate) table: Table,

@@ -336,7 +336,7 @@ fn from_hex(text: &str) -> Option<Vec<u8>> {
             .and_then(|d| u8::try_from(d).ok())
     };
     let bytes = text.as_bytes();
-    if bytes.len() % 2 != 0 {
+    if !bytes.len().is_multiple_of(2) {
         return None;
     }
     bytes

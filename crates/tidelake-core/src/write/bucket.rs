@@ -528,7 +528,7 @@ mod tests {
         let int = [t(TypeKind::Int)];
         assert_eq!(bucket_ids(&batch, &[0], &int, 4).unwrap(), vec![2, 1, 0]);
         assert_eq!(
-            key_hashes(&batch, &[1], &[string.clone()]).unwrap(),
+            key_hashes(&batch, &[1], std::slice::from_ref(&string)).unwrap(),
             vec![0x0E86_E932, 0x2458_F823, 0x3839_545E]
         );
         assert_eq!(

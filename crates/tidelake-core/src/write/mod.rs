@@ -4,8 +4,10 @@
 //! * [`bucket`]: partition grouping and bucket routing of Arrow batches.
 //! * [`dynamic_bucket`]: key-hash → bucket assignment for dynamic-bucket tables.
 //! * [`file_writer`]: rolling Parquet writers producing `DataFileMeta`.
+//! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
 
 pub mod bucket;
 pub mod dynamic_bucket;
 pub mod file_writer;
 pub mod input;
+pub mod table_write;

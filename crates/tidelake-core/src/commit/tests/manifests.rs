@@ -20,56 +20,121 @@ async fn data_manifest_names(table: &Table, snap: &Snapshot) -> Vec<String> {
 #[tokio::test]
 async fn minor_merge_triggers_at_min_count_and_keeps_the_live_set() {
     let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), true, false, &[("bucket", "-1"), ("manifest.merge-min-count", "3")]).await;
+    let table = create_table(
+        dir.path(),
+        true,
+        false,
+        &[("bucket", "-1"), ("manifest.merge-min-count", "3")],
+    )
+    .await;
     let c = committer(&table, "u");
     let mut model = BTreeSet::new();
     let mut delta_manifests: BTreeSet<String> = BTreeSet::new();
     for round in 0..7 {
         let name = format!("f{round}");
-        c.commit(vec![add(part(if round % 2 == 0 { "x" } else { "y" }), -1, vec![file(&name, 1)])], BATCH, &[])
-            .await
-            .unwrap();
+        c.commit(
+            vec![add(
+                part(if round % 2 == 0 { "x" } else { "y" }),
+                -1,
+                vec![file(&name, 1)],
+            )],
+            BATCH,
+            &[],
+        )
+        .await
+        .unwrap();
         model.insert(name);
         let snap = latest(&table).await;
-        delta_manifests.extend(list(&table, &snap.delta_manifest_list).await.into_iter().map(|m| m.file_name));
+        delta_manifests.extend(
+            list(&table, &snap.delta_manifest_list)
+                .await
+                .into_iter()
+                .map(|m| m.file_name),
+        );
         let base = list(&table, &snap.base_manifest_list).await;
         // The previous base + delta is merged as soon as it holds 3 small manifests.
-        assert!(base.len() < 3, "round {round}: base list has {} manifests", base.len());
+        assert!(
+            base.len() < 3,
+            "round {round}: base list has {} manifests",
+            base.len()
+        );
         assert_eq!(live_names(&table).await, model);
     }
     let snap = latest(&table).await;
     let base = list(&table, &snap.base_manifest_list).await;
-    assert!(base.iter().any(|m| !delta_manifests.contains(&m.file_name)), "no merged manifest in the base list");
+    assert!(
+        base.iter().any(|m| !delta_manifests.contains(&m.file_name)),
+        "no merged manifest in the base list"
+    );
 
     // A compaction's DELETE cancels with its ADD once both are merged together.
-    c.commit(vec![compact(part("x"), 0, -1, vec![file("f0", 1)], vec![file("g0", 1)])], BATCH, &[]).await.unwrap();
+    c.commit(
+        vec![compact(
+            part("x"),
+            0,
+            -1,
+            vec![file("f0", 1)],
+            vec![file("g0", 1)],
+        )],
+        BATCH,
+        &[],
+    )
+    .await
+    .unwrap();
     model.remove("f0");
     model.insert("g0".into());
     for round in 0..4 {
         let name = format!("h{round}");
-        c.commit(vec![add(part("y"), -1, vec![file(&name, 1)])], BATCH, &[]).await.unwrap();
+        c.commit(vec![add(part("y"), -1, vec![file(&name, 1)])], BATCH, &[])
+            .await
+            .unwrap();
         model.insert(name);
         assert_eq!(live_names(&table).await, model);
     }
     let snap = latest(&table).await;
     let base_entries = entries(&table, &list(&table, &snap.base_manifest_list).await).await;
-    assert!(base_entries.iter().all(|e| e.kind == FileKind::Add), "ADD/DELETE pairs merged together cancel");
+    assert!(
+        base_entries.iter().all(|e| e.kind == FileKind::Add),
+        "ADD/DELETE pairs merged together cancel"
+    );
     assert!(!base_entries.iter().any(|e| e.file.file_name == "f0"));
 }
 
 #[tokio::test]
 async fn full_compaction_applies_every_delete() {
     let dir = tempfile::tempdir().unwrap();
-    let options = [("bucket", "-1"), ("manifest.full-compaction-threshold-size", "1 b"), ("manifest.merge-min-count", "100")];
+    let options = [
+        ("bucket", "-1"),
+        ("manifest.full-compaction-threshold-size", "1 b"),
+        ("manifest.merge-min-count", "100"),
+    ];
     let table = create_table(dir.path(), false, false, &options).await;
     let c = committer(&table, "u");
     for round in 0..4 {
-        c.commit(vec![add(no_part(), -1, vec![file(&format!("f{round}"), 1)])], BATCH, &[]).await.unwrap();
-    }
-    c.commit(vec![compact(no_part(), 0, -1, vec![file("f1", 1), file("f2", 1)], vec![file("m", 2)])], BATCH, &[])
+        c.commit(
+            vec![add(no_part(), -1, vec![file(&format!("f{round}"), 1)])],
+            BATCH,
+            &[],
+        )
         .await
         .unwrap();
-    c.commit(vec![add(no_part(), -1, vec![file("last", 1)])], BATCH, &[]).await.unwrap();
+    }
+    c.commit(
+        vec![compact(
+            no_part(),
+            0,
+            -1,
+            vec![file("f1", 1), file("f2", 1)],
+            vec![file("m", 2)],
+        )],
+        BATCH,
+        &[],
+    )
+    .await
+    .unwrap();
+    c.commit(vec![add(no_part(), -1, vec![file("last", 1)])], BATCH, &[])
+        .await
+        .unwrap();
     let snap = latest(&table).await;
     let base = entries(&table, &list(&table, &snap.base_manifest_list).await).await;
     let names_in_base: BTreeSet<String> = base.iter().map(|e| e.file.file_name.clone()).collect();
@@ -81,9 +146,19 @@ async fn full_compaction_applies_every_delete() {
 #[tokio::test]
 async fn manifests_roll_at_the_target_size() {
     let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), false, false, &[("bucket", "-1"), ("manifest.target-file-size", "8 kb")]).await;
-    let files: Vec<DataFileMeta> = (0..2500).map(|i| file(&format!("data-{i:05}.parquet"), 1)).collect();
-    committer(&table, "u").commit(vec![add(no_part(), -1, files)], BATCH, &[]).await.unwrap();
+    let options = [
+        ("bucket", "-1"),
+        ("manifest.target-file-size", "8 kb"),
+        ("manifest.compression", "null"),
+    ];
+    let table = create_table(dir.path(), false, false, &options).await;
+    let files: Vec<DataFileMeta> = (0..2500)
+        .map(|i| file(&format!("data-{i:05}.parquet"), 1))
+        .collect();
+    committer(&table, "u")
+        .commit(vec![add(no_part(), -1, files)], BATCH, &[])
+        .await
+        .unwrap();
     let snap = latest(&table).await;
     let delta = list(&table, &snap.delta_manifest_list).await;
     assert_eq!(delta.len(), 3, "rolled every 1000 records once past 8 KiB");
@@ -97,32 +172,66 @@ async fn manifest_metadata_describes_its_entries() {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(dir.path(), true, false, &[("bucket", "4")]).await;
     let messages = vec![
-        CommitMessage { new_files: vec![file("p", 1)], ..CommitMessage::new(part("2024-05-02"), 3, 4) },
-        CommitMessage { new_files: vec![file("q", 1)], ..CommitMessage::new(part("2024-05-01"), 1, 4) },
+        CommitMessage {
+            new_files: vec![file("p", 1)],
+            ..CommitMessage::new(part("2024-05-02"), 3, 4)
+        },
+        CommitMessage {
+            new_files: vec![file("q", 1)],
+            ..CommitMessage::new(part("2024-05-01"), 1, 4)
+        },
     ];
-    committer(&table, "u").commit(messages, BATCH, &[]).await.unwrap();
+    committer(&table, "u")
+        .commit(messages, BATCH, &[])
+        .await
+        .unwrap();
     let snap = latest(&table).await;
     let meta = &list(&table, &snap.delta_manifest_list).await[0];
-    assert_eq!((meta.min_bucket, meta.max_bucket, meta.schema_id), (Some(1), Some(3), 0));
+    assert_eq!(
+        (meta.min_bucket, meta.max_bucket, meta.schema_id),
+        (Some(1), Some(3), 0)
+    );
     let types = [DataType::string()];
     let min = decode_framed(&meta.partition_stats.min_values, &types).unwrap();
     let max = decode_framed(&meta.partition_stats.max_values, &types).unwrap();
-    assert_eq!((min, max), (vec![Datum::String("2024-05-01".into())], vec![Datum::String("2024-05-02".into())]));
+    assert_eq!(
+        (min, max),
+        (
+            vec![Datum::String("2024-05-01".into())],
+            vec![Datum::String("2024-05-02".into())]
+        )
+    );
     assert_eq!(meta.partition_stats.null_counts, Some(vec![Some(0)]));
-    assert_eq!(table.io().size(&format!("manifest/{}", meta.file_name)).await.unwrap(), meta.file_size as u64);
+    assert_eq!(
+        table
+            .io()
+            .size(&format!("manifest/{}", meta.file_name))
+            .await
+            .unwrap(),
+        meta.file_size as u64
+    );
 }
 
 #[tokio::test]
 async fn metadata_files_decode_with_an_independent_avro_reader() {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(dir.path(), true, true, &[("bucket", "1")]).await;
-    let message = CommitMessage { new_files: vec![pk_file("k", 0, 1, 2)], ..CommitMessage::new(part("d"), 0, 1) };
-    committer(&table, "u").commit(vec![message], BATCH, &[]).await.unwrap();
+    let message = CommitMessage {
+        new_files: vec![pk_file("k", 0, 1, 2)],
+        ..CommitMessage::new(part("d"), 0, 1)
+    };
+    committer(&table, "u")
+        .commit(vec![message], BATCH, &[])
+        .await
+        .unwrap();
     let snap = latest(&table).await;
     let mut checked = 0;
-    for name in [snap.base_manifest_list.clone(), snap.delta_manifest_list.clone()]
-        .into_iter()
-        .chain(data_manifest_names(&table, &snap).await)
+    for name in [
+        snap.base_manifest_list.clone(),
+        snap.delta_manifest_list.clone(),
+    ]
+    .into_iter()
+    .chain(data_manifest_names(&table, &snap).await)
     {
         let bytes = table.io().read(&format!("manifest/{name}")).await.unwrap();
         let reader = apache_avro::Reader::new(&bytes[..]).expect("an Avro container");

@@ -7,6 +7,7 @@
 mod basic;
 mod concurrency;
 mod conflicts;
+mod end_to_end;
 mod manifests;
 mod overwrite;
 
@@ -30,8 +31,11 @@ use crate::scan::{plan_scan, ScanRequest};
 use crate::table::Table;
 
 /// Options that keep retries fast in tests.
-const FAST_RETRIES: [(&str, &str); 3] =
-    [("commit.min-retry-wait", "1 ms"), ("commit.max-retry-wait", "20 ms"), ("commit.max-retries", "200")];
+const FAST_RETRIES: [(&str, &str); 3] = [
+    ("commit.min-retry-wait", "1 ms"),
+    ("commit.max-retry-wait", "20 ms"),
+    ("commit.max-retries", "200"),
+];
 
 fn bigint() -> DataType {
     DataType::new(TypeKind::BigInt)
@@ -42,10 +46,18 @@ fn bigint() -> DataType {
 async fn create_table(dir: &Path, partitioned: bool, pk: bool, options: &[(&str, &str)]) -> Table {
     let fields = vec![
         DataField::new(0, "id", DataType::not_null(TypeKind::BigInt)),
-        DataField::new(1, "dt", DataType::string().with_nullable(!pk || !partitioned)),
+        DataField::new(
+            1,
+            "dt",
+            DataType::string().with_nullable(!pk || !partitioned),
+        ),
         DataField::new(2, "v", bigint()),
     ];
-    let partition_keys: Vec<String> = if partitioned { vec!["dt".into()] } else { Vec::new() };
+    let partition_keys: Vec<String> = if partitioned {
+        vec!["dt".into()]
+    } else {
+        Vec::new()
+    };
     let primary_keys: Vec<String> = match (pk, partitioned) {
         (false, _) => Vec::new(),
         (true, false) => vec!["id".into()],
@@ -55,9 +67,12 @@ async fn create_table(dir: &Path, partitioned: bool, pk: bool, options: &[(&str,
     for (k, v) in FAST_RETRIES.iter().chain(options) {
         opts.set(*k, *v);
     }
-    let schema = TableSchema::new(0, fields, partition_keys, primary_keys, opts).expect("valid schema");
+    let schema =
+        TableSchema::new(0, fields, partition_keys, primary_keys, opts).expect("valid schema");
     let io = FileIO::open(dir.to_str().expect("utf-8 temp dir")).expect("local dir");
-    io.write("schema/schema-0", schema.to_json()).await.expect("schema written");
+    io.write("schema/schema-0", schema.to_json())
+        .await
+        .expect("schema written");
     Table::open_io(io).await.expect("table opens")
 }
 
@@ -109,23 +124,46 @@ fn file(name: &str, rows: i64) -> DataFileMeta {
 
 /// A primary-key data file at `level` holding keys `min..=max`.
 fn pk_file(name: &str, level: i32, min: i64, max: i64) -> DataFileMeta {
-    DataFileMeta { level, min_key: key(min), max_key: key(max), ..file(name, max - min + 1) }
+    DataFileMeta {
+        level,
+        min_key: key(min),
+        max_key: key(max),
+        ..file(name, max - min + 1)
+    }
 }
 
 /// A message adding `files` to (partition, bucket 0) of a table with `total` buckets.
 fn add(partition: Vec<u8>, total: i32, files: Vec<DataFileMeta>) -> CommitMessage {
-    CommitMessage { new_files: files, ..CommitMessage::new(partition, 0, total) }
+    CommitMessage {
+        new_files: files,
+        ..CommitMessage::new(partition, 0, total)
+    }
 }
 
 /// A compaction of (partition, `bucket`): `before` replaced by `after`.
-fn compact(partition: Vec<u8>, bucket: i32, total: i32, before: Vec<DataFileMeta>, after: Vec<DataFileMeta>) -> CommitMessage {
-    CommitMessage { compact_before: before, compact_after: after, ..CommitMessage::new(partition, bucket, total) }
+fn compact(
+    partition: Vec<u8>,
+    bucket: i32,
+    total: i32,
+    before: Vec<DataFileMeta>,
+    after: Vec<DataFileMeta>,
+) -> CommitMessage {
+    CommitMessage {
+        compact_before: before,
+        compact_after: after,
+        ..CommitMessage::new(partition, bucket, total)
+    }
 }
 
 /// Names of the live files, via `plan_scan` of the latest snapshot.
 async fn live_names(table: &Table) -> BTreeSet<String> {
-    let plan = plan_scan(table, &ScanRequest::default()).await.expect("plan");
-    plan.splits.iter().flat_map(|s| s.files.iter().map(|f| f.file_name.clone())).collect()
+    let plan = plan_scan(table, &ScanRequest::default())
+        .await
+        .expect("plan");
+    plan.splits
+        .iter()
+        .flat_map(|s| s.files.iter().map(|f| f.file_name.clone()))
+        .collect()
 }
 
 fn names<const N: usize>(items: [&str; N]) -> BTreeSet<String> {
@@ -133,22 +171,39 @@ fn names<const N: usize>(items: [&str; N]) -> BTreeSet<String> {
 }
 
 async fn snapshot(table: &Table, id: i64) -> Snapshot {
-    table.snapshot_manager().snapshot(id).await.expect("snapshot exists")
+    table
+        .snapshot_manager()
+        .snapshot(id)
+        .await
+        .expect("snapshot exists")
 }
 
 async fn latest(table: &Table) -> Snapshot {
-    table.snapshot_manager().latest().await.expect("readable").expect("a snapshot")
+    table
+        .snapshot_manager()
+        .latest()
+        .await
+        .expect("readable")
+        .expect("a snapshot")
 }
 
 async fn list(table: &Table, name: &str) -> Vec<ManifestFileMeta> {
-    let bytes = table.io().read(&format!("manifest/{name}")).await.expect("list exists");
+    let bytes = table
+        .io()
+        .read(&format!("manifest/{name}"))
+        .await
+        .expect("list exists");
     read_manifest_list(&bytes).expect("list decodes")
 }
 
 async fn entries(table: &Table, metas: &[ManifestFileMeta]) -> Vec<ManifestEntry> {
     let mut out = Vec::new();
     for m in metas {
-        let bytes = table.io().read(&format!("manifest/{}", m.file_name)).await.expect("manifest exists");
+        let bytes = table
+            .io()
+            .read(&format!("manifest/{}", m.file_name))
+            .await
+            .expect("manifest exists");
         out.extend(read_manifest(&bytes).expect("manifest decodes"));
     }
     out
@@ -156,5 +211,10 @@ async fn entries(table: &Table, metas: &[ManifestFileMeta]) -> Vec<ManifestEntry
 
 /// Number of files in `manifest/`.
 async fn manifest_dir_size(table: &Table) -> usize {
-    table.io().list_dir("manifest").await.expect("listable").len()
+    table
+        .io()
+        .list_dir("manifest")
+        .await
+        .expect("listable")
+        .len()
 }

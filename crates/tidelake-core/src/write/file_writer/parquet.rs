@@ -84,6 +84,7 @@ impl PhysicalSchema {
                 &column.name,
                 &column.data_type,
                 column.field_id,
+                column.field_id,
                 0,
             )?);
             let logical = to_arrow_type(&column.data_type)
@@ -163,8 +164,10 @@ fn map_key_id(parent: i32, depth: i32) -> i32 {
         .wrapping_sub(depth)
 }
 
-/// Java `ParquetSchemaConverter.convertToParquetType(name, type, fieldId, depth)`.
-fn parquet_type(name: &str, ty: &DataType, id: i32, depth: i32) -> Result<TypePtr> {
+/// Java `ParquetSchemaConverter.convertToParquetType(name, type, fieldId, depth)` followed by
+/// `withId(id)`: `id` is this node's own id, `base` the id of the enclosing top-level (or ROW)
+/// field from which Java derives every nested element/key/value id.
+fn parquet_type(name: &str, ty: &DataType, id: i32, base: i32, depth: i32) -> Result<TypePtr> {
     let repetition = if ty.nullable {
         Repetition::OPTIONAL
     } else {
@@ -197,10 +200,11 @@ fn parquet_type(name: &str, ty: &DataType, id: i32, depth: i32) -> Result<TypePt
         let key = parquet_type(
             "key",
             &key.with_nullable(false),
-            map_key_id(id, depth + 1),
+            map_key_id(base, depth + 1),
+            base,
             depth + 1,
         )?;
-        let value = parquet_type("value", value, element_id(id, depth + 1), depth + 1)?;
+        let value = parquet_type("value", value, element_id(base, depth + 1), base, depth + 1)?;
         let entries = Type::group_type_builder("key_value")
             .with_repetition(Repetition::REPEATED)
             .with_fields(vec![key, value])
@@ -250,7 +254,13 @@ fn parquet_type(name: &str, ty: &DataType, id: i32, depth: i32) -> Result<TypePt
         TypeKind::Timestamp(p) => timestamp(*p, false),
         TypeKind::LocalZonedTimestamp(p) => timestamp(*p, true),
         TypeKind::Array(element) => {
-            let element = parquet_type("element", element, element_id(id, depth + 1), depth + 1)?;
+            let element = parquet_type(
+                "element",
+                element,
+                element_id(base, depth + 1),
+                base,
+                depth + 1,
+            )?;
             let list = Type::group_type_builder("list")
                 .with_repetition(Repetition::REPEATED)
                 .with_fields(vec![element])
@@ -265,7 +275,7 @@ fn parquet_type(name: &str, ty: &DataType, id: i32, depth: i32) -> Result<TypePt
         TypeKind::Row(fields) => {
             let children = fields
                 .iter()
-                .map(|f| parquet_type(&f.name, &f.data_type, f.id, 0))
+                .map(|f| parquet_type(&f.name, &f.data_type, f.id, f.id, 0))
                 .collect::<Result<Vec<_>>>()?;
             group(None, children)
         }
@@ -508,7 +518,7 @@ mod tests {
             DataField::new(5, "x", DataType::not_null(TypeKind::Int)),
             DataField::new(6, "y", DataType::new(TypeKind::VarChar(MAX_LENGTH))),
         ]));
-        let t = parquet_type("st", &row, 4, 0).unwrap();
+        let t = parquet_type("st", &row, 4, 4, 0).unwrap();
         assert_eq!(t.get_basic_info().id(), 4);
         let ids: Vec<i32> = t
             .get_fields()

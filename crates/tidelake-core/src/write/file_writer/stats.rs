@@ -289,9 +289,10 @@ impl ColumnStats {
 
 /// A zero min becomes -0.0 and a zero max +0.0 (see the module docs).
 fn widen_zero(bound: Datum, is_min: bool) -> Datum {
+    let zero = if is_min { -0.0 } else { 0.0 };
     match bound {
-        Datum::Float(v) if v == 0.0 => Datum::Float(if is_min { -0.0 } else { 0.0 }),
-        Datum::Double(v) if v == 0.0 => Datum::Double(if is_min { -0.0 } else { 0.0 }),
+        Datum::Float(v) => Datum::Float(if v == 0.0 { zero as f32 } else { v }),
+        Datum::Double(v) => Datum::Double(if v == 0.0 { zero } else { v }),
         other => other,
     }
 }

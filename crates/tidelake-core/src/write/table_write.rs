@@ -1,0 +1,558 @@
+//! [`TableWrite`]: Arrow batches in, data files and [`CommitMessage`]s out (Java
+//! `TableWriteImpl` + `KeyValueFileStoreWrite`/`AppendFileStoreWrite` + `MergeTreeWriter`).
+//!
+//! ```text
+//!  batch ─► conform (schema, casts, row kinds) ─► group by partition ─► bucket per row
+//!        ─► primary key: per-bucket buffer [_SEQUENCE_NUMBER, _VALUE_KIND, columns...]
+//!             └─ flush (buffers over `write-buffer-size`, or prepare_commit):
+//!                sort by (key, sequence) ─► fold equal keys with the merge engine ─► level-0 file
+//!                (changelog-producer=input: the sorted input also goes to a changelog file)
+//!        ─► append: straight into the bucket's rolling file writer
+//!  prepare_commit ─► flush everything ─► one CommitMessage per touched (partition, bucket)
+//! ```
+//!
+//! Invariants:
+//! * sequence numbers of a bucket continue from the largest in its live files (all levels),
+//!   one per input row in input order, so newer writes always win merges;
+//! * every data file holds each key at most once, sorted by Java's key order, with exact
+//!   statistics and `_DELETE_ROW_COUNT` (the file writer computes them);
+//! * buffered rows across all buckets stay under `write-buffer-size`: past it, the largest
+//!   buffers are flushed to level-0 files (memory is bounded by configuration, not input size);
+//! * files are only referenced by the messages returned; [`TableWrite::abort`] deletes every
+//!   file written since the last `prepare_commit`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
+use arrow_row::{RowConverter, Rows, SortField};
+use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
+use arrow_select::concat::concat_batches;
+use arrow_select::take::take_record_batch;
+use futures::stream::{self, StreamExt, TryStreamExt};
+use tidelake_spec::datum::Datum;
+use tidelake_spec::manifest::{DataFileMeta, FileKind, FileSource};
+use tidelake_spec::options::ChangelogProducer;
+use tidelake_spec::schema::TableSchema;
+use tidelake_spec::types::DataType;
+
+use crate::commit::message::CommitMessage;
+use crate::error::{Error, Result};
+use crate::layout::TableLayout;
+use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
+use crate::read::merge::{merge_sorted_runs, MergeConfig};
+use crate::scan::plan::{merge_entries, read_list, read_manifests};
+use crate::table::Table;
+use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes};
+use crate::write::dynamic_bucket::DynamicBucketAssigner;
+use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
+use crate::write::input::{conform, RowKinds};
+
+/// Rows per batch when merged buffers are written.
+const FLUSH_BATCH_SIZE: usize = 8192;
+
+/// How rows find their bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BucketMode {
+    /// `bucket = N`: hash of the bucket key.
+    Fixed(i32),
+    /// `bucket = -1` on a primary-key table: the HASH index.
+    Dynamic,
+    /// `bucket = -1` on an append table: everything in bucket 0.
+    Unaware,
+}
+
+/// What the latest snapshot says about one bucket.
+#[derive(Debug, Clone, Copy)]
+struct Restored {
+    max_sequence: i64,
+}
+
+/// The writer of one (partition, bucket).
+struct BucketWriter {
+    partition: Vec<u8>,
+    bucket: i32,
+    total_buckets: i32,
+    bucket_dir: String,
+    next_sequence: i64,
+    /// Primary-key tables: buffered rows `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`.
+    buffer: Vec<RecordBatch>,
+    buffered_bytes: usize,
+    /// Append tables: the open file writer.
+    append: Option<RollingWriter>,
+    new_files: Vec<DataFileMeta>,
+    changelog_files: Vec<DataFileMeta>,
+}
+
+/// Writes batches into one table. Not shared between threads; create one per writer task.
+pub struct TableWrite {
+    table: Table,
+    schema: Arc<TableSchema>,
+    arrow_schema: SchemaRef,
+    /// `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`.
+    kv_schema: SchemaRef,
+    layout: TableLayout,
+    mode: BucketMode,
+    primary_key: bool,
+    partition_columns: Vec<usize>,
+    bucket_key_columns: Vec<usize>,
+    bucket_key_types: Vec<DataType>,
+    /// Trimmed primary-key columns (positions in the table columns).
+    key_columns: Vec<usize>,
+    merge: Option<Arc<MergeConfig>>,
+    changelog_input: bool,
+    restored: HashMap<(Vec<u8>, i32), Restored>,
+    partition_buckets: HashMap<Vec<u8>, i32>,
+    dynamic: Option<DynamicBucketAssigner>,
+    writers: Vec<BucketWriter>,
+    writer_index: HashMap<(Vec<u8>, i32), usize>,
+    memory_budget: usize,
+    buffered_bytes: usize,
+}
+
+fn positions(schema: &TableSchema, names: &[String]) -> Vec<usize> {
+    names.iter().filter_map(|n| schema.fields.iter().position(|f| &f.name == n)).collect()
+}
+
+impl TableWrite {
+    /// A writer for the latest schema of `table`, continuing from its latest snapshot.
+    pub async fn new(table: Table) -> Result<TableWrite> {
+        let schema = table.schema().clone();
+        let opts = schema.options();
+        let spec_err = |e| Error::from_spec("table options", e);
+        let primary_key = !schema.primary_keys.is_empty();
+        let bucket = opts.bucket().map_err(spec_err)?;
+        let mode = match bucket {
+            n if n > 0 => BucketMode::Fixed(n),
+            -1 if primary_key => {
+                if schema.partition_keys.iter().any(|p| !schema.primary_keys.contains(p)) {
+                    return Err(Error::Unsupported(
+                        "cross-partition upserts (bucket -1 with a primary key that lacks a partition key)".into(),
+                    ));
+                }
+                BucketMode::Dynamic
+            }
+            -1 => BucketMode::Unaware,
+            other => return Err(Error::Unsupported(format!("writing tables with bucket = {other}"))),
+        };
+        let arrow_schema = Arc::new(
+            tidelake_spec::arrow::to_arrow_schema(&schema.fields).map_err(|e| Error::from_spec("table schema", e))?,
+        );
+        let mut kv_fields = vec![
+            Arc::new(Field::new(SEQUENCE_NUMBER, ArrowType::Int64, false)),
+            Arc::new(Field::new(VALUE_KIND, ArrowType::Int8, false)),
+        ];
+        kv_fields.extend(arrow_schema.fields().iter().cloned());
+        let kv_schema = Arc::new(Schema::new(kv_fields));
+        let layout = TableLayout::new(&schema)?;
+        let bucket_keys = schema.bucket_keys();
+        let bucket_key_columns = positions(&schema, &bucket_keys);
+        let bucket_key_types = bucket_key_columns.iter().map(|&i| schema.fields[i].data_type.clone()).collect();
+        let key_columns = positions(&schema, &schema.trimmed_primary_keys());
+        let merge = if primary_key {
+            let options: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let mut config = MergeConfig::from_options(&schema.fields, &schema.trimmed_primary_keys(), &options)?;
+            config.keep_retracts = true;
+            Some(Arc::new(config))
+        } else {
+            None
+        };
+        let changelog_input = primary_key && opts.changelog_producer().map_err(spec_err)? == ChangelogProducer::Input;
+        let memory_budget = usize::try_from(opts.write_buffer_size().map_err(spec_err)?).unwrap_or(usize::MAX);
+        let dynamic = match mode {
+            BucketMode::Dynamic => {
+                let target = opts.get_i64("dynamic-bucket.target-row-num").map_err(spec_err)?.unwrap_or(2_000_000);
+                Some(DynamicBucketAssigner::new(&table, u64::try_from(target).unwrap_or(1)).await?)
+            }
+            _ => None,
+        };
+        let (restored, partition_buckets) = restore(&table).await?;
+        let partition_columns = positions(&schema, &schema.partition_keys);
+        Ok(TableWrite {
+            table,
+            schema,
+            arrow_schema,
+            kv_schema,
+            layout,
+            mode,
+            primary_key,
+            partition_columns,
+            bucket_key_columns,
+            bucket_key_types,
+            key_columns,
+            merge,
+            changelog_input,
+            restored,
+            partition_buckets,
+            dynamic,
+            writers: Vec::new(),
+            writer_index: HashMap::new(),
+            memory_budget,
+            buffered_bytes: 0,
+        })
+    }
+
+    /// The schema every written batch is conformed to.
+    pub fn schema(&self) -> &Arc<TableSchema> {
+        &self.schema
+    }
+
+    /// Write one batch; `kinds` says which row kind each row has.
+    pub async fn write(&mut self, batch: &RecordBatch, kinds: RowKinds) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        if !self.primary_key && kinds != RowKinds::Fixed(0) {
+            return Err(Error::Unsupported(
+                "updates and deletes on an append table (it has no primary key)".into(),
+            ));
+        }
+        let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?;
+        let partition_types = self.layout.partition_types.clone();
+        for group in group_by_partition(&conformed.batch, &self.partition_columns, &partition_types)? {
+            let rows = take_record_batch(&conformed.batch, &group.rows).map_err(|e| Error::arrow("partitioning", e))?;
+            let row_kinds = arrow_select::take::take(&conformed.kinds, &group.rows, None)
+                .map_err(|e| Error::arrow("partitioning", e))?;
+            let buckets = self.buckets_of(&group.partition, &rows).await?;
+            for (bucket, indices) in split_by_bucket(&buckets) {
+                let part = take_record_batch(&rows, &indices).map_err(|e| Error::arrow("bucketing", e))?;
+                let part_kinds = arrow_select::take::take(&row_kinds, &indices, None).map_err(|e| Error::arrow("bucketing", e))?;
+                let w = self.writer(&group.partition, &group.values, bucket)?;
+                self.push(w, part, part_kinds).await?;
+            }
+        }
+        self.flush_over_budget().await
+    }
+
+    async fn buckets_of(&mut self, partition: &[u8], rows: &RecordBatch) -> Result<Vec<i32>> {
+        match self.mode {
+            BucketMode::Fixed(n) => {
+                let n = self.partition_buckets.get(partition).copied().unwrap_or(n);
+                bucket_ids(rows, &self.bucket_key_columns, &self.bucket_key_types, n)
+            }
+            BucketMode::Dynamic => {
+                let types: Vec<DataType> = self.key_columns.iter().map(|&i| self.schema.fields[i].data_type.clone()).collect();
+                let hashes = key_hashes(rows, &self.key_columns, &types)?;
+                self.dynamic.as_mut().expect("dynamic mode has an assigner").assign(partition, &hashes).await
+            }
+            BucketMode::Unaware => Ok(vec![0; rows.num_rows()]),
+        }
+    }
+
+    /// The writer of (partition, bucket), created on first use.
+    fn writer(&mut self, partition: &[u8], values: &[Datum], bucket: i32) -> Result<usize> {
+        let key = (partition.to_vec(), bucket);
+        if let Some(&i) = self.writer_index.get(&key) {
+            return Ok(i);
+        }
+        let restored = self.restored.get(&key).copied();
+        let total_buckets = match self.mode {
+            BucketMode::Fixed(n) => self.partition_buckets.get(partition).copied().unwrap_or(n),
+            _ => -1,
+        };
+        let next_sequence = restored.map_or(0, |r| r.max_sequence + 1);
+        let bucket_dir = self.layout.bucket_path(values, bucket)?;
+        let append = if self.primary_key {
+            None
+        } else {
+            Some(self.rolling_writer(&bucket_dir, FileLayout::Append, false)?.with_first_sequence_number(next_sequence))
+        };
+        self.writers.push(BucketWriter {
+            partition: partition.to_vec(),
+            bucket,
+            total_buckets,
+            bucket_dir,
+            next_sequence,
+            buffer: Vec::new(),
+            buffered_bytes: 0,
+            append,
+            new_files: Vec::new(),
+            changelog_files: Vec::new(),
+        });
+        self.writer_index.insert(key, self.writers.len() - 1);
+        Ok(self.writers.len() - 1)
+    }
+
+    fn rolling_writer(&self, bucket_dir: &str, layout: FileLayout, changelog: bool) -> Result<RollingWriter> {
+        let opts = self.schema.options();
+        let config = WriterConfig::from_options(opts, layout, 0, changelog)?;
+        let prefix = if changelog { opts.changelog_file_prefix() } else { opts.data_file_prefix() };
+        RollingWriter::new(
+            self.table.io().clone(),
+            bucket_dir.to_string(),
+            self.schema.clone(),
+            layout,
+            0,
+            FileSource::Append,
+            prefix.to_string(),
+            config,
+        )
+    }
+
+    async fn push(&mut self, w: usize, rows: RecordBatch, kinds: ArrayRef) -> Result<()> {
+        let n = rows.num_rows() as i64;
+        let writer = &mut self.writers[w];
+        if let Some(append) = writer.append.as_mut() {
+            writer.next_sequence += n;
+            return append.write(&rows).await;
+        }
+        let first = writer.next_sequence;
+        writer.next_sequence += n;
+        let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(first..first + n)), kinds];
+        columns.extend(rows.columns().iter().cloned());
+        let kv = RecordBatch::try_new(self.kv_schema.clone(), columns).map_err(|e| Error::arrow("buffering rows", e))?;
+        let bytes = kv.get_array_memory_size();
+        writer.buffer.push(kv);
+        writer.buffered_bytes += bytes;
+        self.buffered_bytes += bytes;
+        Ok(())
+    }
+
+    /// Flush the largest buffers until the total is at most half the budget.
+    async fn flush_over_budget(&mut self) -> Result<()> {
+        if self.buffered_bytes <= self.memory_budget {
+            return Ok(());
+        }
+        while self.buffered_bytes > self.memory_budget / 2 {
+            let Some(w) = (0..self.writers.len()).filter(|&i| self.writers[i].buffered_bytes > 0).max_by_key(|&i| self.writers[i].buffered_bytes) else {
+                break;
+            };
+            self.flush_bucket(w).await?;
+        }
+        Ok(())
+    }
+
+    /// Sort, merge and write one bucket's buffer as level-0 file(s).
+    async fn flush_bucket(&mut self, w: usize) -> Result<()> {
+        let buffer = std::mem::take(&mut self.writers[w].buffer);
+        self.buffered_bytes -= self.writers[w].buffered_bytes;
+        self.writers[w].buffered_bytes = 0;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        let all = concat_batches(&self.kv_schema, &buffer).map_err(|e| Error::arrow("flushing buffer", e))?;
+        drop(buffer);
+        let sorted = self.sort_by_key_and_sequence(&all)?;
+        drop(all);
+        let bucket_dir = self.writers[w].bucket_dir.clone();
+        if self.changelog_input {
+            let mut changelog = self.rolling_writer(&bucket_dir, FileLayout::KeyValue, true)?;
+            for chunk in chunks(&sorted) {
+                changelog.write(&chunk).await?;
+            }
+            let files = changelog.close().await?;
+            self.writers[w].changelog_files.extend(files);
+        }
+        let mut data = self.rolling_writer(&bucket_dir, FileLayout::KeyValue, false)?;
+        let merged = self.merge_sorted(sorted);
+        let mut merged = std::pin::pin!(merged);
+        while let Some(batch) = merged.try_next().await? {
+            if let Err(e) = data.write(&batch).await {
+                data.abort().await?;
+                return Err(e);
+            }
+        }
+        let files = data.close().await?;
+        self.writers[w].new_files.extend(files);
+        Ok(())
+    }
+
+    fn key_converter(&self) -> Result<RowConverter> {
+        let fields = self.key_columns.iter().map(|&i| SortField::new(self.arrow_schema.field(i).data_type().clone())).collect();
+        RowConverter::new(fields).map_err(|e| Error::arrow("key encoding", e))
+    }
+
+    /// Key rows of a `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]` batch.
+    fn key_rows(&self, converter: &RowConverter, batch: &RecordBatch, offset: usize) -> Result<Rows> {
+        let cols: Vec<ArrayRef> = self.key_columns.iter().map(|&i| batch.column(i + offset).clone()).collect();
+        converter.convert_columns(&cols).map_err(|e| Error::arrow("key encoding", e))
+    }
+
+    fn sort_by_key_and_sequence(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let converter = self.key_converter()?;
+        let keys = self.key_rows(&converter, batch, 2)?;
+        let seq = batch.column(0).as_any().downcast_ref::<Int64Array>().expect("sequence column is Int64");
+        let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+        order.sort_unstable_by(|&a, &b| {
+            keys.row(a as usize).cmp(&keys.row(b as usize)).then(seq.value(a as usize).cmp(&seq.value(b as usize)))
+        });
+        take_record_batch(batch, &UInt32Array::from(order)).map_err(|e| Error::arrow("sorting buffer", e))
+    }
+
+    /// Fold equal keys of a sorted buffer with the merge engine, keeping the newest sequence
+    /// number of each key. Buffers without duplicate keys are written as they are.
+    fn merge_sorted(&self, sorted: RecordBatch) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
+        let prepared = (|| {
+            let converter = self.key_converter()?;
+            let keys = self.key_rows(&converter, &sorted, 2)?;
+            // Occurrence number of each row within its key: rows with occurrence i form run i,
+            // each strictly ascending in key, as the merge requires.
+            let mut runs: Vec<Vec<u32>> = Vec::new();
+            let mut last_of_key: Vec<u32> = Vec::new();
+            let mut occurrence = 0usize;
+            for i in 0..sorted.num_rows() {
+                if i > 0 && keys.row(i) == keys.row(i - 1) {
+                    occurrence += 1;
+                    *last_of_key.last_mut().expect("a key was seen") = i as u32;
+                } else {
+                    occurrence = 0;
+                    last_of_key.push(i as u32);
+                }
+                if runs.len() <= occurrence {
+                    runs.push(Vec::new());
+                }
+                runs[occurrence].push(i as u32);
+            }
+            Ok::<_, Error>((converter, runs, last_of_key))
+        })();
+        let (converter, runs, last_of_key) = match prepared {
+            Ok(p) => p,
+            Err(e) => return stream::once(async { Err(e) }).boxed(),
+        };
+        if runs.len() <= 1 {
+            return stream::iter(chunks(&sorted).into_iter().map(Ok)).boxed();
+        }
+        let run_streams = runs
+            .iter()
+            .map(|rows| {
+                let run = take_record_batch(&sorted, &UInt32Array::from(rows.clone()));
+                stream::once(async move { run.map_err(|e| Error::arrow("splitting runs", e)) }).boxed()
+            })
+            .collect();
+        let config = self.merge.clone().expect("primary-key tables have a merge config");
+        let merged = merge_sorted_runs(run_streams, config, FLUSH_BATCH_SIZE);
+        // Re-attach sequence numbers: merged keys are a subsequence of the buffer's keys.
+        let seq = sorted.column(0).clone();
+        let key_columns = self.key_columns.clone();
+        let kv_schema = self.kv_schema.clone();
+        let mut cursor = 0usize;
+        merged
+            .and_then(move |batch| {
+                let out = (|| {
+                    let buffer_keys: Vec<ArrayRef> = key_columns.iter().map(|&i| sorted.column(i + 2).clone()).collect();
+                    let buffer_rows = converter.convert_columns(&buffer_keys).map_err(|e| Error::arrow("key encoding", e))?;
+                    let cols: Vec<ArrayRef> = key_columns.iter().map(|&i| batch.column(i + 1).clone()).collect();
+                    let out_rows = converter.convert_columns(&cols).map_err(|e| Error::arrow("key encoding", e))?;
+                    let seq = seq.as_any().downcast_ref::<Int64Array>().expect("sequence column is Int64");
+                    let mut seqs = Vec::with_capacity(batch.num_rows());
+                    for r in 0..batch.num_rows() {
+                        while cursor < last_of_key.len() && buffer_rows.row(last_of_key[cursor] as usize) != out_rows.row(r) {
+                            cursor += 1;
+                        }
+                        let last = *last_of_key.get(cursor).ok_or_else(|| Error::invalid("merged key not found in buffer"))?;
+                        seqs.push(seq.value(last as usize));
+                        cursor += 1;
+                    }
+                    let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(seqs))];
+                    columns.extend(batch.columns().iter().cloned());
+                    RecordBatch::try_new(kv_schema.clone(), columns).map_err(|e| Error::arrow("merged rows", e))
+                })();
+                futures::future::ready(out)
+            })
+            .boxed()
+    }
+
+    /// Flush everything and return one message per touched (partition, bucket). The writer
+    /// stays usable; sequence numbers keep counting.
+    pub async fn prepare_commit(&mut self) -> Result<Vec<CommitMessage>> {
+        for w in 0..self.writers.len() {
+            self.flush_bucket(w).await?;
+            if let Some(append) = self.writers[w].append.take() {
+                let files = append.close().await?;
+                self.writers[w].new_files.extend(files);
+            }
+        }
+        let mut index_updates = match self.dynamic.as_mut() {
+            Some(d) => d.flush().await?,
+            None => Vec::new(),
+        };
+        let mut messages = Vec::new();
+        for w in &mut self.writers {
+            let mut m = CommitMessage::new(w.partition.clone(), w.bucket, w.total_buckets);
+            m.new_files = std::mem::take(&mut w.new_files);
+            m.changelog_files = std::mem::take(&mut w.changelog_files);
+            index_updates.retain(|u| {
+                if u.partition == w.partition && u.bucket == w.bucket {
+                    m.new_index_files.push(u.new_file.clone());
+                    m.deleted_index_files.extend(u.old_file.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+            if !m.is_empty() {
+                messages.push(m);
+            }
+        }
+        if !self.primary_key {
+            // Append writers were closed; the next write opens new files continuing the sequence.
+            for w in 0..self.writers.len() {
+                let dir = self.writers[w].bucket_dir.clone();
+                let next = self.writers[w].next_sequence;
+                self.writers[w].append = Some(self.rolling_writer(&dir, FileLayout::Append, false)?.with_first_sequence_number(next));
+            }
+        }
+        Ok(messages)
+    }
+
+    /// Delete every file written since the last `prepare_commit`.
+    pub async fn abort(&mut self) -> Result<()> {
+        for w in &mut self.writers {
+            if let Some(append) = w.append.take() {
+                append.abort().await?;
+            }
+            for f in w.new_files.drain(..).chain(w.changelog_files.drain(..)) {
+                self.table.io().delete(&format!("{}/{}", w.bucket_dir, f.file_name)).await?;
+            }
+            w.buffer.clear();
+            w.buffered_bytes = 0;
+        }
+        self.buffered_bytes = 0;
+        Ok(())
+    }
+}
+
+/// Slices of at most [`FLUSH_BATCH_SIZE`] rows.
+fn chunks(batch: &RecordBatch) -> Vec<RecordBatch> {
+    (0..batch.num_rows())
+        .step_by(FLUSH_BATCH_SIZE)
+        .map(|start| batch.slice(start, FLUSH_BATCH_SIZE.min(batch.num_rows() - start)))
+        .collect()
+}
+
+/// Row indices per bucket, buckets in first-appearance order.
+fn split_by_bucket(buckets: &[i32]) -> Vec<(i32, UInt32Array)> {
+    let mut order: Vec<i32> = Vec::new();
+    let mut rows: HashMap<i32, Vec<u32>> = HashMap::new();
+    for (i, b) in buckets.iter().enumerate() {
+        rows.entry(*b)
+            .or_insert_with(|| {
+                order.push(*b);
+                Vec::new()
+            })
+            .push(i as u32);
+    }
+    order.into_iter().map(|b| (b, UInt32Array::from(rows.remove(&b).unwrap_or_default()))).collect()
+}
+
+/// Per (partition, bucket): the largest sequence number and the bucket count of the live files
+/// of the latest snapshot (every level: Java restores from all files), and per partition its
+/// bucket count.
+async fn restore(table: &Table) -> Result<(HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>)> {
+    let mut restored: HashMap<(Vec<u8>, i32), Restored> = HashMap::new();
+    let mut partitions = HashMap::new();
+    let Some(snap) = table.snapshot_manager().latest().await? else {
+        return Ok((restored, partitions));
+    };
+    let (base, delta) = futures::try_join!(read_list(table, &snap.base_manifest_list), read_list(table, &snap.delta_manifest_list))?;
+    let metas: Vec<_> = base.into_iter().chain(delta).collect();
+    for e in merge_entries(read_manifests(table, &metas).await?)? {
+        if e.kind != FileKind::Add {
+            continue;
+        }
+        partitions.insert(e.partition.clone(), e.total_buckets);
+        let r = restored.entry((e.partition, e.bucket)).or_insert(Restored { max_sequence: -1 });
+        r.max_sequence = r.max_sequence.max(e.file.max_sequence_number);
+    }
+    Ok((restored, partitions))
+}

@@ -1,0 +1,158 @@
+//! `RawWriter` and the commit entry points behind `tidelake.Table.write/upsert/delete/commit`.
+//!
+//! Input batches are pulled from any Arrow producer (C stream or C array) with the GIL held
+//! (the producer may be Python code); each batch is then written with the GIL released.
+//! Commit messages cross as versioned bytes.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use pyo3_arrow::input::AnyRecordBatch;
+use tidelake_core::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
+use tidelake_core::scan::predicate::Predicate;
+use tidelake_core::write::input::RowKinds;
+use tidelake_core::write::table_write::TableWrite;
+use tidelake_core::Error;
+use tokio::sync::Mutex;
+
+use crate::errors::{to_py, IntoPyResult};
+use crate::runtime::block_on;
+use crate::table::RawTable;
+
+const ROW_KIND_INSERT: i8 = 0;
+const ROW_KIND_DELETE: i8 = 3;
+
+fn row_kinds(kind: &str) -> PyResult<RowKinds> {
+    match kind {
+        "insert" | "upsert" => Ok(RowKinds::Fixed(ROW_KIND_INSERT)),
+        "delete" => Ok(RowKinds::Fixed(ROW_KIND_DELETE)),
+        "rowkind_field" => Ok(RowKinds::FromField),
+        other => Err(to_py(Error::invalid(format!("unknown write kind '{other}'")))),
+    }
+}
+
+#[pyclass(module = "tidelake._internal", frozen)]
+pub struct RawWriter {
+    write: Mutex<Option<TableWrite>>,
+}
+
+#[pymethods]
+impl RawWriter {
+    /// Write every batch of an Arrow producer with row kind `kind`
+    /// (`insert`, `upsert`, `delete`, `rowkind_field`).
+    fn write(&self, py: Python<'_>, data: AnyRecordBatch, kind: &str) -> PyResult<()> {
+        let kinds = row_kinds(kind)?;
+        let reader = data.into_reader()?;
+        for batch in reader {
+            let batch = batch.map_err(|e| to_py(Error::arrow("reading input", e)))?;
+            block_on(py, async {
+                let mut guard = self.write.lock().await;
+                let w = guard.as_mut().ok_or_else(|| Error::invalid("the writer is closed"))?;
+                w.write(&batch, kinds).await
+            })?
+            .py()?;
+        }
+        Ok(())
+    }
+
+    /// Flush and return the commit messages as bytes.
+    fn prepare_commit<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let messages = block_on(py, async {
+            let mut guard = self.write.lock().await;
+            let w = guard.as_mut().ok_or_else(|| Error::invalid("the writer is closed"))?;
+            w.prepare_commit().await
+        })?
+        .py()?;
+        messages
+            .iter()
+            .map(|m| Ok(PyBytes::new(py, &m.to_bytes().map_err(to_py)?)))
+            .collect()
+    }
+
+    /// Delete every file written since the last `prepare_commit` and close the writer.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        block_on(py, async {
+            let mut guard = self.write.lock().await;
+            match guard.take() {
+                Some(mut w) => w.abort().await,
+                None => Ok(()),
+            }
+        })?
+        .py()
+    }
+
+    /// Close the writer (files already handed out by `prepare_commit` are kept).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        block_on(py, async {
+            self.write.lock().await.take();
+        })
+    }
+}
+
+fn decode_messages(messages: Vec<Vec<u8>>) -> PyResult<Vec<CommitMessage>> {
+    messages.iter().map(|b| CommitMessage::from_bytes(b)).collect::<Result<_, _>>().py()
+}
+
+fn partition_filter(spec: Option<String>) -> PyResult<Option<PartitionFilter>> {
+    spec.map(|json| {
+        let value: serde_json::Value = serde_json::from_str(&json)
+            .map_err(|e| to_py(Error::invalid(format!("bad partition spec: {e}"))))?;
+        Predicate::from_json(&value).map(PartitionFilter::Predicate).py()
+    })
+    .transpose()
+}
+
+#[pymethods]
+impl RawTable {
+    /// A new writer of this table's latest schema.
+    fn writer(&self, py: Python<'_>) -> PyResult<RawWriter> {
+        let table = self.table.clone();
+        let write = block_on(py, TableWrite::new(table))?.py()?;
+        Ok(RawWriter { write: Mutex::new(Some(write)) })
+    }
+
+    /// Commit messages as transaction `commit_identifier` of `commit_user`; returns the new
+    /// snapshot ids (empty when there was nothing to commit or it was already committed).
+    #[pyo3(signature = (messages, commit_user, commit_identifier, properties=Vec::new()))]
+    fn commit(
+        &self,
+        py: Python<'_>,
+        messages: Vec<Vec<u8>>,
+        commit_user: String,
+        commit_identifier: i64,
+        properties: Vec<(String, String)>,
+    ) -> PyResult<Vec<i64>> {
+        let messages = decode_messages(messages)?;
+        let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
+        block_on(py, commit.commit(messages, commit_identifier, &properties))?.py()
+    }
+
+    /// Overwrite: `partition_json` (a filter on partition columns) selects what is replaced;
+    /// `dynamic` replaces exactly the partitions written; neither: the whole table.
+    #[pyo3(signature = (messages, commit_user, commit_identifier, partition_json=None, dynamic=false))]
+    fn overwrite(
+        &self,
+        py: Python<'_>,
+        messages: Vec<Vec<u8>>,
+        commit_user: String,
+        commit_identifier: i64,
+        partition_json: Option<String>,
+        dynamic: bool,
+    ) -> PyResult<Vec<i64>> {
+        let messages = decode_messages(messages)?;
+        let scope = if dynamic { OverwriteScope::Dynamic } else { OverwriteScope::Static(partition_filter(partition_json)?) };
+        let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
+        block_on(py, commit.overwrite(scope, messages, commit_identifier, &[]))?.py()
+    }
+
+    /// Remove every row (an OVERWRITE snapshot with no files).
+    fn truncate(&self, py: Python<'_>, commit_user: String) -> PyResult<Vec<i64>> {
+        let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
+        block_on(py, commit.truncate_table(i64::MAX))?.py()
+    }
+
+    /// Which of `identifiers` `commit_user` has not committed yet.
+    fn filter_committed(&self, py: Python<'_>, commit_user: String, identifiers: Vec<i64>) -> PyResult<Vec<i64>> {
+        let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
+        block_on(py, commit.filter_committed(&identifiers))?.py()
+    }
+}

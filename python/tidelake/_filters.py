@@ -36,7 +36,7 @@ def _literal(value: Any) -> Any:
     if isinstance(value, _dec.Decimal):
         return str(value)
     if isinstance(value, (bytes, bytearray)):
-        return {"hex": bytes(value).hex()}
+        return bytes(value).hex()
     raise InvalidArgumentError(f"unsupported filter literal {value!r} of type {type(value).__name__}")
 
 

@@ -1,0 +1,117 @@
+"""The benchmark workload: one deterministic set of rows shared by every system.
+
+A primary-key table ``id BIGINT NOT NULL`` + five value columns. The bulk load holds
+``rows`` distinct keys in random order (so every writer has to sort); each of ``commits``
+upsert commits holds ``upsert_rows`` rows, half of them existing keys (drawn at random from
+the keys written so far) and half new keys. Generated once per run by the parent, saved as
+Arrow IPC files, and read back by every system's subprocess, so all systems see the same bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+SCHEMA = pa.schema([
+    pa.field("id", pa.int64(), nullable=False),
+    pa.field("qty", pa.int32()),
+    pa.field("price", pa.float64()),
+    pa.field("cat", pa.string()),
+    pa.field("note", pa.string()),
+    pa.field("ver", pa.int64()),
+])
+KEY = "id"
+CATEGORIES = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    rows: int = 2_000_000
+    upsert_rows: int = 200_000
+    commits: int = 10
+    buckets: int = 4
+    seed: int = 20240514
+
+    def scaled(self, scale: float) -> "Workload":
+        return dataclasses.replace(self, rows=max(1000, int(self.rows * scale)),
+                                   upsert_rows=max(100, int(self.upsert_rows * scale)))
+
+    @property
+    def final_rows(self) -> int:
+        return self.rows + self.commits * (self.upsert_rows - self.upsert_rows // 2)
+
+    @property
+    def upsert_total(self) -> int:
+        return self.commits * self.upsert_rows
+
+
+def _rows(ids: np.ndarray, ver: int, rng: np.random.Generator) -> pa.Table:
+    n = len(ids)
+    note_nums = pa.array(rng.integers(0, 10**12, n, dtype=np.int64))
+    note = pc.binary_join_element_wise("note-", pc.cast(note_nums, pa.string()), "")
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "qty": pa.array(rng.integers(0, 10_000, n, dtype=np.int32)),
+        "price": pa.array(np.round(rng.random(n) * 1000, 2)),
+        "cat": pa.array(CATEGORIES[rng.integers(0, len(CATEGORIES), n)]),
+        "note": note,
+        "ver": pa.array(np.full(n, ver, dtype=np.int64)),
+    }, schema=SCHEMA)
+
+
+def generate(w: Workload) -> tuple[pa.Table, list[pa.Table]]:
+    rng = np.random.default_rng(w.seed)
+    bulk = _rows(rng.permutation(w.rows).astype(np.int64), 0, rng)
+    upserts = []
+    next_key = w.rows
+    for c in range(w.commits):
+        existing = w.upsert_rows // 2
+        new = w.upsert_rows - existing
+        old_ids = rng.choice(next_key, existing, replace=False)
+        new_ids = np.arange(next_key, next_key + new)
+        next_key += new
+        ids = np.concatenate([old_ids, new_ids]).astype(np.int64)
+        rng.shuffle(ids)
+        upserts.append(_rows(ids, c + 1, rng))
+    return bulk, upserts
+
+
+def save(w: Workload, directory: pathlib.Path) -> pathlib.Path:
+    """Generate the workload into ``directory`` (skipped if already there for the same spec)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    spec = directory / "workload.json"
+    if spec.exists() and json.loads(spec.read_text()) == dataclasses.asdict(w):
+        return directory
+    bulk, upserts = generate(w)
+    for name, t in [("bulk", bulk)] + [(f"upsert-{i:02d}", u) for i, u in enumerate(upserts)]:
+        with ipc.new_file(directory / f"{name}.arrow", t.schema) as f:
+            f.write_table(t)
+    spec.write_text(json.dumps(dataclasses.asdict(w)))
+    return directory
+
+
+def load(directory: str | os.PathLike[str]) -> tuple[Workload, pa.Table, list[pa.Table]]:
+    d = pathlib.Path(directory)
+    w = Workload(**json.loads((d / "workload.json").read_text()))
+
+    def read(name: str) -> pa.Table:
+        with ipc.open_file(d / f"{name}.arrow") as f:
+            return f.read_all().combine_chunks()
+
+    return w, read("bulk"), [read(f"upsert-{i:02d}") for i in range(w.commits)]
+
+
+def final_state(bulk: pa.Table, upserts: list[pa.Table]) -> pa.Table:
+    """The expected latest state: the last row of each key wins (for checking reads)."""
+    allrows = pa.concat_tables([bulk] + upserts)
+    order = np.arange(allrows.num_rows)
+    allrows = allrows.append_column("_pos", pa.array(order))
+    last = allrows.group_by(KEY).aggregate([("_pos", "max")])
+    return allrows.take(last["_pos_max"]).drop_columns(["_pos"]).sort_by(KEY)

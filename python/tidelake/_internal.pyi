@@ -15,6 +15,8 @@ from typing import Any, Protocol, final
 
 import pyarrow as pa
 
+__all__ = ["__version__", "RawCatalog", "RawScan", "RawTable", "RawWriter"]
+
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
 
@@ -43,7 +45,9 @@ of ``add_column`` (field, arg=comment, position ``first``/``last``/``after:COL``
 class RawCatalog:
     """A filesystem catalog: ``<warehouse>/<database>.db/<table>/``."""
 
-    def __init__(self, warehouse: str) -> None: ...
+    def __new__(cls, warehouse: str) -> RawCatalog:
+        """Open (without creating anything) the warehouse directory or URL ``warehouse``."""
+
     @property
     def location(self) -> str:
         """The warehouse root."""
@@ -170,11 +174,12 @@ class RawTable:
         messages: list[bytes],
         commit_user: str,
         commit_identifier: int,
-        properties: list[tuple[str, str]] = [],
+        properties: list[tuple[str, str]] = ...,
     ) -> list[int]:
         """Commit messages from :meth:`RawWriter.prepare_commit` as transaction
-        ``commit_identifier`` of ``commit_user``; returns the new snapshot ids (empty when
-        there was nothing to commit or it was already committed)."""
+        ``commit_identifier`` of ``commit_user`` with snapshot ``properties`` (none by default);
+        returns the new snapshot ids (empty when there was nothing to commit or it was already
+        committed)."""
 
     def overwrite(
         self,

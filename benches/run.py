@@ -1,0 +1,288 @@
+"""tidelake benchmarks: ``python benches/run.py [all|write|read|profile] [--quick] [--scale S]``.
+
+* ``write``: bulk insert of ``--rows`` rows into a 4-bucket primary-key table, then 10 upsert
+  commits of ``rows/10`` rows (half new keys), for tidelake, the pyarrow floor (sort + one zstd
+  Parquet file per commit), pypaimon (Rust ``pypaimon_rust`` path and pure-Python path) and
+  deltalake (``write_deltalake`` + ``merge``); then tidelake's bulk load with 1 vs 2 writer
+  threads.
+* ``read``: the same workload written by tidelake (≥ 11 sorted runs per bucket, checked), read
+  back merged by tidelake (``to_arrow`` and ``to_reader(batch_size=65536)``), pypaimon (Rust
+  and Python), deltalake (a Delta table built with the same upserts), and the floor
+  (``pq.read_table`` of every data file, no merge).
+* ``profile``: ``perf record`` of tidelake's bulk write, upserts and read (needs ``perf``).
+
+Every measurement runs in its own subprocess (``benches/worker.py``) so peak RSS is per system;
+each is repeated ``--repeat`` times, systems interleaved, and the median is reported with the
+spread (max-min)/median as a noise indicator. See benches/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import workload as wl  # noqa: E402
+
+WORKER = HERE / "worker.py"
+WRITE_SYSTEMS = ["floor", "tidelake", "pypaimon_native", "pypaimon_python", "deltalake"]
+THREAD_SYSTEMS = ["tidelake_1thread", "tidelake_2threads"]
+READ_SYSTEMS = ["floor", "tidelake", "tidelake_stream", "pypaimon_native", "pypaimon_native_stream",
+                "pypaimon_python", "deltalake"]
+SLOW = {"pypaimon_python"}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---- subprocesses ------------------------------------------------------------------------------
+
+def run_child(args: list[str], logfile: pathlib.Path, timeout: float) -> dict[str, Any]:
+    """Run the worker; return its RESULT plus ``peak_rss_mb`` (the child's ru_maxrss)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with open(logfile, "a") as err:
+        err.write(f"\n$ worker.py {' '.join(args)}\n")
+        err.flush()
+        p = subprocess.Popen([sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=err,
+                             text=True, env=env)
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
+        try:
+            out = p.stdout.read() if p.stdout else ""
+            _, status, usage = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.stdout:
+            p.stdout.close()
+    lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
+    if p.returncode != 0 or not lines:
+        raise RuntimeError(f"worker {' '.join(args)} failed (exit {p.returncode}); see {logfile}")
+    result = json.loads(lines[-1][len("RESULT "):])
+    result["peak_rss_mb"] = usage.ru_maxrss / 1024  # KiB on Linux
+    return result
+
+
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": len(runs)}
+    for key, value in runs[0].items():
+        values = [r[key] for r in runs]
+        if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+            med = statistics.median(values)
+            out[key] = med
+            if key.endswith("_s") and med > 0:
+                out[key + "_spread"] = (max(values) - min(values)) / med
+                out[key + "_all"] = values
+        else:
+            out[key] = value
+    return out
+
+
+def measure(task: str, systems: list[str], repeat: int, slow_repeat: int, extra: list[str],
+            ctx: "Ctx") -> dict[str, dict[str, Any]]:
+    runs: dict[str, list[dict[str, Any]]] = {s: [] for s in systems}
+    for r in range(max(repeat, slow_repeat)):
+        for s in systems:
+            if r >= (slow_repeat if s in SLOW else repeat):
+                continue
+            t0 = time.perf_counter()
+            res = run_child([task, s, "--data", str(ctx.data), "--dir", str(ctx.work / f"{task}-{s}"), *extra],
+                            ctx.logfile, ctx.timeout)
+            log(f"  {task} {s} run {r + 1}: {summary_line(res)} ({time.perf_counter() - t0:.0f}s wall)")
+            runs[s].append(res)
+    return {s: median_of(v) for s, v in runs.items() if v}
+
+
+def summary_line(res: dict[str, Any]) -> str:
+    parts = [f"{k}={v:.2f}" for k, v in res.items() if k.endswith(("_s", "_mb")) and isinstance(v, float)]
+    return " ".join(parts)
+
+
+class Ctx:
+    def __init__(self, a: argparse.Namespace, w: wl.Workload) -> None:
+        self.w = w
+        self.work = pathlib.Path(a.workdir)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.data = self.work / f"data-{w.rows}-{w.upsert_rows}-{w.commits}"
+        self.logfile = self.work / "workers.log"
+        self.timeout = a.timeout
+
+
+# ---- reports -----------------------------------------------------------------------------------
+
+def fmt_rate(x: float) -> str:
+    return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}k"
+
+
+def spread(r: dict[str, Any], key: str) -> str:
+    s = r.get(key + "_spread")
+    return "" if s is None or r["n"] < 2 else f" ±{s * 50:.0f}%"
+
+
+def write_report(w: wl.Workload, res: dict[str, dict[str, Any]], threads: dict[str, dict[str, Any]]) -> str:
+    lines = [f"### Write: bulk {w.rows:,} rows, then {w.commits} upserts x {w.upsert_rows:,} rows "
+             f"({w.buckets} buckets)", "",
+             "| system | runs | bulk s | bulk rows/s | bulk vs floor | bulk RSS growth MB | upserts s (all) | "
+             "upsert rows/s | upsert vs floor | upsert RSS growth MB | peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    floor = res.get("floor")
+    for s, r in res.items():
+        b_rate = w.rows / r["bulk_s"]
+        u_rate = w.upsert_total / r["upsert_s"]
+        bf = f"{floor['bulk_s'] / r['bulk_s']:.2f}x" if floor else "-"
+        uf = f"{floor['upsert_s'] / r['upsert_s']:.2f}x" if floor else "-"
+        lines.append(f"| {s} | {r['n']} | {r['bulk_s']:.2f}{spread(r, 'bulk_s')} | {fmt_rate(b_rate)} | {bf} | "
+                     f"{r['bulk_rss_growth_mb']:.0f} | {r['upsert_s']:.2f}{spread(r, 'upsert_s')} | "
+                     f"{fmt_rate(u_rate)} | {uf} | {r['upsert_rss_growth_mb']:.0f} | {r['peak_rss_mb']:.0f} |")
+    tl = res.get("tidelake")
+    if tl:
+        lines += ["", "tidelake speed-up (time ratio, >1 = tidelake faster):", ""]
+        for s, r in res.items():
+            if s != "tidelake":
+                lines.append(f"- vs {s}: bulk {r['bulk_s'] / tl['bulk_s']:.2f}x, "
+                             f"upserts {r['upsert_s'] / tl['upsert_s']:.2f}x; RSS growth bulk "
+                             f"{tl['bulk_rss_growth_mb']:.0f} vs {r['bulk_rss_growth_mb']:.0f} MB, "
+                             f"upserts {tl['upsert_rss_growth_mb']:.0f} vs {r['upsert_rss_growth_mb']:.0f} MB")
+    if threads:
+        lines += ["", f"### tidelake bulk load, writer threads (TableWriter per thread, disjoint halves, "
+                  f"one commit)", "", "| threads | runs | bulk s | rows/s | speed-up | RSS growth MB |",
+                  "|---|---|---|---|---|---|"]
+        one = threads.get("tidelake_1thread")
+        for s, r in threads.items():
+            up = f"{one['bulk_s'] / r['bulk_s']:.2f}x" if one else "-"
+            lines.append(f"| {r['threads']} | {r['n']} | {r['bulk_s']:.2f}{spread(r, 'bulk_s')} | "
+                         f"{fmt_rate(w.rows / r['bulk_s'])} | {up} | {r['bulk_rss_growth_mb']:.0f} |")
+    return "\n".join(lines)
+
+
+def read_report(w: wl.Workload, setup: dict[str, Any], res: dict[str, dict[str, Any]]) -> str:
+    lines = [f"### Read: latest state of the PK table ({setup['final_rows']:,} rows after merging "
+             f"{setup['input_rows']:,} stored rows in {len(setup['tidelake_files'])} files; files per bucket "
+             f"{setup['files_per_bucket']}; levels {setup['levels']}; Delta: {setup['delta_files']} files)", "",
+             "| system | runs | read s | output rows/s | tidelake speed-up vs it | RSS growth MB | peak RSS MB | "
+             "rows |", "|---|---|---|---|---|---|---|---|"]
+    tl = res.get("tidelake")
+    for s, r in res.items():
+        speed = f"{r['read_s'] / tl['read_s']:.2f}x" if tl else "-"
+        lines.append(f"| {s} | {r['n']} | {r['read_s']:.2f}{spread(r, 'read_s')} | {fmt_rate(r['rows'] / r['read_s'])} | "
+                     f"{speed} | {r['read_rss_growth_mb']:.0f} | {r['peak_rss_mb']:.0f} | {r['rows']:,} |")
+    exp = setup["expected"]
+    bad = [s for s, r in res.items() if s != "floor" and (r["rows"], r["sum_ver"], r["sum_qty"]) !=
+           (exp["rows"], exp["sum_ver"], exp["sum_qty"])]
+    lines += ["", "All merged reads match the expected final state (row count and column sums)." if not bad
+              else f"**MISMATCH** against the expected final state: {bad}"]
+    return "\n".join(lines)
+
+
+def machine_notes() -> str:
+    load = os.getloadavg()
+    return (f"{datetime.date.today().isoformat()}, {platform.machine()} {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}, load average at end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}")
+
+
+# ---- profile -----------------------------------------------------------------------------------
+
+def profile(ctx: Ctx, setup_json: pathlib.Path | None) -> None:
+    perf = shutil.which("perf")
+    if not perf:
+        log("perf is not installed; skipping the profile")
+        return
+    for task, system, extra in [("write", "tidelake", []),
+                                ("read", "tidelake", ["--setup", str(setup_json)] if setup_json else None)]:
+        if extra is None:
+            continue
+        data = ctx.work / f"perf-{task}.data"
+        cmd = [perf, "record", "-F", "499", "-g", "-o", str(data), "--", sys.executable, str(WORKER), task,
+               system, "--data", str(ctx.data), "--dir", str(ctx.work / f"perf-{task}"), *extra]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        report = ctx.work / f"perf-{task}.txt"
+        with open(report, "w") as f:
+            subprocess.run([perf, "report", "-i", str(data), "--no-children", "--sort", "dso,symbol",
+                            "--stdio", "--percent-limit", "0.7", "-g", "none"], stdout=f,
+                           stderr=subprocess.DEVNULL, check=False)
+        log(f"perf profile of tidelake {task}: {report}")
+
+
+# ---- main --------------------------------------------------------------------------------------
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", nargs="?", default="all", choices=["all", "write", "read", "profile"])
+    ap.add_argument("--quick", action="store_true", help="smoke run: --scale 0.05 --repeat 1")
+    ap.add_argument("--scale", type=float, default=None, help="multiply every row count (default 1)")
+    ap.add_argument("--rows", type=int, default=None, help="bulk rows (upserts: rows/10 each)")
+    ap.add_argument("--commits", type=int, default=10, help="upsert commits")
+    ap.add_argument("--repeat", type=int, default=None, help="runs per system (median reported; default 3)")
+    ap.add_argument("--slow-repeat", type=int, default=None,
+                    help="runs of pypaimon's pure-Python path (default 1: it takes minutes at full scale)")
+    ap.add_argument("--systems", default=None, help="comma-separated subset of systems")
+    ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", "/tmp/tidelake-bench"))
+    ap.add_argument("--out", default=None, help="write the results JSON here (default WORKDIR/results.json)")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds before a worker is killed")
+    a = ap.parse_args()
+
+    scale = a.scale if a.scale is not None else (0.05 if a.quick else 1.0)
+    repeat = a.repeat if a.repeat is not None else (1 if a.quick else 3)
+    slow_repeat = a.slow_repeat if a.slow_repeat is not None else (1 if not a.quick else repeat)
+    w = wl.Workload(commits=a.commits).scaled(scale)
+    if a.rows:
+        w = wl.Workload(rows=a.rows, upsert_rows=max(1, a.rows // 10), commits=a.commits)
+    only = set(a.systems.split(",")) if a.systems else None
+    ctx = Ctx(a, w)
+    ctx.logfile.write_text("")
+    started = time.perf_counter()
+    log(f"workload: {w}; workdir {ctx.work}; repeat {repeat} (pypaimon_python {slow_repeat})")
+    wl.save(w, ctx.data)
+
+    results: dict[str, Any] = {"workload": w.__dict__, "machine": None, "repeat": repeat}
+    reports = []
+    if a.command in ("all", "write"):
+        systems = [s for s in WRITE_SYSTEMS if not only or s in only]
+        res = measure("write", systems, repeat, slow_repeat, [], ctx)
+        thread_systems = [s for s in THREAD_SYSTEMS if not only or s in only or "tidelake" in only]
+        threads = measure("write", thread_systems, repeat, slow_repeat, [], ctx)
+        results["write"], results["threads"] = res, threads
+        reports.append(write_report(w, res, threads))
+    setup_json = None
+    if a.command in ("all", "read", "profile"):
+        log("read setup: writing the tidelake and Delta tables")
+        setup = run_child(["read-setup", "-", "--data", str(ctx.data), "--dir", str(ctx.work / "read-tables")],
+                          ctx.logfile, ctx.timeout)
+        setup_json = ctx.work / "read-setup.json"
+        setup_json.write_text(json.dumps(setup))
+        runs_min = min(setup["files_per_bucket"].values())
+        if runs_min < w.commits + 1:
+            raise SystemExit(f"expected >= {w.commits + 1} sorted runs per bucket, got {setup['files_per_bucket']}")
+    if a.command in ("all", "read"):
+        systems = [s for s in READ_SYSTEMS if not only or s in only]
+        res = measure("read", systems, repeat, slow_repeat, ["--setup", str(setup_json)], ctx)
+        results["read"], results["read_setup"] = res, {k: v for k, v in setup.items() if k != "tidelake_files"}
+        reports.append(read_report(w, setup, res))
+    if a.command == "profile":
+        profile(ctx, setup_json)
+    results["machine"] = machine_notes()
+    results["elapsed_s"] = time.perf_counter() - started
+    out = pathlib.Path(a.out) if a.out else ctx.work / "results.json"
+    out.write_text(json.dumps(results, indent=1))
+    text = "\n\n".join(reports)
+    print(f"## tidelake benchmarks — {results['machine']}\n\nMedian of {repeat} runs per system "
+          f"(pypaimon_python: {slow_repeat}); ±x% = half the (max-min)/median spread.\n\n{text}\n\n"
+          f"Total {results['elapsed_s']:.0f}s; raw results in {out}; worker logs in {ctx.logfile}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,356 @@
+//! Which sorted runs of one bucket to compact, and into which level: a pure function of the
+//! runs' levels and sizes (Java `UniversalCompaction`, `ForceUpLevel0Compaction`,
+//! `CompactStrategy.pickFullCompaction`).
+//!
+//! Input: the bucket's sorted runs in [`super::levels::Levels`] order — every level-0 file is
+//! its own run, newest first, then one run per non-empty level 1..=max. Output: a
+//! [`CompactUnit`] naming a **prefix** of those runs and the output level.
+//!
+//! Invariants (checked by the property tests below):
+//! * the output level is never 0 and at most the max level;
+//! * the output level is at least the level of every run in the unit;
+//! * no run outside the unit sits at the output level (the unit either stops right below the
+//!   next run's level, or swallows the first non-zero level it reaches), so after replacing
+//!   the unit's files by the output files every level >= 1 is still one sorted run;
+//! * a unit is never empty.
+//!
+//! Java's optional `EarlyFullCompaction` (`compaction.total-size-threshold`, optimization
+//! interval) and `OffPeakHours` are not modelled: they only make full compactions more likely.
+
+/// A sorted run as the picker sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunStat {
+    pub level: i32,
+    /// Total bytes of the run's files.
+    pub size: u64,
+}
+
+/// Compact the first `runs` sorted runs into `output_level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactUnit {
+    pub output_level: i32,
+    pub runs: usize,
+}
+
+/// Java `UniversalCompaction` (RocksDB universal compaction): size amplification, then size
+/// ratio, then the number of sorted runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UniversalCompaction {
+    /// `compaction.max-size-amplification-percent` (200).
+    pub max_size_amp: u64,
+    /// `compaction.size-ratio` (1, percent).
+    pub size_ratio: u64,
+    /// `num-sorted-run.compaction-trigger` (5).
+    pub trigger: usize,
+}
+
+impl UniversalCompaction {
+    /// Java `UniversalCompaction.pick`.
+    pub fn pick(&self, num_levels: i32, runs: &[RunStat]) -> Option<CompactUnit> {
+        let max_level = num_levels - 1;
+        if let Some(unit) = self.pick_for_size_amp(max_level, runs) {
+            return Some(unit);
+        }
+        if runs.len() >= self.trigger {
+            if let Some(unit) = self.pick_for_size_ratio(max_level, runs, 1, false) {
+                return Some(unit);
+            }
+        }
+        if runs.len() > self.trigger {
+            // Java: "compacting for file num"
+            let candidates = runs.len() - self.trigger + 1;
+            return self.pick_for_size_ratio(max_level, runs, candidates, false);
+        }
+        None
+    }
+
+    /// Everything, when all runs but the oldest together exceed `max_size_amp` percent of it.
+    fn pick_for_size_amp(&self, max_level: i32, runs: &[RunStat]) -> Option<CompactUnit> {
+        let (oldest, newer) = runs.split_last()?;
+        if runs.len() < self.trigger {
+            return None;
+        }
+        let candidate: u128 = newer.iter().map(|r| u128::from(r.size)).sum();
+        (candidate * 100 > u128::from(self.max_size_amp) * u128::from(oldest.size)).then_some(
+            CompactUnit {
+                output_level: max_level,
+                runs: runs.len(),
+            },
+        )
+    }
+
+    /// Java `pickForSizeRatio(maxLevel, runs, candidateCount, forcePick)`: grow the first
+    /// `candidates` runs while the next run is not much larger than them (or, once triggered,
+    /// while it sits at level <= 1).
+    fn pick_for_size_ratio(
+        &self,
+        max_level: i32,
+        runs: &[RunStat],
+        candidates: usize,
+        force: bool,
+    ) -> Option<CompactUnit> {
+        let mut count = candidates.min(runs.len());
+        let mut size: u128 = runs[..count].iter().map(|r| u128::from(r.size)).sum();
+        let mut triggered = force || count > 1;
+        for next in &runs[count..] {
+            // candidate * (100 + ratio) / 100 < next, in integers
+            if size * (100 + u128::from(self.size_ratio)) < u128::from(next.size) * 100
+                && (!triggered || next.level > 1)
+            {
+                break;
+            }
+            size += u128::from(next.size);
+            count += 1;
+            triggered = true;
+        }
+        triggered.then(|| create_unit(runs, max_level, count))
+    }
+
+    /// Java `ForceUpLevel0Compaction`: the universal pick, else every level-0 run (grown by
+    /// size ratio) — level 0 never stays behind.
+    pub fn pick_force_up_level0(&self, num_levels: i32, runs: &[RunStat]) -> Option<CompactUnit> {
+        if let Some(unit) = self.pick(num_levels, runs) {
+            return Some(unit);
+        }
+        let level0 = runs.iter().take_while(|r| r.level == 0).count();
+        (level0 > 0)
+            .then(|| self.pick_for_size_ratio(num_levels - 1, runs, level0, true))
+            .flatten()
+    }
+}
+
+/// Java `UniversalCompaction.createUnit`: the output level is one below the first run left
+/// out; level 0 is never an output, so a unit that would end there swallows runs up to and
+/// including the first non-zero level, which becomes the output level. Taking every run
+/// outputs to the max level.
+fn create_unit(runs: &[RunStat], max_level: i32, mut count: usize) -> CompactUnit {
+    let mut output_level = match runs.get(count) {
+        None => max_level,
+        Some(next) => (next.level - 1).max(0),
+    };
+    if output_level == 0 {
+        for next in &runs[count..] {
+            count += 1;
+            if next.level != 0 {
+                output_level = next.level;
+                break;
+            }
+        }
+    }
+    if count == runs.len() {
+        output_level = max_level;
+    }
+    CompactUnit {
+        output_level,
+        runs: count,
+    }
+}
+
+/// What a full compaction rewrites (Java `CompactStrategy.pickFullCompaction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FullPick {
+    /// Every run, into the max level.
+    AllRuns(CompactUnit),
+    /// The bucket already is one run at the max level: rewrite only its files that carry a
+    /// deletion vector (Java also rewrites files with expired records, or all with
+    /// `force-rewrite-all-files`), in place.
+    FilesWithDeletionVectors,
+}
+
+/// Java `pickFullCompaction`: nothing for an empty bucket; a single run already at the max
+/// level is only cleaned of deletion vectors; anything else goes to the max level.
+pub fn pick_full(num_levels: i32, runs: &[RunStat]) -> Option<FullPick> {
+    let max_level = num_levels - 1;
+    match runs {
+        [] => None,
+        [only] if only.level == max_level => Some(FullPick::FilesWithDeletionVectors),
+        _ => Some(FullPick::AllRuns(CompactUnit {
+            output_level: max_level,
+            runs: runs.len(),
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn runs(spec: &[(i32, u64)]) -> Vec<RunStat> {
+        spec.iter()
+            .map(|&(level, size)| RunStat { level, size })
+            .collect()
+    }
+
+    fn universal(max_size_amp: u64, size_ratio: u64, trigger: usize) -> UniversalCompaction {
+        UniversalCompaction {
+            max_size_amp,
+            size_ratio,
+            trigger,
+        }
+    }
+
+    fn unit(output_level: i32, runs: usize) -> Option<CompactUnit> {
+        Some(CompactUnit { output_level, runs })
+    }
+
+    // Cases from Java `UniversalCompactionTest`.
+
+    #[test]
+    fn java_output_level() {
+        let u = universal(25, 1, 3);
+        let r = runs(&[(0, 1), (0, 1), (1, 1), (2, 1), (3, 50), (4, 50)]);
+        assert_eq!(create_unit(&r, 5, 1).output_level, 1);
+        assert_eq!(create_unit(&r, 5, 2).output_level, 1);
+        assert_eq!(create_unit(&r, 5, 3).output_level, 2);
+        assert_eq!(create_unit(&r, 5, 4).output_level, 3);
+        assert_eq!(create_unit(&r, 5, 5).output_level, 5);
+        assert_eq!(create_unit(&r, 5, 6).output_level, 5);
+        let _ = u;
+    }
+
+    #[test]
+    fn java_pick() {
+        let u = universal(25, 1, 3);
+        // by size amplification
+        assert_eq!(u.pick(3, &runs(&[(0, 1), (1, 10), (2, 100)])), None);
+        assert_eq!(u.pick(3, &runs(&[(0, 1), (1, 5), (2, 20)])), unit(2, 3));
+        // by size ratio
+        assert_eq!(
+            u.pick(4, &runs(&[(0, 1), (1, 1), (2, 1), (3, 50)])),
+            unit(2, 3)
+        );
+        // by file number
+        assert_eq!(
+            u.pick(4, &runs(&[(0, 1), (1, 2), (2, 5), (3, 50)])),
+            unit(2, 2)
+        );
+        // no compaction under the trigger
+        assert_eq!(u.pick(3, &runs(&[(0, 1), (2, 50)])), None);
+    }
+
+    #[test]
+    fn java_size_amplification() {
+        let u = universal(25, 0, 1);
+        assert_eq!(u.pick_for_size_amp(5, &runs(&[(0, 1)])), None);
+        assert_eq!(u.pick_for_size_amp(5, &runs(&[(0, 1), (5, 10)])), None);
+        assert_eq!(u.pick_for_size_amp(5, &runs(&[(0, 1), (0, 2), (5, 10)])), unit(5, 3));
+        assert_eq!(u.pick_for_size_amp(5, &runs(&[(0, 1), (3, 2), (5, 100)])), None);
+    }
+
+    #[test]
+    fn java_size_ratio() {
+        let u = universal(25, 1, 5);
+        let pick = |spec: &[(i32, u64)]| {
+            let r = runs(spec);
+            u.pick_for_size_ratio(5, &r, 1, false).map(|c| c.runs)
+        };
+        assert_eq!(pick(&[(0, 1), (0, 1), (0, 1), (0, 1), (3, 50)]), Some(4));
+        assert_eq!(pick(&[(0, 1), (0, 1), (0, 2), (0, 3), (3, 50)]), Some(4));
+        assert_eq!(pick(&[(0, 1), (0, 1), (0, 5), (0, 8), (3, 50)]), Some(2));
+        assert_eq!(pick(&[(0, 1), (0, 2), (0, 3), (0, 6), (3, 50)]), Some(4));
+        assert_eq!(pick(&[(0, 1), (0, 10), (0, 100), (0, 1000), (3, 10000)]), None);
+    }
+
+    #[test]
+    fn java_force_up_level0() {
+        let u = universal(200, 1, 5);
+        assert_eq!(u.pick_force_up_level0(3, &runs(&[(0, 1), (0, 1)])), unit(2, 2));
+        assert_eq!(u.pick_force_up_level0(3, &runs(&[(0, 1), (1, 10)])), unit(1, 2));
+        assert_eq!(u.pick_force_up_level0(3, &runs(&[(0, 1), (0, 5), (2, 10)])), unit(1, 2));
+        assert_eq!(u.pick_force_up_level0(3, &runs(&[(2, 10)])), None);
+        assert_eq!(
+            u.pick_force_up_level0(3, &runs(&[(0, 1), (0, 5), (0, 10), (0, 20)])),
+            unit(2, 4)
+        );
+    }
+
+    #[test]
+    fn full_compaction() {
+        assert_eq!(pick_full(6, &[]), None);
+        assert_eq!(
+            pick_full(6, &runs(&[(5, 10)])),
+            Some(FullPick::FilesWithDeletionVectors)
+        );
+        assert_eq!(
+            pick_full(6, &runs(&[(3, 10)])),
+            Some(FullPick::AllRuns(CompactUnit { output_level: 5, runs: 1 }))
+        );
+        assert_eq!(
+            pick_full(6, &runs(&[(0, 1), (0, 1), (5, 10)])),
+            Some(FullPick::AllRuns(CompactUnit { output_level: 5, runs: 3 }))
+        );
+    }
+
+    /// Runs in Levels order: level-0 files, then strictly increasing non-zero levels.
+    fn level_runs(num_levels: i32) -> impl Strategy<Value = Vec<RunStat>> {
+        let max_level = num_levels - 1;
+        (
+            prop::collection::vec(0u64..1000, 0..8),
+            prop::collection::btree_map(1..=max_level, 0u64..5000, 0..=max_level as usize),
+        )
+            .prop_map(|(level0, higher)| {
+                level0
+                    .into_iter()
+                    .map(|size| RunStat { level: 0, size })
+                    .chain(higher.into_iter().map(|(level, size)| RunStat { level, size }))
+                    .collect()
+            })
+    }
+
+    /// The invariants of the module docs.
+    fn check(unit: CompactUnit, runs: &[RunStat], max_level: i32) -> Result<(), TestCaseError> {
+        prop_assert!(unit.runs >= 1 && unit.runs <= runs.len());
+        prop_assert!(unit.output_level >= 1 && unit.output_level <= max_level);
+        for r in &runs[..unit.runs] {
+            prop_assert!(r.level <= unit.output_level, "input level above output");
+        }
+        for r in &runs[unit.runs..] {
+            prop_assert!(r.level > unit.output_level, "a run left out sits at or below the output level");
+        }
+        if unit.runs == runs.len() {
+            prop_assert_eq!(unit.output_level, max_level);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn picks_keep_level_invariants(
+            num_levels in 2i32..8,
+            seed in any::<u64>(),
+            max_size_amp in 1u64..400,
+            size_ratio in 0u64..100,
+            trigger in 1usize..8,
+        ) {
+            let mut rng = proptest::test_runner::TestRng::from_seed(
+                proptest::test_runner::RngAlgorithm::ChaCha,
+                &seed.to_le_bytes().repeat(4),
+            );
+            let runs = level_runs(num_levels)
+                .new_tree(&mut proptest::test_runner::TestRunner::new_with_rng(
+                    Default::default(),
+                    std::mem::replace(&mut rng, proptest::test_runner::TestRng::deterministic_rng(
+                        proptest::test_runner::RngAlgorithm::ChaCha,
+                    )),
+                ))
+                .map(|t| t.current())
+                .map_err(TestCaseError::fail)?;
+            let u = universal(max_size_amp, size_ratio, trigger);
+            let max_level = num_levels - 1;
+            if let Some(unit) = u.pick(num_levels, &runs) {
+                check(unit, &runs, max_level)?;
+            } else {
+                prop_assert!(runs.len() <= trigger, "more runs than the trigger but no pick");
+            }
+            match u.pick_force_up_level0(num_levels, &runs) {
+                Some(unit) => check(unit, &runs, max_level)?,
+                None => prop_assert!(runs.iter().all(|r| r.level > 0)),
+            }
+            if let Some(FullPick::AllRuns(unit)) = pick_full(num_levels, &runs) {
+                check(unit, &runs, max_level)?;
+            }
+        }
+    }
+}

@@ -128,6 +128,18 @@ def fmt_rate(x: float) -> str:
     return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}k"
 
 
+def mem(r: dict[str, Any], phase: str) -> str:
+    anon = r.get(f"{phase}_anon_growth_mb")
+    total = f"{r[phase + '_rss_growth_mb']:.0f}"
+    return total if anon is None else f"{total} ({anon:.0f})"
+
+
+def cores(r: dict[str, Any], phase: str) -> str:
+    """Average cores busy: CPU seconds / wall seconds."""
+    cpu = r.get(f"{phase}_cpu_s")
+    return "-" if cpu is None else f"{cpu / r[phase + '_s']:.2f}"
+
+
 def spread(r: dict[str, Any], key: str) -> str:
     s = r.get(key + "_spread")
     return "" if s is None or r["n"] < 2 else f" ±{s * 50:.0f}%"
@@ -136,9 +148,10 @@ def spread(r: dict[str, Any], key: str) -> str:
 def write_report(w: wl.Workload, res: dict[str, dict[str, Any]], threads: dict[str, dict[str, Any]]) -> str:
     lines = [f"### Write: bulk {w.rows:,} rows, then {w.commits} upserts x {w.upsert_rows:,} rows "
              f"({w.buckets} buckets)", "",
-             "| system | runs | bulk s | bulk rows/s | bulk vs floor | bulk RSS growth MB | upserts s (all) | "
-             "upsert rows/s | upsert vs floor | upsert RSS growth MB | peak RSS MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| system | runs | bulk s | bulk rows/s | bulk vs floor | bulk cores | bulk RSS growth MB (anon) | "
+             "upserts s (all) | upsert rows/s | upsert vs floor | upsert cores | upsert RSS growth MB (anon) | "
+             "peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     floor = res.get("floor")
     for s, r in res.items():
         b_rate = w.rows / r["bulk_s"]
@@ -146,8 +159,9 @@ def write_report(w: wl.Workload, res: dict[str, dict[str, Any]], threads: dict[s
         bf = f"{floor['bulk_s'] / r['bulk_s']:.2f}x" if floor else "-"
         uf = f"{floor['upsert_s'] / r['upsert_s']:.2f}x" if floor else "-"
         lines.append(f"| {s} | {r['n']} | {r['bulk_s']:.2f}{spread(r, 'bulk_s')} | {fmt_rate(b_rate)} | {bf} | "
-                     f"{r['bulk_rss_growth_mb']:.0f} | {r['upsert_s']:.2f}{spread(r, 'upsert_s')} | "
-                     f"{fmt_rate(u_rate)} | {uf} | {r['upsert_rss_growth_mb']:.0f} | {r['peak_rss_mb']:.0f} |")
+                     f"{cores(r, 'bulk')} | {mem(r, 'bulk')} | {r['upsert_s']:.2f}{spread(r, 'upsert_s')} | "
+                     f"{fmt_rate(u_rate)} | {uf} | {cores(r, 'upsert')} | {mem(r, 'upsert')} | "
+                     f"{r['peak_rss_mb']:.0f} |")
     tl = res.get("tidelake")
     if tl:
         lines += ["", "tidelake speed-up (time ratio, >1 = tidelake faster):", ""]
@@ -159,13 +173,13 @@ def write_report(w: wl.Workload, res: dict[str, dict[str, Any]], threads: dict[s
                              f"upserts {tl['upsert_rss_growth_mb']:.0f} vs {r['upsert_rss_growth_mb']:.0f} MB")
     if threads:
         lines += ["", f"### tidelake bulk load, writer threads (TableWriter per thread, disjoint halves, "
-                  f"one commit)", "", "| threads | runs | bulk s | rows/s | speed-up | RSS growth MB |",
-                  "|---|---|---|---|---|---|"]
+                  f"one commit)", "", "| threads | runs | bulk s | rows/s | speed-up | cores | RSS growth MB (anon) |",
+                  "|---|---|---|---|---|---|---|"]
         one = threads.get("tidelake_1thread")
         for s, r in threads.items():
             up = f"{one['bulk_s'] / r['bulk_s']:.2f}x" if one else "-"
             lines.append(f"| {r['threads']} | {r['n']} | {r['bulk_s']:.2f}{spread(r, 'bulk_s')} | "
-                         f"{fmt_rate(w.rows / r['bulk_s'])} | {up} | {r['bulk_rss_growth_mb']:.0f} |")
+                         f"{fmt_rate(w.rows / r['bulk_s'])} | {up} | {cores(r, 'bulk')} | {mem(r, 'bulk')} |")
     return "\n".join(lines)
 
 
@@ -173,19 +187,36 @@ def read_report(w: wl.Workload, setup: dict[str, Any], res: dict[str, dict[str, 
     lines = [f"### Read: latest state of the PK table ({setup['final_rows']:,} rows after merging "
              f"{setup['input_rows']:,} stored rows in {len(setup['tidelake_files'])} files; files per bucket "
              f"{setup['files_per_bucket']}; levels {setup['levels']}; Delta: {setup['delta_files']} files)", "",
-             "| system | runs | read s | output rows/s | tidelake speed-up vs it | RSS growth MB | peak RSS MB | "
-             "rows |", "|---|---|---|---|---|---|---|---|"]
+             "| system | runs | read s | output rows/s | tidelake speed-up vs it | cores | RSS growth MB (anon) | "
+             "result MB | peak RSS MB | rows |", "|---|---|---|---|---|---|---|---|---|---|"]
     tl = res.get("tidelake")
     for s, r in res.items():
         speed = f"{r['read_s'] / tl['read_s']:.2f}x" if tl else "-"
-        lines.append(f"| {s} | {r['n']} | {r['read_s']:.2f}{spread(r, 'read_s')} | {fmt_rate(r['rows'] / r['read_s'])} | "
-                     f"{speed} | {r['read_rss_growth_mb']:.0f} | {r['peak_rss_mb']:.0f} | {r['rows']:,} |")
+        result = f"{r['result_mb']:.0f}" if "result_mb" in r else "(streamed)"
+        lines.append(f"| {s} | {r['n']} | {r['read_s']:.2f}{spread(r, 'read_s')} | "
+                     f"{fmt_rate(r['rows'] / r['read_s'])} | {speed} | {cores(r, 'read')} | "
+                     f"{mem(r, 'read')} | {result} | {r['peak_rss_mb']:.0f} | {r['rows']:,} |")
     exp = setup["expected"]
     bad = [s for s, r in res.items() if s != "floor" and (r["rows"], r["sum_ver"], r["sum_qty"]) !=
            (exp["rows"], exp["sum_ver"], exp["sum_qty"])]
     lines += ["", "All merged reads match the expected final state (row count and column sums)." if not bad
               else f"**MISMATCH** against the expected final state: {bad}"]
     return "\n".join(lines)
+
+
+def build_info() -> str:
+    """The commit measured and a hash of the extension module actually loaded."""
+    import hashlib
+
+    repo = HERE.parent
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        head = "unknown"
+    sos = sorted((repo / "python" / "tidelake").glob("_internal*.so"))
+    digest = hashlib.sha256(sos[0].read_bytes()).hexdigest()[:12] if sos else "not built"
+    return f"tidelake {head}, extension sha256 {digest}"
 
 
 def machine_notes() -> str:
@@ -228,7 +259,7 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=10, help="upsert commits")
     ap.add_argument("--repeat", type=int, default=None, help="runs per system (median reported; default 3)")
     ap.add_argument("--slow-repeat", type=int, default=None,
-                    help="runs of pypaimon's pure-Python path (default 1: it takes minutes at full scale)")
+                    help="runs of pypaimon's pure-Python path (default: --repeat; ~2 min each at full scale)")
     ap.add_argument("--systems", default=None, help="comma-separated subset of systems")
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", "/tmp/tidelake-bench"))
     ap.add_argument("--out", default=None, help="write the results JSON here (default WORKDIR/results.json)")
@@ -237,7 +268,7 @@ def main() -> None:
 
     scale = a.scale if a.scale is not None else (0.05 if a.quick else 1.0)
     repeat = a.repeat if a.repeat is not None else (1 if a.quick else 3)
-    slow_repeat = a.slow_repeat if a.slow_repeat is not None else (1 if not a.quick else repeat)
+    slow_repeat = a.slow_repeat if a.slow_repeat is not None else repeat
     w = wl.Workload(commits=a.commits).scaled(scale)
     if a.rows:
         w = wl.Workload(rows=a.rows, upsert_rows=max(1, a.rows // 10), commits=a.commits)
@@ -275,11 +306,12 @@ def main() -> None:
     if a.command == "profile":
         profile(ctx, setup_json)
     results["machine"] = machine_notes()
+    results["build"] = build_info()
     results["elapsed_s"] = time.perf_counter() - started
     out = pathlib.Path(a.out) if a.out else ctx.work / "results.json"
     out.write_text(json.dumps(results, indent=1))
     text = "\n\n".join(reports)
-    print(f"## tidelake benchmarks — {results['machine']}\n\nMedian of {repeat} runs per system "
+    print(f"## tidelake benchmarks — {results['machine']}\n\n{results['build']}. Median of {repeat} runs per system "
           f"(pypaimon_python: {slow_repeat}); ±x% = half the (max-min)/median spread.\n\n{text}\n\n"
           f"Total {results['elapsed_s']:.0f}s; raw results in {out}; worker logs in {ctx.logfile}")
 

@@ -7,8 +7,10 @@ allocations stay in its own process, and peak RSS is per system). Prints one lin
 Memory method (Linux): before a timed phase the worker runs ``gc.collect()``, records VmRSS and
 resets the kernel's high-water mark by writing ``5`` to ``/proc/self/clear_refs``; after the
 phase it reads VmHWM. ``rss_growth_mb = VmHWM(after) - VmRSS(before)`` is the peak extra
-resident memory the phase needed (the input data is already loaded and is not counted). The
-parent also reports the child's lifetime peak, ``ru_maxrss`` from ``os.wait4``.
+resident memory the phase needed (the input data is already loaded and is not counted).
+``anon_growth_mb`` is the same for anonymous memory only (RssAnon sampled every 5 ms by a
+thread), which leaves out shared-library pages faulted in on first use. The parent also
+reports the child's lifetime peak, ``ru_maxrss`` from ``os.wait4``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pathlib
 import shutil
 import sys
 import threading
+import resource
 import time
 from typing import Any, Callable
 
@@ -51,6 +54,26 @@ def _reset_hwm() -> bool:
         return False
 
 
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process, all threads."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+class _AnonSampler(threading.Thread):
+    """Samples RssAnon (heap, not file-backed pages such as shared-library code faulted in on
+    first use) every 5 ms and keeps the maximum."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.stop = threading.Event()
+        self.peak_kb = _status_kb("RssAnon")
+
+    def run(self) -> None:
+        while not self.stop.wait(0.005):
+            self.peak_kb = max(self.peak_kb, _status_kb("RssAnon"))
+
+
 class Phase:
     """Times a block and measures its peak RSS growth."""
 
@@ -58,17 +81,26 @@ class Phase:
         gc.collect()
         self.hwm_reset = _reset_hwm()
         self.rss_before_kb = _status_kb("VmRSS")
+        self.anon_before_kb = _status_kb("RssAnon")
+        self.sampler = _AnonSampler()
+        self.sampler.start()
+        self.cpu0 = _cpu_s()
         self.t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.seconds = time.perf_counter() - self.t0
+        self.cpu_s = _cpu_s() - self.cpu0
         self.hwm_kb = _status_kb("VmHWM")
+        self.sampler.stop.set()
+        self.sampler.join()
         self.growth_mb = (self.hwm_kb - self.rss_before_kb) / 1024
+        anon_peak = max(self.sampler.peak_kb, _status_kb("RssAnon"))
+        self.anon_growth_mb = (anon_peak - self.anon_before_kb) / 1024
 
     def report(self, prefix: str) -> dict[str, Any]:
         return {f"{prefix}_s": self.seconds, f"{prefix}_rss_growth_mb": self.growth_mb,
-                f"{prefix}_hwm_reset": self.hwm_reset}
+                f"{prefix}_anon_growth_mb": self.anon_growth_mb, f"{prefix}_cpu_s": self.cpu_s, f"{prefix}_hwm_reset": self.hwm_reset}
 
 
 # ---- writers -----------------------------------------------------------------------------------
@@ -210,7 +242,8 @@ def write_deltalake_(data: str, target: pathlib.Path) -> dict[str, Any]:
 def _checksum(t: Any) -> dict[str, Any]:
     import pyarrow.compute as pc
 
-    return {"rows": t.num_rows, "sum_ver": pc.sum(t["ver"]).as_py(), "sum_qty": pc.sum(t["qty"]).as_py()}
+    return {"rows": t.num_rows, "result_mb": t.nbytes / MB, "sum_ver": pc.sum(t["ver"]).as_py(),
+            "sum_qty": pc.sum(t["qty"]).as_py()}
 
 
 def read_task(system: str, setup: dict[str, Any]) -> dict[str, Any]:
@@ -368,6 +401,10 @@ def main() -> None:
     else:
         result = read_task(a.system, json.loads(pathlib.Path(a.setup).read_text()))
     print("RESULT " + json.dumps(result), flush=True)
+    sys.stderr.flush()
+    # Skip interpreter teardown: deltalake 1.6.6 sometimes aborts in it ("terminate called
+    # without an active exception"), and nothing is left to clean up.
+    os._exit(0)
 
 
 if __name__ == "__main__":

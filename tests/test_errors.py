@@ -260,8 +260,6 @@ def test_damaged_data_file(fixture_copy, name, suffix, how):
         tidelake.open_table(table_dir).to_arrow()
 
 
-@pytest.mark.xfail(strict=True, reason="ENGINE BUG: errors raised while streaming (to_reader, Scan.read, "
-                                        "Split.read) surface as pyarrow.ArrowInvalid, not the typed error")
 @pytest.mark.parametrize("how", ["to_reader", "split"])
 def test_damaged_data_file_while_streaming(fixture_copy, how):
     table_dir = fixture_copy("time_travel")
@@ -276,8 +274,6 @@ def test_damaged_data_file_while_streaming(fixture_copy, how):
                 split.read().read_all()
 
 
-@pytest.mark.xfail(strict=True, reason="ENGINE BUG: a panic in a split's reader task (orc-rust on a garbled "
-                                        "file) ends that split's stream silently, so rows go missing")
 def test_garbled_orc_never_loses_rows_silently(fixture_copy):
     table_dir = fixture_copy("append_orc")
     expected = tidelake.open_table(table_dir).to_arrow().num_rows
@@ -330,8 +326,6 @@ def test_fuzzed_parquet_files_fail_typed_or_read_fully(fixture_copy):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(strict=True, reason="ENGINE BUG: orc-rust panics on some damaged files and the panic "
-                                        "silently ends the split (rows missing, no error)")
 def test_fuzzed_orc_files_fail_typed_or_read_fully(fixture_copy):
     problems = _fuzz_data_files(fixture_copy("append_orc"), "orc", trials=60, seed=7)
     assert not problems, "\n".join(problems)
@@ -348,8 +342,6 @@ def test_missing_table(tmp_path):
         assert str(path) in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="ENGINE BUG: a path that is a regular file raises StorageError "
-                                        "('Not a directory') instead of TableNotFoundError")
 def test_a_file_is_not_a_table(tmp_path):
     path = tmp_path / "file"
     path.write_text("x")
@@ -484,21 +476,16 @@ def test_empty_change_range_is_empty(tt):
     assert got.num_rows == 0 and got.column_names[0] == "_row_kind"
 
 
-@pytest.mark.xfail(strict=True, reason="ENGINE BUG: a negative start raises TableNotFoundError "
-                                        "('snapshot -4 ... has expired') instead of InvalidArgumentError")
 def test_negative_change_start_is_invalid(tt):
     with _invalid(r"-5"):
         tt.changes(-5, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="ENGINE BUG: batch_size=-1 raises OverflowError, not a TidelakeError")
 def test_negative_batch_size_is_invalid(tt):
     with _invalid("batch_size"):
         tt.to_reader(batch_size=-1)
 
 
-@pytest.mark.xfail(strict=True, reason="ENGINE BUG: an Expression naming an unknown column raises "
-                                        "pyarrow.ArrowInvalid, not InvalidArgumentError")
 def test_expression_with_unknown_column(tt):
     with _invalid(r"nope"):
         tt.to_arrow(filter=pc.field("nope") > 1)

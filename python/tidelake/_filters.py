@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal as _dec
 import json
+import math
 from typing import Any, Sequence
 
 from .exceptions import InvalidArgumentError
@@ -25,6 +26,9 @@ _COMPARE = {"=": "eq", "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt",
 
 def _literal(value: Any) -> Any:
     """A JSON-safe literal. Temporal and decimal values become ISO strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no NaN/Infinity; the engine reads these spellings for float columns.
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     if isinstance(value, _dt.datetime):

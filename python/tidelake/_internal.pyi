@@ -15,7 +15,7 @@ from typing import Any, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawCatalog", "RawScan", "RawTable", "RawWriter"]
+__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -162,7 +162,7 @@ class RawTable:
         filter_json: str | None = None,
         with_row_kind: bool = False,
         batch_size: int | None = None,
-    ) -> pa.RecordBatchReader:
+    ) -> RawBatches:
         """Read one split produced by :meth:`RawScan.splits` (possibly planned in another
         process) in the schema ``schema_id``, without planning again."""
 
@@ -241,11 +241,22 @@ class RawScan:
     def split_row_counts(self) -> list[int]:
         """Row count of each split before merging, in the order of :meth:`splits`."""
 
-    def to_reader(self) -> pa.RecordBatchReader:
+    def batches(self) -> RawBatches:
         """Stream every split's rows."""
 
     def to_table(self) -> pa.Table:
         """Read every split into one table."""
 
-    def read_split(self, split: bytes) -> pa.RecordBatchReader:
+    def read_split(self, split: bytes) -> RawBatches:
         """Stream the rows of one split produced by :meth:`splits`."""
+
+@final
+class RawBatches:
+    """An engine stream of record batches; errors raise tidelake's typed exceptions. Wrapped in
+    ``pyarrow.RecordBatchReader.from_batches`` by :mod:`tidelake.scan`; not constructible."""
+
+    def arrow_schema(self) -> pa.Schema:
+        """The pyarrow schema of every batch."""
+
+    def __iter__(self) -> RawBatches: ...
+    def __next__(self) -> pa.RecordBatch: ...

@@ -22,6 +22,7 @@ import math
 import os
 import re
 import sys
+import unicodedata
 from typing import Any, Callable, Iterator
 
 import click
@@ -102,12 +103,20 @@ def _fmt_time(ms: int | None) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
+def _width(text: str) -> int:
+    """Terminal columns of ``text`` (East Asian wide characters take two)."""
+    if text.isascii():
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 0 if unicodedata.combining(ch) else 1
+               for ch in text)
+
+
 def _print_table(rows: list[list[Any]], headers: list[str]) -> None:
     """Print rows as an aligned text table."""
     cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    widths = [max(_width(r[i]) for r in cells) for i in range(len(headers))]
     for n, r in enumerate(cells):
-        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        click.echo("  ".join(c + " " * (w - _width(c)) for c, w in zip(r, widths)).rstrip())
         if n == 0:
             click.echo("  ".join("-" * w for w in widths))
 
@@ -303,6 +312,13 @@ def parse_filter(text: str) -> list[list[tuple[Any, ...]]]:
     return clauses
 
 
+def _one_version(**given: Any) -> None:
+    named = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None]
+    if len(named) > 1:
+        raise exc.InvalidArgumentError(f"give at most one of --snapshot, --tag and --timestamp-ms, "
+                                       f"not {' and '.join(named)}")
+
+
 def _columns(text: str | None) -> list[str] | None:
     if text is None:
         return None
@@ -353,12 +369,12 @@ def main() -> None:
     """
 
 
-@main.command()
+@main.command(short_help="Schema, keys, options, snapshots and tags of a table.")
 @_PATH
 @_JSON
 @_guarded
 def info(path: str, as_json: bool) -> None:
-    """Show a table's schema, keys, options, snapshots and tags."""
+    """Show the table at PATH: its schema, keys, options, snapshots and tags."""
     t = _open(path)
     d = _info_dict(t)
     if as_json:
@@ -390,13 +406,13 @@ def info(path: str, as_json: bool) -> None:
         _print_table([[tg["name"], tg["snapshot_id"]] for tg in d["tags"]], ["tag", "snapshot"])
 
 
-@main.command()
+@main.command(short_help="List the snapshots of a table.")
 @_PATH
 @_JSON
 @_guarded
 def snapshots(path: str, as_json: bool) -> None:
-    """List the table's snapshots, oldest first: id, schema, commit kind, commit time (UTC) and
-    record counts (total, delta, changelog)."""
+    """List the snapshots of the table at PATH, oldest first: id, schema, commit kind, commit
+    time (UTC) and record counts (total, delta, changelog)."""
     snaps = _open(path).snapshots()
     if as_json:
         _emit_json([s.to_dict() for s in snaps])
@@ -409,13 +425,14 @@ def snapshots(path: str, as_json: bool) -> None:
     click.echo(f"({len(snaps)} snapshots)")
 
 
-@main.command()
+@main.command(short_help="Show a schema version of a table.")
 @_PATH
 @click.option("--id", "schema_id", type=int, metavar="N", help="Show schema version N (default: the latest).")
 @_JSON
 @_guarded
 def schema(path: str, schema_id: int | None, as_json: bool) -> None:
-    """Show a schema version: fields with their ids and Paimon types, keys, options, comment."""
+    """Show a schema version of the table at PATH: fields with their ids and Paimon types, keys,
+    options and comment."""
     t = _open(path)
     versions = t.schemas()
     wanted = t.schema_id if schema_id is None else schema_id
@@ -443,12 +460,12 @@ def schema(path: str, schema_id: int | None, as_json: bool) -> None:
         _print_table([[k, val] for k, val in v.options.items()], ["option", "value"])
 
 
-@main.command()
+@main.command(short_help="List the tags of a table.")
 @_PATH
 @_JSON
 @_guarded
 def tags(path: str, as_json: bool) -> None:
-    """List the table's tags (sorted by name) with the snapshot each one keeps."""
+    """List the tags of the table at PATH (sorted by name) with the snapshot each one keeps."""
     tag_list = _open(path).tags()
     if as_json:
         _emit_json([tg.to_dict() for tg in tag_list])
@@ -484,7 +501,7 @@ def _file_rows(t: Table, snapshot_id: int | None, tag: str | None) -> Iterator[d
             }
 
 
-@main.command()
+@main.command(short_help="List the data files a read sees.")
 @_PATH
 @click.option("--snapshot", "snapshot_id", type=int, metavar="N", help="List the files of snapshot N "
               "(default: the latest).")
@@ -492,8 +509,9 @@ def _file_rows(t: Table, snapshot_id: int | None, tag: str | None) -> Iterator[d
 @_JSON
 @_guarded
 def files(path: str, snapshot_id: int | None, tag: str | None, as_json: bool) -> None:
-    """List the data files a read of the table sees: partition, bucket, file, LSM level, rows,
-    size in bytes and rows removed by a deletion vector."""
+    """List the data files a read of the table at PATH sees: partition, bucket, file, LSM level,
+    rows, size in bytes and rows removed by a deletion vector."""
+    _one_version(snapshot=snapshot_id, tag=tag)
     rows = list(_file_rows(_open(path), snapshot_id, tag))
     if as_json:
         _emit_json(rows)
@@ -504,7 +522,7 @@ def files(path: str, snapshot_id: int | None, tag: str | None, as_json: bool) ->
     click.echo(f"({len(rows)} files, {sum(r['rows'] for r in rows)} rows, {sum(r['size'] for r in rows)} bytes)")
 
 
-@main.command()
+@main.command(short_help="Print the rows of a table (or of a snapshot, tag or time).")
 @_PATH
 @click.option("--snapshot", "snapshot_id", type=int, metavar="N", help="Read snapshot N (time travel).")
 @click.option("--tag", metavar="T", help="Read the snapshot tag T keeps.")
@@ -521,8 +539,15 @@ def files(path: str, snapshot_id: int | None, tag: str | None, as_json: bool) ->
 @_guarded
 def cat(path: str, snapshot_id: int | None, tag: str | None, timestamp_ms: int | None, columns: str | None,
         filter_text: str | None, limit: int | None, as_json: bool) -> None:
-    """Print a table's rows (the latest snapshot, merged), or those of an older snapshot, a tag or
-    a point in time. Give at most one of --snapshot, --tag and --timestamp-ms."""
+    """Print the rows of the table at PATH (the latest snapshot, merged), or those of an older
+    snapshot, a tag or a point in time. Give at most one of --snapshot, --tag and --timestamp-ms.
+
+    \b
+    Examples:
+      tidelake cat wh/db.db/orders --columns id,qty --filter "qty >= 50 and region = 'eu'"
+      tidelake cat wh/db.db/orders --tag nightly --limit 10 --json
+    """
+    _one_version(snapshot=snapshot_id, tag=tag, timestamp_ms=timestamp_ms)
     filters = parse_filter(filter_text) if filter_text is not None else None
     t = _open(path)
     batch_size = max(1, min(limit, 8192)) if limit is not None else None

@@ -13,6 +13,13 @@ if TYPE_CHECKING:
 __all__ = ["Scan", "Split"]
 
 
+def _reader(batches: "_internal.RawBatches") -> "pa.RecordBatchReader":
+    """A RecordBatchReader over an engine stream; errors keep their tidelake exception types."""
+    import pyarrow as pa
+
+    return pa.RecordBatchReader.from_batches(batches.arrow_schema(), batches)
+
+
 @dataclass(frozen=True)
 class Split:
     """One (partition, bucket) of a planned read. Picklable: ship it to any process and read it
@@ -29,13 +36,13 @@ class Split:
     def read(self) -> "pa.RecordBatchReader":
         """Stream this split's rows (merged for primary-key tables)."""
         raw = _internal.RawTable.open(self.table_path)
-        return raw.read_split(
+        return _reader(raw.read_split(
             self.payload,
             schema_id=self.schema_id,
             columns=list(self.columns) if self.columns is not None else None,
             filter_json=self.filter_json,
             with_row_kind=self.with_row_kind,
-        )
+        ))
 
 
 class Scan:
@@ -73,11 +80,11 @@ class Scan:
 
     def read(self, split: Split) -> "pa.RecordBatchReader":
         """Stream one split's rows."""
-        return self._raw.read_split(split.payload)
+        return _reader(self._raw.read_split(split.payload))
 
     def to_reader(self) -> "pa.RecordBatchReader":
         """Stream every split's rows."""
-        return self._raw.to_reader()
+        return _reader(self._raw.batches())
 
     def to_arrow(self) -> "pa.Table":
         """Read everything into a :class:`pyarrow.Table`."""

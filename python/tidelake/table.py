@@ -55,6 +55,11 @@ def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys
     return Table(raw)
 
 
+def _check_batch_size(batch_size: int | None) -> None:
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
+        raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
+
+
 def open_table(path: str | os.PathLike[str]) -> "Table":
     """Open the Paimon table at ``path`` (a directory holding ``schema/``, ``snapshot/``...).
 
@@ -203,6 +208,7 @@ class Table:
             InvalidArgumentError: unknown column, bad filter or conflicting time-travel arguments.
             TableNotFoundError: the snapshot or tag does not exist (the message lists what does).
         """
+        _check_batch_size(batch_size)
         filter_json = to_filter_json(filter)
         raw = self._raw.scan(columns=columns, filter_json=filter_json, snapshot_id=snapshot_id, tag=tag,
                              timestamp_ms=timestamp_ms, batch_size=batch_size,
@@ -221,8 +227,13 @@ class Table:
             return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size, options).to_reader()
         import pyarrow.dataset as ds
 
+        import pyarrow as pa
+
         reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size, options).to_reader()
-        scanner = ds.Scanner.from_batches(reader, filter=expr, columns=columns)
+        try:
+            scanner = ds.Scanner.from_batches(reader, filter=expr, columns=columns)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+            raise InvalidArgumentError(f"bad filter expression {expr}: {e}") from e
         return scanner.to_reader()
 
     def to_arrow(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
@@ -247,6 +258,8 @@ class Table:
     def changes_scan(self, start_snapshot: int, end_snapshot: int | None = None,
                      columns: list[str] | None = None, filter: Any = None) -> Scan:
         """Plan a read of changes; see :meth:`changes`."""
+        if start_snapshot < 0:
+            raise InvalidArgumentError(f"start_snapshot must be >= 0, got {start_snapshot}")
         filter_json = to_filter_json(filter)
         raw = self._raw.changes(start_snapshot, end_snapshot=end_snapshot, columns=columns, filter_json=filter_json)
         return Scan(self._raw, raw, columns, filter_json, with_row_kind=True)
@@ -341,3 +354,31 @@ class Table:
         """Remove every row (one OVERWRITE snapshot); returns its id."""
         ids = self._raw.truncate(str(uuid.uuid4()))
         return ids[-1] if ids else None
+
+    def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None) -> int | None:
+        """Compact the primary-key table's LSM trees and commit one COMPACT snapshot; returns its
+        id, or None when nothing needed compacting. Reads return the same rows before and after.
+
+        Args:
+            full: rewrite every bucket into a single sorted run at the highest level (also makes
+                level-0 data of deletion-vector and first-row tables visible to batch reads).
+                Otherwise each bucket is compacted only when its sorted runs call for it
+                (Paimon's universal compaction: ``num-sorted-run.compaction-trigger``,
+                ``compaction.max-size-amplification-percent``, ``compaction.size-ratio``).
+            partitions: only these partitions, each a dict of partition values
+                (``[{"dt": "2024-05-14"}]``); all partitions by default.
+
+        Raises:
+            CommitConflictError: a concurrent commit removed files this compaction rewrote (its
+                new files are deleted; retry).
+            UnsupportedError: append tables, or changelog producers fed by compaction.
+        """
+        import json
+
+        spec = None
+        if partitions is not None:
+            if isinstance(partitions, dict) or not all(isinstance(p, dict) and p for p in partitions):
+                raise InvalidArgumentError("partitions must be a list of non-empty dicts of partition values")
+            terms = [json.loads(self._partition_spec_json(p) or "null") for p in partitions]
+            spec = json.dumps({"op": "or", "args": terms})
+        return json.loads(self._raw.compact(full, spec))["snapshot_id"]

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
-use object_store::path::Path;
+use object_store::path::{Path, PathPart};
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::{Error, Result};
@@ -75,6 +75,11 @@ impl FileIO {
         &self.location
     }
 
+    /// Whether the root is a regular local file (so nothing can be below it).
+    pub fn root_is_file(&self) -> bool {
+        self.local_root.as_ref().is_some_and(|p| p.is_file())
+    }
+
     /// The underlying store (for readers that stream ranges, e.g. Parquet).
     pub fn store(&self) -> &Arc<dyn ObjectStore> {
         &self.store
@@ -84,7 +89,13 @@ impl FileIO {
     pub fn path(&self, rel: &str) -> Path {
         let mut p = self.root.clone();
         for part in rel.split('/').filter(|s| !s.is_empty()) {
-            p = p.join(part);
+            // Paimon's paths are already escaped (partition values by Java's escapePathName):
+            // use each segment verbatim. `PathPart::from` would percent-encode `%`, `|`, `~`...
+            // a second time, putting files where Java and pypaimon do not look.
+            p = match PathPart::parse(part) {
+                Ok(verbatim) => p.join(verbatim),
+                Err(_) => p.join(part),
+            };
         }
         p
     }

@@ -11,10 +11,12 @@
 
 pub mod catalog;
 pub mod commit;
+pub mod compact;
 pub mod datum_arrow;
 pub mod error;
 pub mod io;
 pub mod layout;
+pub mod maintenance;
 pub mod read;
 pub mod scan;
 pub mod schema_change;

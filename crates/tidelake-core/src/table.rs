@@ -32,7 +32,7 @@ impl Table {
 
     /// Open the table rooted at `io`.
     pub async fn open_io(io: FileIO) -> Result<Table> {
-        let ids = list_schema_ids(&io).await?;
+        let ids = if io.root_is_file() { Vec::new() } else { list_schema_ids(&io).await? };
         let Some(&latest) = ids.last() else {
             return Err(Error::not_found(
                 "table",

@@ -8,7 +8,9 @@
 use pyo3::prelude::*;
 
 mod catalog;
+mod compact;
 mod errors;
+mod maintenance;
 mod runtime;
 mod scan;
 mod stream;
@@ -22,5 +24,6 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scan::RawScan>()?;
     m.add_class::<catalog::RawCatalog>()?;
     m.add_class::<write::RawWriter>()?;
+    m.add_class::<stream::RawBatches>()?;
     Ok(())
 }

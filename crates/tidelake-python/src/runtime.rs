@@ -45,8 +45,3 @@ where
     let rt = runtime()?;
     Ok(py.detach(|| rt.block_on(fut)))
 }
-
-/// Run a future from a thread that does not hold the GIL (e.g. inside a stream reader).
-pub fn block_on_detached<F: Future>(fut: F) -> PyResult<F::Output> {
-    Ok(runtime()?.block_on(fut))
-}

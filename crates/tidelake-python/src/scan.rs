@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use pyo3_arrow::{PyRecordBatchReader, PySchema, PyTable};
+use pyo3_arrow::{PySchema, PyTable};
 use tidelake_core::read::split_read::{read_splits, ReadContext};
 use tidelake_core::scan::predicate::Predicate;
 use tidelake_core::scan::{ScanPlan, SnapshotSelector, Split};
@@ -16,7 +16,7 @@ use tidelake_core::Error;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
-use crate::stream::StreamReader;
+use crate::stream::RawBatches;
 
 #[pyclass(module = "tidelake._internal", frozen)]
 pub struct RawScan {
@@ -73,11 +73,9 @@ impl RawScan {
         self.plan.splits.iter().map(Split::row_count).collect()
     }
 
-    /// A pyarrow.RecordBatchReader streaming every split.
-    fn to_reader<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let stream = read_splits(self.ctx.clone(), self.plan.splits.clone());
-        let reader = StreamReader::new(self.ctx.output_schema(), stream);
-        PyRecordBatchReader::new(Box::new(reader)).into_pyarrow(py)
+    /// The batches of every split, streamed.
+    fn batches(&self) -> RawBatches {
+        RawBatches::new(self.ctx.output_schema(), read_splits(self.ctx.clone(), self.plan.splits.clone()))
     }
 
     /// A pyarrow.Table of every split (errors raise the typed exceptions).
@@ -87,11 +85,9 @@ impl RawScan {
         PyTable::try_new(batches, self.ctx.output_schema())?.into_pyarrow(py)
     }
 
-    /// A pyarrow.RecordBatchReader over one split produced by `splits()`.
-    fn read_split<'py>(&self, py: Python<'py>, split: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    /// The batches of one split produced by `splits()`, streamed.
+    fn read_split(&self, split: &[u8]) -> PyResult<RawBatches> {
         let split = Split::from_bytes(split).map_err(to_py)?;
-        let stream = read_splits(self.ctx.clone(), vec![split]);
-        let reader = StreamReader::new(self.ctx.output_schema(), stream);
-        PyRecordBatchReader::new(Box::new(reader)).into_pyarrow(py)
+        Ok(RawBatches::new(self.ctx.output_schema(), read_splits(self.ctx.clone(), vec![split])))
     }
 }

@@ -1,56 +1,66 @@
-//! Bridging an async engine stream to Arrow's synchronous `RecordBatchReader`, which crosses
-//! into Python through the Arrow C stream interface.
+//! `RawBatches`: an engine stream exposed to Python as an iterator of `pyarrow.RecordBatch`.
 //!
-//! Each `next()` blocks on the shared runtime with the GIL released, so other Python threads
-//! keep running while batches are decoded.
+//! Python wraps it in `pyarrow.RecordBatchReader.from_batches`, which keeps the exceptions the
+//! iterator raises: errors met while streaming surface as tidelake's typed exceptions, not as
+//! generic Arrow errors. Each `__next__` waits for the next batch with the GIL released.
 
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, SchemaRef};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
 use futures::StreamExt;
+use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
+use pyo3_arrow::{PyRecordBatch, PySchema};
+use tokio::sync::Mutex;
 
-use crate::runtime::block_on_detached;
+use crate::errors::to_py;
+use crate::runtime::block_on;
 
-/// A blocking reader over an engine stream.
-pub struct StreamReader {
+type BatchStream = BoxStream<'static, tidelake_core::Result<RecordBatch>>;
+
+#[pyclass(module = "tidelake._internal", frozen)]
+pub struct RawBatches {
     schema: SchemaRef,
-    stream: Option<BoxStream<'static, tidelake_core::Result<RecordBatch>>>,
+    stream: Arc<Mutex<Option<BatchStream>>>,
 }
 
-impl StreamReader {
-    pub fn new(schema: SchemaRef, stream: BoxStream<'static, tidelake_core::Result<RecordBatch>>) -> Self {
-        StreamReader { schema, stream: Some(stream) }
+impl RawBatches {
+    pub fn new(schema: SchemaRef, stream: BatchStream) -> Self {
+        RawBatches { schema, stream: Arc::new(Mutex::new(Some(stream))) }
+    }
+}
+
+#[pymethods]
+impl RawBatches {
+    /// The pyarrow schema of every batch.
+    fn arrow_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.schema.clone()).into_pyarrow(py)
     }
 
-    fn pull(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
-        let stream = self.stream.as_mut()?;
-        let item = Python::attach(|py| py.detach(|| block_on_detached(stream.next())));
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let stream = self.stream.clone();
+        let item = block_on(py, async move {
+            let mut guard = stream.lock().await;
+            let next = match guard.as_mut() {
+                Some(s) => s.next().await,
+                None => None,
+            };
+            if !matches!(next, Some(Ok(_))) {
+                // End of stream or an error: the stream is finished either way.
+                *guard = None;
+            }
+            next
+        })?;
         match item {
-            Err(e) => Some(Err(ArrowError::ExternalError(Box::new(e)))),
-            Ok(None) => {
-                self.stream = None;
-                None
-            }
-            Ok(Some(Ok(batch))) => Some(Ok(batch)),
-            Ok(Some(Err(e))) => {
-                self.stream = None;
-                Some(Err(ArrowError::ExternalError(Box::new(e))))
-            }
+            Some(Ok(batch)) => PyRecordBatch::new(batch).into_pyarrow(py),
+            Some(Err(e)) => Err(to_py(e)),
+            None => Err(PyStopIteration::new_err(())),
         }
-    }
-}
-
-impl Iterator for StreamReader {
-    type Item = Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.pull()
-    }
-}
-
-impl RecordBatchReader for StreamReader {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
     }
 }

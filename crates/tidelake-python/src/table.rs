@@ -13,7 +13,6 @@ use tidelake_core::table::Table;
 
 
 
-use pyo3_arrow::PyRecordBatchReader;
 use tidelake_core::read::split_read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
 use tidelake_core::scan::{plan_changes, plan_scan, ScanRequest, Split};
 use tidelake_core::Error;
@@ -21,7 +20,7 @@ use tidelake_core::Error;
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
 use crate::scan::{parse_filter, selector, RawScan};
-use crate::stream::StreamReader;
+use crate::stream::RawBatches;
 
 #[pyclass(module = "tidelake._internal", frozen)]
 pub struct RawTable {
@@ -217,16 +216,17 @@ impl RawTable {
     /// Read one split produced by `RawScan.splits()` (possibly in another process) without
     /// planning again: the read is set up from the split's schema id and the scan's arguments.
     #[pyo3(signature = (split, schema_id, columns=None, filter_json=None, with_row_kind=false, batch_size=None))]
-    fn read_split<'py>(
+    #[allow(clippy::too_many_arguments)]
+    fn read_split(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         split: &[u8],
         schema_id: i64,
         columns: Option<Vec<String>>,
         filter_json: Option<String>,
         with_row_kind: bool,
         batch_size: Option<usize>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<RawBatches> {
         let split = Split::from_bytes(split).map_err(to_py)?;
         let filter = parse_filter(filter_json.as_deref())?;
         let table = self.table.clone();
@@ -237,7 +237,6 @@ impl RawTable {
         })?
         .py()?;
         let ctx = Arc::new(ctx);
-        let reader = StreamReader::new(ctx.output_schema(), read_splits(ctx, vec![split]));
-        PyRecordBatchReader::new(Box::new(reader)).into_pyarrow(py)
+        Ok(RawBatches::new(ctx.output_schema(), read_splits(ctx, vec![split])))
     }
 }

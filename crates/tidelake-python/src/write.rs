@@ -15,6 +15,7 @@ use tidelake_core::Error;
 use tokio::sync::Mutex;
 
 use crate::errors::{to_py, IntoPyResult};
+use crate::maintenance::after_commit;
 use crate::runtime::block_on;
 use crate::table::RawTable;
 
@@ -123,7 +124,7 @@ impl RawTable {
     ) -> PyResult<Vec<i64>> {
         let messages = decode_messages(messages)?;
         let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
-        block_on(py, commit.commit(messages, commit_identifier, &properties))?.py()
+        block_on(py, commit.commit(messages, commit_identifier, &properties))?.py().and_then(|ids| after_commit(py, &self.table, ids))
     }
 
     /// Overwrite: `partition_json` (a filter on partition columns) selects what is replaced;
@@ -141,13 +142,13 @@ impl RawTable {
         let messages = decode_messages(messages)?;
         let scope = if dynamic { OverwriteScope::Dynamic } else { OverwriteScope::Static(partition_filter(partition_json)?) };
         let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
-        block_on(py, commit.overwrite(scope, messages, commit_identifier, &[]))?.py()
+        block_on(py, commit.overwrite(scope, messages, commit_identifier, &[]))?.py().and_then(|ids| after_commit(py, &self.table, ids))
     }
 
     /// Remove every row (an OVERWRITE snapshot with no files).
     fn truncate(&self, py: Python<'_>, commit_user: String) -> PyResult<Vec<i64>> {
         let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
-        block_on(py, commit.truncate_table(i64::MAX))?.py()
+        block_on(py, commit.truncate_table(i64::MAX))?.py().and_then(|ids| after_commit(py, &self.table, ids))
     }
 
     /// Which of `identifiers` `commit_user` has not committed yet.

@@ -183,6 +183,10 @@ mod tests {
             .collect()
     }
 
+    fn level0(sizes: &[u64]) -> Vec<RunStat> {
+        sizes.iter().map(|&size| RunStat { level: 0, size }).collect()
+    }
+
     fn universal(max_size_amp: u64, size_ratio: u64, trigger: usize) -> UniversalCompaction {
         UniversalCompaction {
             max_size_amp,
@@ -191,79 +195,121 @@ mod tests {
         }
     }
 
-    fn unit(output_level: i32, runs: usize) -> Option<CompactUnit> {
-        Some(CompactUnit { output_level, runs })
+    /// Sizes of the picked runs, like Java's tests list the picked files' sizes.
+    fn picked(runs: &[RunStat], unit: Option<CompactUnit>) -> Option<(Vec<u64>, i32)> {
+        unit.map(|u| (runs[..u.runs].iter().map(|r| r.size).collect(), u.output_level))
     }
 
-    // Cases from Java `UniversalCompactionTest`.
+    // The cases of Java `UniversalCompactionTest` and `ForceUpLevel0CompactionTest`.
 
     #[test]
     fn java_output_level() {
-        let u = universal(25, 1, 3);
-        let r = runs(&[(0, 1), (0, 1), (1, 1), (2, 1), (3, 50), (4, 50)]);
-        assert_eq!(create_unit(&r, 5, 1).output_level, 1);
-        assert_eq!(create_unit(&r, 5, 2).output_level, 1);
-        assert_eq!(create_unit(&r, 5, 3).output_level, 2);
-        assert_eq!(create_unit(&r, 5, 4).output_level, 3);
-        assert_eq!(create_unit(&r, 5, 5).output_level, 5);
-        assert_eq!(create_unit(&r, 5, 6).output_level, 5);
-        let _ = u;
+        let r = runs(&[(0, 1), (0, 1), (1, 1), (3, 1), (4, 1)]);
+        let levels: Vec<i32> = (1..=5).map(|n| create_unit(&r, 5, n).output_level).collect();
+        assert_eq!(levels, vec![1, 1, 2, 3, 5]);
     }
 
     #[test]
     fn java_pick() {
         let u = universal(25, 1, 3);
-        // by size amplification
-        assert_eq!(u.pick(3, &runs(&[(0, 1), (1, 10), (2, 100)])), None);
-        assert_eq!(u.pick(3, &runs(&[(0, 1), (1, 5), (2, 20)])), unit(2, 3));
-        // by size ratio
-        assert_eq!(
-            u.pick(4, &runs(&[(0, 1), (1, 1), (2, 1), (3, 50)])),
-            unit(2, 3)
-        );
-        // by file number
-        assert_eq!(
-            u.pick(4, &runs(&[(0, 1), (1, 2), (2, 5), (3, 50)])),
-            unit(2, 2)
-        );
-        // no compaction under the trigger
-        assert_eq!(u.pick(3, &runs(&[(0, 1), (2, 50)])), None);
+        let r = level0(&[1, 2, 3, 3]);
+        assert_eq!(picked(&r, u.pick(3, &r)), Some((vec![1, 2, 3, 3], 2)));
+        let r = runs(&[(0, 1), (1, 1), (2, 1), (3, 50)]);
+        assert_eq!(picked(&r, u.pick(4, &r)), Some((vec![1, 1, 1], 2)));
+        let r = runs(&[(0, 1), (1, 2), (2, 3), (3, 50)]);
+        assert_eq!(picked(&r, u.pick(4, &r)), Some((vec![1, 2, 3], 2)));
     }
 
     #[test]
+    fn java_no_output_level0() {
+        let u = universal(25, 1, 3);
+        let r = runs(&[(0, 1), (0, 1), (1, 1), (2, 50)]);
+        assert_eq!(picked(&r, u.pick(3, &r)), Some((vec![1, 1, 1], 1)));
+        let r = runs(&[(0, 1), (0, 2), (1, 3), (2, 50)]);
+        assert_eq!(picked(&r, u.pick(3, &r)), Some((vec![1, 2, 3], 1)));
+        let u = universal(200, 1, 5);
+        let r = level0(&[1, 1, 1, 1024, 1024 * 1024]);
+        assert_eq!(
+            picked(&r, u.pick(6, &r)),
+            Some((vec![1, 1, 1, 1024, 1024 * 1024], 5))
+        );
+    }
+
+    /// Java `appendAndPickForSizeAmp`: a new run of size 1, then compact by size amplification.
+    #[test]
     fn java_size_amplification() {
         let u = universal(25, 0, 1);
-        assert_eq!(u.pick_for_size_amp(5, &runs(&[(0, 1)])), None);
-        assert_eq!(u.pick_for_size_amp(5, &runs(&[(0, 1), (5, 10)])), None);
-        assert_eq!(u.pick_for_size_amp(5, &runs(&[(0, 1), (0, 2), (5, 10)])), unit(5, 3));
-        assert_eq!(u.pick_for_size_amp(5, &runs(&[(0, 1), (3, 2), (5, 100)])), None);
+        let expected: [&[u64]; 17] = [
+            &[2], &[3], &[4], &[1, 4], &[6], &[1, 6], &[8], &[1, 8], &[1, 1, 8], &[11],
+            &[1, 11], &[1, 1, 11], &[14], &[1, 14], &[1, 1, 14], &[1, 1, 1, 14], &[18],
+        ];
+        let mut sizes = vec![1u64];
+        for want in expected {
+            sizes.insert(0, 1);
+            if let Some(unit) = u.pick_for_size_amp(3, &level0(&sizes)) {
+                sizes = vec![sizes[..unit.runs].iter().sum()];
+            }
+            assert_eq!(sizes, want);
+        }
+    }
+
+    /// Java `pickForSizeRatio(compaction, sizes)`: run i at level i, picked runs summed first.
+    fn size_ratio_step(u: &UniversalCompaction, sizes: &[u64]) -> Vec<u64> {
+        let r: Vec<RunStat> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| RunStat { level: i as i32, size })
+            .collect();
+        let max_level = sizes.len() as i32;
+        let unit = (r.len() >= u.trigger)
+            .then(|| u.pick_for_size_ratio(max_level, &r, 1, false))
+            .flatten();
+        match unit {
+            Some(unit) => {
+                let mut out = vec![sizes[..unit.runs].iter().sum()];
+                out.extend_from_slice(&sizes[unit.runs..]);
+                out
+            }
+            None => sizes.to_vec(),
+        }
     }
 
     #[test]
     fn java_size_ratio() {
         let u = universal(25, 1, 5);
-        let pick = |spec: &[(i32, u64)]| {
-            let r = runs(spec);
-            u.pick_for_size_ratio(5, &r, 1, false).map(|c| c.runs)
-        };
-        assert_eq!(pick(&[(0, 1), (0, 1), (0, 1), (0, 1), (3, 50)]), Some(4));
-        assert_eq!(pick(&[(0, 1), (0, 1), (0, 2), (0, 3), (3, 50)]), Some(4));
-        assert_eq!(pick(&[(0, 1), (0, 1), (0, 5), (0, 8), (3, 50)]), Some(2));
-        assert_eq!(pick(&[(0, 1), (0, 2), (0, 3), (0, 6), (3, 50)]), Some(4));
-        assert_eq!(pick(&[(0, 1), (0, 10), (0, 100), (0, 1000), (3, 10000)]), None);
+        let expected: [&[u64]; 23] = [
+            &[5], &[1, 5], &[1, 1, 5], &[1, 1, 1, 5], &[4, 5], &[1, 4, 5], &[1, 1, 4, 5],
+            &[3, 4, 5], &[1, 3, 4, 5], &[2, 3, 4, 5], &[1, 2, 3, 4, 5], &[16], &[1, 16],
+            &[1, 1, 16], &[1, 1, 1, 16], &[4, 16], &[1, 4, 16], &[1, 1, 4, 16], &[3, 4, 16],
+            &[1, 3, 4, 16], &[2, 3, 4, 16], &[1, 2, 3, 4, 16], &[11, 16],
+        ];
+        let mut sizes = vec![1u64, 1, 1, 1];
+        for want in expected {
+            sizes.insert(0, 1);
+            sizes = size_ratio_step(&u, &sizes);
+            assert_eq!(sizes, want);
+        }
+        assert_eq!(size_ratio_step(&universal(25, 10, 2), &[8, 9, 10]), vec![8, 9, 10]);
+        assert_eq!(size_ratio_step(&universal(25, 20, 2), &[8, 9, 10]), vec![27]);
     }
 
     #[test]
     fn java_force_up_level0() {
+        let u = universal(25, 1, 3);
+        let r = level0(&[1, 2, 2, 2]);
+        assert_eq!(picked(&r, u.pick_force_up_level0(3, &r)), Some((vec![1, 2, 2, 2], 2)));
+        let r = runs(&[(0, 1), (1, 2), (2, 2)]);
+        assert_eq!(picked(&r, u.pick_force_up_level0(3, &r)), Some((vec![1, 2, 2], 2)));
+        let r = runs(&[(0, 1), (2, 2)]);
+        assert_eq!(picked(&r, u.pick_force_up_level0(3, &r)), Some((vec![1], 1)));
+
         let u = universal(200, 1, 5);
-        assert_eq!(u.pick_force_up_level0(3, &runs(&[(0, 1), (0, 1)])), unit(2, 2));
-        assert_eq!(u.pick_force_up_level0(3, &runs(&[(0, 1), (1, 10)])), unit(1, 2));
-        assert_eq!(u.pick_force_up_level0(3, &runs(&[(0, 1), (0, 5), (2, 10)])), unit(1, 2));
-        assert_eq!(u.pick_force_up_level0(3, &runs(&[(2, 10)])), None);
-        assert_eq!(
-            u.pick_force_up_level0(3, &runs(&[(0, 1), (0, 5), (0, 10), (0, 20)])),
-            unit(2, 4)
-        );
+        let level = |r: &[(i32, u64)]| u.pick_force_up_level0(3, &runs(r)).map(|u| u.output_level);
+        assert_eq!(level(&[(0, 1), (0, 1)]), Some(2));
+        assert_eq!(level(&[(0, 1), (1, 10)]), Some(2));
+        assert_eq!(level(&[(0, 1), (0, 5), (2, 10)]), Some(1));
+        assert_eq!(level(&[(2, 10)]), None);
+        assert_eq!(level(&[(0, 1), (0, 5), (0, 10), (0, 20)]), Some(2));
     }
 
     #[test]
@@ -273,83 +319,77 @@ mod tests {
             pick_full(6, &runs(&[(5, 10)])),
             Some(FullPick::FilesWithDeletionVectors)
         );
-        assert_eq!(
-            pick_full(6, &runs(&[(3, 10)])),
-            Some(FullPick::AllRuns(CompactUnit { output_level: 5, runs: 1 }))
-        );
-        assert_eq!(
-            pick_full(6, &runs(&[(0, 1), (0, 1), (5, 10)])),
-            Some(FullPick::AllRuns(CompactUnit { output_level: 5, runs: 3 }))
-        );
+        let all = |runs| Some(FullPick::AllRuns(CompactUnit { output_level: 5, runs }));
+        assert_eq!(pick_full(6, &runs(&[(3, 10)])), all(1));
+        assert_eq!(pick_full(6, &runs(&[(0, 1), (0, 1), (5, 10)])), all(3));
     }
 
-    /// Runs in Levels order: level-0 files, then strictly increasing non-zero levels.
-    fn level_runs(num_levels: i32) -> impl Strategy<Value = Vec<RunStat>> {
-        let max_level = num_levels - 1;
-        (
-            prop::collection::vec(0u64..1000, 0..8),
-            prop::collection::btree_map(1..=max_level, 0u64..5000, 0..=max_level as usize),
-        )
-            .prop_map(|(level0, higher)| {
-                level0
-                    .into_iter()
-                    .map(|size| RunStat { level: 0, size })
-                    .chain(higher.into_iter().map(|(level, size)| RunStat { level, size }))
-                    .collect()
-            })
+    /// `(num_levels, runs)` with runs in Levels order: level-0 files, then strictly
+    /// increasing non-zero levels.
+    fn bucket() -> impl Strategy<Value = (i32, Vec<RunStat>)> {
+        (2i32..8).prop_flat_map(|num_levels| {
+            let max_level = num_levels - 1;
+            (
+                Just(num_levels),
+                prop::collection::vec(0u64..1000, 0..8),
+                prop::collection::btree_map(1..=max_level, 0u64..5000, 0..=max_level as usize),
+            )
+                .prop_map(|(num_levels, level0, higher)| {
+                    let runs = level0
+                        .into_iter()
+                        .map(|size| RunStat { level: 0, size })
+                        .chain(higher.into_iter().map(|(level, size)| RunStat { level, size }))
+                        .collect();
+                    (num_levels, runs)
+                })
+        })
     }
 
-    /// The invariants of the module docs.
+    /// The invariants of the module docs, and that applying the unit keeps every level >= 1 a
+    /// single run.
     fn check(unit: CompactUnit, runs: &[RunStat], max_level: i32) -> Result<(), TestCaseError> {
         prop_assert!(unit.runs >= 1 && unit.runs <= runs.len());
         prop_assert!(unit.output_level >= 1 && unit.output_level <= max_level);
         for r in &runs[..unit.runs] {
-            prop_assert!(r.level <= unit.output_level, "input level above output");
+            prop_assert!(r.level <= unit.output_level, "input level above the output level");
         }
         for r in &runs[unit.runs..] {
-            prop_assert!(r.level > unit.output_level, "a run left out sits at or below the output level");
+            prop_assert!(r.level > unit.output_level, "a run left out is not above the output");
         }
         if unit.runs == runs.len() {
             prop_assert_eq!(unit.output_level, max_level);
         }
+        let mut after: Vec<i32> = runs[unit.runs..].iter().map(|r| r.level).collect();
+        after.push(unit.output_level);
+        after.sort_unstable();
+        prop_assert!(after.windows(2).all(|w| w[0] < w[1]), "two runs share a level");
         Ok(())
     }
 
     proptest! {
         #[test]
         fn picks_keep_level_invariants(
-            num_levels in 2i32..8,
-            seed in any::<u64>(),
+            (num_levels, runs) in bucket(),
             max_size_amp in 1u64..400,
             size_ratio in 0u64..100,
             trigger in 1usize..8,
         ) {
-            let mut rng = proptest::test_runner::TestRng::from_seed(
-                proptest::test_runner::RngAlgorithm::ChaCha,
-                &seed.to_le_bytes().repeat(4),
-            );
-            let runs = level_runs(num_levels)
-                .new_tree(&mut proptest::test_runner::TestRunner::new_with_rng(
-                    Default::default(),
-                    std::mem::replace(&mut rng, proptest::test_runner::TestRng::deterministic_rng(
-                        proptest::test_runner::RngAlgorithm::ChaCha,
-                    )),
-                ))
-                .map(|t| t.current())
-                .map_err(TestCaseError::fail)?;
             let u = universal(max_size_amp, size_ratio, trigger);
             let max_level = num_levels - 1;
-            if let Some(unit) = u.pick(num_levels, &runs) {
-                check(unit, &runs, max_level)?;
-            } else {
-                prop_assert!(runs.len() <= trigger, "more runs than the trigger but no pick");
+            match u.pick(num_levels, &runs) {
+                Some(unit) => check(unit, &runs, max_level)?,
+                None => prop_assert!(runs.len() <= trigger, "more runs than the trigger, no pick"),
             }
             match u.pick_force_up_level0(num_levels, &runs) {
                 Some(unit) => check(unit, &runs, max_level)?,
                 None => prop_assert!(runs.iter().all(|r| r.level > 0)),
             }
-            if let Some(FullPick::AllRuns(unit)) = pick_full(num_levels, &runs) {
-                check(unit, &runs, max_level)?;
+            match pick_full(num_levels, &runs) {
+                Some(FullPick::AllRuns(unit)) => check(unit, &runs, max_level)?,
+                Some(FullPick::FilesWithDeletionVectors) => {
+                    prop_assert!(runs.len() == 1 && runs[0].level == max_level)
+                }
+                None => prop_assert!(runs.is_empty()),
             }
         }
     }

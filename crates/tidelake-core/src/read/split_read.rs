@@ -11,12 +11,14 @@
 //! requested columns are projected. Memory is bounded by (runs × batch) per open split; splits
 //! are read a few at a time ([`read_splits`]), each streaming through a bounded channel.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use arrow_select::filter::filter_record_batch;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use futures::FutureExt;
 use tidelake_spec::options::MergeEngine;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType};
@@ -290,18 +292,17 @@ pub fn read_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> BoxStream<'stat
             let ctx = ctx.clone();
             let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(SPLIT_CHANNEL_CAPACITY);
             tokio::spawn(async move {
-                match ctx.read_split(&split).await {
-                    Ok(mut s) => {
-                        while let Some(item) = s.next().await {
-                            let failed = item.is_err();
-                            if tx.send(item).await.is_err() || failed {
-                                break;
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                    }
+                let where_ = split.bucket_path.clone();
+                let pump = AssertUnwindSafe(pump_split(ctx, split, tx.clone())).catch_unwind();
+                if let Err(panic) = pump.await {
+                    // A reader library panicked on bad input: report it instead of ending the
+                    // stream early, which would silently lose rows.
+                    let msg = panic
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| panic.downcast_ref::<&str>().copied())
+                        .unwrap_or("unknown panic");
+                    let _ = tx.send(Err(Error::corrupt(where_, format!("reading a data file failed: {msg}")))).await;
                 }
             });
             futures::future::ready(tokio_stream_from(rx))
@@ -309,6 +310,23 @@ pub fn read_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> BoxStream<'stat
         .buffered(SPLIT_PARALLELISM)
         .flatten()
         .boxed()
+}
+
+/// Send a split's batches (or its first error) into `tx`.
+async fn pump_split(ctx: Arc<ReadContext>, split: Split, tx: tokio::sync::mpsc::Sender<Result<RecordBatch>>) {
+    match ctx.read_split(&split).await {
+        Ok(mut s) => {
+            while let Some(item) = s.next().await {
+                let failed = item.is_err();
+                if tx.send(item).await.is_err() || failed {
+                    break;
+                }
+            }
+        }
+        Err(e) => {
+            let _ = tx.send(Err(e)).await;
+        }
+    }
 }
 
 fn tokio_stream_from(mut rx: tokio::sync::mpsc::Receiver<Result<RecordBatch>>) -> BoxStream<'static, Result<RecordBatch>> {

@@ -124,6 +124,9 @@ pub async fn plan_scan(table: &Table, request: &ScanRequest) -> Result<ScanPlan>
 /// added (COMPACT and OVERWRITE snapshots carry no new changes). Splits are per (snapshot,
 /// partition, bucket) and are read without merging.
 pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Option<i64>) -> Result<ScanPlan> {
+    if start_exclusive < 0 {
+        return Err(Error::invalid(format!("the start snapshot of a change range must be >= 0, got {start_exclusive}")));
+    }
     let schema = table.schema().clone();
     let sm = table.snapshot_manager();
     let Some(latest) = sm.latest_id().await? else {

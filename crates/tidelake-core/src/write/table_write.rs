@@ -40,7 +40,8 @@ use crate::commit::message::CommitMessage;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
-use crate::read::merge::{merge_sorted_runs, MergeConfig};
+use crate::compact::merge_keeping_sequence;
+use crate::read::merge::MergeConfig;
 use crate::scan::plan::{merge_entries, read_list, read_manifests};
 use crate::table::Table;
 use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes};
@@ -379,34 +380,28 @@ impl TableWrite {
         take_record_batch(batch, &UInt32Array::from(order)).map_err(|e| Error::arrow("sorting buffer", e))
     }
 
-    /// Fold equal keys of a sorted buffer with the merge engine, keeping the newest sequence
-    /// number of each key. Buffers without duplicate keys are written as they are.
+    /// Fold equal keys of a sorted buffer with the merge engine, keeping each key's winning
+    /// sequence number ([`merge_keeping_sequence`]). Buffers without duplicate keys are
+    /// written as they are.
     fn merge_sorted(&self, sorted: RecordBatch) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
-        let prepared = (|| {
+        let runs = (|| {
             let converter = self.key_converter()?;
             let keys = self.key_rows(&converter, &sorted, 2)?;
             // Occurrence number of each row within its key: rows with occurrence i form run i,
             // each strictly ascending in key, as the merge requires.
             let mut runs: Vec<Vec<u32>> = Vec::new();
-            let mut last_of_key: Vec<u32> = Vec::new();
             let mut occurrence = 0usize;
             for i in 0..sorted.num_rows() {
-                if i > 0 && keys.row(i) == keys.row(i - 1) {
-                    occurrence += 1;
-                    *last_of_key.last_mut().expect("a key was seen") = i as u32;
-                } else {
-                    occurrence = 0;
-                    last_of_key.push(i as u32);
-                }
+                occurrence = if i > 0 && keys.row(i) == keys.row(i - 1) { occurrence + 1 } else { 0 };
                 if runs.len() <= occurrence {
                     runs.push(Vec::new());
                 }
                 runs[occurrence].push(i as u32);
             }
-            Ok::<_, Error>((converter, runs, last_of_key))
+            Ok::<_, Error>(runs)
         })();
-        let (converter, runs, last_of_key) = match prepared {
-            Ok(p) => p,
+        let runs = match runs {
+            Ok(r) => r,
             Err(e) => return stream::once(async { Err(e) }).boxed(),
         };
         if runs.len() <= 1 {
@@ -420,36 +415,7 @@ impl TableWrite {
             })
             .collect();
         let config = self.merge.clone().expect("primary-key tables have a merge config");
-        let merged = merge_sorted_runs(run_streams, config, FLUSH_BATCH_SIZE);
-        // Re-attach sequence numbers: merged keys are a subsequence of the buffer's keys.
-        let seq = sorted.column(0).clone();
-        let key_columns = self.key_columns.clone();
-        let kv_schema = self.kv_schema.clone();
-        let mut cursor = 0usize;
-        merged
-            .and_then(move |batch| {
-                let out = (|| {
-                    let buffer_keys: Vec<ArrayRef> = key_columns.iter().map(|&i| sorted.column(i + 2).clone()).collect();
-                    let buffer_rows = converter.convert_columns(&buffer_keys).map_err(|e| Error::arrow("key encoding", e))?;
-                    let cols: Vec<ArrayRef> = key_columns.iter().map(|&i| batch.column(i + 1).clone()).collect();
-                    let out_rows = converter.convert_columns(&cols).map_err(|e| Error::arrow("key encoding", e))?;
-                    let seq = seq.as_any().downcast_ref::<Int64Array>().expect("sequence column is Int64");
-                    let mut seqs = Vec::with_capacity(batch.num_rows());
-                    for r in 0..batch.num_rows() {
-                        while cursor < last_of_key.len() && buffer_rows.row(last_of_key[cursor] as usize) != out_rows.row(r) {
-                            cursor += 1;
-                        }
-                        let last = *last_of_key.get(cursor).ok_or_else(|| Error::invalid("merged key not found in buffer"))?;
-                        seqs.push(seq.value(last as usize));
-                        cursor += 1;
-                    }
-                    let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(seqs))];
-                    columns.extend(batch.columns().iter().cloned());
-                    RecordBatch::try_new(kv_schema.clone(), columns).map_err(|e| Error::arrow("merged rows", e))
-                })();
-                futures::future::ready(out)
-            })
-            .boxed()
+        merge_keeping_sequence(run_streams, config, FLUSH_BATCH_SIZE)
     }
 
     /// Flush everything and return one message per touched (partition, bucket). The writer

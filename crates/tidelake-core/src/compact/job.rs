@@ -1,0 +1,486 @@
+//! Compacting a table: plan the latest snapshot's live files per (partition, bucket), pick a
+//! unit per bucket, rewrite, and commit everything as one COMPACT snapshot (Java: a dedicated
+//! compaction job, `MergeTreeCompactManager.triggerCompaction` per bucket, then
+//! `FileStoreCommit` with the `CompactIncrement`s).
+//!
+//! * Every live file is planned, level 0 included even where batch reads hide it
+//!   (deletion-vector and first-row tables); the postpone bucket (-2) is skipped.
+//! * Strategy (Java `KeyValueFileStoreWrite.createCompactStrategy`): universal compaction, or
+//!   force-up-level-0 when `compaction.force-up-level-0` is set or the table needs lookup
+//!   (deletion vectors, first-row, `force-lookup`). Tables that need lookup get every pick
+//!   widened to a full compaction: Java's lookup rewriter marks older copies of a key with
+//!   deletion vectors (or drops the newer first-row record), which tidelake does not do, and
+//!   readers of those tables read level >= 1 files without merging; taking all runs leaves no
+//!   older copy behind.
+//! * `full`: Java `pickFullCompaction` — every run to the max level, or, when the bucket
+//!   already is one run at the max level, only its files that have a deletion vector.
+//! * `drop_delete` (Java): the output level is not 0 and at least the highest non-empty level.
+//! * Deletion-vector index files of a bucket are deleted by the commit once none of the data
+//!   files they cover stays live (every file with a deletion vector in a unit is rewritten,
+//!   which applies it).
+//!
+//! Failure: if any bucket fails, or the commit fails for a known reason (e.g. a concurrent
+//! commit removed an input file: [`Error::CommitConflict`]), every file written is deleted and
+//! the error returned. A storage error during the commit leaves them (the outcome is unknown).
+//! A commit that loses the snapshot-id race while its inputs are still live is retried and
+//! rebased by [`FileStoreCommit`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+use tidelake_spec::datum::Datum;
+use tidelake_spec::manifest::{DataFileMeta, FileKind, IndexFileMeta, DELETION_VECTORS_INDEX};
+use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
+use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
+
+use super::levels::{LevelFile, Levels};
+use super::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
+use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
+use crate::commit::{CommitMessage, FileStoreCommit};
+use crate::datum_arrow::datums_to_array;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::TableLayout;
+use crate::read::merge::MergeConfig;
+use crate::read::split_read::DEFAULT_BATCH_SIZE;
+use crate::scan::plan::{live_index_entries, merge_entries, read_list, read_manifests};
+use crate::scan::predicate::Predicate;
+use crate::scan::split::DeletionFileRef;
+use crate::table::Table;
+
+/// Buckets rewritten concurrently.
+const BUCKET_PARALLELISM: usize = 4;
+/// Directory of index files under the table root.
+const INDEX_DIR: &str = "index";
+
+/// What to compact.
+#[derive(Debug, Clone, Default)]
+pub struct CompactRequest {
+    /// Compact every bucket fully (one run at the max level) instead of picking by strategy.
+    pub full: bool,
+    /// Only partitions matching this filter (on partition columns); `None`: every partition.
+    pub partitions: Option<Predicate>,
+}
+
+/// What one bucket's compaction did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BucketReport {
+    /// Partition values as display strings (`[]` when unpartitioned).
+    pub partition: Vec<(String, String)>,
+    pub bucket: i32,
+    pub output_level: i32,
+    /// Files removed from their level / added at the output level (upgrades count in both).
+    pub files_before: usize,
+    pub files_after: usize,
+    pub bytes_before: i64,
+    pub bytes_after: i64,
+    /// Files moved to the output level without rewriting.
+    pub upgraded: usize,
+}
+
+/// The outcome of [`Compactor::compact`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactReport {
+    /// The COMPACT snapshot, `None` when no bucket needed compaction.
+    pub snapshot_id: Option<i64>,
+    pub buckets: Vec<BucketReport>,
+}
+
+/// The live files of one (partition, bucket).
+#[derive(Debug, Clone)]
+pub(crate) struct Bucket {
+    pub partition: Vec<u8>,
+    pub bucket: i32,
+    pub total_buckets: i32,
+    pub bucket_dir: String,
+    pub files: Vec<LevelFile>,
+    /// Deletion-vector index files of the bucket.
+    pub dv_index: Vec<IndexFileMeta>,
+}
+
+/// A bucket with its unit, rewritten.
+pub(crate) struct Done {
+    pub bucket: Bucket,
+    pub task: UnitTask,
+    pub result: UnitResult,
+}
+
+/// Compaction settings of a table, read from its latest schema.
+#[derive(Debug)]
+pub struct Compactor {
+    table: Table,
+    layout: TableLayout,
+    num_levels: i32,
+    universal: UniversalCompaction,
+    force_up_level0: bool,
+    need_lookup: bool,
+    rewriter: Arc<Rewriter>,
+}
+
+impl Compactor {
+    /// Compaction of `table`'s primary-key buckets. Append tables and changelog producers
+    /// that compaction must feed (`lookup`, `full-compaction`) are [`Error::Unsupported`].
+    pub fn new(table: Table) -> Result<Compactor> {
+        let schema = table.schema().clone();
+        if schema.primary_keys.is_empty() {
+            return Err(Error::Unsupported("compacting append tables (no primary key)".into()));
+        }
+        let opts = schema.options();
+        let spec = |e| Error::from_spec("table options", e);
+        let producer = opts.changelog_producer().map_err(spec)?;
+        if matches!(producer, ChangelogProducer::Lookup | ChangelogProducer::FullCompaction) {
+            return Err(Error::Unsupported(format!(
+                "compacting tables with changelog-producer={}: compaction would have to produce their changelog",
+                opts.get("changelog-producer").unwrap_or_default()
+            )));
+        }
+        let layout = TableLayout::new(&schema)?;
+        let option_u64 = |key: &str, default: u64| -> Result<u64> {
+            match opts.get_i64(key).map_err(spec)? {
+                None => Ok(default),
+                Some(v) => u64::try_from(v)
+                    .map_err(|_| Error::invalid(format!("{key} must not be negative, got {v}"))),
+            }
+        };
+        let trigger = opts.num_sorted_run_compaction_trigger().map_err(spec)?;
+        let universal = UniversalCompaction {
+            max_size_amp: option_u64("compaction.max-size-amplification-percent", 200)?,
+            size_ratio: option_u64("compaction.size-ratio", 1)?,
+            trigger: usize::try_from(trigger).unwrap_or(1).max(1),
+        };
+        let flag = |key: &str| opts.get_bool(key).map(|v| v.unwrap_or(false)).map_err(spec);
+        let need_lookup = opts.deletion_vectors_enabled().map_err(spec)?
+            || opts.merge_engine().map_err(spec)? == MergeEngine::FirstRow
+            || flag("force-lookup")?;
+        let mut merge = merge_config(&schema.fields, &schema.trimmed_primary_keys(), opts)?;
+        merge.keep_retracts = true;
+        let num_levels = opts.num_levels().map_err(spec)?;
+        let rewriter = Rewriter::new(table.clone(), layout.key_types(), merge, DEFAULT_BATCH_SIZE)?;
+        Ok(Compactor {
+            table,
+            layout,
+            num_levels,
+            universal,
+            force_up_level0: flag("compaction.force-up-level-0")?,
+            need_lookup,
+            rewriter: Arc::new(rewriter),
+        })
+    }
+
+    /// Compact the latest snapshot's buckets selected by `request` and commit the result as
+    /// one COMPACT snapshot (see the module docs for failure handling).
+    pub async fn compact(&self, request: &CompactRequest) -> Result<CompactReport> {
+        let Some(snap) = self.table.snapshot_manager().latest().await? else {
+            return Ok(CompactReport { snapshot_id: None, buckets: Vec::new() });
+        };
+        let mut buckets = self.live_buckets(&snap, |_, _| true).await?;
+        if let Some(filter) = &request.partitions {
+            let selected = self.select_partitions(filter, &buckets)?;
+            buckets.retain(|b| selected.contains(&b.partition));
+        }
+        let mut work = Vec::new();
+        for b in buckets {
+            if let Some(task) = self.pick(&b.files, request.full)? {
+                work.push((b, task));
+            }
+        }
+        let done = self.rewrite_all(work).await?;
+        let report = |d: &Done| self.report(d);
+        let buckets = match done.iter().map(report).collect::<Result<Vec<_>>>() {
+            Ok(b) => b,
+            Err(e) => {
+                // Already failing: cleanup errors are secondary to `e`.
+                let _ = delete_written(&self.table, &done).await;
+                return Err(e);
+            }
+        };
+        let snapshot_id = self.commit(&done).await?;
+        Ok(CompactReport { snapshot_id, buckets })
+    }
+
+    /// Commit the rewritten buckets as one COMPACT snapshot (`None` when nothing changed);
+    /// on a known failure the written files are deleted.
+    pub(crate) async fn commit(&self, done: &[Done]) -> Result<Option<i64>> {
+        let messages: Vec<CommitMessage> = done.iter().map(Done::message).filter(|m| !m.is_empty()).collect();
+        if messages.is_empty() {
+            return Ok(None);
+        }
+        let user = format!("tidelake-compact-{}", uuid::Uuid::new_v4());
+        let outcome = match FileStoreCommit::new(self.table.clone(), user) {
+            Ok(commit) => commit.commit(messages, BATCH_COMMIT_IDENTIFIER, &[]).await,
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(ids) => Ok(ids.last().copied()),
+            Err(e) => {
+                if e.kind() != ErrorKind::Io {
+                    // Already failing: cleanup errors are secondary to `e`.
+                    let _ = delete_written(&self.table, done).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The framed partitions among `buckets` that `filter` (on partition columns) selects.
+    fn select_partitions(&self, filter: &Predicate, buckets: &[Bucket]) -> Result<HashSet<Vec<u8>>> {
+        let fields = &self.layout.partition_fields;
+        let bound = filter
+            .bind(fields)
+            .map_err(|e| Error::invalid(format!("a partition filter may only use partition columns: {e}")))?;
+        let mut partitions: Vec<&[u8]> = buckets.iter().map(|b| b.partition.as_slice()).collect();
+        partitions.sort_unstable();
+        partitions.dedup();
+        // One row per partition, one column per partition field.
+        let values = partitions.iter().map(|p| self.layout.decode_partition(p)).collect::<Result<Vec<_>>>()?;
+        let columns = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let column: Vec<Datum> = values.iter().map(|v| v.get(i).cloned().unwrap_or(Datum::Null)).collect();
+                datums_to_array(&column, &f.data_type)
+            })
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        let schema = tidelake_spec::arrow::to_arrow_schema(fields).map_err(|e| Error::from_spec("partition columns", e))?;
+        let batch = RecordBatch::try_new_with_options(
+            Arc::new(schema),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(partitions.len())),
+        )
+        .map_err(|e| Error::arrow("partition values", e))?;
+        let verdicts = bound.evaluate(&batch)?;
+        Ok(partitions.into_iter().zip(verdicts.values().iter()).filter(|(_, keep)| *keep).map(|(p, _)| p.to_vec()).collect())
+    }
+
+    /// The live files of `snap` per (partition, bucket) that `keep` selects, level 0 included.
+    pub(crate) async fn live_buckets(&self, snap: &Snapshot, mut keep: impl FnMut(&[u8], i32) -> bool) -> Result<Vec<Bucket>> {
+        let (base, delta) = futures::try_join!(
+            read_list(&self.table, &snap.base_manifest_list),
+            read_list(&self.table, &snap.delta_manifest_list)
+        )?;
+        let metas: Vec<_> = base.into_iter().chain(delta).collect();
+        let entries = merge_entries(read_manifests(&self.table, &metas).await?)?;
+        let (mut dv_files, mut dv_index) = self.deletion_vectors(snap).await?;
+        let mut buckets: Vec<Bucket> = Vec::new();
+        let mut index: HashMap<(Vec<u8>, i32), usize> = HashMap::new();
+        for e in entries {
+            if e.kind != FileKind::Add || e.bucket == -2 || !keep(&e.partition, e.bucket) {
+                continue;
+            }
+            let key = (e.partition.clone(), e.bucket);
+            let slot = match index.get(&key) {
+                Some(&i) => i,
+                None => {
+                    let values = self.layout.decode_partition(&e.partition)?;
+                    buckets.push(Bucket {
+                        partition: e.partition.clone(),
+                        bucket: e.bucket,
+                        total_buckets: e.total_buckets,
+                        bucket_dir: self.layout.bucket_path(&values, e.bucket)?,
+                        files: Vec::new(),
+                        dv_index: dv_index.remove(&key).unwrap_or_default(),
+                    });
+                    index.insert(key.clone(), buckets.len() - 1);
+                    buckets.len() - 1
+                }
+            };
+            let b = &mut buckets[slot];
+            let path = match &e.file.external_path {
+                Some(p) => p.clone(),
+                None => format!("{}/{}", b.bucket_dir, e.file.file_name),
+            };
+            let deletion = dv_files.remove(&(key.0, key.1, e.file.file_name.clone()));
+            b.files.push(LevelFile { meta: e.file, path, deletion });
+        }
+        Ok(buckets)
+    }
+
+    /// A bucket without live files (a writer's first files go there).
+    pub(crate) fn empty_bucket(&self, partition: &[u8], bucket: i32, total_buckets: i32) -> Result<Bucket> {
+        let values = self.layout.decode_partition(partition)?;
+        Ok(Bucket {
+            partition: partition.to_vec(),
+            bucket,
+            total_buckets,
+            bucket_dir: self.layout.bucket_path(&values, bucket)?,
+            files: Vec::new(),
+            dv_index: Vec::new(),
+        })
+    }
+
+    /// Deletion vectors of `snap`: per data file, and the index files per bucket.
+    #[allow(clippy::type_complexity)]
+    async fn deletion_vectors(
+        &self,
+        snap: &Snapshot,
+    ) -> Result<(HashMap<(Vec<u8>, i32, String), DeletionFileRef>, HashMap<(Vec<u8>, i32), Vec<IndexFileMeta>>)> {
+        let mut files = HashMap::new();
+        let mut index: HashMap<(Vec<u8>, i32), Vec<IndexFileMeta>> = HashMap::new();
+        let entries = live_index_entries(&self.table, snap).await?;
+        for e in entries.into_iter().filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX) {
+            let path = match &e.index_file.external_path {
+                Some(p) => p.clone(),
+                None => format!("{INDEX_DIR}/{}", e.index_file.file_name),
+            };
+            for r in e.index_file.dv_ranges.iter().flatten() {
+                let bad = |what: &str| Error::corrupt(&path, format!("negative deletion vector {what} for {}", r.data_file_name));
+                let dv = DeletionFileRef {
+                    path: path.clone(),
+                    offset: u64::try_from(r.offset).map_err(|_| bad("offset"))?,
+                    length: u64::try_from(r.length).map_err(|_| bad("length"))?,
+                    cardinality: r.cardinality,
+                };
+                files.insert((e.partition.clone(), e.bucket, r.data_file_name.clone()), dv);
+            }
+            index.entry((e.partition, e.bucket)).or_default().push(e.index_file);
+        }
+        Ok((files, index))
+    }
+
+    /// The unit to run on a bucket's files, if any (see the module docs).
+    pub(crate) fn pick(&self, files: &[LevelFile], full: bool) -> Result<Option<UnitTask>> {
+        let levels = Levels::new(files.to_vec(), self.num_levels)?;
+        let runs = levels.run_stats();
+        let num_levels = levels.number_of_levels();
+        let max_level = levels.max_level();
+        let unit = if full {
+            match pick_full(num_levels, &runs) {
+                None => return Ok(None),
+                Some(FullPick::AllRuns(unit)) => unit,
+                Some(FullPick::FilesWithDeletionVectors) => {
+                    let files: Vec<LevelFile> = levels.all_files().filter(|f| f.deletion.is_some()).cloned().collect();
+                    return Ok((!files.is_empty()).then_some(UnitTask {
+                        output_level: max_level,
+                        max_level,
+                        files,
+                        whole_levels: false,
+                        drop_delete: true,
+                    }));
+                }
+            }
+        } else {
+            let picked = if self.force_up_level0 || self.need_lookup {
+                self.universal.pick_force_up_level0(num_levels, &runs)
+            } else {
+                self.universal.pick(num_levels, &runs)
+            };
+            match picked {
+                None => return Ok(None),
+                Some(_) if self.need_lookup => CompactUnit { output_level: max_level, runs: runs.len() },
+                Some(unit) => unit,
+            }
+        };
+        let files = levels.files_of(&unit);
+        // Java: nothing to do for no file, or a lone file already at the output level.
+        match files.as_slice() {
+            [] => return Ok(None),
+            [only] if only.meta.level == unit.output_level => return Ok(None),
+            _ => {}
+        }
+        Ok(Some(UnitTask {
+            output_level: unit.output_level,
+            max_level,
+            drop_delete: unit.output_level != 0 && unit.output_level >= levels.non_empty_highest_level(),
+            files,
+            whole_levels: true,
+        }))
+    }
+
+    /// Run every (bucket, unit), a few at a time; all or nothing.
+    pub(crate) async fn rewrite_all(&self, work: Vec<(Bucket, UnitTask)>) -> Result<Vec<Done>> {
+        let runs = work.into_iter().map(|(bucket, task)| {
+            let rewriter = self.rewriter.clone();
+            async move {
+                let dir = bucket.bucket_dir.clone();
+                let spawned = tokio::spawn(async move {
+                    let result = rewriter.run(&dir, &task).await;
+                    (task, result)
+                });
+                match spawned.await {
+                    Ok((task, Ok(result))) => Ok(Done { bucket, task, result }),
+                    Ok((_, Err(e))) => Err(e),
+                    Err(e) => Err(Error::invalid(format!("compaction task of bucket {} failed: {e}", bucket.bucket))),
+                }
+            }
+        });
+        let outcomes: Vec<Result<Done>> = stream::iter(runs).buffer_unordered(BUCKET_PARALLELISM).collect().await;
+        let mut done = Vec::with_capacity(outcomes.len());
+        let mut first_error = None;
+        for outcome in outcomes {
+            match outcome {
+                Ok(d) => done.push(d),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            None => Ok(done),
+            Some(e) => {
+                // Already failing: cleanup errors are secondary to `e`.
+                let _ = delete_written(&self.table, &done).await;
+                Err(e)
+            }
+        }
+    }
+
+    fn report(&self, d: &Done) -> Result<BucketReport> {
+        let values = self.layout.decode_partition(&d.bucket.partition)?;
+        let bytes = |files: &[DataFileMeta]| files.iter().map(|f| f.file_size).sum();
+        Ok(BucketReport {
+            partition: self.layout.partition_spec(&values)?,
+            bucket: d.bucket.bucket,
+            output_level: d.task.output_level,
+            files_before: d.result.before.len(),
+            files_after: d.result.after.len(),
+            bytes_before: bytes(&d.result.before),
+            bytes_after: bytes(&d.result.after),
+            upgraded: d.result.upgraded,
+        })
+    }
+}
+
+/// The merge configuration of compaction: every table column, keyed by the trimmed primary key.
+fn merge_config(fields: &[tidelake_spec::types::DataField], keys: &[String], opts: &Options) -> Result<MergeConfig> {
+    let options: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    MergeConfig::from_options(fields, keys, &options)
+}
+
+impl Done {
+    /// The commit message of the rewritten bucket; deletion-vector index files whose data
+    /// files all left the bucket are deleted with it.
+    pub(crate) fn message(&self) -> CommitMessage {
+        let d = self;
+        let b = &d.bucket;
+    let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
+    let gone: HashSet<&str> = d.result.before.iter().map(|f| f.file_name.as_str()).collect();
+    let back: HashSet<&str> = d.result.after.iter().map(|f| f.file_name.as_str()).collect();
+    let live: HashSet<&str> = b
+        .files
+        .iter()
+        .map(|f| f.meta.file_name.as_str())
+        .filter(|name| !gone.contains(name) || back.contains(name))
+        .collect();
+    m.compact_deleted_index_files = b
+        .dv_index
+        .iter()
+        .filter(|index| index.dv_ranges.iter().flatten().all(|r| !live.contains(r.data_file_name.as_str())))
+        .cloned()
+        .collect();
+    m.compact_before = d.result.before.clone();
+    m.compact_after = d.result.after.clone();
+    m
+    }
+}
+
+async fn delete_written(table: &Table, done: &[Done]) -> Result<()> {
+    let mut first_error = None;
+    for d in done {
+        if let Err(e) = delete_files(table, &d.bucket.bucket_dir, &d.result.written).await {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}

@@ -1,0 +1,45 @@
+//! Compaction of primary-key tables: keeping each bucket's LSM tree shallow (paimon-format.md
+//! §6.6, §10, §10.5; Java `org.apache.paimon.mergetree.compact`).
+//!
+//! ```text
+//!  latest snapshot ─► live files per (partition, bucket), level 0 included   [job]
+//!        ─► Levels: level-0 files newest first, one run per level >= 1         [levels]
+//!        ─► pick: universal / force-up-level-0 / full → prefix of runs + level [picker]
+//!        ─► rewrite: sections → merge (sequence numbers kept) → rolling files  [rewriter, kv_merge]
+//!           at the output level, or upgrade large non-overlapping files
+//!        ─► CommitMessage.compact_before/after (+ dropped DV index files)
+//!        ─► FileStoreCommit: one COMPACT snapshot (conflict checks, retries)
+//! ```
+//!
+//! Modules:
+//! * [`picker`]: pure strategy (Java `UniversalCompaction`, `ForceUpLevel0Compaction`,
+//!   `CompactStrategy.pickFullCompaction`), property-tested;
+//! * [`levels`]: the runs of one bucket (Java `Levels`);
+//! * [`rewriter`]: one unit of one bucket (Java `MergeTreeCompactTask`,
+//!   `MergeTreeCompactRewriter`);
+//! * `kv_merge`: the sorted-run merge that keeps `_SEQUENCE_NUMBER`, shared with the writer;
+//! * [`job`]: compacting a table ([`Compactor`]); also used by the writer's inline compaction
+//!   ([`compact_new_files`]).
+//!
+//! Invariants: level 0 is never an output; after a unit the output level is still one sorted
+//! run (the unit holds every run at or below it); retract rows are dropped only when nothing
+//! older than the output remains above it (Java `dropDelete`); memory is bounded per bucket
+//! by (runs × batch); a compaction that fails or loses its inputs to a concurrent commit
+//! deletes everything it wrote.
+//!
+//! Not implemented: lookup-based compaction (Java `LookupMergeTreeCompactRewriter`: deletion
+//! vectors for older copies, changelog for `changelog-producer=lookup`), full-compaction
+//! changelog, append-table compaction, the postpone bucket, record-level expiry,
+//! `EarlyFullCompaction`/off-peak ratios and `full-compaction.delta-commits`. Tables that need
+//! lookup are fully compacted instead (see [`job`]).
+
+mod inline;
+pub mod job;
+mod kv_merge;
+pub mod levels;
+pub mod picker;
+pub mod rewriter;
+
+pub use inline::compact_new_files;
+pub(crate) use kv_merge::merge_keeping_sequence;
+pub use job::{BucketReport, CompactReport, CompactRequest, Compactor};

@@ -1,0 +1,315 @@
+//! Executing one compaction unit of one bucket (Java `MergeTreeCompactTask` +
+//! `MergeTreeCompactRewriter`): which files are merged and rewritten, which are only moved to
+//! the output level, and the streaming rewrite itself.
+//!
+//! Task (Java `MergeTreeCompactTask.doCompact`): the unit's files are cut into key-disjoint
+//! sections ([`sorted_runs::partition`], Java `IntervalPartition`). A section with several
+//! runs overlaps and is rewritten; a section with one run is walked file by file: files
+//! smaller than `target-file-size` × 0.7 join the rewrite candidates, a larger file first
+//! flushes the candidates, then is *upgraded* — committed again at the output level under the
+//! same name, without rewriting. A file is rewritten instead of upgraded when it already sits
+//! at the output level (only if it has a deletion vector: rewriting applies it), when it would
+//! reach the max level with retract rows (`_DELETE_ROW_COUNT` not 0), or when it has a
+//! deletion vector (tidelake does not carry deletion vectors over; see [`super`]).
+//!
+//! Rewrite (Java `MergeTreeCompactRewriter.rewriteCompaction`): the candidate sections, in key
+//! order, stream through the sorted-run merge ([`super::kv_merge`]) into one rolling writer
+//! at the output level (`FileSource::Compact`, files rolled at `target-file-size`); retract
+//! results are dropped only with `drop_delete` (Java `DropDeleteReader`). Each input file is
+//! read with its own schema into the latest schema, deletion vector applied.
+//!
+//! Invariants: memory is bounded by (runs × batch) per rewrite — files are opened one after
+//! the other within a run and nothing buffers a bucket; output files of one rewrite are key
+//! ordered and disjoint, and never span an upgraded file (candidates are flushed before each
+//! upgrade), so the output level stays one sorted run; when the unit is a subset of one level
+//! (`whole_levels == false`) each file is rewritten on its own, so outputs stay inside their
+//! input's key range; on any error every file this unit wrote is deleted.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use tidelake_spec::manifest::{DataFileMeta, FileSource};
+use tidelake_spec::schema::TableSchema;
+use tidelake_spec::types::DataType;
+
+use super::kv_merge::merge_keeping_sequence;
+use super::levels::LevelFile;
+use crate::error::{Error, Result};
+use crate::read::data_file::{read_data_file, FileFormat, SystemColumns};
+use crate::read::deletion_vector::read_deletion_vector;
+use crate::read::merge::MergeConfig;
+use crate::read::sorted_runs::{self, Sections};
+use crate::scan::split::SplitFile;
+use crate::table::Table;
+use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
+
+/// A unit ready to run: the files, where they go and whether retracts may go away.
+#[derive(Debug, Clone)]
+pub struct UnitTask {
+    pub output_level: i32,
+    /// The bucket's max level (files with retracts are not upgraded into it).
+    pub max_level: i32,
+    pub files: Vec<LevelFile>,
+    /// The unit holds whole sorted runs (false: some files of the max level only).
+    pub whole_levels: bool,
+    /// Java `dropDelete`: the output level is not 0 and no older data lies above it.
+    pub drop_delete: bool,
+}
+
+/// What a unit did (Java `CompactResult`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UnitResult {
+    /// Files leaving the bucket's LSM tree at their old level.
+    pub before: Vec<DataFileMeta>,
+    /// Files entering it: new files and upgraded ones.
+    pub after: Vec<DataFileMeta>,
+    /// The new files this unit wrote (deleted again if the compaction is abandoned).
+    pub written: Vec<DataFileMeta>,
+    /// How many files were upgraded without rewriting.
+    pub upgraded: usize,
+}
+
+/// Table-wide settings of rewrites.
+#[derive(Debug)]
+pub struct Rewriter {
+    table: Table,
+    /// The latest schema: files are read into it and written with it.
+    schema: Arc<TableSchema>,
+    key_types: Vec<DataType>,
+    /// The merge configuration with `keep_retracts = true`.
+    merge: MergeConfig,
+    /// Java `compactionFileSize`: `target-file-size` / 10 × 7.
+    min_file_size: i64,
+    batch_size: usize,
+}
+
+impl Rewriter {
+    pub fn new(
+        table: Table,
+        key_types: Vec<DataType>,
+        merge: MergeConfig,
+        batch_size: usize,
+    ) -> Result<Rewriter> {
+        let schema = table.schema().clone();
+        let target = schema
+            .options()
+            .target_file_size(true)
+            .map_err(|e| Error::from_spec("table options", e))?;
+        let min_file_size = i64::try_from(target / 10 * 7).unwrap_or(i64::MAX);
+        Ok(Rewriter {
+            table,
+            schema,
+            key_types,
+            merge,
+            min_file_size,
+            batch_size: batch_size.max(1),
+        })
+    }
+
+    /// Run `task` in the bucket directory `bucket_dir`; on error nothing it wrote remains.
+    pub async fn run(&self, bucket_dir: &str, task: &UnitTask) -> Result<UnitResult> {
+        let mut job = UnitJob {
+            rewriter: self,
+            bucket_dir,
+            task,
+            metas: task
+                .files
+                .iter()
+                .map(|f| (f.meta.file_name.as_str(), &f.meta))
+                .collect(),
+            result: UnitResult::default(),
+        };
+        match job.execute().await {
+            Ok(()) => Ok(job.result),
+            Err(e) => {
+                // Already failing: a cleanup error cannot be reported better than `e`.
+                let _ = delete_files(&self.table, bucket_dir, &job.result.written).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Stream the files of one sorted run as `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`.
+    fn read_run(&self, run: Vec<SplitFile>) -> BoxStream<'static, Result<RecordBatch>> {
+        let table = self.table.clone();
+        let schema = self.schema.clone();
+        let batch_size = self.batch_size;
+        stream::iter(run)
+            .then(move |file| {
+                let (table, schema) = (table.clone(), schema.clone());
+                async move { open_file(&table, &schema, &file, batch_size).await }
+            })
+            .try_flatten()
+            .boxed()
+    }
+}
+
+/// Open one data file of the bucket, read into `schema` with its deletion vector applied.
+async fn open_file(
+    table: &Table,
+    schema: &TableSchema,
+    file: &SplitFile,
+    batch_size: usize,
+) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    let file_schema = table.schema_by_id(file.schema_id).await?;
+    let deletion = match &file.deletion {
+        Some(dv) => {
+            let bytes = table.io().read(&dv.path).await?;
+            Some(Arc::new(read_deletion_vector(&bytes, dv.offset, dv.length)?))
+        }
+        None => None,
+    };
+    read_data_file(
+        table.io(),
+        &file.path,
+        FileFormat::from_file_name(&file.file_name)?,
+        &file_schema.fields,
+        &schema.fields,
+        SystemColumns::KeyValue,
+        deletion,
+        batch_size,
+    )
+    .await
+}
+
+/// Delete data files of a bucket (best effort: all are tried, the first error is returned).
+pub(crate) async fn delete_files(table: &Table, bucket_dir: &str, files: &[DataFileMeta]) -> Result<()> {
+    let mut first_error = None;
+    for f in files {
+        let path = match &f.external_path {
+            Some(p) => p.clone(),
+            None => format!("{bucket_dir}/{}", f.file_name),
+        };
+        if let Err(e) = table.io().delete(&path).await {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// One execution of a unit.
+struct UnitJob<'a> {
+    rewriter: &'a Rewriter,
+    bucket_dir: &'a str,
+    task: &'a UnitTask,
+    metas: HashMap<&'a str, &'a DataFileMeta>,
+    result: UnitResult,
+}
+
+impl UnitJob<'_> {
+    async fn execute(&mut self) -> Result<()> {
+        let files: Vec<SplitFile> = self.task.files.iter().map(LevelFile::split_file).collect();
+        if !self.task.whole_levels {
+            for f in files {
+                self.rewrite(vec![vec![vec![f]]]).await?;
+            }
+            return Ok(());
+        }
+        let mut candidate: Sections = Vec::new();
+        for mut section in sorted_runs::partition(files, &self.rewriter.key_types)? {
+            if section.len() > 1 {
+                candidate.push(section);
+                continue;
+            }
+            for file in section.pop().into_iter().flatten() {
+                if file.file_size < self.rewriter.min_file_size {
+                    candidate.push(vec![vec![file]]);
+                } else {
+                    self.flush(std::mem::take(&mut candidate)).await?;
+                    self.upgrade(file).await?;
+                }
+            }
+        }
+        self.flush(candidate).await
+    }
+
+    /// Java `rewrite(candidate)`: a lone single-run section is upgraded file by file.
+    async fn flush(&mut self, mut candidate: Sections) -> Result<()> {
+        match candidate.as_mut_slice() {
+            [] => Ok(()),
+            [section] if section.len() == 1 => {
+                for file in section.pop().into_iter().flatten() {
+                    self.upgrade(file).await?;
+                }
+                Ok(())
+            }
+            _ => self.rewrite(candidate).await,
+        }
+    }
+
+    fn meta(&self, file: &SplitFile) -> Result<DataFileMeta> {
+        self.metas
+            .get(file.file_name.as_str())
+            .map(|m| (*m).clone())
+            .ok_or_else(|| Error::invalid(format!("{} is not in the compaction unit", file.file_name)))
+    }
+
+    /// Java `upgrade(file)`: move the file to the output level without rewriting, unless it
+    /// must be rewritten (see the module docs).
+    async fn upgrade(&mut self, file: SplitFile) -> Result<()> {
+        let meta = self.meta(&file)?;
+        let output = self.task.output_level;
+        let has_dv = file.deletion.is_some();
+        if meta.level == output {
+            return if has_dv { self.rewrite(vec![vec![vec![file]]]).await } else { Ok(()) };
+        }
+        if !has_dv && (output != self.task.max_level || meta.delete_row_count == Some(0)) {
+            self.result.after.push(DataFileMeta { level: output, ..meta.clone() });
+            self.result.before.push(meta);
+            self.result.upgraded += 1;
+            return Ok(());
+        }
+        self.rewrite(vec![vec![vec![file]]]).await
+    }
+
+    /// Java `rewriteCompaction`: merge the sections, in order, into new files.
+    async fn rewrite(&mut self, sections: Sections) -> Result<()> {
+        let rw = self.rewriter;
+        let output = self.task.output_level;
+        let opts = rw.schema.options();
+        let mut writer = RollingWriter::new(
+            rw.table.io().clone(),
+            self.bucket_dir.to_string(),
+            rw.schema.clone(),
+            FileLayout::KeyValue,
+            output,
+            FileSource::Compact,
+            opts.data_file_prefix().to_string(),
+            WriterConfig::from_options(opts, FileLayout::KeyValue, output, false)?,
+        )?;
+        let config = Arc::new(MergeConfig {
+            keep_retracts: !self.task.drop_delete,
+            ..rw.merge.clone()
+        });
+        let mut before = Vec::new();
+        for section in sections {
+            for run in &section {
+                for f in run {
+                    before.push(self.meta(f)?);
+                }
+            }
+            let runs = section.into_iter().map(|run| rw.read_run(run)).collect();
+            let mut merged = merge_keeping_sequence(runs, config.clone(), rw.batch_size);
+            loop {
+                let batch = match merged.try_next().await {
+                    Ok(Some(batch)) => batch,
+                    Ok(None) => break,
+                    Err(e) => {
+                        // The merge failed; the writer's cleanup error is secondary.
+                        let _ = writer.abort().await;
+                        return Err(e);
+                    }
+                };
+                // A failed write deletes the writer's files itself.
+                writer.write(&batch).await?;
+            }
+        }
+        let written = writer.close().await?;
+        self.result.before.extend(before);
+        self.result.after.extend(written.iter().cloned());
+        self.result.written.extend(written);
+        Ok(())
+    }
+}

@@ -1,0 +1,177 @@
+//! Dropping and expiring partitions (Java `NormalPartitionExpire`,
+//! `PartitionValuesTimeExpireStrategy`, `PartitionUpdateTimeExpireStrategy`,
+//! `FileStoreCommit.dropPartitions`).
+//!
+//! A partition is dropped by an OVERWRITE snapshot (operation `TRUNCATE`) that deletes its live
+//! files; the files themselves go when that snapshot's predecessors expire.
+//!
+//! Expiration (`partition.expiration-time` set): among the partitions with live files in the
+//! latest snapshot, those older than now − expiration-time, by
+//! * `values-time` (default): the time extracted from the partition values (their Java
+//!   `toString()` forms, i.e. the legacy partition names; a null value never expires) with
+//!   `partition.timestamp-pattern` / `partition.timestamp-formatter`;
+//! * `update-time`: the newest creation time of the partition's files;
+//!
+//! sorted by their comma-joined values, at most `partition.expiration-max-num` (100), dropped
+//! `partition.expiration-batch-size` at a time (all at once by default). Times are local, as
+//! Java's `LocalDateTime.now()`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::NaiveDateTime;
+use serde_json::Value;
+use tidelake_spec::datum::Datum;
+use tidelake_spec::partition::PartitionComputer;
+use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
+
+use crate::commit::FileStoreCommit;
+use crate::error::{Error, Result};
+use crate::layout::TableLayout;
+use crate::maintenance::refs::MetaCache;
+use crate::maintenance::time_format::PartitionTimeExtractor;
+use crate::scan::predicate::{BoundPredicate, CompareOp, LeafTest, Predicate};
+use crate::table::Table;
+
+/// How partitions are judged old.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExpireStrategy {
+    ValuesTime(PartitionTimeExtractor),
+    UpdateTime,
+}
+
+/// Partition expiration settings of a table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionExpireConfig {
+    pub expiration: Duration,
+    pub strategy: ExpireStrategy,
+    pub max_num: usize,
+    pub batch_size: Option<usize>,
+}
+
+impl PartitionExpireConfig {
+    /// The table options' settings, `expiration` replacing `partition.expiration-time`;
+    /// `None` when neither is set.
+    pub fn from_options(opts: &tidelake_spec::options::Options, expiration: Option<Duration>) -> Result<Option<PartitionExpireConfig>> {
+        let spec = |e| Error::from_spec("table options", e);
+        let Some(expiration) = expiration.or(opts.get_duration("partition.expiration-time").map_err(spec)?) else {
+            return Ok(None);
+        };
+        let strategy = match opts.get("partition.expiration-strategy").unwrap_or("values-time") {
+            "values-time" => ExpireStrategy::ValuesTime(PartitionTimeExtractor::new(
+                opts.get("partition.timestamp-pattern"),
+                opts.get("partition.timestamp-formatter"),
+            )?),
+            "update-time" => ExpireStrategy::UpdateTime,
+            other => return Err(Error::invalid(format!("unknown partition.expiration-strategy '{other}'"))),
+        };
+        Ok(Some(PartitionExpireConfig {
+            expiration,
+            strategy,
+            max_num: usize::try_from(opts.get_i32("partition.expiration-max-num").map_err(spec)?.unwrap_or(100)).unwrap_or(0),
+            batch_size: opts.get_i32("partition.expiration-batch-size").map_err(spec)?.and_then(|n| usize::try_from(n).ok()).filter(|n| *n > 0),
+        }))
+    }
+}
+
+/// One partition with live files: its values and newest file creation time.
+struct LivePartition {
+    values: Vec<Datum>,
+    last_creation_ms: Option<i64>,
+}
+
+/// The partitions with live files in the latest snapshot, by framed partition.
+async fn live_partitions(table: &Table, layout: &TableLayout) -> Result<BTreeMap<Vec<u8>, LivePartition>> {
+    let mut out: BTreeMap<Vec<u8>, LivePartition> = BTreeMap::new();
+    let Some(snap) = table.snapshot_manager().latest().await? else { return Ok(out) };
+    for e in MetaCache::new(table).live_entries(&snap).await? {
+        let created = e.file.creation_time;
+        match out.get_mut(&e.partition) {
+            Some(p) => p.last_creation_ms = p.last_creation_ms.max(created),
+            None => {
+                let values = layout.decode_partition(&e.partition)?;
+                out.insert(e.partition.clone(), LivePartition { values, last_creation_ms: created });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Drop the partitions of `table` that `config` says expired at local time `now`; returns them
+/// as (key, value) pairs in drop order.
+pub async fn expire_partitions(table: &Table, config: &PartitionExpireConfig, now: NaiveDateTime) -> Result<Vec<Vec<(String, String)>>> {
+    let layout = TableLayout::new(table.schema())?;
+    if layout.partition_fields.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cutoff = now - chrono::Duration::from_std(config.expiration).map_err(|e| Error::invalid(format!("partition.expiration-time: {e}")))?;
+    let keys: Vec<String> = layout.partition_fields.iter().map(|f| f.name.clone()).collect();
+    // Java's `toString()` of the internal values: the legacy partition names.
+    let strings = PartitionComputer::new(keys.clone(), layout.partition_types.clone(), table.schema().options().partition_default_name(), true)
+        .map_err(|e| Error::from_spec("partition columns", e))?;
+    let mut expired: Vec<(String, Vec<(String, String)>, Vec<Datum>)> = Vec::new();
+    for p in live_partitions(table, &layout).await?.into_values() {
+        let Ok(spec) = strings.partition_spec(&p.values) else { continue };
+        let time = match &config.strategy {
+            _ if p.values.iter().any(Datum::is_null) => None,
+            ExpireStrategy::ValuesTime(extractor) => {
+                extractor.extract(&keys, &spec.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>())
+            }
+            ExpireStrategy::UpdateTime => p.last_creation_ms.and_then(chrono::DateTime::from_timestamp_millis).map(|t| t.naive_utc()),
+        };
+        if time.is_some_and(|t| cutoff > t) {
+            let joined = spec.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(",");
+            expired.push((joined, spec, p.values));
+        }
+    }
+    expired.sort_by(|a, b| a.0.cmp(&b.0));
+    expired.truncate(config.max_num);
+    let batch = config.batch_size.unwrap_or(expired.len()).max(1);
+    for chunk in expired.chunks(batch) {
+        let specs = chunk.iter().map(|(_, _, values)| keys.iter().cloned().zip(values.iter().cloned()).collect()).collect();
+        drop_partitions(table, specs).await?;
+    }
+    Ok(expired.into_iter().map(|(_, spec, _)| spec).collect())
+}
+
+/// Drop every partition matching one of `specs` (full or partial `(key, value)` specs) in one
+/// OVERWRITE snapshot (operation `TRUNCATE`); returns the new snapshot ids.
+pub async fn drop_partitions(table: &Table, specs: Vec<Vec<(String, Datum)>>) -> Result<Vec<i64>> {
+    let commit = FileStoreCommit::new(table.clone(), uuid::Uuid::new_v4().to_string())?;
+    commit.drop_partitions(specs, BATCH_COMMIT_IDENTIFIER).await
+}
+
+/// Partition specs from JSON `[{"key": literal, ...}, ...]`, literals typed like filter
+/// literals (a JSON null selects the null partition value).
+pub fn partition_specs_from_json(layout: &TableLayout, json: &Value) -> Result<Vec<Vec<(String, Datum)>>> {
+    let Value::Array(specs) = json else {
+        return Err(Error::invalid(format!("partition specs must be a JSON list of objects, got {json}")));
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            let Value::Object(pairs) = spec else {
+                return Err(Error::invalid(format!("a partition spec must be an object, got {spec}")));
+            };
+            if pairs.is_empty() {
+                return Err(Error::invalid("a partition spec must name at least one partition column"));
+            }
+            pairs.iter().map(|(key, value)| Ok((key.clone(), typed_value(layout, key, value)?))).collect()
+        })
+        .collect()
+}
+
+/// `value` as a datum of partition column `key`, through the filter literal binding.
+fn typed_value(layout: &TableLayout, key: &str, value: &Value) -> Result<Datum> {
+    if value.is_null() {
+        return Ok(Datum::Null);
+    }
+    let leaf = Predicate::Compare { field: key.to_string(), op: CompareOp::Eq, value: value.clone() };
+    match leaf.bind(&layout.partition_fields).map_err(|e| Error::invalid(format!("partition spec: {e}")))? {
+        BoundPredicate::Leaf(l) => match l.test {
+            LeafTest::Compare { value, .. } => Ok(value),
+            other => Err(Error::invalid(format!("partition value {value} of '{key}' bound to {other:?}"))),
+        },
+        other => Err(Error::invalid(format!("partition value {value} of '{key}' bound to {other:?}"))),
+    }
+}

@@ -1,0 +1,311 @@
+//! What snapshots reference, and deleting the files nothing references any more: the shared
+//! machinery of expiration, tag deletion, rollback and orphan cleaning (Java
+//! `FileDeletionBase`: `manifestSkippingSet`, `addMergedDataFiles`, `planManifestsCleaner`,
+//! `cleanDataFiles`; `OrphanFilesClean.collectWithoutDataFileWithManifestFlag`).
+//!
+//! A snapshot (or a tag, which is a snapshot copy) references:
+//! * metadata: its base, delta and changelog manifest lists, every manifest they list, its
+//!   index manifest and every index file in it, its statistics file;
+//! * data: the data files of its manifests (each with its `_EXTRA_FILES`) and the changelog
+//!   files of its changelog manifests.
+//!
+//! Files are identified by *name*, as Java does (`OrphanFilesClean` compares names,
+//! `FileDeletionBase` file names within a bucket): every Paimon file name carries a UUID, so
+//! names are unique across the table. Files stored under an external path (`_EXTERNAL_PATH`)
+//! are never deleted here (they are outside the table's storage root).
+//!
+//! Invariant: [`delete_unreferenced`] deletes a candidate only if its name is absent from the
+//! [`References`] built from everything that must survive; callers build that set from every
+//! retained root before deleting anything.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use tidelake_spec::manifest::{
+    read_index_manifest, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+};
+use tidelake_spec::snapshot::Snapshot;
+
+use crate::error::{Error, Result};
+use crate::io::FileIO;
+use crate::layout::TableLayout;
+use crate::scan::plan::{merge_entries, read_entries, read_list};
+use crate::table::Table;
+
+pub(crate) const MANIFEST_DIR: &str = "manifest";
+pub(crate) const INDEX_DIR: &str = "index";
+pub(crate) const STATISTICS_DIR: &str = "statistics";
+
+/// How many files are read or deleted at once.
+const PARALLELISM: usize = 16;
+
+/// Decoded manifest lists, manifests and index manifests, each read at most once per
+/// maintenance operation (snapshots share most of their manifests).
+pub(crate) struct MetaCache<'a> {
+    table: &'a Table,
+    lists: HashMap<String, Arc<Vec<ManifestFileMeta>>>,
+    manifests: HashMap<String, Arc<Vec<ManifestEntry>>>,
+    indexes: HashMap<String, Arc<Vec<IndexManifestEntry>>>,
+}
+
+impl<'a> MetaCache<'a> {
+    pub(crate) fn new(table: &'a Table) -> Self {
+        MetaCache { table, lists: HashMap::new(), manifests: HashMap::new(), indexes: HashMap::new() }
+    }
+
+    /// Manifest list `name`.
+    pub(crate) async fn list(&mut self, name: &str) -> Result<Arc<Vec<ManifestFileMeta>>> {
+        if let Some(list) = self.lists.get(name) {
+            return Ok(list.clone());
+        }
+        let list = Arc::new(read_list(self.table, name).await?);
+        self.lists.insert(name.to_string(), list.clone());
+        Ok(list)
+    }
+
+    /// Every entry of every manifest of list `name`, in list order.
+    pub(crate) async fn list_entries(&mut self, name: &str) -> Result<Vec<ManifestEntry>> {
+        let metas = self.list(name).await?;
+        let missing: Vec<String> = metas
+            .iter()
+            .map(|m| m.file_name.clone())
+            .filter(|n| !self.manifests.contains_key(n))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let table = self.table;
+        let fetched: Vec<(String, Vec<ManifestEntry>)> = stream::iter(missing)
+            .map(|n| async move { read_entries(table, &n).await.map(|e| (n, e)) })
+            .buffer_unordered(PARALLELISM)
+            .try_collect()
+            .await?;
+        for (name, entries) in fetched {
+            self.manifests.insert(name, Arc::new(entries));
+        }
+        let mut out = Vec::new();
+        for m in metas.iter() {
+            if let Some(entries) = self.manifests.get(&m.file_name) {
+                out.extend(entries.iter().cloned());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every entry of index manifest `name`.
+    pub(crate) async fn index(&mut self, name: &str) -> Result<Arc<Vec<IndexManifestEntry>>> {
+        if let Some(entries) = self.indexes.get(name) {
+            return Ok(entries.clone());
+        }
+        let rel = format!("{MANIFEST_DIR}/{name}");
+        let bytes = self.table.io().read(&rel).await?;
+        let entries = Arc::new(
+            read_index_manifest(&bytes).map_err(|e| Error::from_spec(self.table.io().display(&rel), e))?,
+        );
+        self.indexes.insert(name.to_string(), entries.clone());
+        Ok(entries)
+    }
+
+    /// The live data files of `snap` (base then delta list replayed).
+    pub(crate) async fn live_entries(&mut self, snap: &Snapshot) -> Result<Vec<ManifestEntry>> {
+        let mut entries = self.list_entries(&snap.base_manifest_list).await?;
+        entries.extend(self.list_entries(&snap.delta_manifest_list).await?);
+        Ok(merge_entries(entries)?.into_iter().filter(|e| e.kind == FileKind::Add).collect())
+    }
+
+    /// The changelog files `snap` added.
+    pub(crate) async fn changelog_entries(&mut self, snap: &Snapshot) -> Result<Vec<ManifestEntry>> {
+        match &snap.changelog_manifest_list {
+            Some(list) => Ok(self.list_entries(list).await?.into_iter().filter(|e| e.kind == FileKind::Add).collect()),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// `Ok(T::default())` for a missing file: used where Java tolerates metadata an interrupted
+/// earlier run already deleted (`FileDeletionBase.tryReadManifestList`).
+pub(crate) fn or_missing<T: Default>(result: Result<T>) -> Result<T> {
+    match result {
+        Err(Error::NotFound { .. }) => Ok(T::default()),
+        other => other,
+    }
+}
+
+fn tolerate<T: Default>(tolerate_missing: bool, result: Result<T>) -> Result<T> {
+    if tolerate_missing {
+        or_missing(result)
+    } else {
+        result
+    }
+}
+
+/// What kind of file a [`Candidate`] is (for the counts callers report).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum FileCategory {
+    Data,
+    Changelog,
+    /// Manifest lists, manifests and index manifests.
+    Manifest,
+    Index,
+    Statistics,
+}
+
+/// A file that may be deleted once nothing references it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Candidate {
+    /// Path relative to the table root.
+    pub(crate) path: String,
+    /// The name references are compared with.
+    pub(crate) name: String,
+    pub(crate) category: FileCategory,
+}
+
+/// How many files of each kind a maintenance operation deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeletedFiles {
+    pub data_files: u64,
+    pub changelog_files: u64,
+    /// Manifest lists, manifests and index manifests.
+    pub manifest_files: u64,
+    pub index_files: u64,
+    pub statistics_files: u64,
+}
+
+impl DeletedFiles {
+    fn count(&mut self, category: FileCategory) {
+        let slot = match category {
+            FileCategory::Data => &mut self.data_files,
+            FileCategory::Changelog => &mut self.changelog_files,
+            FileCategory::Manifest => &mut self.manifest_files,
+            FileCategory::Index => &mut self.index_files,
+            FileCategory::Statistics => &mut self.statistics_files,
+        };
+        *slot += 1;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.data_files + self.changelog_files + self.manifest_files + self.index_files + self.statistics_files
+    }
+}
+
+/// The metadata files of `snap`: lists, their manifests, index manifest, index files and
+/// statistics. Missing lists/index manifests yield nothing when `tolerate_missing`.
+pub(crate) async fn metadata_files(
+    cache: &mut MetaCache<'_>,
+    snap: &Snapshot,
+    tolerate_missing: bool,
+) -> Result<Vec<Candidate>> {
+    let meta = |name: &str, dir: &str, category| Candidate {
+        path: format!("{dir}/{name}"),
+        name: name.to_string(),
+        category,
+    };
+    let mut out = Vec::new();
+    let lists = [Some(&snap.base_manifest_list), Some(&snap.delta_manifest_list), snap.changelog_manifest_list.as_ref()];
+    for list in lists.into_iter().flatten() {
+        out.push(meta(list, MANIFEST_DIR, FileCategory::Manifest));
+        let metas = tolerate(tolerate_missing, cache.list(list).await)?;
+        out.extend(metas.iter().map(|m| meta(&m.file_name, MANIFEST_DIR, FileCategory::Manifest)));
+    }
+    if let Some(index) = &snap.index_manifest {
+        out.push(meta(index, MANIFEST_DIR, FileCategory::Manifest));
+        let entries = tolerate(tolerate_missing, cache.index(index).await)?;
+        for e in entries.iter() {
+            let f = &e.index_file;
+            if f.external_path.is_none() {
+                out.push(meta(&f.file_name, INDEX_DIR, FileCategory::Index));
+            }
+        }
+    }
+    if let Some(stats) = &snap.statistics {
+        out.push(meta(stats, STATISTICS_DIR, FileCategory::Statistics));
+    }
+    Ok(out)
+}
+
+/// The files of data or changelog `entries`, with their extra files (skipping external ones).
+pub(crate) fn data_files(layout: &TableLayout, entries: &[ManifestEntry], category: FileCategory) -> Result<Vec<Candidate>> {
+    let mut out = Vec::new();
+    let mut dirs: HashMap<(Vec<u8>, i32), String> = HashMap::new();
+    for e in entries.iter().filter(|e| e.file.external_path.is_none()) {
+        let key = (e.partition.clone(), e.bucket);
+        let dir = match dirs.get(&key) {
+            Some(d) => d.clone(),
+            None => {
+                let d = layout.bucket_path(&layout.decode_partition(&e.partition)?, e.bucket)?;
+                dirs.insert(key, d.clone());
+                d
+            }
+        };
+        for name in std::iter::once(&e.file.file_name).chain(&e.file.extra_files) {
+            out.push(Candidate { path: format!("{dir}/{name}"), name: name.clone(), category });
+        }
+    }
+    Ok(out)
+}
+
+/// Which data files of a root count as referenced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DataScope {
+    /// Files the delta list adds, plus changelog files: enough for a snapshot whose
+    /// predecessor's live files are referenced too.
+    Delta,
+    /// The live files (base + delta replayed), plus changelog files.
+    Live,
+    /// Every file any of its manifests names, added or deleted (orphan cleaning).
+    All,
+}
+
+/// Names of every file some set of roots references.
+#[derive(Debug, Default)]
+pub(crate) struct References {
+    names: HashSet<String>,
+}
+
+impl References {
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+
+    /// Add what `snap` references. Metadata that cannot be read is an error: a reference set
+    /// that may be incomplete must never authorise a deletion.
+    pub(crate) async fn add(&mut self, cache: &mut MetaCache<'_>, snap: &Snapshot, scope: DataScope) -> Result<()> {
+        for c in metadata_files(cache, snap, false).await? {
+            self.names.insert(c.name);
+        }
+        let data = match scope {
+            DataScope::Delta => cache.list_entries(&snap.delta_manifest_list).await?.into_iter().filter(|e| e.kind == FileKind::Add).collect(),
+            DataScope::Live => cache.live_entries(snap).await?,
+            DataScope::All => {
+                let mut all = cache.list_entries(&snap.base_manifest_list).await?;
+                all.extend(cache.list_entries(&snap.delta_manifest_list).await?);
+                all
+            }
+        };
+        let changelog = cache.changelog_entries(snap).await?;
+        for e in data.iter().chain(&changelog) {
+            self.names.insert(e.file.file_name.clone());
+            self.names.extend(e.file.extra_files.iter().cloned());
+        }
+        Ok(())
+    }
+}
+
+/// Delete every candidate (once per path) whose name `refs` does not contain.
+pub(crate) async fn delete_unreferenced(io: &FileIO, candidates: Vec<Candidate>, refs: &References) -> Result<DeletedFiles> {
+    let mut seen = HashSet::new();
+    let doomed: Vec<Candidate> = candidates
+        .into_iter()
+        .filter(|c| !refs.contains(&c.name) && seen.insert(c.path.clone()))
+        .collect();
+    let categories: Vec<FileCategory> = stream::iter(doomed)
+        .map(|c| async move { io.delete(&c.path).await.map(|()| c.category) })
+        .buffer_unordered(PARALLELISM)
+        .try_collect()
+        .await?;
+    let mut counts = DeletedFiles::default();
+    for c in categories {
+        counts.count(c);
+    }
+    Ok(counts)
+}

@@ -1,0 +1,126 @@
+//! Rolling a table back to a snapshot or tag (Java `AbstractFileStoreTable.rollbackTo`,
+//! `RollbackHelper`; file cleanup as Java did before 1.2, `updateLatestAndCleanLargerThan`).
+//!
+//! Steps, in Java's order:
+//! 1. resolve the target: a snapshot id (when that snapshot has expired, the tag holding it)
+//!    or a tag;
+//! 2. write the `LATEST` hint = target, delete every newer snapshot file newest first, then
+//!    every tag of a newer snapshot;
+//! 3. rolling back to a tag whose snapshot expired: write `snapshot-<id>` from the tag and the
+//!    `EARLIEST` hint (Java `createSnapshotFileIfNeeded`);
+//! 4. delete the files the removed snapshots added (delta and changelog manifests), the live
+//!    files of the removed tags and all their metadata, except what the target references.
+//!    Tags that remain are older than the target, so by file-history continuity they can only
+//!    reference such files if the target does too.
+//!
+//! Everything is read before anything is deleted. Like Java, this is not safe against
+//! concurrent writers: stop them first.
+
+use std::sync::Arc;
+
+use tidelake_spec::manifest::FileKind;
+use tidelake_spec::snapshot::{Snapshot, Tag};
+
+use crate::error::{Error, Result};
+use crate::layout::TableLayout;
+use crate::maintenance::refs::{
+    data_files, delete_unreferenced, metadata_files, or_missing, DataScope, DeletedFiles, FileCategory, MetaCache, References,
+};
+use crate::maintenance::{snapshot_path, tag_path, write_hint, EARLIEST_HINT_PATH, LATEST_HINT_PATH};
+use crate::table::Table;
+
+/// What to roll back to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RollbackTarget {
+    Snapshot(i64),
+    Tag(String),
+}
+
+/// What a rollback did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RollbackResult {
+    /// The snapshot the table is now at.
+    pub snapshot_id: i64,
+    /// Snapshot files deleted.
+    pub snapshots: u64,
+    /// Tags deleted (newer than the target), sorted.
+    pub tags: Vec<String>,
+    pub deleted: DeletedFiles,
+}
+
+/// The target snapshot, and whether it comes from a tag (its file may need recreating).
+async fn resolve(table: &Table, target: &RollbackTarget) -> Result<(Snapshot, bool)> {
+    let sm = table.snapshot_manager();
+    match target {
+        RollbackTarget::Tag(name) => Ok((sm.tag(name).await?.snapshot, true)),
+        RollbackTarget::Snapshot(id) => match sm.snapshot(*id).await {
+            Ok(s) => Ok((s, false)),
+            Err(Error::NotFound { .. }) => {
+                let tags = sm.tags().await?;
+                match tags.into_iter().find(|(_, t)| t.snapshot.id == *id) {
+                    Some((_, t)) => Ok((t.snapshot.clone(), true)),
+                    None => Err(Error::not_found(
+                        "snapshot",
+                        format!("rollback snapshot {id} of {} doesn't exist (neither as a snapshot nor as a tag)", table.location()),
+                    )),
+                }
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// Roll `table` back to `target`; see the module docs.
+pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<RollbackResult> {
+    let (snap, from_tag) = resolve(table, target).await?;
+    let sm = table.snapshot_manager();
+    let io = table.io();
+    let newer_ids: Vec<i64> = sm.list_ids().await?.into_iter().filter(|id| *id > snap.id).collect();
+    let mut newer = Vec::with_capacity(newer_ids.len());
+    for id in &newer_ids {
+        match sm.snapshot(*id).await {
+            Ok(s) => newer.push(s),
+            Err(Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let newer_tags: Vec<(String, Arc<Tag>)> = sm.tags().await?.into_iter().filter(|(_, t)| t.snapshot.id > snap.id).collect();
+
+    let layout = TableLayout::new(table.schema())?;
+    let mut cache = MetaCache::new(table);
+    let mut candidates = Vec::new();
+    for s in &newer {
+        let added: Vec<_> = or_missing(cache.list_entries(&s.delta_manifest_list).await)?
+            .into_iter()
+            .filter(|e| e.kind == FileKind::Add)
+            .collect();
+        candidates.extend(data_files(&layout, &added, FileCategory::Data)?);
+        candidates.extend(data_files(&layout, &or_missing(cache.changelog_entries(s).await)?, FileCategory::Changelog)?);
+        candidates.extend(metadata_files(&mut cache, s, true).await?);
+    }
+    for (_, tag) in &newer_tags {
+        let s = &tag.snapshot;
+        candidates.extend(data_files(&layout, &or_missing(cache.live_entries(s).await)?, FileCategory::Data)?);
+        candidates.extend(data_files(&layout, &or_missing(cache.changelog_entries(s).await)?, FileCategory::Changelog)?);
+        candidates.extend(metadata_files(&mut cache, s, true).await?);
+    }
+    let mut refs = References::default();
+    refs.add(&mut cache, &snap, DataScope::Live).await?;
+
+    write_hint(io, LATEST_HINT_PATH, snap.id).await?;
+    for id in newer_ids.iter().rev() {
+        io.delete(&snapshot_path(*id)).await?;
+    }
+    let mut tags: Vec<String> = Vec::with_capacity(newer_tags.len());
+    for (name, _) in newer_tags {
+        io.delete(&tag_path(&name)).await?;
+        tags.push(name);
+    }
+    tags.sort();
+    if from_tag && !io.exists(&snapshot_path(snap.id)).await? {
+        io.put_if_absent(&snapshot_path(snap.id), snap.to_json().into_bytes()).await?;
+        write_hint(io, EARLIEST_HINT_PATH, snap.id).await?;
+    }
+    let deleted = delete_unreferenced(io, candidates, &refs).await?;
+    Ok(RollbackResult { snapshot_id: snap.id, snapshots: newer_ids.len() as u64, tags, deleted })
+}

@@ -1,0 +1,171 @@
+//! Creating, deleting and expiring tags (Java `TagManager.createTag/deleteTag`,
+//! `TagDeletion`, `TagTimeExpire`, `AbstractFileStoreTable.findSnapshot`).
+//!
+//! * A tag file is the snapshot's JSON plus, only when a retention is given (explicitly or by
+//!   `tag.default-time-retained`), `tagCreateTime` (local time, as Java's `LocalDateTime.now()`)
+//!   and `tagTimeRetained`; written once, never replaced ([`Error::AlreadyExists`]).
+//! * Deleting a tag whose snapshot still exists, or that shares its snapshot with another tag,
+//!   only deletes the tag file. Otherwise the tag was the last thing keeping its files, and
+//!   they are deleted unless the neighbours reference them: the previous tag and the nearest
+//!   later root (the earliest snapshot or the next tag, whichever is older). By file-history
+//!   continuity (a file live at two points is live in between) nothing else can. Unlike Java,
+//!   the tag's changelog files are deleted too (expiration keeps them for tags, see
+//!   [`super::expire`]).
+//! * Expiring: tags whose `tagCreateTime + tagTimeRetained` has passed are deleted as above.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{Datelike, NaiveDateTime, Timelike};
+use tidelake_spec::snapshot::{LocalDateTime, Snapshot, Tag};
+
+use crate::error::{Error, Result};
+use crate::layout::TableLayout;
+use crate::maintenance::consumers::check_name;
+use crate::maintenance::refs::{
+    data_files, delete_unreferenced, metadata_files, or_missing, DataScope, DeletedFiles, FileCategory, MetaCache, References,
+};
+use crate::maintenance::{snapshot_path, tag_path};
+use crate::table::Table;
+
+/// `time` as the `LocalDateTime` stored in tags.
+fn local_date_time(time: NaiveDateTime) -> LocalDateTime {
+    LocalDateTime {
+        year: time.year(),
+        // chrono guarantees these ranges.
+        month: time.month() as u8,
+        day: time.day() as u8,
+        hour: time.hour() as u8,
+        minute: time.minute() as u8,
+        second: time.second() as u8,
+        nano: time.nanosecond().min(999_999_999),
+    }
+}
+
+/// A stored `LocalDateTime` as a chrono value (`None` when it is not a valid date).
+fn naive(time: &LocalDateTime) -> Option<NaiveDateTime> {
+    chrono::NaiveDate::from_ymd_opt(time.year, u32::from(time.month), u32::from(time.day))?.and_hms_nano_opt(
+        u32::from(time.hour),
+        u32::from(time.minute),
+        u32::from(time.second),
+        time.nano,
+    )
+}
+
+/// A stored `LocalDateTime` as wall-clock epoch milliseconds (for system tables).
+pub(crate) fn local_date_time_millis(time: &LocalDateTime) -> Option<i64> {
+    naive(time).map(|t| t.and_utc().timestamp_millis())
+}
+
+/// Java `findSnapshot`: snapshot `id`, or the snapshot of a tag with that id once the
+/// snapshot itself has expired.
+async fn find_snapshot(table: &Table, id: i64) -> Result<Snapshot> {
+    let sm = table.snapshot_manager();
+    match sm.snapshot(id).await {
+        Ok(s) => Ok(s),
+        Err(Error::NotFound { .. }) => sm
+            .tags()
+            .await?
+            .into_iter()
+            .map(|(_, t)| t.snapshot.clone())
+            .find(|s| s.id == id)
+            .ok_or_else(|| {
+                Error::not_found("snapshot", format!("cannot create tag because snapshot {id} of {} doesn't exist", table.location()))
+            }),
+        Err(e) => Err(e),
+    }
+}
+
+/// Create tag `name` of snapshot `snapshot_id` (the latest by default), retained for
+/// `time_retained` (`tag.default-time-retained` by default; `None`: forever).
+pub async fn create_tag(table: &Table, name: &str, snapshot_id: Option<i64>, time_retained: Option<Duration>) -> Result<Tag> {
+    check_name("tag", name)?;
+    let snapshot = match snapshot_id {
+        Some(id) => find_snapshot(table, id).await?,
+        None => table.snapshot_manager().latest().await?.ok_or_else(|| {
+            Error::not_found("snapshot", format!("cannot create tag because {} has no snapshot", table.location()))
+        })?,
+    };
+    let time_retained = match time_retained {
+        Some(d) => Some(d),
+        None => table
+            .schema()
+            .options()
+            .get_duration("tag.default-time-retained")
+            .map_err(|e| Error::from_spec("table options", e))?,
+    };
+    let tag = Tag {
+        snapshot,
+        tag_create_time: time_retained.map(|_| local_date_time(super::local_now())),
+        tag_time_retained: time_retained,
+    };
+    if !table.io().put_if_absent(&tag_path(name), tag.to_json().into_bytes()).await? {
+        return Err(Error::AlreadyExists(format!("tag '{name}' of {}", table.location())));
+    }
+    Ok(tag)
+}
+
+/// Delete tag `name` and the files only it kept; see the module docs.
+pub async fn delete_tag(table: &Table, name: &str) -> Result<DeletedFiles> {
+    check_name("tag", name)?;
+    let sm = table.snapshot_manager();
+    let tag = sm.tag(name).await?;
+    let id = tag.snapshot.id;
+    if table.io().exists(&snapshot_path(id)).await? {
+        table.io().delete(&tag_path(name)).await?;
+        return Ok(DeletedFiles::default());
+    }
+    // Every tag, read before the file goes (tags are found by listing).
+    let tags: Vec<(String, Arc<Tag>)> = sm.tags().await?;
+    table.io().delete(&tag_path(name)).await?;
+    if tags.iter().any(|(n, t)| n != name && t.snapshot.id == id) {
+        return Ok(DeletedFiles::default());
+    }
+    let left = tags.iter().map(|(_, t)| &t.snapshot).filter(|s| s.id < id).max_by_key(|s| s.id);
+    let right_tag = tags.iter().map(|(_, t)| &t.snapshot).filter(|s| s.id > id).min_by_key(|s| s.id);
+    let earliest = sm.earliest_id().await?;
+    let right = match (earliest, right_tag) {
+        (Some(e), Some(t)) if t.id <= e => Some(t.clone()),
+        (Some(e), _) => Some(sm.snapshot(e).await?),
+        (None, t) => t.cloned(),
+    };
+    let mut cache = MetaCache::new(table);
+    let mut refs = References::default();
+    for s in left.into_iter().chain(right.as_ref()) {
+        refs.add(&mut cache, s, DataScope::Live).await?;
+    }
+    let layout = TableLayout::new(table.schema())?;
+    let snap = &tag.snapshot;
+    let mut candidates = data_files(&layout, &or_missing(cache.live_entries(snap).await)?, FileCategory::Data)?;
+    candidates.extend(data_files(&layout, &or_missing(cache.changelog_entries(snap).await)?, FileCategory::Changelog)?);
+    candidates.extend(metadata_files(&mut cache, snap, true).await?);
+    delete_unreferenced(table.io(), candidates, &refs).await
+}
+
+/// Delete tags whose retention has passed at local time `now` (Java `TagTimeExpire`); returns
+/// their names.
+pub async fn expire_tags(table: &Table, now: NaiveDateTime) -> Result<Vec<String>> {
+    let mut expired = Vec::new();
+    for (name, tag) in table.snapshot_manager().tags().await? {
+        let (Some(created), Some(retained)) = (tag.tag_create_time.as_ref().and_then(naive), tag.tag_time_retained) else {
+            continue;
+        };
+        let Ok(retained) = chrono::Duration::from_std(retained) else { continue };
+        if created.checked_add_signed(retained).is_some_and(|until| now > until) {
+            delete_tag(table, &name).await?;
+            expired.push(name);
+        }
+    }
+    Ok(expired)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_times_round_trip() {
+        let t = chrono::NaiveDate::from_ymd_opt(2024, 5, 14).and_then(|d| d.and_hms_nano_opt(3, 4, 5, 6)).expect("valid");
+        assert_eq!(naive(&local_date_time(t)), Some(t));
+    }
+}

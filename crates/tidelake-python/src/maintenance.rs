@@ -1,0 +1,153 @@
+//! Maintenance entry points of `RawTable` (behind `tidelake.Table.expire_snapshots`,
+//! `remove_orphan_files`, tags, rollback, consumers, partitions and `system`), plus the
+//! after-commit hook the commit entry points call ([`after_commit`]).
+//!
+//! Results cross as plain Python values (dicts of counts, lists of tuples); system tables as a
+//! `pyarrow.Table` through the C data interface. Every call releases the GIL.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3_arrow::PyTable;
+use tidelake_core::layout::TableLayout;
+use tidelake_core::maintenance::{
+    self, consumers, partitions, system_tables, tags, DeletedFiles, ExpireConfig, RollbackTarget,
+};
+use tidelake_core::table::Table;
+use tidelake_core::Error;
+
+use crate::errors::{to_py, IntoPyResult};
+use crate::runtime::block_on;
+use crate::table::RawTable;
+
+const DAY_MS: i64 = 86_400_000;
+
+fn counts<'py>(py: Python<'py>, deleted: &DeletedFiles) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("data_files", deleted.data_files)?;
+    d.set_item("changelog_files", deleted.changelog_files)?;
+    d.set_item("manifest_files", deleted.manifest_files)?;
+    d.set_item("index_files", deleted.index_files)?;
+    d.set_item("statistics_files", deleted.statistics_files)?;
+    Ok(d)
+}
+
+fn millis(ms: i64, what: &str) -> PyResult<Duration> {
+    u64::try_from(ms)
+        .map(Duration::from_millis)
+        .map_err(|_| to_py(Error::invalid(format!("{what} must not be negative, got {ms}"))))
+}
+
+/// Run the maintenance Java's committers run after each commit (`TableCommitImpl.maintain`)
+/// on `table`, then hand back the commit's snapshot `ids`. Called by the commit entry points.
+pub(crate) fn after_commit(py: Python<'_>, table: &Table, ids: Vec<i64>) -> PyResult<Vec<i64>> {
+    block_on(py, maintenance::maintain(table))?.py()?;
+    Ok(ids)
+}
+
+#[pymethods]
+impl RawTable {
+    /// Expire snapshots; unset arguments come from the table options. Returns counts.
+    #[pyo3(signature = (retain_min=None, retain_max=None, older_than_ms=None, max_deletes=None))]
+    fn expire_snapshots<'py>(
+        &self,
+        py: Python<'py>,
+        retain_min: Option<i64>,
+        retain_max: Option<i64>,
+        older_than_ms: Option<i64>,
+        max_deletes: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let defaults = ExpireConfig::of_table(&self.table).py()?;
+        let config = ExpireConfig {
+            retain_min: retain_min.unwrap_or(defaults.retain_min),
+            retain_max: retain_max.unwrap_or(defaults.retain_max),
+            older_than_ms: older_than_ms.unwrap_or(defaults.older_than_ms),
+            max_deletes: max_deletes.unwrap_or(defaults.max_deletes),
+        };
+        let result = block_on(py, maintenance::expire_snapshots(&self.table, &config))?.py()?;
+        let d = counts(py, &result.deleted)?;
+        d.set_item("snapshots", result.snapshots)?;
+        d.set_item("earliest_snapshot", result.earliest)?;
+        Ok(d)
+    }
+
+    /// Find (and unless `dry_run` delete) orphan files older than `older_than_ms` (default: a
+    /// day ago); returns (absolute path, size) pairs.
+    #[pyo3(signature = (older_than_ms=None, dry_run=false))]
+    fn remove_orphan_files(&self, py: Python<'_>, older_than_ms: Option<i64>, dry_run: bool) -> PyResult<Vec<(String, u64)>> {
+        let cutoff = older_than_ms.unwrap_or_else(|| maintenance::now_ms() - DAY_MS);
+        let files = block_on(py, maintenance::remove_orphan_files(&self.table, cutoff, dry_run))?.py()?;
+        Ok(files.into_iter().map(|f| (self.table.io().display(&f.path), f.size)).collect())
+    }
+
+    /// Create a tag; returns its Paimon JSON.
+    #[pyo3(signature = (name, snapshot_id=None, time_retained_ms=None))]
+    fn create_tag(&self, py: Python<'_>, name: String, snapshot_id: Option<i64>, time_retained_ms: Option<i64>) -> PyResult<String> {
+        let retained = time_retained_ms.map(|ms| millis(ms, "time_retained")).transpose()?;
+        let tag = block_on(py, tags::create_tag(&self.table, &name, snapshot_id, retained))?.py()?;
+        Ok(tag.to_json())
+    }
+
+    /// Delete a tag and the files only it kept; returns counts.
+    fn delete_tag<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyDict>> {
+        let deleted = block_on(py, tags::delete_tag(&self.table, &name))?.py()?;
+        counts(py, &deleted)
+    }
+
+    /// Roll back to a snapshot id or a tag (exactly one).
+    #[pyo3(signature = (snapshot_id=None, tag=None))]
+    fn rollback_to<'py>(&self, py: Python<'py>, snapshot_id: Option<i64>, tag: Option<String>) -> PyResult<Bound<'py, PyDict>> {
+        let target = match (snapshot_id, tag) {
+            (Some(id), None) => RollbackTarget::Snapshot(id),
+            (None, Some(name)) => RollbackTarget::Tag(name),
+            _ => return Err(to_py(Error::invalid("rollback_to needs exactly one of snapshot_id and tag"))),
+        };
+        let result = block_on(py, maintenance::rollback_to(&self.table, &target))?.py()?;
+        let d = counts(py, &result.deleted)?;
+        d.set_item("snapshot_id", result.snapshot_id)?;
+        d.set_item("snapshots", result.snapshots)?;
+        d.set_item("tags", result.tags)?;
+        Ok(d)
+    }
+
+    /// Every consumer as (id, next snapshot id), sorted by id.
+    fn consumers(&self, py: Python<'_>) -> PyResult<Vec<(String, i64)>> {
+        block_on(py, consumers::consumers(self.table.io()))?.py()
+    }
+
+    fn reset_consumer(&self, py: Python<'_>, consumer_id: String, next_snapshot: i64) -> PyResult<()> {
+        block_on(py, consumers::reset_consumer(&self.table, &consumer_id, next_snapshot))?.py()
+    }
+
+    fn delete_consumer(&self, py: Python<'_>, consumer_id: String) -> PyResult<()> {
+        block_on(py, consumers::delete_consumer(&self.table, &consumer_id))?.py()
+    }
+
+    /// Drop the partitions matching any spec of `specs_json` (`[{"k": v, ...}, ...]`); returns
+    /// the new snapshot ids.
+    fn drop_partitions(&self, py: Python<'_>, specs_json: String) -> PyResult<Vec<i64>> {
+        let json: serde_json::Value = serde_json::from_str(&specs_json)
+            .map_err(|e| to_py(Error::invalid(format!("bad partition specs: {e}"))))?;
+        let layout = TableLayout::new(self.table.schema()).py()?;
+        let specs = partitions::partition_specs_from_json(&layout, &json).py()?;
+        block_on(py, partitions::drop_partitions(&self.table, specs))?.py()
+    }
+
+    /// Expire partitions by the table options (`expiration_ms` overrides
+    /// `partition.expiration-time`); returns the dropped partitions as (key, value) lists.
+    #[pyo3(signature = (expiration_ms=None))]
+    fn expire_partitions(&self, py: Python<'_>, expiration_ms: Option<i64>) -> PyResult<Vec<Vec<(String, String)>>> {
+        let expiration = expiration_ms.map(|ms| millis(ms, "expiration")).transpose()?;
+        let config = partitions::PartitionExpireConfig::from_options(self.table.schema().options(), expiration)
+            .py()?
+            .ok_or_else(|| to_py(Error::invalid("partition.expiration-time is not set; pass an expiration")))?;
+        block_on(py, partitions::expire_partitions(&self.table, &config, maintenance::local_now()))?.py()
+    }
+
+    /// System table `name` as a pyarrow.Table.
+    fn system_table<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyAny>> {
+        let t = block_on(py, system_tables::system_table(&self.table, &name))?.py()?;
+        PyTable::try_new(t.batches, t.schema)?.into_pyarrow(py)
+    }
+}

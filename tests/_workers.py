@@ -1,0 +1,51 @@
+"""Functions run in spawned worker processes (they must be importable by module name)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from typing import Any
+
+import pyarrow as pa
+
+import tidelake
+
+
+def write_part(table_path: str, rows: list[dict], commit_user: str) -> bytes:
+    """Write ``rows`` with a two-phase writer in this process; return the pickled messages."""
+    t = tidelake.open_table(table_path)
+    with t.writer(commit_user=commit_user) as w:
+        w.write(pa.Table.from_pylist(rows, schema=t.schema))
+        messages = w.prepare_commit()
+    return pickle.dumps(messages)
+
+
+def concurrent_upserts(table_path: str, worker: int, commits: int, rows_per_commit: int, go_file: str,
+                       ready_dir: str) -> list[dict[str, Any]]:
+    """Wait for ``go_file``, then commit ``commits`` upserts of keys only this worker owns.
+
+    Returns one record per commit: the keys written and whether the commit landed (its
+    snapshot id) or raised CommitConflictError.
+    """
+    t = tidelake.open_table(table_path)
+    open(os.path.join(ready_dir, f"ready-{worker}"), "w").close()
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go_file):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the go flag never appeared")
+        time.sleep(0.001)
+    out = []
+    for c in range(commits):
+        base = worker * 1_000_000 + c * rows_per_commit
+        keys = list(range(base, base + rows_per_commit))
+        data = pa.table({"k": pa.array(keys, pa.int64()),
+                         "w": pa.array([worker] * len(keys), pa.int32()),
+                         "c": pa.array([c] * len(keys), pa.int32())})
+        try:
+            sid = t.upsert(data)
+            out.append({"keys": keys, "snapshot": sid, "conflict": False, "worker": worker, "commit": c})
+        except tidelake.CommitConflictError as e:
+            out.append({"keys": keys, "snapshot": None, "conflict": True, "worker": worker, "commit": c,
+                        "error": str(e)})
+    return out

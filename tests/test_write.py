@@ -1,0 +1,318 @@
+"""The write API: input forms, schema conformance and rejection (with nothing left behind),
+two-phase writes across processes, exactly-once commits, abort, spilling buffers, sequence
+numbers and file rolling."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import pathlib
+import pickle
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tidelake
+from _peers import data_files, model_table, new_warehouse, table_files
+from conftest import assert_same_rows
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int32()), ("price", pa.float64())])
+ROWS = [{"id": i, "name": f"n{i}", "qty": i * 2, "price": i / 4} for i in range(6)]
+
+
+def expected(rows=ROWS, schema=SCHEMA) -> pa.Table:
+    return model_table(rows, schema)
+
+
+@pytest.fixture
+def pk_table(tmp_path) -> tidelake.Table:
+    return tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"], bucket=2)
+
+
+@pytest.fixture
+def append_table(tmp_path) -> tidelake.Table:
+    return tidelake.create_table(tmp_path / "a", SCHEMA)
+
+
+# ---- input forms ---------------------------------------------------------------------------------
+
+
+def _forms():
+    import pandas as pd
+    import polars as pl
+
+    t = expected()
+    return {
+        "pyarrow.Table": lambda: t,
+        "RecordBatch": lambda: t.to_batches()[0],
+        "RecordBatchReader": lambda: pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=2)),
+        "polars": lambda: pl.from_arrow(t),
+        "pandas": lambda: pd.DataFrame(ROWS),
+        "list-of-dicts": lambda: [dict(r) for r in ROWS],
+        "dict-of-lists": lambda: {k: [r[k] for r in ROWS] for k in SCHEMA.names},
+        "reordered-columns": lambda: t.select(["price", "qty", "id", "name"]),
+    }
+
+
+@pytest.mark.parametrize("form", list(_forms()))
+@pytest.mark.parametrize("kind", ["pk", "append"])
+def test_input_forms(tmp_path, form, kind):
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None)
+    sid = t.write(_forms()[form]())
+    assert sid == 1
+    assert_same_rows(t.to_arrow(), expected().cast(t.schema))
+
+
+def test_safe_widening_casts_are_accepted(pk_table):
+    data = pa.table({"id": pa.array([1, 2], pa.int32()), "name": pa.array(["a", "b"], pa.large_string()),
+                     "qty": pa.array([1, -2], pa.int8()), "price": pa.array([1.5, 2.25], pa.float32())})
+    pk_table.write(data)
+    got = pk_table.to_arrow()
+    assert got.schema == pk_table.schema
+    assert sorted(got.to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "name": "a", "qty": 1, "price": 1.5}, {"id": 2, "name": "b", "qty": -2, "price": 2.25}]
+    # a narrowing cast whose values all fit is exact, hence accepted
+    pk_table.write(pa.table({"id": pa.array([3], pa.int64()), "qty": pa.array([7], pa.int64())}))
+    assert pk_table.to_arrow(filter=[("id", "=", 3)]).column("qty").to_pylist() == [7]
+
+
+# ---- rejected writes leave nothing behind ----------------------------------------------------------------
+
+BAD_INPUTS = {
+    "int64-over-int32": (pa.table({"id": [1, 2], "qty": pa.array([1, 2**31], pa.int64())}), "qty"),
+    "float-fraction-into-int": (pa.table({"id": [1], "qty": pa.array([1.5], pa.float64())}), "qty"),
+    "string-into-int": (pa.table({"id": [1], "qty": pa.array(["abc"], pa.string())}), "qty"),
+    "numeric-string-into-int": (pa.table({"id": [1], "qty": pa.array(["12"], pa.string())}), "qty"),
+    "float-into-bigint-key": (pa.table({"id": pa.array([1.25], pa.float64())}), "id"),
+    "missing-key": (pa.table({"name": ["x"], "qty": pa.array([1], pa.int32())}), "id"),
+    "null-key": (pa.table({"id": pa.array([1, None], pa.int64()), "name": ["a", "b"]}), "id"),
+    "unknown-column": (pa.table({"id": [1], "nope": [1]}), "nope"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+@pytest.mark.parametrize("kind", ["pk", "append"])
+def test_rejected_writes_leave_no_trace(tmp_path, case, kind):
+    data, column = BAD_INPUTS[case]
+    if kind == "append" and case in ("missing-key", "null-key"):
+        pytest.skip("append tables have no key: a nullable column may be missing or null")
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None)
+    t.write(expected())
+    before = table_files(t.path)
+    with pytest.raises(tidelake.SchemaMismatchError) as e:
+        t.write(data)
+    assert column in str(e.value)
+    with pytest.raises(tidelake.SchemaMismatchError):
+        t.upsert(data) if kind == "pk" else t.write(data, mode="overwrite")
+    assert len(t.snapshots()) == 1
+    assert table_files(t.path) == before
+
+
+@pytest.mark.parametrize("bad", ["overflow", "null-key"])
+@pytest.mark.parametrize("kind", ["pk", "append"])
+def test_failure_late_in_a_stream_leaves_no_trace(tmp_path, bad, kind):
+    """One write() of a stream whose last batch is bad: earlier batches were already written
+    to files (spilled buffers / append files); all of them must be removed."""
+    if kind == "append" and bad == "null-key":
+        pytest.skip("no key on append tables")
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
+                              partition_keys=None, options={"write-buffer-size": "256kb"})
+    t.write(expected())
+    before = table_files(t.path)
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int64())])
+    n = 40_000
+
+    def batches():
+        for s in range(0, n, 5000):
+            yield pa.record_batch([pa.array(range(s, s + 5000), pa.int64()), pa.array(["x" * 40] * 5000),
+                                   pa.array([1] * 5000, pa.int64())], schema=schema)
+        if bad == "overflow":
+            yield pa.record_batch([pa.array([1], pa.int64()), pa.array(["y"]), pa.array([2**40], pa.int64())], schema=schema)
+        else:
+            yield pa.record_batch([pa.array([None], pa.int64()), pa.array(["y"]), pa.array([1], pa.int64())], schema=schema)
+
+    seen = []
+
+    def spy():
+        for b in batches():
+            seen.append(data_files(t.path) - before)
+            yield b
+
+    with pytest.raises(tidelake.SchemaMismatchError):
+        t.write(pa.RecordBatchReader.from_batches(schema, spy()))
+    assert any(seen), "files should have been written before the bad batch arrived"
+    assert len(t.snapshots()) == 1
+    assert table_files(t.path) == before, sorted(table_files(t.path) - before)[:5]
+
+
+def test_write_to_missing_table_raises(tmp_path):
+    cat, wh = new_warehouse(tmp_path)
+    with pytest.raises(tidelake.TableNotFoundError):
+        cat.get_table("db.missing")
+    with pytest.raises(tidelake.TableNotFoundError):
+        tidelake.open_table(tmp_path / "nothing-here")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"])
+    cat.drop_table("db.t")
+    with pytest.raises(tidelake.TableNotFoundError):
+        t.write(expected())
+    assert not (tmp_path / "db.db" / "t").exists() or not data_files(tmp_path / "db.db" / "t")
+
+
+# ---- two-phase writes ----------------------------------------------------------------------------
+
+
+def test_two_phase_across_processes(pk_table):
+    ctx = mp.get_context("spawn")
+    parts = [[{"id": i, "name": f"p{w}", "qty": w, "price": 1.0} for i in range(w * 100, w * 100 + 100)] for w in range(2)]
+    parts[1].append({"id": 5, "name": "dup", "qty": 9, "price": 9.0})  # overlaps worker 0's keys
+    from _workers import write_part
+
+    with ctx.Pool(2) as pool:
+        blobs = pool.starmap(write_part, [(pk_table.path, parts[w], "job-1") for w in range(2)])
+    messages = [m for b in blobs for m in pickle.loads(b)]
+    assert all(isinstance(m, tidelake.CommitMessage) for m in messages)
+    assert pk_table.snapshots() == []  # nothing visible before the commit
+    ids = pk_table.commit(messages, commit_identifier=1)
+    assert ids == [1]
+    got = pk_table.to_arrow()
+    assert got.num_rows == 200
+    names = {r["id"]: r["name"] for r in got.to_pylist()}
+    assert names[5] in ("p0", "dup")  # two writers wrote key 5 independently; one of them wins
+    assert {k: v for k, v in names.items() if k != 5} == {r["id"]: r["name"] for p in parts for r in p if r["id"] != 5}
+
+
+def test_commit_identifier_is_exactly_once(pk_table):
+    w = pk_table.writer(commit_user="stream-1")
+    w.write(expected())
+    msgs = w.prepare_commit()
+    assert pk_table.commit(msgs, commit_identifier=7) == [1]
+    assert pk_table.commit(msgs, commit_identifier=7) == []  # re-sent after a "crash": no-op
+    assert len(pk_table.snapshots()) == 1
+    w.write(expected([{"id": 99, "name": "x", "qty": 1, "price": 1.0}]))
+    msgs2 = w.prepare_commit()
+    assert pk_table.commit(msgs2, commit_identifier=8) == [2]
+    assert pk_table.commit(msgs2, commit_identifier=8) == []
+    assert pk_table.commit(msgs, commit_identifier=7) == []
+    w.close()
+    snap = pk_table.snapshot(2)
+    assert (snap.commit_user, snap.commit_identifier) == ("stream-1", 8)
+    assert pk_table.to_arrow().num_rows == 7
+    # another user may use the same identifier
+    w2 = pk_table.writer(commit_user="stream-2")
+    w2.write(expected([{"id": 100, "name": "y", "qty": 1, "price": 1.0}]))
+    assert pk_table.commit(w2.prepare_commit(), commit_identifier=7) == [3]
+    w2.close()
+
+
+@pytest.mark.parametrize("kind", ["pk", "append"])
+def test_abort_deletes_written_files(tmp_path, kind):
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
+                              partition_keys=None, options={"write-buffer-size": "256kb"})
+    t.write(expected())
+    before = table_files(t.path)
+    w = t.writer()
+    big = model_table([{"id": i, "name": "x" * 40, "qty": 1, "price": 1.0} for i in range(30_000)], SCHEMA)
+    w.write(big)
+    assert data_files(t.path) - before, "the write should have produced files already (spill/append)"
+    w.abort()
+    assert table_files(t.path) == before
+    assert len(t.snapshots()) == 1
+    # context-manager exit with an exception aborts too
+    with pytest.raises(RuntimeError):
+        with t.writer() as w2:
+            w2.write(big)
+            raise RuntimeError("boom")
+    assert table_files(t.path) == before
+
+
+# ---- big writes: spills, sequence numbers, rolling ---------------------------------------------------
+
+
+def _manifest_entries(t: tidelake.Table, sid: int) -> list[dict]:
+    """The ADD entries of snapshot ``sid``'s delta manifests (via fastavro)."""
+    root = pathlib.Path(t.path) / "manifest"
+    snap = t.snapshot(sid)
+    out = []
+    with open(root / snap.delta_manifest_list, "rb") as f:
+        for meta in fastavro.reader(f):
+            with open(root / meta["_FILE_NAME"], "rb") as g:
+                out += [e for e in fastavro.reader(g) if e["_KIND"] == 0]
+    return out
+
+
+def test_large_write_spills_and_merges(tmp_path):
+    n = 300_000
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"], bucket=2,
+                              options={"write-buffer-size": "1mb"})
+    ids = pa.array(range(n), pa.int64())
+    first = pa.table({"id": ids, "name": pa.array([f"a{i}" for i in range(n)]),
+                      "qty": pa.array([1] * n, pa.int32()), "price": pa.array([0.5] * n)})
+    # the same keys again in the same writer: each key's newer value sits in a later spill
+    upd_ids = pa.array(range(0, n, 3), pa.int64())
+    m = len(upd_ids)
+    second = pa.table({"id": upd_ids, "name": pa.array([f"b{i}" for i in range(0, n, 3)]),
+                       "qty": pa.array([2] * m, pa.int32()), "price": pa.array([1.5] * m)})
+    with t.writer() as w:
+        for b in first.to_batches(max_chunksize=20_000):
+            w.upsert(b)
+        w.upsert(second)
+        # a third version of a few keys inside one batch, duplicates in-batch: last wins
+        w.upsert(pa.table({"id": pa.array([0, 0, 3], pa.int64()), "name": ["c0", "c1", "c3"],
+                           "qty": pa.array([3, 4, 5], pa.int32()), "price": [0.0, 0.0, 0.0]}))
+        sid = t.commit(w.prepare_commit())[-1]
+    entries = _manifest_entries(t, sid)
+    per_bucket: dict = {}
+    for e in entries:
+        per_bucket.setdefault(e["_BUCKET"], []).append(e["_FILE"])
+        assert e["_FILE"]["_LEVEL"] == 0
+    assert set(per_bucket) == {0, 1}
+    assert all(len(files) >= 3 for files in per_bucket.values()), {b: len(f) for b, f in per_bucket.items()}
+    got = t.to_arrow()
+    assert got.num_rows == n
+    names = dict(zip(got.column("id").to_pylist(), got.column("name").to_pylist()))
+    assert names[0] == "c1" and names[3] == "c3" and names[6] == "b6" and names[1] == "a1" and names[299_999] == "b299999"
+    assert sum(1 for v in names.values() if v.startswith("b")) == m - 2
+
+
+def test_sequence_numbers_continue_across_commits(tmp_path):
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"], bucket=2)
+    last_max: dict = {}
+    for c in range(4):
+        rows = [{"id": i, "name": f"c{c}", "qty": c, "price": 0.0} for i in range(c * 5, c * 5 + 40)]
+        sid = t.write(model_table(rows, SCHEMA))
+        for e in _manifest_entries(t, sid):
+            f = e["_FILE"]
+            b = e["_BUCKET"]
+            assert f["_MIN_SEQUENCE_NUMBER"] > last_max.get(b, -1), (c, b)
+            # the file's own _SEQUENCE_NUMBER column agrees with its metadata
+            path = pathlib.Path(t.path) / f"bucket-{b}" / f["_FILE_NAME"]
+            seqs = pq.read_table(path, columns=["_SEQUENCE_NUMBER"]).column(0).to_pylist()
+            assert min(seqs) == f["_MIN_SEQUENCE_NUMBER"] and max(seqs) == f["_MAX_SEQUENCE_NUMBER"]
+            last_max[b] = f["_MAX_SEQUENCE_NUMBER"]
+    # a newly opened table (new writer process) continues too: newer writes win
+    t2 = tidelake.open_table(t.path)
+    t2.write(expected([{"id": 0, "name": "final", "qty": 9, "price": 9.0}]))
+    assert t2.to_arrow(filter=[("id", "=", 0)]).column("name").to_pylist() == ["final"]
+    seq_rows = t.changes(0)
+    assert seq_rows.num_rows == 4 * 40 + 1
+
+
+@pytest.mark.parametrize("kind", ["pk", "append"])
+def test_target_file_size_rolls_files(tmp_path, kind):
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
+                              bucket=1 if kind == "pk" else -1,
+                              options={"target-file-size": "128kb", "file.compression": "none"})
+    n = 60_000
+    data = pa.table({"id": pa.array(range(n), pa.int64()), "name": pa.array([f"name-{i:08d}" for i in range(n)]),
+                     "qty": pa.array(range(n), pa.int32()), "price": pa.array([i * 0.5 for i in range(n)])})
+    sid = t.write(data)
+    files = [e["_FILE"] for e in _manifest_entries(t, sid)]
+    assert len(files) >= 4, len(files)
+    sizes = sorted(f["_FILE_SIZE"] for f in files)
+    assert all(s < 4 * 128 * 1024 for s in sizes), sizes
+    assert sum(f["_ROW_COUNT"] for f in files) == n
+    if kind == "pk":  # rolled files of one sorted run do not overlap in key
+        ranges = sorted((f["_MIN_KEY"], f["_MAX_KEY"]) for f in files)
+        assert len(ranges) == len(files)
+    assert_same_rows(t.to_arrow(), data.cast(t.schema))

@@ -38,8 +38,8 @@ sys.path.insert(0, str(HERE))
 import workload as wl  # noqa: E402
 
 WORKER = HERE / "worker.py"
-WRITE_SYSTEMS = ["floor", "tidelake", "pypaimon_native", "pypaimon_python", "deltalake"]
-THREAD_SYSTEMS = ["tidelake_1thread", "tidelake_2threads"]
+WRITE_SYSTEMS = ["floor", "tidelake", "tidelake_writeonly", "pypaimon_native", "pypaimon_python", "deltalake"]
+THREAD_SYSTEMS = ["1", "2"]
 READ_SYSTEMS = ["floor", "tidelake", "tidelake_stream", "pypaimon_native", "pypaimon_native_stream",
                 "pypaimon_python", "deltalake"]
 SLOW = {"pypaimon_python"}
@@ -51,15 +51,16 @@ def log(msg: str) -> None:
 
 # ---- subprocesses ------------------------------------------------------------------------------
 
-def run_child(args: list[str], logfile: pathlib.Path, timeout: float) -> dict[str, Any]:
-    """Run the worker; return its RESULT plus ``peak_rss_mb`` (the child's ru_maxrss)."""
+def run_child(args: list[str], ctx: "Ctx", retries: int = 1) -> dict[str, Any]:
+    """Run the worker; return its RESULT plus ``peak_rss_mb`` (the child's ru_maxrss). A failed
+    worker is retried once (the work tree may be rebuilt under a running benchmark)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    with open(logfile, "a") as err:
+    with open(ctx.logfile, "a") as err:
         err.write(f"\n$ worker.py {' '.join(args)}\n")
         err.flush()
         p = subprocess.Popen([sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=err,
                              text=True, env=env)
-        timer = threading.Timer(timeout, p.kill)
+        timer = threading.Timer(ctx.timeout, p.kill)
         timer.start()
         try:
             out = p.stdout.read() if p.stdout else ""
@@ -71,7 +72,10 @@ def run_child(args: list[str], logfile: pathlib.Path, timeout: float) -> dict[st
             p.stdout.close()
     lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
     if p.returncode != 0 or not lines:
-        raise RuntimeError(f"worker {' '.join(args)} failed (exit {p.returncode}); see {logfile}")
+        if retries > 0:
+            log(f"  worker {' '.join(args[:2])} failed (exit {p.returncode}, see {ctx.logfile}); retrying")
+            return run_child(args, ctx, retries - 1)
+        raise RuntimeError(f"worker {' '.join(args)} failed (exit {p.returncode}); see {ctx.logfile}")
     result = json.loads(lines[-1][len("RESULT "):])
     result["peak_rss_mb"] = usage.ru_maxrss / 1024  # KiB on Linux
     return result
@@ -92,18 +96,25 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def measure(task: str, systems: list[str], repeat: int, slow_repeat: int, extra: list[str],
+def measure(tasks: list[str], systems: list[str], repeat: int, slow_repeat: int, extra: list[str],
             ctx: "Ctx") -> dict[str, dict[str, Any]]:
+    """Run ``tasks`` (worker processes, in order, sharing one scratch dir) for every system,
+    ``repeat`` rounds with the systems interleaved; the median of each number per system."""
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in systems}
     for r in range(max(repeat, slow_repeat)):
         for s in systems:
             if r >= (slow_repeat if s in SLOW else repeat):
                 continue
             t0 = time.perf_counter()
-            res = run_child([task, s, "--data", str(ctx.data), "--dir", str(ctx.work / f"{task}-{s}"), *extra],
-                            ctx.logfile, ctx.timeout)
-            log(f"  {task} {s} run {r + 1}: {summary_line(res)} ({time.perf_counter() - t0:.0f}s wall)")
-            runs[s].append(res)
+            scratch = ctx.work / f"{'-'.join(tasks)}-{s}"
+            merged: dict[str, Any] = {}
+            for task in tasks:
+                res = run_child([task, s, "--data", str(ctx.data), "--dir", str(scratch), *extra], ctx)
+                res[f"{task}_peak_rss_mb"] = res.pop("peak_rss_mb")
+                merged.update(res)
+            shutil.rmtree(scratch, ignore_errors=True)
+            log(f"  {'+'.join(tasks)} {s} run {r + 1}: {summary_line(merged)} ({time.perf_counter() - t0:.0f}s wall)")
+            runs[s].append(merged)
     return {s: median_of(v) for s, v in runs.items() if v}
 
 
@@ -149,9 +160,9 @@ def write_report(w: wl.Workload, res: dict[str, dict[str, Any]], threads: dict[s
     lines = [f"### Write: bulk {w.rows:,} rows, then {w.commits} upserts x {w.upsert_rows:,} rows "
              f"({w.buckets} buckets)", "",
              "| system | runs | bulk s | bulk rows/s | bulk vs floor | bulk cores | bulk RSS growth MB (anon) | "
-             "upserts s (all) | upsert rows/s | upsert vs floor | upsert cores | upsert RSS growth MB (anon) | "
-             "peak RSS MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "bulk peak RSS MB | upserts s (all 10) | upsert rows/s | upsert vs floor | upsert cores | "
+             "upsert RSS growth MB (anon) | upsert peak RSS MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     floor = res.get("floor")
     for s, r in res.items():
         b_rate = w.rows / r["bulk_s"]
@@ -159,27 +170,32 @@ def write_report(w: wl.Workload, res: dict[str, dict[str, Any]], threads: dict[s
         bf = f"{floor['bulk_s'] / r['bulk_s']:.2f}x" if floor else "-"
         uf = f"{floor['upsert_s'] / r['upsert_s']:.2f}x" if floor else "-"
         lines.append(f"| {s} | {r['n']} | {r['bulk_s']:.2f}{spread(r, 'bulk_s')} | {fmt_rate(b_rate)} | {bf} | "
-                     f"{cores(r, 'bulk')} | {mem(r, 'bulk')} | {r['upsert_s']:.2f}{spread(r, 'upsert_s')} | "
-                     f"{fmt_rate(u_rate)} | {uf} | {cores(r, 'upsert')} | {mem(r, 'upsert')} | "
-                     f"{r['peak_rss_mb']:.0f} |")
+                     f"{cores(r, 'bulk')} | {mem(r, 'bulk')} | {r['bulk_peak_rss_mb']:.0f} | "
+                     f"{r['upsert_s']:.2f}{spread(r, 'upsert_s')} | {fmt_rate(u_rate)} | {uf} | {cores(r, 'upsert')} | "
+                     f"{mem(r, 'upsert')} | {r['upsert_peak_rss_mb']:.0f} |")
     tl = res.get("tidelake")
     if tl:
-        lines += ["", "tidelake speed-up (time ratio, >1 = tidelake faster):", ""]
+        lines += ["", "tidelake speed-up (time ratio, >1 = tidelake faster; CPU-seconds ratio in brackets, "
+                  "less sensitive to other load on the machine):", ""]
         for s, r in res.items():
             if s != "tidelake":
-                lines.append(f"- vs {s}: bulk {r['bulk_s'] / tl['bulk_s']:.2f}x, "
-                             f"upserts {r['upsert_s'] / tl['upsert_s']:.2f}x; RSS growth bulk "
+                lines.append(f"- vs {s}: bulk {r['bulk_s'] / tl['bulk_s']:.2f}x "
+                             f"[{r['bulk_cpu_s'] / tl['bulk_cpu_s']:.2f}x], upserts "
+                             f"{r['upsert_s'] / tl['upsert_s']:.2f}x [{r['upsert_cpu_s'] / tl['upsert_cpu_s']:.2f}x]; "
+                             f"RSS growth bulk "
                              f"{tl['bulk_rss_growth_mb']:.0f} vs {r['bulk_rss_growth_mb']:.0f} MB, "
                              f"upserts {tl['upsert_rss_growth_mb']:.0f} vs {r['upsert_rss_growth_mb']:.0f} MB")
     if threads:
         lines += ["", f"### tidelake bulk load, writer threads (TableWriter per thread, disjoint halves, "
                   f"one commit)", "", "| threads | runs | bulk s | rows/s | speed-up | cores | RSS growth MB (anon) |",
                   "|---|---|---|---|---|---|---|"]
-        one = threads.get("tidelake_1thread")
+        one = threads.get("1")
         for s, r in threads.items():
             up = f"{one['bulk_s'] / r['bulk_s']:.2f}x" if one else "-"
             lines.append(f"| {r['threads']} | {r['n']} | {r['bulk_s']:.2f}{spread(r, 'bulk_s')} | "
                          f"{fmt_rate(w.rows / r['bulk_s'])} | {up} | {cores(r, 'bulk')} | {mem(r, 'bulk')} |")
+        lines += ["", "cores = CPU seconds / wall seconds of the whole process; on 2 cores shared with other "
+                  "work, 2 threads can only scale if the machine has a free core."]
     return "\n".join(lines)
 
 
@@ -187,15 +203,15 @@ def read_report(w: wl.Workload, setup: dict[str, Any], res: dict[str, dict[str, 
     lines = [f"### Read: latest state of the PK table ({setup['final_rows']:,} rows after merging "
              f"{setup['input_rows']:,} stored rows in {len(setup['tidelake_files'])} files; files per bucket "
              f"{setup['files_per_bucket']}; levels {setup['levels']}; Delta: {setup['delta_files']} files)", "",
-             "| system | runs | read s | output rows/s | tidelake speed-up vs it | cores | RSS growth MB (anon) | "
+             "| system | runs | read s | output rows/s | tidelake speed-up vs it [CPU s] | cores | RSS growth MB (anon) | "
              "result MB | peak RSS MB | rows |", "|---|---|---|---|---|---|---|---|---|---|"]
     tl = res.get("tidelake")
     for s, r in res.items():
-        speed = f"{r['read_s'] / tl['read_s']:.2f}x" if tl else "-"
+        speed = f"{r['read_s'] / tl['read_s']:.2f}x [{r['read_cpu_s'] / tl['read_cpu_s']:.2f}x]" if tl else "-"
         result = f"{r['result_mb']:.0f}" if "result_mb" in r else "(streamed)"
         lines.append(f"| {s} | {r['n']} | {r['read_s']:.2f}{spread(r, 'read_s')} | "
                      f"{fmt_rate(r['rows'] / r['read_s'])} | {speed} | {cores(r, 'read')} | "
-                     f"{mem(r, 'read')} | {result} | {r['peak_rss_mb']:.0f} | {r['rows']:,} |")
+                     f"{mem(r, 'read')} | {result} | {r['read_peak_rss_mb']:.0f} | {r['rows']:,} |")
     exp = setup["expected"]
     bad = [s for s, r in res.items() if s != "floor" and (r["rows"], r["sum_ver"], r["sum_qty"]) !=
            (exp["rows"], exp["sum_ver"], exp["sum_qty"])]
@@ -227,25 +243,39 @@ def machine_notes() -> str:
 
 # ---- profile -----------------------------------------------------------------------------------
 
-def profile(ctx: Ctx, setup_json: pathlib.Path | None) -> None:
+PROFILE_TARGETS = [("bulk", "tidelake"), ("upsert", "tidelake"), ("bulk", "pypaimon_native"),
+                   ("upsert", "pypaimon_native"), ("read", "tidelake"), ("read", "pypaimon_native")]
+
+
+def profile(ctx: Ctx, setup_json: pathlib.Path) -> None:
+    """``perf record`` (999 Hz, flat: the release build has no frame pointers) of each timed
+    phase only: the worker attaches perf to itself around the phase. Reports go to
+    WORKDIR/perf/*.txt, sorted by shared object and symbol."""
     perf = shutil.which("perf")
     if not perf:
-        log("perf is not installed; skipping the profile")
+        log("perf is not installed; nothing to profile")
         return
-    for task, system, extra in [("write", "tidelake", []),
-                                ("read", "tidelake", ["--setup", str(setup_json)] if setup_json else None)]:
-        if extra is None:
-            continue
-        data = ctx.work / f"perf-{task}.data"
-        cmd = [perf, "record", "-F", "499", "-g", "-o", str(data), "--", sys.executable, str(WORKER), task,
-               system, "--data", str(ctx.data), "--dir", str(ctx.work / f"perf-{task}"), *extra]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        report = ctx.work / f"perf-{task}.txt"
+    out = ctx.work / "perf"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    scratch: dict[str, pathlib.Path] = {}
+    for task, system in PROFILE_TARGETS:
+        os.environ["TIDELAKE_BENCH_PERF"] = str(out)
+        os.environ["TIDELAKE_BENCH_PERF_TAG"] = system
+        d = scratch.setdefault(system, ctx.work / f"perf-{system}")
+        extra = ["--setup", str(setup_json)] if task == "read" else []
+        res = run_child([task, system, "--data", str(ctx.data), "--dir", str(d), *extra], ctx)
+        log(f"  profiled {task} {system}: {summary_line(res)}")
+    os.environ.pop("TIDELAKE_BENCH_PERF", None)
+    for d in scratch.values():
+        shutil.rmtree(d, ignore_errors=True)
+    for data in sorted(out.glob("*.data")):
+        report = data.with_suffix(".txt")
         with open(report, "w") as f:
             subprocess.run([perf, "report", "-i", str(data), "--no-children", "--sort", "dso,symbol",
-                            "--stdio", "--percent-limit", "0.7", "-g", "none"], stdout=f,
-                           stderr=subprocess.DEVNULL, check=False)
-        log(f"perf profile of tidelake {task}: {report}")
+                            "--stdio", "--percent-limit", "0.5"], stdout=f, stderr=subprocess.DEVNULL,
+                           check=False)
+        log(f"  {report}")
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -283,16 +313,16 @@ def main() -> None:
     reports = []
     if a.command in ("all", "write"):
         systems = [s for s in WRITE_SYSTEMS if not only or s in only]
-        res = measure("write", systems, repeat, slow_repeat, [], ctx)
-        thread_systems = [s for s in THREAD_SYSTEMS if not only or s in only or "tidelake" in only]
-        threads = measure("write", thread_systems, repeat, slow_repeat, [], ctx)
+        res = measure(["bulk", "upsert"], systems, repeat, slow_repeat, [], ctx)
+        threads = {}
+        if not only or "tidelake" in only:
+            threads = measure(["threads"], THREAD_SYSTEMS, repeat, slow_repeat, [], ctx)
         results["write"], results["threads"] = res, threads
         reports.append(write_report(w, res, threads))
     setup_json = None
     if a.command in ("all", "read", "profile"):
         log("read setup: writing the tidelake and Delta tables")
-        setup = run_child(["read-setup", "-", "--data", str(ctx.data), "--dir", str(ctx.work / "read-tables")],
-                          ctx.logfile, ctx.timeout)
+        setup = run_child(["read-setup", "-", "--data", str(ctx.data), "--dir", str(ctx.work / "read-tables")], ctx)
         setup_json = ctx.work / "read-setup.json"
         setup_json.write_text(json.dumps(setup))
         runs_min = min(setup["files_per_bucket"].values())
@@ -300,7 +330,7 @@ def main() -> None:
             raise SystemExit(f"expected >= {w.commits + 1} sorted runs per bucket, got {setup['files_per_bucket']}")
     if a.command in ("all", "read"):
         systems = [s for s in READ_SYSTEMS if not only or s in only]
-        res = measure("read", systems, repeat, slow_repeat, ["--setup", str(setup_json)], ctx)
+        res = measure(["read"], systems, repeat, slow_repeat, ["--setup", str(setup_json)], ctx)
         results["read"], results["read_setup"] = res, {k: v for k, v in setup.items() if k != "tidelake_files"}
         reports.append(read_report(w, setup, res))
     if a.command == "profile":

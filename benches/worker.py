@@ -22,6 +22,8 @@ import json
 import os
 import pathlib
 import shutil
+import signal
+import subprocess
 import sys
 import threading
 import resource
@@ -75,9 +77,30 @@ class _AnonSampler(threading.Thread):
 
 
 class Phase:
-    """Times a block and measures its peak RSS growth."""
+    """Times a block and measures its peak RSS growth. With ``TIDELAKE_BENCH_PERF=DIR`` set,
+    ``perf record`` samples this process during the block into ``DIR/<tag>-<name>.data``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.perf: subprocess.Popen[bytes] | None = None
+
+    def _start_perf(self) -> None:
+        out = os.environ.get("TIDELAKE_BENCH_PERF")
+        if not out:
+            return
+        tag = os.environ.get("TIDELAKE_BENCH_PERF_TAG", "run")
+        self.perf = subprocess.Popen(["perf", "record", "-F", "999", "-p", str(os.getpid()), "-o",
+                                      f"{out}/{tag}-{self.name}.data"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # let perf attach
+
+    def _stop_perf(self) -> None:
+        if self.perf is not None:
+            self.perf.send_signal(signal.SIGINT)
+            self.perf.wait()
 
     def __enter__(self) -> "Phase":
+        self._start_perf()
         gc.collect()
         self.hwm_reset = _reset_hwm()
         self.rss_before_kb = _status_kb("VmRSS")
@@ -97,6 +120,7 @@ class Phase:
         self.growth_mb = (self.hwm_kb - self.rss_before_kb) / 1024
         anon_peak = max(self.sampler.peak_kb, _status_kb("RssAnon"))
         self.anon_growth_mb = (anon_peak - self.anon_before_kb) / 1024
+        self._stop_perf()
 
     def report(self, prefix: str) -> dict[str, Any]:
         return {f"{prefix}_s": self.seconds, f"{prefix}_rss_growth_mb": self.growth_mb,
@@ -104,65 +128,218 @@ class Phase:
 
 
 # ---- writers -----------------------------------------------------------------------------------
+#
+# Each system's write benchmark runs in two processes: ``bulk`` (create the table, load the bulk
+# rows, commit) and then ``upsert`` (open that table, one commit per upsert batch), so the
+# upserts' memory is measured in a process whose allocator holds nothing from the bulk load.
 
-def write_floor(data: str, target: pathlib.Path) -> dict[str, Any]:
+class Writer:
+    """One system's table: ``create`` + ``bulk`` in the first process, ``open`` + ``upsert``
+    in the second."""
+
+    def create(self, target: pathlib.Path, w: wl.Workload) -> None:
+        raise NotImplementedError
+
+    def open(self, target: pathlib.Path, w: wl.Workload) -> None:
+        raise NotImplementedError
+
+    def bulk(self, t: Any) -> None:
+        raise NotImplementedError
+
+    def upsert(self, t: Any, i: int) -> None:
+        raise NotImplementedError
+
+    def info(self, target: pathlib.Path) -> dict[str, Any]:
+        return {}
+
+
+class FloorWriter(Writer):
     """pyarrow: sort by key, one zstd(1) Parquet file per commit. No buckets, no merge."""
-    import pyarrow.parquet as pq
 
-    _, bulk, upserts = wl.load(data)
-    target.mkdir(parents=True)
+    def create(self, target: pathlib.Path, w: wl.Workload) -> None:
+        target.mkdir(parents=True, exist_ok=True)
+        self.target = target
 
-    def put(t: Any, i: int) -> None:
-        pq.write_table(t.sort_by(wl.KEY), target / f"part-{i:02d}.parquet", compression="zstd",
+    open = create
+
+    def _put(self, t: Any, i: int) -> None:
+        import pyarrow.parquet as pq
+
+        pq.write_table(t.sort_by(wl.KEY), self.target / f"part-{i:02d}.parquet", compression="zstd",
                        compression_level=1)
 
-    with Phase() as b:
-        put(bulk, 0)
-    with Phase() as u:
-        for i, t in enumerate(upserts):
-            put(t, i + 1)
-    return {**b.report("bulk"), **u.report("upsert")}
+    def bulk(self, t: Any) -> None:
+        self._put(t, 0)
+
+    def upsert(self, t: Any, i: int) -> None:
+        self._put(t, i + 1)
 
 
-def write_tidelake(data: str, target: pathlib.Path) -> dict[str, Any]:
-    import tidelake
+class TidelakeWriter(Writer):
+    def __init__(self, options: dict[str, str] | None = None) -> None:
+        self.options = options or {}
 
-    w, bulk, upserts = wl.load(data)
-    t = tidelake.create_table(target, wl.SCHEMA, primary_keys=[wl.KEY], bucket=w.buckets)
-    with Phase() as b:
-        t.write(bulk)
-    with Phase() as u:
-        for up in upserts:
-            t.upsert(up)
-    return {**b.report("bulk"), **u.report("upsert"), "files": len(glob.glob(f"{target}/bucket-*/*.parquet")),
-            "snapshots": len(t.snapshots())}
+    def create(self, target: pathlib.Path, w: wl.Workload) -> None:
+        import tidelake
+
+        self.t = tidelake.create_table(target, wl.SCHEMA, primary_keys=[wl.KEY], bucket=w.buckets,
+                                       options=self.options)
+
+    def open(self, target: pathlib.Path, w: wl.Workload) -> None:
+        import tidelake
+
+        self.t = tidelake.open_table(target)
+
+    def bulk(self, t: Any) -> None:
+        self.t.write(t)
+
+    def upsert(self, t: Any, i: int) -> None:
+        self.t.upsert(t)
+
+    def info(self, target: pathlib.Path) -> dict[str, Any]:
+        kinds = [s.commit_kind for s in self.t.snapshots()]
+        return {"files_on_disk": len(glob.glob(f"{target}/bucket-*/*.parquet")),
+                "compact_snapshots": kinds.count("COMPACT"), "snapshots": len(kinds)}
 
 
-def write_tidelake_threads(data: str, target: pathlib.Path, threads: int) -> dict[str, Any]:
+class PypaimonWriter(Writer):
+    def __init__(self, native: bool) -> None:
+        self.native = native
+        self.used_native: list[bool] = []
+
+    def _wrap(self, table: Any) -> Any:
+        if self.native:
+            table = table.copy({"write.native.enabled": "true", "commit.native.enabled": "true"})
+        return table
+
+    def create(self, target: pathlib.Path, w: wl.Workload) -> None:
+        from pypaimon import CatalogFactory, Schema
+
+        catalog = CatalogFactory.create({"warehouse": str(target)})
+        catalog.create_database("db", True)
+        catalog.create_table("db.t", Schema.from_pyarrow_schema(wl.SCHEMA, primary_keys=[wl.KEY],
+                                                                options={"bucket": str(w.buckets)}), False)
+        self.table = self._wrap(catalog.get_table("db.t"))
+
+    def open(self, target: pathlib.Path, w: wl.Workload) -> None:
+        from pypaimon import CatalogFactory
+
+        self.table = self._wrap(CatalogFactory.create({"warehouse": str(target)}).get_table("db.t"))
+
+    def bulk(self, t: Any) -> None:
+        builder = self.table.new_batch_write_builder()
+        writer, commit = builder.new_write(), builder.new_commit()
+        try:
+            writer.write_arrow(t)
+            self.used_native.append(type(writer).__name__ == "NativeTableWrite"
+                                    and getattr(writer, "_python_writer", None) is None)
+            commit.commit(writer.prepare_commit())
+        finally:
+            writer.close()
+            commit.close()
+        if self.native and not all(self.used_native):
+            raise RuntimeError("pypaimon fell back to its Python writer")
+
+    def upsert(self, t: Any, i: int) -> None:
+        self.bulk(t)
+
+    def info(self, target: pathlib.Path) -> dict[str, Any]:
+        return {"files_on_disk": len(glob.glob(f"{target}/db.db/t/bucket-*/*.parquet")),
+                "native_used": self.native and all(self.used_native)}
+
+
+def _delta_props() -> Any:
+    from deltalake import WriterProperties
+
+    return WriterProperties(compression="ZSTD", compression_level=1)
+
+
+def delta_merge(path: str, t: Any) -> None:
+    from deltalake import DeltaTable
+
+    (DeltaTable(path).merge(t, predicate="t.id = s.id", source_alias="s", target_alias="t",
+                            writer_properties=_delta_props())
+     .when_matched_update_all().when_not_matched_insert_all().execute())
+
+
+class DeltaWriter(Writer):
+    """deltalake: ``write_deltalake`` for the bulk, ``merge`` (update all / insert all) per upsert."""
+
+    def create(self, target: pathlib.Path, w: wl.Workload) -> None:
+        self.path = str(target)
+
+    open = create
+
+    def bulk(self, t: Any) -> None:
+        from deltalake import write_deltalake
+
+        write_deltalake(self.path, t, writer_properties=_delta_props())
+
+    def upsert(self, t: Any, i: int) -> None:
+        delta_merge(self.path, t)
+
+    def info(self, target: pathlib.Path) -> dict[str, Any]:
+        from deltalake import DeltaTable
+
+        return {"live_files": len(DeltaTable(self.path).file_uris())}
+
+
+WRITERS: dict[str, Callable[[], Writer]] = {
+    "floor": FloorWriter,
+    "tidelake": TidelakeWriter,
+    "tidelake_writeonly": lambda: TidelakeWriter({"write-only": "true"}),
+    "pypaimon_native": lambda: PypaimonWriter(native=True),
+    "pypaimon_python": lambda: PypaimonWriter(native=False),
+    "deltalake": DeltaWriter,
+}
+
+
+def write_task(phase: str, system: str, data: str, target: pathlib.Path) -> dict[str, Any]:
+    writer = WRITERS[system]()
+    if phase == "bulk":
+        w, bulk, _ = wl.load(data, upserts=False)
+        shutil.rmtree(target, ignore_errors=True)
+        writer.create(target, w)
+        with Phase("bulk") as p:
+            writer.bulk(bulk)
+    else:
+        w, _, upserts = wl.load(data, bulk=False)
+        writer.open(target, w)
+        with Phase("upsert") as p:
+            for i, up in enumerate(upserts):
+                writer.upsert(up, i)
+    return {**p.report(phase), **writer.info(target)}
+
+
+def write_threads(data: str, target: pathlib.Path, threads: int) -> dict[str, Any]:
     """Bulk load by ``threads`` TableWriters in as many Python threads (disjoint key halves,
     one commit). Scales only if the binding releases the GIL while it sorts and encodes."""
     import uuid
 
     import tidelake
 
-    w, bulk, _ = wl.load(data)
+    w, bulk, _ = wl.load(data, upserts=False)
+    shutil.rmtree(target, ignore_errors=True)
     t = tidelake.create_table(target, wl.SCHEMA, primary_keys=[wl.KEY], bucket=w.buckets)
     n = bulk.num_rows
     parts = [bulk.slice(i * n // threads, (i + 1) * n // threads - i * n // threads) for i in range(threads)]
     user = str(uuid.uuid4())
     messages: list[list[Any]] = [[] for _ in range(threads)]
+    thread_cpu = [0.0] * threads
     errors: list[BaseException] = []
 
     def work(i: int) -> None:
         try:
+            c0 = time.thread_time()
             writer = t.writer(commit_user=user)
             writer.write(parts[i])
             messages[i] = writer.prepare_commit()
             writer.close()
+            thread_cpu[i] = time.thread_time() - c0
         except BaseException as e:  # surfaced below
             errors.append(e)
 
-    with Phase() as b:
+    with Phase(f"threads{threads}") as p:
         pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
         for th in pool:
             th.start()
@@ -172,69 +349,11 @@ def write_tidelake_threads(data: str, target: pathlib.Path, threads: int) -> dic
             raise errors[0]
         t.commit([m for ms in messages for m in ms], commit_user=user)
     rows = t.to_arrow(columns=[wl.KEY]).num_rows
-    assert rows == w.rows, (rows, w.rows)
-    return {**b.report("bulk"), "threads": threads}
-
-
-def _pypaimon_table(target: pathlib.Path, buckets: int) -> Any:
-    from pypaimon import CatalogFactory, Schema
-
-    catalog = CatalogFactory.create({"warehouse": str(target)})
-    catalog.create_database("db", True)
-    catalog.create_table("db.t", Schema.from_pyarrow_schema(wl.SCHEMA, primary_keys=[wl.KEY],
-                                                            options={"bucket": str(buckets)}), False)
-    return catalog.get_table("db.t")
-
-
-def write_pypaimon(data: str, target: pathlib.Path, native: bool) -> dict[str, Any]:
-    w, bulk, upserts = wl.load(data)
-    table = _pypaimon_table(target, w.buckets)
-    if native:
-        table = table.copy({"write.native.enabled": "true", "commit.native.enabled": "true"})
-    used_native = []
-
-    def commit_one(t: Any) -> None:
-        builder = table.new_batch_write_builder()
-        writer, commit = builder.new_write(), builder.new_commit()
-        try:
-            writer.write_arrow(t)
-            used_native.append(type(writer).__name__ == "NativeTableWrite"
-                               and getattr(writer, "_python_writer", None) is None)
-            commit.commit(writer.prepare_commit())
-        finally:
-            writer.close()
-            commit.close()
-
-    with Phase() as b:
-        commit_one(bulk)
-    with Phase() as u:
-        for up in upserts:
-            commit_one(up)
-    files = len(glob.glob(f"{target}/db.db/t/bucket-*/*.parquet"))
-    if native and not all(used_native):
-        raise RuntimeError("pypaimon fell back to its Python writer")
-    return {**b.report("bulk"), **u.report("upsert"), "native_used": all(used_native), "files": files}
-
-
-def _delta_props() -> Any:
-    from deltalake import WriterProperties
-
-    return WriterProperties(compression="ZSTD", compression_level=1)
-
-
-def write_deltalake_(data: str, target: pathlib.Path) -> dict[str, Any]:
-    from deltalake import DeltaTable, write_deltalake
-
-    _, bulk, upserts = wl.load(data)
-    props = _delta_props()
-    with Phase() as b:
-        write_deltalake(str(target), bulk, writer_properties=props)
-    with Phase() as u:
-        for up in upserts:
-            (DeltaTable(str(target)).merge(up, predicate="t.id = s.id", source_alias="s", target_alias="t",
-                                           writer_properties=props)
-             .when_matched_update_all().when_not_matched_insert_all().execute())
-    return {**b.report("bulk"), **u.report("upsert"), "files": len(DeltaTable(str(target)).file_uris())}
+    if rows != w.rows:
+        raise RuntimeError(f"{rows} rows after the threaded load, expected {w.rows}")
+    # thread_time() of a thread blocked in Rust with the GIL released still counts its own
+    # CPU: the calling thread runs the future (tokio block_on).
+    return {**p.report("bulk"), "threads": threads, "thread_cpu_s": thread_cpu}
 
 
 # ---- readers -----------------------------------------------------------------------------------
@@ -253,14 +372,14 @@ def read_task(system: str, setup: dict[str, Any]) -> dict[str, Any]:
         import pyarrow.parquet as pq
 
         files = setup["tidelake_files"]
-        with Phase() as p:
+        with Phase("read") as p:
             result = pa.concat_tables([pq.read_table(f) for f in files])
         out["files"] = len(files)
     elif system == "tidelake":
         import tidelake
 
         t = tidelake.open_table(setup["tidelake_path"])
-        with Phase() as p:
+        with Phase("read") as p:
             result = t.to_arrow()
     elif system == "tidelake_stream":
         import tidelake
@@ -269,7 +388,7 @@ def read_task(system: str, setup: dict[str, Any]) -> dict[str, Any]:
         rows = sum_ver = sum_qty = 0
         import pyarrow.compute as pc
 
-        with Phase() as p:
+        with Phase("read") as p:
             for batch in t.to_reader(batch_size=65536):
                 rows += batch.num_rows
                 sum_ver += pc.sum(batch["ver"]).as_py() or 0
@@ -297,7 +416,7 @@ def read_task(system: str, setup: dict[str, Any]) -> dict[str, Any]:
             import pyarrow.compute as pc
 
             rows = sum_ver = sum_qty = 0
-            with Phase() as p:
+            with Phase("read") as p:
                 splits = rb.new_scan().plan().splits()
                 for batch in rb.new_read().to_arrow_batch_reader(splits):
                     rows += batch.num_rows
@@ -306,7 +425,7 @@ def read_task(system: str, setup: dict[str, Any]) -> dict[str, Any]:
             result = None
             out.update(rows=rows, sum_ver=sum_ver, sum_qty=sum_qty)
         else:
-            with Phase() as p:
+            with Phase("read") as p:
                 splits = rb.new_scan().plan().splits()
                 result = rb.new_read().to_arrow(splits)
         if native and fallbacks:
@@ -315,7 +434,7 @@ def read_task(system: str, setup: dict[str, Any]) -> dict[str, Any]:
     elif system == "deltalake":
         from deltalake import DeltaTable
 
-        with Phase() as p:
+        with Phase("read") as p:
             result = DeltaTable(setup["delta_path"]).to_pyarrow_table()
     else:
         raise SystemExit(f"unknown read system {system}")
@@ -326,24 +445,23 @@ def read_task(system: str, setup: dict[str, Any]) -> dict[str, Any]:
 
 def read_setup(data: str, target: pathlib.Path) -> dict[str, Any]:
     """Build the tables the read benchmark reads: the PK table written by tidelake (bulk +
-    upserts, no compaction) and a Delta table with the same final content (bulk + merges)."""
+    upserts, ``write-only`` so nothing is compacted) and a Delta table with the same final content (bulk + merges)."""
     import pyarrow.parquet as pq
     import tidelake
     from deltalake import DeltaTable, write_deltalake
 
     w, bulk, upserts = wl.load(data)
     tl_path = target / "tidelake"
-    t = tidelake.create_table(tl_path, wl.SCHEMA, primary_keys=[wl.KEY], bucket=w.buckets)
+    # write-only: no inline compaction, so every commit stays a level-0 sorted run.
+    t = tidelake.create_table(tl_path, wl.SCHEMA, primary_keys=[wl.KEY], bucket=w.buckets,
+                              options={"write-only": "true"})
     t.write(bulk)
     for up in upserts:
         t.upsert(up)
     delta_path = target / "delta"
-    props = _delta_props()
-    write_deltalake(str(delta_path), bulk, writer_properties=props)
+    write_deltalake(str(delta_path), bulk, writer_properties=_delta_props())
     for up in upserts:
-        (DeltaTable(str(delta_path)).merge(up, predicate="t.id = s.id", source_alias="s", target_alias="t",
-                                           writer_properties=props)
-         .when_matched_update_all().when_not_matched_insert_all().execute())
+        delta_merge(str(delta_path), up)
     # Files per bucket, cross-checked against pypaimon's plan of the same snapshot.
     from pypaimon.table.file_store_table import FileStoreTable
 
@@ -369,30 +487,20 @@ def read_setup(data: str, target: pathlib.Path) -> dict[str, Any]:
 
 # ---- entry -------------------------------------------------------------------------------------
 
-WRITERS: dict[str, Callable[[str, pathlib.Path], dict[str, Any]]] = {
-    "floor": write_floor,
-    "tidelake": write_tidelake,
-    "pypaimon_native": lambda d, t: write_pypaimon(d, t, native=True),
-    "pypaimon_python": lambda d, t: write_pypaimon(d, t, native=False),
-    "deltalake": write_deltalake_,
-    "tidelake_1thread": lambda d, t: write_tidelake_threads(d, t, 1),
-    "tidelake_2threads": lambda d, t: write_tidelake_threads(d, t, 2),
-}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("task", choices=["write", "read", "read-setup"])
+    ap.add_argument("task", choices=["bulk", "upsert", "threads", "read", "read-setup"])
     ap.add_argument("system")
     ap.add_argument("--data", required=True, help="workload directory (workload.py save)")
     ap.add_argument("--dir", required=True, help="scratch directory for this measurement")
     ap.add_argument("--setup", help="read-setup result JSON (read task)")
     a = ap.parse_args()
     target = pathlib.Path(a.dir)
-    if a.task == "write":
-        shutil.rmtree(target, ignore_errors=True)
+    if a.task in ("bulk", "upsert"):
+        result = write_task(a.task, a.system, a.data, target)
+    elif a.task == "threads":
         try:
-            result = WRITERS[a.system](a.data, target)
+            result = write_threads(a.data, target, int(a.system))
         finally:
             shutil.rmtree(target, ignore_errors=True)
     elif a.task == "read-setup":

@@ -97,7 +97,9 @@ def save(w: Workload, directory: pathlib.Path) -> pathlib.Path:
     return directory
 
 
-def load(directory: str | os.PathLike[str]) -> tuple[Workload, pa.Table, list[pa.Table]]:
+def load(directory: str | os.PathLike[str], bulk: bool = True,
+         upserts: bool = True) -> tuple[Workload, pa.Table | None, list[pa.Table]]:
+    """The saved workload; ``bulk``/``upserts`` False leaves that part out (None / [])."""
     d = pathlib.Path(directory)
     w = Workload(**json.loads((d / "workload.json").read_text()))
 
@@ -105,7 +107,8 @@ def load(directory: str | os.PathLike[str]) -> tuple[Workload, pa.Table, list[pa
         with ipc.open_file(d / f"{name}.arrow") as f:
             return f.read_all().combine_chunks()
 
-    return w, read("bulk"), [read(f"upsert-{i:02d}") for i in range(w.commits)]
+    return (w, read("bulk") if bulk else None,
+            [read(f"upsert-{i:02d}") for i in range(w.commits)] if upserts else [])
 
 
 def final_state(bulk: pa.Table, upserts: list[pa.Table]) -> pa.Table:

@@ -42,10 +42,16 @@ def concurrent_upserts(table_path: str, worker: int, commits: int, rows_per_comm
         data = pa.table({"k": pa.array(keys, pa.int64()),
                          "w": pa.array([worker] * len(keys), pa.int32()),
                          "c": pa.array([c] * len(keys), pa.int32())})
+        user = f"worker{worker}-commit{c}"
+        rec: dict[str, Any] = {"keys": keys, "worker": worker, "commit": c, "user": user, "ids": None,
+                               "conflict": None}
+        w = t.writer(commit_user=user)
         try:
-            sid = t.upsert(data)
-            out.append({"keys": keys, "snapshot": sid, "conflict": False, "worker": worker, "commit": c})
+            w.upsert(data)
+            rec["ids"] = t.commit(w.prepare_commit())
+            w.close()
         except tidelake.CommitConflictError as e:
-            out.append({"keys": keys, "snapshot": None, "conflict": True, "worker": worker, "commit": c,
-                        "error": str(e)})
+            w.abort()
+            rec["conflict"] = str(e)
+        out.append(rec)
     return out

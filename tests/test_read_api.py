@@ -8,6 +8,7 @@ import ast
 import datetime as dt
 import importlib.metadata
 import inspect
+import math
 import multiprocessing
 import pathlib
 import pickle
@@ -184,7 +185,10 @@ class _Returns:
         r("RawScan", "schema_id", scan.schema_id)
         r("RawScan", "arrow_schema", scan.arrow_schema())
         assert len(r("RawScan", "split_row_counts", scan.split_row_counts())) == len(splits)
-        r("RawScan", "to_reader", scan.to_reader())
+        batches = r("RawScan", "batches", scan.batches())
+        r("RawBatches", "arrow_schema", batches.arrow_schema())
+        for batch in batches:
+            assert isinstance(batch, pa.RecordBatch)
         r("RawScan", "to_table", scan.to_table())
         for split in splits[:1]:
             r("RawScan", "read_split", scan.read_split(split))
@@ -422,25 +426,41 @@ def test_typed_filters_match_pyarrow_all_types(filters):
 # Floats at the edges: pyarrow (IEEE) says -0.0 == 0.0 and NaN compares false with everything.
 # ENGINE BUG (or undecided semantics): tidelake evaluates these with Java's Double.compare order
 # (NaN above +inf, -0.0 < 0.0), so its pyarrow-style filter disagrees with pyarrow on them.
-IEEE_FILTERS = [
-    [("f64", ">", 0.0)],              # f64 of id 1 is NaN: pyarrow drops it, tidelake keeps it
-    [("f32", "<", 0)],                # f32 of id 2 is -0.0: pyarrow drops it, tidelake keeps it
-    [("f32", "=", 0.0)],              # pyarrow keeps -0.0, tidelake drops it
+# Float filters follow Paimon (Java Double.compare order), not IEEE: NaN equals NaN and is greater
+# than every other value, and -0.0 sorts below (and is not equal to) +0.0.
+JAVA_FLOAT_FILTERS = [
+    ("f64", ">", 0.0),                # keeps the NaN row, which IEEE/pyarrow would drop
+    ("f32", "<", 0),                  # keeps the -0.0 row
+    ("f32", "=", 0.0),                # drops the -0.0 row
+    ("f64", "<", float("inf")),
+    ("f64", ">", float("-inf")),
+    ("f64", "<", float("nan")),       # everything but NaN and nulls
+    ("f64", "=", float("nan")),       # exactly the NaN rows
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="engine filters floats in Java Double.compare order, not IEEE")
-@pytest.mark.parametrize("filters", IEEE_FILTERS, ids=repr)
-def test_float_filters_follow_ieee_like_pyarrow(filters):
-    check_filter(open_fx("all_types"), filters)
+def java_float_key(x: float) -> tuple:
+    """Sort key of Java's Double.compare: -0.0 < 0.0, NaN above +inf, NaN == NaN."""
+    if math.isnan(x):
+        return (2, 0.0)
+    return (1, x, math.copysign(1.0, x))
 
 
-@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")], ids=repr)
-def test_non_finite_float_literals_are_accepted(value):
+def java_float_filter(full: pa.Table, column: str, op: str, value: float) -> pa.Table:
+    compare = {"<": lambda a, b: a < b, ">": lambda a, b: a > b, "=": lambda a, b: a == b}[op]
+    keep = [v is not None and compare(java_float_key(v), java_float_key(float(value)))
+            for v in full.column(column).to_pylist()]
+    return full.filter(pa.array(keep))
+
+
+@pytest.mark.parametrize("term", JAVA_FLOAT_FILTERS, ids=repr)
+def test_float_filters_follow_java_order(term):
     table = open_fx("all_types")
     full = table.to_arrow()
-    got = table.to_arrow(filter=[("f64", "<", value)])
-    assert_same_rows(got, pyarrow_filter(full, [("f64", "<", value)]))
+    expected = java_float_filter(full, *term)
+    assert 0 < expected.num_rows < full.num_rows or term[1] == "="
+    assert_same_rows(table.to_arrow(filter=[term]), expected)
+    assert_same_rows(table.to_reader(filter=[term], batch_size=2).read_all(), expected)
 
 
 PK_TYPES_FILTERS = [

@@ -117,7 +117,7 @@ def test_failure_late_in_a_stream_leaves_no_trace(tmp_path, bad, kind):
     if kind == "append" and bad == "null-key":
         pytest.skip("no key on append tables")
     t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
-                              partition_keys=None, options={"write-buffer-size": "256kb"})
+                              options={"write-buffer-size": "256kb", "target-file-size": "128kb"})
     t.write(expected())
     before = table_files(t.path)
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int64())])
@@ -208,7 +208,7 @@ def test_commit_identifier_is_exactly_once(pk_table):
 @pytest.mark.parametrize("kind", ["pk", "append"])
 def test_abort_deletes_written_files(tmp_path, kind):
     t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
-                              partition_keys=None, options={"write-buffer-size": "256kb"})
+                              options={"write-buffer-size": "256kb", "target-file-size": "128kb"})
     t.write(expected())
     before = table_files(t.path)
     w = t.writer()
@@ -234,7 +234,7 @@ def _manifest_entries(t: tidelake.Table, sid: int) -> list[dict]:
     root = pathlib.Path(t.path) / "manifest"
     snap = t.snapshot(sid)
     out = []
-    with open(root / snap.delta_manifest_list, "rb") as f:
+    with open(root / snap.raw["deltaManifestList"], "rb") as f:
         for meta in fastavro.reader(f):
             with open(root / meta["_FILE_NAME"], "rb") as g:
                 out += [e for e in fastavro.reader(g) if e["_KIND"] == 0]
@@ -260,8 +260,11 @@ def test_large_write_spills_and_merges(tmp_path):
         # a third version of a few keys inside one batch, duplicates in-batch: last wins
         w.upsert(pa.table({"id": pa.array([0, 0, 3], pa.int64()), "name": ["c0", "c1", "c3"],
                            "qty": pa.array([3, 4, 5], pa.int32()), "price": [0.0, 0.0, 0.0]}))
-        sid = t.commit(w.prepare_commit())[-1]
-    entries = _manifest_entries(t, sid)
+        ids = t.commit(w.prepare_commit())
+    # the APPEND snapshot holds the level-0 spills; a COMPACT one may follow (too many runs)
+    assert t.snapshot(ids[0]).commit_kind == "APPEND"
+    assert all(t.snapshot(i).commit_kind == "COMPACT" for i in ids[1:])
+    entries = _manifest_entries(t, ids[0])
     per_bucket: dict = {}
     for e in entries:
         per_bucket.setdefault(e["_BUCKET"], []).append(e["_FILE"])
@@ -280,14 +283,15 @@ def test_sequence_numbers_continue_across_commits(tmp_path):
     last_max: dict = {}
     for c in range(4):
         rows = [{"id": i, "name": f"c{c}", "qty": c, "price": 0.0} for i in range(c * 5, c * 5 + 40)]
-        sid = t.write(model_table(rows, SCHEMA))
+        t.write(model_table(rows, SCHEMA))
+        sid = max(s.id for s in t.snapshots() if s.commit_kind == "APPEND")
         for e in _manifest_entries(t, sid):
             f = e["_FILE"]
             b = e["_BUCKET"]
             assert f["_MIN_SEQUENCE_NUMBER"] > last_max.get(b, -1), (c, b)
             # the file's own _SEQUENCE_NUMBER column agrees with its metadata
             path = pathlib.Path(t.path) / f"bucket-{b}" / f["_FILE_NAME"]
-            seqs = pq.read_table(path, columns=["_SEQUENCE_NUMBER"]).column(0).to_pylist()
+            seqs = pq.ParquetFile(path).read(columns=["_SEQUENCE_NUMBER"]).column(0).to_pylist()
             assert min(seqs) == f["_MIN_SEQUENCE_NUMBER"] and max(seqs) == f["_MAX_SEQUENCE_NUMBER"]
             last_max[b] = f["_MAX_SEQUENCE_NUMBER"]
     # a newly opened table (new writer process) continues too: newer writes win

@@ -382,3 +382,81 @@ class Table:
             terms = [json.loads(self._partition_spec_json(p) or "null") for p in partitions]
             spec = json.dumps({"op": "or", "args": terms})
         return json.loads(self._raw.compact(full, spec))["snapshot_id"]
+
+    # ---- maintenance (snapshots, orphan files, tags, rollback, consumers, partitions, system tables) ----
+
+    def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
+                         older_than_ms: int | None = None, max_deletes: int | None = None) -> dict[str, Any]:
+        """Expire old snapshots and delete the files only they referenced (Paimon's
+        ``expire_snapshots``). Writers also run this after every commit unless ``write-only``.
+
+        Args:
+            retain_min: keep at least this many snapshots (``snapshot.num-retained.min``, 10).
+            retain_max: keep at most this many (``snapshot.num-retained.max``).
+            older_than_ms: epoch-ms cutoff; a snapshot goes only once its successor was committed
+                before it (default: now - ``snapshot.time-retained``, 1 h).
+            max_deletes: expire at most this many snapshots (``snapshot.expire.limit``, 50).
+
+        Snapshots a consumer still needs, and every file a retained snapshot or tag references,
+        are kept. Returns counts: ``snapshots``, ``data_files``, ``changelog_files``,
+        ``manifest_files``, ``index_files``, ``statistics_files`` and ``earliest_snapshot``.
+        """
+        return dict(self._raw.expire_snapshots(retain_min, retain_max, older_than_ms, max_deletes))
+
+    def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[tuple[str, int]]:
+        """Delete files no snapshot, tag or branch references (left by failed or killed writers)
+        and last modified before ``older_than_ms`` (default: a day ago, so files of writers
+        still running are safe). Returns the (path, size) of each orphan; ``dry_run`` only lists.
+        """
+        return list(self._raw.remove_orphan_files(older_than_ms, dry_run))
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, time_retained: Any = None) -> Tag:
+        """Tag a snapshot (the latest by default); its files survive expiration while the tag
+        exists. ``time_retained`` (timedelta or ms; default ``tag.default-time-retained``) lets
+        writers expire the tag afterwards. Raises TableAlreadyExistsError if the tag exists."""
+        from .maintenance import duration_ms
+
+        text = self._raw.create_tag(name, snapshot_id, duration_ms(time_retained, "time_retained"))
+        return Tag.from_json(name, text)
+
+    def delete_tag(self, name: str) -> dict[str, int]:
+        """Delete a tag; when its snapshot has expired, also the files nothing else references.
+        Returns counts of deleted files. Raises TableNotFoundError if there is no such tag."""
+        return dict(self._raw.delete_tag(name))
+
+    def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> dict[str, Any]:
+        """Make a snapshot or tag the latest state again: newer snapshots and tags are deleted
+        with the files only they referenced (Paimon's ``rollback_to``). Stop writers first."""
+        return dict(self._raw.rollback_to(snapshot_id, tag))
+
+    def consumers(self) -> dict[str, int]:
+        """Streaming consumers and the next snapshot each will read (``consumer/consumer-<id>``)."""
+        return dict(self._raw.consumers())
+
+    def reset_consumer(self, consumer_id: str, next_snapshot: int) -> None:
+        """Create or move a consumer; snapshots from ``next_snapshot`` on are not expired."""
+        self._raw.reset_consumer(consumer_id, int(next_snapshot))
+
+    def delete_consumer(self, consumer_id: str) -> None:
+        self._raw.delete_consumer(consumer_id)
+
+    def drop_partitions(self, partitions: Any) -> int | None:
+        """Drop partitions (``[{"dt": "2024-05-14"}, ...]``, partial specs allowed) in one
+        OVERWRITE snapshot; returns its id."""
+        from .maintenance import partition_specs_json
+
+        ids = self._raw.drop_partitions(partition_specs_json(partitions, self.partition_keys))
+        return ids[-1] if ids else None
+
+    def expire_partitions(self, expiration: Any = None) -> list[dict[str, str]]:
+        """Drop partitions older than ``expiration`` (timedelta or ms; default
+        ``partition.expiration-time``) by ``partition.expiration-strategy``; returns them."""
+        from .maintenance import duration_ms
+
+        return [dict(p) for p in self._raw.expire_partitions(duration_ms(expiration, "expiration"))]
+
+    def system(self, name: str) -> "pa.Table":
+        """A Paimon system table (``table$name``) as a pyarrow.Table: ``snapshots``, ``schemas``,
+        ``options``, ``files``, ``manifests``, ``partitions``, ``buckets``, ``tags``,
+        ``consumers`` or ``audit_log``."""
+        return self._raw.system_table(name)

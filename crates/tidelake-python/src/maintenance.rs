@@ -34,9 +34,11 @@ fn counts<'py>(py: Python<'py>, deleted: &DeletedFiles) -> PyResult<Bound<'py, P
 }
 
 fn millis(ms: i64, what: &str) -> PyResult<Duration> {
-    u64::try_from(ms)
-        .map(Duration::from_millis)
-        .map_err(|_| to_py(Error::invalid(format!("{what} must not be negative, got {ms}"))))
+    u64::try_from(ms).map(Duration::from_millis).map_err(|_| {
+        to_py(Error::invalid(format!(
+            "{what} must not be negative, got {ms}"
+        )))
+    })
 }
 
 /// Run the maintenance Java's committers run after each commit (`TableCommitImpl.maintain`)
@@ -75,17 +77,41 @@ impl RawTable {
     /// Find (and unless `dry_run` delete) orphan files older than `older_than_ms` (default: a
     /// day ago); returns (absolute path, size) pairs.
     #[pyo3(signature = (older_than_ms=None, dry_run=false))]
-    fn remove_orphan_files(&self, py: Python<'_>, older_than_ms: Option<i64>, dry_run: bool) -> PyResult<Vec<(String, u64)>> {
+    fn remove_orphan_files(
+        &self,
+        py: Python<'_>,
+        older_than_ms: Option<i64>,
+        dry_run: bool,
+    ) -> PyResult<Vec<(String, u64)>> {
         let cutoff = older_than_ms.unwrap_or_else(|| maintenance::now_ms() - DAY_MS);
-        let files = block_on(py, maintenance::remove_orphan_files(&self.table, cutoff, dry_run))?.py()?;
-        Ok(files.into_iter().map(|f| (self.table.io().display(&f.path), f.size)).collect())
+        let files = block_on(
+            py,
+            maintenance::remove_orphan_files(&self.table, cutoff, dry_run),
+        )?
+        .py()?;
+        Ok(files
+            .into_iter()
+            .map(|f| (self.table.io().display(&f.path), f.size))
+            .collect())
     }
 
     /// Create a tag; returns its Paimon JSON.
     #[pyo3(signature = (name, snapshot_id=None, time_retained_ms=None))]
-    fn create_tag(&self, py: Python<'_>, name: String, snapshot_id: Option<i64>, time_retained_ms: Option<i64>) -> PyResult<String> {
-        let retained = time_retained_ms.map(|ms| millis(ms, "time_retained")).transpose()?;
-        let tag = block_on(py, tags::create_tag(&self.table, &name, snapshot_id, retained))?.py()?;
+    fn create_tag(
+        &self,
+        py: Python<'_>,
+        name: String,
+        snapshot_id: Option<i64>,
+        time_retained_ms: Option<i64>,
+    ) -> PyResult<String> {
+        let retained = time_retained_ms
+            .map(|ms| millis(ms, "time_retained"))
+            .transpose()?;
+        let tag = block_on(
+            py,
+            tags::create_tag(&self.table, &name, snapshot_id, retained),
+        )?
+        .py()?;
         Ok(tag.to_json())
     }
 
@@ -97,11 +123,20 @@ impl RawTable {
 
     /// Roll back to a snapshot id or a tag (exactly one).
     #[pyo3(signature = (snapshot_id=None, tag=None))]
-    fn rollback_to<'py>(&self, py: Python<'py>, snapshot_id: Option<i64>, tag: Option<String>) -> PyResult<Bound<'py, PyDict>> {
+    fn rollback_to<'py>(
+        &self,
+        py: Python<'py>,
+        snapshot_id: Option<i64>,
+        tag: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let target = match (snapshot_id, tag) {
             (Some(id), None) => RollbackTarget::Snapshot(id),
             (None, Some(name)) => RollbackTarget::Tag(name),
-            _ => return Err(to_py(Error::invalid("rollback_to needs exactly one of snapshot_id and tag"))),
+            _ => {
+                return Err(to_py(Error::invalid(
+                    "rollback_to needs exactly one of snapshot_id and tag",
+                )))
+            }
         };
         let result = block_on(py, maintenance::rollback_to(&self.table, &target))?.py()?;
         let d = counts(py, &result.deleted)?;
@@ -116,8 +151,17 @@ impl RawTable {
         block_on(py, consumers::consumers(self.table.io()))?.py()
     }
 
-    fn reset_consumer(&self, py: Python<'_>, consumer_id: String, next_snapshot: i64) -> PyResult<()> {
-        block_on(py, consumers::reset_consumer(&self.table, &consumer_id, next_snapshot))?.py()
+    fn reset_consumer(
+        &self,
+        py: Python<'_>,
+        consumer_id: String,
+        next_snapshot: i64,
+    ) -> PyResult<()> {
+        block_on(
+            py,
+            consumers::reset_consumer(&self.table, &consumer_id, next_snapshot),
+        )?
+        .py()
     }
 
     fn delete_consumer(&self, py: Python<'_>, consumer_id: String) -> PyResult<()> {
@@ -137,12 +181,29 @@ impl RawTable {
     /// Expire partitions by the table options (`expiration_ms` overrides
     /// `partition.expiration-time`); returns the dropped partitions as (key, value) lists.
     #[pyo3(signature = (expiration_ms=None))]
-    fn expire_partitions(&self, py: Python<'_>, expiration_ms: Option<i64>) -> PyResult<Vec<Vec<(String, String)>>> {
-        let expiration = expiration_ms.map(|ms| millis(ms, "expiration")).transpose()?;
-        let config = partitions::PartitionExpireConfig::from_options(self.table.schema().options(), expiration)
-            .py()?
-            .ok_or_else(|| to_py(Error::invalid("partition.expiration-time is not set; pass an expiration")))?;
-        block_on(py, partitions::expire_partitions(&self.table, &config, maintenance::local_now()))?.py()
+    fn expire_partitions(
+        &self,
+        py: Python<'_>,
+        expiration_ms: Option<i64>,
+    ) -> PyResult<Vec<Vec<(String, String)>>> {
+        let expiration = expiration_ms
+            .map(|ms| millis(ms, "expiration"))
+            .transpose()?;
+        let config = partitions::PartitionExpireConfig::from_options(
+            self.table.schema().options(),
+            expiration,
+        )
+        .py()?
+        .ok_or_else(|| {
+            to_py(Error::invalid(
+                "partition.expiration-time is not set; pass an expiration",
+            ))
+        })?;
+        block_on(
+            py,
+            partitions::expire_partitions(&self.table, &config, maintenance::local_now()),
+        )?
+        .py()
     }
 
     /// System table `name` as a pyarrow.Table.

@@ -154,7 +154,8 @@ impl Compactor {
         let need_lookup = opts.deletion_vectors_enabled().map_err(spec)?
             || opts.merge_engine().map_err(spec)? == MergeEngine::FirstRow
             || flag("force-lookup")?;
-        let mut merge = merge_config(&schema.fields, &schema.trimmed_primary_keys(), opts)?;
+        // Java passes the full primary key (partition columns included) to merge functions.
+        let mut merge = merge_config(&schema.fields, &schema.primary_keys, opts)?;
         merge.keep_retracts = true;
         let num_levels = opts.num_levels().map_err(spec)?;
         let rewriter = Rewriter::new(table.clone(), layout.key_types(), merge, DEFAULT_BATCH_SIZE)?;
@@ -442,7 +443,7 @@ impl Compactor {
     }
 }
 
-/// The merge configuration of compaction: every table column, keyed by the trimmed primary key.
+/// The merge configuration of compaction: every table column, keyed by the primary key.
 fn merge_config(fields: &[tidelake_spec::types::DataField], keys: &[String], opts: &Options) -> Result<MergeConfig> {
     let options: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     MergeConfig::from_options(fields, keys, &options)

@@ -39,6 +39,8 @@ mod kv_merge;
 pub mod levels;
 pub mod picker;
 pub mod rewriter;
+#[cfg(test)]
+mod tests;
 
 pub use inline::compact_new_files;
 pub(crate) use kv_merge::merge_keeping_sequence;

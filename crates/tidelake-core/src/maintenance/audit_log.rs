@@ -31,18 +31,32 @@ const ROW_KIND: &str = "rowkind";
 pub(crate) async fn audit_log(table: &Table) -> Result<SystemTable> {
     let plan = plan_scan(table, &ScanRequest::default()).await?;
     let schema = &plan.schema;
-    let data = tidelake_spec::arrow::to_arrow_schema(&schema.fields).map_err(|e| Error::from_spec("table schema", e))?;
+    let data = tidelake_spec::arrow::to_arrow_schema(&schema.fields)
+        .map_err(|e| Error::from_spec("table schema", e))?;
     let mut fields = vec![Field::new(ROW_KIND, ArrowType::Utf8, false)];
     fields.extend(data.fields().iter().map(|f| f.as_ref().clone()));
     let out = Arc::new(Schema::new_with_metadata(fields, data.metadata().clone()));
 
     let has_pk = !schema.primary_keys.is_empty();
-    let (raw, merged): (Vec<Split>, Vec<Split>) = plan.splits.into_iter().partition(|s| !has_pk || s.raw_convertible);
+    let (raw, merged): (Vec<Split>, Vec<Split>) = plan
+        .splits
+        .into_iter()
+        .partition(|s| !has_pk || s.raw_convertible);
     let mut batches = Vec::new();
-    let ctx = Arc::new(ReadContext::new(table.clone(), schema, None, None, DEFAULT_BATCH_SIZE, true)?);
+    let ctx = Arc::new(ReadContext::new(
+        table.clone(),
+        schema,
+        None,
+        None,
+        DEFAULT_BATCH_SIZE,
+        true,
+    )?);
     let mut rows = read_splits(ctx, raw);
     while let Some(b) = rows.try_next().await? {
-        batches.push(RecordBatch::try_new(out.clone(), b.columns().to_vec()).map_err(|e| Error::arrow("audit_log batch", e))?);
+        batches.push(
+            RecordBatch::try_new(out.clone(), b.columns().to_vec())
+                .map_err(|e| Error::arrow("audit_log batch", e))?,
+        );
     }
     if !merged.is_empty() {
         let merger = Merger::new(table, schema)?;
@@ -53,7 +67,10 @@ pub(crate) async fn audit_log(table: &Table) -> Result<SystemTable> {
             }
         }
     }
-    Ok(SystemTable { schema: out, batches })
+    Ok(SystemTable {
+        schema: out,
+        batches,
+    })
 }
 
 /// `[_VALUE_KIND, v0..vn]` merge output → `[rowkind, v0..vn]`.
@@ -63,7 +80,9 @@ fn with_kind_names(out: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch> 
         .as_any()
         .downcast_ref::<Int8Array>()
         .ok_or_else(|| Error::invalid("merged _VALUE_KIND column is not TINYINT"))?;
-    let names = (0..kinds.len()).map(|i| row_kind_name(kinds.value(i))).collect::<Result<Vec<_>>>()?;
+    let names = (0..kinds.len())
+        .map(|i| row_kind_name(kinds.value(i)))
+        .collect::<Result<Vec<_>>>()?;
     let mut columns: Vec<ArrayRef> = vec![Arc::new(StringArray::from(names))];
     columns.extend(batch.columns()[1..].iter().cloned());
     RecordBatch::try_new(out.clone(), columns).map_err(|e| Error::arrow("audit_log batch", e))
@@ -80,19 +99,36 @@ struct Merger {
 impl Merger {
     fn new(table: &Table, schema: &TableSchema) -> Result<Merger> {
         let keys = schema.trimmed_primary_keys();
-        let key_types = keys.iter().filter_map(|k| schema.field(k)).map(|f| f.data_type.clone()).collect();
-        let options: Vec<(String, String)> = schema.options().iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let key_types = keys
+            .iter()
+            .filter_map(|k| schema.field(k))
+            .map(|f| f.data_type.clone())
+            .collect();
+        let options: Vec<(String, String)> = schema
+            .options()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let mut config = MergeConfig::from_options(&schema.fields, &keys, &options)?;
         config.keep_retracts = true;
-        Ok(Merger { table: table.clone(), fields: schema.fields.clone(), key_types, config: Arc::new(config) })
+        Ok(Merger {
+            table: table.clone(),
+            fields: schema.fields.clone(),
+            key_types,
+            config: Arc::new(config),
+        })
     }
 
     fn read(&self, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let sections = sorted_runs::partition(split.files.clone(), &self.key_types)?;
-        let (table, fields, config) = (self.table.clone(), self.fields.clone(), self.config.clone());
+        let (table, fields, config) =
+            (self.table.clone(), self.fields.clone(), self.config.clone());
         Ok(stream::iter(sections)
             .map(move |runs| {
-                let runs = runs.into_iter().map(|run| run_stream(table.clone(), fields.clone(), run)).collect();
+                let runs = runs
+                    .into_iter()
+                    .map(|run| run_stream(table.clone(), fields.clone(), run))
+                    .collect();
                 merge_sorted_runs(runs, config.clone(), DEFAULT_BATCH_SIZE)
             })
             .flatten()
@@ -101,7 +137,11 @@ impl Merger {
 }
 
 /// The rows of one sorted run with `_SEQUENCE_NUMBER` and `_VALUE_KIND`.
-fn run_stream(table: Table, fields: Vec<tidelake_spec::types::DataField>, run: Vec<SplitFile>) -> BoxStream<'static, Result<RecordBatch>> {
+fn run_stream(
+    table: Table,
+    fields: Vec<tidelake_spec::types::DataField>,
+    run: Vec<SplitFile>,
+) -> BoxStream<'static, Result<RecordBatch>> {
     stream::iter(run)
         .then(move |file| {
             let (table, fields) = (table.clone(), fields.clone());
@@ -110,13 +150,24 @@ fn run_stream(table: Table, fields: Vec<tidelake_spec::types::DataField>, run: V
                 let deletion = match &file.deletion {
                     Some(dv) => {
                         let bytes = table.io().read(&dv.path).await?;
-                        Some(Arc::new(read_deletion_vector(&bytes, dv.offset, dv.length)?))
+                        Some(Arc::new(read_deletion_vector(
+                            &bytes, dv.offset, dv.length,
+                        )?))
                     }
                     None => None,
                 };
                 let format = FileFormat::from_file_name(&file.file_name)?;
-                read_data_file(table.io(), &file.path, format, &file_schema.fields, &fields, SystemColumns::KeyValue, deletion, DEFAULT_BATCH_SIZE)
-                    .await
+                read_data_file(
+                    table.io(),
+                    &file.path,
+                    format,
+                    &file_schema.fields,
+                    &fields,
+                    SystemColumns::KeyValue,
+                    deletion,
+                    DEFAULT_BATCH_SIZE,
+                )
+                .await
             }
         })
         .try_flatten()

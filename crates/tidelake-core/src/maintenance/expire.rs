@@ -40,8 +40,8 @@ use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
 use crate::maintenance::refs::{
-    data_files, delete_unreferenced, metadata_files, or_missing, Candidate, DataScope, DeletedFiles, FileCategory, MetaCache,
-    References,
+    data_files, delete_unreferenced, metadata_files, or_missing, Candidate, DataScope,
+    DeletedFiles, FileCategory, MetaCache, References,
 };
 use crate::maintenance::{now_ms, snapshot_path, write_hint, EARLIEST_HINT_PATH};
 use crate::snapshots::SnapshotManager;
@@ -66,18 +66,27 @@ impl ExpireConfig {
     pub fn from_options(opts: &Options, now_ms: i64) -> Result<ExpireConfig> {
         let spec = |e| Error::from_spec("table options", e);
         let retained = opts.snapshot_time_retained().map_err(spec)?;
-        let decoupled = ["changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained"]
-            .iter()
-            .any(|k| opts.contains_key(k));
-        if decoupled {
+        let retain_min = opts.snapshot_num_retained_min().map_err(spec)?;
+        let retain_max = opts.snapshot_num_retained_max().map_err(spec)?;
+        // Java `CoreOptions.changelogLifecycleDecoupled`.
+        let changelog_min = opts.get_i32("changelog.num-retained.min").map_err(spec)?;
+        let changelog_max = opts.get_i32("changelog.num-retained.max").map_err(spec)?;
+        let changelog_time = opts.get_duration("changelog.time-retained").map_err(spec)?;
+        if changelog_min.is_some_and(|n| n > retain_min)
+            || changelog_max.is_some_and(|n| n > retain_max)
+            || changelog_time.is_some_and(|d| d > retained)
+        {
             return Err(Error::Unsupported(
-                "expiring snapshots of a table with a decoupled changelog lifecycle (changelog.num-retained.* / changelog.time-retained)".into(),
+                "expiring snapshots of a table whose changelog outlives its snapshots \
+                 (changelog.num-retained.* / changelog.time-retained above the snapshot retention)"
+                    .into(),
             ));
         }
         Ok(ExpireConfig {
-            retain_min: i64::from(opts.snapshot_num_retained_min().map_err(spec)?),
-            retain_max: i64::from(opts.snapshot_num_retained_max().map_err(spec)?),
-            older_than_ms: now_ms.saturating_sub(i64::try_from(retained.as_millis()).unwrap_or(i64::MAX)),
+            retain_min: i64::from(retain_min),
+            retain_max: i64::from(retain_max),
+            older_than_ms: now_ms
+                .saturating_sub(i64::try_from(retained.as_millis()).unwrap_or(i64::MAX)),
             max_deletes: i64::from(opts.snapshot_expire_limit().map_err(spec)?),
         })
     }
@@ -101,7 +110,10 @@ pub struct ExpireResult {
 /// Expire snapshots of `table` as `config` allows; see the module docs.
 pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
     if config.retain_min < 1 {
-        return Err(Error::invalid(format!("retain_min must be at least 1, got {}", config.retain_min)));
+        return Err(Error::invalid(format!(
+            "retain_min must be at least 1, got {}",
+            config.retain_min
+        )));
     }
     if config.retain_max < config.retain_min {
         return Err(Error::invalid(format!(
@@ -110,7 +122,10 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
         )));
     }
     if config.max_deletes < 0 {
-        return Err(Error::invalid(format!("max_deletes must not be negative, got {}", config.max_deletes)));
+        return Err(Error::invalid(format!(
+            "max_deletes must not be negative, got {}",
+            config.max_deletes
+        )));
     }
     let sm = table.snapshot_manager();
     // The listing, not the hints: leftovers of an interrupted run are expired too.
@@ -123,7 +138,10 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
         if !table.io().exists(EARLIEST_HINT_PATH).await? {
             write_hint(table.io(), EARLIEST_HINT_PATH, earliest).await?;
         }
-        return Ok(ExpireResult { earliest: Some(earliest), ..ExpireResult::default() });
+        return Ok(ExpireResult {
+            earliest: Some(earliest),
+            ..ExpireResult::default()
+        });
     }
     let mut snapshots = Vec::new();
     for &id in ids.iter().filter(|id| **id <= end) {
@@ -136,7 +154,10 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
     }
     let Some(end_snapshot) = snapshots.last().filter(|s| s.id == end).cloned() else {
         // The new earliest snapshot vanished meanwhile: someone else is expiring.
-        return Ok(ExpireResult { earliest: sm.earliest_id().await?, ..ExpireResult::default() });
+        return Ok(ExpireResult {
+            earliest: sm.earliest_id().await?,
+            ..ExpireResult::default()
+        });
     };
     let expired: Vec<&Snapshot> = snapshots.iter().filter(|s| s.id < end).collect();
 
@@ -149,22 +170,53 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
     let begin = expired.first().map_or(end, |s| s.id);
     let covered = protect_newer(&mut cache, &sm, &mut refs, end).await?;
     let mut tags_seen = HashSet::new();
-    protect_tags(&mut cache, &sm, &mut refs, &mut tags_seen, begin, end, covered).await?;
+    protect_tags(
+        &mut cache,
+        &sm,
+        &mut refs,
+        &mut tags_seen,
+        begin,
+        end,
+        covered,
+    )
+    .await?;
     // Commits and tags created while planning.
     let latest_now = protect_newer(&mut cache, &sm, &mut refs, covered).await?;
-    protect_tags(&mut cache, &sm, &mut refs, &mut tags_seen, begin, end, latest_now).await?;
+    protect_tags(
+        &mut cache,
+        &sm,
+        &mut refs,
+        &mut tags_seen,
+        begin,
+        end,
+        latest_now,
+    )
+    .await?;
 
     write_hint(table.io(), EARLIEST_HINT_PATH, end).await?;
     for s in &expired {
         table.io().delete(&snapshot_path(s.id)).await?;
     }
     let deleted = delete_unreferenced(table.io(), candidates, &refs).await?;
-    Ok(ExpireResult { snapshots: expired.len() as u64, earliest: Some(end), deleted })
+    Ok(ExpireResult {
+        snapshots: expired.len() as u64,
+        earliest: Some(end),
+        deleted,
+    })
 }
 
 /// Java `expire()`: the exclusive end of the range to expire.
-async fn expire_end(sm: &SnapshotManager, table: &Table, config: &ExpireConfig, earliest: i64, latest: i64) -> Result<i64> {
-    let min = latest.saturating_sub(config.retain_max).saturating_add(1).max(earliest);
+async fn expire_end(
+    sm: &SnapshotManager,
+    table: &Table,
+    config: &ExpireConfig,
+    earliest: i64,
+    latest: i64,
+) -> Result<i64> {
+    let min = latest
+        .saturating_sub(config.retain_max)
+        .saturating_add(1)
+        .max(earliest);
     let mut max_exclusive = latest - config.retain_min + 1;
     if let Some(next) = min_next_snapshot(table.io()).await? {
         max_exclusive = max_exclusive.min(next);
@@ -191,7 +243,11 @@ async fn plan_candidates(
     let mut out = Vec::new();
     for s in including_end {
         let delta = or_missing(cache.list_entries(&s.delta_manifest_list).await)?;
-        out.extend(data_files(layout, &deleted_in_delta(delta), FileCategory::Data)?);
+        out.extend(data_files(
+            layout,
+            &deleted_in_delta(delta),
+            FileCategory::Data,
+        )?);
     }
     for s in expired {
         let changelog = or_missing(cache.changelog_entries(s).await)?;
@@ -214,7 +270,12 @@ fn deleted_in_delta(entries: Vec<ManifestEntry>) -> Vec<ManifestEntry> {
 }
 
 /// Protect what the snapshots after `covered` up to the latest one add; returns the latest id.
-async fn protect_newer(cache: &mut MetaCache<'_>, sm: &SnapshotManager, refs: &mut References, covered: i64) -> Result<i64> {
+async fn protect_newer(
+    cache: &mut MetaCache<'_>,
+    sm: &SnapshotManager,
+    refs: &mut References,
+    covered: i64,
+) -> Result<i64> {
     let latest = sm.latest_id().await?.unwrap_or(covered);
     for id in (covered + 1)..=latest {
         let snap = sm.snapshot(id).await?;
@@ -236,7 +297,12 @@ async fn protect_tags(
     latest: i64,
 ) -> Result<()> {
     let tags: Vec<(String, Arc<Tag>)> = sm.tags().await?;
-    let floor = tags.iter().map(|(_, t)| t.snapshot.id).filter(|id| *id <= begin).max().unwrap_or(i64::MIN);
+    let floor = tags
+        .iter()
+        .map(|(_, t)| t.snapshot.id)
+        .filter(|id| *id <= begin)
+        .max()
+        .unwrap_or(i64::MIN);
     for (name, tag) in tags {
         let id = tag.snapshot.id;
         if ((floor..end).contains(&id) || id > latest) && seen.insert(name) {
@@ -252,7 +318,11 @@ mod tests {
     use tidelake_spec::manifest::{DataFileMeta, SimpleStats};
 
     fn entry(kind: FileKind, name: &str, level: i32) -> ManifestEntry {
-        let stats = SimpleStats { min_values: vec![], max_values: vec![], null_counts: None };
+        let stats = SimpleStats {
+            min_values: vec![],
+            max_values: vec![],
+            null_counts: None,
+        };
         ManifestEntry {
             kind,
             partition: vec![0, 0, 0, 0],
@@ -292,7 +362,10 @@ mod tests {
             entry(FileKind::Delete, "b", 0),
             entry(FileKind::Add, "c", 1),
         ];
-        let names: Vec<String> = deleted_in_delta(delta).into_iter().map(|e| e.file.file_name).collect();
+        let names: Vec<String> = deleted_in_delta(delta)
+            .into_iter()
+            .map(|e| e.file.file_name)
+            .collect();
         assert_eq!(names, vec!["b".to_string()]);
     }
 }

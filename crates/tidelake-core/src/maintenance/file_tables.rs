@@ -12,6 +12,7 @@
 //! and the catalog columns of `partitions` (`created_at`, `created_by`, `updated_by`,
 //! `options`, `done`, `deleted_record_count`).
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use tidelake_spec::binary_row::decode_framed;
@@ -34,13 +35,26 @@ struct RowDisplay {
 
 impl RowDisplay {
     /// `legacy`: Java `toString()` of internal values; otherwise SQL casts.
-    fn new(names: Vec<String>, types: Vec<DataType>, null_name: &str, legacy: bool) -> Result<RowDisplay> {
-        let computer = PartitionComputer::new(names, types.clone(), null_name, legacy).map_err(|e| Error::from_spec("display", e))?;
+    fn new(
+        names: Vec<String>,
+        types: Vec<DataType>,
+        null_name: &str,
+        legacy: bool,
+    ) -> Result<RowDisplay> {
+        let computer = PartitionComputer::new(names, types.clone(), null_name, legacy)
+            .map_err(|e| Error::from_spec("display", e))?;
         Ok(RowDisplay { computer, types })
     }
 
     fn values(&self, values: &[Datum]) -> Option<Vec<String>> {
-        Some(self.computer.partition_spec(values).ok()?.into_iter().map(|(_, v)| v).collect())
+        Some(
+            self.computer
+                .partition_spec(values)
+                .ok()?
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect(),
+        )
     }
 
     fn framed(&self, framed: &[u8]) -> Option<Vec<String>> {
@@ -54,12 +68,37 @@ impl RowDisplay {
 }
 
 fn partition_fields(layout: &TableLayout) -> (Vec<String>, Vec<DataType>) {
-    (layout.partition_fields.iter().map(|f| f.name.clone()).collect(), layout.partition_types.clone())
+    (
+        layout
+            .partition_fields
+            .iter()
+            .map(|f| f.name.clone())
+            .collect(),
+        layout.partition_types.clone(),
+    )
+}
+
+/// How keys of files written with schema `schema_id` print (`None` without primary key).
+async fn key_display(table: &Table, schema_id: i64) -> Result<Option<RowDisplay>> {
+    let schema = table.schema_by_id(schema_id).await?;
+    let fields: Vec<_> = schema
+        .trimmed_primary_keys()
+        .iter()
+        .filter_map(|k| schema.field(k).cloned())
+        .collect();
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let names = fields.iter().map(|k| k.name.clone()).collect();
+    let types = fields.iter().map(|k| k.data_type.clone()).collect();
+    RowDisplay::new(names, types, "null", true).map(Some)
 }
 
 /// Live entries of the latest snapshot, grouped by (partition, bucket) in key order.
 async fn live_files(table: &Table) -> Result<Vec<ManifestEntry>> {
-    let Some(snap) = table.snapshot_manager().latest().await? else { return Ok(Vec::new()) };
+    let Some(snap) = table.snapshot_manager().latest().await? else {
+        return Ok(Vec::new());
+    };
     let mut entries = MetaCache::new(table).live_entries(&snap).await?;
     entries.sort_by(|a, b| (&a.partition, a.bucket).cmp(&(&b.partition, b.bucket)));
     Ok(entries)
@@ -74,43 +113,74 @@ pub(crate) async fn files(table: &Table) -> Result<SystemTable> {
     let (mut min_keys, mut max_keys, mut paths) = (Vec::new(), Vec::new(), Vec::new());
     for e in &entries {
         let f = &e.file;
-        if !keys.contains_key(&f.schema_id) {
-            let schema = table.schema_by_id(f.schema_id).await?;
-            let key_fields: Vec<_> = schema.trimmed_primary_keys().iter().filter_map(|k| schema.field(k).cloned()).collect();
-            let display = match key_fields.is_empty() {
-                true => None,
-                false => Some(RowDisplay::new(
-                    key_fields.iter().map(|k| k.name.clone()).collect(),
-                    key_fields.iter().map(|k| k.data_type.clone()).collect(),
-                    "null",
-                    true,
-                )?),
-            };
-            keys.insert(f.schema_id, display);
+        if let Entry::Vacant(slot) = keys.entry(f.schema_id) {
+            slot.insert(key_display(table, f.schema_id).await?);
         }
         let display = keys.get(&f.schema_id).and_then(Option::as_ref);
-        let key = |framed: &[u8]| display.and_then(|d| d.framed(framed)).map(|v| format!("[{}]", v.join(", ")));
+        let key = |framed: &[u8]| {
+            display
+                .and_then(|d| d.framed(framed))
+                .map(|v| format!("[{}]", v.join(", ")))
+        };
         min_keys.push(key(&f.min_key));
         max_keys.push(key(&f.max_key));
         paths.push(Some(match &f.external_path {
             Some(p) => p.clone(),
-            None => table.io().display(&format!("{}/{}", layout.bucket_path(&layout.decode_partition(&e.partition)?, e.bucket)?, f.file_name)),
+            None => table.io().display(&format!(
+                "{}/{}",
+                layout.bucket_path(&layout.decode_partition(&e.partition)?, e.bucket)?,
+                f.file_name
+            )),
         }));
     }
     let col = |f: &dyn Fn(&ManifestEntry) -> Option<i64>| entries.iter().map(f).collect();
     table_of(vec![
-        strings("partition", true, entries.iter().map(|e| partition.row(&e.partition)).collect()),
-        ints("bucket", false, entries.iter().map(|e| Some(e.bucket)).collect()),
+        strings(
+            "partition",
+            true,
+            entries
+                .iter()
+                .map(|e| partition.row(&e.partition))
+                .collect(),
+        ),
+        ints(
+            "bucket",
+            false,
+            entries.iter().map(|e| Some(e.bucket)).collect(),
+        ),
         strings("file_path", false, paths),
-        strings("file_format", false, entries.iter().map(|e| e.file.file_name.rsplit('.').next().map(str::to_string)).collect()),
+        strings(
+            "file_format",
+            false,
+            entries
+                .iter()
+                .map(|e| e.file.file_name.rsplit('.').next().map(str::to_string))
+                .collect(),
+        ),
         longs("schema_id", false, col(&|e| Some(e.file.schema_id))),
-        ints("level", false, entries.iter().map(|e| Some(e.file.level)).collect()),
+        ints(
+            "level",
+            false,
+            entries.iter().map(|e| Some(e.file.level)).collect(),
+        ),
         longs("record_count", false, col(&|e| Some(e.file.row_count))),
-        longs("file_size_in_bytes", false, col(&|e| Some(e.file.file_size))),
+        longs(
+            "file_size_in_bytes",
+            false,
+            col(&|e| Some(e.file.file_size)),
+        ),
         strings("min_key", true, min_keys),
         strings("max_key", true, max_keys),
-        longs("min_sequence_number", true, col(&|e| Some(e.file.min_sequence_number))),
-        longs("max_sequence_number", true, col(&|e| Some(e.file.max_sequence_number))),
+        longs(
+            "min_sequence_number",
+            true,
+            col(&|e| Some(e.file.min_sequence_number)),
+        ),
+        longs(
+            "max_sequence_number",
+            true,
+            col(&|e| Some(e.file.max_sequence_number)),
+        ),
         timestamps("creation_time", true, col(&|e| e.file.creation_time)),
         longs("deleteRowCount", true, col(&|e| e.file.delete_row_count)),
         strings(
@@ -118,7 +188,15 @@ pub(crate) async fn files(table: &Table) -> Result<SystemTable> {
             true,
             entries
                 .iter()
-                .map(|e| e.file.file_source.map(|s| match s { FileSource::Append => "APPEND", FileSource::Compact => "COMPACT" }.to_string()))
+                .map(|e| {
+                    e.file.file_source.map(|s| {
+                        match s {
+                            FileSource::Append => "APPEND",
+                            FileSource::Compact => "COMPACT",
+                        }
+                        .to_string()
+                    })
+                })
                 .collect(),
         ),
         longs("first_row_id", true, col(&|e| e.file.first_row_id)),
@@ -136,15 +214,57 @@ pub(crate) async fn manifests(table: &Table) -> Result<SystemTable> {
         metas.extend(cache.list(&snap.delta_manifest_list).await?.iter().cloned());
     }
     table_of(vec![
-        strings("file_name", false, metas.iter().map(|m| Some(m.file_name.clone())).collect()),
-        longs("file_size", false, metas.iter().map(|m| Some(m.file_size)).collect()),
-        longs("num_added_files", false, metas.iter().map(|m| Some(m.num_added_files)).collect()),
-        longs("num_deleted_files", false, metas.iter().map(|m| Some(m.num_deleted_files)).collect()),
-        longs("schema_id", false, metas.iter().map(|m| Some(m.schema_id)).collect()),
-        strings("min_partition_stats", true, metas.iter().map(|m| partition.row(&m.partition_stats.min_values)).collect()),
-        strings("max_partition_stats", true, metas.iter().map(|m| partition.row(&m.partition_stats.max_values)).collect()),
-        longs("min_row_id", true, metas.iter().map(|m| m.min_row_id).collect()),
-        longs("max_row_id", true, metas.iter().map(|m| m.max_row_id).collect()),
+        strings(
+            "file_name",
+            false,
+            metas.iter().map(|m| Some(m.file_name.clone())).collect(),
+        ),
+        longs(
+            "file_size",
+            false,
+            metas.iter().map(|m| Some(m.file_size)).collect(),
+        ),
+        longs(
+            "num_added_files",
+            false,
+            metas.iter().map(|m| Some(m.num_added_files)).collect(),
+        ),
+        longs(
+            "num_deleted_files",
+            false,
+            metas.iter().map(|m| Some(m.num_deleted_files)).collect(),
+        ),
+        longs(
+            "schema_id",
+            false,
+            metas.iter().map(|m| Some(m.schema_id)).collect(),
+        ),
+        strings(
+            "min_partition_stats",
+            true,
+            metas
+                .iter()
+                .map(|m| partition.row(&m.partition_stats.min_values))
+                .collect(),
+        ),
+        strings(
+            "max_partition_stats",
+            true,
+            metas
+                .iter()
+                .map(|m| partition.row(&m.partition_stats.max_values))
+                .collect(),
+        ),
+        longs(
+            "min_row_id",
+            true,
+            metas.iter().map(|m| m.min_row_id).collect(),
+        ),
+        longs(
+            "max_row_id",
+            true,
+            metas.iter().map(|m| m.max_row_id).collect(),
+        ),
     ])
 }
 
@@ -171,20 +291,56 @@ impl Totals {
 pub(crate) async fn partitions(table: &Table) -> Result<SystemTable> {
     let layout = TableLayout::new(table.schema())?;
     let (names, types) = partition_fields(&layout);
-    let display = RowDisplay::new(names, types, table.schema().options().partition_default_name(), false)?;
+    let display = RowDisplay::new(
+        names,
+        types,
+        table.schema().options().partition_default_name(),
+        false,
+    )?;
     let mut groups: BTreeMap<String, Totals> = BTreeMap::new();
     for e in live_files(table).await? {
-        let spec = display.computer.partition_spec(&layout.decode_partition(&e.partition)?).map_err(|err| Error::from_spec("partition", err))?;
-        let name = spec.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("/");
+        let spec = display
+            .computer
+            .partition_spec(&layout.decode_partition(&e.partition)?)
+            .map_err(|err| Error::from_spec("partition", err))?;
+        let name = spec
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("/");
         groups.entry(name).or_default().add(&e);
     }
     table_of(vec![
-        strings("partition", true, groups.keys().map(|k| Some(k.clone())).collect()),
-        longs("record_count", false, groups.values().map(|t| Some(t.records)).collect()),
-        longs("file_size_in_bytes", false, groups.values().map(|t| Some(t.bytes)).collect()),
-        longs("file_count", false, groups.values().map(|t| Some(t.files)).collect()),
-        timestamps("last_update_time", true, groups.values().map(|t| t.last_update).collect()),
-        ints("total_buckets", false, groups.values().map(|t| Some(t.total_buckets)).collect()),
+        strings(
+            "partition",
+            true,
+            groups.keys().map(|k| Some(k.clone())).collect(),
+        ),
+        longs(
+            "record_count",
+            false,
+            groups.values().map(|t| Some(t.records)).collect(),
+        ),
+        longs(
+            "file_size_in_bytes",
+            false,
+            groups.values().map(|t| Some(t.bytes)).collect(),
+        ),
+        longs(
+            "file_count",
+            false,
+            groups.values().map(|t| Some(t.files)).collect(),
+        ),
+        timestamps(
+            "last_update_time",
+            true,
+            groups.values().map(|t| t.last_update).collect(),
+        ),
+        ints(
+            "total_buckets",
+            false,
+            groups.values().map(|t| Some(t.total_buckets)).collect(),
+        ),
     ])
 }
 
@@ -194,14 +350,41 @@ pub(crate) async fn buckets(table: &Table) -> Result<SystemTable> {
     let display = RowDisplay::new(names, types, "null", false)?;
     let mut groups: BTreeMap<(Option<String>, i32), Totals> = BTreeMap::new();
     for e in live_files(table).await? {
-        groups.entry((display.row(&e.partition), e.bucket)).or_default().add(&e);
+        groups
+            .entry((display.row(&e.partition), e.bucket))
+            .or_default()
+            .add(&e);
     }
     table_of(vec![
-        strings("partition", true, groups.keys().map(|(p, _)| p.clone()).collect()),
-        ints("bucket", false, groups.keys().map(|(_, b)| Some(*b)).collect()),
-        longs("record_count", false, groups.values().map(|t| Some(t.records)).collect()),
-        longs("file_size_in_bytes", false, groups.values().map(|t| Some(t.bytes)).collect()),
-        longs("file_count", false, groups.values().map(|t| Some(t.files)).collect()),
-        timestamps("last_update_time", true, groups.values().map(|t| t.last_update).collect()),
+        strings(
+            "partition",
+            true,
+            groups.keys().map(|(p, _)| p.clone()).collect(),
+        ),
+        ints(
+            "bucket",
+            false,
+            groups.keys().map(|(_, b)| Some(*b)).collect(),
+        ),
+        longs(
+            "record_count",
+            false,
+            groups.values().map(|t| Some(t.records)).collect(),
+        ),
+        longs(
+            "file_size_in_bytes",
+            false,
+            groups.values().map(|t| Some(t.bytes)).collect(),
+        ),
+        longs(
+            "file_count",
+            false,
+            groups.values().map(|t| Some(t.files)).collect(),
+        ),
+        timestamps(
+            "last_update_time",
+            true,
+            groups.values().map(|t| t.last_update).collect(),
+        ),
     ])
 }

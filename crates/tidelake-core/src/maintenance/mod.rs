@@ -56,7 +56,10 @@ pub fn local_now() -> chrono::NaiveDateTime {
 
 /// `snapshot/snapshot-<id>`.
 pub(crate) fn snapshot_path(id: i64) -> String {
-    format!("snapshot/{}", tidelake_spec::snapshot::snapshot_file_name(id))
+    format!(
+        "snapshot/{}",
+        tidelake_spec::snapshot::snapshot_file_name(id)
+    )
 }
 
 /// `tag/tag-<name>`.
@@ -79,12 +82,24 @@ pub struct MaintainResult {
     pub snapshots: ExpireResult,
 }
 
+/// `Ok(None)` for a step whose configuration tidelake does not support: maintenance after a
+/// commit skips it rather than failing a commit that already succeeded.
+fn unless_unsupported<T>(result: Result<T>) -> Result<Option<T>> {
+    match result {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == crate::ErrorKind::Unsupported => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// The maintenance a committer runs after each commit (Java `TableCommitImpl.maintain`), in
 /// Java's order: expire tags past their retention, expire partitions
 /// (`partition.expiration-time`), expire consumers (`consumer.expiration-time`), expire
-/// snapshots. Nothing happens for `write-only` tables (`None`). Java checks partitions once
-/// per `partition.expiration-check-interval` of a long-lived committer; committers here live
-/// for one commit, so partitions are checked after every commit.
+/// snapshots. Nothing happens for `write-only` tables (`None`); steps whose configuration is
+/// unsupported here (a decoupled changelog lifecycle, a text field in
+/// `partition.timestamp-formatter`) are skipped. Java checks partitions once per
+/// `partition.expiration-check-interval` of a long-lived committer; committers here live for
+/// one commit, so partitions are checked after every commit.
 pub async fn maintain(table: &Table) -> Result<Option<MaintainResult>> {
     let opts = table.schema().options();
     let spec = |e| crate::Error::from_spec("table options", e);
@@ -93,17 +108,29 @@ pub async fn maintain(table: &Table) -> Result<Option<MaintainResult>> {
     }
     let now_local = local_now();
     let expired_tags = tags::expire_tags(table, now_local).await?;
-    let expired_partitions = match partitions::PartitionExpireConfig::from_options(opts, None)? {
-        Some(config) => partitions::expire_partitions(table, &config, now_local).await?,
-        None => Vec::new(),
-    };
-    let expired_consumers = match opts.get_duration("consumer.expiration-time").map_err(spec)? {
+    let expired_partitions =
+        match unless_unsupported(partitions::PartitionExpireConfig::from_options(opts, None))? {
+            Some(Some(config)) => partitions::expire_partitions(table, &config, now_local).await?,
+            _ => Vec::new(),
+        };
+    let expired_consumers = match opts
+        .get_duration("consumer.expiration-time")
+        .map_err(spec)?
+    {
         Some(d) => {
             let cutoff = now_ms().saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
             consumers::expire_consumers(table.io(), cutoff).await?
         }
         None => Vec::new(),
     };
-    let snapshots = expire_snapshots(table, &ExpireConfig::of_table(table)?).await?;
-    Ok(Some(MaintainResult { expired_tags, expired_partitions, expired_consumers, snapshots }))
+    let snapshots = match unless_unsupported(ExpireConfig::of_table(table))? {
+        Some(config) => expire_snapshots(table, &config).await?,
+        None => ExpireResult::default(),
+    };
+    Ok(Some(MaintainResult {
+        expired_tags,
+        expired_partitions,
+        expired_consumers,
+        snapshots,
+    }))
 }

@@ -26,7 +26,9 @@ use tidelake_spec::snapshot::Snapshot;
 
 use crate::error::{Error, Result};
 use crate::io::{FileIO, FileStatus};
-use crate::maintenance::refs::{DataScope, MetaCache, References, INDEX_DIR, MANIFEST_DIR, STATISTICS_DIR};
+use crate::maintenance::refs::{
+    DataScope, MetaCache, References, INDEX_DIR, MANIFEST_DIR, STATISTICS_DIR,
+};
 use crate::maintenance::snapshot_path;
 use crate::snapshots::SnapshotManager;
 use crate::table::Table;
@@ -45,10 +47,14 @@ pub struct OrphanFile {
 /// Whether `path` (relative to the table root) is a file orphan cleaning may consider.
 fn is_candidate_path(path: &str, partition_levels: usize) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
-    let Some((name, dirs)) = parts.split_last() else { return false };
+    let Some((name, dirs)) = parts.split_last() else {
+        return false;
+    };
     match dirs {
         [dir] if [MANIFEST_DIR, INDEX_DIR, STATISTICS_DIR].contains(dir) => true,
-        [dir] if *dir == CHANGELOG_DIR => changelog_id(name).is_none() && *name != "EARLIEST" && *name != "LATEST",
+        [dir] if *dir == CHANGELOG_DIR => {
+            changelog_id(name).is_none() && *name != "EARLIEST" && *name != "LATEST"
+        }
         _ => {
             dirs.len() == partition_levels + 1
                 && dirs[..partition_levels].iter().all(|d| d.contains('='))
@@ -71,7 +77,12 @@ fn changelog_id(name: &str) -> Option<i64> {
 /// decoupled changelogs. Files deleted while listing (concurrent expiration) are skipped.
 async fn roots_of(io: &FileIO) -> Result<Vec<Snapshot>> {
     let sm = SnapshotManager::new(io.clone());
-    let mut paths: Vec<String> = sm.list_ids().await?.into_iter().map(snapshot_path).collect();
+    let mut paths: Vec<String> = sm
+        .list_ids()
+        .await?
+        .into_iter()
+        .map(snapshot_path)
+        .collect();
     for f in io.list_dir(CHANGELOG_DIR).await? {
         if let Some(id) = f.path.rsplit('/').next().and_then(changelog_id) {
             paths.push(format!("{CHANGELOG_DIR}/changelog-{id}"));
@@ -80,7 +91,9 @@ async fn roots_of(io: &FileIO) -> Result<Vec<Snapshot>> {
     let mut roots: Vec<Snapshot> = stream::iter(paths)
         .map(|rel| async move {
             match io.read_opt(&rel).await? {
-                Some(bytes) => Snapshot::from_json(&bytes).map(Some).map_err(|e| Error::from_spec(io.display(&rel), e)),
+                Some(bytes) => Snapshot::from_json(&bytes)
+                    .map(Some)
+                    .map_err(|e| Error::from_spec(io.display(&rel), e)),
                 None => Ok(None),
             }
         })
@@ -90,7 +103,12 @@ async fn roots_of(io: &FileIO) -> Result<Vec<Snapshot>> {
         .into_iter()
         .flatten()
         .collect();
-    roots.extend(sm.tags().await?.into_iter().map(|(_, t)| t.snapshot.clone()));
+    roots.extend(
+        sm.tags()
+            .await?
+            .into_iter()
+            .map(|(_, t)| t.snapshot.clone()),
+    );
     Ok(roots)
 }
 
@@ -107,14 +125,20 @@ async fn all_roots(table: &Table) -> Result<Vec<Snapshot>> {
 }
 
 /// Find (and unless `dry_run` delete) every orphan file last modified before `older_than_ms`.
-pub async fn remove_orphan_files(table: &Table, older_than_ms: i64, dry_run: bool) -> Result<Vec<OrphanFile>> {
+pub async fn remove_orphan_files(
+    table: &Table,
+    older_than_ms: i64,
+    dry_run: bool,
+) -> Result<Vec<OrphanFile>> {
     let partition_levels = table.schema().partition_keys.len();
     let candidates: Vec<FileStatus> = table
         .io()
         .list_recursive("")
         .await?
         .into_iter()
-        .filter(|f| f.last_modified_ms < older_than_ms && is_candidate_path(&f.path, partition_levels))
+        .filter(|f| {
+            f.last_modified_ms < older_than_ms && is_candidate_path(&f.path, partition_levels)
+        })
         .collect();
     if candidates.is_empty() {
         return Ok(Vec::new());
@@ -132,13 +156,22 @@ pub async fn remove_orphan_files(table: &Table, older_than_ms: i64, dry_run: boo
     }
     let orphans: Vec<OrphanFile> = candidates
         .into_iter()
-        .filter(|f| f.path.rsplit('/').next().is_some_and(|name| !refs.contains(name)))
-        .map(|f| OrphanFile { path: f.path, size: f.size })
+        .filter(|f| {
+            f.path
+                .rsplit('/')
+                .next()
+                .is_some_and(|name| !refs.contains(name))
+        })
+        .map(|f| OrphanFile {
+            path: f.path,
+            size: f.size,
+        })
         .collect();
     if !dry_run {
         let io = table.io();
-        stream::iter(orphans.iter())
-            .map(|f| io.delete(&f.path))
+        let paths: Vec<String> = orphans.iter().map(|f| f.path.clone()).collect();
+        stream::iter(paths)
+            .map(|path| async move { io.delete(&path).await })
             .buffer_unordered(16)
             .try_collect::<Vec<()>>()
             .await?;

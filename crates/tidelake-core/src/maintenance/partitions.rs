@@ -52,24 +52,46 @@ pub struct PartitionExpireConfig {
 impl PartitionExpireConfig {
     /// The table options' settings, `expiration` replacing `partition.expiration-time`;
     /// `None` when neither is set.
-    pub fn from_options(opts: &tidelake_spec::options::Options, expiration: Option<Duration>) -> Result<Option<PartitionExpireConfig>> {
+    pub fn from_options(
+        opts: &tidelake_spec::options::Options,
+        expiration: Option<Duration>,
+    ) -> Result<Option<PartitionExpireConfig>> {
         let spec = |e| Error::from_spec("table options", e);
-        let Some(expiration) = expiration.or(opts.get_duration("partition.expiration-time").map_err(spec)?) else {
+        let Some(expiration) = expiration.or(opts
+            .get_duration("partition.expiration-time")
+            .map_err(spec)?)
+        else {
             return Ok(None);
         };
-        let strategy = match opts.get("partition.expiration-strategy").unwrap_or("values-time") {
+        let strategy = match opts
+            .get("partition.expiration-strategy")
+            .unwrap_or("values-time")
+        {
             "values-time" => ExpireStrategy::ValuesTime(PartitionTimeExtractor::new(
                 opts.get("partition.timestamp-pattern"),
                 opts.get("partition.timestamp-formatter"),
             )?),
             "update-time" => ExpireStrategy::UpdateTime,
-            other => return Err(Error::invalid(format!("unknown partition.expiration-strategy '{other}'"))),
+            other => {
+                return Err(Error::invalid(format!(
+                    "unknown partition.expiration-strategy '{other}'"
+                )))
+            }
         };
         Ok(Some(PartitionExpireConfig {
             expiration,
             strategy,
-            max_num: usize::try_from(opts.get_i32("partition.expiration-max-num").map_err(spec)?.unwrap_or(100)).unwrap_or(0),
-            batch_size: opts.get_i32("partition.expiration-batch-size").map_err(spec)?.and_then(|n| usize::try_from(n).ok()).filter(|n| *n > 0),
+            max_num: usize::try_from(
+                opts.get_i32("partition.expiration-max-num")
+                    .map_err(spec)?
+                    .unwrap_or(100),
+            )
+            .unwrap_or(0),
+            batch_size: opts
+                .get_i32("partition.expiration-batch-size")
+                .map_err(spec)?
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|n| *n > 0),
         }))
     }
 }
@@ -81,57 +103,108 @@ struct LivePartition {
 }
 
 /// The partitions with live files in the latest snapshot, by framed partition.
-async fn live_partitions(table: &Table, layout: &TableLayout) -> Result<BTreeMap<Vec<u8>, LivePartition>> {
+async fn live_partitions(
+    table: &Table,
+    layout: &TableLayout,
+) -> Result<BTreeMap<Vec<u8>, LivePartition>> {
     let mut out: BTreeMap<Vec<u8>, LivePartition> = BTreeMap::new();
-    let Some(snap) = table.snapshot_manager().latest().await? else { return Ok(out) };
+    let Some(snap) = table.snapshot_manager().latest().await? else {
+        return Ok(out);
+    };
     for e in MetaCache::new(table).live_entries(&snap).await? {
         let created = e.file.creation_time;
         match out.get_mut(&e.partition) {
             Some(p) => p.last_creation_ms = p.last_creation_ms.max(created),
             None => {
                 let values = layout.decode_partition(&e.partition)?;
-                out.insert(e.partition.clone(), LivePartition { values, last_creation_ms: created });
+                out.insert(
+                    e.partition.clone(),
+                    LivePartition {
+                        values,
+                        last_creation_ms: created,
+                    },
+                );
             }
         }
     }
     Ok(out)
 }
 
+/// A partition chosen for expiration.
+struct Expired {
+    /// Values joined by `,`: the order partitions are expired in.
+    joined: String,
+    spec: Vec<(String, String)>,
+    values: Vec<Datum>,
+}
+
 /// Drop the partitions of `table` that `config` says expired at local time `now`; returns them
 /// as (key, value) pairs in drop order.
-pub async fn expire_partitions(table: &Table, config: &PartitionExpireConfig, now: NaiveDateTime) -> Result<Vec<Vec<(String, String)>>> {
+pub async fn expire_partitions(
+    table: &Table,
+    config: &PartitionExpireConfig,
+    now: NaiveDateTime,
+) -> Result<Vec<Vec<(String, String)>>> {
     let layout = TableLayout::new(table.schema())?;
     if layout.partition_fields.is_empty() {
         return Ok(Vec::new());
     }
-    let cutoff = now - chrono::Duration::from_std(config.expiration).map_err(|e| Error::invalid(format!("partition.expiration-time: {e}")))?;
-    let keys: Vec<String> = layout.partition_fields.iter().map(|f| f.name.clone()).collect();
+    let cutoff = now
+        - chrono::Duration::from_std(config.expiration)
+            .map_err(|e| Error::invalid(format!("partition.expiration-time: {e}")))?;
+    let keys: Vec<String> = layout
+        .partition_fields
+        .iter()
+        .map(|f| f.name.clone())
+        .collect();
     // Java's `toString()` of the internal values: the legacy partition names.
-    let strings = PartitionComputer::new(keys.clone(), layout.partition_types.clone(), table.schema().options().partition_default_name(), true)
-        .map_err(|e| Error::from_spec("partition columns", e))?;
-    let mut expired: Vec<(String, Vec<(String, String)>, Vec<Datum>)> = Vec::new();
+    let strings = PartitionComputer::new(
+        keys.clone(),
+        layout.partition_types.clone(),
+        table.schema().options().partition_default_name(),
+        true,
+    )
+    .map_err(|e| Error::from_spec("partition columns", e))?;
+    let mut expired: Vec<Expired> = Vec::new();
     for p in live_partitions(table, &layout).await?.into_values() {
-        let Ok(spec) = strings.partition_spec(&p.values) else { continue };
+        let Ok(spec) = strings.partition_spec(&p.values) else {
+            continue;
+        };
         let time = match &config.strategy {
             _ if p.values.iter().any(Datum::is_null) => None,
-            ExpireStrategy::ValuesTime(extractor) => {
-                extractor.extract(&keys, &spec.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>())
-            }
-            ExpireStrategy::UpdateTime => p.last_creation_ms.and_then(chrono::DateTime::from_timestamp_millis).map(|t| t.naive_utc()),
+            ExpireStrategy::ValuesTime(extractor) => extractor.extract(
+                &keys,
+                &spec.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+            ),
+            ExpireStrategy::UpdateTime => p
+                .last_creation_ms
+                .and_then(chrono::DateTime::from_timestamp_millis)
+                .map(|t| t.naive_utc()),
         };
         if time.is_some_and(|t| cutoff > t) {
-            let joined = spec.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(",");
-            expired.push((joined, spec, p.values));
+            let joined = spec
+                .iter()
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+                .join(",");
+            expired.push(Expired {
+                joined,
+                spec,
+                values: p.values,
+            });
         }
     }
-    expired.sort_by(|a, b| a.0.cmp(&b.0));
+    expired.sort_by(|a, b| a.joined.cmp(&b.joined));
     expired.truncate(config.max_num);
     let batch = config.batch_size.unwrap_or(expired.len()).max(1);
     for chunk in expired.chunks(batch) {
-        let specs = chunk.iter().map(|(_, _, values)| keys.iter().cloned().zip(values.iter().cloned()).collect()).collect();
+        let specs = chunk
+            .iter()
+            .map(|e| keys.iter().cloned().zip(e.values.iter().cloned()).collect())
+            .collect();
         drop_partitions(table, specs).await?;
     }
-    Ok(expired.into_iter().map(|(_, spec, _)| spec).collect())
+    Ok(expired.into_iter().map(|e| e.spec).collect())
 }
 
 /// Drop every partition matching one of `specs` (full or partial `(key, value)` specs) in one
@@ -143,20 +216,32 @@ pub async fn drop_partitions(table: &Table, specs: Vec<Vec<(String, Datum)>>) ->
 
 /// Partition specs from JSON `[{"key": literal, ...}, ...]`, literals typed like filter
 /// literals (a JSON null selects the null partition value).
-pub fn partition_specs_from_json(layout: &TableLayout, json: &Value) -> Result<Vec<Vec<(String, Datum)>>> {
+pub fn partition_specs_from_json(
+    layout: &TableLayout,
+    json: &Value,
+) -> Result<Vec<Vec<(String, Datum)>>> {
     let Value::Array(specs) = json else {
-        return Err(Error::invalid(format!("partition specs must be a JSON list of objects, got {json}")));
+        return Err(Error::invalid(format!(
+            "partition specs must be a JSON list of objects, got {json}"
+        )));
     };
     specs
         .iter()
         .map(|spec| {
             let Value::Object(pairs) = spec else {
-                return Err(Error::invalid(format!("a partition spec must be an object, got {spec}")));
+                return Err(Error::invalid(format!(
+                    "a partition spec must be an object, got {spec}"
+                )));
             };
             if pairs.is_empty() {
-                return Err(Error::invalid("a partition spec must name at least one partition column"));
+                return Err(Error::invalid(
+                    "a partition spec must name at least one partition column",
+                ));
             }
-            pairs.iter().map(|(key, value)| Ok((key.clone(), typed_value(layout, key, value)?))).collect()
+            pairs
+                .iter()
+                .map(|(key, value)| Ok((key.clone(), typed_value(layout, key, value)?)))
+                .collect()
         })
         .collect()
 }
@@ -166,12 +251,23 @@ fn typed_value(layout: &TableLayout, key: &str, value: &Value) -> Result<Datum> 
     if value.is_null() {
         return Ok(Datum::Null);
     }
-    let leaf = Predicate::Compare { field: key.to_string(), op: CompareOp::Eq, value: value.clone() };
-    match leaf.bind(&layout.partition_fields).map_err(|e| Error::invalid(format!("partition spec: {e}")))? {
+    let leaf = Predicate::Compare {
+        field: key.to_string(),
+        op: CompareOp::Eq,
+        value: value.clone(),
+    };
+    match leaf
+        .bind(&layout.partition_fields)
+        .map_err(|e| Error::invalid(format!("partition spec: {e}")))?
+    {
         BoundPredicate::Leaf(l) => match l.test {
             LeafTest::Compare { value, .. } => Ok(value),
-            other => Err(Error::invalid(format!("partition value {value} of '{key}' bound to {other:?}"))),
+            other => Err(Error::invalid(format!(
+                "partition value {value} of '{key}' bound to {other:?}"
+            ))),
         },
-        other => Err(Error::invalid(format!("partition value {value} of '{key}' bound to {other:?}"))),
+        other => Err(Error::invalid(format!(
+            "partition value {value} of '{key}' bound to {other:?}"
+        ))),
     }
 }

@@ -51,7 +51,12 @@ pub(crate) struct MetaCache<'a> {
 
 impl<'a> MetaCache<'a> {
     pub(crate) fn new(table: &'a Table) -> Self {
-        MetaCache { table, lists: HashMap::new(), manifests: HashMap::new(), indexes: HashMap::new() }
+        MetaCache {
+            table,
+            lists: HashMap::new(),
+            manifests: HashMap::new(),
+            indexes: HashMap::new(),
+        }
     }
 
     /// Manifest list `name`.
@@ -100,7 +105,8 @@ impl<'a> MetaCache<'a> {
         let rel = format!("{MANIFEST_DIR}/{name}");
         let bytes = self.table.io().read(&rel).await?;
         let entries = Arc::new(
-            read_index_manifest(&bytes).map_err(|e| Error::from_spec(self.table.io().display(&rel), e))?,
+            read_index_manifest(&bytes)
+                .map_err(|e| Error::from_spec(self.table.io().display(&rel), e))?,
         );
         self.indexes.insert(name.to_string(), entries.clone());
         Ok(entries)
@@ -110,13 +116,24 @@ impl<'a> MetaCache<'a> {
     pub(crate) async fn live_entries(&mut self, snap: &Snapshot) -> Result<Vec<ManifestEntry>> {
         let mut entries = self.list_entries(&snap.base_manifest_list).await?;
         entries.extend(self.list_entries(&snap.delta_manifest_list).await?);
-        Ok(merge_entries(entries)?.into_iter().filter(|e| e.kind == FileKind::Add).collect())
+        Ok(merge_entries(entries)?
+            .into_iter()
+            .filter(|e| e.kind == FileKind::Add)
+            .collect())
     }
 
     /// The changelog files `snap` added.
-    pub(crate) async fn changelog_entries(&mut self, snap: &Snapshot) -> Result<Vec<ManifestEntry>> {
+    pub(crate) async fn changelog_entries(
+        &mut self,
+        snap: &Snapshot,
+    ) -> Result<Vec<ManifestEntry>> {
         match &snap.changelog_manifest_list {
-            Some(list) => Ok(self.list_entries(list).await?.into_iter().filter(|e| e.kind == FileKind::Add).collect()),
+            Some(list) => Ok(self
+                .list_entries(list)
+                .await?
+                .into_iter()
+                .filter(|e| e.kind == FileKind::Add)
+                .collect()),
             None => Ok(Vec::new()),
         }
     }
@@ -182,10 +199,6 @@ impl DeletedFiles {
         };
         *slot += 1;
     }
-
-    pub fn total(&self) -> u64 {
-        self.data_files + self.changelog_files + self.manifest_files + self.index_files + self.statistics_files
-    }
 }
 
 /// The metadata files of `snap`: lists, their manifests, index manifest, index files and
@@ -201,11 +214,19 @@ pub(crate) async fn metadata_files(
         category,
     };
     let mut out = Vec::new();
-    let lists = [Some(&snap.base_manifest_list), Some(&snap.delta_manifest_list), snap.changelog_manifest_list.as_ref()];
+    let lists = [
+        Some(&snap.base_manifest_list),
+        Some(&snap.delta_manifest_list),
+        snap.changelog_manifest_list.as_ref(),
+    ];
     for list in lists.into_iter().flatten() {
         out.push(meta(list, MANIFEST_DIR, FileCategory::Manifest));
         let metas = tolerate(tolerate_missing, cache.list(list).await)?;
-        out.extend(metas.iter().map(|m| meta(&m.file_name, MANIFEST_DIR, FileCategory::Manifest)));
+        out.extend(
+            metas
+                .iter()
+                .map(|m| meta(&m.file_name, MANIFEST_DIR, FileCategory::Manifest)),
+        );
     }
     if let Some(index) = &snap.index_manifest {
         out.push(meta(index, MANIFEST_DIR, FileCategory::Manifest));
@@ -224,7 +245,11 @@ pub(crate) async fn metadata_files(
 }
 
 /// The files of data or changelog `entries`, with their extra files (skipping external ones).
-pub(crate) fn data_files(layout: &TableLayout, entries: &[ManifestEntry], category: FileCategory) -> Result<Vec<Candidate>> {
+pub(crate) fn data_files(
+    layout: &TableLayout,
+    entries: &[ManifestEntry],
+    category: FileCategory,
+) -> Result<Vec<Candidate>> {
     let mut out = Vec::new();
     let mut dirs: HashMap<(Vec<u8>, i32), String> = HashMap::new();
     for e in entries.iter().filter(|e| e.file.external_path.is_none()) {
@@ -238,7 +263,11 @@ pub(crate) fn data_files(layout: &TableLayout, entries: &[ManifestEntry], catego
             }
         };
         for name in std::iter::once(&e.file.file_name).chain(&e.file.extra_files) {
-            out.push(Candidate { path: format!("{dir}/{name}"), name: name.clone(), category });
+            out.push(Candidate {
+                path: format!("{dir}/{name}"),
+                name: name.clone(),
+                category,
+            });
         }
     }
     Ok(out)
@@ -269,12 +298,22 @@ impl References {
 
     /// Add what `snap` references. Metadata that cannot be read is an error: a reference set
     /// that may be incomplete must never authorise a deletion.
-    pub(crate) async fn add(&mut self, cache: &mut MetaCache<'_>, snap: &Snapshot, scope: DataScope) -> Result<()> {
+    pub(crate) async fn add(
+        &mut self,
+        cache: &mut MetaCache<'_>,
+        snap: &Snapshot,
+        scope: DataScope,
+    ) -> Result<()> {
         for c in metadata_files(cache, snap, false).await? {
             self.names.insert(c.name);
         }
         let data = match scope {
-            DataScope::Delta => cache.list_entries(&snap.delta_manifest_list).await?.into_iter().filter(|e| e.kind == FileKind::Add).collect(),
+            DataScope::Delta => cache
+                .list_entries(&snap.delta_manifest_list)
+                .await?
+                .into_iter()
+                .filter(|e| e.kind == FileKind::Add)
+                .collect(),
             DataScope::Live => cache.live_entries(snap).await?,
             DataScope::All => {
                 let mut all = cache.list_entries(&snap.base_manifest_list).await?;
@@ -292,7 +331,11 @@ impl References {
 }
 
 /// Delete every candidate (once per path) whose name `refs` does not contain.
-pub(crate) async fn delete_unreferenced(io: &FileIO, candidates: Vec<Candidate>, refs: &References) -> Result<DeletedFiles> {
+pub(crate) async fn delete_unreferenced(
+    io: &FileIO,
+    candidates: Vec<Candidate>,
+    refs: &References,
+) -> Result<DeletedFiles> {
     let mut seen = HashSet::new();
     let doomed: Vec<Candidate> = candidates
         .into_iter()

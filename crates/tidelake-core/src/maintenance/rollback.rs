@@ -8,7 +8,8 @@
 //!    every tag of a newer snapshot;
 //! 3. rolling back to a tag whose snapshot expired: write `snapshot-<id>` from the tag and the
 //!    `EARLIEST` hint (Java `createSnapshotFileIfNeeded`);
-//! 4. delete the files the removed snapshots added (delta and changelog manifests), the live
+//! 4. delete the files the removed snapshots added (delta and changelog manifests; all live
+//!    files of the oldest one, which covers files of expired snapshots in between), the live
 //!    files of the removed tags and all their metadata, except what the target references.
 //!    Tags that remain are older than the target, so by file-history continuity they can only
 //!    reference such files if the target does too.
@@ -24,9 +25,12 @@ use tidelake_spec::snapshot::{Snapshot, Tag};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::refs::{
-    data_files, delete_unreferenced, metadata_files, or_missing, DataScope, DeletedFiles, FileCategory, MetaCache, References,
+    data_files, delete_unreferenced, metadata_files, or_missing, DataScope, DeletedFiles,
+    FileCategory, MetaCache, References,
 };
-use crate::maintenance::{snapshot_path, tag_path, write_hint, EARLIEST_HINT_PATH, LATEST_HINT_PATH};
+use crate::maintenance::{
+    snapshot_path, tag_path, write_hint, EARLIEST_HINT_PATH, LATEST_HINT_PATH,
+};
 use crate::table::Table;
 
 /// What to roll back to.
@@ -75,7 +79,12 @@ pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<Rollb
     let (snap, from_tag) = resolve(table, target).await?;
     let sm = table.snapshot_manager();
     let io = table.io();
-    let newer_ids: Vec<i64> = sm.list_ids().await?.into_iter().filter(|id| *id > snap.id).collect();
+    let newer_ids: Vec<i64> = sm
+        .list_ids()
+        .await?
+        .into_iter()
+        .filter(|id| *id > snap.id)
+        .collect();
     let mut newer = Vec::with_capacity(newer_ids.len());
     for id in &newer_ids {
         match sm.snapshot(*id).await {
@@ -84,24 +93,47 @@ pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<Rollb
             Err(e) => return Err(e),
         }
     }
-    let newer_tags: Vec<(String, Arc<Tag>)> = sm.tags().await?.into_iter().filter(|(_, t)| t.snapshot.id > snap.id).collect();
+    let newer_tags: Vec<(String, Arc<Tag>)> = sm
+        .tags()
+        .await?
+        .into_iter()
+        .filter(|(_, t)| t.snapshot.id > snap.id)
+        .collect();
 
     let layout = TableLayout::new(table.schema())?;
     let mut cache = MetaCache::new(table);
     let mut candidates = Vec::new();
-    for s in &newer {
-        let added: Vec<_> = or_missing(cache.list_entries(&s.delta_manifest_list).await)?
-            .into_iter()
-            .filter(|e| e.kind == FileKind::Add)
-            .collect();
+    for (i, s) in newer.iter().enumerate() {
+        // The oldest removed snapshot contributes all its live files: when snapshots between
+        // the target and it have expired, files they added are live in it.
+        let added: Vec<_> = if i == 0 {
+            or_missing(cache.live_entries(s).await)?
+        } else {
+            or_missing(cache.list_entries(&s.delta_manifest_list).await)?
+                .into_iter()
+                .filter(|e| e.kind == FileKind::Add)
+                .collect()
+        };
         candidates.extend(data_files(&layout, &added, FileCategory::Data)?);
-        candidates.extend(data_files(&layout, &or_missing(cache.changelog_entries(s).await)?, FileCategory::Changelog)?);
+        candidates.extend(data_files(
+            &layout,
+            &or_missing(cache.changelog_entries(s).await)?,
+            FileCategory::Changelog,
+        )?);
         candidates.extend(metadata_files(&mut cache, s, true).await?);
     }
     for (_, tag) in &newer_tags {
         let s = &tag.snapshot;
-        candidates.extend(data_files(&layout, &or_missing(cache.live_entries(s).await)?, FileCategory::Data)?);
-        candidates.extend(data_files(&layout, &or_missing(cache.changelog_entries(s).await)?, FileCategory::Changelog)?);
+        candidates.extend(data_files(
+            &layout,
+            &or_missing(cache.live_entries(s).await)?,
+            FileCategory::Data,
+        )?);
+        candidates.extend(data_files(
+            &layout,
+            &or_missing(cache.changelog_entries(s).await)?,
+            FileCategory::Changelog,
+        )?);
         candidates.extend(metadata_files(&mut cache, s, true).await?);
     }
     let mut refs = References::default();
@@ -118,9 +150,15 @@ pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<Rollb
     }
     tags.sort();
     if from_tag && !io.exists(&snapshot_path(snap.id)).await? {
-        io.put_if_absent(&snapshot_path(snap.id), snap.to_json().into_bytes()).await?;
+        io.put_if_absent(&snapshot_path(snap.id), snap.to_json().into_bytes())
+            .await?;
         write_hint(io, EARLIEST_HINT_PATH, snap.id).await?;
     }
     let deleted = delete_unreferenced(io, candidates, &refs).await?;
-    Ok(RollbackResult { snapshot_id: snap.id, snapshots: newer_ids.len() as u64, tags, deleted })
+    Ok(RollbackResult {
+        snapshot_id: snap.id,
+        snapshots: newer_ids.len() as u64,
+        tags,
+        deleted,
+    })
 }

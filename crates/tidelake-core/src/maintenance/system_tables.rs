@@ -10,7 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
+use arrow_array::{
+    ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+};
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef, TimeUnit};
 use chrono::TimeZone;
 use serde_json::Value;
@@ -22,8 +24,18 @@ use crate::maintenance::{audit_log, file_tables};
 use crate::table::Table;
 
 /// Names of the system tables [`system_table`] serves.
-pub const SYSTEM_TABLES: &[&str] =
-    &["snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags", "consumers", "audit_log"];
+pub const SYSTEM_TABLES: &[&str] = &[
+    "snapshots",
+    "schemas",
+    "options",
+    "files",
+    "manifests",
+    "partitions",
+    "buckets",
+    "tags",
+    "consumers",
+    "audit_log",
+];
 
 /// A system table's rows.
 #[derive(Debug, Clone)]
@@ -59,43 +71,65 @@ pub(crate) struct Column {
 }
 
 pub(crate) fn strings(name: &str, nullable: bool, values: Vec<Option<String>>) -> Column {
-    Column { field: Field::new(name, ArrowType::Utf8, nullable), array: Arc::new(StringArray::from(values)) }
+    Column {
+        field: Field::new(name, ArrowType::Utf8, nullable),
+        array: Arc::new(StringArray::from(values)),
+    }
 }
 
 pub(crate) fn longs(name: &str, nullable: bool, values: Vec<Option<i64>>) -> Column {
-    Column { field: Field::new(name, ArrowType::Int64, nullable), array: Arc::new(Int64Array::from(values)) }
+    Column {
+        field: Field::new(name, ArrowType::Int64, nullable),
+        array: Arc::new(Int64Array::from(values)),
+    }
 }
 
 pub(crate) fn ints(name: &str, nullable: bool, values: Vec<Option<i32>>) -> Column {
-    Column { field: Field::new(name, ArrowType::Int32, nullable), array: Arc::new(Int32Array::from(values)) }
+    Column {
+        field: Field::new(name, ArrowType::Int32, nullable),
+        array: Arc::new(Int32Array::from(values)),
+    }
 }
 
 /// Local wall-clock timestamps (milliseconds).
 pub(crate) fn timestamps(name: &str, nullable: bool, values: Vec<Option<i64>>) -> Column {
     Column {
-        field: Field::new(name, ArrowType::Timestamp(TimeUnit::Millisecond, None), nullable),
+        field: Field::new(
+            name,
+            ArrowType::Timestamp(TimeUnit::Millisecond, None),
+            nullable,
+        ),
         array: Arc::new(TimestampMillisecondArray::from(values)),
     }
 }
 
 /// One batch of `columns`.
 pub(crate) fn table_of(columns: Vec<Column>) -> Result<SystemTable> {
-    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.into_iter().map(|c| (c.field, c.array)).unzip();
+    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) =
+        columns.into_iter().map(|c| (c.field, c.array)).unzip();
     let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| Error::arrow("building a system table", e))?;
-    Ok(SystemTable { schema, batches: vec![batch] })
+    let batch = RecordBatch::try_new(schema.clone(), arrays)
+        .map_err(|e| Error::arrow("building a system table", e))?;
+    Ok(SystemTable {
+        schema,
+        batches: vec![batch],
+    })
 }
 
 /// Epoch milliseconds as local wall-clock milliseconds (Java `LocalDateTime.ofInstant(...,
 /// ZoneId.systemDefault())`).
 pub(crate) fn local_wall_ms(epoch_ms: i64) -> Option<i64> {
-    chrono::Local.timestamp_millis_opt(epoch_ms).single().map(|t| t.naive_local().and_utc().timestamp_millis())
+    chrono::Local
+        .timestamp_millis_opt(epoch_ms)
+        .single()
+        .map(|t| t.naive_local().and_utc().timestamp_millis())
 }
 
 /// Java `Duration.toString()`: `PT8H6M12.345S`, `PT0S`.
 pub(crate) fn java_duration(d: Duration) -> String {
     let secs = d.as_secs();
-    let (hours, minutes, seconds, nanos) = (secs / 3600, (secs / 60) % 60, secs % 60, d.subsec_nanos());
+    let (hours, minutes, seconds, nanos) =
+        (secs / 3600, (secs / 60) % 60, secs % 60, d.subsec_nanos());
     let mut out = String::from("PT");
     if hours > 0 {
         out.push_str(&format!("{hours}H"));
@@ -117,21 +151,60 @@ pub(crate) fn java_duration(d: Duration) -> String {
 
 async fn snapshots(table: &Table) -> Result<SystemTable> {
     let all = table.snapshot_manager().all().await?;
-    let text = |f: &dyn Fn(&tidelake_spec::snapshot::Snapshot) -> Option<String>| all.iter().map(f).collect();
-    let long = |f: &dyn Fn(&tidelake_spec::snapshot::Snapshot) -> Option<i64>| all.iter().map(f).collect();
+    let text = |f: &dyn Fn(&tidelake_spec::snapshot::Snapshot) -> Option<String>| {
+        all.iter().map(f).collect()
+    };
+    let long =
+        |f: &dyn Fn(&tidelake_spec::snapshot::Snapshot) -> Option<i64>| all.iter().map(f).collect();
     table_of(vec![
         longs("snapshot_id", false, long(&|s| Some(s.id))),
         longs("schema_id", false, long(&|s| Some(s.schema_id))),
         strings("commit_user", false, text(&|s| Some(s.commit_user.clone()))),
-        longs("commit_identifier", false, long(&|s| Some(s.commit_identifier))),
-        strings("commit_kind", false, text(&|s| Some(s.commit_kind.to_string()))),
-        timestamps("commit_time", false, long(&|s| local_wall_ms(s.time_millis))),
-        strings("base_manifest_list", false, text(&|s| Some(s.base_manifest_list.clone()))),
-        strings("delta_manifest_list", false, text(&|s| Some(s.delta_manifest_list.clone()))),
-        strings("changelog_manifest_list", true, text(&|s| s.changelog_manifest_list.clone())),
-        longs("total_record_count", true, long(&|s| Some(s.total_record_count))),
-        longs("delta_record_count", true, long(&|s| Some(s.delta_record_count))),
-        longs("changelog_record_count", true, long(&|s| s.changelog_record_count)),
+        longs(
+            "commit_identifier",
+            false,
+            long(&|s| Some(s.commit_identifier)),
+        ),
+        strings(
+            "commit_kind",
+            false,
+            text(&|s| Some(s.commit_kind.to_string())),
+        ),
+        timestamps(
+            "commit_time",
+            false,
+            long(&|s| local_wall_ms(s.time_millis)),
+        ),
+        strings(
+            "base_manifest_list",
+            false,
+            text(&|s| Some(s.base_manifest_list.clone())),
+        ),
+        strings(
+            "delta_manifest_list",
+            false,
+            text(&|s| Some(s.delta_manifest_list.clone())),
+        ),
+        strings(
+            "changelog_manifest_list",
+            true,
+            text(&|s| s.changelog_manifest_list.clone()),
+        ),
+        longs(
+            "total_record_count",
+            true,
+            long(&|s| Some(s.total_record_count)),
+        ),
+        longs(
+            "delta_record_count",
+            true,
+            long(&|s| Some(s.delta_record_count)),
+        ),
+        longs(
+            "changelog_record_count",
+            true,
+            long(&|s| s.changelog_record_count),
+        ),
         longs("watermark", true, long(&|s| s.watermark)),
         longs("next_row_id", true, long(&|s| s.next_row_id)),
         strings("operation", true, text(&|s| s.operation.clone())),
@@ -143,47 +216,114 @@ async fn schemas(table: &Table) -> Result<SystemTable> {
     let all = table.schemas().await?;
     let mut json = Vec::with_capacity(all.len());
     for s in &all {
-        let value: Value = serde_json::from_str(&s.to_json()).map_err(|e| Error::corrupt(format!("schema-{}", s.id), e))?;
+        let value: Value = serde_json::from_str(&s.to_json())
+            .map_err(|e| Error::corrupt(format!("schema-{}", s.id), e))?;
         json.push(value);
     }
-    let member = |key: &str| -> Vec<Option<String>> { json.iter().map(|v| v.get(key).map(Value::to_string)).collect() };
+    let member = |key: &str| -> Vec<Option<String>> {
+        json.iter()
+            .map(|v| v.get(key).map(Value::to_string))
+            .collect()
+    };
     table_of(vec![
         longs("schema_id", false, all.iter().map(|s| Some(s.id)).collect()),
         strings("fields", false, member("fields")),
         strings("partition_keys", false, member("partitionKeys")),
         strings("primary_keys", false, member("primaryKeys")),
         strings("options", false, member("options")),
-        strings("comment", true, all.iter().map(|s| s.comment.clone()).collect()),
-        timestamps("update_time", false, all.iter().map(|s| local_wall_ms(s.time_millis)).collect()),
+        strings(
+            "comment",
+            true,
+            all.iter().map(|s| s.comment.clone()).collect(),
+        ),
+        timestamps(
+            "update_time",
+            false,
+            all.iter().map(|s| local_wall_ms(s.time_millis)).collect(),
+        ),
     ])
 }
 
 fn options(table: &Table) -> Result<SystemTable> {
     let opts = table.schema().options();
     table_of(vec![
-        strings("key", false, opts.iter().map(|(k, _)| Some(k.to_string())).collect()),
-        strings("value", false, opts.iter().map(|(_, v)| Some(v.to_string())).collect()),
+        strings(
+            "key",
+            false,
+            opts.iter().map(|(k, _)| Some(k.to_string())).collect(),
+        ),
+        strings(
+            "value",
+            false,
+            opts.iter().map(|(_, v)| Some(v.to_string())).collect(),
+        ),
     ])
 }
 
 async fn tags(table: &Table) -> Result<SystemTable> {
     let all = table.snapshot_manager().tags().await?;
     table_of(vec![
-        strings("tag_name", false, all.iter().map(|(n, _)| Some(n.clone())).collect()),
-        longs("snapshot_id", false, all.iter().map(|(_, t)| Some(t.snapshot.id)).collect()),
-        longs("schema_id", false, all.iter().map(|(_, t)| Some(t.snapshot.schema_id)).collect()),
-        timestamps("commit_time", false, all.iter().map(|(_, t)| local_wall_ms(t.snapshot.time_millis)).collect()),
-        longs("record_count", true, all.iter().map(|(_, t)| Some(t.snapshot.total_record_count)).collect()),
-        timestamps("create_time", true, all.iter().map(|(_, t)| t.tag_create_time.as_ref().and_then(local_date_time_millis)).collect()),
-        strings("time_retained", true, all.iter().map(|(_, t)| t.tag_time_retained.map(java_duration)).collect()),
+        strings(
+            "tag_name",
+            false,
+            all.iter().map(|(n, _)| Some(n.clone())).collect(),
+        ),
+        longs(
+            "snapshot_id",
+            false,
+            all.iter().map(|(_, t)| Some(t.snapshot.id)).collect(),
+        ),
+        longs(
+            "schema_id",
+            false,
+            all.iter()
+                .map(|(_, t)| Some(t.snapshot.schema_id))
+                .collect(),
+        ),
+        timestamps(
+            "commit_time",
+            false,
+            all.iter()
+                .map(|(_, t)| local_wall_ms(t.snapshot.time_millis))
+                .collect(),
+        ),
+        longs(
+            "record_count",
+            true,
+            all.iter()
+                .map(|(_, t)| Some(t.snapshot.total_record_count))
+                .collect(),
+        ),
+        timestamps(
+            "create_time",
+            true,
+            all.iter()
+                .map(|(_, t)| t.tag_create_time.as_ref().and_then(local_date_time_millis))
+                .collect(),
+        ),
+        strings(
+            "time_retained",
+            true,
+            all.iter()
+                .map(|(_, t)| t.tag_time_retained.map(java_duration))
+                .collect(),
+        ),
     ])
 }
 
 async fn consumer_table(table: &Table) -> Result<SystemTable> {
     let all = consumers(table.io()).await?;
     table_of(vec![
-        strings("consumer_id", false, all.iter().map(|(id, _)| Some(id.clone())).collect()),
-        longs("next_snapshot_id", false, all.iter().map(|(_, n)| Some(*n)).collect()),
+        strings(
+            "consumer_id",
+            false,
+            all.iter().map(|(id, _)| Some(id.clone())).collect(),
+        ),
+        longs(
+            "next_snapshot_id",
+            false,
+            all.iter().map(|(_, n)| Some(*n)).collect(),
+        ),
     ])
 }
 
@@ -195,7 +335,10 @@ mod tests {
     fn durations_print_like_java() {
         assert_eq!(java_duration(Duration::from_secs(0)), "PT0S");
         assert_eq!(java_duration(Duration::from_secs(86400)), "PT24H");
-        assert_eq!(java_duration(Duration::from_millis(3_723_500)), "PT1H2M3.5S");
+        assert_eq!(
+            java_duration(Duration::from_millis(3_723_500)),
+            "PT1H2M3.5S"
+        );
         assert_eq!(java_duration(Duration::from_secs(60)), "PT1M");
     }
 }

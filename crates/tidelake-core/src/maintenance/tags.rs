@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::check_name;
 use crate::maintenance::refs::{
-    data_files, delete_unreferenced, metadata_files, or_missing, DataScope, DeletedFiles, FileCategory, MetaCache, References,
+    data_files, delete_unreferenced, metadata_files, or_missing, DataScope, DeletedFiles,
+    FileCategory, MetaCache, References,
 };
 use crate::maintenance::{snapshot_path, tag_path};
 use crate::table::Table;
@@ -44,12 +45,13 @@ fn local_date_time(time: NaiveDateTime) -> LocalDateTime {
 
 /// A stored `LocalDateTime` as a chrono value (`None` when it is not a valid date).
 fn naive(time: &LocalDateTime) -> Option<NaiveDateTime> {
-    chrono::NaiveDate::from_ymd_opt(time.year, u32::from(time.month), u32::from(time.day))?.and_hms_nano_opt(
-        u32::from(time.hour),
-        u32::from(time.minute),
-        u32::from(time.second),
-        time.nano,
-    )
+    chrono::NaiveDate::from_ymd_opt(time.year, u32::from(time.month), u32::from(time.day))?
+        .and_hms_nano_opt(
+            u32::from(time.hour),
+            u32::from(time.minute),
+            u32::from(time.second),
+            time.nano,
+        )
 }
 
 /// A stored `LocalDateTime` as wall-clock epoch milliseconds (for system tables).
@@ -70,7 +72,13 @@ async fn find_snapshot(table: &Table, id: i64) -> Result<Snapshot> {
             .map(|(_, t)| t.snapshot.clone())
             .find(|s| s.id == id)
             .ok_or_else(|| {
-                Error::not_found("snapshot", format!("cannot create tag because snapshot {id} of {} doesn't exist", table.location()))
+                Error::not_found(
+                    "snapshot",
+                    format!(
+                        "cannot create tag because snapshot {id} of {} doesn't exist",
+                        table.location()
+                    ),
+                )
             }),
         Err(e) => Err(e),
     }
@@ -78,12 +86,23 @@ async fn find_snapshot(table: &Table, id: i64) -> Result<Snapshot> {
 
 /// Create tag `name` of snapshot `snapshot_id` (the latest by default), retained for
 /// `time_retained` (`tag.default-time-retained` by default; `None`: forever).
-pub async fn create_tag(table: &Table, name: &str, snapshot_id: Option<i64>, time_retained: Option<Duration>) -> Result<Tag> {
+pub async fn create_tag(
+    table: &Table,
+    name: &str,
+    snapshot_id: Option<i64>,
+    time_retained: Option<Duration>,
+) -> Result<Tag> {
     check_name("tag", name)?;
     let snapshot = match snapshot_id {
         Some(id) => find_snapshot(table, id).await?,
         None => table.snapshot_manager().latest().await?.ok_or_else(|| {
-            Error::not_found("snapshot", format!("cannot create tag because {} has no snapshot", table.location()))
+            Error::not_found(
+                "snapshot",
+                format!(
+                    "cannot create tag because {} has no snapshot",
+                    table.location()
+                ),
+            )
         })?,
     };
     let time_retained = match time_retained {
@@ -99,8 +118,15 @@ pub async fn create_tag(table: &Table, name: &str, snapshot_id: Option<i64>, tim
         tag_create_time: time_retained.map(|_| local_date_time(super::local_now())),
         tag_time_retained: time_retained,
     };
-    if !table.io().put_if_absent(&tag_path(name), tag.to_json().into_bytes()).await? {
-        return Err(Error::AlreadyExists(format!("tag '{name}' of {}", table.location())));
+    if !table
+        .io()
+        .put_if_absent(&tag_path(name), tag.to_json().into_bytes())
+        .await?
+    {
+        return Err(Error::AlreadyExists(format!(
+            "tag '{name}' of {}",
+            table.location()
+        )));
     }
     Ok(tag)
 }
@@ -121,8 +147,16 @@ pub async fn delete_tag(table: &Table, name: &str) -> Result<DeletedFiles> {
     if tags.iter().any(|(n, t)| n != name && t.snapshot.id == id) {
         return Ok(DeletedFiles::default());
     }
-    let left = tags.iter().map(|(_, t)| &t.snapshot).filter(|s| s.id < id).max_by_key(|s| s.id);
-    let right_tag = tags.iter().map(|(_, t)| &t.snapshot).filter(|s| s.id > id).min_by_key(|s| s.id);
+    let left = tags
+        .iter()
+        .map(|(_, t)| &t.snapshot)
+        .filter(|s| s.id < id)
+        .max_by_key(|s| s.id);
+    let right_tag = tags
+        .iter()
+        .map(|(_, t)| &t.snapshot)
+        .filter(|s| s.id > id)
+        .min_by_key(|s| s.id);
     let earliest = sm.earliest_id().await?;
     let right = match (earliest, right_tag) {
         (Some(e), Some(t)) if t.id <= e => Some(t.clone()),
@@ -136,8 +170,16 @@ pub async fn delete_tag(table: &Table, name: &str) -> Result<DeletedFiles> {
     }
     let layout = TableLayout::new(table.schema())?;
     let snap = &tag.snapshot;
-    let mut candidates = data_files(&layout, &or_missing(cache.live_entries(snap).await)?, FileCategory::Data)?;
-    candidates.extend(data_files(&layout, &or_missing(cache.changelog_entries(snap).await)?, FileCategory::Changelog)?);
+    let mut candidates = data_files(
+        &layout,
+        &or_missing(cache.live_entries(snap).await)?,
+        FileCategory::Data,
+    )?;
+    candidates.extend(data_files(
+        &layout,
+        &or_missing(cache.changelog_entries(snap).await)?,
+        FileCategory::Changelog,
+    )?);
     candidates.extend(metadata_files(&mut cache, snap, true).await?);
     delete_unreferenced(table.io(), candidates, &refs).await
 }
@@ -147,11 +189,19 @@ pub async fn delete_tag(table: &Table, name: &str) -> Result<DeletedFiles> {
 pub async fn expire_tags(table: &Table, now: NaiveDateTime) -> Result<Vec<String>> {
     let mut expired = Vec::new();
     for (name, tag) in table.snapshot_manager().tags().await? {
-        let (Some(created), Some(retained)) = (tag.tag_create_time.as_ref().and_then(naive), tag.tag_time_retained) else {
+        let (Some(created), Some(retained)) = (
+            tag.tag_create_time.as_ref().and_then(naive),
+            tag.tag_time_retained,
+        ) else {
             continue;
         };
-        let Ok(retained) = chrono::Duration::from_std(retained) else { continue };
-        if created.checked_add_signed(retained).is_some_and(|until| now > until) {
+        let Ok(retained) = chrono::Duration::from_std(retained) else {
+            continue;
+        };
+        if created
+            .checked_add_signed(retained)
+            .is_some_and(|until| now > until)
+        {
             delete_tag(table, &name).await?;
             expired.push(name);
         }
@@ -165,7 +215,9 @@ mod tests {
 
     #[test]
     fn local_times_round_trip() {
-        let t = chrono::NaiveDate::from_ymd_opt(2024, 5, 14).and_then(|d| d.and_hms_nano_opt(3, 4, 5, 6)).expect("valid");
+        let t = chrono::NaiveDate::from_ymd_opt(2024, 5, 14)
+            .and_then(|d| d.and_hms_nano_opt(3, 4, 5, 6))
+            .expect("valid");
         assert_eq!(naive(&local_date_time(t)), Some(t));
     }
 }

@@ -33,7 +33,11 @@ enum Field {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Item {
     Literal(String),
-    Number { field: Field, min: usize, max: usize },
+    Number {
+        field: Field,
+        min: usize,
+        max: usize,
+    },
 }
 
 /// A parsed `partition.timestamp-formatter`.
@@ -45,17 +49,31 @@ pub struct Formatter {
 impl Formatter {
     /// Compile a Java `DateTimeFormatter` pattern (the subset in the module docs).
     pub fn new(pattern: &str) -> Result<Formatter> {
-        let unsupported = |c: char| Error::Unsupported(format!("pattern letter '{c}' in partition.timestamp-formatter '{pattern}'"));
+        let unsupported = |c: char| {
+            Error::Unsupported(format!(
+                "pattern letter '{c}' in partition.timestamp-formatter '{pattern}'"
+            ))
+        };
         let chars: Vec<char> = pattern.chars().collect();
         let mut items = Vec::new();
         let mut i = 0;
         while i < chars.len() {
             let c = chars[i];
             if c == '\'' {
-                let close = chars[i + 1..].iter().position(|x| *x == '\'').map(|p| p + i + 1).ok_or_else(|| {
-                    Error::invalid(format!("unterminated quote in partition.timestamp-formatter '{pattern}'"))
-                })?;
-                let text: String = if close == i + 1 { "'".into() } else { chars[i + 1..close].iter().collect() };
+                let close = chars[i + 1..]
+                    .iter()
+                    .position(|x| *x == '\'')
+                    .map(|p| p + i + 1)
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "unterminated quote in partition.timestamp-formatter '{pattern}'"
+                        ))
+                    })?;
+                let text: String = if close == i + 1 {
+                    "'".into()
+                } else {
+                    chars[i + 1..close].iter().collect()
+                };
                 items.push(Item::Literal(text));
                 i = close + 1;
                 continue;
@@ -104,7 +122,11 @@ impl Formatter {
             match item {
                 Item::Literal(l) => rest = rest.strip_prefix(l.as_str())?,
                 Item::Number { field, min, max } => {
-                    let digits = rest.bytes().take(*max).take_while(u8::is_ascii_digit).count();
+                    let digits = rest
+                        .bytes()
+                        .take(*max)
+                        .take_while(u8::is_ascii_digit)
+                        .count();
                     if digits < *min {
                         return None;
                     }
@@ -148,7 +170,12 @@ impl Values {
     }
 
     fn build(&self) -> Option<NaiveDateTime> {
-        NaiveDate::from_ymd_opt(self.year?, self.month?, self.day?)?.and_hms_nano_opt(self.hour, self.minute, self.second, self.nano)
+        NaiveDate::from_ymd_opt(self.year?, self.month?, self.day?)?.and_hms_nano_opt(
+            self.hour,
+            self.minute,
+            self.second,
+            self.nano,
+        )
     }
 }
 
@@ -156,12 +183,27 @@ impl Values {
 fn parse_default(text: &str) -> Option<NaiveDateTime> {
     let number = |field, min, max| Item::Number { field, min, max };
     let lit = |s: &str| Item::Literal(s.to_string());
-    let date = vec![number(Field::Year, 1, 10), lit("-"), number(Field::Month, 1, 2), lit("-"), number(Field::Day, 1, 2)];
+    let date = vec![
+        number(Field::Year, 1, 10),
+        lit("-"),
+        number(Field::Month, 1, 2),
+        lit("-"),
+        number(Field::Day, 1, 2),
+    ];
     let mut time = date.clone();
-    time.extend([lit(" "), number(Field::Hour, 1, 2), lit(":"), number(Field::Minute, 1, 2), lit(":"), number(Field::Second, 1, 2)]);
+    time.extend([
+        lit(" "),
+        number(Field::Hour, 1, 2),
+        lit(":"),
+        number(Field::Minute, 1, 2),
+        lit(":"),
+        number(Field::Second, 1, 2),
+    ]);
     let mut fraction = time.clone();
     fraction.extend([lit("."), number(Field::Fraction, 1, 9)]);
-    [fraction, time, date].into_iter().find_map(|items| Formatter { items }.parse(text))
+    [fraction, time, date]
+        .into_iter()
+        .find_map(|items| Formatter { items }.parse(text))
 }
 
 /// Java `PartitionTimeExtractor`.
@@ -173,7 +215,10 @@ pub struct PartitionTimeExtractor {
 
 impl PartitionTimeExtractor {
     pub fn new(pattern: Option<&str>, formatter: Option<&str>) -> Result<PartitionTimeExtractor> {
-        Ok(PartitionTimeExtractor { pattern: pattern.map(str::to_string), formatter: formatter.map(Formatter::new).transpose()? })
+        Ok(PartitionTimeExtractor {
+            pattern: pattern.map(str::to_string),
+            formatter: formatter.map(Formatter::new).transpose()?,
+        })
     }
 
     /// The time of a partition given its keys and value strings; `None` when it does not
@@ -198,7 +243,10 @@ fn replace_pattern(pattern: &str, keys: &[String], values: &[String]) -> String 
     let mut rest = pattern;
     while let Some(c) = rest.chars().next() {
         if c == '$' {
-            if let Some(&i) = order.iter().find(|i| rest[1..].starts_with(keys[**i].as_str())) {
+            if let Some(&i) = order
+                .iter()
+                .find(|i| rest[1..].starts_with(keys[**i].as_str()))
+            {
                 out.push_str(&values[i]);
                 rest = &rest[1 + keys[i].len()..];
                 continue;
@@ -215,13 +263,18 @@ mod tests {
     use super::*;
 
     fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> NaiveDateTime {
-        NaiveDate::from_ymd_opt(y, mo, d).and_then(|x| x.and_hms_opt(h, mi, s)).expect("valid")
+        NaiveDate::from_ymd_opt(y, mo, d)
+            .and_then(|x| x.and_hms_opt(h, mi, s))
+            .expect("valid")
     }
 
     #[test]
     fn default_formats() {
         assert_eq!(parse_default("2024-05-14"), Some(at(2024, 5, 14, 0, 0, 0)));
-        assert_eq!(parse_default("2024-5-4 3:04:05"), Some(at(2024, 5, 4, 3, 4, 5)));
+        assert_eq!(
+            parse_default("2024-5-4 3:04:05"),
+            Some(at(2024, 5, 4, 3, 4, 5))
+        );
         assert!(parse_default("2024-05-14 01:02:03.5").is_some());
         assert_eq!(parse_default("20240514"), None);
         assert_eq!(parse_default("__DEFAULT_PARTITION__"), None);
@@ -243,7 +296,10 @@ mod tests {
     fn patterns_substitute_longest_keys_first() {
         let keys = vec!["dt".to_string(), "dt1".to_string(), "hour".to_string()];
         let values = vec!["2024-05-14".to_string(), "X".to_string(), "07".to_string()];
-        assert_eq!(replace_pattern("$dt $hour:00:00/$dt1", &keys, &values), "2024-05-14 07:00:00/X");
+        assert_eq!(
+            replace_pattern("$dt $hour:00:00/$dt1", &keys, &values),
+            "2024-05-14 07:00:00/X"
+        );
         let e = PartitionTimeExtractor::new(Some("$dt $hour:00:00"), None).expect("valid");
         assert_eq!(e.extract(&keys, &values), Some(at(2024, 5, 14, 7, 0, 0)));
     }

@@ -205,7 +205,8 @@ impl ReadContext {
             None => None,
         };
         let format = FileFormat::from_file_name(&file.file_name)?;
-        read_data_file(
+        let path = self.table.io().display(&file.path);
+        let open = read_data_file(
             self.table.io(),
             &file.path,
             format,
@@ -214,8 +215,17 @@ impl ReadContext {
             system,
             deletion,
             self.batch_size,
-        )
-        .await
+        );
+        // Reader libraries may panic on damaged files: turn that into an error naming the file
+        // (the stream ends after it) instead of unwinding through the scan.
+        let stream = match AssertUnwindSafe(open).catch_unwind().await {
+            Ok(opened) => opened?,
+            Err(panic) => return Err(panic_error(&path, panic)),
+        };
+        Ok(AssertUnwindSafe(stream)
+            .catch_unwind()
+            .map(move |item| item.unwrap_or_else(|panic| Err(panic_error(&path, panic))))
+            .boxed())
     }
 
     async fn load_deletion_vector(&self, path: &str, offset: u64, length: u64) -> Result<DeletionVector> {
@@ -292,17 +302,11 @@ pub fn read_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> BoxStream<'stat
             let ctx = ctx.clone();
             let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(SPLIT_CHANNEL_CAPACITY);
             tokio::spawn(async move {
-                let where_ = split.bucket_path.clone();
+                let where_ = ctx.table.io().display(&split.bucket_path);
                 let pump = AssertUnwindSafe(pump_split(ctx, split, tx.clone())).catch_unwind();
                 if let Err(panic) = pump.await {
-                    // A reader library panicked on bad input: report it instead of ending the
-                    // stream early, which would silently lose rows.
-                    let msg = panic
-                        .downcast_ref::<String>()
-                        .map(String::as_str)
-                        .or_else(|| panic.downcast_ref::<&str>().copied())
-                        .unwrap_or("unknown panic");
-                    let _ = tx.send(Err(Error::corrupt(where_, format!("reading a data file failed: {msg}")))).await;
+                    // Never end a split's stream early without an error: that would lose rows.
+                    let _ = tx.send(Err(panic_error(&where_, panic))).await;
                 }
             });
             futures::future::ready(tokio_stream_from(rx))
@@ -310,6 +314,16 @@ pub fn read_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> BoxStream<'stat
         .buffered(SPLIT_PARALLELISM)
         .flatten()
         .boxed()
+}
+
+/// The error reported when reading `path` panicked.
+fn panic_error(path: &str, panic: Box<dyn std::any::Any + Send>) -> Error {
+    let msg = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    Error::corrupt(path, format!("the file could not be decoded ({msg})"))
 }
 
 /// Send a split's batches (or its first error) into `tx`.

@@ -102,6 +102,9 @@ fn cast_exact(array: &ArrayRef, to: &ArrowType, column: &str) -> Result<ArrayRef
         return Ok(array.clone());
     }
     let mismatch = |why: String| Error::SchemaMismatch(format!("column '{column}': cannot write {from} as {to}: {why}"));
+    if parses_strings(from, to) {
+        return Err(mismatch("strings are not parsed into other types; convert them first".into()));
+    }
     if !can_cast_types(from, to) {
         return Err(mismatch("no conversion exists".into()));
     }
@@ -114,6 +117,23 @@ fn cast_exact(array: &ArrayRef, to: &ArrowType, column: &str) -> Result<ArrayRef
         }
     }
     Ok(cast)
+}
+
+/// Whether casting `from` to `to` would parse strings (e.g. `"12"` into INT): accepted or not
+/// depending on the values, so never done implicitly.
+fn parses_strings(from: &ArrowType, to: &ArrowType) -> bool {
+    use ArrowType::*;
+    let is_string = |t: &ArrowType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
+    match (from, to) {
+        (Dictionary(_, v), t) => parses_strings(v, t),
+        (f, t) if is_string(f) => !is_string(t),
+        (List(a) | LargeList(a) | ListView(a) | LargeListView(a) | FixedSizeList(a, _), List(b) | LargeList(b))
+        | (Map(a, _), Map(b, _)) => parses_strings(a.data_type(), b.data_type()),
+        (Struct(a), Struct(b)) => a
+            .iter()
+            .any(|fa| b.iter().find(|fb| fb.name() == fa.name()).is_some_and(|fb| parses_strings(fa.data_type(), fb.data_type()))),
+        _ => false,
+    }
 }
 
 /// Conversions that can never change a value, so they need no round-trip check.

@@ -119,6 +119,14 @@ impl TableWrite {
     /// A writer for the latest schema of `table`, continuing from its latest snapshot.
     pub async fn new(table: Table) -> Result<TableWrite> {
         let schema = table.schema().clone();
+        // A table dropped since it was opened: fail before writing files into a directory that
+        // no longer holds a table (no commit could ever reference them).
+        if !table.io().exists(&format!("schema/schema-{}", schema.id)).await? {
+            return Err(Error::not_found(
+                "table",
+                format!("{} (its schema-{} is gone: was the table dropped?)", table.location(), schema.id),
+            ));
+        }
         let opts = schema.options();
         let spec_err = |e| Error::from_spec("table options", e);
         let primary_key = !schema.primary_keys.is_empty();
@@ -458,6 +466,8 @@ impl TableWrite {
                 self.writers[w].append = Some(self.rolling_writer(&dir, FileLayout::Append, false)?.with_first_sequence_number(next));
             }
         }
+        // Java MergeTreeWriter: compact the written buckets whose runs call for it.
+        crate::compact::compact_new_files(&self.table, &mut messages).await?;
         Ok(messages)
     }
 

@@ -38,6 +38,7 @@ demo: develop
 	$(PY) examples/demo.py
 
 bench: develop
+	$(PY) -m pip install --quiet -r requirements-bench.txt
 	$(PY) benches/run.py
 
 clean:

@@ -187,15 +187,17 @@ def write_report(w: wl.Workload, res: dict[str, dict[str, Any]], threads: dict[s
                              f"upserts {tl['upsert_rss_growth_mb']:.0f} vs {r['upsert_rss_growth_mb']:.0f} MB")
     if threads:
         lines += ["", f"### tidelake bulk load, writer threads (TableWriter per thread, disjoint halves, "
-                  f"one commit)", "", "| threads | runs | bulk s | rows/s | speed-up | cores | RSS growth MB (anon) |",
-                  "|---|---|---|---|---|---|---|"]
+                  f"one commit)", "", "| threads | runs | bulk s | rows/s | speed-up | cores | CPU s | max GIL wait ms | "
+                  "RSS growth MB (anon) |", "|---|---|---|---|---|---|---|---|---|"]
         one = threads.get("1")
         for s, r in threads.items():
             up = f"{one['bulk_s'] / r['bulk_s']:.2f}x" if one else "-"
             lines.append(f"| {r['threads']} | {r['n']} | {r['bulk_s']:.2f}{spread(r, 'bulk_s')} | "
-                         f"{fmt_rate(w.rows / r['bulk_s'])} | {up} | {cores(r, 'bulk')} | {mem(r, 'bulk')} |")
+                         f"{fmt_rate(w.rows / r['bulk_s'])} | {up} | {cores(r, 'bulk')} | {r['bulk_cpu_s']:.2f} | "
+                         f"{r.get('bulk_max_gil_wait_ms', float('nan')):.0f} | {mem(r, 'bulk')} |")
         lines += ["", "cores = CPU seconds / wall seconds of the whole process; on 2 cores shared with other "
-                  "work, 2 threads can only scale if the machine has a free core."]
+                  "work, 2 threads can only scale if the machine has a free core. max GIL wait = longest "
+                  "time a 5 ms Python sampler thread could not run (GIL held elsewhere, or no free CPU)."]
     return "\n".join(lines)
 
 
@@ -243,12 +245,14 @@ def machine_notes() -> str:
 
 # ---- profile -----------------------------------------------------------------------------------
 
-PROFILE_TARGETS = [("bulk", "tidelake"), ("upsert", "tidelake"), ("bulk", "pypaimon_native"),
-                   ("upsert", "pypaimon_native"), ("read", "tidelake"), ("read", "pypaimon_native")]
+PROFILE_TARGETS = [("bulk", "tidelake"), ("upsert", "tidelake"), ("bulk", "tidelake_writeonly"),
+                   ("upsert", "tidelake_writeonly"), ("bulk", "pypaimon_native"),
+                   ("upsert", "pypaimon_native"), ("read", "tidelake"), ("read", "tidelake_stream"),
+                   ("read", "pypaimon_native")]
 
 
 def profile(ctx: Ctx, setup_json: pathlib.Path) -> None:
-    """``perf record`` (999 Hz, flat: the release build has no frame pointers) of each timed
+    """``perf record`` (2999 Hz, flat: the release build has no frame pointers) of each timed
     phase only: the worker attaches perf to itself around the phase. Reports go to
     WORKDIR/perf/*.txt, sorted by shared object and symbol."""
     perf = shutil.which("perf")
@@ -269,13 +273,18 @@ def profile(ctx: Ctx, setup_json: pathlib.Path) -> None:
     os.environ.pop("TIDELAKE_BENCH_PERF", None)
     for d in scratch.values():
         shutil.rmtree(d, ignore_errors=True)
+    import perf_summary
+
+    summaries = []
     for data in sorted(out.glob("*.data")):
         report = data.with_suffix(".txt")
         with open(report, "w") as f:
             subprocess.run([perf, "report", "-i", str(data), "--no-children", "--sort", "dso,symbol",
                             "--stdio", "--percent-limit", "0.5"], stdout=f, stderr=subprocess.DEVNULL,
                            check=False)
-        log(f"  {report}")
+        summaries.append(perf_summary.summary(str(report)))
+    (out / "summary.txt").write_text("\n\n".join(summaries) + "\n")
+    print("\n\n".join(summaries))
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -306,6 +315,7 @@ def main() -> None:
     ctx = Ctx(a, w)
     ctx.logfile.write_text("")
     started = time.perf_counter()
+    build_at_start = build_info()
     log(f"workload: {w}; workdir {ctx.work}; repeat {repeat} (pypaimon_python {slow_repeat})")
     wl.save(w, ctx.data)
 
@@ -337,6 +347,9 @@ def main() -> None:
         profile(ctx, setup_json)
     results["machine"] = machine_notes()
     results["build"] = build_info()
+    if results["build"] != build_at_start:
+        results["build"] = (f"{build_at_start} at the start, {results['build']} at the end "
+                            f"(the extension was rebuilt during the run)")
     results["elapsed_s"] = time.perf_counter() - started
     out = pathlib.Path(a.out) if a.out else ctx.work / "results.json"
     out.write_text(json.dumps(results, indent=1))

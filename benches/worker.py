@@ -64,15 +64,24 @@ def _cpu_s() -> float:
 
 class _AnonSampler(threading.Thread):
     """Samples RssAnon (heap, not file-backed pages such as shared-library code faulted in on
-    first use) every 5 ms and keeps the maximum."""
+    first use) every 5 ms and keeps the maximum. Each wake-up needs the GIL, so the longest
+    gap between wake-ups bounds how long another thread held the GIL (plus any wait for a
+    CPU on a busy machine): a GIL-releasing extension keeps it near the 5 ms period."""
+
+    PERIOD = 0.005
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.stop = threading.Event()
         self.peak_kb = _status_kb("RssAnon")
+        self.max_gap = 0.0
 
     def run(self) -> None:
-        while not self.stop.wait(0.005):
+        last = time.perf_counter()
+        while not self.stop.wait(self.PERIOD):
+            now = time.perf_counter()
+            self.max_gap = max(self.max_gap, now - last)
+            last = now
             self.peak_kb = max(self.peak_kb, _status_kb("RssAnon"))
 
 
@@ -89,7 +98,7 @@ class Phase:
         if not out:
             return
         tag = os.environ.get("TIDELAKE_BENCH_PERF_TAG", "run")
-        self.perf = subprocess.Popen(["perf", "record", "-F", "999", "-p", str(os.getpid()), "-o",
+        self.perf = subprocess.Popen(["perf", "record", "-F", "2999", "-p", str(os.getpid()), "-o",
                                       f"{out}/{tag}-{self.name}.data"], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # let perf attach
@@ -100,8 +109,8 @@ class Phase:
             self.perf.wait()
 
     def __enter__(self) -> "Phase":
-        self._start_perf()
         gc.collect()
+        self._start_perf()
         self.hwm_reset = _reset_hwm()
         self.rss_before_kb = _status_kb("VmRSS")
         self.anon_before_kb = _status_kb("RssAnon")
@@ -124,7 +133,9 @@ class Phase:
 
     def report(self, prefix: str) -> dict[str, Any]:
         return {f"{prefix}_s": self.seconds, f"{prefix}_rss_growth_mb": self.growth_mb,
-                f"{prefix}_anon_growth_mb": self.anon_growth_mb, f"{prefix}_cpu_s": self.cpu_s, f"{prefix}_hwm_reset": self.hwm_reset}
+                f"{prefix}_anon_growth_mb": self.anon_growth_mb, f"{prefix}_cpu_s": self.cpu_s,
+                f"{prefix}_max_gil_wait_ms": max(0.0, self.sampler.max_gap - _AnonSampler.PERIOD) * 1000,
+                f"{prefix}_hwm_reset": self.hwm_reset}
 
 
 # ---- writers -----------------------------------------------------------------------------------

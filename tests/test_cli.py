@@ -1,12 +1,18 @@
 """The ``tidelake`` command line, through the real entry points (``python -m tidelake.cli`` and
-the installed ``tidelake`` script) and click's CliRunner, on the Paimon fixtures."""
+the installed ``tidelake`` script) and click's CliRunner, on the Paimon fixtures (read-only) and
+on tables created in tmp (the maintenance commands)."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import os
 import pathlib
+import select
+import signal
 import subprocess
 import sys
+import time
 
 import pyarrow as pa
 import pytest
@@ -293,14 +299,28 @@ def test_parse_filter_errors(text):
 # ---- help --------------------------------------------------------------------------------------
 
 
+def _all_commands(group, prefix=""):
+    for name, command in group.commands.items():
+        yield f"{prefix}{name}", command
+        if isinstance(command, cli.click.Group):
+            yield from _all_commands(command, f"{prefix}{name} ")
+
+
 def test_help_is_complete():
     top = run("--help").stdout
-    assert set(cli.main.commands) >= {"info", "snapshots", "schema", "tags", "files", "cat"}
-    for name, command in cli.main.commands.items():
-        line = next((ln for ln in top.splitlines() if ln.split()[:1] == [name]), None)
+    assert set(cli.main.commands) >= {"info", "snapshots", "schema", "tags", "files", "cat", "rollback",
+                                      "expire-snapshots", "remove-orphans", "expire-partitions", "drop-partition",
+                                      "consumers", "system", "compact", "tail", "doctor"}
+    assert set(cli.main.commands["tags"].commands) == {"list", "create", "delete"}
+    assert set(cli.main.commands["consumers"].commands) == {"list", "reset", "delete"}
+    assert "maintain" in top.splitlines()[2]
+    for name, command in _all_commands(cli.main):
+        parent_help = top if " " not in name else run(name.split()[0], "--help").stdout
+        leaf = name.split()[-1]
+        line = next((ln for ln in parent_help.splitlines() if ln.split()[:1] == [leaf]), None)
         assert line is not None and not line.rstrip().endswith("..."), f"{name} is not listed in full: {line}"
-        text = run(name, "--help").stdout
-        assert text.startswith(f"Usage: tidelake {name} [OPTIONS] PATH")
+        text = run(*name.split(), "--help").stdout
+        assert text.startswith(f"Usage: tidelake {name} [OPTIONS] PATH"), text.splitlines()[0]
         assert command.help and len(command.help.split()) >= 5, name
         assert "PATH" in command.help, f"{name}: the help does not say what PATH is"
         for param in command.params:
@@ -309,6 +329,16 @@ def test_help_is_complete():
                 for opt in param.opts:
                     assert opt in text, f"{name} --help does not show {opt}"
     assert "Exit codes" in top
+    doctor = run("doctor", "--help").stdout
+    for needle in ("num-sorted-run.stop-trigger", "num-sorted-run.compaction-trigger", "1000 snapshots", "50%",
+                   "BAD", "WARN", "OK"):
+        assert needle in doctor, needle
+
+
+def test_group_without_command_shows_help():
+    for args in ([], ["tags"], ["consumers"]):
+        out = run(*args).stdout
+        assert out.startswith("Usage: tidelake") and "Commands:" in out
 
 
 def test_version():
@@ -381,3 +411,371 @@ def test_broken_pipe_is_quiet():
     _, err = proc.communicate(timeout=60)
     assert err == b""
     assert proc.returncode == 0
+
+
+# ---- maintenance -------------------------------------------------------------------------------
+
+DAY = 86_400
+
+
+def pk_table(path: pathlib.Path, commits: int, bucket: int = 1, partitioned: bool = False) -> tidelake.Table:
+    """A primary-key table with one small commit (one level-0 file per bucket) per iteration."""
+    fields = [("id", pa.int64()), ("v", pa.string())]
+    if partitioned:
+        fields += [("dt", pa.date32()), ("p", pa.int32())]
+    table = tidelake.create_table(path, pa.schema(fields), primary_keys=["id"] + (["dt", "p"] if partitioned else []),
+                                  partition_keys=["dt", "p"] if partitioned else None, bucket=bucket)
+    for i in range(commits):
+        data = {"id": [i, i + 100], "v": [f"v{i}", f"w{i}"]}
+        if partitioned:
+            data |= {"dt": [_dt.date(2024, 1, 1), _dt.date(2024, 1, 2)], "p": [1, 2]}
+        table.write(pa.table(data))
+    return table
+
+
+def append_table(path: pathlib.Path, commits: int) -> tidelake.Table:
+    table = tidelake.create_table(path, pa.schema([("id", pa.int64())]))
+    for i in range(commits):
+        table.write(pa.table({"id": [i]}))
+    return table
+
+
+def snapshot_files(path: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in (path / "snapshot").glob("snapshot-*"))
+
+
+def plant(path: pathlib.Path, days_old: float) -> pathlib.Path:
+    path.write_bytes(b"not referenced by any snapshot")
+    when = time.time() - days_old * DAY
+    os.utime(path, (when, when))
+    return path
+
+
+@pytest.mark.parametrize("text,seconds", [("30s", 30), ("10min", 600), ("1h", 3600), ("2d", 2 * DAY), ("1 h", 3600),
+                                          ("500ms", 0.5), ("1.5h", 5400), ("3 minutes", 180), ("0s", 0),
+                                          ("2D", 2 * DAY), ("10m", 600)])
+def test_parse_duration(text, seconds):
+    assert cli.parse_duration(text) == _dt.timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("text", ["", "10", "h", "1 week", "-1h", "1hh", "1h30m", "one hour"])
+def test_bad_durations_exit_2(text):
+    with pytest.raises(tidelake.InvalidArgumentError, match="duration"):
+        cli.parse_duration(text)
+    result = run("remove-orphans", TT, "--older-than", text, "--dry-run", code=2)
+    assert "--older-than" in result.stderr and "30s, 10min, 1h, 2d" in result.stderr
+
+
+def test_partition_values_are_typed(tmp_path):
+    table = pk_table(tmp_path / "t", 0, partitioned=True)
+    spec = cli._PARTITION.convert("dt=2024-01-02,p=7", None, None)
+    assert spec == {"dt": "2024-01-02", "p": "7"}
+    assert cli._typed_partitions(table, [spec]) == [{"dt": _dt.date(2024, 1, 2), "p": 7}]
+    assert cli._typed_partitions(table, [{"p": "__DEFAULT_PARTITION__"}]) == [{"p": None}]
+    with pytest.raises(tidelake.InvalidArgumentError, match="p is int32"):
+        cli._typed_partitions(table, [{"p": "x"}])
+    with pytest.raises(tidelake.InvalidArgumentError, match="not a partition key"):
+        cli._typed_partitions(table, [{"id": "1"}])
+
+
+def test_tags_create_list_delete(fixture_copy):
+    path = fixture_copy("time_travel")
+    out = run("tags", "create", path, "nightly", "--snapshot", 4, "--retain", "2d").stdout
+    assert out.strip() == "created tag nightly on snapshot 4, retained 2d"
+    out = run_process("tags", "create", path, "latest").stdout  # the real entry point; the latest snapshot
+    assert out.strip() == "created tag latest on snapshot 5"
+    listed = {t["name"]: t for t in json.loads(run("tags", "list", path, "--json").stdout)}
+    assert {name: t["snapshot_id"] for name, t in listed.items()} == {"first": 1, "mid": 3, "nightly": 4, "latest": 5}
+    assert listed["nightly"]["time_retained"] == 2 * DAY
+    human = run("tags", path).stdout.splitlines()  # `tags PATH` is `tags list PATH`
+    assert human == run("tags", "list", path).stdout.splitlines()
+    row = next(ln.split() for ln in human if ln.startswith("nightly"))
+    assert row[1] == "4" and row[-1] == "2d"
+    assert jsonl(run("cat", path, "--tag", "nightly", "--json").stdout) == jsonl(
+        run("cat", path, "--snapshot", 4, "--json").stdout)
+
+    assert "exists" in run("tags", "create", path, "nightly", code=1).stderr
+    assert "snapshot 42" in run("tags", "create", path, "x", "--snapshot", 42, code=3).stderr
+    run("tags", "create", path, "x", "--retain", "forever", code=2)
+
+    assert run("tags", "delete", path, "nightly").stdout.startswith("deleted tag nightly")
+    assert "nightly" not in run("tags", path).stdout
+    assert "nightly" in run("tags", "delete", path, "nightly", code=3).stderr
+    run("tags", "delete", path, code=2)
+
+
+def test_rollback(fixture_copy, monkeypatch):
+    path = fixture_copy("time_travel")
+    ids = lambda: [s["id"] for s in json.loads(run("snapshots", path, "--json").stdout)]  # noqa: E731
+    before = ids()
+    # no terminal on stdin and no --yes: refuse, change nothing
+    result = run("rollback", path, "--snapshot", 4, code=2)
+    assert "--yes" in result.stderr
+    assert ids() == before
+    run("rollback", path, code=2)
+    run("rollback", path, "--snapshot", 2, "--tag", "mid", code=2)
+    run("rollback", path, "--snapshot", 42, "--yes", code=3)
+    assert "existing tags: [first, mid]" in run("rollback", path, "--tag", "nope", "--yes", code=3).stderr
+
+    # a terminal: ask, and do nothing on "no"
+    monkeypatch.setattr(cli, "_interactive", lambda: True)
+    declined = CliRunner().invoke(cli.main, ["rollback", str(path), "--snapshot", "4"], input="n\n")
+    assert declined.exit_code == 1
+    assert "Roll back" in declined.stderr and "snapshot 5" in declined.stderr
+    assert declined.stderr.strip().splitlines()[-1] == "error: not confirmed; nothing was rolled back"
+    assert ids() == before
+    accepted = CliRunner().invoke(cli.main, ["rollback", str(path), "--snapshot", "4"], input="y\n")
+    assert accepted.exit_code == 0, accepted.stderr
+    assert accepted.stdout.startswith("rolled back to snapshot 4: deleted 1 snapshots")
+    assert ids() == [1, 2, 3, 4]
+
+    out = run_process("rollback", path, "--tag", "mid", "--yes").stdout
+    assert out.startswith("rolled back to tag mid (snapshot 3): deleted 1 snapshots")
+    assert ids() == [1, 2, 3]
+    assert snapshot_files(path) == ["snapshot-1", "snapshot-2", "snapshot-3"]
+    expected = tidelake.open_table(path).to_arrow(snapshot_id=3)
+    assert sorted(map(key, jsonl(run("cat", path, "--json").stdout))) == sorted(map(key, json_rows(expected)))
+
+
+def test_expire_snapshots(tmp_path):
+    path = tmp_path / "t"
+    append_table(path, 6)
+    assert len(snapshot_files(path)) == 6
+    out = run("expire-snapshots", path, "--retain-min", 1, "--older-than", "0s", "--max-deletes", 2).stdout
+    assert out.startswith("expired 2 snapshots, earliest is now 3")
+    assert snapshot_files(path) == ["snapshot-3", "snapshot-4", "snapshot-5", "snapshot-6"]
+    out = run_process("expire-snapshots", path, "--retain-min", 2, "--retain-max", 2).stdout
+    assert out.startswith("expired 2 snapshots, earliest is now 5")
+    assert snapshot_files(path) == ["snapshot-5", "snapshot-6"]
+    assert sorted(r["id"] for r in jsonl(run("cat", path, "--json").stdout)) == list(range(6))
+    again = json.loads(run("expire-snapshots", path, "--retain-min", 2, "--retain-max", 2, "--json").stdout)
+    assert again["snapshots"] == 0 and again["earliest_snapshot"] == 5
+    assert run("expire-snapshots", path).stdout.startswith("nothing to expire")  # defaults keep 10
+    assert "retain" in run("expire-snapshots", path, "--retain-min", 3, "--retain-max", 2, code=2).stderr
+    run("expire-snapshots", path, "--retain-min", 0, code=2)
+
+
+def test_remove_orphans(tmp_path):
+    path = tmp_path / "t"
+    append_table(path, 2)
+    old = plant(path / "bucket-0" / "data-orphan-old.parquet", days_old=2)
+    young = plant(path / "bucket-0" / "data-orphan-young.parquet", days_old=0.1)
+    listed = run("remove-orphans", path, "--dry-run").stdout
+    assert "bucket-0/data-orphan-old.parquet" in listed and "young" not in listed
+    assert listed.splitlines()[-1] == f"(1 orphan files, {old.stat().st_size} bytes would be deleted (dry run))"
+    assert old.exists()
+    dry = json.loads(run("remove-orphans", path, "--dry-run", "--older-than", "1h", "--json").stdout)
+    assert dry["dry_run"] and dry["count"] == 2
+    assert sorted(pathlib.Path(f["path"]).name for f in dry["files"]) == [old.name, young.name]
+
+    out = run_process("remove-orphans", path).stdout
+    assert "data-orphan-old.parquet" in out and out.splitlines()[-1].endswith("bytes deleted)")
+    assert not old.exists() and young.exists()
+    assert sorted(r["id"] for r in jsonl(run("cat", path, "--json").stdout)) == [0, 1]
+    assert run("remove-orphans", path, "--older-than", "1h").stdout.splitlines()[-1].startswith("(1 orphan files")
+    assert not young.exists()
+
+
+def test_drop_partition(tmp_path):
+    path = tmp_path / "t"
+    pk_table(path, 3, partitioned=True)
+    out = run("drop-partition", path, "--partition", "dt=2024-01-01,p=1").stdout
+    assert out.strip() == "dropped dt=2024-01-01,p=1 in snapshot 4: 6 -> 3 rows"
+    rows = jsonl(run("cat", path, "--json").stdout)
+    assert {(r["dt"], r["p"]) for r in rows} == {("2024-01-02", 2)}
+    assert len(rows) == 3
+    result = json.loads(run_process("drop-partition", path, "--partition", "p=2", "--partition", "p=9",
+                                    "--json").stdout)
+    assert result["partitions"] == [{"p": 2}, {"p": 9}] and result["records_after"] == 0
+    assert run("cat", path).stdout.splitlines()[-1] == "(0 rows)"
+    assert "p is int32" in run("drop-partition", path, "--partition", "p=x", code=2).stderr
+    assert "not a partition key" in run("drop-partition", path, "--partition", "v=1", code=2).stderr
+    assert "k=v" in run("drop-partition", path, "--partition", "p", code=2).stderr
+    run("drop-partition", path, code=2)
+    assert "not partitioned" in run("drop-partition", TT, "--partition", "id=1", code=2).stderr
+
+
+def test_expire_partitions(tmp_path):
+    path = tmp_path / "t"
+    table = tidelake.create_table(path, pa.schema([("id", pa.int64()), ("dt", pa.string())]), partition_keys=["dt"])
+    today = _dt.date.today().isoformat()
+    table.write(pa.table({"id": [1, 2, 3], "dt": ["2020-01-01", "2020-01-02", today]}))
+    assert "partition.expiration-time" in run("expire-partitions", path, code=2).stderr
+    out = run("expire-partitions", path, "--older-than", "30 d").stdout.splitlines()
+    assert out == ["dt=2020-01-01", "dt=2020-01-02", "(2 partitions expired)"]
+    assert [r["dt"] for r in jsonl(run("cat", path, "--json").stdout)] == [today]
+    assert json.loads(run("expire-partitions", path, "--older-than", "30d", "--json").stdout) == []
+
+
+def test_consumers(tmp_path):
+    path = tmp_path / "t"
+    append_table(path, 3)
+    assert run("consumers", path).stdout.splitlines()[-1] == "(0 consumers)"
+    out = run("consumers", "reset", path, "etl", "--next-snapshot", 2).stdout
+    assert out.strip() == "consumer etl reads snapshot 2 next"
+    assert json.loads(run_process("consumers", path, "--json").stdout) == {"etl": 2}
+    assert ["etl", "2"] in [ln.split() for ln in run("consumers", "list", path).stdout.splitlines()]
+    system = json.loads(run("system", path, "consumers", "--json").stdout)
+    assert system == [{"consumer_id": "etl", "next_snapshot_id": 2}]
+    run("consumers", "reset", path, "etl", "--next-snapshot", 9, code=3)
+    run("consumers", "reset", path, "etl", code=2)
+    run("consumers", "delete", path, "etl")
+    assert json.loads(run("consumers", path, "--json").stdout) == {}
+
+
+def test_system_tables():
+    snaps = json.loads(run_process("system", TT, "snapshots", "--json").stdout)
+    assert [s["snapshot_id"] for s in snaps] == [1, 2, 3, 4, 5]
+    assert [s["commit_kind"] for s in snaps] == ["APPEND"] * 5
+    files = json.loads(run("system", TT, "files", "--json").stdout)
+    listed = json.loads(run("files", TT, "--json").stdout)
+    assert sorted(pathlib.Path(f["file_path"]).name for f in files) == sorted(r["file"] for r in listed)
+    assert sum(f["record_count"] for f in files) == sum(r["rows"] for r in listed)
+    tags = json.loads(run("system", TT, "tags", "--json").stdout)
+    assert {t["tag_name"]: t["snapshot_id"] for t in tags} == {"first": 1, "mid": 3}
+    human = run("system", TT, "snapshots", "--limit", 2).stdout.splitlines()
+    assert human[0].split()[:2] == ["snapshot_id", "schema_id"]
+    assert [ln.split()[0] for ln in human[2:-1]] == ["1", "2"] and human[-1] == "(2 rows)"
+    assert "'files'" in run("system", TT, "nope", code=2).stderr
+    run("system", TT, code=2)
+
+
+def test_tail_no_follow(tmp_path):
+    path = tmp_path / "t"
+    table = pk_table(path, 1)  # snapshot 1: +I 0, 100
+    table.upsert(pa.table({"id": [0], "v": ["new"]}))  # snapshot 2
+    table.delete(pa.table({"id": [100], "v": ["w0"]}))  # snapshot 3
+    got = jsonl(run("tail", path, "--no-follow", "--json").stdout)
+    assert [(r["_snapshot_id"], r["_row_kind"], r["id"], r["v"]) for r in got] == [
+        (1, "+I", 0, "v0"), (1, "+I", 100, "w0"), (2, "+I", 0, "new"), (3, "-D", 100, "w0")]
+    human = run_process("tail", path, "--no-follow", "--from-snapshot", 2).stdout.splitlines()
+    assert human[0].startswith("-- snapshot 2 (APPEND, ") and human[0].endswith("): 1 changes")
+    assert human[1].split() == ["_row_kind", "id", "v"]
+    assert human[3].split() == ["+I", "0", "new"]
+    assert human[4].startswith("-- snapshot 3 (APPEND, ")
+    assert human[7].split() == ["-D", "100", "w0"]
+    one = jsonl(run("tail", path, "--no-follow", "--max-batches", 1, "--json").stdout)
+    assert {r["_snapshot_id"] for r in one} == {1}
+    # --follow with --max-batches stops by itself once enough snapshots were printed
+    one = jsonl(run("tail", path, "--from-snapshot", 3, "--max-batches", 1, "--json").stdout)
+    assert [(r["_row_kind"], r["id"]) for r in one] == [("-D", 100)]
+    run("tail", path, "--no-follow", "--from-snapshot", 0, code=2)
+    run("tail", path, "--interval", 0, code=2)
+
+
+def _read_line(proc: subprocess.Popen, timeout: float = 20) -> str:
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, "tail printed nothing"
+    return proc.stdout.readline()
+
+
+def test_tail_follow_and_ctrl_c(tmp_path):
+    path = tmp_path / "t"
+    table = pk_table(path, 2)
+    proc = subprocess.Popen([sys.executable, "-m", "tidelake.cli", "tail", str(path), "--from-snapshot", "3",
+                             "--interval", "0.05", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        table.upsert(pa.table({"id": [7], "v": ["live"]}))
+        row = json.loads(_read_line(proc))
+        assert (row["_snapshot_id"], row["_row_kind"], row["id"], row["v"]) == (3, "+I", 7, "live")
+        table.delete(pa.table({"id": [7], "v": ["live"]}))
+        row = json.loads(_read_line(proc))
+        assert (row["_snapshot_id"], row["_row_kind"], row["id"]) == (4, "-D", 7)
+        assert proc.poll() is None  # still following
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and err == ""
+
+
+def level_rows(path) -> list[int]:
+    return [r["level"] for r in json.loads(run("files", path, "--json").stdout)]
+
+
+def doctor_json(path, *args) -> dict:
+    return json.loads(run("doctor", path, "--json", *args).stdout)
+
+
+def test_doctor_and_compact(tmp_path):
+    path = tmp_path / "t"
+    table = pk_table(path, 7)  # 1 bucket, 7 level-0 files: more runs than compaction-trigger (5)
+    out = run("doctor", path).stdout
+    lines = out.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["partition", "bucket"])
+    assert lines[header].split() == ["partition", "bucket", "files", "level-0", "runs", "small", "rows", "size"]
+    assert lines[header + 2].split()[:6] == ["-", "0", "7", "7", "7", "7"]
+    assert "verdict: WARN" in lines
+    assert any("more than 5 sorted runs" in ln for ln in lines)
+    assert any("of data files are small" in ln for ln in lines)
+    assert f"  tidelake compact {path} --full" in lines
+    assert "snapshots:    7" in lines
+    d = doctor_json(path)
+    assert d["verdict"] == "WARN" and d["snapshots"] == 7 and d["manifests"] >= 1
+    assert [(b["bucket"], b["level0_files"], b["sorted_runs"]) for b in d["buckets"]] == [(0, 7, 7)]
+    assert d["planning_seconds"] >= 0 and d["orphan_files"] == 0
+    assert d["thresholds"]["compaction_trigger"] == 5 and d["thresholds"]["stop_trigger"] == 8
+
+    for i in range(2):  # 9 runs: more than the stop trigger (8)
+        table.write(pa.table({"id": [50 + i], "v": ["x"]}))
+    d = doctor_json(path)
+    assert d["verdict"] == "BAD" and d["buckets"][0]["sorted_runs"] == 9
+    assert any(r.startswith("BAD: 1 bucket has more than 8 sorted runs") for r in d["reasons"])
+    plant(path / "bucket-0" / "data-orphan.parquet", days_old=3)
+    d = doctor_json(path)
+    assert f"tidelake remove-orphans {path}" in d["suggestions"] and d["orphan_files"] == 1
+    assert doctor_json(path, "--skip-orphans")["orphan_files"] is None
+    run("remove-orphans", path)
+
+    before = sorted(map(key, jsonl(run("cat", path, "--json").stdout)))
+    assert level_rows(path).count(0) == 9
+    out = run_process("compact", path).stdout  # universal compaction: 9 runs > trigger
+    assert out.startswith("compacted into snapshot 10: data files 9 -> ")
+    assert out.strip().endswith("level-0 files 9 -> 0")
+    assert level_rows(path).count(0) == 0
+    assert sorted(map(key, jsonl(run("cat", path, "--json").stdout))) == before
+    d = doctor_json(path)
+    assert d["verdict"] == "OK" and d["reasons"] == [] and d["suggestions"] == []
+    assert run("doctor", path).stdout.splitlines()[-1] == "verdict: OK"
+    assert run("compact", path).stdout.startswith("nothing to compact")
+    assert json.loads(run("compact", path, "--json").stdout)["snapshot_id"] is None
+
+
+def test_compact_full_partitions(tmp_path):
+    path = tmp_path / "t"
+    pk_table(path, 2, bucket=2, partitioned=True)
+    files = json.loads(run("files", path, "--json").stdout)
+    l0 = lambda part: sum(1 for r in json.loads(run("files", path, "--json").stdout)  # noqa: E731
+                          if r["level"] == 0 and r["partition"].endswith(part))
+    assert l0("p=1") > 0 and l0("p=2") > 0
+    result = json.loads(run("compact", path, "--full", "--partition", "dt=2024-01-01,p=1", "--json").stdout)
+    assert result["snapshot_id"] == 3 and result["level0_files_before"] == len(files)
+    assert l0("p=1") == 0 and l0("p=2") > 0  # only the chosen partition
+    run("compact", path, "--full")
+    assert l0("p=2") == 0
+    assert "p is int32" in run("compact", path, "--partition", "p=one", code=2).stderr
+    append = tmp_path / "a"
+    append_table(append, 2)
+    assert "append" in run("compact", append, code=1).stderr
+
+
+def test_doctor_append_and_fixture():
+    d = doctor_json(WAREHOUSE / "append_partitioned", "--skip-orphans")
+    assert d["kind"] == "append" and d["target_file_size"] == 256 << 20
+    assert not any("sorted runs" in r for r in d["reasons"])
+    assert all("=" in b["partition"] for b in d["buckets"])
+    assert d["verdict"] in ("OK", "WARN")
+
+
+@pytest.mark.parametrize("args", [["doctor"], ["system", "files"], ["compact"], ["tail", "--no-follow"],
+                                  ["expire-snapshots"], ["remove-orphans"], ["tags", "create", "t"],
+                                  ["consumers"], ["rollback", "--snapshot", "1", "--yes"],
+                                  ["expire-partitions", "--older-than", "1d"]])
+def test_maintenance_on_missing_table_exits_3(args):
+    cmd, rest = args[0], args[1:]
+    if cmd == "tags":
+        full = ["tags", "create", str(WAREHOUSE / "missing"), *rest[1:]]
+    else:
+        full = [cmd, str(WAREHOUSE / "missing"), *rest]
+    assert "no Paimon table" in run(*full, code=3).stderr

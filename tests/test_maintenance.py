@@ -558,3 +558,19 @@ def test_expiration_concurrent_with_a_writer_keeps_every_commit_readable(tmp_pat
     assert_files_match(t)
     rows = t.to_arrow().to_pylist()
     assert sorted(r["k"] for r in rows) == sorted({i % 3 for i in range(2)} | set(range(25)) | {100 + i for i in range(25)})
+
+
+def test_a_tag_before_an_expired_range_keeps_files_deleted_at_its_start(tmp_path):
+    """A file deleted by snapshot `begin` of a later expiration run is still live in older tags."""
+    t = pk_table(tmp_path / "t")
+    _commits(t, 4)
+    t.create_tag("old", 2)
+    t.compact(full=True)  # snapshot 5 deletes the level-0 files
+    t.create_tag("at-compaction", 5)
+    _commits(t, 2, start=4)
+    expected = t.to_arrow(tag="old")
+    t.expire_snapshots(retain_min=1, older_than_ms=now_ms() + 1, max_deletes=4)
+    assert t.snapshots()[0].id == 5
+    t.expire_snapshots(retain_min=1, older_than_ms=now_ms() + 1)
+    assert_files_match(t)
+    assert_same_rows(t.to_arrow(tag="old"), expected)

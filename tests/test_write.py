@@ -320,3 +320,68 @@ def test_target_file_size_rolls_files(tmp_path, kind):
         ranges = sorted((f["_MIN_KEY"], f["_MAX_KEY"]) for f in files)
         assert len(ranges) == len(files)
     assert_same_rows(t.to_arrow(), data.cast(t.schema))
+
+
+# ---- misuse that must not corrupt the table ----------------------------------------------------------
+
+
+def test_recommitting_batch_messages_does_not_duplicate_files(tmp_path):
+    """The same messages committed twice without an identifier: Java would read a table whose
+    manifests ADD one file twice as corrupt; the second commit must fail or be a no-op."""
+    from _peers import pp_read
+
+    cat, wh = new_warehouse(tmp_path)
+    t = cat.create_table("db.t", SCHEMA)
+    w = t.writer()
+    w.write(expected())
+    msgs = w.prepare_commit()
+    w.close()
+    t.commit(msgs)
+    try:
+        t.commit(msgs)
+    except tidelake.TidelakeError:
+        pass
+    assert_same_rows(t.to_arrow(), expected().cast(t.schema))
+    assert_same_rows(pp_read(wh, schema=t.schema).cast(t.schema), expected().cast(t.schema))
+
+
+def test_unsupported_writes_on_append_tables(append_table):
+    append_table.write(expected())
+    with pytest.raises(tidelake.UnsupportedError):
+        append_table.upsert(expected())
+    with pytest.raises(tidelake.UnsupportedError):
+        append_table.delete(expected().select(["id"]))
+    assert len(append_table.snapshots()) == 1
+
+
+def test_empty_write_creates_no_snapshot(pk_table):
+    assert pk_table.write(SCHEMA.empty_table()) is None
+    assert pk_table.upsert(SCHEMA.empty_table()) is None
+    assert pk_table.snapshots() == []
+
+
+def test_static_overwrite_rejects_rows_outside_the_partition(tmp_path):
+    schema = pa.schema([("p", pa.string()), ("id", pa.int64())])
+    t = tidelake.create_table(tmp_path / "t", schema, partition_keys=["p"])
+    t.write(pa.table({"p": ["a", "b"], "id": [1, 2]}))
+    before = table_files(t.path)
+    with pytest.raises(tidelake.TidelakeError):
+        t.write(pa.table({"p": ["a", "b"], "id": [3, 4]}), mode="overwrite", overwrite_partition={"p": "a"})
+    assert len(t.snapshots()) == 1
+    assert table_files(t.path) == before
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
+
+
+def test_commit_after_a_concurrent_schema_change(pk_table):
+    """Messages written under schema 0, committed after another handle added a column: the
+    files keep their schema id and read back with the new column null."""
+    w = pk_table.writer()
+    w.write(expected())
+    msgs = w.prepare_commit()
+    w.close()
+    other = tidelake.open_table(pk_table.path)
+    other.add_column("extra", pa.string())
+    pk_table.commit(msgs)
+    got = tidelake.open_table(pk_table.path).to_arrow()
+    assert got.schema.names == SCHEMA.names + ["extra"]
+    assert got.column("extra").null_count == got.num_rows == len(ROWS)

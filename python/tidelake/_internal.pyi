@@ -198,6 +198,48 @@ class RawTable:
     def filter_committed(self, commit_user: str, identifiers: list[int]) -> list[int]:
         """Which of ``identifiers`` ``commit_user`` has not committed yet."""
 
+    # ---- maintenance (see tidelake.Table) ----
+
+    def expire_snapshots(
+        self,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        older_than_ms: int | None = None,
+        max_deletes: int | None = None,
+    ) -> dict[str, int | None]:
+        """Expire snapshots per Paimon's retention options; returns counts of deleted files."""
+
+    def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[tuple[str, int]]:
+        """Delete (or list) unreferenced files older than the cutoff; returns (path, size)."""
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, time_retained_ms: int | None = None) -> str:
+        """Create tag ``name`` at a snapshot (latest by default); returns the tag JSON."""
+
+    def delete_tag(self, name: str) -> dict[str, int]:
+        """Delete a tag and the files only it protected; returns counts."""
+
+    def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> dict[str, Any]:
+        """Roll the table back to a snapshot or tag."""
+
+    def consumers(self) -> list[tuple[str, int]]:
+        """Consumer ids with their next snapshot."""
+
+    def reset_consumer(self, consumer_id: str, next_snapshot: int) -> None:
+        """Set a consumer's next snapshot."""
+
+    def delete_consumer(self, consumer_id: str) -> None:
+        """Delete a consumer."""
+
+    def drop_partitions(self, specs_json: str) -> list[int]:
+        """Drop the partitions matching any of the specs; returns the snapshot ids."""
+
+    def expire_partitions(self, expiration_ms: int | None = None) -> list[list[tuple[str, str]]]:
+        """Drop partitions older than the expiration time; returns the dropped specs."""
+
+    def system_table(self, name: str) -> pa.Table:
+        """A system table (snapshots, schemas, options, files, manifests, partitions, buckets,
+        tags, consumers, audit_log)."""
+
 @final
 class RawWriter:
     """Writes batches into new data files of one table; created by :meth:`RawTable.writer`."""

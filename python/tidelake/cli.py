@@ -4,16 +4,24 @@ Every command prints a human-readable view by default and JSON with ``--json`` (
 prints JSON Lines, one object per row). Errors print one line on stderr (``error: ...``) and
 exit non-zero without a traceback:
 
-* exit 1: an unexpected error (commit conflict, storage failure, a bug...);
+* exit 1: an unexpected error (commit conflict, storage failure, a bug...), an existing tag, an
+  unsupported operation (compacting an append table) or a declined confirmation;
 * exit 2: bad usage: unknown option, bad argument, bad filter or column (``InvalidArgumentError``);
 * exit 3: table, snapshot, schema or tag not found;
 * exit 4: corrupt metadata or data.
+
+Maintenance commands (``compact``, ``expire-snapshots``, ``remove-orphans``, ``rollback``,
+``tags create``...) change the table; ``rollback`` asks for confirmation unless ``--yes``.
+Durations are ``30s``, ``10min``, ``1h``, ``2d`` (``ms``, ``s``, ``m``/``min``, ``h``, ``d``;
+spaces allowed). Partition specs are ``k=v[,k=v...]`` with values converted to the partition
+column's type.
 
 Set ``TIDELAKE_DEBUG=1`` to get the traceback of unexpected errors.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import decimal as _dec
 import functools
@@ -21,13 +29,16 @@ import json
 import math
 import os
 import re
+import shlex
 import sys
+import time
 import unicodedata
 from typing import Any, Callable, Iterator
 
 import click
 
 from . import exceptions as exc
+from .maintenance import SYSTEM_TABLES
 from .table import Table, open_table
 
 _EXIT_CODES: list[tuple[type[BaseException], int]] = [
@@ -80,6 +91,9 @@ class _Group(click.Group):
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:  # type: ignore[override]
         try:
             return super().main(args=args, prog_name=prog_name, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:  # `tidelake`, `tidelake tags`: show the help
+            click.echo(e.format_message())
+            sys.exit(0)
         except click.exceptions.UsageError as e:
             hint = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
             click.echo(f"error: {_one_line(e.format_message())}{hint}", err=True)
@@ -332,6 +346,8 @@ def _columns(text: str | None) -> list[str] | None:
 
 
 def _open(path: str) -> Table:
+    if "://" not in path:  # a local path: resolve `..` and symlinked cwd segments for the engine
+        path = os.path.abspath(path)
     return open_table(path)
 
 
@@ -361,10 +377,14 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print machine-read
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tidelake", prog_name="tidelake")
 def main() -> None:
-    """tidelake: inspect and read Apache Paimon tables from the shell.
+    """tidelake: inspect, read and maintain Apache Paimon tables from the shell.
 
     PATH is a table directory (holding schema/, snapshot/, manifest/...), e.g.
-    warehouse/db.db/orders. Exit codes: 0 ok, 1 unexpected error, 2 bad usage or argument,
+    warehouse/db.db/orders. Inspect with info, snapshots, schema, tags, files, system, cat, tail
+    and doctor; maintain with compact, expire-snapshots, remove-orphans, tags create/delete,
+    rollback, drop-partition, expire-partitions and consumers. Durations: 30s, 10min, 1h, 2d.
+
+    Exit codes: 0 ok, 1 unexpected error, 2 bad usage or argument,
     3 table/snapshot/schema/tag not found, 4 corrupt metadata or data.
     """
 
@@ -460,18 +480,55 @@ def schema(path: str, schema_id: int | None, as_json: bool) -> None:
         _print_table([[k, val] for k, val in v.options.items()], ["option", "value"])
 
 
-@main.command(short_help="List the tags of a table.")
+def _fmt_local_time(value: Any) -> Any:
+    """A tag's create time as Paimon writes it (a Java LocalDateTime: ``[y, m, d, h, mi, s, ns]``)."""
+    if isinstance(value, list) and 3 <= len(value) <= 7 and all(isinstance(v, int) for v in value):
+        parts = [*value, 0, 0, 0, 0][:7]
+        try:
+            return _dt.datetime(*parts[:6], parts[6] // 1000).isoformat(sep=" ", timespec="milliseconds")
+        except ValueError:
+            pass
+    return value
+
+
+def _fmt_retained(value: Any) -> Any:
+    """A tag's retention as Paimon writes it (a Java Duration: seconds)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _fmt_duration(_dt.timedelta(seconds=value))
+    return value
+
+
+class _PathGroup(click.Group):
+    """A subcommand group whose first argument may be PATH: ``tags PATH`` runs ``tags list PATH``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("subcommand_metavar", "PATH | COMMAND [ARGS]...")
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+@main.group(cls=_PathGroup, short_help="List, create and delete the tags of a table.")
+def tags() -> None:
+    """List (the default: `tags PATH` is `tags list PATH`), create and delete the tags of the
+    table at PATH. A tag keeps its snapshot and files readable after the snapshot expires."""
+
+
+@tags.command("list", short_help="List the tags of a table.")
 @_PATH
 @_JSON
 @_guarded
-def tags(path: str, as_json: bool) -> None:
+def tags_list(path: str, as_json: bool) -> None:
     """List the tags of the table at PATH (sorted by name) with the snapshot each one keeps."""
     tag_list = _open(path).tags()
     if as_json:
         _emit_json([tg.to_dict() for tg in tag_list])
         return
-    _print_table([[tg.name, tg.snapshot_id, tg.schema_id, _fmt_time(tg.time_millis), tg.create_time,
-                   tg.time_retained] for tg in tag_list],
+    _print_table([[tg.name, tg.snapshot_id, tg.schema_id, _fmt_time(tg.time_millis), _fmt_local_time(tg.create_time),
+                   _fmt_retained(tg.time_retained)] for tg in tag_list],
                  ["tag", "snapshot", "schema", "committed", "created", "retained"])
     click.echo(f"({len(tag_list)} tags)")
 
@@ -572,6 +629,740 @@ def cat(path: str, snapshot_id: int | None, tag: str | None, timestamp_ms: int |
     if not as_json:
         _print_table(rows, names)
         click.echo(f"({count} rows)")
+
+
+# ---- maintenance: argument types and helpers ----------------------------------------------------
+
+_DURATION_UNITS = {
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), 1),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1000),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60_000),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3_600_000),
+    **dict.fromkeys(("d", "day", "days"), 86_400_000),
+}
+_DURATION_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*")
+
+
+def parse_duration(text: str) -> _dt.timedelta:
+    """``30s``, ``10min``, ``1h``, ``2d``, ``1 h``, ``500ms`` as a timedelta."""
+    m = _DURATION_RE.fullmatch(text)
+    if m is None or m.group(2).lower() not in _DURATION_UNITS:
+        raise exc.InvalidArgumentError(f"bad duration {text!r}: expected a number and a unit, e.g. 30s, 10min, "
+                                       f"1h, 2d (units: ms, s, m/min, h, d)")
+    return _dt.timedelta(milliseconds=float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
+
+
+def _ms(delta: _dt.timedelta) -> int:
+    return int(delta.total_seconds() * 1000)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _fmt_duration(delta: _dt.timedelta) -> str:
+    ms = _ms(delta)
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+class _Duration(click.ParamType):
+    name = "duration"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> _dt.timedelta:
+        if isinstance(value, _dt.timedelta):
+            return value
+        try:
+            return parse_duration(str(value))
+        except exc.InvalidArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+class _PartitionSpec(click.ParamType):
+    """``k=v[,k=v...]`` as a dict of strings (typed later against the table schema)."""
+
+    name = "k=v[,k=v...]"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> dict[str, str]:
+        if isinstance(value, dict):
+            return value
+        spec: dict[str, str] = {}
+        for part in str(value).split(","):
+            k, sep, v = part.partition("=")
+            k = k.strip()
+            if not sep or not k:
+                self.fail(f"bad partition {value!r}: expected k=v[,k=v...]", param, ctx)
+            if k in spec:
+                self.fail(f"bad partition {value!r}: {k} is given twice", param, ctx)
+            spec[k] = v
+        return spec
+
+
+_DURATION = _Duration()
+_PARTITION = _PartitionSpec()
+
+
+def _typed_value(type_: Any, text: str, key: str) -> Any:
+    """A partition value given as text, converted to the column's Python type."""
+    import pyarrow as pa
+
+    try:
+        if pa.types.is_boolean(type_):
+            if text.lower() not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return text.lower() == "true"
+        if pa.types.is_integer(type_):
+            return int(text)
+        if pa.types.is_floating(type_):
+            return float(text)
+        if pa.types.is_decimal(type_):
+            return _dec.Decimal(text)
+        if pa.types.is_date(type_):
+            return _dt.date.fromisoformat(text)
+        if pa.types.is_timestamp(type_):
+            return _dt.datetime.fromisoformat(text)
+        if pa.types.is_time(type_):
+            return _dt.time.fromisoformat(text)
+    except (ValueError, ArithmeticError) as e:
+        raise exc.InvalidArgumentError(f"bad --partition {key}={text}: {key} is {type_}: {e}") from None
+    return text
+
+
+def _typed_partitions(t: Table, specs: tuple[dict[str, str], ...] | list[dict[str, str]]) -> list[dict[str, Any]]:
+    """``--partition`` specs with values converted using the table's Arrow schema."""
+    keys = t.partition_keys
+    if not keys:
+        raise exc.InvalidArgumentError(f"--partition: {t.path} is not partitioned")
+    null_name = t.options.get("partition.default-name", "__DEFAULT_PARTITION__")
+    out = []
+    for spec in specs:
+        typed: dict[str, Any] = {}
+        for k, text in spec.items():
+            if k not in keys:
+                raise exc.InvalidArgumentError(f"bad --partition {k}={text}: {k!r} is not a partition key; "
+                                               f"partition keys are {', '.join(keys)}")
+            typed[k] = None if text == null_name else _typed_value(t.schema.field(k).type, text, k)
+        out.append(typed)
+    return out
+
+
+def _spec_text(spec: dict[str, Any]) -> str:
+    return ",".join(f"{k}={'null' if v is None else v}" for k, v in spec.items())
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+_MEMORY_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
+                 "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40,
+                 "tb": 1 << 40, "tib": 1 << 40}
+
+
+def _memory_size(text: str, option: str) -> int:
+    """A Paimon memory size (``128 mb``, ``256MB``, ``1gb``, ``1024``) in bytes."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if m is None or m.group(2).lower() not in _MEMORY_UNITS:
+        raise exc.InvalidArgumentError(f"bad table option {option}={text!r}: expected a memory size like 128mb")
+    return int(m.group(1)) * _MEMORY_UNITS[m.group(2).lower()]
+
+
+def _int_option(t: Table, key: str, default: int) -> int:
+    text = t.options.get(key)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise exc.InvalidArgumentError(f"bad table option {key}={text!r}: expected an integer") from None
+
+
+def _summary(counts: dict[str, Any], keys: tuple[str, ...] = ("data_files", "changelog_files", "manifest_files",
+                                                             "index_files", "statistics_files")) -> str:
+    parts = [f"{counts[k]} {k.replace('_', ' ')}" for k in keys if counts.get(k)]
+    return ", ".join(parts) or "no files"
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _progress(length: int, label: str, show: bool = True) -> Iterator[Any]:
+    """A progress bar on stderr when it is a terminal (never in scripts or with --json)."""
+    if show and length > 1 and sys.stderr.isatty():
+        with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+            yield bar
+    else:
+        yield _NoBar()
+
+
+def _interactive() -> bool:
+    """Whether a confirmation can be asked (stdin is a terminal)."""
+    return sys.stdin.isatty()
+
+
+def _rel(t: Table, path: str) -> str:
+    root = t.path.rstrip("/") + "/"
+    return path[len(root):] if path.startswith(root) else path
+
+
+_PARTITION_OPT_HELP = ("k=v[,k=v...]: one partition (values converted to the column types; "
+                       "__DEFAULT_PARTITION__ is null). Repeat for more partitions.")
+
+
+# ---- tags -----------------------------------------------------------------------------------------
+
+
+@tags.command("create", short_help="Tag a snapshot (the latest by default).")
+@_PATH
+@click.argument("name", metavar="NAME")
+@click.option("--snapshot", "snapshot_id", type=int, metavar="N", help="Tag snapshot N (default: the latest).")
+@click.option("--retain", type=_DURATION, metavar="DURATION",
+              help="Let writers expire the tag DURATION after it is created, e.g. 7d (default: the table's "
+                   "tag.default-time-retained, else kept until deleted).")
+@_JSON
+@_guarded
+def tags_create(path: str, name: str, snapshot_id: int | None, retain: _dt.timedelta | None, as_json: bool) -> None:
+    """Create tag NAME on a snapshot of the table at PATH (the latest by default). The tag keeps
+    the snapshot and its files readable (`cat --tag NAME`) after the snapshot expires. Fails with
+    exit 1 if the tag exists."""
+    tag = _open(path).create_tag(name, snapshot_id, retain)
+    if as_json:
+        _emit_json(tag.to_dict())
+        return
+    kept = f", retained {_fmt_duration(retain)}" if retain is not None else ""
+    click.echo(f"created tag {tag.name} on snapshot {tag.snapshot_id}{kept}")
+
+
+@tags.command("delete", short_help="Delete a tag.")
+@_PATH
+@click.argument("name", metavar="NAME")
+@_JSON
+@_guarded
+def tags_delete(path: str, name: str, as_json: bool) -> None:
+    """Delete tag NAME of the table at PATH. When its snapshot has expired, the files only the
+    tag kept are deleted too. Exit 3 if there is no such tag."""
+    counts = _open(path).delete_tag(name)
+    if as_json:
+        _emit_json({"tag": name, **counts})
+        return
+    click.echo(f"deleted tag {name} ({_summary(counts)} removed)")
+
+
+# ---- rollback -------------------------------------------------------------------------------------
+
+
+@main.command(short_help="Make an older snapshot or tag the latest state again.")
+@_PATH
+@click.option("--snapshot", "snapshot_id", type=int, metavar="N", help="Roll back to snapshot N.")
+@click.option("--tag", metavar="T", help="Roll back to the snapshot tag T keeps.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (needed when stdin is not a terminal).")
+@_JSON
+@_guarded
+def rollback(path: str, snapshot_id: int | None, tag: str | None, yes: bool, as_json: bool) -> None:
+    """Roll the table at PATH back to snapshot N or tag T: newer snapshots and tags are deleted
+    with the files only they referenced. Stop writers first. Asks for confirmation unless --yes;
+    without --yes and without a terminal on stdin it fails with exit 2."""
+    if (snapshot_id is None) == (tag is None):
+        raise exc.InvalidArgumentError("give exactly one of --snapshot and --tag")
+    t = _open(path)
+    if tag is not None:
+        found = [tg for tg in t.tags() if tg.name == tag]
+        if not found:
+            existing = ", ".join(tg.name for tg in t.tags()) or "none"
+            raise exc.TableNotFoundError(f"tag {tag!r} not found in {t.path}; existing tags: [{existing}]")
+        target = found[0].snapshot_id
+        what = f"tag {tag} (snapshot {target})"
+    else:
+        target = t.snapshot(snapshot_id).id
+        what = f"snapshot {target}"
+    newer = [s.id for s in t.snapshots() if s.id > target]
+    newer_tags = [tg.name for tg in t.tags() if tg.snapshot_id > target]
+    if not yes:
+        if not _interactive():
+            raise exc.InvalidArgumentError("rollback needs confirmation: pass --yes (stdin is not a terminal)")
+        lost = (f"snapshots {newer[0]}..{newer[-1]}" if len(newer) > 1 else
+                f"snapshot {newer[0]}" if newer else "no snapshots")
+        if newer_tags:
+            lost += f" and tags {', '.join(newer_tags)}"
+        if not click.confirm(f"Roll back {t.path} to {what}? This deletes {lost}.", default=False, err=True):
+            _fail(RuntimeError("not confirmed; nothing was rolled back"), 1)
+    result = t.rollback_to(snapshot_id=snapshot_id, tag=tag)
+    if as_json:
+        _emit_json(result)
+        return
+    deleted_tags = result.get("tags") or []
+    click.echo(f"rolled back to {what}: deleted {result.get('snapshots', 0)} snapshots"
+               f"{', tags ' + ', '.join(deleted_tags) if deleted_tags else ''}; {_summary(result)} removed")
+
+
+# ---- expiration and cleanup ---------------------------------------------------------------------
+
+
+@main.command("expire-snapshots", short_help="Expire old snapshots and the files only they use.")
+@_PATH
+@click.option("--retain-min", type=click.IntRange(min=1), metavar="N",
+              help="Keep at least N snapshots (default: snapshot.num-retained.min, 10).")
+@click.option("--retain-max", type=click.IntRange(min=1), metavar="N",
+              help="Keep at most N snapshots, however recent (default: snapshot.num-retained.max).")
+@click.option("--older-than", type=_DURATION, metavar="DURATION",
+              help="Expire only snapshots older than DURATION, e.g. 1h, 7d (default: "
+                   "snapshot.time-retained, 1h).")
+@click.option("--max-deletes", type=click.IntRange(min=0), metavar="N",
+              help="Expire at most N snapshots in this run (default: snapshot.expire.limit, 50).")
+@_JSON
+@_guarded
+def expire_snapshots(path: str, retain_min: int | None, retain_max: int | None,
+                     older_than: _dt.timedelta | None, max_deletes: int | None, as_json: bool) -> None:
+    """Expire old snapshots of the table at PATH and delete the data, changelog and manifest
+    files only they referenced. Snapshots a tag or a consumer needs stay readable. There is no
+    dry run: `tidelake snapshots PATH` shows what exists."""
+    t = _open(path)
+    cutoff = None if older_than is None else _now_ms() - _ms(older_than)
+    limit = max_deletes if max_deletes is not None else _int_option(t, "snapshot.expire.limit", 50)
+    keep = retain_min if retain_min is not None else _int_option(t, "snapshot.num-retained.min", 10)
+    expected = max(0, min(limit, len(t.snapshots()) - keep))
+    chunk = max(1, math.ceil(expected / 20))
+    total: dict[str, Any] = {}
+    left = limit
+    with _progress(expected, "expiring snapshots", show=not as_json) as bar:
+        while True:
+            n = min(chunk, left)
+            r = t.expire_snapshots(retain_min, retain_max, cutoff, n)
+            for k, v in r.items():
+                total[k] = v if k == "earliest_snapshot" else total.get(k, 0) + (v or 0)
+            bar.update(r.get("snapshots", 0))
+            left -= r.get("snapshots", 0)
+            if left <= 0 or r.get("snapshots", 0) < n:
+                break
+    if as_json:
+        _emit_json(total)
+        return
+    if not total.get("snapshots"):
+        click.echo(f"nothing to expire (earliest snapshot {total.get('earliest_snapshot')})")
+        return
+    click.echo(f"expired {total['snapshots']} snapshots, earliest is now {total.get('earliest_snapshot')}; "
+               f"deleted {_summary(total)}")
+
+
+@main.command("remove-orphans", short_help="Delete files no snapshot or tag references.")
+@_PATH
+@click.option("--older-than", type=_DURATION, default="1d", show_default=True, metavar="DURATION",
+              help="Only files last modified more than DURATION ago (files of running writers are "
+                   "younger), e.g. 1h, 2d.")
+@click.option("--dry-run", is_flag=True, help="Only list the orphan files; delete nothing.")
+@_JSON
+@_guarded
+def remove_orphans(path: str, older_than: _dt.timedelta, dry_run: bool, as_json: bool) -> None:
+    """Delete the files under the table at PATH that no snapshot, tag or branch references (left
+    by failed or killed writers) and that are older than --older-than. Lists each orphan with
+    its size; --dry-run lists without deleting."""
+    t = _open(path)
+    found = t.remove_orphan_files(_now_ms() - _ms(older_than), dry_run)
+    total = sum(size for _, size in found)
+    if as_json:
+        _emit_json({"dry_run": dry_run, "older_than": _fmt_duration(older_than), "count": len(found),
+                    "bytes": total, "files": [{"path": p, "size": size} for p, size in found]})
+        return
+    _print_table([[_rel(t, p), size] for p, size in sorted(found)], ["orphan file", "size"])
+    verb = "would be deleted (dry run)" if dry_run else "deleted"
+    click.echo(f"({len(found)} orphan files, {total} bytes {verb})")
+
+
+@main.command("expire-partitions", short_help="Drop partitions older than a duration.")
+@_PATH
+@click.option("--older-than", type=_DURATION, metavar="DURATION",
+              help="Drop partitions older than DURATION, e.g. 30d (default: the table's "
+                   "partition.expiration-time). Age follows partition.expiration-strategy: the "
+                   "partition values (values-time) or the last write (update-time).")
+@_JSON
+@_guarded
+def expire_partitions(path: str, older_than: _dt.timedelta | None, as_json: bool) -> None:
+    """Drop the partitions of the table at PATH older than --older-than in one OVERWRITE
+    snapshot, and list them."""
+    dropped = _open(path).expire_partitions(older_than)
+    if as_json:
+        _emit_json(dropped)
+        return
+    for spec in dropped:
+        click.echo(_spec_text(spec))
+    click.echo(f"({len(dropped)} partitions expired)")
+
+
+@main.command("drop-partition", short_help="Drop one or more partitions.")
+@_PATH
+@click.option("--partition", "partitions", type=_PARTITION, multiple=True, required=True, metavar="k=v[,k=v]",
+              help=_PARTITION_OPT_HELP + " A partial spec (dt=2024-05-14 of dt,hour) drops every match.")
+@_JSON
+@_guarded
+def drop_partition(path: str, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
+    """Drop the partitions of the table at PATH given with --partition in one OVERWRITE snapshot.
+    Older snapshots still read them until they expire.
+
+    \b
+    Example: tidelake drop-partition wh/db.db/orders --partition dt=2024-05-14,hour=3
+    """
+    t = _open(path)
+    specs = _typed_partitions(t, partitions)
+    before = t.latest_snapshot()
+    sid = t.drop_partitions(specs)
+    after = t.snapshot(sid) if sid is not None else None
+    result = {"snapshot_id": sid, "partitions": [{k: _json_value(v) for k, v in s.items()} for s in specs],
+              "records_before": before.total_record_count if before else 0,
+              "records_after": after.total_record_count if after else None}
+    if as_json:
+        _emit_json(result)
+        return
+    click.echo(f"dropped {'; '.join(_spec_text(s) for s in specs)} in snapshot {sid}: "
+               f"{result['records_before']} -> {result['records_after']} rows")
+
+
+# ---- consumers ------------------------------------------------------------------------------------
+
+
+@main.group(cls=_PathGroup, short_help="List, reset and delete streaming consumers.")
+def consumers() -> None:
+    """List (the default: `consumers PATH` is `consumers list PATH`), reset and delete the
+    streaming consumers of the table at PATH. Snapshots a consumer will still read are not
+    expired."""
+
+
+@consumers.command("list", short_help="List the consumers of a table.")
+@_PATH
+@_JSON
+@_guarded
+def consumers_list(path: str, as_json: bool) -> None:
+    """List the consumers of the table at PATH with the next snapshot each one will read."""
+    found = _open(path).consumers()
+    if as_json:
+        _emit_json(found)
+        return
+    _print_table([[cid, nxt] for cid, nxt in sorted(found.items())], ["consumer", "next snapshot"])
+    click.echo(f"({len(found)} consumers)")
+
+
+@consumers.command("reset", short_help="Create or move a consumer.")
+@_PATH
+@click.argument("consumer_id", metavar="ID")
+@click.option("--next-snapshot", type=click.IntRange(min=1), required=True, metavar="N",
+              help="The next snapshot consumer ID reads; snapshots from N on are not expired.")
+@_guarded
+def consumers_reset(path: str, consumer_id: str, next_snapshot: int) -> None:
+    """Create consumer ID of the table at PATH, or move it, so that it reads snapshot N next."""
+    _open(path).reset_consumer(consumer_id, next_snapshot)
+    click.echo(f"consumer {consumer_id} reads snapshot {next_snapshot} next")
+
+
+@consumers.command("delete", short_help="Delete a consumer.")
+@_PATH
+@click.argument("consumer_id", metavar="ID")
+@_guarded
+def consumers_delete(path: str, consumer_id: str) -> None:
+    """Delete consumer ID of the table at PATH; its snapshots may then expire."""
+    _open(path).delete_consumer(consumer_id)
+    click.echo(f"deleted consumer {consumer_id}")
+
+
+# ---- system tables --------------------------------------------------------------------------------
+
+
+@main.command(short_help="Print a system table (files, snapshots, manifests, ...).")
+@_PATH
+@click.argument("name", type=click.Choice(SYSTEM_TABLES), metavar="NAME")
+@click.option("--limit", type=click.IntRange(min=0), metavar="N", help="Print at most N rows.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of objects, one per row.")
+@_guarded
+def system(path: str, name: str, limit: int | None, as_json: bool) -> None:
+    """Print Paimon system table NAME (`table$NAME`) of the table at PATH. NAME is one of
+    snapshots, schemas, options, files, manifests, partitions, buckets, tags, consumers,
+    audit_log."""
+    tbl = _open(path).system(name)
+    if limit is not None:
+        tbl = tbl.slice(0, limit)
+    rows = tbl.to_pylist()
+    if as_json:
+        _emit_json([{k: _json_value(v) for k, v in r.items()} for r in rows])
+        return
+    _print_table([[_cell(r[c]) for c in tbl.column_names] for r in rows], tbl.column_names)
+    click.echo(f"({len(rows)} rows)")
+
+
+# ---- compaction -----------------------------------------------------------------------------------
+
+
+def _level_counts(t: Table) -> tuple[int, int]:
+    """(data files, level-0 data files) of the latest snapshot."""
+    levels = t.system("files").column("level").to_pylist()
+    return len(levels), sum(1 for lv in levels if lv == 0)
+
+
+@main.command(short_help="Compact the LSM trees of a primary-key table.")
+@_PATH
+@click.option("--full", is_flag=True, help="Rewrite every bucket into one sorted run at the top level.")
+@click.option("--partition", "partitions", type=_PARTITION, multiple=True, metavar="k=v[,k=v]",
+              help="Compact only this partition (default: all). " + _PARTITION_OPT_HELP)
+@_JSON
+@_guarded
+def compact(path: str, full: bool, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
+    """Compact the primary-key table at PATH into one COMPACT snapshot. Without --full a bucket
+    is compacted only when its sorted runs call for it (num-sorted-run.compaction-trigger, size
+    amplification, size ratio); --full rewrites every bucket. Reads return the same rows."""
+    t = _open(path)
+    if not hasattr(t, "compact"):
+        raise exc.UnsupportedError("compact is not available in this tidelake build")
+    specs = _typed_partitions(t, partitions) if partitions else None
+    files_before, l0_before = _level_counts(t)
+    sid = t.compact(full=full, partitions=specs)
+    files_after, l0_after = _level_counts(t) if sid is not None else (files_before, l0_before)
+    if as_json:
+        _emit_json({"snapshot_id": sid, "files_before": files_before, "files_after": files_after,
+                    "level0_files_before": l0_before, "level0_files_after": l0_after})
+        return
+    if sid is None:
+        click.echo("nothing to compact (no bucket needed it; --full rewrites every bucket)")
+        return
+    click.echo(f"compacted into snapshot {sid}: data files {files_before} -> {files_after}, "
+               f"level-0 files {l0_before} -> {l0_after}")
+
+
+# ---- tail -----------------------------------------------------------------------------------------
+
+
+@main.command(short_help="Print the changes of new snapshots as they arrive.")
+@_PATH
+@click.option("--from-snapshot", type=click.IntRange(min=1), metavar="N",
+              help="Start with the changes of snapshot N (default: the earliest retained snapshot "
+                   "with --no-follow; only new snapshots with --follow).")
+@click.option("--follow/--no-follow", default=True, show_default=True,
+              help="Keep polling for new snapshots (Ctrl-C stops), or print what exists and exit.")
+@click.option("--interval", type=click.FloatRange(min=0.01), default=1.0, show_default=True, metavar="SECONDS",
+              help="Seconds between polls of the latest snapshot in --follow mode.")
+@click.option("--max-batches", type=click.IntRange(min=1), metavar="N",
+              help="Exit after printing the changes of N snapshots (snapshots without changes, "
+                   "e.g. COMPACT, do not count).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON Lines: one object per change with _snapshot_id and _row_kind.")
+@_guarded
+def tail(path: str, from_snapshot: int | None, follow: bool, interval: float, max_batches: int | None,
+         as_json: bool) -> None:
+    """Print the changes each snapshot of the table at PATH committed, snapshot by snapshot,
+    with their _row_kind (+I insert, -U/+U update before/after, -D delete). Tables with a
+    changelog producer show their changelog; others the rows APPEND commits wrote."""
+    t = _open(path)
+    latest = t.latest_snapshot()
+    latest_id = latest.id if latest is not None else 0
+    if from_snapshot is not None:
+        next_id = from_snapshot
+    elif follow:
+        next_id = latest_id + 1
+    else:
+        snaps = t.snapshots()
+        next_id = snaps[0].id if snaps else 1
+    printed = 0
+    try:
+        while True:
+            while next_id <= latest_id:
+                changes = t.changes(next_id - 1, next_id)
+                if changes.num_rows:
+                    _print_changes(t, next_id, changes, as_json)
+                    printed += 1
+                    if max_batches is not None and printed >= max_batches:
+                        return
+                next_id += 1
+            if not follow:
+                return
+            time.sleep(interval)
+            latest = t.latest_snapshot()
+            latest_id = latest.id if latest is not None else 0
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+def _print_changes(t: Table, snapshot_id: int, changes: Any, as_json: bool) -> None:
+    rows = changes.to_pylist()
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps({"_snapshot_id": snapshot_id, **{k: _json_value(v) for k, v in row.items()}},
+                                  ensure_ascii=False))
+        return
+    snap = t.snapshot(snapshot_id)
+    click.echo(f"-- snapshot {snapshot_id} ({snap.commit_kind}, {_fmt_time(snap.time_millis)}): "
+               f"{len(rows)} changes")
+    _print_table([[_cell(r[c]) for c in changes.column_names] for r in rows], changes.column_names)
+
+
+# ---- doctor ---------------------------------------------------------------------------------------
+
+_MAX_SNAPSHOTS = 1000
+_MAX_MANIFESTS = 500
+_MAX_SMALL_SHARE = 0.5
+_MAX_PLANNING_SECONDS = 5.0
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun} has" if count == 1 else f"{count} {noun}s have"
+
+
+def _partition_text(t: Table, raw: str) -> str:
+    """``{2024-01-01, 1}`` (the files system table) as ``dt=2024-01-01/p=1``."""
+    keys = t.partition_keys
+    if not keys:
+        return "-"
+    values = raw.strip("{}").split(", ")
+    if len(values) != len(keys):
+        return raw
+    return "/".join(f"{k}={v}" for k, v in zip(keys, values))
+
+
+def _diagnose(t: Table, shown_path: str, check_orphans: bool) -> dict[str, Any]:
+    pk = bool(t.primary_keys)
+    trigger = _int_option(t, "num-sorted-run.compaction-trigger", 5)
+    stop = _int_option(t, "num-sorted-run.stop-trigger", trigger + 3)
+    target_text = t.options.get("target-file-size")
+    target = _memory_size(target_text, "target-file-size") if target_text else (128 << 20 if pk else 256 << 20)
+    small_limit = target // 4
+
+    started = time.perf_counter()
+    t.scan()
+    planning = time.perf_counter() - started
+
+    buckets: dict[tuple[str, int], dict[str, Any]] = {}
+    files = t.system("files").to_pylist()
+    for f in files:
+        b = buckets.setdefault((f["partition"], f["bucket"]), {
+            "partition": _partition_text(t, f["partition"]), "bucket": f["bucket"], "files": 0,
+            "level0_files": 0, "levels": set(), "small_files": 0, "rows": 0, "bytes": 0})
+        b["files"] += 1
+        b["rows"] += f["record_count"]
+        b["bytes"] += f["file_size_in_bytes"]
+        b["small_files"] += f["file_size_in_bytes"] < small_limit
+        if f["level"] == 0:
+            b["level0_files"] += 1
+        else:
+            b["levels"].add(f["level"])
+    rows = []
+    for b in sorted(buckets.values(), key=lambda b: (b["partition"], b["bucket"])):
+        levels = b.pop("levels")
+        b["sorted_runs"] = b["level0_files"] + len(levels)
+        rows.append(b)
+
+    n_snapshots = len(t.snapshots())
+    n_manifests = t.system("manifests").num_rows
+    small = sum(b["small_files"] for b in rows)
+    share = small / len(files) if files else 0.0
+    orphans = t.remove_orphan_files(_now_ms() - 86_400_000, dry_run=True) if check_orphans else None
+
+    reasons: list[tuple[str, str]] = []
+    suggest: list[str] = []
+    quoted = shlex.quote(shown_path)
+    if pk:
+        stalled = [b for b in rows if b["sorted_runs"] > stop]
+        busy = [b for b in rows if b["sorted_runs"] > trigger]
+        worst = max(rows, key=lambda b: b["sorted_runs"], default=None)
+        where = f"; most: {worst['sorted_runs']} in {worst['partition']} bucket {worst['bucket']}" if worst else ""
+        if stalled:
+            reasons.append(("BAD", f"{_n(len(stalled), 'bucket')} more than {stop} sorted runs "
+                                   f"(num-sorted-run.stop-trigger: writers stall){where}"))
+        elif busy:
+            reasons.append(("WARN", f"{_n(len(busy), 'bucket')} more than {trigger} sorted runs "
+                                    f"(num-sorted-run.compaction-trigger){where}"))
+        if stalled or busy:
+            suggest.append(f"tidelake compact {quoted}")
+    if share > _MAX_SMALL_SHARE and small > len(rows):
+        reasons.append(("WARN", f"{share:.0%} of data files are small (< {_human_bytes(small_limit)}, a quarter "
+                                f"of target-file-size {_human_bytes(target)})"))
+        if pk:
+            suggest.append(f"tidelake compact {quoted} --full")
+    if n_snapshots > _MAX_SNAPSHOTS:
+        reasons.append(("WARN", f"{n_snapshots} snapshots (more than {_MAX_SNAPSHOTS})"))
+        suggest.append(f"tidelake expire-snapshots {quoted}")
+    if n_manifests > _MAX_MANIFESTS:
+        reasons.append(("WARN", f"{n_manifests} manifest files (more than {_MAX_MANIFESTS}) slow down planning"))
+    if planning > _MAX_PLANNING_SECONDS:
+        reasons.append(("WARN", f"planning a read took {planning:.1f} s (more than {_MAX_PLANNING_SECONDS:.0f} s)"))
+    if orphans:
+        reasons.append(("WARN", f"{len(orphans)} orphan files ({_human_bytes(sum(s for _, s in orphans))}) "
+                                f"older than 1 day"))
+        suggest.append(f"tidelake remove-orphans {quoted}")
+    verdict = "BAD" if any(level == "BAD" for level, _ in reasons) else "WARN" if reasons else "OK"
+    if f"tidelake compact {quoted} --full" in suggest:  # it covers the plain compaction
+        suggest = [s for s in suggest if s != f"tidelake compact {quoted}"]
+    return {
+        "path": t.path,
+        "kind": "primary-key" if pk else "append",
+        "snapshots": n_snapshots,
+        "manifests": n_manifests,
+        "planning_seconds": round(planning, 4),
+        "files": len(files),
+        "small_files": small,
+        "small_file_share": round(share, 4),
+        "target_file_size": target,
+        "orphan_files": None if orphans is None else len(orphans),
+        "orphan_bytes": None if orphans is None else sum(s for _, s in orphans),
+        "thresholds": {"compaction_trigger": trigger, "stop_trigger": stop, "small_file_bytes": small_limit,
+                       "small_file_share": _MAX_SMALL_SHARE, "snapshots": _MAX_SNAPSHOTS,
+                       "manifests": _MAX_MANIFESTS, "planning_seconds": _MAX_PLANNING_SECONDS},
+        "buckets": rows,
+        "verdict": verdict,
+        "reasons": [f"{level}: {text}" for level, text in reasons],
+        "suggestions": list(dict.fromkeys(suggest)),
+    }
+
+
+@main.command(short_help="Check a table's health; suggest maintenance commands.")
+@_PATH
+@click.option("--skip-orphans", is_flag=True, help="Do not list the table directory for orphan files.")
+@_JSON
+@_guarded
+def doctor(path: str, skip_orphans: bool, as_json: bool) -> None:
+    """Check the health of the table at PATH and suggest maintenance commands. Reports, per
+    bucket, data files, level-0 files and sorted runs (each level-0 file is a run, plus one per
+    non-empty level >= 1); the share of small files (< 1/4 of target-file-size, default 128mb
+    for primary-key and 256mb for append tables); manifest files; snapshots; orphan files older
+    than 1d; and the time to plan a read.
+
+    \b
+    Verdict (exit 0 whatever it is):
+      BAD   a bucket has more sorted runs than num-sorted-run.stop-trigger (default
+            compaction-trigger + 3): writers stall.
+      WARN  a bucket has more sorted runs than num-sorted-run.compaction-trigger (default 5);
+            more than 50% of data files are small (and more than one per bucket);
+            more than 1000 snapshots; more than 500 manifest files; planning takes more
+            than 5 s; orphan files exist.
+      OK    none of the above.
+    """
+    d = _diagnose(_open(path), path, check_orphans=not skip_orphans)
+    if as_json:
+        _emit_json(d)
+        return
+    click.echo(f"table:        {d['path']} ({d['kind']}, {len(d['buckets'])} buckets)")
+    click.echo(f"snapshots:    {d['snapshots']}")
+    click.echo(f"manifests:    {d['manifests']}")
+    click.echo(f"planning:     {d['planning_seconds']:.3f} s")
+    small = _human_bytes(d["thresholds"]["small_file_bytes"])
+    click.echo(f"data files:   {d['files']}, {d['small_files']} small (< {small}): {d['small_file_share']:.0%}")
+    if d["orphan_files"] is not None:
+        click.echo(f"orphan files: {d['orphan_files']} ({_human_bytes(d['orphan_bytes'])}, older than 1d)")
+    click.echo("")
+    _print_table([[b["partition"], b["bucket"], b["files"], b["level0_files"], b["sorted_runs"], b["small_files"],
+                   b["rows"], _human_bytes(b["bytes"])] for b in d["buckets"]],
+                 ["partition", "bucket", "files", "level-0", "runs", "small", "rows", "size"])
+    click.echo("")
+    click.echo(f"verdict: {d['verdict']}")
+    for reason in d["reasons"]:
+        click.echo(f"  - {reason}")
+    if d["suggestions"]:
+        click.echo("suggested:")
+        for s in d["suggestions"]:
+            click.echo(f"  {s}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,8 +47,9 @@ impl FileIO {
                 "storage scheme of '{location}' (only local paths in this build)"
             )));
         }
-        let abs = std::path::absolute(local)
-            .map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
+        let abs = normalize(
+            &std::path::absolute(local).map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?,
+        );
         let root = Path::from_absolute_path(&abs)
             .map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
         let store: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new());
@@ -242,4 +243,21 @@ impl FileIO {
         let rel = full.strip_prefix(root).unwrap_or(full).trim_start_matches('/').to_string();
         FileStatus { path: rel, size: meta.size, last_modified_ms: meta.last_modified.timestamp_millis() }
     }
+}
+
+/// Resolve `.` and `..` lexically (the object-store path model rejects them); symlinks are
+/// left alone.
+fn normalize(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }

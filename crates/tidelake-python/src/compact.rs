@@ -19,7 +19,12 @@ impl RawTable {
     /// strategy), optionally only partitions matching `partitions_json`; returns the report as
     /// JSON: `{"snapshot_id": int|null, "buckets": [...]}`.
     #[pyo3(signature = (full=false, partitions_json=None))]
-    fn compact(&self, py: Python<'_>, full: bool, partitions_json: Option<String>) -> PyResult<String> {
+    fn compact(
+        &self,
+        py: Python<'_>,
+        full: bool,
+        partitions_json: Option<String>,
+    ) -> PyResult<String> {
         let partitions = partitions_json
             .map(|json| {
                 let value: serde_json::Value = serde_json::from_str(&json)

@@ -194,9 +194,56 @@ impl FileStoreCommit {
                 changelog: changes.compact_changelog,
                 index: changes.compact_index,
             };
-            ids.push(self.try_commit(&mut Source::Fixed(new), &request).await?);
+            self.commit_compaction(new, &request, &mut ids).await?;
         }
         Ok(ids)
+    }
+
+    /// Commit compaction results; `ids` holds the snapshots this call already created.
+    ///
+    /// After the new data landed (`ids` not empty), a compaction lost to a concurrent commit
+    /// (e.g. another writer compacted the same bucket) loses nothing: it only rewrote committed
+    /// rows. Its output files, never referenced, are deleted and the call succeeds, so that
+    /// `CommitConflictError` always means "your data did not land". A compaction-only commit
+    /// still fails with the conflict.
+    async fn commit_compaction(&self, new: AttemptChanges, request: &Request<'_>, ids: &mut Vec<i64>) -> Result<()> {
+        if ids.is_empty() {
+            ids.push(self.try_commit(&mut Source::Fixed(new), request).await?);
+            return Ok(());
+        }
+        let rewritten: HashSet<String> =
+            new.table.iter().filter(|e| e.kind == FileKind::Delete).map(|e| e.file.file_name.clone()).collect();
+        let outputs: Vec<_> = new
+            .table
+            .iter()
+            .chain(&new.changelog)
+            .filter(|e| e.kind == FileKind::Add && e.file.external_path.is_none() && !rewritten.contains(&e.file.file_name))
+            .map(|e| (e.partition.clone(), e.bucket, e.file.file_name.clone()))
+            .collect();
+        let index_outputs: Vec<String> = new
+            .index
+            .iter()
+            .filter(|e| e.kind == FileKind::Add && e.index_file.external_path.is_none())
+            .map(|e| e.index_file.file_name.clone())
+            .collect();
+        match self.try_commit(&mut Source::Fixed(new), request).await {
+            Ok(id) => {
+                ids.push(id);
+                Ok(())
+            }
+            Err(Error::CommitConflict(_)) => {
+                let io = self.table.io();
+                for (partition, bucket, name) in outputs {
+                    let dir = self.layout.bucket_path(&self.layout.decode_partition(&partition)?, bucket)?;
+                    io.delete(&format!("{dir}/{name}")).await?;
+                }
+                for name in index_outputs {
+                    io.delete(&format!("index/{name}")).await?;
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Replace the partitions `scope` selects with the new files of `messages` in one OVERWRITE
@@ -253,6 +300,7 @@ impl FileStoreCommit {
         if self.already_committed(commit_identifier).await? {
             return Ok(Vec::new());
         }
+        let messages = self.drop_compactions_of_previous_files(messages).await?;
         let mut changes = Changes::collect(&messages, &self.layout)?;
         let matcher = match scope {
             OverwriteScope::Dynamic if !self.layout.partition_fields.is_empty() => {
@@ -304,6 +352,42 @@ impl FileStoreCommit {
             .await
     }
 
+    /// An overwrite replaces what its scope held, so a compaction that merged the new files
+    /// with files from before (a writer compacting inline against the live table) would bring
+    /// the replaced rows back, and its COMPACT would delete files the OVERWRITE already
+    /// deleted (a certain conflict). Such compaction results are dropped and their output,
+    /// never committed, deleted; the new files are committed as written. Compactions of new
+    /// files only are kept (Java's overwrite writers ignore previous files, so theirs are
+    /// always of this kind).
+    async fn drop_compactions_of_previous_files(&self, mut messages: Vec<CommitMessage>) -> Result<Vec<CommitMessage>> {
+        let io = self.table.io();
+        for m in &mut messages {
+            let new: HashSet<&str> = m.new_files.iter().map(|f| f.file_name.as_str()).collect();
+            if m.compact_before.iter().all(|f| new.contains(f.file_name.as_str())) {
+                continue;
+            }
+            // files compaction only moved to another level are not outputs to delete
+            let new: HashSet<&str> = new.into_iter().chain(m.compact_before.iter().map(|f| f.file_name.as_str())).collect();
+            let dir = self.layout.bucket_path(&self.layout.decode_partition(&m.partition)?, m.bucket)?;
+            for f in m.compact_after.iter().chain(&m.compact_changelog) {
+                if f.external_path.is_none() && !new.contains(f.file_name.as_str()) {
+                    io.delete(&format!("{dir}/{}", f.file_name)).await?;
+                }
+            }
+            for f in &m.compact_new_index_files {
+                if f.external_path.is_none() {
+                    io.delete(&format!("index/{}", f.file_name)).await?;
+                }
+            }
+            m.compact_before.clear();
+            m.compact_after.clear();
+            m.compact_changelog.clear();
+            m.compact_new_index_files.clear();
+            m.compact_deleted_index_files.clear();
+        }
+        Ok(messages)
+    }
+
     async fn compact_after_overwrite(
         &self,
         changes: Changes,
@@ -324,7 +408,7 @@ impl FileStoreCommit {
                 changelog: Vec::new(),
                 index: changes.compact_index,
             };
-            ids.push(self.try_commit(&mut Source::Fixed(new), &request).await?);
+            self.commit_compaction(new, &request, &mut ids).await?;
         }
         Ok(ids)
     }

@@ -125,12 +125,17 @@ impl Compactor {
     pub fn new(table: Table) -> Result<Compactor> {
         let schema = table.schema().clone();
         if schema.primary_keys.is_empty() {
-            return Err(Error::Unsupported("compacting append tables (no primary key)".into()));
+            return Err(Error::Unsupported(
+                "compacting append tables (no primary key)".into(),
+            ));
         }
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
         let producer = opts.changelog_producer().map_err(spec)?;
-        if matches!(producer, ChangelogProducer::Lookup | ChangelogProducer::FullCompaction) {
+        if matches!(
+            producer,
+            ChangelogProducer::Lookup | ChangelogProducer::FullCompaction
+        ) {
             return Err(Error::Unsupported(format!(
                 "compacting tables with changelog-producer={}: compaction would have to produce their changelog",
                 opts.get("changelog-producer").unwrap_or_default()
@@ -174,9 +179,12 @@ impl Compactor {
     /// one COMPACT snapshot (see the module docs for failure handling).
     pub async fn compact(&self, request: &CompactRequest) -> Result<CompactReport> {
         let Some(snap) = self.table.snapshot_manager().latest().await? else {
-            return Ok(CompactReport { snapshot_id: None, buckets: Vec::new() });
+            return Ok(CompactReport {
+                snapshot_id: None,
+                buckets: Vec::new(),
+            });
         };
-        let mut buckets = self.live_buckets(&snap, |_, _| true).await?;
+        let mut buckets = self.live_buckets(&snap).await?;
         if let Some(filter) = &request.partitions {
             let selected = self.select_partitions(filter, &buckets)?;
             buckets.retain(|b| selected.contains(&b.partition));
@@ -187,7 +195,9 @@ impl Compactor {
                 work.push((b, task));
             }
         }
-        let done = self.rewrite_all(work).await?;
+        let mut done = self.rewrite_all(work).await?;
+        // units whose files all stay where they are changed nothing
+        done.retain(|d| !d.result.before.is_empty() || !d.result.after.is_empty());
         let report = |d: &Done| self.report(d);
         let buckets = match done.iter().map(report).collect::<Result<Vec<_>>>() {
             Ok(b) => b,
@@ -198,13 +208,20 @@ impl Compactor {
             }
         };
         let snapshot_id = self.commit(&done).await?;
-        Ok(CompactReport { snapshot_id, buckets })
+        Ok(CompactReport {
+            snapshot_id,
+            buckets,
+        })
     }
 
     /// Commit the rewritten buckets as one COMPACT snapshot (`None` when nothing changed);
     /// on a known failure the written files are deleted.
     pub(crate) async fn commit(&self, done: &[Done]) -> Result<Option<i64>> {
-        let messages: Vec<CommitMessage> = done.iter().map(Done::message).filter(|m| !m.is_empty()).collect();
+        let messages: Vec<CommitMessage> = done
+            .iter()
+            .map(Done::message)
+            .filter(|m| !m.is_empty())
+            .collect();
         if messages.is_empty() {
             return Ok(None);
         }
@@ -226,25 +243,38 @@ impl Compactor {
     }
 
     /// The framed partitions among `buckets` that `filter` (on partition columns) selects.
-    fn select_partitions(&self, filter: &Predicate, buckets: &[Bucket]) -> Result<HashSet<Vec<u8>>> {
+    fn select_partitions(
+        &self,
+        filter: &Predicate,
+        buckets: &[Bucket],
+    ) -> Result<HashSet<Vec<u8>>> {
         let fields = &self.layout.partition_fields;
-        let bound = filter
-            .bind(fields)
-            .map_err(|e| Error::invalid(format!("a partition filter may only use partition columns: {e}")))?;
+        let bound = filter.bind(fields).map_err(|e| {
+            Error::invalid(format!(
+                "a partition filter may only use partition columns: {e}"
+            ))
+        })?;
         let mut partitions: Vec<&[u8]> = buckets.iter().map(|b| b.partition.as_slice()).collect();
         partitions.sort_unstable();
         partitions.dedup();
         // One row per partition, one column per partition field.
-        let values = partitions.iter().map(|p| self.layout.decode_partition(p)).collect::<Result<Vec<_>>>()?;
+        let values = partitions
+            .iter()
+            .map(|p| self.layout.decode_partition(p))
+            .collect::<Result<Vec<_>>>()?;
         let columns = fields
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let column: Vec<Datum> = values.iter().map(|v| v.get(i).cloned().unwrap_or(Datum::Null)).collect();
+                let column: Vec<Datum> = values
+                    .iter()
+                    .map(|v| v.get(i).cloned().unwrap_or(Datum::Null))
+                    .collect();
                 datums_to_array(&column, &f.data_type)
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
-        let schema = tidelake_spec::arrow::to_arrow_schema(fields).map_err(|e| Error::from_spec("partition columns", e))?;
+        let schema = tidelake_spec::arrow::to_arrow_schema(fields)
+            .map_err(|e| Error::from_spec("partition columns", e))?;
         let batch = RecordBatch::try_new_with_options(
             Arc::new(schema),
             columns,
@@ -252,11 +282,16 @@ impl Compactor {
         )
         .map_err(|e| Error::arrow("partition values", e))?;
         let verdicts = bound.evaluate(&batch)?;
-        Ok(partitions.into_iter().zip(verdicts.values().iter()).filter(|(_, keep)| *keep).map(|(p, _)| p.to_vec()).collect())
+        Ok(partitions
+            .into_iter()
+            .zip(verdicts.values().iter())
+            .filter(|(_, keep)| *keep)
+            .map(|(p, _)| p.to_vec())
+            .collect())
     }
 
-    /// The live files of `snap` per (partition, bucket) that `keep` selects, level 0 included.
-    pub(crate) async fn live_buckets(&self, snap: &Snapshot, mut keep: impl FnMut(&[u8], i32) -> bool) -> Result<Vec<Bucket>> {
+    /// The live files of `snap` per (partition, bucket), level 0 included.
+    pub(crate) async fn live_buckets(&self, snap: &Snapshot) -> Result<Vec<Bucket>> {
         let (base, delta) = futures::try_join!(
             read_list(&self.table, &snap.base_manifest_list),
             read_list(&self.table, &snap.delta_manifest_list)
@@ -267,7 +302,7 @@ impl Compactor {
         let mut buckets: Vec<Bucket> = Vec::new();
         let mut index: HashMap<(Vec<u8>, i32), usize> = HashMap::new();
         for e in entries {
-            if e.kind != FileKind::Add || e.bucket == -2 || !keep(&e.partition, e.bucket) {
+            if e.kind != FileKind::Add || e.bucket == -2 {
                 continue;
             }
             let key = (e.partition.clone(), e.bucket);
@@ -293,22 +328,13 @@ impl Compactor {
                 None => format!("{}/{}", b.bucket_dir, e.file.file_name),
             };
             let deletion = dv_files.remove(&(key.0, key.1, e.file.file_name.clone()));
-            b.files.push(LevelFile { meta: e.file, path, deletion });
+            b.files.push(LevelFile {
+                meta: e.file,
+                path,
+                deletion,
+            });
         }
         Ok(buckets)
-    }
-
-    /// A bucket without live files (a writer's first files go there).
-    pub(crate) fn empty_bucket(&self, partition: &[u8], bucket: i32, total_buckets: i32) -> Result<Bucket> {
-        let values = self.layout.decode_partition(partition)?;
-        Ok(Bucket {
-            partition: partition.to_vec(),
-            bucket,
-            total_buckets,
-            bucket_dir: self.layout.bucket_path(&values, bucket)?,
-            files: Vec::new(),
-            dv_index: Vec::new(),
-        })
     }
 
     /// Deletion vectors of `snap`: per data file, and the index files per bucket.
@@ -316,26 +342,43 @@ impl Compactor {
     async fn deletion_vectors(
         &self,
         snap: &Snapshot,
-    ) -> Result<(HashMap<(Vec<u8>, i32, String), DeletionFileRef>, HashMap<(Vec<u8>, i32), Vec<IndexFileMeta>>)> {
+    ) -> Result<(
+        HashMap<(Vec<u8>, i32, String), DeletionFileRef>,
+        HashMap<(Vec<u8>, i32), Vec<IndexFileMeta>>,
+    )> {
         let mut files = HashMap::new();
         let mut index: HashMap<(Vec<u8>, i32), Vec<IndexFileMeta>> = HashMap::new();
         let entries = live_index_entries(&self.table, snap).await?;
-        for e in entries.into_iter().filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX) {
+        for e in entries
+            .into_iter()
+            .filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX)
+        {
             let path = match &e.index_file.external_path {
                 Some(p) => p.clone(),
                 None => format!("{INDEX_DIR}/{}", e.index_file.file_name),
             };
             for r in e.index_file.dv_ranges.iter().flatten() {
-                let bad = |what: &str| Error::corrupt(&path, format!("negative deletion vector {what} for {}", r.data_file_name));
+                let bad = |what: &str| {
+                    Error::corrupt(
+                        &path,
+                        format!("negative deletion vector {what} for {}", r.data_file_name),
+                    )
+                };
                 let dv = DeletionFileRef {
                     path: path.clone(),
                     offset: u64::try_from(r.offset).map_err(|_| bad("offset"))?,
                     length: u64::try_from(r.length).map_err(|_| bad("length"))?,
                     cardinality: r.cardinality,
                 };
-                files.insert((e.partition.clone(), e.bucket, r.data_file_name.clone()), dv);
+                files.insert(
+                    (e.partition.clone(), e.bucket, r.data_file_name.clone()),
+                    dv,
+                );
             }
-            index.entry((e.partition, e.bucket)).or_default().push(e.index_file);
+            index
+                .entry((e.partition, e.bucket))
+                .or_default()
+                .push(e.index_file);
         }
         Ok((files, index))
     }
@@ -351,7 +394,11 @@ impl Compactor {
                 None => return Ok(None),
                 Some(FullPick::AllRuns(unit)) => unit,
                 Some(FullPick::FilesWithDeletionVectors) => {
-                    let files: Vec<LevelFile> = levels.all_files().filter(|f| f.deletion.is_some()).cloned().collect();
+                    let files: Vec<LevelFile> = levels
+                        .all_files()
+                        .filter(|f| f.deletion.is_some())
+                        .cloned()
+                        .collect();
                     return Ok((!files.is_empty()).then_some(UnitTask {
                         output_level: max_level,
                         max_level,
@@ -369,7 +416,10 @@ impl Compactor {
             };
             match picked {
                 None => return Ok(None),
-                Some(_) if self.need_lookup => CompactUnit { output_level: max_level, runs: runs.len() },
+                Some(_) if self.need_lookup => CompactUnit {
+                    output_level: max_level,
+                    runs: runs.len(),
+                },
                 Some(unit) => unit,
             }
         };
@@ -383,7 +433,8 @@ impl Compactor {
         Ok(Some(UnitTask {
             output_level: unit.output_level,
             max_level,
-            drop_delete: unit.output_level != 0 && unit.output_level >= levels.non_empty_highest_level(),
+            drop_delete: unit.output_level != 0
+                && unit.output_level >= levels.non_empty_highest_level(),
             files,
             whole_levels: true,
         }))
@@ -400,13 +451,23 @@ impl Compactor {
                     (task, result)
                 });
                 match spawned.await {
-                    Ok((task, Ok(result))) => Ok(Done { bucket, task, result }),
+                    Ok((task, Ok(result))) => Ok(Done {
+                        bucket,
+                        task,
+                        result,
+                    }),
                     Ok((_, Err(e))) => Err(e),
-                    Err(e) => Err(Error::invalid(format!("compaction task of bucket {} failed: {e}", bucket.bucket))),
+                    Err(e) => Err(Error::invalid(format!(
+                        "compaction task of bucket {} failed: {e}",
+                        bucket.bucket
+                    ))),
                 }
             }
         });
-        let outcomes: Vec<Result<Done>> = stream::iter(runs).buffer_unordered(BUCKET_PARALLELISM).collect().await;
+        let outcomes: Vec<Result<Done>> = stream::iter(runs)
+            .buffer_unordered(BUCKET_PARALLELISM)
+            .collect()
+            .await;
         let mut done = Vec::with_capacity(outcomes.len());
         let mut first_error = None;
         for outcome in outcomes {
@@ -444,8 +505,15 @@ impl Compactor {
 }
 
 /// The merge configuration of compaction: every table column, keyed by the primary key.
-fn merge_config(fields: &[tidelake_spec::types::DataField], keys: &[String], opts: &Options) -> Result<MergeConfig> {
-    let options: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+fn merge_config(
+    fields: &[tidelake_spec::types::DataField],
+    keys: &[String],
+    opts: &Options,
+) -> Result<MergeConfig> {
+    let options: Vec<(String, String)> = opts
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     MergeConfig::from_options(fields, keys, &options)
 }
 
@@ -455,24 +523,40 @@ impl Done {
     pub(crate) fn message(&self) -> CommitMessage {
         let d = self;
         let b = &d.bucket;
-    let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
-    let gone: HashSet<&str> = d.result.before.iter().map(|f| f.file_name.as_str()).collect();
-    let back: HashSet<&str> = d.result.after.iter().map(|f| f.file_name.as_str()).collect();
-    let live: HashSet<&str> = b
-        .files
-        .iter()
-        .map(|f| f.meta.file_name.as_str())
-        .filter(|name| !gone.contains(name) || back.contains(name))
-        .collect();
-    m.compact_deleted_index_files = b
-        .dv_index
-        .iter()
-        .filter(|index| index.dv_ranges.iter().flatten().all(|r| !live.contains(r.data_file_name.as_str())))
-        .cloned()
-        .collect();
-    m.compact_before = d.result.before.clone();
-    m.compact_after = d.result.after.clone();
-    m
+        let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
+        let gone: HashSet<&str> = d
+            .result
+            .before
+            .iter()
+            .map(|f| f.file_name.as_str())
+            .collect();
+        let back: HashSet<&str> = d
+            .result
+            .after
+            .iter()
+            .map(|f| f.file_name.as_str())
+            .collect();
+        let live: HashSet<&str> = b
+            .files
+            .iter()
+            .map(|f| f.meta.file_name.as_str())
+            .filter(|name| !gone.contains(name) || back.contains(name))
+            .collect();
+        m.compact_deleted_index_files = b
+            .dv_index
+            .iter()
+            .filter(|index| {
+                index
+                    .dv_ranges
+                    .iter()
+                    .flatten()
+                    .all(|r| !live.contains(r.data_file_name.as_str()))
+            })
+            .cloned()
+            .collect();
+        m.compact_before = d.result.before.clone();
+        m.compact_after = d.result.after.clone();
+        m
     }
 }
 

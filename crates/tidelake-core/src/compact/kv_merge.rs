@@ -15,8 +15,9 @@
 //! queued per run; each merged row then consumes the queued pairs of its key. The merge reads a
 //! key's records before it emits the key, so the queues hold only rows of batches the merge has
 //! loaded and not yet passed: memory stays at O(runs × batch), like the merge itself. Keys are
-//! compared as `arrow_row` rows, whose order matches the merge's key order for every key type a
-//! primary key may have (the writer's buffer sort uses the same encoding).
+//! compared as `arrow_row` rows, whose order is Java's key order except for floating-point NaNs
+//! with the sign bit set (ordered first instead of last) — the writer's buffer sort uses the
+//! same encoding.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -82,7 +83,11 @@ fn lock(tracker: &Mutex<Tracker>) -> Result<std::sync::MutexGuard<'_, Tracker>> 
 
 /// `[_SEQUENCE_NUMBER] + merged` columns.
 fn with_sequence(merged: RecordBatch, seqs: Int64Array) -> Result<RecordBatch> {
-    let mut fields = vec![Arc::new(Field::new(SEQUENCE_NUMBER, ArrowType::Int64, false))];
+    let mut fields = vec![Arc::new(Field::new(
+        SEQUENCE_NUMBER,
+        ArrowType::Int64,
+        false,
+    ))];
     fields.extend(merged.schema().fields().iter().cloned());
     let mut columns: Vec<ArrayRef> = vec![Arc::new(seqs)];
     columns.extend(merged.columns().iter().cloned());
@@ -254,7 +259,12 @@ mod tests {
             let k = b.column(2).as_primitive::<arrow_array::types::Int32Type>();
             let v = b.column(3).as_string::<i32>();
             for i in 0..b.num_rows() {
-                out.push((seq.value(i), kind.value(i), k.value(i), v.value(i).to_string()));
+                out.push((
+                    seq.value(i),
+                    kind.value(i),
+                    k.value(i),
+                    v.value(i).to_string(),
+                ));
             }
         }
         out
@@ -277,7 +287,11 @@ mod tests {
         // dropping retracts skips their keys in the queues
         let old = run(&[(1, 0, 1, "a"), (2, 0, 2, "b"), (3, 0, 4, "d")]);
         let new = run(&[(10, 0, 2, "B"), (11, 3, 3, "x"), (12, 3, 4, "D")]);
-        let rows = merged(vec![new, old], config(MergeEngineConfig::Deduplicate, false)).await;
+        let rows = merged(
+            vec![new, old],
+            config(MergeEngineConfig::Deduplicate, false),
+        )
+        .await;
         assert_eq!(rows, vec![(1, 0, 1, "a".into()), (10, 0, 2, "B".into())]);
     }
 
@@ -288,7 +302,11 @@ mod tests {
         let rows = merged(vec![old, new], config(MergeEngineConfig::FirstRow, false)).await;
         assert_eq!(
             rows,
-            vec![(1, 0, 1, "a".into()), (2, 0, 2, "b".into()), (11, 0, 5, "e".into())]
+            vec![
+                (1, 0, 1, "a".into()),
+                (2, 0, 2, "b".into()),
+                (11, 0, 5, "e".into())
+            ]
         );
     }
 }

@@ -70,8 +70,7 @@ impl Levels {
             ));
         }
         let count = num_levels.max(deepest.saturating_add(1)).max(2);
-        let mut levels: Vec<Vec<LevelFile>> =
-            vec![Vec::new(); usize::try_from(count).unwrap_or(2)];
+        let mut levels: Vec<Vec<LevelFile>> = vec![Vec::new(); usize::try_from(count).unwrap_or(2)];
         for f in files {
             let level = usize::try_from(f.meta.level).unwrap_or(0);
             levels[level].push(f);
@@ -108,7 +107,12 @@ impl Levels {
             level: 0,
             files: std::slice::from_ref(f),
         });
-        let higher = self.levels.iter().enumerate().skip(1).filter(|(_, files)| !files.is_empty());
+        let higher = self
+            .levels
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, files)| !files.is_empty());
         level0
             .chain(higher.map(|(i, files)| LevelRun {
                 level: i32::try_from(i).unwrap_or(i32::MAX),
@@ -133,7 +137,9 @@ impl Levels {
 
     /// Every file, in run order.
     pub fn all_files(&self) -> impl Iterator<Item = &LevelFile> {
-        self.levels[0].iter().chain(self.levels[1..].iter().flatten())
+        self.levels[0]
+            .iter()
+            .chain(self.levels[1..].iter().flatten())
     }
 }
 
@@ -190,18 +196,41 @@ pub(crate) mod tests {
         let runs: Vec<(i32, Vec<&str>)> = levels
             .runs()
             .iter()
-            .map(|r| (r.level, r.files.iter().map(|f| f.meta.file_name.as_str()).collect()))
+            .map(|r| {
+                (
+                    r.level,
+                    r.files.iter().map(|f| f.meta.file_name.as_str()).collect(),
+                )
+            })
             .collect();
         // level 0 newest first, equal max sequence by name; then level 2 as one run
         assert_eq!(
             runs,
-            vec![(0, vec!["b"]), (0, vec!["e"]), (0, vec!["a"]), (2, vec!["c", "d"])]
+            vec![
+                (0, vec!["b"]),
+                (0, vec!["e"]),
+                (0, vec!["a"]),
+                (2, vec!["c", "d"])
+            ]
         );
-        assert_eq!(levels.run_stats()[3], RunStat { level: 2, size: 150 });
+        assert_eq!(
+            levels.run_stats()[3],
+            RunStat {
+                level: 2,
+                size: 150
+            }
+        );
         assert_eq!(levels.non_empty_highest_level(), 2);
         assert_eq!(levels.max_level(), 3);
-        let unit = CompactUnit { output_level: 1, runs: 2 };
-        let names: Vec<String> = levels.files_of(&unit).into_iter().map(|f| f.meta.file_name).collect();
+        let unit = CompactUnit {
+            output_level: 1,
+            runs: 2,
+        };
+        let names: Vec<String> = levels
+            .files_of(&unit)
+            .into_iter()
+            .map(|f| f.meta.file_name)
+            .collect();
         assert_eq!(names, vec!["b", "e"]);
     }
 
@@ -209,9 +238,16 @@ pub(crate) mod tests {
     fn levels_grow_to_hold_the_deepest_file() {
         let levels = Levels::new(vec![level_file("x", 7, 1, 0)], 3).unwrap();
         assert_eq!(levels.number_of_levels(), 8);
-        assert_eq!(Levels::new(Vec::new(), 3).unwrap().non_empty_highest_level(), -1);
         assert_eq!(
-            Levels::new(vec![level_file("y", 0, 1, 0)], 3).unwrap().non_empty_highest_level(),
+            Levels::new(Vec::new(), 3)
+                .unwrap()
+                .non_empty_highest_level(),
+            -1
+        );
+        assert_eq!(
+            Levels::new(vec![level_file("y", 0, 1, 0)], 3)
+                .unwrap()
+                .non_empty_highest_level(),
             0
         );
     }

@@ -18,8 +18,7 @@
 //! * [`rewriter`]: one unit of one bucket (Java `MergeTreeCompactTask`,
 //!   `MergeTreeCompactRewriter`);
 //! * `kv_merge`: the sorted-run merge that keeps `_SEQUENCE_NUMBER`, shared with the writer;
-//! * [`job`]: compacting a table ([`Compactor`]); also used by the writer's inline compaction
-//!   ([`compact_new_files`]).
+//! * [`job`]: compacting a table ([`Compactor`]).
 //!
 //! Invariants: level 0 is never an output; after a unit the output level is still one sorted
 //! run (the unit holds every run at or below it); retract rows are dropped only when nothing
@@ -27,13 +26,14 @@
 //! by (runs × batch); a compaction that fails or loses its inputs to a concurrent commit
 //! deletes everything it wrote.
 //!
-//! Not implemented: lookup-based compaction (Java `LookupMergeTreeCompactRewriter`: deletion
+//! Not implemented: compaction inside writers (Java `MergeTreeWriter`; tidelake compacts
+//! only through [`Compactor`], so a failed compaction never turns a landed write into an
+//! error), lookup-based compaction (Java `LookupMergeTreeCompactRewriter`: deletion
 //! vectors for older copies, changelog for `changelog-producer=lookup`), full-compaction
 //! changelog, append-table compaction, the postpone bucket, record-level expiry,
 //! `EarlyFullCompaction`/off-peak ratios and `full-compaction.delta-commits`. Tables that need
 //! lookup are fully compacted instead (see [`job`]).
 
-mod inline;
 pub mod job;
 mod kv_merge;
 pub mod levels;
@@ -42,6 +42,5 @@ pub mod rewriter;
 #[cfg(test)]
 mod tests;
 
-pub use inline::compact_new_files;
-pub(crate) use kv_merge::merge_keeping_sequence;
 pub use job::{BucketReport, CompactReport, CompactRequest, Compactor};
+pub(crate) use kv_merge::merge_keeping_sequence;

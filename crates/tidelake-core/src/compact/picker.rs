@@ -184,7 +184,10 @@ mod tests {
     }
 
     fn level0(sizes: &[u64]) -> Vec<RunStat> {
-        sizes.iter().map(|&size| RunStat { level: 0, size }).collect()
+        sizes
+            .iter()
+            .map(|&size| RunStat { level: 0, size })
+            .collect()
     }
 
     fn universal(max_size_amp: u64, size_ratio: u64, trigger: usize) -> UniversalCompaction {
@@ -197,7 +200,12 @@ mod tests {
 
     /// Sizes of the picked runs, like Java's tests list the picked files' sizes.
     fn picked(runs: &[RunStat], unit: Option<CompactUnit>) -> Option<(Vec<u64>, i32)> {
-        unit.map(|u| (runs[..u.runs].iter().map(|r| r.size).collect(), u.output_level))
+        unit.map(|u| {
+            (
+                runs[..u.runs].iter().map(|r| r.size).collect(),
+                u.output_level,
+            )
+        })
     }
 
     // The cases of Java `UniversalCompactionTest` and `ForceUpLevel0CompactionTest`.
@@ -205,7 +213,9 @@ mod tests {
     #[test]
     fn java_output_level() {
         let r = runs(&[(0, 1), (0, 1), (1, 1), (3, 1), (4, 1)]);
-        let levels: Vec<i32> = (1..=5).map(|n| create_unit(&r, 5, n).output_level).collect();
+        let levels: Vec<i32> = (1..=5)
+            .map(|n| create_unit(&r, 5, n).output_level)
+            .collect();
         assert_eq!(levels, vec![1, 1, 2, 3, 5]);
     }
 
@@ -240,8 +250,23 @@ mod tests {
     fn java_size_amplification() {
         let u = universal(25, 0, 1);
         let expected: [&[u64]; 17] = [
-            &[2], &[3], &[4], &[1, 4], &[6], &[1, 6], &[8], &[1, 8], &[1, 1, 8], &[11],
-            &[1, 11], &[1, 1, 11], &[14], &[1, 14], &[1, 1, 14], &[1, 1, 1, 14], &[18],
+            &[2],
+            &[3],
+            &[4],
+            &[1, 4],
+            &[6],
+            &[1, 6],
+            &[8],
+            &[1, 8],
+            &[1, 1, 8],
+            &[11],
+            &[1, 11],
+            &[1, 1, 11],
+            &[14],
+            &[1, 14],
+            &[1, 1, 14],
+            &[1, 1, 1, 14],
+            &[18],
         ];
         let mut sizes = vec![1u64];
         for want in expected {
@@ -258,7 +283,10 @@ mod tests {
         let r: Vec<RunStat> = sizes
             .iter()
             .enumerate()
-            .map(|(i, &size)| RunStat { level: i as i32, size })
+            .map(|(i, &size)| RunStat {
+                level: i as i32,
+                size,
+            })
             .collect();
         let max_level = sizes.len() as i32;
         let unit = (r.len() >= u.trigger)
@@ -278,10 +306,29 @@ mod tests {
     fn java_size_ratio() {
         let u = universal(25, 1, 5);
         let expected: [&[u64]; 23] = [
-            &[5], &[1, 5], &[1, 1, 5], &[1, 1, 1, 5], &[4, 5], &[1, 4, 5], &[1, 1, 4, 5],
-            &[3, 4, 5], &[1, 3, 4, 5], &[2, 3, 4, 5], &[1, 2, 3, 4, 5], &[16], &[1, 16],
-            &[1, 1, 16], &[1, 1, 1, 16], &[4, 16], &[1, 4, 16], &[1, 1, 4, 16], &[3, 4, 16],
-            &[1, 3, 4, 16], &[2, 3, 4, 16], &[1, 2, 3, 4, 16], &[11, 16],
+            &[5],
+            &[1, 5],
+            &[1, 1, 5],
+            &[1, 1, 1, 5],
+            &[4, 5],
+            &[1, 4, 5],
+            &[1, 1, 4, 5],
+            &[3, 4, 5],
+            &[1, 3, 4, 5],
+            &[2, 3, 4, 5],
+            &[1, 2, 3, 4, 5],
+            &[16],
+            &[1, 16],
+            &[1, 1, 16],
+            &[1, 1, 1, 16],
+            &[4, 16],
+            &[1, 4, 16],
+            &[1, 1, 4, 16],
+            &[3, 4, 16],
+            &[1, 3, 4, 16],
+            &[2, 3, 4, 16],
+            &[1, 2, 3, 4, 16],
+            &[11, 16],
         ];
         let mut sizes = vec![1u64, 1, 1, 1];
         for want in expected {
@@ -289,19 +336,34 @@ mod tests {
             sizes = size_ratio_step(&u, &sizes);
             assert_eq!(sizes, want);
         }
-        assert_eq!(size_ratio_step(&universal(25, 10, 2), &[8, 9, 10]), vec![8, 9, 10]);
-        assert_eq!(size_ratio_step(&universal(25, 20, 2), &[8, 9, 10]), vec![27]);
+        assert_eq!(
+            size_ratio_step(&universal(25, 10, 2), &[8, 9, 10]),
+            vec![8, 9, 10]
+        );
+        assert_eq!(
+            size_ratio_step(&universal(25, 20, 2), &[8, 9, 10]),
+            vec![27]
+        );
     }
 
     #[test]
     fn java_force_up_level0() {
         let u = universal(25, 1, 3);
         let r = level0(&[1, 2, 2, 2]);
-        assert_eq!(picked(&r, u.pick_force_up_level0(3, &r)), Some((vec![1, 2, 2, 2], 2)));
+        assert_eq!(
+            picked(&r, u.pick_force_up_level0(3, &r)),
+            Some((vec![1, 2, 2, 2], 2))
+        );
         let r = runs(&[(0, 1), (1, 2), (2, 2)]);
-        assert_eq!(picked(&r, u.pick_force_up_level0(3, &r)), Some((vec![1, 2, 2], 2)));
+        assert_eq!(
+            picked(&r, u.pick_force_up_level0(3, &r)),
+            Some((vec![1, 2, 2], 2))
+        );
         let r = runs(&[(0, 1), (2, 2)]);
-        assert_eq!(picked(&r, u.pick_force_up_level0(3, &r)), Some((vec![1], 1)));
+        assert_eq!(
+            picked(&r, u.pick_force_up_level0(3, &r)),
+            Some((vec![1], 1))
+        );
 
         let u = universal(200, 1, 5);
         let level = |r: &[(i32, u64)]| u.pick_force_up_level0(3, &runs(r)).map(|u| u.output_level);
@@ -319,7 +381,12 @@ mod tests {
             pick_full(6, &runs(&[(5, 10)])),
             Some(FullPick::FilesWithDeletionVectors)
         );
-        let all = |runs| Some(FullPick::AllRuns(CompactUnit { output_level: 5, runs }));
+        let all = |runs| {
+            Some(FullPick::AllRuns(CompactUnit {
+                output_level: 5,
+                runs,
+            }))
+        };
         assert_eq!(pick_full(6, &runs(&[(3, 10)])), all(1));
         assert_eq!(pick_full(6, &runs(&[(0, 1), (0, 1), (5, 10)])), all(3));
     }
@@ -338,7 +405,11 @@ mod tests {
                     let runs = level0
                         .into_iter()
                         .map(|size| RunStat { level: 0, size })
-                        .chain(higher.into_iter().map(|(level, size)| RunStat { level, size }))
+                        .chain(
+                            higher
+                                .into_iter()
+                                .map(|(level, size)| RunStat { level, size }),
+                        )
                         .collect();
                     (num_levels, runs)
                 })
@@ -351,10 +422,16 @@ mod tests {
         prop_assert!(unit.runs >= 1 && unit.runs <= runs.len());
         prop_assert!(unit.output_level >= 1 && unit.output_level <= max_level);
         for r in &runs[..unit.runs] {
-            prop_assert!(r.level <= unit.output_level, "input level above the output level");
+            prop_assert!(
+                r.level <= unit.output_level,
+                "input level above the output level"
+            );
         }
         for r in &runs[unit.runs..] {
-            prop_assert!(r.level > unit.output_level, "a run left out is not above the output");
+            prop_assert!(
+                r.level > unit.output_level,
+                "a run left out is not above the output"
+            );
         }
         if unit.runs == runs.len() {
             prop_assert_eq!(unit.output_level, max_level);
@@ -362,7 +439,10 @@ mod tests {
         let mut after: Vec<i32> = runs[unit.runs..].iter().map(|r| r.level).collect();
         after.push(unit.output_level);
         after.sort_unstable();
-        prop_assert!(after.windows(2).all(|w| w[0] < w[1]), "two runs share a level");
+        prop_assert!(
+            after.windows(2).all(|w| w[0] < w[1]),
+            "two runs share a level"
+        );
         Ok(())
     }
 

@@ -157,7 +157,9 @@ async fn open_file(
     let deletion = match &file.deletion {
         Some(dv) => {
             let bytes = table.io().read(&dv.path).await?;
-            Some(Arc::new(read_deletion_vector(&bytes, dv.offset, dv.length)?))
+            Some(Arc::new(read_deletion_vector(
+                &bytes, dv.offset, dv.length,
+            )?))
         }
         None => None,
     };
@@ -175,7 +177,11 @@ async fn open_file(
 }
 
 /// Delete data files of a bucket (best effort: all are tried, the first error is returned).
-pub(crate) async fn delete_files(table: &Table, bucket_dir: &str, files: &[DataFileMeta]) -> Result<()> {
+pub(crate) async fn delete_files(
+    table: &Table,
+    bucket_dir: &str,
+    files: &[DataFileMeta],
+) -> Result<()> {
     let mut first_error = None;
     for f in files {
         let path = match &f.external_path {
@@ -243,7 +249,9 @@ impl UnitJob<'_> {
         self.metas
             .get(file.file_name.as_str())
             .map(|m| (*m).clone())
-            .ok_or_else(|| Error::invalid(format!("{} is not in the compaction unit", file.file_name)))
+            .ok_or_else(|| {
+                Error::invalid(format!("{} is not in the compaction unit", file.file_name))
+            })
     }
 
     /// Java `upgrade(file)`: move the file to the output level without rewriting, unless it
@@ -253,10 +261,17 @@ impl UnitJob<'_> {
         let output = self.task.output_level;
         let has_dv = file.deletion.is_some();
         if meta.level == output {
-            return if has_dv { self.rewrite(vec![vec![vec![file]]]).await } else { Ok(()) };
+            return if has_dv {
+                self.rewrite(vec![vec![vec![file]]]).await
+            } else {
+                Ok(())
+            };
         }
         if !has_dv && (output != self.task.max_level || meta.delete_row_count == Some(0)) {
-            self.result.after.push(DataFileMeta { level: output, ..meta.clone() });
+            self.result.after.push(DataFileMeta {
+                level: output,
+                ..meta.clone()
+            });
             self.result.before.push(meta);
             self.result.upgraded += 1;
             return Ok(());

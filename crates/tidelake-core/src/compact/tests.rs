@@ -55,10 +55,18 @@ async fn create_table(dir: &Path, options: &[(&str, &str)]) -> Table {
     for (k, v) in defaults.iter().chain(options) {
         opts.set(*k, *v);
     }
-    let schema = TableSchema::new(0, fields, vec!["dt".into()], vec!["id".into(), "dt".into()], opts)
-        .expect("valid schema");
+    let schema = TableSchema::new(
+        0,
+        fields,
+        vec!["dt".into()],
+        vec!["id".into(), "dt".into()],
+        opts,
+    )
+    .expect("valid schema");
     let io = FileIO::open(dir.to_str().expect("utf-8 temp dir")).expect("local dir");
-    io.write("schema/schema-0", schema.to_json()).await.expect("schema written");
+    io.write("schema/schema-0", schema.to_json())
+        .await
+        .expect("schema written");
     Table::open_io(io).await.expect("table opens")
 }
 
@@ -71,8 +79,12 @@ async fn write(table: &Table, rows: &[Row], kind: i8) {
     ]));
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()))),
-        Arc::new(Int64Array::from(rows.iter().map(|r| r.2).collect::<Vec<_>>())),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.0.as_str()),
+        )),
+        Arc::new(Int64Array::from(
+            rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+        )),
     ];
     let batch = RecordBatch::try_new(schema, columns).unwrap();
     let mut w = TableWrite::new(table.clone()).await.unwrap();
@@ -88,19 +100,45 @@ async fn write(table: &Table, rows: &[Row], kind: i8) {
 /// Every row of the latest snapshot, sorted; `options` override table options for the read.
 async fn read(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
     let request = ScanRequest {
-        options: options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        options: options
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         ..ScanRequest::default()
     };
     let plan = plan_scan(table, &request).await.unwrap();
-    let ctx = Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, false).unwrap());
+    let ctx =
+        Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, false).unwrap());
     let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits).try_collect().await.unwrap();
     let mut rows = Vec::new();
     for b in batches {
-        let id = b.column_by_name("id").unwrap().as_any().downcast_ref::<Int64Array>().unwrap().clone();
-        let dt = b.column_by_name("dt").unwrap().as_any().downcast_ref::<StringArray>().unwrap().clone();
-        let v = b.column_by_name("v").unwrap().as_any().downcast_ref::<Int64Array>().unwrap().clone();
+        let id = b
+            .column_by_name("id")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .clone();
+        let dt = b
+            .column_by_name("dt")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap()
+            .clone();
+        let v = b
+            .column_by_name("v")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .clone();
         for i in 0..b.num_rows() {
-            rows.push((dt.value(i).to_string(), id.value(i), v.is_valid(i).then(|| v.value(i))));
+            rows.push((
+                dt.value(i).to_string(),
+                id.value(i),
+                v.is_valid(i).then(|| v.value(i)),
+            ));
         }
     }
     rows.sort_unstable();
@@ -110,16 +148,30 @@ async fn read(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
 /// The live files of every bucket, level 0 included.
 async fn buckets(table: &Table) -> Vec<Bucket> {
     let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
-    Compactor::new(table.clone()).unwrap().live_buckets(&snap, |_, _| true).await.unwrap()
+    Compactor::new(table.clone())
+        .unwrap()
+        .live_buckets(&snap)
+        .await
+        .unwrap()
 }
 
 async fn compact(table: &Table, full: bool) -> CompactReport {
-    let request = CompactRequest { full, partitions: None };
-    Compactor::new(table.clone()).unwrap().compact(&request).await.unwrap()
+    let request = CompactRequest {
+        full,
+        partitions: None,
+    };
+    Compactor::new(table.clone())
+        .unwrap()
+        .compact(&request)
+        .await
+        .unwrap()
 }
 
 fn key_of(framed: &[u8]) -> i64 {
-    match decode_framed(framed, &[DataType::not_null(TypeKind::BigInt)]).unwrap().as_slice() {
+    match decode_framed(framed, &[DataType::not_null(TypeKind::BigInt)])
+        .unwrap()
+        .as_slice()
+    {
         [tidelake_spec::datum::Datum::BigInt(k)] => *k,
         other => panic!("unexpected key {other:?}"),
     }
@@ -130,12 +182,20 @@ async fn assert_levels_are_runs(table: &Table) {
     for b in buckets(table).await {
         let mut by_level: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
         for f in &b.files {
-            by_level.entry(f.meta.level).or_default().push((key_of(&f.meta.min_key), key_of(&f.meta.max_key)));
+            by_level
+                .entry(f.meta.level)
+                .or_default()
+                .push((key_of(&f.meta.min_key), key_of(&f.meta.max_key)));
         }
         for (level, mut ranges) in by_level.into_iter().filter(|(l, _)| *l > 0) {
             ranges.sort_unstable();
             for w in ranges.windows(2) {
-                assert_eq!(w[0].1.cmp(&w[1].0), Ordering::Less, "level {level} of bucket {} overlaps", b.bucket);
+                assert_eq!(
+                    w[0].1.cmp(&w[1].0),
+                    Ordering::Less,
+                    "level {level} of bucket {} overlaps",
+                    b.bucket
+                );
             }
         }
     }
@@ -145,14 +205,21 @@ async fn assert_levels_are_runs(table: &Table) {
 async fn assert_fully_compacted(table: &Table, max_level: i32) {
     for b in buckets(table).await {
         for f in &b.files {
-            assert_eq!(f.meta.level, max_level, "{} of bucket {} is not at the max level", f.meta.file_name, b.bucket);
+            assert_eq!(
+                f.meta.level, max_level,
+                "{} of bucket {} is not at the max level",
+                f.meta.file_name, b.bucket
+            );
         }
     }
     assert_levels_are_runs(table).await;
 }
 
 fn rows(dt: &str, pairs: &[(i64, Option<i64>)]) -> Vec<Row> {
-    pairs.iter().map(|&(id, v)| (dt.to_string(), id, v)).collect()
+    pairs
+        .iter()
+        .map(|&(id, v)| (dt.to_string(), id, v))
+        .collect()
 }
 
 /// Overlapping commits: upserts over two partitions, nulls, and (unless `no_deletes`) deletes.
@@ -160,11 +227,19 @@ async fn history(table: &Table, no_deletes: bool) {
     for round in 0..6i64 {
         let upserts: Vec<Row> = ["a", "b"]
             .iter()
-            .flat_map(|dt| (round..round + 12).map(move |id| (dt.to_string(), id, (id % 3 != 0).then_some(id * 10 + round))))
+            .flat_map(|dt| {
+                (round..round + 12)
+                    .map(move |id| (dt.to_string(), id, (id % 3 != 0).then_some(id * 10 + round)))
+            })
             .collect();
         write(table, &upserts, INSERT).await;
         if !no_deletes && round % 2 == 1 {
-            write(table, &rows("a", &[(round + 1, None), (round + 4, None), (100, None)]), DELETE).await;
+            write(
+                table,
+                &rows("a", &[(round + 1, None), (round + 4, None), (100, None)]),
+                DELETE,
+            )
+            .await;
         }
     }
 }
@@ -177,8 +252,15 @@ async fn check_engine(options: &[(&str, &str)], no_deletes: bool) {
     assert!(!before.is_empty());
 
     let minor = compact(&table, false).await;
-    assert!(minor.snapshot_id.is_some(), "more runs than the trigger: minor compaction picks");
-    assert_eq!(read(&table, &[]).await, before, "minor compaction changed the rows");
+    assert!(
+        minor.snapshot_id.is_some(),
+        "more runs than the trigger: minor compaction picks"
+    );
+    assert_eq!(
+        read(&table, &[]).await,
+        before,
+        "minor compaction changed the rows"
+    );
     assert_levels_are_runs(&table).await;
     // more overlapping writes on top of the compacted levels
     history(&table, no_deletes).await;
@@ -188,10 +270,17 @@ async fn check_engine(options: &[(&str, &str)], no_deletes: bool) {
     let id = full.snapshot_id.expect("full compaction commits");
     let snap = table.snapshot_manager().snapshot(id).await.unwrap();
     assert_eq!(snap.commit_kind, CommitKind::Compact);
-    assert_eq!(read(&table, &[]).await, before, "full compaction changed the rows");
+    assert_eq!(
+        read(&table, &[]).await,
+        before,
+        "full compaction changed the rows"
+    );
     // num-levels defaults to the trigger + 1
     let max_level = table.schema().options().num_levels().unwrap() - 1;
-    assert_eq!(full.buckets.iter().map(|b| b.output_level).max(), Some(max_level));
+    assert_eq!(
+        full.buckets.iter().map(|b| b.output_level).max(),
+        Some(max_level)
+    );
     assert_fully_compacted(&table, max_level).await;
     // full compaction of a fully compacted table: nothing to do
     assert_eq!(compact(&table, true).await.snapshot_id, None);
@@ -247,11 +336,16 @@ async fn first_row_compaction_shows_level0_content() {
         for round in 0..6i64 {
             for dt in ["a", "b"] {
                 for id in round..round + 12 {
-                    first.entry((dt.to_string(), id)).or_insert((id % 3 != 0).then_some(id * 10 + round));
+                    first
+                        .entry((dt.to_string(), id))
+                        .or_insert((id % 3 != 0).then_some(id * 10 + round));
                 }
             }
         }
-        first.into_iter().map(|((dt, id), v)| (dt, id, v)).collect::<Vec<_>>()
+        first
+            .into_iter()
+            .map(|((dt, id), v)| (dt, id, v))
+            .collect::<Vec<_>>()
     };
     // minor compaction of a lookup table is widened to a full one
     compact(&table, false).await.snapshot_id.expect("compacts");
@@ -262,10 +356,17 @@ async fn first_row_compaction_shows_level0_content() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retracts_survive_below_older_data() {
     let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), &[("compaction.force-up-level-0", "true"), ("bucket", "1")]).await;
+    let table = create_table(
+        dir.path(),
+        &[("compaction.force-up-level-0", "true"), ("bucket", "1")],
+    )
+    .await;
     let base: Vec<Row> = (0..200).map(|id| ("a".to_string(), id, Some(id))).collect();
     write(&table, &base, INSERT).await;
-    compact(&table, true).await.snapshot_id.expect("to the max level");
+    compact(&table, true)
+        .await
+        .snapshot_id
+        .expect("to the max level");
     write(&table, &rows("a", &[(1, None), (2, None)]), DELETE).await;
     write(&table, &rows("a", &[(3, Some(33))]), INSERT).await;
     let before = read(&table, &[]).await;
@@ -273,13 +374,29 @@ async fn retracts_survive_below_older_data() {
     assert!(report.snapshot_id.is_some());
     // level 0 went below the big level-5 run, keeping its -D rows
     assert_eq!(report.buckets[0].output_level, 4);
-    let level4: Vec<_> = buckets(&table).await.into_iter().flat_map(|b| b.files).filter(|f| f.meta.level == 4).collect();
-    assert_eq!(level4.iter().map(|f| f.meta.delete_row_count.unwrap_or(0)).sum::<i64>(), 2);
+    let level4: Vec<_> = buckets(&table)
+        .await
+        .into_iter()
+        .flat_map(|b| b.files)
+        .filter(|f| f.meta.level == 4)
+        .collect();
+    assert_eq!(
+        level4
+            .iter()
+            .map(|f| f.meta.delete_row_count.unwrap_or(0))
+            .sum::<i64>(),
+        2
+    );
     assert_eq!(read(&table, &[]).await, before);
     // a full compaction then drops them
     compact(&table, true).await;
     assert_eq!(read(&table, &[]).await, before);
-    let deletes: i64 = buckets(&table).await.iter().flat_map(|b| &b.files).map(|f| f.meta.delete_row_count.unwrap_or(0)).sum();
+    let deletes: i64 = buckets(&table)
+        .await
+        .iter()
+        .flat_map(|b| &b.files)
+        .map(|f| f.meta.delete_row_count.unwrap_or(0))
+        .sum();
     assert_eq!(deletes, 0);
 }
 
@@ -290,12 +407,21 @@ async fn large_files_are_upgraded_not_rewritten() {
     let table = create_table(dir.path(), &[("target-file-size", "1 b"), ("bucket", "1")]).await;
     write(&table, &rows("a", &[(1, Some(1)), (2, Some(2))]), INSERT).await;
     write(&table, &rows("a", &[(5, Some(5))]), INSERT).await;
-    let names: Vec<String> = buckets(&table).await[0].files.iter().map(|f| f.meta.file_name.clone()).collect();
+    let names: Vec<String> = buckets(&table).await[0]
+        .files
+        .iter()
+        .map(|f| f.meta.file_name.clone())
+        .collect();
     let report = compact(&table, true).await;
     assert_eq!(report.buckets[0].upgraded, 2);
     let after = &buckets(&table).await[0].files;
-    assert!(after.iter().all(|f| f.meta.level == 5 && names.contains(&f.meta.file_name)));
-    assert_eq!(read(&table, &[]).await, rows("a", &[(1, Some(1)), (2, Some(2)), (5, Some(5))]));
+    assert!(after
+        .iter()
+        .all(|f| f.meta.level == 5 && names.contains(&f.meta.file_name)));
+    assert_eq!(
+        read(&table, &[]).await,
+        rows("a", &[(1, Some(1)), (2, Some(2)), (5, Some(5))])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -307,7 +433,7 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
     let slow = Compactor::new(table.clone()).unwrap();
     let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
     let mut work = Vec::new();
-    for b in slow.live_buckets(&snap, |_, _| true).await.unwrap() {
+    for b in slow.live_buckets(&snap).await.unwrap() {
         if let Some(task) = slow.pick(&b.files, true).unwrap() {
             work.push((b, task));
         }
@@ -315,18 +441,29 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
     let done = slow.rewrite_all(work).await.unwrap();
     let written: Vec<String> = done
         .iter()
-        .flat_map(|d| d.result.written.iter().map(move |f| format!("{}/{}", d.bucket.bucket_dir, f.file_name)))
+        .flat_map(|d| {
+            d.result
+                .written
+                .iter()
+                .map(move |f| format!("{}/{}", d.bucket.bucket_dir, f.file_name))
+        })
         .collect();
     assert!(!written.is_empty());
     for path in &written {
         assert!(table.io().exists(path).await.unwrap());
     }
     // another compaction removes the inputs first
-    compact(&table, true).await.snapshot_id.expect("the fast one commits");
+    compact(&table, true)
+        .await
+        .snapshot_id
+        .expect("the fast one commits");
     let err = slow.commit(&done).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::CommitConflict, "{err}");
     for path in &written {
-        assert!(!table.io().exists(path).await.unwrap(), "{path} was left behind");
+        assert!(
+            !table.io().exists(path).await.unwrap(),
+            "{path} was left behind"
+        );
     }
     assert_eq!(read(&table, &[]).await, before);
 }
@@ -339,7 +476,7 @@ async fn concurrent_appends_are_rebased() {
     let slow = Compactor::new(table.clone()).unwrap();
     let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
     let mut work = Vec::new();
-    for b in slow.live_buckets(&snap, |_, _| true).await.unwrap() {
+    for b in slow.live_buckets(&snap).await.unwrap() {
         if let Some(task) = slow.pick(&b.files, true).unwrap() {
             work.push((b, task));
         }
@@ -348,7 +485,10 @@ async fn concurrent_appends_are_rebased() {
     // a writer commits new level-0 files meanwhile: the inputs stay live
     write(&table, &rows("b", &[(1, Some(-5))]), INSERT).await;
     let before = read(&table, &[]).await;
-    slow.commit(&done).await.unwrap().expect("commits on top of the append");
+    slow.commit(&done)
+        .await
+        .unwrap()
+        .expect("commits on top of the append");
     assert_eq!(read(&table, &[]).await, before);
 }
 
@@ -358,25 +498,42 @@ async fn partitions_can_be_selected() {
     let table = create_table(dir.path(), &[]).await;
     history(&table, false).await;
     let before = read(&table, &[]).await;
-    let filter = crate::scan::predicate::Predicate::from_json(&serde_json::json!({"op": "eq", "field": "dt", "value": "b"})).unwrap();
+    let filter = crate::scan::predicate::Predicate::from_json(
+        &serde_json::json!({"op": "eq", "field": "dt", "value": "b"}),
+    )
+    .unwrap();
     let report = Compactor::new(table.clone())
         .unwrap()
-        .compact(&CompactRequest { full: true, partitions: Some(filter) })
+        .compact(&CompactRequest {
+            full: true,
+            partitions: Some(filter),
+        })
         .await
         .unwrap();
     assert!(report.snapshot_id.is_some());
-    assert!(report.buckets.iter().all(|b| b.partition == vec![("dt".to_string(), "b".to_string())]));
+    assert!(report
+        .buckets
+        .iter()
+        .all(|b| b.partition == vec![("dt".to_string(), "b".to_string())]));
     let layout = crate::layout::TableLayout::new(table.schema()).unwrap();
     for b in buckets(&table).await {
-        let dt = layout.partition_spec(&layout.decode_partition(&b.partition).unwrap()).unwrap();
+        let dt = layout
+            .partition_spec(&layout.decode_partition(&b.partition).unwrap())
+            .unwrap();
         let compacted = b.files.iter().all(|f| f.meta.level == 5);
         assert_eq!(compacted, dt[0].1 == "b", "only dt=b is compacted");
     }
     assert_eq!(read(&table, &[]).await, before);
-    let bad = crate::scan::predicate::Predicate::from_json(&serde_json::json!({"op": "eq", "field": "v", "value": 1})).unwrap();
+    let bad = crate::scan::predicate::Predicate::from_json(
+        &serde_json::json!({"op": "eq", "field": "v", "value": 1}),
+    )
+    .unwrap();
     let err = Compactor::new(table.clone())
         .unwrap()
-        .compact(&CompactRequest { full: true, partitions: Some(bad) })
+        .compact(&CompactRequest {
+            full: true,
+            partitions: Some(bad),
+        })
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Invalid);
@@ -385,12 +542,27 @@ async fn partitions_can_be_selected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deletion_vectors_are_applied_and_their_index_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), &[("deletion-vectors.enabled", "true"), ("bucket", "1")]).await;
-    write(&table, &rows("a", &[(1, Some(1)), (2, Some(2)), (3, Some(3))]), INSERT).await;
+    let table = create_table(
+        dir.path(),
+        &[("deletion-vectors.enabled", "true"), ("bucket", "1")],
+    )
+    .await;
+    write(
+        &table,
+        &rows("a", &[(1, Some(1)), (2, Some(2)), (3, Some(3))]),
+        INSERT,
+    )
+    .await;
     // level 0 is invisible to batch reads of deletion-vector tables
     assert!(read(&table, &[]).await.is_empty());
-    compact(&table, false).await.snapshot_id.expect("lookup tables compact level 0 fully");
-    assert_eq!(read(&table, &[]).await, rows("a", &[(1, Some(1)), (2, Some(2)), (3, Some(3))]));
+    compact(&table, false)
+        .await
+        .snapshot_id
+        .expect("lookup tables compact level 0 fully");
+    assert_eq!(
+        read(&table, &[]).await,
+        rows("a", &[(1, Some(1)), (2, Some(2)), (3, Some(3))])
+    );
 
     // mark row 1 (id 2) of the max-level file deleted, as a Java lookup compaction would
     let bucket = buckets(&table).await.remove(0);
@@ -399,9 +571,17 @@ async fn deletion_vectors_are_applied_and_their_index_dropped() {
     dv.insert(1);
     let (bytes, ranges) = write_deletion_vector_file(&[(file.file_name.clone(), dv)]);
     let index_name = "index-test-dv-0";
-    table.io().write(&format!("index/{index_name}"), bytes.clone()).await.unwrap();
+    table
+        .io()
+        .write(&format!("index/{index_name}"), bytes.clone())
+        .await
+        .unwrap();
     let (name, offset, length, cardinality) = ranges[0].clone();
-    let mut m = CommitMessage::new(bucket.partition.clone(), bucket.bucket, bucket.total_buckets);
+    let mut m = CommitMessage::new(
+        bucket.partition.clone(),
+        bucket.bucket,
+        bucket.total_buckets,
+    );
     m.new_index_files.push(IndexFileMeta {
         index_type: DELETION_VECTORS_INDEX.to_string(),
         file_name: index_name.to_string(),
@@ -416,7 +596,11 @@ async fn deletion_vectors_are_applied_and_their_index_dropped() {
         external_path: None,
         global_index: None,
     });
-    FileStoreCommit::new(table.clone(), "dv").unwrap().commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[]).await.unwrap();
+    FileStoreCommit::new(table.clone(), "dv")
+        .unwrap()
+        .commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[])
+        .await
+        .unwrap();
     let before = read(&table, &[]).await;
     assert_eq!(before, rows("a", &[(1, Some(1)), (3, Some(3))]));
 
@@ -425,9 +609,15 @@ async fn deletion_vectors_are_applied_and_their_index_dropped() {
     assert_eq!(report.buckets.len(), 1);
     assert_eq!(report.buckets[0].files_before, 1);
     assert_eq!(read(&table, &[]).await, before);
-    assert!(buckets(&table).await[0].dv_index.is_empty(), "the index file is dropped");
+    assert!(
+        buckets(&table).await[0].dv_index.is_empty(),
+        "the index file is dropped"
+    );
     let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
-    assert!(crate::scan::plan::live_index_entries(&table, &snap).await.unwrap().is_empty());
+    assert!(crate::scan::plan::live_index_entries(&table, &snap)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -438,7 +628,10 @@ async fn append_tables_are_unsupported() {
     let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
     io.write("schema/schema-0", schema.to_json()).await.unwrap();
     let table = Table::open_io(io).await.unwrap();
-    assert_eq!(Compactor::new(table).unwrap_err().kind(), ErrorKind::Unsupported);
+    assert_eq!(
+        Compactor::new(table).unwrap_err().kind(),
+        ErrorKind::Unsupported
+    );
 }
 
 /// One step of a random history.

@@ -18,8 +18,8 @@
 //! What is protected (deviation from Java, which trusts file-history invariants and checks
 //! only the nearest tag): every name referenced by the live files of `end`, by the deltas of
 //! every later snapshot — re-listed after planning so commits made meanwhile count — and by
-//! the tags that can share files with the expired range (from the last tag at or before
-//! `begin` up to `end`, plus any tag past the latest snapshot), with their changelog files.
+//! the tags that can share files with the expired range (from the last tag before `begin` up
+//! to `end`, plus any tag past the latest snapshot), with their changelog files.
 //!
 //! Order (crash safety; Java deletes files first and snapshot files last): all reads happen
 //! first; then `EARLIEST` is written, snapshot files are deleted oldest first (ids stay
@@ -284,9 +284,11 @@ async fn protect_newer(
     Ok(latest.max(covered))
 }
 
-/// Protect the live files of every tag that may share files with `[begin, end)`: tags from the
-/// last one at or before `begin` up to `end` (by file-history continuity older tags only hold
-/// files that one holds too), and tags past `latest`. `seen` holds tag names already done.
+/// Protect the live files of every tag that may share files with the candidates: tags from the
+/// last one *before* `begin` (a file `begin`'s delta deletes was live at `begin - 1`) up to
+/// `end`, and tags past `latest`. By file-history continuity (a file or manifest referenced at
+/// two points is referenced in between) older tags only hold candidates that one holds too.
+/// `seen` holds tag names already done.
 async fn protect_tags(
     cache: &mut MetaCache<'_>,
     sm: &SnapshotManager,
@@ -300,7 +302,7 @@ async fn protect_tags(
     let floor = tags
         .iter()
         .map(|(_, t)| t.snapshot.id)
-        .filter(|id| *id <= begin)
+        .filter(|id| *id < begin)
         .max()
         .unwrap_or(i64::MIN);
     for (name, tag) in tags {

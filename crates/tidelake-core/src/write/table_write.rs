@@ -466,8 +466,6 @@ impl TableWrite {
                 self.writers[w].append = Some(self.rolling_writer(&dir, FileLayout::Append, false)?.with_first_sequence_number(next));
             }
         }
-        // Java MergeTreeWriter: compact the written buckets whose runs call for it.
-        crate::compact::compact_new_files(&self.table, &mut messages).await?;
         Ok(messages)
     }
 

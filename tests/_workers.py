@@ -55,3 +55,21 @@ def concurrent_upserts(table_path: str, worker: int, commits: int, rows_per_comm
             rec["conflict"] = str(e)
         out.append(rec)
     return out
+
+
+def compactor_loop(table_path: str, go_file: str, stop_file: str, ready_dir: str) -> dict[str, int]:
+    """Compact the table over and over while writers commit, until ``stop_file`` appears."""
+    t = tidelake.open_table(table_path)
+    open(os.path.join(ready_dir, "ready-compactor"), "w").close()
+    while not os.path.exists(go_file):
+        time.sleep(0.001)
+    done = {"compacted": 0, "conflicts": 0, "nothing": 0}
+    while not os.path.exists(stop_file):
+        try:
+            sid = tidelake.open_table(table_path).compact(full=True)
+            done["compacted" if sid is not None else "nothing"] += 1
+        except tidelake.CommitConflictError:
+            done["conflicts"] += 1
+        time.sleep(0.005)
+    del t
+    return done

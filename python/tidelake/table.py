@@ -13,6 +13,7 @@ from ._metadata import SchemaVersion, Snapshot, Tag
 from .exceptions import InvalidArgumentError
 from .scan import Scan
 from .write import (BATCH_COMMIT_IDENTIFIER, CommitMessage, TableWriter, arrow_input, check_messages,
+                    check_not_committed, inside_partition, remember_committed,
                     commit_user_of, raw_messages)
 
 if TYPE_CHECKING:
@@ -284,7 +285,12 @@ class Table:
         messages = check_messages(messages)
         user = commit_user_of(messages, commit_user)
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
-        return self._raw.commit(raw_messages(messages), user, ident)
+        if ident == BATCH_COMMIT_IDENTIFIER:
+            check_not_committed(messages)
+        ids = self._raw.commit(raw_messages(messages), user, ident)
+        if ident == BATCH_COMMIT_IDENTIFIER:
+            remember_committed(messages)
+        return ids
 
     def _write_and_commit(self, data: Any, kind: str) -> int | None:
         w = TableWriter(self)
@@ -317,8 +323,17 @@ class Table:
         if mode != "overwrite":
             raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
         w = TableWriter(self)
+        outside: list[BaseException] = []
         try:
-            w.write(data)
+            if isinstance(overwrite_partition, dict):
+                self._partition_spec_json(overwrite_partition)  # validates the keys
+                data = inside_partition(arrow_input(data), overwrite_partition, self.schema, outside)
+            try:
+                w.write(data)
+            except Exception:
+                if outside:
+                    raise outside[0] from None
+                raise
             messages = w.prepare_commit()
             if overwrite_partition == "dynamic":
                 ids = self._raw.overwrite(raw_messages(messages), w.commit_user, BATCH_COMMIT_IDENTIFIER, None, True)

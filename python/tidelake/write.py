@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import InvalidArgumentError
+from .exceptions import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
     from .table import Table
@@ -65,6 +66,8 @@ class TableWriter:
 
     def upsert(self, data: Any) -> None:
         """Insert or replace rows by primary key (merged with the table's merge engine)."""
+        if not self._table.primary_keys:
+            raise UnsupportedError("upsert needs a primary key; this is an append table (use write)")
         self._raw.write(arrow_input(data), "upsert")
 
     def delete(self, data: Any) -> None:
@@ -106,7 +109,86 @@ def check_messages(messages: Any) -> list[CommitMessage]:
     for m in out:
         if not isinstance(m, CommitMessage):
             raise InvalidArgumentError(f"expected CommitMessage objects, got {type(m).__name__}")
+    if len({m.payload for m in out}) != len(out):
+        raise InvalidArgumentError("the same CommitMessage was passed twice")
     return out
+
+
+_COMMITTED: "OrderedDict[bytes, None]" = OrderedDict()
+"""Digests of the last messages this process committed in batch mode (bounded). Committing a
+message's files a second time (without a commit identifier, which would make it a no-op)
+makes Paimon readers reject the table ("file added twice"), so it is refused."""
+_COMMITTED_MAX = 1 << 16
+
+
+def _digest(m: CommitMessage) -> bytes:
+    import hashlib
+
+    return hashlib.blake2b(m.payload, digest_size=16).digest()
+
+
+def check_not_committed(messages: list[CommitMessage]) -> None:
+    if any(_digest(m) in _COMMITTED for m in messages):
+        raise InvalidArgumentError("these commit messages were already committed; a message can be committed "
+                                   "once (pass the same commit_identifier to make re-sending a no-op)")
+
+
+def remember_committed(messages: list[CommitMessage]) -> None:
+    for m in messages:
+        _COMMITTED[_digest(m)] = None
+    while len(_COMMITTED) > _COMMITTED_MAX:
+        _COMMITTED.popitem(last=False)
+
+
+def inside_partition(data: Any, spec: dict[str, Any], schema: Any, failure: list[BaseException]) -> Any:
+    """``data`` as a stream that raises (and records in ``failure``) once a row falls outside the
+    static partition ``spec`` — checked before any file is written, so a rejected overwrite
+    leaves no data files behind."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
+    else:
+        batch = pa.record_batch(data)
+        reader = pa.RecordBatchReader.from_batches(batch.schema, [batch])
+    values = {}
+    for k, v in spec.items():
+        try:
+            values[k] = None if v is None else pa.scalar(v).cast(schema.field(k).type)
+        except (pa.ArrowException, KeyError):
+            values[k] = v  # leave it to the committer's check
+
+    def outside(b: "pa.RecordBatch") -> str | None:
+        for k, v in values.items():
+            if k not in b.schema.names:
+                if v is None:
+                    continue
+                return f"rows have no '{k}' column but overwrite_partition sets {k}={spec[k]!r}"
+            col = b.column(k)
+            if v is None:
+                if col.null_count < len(col):
+                    return f"rows have a non-null '{k}' outside overwrite_partition {spec}"
+                continue
+            if not isinstance(v, pa.Scalar):
+                continue
+            try:
+                col = col.cast(v.type)
+            except pa.ArrowException:
+                continue  # the writer rejects the column with SchemaMismatchError
+            if col.null_count or not pc.all(pc.equal(col, v)).as_py():
+                return f"rows have '{k}' values outside overwrite_partition {spec}"
+        return None
+
+    def batches():
+        for b in reader:
+            problem = outside(b)
+            if problem:
+                failure.append(InvalidArgumentError(problem))
+                raise failure[-1]
+            yield b
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1

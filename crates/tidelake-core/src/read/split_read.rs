@@ -101,7 +101,9 @@ impl ReadContext {
             needed.extend(f.referenced_fields());
         }
         if has_pk {
-            needed.extend(schema.trimmed_primary_keys());
+            // The full primary key: partition columns are key columns for the merge functions
+            // (Java passes the whole key), e.g. aggregation never aggregates them.
+            needed.extend(schema.primary_keys.iter().cloned());
             needed.extend(opts.sequence_field());
             if matches!(engine, MergeEngine::PartialUpdate | MergeEngine::Aggregation) {
                 needed.extend(schema.fields.iter().map(|f| f.name.clone()));
@@ -126,8 +128,7 @@ impl ReadContext {
         let key_types = key_fields.iter().map(|f| f.data_type.clone()).collect();
         let merge = if has_pk {
             let opts_vec: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            let key_names: Vec<String> = key_fields.iter().map(|f| f.name.clone()).collect();
-            Some(Arc::new(MergeConfig::from_options(&read_fields, &key_names, &opts_vec)?))
+            Some(Arc::new(MergeConfig::from_options(&read_fields, &schema.primary_keys, &opts_vec)?))
         } else {
             None
         };

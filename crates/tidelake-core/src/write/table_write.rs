@@ -160,7 +160,8 @@ impl TableWrite {
         let key_columns = positions(&schema, &schema.trimmed_primary_keys());
         let merge = if primary_key {
             let options: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            let mut config = MergeConfig::from_options(&schema.fields, &schema.trimmed_primary_keys(), &options)?;
+            // The full primary key, as Java passes it to merge functions.
+            let mut config = MergeConfig::from_options(&schema.fields, &schema.primary_keys, &options)?;
             config.keep_retracts = true;
             Some(Arc::new(config))
         } else {

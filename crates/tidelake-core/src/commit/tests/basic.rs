@@ -397,6 +397,15 @@ async fn index_manifest_lists_every_live_index_file() {
         BTreeSet::from([(0, "idx-a2".to_string()), (1, "idx-b".to_string())])
     );
     assert!(index.iter().all(|e| e.kind == FileKind::Add));
+    // A writer that loaded idx-a (already replaced by idx-a2) or that creates bucket 1's file
+    // (idx-b exists) lost a race: taking the bucket would drop the other writer's keys.
+    for stale in [
+        with_index(0, "d4", hash("idx-a3"), vec![hash("idx-a")]),
+        with_index(1, "d5", hash("idx-b2"), vec![]),
+    ] {
+        let err = c.commit(vec![stale], BATCH, &[]).await.unwrap_err();
+        assert!(matches!(err, Error::CommitConflict(_)), "{err}");
+    }
     // A commit without index changes reuses the index manifest.
     let ids = c
         .commit(

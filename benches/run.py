@@ -9,7 +9,8 @@
   back merged by tidelake (``to_arrow`` and ``to_reader(batch_size=65536)``), pypaimon (Rust
   and Python), deltalake (a Delta table built with the same upserts), and the floor
   (``pq.read_table`` of every data file, no merge).
-* ``profile``: ``perf record`` of tidelake's bulk write, upserts and read (needs ``perf``).
+* ``profile``: ``perf record`` of the timed phases (tidelake, tidelake write-only, pypaimon native:
+  bulk, upserts, reads); needs ``perf``. Summaries: ``benches/perf_summary.py``.
 
 Every measurement runs in its own subprocess (``benches/worker.py``) so peak RSS is per system;
 each is repeated ``--repeat`` times, systems interleaved, and the median is reported with the

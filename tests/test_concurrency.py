@@ -4,16 +4,19 @@ commits left nothing visible, snapshot ids stay contiguous, and pypaimon reads t
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import pathlib
 import time
 
+import fastavro
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import tidelake
-from _peers import conform_to, new_warehouse, pp_read
+from _peers import conform_to, new_warehouse, pp_read, pp_table, pp_write
 from _workers import compactor_loop, concurrent_upserts
 from conftest import assert_same_rows
 
@@ -87,8 +90,7 @@ def test_concurrent_committers(tmp_path, case):
     assert_same_rows(theirs, got)
     # pypaimon then upserts some landed keys: it must find each in the bucket that holds it
     # (fixed: same hash; dynamic: through the HASH index the concurrent commits left behind)
-    from _peers import pp_table, pp_write
-
+    assert landed
     some = [k for r in landed[::3] for k in r["keys"][::7]]
     pp_write(pp_table(wh), pa.table({"k": pa.array(some, pa.int64()), "w": pa.array([-1] * len(some), pa.int32()),
                                      "c": pa.array([-1] * len(some), pa.int32())}))
@@ -99,10 +101,6 @@ def test_concurrent_committers(tmp_path, case):
     assert_same_rows(conform_to(pp_read(wh, schema=t.schema), t.schema), got)
     if bucket == -1:
         # the live HASH index files list every key exactly once (none lost to a racing commit)
-        import json
-
-        import fastavro
-
         root = pathlib.Path(t.path)
         snap = json.loads((root / "snapshot" / f"snapshot-{t.latest_snapshot().id}").read_text())
         with open(root / "manifest" / snap["indexManifest"], "rb") as f:
@@ -111,8 +109,6 @@ def test_concurrent_committers(tmp_path, case):
         assert len({e["_BUCKET"] for e in entries}) == len(entries) > 1
         assert sum(e["_ROW_COUNT"] for e in entries) == got.num_rows
         # no key lives in two buckets
-        import pyarrow.parquet as pq
-
         where: dict = {}
         for f in pathlib.Path(t.path).rglob("bucket-*/data-*.parquet"):
             for k in pq.ParquetFile(f).read(columns=["k"]).column(0).to_pylist():

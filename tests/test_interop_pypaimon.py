@@ -160,7 +160,7 @@ def test_char_varchar_binary_n_into_pypaimon_table(tmp_path):
 
 # ---- partitions ----------------------------------------------------------------------------------
 
-ESCAPED = ["a/b", "x=y", "%", "100%", "sp ace", "ünï©ødé", "q?#*", "a|b~c", "", None, "plain"]
+ESCAPED = ["a/b", "x=y", "%", "100%", "sp ace", "ünï©ødé", "q?#*", "a|b~c", "", "  ", "\t", "..", None, "plain"]
 
 
 @pytest.mark.parametrize("kind", ["append", "pk", "pk-dynamic"])

@@ -87,6 +87,8 @@ class LakeModel(RuleBasedStateMachine):
         if partitioned:
             fields.insert(0, pa.field("p", pa.string(), nullable=False))
         opts = {"merge-engine": engine} if engine != "deduplicate" else {}
+        if bucket == -1:  # small dynamic buckets: keys spread over several, through the HASH index
+            opts["dynamic-bucket.target-row-num"] = "3"
         self.t = tidelake.create_table(os.path.join(self.dir, "t"), pa.schema(fields),
                                        primary_keys=["p", "k"] if partitioned else ["k"],
                                        partition_keys=["p"] if partitioned else None, bucket=bucket, options=opts)
@@ -160,6 +162,12 @@ class LakeModel(RuleBasedStateMachine):
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def _selected_settings() -> settings:
+    name = os.environ.get("HYPOTHESIS_PROFILE")
+    if name == "nightly":
+        return settings.get_profile("nightly")
+    return DEFAULT
+
+
 TestLakeModel = LakeModel.TestCase
-TestLakeModel.settings = (settings.get_profile(os.environ["HYPOTHESIS_PROFILE"])
-                          if os.environ.get("HYPOTHESIS_PROFILE") else DEFAULT)
+TestLakeModel.settings = _selected_settings()

@@ -166,7 +166,7 @@ class RawTable:
         """Read one split produced by :meth:`RawScan.splits` (possibly planned in another
         process) in the schema ``schema_id``, without planning again."""
 
-    def writer(self) -> RawWriter:
+    def writer(self, overwrite: bool = False) -> RawWriter:
         """A new writer of this table's latest schema."""
 
     def commit(

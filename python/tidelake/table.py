@@ -322,7 +322,7 @@ class Table:
             return self._write_and_commit(data, "write")
         if mode != "overwrite":
             raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
-        w = TableWriter(self)
+        w = TableWriter(self, overwrite=True)
         outside: list[BaseException] = []
         try:
             if isinstance(overwrite_partition, dict):

@@ -54,10 +54,11 @@ class TableWriter:
     written since the last ``prepare_commit``).
     """
 
-    def __init__(self, table: "Table", commit_user: str | None = None) -> None:
+    def __init__(self, table: "Table", commit_user: str | None = None, *, overwrite: bool = False) -> None:
         self._table = table
         self.commit_user = commit_user or str(uuid.uuid4())
-        self._raw = table._raw.writer()
+        # Overwrite writers restore nothing (sequence numbers, bucket index) from the table.
+        self._raw = table._raw.writer(overwrite)
 
     def write(self, data: Any) -> None:
         """Insert rows (on primary-key tables: upsert by key)."""

@@ -104,10 +104,19 @@ fn partition_filter(spec: Option<String>) -> PyResult<Option<PartitionFilter>> {
 
 #[pymethods]
 impl RawTable {
-    /// A new writer of this table's latest schema.
-    fn writer(&self, py: Python<'_>) -> PyResult<RawWriter> {
+    /// A new writer of this table's latest schema; `overwrite` writers restore nothing from the
+    /// table (their files replace what they overwrite).
+    #[pyo3(signature = (overwrite=false))]
+    fn writer(&self, py: Python<'_>, overwrite: bool) -> PyResult<RawWriter> {
         let table = self.table.clone();
-        let write = block_on(py, TableWrite::new(table))?.py()?;
+        let open = async move {
+            if overwrite {
+                TableWrite::for_overwrite(table).await
+            } else {
+                TableWrite::new(table).await
+            }
+        };
+        let write = block_on(py, open)?.py()?;
         Ok(RawWriter { write: Mutex::new(Some(write)) })
     }
 

@@ -55,10 +55,12 @@ pub struct DynamicBucketAssigner {
 }
 
 impl DynamicBucketAssigner {
-    /// Load the index file list of the latest snapshot (hash files are read lazily per partition).
-    pub async fn new(table: &Table, target_rows: u64) -> Result<Self> {
+    /// Load the index file list of the latest snapshot (hash files are read lazily per
+    /// partition); with `ignore_previous` (overwrites) start from an empty index.
+    pub async fn new(table: &Table, target_rows: u64, ignore_previous: bool) -> Result<Self> {
         let mut existing: HashMap<Vec<u8>, Vec<(i32, IndexFileMeta)>> = HashMap::new();
-        if let Some(snap) = table.snapshot_manager().latest().await? {
+        let latest = if ignore_previous { None } else { table.snapshot_manager().latest().await? };
+        if let Some(snap) = latest {
             for e in live_index_entries(table, &snap).await? {
                 if e.index_file.index_type == HASH_INDEX {
                     existing.entry(e.partition).or_default().push((e.bucket, e.index_file));

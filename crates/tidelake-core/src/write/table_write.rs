@@ -118,6 +118,17 @@ fn positions(schema: &TableSchema, names: &[String]) -> Vec<usize> {
 impl TableWrite {
     /// A writer for the latest schema of `table`, continuing from its latest snapshot.
     pub async fn new(table: Table) -> Result<TableWrite> {
+        TableWrite::open(table, false).await
+    }
+
+    /// A writer whose output replaces what it overwrites (Java `withIgnorePreviousFiles`): no
+    /// sequence numbers, bucket counts or dynamic-bucket index are restored from the table, so
+    /// every key is assigned afresh and every touched bucket gets a complete new index file.
+    pub async fn for_overwrite(table: Table) -> Result<TableWrite> {
+        TableWrite::open(table, true).await
+    }
+
+    async fn open(table: Table, ignore_previous: bool) -> Result<TableWrite> {
         let schema = table.schema().clone();
         // A table dropped since it was opened: fail before writing files into a directory that
         // no longer holds a table (no commit could ever reference them).
@@ -172,11 +183,12 @@ impl TableWrite {
         let dynamic = match mode {
             BucketMode::Dynamic => {
                 let target = opts.get_i64("dynamic-bucket.target-row-num").map_err(spec_err)?.unwrap_or(2_000_000);
-                Some(DynamicBucketAssigner::new(&table, u64::try_from(target).unwrap_or(1)).await?)
+                Some(DynamicBucketAssigner::new(&table, u64::try_from(target).unwrap_or(1), ignore_previous).await?)
             }
             _ => None,
         };
-        let (restored, partition_buckets) = restore(&table).await?;
+        let (restored, partition_buckets) =
+            if ignore_previous { Default::default() } else { restore(&table).await? };
         let partition_columns = positions(&schema, &schema.partition_keys);
         Ok(TableWrite {
             table,

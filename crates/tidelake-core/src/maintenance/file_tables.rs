@@ -24,7 +24,9 @@ use tidelake_spec::types::DataType;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::refs::MetaCache;
-use crate::maintenance::system_tables::{ints, longs, strings, table_of, timestamps, SystemTable};
+use crate::maintenance::system_tables::{
+    ints, longs, strings, table_of, timestamps, Column, SystemTable,
+};
 use crate::table::Table;
 
 /// Display strings of values of one row type.
@@ -286,6 +288,33 @@ impl Totals {
         self.last_update = self.last_update.max(e.file.creation_time);
         self.total_buckets = e.total_buckets;
     }
+
+    /// The record count, size, file count and last-update columns of `groups`, in that order
+    /// (shared by the `partitions` and `buckets` tables).
+    fn columns<'a>(groups: impl Iterator<Item = &'a Totals> + Clone) -> Vec<Column> {
+        vec![
+            longs(
+                "record_count",
+                false,
+                groups.clone().map(|t| Some(t.records)).collect(),
+            ),
+            longs(
+                "file_size_in_bytes",
+                false,
+                groups.clone().map(|t| Some(t.bytes)).collect(),
+            ),
+            longs(
+                "file_count",
+                false,
+                groups.clone().map(|t| Some(t.files)).collect(),
+            ),
+            timestamps(
+                "last_update_time",
+                true,
+                groups.map(|t| t.last_update).collect(),
+            ),
+        ]
+    }
 }
 
 pub(crate) async fn partitions(table: &Table) -> Result<SystemTable> {
@@ -310,38 +339,18 @@ pub(crate) async fn partitions(table: &Table) -> Result<SystemTable> {
             .join("/");
         groups.entry(name).or_default().add(&e);
     }
-    table_of(vec![
-        strings(
-            "partition",
-            true,
-            groups.keys().map(|k| Some(k.clone())).collect(),
-        ),
-        longs(
-            "record_count",
-            false,
-            groups.values().map(|t| Some(t.records)).collect(),
-        ),
-        longs(
-            "file_size_in_bytes",
-            false,
-            groups.values().map(|t| Some(t.bytes)).collect(),
-        ),
-        longs(
-            "file_count",
-            false,
-            groups.values().map(|t| Some(t.files)).collect(),
-        ),
-        timestamps(
-            "last_update_time",
-            true,
-            groups.values().map(|t| t.last_update).collect(),
-        ),
-        ints(
-            "total_buckets",
-            false,
-            groups.values().map(|t| Some(t.total_buckets)).collect(),
-        ),
-    ])
+    let mut columns = vec![strings(
+        "partition",
+        true,
+        groups.keys().map(|k| Some(k.clone())).collect(),
+    )];
+    columns.extend(Totals::columns(groups.values()));
+    columns.push(ints(
+        "total_buckets",
+        false,
+        groups.values().map(|t| Some(t.total_buckets)).collect(),
+    ));
+    table_of(columns)
 }
 
 pub(crate) async fn buckets(table: &Table) -> Result<SystemTable> {
@@ -355,36 +364,21 @@ pub(crate) async fn buckets(table: &Table) -> Result<SystemTable> {
             .or_default()
             .add(&e);
     }
-    table_of(vec![
-        strings(
-            "partition",
-            true,
-            groups.keys().map(|(p, _)| p.clone()).collect(),
-        ),
-        ints(
-            "bucket",
-            false,
-            groups.keys().map(|(_, b)| Some(*b)).collect(),
-        ),
-        longs(
-            "record_count",
-            false,
-            groups.values().map(|t| Some(t.records)).collect(),
-        ),
-        longs(
-            "file_size_in_bytes",
-            false,
-            groups.values().map(|t| Some(t.bytes)).collect(),
-        ),
-        longs(
-            "file_count",
-            false,
-            groups.values().map(|t| Some(t.files)).collect(),
-        ),
-        timestamps(
-            "last_update_time",
-            true,
-            groups.values().map(|t| t.last_update).collect(),
-        ),
-    ])
+    table_of(
+        vec![
+            strings(
+                "partition",
+                true,
+                groups.keys().map(|(p, _)| p.clone()).collect(),
+            ),
+            ints(
+                "bucket",
+                false,
+                groups.keys().map(|(_, b)| Some(*b)).collect(),
+            ),
+        ]
+        .into_iter()
+        .chain(Totals::columns(groups.values()))
+        .collect(),
+    )
 }

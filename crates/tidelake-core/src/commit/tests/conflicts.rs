@@ -252,3 +252,35 @@ async fn bad_partitions_are_rejected() {
         .await;
     assert!(matches!(result, Err(Error::Invalid(_))), "{result:?}");
 }
+
+#[tokio::test]
+async fn a_compaction_lost_after_the_data_landed_does_not_fail_the_commit() {
+    // New files plus a compaction of a file a concurrent compactor already rewrote: the APPEND
+    // lands, the COMPACT is dropped (its output, never referenced, deleted) and the commit
+    // succeeds — CommitConflict must only ever mean "the data did not land".
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), false, false, &[("bucket", "-1")]).await;
+    committer(&table, "w")
+        .commit(vec![add(no_part(), -1, vec![file("f1", 1), file("f2", 1)])], BATCH, &[])
+        .await
+        .unwrap();
+    committer(&table, "compactor")
+        .commit(
+            vec![compact(no_part(), 0, -1, vec![file("f1", 1), file("f2", 1)], vec![file("c1", 2)])],
+            BATCH,
+            &[],
+        )
+        .await
+        .unwrap();
+    table.io().write("bucket-0/c2", vec![0u8; 4]).await.unwrap();
+    let message = CommitMessage {
+        new_files: vec![file("n1", 1)],
+        compact_before: vec![file("f1", 1)],
+        compact_after: vec![file("c2", 1)],
+        ..CommitMessage::new(no_part(), 0, -1)
+    };
+    let ids = committer(&table, "writer").commit(vec![message], BATCH, &[]).await.unwrap();
+    assert_eq!(ids, vec![3], "only the APPEND snapshot");
+    assert_eq!(live_names(&table).await, names(["c1", "n1"]));
+    assert!(!table.io().exists("bucket-0/c2").await.unwrap(), "the lost compaction's output is deleted");
+}

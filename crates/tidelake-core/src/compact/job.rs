@@ -45,15 +45,13 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::read::merge::MergeConfig;
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
-use crate::scan::plan::{live_index_entries, merge_entries, read_list, read_manifests};
+use crate::scan::plan::{deletion_file_refs, live_index_entries, merge_entries, read_list, read_manifests};
 use crate::scan::predicate::Predicate;
 use crate::scan::split::DeletionFileRef;
 use crate::table::Table;
 
 /// Buckets rewritten concurrently.
 const BUCKET_PARALLELISM: usize = 4;
-/// Directory of index files under the table root.
-const INDEX_DIR: &str = "index";
 
 /// What to compact.
 #[derive(Debug, Clone, Default)]
@@ -353,27 +351,8 @@ impl Compactor {
             .into_iter()
             .filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX)
         {
-            let path = match &e.index_file.external_path {
-                Some(p) => p.clone(),
-                None => format!("{INDEX_DIR}/{}", e.index_file.file_name),
-            };
-            for r in e.index_file.dv_ranges.iter().flatten() {
-                let bad = |what: &str| {
-                    Error::corrupt(
-                        &path,
-                        format!("negative deletion vector {what} for {}", r.data_file_name),
-                    )
-                };
-                let dv = DeletionFileRef {
-                    path: path.clone(),
-                    offset: u64::try_from(r.offset).map_err(|_| bad("offset"))?,
-                    length: u64::try_from(r.length).map_err(|_| bad("length"))?,
-                    cardinality: r.cardinality,
-                };
-                files.insert(
-                    (e.partition.clone(), e.bucket, r.data_file_name.clone()),
-                    dv,
-                );
+            for (data_file, dv) in deletion_file_refs(&e)? {
+                files.insert((e.partition.clone(), e.bucket, data_file), dv);
             }
             index
                 .entry((e.partition, e.bucket))

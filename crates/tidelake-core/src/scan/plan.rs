@@ -218,6 +218,35 @@ pub async fn live_index_entries(table: &Table, snap: &Snapshot) -> Result<Vec<In
     Ok(live)
 }
 
+/// The deletion vectors one index entry holds, as (data file name, where its vector lives);
+/// empty for index types other than deletion vectors.
+pub(crate) fn deletion_file_refs(e: &IndexManifestEntry) -> Result<Vec<(String, DeletionFileRef)>> {
+    if e.index_file.index_type != DELETION_VECTORS_INDEX {
+        return Ok(Vec::new());
+    }
+    let path = match &e.index_file.external_path {
+        Some(p) => p.clone(),
+        None => format!("{INDEX_DIR}/{}", e.index_file.file_name),
+    };
+    e.index_file
+        .dv_ranges
+        .iter()
+        .flatten()
+        .map(|r| {
+            let bad = |what: &str| {
+                Error::corrupt(&path, format!("negative deletion vector {what} for {}", r.data_file_name))
+            };
+            let dv = DeletionFileRef {
+                path: path.clone(),
+                offset: u64::try_from(r.offset).map_err(|_| bad("offset"))?,
+                length: u64::try_from(r.length).map_err(|_| bad("length"))?,
+                cardinality: r.cardinality,
+            };
+            Ok((r.data_file_name.clone(), dv))
+        })
+        .collect()
+}
+
 /// Read manifest list `name` of `table`.
 pub async fn read_list(table: &Table, name: &str) -> Result<Vec<ManifestFileMeta>> {
     let rel = format!("{MANIFEST_DIR}/{name}");
@@ -415,20 +444,9 @@ impl<'a> Planner<'a> {
     /// Deletion vectors of the snapshot, by (partition, bucket, data file name).
     async fn deletion_files(&self, snap: &Snapshot) -> Result<HashMap<(Vec<u8>, i32, String), DeletionFileRef>> {
         let mut out = HashMap::new();
-        let rel = format!("{MANIFEST_DIR}/{}", snap.index_manifest.as_deref().unwrap_or_default());
-        for e in live_index_entries(self.table, snap).await?.into_iter().filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX) {
-            let path = match &e.index_file.external_path {
-                Some(p) => p.clone(),
-                None => format!("{INDEX_DIR}/{}", e.index_file.file_name),
-            };
-            for r in e.index_file.dv_ranges.iter().flatten() {
-                let dv = DeletionFileRef {
-                    path: path.clone(),
-                    offset: u64::try_from(r.offset).map_err(|_| Error::corrupt(&rel, "negative deletion vector offset"))?,
-                    length: u64::try_from(r.length).map_err(|_| Error::corrupt(&rel, "negative deletion vector length"))?,
-                    cardinality: r.cardinality,
-                };
-                out.insert((e.partition.clone(), e.bucket, r.data_file_name.clone()), dv);
+        for e in live_index_entries(self.table, snap).await? {
+            for (data_file, dv) in deletion_file_refs(&e)? {
+                out.insert((e.partition.clone(), e.bucket, data_file), dv);
             }
         }
         Ok(out)

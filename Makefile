@@ -1,5 +1,5 @@
 # tidelake developer entry points. Two commands matter:
-#   make demo   - set everything up and run the demo pipeline on local storage
+#   make demo   - set everything up and run the demo pipelines (PySpark, then Python) on local storage
 #   make test   - set everything up and run every test (cargo test + pytest)
 # Everything is installed by these targets into .venv; the cargo target dir lives outside the
 # clone (CARGO_TARGET_DIR, default ~/.cache/tidelake/target) so rebuilds are incremental.
@@ -35,6 +35,7 @@ test: venv
 	$(MAKE) py-test
 
 demo: develop
+	$(PY) examples/spark_demo.py
 	$(PY) examples/demo.py
 
 bench: develop

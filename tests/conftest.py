@@ -69,3 +69,33 @@ def fixture_copy(tmp_path: pathlib.Path):
         return dst
 
     return make
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for every Spark test (JVM start ~10 s): ``local[2,3]`` so a failed
+    task is retried, UI off, workers on this interpreter, a non-UTC session time zone (Spark
+    hands writers timestamps labelled with it), and small Arrow batches so writers see many."""
+    import sys
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # workers unpickle functions defined in test modules by reference
+    tests = str(pathlib.Path(__file__).resolve().parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p)
+    from pyspark.sql import SparkSession
+
+    import tidelake.spark
+
+    session = (SparkSession.builder.master("local[2,3]").appName("tidelake-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.session.timeZone", "America/Los_Angeles")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
+               .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    tidelake.spark.register(session)
+    yield session
+    session.stop()

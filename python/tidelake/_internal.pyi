@@ -15,7 +15,7 @@ from typing import Any, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter"]
+__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "message_target"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -195,6 +195,10 @@ class RawTable:
     def truncate(self, commit_user: str) -> list[int]:
         """Remove every row (an OVERWRITE snapshot with no files); returns the new snapshot ids."""
 
+    def discard(self, messages: list[bytes]) -> int:
+        """Delete every file the messages add (data, changelog, index files): the files of a
+        write whose commit provably did not land. Returns how many files were deleted."""
+
     def filter_committed(self, commit_user: str, identifiers: list[int]) -> list[int]:
         """Which of ``identifiers`` ``commit_user`` has not committed yet."""
 
@@ -257,6 +261,14 @@ class RawWriter:
         """Write every batch of an Arrow producer with row kind ``kind``: ``insert``,
         ``upsert``, ``delete`` or ``rowkind_field`` (kinds from the ``rowkind.field`` column)."""
 
+    def buckets(
+        self,
+        data: pa.RecordBatch | pa.Table | pa.RecordBatchReader | _ArrowArrayExportable | _ArrowStreamExportable,
+        kind: str,
+    ) -> pa.Int32Array:
+        """The bucket :meth:`write` would put each row in (fixed-bucket tables only;
+        ``UnsupportedError`` otherwise), for routing each (partition, bucket) to one writer."""
+
     def prepare_commit(self) -> list[bytes]:
         """Flush and return the commit messages (opaque, versioned bytes)."""
 
@@ -307,3 +319,7 @@ class RawBatches:
 
     def __iter__(self) -> RawBatches: ...
     def __next__(self) -> pa.RecordBatch: ...
+
+def message_target(message: bytes) -> tuple[bytes, int]:
+    """The (framed partition BinaryRow, bucket) a commit message from
+    :meth:`RawWriter.prepare_commit` writes to."""

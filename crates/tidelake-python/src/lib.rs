@@ -25,5 +25,6 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<catalog::RawCatalog>()?;
     m.add_class::<write::RawWriter>()?;
     m.add_class::<stream::RawBatches>()?;
+    m.add_function(wrap_pyfunction!(write::message_target, m)?)?;
     Ok(())
 }

@@ -6,7 +6,11 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::sync::Arc;
+
+use arrow_array::Int32Array;
 use pyo3_arrow::input::AnyRecordBatch;
+use pyo3_arrow::PyArray;
 use tidelake_core::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
 use tidelake_core::scan::predicate::Predicate;
 use tidelake_core::write::input::RowKinds;
@@ -53,6 +57,25 @@ impl RawWriter {
             .py()?;
         }
         Ok(())
+    }
+
+    /// The bucket `write` would put each row of `data` in (fixed-bucket tables), as an
+    /// Int32Array: for routing every (partition, bucket) to one writer of a distributed job.
+    fn buckets<'py>(&self, py: Python<'py>, data: AnyRecordBatch, kind: &str) -> PyResult<Bound<'py, PyAny>> {
+        let kinds = row_kinds(kind)?;
+        let mut out = Vec::new();
+        for batch in data.into_reader()? {
+            let batch = batch.map_err(|e| to_py(Error::arrow("reading input", e)))?;
+            let buckets = block_on(py, async {
+                let guard = self.write.lock().await;
+                let w = guard.as_ref().ok_or_else(|| Error::invalid("the writer is closed"))?;
+                w.fixed_buckets(&batch, kinds)
+            })?
+            .py()?;
+            out.extend(buckets);
+        }
+        let array = PyArray::from_array_ref(Arc::new(Int32Array::from(out)));
+        py.import("pyarrow")?.getattr("array")?.call1((array,))
     }
 
     /// Flush and return the commit messages as bytes.
@@ -160,9 +183,23 @@ impl RawTable {
         block_on(py, commit.truncate_table(i64::MAX))?.py().and_then(|ids| after_commit(py, &self.table, ids))
     }
 
+    /// Delete every file the (never committed) messages add; returns how many.
+    fn discard(&self, py: Python<'_>, messages: Vec<Vec<u8>>) -> PyResult<usize> {
+        let messages = decode_messages(messages)?;
+        let commit = FileStoreCommit::new(self.table.clone(), "discard").py()?;
+        block_on(py, commit.discard(&messages))?.py()
+    }
+
     /// Which of `identifiers` `commit_user` has not committed yet.
     fn filter_committed(&self, py: Python<'_>, commit_user: String, identifiers: Vec<i64>) -> PyResult<Vec<i64>> {
         let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
         block_on(py, commit.filter_committed(&identifiers))?.py()
     }
+}
+
+/// The (framed partition BinaryRow, bucket) a commit message writes to.
+#[pyfunction]
+pub fn message_target<'py>(py: Python<'py>, message: Vec<u8>) -> PyResult<(Bound<'py, PyBytes>, i32)> {
+    let m = CommitMessage::from_bytes(&message).py()?;
+    Ok((PyBytes::new(py, &m.partition), m.bucket))
 }

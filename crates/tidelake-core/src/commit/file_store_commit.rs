@@ -129,6 +129,31 @@ impl FileStoreCommit {
         &self.commit_user
     }
 
+    /// Delete every file `messages` add (new data, changelog and index files, compaction
+    /// outputs that are not merely moved inputs): the files of a write that will never be
+    /// committed, e.g. a failed distributed job or a replayed streaming batch. Only call this
+    /// once the messages provably did not land ([`FileStoreCommit::filter_committed`]); files
+    /// already gone are skipped. Returns how many files were deleted.
+    pub async fn discard(&self, messages: &[CommitMessage]) -> Result<usize> {
+        let io = self.table.io();
+        let mut deleted = 0;
+        for m in messages {
+            let dir = self.layout.bucket_path(&self.layout.decode_partition(&m.partition)?, m.bucket)?;
+            let moved: HashSet<&str> = m.compact_before.iter().map(|f| f.file_name.as_str()).collect();
+            let data = m.new_files.iter().chain(&m.changelog_files).chain(&m.compact_changelog)
+                .chain(m.compact_after.iter().filter(|f| !moved.contains(f.file_name.as_str())));
+            for f in data {
+                io.delete(f.external_path.as_deref().unwrap_or(&format!("{dir}/{}", f.file_name))).await?;
+                deleted += 1;
+            }
+            for f in m.new_index_files.iter().chain(&m.compact_new_index_files) {
+                io.delete(f.external_path.as_deref().unwrap_or(&format!("index/{}", f.file_name))).await?;
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Commit `messages` as transaction `commit_identifier`; returns the snapshot ids created:
     /// an APPEND (or OVERWRITE, when files or deletion vectors are removed) for new files,
     /// then a COMPACT for compaction results. Nothing happens when the identifier was already

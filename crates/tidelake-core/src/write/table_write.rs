@@ -246,12 +246,38 @@ impl TableWrite {
         self.flush_over_budget().await
     }
 
+    /// The bucket [`TableWrite::write`] puts every row of `batch` in (same conforming, same
+    /// per-partition bucket counts), so that a distributed job can route each (partition,
+    /// bucket) to a single writer. Fixed-bucket tables only: dynamic buckets depend on the
+    /// writer's assigner state and bucket-unaware tables have one bucket.
+    pub fn fixed_buckets(&self, batch: &RecordBatch, kinds: RowKinds) -> Result<Vec<i32>> {
+        let BucketMode::Fixed(n) = self.mode else {
+            return Err(Error::Unsupported(
+                "routing rows by bucket needs a fixed bucket count (table option bucket > 0)".into(),
+            ));
+        };
+        let mut out = vec![0; batch.num_rows()];
+        if batch.num_rows() == 0 {
+            return Ok(out);
+        }
+        let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?;
+        for group in group_by_partition(&conformed.batch, &self.partition_columns, &self.layout.partition_types)? {
+            let rows = take_record_batch(&conformed.batch, &group.rows).map_err(|e| Error::arrow("partitioning", e))?;
+            for (&row, bucket) in group.rows.values().iter().zip(self.fixed_bucket_ids(&group.partition, &rows, n)?) {
+                out[row as usize] = bucket;
+            }
+        }
+        Ok(out)
+    }
+
+    fn fixed_bucket_ids(&self, partition: &[u8], rows: &RecordBatch, n: i32) -> Result<Vec<i32>> {
+        let n = self.partition_buckets.get(partition).copied().unwrap_or(n);
+        bucket_ids(rows, &self.bucket_key_columns, &self.bucket_key_types, n)
+    }
+
     async fn buckets_of(&mut self, partition: &[u8], rows: &RecordBatch) -> Result<Vec<i32>> {
         match self.mode {
-            BucketMode::Fixed(n) => {
-                let n = self.partition_buckets.get(partition).copied().unwrap_or(n);
-                bucket_ids(rows, &self.bucket_key_columns, &self.bucket_key_types, n)
-            }
+            BucketMode::Fixed(n) => self.fixed_bucket_ids(partition, rows, n),
             BucketMode::Dynamic => {
                 let types: Vec<DataType> = self.key_columns.iter().map(|&i| self.schema.fields[i].data_type.clone()).collect();
                 let hashes = key_hashes(rows, &self.key_columns, &types)?;

@@ -1,0 +1,202 @@
+"""What every Spark entry point shares: options, schemas, task writes and commit identities.
+
+Everything here runs in whatever Python process Spark chooses (planner, executor, commit
+worker) and takes plain data only (paths, option dicts, payload bytes): the engine's table
+handle is opened inside the call, never pickled.
+
+Commit identities (Paimon's exactly-once contract, see :meth:`tidelake.Table.commit`):
+
+* a batch job commits as a fresh user ``spark-<kind>-<uuid>`` with identifier
+  :data:`JOB_IDENTIFIER`, so the driver can always tell whether that commit landed;
+* a streaming sink commits as ``spark-stream-<digest of the checkpoint location>`` with the
+  micro-batch id as identifier, so a replayed batch is a no-op.
+
+Invariant: files written by an attempt are deleted only when its commit provably did not land
+(:func:`discard_unless_committed`); Spark calls ``abort`` even after a commit call that raised
+once the snapshot was published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+import pyarrow as pa
+
+from . import _internal
+from .exceptions import InvalidArgumentError
+from .table import Table, open_table
+from .write import TableWriter
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+JOB_IDENTIFIER = 1
+"""Commit identifier of one-off Spark jobs (each job has its own commit user)."""
+
+ROW_KIND = "_row_kind"
+"""The changelog column streaming reads add with ``option("row-kind", "true")``."""
+
+WRITE_KINDS = {"append": "write", "overwrite": "write", "upsert": "upsert", "delete": "delete"}
+"""Spark write modes and the :class:`~tidelake.TableWriter` method each uses."""
+
+
+def table_path(options: dict[str, str]) -> str:
+    """The table location of a source's options (``load(path)``/``save(path)``/``path``)."""
+    path = options.get("path")
+    if not path:
+        raise InvalidArgumentError("the tidelake source needs a table path: .load(path), .save(path) or "
+                                   "option('path', ...)")
+    return path
+
+
+def flag(options: dict[str, str], key: str) -> bool:
+    value = options.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise InvalidArgumentError(f"option {key} must be true or false, got {options[key]!r}")
+    return value == "true"
+
+
+def int_option(options: dict[str, str], key: str) -> int | None:
+    if key not in options:
+        return None
+    try:
+        return int(options[key])
+    except ValueError:
+        raise InvalidArgumentError(f"option {key} must be an integer, got {options[key]!r}") from None
+
+
+def time_travel(options: dict[str, str]) -> dict[str, Any]:
+    """The ``snapshot-id`` / ``tag`` / ``timestamp-ms`` options as :meth:`Table.scan` arguments."""
+    return {"snapshot_id": int_option(options, "snapshot-id"), "tag": options.get("tag"),
+            "timestamp_ms": int_option(options, "timestamp-ms")}
+
+
+def spark_schema(table: Table, with_row_kind: bool = False) -> "StructType":
+    """The Spark schema of a table's rows (TIMESTAMP without zone maps to TIMESTAMP_NTZ)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=True)
+    if with_row_kind:
+        return StructType([StructField(ROW_KIND, StringType(), False), *schema.fields])
+    return schema
+
+
+def arrow_schema(schema: "StructType") -> pa.Schema:
+    """The exact Arrow schema Spark checks batches from ``read()`` against."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def projection(table: Table, schema: "StructType") -> list[str] | None:
+    """The table columns to read for Spark schema ``schema`` (None: all, in table order)."""
+    names = [n for n in schema.names if n != ROW_KIND]
+    if names == table.schema.names:
+        return None
+    unknown = [n for n in names if n not in table.schema.names]
+    if unknown:
+        raise InvalidArgumentError(f"columns {unknown} of the given schema are not in table {table.path}; "
+                                   f"its columns are {table.schema.names}")
+    return names
+
+
+def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch`` cast to exactly ``target`` (column order, types, time zones, nullability)."""
+    columns = [batch.column(f.name).cast(f.type) for f in target]
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def rows_of_split(split: Any, target: pa.Schema, changes: bool) -> Iterator[pa.RecordBatch]:
+    """Stream a split as batches of ``target``. Change splits carry ``_row_kind``: kept when
+    ``target`` has it, else only inserts and update-afters are kept; a snapshot's full state
+    gets ``+I`` when ``target`` asks for row kinds."""
+    import pyarrow.compute as pc
+
+    want_kind = ROW_KIND in target.names
+    for batch in split.read():
+        if changes and not want_kind:
+            batch = batch.filter(pc.is_in(batch.column(ROW_KIND), pa.array(["+I", "+U"])))
+        elif want_kind and not changes:
+            kinds = pa.array(["+I"] * batch.num_rows, pa.string())
+            batch = pa.RecordBatch.from_arrays([kinds, *batch.columns], names=[ROW_KIND, *batch.schema.names])
+        if batch.num_rows:
+            yield conform(batch, target)
+
+
+def drop_columns(batch: pa.RecordBatch, names: Iterable[str]) -> pa.RecordBatch:
+    drop = [n for n in names if n in batch.schema.names]
+    return batch.drop_columns(drop) if drop else batch
+
+
+def write_task(path: str, commit_user: str, overwrite: bool, batches: Iterable[pa.RecordBatch],
+               kind: str = "write", drop: Iterable[str] = ()) -> list[bytes]:
+    """Write ``batches`` with one engine writer (it buffers them into large files; Spark's
+    batches are small) and return the commit-message payloads. On any failure the files this
+    attempt wrote are deleted before the error propagates."""
+    drop = tuple(drop)
+    w = TableWriter(open_table(path), commit_user, overwrite=overwrite)
+    try:
+        method = getattr(w, kind)
+        for batch in batches:
+            method(drop_columns(batch, drop))
+        payloads = [m.payload for m in w.prepare_commit()]
+    except BaseException:
+        w.abort()
+        raise
+    w.close()
+    return payloads
+
+
+def job_user(kind: str) -> str:
+    return f"spark-{kind}-{uuid.uuid4().hex}"
+
+
+def stream_user(checkpoint: str | None) -> str:
+    """The commit user of a streaming sink: stable for one checkpoint location."""
+    if not checkpoint:
+        raise InvalidArgumentError("a tidelake streaming sink needs option('checkpointLocation', ...) "
+                                   "for exactly-once commits")
+    digest = hashlib.sha256(checkpoint.rstrip("/").encode()).hexdigest()[:24]
+    return f"spark-stream-{digest}"
+
+
+def is_committed(table: Table, commit_user: str, identifier: int) -> bool:
+    return not table._raw.filter_committed(commit_user, [identifier])
+
+
+def commit(table: Table, payloads: list[bytes], commit_user: str, identifier: int, overwrite: bool) -> list[int]:
+    """Commit payloads atomically as (commit_user, identifier); a no-op returning [] when that
+    pair already landed. ``overwrite`` replaces the whole table."""
+    if overwrite:
+        return table._raw.overwrite(payloads, commit_user, identifier, None, False)
+    return table._raw.commit(payloads, commit_user, identifier)
+
+
+def discard_unless_committed(path: str, payloads: list[bytes], commit_user: str, identifier: int) -> bool:
+    """Delete the payloads' files unless (commit_user, identifier) landed; True if deleted."""
+    table = open_table(path)
+    if not payloads or is_committed(table, commit_user, identifier):
+        return False
+    table._raw.discard(payloads)
+    return True
+
+
+def check_dynamic_bucket_writers(table: Table, tasks: list[tuple[int, list[bytes]]]) -> None:
+    """Refuse a commit in which several tasks (``(task id, payloads)`` pairs) wrote the same
+    partition of a dynamic-bucket table: each task assigned new keys to buckets on its own, so
+    keys could be duplicated across buckets and the tasks' bucket indexes would overwrite each
+    other."""
+    if not table.primary_keys or int(table.options.get("bucket", "-1")) != -1:
+        return
+    owner: dict[bytes, int] = {}
+    for task, payloads in tasks:
+        for p in payloads:
+            partition, _ = _internal.message_target(p)
+            if owner.setdefault(partition, task) != task:
+                raise InvalidArgumentError(
+                    f"several Spark tasks wrote the same partition of dynamic-bucket table {table.path} "
+                    "(bucket = -1), which would duplicate keys across buckets; write with "
+                    "tidelake.spark.write(df, path), which routes each partition to one task")

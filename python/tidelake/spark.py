@@ -1,0 +1,195 @@
+"""PySpark integration: the ``tidelake`` data source, a ``mapInArrow`` writer and a streaming
+upsert sink. No JVM jar: rows cross as Arrow and tidelake's Rust engine reads and writes the
+files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTHON``).
+
+* :func:`register` makes ``spark.read/readStream.format("tidelake")`` and
+  ``df.write/writeStream.format("tidelake")`` available (PySpark 4.x Python Data Source API;
+  the ``pyspark_tidelake`` module shipped with the wheel also auto-registers it).
+* :func:`write` writes a DataFrame with ``mode="append" | "overwrite" | "upsert" | "delete"``
+  through ``DataFrame.mapInArrow`` (Spark 3.3+). On primary-key tables rows are routed by
+  Paimon's bucket hash (computed by the engine) so that each (partition, bucket) has one
+  writer task; dynamic-bucket tables get one task per partition, so no key lands in two
+  buckets. One atomic commit on the driver.
+* :func:`upsert_sink` is a ``foreachBatch`` function for streaming upserts/deletes (Spark
+  rejects update mode for Python sinks), exactly-once per (query, batch id).
+
+Every object Spark pickles holds plain data; the table is opened inside each task.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import pyarrow as pa
+
+from . import _spark_io as io
+from .exceptions import InvalidArgumentError, UnsupportedError
+from .table import open_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["register", "write", "upsert_sink", "BUCKET_COLUMN"]
+
+BUCKET_COLUMN = "_tidelake_bucket"
+"""The routing column :func:`write` adds (and drops before writing) on fixed-bucket tables."""
+
+_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: "SparkSession", filter_pushdown: bool = False) -> None:
+    """Register the ``tidelake`` format with ``spark`` (PySpark 4.0+).
+
+    With ``filter_pushdown`` the reader also prunes partitions, files and row groups with the
+    query's filters; this sets ``spark.sql.python.filterPushdown.enabled`` (without that conf
+    Spark fails every read of a source that accepts filters).
+
+    Raises:
+        UnsupportedError: the PySpark version has no Python Data Source API (use :func:`write`
+            and ``tidelake.open_table`` there).
+    """
+    try:
+        from ._spark_source import PushdownDataSource, TidelakeDataSource
+    except ImportError as e:  # PySpark < 4.0
+        raise UnsupportedError(f"the tidelake Spark source needs PySpark 4.0+ ({e}); "
+                               "tidelake.spark.write works from Spark 3.3") from e
+    if filter_pushdown:
+        spark.conf.set(_PUSHDOWN_CONF, "true")
+    spark.dataSource.register(PushdownDataSource if filter_pushdown else TidelakeDataSource)
+
+
+class _Bucketer:
+    """``mapInArrow`` function appending :data:`BUCKET_COLUMN` (the engine's bucket of each row)."""
+
+    def __init__(self, path: str, kind: str, overwrite: bool) -> None:
+        self.path, self.kind, self.overwrite = path, kind, overwrite
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = open_table(self.path)
+        raw = table._raw.writer(self.overwrite)
+        kind = {"write": "insert"}.get(self.kind, self.kind)
+        if kind == "insert" and table.options.get("rowkind.field"):
+            kind = "rowkind_field"
+        try:
+            for batch in batches:
+                yield batch.append_column(pa.field(BUCKET_COLUMN, pa.int32(), False), raw.buckets(batch, kind))
+        finally:
+            raw.close()
+
+
+class _TaskWriter:
+    """``mapInArrow`` function writing its partition's rows; yields its message payloads."""
+
+    def __init__(self, path: str, commit_user: str, overwrite: bool, kind: str) -> None:
+        self.path, self.commit_user, self.overwrite, self.kind = path, commit_user, overwrite, kind
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        payloads = io.write_task(self.path, self.commit_user, self.overwrite, batches, self.kind,
+                                 drop=(BUCKET_COLUMN,))
+        yield pa.record_batch({"payload": pa.array(payloads, pa.binary())})
+
+
+def _routed(df: "DataFrame", path: str, kind: str, overwrite: bool, shuffle: bool | None,
+            num_partitions: int | None) -> "DataFrame":
+    """``df`` laid out so that each (partition, bucket) is written by one task."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    table = open_table(path)
+    partition_keys = table.partition_keys
+    bucket = int(table.options.get("bucket", "-1"))
+    if not table.primary_keys:
+        if shuffle:
+            raise InvalidArgumentError("shuffle=True needs a primary-key table; append tables are written as they are")
+        return df
+    if bucket == -1:
+        if shuffle is False:
+            raise InvalidArgumentError("dynamic-bucket tables (bucket = -1) must be written with one task per "
+                                       "partition; shuffle=False is not allowed")
+        if not partition_keys:
+            return df.repartition(1)
+        return df.repartition(num_partitions, *partition_keys) if num_partitions else df.repartition(*partition_keys)
+    if shuffle is False:
+        return df
+    routed_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
+    routed = df.mapInArrow(_Bucketer(path, kind, overwrite), routed_schema)
+    n = num_partitions or (None if partition_keys else bucket)
+    columns = [*partition_keys, BUCKET_COLUMN]
+    return routed.repartition(n, *columns) if n else routed.repartition(*columns)
+
+
+def write(df: "DataFrame", path: str, mode: str = "append", *, shuffle: bool | None = None,
+          num_partitions: int | None = None, commit_user: str | None = None,
+          commit_identifier: int | None = None) -> int | None:
+    """Write ``df`` into the table at ``path`` with one atomic commit; returns the new snapshot
+    id (None when nothing was committed). Works on Spark 3.3+ (``DataFrame.mapInArrow``).
+
+    Args:
+        mode: ``append`` (upsert by key on primary-key tables), ``overwrite`` (replace the
+            table), ``upsert`` or ``delete`` (rows need the key columns; primary-key tables).
+        shuffle: on fixed-bucket primary-key tables, route rows by bucket so each (partition,
+            bucket) is written by one task (default True). ``False`` skips that shuffle: every
+            task writes level-0 files of every bucket it sees, which is correct (rows of one
+            write have no order between tasks either way) but leaves more files to compact.
+        num_partitions: Spark partitions after the shuffle (default: the bucket count of an
+            unpartitioned table, else ``spark.sql.shuffle.partitions``).
+        commit_user, commit_identifier: commit as this pair (exactly-once: if it already
+            landed nothing is written and None is returned). Default: a fresh user.
+
+    Raises:
+        UnsupportedError: upsert/delete on an append table.
+        InvalidArgumentError: unknown mode or a disallowed ``shuffle``.
+    """
+    if mode not in io.WRITE_KINDS:
+        raise InvalidArgumentError(f"mode must be one of {', '.join(io.WRITE_KINDS)}, got {mode!r}")
+    table = open_table(path)
+    if mode in ("upsert", "delete") and not table.primary_keys:
+        raise UnsupportedError(f"mode={mode} needs a primary-key table; {path} is an append table")
+    if (commit_user is None) != (commit_identifier is None):
+        raise InvalidArgumentError("give both commit_user and commit_identifier, or neither")
+    user = commit_user or io.job_user("write")
+    ident = io.JOB_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+    if io.is_committed(table, user, ident):
+        return None
+    kind, overwrite = io.WRITE_KINDS[mode], mode == "overwrite"
+    routed = _routed(df, path, kind, overwrite, shuffle, num_partitions)
+    # One action only: every action on this DataFrame would run the writes again.
+    rows = routed.mapInArrow(_TaskWriter(path, user, overwrite, kind), "payload binary").collect()
+    payloads = [bytes(r.payload) for r in rows]
+    try:
+        ids = io.commit(table, payloads, user, ident, overwrite)
+    except BaseException:
+        io.discard_unless_committed(path, payloads, user, ident)
+        raise
+    if not ids and io.is_committed(table, user, ident) and payloads:
+        # Someone committed this pair concurrently: our files are not part of it.
+        table._raw.discard(payloads)
+    return ids[-1] if ids else None
+
+
+def upsert_sink(path: str, mode: str = "upsert", commit_user: str | None = None,
+                **write_options: Any) -> Callable[["DataFrame", int], None]:
+    """A ``foreachBatch`` function writing each micro-batch with :func:`write` in ``mode``
+    (``upsert`` by default; ``delete``, ``append`` or ``overwrite`` also work), exactly-once:
+    batch ``b`` commits as (``commit_user``, b), so a batch Spark replays after a restart is
+    skipped. ``commit_user`` defaults to one derived from the streaming query id, which stays
+    the same across restarts from one checkpoint (pass one explicitly under Spark Connect).
+
+    Example::
+
+        counts.writeStream.outputMode("update") \\
+            .foreachBatch(tidelake.spark.upsert_sink("/wh/db.db/counts")) \\
+            .option("checkpointLocation", "/chk/counts").start()
+    """
+    if mode not in io.WRITE_KINDS:
+        raise InvalidArgumentError(f"mode must be one of {', '.join(io.WRITE_KINDS)}, got {mode!r}")
+
+    def sink(batch: "DataFrame", batch_id: int) -> None:
+        user = commit_user
+        if user is None:
+            query = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+            if not query:
+                raise InvalidArgumentError("upsert_sink could not find the streaming query id; pass commit_user")
+            user = f"spark-foreach-{query}"
+        write(batch, path, mode, commit_user=user, commit_identifier=batch_id, **write_options)
+
+    return sink

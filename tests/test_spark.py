@@ -1,0 +1,410 @@
+"""The ``tidelake`` Spark source and ``tidelake.spark.write`` on a real local SparkSession:
+batch writes and reads equal tidelake's own (and pypaimon's) view of the table, overwrite /
+upsert / delete semantics, time travel, projection, opt-in filter push-down, task retries and
+aborts leaving no committed or orphaned files, bucket routing and pickling.
+
+One session for all Spark tests (``spark`` fixture in conftest: ``local[2,3]``, session time
+zone America/Los_Angeles, 500-row Arrow batches).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import pickle
+
+import pyarrow as pa
+import pytest
+
+import tidelake
+import tidelake.spark
+from _peers import new_warehouse, pp_read
+from conftest import assert_same_rows
+from tidelake import _spark_io
+from tidelake._spark_source import BatchWriter, SplitPartition, TidelakeDataSource, filter_term
+
+pyspark = pytest.importorskip("pyspark")
+
+UTC = dt.timezone.utc
+D = decimal.Decimal
+
+TYPES = pa.schema([
+    pa.field("id", pa.int64(), nullable=False),
+    ("ltz", pa.timestamp("us", tz="UTC")),
+    ("ntz", pa.timestamp("us")),
+    ("dec", pa.decimal128(10, 2)),
+    ("big", pa.decimal128(38, 10)),
+    ("d", pa.date32()),
+    ("s", pa.string()),
+    ("bin", pa.binary()),
+    ("arr", pa.list_(pa.int32())),
+    ("st", pa.struct([("x", pa.int32()), ("y", pa.list_(pa.struct([("k", pa.string())])))])),
+])
+
+
+def typed_rows(start: int, n: int) -> pa.Table:
+    rows = [{
+        "id": i,
+        "ltz": dt.datetime(2024, 3, 10, 9, 30, tzinfo=UTC) + dt.timedelta(hours=i, microseconds=i),
+        "ntz": dt.datetime(2024, 11, 3, 1, 30) + dt.timedelta(minutes=i),
+        "dec": D(i) / 4 if i % 5 else None,
+        "big": D("12345678901234567890.0123456789") + i,
+        "d": dt.date(1969, 12, 31) + dt.timedelta(days=i),
+        "s": None if i % 7 == 0 else f"s{i}é",
+        "bin": bytes([i % 256, 0]),
+        "arr": [i, None, -i],
+        "st": {"x": i, "y": [{"k": f"k{i}"}]},
+    } for i in range(start, start + n)]
+    return pa.Table.from_pylist(rows, schema=TYPES)
+
+
+def spark_df(spark, table: pa.Table, partitions: int = 2):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    # TIMESTAMP without zone is TIMESTAMP_NTZ (Spark's default would read it as local time)
+    schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=True)
+    return spark.createDataFrame(table, schema=schema).repartition(partitions)
+
+
+def read(spark, path: str, **options) -> pa.Table:
+    reader = spark.read.format("tidelake")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load(path).toArrow()
+
+
+def orphans(path: str) -> list:
+    """Files in the table directory that no snapshot references (whatever their age)."""
+    return tidelake.open_table(path).remove_orphan_files(older_than_ms=2**62, dry_run=True)
+
+
+def kv_table(wh_path, name="t", pk=True, bucket=2, partition=False, **options):
+    cat, wh = new_warehouse(wh_path)
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("p", pa.string()), ("v", pa.string())])
+    t = cat.create_table(f"db.{name}", schema, primary_keys=(["k", "p"] if partition else ["k"]) if pk else None,
+                         partition_keys=["p"] if partition else None, bucket=bucket, options=options or None)
+    return t, wh
+
+
+def kv(keys, p="a", tag="v") -> pa.Table:
+    return pa.table({"k": pa.array(list(keys), pa.int64()), "p": [p] * len(keys),
+                     "v": [f"{tag}{k}" for k in keys]})
+
+
+# ---- batch write + read -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("pk", [True, False], ids=["pk", "append"])
+def test_round_trip_all_types_equals_tidelake_and_pypaimon(spark, tmp_path, pk):
+    cat, wh = new_warehouse(tmp_path)
+    t = cat.create_table("db.t", TYPES, primary_keys=["id"] if pk else None, bucket=2 if pk else None)
+    data = typed_rows(0, 1200)
+    spark_df(spark, data, 3).write.format("tidelake").mode("append").save(t.path)
+
+    ours = tidelake.open_table(t.path).to_arrow()
+    assert_same_rows(ours, data)
+    got = read(spark, t.path)
+    # Spark's read: exact values, timestamps with zone as UTC instants, TIMESTAMP as NTZ
+    assert got.schema.field("ltz").type == pa.timestamp("us", tz="UTC")
+    assert got.schema.field("ntz").type == pa.timestamp("us")
+    assert_same_rows(got.cast(TYPES), data)
+    theirs = pp_read(wh, "db.t", None, schema=ours.schema)
+    assert_same_rows(theirs.select(ours.schema.names).cast(ours.schema), ours)
+    # 1200 rows in 500-row Spark batches from 3 tasks: one file per task and bucket, not one per batch
+    files = tidelake.open_table(t.path).system("files")
+    assert files.num_rows <= 3 * (2 if pk else 1)
+
+
+def test_pk_upsert_semantics_and_overwrite(spark, tmp_path):
+    t, _ = kv_table(tmp_path)
+    spark_df(spark, kv(range(100))).write.format("tidelake").mode("append").save(t.path)
+    spark_df(spark, kv(range(50, 150), tag="w")).write.format("tidelake").mode("append").save(t.path)
+    got = read(spark, t.path)
+    expected = pa.concat_tables([kv(range(50)), kv(range(50, 150), tag="w")])
+    assert_same_rows(got, expected)
+    assert [s.commit_kind for s in tidelake.open_table(t.path).snapshots()] == ["APPEND", "APPEND"]
+
+    spark_df(spark, kv(range(7), tag="o")).write.format("tidelake").mode("overwrite").save(t.path)
+    assert_same_rows(read(spark, t.path), kv(range(7), tag="o"))
+    assert tidelake.open_table(t.path).latest_snapshot().commit_kind == "OVERWRITE"
+
+
+def test_time_travel_by_snapshot_tag_and_timestamp(spark, tmp_path):
+    t, _ = kv_table(tmp_path, pk=False, bucket=-1)
+    t.write(kv([1, 2]))
+    t.create_tag("first")
+    first = t.latest_snapshot()
+    t.write(kv([3]))
+    assert_same_rows(read(spark, t.path, **{"snapshot-id": 1}), kv([1, 2]))
+    assert_same_rows(read(spark, t.path, tag="first"), kv([1, 2]))
+    assert_same_rows(read(spark, t.path, **{"timestamp-ms": first.time_millis}), kv([1, 2]))
+    assert_same_rows(read(spark, t.path), kv([1, 2, 3]))
+    with pytest.raises(Exception, match="TableNotFoundError|snapshot"):
+        read(spark, t.path, **{"snapshot-id": 9})
+
+
+def test_user_schema_projects_and_casts(spark, tmp_path):
+    t, _ = kv_table(tmp_path, pk=False, bucket=-1)
+    t.write(kv([1, 2, 3]))
+    got = spark.read.format("tidelake").schema("v string, k bigint").load(t.path).toArrow()
+    assert got.schema.names == ["v", "k"]
+    assert sorted(got.to_pylist(), key=lambda r: r["k"]) == [{"v": f"v{k}", "k": k} for k in (1, 2, 3)]
+    with pytest.raises(Exception, match="nope"):
+        spark.read.format("tidelake").schema("nope int").load(t.path).collect()
+
+
+def test_empty_table_reads_empty(spark, tmp_path):
+    t, _ = kv_table(tmp_path)
+    df = spark.read.format("tidelake").load(t.path)
+    assert df.columns == ["k", "p", "v"]
+    assert df.count() == 0
+
+
+def test_sql_temporary_view_insert_and_select(spark, tmp_path):
+    t, _ = kv_table(tmp_path)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW tl_view USING tidelake OPTIONS (path '{t.path}')")
+    spark.sql("INSERT INTO tl_view SELECT id AS k, 'a' AS p, 'x' AS v FROM range(5)")
+    assert spark.sql("SELECT count(*) AS n, max(k) AS m FROM tl_view").collect()[0].asDict() == {"n": 5, "m": 4}
+
+
+# ---- filter push-down -------------------------------------------------------------------------
+
+def test_filter_pushdown_is_opt_in_and_prunes(spark, tmp_path):
+    t, _ = kv_table(tmp_path, partition=True, bucket=1)
+    for p in "abc":
+        t.write(kv(range(10), p=p))
+    # without the conf: the plain source (no pushFilters) reads and filters fine
+    assert spark.conf.get("spark.sql.python.filterPushdown.enabled", "false") == "false"
+    plain = spark.read.format("tidelake").load(t.path).where("p = 'b' and k >= 5").toArrow()
+    assert_same_rows(plain, kv(range(5, 10), p="b"))
+
+    class Recording(tidelake._spark_source.PushdownDataSource):
+        pass
+
+    tidelake.spark.register(spark, filter_pushdown=True)
+    try:
+        got = spark.read.format("tidelake").load(t.path).where("p = 'b' and k >= 5").toArrow()
+        assert_same_rows(got, kv(range(5, 10), p="b"))
+        # the pushed terms prune splits: only partition b is planned
+        reader = tidelake._spark_source.PushdownReader({"path": t.path}, spark.read.format("tidelake")
+                                                       .load(t.path).schema)
+        from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, StringStartsWith
+
+        passed = [EqualTo(("p",), "b"), GreaterThanOrEqual(("k",), 5), StringStartsWith(("v",), "v")]
+        assert list(reader.pushFilters(passed)) == passed  # Spark re-applies every filter
+        assert reader.filters == [("p", "=", "b"), ("k", ">=", 5)]
+        assert len(reader.partitions()) == 1
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+        tidelake.spark.register(spark)
+    assert Recording.name() == "tidelake"
+
+
+def test_filter_terms():
+    from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNull, Not
+
+    assert filter_term(EqualTo(("a",), 1)) == ("a", "=", 1)
+    assert filter_term(In(("a",), (1, 2))) == ("a", "in", [1, 2])
+    assert filter_term(IsNull(("a",))) == ("a", "is_null", None)
+    assert filter_term(GreaterThan(("a", "b"), 1)) is None  # nested field
+    assert filter_term(GreaterThan(("ts",), dt.datetime(2024, 1, 1))) is None  # zone semantics left to Spark
+    assert filter_term(Not(EqualTo(("a",), 1))) is None
+
+
+# ---- failures, retries, aborts ------------------------------------------------------------------
+
+def _fail_first_attempt_of_task_1(batches):
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    for b in batches:
+        yield b
+    if ctx.partitionId() == 1 and ctx.attemptNumber() == 0:
+        raise RuntimeError("injected task failure")
+
+
+def test_task_retry_commits_each_row_once_and_leaves_no_orphans(spark, tmp_path):
+    # a tiny write buffer makes the failing attempt flush files before it fails
+    t, _ = kv_table(tmp_path, **{"write-buffer-size": "1 kb"})
+    df = spark_df(spark, kv(range(2000)), 3)
+    df.mapInArrow(_fail_first_attempt_of_task_1, df.schema).write.format("tidelake").mode("append").save(t.path)
+    assert_same_rows(tidelake.open_table(t.path).to_arrow(), kv(range(2000)))
+    assert orphans(t.path) == []
+
+
+def _always_fail_task_1(batches):
+    from pyspark import TaskContext
+
+    for b in batches:
+        yield b
+    if TaskContext.get().partitionId() == 1:
+        raise RuntimeError("injected permanent failure")
+
+
+def test_failed_job_aborts_and_deletes_every_written_file(spark, tmp_path):
+    t, _ = kv_table(tmp_path)
+    t.write(kv([1]))
+    df = spark_df(spark, kv(range(100, 400)), 3)
+    with pytest.raises(Exception, match="injected permanent failure"):
+        df.mapInArrow(_always_fail_task_1, df.schema).write.format("tidelake").mode("append").save(t.path)
+    assert len(tidelake.open_table(t.path).snapshots()) == 1
+    assert orphans(t.path) == []
+    with pytest.raises(Exception, match="injected permanent failure"):
+        tidelake.spark.write(df.mapInArrow(_always_fail_task_1, df.schema), t.path)
+    assert_same_rows(tidelake.open_table(t.path).to_arrow(), kv([1]))
+
+
+def _writer_messages(path: str, batches: list[pa.Table], overwrite=False):
+    writer = pickle.loads(pickle.dumps(BatchWriter({"path": path}, overwrite)))  # as Spark ships it
+    messages = [writer.write(iter(b.to_batches())) for b in batches]
+    return writer, messages
+
+
+def test_abort_after_a_commit_that_landed_keeps_the_files(tmp_path):
+    """Spark calls abort() when commit() raised, even if the snapshot was published."""
+    t, _ = kv_table(tmp_path)
+    writer, messages = _writer_messages(t.path, [kv(range(10)), kv(range(10, 20))])
+    writer.commit(messages)
+    writer.abort(messages)  # e.g. commit raised after publishing
+    assert_same_rows(tidelake.open_table(t.path).to_arrow(), kv(range(20)))
+    assert orphans(t.path) == []
+
+
+def test_abort_without_commit_deletes_the_files(tmp_path):
+    t, _ = kv_table(tmp_path)
+    writer, messages = _writer_messages(t.path, [kv(range(10)), kv(range(10, 20))])
+    assert len(orphans(t.path)) == 4  # 2 tasks x 2 buckets, not committed yet
+    writer.abort([messages[0], None])  # Spark passes None for a failed task
+    writer.abort(messages)
+    assert orphans(t.path) == []
+    assert tidelake.open_table(t.path).latest_snapshot() is None
+
+
+def test_dynamic_bucket_commit_refuses_two_tasks_in_one_partition(tmp_path):
+    t, _ = kv_table(tmp_path, bucket=-1)
+    writer, messages = _writer_messages(t.path, [kv(range(10)), kv(range(5, 15))])
+    messages[1].task = 1
+    with pytest.raises(tidelake.InvalidArgumentError, match="dynamic-bucket"):
+        writer.commit(messages)
+    writer.abort(messages)
+    assert orphans(t.path) == []
+
+
+# ---- tidelake.spark.write (mapInArrow) --------------------------------------------------------
+
+def test_write_modes_upsert_delete_overwrite(spark, tmp_path):
+    t, wh = kv_table(tmp_path, bucket=3, partition=True)
+    path = t.path
+    df = spark_df(spark, pa.concat_tables([kv(range(60), p="a"), kv(range(30), p="b")]), 4)
+    sid = tidelake.spark.write(df, path)
+    assert sid == 1
+    tidelake.spark.write(spark_df(spark, kv(range(50, 70), p="a", tag="u")), path, mode="upsert")
+    tidelake.spark.write(spark_df(spark, kv(range(0, 10), p="b").select(["k", "p"])), path, mode="delete")
+    expected = pa.concat_tables([kv(range(50), p="a"), kv(range(50, 70), p="a", tag="u"), kv(range(10, 30), p="b")])
+    assert_same_rows(read(spark, path), expected)
+    assert_same_rows(pp_read(wh, "db.t", None, schema=tidelake.open_table(path).schema), expected)
+    # one writer task per (partition, bucket): each bucket got exactly one new file per commit
+    files = tidelake.open_table(path).system("files").to_pylist()
+    per_bucket = {}
+    for f in files:
+        per_bucket.setdefault((f["partition"], f["bucket"]), []).append(f)
+    assert all(len(fs) <= 3 for fs in per_bucket.values())
+
+    tidelake.spark.write(spark_df(spark, kv([1], p="c")), path, mode="overwrite")
+    assert_same_rows(read(spark, path), kv([1], p="c"))
+    with pytest.raises(tidelake.InvalidArgumentError, match="mode"):
+        tidelake.spark.write(df, path, mode="merge")
+
+
+def test_write_no_shuffle_is_correct(spark, tmp_path):
+    t, _ = kv_table(tmp_path, bucket=2)
+    tidelake.spark.write(spark_df(spark, kv(range(300)), 3), t.path, shuffle=False)
+    tidelake.spark.write(spark_df(spark, kv(range(100, 200), tag="n"), 3), t.path, shuffle=False)
+    expected = pa.concat_tables([kv(range(100)), kv(range(100, 200), tag="n"), kv(range(200, 300))])
+    assert_same_rows(tidelake.open_table(t.path).to_arrow(), expected)
+
+
+def test_write_upsert_on_append_table_is_refused(spark, tmp_path):
+    t, _ = kv_table(tmp_path, pk=False, bucket=-1)
+    with pytest.raises(tidelake.UnsupportedError, match="primary-key"):
+        tidelake.spark.write(spark_df(spark, kv([1])), t.path, mode="upsert")
+
+
+def test_dynamic_bucket_write_has_no_duplicate_keys(spark, tmp_path):
+    t, wh = kv_table(tmp_path, bucket=-1, partition=True, **{"dynamic-bucket.target-row-num": "50"})
+    for tag in ("x", "y"):  # the same keys from 4 input partitions, twice: each key in one bucket
+        df = spark_df(spark, pa.concat_tables([kv(range(300), p="a", tag=tag), kv(range(200), p="b", tag=tag)]), 4)
+        tidelake.spark.write(df, t.path)
+    got = tidelake.open_table(t.path).to_arrow()
+    assert got.num_rows == 500
+    assert_same_rows(got, pa.concat_tables([kv(range(300), p="a", tag="y"), kv(range(200), p="b", tag="y")]))
+    buckets = {}
+    for f in tidelake.open_table(t.path).system("files").to_pylist():
+        buckets.setdefault(f["partition"], set()).add(f["bucket"])
+    assert all(len(b) > 1 for b in buckets.values())  # several buckets per partition were used
+    assert_same_rows(pp_read(wh, "db.t", None, schema=got.schema), got)
+    with pytest.raises(tidelake.InvalidArgumentError, match="dynamic-bucket"):
+        tidelake.spark.write(spark_df(spark, kv([1])), t.path, shuffle=False)
+
+
+def test_write_exactly_once_identity(spark, tmp_path):
+    t, _ = kv_table(tmp_path, pk=False, bucket=-1)
+    df = spark_df(spark, kv(range(10)))
+    assert tidelake.spark.write(df, t.path, commit_user="job", commit_identifier=7) == 1
+    assert tidelake.spark.write(df, t.path, commit_user="job", commit_identifier=7) is None
+    assert tidelake.open_table(t.path).to_arrow().num_rows == 10
+    assert orphans(t.path) == []
+
+
+def test_bucket_routing_matches_the_engine(tmp_path):
+    t, _ = kv_table(tmp_path, bucket=4, partition=True)
+    data = pa.concat_tables([kv(range(200), p="a"), kv(range(100), p="b")])
+    buckets = t._raw.writer(False).buckets(data, "insert").to_pylist()
+    assert set(buckets) == {0, 1, 2, 3}
+    t.write(data)
+    routed: dict[tuple[str, int], int] = {}
+    for p, b in zip(data.column("p").to_pylist(), buckets):
+        routed[("{" + p + "}", b)] = routed.get(("{" + p + "}", b), 0) + 1
+    written = {(f["partition"], f["bucket"]): f["record_count"] for f in t.system("files").to_pylist()}
+    assert routed == written
+    append, _ = kv_table(tmp_path / "x", pk=False, bucket=-1)
+    with pytest.raises(tidelake.UnsupportedError, match="fixed bucket"):
+        append._raw.writer(False).buckets(data, "insert")
+
+
+# ---- pickling and registration ------------------------------------------------------------------
+
+def test_everything_spark_pickles_is_plain_data(spark, tmp_path):
+    from pyspark import cloudpickle
+    from pyspark.sql.types import StructType
+
+    t, _ = kv_table(tmp_path)
+    t.write(kv([1, 2]))
+    source = TidelakeDataSource({"path": t.path})
+    schema = source.schema()
+    assert isinstance(schema, StructType)
+    reader = cloudpickle.loads(cloudpickle.dumps(source.reader(schema)))
+    parts = cloudpickle.loads(cloudpickle.dumps(reader.partitions()))
+    assert all(isinstance(p, SplitPartition) for p in parts)
+    rows = pa.Table.from_batches([b for p in parts for b in reader.read(p)])
+    assert_same_rows(rows, kv([1, 2]))
+    for obj in (source.writer(schema, False), source.streamReader(schema),
+                TidelakeDataSource({"path": t.path, "checkpointlocation": "/c"}).streamWriter(schema, False)):
+        clone = cloudpickle.loads(cloudpickle.dumps(obj))
+        assert all(isinstance(v, (str, bool, int, dict, type(None), StructType)) for v in vars(clone).values())
+
+
+def test_auto_registration_shim(spark):
+    import pyspark_tidelake
+
+    assert pyspark_tidelake.DefaultSource is TidelakeDataSource
+    from pyspark.sql.worker import lookup_data_sources  # noqa: F401  (the scanner PySpark runs)
+    import pkgutil
+
+    assert "pyspark_tidelake" in {m.name for m in pkgutil.iter_modules()}
+
+
+def test_missing_path_is_a_clear_error(spark):
+    with pytest.raises(Exception, match="table path"):
+        spark.read.format("tidelake").load().collect()
+    with pytest.raises(tidelake.InvalidArgumentError, match="checkpointLocation"):
+        _spark_io.stream_user(None)

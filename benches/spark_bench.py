@@ -57,6 +57,7 @@ def main() -> int:
     import tidelake.spark
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "4g").config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.shuffle.partitions", "4")
              .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000").getOrCreate())

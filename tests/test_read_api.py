@@ -240,8 +240,16 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert len(ids) == 1
     r("RawWriter", "close", writer.close())
     other = raw.writer()
+    buckets = r("RawWriter", "buckets", other.buckets(data, "upsert"))
+    assert len(buckets) == 3 and all(0 <= b < 2 for b in buckets.to_pylist())
     other.write(data, "upsert")
     r("RawWriter", "abort", other.abort())
+    spare = raw.writer()
+    spare.write(data, "insert")
+    payloads = spare.prepare_commit()
+    partition, bucket = _internal.message_target(payloads[0])
+    assert isinstance(partition, bytes) and isinstance(bucket, int)
+    assert r("RawTable", "discard", raw.discard(payloads)) == len(payloads)
 
     raw = r("RawTable", "reload", raw.reload())
     r.read_members(raw)

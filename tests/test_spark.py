@@ -401,14 +401,17 @@ def test_everything_spark_pickles_is_plain_data(spark, tmp_path):
         assert all(isinstance(v, (str, bool, int, dict, type(None), StructType)) for v in vars(clone).values())
 
 
-def test_auto_registration_shim(spark):
+def test_auto_registration_shim(spark, tmp_path):
+    import pkgutil
+
     import pyspark_tidelake
 
     assert pyspark_tidelake.DefaultSource is TidelakeDataSource
-    from pyspark.sql.worker import lookup_data_sources  # noqa: F401  (the scanner PySpark runs)
-    import pkgutil
-
     assert "pyspark_tidelake" in {m.name for m in pkgutil.iter_modules()}
+    # a session nobody registered the source with finds it through the pyspark_* lookup
+    t, _ = kv_table(tmp_path, pk=False, bucket=-1)
+    t.write(kv([1, 2, 3]))
+    assert spark.newSession().read.format("tidelake").load(t.path).count() == 3
 
 
 def test_missing_path_is_a_clear_error(spark):

@@ -10,8 +10,10 @@ from the first snapshot committed at or after ``timestamp-ms``). ``maxSnapshotsP
 ``maxRowsPerTrigger`` bound a micro-batch (at least one snapshot each); ``Trigger.AvailableNow``
 stops at the latest snapshot seen when the query started. Without ``row-kind=true`` only
 inserts and update-afters are emitted; with it every change comes with ``_row_kind``. A
-``consumer-id`` stores progress in the table on each batch commit (Paimon consumers: expiry
-keeps unread snapshots) and a restarted query with a new checkpoint resumes from it.
+``consumer-id`` stores progress in the table when Spark commits a batch to the source (which
+it does as it starts the next batch, so the last batch of a run is recorded by the next run):
+expiry keeps unread snapshots (Paimon consumers) and a query with a new checkpoint resumes
+from it, possibly re-reading that last batch.
 
 Sink (append and complete output modes). Files are written per task as for batch writes; the
 driver commits them as (``spark-stream-<checkpoint digest>``, batchId). A replayed batch (Spark

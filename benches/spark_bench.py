@@ -28,8 +28,6 @@ import time
 
 import pyarrow as pa
 
-import tidelake
-
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.int32()), ("v", pa.float64()),
                     ("s", pa.string()), ("ts", pa.timestamp("us", tz="UTC")), ("flag", pa.bool_())])
 

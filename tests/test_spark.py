@@ -97,7 +97,7 @@ def kv(keys, p="a", tag="v") -> pa.Table:
 def test_round_trip_all_types_equals_tidelake_and_pypaimon(spark, tmp_path, pk):
     cat, wh = new_warehouse(tmp_path)
     t = cat.create_table("db.t", TYPES, primary_keys=["id"] if pk else None, bucket=2 if pk else None)
-    data = typed_rows(0, 1200)
+    data = typed_rows(0, 4000)
     spark_df(spark, data, 3).write.format("tidelake").mode("append").save(t.path)
 
     ours = tidelake.open_table(t.path).to_arrow()
@@ -109,9 +109,14 @@ def test_round_trip_all_types_equals_tidelake_and_pypaimon(spark, tmp_path, pk):
     assert_same_rows(got.cast(TYPES), data)
     theirs = pp_read(wh, "db.t", None, schema=ours.schema)
     assert_same_rows(theirs.select(ours.schema.names).cast(ours.schema), ours)
-    # 1200 rows in 500-row Spark batches from 3 tasks: one file per task and bucket, not one per batch
-    files = tidelake.open_table(t.path).system("files")
-    assert files.num_rows <= 3 * (2 if pk else 1)
+    # 4000 rows in 500-row Spark batches from 3 tasks: one file per task and bucket, and one
+    # row group per file, not one per Spark batch
+    import pyarrow.parquet as pq
+
+    files = tidelake.open_table(t.path).system("files").to_pylist()
+    assert len(files) <= 3 * (2 if pk else 1)
+    assert all(pq.ParquetFile(f["file_path"]).num_row_groups == 1 for f in files)
+    assert max(f["record_count"] for f in files) > 500
 
 
 def test_pk_upsert_semantics_and_overwrite(spark, tmp_path):

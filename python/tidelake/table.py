@@ -383,10 +383,16 @@ class Table:
             partitions: only these partitions, each a dict of partition values
                 (``[{"dt": "2024-05-14"}]``); all partitions by default.
 
+        Tables with ``changelog-producer=lookup`` or ``full-compaction`` get their changelog
+        (-U/+U/-D/+I) from compaction, as in Paimon: lookup tables at every compaction (always
+        a full one in tidelake), full-compaction tables when a bucket is compacted to the top
+        level.
+
         Raises:
             CommitConflictError: a concurrent commit removed files this compaction rewrote (its
                 new files are deleted; retry).
-            UnsupportedError: append tables, or changelog producers fed by compaction.
+            UnsupportedError: append tables.
+            InvalidArgumentError: first-row tables with ``changelog-producer=full-compaction``.
         """
         import json
 

@@ -7,11 +7,15 @@
 //!   (deletion-vector and first-row tables); the postpone bucket (-2) is skipped.
 //! * Strategy (Java `KeyValueFileStoreWrite.createCompactStrategy`): universal compaction, or
 //!   force-up-level-0 when `compaction.force-up-level-0` is set or the table needs lookup
-//!   (deletion vectors, first-row, `force-lookup`). Tables that need lookup get every pick
-//!   widened to a full compaction: Java's lookup rewriter marks older copies of a key with
-//!   deletion vectors (or drops the newer first-row record), which tidelake does not do, and
-//!   readers of those tables read level >= 1 files without merging; taking all runs leaves no
-//!   older copy behind.
+//!   (deletion vectors, first-row, `changelog-producer=lookup`, `force-lookup`). Tables that
+//!   need lookup get every pick widened to a full compaction: Java's lookup rewriter marks
+//!   older copies of a key with deletion vectors (or drops the newer first-row record), which
+//!   tidelake does not do, and readers of those tables read level >= 1 files without merging;
+//!   taking all runs leaves no older copy behind, and the lookup changelog of a full
+//!   compaction needs no lookup below the output level.
+//! * Changelog (`changelog-producer=full-compaction`/`lookup`): the rewriter writes changelog
+//!   files next to the data files ([`super::changelog`]); they go into the COMPACT
+//!   snapshot's changelog manifest list (`compact_changelog`).
 //! * `full`: Java `pickFullCompaction` — every run to the max level, or, when the bucket
 //!   already is one run at the max level, only its files that have a deletion vector.
 //! * `drop_delete` (Java): the output level is not 0 and at least the highest non-empty level.
@@ -36,6 +40,7 @@ use tidelake_spec::manifest::{DataFileMeta, FileKind, IndexFileMeta, DELETION_VE
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
 
+use super::changelog::ChangelogSpec;
 use super::levels::{LevelFile, Levels};
 use super::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
@@ -118,8 +123,7 @@ pub struct Compactor {
 }
 
 impl Compactor {
-    /// Compaction of `table`'s primary-key buckets. Append tables and changelog producers
-    /// that compaction must feed (`lookup`, `full-compaction`) are [`Error::Unsupported`].
+    /// Compaction of `table`'s primary-key buckets (append tables are [`Error::Unsupported`]).
     pub fn new(table: Table) -> Result<Compactor> {
         let schema = table.schema().clone();
         if schema.primary_keys.is_empty() {
@@ -129,16 +133,7 @@ impl Compactor {
         }
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
-        let producer = opts.changelog_producer().map_err(spec)?;
-        if matches!(
-            producer,
-            ChangelogProducer::Lookup | ChangelogProducer::FullCompaction
-        ) {
-            return Err(Error::Unsupported(format!(
-                "compacting tables with changelog-producer={}: compaction would have to produce their changelog",
-                opts.get("changelog-producer").unwrap_or_default()
-            )));
-        }
+        let changelog = ChangelogSpec::from_options(opts)?;
         let layout = TableLayout::new(&schema)?;
         let option_u64 = |key: &str, default: u64| -> Result<u64> {
             match opts.get_i64(key).map_err(spec)? {
@@ -156,12 +151,19 @@ impl Compactor {
         let flag = |key: &str| opts.get_bool(key).map(|v| v.unwrap_or(false)).map_err(spec);
         let need_lookup = opts.deletion_vectors_enabled().map_err(spec)?
             || opts.merge_engine().map_err(spec)? == MergeEngine::FirstRow
+            || opts.changelog_producer().map_err(spec)? == ChangelogProducer::Lookup
             || flag("force-lookup")?;
         // Java passes the full primary key (partition columns included) to merge functions.
         let mut merge = merge_config(&schema.fields, &schema.primary_keys, opts)?;
         merge.keep_retracts = true;
         let num_levels = opts.num_levels().map_err(spec)?;
-        let rewriter = Rewriter::new(table.clone(), layout.key_types(), merge, DEFAULT_BATCH_SIZE)?;
+        let rewriter = Rewriter::new(
+            table.clone(),
+            layout.key_types(),
+            merge,
+            changelog,
+            DEFAULT_BATCH_SIZE,
+        )?;
         Ok(Compactor {
             table,
             layout,
@@ -535,6 +537,7 @@ impl Done {
             .collect();
         m.compact_before = d.result.before.clone();
         m.compact_after = d.result.after.clone();
+        m.compact_changelog = d.result.changelog.clone();
         m
     }
 }

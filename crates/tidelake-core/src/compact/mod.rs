@@ -18,22 +18,28 @@
 //! * [`rewriter`]: one unit of one bucket (Java `MergeTreeCompactTask`,
 //!   `MergeTreeCompactRewriter`);
 //! * `kv_merge`: the sorted-run merge that keeps `_SEQUENCE_NUMBER`, shared with the writer;
+//! * [`changelog`]: the changelog of `changelog-producer=full-compaction`/`lookup` (Java
+//!   `ChangelogMergeTreeRewriter` and its merge-function wrappers);
 //! * [`job`]: compacting a table ([`Compactor`]).
 //!
 //! Invariants: level 0 is never an output; after a unit the output level is still one sorted
 //! run (the unit holds every run at or below it); retract rows are dropped only when nothing
 //! older than the output remains above it (Java `dropDelete`); memory is bounded per bucket
 //! by (runs × batch); a compaction that fails or loses its inputs to a concurrent commit
-//! deletes everything it wrote.
+//! deletes everything it wrote, changelog included.
 //!
 //! Not implemented: compaction inside writers (Java `MergeTreeWriter`; tidelake compacts
 //! only through [`Compactor`], so a failed compaction never turns a landed write into an
-//! error), lookup-based compaction (Java `LookupMergeTreeCompactRewriter`: deletion
-//! vectors for older copies, changelog for `changelog-producer=lookup`), full-compaction
-//! changelog, append-table compaction, the postpone bucket, record-level expiry,
-//! `EarlyFullCompaction`/off-peak ratios and `full-compaction.delta-commits`. Tables that need
-//! lookup are fully compacted instead (see [`job`]).
+//! error), deletion vectors written by compaction (Java `LookupMergeTreeCompactRewriter` with
+//! `DeletionVectorsMaintainer`) and Java's `LookupMergeFunction` level semantics (level-0
+//! records merged with only the shallowest higher-level record; tidelake merges every
+//! record, which differs only for partial-update/aggregation tables whose deeper levels hold
+//! copies Java's lookup compaction left behind), append-table compaction, the postpone
+//! bucket, record-level expiry, `EarlyFullCompaction`/off-peak ratios and
+//! `full-compaction.delta-commits`. Tables that need lookup (deletion vectors, first-row,
+//! `changelog-producer=lookup`, `force-lookup`) are fully compacted instead (see [`job`]).
 
+pub mod changelog;
 pub mod job;
 mod kv_merge;
 pub mod levels;

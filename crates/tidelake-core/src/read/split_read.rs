@@ -188,7 +188,7 @@ impl ReadContext {
     }
 
     /// Stream files one after the other, with their system columns.
-    fn chain_files(self: &Arc<Self>, files: Vec<SplitFile>, system: SystemColumns) -> BoxStream<'static, Result<RecordBatch>> {
+    pub(crate) fn chain_files(self: &Arc<Self>, files: Vec<SplitFile>, system: SystemColumns) -> BoxStream<'static, Result<RecordBatch>> {
         let ctx = self.clone();
         stream::iter(files)
             .then(move |f| {
@@ -282,7 +282,7 @@ fn row_kind_strings(batch: &RecordBatch, system: usize) -> Result<ArrayRef> {
 
 
 /// Drop rows whose row kind (column `kind_col`) is -U or -D.
-fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<RecordBatch> {
+pub(crate) fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<RecordBatch> {
     let kinds = batch
         .column(kind_col)
         .as_any()

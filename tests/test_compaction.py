@@ -3,7 +3,8 @@ for every merge engine; a full compaction leaves one sorted run at the max level
 pypaimon reads compacted tables identically; the level-0-only fixtures `pk_first_row` and
 `pk_deletion_vectors` become visible (their logical content) once compacted; concurrent
 compactions either win or fail with CommitConflictError without leaving files behind; random
-histories with compactions at random points (hypothesis).
+histories with compactions at random points (hypothesis); changes() of every changelog
+producer against a dict model; a killed compaction process changes nothing.
 """
 
 from __future__ import annotations
@@ -331,3 +332,49 @@ def test_first_row_tables_reject_full_compaction_changelog(tmp_path: pathlib.Pat
     t.upsert(_rows("a", range(3), lambda i: i))
     with pytest.raises(tidelake.InvalidArgumentError, match="first-row"):
         t.compact()
+
+
+_COMPACT_CHILD = """
+import sys, tidelake
+t = tidelake.open_table(sys.argv[1])
+print("start", flush=True)
+t.compact(full=True)
+print("done", flush=True)
+"""
+
+
+def test_killed_compaction_leaves_the_table_unchanged(tmp_path: pathlib.Path) -> None:
+    """A compaction process killed at several points of its run (files partly written, or
+    already committed) leaves the table readable with the same rows and either no new snapshot
+    or a complete COMPACT one; the next compaction succeeds, with the changelog of one."""
+    import subprocess
+    import sys
+    import time
+
+    src = tmp_path / "src"
+    t = _create(src, {"bucket": "1", "changelog-producer": "lookup", "target-file-size": "256kb"}, partitioned=False)
+    for r in range(6):
+        t.upsert(_rows("a", range(r * 20_000, r * 20_000 + 60_000), lambda i, r=r: i * 10 + r))
+    expected = _sorted(t.to_arrow())
+    probe = tmp_path / "probe"
+    shutil.copytree(src, probe)
+    began = time.monotonic()
+    assert tidelake.open_table(probe).compact(full=True) is not None
+    duration = time.monotonic() - began
+    for n, fraction in enumerate((0.05, 0.3, 0.6, 0.9)):
+        path = tmp_path / f"kill{n}"
+        shutil.copytree(src, path)
+        latest = tidelake.open_table(path).latest_snapshot().id
+        child = subprocess.Popen([sys.executable, "-c", _COMPACT_CHILD, str(path)], stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline().strip() == "start"
+        time.sleep(duration * fraction)
+        child.kill()
+        child.wait()
+        t = tidelake.open_table(path)
+        assert _sorted(t.to_arrow()).equals(expected), fraction
+        now = t.latest_snapshot()
+        assert now.id == latest or (now.id == latest + 1 and now.commit_kind == "COMPACT"), fraction
+        t.compact(full=True)
+        assert _sorted(t.to_arrow()).equals(expected), fraction
+        # the changelog is that of one clean compaction, nothing doubled
+        assert t.changes(latest).equals(tidelake.open_table(probe).changes(latest)), fraction

@@ -242,6 +242,23 @@ impl Compactor {
         }
     }
 
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// A bucket without live files.
+    pub(crate) fn empty_bucket(&self, partition: &[u8], bucket: i32, total_buckets: i32) -> Result<Bucket> {
+        let values = self.layout.decode_partition(partition)?;
+        Ok(Bucket {
+            partition: partition.to_vec(),
+            bucket,
+            total_buckets,
+            bucket_dir: self.layout.bucket_path(&values, bucket)?,
+            files: Vec::new(),
+            dv_index: Vec::new(),
+        })
+    }
+
     /// The framed partitions among `buckets` that `filter` (on partition columns) selects.
     fn select_partitions(
         &self,

@@ -20,7 +20,8 @@
 //! * `kv_merge`: the sorted-run merge that keeps `_SEQUENCE_NUMBER`, shared with the writer;
 //! * [`changelog`]: the changelog of `changelog-producer=full-compaction`/`lookup` (Java
 //!   `ChangelogMergeTreeRewriter` and its merge-function wrappers);
-//! * [`job`]: compacting a table ([`Compactor`]).
+//! * [`job`]: compacting a table ([`Compactor`]);
+//! * `inline`: compaction inside writers at `prepare_commit` (Java `MergeTreeWriter`).
 //!
 //! Invariants: level 0 is never an output; after a unit the output level is still one sorted
 //! run (the unit holds every run at or below it); retract rows are dropped only when nothing
@@ -28,8 +29,8 @@
 //! by (runs × batch); a compaction that fails or loses its inputs to a concurrent commit
 //! deletes everything it wrote, changelog included.
 //!
-//! Not implemented: compaction inside writers (Java `MergeTreeWriter`; tidelake compacts
-//! only through [`Compactor`], so a failed compaction never turns a landed write into an
+//! Not implemented: the write stall of writers at `num-sorted-run.stop-trigger` (writers compact
+//! synchronously, see `inline`; a failed compaction never turns a write into an
 //! error), deletion vectors written by compaction (Java `LookupMergeTreeCompactRewriter` with
 //! `DeletionVectorsMaintainer`) and Java's `LookupMergeFunction` level semantics (level-0
 //! records merged with only the shallowest higher-level record; tidelake merges every
@@ -40,6 +41,7 @@
 //! `changelog-producer=lookup`, `force-lookup`) are fully compacted instead (see [`job`]).
 
 pub mod changelog;
+mod inline;
 pub mod job;
 mod kv_merge;
 pub mod levels;
@@ -49,4 +51,5 @@ pub mod rewriter;
 mod tests;
 
 pub use job::{BucketReport, CompactReport, CompactRequest, Compactor};
+pub(crate) use inline::compact_written;
 pub(crate) use kv_merge::merge_keeping_sequence;

@@ -634,6 +634,55 @@ async fn append_tables_are_unsupported() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_compact_past_the_trigger_after_their_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(
+        dir.path(),
+        &[
+            ("write-only", "false"),
+            ("bucket", "1"),
+            ("num-sorted-run.compaction-trigger", "3"),
+        ],
+    )
+    .await;
+    let mut model = BTreeMap::new();
+    for round in 0..7i64 {
+        let pairs: Vec<(i64, Option<i64>)> = (round..round + 5).map(|i| (i, Some(i * 10 + round))).collect();
+        for (id, v) in &pairs {
+            model.insert(*id, *v);
+        }
+        write(&table, &rows("a", &pairs), INSERT).await;
+        let expected: Vec<Row> = model.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
+        assert_eq!(read(&table, &[]).await, expected);
+        assert_levels_are_runs(&table).await;
+        // never more sorted runs than the trigger after a commit
+        let files = &buckets(&table).await[0].files;
+        let level0 = files.iter().filter(|f| f.meta.level == 0).count();
+        let levels: std::collections::BTreeSet<i32> = files.iter().filter(|f| f.meta.level > 0).map(|f| f.meta.level).collect();
+        assert!(level0 + levels.len() < 3, "round {round}: {level0} level-0 files, levels {levels:?}");
+    }
+    let kinds: Vec<CommitKind> = {
+        let sm = table.snapshot_manager();
+        let latest = sm.latest_id().await.unwrap().unwrap();
+        let mut kinds = Vec::new();
+        for id in 1..=latest {
+            kinds.push(sm.snapshot(id).await.unwrap().commit_kind);
+        }
+        kinds
+    };
+    // the third write reaches the trigger: its APPEND, then its COMPACT
+    assert_eq!(&kinds[..4], &[CommitKind::Append, CommitKind::Append, CommitKind::Append, CommitKind::Compact]);
+
+    // write-only writers never compact
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[("bucket", "1"), ("num-sorted-run.compaction-trigger", "2")]).await;
+    for round in 0..4i64 {
+        write(&table, &rows("a", &[(round, Some(round))]), INSERT).await;
+    }
+    assert_eq!(buckets(&table).await[0].files.iter().filter(|f| f.meta.level == 0).count(), 4);
+}
+
 /// One step of a random history.
 #[derive(Debug, Clone)]
 enum Step {

@@ -419,12 +419,14 @@ DAY = 86_400
 
 
 def pk_table(path: pathlib.Path, commits: int, bucket: int = 1, partitioned: bool = False) -> tidelake.Table:
-    """A primary-key table with one small commit (one level-0 file per bucket) per iteration."""
+    """A primary-key table with one small commit (one level-0 file per bucket) per iteration
+    (write-only: writers do not compact)."""
     fields = [("id", pa.int64()), ("v", pa.string())]
     if partitioned:
         fields += [("dt", pa.date32()), ("p", pa.int32())]
     table = tidelake.create_table(path, pa.schema(fields), primary_keys=["id"] + (["dt", "p"] if partitioned else []),
-                                  partition_keys=["dt", "p"] if partitioned else None, bucket=bucket)
+                                  partition_keys=["dt", "p"] if partitioned else None, bucket=bucket,
+                                  options={"write-only": "true"})
     for i in range(commits):
         data = {"id": [i, i + 100], "v": [f"v{i}", f"w{i}"]}
         if partitioned:

@@ -133,6 +133,21 @@ def test_level0_fixtures_become_visible(tmp_path: pathlib.Path, name: str) -> No
     assert json.loads(t._raw.snapshot_json(snapshot)).get("indexManifest") is None
 
 
+def test_progress_counts_the_buckets(tmp_path: pathlib.Path) -> None:
+    t = _create(tmp_path / "t", {})
+    _history(t, True)
+    calls: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        calls.append((done, total))
+        raise RuntimeError("a failing progress display does not fail the compaction")
+
+    before = _sorted(t.to_arrow())
+    assert t.compact(full=True, progress=progress) is not None
+    assert calls == [(i, 4) for i in range(5)]  # 2 partitions x 2 buckets
+    assert _sorted(t.to_arrow()).equals(before)
+
+
 def test_partitions_and_errors(tmp_path: pathlib.Path) -> None:
     t = _create(tmp_path / "t", {})
     _history(t, True)

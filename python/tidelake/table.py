@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _internal
 from ._filters import to_filter_json
@@ -370,7 +370,8 @@ class Table:
         ids = self._raw.truncate(str(uuid.uuid4()))
         return ids[-1] if ids else None
 
-    def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None) -> int | None:
+    def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None,
+                progress: Callable[[int, int], object] | None = None) -> int | None:
         """Compact the primary-key table's LSM trees and commit one COMPACT snapshot; returns its
         id, or None when nothing needed compacting. Reads return the same rows before and after.
 
@@ -382,6 +383,9 @@ class Table:
                 ``compaction.max-size-amplification-percent``, ``compaction.size-ratio``).
             partitions: only these partitions, each a dict of partition values
                 (``[{"dt": "2024-05-14"}]``); all partitions by default.
+            progress: called as ``progress(buckets_done, buckets_total)`` before the first
+                bucket is rewritten and after each one (from a worker thread; exceptions are
+                ignored).
 
         Tables with ``changelog-producer=lookup`` or ``full-compaction`` get their changelog
         (-U/+U/-D/+I) from compaction, as in Paimon: lookup tables at every compaction (always
@@ -402,7 +406,7 @@ class Table:
                 raise InvalidArgumentError("partitions must be a list of non-empty dicts of partition values")
             terms = [json.loads(self._partition_spec_json(p) or "null") for p in partitions]
             spec = json.dumps({"op": "or", "args": terms})
-        return json.loads(self._raw.compact(full, spec))["snapshot_id"]
+        return json.loads(self._raw.compact(full, spec, progress))["snapshot_id"]
 
     # ---- maintenance (snapshots, orphan files, tags, rollback, consumers, partitions, system tables) ----
 

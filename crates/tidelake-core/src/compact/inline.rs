@@ -70,7 +70,7 @@ async fn compactions(
             work.push((bucket, task));
         }
     }
-    let done = compactor.rewrite_all(work).await?;
+    let done = compactor.rewrite_all(work, None).await?;
     Ok(done
         .iter()
         .filter_map(|d| {

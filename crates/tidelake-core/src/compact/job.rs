@@ -67,6 +67,10 @@ pub struct CompactRequest {
     pub partitions: Option<Predicate>,
 }
 
+/// Told `(buckets rewritten, buckets to rewrite)` as a compaction advances: once before the
+/// first rewrite, then after each bucket.
+pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
+
 /// What one bucket's compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BucketReport {
@@ -178,6 +182,15 @@ impl Compactor {
     /// Compact the latest snapshot's buckets selected by `request` and commit the result as
     /// one COMPACT snapshot (see the module docs for failure handling).
     pub async fn compact(&self, request: &CompactRequest) -> Result<CompactReport> {
+        self.compact_reporting(request, None).await
+    }
+
+    /// [`Compactor::compact`], telling `progress` how far the rewrites are.
+    pub async fn compact_reporting(
+        &self,
+        request: &CompactRequest,
+        progress: Option<Progress>,
+    ) -> Result<CompactReport> {
         let Some(snap) = self.table.snapshot_manager().latest().await? else {
             return Ok(CompactReport {
                 snapshot_id: None,
@@ -195,7 +208,7 @@ impl Compactor {
                 work.push((b, task));
             }
         }
-        let mut done = self.rewrite_all(work).await?;
+        let mut done = self.rewrite_all(work, progress).await?;
         // units whose files all stay where they are changed nothing
         done.retain(|d| !d.result.before.is_empty() || !d.result.after.is_empty());
         let report = |d: &Done| self.report(d);
@@ -439,7 +452,18 @@ impl Compactor {
     }
 
     /// Run every (bucket, unit), a few at a time; all or nothing.
-    pub(crate) async fn rewrite_all(&self, work: Vec<(Bucket, UnitTask)>) -> Result<Vec<Done>> {
+    pub(crate) async fn rewrite_all(
+        &self,
+        work: Vec<(Bucket, UnitTask)>,
+        progress: Option<Progress>,
+    ) -> Result<Vec<Done>> {
+        let total = work.len();
+        let tell = |done: usize| {
+            if let Some(p) = &progress {
+                p(done, total);
+            }
+        };
+        tell(0);
         let runs = work.into_iter().map(|(bucket, task)| {
             let rewriter = self.rewriter.clone();
             async move {
@@ -462,8 +486,13 @@ impl Compactor {
                 }
             }
         });
+        let mut finished = 0;
         let outcomes: Vec<Result<Done>> = stream::iter(runs)
             .buffer_unordered(BUCKET_PARALLELISM)
+            .inspect(|_| {
+                finished += 1;
+                tell(finished);
+            })
             .collect()
             .await;
         let mut done = Vec::with_capacity(outcomes.len());

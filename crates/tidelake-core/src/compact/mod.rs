@@ -50,6 +50,6 @@ pub mod rewriter;
 #[cfg(test)]
 mod tests;
 
-pub use job::{BucketReport, CompactReport, CompactRequest, Compactor};
+pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
 pub(crate) use inline::compact_written;
 pub(crate) use kv_merge::merge_keeping_sequence;

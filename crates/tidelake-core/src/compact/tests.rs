@@ -438,7 +438,7 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
             work.push((b, task));
         }
     }
-    let done = slow.rewrite_all(work).await.unwrap();
+    let done = slow.rewrite_all(work, None).await.unwrap();
     let written: Vec<String> = done
         .iter()
         .flat_map(|d| {
@@ -481,7 +481,7 @@ async fn concurrent_appends_are_rebased() {
             work.push((b, task));
         }
     }
-    let done = slow.rewrite_all(work).await.unwrap();
+    let done = slow.rewrite_all(work, None).await.unwrap();
     // a writer commits new level-0 files meanwhile: the inputs stay live
     write(&table, &rows("b", &[(1, Some(-5))]), INSERT).await;
     let before = read(&table, &[]).await;

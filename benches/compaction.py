@@ -102,11 +102,7 @@ def main() -> None:
     work.mkdir(parents=True)
     bulk, upserts = wl.generate(w)
     source = work / "source"
-    t = tidelake.create_table(source, wl.SCHEMA, primary_keys=[wl.KEY], bucket=w.buckets,
-                              options={"write-only": "true"})
-    t.write(bulk)
-    for u in upserts:
-        t.upsert(u)
+    wl.write_runs(source, w, bulk, upserts)
     stored = bulk.num_rows + sum(u.num_rows for u in upserts)
     del bulk, upserts
     runs = len(data_files(source)) // w.buckets

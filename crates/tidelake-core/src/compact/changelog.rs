@@ -32,11 +32,12 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, Int8Type};
 use arrow_array::{Array, ArrayRef, Int8Array, RecordBatch};
-use arrow_row::{RowConverter, Rows, SortField};
+use arrow_row::Rows;
 use arrow_select::interleave::interleave;
 use futures::stream::{BoxStream, TryStreamExt};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 
+use super::kv_merge::KeyEncoder;
 use crate::error::{Error, Result};
 use crate::read::split_read::{
     ROW_KIND_DELETE, ROW_KIND_INSERT, ROW_KIND_UPDATE_AFTER, ROW_KIND_UPDATE_BEFORE,
@@ -117,8 +118,7 @@ impl ChangelogSpec {
 /// The *before* rows of a section, with the current batch and its encoded keys.
 pub struct ChangelogJoin {
     spec: ChangelogSpec,
-    key_indices: Vec<usize>,
-    converter: Option<RowConverter>,
+    keys: KeyEncoder,
     before: BoxStream<'static, Result<RecordBatch>>,
     /// Current before batch, its keys and the next row to look at.
     head: Option<(RecordBatch, Rows, usize)>,
@@ -148,8 +148,7 @@ impl ChangelogJoin {
     ) -> ChangelogJoin {
         ChangelogJoin {
             spec,
-            key_indices,
-            converter: None,
+            keys: KeyEncoder::new(key_indices),
             before,
             head: None,
             exhausted: false,
@@ -246,24 +245,7 @@ impl ChangelogJoin {
 
     /// Encode the key columns of a `[_SEQUENCE_NUMBER, _VALUE_KIND, v0..vn]` batch.
     fn encode(&mut self, batch: &RecordBatch) -> Result<Rows> {
-        let columns = self
-            .key_indices
-            .iter()
-            .map(|&i| {
-                batch.columns().get(i + VALUE_OFFSET).cloned().ok_or_else(|| {
-                    Error::invalid(format!("changelog input has no key column at {}", i + VALUE_OFFSET))
-                })
-            })
-            .collect::<Result<Vec<ArrayRef>>>()?;
-        if self.converter.is_none() {
-            let fields = columns.iter().map(|c| SortField::new(c.data_type().clone())).collect();
-            self.converter = Some(RowConverter::new(fields).map_err(|e| Error::arrow("key encoding", e))?);
-        }
-        self.converter
-            .as_ref()
-            .expect("converter created above")
-            .convert_columns(&columns)
-            .map_err(|e| Error::arrow("key encoding", e))
+        self.keys.encode(batch, VALUE_OFFSET)
     }
 }
 
@@ -322,4 +304,117 @@ fn build(sources: &[RecordBatch], merged: &RecordBatch, picks: &[Pick]) -> Resul
         columns.push(interleave(&arrays, &indices).map_err(|e| Error::arrow("changelog rows", e))?);
     }
     RecordBatch::try_new(merged.schema(), columns).map_err(|e| Error::arrow("changelog rows", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{Int64Array, StringArray};
+    use arrow_schema::{DataType as ArrowType, Field, Schema};
+    use futures::stream::{self, StreamExt};
+
+    use super::*;
+
+    /// `[_SEQUENCE_NUMBER, _VALUE_KIND, k, v]` rows.
+    fn batch(rows: &[(i64, i8, i64, &str)]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("_SEQUENCE_NUMBER", ArrowType::Int64, false),
+            Field::new("_VALUE_KIND", ArrowType::Int8, false),
+            Field::new("k", ArrowType::Int64, false),
+            Field::new("v", ArrowType::Utf8, true),
+        ]));
+        let column = |f: fn(&(i64, i8, i64, &str)) -> i64| Int64Array::from_iter_values(rows.iter().map(f));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(column(|r| r.0)),
+                Arc::new(rows.iter().map(|r| Some(r.1)).collect::<Int8Array>()),
+                Arc::new(column(|r| r.2)),
+                Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3))),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn rows(b: &RecordBatch) -> Vec<(i64, i8, i64, String)> {
+        let seq = b.column(0).as_primitive::<Int64Type>();
+        let kind = b.column(1).as_primitive::<Int8Type>();
+        let k = b.column(2).as_primitive::<Int64Type>();
+        let v = b.column(3).as_string::<i32>();
+        (0..b.num_rows())
+            .map(|i| (seq.value(i), kind.value(i), k.value(i), v.value(i).to_string()))
+            .collect()
+    }
+
+    /// Join `merged` (one batch per entry) with `before` (split across two batches).
+    async fn changelog(
+        mode: ChangelogMode,
+        row_deduplicate: bool,
+        before: &[(i64, i8, i64, &str)],
+        merged: &[&[(i64, i8, i64, &str)]],
+    ) -> Vec<(i64, i8, i64, String)> {
+        let (a, b) = before.split_at(before.len() / 2);
+        let before = stream::iter(vec![Ok(batch(a)), Ok(batch(b))]).boxed();
+        let spec = ChangelogSpec { mode, row_deduplicate };
+        let mut join = ChangelogJoin::new(spec, vec![0], before);
+        let mut out = Vec::new();
+        for m in merged {
+            if let Some(changes) = join.changes(&batch(m)).await.unwrap() {
+                out.extend(rows(&changes));
+            }
+        }
+        out
+    }
+
+    const I: i8 = ROW_KIND_INSERT;
+    const D: i8 = ROW_KIND_DELETE;
+    const UB: i8 = ROW_KIND_UPDATE_BEFORE;
+    const UA: i8 = ROW_KIND_UPDATE_AFTER;
+
+    /// Before: keys 1, 2, 3, 5 (old values); merged: 1 untouched, 2 updated to the same value,
+    /// 3 deleted, 4 new, 5 updated, 6 written and deleted.
+    const BEFORE: &[(i64, i8, i64, &str)] = &[(1, I, 1, "a"), (2, I, 2, "b"), (3, I, 3, "c"), (4, I, 5, "e")];
+    const MERGED_1: &[(i64, i8, i64, &str)] = &[(1, I, 1, "a"), (10, I, 2, "b"), (11, D, 3, "c")];
+    const MERGED_2: &[(i64, i8, i64, &str)] = &[(12, I, 4, "d"), (13, UA, 5, "E"), (14, D, 6, "f")];
+
+    #[tokio::test]
+    async fn full_compaction_and_lookup_diff_against_the_older_record() {
+        let expected = vec![
+            (2, UB, 2, "b".to_string()),
+            (10, UA, 2, "b".to_string()),
+            (3, D, 3, "c".to_string()),
+            (12, I, 4, "d".to_string()),
+            (4, UB, 5, "e".to_string()),
+            (13, UA, 5, "E".to_string()),
+        ];
+        for mode in [ChangelogMode::FullCompaction, ChangelogMode::Lookup] {
+            assert_eq!(changelog(mode, false, BEFORE, &[MERGED_1, MERGED_2]).await, expected, "{mode:?}");
+        }
+        // row-deduplicate drops the -U/+U pair of equal values
+        let deduplicated: Vec<_> = expected.into_iter().filter(|r| r.2 != 2).collect();
+        assert_eq!(
+            changelog(ChangelogMode::Lookup, true, BEFORE, &[MERGED_1, MERGED_2]).await,
+            deduplicated
+        );
+    }
+
+    #[tokio::test]
+    async fn lookup_treats_a_retracted_before_as_none_and_first_row_only_inserts() {
+        let before: &[(i64, i8, i64, &str)] = &[(1, D, 1, "a"), (2, I, 2, "b")];
+        let merged: &[(i64, i8, i64, &str)] = &[(5, I, 1, "A"), (6, I, 2, "B"), (7, I, 3, "C")];
+        assert_eq!(
+            changelog(ChangelogMode::Lookup, false, before, &[merged]).await,
+            vec![
+                (5, I, 1, "A".to_string()),
+                (2, UB, 2, "b".to_string()),
+                (6, UA, 2, "B".to_string()),
+                (7, I, 3, "C".to_string()),
+            ]
+        );
+        // full-compaction keeps Java's top-level record whatever its kind
+        assert_eq!(changelog(ChangelogMode::FullCompaction, false, before, &[merged]).await[0].1, UB);
+        assert_eq!(
+            changelog(ChangelogMode::FirstRowLookup, false, before, &[merged]).await,
+            vec![(7, I, 3, "C".to_string())]
+        );
+    }
 }

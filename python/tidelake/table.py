@@ -304,7 +304,8 @@ class Table:
         return ids[-1] if ids else None
 
     def write(self, data: Any, mode: str = "append", overwrite_partition: Any = None) -> int | None:
-        """Write rows and commit; returns the new snapshot id (None if nothing was written).
+        """Write rows and commit; returns the id of the last snapshot committed: the APPEND, or
+        the COMPACT that follows it when the writer compacted (None if nothing was written).
 
         Args:
             data: a pyarrow Table/RecordBatch/RecordBatchReader, polars or pandas DataFrame, or

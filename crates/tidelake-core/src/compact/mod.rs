@@ -32,13 +32,12 @@
 //! Not implemented: the write stall of writers at `num-sorted-run.stop-trigger` (writers compact
 //! synchronously, see `inline`; a failed compaction never turns a write into an
 //! error), deletion vectors written by compaction (Java `LookupMergeTreeCompactRewriter` with
-//! `DeletionVectorsMaintainer`) and Java's `LookupMergeFunction` level semantics (level-0
-//! records merged with only the shallowest higher-level record; tidelake merges every
-//! record, which differs only for partial-update/aggregation tables whose deeper levels hold
-//! copies Java's lookup compaction left behind), append-table compaction, the postpone
+//! `DeletionVectorsMaintainer`), append-table compaction, the postpone
 //! bucket, record-level expiry, `EarlyFullCompaction`/off-peak ratios and
 //! `full-compaction.delta-commits`. Tables that need lookup (deletion vectors, first-row,
-//! `changelog-producer=lookup`, `force-lookup`) are fully compacted instead (see [`job`]).
+//! `changelog-producer=lookup`, `force-lookup`) are fully compacted instead (see [`job`]);
+//! their merges follow Java's `LookupMergeFunction` (level-0 records merge with only the
+//! newest record above level 0; not first-row), in compaction as in reads.
 
 pub mod changelog;
 mod inline;

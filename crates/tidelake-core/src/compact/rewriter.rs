@@ -31,8 +31,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
-use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use futures::stream::TryStreamExt;
 use tidelake_spec::manifest::{DataFileMeta, FileSource};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
@@ -41,9 +40,7 @@ use super::changelog::{ChangelogJoin, ChangelogSpec};
 use super::kv_merge::merge_keeping_sequence;
 use super::levels::LevelFile;
 use crate::error::{Error, Result};
-use crate::read::data_file::SystemColumns;
 use crate::read::merge::MergeConfig;
-use crate::read::merge_fn::MergeEngineConfig;
 use crate::read::sorted_runs::{self, Sections};
 use crate::read::split_read::{drop_retracts, ReadContext};
 use crate::scan::split::SplitFile;
@@ -145,30 +142,6 @@ impl Rewriter {
                 Err(e)
             }
         }
-    }
-
-    /// Stream the files of one sorted run as `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`.
-    fn read_run(&self, run: Vec<SplitFile>) -> BoxStream<'static, Result<RecordBatch>> {
-        self.reader.chain_files(run, SystemColumns::KeyValue)
-    }
-
-    /// The newest record per key among `files` (the *before* rows of a changelog rewrite).
-    fn read_newest(&self, files: Vec<SplitFile>) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let config = Arc::new(MergeConfig {
-            engine: MergeEngineConfig::Deduplicate,
-            ignore_delete: false,
-            keep_retracts: true,
-            ..self.merge.clone()
-        });
-        let sections = sorted_runs::partition(files, &self.key_types)?;
-        let merged: Vec<_> = sections
-            .into_iter()
-            .map(|section| {
-                let runs = section.into_iter().map(|run| self.read_run(run)).collect();
-                merge_keeping_sequence(runs, config.clone(), self.batch_size)
-            })
-            .collect();
-        Ok(stream::iter(merged).flatten().boxed())
     }
 }
 
@@ -373,11 +346,11 @@ impl UnitJob<'_> {
                 Some(spec) => Some(ChangelogJoin::new(
                     spec,
                     rw.merge.key_indices.clone(),
-                    rw.read_newest(before_files)?,
+                    rw.reader.newest_records(before_files)?,
                 )),
                 None => None,
             };
-            let runs = section.into_iter().map(|run| rw.read_run(run)).collect();
+            let runs = rw.reader.section_runs(section)?;
             let mut merged = merge_keeping_sequence(runs, config.clone(), rw.batch_size);
             while let Some(batch) = merged.try_next().await? {
                 if let (Some(join), Some(w)) = (join.as_mut(), changelog_writer.as_deref_mut()) {

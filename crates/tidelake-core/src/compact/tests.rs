@@ -13,7 +13,7 @@ use arrow_schema::{DataType as ArrowType, Field, Schema};
 use futures::TryStreamExt;
 use proptest::prelude::*;
 use tidelake_spec::binary_row::decode_framed;
-use tidelake_spec::manifest::{DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
+use tidelake_spec::manifest::{DataFileMeta, DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
 use tidelake_spec::options::Options;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER};
@@ -26,6 +26,7 @@ use crate::error::ErrorKind;
 use crate::io::FileIO;
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::{read_splits, ReadContext};
+use crate::scan::plan::plan_changes;
 use crate::scan::{plan_scan, ScanRequest};
 use crate::table::Table;
 use crate::write::input::RowKinds;
@@ -681,6 +682,69 @@ async fn writers_compact_past_the_trigger_after_their_append() {
         write(&table, &rows("a", &[(round, Some(round))]), INSERT).await;
     }
     assert_eq!(buckets(&table).await[0].files.iter().filter(|f| f.meta.level == 0).count(), 4);
+}
+
+/// Commit `file` of the only bucket again at `level` (as a compaction upgrade).
+async fn move_to_level(table: &Table, file: &str, level: i32) {
+    let b = buckets(table).await.remove(0);
+    let meta = b.files.iter().find(|f| f.meta.file_name == file).unwrap().meta.clone();
+    let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
+    m.compact_after = vec![DataFileMeta { level, ..meta.clone() }];
+    m.compact_before = vec![meta];
+    FileStoreCommit::new(table.clone(), "mover")
+        .unwrap()
+        .commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[])
+        .await
+        .unwrap();
+}
+
+/// The only level-0 file of the only bucket.
+async fn level0_file(table: &Table) -> String {
+    let files: Vec<String> = buckets(table).await[0].files.iter().filter(|f| f.meta.level == 0).map(|f| f.meta.file_name.clone()).collect();
+    assert_eq!(files.len(), 1);
+    files[0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_tables_merge_level0_with_only_the_newest_higher_record() {
+    // Java's lookup compaction leaves complete values at shallow levels above stale copies:
+    // level 5 holds sum 5, level 4 the complete sum 8, level 0 a new +1. Java's
+    // LookupMergeFunction reads 8 + 1 = 9 (a plain merge would say 14).
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(
+        dir.path(),
+        &[
+            ("bucket", "1"),
+            ("merge-engine", "aggregation"),
+            ("fields.v.aggregate-function", "sum"),
+            ("changelog-producer", "lookup"),
+        ],
+    )
+    .await;
+    for (v, level) in [(5, Some(5)), (8, Some(4)), (1, None)] {
+        write(&table, &rows("a", &[(1, Some(v))]), INSERT).await;
+        if let Some(level) = level {
+            let name = level0_file(&table).await;
+            move_to_level(&table, &name, level).await;
+        }
+    }
+    assert_eq!(read(&table, &[]).await, rows("a", &[(1, Some(9))]));
+    let before = table.snapshot_manager().latest_id().await.unwrap().unwrap();
+    compact(&table, true).await;
+    assert_eq!(read(&table, &[]).await, rows("a", &[(1, Some(9))]));
+    // the changelog diffs against the newest higher record, 8
+    let plan = plan_changes(&table, before, None).await.unwrap();
+    let ctx = Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, true).unwrap());
+    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits).try_collect().await.unwrap();
+    let changes: Vec<(String, i64)> = batches
+        .iter()
+        .flat_map(|b| {
+            let kind = b.column(0).as_any().downcast_ref::<StringArray>().unwrap().clone();
+            let v = b.column_by_name("v").unwrap().as_any().downcast_ref::<Int64Array>().unwrap().clone();
+            (0..b.num_rows()).map(move |i| (kind.value(i).to_string(), v.value(i)))
+        })
+        .collect();
+    assert_eq!(changes, vec![("-U".to_string(), 8), ("+U".to_string(), 9)]);
 }
 
 /// One step of a random history.

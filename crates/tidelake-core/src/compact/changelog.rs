@@ -19,20 +19,23 @@
 //!   `after` is a retract, otherwise `-U before, +U after`;
 //! * lookup: the key has no level-0 record (`after` is not newer than `before`) → nothing;
 //!   else as full-compaction, a retract `before` counting as none;
-//! * lookup on first-row tables: `+I after` only when no level above 0 holds the key.
+//! * lookup on first-row tables (whatever the producer): `+I after` only when no level above
+//!   0 holds the key; a key found in the levels below the output (outside the unit) is an old
+//!   key whose new record first-row drops from the output, without changelog.
 //!
 //! With `changelog-producer.row-deduplicate`, `-U/+U` pairs whose values are equal are not
 //! emitted. Sequence numbers identify the key's only record because records of one key are
 //! numbered in write order and higher levels hold older records. tidelake compacts lookup
-//! tables fully (see `job`), so Java's lookup into levels below the output never finds a
-//! record and is not needed.
+//! tables other than first-row fully (see `job`), so for them Java's lookup into levels below
+//! the output never finds a record and is not needed; first-row units look those levels up
+//! with one forward [`KeyCursor`] per unit.
 
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, Int8Type};
-use arrow_array::{Array, ArrayRef, Int8Array, RecordBatch};
-use arrow_row::Rows;
+use arrow_array::{Array, ArrayRef, BooleanArray, Int8Array, RecordBatch};
+use arrow_row::{Row, Rows};
 use arrow_select::interleave::interleave;
 use futures::stream::{BoxStream, TryStreamExt};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
@@ -61,29 +64,35 @@ pub enum ChangelogMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChangelogSpec {
     pub mode: ChangelogMode,
+    /// Whether changelog files are written (first-row tables without a producer only use the
+    /// lookup to drop new records of old keys).
+    pub produce: bool,
     /// `changelog-producer.row-deduplicate`.
     pub row_deduplicate: bool,
 }
 
 impl ChangelogSpec {
-    /// The spec of a table, `None` when its compactions produce no changelog. First-row tables
-    /// support only `none` and `lookup` (Java's schema validation).
+    /// The spec of a table, `None` when its compactions need neither changelog nor lookup.
+    /// First-row tables support only `none` and `lookup` (Java's schema validation).
     pub fn from_options(opts: &Options) -> Result<Option<ChangelogSpec>> {
         let spec = |e| Error::from_spec("table options", e);
         let first_row = opts.merge_engine().map_err(spec)? == MergeEngine::FirstRow;
-        let mode = match opts.changelog_producer().map_err(spec)? {
+        let (mode, produce) = match opts.changelog_producer().map_err(spec)? {
             ChangelogProducer::FullCompaction if first_row => {
                 return Err(Error::invalid(
                     "merge-engine=first-row supports only changelog-producer none or lookup, not full-compaction",
                 ))
             }
-            ChangelogProducer::FullCompaction => ChangelogMode::FullCompaction,
-            ChangelogProducer::Lookup if first_row => ChangelogMode::FirstRowLookup,
-            ChangelogProducer::Lookup => ChangelogMode::Lookup,
+            ChangelogProducer::FullCompaction => (ChangelogMode::FullCompaction, true),
+            ChangelogProducer::Lookup if first_row => (ChangelogMode::FirstRowLookup, true),
+            // first-row compacts with lookup whatever the producer (Java)
+            ChangelogProducer::None if first_row => (ChangelogMode::FirstRowLookup, false),
+            ChangelogProducer::Lookup => (ChangelogMode::Lookup, true),
             _ => return Ok(None),
         };
         Ok(Some(ChangelogSpec {
             mode,
+            produce,
             row_deduplicate: opts.changelog_producer_row_deduplicate().map_err(spec)?,
         }))
     }
@@ -115,14 +124,65 @@ impl ChangelogSpec {
     }
 }
 
-/// The *before* rows of a section, with the current batch and its encoded keys.
+/// A forward cursor over key-ordered `[_SEQUENCE_NUMBER, _VALUE_KIND, v0..vn]` rows, each key
+/// at most once.
+pub struct KeyCursor {
+    stream: BoxStream<'static, Result<RecordBatch>>,
+    /// Current batch, its keys and the next row to look at.
+    head: Option<(RecordBatch, Rows, usize)>,
+    exhausted: bool,
+}
+
+impl KeyCursor {
+    pub fn new(stream: BoxStream<'static, Result<RecordBatch>>) -> KeyCursor {
+        KeyCursor {
+            stream,
+            head: None,
+            exhausted: false,
+        }
+    }
+
+    /// Move to `key` (never backwards); the batch and row holding it, if any.
+    async fn seek(&mut self, keys: &mut KeyEncoder, key: Row<'_>) -> Result<Option<(RecordBatch, usize)>> {
+        loop {
+            if self.head.is_none() {
+                if self.exhausted {
+                    return Ok(None);
+                }
+                match self.stream.try_next().await? {
+                    None => {
+                        self.exhausted = true;
+                        return Ok(None);
+                    }
+                    Some(batch) if batch.num_rows() == 0 => continue,
+                    Some(batch) => {
+                        let rows = keys.encode(&batch, VALUE_OFFSET)?;
+                        self.head = Some((batch, rows, 0));
+                    }
+                }
+            }
+            let (batch, rows, pos) = self.head.as_mut().expect("head loaded above");
+            while *pos < rows.num_rows() && rows.row(*pos) < key {
+                *pos += 1;
+            }
+            if *pos == rows.num_rows() {
+                self.head = None;
+                continue;
+            }
+            if rows.row(*pos) != key {
+                return Ok(None);
+            }
+            *pos += 1;
+            return Ok(Some((batch.clone(), *pos - 1)));
+        }
+    }
+}
+
+/// The *before* rows of a section joined with its merged rows.
 pub struct ChangelogJoin {
     spec: ChangelogSpec,
     keys: KeyEncoder,
-    before: BoxStream<'static, Result<RecordBatch>>,
-    /// Current before batch, its keys and the next row to look at.
-    head: Option<(RecordBatch, Rows, usize)>,
-    exhausted: bool,
+    before: KeyCursor,
 }
 
 /// A changelog row: the source batch (an index into the before batches, `usize::MAX`: the
@@ -138,6 +198,14 @@ struct Before {
     add: bool,
 }
 
+/// What joining one merged batch gives.
+pub struct Joined {
+    /// The changelog rows, if any.
+    pub changelog: Option<RecordBatch>,
+    /// Which merged rows stay in the data files (`None`: all).
+    pub keep: Option<BooleanArray>,
+}
+
 impl ChangelogJoin {
     /// Join merged rows with `before` (newest before record per key, in key order, as
     /// `[_SEQUENCE_NUMBER, _VALUE_KIND, v0..vn]`); keys are the value columns `key_indices`.
@@ -149,33 +217,49 @@ impl ChangelogJoin {
         ChangelogJoin {
             spec,
             keys: KeyEncoder::new(key_indices),
-            before,
-            head: None,
-            exhausted: false,
+            before: KeyCursor::new(before),
         }
     }
 
-    /// The changelog rows of one merged batch (retracts kept), `None` when there are none.
-    pub async fn changes(&mut self, merged: &RecordBatch) -> Result<Option<RecordBatch>> {
-        let keys = self.encode(merged)?;
+    /// The changelog rows of one merged batch (retracts kept). `deeper` (first-row lookup):
+    /// the records of the levels below the output, outside the unit; keys found there are new
+    /// records of old keys, which first-row drops (Java `FirstRowMergeFunctionWrapper`).
+    pub async fn changes(&mut self, merged: &RecordBatch, mut deeper: Option<&mut KeyCursor>) -> Result<Joined> {
+        let keys = self.keys.encode(merged, VALUE_OFFSET)?;
         let seqs = sequences(merged)?;
         // before batches this merged batch joined with, in order
         let mut sources: Vec<RecordBatch> = Vec::new();
         let mut picks: Vec<Pick> = Vec::new();
+        let mut keep: Option<Vec<bool>> = None;
         for row in 0..merged.num_rows() {
             let after_add = is_add(kind_at(merged, row)?);
             let after = |kind| (usize::MAX, row, kind);
-            let before = match self.seek(&keys, row, &mut sources).await? {
-                Some((src, pos)) => Some(Before {
-                    src,
-                    pos,
-                    seq: sequences(&sources[src])?.value(pos),
-                    add: is_add(kind_at(&sources[src], pos)?),
-                }),
+            let before = match self.before.seek(&mut self.keys, keys.row(row)).await? {
+                Some((batch, pos)) => {
+                    if !sources.last().is_some_and(|s| same_batch(s, &batch)) {
+                        sources.push(batch);
+                    }
+                    let src = sources.len() - 1;
+                    Some(Before {
+                        src,
+                        pos,
+                        seq: sequences(&sources[src])?.value(pos),
+                        add: is_add(kind_at(&sources[src], pos)?),
+                    })
+                }
                 None => None,
             };
             let before = match (self.spec.mode, before) {
                 (ChangelogMode::FirstRowLookup, Some(_)) => continue,
+                (ChangelogMode::FirstRowLookup, None) => {
+                    if let Some(d) = deeper.as_deref_mut() {
+                        if d.seek(&mut self.keys, keys.row(row)).await?.is_some() {
+                            keep.get_or_insert_with(|| vec![true; merged.num_rows()])[row] = false;
+                            continue;
+                        }
+                    }
+                    None
+                }
                 // the key's only record (full) / no level-0 record (lookup)
                 (_, Some(b)) if seqs.value(row) <= b.seq => continue,
                 (ChangelogMode::Lookup, Some(b)) if !b.add => None,
@@ -192,60 +276,15 @@ impl ChangelogJoin {
                 }
             }
         }
-        if picks.is_empty() {
-            return Ok(None);
-        }
-        build(&sources, merged, &picks).map(Some)
-    }
-
-    /// Move to `keys[row]` in the before rows; the (source, row) holding it, if any.
-    async fn seek(
-        &mut self,
-        keys: &Rows,
-        row: usize,
-        sources: &mut Vec<RecordBatch>,
-    ) -> Result<Option<(usize, usize)>> {
-        let key = keys.row(row);
-        loop {
-            if self.head.is_none() {
-                if self.exhausted {
-                    return Ok(None);
-                }
-                match self.before.try_next().await? {
-                    None => {
-                        self.exhausted = true;
-                        return Ok(None);
-                    }
-                    Some(batch) if batch.num_rows() == 0 => continue,
-                    Some(batch) => {
-                        let rows = self.encode(&batch)?;
-                        self.head = Some((batch, rows, 0));
-                    }
-                }
-            }
-            let (batch, rows, pos) = self.head.as_mut().expect("head loaded above");
-            while *pos < rows.num_rows() && rows.row(*pos) < key {
-                *pos += 1;
-            }
-            if *pos == rows.num_rows() {
-                self.head = None;
-                continue;
-            }
-            if rows.row(*pos) != key {
-                return Ok(None);
-            }
-            let found = *pos;
-            *pos += 1;
-            if !sources.last().is_some_and(|s| same_batch(s, batch)) {
-                sources.push(batch.clone());
-            }
-            return Ok(Some((sources.len() - 1, found)));
-        }
-    }
-
-    /// Encode the key columns of a `[_SEQUENCE_NUMBER, _VALUE_KIND, v0..vn]` batch.
-    fn encode(&mut self, batch: &RecordBatch) -> Result<Rows> {
-        self.keys.encode(batch, VALUE_OFFSET)
+        let changelog = if picks.is_empty() {
+            None
+        } else {
+            Some(build(&sources, merged, &picks)?)
+        };
+        Ok(Joined {
+            changelog,
+            keep: keep.map(BooleanArray::from),
+        })
     }
 }
 
@@ -354,11 +393,15 @@ mod tests {
     ) -> Vec<(i64, i8, i64, String)> {
         let (a, b) = before.split_at(before.len() / 2);
         let before = stream::iter(vec![Ok(batch(a)), Ok(batch(b))]).boxed();
-        let spec = ChangelogSpec { mode, row_deduplicate };
+        let spec = ChangelogSpec {
+            mode,
+            produce: true,
+            row_deduplicate,
+        };
         let mut join = ChangelogJoin::new(spec, vec![0], before);
         let mut out = Vec::new();
         for m in merged {
-            if let Some(changes) = join.changes(&batch(m)).await.unwrap() {
+            if let Some(changes) = join.changes(&batch(m), None).await.unwrap().changelog {
                 out.extend(rows(&changes));
             }
         }

@@ -7,12 +7,13 @@
 //!   (deletion-vector and first-row tables); the postpone bucket (-2) is skipped.
 //! * Strategy (Java `KeyValueFileStoreWrite.createCompactStrategy`): universal compaction, or
 //!   force-up-level-0 when `compaction.force-up-level-0` is set or the table needs lookup
-//!   (deletion vectors, first-row, `changelog-producer=lookup`, `force-lookup`). Tables that
-//!   need lookup get every pick widened to a full compaction: Java's lookup rewriter marks
-//!   older copies of a key with deletion vectors (or drops the newer first-row record), which
-//!   tidelake does not do, and readers of those tables read level >= 1 files without merging;
-//!   taking all runs leaves no older copy behind, and the lookup changelog of a full
-//!   compaction needs no lookup below the output level.
+//!   (deletion vectors, first-row, `changelog-producer=lookup`, `force-lookup`). First-row
+//!   tables compact with lookup as Java does: a unit's new records of keys found in the
+//!   levels below its output are dropped ([`UnitTask::deeper`]). Other tables that need lookup
+//!   get every pick widened to a full compaction: Java's lookup rewriter marks older copies of
+//!   a key with deletion vectors, which tidelake does not do yet, and readers of those tables
+//!   read level >= 1 files without merging; taking all runs leaves no older copy behind, and
+//!   the lookup changelog of a full compaction needs no lookup below the output level.
 //! * Changelog (`changelog-producer=full-compaction`/`lookup`): the rewriter writes changelog
 //!   files next to the data files ([`super::changelog`]); they go into the COMPACT
 //!   snapshot's changelog manifest list (`compact_changelog`).
@@ -40,7 +41,7 @@ use tidelake_spec::manifest::{DataFileMeta, FileKind, IndexFileMeta, DELETION_VE
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
 
-use super::changelog::ChangelogSpec;
+use super::changelog::{ChangelogMode, ChangelogSpec};
 use super::levels::{LevelFile, Levels};
 use super::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
@@ -123,6 +124,8 @@ pub struct Compactor {
     universal: UniversalCompaction,
     force_up_level0: bool,
     need_lookup: bool,
+    /// First-row tables compact with lookup into the levels below the output (not widened).
+    first_row_lookup: bool,
     rewriter: Arc<Rewriter>,
 }
 
@@ -138,6 +141,7 @@ impl Compactor {
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
         let changelog = ChangelogSpec::from_options(opts)?;
+        let first_row_lookup = changelog.is_some_and(|c| c.mode == ChangelogMode::FirstRowLookup);
         let layout = TableLayout::new(&schema)?;
         let option_u64 = |key: &str, default: u64| -> Result<u64> {
             match opts.get_i64(key).map_err(spec)? {
@@ -175,6 +179,7 @@ impl Compactor {
             universal,
             force_up_level0: flag("compaction.force-up-level-0")?,
             need_lookup,
+            first_row_lookup,
             rewriter: Arc::new(rewriter),
         })
     }
@@ -416,6 +421,7 @@ impl Compactor {
                         files,
                         whole_levels: false,
                         drop_delete: true,
+                        deeper: Vec::new(),
                     }));
                 }
             }
@@ -427,7 +433,7 @@ impl Compactor {
             };
             match picked {
                 None => return Ok(None),
-                Some(_) if self.need_lookup => CompactUnit {
+                Some(_) if self.need_lookup && !self.first_row_lookup => CompactUnit {
                     output_level: max_level,
                     runs: runs.len(),
                 },
@@ -448,6 +454,15 @@ impl Compactor {
                 && unit.output_level >= levels.non_empty_highest_level(),
             files,
             whole_levels: true,
+            deeper: if self.first_row_lookup {
+                levels
+                    .all_files()
+                    .filter(|f| f.meta.level > unit.output_level)
+                    .cloned()
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }))
     }
 

@@ -34,8 +34,9 @@
 //! error), deletion vectors written by compaction (Java `LookupMergeTreeCompactRewriter` with
 //! `DeletionVectorsMaintainer`), append-table compaction, the postpone
 //! bucket, record-level expiry, `EarlyFullCompaction`/off-peak ratios and
-//! `full-compaction.delta-commits`. Tables that need lookup (deletion vectors, first-row,
-//! `changelog-producer=lookup`, `force-lookup`) are fully compacted instead (see [`job`]);
+//! `full-compaction.delta-commits`. Tables that need lookup (deletion vectors,
+//! `changelog-producer=lookup`, `force-lookup`; not first-row, which compacts with lookup)
+//! are fully compacted instead (see [`job`]);
 //! their merges follow Java's `LookupMergeFunction` (level-0 records merge with only the
 //! newest record above level 0; not first-row), in compaction as in reads.
 

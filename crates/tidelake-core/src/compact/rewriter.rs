@@ -31,12 +31,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arrow_select::filter::filter_record_batch;
 use futures::stream::TryStreamExt;
 use tidelake_spec::manifest::{DataFileMeta, FileSource};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
-use super::changelog::{ChangelogJoin, ChangelogSpec};
+use super::changelog::{ChangelogJoin, ChangelogSpec, KeyCursor};
 use super::kv_merge::merge_keeping_sequence;
 use super::levels::LevelFile;
 use crate::error::{Error, Result};
@@ -58,6 +59,8 @@ pub struct UnitTask {
     pub whole_levels: bool,
     /// Java `dropDelete`: the output level is not 0 and no older data lies above it.
     pub drop_delete: bool,
+    /// First-row lookup: the bucket's files below the output level outside the unit.
+    pub deeper: Vec<LevelFile>,
 }
 
 /// What a unit did (Java `CompactResult`).
@@ -133,6 +136,7 @@ impl Rewriter {
                 .map(|f| (f.meta.file_name.as_str(), &f.meta))
                 .collect(),
             result: UnitResult::default(),
+            deeper: None,
         };
         match job.execute().await {
             Ok(()) => Ok(job.result),
@@ -171,6 +175,8 @@ struct UnitJob<'a> {
     task: &'a UnitTask,
     metas: HashMap<&'a str, &'a DataFileMeta>,
     result: UnitResult,
+    /// Lookup into [`UnitTask::deeper`], opened by the first rewrite that needs it.
+    deeper: Option<KeyCursor>,
 }
 
 impl UnitJob<'_> {
@@ -265,8 +271,8 @@ impl UnitJob<'_> {
             .filter(|c| c.on_rewrite(output, max_level, levels));
         let mut writer = self.writer(false)?;
         let mut changelog_writer = match changelog {
-            Some(_) => Some(self.writer(true)?),
-            None => None,
+            Some(c) if c.produce => Some(self.writer(true)?),
+            _ => None,
         };
         let outcome = self.write_sections(sections, changelog, &mut writer, changelog_writer.as_mut()).await;
         if let Err(e) = outcome {
@@ -350,12 +356,20 @@ impl UnitJob<'_> {
                 )),
                 None => None,
             };
+            if join.is_some() && self.deeper.is_none() && !self.task.deeper.is_empty() {
+                let files = self.task.deeper.iter().map(LevelFile::split_file).collect();
+                self.deeper = Some(KeyCursor::new(rw.reader.newest_records(files)?));
+            }
             let runs = rw.reader.section_runs(section)?;
             let mut merged = merge_keeping_sequence(runs, config.clone(), rw.batch_size);
-            while let Some(batch) = merged.try_next().await? {
-                if let (Some(join), Some(w)) = (join.as_mut(), changelog_writer.as_deref_mut()) {
-                    if let Some(changes) = join.changes(&batch).await? {
+            while let Some(mut batch) = merged.try_next().await? {
+                if let Some(join) = join.as_mut() {
+                    let joined = join.changes(&batch, self.deeper.as_mut()).await?;
+                    if let (Some(changes), Some(w)) = (joined.changelog, changelog_writer.as_deref_mut()) {
                         w.write(&changes).await?;
+                    }
+                    if let Some(keep) = joined.keep {
+                        batch = filter_record_batch(&batch, &keep).map_err(|e| Error::arrow("first-row lookup", e))?;
                     }
                 }
                 let batch = if changelog.is_some() && drop_delete {

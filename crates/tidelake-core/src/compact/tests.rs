@@ -733,18 +733,53 @@ async fn lookup_tables_merge_level0_with_only_the_newest_higher_record() {
     compact(&table, true).await;
     assert_eq!(read(&table, &[]).await, rows("a", &[(1, Some(9))]));
     // the changelog diffs against the newest higher record, 8
-    let plan = plan_changes(&table, before, None).await.unwrap();
+    let changes: Vec<(String, Option<i64>)> = change_rows(&table, before).await.into_iter().map(|(k, _, v)| (k, v)).collect();
+    assert_eq!(changes, vec![("-U".to_string(), Some(8)), ("+U".to_string(), Some(9))]);
+}
+
+/// `(_row_kind, id, v)` of the changes committed after snapshot `start`.
+async fn change_rows(table: &Table, start: i64) -> Vec<(String, i64, Option<i64>)> {
+    let plan = plan_changes(table, start, None).await.unwrap();
     let ctx = Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, true).unwrap());
     let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits).try_collect().await.unwrap();
-    let changes: Vec<(String, i64)> = batches
+    let column = |b: &RecordBatch, name: &str| b.column_by_name(name).unwrap().as_any().downcast_ref::<Int64Array>().unwrap().clone();
+    batches
         .iter()
         .flat_map(|b| {
             let kind = b.column(0).as_any().downcast_ref::<StringArray>().unwrap().clone();
-            let v = b.column_by_name("v").unwrap().as_any().downcast_ref::<Int64Array>().unwrap().clone();
-            (0..b.num_rows()).map(move |i| (kind.value(i).to_string(), v.value(i)))
+            let (id, v) = (column(b, "id"), column(b, "v"));
+            (0..b.num_rows()).map(move |i| (kind.value(i).to_string(), id.value(i), v.is_valid(i).then(|| v.value(i))))
         })
-        .collect();
-    assert_eq!(changes, vec![("-U".to_string(), 8), ("+U".to_string(), 9)]);
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_row_compacts_with_lookup_into_deeper_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(
+        dir.path(),
+        &[("bucket", "1"), ("merge-engine", "first-row"), ("changelog-producer", "lookup")],
+    )
+    .await;
+    let base: Vec<Row> = (0..200).map(|id| ("a".to_string(), id, Some(1))).collect();
+    write(&table, &base, INSERT).await;
+    compact(&table, true).await;
+    let start = table.snapshot_manager().latest_id().await.unwrap().unwrap();
+    write(&table, &rows("a", &[(198, Some(2)), (199, Some(2)), (200, Some(2)), (201, Some(2))]), INSERT).await;
+    let report = compact(&table, false).await;
+    // level 0 goes to level 4 above the big level-5 run, which is looked up, not rewritten
+    assert_eq!(report.buckets[0].output_level, 4);
+    let files = buckets(&table).await.remove(0).files;
+    let level4: i64 = files.iter().filter(|f| f.meta.level == 4).map(|f| f.meta.row_count).sum();
+    assert_eq!(level4, 2, "the new records of keys 198 and 199 are dropped");
+    assert_eq!(files.iter().filter(|f| f.meta.level == 5).count(), 1);
+    let mut expected = base.clone();
+    expected.extend(rows("a", &[(200, Some(2)), (201, Some(2))]));
+    assert_eq!(read(&table, &[]).await, expected);
+    assert_eq!(
+        change_rows(&table, start).await,
+        vec![("+I".to_string(), 200, Some(2)), ("+I".to_string(), 201, Some(2))]
+    );
 }
 
 /// One step of a random history.

@@ -458,17 +458,11 @@ def read_setup(data: str, target: pathlib.Path) -> dict[str, Any]:
     """Build the tables the read benchmark reads: the PK table written by tidelake (bulk +
     upserts, ``write-only`` so nothing is compacted) and a Delta table with the same final content (bulk + merges)."""
     import pyarrow.parquet as pq
-    import tidelake
     from deltalake import DeltaTable, write_deltalake
 
     w, bulk, upserts = wl.load(data)
     tl_path = target / "tidelake"
-    # write-only: no inline compaction, so every commit stays a level-0 sorted run.
-    t = tidelake.create_table(tl_path, wl.SCHEMA, primary_keys=[wl.KEY], bucket=w.buckets,
-                              options={"write-only": "true"})
-    t.write(bulk)
-    for up in upserts:
-        t.upsert(up)
+    t = wl.write_runs(tl_path, w, bulk, upserts)
     delta_path = target / "delta"
     write_deltalake(str(delta_path), bulk, writer_properties=_delta_props())
     for up in upserts:

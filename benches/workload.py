@@ -111,6 +111,18 @@ def load(directory: str | os.PathLike[str], bulk: bool = True,
             [read(f"upsert-{i:02d}") for i in range(w.commits)] if upserts else [])
 
 
+def write_runs(path: str | os.PathLike[str], w: Workload, bulk: pa.Table, upserts: list[pa.Table]):
+    """Write the workload with tidelake, ``write-only`` so nothing is compacted: every commit
+    stays a level-0 sorted run per bucket. Returns the table."""
+    import tidelake
+
+    t = tidelake.create_table(path, SCHEMA, primary_keys=[KEY], bucket=w.buckets, options={"write-only": "true"})
+    t.write(bulk)
+    for up in upserts:
+        t.upsert(up)
+    return t
+
+
 def final_state(bulk: pa.Table, upserts: list[pa.Table]) -> pa.Table:
     """The expected latest state: the last row of each key wins (for checking reads)."""
     allrows = pa.concat_tables([bulk] + upserts)

@@ -3,7 +3,8 @@ for every merge engine; a full compaction leaves one sorted run at the max level
 pypaimon reads compacted tables identically; the level-0-only fixtures `pk_first_row` and
 `pk_deletion_vectors` become visible (their logical content) once compacted; concurrent
 compactions either win or fail with CommitConflictError without leaving files behind; random
-histories with compactions at random points (hypothesis).
+histories with compactions at random points (hypothesis); changes() of every changelog
+producer against a dict model; a killed compaction process changes nothing.
 """
 
 from __future__ import annotations
@@ -132,6 +133,21 @@ def test_level0_fixtures_become_visible(tmp_path: pathlib.Path, name: str) -> No
     assert json.loads(t._raw.snapshot_json(snapshot)).get("indexManifest") is None
 
 
+def test_progress_counts_the_buckets(tmp_path: pathlib.Path) -> None:
+    t = _create(tmp_path / "t", {})
+    _history(t, True)
+    calls: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        calls.append((done, total))
+        raise RuntimeError("a failing progress display does not fail the compaction")
+
+    before = _sorted(t.to_arrow())
+    assert t.compact(full=True, progress=progress) is not None
+    assert calls == [(i, 4) for i in range(5)]  # 2 partitions x 2 buckets
+    assert _sorted(t.to_arrow()).equals(before)
+
+
 def test_partitions_and_errors(tmp_path: pathlib.Path) -> None:
     t = _create(tmp_path / "t", {})
     _history(t, True)
@@ -212,3 +228,198 @@ def test_random_histories_read_the_same_after_compaction(tmp_path_factory, steps
         expected = _rows("a", sorted(model), model.get)
         if t.latest_snapshot() is not None:
             assert _sorted(t.to_arrow()).to_pylist() == expected.to_pylist()
+
+
+# ---- changelog producers: changes() against a dict model -------------------------------------
+
+MODEL_ENGINES = {
+    "deduplicate": {},
+    "partial-update": {"merge-engine": "partial-update"},
+    "aggregation": {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"},
+    "first-row": {"merge-engine": "first-row"},
+}
+# first-row supports only the none and lookup producers (Paimon's schema validation)
+COMBINATIONS = [(e, p) for e in MODEL_ENGINES for p in ("none", "input", "lookup", "full-compaction")
+                if not (e == "first-row" and p in ("input", "full-compaction"))]
+ABSENT = object()
+
+
+def _merged(engine: str, old, v):
+    """The key's value after an upsert of ``v`` (``old`` is ABSENT for a new key)."""
+    if old is ABSENT or engine == "deduplicate":
+        return v
+    if engine == "partial-update":
+        return old if v is None else v
+    if engine == "aggregation":
+        return old if v is None else v if old is None else old + v
+    return old  # first-row
+
+
+def _expected_changelog(engine: str, compacted: dict, model: dict, touched: set, dedupe: bool) -> list:
+    """Java's changelog of a compaction to the max level: per key written since the last one,
+    the value before (as of that compaction) against the value now."""
+    out = []
+    for k in sorted(touched):
+        old, new = compacted.get(k, ABSENT), model.get(k, ABSENT)
+        if old is ABSENT and new is not ABSENT:
+            out.append(("+I", k, new))
+        elif engine == "first-row" or old is ABSENT:
+            continue
+        elif new is ABSENT:
+            out.append(("-D", k, old))
+        elif not (dedupe and old == new):
+            out += [("-U", k, old), ("+U", k, new)]
+    return out
+
+
+def _changes(t: tidelake.Table, start: int, end: int) -> list:
+    rows = t.changes(start, end).to_pylist()
+    return [(r["_row_kind"], r["id"], r["v"]) for r in rows]
+
+
+model_step = st.one_of(
+    st.tuples(st.just("upsert"), st.dictionaries(st.integers(0, 20), st.one_of(st.none(), st.integers(0, 99)),
+                                                 min_size=1, max_size=12)),
+    st.tuples(st.just("delete"), st.sets(st.integers(0, 20), min_size=1, max_size=5)),
+    st.tuples(st.just("compact"), st.booleans()),
+)
+
+
+@pytest.mark.parametrize("engine,producer", COMBINATIONS)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(model_step, min_size=1, max_size=10), dedupe=st.booleans())
+def test_changelog_producers_match_a_dict_model(tmp_path_factory, engine, producer, steps, dedupe) -> None:
+    """Random histories with compactions at random points: reads equal the model and do not
+    change by compacting; changes() equals the model's changes: the written rows (none, input)
+    or the diff of consecutive full states (lookup, full-compaction: Java's changelog)."""
+    # trigger 2: num-levels 3, max level 2
+    opts = {**MODEL_ENGINES[engine], "bucket": "1", "num-sorted-run.compaction-trigger": "2",
+            "changelog-producer": producer, "changelog-producer.row-deduplicate": str(dedupe).lower()}
+    t = _create(tmp_path_factory.mktemp("c") / "t", opts, partitioned=False)
+    deletes = engine == "deduplicate"
+    model: dict = {}
+    compacted: dict = {}
+    touched: set = set()
+    for kind, arg in steps:
+        no_level0 = False
+        start = t.latest_snapshot().id if t.latest_snapshot() is not None else 0
+        if kind == "upsert":
+            for k in sorted(arg):
+                model[k] = _merged(engine, model.get(k, ABSENT), arg[k])
+            touched |= set(arg)
+            t.upsert(_rows("a", sorted(arg), arg.get))
+            expected = [("+I", k, arg[k]) for k in sorted(arg)]
+        elif kind == "delete":
+            if not deletes:
+                continue
+            for k in arg:
+                model.pop(k, None)
+            touched |= arg
+            t.delete(pa.table({"id": sorted(arg)}))
+            expected = [("-D", k, None) for k in sorted(arg)]
+        else:
+            if start == 0:
+                continue
+            before = t.to_arrow().sort_by("id")
+            t.compact(full=arg)
+            if engine != "first-row":  # level 0 of first-row tables is visible once compacted
+                assert t.to_arrow().sort_by("id").equals(before)
+            expected = []
+            levels = set(t.system("files").column("level").to_pylist())
+            at_max, no_level0 = levels == {2}, 0 not in levels
+            # lookup: every compaction takes all of level 0; full-compaction: one to the max level
+            produced = at_max if producer == "full-compaction" else no_level0
+            if producer in ("lookup", "full-compaction") and produced and touched:
+                expected = _expected_changelog(engine, compacted, model, touched, dedupe)
+                compacted, touched = dict(model), set()
+        end = t.latest_snapshot().id
+        if producer in ("lookup", "full-compaction") and kind != "compact":
+            expected = []
+        assert _changes(t, start, end) == expected, (kind, arg)
+        # batch reads of first-row tables hide level 0
+        if engine != "first-row" or (kind == "compact" and no_level0):
+            assert [(r["id"], r["v"]) for r in t.to_arrow().sort_by("id").to_pylist()] == sorted(model.items())
+
+
+def test_first_row_tables_reject_full_compaction_changelog(tmp_path: pathlib.Path) -> None:
+    t = _create(tmp_path / "t", {"merge-engine": "first-row", "changelog-producer": "full-compaction"})
+    t.upsert(_rows("a", range(3), lambda i: i))
+    with pytest.raises(tidelake.InvalidArgumentError, match="first-row"):
+        t.compact()
+
+
+_COMPACT_CHILD = """
+import sys, tidelake
+t = tidelake.open_table(sys.argv[1])
+print("start", flush=True)
+t.compact(full=True)
+print("done", flush=True)
+"""
+
+
+def test_killed_compaction_leaves_the_table_unchanged(tmp_path: pathlib.Path) -> None:
+    """A compaction process killed at several points of its run (files partly written, or
+    already committed) leaves the table readable with the same rows and either no new snapshot
+    or a complete COMPACT one; the next compaction succeeds, with the changelog of one."""
+    import subprocess
+    import sys
+    import time
+
+    src = tmp_path / "src"
+    t = _create(src, {"bucket": "1", "changelog-producer": "lookup", "target-file-size": "256kb"}, partitioned=False)
+    for r in range(6):
+        t.upsert(_rows("a", range(r * 20_000, r * 20_000 + 60_000), lambda i, r=r: i * 10 + r))
+    expected = _sorted(t.to_arrow())
+    probe = tmp_path / "probe"
+    shutil.copytree(src, probe)
+    began = time.monotonic()
+    assert tidelake.open_table(probe).compact(full=True) is not None
+    duration = time.monotonic() - began
+    for n, fraction in enumerate((0.05, 0.3, 0.6, 0.9)):
+        path = tmp_path / f"kill{n}"
+        shutil.copytree(src, path)
+        latest = tidelake.open_table(path).latest_snapshot().id
+        child = subprocess.Popen([sys.executable, "-c", _COMPACT_CHILD, str(path)], stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline().strip() == "start"
+        time.sleep(duration * fraction)
+        child.kill()
+        child.wait()
+        t = tidelake.open_table(path)
+        assert _sorted(t.to_arrow()).equals(expected), fraction
+        now = t.latest_snapshot()
+        assert now.id == latest or (now.id == latest + 1 and now.commit_kind == "COMPACT"), fraction
+        t.compact(full=True)
+        assert _sorted(t.to_arrow()).equals(expected), fraction
+        # the changelog is that of one clean compaction, nothing doubled
+        assert t.changes(latest).equals(tidelake.open_table(probe).changes(latest)), fraction
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "aggregation"])
+def test_writers_produce_the_lookup_changelog_at_each_commit(tmp_path: pathlib.Path, engine: str) -> None:
+    """Without write-only, a lookup table's writer compacts after every write (Java's
+    force-up-level-0 for lookup), so each write is followed by a COMPACT snapshot carrying the
+    write's changelog."""
+    opts = {**MODEL_ENGINES[engine], "bucket": "1", "changelog-producer": "lookup", "write-only": "false"}
+    t = _create(tmp_path / "t", opts, partitioned=False)
+    t.upsert(_rows("a", [1, 2], lambda i: i * 10))
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND", "COMPACT"]
+    assert _changes(t, 0, 2) == [("+I", 1, 10), ("+I", 2, 20)]
+    t.upsert(_rows("a", [2, 3], lambda i: i))
+    after = {"deduplicate": 2, "aggregation": 22}[engine]
+    assert [s.commit_kind for s in t.snapshots()][2:] == ["APPEND", "COMPACT"]
+    assert _changes(t, 2, 4) == [("-U", 2, 20), ("+U", 2, after), ("+I", 3, 3)]
+    assert [(r["id"], r["v"]) for r in t.to_arrow().sort_by("id").to_pylist()] == [(1, 10), (2, after), (3, 3)]
+
+
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+def test_pypaimon_reads_tables_with_compaction_changelog(tmp_path: pathlib.Path, producer: str) -> None:
+    cat = tidelake.Catalog(str(tmp_path))
+    cat.create_database("db", ignore_if_exists=True)
+    t = _create(tmp_path / "db.db" / "t", {"changelog-producer": producer})
+    _history(t, True)
+    assert t.compact(full=True) is not None
+    _history(t, True)
+    assert t.compact(full=True) is not None
+    snapshot = json.loads(t._raw.snapshot_json(t.latest_snapshot().id))
+    assert snapshot["commitKind"] == "COMPACT" and snapshot["changelogRecordCount"] > 0
+    assert_same_rows(_sorted(_pp_read(tmp_path, "db.t")), _sorted(t.to_arrow()))

@@ -11,7 +11,7 @@ Kept in sync with ``crates/tidelake-python/src`` by ``tests/test_read_api.py``, 
 that every name and parameter here exists at runtime and vice versa.
 """
 
-from typing import Any, Protocol, final
+from typing import Any, Callable, Protocol, final
 
 import pyarrow as pa
 
@@ -204,10 +204,16 @@ class RawTable:
 
     # ---- maintenance (see tidelake.Table) ----
 
-    def compact(self, full: bool = False, partitions_json: str | None = None) -> str:
+    def compact(
+        self,
+        full: bool = False,
+        partitions_json: str | None = None,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> str:
         """Compact the LSM buckets (universal compaction; ``full`` rewrites every bucket to the
         max level) in one COMPACT snapshot; returns a JSON report (snapshot id, per bucket
-        output level, files and bytes before/after)."""
+        output level, files and bytes before/after). ``progress(done, total)`` is called as
+        buckets are rewritten (its exceptions are ignored)."""
 
     def expire_snapshots(
         self,

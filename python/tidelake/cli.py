@@ -1114,13 +1114,24 @@ def _level_counts(t: Table) -> tuple[int, int]:
 def compact(path: str, full: bool, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
     """Compact the primary-key table at PATH into one COMPACT snapshot. Without --full a bucket
     is compacted only when its sorted runs call for it (num-sorted-run.compaction-trigger, size
-    amplification, size ratio); --full rewrites every bucket. Reads return the same rows."""
+    amplification, size ratio); --full rewrites every bucket. Reads return the same rows.
+    A progress bar of the buckets rewritten goes to stderr."""
     t = _open(path)
     if not hasattr(t, "compact"):
         raise exc.UnsupportedError("compact is not available in this tidelake build")
     specs = _typed_partitions(t, partitions) if partitions else None
     files_before, l0_before = _level_counts(t)
-    sid = t.compact(full=full, partitions=specs)
+    with contextlib.ExitStack() as stack:
+        bars: list = []
+
+        def progress(done: int, total: int) -> None:
+            if not bars and total:  # the first call knows how many buckets there are
+                bars.append(stack.enter_context(click.progressbar(
+                    length=total, label="compacting buckets", file=sys.stderr, show_pos=True)))
+            if bars:
+                bars[0].update(done - bars[0].pos)
+
+        sid = t.compact(full=full, partitions=specs, progress=progress)
     files_after, l0_after = _level_counts(t) if sid is not None else (files_before, l0_before)
     if as_json:
         _emit_json({"snapshot_id": sid, "files_before": files_before, "files_after": files_after,

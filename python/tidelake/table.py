@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _internal
 from ._filters import to_filter_json
@@ -304,7 +304,8 @@ class Table:
         return ids[-1] if ids else None
 
     def write(self, data: Any, mode: str = "append", overwrite_partition: Any = None) -> int | None:
-        """Write rows and commit; returns the new snapshot id (None if nothing was written).
+        """Write rows and commit; returns the id of the last snapshot committed: the APPEND, or
+        the COMPACT that follows it when the writer compacted (None if nothing was written).
 
         Args:
             data: a pyarrow Table/RecordBatch/RecordBatchReader, polars or pandas DataFrame, or
@@ -370,7 +371,8 @@ class Table:
         ids = self._raw.truncate(str(uuid.uuid4()))
         return ids[-1] if ids else None
 
-    def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None) -> int | None:
+    def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None,
+                progress: Callable[[int, int], object] | None = None) -> int | None:
         """Compact the primary-key table's LSM trees and commit one COMPACT snapshot; returns its
         id, or None when nothing needed compacting. Reads return the same rows before and after.
 
@@ -382,11 +384,20 @@ class Table:
                 ``compaction.max-size-amplification-percent``, ``compaction.size-ratio``).
             partitions: only these partitions, each a dict of partition values
                 (``[{"dt": "2024-05-14"}]``); all partitions by default.
+            progress: called as ``progress(buckets_done, buckets_total)`` before the first
+                bucket is rewritten and after each one (from a worker thread; exceptions are
+                ignored).
+
+        Tables with ``changelog-producer=lookup`` or ``full-compaction`` get their changelog
+        (-U/+U/-D/+I) from compaction, as in Paimon: lookup tables at every compaction (always
+        a full one in tidelake), full-compaction tables when a bucket is compacted to the top
+        level.
 
         Raises:
             CommitConflictError: a concurrent commit removed files this compaction rewrote (its
                 new files are deleted; retry).
-            UnsupportedError: append tables, or changelog producers fed by compaction.
+            UnsupportedError: append tables.
+            InvalidArgumentError: first-row tables with ``changelog-producer=full-compaction``.
         """
         import json
 
@@ -396,7 +407,7 @@ class Table:
                 raise InvalidArgumentError("partitions must be a list of non-empty dicts of partition values")
             terms = [json.loads(self._partition_spec_json(p) or "null") for p in partitions]
             spec = json.dumps({"op": "or", "args": terms})
-        return json.loads(self._raw.compact(full, spec))["snapshot_id"]
+        return json.loads(self._raw.compact(full, spec, progress))["snapshot_id"]
 
     # ---- maintenance (snapshots, orphan files, tags, rollback, consumers, partitions, system tables) ----
 

@@ -7,11 +7,16 @@
 //!   (deletion-vector and first-row tables); the postpone bucket (-2) is skipped.
 //! * Strategy (Java `KeyValueFileStoreWrite.createCompactStrategy`): universal compaction, or
 //!   force-up-level-0 when `compaction.force-up-level-0` is set or the table needs lookup
-//!   (deletion vectors, first-row, `force-lookup`). Tables that need lookup get every pick
-//!   widened to a full compaction: Java's lookup rewriter marks older copies of a key with
-//!   deletion vectors (or drops the newer first-row record), which tidelake does not do, and
-//!   readers of those tables read level >= 1 files without merging; taking all runs leaves no
-//!   older copy behind.
+//!   (deletion vectors, first-row, `changelog-producer=lookup`, `force-lookup`). First-row
+//!   tables compact with lookup as Java does: a unit's new records of keys found in the
+//!   levels below its output are dropped ([`UnitTask::deeper`]). Other tables that need lookup
+//!   get every pick widened to a full compaction: Java's lookup rewriter marks older copies of
+//!   a key with deletion vectors, which tidelake does not do yet, and readers of those tables
+//!   read level >= 1 files without merging; taking all runs leaves no older copy behind, and
+//!   the lookup changelog of a full compaction needs no lookup below the output level.
+//! * Changelog (`changelog-producer=full-compaction`/`lookup`): the rewriter writes changelog
+//!   files next to the data files ([`super::changelog`]); they go into the COMPACT
+//!   snapshot's changelog manifest list (`compact_changelog`).
 //! * `full`: Java `pickFullCompaction` — every run to the max level, or, when the bucket
 //!   already is one run at the max level, only its files that have a deletion vector.
 //! * `drop_delete` (Java): the output level is not 0 and at least the highest non-empty level.
@@ -36,6 +41,7 @@ use tidelake_spec::manifest::{DataFileMeta, FileKind, IndexFileMeta, DELETION_VE
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
 
+use super::changelog::{ChangelogMode, ChangelogSpec};
 use super::levels::{LevelFile, Levels};
 use super::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
@@ -61,6 +67,10 @@ pub struct CompactRequest {
     /// Only partitions matching this filter (on partition columns); `None`: every partition.
     pub partitions: Option<Predicate>,
 }
+
+/// Told `(buckets rewritten, buckets to rewrite)` as a compaction advances: once before the
+/// first rewrite, then after each bucket.
+pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 /// What one bucket's compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -114,12 +124,13 @@ pub struct Compactor {
     universal: UniversalCompaction,
     force_up_level0: bool,
     need_lookup: bool,
+    /// First-row tables compact with lookup into the levels below the output (not widened).
+    first_row_lookup: bool,
     rewriter: Arc<Rewriter>,
 }
 
 impl Compactor {
-    /// Compaction of `table`'s primary-key buckets. Append tables and changelog producers
-    /// that compaction must feed (`lookup`, `full-compaction`) are [`Error::Unsupported`].
+    /// Compaction of `table`'s primary-key buckets (append tables are [`Error::Unsupported`]).
     pub fn new(table: Table) -> Result<Compactor> {
         let schema = table.schema().clone();
         if schema.primary_keys.is_empty() {
@@ -129,16 +140,8 @@ impl Compactor {
         }
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
-        let producer = opts.changelog_producer().map_err(spec)?;
-        if matches!(
-            producer,
-            ChangelogProducer::Lookup | ChangelogProducer::FullCompaction
-        ) {
-            return Err(Error::Unsupported(format!(
-                "compacting tables with changelog-producer={}: compaction would have to produce their changelog",
-                opts.get("changelog-producer").unwrap_or_default()
-            )));
-        }
+        let changelog = ChangelogSpec::from_options(opts)?;
+        let first_row_lookup = changelog.is_some_and(|c| c.mode == ChangelogMode::FirstRowLookup);
         let layout = TableLayout::new(&schema)?;
         let option_u64 = |key: &str, default: u64| -> Result<u64> {
             match opts.get_i64(key).map_err(spec)? {
@@ -156,12 +159,19 @@ impl Compactor {
         let flag = |key: &str| opts.get_bool(key).map(|v| v.unwrap_or(false)).map_err(spec);
         let need_lookup = opts.deletion_vectors_enabled().map_err(spec)?
             || opts.merge_engine().map_err(spec)? == MergeEngine::FirstRow
+            || opts.changelog_producer().map_err(spec)? == ChangelogProducer::Lookup
             || flag("force-lookup")?;
         // Java passes the full primary key (partition columns included) to merge functions.
         let mut merge = merge_config(&schema.fields, &schema.primary_keys, opts)?;
         merge.keep_retracts = true;
         let num_levels = opts.num_levels().map_err(spec)?;
-        let rewriter = Rewriter::new(table.clone(), layout.key_types(), merge, DEFAULT_BATCH_SIZE)?;
+        let rewriter = Rewriter::new(
+            table.clone(),
+            layout.key_types(),
+            merge,
+            changelog,
+            DEFAULT_BATCH_SIZE,
+        )?;
         Ok(Compactor {
             table,
             layout,
@@ -169,6 +179,7 @@ impl Compactor {
             universal,
             force_up_level0: flag("compaction.force-up-level-0")?,
             need_lookup,
+            first_row_lookup,
             rewriter: Arc::new(rewriter),
         })
     }
@@ -176,6 +187,15 @@ impl Compactor {
     /// Compact the latest snapshot's buckets selected by `request` and commit the result as
     /// one COMPACT snapshot (see the module docs for failure handling).
     pub async fn compact(&self, request: &CompactRequest) -> Result<CompactReport> {
+        self.compact_reporting(request, None).await
+    }
+
+    /// [`Compactor::compact`], telling `progress` how far the rewrites are.
+    pub async fn compact_reporting(
+        &self,
+        request: &CompactRequest,
+        progress: Option<Progress>,
+    ) -> Result<CompactReport> {
         let Some(snap) = self.table.snapshot_manager().latest().await? else {
             return Ok(CompactReport {
                 snapshot_id: None,
@@ -193,7 +213,7 @@ impl Compactor {
                 work.push((b, task));
             }
         }
-        let mut done = self.rewrite_all(work).await?;
+        let mut done = self.rewrite_all(work, progress).await?;
         // units whose files all stay where they are changed nothing
         done.retain(|d| !d.result.before.is_empty() || !d.result.after.is_empty());
         let report = |d: &Done| self.report(d);
@@ -238,6 +258,23 @@ impl Compactor {
                 Err(e)
             }
         }
+    }
+
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// A bucket without live files.
+    pub(crate) fn empty_bucket(&self, partition: &[u8], bucket: i32, total_buckets: i32) -> Result<Bucket> {
+        let values = self.layout.decode_partition(partition)?;
+        Ok(Bucket {
+            partition: partition.to_vec(),
+            bucket,
+            total_buckets,
+            bucket_dir: self.layout.bucket_path(&values, bucket)?,
+            files: Vec::new(),
+            dv_index: Vec::new(),
+        })
     }
 
     /// The framed partitions among `buckets` that `filter` (on partition columns) selects.
@@ -384,6 +421,7 @@ impl Compactor {
                         files,
                         whole_levels: false,
                         drop_delete: true,
+                        deeper: Vec::new(),
                     }));
                 }
             }
@@ -395,7 +433,7 @@ impl Compactor {
             };
             match picked {
                 None => return Ok(None),
-                Some(_) if self.need_lookup => CompactUnit {
+                Some(_) if self.need_lookup && !self.first_row_lookup => CompactUnit {
                     output_level: max_level,
                     runs: runs.len(),
                 },
@@ -416,11 +454,31 @@ impl Compactor {
                 && unit.output_level >= levels.non_empty_highest_level(),
             files,
             whole_levels: true,
+            deeper: if self.first_row_lookup {
+                levels
+                    .all_files()
+                    .filter(|f| f.meta.level > unit.output_level)
+                    .cloned()
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }))
     }
 
     /// Run every (bucket, unit), a few at a time; all or nothing.
-    pub(crate) async fn rewrite_all(&self, work: Vec<(Bucket, UnitTask)>) -> Result<Vec<Done>> {
+    pub(crate) async fn rewrite_all(
+        &self,
+        work: Vec<(Bucket, UnitTask)>,
+        progress: Option<Progress>,
+    ) -> Result<Vec<Done>> {
+        let total = work.len();
+        let tell = |done: usize| {
+            if let Some(p) = &progress {
+                p(done, total);
+            }
+        };
+        tell(0);
         let runs = work.into_iter().map(|(bucket, task)| {
             let rewriter = self.rewriter.clone();
             async move {
@@ -443,8 +501,13 @@ impl Compactor {
                 }
             }
         });
+        let mut finished = 0;
         let outcomes: Vec<Result<Done>> = stream::iter(runs)
             .buffer_unordered(BUCKET_PARALLELISM)
+            .inspect(|_| {
+                finished += 1;
+                tell(finished);
+            })
             .collect()
             .await;
         let mut done = Vec::with_capacity(outcomes.len());
@@ -535,6 +598,7 @@ impl Done {
             .collect();
         m.compact_before = d.result.before.clone();
         m.compact_after = d.result.after.clone();
+        m.compact_changelog = d.result.changelog.clone();
         m
     }
 }

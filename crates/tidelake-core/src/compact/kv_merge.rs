@@ -47,9 +47,8 @@ pub(crate) fn merge_keeping_sequence(
     batch_size: usize,
 ) -> BoxStream<'static, Result<RecordBatch>> {
     let tracker = Arc::new(Mutex::new(Tracker {
-        key_indices: config.key_indices.clone(),
+        keys: KeyEncoder::new(config.key_indices.clone()),
         oldest_wins: config.engine == MergeEngineConfig::FirstRow,
-        converter: None,
         queues: runs.iter().map(|_| VecDeque::new()).collect(),
     }));
     let tapped = runs
@@ -104,16 +103,30 @@ struct Pending {
 }
 
 struct Tracker {
-    key_indices: Vec<usize>,
+    keys: KeyEncoder,
     oldest_wins: bool,
-    converter: Option<RowConverter>,
     /// Per run, its tapped batches in order.
     queues: Vec<VecDeque<Pending>>,
 }
 
-impl Tracker {
+/// The key columns of `[system columns.., v0..vn]` batches as `arrow_row` rows (Java's key order
+/// but for negative NaNs, see the module docs); the converter is built from the first batch.
+pub(crate) struct KeyEncoder {
+    key_indices: Vec<usize>,
+    converter: Option<RowConverter>,
+}
+
+impl KeyEncoder {
+    /// Keys at the value columns `key_indices`.
+    pub(crate) fn new(key_indices: Vec<usize>) -> KeyEncoder {
+        KeyEncoder {
+            key_indices,
+            converter: None,
+        }
+    }
+
     /// Encode the keys of `batch` (key columns after `offset` system columns).
-    fn keys(&mut self, batch: &RecordBatch, offset: usize) -> Result<Rows> {
+    pub(crate) fn encode(&mut self, batch: &RecordBatch, offset: usize) -> Result<Rows> {
         let columns = self
             .key_indices
             .iter()
@@ -139,7 +152,9 @@ impl Tracker {
             .convert_columns(&columns)
             .map_err(|e| Error::arrow("key encoding", e))
     }
+}
 
+impl Tracker {
     fn push(&mut self, run: usize, batch: &RecordBatch) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
@@ -150,7 +165,7 @@ impl Tracker {
             .ok_or_else(|| Error::invalid(format!("{SEQUENCE_NUMBER} is not BIGINT")))?
             .values()
             .clone();
-        let keys = self.keys(batch, INPUT_VALUE_OFFSET)?;
+        let keys = self.keys.encode(batch, INPUT_VALUE_OFFSET)?;
         self.queues[run].push_back(Pending { keys, seqs, pos: 0 });
         Ok(())
     }
@@ -158,7 +173,7 @@ impl Tracker {
     /// The sequence number of every row of a merged batch, consuming the queued pairs up to
     /// and including each row's key.
     fn sequences(&mut self, merged: &RecordBatch) -> Result<Int64Array> {
-        let keys = self.keys(merged, MERGED_VALUE_OFFSET)?;
+        let keys = self.keys.encode(merged, MERGED_VALUE_OFFSET)?;
         let mut out = Vec::with_capacity(merged.num_rows());
         for row in keys.iter() {
             let mut found: Option<i64> = None;

@@ -18,22 +18,30 @@
 //! * [`rewriter`]: one unit of one bucket (Java `MergeTreeCompactTask`,
 //!   `MergeTreeCompactRewriter`);
 //! * `kv_merge`: the sorted-run merge that keeps `_SEQUENCE_NUMBER`, shared with the writer;
-//! * [`job`]: compacting a table ([`Compactor`]).
+//! * [`changelog`]: the changelog of `changelog-producer=full-compaction`/`lookup` (Java
+//!   `ChangelogMergeTreeRewriter` and its merge-function wrappers);
+//! * [`job`]: compacting a table ([`Compactor`]);
+//! * `inline`: compaction inside writers at `prepare_commit` (Java `MergeTreeWriter`).
 //!
 //! Invariants: level 0 is never an output; after a unit the output level is still one sorted
 //! run (the unit holds every run at or below it); retract rows are dropped only when nothing
 //! older than the output remains above it (Java `dropDelete`); memory is bounded per bucket
 //! by (runs × batch); a compaction that fails or loses its inputs to a concurrent commit
-//! deletes everything it wrote.
+//! deletes everything it wrote, changelog included.
 //!
-//! Not implemented: compaction inside writers (Java `MergeTreeWriter`; tidelake compacts
-//! only through [`Compactor`], so a failed compaction never turns a landed write into an
-//! error), lookup-based compaction (Java `LookupMergeTreeCompactRewriter`: deletion
-//! vectors for older copies, changelog for `changelog-producer=lookup`), full-compaction
-//! changelog, append-table compaction, the postpone bucket, record-level expiry,
-//! `EarlyFullCompaction`/off-peak ratios and `full-compaction.delta-commits`. Tables that need
-//! lookup are fully compacted instead (see [`job`]).
+//! Not implemented: the write stall of writers at `num-sorted-run.stop-trigger` (writers compact
+//! synchronously, see `inline`; a failed compaction never turns a write into an
+//! error), deletion vectors written by compaction (Java `LookupMergeTreeCompactRewriter` with
+//! `DeletionVectorsMaintainer`), append-table compaction, the postpone
+//! bucket, record-level expiry, `EarlyFullCompaction`/off-peak ratios and
+//! `full-compaction.delta-commits`. Tables that need lookup (deletion vectors,
+//! `changelog-producer=lookup`, `force-lookup`; not first-row, which compacts with lookup)
+//! are fully compacted instead (see [`job`]);
+//! their merges follow Java's `LookupMergeFunction` (level-0 records merge with only the
+//! newest record above level 0; not first-row), in compaction as in reads.
 
+pub mod changelog;
+mod inline;
 pub mod job;
 mod kv_merge;
 pub mod levels;
@@ -42,5 +50,6 @@ pub mod rewriter;
 #[cfg(test)]
 mod tests;
 
-pub use job::{BucketReport, CompactReport, CompactRequest, Compactor};
+pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
+pub(crate) use inline::compact_written;
 pub(crate) use kv_merge::merge_keeping_sequence;

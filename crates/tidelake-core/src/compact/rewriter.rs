@@ -16,7 +16,10 @@
 //! order, stream through the sorted-run merge ([`super::kv_merge`]) into one rolling writer
 //! at the output level (`FileSource::Compact`, files rolled at `target-file-size`); retract
 //! results are dropped only with `drop_delete` (Java `DropDeleteReader`). Each input file is
-//! read with its own schema into the latest schema, deletion vector applied.
+//! read by the reader's [`ReadContext`] with its own schema into the latest schema, deletion
+//! vector applied. Tables with a compaction-fed changelog producer also get changelog files
+//! from rewrites and from upgrades that produce changelog, which then rewrite the file
+//! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`).
 //!
 //! Invariants: memory is bounded by (runs × batch) per rewrite — files are opened one after
 //! the other within a run and nothing buffers a bucket; output files of one rewrite are key
@@ -28,19 +31,19 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
-use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use arrow_select::filter::filter_record_batch;
+use futures::stream::TryStreamExt;
 use tidelake_spec::manifest::{DataFileMeta, FileSource};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
+use super::changelog::{ChangelogJoin, ChangelogSpec, KeyCursor};
 use super::kv_merge::merge_keeping_sequence;
 use super::levels::LevelFile;
 use crate::error::{Error, Result};
-use crate::read::data_file::{read_data_file, FileFormat, SystemColumns};
-use crate::read::deletion_vector::read_deletion_vector;
 use crate::read::merge::MergeConfig;
 use crate::read::sorted_runs::{self, Sections};
+use crate::read::split_read::{drop_retracts, ReadContext};
 use crate::scan::split::SplitFile;
 use crate::table::Table;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
@@ -56,6 +59,8 @@ pub struct UnitTask {
     pub whole_levels: bool,
     /// Java `dropDelete`: the output level is not 0 and no older data lies above it.
     pub drop_delete: bool,
+    /// First-row lookup: the bucket's files below the output level outside the unit.
+    pub deeper: Vec<LevelFile>,
 }
 
 /// What a unit did (Java `CompactResult`).
@@ -65,7 +70,10 @@ pub struct UnitResult {
     pub before: Vec<DataFileMeta>,
     /// Files entering it: new files and upgraded ones.
     pub after: Vec<DataFileMeta>,
-    /// The new files this unit wrote (deleted again if the compaction is abandoned).
+    /// Changelog files produced (Java `CompactResult.changelog`).
+    pub changelog: Vec<DataFileMeta>,
+    /// The new files this unit wrote, changelog included (deleted again if the compaction is
+    /// abandoned).
     pub written: Vec<DataFileMeta>,
     /// How many files were upgraded without rewriting.
     pub upgraded: usize,
@@ -77,9 +85,13 @@ pub struct Rewriter {
     table: Table,
     /// The latest schema: files are read into it and written with it.
     schema: Arc<TableSchema>,
+    /// Reads every column of the latest schema with the key-value system columns.
+    reader: Arc<ReadContext>,
     key_types: Vec<DataType>,
     /// The merge configuration with `keep_retracts = true`.
     merge: MergeConfig,
+    /// How rewrites produce changelog, if they do.
+    changelog: Option<ChangelogSpec>,
     /// Java `compactionFileSize`: `target-file-size` / 10 × 7.
     min_file_size: i64,
     batch_size: usize,
@@ -90,9 +102,11 @@ impl Rewriter {
         table: Table,
         key_types: Vec<DataType>,
         merge: MergeConfig,
+        changelog: Option<ChangelogSpec>,
         batch_size: usize,
     ) -> Result<Rewriter> {
         let schema = table.schema().clone();
+        let reader = Arc::new(ReadContext::new(table.clone(), &schema, None, None, batch_size, false)?);
         let target = schema
             .options()
             .target_file_size(true)
@@ -101,8 +115,10 @@ impl Rewriter {
         Ok(Rewriter {
             table,
             schema,
+            reader,
             key_types,
             merge,
+            changelog,
             min_file_size,
             batch_size: batch_size.max(1),
         })
@@ -120,6 +136,7 @@ impl Rewriter {
                 .map(|f| (f.meta.file_name.as_str(), &f.meta))
                 .collect(),
             result: UnitResult::default(),
+            deeper: None,
         };
         match job.execute().await {
             Ok(()) => Ok(job.result),
@@ -130,50 +147,6 @@ impl Rewriter {
             }
         }
     }
-
-    /// Stream the files of one sorted run as `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`.
-    fn read_run(&self, run: Vec<SplitFile>) -> BoxStream<'static, Result<RecordBatch>> {
-        let table = self.table.clone();
-        let schema = self.schema.clone();
-        let batch_size = self.batch_size;
-        stream::iter(run)
-            .then(move |file| {
-                let (table, schema) = (table.clone(), schema.clone());
-                async move { open_file(&table, &schema, &file, batch_size).await }
-            })
-            .try_flatten()
-            .boxed()
-    }
-}
-
-/// Open one data file of the bucket, read into `schema` with its deletion vector applied.
-async fn open_file(
-    table: &Table,
-    schema: &TableSchema,
-    file: &SplitFile,
-    batch_size: usize,
-) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-    let file_schema = table.schema_by_id(file.schema_id).await?;
-    let deletion = match &file.deletion {
-        Some(dv) => {
-            let bytes = table.io().read(&dv.path).await?;
-            Some(Arc::new(read_deletion_vector(
-                &bytes, dv.offset, dv.length,
-            )?))
-        }
-        None => None,
-    };
-    read_data_file(
-        table.io(),
-        &file.path,
-        FileFormat::from_file_name(&file.file_name)?,
-        &file_schema.fields,
-        &schema.fields,
-        SystemColumns::KeyValue,
-        deletion,
-        batch_size,
-    )
-    .await
 }
 
 /// Delete data files of a bucket (best effort: all are tried, the first error is returned).
@@ -202,6 +175,8 @@ struct UnitJob<'a> {
     task: &'a UnitTask,
     metas: HashMap<&'a str, &'a DataFileMeta>,
     result: UnitResult,
+    /// Lookup into [`UnitTask::deeper`], opened by the first rewrite that needs it.
+    deeper: Option<KeyCursor>,
 }
 
 impl UnitJob<'_> {
@@ -267,7 +242,11 @@ impl UnitJob<'_> {
                 Ok(())
             };
         }
-        if !has_dv && (output != self.task.max_level || meta.delete_row_count == Some(0)) {
+        let changelog = self
+            .rewriter
+            .changelog
+            .is_some_and(|c| c.on_upgrade(output, self.task.max_level, meta.level));
+        if !has_dv && !changelog && (output != self.task.max_level || meta.delete_row_count == Some(0)) {
             self.result.after.push(DataFileMeta {
                 level: output,
                 ..meta.clone()
@@ -279,52 +258,128 @@ impl UnitJob<'_> {
         self.rewrite(vec![vec![vec![file]]]).await
     }
 
-    /// Java `rewriteCompaction`: merge the sections, in order, into new files.
+    /// Java `rewriteCompaction` / `rewriteChangelogCompaction`: merge the sections, in order,
+    /// into new files, and produce changelog where the table asks for it (see
+    /// [`super::changelog`]).
     async fn rewrite(&mut self, sections: Sections) -> Result<()> {
         let rw = self.rewriter;
         let output = self.task.output_level;
+        let max_level = self.task.max_level;
+        let levels = sections.iter().flatten().flatten().map(|f| f.level);
+        let changelog = rw
+            .changelog
+            .filter(|c| c.on_rewrite(output, max_level, levels));
+        let mut writer = self.writer(false)?;
+        let mut changelog_writer = match changelog {
+            Some(c) if c.produce => Some(self.writer(true)?),
+            _ => None,
+        };
+        let outcome = self.write_sections(sections, changelog, &mut writer, changelog_writer.as_mut()).await;
+        if let Err(e) = outcome {
+            // Already failing: the writers' cleanup errors are secondary to `e`.
+            let _ = writer.abort().await;
+            if let Some(w) = changelog_writer {
+                let _ = w.abort().await;
+            }
+            return Err(e);
+        }
+        let written = match writer.close().await {
+            Ok(files) => files,
+            Err(e) => {
+                if let Some(w) = changelog_writer {
+                    let _ = w.abort().await;
+                }
+                return Err(e);
+            }
+        };
+        // recorded at once so a failing changelog close still deletes the data files
+        self.result.written.extend(written.iter().cloned());
+        if let Some(w) = changelog_writer {
+            let files = w.close().await?;
+            self.result.written.extend(files.iter().cloned());
+            self.result.changelog.extend(files);
+        }
+        self.result.after.extend(written);
+        Ok(())
+    }
+
+    /// A rolling writer at the output level: data files, or changelog files.
+    fn writer(&self, changelog: bool) -> Result<RollingWriter> {
+        let rw = self.rewriter;
+        let output = self.task.output_level;
         let opts = rw.schema.options();
-        let mut writer = RollingWriter::new(
+        let prefix = if changelog {
+            opts.changelog_file_prefix()
+        } else {
+            opts.data_file_prefix()
+        };
+        RollingWriter::new(
             rw.table.io().clone(),
             self.bucket_dir.to_string(),
             rw.schema.clone(),
             FileLayout::KeyValue,
             output,
             FileSource::Compact,
-            opts.data_file_prefix().to_string(),
-            WriterConfig::from_options(opts, FileLayout::KeyValue, output, false)?,
-        )?;
+            prefix.to_string(),
+            WriterConfig::from_options(opts, FileLayout::KeyValue, output, changelog)?,
+        )
+    }
+
+    /// Stream every section through the merge into `writer` (and its changelog).
+    async fn write_sections(
+        &mut self,
+        sections: Sections,
+        changelog: Option<ChangelogSpec>,
+        writer: &mut RollingWriter,
+        mut changelog_writer: Option<&mut RollingWriter>,
+    ) -> Result<()> {
+        let rw = self.rewriter;
+        let drop_delete = self.task.drop_delete;
+        // changelog needs the retracts; they are dropped from the data files below
         let config = Arc::new(MergeConfig {
-            keep_retracts: !self.task.drop_delete,
+            keep_retracts: changelog.is_some() || !drop_delete,
             ..rw.merge.clone()
         });
-        let mut before = Vec::new();
         for section in sections {
-            for run in &section {
-                for f in run {
-                    before.push(self.meta(f)?);
+            let mut before_files = Vec::new();
+            for f in section.iter().flatten() {
+                self.result.before.push(self.meta(f)?);
+                if changelog.is_some_and(|c| c.is_before_level(f.level, self.task.max_level)) {
+                    before_files.push(f.clone());
                 }
             }
-            let runs = section.into_iter().map(|run| rw.read_run(run)).collect();
+            let mut join = match changelog {
+                Some(spec) => Some(ChangelogJoin::new(
+                    spec,
+                    rw.merge.key_indices.clone(),
+                    rw.reader.newest_records(before_files)?,
+                )),
+                None => None,
+            };
+            if join.is_some() && self.deeper.is_none() && !self.task.deeper.is_empty() {
+                let files = self.task.deeper.iter().map(LevelFile::split_file).collect();
+                self.deeper = Some(KeyCursor::new(rw.reader.newest_records(files)?));
+            }
+            let runs = rw.reader.section_runs(section)?;
             let mut merged = merge_keeping_sequence(runs, config.clone(), rw.batch_size);
-            loop {
-                let batch = match merged.try_next().await {
-                    Ok(Some(batch)) => batch,
-                    Ok(None) => break,
-                    Err(e) => {
-                        // The merge failed; the writer's cleanup error is secondary.
-                        let _ = writer.abort().await;
-                        return Err(e);
+            while let Some(mut batch) = merged.try_next().await? {
+                if let Some(join) = join.as_mut() {
+                    let joined = join.changes(&batch, self.deeper.as_mut()).await?;
+                    if let (Some(changes), Some(w)) = (joined.changelog, changelog_writer.as_deref_mut()) {
+                        w.write(&changes).await?;
                     }
+                    if let Some(keep) = joined.keep {
+                        batch = filter_record_batch(&batch, &keep).map_err(|e| Error::arrow("first-row lookup", e))?;
+                    }
+                }
+                let batch = if changelog.is_some() && drop_delete {
+                    drop_retracts(batch, 1)?
+                } else {
+                    batch
                 };
-                // A failed write deletes the writer's files itself.
                 writer.write(&batch).await?;
             }
         }
-        let written = writer.close().await?;
-        self.result.before.extend(before);
-        self.result.after.extend(written.iter().cloned());
-        self.result.written.extend(written);
         Ok(())
     }
 }

@@ -13,7 +13,7 @@ use arrow_schema::{DataType as ArrowType, Field, Schema};
 use futures::TryStreamExt;
 use proptest::prelude::*;
 use tidelake_spec::binary_row::decode_framed;
-use tidelake_spec::manifest::{DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
+use tidelake_spec::manifest::{DataFileMeta, DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
 use tidelake_spec::options::Options;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER};
@@ -26,6 +26,7 @@ use crate::error::ErrorKind;
 use crate::io::FileIO;
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::{read_splits, ReadContext};
+use crate::scan::plan::plan_changes;
 use crate::scan::{plan_scan, ScanRequest};
 use crate::table::Table;
 use crate::write::input::RowKinds;
@@ -438,7 +439,7 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
             work.push((b, task));
         }
     }
-    let done = slow.rewrite_all(work).await.unwrap();
+    let done = slow.rewrite_all(work, None).await.unwrap();
     let written: Vec<String> = done
         .iter()
         .flat_map(|d| {
@@ -481,7 +482,7 @@ async fn concurrent_appends_are_rebased() {
             work.push((b, task));
         }
     }
-    let done = slow.rewrite_all(work).await.unwrap();
+    let done = slow.rewrite_all(work, None).await.unwrap();
     // a writer commits new level-0 files meanwhile: the inputs stay live
     write(&table, &rows("b", &[(1, Some(-5))]), INSERT).await;
     let before = read(&table, &[]).await;
@@ -631,6 +632,153 @@ async fn append_tables_are_unsupported() {
     assert_eq!(
         Compactor::new(table).unwrap_err().kind(),
         ErrorKind::Unsupported
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_compact_past_the_trigger_after_their_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(
+        dir.path(),
+        &[
+            ("write-only", "false"),
+            ("bucket", "1"),
+            ("num-sorted-run.compaction-trigger", "3"),
+        ],
+    )
+    .await;
+    let mut model = BTreeMap::new();
+    for round in 0..7i64 {
+        let pairs: Vec<(i64, Option<i64>)> = (round..round + 5).map(|i| (i, Some(i * 10 + round))).collect();
+        for (id, v) in &pairs {
+            model.insert(*id, *v);
+        }
+        write(&table, &rows("a", &pairs), INSERT).await;
+        let expected: Vec<Row> = model.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
+        assert_eq!(read(&table, &[]).await, expected);
+        assert_levels_are_runs(&table).await;
+        // never more sorted runs than the trigger after a commit
+        let files = &buckets(&table).await[0].files;
+        let level0 = files.iter().filter(|f| f.meta.level == 0).count();
+        let levels: std::collections::BTreeSet<i32> = files.iter().filter(|f| f.meta.level > 0).map(|f| f.meta.level).collect();
+        assert!(level0 + levels.len() < 3, "round {round}: {level0} level-0 files, levels {levels:?}");
+    }
+    let kinds: Vec<CommitKind> = {
+        let sm = table.snapshot_manager();
+        let latest = sm.latest_id().await.unwrap().unwrap();
+        let mut kinds = Vec::new();
+        for id in 1..=latest {
+            kinds.push(sm.snapshot(id).await.unwrap().commit_kind);
+        }
+        kinds
+    };
+    // the third write reaches the trigger: its APPEND, then its COMPACT
+    assert_eq!(&kinds[..4], &[CommitKind::Append, CommitKind::Append, CommitKind::Append, CommitKind::Compact]);
+
+    // write-only writers never compact
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[("bucket", "1"), ("num-sorted-run.compaction-trigger", "2")]).await;
+    for round in 0..4i64 {
+        write(&table, &rows("a", &[(round, Some(round))]), INSERT).await;
+    }
+    assert_eq!(buckets(&table).await[0].files.iter().filter(|f| f.meta.level == 0).count(), 4);
+}
+
+/// Commit `file` of the only bucket again at `level` (as a compaction upgrade).
+async fn move_to_level(table: &Table, file: &str, level: i32) {
+    let b = buckets(table).await.remove(0);
+    let meta = b.files.iter().find(|f| f.meta.file_name == file).unwrap().meta.clone();
+    let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
+    m.compact_after = vec![DataFileMeta { level, ..meta.clone() }];
+    m.compact_before = vec![meta];
+    FileStoreCommit::new(table.clone(), "mover")
+        .unwrap()
+        .commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[])
+        .await
+        .unwrap();
+}
+
+/// The only level-0 file of the only bucket.
+async fn level0_file(table: &Table) -> String {
+    let files: Vec<String> = buckets(table).await[0].files.iter().filter(|f| f.meta.level == 0).map(|f| f.meta.file_name.clone()).collect();
+    assert_eq!(files.len(), 1);
+    files[0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_tables_merge_level0_with_only_the_newest_higher_record() {
+    // Java's lookup compaction leaves complete values at shallow levels above stale copies:
+    // level 5 holds sum 5, level 4 the complete sum 8, level 0 a new +1. Java's
+    // LookupMergeFunction reads 8 + 1 = 9 (a plain merge would say 14).
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(
+        dir.path(),
+        &[
+            ("bucket", "1"),
+            ("merge-engine", "aggregation"),
+            ("fields.v.aggregate-function", "sum"),
+            ("changelog-producer", "lookup"),
+        ],
+    )
+    .await;
+    for (v, level) in [(5, Some(5)), (8, Some(4)), (1, None)] {
+        write(&table, &rows("a", &[(1, Some(v))]), INSERT).await;
+        if let Some(level) = level {
+            let name = level0_file(&table).await;
+            move_to_level(&table, &name, level).await;
+        }
+    }
+    assert_eq!(read(&table, &[]).await, rows("a", &[(1, Some(9))]));
+    let before = table.snapshot_manager().latest_id().await.unwrap().unwrap();
+    compact(&table, true).await;
+    assert_eq!(read(&table, &[]).await, rows("a", &[(1, Some(9))]));
+    // the changelog diffs against the newest higher record, 8
+    let changes: Vec<(String, Option<i64>)> = change_rows(&table, before).await.into_iter().map(|(k, _, v)| (k, v)).collect();
+    assert_eq!(changes, vec![("-U".to_string(), Some(8)), ("+U".to_string(), Some(9))]);
+}
+
+/// `(_row_kind, id, v)` of the changes committed after snapshot `start`.
+async fn change_rows(table: &Table, start: i64) -> Vec<(String, i64, Option<i64>)> {
+    let plan = plan_changes(table, start, None).await.unwrap();
+    let ctx = Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, true).unwrap());
+    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits).try_collect().await.unwrap();
+    let column = |b: &RecordBatch, name: &str| b.column_by_name(name).unwrap().as_any().downcast_ref::<Int64Array>().unwrap().clone();
+    batches
+        .iter()
+        .flat_map(|b| {
+            let kind = b.column(0).as_any().downcast_ref::<StringArray>().unwrap().clone();
+            let (id, v) = (column(b, "id"), column(b, "v"));
+            (0..b.num_rows()).map(move |i| (kind.value(i).to_string(), id.value(i), v.is_valid(i).then(|| v.value(i))))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_row_compacts_with_lookup_into_deeper_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(
+        dir.path(),
+        &[("bucket", "1"), ("merge-engine", "first-row"), ("changelog-producer", "lookup")],
+    )
+    .await;
+    let base: Vec<Row> = (0..200).map(|id| ("a".to_string(), id, Some(1))).collect();
+    write(&table, &base, INSERT).await;
+    compact(&table, true).await;
+    let start = table.snapshot_manager().latest_id().await.unwrap().unwrap();
+    write(&table, &rows("a", &[(198, Some(2)), (199, Some(2)), (200, Some(2)), (201, Some(2))]), INSERT).await;
+    let report = compact(&table, false).await;
+    // level 0 goes to level 4 above the big level-5 run, which is looked up, not rewritten
+    assert_eq!(report.buckets[0].output_level, 4);
+    let files = buckets(&table).await.remove(0).files;
+    let level4: i64 = files.iter().filter(|f| f.meta.level == 4).map(|f| f.meta.row_count).sum();
+    assert_eq!(level4, 2, "the new records of keys 198 and 199 are dropped");
+    assert_eq!(files.iter().filter(|f| f.meta.level == 5).count(), 1);
+    let mut expected = base.clone();
+    expected.extend(rows("a", &[(200, Some(2)), (201, Some(2))]));
+    assert_eq!(read(&table, &[]).await, expected);
+    assert_eq!(
+        change_rows(&table, start).await,
+        vec![("+I".to_string(), 200, Some(2)), ("+I".to_string(), 201, Some(2))]
     );
 }
 

@@ -12,10 +12,10 @@
 //! keys in several runs go through the merge function. Without `keep_retracts`, -U/-D results
 //! are dropped.
 //!
-//! Levels are not modelled: every record of a key is merged. Java additionally wraps the
-//! merge function in `LookupMergeFunction` for lookup tables (`changelog-producer=lookup`,
-//! deletion vectors, `force-lookup`; not first-row), which merges level-0 records with only
-//! the shallowest level>0 record of a key.
+//! Levels are not modelled here: every record of a key is merged. Java's `LookupMergeFunction`
+//! for lookup tables (level-0 records merge with only the newest record above level 0) is
+//! applied by the callers, which hand such tables' files above level 0 in as one run of each
+//! key's newest record (`ReadContext::section_runs`).
 //!
 //! Streaming: each run holds one batch at a time; input batches stay alive only while a
 //! cursor is on them or pending output rows point into them (released at the next flush).

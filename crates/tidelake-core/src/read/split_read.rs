@@ -5,7 +5,9 @@
 //! * Primary-key splits that are raw-convertible (see [`crate::scan::plan`]): files are streamed
 //!   without merging; retract rows are dropped.
 //! * Other primary-key splits: files are cut into sections and sorted runs
-//!   ([`super::sorted_runs`]); each section's runs go through the k-way merge.
+//!   ([`super::sorted_runs`]); each section's runs go through the k-way merge. Tables that
+//!   need lookup (not first-row) merge as Java's `LookupMergeFunction`: each level-0 file is a
+//!   run and the files above level 0 one run of each key's newest record.
 //!
 //! The filter is applied to merged rows (Paimon's semantics for primary-key tables), then the
 //! requested columns are projected. Memory is bounded by (runs × batch) per open split; splits
@@ -19,14 +21,16 @@ use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use arrow_select::filter::filter_record_batch;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use futures::FutureExt;
-use tidelake_spec::options::MergeEngine;
+use tidelake_spec::options::{ChangelogProducer, MergeEngine};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType};
 
+use crate::compact::merge_keeping_sequence;
 use crate::error::{Error, Result};
 use crate::read::data_file::{read_data_file, FileFormat, SystemColumns};
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::merge::{merge_sorted_runs, MergeConfig};
+use crate::read::merge_fn::MergeEngineConfig;
 use crate::read::sorted_runs;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{Split, SplitFile};
@@ -62,6 +66,9 @@ pub struct ReadContext {
     batch_size: usize,
     /// Change reads: no merge, every stored row with its kind in a leading `_row_kind` column.
     with_row_kind: bool,
+    /// Java `LookupMergeFunction` (tables that need lookup, but first-row): a key's level-0
+    /// records merge with only its newest record above level 0.
+    lookup_merge: bool,
 }
 
 impl ReadContext {
@@ -94,6 +101,11 @@ impl ReadContext {
         let opts = schema.options();
         let spec_err = |e| Error::from_spec("table options", e);
         let engine = opts.merge_engine().map_err(spec_err)?;
+        let lookup_merge = has_pk
+            && engine != MergeEngine::FirstRow
+            && (opts.changelog_producer().map_err(spec_err)? == ChangelogProducer::Lookup
+                || opts.deletion_vectors_enabled().map_err(spec_err)?
+                || opts.get_bool("force-lookup").map_err(spec_err)?.unwrap_or(false));
 
         // Columns the merge and the filter need besides the output.
         let mut needed: Vec<String> = output.iter().map(|f| f.name.clone()).collect();
@@ -142,6 +154,7 @@ impl ReadContext {
             key_types,
             batch_size: batch_size.max(1),
             with_row_kind,
+            lookup_merge,
         })
     }
 
@@ -176,19 +189,59 @@ impl ReadContext {
         let sections = sorted_runs::partition(split.files.clone(), &self.key_types)?;
         let ctx = self.clone();
         let batch_size = self.batch_size;
-        Ok(stream::iter(sections)
-            .map(move |runs| {
-                let streams = runs.into_iter().map(|run| ctx.chain_files(run, SystemColumns::KeyValue)).collect();
-                merge_sorted_runs(streams, config.clone(), batch_size)
-            })
+        let merged = sections
+            .into_iter()
+            .map(|runs| Ok(merge_sorted_runs(ctx.section_runs(runs)?, config.clone(), batch_size)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(stream::iter(merged)
             .flatten()
             // The merge emits `_VALUE_KIND` first; only +I/+U rows survive a batch read.
             .and_then(|b| futures::future::ready(drop_retracts(b, 0)))
             .boxed())
     }
 
+    /// The merge inputs of one section's sorted runs, as `[_SEQUENCE_NUMBER, _VALUE_KIND,
+    /// columns...]` streams. With [`ReadContext::lookup_merge`] every level-0 file is a run and
+    /// the files above level 0 become one run of each key's newest record.
+    pub(crate) fn section_runs(self: &Arc<Self>, runs: Vec<Vec<SplitFile>>) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
+        if !self.lookup_merge {
+            return Ok(runs.into_iter().map(|run| self.chain_files(run, SystemColumns::KeyValue)).collect());
+        }
+        let (level0, higher): (Vec<SplitFile>, Vec<SplitFile>) = runs.into_iter().flatten().partition(|f| f.level == 0);
+        let mut streams: Vec<_> = level0.into_iter().map(|f| self.chain_files(vec![f], SystemColumns::KeyValue)).collect();
+        if !higher.is_empty() {
+            streams.push(self.newest_records(higher)?);
+        }
+        Ok(streams)
+    }
+
+    /// Each key's newest record among `files` (retracts included), in key order, as
+    /// `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`; files that overlap nowhere (one level) are
+    /// streamed without merging.
+    pub(crate) fn newest_records(self: &Arc<Self>, files: Vec<SplitFile>) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let sections = sorted_runs::partition(files, &self.key_types)?;
+        if sections.iter().all(|s| s.len() == 1) {
+            return Ok(self.chain_files(sections.into_iter().flatten().flatten().collect(), SystemColumns::KeyValue));
+        }
+        let merge = self.merge.as_ref().ok_or_else(|| Error::invalid("newest records of a table without primary key"))?;
+        let config = Arc::new(MergeConfig {
+            engine: MergeEngineConfig::Deduplicate,
+            ignore_delete: false,
+            keep_retracts: true,
+            ..(**merge).clone()
+        });
+        let merged: Vec<_> = sections
+            .into_iter()
+            .map(|section| {
+                let runs = section.into_iter().map(|run| self.chain_files(run, SystemColumns::KeyValue)).collect();
+                merge_keeping_sequence(runs, config.clone(), self.batch_size)
+            })
+            .collect();
+        Ok(stream::iter(merged).flatten().boxed())
+    }
+
     /// Stream files one after the other, with their system columns.
-    fn chain_files(self: &Arc<Self>, files: Vec<SplitFile>, system: SystemColumns) -> BoxStream<'static, Result<RecordBatch>> {
+    pub(crate) fn chain_files(self: &Arc<Self>, files: Vec<SplitFile>, system: SystemColumns) -> BoxStream<'static, Result<RecordBatch>> {
         let ctx = self.clone();
         stream::iter(files)
             .then(move |f| {
@@ -282,7 +335,7 @@ fn row_kind_strings(batch: &RecordBatch, system: usize) -> Result<ArrayRef> {
 
 
 /// Drop rows whose row kind (column `kind_col`) is -U or -D.
-fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<RecordBatch> {
+pub(crate) fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<RecordBatch> {
     let kinds = batch
         .column(kind_col)
         .as_any()

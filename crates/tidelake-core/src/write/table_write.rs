@@ -9,6 +9,8 @@
 //!                (changelog-producer=input: the sorted input also goes to a changelog file)
 //!        ─► append: straight into the bucket's rolling file writer
 //!  prepare_commit ─► flush everything ─► one CommitMessage per touched (partition, bucket)
+//!        ─► buckets past the compaction trigger are compacted into their message
+//!           (unless write-only; see `crate::compact` inline)
 //! ```
 //!
 //! Invariants:
@@ -40,7 +42,7 @@ use crate::commit::message::CommitMessage;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
-use crate::compact::merge_keeping_sequence;
+use crate::compact::{compact_written, merge_keeping_sequence, Compactor};
 use crate::read::merge::MergeConfig;
 use crate::scan::plan::{merge_entries, read_list, read_manifests};
 use crate::table::Table;
@@ -109,6 +111,8 @@ pub struct TableWrite {
     writer_index: HashMap<(Vec<u8>, i32), usize>,
     memory_budget: usize,
     buffered_bytes: usize,
+    /// Compaction at `prepare_commit` (primary-key tables, unless `write-only` or overwriting).
+    compactor: Option<Compactor>,
 }
 
 fn positions(schema: &TableSchema, names: &[String]) -> Vec<usize> {
@@ -141,6 +145,11 @@ impl TableWrite {
         let opts = schema.options();
         let spec_err = |e| Error::from_spec("table options", e);
         let primary_key = !schema.primary_keys.is_empty();
+        let compactor = if primary_key && !ignore_previous && !schema.options().write_only().map_err(spec_err)? {
+            Some(Compactor::new(table.clone())?)
+        } else {
+            None
+        };
         let bucket = opts.bucket().map_err(spec_err)?;
         let mode = match bucket {
             n if n > 0 => BucketMode::Fixed(n),
@@ -211,6 +220,7 @@ impl TableWrite {
             writer_index: HashMap::new(),
             memory_budget,
             buffered_bytes: 0,
+            compactor,
         })
     }
 
@@ -504,6 +514,9 @@ impl TableWrite {
                 let next = self.writers[w].next_sequence;
                 self.writers[w].append = Some(self.rolling_writer(&dir, FileLayout::Append, false)?.with_first_sequence_number(next));
             }
+        }
+        if let Some(compactor) = &self.compactor {
+            compact_written(compactor, &mut messages).await;
         }
         Ok(messages)
     }

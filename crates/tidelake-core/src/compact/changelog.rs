@@ -1,0 +1,463 @@
+//! Changelog produced by compaction, for `changelog-producer=full-compaction` and `lookup`
+//! (Java `ChangelogMergeTreeRewriter`, `FullChangelogMergeFunctionWrapper`,
+//! `LookupChangelogMergeFunctionWrapper`, `FirstRowMergeFunctionWrapper`).
+//!
+//! When (Java `rewriteChangelog` / `upgradeChangelog`):
+//! * full-compaction: a rewrite or an upgrade whose output level is the max level;
+//! * lookup: a rewrite to a level above 0 that holds a level-0 file, or the upgrade of a
+//!   level-0 file (upgrades that produce changelog rewrite the file).
+//!
+//! How: the merged rows of a rewrite (`[_SEQUENCE_NUMBER, _VALUE_KIND, v0..vn]`, retracts
+//! kept) are joined by key with the *before* rows of the same section: the section's files at
+//! the max level (full-compaction: Java's `topLevelKv`) or at any level above 0 (lookup: the
+//! newest of them is Java's `highLevel`), merged by deduplication so each key has its newest
+//! record. Both streams are in key order, so the join holds one batch of each.
+//!
+//! Per key, with `after` the merged row and `before` the joined row, if any:
+//! * full-compaction: no `before` → `+I after` when `after` is an add; `before` is the key's
+//!   only record (`after` carries its sequence number) → nothing; else `-D before` when
+//!   `after` is a retract, otherwise `-U before, +U after`;
+//! * lookup: the key has no level-0 record (`after` is not newer than `before`) → nothing;
+//!   else as full-compaction, a retract `before` counting as none;
+//! * lookup on first-row tables (whatever the producer): `+I after` only when no level above
+//!   0 holds the key; a key found in the levels below the output (outside the unit) is an old
+//!   key whose new record first-row drops from the output, without changelog.
+//!
+//! With `changelog-producer.row-deduplicate`, `-U/+U` pairs whose values are equal are not
+//! emitted. Sequence numbers identify the key's only record because records of one key are
+//! numbered in write order and higher levels hold older records. tidelake compacts lookup
+//! tables other than first-row fully (see `job`), so for them Java's lookup into levels below
+//! the output never finds a record and is not needed; first-row units look those levels up
+//! with one forward [`KeyCursor`] per unit.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, Int8Type};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int8Array, RecordBatch};
+use arrow_row::{Row, Rows};
+use arrow_select::interleave::interleave;
+use futures::stream::{BoxStream, TryStreamExt};
+use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
+
+use super::kv_merge::KeyEncoder;
+use crate::error::{Error, Result};
+use crate::read::split_read::{
+    ROW_KIND_DELETE, ROW_KIND_INSERT, ROW_KIND_UPDATE_AFTER, ROW_KIND_UPDATE_BEFORE,
+};
+
+/// Columns before the value columns in merged rows (`_SEQUENCE_NUMBER`, `_VALUE_KIND`).
+const VALUE_OFFSET: usize = 2;
+
+/// How a table's compactions produce changelog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangelogMode {
+    /// `changelog-producer=full-compaction`.
+    FullCompaction,
+    /// `changelog-producer=lookup`, other merge engines than first-row.
+    Lookup,
+    /// `changelog-producer=lookup` with `merge-engine=first-row`.
+    FirstRowLookup,
+}
+
+/// The changelog settings of a table's compactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangelogSpec {
+    pub mode: ChangelogMode,
+    /// Whether changelog files are written (first-row tables without a producer only use the
+    /// lookup to drop new records of old keys).
+    pub produce: bool,
+    /// `changelog-producer.row-deduplicate`.
+    pub row_deduplicate: bool,
+}
+
+impl ChangelogSpec {
+    /// The spec of a table, `None` when its compactions need neither changelog nor lookup.
+    /// First-row tables support only `none` and `lookup` (Java's schema validation).
+    pub fn from_options(opts: &Options) -> Result<Option<ChangelogSpec>> {
+        let spec = |e| Error::from_spec("table options", e);
+        let first_row = opts.merge_engine().map_err(spec)? == MergeEngine::FirstRow;
+        let (mode, produce) = match opts.changelog_producer().map_err(spec)? {
+            ChangelogProducer::FullCompaction if first_row => {
+                return Err(Error::invalid(
+                    "merge-engine=first-row supports only changelog-producer none or lookup, not full-compaction",
+                ))
+            }
+            ChangelogProducer::FullCompaction => (ChangelogMode::FullCompaction, true),
+            ChangelogProducer::Lookup if first_row => (ChangelogMode::FirstRowLookup, true),
+            // first-row compacts with lookup whatever the producer (Java)
+            ChangelogProducer::None if first_row => (ChangelogMode::FirstRowLookup, false),
+            ChangelogProducer::Lookup => (ChangelogMode::Lookup, true),
+            _ => return Ok(None),
+        };
+        Ok(Some(ChangelogSpec {
+            mode,
+            produce,
+            row_deduplicate: opts.changelog_producer_row_deduplicate().map_err(spec)?,
+        }))
+    }
+
+    /// Java `rewriteChangelog`: does rewriting files of `levels` into `output_level` produce
+    /// changelog?
+    pub fn on_rewrite(&self, output_level: i32, max_level: i32, mut levels: impl Iterator<Item = i32>) -> bool {
+        match self.mode {
+            ChangelogMode::FullCompaction => output_level == max_level,
+            _ => output_level != 0 && levels.any(|l| l == 0),
+        }
+    }
+
+    /// Java `upgradeChangelog`: does moving a file of `level` to `output_level` produce
+    /// changelog (and so rewrite the file)?
+    pub fn on_upgrade(&self, output_level: i32, max_level: i32, level: i32) -> bool {
+        match self.mode {
+            ChangelogMode::FullCompaction => output_level == max_level,
+            _ => level == 0,
+        }
+    }
+
+    /// Whether a file of `level` holds *before* records (see the module docs).
+    pub fn is_before_level(&self, level: i32, max_level: i32) -> bool {
+        match self.mode {
+            ChangelogMode::FullCompaction => level == max_level,
+            _ => level > 0,
+        }
+    }
+}
+
+/// A forward cursor over key-ordered `[_SEQUENCE_NUMBER, _VALUE_KIND, v0..vn]` rows, each key
+/// at most once.
+pub struct KeyCursor {
+    stream: BoxStream<'static, Result<RecordBatch>>,
+    /// Current batch, its keys and the next row to look at.
+    head: Option<(RecordBatch, Rows, usize)>,
+    exhausted: bool,
+}
+
+impl KeyCursor {
+    pub fn new(stream: BoxStream<'static, Result<RecordBatch>>) -> KeyCursor {
+        KeyCursor {
+            stream,
+            head: None,
+            exhausted: false,
+        }
+    }
+
+    /// Move to `key` (never backwards); the batch and row holding it, if any.
+    async fn seek(&mut self, keys: &mut KeyEncoder, key: Row<'_>) -> Result<Option<(RecordBatch, usize)>> {
+        loop {
+            if self.head.is_none() {
+                if self.exhausted {
+                    return Ok(None);
+                }
+                match self.stream.try_next().await? {
+                    None => {
+                        self.exhausted = true;
+                        return Ok(None);
+                    }
+                    Some(batch) if batch.num_rows() == 0 => continue,
+                    Some(batch) => {
+                        let rows = keys.encode(&batch, VALUE_OFFSET)?;
+                        self.head = Some((batch, rows, 0));
+                    }
+                }
+            }
+            let (batch, rows, pos) = self.head.as_mut().expect("head loaded above");
+            while *pos < rows.num_rows() && rows.row(*pos) < key {
+                *pos += 1;
+            }
+            if *pos == rows.num_rows() {
+                self.head = None;
+                continue;
+            }
+            if rows.row(*pos) != key {
+                return Ok(None);
+            }
+            *pos += 1;
+            return Ok(Some((batch.clone(), *pos - 1)));
+        }
+    }
+}
+
+/// The *before* rows of a section joined with its merged rows.
+pub struct ChangelogJoin {
+    spec: ChangelogSpec,
+    keys: KeyEncoder,
+    before: KeyCursor,
+}
+
+/// A changelog row: the source batch (an index into the before batches, `usize::MAX`: the
+/// merged batch), row, kind.
+type Pick = (usize, usize, i8);
+
+/// The before record of a key.
+#[derive(Clone, Copy)]
+struct Before {
+    src: usize,
+    pos: usize,
+    seq: i64,
+    add: bool,
+}
+
+/// What joining one merged batch gives.
+pub struct Joined {
+    /// The changelog rows, if any.
+    pub changelog: Option<RecordBatch>,
+    /// Which merged rows stay in the data files (`None`: all).
+    pub keep: Option<BooleanArray>,
+}
+
+impl ChangelogJoin {
+    /// Join merged rows with `before` (newest before record per key, in key order, as
+    /// `[_SEQUENCE_NUMBER, _VALUE_KIND, v0..vn]`); keys are the value columns `key_indices`.
+    pub fn new(
+        spec: ChangelogSpec,
+        key_indices: Vec<usize>,
+        before: BoxStream<'static, Result<RecordBatch>>,
+    ) -> ChangelogJoin {
+        ChangelogJoin {
+            spec,
+            keys: KeyEncoder::new(key_indices),
+            before: KeyCursor::new(before),
+        }
+    }
+
+    /// The changelog rows of one merged batch (retracts kept). `deeper` (first-row lookup):
+    /// the records of the levels below the output, outside the unit; keys found there are new
+    /// records of old keys, which first-row drops (Java `FirstRowMergeFunctionWrapper`).
+    pub async fn changes(&mut self, merged: &RecordBatch, mut deeper: Option<&mut KeyCursor>) -> Result<Joined> {
+        let keys = self.keys.encode(merged, VALUE_OFFSET)?;
+        let seqs = sequences(merged)?;
+        // before batches this merged batch joined with, in order
+        let mut sources: Vec<RecordBatch> = Vec::new();
+        let mut picks: Vec<Pick> = Vec::new();
+        let mut keep: Option<Vec<bool>> = None;
+        for row in 0..merged.num_rows() {
+            let after_add = is_add(kind_at(merged, row)?);
+            let after = |kind| (usize::MAX, row, kind);
+            let before = match self.before.seek(&mut self.keys, keys.row(row)).await? {
+                Some((batch, pos)) => {
+                    if !sources.last().is_some_and(|s| same_batch(s, &batch)) {
+                        sources.push(batch);
+                    }
+                    let src = sources.len() - 1;
+                    Some(Before {
+                        src,
+                        pos,
+                        seq: sequences(&sources[src])?.value(pos),
+                        add: is_add(kind_at(&sources[src], pos)?),
+                    })
+                }
+                None => None,
+            };
+            let before = match (self.spec.mode, before) {
+                (ChangelogMode::FirstRowLookup, Some(_)) => continue,
+                (ChangelogMode::FirstRowLookup, None) => {
+                    if let Some(d) = deeper.as_deref_mut() {
+                        if d.seek(&mut self.keys, keys.row(row)).await?.is_some() {
+                            keep.get_or_insert_with(|| vec![true; merged.num_rows()])[row] = false;
+                            continue;
+                        }
+                    }
+                    None
+                }
+                // the key's only record (full) / no level-0 record (lookup)
+                (_, Some(b)) if seqs.value(row) <= b.seq => continue,
+                (ChangelogMode::Lookup, Some(b)) if !b.add => None,
+                (_, b) => b,
+            };
+            match before {
+                None if after_add => picks.push(after(ROW_KIND_INSERT)),
+                None => {}
+                Some(b) if !after_add => picks.push((b.src, b.pos, ROW_KIND_DELETE)),
+                Some(b) if self.spec.row_deduplicate && same_values(&sources[b.src], b.pos, merged, row) => {}
+                Some(b) => {
+                    picks.push((b.src, b.pos, ROW_KIND_UPDATE_BEFORE));
+                    picks.push(after(ROW_KIND_UPDATE_AFTER));
+                }
+            }
+        }
+        let changelog = if picks.is_empty() {
+            None
+        } else {
+            Some(build(&sources, merged, &picks)?)
+        };
+        Ok(Joined {
+            changelog,
+            keep: keep.map(BooleanArray::from),
+        })
+    }
+}
+
+fn is_add(kind: i8) -> bool {
+    kind == ROW_KIND_INSERT || kind == ROW_KIND_UPDATE_AFTER
+}
+
+fn kind_at(batch: &RecordBatch, row: usize) -> Result<i8> {
+    batch
+        .column(1)
+        .as_primitive_opt::<Int8Type>()
+        .map(|k| k.value(row))
+        .ok_or_else(|| Error::invalid("_VALUE_KIND is not TINYINT"))
+}
+
+fn sequences(batch: &RecordBatch) -> Result<&arrow_array::Int64Array> {
+    batch
+        .column(0)
+        .as_primitive_opt::<Int64Type>()
+        .ok_or_else(|| Error::invalid("_SEQUENCE_NUMBER is not BIGINT"))
+}
+
+fn same_batch(a: &RecordBatch, b: &RecordBatch) -> bool {
+    a.num_rows() == b.num_rows()
+        && a.columns().iter().zip(b.columns()).all(|(x, y)| Arc::ptr_eq(x, y))
+}
+
+/// Java's value comparison: every value column equal (nulls equal nulls).
+fn same_values(a: &RecordBatch, i: usize, b: &RecordBatch, j: usize) -> bool {
+    a.columns()
+        .iter()
+        .zip(b.columns())
+        .skip(VALUE_OFFSET)
+        .all(|(x, y)| x.slice(i, 1).to_data() == y.slice(j, 1).to_data())
+}
+
+/// The picked rows as one batch shaped like `merged`, `_VALUE_KIND` replaced.
+fn build(sources: &[RecordBatch], merged: &RecordBatch, picks: &[Pick]) -> Result<RecordBatch> {
+    let merged_source = sources.len();
+    let indices: Vec<(usize, usize)> = picks
+        .iter()
+        .map(|&(src, row, _)| (if src == usize::MAX { merged_source } else { src }, row))
+        .collect();
+    let mut columns = Vec::with_capacity(merged.num_columns());
+    for c in 0..merged.num_columns() {
+        if c == 1 {
+            let kinds: Int8Array = picks.iter().map(|&(_, _, k)| Some(k)).collect();
+            columns.push(Arc::new(kinds) as ArrayRef);
+            continue;
+        }
+        let arrays: Vec<&dyn Array> = sources
+            .iter()
+            .chain(std::iter::once(merged))
+            .map(|b| b.column(c).as_ref())
+            .collect();
+        columns.push(interleave(&arrays, &indices).map_err(|e| Error::arrow("changelog rows", e))?);
+    }
+    RecordBatch::try_new(merged.schema(), columns).map_err(|e| Error::arrow("changelog rows", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{Int64Array, StringArray};
+    use arrow_schema::{DataType as ArrowType, Field, Schema};
+    use futures::stream::{self, StreamExt};
+
+    use super::*;
+
+    /// `[_SEQUENCE_NUMBER, _VALUE_KIND, k, v]` rows.
+    fn batch(rows: &[(i64, i8, i64, &str)]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("_SEQUENCE_NUMBER", ArrowType::Int64, false),
+            Field::new("_VALUE_KIND", ArrowType::Int8, false),
+            Field::new("k", ArrowType::Int64, false),
+            Field::new("v", ArrowType::Utf8, true),
+        ]));
+        let column = |f: fn(&(i64, i8, i64, &str)) -> i64| Int64Array::from_iter_values(rows.iter().map(f));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(column(|r| r.0)),
+                Arc::new(rows.iter().map(|r| Some(r.1)).collect::<Int8Array>()),
+                Arc::new(column(|r| r.2)),
+                Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3))),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn rows(b: &RecordBatch) -> Vec<(i64, i8, i64, String)> {
+        let seq = b.column(0).as_primitive::<Int64Type>();
+        let kind = b.column(1).as_primitive::<Int8Type>();
+        let k = b.column(2).as_primitive::<Int64Type>();
+        let v = b.column(3).as_string::<i32>();
+        (0..b.num_rows())
+            .map(|i| (seq.value(i), kind.value(i), k.value(i), v.value(i).to_string()))
+            .collect()
+    }
+
+    /// Join `merged` (one batch per entry) with `before` (split across two batches).
+    async fn changelog(
+        mode: ChangelogMode,
+        row_deduplicate: bool,
+        before: &[(i64, i8, i64, &str)],
+        merged: &[&[(i64, i8, i64, &str)]],
+    ) -> Vec<(i64, i8, i64, String)> {
+        let (a, b) = before.split_at(before.len() / 2);
+        let before = stream::iter(vec![Ok(batch(a)), Ok(batch(b))]).boxed();
+        let spec = ChangelogSpec {
+            mode,
+            produce: true,
+            row_deduplicate,
+        };
+        let mut join = ChangelogJoin::new(spec, vec![0], before);
+        let mut out = Vec::new();
+        for m in merged {
+            if let Some(changes) = join.changes(&batch(m), None).await.unwrap().changelog {
+                out.extend(rows(&changes));
+            }
+        }
+        out
+    }
+
+    const I: i8 = ROW_KIND_INSERT;
+    const D: i8 = ROW_KIND_DELETE;
+    const UB: i8 = ROW_KIND_UPDATE_BEFORE;
+    const UA: i8 = ROW_KIND_UPDATE_AFTER;
+
+    /// Before: keys 1, 2, 3, 5 (old values); merged: 1 untouched, 2 updated to the same value,
+    /// 3 deleted, 4 new, 5 updated, 6 written and deleted.
+    const BEFORE: &[(i64, i8, i64, &str)] = &[(1, I, 1, "a"), (2, I, 2, "b"), (3, I, 3, "c"), (4, I, 5, "e")];
+    const MERGED_1: &[(i64, i8, i64, &str)] = &[(1, I, 1, "a"), (10, I, 2, "b"), (11, D, 3, "c")];
+    const MERGED_2: &[(i64, i8, i64, &str)] = &[(12, I, 4, "d"), (13, UA, 5, "E"), (14, D, 6, "f")];
+
+    #[tokio::test]
+    async fn full_compaction_and_lookup_diff_against_the_older_record() {
+        let expected = vec![
+            (2, UB, 2, "b".to_string()),
+            (10, UA, 2, "b".to_string()),
+            (3, D, 3, "c".to_string()),
+            (12, I, 4, "d".to_string()),
+            (4, UB, 5, "e".to_string()),
+            (13, UA, 5, "E".to_string()),
+        ];
+        for mode in [ChangelogMode::FullCompaction, ChangelogMode::Lookup] {
+            assert_eq!(changelog(mode, false, BEFORE, &[MERGED_1, MERGED_2]).await, expected, "{mode:?}");
+        }
+        // row-deduplicate drops the -U/+U pair of equal values
+        let deduplicated: Vec<_> = expected.into_iter().filter(|r| r.2 != 2).collect();
+        assert_eq!(
+            changelog(ChangelogMode::Lookup, true, BEFORE, &[MERGED_1, MERGED_2]).await,
+            deduplicated
+        );
+    }
+
+    #[tokio::test]
+    async fn lookup_treats_a_retracted_before_as_none_and_first_row_only_inserts() {
+        let before: &[(i64, i8, i64, &str)] = &[(1, D, 1, "a"), (2, I, 2, "b")];
+        let merged: &[(i64, i8, i64, &str)] = &[(5, I, 1, "A"), (6, I, 2, "B"), (7, I, 3, "C")];
+        assert_eq!(
+            changelog(ChangelogMode::Lookup, false, before, &[merged]).await,
+            vec![
+                (5, I, 1, "A".to_string()),
+                (2, UB, 2, "b".to_string()),
+                (6, UA, 2, "B".to_string()),
+                (7, I, 3, "C".to_string()),
+            ]
+        );
+        // full-compaction keeps Java's top-level record whatever its kind
+        assert_eq!(changelog(ChangelogMode::FullCompaction, false, before, &[merged]).await[0].1, UB);
+        assert_eq!(
+            changelog(ChangelogMode::FirstRowLookup, false, before, &[merged]).await,
+            vec![(7, I, 3, "C".to_string())]
+        );
+    }
+}

@@ -44,7 +44,7 @@ use parquet::basic::{
 };
 use parquet::errors::ParquetError;
 use parquet::file::properties::{WriterProperties, DEFAULT_MAX_ROW_GROUP_ROW_COUNT};
-use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
 use tidelake_spec::arrow::to_arrow_type;
 use tidelake_spec::types::{DataType, TypeKind};
 
@@ -64,6 +64,9 @@ pub(super) struct PhysicalColumn {
     pub name: String,
     pub field_id: i32,
     pub data_type: DataType,
+    /// Every value is distinct within a file (`_SEQUENCE_NUMBER`, a single-column key): a
+    /// dictionary could never shrink it, so the column is written PLAIN.
+    pub unique: bool,
 }
 
 /// The Parquet schema of a data file and the Arrow schema its batches are encoded from.
@@ -72,6 +75,8 @@ pub(super) struct PhysicalSchema {
     arrow: SchemaRef,
     /// Per column: the input's Arrow type when it must be cast to the encoder's type.
     casts: Vec<Option<ArrowType>>,
+    /// Top-level primitive columns written without a dictionary ([`PhysicalColumn::unique`]).
+    plain_columns: Vec<ColumnPath>,
 }
 
 impl PhysicalSchema {
@@ -79,7 +84,11 @@ impl PhysicalSchema {
         let mut parquet_fields = Vec::with_capacity(columns.len());
         let mut arrow_fields = Vec::with_capacity(columns.len());
         let mut casts = Vec::with_capacity(columns.len());
+        let mut plain_columns = Vec::new();
         for column in columns {
+            if column.unique {
+                plain_columns.push(ColumnPath::from(column.name.as_str()));
+            }
             parquet_fields.push(parquet_type(
                 &column.name,
                 &column.data_type,
@@ -105,6 +114,7 @@ impl PhysicalSchema {
             descriptor: SchemaDescriptor::new(Arc::new(root)),
             arrow: Arc::new(Schema::new(arrow_fields)),
             casts,
+            plain_columns,
         })
     }
 
@@ -317,12 +327,20 @@ pub(super) struct ParquetOptions {
     pub compression: Compression,
     /// Row groups are cut at this many encoded bytes (Java `parquet.block.size`).
     pub row_group_bytes: usize,
+    /// Dictionary encoding (Java `parquet.enable.dictionary`, default on); columns whose
+    /// values are all distinct never get one.
+    pub dictionary: bool,
 }
 
 impl ParquetOptions {
     /// `file.compression` (Java codec names, any case; `none` = uncompressed) at
     /// `file.compression.zstd-level`.
-    pub(super) fn new(compression: &str, zstd_level: i32, row_group_bytes: u64) -> Result<Self> {
+    pub(super) fn new(
+        compression: &str,
+        zstd_level: i32,
+        row_group_bytes: u64,
+        dictionary: bool,
+    ) -> Result<Self> {
         let codec = match compression.to_ascii_lowercase().as_str() {
             "none" | "uncompressed" => Compression::UNCOMPRESSED,
             "zstd" => Compression::ZSTD(
@@ -345,18 +363,25 @@ impl ParquetOptions {
         Ok(ParquetOptions {
             compression: codec,
             row_group_bytes,
+            dictionary,
         })
     }
 
     /// Row groups end at `row_group_bytes` (estimated encoded size, like Java's
     /// `parquet.block.size`) or at arrow-rs's default of 1M rows, whichever comes first; input
-    /// batch boundaries never cut a row group.
-    fn properties(&self) -> WriterProperties {
-        WriterProperties::builder()
+    /// batch boundaries never cut a row group. Columns of `schema` whose values are unique get
+    /// no dictionary: arrow-rs would otherwise intern every value up to the dictionary page
+    /// limit (1 MiB) before falling back to PLAIN, the largest encoding cost of a key-value file.
+    fn properties(&self, schema: &PhysicalSchema) -> WriterProperties {
+        let mut builder = WriterProperties::builder()
             .set_compression(self.compression)
             .set_max_row_group_bytes(Some(self.row_group_bytes))
             .set_max_row_group_row_count(Some(DEFAULT_MAX_ROW_GROUP_ROW_COUNT))
-            .build()
+            .set_dictionary_enabled(self.dictionary);
+        for column in &schema.plain_columns {
+            builder = builder.set_column_dictionary_enabled(column.clone(), false);
+        }
+        builder.build()
     }
 }
 
@@ -407,7 +432,7 @@ impl ParquetFile {
             completing: false,
         };
         let writer_options = ArrowWriterOptions::new()
-            .with_properties(options.properties())
+            .with_properties(options.properties(schema))
             .with_skip_arrow_metadata(true)
             .with_parquet_schema(schema.descriptor.clone());
         let writer =
@@ -482,6 +507,7 @@ mod tests {
             name: "a".into(),
             field_id: 10,
             data_type: ty,
+            unique: false,
         }])
         .unwrap();
         let ids: Vec<(String, i32)> = schema

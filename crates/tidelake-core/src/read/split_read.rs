@@ -8,8 +8,10 @@
 //!   ([`super::sorted_runs`]); each section's runs go through the k-way merge.
 //!
 //! The filter is applied to merged rows (Paimon's semantics for primary-key tables), then the
-//! requested columns are projected. Memory is bounded by (runs × batch) per open split; splits
-//! are read a few at a time ([`read_splits`]), each streaming through a bounded channel.
+//! requested columns are projected. Memory is bounded by (runs × batch) per open split, where
+//! merged runs decode at most [`DEFAULT_BATCH_SIZE`] rows at a time whatever the output batch
+//! size; splits are read a few at a time ([`read_splits`]), each streaming through a bounded
+//! channel.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -154,10 +156,10 @@ impl ReadContext {
     pub async fn read_split(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let system = if self.merge.is_some() { SystemColumns::KeyValue } else { SystemColumns::None };
         let raw: BoxStream<'static, Result<RecordBatch>> = match &self.merge {
-            _ if self.with_row_kind => self.chain_files(split.files.clone(), system),
-            None => self.chain_files(split.files.clone(), system),
+            _ if self.with_row_kind => self.chain_files(split.files.clone(), system, self.batch_size),
+            None => self.chain_files(split.files.clone(), system, self.batch_size),
             Some(_) if split.raw_convertible => {
-                let stream = self.chain_files(split.files.clone(), SystemColumns::KeyValue);
+                let stream = self.chain_files(split.files.clone(), SystemColumns::KeyValue, self.batch_size);
                 stream.and_then(|b| futures::future::ready(drop_retracts(b, 1))).boxed()
             }
             Some(config) => self.merge_split(split, config.clone())?,
@@ -176,9 +178,12 @@ impl ReadContext {
         let sections = sorted_runs::partition(split.files.clone(), &self.key_types)?;
         let ctx = self.clone();
         let batch_size = self.batch_size;
+        // Every run holds one decoded batch: keep those small even when output batches are large.
+        let run_batch_size = batch_size.min(DEFAULT_BATCH_SIZE);
         Ok(stream::iter(sections)
             .map(move |runs| {
-                let streams = runs.into_iter().map(|run| ctx.chain_files(run, SystemColumns::KeyValue)).collect();
+                let streams =
+                    runs.into_iter().map(|run| ctx.chain_files(run, SystemColumns::KeyValue, run_batch_size)).collect();
                 merge_sorted_runs(streams, config.clone(), batch_size)
             })
             .flatten()
@@ -187,19 +192,29 @@ impl ReadContext {
             .boxed())
     }
 
-    /// Stream files one after the other, with their system columns.
-    fn chain_files(self: &Arc<Self>, files: Vec<SplitFile>, system: SystemColumns) -> BoxStream<'static, Result<RecordBatch>> {
+    /// Stream files one after the other, with their system columns, `batch_size` rows at a time.
+    fn chain_files(
+        self: &Arc<Self>,
+        files: Vec<SplitFile>,
+        system: SystemColumns,
+        batch_size: usize,
+    ) -> BoxStream<'static, Result<RecordBatch>> {
         let ctx = self.clone();
         stream::iter(files)
             .then(move |f| {
                 let ctx = ctx.clone();
-                async move { ctx.open_file(&f, system).await }
+                async move { ctx.open_file(&f, system, batch_size).await }
             })
             .try_flatten()
             .boxed()
     }
 
-    async fn open_file(&self, file: &SplitFile, system: SystemColumns) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    async fn open_file(
+        &self,
+        file: &SplitFile,
+        system: SystemColumns,
+        batch_size: usize,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let file_schema = self.table.schema_by_id(file.schema_id).await?;
         let deletion = match &file.deletion {
             Some(dv) => Some(Arc::new(self.load_deletion_vector(&dv.path, dv.offset, dv.length).await?)),
@@ -215,7 +230,7 @@ impl ReadContext {
             &self.read_fields,
             system,
             deletion,
-            self.batch_size,
+            batch_size,
         );
         // Reader libraries may panic on damaged files: turn that into an error naming the file
         // (the stream ends after it) instead of unwinding through the scan.

@@ -230,14 +230,12 @@ impl TableWrite {
         }
         let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?;
         let partition_types = self.layout.partition_types.clone();
+        let kinds: ArrayRef = Arc::new(conformed.kinds);
         for group in group_by_partition(&conformed.batch, &self.partition_columns, &partition_types)? {
-            let rows = take_record_batch(&conformed.batch, &group.rows).map_err(|e| Error::arrow("partitioning", e))?;
-            let row_kinds = arrow_select::take::take(&conformed.kinds, &group.rows, None)
-                .map_err(|e| Error::arrow("partitioning", e))?;
+            let (rows, row_kinds) = take_rows(&conformed.batch, &kinds, &group.rows, "partitioning")?;
             let buckets = self.buckets_of(&group.partition, &rows).await?;
             for (bucket, indices) in split_by_bucket(&buckets) {
-                let part = take_record_batch(&rows, &indices).map_err(|e| Error::arrow("bucketing", e))?;
-                let part_kinds = arrow_select::take::take(&row_kinds, &indices, None).map_err(|e| Error::arrow("bucketing", e))?;
+                let (part, part_kinds) = take_rows(&rows, &row_kinds, &indices, "bucketing")?;
                 let w = self.writer(&group.partition, &group.values, bucket)?;
                 self.push(w, part, part_kinds).await?;
             }
@@ -447,6 +445,16 @@ async fn write_all(mut writer: RollingWriter, mut rows: BoxStream<'static, Resul
         }
     }
     writer.close().await
+}
+
+/// The rows at `indices` (ascending) of `batch` and their `kinds`; no copy when that is every row.
+fn take_rows(batch: &RecordBatch, kinds: &ArrayRef, indices: &UInt32Array, what: &str) -> Result<(RecordBatch, ArrayRef)> {
+    if indices.len() == batch.num_rows() {
+        return Ok((batch.clone(), kinds.clone()));
+    }
+    let rows = take_record_batch(batch, indices).map_err(|e| Error::arrow(what, e))?;
+    let kinds = arrow_select::take::take(kinds, indices, None).map_err(|e| Error::arrow(what, e))?;
+    Ok((rows, kinds))
 }
 
 /// Row indices per bucket, buckets in first-appearance order.

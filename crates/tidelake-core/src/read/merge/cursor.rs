@@ -52,6 +52,7 @@ pub(super) struct Head {
 
 impl Head {
     /// Order of the key at `pos` against `other`'s key at `other_pos`.
+    #[inline]
     pub fn key_cmp(&self, pos: usize, other: &Head, other_pos: usize) -> Ordering {
         match (&self.packed, &other.packed) {
             (Some(a), Some(b)) => a[pos].cmp(&b[other_pos]),
@@ -99,6 +100,7 @@ impl OwnedKey {
 /// Merge order of two cursors (Java `SortMergeReaderWithMinHeap`'s comparator): key, user
 /// sequence fields, `_SEQUENCE_NUMBER`, retracts before adds; exhausted cursors last; ties by
 /// run index so the order is total.
+#[inline]
 pub(super) fn compare(cursors: &[Cursor], a: usize, b: usize) -> Ordering {
     match (&cursors[a].head, &cursors[b].head) {
         (Some(x), Some(y)) => x

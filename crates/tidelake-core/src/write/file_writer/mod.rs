@@ -488,7 +488,7 @@ impl RollingWriter {
         let mut offset = 0;
         while offset < rows {
             if self.current.is_none() {
-                self.open_file()?;
+                self.open_file(&physical.slice(offset, (rows - offset).min(ROLL_CHECK_ROWS)))?;
             }
             let open = self
                 .current
@@ -578,14 +578,15 @@ impl RollingWriter {
         self.plan.physical.batch(columns)
     }
 
-    fn open_file(&mut self) -> Result<()> {
+    /// Start the next file, whose first rows are `first` (physical layout).
+    fn open_file(&mut self, first: &RecordBatch) -> Result<()> {
         let name = format!(
             "{}{}-{}.{}",
             self.prefix, self.uuid, self.next_file, self.extension
         );
         self.next_file += 1;
         let rel_path = self.rel_path(&name);
-        let file = ParquetFile::create(&self.io, &rel_path, &self.plan.physical, &self.parquet)?;
+        let file = ParquetFile::create(&self.io, &rel_path, &self.plan.physical, &self.parquet, first)?;
         self.created.push(rel_path);
         self.current = Some(OpenFile {
             name,

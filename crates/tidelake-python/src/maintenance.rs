@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use pyo3_arrow::PyTable;
 use tidelake_core::layout::TableLayout;
 use tidelake_core::maintenance::{
     self, consumers, partitions, system_tables, tags, DeletedFiles, ExpireConfig, RollbackTarget,
@@ -19,6 +18,7 @@ use tidelake_core::Error;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
+use crate::stream::pyarrow_table;
 use crate::table::RawTable;
 
 const DAY_MS: i64 = 86_400_000;
@@ -209,6 +209,6 @@ impl RawTable {
     /// System table `name` as a pyarrow.Table.
     fn system_table<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyAny>> {
         let t = block_on(py, system_tables::system_table(&self.table, &name))?.py()?;
-        PyTable::try_new(t.batches, t.schema)?.into_pyarrow(py)
+        pyarrow_table(py, t.batches, t.schema)
     }
 }

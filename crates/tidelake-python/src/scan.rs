@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use pyo3_arrow::{PySchema, PyTable};
+use pyo3_arrow::PySchema;
 use tidelake_core::read::split_read::{read_splits, ReadContext};
 use tidelake_core::scan::predicate::Predicate;
 use tidelake_core::scan::{ScanPlan, SnapshotSelector, Split};
@@ -16,7 +16,7 @@ use tidelake_core::Error;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
-use crate::stream::RawBatches;
+use crate::stream::{pyarrow_table, RawBatches};
 
 #[pyclass(module = "tidelake._internal", frozen)]
 pub struct RawScan {
@@ -82,7 +82,7 @@ impl RawScan {
     fn to_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let stream = read_splits(self.ctx.clone(), self.plan.splits.clone());
         let batches = block_on(py, stream.try_collect::<Vec<_>>())?.py()?;
-        PyTable::try_new(batches, self.ctx.output_schema())?.into_pyarrow(py)
+        pyarrow_table(py, batches, self.ctx.output_schema())
     }
 
     /// The batches of one split produced by `splits()`, streamed.

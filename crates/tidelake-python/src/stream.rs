@@ -3,6 +3,8 @@
 //! Python wraps it in `pyarrow.RecordBatchReader.from_batches`, which keeps the exceptions the
 //! iterator raises: errors met while streaming surface as tidelake's typed exceptions, not as
 //! generic Arrow errors. Each `__next__` waits for the next batch with the GIL released.
+//!
+//! [`pyarrow_table`] hands collected batches over as one `pyarrow.Table`.
 
 use std::sync::Arc;
 
@@ -12,13 +14,25 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
-use pyo3_arrow::{PyRecordBatch, PySchema};
+use pyo3::intern;
+use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
 use tokio::sync::Mutex;
 
 use crate::errors::to_py;
 use crate::runtime::block_on;
 
 type BatchStream = BoxStream<'static, tidelake_core::Result<RecordBatch>>;
+
+/// `batches` as a `pyarrow.Table`, imported through the Arrow C stream interface.
+/// (`PyTable::into_pyarrow` calls `pyarrow.table()`, whose pandas check imports pandas: 0.2-0.3 s
+/// on the first call of a process.)
+pub(crate) fn pyarrow_table(py: Python<'_>, batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<Bound<'_, PyAny>> {
+    let table = PyTable::try_new(batches, schema)?;
+    py.import(intern!(py, "pyarrow"))?
+        .getattr(intern!(py, "RecordBatchReader"))?
+        .call_method1(intern!(py, "from_stream"), (table,))?
+        .call_method0(intern!(py, "read_all"))
+}
 
 #[pyclass(module = "tidelake._internal", frozen)]
 pub struct RawBatches {

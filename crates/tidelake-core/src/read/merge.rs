@@ -42,7 +42,7 @@ use crate::read::merge_fn::config::{
 use crate::read::merge_fn::output::OutputRows;
 use crate::read::merge_fn::value::{Pool, Rec, VALUE_OFFSET};
 use crate::read::merge_fn::{self, MergeEngineConfig, MergeFunction, PartialUpdateConfig};
-use cursor::{check_input_schema, compare, Cursor, Encoder};
+use cursor::{check_input_schema, compare, Cursor, Encoder, OwnedKey};
 use loser_tree::LoserTree;
 
 /// How to merge the sorted runs of a primary-key split.
@@ -162,7 +162,7 @@ pub fn merge_sorted_runs(
         merge_fn: None,
         output: None,
         group: Vec::new(),
-        group_key: Vec::new(),
+        group_key: OwnedKey::default(),
         retired: Vec::new(),
         deferred: Vec::new(),
     };
@@ -188,7 +188,7 @@ struct MergeState {
     /// Records of the key being merged.
     group: Vec<Rec>,
     /// Encoded key of the key being merged.
-    group_key: Vec<u8>,
+    group_key: OwnedKey,
     /// Slots whose cursor moved on during the current step.
     retired: Vec<u32>,
     /// Retired slots still referenced by pending output.
@@ -258,23 +258,31 @@ impl MergeState {
         let bound = self
             .tree()
             .runner_up(|a, b| compare(cursors, a, b))
-            .and_then(|r| cursors[r].head.as_ref())
-            .map(|h| h.key());
+            .and_then(|r| cursors[r].head.as_ref());
         let Some(bound) = bound else { return room };
-        if head.key_at(head.pos + room - 1) < bound {
+        let below = |i: usize| head.key_cmp(head.pos + i, bound, bound.pos).is_lt();
+        if below(room - 1) {
             return room;
         }
-        (0..room)
-            .take_while(|&i| head.key_at(head.pos + i) < bound)
-            .count()
+        // Keys ascend strictly within a run: the rows below the bound are a prefix; binary
+        // search for its end (row `room - 1` is not below).
+        let (mut lo, mut hi) = (0, room - 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if below(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// Gather every record of the winner's key and merge them.
     async fn merge_key(&mut self, mut w: usize) -> Result<()> {
         self.group.clear();
-        self.group_key.clear();
         let head = self.cursors[w].head.as_ref().expect("winner has a head");
-        self.group_key.extend_from_slice(head.key());
+        self.group_key.set(head);
         loop {
             let rec = self.cursors[w]
                 .head
@@ -285,7 +293,7 @@ impl MergeState {
             self.advance(w, 1).await?;
             w = self.tree().winner();
             match &self.cursors[w].head {
-                Some(h) if h.key() == self.group_key.as_slice() => {}
+                Some(h) if h.key_is(&self.group_key) => {}
                 _ => break,
             }
         }

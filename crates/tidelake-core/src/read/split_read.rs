@@ -10,8 +10,10 @@
 //!   run and the files above level 0 one run of each key's newest record.
 //!
 //! The filter is applied to merged rows (Paimon's semantics for primary-key tables), then the
-//! requested columns are projected. Memory is bounded by (runs × batch) per open split; splits
-//! are read a few at a time ([`read_splits`]), each streaming through a bounded channel.
+//! requested columns are projected. Memory is bounded by (runs × batch) per open split, where
+//! merged runs decode at most [`DEFAULT_BATCH_SIZE`] rows at a time whatever the output batch
+//! size; splits are read a few at a time ([`read_splits`]), each streaming through a bounded
+//! channel.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -167,10 +169,10 @@ impl ReadContext {
     pub async fn read_split(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let system = if self.merge.is_some() { SystemColumns::KeyValue } else { SystemColumns::None };
         let raw: BoxStream<'static, Result<RecordBatch>> = match &self.merge {
-            _ if self.with_row_kind => self.chain_files(split.files.clone(), system),
-            None => self.chain_files(split.files.clone(), system),
+            _ if self.with_row_kind => self.chain_files(split.files.clone(), system, self.batch_size),
+            None => self.chain_files(split.files.clone(), system, self.batch_size),
             Some(_) if split.raw_convertible => {
-                let stream = self.chain_files(split.files.clone(), SystemColumns::KeyValue);
+                let stream = self.chain_files(split.files.clone(), SystemColumns::KeyValue, self.batch_size);
                 stream.and_then(|b| futures::future::ready(drop_retracts(b, 1))).boxed()
             }
             Some(config) => self.merge_split(split, config.clone())?,
@@ -205,10 +207,10 @@ impl ReadContext {
     /// the files above level 0 become one run of each key's newest record.
     pub(crate) fn section_runs(self: &Arc<Self>, runs: Vec<Vec<SplitFile>>) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
         if !self.lookup_merge {
-            return Ok(runs.into_iter().map(|run| self.chain_files(run, SystemColumns::KeyValue)).collect());
+            return Ok(runs.into_iter().map(|run| self.chain_files(run, SystemColumns::KeyValue, self.run_batch_size())).collect());
         }
         let (level0, higher): (Vec<SplitFile>, Vec<SplitFile>) = runs.into_iter().flatten().partition(|f| f.level == 0);
-        let mut streams: Vec<_> = level0.into_iter().map(|f| self.chain_files(vec![f], SystemColumns::KeyValue)).collect();
+        let mut streams: Vec<_> = level0.into_iter().map(|f| self.chain_files(vec![f], SystemColumns::KeyValue, self.run_batch_size())).collect();
         if !higher.is_empty() {
             streams.push(self.newest_records(higher)?);
         }
@@ -221,7 +223,11 @@ impl ReadContext {
     pub(crate) fn newest_records(self: &Arc<Self>, files: Vec<SplitFile>) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let sections = sorted_runs::partition(files, &self.key_types)?;
         if sections.iter().all(|s| s.len() == 1) {
-            return Ok(self.chain_files(sections.into_iter().flatten().flatten().collect(), SystemColumns::KeyValue));
+            return Ok(self.chain_files(
+                sections.into_iter().flatten().flatten().collect(),
+                SystemColumns::KeyValue,
+                self.run_batch_size(),
+            ));
         }
         let merge = self.merge.as_ref().ok_or_else(|| Error::invalid("newest records of a table without primary key"))?;
         let config = Arc::new(MergeConfig {
@@ -233,26 +239,42 @@ impl ReadContext {
         let merged: Vec<_> = sections
             .into_iter()
             .map(|section| {
-                let runs = section.into_iter().map(|run| self.chain_files(run, SystemColumns::KeyValue)).collect();
+                let runs = section.into_iter().map(|run| self.chain_files(run, SystemColumns::KeyValue, self.run_batch_size())).collect();
                 merge_keeping_sequence(runs, config.clone(), self.batch_size)
             })
             .collect();
         Ok(stream::iter(merged).flatten().boxed())
     }
 
-    /// Stream files one after the other, with their system columns.
-    pub(crate) fn chain_files(self: &Arc<Self>, files: Vec<SplitFile>, system: SystemColumns) -> BoxStream<'static, Result<RecordBatch>> {
+    /// Rows each merge input decodes at a time: every run holds one decoded batch, so keep
+    /// those small even when output batches are large.
+    fn run_batch_size(&self) -> usize {
+        self.batch_size.min(DEFAULT_BATCH_SIZE)
+    }
+
+    /// Stream files one after the other, with their system columns, `batch_size` rows at a time.
+    fn chain_files(
+        self: &Arc<Self>,
+        files: Vec<SplitFile>,
+        system: SystemColumns,
+        batch_size: usize,
+    ) -> BoxStream<'static, Result<RecordBatch>> {
         let ctx = self.clone();
         stream::iter(files)
             .then(move |f| {
                 let ctx = ctx.clone();
-                async move { ctx.open_file(&f, system).await }
+                async move { ctx.open_file(&f, system, batch_size).await }
             })
             .try_flatten()
             .boxed()
     }
 
-    async fn open_file(&self, file: &SplitFile, system: SystemColumns) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    async fn open_file(
+        &self,
+        file: &SplitFile,
+        system: SystemColumns,
+        batch_size: usize,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let file_schema = self.table.schema_by_id(file.schema_id).await?;
         let deletion = match &file.deletion {
             Some(dv) => Some(Arc::new(self.load_deletion_vector(&dv.path, dv.offset, dv.length).await?)),
@@ -268,7 +290,7 @@ impl ReadContext {
             &self.read_fields,
             system,
             deletion,
-            self.batch_size,
+            batch_size,
         );
         // Reader libraries may panic on damaged files: turn that into an error naming the file
         // (the stream ends after it) instead of unwinding through the scan.

@@ -4,10 +4,12 @@
 //! * [`bucket`]: partition grouping and bucket routing of Arrow batches.
 //! * [`dynamic_bucket`]: key-hash → bucket assignment for dynamic-bucket tables.
 //! * [`file_writer`]: rolling Parquet writers producing `DataFileMeta`.
+//! * [`sorted_buffer`]: the (key, sequence) order of a bucket's write buffer.
 //! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
 
 pub mod bucket;
 pub mod dynamic_bucket;
 pub mod file_writer;
 pub mod input;
+mod sorted_buffer;
 pub mod table_write;

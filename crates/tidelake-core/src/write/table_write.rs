@@ -27,11 +27,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
-use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
-use arrow_select::concat::concat_batches;
 use arrow_select::take::take_record_batch;
-use futures::stream::{self, StreamExt, TryStreamExt};
+use futures::stream::{BoxStream, StreamExt};
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{DataFileMeta, FileKind, FileSource};
 use tidelake_spec::options::ChangelogProducer;
@@ -50,6 +48,7 @@ use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes};
 use crate::write::dynamic_bucket::DynamicBucketAssigner;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 use crate::write::input::{conform, RowKinds};
+use crate::write::sorted_buffer::SortedBuffer;
 
 /// Rows per batch when merged buffers are written.
 const FLUSH_BATCH_SIZE: usize = 8192;
@@ -241,14 +240,12 @@ impl TableWrite {
         }
         let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?;
         let partition_types = self.layout.partition_types.clone();
+        let kinds: ArrayRef = Arc::new(conformed.kinds);
         for group in group_by_partition(&conformed.batch, &self.partition_columns, &partition_types)? {
-            let rows = take_record_batch(&conformed.batch, &group.rows).map_err(|e| Error::arrow("partitioning", e))?;
-            let row_kinds = arrow_select::take::take(&conformed.kinds, &group.rows, None)
-                .map_err(|e| Error::arrow("partitioning", e))?;
+            let (rows, row_kinds) = take_rows(&conformed.batch, &kinds, &group.rows, "partitioning")?;
             let buckets = self.buckets_of(&group.partition, &rows).await?;
             for (bucket, indices) in split_by_bucket(&buckets) {
-                let part = take_record_batch(&rows, &indices).map_err(|e| Error::arrow("bucketing", e))?;
-                let part_kinds = arrow_select::take::take(&row_kinds, &indices, None).map_err(|e| Error::arrow("bucketing", e))?;
+                let (part, part_kinds) = take_rows(&rows, &row_kinds, &indices, "bucketing")?;
                 let w = self.writer(&group.partition, &group.values, bucket)?;
                 self.push(w, part, part_kinds).await?;
             }
@@ -388,91 +385,27 @@ impl TableWrite {
         if buffer.is_empty() {
             return Ok(());
         }
-        let all = concat_batches(&self.kv_schema, &buffer).map_err(|e| Error::arrow("flushing buffer", e))?;
-        drop(buffer);
-        let sorted = self.sort_by_key_and_sequence(&all)?;
-        drop(all);
+        // Key columns follow `_SEQUENCE_NUMBER` and `_VALUE_KIND`.
+        let key_columns: Vec<usize> = self.key_columns.iter().map(|&i| i + 2).collect();
+        let sorted = SortedBuffer::new(buffer, &key_columns)?;
         let bucket_dir = self.writers[w].bucket_dir.clone();
         if self.changelog_input {
-            let mut changelog = self.rolling_writer(&bucket_dir, FileLayout::KeyValue, true)?;
-            for chunk in chunks(&sorted) {
-                changelog.write(&chunk).await?;
-            }
-            let files = changelog.close().await?;
+            let changelog = self.rolling_writer(&bucket_dir, FileLayout::KeyValue, true)?;
+            let files = write_all(changelog, sorted.rows(FLUSH_BATCH_SIZE)).await?;
             self.writers[w].changelog_files.extend(files);
         }
-        let mut data = self.rolling_writer(&bucket_dir, FileLayout::KeyValue, false)?;
-        let merged = self.merge_sorted(sorted);
-        let mut merged = std::pin::pin!(merged);
-        while let Some(batch) = merged.try_next().await? {
-            if let Err(e) = data.write(&batch).await {
-                data.abort().await?;
-                return Err(e);
-            }
-        }
-        let files = data.close().await?;
+        let data = self.rolling_writer(&bucket_dir, FileLayout::KeyValue, false)?;
+        // Equal keys fold with the merge engine, each keeping its winning sequence number
+        // ([`merge_keeping_sequence`]); a buffer without repeated keys is written as it is.
+        let rows = if sorted.has_repeats() {
+            let config = self.merge.clone().expect("primary-key tables have a merge config");
+            merge_keeping_sequence(sorted.runs(FLUSH_BATCH_SIZE), config, FLUSH_BATCH_SIZE)
+        } else {
+            sorted.rows(FLUSH_BATCH_SIZE)
+        };
+        let files = write_all(data, rows).await?;
         self.writers[w].new_files.extend(files);
         Ok(())
-    }
-
-    fn key_converter(&self) -> Result<RowConverter> {
-        let fields = self.key_columns.iter().map(|&i| SortField::new(self.arrow_schema.field(i).data_type().clone())).collect();
-        RowConverter::new(fields).map_err(|e| Error::arrow("key encoding", e))
-    }
-
-    /// Key rows of a `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]` batch.
-    fn key_rows(&self, converter: &RowConverter, batch: &RecordBatch, offset: usize) -> Result<Rows> {
-        let cols: Vec<ArrayRef> = self.key_columns.iter().map(|&i| batch.column(i + offset).clone()).collect();
-        converter.convert_columns(&cols).map_err(|e| Error::arrow("key encoding", e))
-    }
-
-    fn sort_by_key_and_sequence(&self, batch: &RecordBatch) -> Result<RecordBatch> {
-        let converter = self.key_converter()?;
-        let keys = self.key_rows(&converter, batch, 2)?;
-        let seq = batch.column(0).as_any().downcast_ref::<Int64Array>().expect("sequence column is Int64");
-        let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
-        order.sort_unstable_by(|&a, &b| {
-            keys.row(a as usize).cmp(&keys.row(b as usize)).then(seq.value(a as usize).cmp(&seq.value(b as usize)))
-        });
-        take_record_batch(batch, &UInt32Array::from(order)).map_err(|e| Error::arrow("sorting buffer", e))
-    }
-
-    /// Fold equal keys of a sorted buffer with the merge engine, keeping each key's winning
-    /// sequence number ([`merge_keeping_sequence`]). Buffers without duplicate keys are
-    /// written as they are.
-    fn merge_sorted(&self, sorted: RecordBatch) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
-        let runs = (|| {
-            let converter = self.key_converter()?;
-            let keys = self.key_rows(&converter, &sorted, 2)?;
-            // Occurrence number of each row within its key: rows with occurrence i form run i,
-            // each strictly ascending in key, as the merge requires.
-            let mut runs: Vec<Vec<u32>> = Vec::new();
-            let mut occurrence = 0usize;
-            for i in 0..sorted.num_rows() {
-                occurrence = if i > 0 && keys.row(i) == keys.row(i - 1) { occurrence + 1 } else { 0 };
-                if runs.len() <= occurrence {
-                    runs.push(Vec::new());
-                }
-                runs[occurrence].push(i as u32);
-            }
-            Ok::<_, Error>(runs)
-        })();
-        let runs = match runs {
-            Ok(r) => r,
-            Err(e) => return stream::once(async { Err(e) }).boxed(),
-        };
-        if runs.len() <= 1 {
-            return stream::iter(chunks(&sorted).into_iter().map(Ok)).boxed();
-        }
-        let run_streams = runs
-            .iter()
-            .map(|rows| {
-                let run = take_record_batch(&sorted, &UInt32Array::from(rows.clone()));
-                stream::once(async move { run.map_err(|e| Error::arrow("splitting runs", e)) }).boxed()
-            })
-            .collect();
-        let config = self.merge.clone().expect("primary-key tables have a merge config");
-        merge_keeping_sequence(run_streams, config, FLUSH_BATCH_SIZE)
     }
 
     /// Flush everything and return one message per touched (partition, bucket). The writer
@@ -538,12 +471,29 @@ impl TableWrite {
     }
 }
 
-/// Slices of at most [`FLUSH_BATCH_SIZE`] rows.
-fn chunks(batch: &RecordBatch) -> Vec<RecordBatch> {
-    (0..batch.num_rows())
-        .step_by(FLUSH_BATCH_SIZE)
-        .map(|start| batch.slice(start, FLUSH_BATCH_SIZE.min(batch.num_rows() - start)))
-        .collect()
+/// Write `rows` into `writer` and close it; on any failure the writer's files are deleted.
+async fn write_all(mut writer: RollingWriter, mut rows: BoxStream<'static, Result<RecordBatch>>) -> Result<Vec<DataFileMeta>> {
+    while let Some(batch) = rows.next().await {
+        let written = match batch {
+            Ok(batch) => writer.write(&batch).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            writer.abort().await?;
+            return Err(e);
+        }
+    }
+    writer.close().await
+}
+
+/// The rows at `indices` (ascending) of `batch` and their `kinds`; no copy when that is every row.
+fn take_rows(batch: &RecordBatch, kinds: &ArrayRef, indices: &UInt32Array, what: &str) -> Result<(RecordBatch, ArrayRef)> {
+    if indices.len() == batch.num_rows() {
+        return Ok((batch.clone(), kinds.clone()));
+    }
+    let rows = take_record_batch(batch, indices).map_err(|e| Error::arrow(what, e))?;
+    let kinds = arrow_select::take::take(kinds, indices, None).map_err(|e| Error::arrow(what, e))?;
+    Ok((rows, kinds))
 }
 
 /// Row indices per bucket, buckets in first-appearance order.

@@ -91,6 +91,8 @@ pub struct WriterConfig {
     pub row_group_bytes: u64,
     /// `file.suffix.include.compression`: names end in `.<codec ext>.parquet`.
     pub suffix_include_compression: bool,
+    /// `parquet.enable.dictionary` (default true), as Java hands it to parquet-mr.
+    pub dictionary: bool,
     stats: StatsConfig,
 }
 
@@ -162,6 +164,7 @@ impl WriterConfig {
             zstd_level: options.file_compression_zstd_level().map_err(spec)?,
             row_group_bytes,
             suffix_include_compression: options.file_suffix_include_compression().map_err(spec)?,
+            dictionary: options.get_bool("parquet.enable.dictionary").map_err(spec)?.unwrap_or(true),
             stats: StatsConfig::new(options, &stats_mode)?,
         })
     }
@@ -247,6 +250,9 @@ impl FilePlan {
                 .ok_or_else(|| Error::invalid(format!("primary key '{key}' is not a column")))?;
             key_positions.push(pos);
         }
+        // A single-column key is distinct per row of a key-value file (changelog files may
+        // repeat a key, rarely); so are sequence numbers. Such columns get no dictionary.
+        let unique_key = |pos: usize| layout == FileLayout::KeyValue && key_positions == [pos];
         let mut columns = Vec::new();
         for &pos in &key_positions {
             let field = &fields[pos];
@@ -254,6 +260,7 @@ impl FilePlan {
                 name: format!("{KEY_FIELD_PREFIX}{}", field.name),
                 field_id: field.id.wrapping_add(SYSTEM_FIELD_ID_START),
                 data_type: field.data_type.clone(),
+                unique: unique_key(pos),
             });
         }
         if layout == FileLayout::KeyValue {
@@ -261,18 +268,21 @@ impl FilePlan {
                 name: SEQUENCE_NUMBER.into(),
                 field_id: SEQUENCE_NUMBER_FIELD_ID,
                 data_type: DataType::not_null(TypeKind::BigInt),
+                unique: true,
             });
             columns.push(PhysicalColumn {
                 name: VALUE_KIND.into(),
                 field_id: VALUE_KIND_FIELD_ID,
                 data_type: DataType::not_null(TypeKind::TinyInt),
+                unique: false,
             });
         }
         let value_offset = columns.len();
-        columns.extend(fields.iter().map(|f| PhysicalColumn {
+        columns.extend(fields.iter().enumerate().map(|(pos, f)| PhysicalColumn {
             name: f.name.clone(),
             field_id: f.id,
             data_type: f.data_type.clone(),
+            unique: unique_key(pos),
         }));
         let value_types = fields
             .iter()
@@ -378,6 +388,7 @@ impl RollingWriter {
             &config.compression,
             config.zstd_level,
             config.row_group_bytes,
+            config.dictionary,
         )?;
         let extension = match compression_extension(&config.compression) {
             Some(ext) if config.suffix_include_compression => format!("{ext}.parquet"),
@@ -477,7 +488,7 @@ impl RollingWriter {
         let mut offset = 0;
         while offset < rows {
             if self.current.is_none() {
-                self.open_file()?;
+                self.open_file(&physical.slice(offset, (rows - offset).min(ROLL_CHECK_ROWS)))?;
             }
             let open = self
                 .current
@@ -567,14 +578,15 @@ impl RollingWriter {
         self.plan.physical.batch(columns)
     }
 
-    fn open_file(&mut self) -> Result<()> {
+    /// Start the next file, whose first rows are `first` (physical layout).
+    fn open_file(&mut self, first: &RecordBatch) -> Result<()> {
         let name = format!(
             "{}{}-{}.{}",
             self.prefix, self.uuid, self.next_file, self.extension
         );
         self.next_file += 1;
         let rel_path = self.rel_path(&name);
-        let file = ParquetFile::create(&self.io, &rel_path, &self.plan.physical, &self.parquet)?;
+        let file = ParquetFile::create(&self.io, &rel_path, &self.plan.physical, &self.parquet, first)?;
         self.created.push(rel_path);
         self.current = Some(OpenFile {
             name,

@@ -26,11 +26,13 @@
 //! definition levels always agree; bytes leave memory one row group at a time
 //! ([`ObjectSink`] streams them into a multipart upload).
 
+use std::collections::HashSet;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use bytes::Bytes;
@@ -44,7 +46,7 @@ use parquet::basic::{
 };
 use parquet::errors::ParquetError;
 use parquet::file::properties::{WriterProperties, DEFAULT_MAX_ROW_GROUP_ROW_COUNT};
-use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
 use tidelake_spec::arrow::to_arrow_type;
 use tidelake_spec::types::{DataType, TypeKind};
 
@@ -64,6 +66,9 @@ pub(super) struct PhysicalColumn {
     pub name: String,
     pub field_id: i32,
     pub data_type: DataType,
+    /// Every value is distinct within a file (`_SEQUENCE_NUMBER`, a single-column key): a
+    /// dictionary could never shrink it, so the column is written PLAIN.
+    pub unique: bool,
 }
 
 /// The Parquet schema of a data file and the Arrow schema its batches are encoded from.
@@ -72,6 +77,8 @@ pub(super) struct PhysicalSchema {
     arrow: SchemaRef,
     /// Per column: the input's Arrow type when it must be cast to the encoder's type.
     casts: Vec<Option<ArrowType>>,
+    /// Top-level primitive columns written without a dictionary ([`PhysicalColumn::unique`]).
+    plain_columns: Vec<ColumnPath>,
 }
 
 impl PhysicalSchema {
@@ -79,7 +86,11 @@ impl PhysicalSchema {
         let mut parquet_fields = Vec::with_capacity(columns.len());
         let mut arrow_fields = Vec::with_capacity(columns.len());
         let mut casts = Vec::with_capacity(columns.len());
+        let mut plain_columns = Vec::new();
         for column in columns {
+            if column.unique {
+                plain_columns.push(ColumnPath::from(column.name.as_str()));
+            }
             parquet_fields.push(parquet_type(
                 &column.name,
                 &column.data_type,
@@ -105,6 +116,7 @@ impl PhysicalSchema {
             descriptor: SchemaDescriptor::new(Arc::new(root)),
             arrow: Arc::new(Schema::new(arrow_fields)),
             casts,
+            plain_columns,
         })
     }
 
@@ -317,12 +329,20 @@ pub(super) struct ParquetOptions {
     pub compression: Compression,
     /// Row groups are cut at this many encoded bytes (Java `parquet.block.size`).
     pub row_group_bytes: usize,
+    /// Dictionary encoding (Java `parquet.enable.dictionary`, default on); columns whose
+    /// values are all distinct never get one.
+    pub dictionary: bool,
 }
 
 impl ParquetOptions {
     /// `file.compression` (Java codec names, any case; `none` = uncompressed) at
     /// `file.compression.zstd-level`.
-    pub(super) fn new(compression: &str, zstd_level: i32, row_group_bytes: u64) -> Result<Self> {
+    pub(super) fn new(
+        compression: &str,
+        zstd_level: i32,
+        row_group_bytes: u64,
+        dictionary: bool,
+    ) -> Result<Self> {
         let codec = match compression.to_ascii_lowercase().as_str() {
             "none" | "uncompressed" => Compression::UNCOMPRESSED,
             "zstd" => Compression::ZSTD(
@@ -345,18 +365,74 @@ impl ParquetOptions {
         Ok(ParquetOptions {
             compression: codec,
             row_group_bytes,
+            dictionary,
         })
     }
 
     /// Row groups end at `row_group_bytes` (estimated encoded size, like Java's
     /// `parquet.block.size`) or at arrow-rs's default of 1M rows, whichever comes first; input
     /// batch boundaries never cut a row group.
-    fn properties(&self) -> WriterProperties {
-        WriterProperties::builder()
+    ///
+    /// Dictionaries: columns of `schema` whose values are unique get none, nor do columns whose
+    /// dictionary does not pay on `first` (the file's first rows, laid out as `schema.arrow`),
+    /// the decision Java's parquet-mr takes after a column's first page
+    /// (`DictionaryValuesWriter.isCompressionSatisfying`). Otherwise arrow-rs would intern
+    /// every value until the dictionary reaches its page limit (1 MiB) and only then fall back
+    /// to PLAIN: the largest encoding cost of files with unique columns.
+    fn properties(&self, schema: &PhysicalSchema, first: &RecordBatch) -> WriterProperties {
+        let mut builder = WriterProperties::builder()
             .set_compression(self.compression)
             .set_max_row_group_bytes(Some(self.row_group_bytes))
             .set_max_row_group_row_count(Some(DEFAULT_MAX_ROW_GROUP_ROW_COUNT))
-            .build()
+            .set_dictionary_enabled(self.dictionary);
+        if !self.dictionary {
+            return builder.build();
+        }
+        let mut plain = schema.plain_columns.clone();
+        for (field, column) in schema.arrow.fields().iter().zip(first.columns()) {
+            if !dictionary_pays(column) {
+                plain.push(ColumnPath::from(field.name().as_str()));
+            }
+        }
+        for column in plain {
+            builder = builder.set_column_dictionary_enabled(column, false);
+        }
+        builder.build()
+    }
+}
+
+/// Whether dictionary-encoding `column` (a top-level column) would be smaller than PLAIN:
+/// distinct values plus bit-packed indices against every value (Java parquet-mr's
+/// `isCompressionSatisfying`). Only byte-array and fixed-width primitive columns are judged;
+/// others keep their dictionary.
+fn dictionary_pays(column: &ArrayRef) -> bool {
+    fn judge<'a>(values: impl Iterator<Item = &'a [u8]>, length_prefix: usize) -> bool {
+        let mut distinct = HashSet::new();
+        let (mut count, mut plain, mut dictionary) = (0usize, 0usize, 0usize);
+        for v in values {
+            count += 1;
+            plain += v.len() + length_prefix;
+            if distinct.insert(v) {
+                dictionary += v.len() + length_prefix;
+            }
+        }
+        let index_bits = (usize::BITS - distinct.len().leading_zeros()) as usize;
+        count == 0 || dictionary + (count * index_bits).div_ceil(8) < plain
+    }
+    let valid = |i: usize| column.is_valid(i);
+    match column.data_type() {
+        ArrowType::Utf8 => judge(column.as_string::<i32>().iter().flatten().map(str::as_bytes), 4),
+        ArrowType::LargeUtf8 => judge(column.as_string::<i64>().iter().flatten().map(str::as_bytes), 4),
+        ArrowType::Binary => judge(column.as_binary::<i32>().iter().flatten(), 4),
+        ArrowType::LargeBinary => judge(column.as_binary::<i64>().iter().flatten(), 4),
+        t if t.is_primitive() => {
+            let Some(width) = t.primitive_width() else { return true };
+            let data = column.to_data();
+            let start = data.offset() * width;
+            let values = &data.buffers()[0].as_slice()[start..start + data.len() * width];
+            judge(values.chunks_exact(width).enumerate().filter(|(i, _)| valid(*i)).map(|(_, v)| v), 0)
+        }
+        _ => true,
     }
 }
 
@@ -395,11 +471,14 @@ pub(super) struct ParquetFile {
 }
 
 impl ParquetFile {
+    /// A file for batches shaped as `schema`, whose first rows will be `first` (they tune the
+    /// encodings, see [`ParquetOptions::properties`]).
     pub(super) fn create(
         io: &FileIO,
         rel_path: &str,
         schema: &PhysicalSchema,
         options: &ParquetOptions,
+        first: &RecordBatch,
     ) -> Result<ParquetFile> {
         let display = io.display(rel_path);
         let sink = ObjectSink {
@@ -407,7 +486,7 @@ impl ParquetFile {
             completing: false,
         };
         let writer_options = ArrowWriterOptions::new()
-            .with_properties(options.properties())
+            .with_properties(options.properties(schema, first))
             .with_skip_arrow_metadata(true)
             .with_parquet_schema(schema.descriptor.clone());
         let writer =
@@ -458,6 +537,23 @@ mod tests {
     use tidelake_spec::types::{DataField, MAX_LENGTH};
 
     #[test]
+    fn dictionaries_only_where_they_pay() {
+        use arrow_array::{Float64Array, Int32Array, StringArray};
+        let unique: ArrayRef = Arc::new(StringArray::from_iter_values((0..1000).map(|i| format!("note-{i}"))));
+        let few: ArrayRef = Arc::new(StringArray::from_iter_values((0..1000).map(|i| format!("cat-{}", i % 8))));
+        let prices: ArrayRef = Arc::new(Float64Array::from_iter_values((0..1000).map(|i| i as f64 * 0.5)));
+        let small: ArrayRef = Arc::new(Int32Array::from_iter((0..1000).map(|i| (i % 3 != 0).then_some(i % 50))));
+        assert!(!dictionary_pays(&unique));
+        assert!(dictionary_pays(&few));
+        assert!(!dictionary_pays(&prices));
+        assert!(dictionary_pays(&small));
+        // A slice is judged on its own rows.
+        let repeated: ArrayRef = Arc::new(Int32Array::from_iter_values((0..1000).map(|i| if i < 500 { i } else { 7 })));
+        assert!(!dictionary_pays(&repeated.slice(0, 500)));
+        assert!(dictionary_pays(&repeated.slice(500, 500)));
+    }
+
+    #[test]
     fn decimal_lengths_match_java() {
         let expected = [(19, 9), (20, 9), (27, 12), (28, 12), (29, 13), (38, 16)];
         for (precision, bytes) in expected {
@@ -482,6 +578,7 @@ mod tests {
             name: "a".into(),
             field_id: 10,
             data_type: ty,
+            unique: false,
         }])
         .unwrap();
         let ids: Vec<(String, i32)> = schema

@@ -22,13 +22,13 @@ def write_part(table_path: str, rows: list[dict], commit_user: str) -> bytes:
 
 
 def concurrent_upserts(table_path: str, worker: int, commits: int, rows_per_commit: int, go_file: str,
-                       ready_dir: str) -> list[dict[str, Any]]:
+                       ready_dir: str, storage_options: dict | None = None) -> list[dict[str, Any]]:
     """Wait for ``go_file``, then commit ``commits`` upserts of keys only this worker owns.
 
     Returns one record per commit: the keys written and whether the commit landed (its
     snapshot id) or raised CommitConflictError.
     """
-    t = tidelake.open_table(table_path)
+    t = tidelake.open_table(table_path, storage_options=storage_options)
     open(os.path.join(ready_dir, f"ready-{worker}"), "w").close()
     deadline = time.monotonic() + 60
     while not os.path.exists(go_file):
@@ -57,19 +57,58 @@ def concurrent_upserts(table_path: str, worker: int, commits: int, rows_per_comm
     return out
 
 
-def compactor_loop(table_path: str, go_file: str, stop_file: str, ready_dir: str) -> dict[str, int]:
+def compactor_loop(table_path: str, go_file: str, stop_file: str, ready_dir: str,
+                   storage_options: dict | None = None) -> dict[str, int]:
     """Compact the table over and over while writers commit, until ``stop_file`` appears."""
-    t = tidelake.open_table(table_path)
+    t = tidelake.open_table(table_path, storage_options=storage_options)
     open(os.path.join(ready_dir, "ready-compactor"), "w").close()
     while not os.path.exists(go_file):
         time.sleep(0.001)
     done = {"compacted": 0, "conflicts": 0, "nothing": 0}
     while not os.path.exists(stop_file):
         try:
-            sid = tidelake.open_table(table_path).compact(full=True)
+            sid = tidelake.open_table(table_path, storage_options=storage_options).compact(full=True)
             done["compacted" if sid is not None else "nothing"] += 1
         except tidelake.CommitConflictError:
             done["conflicts"] += 1
         time.sleep(0.005)
     del t
     return done
+
+
+def race_commits(location: str, storage_options: dict, worker: int, rounds: int, barrier: Any) -> list[int | None]:
+    """Each round: wait for the other racer, then commit one row with retries off. Returns the
+    snapshot id won per round, None where CommitConflictError said the race was lost."""
+    t = tidelake.open_table(location, storage_options=storage_options)
+    out: list[int | None] = []
+    for r in range(rounds):
+        w = t.writer(commit_user=f"racer{worker}-{r}")
+        w.write(pa.table({"k": pa.array([worker * 1000 + r], pa.int64()), "dt": ["x"], "v": pa.array([r], pa.int64())},
+                         schema=t.schema))
+        messages = w.prepare_commit()
+        barrier.wait(timeout=60)
+        try:
+            ids = t.commit(messages)
+            out.append(ids[-1])
+            w.close()
+        except tidelake.CommitConflictError:
+            w.abort()
+            out.append(None)
+    return out
+
+
+def crash_victim(args_json: str) -> None:
+    """Run one operation of ``test_crash.py`` (in a process whose storage may abort it)."""
+    import json
+
+    args = json.loads(args_json)
+    t = tidelake.open_table(args["location"], storage_options=args["storage_options"])
+    op = args["op"]
+    if op["kind"] in ("write", "delete"):
+        data = pa.table({"k": pa.array(op["keys"], pa.int64()), "dt": [op["dt"]] * len(op["keys"]),
+                         "v": pa.array([op["v"]] * len(op["keys"]), pa.int64())}, schema=t.schema)
+        (t.upsert if op["kind"] == "write" else t.delete)(data)
+    elif op["kind"] == "compact":
+        t.compact(full=True)
+    else:
+        t.expire_snapshots(retain_min=1, retain_max=2, older_than_ms=int(time.time() * 1000) + 60_000)

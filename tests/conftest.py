@@ -13,6 +13,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
+from _s3 import s3_server, storage  # noqa: F401  (fixtures: the moto S3 server, local|s3 storage)
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 FIXTURES = pathlib.Path(os.environ.get("TIDELAKE_FIXTURES", REPO.parent / "shared" / "fixtures" / "paimon-v1"))
 

@@ -27,15 +27,18 @@ ROWS = 200
 SCHEMA = pa.schema([("k", pa.int64()), ("w", pa.int32()), ("c", pa.int32())])
 
 
-def run_workers(table_path: str, tmp_path, compactor: bool) -> tuple[list[dict], dict | None]:
+def run_workers(table_path: str, tmp_path, compactor: bool,
+                storage_options: dict | None = None) -> tuple[list[dict], dict | None]:
     ctx = mp.get_context("spawn")
     go, stop = str(tmp_path / "go"), str(tmp_path / "stop")
     ready = tmp_path / "ready"
     ready.mkdir()
     with ctx.Pool(WORKERS + compactor) as pool:
         pending = pool.starmap_async(concurrent_upserts,
-                                     [(table_path, w, COMMITS, ROWS, go, str(ready)) for w in range(WORKERS)])
-        compacting = pool.apply_async(compactor_loop, (table_path, go, stop, str(ready))) if compactor else None
+                                     [(table_path, w, COMMITS, ROWS, go, str(ready), storage_options)
+                                      for w in range(WORKERS)])
+        compacting = (pool.apply_async(compactor_loop, (table_path, go, stop, str(ready), storage_options))
+                      if compactor else None)
         deadline = time.monotonic() + 60
         while len(os.listdir(ready)) < WORKERS + compactor:  # every process has opened the table
             assert time.monotonic() < deadline, "workers did not start"
@@ -45,6 +48,32 @@ def run_workers(table_path: str, tmp_path, compactor: bool) -> tuple[list[dict],
         open(stop, "w").close()
         compactions = compacting.get(timeout=60) if compacting else None
     return [r for per_worker in results for r in per_worker], compactions
+
+
+def check_landed(t: tidelake.Table, records: list[dict], compactions: dict | None):
+    """Every landed commit is one APPEND snapshot with all its rows, every conflicting one left
+    nothing, ids are contiguous. Returns the table, the landed records and the expected rows."""
+    assert len(records) == WORKERS * COMMITS
+    snaps = t.snapshots()
+    assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))  # contiguous 1..k
+    appended_by = {s.commit_user: s for s in snaps if s.commit_kind == "APPEND"}
+    landed = [r for r in records if r["conflict"] is None]
+    conflicts = [r for r in records if r["conflict"] is not None]
+    print(f"{len(landed)} landed, {len(conflicts)} CommitConflictError, {len(snaps)} snapshots "
+          f"({sum(s.commit_kind == 'COMPACT' for s in snaps)} COMPACT); compactor: {compactions}")
+    if compactions is not None:
+        assert compactions["compacted"] >= 1
+        assert sum(s.commit_kind == "COMPACT" for s in snaps) >= compactions["compacted"]
+    for r in landed:
+        assert r["user"] in appended_by, r["user"]
+        assert r["ids"] and r["ids"][0] == appended_by[r["user"]].id
+    for r in conflicts:  # a conflicting commit must not have landed its data
+        assert r["user"] not in appended_by, f"{r['user']} raised CommitConflictError but its APPEND landed"
+    assert len(appended_by) == len(landed)
+    expected = pa.Table.from_pylist([{"k": k, "w": r["worker"], "c": r["commit"]} for r in landed for k in r["keys"]],
+                                    schema=t.schema)
+    assert_same_rows(t.to_arrow(), expected)
+    return t, landed, expected
 
 
 CASES = {
@@ -64,28 +93,8 @@ def test_concurrent_committers(tmp_path, case):
     cat, wh = new_warehouse(tmp_path / "wh")
     t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], bucket=bucket, options=options)
     records, compactions = run_workers(t.path, tmp_path, compactor)
-    assert len(records) == WORKERS * COMMITS
-    t = tidelake.open_table(t.path)
-    snaps = t.snapshots()
-    assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))  # contiguous 1..k
-    appended_by = {s.commit_user: s for s in snaps if s.commit_kind == "APPEND"}
-    landed = [r for r in records if r["conflict"] is None]
-    conflicts = [r for r in records if r["conflict"] is not None]
-    print(f"{len(landed)} landed, {len(conflicts)} CommitConflictError, {len(snaps)} snapshots "
-          f"({sum(s.commit_kind == 'COMPACT' for s in snaps)} COMPACT); compactor: {compactions}")
-    if compactor:
-        assert compactions["compacted"] >= 1
-        assert sum(s.commit_kind == "COMPACT" for s in snaps) >= compactions["compacted"]
-    for r in landed:
-        assert r["user"] in appended_by, r["user"]
-        assert r["ids"] and r["ids"][0] == appended_by[r["user"]].id
-    for r in conflicts:  # a conflicting commit must not have landed its data
-        assert r["user"] not in appended_by, f"{r['user']} raised CommitConflictError but its APPEND landed"
-    assert len(appended_by) == len(landed)
+    t, landed, expected = check_landed(tidelake.open_table(t.path), records, compactions)
     got = t.to_arrow()
-    expected = pa.Table.from_pylist([{"k": k, "w": r["worker"], "c": r["commit"]} for r in landed for k in r["keys"]],
-                                    schema=t.schema)
-    assert_same_rows(got, expected)
     theirs = conform_to(pp_read(wh, schema=t.schema), t.schema)
     assert_same_rows(theirs, got)
     # pypaimon then upserts some landed keys: it must find each in the bucket that holds it
@@ -114,3 +123,11 @@ def test_concurrent_committers(tmp_path, case):
             for k in pq.ParquetFile(f).read(columns=["k"]).column(0).to_pylist():
                 where.setdefault(k, set()).add(f.parent.name)
         assert all(len(b) == 1 for b in where.values())
+
+
+def test_concurrent_committers_on_s3(tmp_path, s3_server):
+    """4 writer processes and a compactor on one table on the S3 server."""
+    location = f"s3://{s3_server.new_bucket()}/wh/t"
+    t = tidelake.create_table(location, SCHEMA, primary_keys=["k"], bucket=2, storage_options=s3_server.options)
+    records, compactions = run_workers(location, tmp_path, True, s3_server.options)
+    check_landed(tidelake.open_table(location, storage_options=s3_server.options), records, compactions)

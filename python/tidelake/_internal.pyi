@@ -45,7 +45,7 @@ of ``add_column`` (field, arg=comment, position ``first``/``last``/``after:COL``
 class RawCatalog:
     """A filesystem catalog: ``<warehouse>/<database>.db/<table>/``."""
 
-    def __new__(cls, warehouse: str) -> RawCatalog:
+    def __new__(cls, warehouse: str, storage_options: dict[str, str] | None = None) -> RawCatalog:
         """Open (without creating anything) the warehouse directory or URL ``warehouse``."""
 
     @property
@@ -87,6 +87,7 @@ class RawTable:
         bucket: int | None,
         options: list[tuple[str, str]],
         comment: str | None = None,
+        storage_options: dict[str, str] | None = None,
     ) -> RawTable:
         """Create a table at ``location`` (writes ``schema/schema-0``) and open it."""
 
@@ -97,7 +98,7 @@ class RawTable:
         """Re-open the table (latest schema)."""
 
     @staticmethod
-    def open(location: str) -> RawTable:
+    def open(location: str, storage_options: dict[str, str] | None = None) -> RawTable:
         """Open the table at ``location`` (a local path or an object-store URL).
 
         Raises ``TableNotFoundError`` if nothing there looks like a Paimon table and
@@ -107,6 +108,10 @@ class RawTable:
     @property
     def location(self) -> str:
         """The table's root location."""
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """The storage options the table was opened with."""
 
     def schema_json(self) -> str:
         """The latest schema as Paimon JSON (the text of ``schema/schema-N``)."""

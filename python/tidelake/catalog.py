@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from . import _internal
-from .table import Table, _schema_of
+from .table import Table, _schema_of, _storage_options
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -18,8 +18,10 @@ class Catalog:
     """Databases and tables under one warehouse directory, compatible with Paimon's
     filesystem catalog (``CatalogFactory.create({"warehouse": ...})`` in pypaimon)."""
 
-    def __init__(self, warehouse: str | os.PathLike[str]) -> None:
-        self._raw = _internal.RawCatalog(os.fspath(warehouse))
+    def __init__(self, warehouse: str | os.PathLike[str], storage_options: dict[str, str] | None = None) -> None:
+        """``warehouse`` is a directory or an object-store URL; ``storage_options`` as for
+        :func:`tidelake.open_table`."""
+        self._raw = _internal.RawCatalog(os.fspath(warehouse), _storage_options(storage_options))
 
     @property
     def warehouse(self) -> str:

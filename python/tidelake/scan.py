@@ -32,10 +32,12 @@ class Split:
     with_row_kind: bool
     row_count: int
     payload: bytes
+    #: The table's storage options, as sorted ``(key, value)`` pairs (credentials included).
+    storage_options: tuple[tuple[str, str], ...] = ()
 
     def read(self) -> "pa.RecordBatchReader":
         """Stream this split's rows (merged for primary-key tables)."""
-        raw = _internal.RawTable.open(self.table_path)
+        raw = _internal.RawTable.open(self.table_path, dict(self.storage_options))
         return _reader(raw.read_split(
             self.payload,
             schema_id=self.schema_id,
@@ -72,9 +74,10 @@ class Scan:
 
     def splits(self) -> list[Split]:
         """The units of work, for distributed readers."""
+        storage_options = tuple(sorted(self._table.storage_options.items()))
         return [
             Split(self._table.location, self._raw.schema_id, self._columns, self._filter_json,
-                  self._with_row_kind, count, payload)
+                  self._with_row_kind, count, payload, storage_options)
             for payload, count in zip(self._raw.splits(), self._raw.split_row_counts())
         ]
 

@@ -33,10 +33,22 @@ def _schema_of(schema: Any) -> "pa.Schema":
     raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
 
 
+def _storage_options(storage_options: dict[str, str] | None) -> dict[str, str] | None:
+    if storage_options is None:
+        return None
+    if not isinstance(storage_options, dict):
+        raise InvalidArgumentError(f"storage_options must be a dict, got {type(storage_options).__name__}")
+    return {str(k): str(v) for k, v in storage_options.items()}
+
+
 def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys: list[str] | None = None,
                  partition_keys: list[str] | None = None, bucket: int | None = None,
-                 options: dict[str, str] | None = None, comment: str | None = None) -> "Table":
+                 options: dict[str, str] | None = None, comment: str | None = None,
+                 storage_options: dict[str, str] | None = None) -> "Table":
     """Create a Paimon table at ``path`` (writes ``schema/schema-0``) and open it.
+
+    ``path`` is a local path or an object-store URL (``s3://bucket/prefix``, ``gs://``,
+    ``az://``); see :func:`open_table` for ``storage_options``.
 
     Args:
         schema: the columns, as a :class:`pyarrow.Schema`. Primary-key columns become NOT NULL.
@@ -52,7 +64,8 @@ def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys
     """
     raw = _internal.RawTable.create(os.fspath(path), _schema_of(schema), list(primary_keys or []),
                                     list(partition_keys or []), bucket,
-                                    [(str(k), str(v)) for k, v in (options or {}).items()], comment)
+                                    [(str(k), str(v)) for k, v in (options or {}).items()], comment,
+                                    _storage_options(storage_options))
     return Table(raw)
 
 
@@ -61,14 +74,21 @@ def _check_batch_size(batch_size: int | None) -> None:
         raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
 
 
-def open_table(path: str | os.PathLike[str]) -> "Table":
+def open_table(path: str | os.PathLike[str], storage_options: dict[str, str] | None = None) -> "Table":
     """Open the Paimon table at ``path`` (a directory holding ``schema/``, ``snapshot/``...).
+
+    ``path`` is a local path or an object-store URL: ``s3://bucket/prefix`` (also ``s3a://``),
+    ``gs://bucket/prefix``, ``az://container/prefix``. Credentials and settings come from the
+    standard environment variables (``AWS_ACCESS_KEY_ID``, ``AWS_REGION``, ``AWS_ENDPOINT``...)
+    and from ``storage_options``, which win: object_store's configuration keys, e.g.
+    ``{"aws_endpoint": "http://127.0.0.1:9000", "aws_region": "us-east-1", "allow_http": "true"}``.
+    An unknown key raises InvalidArgumentError.
 
     Raises:
         TableNotFoundError: nothing at ``path`` looks like a Paimon table.
         CorruptMetadataError: the latest schema file cannot be parsed.
     """
-    return Table(_internal.RawTable.open(os.fspath(path)))
+    return Table(_internal.RawTable.open(os.fspath(path), _storage_options(storage_options)))
 
 
 class Table:
@@ -128,6 +148,11 @@ class Table:
     def path(self) -> str:
         """The table's root location."""
         return self._raw.location
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """The storage options the table was opened with (pass them on to re-open it elsewhere)."""
+        return self._raw.storage_options
 
     @cached_property
     def _schema_version(self) -> SchemaVersion:

@@ -105,8 +105,24 @@ impl Error {
         Error::Arrow { context: context.to_string(), source }
     }
 
+    /// A Parquet error; a storage error the Parquet reader or writer passed through stays a
+    /// storage error (a lost connection is not a corrupt file).
     pub fn parquet(context: impl fmt::Display, source: parquet::errors::ParquetError) -> Self {
-        Error::Parquet { context: context.to_string(), source }
+        let external = match source {
+            parquet::errors::ParquetError::External(e) => e,
+            source => return Error::Parquet { context: context.to_string(), source },
+        };
+        let external = match external.downcast::<object_store::Error>() {
+            Ok(store) => return Error::Io { path: context.to_string(), source: *store },
+            Err(other) => other,
+        };
+        match external.downcast::<Error>() {
+            Ok(ours) => *ours,
+            Err(other) => Error::Parquet {
+                context: context.to_string(),
+                source: parquet::errors::ParquetError::External(other),
+            },
+        }
     }
 
     /// Attach the file a spec-level decode error came from.

@@ -2,8 +2,11 @@
 //! (`SnapshotManager`, `HintFileUtils`, `TagManager`).
 //!
 //! Invariants:
-//! * `LATEST`/`EARLIEST` are hints only: `LATEST = k` is trusted when `snapshot-(k+1)` does not
-//!   exist, `EARLIEST = k` when `snapshot-k` exists; otherwise the directory is listed;
+//! * `LATEST`/`EARLIEST` are hints only: from `LATEST = k` (or, without it, from `EARLIEST`)
+//!   the snapshot files `k+1, k+2, ...` are probed until one is missing (a stale hint costs one
+//!   HEAD per snapshot it lags, up to [`MAX_HINT_PROBES`]; no listing, which matters on object
+//!   stores), `EARLIEST = k` is trusted when `snapshot-k` exists; otherwise the directory is
+//!   listed;
 //! * snapshot ids are contiguous between earliest and latest (expiration removes a prefix);
 //! * a snapshot or tag file that fails to parse is a [`Error::Corrupt`] naming the file.
 
@@ -21,6 +24,9 @@ const SNAPSHOT_DIR: &str = "snapshot";
 const TAG_DIR: &str = "tag";
 const LATEST: &str = "snapshot/LATEST";
 const EARLIEST: &str = "snapshot/EARLIEST";
+
+/// How far past a stale `LATEST` hint snapshots are probed before the directory is listed.
+pub const MAX_HINT_PROBES: i64 = 64;
 
 /// How many snapshot files are fetched at once when a whole history is loaded.
 const PARALLEL_READS: usize = 16;
@@ -60,11 +66,19 @@ impl SnapshotManager {
 
     /// The latest snapshot id, or `None` for a table without snapshots.
     pub async fn latest_id(&self) -> Result<Option<i64>> {
-        if let Some(k) = self.read_hint(LATEST).await?.filter(|k| *k > 0) {
-            if !self.io.exists(&Self::snapshot_path(k + 1)).await?
-                && self.io.exists(&Self::snapshot_path(k)).await?
-            {
-                return Ok(Some(k));
+        let hint = match self.read_hint(LATEST).await?.filter(|k| *k > 0) {
+            Some(k) => Some(k),
+            None => self.read_hint(EARLIEST).await?.filter(|k| *k > 0),
+        };
+        if let Some(k) = hint {
+            if self.io.exists(&Self::snapshot_path(k)).await? {
+                let mut latest = k;
+                while latest - k < MAX_HINT_PROBES {
+                    if !self.io.exists(&Self::snapshot_path(latest + 1)).await? {
+                        return Ok(Some(latest));
+                    }
+                    latest += 1;
+                }
             }
         }
         Ok(self.list_ids().await?.last().copied())

@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use pyo3_arrow::PySchema;
 use tidelake_core::catalog::Catalog;
-use tidelake_core::io::FileIO;
+use tidelake_core::io::{FileIO, StorageOptions};
 
 use crate::errors::IntoPyResult;
 use crate::runtime::block_on;
@@ -17,8 +17,10 @@ pub struct RawCatalog {
 #[pymethods]
 impl RawCatalog {
     #[new]
-    fn new(warehouse: &str) -> PyResult<RawCatalog> {
-        Ok(RawCatalog { catalog: Catalog::new(FileIO::open(warehouse).py()?) })
+    #[pyo3(signature = (warehouse, storage_options=None))]
+    fn new(warehouse: &str, storage_options: Option<StorageOptions>) -> PyResult<RawCatalog> {
+        let io = FileIO::open_with(warehouse, &storage_options.unwrap_or_default()).py()?;
+        Ok(RawCatalog { catalog: Catalog::new(io) })
     }
 
     #[getter]

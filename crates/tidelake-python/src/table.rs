@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3_arrow::{PyField, PySchema};
-use tidelake_core::io::FileIO;
+use tidelake_core::io::{FileIO, StorageOptions};
 use tidelake_core::schema_change::{alter_table, create_table, ColumnPosition, SchemaChange, TableSpec};
 use tidelake_core::table::Table;
 
@@ -76,7 +76,7 @@ fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
 impl RawTable {
     /// Create a table at `location` and open it.
     #[staticmethod]
-    #[pyo3(signature = (location, schema, primary_keys, partition_keys, bucket, options, comment=None))]
+    #[pyo3(signature = (location, schema, primary_keys, partition_keys, bucket, options, comment=None, storage_options=None))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -87,10 +87,11 @@ impl RawTable {
         bucket: Option<i32>,
         options: Vec<(String, String)>,
         comment: Option<String>,
+        storage_options: Option<StorageOptions>,
     ) -> PyResult<RawTable> {
         let spec = table_spec(primary_keys, partition_keys, bucket, options, comment);
         let schema = schema.into_inner();
-        let io = FileIO::open(&location).py()?;
+        let io = FileIO::open_with(&location, &storage_options.unwrap_or_default()).py()?;
         let table = block_on(py, create_table(io, &schema, &spec))?.py()?;
         Ok(RawTable { table })
     }
@@ -108,16 +109,24 @@ impl RawTable {
         Ok(RawTable { table })
     }
 
-    /// Open the table at `location`.
+    /// Open the table at `location` (a path or a URL such as `s3://bucket/prefix`).
     #[staticmethod]
-    fn open(py: Python<'_>, location: String) -> PyResult<RawTable> {
-        let table = block_on(py, Table::open(&location))?.py()?;
+    #[pyo3(signature = (location, storage_options=None))]
+    fn open(py: Python<'_>, location: String, storage_options: Option<StorageOptions>) -> PyResult<RawTable> {
+        let io = FileIO::open_with(&location, &storage_options.unwrap_or_default()).py()?;
+        let table = block_on(py, Table::open_io(io))?.py()?;
         Ok(RawTable { table })
     }
 
     #[getter]
     fn location(&self) -> String {
         self.table.location().to_string()
+    }
+
+    /// The storage options the table was opened with (re-opening elsewhere needs them).
+    #[getter]
+    fn storage_options(&self) -> StorageOptions {
+        self.table.io().options().clone()
     }
 
     /// The latest schema as Paimon JSON (`schema/schema-N`).

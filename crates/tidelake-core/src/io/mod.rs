@@ -6,17 +6,28 @@
 //! * [`FileIO::put_if_absent`] is the only way snapshot and schema files are created: it never
 //!   replaces an existing object (local: hard-link of a temp file; object stores: conditional put),
 //!   which is what makes concurrent commits safe without a lock service;
-//! * a missing object surfaces as [`Error::NotFound`] with the full path.
+//! * a missing object surfaces as [`Error::NotFound`] with the full path;
+//! * a [`FileIO`] and every [`FileIO::child`] of it keep the storage options they were opened
+//!   with, so a table can be re-opened elsewhere (splits, workers) with the same settings.
+//!
+//! Modules: [`location`] (locations and storage options to stores), [`instrumented`] (counting
+//! and test-only fault injection).
+
+pub mod instrumented;
+pub mod location;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::TryStreamExt;
-use object_store::local::LocalFileSystem;
 use object_store::path::{Path, PathPart};
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::{Error, Result};
+pub use location::StorageOptions;
+
+/// The empty object that makes a directory exist on object stores (see [`FileIO::create_dir`]).
+pub const DIR_MARKER: &str = ".tidelake-dir";
 
 /// A table-rooted handle on an object store.
 #[derive(Clone, Debug)]
@@ -27,6 +38,8 @@ pub struct FileIO {
     location: String,
     /// The root as a local directory, when the store is the local filesystem.
     local_root: Option<std::path::PathBuf>,
+    /// The storage options the store was opened with.
+    options: Arc<StorageOptions>,
 }
 
 /// One object found by [`FileIO::list`].
@@ -39,26 +52,37 @@ pub struct FileStatus {
 }
 
 impl FileIO {
-    /// Open a location: a local path (absolute or relative) or a `file://` URL.
+    /// Open a local path (absolute or relative) or a `file://` URL.
     pub fn open(location: &str) -> Result<Self> {
-        let local = location.strip_prefix("file://").unwrap_or(location);
-        if local.contains("://") {
-            return Err(Error::Unsupported(format!(
-                "storage scheme of '{location}' (only local paths in this build)"
-            )));
-        }
-        let abs = normalize(
-            &std::path::absolute(local).map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?,
-        );
-        let root = Path::from_absolute_path(&abs)
-            .map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
-        let store: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new());
+        Self::open_with(location, &StorageOptions::new())
+    }
+
+    /// Open any location [`location`] supports (`s3://bucket/prefix`, ...) with storage options.
+    pub fn open_with(location: &str, options: &StorageOptions) -> Result<Self> {
+        let r = location::resolve(location, options)?;
         Ok(FileIO {
+            store: r.store,
+            root: r.root,
+            location: r.location,
+            local_root: r.local_root,
+            options: Arc::new(options.clone()),
+        })
+    }
+
+    /// A handle on an existing store (tests, instrumented stores), rooted at `root`.
+    pub fn from_store(store: Arc<dyn ObjectStore>, root: Path, location: &str) -> Self {
+        FileIO {
             store,
             root,
-            location: abs.to_string_lossy().trim_end_matches('/').to_string(),
-            local_root: Some(abs),
-        })
+            location: location.trim_end_matches('/').to_string(),
+            local_root: None,
+            options: Arc::default(),
+        }
+    }
+
+    /// The storage options this handle was opened with.
+    pub fn options(&self) -> &StorageOptions {
+        &self.options
     }
 
     /// A handle rooted at a sub-directory of this one.
@@ -68,6 +92,7 @@ impl FileIO {
             root: self.path(rel),
             location: format!("{}/{}", self.location, rel.trim_matches('/')),
             local_root: self.local_root.as_ref().map(|r| r.join(rel.trim_matches('/'))),
+            options: self.options.clone(),
         }
     }
 
@@ -150,11 +175,19 @@ impl FileIO {
     }
 
     /// Create a file only if nothing exists at `rel`. Returns `false` if it already existed.
+    ///
+    /// On object stores this is one conditional PUT (`If-None-Match: *`). A PUT whose response
+    /// was lost is retried by the client and then answers "already exists" for our own object:
+    /// an existing object with exactly our bytes is therefore reported as created (snapshot and
+    /// schema files carry their commit user, identifier and time, so equal bytes are ours).
     pub async fn put_if_absent(&self, rel: &str, data: impl Into<Bytes>) -> Result<bool> {
+        let data = data.into();
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        match self.store.put_opts(&self.path(rel), PutPayload::from(data.into()), opts).await {
+        match self.store.put_opts(&self.path(rel), PutPayload::from(data.clone()), opts).await {
             Ok(_) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                Ok(self.read_opt(rel).await?.is_some_and(|existing| existing == data))
+            }
             Err(e) => Err(self.io_err(rel, e)),
         }
     }
@@ -167,16 +200,17 @@ impl FileIO {
     }
 
     /// Make directory `rel` exist. Object stores have no directories (a prefix exists once an
-    /// object is under it), so this only acts on the local filesystem.
+    /// object is under it, and object_store cannot write Hadoop's `dir/` marker keys), so there
+    /// an empty [`DIR_MARKER`] object is written inside it.
     pub async fn create_dir(&self, rel: &str) -> Result<()> {
-        if let Some(root) = &self.local_root {
-            let dir = root.join(rel.trim_matches('/'));
-            tokio::fs::create_dir_all(&dir).await.map_err(|e| Error::Io {
-                path: dir.display().to_string(),
-                source: object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) },
-            })?;
-        }
-        Ok(())
+        let Some(root) = &self.local_root else {
+            return self.write(&format!("{}/{DIR_MARKER}", rel.trim_matches('/')), Bytes::new()).await;
+        };
+        let dir = root.join(rel.trim_matches('/'));
+        tokio::fs::create_dir_all(&dir).await.map_err(|e| Error::Io {
+            path: dir.display().to_string(),
+            source: object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) },
+        })
     }
 
     /// Delete every object below directory `rel` (and the directory itself on local storage).
@@ -200,30 +234,26 @@ impl FileIO {
         Ok(())
     }
 
+    /// One delimited listing of directory `rel`; a missing directory lists as empty.
+    async fn list_delimited(&self, rel: &str) -> Result<object_store::ListResult> {
+        match self.store.list_with_delimiter(Some(&self.path(rel))).await {
+            Ok(r) => Ok(r),
+            Err(object_store::Error::NotFound { .. }) => {
+                Ok(object_store::ListResult { objects: Vec::new(), common_prefixes: Vec::new() })
+            }
+            Err(e) => Err(self.io_err(rel, e)),
+        }
+    }
+
     /// List the files directly inside directory `rel` (not recursive).
     pub async fn list_dir(&self, rel: &str) -> Result<Vec<FileStatus>> {
-        let dir = self.path(rel);
-        let res = match self.store.list_with_delimiter(Some(&dir)).await {
-            Ok(r) => r,
-            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
-            Err(e) => return Err(self.io_err(rel, e)),
-        };
-        Ok(res.objects.into_iter().map(|m| self.status(m)).collect())
+        Ok(self.list_delimited(rel).await?.objects.into_iter().map(|m| self.status(m)).collect())
     }
 
     /// List the sub-directory names directly inside directory `rel`.
     pub async fn list_subdirs(&self, rel: &str) -> Result<Vec<String>> {
-        let dir = self.path(rel);
-        let res = match self.store.list_with_delimiter(Some(&dir)).await {
-            Ok(r) => r,
-            Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
-            Err(e) => return Err(self.io_err(rel, e)),
-        };
-        Ok(res
-            .common_prefixes
-            .into_iter()
-            .filter_map(|p| p.filename().map(str::to_string))
-            .collect())
+        let res = self.list_delimited(rel).await?;
+        Ok(res.common_prefixes.into_iter().filter_map(|p| p.filename().map(str::to_string)).collect())
     }
 
     /// List every file below directory `rel`, recursively.
@@ -245,19 +275,5 @@ impl FileIO {
     }
 }
 
-/// Resolve `.` and `..` lexically (the object-store path model rejects them); symlinks are
-/// left alone.
-fn normalize(path: &std::path::Path) -> std::path::PathBuf {
-    use std::path::Component;
-    let mut out = std::path::PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
+#[cfg(test)]
+mod tests;

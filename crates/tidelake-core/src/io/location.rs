@@ -1,0 +1,155 @@
+//! Turning a table location plus storage options into an [`ObjectStore`] and a root path.
+//!
+//! A location is a local path (absolute or relative), a `file://` URL, or any URL object_store
+//! has a back-end for in this build: `s3://` / `s3a://` (AWS S3 and S3-compatible servers),
+//! `gs://`, `az://` / `abfs://` / `azure://` (Azure).
+//!
+//! Invariants:
+//! * cloud stores start from the standard environment (`AmazonS3Builder::from_env` and its GCS
+//!   and Azure siblings: `AWS_ACCESS_KEY_ID`, `AWS_REGION`, `AWS_ENDPOINT`, ...) and then apply
+//!   the explicit storage options, which win;
+//! * an option key no back-end knows is an [`Error::Invalid`] naming it, never ignored: a typo
+//!   in `aws_endpoint` must not silently send requests to AWS;
+//! * keys starting with `tidelake.fault.` are test-only fault injection (see
+//!   [`super::instrumented`]) and are never passed to a back-end;
+//! * local paths are normalised lexically (`.` and `..`), URL paths must not contain `..`.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreScheme};
+use url::Url;
+
+use super::instrumented::{FaultPlan, FAULT_PREFIX};
+use crate::error::{Error, Result};
+
+/// Storage options: back-end configuration keys (`aws_endpoint`, `aws_region`,
+/// `google_service_account`, `azure_storage_account_name`, `allow_http`, ...) to values.
+pub type StorageOptions = BTreeMap<String, String>;
+
+/// A resolved location.
+pub(super) struct Resolved {
+    pub store: Arc<dyn ObjectStore>,
+    pub root: Path,
+    /// Display form: `/abs/dir` or `s3://bucket/prefix`, without a trailing `/`.
+    pub location: String,
+    pub local_root: Option<std::path::PathBuf>,
+}
+
+/// Resolve `location` with `options` (see the module docs).
+pub(super) fn resolve(location: &str, options: &StorageOptions) -> Result<Resolved> {
+    let (faults, backend): (StorageOptions, StorageOptions) =
+        options.iter().map(|(k, v)| (k.clone(), v.clone())).partition(|(k, _)| k.starts_with(FAULT_PREFIX));
+    let mut resolved = match remote_url(location)? {
+        Some(url) => resolve_url(location, &url, &backend)?,
+        None => {
+            if let Some(key) = backend.keys().next() {
+                return Err(Error::invalid(format!(
+                    "storage option '{key}' does not apply to the local path '{location}'"
+                )));
+            }
+            resolve_local(location)?
+        }
+    };
+    if let Some(plan) = FaultPlan::from_options(&faults)? {
+        resolved.store = plan.wrap(resolved.store);
+    }
+    Ok(resolved)
+}
+
+/// The URL of a non-local location, `None` for a local path or `file://` URL.
+fn remote_url(location: &str) -> Result<Option<Url>> {
+    if location.starts_with("file://") || !location.contains("://") {
+        return Ok(None);
+    }
+    let url = Url::parse(location).map_err(|e| Error::invalid(format!("bad location URL '{location}': {e}")))?;
+    Ok(Some(url))
+}
+
+fn resolve_local(location: &str) -> Result<Resolved> {
+    let local = location.strip_prefix("file://").unwrap_or(location);
+    let abs = normalize(&std::path::absolute(local).map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?);
+    let root = Path::from_absolute_path(&abs).map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
+    Ok(Resolved {
+        store: Arc::new(LocalFileSystem::new()),
+        root,
+        location: abs.to_string_lossy().trim_end_matches('/').to_string(),
+        local_root: Some(abs),
+    })
+}
+
+fn resolve_url(location: &str, url: &Url, options: &StorageOptions) -> Result<Resolved> {
+    let bad = |e: &dyn std::fmt::Display| Error::invalid(format!("bad location '{location}': {e}"));
+    // `s3a://` is what Hadoop-configured Paimon deployments write; the bucket layout is S3's.
+    let (scheme, url) = if url.scheme() == "s3a" {
+        let mut s3 = url.clone();
+        s3.set_scheme("s3").map_err(|()| bad(&"cannot rewrite s3a:// to s3://"))?;
+        (ObjectStoreScheme::AmazonS3, s3)
+    } else {
+        let scheme = ObjectStoreScheme::parse(url).map_err(|_| unsupported(location, url))?.0;
+        (scheme, url.clone())
+    };
+    let (_, root) = ObjectStoreScheme::parse(&url).map_err(|e| bad(&e))?;
+    // The URL parser resolves dot segments silently: look at what the caller wrote.
+    let written_path = location.split_once("://").map_or("", |(_, rest)| rest);
+    if written_path.split('/').any(|s| s == ".." || s == "." || s.eq_ignore_ascii_case("%2e%2e")) {
+        return Err(bad(&"'.' and '..' segments are not allowed in URLs"));
+    }
+    // Each cloud builder: the environment, the URL, then every option (unknown keys refused).
+    macro_rules! cloud {
+        ($builder:ty, $key:ty) => {
+            Arc::new(
+                configured(<$builder>::from_env().with_url(url.as_str()), options, |b, k: $key, v| {
+                    b.with_config(k, v)
+                })?
+                .build()
+                .map_err(|e| bad(&e))?,
+            )
+        };
+    }
+    let store: Arc<dyn ObjectStore> = match scheme {
+        ObjectStoreScheme::AmazonS3 => cloud!(AmazonS3Builder, AmazonS3ConfigKey),
+        ObjectStoreScheme::GoogleCloudStorage => cloud!(GoogleCloudStorageBuilder, GoogleConfigKey),
+        ObjectStoreScheme::MicrosoftAzure => cloud!(MicrosoftAzureBuilder, AzureConfigKey),
+        _ => return Err(unsupported(location, &url)),
+    };
+    Ok(Resolved { store, root, location: location.trim_end_matches('/').to_string(), local_root: None })
+}
+
+fn unsupported(location: &str, url: &Url) -> Error {
+    Error::Unsupported(format!(
+        "storage scheme '{}://' of '{location}' (supported: local paths, file://, s3://, s3a://, gs://, az://, abfs://)",
+        url.scheme()
+    ))
+}
+
+/// Apply every option to a builder; a key the back-end does not know is an error.
+fn configured<B, K: FromStr>(builder: B, options: &StorageOptions, with: impl Fn(B, K, &str) -> B) -> Result<B> {
+    options.iter().try_fold(builder, |b, (key, value)| match K::from_str(&key.to_ascii_lowercase()) {
+        Ok(k) => Ok(with(b, k, value)),
+        Err(_) => Err(Error::invalid(format!("unknown storage option '{key}' for this storage scheme"))),
+    })
+}
+
+/// Resolve `.` and `..` lexically (the object-store path model rejects them); symlinks are
+/// left alone.
+fn normalize(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}

@@ -1,0 +1,138 @@
+//! Locations and storage options, fault injection, no-replace puts, and hint probing without
+//! listings (on an in-memory store behind the counting wrapper).
+
+use std::sync::Arc;
+
+use object_store::memory::InMemory;
+use object_store::path::Path;
+
+use super::instrumented::{InstrumentedStore, OpKind};
+use super::{FileIO, StorageOptions};
+use crate::error::{Error, ErrorKind};
+use crate::snapshots::{SnapshotManager, MAX_HINT_PROBES};
+
+fn opts(pairs: &[(&str, &str)]) -> StorageOptions {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn counted() -> (FileIO, InstrumentedStore) {
+    let store = InstrumentedStore::counting(Arc::new(InMemory::new()));
+    let io = FileIO::from_store(Arc::new(store.clone()), Path::from("wh/t"), "memory://wh/t");
+    (io, store)
+}
+
+#[test]
+fn s3_locations_take_options_and_keep_them() {
+    let o = opts(&[("aws_endpoint", "http://127.0.0.1:1"), ("aws_region", "us-east-1"), ("allow_http", "true")]);
+    for url in ["s3://bucket/wh/t", "s3a://bucket/wh/t/"] {
+        let io = FileIO::open_with(url, &o).unwrap();
+        assert_eq!(io.path("snapshot/LATEST").as_ref(), "wh/t/snapshot/LATEST");
+        assert_eq!(io.options(), &o);
+        assert_eq!(io.child("sub").options(), &o);
+        assert_eq!(io.location(), url.trim_end_matches('/'));
+        assert!(!io.root_is_file());
+    }
+}
+
+#[test]
+fn bad_locations_and_options_are_typed_errors() {
+    let kind = |loc: &str, o: &[(&str, &str)]| FileIO::open_with(loc, &opts(o)).unwrap_err().kind();
+    assert_eq!(kind("s3://bucket/t", &[("aws_endpiont", "x")]), ErrorKind::Invalid);
+    assert_eq!(kind("/tmp/t", &[("aws_region", "us-east-1")]), ErrorKind::Invalid);
+    assert_eq!(kind("s3://bucket/a/../b", &[]), ErrorKind::Invalid);
+    assert_eq!(kind("s3://bucket/a/./b", &[]), ErrorKind::Invalid);
+    assert_eq!(kind("gs://bucket/t", &[("aws_region", "x")]), ErrorKind::Invalid);
+    assert_eq!(kind("ftp://host/t", &[]), ErrorKind::Unsupported);
+    assert_eq!(kind("s3://bucket/t", &[("tidelake.fault.nth", "0")]), ErrorKind::Invalid);
+    assert_eq!(kind("s3://bucket/t", &[("tidelake.fault.nth", "1"), ("tidelake.fault.op", "rename")]), ErrorKind::Invalid);
+    assert_eq!(kind("s3://bucket/t", &[("tidelake.fault.bogus", "1")]), ErrorKind::Invalid);
+    let err = FileIO::open_with("s3://bucket/t", &opts(&[("aws_endpiont", "x")])).unwrap_err();
+    assert!(err.to_string().contains("aws_endpiont"), "{err}");
+}
+
+#[tokio::test]
+async fn fault_fails_exactly_the_nth_matching_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().to_str().unwrap();
+    let io = FileIO::open_with(loc, &opts(&[("tidelake.fault.nth", "2"), ("tidelake.fault.op", "put")])).unwrap();
+    io.write("a", "1").await.unwrap();
+    io.read("a").await.unwrap(); // not a put: not counted towards nth
+    let err = io.write("b", "2").await.unwrap_err();
+    assert!(matches!(err, Error::Io { .. }) && err.to_string().contains("injected fault on put"), "{err}");
+    assert!(!io.exists("b").await.unwrap(), "a `before` fault never reaches the store");
+    io.write("c", "3").await.unwrap();
+
+    // `after`: the put lands, the caller sees an error.
+    let io = FileIO::open_with(
+        loc,
+        &opts(&[("tidelake.fault.nth", "1"), ("tidelake.fault.path", "snap"), ("tidelake.fault.when", "after")]),
+    )
+    .unwrap();
+    io.write("other", "x").await.unwrap();
+    assert!(io.write("snap-1", "x").await.is_err());
+    assert_eq!(&io.read("snap-1").await.unwrap()[..], b"x");
+}
+
+#[tokio::test]
+async fn put_if_absent_never_replaces_and_recognises_its_own_bytes() {
+    let (io, store) = counted();
+    assert!(io.put_if_absent("snapshot/snapshot-1", "ours").await.unwrap());
+    assert!(!io.put_if_absent("snapshot/snapshot-1", "theirs").await.unwrap());
+    assert_eq!(&io.read("snapshot/snapshot-1").await.unwrap()[..], b"ours");
+    // A retried PUT whose first response was lost meets its own object: created, not lost.
+    assert!(io.put_if_absent("snapshot/snapshot-1", "ours").await.unwrap());
+    assert_eq!(store.counts().get(OpKind::Put), 3);
+}
+
+#[tokio::test]
+async fn latest_snapshot_probes_past_stale_or_missing_hints_without_listing() {
+    let (io, store) = counted();
+    for id in 3..=9 {
+        io.write(&format!("snapshot/snapshot-{id}"), "{}").await.unwrap();
+    }
+    let snapshots = SnapshotManager::new(io.clone());
+    io.write("snapshot/LATEST", "5").await.unwrap();
+    assert_eq!(snapshots.latest_id().await.unwrap(), Some(9));
+    io.delete("snapshot/LATEST").await.unwrap();
+    io.write("snapshot/EARLIEST", "3").await.unwrap();
+    assert_eq!(snapshots.latest_id().await.unwrap(), Some(9));
+    assert_eq!(store.counts().get(OpKind::List), 0, "hints were enough");
+
+    // No usable hint (none, or one pointing at an expired snapshot): the directory is listed.
+    io.delete("snapshot/EARLIEST").await.unwrap();
+    assert_eq!(snapshots.latest_id().await.unwrap(), Some(9));
+    io.write("snapshot/LATEST", "1").await.unwrap();
+    assert_eq!(snapshots.latest_id().await.unwrap(), Some(9));
+    assert_eq!(store.counts().get(OpKind::List), 2);
+
+    // A hint lagging more than MAX_HINT_PROBES falls back to one listing.
+    for id in 10..=(10 + MAX_HINT_PROBES) {
+        io.write(&format!("snapshot/snapshot-{id}"), "{}").await.unwrap();
+    }
+    io.write("snapshot/LATEST", "3").await.unwrap();
+    assert_eq!(snapshots.latest_id().await.unwrap(), Some(10 + MAX_HINT_PROBES));
+    assert_eq!(store.counts().get(OpKind::List), 3);
+}
+
+#[tokio::test]
+async fn hang_fault_never_completes_and_other_operations_still_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let io = FileIO::open_with(
+        dir.path().to_str().unwrap(),
+        &opts(&[("tidelake.fault.nth", "1"), ("tidelake.fault.op", "head"), ("tidelake.fault.action", "hang")]),
+    )
+    .unwrap();
+    let hung = tokio::time::timeout(std::time::Duration::from_millis(200), io.exists("x")).await;
+    assert!(hung.is_err(), "the first head hangs");
+    assert!(!io.exists("x").await.unwrap(), "only the nth operation faults");
+}
+
+#[test]
+fn relative_paths_never_leave_the_root() {
+    let (io, _) = counted();
+    for rel in ["../x", "a/../../x", "./x", "..", "a/%2E%2E/x", "a\\..\\x", "dt=../bucket-0"] {
+        let p = io.path(rel);
+        assert!(p.as_ref().starts_with("wh/t/"), "{rel} -> {p}");
+        assert!(!p.parts().any(|s| s.as_ref() == ".." || s.as_ref() == "."), "{rel} -> {p}");
+    }
+}

@@ -1,0 +1,103 @@
+//! Storage requests per operation, counted by the instrumented store wrapper over a local
+//! directory (each counted operation is one request on S3-like stores: GET, HEAD, PUT, DELETE,
+//! one LIST page). The bounds below are what `benches/README.md` reports; a change that makes
+//! commits or planning chattier on object stores fails here.
+
+use std::sync::Arc;
+
+use arrow_array::{Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use tidelake_core::commit::FileStoreCommit;
+use tidelake_core::io::instrumented::{InstrumentedStore, OpKind};
+use tidelake_core::io::FileIO;
+use tidelake_core::scan::{plan_scan, ScanRequest};
+use tidelake_core::schema_change::{create_table, TableSpec};
+use tidelake_core::table::Table;
+use tidelake_core::write::input::RowKinds;
+use tidelake_core::write::table_write::TableWrite;
+
+/// Bounds (see `benches/README.md`): a commit issues at most this many requests plus one GET
+/// per manifest of its base (which `manifest.merge-min-count` keeps small); opening the table
+/// and planning the latest snapshot at most this many plus one GET per manifest.
+const COMMIT_REQUESTS: u64 = 20;
+const PLAN_REQUESTS: u64 = 8;
+
+fn batch(schema: &Arc<Schema>, commit: i64) -> RecordBatch {
+    let keys: Vec<i64> = (0..100).map(|i| i + commit * 50).collect();
+    let days: Vec<&str> = keys.iter().map(|k| if k % 2 == 0 { "a" } else { "b" }).collect();
+    RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(keys.clone())),
+            Arc::new(StringArray::from(days)),
+            Arc::new(Int64Array::from(vec![commit; keys.len()])),
+        ],
+    )
+    .unwrap()
+}
+
+fn counts(store: &InstrumentedStore) -> String {
+    store.counts().by_kind().iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ")
+}
+
+#[tokio::test]
+async fn requests_per_commit_and_scan_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::from_absolute_path(dir.path()).unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("dt", DataType::Utf8, false),
+        Field::new("v", DataType::Int64, true),
+    ]));
+    let spec = TableSpec {
+        primary_keys: vec!["k".into(), "dt".into()],
+        partition_keys: vec!["dt".into()],
+        bucket: Some(2),
+        options: vec![("write-only".into(), "true".into())],
+        comment: None,
+    };
+    let setup = FileIO::from_store(Arc::new(LocalFileSystem::new()), root.clone(), "local");
+    create_table(setup, &schema, &spec).await.unwrap();
+
+    let mut report = Vec::new();
+    let mut per_commit = Vec::new();
+    for commit in 1..=5i64 {
+        let store = InstrumentedStore::counting(Arc::new(LocalFileSystem::new()));
+        let io = FileIO::from_store(Arc::new(store.clone()), root.clone(), "counted");
+        let table = Table::open_io(io).await.unwrap();
+        let mut write = TableWrite::new(table.clone()).await.unwrap();
+        write.write(&batch(&schema, commit), RowKinds::Fixed(0)).await.unwrap();
+        let messages = write.prepare_commit().await.unwrap();
+        let before = store.counts().by_kind();
+        let ids = FileStoreCommit::new(table, "counter").unwrap().commit(messages, commit, &[]).await.unwrap();
+        assert_eq!(ids, vec![commit]);
+        let delta: Vec<String> =
+            store.counts().by_kind().iter().zip(&before).map(|((k, n), (_, b))| format!("{k}={}", n - b)).collect();
+        let commit_requests = store.counts().total() - before.iter().map(|(_, n)| n).sum::<u64>();
+        per_commit.push(commit_requests);
+        report.push(format!(
+            "commit {commit}: open + write + commit {} ({}); the commit alone {commit_requests} ({})",
+            store.counts().total(),
+            counts(&store),
+            delta.join(" ")
+        ));
+    }
+
+    println!("{}", report.join("\n"));
+    // Commit i has i - 1 base manifests (one delta manifest per earlier commit, none merged yet).
+    for (i, n) in per_commit.iter().enumerate() {
+        assert!(*n <= COMMIT_REQUESTS + i as u64, "{report:?}");
+    }
+
+    let store = InstrumentedStore::counting(Arc::new(LocalFileSystem::new()));
+    let io = FileIO::from_store(Arc::new(store.clone()), root.clone(), "counted");
+    let table = Table::open_io(io).await.unwrap();
+    let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
+    assert_eq!(plan.splits.len(), 4);
+    report.push(format!("open + plan after 5 commits: {}", counts(&store)));
+    println!("{}", report.last().unwrap());
+    assert_eq!(store.counts().get(OpKind::List), 1, "only the schema directory is listed: {report:?}");
+    assert!(store.counts().total() <= PLAN_REQUESTS + 5, "{report:?}");
+}

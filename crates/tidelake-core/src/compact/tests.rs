@@ -359,10 +359,15 @@ async fn retracts_survive_below_older_data() {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(
         dir.path(),
-        &[("compaction.force-up-level-0", "true"), ("bucket", "1")],
+        &[
+            ("compaction.force-up-level-0", "true"),
+            ("bucket", "1"),
+        ],
     )
     .await;
-    let base: Vec<Row> = (0..200).map(|id| ("a".to_string(), id, Some(id))).collect();
+    // large next to the level-0 files, so that neither size amplification nor size ratio
+    // pulls the base run into the next compaction
+    let base: Vec<Row> = (0..20_000).map(|id| ("a".to_string(), id, Some(id))).collect();
     write(&table, &base, INSERT).await;
     compact(&table, true)
         .await

@@ -157,14 +157,16 @@ def test_injected_storage_errors_are_typed_and_leave_a_consistent_table(tmp_path
             outcomes["landed" if landed else "error"] += 1
             # an error means nothing was committed; success means all of it was
             assert_same_rows(tidelake.open_table(location).to_arrow(), as_table(model))
-    assert outcomes["error"] >= 10 and outcomes["landed"] >= 2, outcomes
+    # puts of the data file, manifest and lists fail the write; a failed snapshot put is retried
+    # (and recognised as its own when it had landed), a failed LATEST hint is ignored
+    assert outcomes["error"] >= 6 and outcomes["landed"] >= 6, outcomes
 
     # reads: every GET failing in turn is a StorageError or a complete, correct result
     errors = 0
     for nth in range(1, 10):
-        faulty = tidelake.open_table(location, storage_options={"tidelake.fault.op": "get",
-                                                                "tidelake.fault.nth": str(nth)})
         try:
+            faulty = tidelake.open_table(location, storage_options={"tidelake.fault.op": "get",
+                                                                    "tidelake.fault.nth": str(nth)})
             assert_same_rows(faulty.to_arrow(), as_table(model))
         except tidelake.StorageError as e:
             assert "injected fault on get" in str(e)

@@ -274,7 +274,8 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
 
     created = r("RawTable", "create", _internal.RawTable.create(str(tmp_path / "plain"), schema, [], [], None, [],
                                                                 comment="c"))
-    r("RawTable", "open", _internal.RawTable.open(created.location))
+    reopened = r("RawTable", "open", _internal.RawTable.open(created.location, storage_options=None))
+    assert r("RawTable", "storage_options", reopened.storage_options) == {}
     r("RawCatalog", "drop_table", cat.drop_table("db.t"))
     r("RawCatalog", "drop_database", cat.drop_database("db", False))
 

@@ -5,7 +5,9 @@ values; plus the two-process race on one snapshot id and moto's conditional-put 
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
+import pathlib
 import pickle
 import time
 
@@ -30,7 +32,7 @@ def batch(keys, dt: str, v: int) -> pa.Table:
                     schema=SCHEMA)
 
 
-def test_table_lifecycle(storage: Storage):
+def test_table_lifecycle(storage: Storage, request):
     cat = tidelake.Catalog(storage.root, storage_options=storage.options)
     cat.create_database("db")
     t = cat.create_table("db.t", SCHEMA, primary_keys=["k", "dt"], partition_keys=["dt"], bucket=2,
@@ -74,6 +76,17 @@ def test_table_lifecycle(storage: Storage):
     assert_same_rows(t.to_arrow(), rows(model))
     assert_same_rows(t.to_arrow(tag="before-compact"), rows(states[tagged]))
     assert t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000) == []
+    # a file a killed writer left behind is found and removed
+    stray = "dt=a/bucket-0/data-stray-0.parquet"
+    if storage.kind == "s3":
+        bucket, prefix = storage.root.removeprefix("s3://").split("/", 1)
+        request.getfixturevalue("s3_server").client().put_object(Bucket=bucket, Key=f"{prefix}/db.db/t/{stray}",
+                                                                 Body=b"x" * 7)
+    else:
+        (pathlib.Path(t.path) / stray).write_bytes(b"x" * 7)
+    removed = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000)
+    assert len(removed) == 1 and removed[0][0].endswith(stray) and removed[0][1] == 7, removed
+    assert t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True) == []
     assert_same_rows(tidelake.open_table(t.path, storage_options=storage.options).to_arrow(), rows(model))
     cat.drop_table("db.t")
     assert cat.list_tables("db") == []
@@ -98,8 +111,6 @@ def test_hostile_partition_values_stay_inside_the_table(storage: Storage, s3_ser
         assert keys and all(k.startswith(table_prefix) for k in keys), keys
         data_dirs = {k[len(table_prefix):].split("/")[0] for k in keys if "/bucket-" in k}
     else:
-        import pathlib
-
         root = pathlib.Path(storage.location("t"))
         assert all(root in p.parents for p in pathlib.Path(storage.root).rglob("*") if p.is_file())
         data_dirs = {p.relative_to(root).parts[0] for p in root.rglob("bucket-0")}
@@ -145,3 +156,35 @@ def test_two_processes_racing_for_one_snapshot_id_never_both_win(s3_server):
     assert len(ids) >= ROUNDS  # every round somebody wins
     got = tidelake.open_table(location, storage_options=s3_server.options).to_arrow()
     assert sorted(got["k"].to_pylist()) == sorted(w * 1000 + r for _, w, r in won)
+
+
+def test_bad_locations_and_storage_options_are_typed_errors(s3_server, tmp_path):
+    bucket = s3_server.new_bucket()
+    with pytest.raises(tidelake.InvalidArgumentError, match="aws_endpiont"):
+        tidelake.open_table(f"s3://{bucket}/t", storage_options={"aws_endpiont": s3_server.endpoint})
+    with pytest.raises(tidelake.InvalidArgumentError, match="does not apply to the local path"):
+        tidelake.open_table(str(tmp_path), storage_options={"aws_region": "us-east-1"})
+    with pytest.raises(tidelake.InvalidArgumentError, match="storage_options must be a dict"):
+        tidelake.open_table(f"s3://{bucket}/t", storage_options=[("aws_region", "x")])
+    with pytest.raises(tidelake.UnsupportedError, match="ftp://"):
+        tidelake.open_table("ftp://host/t")
+    with pytest.raises(tidelake.TableNotFoundError, match=f"s3://{bucket}/missing"):
+        tidelake.open_table(f"s3://{bucket}/missing", storage_options=s3_server.options)
+    with pytest.raises(tidelake.StorageError):  # no such bucket
+        tidelake.open_table("s3://no-such-bucket-here/t", storage_options=s3_server.options)
+
+
+def test_cli_reads_s3_tables_with_storage_options(s3_server):
+    from click.testing import CliRunner
+
+    from tidelake import cli
+
+    location = f"s3://{s3_server.new_bucket()}/t"
+    t = tidelake.create_table(location, SCHEMA, storage_options=s3_server.options)
+    t.write(batch(range(3), "a", 1))
+    args = [a for k, v in s3_server.options.items() for a in ("-o", f"{k}={v}")]
+    result = CliRunner().invoke(cli.main, [*args, "info", location, "--json"], prog_name="tidelake")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["snapshots"][-1]["id"] == 1
+    bad = CliRunner().invoke(cli.main, ["-o", "aws_region", "info", location], prog_name="tidelake")
+    assert bad.exit_code == 2 and "KEY=VALUE" in bad.output

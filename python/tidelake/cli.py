@@ -348,7 +348,7 @@ def _columns(text: str | None) -> list[str] | None:
 def _open(path: str) -> Table:
     if "://" not in path:  # a local path: resolve `..` and symlinked cwd segments for the engine
         path = os.path.abspath(path)
-    return open_table(path)
+    return open_table(path, storage_options=click.get_current_context().find_root().obj)
 
 
 def _emit_json(value: Any) -> None:
@@ -374,19 +374,34 @@ _PATH = click.argument("path", metavar="PATH")
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
+def _storage_options(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str] | None:
+    pairs = [v.partition("=") for v in values]
+    bad = [v for v, (_, eq, _) in zip(values, pairs) if not eq]
+    if bad:
+        raise click.BadParameter(f"{bad[0]!r} is not KEY=VALUE", ctx=ctx, param=param)
+    return {k: v for k, _, v in pairs} or None
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tidelake", prog_name="tidelake")
-def main() -> None:
+@click.option("-o", "--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE",
+              callback=_storage_options,
+              help="Object-store setting for s3://, gs://, az:// paths, e.g. aws_endpoint=http://... "
+                   "(repeatable; AWS_* and other standard environment variables apply too).")
+@click.pass_context
+def main(ctx: click.Context, storage_options: dict[str, str] | None) -> None:
     """tidelake: inspect, read and maintain Apache Paimon tables from the shell.
 
     PATH is a table directory (holding schema/, snapshot/, manifest/...), e.g.
-    warehouse/db.db/orders. Inspect with info, snapshots, schema, tags, files, system, cat, tail
-    and doctor; maintain with compact, expire-snapshots, remove-orphans, tags create/delete,
+    warehouse/db.db/orders, or an object-store URL such as s3://bucket/db.db/orders (see
+    --storage-option). Inspect with info, snapshots, schema, tags, files, system, cat, tail and
+    doctor; maintain with compact, expire-snapshots, remove-orphans, tags create/delete,
     rollback, drop-partition, expire-partitions and consumers. Durations: 30s, 10min, 1h, 2d.
 
     Exit codes: 0 ok, 1 unexpected error, 2 bad usage or argument,
     3 table/snapshot/schema/tag not found, 4 corrupt metadata or data.
     """
+    ctx.obj = storage_options
 
 
 @main.command(short_help="Schema, keys, options, snapshots and tags of a table.")

@@ -116,6 +116,19 @@ impl Error {
             Ok(store) => return Error::Io { path: context.to_string(), source: *store },
             Err(other) => other,
         };
+        // Writers stream through `AsyncWrite`, which wraps store errors in `std::io::Error`.
+        let external = match external.downcast::<std::io::Error>() {
+            Ok(io) => {
+                let kind = io.kind();
+                let source = match io.into_inner().map(|inner| inner.downcast::<object_store::Error>()) {
+                    Some(Ok(store)) => *store,
+                    Some(Err(inner)) => object_store::Error::Generic { store: "io", source: inner },
+                    None => object_store::Error::Generic { store: "io", source: Box::new(std::io::Error::from(kind)) },
+                };
+                return Error::Io { path: context.to_string(), source };
+            }
+            Err(other) => other,
+        };
         match external.downcast::<Error>() {
             Ok(ours) => *ours,
             Err(other) => Error::Parquet {

@@ -136,3 +136,15 @@ fn relative_paths_never_leave_the_root() {
         assert!(!p.parts().any(|s| s.as_ref() == ".." || s.as_ref() == "."), "{rel} -> {p}");
     }
 }
+
+#[test]
+fn storage_errors_passed_through_parquet_stay_storage_errors() {
+    use parquet::errors::ParquetError;
+    let store_err = || object_store::Error::Generic { store: "test", source: "connection reset".into() };
+    let direct = Error::parquet("reading f", ParquetError::External(Box::new(store_err())));
+    assert_eq!(direct.kind(), ErrorKind::Io);
+    let through_io = Error::parquet("closing f", ParquetError::External(Box::new(std::io::Error::other(store_err()))));
+    assert_eq!(through_io.kind(), ErrorKind::Io);
+    assert!(through_io.to_string().contains("connection reset"), "{through_io}");
+    assert_ne!(Error::parquet("f", ParquetError::General("bad page".into())).kind(), ErrorKind::Io);
+}

@@ -414,9 +414,9 @@ class Table:
                 ignored).
 
         Tables with ``changelog-producer=lookup`` or ``full-compaction`` get their changelog
-        (-U/+U/-D/+I) from compaction, as in Paimon: lookup tables at every compaction (always
-        a full one in tidelake), full-compaction tables when a bucket is compacted to the top
-        level.
+        (-U/+U/-D/+I) from compaction, as in Paimon: lookup tables at every compaction (a full
+        one in tidelake, except first-row tables, which compact with lookup), full-compaction
+        tables when a bucket is compacted to the top level.
 
         Raises:
             CommitConflictError: a concurrent commit removed files this compaction rewrote (its

@@ -56,7 +56,8 @@ def test_table_lifecycle(storage: Storage, request):
 
     # a fresh handle, by URL and storage options, sees the same; so does every snapshot
     t = tidelake.open_table(t.path, storage_options=storage.options)
-    assert [s.id for s in t.snapshots()] == list(range(1, len(states) + 2))
+    ids = [s.id for s in t.snapshots()]
+    assert ids == list(range(1, ids[-1] + 1)) and set(states) <= set(ids)
     for sid, state in states.items():
         assert_same_rows(t.to_arrow(snapshot_id=sid), rows(state))
     tagged = t.create_tag("before-compact").snapshot_id

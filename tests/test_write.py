@@ -330,6 +330,25 @@ def test_target_file_size_rolls_files(tmp_path, kind):
     assert_same_rows(t.to_arrow(), data.cast(t.schema))
 
 
+@pytest.mark.parametrize("dictionary", [None, "false"])
+def test_parquet_dictionaries_only_where_they_pay(tmp_path, dictionary):
+    """Unique columns (sequence numbers, a single-column key, unique values) are written PLAIN,
+    repetitive ones with a dictionary, unless parquet.enable.dictionary=false; rows read back."""
+    options = {} if dictionary is None else {"parquet.enable.dictionary": dictionary}
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"], bucket=1, options=options)
+    n = 3000
+    data = pa.table({"id": pa.array(range(n, 0, -1), pa.int64()), "name": [f"n{i % 4}" for i in range(n)],
+                     "qty": pa.array([i % 7 for i in range(n)], pa.int32()), "price": [i * 0.37 for i in range(n)]})
+    t.write(data)
+    [f] = [f for f in data_files(tmp_path / "t") if f.endswith(".parquet")]
+    rg = pq.ParquetFile(tmp_path / "t" / f).metadata.row_group(0)
+    has_dictionary = {rg.column(i).path_in_schema: rg.column(i).has_dictionary_page for i in range(rg.num_columns)}
+    repetitive = dictionary is None
+    assert has_dictionary == {"_KEY_id": False, "_SEQUENCE_NUMBER": False, "_VALUE_KIND": repetitive, "id": False,
+                              "name": repetitive, "qty": repetitive, "price": False}
+    assert_same_rows(t.to_arrow(), data.cast(t.schema))
+
+
 # ---- misuse that must not corrupt the table ----------------------------------------------------------
 
 

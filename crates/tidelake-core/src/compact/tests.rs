@@ -365,15 +365,9 @@ async fn retracts_survive_below_older_data() {
         ],
     )
     .await;
-<<<<<<< ours
-    // large next to the level-0 files, so that neither size amplification nor size ratio
-    // pulls the base run into the next compaction
-    let base: Vec<Row> = (0..20_000).map(|id| ("a".to_string(), id, Some(id))).collect();
-=======
     // Big enough to stay more than 1 % larger than the two small level-0 files together
     // whatever the encoding (`compaction.size-ratio`), so the pick stops below it.
     let base: Vec<Row> = (0..5000).map(|id| ("a".to_string(), id, Some(id))).collect();
->>>>>>> theirs
     write(&table, &base, INSERT).await;
     compact(&table, true)
         .await

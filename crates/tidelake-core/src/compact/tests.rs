@@ -359,10 +359,7 @@ async fn retracts_survive_below_older_data() {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(
         dir.path(),
-        &[
-            ("compaction.force-up-level-0", "true"),
-            ("bucket", "1"),
-        ],
+        &[("compaction.force-up-level-0", "true"), ("bucket", "1")],
     )
     .await;
     // Big enough to stay more than 1 % larger than the two small level-0 files together

@@ -985,25 +985,3 @@ proptest! {
         });
     }
 }
-
-/// Writes sample files for inspection with pyarrow / pypaimon:
-/// `cargo test -p tidelake-core --test write_file_writer -- --ignored --nocapture`.
-#[tokio::test]
-#[ignore]
-async fn write_sample_files_for_python() {
-    let dir = std::env::temp_dir().join("tidelake-parquet-sample");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let io = FileIO::open(dir.to_str().unwrap()).unwrap();
-    let fields = all_type_fields();
-    let rows = sample_rows();
-    let schema = schema(fields.clone(), &["id"], &[]);
-    io.write("schema/schema-0", schema.to_json()).await.unwrap();
-    let mut w = writer(&io, &schema, FileLayout::KeyValue, 0);
-    w.write(&kv_batch(&rows, &fields, &[0, 1, 2, 3], &[0, 0, 0, 0]))
-        .await
-        .unwrap();
-    for meta in w.close().await.unwrap() {
-        println!("{}", dir.join("bucket-0").join(&meta.file_name).display());
-    }
-}

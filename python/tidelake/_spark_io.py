@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import pyarrow as pa
@@ -42,13 +43,32 @@ WRITE_KINDS = {"append": "write", "overwrite": "write", "upsert": "upsert", "del
 """Spark write modes and the :class:`~tidelake.TableWriter` method each uses."""
 
 
-def table_path(options: dict[str, str]) -> str:
-    """The table location of a source's options (``load(path)``/``save(path)``/``path``)."""
+STORAGE_PREFIX = "storage."
+"""Source options with this prefix are the table's storage options, e.g.
+``option("storage.aws_endpoint", "http://...")`` (see :func:`tidelake.open_table`)."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a table is: its path and storage options, the plain data Spark-side objects keep
+    instead of a table handle."""
+
+    path: str
+    storage_options: dict[str, str] | None = None
+
+    def open(self) -> Table:
+        return open_table(self.path, storage_options=self.storage_options)
+
+
+def location(options: dict[str, str]) -> Location:
+    """The table of a source's options: ``load(path)``/``save(path)``/``path``, plus the
+    ``storage.*`` options."""
     path = options.get("path")
     if not path:
         raise InvalidArgumentError("the tidelake source needs a table path: .load(path), .save(path) or "
                                    "option('path', ...)")
-    return path
+    storage = {k[len(STORAGE_PREFIX):]: v for k, v in options.items() if k.startswith(STORAGE_PREFIX)}
+    return Location(path, storage or None)
 
 
 def flag(options: dict[str, str], key: str) -> bool:
@@ -131,13 +151,13 @@ def drop_columns(batch: pa.RecordBatch, names: Iterable[str]) -> pa.RecordBatch:
     return batch.drop_columns(drop) if drop else batch
 
 
-def write_task(path: str, commit_user: str, overwrite: bool, batches: Iterable[pa.RecordBatch],
+def write_task(where: Location, commit_user: str, overwrite: bool, batches: Iterable[pa.RecordBatch],
                kind: str = "write", drop: Iterable[str] = ()) -> list[bytes]:
     """Write ``batches`` with one engine writer (it buffers them into large files; Spark's
     batches are small) and return the commit-message payloads. On any failure the files this
     attempt wrote are deleted before the error propagates."""
     drop = tuple(drop)
-    w = TableWriter(open_table(path), commit_user, overwrite=overwrite)
+    w = TableWriter(where.open(), commit_user, overwrite=overwrite)
     try:
         method = getattr(w, kind)
         for batch in batches:
@@ -175,9 +195,9 @@ def commit(table: Table, payloads: list[bytes], commit_user: str, identifier: in
     return table._raw.commit(payloads, commit_user, identifier)
 
 
-def discard_unless_committed(path: str, payloads: list[bytes], commit_user: str, identifier: int) -> bool:
+def discard_unless_committed(where: Location, payloads: list[bytes], commit_user: str, identifier: int) -> bool:
     """Delete the payloads' files unless (commit_user, identifier) landed; True if deleted."""
-    table = open_table(path)
+    table = where.open()
     if not payloads or is_committed(table, commit_user, identifier):
         return False
     table._raw.discard(payloads)

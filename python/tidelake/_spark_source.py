@@ -29,7 +29,6 @@ from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourc
 
 from . import _spark_io as io
 from .scan import Split
-from .table import open_table
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
@@ -86,7 +85,7 @@ class BatchReader(DataSourceReader):
         self.filters: list[tuple[str, str, Any]] = []
 
     def partitions(self) -> list[InputPartition]:
-        table = open_table(io.table_path(self.options))
+        table = io.location(self.options).open()
         columns = io.projection(table, self.schema)
         scan = table.scan(columns=columns, filter=self.filters or None, **io.time_travel(self.options))
         return [SplitPartition(s) for s in scan.splits()]
@@ -140,22 +139,22 @@ class BatchWriter(DataSourceArrowWriter):
     """``df.write.format("tidelake").mode("append"|"overwrite")``; see the module docs."""
 
     def __init__(self, options: dict[str, str], overwrite: bool) -> None:
-        self.path = io.table_path(options)
+        self.location = io.location(options)
         self.overwrite = overwrite
         self.commit_user = io.job_user("batch")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskMessages:
-        return TaskMessages(task_id(), io.write_task(self.path, self.commit_user, self.overwrite, iterator))
+        return TaskMessages(task_id(), io.write_task(self.location, self.commit_user, self.overwrite, iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        table = open_table(self.path)
+        table = self.location.open()
         tasks = task_payloads(messages)
         io.check_dynamic_bucket_writers(table, tasks)
         io.commit(table, all_payloads(tasks), self.commit_user, io.JOB_IDENTIFIER, self.overwrite)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         payloads = all_payloads(task_payloads(messages))
-        io.discard_unless_committed(self.path, payloads, self.commit_user, io.JOB_IDENTIFIER)
+        io.discard_unless_committed(self.location, payloads, self.commit_user, io.JOB_IDENTIFIER)
 
 
 class TidelakeDataSource(DataSource):
@@ -171,7 +170,7 @@ class TidelakeDataSource(DataSource):
 
     def schema(self) -> "StructType":
         options = dict(self.options)
-        return io.spark_schema(open_table(io.table_path(options)), io.flag(options, "row-kind"))
+        return io.spark_schema(io.location(options).open(), io.flag(options, "row-kind"))
 
     def reader(self, schema: "StructType") -> DataSourceReader:
         return self.reader_class(dict(self.options), schema)

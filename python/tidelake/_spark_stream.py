@@ -34,7 +34,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from . import _spark_io as io
 from ._spark_source import SplitPartition, TaskMessages, all_payloads, read_partition, task_id, task_payloads
 from .exceptions import InvalidArgumentError
-from .table import Table, open_table
+from .table import Table
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -59,7 +59,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, options: dict[str, str], schema: "StructType") -> None:
         self.options = options
-        self.path = io.table_path(options)
+        self.location = io.location(options)
         self.schema = schema
         self.mode = options.get("scan.mode", "latest-full")
         if self.mode not in START_MODES:
@@ -73,7 +73,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.cap: int | None = None
 
     def _table(self) -> Table:
-        return open_table(self.path)
+        return self.location.open()
 
     def initialOffset(self) -> dict[str, int]:
         table = self._table()
@@ -146,15 +146,15 @@ class StreamWriter(DataSourceStreamArrowWriter):
     what derives from the options (the commit user) is used there."""
 
     def __init__(self, options: dict[str, str], overwrite: bool) -> None:
-        self.path = io.table_path(options)
+        self.location = io.location(options)
         self.overwrite = overwrite
         self.commit_user = io.stream_user(options.get("checkpointlocation"))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskMessages:
-        return TaskMessages(task_id(), io.write_task(self.path, self.commit_user, self.overwrite, iterator))
+        return TaskMessages(task_id(), io.write_task(self.location, self.commit_user, self.overwrite, iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        table = open_table(self.path)
+        table = self.location.open()
         tasks = task_payloads(messages)
         if io.is_committed(table, self.commit_user, batchId):
             table._raw.discard(all_payloads(tasks))  # a replay of a batch that already landed
@@ -163,5 +163,5 @@ class StreamWriter(DataSourceStreamArrowWriter):
         io.commit(table, all_payloads(tasks), self.commit_user, batchId, self.overwrite)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        io.discard_unless_committed(self.path, all_payloads(task_payloads(messages)), self.commit_user, batchId)
+        io.discard_unless_committed(self.location, all_payloads(task_payloads(messages)), self.commit_user, batchId)
 

@@ -24,7 +24,6 @@ import pyarrow as pa
 
 from . import _spark_io as io
 from .exceptions import InvalidArgumentError, UnsupportedError
-from .table import open_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -61,11 +60,11 @@ def register(spark: "SparkSession", filter_pushdown: bool = False) -> None:
 class _Bucketer:
     """``mapInArrow`` function appending :data:`BUCKET_COLUMN` (the engine's bucket of each row)."""
 
-    def __init__(self, path: str, kind: str, overwrite: bool) -> None:
-        self.path, self.kind, self.overwrite = path, kind, overwrite
+    def __init__(self, where: io.Location, kind: str, overwrite: bool) -> None:
+        self.where, self.kind, self.overwrite = where, kind, overwrite
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = open_table(self.path)
+        table = self.where.open()
         raw = table._raw.writer(self.overwrite)
         kind = {"write": "insert"}.get(self.kind, self.kind)
         if kind == "insert" and table.options.get("rowkind.field"):
@@ -80,21 +79,21 @@ class _Bucketer:
 class _TaskWriter:
     """``mapInArrow`` function writing its partition's rows; yields its message payloads."""
 
-    def __init__(self, path: str, commit_user: str, overwrite: bool, kind: str) -> None:
-        self.path, self.commit_user, self.overwrite, self.kind = path, commit_user, overwrite, kind
+    def __init__(self, where: io.Location, commit_user: str, overwrite: bool, kind: str) -> None:
+        self.where, self.commit_user, self.overwrite, self.kind = where, commit_user, overwrite, kind
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        payloads = io.write_task(self.path, self.commit_user, self.overwrite, batches, self.kind,
+        payloads = io.write_task(self.where, self.commit_user, self.overwrite, batches, self.kind,
                                  drop=(BUCKET_COLUMN,))
         yield pa.record_batch({"payload": pa.array(payloads, pa.binary())})
 
 
-def _routed(df: "DataFrame", path: str, kind: str, overwrite: bool, shuffle: bool | None,
+def _routed(df: "DataFrame", where: io.Location, kind: str, overwrite: bool, shuffle: bool | None,
             num_partitions: int | None) -> "DataFrame":
     """``df`` laid out so that each (partition, bucket) is written by one task."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
-    table = open_table(path)
+    table = where.open()
     partition_keys = table.partition_keys
     bucket = int(table.options.get("bucket", "-1"))
     if not table.primary_keys:
@@ -111,7 +110,7 @@ def _routed(df: "DataFrame", path: str, kind: str, overwrite: bool, shuffle: boo
     if shuffle is False:
         return df
     routed_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
-    routed = df.mapInArrow(_Bucketer(path, kind, overwrite), routed_schema)
+    routed = df.mapInArrow(_Bucketer(where, kind, overwrite), routed_schema)
     n = num_partitions or (None if partition_keys else bucket)
     columns = [*partition_keys, BUCKET_COLUMN]
     return routed.repartition(n, *columns) if n else routed.repartition(*columns)
@@ -119,7 +118,7 @@ def _routed(df: "DataFrame", path: str, kind: str, overwrite: bool, shuffle: boo
 
 def write(df: "DataFrame", path: str, mode: str = "append", *, shuffle: bool | None = None,
           num_partitions: int | None = None, commit_user: str | None = None,
-          commit_identifier: int | None = None) -> int | None:
+          commit_identifier: int | None = None, storage_options: dict[str, str] | None = None) -> int | None:
     """Write ``df`` into the table at ``path`` with one atomic commit; returns the new snapshot
     id (None when nothing was committed). Works on Spark 3.3+ (``DataFrame.mapInArrow``).
 
@@ -134,6 +133,7 @@ def write(df: "DataFrame", path: str, mode: str = "append", *, shuffle: bool | N
             unpartitioned table, else ``spark.sql.shuffle.partitions``).
         commit_user, commit_identifier: commit as this pair (exactly-once: if it already
             landed nothing is written and None is returned). Default: a fresh user.
+        storage_options: of an object-store table (see :func:`tidelake.open_table`).
 
     Raises:
         UnsupportedError: upsert/delete on an append table.
@@ -141,7 +141,8 @@ def write(df: "DataFrame", path: str, mode: str = "append", *, shuffle: bool | N
     """
     if mode not in io.WRITE_KINDS:
         raise InvalidArgumentError(f"mode must be one of {', '.join(io.WRITE_KINDS)}, got {mode!r}")
-    table = open_table(path)
+    where = io.Location(str(path), storage_options)
+    table = where.open()
     if mode in ("upsert", "delete") and not table.primary_keys:
         raise UnsupportedError(f"mode={mode} needs a primary-key table; {path} is an append table")
     if (commit_user is None) != (commit_identifier is None):
@@ -151,14 +152,14 @@ def write(df: "DataFrame", path: str, mode: str = "append", *, shuffle: bool | N
     if io.is_committed(table, user, ident):
         return None
     kind, overwrite = io.WRITE_KINDS[mode], mode == "overwrite"
-    routed = _routed(df, path, kind, overwrite, shuffle, num_partitions)
+    routed = _routed(df, where, kind, overwrite, shuffle, num_partitions)
     # One action only: every action on this DataFrame would run the writes again.
-    rows = routed.mapInArrow(_TaskWriter(path, user, overwrite, kind), "payload binary").collect()
+    rows = routed.mapInArrow(_TaskWriter(where, user, overwrite, kind), "payload binary").collect()
     payloads = [bytes(r.payload) for r in rows]
     try:
         ids = io.commit(table, payloads, user, ident, overwrite)
     except BaseException:
-        io.discard_unless_committed(path, payloads, user, ident)
+        io.discard_unless_committed(where, payloads, user, ident)
         raise
     if not ids and io.is_committed(table, user, ident) and payloads:
         # Someone committed this pair concurrently: our files are not part of it.

@@ -118,13 +118,14 @@ def model_table(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(list(rows), schema=schema)
 
 
-def table_files(table_dir: str | os.PathLike[str]) -> set[str]:
-    """Every file under a table directory, relative paths."""
-    root = pathlib.Path(table_dir)
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+def table_files(table: "tidelake.Table | str | os.PathLike[str]") -> set[str]:
+    """Every file of a table (or under a local table directory), relative paths; local or S3."""
+    from _s3 import TableFiles
+
+    return (TableFiles.of(table) if isinstance(table, tidelake.Table) else TableFiles(table)).names()
 
 
-def data_files(table_dir: str | os.PathLike[str]) -> set[str]:
+def data_files(table: "tidelake.Table | str | os.PathLike[str]") -> set[str]:
     """Data/changelog files (everything outside schema/, snapshot/, manifest/, index/)."""
     meta = ("schema/", "snapshot/", "manifest/", "index/", "tag/", "branch/", "consumer/")
-    return {f for f in table_files(table_dir) if not f.startswith(meta)}
+    return {f for f in table_files(table) if not f.startswith(meta)}

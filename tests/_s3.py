@@ -1,5 +1,7 @@
 """A real S3-compatible server for the tests: moto's server mode (pinned in requirements-dev.txt),
-started once per test session as a subprocess on 127.0.0.1, plus one fresh bucket per test.
+started once per test session as a subprocess on 127.0.0.1, plus one fresh bucket per test; the
+``storage`` fixture (local | s3) that runs a test on both; and ``TableFiles``, the storage-neutral
+view of the objects under a table location that tests use instead of pathlib.
 
 moto honours ``If-None-Match: *`` on PutObject (412 PreconditionFailed when the key exists), which
 is what tidelake's snapshot commits rely on; ``test_s3.py`` checks it directly.
@@ -8,6 +10,8 @@ is what tidelake's snapshot commits rely on; ``test_s3.py`` checks it directly.
 from __future__ import annotations
 
 import os
+import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -83,6 +87,78 @@ class Storage:
 
     def location(self, name: str) -> str:
         return f"{self.root}/{name}"
+
+
+    def create_table(self, name: str, schema, **kw):
+        """``tidelake.create_table`` at ``name`` on this storage."""
+        import tidelake
+
+        return tidelake.create_table(self.location(name), schema, storage_options=self.options, **kw)
+
+    def fresh(self, prefix: str = "t") -> str:
+        """A location no other table of this test uses (for hypothesis examples)."""
+        return self.location(f"{prefix}-{uuid.uuid4().hex[:12]}")
+
+    def copy_in(self, src: pathlib.Path, name: str) -> str:
+        """Copy the local table directory ``src`` (e.g. a fixture) to ``name``; its location."""
+        dst = self.location(name)
+        if self.kind == "local":
+            shutil.copytree(src, dst)
+        else:
+            files = TableFiles(dst, self.options)
+            for p in src.rglob("*"):
+                if p.is_file():
+                    files.write(str(p.relative_to(src)), p.read_bytes())
+        return dst
+
+
+class TableFiles:
+    """The files under a table location (local path or ``s3://`` URL with tidelake storage
+    options), named by their path relative to it."""
+
+    def __init__(self, location: str | os.PathLike[str], options: dict[str, str] | None = None) -> None:
+        self.location = str(location)
+        self._s3 = None
+        if self.location.startswith("s3://"):
+            import boto3
+
+            o = options or {}
+            bucket, _, prefix = self.location[len("s3://"):].partition("/")
+            self._bucket, self._prefix = bucket, prefix.rstrip("/") + "/"
+            self._s3 = boto3.client("s3", endpoint_url=o["aws_endpoint"], aws_access_key_id=o["aws_access_key_id"],
+                                    aws_secret_access_key=o["aws_secret_access_key"], region_name=o["aws_region"])
+
+    @classmethod
+    def of(cls, table) -> "TableFiles":
+        """The files of a ``tidelake.Table``."""
+        return cls(table.path, table.storage_options)
+
+    def names(self) -> set[str]:
+        """Every file, by relative path."""
+        if self._s3 is None:
+            root = pathlib.Path(self.location)
+            return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+        pages = self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=self._prefix)
+        return {o["Key"][len(self._prefix):] for page in pages for o in page.get("Contents", [])}
+
+    def read(self, rel: str) -> bytes:
+        if self._s3 is None:
+            return (pathlib.Path(self.location) / rel).read_bytes()
+        return self._s3.get_object(Bucket=self._bucket, Key=self._prefix + rel)["Body"].read()
+
+    def write(self, rel: str, data: bytes) -> None:
+        if self._s3 is None:
+            path = pathlib.Path(self.location) / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        else:
+            self._s3.put_object(Bucket=self._bucket, Key=self._prefix + rel, Body=data)
+
+    def delete(self, rel: str) -> None:
+        if self._s3 is None:
+            (pathlib.Path(self.location) / rel).unlink()
+        else:
+            self._s3.delete_object(Bucket=self._bucket, Key=self._prefix + rel)
 
 
 @pytest.fixture(params=["local", "s3"])

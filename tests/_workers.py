@@ -12,9 +12,9 @@ import pyarrow as pa
 import tidelake
 
 
-def write_part(table_path: str, rows: list[dict], commit_user: str) -> bytes:
+def write_part(table_path: str, rows: list[dict], commit_user: str, storage_options: dict | None = None) -> bytes:
     """Write ``rows`` with a two-phase writer in this process; return the pickled messages."""
-    t = tidelake.open_table(table_path)
+    t = tidelake.open_table(table_path, storage_options=storage_options)
     with t.writer(commit_user=commit_user) as w:
         w.write(pa.Table.from_pylist(rows, schema=t.schema))
         messages = w.prepare_commit()

@@ -16,20 +16,28 @@ import threading
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tidelake
 from conftest import FIXTURES, assert_same_rows, load_arrow
 from _peers import data_files, pp_catalog
+from _s3 import Storage
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.int64())])
 
 
-def _create(path: pathlib.Path, options: dict[str, str], partitioned: bool = True) -> tidelake.Table:
+def _create(path: pathlib.Path | str, options: dict[str, str], partitioned: bool = True,
+            storage_options: dict[str, str] | None = None) -> tidelake.Table:
     opts = {"bucket": "2", "write-only": "true", "num-sorted-run.compaction-trigger": "3", **options}
     return tidelake.create_table(path, SCHEMA, primary_keys=["id", "dt"] if partitioned else ["id"],
-                                 partition_keys=["dt"] if partitioned else None, options=opts)
+                                 partition_keys=["dt"] if partitioned else None, options=opts,
+                                 storage_options=storage_options)
+
+
+def _on(storage: Storage, options: dict[str, str], partitioned: bool = True) -> tidelake.Table:
+    """A fresh ``_create`` table on ``storage``."""
+    return _create(storage.fresh(), options, partitioned, storage.options)
 
 
 def _rows(dt: str, ids, value) -> pa.Table:
@@ -133,8 +141,8 @@ def test_level0_fixtures_become_visible(tmp_path: pathlib.Path, name: str) -> No
     assert json.loads(t._raw.snapshot_json(snapshot)).get("indexManifest") is None
 
 
-def test_progress_counts_the_buckets(tmp_path: pathlib.Path) -> None:
-    t = _create(tmp_path / "t", {})
+def test_progress_counts_the_buckets(storage: Storage) -> None:
+    t = _on(storage, {})
     _history(t, True)
     calls: list[tuple[int, int]] = []
 
@@ -148,8 +156,8 @@ def test_progress_counts_the_buckets(tmp_path: pathlib.Path) -> None:
     assert _sorted(t.to_arrow()).equals(before)
 
 
-def test_partitions_and_errors(tmp_path: pathlib.Path) -> None:
-    t = _create(tmp_path / "t", {})
+def test_partitions_and_errors(storage: Storage) -> None:
+    t = _on(storage, {})
     _history(t, True)
     before = _sorted(t.to_arrow())
     assert t.compact(full=True, partitions=[{"dt": "zz"}]) is None
@@ -159,7 +167,7 @@ def test_partitions_and_errors(tmp_path: pathlib.Path) -> None:
         t.compact(partitions=[{"v": 1}])
     with pytest.raises(tidelake.InvalidArgumentError):
         t.compact(partitions={"dt": "a"})
-    append = tidelake.create_table(tmp_path / "append", SCHEMA)
+    append = storage.create_table("append", SCHEMA)
     append.write(_rows("a", range(3), lambda i: i))
     with pytest.raises(tidelake.UnsupportedError):
         append.compact()
@@ -175,15 +183,15 @@ def _referenced_files(t: tidelake.Table) -> set[str]:
     return names
 
 
-def test_concurrent_compactions_win_or_conflict_cleanly(tmp_path: pathlib.Path) -> None:
-    t = _create(tmp_path / "t", {})
+def test_concurrent_compactions_win_or_conflict_cleanly(storage: Storage) -> None:
+    t = _on(storage, {})
     _history(t, True)
     before = _sorted(t.to_arrow())
     outcomes: list[object] = []
 
     def run() -> None:
         try:
-            outcomes.append(tidelake.open_table(tmp_path / "t").compact(full=True))
+            outcomes.append(tidelake.open_table(t.path, storage_options=storage.options).compact(full=True))
         except tidelake.CommitConflictError as e:
             outcomes.append(e)
 
@@ -194,10 +202,10 @@ def test_concurrent_compactions_win_or_conflict_cleanly(tmp_path: pathlib.Path) 
         th.join()
     assert len(outcomes) == 4
     assert any(isinstance(o, int) for o in outcomes), outcomes
-    t = tidelake.open_table(tmp_path / "t")
+    t = tidelake.open_table(t.path, storage_options=storage.options)
     assert _sorted(t.to_arrow()).equals(before)
-    # losers deleted their files: everything on disk is referenced by some snapshot
-    assert data_files(tmp_path / "t") == _referenced_files(t)
+    # losers deleted their files: everything stored is referenced by some snapshot
+    assert data_files(t) == _referenced_files(t)
 
 
 step = st.one_of(
@@ -208,10 +216,21 @@ step = st.one_of(
 )
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.lists(step, min_size=1, max_size=12), trigger=st.integers(2, 5))
-def test_random_histories_read_the_same_after_compaction(tmp_path_factory, steps, trigger) -> None:
-    t = _create(tmp_path_factory.mktemp("h") / "t", {"bucket": "1", "num-sorted-run.compaction-trigger": str(trigger)})
+def _examples(storage: Storage, local: int) -> settings:
+    """Hypothesis settings: ``local`` examples on local storage, a third of them on S3."""
+    return settings(max_examples=local if storage.kind == "local" else max(2, local // 3), deadline=None)
+
+
+def test_random_histories_read_the_same_after_compaction(storage: Storage) -> None:
+    @_examples(storage, 15)
+    @given(steps=st.lists(step, min_size=1, max_size=12), trigger=st.integers(2, 5))
+    def run(steps, trigger) -> None:
+        _random_history(_on(storage, {"bucket": "1", "num-sorted-run.compaction-trigger": str(trigger)}), steps)
+
+    run()
+
+
+def _random_history(t: tidelake.Table, steps) -> None:
     model: dict[int, int | None] = {}
     for kind, arg in steps:
         if kind == "upsert":
@@ -286,16 +305,23 @@ model_step = st.one_of(
 
 
 @pytest.mark.parametrize("engine,producer", COMBINATIONS)
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.lists(model_step, min_size=1, max_size=10), dedupe=st.booleans())
-def test_changelog_producers_match_a_dict_model(tmp_path_factory, engine, producer, steps, dedupe) -> None:
+def test_changelog_producers_match_a_dict_model(storage: Storage, engine, producer) -> None:
     """Random histories with compactions at random points: reads equal the model and do not
     change by compacting; changes() equals the model's changes: the written rows (none, input)
     or the diff of consecutive full states (lookup, full-compaction: Java's changelog)."""
-    # trigger 2: num-levels 3, max level 2
-    opts = {**MODEL_ENGINES[engine], "bucket": "1", "num-sorted-run.compaction-trigger": "2",
-            "changelog-producer": producer, "changelog-producer.row-deduplicate": str(dedupe).lower()}
-    t = _create(tmp_path_factory.mktemp("c") / "t", opts, partitioned=False)
+
+    @_examples(storage, 6)
+    @given(steps=st.lists(model_step, min_size=1, max_size=10), dedupe=st.booleans())
+    def run(steps, dedupe) -> None:
+        # trigger 2: num-levels 3, max level 2
+        opts = {**MODEL_ENGINES[engine], "bucket": "1", "num-sorted-run.compaction-trigger": "2",
+                "changelog-producer": producer, "changelog-producer.row-deduplicate": str(dedupe).lower()}
+        _changelog_history(_on(storage, opts, partitioned=False), engine, producer, steps, dedupe)
+
+    run()
+
+
+def _changelog_history(t: tidelake.Table, engine: str, producer: str, steps, dedupe: bool) -> None:
     deletes = engine == "deduplicate"
     model: dict = {}
     compacted: dict = {}
@@ -341,8 +367,8 @@ def test_changelog_producers_match_a_dict_model(tmp_path_factory, engine, produc
             assert [(r["id"], r["v"]) for r in t.to_arrow().sort_by("id").to_pylist()] == sorted(model.items())
 
 
-def test_first_row_tables_reject_full_compaction_changelog(tmp_path: pathlib.Path) -> None:
-    t = _create(tmp_path / "t", {"merge-engine": "first-row", "changelog-producer": "full-compaction"})
+def test_first_row_tables_reject_full_compaction_changelog(storage: Storage) -> None:
+    t = _on(storage, {"merge-engine": "first-row", "changelog-producer": "full-compaction"})
     t.upsert(_rows("a", range(3), lambda i: i))
     with pytest.raises(tidelake.InvalidArgumentError, match="first-row"):
         t.compact()
@@ -395,12 +421,12 @@ def test_killed_compaction_leaves_the_table_unchanged(tmp_path: pathlib.Path) ->
 
 
 @pytest.mark.parametrize("engine", ["deduplicate", "aggregation"])
-def test_writers_produce_the_lookup_changelog_at_each_commit(tmp_path: pathlib.Path, engine: str) -> None:
+def test_writers_produce_the_lookup_changelog_at_each_commit(storage: Storage, engine: str) -> None:
     """Without write-only, a lookup table's writer compacts after every write (Java's
     force-up-level-0 for lookup), so each write is followed by a COMPACT snapshot carrying the
     write's changelog."""
     opts = {**MODEL_ENGINES[engine], "bucket": "1", "changelog-producer": "lookup", "write-only": "false"}
-    t = _create(tmp_path / "t", opts, partitioned=False)
+    t = _on(storage, opts, partitioned=False)
     t.upsert(_rows("a", [1, 2], lambda i: i * 10))
     assert [s.commit_kind for s in t.snapshots()] == ["APPEND", "COMPACT"]
     assert _changes(t, 0, 2) == [("+I", 1, 10), ("+I", 2, 20)]

@@ -11,8 +11,8 @@ every retained snapshot and tag must read exactly as it did when it was committe
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -22,11 +22,12 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tidelake
 from _peers import new_warehouse, pp_read
+from _s3 import Storage, TableFiles
 from conftest import assert_same_rows
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.int32()), ("v", pa.string())])
@@ -40,26 +41,24 @@ def now_ms() -> int:
 # ---- the independent model of what a table references --------------------------------------------
 
 
-def _avro(path: pathlib.Path) -> list[dict[str, Any]]:
-    with open(path, "rb") as f:
-        return list(fastavro.reader(f))
-
-
-def referenced_files(root: pathlib.Path) -> set[str]:
-    """Names of every file the snapshots and tags of the table at ``root`` reference: manifest
-    lists, manifests, index manifests and index files, statistics, live data files (with extra
-    files) and changelog files."""
-    roots = [json.loads(p.read_text()) for p in (root / "snapshot").glob("snapshot-*")]
-    roots += [json.loads(p.read_text()) for p in (root / "tag").glob("tag-*")]
+def referenced_files(files: TableFiles) -> set[str]:
+    """Names of every file the snapshots and tags of the table stored in ``files`` reference:
+    manifest lists, manifests, index manifests and index files, statistics, live data files
+    (with extra files) and changelog files."""
+    roots = [json.loads(files.read(f)) for f in sorted(files.names())
+             if f.startswith("snapshot/snapshot-") or f.startswith("tag/tag-")]
     names: set[str] = set()
-    manifest = root / "manifest"
+
+    def _avro(name: str) -> list[dict[str, Any]]:
+        return list(fastavro.reader(io.BytesIO(files.read(f"manifest/{name}"))))
+
     for snap in roots:
         live: dict[tuple, dict] = {}
         for key in ("baseManifestList", "deltaManifestList"):
             names.add(snap[key])
-            for meta in _avro(manifest / snap[key]):
+            for meta in _avro(snap[key]):
                 names.add(meta["_FILE_NAME"])
-                for e in _avro(manifest / meta["_FILE_NAME"]):
+                for e in _avro(meta["_FILE_NAME"]):
                     f = e["_FILE"]
                     ident = (e["_PARTITION"], e["_BUCKET"], f["_LEVEL"], f["_FILE_NAME"])
                     if e["_KIND"] == 0:
@@ -71,29 +70,30 @@ def referenced_files(root: pathlib.Path) -> set[str]:
             names.update(f["_EXTRA_FILES"])
         if snap.get("changelogManifestList"):
             names.add(snap["changelogManifestList"])
-            for meta in _avro(manifest / snap["changelogManifestList"]):
+            for meta in _avro(snap["changelogManifestList"]):
                 names.add(meta["_FILE_NAME"])
-                names.update(e["_FILE"]["_FILE_NAME"] for e in _avro(manifest / meta["_FILE_NAME"]) if e["_KIND"] == 0)
+                names.update(e["_FILE"]["_FILE_NAME"] for e in _avro(meta["_FILE_NAME"]) if e["_KIND"] == 0)
         if snap.get("indexManifest"):
             names.add(snap["indexManifest"])
-            names.update(e["_FILE_NAME"] for e in _avro(manifest / snap["indexManifest"]))
+            names.update(e["_FILE_NAME"] for e in _avro(snap["indexManifest"]))
         if snap.get("statistics"):
             names.add(snap["statistics"])
     return names
 
 
-def disk_files(root: pathlib.Path) -> dict[str, pathlib.Path]:
-    """Every file outside schema/, snapshot/, tag/ and consumer/, by name."""
-    out = {}
-    for p in root.rglob("*"):
-        if p.is_file() and p.relative_to(root).parts[0] not in PROTECTED_DIRS:
-            out[p.name] = p
-    return out
+def disk_files(files: TableFiles) -> set[str]:
+    """Names of every stored file outside schema/, snapshot/, tag/ and consumer/."""
+    return {rel.rsplit("/", 1)[-1] for rel in files.names() if rel.split("/", 1)[0] not in PROTECTED_DIRS}
+
+
+def stored_text(t: tidelake.Table, rel: str) -> str:
+    """The stored text of the table's file ``rel``."""
+    return TableFiles.of(t).read(rel).decode()
 
 
 def assert_files_match(t: tidelake.Table) -> None:
-    root = pathlib.Path(t.path)
-    on_disk, referenced = set(disk_files(root)), referenced_files(root)
+    files = TableFiles.of(t)
+    on_disk, referenced = disk_files(files), referenced_files(files)
     assert not referenced - on_disk, f"referenced files are missing: {sorted(referenced - on_disk)}"
     assert not on_disk - referenced, f"unreferenced files are left: {sorted(on_disk - referenced)}"
 
@@ -200,10 +200,17 @@ class History:
             assert_same_rows(self.t.to_arrow(tag=tag.name), self.tag_reads[tag.name])
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kind=st.sampled_from(sorted(KINDS)), history=st.lists(ops, min_size=3, max_size=18))
-def test_random_histories_keep_exactly_the_referenced_files(tmp_path_factory, kind, history):
-    t = tidelake.create_table(tmp_path_factory.mktemp("h") / "t", SCHEMA, **KINDS[kind])
+def test_random_histories_keep_exactly_the_referenced_files(storage: Storage):
+    @settings(max_examples=30 if storage.kind == "local" else 8, deadline=None)
+    @given(kind=st.sampled_from(sorted(KINDS)), history=st.lists(ops, min_size=3, max_size=18))
+    def run(kind, history):
+        _random_history(tidelake.create_table(storage.fresh(), SCHEMA, storage_options=storage.options,
+                                              **KINDS[kind]), kind, history)
+
+    run()
+
+
+def _random_history(t: tidelake.Table, kind: str, history) -> None:
     h = History(t, kind)
     for op, arg in history:
         h.run(op, arg)
@@ -223,8 +230,8 @@ def test_random_histories_keep_exactly_the_referenced_files(tmp_path_factory, ki
 NO_INLINE = {"num-sorted-run.compaction-trigger": "100", "num-sorted-run.stop-trigger": "200"}
 
 
-def pk_table(path: pathlib.Path, options: dict[str, str] | None = None, **kw: Any) -> tidelake.Table:
-    return tidelake.create_table(path, SCHEMA, primary_keys=["k", "p"], bucket=kw.pop("bucket", 1),
+def pk_table(storage: Storage, name: str = "t", options: dict[str, str] | None = None, **kw: Any) -> tidelake.Table:
+    return storage.create_table(name, SCHEMA, primary_keys=["k", "p"], bucket=kw.pop("bucket", 1),
                                  options={**NO_INLINE, **(options or {})}, **kw)
 
 
@@ -233,16 +240,16 @@ def _commits(t: tidelake.Table, n: int, start: int = 0) -> None:
         t.write(pa.table({"k": [i % 3], "p": [i % 2], "v": [f"x{i}"]}, schema=SCHEMA))
 
 
-def test_expiration_follows_the_table_options_and_writes_earliest(tmp_path):
-    t = pk_table(tmp_path / "t")
+def test_expiration_follows_the_table_options_and_writes_earliest(storage):
+    t = pk_table(storage, "t")
     _commits(t, 12)
     # defaults: 10 retained at least, 1 h time retention: nothing is old enough
     assert t.expire_snapshots()["snapshots"] == 0
-    assert (tmp_path / "t/snapshot/EARLIEST").read_text() == "1"
+    assert stored_text(t, "snapshot/EARLIEST") == "1"
     result = t.expire_snapshots(older_than_ms=now_ms() + 1)
     assert result["snapshots"] == 2 and result["earliest_snapshot"] == 3
     assert [s.id for s in t.snapshots()] == list(range(3, 13))
-    assert (tmp_path / "t/snapshot/EARLIEST").read_text() == "3"
+    assert stored_text(t, "snapshot/EARLIEST") == "3"
     with pytest.raises(tidelake.InvalidArgumentError):
         t.expire_snapshots(retain_min=5, retain_max=4)
     with pytest.raises(tidelake.InvalidArgumentError):
@@ -253,22 +260,22 @@ def test_expiration_follows_the_table_options_and_writes_earliest(tmp_path):
     assert_files_match(t)
 
 
-def test_writers_expire_after_commit_unless_write_only(tmp_path):
+def test_writers_expire_after_commit_unless_write_only(storage):
     opts = {"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "3", "snapshot.time-retained": "1 ms"}
-    t = pk_table(tmp_path / "t", options=opts)
+    t = pk_table(storage, "t", options=opts)
     _commits(t, 6)
     assert [s.id for s in t.snapshots()] == [5, 6]
     assert_files_match(t)
-    w = pk_table(tmp_path / "w", options={**opts, "write-only": "true"})
+    w = pk_table(storage, "w", options={**opts, "write-only": "true"})
     _commits(w, 6)
     assert len(w.snapshots()) == 6
 
 
-def test_consumers_hold_snapshots_and_use_javas_format(tmp_path):
-    t = pk_table(tmp_path / "t")
+def test_consumers_hold_snapshots_and_use_javas_format(storage):
+    t = pk_table(storage, "t")
     _commits(t, 6)
     t.reset_consumer("job", 3)
-    assert (tmp_path / "t/consumer/consumer-job").read_text() == '{\n  "nextSnapshot" : 3\n}'
+    assert stored_text(t, "consumer/consumer-job") == '{\n  "nextSnapshot" : 3\n}'
     assert t.consumers() == {"job": 3}
     t.expire_snapshots(retain_min=1, older_than_ms=now_ms() + 1)
     assert [s.id for s in t.snapshots()] == [3, 4, 5, 6]
@@ -281,8 +288,8 @@ def test_consumers_hold_snapshots_and_use_javas_format(tmp_path):
     assert_files_match(t)
 
 
-def test_consumer_expiration_time(tmp_path):
-    t = pk_table(tmp_path / "t", options={"consumer.expiration-time": "1 ms"})
+def test_consumer_expiration_time(storage):
+    t = pk_table(storage, "t", options={"consumer.expiration-time": "1 ms"})
     _commits(t, 1)
     t.reset_consumer("old", 1)
     time.sleep(0.01)
@@ -293,14 +300,14 @@ def test_consumer_expiration_time(tmp_path):
 # ---- tags and rollback -------------------------------------------------------------------------------
 
 
-def test_tags_keep_files_and_deleting_the_last_one_cleans_them(tmp_path):
-    t = pk_table(tmp_path / "t")
+def test_tags_keep_files_and_deleting_the_last_one_cleans_them(storage):
+    t = pk_table(storage, "t")
     _commits(t, 3)
     t.compact(full=True)
     _commits(t, 3, start=3)
     tag = t.create_tag("before-compaction", 3)
     assert (tag.name, tag.snapshot_id) == ("before-compaction", 3)
-    text = (tmp_path / "t/tag/tag-before-compaction").read_text()
+    text = stored_text(t, "tag/tag-before-compaction")
     assert json.loads(text)["id"] == 3 and "tagCreateTime" not in json.loads(text)
     with pytest.raises(tidelake.TableAlreadyExistsError):
         t.create_tag("before-compaction")
@@ -316,14 +323,14 @@ def test_tags_keep_files_and_deleting_the_last_one_cleans_them(tmp_path):
         t.delete_tag("before-compaction")
 
 
-def test_tag_retention_is_written_like_java_and_expires(tmp_path):
+def test_tag_retention_is_written_like_java_and_expires(storage):
     import datetime as dt
 
-    t = pk_table(tmp_path / "t")
+    t = pk_table(storage, "t")
     _commits(t, 2)
     t.create_tag("short", time_retained=dt.timedelta(milliseconds=1))
     t.create_tag("long", time_retained=dt.timedelta(days=1))
-    d = json.loads((tmp_path / "t/tag/tag-long").read_text())
+    d = json.loads(stored_text(t, "tag/tag-long"))
     assert d["tagTimeRetained"] == 86400.0 and len(d["tagCreateTime"]) >= 5
     tags = t.system("tags").to_pylist()
     assert [r["time_retained"] for r in tags] == ["PT24H", "PT0.001S"]
@@ -332,8 +339,8 @@ def test_tag_retention_is_written_like_java_and_expires(tmp_path):
     assert [x.name for x in t.tags()] == ["long"]
 
 
-def test_rollback_to_snapshot_deletes_newer_snapshots_tags_and_files(tmp_path):
-    t = pk_table(tmp_path / "t")
+def test_rollback_to_snapshot_deletes_newer_snapshots_tags_and_files(storage):
+    t = pk_table(storage, "t")
     _commits(t, 3)
     expected = t.to_arrow()
     _commits(t, 3, start=3)
@@ -341,7 +348,7 @@ def test_rollback_to_snapshot_deletes_newer_snapshots_tags_and_files(tmp_path):
     result = t.rollback_to(snapshot_id=3)
     assert result["snapshot_id"] == 3 and result["snapshots"] == 3 and result["tags"] == ["late"]
     assert result["data_files"] == 3
-    assert (tmp_path / "t/snapshot/LATEST").read_text() == "3"
+    assert stored_text(t, "snapshot/LATEST") == "3"
     assert [s.id for s in t.snapshots()] == [1, 2, 3] and t.tags() == []
     assert_same_rows(t.to_arrow(), expected)
     assert_files_match(t)
@@ -353,8 +360,8 @@ def test_rollback_to_snapshot_deletes_newer_snapshots_tags_and_files(tmp_path):
         t.rollback_to()
 
 
-def test_rollback_to_a_tag_whose_snapshot_expired_recreates_it(tmp_path):
-    t = pk_table(tmp_path / "t")
+def test_rollback_to_a_tag_whose_snapshot_expired_recreates_it(storage):
+    t = pk_table(storage, "t")
     _commits(t, 2)
     t.create_tag("v1")
     expected = t.to_arrow()
@@ -363,8 +370,8 @@ def test_rollback_to_a_tag_whose_snapshot_expired_recreates_it(tmp_path):
     assert [s.id for s in t.snapshots()] == [6]
     t.rollback_to(tag="v1")
     assert [s.id for s in t.snapshots()] == [2]
-    assert (tmp_path / "t/snapshot/EARLIEST").read_text() == "2"
-    assert (tmp_path / "t/snapshot/LATEST").read_text() == "2"
+    assert stored_text(t, "snapshot/EARLIEST") == "2"
+    assert stored_text(t, "snapshot/LATEST") == "2"
     assert_same_rows(t.to_arrow(), expected)
     assert_files_match(t)
     # rolling back by the id of an expired, tagged snapshot goes through the tag (Java)
@@ -376,8 +383,8 @@ def test_rollback_to_a_tag_whose_snapshot_expired_recreates_it(tmp_path):
 # ---- orphan files ------------------------------------------------------------------------------------
 
 
-def test_orphan_files_of_uncommitted_writers_go_only_after_the_cutoff(tmp_path):
-    t = pk_table(tmp_path / "t", partition_keys=["p"], bucket=2)
+def test_orphan_files_of_uncommitted_writers_go_only_after_the_cutoff(storage):
+    t = pk_table(storage, "t", partition_keys=["p"], bucket=2)
     _commits(t, 4)
     committed = t.to_arrow()
     w = t.writer()
@@ -385,24 +392,23 @@ def test_orphan_files_of_uncommitted_writers_go_only_after_the_cutoff(tmp_path):
     w.prepare_commit()  # never committed
     # a writer process killed after writing its files
     script = (
-        "import os, sys, pyarrow as pa, tidelake\n"
-        "t = tidelake.open_table(sys.argv[1])\n"
+        "import json, os, sys, pyarrow as pa, tidelake\n"
+        "t = tidelake.open_table(sys.argv[1], storage_options=json.loads(sys.argv[2]))\n"
         "w = t.writer()\n"
         "w.write(pa.table({'k': [100, 101], 'p': [0, 1], 'v': ['x', 'y']}, schema=t.schema))\n"
         "w.prepare_commit()\n"
         "os._exit(9)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script, t.path], capture_output=True)
+    proc = subprocess.run([sys.executable, "-c", script, t.path, json.dumps(t.storage_options)], capture_output=True)
     assert proc.returncode == 9, proc.stderr
-    root = pathlib.Path(t.path)
-    junk = [root / "manifest" / "manifest-list-junk-0", root / "index" / "index-junk-0"]
+    files = TableFiles.of(t)
+    junk = ["manifest/manifest-list-junk-0", "index/index-junk-0"]
     for j in junk:
-        j.parent.mkdir(exist_ok=True)
-        j.write_bytes(b"junk")
-    keep = [root / "schema" / "stray", root / "snapshot" / ".snapshot-9.tmp", root / "README"]
+        files.write(j, b"junk")
+    keep = ["schema/stray", "snapshot/.snapshot-9.tmp", "README"]
     for k in keep:
-        k.write_bytes(b"keep")
-    orphans = set(disk_files(root)) - referenced_files(root) - {"README"}
+        files.write(k, b"keep")
+    orphans = disk_files(files) - referenced_files(files) - {"README"}
     assert len(orphans) >= 4 + len(junk)
 
     assert t.remove_orphan_files() == []  # default cutoff: a day ago
@@ -410,11 +416,11 @@ def test_orphan_files_of_uncommitted_writers_go_only_after_the_cutoff(tmp_path):
     listed = t.remove_orphan_files(older_than_ms=cutoff, dry_run=True)
     assert {pathlib.Path(p).name for p, _ in listed} == orphans
     assert all(size > 0 for _, size in listed)
-    assert orphans <= set(disk_files(root))  # dry run deleted nothing
+    assert orphans <= disk_files(files)  # dry run deleted nothing
     removed = t.remove_orphan_files(older_than_ms=cutoff)
     assert {pathlib.Path(p).name for p, _ in removed} == orphans
-    assert all(k.exists() for k in keep)
-    (root / "README").unlink()
+    assert set(keep) <= files.names()
+    files.delete("README")
     assert_files_match(t)
     assert_same_rows(t.to_arrow(), committed)
 
@@ -425,8 +431,8 @@ def test_orphan_files_of_uncommitted_writers_go_only_after_the_cutoff(tmp_path):
 DT_SCHEMA = pa.schema([("k", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
 
 
-def test_drop_and_expire_partitions(tmp_path):
-    t = tidelake.create_table(tmp_path / "t", DT_SCHEMA, primary_keys=["k", "dt"], partition_keys=["dt"], bucket=1)
+def test_drop_and_expire_partitions(storage):
+    t = storage.create_table("t", DT_SCHEMA, primary_keys=["k", "dt"], partition_keys=["dt"], bucket=1)
     t.write(pa.table({"k": [1, 2, 3], "dt": ["2020-01-01", "2020-01-02", "2999-01-01"], "v": ["a", "b", "c"]},
                      schema=DT_SCHEMA))
     sid = t.drop_partitions([{"dt": "2020-01-02"}])
@@ -441,10 +447,10 @@ def test_drop_and_expire_partitions(tmp_path):
     assert t.system("partitions").column("partition").to_pylist() == ["dt=2999-01-01"]
 
 
-def test_partitions_expire_after_commits_with_a_formatter(tmp_path):
+def test_partitions_expire_after_commits_with_a_formatter(storage):
     opts = {"partition.expiration-time": "7 d", "partition.timestamp-formatter": "yyyyMMdd",
             "partition.timestamp-pattern": "$dt"}
-    t = tidelake.create_table(tmp_path / "t", DT_SCHEMA, partition_keys=["dt"], options=opts)
+    t = storage.create_table("t", DT_SCHEMA, partition_keys=["dt"], options=opts)
     t.write(pa.table({"k": [1, 2, 3], "dt": ["20200101", "29990101", "not-a-date"], "v": ["a", "b", "c"]},
                      schema=DT_SCHEMA))
     # the writer's after-commit maintenance dropped the old partition; unparsable ones stay
@@ -475,8 +481,8 @@ JAVA_COLUMNS = {
 }
 
 
-def test_system_tables(tmp_path):
-    t = pk_table(tmp_path / "t", partition_keys=["p"], options={"file.format": "parquet"})
+def test_system_tables(storage):
+    t = pk_table(storage, "t", partition_keys=["p"], options={"file.format": "parquet"})
     t.write(pa.table({"k": [1, 2, 3], "p": [0, 0, 1], "v": ["a", "b", "c"]}, schema=SCHEMA))
     t.delete(pa.table({"k": [2], "p": [0], "v": [None]}, schema=SCHEMA))
     t.create_tag("t1")
@@ -487,7 +493,9 @@ def test_system_tables(tmp_path):
     assert [s["snapshot_id"] for s in snaps] == [1, 2] and snaps[0]["commit_kind"] == "APPEND"
     files = t.system("files").to_pylist()
     assert {f["partition"] for f in files} == {"{0}", "{1}"}
-    assert all(f["file_format"] == "parquet" and os.path.exists(f["file_path"]) for f in files)
+    stored = TableFiles.of(t).names()
+    assert all(f["file_format"] == "parquet" and f["file_path"].startswith(t.path + "/")
+               and f["file_path"][len(t.path) + 1:] in stored for f in files)
     assert {f["min_key"] for f in files} >= {"[1]", "[3]"}
     parts = t.system("partitions").to_pylist()
     assert [(p["partition"], p["file_count"], p["record_count"]) for p in parts] == [("p=0", 2, 3), ("p=1", 1, 1)]
@@ -505,8 +513,8 @@ def test_system_tables(tmp_path):
         t.system("nope")
 
 
-def test_audit_log_of_append_tables(tmp_path):
-    t = tidelake.create_table(tmp_path / "t", SCHEMA)
+def test_audit_log_of_append_tables(storage):
+    t = storage.create_table("t", SCHEMA)
     t.write(pa.table({"k": [1, 2], "p": [0, 0], "v": ["a", "b"]}, schema=SCHEMA))
     assert t.system("audit_log").column("rowkind").to_pylist() == ["+I", "+I"]
 
@@ -536,18 +544,19 @@ def test_pypaimon_reads_every_retained_snapshot_and_tag_after_expiration(tmp_pat
 # ---- concurrency -----------------------------------------------------------------------------------
 
 
-def test_expiration_concurrent_with_a_writer_keeps_every_commit_readable(tmp_path):
-    t = pk_table(tmp_path / "t", partition_keys=["p"], bucket=2)
+def test_expiration_concurrent_with_a_writer_keeps_every_commit_readable(storage):
+    t = pk_table(storage, "t", partition_keys=["p"], bucket=2)
     _commits(t, 2)
     script = (
-        "import sys, time, pyarrow as pa, tidelake\n"
-        "t = tidelake.open_table(sys.argv[1])\n"
+        "import json, sys, time, pyarrow as pa, tidelake\n"
+        "t = tidelake.open_table(sys.argv[1], storage_options=json.loads(sys.argv[2]))\n"
         "for i in range(25):\n"
         "    t.write(pa.table({'k': [i, i + 100], 'p': [i % 2, 1], 'v': [f'w{i}', 'x']}, schema=t.schema))\n"
         "    if i % 7 == 6:\n"
         "        t.compact(full=True)\n"
     )
-    writer = subprocess.Popen([sys.executable, "-c", script, t.path], stderr=subprocess.PIPE)
+    writer = subprocess.Popen([sys.executable, "-c", script, t.path, json.dumps(t.storage_options)],
+                              stderr=subprocess.PIPE)
     runs = 0
     while writer.poll() is None:
         t.expire_snapshots(retain_min=1, older_than_ms=now_ms() + 1)
@@ -560,9 +569,9 @@ def test_expiration_concurrent_with_a_writer_keeps_every_commit_readable(tmp_pat
     assert sorted(r["k"] for r in rows) == sorted({i % 3 for i in range(2)} | set(range(25)) | {100 + i for i in range(25)})
 
 
-def test_a_tag_before_an_expired_range_keeps_files_deleted_at_its_start(tmp_path):
+def test_a_tag_before_an_expired_range_keeps_files_deleted_at_its_start(storage):
     """A file deleted by snapshot `begin` of a later expiration run is still live in older tags."""
-    t = pk_table(tmp_path / "t")
+    t = pk_table(storage, "t")
     _commits(t, 4)
     t.create_tag("old", 2)
     t.compact(full=True)  # snapshot 5 deletes the level-0 files

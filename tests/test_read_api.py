@@ -1,6 +1,7 @@
 """The read API beyond the fixture expectations: stubs, projection, every filter form (checked
 against pyarrow applying the same filter to the unfiltered read), pyarrow Expressions, splits
-across processes, polars, GIL release and time travel."""
+across processes, polars, GIL release and time travel. Filters, splits, changes and time travel
+also run on a copy of the fixture tables on the S3 server (``stored`` fixture)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import pytest
 
 import tidelake
 from tidelake import _internal
+from _s3 import Storage
 from conftest import FIXTURES, assert_same_rows, fixture_tables
 
 WAREHOUSE = FIXTURES / "warehouse" / "fx.db"
@@ -32,6 +34,16 @@ STUB = pathlib.Path(tidelake.__file__).with_name("_internal.pyi")
 
 def open_fx(name: str) -> tidelake.Table:
     return tidelake.open_table(WAREHOUSE / name)
+
+
+@pytest.fixture
+def stored(storage: Storage):
+    """Opens a copy of a fixture table on local storage or on the S3 server."""
+
+    def open_(name: str) -> tidelake.Table:
+        return tidelake.open_table(storage.copy_in(WAREHOUSE / name, name), storage_options=storage.options)
+
+    return open_
 
 
 # ---- stubs ------------------------------------------------------------------------------------
@@ -401,12 +413,12 @@ TIME_TRAVEL_FILTERS = [
 
 
 @pytest.mark.parametrize("filters", TIME_TRAVEL_FILTERS, ids=repr)
-def test_dnf_forms_match_pyarrow(filters):
-    check_filter(open_fx("time_travel"), filters)
+def test_dnf_forms_match_pyarrow(filters, stored):
+    check_filter(stored("time_travel"), filters)
 
 
-def test_tuple_and_list_terms_are_equivalent():
-    table = open_fx("time_travel")
+def test_tuple_and_list_terms_are_equivalent(stored):
+    table = stored("time_travel")
     a = table.to_arrow(filter=[("n", ">=", 20), ("id", "<", 9)])
     b = table.to_arrow(filter=[["n", ">=", 20], ["id", "<", 9]])
     c = table.to_arrow(filter=[[("n", ">=", 20), ("id", "<", 9)]])
@@ -585,8 +597,8 @@ def _read_split(split) -> pa.Table:
     ("append_partitioned", {"columns": ["yr", "id"], "filter": [("yr", ">=", 2024)]}),
     ("time_travel", {"tag": "mid"}),
 ])
-def test_splits_pickle_and_read_in_spawned_processes(name, kwargs, spawn_pool):
-    table = open_fx(name)
+def test_splits_pickle_and_read_in_spawned_processes(name, kwargs, spawn_pool, stored):
+    table = stored(name)
     scan = table.scan(**kwargs)
     splits = scan.splits()
     assert len(splits) >= 2
@@ -598,8 +610,8 @@ def test_splits_pickle_and_read_in_spawned_processes(name, kwargs, spawn_pool):
     assert_same_rows(scan.to_arrow(), table.to_arrow(**kwargs))
 
 
-def test_change_scan_splits_read_in_spawned_processes(spawn_pool):
-    table = open_fx("pk_changelog_input")
+def test_change_scan_splits_read_in_spawned_processes(spawn_pool, stored):
+    table = stored("pk_changelog_input")
     scan = table.changes_scan(0)
     parts = spawn_pool.map(_read_split, scan.splits())
     got = pa.concat_tables(parts)
@@ -703,8 +715,8 @@ def test_gil_probe_detects_a_gil_holding_call():
 # ---- time travel -------------------------------------------------------------------------------
 
 
-def test_time_travel_by_tag_equals_the_tagged_snapshot():
-    table = open_fx("time_travel")
+def test_time_travel_by_tag_equals_the_tagged_snapshot(stored):
+    table = stored("time_travel")
     tags = table.tags()
     assert [t.name for t in tags] == ["first", "mid"]
     for tag in tags:
@@ -714,8 +726,8 @@ def test_time_travel_by_tag_equals_the_tagged_snapshot():
     assert table.to_arrow(tag="first").num_rows != table.to_arrow().num_rows
 
 
-def test_time_travel_by_timestamp_resolves_to_the_last_commit_at_or_before():
-    table = open_fx("time_travel")
+def test_time_travel_by_timestamp_resolves_to_the_last_commit_at_or_before(stored):
+    table = stored("time_travel")
     snaps = table.snapshots()
     assert len(snaps) == 5
     for prev, snap in zip([None] + snaps[:-1], snaps):
@@ -730,8 +742,8 @@ def test_time_travel_by_timestamp_resolves_to_the_last_commit_at_or_before():
         table.scan(timestamp_ms=snaps[0].time_millis - 1)
 
 
-def test_time_travel_changes_between_tags_match_snapshot_difference():
-    table = open_fx("time_travel")
+def test_time_travel_changes_between_tags_match_snapshot_difference(stored):
+    table = stored("time_travel")
     first, mid = (t.snapshot_id for t in table.tags())
     changes = table.changes(first, mid)
     assert set(changes.column("_row_kind").to_pylist()) <= {"+I", "-U", "+U", "-D"}

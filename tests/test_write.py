@@ -4,8 +4,8 @@ numbers and file rolling."""
 
 from __future__ import annotations
 
+import io
 import multiprocessing as mp
-import pathlib
 import pickle
 
 import fastavro
@@ -15,6 +15,7 @@ import pytest
 
 import tidelake
 from _peers import data_files, model_table, new_warehouse, table_files
+from _s3 import Storage, TableFiles
 from conftest import assert_same_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int32()), ("price", pa.float64())])
@@ -26,13 +27,13 @@ def expected(rows=ROWS, schema=SCHEMA) -> pa.Table:
 
 
 @pytest.fixture
-def pk_table(tmp_path) -> tidelake.Table:
-    return tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"], bucket=2)
+def pk_table(storage: Storage) -> tidelake.Table:
+    return storage.create_table("t", SCHEMA, primary_keys=["id"], bucket=2)
 
 
 @pytest.fixture
-def append_table(tmp_path) -> tidelake.Table:
-    return tidelake.create_table(tmp_path / "a", SCHEMA)
+def append_table(storage: Storage) -> tidelake.Table:
+    return storage.create_table("a", SCHEMA)
 
 
 # ---- input forms ---------------------------------------------------------------------------------
@@ -57,8 +58,8 @@ def _forms():
 
 @pytest.mark.parametrize("form", list(_forms()))
 @pytest.mark.parametrize("kind", ["pk", "append"])
-def test_input_forms(tmp_path, form, kind):
-    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None)
+def test_input_forms(storage, form, kind):
+    t = storage.create_table("t", SCHEMA, primary_keys=["id"] if kind == "pk" else None)
     sid = t.write(_forms()[form]())
     assert sid == 1
     assert_same_rows(t.to_arrow(), expected().cast(t.schema))
@@ -93,34 +94,34 @@ BAD_INPUTS = {
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
 @pytest.mark.parametrize("kind", ["pk", "append"])
-def test_rejected_writes_leave_no_trace(tmp_path, case, kind):
+def test_rejected_writes_leave_no_trace(storage, case, kind):
     data, column = BAD_INPUTS[case]
-    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None)
+    t = storage.create_table("t", SCHEMA, primary_keys=["id"] if kind == "pk" else None)
     t.write(expected())
     if kind == "append" and case in ("missing-key", "null-key"):
         # no key on append tables: "id" is an ordinary nullable column
         assert t.write(data) == 2
         assert t.to_arrow().num_rows == len(ROWS) + data.num_rows
         return
-    before = table_files(t.path)
+    before = table_files(t)
     with pytest.raises(tidelake.SchemaMismatchError) as e:
         t.write(data)
     assert column in str(e.value)
     with pytest.raises(tidelake.SchemaMismatchError):
         t.upsert(data) if kind == "pk" else t.write(data, mode="overwrite")
     assert len(t.snapshots()) == 1
-    assert table_files(t.path) == before
+    assert table_files(t) == before
 
 
 # (a null "id" is only bad where "id" is the primary key)
 @pytest.mark.parametrize("bad,kind", [("overflow", "pk"), ("overflow", "append"), ("null-key", "pk")])
-def test_failure_late_in_a_stream_leaves_no_trace(tmp_path, bad, kind):
+def test_failure_late_in_a_stream_leaves_no_trace(storage, bad, kind):
     """One write() of a stream whose last batch is bad: earlier batches were already written
     to files (spilled buffers / append files); all of them must be removed."""
-    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
+    t = storage.create_table("t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
                               options={"write-buffer-size": "256kb", "target-file-size": "128kb"})
     t.write(expected())
-    before = table_files(t.path)
+    before = table_files(t)
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int64())])
     n = 40_000
 
@@ -137,14 +138,14 @@ def test_failure_late_in_a_stream_leaves_no_trace(tmp_path, bad, kind):
 
     def spy():
         for b in batches():
-            seen.append(data_files(t.path) - before)
+            seen.append(data_files(t) - before)
             yield b
 
     with pytest.raises(tidelake.SchemaMismatchError):
         t.write(pa.RecordBatchReader.from_batches(schema, spy()))
     assert any(seen), "files should have been written before the bad batch arrived"
     assert len(t.snapshots()) == 1
-    assert table_files(t.path) == before, sorted(table_files(t.path) - before)[:5]
+    assert table_files(t) == before, sorted(table_files(t) - before)[:5]
 
 
 def test_write_to_missing_table_raises(tmp_path):
@@ -170,7 +171,7 @@ def test_two_phase_across_processes(pk_table):
     from _workers import write_part
 
     with ctx.Pool(2) as pool:
-        blobs = pool.starmap(write_part, [(pk_table.path, parts[w], "job-1") for w in range(2)])
+        blobs = pool.starmap(write_part, [(pk_table.path, parts[w], "job-1", pk_table.storage_options) for w in range(2)])
     messages = [m for b in blobs for m in pickle.loads(b)]
     assert all(isinstance(m, tidelake.CommitMessage) for m in messages)
     assert pk_table.snapshots() == []  # nothing visible before the commit
@@ -207,24 +208,24 @@ def test_commit_identifier_is_exactly_once(pk_table):
 
 
 @pytest.mark.parametrize("kind", ["pk", "append"])
-def test_abort_deletes_written_files(tmp_path, kind):
-    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
+def test_abort_deletes_written_files(storage, kind):
+    t = storage.create_table("t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
                               options={"write-buffer-size": "256kb", "target-file-size": "128kb"})
     t.write(expected())
-    before = table_files(t.path)
+    before = table_files(t)
     w = t.writer()
     big = model_table([{"id": i, "name": "x" * 40, "qty": 1, "price": 1.0} for i in range(30_000)], SCHEMA)
     w.write(big)
-    assert data_files(t.path) - before, "the write should have produced files already (spill/append)"
+    assert data_files(t) - before, "the write should have produced files already (spill/append)"
     w.abort()
-    assert table_files(t.path) == before
+    assert table_files(t) == before
     assert len(t.snapshots()) == 1
     # context-manager exit with an exception aborts too
     with pytest.raises(RuntimeError):
         with t.writer() as w2:
             w2.write(big)
             raise RuntimeError("boom")
-    assert table_files(t.path) == before
+    assert table_files(t) == before
 
 
 # ---- big writes: spills, sequence numbers, rolling ---------------------------------------------------
@@ -232,13 +233,11 @@ def test_abort_deletes_written_files(tmp_path, kind):
 
 def _manifest_entries(t: tidelake.Table, sid: int) -> list[dict]:
     """The ADD entries of snapshot ``sid``'s delta manifests (via fastavro)."""
-    root = pathlib.Path(t.path) / "manifest"
+    files = TableFiles.of(t)
     snap = t.snapshot(sid)
     out = []
-    with open(root / snap.raw["deltaManifestList"], "rb") as f:
-        for meta in fastavro.reader(f):
-            with open(root / meta["_FILE_NAME"], "rb") as g:
-                out += [e for e in fastavro.reader(g) if e["_KIND"] == 0]
+    for meta in fastavro.reader(io.BytesIO(files.read(f"manifest/{snap.raw['deltaManifestList']}"))):
+        out += [e for e in fastavro.reader(io.BytesIO(files.read(f"manifest/{meta['_FILE_NAME']}"))) if e["_KIND"] == 0]
     return out
 
 
@@ -280,8 +279,8 @@ def test_large_write_spills_and_merges(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["pk", "append-bucketed", "append-unaware"])
-def test_sequence_numbers_continue_across_commits(tmp_path, kind):
-    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
+def test_sequence_numbers_continue_across_commits(storage, kind):
+    t = storage.create_table("t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
                               bucket=-1 if kind == "append-unaware" else 2,
                               options={"bucket-key": "id"} if kind == "append-bucketed" else None)
     last_max: dict = {}
@@ -294,8 +293,8 @@ def test_sequence_numbers_continue_across_commits(tmp_path, kind):
             b = e["_BUCKET"]
             assert f["_MIN_SEQUENCE_NUMBER"] > last_max.get(b, -1), (c, b)
             if kind == "pk":  # the file's own _SEQUENCE_NUMBER column agrees with its metadata
-                path = pathlib.Path(t.path) / f"bucket-{b}" / f["_FILE_NAME"]
-                seqs = pq.ParquetFile(path).read(columns=["_SEQUENCE_NUMBER"]).column(0).to_pylist()
+                data = TableFiles.of(t).read(f"bucket-{b}/{f['_FILE_NAME']}")
+                seqs = pq.ParquetFile(io.BytesIO(data)).read(columns=["_SEQUENCE_NUMBER"]).column(0).to_pylist()
                 assert min(seqs) == f["_MIN_SEQUENCE_NUMBER"] and max(seqs) == f["_MAX_SEQUENCE_NUMBER"]
             else:  # append files number their rows consecutively
                 assert f["_MAX_SEQUENCE_NUMBER"] - f["_MIN_SEQUENCE_NUMBER"] + 1 == f["_ROW_COUNT"]
@@ -303,7 +302,7 @@ def test_sequence_numbers_continue_across_commits(tmp_path, kind):
     if kind != "pk":
         return
     # a newly opened table (new writer process) continues too: newer writes win
-    t2 = tidelake.open_table(t.path)
+    t2 = tidelake.open_table(t.path, storage_options=storage.options)
     t2.write(expected([{"id": 0, "name": "final", "qty": 9, "price": 9.0}]))
     assert t2.to_arrow(filter=[("id", "=", 0)]).column("name").to_pylist() == ["final"]
     seq_rows = t.changes(0)
@@ -311,8 +310,8 @@ def test_sequence_numbers_continue_across_commits(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", ["pk", "append"])
-def test_target_file_size_rolls_files(tmp_path, kind):
-    t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
+def test_target_file_size_rolls_files(storage, kind):
+    t = storage.create_table("t", SCHEMA, primary_keys=["id"] if kind == "pk" else None,
                               bucket=1 if kind == "pk" else -1,
                               options={"target-file-size": "128kb", "file.compression": "none"})
     n = 60_000
@@ -387,18 +386,18 @@ def test_empty_write_creates_no_snapshot(pk_table):
     assert pk_table.snapshots() == []
 
 
-def test_static_overwrite_rejects_rows_outside_the_partition(tmp_path):
+def test_static_overwrite_rejects_rows_outside_the_partition(storage):
     schema = pa.schema([("p", pa.string()), ("id", pa.int64())])
-    t = tidelake.create_table(tmp_path / "t", schema, partition_keys=["p"])
+    t = storage.create_table("t", schema, partition_keys=["p"])
     t.write(pa.table({"p": ["a", "b"], "id": [1, 2]}))
-    before = table_files(t.path)
+    before = table_files(t)
     big = pa.table({"p": ["a"] * 50_000 + ["b"], "id": pa.array(range(50_001), pa.int64())})
     with pytest.raises(tidelake.InvalidArgumentError):
         t.write(big, mode="overwrite", overwrite_partition={"p": "a"})
     with pytest.raises(tidelake.InvalidArgumentError):
         t.write(pa.table({"p": [None], "id": [5]}), mode="overwrite", overwrite_partition={"p": "a"})
     assert len(t.snapshots()) == 1
-    assert table_files(t.path) == before
+    assert table_files(t) == before
     assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
 
 
@@ -409,10 +408,10 @@ def test_commit_after_a_concurrent_schema_change(pk_table):
     w.write(expected())
     msgs = w.prepare_commit()
     w.close()
-    other = tidelake.open_table(pk_table.path)
+    other = tidelake.open_table(pk_table.path, storage_options=pk_table.storage_options)
     other.add_column("extra", pa.string())
     pk_table.commit(msgs)
-    got = tidelake.open_table(pk_table.path).to_arrow()
+    got = tidelake.open_table(pk_table.path, storage_options=pk_table.storage_options).to_arrow()
     assert got.schema.names == SCHEMA.names + ["extra"]
     assert got.column("extra").null_count == got.num_rows == len(ROWS)
 
@@ -426,15 +425,14 @@ SPILL_ENGINES = {
 
 
 @pytest.mark.parametrize("engine", list(SPILL_ENGINES))
-def test_spilled_buffers_merge_with_every_engine(tmp_path, engine):
+def test_spilled_buffers_merge_with_every_engine(storage, engine):
     """Upserts of one writer spread over several spilled level-0 files per bucket: the read
     applies the merge engine across the spills in write order (sequence numbers)."""
     import random
 
     opts = SPILL_ENGINES[engine]
     schema = pa.schema([("id", pa.int64()), ("a", pa.string()), ("b", pa.int64()), ("ts", pa.int64())])
-    t = tidelake.create_table(tmp_path / "t", schema, primary_keys=["id"], bucket=2,
-                              options={"write-buffer-size": "256kb", **opts})
+    t = storage.create_table("t", schema, primary_keys=["id"], bucket=2, options={"write-buffer-size": "256kb", **opts})
     rng = random.Random(engine)
     model: dict = {}
     with t.writer() as w:

@@ -1,28 +1,30 @@
 """Model-based test of the write path: random sequences of creates, upserts, deletes, overwrites,
-column additions and (time-travel) reads against a plain-dict model.
+truncates, column additions and (time-travel) reads against a plain-dict model.
 
-Profiles: the default runs 200 examples of ~10 steps; ``HYPOTHESIS_PROFILE=nightly`` runs many
-more and longer sequences.
+Runs on local storage and on the S3 server (``storage`` fixture). Profiles: the default runs 200
+examples of ~10 steps locally and 15 on S3; ``HYPOTHESIS_PROFILE=nightly`` runs many more and
+longer sequences on both.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 
 import pyarrow as pa
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
+                                 run_state_machine_as_test)
 
 import tidelake
+from _s3 import Storage
 from conftest import assert_same_rows
 
 settings.register_profile("nightly", max_examples=3000, stateful_step_count=30, deadline=None,
                           suppress_health_check=list(HealthCheck))
 DEFAULT = settings(max_examples=200, stateful_step_count=10, deadline=None,
                    suppress_health_check=list(HealthCheck))
+S3_EXAMPLES = 15
 
 PARTS = ["a", "b/c"]
 KEYS = st.integers(0, 7)
@@ -32,9 +34,9 @@ NEW_COLUMN_TYPES = [pa.int64(), pa.string()]
 class LakeModel(RuleBasedStateMachine):
     """The table and the model of its rows: ``key -> row dict`` (key = (p, k) or (k,))."""
 
-    def __init__(self) -> None:
+    def __init__(self, storage: Storage) -> None:
         super().__init__()
-        self.dir = tempfile.mkdtemp(prefix="tidelake-model-")
+        self.storage = storage
         self.t: tidelake.Table | None = None
         self.model: dict = {}
         self.snaps: dict[int, tuple[pa.Schema, list[dict]]] = {}
@@ -89,9 +91,10 @@ class LakeModel(RuleBasedStateMachine):
         opts = {"merge-engine": engine} if engine != "deduplicate" else {}
         if bucket == -1:  # small dynamic buckets: keys spread over several, through the HASH index
             opts["dynamic-bucket.target-row-num"] = "3"
-        self.t = tidelake.create_table(os.path.join(self.dir, "t"), pa.schema(fields),
+        self.t = tidelake.create_table(self.storage.fresh(), pa.schema(fields),
                                        primary_keys=["p", "k"] if partitioned else ["k"],
-                                       partition_keys=["p"] if partitioned else None, bucket=bucket, options=opts)
+                                       partition_keys=["p"] if partitioned else None, bucket=bucket, options=opts,
+                                       storage_options=self.storage.options)
 
     @rule(data=st.data())
     def upsert(self, data):
@@ -126,6 +129,12 @@ class LakeModel(RuleBasedStateMachine):
         self.model = kept
         self.record()
 
+    @rule()
+    def truncate(self):
+        self.t.truncate()
+        self.model = {}
+        self.record()
+
     @precondition(lambda self: self.t is not None and len(self.t.schema) < 6)
     @rule(type_index=st.integers(0, len(NEW_COLUMN_TYPES) - 1))
     def add_column(self, type_index):
@@ -152,22 +161,18 @@ class LakeModel(RuleBasedStateMachine):
             assert [s.id for s in self.t.snapshots()] == list(range(1, len(self.t.snapshots()) + 1))
 
     def teardown(self):
-        try:
-            if self.t is not None:
-                self.read_latest()
-                # a freshly opened table (another process) sees the same
-                again = tidelake.open_table(self.t.path)
-                assert_same_rows(again.to_arrow(), self.t.to_arrow())
-        finally:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        if self.t is not None:
+            self.read_latest()
+            # a freshly opened table (another process) sees the same
+            again = tidelake.open_table(self.t.path, storage_options=self.storage.options)
+            assert_same_rows(again.to_arrow(), self.t.to_arrow())
 
 
-def _selected_settings() -> settings:
-    name = os.environ.get("HYPOTHESIS_PROFILE")
-    if name == "nightly":
+def _selected_settings(storage: Storage) -> settings:
+    if os.environ.get("HYPOTHESIS_PROFILE") == "nightly":
         return settings.get_profile("nightly")
-    return DEFAULT
+    return DEFAULT if storage.kind == "local" else settings(DEFAULT, max_examples=S3_EXAMPLES)
 
 
-TestLakeModel = LakeModel.TestCase
-TestLakeModel.settings = _selected_settings()
+def test_lake_model(storage: Storage):
+    run_state_machine_as_test(lambda: LakeModel(storage), settings=_selected_settings(storage))

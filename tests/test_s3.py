@@ -35,8 +35,9 @@ def batch(keys, dt: str, v: int) -> pa.Table:
 def test_table_lifecycle(storage: Storage, request):
     cat = tidelake.Catalog(storage.root, storage_options=storage.options)
     cat.create_database("db")
+    # write-only: the writers leave compaction to the explicit compact() below
     t = cat.create_table("db.t", SCHEMA, primary_keys=["k", "dt"], partition_keys=["dt"], bucket=2,
-                         options={"snapshot.num-retained.min": "100"})
+                         options={"snapshot.num-retained.min": "100", "write-only": "true"})
     assert cat.list_tables("db") == ["t"]
     assert t.storage_options == (storage.options or {})
     model: dict = {}

@@ -201,7 +201,7 @@ class History:
 
 
 def test_random_histories_keep_exactly_the_referenced_files(storage: Storage):
-    @settings(max_examples=30 if storage.kind == "local" else 8, deadline=None)
+    @settings(max_examples=30 if storage.kind == "local" else 5, deadline=None)
     @given(kind=st.sampled_from(sorted(KINDS)), history=st.lists(ops, min_size=3, max_size=18))
     def run(kind, history):
         _random_history(tidelake.create_table(storage.fresh(), SCHEMA, storage_options=storage.options,

@@ -143,7 +143,9 @@ def main() -> int:
     catalog = tidelake.Catalog(str(WAREHOUSE))
     catalog.create_database("shop")
     table = catalog.create_table("shop.accounts", SCHEMA, primary_keys=["id"], bucket=4,
-                                 options={"rowkind.field": "op", "changelog-producer": "input"})
+                                 # the stream only writes; compaction is a separate job (the CLI, below)
+                                 options={"rowkind.field": "op", "changelog-producer": "input",
+                                          "write-only": "true"})
     path = table.path
     print(table)
 

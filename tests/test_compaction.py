@@ -2,8 +2,10 @@
 for every merge engine; a full compaction leaves one sorted run at the max level per bucket;
 pypaimon reads compacted tables identically; the level-0-only fixtures `pk_first_row` and
 `pk_deletion_vectors` become visible (their logical content) once compacted; concurrent
-compactions either win or fail with CommitConflictError without leaving files behind; random
-histories with compactions at random points (hypothesis); changes() of every changelog
+compactions either win or fail with CommitConflictError without leaving files behind; a
+deletion-vector table compacts level 0 into a middle level, hiding older copies below with
+deletion vectors that pypaimon reads too; random histories with compactions at random points
+(hypothesis, with and without deletion vectors); changes() of every changelog
 producer against a dict model; a killed compaction process changes nothing.
 """
 
@@ -216,22 +218,56 @@ step = st.one_of(
 )
 
 
+def test_deletion_vectors_hide_older_copies_below_a_middle_level(tmp_path: pathlib.Path) -> None:
+    cat = tidelake.Catalog(str(tmp_path))
+    cat.create_database("db", ignore_if_exists=True)
+    t = _create(tmp_path / "db.db" / "t", {"bucket": "1", "deletion-vectors.enabled": "true"}, partitioned=False)
+    model = {i: i for i in range(400)}
+    t.upsert(_rows("a", sorted(model), model.get))
+    assert t.compact() is not None
+    top = _live_files(tmp_path, "db.t")
+    assert [level for _, _, level, _ in top] == [3], top  # num-levels = trigger + 1 = 4
+
+    updates = {3: 300, 17: None, 450: 4500}
+    t.upsert(_rows("a", sorted(updates), updates.get))
+    t.delete(pa.table({"id": [11, 12, 999], "dt": ["a"] * 3}))
+    assert t.to_arrow().num_rows == 400, "level 0 is hidden before compaction"
+    snapshot = t.compact()
+    assert snapshot is not None
+    model.update(updates)
+    for k in (11, 12):
+        del model[k]
+    files = _live_files(tmp_path, "db.t")
+    assert sorted(level for _, _, level, _ in files) == [2, 3], files
+    assert top[0] in files, "the top file stays, its older copies hidden by a deletion vector"
+    assert json.loads(t._raw.snapshot_json(snapshot)).get("indexManifest") is not None
+    expected = _rows("a", sorted(model), model.get).to_pylist()
+    assert _sorted(t.to_arrow()).to_pylist() == expected
+    assert _sorted(_pp_read(tmp_path, "db.t")).to_pylist() == expected
+
+
 def _examples(storage: Storage, local: int) -> settings:
     """Hypothesis settings: ``local`` examples on local storage, a third of them on S3."""
     return settings(max_examples=local if storage.kind == "local" else max(2, local // 3), deadline=None)
 
 
 def test_random_histories_read_the_same_after_compaction(storage: Storage) -> None:
+    """With deletion vectors, batch reads skip level 0: they show the model as of the last
+    compaction (which takes every level-0 file)."""
     @_examples(storage, 15)
-    @given(steps=st.lists(step, min_size=1, max_size=12), trigger=st.integers(2, 5))
-    def run(steps, trigger) -> None:
-        _random_history(_on(storage, {"bucket": "1", "num-sorted-run.compaction-trigger": str(trigger)}), steps)
+    @given(steps=st.lists(step, min_size=1, max_size=12), trigger=st.integers(2, 5), dv=st.booleans())
+    def run(steps, trigger, dv) -> None:
+        options = {"bucket": "1", "num-sorted-run.compaction-trigger": str(trigger)}
+        if dv:
+            options["deletion-vectors.enabled"] = "true"
+        _random_history(_on(storage, options), steps, dv)
 
     run()
 
 
-def _random_history(t: tidelake.Table, steps) -> None:
+def _random_history(t: tidelake.Table, steps, dv: bool) -> None:
     model: dict[int, int | None] = {}
+    visible: dict[int, int | None] = {}
     for kind, arg in steps:
         if kind == "upsert":
             model.update(arg)
@@ -243,8 +279,11 @@ def _random_history(t: tidelake.Table, steps) -> None:
         elif t.latest_snapshot() is not None:
             before = _sorted(t.to_arrow())
             t.compact(full=arg)
-            assert _sorted(t.to_arrow()).equals(before)
-        expected = _rows("a", sorted(model), model.get)
+            visible = dict(model)
+            if not dv:
+                assert _sorted(t.to_arrow()).equals(before)
+        shown = visible if dv else model
+        expected = _rows("a", sorted(shown), shown.get)
         if t.latest_snapshot() is not None:
             assert _sorted(t.to_arrow()).to_pylist() == expected.to_pylist()
 

@@ -14,12 +14,13 @@
 //! Deletions are applied before additions (Java collects deleted index files first and its
 //! combiners process deletions first). Previous entries keep their order; new ones follow.
 //!
-//! Stricter than Java for `HASH` files: a commit may only replace the bucket's *live* file
+//! Stricter than Java for bucketed files: a commit may only replace the bucket's *live* file
 //! (the one its writer loaded), and may only create the file of a bucket that has none.
 //! Otherwise a concurrent writer replaced or created it first, and taking its place would drop
-//! that writer's keys from the index (they would later be assigned a second bucket and be
-//! duplicated): that is a [`Error::CommitConflict`]. Java assumes one writer per partition
-//! and silently drops them.
+//! that writer's keys from the index (`HASH`: they would later be assigned a second bucket and
+//! be duplicated) or its deleted rows (`DELETION_VECTORS`: older copies of keys would show
+//! again): that is a [`Error::CommitConflict`]. Java assumes one writer per bucket and
+//! silently drops them.
 
 use std::collections::HashSet;
 
@@ -83,22 +84,21 @@ pub(crate) fn combine_index_entries(
     }
     let conflict = |msg: String| Error::CommitConflict(msg);
     let mut live = previous;
-    let mut deleted_hash: HashSet<&str> = HashSet::new();
+    let mut deleted_bucketed: HashSet<&str> = HashSet::new();
     for change in changes.iter().filter(|c| c.kind == FileKind::Delete) {
         let before = live.len();
         match combine_rule(&change.index_file.index_type, bucket_unaware) {
-            Combine::Bucketed if change.index_file.index_type == HASH_INDEX => {
+            Combine::Bucketed => {
                 live.retain(|l| !(same_bucket(l, change) && same_file(l, change)));
                 // (an overwrite may delete a file its own writer also replaces)
-                if live.len() == before && !deleted_hash.contains(change.index_file.file_name.as_str()) {
+                if live.len() == before && !deleted_bucketed.contains(change.index_file.file_name.as_str()) {
                     return Err(conflict(format!(
-                        "hash index file {} of bucket {} was replaced by a concurrent commit",
-                        change.index_file.file_name, change.bucket
+                        "{} index file {} of bucket {} was replaced by a concurrent commit",
+                        change.index_file.index_type, change.index_file.file_name, change.bucket
                     )));
                 }
-                deleted_hash.insert(change.index_file.file_name.as_str());
+                deleted_bucketed.insert(change.index_file.file_name.as_str());
             }
-            Combine::Bucketed => live.retain(|l| !same_bucket(l, change)),
             Combine::GlobalDeletionVectors | Combine::ByFileName => {
                 live.retain(|l| !same_file(l, change));
                 if live.len() == before {
@@ -120,15 +120,14 @@ pub(crate) fn combine_index_entries(
         .collect();
     for change in changes.iter().filter(|c| c.kind == FileKind::Add) {
         match combine_rule(&change.index_file.index_type, bucket_unaware) {
-            Combine::Bucketed if change.index_file.index_type == HASH_INDEX => {
+            Combine::Bucketed => {
                 if let Some(other) = live.iter().find(|l| same_bucket(l, change)) {
                     return Err(conflict(format!(
-                        "bucket {} already has hash index file {} (written by a concurrent commit)",
-                        change.bucket, other.index_file.file_name
+                        "bucket {} already has {} index file {} (written by a concurrent commit)",
+                        change.bucket, change.index_file.index_type, other.index_file.file_name
                     )));
                 }
             }
-            Combine::Bucketed => live.retain(|l| !same_bucket(l, change)),
             Combine::ByFileName => live.retain(|l| !same_file(l, change)),
             Combine::GlobalDeletionVectors => {
                 if live.iter().any(|l| same_file(l, change)) {

@@ -47,7 +47,7 @@ use crate::read::split_read::{
 };
 
 /// Columns before the value columns in merged rows (`_SEQUENCE_NUMBER`, `_VALUE_KIND`).
-const VALUE_OFFSET: usize = 2;
+pub(super) const VALUE_OFFSET: usize = 2;
 
 /// How a table's compactions produce changelog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +131,8 @@ pub struct KeyCursor {
     /// Current batch, its keys and the next row to look at.
     head: Option<(RecordBatch, Rows, usize)>,
     exhausted: bool,
+    /// Rows of the batches loaded so far (the current one included).
+    loaded: u64,
 }
 
 impl KeyCursor {
@@ -139,7 +141,20 @@ impl KeyCursor {
             stream,
             head: None,
             exhausted: false,
+            loaded: 0,
         }
+    }
+
+    /// Whether the stream has ended.
+    pub(super) fn is_exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    /// [`KeyCursor::seek`], giving the position of the row holding `key` in the stream.
+    pub(super) async fn seek_position(&mut self, keys: &mut KeyEncoder, key: Row<'_>) -> Result<Option<u64>> {
+        let found = self.seek(keys, key).await?;
+        // the row is in the batch loaded last
+        Ok(found.map(|(batch, row)| self.loaded - batch.num_rows() as u64 + row as u64))
     }
 
     /// Move to `key` (never backwards); the batch and row holding it, if any.
@@ -156,6 +171,7 @@ impl KeyCursor {
                     }
                     Some(batch) if batch.num_rows() == 0 => continue,
                     Some(batch) => {
+                        self.loaded += batch.num_rows() as u64;
                         let rows = keys.encode(&batch, VALUE_OFFSET)?;
                         self.head = Some((batch, rows, 0));
                     }

@@ -31,6 +31,7 @@ pub(crate) async fn compact_written(compactor: &Compactor, messages: &mut [Commi
             m.compact_before = compacted.compact_before;
             m.compact_after = compacted.compact_after;
             m.compact_changelog = compacted.compact_changelog;
+            m.compact_new_index_files = compacted.compact_new_index_files;
             m.compact_deleted_index_files = compacted.compact_deleted_index_files;
         }
     }

@@ -9,20 +9,26 @@
 //!   force-up-level-0 when `compaction.force-up-level-0` is set or the table needs lookup
 //!   (deletion vectors, first-row, `changelog-producer=lookup`, `force-lookup`). First-row
 //!   tables compact with lookup as Java does: a unit's new records of keys found in the
-//!   levels below its output are dropped ([`UnitTask::deeper`]). Other tables that need lookup
-//!   get every pick widened to a full compaction: Java's lookup rewriter marks older copies of
-//!   a key with deletion vectors, which tidelake does not do yet, and readers of those tables
-//!   read level >= 1 files without merging; taking all runs leaves no older copy behind, and
-//!   the lookup changelog of a full compaction needs no lookup below the output level.
+//!   levels below its output are dropped ([`UnitTask::deeper`]). Deletion-vector tables with
+//!   the deduplicate engine, no `sequence.field` and no compaction-fed changelog compact with
+//!   lookup too: the older copies of a unit's keys in the levels below its output are marked
+//!   in deletion vectors ([`super::dv_maintain`]; their units always drop retracts, Java's
+//!   `forceDropDelete`). Other tables that need lookup get every pick widened to a full
+//!   compaction: readers of those tables read level >= 1 files without merging, and taking
+//!   all runs leaves no older copy behind (the lookup changelog of a full compaction needs
+//!   no lookup below the output level, and other merge engines would need the older copy's
+//!   value merged into the output, which tidelake does not do yet).
 //! * Changelog (`changelog-producer=full-compaction`/`lookup`): the rewriter writes changelog
 //!   files next to the data files ([`super::changelog`]); they go into the COMPACT
 //!   snapshot's changelog manifest list (`compact_changelog`).
 //! * `full`: Java `pickFullCompaction` — every run to the max level, or, when the bucket
 //!   already is one run at the max level, only its files that have a deletion vector.
-//! * `drop_delete` (Java): the output level is not 0 and at least the highest non-empty level.
+//! * `drop_delete` (Java): the output level is not 0 and at least the highest non-empty level;
+//!   always in units that maintain deletion vectors.
 //! * Deletion-vector index files of a bucket are deleted by the commit once none of the data
 //!   files they cover stays live (every file with a deletion vector in a unit is rewritten,
-//!   which applies it).
+//!   which applies it); a unit that marked rows below its output replaces them all by one new
+//!   index file holding every live vector of the bucket.
 //!
 //! Failure: if any bucket fails, or the commit fails for a known reason (e.g. a concurrent
 //! commit removed an input file: [`Error::CommitConflict`]), every file written is deleted and
@@ -126,6 +132,8 @@ pub struct Compactor {
     need_lookup: bool,
     /// First-row tables compact with lookup into the levels below the output (not widened).
     first_row_lookup: bool,
+    /// Deletion-vector tables that maintain vectors below the output (not widened).
+    maintain_dv: bool,
     rewriter: Arc<Rewriter>,
 }
 
@@ -157,7 +165,12 @@ impl Compactor {
             trigger: usize::try_from(trigger).unwrap_or(1).max(1),
         };
         let flag = |key: &str| opts.get_bool(key).map(|v| v.unwrap_or(false)).map_err(spec);
-        let need_lookup = opts.deletion_vectors_enabled().map_err(spec)?
+        let deletion_vectors = opts.deletion_vectors_enabled().map_err(spec)?;
+        let maintain_dv = deletion_vectors
+            && changelog.is_none()
+            && opts.merge_engine().map_err(spec)? == MergeEngine::Deduplicate
+            && opts.sequence_field().is_empty();
+        let need_lookup = deletion_vectors
             || opts.merge_engine().map_err(spec)? == MergeEngine::FirstRow
             || opts.changelog_producer().map_err(spec)? == ChangelogProducer::Lookup
             || flag("force-lookup")?;
@@ -170,6 +183,7 @@ impl Compactor {
             layout.key_types(),
             merge,
             changelog,
+            maintain_dv,
             DEFAULT_BATCH_SIZE,
         )?;
         Ok(Compactor {
@@ -180,6 +194,7 @@ impl Compactor {
             force_up_level0: flag("compaction.force-up-level-0")?,
             need_lookup,
             first_row_lookup,
+            maintain_dv,
             rewriter: Arc::new(rewriter),
         })
     }
@@ -433,7 +448,7 @@ impl Compactor {
             };
             match picked {
                 None => return Ok(None),
-                Some(_) if self.need_lookup && !self.first_row_lookup => CompactUnit {
+                Some(_) if self.need_lookup && !self.first_row_lookup && !self.maintain_dv => CompactUnit {
                     output_level: max_level,
                     runs: runs.len(),
                 },
@@ -450,11 +465,11 @@ impl Compactor {
         Ok(Some(UnitTask {
             output_level: unit.output_level,
             max_level,
-            drop_delete: unit.output_level != 0
-                && unit.output_level >= levels.non_empty_highest_level(),
+            drop_delete: self.maintain_dv
+                || (unit.output_level != 0 && unit.output_level >= levels.non_empty_highest_level()),
             files,
             whole_levels: true,
-            deeper: if self.first_row_lookup {
+            deeper: if self.first_row_lookup || self.maintain_dv {
                 levels
                     .all_files()
                     .filter(|f| f.meta.level > unit.output_level)
@@ -588,14 +603,16 @@ impl Done {
             .dv_index
             .iter()
             .filter(|index| {
-                index
-                    .dv_ranges
-                    .iter()
-                    .flatten()
-                    .all(|r| !live.contains(r.data_file_name.as_str()))
+                d.result.index.is_some()
+                    || index
+                        .dv_ranges
+                        .iter()
+                        .flatten()
+                        .all(|r| !live.contains(r.data_file_name.as_str()))
             })
             .cloned()
             .collect();
+        m.compact_new_index_files = d.result.index.iter().cloned().collect();
         m.compact_before = d.result.before.clone();
         m.compact_after = d.result.after.clone();
         m.compact_changelog = d.result.changelog.clone();
@@ -608,6 +625,11 @@ async fn delete_written(table: &Table, done: &[Done]) -> Result<()> {
     for d in done {
         if let Err(e) = delete_files(table, &d.bucket.bucket_dir, &d.result.written).await {
             first_error.get_or_insert(e);
+        }
+        if let Some(index) = &d.result.index {
+            if let Err(e) = table.io().delete(&format!("index/{}", index.file_name)).await {
+                first_error.get_or_insert(e);
+            }
         }
     }
     first_error.map_or(Ok(()), Err)

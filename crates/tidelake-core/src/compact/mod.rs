@@ -7,7 +7,8 @@
 //!        ─► pick: universal / force-up-level-0 / full → prefix of runs + level [picker]
 //!        ─► rewrite: sections → merge (sequence numbers kept) → rolling files  [rewriter, kv_merge]
 //!           at the output level, or upgrade large non-overlapping files
-//!        ─► CommitMessage.compact_before/after (+ dropped DV index files)
+//!           (deletion-vector tables: older copies below the output marked)  [dv_maintain]
+//!        ─► CommitMessage.compact_before/after (+ new / dropped DV index files)
 //!        ─► FileStoreCommit: one COMPACT snapshot (conflict checks, retries)
 //! ```
 //!
@@ -20,6 +21,8 @@
 //! * `kv_merge`: the sorted-run merge that keeps `_SEQUENCE_NUMBER`, shared with the writer;
 //! * [`changelog`]: the changelog of `changelog-producer=full-compaction`/`lookup` (Java
 //!   `ChangelogMergeTreeRewriter` and its merge-function wrappers);
+//! * `dv_maintain`: deletion vectors of the levels below a unit's output (Java
+//!   `BucketedDvMaintainer`, `DeletionVectorsIndexFile`);
 //! * [`job`]: compacting a table ([`Compactor`]);
 //! * `inline`: compaction inside writers at `prepare_commit` (Java `MergeTreeWriter`).
 //!
@@ -31,16 +34,18 @@
 //!
 //! Not implemented: the write stall of writers at `num-sorted-run.stop-trigger` (writers compact
 //! synchronously, see `inline`; a failed compaction never turns a write into an
-//! error), deletion vectors written by compaction (Java `LookupMergeTreeCompactRewriter` with
-//! `DeletionVectorsMaintainer`), append-table compaction, the postpone
-//! bucket, record-level expiry, `EarlyFullCompaction`/off-peak ratios and
-//! `full-compaction.delta-commits`. Tables that need lookup (deletion vectors,
+//! error), deletion vectors written by compaction for other deletion-vector tables than
+//! deduplicate ones without `sequence.field` and compaction-fed changelog (Java
+//! `LookupMergeTreeCompactRewriter` with `BucketedDvMaintainer` for every engine), append-table
+//! compaction, the postpone bucket, record-level expiry, `EarlyFullCompaction`/off-peak ratios
+//! and `full-compaction.delta-commits`. Those other tables that need lookup (deletion vectors,
 //! `changelog-producer=lookup`, `force-lookup`; not first-row, which compacts with lookup)
 //! are fully compacted instead (see [`job`]);
 //! their merges follow Java's `LookupMergeFunction` (level-0 records merge with only the
 //! newest record above level 0; not first-row), in compaction as in reads.
 
 pub mod changelog;
+mod dv_maintain;
 mod inline;
 pub mod job;
 mod kv_merge;

@@ -10,7 +10,9 @@
 //! same name, without rewriting. A file is rewritten instead of upgraded when it already sits
 //! at the output level (only if it has a deletion vector: rewriting applies it), when it would
 //! reach the max level with retract rows (`_DELETE_ROW_COUNT` not 0), or when it has a
-//! deletion vector (tidelake does not carry deletion vectors over; see [`super`]).
+//! deletion vector (tidelake does not carry deletion vectors over; see [`super`]), and, in
+//! units that maintain deletion vectors below their output, when it is a level-0 file (its
+//! keys' older copies must be found).
 //!
 //! Rewrite (Java `MergeTreeCompactRewriter.rewriteCompaction`): the candidate sections, in key
 //! order, stream through the sorted-run merge ([`super::kv_merge`]) into one rolling writer
@@ -19,7 +21,10 @@
 //! read by the reader's [`ReadContext`] with its own schema into the latest schema, deletion
 //! vector applied. Tables with a compaction-fed changelog producer also get changelog files
 //! from rewrites and from upgrades that produce changelog, which then rewrite the file
-//! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`).
+//! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`). Units of deletion-vector tables
+//! with levels below their output mark the older copies of every merged key there
+//! ([`super::dv_maintain`]) before retracts are dropped, and end by writing the bucket's new
+//! deletion-vector index file.
 //!
 //! Invariants: memory is bounded by (runs × batch) per rewrite — files are opened one after
 //! the other within a run and nothing buffers a bucket; output files of one rewrite are key
@@ -33,11 +38,12 @@ use std::sync::Arc;
 
 use arrow_select::filter::filter_record_batch;
 use futures::stream::TryStreamExt;
-use tidelake_spec::manifest::{DataFileMeta, FileSource};
+use tidelake_spec::manifest::{DataFileMeta, FileSource, IndexFileMeta};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
 use super::changelog::{ChangelogJoin, ChangelogSpec, KeyCursor};
+use super::dv_maintain::{write_index_file, DeeperPositions};
 use super::kv_merge::merge_keeping_sequence;
 use super::levels::LevelFile;
 use crate::error::{Error, Result};
@@ -57,9 +63,11 @@ pub struct UnitTask {
     pub files: Vec<LevelFile>,
     /// The unit holds whole sorted runs (false: some files of the max level only).
     pub whole_levels: bool,
-    /// Java `dropDelete`: the output level is not 0 and no older data lies above it.
+    /// Java `dropDelete`: the output level is not 0 and no older data lies above it (or the
+    /// unit maintains deletion vectors, which hide the older data instead).
     pub drop_delete: bool,
-    /// First-row lookup: the bucket's files below the output level outside the unit.
+    /// First-row lookup and deletion-vector maintenance: the bucket's files below the output
+    /// level (outside the unit).
     pub deeper: Vec<LevelFile>,
 }
 
@@ -77,6 +85,9 @@ pub struct UnitResult {
     pub written: Vec<DataFileMeta>,
     /// How many files were upgraded without rewriting.
     pub upgraded: usize,
+    /// The bucket's new deletion-vector index file, replacing its previous ones (written
+    /// when the unit deleted rows of the levels below its output).
+    pub index: Option<IndexFileMeta>,
 }
 
 /// Table-wide settings of rewrites.
@@ -92,6 +103,9 @@ pub struct Rewriter {
     merge: MergeConfig,
     /// How rewrites produce changelog, if they do.
     changelog: Option<ChangelogSpec>,
+    /// Units with levels below their output mark the older copies of their keys there in
+    /// deletion vectors ([`super::dv_maintain`]).
+    maintain_dv: bool,
     /// Java `compactionFileSize`: `target-file-size` / 10 × 7.
     min_file_size: i64,
     batch_size: usize,
@@ -103,6 +117,7 @@ impl Rewriter {
         key_types: Vec<DataType>,
         merge: MergeConfig,
         changelog: Option<ChangelogSpec>,
+        maintain_dv: bool,
         batch_size: usize,
     ) -> Result<Rewriter> {
         let schema = table.schema().clone();
@@ -119,6 +134,7 @@ impl Rewriter {
             key_types,
             merge,
             changelog,
+            maintain_dv,
             min_file_size,
             batch_size: batch_size.max(1),
         })
@@ -137,6 +153,7 @@ impl Rewriter {
                 .collect(),
             result: UnitResult::default(),
             deeper: None,
+            positions: None,
         };
         match job.execute().await {
             Ok(()) => Ok(job.result),
@@ -177,10 +194,30 @@ struct UnitJob<'a> {
     result: UnitResult,
     /// Lookup into [`UnitTask::deeper`], opened by the first rewrite that needs it.
     deeper: Option<KeyCursor>,
+    /// Deletion-vector maintenance of [`UnitTask::deeper`], opened likewise.
+    positions: Option<DeeperPositions>,
 }
 
 impl UnitJob<'_> {
     async fn execute(&mut self) -> Result<()> {
+        self.execute_unit().await?;
+        if let Some(positions) = self.positions.take() {
+            let marked = positions.into_marked();
+            if !marked.is_empty() {
+                let rw = self.rewriter;
+                let index = write_index_file(&rw.table, &rw.reader, &self.task.deeper, marked).await?;
+                self.result.index = Some(index);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the unit marks rows of the levels below its output deleted.
+    fn maintains_dv(&self) -> bool {
+        self.rewriter.maintain_dv && !self.task.deeper.is_empty()
+    }
+
+    async fn execute_unit(&mut self) -> Result<()> {
         let files: Vec<SplitFile> = self.task.files.iter().map(LevelFile::split_file).collect();
         if !self.task.whole_levels {
             for f in files {
@@ -246,7 +283,8 @@ impl UnitJob<'_> {
             .rewriter
             .changelog
             .is_some_and(|c| c.on_upgrade(output, self.task.max_level, meta.level));
-        if !has_dv && !changelog && (output != self.task.max_level || meta.delete_row_count == Some(0)) {
+        let lookup = meta.level == 0 && self.maintains_dv();
+        if !has_dv && !changelog && !lookup && (output != self.task.max_level || meta.delete_row_count == Some(0)) {
             self.result.after.push(DataFileMeta {
                 level: output,
                 ..meta.clone()
@@ -335,11 +373,17 @@ impl UnitJob<'_> {
     ) -> Result<()> {
         let rw = self.rewriter;
         let drop_delete = self.task.drop_delete;
-        // changelog needs the retracts; they are dropped from the data files below
+        // changelog and deletion vectors need the retracts; they are dropped from the data
+        // files below
+        let needs_retracts = changelog.is_some() || self.maintains_dv();
         let config = Arc::new(MergeConfig {
-            keep_retracts: changelog.is_some() || !drop_delete,
+            keep_retracts: needs_retracts || !drop_delete,
             ..rw.merge.clone()
         });
+        if self.maintains_dv() && self.positions.is_none() {
+            let keys = rw.merge.key_indices.clone();
+            self.positions = Some(DeeperPositions::new(rw.reader.clone(), keys, &self.task.deeper));
+        }
         for section in sections {
             let mut before_files = Vec::new();
             for f in section.iter().flatten() {
@@ -372,7 +416,10 @@ impl UnitJob<'_> {
                         batch = filter_record_batch(&batch, &keep).map_err(|e| Error::arrow("first-row lookup", e))?;
                     }
                 }
-                let batch = if changelog.is_some() && drop_delete {
+                if let Some(positions) = self.positions.as_mut() {
+                    positions.mark(&batch).await?;
+                }
+                let batch = if needs_retracts && drop_delete {
                     drop_retracts(batch, 1)?
                 } else {
                     batch

@@ -623,6 +623,64 @@ async fn deletion_vectors_are_applied_and_their_index_dropped() {
         .is_empty());
 }
 
+/// The deleted positions of each data file of the only bucket, by file name.
+async fn deleted_positions(table: &Table) -> BTreeMap<String, Vec<u64>> {
+    let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
+    let mut out = BTreeMap::new();
+    for e in crate::scan::plan::live_index_entries(table, &snap).await.unwrap() {
+        let bytes = table.io().read(&format!("index/{}", e.index_file.file_name)).await.unwrap();
+        for r in e.index_file.dv_ranges.iter().flatten() {
+            let dv = crate::read::deletion_vector::read_deletion_vector(&bytes, r.offset as u64, r.length as u64).unwrap();
+            out.insert(r.data_file_name.clone(), dv.iter().collect());
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletion_vectors_hide_older_copies_below_a_middle_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[("deletion-vectors.enabled", "true"), ("bucket", "1")]).await;
+    let base: Vec<(i64, Option<i64>)> = (0..400).map(|id| (id, Some(id))).collect();
+    write(&table, &rows("a", &base), INSERT).await;
+    assert_eq!(compact(&table, false).await.buckets[0].output_level, 5);
+    let top = buckets(&table).await.remove(0).files;
+    assert_eq!(top.len(), 1);
+    let top = top[0].meta.file_name.clone();
+
+    // level 0: updates of 3 and 17, a new key 450, a delete of 11 (one retract)
+    write(&table, &rows("a", &[(3, Some(300)), (17, Some(1700)), (450, Some(4500))]), INSERT).await;
+    write(&table, &rows("a", &[(11, None)]), DELETE).await;
+    let report = compact(&table, false).await;
+    assert_eq!(report.buckets[0].output_level, 4, "level 0 goes above the max level, not fully");
+    let files = buckets(&table).await.remove(0).files;
+    let level4: i64 = files.iter().filter(|f| f.meta.level == 4).map(|f| f.meta.row_count).sum();
+    assert_eq!(level4, 3, "the delete of 11 is applied by its deletion vector, not kept");
+    assert!(files.iter().any(|f| f.meta.level == 5 && f.meta.file_name == top), "the top file is not rewritten");
+    assert_eq!(deleted_positions(&table).await, BTreeMap::from([(top.clone(), vec![3, 11, 17])]));
+    let mut model: BTreeMap<i64, Option<i64>> = base.into_iter().collect();
+    model.extend([(3, Some(300)), (17, Some(1700)), (450, Some(4500))]);
+    model.remove(&11);
+    let expected = |m: &BTreeMap<i64, Option<i64>>| m.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect::<Vec<Row>>();
+    assert_eq!(read(&table, &[]).await, expected(&model));
+
+    // a second unit: 17 lives at level 4 now, 20 still at level 5 (whose vector grows)
+    write(&table, &rows("a", &[(17, Some(17_000)), (20, None)]), INSERT).await;
+    let report = compact(&table, false).await;
+    assert!(report.buckets[0].output_level < 5);
+    model.extend([(17, Some(17_000)), (20, None)]);
+    assert_eq!(read(&table, &[]).await, expected(&model));
+    let deleted = deleted_positions(&table).await;
+    assert_eq!(deleted[&top], vec![3, 11, 17, 20]);
+    assert_eq!(deleted.len(), 1 + usize::from(report.buckets[0].output_level == 3), "{deleted:?}");
+    assert_levels_are_runs(&table).await;
+
+    // a full compaction applies every vector and drops the index
+    compact(&table, true).await;
+    assert_eq!(read(&table, &[]).await, expected(&model));
+    assert!(deleted_positions(&table).await.is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn append_tables_are_unsupported() {
     let dir = tempfile::tempdir().unwrap();
@@ -796,7 +854,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         4 => prop::collection::vec((0i64..40, prop::option::of(0i64..1000)), 1..25).prop_map(Step::Upsert),
         2 => prop::collection::vec(0i64..40, 1..8).prop_map(Step::Delete),
-        1 => any::<bool>().prop_map(|full| Step::Compact { full }),
+        2 => any::<bool>().prop_map(|full| Step::Compact { full }),
     ]
 }
 
@@ -817,50 +875,67 @@ fn apply(model: &mut BTreeMap<i64, Option<i64>>, step: &Step) {
     }
 }
 
+/// Replay `steps` on a one-bucket table with `options` over a compacted base of 300 keys (big
+/// enough that later compactions stop at middle levels): reads equal the model after every
+/// step, or, with `level0_hidden` (deletion-vector tables, whose batch reads skip level 0), the
+/// model as of the last compaction, which takes every level-0 file. A minor compaction ends
+/// the history.
+async fn check_history(steps: &[Step], options: &[(&str, &str)], level0_hidden: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), options).await;
+    let base: Vec<(i64, Option<i64>)> = (0..300).map(|id| (id, Some(id))).collect();
+    write(&table, &rows("a", &base), INSERT).await;
+    compact(&table, true).await;
+    let mut model: BTreeMap<i64, Option<i64>> = base.into_iter().collect();
+    let mut visible = model.clone();
+    // a last minor compaction takes whatever level 0 is left
+    for step in steps.iter().chain([&Step::Compact { full: false }]) {
+        apply(&mut model, step);
+        match step {
+            Step::Upsert(r) => {
+                // unique keys per commit keep the model's "last wins" unambiguous
+                let mut seen = BTreeMap::new();
+                for (id, v) in r { seen.insert(*id, *v); }
+                let batch: Vec<(i64, Option<i64>)> = seen.into_iter().collect();
+                write(&table, &rows("a", &batch), INSERT).await
+            }
+            Step::Delete(ids) => {
+                let mut ids = ids.clone();
+                ids.sort_unstable();
+                ids.dedup();
+                let batch: Vec<(i64, Option<i64>)> = ids.into_iter().map(|i| (i, None)).collect();
+                write(&table, &rows("a", &batch), DELETE).await
+            }
+            Step::Compact { full } => {
+                let before = read(&table, &[]).await;
+                compact(&table, *full).await;
+                if level0_hidden {
+                    visible = model.clone();
+                } else {
+                    assert_eq!(read(&table, &[]).await, before);
+                }
+                assert_levels_are_runs(&table).await;
+            }
+        }
+        let shown = if level0_hidden { &visible } else { &model };
+        let expected: Vec<Row> = shown.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
+        assert_eq!(read(&table, &[]).await, expected);
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 20, ..ProptestConfig::default() })]
 
     #[test]
     fn random_histories_read_the_same_after_each_compaction(
         steps in prop::collection::vec(step(), 1..14),
         trigger in 2usize..5,
+        deletion_vectors in any::<bool>(),
     ) {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        runtime.block_on(async {
-            let dir = tempfile::tempdir().unwrap();
-            let trigger = trigger.to_string();
-            let table = create_table(dir.path(), &[("num-sorted-run.compaction-trigger", &trigger), ("bucket", "1")]).await;
-            let mut model = BTreeMap::new();
-            for step in &steps {
-                apply(&mut model, step);
-                match step {
-                    Step::Upsert(r) => {
-                        // unique keys per commit keep the model's "last wins" unambiguous
-                        let mut seen = BTreeMap::new();
-                        for (id, v) in r { seen.insert(*id, *v); }
-                        let batch: Vec<(i64, Option<i64>)> = seen.into_iter().collect();
-                        write(&table, &rows("a", &batch), INSERT).await
-                    }
-                    Step::Delete(ids) => {
-                        let mut ids = ids.clone();
-                        ids.sort_unstable();
-                        ids.dedup();
-                        let batch: Vec<(i64, Option<i64>)> = ids.into_iter().map(|i| (i, None)).collect();
-                        write(&table, &rows("a", &batch), DELETE).await
-                    }
-                    Step::Compact { full } => {
-                        if table.snapshot_manager().latest().await.unwrap().is_none() { continue; }
-                        let before = read(&table, &[]).await;
-                        compact(&table, *full).await;
-                        assert_eq!(read(&table, &[]).await, before);
-                        assert_levels_are_runs(&table).await;
-                    }
-                }
-                let expected: Vec<Row> = model.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
-                if table.snapshot_manager().latest().await.unwrap().is_some() {
-                    assert_eq!(read(&table, &[]).await, expected);
-                }
-            }
-        });
+        let trigger = trigger.to_string();
+        let dv = if deletion_vectors { "true" } else { "false" };
+        let options = [("num-sorted-run.compaction-trigger", trigger.as_str()), ("bucket", "1"), ("deletion-vectors.enabled", dv)];
+        runtime.block_on(check_history(&steps, &options, deletion_vectors));
     }
 }

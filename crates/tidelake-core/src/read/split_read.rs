@@ -304,7 +304,23 @@ impl ReadContext {
             .boxed())
     }
 
-    async fn load_deletion_vector(&self, path: &str, offset: u64, length: u64) -> Result<DeletionVector> {
+    /// One file's rows in file order with no deletion vector applied, so that row `i` of the
+    /// stream is the file's row position `i`, as `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`;
+    /// with the file's deletion vector, if it has one.
+    pub(crate) async fn positioned_rows(
+        &self,
+        file: &SplitFile,
+    ) -> Result<(BoxStream<'static, Result<RecordBatch>>, Option<DeletionVector>)> {
+        let deletion = match &file.deletion {
+            Some(dv) => Some(self.load_deletion_vector(&dv.path, dv.offset, dv.length).await?),
+            None => None,
+        };
+        let whole = SplitFile { deletion: None, ..file.clone() };
+        let rows = self.open_file(&whole, SystemColumns::KeyValue, self.run_batch_size()).await?;
+        Ok((rows, deletion))
+    }
+
+    pub(crate) async fn load_deletion_vector(&self, path: &str, offset: u64, length: u64) -> Result<DeletionVector> {
         let bytes = self.table.io().read(path).await?;
         read_deletion_vector(&bytes, offset, length).map_err(|e| match e {
             Error::Corrupt { reason, .. } => Error::corrupt(self.table.io().display(path), reason),

@@ -433,6 +433,27 @@ async fn index_manifest_lists_every_live_index_file() {
         snapshot(&table, ids[0]).await.commit_kind,
         CommitKind::Overwrite
     );
+    // A deletion-vector file replaces its bucket's live one only by deleting it: a commit
+    // built on an older state would drop a concurrent compaction's deleted rows.
+    let dv = |name: &str| IndexFileMeta {
+        index_type: DELETION_VECTORS_INDEX.to_string(),
+        ..hash(name)
+    };
+    let dv_change = |new: Vec<IndexFileMeta>, deleted: Vec<IndexFileMeta>| CommitMessage {
+        new_index_files: new,
+        deleted_index_files: deleted,
+        ..CommitMessage::new(no_part(), 0, -1)
+    };
+    for stale in [
+        dv_change(vec![dv("dv-1")], vec![]),
+        dv_change(vec![dv("dv-1")], vec![dv("dv-gone")]),
+    ] {
+        let err = c.commit(vec![stale], BATCH, &[]).await.unwrap_err();
+        assert!(matches!(err, Error::CommitConflict(_)), "{err}");
+    }
+    c.commit(vec![dv_change(vec![dv("dv-1")], vec![dv("dv-0")])], BATCH, &[])
+        .await
+        .unwrap();
 }
 
 #[test]

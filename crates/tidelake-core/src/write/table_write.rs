@@ -4,7 +4,8 @@
 //! ```text
 //!  batch ─► conform (schema, casts, row kinds) ─► group by partition ─► bucket per row
 //!        ─► primary key: per-bucket buffer [_SEQUENCE_NUMBER, _VALUE_KIND, columns...]
-//!             └─ flush (buffers over `write-buffer-size`, or prepare_commit):
+//!             └─ flush (buffers over `write-buffer-size`, or prepare_commit), independent
+//!                buckets concurrently (one task each, at most the available parallelism):
 //!                sort by (key, sequence) ─► fold equal keys with the merge engine ─► level-0 file
 //!                (changelog-producer=input: the sorted input also goes to a changelog file)
 //!        ─► append: straight into the bucket's rolling file writer
@@ -21,15 +22,19 @@
 //! * buffered rows across all buckets stay under `write-buffer-size`: past it, the largest
 //!   buffers are flushed to level-0 files (memory is bounded by configuration, not input size);
 //! * files are only referenced by the messages returned; [`TableWrite::abort`] deletes every
-//!   file written since the last `prepare_commit`.
+//!   file written since the last `prepare_commit`. A failed bucket flush deletes what it wrote;
+//!   the files of the flushes that succeeded beside it stay recorded, for `abort` to delete;
+//! * concurrency changes nothing observable: sequence numbers are assigned when rows are
+//!   buffered, and each bucket's files and messages are recorded in writer order.
 
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use arrow_select::take::take_record_batch;
-use futures::stream::{BoxStream, StreamExt};
+use futures::stream::{self, BoxStream, StreamExt};
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{DataFileMeta, FileKind, FileSource};
 use tidelake_spec::options::ChangelogProducer;
@@ -62,6 +67,23 @@ enum BucketMode {
     Dynamic,
     /// `bucket = -1` on an append table: everything in bucket 0.
     Unaware,
+}
+
+/// Everything a bucket flush needs, owned, so that independent buckets flush as concurrent tasks.
+struct Flusher {
+    table: Table,
+    schema: Arc<TableSchema>,
+    /// Trimmed primary-key columns within the buffered `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`.
+    kv_key_columns: Vec<usize>,
+    merge: Option<Arc<MergeConfig>>,
+    changelog_input: bool,
+}
+
+/// The files one bucket flush wrote.
+#[derive(Default)]
+struct Flushed {
+    new_files: Vec<DataFileMeta>,
+    changelog_files: Vec<DataFileMeta>,
 }
 
 /// What the latest snapshot says about one bucket.
@@ -101,8 +123,7 @@ pub struct TableWrite {
     bucket_key_types: Vec<DataType>,
     /// Trimmed primary-key columns (positions in the table columns).
     key_columns: Vec<usize>,
-    merge: Option<Arc<MergeConfig>>,
-    changelog_input: bool,
+    flusher: Arc<Flusher>,
     restored: HashMap<(Vec<u8>, i32), Restored>,
     partition_buckets: HashMap<Vec<u8>, i32>,
     dynamic: Option<DynamicBucketAssigner>,
@@ -198,6 +219,14 @@ impl TableWrite {
         let (restored, partition_buckets) =
             if ignore_previous { Default::default() } else { restore(&table).await? };
         let partition_columns = positions(&schema, &schema.partition_keys);
+        let flusher = Arc::new(Flusher {
+            table: table.clone(),
+            schema: schema.clone(),
+            // Key columns follow `_SEQUENCE_NUMBER` and `_VALUE_KIND`.
+            kv_key_columns: key_columns.iter().map(|&i| i + 2).collect(),
+            merge,
+            changelog_input,
+        });
         Ok(TableWrite {
             table,
             schema,
@@ -210,8 +239,7 @@ impl TableWrite {
             bucket_key_columns,
             bucket_key_types,
             key_columns,
-            merge,
-            changelog_input,
+            flusher,
             restored,
             partition_buckets,
             dynamic,
@@ -310,7 +338,7 @@ impl TableWrite {
         let append = if self.primary_key {
             None
         } else {
-            Some(self.rolling_writer(&bucket_dir, FileLayout::Append, false)?.with_first_sequence_number(next_sequence))
+            Some(self.flusher.rolling_writer(&bucket_dir, FileLayout::Append, false)?.with_first_sequence_number(next_sequence))
         };
         self.writers.push(BucketWriter {
             partition: partition.to_vec(),
@@ -326,22 +354,6 @@ impl TableWrite {
         });
         self.writer_index.insert(key, self.writers.len() - 1);
         Ok(self.writers.len() - 1)
-    }
-
-    fn rolling_writer(&self, bucket_dir: &str, layout: FileLayout, changelog: bool) -> Result<RollingWriter> {
-        let opts = self.schema.options();
-        let config = WriterConfig::from_options(opts, layout, 0, changelog)?;
-        let prefix = if changelog { opts.changelog_file_prefix() } else { opts.data_file_prefix() };
-        RollingWriter::new(
-            self.table.io().clone(),
-            bucket_dir.to_string(),
-            self.schema.clone(),
-            layout,
-            0,
-            FileSource::Append,
-            prefix.to_string(),
-            config,
-        )
     }
 
     async fn push(&mut self, w: usize, rows: RecordBatch, kinds: ArrayRef) -> Result<()> {
@@ -368,56 +380,66 @@ impl TableWrite {
         if self.buffered_bytes <= self.memory_budget {
             return Ok(());
         }
-        while self.buffered_bytes > self.memory_budget / 2 {
-            let Some(w) = (0..self.writers.len()).filter(|&i| self.writers[i].buffered_bytes > 0).max_by_key(|&i| self.writers[i].buffered_bytes) else {
-                break;
-            };
-            self.flush_bucket(w).await?;
-        }
-        Ok(())
+        let mut largest: Vec<usize> = (0..self.writers.len()).filter(|&i| self.writers[i].buffered_bytes > 0).collect();
+        largest.sort_by_key(|&i| std::cmp::Reverse(self.writers[i].buffered_bytes));
+        let mut left = self.buffered_bytes;
+        let chosen = largest
+            .into_iter()
+            .take_while(|&i| {
+                let over = left > self.memory_budget / 2;
+                left -= self.writers[i].buffered_bytes;
+                over
+            })
+            .collect();
+        self.flush_buckets(chosen, false).await
     }
 
-    /// Sort, merge and write one bucket's buffer as level-0 file(s).
-    async fn flush_bucket(&mut self, w: usize) -> Result<()> {
-        let buffer = std::mem::take(&mut self.writers[w].buffer);
-        self.buffered_bytes -= self.writers[w].buffered_bytes;
-        self.writers[w].buffered_bytes = 0;
-        if buffer.is_empty() {
-            return Ok(());
+    /// Flush the buffers of `writers` (closing their append files too when `close_append`),
+    /// each bucket on its own task, at most the available parallelism at once: the buffers are
+    /// already in memory, each running flush adds its sort order and one open row group. Every
+    /// flush runs to its end; the files of those that succeeded are recorded, then the error of
+    /// the failed writer with the lowest index is returned.
+    async fn flush_buckets(&mut self, writers: Vec<usize>, close_append: bool) -> Result<()> {
+        let mut jobs = Vec::new();
+        for w in writers {
+            let writer = &mut self.writers[w];
+            let buffer = std::mem::take(&mut writer.buffer);
+            self.buffered_bytes -= std::mem::take(&mut writer.buffered_bytes);
+            let append = if close_append { writer.append.take() } else { None };
+            if buffer.is_empty() && append.is_none() {
+                continue;
+            }
+            let flusher = self.flusher.clone();
+            let dir = writer.bucket_dir.clone();
+            let bucket = writer.bucket;
+            jobs.push(async move {
+                let task = tokio::spawn(async move { flusher.flush(&dir, buffer, append).await });
+                let result = task.await.unwrap_or_else(|e| Err(Error::invalid(format!("flushing bucket {bucket} failed: {e}"))));
+                (w, result)
+            });
         }
-        // Key columns follow `_SEQUENCE_NUMBER` and `_VALUE_KIND`.
-        let key_columns: Vec<usize> = self.key_columns.iter().map(|&i| i + 2).collect();
-        let sorted = SortedBuffer::new(buffer, &key_columns)?;
-        let bucket_dir = self.writers[w].bucket_dir.clone();
-        if self.changelog_input {
-            let changelog = self.rolling_writer(&bucket_dir, FileLayout::KeyValue, true)?;
-            let files = write_all(changelog, sorted.rows(FLUSH_BATCH_SIZE)).await?;
-            self.writers[w].changelog_files.extend(files);
+        let parallelism = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        let mut done: Vec<(usize, Result<Flushed>)> = stream::iter(jobs).buffer_unordered(parallelism).collect().await;
+        done.sort_by_key(|(w, _)| *w);
+        let mut first_error = None;
+        for (w, result) in done {
+            match result {
+                Ok(flushed) => {
+                    self.writers[w].new_files.extend(flushed.new_files);
+                    self.writers[w].changelog_files.extend(flushed.changelog_files);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        let data = self.rolling_writer(&bucket_dir, FileLayout::KeyValue, false)?;
-        // Equal keys fold with the merge engine, each keeping its winning sequence number
-        // ([`merge_keeping_sequence`]); a buffer without repeated keys is written as it is.
-        let rows = if sorted.has_repeats() {
-            let config = self.merge.clone().expect("primary-key tables have a merge config");
-            merge_keeping_sequence(sorted.runs(FLUSH_BATCH_SIZE), config, FLUSH_BATCH_SIZE)
-        } else {
-            sorted.rows(FLUSH_BATCH_SIZE)
-        };
-        let files = write_all(data, rows).await?;
-        self.writers[w].new_files.extend(files);
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Flush everything and return one message per touched (partition, bucket). The writer
     /// stays usable; sequence numbers keep counting.
     pub async fn prepare_commit(&mut self) -> Result<Vec<CommitMessage>> {
-        for w in 0..self.writers.len() {
-            self.flush_bucket(w).await?;
-            if let Some(append) = self.writers[w].append.take() {
-                let files = append.close().await?;
-                self.writers[w].new_files.extend(files);
-            }
-        }
+        self.flush_buckets((0..self.writers.len()).collect(), true).await?;
         let mut index_updates = match self.dynamic.as_mut() {
             Some(d) => d.flush().await?,
             None => Vec::new(),
@@ -445,7 +467,7 @@ impl TableWrite {
             for w in 0..self.writers.len() {
                 let dir = self.writers[w].bucket_dir.clone();
                 let next = self.writers[w].next_sequence;
-                self.writers[w].append = Some(self.rolling_writer(&dir, FileLayout::Append, false)?.with_first_sequence_number(next));
+                self.writers[w].append = Some(self.flusher.rolling_writer(&dir, FileLayout::Append, false)?.with_first_sequence_number(next));
             }
         }
         if let Some(compactor) = &self.compactor {
@@ -468,6 +490,65 @@ impl TableWrite {
         }
         self.buffered_bytes = 0;
         Ok(())
+    }
+}
+
+impl Flusher {
+    fn rolling_writer(&self, bucket_dir: &str, layout: FileLayout, changelog: bool) -> Result<RollingWriter> {
+        let opts = self.schema.options();
+        let config = WriterConfig::from_options(opts, layout, 0, changelog)?;
+        let prefix = if changelog { opts.changelog_file_prefix() } else { opts.data_file_prefix() };
+        RollingWriter::new(
+            self.table.io().clone(),
+            bucket_dir.to_string(),
+            self.schema.clone(),
+            layout,
+            0,
+            FileSource::Append,
+            prefix.to_string(),
+            config,
+        )
+    }
+
+    /// Sort, merge and write one bucket's buffer as level-0 file(s), then close `append`. On
+    /// failure every file this flush wrote is deleted.
+    async fn flush(&self, bucket_dir: &str, buffer: Vec<RecordBatch>, append: Option<RollingWriter>) -> Result<Flushed> {
+        let mut out = Flushed::default();
+        if !buffer.is_empty() {
+            let sorted = SortedBuffer::new(buffer, &self.kv_key_columns)?;
+            if self.changelog_input {
+                let changelog = self.rolling_writer(bucket_dir, FileLayout::KeyValue, true)?;
+                out.changelog_files = write_all(changelog, sorted.rows(FLUSH_BATCH_SIZE)).await?;
+            }
+            match self.write_data(bucket_dir, sorted).await {
+                Ok(files) => out.new_files = files,
+                Err(e) => {
+                    // Already failing: a cleanup error cannot be reported better than `e`.
+                    for f in &out.changelog_files {
+                        let _ = self.table.io().delete(&format!("{bucket_dir}/{}", f.file_name)).await;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        if let Some(append) = append {
+            out.new_files.extend(append.close().await?);
+        }
+        Ok(out)
+    }
+
+    /// The level-0 data files of a sorted buffer. Equal keys fold with the merge engine, each
+    /// keeping its winning sequence number ([`merge_keeping_sequence`]); a buffer without
+    /// repeated keys is written as it is.
+    async fn write_data(&self, bucket_dir: &str, sorted: SortedBuffer) -> Result<Vec<DataFileMeta>> {
+        let data = self.rolling_writer(bucket_dir, FileLayout::KeyValue, false)?;
+        let rows = if sorted.has_repeats() {
+            let config = self.merge.clone().expect("primary-key tables have a merge config");
+            merge_keeping_sequence(sorted.runs(FLUSH_BATCH_SIZE), config, FLUSH_BATCH_SIZE)
+        } else {
+            sorted.rows(FLUSH_BATCH_SIZE)
+        };
+        write_all(data, rows).await
     }
 }
 

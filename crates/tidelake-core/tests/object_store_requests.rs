@@ -12,6 +12,7 @@ use object_store::path::Path;
 use tidelake_core::commit::FileStoreCommit;
 use tidelake_core::io::instrumented::{InstrumentedStore, OpKind};
 use tidelake_core::io::FileIO;
+use tidelake_core::read::split_read::{collect_splits, ReadContext, DEFAULT_BATCH_SIZE};
 use tidelake_core::scan::{plan_scan, ScanRequest};
 use tidelake_core::schema_change::{create_table, TableSpec};
 use tidelake_core::table::Table;
@@ -23,6 +24,8 @@ use tidelake_core::write::table_write::TableWrite;
 /// and planning the latest snapshot at most this many plus one GET per manifest.
 const COMMIT_REQUESTS: u64 = 20;
 const PLAN_REQUESTS: u64 = 8;
+/// Reading a (small) Parquet data file: its size (HEAD), footer with offset index, the pages.
+const FILE_READ_REQUESTS: u64 = 3;
 
 fn batch(schema: &Arc<Schema>, commit: i64) -> RecordBatch {
     let keys: Vec<i64> = (0..100).map(|i| i + commit * 50).collect();
@@ -100,4 +103,13 @@ async fn requests_per_commit_and_scan_are_bounded() {
     println!("{}", report.last().unwrap());
     assert_eq!(store.counts().get(OpKind::List), 1, "only the schema directory is listed: {report:?}");
     assert!(store.counts().total() <= PLAN_REQUESTS + 5, "{report:?}");
+
+    let before = store.counts().total();
+    let files: u64 = plan.splits.iter().map(|s| s.files.len() as u64).sum();
+    let ctx = Arc::new(ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap());
+    let rows: usize = collect_splits(ctx, plan.splits).await.unwrap().iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 300, "keys 0..300 after 5 overlapping commits");
+    let reads = store.counts().total() - before;
+    println!("read {files} data files: {reads} requests");
+    assert!(reads <= FILE_READ_REQUESTS * files, "{reads} requests for {files} files: {report:?}");
 }

@@ -5,11 +5,10 @@
 
 use std::sync::Arc;
 
-use futures::TryStreamExt;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_arrow::PySchema;
-use tidelake_core::read::split_read::{read_splits, ReadContext};
+use tidelake_core::read::split_read::{collect_splits, read_splits, ReadContext};
 use tidelake_core::scan::predicate::Predicate;
 use tidelake_core::scan::{ScanPlan, SnapshotSelector, Split};
 use tidelake_core::Error;
@@ -80,8 +79,7 @@ impl RawScan {
 
     /// A pyarrow.Table of every split (errors raise the typed exceptions).
     fn to_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let stream = read_splits(self.ctx.clone(), self.plan.splits.clone());
-        let batches = block_on(py, stream.try_collect::<Vec<_>>())?.py()?;
+        let batches = block_on(py, collect_splits(self.ctx.clone(), self.plan.splits.clone()))?.py()?;
         pyarrow_table(py, batches, self.ctx.output_schema())
     }
 

@@ -12,8 +12,10 @@
 //! The filter is applied to merged rows (Paimon's semantics for primary-key tables), then the
 //! requested columns are projected. Memory is bounded by (runs × batch) per open split, where
 //! merged runs decode at most [`DEFAULT_BATCH_SIZE`] rows at a time whatever the output batch
-//! size; splits are read a few at a time ([`read_splits`]), each streaming through a bounded
-//! channel.
+//! size. Streaming reads ([`read_splits`]) open one split at a time, decoded on a worker task
+//! ahead of the consumer through a bounded channel; materialising reads ([`collect_splits`])
+//! read [`COLLECT_SPLITS`] splits concurrently, buffering each whole (the result holds it
+//! anyway), so they use more than one core.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -40,8 +42,11 @@ use crate::table::Table;
 
 /// Default rows per output batch.
 pub const DEFAULT_BATCH_SIZE: usize = 8192;
-/// How many splits are read concurrently by [`read_splits`].
-const SPLIT_PARALLELISM: usize = 2;
+/// How many splits [`read_splits`] (streaming) reads at a time: one, decoded on a worker while
+/// the consumer takes its batches, so a stream holds one split's open files.
+const STREAM_SPLITS: usize = 1;
+/// How many splits [`collect_splits`] (materialising) reads concurrently, one per core here.
+const COLLECT_SPLITS: usize = 2;
 /// Batches buffered per concurrently read split.
 const SPLIT_CHANNEL_CAPACITY: usize = 2;
 
@@ -386,26 +391,40 @@ pub(crate) fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<Recor
     filter_record_batch(&batch, &mask).map_err(|e| Error::arrow("dropping retract rows", e))
 }
 
-/// Read many splits in order, a few concurrently, each streaming through a bounded channel so
-/// memory stays at (parallelism × channel capacity) batches beyond the open readers.
+/// Read many splits in order, [`STREAM_SPLITS`] at a time, each streaming through a bounded
+/// channel so memory stays at (channel capacity) batches beyond one split's open readers.
 pub fn read_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> BoxStream<'static, Result<RecordBatch>> {
     stream::iter(splits)
         .map(move |split| {
             let ctx = ctx.clone();
-            let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(SPLIT_CHANNEL_CAPACITY);
-            tokio::spawn(async move {
-                let where_ = ctx.table.io().display(&split.bucket_path);
-                let pump = AssertUnwindSafe(pump_split(ctx, split, tx.clone())).catch_unwind();
-                if let Err(panic) = pump.await {
-                    // Never end a split's stream early without an error: that would lose rows.
-                    let _ = tx.send(Err(panic_error(&where_, panic))).await;
-                }
-            });
-            futures::future::ready(tokio_stream_from(rx))
+            let where_ = ctx.table.io().display(&split.bucket_path);
+            futures::future::ready(spawn_stream(where_, SPLIT_CHANNEL_CAPACITY, async move { ctx.read_split(&split).await }))
         })
-        .buffered(SPLIT_PARALLELISM)
+        .buffered(STREAM_SPLITS)
         .flatten()
         .boxed()
+}
+
+/// Read many splits into batches, in split order, a few splits concurrently (each on its own
+/// task, so they decode on different cores). For materialising reads: unlike [`read_splits`],
+/// a split read ahead is not held back by a bounded channel, it is buffered whole, which costs
+/// nothing the caller's result does not hold anyway.
+pub async fn collect_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> Result<Vec<RecordBatch>> {
+    let per_split: Vec<Vec<RecordBatch>> = stream::iter(splits)
+        .map(move |split| {
+            let ctx = ctx.clone();
+            let where_ = ctx.table.io().display(&split.bucket_path);
+            tokio::spawn(async move { ctx.read_split(&split).await?.try_collect::<Vec<_>>().await }).map(move |joined| {
+                joined.unwrap_or_else(|e| match e.try_into_panic() {
+                    Ok(panic) => Err(panic_error(&where_, panic)),
+                    Err(e) => Err(Error::invalid(format!("reading {where_} was cancelled: {e}"))),
+                })
+            })
+        })
+        .buffered(COLLECT_SPLITS)
+        .try_collect()
+        .await?;
+    Ok(per_split.into_iter().flatten().collect())
 }
 
 /// The error reported when reading `path` panicked.
@@ -418,19 +437,38 @@ fn panic_error(path: &str, panic: Box<dyn std::any::Any + Send>) -> Error {
     Error::corrupt(path, format!("the file could not be decoded ({msg})"))
 }
 
-/// Send a split's batches (or its first error) into `tx`.
-async fn pump_split(ctx: Arc<ReadContext>, split: Split, tx: tokio::sync::mpsc::Sender<Result<RecordBatch>>) {
-    match ctx.read_split(&split).await {
-        Ok(mut s) => {
-            while let Some(item) = s.next().await {
-                let failed = item.is_err();
-                if tx.send(item).await.is_err() || failed {
-                    break;
+/// Run `open` and the stream it returns on their own task, its batches (up to and including
+/// the first error) buffered `capacity` at a time. A panic becomes an error naming `where_`: the
+/// stream never ends early without an error, which would lose rows.
+fn spawn_stream<F>(where_: String, capacity: usize, open: F) -> BoxStream<'static, Result<RecordBatch>>
+where
+    F: std::future::Future<Output = Result<BoxStream<'static, Result<RecordBatch>>>> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(capacity);
+    tokio::spawn(async move {
+        let sender = tx.clone();
+        let work = AssertUnwindSafe(async move {
+            match open.await {
+                Ok(s) => pump(s, sender).await,
+                Err(e) => {
+                    let _ = sender.send(Err(e)).await;
                 }
             }
+        });
+        if let Err(panic) = work.catch_unwind().await {
+            let _ = tx.send(Err(panic_error(&where_, panic))).await;
         }
-        Err(e) => {
-            let _ = tx.send(Err(e)).await;
+    });
+    tokio_stream_from(rx)
+}
+
+/// Send a stream's batches, up to and including its first error, into `tx`; stop early when
+/// the receiver is gone.
+async fn pump(mut stream: BoxStream<'static, Result<RecordBatch>>, tx: tokio::sync::mpsc::Sender<Result<RecordBatch>>) {
+    while let Some(item) = stream.next().await {
+        let failed = item.is_err();
+        if tx.send(item).await.is_err() || failed {
+            break;
         }
     }
 }

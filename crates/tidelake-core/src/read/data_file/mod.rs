@@ -324,7 +324,8 @@ fn select_roots<'a>(available: impl Iterator<Item = &'a str>, wanted: &[String])
     }
 }
 
-/// Ranged reads of one object, for the ORC and Avro async readers.
+/// Ranged reads of one object, for the async format readers.
+#[derive(Clone)]
 struct RangeReader {
     store: Arc<dyn ObjectStore>,
     path: Path,

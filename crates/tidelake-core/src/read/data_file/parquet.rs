@@ -3,21 +3,30 @@
 //! recommends for the deprecated `ParquetObjectReader`).
 //!
 //! Only the leaf columns of the requested root fields are fetched (`ProjectionMask::roots`);
-//! the footer and the needed column chunks are read, never the whole file. The embedded
-//! `ARROW:schema` (pyarrow writers) is ignored so decoded types depend only on the Parquet
-//! schema; the caller normalises types afterwards.
+//! the footer, the offset index and the needed pages are read, never the whole file. The
+//! embedded `ARROW:schema` (pyarrow writers) is ignored so decoded types depend only on the
+//! Parquet schema; the caller normalises types afterwards.
+//!
+//! **Row windows.** The async reader fetches everything a row group's selection needs before
+//! decoding it, and writers (ours, Java's with `parquet.block.size` 128 MB) put a whole file in
+//! one row group, so a merge holding many files open would hold their compressed columns. A row
+//! group whose projected columns exceed [`WINDOW_BYTES`] is therefore read as consecutive row
+//! windows of about that size, each a `RowSelection` of its own stream: with the offset index
+//! loaded, parquet fetches only the pages a window's rows fall in (without an offset index it
+//! would fetch whole chunks, so such files are read in one window). Windows cover the row
+//! group in order, so row positions (deletion vectors) are unchanged.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt, TryStreamExt};
-use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use futures::{stream, FutureExt, StreamExt, TryStreamExt};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector};
 use parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
 use super::{select_roots, RangeReader, RawStream};
 use crate::error::{Error, Result};
@@ -52,13 +61,27 @@ impl AsyncFileReader for RangeReader {
     ) -> BoxFuture<'a, parquet::errors::Result<Arc<ParquetMetaData>>> {
         async move {
             let size = self.size;
-            let reader = ParquetMetaDataReader::new()
-                .with_metadata_options(options.map(|o| o.metadata_options().clone()));
+            let mut reader = ParquetMetaDataReader::new()
+                .with_metadata_options(options.map(|o| o.metadata_options().clone()))
+                .with_prefetch_hint(Some(FOOTER_PREFETCH));
+            if let Some(o) = options {
+                reader = reader
+                    .with_column_index_policy(o.column_index_policy())
+                    .with_offset_index_policy(o.offset_index_policy());
+            }
             Ok(Arc::new(reader.load_and_finish(self, size).await?))
         }
         .boxed()
     }
 }
+
+/// Compressed bytes of projected column data fetched at a time per open file (see the module
+/// doc): bounds a merge's memory at about (runs x this) while keeping object-store requests
+/// large.
+const WINDOW_BYTES: u64 = 4 << 20;
+/// Bytes read from the end of a file for its footer, so that footer and offset index (written
+/// just before it) usually come in one request.
+const FOOTER_PREFETCH: usize = 64 << 10;
 
 /// Stream the root columns named in `columns` (those present in the file) of a Parquet file.
 pub(super) async fn open(
@@ -67,24 +90,169 @@ pub(super) async fn open(
     columns: &[String],
     batch_size: usize,
 ) -> Result<RawStream> {
+    open_windowed(io, rel_path, columns, batch_size, WINDOW_BYTES).await
+}
+
+fn reader_options() -> ArrowReaderOptions {
+    ArrowReaderOptions::new()
+        .with_skip_arrow_metadata(true)
+        .with_offset_index_policy(PageIndexPolicy::Optional)
+}
+
+/// [`open`], reading row groups in windows of about `window_bytes` (see the module doc).
+async fn open_windowed(
+    io: &FileIO,
+    rel_path: &str,
+    columns: &[String],
+    batch_size: usize,
+    window_bytes: u64,
+) -> Result<RawStream> {
     let display = io.display(rel_path);
-    let reader = RangeReader::new(io, rel_path).await?;
-    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
+    let mut reader = RangeReader::new(io, rel_path).await?;
+    let metadata = ArrowReaderMetadata::load_async(&mut reader, reader_options())
         .await
         .map_err(|e| Error::parquet(format!("opening {display}"), e))?;
     let roots = {
-        let schema = builder.parquet_schema();
+        let schema = metadata.parquet_schema();
         let names = schema.root_schema().get_fields().iter().map(|f| f.name());
         select_roots(names, columns)
     };
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let stream = builder
-        .with_projection(mask)
-        .with_batch_size(batch_size)
-        .build()
-        .map_err(|e| Error::parquet(format!("reading {display}"), e))?;
-    Ok(stream
-        .map_err(move |e| Error::parquet(format!("reading {display}"), e))
-        .boxed())
+    let mask = ProjectionMask::roots(metadata.parquet_schema(), roots);
+    let windows = row_windows(metadata.metadata(), &mask, batch_size, window_bytes);
+    let stream = stream::iter(windows)
+        .map(move |(row_group, selection)| {
+            let mut builder =
+                ParquetRecordBatchStreamBuilder::new_with_metadata(reader.clone(), metadata.clone())
+                    .with_projection(mask.clone())
+                    .with_batch_size(batch_size)
+                    .with_row_groups(vec![row_group]);
+            if let Some(selection) = selection {
+                builder = builder.with_row_selection(selection);
+            }
+            builder.build()
+        })
+        .try_flatten()
+        .map_err(move |e| Error::parquet(format!("reading {display}"), e));
+    Ok(stream.boxed())
+}
+
+/// The reads that cover every row group in order: `(row group, None)` for a whole row group,
+/// `(row group, Some(rows))` for one window of a row group whose projected columns exceed
+/// `window_bytes` and that has an offset index. Windows hold a multiple of `batch_size` rows.
+fn row_windows(
+    metadata: &ParquetMetaData,
+    mask: &ProjectionMask,
+    batch_size: usize,
+    window_bytes: u64,
+) -> Vec<(usize, Option<RowSelection>)> {
+    let mut out = Vec::new();
+    for (index, group) in metadata.row_groups().iter().enumerate() {
+        let rows = usize::try_from(group.num_rows()).unwrap_or(0);
+        let bytes: u64 = (0..group.num_columns())
+            .filter(|&leaf| mask.leaf_included(leaf))
+            .map(|leaf| u64::try_from(group.column(leaf).compressed_size()).unwrap_or(0))
+            .sum();
+        let indexed = metadata
+            .offset_index()
+            .and_then(|groups| groups.get(index))
+            .is_some_and(|columns| !columns.is_empty());
+        let count = bytes.div_ceil(window_bytes.max(1));
+        if !indexed || count <= 1 || rows == 0 {
+            out.push((index, None));
+            continue;
+        }
+        let per_window = usize::try_from(count).map_or(rows, |n| rows.div_ceil(n));
+        let per_window = per_window.div_ceil(batch_size).max(1) * batch_size;
+        let mut start = 0;
+        while start < rows {
+            let len = per_window.min(rows - start);
+            let selectors = [
+                RowSelector::skip(start),
+                RowSelector::select(len),
+                RowSelector::skip(rows - start - len),
+            ];
+            let selection: Vec<RowSelector> =
+                selectors.into_iter().filter(|s| s.row_count > 0).collect();
+            out.push((index, Some(RowSelection::from(selection))));
+            start += len;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use object_store::memory::InMemory;
+    use object_store::path::Path;
+    use object_store::ObjectStoreExt;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+
+    use super::*;
+
+    const ROWS: i64 = 50_000;
+
+    /// One row group of `ROWS` rows in pages of 1,000 rows.
+    async fn table_io() -> FileIO {
+        let ids = Int64Array::from_iter_values(0..ROWS);
+        let notes = StringArray::from_iter_values((0..ROWS).map(|i| format!("note-{i:08}")));
+        let batch = RecordBatch::try_from_iter([
+            ("id", Arc::new(ids) as ArrayRef),
+            ("note", Arc::new(notes) as ArrayRef),
+        ])
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_data_page_row_count_limit(1000)
+            .set_write_batch_size(1000)
+            .set_dictionary_enabled(false)
+            .build();
+        let mut buf = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let store = Arc::new(InMemory::new());
+        store.put(&Path::from("t/f.parquet"), buf.into()).await.unwrap();
+        FileIO::from_store(store, Path::from("t"), "memory")
+    }
+
+    #[tokio::test]
+    async fn windows_split_a_row_group_and_keep_row_order() {
+        let io = table_io().await;
+        let mut reader = RangeReader::new(&io, "f.parquet").await.unwrap();
+        let metadata = ArrowReaderMetadata::load_async(&mut reader, reader_options()).await.unwrap();
+        let all = ProjectionMask::all();
+        let windows = row_windows(metadata.metadata(), &all, 4096, 64 << 10);
+        assert!(windows.len() > 3, "{windows:?}");
+        let selected: Vec<usize> = windows
+            .iter()
+            .map(|(group, sel)| {
+                assert_eq!(*group, 0);
+                sel.as_ref().unwrap().row_count()
+            })
+            .collect();
+        assert_eq!(selected.iter().sum::<usize>(), ROWS as usize);
+        assert!(selected[..selected.len() - 1].iter().all(|n| n % 4096 == 0), "{selected:?}");
+        // Small row groups, and files without an offset index, are read whole.
+        assert_eq!(row_windows(metadata.metadata(), &all, 4096, u64::MAX).len(), 1);
+        let no_index = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+        let plain = ArrowReaderMetadata::load_async(&mut reader, no_index).await.unwrap();
+        assert_eq!(row_windows(plain.metadata(), &all, 4096, 64 << 10).len(), 1);
+
+        let columns = vec!["id".to_string(), "note".to_string()];
+        for window in [u64::MAX, 64 << 10, 1] {
+            let stream = open_windowed(&io, "f.parquet", &columns, 4096, window).await.unwrap();
+            let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+            let ids: Vec<i64> = batches
+                .iter()
+                .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+                .collect();
+            assert_eq!(ids, (0..ROWS).collect::<Vec<_>>(), "window {window}");
+            let last = batches.last().unwrap().column(1).as_string::<i32>();
+            assert_eq!(last.value(last.len() - 1), format!("note-{:08}", ROWS - 1));
+        }
+    }
 }

@@ -406,11 +406,17 @@ def _changelog_history(t: tidelake.Table, engine: str, producer: str, steps, ded
             assert [(r["id"], r["v"]) for r in t.to_arrow().sort_by("id").to_pylist()] == sorted(model.items())
 
 
-def test_first_row_tables_reject_full_compaction_changelog(storage: Storage) -> None:
-    t = _on(storage, {"merge-engine": "first-row", "changelog-producer": "full-compaction"})
-    t.upsert(_rows("a", range(3), lambda i: i))
-    with pytest.raises(tidelake.InvalidArgumentError, match="first-row"):
-        t.compact()
+@pytest.mark.parametrize("producer", ["input", "full-compaction"])
+def test_first_row_tables_reject_other_changelog_producers(tmp_path: pathlib.Path, producer: str) -> None:
+    """As Java's SchemaValidation: first-row tables take changelog-producer none or lookup
+    only, at create and at alter."""
+    with pytest.raises(tidelake.InvalidArgumentError, match=f"first-row .* not {producer}"):
+        _create(tmp_path / "created", {"merge-engine": "first-row", "changelog-producer": producer})
+    assert not (tmp_path / "created" / "schema").exists() or not any((tmp_path / "created" / "schema").iterdir())
+    t = _create(tmp_path / "altered", {"merge-engine": "first-row", "changelog-producer": "lookup"})
+    with pytest.raises(tidelake.InvalidArgumentError, match=f"first-row .* not {producer}"):
+        t.set_option("changelog-producer", producer)
+    assert tidelake.open_table(tmp_path / "altered").options["changelog-producer"] == "lookup"
 
 
 _COMPACT_CHILD = """
@@ -487,4 +493,74 @@ def test_pypaimon_reads_tables_with_compaction_changelog(tmp_path: pathlib.Path,
     assert t.compact(full=True) is not None
     snapshot = json.loads(t._raw.snapshot_json(t.latest_snapshot().id))
     assert snapshot["commitKind"] == "COMPACT" and snapshot["changelogRecordCount"] > 0
+    assert_same_rows(_sorted(_pp_read(tmp_path, "db.t")), _sorted(t.to_arrow()))
+
+
+def _sorted_runs(warehouse: pathlib.Path, ident: str) -> dict:
+    """Sorted runs per (partition, bucket) of the live files: one per level-0 file, one per
+    other level."""
+    runs: dict = {}
+    for partition, bucket, level, name in _live_files(warehouse, ident):
+        runs.setdefault((partition, bucket), set()).add(name if level == 0 else level)
+    return {k: len(v) for k, v in runs.items()}
+
+
+def _data_files_on_disk(root: pathlib.Path) -> int:
+    return sum(1 for p in root.rglob("data-*.parquet"))
+
+
+def _spilling_table(tmp_path: pathlib.Path, options: dict[str, str]) -> tidelake.Table:
+    cat = tidelake.Catalog(str(tmp_path))
+    cat.create_database("db", ignore_if_exists=True)
+    # a tiny write buffer: every upsert call below spills a level-0 file per bucket
+    return _create(tmp_path / "db.db" / "t", {"write-only": "false", "write-buffer-size": "1kb",
+                                              "num-sorted-run.compaction-trigger": "3",
+                                              "num-sorted-run.stop-trigger": "4", **options})
+
+
+def test_writers_stall_at_the_stop_trigger(tmp_path: pathlib.Path) -> None:
+    """A writer that spills far past the stop trigger before its one prepare_commit compacts
+    in the background and stalls at the stop trigger: every bucket ends with at most
+    stop-trigger + 1 sorted runs, reads equal the model, and pypaimon reads the same."""
+    t = _spilling_table(tmp_path, {})
+    model = {}
+    with t.writer() as w:
+        for r in range(24):
+            batch = _rows("a", range(r * 7, r * 7 + 40), lambda i, r=r: i * 100 + r)
+            w.upsert(batch)
+            model.update({(i, "a"): i * 100 + r for i in range(r * 7, r * 7 + 40)})
+        t.commit(w.prepare_commit(), commit_user=w.commit_user)
+    assert _data_files_on_disk(tmp_path / "db.db" / "t") > 2 * 24, "the writer did not spill"
+    runs = _sorted_runs(tmp_path, "db.t")
+    assert runs and max(runs.values()) <= 4 + 1, runs
+    assert "COMPACT" in [s.commit_kind for s in t.snapshots()]
+    expected = sorted((k[0], v) for k, v in model.items())
+    assert [(r["id"], r["v"]) for r in t.to_arrow().sort_by("id").to_pylist()] == expected
+    assert_same_rows(_sorted(_pp_read(tmp_path, "db.t")), _sorted(t.to_arrow()))
+
+
+@pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"}], ids=["plain", "dv"])
+def test_long_lived_writers_collect_compactions_across_commits(tmp_path: pathlib.Path, options) -> None:
+    """A long-lived writer over several prepare_commit/commit cycles: reads equal the model
+    after each commit, sorted runs stay bounded, closing it leaves no orphan file, and
+    pypaimon reads the result."""
+    t = _spilling_table(tmp_path, options)
+    model = {}
+    w = t.writer()
+    for cycle in range(6):
+        for r in range(5):
+            lo = (cycle * 5 + r) * 3
+            w.upsert(_rows("b", range(lo, lo + 30), lambda i, c=cycle: i + c))
+            model.update({i: i + cycle for i in range(lo, lo + 30)})
+        if cycle == 2:
+            w.delete(pa.table({"id": [0, 1, 2], "dt": ["b"] * 3}))
+            for i in (0, 1, 2):
+                model.pop(i)
+        t.commit(w.prepare_commit(), commit_identifier=cycle, commit_user=w.commit_user)
+        assert [(r["id"], r["v"]) for r in t.to_arrow().sort_by("id").to_pylist()] == sorted(model.items()), cycle
+        runs = _sorted_runs(tmp_path, "db.t")
+        assert max(runs.values()) <= 4 + 1, (cycle, runs)
+    w.close()
+    assert t.remove_orphan_files(older_than_ms=2**62, dry_run=True) == []
+    assert "COMPACT" in [s.commit_kind for s in t.snapshots()]
     assert_same_rows(_sorted(_pp_read(tmp_path, "db.t")), _sorted(t.to_arrow()))

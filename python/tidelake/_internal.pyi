@@ -171,8 +171,9 @@ class RawTable:
         """Read one split produced by :meth:`RawScan.splits` (possibly planned in another
         process) in the schema ``schema_id``, without planning again."""
 
-    def writer(self, overwrite: bool = False) -> RawWriter:
-        """A new writer of this table's latest schema."""
+    def writer(self, overwrite: bool = False, wait_compaction: bool = True) -> RawWriter:
+        """A new writer of this table's latest schema; ``wait_compaction``: ``prepare_commit``
+        waits for the compactions it triggers (one-shot writers)."""
 
     def commit(
         self,
@@ -287,7 +288,8 @@ class RawWriter:
         """Delete every file written since the last ``prepare_commit`` and close the writer."""
 
     def close(self) -> None:
-        """Close the writer (files already handed out by ``prepare_commit`` are kept)."""
+        """Close the writer: files already handed out by ``prepare_commit`` are kept; a running
+        compaction is awaited and, like everything written since, deleted."""
 
 @final
 class RawScan:

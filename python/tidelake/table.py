@@ -292,10 +292,17 @@ class Table:
 
     # ---- writes -------------------------------------------------------------------------------
 
-    def writer(self, commit_user: str | None = None) -> TableWriter:
+    def writer(self, commit_user: str | None = None, *, wait_compaction: bool = False) -> TableWriter:
         """A writer for two-phase writes: ``with table.writer() as w: w.write(batch); msgs =
-        w.prepare_commit()`` in any process, then :meth:`commit` in one place."""
-        return TableWriter(self, commit_user)
+        w.prepare_commit()`` in any process, then :meth:`commit` in one place.
+
+        A long-lived writer (Java ``StreamTableWrite``): compaction it triggers runs in the
+        background and joins the ``prepare_commit`` after it finishes (``close`` cancels an
+        unfinished one); ``wait_compaction=True`` makes every ``prepare_commit`` wait for it,
+        as one-shot writes (:meth:`write`, :meth:`upsert`, :meth:`delete`) do. Tables that
+        need lookup (deletion vectors, first-row, ``changelog-producer=lookup``) always wait
+        unless ``lookup-wait`` is false."""
+        return TableWriter(self, commit_user, wait_compaction=wait_compaction)
 
     def commit(self, messages: list[CommitMessage], commit_identifier: int | None = None,
                commit_user: str | None = None) -> list[int]:

@@ -54,11 +54,14 @@ class TableWriter:
     written since the last ``prepare_commit``).
     """
 
-    def __init__(self, table: "Table", commit_user: str | None = None, *, overwrite: bool = False) -> None:
+    def __init__(self, table: "Table", commit_user: str | None = None, *, overwrite: bool = False,
+                 wait_compaction: bool = True) -> None:
         self._table = table
         self.commit_user = commit_user or str(uuid.uuid4())
         # Overwrite writers restore nothing (sequence numbers, bucket index) from the table.
-        self._raw = table._raw.writer(overwrite)
+        # One-shot writers wait for their compactions at prepare_commit; long-lived ones
+        # (Table.writer) let an unfinished compaction join a later prepare_commit.
+        self._raw = table._raw.writer(overwrite, wait_compaction)
 
     def write(self, data: Any) -> None:
         """Insert rows (on primary-key tables: upsert by key)."""

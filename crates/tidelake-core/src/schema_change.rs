@@ -11,7 +11,7 @@
 
 use arrow_schema::Schema as ArrowSchema;
 use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type};
-use tidelake_spec::options::Options;
+use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::schema::{schema_file_name, TableSchema};
 use tidelake_spec::types::{DataType, TypeKind};
 
@@ -64,6 +64,7 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
         TableSchema::new(0, fields, spec.partition_keys.clone(), spec.primary_keys.clone(), options)
             .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
     check_bucket_mode(&table_schema)?;
+    check_changelog_producer(&table_schema)?;
     table_schema.comment = spec.comment.clone();
     table_schema.time_millis = now_millis();
     let rel = format!("schema/{}", schema_file_name(0));
@@ -82,6 +83,23 @@ fn check_bucket_mode(schema: &TableSchema) -> Result<()> {
         return Err(Error::invalid("an append table with a fixed bucket count needs the 'bucket-key' option"));
     }
     Ok(())
+}
+
+/// Java `SchemaValidation`: first-row tables support only `changelog-producer` none or
+/// lookup (their writes never retract, and their compactions always look up).
+fn check_changelog_producer(schema: &TableSchema) -> Result<()> {
+    let opts = schema.options();
+    let spec = |e| Error::from_spec("options", e);
+    if schema.primary_keys.is_empty() || opts.merge_engine().map_err(spec)? != MergeEngine::FirstRow {
+        return Ok(());
+    }
+    match opts.changelog_producer().map_err(spec)? {
+        ChangelogProducer::None | ChangelogProducer::Lookup => Ok(()),
+        other => Err(Error::invalid(format!(
+            "merge-engine=first-row supports only changelog-producer none or lookup, not {}",
+            other.as_str()
+        ))),
+    }
 }
 
 /// One change to a table's schema.
@@ -111,6 +129,7 @@ pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Tabl
     for _ in 0..MAX_SCHEMA_RETRIES {
         let current = Table::open_io(table.io().clone()).await?;
         let next = apply_changes(current.schema(), changes)?;
+        check_changelog_producer(&next)?;
         let rel = format!("schema/{}", schema_file_name(next.id));
         if table.io().put_if_absent(&rel, next.to_json()).await? {
             return Table::open_io(table.io().clone()).await;

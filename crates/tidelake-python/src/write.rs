@@ -104,11 +104,10 @@ impl RawWriter {
         .py()
     }
 
-    /// Close the writer (files already handed out by `prepare_commit` are kept).
+    /// Close the writer: files already handed out by `prepare_commit` are kept, a running
+    /// compaction is awaited and, like everything written since, deleted.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        block_on(py, async {
-            self.write.lock().await.take();
-        })
+        self.abort(py)
     }
 }
 
@@ -128,16 +127,19 @@ fn partition_filter(spec: Option<String>) -> PyResult<Option<PartitionFilter>> {
 #[pymethods]
 impl RawTable {
     /// A new writer of this table's latest schema; `overwrite` writers restore nothing from the
-    /// table (their files replace what they overwrite).
-    #[pyo3(signature = (overwrite=false))]
-    fn writer(&self, py: Python<'_>, overwrite: bool) -> PyResult<RawWriter> {
+    /// table (their files replace what they overwrite); `wait_compaction`: `prepare_commit`
+    /// waits for the compactions it triggers (one-shot writers; long-lived ones pass false).
+    #[pyo3(signature = (overwrite=false, wait_compaction=true))]
+    fn writer(&self, py: Python<'_>, overwrite: bool, wait_compaction: bool) -> PyResult<RawWriter> {
         let table = self.table.clone();
         let open = async move {
-            if overwrite {
-                TableWrite::for_overwrite(table).await
+            let mut write = if overwrite {
+                TableWrite::for_overwrite(table).await?
             } else {
-                TableWrite::new(table).await
-            }
+                TableWrite::new(table).await?
+            };
+            write.set_wait_compaction(wait_compaction);
+            Ok::<_, Error>(write)
         };
         let write = block_on(py, open)?.py()?;
         Ok(RawWriter { write: Mutex::new(Some(write)) })

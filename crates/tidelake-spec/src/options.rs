@@ -29,6 +29,10 @@ pub const IGNORE_DELETE_FALLBACK_KEYS: [&str; 3] = [
     "partial-update.ignore-delete",
 ];
 pub const CHANGELOG_PRODUCER: &str = "changelog-producer";
+/// Whether commits of tables that need lookup wait for compaction; Java still reads the older
+/// `changelog-producer.lookup-wait` when `lookup-wait` is absent.
+pub const LOOKUP_WAIT: &str = "lookup-wait";
+pub const LOOKUP_WAIT_FALLBACK_KEY: &str = "changelog-producer.lookup-wait";
 pub const CHANGELOG_PRODUCER_ROW_DEDUPLICATE: &str = "changelog-producer.row-deduplicate";
 pub const DELETION_VECTORS_ENABLED: &str = "deletion-vectors.enabled";
 pub const DELETION_VECTORS_MERGE_ON_READ: &str = "deletion-vectors.merge-on-read";
@@ -445,6 +449,12 @@ impl Options {
         Ok(false)
     }
 
+    /// `lookup-wait` (or its fallback key), default true.
+    pub fn lookup_wait(&self) -> Result<bool> {
+        let key = if self.contains_key(LOOKUP_WAIT) { LOOKUP_WAIT } else { LOOKUP_WAIT_FALLBACK_KEY };
+        or_default(self.get_bool(key), true)
+    }
+
     /// `rowkind.field`: string column holding each row's kind, if configured.
     pub fn rowkind_field(&self) -> Option<&str> {
         self.get(ROWKIND_FIELD)
@@ -744,6 +754,15 @@ mod tests {
         assert_eq!(o.remove("a").as_deref(), Some("2"));
         assert_eq!(o.len(), 2);
         assert!(!o.contains_key("a"));
+    }
+
+    #[test]
+    fn lookup_wait_reads_the_current_key_before_the_old_one() {
+        assert!(Options::new().lookup_wait().unwrap());
+        assert!(!opts(&[("changelog-producer.lookup-wait", "false")]).lookup_wait().unwrap());
+        let both = opts(&[("changelog-producer.lookup-wait", "false"), ("lookup-wait", "true")]);
+        assert!(both.lookup_wait().unwrap());
+        assert!(opts(&[("lookup-wait", "maybe")]).lookup_wait().is_err());
     }
 
     #[test]

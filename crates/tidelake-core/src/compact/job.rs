@@ -42,6 +42,8 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{DataFileMeta, FileKind, IndexFileMeta, DELETION_VECTORS_INDEX};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
@@ -135,6 +137,10 @@ pub struct Compactor {
     /// Deletion-vector tables that maintain vectors below the output (not widened).
     maintain_dv: bool,
     rewriter: Arc<Rewriter>,
+    /// `num-sorted-run.stop-trigger`.
+    stop_trigger: usize,
+    /// Bounds the units rewriting at once ([`Compactor::spawn_unit`]).
+    slots: Arc<Semaphore>,
 }
 
 impl Compactor {
@@ -196,6 +202,8 @@ impl Compactor {
             first_row_lookup,
             maintain_dv,
             rewriter: Arc::new(rewriter),
+            stop_trigger: usize::try_from(opts.num_sorted_run_stop_trigger().map_err(spec)?).unwrap_or(usize::MAX),
+            slots: Arc::new(Semaphore::new(BUCKET_PARALLELISM)),
         })
     }
 
@@ -494,28 +502,9 @@ impl Compactor {
             }
         };
         tell(0);
-        let runs = work.into_iter().map(|(bucket, task)| {
-            let rewriter = self.rewriter.clone();
-            async move {
-                let dir = bucket.bucket_dir.clone();
-                let spawned = tokio::spawn(async move {
-                    let result = rewriter.run(&dir, &task).await;
-                    (task, result)
-                });
-                match spawned.await {
-                    Ok((task, Ok(result))) => Ok(Done {
-                        bucket,
-                        task,
-                        result,
-                    }),
-                    Ok((_, Err(e))) => Err(e),
-                    Err(e) => Err(Error::invalid(format!(
-                        "compaction task of bucket {} failed: {e}",
-                        bucket.bucket
-                    ))),
-                }
-            }
-        });
+        let runs = work
+            .into_iter()
+            .map(|(bucket, task)| joined(self.spawn_unit(bucket, task)));
         let mut finished = 0;
         let outcomes: Vec<Result<Done>> = stream::iter(runs)
             .buffer_unordered(BUCKET_PARALLELISM)
@@ -543,6 +532,44 @@ impl Compactor {
                 Err(e)
             }
         }
+    }
+
+    /// Rewrite one bucket's unit in a tokio task; at most [`BUCKET_PARALLELISM`] units of this
+    /// compactor rewrite at once (the others wait for a slot). On error the unit's files are
+    /// deleted (see [`Rewriter::run`]).
+    pub(crate) fn spawn_unit(&self, bucket: Bucket, task: UnitTask) -> JoinHandle<Result<Done>> {
+        let rewriter = self.rewriter.clone();
+        let slots = self.slots.clone();
+        tokio::spawn(async move {
+            let _slot = slots
+                .acquire_owned()
+                .await
+                .map_err(|_| Error::invalid("the compaction slots were closed"))?;
+            let result = rewriter.run(&bucket.bucket_dir, &task).await?;
+            Ok(Done {
+                bucket,
+                task,
+                result,
+            })
+        })
+    }
+
+    /// How many sorted runs `files` form (level-0 files count one each, other levels one).
+    pub(crate) fn sorted_runs(&self, files: &[LevelFile]) -> Result<usize> {
+        Ok(Levels::new(files.to_vec(), self.num_levels)?.run_stats().len())
+    }
+
+    /// Whether writers always wait for compaction at `prepare_commit` (Java
+    /// `prepareCommitWaitCompaction`): tables that need lookup, unless
+    /// `lookup-wait` (formerly `changelog-producer.lookup-wait`) is false.
+    pub(crate) fn lookup_wait(&self) -> Result<bool> {
+        let wait = self.table.schema().options().lookup_wait().map_err(|e| Error::from_spec("table options", e))?;
+        Ok(self.need_lookup && wait)
+    }
+
+    /// `num-sorted-run.stop-trigger`: writers stall while a bucket has more sorted runs.
+    pub(crate) fn stop_trigger(&self) -> usize {
+        self.stop_trigger
     }
 
     fn report(&self, d: &Done) -> Result<BucketReport> {
@@ -620,7 +647,15 @@ impl Done {
     }
 }
 
-async fn delete_written(table: &Table, done: &[Done]) -> Result<()> {
+/// The outcome of a task of [`Compactor::spawn_unit`].
+pub(crate) async fn joined(handle: JoinHandle<Result<Done>>) -> Result<Done> {
+    handle
+        .await
+        .unwrap_or_else(|e| Err(Error::invalid(format!("a compaction task failed: {e}"))))
+}
+
+/// Delete every file the rewritten units wrote (data, changelog, deletion-vector index).
+pub(crate) async fn delete_written(table: &Table, done: &[Done]) -> Result<()> {
     let mut first_error = None;
     for d in done {
         if let Err(e) = delete_files(table, &d.bucket.bucket_dir, &d.result.written).await {

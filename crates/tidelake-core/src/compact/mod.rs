@@ -24,7 +24,8 @@
 //! * `dv_maintain`: deletion vectors of the levels below a unit's output (Java
 //!   `BucketedDvMaintainer`, `DeletionVectorsIndexFile`);
 //! * [`job`]: compacting a table ([`Compactor`]);
-//! * `inline`: compaction inside writers at `prepare_commit` (Java `MergeTreeWriter`).
+//! * `inline`: compaction inside writers, in the background after flushes, with the write
+//!   stall at `num-sorted-run.stop-trigger` (Java `MergeTreeWriter`, `MergeTreeCompactManager`).
 //!
 //! Invariants: level 0 is never an output; after a unit the output level is still one sorted
 //! run (the unit holds every run at or below it); retract rows are dropped only when nothing
@@ -32,9 +33,7 @@
 //! by (runs × batch); a compaction that fails or loses its inputs to a concurrent commit
 //! deletes everything it wrote, changelog included.
 //!
-//! Not implemented: the write stall of writers at `num-sorted-run.stop-trigger` (writers compact
-//! synchronously, see `inline`; a failed compaction never turns a write into an
-//! error), deletion vectors written by compaction for other deletion-vector tables than
+//! Not implemented: deletion vectors written by compaction for other deletion-vector tables than
 //! deduplicate ones without `sequence.field` and compaction-fed changelog (Java
 //! `LookupMergeTreeCompactRewriter` with `BucketedDvMaintainer` for every engine), append-table
 //! compaction, the postpone bucket, record-level expiry, `EarlyFullCompaction`/off-peak ratios
@@ -56,5 +55,5 @@ pub mod rewriter;
 mod tests;
 
 pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
-pub(crate) use inline::compact_written;
+pub(crate) use inline::{InlineCompaction, Slot};
 pub(crate) use kv_merge::merge_keeping_sequence;

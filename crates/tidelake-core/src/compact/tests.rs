@@ -744,6 +744,61 @@ async fn writers_compact_past_the_trigger_after_their_append() {
     assert_eq!(buckets(&table).await[0].files.iter().filter(|f| f.meta.level == 0).count(), 4);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_stall_at_the_stop_trigger_between_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(
+        dir.path(),
+        &[
+            ("write-only", "false"),
+            ("bucket", "1"),
+            ("write-buffer-size", "1 b"),
+            ("num-sorted-run.compaction-trigger", "2"),
+            ("num-sorted-run.stop-trigger", "3"),
+        ],
+    )
+    .await;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", ArrowType::Int64, false),
+        Field::new("dt", ArrowType::Utf8, false),
+        Field::new("v", ArrowType::Int64, true),
+    ]));
+    let mut w = TableWrite::new(table.clone()).await.unwrap();
+    w.set_wait_compaction(false);
+    let mut model = BTreeMap::new();
+    let mut flushed = 0;
+    for cycle in 0..3i64 {
+        for round in 0..10i64 {
+            let ids: Vec<i64> = (round * 3..round * 3 + 8).collect();
+            let v = cycle * 100 + round;
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from(ids.clone())),
+                Arc::new(StringArray::from_iter_values(ids.iter().map(|_| "a"))),
+                Arc::new(Int64Array::from(vec![v; ids.len()])),
+            ];
+            w.write(&RecordBatch::try_new(schema.clone(), columns).unwrap(), RowKinds::Fixed(INSERT))
+                .await
+                .unwrap();
+            model.extend(ids.iter().map(|id| (*id, Some(v))));
+            // every write spills (a 1-byte buffer); the stall keeps the runs bounded
+            let runs = w.view_sorted_runs();
+            assert!(runs.iter().all(|&r| r <= 3), "cycle {cycle} round {round}: {runs:?}");
+        }
+        let messages = w.prepare_commit().await.unwrap();
+        flushed += messages.iter().map(|m| m.new_files.len()).sum::<usize>();
+        FileStoreCommit::new(table.clone(), "stream")
+            .unwrap()
+            .commit(messages, cycle, &[])
+            .await
+            .unwrap();
+        let expected: Vec<Row> = model.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
+        assert_eq!(read(&table, &[]).await, expected, "cycle {cycle}");
+        assert_levels_are_runs(&table).await;
+    }
+    assert!(flushed >= 30, "{flushed} level-0 files");
+    w.abort().await.unwrap();
+}
+
 /// Commit `file` of the only bucket again at `level` (as a compaction upgrade).
 async fn move_to_level(table: &Table, file: &str, level: i32) {
     let b = buckets(table).await.remove(0);

@@ -20,7 +20,7 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{
-    read_index_manifest, read_manifest, read_manifest_list, FileIdentifier, FileKind, IndexManifestEntry,
+    read_index_manifest, read_manifest, read_manifest_list, FileIdentifier, FileKind, IndexFileMeta, IndexManifestEntry,
     ManifestEntry, ManifestFileMeta, SimpleStats, DELETION_VECTORS_INDEX,
 };
 use tidelake_spec::schema::TableSchema;
@@ -221,14 +221,20 @@ pub async fn live_index_entries(table: &Table, snap: &Snapshot) -> Result<Vec<In
 /// The deletion vectors one index entry holds, as (data file name, where its vector lives);
 /// empty for index types other than deletion vectors.
 pub(crate) fn deletion_file_refs(e: &IndexManifestEntry) -> Result<Vec<(String, DeletionFileRef)>> {
-    if e.index_file.index_type != DELETION_VECTORS_INDEX {
+    index_file_refs(&e.index_file)
+}
+
+/// The deletion vectors a deletion-vector index file holds, per data file name (none for
+/// other index types).
+pub(crate) fn index_file_refs(index_file: &IndexFileMeta) -> Result<Vec<(String, DeletionFileRef)>> {
+    if index_file.index_type != DELETION_VECTORS_INDEX {
         return Ok(Vec::new());
     }
-    let path = match &e.index_file.external_path {
+    let path = match &index_file.external_path {
         Some(p) => p.clone(),
-        None => format!("{INDEX_DIR}/{}", e.index_file.file_name),
+        None => format!("{INDEX_DIR}/{}", index_file.file_name),
     };
-    e.index_file
+    index_file
         .dv_ranges
         .iter()
         .flatten()

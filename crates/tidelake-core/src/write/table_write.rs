@@ -9,9 +9,11 @@
 //!                sort by (key, sequence) ─► fold equal keys with the merge engine ─► level-0 file
 //!                (changelog-producer=input: the sorted input also goes to a changelog file)
 //!        ─► append: straight into the bucket's rolling file writer
-//!  prepare_commit ─► flush everything ─► one CommitMessage per touched (partition, bucket)
-//!        ─► buckets past the compaction trigger are compacted into their message
+//!        ─► after each level-0 flush: the bucket's compaction is collected / started in the
+//!           background, and the writer stalls past `num-sorted-run.stop-trigger`
 //!           (unless write-only; see `crate::compact` inline)
+//!  prepare_commit ─► flush everything ─► one CommitMessage per touched (partition, bucket),
+//!        with the bucket's finished compactions (batch writers wait for them)
 //! ```
 //!
 //! Invariants:
@@ -45,7 +47,7 @@ use crate::commit::message::CommitMessage;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
-use crate::compact::{compact_written, merge_keeping_sequence, Compactor};
+use crate::compact::{merge_keeping_sequence, Compactor, InlineCompaction, Slot};
 use crate::read::merge::MergeConfig;
 use crate::scan::plan::{merge_entries, read_list, read_manifests};
 use crate::table::Table;
@@ -106,6 +108,8 @@ struct BucketWriter {
     append: Option<RollingWriter>,
     new_files: Vec<DataFileMeta>,
     changelog_files: Vec<DataFileMeta>,
+    /// Compaction of the bucket (primary-key tables with compaction on).
+    compaction: Slot,
 }
 
 /// Writes batches into one table. Not shared between threads; create one per writer task.
@@ -131,8 +135,9 @@ pub struct TableWrite {
     writer_index: HashMap<(Vec<u8>, i32), usize>,
     memory_budget: usize,
     buffered_bytes: usize,
-    /// Compaction at `prepare_commit` (primary-key tables, unless `write-only` or overwriting).
-    compactor: Option<Compactor>,
+    /// Compaction after flushes and at `prepare_commit` (primary-key tables, unless
+    /// `write-only` or overwriting).
+    compaction: Option<InlineCompaction>,
 }
 
 fn positions(schema: &TableSchema, names: &[String]) -> Vec<usize> {
@@ -165,8 +170,8 @@ impl TableWrite {
         let opts = schema.options();
         let spec_err = |e| Error::from_spec("table options", e);
         let primary_key = !schema.primary_keys.is_empty();
-        let compactor = if primary_key && !ignore_previous && !schema.options().write_only().map_err(spec_err)? {
-            Some(Compactor::new(table.clone())?)
+        let compaction = if primary_key && !ignore_previous && !schema.options().write_only().map_err(spec_err)? {
+            Some(InlineCompaction::new(Compactor::new(table.clone())?, true)?)
         } else {
             None
         };
@@ -247,8 +252,24 @@ impl TableWrite {
             writer_index: HashMap::new(),
             memory_budget,
             buffered_bytes: 0,
-            compactor,
+            compaction,
         })
+    }
+
+    /// Whether `prepare_commit` waits for the compactions it triggers (default true: one-shot
+    /// batch writers, Java `BatchTableWrite`); long-lived writers pass false (Java
+    /// `StreamTableWrite`): an unfinished compaction joins a later `prepare_commit`.
+    pub fn set_wait_compaction(&mut self, wait: bool) {
+        if let Some(c) = self.compaction.as_mut() {
+            c.set_wait(wait);
+        }
+    }
+
+    /// Sorted runs of each flushed bucket in this writer's compaction view.
+    #[cfg(test)]
+    pub(crate) fn view_sorted_runs(&self) -> Vec<usize> {
+        let Some(c) = &self.compaction else { return Vec::new() };
+        self.writers.iter().filter_map(|w| c.sorted_runs(&w.compaction)).collect()
     }
 
     /// The schema every written batch is conformed to.
@@ -351,6 +372,7 @@ impl TableWrite {
             append,
             new_files: Vec::new(),
             changelog_files: Vec::new(),
+            compaction: Slot::Unloaded,
         });
         self.writer_index.insert(key, self.writers.len() - 1);
         Ok(self.writers.len() - 1)
@@ -425,8 +447,13 @@ impl TableWrite {
         for (w, result) in done {
             match result {
                 Ok(flushed) => {
-                    self.writers[w].new_files.extend(flushed.new_files);
-                    self.writers[w].changelog_files.extend(flushed.changelog_files);
+                    let writer = &mut self.writers[w];
+                    writer.new_files.extend(flushed.new_files.iter().cloned());
+                    writer.changelog_files.extend(flushed.changelog_files);
+                    if let Some(compaction) = self.compaction.as_mut() {
+                        let target = (writer.partition.as_slice(), writer.bucket, writer.total_buckets);
+                        compaction.after_flush(&mut writer.compaction, target, &flushed.new_files, &writer.new_files).await;
+                    }
                 }
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -458,9 +485,15 @@ impl TableWrite {
                     true
                 }
             });
+            if let Some(compaction) = self.compaction.as_mut() {
+                compaction.prepare(&mut w.compaction, &mut m).await;
+            }
             if !m.is_empty() {
                 messages.push(m);
             }
+        }
+        if let Some(compaction) = self.compaction.as_mut() {
+            compaction.end_cycle();
         }
         if !self.primary_key {
             // Append writers were closed; the next write opens new files continuing the sequence.
@@ -470,15 +503,16 @@ impl TableWrite {
                 self.writers[w].append = Some(self.flusher.rolling_writer(&dir, FileLayout::Append, false)?.with_first_sequence_number(next));
             }
         }
-        if let Some(compactor) = &self.compactor {
-            compact_written(compactor, &mut messages).await;
-        }
         Ok(messages)
     }
 
-    /// Delete every file written since the last `prepare_commit`.
+    /// Delete every file written since the last `prepare_commit`, compaction outputs included
+    /// (a running compaction is awaited first).
     pub async fn abort(&mut self) -> Result<()> {
         for w in &mut self.writers {
+            if let Some(compaction) = self.compaction.as_mut() {
+                compaction.abort(&mut w.compaction).await?;
+            }
             if let Some(append) = w.append.take() {
                 append.abort().await?;
             }

@@ -64,8 +64,11 @@ use crate::scan::predicate::Predicate;
 use crate::scan::split::DeletionFileRef;
 use crate::table::Table;
 
-/// Buckets rewritten concurrently.
-const BUCKET_PARALLELISM: usize = 4;
+/// Buckets rewritten concurrently: at most 4, and no more than the cores, since a rewrite is
+/// CPU-bound (decode, merge, encode) and each one in flight holds its output's open row group.
+fn bucket_parallelism() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(4)
+}
 
 /// What to compact.
 #[derive(Debug, Clone, Default)]
@@ -203,7 +206,7 @@ impl Compactor {
             maintain_dv,
             rewriter: Arc::new(rewriter),
             stop_trigger: usize::try_from(opts.num_sorted_run_stop_trigger().map_err(spec)?).unwrap_or(usize::MAX),
-            slots: Arc::new(Semaphore::new(BUCKET_PARALLELISM)),
+            slots: Arc::new(Semaphore::new(bucket_parallelism())),
         })
     }
 
@@ -507,7 +510,7 @@ impl Compactor {
             .map(|(bucket, task)| joined(self.spawn_unit(bucket, task)));
         let mut finished = 0;
         let outcomes: Vec<Result<Done>> = stream::iter(runs)
-            .buffer_unordered(BUCKET_PARALLELISM)
+            .buffer_unordered(bucket_parallelism())
             .inspect(|_| {
                 finished += 1;
                 tell(finished);
@@ -534,7 +537,7 @@ impl Compactor {
         }
     }
 
-    /// Rewrite one bucket's unit in a tokio task; at most [`BUCKET_PARALLELISM`] units of this
+    /// Rewrite one bucket's unit in a tokio task; at most [`bucket_parallelism`] units of this
     /// compactor rewrite at once (the others wait for a slot). On error the unit's files are
     /// deleted (see [`Rewriter::run`]).
     pub(crate) fn spawn_unit(&self, bucket: Bucket, task: UnitTask) -> JoinHandle<Result<Done>> {

@@ -22,6 +22,7 @@ pub mod scan;
 pub mod schema_change;
 pub mod snapshots;
 pub mod table;
+mod tasks;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Result};

@@ -63,11 +63,12 @@ use crate::scan::plan::{deletion_file_refs, live_index_entries, merge_entries, r
 use crate::scan::predicate::Predicate;
 use crate::scan::split::DeletionFileRef;
 use crate::table::Table;
+use crate::tasks;
 
 /// Buckets rewritten concurrently: at most 4, and no more than the cores, since a rewrite is
 /// CPU-bound (decode, merge, encode) and each one in flight holds its output's open row group.
 fn bucket_parallelism() -> usize {
-    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(4)
+    tasks::cores().min(4)
 }
 
 /// What to compact.
@@ -652,9 +653,7 @@ impl Done {
 
 /// The outcome of a task of [`Compactor::spawn_unit`].
 pub(crate) async fn joined(handle: JoinHandle<Result<Done>>) -> Result<Done> {
-    handle
-        .await
-        .unwrap_or_else(|e| Err(Error::invalid(format!("a compaction task failed: {e}"))))
+    tasks::joined(handle, "a compaction task").await
 }
 
 /// Delete every file the rewritten units wrote (data, changelog, deletion-vector index).

@@ -30,7 +30,6 @@
 //!   buffered, and each bucket's files and messages are recorded in writer order.
 
 use std::collections::HashMap;
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
@@ -51,6 +50,7 @@ use crate::compact::{merge_keeping_sequence, Compactor, InlineCompaction, Slot};
 use crate::read::merge::MergeConfig;
 use crate::scan::plan::{merge_entries, read_list, read_manifests};
 use crate::table::Table;
+use crate::tasks;
 use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes};
 use crate::write::dynamic_bucket::DynamicBucketAssigner;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
@@ -436,12 +436,10 @@ impl TableWrite {
             let bucket = writer.bucket;
             jobs.push(async move {
                 let task = tokio::spawn(async move { flusher.flush(&dir, buffer, append).await });
-                let result = task.await.unwrap_or_else(|e| Err(Error::invalid(format!("flushing bucket {bucket} failed: {e}"))));
-                (w, result)
+                (w, tasks::joined(task, format_args!("flushing bucket {bucket}")).await)
             });
         }
-        let parallelism = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-        let mut done: Vec<(usize, Result<Flushed>)> = stream::iter(jobs).buffer_unordered(parallelism).collect().await;
+        let mut done: Vec<(usize, Result<Flushed>)> = stream::iter(jobs).buffer_unordered(tasks::cores()).collect().await;
         done.sort_by_key(|(w, _)| *w);
         let mut first_error = None;
         for (w, result) in done {

@@ -436,7 +436,7 @@ impl TableWrite {
             let bucket = writer.bucket;
             jobs.push(async move {
                 let task = tokio::spawn(async move { flusher.flush(&dir, buffer, append).await });
-                (w, tasks::joined(task, format_args!("flushing bucket {bucket}")).await)
+                (w, tasks::joined(task, format!("flushing bucket {bucket}")).await)
             });
         }
         let mut done: Vec<(usize, Result<Flushed>)> = stream::iter(jobs).buffer_unordered(tasks::cores()).collect().await;

@@ -8,6 +8,7 @@ from .exceptions import (
     CommitConflictError,
     CorruptMetadataError,
     ForkSafetyError,
+    InternalError,
     InvalidArgumentError,
     SchemaMismatchError,
     StorageError,
@@ -41,4 +42,5 @@ __all__ = [
     "InvalidArgumentError",
     "StorageError",
     "ForkSafetyError",
+    "InternalError",
 ]

@@ -18,6 +18,7 @@ __all__ = [
     "InvalidArgumentError",
     "StorageError",
     "ForkSafetyError",
+    "InternalError",
 ]
 
 
@@ -59,3 +60,7 @@ class StorageError(TidelakeError, OSError):
 
 class ForkSafetyError(TidelakeError, RuntimeError):
     """tidelake was used in a process forked after its runtime started."""
+
+
+class InternalError(TidelakeError, RuntimeError):
+    """A bug in tidelake (an engine task panicked). The table stays as its last commit left it."""

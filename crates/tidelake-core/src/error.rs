@@ -27,6 +27,8 @@ pub enum ErrorKind {
     Unsupported,
     /// Storage failed (network, permissions, disk).
     Io,
+    /// A bug in tidelake (a task panicked); the table is left as its last commit made it.
+    Internal,
 }
 
 /// Errors raised by the engine.
@@ -47,6 +49,8 @@ pub enum Error {
     Invalid(String),
     #[error("unsupported: {0}")]
     Unsupported(String),
+    #[error("internal error (a tidelake bug, please report it): {0}")]
+    Internal(String),
     #[error("storage error on {path}: {source}")]
     Io {
         path: String,
@@ -77,6 +81,7 @@ impl Error {
             Error::SchemaMismatch(_) => ErrorKind::SchemaMismatch,
             Error::Invalid(_) => ErrorKind::Invalid,
             Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::Internal(_) => ErrorKind::Internal,
             Error::Io { source: object_store::Error::NotFound { .. }, .. } => ErrorKind::NotFound,
             Error::Io { .. } => ErrorKind::Io,
             Error::Arrow { source, .. } => match source {

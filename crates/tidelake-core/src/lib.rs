@@ -26,3 +26,4 @@ mod tasks;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Result};
+pub use tasks::panic_message;

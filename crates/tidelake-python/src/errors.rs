@@ -16,6 +16,7 @@ import_exception!(tidelake.exceptions, UnsupportedError);
 import_exception!(tidelake.exceptions, InvalidArgumentError);
 import_exception!(tidelake.exceptions, StorageError);
 import_exception!(tidelake.exceptions, ForkSafetyError);
+import_exception!(tidelake.exceptions, InternalError);
 
 /// Convert an engine error into the matching Python exception, keeping the source chain.
 pub fn to_py(err: Error) -> PyErr {
@@ -38,6 +39,7 @@ pub fn to_py(err: Error) -> PyErr {
         ErrorKind::Invalid => InvalidArgumentError::new_err(msg),
         ErrorKind::Unsupported => UnsupportedError::new_err(msg),
         ErrorKind::Io => StorageError::new_err(msg),
+        ErrorKind::Internal => InternalError::new_err(msg),
     }
 }
 

@@ -1,15 +1,19 @@
 //! The binding's single tokio runtime and the one helper every blocking call goes through.
 //!
 //! Invariants: the runtime is created lazily on first use; a process forked after that gets a
-//! [`ForkSafetyError`] instead of a deadlock; Rust work always runs with the GIL released.
+//! [`ForkSafetyError`] instead of a deadlock; Rust work always runs with the GIL released; a
+//! panic in that work reaches Python as `tidelake.exceptions.InternalError`, never as a panic.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::OnceLock;
 
+use futures::FutureExt;
 use pyo3::prelude::*;
+use tidelake_core::{panic_message, Error};
 use tokio::runtime::Runtime;
 
-use crate::errors::ForkSafetyError;
+use crate::errors::{to_py, ForkSafetyError};
 
 static RUNTIME: OnceLock<(u32, Runtime)> = OnceLock::new();
 
@@ -36,12 +40,14 @@ fn runtime() -> PyResult<&'static Runtime> {
     Ok(rt)
 }
 
-/// Run a future to completion on the shared runtime with the GIL released.
+/// Run a future to completion on the shared runtime with the GIL released; a panic becomes an
+/// `InternalError`.
 pub fn block_on<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
 where
     F: Future + Send,
     F::Output: Send,
 {
     let rt = runtime()?;
-    Ok(py.detach(|| rt.block_on(fut)))
+    py.detach(|| rt.block_on(AssertUnwindSafe(fut).catch_unwind()))
+        .map_err(|panic| to_py(Error::Internal(panic_message(&*panic).to_string())))
 }

@@ -20,8 +20,10 @@
 //! Streaming: each run holds one batch at a time; input batches stay alive only while a
 //! cursor is on them or pending output rows point into them (released at the next flush).
 //! Fast path: the winning run's rows whose keys are below every other run's current key are
-//! taken as a range without per-key work, and a flush that is one contiguous range of one
-//! batch is a zero-copy slice.
+//! taken as a range without per-key work (found by galloping from the winner's position, since
+//! such stretches are mostly a few rows long), and a flush that is one contiguous range of one
+//! batch is a zero-copy slice. Keys of fixed-width columns are compared as packed integers,
+//! kept per run in a flat array for the loser tree (`cursor` module).
 
 mod cursor;
 mod loser_tree;
@@ -42,7 +44,7 @@ use crate::read::merge_fn::config::{
 use crate::read::merge_fn::output::OutputRows;
 use crate::read::merge_fn::value::{Pool, Rec, VALUE_OFFSET};
 use crate::read::merge_fn::{self, MergeEngineConfig, MergeFunction, PartialUpdateConfig};
-use cursor::{check_input_schema, compare, Cursor, Encoder, OwnedKey};
+use cursor::{check_input_schema, compare, Cursor, Encoder, OwnedKey, EXHAUSTED};
 use loser_tree::LoserTree;
 
 /// How to merge the sorted runs of a primary-key split.
@@ -156,6 +158,7 @@ pub fn merge_sorted_runs(
             .map(|stream| Cursor { stream, head: None })
             .collect(),
         pool: Pool::default(),
+        current: Vec::new(),
         tree: None,
         encoder: None,
         schema: None,
@@ -177,6 +180,9 @@ struct MergeState {
     batch_size: usize,
     cursors: Vec<Cursor>,
     pool: Pool,
+    /// Each cursor's current packed key ([`EXHAUSTED`] at the end) when keys pack
+    /// ([`Encoder::packs_keys`]), else empty: the loser tree's fast path (`cursor::compare`).
+    current: Vec<u128>,
     /// Built once every cursor has its first batch.
     tree: Option<LoserTree>,
     /// Built from the first batch seen.
@@ -204,8 +210,12 @@ impl MergeState {
             for run in 0..self.cursors.len() {
                 self.load(run).await?;
             }
-            let cursors = &self.cursors;
-            self.tree = Some(LoserTree::new(cursors.len(), |a, b| compare(cursors, a, b)));
+            if self.encoder.as_ref().is_some_and(Encoder::packs_keys) {
+                self.current = vec![EXHAUSTED; self.cursors.len()];
+                (0..self.cursors.len()).for_each(|run| self.refresh_current(run));
+            }
+            let (cursors, current) = (&self.cursors, &self.current);
+            self.tree = Some(LoserTree::new(cursors.len(), |a, b| compare(cursors, current, a, b)));
         }
         if self.cursors.is_empty() || self.output.is_none() {
             // no runs, or no batch at all (the first batch creates the output)
@@ -254,19 +264,30 @@ impl MergeState {
     fn unique_prefix(&self, w: usize) -> usize {
         let head = self.cursors[w].head.as_ref().expect("winner has a head");
         let room = (self.batch_size - self.pending()).min(head.len - head.pos);
-        let cursors = &self.cursors;
+        let (cursors, current) = (&self.cursors, &self.current);
         let bound = self
             .tree()
-            .runner_up(|a, b| compare(cursors, a, b))
+            .runner_up(|a, b| compare(cursors, current, a, b))
             .and_then(|r| cursors[r].head.as_ref());
         let Some(bound) = bound else { return room };
         let below = |i: usize| head.key_cmp(head.pos + i, bound, bound.pos).is_lt();
-        if below(room - 1) {
-            return room;
+        if !below(0) {
+            return 0;
         }
-        // Keys ascend strictly within a run: the rows below the bound are a prefix; binary
-        // search for its end (row `room - 1` is not below).
-        let (mut lo, mut hi) = (0, room - 1);
+        // Keys ascend strictly within a run: the rows below the bound are a prefix. Stretches
+        // are mostly short (random upserts), so gallop from the start for an upper bound on
+        // its end, then binary search: O(log n) comparisons for a stretch of n rows.
+        let (mut lo, mut hi, mut step) = (1, room, 1);
+        while lo < room {
+            let probe = (lo - 1 + step).min(room - 1);
+            if below(probe) {
+                lo = probe + 1;
+                step *= 2;
+            } else {
+                hi = probe;
+                break;
+            }
+        }
         while lo < hi {
             let mid = (lo + hi) / 2;
             if below(mid) {
@@ -323,12 +344,23 @@ impl MergeState {
             self.retired.push(head.slot);
             self.load(w).await?;
         }
-        let cursors = &self.cursors;
+        self.refresh_current(w);
+        let (cursors, current) = (&self.cursors, &self.current);
         self.tree
             .as_mut()
             .expect("tree is built before merging")
-            .replay(|a, b| compare(cursors, a, b));
+            .replay(|a, b| compare(cursors, current, a, b));
         Ok(())
+    }
+
+    /// Bring `current[run]` up to date with its cursor (nothing without packed keys).
+    fn refresh_current(&mut self, run: usize) {
+        if let Some(slot) = self.current.get_mut(run) {
+            *slot = match &self.cursors[run].head {
+                Some(h) => h.packed.as_ref().expect("keys pack (Encoder::packs_keys)")[h.pos],
+                None => EXHAUSTED,
+            };
+        }
     }
 
     /// Put the next non-empty batch of run `run` under its cursor, or mark it exhausted.

@@ -14,7 +14,8 @@
 //! Keys of fixed-width columns only (integers, floats, decimals, dates, times, timestamps,
 //! booleans) encode to rows of one length; up to 16 bytes they are also kept as big-endian
 //! `u128`s, whose integer order is the byte order of equal-length rows. Comparing those is a
-//! couple of instructions instead of a `memcmp` call per comparison.
+//! couple of instructions instead of a `memcmp` call per comparison, and the merge keeps each
+//! cursor's current one in a flat array for the loser tree (see [`compare`]).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -100,8 +101,26 @@ impl OwnedKey {
 /// Merge order of two cursors (Java `SortMergeReaderWithMinHeap`'s comparator): key, user
 /// sequence fields, `_SEQUENCE_NUMBER`, retracts before adds; exhausted cursors last; ties by
 /// run index so the order is total.
+///
+/// `current` is empty, or holds each cursor's current packed key ([`EXHAUSTED`] once it is
+/// exhausted): then distinct keys are ordered from that flat array alone, without touching
+/// the cursors (the tree's hot path), and only equal ones take the full comparison.
 #[inline]
-pub(super) fn compare(cursors: &[Cursor], a: usize, b: usize) -> Ordering {
+pub(super) fn compare(cursors: &[Cursor], current: &[u128], a: usize, b: usize) -> Ordering {
+    if let (Some(x), Some(y)) = (current.get(a), current.get(b)) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    compare_heads(cursors, a, b)
+}
+
+/// The packed key [`compare`] sees for an exhausted cursor: no smaller than any real key, and
+/// a real key equal to it falls through to the full comparison, which puts exhausted last.
+pub(super) const EXHAUSTED: u128 = u128::MAX;
+
+/// [`compare`] from the cursors themselves.
+fn compare_heads(cursors: &[Cursor], a: usize, b: usize) -> Ordering {
     match (&cursors[a].head, &cursors[b].head) {
         (Some(x), Some(y)) => x
             .key_cmp(x.pos, y, y.pos)
@@ -168,7 +187,7 @@ impl Encoder {
                 _ => None,
             })
             .sum::<Option<usize>>()
-            .filter(|&len| len <= 16);
+            .filter(|&len| (1..=16).contains(&len));
         let keys = converter(key_fields)?;
         let sequence = if sequence_indices.is_empty() {
             None
@@ -188,6 +207,11 @@ impl Encoder {
         })
     }
 
+    /// Whether every [`Head`] this encoder makes has packed keys ([`Head::packed`]).
+    pub fn packs_keys(&self) -> bool {
+        self.packed_len.is_some()
+    }
+
     /// Validate `batch` and encode its keys; `slot` is where the pool will keep it.
     pub fn head(&self, batch: &RecordBatch, slot: u32) -> Result<Head> {
         self.validate(batch)?;
@@ -201,15 +225,7 @@ impl Encoder {
             .keys
             .convert_columns(&columns(&self.key_indices))
             .map_err(|e| Error::arrow("encoding merge keys", e))?;
-        let packed = self.packed_len.filter(|&len| (0..keys.num_rows()).all(|i| keys.row_len(i) == len)).map(|len| {
-            (0..keys.num_rows())
-                .map(|i| {
-                    let mut bytes = [0u8; 16];
-                    bytes[..len].copy_from_slice(keys.row(i).data());
-                    u128::from_be_bytes(bytes)
-                })
-                .collect()
-        });
+        let packed = self.packed_len.map(|len| pack_keys(&keys, len));
         let seq_keys = match &self.sequence {
             None => None,
             Some(c) => Some(
@@ -261,6 +277,19 @@ impl Encoder {
         }
         Ok(())
     }
+}
+
+/// The rows of `keys`, each `len` bytes, as big-endian integers left-aligned in a `u128`.
+/// Every row has that length: arrow_row encodes a fixed-width column (nulls included) to one
+/// byte plus its width.
+fn pack_keys(keys: &Rows, len: usize) -> Vec<u128> {
+    (0..keys.num_rows())
+        .map(|i| {
+            let mut bytes = [0u8; 16];
+            bytes[..len].copy_from_slice(keys.row(i).data());
+            u128::from_be_bytes(bytes)
+        })
+        .collect()
 }
 
 /// Check the system columns of the first batch, which fixes the shape of all others.

@@ -280,6 +280,37 @@ mod order {
     }
 
     #[test]
+    fn stretches_of_every_length_from_one_run() {
+        // Run 0 holds keys 0..4000 except every multiple of 7 below 200 and a few scattered
+        // keys; run 1 holds exactly those plus key 3000 (shared, newer): run 0 wins stretches
+        // of 6 rows, then of ~1000 rows, across input and output batch boundaries.
+        let lone: Vec<i64> = (0..200).step_by(7).chain([1200, 2201, 2202, 3999]).collect();
+        let keys0: Vec<i64> = (0..4000).filter(|k| !lone.contains(k)).collect();
+        let mut keys1 = lone.clone();
+        keys1.push(3000);
+        keys1.sort();
+        let batch = |keys: &[i64], first_seq: i64, tag: &str| {
+            let seqs: Vec<i64> = (first_seq..).take(keys.len()).collect();
+            let vals: Vec<Option<String>> = keys.iter().map(|k| Some(format!("{tag}{k}"))).collect();
+            let vals: Vec<Option<&str>> = vals.iter().map(|v| v.as_deref()).collect();
+            kv(&seqs, &vec!["+I"; keys.len()], keys, &vals)
+        };
+        let run0: Vec<RecordBatch> = keys0.chunks(1500).map(|c| batch(c, 0, "a")).collect();
+        let run1 = vec![batch(&keys1, 10_000, "b")];
+        for bs in [1, 5, 999, 8192] {
+            let out = merge(vec![run0.clone(), run1.clone()], dedup(), bs).unwrap();
+            let expected: Vec<String> = (0..4000)
+                .map(|k| match lone.contains(&k) || k == 3000 {
+                    true => format!("+I|{k}|b{k}"),
+                    false => format!("+I|{k}|a{k}"),
+                })
+                .collect();
+            assert_eq!(rows(&out), expected, "batch size {bs}");
+            assert!(out.iter().all(|b| b.num_rows() <= bs));
+        }
+    }
+
+    #[test]
     fn float_keys_follow_java_float_compare() {
         let fields = vec![
             field("k", TypeKind::Double, false),

@@ -429,11 +429,7 @@ pub async fn collect_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> Result
 
 /// The error reported when reading `path` panicked.
 fn panic_error(path: &str, panic: Box<dyn std::any::Any + Send>) -> Error {
-    let msg = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())
-        .unwrap_or("unknown panic");
+    let msg = crate::tasks::panic_message(&*panic);
     Error::corrupt(path, format!("the file could not be decoded ({msg})"))
 }
 

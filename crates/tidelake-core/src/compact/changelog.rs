@@ -11,7 +11,9 @@
 //! kept) are joined by key with the *before* rows of the same section: the section's files at
 //! the max level (full-compaction: Java's `topLevelKv`) or at any level above 0 (lookup: the
 //! newest of them is Java's `highLevel`), merged by deduplication so each key has its newest
-//! record. Both streams are in key order, so the join holds one batch of each.
+//! record; lookup keys without one take the newest record found below the output level, as
+//! queued by the rewrite's lookup (Java's `lookup` of `highLevel`). The streams are in key
+//! order, so the join holds one batch of each.
 //!
 //! Per key, with `after` the merged row and `before` the joined row, if any:
 //! * full-compaction: no `before` → `+I after` when `after` is an add; `before` is the key's
@@ -25,10 +27,8 @@
 //!
 //! With `changelog-producer.row-deduplicate`, `-U/+U` pairs whose values are equal are not
 //! emitted. Sequence numbers identify the key's only record because records of one key are
-//! numbered in write order and higher levels hold older records. tidelake compacts lookup
-//! tables other than first-row fully (see `job`), so for them Java's lookup into levels below
-//! the output never finds a record and is not needed; first-row units look those levels up
-//! with one forward [`KeyCursor`] per unit.
+//! numbered in write order and higher levels hold older records. First-row units look the
+//! levels below the output up with the unit's `DeeperLookup` (see `lookup`).
 
 use std::sync::Arc;
 
@@ -257,10 +257,10 @@ impl ChangelogJoin {
         }
     }
 
-    /// The changelog rows of one merged batch (retracts kept). `deeper` (first-row lookup):
-    /// the records of the levels below the output, outside the unit; keys found there are new
-    /// records of old keys, which first-row drops (Java `FirstRowMergeFunctionWrapper`).
-    pub async fn changes(&mut self, merged: &RecordBatch, mut deeper: Option<&mut KeyCursor>) -> Result<Joined> {
+    /// The changelog rows of one merged batch (retracts kept). `old_keys` (first-row lookup):
+    /// which merged rows have a record in the levels below the output, outside the unit; they
+    /// are new records of old keys, which first-row drops (Java `FirstRowMergeFunctionWrapper`).
+    pub async fn changes(&mut self, merged: &RecordBatch, old_keys: Option<&[bool]>) -> Result<Joined> {
         let keys = self.keys.encode(merged, VALUE_OFFSET)?;
         let seqs = sequences(merged)?;
         // before batches this merged batch joined with, in order
@@ -292,11 +292,9 @@ impl ChangelogJoin {
             let before = match (self.spec.mode, before) {
                 (ChangelogMode::FirstRowLookup, Some(_)) => continue,
                 (ChangelogMode::FirstRowLookup, None) => {
-                    if let Some(d) = deeper.as_deref_mut() {
-                        if d.seek(&mut self.keys, keys.row(row)).await?.is_some() {
-                            keep.get_or_insert_with(|| vec![true; merged.num_rows()])[row] = false;
-                            continue;
-                        }
+                    if old_keys.is_some_and(|old| old[row]) {
+                        keep.get_or_insert_with(|| vec![true; merged.num_rows()])[row] = false;
+                        continue;
                     }
                     None
                 }
@@ -347,7 +345,8 @@ fn sequences(batch: &RecordBatch) -> Result<&arrow_array::Int64Array> {
         .ok_or_else(|| Error::invalid("_SEQUENCE_NUMBER is not BIGINT"))
 }
 
-fn same_batch(a: &RecordBatch, b: &RecordBatch) -> bool {
+/// Whether `a` and `b` are the same batch (shared columns).
+pub(super) fn same_batch(a: &RecordBatch, b: &RecordBatch) -> bool {
     a.num_rows() == b.num_rows()
         && a.columns().iter().zip(b.columns()).all(|(x, y)| Arc::ptr_eq(x, y))
 }

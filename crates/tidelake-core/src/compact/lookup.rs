@@ -41,7 +41,7 @@ use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::manifest::{DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
 use tidelake_spec::types::DataType;
 
-use super::changelog::{KeyCursor, VALUE_OFFSET};
+use super::changelog::{same_batch, KeyCursor, VALUE_OFFSET};
 use super::kv_merge::KeyEncoder;
 use super::levels::LevelFile;
 use crate::error::{Error, Result};
@@ -107,24 +107,13 @@ impl DeeperLookup {
     /// columns...]`, keys ascending, each once, after those of earlier calls), as one batch
     /// shaped like the deeper files' rows, in key order; `None` when no key has one.
     pub(crate) async fn lookup(&mut self, sought: &RecordBatch) -> Result<Option<RecordBatch>> {
-        let rows = self.keys.encode(sought, VALUE_OFFSET)?;
         let mut sources: Vec<RecordBatch> = Vec::new();
         let mut picks: Vec<(usize, usize)> = Vec::new();
-        for i in 0..rows.num_rows() {
-            let key = rows.row(i);
-            for level in &mut self.levels {
-                let hit = level.seek(&mut self.keys, &self.key_types, key, &mut self.opened).await?;
-                if let Some(hit) = hit {
-                    if let Some(marked) = self.marked.as_mut() {
-                        marked.entry(hit.file).or_default().insert(hit.position);
-                    }
-                    if !sources.last().is_some_and(|s| same_batch(s, &hit.batch)) {
-                        sources.push(hit.batch);
-                    }
-                    picks.push((sources.len() - 1, hit.row));
-                    break;
-                }
+        for hit in self.find(sought).await?.into_iter().flatten() {
+            if !sources.last().is_some_and(|s| same_batch(s, &hit.batch)) {
+                sources.push(hit.batch);
             }
+            picks.push((sources.len() - 1, hit.row));
         }
         if picks.is_empty() {
             return Ok(None);
@@ -140,6 +129,32 @@ impl DeeperLookup {
             .map_err(|e| Error::arrow("rows found below the output level", e))
     }
 
+    /// Which keys of `sought` (as for [`DeeperLookup::lookup`]) have a live deeper row.
+    pub(crate) async fn contains(&mut self, sought: &RecordBatch) -> Result<Vec<bool>> {
+        Ok(self.find(sought).await?.iter().map(Option::is_some).collect())
+    }
+
+    /// The newest live deeper row of each key of `sought`, marked when marking.
+    async fn find(&mut self, sought: &RecordBatch) -> Result<Vec<Option<Hit>>> {
+        let rows = self.keys.encode(sought, VALUE_OFFSET)?;
+        let mut hits = Vec::with_capacity(rows.num_rows());
+        for i in 0..rows.num_rows() {
+            let key = rows.row(i);
+            let mut found = None;
+            for level in &mut self.levels {
+                found = level.seek(&mut self.keys, &self.key_types, key, &mut self.opened).await?;
+                if found.is_some() {
+                    break;
+                }
+            }
+            if let (Some(hit), Some(marked)) = (&found, self.marked.as_mut()) {
+                marked.entry(hit.file.clone()).or_default().insert(hit.position);
+            }
+            hits.push(found);
+        }
+        Ok(hits)
+    }
+
     /// How many deeper files were decoded so far.
     #[cfg(test)]
     pub(crate) fn opened(&self) -> usize {
@@ -150,10 +165,6 @@ impl DeeperLookup {
     pub(crate) fn into_marked(self) -> BTreeMap<String, DeletionVector> {
         self.marked.unwrap_or_default()
     }
-}
-
-fn same_batch(a: &RecordBatch, b: &RecordBatch) -> bool {
-    a.num_rows() == b.num_rows() && a.columns().iter().zip(b.columns()).all(|(x, y)| Arc::ptr_eq(x, y))
 }
 
 /// A live row found in a deeper level.

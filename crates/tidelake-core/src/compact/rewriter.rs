@@ -11,8 +11,8 @@
 //! at the output level (only if it has a deletion vector: rewriting applies it), when it would
 //! reach the max level with retract rows (`_DELETE_ROW_COUNT` not 0), or when it has a
 //! deletion vector (tidelake does not carry deletion vectors over; see [`super`]), and, in
-//! units that maintain deletion vectors below their output, when it is a level-0 file (its
-//! keys' older copies must be found).
+//! units that look up the levels below their output, when it is a level-0 file (its keys'
+//! older copies must be found).
 //!
 //! Rewrite (Java `MergeTreeCompactRewriter.rewriteCompaction`): the candidate sections, in key
 //! order, stream through the sorted-run merge ([`super::kv_merge`]) into one rolling writer
@@ -21,9 +21,17 @@
 //! read by the reader's [`ReadContext`] with its own schema into the latest schema, deletion
 //! vector applied. Tables with a compaction-fed changelog producer also get changelog files
 //! from rewrites and from upgrades that produce changelog, which then rewrite the file
-//! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`). Units of deletion-vector tables
-//! with levels below their output mark the older copies of every merged key there
-//! ([`super::dv_maintain`]) before retracts are dropped, and end by writing the bucket's new
+//! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`).
+//!
+//! Lookup (Java `LookupMergeTreeCompactRewriter` with `LookupChangelogMergeFunctionWrapper`;
+//! tables that need lookup, not first-row, with levels below the output): in a section that
+//! holds level-0 files, their keys (read a second time, each key's newest record) are looked
+//! up below the output ([`super::lookup`]); the rows found join the run of the section's
+//! newest records above level 0, which wins for keys it holds (Java looks up only keys
+//! without such a record), so the merge sees each level-0 key's newest older copy as its
+//! oldest record, ordered by `sequence.field` and sequence number like any record. The rows
+//! found are queued for the changelog join (the merge pulls them before emitting their keys)
+//! and, on deletion-vector tables, marked; the unit then writes the bucket's new
 //! deletion-vector index file.
 //!
 //! Invariants: memory is bounded by (runs × batch) per rewrite — files are opened one after
@@ -43,7 +51,7 @@ use tidelake_spec::manifest::{DataFileMeta, FileSource, IndexFileMeta};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
-use super::changelog::{ChangelogJoin, ChangelogSpec, KeyCursor};
+use super::changelog::{ChangelogJoin, ChangelogMode, ChangelogSpec, KeyCursor};
 use super::kv_merge::merge_keeping_sequence;
 use super::lookup::{found_rows, queued, write_index_file, DeeperLookup, FoundQueue, SharedLookup};
 use super::levels::LevelFile;
@@ -212,7 +220,7 @@ struct UnitJob<'a> {
     metas: HashMap<&'a str, &'a DataFileMeta>,
     result: UnitResult,
     /// First-row lookup into [`UnitTask::deeper`], opened by the first rewrite that needs it.
-    deeper: Option<KeyCursor>,
+    deeper: Option<DeeperLookup>,
     /// The lookup into [`UnitTask::deeper`] of other engines, opened likewise.
     lookup: Option<SharedLookup>,
 }
@@ -420,14 +428,18 @@ impl UnitJob<'_> {
                 )),
                 None => None,
             };
-            if join.is_some() && self.deeper.is_none() && !self.task.deeper.is_empty() {
-                let files = self.task.deeper.iter().map(LevelFile::split_file).collect();
-                self.deeper = Some(KeyCursor::new(rw.reader.newest_records(files)?));
+            let first_row = changelog.is_some_and(|c| c.mode == ChangelogMode::FirstRowLookup);
+            if first_row && self.deeper.is_none() && !self.task.deeper.is_empty() {
+                self.deeper = Some(self.deeper_lookup(false)?);
             }
             let mut merged = merge_keeping_sequence(runs, config.clone(), rw.batch_size);
             while let Some(mut batch) = merged.try_next().await? {
                 if let Some(join) = join.as_mut() {
-                    let joined = join.changes(&batch, self.deeper.as_mut()).await?;
+                    let old_keys = match self.deeper.as_mut() {
+                        Some(deeper) => Some(deeper.contains(&batch).await?),
+                        None => None,
+                    };
+                    let joined = join.changes(&batch, old_keys.as_deref()).await?;
                     if let (Some(changes), Some(w)) = (joined.changelog, changelog_writer.as_deref_mut()) {
                         w.write(&changes).await?;
                     }
@@ -444,6 +456,13 @@ impl UnitJob<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A lookup into [`UnitTask::deeper`], marking the rows found when `mark`.
+    fn deeper_lookup(&self, mark: bool) -> Result<DeeperLookup> {
+        let rw = self.rewriter;
+        let keys = rw.trimmed_key_indices.clone();
+        DeeperLookup::new(rw.reader.clone(), keys, rw.key_types.clone(), &self.task.deeper, mark)
     }
 
     /// The merge inputs of a section ([`ReadContext::section_runs`]); when the unit looks up
@@ -465,13 +484,7 @@ impl UnitJob<'_> {
         let lookup = match &self.lookup {
             Some(l) => l.clone(),
             None => {
-                let lookup = DeeperLookup::new(
-                    rw.reader.clone(),
-                    rw.trimmed_key_indices.clone(),
-                    rw.key_types.clone(),
-                    &self.task.deeper,
-                    rw.mark_deletions,
-                )?;
+                let lookup = self.deeper_lookup(rw.mark_deletions)?;
                 self.lookup.insert(Arc::new(tokio::sync::Mutex::new(lookup))).clone()
             }
         };

@@ -1,7 +1,10 @@
 //! End-to-end compaction tests on temporary tables written by [`TableWrite`]: reads are
 //! identical before and after minor and full compactions for every merge engine; the LSM
 //! layout after compaction (levels, key ranges); retracts kept below older data; lost races;
-//! deletion vectors; partition selection; random histories (property test).
+//! deletion vectors; partition selection; lookup units of every engine above untouched deeper
+//! levels (older copies merged, marked, diffed; deeper files skipped by key range); random
+//! histories of every engine with and without deletion vectors and lookup changelog (property
+//! test).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -348,7 +351,7 @@ async fn first_row_compaction_shows_level0_content() {
             .map(|((dt, id), v)| (dt, id, v))
             .collect::<Vec<_>>()
     };
-    // minor compaction of a lookup table is widened to a full one
+    // a minor compaction of a lookup table takes every level-0 file: here all runs, to the max level
     compact(&table, false).await.snapshot_id.expect("compacts");
     assert_fully_compacted(&table, 5).await;
     assert_eq!(read(&table, &[]).await, logical);

@@ -11,7 +11,9 @@
 //! kept) are joined by key with the *before* rows of the same section: the section's files at
 //! the max level (full-compaction: Java's `topLevelKv`) or at any level above 0 (lookup: the
 //! newest of them is Java's `highLevel`), merged by deduplication so each key has its newest
-//! record. Both streams are in key order, so the join holds one batch of each.
+//! record; lookup keys without one take the newest record found below the output level, as
+//! queued by the rewrite's lookup (Java's `lookup` of `highLevel`). The streams are in key
+//! order, so the join holds one batch of each.
 //!
 //! Per key, with `after` the merged row and `before` the joined row, if any:
 //! * full-compaction: no `before` → `+I after` when `after` is an add; `before` is the key's
@@ -25,10 +27,8 @@
 //!
 //! With `changelog-producer.row-deduplicate`, `-U/+U` pairs whose values are equal are not
 //! emitted. Sequence numbers identify the key's only record because records of one key are
-//! numbered in write order and higher levels hold older records. tidelake compacts lookup
-//! tables other than first-row fully (see `job`), so for them Java's lookup into levels below
-//! the output never finds a record and is not needed; first-row units look those levels up
-//! with one forward [`KeyCursor`] per unit.
+//! numbered in write order and higher levels hold older records. First-row units look the
+//! levels below the output up with the unit's `DeeperLookup` (see `lookup`).
 
 use std::sync::Arc;
 
@@ -131,6 +131,8 @@ pub struct KeyCursor {
     /// Current batch, its keys and the next row to look at.
     head: Option<(RecordBatch, Rows, usize)>,
     exhausted: bool,
+    /// The stream's end only means "no more rows yet" ([`KeyCursor::resumable`]).
+    resumable: bool,
     /// Rows of the batches loaded so far (the current one included).
     loaded: u64,
 }
@@ -141,24 +143,36 @@ impl KeyCursor {
             stream,
             head: None,
             exhausted: false,
+            resumable: false,
             loaded: 0,
         }
     }
 
-    /// Whether the stream has ended.
-    pub(super) fn is_exhausted(&self) -> bool {
-        self.exhausted
+    /// A cursor over a stream that ends whenever it holds no row yet and may yield more
+    /// later (a queue filled by a producer running ahead of every key sought).
+    pub(super) fn resumable(stream: BoxStream<'static, Result<RecordBatch>>) -> KeyCursor {
+        KeyCursor {
+            resumable: true,
+            ..KeyCursor::new(stream)
+        }
     }
 
-    /// [`KeyCursor::seek`], giving the position of the row holding `key` in the stream.
-    pub(super) async fn seek_position(&mut self, keys: &mut KeyEncoder, key: Row<'_>) -> Result<Option<u64>> {
+    /// [`KeyCursor::seek`], also giving the position of the row holding `key` in the stream.
+    pub(super) async fn seek_positioned(
+        &mut self,
+        keys: &mut KeyEncoder,
+        key: Row<'_>,
+    ) -> Result<Option<(RecordBatch, usize, u64)>> {
         let found = self.seek(keys, key).await?;
         // the row is in the batch loaded last
-        Ok(found.map(|(batch, row)| self.loaded - batch.num_rows() as u64 + row as u64))
+        Ok(found.map(|(batch, row)| {
+            let position = self.loaded - batch.num_rows() as u64 + row as u64;
+            (batch, row, position)
+        }))
     }
 
     /// Move to `key` (never backwards); the batch and row holding it, if any.
-    async fn seek(&mut self, keys: &mut KeyEncoder, key: Row<'_>) -> Result<Option<(RecordBatch, usize)>> {
+    pub(super) async fn seek(&mut self, keys: &mut KeyEncoder, key: Row<'_>) -> Result<Option<(RecordBatch, usize)>> {
         loop {
             if self.head.is_none() {
                 if self.exhausted {
@@ -166,7 +180,7 @@ impl KeyCursor {
                 }
                 match self.stream.try_next().await? {
                     None => {
-                        self.exhausted = true;
+                        self.exhausted = !self.resumable;
                         return Ok(None);
                     }
                     Some(batch) if batch.num_rows() == 0 => continue,
@@ -199,6 +213,9 @@ pub struct ChangelogJoin {
     spec: ChangelogSpec,
     keys: KeyEncoder,
     before: KeyCursor,
+    /// Lookup: the rows found below the output level, the before record of keys without one
+    /// in `before`.
+    looked_up: Option<KeyCursor>,
 }
 
 /// A changelog row: the source batch (an index into the before batches, `usize::MAX`: the
@@ -225,22 +242,25 @@ pub struct Joined {
 impl ChangelogJoin {
     /// Join merged rows with `before` (newest before record per key, in key order, as
     /// `[_SEQUENCE_NUMBER, _VALUE_KIND, v0..vn]`); keys are the value columns `key_indices`.
+    /// `looked_up`: the newest record below the output level of keys not in `before`.
     pub fn new(
         spec: ChangelogSpec,
         key_indices: Vec<usize>,
         before: BoxStream<'static, Result<RecordBatch>>,
+        looked_up: Option<KeyCursor>,
     ) -> ChangelogJoin {
         ChangelogJoin {
             spec,
             keys: KeyEncoder::new(key_indices),
             before: KeyCursor::new(before),
+            looked_up,
         }
     }
 
-    /// The changelog rows of one merged batch (retracts kept). `deeper` (first-row lookup):
-    /// the records of the levels below the output, outside the unit; keys found there are new
-    /// records of old keys, which first-row drops (Java `FirstRowMergeFunctionWrapper`).
-    pub async fn changes(&mut self, merged: &RecordBatch, mut deeper: Option<&mut KeyCursor>) -> Result<Joined> {
+    /// The changelog rows of one merged batch (retracts kept). `old_keys` (first-row lookup):
+    /// which merged rows have a record in the levels below the output, outside the unit; they
+    /// are new records of old keys, which first-row drops (Java `FirstRowMergeFunctionWrapper`).
+    pub async fn changes(&mut self, merged: &RecordBatch, old_keys: Option<&[bool]>) -> Result<Joined> {
         let keys = self.keys.encode(merged, VALUE_OFFSET)?;
         let seqs = sequences(merged)?;
         // before batches this merged batch joined with, in order
@@ -250,7 +270,11 @@ impl ChangelogJoin {
         for row in 0..merged.num_rows() {
             let after_add = is_add(kind_at(merged, row)?);
             let after = |kind| (usize::MAX, row, kind);
-            let before = match self.before.seek(&mut self.keys, keys.row(row)).await? {
+            let mut found = self.before.seek(&mut self.keys, keys.row(row)).await?;
+            if let (None, Some(looked_up)) = (&found, self.looked_up.as_mut()) {
+                found = looked_up.seek(&mut self.keys, keys.row(row)).await?;
+            }
+            let before = match found {
                 Some((batch, pos)) => {
                     if !sources.last().is_some_and(|s| same_batch(s, &batch)) {
                         sources.push(batch);
@@ -268,11 +292,9 @@ impl ChangelogJoin {
             let before = match (self.spec.mode, before) {
                 (ChangelogMode::FirstRowLookup, Some(_)) => continue,
                 (ChangelogMode::FirstRowLookup, None) => {
-                    if let Some(d) = deeper.as_deref_mut() {
-                        if d.seek(&mut self.keys, keys.row(row)).await?.is_some() {
-                            keep.get_or_insert_with(|| vec![true; merged.num_rows()])[row] = false;
-                            continue;
-                        }
+                    if old_keys.is_some_and(|old| old[row]) {
+                        keep.get_or_insert_with(|| vec![true; merged.num_rows()])[row] = false;
+                        continue;
                     }
                     None
                 }
@@ -323,7 +345,8 @@ fn sequences(batch: &RecordBatch) -> Result<&arrow_array::Int64Array> {
         .ok_or_else(|| Error::invalid("_SEQUENCE_NUMBER is not BIGINT"))
 }
 
-fn same_batch(a: &RecordBatch, b: &RecordBatch) -> bool {
+/// Whether `a` and `b` are the same batch (shared columns).
+pub(super) fn same_batch(a: &RecordBatch, b: &RecordBatch) -> bool {
     a.num_rows() == b.num_rows()
         && a.columns().iter().zip(b.columns()).all(|(x, y)| Arc::ptr_eq(x, y))
 }
@@ -414,7 +437,7 @@ mod tests {
             produce: true,
             row_deduplicate,
         };
-        let mut join = ChangelogJoin::new(spec, vec![0], before);
+        let mut join = ChangelogJoin::new(spec, vec![0], before, None);
         let mut out = Vec::new();
         for m in merged {
             if let Some(changes) = join.changes(&batch(m), None).await.unwrap().changelog {

@@ -7,17 +7,15 @@
 //!   (deletion-vector and first-row tables); the postpone bucket (-2) is skipped.
 //! * Strategy (Java `KeyValueFileStoreWrite.createCompactStrategy`): universal compaction, or
 //!   force-up-level-0 when `compaction.force-up-level-0` is set or the table needs lookup
-//!   (deletion vectors, first-row, `changelog-producer=lookup`, `force-lookup`). First-row
-//!   tables compact with lookup as Java does: a unit's new records of keys found in the
-//!   levels below its output are dropped ([`UnitTask::deeper`]). Deletion-vector tables with
-//!   the deduplicate engine, no `sequence.field` and no compaction-fed changelog compact with
-//!   lookup too: the older copies of a unit's keys in the levels below its output are marked
-//!   in deletion vectors ([`super::dv_maintain`]; their units always drop retracts, Java's
-//!   `forceDropDelete`). Other tables that need lookup get every pick widened to a full
-//!   compaction: readers of those tables read level >= 1 files without merging, and taking
-//!   all runs leaves no older copy behind (the lookup changelog of a full compaction needs
-//!   no lookup below the output level, and other merge engines would need the older copy's
-//!   value merged into the output, which tidelake does not do yet).
+//!   (deletion vectors, first-row, `changelog-producer=lookup`, `force-lookup`). Those tables
+//!   compact with lookup as Java does, into the levels below the unit's output
+//!   ([`UnitTask::deeper`]): first-row units drop their new records of keys found there; the
+//!   other engines merge each level-0 key's newest older copy found there into the output and
+//!   mark it in deletion vectors on deletion-vector tables ([`super::lookup`]; their units
+//!   always drop retracts, Java's `forceDropDelete`). Only tables that need lookup and have
+//!   `changelog-producer=full-compaction` (with `force-lookup`, or deletion vectors, which
+//!   Java rejects) get every pick widened to a full compaction, which leaves no older copy
+//!   behind.
 //! * Changelog (`changelog-producer=full-compaction`/`lookup`): the rewriter writes changelog
 //!   files next to the data files ([`super::changelog`]); they go into the COMPACT
 //!   snapshot's changelog manifest list (`compact_changelog`).
@@ -138,8 +136,11 @@ pub struct Compactor {
     need_lookup: bool,
     /// First-row tables compact with lookup into the levels below the output (not widened).
     first_row_lookup: bool,
-    /// Deletion-vector tables that maintain vectors below the output (not widened).
-    maintain_dv: bool,
+    /// Other tables that need lookup, but those with `changelog-producer=full-compaction`:
+    /// compact with lookup into the levels below the output (not widened).
+    lookup: bool,
+    /// `deletion-vectors.enabled`.
+    deletion_vectors: bool,
     rewriter: Arc<Rewriter>,
     /// `num-sorted-run.stop-trigger`.
     stop_trigger: usize,
@@ -176,14 +177,11 @@ impl Compactor {
         };
         let flag = |key: &str| opts.get_bool(key).map(|v| v.unwrap_or(false)).map_err(spec);
         let deletion_vectors = opts.deletion_vectors_enabled().map_err(spec)?;
-        let maintain_dv = deletion_vectors
-            && changelog.is_none()
-            && opts.merge_engine().map_err(spec)? == MergeEngine::Deduplicate
-            && opts.sequence_field().is_empty();
         let need_lookup = deletion_vectors
             || opts.merge_engine().map_err(spec)? == MergeEngine::FirstRow
             || opts.changelog_producer().map_err(spec)? == ChangelogProducer::Lookup
             || flag("force-lookup")?;
+        let lookup = need_lookup && changelog.is_none_or(|c| c.mode == ChangelogMode::Lookup);
         // Java passes the full primary key (partition columns included) to merge functions.
         let mut merge = merge_config(&schema.fields, &schema.primary_keys, opts)?;
         merge.keep_retracts = true;
@@ -193,7 +191,8 @@ impl Compactor {
             layout.key_types(),
             merge,
             changelog,
-            maintain_dv,
+            lookup,
+            lookup && deletion_vectors,
             DEFAULT_BATCH_SIZE,
         )?;
         Ok(Compactor {
@@ -204,7 +203,8 @@ impl Compactor {
             force_up_level0: flag("compaction.force-up-level-0")?,
             need_lookup,
             first_row_lookup,
-            maintain_dv,
+            lookup,
+            deletion_vectors,
             rewriter: Arc::new(rewriter),
             stop_trigger: usize::try_from(opts.num_sorted_run_stop_trigger().map_err(spec)?).unwrap_or(usize::MAX),
             slots: Arc::new(Semaphore::new(bucket_parallelism())),
@@ -460,7 +460,7 @@ impl Compactor {
             };
             match picked {
                 None => return Ok(None),
-                Some(_) if self.need_lookup && !self.first_row_lookup && !self.maintain_dv => CompactUnit {
+                Some(_) if self.need_lookup && !self.first_row_lookup && !self.lookup => CompactUnit {
                     output_level: max_level,
                     runs: runs.len(),
                 },
@@ -477,11 +477,11 @@ impl Compactor {
         Ok(Some(UnitTask {
             output_level: unit.output_level,
             max_level,
-            drop_delete: self.maintain_dv
+            drop_delete: (self.lookup && self.deletion_vectors)
                 || (unit.output_level != 0 && unit.output_level >= levels.non_empty_highest_level()),
             files,
             whole_levels: true,
-            deeper: if self.first_row_lookup || self.maintain_dv {
+            deeper: if self.first_row_lookup || self.lookup {
                 levels
                     .all_files()
                     .filter(|f| f.meta.level > unit.output_level)

@@ -26,10 +26,13 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_buffer::ScalarBuffer;
-use arrow_row::{Row, RowConverter, Rows, SortField};
+use arrow_row::{OwnedRow, Row, RowConverter, Rows, SortField};
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use tidelake_spec::datum::Datum;
+use tidelake_spec::types::DataType;
 
+use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, Result};
 use crate::read::data_file::SEQUENCE_NUMBER;
 use crate::read::merge::{merge_sorted_runs, MergeConfig};
@@ -113,7 +116,8 @@ struct Tracker {
 /// but for negative NaNs, see the module docs); the converter is built from the first batch.
 pub(crate) struct KeyEncoder {
     key_indices: Vec<usize>,
-    converter: Option<RowConverter>,
+    /// The converter and the Arrow types of the key columns it encodes.
+    converter: Option<(RowConverter, Vec<ArrowType>)>,
 }
 
 impl KeyEncoder {
@@ -137,19 +141,47 @@ impl KeyEncoder {
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
         if self.converter.is_none() {
-            let fields = columns
-                .iter()
-                .map(|c| SortField::new(c.data_type().clone()))
-                .collect();
-            self.converter =
-                Some(RowConverter::new(fields).map_err(|e| Error::arrow("key encoding", e))?);
+            let types: Vec<ArrowType> = columns.iter().map(|c| c.data_type().clone()).collect();
+            let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
+            let converter = RowConverter::new(fields).map_err(|e| Error::arrow("key encoding", e))?;
+            self.converter = Some((converter, types));
         }
-        let converter = self
+        self.convert(&columns)
+    }
+
+    /// Encode one key given as values of `types` (a file's min or max key), in the order of
+    /// the keys [`KeyEncoder::encode`] returned (it must have been called before).
+    pub(crate) fn encode_datums(&self, key: &[Datum], types: &[DataType]) -> Result<OwnedRow> {
+        let (_, arrow_types) = self
+            .converter
+            .as_ref()
+            .ok_or_else(|| Error::invalid("key converter used before any key was encoded"))?;
+        if key.len() != arrow_types.len() || types.len() != arrow_types.len() {
+            return Err(Error::invalid(format!(
+                "a key range of {} columns against keys of {}",
+                key.len(),
+                arrow_types.len()
+            )));
+        }
+        let columns = key
+            .iter()
+            .zip(types)
+            .zip(arrow_types)
+            .map(|((datum, ty), arrow_type)| {
+                let array = datums_to_array(std::slice::from_ref(datum), ty)?;
+                arrow_cast::cast(&array, arrow_type).map_err(|e| Error::arrow("key range", e))
+            })
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        Ok(self.convert(&columns)?.row(0).owned())
+    }
+
+    fn convert(&self, columns: &[ArrayRef]) -> Result<Rows> {
+        let (converter, _) = self
             .converter
             .as_ref()
             .ok_or_else(|| Error::invalid("key converter missing"))?;
         converter
-            .convert_columns(&columns)
+            .convert_columns(columns)
             .map_err(|e| Error::arrow("key encoding", e))
     }
 }

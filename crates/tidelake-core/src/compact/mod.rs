@@ -7,7 +7,7 @@
 //!        ─► pick: universal / force-up-level-0 / full → prefix of runs + level [picker]
 //!        ─► rewrite: sections → merge (sequence numbers kept) → rolling files  [rewriter, kv_merge]
 //!           at the output level, or upgrade large non-overlapping files
-//!           (deletion-vector tables: older copies below the output marked)  [dv_maintain]
+//!           (lookup tables: older copies below the output merged, marked)   [lookup]
 //!        ─► CommitMessage.compact_before/after (+ new / dropped DV index files)
 //!        ─► FileStoreCommit: one COMPACT snapshot (conflict checks, retries)
 //! ```
@@ -21,8 +21,9 @@
 //! * `kv_merge`: the sorted-run merge that keeps `_SEQUENCE_NUMBER`, shared with the writer;
 //! * [`changelog`]: the changelog of `changelog-producer=full-compaction`/`lookup` (Java
 //!   `ChangelogMergeTreeRewriter` and its merge-function wrappers);
-//! * `dv_maintain`: deletion vectors of the levels below a unit's output (Java
-//!   `BucketedDvMaintainer`, `DeletionVectorsIndexFile`);
+//! * `lookup`: the newest older copy of level-0 keys in the levels below a unit's output,
+//!   and the deletion vectors that hide it (Java `LookupLevels`, `BucketedDvMaintainer`,
+//!   `DeletionVectorsIndexFile`);
 //! * [`job`]: compacting a table ([`Compactor`]);
 //! * `inline`: compaction inside writers, in the background after flushes, with the write
 //!   stall at `num-sorted-run.stop-trigger` (Java `MergeTreeWriter`, `MergeTreeCompactManager`).
@@ -33,21 +34,26 @@
 //! by (runs × batch); a compaction that fails or loses its inputs to a concurrent commit
 //! deletes everything it wrote, changelog included.
 //!
-//! Not implemented: deletion vectors written by compaction for other deletion-vector tables than
-//! deduplicate ones without `sequence.field` and compaction-fed changelog (Java
-//! `LookupMergeTreeCompactRewriter` with `BucketedDvMaintainer` for every engine), append-table
-//! compaction, the postpone bucket, record-level expiry, `EarlyFullCompaction`/off-peak ratios
-//! and `full-compaction.delta-commits`. Those other tables that need lookup (deletion vectors,
-//! `changelog-producer=lookup`, `force-lookup`; not first-row, which compacts with lookup)
-//! are fully compacted instead (see [`job`]);
-//! their merges follow Java's `LookupMergeFunction` (level-0 records merge with only the
-//! newest record above level 0; not first-row), in compaction as in reads.
+//! Tables that need lookup (deletion vectors, first-row, `changelog-producer=lookup`,
+//! `force-lookup`) pick with force-up-level-0 and compact with lookup into the levels below
+//! the output (Java `LookupMergeTreeCompactRewriter`): first-row drops new records of keys
+//! found there; the other engines merge the key's newest older copy found there as its oldest
+//! record, diff the lookup changelog against it, and mark it in deletion vectors. Their merges
+//! follow Java's `LookupMergeFunction` (level-0 records merge with only the newest record above
+//! level 0; not first-row), in compaction as in reads.
+//!
+//! Not implemented: append-table compaction, the postpone bucket, record-level expiry,
+//! `EarlyFullCompaction`/off-peak ratios, `full-compaction.delta-commits`, the `lookup-compact`
+//! modes (`gentle` and its `lookup-compact.max-interval`: tidelake always forces level 0 up, as
+//! the default `radical`), and lookup compaction of tables with
+//! `changelog-producer=full-compaction` (deletion vectors, which Java rejects, or
+//! `force-lookup`): those are fully compacted (see [`job`]).
 
 pub mod changelog;
-mod dv_maintain;
 mod inline;
 pub mod job;
 mod kv_merge;
+mod lookup;
 pub mod levels;
 pub mod picker;
 pub mod rewriter;

@@ -11,8 +11,8 @@
 //! at the output level (only if it has a deletion vector: rewriting applies it), when it would
 //! reach the max level with retract rows (`_DELETE_ROW_COUNT` not 0), or when it has a
 //! deletion vector (tidelake does not carry deletion vectors over; see [`super`]), and, in
-//! units that maintain deletion vectors below their output, when it is a level-0 file (its
-//! keys' older copies must be found).
+//! units that look up the levels below their output, when it is a level-0 file (its keys'
+//! older copies must be found).
 //!
 //! Rewrite (Java `MergeTreeCompactRewriter.rewriteCompaction`): the candidate sections, in key
 //! order, stream through the sorted-run merge ([`super::kv_merge`]) into one rolling writer
@@ -21,9 +21,17 @@
 //! read by the reader's [`ReadContext`] with its own schema into the latest schema, deletion
 //! vector applied. Tables with a compaction-fed changelog producer also get changelog files
 //! from rewrites and from upgrades that produce changelog, which then rewrite the file
-//! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`). Units of deletion-vector tables
-//! with levels below their output mark the older copies of every merged key there
-//! ([`super::dv_maintain`]) before retracts are dropped, and end by writing the bucket's new
+//! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`).
+//!
+//! Lookup (Java `LookupMergeTreeCompactRewriter` with `LookupChangelogMergeFunctionWrapper`;
+//! tables that need lookup, not first-row, with levels below the output): in a section that
+//! holds level-0 files, their keys (read a second time, each key's newest record) are looked
+//! up below the output ([`super::lookup`]); the rows found join the run of the section's
+//! newest records above level 0, which wins for keys it holds (Java looks up only keys
+//! without such a record), so the merge sees each level-0 key's newest older copy as its
+//! oldest record, ordered by `sequence.field` and sequence number like any record. The rows
+//! found are queued for the changelog join (the merge pulls them before emitting their keys)
+//! and, on deletion-vector tables, marked; the unit then writes the bucket's new
 //! deletion-vector index file.
 //!
 //! Invariants: memory is bounded by (runs × batch) per rewrite — files are opened one after
@@ -37,17 +45,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_select::filter::filter_record_batch;
-use futures::stream::TryStreamExt;
+use arrow_array::RecordBatch;
+use futures::stream::{BoxStream, TryStreamExt};
 use tidelake_spec::manifest::{DataFileMeta, FileSource, IndexFileMeta};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
-use super::changelog::{ChangelogJoin, ChangelogSpec, KeyCursor};
-use super::dv_maintain::{write_index_file, DeeperPositions};
+use super::changelog::{ChangelogJoin, ChangelogMode, ChangelogSpec, KeyCursor};
 use super::kv_merge::merge_keeping_sequence;
+use super::lookup::{found_rows, queued, write_index_file, DeeperLookup, FoundQueue, SharedLookup};
 use super::levels::LevelFile;
 use crate::error::{Error, Result};
 use crate::read::merge::MergeConfig;
+use crate::read::merge_fn::MergeEngineConfig;
 use crate::read::sorted_runs::{self, Sections};
 use crate::read::split_read::{drop_retracts, ReadContext};
 use crate::scan::split::SplitFile;
@@ -66,8 +76,7 @@ pub struct UnitTask {
     /// Java `dropDelete`: the output level is not 0 and no older data lies above it (or the
     /// unit maintains deletion vectors, which hide the older data instead).
     pub drop_delete: bool,
-    /// First-row lookup and deletion-vector maintenance: the bucket's files below the output
-    /// level (outside the unit).
+    /// Lookup tables: the bucket's files below the output level (outside the unit).
     pub deeper: Vec<LevelFile>,
 }
 
@@ -103,9 +112,13 @@ pub struct Rewriter {
     merge: MergeConfig,
     /// How rewrites produce changelog, if they do.
     changelog: Option<ChangelogSpec>,
-    /// Units with levels below their output mark the older copies of their keys there in
-    /// deletion vectors ([`super::dv_maintain`]).
-    maintain_dv: bool,
+    /// Rewrites of level 0 merge each key's newest older copy below the output
+    /// ([`super::lookup`]; tables that need lookup, not first-row).
+    lookup: bool,
+    /// ... and mark it in a deletion vector (deletion-vector tables).
+    mark_deletions: bool,
+    /// Value columns of the trimmed primary key (how files store their key range).
+    trimmed_key_indices: Vec<usize>,
     /// Java `compactionFileSize`: `target-file-size` / 10 × 7.
     min_file_size: i64,
     batch_size: usize,
@@ -117,10 +130,22 @@ impl Rewriter {
         key_types: Vec<DataType>,
         merge: MergeConfig,
         changelog: Option<ChangelogSpec>,
-        maintain_dv: bool,
+        lookup: bool,
+        mark_deletions: bool,
         batch_size: usize,
     ) -> Result<Rewriter> {
         let schema = table.schema().clone();
+        let trimmed_key_indices = schema
+            .trimmed_primary_keys()
+            .iter()
+            .map(|k| {
+                schema
+                    .fields
+                    .iter()
+                    .position(|f| &f.name == k)
+                    .ok_or_else(|| Error::invalid(format!("primary key '{k}' is not a column")))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let reader = Arc::new(ReadContext::new(table.clone(), &schema, None, None, batch_size, false)?);
         let target = schema
             .options()
@@ -134,7 +159,9 @@ impl Rewriter {
             key_types,
             merge,
             changelog,
-            maintain_dv,
+            lookup,
+            mark_deletions,
+            trimmed_key_indices,
             min_file_size,
             batch_size: batch_size.max(1),
         })
@@ -153,7 +180,7 @@ impl Rewriter {
                 .collect(),
             result: UnitResult::default(),
             deeper: None,
-            positions: None,
+            lookup: None,
         };
         match job.execute().await {
             Ok(()) => Ok(job.result),
@@ -192,17 +219,20 @@ struct UnitJob<'a> {
     task: &'a UnitTask,
     metas: HashMap<&'a str, &'a DataFileMeta>,
     result: UnitResult,
-    /// Lookup into [`UnitTask::deeper`], opened by the first rewrite that needs it.
-    deeper: Option<KeyCursor>,
-    /// Deletion-vector maintenance of [`UnitTask::deeper`], opened likewise.
-    positions: Option<DeeperPositions>,
+    /// First-row lookup into [`UnitTask::deeper`], opened by the first rewrite that needs it.
+    deeper: Option<DeeperLookup>,
+    /// The lookup into [`UnitTask::deeper`] of other engines, opened likewise.
+    lookup: Option<SharedLookup>,
 }
 
 impl UnitJob<'_> {
     async fn execute(&mut self) -> Result<()> {
         self.execute_unit().await?;
-        if let Some(positions) = self.positions.take() {
-            let marked = positions.into_marked();
+        if let Some(lookup) = self.lookup.take() {
+            let marked = Arc::try_unwrap(lookup)
+                .map_err(|_| Error::invalid("the lookup below the output level is still in use"))?
+                .into_inner()
+                .into_marked();
             if !marked.is_empty() {
                 let rw = self.rewriter;
                 let index = write_index_file(&rw.table, &rw.reader, &self.task.deeper, marked).await?;
@@ -212,9 +242,9 @@ impl UnitJob<'_> {
         Ok(())
     }
 
-    /// Whether the unit marks rows of the levels below its output deleted.
-    fn maintains_dv(&self) -> bool {
-        self.rewriter.maintain_dv && !self.task.deeper.is_empty()
+    /// Whether the unit's rewrites of level 0 look their keys up below the output.
+    fn looks_up(&self) -> bool {
+        self.rewriter.lookup && !self.task.deeper.is_empty()
     }
 
     async fn execute_unit(&mut self) -> Result<()> {
@@ -283,7 +313,7 @@ impl UnitJob<'_> {
             .rewriter
             .changelog
             .is_some_and(|c| c.on_upgrade(output, self.task.max_level, meta.level));
-        let lookup = meta.level == 0 && self.maintains_dv();
+        let lookup = meta.level == 0 && self.looks_up();
         if !has_dv && !changelog && !lookup && (output != self.task.max_level || meta.delete_row_count == Some(0)) {
             self.result.after.push(DataFileMeta {
                 level: output,
@@ -373,17 +403,12 @@ impl UnitJob<'_> {
     ) -> Result<()> {
         let rw = self.rewriter;
         let drop_delete = self.task.drop_delete;
-        // changelog and deletion vectors need the retracts; they are dropped from the data
-        // files below
-        let needs_retracts = changelog.is_some() || self.maintains_dv();
+        // the changelog needs the retracts; they are dropped from the data files below
+        let needs_retracts = changelog.is_some();
         let config = Arc::new(MergeConfig {
             keep_retracts: needs_retracts || !drop_delete,
             ..rw.merge.clone()
         });
-        if self.maintains_dv() && self.positions.is_none() {
-            let keys = rw.merge.key_indices.clone();
-            self.positions = Some(DeeperPositions::new(rw.reader.clone(), keys, &self.task.deeper));
-        }
         for section in sections {
             let mut before_files = Vec::new();
             for f in section.iter().flatten() {
@@ -392,32 +417,35 @@ impl UnitJob<'_> {
                     before_files.push(f.clone());
                 }
             }
+            let found: Option<FoundQueue> = changelog.map(|_| Arc::default());
+            let runs = self.section_runs(section, found.clone())?;
             let mut join = match changelog {
                 Some(spec) => Some(ChangelogJoin::new(
                     spec,
                     rw.merge.key_indices.clone(),
                     rw.reader.newest_records(before_files)?,
+                    found.map(|f| KeyCursor::resumable(queued(f))),
                 )),
                 None => None,
             };
-            if join.is_some() && self.deeper.is_none() && !self.task.deeper.is_empty() {
-                let files = self.task.deeper.iter().map(LevelFile::split_file).collect();
-                self.deeper = Some(KeyCursor::new(rw.reader.newest_records(files)?));
+            let first_row = changelog.is_some_and(|c| c.mode == ChangelogMode::FirstRowLookup);
+            if first_row && self.deeper.is_none() && !self.task.deeper.is_empty() {
+                self.deeper = Some(self.deeper_lookup(false)?);
             }
-            let runs = rw.reader.section_runs(section)?;
             let mut merged = merge_keeping_sequence(runs, config.clone(), rw.batch_size);
             while let Some(mut batch) = merged.try_next().await? {
                 if let Some(join) = join.as_mut() {
-                    let joined = join.changes(&batch, self.deeper.as_mut()).await?;
+                    let old_keys = match self.deeper.as_mut() {
+                        Some(deeper) => Some(deeper.contains(&batch).await?),
+                        None => None,
+                    };
+                    let joined = join.changes(&batch, old_keys.as_deref()).await?;
                     if let (Some(changes), Some(w)) = (joined.changelog, changelog_writer.as_deref_mut()) {
                         w.write(&changes).await?;
                     }
                     if let Some(keep) = joined.keep {
                         batch = filter_record_batch(&batch, &keep).map_err(|e| Error::arrow("first-row lookup", e))?;
                     }
-                }
-                if let Some(positions) = self.positions.as_mut() {
-                    positions.mark(&batch).await?;
                 }
                 let batch = if needs_retracts && drop_delete {
                     drop_retracts(batch, 1)?
@@ -428,5 +456,57 @@ impl UnitJob<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A lookup into [`UnitTask::deeper`], marking the rows found when `mark`.
+    fn deeper_lookup(&self, mark: bool) -> Result<DeeperLookup> {
+        let rw = self.rewriter;
+        let keys = rw.trimmed_key_indices.clone();
+        DeeperLookup::new(rw.reader.clone(), keys, rw.key_types.clone(), &self.task.deeper, mark)
+    }
+
+    /// The merge inputs of a section ([`ReadContext::section_runs`]); when the unit looks up
+    /// and the section holds level-0 files, the rows found below the output for their keys
+    /// join the run of the newest records above level 0, which has precedence (Java looks up
+    /// only keys without a record above level 0 in the unit), and are queued into `found`.
+    fn section_runs(
+        &mut self,
+        section: Vec<Vec<SplitFile>>,
+        found: Option<FoundQueue>,
+    ) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
+        let rw = self.rewriter;
+        let files = section.iter().flatten();
+        let level0: Vec<SplitFile> = files.clone().filter(|f| f.level == 0).cloned().collect();
+        if !self.looks_up() || level0.is_empty() {
+            return rw.reader.section_runs(section);
+        }
+        let higher = files.clone().any(|f| f.level > 0);
+        let lookup = match &self.lookup {
+            Some(l) => l.clone(),
+            None => {
+                let lookup = self.deeper_lookup(rw.mark_deletions)?;
+                self.lookup.insert(Arc::new(tokio::sync::Mutex::new(lookup))).clone()
+            }
+        };
+        let found = found_rows(rw.reader.newest_records(level0)?, lookup, found);
+        // level-0 files first, then the newest records above level 0 (if any)
+        let mut runs = rw.reader.section_runs(section)?;
+        let run = match runs.pop() {
+            Some(newest) if higher => {
+                let newest_first = Arc::new(MergeConfig {
+                    engine: MergeEngineConfig::Deduplicate,
+                    ignore_delete: false,
+                    keep_retracts: true,
+                    ..rw.merge.clone()
+                });
+                merge_keeping_sequence(vec![newest, found], newest_first, rw.batch_size)
+            }
+            level0_run => {
+                runs.extend(level0_run);
+                found
+            }
+        };
+        runs.push(run);
+        Ok(runs)
     }
 }

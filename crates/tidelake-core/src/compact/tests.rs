@@ -1,7 +1,10 @@
 //! End-to-end compaction tests on temporary tables written by [`TableWrite`]: reads are
 //! identical before and after minor and full compactions for every merge engine; the LSM
 //! layout after compaction (levels, key ranges); retracts kept below older data; lost races;
-//! deletion vectors; partition selection; random histories (property test).
+//! deletion vectors; partition selection; lookup units of every engine above untouched deeper
+//! levels (older copies merged, marked, diffed; deeper files skipped by key range); random
+//! histories of every engine with and without deletion vectors and lookup changelog (property
+//! test).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -348,7 +351,7 @@ async fn first_row_compaction_shows_level0_content() {
             .map(|((dt, id), v)| (dt, id, v))
             .collect::<Vec<_>>()
     };
-    // minor compaction of a lookup table is widened to a full one
+    // a minor compaction of a lookup table takes every level-0 file: here all runs, to the max level
     compact(&table, false).await.snapshot_id.expect("compacts");
     assert_fully_compacted(&table, 5).await;
     assert_eq!(read(&table, &[]).await, logical);
@@ -897,6 +900,127 @@ async fn first_row_compacts_with_lookup_into_deeper_levels() {
     );
 }
 
+/// A one-bucket table with `options` holding keys 0..200 (`v = id`) compacted to level 5,
+/// then `update` written and compacted minor. The unit goes to level 4 and looks the level-5
+/// file up instead of rewriting it (its name survives; on deletion-vector tables the
+/// positions of the updated keys are marked in its vector); reads equal the base with
+/// `merged` applied, after the unit and after a full compaction. Returns the table (and its
+/// directory) and the snapshot before the update.
+async fn check_lookup_unit(
+    options: &[(&str, &str)],
+    update: &[(i64, Option<i64>)],
+    merged: &[(i64, Option<i64>)],
+) -> (tempfile::TempDir, Table, i64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = vec![("bucket", "1")];
+    opts.extend_from_slice(options);
+    let table = create_table(dir.path(), &opts).await;
+    let base: Vec<(i64, Option<i64>)> = (0..200).map(|id| (id, Some(id))).collect();
+    write(&table, &rows("a", &base), INSERT).await;
+    compact(&table, true).await;
+    let deep = buckets(&table).await.remove(0).files;
+    assert_eq!(deep.len(), 1);
+    let deep = deep[0].meta.file_name.clone();
+    let start = table.snapshot_manager().latest_id().await.unwrap().unwrap();
+    write(&table, &rows("a", update), INSERT).await;
+    let report = compact(&table, false).await;
+    assert_eq!(report.buckets[0].output_level, 4, "a minor unit above the max level");
+    let files = buckets(&table).await.remove(0).files;
+    assert!(files.iter().any(|f| f.meta.level == 5 && f.meta.file_name == deep), "the deeper file is not rewritten");
+    assert_eq!(files.iter().filter(|f| f.meta.level == 5).count(), 1);
+    if options.contains(&("deletion-vectors.enabled", "true")) {
+        let old: Vec<u64> = update.iter().filter(|(id, _)| (0..200).contains(id)).map(|(id, _)| *id as u64).collect();
+        assert_eq!(deleted_positions(&table).await, BTreeMap::from([(deep, old)]));
+    }
+    let mut model: BTreeMap<i64, Option<i64>> = base.into_iter().collect();
+    model.extend(merged.iter().copied());
+    let expected: Vec<Row> = model.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
+    assert_eq!(read(&table, &[]).await, expected);
+    compact(&table, true).await;
+    assert_eq!(read(&table, &[]).await, expected);
+    (dir, table, start)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_update_units_fill_nulls_from_the_deeper_copy() {
+    let options = [("merge-engine", "partial-update"), ("deletion-vectors.enabled", "true")];
+    check_lookup_unit(&options, &[(1, None), (2, Some(20)), (500, Some(5))], &[(2, Some(20)), (500, Some(5))]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregation_units_accumulate_onto_the_deeper_copy() {
+    let options = [
+        ("merge-engine", "aggregation"),
+        ("fields.v.aggregate-function", "sum"),
+        ("deletion-vectors.enabled", "true"),
+    ];
+    check_lookup_unit(&options, &[(2, Some(5)), (7, None), (500, Some(5))], &[(2, Some(7)), (500, Some(5))]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequence_field_units_compare_with_the_deeper_copy() {
+    // v is the sequence field: the older copy of 2 (v = 2) beats the new write v = 1
+    let options = [("sequence.field", "v"), ("deletion-vectors.enabled", "true")];
+    check_lookup_unit(&options, &[(2, Some(1)), (3, Some(30)), (500, Some(5))], &[(3, Some(30)), (500, Some(5))]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_changelog_units_diff_against_the_deeper_copy() {
+    let options = [("merge-engine", "aggregation"), ("fields.v.aggregate-function", "sum"), ("changelog-producer", "lookup")];
+    let (_dir, table, start) = check_lookup_unit(&options, &[(2, Some(5)), (500, Some(5))], &[(2, Some(7)), (500, Some(5))]).await;
+    let changes: Vec<(String, i64, Option<i64>)> = change_rows(&table, start).await;
+    let row = |k: &str, id, v| (k.to_string(), id, Some(v));
+    assert_eq!(changes, vec![row("-U", 2, 2), row("+U", 2, 7), row("+I", 500, 5)], "the minor unit's changelog");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lookup_skips_deeper_files_outside_the_keys_sought() {
+    // level 5 holds three files by key range; keys sought only in the middle one
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[("bucket", "1"), ("deletion-vectors.enabled", "true")]).await;
+    for range in [0..100, 100..200, 200..300] {
+        let base: Vec<(i64, Option<i64>)> = range.map(|id| (id, Some(id))).collect();
+        write(&table, &rows("a", &base), INSERT).await;
+        let name = level0_file(&table).await;
+        move_to_level(&table, &name, 5).await;
+    }
+    let mut deeper = buckets(&table).await.remove(0).files;
+    deeper.sort_by_key(|f| key_of(&f.meta.min_key));
+    // files that cannot match are never opened: a missing one would fail the lookup
+    for i in [0, 2] {
+        deeper[i].path = format!("{}.missing", deeper[i].path);
+    }
+    let schema = table.schema().clone();
+    let reader = Arc::new(ReadContext::new(table.clone(), &schema, None, None, 7, false).unwrap());
+    let key_types = vec![DataType::not_null(TypeKind::BigInt)];
+    let mut lookup = lookup::DeeperLookup::new(reader, vec![0], key_types, &deeper, true).unwrap();
+    let sought = |ids: &[i64]| {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("_SEQUENCE_NUMBER", ArrowType::Int64, false),
+            Field::new("_VALUE_KIND", ArrowType::Int8, false),
+            Field::new("id", ArrowType::Int64, false),
+            Field::new("dt", ArrowType::Utf8, false),
+            Field::new("v", ArrowType::Int64, true),
+        ]));
+        let n = ids.len();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![1000; n])),
+            Arc::new(arrow_array::Int8Array::from(vec![0; n])),
+            Arc::new(Int64Array::from(ids.to_vec())),
+            Arc::new(StringArray::from(vec!["a"; n])),
+            Arc::new(Int64Array::from(vec![0; n])),
+        ];
+        RecordBatch::try_new(schema, columns).unwrap()
+    };
+    let found = lookup.lookup(&sought(&[120, 150])).await.unwrap().unwrap();
+    let ids = found.column(2).as_any().downcast_ref::<Int64Array>().unwrap();
+    assert_eq!(ids.values().to_vec(), vec![120, 150]);
+    assert!(lookup.lookup(&sought(&[199])).await.unwrap().is_some());
+    assert_eq!(lookup.opened(), 1);
+    let marked: Vec<(String, Vec<u64>)> = lookup.into_marked().into_iter().map(|(f, dv)| (f, dv.iter().collect())).collect();
+    assert_eq!(marked, vec![(deeper[1].meta.file_name.clone(), vec![20, 50, 99])]);
+}
+
 /// One step of a random history.
 #[derive(Debug, Clone)]
 enum Step {
@@ -913,12 +1037,44 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// Deduplicate model: the last write of each key wins; deletes remove it.
-fn apply(model: &mut BTreeMap<i64, Option<i64>>, step: &Step) {
+/// The merge engines of random histories (deletes only with deduplicate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Engine {
+    Deduplicate,
+    PartialUpdate,
+    /// `sum` of `v`.
+    Aggregation,
+}
+
+impl Engine {
+    fn options(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Engine::Deduplicate => &[],
+            Engine::PartialUpdate => &[("merge-engine", "partial-update")],
+            Engine::Aggregation => &[("merge-engine", "aggregation"), ("fields.v.aggregate-function", "sum")],
+        }
+    }
+
+    /// The value of a key after writing `v` over `old` (`None`: a new key).
+    fn merged(self, old: Option<Option<i64>>, v: Option<i64>) -> Option<i64> {
+        match (self, old) {
+            (Engine::Deduplicate, _) | (_, None) => v,
+            (Engine::PartialUpdate, Some(old)) => v.or(old),
+            (Engine::Aggregation, Some(old)) => match (old, v) {
+                (Some(o), Some(n)) => Some(o + n),
+                (o, n) => n.or(o),
+            },
+        }
+    }
+}
+
+/// The model: each write merges into the key's value as `engine` does; deletes remove it.
+fn apply(model: &mut BTreeMap<i64, Option<i64>>, step: &Step, engine: Engine) {
     match step {
         Step::Upsert(rows) => {
             for (id, v) in rows {
-                model.insert(*id, *v);
+                let merged = engine.merged(model.get(id).copied(), *v);
+                model.insert(*id, merged);
             }
         }
         Step::Delete(ids) => {
@@ -930,14 +1086,17 @@ fn apply(model: &mut BTreeMap<i64, Option<i64>>, step: &Step) {
     }
 }
 
-/// Replay `steps` on a one-bucket table with `options` over a compacted base of 300 keys (big
-/// enough that later compactions stop at middle levels): reads equal the model after every
+/// Replay `steps` on a one-bucket table of `engine` with `options` over a compacted base of
+/// 300 keys (big enough that later compactions stop at middle levels, above older data, so
+/// tables that need lookup compact level 0 with lookup): reads equal the model after every
 /// step, or, with `level0_hidden` (deletion-vector tables, whose batch reads skip level 0), the
 /// model as of the last compaction, which takes every level-0 file. A minor compaction ends
 /// the history.
-async fn check_history(steps: &[Step], options: &[(&str, &str)], level0_hidden: bool) {
+async fn check_history(steps: &[Step], engine: Engine, options: &[(&str, &str)], level0_hidden: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), options).await;
+    let mut options = options.to_vec();
+    options.extend_from_slice(engine.options());
+    let table = create_table(dir.path(), &options).await;
     let base: Vec<(i64, Option<i64>)> = (0..300).map(|id| (id, Some(id))).collect();
     write(&table, &rows("a", &base), INSERT).await;
     compact(&table, true).await;
@@ -945,16 +1104,18 @@ async fn check_history(steps: &[Step], options: &[(&str, &str)], level0_hidden: 
     let mut visible = model.clone();
     // a last minor compaction takes whatever level 0 is left
     for step in steps.iter().chain([&Step::Compact { full: false }]) {
-        apply(&mut model, step);
         match step {
             Step::Upsert(r) => {
                 // unique keys per commit keep the model's "last wins" unambiguous
                 let mut seen = BTreeMap::new();
                 for (id, v) in r { seen.insert(*id, *v); }
                 let batch: Vec<(i64, Option<i64>)> = seen.into_iter().collect();
+                apply(&mut model, &Step::Upsert(batch.clone()), engine);
                 write(&table, &rows("a", &batch), INSERT).await
             }
+            Step::Delete(_) if engine != Engine::Deduplicate => continue,
             Step::Delete(ids) => {
+                apply(&mut model, step, engine);
                 let mut ids = ids.clone();
                 ids.sort_unstable();
                 ids.dedup();
@@ -979,18 +1140,26 @@ async fn check_history(steps: &[Step], options: &[(&str, &str)], level0_hidden: 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 20, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
     fn random_histories_read_the_same_after_each_compaction(
         steps in prop::collection::vec(step(), 1..14),
         trigger in 2usize..5,
+        engine in prop_oneof![Just(Engine::Deduplicate), Just(Engine::PartialUpdate), Just(Engine::Aggregation)],
         deletion_vectors in any::<bool>(),
+        lookup_changelog in any::<bool>(),
     ) {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let trigger = trigger.to_string();
         let dv = if deletion_vectors { "true" } else { "false" };
-        let options = [("num-sorted-run.compaction-trigger", trigger.as_str()), ("bucket", "1"), ("deletion-vectors.enabled", dv)];
-        runtime.block_on(check_history(&steps, &options, deletion_vectors));
+        let producer = if lookup_changelog { "lookup" } else { "none" };
+        let options = [
+            ("num-sorted-run.compaction-trigger", trigger.as_str()),
+            ("bucket", "1"),
+            ("deletion-vectors.enabled", dv),
+            ("changelog-producer", producer),
+        ];
+        runtime.block_on(check_history(&steps, engine, &options, deletion_vectors));
     }
 }

@@ -434,6 +434,21 @@ def test_first_row_tables_reject_other_changelog_producers(tmp_path: pathlib.Pat
     assert tidelake.open_table(tmp_path / "altered").options["changelog-producer"] == "lookup"
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    ({"changelog-producer": "full-compaction"}, "deletion-vectors.enabled supports only .* not full-compaction"),
+    ({"merge-engine": "first-row"}, "deletion-vectors.enabled is not supported with merge-engine=first-row"),
+], ids=["full-compaction", "first-row"])
+def test_deletion_vector_tables_reject_what_paimon_rejects(tmp_path: pathlib.Path, options, message) -> None:
+    """As Java's SchemaValidation: deletion vectors take changelog-producer none, input or
+    lookup and not the first-row engine, at create and at alter."""
+    with pytest.raises(tidelake.InvalidArgumentError, match=message):
+        _create(tmp_path / "created", {"deletion-vectors.enabled": "true", **options})
+    t = _create(tmp_path / "altered", options)
+    with pytest.raises(tidelake.InvalidArgumentError, match=message):
+        t.set_option("deletion-vectors.enabled", "true")
+    assert "deletion-vectors.enabled" not in tidelake.open_table(tmp_path / "altered").options
+
+
 _COMPACT_CHILD = """
 import sys, tidelake
 t = tidelake.open_table(sys.argv[1])

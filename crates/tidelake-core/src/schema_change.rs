@@ -85,21 +85,37 @@ fn check_bucket_mode(schema: &TableSchema) -> Result<()> {
     Ok(())
 }
 
-/// Java `SchemaValidation`: first-row tables support only `changelog-producer` none or
-/// lookup (their writes never retract, and their compactions always look up).
+/// Java `SchemaValidation` of merge options on primary-key tables: first-row tables support only
+/// `changelog-producer` none or lookup (their writes never retract, and their compactions
+/// always look up); deletion vectors support only the none, input and lookup producers and not
+/// the first-row engine (which never deletes old data).
 fn check_changelog_producer(schema: &TableSchema) -> Result<()> {
-    let opts = schema.options();
-    let spec = |e| Error::from_spec("options", e);
-    if schema.primary_keys.is_empty() || opts.merge_engine().map_err(spec)? != MergeEngine::FirstRow {
+    if schema.primary_keys.is_empty() {
         return Ok(());
     }
-    match opts.changelog_producer().map_err(spec)? {
-        ChangelogProducer::None | ChangelogProducer::Lookup => Ok(()),
-        other => Err(Error::invalid(format!(
+    let opts = schema.options();
+    let spec = |e| Error::from_spec("options", e);
+    let (engine, producer) = (opts.merge_engine().map_err(spec)?, opts.changelog_producer().map_err(spec)?);
+    if engine == MergeEngine::FirstRow && !matches!(producer, ChangelogProducer::None | ChangelogProducer::Lookup) {
+        return Err(Error::invalid(format!(
             "merge-engine=first-row supports only changelog-producer none or lookup, not {}",
-            other.as_str()
-        ))),
+            producer.as_str()
+        )));
     }
+    if !opts.deletion_vectors_enabled().map_err(spec)? {
+        return Ok(());
+    }
+    if engine == MergeEngine::FirstRow {
+        return Err(Error::invalid(
+            "deletion-vectors.enabled is not supported with merge-engine=first-row (it never deletes old data)",
+        ));
+    }
+    if producer == ChangelogProducer::FullCompaction {
+        return Err(Error::invalid(
+            "deletion-vectors.enabled supports only changelog-producer none, input or lookup, not full-compaction",
+        ));
+    }
+    Ok(())
 }
 
 /// One change to a table's schema.

@@ -13,9 +13,9 @@
 //!   other engines merge each level-0 key's newest older copy found there into the output and
 //!   mark it in deletion vectors on deletion-vector tables ([`super::lookup`]; their units
 //!   always drop retracts, Java's `forceDropDelete`). Only tables that need lookup and have
-//!   `changelog-producer=full-compaction` (with `force-lookup`, or deletion vectors, which
-//!   Java rejects) get every pick widened to a full compaction, which leaves no older copy
-//!   behind.
+//!   `changelog-producer=full-compaction` (with `force-lookup`; deletion vectors with it are
+//!   rejected at create and alter, as in Java) get every pick widened to a full compaction,
+//!   which leaves no older copy behind.
 //! * Changelog (`changelog-producer=full-compaction`/`lookup`): the rewriter writes changelog
 //!   files next to the data files ([`super::changelog`]); they go into the COMPACT
 //!   snapshot's changelog manifest list (`compact_changelog`).

@@ -46,8 +46,8 @@
 //! `EarlyFullCompaction`/off-peak ratios, `full-compaction.delta-commits`, the `lookup-compact`
 //! modes (`gentle` and its `lookup-compact.max-interval`: tidelake always forces level 0 up, as
 //! the default `radical`), and lookup compaction of tables with
-//! `changelog-producer=full-compaction` (deletion vectors, which Java rejects, or
-//! `force-lookup`): those are fully compacted (see [`job`]).
+//! `changelog-producer=full-compaction` and `force-lookup`: those are fully compacted (see
+//! [`job`]; deletion vectors with that producer are rejected at create and alter, as in Java).
 
 pub mod changelog;
 mod inline;

@@ -64,7 +64,7 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
         TableSchema::new(0, fields, spec.partition_keys.clone(), spec.primary_keys.clone(), options)
             .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
     check_bucket_mode(&table_schema)?;
-    check_changelog_producer(&table_schema)?;
+    check_merge_options(&table_schema)?;
     table_schema.comment = spec.comment.clone();
     table_schema.time_millis = now_millis();
     let rel = format!("schema/{}", schema_file_name(0));
@@ -89,7 +89,7 @@ fn check_bucket_mode(schema: &TableSchema) -> Result<()> {
 /// `changelog-producer` none or lookup (their writes never retract, and their compactions
 /// always look up); deletion vectors support only the none, input and lookup producers and not
 /// the first-row engine (which never deletes old data).
-fn check_changelog_producer(schema: &TableSchema) -> Result<()> {
+fn check_merge_options(schema: &TableSchema) -> Result<()> {
     if schema.primary_keys.is_empty() {
         return Ok(());
     }
@@ -145,7 +145,7 @@ pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Tabl
     for _ in 0..MAX_SCHEMA_RETRIES {
         let current = Table::open_io(table.io().clone()).await?;
         let next = apply_changes(current.schema(), changes)?;
-        check_changelog_producer(&next)?;
+        check_merge_options(&next)?;
         let rel = format!("schema/{}", schema_file_name(next.id));
         if table.io().put_if_absent(&rel, next.to_json()).await? {
             return Table::open_io(table.io().clone()).await;

@@ -40,6 +40,9 @@ pub(super) struct Resolved {
     /// Display form: `/abs/dir` or `s3://bucket/prefix`, without a trailing `/`.
     pub location: String,
     pub local_root: Option<std::path::PathBuf>,
+    /// The store itself when it is the plain local filesystem (no fault injection wrapped
+    /// around it), for reads that skip object_store's blocking-pool hop.
+    pub local_fs: Option<Arc<LocalFileSystem>>,
 }
 
 /// Resolve `location` with `options` (see the module docs).
@@ -59,6 +62,7 @@ pub(super) fn resolve(location: &str, options: &StorageOptions) -> Result<Resolv
     };
     if let Some(plan) = FaultPlan::from_options(&faults)? {
         resolved.store = plan.wrap(resolved.store);
+        resolved.local_fs = None;
     }
     Ok(resolved)
 }
@@ -76,11 +80,13 @@ fn resolve_local(location: &str) -> Result<Resolved> {
     let local = location.strip_prefix("file://").unwrap_or(location);
     let abs = normalize(&std::path::absolute(local).map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?);
     let root = Path::from_absolute_path(&abs).map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
+    let local_fs = Arc::new(LocalFileSystem::new());
     Ok(Resolved {
-        store: Arc::new(LocalFileSystem::new()),
+        store: local_fs.clone(),
         root,
         location: abs.to_string_lossy().trim_end_matches('/').to_string(),
         local_root: Some(abs),
+        local_fs: Some(local_fs),
     })
 }
 
@@ -119,7 +125,7 @@ fn resolve_url(location: &str, url: &Url, options: &StorageOptions) -> Result<Re
         ObjectStoreScheme::MicrosoftAzure => cloud!(MicrosoftAzureBuilder, AzureConfigKey),
         _ => return Err(unsupported(location, &url)),
     };
-    Ok(Resolved { store, root, location: location.trim_end_matches('/').to_string(), local_root: None })
+    Ok(Resolved { store, root, location: location.trim_end_matches('/').to_string(), local_root: None, local_fs: None })
 }
 
 fn unsupported(location: &str, url: &Url) -> Error {

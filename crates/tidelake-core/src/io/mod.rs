@@ -11,19 +11,24 @@
 //!   with, so a table can be re-opened elsewhere (splits, workers) with the same settings.
 //!
 //! Modules: [`location`] (locations and storage options to stores), [`instrumented`] (counting
-//! and test-only fault injection).
+//! and test-only fault injection), [`local_file`] (local data files read in place).
 
 pub mod instrumented;
+#[cfg(unix)]
+pub mod local_file;
 pub mod location;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
 use object_store::path::{Path, PathPart};
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::{Error, Result};
+#[cfg(unix)]
+use local_file::LocalFile;
 pub use location::StorageOptions;
 
 /// The empty object that makes a directory exist on object stores (see [`FileIO::create_dir`]).
@@ -38,6 +43,8 @@ pub struct FileIO {
     location: String,
     /// The root as a local directory, when the store is the local filesystem.
     local_root: Option<std::path::PathBuf>,
+    /// The store as the plain local filesystem, when it is one (see [`FileIO::local_file`]).
+    local_fs: Option<Arc<LocalFileSystem>>,
     /// The storage options the store was opened with.
     options: Arc<StorageOptions>,
 }
@@ -65,6 +72,7 @@ impl FileIO {
             root: r.root,
             location: r.location,
             local_root: r.local_root,
+            local_fs: r.local_fs,
             options: Arc::new(options.clone()),
         })
     }
@@ -76,6 +84,7 @@ impl FileIO {
             root,
             location: location.trim_end_matches('/').to_string(),
             local_root: None,
+            local_fs: None,
             options: Arc::default(),
         }
     }
@@ -92,6 +101,7 @@ impl FileIO {
             root: self.path(rel),
             location: format!("{}/{}", self.location, rel.trim_matches('/')),
             local_root: self.local_root.as_ref().map(|r| r.join(rel.trim_matches('/'))),
+            local_fs: self.local_fs.clone(),
             options: self.options.clone(),
         }
     }
@@ -160,6 +170,14 @@ impl FileIO {
         }
     }
 
+    /// Open `rel` to be read in place when the store is the plain local filesystem (`None`
+    /// otherwise; see [`local_file`]).
+    #[cfg(unix)]
+    pub fn local_file(&self, rel: &str) -> Option<Result<LocalFile>> {
+        let fs = self.local_fs.as_ref()?;
+        Some(LocalFile::open(fs, &self.path(rel)).map_err(|e| self.io_err(rel, e)))
+    }
+
     pub async fn size(&self, rel: &str) -> Result<u64> {
         let meta = self.store.head(&self.path(rel)).await.map_err(|e| self.io_err(rel, e))?;
         Ok(meta.size)
@@ -209,7 +227,7 @@ impl FileIO {
         let dir = root.join(rel.trim_matches('/'));
         tokio::fs::create_dir_all(&dir).await.map_err(|e| Error::Io {
             path: dir.display().to_string(),
-            source: object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) },
+            source: local_file::generic(e),
         })
     }
 
@@ -226,7 +244,7 @@ impl FileIO {
                 Err(e) => {
                     return Err(Error::Io {
                         path: dir.display().to_string(),
-                        source: object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) },
+                        source: local_file::generic(e),
                     })
                 }
             }

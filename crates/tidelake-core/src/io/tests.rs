@@ -148,3 +148,27 @@ fn storage_errors_passed_through_parquet_stay_storage_errors() {
     assert!(through_io.to_string().contains("connection reset"), "{through_io}");
     assert_ne!(Error::parquet("f", ParquetError::General("bad page".into())).kind(), ErrorKind::Io);
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn local_files_are_read_in_place_unless_faults_are_injected() {
+    let dir = tempfile::tempdir().unwrap();
+    let loc = dir.path().to_str().unwrap();
+    let io = FileIO::open(loc).unwrap();
+    io.write("bucket-0/data-1.parquet", "0123456789").await.unwrap();
+    let file = io.local_file("bucket-0/data-1.parquet").expect("local store").unwrap();
+    assert_eq!(file.size(), 10);
+    assert_eq!(&file.read_range(2..5).unwrap()[..], b"234");
+    assert_eq!(file.read_range(4..4).unwrap().len(), 0);
+    assert!(file.read_range(8..12).is_err(), "reading past the end is an error, not a short buffer");
+    // the same path object_store uses, and the same typed error for a missing file
+    assert_eq!(io.child("bucket-0").local_file("data-1.parquet").unwrap().unwrap().size(), 10);
+    let missing = io.local_file("bucket-0/gone.parquet").unwrap().unwrap_err();
+    assert!(matches!(missing, Error::NotFound { .. }), "{missing}");
+    assert!(missing.to_string().contains("gone.parquet"), "{missing}");
+    // fault injection wraps the store: reads must go through it
+    let faulty = FileIO::open_with(loc, &opts(&[("tidelake.fault.nth", "1"), ("tidelake.fault.op", "put")])).unwrap();
+    assert!(faulty.local_file("bucket-0/data-1.parquet").is_none());
+    let remote = FileIO::open("s3://bucket/t").unwrap();
+    assert!(remote.local_file("x").is_none());
+}

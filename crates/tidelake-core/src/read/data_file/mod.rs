@@ -14,7 +14,8 @@
 //!   because the key equals the primary-key value columns;
 //! * rows whose 0-based position in the file is in the deletion vector are dropped; positions
 //!   are counted over the whole file, before any other filtering;
-//! * only needed columns are fetched, with ranged reads: no format loads a whole file.
+//! * only needed columns are fetched, with ranged reads: no format loads a whole file; local
+//!   files are read in place on the reading thread ([`crate::io::local_file`]).
 //!
 //! Row order is the file's order; empty batches are never emitted.
 
@@ -39,6 +40,8 @@ use tidelake_spec::types::{DataField, DataType, TypeKind};
 use super::deletion_vector::DeletionVector;
 use crate::error::{Error, Result};
 use crate::io::FileIO;
+#[cfg(unix)]
+use crate::io::local_file::LocalFile;
 
 /// Name of the sequence-number system column of primary-key data files.
 pub const SEQUENCE_NUMBER: &str = "_SEQUENCE_NUMBER";
@@ -327,23 +330,46 @@ fn select_roots<'a>(available: impl Iterator<Item = &'a str>, wanted: &[String])
 /// Ranged reads of one object, for the async format readers.
 #[derive(Clone)]
 struct RangeReader {
-    store: Arc<dyn ObjectStore>,
-    path: Path,
+    origin: Origin,
     size: u64,
+}
+
+#[derive(Clone)]
+enum Origin {
+    Store { store: Arc<dyn ObjectStore>, path: Path },
+    /// A local file read in place ([`FileIO::local_file`]).
+    #[cfg(unix)]
+    Local(Arc<LocalFile>),
 }
 
 impl RangeReader {
     async fn new(io: &FileIO, rel_path: &str) -> Result<Self> {
+        #[cfg(unix)]
+        if let Some(file) = io.local_file(rel_path) {
+            let file = file?;
+            return Ok(RangeReader { size: file.size(), origin: Origin::Local(Arc::new(file)) });
+        }
         let size = io.size(rel_path).await?;
         Ok(RangeReader {
-            store: io.store().clone(),
-            path: io.path(rel_path),
+            origin: Origin::Store { store: io.store().clone(), path: io.path(rel_path) },
             size,
         })
     }
 
     async fn get_range(&self, range: std::ops::Range<u64>) -> object_store::Result<Bytes> {
-        self.store.get_range(&self.path, range).await
+        match &self.origin {
+            Origin::Store { store, path } => store.get_range(path, range).await,
+            #[cfg(unix)]
+            Origin::Local(file) => file.read_range(range),
+        }
+    }
+
+    async fn get_ranges(&self, ranges: &[std::ops::Range<u64>]) -> object_store::Result<Vec<Bytes>> {
+        match &self.origin {
+            Origin::Store { store, path } => store.get_ranges(path, ranges).await,
+            #[cfg(unix)]
+            Origin::Local(file) => ranges.iter().map(|r| file.read_range(r.clone())).collect(),
+        }
     }
 }
 

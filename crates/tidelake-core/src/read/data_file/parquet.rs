@@ -47,8 +47,7 @@ impl AsyncFileReader for RangeReader {
         ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
         async move {
-            self.store
-                .get_ranges(&self.path, &ranges)
+            self.get_ranges(&ranges)
                 .await
                 .map_err(|e| ParquetError::External(Box::new(e)))
         }

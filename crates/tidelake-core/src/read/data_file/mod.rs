@@ -356,6 +356,11 @@ impl RangeReader {
         })
     }
 
+    /// Whether reads are local and in place (cheap enough for small requests).
+    fn is_local(&self) -> bool {
+        !matches!(self.origin, Origin::Store { .. })
+    }
+
     async fn get_range(&self, range: std::ops::Range<u64>) -> object_store::Result<Bytes> {
         match &self.origin {
             Origin::Store { store, path } => store.get_range(path, range).await,

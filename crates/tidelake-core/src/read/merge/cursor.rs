@@ -15,7 +15,9 @@
 //! booleans) encode to rows of one length; up to 16 bytes they are also kept as big-endian
 //! `u128`s, whose integer order is the byte order of equal-length rows. Comparing those is a
 //! couple of instructions instead of a `memcmp` call per comparison, and the merge keeps each
-//! cursor's current one in a flat array for the loser tree (see [`compare`]).
+//! cursor's current one in a flat array for the loser tree (see [`compare`]). Integer-backed
+//! keys without nulls (the usual primary key) are packed straight from their values, the same
+//! integers without building the row encoding first ([`pack_integer_keys`]).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -43,7 +45,8 @@ pub(super) struct Head {
     pub slot: u32,
     pub pos: usize,
     pub len: usize,
-    pub keys: Rows,
+    /// The row-encoded keys; `None` when they were packed straight from the values.
+    pub keys: Option<Rows>,
     /// The keys as integers (see the module docs), when the key is fixed-width and short.
     pub packed: Option<Vec<u128>>,
     pub seq_keys: Option<Rows>,
@@ -57,7 +60,7 @@ impl Head {
     pub fn key_cmp(&self, pos: usize, other: &Head, other_pos: usize) -> Ordering {
         match (&self.packed, &other.packed) {
             (Some(a), Some(b)) => a[pos].cmp(&b[other_pos]),
-            _ => self.keys.row(pos).data().cmp(other.keys.row(other_pos).data()),
+            _ => self.key_row(pos).cmp(other.key_row(other_pos)),
         }
     }
 
@@ -65,8 +68,13 @@ impl Head {
     pub fn key_is(&self, key: &OwnedKey) -> bool {
         match (&self.packed, key.packed) {
             (Some(a), Some(b)) => a[self.pos] == b,
-            _ => self.keys.row(self.pos).data() == key.bytes.as_slice(),
+            _ => self.key_row(self.pos) == key.bytes.as_slice(),
         }
+    }
+
+    /// The row-encoded key at `pos` (heads without packed keys always have them).
+    fn key_row(&self, pos: usize) -> &[u8] {
+        self.keys.as_ref().expect("keys that do not pack are row-encoded").row(pos).data()
     }
 
     pub fn rec(&self) -> Rec {
@@ -93,7 +101,9 @@ impl OwnedKey {
     /// Become the current key of `head`.
     pub fn set(&mut self, head: &Head) {
         self.bytes.clear();
-        self.bytes.extend_from_slice(head.keys.row(head.pos).data());
+        if let Some(keys) = &head.keys {
+            self.bytes.extend_from_slice(keys.row(head.pos).data());
+        }
         self.packed = head.packed.as_ref().map(|p| p[head.pos]);
     }
 }
@@ -221,11 +231,19 @@ impl Encoder {
                 .map(|&i| canonical_nan(batch.column(i + VALUE_OFFSET)))
                 .collect()
         };
-        let keys = self
-            .keys
-            .convert_columns(&columns(&self.key_indices))
-            .map_err(|e| Error::arrow("encoding merge keys", e))?;
-        let packed = self.packed_len.map(|len| pack_keys(&keys, len));
+        let key_columns = columns(&self.key_indices);
+        let direct = self.packed_len.and_then(|len| pack_integer_keys(&key_columns, len));
+        let (keys, packed) = match direct {
+            Some(packed) => (None, Some(packed)),
+            None => {
+                let keys = self
+                    .keys
+                    .convert_columns(&key_columns)
+                    .map_err(|e| Error::arrow("encoding merge keys", e))?;
+                let packed = self.packed_len.map(|len| pack_keys(&keys, len));
+                (Some(keys), packed)
+            }
+        };
         let seq_keys = match &self.sequence {
             None => None,
             Some(c) => Some(
@@ -292,6 +310,61 @@ fn pack_keys(keys: &Rows, len: usize) -> Vec<u128> {
         .collect()
 }
 
+/// What [`pack_keys`] makes of the row encoding of `columns`, computed from the values: per
+/// column a validity byte 0x01, then the value big-endian with the sign bit of signed types
+/// flipped (arrow_row's encoding, ascending, for non-null values). Only for columns whose
+/// values are integers (integers, dates, times, timestamps, durations) without nulls, and
+/// `len` bytes in all; `None` for anything else.
+fn pack_integer_keys(columns: &[ArrayRef], len: usize) -> Option<Vec<u128>> {
+    let rows = columns.first()?.len();
+    let mut packed = vec![0u128; rows];
+    let mut used = 0;
+    for column in columns {
+        let signed = match column.data_type() {
+            ArrowType::Int8
+            | ArrowType::Int16
+            | ArrowType::Int32
+            | ArrowType::Int64
+            | ArrowType::Date32
+            | ArrowType::Date64
+            | ArrowType::Time32(_)
+            | ArrowType::Time64(_)
+            | ArrowType::Timestamp(_, _)
+            | ArrowType::Duration(_) => true,
+            ArrowType::UInt8 | ArrowType::UInt16 | ArrowType::UInt32 | ArrowType::UInt64 => false,
+            _ => return None,
+        };
+        if column.null_count() > 0 {
+            return None;
+        }
+        let width = column.data_type().primitive_width()?;
+        if used + 1 + width > 16 {
+            return None;
+        }
+        let valid = 1u128 << (8 * (15 - used));
+        let shift = 8 * (16 - (used + 1 + width));
+        let sign = if signed { 1u64 << (8 * width - 1) } else { 0 };
+        let data = column.to_data();
+        match width {
+            1 => fill(&mut packed, &data.buffer::<u8>(0)[..rows], valid, shift, sign),
+            2 => fill(&mut packed, &data.buffer::<u16>(0)[..rows], valid, shift, sign),
+            4 => fill(&mut packed, &data.buffer::<u32>(0)[..rows], valid, shift, sign),
+            8 => fill(&mut packed, &data.buffer::<u64>(0)[..rows], valid, shift, sign),
+            _ => return None,
+        }
+        used += 1 + width;
+    }
+    (used == len).then_some(packed)
+}
+
+/// Add one column's bytes to each packed key: its validity byte (`valid`) and its value, sign
+/// bit flipped by `sign`, `shift` bits up.
+fn fill<T: Copy + Into<u64>>(packed: &mut [u128], values: &[T], valid: u128, shift: usize, sign: u64) {
+    for (p, &v) in packed.iter_mut().zip(values) {
+        *p |= valid | (u128::from(v.into() ^ sign) << shift);
+    }
+}
+
 /// Check the system columns of the first batch, which fixes the shape of all others.
 pub(super) fn check_input_schema(schema: &SchemaRef) -> Result<()> {
     let fields = schema.fields();
@@ -326,5 +399,66 @@ fn canonical_nan(column: &ArrayRef) -> ArrayRef {
             }
         }
         _ => column.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::types::{Date32Type, Int16Type, Int32Type, Int8Type, TimestampMicrosecondType, UInt32Type};
+    use arrow_array::PrimitiveArray;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What the merge did before packing straight from values: row-encode, then pack.
+    fn via_rows(columns: &[ArrayRef]) -> (usize, Vec<u128>) {
+        let fields = columns
+            .iter()
+            .map(|c| SortField::new_with_options(c.data_type().clone(), SortOptions { descending: false, nulls_first: true }))
+            .collect();
+        let rows = RowConverter::new(fields).unwrap().convert_columns(columns).unwrap();
+        let len = rows.row(0).data().len();
+        (len, pack_keys(&rows, len))
+    }
+
+    fn array<T: arrow_array::ArrowPrimitiveType>(values: Vec<T::Native>) -> ArrayRef {
+        // sliced by one, so the values start at an offset into their buffer
+        let a = PrimitiveArray::<T>::from_iter_values(values);
+        let n = a.len();
+        Arc::new(a.slice(1, n - 1))
+    }
+
+    proptest! {
+        #[test]
+        fn integer_keys_pack_as_their_row_encoding(
+            a in prop::collection::vec(any::<i64>(), 2..40),
+            b in prop::collection::vec(any::<i32>(), 40),
+            c in prop::collection::vec(any::<i16>(), 40),
+            d in prop::collection::vec(any::<i8>(), 40),
+            e in prop::collection::vec(any::<u32>(), 40),
+        ) {
+            let n = a.len();
+            let cases: Vec<Vec<ArrayRef>> = vec![
+                vec![array::<Int64Type>(a.clone())],
+                vec![array::<TimestampMicrosecondType>(a.clone())],
+                vec![array::<Date32Type>(b[..n].to_vec())],
+                vec![array::<Int32Type>(b[..n].to_vec()), array::<Int64Type>(a.clone())],
+                vec![array::<Int16Type>(c[..n].to_vec()), array::<Int8Type>(d[..n].to_vec()), array::<UInt32Type>(e[..n].to_vec())],
+            ];
+            for columns in cases {
+                let (len, expected) = via_rows(&columns);
+                prop_assert_eq!(pack_integer_keys(&columns, len), Some(expected));
+            }
+        }
+    }
+
+    #[test]
+    fn other_keys_are_not_packed_from_values() {
+        let with_null: ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![Some(1), None]));
+        assert_eq!(pack_integer_keys(&[with_null], 9), None);
+        let float: ArrayRef = Arc::new(arrow_array::Float64Array::from(vec![1.0, 2.0]));
+        assert_eq!(pack_integer_keys(&[float], 9), None);
+        let wide: Vec<ArrayRef> = vec![array::<Int64Type>(vec![1, 2, 3]), array::<Int64Type>(vec![1, 2, 3])];
+        assert_eq!(pack_integer_keys(&wide, 18), None);
     }
 }

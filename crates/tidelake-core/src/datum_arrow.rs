@@ -293,6 +293,24 @@ fn integer_of(d: &Datum) -> Option<i64> {
     }
 }
 
+/// Whether values of `ty` are signed integers that order as such: the signed integer types,
+/// dates, times, timestamps and durations (the fast paths for integer keys use this).
+pub(crate) fn is_signed_integer_backed(ty: &ArrowType) -> bool {
+    matches!(
+        ty,
+        ArrowType::Int8
+            | ArrowType::Int16
+            | ArrowType::Int32
+            | ArrowType::Int64
+            | ArrowType::Date32
+            | ArrowType::Date64
+            | ArrowType::Time32(_)
+            | ArrowType::Time64(_)
+            | ArrowType::Timestamp(_, _)
+            | ArrowType::Duration(_)
+    )
+}
+
 /// The Arrow type of `ty`, with the spec crate's error turned into an engine error.
 pub(crate) fn arrow_type_of(ty: &DataType) -> Result<ArrowType> {
     to_arrow_type(ty).map_err(|e| match e {

@@ -21,6 +21,7 @@ use arrow_schema::DataType as ArrowType;
 use arrow_select::interleave::interleave_record_batch;
 use futures::stream::{self, BoxStream, StreamExt};
 
+use crate::datum_arrow::is_signed_integer_backed;
 use crate::error::{Error, Result};
 
 /// A bucket buffer in (key, sequence) order.
@@ -113,25 +114,13 @@ fn gather_stream(batches: Arc<Vec<RecordBatch>>, order: Vec<u64>, chunk: usize) 
 }
 
 /// `(key, position)` pairs when the key is one null-free column whose values order as `i64`
-/// (signed integers, dates, times, timestamps); `None` otherwise.
+/// ([`is_signed_integer_backed`]); `None` otherwise.
 fn int_keys(batches: &[RecordBatch], key_columns: &[usize]) -> Result<Option<Vec<(i64, u64)>>> {
     let [column] = key_columns else { return Ok(None) };
     let mut pairs = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
     for (b, batch) in batches.iter().enumerate() {
         let keys = batch.column(*column);
-        let integral = matches!(
-            keys.data_type(),
-            ArrowType::Int8
-                | ArrowType::Int16
-                | ArrowType::Int32
-                | ArrowType::Int64
-                | ArrowType::Date32
-                | ArrowType::Date64
-                | ArrowType::Time32(_)
-                | ArrowType::Time64(_)
-                | ArrowType::Timestamp(_, _)
-        );
-        if !integral || keys.null_count() > 0 {
+        if !is_signed_integer_backed(keys.data_type()) || keys.null_count() > 0 {
             return Ok(None);
         }
         let wide = arrow_cast::cast(keys, &ArrowType::Int64).map_err(|e| Error::arrow("key encoding", e))?;

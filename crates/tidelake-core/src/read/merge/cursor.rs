@@ -30,6 +30,7 @@ use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType as ArrowType, SchemaRef, SortOptions};
 use futures::stream::BoxStream;
 
+use crate::datum_arrow::is_signed_integer_backed;
 use crate::error::{Error, Result};
 use crate::read::merge_fn::value::{Rec, RowKind, VALUE_OFFSET};
 
@@ -321,16 +322,7 @@ fn pack_integer_keys(columns: &[ArrayRef], len: usize) -> Option<Vec<u128>> {
     let mut used = 0;
     for column in columns {
         let signed = match column.data_type() {
-            ArrowType::Int8
-            | ArrowType::Int16
-            | ArrowType::Int32
-            | ArrowType::Int64
-            | ArrowType::Date32
-            | ArrowType::Date64
-            | ArrowType::Time32(_)
-            | ArrowType::Time64(_)
-            | ArrowType::Timestamp(_, _)
-            | ArrowType::Duration(_) => true,
+            t if is_signed_integer_backed(t) => true,
             ArrowType::UInt8 | ArrowType::UInt16 | ArrowType::UInt32 | ArrowType::UInt64 => false,
             _ => return None,
         };

@@ -12,10 +12,10 @@
 //! The filter is applied to merged rows (Paimon's semantics for primary-key tables), then the
 //! requested columns are projected. Memory is bounded by (runs × batch) per open split, where
 //! merged runs decode at most [`RUN_BATCH_SIZE`] rows at a time whatever the output batch
-//! size. Streaming reads ([`read_splits`]) open one split at a time, decoded on a thread of their
-//! own ahead of the consumer through a bounded channel (see there for why a thread); materialising reads ([`collect_splits`])
-//! read [`COLLECT_SPLITS`] splits concurrently, buffering each whole (the result holds it
-//! anyway), so they use more than one core.
+//! size. Streaming reads ([`read_splits`]) open one split at a time, decoded on a thread of
+//! their own ahead of the consumer through a bounded channel (see there for why a thread);
+//! materialising reads ([`collect_splits`]) read [`COLLECT_SPLITS`] splits concurrently,
+//! buffering each whole (the result holds it anyway), so they use more than one core.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;

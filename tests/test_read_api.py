@@ -712,6 +712,56 @@ def test_gil_probe_detects_a_gil_holding_call():
     assert moved <= 10, f"the probe saw the counter move in {moved} of 40 GIL-holding calls"
 
 
+# ---- reader threads ----------------------------------------------------------------------------
+
+
+def _reader_threads() -> int:
+    """Threads of this process that decode a streamed read (named by the Rust side)."""
+    names = []
+    for task in pathlib.Path("/proc/self/task").iterdir():
+        try:
+            names.append((task / "comm").read_text().strip())
+        except FileNotFoundError:  # the thread ended while we looked
+            pass
+    return names.count("tidelake-read")
+
+
+def _wait_for_reader_threads(n: int) -> int:
+    deadline = time.monotonic() + 10
+    while _reader_threads() != n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _reader_threads()
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_a_stream_decodes_on_one_thread_that_ends_with_it(storage):
+    """A streamed read of several splits decodes them all on one thread of its own (so its
+    buffers stay in one malloc arena); the thread ends when the stream is exhausted, and when
+    the reader is dropped half-way while the thread waits to hand over its next batch."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    t = storage.create_table("threads", schema, primary_keys=["id"], bucket=4)
+    for ver in range(3):
+        t.upsert(pa.table({"id": pa.array(range(0, 4000, ver + 1), pa.int64()),
+                           "v": [f"{ver}-{i}" for i in range(0, 4000, ver + 1)]}, schema=schema))
+    assert len(t.scan().splits()) == 4
+    expected = t.to_arrow()
+    assert _wait_for_reader_threads(0) == 0  # to_arrow() starts none
+
+    reader = t.to_reader(batch_size=100)
+    batches = [reader.read_next_batch()]
+    assert _reader_threads() == 1
+    batches.extend(reader)
+    assert_same_rows(pa.Table.from_batches(batches, schema=expected.schema), expected)
+    assert _wait_for_reader_threads(0) == 0, "the thread outlived its exhausted stream"
+
+    abandoned = t.to_reader(batch_size=100)
+    abandoned.read_next_batch()
+    time.sleep(0.2)  # let the thread fill the channel and block on the next batch
+    assert _reader_threads() == 1
+    del abandoned
+    assert _wait_for_reader_threads(0) == 0, "a dropped reader left its thread blocked"
+
+
 # ---- time travel -------------------------------------------------------------------------------
 
 

@@ -19,6 +19,8 @@ use bytes::Bytes;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 
+use super::local_io_error;
+
 /// An open local file and its size at opening.
 #[derive(Debug)]
 pub struct LocalFile {
@@ -35,9 +37,9 @@ impl LocalFile {
                 path: path.display().to_string(),
                 source: Box::new(e),
             },
-            _ => generic(e),
+            _ => local_io_error(e),
         })?;
-        let size = file.metadata().map_err(generic)?.len();
+        let size = file.metadata().map_err(local_io_error)?.len();
         Ok(LocalFile { file, size })
     }
 
@@ -48,14 +50,9 @@ impl LocalFile {
     /// The bytes of `range`.
     pub fn read_range(&self, range: Range<u64>) -> object_store::Result<Bytes> {
         let len = usize::try_from(range.end.saturating_sub(range.start))
-            .map_err(|e| object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) })?;
+            .map_err(|e| local_io_error(std::io::Error::other(e)))?;
         let mut buf = vec![0u8; len];
-        self.file.read_exact_at(&mut buf, range.start).map_err(generic)?;
+        self.file.read_exact_at(&mut buf, range.start).map_err(local_io_error)?;
         Ok(Bytes::from(buf))
     }
-}
-
-/// An I/O error of the local filesystem as object_store reports it.
-pub(super) fn generic(e: std::io::Error) -> object_store::Error {
-    object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) }
 }

@@ -31,6 +31,11 @@ use crate::error::{Error, Result};
 use local_file::LocalFile;
 pub use location::StorageOptions;
 
+/// An I/O error of the local filesystem as object_store reports it.
+fn local_io_error(e: std::io::Error) -> object_store::Error {
+    object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) }
+}
+
 /// The empty object that makes a directory exist on object stores (see [`FileIO::create_dir`]).
 pub const DIR_MARKER: &str = ".tidelake-dir";
 
@@ -227,7 +232,7 @@ impl FileIO {
         let dir = root.join(rel.trim_matches('/'));
         tokio::fs::create_dir_all(&dir).await.map_err(|e| Error::Io {
             path: dir.display().to_string(),
-            source: local_file::generic(e),
+            source: local_io_error(e),
         })
     }
 
@@ -244,7 +249,7 @@ impl FileIO {
                 Err(e) => {
                     return Err(Error::Io {
                         path: dir.display().to_string(),
-                        source: local_file::generic(e),
+                        source: local_io_error(e),
                     })
                 }
             }

@@ -317,9 +317,8 @@ fn pack_keys(keys: &Rows, len: usize) -> Vec<u128> {
 /// values are integers (integers, dates, times, timestamps, durations) without nulls, and
 /// `len` bytes in all; `None` for anything else.
 fn pack_integer_keys(columns: &[ArrayRef], len: usize) -> Option<Vec<u128>> {
-    let rows = columns.first()?.len();
-    let mut packed = vec![0u128; rows];
-    let mut used = 0;
+    // (width, signed) per column, before anything is allocated
+    let mut layout = Vec::with_capacity(columns.len());
     for column in columns {
         let signed = match column.data_type() {
             t if is_signed_integer_backed(t) => true,
@@ -329,10 +328,15 @@ fn pack_integer_keys(columns: &[ArrayRef], len: usize) -> Option<Vec<u128>> {
         if column.null_count() > 0 {
             return None;
         }
-        let width = column.data_type().primitive_width()?;
-        if used + 1 + width > 16 {
-            return None;
-        }
+        layout.push((column.data_type().primitive_width()?, signed));
+    }
+    if layout.iter().map(|(width, _)| 1 + width).sum::<usize>() != len || len > 16 {
+        return None;
+    }
+    let rows = columns.first()?.len();
+    let mut packed = vec![0u128; rows];
+    let mut used = 0;
+    for (column, &(width, signed)) in columns.iter().zip(&layout) {
         let valid = 1u128 << (8 * (15 - used));
         let shift = 8 * (16 - (used + 1 + width));
         let sign = if signed { 1u64 << (8 * width - 1) } else { 0 };
@@ -346,7 +350,7 @@ fn pack_integer_keys(columns: &[ArrayRef], len: usize) -> Option<Vec<u128>> {
         }
         used += 1 + width;
     }
-    (used == len).then_some(packed)
+    Some(packed)
 }
 
 /// Add one column's bytes to each packed key: its validity byte (`valid`) and its value, sign

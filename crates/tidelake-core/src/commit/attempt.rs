@@ -14,7 +14,7 @@ use tidelake_spec::manifest::{
     FileKind, IndexManifestEntry, ManifestEntry, DELETION_VECTORS_INDEX,
 };
 use tidelake_spec::schema::parse_schema_file_name;
-use tidelake_spec::snapshot::{parse_hint, snapshot_file_name, CommitKind, Snapshot, CURRENT_VERSION};
+use tidelake_spec::snapshot::{snapshot_file_name, CommitKind, Snapshot, CURRENT_VERSION};
 
 use crate::commit::conflict::{bucket_counts, ConflictChecker};
 use crate::commit::dv_conflict::check_deletion_vectors;
@@ -256,8 +256,10 @@ impl FileStoreCommit {
         )))
     }
 
-    /// Verify a created snapshot ([`FileStoreCommit::verify_published`]) and move the `LATEST`
-    /// hint to it (never backwards: a hint already past it stays).
+    /// Verify a created snapshot ([`FileStoreCommit::verify_published`]) and point the
+    /// `LATEST` hint at it. Racing commits may leave the hint a little behind; it only ever
+    /// names a verified snapshot of the chain, and readers probe forward from it, so the latest
+    /// snapshot they find never moves back.
     async fn publish(&self, id: i64, based_on: Option<&Snapshot>) -> Result<i64> {
         if let Published::Unknown(reason) = self.verify_published(id, based_on).await? {
             return Err(Error::Io {
@@ -268,17 +270,8 @@ impl FileStoreCommit {
                 },
             });
         }
-        let io = self.table.io();
-        let hint = io
-            .read_opt(LATEST_HINT)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|b| parse_hint(&b).ok());
-        if hint.is_none_or(|h| h < id) {
-            // The hint is best effort: readers verify it (see `SnapshotManager::latest_id`).
-            let _ = io.write(LATEST_HINT, id.to_string()).await;
-        }
+        // The hint is best effort: readers verify it (see `SnapshotManager::latest_id`).
+        let _ = self.table.io().write(LATEST_HINT, id.to_string()).await;
         Ok(id)
     }
 

@@ -147,20 +147,24 @@ def slow_upsert(table_path: str, storage_options: dict, pairs: dict[int, str], o
         return "CommitConflictError"
 
 
-def commit_rounds(table_path: str, worker: int, rounds: int, go_file: str) -> list[int]:
+def commit_rounds(table_path: str, worker: int, rounds: int, go_file: str) -> tuple[list[int], list[int]]:
     """After ``go_file`` appears, commit ``rounds`` one-row writes as commit user "shared";
-    returns the keys of the commits that returned."""
+    returns the keys of the commits that returned and of those that raised
+    CommitConflictError."""
     t = tidelake.open_table(table_path)
     _wait_for(go_file)
-    acked = []
+    acked, conflicted = [], []
     for r in range(rounds):
         key = worker * 1000 + r
         with t.writer(commit_user="shared") as w:
             w.upsert(_kv(t, {key: f"w{worker}"}))
             messages = w.prepare_commit()
-        t.commit(messages, commit_user="shared")
-        acked.append(key)
-    return acked
+        try:
+            t.commit(messages, commit_user="shared")
+            acked.append(key)
+        except tidelake.CommitConflictError:
+            conflicted.append(key)
+    return acked, conflicted
 
 
 def upsert_rounds(table_path: str, worker: int, rounds: int, keys: int, go_file: str) -> list[dict[str, Any]]:

@@ -375,9 +375,9 @@ impl FileStoreCommit {
             let since = committed_since(&self.table, &self.layout, latest, base, &added).await?;
             // Messages built by hand (no base) are not sequence-checked: their numbers were not
             // restored from the table.
-            let sequence_order = checker.lsm_key_types.is_some() && base.is_some();
+            let key_types = checker.lsm_key_types.filter(|_| base.is_some());
             let conflict = |reason: String| checker.conflict(latest, reason);
-            if let Verdict::Landed(id) = check(&self.layout, &since, base, &added, sequence_order, conflict)? {
+            if let Verdict::Landed(id) = check(&self.layout, &since, base, &added, key_types, conflict)? {
                 return Ok(Ok(id.unwrap_or(latest.id)));
             }
             // Without the deltas, files of this write committed and compacted away since would

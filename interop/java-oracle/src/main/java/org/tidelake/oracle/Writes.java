@@ -1,0 +1,180 @@
+package org.tidelake.oracle;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.paimon.catalog.Catalog;
+import org.apache.paimon.catalog.Identifier;
+import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaChange;
+import org.apache.paimon.table.Table;
+import org.apache.paimon.table.sink.BatchTableCommit;
+import org.apache.paimon.table.sink.BatchTableWrite;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.StreamTableCommit;
+import org.apache.paimon.table.sink.StreamTableWrite;
+import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.types.RowKind;
+import org.apache.paimon.types.RowType;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Creates a table and writes it with Java's own writers.
+ *
+ * <p>Job: {@code "warehouse"}, {@code "table"} ({@code db.name}), {@code "schema"}: {@code
+ * {"fields": [{"name", "type"}], "primary_keys", "partition_keys", "options"}} (types in
+ * schema-file JSON), {@code "mode"}: {@code "batch"} (one {@code BatchWriteBuilder} write per
+ * commit) or {@code "stream"} (one long-lived {@code StreamWriteBuilder} writer committing with
+ * identifiers 1, 2, ..., so Java compacts as it does by default), and {@code "steps"}, in order:
+ *
+ * <ul>
+ *   <li>{@code {"rows": [...]}}: one commit; a row is a list of canonical values ({@link Values})
+ *       inserted, or {@code {"kind": "-D", "values": [...]}}; batch mode takes {@code
+ *       "overwrite": true} or a partition spec object;
+ *   <li>{@code {"alter": [...]}}: schema changes, each {@code {"add": name, "type": t}}, {@code
+ *       {"rename": old, "to": new}}, {@code {"drop": name}} or {@code {"update_type": name,
+ *       "type": t}} (ends the current stream writer; the next commit opens a new one);
+ *   <li>{@code {"tag": name}}: a tag of the latest snapshot.
+ * </ul>
+ *
+ * <p>Answer: {@code "snapshot"}, the latest snapshot id.
+ */
+final class Writes {
+    private Writes() {}
+
+    static ObjectNode run(JsonNode job) throws Exception {
+        Identifier id = Tables.identifier(job);
+        try (Catalog catalog = Tables.catalog(job)) {
+            catalog.createDatabase(id.getDatabaseName(), true);
+            catalog.createTable(id, schema(job.get("schema")), false);
+            boolean stream = job.path("mode").asText("batch").equals("stream");
+            Streaming streaming = null;
+            long identifier = 0;
+            for (JsonNode step : job.path("steps")) {
+                if (step.has("alter")) {
+                    if (streaming != null) {
+                        streaming.close();
+                        streaming = null;
+                    }
+                    catalog.alterTable(id, changes(step.get("alter")), false);
+                } else if (step.has("tag")) {
+                    catalog.getTable(id).createTag(step.get("tag").asText());
+                } else if (stream) {
+                    if (streaming != null && step.has("overwrite")) {
+                        throw new IllegalArgumentException("overwrite needs batch mode");
+                    }
+                    if (streaming == null) {
+                        streaming = new Streaming(catalog.getTable(id));
+                    }
+                    streaming.commit(++identifier, step.get("rows"));
+                } else {
+                    batchCommit(catalog.getTable(id), step);
+                }
+            }
+            if (streaming != null) {
+                streaming.close();
+            }
+            ObjectNode answer = Main.JSON.createObjectNode();
+            catalog.getTable(id).latestSnapshot().ifPresent(s -> answer.put("snapshot", s.id()));
+            return answer;
+        }
+    }
+
+    private static Schema schema(JsonNode s) {
+        Schema.Builder b = Schema.newBuilder();
+        for (JsonNode f : s.path("fields")) {
+            b.column(f.get("name").asText(), Tables.type(f.get("type")));
+        }
+        b.primaryKey(strings(s.path("primary_keys")));
+        b.partitionKeys(strings(s.path("partition_keys")));
+        s.path("options").fields().forEachRemaining(e -> b.option(e.getKey(), e.getValue().asText()));
+        return b.build();
+    }
+
+    private static List<String> strings(JsonNode list) {
+        List<String> out = new ArrayList<>();
+        list.forEach(n -> out.add(n.asText()));
+        return out;
+    }
+
+    private static List<SchemaChange> changes(JsonNode alter) {
+        List<SchemaChange> out = new ArrayList<>();
+        for (JsonNode c : alter) {
+            if (c.has("add")) {
+                out.add(SchemaChange.addColumn(c.get("add").asText(), Tables.type(c.get("type"))));
+            } else if (c.has("rename")) {
+                out.add(SchemaChange.renameColumn(c.get("rename").asText(), c.get("to").asText()));
+            } else if (c.has("drop")) {
+                out.add(SchemaChange.dropColumn(c.get("drop").asText()));
+            } else if (c.has("update_type")) {
+                out.add(SchemaChange.updateColumnType(
+                        c.get("update_type").asText(), Tables.type(c.get("type"))));
+            } else if (c.has("set")) {
+                out.add(SchemaChange.setOption(c.get("set").asText(), c.get("value").asText()));
+            } else {
+                throw new IllegalArgumentException("unknown schema change " + c);
+            }
+        }
+        return out;
+    }
+
+    private static GenericRow row(JsonNode r, RowType type) {
+        if (r.isArray()) {
+            return Values.parseRow(r, type);
+        }
+        GenericRow row = Values.parseRow(r.get("values"), type);
+        row.setRowKind(RowKind.fromShortString(r.get("kind").asText()));
+        return row;
+    }
+
+    private static void batchCommit(Table table, JsonNode step) throws Exception {
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        JsonNode overwrite = step.path("overwrite");
+        if (overwrite.isBoolean() && overwrite.asBoolean()) {
+            builder = builder.withOverwrite();
+        } else if (overwrite.isObject()) {
+            Map<String, String> partition = new LinkedHashMap<>();
+            overwrite.fields().forEachRemaining(e -> partition.put(e.getKey(), e.getValue().asText()));
+            builder = builder.withOverwrite(partition);
+        }
+        RowType type = table.rowType();
+        try (BatchTableWrite write = builder.newWrite();
+                BatchTableCommit commit = builder.newCommit()) {
+            for (JsonNode r : step.path("rows")) {
+                write.write(row(r, type));
+            }
+            commit.commit(write.prepareCommit());
+        }
+    }
+
+    /** A long-lived streaming writer and its committer. */
+    private static final class Streaming implements AutoCloseable {
+        private final RowType type;
+        private final StreamTableWrite write;
+        private final StreamTableCommit commit;
+
+        Streaming(Table table) {
+            StreamWriteBuilder builder = table.newStreamWriteBuilder();
+            type = table.rowType();
+            write = builder.newWrite();
+            commit = builder.newCommit();
+        }
+
+        void commit(long identifier, JsonNode rows) throws Exception {
+            for (JsonNode r : rows) {
+                write.write(row(r, type));
+            }
+            commit.commit(identifier, write.prepareCommit(false, identifier));
+        }
+
+        @Override
+        public void close() throws Exception {
+            write.close();
+            commit.close();
+        }
+    }
+}

@@ -167,10 +167,10 @@ def canonical_column(col: pa.Array | pa.ChunkedArray) -> list[Any]:
         width = pa.int64() if pa.types.is_timestamp(t) or t.bit_width == 64 else pa.int32()
         ints = col.view(width).to_pylist()
         if pa.types.is_timestamp(t):
-            out = [_canon_timestamp(v * per) for v in ints]
+            out = [_canon_timestamp(v * per) if v is not None else None for v in ints]
         else:
             out = [(_EPOCH + dt.timedelta(microseconds=v * per // 1000)).strftime("%H:%M:%S")
-                   + f".{v * per % 10**9:09d}" for v in ints]
+                   + f".{v * per % 10**9:09d}" if v is not None else None for v in ints]
     elif pa.types.is_decimal(t):
         out = [format(v, "f") if v is not None else None for v in col.to_pylist()]
     elif pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):

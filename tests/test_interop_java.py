@@ -89,11 +89,11 @@ PARTIAL = [("k", "INT NOT NULL"), ("a", "STRING"), ("g1", "INT"), ("b", "STRING"
 AGG = [("k", "INT NOT NULL"), ("sum_i", "BIGINT"), ("max_d", "DOUBLE"), ("min_s", "STRING"),
        ("last_v", "STRING"), ("last_nn", "STRING"), ("first_v", "INT"), ("first_nn", "INT"),
        ("listagg_s", "STRING"), ("band", "BOOLEAN"), ("bor", "BOOLEAN"), ("prod", "DECIMAL(12, 2)"),
-       ("cnt", "INT"), ("coll", {"type": "ARRAY", "element": "INT"}),
+       ("coll", {"type": "ARRAY", "element": "INT"}),
        ("mmap", {"type": "MAP", "key": "STRING NOT NULL", "value": "INT"})]
 AGG_FUNCS = {"sum_i": "sum", "max_d": "max", "min_s": "min", "last_v": "last_value",
              "last_nn": "last_non_null_value", "first_v": "first_value", "first_nn": "first_non_null_value",
-             "listagg_s": "listagg", "band": "bool_and", "bor": "bool_or", "prod": "product", "cnt": "count",
+             "listagg_s": "listagg", "band": "bool_and", "bor": "bool_or", "prod": "product",
              "coll": "collect", "mmap": "merge_map"}
 SPECIAL_PARTITIONS = ["a/b", "x=y", "p%q", "h#1", "q?", "&amp", "c:d", "with space", "ünï☃", None, ""]
 EVOLVE = [("k", "INT NOT NULL"), ("a", "INT"), ("f", "FLOAT"), ("old", "STRING"), ("gone", "STRING")]
@@ -123,11 +123,11 @@ SCENARIOS = [
     ], primary_keys=["k"], options={"bucket": "1", "merge-engine": "partial-update",
                                      "fields.g1.sequence-group": "a", "fields.g2.sequence-group": "b,c"}),
     Scenario("aggregation", AGG, [
-        {"rows": [[1, 5, 1.5, "m", "x", "x", 1, None, "a", True, False, "1.50", 1, [1, 2], [["a", 1]]],
-                  [2, None, None, None, None, None, None, None, None, None, None, None, None, None, None]]},
-        {"rows": [[1, 7, 0.5, "b", None, None, 2, 9, "b", False, False, "2.00", 1, [2, 3], [["b", 2], ["a", 3]]],
-                  [2, 1, 2.5, "z", "y", "y", 4, 4, "c", True, True, "3.00", 1, [5], [["c", 1]]]]},
-        {"rows": [[1, -2, 9.0, "c", "z", None, 3, 8, None, True, True, "-1.00", 1, None, None]]},
+        {"rows": [[1, 5, 1.5, "m", "x", "x", 1, None, "a", True, False, "1.50", [1, 2], [["a", 1]]],
+                  [2, None, None, None, None, None, None, None, None, None, None, None, None, None]]},
+        {"rows": [[1, 7, 0.5, "b", None, None, 2, 9, "b", False, False, "2.00", [2, 3], [["b", 2], ["a", 3]]],
+                  [2, 1, 2.5, "z", "y", "y", 4, 4, "c", True, True, "3.00", [5], [["c", 1]]]]},
+        {"rows": [[1, -2, 9.0, "c", "z", None, 3, 8, None, True, True, "-1.00", None, None]]},
     ], primary_keys=["k"], options={"bucket": "1", "merge-engine": "aggregation",
                                      **{f"fields.{f}.aggregate-function": a for f, a in AGG_FUNCS.items()},
                                      "fields.coll.distinct": "false"}),
@@ -142,6 +142,10 @@ SCENARIOS = [
     Scenario("special_partitions", [("k", "INT NOT NULL"), ("p", "STRING"), ("v", "STRING")], [
         {"rows": [[i, p, f"v{i}"] for i, p in enumerate(SPECIAL_PARTITIONS)]},
         {"rows": [[i + 100, p, "again"] for i, p in enumerate(SPECIAL_PARTITIONS)]},
+    ], partition_keys=["p"], mode="batch"),
+    Scenario("special_partitions_pk", [("k", "INT NOT NULL"), ("p", "STRING NOT NULL"), ("v", "STRING")], [
+        {"rows": [[i, p, f"v{i}"] for i, p in enumerate(SPECIAL_PARTITIONS) if p is not None]},
+        {"rows": [[i, p, "again"] for i, p in enumerate(SPECIAL_PARTITIONS) if p is not None and i % 2]},
     ], primary_keys=["k", "p"], partition_keys=["p"], options={"bucket": "1"}),
     Scenario("schema_evolution", EVOLVE, [
         {"rows": [[1, 10, 1.5, "o1", "g1"], [2, 20, None, None, "g2"]]},
@@ -169,8 +173,11 @@ def _arrow_types(sc: Scenario) -> Scenario:
 
 
 def _pypaimon_reads_exactly(sc: Scenario) -> bool:
+    """pypaimon 2.1 cuts TIMESTAMP(7..9) of primary-key tables to microseconds, refuses
+    sequence groups and fails on MAP columns of aggregation tables."""
     has_ns = any("TIMESTAMP(9" in str(t) or "TIMESTAMP(7" in str(t) for _, t in sc.fields)
-    return not (sc.primary_keys and has_ns)
+    groups = any(k.endswith(".sequence-group") for k in sc.options)
+    return not (sc.primary_keys and has_ns) and not groups and sc.options.get("merge-engine") != "aggregation"
 
 
 # ---- A: Java writes, tidelake reads ------------------------------------------------------------

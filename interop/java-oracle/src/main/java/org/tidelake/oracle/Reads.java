@@ -13,6 +13,8 @@ import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.table.FileStoreTableFactory;
 import org.apache.paimon.table.Table;
 import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.Split;
+import org.apache.paimon.table.source.StreamTableScan;
 import org.apache.paimon.table.source.TableRead;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.types.DataType;
@@ -34,6 +36,10 @@ import java.util.Map;
  * executeFilter}). Answer: {@code "fields"}, {@code "rows"} (canonical JSON, {@link Values}) and
  * {@code "kinds"} (each row's kind, {@code +I -U +U -D}).
  *
+ * <p>{@code "stream": {"from": a, "to": b}} reads instead what a streaming read starting at
+ * snapshot {@code a} ({@code scan.mode = from-snapshot}) returns until it has consumed snapshot
+ * {@code b}: the changes of snapshots a..b (changelog files, or the deltas of APPEND commits).
+ *
  * <p>Predicates: {@code {"op": "and"|"or", "args": [...]}}, {@code {"op": "="|"!="|"<"|"<="|">"|
  * ">=", "field": f, "value": v}}, {@code {"op": "is_null"|"is_not_null", "field": f}}, {@code
  * {"op": "in", "field": f, "values": [...]}}.
@@ -45,6 +51,11 @@ final class Reads {
         Table table = open(job);
         Map<String, String> dynamic = new HashMap<>();
         job.path("options").fields().forEachRemaining(e -> dynamic.put(e.getKey(), e.getValue().asText()));
+        JsonNode stream = job.get("stream");
+        if (stream != null) {
+            dynamic.put("scan.mode", "from-snapshot");
+            dynamic.put("scan.snapshot-id", stream.get("from").asText());
+        }
         if (!dynamic.isEmpty()) {
             table = table.copy(dynamic);
         }
@@ -75,15 +86,42 @@ final class Reads {
         outType.getFieldNames().forEach(fields::add);
         ArrayNode rows = answer.putArray("rows");
         ArrayNode kinds = answer.putArray("kinds");
-        try (RecordReader<InternalRow> reader = read.createReader(builder.newScan().plan())) {
+        if (stream == null) {
+            collect(read, builder.newScan().plan().splits(), outType, rows, kinds);
+            return answer;
+        }
+        long to = stream.get("to").asLong();
+        StreamTableScan scan = builder.newStreamScan();
+        Long next = null;
+        int stalled = 0;
+        while (next == null || next <= to) {
+            List<Split> splits = scan.plan().splits();
+            Long after = scan.checkpoint();
+            // A plan with data read snapshot after - 1 (a plan skips snapshots without changes).
+            if (!splits.isEmpty() && after != null && after - 1 > to) {
+                break;
+            }
+            collect(read, splits, outType, rows, kinds);
+            stalled = splits.isEmpty() && after != null && after.equals(next) ? stalled + 1 : 0;
+            if (stalled > 3) {
+                throw new IllegalStateException("the streaming read stopped at snapshot " + next);
+            }
+            next = after;
+        }
+        return answer;
+    }
+
+    private static void collect(
+            TableRead read, List<Split> splits, RowType type, ArrayNode rows, ArrayNode kinds)
+            throws Exception {
+        try (RecordReader<InternalRow> reader = read.createReader(splits)) {
             Iterator<InternalRow> it = reader.toCloseableIterator();
             while (it.hasNext()) {
                 InternalRow row = it.next();
-                rows.add(Values.renderRow(row, outType));
+                rows.add(Values.renderRow(row, type));
                 kinds.add(row.getRowKind().shortString());
             }
         }
-        return answer;
     }
 
     private static Table open(JsonNode job) throws Exception {

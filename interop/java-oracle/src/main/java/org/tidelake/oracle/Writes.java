@@ -4,19 +4,27 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.paimon.catalog.Catalog;
 import org.apache.paimon.catalog.Identifier;
+import org.apache.paimon.CoreOptions;
 import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.index.SimpleHashBucketAssigner;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.schema.SchemaChange;
+import org.apache.paimon.table.BucketMode;
+import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.sink.StreamTableCommit;
 import org.apache.paimon.table.sink.StreamTableWrite;
+import org.apache.paimon.table.sink.RowKeyExtractor;
 import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.table.sink.TableWrite;
 import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
 
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -41,10 +49,62 @@ import java.util.Map;
  *   <li>{@code {"tag": name}}: a tag of the latest snapshot.
  * </ul>
  *
+ * <p>Writers get a temporary directory for lookups (spill files). Dynamic-bucket tables ({@code
+ * bucket = -1} with a primary key) are written as Flink does, through a hash bucket assigner
+ * ({@link Rows}); the job's table must be new so the assigner starts from an empty index.
+ *
  * <p>Answer: {@code "snapshot"}, the latest snapshot id.
  */
 final class Writes {
     private Writes() {}
+
+    private static final String TEMP_DIR = tempDir();
+
+    private static String tempDir() {
+        try {
+            return Files.createTempDirectory("java-oracle").toString();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** Writes rows into a {@link TableWrite}, picking buckets for dynamic-bucket tables. */
+    private static final class Rows {
+        private final RowType type;
+        private final TableWrite write;
+        private final RowKeyExtractor keys;
+        private final SimpleHashBucketAssigner assigner;
+
+        /** {@code assigner}: the job's bucket assigner, used when the table is dynamic-bucket. */
+        Rows(Table table, TableWrite write, SimpleHashBucketAssigner assigner) {
+            this.type = table.rowType();
+            this.write = write.withIOManager(IOManager.create(TEMP_DIR));
+            FileStoreTable store = (FileStoreTable) table;
+            boolean dynamic = store.bucketMode() == BucketMode.HASH_DYNAMIC;
+            this.keys = dynamic ? store.createRowKeyExtractor() : null;
+            this.assigner = dynamic ? assigner : null;
+        }
+
+        /** A bucket assigner for one job over {@code table} (new, so its index is empty). */
+        static SimpleHashBucketAssigner assigner(Table table) {
+            CoreOptions options = ((FileStoreTable) table).coreOptions();
+            Integer max = options.dynamicBucketMaxBuckets();
+            return new SimpleHashBucketAssigner(
+                    1, 0, options.dynamicBucketTargetRowNum(), max == null ? -1 : max);
+        }
+
+        void write(JsonNode rows) throws Exception {
+            for (JsonNode r : rows) {
+                GenericRow row = row(r, type);
+                if (assigner == null) {
+                    write.write(row);
+                } else {
+                    keys.setRecord(row);
+                    write.write(row, assigner.assign(keys.partition(), keys.trimmedPrimaryKey().hashCode()));
+                }
+            }
+        }
+    }
 
     static ObjectNode run(JsonNode job) throws Exception {
         Identifier id = Tables.identifier(job);
@@ -52,6 +112,7 @@ final class Writes {
             catalog.createDatabase(id.getDatabaseName(), true);
             catalog.createTable(id, schema(job.get("schema")), false);
             boolean stream = job.path("mode").asText("batch").equals("stream");
+            SimpleHashBucketAssigner assigner = Rows.assigner(catalog.getTable(id));
             Streaming streaming = null;
             long identifier = 0;
             for (JsonNode step : job.path("steps")) {
@@ -68,11 +129,11 @@ final class Writes {
                         throw new IllegalArgumentException("overwrite needs batch mode");
                     }
                     if (streaming == null) {
-                        streaming = new Streaming(catalog.getTable(id));
+                        streaming = new Streaming(catalog.getTable(id), assigner);
                     }
                     streaming.commit(++identifier, step.get("rows"));
                 } else {
-                    batchCommit(catalog.getTable(id), step);
+                    batchCommit(catalog.getTable(id), step, assigner);
                 }
             }
             if (streaming != null) {
@@ -131,7 +192,8 @@ final class Writes {
         return row;
     }
 
-    private static void batchCommit(Table table, JsonNode step) throws Exception {
+    private static void batchCommit(Table table, JsonNode step, SimpleHashBucketAssigner assigner)
+            throws Exception {
         BatchWriteBuilder builder = table.newBatchWriteBuilder();
         JsonNode overwrite = step.path("overwrite");
         if (overwrite.isBoolean() && overwrite.asBoolean()) {
@@ -141,33 +203,28 @@ final class Writes {
             overwrite.fields().forEachRemaining(e -> partition.put(e.getKey(), e.getValue().asText()));
             builder = builder.withOverwrite(partition);
         }
-        RowType type = table.rowType();
         try (BatchTableWrite write = builder.newWrite();
                 BatchTableCommit commit = builder.newCommit()) {
-            for (JsonNode r : step.path("rows")) {
-                write.write(row(r, type));
-            }
+            new Rows(table, write, assigner).write(step.path("rows"));
             commit.commit(write.prepareCommit());
         }
     }
 
     /** A long-lived streaming writer and its committer. */
     private static final class Streaming implements AutoCloseable {
-        private final RowType type;
         private final StreamTableWrite write;
         private final StreamTableCommit commit;
+        private final Rows rows;
 
-        Streaming(Table table) {
+        Streaming(Table table, SimpleHashBucketAssigner assigner) {
             StreamWriteBuilder builder = table.newStreamWriteBuilder();
-            type = table.rowType();
             write = builder.newWrite();
             commit = builder.newCommit();
+            rows = new Rows(table, write, assigner);
         }
 
-        void commit(long identifier, JsonNode rows) throws Exception {
-            for (JsonNode r : rows) {
-                write.write(row(r, type));
-            }
+        void commit(long identifier, JsonNode input) throws Exception {
+            rows.write(input);
             commit.commit(identifier, write.prepareCommit(false, identifier));
         }
 

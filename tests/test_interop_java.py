@@ -191,10 +191,28 @@ def test_java_writes_tidelake_reads(java, tmp_path, name):
     compare_all(java, t, wh, "A java-wrote", pypaimon=_pypaimon_reads_exactly(sc))
 
 
+def _without(sc: Scenario, names: set[str]) -> Scenario:
+    """``sc`` without the columns ``names`` (and their values)."""
+    keep = [i for i, (n, _) in enumerate(sc.fields) if n not in names]
+
+    def row(r):
+        if isinstance(r, list):
+            return [r[i] for i in keep]
+        return {**r, "values": row(r["values"])}
+
+    steps = [{**st, "rows": [row(r) for r in st["rows"]]} if "rows" in st else st for st in sc.steps]
+    return Scenario(sc.name, [sc.fields[i] for i in keep], steps, sc.primary_keys, sc.partition_keys,
+                    sc.options, sc.mode)
+
+
+# Java's Avro format refuses TIMESTAMP precisions above 6.
+AVRO_UNSUPPORTED = {"ts9", "ltz9", "st"}
+
+
 @pytest.mark.parametrize("fmt", ["orc", "avro"])
 @pytest.mark.parametrize("name", ["types_append", "types_pk", "dedup"])
 def test_java_writes_other_formats(java, tmp_path, name, fmt):
-    base = BY_NAME[name]
+    base = _without(BY_NAME[name], AVRO_UNSUPPORTED) if fmt == "avro" else BY_NAME[name]
     sc = Scenario(f"{name}_{fmt}", base.fields, base.steps, base.primary_keys, base.partition_keys,
                   {**base.options, "file.format": fmt}, base.mode)
     wh = str(tmp_path)

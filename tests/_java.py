@@ -322,6 +322,9 @@ def compare_all(java: JavaOracle, t: tidelake.Table, warehouse: str, label: str,
             compare_changes(java, t, warehouse, label, s.id - 1, s.id)
     for tag in t.tags():
         compare_read(java, t, warehouse, label, tag=tag.name)
+    snapshots = t.snapshots()
+    if len(snapshots) > 1:  # time travel by commit time: the snapshot at or before it
+        compare_read(java, t, warehouse, label, timestamp_ms=snapshots[len(snapshots) // 2].time_millis)
 
 
 def report_lines() -> list[str]:

@@ -93,8 +93,8 @@ class Scenario:
     takes them (interop/java-oracle Writes.java): ``{"rows": [...]}`` (canonical values; a row
     ``{"kind": "-D", "values": [...]}`` deletes), ``"overwrite"``, ``{"alter": [...]}`` (each
     change also carries ``"arrow"``, the Arrow type tidelake is given), ``{"tag": name}``;
-    ``{"compact": True}`` is a full compaction by tidelake (Java compacts on its own in stream
-    mode). ``mode``: "stream" (one long-lived writer, commit identifiers) or "batch"."""
+    ``{"compact": True}`` is a full compaction of every bucket (besides the compactions both
+    writers trigger on their own). ``mode``: "stream" (one long-lived writer, commit identifiers) or "batch"."""
 
     name: str
     fields: list[tuple[str, Any]]
@@ -110,7 +110,7 @@ class Scenario:
                 "options": self.options}
 
     def java_job(self, warehouse: str, with_steps: bool = True) -> dict[str, Any]:
-        steps = [_for_java(s) for s in self.steps if "compact" not in s] if with_steps else []
+        steps = [_for_java(s) for s in self.steps] if with_steps else []
         return {"op": "write", "warehouse": warehouse, "table": f"db.{self.name}", "mode": self.mode,
                 "schema": self.schema_json(), "steps": steps}
 

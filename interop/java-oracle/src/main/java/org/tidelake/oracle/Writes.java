@@ -8,6 +8,7 @@ import org.apache.paimon.CoreOptions;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
+import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.schema.SchemaChange;
 import org.apache.paimon.table.BucketMode;
@@ -26,6 +27,8 @@ import org.apache.paimon.types.RowType;
 
 import java.nio.file.Files;
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -46,7 +49,8 @@ import java.util.Map;
  *   <li>{@code {"alter": [...]}}: schema changes, each {@code {"add": name, "type": t}}, {@code
  *       {"rename": old, "to": new}}, {@code {"drop": name}} or {@code {"update_type": name,
  *       "type": t}} (ends the current stream writer; the next commit opens a new one);
- *   <li>{@code {"tag": name}}: a tag of the latest snapshot.
+ *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
+ *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed.
  * </ul>
  *
  * <p>Writers get a temporary directory for lookups (spill files). Dynamic-bucket tables ({@code
@@ -124,6 +128,18 @@ final class Writes {
                     catalog.alterTable(id, changes(step.get("alter")), false);
                 } else if (step.has("tag")) {
                     catalog.getTable(id).createTag(step.get("tag").asText());
+                } else if (step.has("compact") && stream) {
+                    if (streaming == null) {
+                        streaming = new Streaming(catalog.getTable(id), assigner);
+                    }
+                    streaming.compact(++identifier, catalog.getTable(id));
+                } else if (step.has("compact")) {
+                    BatchWriteBuilder builder = catalog.getTable(id).newBatchWriteBuilder();
+                    try (BatchTableWrite write = builder.newWrite();
+                            BatchTableCommit commit = builder.newCommit()) {
+                        compactAll(catalog.getTable(id), write);
+                        commit.commit(write.prepareCommit());
+                    }
                 } else if (stream) {
                     if (streaming != null && step.has("overwrite")) {
                         throw new IllegalArgumentException("overwrite needs batch mode");
@@ -210,6 +226,16 @@ final class Writes {
         }
     }
 
+    /** Asks {@code write} for a full compaction of every (partition, bucket) holding files. */
+    private static void compactAll(Table table, TableWrite write) throws Exception {
+        Set<List<Object>> seen = new HashSet<>();
+        for (ManifestEntry e : ((FileStoreTable) table).store().newScan().plan().files()) {
+            if (seen.add(List.of(e.partition(), e.bucket()))) {
+                write.compact(e.partition(), e.bucket(), true);
+            }
+        }
+    }
+
     /** A long-lived streaming writer and its committer. */
     private static final class Streaming implements AutoCloseable {
         private final StreamTableWrite write;
@@ -226,6 +252,11 @@ final class Writes {
         void commit(long identifier, JsonNode input) throws Exception {
             rows.write(input);
             commit.commit(identifier, write.prepareCommit(false, identifier));
+        }
+
+        void compact(long identifier, Table table) throws Exception {
+            compactAll(table, write);
+            commit.commit(identifier, write.prepareCommit(true, identifier));
         }
 
         @Override

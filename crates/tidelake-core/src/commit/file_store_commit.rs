@@ -18,6 +18,7 @@ use crate::commit::attempt::{AttemptChanges, Request, Source};
 use crate::commit::manifest_writer::MetaWriter;
 use crate::commit::merge::MergeOptions;
 use crate::commit::message::{Changes, CommitMessage};
+use crate::commit::new_files::common_base;
 use crate::commit::overwrite::{
     check_inside, try_upgrade, OverwriteScope, PartitionFilter, PartitionMatcher,
 };
@@ -88,6 +89,15 @@ impl Settings {
             max_level: opts.num_levels().map_err(spec)?.saturating_sub(1),
         })
     }
+}
+
+/// What [`FileStoreCommit::commit_reporting`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CommitOutcome {
+    /// The snapshots created, in order (empty: nothing to commit, or already committed).
+    pub ids: Vec<i64>,
+    /// (partition, bucket)s that got level-0 files in this commit but no landed compaction.
+    pub uncompacted: Vec<(Vec<u8>, i32)>,
 }
 
 /// Commits to one table on behalf of one `commit_user`; `Send + Sync`, share it behind an
@@ -166,9 +176,27 @@ impl FileStoreCommit {
         commit_identifier: i64,
         properties: &[(String, String)],
     ) -> Result<Vec<i64>> {
+        Ok(self.commit_reporting(messages, commit_identifier, properties).await?.ids)
+    }
+
+    /// [`FileStoreCommit::commit`], also telling which buckets got new level-0 files without a
+    /// landed compaction of them: on tables whose reads skip level 0 (deletion vectors,
+    /// first-row) those rows stay invisible until the bucket is compacted, see
+    /// [`crate::compact::commit_visible`].
+    pub async fn commit_reporting(
+        &self,
+        messages: Vec<CommitMessage>,
+        commit_identifier: i64,
+        properties: &[(String, String)],
+    ) -> Result<CommitOutcome> {
         if self.already_committed(commit_identifier).await? {
-            return Ok(Vec::new());
+            return Ok(CommitOutcome::default());
         }
+        let mut uncompacted: Vec<(Vec<u8>, i32)> = messages
+            .iter()
+            .filter(|m| m.new_files.iter().any(|f| f.level == 0) && m.compact_after.is_empty() && m.compact_before.is_empty())
+            .map(|m| (m.partition.clone(), m.bucket))
+            .collect();
         let changes = Changes::collect(&messages, &self.layout)?;
         let mut ids = Vec::new();
         if !self.settings.ignore_empty_commit
@@ -190,12 +218,15 @@ impl FileStoreCommit {
             } else {
                 CommitKind::Append
             };
+            let writers = messages.iter().filter(|m| !m.new_files.is_empty());
             let request = Request {
                 identifier: commit_identifier,
                 kind,
                 detect_conflicts: overwrite,
                 properties,
                 operation: None,
+                base: common_base(writers.map(|m| m.base_snapshot)),
+                check_new_files: true,
             };
             let new = AttemptChanges {
                 table: changes.append_table,
@@ -208,21 +239,36 @@ impl FileStoreCommit {
             || !changes.compact_changelog.is_empty()
             || !changes.compact_index.is_empty()
         {
+            let compactions = messages.iter().filter(|m| !m.compact_before.is_empty() || !m.compact_after.is_empty());
             let request = Request {
                 identifier: commit_identifier,
                 kind: CommitKind::Compact,
                 detect_conflicts: true,
                 properties,
                 operation: None,
+                base: common_base(compactions.map(|m| m.base_snapshot)),
+                check_new_files: false,
             };
             let new = AttemptChanges {
                 table: changes.compact_table,
                 changelog: changes.compact_changelog,
                 index: changes.compact_index,
             };
-            self.commit_compaction(new, &request, &mut ids).await?;
+            if !self.commit_compaction(new, &request, &mut ids).await? {
+                uncompacted.extend(
+                    messages
+                        .iter()
+                        .filter(|m| m.new_files.iter().any(|f| f.level == 0))
+                        .map(|m| (m.partition.clone(), m.bucket)),
+                );
+            }
         }
-        Ok(ids)
+        if ids.is_empty() {
+            uncompacted.clear();
+        }
+        uncompacted.sort();
+        uncompacted.dedup();
+        Ok(CommitOutcome { ids, uncompacted })
     }
 
     /// Commit compaction results; `ids` holds the snapshots this call already created.
@@ -232,10 +278,12 @@ impl FileStoreCommit {
     /// rows. Its output files, never referenced, are deleted and the call succeeds, so that
     /// `CommitConflictError` always means "your data did not land". A compaction-only commit
     /// still fails with the conflict.
-    async fn commit_compaction(&self, new: AttemptChanges, request: &Request<'_>, ids: &mut Vec<i64>) -> Result<()> {
+    ///
+    /// Returns whether the compaction landed.
+    async fn commit_compaction(&self, new: AttemptChanges, request: &Request<'_>, ids: &mut Vec<i64>) -> Result<bool> {
         if ids.is_empty() {
             ids.push(self.try_commit(&mut Source::Fixed(new), request).await?);
-            return Ok(());
+            return Ok(true);
         }
         let rewritten: HashSet<String> =
             new.table.iter().filter(|e| e.kind == FileKind::Delete).map(|e| e.file.file_name.clone()).collect();
@@ -255,7 +303,7 @@ impl FileStoreCommit {
         match self.try_commit(&mut Source::Fixed(new), request).await {
             Ok(id) => {
                 ids.push(id);
-                Ok(())
+                Ok(true)
             }
             Err(Error::CommitConflict(_)) => {
                 let io = self.table.io();
@@ -266,7 +314,7 @@ impl FileStoreCommit {
                 for name in index_outputs {
                     io.delete(&format!("index/{name}")).await?;
                 }
-                Ok(())
+                Ok(false)
             }
             Err(e) => Err(e),
         }
@@ -365,6 +413,8 @@ impl FileStoreCommit {
             detect_conflicts: true,
             properties,
             operation,
+            base: None,
+            check_new_files: false,
         };
         let new = AttemptChanges {
             table: std::mem::take(&mut changes.append_table),
@@ -428,6 +478,8 @@ impl FileStoreCommit {
                 detect_conflicts: true,
                 properties,
                 operation: None,
+                base: None,
+                check_new_files: false,
             };
             let new = AttemptChanges {
                 table: changes.compact_table,

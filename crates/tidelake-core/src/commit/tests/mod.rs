@@ -10,6 +10,7 @@ mod conflicts;
 mod end_to_end;
 mod manifests;
 mod overwrite;
+mod safety;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -120,6 +121,14 @@ fn file(name: &str, rows: i64) -> DataFileMeta {
         write_cols: None,
         write_cols_sequences: None,
     }
+}
+
+/// [`file`] `name` of one row, created (empty) in `bucket-0` of `partition_dir` (`""` when
+/// unpartitioned): commits that retry verify that their files exist.
+async fn written(table: &Table, partition_dir: &str, name: &str) -> DataFileMeta {
+    let dir = if partition_dir.is_empty() { String::new() } else { format!("{partition_dir}/") };
+    table.io().write(&format!("{dir}bucket-0/{name}"), "").await.expect("file written");
+    file(name, 1)
 }
 
 /// A primary-key data file at `level` holding keys `min..=max`.

@@ -16,8 +16,8 @@ Every process opens every table and, until the deadline, picks one at random per
   identifiers, odd ones commit in batch mode); a writer whose commit failed is aborted and
   replaced. Each write is logged before it is invoked and after it returned: keys, value, the
   latest snapshot before the call, monotonic (system-wide) clock at invocation and return, the
-  ids returned, the outcome (acknowledged, ``CommitConflictError``, other error), and the
-  retained snapshots listed right after it returned;
+  ids returned, the outcome (acknowledged, ``CommitConflictError``, other error), and, read
+  right after it returned, those snapshots (down to its APPEND) and the latest snapshot;
 * the compactor alternates ``compact()`` and ``compact(full=True)``; the expirer runs
   ``expire_snapshots(retain_min=2, retain_max=3)``; the orphan cleaner runs
   ``remove_orphan_files`` for files older than ``orphan_age_ms`` (10 s);
@@ -30,16 +30,16 @@ A write W that returned (acknowledged) is placed at its APPEND snapshot ``a(W)``
 
 * ``t.commit`` returns every snapshot it created: ``a`` is the first (its APPEND; the others
   are the COMPACTs of the writer's compaction results);
-* one-shot ``upsert``/``delete`` return the last snapshot ``r`` only: ``a = r`` if the listing
-  taken right after the call shows ``r`` as an APPEND, else the newest APPEND before ``r`` by
-  the commit user of ``r`` (a one-shot write commits its APPEND and COMPACT under one user).
+* one-shot ``upsert``/``delete`` return the last snapshot ``r`` only: ``a = r`` if snapshot
+  ``r``, read right after the call, is an APPEND, else the newest APPEND before ``r`` by the
+  commit user of ``r`` (a one-shot write commits its APPEND and COMPACT under one user).
   When that snapshot was already expired, ``a`` is only known to lie in
   ``(latest before the call, r]`` (counted as "placed in a range"); such a write can neither
   be shown stale nor hide another write whose place overlaps its range.
 
 W is *certainly visible* from ``v(W)``: ``a`` on tables whose level 0 is read; on
 deletion-vector tables (level 0 is not read) the COMPACT the write returned, or, when it
-returned none, the newest snapshot listed right after it returned (a write returns only once
+returned none, the latest snapshot read right after it returned (a write returns only once
 its rows are visible). W is *possibly visible* from the lowest snapshot it may have landed at.
 
 At snapshot ``s`` the value of key ``k`` must be the value (or absence, for a delete) of one
@@ -57,7 +57,7 @@ another write, and they are reported as unexpected errors.
 Further invariants: acknowledged writes that did not overlap in time (A returned before B was
 invoked) land in that order (``a(A) < a(B)``); every write lands above the latest snapshot it
 saw before the call; no two acknowledged writes share an APPEND snapshot; a snapshot id names
-one snapshot for the table's life (every listing of id N shows the same commit user, kind,
+one snapshot for the table's life (every read of snapshot N shows the same commit user, kind,
 identifier and time); the latest snapshot one process sees never goes backwards; retained ids
 are contiguous and every retained snapshot reads correctly; no read has a key twice; a full
 compaction after the round, and removing every orphan file, change no read. Maintenance and
@@ -149,12 +149,24 @@ def _latest(t: tidelake.Table) -> int | None:
     return 0 if s is None else s.id
 
 
-def _listing(t: tidelake.Table) -> list[list[Any]] | str:
-    """The retained snapshots as [id, kind, user, identifier, time], or the error listing them."""
-    try:
-        return [[s.id, s.commit_kind, s.commit_user, s.commit_identifier, s.time_millis] for s in t.snapshots()]
-    except tidelake.TidelakeError as e:
-        return f"{type(e).__name__}: {e}"
+def _observe(t: tidelake.Table, ids: list[int], before: int | None) -> list[list[Any]]:
+    """Right after a write returned ``ids``: those snapshots, and the ones below down to the
+    write's APPEND (the newest APPEND by the commit user of the last id), as [id, kind, user,
+    identifier, time]; expired ones are left out."""
+    out: list[list[Any]] = []
+    if not ids:
+        return out
+    user = None
+    for sid in range(ids[-1], (before or 0), -1):
+        try:
+            s = t.snapshot(sid)
+        except tidelake.TableNotFoundError:
+            break  # expired
+        user = user or s.commit_user
+        out.append([s.id, s.commit_kind, s.commit_user, s.commit_identifier, s.time_millis])
+        if sid <= ids[0] and s.commit_kind == "APPEND" and s.commit_user == user:
+            break
+    return out
 
 
 def _error(e: BaseException) -> str:
@@ -207,7 +219,8 @@ def writer_process(cfg: Config, wid: int) -> None:
                 long_lived.pop(kind).abort()
             except tidelake.TidelakeError as e:
                 rec["abort_error"] = _error(e)
-        rec["snapshots"] = _listing(t)
+        rec["snapshots"] = _observe(t, rec.get("ids", []), rec["latest_before"])
+        rec["latest_after"] = _latest(t)
         log(phase="done", **rec)
     for w in long_lived.values():
         w.close()
@@ -433,10 +446,8 @@ class History:
                 if r["who"] not in done:  # never returned: outcome unknown
                     self.add_unknown(r, "never returned")
                 continue
-            listed = r["snapshots"] if isinstance(r["snapshots"], list) else []
-            if not isinstance(r["snapshots"], list):
-                self.report.count("snapshot listings failed")
-            for latest in (r["latest_before"], max((s[0] for s in listed), default=None)):
+            listed = r["snapshots"]
+            for latest in (r["latest_before"], r["latest_after"]):
                 if latest is not None:
                     if latest < seen_latest:
                         self.violation("latest-backwards", f"{r['who']} saw latest {latest} after {seen_latest}")
@@ -465,7 +476,7 @@ class History:
             self.violation("ack-without-snapshot", f"{r['who']} returned no snapshot id")
             self.add_unknown(r, "acknowledged without a snapshot id")
             return
-        newest = max(listed, default=ids[-1])
+        newest = max(r["latest_after"] or 0, ids[-1])
         lo = hi = ids[0]
         if r["mode"] == "writer":
             if ids[0] in listed and listed[ids[0]][1] != "APPEND":
@@ -520,17 +531,21 @@ class History:
             if len(identities) > 1:
                 self.violation("snapshot-id-reused", f"snapshot {sid} listed as {sorted(identities)}")
 
-    def allowed(self, k: int, s: int) -> set[int | None]:
-        """The values key ``k`` may have at snapshot ``s`` (None: absent)."""
+    def winners(self, k: int, s: int) -> list[Write]:
+        """The writes whose value key ``k`` may show at snapshot ``s``, by placement."""
         if k not in self.by_key:
-            return {None}
+            return [Write(None, [k], 0, 0, 0)]
         if self._los is None:
             for ws in self.by_key.values():
                 ws.sort(key=lambda w: w.lo)
             self._los = {key: [w.lo for w in ws] for key, ws in self.by_key.items()}
         candidates = self.by_key[k][:bisect.bisect_right(self._los[k], s)]
         floor = max(w.lo for w in candidates if w.visible <= s)
-        return {w.value for w in candidates if w.hi >= floor}
+        return [w for w in candidates if w.hi >= floor]
+
+    def allowed(self, k: int, s: int) -> set[int | None]:
+        """The values key ``k`` may have at snapshot ``s`` (None: absent)."""
+        return {w.value for w in self.winners(k, s)}
 
     def check_read(self, s: int, keys: list[int], values: list[int | None], source: str) -> bool:
         """Check one read of snapshot ``s`` (``source``: "read" or "final ..."); False (and
@@ -547,11 +562,10 @@ class History:
             return True
         ok = True
         for k in self.by_key.keys() | got.keys():
-            allowed, g = self.allowed(k, s), got.get(k)
-            if g in allowed:
+            deciding, g = self.winners(k, s), got.get(k)
+            if g in {w.value for w in deciding}:
                 continue
             ok = False
-            deciding = [w for w in self.by_key.get(k, []) if w.value in allowed and w.lo <= s]
             writer = self.by_value.get(g) if g is not None else None
             if g is None:
                 category = "lost"

@@ -13,26 +13,28 @@ LOCAL_SECONDS = float(os.environ.get("TIDELAKE_SOAK_SECONDS", "60"))
 S3_SECONDS = float(os.environ.get("TIDELAKE_SOAK_S3_SECONDS", "25"))
 
 
-def soak(root: str, options: dict | None, work: str, seconds: float, capsys) -> Report:
+def soak(root: str, options: dict | None, work: str, seconds: float, capsys, min_acks: int) -> Report:
     reports = run_soak(root, options, work, seconds)
     with capsys.disabled():  # the counts belong in every CI log, not only in failures
         print("\n" + "\n".join(r.describe() for r in reports))
     (report,) = reports
     assert report.ok, report.describe()
     c = report.counts
-    # the run exercised what it claims to: conflicts were possible, maintenance ran and mattered
-    assert c["acks"] >= 50 and c["reads verified"] >= 20, c
+    # the run exercised what it claims to: writes raced, maintenance ran and mattered
+    assert c["acks"] >= min_acks and c["reads verified"] >= min_acks, c
     assert c["compactor compacted"] >= 1 and c["snapshots expired"] >= 10 and c["orphans cleaned"] >= 1, c
     assert c["ack oneshot"] and c["ack writer"], c
     return report
 
 
 def test_soak_local(tmp_path, capsys):
-    soak(str(tmp_path / "tables"), None, str(tmp_path / "work"), LOCAL_SECONDS, capsys)
+    soak(str(tmp_path / "tables"), None, str(tmp_path / "work"), LOCAL_SECONDS, capsys, min_acks=200)
 
 
 def test_soak_s3(tmp_path, s3_server, capsys):
-    soak(f"s3://{s3_server.new_bucket()}/soak", s3_server.options, str(tmp_path / "work"), S3_SECONDS, capsys)
+    # moto on a shared 2-core machine: about 1.5 s per commit
+    soak(f"s3://{s3_server.new_bucket()}/soak", s3_server.options, str(tmp_path / "work"), S3_SECONDS, capsys,
+         min_acks=20)
 
 
 # ---- the checker --------------------------------------------------------------------------------
@@ -42,7 +44,8 @@ def done(who: str, keys: list[int], value: int | None, ids: list[int], listed: l
          outcome: str = "ack", before: int = 0, t: tuple[int, int] = (0, 1)) -> dict:
     return {"phase": "done", "who": who, "op": "upsert" if value is not None else "delete", "mode": mode, "keys": keys,
             "value": value, "latest_before": before, "ids": ids, "outcome": outcome, "t0": t[0], "t1": t[1],
-            "snapshots": listed, "error": "" if outcome == "ack" else "commit conflict"}
+            "snapshots": listed, "latest_after": max([before, *ids, *(s[0] for s in listed)]),
+            "error": "" if outcome == "ack" else "commit conflict"}
 
 
 def history(level0_hidden: bool = False) -> tuple[History, Report]:

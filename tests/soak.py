@@ -14,7 +14,10 @@ Every process opens every table and, until the deadline, picks one at random per
   unique to the write (round, writer, counter), half the time with one-shot ``upsert``/``delete``,
   half with a long-lived ``t.writer()`` plus ``t.commit`` (even writers pass increasing commit
   identifiers, odd ones commit in batch mode); a writer whose commit failed is aborted and
-  replaced. Each write is logged before it is invoked and after it returned: keys, value, the
+  replaced. One ``t.commit`` in ten is *ambiguous*: its first or second snapshot put lands but
+  reports an error (test-only fault injection); if that error reaches the caller, the same
+  messages are committed again, which must be recognised as landed. The last writer runs at
+  the lowest CPU priority, a slow committer whose commits race expiry for longer. Each write is logged before it is invoked and after it returned: keys, value, the
   latest snapshot before the call, monotonic (system-wide) clock at invocation and return, the
   ids returned, the outcome (acknowledged, ``CommitConflictError``, other error), and, read
   right after it returned, those snapshots (down to its APPEND) and the latest snapshot;
@@ -29,7 +32,8 @@ The rule every read is checked against
 A write W that returned (acknowledged) is placed at its APPEND snapshot ``a(W)``:
 
 * ``t.commit`` returns every snapshot it created: ``a`` is the first (its APPEND; the others
-  are the COMPACTs of the writer's compaction results);
+  are the COMPACTs of the writer's compaction results); a re-sent ambiguous commit that returns
+  no id is placed in ``(latest before the call, latest after it]``;
 * one-shot ``upsert``/``delete`` return the last snapshot ``r`` only: ``a = r`` if snapshot
   ``r``, read right after the call, is an APPEND, else the newest APPEND before ``r`` by the
   commit user of ``r`` (a one-shot write commits its APPEND and COMPACT under one user).
@@ -173,9 +177,33 @@ def _error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
+AMBIGUOUS_PUT = {"tidelake.fault.op": "put", "tidelake.fault.path": "snapshot/snapshot-", "tidelake.fault.when": "after",
+                 "tidelake.fault.action": "error"}
+"""Storage options under which the nth snapshot put lands but reports an error."""
+
+
+def _commit(cfg: Config, t: tidelake.Table, kind: str, messages: list, ident: int | None, ambiguous: int,
+            rec: dict[str, Any]) -> list[int]:
+    """``t.commit``; with ``ambiguous`` = n > 0, through a handle whose n-th snapshot put lands
+    but fails, and when that error reaches the caller, re-sent as a user would."""
+    if not ambiguous:
+        return t.commit(messages, commit_identifier=ident)
+    faulty = tidelake.open_table(cfg.locations[kind], storage_options={
+        **(cfg.storage_options or {}), **AMBIGUOUS_PUT, "tidelake.fault.nth": str(ambiguous)})
+    try:
+        return faulty.commit(messages, commit_identifier=ident)
+    except tidelake.StorageError as e:
+        if "injected fault" not in str(e):
+            raise
+        rec["first_error"] = _error(e)
+        return t.commit(messages, commit_identifier=ident)
+
+
 def writer_process(cfg: Config, wid: int) -> None:
     name = f"writer{wid}"
     rng = random.Random(f"{cfg.seed}-{cfg.round}-{name}")
+    if wid == cfg.writers - 1 and cfg.writers > 2:
+        os.nice(19)  # a slow committer on a busy machine: its commits race expiry for longer
     log = _Log(cfg, name)
     long_lived: dict[str, tidelake.TableWriter] = {}
     identifiers: Counter[str] = Counter()
@@ -185,7 +213,7 @@ def writer_process(cfg: Config, wid: int) -> None:
         t = tables[kind]
         n += 1
         op = "delete" if rng.random() < 0.2 else "upsert"
-        mode = "oneshot" if rng.random() < 0.5 else "writer"
+        mode = rng.choices(["oneshot", "writer", "ambiguous"], [5, 4, 1])[0]
         keys = rng.sample(range(cfg.keys), rng.randint(1, 4))
         value = (cfg.round * 100 + wid + 1) * 10**9 + n
         data = pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array([value] * len(keys), pa.int64())})
@@ -207,7 +235,8 @@ def writer_process(cfg: Config, wid: int) -> None:
                 if wid % 2 == 0:
                     identifiers[kind] += 1
                     ident = identifiers[kind]
-                rec["ids"] = t.commit(messages, commit_identifier=ident)
+                rec["ids"] = _commit(cfg, t, kind, messages, ident, rng.randint(1, 2) if mode == "ambiguous" else 0,
+                                     rec)
             rec["outcome"] = "ack"
         except tidelake.CommitConflictError as e:
             rec.update(outcome="conflict", error=str(e))
@@ -472,17 +501,24 @@ class History:
             self.add_unknown(r, r["error"])
             return
         ids, before = r["ids"], r["latest_before"] or self.base
+        if "first_error" in r:
+            self.report.count("ambiguous commits re-sent")
         if not ids:
-            self.violation("ack-without-snapshot", f"{r['who']} returned no snapshot id")
-            self.add_unknown(r, "acknowledged without a snapshot id")
-            return
-        newest = max(r["latest_after"] or 0, ids[-1])
-        lo = hi = ids[0]
-        if r["mode"] == "writer":
+            if "first_error" not in r:
+                self.violation("ack-without-snapshot", f"{r['who']} returned no snapshot id")
+                self.add_unknown(r, "acknowledged without a snapshot id")
+                return
+            # a re-sent commit recognised as landed: somewhere after the latest seen before
+            ids = [r["latest_after"] or NEVER]
+            lo, hi, compacted = before + 1, ids[0], False
+            self.report.count("placed in a range")
+        elif r["mode"] != "oneshot":
+            lo = hi = ids[0]
             if ids[0] in listed and listed[ids[0]][1] != "APPEND":
                 self.violation("not-append", f"{r['who']}: first id {ids[0]} is a {listed[ids[0]][1]}")
             compacted = len(ids) > 1
         else:
+            lo = hi = ids[0]
             r_kind, user = (listed[ids[0]][1], listed[ids[0]][2]) if ids[0] in listed else (None, None)
             compacted = r_kind == "COMPACT"
             if r_kind != "APPEND":
@@ -492,6 +528,7 @@ class History:
                 else:  # the APPEND has expired already: somewhere after the latest seen before
                     lo, hi = before + 1, ids[0] - (1 if compacted else 0)
                     self.report.count("placed in a range")
+        newest = max(r["latest_after"] or 0, ids[-1])
         if hi <= before:
             self.violation("landed-below-latest", f"{r['who']} acknowledged at {hi}, latest before the call was {before}")
         visible = hi if not self.level0_hidden else (ids[-1] if compacted else newest)

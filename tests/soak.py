@@ -88,8 +88,7 @@ import pyarrow as pa
 
 import tidelake
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _workers import release_when_ready, start_together  # noqa: E402
+from _workers import release_when_ready, start_together
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())])
 TABLES: dict[str, tuple[int, dict[str, str]]] = {

@@ -662,7 +662,7 @@ class TableCheck:
                 if "error" in r:
                     # the snapshot expired before (typed "not found" naming what is there) or
                     # while it was read (an error saying so); anything else is a violation
-                    if "expired" in r["error"] or r["error"].startswith("TableNotFoundError: snapshot not found"):
+                    if "expir" in r["error"] or r["error"].startswith("TableNotFoundError: snapshot not found"):
                         self.report.count("reads of an expired snapshot")
                     else:
                         self.violation("read-error", f"{'travel' if r['travel'] else 'latest'} read: {r['error']}")

@@ -7,22 +7,24 @@
 //! when the snapshot id was provably taken, and kept when the outcome is unknown (the next
 //! attempt then looks for its own snapshot first).
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tidelake_spec::manifest::{
     FileKind, IndexManifestEntry, ManifestEntry, DELETION_VECTORS_INDEX,
 };
 use tidelake_spec::schema::parse_schema_file_name;
-use tidelake_spec::snapshot::{snapshot_file_name, CommitKind, Snapshot, CURRENT_VERSION};
+use tidelake_spec::snapshot::{parse_hint, snapshot_file_name, CommitKind, Snapshot, CURRENT_VERSION};
 
 use crate::commit::conflict::{bucket_counts, ConflictChecker};
+use crate::commit::new_files::{added_paths, check, committed_since, missing_files, Verdict};
 use crate::commit::file_store_commit::FileStoreCommit;
 use crate::commit::index::combine_index_entries;
 use crate::commit::manifest_writer::CreatedFiles;
 use crate::commit::merge::Merger;
 use crate::commit::overwrite::PartitionMatcher;
 use crate::commit::scan::{data_manifests, live_entries_of, read_live_entries, PartitionSet};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::scan::plan::live_index_entries;
 
 const LATEST_HINT: &str = "snapshot/LATEST";
@@ -55,18 +57,47 @@ pub(crate) struct Request<'a> {
     pub(crate) detect_conflicts: bool,
     pub(crate) properties: &'a [(String, String)],
     pub(crate) operation: Option<&'static str>,
+    /// Check the added data files against the commits since their writers' base snapshot
+    /// (`Some(base)`, see [`new_files`](crate::commit::new_files)); `None`: no such check.
+    pub(crate) new_files_base: Option<Option<i64>>,
 }
 
 /// Why an attempt did not create its snapshot.
 enum Failure {
-    /// `snapshot-<id>` already existed: another writer won; this attempt's files are deleted.
+    /// `snapshot-<id>` already existed, or the snapshot the attempt was based on changed
+    /// before it was created: this attempt's files are deleted.
     Lost(i64),
     /// Creating the snapshot file failed without telling whether it exists.
-    Uncertain(Error),
+    Uncertain(Uncertain),
 }
+
+/// An attempt whose snapshot file may or may not have been created.
+struct Uncertain {
+    error: Error,
+    id: i64,
+    /// The attempt's delta manifest list: a fresh name, so it identifies the attempt exactly.
+    delta_manifest_list: String,
+    based_on: Option<Snapshot>,
+}
+
+/// Whether a created snapshot extends the snapshot its attempt was based on.
+enum Published {
+    Yes,
+    /// The base vanished meanwhile and newer snapshots exist: see [`FileStoreCommit::verify_published`].
+    Unknown(String),
+}
+
+/// Commits in flight longer than this verify that their new files still exist before the
+/// snapshot is created (orphan-file cleaning deletes unreferenced files by age).
+const IN_FLIGHT_CHECK: Duration = Duration::from_secs(10);
 
 fn sum_rows<'a>(entries: impl Iterator<Item = &'a ManifestEntry>) -> i64 {
     entries.fold(0i64, |acc, e| acc.saturating_add(e.file.row_count))
+}
+
+/// `snapshot/snapshot-<id>`.
+fn snapshot_rel(id: i64) -> String {
+    format!("snapshot/{}", snapshot_file_name(id))
 }
 
 impl FileStoreCommit {
@@ -80,27 +111,36 @@ impl FileStoreCommit {
         let started = Instant::now();
         let sm = self.table.snapshot_manager();
         let mut retries: u32 = 0;
-        // Latest snapshot id seen by the previous, failed attempt.
-        let mut failed_at: Option<Option<i64>> = None;
+        // An earlier attempt whose snapshot may exist.
+        let mut pending: Option<Uncertain> = None;
         loop {
-            let latest = sm.latest().await?;
-            if let Some(seen) = failed_at {
-                if let Some(id) = self
-                    .find_own_snapshot(seen, latest.as_ref(), request)
-                    .await?
-                {
+            if let Some(uncertain) = pending.take() {
+                if let Some(id) = self.find_own(&uncertain).await? {
                     return Ok(id);
                 }
             }
-            let changes = self.provide(source, latest.as_ref()).await?;
-            let failure = match self
-                .try_commit_once(latest.as_ref(), &changes, request)
-                .await?
-            {
-                Ok(id) => return Ok(id),
-                Err(failure) => failure,
+            let latest = sm.latest().await?;
+            if latest.as_ref().is_some_and(|l| l.id == i64::MAX) {
+                return Err(Error::invalid(format!(
+                    "{} has snapshot id {}: no snapshot can follow it",
+                    self.table.location(),
+                    i64::MAX
+                )));
+            }
+            let in_flight = retries > 0 || started.elapsed() > IN_FLIGHT_CHECK;
+            let attempt = async {
+                let changes = self.provide(source, latest.as_ref()).await?;
+                self.try_commit_once(latest.as_ref(), &changes, request, in_flight).await
             };
-            let seen = latest.as_ref().map(|s| s.id);
+            let failure = match attempt.await {
+                Ok(Ok(id)) => return Ok(id),
+                Ok(Err(failure)) => failure,
+                // A snapshot expired while the attempt read it: retry on the new latest.
+                Err(e) if self.expired_meanwhile(&e, latest.as_ref()).await? => {
+                    Failure::Lost(latest.as_ref().map_or(1, |l| l.id + 1))
+                }
+                Err(e) => return Err(e),
+            };
             if retries >= self.settings.max_retries
                 || self.settings.timeout.is_some_and(|t| started.elapsed() > t)
             {
@@ -111,18 +151,28 @@ impl FileStoreCommit {
                         self.table.location(),
                         started.elapsed().as_millis()
                     ))),
-                    Failure::Uncertain(error) => {
-                        let latest = sm.latest().await?;
-                        match self.find_own_snapshot(seen, latest.as_ref(), request).await? {
-                            Some(id) => Ok(id),
-                            None => Err(error),
-                        }
-                    }
+                    Failure::Uncertain(uncertain) => match self.find_own(&uncertain).await? {
+                        Some(id) => Ok(id),
+                        None => Err(uncertain.error),
+                    },
                 };
+            }
+            if let Failure::Uncertain(uncertain) = failure {
+                pending = Some(uncertain);
             }
             tokio::time::sleep(self.retry_wait(retries)).await;
             retries += 1;
-            failed_at = Some(seen);
+        }
+    }
+
+    /// True when `error` is a missing file and `latest`, which the attempt read, is gone:
+    /// an expiration removed it (and its manifests) meanwhile.
+    async fn expired_meanwhile(&self, error: &Error, latest: Option<&Snapshot>) -> Result<bool> {
+        match latest {
+            Some(l) if error.kind() == ErrorKind::NotFound => {
+                Ok(!self.table.io().exists(&snapshot_rel(l.id)).await?)
+            }
+            _ => Ok(false),
         }
     }
 
@@ -137,38 +187,95 @@ impl FileStoreCommit {
         Duration::from_millis(base.saturating_add(jitter))
     }
 
-    /// A snapshot in `(seen, latest]` made by this user with the request's identifier and kind:
-    /// an earlier attempt that did succeed.
-    async fn find_own_snapshot(
-        &self,
-        seen: Option<i64>,
-        latest: Option<&Snapshot>,
-        request: &Request<'_>,
-    ) -> Result<Option<i64>> {
-        let Some(latest) = latest else {
+    /// The snapshot of an attempt whose outcome was unknown, if it was created (recognised by
+    /// its delta manifest list, a name no other attempt uses) and extends its base.
+    async fn find_own(&self, attempt: &Uncertain) -> Result<Option<i64>> {
+        let Some(found) = self.read_snapshot(attempt.id).await? else {
             return Ok(None);
         };
-        let sm = self.table.snapshot_manager();
-        let ours = |s: &Snapshot| {
-            s.commit_user == self.commit_user
-                && s.commit_identifier == request.identifier
-                && s.commit_kind == request.kind
-        };
-        for id in seen.map_or(1, |s| s.saturating_add(1))..=latest.id {
-            let found = if id == latest.id {
-                ours(latest)
-            } else {
-                match sm.snapshot(id).await {
-                    Ok(s) => ours(&s),
-                    Err(Error::NotFound { .. }) => false,
-                    Err(e) => return Err(e),
-                }
-            };
-            if found {
-                return Ok(Some(id));
-            }
+        if found.delta_manifest_list != attempt.delta_manifest_list {
+            return Ok(None);
         }
-        Ok(None)
+        self.publish(attempt.id, attempt.based_on.as_ref()).await.map(Some)
+    }
+
+    /// Snapshot `id`, `None` when its file does not exist.
+    async fn read_snapshot(&self, id: i64) -> Result<Option<Snapshot>> {
+        let rel = snapshot_rel(id);
+        match self.table.io().read_opt(&rel).await? {
+            Some(bytes) => Snapshot::from_json(&bytes)
+                .map(Some)
+                .map_err(|e| Error::from_spec(self.table.io().display(&rel), e)),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether the snapshot an attempt was based on is still the table's snapshot of that id
+    /// (for an attempt on an empty table: whether the table still has none).
+    async fn base_unchanged(&self, based_on: Option<&Snapshot>) -> Result<bool> {
+        match based_on {
+            Some(base) => Ok(self
+                .read_snapshot(base.id)
+                .await?
+                .is_some_and(|s| s.delta_manifest_list == base.delta_manifest_list)),
+            None => Ok(self.table.snapshot_manager().latest_id().await?.is_none()),
+        }
+    }
+
+    /// After `snapshot-<id>` was created from an attempt based on `based_on` (`id - 1`):
+    /// whether it extends the newest snapshot, and not an id used before and expired meanwhile.
+    ///
+    /// Expiration deletes snapshot `k` only once `k - 1` is gone (ascending, see
+    /// [`crate::maintenance::expire`]), so when `based_on` still exists unchanged after the
+    /// creation, `id` was never used before. When it vanished, the snapshot is still the newest
+    /// one if no snapshot above `id` exists: an id used before would have a newer snapshot
+    /// (expiration never removes the latest). Otherwise the base expired either just before
+    /// this snapshot was created (the id was used before) or just after (it is valid and
+    /// others built on it): the two cannot be told apart, and the outcome is unknown. This
+    /// needs two expirations inside the window of one request, since the base is verified
+    /// again just before the snapshot file is created.
+    async fn verify_published(&self, id: i64, based_on: Option<&Snapshot>) -> Result<Published> {
+        if based_on.is_some() && self.base_unchanged(based_on).await? {
+            return Ok(Published::Yes);
+        }
+        let io = self.table.io();
+        if !io.exists(&snapshot_rel(id + 1)).await?
+            && self.table.snapshot_manager().list_ids().await?.last().is_none_or(|last| *last <= id)
+        {
+            return Ok(Published::Yes);
+        }
+        Ok(Published::Unknown(format!(
+            "snapshot {id} of {} was created, but the snapshot it was based on ({}) was expired meanwhile and newer \
+             snapshots exist: whether this commit is visible cannot be told; check the table before writing again",
+            self.table.location(),
+            based_on.map_or("none".to_string(), |b| b.id.to_string()),
+        )))
+    }
+
+    /// Verify a created snapshot ([`FileStoreCommit::verify_published`]) and move the `LATEST`
+    /// hint to it (never backwards: a hint already past it stays).
+    async fn publish(&self, id: i64, based_on: Option<&Snapshot>) -> Result<i64> {
+        if let Published::Unknown(reason) = self.verify_published(id, based_on).await? {
+            return Err(Error::Io {
+                path: self.table.io().display(&snapshot_rel(id)),
+                source: object_store::Error::Generic {
+                    store: "commit",
+                    source: reason.into(),
+                },
+            });
+        }
+        let io = self.table.io();
+        let hint = io
+            .read_opt(LATEST_HINT)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|b| parse_hint(&b).ok());
+        if hint.is_none_or(|h| h < id) {
+            // The hint is best effort: readers verify it (see `SnapshotManager::latest_id`).
+            let _ = io.write(LATEST_HINT, id.to_string()).await;
+        }
+        Ok(id)
     }
 
     /// The changes of one attempt against `latest` (overwrites recompute their deletions).
@@ -224,11 +331,14 @@ impl FileStoreCommit {
     }
 
     /// Java `tryCommitOnce`: check, write the metadata files, create the snapshot file.
+    /// `in_flight`: the commit has retried or run long, so its new files are verified to
+    /// still exist before they are published.
     async fn try_commit_once(
         &self,
         latest: Option<&Snapshot>,
         changes: &AttemptChanges,
         request: &Request<'_>,
+        in_flight: bool,
     ) -> Result<std::result::Result<i64, Failure>> {
         let new_id = latest.map_or(1, |s| s.id + 1);
         let checker = ConflictChecker {
@@ -238,6 +348,7 @@ impl FileStoreCommit {
             commit_user: &self.commit_user,
             table_location: self.table.location(),
         };
+        let mut verify_files = in_flight;
         match latest {
             None => {
                 bucket_counts(&changes.table, |p, new, prev| {
@@ -247,6 +358,9 @@ impl FileStoreCommit {
             Some(latest) if request.detect_conflicts => {
                 let partitions = PartitionSet::new(&self.layout, changed_partitions(changes));
                 let base = live_entries_of(&self.table, latest, &partitions).await?;
+                if request.kind == CommitKind::Compact && already_live(&base, &changes.table) {
+                    return Ok(Ok(latest.id));
+                }
                 checker.check(latest, base, &changes.table, request.kind)?;
             }
             Some(latest) if request.kind == CommitKind::Append && self.settings.bucket > 0 => {
@@ -254,6 +368,24 @@ impl FileStoreCommit {
                     .await?;
             }
             Some(_) => {}
+        }
+        let added: Vec<ManifestEntry> =
+            changes.table.iter().filter(|e| e.kind == FileKind::Add).cloned().collect();
+        if let (Some(latest), Some(base), false) = (latest, request.new_files_base, added.is_empty()) {
+            let since = committed_since(&self.table, &self.layout, latest, base, &added).await?;
+            // Messages built by hand (no base) are not sequence-checked: their numbers were not
+            // restored from the table.
+            let sequence_order = checker.lsm_key_types.is_some() && base.is_some();
+            let conflict = |reason: String| checker.conflict(latest, reason);
+            if let Verdict::Landed(id) = check(&self.layout, &since, base, &added, sequence_order, conflict)? {
+                return Ok(Ok(id.unwrap_or(latest.id)));
+            }
+            // Without the deltas, files of this write committed and compacted away since would
+            // not be recognised (a writer's base is known unless the messages were built by hand).
+            verify_files |= base.is_some() && !since.exact();
+        }
+        if verify_files {
+            self.check_files_exist(changes).await?;
         }
         let mut created = CreatedFiles::default();
         let snapshot = match self
@@ -267,23 +399,49 @@ impl FileStoreCommit {
             }
         };
         let io = self.table.io();
-        match io
-            .put_if_absent(
-                &format!("snapshot/{}", snapshot_file_name(new_id)),
-                snapshot.to_json(),
-            )
-            .await
-        {
-            Ok(true) => {
-                // The hint is best effort: readers verify it (see `SnapshotManager::latest_id`).
-                let _ = io.write(LATEST_HINT, new_id.to_string()).await;
-                Ok(Ok(new_id))
-            }
+        // The base may have expired while this attempt wrote its files, making `new_id` an id
+        // used before: such an attempt starts again on the new latest snapshot.
+        if !self.base_unchanged(latest).await? {
+            created.delete_all(io).await;
+            return Ok(Err(Failure::Lost(new_id)));
+        }
+        match io.put_if_absent(&snapshot_rel(new_id), snapshot.to_json()).await {
+            Ok(true) => self.publish(new_id, latest).await.map(Ok),
             Ok(false) => {
                 created.delete_all(io).await;
                 Ok(Err(Failure::Lost(new_id)))
             }
-            Err(e) => Ok(Err(Failure::Uncertain(e))),
+            Err(error) => Ok(Err(Failure::Uncertain(Uncertain {
+                error,
+                id: new_id,
+                delta_manifest_list: snapshot.delta_manifest_list,
+                based_on: latest.cloned(),
+            }))),
+        }
+    }
+
+    /// Fail (nothing written) when a file this attempt adds is gone, e.g. deleted by
+    /// orphan-file cleaning while the commit was in flight: publishing it would make the table
+    /// unreadable.
+    async fn check_files_exist(&self, changes: &AttemptChanges) -> Result<()> {
+        let mut paths = added_paths(&self.layout, &changes.table)?;
+        paths.extend(added_paths(&self.layout, &changes.changelog)?);
+        paths.extend(
+            changes
+                .index
+                .iter()
+                .filter(|e| e.kind == FileKind::Add)
+                .map(|e| e.index_file.external_path.clone().unwrap_or_else(|| format!("index/{}", e.index_file.file_name))),
+        );
+        let missing = missing_files(&self.table, paths).await?;
+        match missing.first() {
+            None => Ok(()),
+            Some(first) => Err(Error::CommitConflict(format!(
+                "{} file(s) of this commit no longer exist, e.g. {}: deleted while the commit was in flight \
+                 (orphan-file cleaning with an `older_than` shorter than the write?); nothing was committed, write again",
+                missing.len(),
+                self.table.io().display(first)
+            ))),
         }
     }
 
@@ -450,4 +608,20 @@ fn changed_partitions(changes: &AttemptChanges) -> impl Iterator<Item = &[u8]> {
         })
         .map(|e| e.partition.as_slice());
     data.chain(index)
+}
+
+/// True when `delta` is already applied to `base`: every file it adds (not merely moves between
+/// levels) is live and every file it deletes is gone. A compaction that landed, committed again
+/// after an ambiguous failure.
+fn already_live(base: &[ManifestEntry], delta: &[ManifestEntry]) -> bool {
+    fn name(e: &ManifestEntry) -> &str {
+        e.file.file_name.as_str()
+    }
+    let deleted: HashSet<&str> = delta.iter().filter(|e| e.kind == FileKind::Delete).map(name).collect();
+    let added: HashSet<&str> = delta.iter().filter(|e| e.kind == FileKind::Add).map(name).collect();
+    let live: HashSet<&str> = base.iter().map(name).collect();
+    let mut new = added.difference(&deleted).peekable();
+    new.peek().is_some()
+        && new.all(|n| live.contains(n))
+        && deleted.difference(&added).all(|n| !live.contains(n))
 }

@@ -96,7 +96,7 @@ pub(crate) fn bucket_counts(
 }
 
 impl ConflictChecker<'_> {
-    fn conflict(&self, latest: &Snapshot, reason: impl std::fmt::Display) -> Error {
+    pub(crate) fn conflict(&self, latest: &Snapshot, reason: impl std::fmt::Display) -> Error {
         Error::CommitConflict(format!(
             "{reason} (checked against snapshot {} of {}, committed by '{}'; this committer is '{}')",
             latest.id, self.table_location, latest.commit_user, self.commit_user

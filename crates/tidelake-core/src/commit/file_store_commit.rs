@@ -18,6 +18,7 @@ use crate::commit::attempt::{AttemptChanges, Request, Source};
 use crate::commit::manifest_writer::MetaWriter;
 use crate::commit::merge::MergeOptions;
 use crate::commit::message::{Changes, CommitMessage};
+use crate::commit::new_files::common_base;
 use crate::commit::overwrite::{
     check_inside, try_upgrade, OverwriteScope, PartitionFilter, PartitionMatcher,
 };
@@ -189,12 +190,14 @@ impl FileStoreCommit {
             } else {
                 CommitKind::Append
             };
+            let writers = messages.iter().filter(|m| !m.new_files.is_empty());
             let request = Request {
                 identifier: commit_identifier,
                 kind,
                 detect_conflicts: overwrite,
                 properties,
                 operation: None,
+                new_files_base: Some(common_base(writers.map(|m| m.base_snapshot))),
             };
             let new = AttemptChanges {
                 table: changes.append_table,
@@ -213,6 +216,7 @@ impl FileStoreCommit {
                 detect_conflicts: true,
                 properties,
                 operation: None,
+                new_files_base: None,
             };
             let new = AttemptChanges {
                 table: changes.compact_table,
@@ -364,6 +368,7 @@ impl FileStoreCommit {
             detect_conflicts: true,
             properties,
             operation,
+            new_files_base: None,
         };
         let new = AttemptChanges {
             table: std::mem::take(&mut changes.append_table),
@@ -427,6 +432,7 @@ impl FileStoreCommit {
                 detect_conflicts: true,
                 properties,
                 operation: None,
+                new_files_base: None,
             };
             let new = AttemptChanges {
                 table: changes.compact_table,

@@ -57,6 +57,11 @@ pub struct CommitMessage {
     pub compact_new_index_files: Vec<IndexFileMeta>,
     /// `CompactIncrement.deletedIndexFiles`.
     pub compact_deleted_index_files: Vec<IndexFileMeta>,
+    /// The snapshot the writer restored the bucket's state (sequence numbers) from: `Some(0)`
+    /// for a table that had none, `None` when unknown (overwrite writers, hand-built messages).
+    /// Only files committed after it can hold larger sequence numbers or this message's files,
+    /// so the commit's checks read the deltas since it (tidelake's own field, not Java's).
+    pub base_snapshot: Option<i64>,
 }
 
 /// The JSON envelope of the byte form.
@@ -75,6 +80,8 @@ struct Envelope {
     index_counts: [usize; 4],
     /// Hex of an Avro index manifest holding every index file, list after list.
     index_files: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base_snapshot: Option<i64>,
 }
 
 impl CommitMessage {
@@ -151,6 +158,7 @@ impl CommitMessage {
             index_files: to_hex(
                 &write_index_manifest(&index_entries, Codec::Null).map_err(encode_err)?,
             ),
+            base_snapshot: self.base_snapshot,
         };
         serde_json::to_vec(&envelope)
             .map_err(|e| Error::invalid(format!("cannot encode commit message: {e}")))
@@ -215,6 +223,7 @@ impl CommitMessage {
             compact_changelog,
             compact_new_index_files,
             compact_deleted_index_files,
+            base_snapshot: envelope.base_snapshot,
         })
     }
 }

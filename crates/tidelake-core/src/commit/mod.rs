@@ -56,6 +56,7 @@ mod index;
 mod manifest_writer;
 mod merge;
 pub mod message;
+mod new_files;
 mod overwrite;
 mod scan;
 #[cfg(test)]

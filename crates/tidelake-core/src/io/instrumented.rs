@@ -9,7 +9,7 @@
 //! | `tidelake.fault.nth` | the 1-based index of the matching operation that faults | required |
 //! | `tidelake.fault.op` | `get`, `head`, `put`, `list`, `delete`, `copy`, `any` | `any` |
 //! | `tidelake.fault.path` | only operations whose path contains this substring match | all |
-//! | `tidelake.fault.action` | `error` (a storage error), `hang` (never completes), `abort` (the process dies) | `error` |
+//! | `tidelake.fault.action` | `error` (a storage error), `hang` (never completes), `abort` (the process dies), `delay:MS` (the operation succeeds MS milliseconds late: a slow writer) | `error` |
 //! | `tidelake.fault.when` | `before` the operation reaches the inner store, or `after` it succeeded | `before` |
 //!
 //! Invariants:
@@ -93,6 +93,7 @@ enum Action {
     Error,
     Hang,
     Abort,
+    Delay(u64),
 }
 
 /// One fault to inject (see the module docs for its storage options).
@@ -129,7 +130,10 @@ impl FaultPlan {
                         "error" => Action::Error,
                         "hang" => Action::Hang,
                         "abort" => Action::Abort,
-                        _ => return Err(bad(key, v)),
+                        other => match other.strip_prefix("delay:").and_then(|ms| ms.parse().ok()) {
+                            Some(ms) => Action::Delay(ms),
+                            None => return Err(bad(key, v)),
+                        },
                     }
                 }
                 "when" => {
@@ -214,9 +218,13 @@ impl State {
     }
 }
 
-/// Carry out a fault: abort the process, hang, or return the injected error.
-async fn fire(action: Action, kind: OpKind, path: Option<&Path>) -> object_store::Error {
-    match action {
+/// Carry out a fault: abort the process, hang, wait (no error), or return the injected error.
+async fn fire(action: Action, kind: OpKind, path: Option<&Path>) -> Option<object_store::Error> {
+    let error = match action {
+        Action::Delay(ms) => {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            return None;
+        }
         Action::Abort => std::process::abort(),
         Action::Hang => loop {
             tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -225,7 +233,8 @@ async fn fire(action: Action, kind: OpKind, path: Option<&Path>) -> object_store
             store: "fault-injection",
             source: format!("injected fault on {} of {}", kind.name(), path.map_or("(none)", |p| p.as_ref())).into(),
         },
-    }
+    };
+    Some(error)
 }
 
 /// Run `op` under `fault`.
@@ -236,11 +245,16 @@ async fn guarded<T>(
     op: impl std::future::Future<Output = object_store::Result<T>>,
 ) -> object_store::Result<T> {
     if let Fault::Before(action) = fault {
-        return Err(fire(action, kind, path).await);
+        if let Some(error) = fire(action, kind, path).await {
+            return Err(error);
+        }
     }
     let out = op.await;
     match (fault, &out) {
-        (Fault::After(action), Ok(_)) => Err(fire(action, kind, path).await),
+        (Fault::After(action), Ok(_)) => match fire(action, kind, path).await {
+            Some(error) => Err(error),
+            None => out,
+        },
         _ => out,
     }
 }
@@ -301,8 +315,16 @@ impl ObjectStore for InstrumentedStore {
         match self.state.tick(OpKind::List, prefix) {
             Fault::None => self.inner.list(prefix),
             Fault::Before(action) | Fault::After(action) => {
+                let inner = self.inner.list(prefix);
                 let prefix = prefix.cloned();
-                stream::once(async move { Err(fire(action, OpKind::List, prefix.as_ref()).await) }).boxed()
+                stream::once(async move {
+                    match fire(action, OpKind::List, prefix.as_ref()).await {
+                        Some(error) => stream::once(async move { Err(error) }).boxed(),
+                        None => inner,
+                    }
+                })
+                .flatten()
+                .boxed()
             }
         }
     }
@@ -311,8 +333,16 @@ impl ObjectStore for InstrumentedStore {
         match self.state.tick(OpKind::List, prefix) {
             Fault::None => self.inner.list_with_offset(prefix, offset),
             Fault::Before(action) | Fault::After(action) => {
+                let inner = self.inner.list_with_offset(prefix, offset);
                 let prefix = prefix.cloned();
-                stream::once(async move { Err(fire(action, OpKind::List, prefix.as_ref()).await) }).boxed()
+                stream::once(async move {
+                    match fire(action, OpKind::List, prefix.as_ref()).await {
+                        Some(error) => stream::once(async move { Err(error) }).boxed(),
+                        None => inner,
+                    }
+                })
+                .flatten()
+                .boxed()
             }
         }
     }

@@ -129,6 +129,8 @@ pub struct TableWrite {
     key_columns: Vec<usize>,
     flusher: Arc<Flusher>,
     restored: HashMap<(Vec<u8>, i32), Restored>,
+    /// The snapshot `restored` was read from (0: none yet); `None` for overwrite writers.
+    base_snapshot: Option<i64>,
     partition_buckets: HashMap<Vec<u8>, i32>,
     dynamic: Option<DynamicBucketAssigner>,
     writers: Vec<BucketWriter>,
@@ -221,8 +223,12 @@ impl TableWrite {
             }
             _ => None,
         };
-        let (restored, partition_buckets) =
-            if ignore_previous { Default::default() } else { restore(&table).await? };
+        let (restored, partition_buckets, base_snapshot) = if ignore_previous {
+            (HashMap::new(), HashMap::new(), None)
+        } else {
+            let (restored, partitions, base) = restore(&table).await?;
+            (restored, partitions, Some(base))
+        };
         let partition_columns = positions(&schema, &schema.partition_keys);
         let flusher = Arc::new(Flusher {
             table: table.clone(),
@@ -246,6 +252,7 @@ impl TableWrite {
             key_columns,
             flusher,
             restored,
+            base_snapshot,
             partition_buckets,
             dynamic,
             writers: Vec::new(),
@@ -472,6 +479,7 @@ impl TableWrite {
         let mut messages = Vec::new();
         for w in &mut self.writers {
             let mut m = CommitMessage::new(w.partition.clone(), w.bucket, w.total_buckets);
+            m.base_snapshot = self.base_snapshot;
             m.new_files = std::mem::take(&mut w.new_files);
             m.changelog_files = std::mem::take(&mut w.changelog_files);
             index_updates.retain(|u| {
@@ -624,14 +632,16 @@ fn split_by_bucket(buckets: &[i32]) -> Vec<(i32, UInt32Array)> {
     order.into_iter().map(|b| (b, UInt32Array::from(rows.remove(&b).unwrap_or_default()))).collect()
 }
 
-/// Per (partition, bucket): the largest sequence number and the bucket count of the live files
-/// of the latest snapshot (every level: Java restores from all files), and per partition its
-/// bucket count.
-async fn restore(table: &Table) -> Result<(HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>)> {
+/// Restored bucket state: per (partition, bucket) the largest sequence number of the live files
+/// of the latest snapshot (every level: Java restores from all files), per partition its bucket
+/// count, and the id of that snapshot (0 when the table has none).
+type RestoredState = (HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>, i64);
+
+async fn restore(table: &Table) -> Result<RestoredState> {
     let mut restored: HashMap<(Vec<u8>, i32), Restored> = HashMap::new();
     let mut partitions = HashMap::new();
     let Some(snap) = table.snapshot_manager().latest().await? else {
-        return Ok((restored, partitions));
+        return Ok((restored, partitions, 0));
     };
     let (base, delta) = futures::try_join!(read_list(table, &snap.base_manifest_list), read_list(table, &snap.delta_manifest_list))?;
     let metas: Vec<_> = base.into_iter().chain(delta).collect();
@@ -643,5 +653,5 @@ async fn restore(table: &Table) -> Result<(HashMap<(Vec<u8>, i32), Restored>, Ha
         let r = restored.entry((e.partition, e.bucket)).or_insert(Restored { max_sequence: -1 });
         r.max_sequence = r.max_sequence.max(e.file.max_sequence_number);
     }
-    Ok((restored, partitions))
+    Ok((restored, partitions, snap.id))
 }

@@ -67,7 +67,7 @@ async fn concurrent_tasks_get_contiguous_ids_and_lose_no_file() {
             for i in 0..COMMITS_PER_WRITER {
                 let name = format!("w{writer}-{i}");
                 let dt = if i % 2 == 0 { "even" } else { "odd" };
-                let message = add(part(dt), -1, vec![file(&name, 1)]);
+                let message = add(part(dt), -1, vec![written(&c.table, &format!("dt={dt}"), &name).await]);
                 ids.extend(
                     c.commit(vec![message], i64::try_from(i).unwrap(), &[])
                         .await
@@ -141,7 +141,7 @@ async fn child_process_committer() {
     let table = Table::open(&dir).await.unwrap();
     let c = committer(&table, &name);
     for i in 0..COMMITS_PER_WRITER {
-        let files = vec![file(&format!("{name}-{i}"), 1)];
+        let files = vec![written(&table, "", &format!("{name}-{i}")).await];
         assert_eq!(
             c.commit(vec![add(no_part(), -1, files)], BATCH, &[])
                 .await

@@ -122,6 +122,14 @@ fn file(name: &str, rows: i64) -> DataFileMeta {
     }
 }
 
+/// [`file`] `name` of one row, created (empty) in `bucket-0` of `partition_dir` (`""` when
+/// unpartitioned): commits that retry verify that their files exist.
+async fn written(table: &Table, partition_dir: &str, name: &str) -> DataFileMeta {
+    let dir = if partition_dir.is_empty() { String::new() } else { format!("{partition_dir}/") };
+    table.io().write(&format!("{dir}bucket-0/{name}"), "").await.expect("file written");
+    file(name, 1)
+}
+
 /// A primary-key data file at `level` holding keys `min..=max`.
 fn pk_file(name: &str, level: i32, min: i64, max: i64) -> DataFileMeta {
     DataFileMeta {

@@ -14,10 +14,12 @@ Every process opens every table and, until the deadline, picks one at random per
   unique to the write (round, writer, counter), half the time with one-shot ``upsert``/``delete``,
   half with a long-lived ``t.writer()`` plus ``t.commit`` (even writers pass increasing commit
   identifiers, odd ones commit in batch mode); a writer whose commit failed is aborted and
-  replaced. One ``t.commit`` in ten is *ambiguous*: its first or second snapshot put lands but
-  reports an error (test-only fault injection); if that error reaches the caller, the same
-  messages are committed again, which must be recognised as landed. The last writer runs at
-  the lowest CPU priority, a slow committer whose commits race expiry for longer. Each write is logged before it is invoked and after it returned: keys, value, the
+  replaced. Through test-only fault injection, one ``t.commit`` in five is *ambiguous*: its
+  first or second snapshot put lands but reports an error (if that error reaches the caller,
+  the same messages are committed again, which must be recognised as landed), and one in
+  ten is *slow*: 1.5 s pass between reading the latest snapshot and creating the next, so
+  that expiry removes snapshots under it. The last writer also runs at the lowest CPU
+  priority. Each write is logged before it is invoked and after it returned: keys, value, the
   latest snapshot before the call, monotonic (system-wide) clock at invocation and return, the
   ids returned, the outcome (acknowledged, ``CommitConflictError``, other error), and, read
   right after it returned, those snapshots (down to its APPEND) and the latest snapshot;
@@ -96,6 +98,7 @@ TABLES: dict[str, tuple[int, dict[str, str]]] = {
     "dynamic": (-1, {"dynamic-bucket.target-row-num": "60"}),
     "dv": (2, {"deletion-vectors.enabled": "true"}),
 }
+LAST_READ = "last read (after a full compaction and removing every orphan)"
 NEVER = 1 << 62
 """Placement bound of a write whose outcome is unknown: it is never certainly visible."""
 
@@ -176,19 +179,26 @@ def _error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-AMBIGUOUS_PUT = {"tidelake.fault.op": "put", "tidelake.fault.path": "snapshot/snapshot-", "tidelake.fault.when": "after",
-                 "tidelake.fault.action": "error"}
-"""Storage options under which the nth snapshot put lands but reports an error."""
+def _faults(mode: str, rng: random.Random) -> dict[str, str]:
+    """Test-only fault injection (storage options) for a commit of ``mode``: ``ambiguous``, the
+    first or second snapshot put lands but reports an error; ``slow``, the commit's first
+    manifest put takes 1.5 s (after it read the latest snapshot, before it creates the next)."""
+    if mode == "ambiguous":
+        return {"tidelake.fault.op": "put", "tidelake.fault.path": "snapshot/snapshot-", "tidelake.fault.when": "after",
+                "tidelake.fault.action": "error", "tidelake.fault.nth": str(rng.randint(1, 2))}
+    if mode == "slow":
+        return {"tidelake.fault.op": "put", "tidelake.fault.path": "manifest/", "tidelake.fault.action": "delay:1500",
+                "tidelake.fault.nth": "1"}
+    return {}
 
 
-def _commit(cfg: Config, t: tidelake.Table, kind: str, messages: list, ident: int | None, ambiguous: int,
+def _commit(cfg: Config, t: tidelake.Table, kind: str, messages: list, ident: int | None, faults: dict[str, str],
             rec: dict[str, Any]) -> list[int]:
-    """``t.commit``; with ``ambiguous`` = n > 0, through a handle whose n-th snapshot put lands
-    but fails, and when that error reaches the caller, re-sent as a user would."""
-    if not ambiguous:
+    """``t.commit``, through a handle with ``faults`` if any; when an injected error reaches the
+    caller, the same messages are committed again, as a user would."""
+    if not faults:
         return t.commit(messages, commit_identifier=ident)
-    faulty = tidelake.open_table(cfg.locations[kind], storage_options={
-        **(cfg.storage_options or {}), **AMBIGUOUS_PUT, "tidelake.fault.nth": str(ambiguous)})
+    faulty = tidelake.open_table(cfg.locations[kind], storage_options={**(cfg.storage_options or {}), **faults})
     try:
         return faulty.commit(messages, commit_identifier=ident)
     except tidelake.StorageError as e:
@@ -212,7 +222,7 @@ def writer_process(cfg: Config, wid: int) -> None:
         t = tables[kind]
         n += 1
         op = "delete" if rng.random() < 0.2 else "upsert"
-        mode = rng.choices(["oneshot", "writer", "ambiguous"], [5, 4, 1])[0]
+        mode = rng.choices(["oneshot", "writer", "ambiguous", "slow"], [10, 7, 2, 1])[0]
         keys = rng.sample(range(cfg.keys), rng.randint(1, 4))
         value = (cfg.round * 100 + wid + 1) * 10**9 + n
         data = pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array([value] * len(keys), pa.int64())})
@@ -234,8 +244,7 @@ def writer_process(cfg: Config, wid: int) -> None:
                 if wid % 2 == 0:
                     identifiers[kind] += 1
                     ident = identifiers[kind]
-                rec["ids"] = _commit(cfg, t, kind, messages, ident, rng.randint(1, 2) if mode == "ambiguous" else 0,
-                                     rec)
+                rec["ids"] = _commit(cfg, t, kind, messages, ident, _faults(mode, rng), rec)
             rec["outcome"] = "ack"
         except tidelake.CommitConflictError as e:
             rec.update(outcome="conflict", error=str(e))
@@ -456,7 +465,7 @@ class History:
         self.conflicted: dict[int, str] = {}  # value -> the write that raised CommitConflictError
         self.identities: dict[int, set[tuple]] = defaultdict(set)  # snapshot id -> (kind, user, ...) listed
         self.acked_at: dict[int, str] = {}  # APPEND snapshot -> the write acknowledged there
-        self.hidden: dict[str, set[str]] = defaultdict(set)  # "read"/"final" -> acked writes not seen
+        self.hidden: dict[str, set[str]] = defaultdict(set)  # when -> acknowledged writes a read did not show
         self.verified: set[tuple[int, int]] = set()
         self._los: dict[int, list[int]] | None = None
 
@@ -584,8 +593,8 @@ class History:
         return {w.value for w in self.winners(k, s)}
 
     def check_read(self, s: int, keys: list[int], values: list[int | None], source: str) -> bool:
-        """Check one read of snapshot ``s`` (``source``: "read" or "final ..."); False (and
-        violations) if it is wrong."""
+        """Check one read of snapshot ``s`` (``source`` names it: "read", "final read", ...);
+        False (and violations) if it is wrong."""
         got = dict(zip(keys, values))
         if len(got) != len(keys):
             dup = [k for k, n in Counter(keys).items() if n > 1]
@@ -614,7 +623,7 @@ class History:
             else:
                 category = "stale"
             if category in ("lost", "stale"):
-                self.hidden["final" if source.startswith("final") else "read"].update(
+                self.hidden["lost for good" if source == LAST_READ else "not visible at some read"].update(
                     w.who for w in deciding if w.visible != 0)
             want = " or ".join(f"{_fmt(w.value)} ({w.who}, at {w.lo}..{w.hi})" for w in deciding[-2:])
             by = f" ({writer.who}, at {writer.lo}..{writer.hi})" if writer else ""
@@ -626,7 +635,7 @@ class History:
     def summarize(self) -> None:
         """Count the acknowledged writes some read did not show, and those lost for good."""
         for when, whos in self.hidden.items():
-            self.report.count(f"acked writes not visible ({when}) {self.kind}", len(whos))
+            self.report.count(f"acked writes {when} {self.kind}", len(whos))
 
 
 class TableCheck:
@@ -705,7 +714,7 @@ class TableCheck:
         after = [s.id for s in t.snapshots()]
         for sid in after[:-1]:
             self.read_snapshot(sid, "final read after compaction and orphan cleaning")
-        rows = self.read_snapshot(after[-1], "final read after compaction and orphan cleaning")
+        rows = self.read_snapshot(after[-1], LAST_READ)
         if rows is not None:  # checked: the next round starts from it
             self.report.model[self.kind] = dict(zip(rows.column("k").to_pylist(), rows.column("v").to_pylist()))
         self.report.latest[self.kind] = after[-1]

@@ -32,9 +32,9 @@ def test_soak_local(tmp_path, capsys):
 
 
 def test_soak_s3(tmp_path, s3_server, capsys):
-    # moto on a shared 2-core machine: about 1.5 s per commit
+    # moto on a shared 2-core machine: about 1.5 s per commit, 20-45 acknowledged in 25 s
     soak(f"s3://{s3_server.new_bucket()}/soak", s3_server.options, str(tmp_path / "work"), S3_SECONDS, capsys,
-         min_acks=20)
+         min_acks=10)
 
 
 # ---- the checker --------------------------------------------------------------------------------

@@ -126,3 +126,76 @@ def crash_victim(args_json: str) -> None:
         t.compact(full=True)
     else:
         t.expire_snapshots(retain_min=1, retain_max=2, older_than_ms=int(time.time() * 1000) + 60_000)
+
+
+def commit_pickled(path: str, pickled: bytes) -> list[int]:
+    """Commit pickled commit messages in this process; returns the snapshot ids."""
+    return tidelake.open_table(path).commit(pickle.loads(pickled))
+
+
+def _wait_for(go_file: str) -> None:
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go_file):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the go flag never appeared")
+        time.sleep(0.001)
+
+
+def _kv(t: tidelake.Table, pairs: dict[int, str]) -> pa.Table:
+    return pa.Table.from_pylist([{"k": k, "v": v} for k, v in pairs.items()], schema=t.schema)
+
+
+def slow_upsert(table_path: str, storage_options: dict, pairs: dict[int, str], one_shot: bool = True) -> Any:
+    """Upsert ``pairs`` through a table opened with (fault-injecting) ``storage_options``:
+    one-shot (returns the snapshot id) or two-phase (returns the ids, or the name of the
+    CommitConflictError it raised)."""
+    t = tidelake.open_table(table_path, storage_options=storage_options)
+    if one_shot:
+        return t.upsert(_kv(t, pairs))
+    with t.writer() as w:
+        w.upsert(_kv(t, pairs))
+        messages = w.prepare_commit()
+    try:
+        return t.commit(messages)
+    except tidelake.CommitConflictError:
+        return "CommitConflictError"
+
+
+def commit_rounds(table_path: str, worker: int, rounds: int, go_file: str) -> tuple[list[int], list[int]]:
+    """After ``go_file`` appears, commit ``rounds`` one-row writes as commit user "shared";
+    returns the keys of the commits that returned and of those that raised
+    CommitConflictError."""
+    t = tidelake.open_table(table_path)
+    _wait_for(go_file)
+    acked, conflicted = [], []
+    for r in range(rounds):
+        key = worker * 1000 + r
+        with t.writer(commit_user="shared") as w:
+            w.upsert(_kv(t, {key: f"w{worker}"}))
+            messages = w.prepare_commit()
+        try:
+            t.commit(messages, commit_user="shared")
+            acked.append(key)
+        except tidelake.CommitConflictError:
+            conflicted.append(key)
+    return acked, conflicted
+
+
+def upsert_rounds(table_path: str, worker: int, rounds: int, keys: int, go_file: str) -> list[dict[str, Any]]:
+    """After ``go_file`` appears, upsert every one of ``keys`` keys with a value unique to this
+    write, ``rounds`` times, through two-phase writers; returns per write its value, keys and
+    APPEND snapshot id (None when it raised CommitConflictError)."""
+    t = tidelake.open_table(table_path)
+    _wait_for(go_file)
+    out = []
+    for r in range(rounds):
+        value = f"w{worker}-{r}"
+        with t.writer() as w:
+            w.upsert(_kv(t, {k: value for k in range(keys)}))
+            messages = w.prepare_commit()
+        try:
+            append_id = t.commit(messages)[0]
+        except tidelake.CommitConflictError:
+            append_id = None
+        out.append({"value": value, "keys": list(range(keys)), "append_id": append_id})
+    return out

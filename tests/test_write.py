@@ -353,7 +353,10 @@ def test_parquet_dictionaries_only_where_they_pay(tmp_path, dictionary):
 
 def test_recommitting_batch_messages_does_not_duplicate_files(tmp_path):
     """The same messages committed twice without an identifier: Java would read a table whose
-    manifests ADD one file twice as corrupt; the second commit must fail or be a no-op."""
+    manifests ADD one file twice as corrupt. The second commit is recognised as landed (a retry
+    after an ambiguous failure must be safe): a no-op returning the snapshot that holds it, also
+    from another process (pickled messages) and for a primary-key table (files then compacted)."""
+    import pickle
     from _peers import pp_read
 
     cat, wh = new_warehouse(tmp_path)
@@ -362,13 +365,23 @@ def test_recommitting_batch_messages_does_not_duplicate_files(tmp_path):
     w.write(expected())
     msgs = w.prepare_commit()
     w.close()
-    t.commit(msgs)
-    with pytest.raises(tidelake.InvalidArgumentError):
-        t.commit(msgs)
+    assert t.commit(msgs) == [1]
+    assert t.commit(msgs) == [1]
+    assert _commit_in_child(t.path, pickle.dumps(msgs)) == [1]
     with pytest.raises(tidelake.InvalidArgumentError):
         t.commit(msgs + msgs)
+    assert [s.id for s in t.snapshots()] == [1]
     assert_same_rows(t.to_arrow(), expected().cast(t.schema))
     assert_same_rows(pp_read(wh, schema=t.schema).cast(t.schema), expected().cast(t.schema))
+
+
+def _commit_in_child(path: str, pickled: bytes) -> list[int]:
+    import multiprocessing as mp
+
+    from _workers import commit_pickled
+
+    with mp.get_context("spawn").Pool(1) as pool:
+        return pool.apply(commit_pickled, (path, pickled))
 
 
 def test_unsupported_writes_on_append_tables(append_table):

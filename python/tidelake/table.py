@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import _internal
 from ._filters import to_filter_json
 from ._metadata import SchemaVersion, Snapshot, Tag
-from .exceptions import InvalidArgumentError
+from .exceptions import CommitConflictError, InvalidArgumentError
 from .scan import Scan
-from .write import (BATCH_COMMIT_IDENTIFIER, CommitMessage, TableWriter, arrow_input, check_messages,
-                    check_not_committed, inside_partition, remember_committed,
-                    commit_user_of, raw_messages)
+from .write import (BATCH_COMMIT_IDENTIFIER, ONE_SHOT_RETRIES, CommitMessage, TableWriter, arrow_input, check_messages,
+                    commit_user_of, inside_partition, raw_messages, replayable)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -317,23 +316,28 @@ class Table:
         messages = check_messages(messages)
         user = commit_user_of(messages, commit_user)
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
-        if ident == BATCH_COMMIT_IDENTIFIER:
-            check_not_committed(messages)
-        ids = self._raw.commit(raw_messages(messages), user, ident)
-        if ident == BATCH_COMMIT_IDENTIFIER:
-            remember_committed(messages)
-        return ids
+        return self._raw.commit(raw_messages(messages), user, ident)
 
     def _write_and_commit(self, data: Any, kind: str) -> int | None:
-        w = TableWriter(self)
-        try:
-            getattr(w, kind)(data)
-            ids = self.commit(w.prepare_commit(), commit_user=w.commit_user)
-        except BaseException:
-            w.abort()
-            raise
-        w.close()
-        return ids[-1] if ids else None
+        # A conflict means nothing landed; data that can be read again is written again by a new
+        # writer, which continues from the state the conflicting commit left.
+        retries = ONE_SHOT_RETRIES if replayable(data) else 0
+        while True:
+            w = TableWriter(self)
+            try:
+                getattr(w, kind)(data)
+                ids = self.commit(w.prepare_commit(), commit_user=w.commit_user)
+            except CommitConflictError:
+                w.abort()
+                if retries == 0:
+                    raise
+                retries -= 1
+                continue
+            except BaseException:
+                w.abort()
+                raise
+            w.close()
+            return ids[-1] if ids else None
 
     def write(self, data: Any, mode: str = "append", overwrite_partition: Any = None) -> int | None:
         """Write rows and commit; returns the id of the last snapshot committed: the APPEND, or

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,20 @@ def arrow_input(data: Any) -> Any:
     if isinstance(data, dict):
         return pa.table(data)
     raise InvalidArgumentError(f"cannot write a {type(data).__name__}: give a pyarrow/polars/pandas table or batches")
+
+
+ONE_SHOT_RETRIES = 5
+"""How many times a one-shot write (``Table.write/upsert/delete``) of replayable data is written
+again after a ``CommitConflictError`` (nothing landed) before the error is raised."""
+
+
+def replayable(data: Any) -> bool:
+    """True when ``data`` can be read again (a table or frame, not a one-shot stream)."""
+    import pyarrow as pa
+
+    if isinstance(data, (pa.Table, pa.RecordBatch, list, dict)):
+        return True
+    return type(data).__module__.split(".")[0] in ("pandas", "polars") and hasattr(data, "columns")
 
 
 @dataclass(frozen=True)
@@ -116,32 +129,6 @@ def check_messages(messages: Any) -> list[CommitMessage]:
     if len({m.payload for m in out}) != len(out):
         raise InvalidArgumentError("the same CommitMessage was passed twice")
     return out
-
-
-_COMMITTED: "OrderedDict[bytes, None]" = OrderedDict()
-"""Digests of the last messages this process committed in batch mode (bounded). Committing a
-message's files a second time (without a commit identifier, which would make it a no-op)
-makes Paimon readers reject the table ("file added twice"), so it is refused."""
-_COMMITTED_MAX = 1 << 16
-
-
-def _digest(m: CommitMessage) -> bytes:
-    import hashlib
-
-    return hashlib.blake2b(m.payload, digest_size=16).digest()
-
-
-def check_not_committed(messages: list[CommitMessage]) -> None:
-    if any(_digest(m) in _COMMITTED for m in messages):
-        raise InvalidArgumentError("these commit messages were already committed; a message can be committed "
-                                   "once (pass the same commit_identifier to make re-sending a no-op)")
-
-
-def remember_committed(messages: list[CommitMessage]) -> None:
-    for m in messages:
-        _COMMITTED[_digest(m)] = None
-    while len(_COMMITTED) > _COMMITTED_MAX:
-        _COMMITTED.popitem(last=False)
 
 
 def inside_partition(data: Any, spec: dict[str, Any], schema: Any, failure: list[BaseException]) -> Any:

@@ -21,8 +21,10 @@ use tidelake_core::write::table_write::TableWrite;
 
 /// Bounds (see `benches/README.md`): a commit issues at most this many requests plus one GET
 /// per manifest of its base (which `manifest.merge-min-count` keeps small); opening the table
-/// and planning the latest snapshot at most this many plus one GET per manifest.
-const COMMIT_REQUESTS: u64 = 20;
+/// and planning the latest snapshot at most this many plus one GET per manifest. Two of a
+/// commit's GETs verify that its base snapshot is unchanged before and after the new snapshot
+/// is created (a snapshot id is never used twice, even when expiry races the commit).
+const COMMIT_REQUESTS: u64 = 22;
 const PLAN_REQUESTS: u64 = 8;
 /// Reading a (small) Parquet data file: its size (HEAD), footer with offset index, the pages.
 const FILE_READ_REQUESTS: u64 = 3;

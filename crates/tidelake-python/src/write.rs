@@ -12,6 +12,7 @@ use arrow_array::Int32Array;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyArray;
 use tidelake_core::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
+use tidelake_core::compact::commit_visible;
 use tidelake_core::scan::predicate::Predicate;
 use tidelake_core::write::input::RowKinds;
 use tidelake_core::write::table_write::TableWrite;
@@ -157,8 +158,10 @@ impl RawTable {
         properties: Vec<(String, String)>,
     ) -> PyResult<Vec<i64>> {
         let messages = decode_messages(messages)?;
-        let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
-        block_on(py, commit.commit(messages, commit_identifier, &properties))?.py().and_then(|ids| after_commit(py, &self.table, ids))
+        let table = self.table.clone();
+        block_on(py, async move { commit_visible(&table, &commit_user, messages, commit_identifier, &properties).await })?
+            .py()
+            .and_then(|ids| after_commit(py, &self.table, ids))
     }
 
     /// Overwrite: `partition_json` (a filter on partition columns) selects what is replaced;

@@ -14,9 +14,10 @@ use tidelake_spec::manifest::{
     FileKind, IndexManifestEntry, ManifestEntry, DELETION_VECTORS_INDEX,
 };
 use tidelake_spec::schema::parse_schema_file_name;
-use tidelake_spec::snapshot::{parse_hint, snapshot_file_name, CommitKind, Snapshot, CURRENT_VERSION};
+use tidelake_spec::snapshot::{snapshot_file_name, CommitKind, Snapshot, CURRENT_VERSION};
 
 use crate::commit::conflict::{bucket_counts, ConflictChecker};
+use crate::commit::dv_conflict::check_deletion_vectors;
 use crate::commit::new_files::{added_paths, check, committed_since, missing_files, Verdict};
 use crate::commit::file_store_commit::FileStoreCommit;
 use crate::commit::index::combine_index_entries;
@@ -57,9 +58,12 @@ pub(crate) struct Request<'a> {
     pub(crate) detect_conflicts: bool,
     pub(crate) properties: &'a [(String, String)],
     pub(crate) operation: Option<&'static str>,
-    /// Check the added data files against the commits since their writers' base snapshot
-    /// (`Some(base)`, see [`new_files`](crate::commit::new_files)); `None`: no such check.
-    pub(crate) new_files_base: Option<Option<i64>>,
+    /// The snapshot the messages' writers (or compactions) started from: the oldest of theirs,
+    /// `None` when unknown.
+    pub(crate) base: Option<i64>,
+    /// Check the added data files against the commits since `base` (see
+    /// [`new_files`](crate::commit::new_files)).
+    pub(crate) check_new_files: bool,
 }
 
 /// Why an attempt did not create its snapshot.
@@ -252,8 +256,10 @@ impl FileStoreCommit {
         )))
     }
 
-    /// Verify a created snapshot ([`FileStoreCommit::verify_published`]) and move the `LATEST`
-    /// hint to it (never backwards: a hint already past it stays).
+    /// Verify a created snapshot ([`FileStoreCommit::verify_published`]) and point the
+    /// `LATEST` hint at it. Racing commits may leave the hint a little behind; it only ever
+    /// names a verified snapshot of the chain, and readers probe forward from it, so the latest
+    /// snapshot they find never moves back.
     async fn publish(&self, id: i64, based_on: Option<&Snapshot>) -> Result<i64> {
         if let Published::Unknown(reason) = self.verify_published(id, based_on).await? {
             return Err(Error::Io {
@@ -264,17 +270,8 @@ impl FileStoreCommit {
                 },
             });
         }
-        let io = self.table.io();
-        let hint = io
-            .read_opt(LATEST_HINT)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|b| parse_hint(&b).ok());
-        if hint.is_none_or(|h| h < id) {
-            // The hint is best effort: readers verify it (see `SnapshotManager::latest_id`).
-            let _ = io.write(LATEST_HINT, id.to_string()).await;
-        }
+        // The hint is best effort: readers verify it (see `SnapshotManager::latest_id`).
+        let _ = self.table.io().write(LATEST_HINT, id.to_string()).await;
         Ok(id)
     }
 
@@ -361,6 +358,8 @@ impl FileStoreCommit {
                 if request.kind == CommitKind::Compact && already_live(&base, &changes.table) {
                     return Ok(Ok(latest.id));
                 }
+                let (table, index) = (&changes.table, &changes.index);
+                check_deletion_vectors(&self.table, &checker, latest, &base, table, index, request.base).await?;
                 checker.check(latest, base, &changes.table, request.kind)?;
             }
             Some(latest) if request.kind == CommitKind::Append && self.settings.bucket > 0 => {
@@ -371,13 +370,14 @@ impl FileStoreCommit {
         }
         let added: Vec<ManifestEntry> =
             changes.table.iter().filter(|e| e.kind == FileKind::Add).cloned().collect();
-        if let (Some(latest), Some(base), false) = (latest, request.new_files_base, added.is_empty()) {
+        if let (Some(latest), true, false) = (latest, request.check_new_files, added.is_empty()) {
+            let base = request.base;
             let since = committed_since(&self.table, &self.layout, latest, base, &added).await?;
             // Messages built by hand (no base) are not sequence-checked: their numbers were not
             // restored from the table.
-            let sequence_order = checker.lsm_key_types.is_some() && base.is_some();
+            let key_types = checker.lsm_key_types.filter(|_| base.is_some());
             let conflict = |reason: String| checker.conflict(latest, reason);
-            if let Verdict::Landed(id) = check(&self.layout, &since, base, &added, sequence_order, conflict)? {
+            if let Verdict::Landed(id) = check(&self.layout, &since, base, &added, key_types, conflict)? {
                 return Ok(Ok(id.unwrap_or(latest.id)));
             }
             // Without the deltas, files of this write committed and compacted away since would

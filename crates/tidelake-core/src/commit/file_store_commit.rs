@@ -90,6 +90,15 @@ impl Settings {
     }
 }
 
+/// What [`FileStoreCommit::commit_reporting`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CommitOutcome {
+    /// The snapshots created, in order (empty: nothing to commit, or already committed).
+    pub ids: Vec<i64>,
+    /// (partition, bucket)s that got level-0 files in this commit but no landed compaction.
+    pub uncompacted: Vec<(Vec<u8>, i32)>,
+}
+
 /// Commits to one table on behalf of one `commit_user`; `Send + Sync`, share it behind an
 /// `Arc` to commit from several tasks.
 #[derive(Debug)]
@@ -166,9 +175,27 @@ impl FileStoreCommit {
         commit_identifier: i64,
         properties: &[(String, String)],
     ) -> Result<Vec<i64>> {
+        Ok(self.commit_reporting(messages, commit_identifier, properties).await?.ids)
+    }
+
+    /// [`FileStoreCommit::commit`], also telling which buckets got new level-0 files without a
+    /// landed compaction of them: on tables whose reads skip level 0 (deletion vectors,
+    /// first-row) those rows stay invisible until the bucket is compacted, see
+    /// [`crate::compact::commit_visible`].
+    pub async fn commit_reporting(
+        &self,
+        messages: Vec<CommitMessage>,
+        commit_identifier: i64,
+        properties: &[(String, String)],
+    ) -> Result<CommitOutcome> {
         if self.already_committed(commit_identifier).await? {
-            return Ok(Vec::new());
+            return Ok(CommitOutcome::default());
         }
+        let mut uncompacted: Vec<(Vec<u8>, i32)> = messages
+            .iter()
+            .filter(|m| m.new_files.iter().any(|f| f.level == 0) && m.compact_after.is_empty() && m.compact_before.is_empty())
+            .map(|m| (m.partition.clone(), m.bucket))
+            .collect();
         let changes = Changes::collect(&messages, &self.layout)?;
         let mut ids = Vec::new();
         if !self.settings.ignore_empty_commit
@@ -197,7 +224,8 @@ impl FileStoreCommit {
                 detect_conflicts: overwrite,
                 properties,
                 operation: None,
-                new_files_base: Some(common_base(writers.map(|m| m.base_snapshot))),
+                base: common_base(writers.map(|m| m.base_snapshot)),
+                check_new_files: true,
             };
             let new = AttemptChanges {
                 table: changes.append_table,
@@ -210,22 +238,36 @@ impl FileStoreCommit {
             || !changes.compact_changelog.is_empty()
             || !changes.compact_index.is_empty()
         {
+            let compactions = messages.iter().filter(|m| !m.compact_before.is_empty() || !m.compact_after.is_empty());
             let request = Request {
                 identifier: commit_identifier,
                 kind: CommitKind::Compact,
                 detect_conflicts: true,
                 properties,
                 operation: None,
-                new_files_base: None,
+                base: common_base(compactions.map(|m| m.base_snapshot)),
+                check_new_files: false,
             };
             let new = AttemptChanges {
                 table: changes.compact_table,
                 changelog: changes.compact_changelog,
                 index: changes.compact_index,
             };
-            self.commit_compaction(new, &request, &mut ids).await?;
+            if !self.commit_compaction(new, &request, &mut ids).await? {
+                uncompacted.extend(
+                    messages
+                        .iter()
+                        .filter(|m| m.new_files.iter().any(|f| f.level == 0))
+                        .map(|m| (m.partition.clone(), m.bucket)),
+                );
+            }
         }
-        Ok(ids)
+        if ids.is_empty() {
+            uncompacted.clear();
+        }
+        uncompacted.sort();
+        uncompacted.dedup();
+        Ok(CommitOutcome { ids, uncompacted })
     }
 
     /// Commit compaction results; `ids` holds the snapshots this call already created.
@@ -235,10 +277,12 @@ impl FileStoreCommit {
     /// rows. Its output files, never referenced, are deleted and the call succeeds, so that
     /// `CommitConflictError` always means "your data did not land". A compaction-only commit
     /// still fails with the conflict.
-    async fn commit_compaction(&self, new: AttemptChanges, request: &Request<'_>, ids: &mut Vec<i64>) -> Result<()> {
+    ///
+    /// Returns whether the compaction landed.
+    async fn commit_compaction(&self, new: AttemptChanges, request: &Request<'_>, ids: &mut Vec<i64>) -> Result<bool> {
         if ids.is_empty() {
             ids.push(self.try_commit(&mut Source::Fixed(new), request).await?);
-            return Ok(());
+            return Ok(true);
         }
         let rewritten: HashSet<String> =
             new.table.iter().filter(|e| e.kind == FileKind::Delete).map(|e| e.file.file_name.clone()).collect();
@@ -258,7 +302,7 @@ impl FileStoreCommit {
         match self.try_commit(&mut Source::Fixed(new), request).await {
             Ok(id) => {
                 ids.push(id);
-                Ok(())
+                Ok(true)
             }
             Err(Error::CommitConflict(_)) => {
                 let io = self.table.io();
@@ -269,7 +313,7 @@ impl FileStoreCommit {
                 for name in index_outputs {
                     io.delete(&format!("index/{name}")).await?;
                 }
-                Ok(())
+                Ok(false)
             }
             Err(e) => Err(e),
         }
@@ -368,7 +412,8 @@ impl FileStoreCommit {
             detect_conflicts: true,
             properties,
             operation,
-            new_files_base: None,
+            base: None,
+            check_new_files: false,
         };
         let new = AttemptChanges {
             table: std::mem::take(&mut changes.append_table),
@@ -432,7 +477,8 @@ impl FileStoreCommit {
                 detect_conflicts: true,
                 properties,
                 operation: None,
-                new_files_base: None,
+                base: None,
+                check_new_files: false,
             };
             let new = AttemptChanges {
                 table: changes.compact_table,

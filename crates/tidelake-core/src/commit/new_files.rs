@@ -12,21 +12,26 @@
 //! files' existence is verified too, see [`missing_files`]).
 //!
 //! Invariants (checked by [`check`] before anything is written):
-//! * in a primary-key table a write never lands ordered before an already-committed write to
-//!   the same bucket: every new file's smallest sequence number is above every sequence number
-//!   committed to its bucket since the base, else [`Error::CommitConflict`] (the write must be
-//!   done again by a new writer, which restores the current numbers);
+//! * in a primary-key table a write never lands ordered before an already-committed write of
+//!   the same key: a new file whose key range overlaps a file committed to its bucket since the
+//!   base must hold only sequence numbers above that file's, else [`Error::CommitConflict`]
+//!   (the write must be done again by a new writer, which restores the current numbers);
+//!   writers of disjoint key ranges never conflict;
 //! * a file is added at most once in a table's life: when every new file was already committed,
 //!   the attempt is [`Verdict::Landed`] (a retry after an ambiguous failure, or the same
 //!   messages committed again); when only some were, the commit is refused.
 
+use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use tidelake_spec::manifest::{FileKind, ManifestEntry};
+use tidelake_spec::binary_row::decode_framed;
+use tidelake_spec::datum::Datum;
+use tidelake_spec::manifest::{DataFileMeta, FileKind, ManifestEntry};
 use tidelake_spec::snapshot::Snapshot;
+use tidelake_spec::types::DataType;
 
-use crate::commit::conflict::partition_display;
+use crate::commit::conflict::{compare_keys, partition_display};
 use crate::commit::scan::{live_entries_of, PartitionSet};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
@@ -44,8 +49,8 @@ type BucketId = (Vec<u8>, i32);
 /// What the commits since the base did to the touched buckets.
 #[derive(Debug, Default)]
 pub(crate) struct CommittedSince {
-    /// Largest sequence number of the data files added per bucket.
-    max_sequence: HashMap<BucketId, i64>,
+    /// The data files added per bucket.
+    files: HashMap<BucketId, Vec<DataFileMeta>>,
     /// Data files added, by name, with the snapshot that added them (`None`: live at latest,
     /// snapshot unknown).
     added: HashMap<String, Option<i64>>,
@@ -142,8 +147,7 @@ async fn read_deltas(
 
 impl CommittedSince {
     fn record(&mut self, e: &ManifestEntry, snapshot: Option<i64>) {
-        let max = self.max_sequence.entry((e.partition.clone(), e.bucket)).or_insert(i64::MIN);
-        *max = (*max).max(e.file.max_sequence_number);
+        self.files.entry((e.partition.clone(), e.bucket)).or_default().push(e.file.clone());
         self.added.entry(e.file.file_name.clone()).or_insert(snapshot);
     }
 
@@ -155,14 +159,15 @@ impl CommittedSince {
     }
 }
 
-/// The checks of the module docs for the ADD entries in `new`; `sequence_order` for
-/// primary-key tables whose writers' base is known. `conflict` builds the error naming the snapshot checked against.
+/// The checks of the module docs for the ADD entries in `new`; `key_types` (the trimmed
+/// primary key) for primary-key tables whose writers' base is known, which are checked for
+/// sequence order. `conflict` builds the error naming the snapshot checked against.
 pub(crate) fn check(
     layout: &TableLayout,
     since: &CommittedSince,
     base: Option<i64>,
     new: &[ManifestEntry],
-    sequence_order: bool,
+    key_types: Option<&[DataType]>,
     conflict: impl Fn(String) -> Error,
 ) -> Result<Verdict> {
     let added: Vec<&ManifestEntry> = new.iter().filter(|e| e.kind == FileKind::Add).collect();
@@ -183,29 +188,43 @@ pub(crate) fn check(
             added.len() - already.len()
         )));
     }
-    if !sequence_order {
+    let Some(key_types) = key_types else {
         return Ok(Verdict::New);
-    }
-    let mut min_new: HashMap<(&[u8], i32), i64> = HashMap::new();
+    };
     for e in &added {
-        let min = min_new.entry((e.partition.as_slice(), e.bucket)).or_insert(i64::MAX);
-        *min = (*min).min(e.file.min_sequence_number);
-    }
-    for ((partition, bucket), min) in min_new {
-        let Some(&max) = since.max_sequence.get(&(partition.to_vec(), bucket)) else {
+        let Some(committed) = since.files.get(&(e.partition.clone(), e.bucket)) else {
             continue;
         };
-        if min <= max {
-            return Err(conflict(format!(
-                "the rows of this write in bucket {bucket} of {} have sequence numbers from {min}, but a commit \
-                 since its writer opened{} holds sequence numbers up to {max}: landing now, this write would \
-                 be ordered before an older one; write again (a new writer continues from the committed numbers)",
-                partition_display(layout, partition),
-                base.map_or(String::new(), |b| format!(" (at snapshot {b})")),
-            )));
+        let ours = key_range(&e.file, key_types)?;
+        for other in committed.iter().filter(|o| o.max_sequence_number >= e.file.min_sequence_number) {
+            let theirs = key_range(other, key_types)?;
+            if compare_keys(&ours.0, &theirs.1) != Ordering::Greater && compare_keys(&theirs.0, &ours.1) != Ordering::Greater {
+                return Err(conflict(format!(
+                    "the rows of this write in bucket {} of {} have sequence numbers from {}, but file {} committed \
+                     since its writer opened{} holds keys of the same range with sequence numbers up to {}: landing \
+                     now, this write would be ordered before an older one; write again (a new writer continues from \
+                     the committed numbers)",
+                    e.bucket,
+                    partition_display(layout, &e.partition),
+                    e.file.min_sequence_number,
+                    other.file_name,
+                    base.map_or(String::new(), |b| format!(" (at snapshot {b})")),
+                    other.max_sequence_number,
+                )));
+            }
         }
     }
     Ok(Verdict::New)
+}
+
+/// A data file's decoded (min key, max key).
+fn key_range(file: &DataFileMeta, key_types: &[DataType]) -> Result<(Vec<Datum>, Vec<Datum>)> {
+    let decode = |bytes: &[u8]| {
+        decode_framed(bytes, key_types).map_err(|err| {
+            Error::corrupt(format!("metadata of data file {}", file.file_name), format!("cannot decode its key range: {err}"))
+        })
+    };
+    Ok((decode(&file.min_key)?, decode(&file.max_key)?))
 }
 
 /// Those of `paths` (relative to the table root, or external) that no longer exist.

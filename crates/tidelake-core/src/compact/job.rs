@@ -116,6 +116,8 @@ pub(crate) struct Bucket {
     pub files: Vec<LevelFile>,
     /// Deletion-vector index files of the bucket.
     pub dv_index: Vec<IndexFileMeta>,
+    /// The snapshot the files were listed from (`None`: the bucket had no files).
+    pub base_snapshot: Option<i64>,
 }
 
 /// A bucket with its unit, rewritten.
@@ -234,9 +236,30 @@ impl Compactor {
             let selected = self.select_partitions(filter, &buckets)?;
             buckets.retain(|b| selected.contains(&b.partition));
         }
+        self.compact_buckets(buckets, request.full, progress).await
+    }
+
+    /// Compact the (partition, bucket)s in `targets` of the latest snapshot as the table's pick
+    /// says (not full); the COMPACT snapshot, `None` when none needed compaction.
+    pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Option<i64>> {
+        let Some(snap) = self.table.snapshot_manager().latest().await? else {
+            return Ok(None);
+        };
+        let mut buckets = self.live_buckets(&snap).await?;
+        buckets.retain(|b| targets.iter().any(|(p, n)| *p == b.partition && *n == b.bucket));
+        Ok(self.compact_buckets(buckets, false, None).await?.snapshot_id)
+    }
+
+    /// Pick, rewrite and commit `buckets` (live files of one snapshot).
+    async fn compact_buckets(
+        &self,
+        buckets: Vec<Bucket>,
+        full: bool,
+        progress: Option<Progress>,
+    ) -> Result<CompactReport> {
         let mut work = Vec::new();
         for b in buckets {
-            if let Some(task) = self.pick(&b.files, request.full)? {
+            if let Some(task) = self.pick(&b.files, full)? {
                 work.push((b, task));
             }
         }
@@ -301,6 +324,7 @@ impl Compactor {
             bucket_dir: self.layout.bucket_path(&values, bucket)?,
             files: Vec::new(),
             dv_index: Vec::new(),
+            base_snapshot: None,
         })
     }
 
@@ -379,6 +403,7 @@ impl Compactor {
                         bucket_dir: self.layout.bucket_path(&values, e.bucket)?,
                         files: Vec::new(),
                         dv_index: dv_index.remove(&key).unwrap_or_default(),
+                        base_snapshot: Some(snap.id),
                     });
                     index.insert(key.clone(), buckets.len() - 1);
                     buckets.len() - 1
@@ -612,6 +637,7 @@ impl Done {
         let d = self;
         let b = &d.bucket;
         let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
+        m.base_snapshot = b.base_snapshot;
         let gone: HashSet<&str> = d
             .result
             .before

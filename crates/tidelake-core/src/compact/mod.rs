@@ -25,6 +25,8 @@
 //!   and the deletion vectors that hide it (Java `LookupLevels`, `BucketedDvMaintainer`,
 //!   `DeletionVectorsIndexFile`);
 //! * [`job`]: compacting a table ([`Compactor`]);
+//! * `visible`: committing a write and, on tables whose reads skip level 0, compacting until
+//!   its rows are visible ([`commit_visible`]);
 //! * `inline`: compaction inside writers, in the background after flushes, with the write
 //!   stall at `num-sorted-run.stop-trigger` (Java `MergeTreeWriter`, `MergeTreeCompactManager`).
 //!
@@ -59,7 +61,9 @@ pub mod picker;
 pub mod rewriter;
 #[cfg(test)]
 mod tests;
+mod visible;
 
 pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
+pub use visible::commit_visible;
 pub(crate) use inline::{InlineCompaction, Slot};
 pub(crate) use kv_merge::merge_keeping_sequence;

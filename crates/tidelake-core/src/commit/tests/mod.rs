@@ -10,6 +10,7 @@ mod conflicts;
 mod end_to_end;
 mod manifests;
 mod overwrite;
+mod safety;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -1,0 +1,76 @@
+//! Committing a write so that it is visible when it returns ([`commit_visible`]).
+//!
+//! Tables whose reads skip level 0 (deletion vectors, first-row: `batch_scan_skip_level0`)
+//! show a write's rows only once a compaction has moved its level-0 files up; their writers
+//! compact before `prepare_commit` (Java `prepareCommitWaitCompaction`). That compaction is
+//! best effort: it may have failed, or lost its inputs to a concurrent compaction and been
+//! dropped by the commit. Acknowledging such a write would acknowledge rows nobody can read, so
+//! the touched buckets are compacted again on the new latest snapshot until a compaction lands
+//! (or no level-0 file is left there), within `commit.max-retries` rounds.
+//!
+//! Invariant: a call that returns `Ok` on such a table left none of the write's level-0 files
+//! uncompacted by a landed snapshot, unless `lookup-wait` is false (the user accepted delayed
+//! visibility, as in Java).
+
+use std::time::Duration;
+
+use crate::commit::{CommitMessage, FileStoreCommit};
+use crate::compact::Compactor;
+use crate::error::{Error, ErrorKind, Result};
+use crate::table::Table;
+
+/// Longest pause between two compaction rounds.
+const MAX_WAIT: Duration = Duration::from_millis(500);
+
+/// Commit `messages` as `commit_user`'s transaction `commit_identifier`
+/// ([`FileStoreCommit::commit`]), then make the write visible on tables that hide level 0
+/// (see the module docs). Returns every snapshot created, in order.
+pub async fn commit_visible(
+    table: &Table,
+    commit_user: &str,
+    messages: Vec<CommitMessage>,
+    commit_identifier: i64,
+    properties: &[(String, String)],
+) -> Result<Vec<i64>> {
+    let commit = FileStoreCommit::new(table.clone(), commit_user)?;
+    let outcome = commit.commit_reporting(messages, commit_identifier, properties).await?;
+    let mut ids = outcome.ids;
+    let opts = table.schema().options();
+    let spec = |e| Error::from_spec("table options", e);
+    if outcome.uncompacted.is_empty()
+        || table.schema().primary_keys.is_empty()
+        || !opts.batch_scan_skip_level0().map_err(spec)?
+    {
+        return Ok(ids);
+    }
+    let compactor = Compactor::new(table.clone())?;
+    if !compactor.lookup_wait()? {
+        return Ok(ids);
+    }
+    let rounds = u32::try_from(opts.commit_max_retries().map_err(spec)?).unwrap_or(0).max(1);
+    let mut last_error = None;
+    for round in 0..rounds {
+        match compactor.compact_targets(&outcome.uncompacted).await {
+            Ok(id) => {
+                ids.extend(id);
+                return Ok(ids);
+            }
+            Err(e) if e.kind() == ErrorKind::CommitConflict => last_error = Some(e),
+            Err(e) => return Err(e),
+        }
+        tokio::time::sleep(MAX_WAIT.min(Duration::from_millis(10 << round.min(6)))).await;
+    }
+    let reason = last_error.map_or_else(String::new, |e| format!(": {e}"));
+    Err(Error::Io {
+        path: table.location().to_string(),
+        source: object_store::Error::Generic {
+            store: "commit",
+            source: format!(
+                "the write landed (snapshots {ids:?}) but is not visible yet: compacting its buckets kept conflicting \
+                 with concurrent compactions{reason}; it becomes visible at the next compaction of those buckets \
+                 (e.g. `compact()`), do not write it again"
+            )
+            .into(),
+        },
+    })
+}

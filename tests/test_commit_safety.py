@@ -1,0 +1,156 @@
+"""Commit safety regressions, each a race a hostile user ran against earlier builds (the
+concurrency soak in test_soak.py runs them all at once): a slow writer whose base snapshot
+expires, writers sharing a commit user, a writer opened before a newer commit, a deletion-vector
+write whose compaction lost to a concurrent one, files deleted while a commit retries. Races run
+in separate processes; every check is on the acknowledged writes."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+
+import pyarrow as pa
+import pytest
+
+import tidelake
+from _workers import commit_rounds, slow_upsert, upsert_rounds
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
+
+
+def rows(pairs: dict[int, str]) -> pa.Table:
+    return pa.table({"k": pa.array(list(pairs), pa.int64()), "v": pa.array(list(pairs.values()))}, schema=SCHEMA)
+
+
+def visible(t: tidelake.Table) -> dict[int, str]:
+    return {r["k"]: r["v"] for r in tidelake.open_table(t.path, storage_options=t.storage_options).to_arrow().to_pylist()}
+
+
+def delayed(storage_options: dict | None, op: str, path: str, ms: int) -> dict[str, str]:
+    """Storage options that delay the first ``op`` on a path containing ``path`` (a slow writer)."""
+    return {**(storage_options or {}), "tidelake.fault.nth": "1", "tidelake.fault.op": op,
+            "tidelake.fault.path": path, "tidelake.fault.action": f"delay:{ms}"}
+
+
+def test_a_slow_write_whose_base_expires_lands_on_the_newest_snapshot(storage):
+    """Writer S reads latest = 1, then its manifest uploads stall; 2..5 land and 1..3 expire.
+    S must not create the expired id 2 (LATEST would move back and hide 3..5): it lands at 6,
+    and every acknowledged row is visible."""
+    t = storage.create_table("t", SCHEMA, primary_keys=["k"], bucket=1)
+    t.upsert(rows({1: "one"}))
+    slow_options = delayed(storage.options, "put", "manifest/manifest-", 3000)
+    with mp.get_context("spawn").Pool(1) as pool:
+        pending = pool.apply_async(slow_upsert, (t.path, slow_options, {100: "slow"}))
+        time.sleep(1.5)  # the slow writer has read snapshot 1 and is stuck uploading
+        for i in range(2, 6):
+            assert t.upsert(rows({i: str(i)})) is not None
+        t.expire_snapshots(retain_min=2, retain_max=2)
+        assert [s.id for s in t.snapshots()][0] >= 4
+        slow_id = pending.get(timeout=60)
+    ids = [s.id for s in tidelake.open_table(t.path, storage_options=t.storage_options).snapshots()]
+    assert ids == list(range(ids[0], ids[-1] + 1)) and slow_id > 5, (ids, slow_id)
+    assert visible(t) == {1: "one", 2: "2", 3: "3", 4: "4", 5: "5", 100: "slow"}
+    assert int(storage_latest_hint(t)) == ids[-1]
+
+
+def storage_latest_hint(t: tidelake.Table) -> str:
+    from _s3 import TableFiles
+
+    return TableFiles.of(t).read("snapshot/LATEST").decode()
+
+
+def test_writers_sharing_a_commit_user_all_land(tmp_path):
+    """Two processes commit with the same commit user at the same time, round after round: every
+    commit that returned has its rows visible (own snapshots are recognised exactly)."""
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["k"], bucket=2)
+    go = str(tmp_path / "go")
+    with mp.get_context("spawn").Pool(2) as pool:
+        pending = [pool.apply_async(commit_rounds, (t.path, w, 15, go)) for w in range(2)]
+        time.sleep(2)
+        open(go, "w").close()
+        results = [p.get(timeout=120) for p in pending]
+    acked = [k for a, _ in results for k in a]
+    print(f"{len(acked)} of 30 commits landed, the others raised CommitConflictError")
+    assert len(acked) + sum(len(c) for _, c in results) == 30 and len(acked) >= 15
+    assert sorted(visible(t)) == sorted(acked)
+
+
+def test_the_write_acknowledged_last_wins(tmp_path):
+    """A writer opened before a newer commit of the same key must not land ordered before it:
+    its commit either wins or raises CommitConflictError, and compaction changes nothing."""
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["k"], bucket=1)
+    t.upsert(rows({1: "first"}))
+    w = t.writer()
+    w.upsert(rows({1: "old writer"}))
+    messages = w.prepare_commit()
+    t.upsert(rows({1: "newer"}))
+    try:
+        t.commit(messages)
+        expected = "old writer"
+    except tidelake.CommitConflictError:
+        expected = "newer"
+    w.close()
+    assert visible(t) == {1: expected}
+    t.compact(full=True)
+    assert visible(t) == {1: expected}
+
+
+@pytest.mark.parametrize("bucket", [1, -1])
+def test_racing_upserts_leave_the_last_acknowledged_value(tmp_path, bucket):
+    """Three processes upsert the same 4 keys with unique values through two-phase writers;
+    for every key the visible value is the one whose APPEND snapshot is the newest, also after
+    a full compaction."""
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["k"], bucket=bucket)
+    go = str(tmp_path / "go")
+    with mp.get_context("spawn").Pool(3) as pool:
+        pending = [pool.apply_async(upsert_rounds, (t.path, w, 12, 4, go)) for w in range(3)]
+        time.sleep(2)
+        open(go, "w").close()
+        acks = [a for p in pending for a in p.get(timeout=180)]
+    landed = [a for a in acks if a["append_id"] is not None]
+    print(f"{len(landed)} of {len(acks)} upserts landed, {len(acks) - len(landed)} CommitConflictError")
+    assert landed
+    expected: dict[int, tuple[int, str]] = {}
+    for a in landed:
+        for k in a["keys"]:
+            if k not in expected or expected[k][0] < a["append_id"]:
+                expected[k] = (a["append_id"], a["value"])
+    assert visible(t) == {k: v for k, (_, v) in expected.items()}
+    t.compact(full=True)
+    assert visible(t) == {k: v for k, (_, v) in expected.items()}
+
+
+def test_a_deletion_vector_write_is_visible_when_it_returns(tmp_path):
+    """On a deletion-vector table level 0 is not read: the writer's compaction loses to a
+    concurrent full compaction and is dropped at commit, so the commit compacts again before it
+    returns."""
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["k"], bucket=1,
+                              options={"deletion-vectors.enabled": "true"})
+    t.upsert(rows({k: "a" for k in range(100)}))
+    t.upsert(rows({k: "b" for k in range(50, 150)}))
+    w = t.writer()
+    w.upsert(rows({k: "new" for k in range(10)}))
+    messages = w.prepare_commit()
+    assert t.compact(full=True) is not None
+    t.commit(messages)
+    w.close()
+    got = visible(t)
+    assert {k: got[k] for k in range(10)} == {k: "new" for k in range(10)}
+    assert len(got) == 150
+
+
+def test_a_retrying_commit_whose_files_were_cleaned_fails_cleanly(tmp_path):
+    """Orphan cleaning deletes the files of a commit that is still retrying: the commit raises
+    CommitConflictError instead of publishing a snapshot of missing files."""
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["k"], bucket=1)
+    t.upsert(rows({1: "one"}))
+    slow_options = delayed(None, "put", "snapshot/snapshot-", 3000)
+    with mp.get_context("spawn").Pool(1) as pool:
+        pending = pool.apply_async(slow_upsert, (t.path, slow_options, {2: "slow"}, False))
+        time.sleep(1.5)  # stuck creating snapshot-2
+        t.upsert(rows({3: "three"}))  # takes id 2: the slow commit must retry
+        removed = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000)
+        assert any("bucket-0" in path for path, _ in removed), removed
+        outcome = pending.get(timeout=60)
+    assert outcome == "CommitConflictError", outcome
+    assert visible(t) == {1: "one", 3: "three"}

@@ -148,6 +148,11 @@ impl SnapshotManager {
         Ok(self.list_ids().await?.first().copied())
     }
 
+    /// Whether snapshot file `id` exists (one HEAD).
+    pub async fn exists(&self, id: i64) -> Result<bool> {
+        self.io.exists(&Self::snapshot_path(id)).await
+    }
+
     /// Read snapshot `id`; a missing one is [`Error::NotFound`] naming the available range.
     pub async fn snapshot(&self, id: i64) -> Result<Snapshot> {
         let rel = Self::snapshot_path(id);
@@ -244,5 +249,30 @@ impl SnapshotManager {
         .buffered(PARALLEL_READS)
         .try_collect()
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_largest_snapshot_id_is_read_but_has_no_successor() {
+        let dir = tempfile::tempdir().unwrap();
+        let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
+        io.write(&SnapshotManager::snapshot_path(i64::MAX), "{}").await.unwrap();
+        io.write(LATEST, i64::MAX.to_string()).await.unwrap();
+        let sm = SnapshotManager::new(io);
+        assert_eq!(sm.latest_id().await.unwrap(), Some(i64::MAX));
+        assert_eq!(sm.published_latest_id().await.unwrap(), Some(i64::MAX));
+
+        let json = r#"{"version": 3, "id": 7, "schemaId": 0, "baseManifestList": "a", "deltaManifestList": "b",
+            "commitUser": "u", "commitIdentifier": 1, "commitKind": "APPEND", "timeMillis": 1}"#;
+        let mut snapshot = Snapshot::from_json(json.as_bytes()).unwrap();
+        assert_eq!(next_snapshot_id(None).unwrap(), 1);
+        assert_eq!(next_snapshot_id(Some(&snapshot)).unwrap(), 8);
+        snapshot.id = i64::MAX;
+        let err = next_snapshot_id(Some(&snapshot)).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }) && err.to_string().contains("snapshot-9223372036854775807"), "{err}");
     }
 }

@@ -154,8 +154,6 @@ def test_a_table_at_the_largest_snapshot_id_reads(tmp_path):
     assert t.expire_snapshots()["snapshots"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="needs tidelake_core::snapshots::next_snapshot_id in commit/attempt.rs "
-                                       "(the lead's file); remove this marker with that change")
 def test_no_commit_follows_the_largest_snapshot_id(tmp_path):
     t = pk_table(tmp_path / "t")
     t.write(pa.table({"k": [1], "v": ["a"]}, schema=SCHEMA))

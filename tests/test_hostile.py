@@ -258,3 +258,57 @@ def test_a_read_whose_snapshot_expires_meanwhile_says_so(tmp_path):
         latest.to_arrow()
     assert not isinstance(err.value, tidelake.SnapshotExpiredError)
 
+
+
+EXPIRER = """
+import sys, time, tidelake
+t = tidelake.open_table(sys.argv[1])
+for keep in [*range(int(sys.argv[2]), 0, -3), 1]:
+    t.expire_snapshots(retain_min=keep, retain_max=keep, older_than_ms=int(time.time() * 1000) + 60_000)
+"""
+
+CLEANER = """
+import sys, tidelake
+t = tidelake.open_table(sys.argv[1])
+runs = 0
+while True:
+    t.remove_orphan_files(older_than_ms=int(sys.argv[2]))
+    runs += 1
+    if sys.stdin.readline() != "again\\n":
+        break
+print(runs)
+"""
+
+
+def test_orphan_cleaning_racing_an_expiration_in_another_process_fails_nothing(tmp_path):
+    commits = 120
+    t = pk_table(tmp_path / "t", **{"write-only": "true"})
+    for i in range(commits):
+        t.write(pa.table({"k": [i % 5], "v": [str(i)]}, schema=SCHEMA))
+    # Every table file is newer than the cutoff, so only the planted junk is ever an orphan;
+    # its presence makes each cleaning read every root while the expiration deletes them.
+    cutoff = int(time.time() * 1000) - 60_000
+    old = time.time() - 3600
+    table_dir = tmp_path / "t"
+    expirer = subprocess.Popen([sys.executable, "-c", EXPIRER, str(table_dir), str(commits)],
+                               stderr=subprocess.PIPE, text=True)
+    cleaner = subprocess.Popen([sys.executable, "-c", CLEANER, str(table_dir), str(cutoff)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rounds = 0
+    while expirer.poll() is None and cleaner.poll() is None:
+        junk = table_dir / "manifest" / f"manifest-junk-{rounds}"
+        junk.write_bytes(b"junk")
+        os.utime(junk, (old, old))
+        cleaner.stdin.write("again\n")
+        cleaner.stdin.flush()
+        rounds += 1
+        time.sleep(0.01)
+    out, err = cleaner.communicate("stop\n", timeout=120)
+    assert cleaner.returncode == 0, err[-3000:]
+    assert expirer.wait(timeout=300) == 0, expirer.stderr.read()[-3000:]
+    assert int(out) >= 2, "the cleaner ran while the expiration did"
+    t = tidelake.open_table(str(table_dir))
+    assert [s.id for s in t.snapshots()] == [commits]
+    assert sorted(r["k"] for r in t.to_arrow().to_pylist()) == [0, 1, 2, 3, 4]
+    t.remove_orphan_files(older_than_ms=cutoff)
+    assert not list((table_dir / "manifest").glob("manifest-junk-*"))

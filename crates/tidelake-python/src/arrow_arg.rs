@@ -88,13 +88,18 @@ fn check_names(ob: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+/// Import the C schema `ob` exports with `import`, once its depth and names are checked.
+fn import_checked<T>(ob: &Bound<'_, PyAny>, import: impl FnOnce(&Bound<'_, PyCapsule>) -> PyResult<T>) -> PyResult<T> {
+    let capsule = bounded_capsule(ob)?;
+    check_names(ob)?;
+    import(&capsule)
+}
+
 impl<'py> FromPyObject<'_, 'py> for SchemaArg {
     type Error = PyErr;
 
     fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
-        let capsule = bounded_capsule(&ob)?;
-        check_names(&ob)?;
-        Ok(SchemaArg(PySchema::from_arrow_pycapsule(&capsule)?.into_inner()))
+        import_checked(&ob, |c| Ok(SchemaArg(PySchema::from_arrow_pycapsule(c)?.into_inner())))
     }
 }
 
@@ -102,8 +107,6 @@ impl<'py> FromPyObject<'_, 'py> for FieldArg {
     type Error = PyErr;
 
     fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
-        let capsule = bounded_capsule(&ob)?;
-        check_names(&ob)?;
-        Ok(FieldArg(PyField::from_arrow_pycapsule(&capsule)?.into_inner()))
+        import_checked(&ob, |c| Ok(FieldArg(PyField::from_arrow_pycapsule(c)?.into_inner())))
     }
 }

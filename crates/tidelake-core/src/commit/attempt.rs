@@ -16,7 +16,7 @@ use tidelake_spec::manifest::{
 use tidelake_spec::schema::parse_schema_file_name;
 use tidelake_spec::snapshot::{snapshot_file_name, CommitKind, Snapshot, CURRENT_VERSION};
 
-use crate::commit::conflict::{bucket_counts, ConflictChecker};
+use crate::commit::conflict::{bucket_counts, partition_display, ConflictChecker};
 use crate::commit::dv_conflict::check_deletion_vectors;
 use crate::commit::new_files::{added_paths, check, committed_since, missing_files, Verdict};
 use crate::commit::file_store_commit::FileStoreCommit;
@@ -359,6 +359,9 @@ impl FileStoreCommit {
                 }
                 let (table, index) = (&changes.table, &changes.index);
                 check_deletion_vectors(&self.table, &checker, latest, &base, table, index, request.base).await?;
+                if request.kind == CommitKind::Compact && self.settings.deletion_vectors {
+                    self.check_newer_sorted_runs(&checker, latest, request.base, table).await?;
+                }
                 checker.check(latest, base, &changes.table, request.kind)?;
             }
             Some(latest) if request.kind == CommitKind::Append && self.settings.bucket > 0 => {
@@ -416,6 +419,35 @@ impl FileStoreCommit {
                 delta_manifest_list: snapshot.delta_manifest_list,
                 based_on: latest.cloned(),
             }))),
+        }
+    }
+
+    /// Deletion-vector tables are read without merging levels: a key must have one unmarked
+    /// copy above level 0. A compaction planned before another commit added files at level >= 1
+    /// to its bucket (another compaction's output) did not look them up, so it could leave a
+    /// second copy of their keys: it conflicts (writers then compact again, see
+    /// [`crate::compact::commit_visible`]).
+    async fn check_newer_sorted_runs(
+        &self,
+        checker: &ConflictChecker<'_>,
+        latest: &Snapshot,
+        base: Option<i64>,
+        own: &[ManifestEntry],
+    ) -> Result<()> {
+        let since = committed_since(&self.table, &self.layout, latest, base, own).await?;
+        match since.newer_sorted_file(own) {
+            None => Ok(()),
+            Some(((partition, bucket), f)) => Err(checker.conflict(
+                latest,
+                format!(
+                    "file {} (level {}) was added to bucket {bucket} of {} after this compaction was planned{}: \
+                     on a deletion-vector table its keys could stay visible twice",
+                    f.file_name,
+                    f.level,
+                    partition_display(&self.layout, partition),
+                    base.map_or(String::new(), |b| format!(" (at snapshot {b})")),
+                ),
+            )),
         }
     }
 

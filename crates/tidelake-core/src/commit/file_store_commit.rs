@@ -43,6 +43,8 @@ pub(crate) struct Settings {
     pub(crate) ignore_empty_commit: bool,
     pub(crate) overwrite_upgrade: bool,
     pub(crate) max_level: i32,
+    /// `deletion-vectors.enabled`.
+    pub(crate) deletion_vectors: bool,
 }
 
 impl Settings {
@@ -87,6 +89,7 @@ impl Settings {
                 && flag("snapshot.ignore-empty-commit", true)?,
             overwrite_upgrade: flag("overwrite-upgrade", true)?,
             max_level: opts.num_levels().map_err(spec)?.saturating_sub(1),
+            deletion_vectors: opts.deletion_vectors_enabled().map_err(spec)?,
         })
     }
 }

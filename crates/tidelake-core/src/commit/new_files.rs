@@ -44,7 +44,7 @@ const MAX_DELTAS: i64 = 64;
 const PARALLEL_CHECKS: usize = 16;
 
 /// (partition, bucket).
-type BucketId = (Vec<u8>, i32);
+pub(crate) type BucketId = (Vec<u8>, i32);
 
 /// What the commits since the base did to the touched buckets.
 #[derive(Debug, Default)]
@@ -149,6 +149,19 @@ impl CommittedSince {
     fn record(&mut self, e: &ManifestEntry, snapshot: Option<i64>) {
         self.files.entry((e.partition.clone(), e.bucket)).or_default().push(e.file.clone());
         self.added.entry(e.file.file_name.clone()).or_insert(snapshot);
+    }
+
+    /// A file at level >= 1 of a bucket of `own` that a commit since the base added and `own`
+    /// does not name (without the deltas: any such live file): on deletion-vector tables a
+    /// compaction planned before it may leave a key visible twice.
+    pub(crate) fn newer_sorted_file(&self, own: &[ManifestEntry]) -> Option<(&BucketId, &DataFileMeta)> {
+        let named: HashSet<&str> = own.iter().map(|e| e.file.file_name.as_str()).collect();
+        let buckets: HashSet<(&[u8], i32)> = own.iter().map(|e| (e.partition.as_slice(), e.bucket)).collect();
+        self.files
+            .iter()
+            .filter(|((p, b), _)| buckets.contains(&(p.as_slice(), *b)))
+            .flat_map(|(bucket, files)| files.iter().map(move |f| (bucket, f)))
+            .find(|(_, f)| f.level >= 1 && !named.contains(f.file_name.as_str()))
     }
 
     /// True when the new files' existence must be verified before they are published: the

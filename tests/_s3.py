@@ -9,6 +9,7 @@ is what tidelake's snapshot commits rely on; ``test_s3.py`` checks it directly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import shutil
@@ -18,6 +19,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Iterator
 
 import pytest
 
@@ -54,8 +56,9 @@ class S3Server:
         return [o["Key"] for page in pages for o in page.get("Contents", [])]
 
 
-@pytest.fixture(scope="session")
-def s3_server():
+@contextlib.contextmanager
+def moto_server() -> Iterator[S3Server]:
+    """A moto S3 server in a subprocess on a free port of 127.0.0.1, stopped on exit."""
     port = _free_port()
     log = open(os.devnull, "w")
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
@@ -75,6 +78,12 @@ def s3_server():
         proc.terminate()
         proc.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    with moto_server() as server:
+        yield server
 
 
 @dataclass(frozen=True)

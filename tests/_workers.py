@@ -12,6 +12,27 @@ import pyarrow as pa
 import tidelake
 
 
+def start_together(ready_dir: str, name: str, go_file: str, timeout: float = 60) -> None:
+    """In a worker: announce readiness (``ready_dir/ready-<name>``), then wait for ``go_file``
+    (see :func:`release_when_ready`), so that every worker starts at the same moment."""
+    open(os.path.join(ready_dir, f"ready-{name}"), "w").close()
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(go_file):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the go flag never appeared")
+        time.sleep(0.001)
+
+
+def release_when_ready(ready_dir: str, workers: int, go_file: str, timeout: float = 60) -> None:
+    """In the parent: wait until ``workers`` processes called :func:`start_together`, then
+    create ``go_file``."""
+    deadline = time.monotonic() + timeout
+    while len(os.listdir(ready_dir)) < workers:  # every process has opened the table
+        assert time.monotonic() < deadline, "workers did not start"
+        time.sleep(0.01)
+    open(go_file, "w").close()
+
+
 def write_part(table_path: str, rows: list[dict], commit_user: str, storage_options: dict | None = None) -> bytes:
     """Write ``rows`` with a two-phase writer in this process; return the pickled messages."""
     t = tidelake.open_table(table_path, storage_options=storage_options)
@@ -29,12 +50,7 @@ def concurrent_upserts(table_path: str, worker: int, commits: int, rows_per_comm
     snapshot id) or raised CommitConflictError.
     """
     t = tidelake.open_table(table_path, storage_options=storage_options)
-    open(os.path.join(ready_dir, f"ready-{worker}"), "w").close()
-    deadline = time.monotonic() + 60
-    while not os.path.exists(go_file):
-        if time.monotonic() > deadline:
-            raise TimeoutError("the go flag never appeared")
-        time.sleep(0.001)
+    start_together(ready_dir, str(worker), go_file)
     out = []
     for c in range(commits):
         base = worker * 1_000_000 + c * rows_per_commit
@@ -61,9 +77,7 @@ def compactor_loop(table_path: str, go_file: str, stop_file: str, ready_dir: str
                    storage_options: dict | None = None) -> dict[str, int]:
     """Compact the table over and over while writers commit, until ``stop_file`` appears."""
     t = tidelake.open_table(table_path, storage_options=storage_options)
-    open(os.path.join(ready_dir, "ready-compactor"), "w").close()
-    while not os.path.exists(go_file):
-        time.sleep(0.001)
+    start_together(ready_dir, "compactor", go_file)
     done = {"compacted": 0, "conflicts": 0, "nothing": 0}
     while not os.path.exists(stop_file):
         try:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import os
 import pathlib
-import time
 
 import fastavro
 import pyarrow as pa
@@ -17,7 +15,7 @@ import pytest
 
 import tidelake
 from _peers import conform_to, new_warehouse, pp_read, pp_table, pp_write
-from _workers import compactor_loop, concurrent_upserts
+from _workers import compactor_loop, concurrent_upserts, release_when_ready
 from conftest import assert_same_rows
 
 WORKERS = 4
@@ -39,11 +37,7 @@ def run_workers(table_path: str, tmp_path, compactor: bool,
                                       for w in range(WORKERS)])
         compacting = (pool.apply_async(compactor_loop, (table_path, go, stop, str(ready), storage_options))
                       if compactor else None)
-        deadline = time.monotonic() + 60
-        while len(os.listdir(ready)) < WORKERS + compactor:  # every process has opened the table
-            assert time.monotonic() < deadline, "workers did not start"
-            time.sleep(0.01)
-        open(go, "w").close()  # ... and they all start at once
+        release_when_ready(str(ready), WORKERS + compactor, go)  # they all start at once
         results = pending.get(timeout=120)
         open(stop, "w").close()
         compactions = compacting.get(timeout=60) if compacting else None

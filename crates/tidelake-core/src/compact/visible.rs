@@ -9,8 +9,8 @@
 //! (or no level-0 file is left there), within `commit.max-retries` rounds.
 //!
 //! Invariant: a call that returns `Ok` on such a table left none of the write's level-0 files
-//! uncompacted by a landed snapshot, unless `lookup-wait` is false (the user accepted delayed
-//! visibility, as in Java).
+//! uncompacted by a landed snapshot, unless `write-only` is true or `lookup-wait` is false (the
+//! user left compaction to a compaction job and accepted delayed visibility, as in Java).
 
 use std::time::Duration;
 
@@ -40,6 +40,7 @@ pub async fn commit_visible(
     if outcome.uncompacted.is_empty()
         || table.schema().primary_keys.is_empty()
         || !opts.batch_scan_skip_level0().map_err(spec)?
+        || opts.write_only().map_err(spec)?
     {
         return Ok(ids);
     }

@@ -14,11 +14,12 @@ A mismatch fails. What was compared is printed at the end of the run (conftest).
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import tidelake
-from _java import Scenario, compare_changes, compare_read, java, java_write, tidelake_write  # noqa: F401
-from _java import compare_all
+from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
+from _java import Scenario, compare_all, compare_read, java_write, tidelake_write
 
 # ---- types ---------------------------------------------------------------------------------------
 
@@ -267,11 +268,25 @@ def test_java_projection_and_filters(java, tmp_path):
                      {"op": "is_null", "field": "s"}]})
     ta = java_write(java, wh, BY_NAME["types_append"])
     compare_read(java, ta, wh, "A filter", columns=["id", "ts9", "dec38"],
-                 filter=[("ts9", ">", __import__("pandas").Timestamp("2000-01-01"))],
+                 filter=[("ts9", ">", pd.Timestamp("2000-01-01"))],
                  java_filter={"op": ">", "field": "ts9", "value": "2000-01-01T00:00:00"})
 
 
 # ---- B: tidelake writes, Java reads -------------------------------------------------------------
+
+
+def test_tidelake_written_projection_and_filters(java, tmp_path):
+    """Java's filters on tidelake's files (INT96 timestamps without bounds, decimals, strings)."""
+    wh = str(tmp_path)
+    t = tidelake_write(java, wh, _arrow_types(BY_NAME["types_append"]))
+    compare_read(java, t, wh, "B filter", columns=["id", "ts9", "ltz9"],
+                 filter=[("ts9", ">", pd.Timestamp("2000-01-01"))],
+                 java_filter={"op": ">", "field": "ts9", "value": "2000-01-01T00:00:00"})
+    compare_read(java, t, wh, "B filter", columns=["dec38", "s", "id"], filter=[("dec38", "<", 0)],
+                 java_filter={"op": "<", "field": "dec38", "value": "0"})
+    compare_read(java, t, wh, "B filter", filter=[("vc10", "in", ["hello", ""])],
+                 java_filter={"op": "in", "field": "vc10", "values": ["hello", ""]})
+
 
 def _for_tidelake(sc: Scenario) -> Scenario:
     """tidelake does not run full compactions every N commits (``full-compaction.delta-commits``

@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv develop rust-test py-test bench clean
+.PHONY: test demo venv develop rust-test py-test java-oracle bench clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,16 @@ develop: venv
 rust-test:
 	cargo test --workspace --quiet
 
-py-test: develop
+# The Java Paimon oracle of tests/test_interop_java.py: a thin jar and the classpath of its
+# Maven dependencies (kept in ~/.m2), rebuilt only when its sources change.
+JAVA_ORACLE := interop/java-oracle/target/java-oracle.jar
+$(JAVA_ORACLE): interop/java-oracle/pom.xml $(shell find interop/java-oracle/src -name '*.java')
+	mvn -q -B -f interop/java-oracle/pom.xml package
+	touch $@
+
+java-oracle: $(JAVA_ORACLE)
+
+py-test: develop java-oracle
 	$(PY) -m pytest -q tests
 
 test: venv
@@ -43,4 +52,4 @@ bench: develop
 	$(PY) benches/run.py
 
 clean:
-	rm -rf $(VENV) python/tidelake/_internal*.so
+	rm -rf $(VENV) python/tidelake/_internal*.so interop/java-oracle/target

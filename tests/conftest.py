@@ -101,3 +101,15 @@ def spark():
     tidelake.spark.register(session)
     yield session
     session.stop()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    """Print what the Java interop tests compared (tables x reads), when any ran."""
+    import sys
+
+    java = sys.modules.get("_java")
+    lines = java.report_lines() if java is not None else []
+    if lines:
+        terminalreporter.section("Java Paimon interop report")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "TidelakeError",
     "TableNotFoundError",
+    "SnapshotExpiredError",
     "TableAlreadyExistsError",
     "CorruptMetadataError",
     "SchemaMismatchError",
@@ -28,6 +29,14 @@ class TidelakeError(Exception):
 
 class TableNotFoundError(TidelakeError, FileNotFoundError):
     """The table, or the snapshot, tag or schema asked for, does not exist."""
+
+
+class SnapshotExpiredError(TableNotFoundError):
+    """The snapshot being read was expired (its files deleted) while it was read.
+
+    Plan the read again: it then sees a newer snapshot. Raise ``snapshot.time-retained`` or
+    ``snapshot.num-retained.min`` if long reads keep meeting this.
+    """
 
 
 class TableAlreadyExistsError(TidelakeError, FileExistsError):

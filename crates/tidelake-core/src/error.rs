@@ -13,6 +13,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum ErrorKind {
     /// The table (or a snapshot, tag, schema of it) does not exist.
     NotFound,
+    /// The snapshot being read was expired (its files deleted) while it was read; re-plan on
+    /// a newer snapshot.
+    SnapshotExpired,
     /// Something being created already exists.
     AlreadyExists,
     /// Another writer won the race; re-read and retry.
@@ -37,6 +40,8 @@ pub enum ErrorKind {
 pub enum Error {
     #[error("{what} not found: {detail}")]
     NotFound { what: String, detail: String },
+    #[error("snapshot {id} expired while reading: {detail}")]
+    SnapshotExpired { id: i64, detail: String },
     #[error("{0} already exists")]
     AlreadyExists(String),
     #[error("commit conflict: {0}")]
@@ -75,6 +80,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::SnapshotExpired { .. } => ErrorKind::SnapshotExpired,
             Error::AlreadyExists(_) => ErrorKind::AlreadyExists,
             Error::CommitConflict(_) => ErrorKind::CommitConflict,
             Error::Corrupt { .. } | Error::Parquet { .. } => ErrorKind::Corrupt,

@@ -12,7 +12,7 @@
 use arrow_schema::Schema as ArrowSchema;
 use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
-use tidelake_spec::schema::{schema_file_name, TableSchema};
+use tidelake_spec::schema::{check_column_name, schema_file_name, TableSchema};
 use tidelake_spec::types::{DataType, TypeKind};
 
 use crate::error::{Error, Result};
@@ -47,6 +47,9 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
         tidelake_spec::Error::Unsupported(m) => Error::SchemaMismatch(m),
         other => Error::from_spec("table schema", other),
     })?;
+    for f in &fields {
+        check_column_name(&f.name).map_err(type_error)?;
+    }
     let mut options: Options = spec.options.iter().cloned().collect();
     if let Some(b) = spec.bucket {
         options.set("bucket", b.to_string());
@@ -157,6 +160,15 @@ pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Tabl
     )))
 }
 
+/// A column's name or type refused: a bad argument stays one ([`Error::Invalid`]: reserved
+/// names, nesting too deep), anything else does not fit the table ([`Error::SchemaMismatch`]).
+fn type_error(e: tidelake_spec::Error) -> Error {
+    match e {
+        tidelake_spec::Error::Invalid(m) => Error::Invalid(m),
+        other => Error::SchemaMismatch(other.to_string()),
+    }
+}
+
 fn column_index(schema: &TableSchema, name: &str) -> Result<usize> {
     schema.fields.iter().position(|f| f.name == name).ok_or_else(|| {
         Error::invalid(format!("column '{name}' does not exist; columns are {}", schema.field_names().join(", ")))
@@ -177,13 +189,13 @@ pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<Tab
     for change in changes {
         match change {
             SchemaChange::AddColumn { name, data_type, position, comment } => {
+                check_column_name(name).map_err(type_error)?;
                 if s.field(name).is_some() {
                     return Err(Error::invalid(format!("column '{name}' already exists")));
                 }
                 let mut next_id = highest + 1;
                 let one = ArrowSchema::new(vec![arrow_schema::Field::new(name, data_type.clone(), true)]);
-                let mut fields = fields_from_arrow_schema(&one, &mut next_id)
-                    .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
+                let mut fields = fields_from_arrow_schema(&one, &mut next_id).map_err(type_error)?;
                 let mut field = fields.remove(0);
                 field.description = comment.clone();
                 highest = next_id - 1;
@@ -196,6 +208,7 @@ pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<Tab
             }
             SchemaChange::RenameColumn { from, to } => {
                 check_not_key(&s, from, "rename")?;
+                check_column_name(to).map_err(type_error)?;
                 if s.field(to).is_some() {
                     return Err(Error::invalid(format!("cannot rename '{from}' to '{to}': '{to}' already exists")));
                 }
@@ -213,7 +226,7 @@ pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<Tab
             SchemaChange::UpdateColumnType { name, data_type } => {
                 let i = column_index(&s, name)?;
                 let old = &s.fields[i].data_type;
-                let new = from_arrow_type(data_type, old.nullable).map_err(|e| Error::SchemaMismatch(e.to_string()))?;
+                let new = from_arrow_type(data_type, old.nullable).map_err(type_error)?;
                 if !is_widening(old, &new) {
                     return Err(Error::SchemaMismatch(format!(
                         "cannot change column '{name}' from {old} to {new}: only widening changes are allowed"

@@ -9,6 +9,19 @@
 //!   listed;
 //! * snapshot ids are contiguous between earliest and latest (expiration removes a prefix);
 //! * a snapshot or tag file that fails to parse is a [`Error::Corrupt`] naming the file.
+//!
+//! The protocol between committers and expiration (see [`crate::maintenance::expire`]):
+//! * expiration deletes snapshot files strictly in ascending id order, one at a time, starting
+//!   from the true earliest, so `snapshot-k` is only ever deleted once `snapshot-(k-1)` is gone:
+//!   a committer that created `snapshot-N` on top of `N-1` and still finds `snapshot-(N-1)`
+//!   afterwards knows `N` was not an expired id it re-created;
+//! * `EARLIEST = k` is written after the snapshot files below `k` are deleted, so a hint whose
+//!   snapshot exists and whose predecessor does not is the true earliest
+//!   ([`SnapshotManager::true_earliest_id`]);
+//! * `LATEST = k` is published by a committer only after that check, so a hint whose snapshot
+//!   exists names a verified commit ([`SnapshotManager::published_latest_id`]); expiration
+//!   retains relative to it, never relative to a newer, unverified snapshot;
+//! * the id after `i64::MAX` does not exist: [`next_snapshot_id`] refuses to go past it.
 
 use std::sync::Arc;
 
@@ -30,6 +43,19 @@ pub const MAX_HINT_PROBES: i64 = 64;
 
 /// How many snapshot files are fetched at once when a whole history is loaded.
 const PARALLEL_READS: usize = 16;
+
+/// The id of the snapshot a commit on top of `latest` creates: `latest + 1`, or 1 for an empty
+/// table. A (hostile) table whose latest id is `i64::MAX` cannot take another commit: that is
+/// a [`Error::Corrupt`] naming the snapshot, never a wrapped-around negative id.
+pub fn next_snapshot_id(latest: Option<&Snapshot>) -> Result<i64> {
+    let Some(latest) = latest else { return Ok(1) };
+    latest.id.checked_add(1).ok_or_else(|| {
+        Error::corrupt(
+            format!("{SNAPSHOT_DIR}/{}", snapshot_file_name(latest.id)),
+            format!("snapshot id {} is the largest possible one: no commit can follow it", latest.id),
+        )
+    })
+}
 
 /// Reads snapshots and tags of one table (or branch) root.
 #[derive(Clone, Debug)]
@@ -74,14 +100,42 @@ impl SnapshotManager {
             if self.io.exists(&Self::snapshot_path(k)).await? {
                 let mut latest = k;
                 while latest - k < MAX_HINT_PROBES {
-                    if !self.io.exists(&Self::snapshot_path(latest + 1)).await? {
+                    let Some(next) = latest.checked_add(1) else { return Ok(Some(latest)) };
+                    if !self.io.exists(&Self::snapshot_path(next)).await? {
                         return Ok(Some(latest));
                     }
-                    latest += 1;
+                    latest = next;
                 }
             }
         }
         Ok(self.list_ids().await?.last().copied())
+    }
+
+    /// The latest snapshot id a committer has published: the `LATEST` hint when its snapshot
+    /// exists (a committer writes it only after verifying its commit), else what
+    /// [`SnapshotManager::latest_id`] probes or lists. Never newer than `latest_id`.
+    pub async fn published_latest_id(&self) -> Result<Option<i64>> {
+        if let Some(k) = self.read_hint(LATEST).await?.filter(|k| *k > 0) {
+            if self.io.exists(&Self::snapshot_path(k)).await? {
+                return Ok(Some(k));
+            }
+        }
+        self.latest_id().await
+    }
+
+    /// The earliest snapshot id, proven: the `EARLIEST` hint when its snapshot exists and its
+    /// predecessor does not (expiration writes the hint after deleting everything below it,
+    /// and deletes in ascending order), else the first id of a listing. Unlike
+    /// [`SnapshotManager::earliest_id`] a hint above leftovers of an interrupted expiration is
+    /// not trusted. Costs two HEADs and a GET when the hint is right.
+    pub async fn true_earliest_id(&self) -> Result<Option<i64>> {
+        if let Some(k) = self.read_hint(EARLIEST).await?.filter(|k| *k > 0) {
+            let predecessor_gone = k == 1 || !self.io.exists(&Self::snapshot_path(k - 1)).await?;
+            if predecessor_gone && self.io.exists(&Self::snapshot_path(k)).await? {
+                return Ok(Some(k));
+            }
+        }
+        Ok(self.list_ids().await?.first().copied())
     }
 
     /// The earliest snapshot id still present, or `None`.
@@ -92,6 +146,11 @@ impl SnapshotManager {
             }
         }
         Ok(self.list_ids().await?.first().copied())
+    }
+
+    /// Whether snapshot file `id` exists (one HEAD).
+    pub async fn exists(&self, id: i64) -> Result<bool> {
+        self.io.exists(&Self::snapshot_path(id)).await
     }
 
     /// Read snapshot `id`; a missing one is [`Error::NotFound`] naming the available range.
@@ -190,5 +249,30 @@ impl SnapshotManager {
         .buffered(PARALLEL_READS)
         .try_collect()
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_largest_snapshot_id_is_read_but_has_no_successor() {
+        let dir = tempfile::tempdir().unwrap();
+        let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
+        io.write(&SnapshotManager::snapshot_path(i64::MAX), "{}").await.unwrap();
+        io.write(LATEST, i64::MAX.to_string()).await.unwrap();
+        let sm = SnapshotManager::new(io);
+        assert_eq!(sm.latest_id().await.unwrap(), Some(i64::MAX));
+        assert_eq!(sm.published_latest_id().await.unwrap(), Some(i64::MAX));
+
+        let json = r#"{"version": 3, "id": 7, "schemaId": 0, "baseManifestList": "a", "deltaManifestList": "b",
+            "commitUser": "u", "commitIdentifier": 1, "commitKind": "APPEND", "timeMillis": 1}"#;
+        let mut snapshot = Snapshot::from_json(json.as_bytes()).unwrap();
+        assert_eq!(next_snapshot_id(None).unwrap(), 1);
+        assert_eq!(next_snapshot_id(Some(&snapshot)).unwrap(), 8);
+        snapshot.id = i64::MAX;
+        let err = next_snapshot_id(Some(&snapshot)).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }) && err.to_string().contains("snapshot-9223372036854775807"), "{err}");
     }
 }

@@ -586,8 +586,7 @@ async fn append_file_round_trip_with_sequence_numbers() {
     assert_eq!(s_max, rows[3][10]);
 }
 
-/// Java `ParquetSchemaConverter` output for `all_type_fields` (TIMESTAMP(9) as INT64 NANOS
-/// instead of INT96).
+/// Java `ParquetSchemaConverter` output for `all_type_fields` (TIMESTAMP(p > 6) as INT96).
 const JAVA_LAYOUT: &str = r#"message paimon_schema {
   REQUIRED INT64 _KEY_id [1073741823];
   REQUIRED INT64 _SEQUENCE_NUMBER [2147483646];
@@ -611,9 +610,9 @@ const JAVA_LAYOUT: &str = r#"message paimon_schema {
   OPTIONAL INT64 ts0 [16] (TIMESTAMP(MILLIS,false));
   OPTIONAL INT64 ts3 [17] (TIMESTAMP(MILLIS,false));
   OPTIONAL INT64 ts6 [18] (TIMESTAMP(MICROS,false));
-  OPTIONAL INT64 ts9 [19] (TIMESTAMP(NANOS,false));
+  OPTIONAL INT96 ts9 [19];
   OPTIONAL INT64 ltz3 [20] (TIMESTAMP(MILLIS,true));
-  OPTIONAL INT64 ltz9 [21] (TIMESTAMP(NANOS,true));
+  OPTIONAL INT96 ltz9 [21];
   OPTIONAL group arr [22] (LIST) {
     REPEATED group list {
       OPTIONAL INT32 element [536893440];

@@ -1,10 +1,10 @@
 //! `RawCatalog`: the binding of the filesystem catalog behind `tidelake.Catalog`.
 
 use pyo3::prelude::*;
-use pyo3_arrow::PySchema;
 use tidelake_core::catalog::Catalog;
 use tidelake_core::io::{FileIO, StorageOptions};
 
+use crate::arrow_arg::SchemaArg;
 use crate::errors::IntoPyResult;
 use crate::runtime::block_on;
 use crate::table::{table_spec, RawTable};
@@ -55,7 +55,7 @@ impl RawCatalog {
         &self,
         py: Python<'_>,
         identifier: String,
-        schema: PySchema,
+        schema: SchemaArg,
         primary_keys: Vec<String>,
         partition_keys: Vec<String>,
         bucket: Option<i32>,
@@ -63,7 +63,7 @@ impl RawCatalog {
         comment: Option<String>,
     ) -> PyResult<RawTable> {
         let spec = table_spec(primary_keys, partition_keys, bucket, options, comment);
-        let schema = schema.into_inner();
+        let schema = schema.0;
         let table = block_on(py, self.catalog.create_table(&identifier, &schema, &spec))?.py()?;
         Ok(RawTable { table })
     }

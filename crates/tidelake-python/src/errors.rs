@@ -8,6 +8,7 @@ use pyo3::PyErr;
 use tidelake_core::{Error, ErrorKind};
 
 import_exception!(tidelake.exceptions, TableNotFoundError);
+import_exception!(tidelake.exceptions, SnapshotExpiredError);
 import_exception!(tidelake.exceptions, TableAlreadyExistsError);
 import_exception!(tidelake.exceptions, CorruptMetadataError);
 import_exception!(tidelake.exceptions, SchemaMismatchError);
@@ -32,6 +33,7 @@ pub fn to_py(err: Error) -> PyErr {
     }
     match err.kind() {
         ErrorKind::NotFound => TableNotFoundError::new_err(msg),
+        ErrorKind::SnapshotExpired => SnapshotExpiredError::new_err(msg),
         ErrorKind::AlreadyExists => TableAlreadyExistsError::new_err(msg),
         ErrorKind::CommitConflict => CommitConflictError::new_err(msg),
         ErrorKind::Corrupt => CorruptMetadataError::new_err(msg),

@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 
+mod arrow_arg;
 mod catalog;
 mod compact;
 mod errors;

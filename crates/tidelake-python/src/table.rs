@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3_arrow::{PyField, PySchema};
+use pyo3_arrow::PySchema;
 use tidelake_core::io::{FileIO, StorageOptions};
 use tidelake_core::schema_change::{alter_table, create_table, ColumnPosition, SchemaChange, TableSpec};
 use tidelake_core::table::Table;
@@ -17,6 +17,7 @@ use tidelake_core::read::split_read::{read_splits, ReadContext, DEFAULT_BATCH_SI
 use tidelake_core::scan::{plan_changes, plan_scan, ScanRequest, Split};
 use tidelake_core::Error;
 
+use crate::arrow_arg::{FieldArg, SchemaArg};
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
 use crate::scan::{parse_filter, selector, RawScan};
@@ -39,14 +40,14 @@ pub(crate) fn table_spec(
 }
 
 /// One schema change from Python: `(op, name, arg, field, position)`; see `Table.alter`.
-type PyChange = (String, Option<String>, Option<String>, Option<PyField>, Option<String>);
+type PyChange = (String, Option<String>, Option<String>, Option<FieldArg>, Option<String>);
 
 fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
     let (op, name, arg, field, position) = change;
     let need = |v: Option<String>, what: &str| v.ok_or_else(|| Error::invalid(format!("'{op}' needs {what}")));
     Ok(match op.as_str() {
         "add_column" => {
-            let field = field.ok_or_else(|| Error::invalid("'add_column' needs a pyarrow field"))?.into_inner();
+            let field = field.ok_or_else(|| Error::invalid("'add_column' needs a pyarrow field"))?.0;
             let position = match position.as_deref() {
                 None | Some("last") => ColumnPosition::Last,
                 Some("first") => ColumnPosition::First,
@@ -63,7 +64,7 @@ fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
         "drop_column" => SchemaChange::DropColumn { name: need(name, "a column")? },
         "update_column_type" => SchemaChange::UpdateColumnType {
             name: need(name, "a column")?,
-            data_type: field.ok_or_else(|| Error::invalid("'update_column_type' needs a pyarrow field"))?.into_inner().data_type().clone(),
+            data_type: field.ok_or_else(|| Error::invalid("'update_column_type' needs a pyarrow field"))?.0.data_type().clone(),
         },
         "set_option" => SchemaChange::SetOption { key: need(name, "a key")?, value: need(arg, "a value")? },
         "remove_option" => SchemaChange::RemoveOption { key: need(name, "a key")? },
@@ -81,7 +82,7 @@ impl RawTable {
     fn create(
         py: Python<'_>,
         location: String,
-        schema: PySchema,
+        schema: SchemaArg,
         primary_keys: Vec<String>,
         partition_keys: Vec<String>,
         bucket: Option<i32>,
@@ -90,7 +91,7 @@ impl RawTable {
         storage_options: Option<StorageOptions>,
     ) -> PyResult<RawTable> {
         let spec = table_spec(primary_keys, partition_keys, bucket, options, comment);
-        let schema = schema.into_inner();
+        let schema = schema.0;
         let io = FileIO::open_with(&location, &storage_options.unwrap_or_default()).py()?;
         let table = block_on(py, create_table(io, &schema, &spec))?.py()?;
         Ok(RawTable { table })

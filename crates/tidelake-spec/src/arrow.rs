@@ -170,8 +170,63 @@ pub fn to_arrow_schema(fields: &[DataField]) -> Result<Schema> {
 }
 
 /// The Paimon type of an Arrow type (see the module docs). ROW fields are numbered 0, 1, ...
-/// per struct; [`fields_from_arrow_schema`] gives them table-wide ids.
+/// per struct; [`fields_from_arrow_schema`] gives them table-wide ids. A type nested deeper than
+/// [`MAX_NESTING_DEPTH`], or with a field name containing NUL, is [`Error::Invalid`], found
+/// without recursing.
 pub fn from_arrow_type(arrow: &ArrowType, nullable: bool) -> Result<DataType> {
+    check_nesting(arrow)?;
+    convert_type(arrow, nullable)
+}
+
+/// How many levels of ARRAY / MAP / MULTISET / ROW a column type may nest. Every reader must
+/// be able to read a schema back: its JSON nests three levels per ROW level, and JSON readers
+/// stop somewhere (serde_json at 128), so 32 levels keep a schema file under 100.
+pub const MAX_NESTING_DEPTH: usize = 32;
+
+/// The nested types of `arrow` one level down, with the names of the fields that lead there.
+fn nested_fields(arrow: &ArrowType) -> Vec<&Field> {
+    match arrow {
+        ArrowType::List(element)
+        | ArrowType::LargeList(element)
+        | ArrowType::ListView(element)
+        | ArrowType::LargeListView(element) => vec![element.as_ref()],
+        ArrowType::Map(entries, _) => match entries.data_type() {
+            ArrowType::Struct(pair) => pair.iter().map(|f| f.as_ref()).collect(),
+            _ => Vec::new(),
+        },
+        ArrowType::Struct(fields) => fields.iter().map(|f| f.as_ref()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Refuse a type nested deeper than [`MAX_NESTING_DEPTH`] or with a nested field name
+/// containing NUL; iterative, so a hostile depth cannot exhaust the stack.
+fn check_nesting(arrow: &ArrowType) -> Result<()> {
+    let mut pending: Vec<(&ArrowType, usize)> = vec![(arrow, 0)];
+    while let Some((t, depth)) = pending.pop() {
+        let children = nested_fields(t);
+        let nested = !children.is_empty() || matches!(t, ArrowType::Dictionary(..));
+        if nested && depth >= MAX_NESTING_DEPTH {
+            return Err(Error::Invalid(format!(
+                "type nested more than {MAX_NESTING_DEPTH} levels deep (ARRAY, MAP and ROW levels); \
+                 no reader could read such a schema back"
+            )));
+        }
+        if let ArrowType::Dictionary(_, value) = t {
+            pending.push((value, depth + 1));
+        }
+        for f in children {
+            if f.name().contains('\0') {
+                return Err(Error::Invalid(format!("nested field name {:?} contains a NUL character", f.name())));
+            }
+            pending.push((f.data_type(), depth + 1));
+        }
+    }
+    Ok(())
+}
+
+/// [`from_arrow_type`] once the nesting is known to be bounded.
+fn convert_type(arrow: &ArrowType, nullable: bool) -> Result<DataType> {
     let decimal = |precision: u8, scale: i8| {
         let scale = u32::try_from(scale)
             .ok()
@@ -187,7 +242,7 @@ pub fn from_arrow_type(arrow: &ArrowType, nullable: bool) -> Result<DataType> {
         }
     };
     let list = |element: &Field| {
-        Ok(TypeKind::Array(Box::new(from_arrow_type(
+        Ok(TypeKind::Array(Box::new(convert_type(
             element.data_type(),
             element.is_nullable(),
         )?)))
@@ -234,8 +289,8 @@ pub fn from_arrow_type(arrow: &ArrowType, nullable: bool) -> Result<DataType> {
                 )));
             };
             TypeKind::Map(
-                Box::new(from_arrow_type(key.data_type(), key.is_nullable())?),
-                Box::new(from_arrow_type(value.data_type(), value.is_nullable())?),
+                Box::new(convert_type(key.data_type(), key.is_nullable())?),
+                Box::new(convert_type(value.data_type(), value.is_nullable())?),
             )
         }
         ArrowType::Struct(fields) if is_variant(fields) => TypeKind::Variant,
@@ -249,12 +304,12 @@ pub fn from_arrow_type(arrow: &ArrowType, nullable: bool) -> Result<DataType> {
                     Ok(DataField::new(
                         id,
                         f.name(),
-                        from_arrow_type(f.data_type(), f.is_nullable())?,
+                        convert_type(f.data_type(), f.is_nullable())?,
                     ))
                 })
                 .collect::<Result<_>>()?,
         ),
-        ArrowType::Dictionary(_, value) => return from_arrow_type(value, nullable),
+        ArrowType::Dictionary(_, value) => return convert_type(value, nullable),
         other => {
             return Err(Error::Unsupported(format!(
                 "Arrow type {other} has no Paimon type"
@@ -274,6 +329,14 @@ fn is_variant(fields: &Fields) -> bool {
             .all(|f| f.data_type() == &ArrowType::Binary && !f.is_nullable())
 }
 
+/// `err` about the type of column `name`, naming it.
+fn in_column(name: &str, err: Error) -> Error {
+    match err {
+        Error::Invalid(m) => Error::Invalid(format!("column {name:?}: {m}")),
+        other => other,
+    }
+}
+
 /// Table columns for an Arrow schema. Ids are assigned from `next_id` the Java way (each
 /// column, then the ROW fields inside it, see [`assign_field_ids`]); on return `next_id` is
 /// one past the highest id used. A field's `description` metadata becomes its description.
@@ -282,11 +345,9 @@ pub fn fields_from_arrow_schema(schema: &Schema, next_id: &mut i32) -> Result<Ve
         .fields()
         .iter()
         .map(|f| {
-            let mut field = DataField::new(
-                -1,
-                f.name(),
-                from_arrow_type(f.data_type(), f.is_nullable())?,
-            );
+            let data_type = from_arrow_type(f.data_type(), f.is_nullable())
+                .map_err(|e| in_column(f.name(), e))?;
+            let mut field = DataField::new(-1, f.name(), data_type);
             field.description = f.metadata().get(DESCRIPTION_METADATA_KEY).cloned();
             Ok(field)
         })
@@ -474,6 +535,28 @@ mod tests {
                 "{arrow}"
             );
         }
+    }
+
+    #[test]
+    fn nesting_is_bounded_without_recursion() {
+        let wrap = |t: ArrowType, levels: usize, kind: fn(ArrowType) -> ArrowType| (0..levels).fold(t, |t, _| kind(t));
+        let row = |t| ArrowType::Struct(vec![Field::new("f", t, true)].into());
+        let list = |t| ArrowType::List(Arc::new(Field::new("item", t, true)));
+        let map = |t| map_type(ArrowType::Int32, t, true);
+        for kind in [row, list, map] {
+            assert!(from_arrow_type(&wrap(ArrowType::Int64, MAX_NESTING_DEPTH, kind), true).is_ok());
+            let deep = wrap(ArrowType::Int64, MAX_NESTING_DEPTH + 1, kind);
+            assert!(matches!(from_arrow_type(&deep, true), Err(Error::Invalid(m)) if m.contains("nested")));
+        }
+        // Far beyond any stack: refused by the iterative check, not a crash.
+        let hostile = wrap(ArrowType::Int64, 200_000, list);
+        assert!(matches!(from_arrow_type(&hostile, true), Err(Error::Invalid(_))));
+        std::mem::forget(hostile); // dropping it would recurse 200 000 deep
+
+        let nul = ArrowType::Struct(vec![Field::new("a\0b", ArrowType::Int32, true)].into());
+        let schema = Schema::new(vec![Field::new("s", nul, true)]);
+        let err = fields_from_arrow_schema(&schema, &mut 0).unwrap_err();
+        assert!(matches!(&err, Error::Invalid(m) if m.contains("NUL") && m.contains("\"s\"")), "{err}");
     }
 
     #[test]

@@ -733,6 +733,101 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     Ok(duration)
 }
 
+// ---- options writers must refuse ----------------------------------------------------------------
+
+/// When an option in [`WRITE_UNSUPPORTED`] asks for something tidelake does not do.
+#[derive(Debug, Clone, Copy)]
+enum Asks {
+    /// Any non-empty value.
+    Set,
+    /// A value other than this default (compared case-insensitively).
+    Not(&'static str),
+    /// `true`.
+    True,
+}
+
+/// Options whose behaviour Java writers or committers implement and tidelake does not: a
+/// tidelake write to such a table would leave it inconsistent for Java readers (no Iceberg
+/// metadata, no file indexes, no automatic tags, ...). Writers and committers refuse them
+/// ([`Options::check_writable`]); reads ignore them. A `*` matches any field-name segment
+/// (`file-index.bloom-filter.columns`, `file-index.bitmap.columns`, ...).
+const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
+    (
+        "metadata.iceberg.storage",
+        Asks::Not("disabled"),
+        "Iceberg-compatible metadata",
+    ),
+    ("file-index.*.columns", Asks::Set, "data-file indexes"),
+    (
+        "tag.automatic-creation",
+        Asks::Not("none"),
+        "automatic tag creation",
+    ),
+    ("tag.callbacks", Asks::Set, "tag callbacks"),
+    ("commit.callbacks", Asks::Set, "commit callbacks"),
+    (
+        "partition.mark-done-action",
+        Asks::Set,
+        "marking partitions done",
+    ),
+    ("record-level.expire-time", Asks::Set, "record-level expiry"),
+    (
+        "full-compaction.delta-commits",
+        Asks::Set,
+        "periodic full compaction",
+    ),
+    (
+        "data-file.external-paths",
+        Asks::Set,
+        "data files in external paths",
+    ),
+    (
+        "index-file-in-data-file-dir",
+        Asks::True,
+        "index files in data directories",
+    ),
+    ("upsert-key", Asks::Set, "upsert keys"),
+];
+
+/// Whether `key` matches `pattern` (a `*` stands for one or more characters).
+fn key_matches(pattern: &str, key: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == key,
+        Some((prefix, suffix)) => {
+            key.len() > prefix.len() + suffix.len()
+                && key.starts_with(prefix)
+                && key.ends_with(suffix)
+        }
+    }
+}
+
+impl Options {
+    /// [`Error::Unsupported`] naming the first option that asks writers for behaviour tidelake
+    /// does not implement ([`WRITE_UNSUPPORTED`]); reading such a table is fine.
+    pub fn check_writable(&self) -> Result<()> {
+        for (key, value) in self.iter() {
+            let value = value.trim();
+            for (pattern, asks, what) in WRITE_UNSUPPORTED {
+                if !key_matches(pattern, key) {
+                    continue;
+                }
+                let asked = match asks {
+                    Asks::Set => !value.is_empty(),
+                    Asks::Not(default) => !value.eq_ignore_ascii_case(default),
+                    Asks::True => value.eq_ignore_ascii_case("true"),
+                };
+                if asked {
+                    return Err(Error::Unsupported(format!(
+                        "writing a table with option '{key}' = '{value}': tidelake does not \
+                         implement {what} (reads are fine; remove the option to write)"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -742,6 +837,41 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn check_writable_names_options_writers_do_not_implement() {
+        for (key, value) in [
+            ("metadata.iceberg.storage", "table-location"),
+            ("file-index.bloom-filter.columns", "a,b"),
+            ("file-index.bitmap.columns", "c"),
+            ("tag.automatic-creation", "process-time"),
+            ("partition.mark-done-action", "success-file"),
+            ("full-compaction.delta-commits", "1"),
+            ("index-file-in-data-file-dir", "TRUE"),
+        ] {
+            let err = opts(&[("bucket", "1"), (key, value)])
+                .check_writable()
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::Unsupported(m) if m.contains(&format!("'{key}'"))),
+                "{key}: {err:?}"
+            );
+        }
+        for (key, value) in [
+            ("metadata.iceberg.storage", "DISABLED"),
+            ("tag.automatic-creation", "none"),
+            ("index-file-in-data-file-dir", "false"),
+            ("file-index.read.enabled", "true"),
+            ("file-index.in-manifest-threshold", "500 bytes"),
+            ("file-index.bloom-filter.columns", ""),
+            ("changelog-producer", "lookup"),
+        ] {
+            assert!(
+                opts(&[(key, value)]).check_writable().is_ok(),
+                "{key}={value}"
+            );
+        }
     }
 
     #[test]
@@ -759,8 +889,13 @@ mod tests {
     #[test]
     fn lookup_wait_reads_the_current_key_before_the_old_one() {
         assert!(Options::new().lookup_wait().unwrap());
-        assert!(!opts(&[("changelog-producer.lookup-wait", "false")]).lookup_wait().unwrap());
-        let both = opts(&[("changelog-producer.lookup-wait", "false"), ("lookup-wait", "true")]);
+        assert!(!opts(&[("changelog-producer.lookup-wait", "false")])
+            .lookup_wait()
+            .unwrap());
+        let both = opts(&[
+            ("changelog-producer.lookup-wait", "false"),
+            ("lookup-wait", "true"),
+        ]);
         assert!(both.lookup_wait().unwrap());
         assert!(opts(&[("lookup-wait", "maybe")]).lookup_wait().is_err());
     }

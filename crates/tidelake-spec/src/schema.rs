@@ -29,7 +29,36 @@ pub const CURRENT_VERSION: i32 = 3;
 /// Field ids at or above this are Paimon system fields (`_KEY_*`, `_SEQUENCE_NUMBER`, ...).
 pub const SYSTEM_FIELD_ID_START: i32 = i32::MAX / 2;
 
+/// Prefix of the key columns of primary-key data files (`_KEY_<column>`; Java
+/// `SpecialFields.KEY_FIELD_PREFIX`).
+pub const KEY_FIELD_PREFIX: &str = "_KEY_";
+/// Name of the sequence-number system column of primary-key data files.
+pub const SEQUENCE_NUMBER: &str = "_SEQUENCE_NUMBER";
+/// Name of the row-kind system column of primary-key data files (0 +I, 1 -U, 2 +U, 3 -D).
+pub const VALUE_KIND: &str = "_VALUE_KIND";
+/// Name of the row-kind column of the `$audit_log` system table.
+pub const ROW_KIND: &str = "rowkind";
+/// Paimon's system column names (Java `SpecialFields.SYSTEM_FIELD_NAMES`).
+pub const SYSTEM_FIELD_NAMES: [&str; 5] = [SEQUENCE_NUMBER, VALUE_KIND, "_LEVEL", ROW_KIND, "_ROW_ID"];
+
 const WHAT: &str = "schema";
+
+/// Refuse a name a table column cannot be given (at create, add or rename; Java
+/// `SchemaValidation` checks top-level names): a system column name, the `_KEY_` prefix of
+/// key columns (either would be confused with Paimon's own columns in data files), or a NUL
+/// character (which C-string consumers would truncate). [`Error::Invalid`] naming the column.
+pub fn check_column_name(name: &str) -> Result<()> {
+    let problem = if SYSTEM_FIELD_NAMES.contains(&name) {
+        format!("it is a Paimon system column ({})", SYSTEM_FIELD_NAMES.join(", "))
+    } else if name.starts_with(KEY_FIELD_PREFIX) {
+        format!("names starting with {KEY_FIELD_PREFIX} are reserved for Paimon's key columns")
+    } else if name.contains('\0') {
+        "it contains a NUL character".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(Error::Invalid(format!("column name {name:?} is not allowed: {problem}")))
+}
 
 /// One version of a table's schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -634,6 +663,17 @@ mod tests {
             TableSchema::from_json(commented.to_json().as_bytes()).unwrap(),
             commented
         );
+    }
+
+    #[test]
+    fn system_key_and_nul_column_names_are_refused() {
+        for name in ["_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID", "_KEY_id", "a\0b"] {
+            let err = check_column_name(name).unwrap_err();
+            assert!(matches!(&err, Error::Invalid(m) if m.contains(&format!("{name:?}"))), "{err}");
+        }
+        for name in ["k", "_sequence_number", "ROWKIND", "KEY_id", "_KEYS", "v_KEY_"] {
+            check_column_name(name).unwrap();
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ use crate::commit::overwrite::PartitionMatcher;
 use crate::commit::scan::{data_manifests, live_entries_of, read_live_entries, PartitionSet};
 use crate::error::{Error, ErrorKind, Result};
 use crate::scan::plan::live_index_entries;
+use crate::snapshots::next_snapshot_id;
 
 const LATEST_HINT: &str = "snapshot/LATEST";
 /// Partitions whose bucket count was verified are remembered up to this many (Java
@@ -124,13 +125,7 @@ impl FileStoreCommit {
                 }
             }
             let latest = sm.latest().await?;
-            if latest.as_ref().is_some_and(|l| l.id == i64::MAX) {
-                return Err(Error::invalid(format!(
-                    "{} has snapshot id {}: no snapshot can follow it",
-                    self.table.location(),
-                    i64::MAX
-                )));
-            }
+            next_snapshot_id(latest.as_ref())?;
             let in_flight = retries > 0 || started.elapsed() > IN_FLIGHT_CHECK;
             let attempt = async {
                 let changes = self.provide(source, latest.as_ref()).await?;
@@ -141,7 +136,7 @@ impl FileStoreCommit {
                 Ok(Err(failure)) => failure,
                 // A snapshot expired while the attempt read it: retry on the new latest.
                 Err(e) if self.expired_meanwhile(&e, latest.as_ref()).await? => {
-                    Failure::Lost(latest.as_ref().map_or(1, |l| l.id + 1))
+                    Failure::Lost(next_snapshot_id(latest.as_ref())?)
                 }
                 Err(e) => return Err(e),
             };
@@ -243,7 +238,11 @@ impl FileStoreCommit {
             return Ok(Published::Yes);
         }
         let io = self.table.io();
-        if !io.exists(&snapshot_rel(id + 1)).await?
+        let next_exists = match id.checked_add(1) {
+            Some(next) => io.exists(&snapshot_rel(next)).await?,
+            None => false,
+        };
+        if !next_exists
             && self.table.snapshot_manager().list_ids().await?.last().is_none_or(|last| *last <= id)
         {
             return Ok(Published::Yes);
@@ -337,7 +336,7 @@ impl FileStoreCommit {
         request: &Request<'_>,
         in_flight: bool,
     ) -> Result<std::result::Result<i64, Failure>> {
-        let new_id = latest.map_or(1, |s| s.id + 1);
+        let new_id = next_snapshot_id(latest)?;
         let checker = ConflictChecker {
             layout: &self.layout,
             lsm_key_types: (self.settings.has_primary_key && !self.settings.pk_clustering_override)

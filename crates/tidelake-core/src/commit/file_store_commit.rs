@@ -50,6 +50,7 @@ impl Settings {
         let schema = table.schema();
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
+        opts.check_writable().map_err(spec)?;
         if opts.row_tracking_enabled().map_err(spec)?
             || opts.data_evolution_enabled().map_err(spec)?
         {

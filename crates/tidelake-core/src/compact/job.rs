@@ -57,7 +57,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::read::merge::MergeConfig;
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
-use crate::scan::plan::{deletion_file_refs, live_index_entries, merge_entries, read_list, read_manifests};
+use crate::scan::plan::{deletion_file_refs, live_index_entries, read_list, read_merged};
 use crate::scan::predicate::Predicate;
 use crate::scan::split::DeletionFileRef;
 use crate::table::Table;
@@ -383,7 +383,7 @@ impl Compactor {
             read_list(&self.table, &snap.delta_manifest_list)
         )?;
         let metas: Vec<_> = base.into_iter().chain(delta).collect();
-        let entries = merge_entries(read_manifests(&self.table, &metas).await?)?;
+        let entries = read_merged(&self.table, &metas).await?;
         let (mut dv_files, mut dv_index) = self.deletion_vectors(snap).await?;
         let mut buckets: Vec<Bucket> = Vec::new();
         let mut index: HashMap<(Vec<u8>, i32), usize> = HashMap::new();

@@ -1,4 +1,5 @@
-//! [`InstrumentedStore`]: an [`ObjectStore`] wrapper that counts operations by kind and can
+//! [`InstrumentedStore`]: an [`ObjectStore`] wrapper that counts operations by kind, can
+//! record them in order ([`InstrumentedStore::recording`], for protocol-order tests) and can
 //! inject one fault, for request-count bounds and crash/fault tests.
 //!
 //! Fault injection is **test-only**. It is switched on by storage options (so Python tests and
@@ -23,7 +24,7 @@
 use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -163,6 +164,8 @@ struct State {
     counts: OpCounts,
     fault: Option<FaultPlan>,
     matched: AtomicU64,
+    /// Every operation with its path, in the order they started, when recording.
+    log: Option<Mutex<Vec<(OpKind, String)>>>,
 }
 
 /// The counting, fault-injecting wrapper (see the module docs).
@@ -182,7 +185,14 @@ enum Fault {
 
 impl InstrumentedStore {
     pub fn new(inner: Arc<dyn ObjectStore>, fault: Option<FaultPlan>) -> Self {
-        InstrumentedStore { inner, state: Arc::new(State { counts: OpCounts::default(), fault, matched: AtomicU64::new(0) }) }
+        Self::with_state(inner, fault, None)
+    }
+
+    fn with_state(inner: Arc<dyn ObjectStore>, fault: Option<FaultPlan>, log: Option<Mutex<Vec<(OpKind, String)>>>) -> Self {
+        InstrumentedStore {
+            inner,
+            state: Arc::new(State { counts: OpCounts::default(), fault, matched: AtomicU64::new(0), log }),
+        }
     }
 
     /// A wrapper that only counts.
@@ -190,14 +200,29 @@ impl InstrumentedStore {
         Self::new(inner, None)
     }
 
+    /// A wrapper that counts and records every operation (see [`InstrumentedStore::requests`]).
+    pub fn recording(inner: Arc<dyn ObjectStore>) -> Self {
+        Self::with_state(inner, None, Some(Mutex::default()))
+    }
+
     pub fn counts(&self) -> &OpCounts {
         &self.state.counts
+    }
+
+    /// The operations recorded so far, in the order they started, with their full object
+    /// paths (empty unless made by [`InstrumentedStore::recording`]).
+    pub fn requests(&self) -> Vec<(OpKind, String)> {
+        self.state.log.as_ref().map_or_else(Vec::new, |log| log.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 }
 
 impl State {
     fn tick(&self, kind: OpKind, path: Option<&Path>) -> Fault {
         self.counts.0[kind as usize].fetch_add(1, Ordering::SeqCst);
+        if let Some(log) = &self.log {
+            let path = path.map_or_else(String::new, |p| p.as_ref().to_string());
+            log.lock().unwrap_or_else(|e| e.into_inner()).push((kind, path));
+        }
         let Some(plan) = &self.fault else { return Fault::None };
         let path_matches = match (&plan.path, path) {
             (None, _) => true,

@@ -237,24 +237,33 @@ impl FileIO {
     }
 
     /// Delete every object below directory `rel` (and the directory itself on local storage).
+    /// Locally this never follows a symbolic link: a link inside the directory is removed,
+    /// never what it points to (listings follow links, so nothing listed is deleted here).
     pub async fn delete_dir(&self, rel: &str) -> Result<()> {
-        for f in self.list_recursive(rel).await? {
-            self.delete(&f.path).await?;
-        }
-        if let Some(root) = &self.local_root {
-            let dir = root.join(rel.trim_matches('/'));
-            match tokio::fs::remove_dir_all(&dir).await {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(Error::Io {
-                        path: dir.display().to_string(),
-                        source: local_io_error(e),
-                    })
-                }
+        let Some(root) = &self.local_root else {
+            for f in self.list_recursive(rel).await? {
+                self.delete(&f.path).await?;
             }
+            return Ok(());
+        };
+        let dir = root.join(rel.trim_matches('/'));
+        match tokio::fs::remove_dir_all(&dir).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::Io { path: dir.display().to_string(), source: local_io_error(e) }),
         }
-        Ok(())
+    }
+
+    /// Whether `rel`, or a directory between the root and it, is a symbolic link (local
+    /// storage; object stores have no links). Listings follow links, so whatever deletes what
+    /// it listed skips such paths: they may lead out of the table.
+    pub fn through_link(&self, rel: &str) -> bool {
+        let Some(root) = &self.local_root else { return false };
+        let mut path = root.clone();
+        rel.split('/').filter(|s| !s.is_empty()).any(|part| {
+            path.push(part);
+            path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink())
+        })
     }
 
     /// One delimited listing of directory `rel`; a missing directory lists as empty.

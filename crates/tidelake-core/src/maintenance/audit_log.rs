@@ -26,7 +26,7 @@ use crate::read::split_read::{read_splits, row_kind_name, ReadContext, DEFAULT_B
 use crate::scan::{plan_scan, ScanRequest, Split, SplitFile};
 use crate::table::Table;
 
-const ROW_KIND: &str = "rowkind";
+use tidelake_spec::schema::ROW_KIND;
 
 pub(crate) async fn audit_log(table: &Table) -> Result<SystemTable> {
     let plan = plan_scan(table, &ScanRequest::default()).await?;

@@ -21,10 +21,30 @@
 //! the tags that can share files with the expired range (from the last tag before `begin` up
 //! to `end`, plus any tag past the latest snapshot), with their changelog files.
 //!
-//! Order (crash safety; Java deletes files first and snapshot files last): all reads happen
-//! first; then `EARLIEST` is written, snapshot files are deleted oldest first (ids stay
-//! contiguous, every remaining snapshot stays readable), and only then are the unreferenced
-//! files deleted. A crash leaves at most unreferenced files, which orphan cleaning removes.
+//! The range and its order are the protocol committers rely on (see [`crate::snapshots`]):
+//! * the range starts at the *true* earliest snapshot
+//!   ([`SnapshotManager::true_earliest_id`]: the `EARLIEST` hint only when its predecessor is
+//!   gone, else a listing), so leftovers of an interrupted run go first;
+//! * retention counts from the *published* latest snapshot
+//!   ([`SnapshotManager::published_latest_id`]: the `LATEST` hint when its snapshot exists),
+//!   so a snapshot a committer has created but not yet verified never makes expiration delete
+//!   that commit's parent;
+//! * (D) snapshot files are deleted strictly in ascending id order, one at a time, each delete
+//!   finished before the next starts: `snapshot-k` is deleted only once `snapshot-(k-1)` is
+//!   gone. A committer that created `snapshot-N` and still finds `snapshot-(N-1)` afterwards
+//!   therefore knows `N` was never expired;
+//! * `EARLIEST` is written after the snapshot files below it are deleted (Java's order), so a
+//!   hint `k` whose snapshot exists means everything below `k` is gone.
+//!
+//! Crash safety: all reads happen first; then the snapshot files go (oldest first, every
+//! remaining snapshot stays readable), then `EARLIEST`, and only then the unreferenced files.
+//! A crash leaves at most unreferenced files, which orphan cleaning removes, and a stale
+//! `EARLIEST`, which the next run detects (its snapshot is gone) and replaces by a listing.
+//!
+//! Cost: O(expired snapshots), not O(history). A run that expires nothing reads the two hints,
+//! checks three or four snapshot files and reads one: no listing. A run that expires reads the
+//! expired snapshots, the deltas of the retained snapshots after the new earliest (the
+//! protection above) and the tags.
 //!
 //! Not supported: a decoupled changelog lifecycle (`changelog.num-retained.*` /
 //! `changelog.time-retained` beyond the snapshot retention) is [`Error::Unsupported`].
@@ -128,14 +148,16 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
         )));
     }
     let sm = table.snapshot_manager();
-    // The listing, not the hints: leftovers of an interrupted run are expired too.
-    let ids = sm.list_ids().await?;
-    let (Some(&earliest), Some(&latest)) = (ids.first(), ids.last()) else {
+    let Some(latest) = sm.published_latest_id().await? else {
+        return Ok(ExpireResult::default());
+    };
+    let Some(earliest) = sm.true_earliest_id().await? else {
         return Ok(ExpireResult::default());
     };
     let end = expire_end(&sm, table, config, earliest, latest).await?;
     if end <= earliest {
-        if !table.io().exists(EARLIEST_HINT_PATH).await? {
+        let hint = table.io().read_opt(EARLIEST_HINT_PATH).await?;
+        if hint.as_deref() != Some(earliest.to_string().as_bytes()) {
             write_hint(table.io(), EARLIEST_HINT_PATH, earliest).await?;
         }
         return Ok(ExpireResult {
@@ -144,7 +166,7 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
         });
     }
     let mut snapshots = Vec::new();
-    for &id in ids.iter().filter(|id| **id <= end) {
+    for id in earliest..=end {
         match sm.snapshot(id).await {
             Ok(s) => snapshots.push(s),
             // Deleted by a concurrent expiration.
@@ -193,10 +215,12 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
     )
     .await?;
 
-    write_hint(table.io(), EARLIEST_HINT_PATH, end).await?;
+    // Invariant (D): one snapshot file at a time, ascending, each delete done before the next,
+    // from the true earliest up; the hint only after the files below it are gone.
     for s in &expired {
         table.io().delete(&snapshot_path(s.id)).await?;
     }
+    write_hint(table.io(), EARLIEST_HINT_PATH, end).await?;
     let deleted = delete_unreferenced(table.io(), candidates, &refs).await?;
     Ok(ExpireResult {
         snapshots: expired.len() as u64,
@@ -205,7 +229,9 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
     })
 }
 
-/// Java `expire()`: the exclusive end of the range to expire.
+/// Java `expire()`: the exclusive end of the range to expire. Consumers are only looked up
+/// (a listing) when retention and time would expire something: the common no-op costs no
+/// listing.
 async fn expire_end(
     sm: &SnapshotManager,
     table: &Table,
@@ -217,19 +243,28 @@ async fn expire_end(
         .saturating_sub(config.retain_max)
         .saturating_add(1)
         .max(earliest);
-    let mut max_exclusive = latest - config.retain_min + 1;
-    if let Some(next) = min_next_snapshot(table.io()).await? {
-        max_exclusive = max_exclusive.min(next);
-    }
-    max_exclusive = max_exclusive.min(earliest.saturating_add(config.max_deletes));
+    let max_exclusive = latest
+        .saturating_sub(config.retain_min)
+        .saturating_add(1)
+        .min(earliest.saturating_add(config.max_deletes));
+    let mut end = max_exclusive;
     for id in min..max_exclusive {
         match sm.snapshot(id + 1).await {
-            Ok(next) if config.older_than_ms <= next.time_millis => return Ok(id),
+            Ok(next) if config.older_than_ms <= next.time_millis => {
+                end = id;
+                break;
+            }
             Ok(_) | Err(Error::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(max_exclusive)
+    // Capping the range at the smallest consumer is the same as stopping the scan there.
+    if end > earliest {
+        if let Some(next) = min_next_snapshot(table.io()).await? {
+            end = end.min(next);
+        }
+    }
+    Ok(end)
 }
 
 /// Files the expiration may delete: see the module docs. Metadata of the expired snapshots

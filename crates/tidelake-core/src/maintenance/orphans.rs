@@ -16,20 +16,23 @@
 //! shared by branches). Consumers only protect snapshots, which are roots anyway. Roots are
 //! listed again after the scan so that a commit landing meanwhile protects its files.
 //!
+//! Symbolic links (local storage) are never followed: a file reached through a link, or that is
+//! one, is left alone, since a link may lead out of the table.
+//!
 //! Deviation: Java refuses a cutoff in the future; it is accepted here (useful to clean right
 //! after killing writers). Empty directories are left in place.
 
 use std::collections::HashSet;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use tidelake_spec::snapshot::Snapshot;
+use tidelake_spec::snapshot::{Snapshot, Tag};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::io::{FileIO, FileStatus};
 use crate::maintenance::refs::{
     DataScope, MetaCache, References, INDEX_DIR, MANIFEST_DIR, STATISTICS_DIR,
 };
-use crate::maintenance::snapshot_path;
+use crate::maintenance::{snapshot_path, tag_path};
 use crate::snapshots::SnapshotManager;
 use crate::table::Table;
 
@@ -73,9 +76,17 @@ fn changelog_id(name: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// Snapshot-format roots under `io` (a table or branch directory): snapshots, tags and
-/// decoupled changelogs. Files deleted while listing (concurrent expiration) are skipped.
-async fn roots_of(io: &FileIO) -> Result<Vec<Snapshot>> {
+/// A snapshot-format root and the file it was read from (relative to the table root).
+struct Root {
+    file: String,
+    snapshot: Snapshot,
+}
+
+/// Snapshot-format roots under `dir` (the table, or a branch directory below it): snapshots,
+/// tags and decoupled changelogs. Files deleted while listing (concurrent expiration) are
+/// skipped.
+async fn roots_of(table_io: &FileIO, dir: &str) -> Result<Vec<Root>> {
+    let io = if dir.is_empty() { table_io.clone() } else { table_io.child(dir) };
     let sm = SnapshotManager::new(io.clone());
     let mut paths: Vec<String> = sm
         .list_ids()
@@ -88,40 +99,50 @@ async fn roots_of(io: &FileIO) -> Result<Vec<Snapshot>> {
             paths.push(format!("{CHANGELOG_DIR}/changelog-{id}"));
         }
     }
-    let mut roots: Vec<Snapshot> = stream::iter(paths)
-        .map(|rel| async move {
-            match io.read_opt(&rel).await? {
-                Some(bytes) => Snapshot::from_json(&bytes)
-                    .map(Some)
-                    .map_err(|e| Error::from_spec(io.display(&rel), e)),
-                None => Ok(None),
+    paths.extend(sm.tag_names().await?.iter().map(|name| tag_path(name)));
+    let in_table = |rel: &str| if dir.is_empty() { rel.to_string() } else { format!("{dir}/{rel}") };
+    let roots: Vec<Option<Root>> = stream::iter(paths)
+        .map(|rel| {
+            let io = &io;
+            let file = in_table(&rel);
+            async move {
+                let Some(bytes) = io.read_opt(&rel).await? else { return Ok(None) };
+                let snapshot = if rel.starts_with("tag/") {
+                    Tag::from_json(&bytes).map(|t| t.snapshot)
+                } else {
+                    Snapshot::from_json(&bytes)
+                };
+                let snapshot = snapshot.map_err(|e| Error::from_spec(io.display(&rel), e))?;
+                Ok::<_, Error>(Some(Root { file, snapshot }))
             }
         })
         .buffered(16)
-        .try_collect::<Vec<Option<Snapshot>>>()
-        .await?
-        .into_iter()
-        .flatten()
-        .collect();
-    roots.extend(
-        sm.tags()
-            .await?
-            .into_iter()
-            .map(|(_, t)| t.snapshot.clone()),
-    );
-    Ok(roots)
+        .try_collect()
+        .await?;
+    Ok(roots.into_iter().flatten().collect())
 }
 
 /// Every root of the main branch and of all branches.
-async fn all_roots(table: &Table) -> Result<Vec<Snapshot>> {
+async fn all_roots(table: &Table) -> Result<Vec<Root>> {
     let io = table.io();
-    let mut roots = roots_of(io).await?;
+    let mut roots = roots_of(io, "").await?;
     for dir in io.list_subdirs(BRANCH_DIR).await? {
         if dir.starts_with("branch-") {
-            roots.extend(roots_of(&io.child(&format!("{BRANCH_DIR}/{dir}"))).await?);
+            roots.extend(roots_of(io, &format!("{BRANCH_DIR}/{dir}")).await?);
         }
     }
     Ok(roots)
+}
+
+/// Add what `root` references. A root whose metadata vanished because the root itself was
+/// deleted meanwhile (snapshot expiration, tag deletion) protects nothing: what it referenced
+/// is either referenced by a remaining root too or being deleted by whoever deleted it.
+/// Metadata missing from a root that still exists is an error, as any unreadable root.
+async fn add_root(cache: &mut MetaCache<'_>, refs: &mut References, table: &Table, root: &Root) -> Result<()> {
+    match refs.add(cache, &root.snapshot, DataScope::All).await {
+        Err(e) if e.kind() == ErrorKind::NotFound && !table.io().exists(&root.file).await? => Ok(()),
+        other => other,
+    }
 }
 
 /// Find (and unless `dry_run` delete) every orphan file last modified before `older_than_ms`.
@@ -149,8 +170,8 @@ pub async fn remove_orphan_files(
     // Twice: the second pass adds roots committed while the first one ran.
     for _ in 0..2 {
         for root in all_roots(table).await? {
-            if done.insert((root.id, root.base_manifest_list.clone())) {
-                refs.add(&mut cache, &root, DataScope::All).await?;
+            if done.insert((root.snapshot.id, root.snapshot.base_manifest_list.clone())) {
+                add_root(&mut cache, &mut refs, table, &root).await?;
             }
         }
     }
@@ -161,6 +182,7 @@ pub async fn remove_orphan_files(
                 .rsplit('/')
                 .next()
                 .is_some_and(|name| !refs.contains(name))
+                && !table.io().through_link(&f.path)
         })
         .map(|f| OrphanFile {
             path: f.path,
@@ -181,7 +203,42 @@ pub async fn remove_orphan_files(
 
 #[cfg(test)]
 mod tests {
-    use super::is_candidate_path;
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::*;
+    use crate::commit::FileStoreCommit;
+    use crate::schema_change::{create_table, TableSpec};
+    use crate::write::input::RowKinds;
+    use crate::write::table_write::TableWrite;
+
+    #[tokio::test]
+    async fn a_root_deleted_while_it_is_read_protects_nothing_and_fails_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let spec = TableSpec { primary_keys: vec![], partition_keys: vec![], bucket: None, options: vec![], comment: None };
+        let table = create_table(io.clone(), &schema, &spec).await.unwrap();
+        let mut write = TableWrite::new(table.clone()).await.unwrap();
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
+        write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
+        let messages = write.prepare_commit().await.unwrap();
+        FileStoreCommit::new(table.clone(), "t").unwrap().commit(messages, 1, &[]).await.unwrap();
+
+        let root = Root { file: snapshot_path(1), snapshot: table.snapshot_manager().snapshot(1).await.unwrap() };
+        // Expiration got there first: the manifest lists are gone.
+        io.delete(&format!("{MANIFEST_DIR}/{}", root.snapshot.base_manifest_list)).await.unwrap();
+        let mut cache = MetaCache::new(&table);
+        let mut refs = References::default();
+        // While the snapshot exists, its missing metadata is damage: nothing may be deleted.
+        let err = add_root(&mut cache, &mut refs, &table, &root).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+        // Once it is gone too, it was expired while being read: skipped.
+        io.delete(&root.file).await.unwrap();
+        add_root(&mut cache, &mut refs, &table, &root).await.unwrap();
+    }
 
     #[test]
     fn only_data_and_metadata_directories_are_candidates() {

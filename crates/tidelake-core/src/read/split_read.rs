@@ -36,6 +36,7 @@ use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::merge::{merge_sorted_runs, MergeConfig};
 use crate::read::merge_fn::MergeEngineConfig;
 use crate::read::sorted_runs;
+use crate::scan::plan::expired_while_reading;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{Split, SplitFile};
 use crate::table::Table;
@@ -170,8 +171,22 @@ impl ReadContext {
         self.output_schema.clone()
     }
 
-    /// Stream the rows of one split.
+    /// Stream the rows of one split. A file missing because the split's snapshot expired
+    /// meanwhile is [`Error::SnapshotExpired`] (see [`expired_while_reading`]).
     pub async fn read_split(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let (table, id) = (self.table.clone(), split.snapshot_id);
+        match self.split_stream(split) {
+            Ok(rows) => Ok(rows
+                .or_else(move |e| {
+                    let table = table.clone();
+                    async move { Err(expired_while_reading(&table, id, e).await) }
+                })
+                .boxed()),
+            Err(e) => Err(expired_while_reading(&table, id, e).await),
+        }
+    }
+
+    fn split_stream(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let system = if self.merge.is_some() { SystemColumns::KeyValue } else { SystemColumns::None };
         let raw: BoxStream<'static, Result<RecordBatch>> = match &self.merge {
             _ if self.with_row_kind => self.chain_files(split.files.clone(), system, self.batch_size),

@@ -27,7 +27,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataField;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
 use crate::scan::split::{DeletionFileRef, Split, SplitFile};
@@ -112,10 +112,30 @@ pub async fn plan_scan(table: &Table, request: &ScanRequest) -> Result<ScanPlan>
     };
     let filter = request.filter.as_ref().map(|p| p.bind(&schema.fields)).transpose()?;
     let planner = Planner::new(table, &schema, filter)?;
-    let entries = planner.live_entries(&snap).await?;
-    let deletion = planner.deletion_files(&snap).await?;
-    let splits = planner.splits(snap.id, entries, &deletion)?;
+    let planned = async {
+        let entries = planner.live_entries(&snap).await?;
+        let deletion = planner.deletion_files(&snap).await?;
+        planner.splits(snap.id, entries, &deletion)
+    };
+    let splits = match planned.await {
+        Ok(splits) => splits,
+        Err(e) => return Err(expired_while_reading(table, snap.id, e).await),
+    };
     Ok(ScanPlan { snapshot: Some(snap), schema, splits })
+}
+
+/// `err`, met while reading snapshot `id`, as [`Error::SnapshotExpired`] when it is a missing
+/// file and snapshot `id` no longer exists (expiration deleted it and its files meanwhile);
+/// otherwise `err` unchanged (a file missing from a snapshot that still exists is damage, not
+/// a race).
+pub(crate) async fn expired_while_reading(table: &Table, id: i64, err: Error) -> Error {
+    if err.kind() != ErrorKind::NotFound {
+        return err;
+    }
+    match table.snapshot_manager().exists(id).await {
+        Ok(false) => Error::SnapshotExpired { id, detail: err.to_string() },
+        _ => err,
+    }
 }
 
 /// Plan a read of the changes that snapshots `(start_exclusive, end_inclusive]` committed, in
@@ -172,33 +192,56 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
 
 /// Replay manifest entries in order (Java `FileEntry.mergeEntries`): an ADD must not repeat an
 /// identifier already present; a DELETE removes the matching ADD, or is kept when its ADD is not
-/// among `entries` (it lives in an older manifest).
+/// among `entries` (it lives in an older manifest). Prefer [`read_merged`] where the manifests
+/// are at hand: its "added twice" error names them.
 pub fn merge_entries(entries: impl IntoIterator<Item = ManifestEntry>) -> Result<Vec<ManifestEntry>> {
+    merge_sourced(entries.into_iter().map(|e| (None, e)))
+}
+
+/// [`merge_entries`] over entries tagged with the manifest they come from.
+fn merge_sourced<'a>(entries: impl IntoIterator<Item = (Option<&'a str>, ManifestEntry)>) -> Result<Vec<ManifestEntry>> {
     let mut slots: Vec<Option<ManifestEntry>> = Vec::new();
-    let mut index: HashMap<FileIdentifier, usize> = HashMap::new();
-    for entry in entries {
+    let mut index: HashMap<FileIdentifier, (usize, Option<&'a str>)> = HashMap::new();
+    for (manifest, entry) in entries {
         let id = entry.identifier();
         match entry.kind {
             FileKind::Add => {
-                if index.contains_key(&id) {
+                if let Some((_, first)) = index.get(&id) {
+                    let by = match (first, manifest) {
+                        (Some(a), Some(b)) if *a == b => format!(" (both by manifest {MANIFEST_DIR}/{a})"),
+                        (Some(a), Some(b)) => format!(" (by manifests {MANIFEST_DIR}/{a} and {MANIFEST_DIR}/{b})"),
+                        _ => String::new(),
+                    };
                     return Err(Error::corrupt(
                         "manifest",
-                        format!("file {} is added twice in bucket {}", id.file_name, id.bucket),
+                        format!("file {} is added twice in bucket {}{by}", id.file_name, id.bucket),
                     ));
                 }
-                index.insert(id, slots.len());
+                index.insert(id, (slots.len(), manifest));
                 slots.push(Some(entry));
             }
             FileKind::Delete => match index.remove(&id) {
-                Some(pos) => slots[pos] = None,
+                Some((pos, _)) => slots[pos] = None,
                 None => {
-                    index.insert(id, slots.len());
+                    index.insert(id, (slots.len(), manifest));
                     slots.push(Some(entry));
                 }
             },
         }
     }
     Ok(slots.into_iter().flatten().collect())
+}
+
+/// Read manifests `metas` and replay their entries in order ([`merge_entries`]); a file added
+/// twice is a [`Error::Corrupt`] naming the manifests that add it.
+pub async fn read_merged(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<ManifestEntry>> {
+    let chunks = read_manifest_chunks(table, metas).await?;
+    merge_sourced(
+        metas
+            .iter()
+            .zip(chunks)
+            .flat_map(|(m, chunk)| chunk.into_iter().map(move |e| (Some(m.file_name.as_str()), e))),
+    )
 }
 
 /// The live index files of a snapshot (its index manifest lists the complete set; DELETE
@@ -269,16 +312,17 @@ pub async fn read_entries(table: &Table, name: &str) -> Result<Vec<ManifestEntry
 
 /// Decode many manifests concurrently, keeping their order.
 pub async fn read_manifests(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<ManifestEntry>> {
+    Ok(read_manifest_chunks(table, metas).await?.into_iter().flatten().collect())
+}
+
+/// The entries of each of `metas`, decoded concurrently, in order.
+async fn read_manifest_chunks(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<Vec<ManifestEntry>>> {
     let names: Vec<String> = metas.iter().map(|m| m.file_name.clone()).collect();
     let reads = names.into_iter().map(|name| {
         let table = table.clone();
         async move { read_entries(&table, &name).await }
     });
-    let chunks: Vec<Vec<ManifestEntry>> = stream::iter(reads)
-        .buffered(MANIFEST_PARALLELISM)
-        .try_collect()
-        .await?;
-    Ok(chunks.into_iter().flatten().collect())
+    stream::iter(reads).buffered(MANIFEST_PARALLELISM).try_collect().await
 }
 
 /// Statistics of a stats row, addressed by column name.
@@ -376,7 +420,7 @@ impl<'a> Planner<'a> {
         )?;
         let metas: Vec<ManifestFileMeta> =
             base.into_iter().chain(delta).filter(|m| self.manifest_may_match(m)).collect();
-        let entries = merge_entries(read_manifests(self.table, &metas).await?)?;
+        let entries = read_merged(self.table, &metas).await?;
         let mut live = Vec::with_capacity(entries.len());
         let mut partition_verdicts: HashMap<Vec<u8>, bool> = HashMap::new();
         for e in entries {

@@ -84,7 +84,18 @@ impl DynamicBucketAssigner {
         let mut index = PartitionIndex::default();
         for (bucket, file) in self.existing.remove(partition).unwrap_or_default() {
             let rel = format!("{INDEX_DIR}/{}", file.file_name);
-            let bytes = self.io.read(&rel).await?;
+            let bytes = match self.io.read_opt(&rel).await? {
+                Some(bytes) => bytes,
+                // Replaced by a concurrent commit and expired since this writer opened: this
+                // write's index would replace a file that is no longer live, a certain conflict.
+                None => {
+                    return Err(Error::CommitConflict(format!(
+                        "the key index of bucket {bucket} ({}) was replaced and expired since this writer opened; \
+                         write again",
+                        self.io.display(&rel)
+                    )))
+                }
+            };
             if bytes.len() % 4 != 0 {
                 return Err(Error::corrupt(self.io.display(&rel), "hash index length is not a multiple of 4"));
             }

@@ -171,6 +171,7 @@ impl TableWrite {
         }
         let opts = schema.options();
         let spec_err = |e| Error::from_spec("table options", e);
+        opts.check_writable().map_err(spec_err)?;
         let primary_key = !schema.primary_keys.is_empty();
         let compaction = if primary_key && !ignore_previous && !schema.options().write_only().map_err(spec_err)? {
             Some(InlineCompaction::new(Compactor::new(table.clone())?, true)?)

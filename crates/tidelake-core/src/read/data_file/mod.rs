@@ -43,10 +43,7 @@ use crate::io::FileIO;
 #[cfg(unix)]
 use crate::io::local_file::LocalFile;
 
-/// Name of the sequence-number system column of primary-key data files.
-pub const SEQUENCE_NUMBER: &str = "_SEQUENCE_NUMBER";
-/// Name of the row-kind system column of primary-key data files (0 +I, 1 -U, 2 +U, 3 -D).
-pub const VALUE_KIND: &str = "_VALUE_KIND";
+pub use tidelake_spec::schema::{SEQUENCE_NUMBER, VALUE_KIND};
 
 /// Batches as decoded by a format reader: physical column names, decoder-chosen types.
 type RawStream = BoxStream<'static, Result<RecordBatch>>;

@@ -5,12 +5,20 @@
 //! ORC timestamps decode at nanosecond or microsecond precision; the caller asks for
 //! nanoseconds only when a read field needs them (precision > 6), which keeps values outside
 //! the nanosecond range (years before 1677 / after 2262) readable otherwise.
+//!
+//! ORC CHAR(n) values are stored padded to n characters; as Java's ORC reader
+//! (`CharTreeReader`) does, trailing spaces are trimmed on read (also inside ROW, ARRAY, MAP).
 
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, ListArray, MapArray, RecordBatch, StringArray, StructArray};
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use orc_rust::arrow_reader::ArrowReaderBuilder;
 use orc_rust::projection::ProjectionMask;
 use orc_rust::reader::AsyncChunkReader;
+use orc_rust::schema::DataType as OrcType;
 use orc_rust::TimestampPrecision;
 
 use super::{select_roots, RangeReader, RawStream};
@@ -52,6 +60,12 @@ pub(super) async fn open(
         .iter()
         .filter_map(|i| root.children().get(*i).map(|c| c.name()))
         .collect();
+    // Per projected root column (file order, as batches have them): its ORC type.
+    let types: Vec<OrcType> = indices
+        .iter()
+        .filter_map(|i| root.children().get(*i).map(|c| c.data_type().clone()))
+        .collect();
+    let has_char = types.iter().any(has_char);
     let mask = ProjectionMask::named_roots(root, &names);
     let precision = if timestamp_nanos {
         TimestampPrecision::Nanosecond
@@ -65,5 +79,107 @@ pub(super) async fn open(
         .build_async();
     Ok(stream
         .map_err(move |e| Error::arrow(format!("reading {display}"), e))
+        .map(move |batch| match batch {
+            Ok(batch) if has_char => trim_char_columns(batch, &types),
+            other => other,
+        })
         .boxed())
+}
+
+fn has_char(ty: &OrcType) -> bool {
+    match ty {
+        OrcType::Char { .. } => true,
+        OrcType::Struct { children, .. } => children.iter().any(|c| has_char(c.data_type())),
+        OrcType::List { child, .. } => has_char(child),
+        OrcType::Map { key, value, .. } => has_char(key) || has_char(value),
+        _ => false,
+    }
+}
+
+fn trim_char_columns(batch: RecordBatch, types: &[OrcType]) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(types)
+        .map(|(column, ty)| trim_char(column, ty))
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(batch.schema(), columns)
+        .map_err(|e| Error::arrow("trimming ORC CHAR values", e))
+}
+
+/// `array` (of ORC type `ty`) with the padding of every CHAR value removed.
+fn trim_char(array: &ArrayRef, ty: &OrcType) -> Result<ArrayRef> {
+    if !has_char(ty) {
+        return Ok(array.clone());
+    }
+    let err = |e| Error::arrow("trimming ORC CHAR values", e);
+    let unexpected = || {
+        Error::invalid(format!(
+            "ORC column of type {ty:?} decoded as {}",
+            array.data_type()
+        ))
+    };
+    Ok(match ty {
+        OrcType::Char { .. } => {
+            let strings = array.as_string_opt::<i32>().ok_or_else(unexpected)?;
+            Arc::new(
+                strings
+                    .iter()
+                    .map(|v| v.map(|s| s.trim_end_matches(' ')))
+                    .collect::<StringArray>(),
+            )
+        }
+        OrcType::Struct { children, .. } => {
+            let st = array.as_struct_opt().ok_or_else(unexpected)?;
+            let columns = st
+                .columns()
+                .iter()
+                .zip(children)
+                .map(|(c, child)| trim_char(c, child.data_type()))
+                .collect::<Result<Vec<_>>>()?;
+            Arc::new(
+                StructArray::try_new(st.fields().clone(), columns, st.nulls().cloned())
+                    .map_err(err)?,
+            )
+        }
+        OrcType::List { child, .. } => {
+            let (Some(list), arrow_schema::DataType::List(field)) =
+                (array.as_list_opt::<i32>(), array.data_type().clone())
+            else {
+                return Err(unexpected());
+            };
+            Arc::new(
+                ListArray::try_new(
+                    field,
+                    list.offsets().clone(),
+                    trim_char(list.values(), child)?,
+                    list.nulls().cloned(),
+                )
+                .map_err(err)?,
+            )
+        }
+        OrcType::Map { key, value, .. } => {
+            let (Some(map), arrow_schema::DataType::Map(field, sorted)) =
+                (array.as_map_opt(), array.data_type().clone())
+            else {
+                return Err(unexpected());
+            };
+            let entries = map.entries();
+            let columns = vec![trim_char(map.keys(), key)?, trim_char(map.values(), value)?];
+            let entries =
+                StructArray::try_new(entries.fields().clone(), columns, entries.nulls().cloned())
+                    .map_err(err)?;
+            Arc::new(
+                MapArray::try_new(
+                    field,
+                    map.offsets().clone(),
+                    entries,
+                    map.nulls().cloned(),
+                    sorted,
+                )
+                .map_err(err)?,
+            )
+        }
+        _ => array.clone(),
+    })
 }

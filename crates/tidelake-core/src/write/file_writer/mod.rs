@@ -98,7 +98,9 @@ pub struct WriterConfig {
 
 impl WriterConfig {
     /// Settings for files of `layout` at `level`; `changelog` selects the `changelog-file.*`
-    /// overrides. Formats other than Parquet are [`Error::Unsupported`].
+    /// overrides. Formats other than Parquet, and options
+    /// [`Options::check_writable`](tidelake_spec::options::Options::check_writable) refuses, are
+    /// [`Error::Unsupported`].
     pub fn from_options(
         options: &Options,
         layout: FileLayout,
@@ -106,6 +108,7 @@ impl WriterConfig {
         changelog: bool,
     ) -> Result<WriterConfig> {
         let spec = |e| Error::from_spec("table options", e);
+        options.check_writable().map_err(spec)?;
         let key_value = layout == FileLayout::KeyValue;
         // Java KeyValueFileWriterFactory: changelog override, else per-level, else default.
         let resolve = |changelog_key: &str, per_level_key: &str, default: String| {

@@ -13,9 +13,14 @@
 //! Java `SpecialFields` does (`536870911 ± 1024·id ± depth`, Java int arithmetic); VARIANT →
 //! group of REQUIRED BINARY `value` (id 0) and `metadata` (id 1).
 //!
-//! One deliberate difference: TIMESTAMP p > 6 is written as INT64 TIMESTAMP(NANOS) where Java
-//! writes INT96. arrow-rs cannot write INT96, and Java's reader accepts INT64 NANOS for any
-//! precision (`ParquetVectorUpdaterFactory.LongTimestampUpdater`), as do pyarrow and pypaimon.
+//! TIMESTAMP(p > 6), with or without local time zone, is INT96 as Java writes it (Julian day
+//! and nanoseconds of the day, `ParquetSchemaConverter.createTimestampWithLogicalType`):
+//! Java 1.3 reads an INT64 column of such a type as milliseconds whatever its unit
+//! (`ParquetVectorUpdaterFactory.LongTimestampUpdater`), i.e. garbage. arrow-rs cannot encode
+//! INT96, so files with such columns ([`PhysicalSchema::int96_leaves`]) are encoded column by
+//! column ([`ChunkedWriter`]): the INT96 leaves as FIXED_LEN_BYTE_ARRAY(12) holding the INT96
+//! bytes (PLAIN and dictionary pages of the two are byte-identical), whose chunk metadata is
+//! then re-labelled INT96 (no statistics: INT96 has no defined order; Java ignores them).
 //!
 //! No `ARROW:schema` footer entry is written: the Parquet logical types carry every type
 //! (pyarrow maps them back to the same Arrow types, Java ignores the entry), so files look
@@ -31,22 +36,31 @@ use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use arrow_array::builder::FixedSizeBinaryBuilder;
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::types::TimestampNanosecondType;
+use arrow_array::{Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray};
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use object_store::buffered::BufWriter;
-use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::arrow::arrow_writer::{
+    compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory, ArrowWriterOptions,
+};
 use parquet::arrow::async_writer::{AsyncArrowWriter, AsyncFileWriter};
 use parquet::basic::{
-    BrotliLevel, Compression, GzipLevel, LogicalType, Repetition, TimeUnit as ParquetTimeUnit,
+    Compression, GzipLevel, LogicalType, Repetition, TimeUnit as ParquetTimeUnit,
     Type as PhysicalType, ZstdLevel,
 };
+use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
-use parquet::file::properties::{WriterProperties, DEFAULT_MAX_ROW_GROUP_ROW_COUNT};
-use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::properties::{
+    EnabledStatistics, WriterProperties, DEFAULT_MAX_ROW_GROUP_ROW_COUNT,
+};
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor, Type, TypePtr};
 use tidelake_spec::arrow::to_arrow_type;
 use tidelake_spec::types::{DataType, TypeKind};
 
@@ -61,6 +75,12 @@ const STRUCTURED_TYPE_FIELD_ID_BASE: i32 = i32::MAX / 4;
 /// Java `SpecialFields.STRUCTURED_TYPE_FIELD_DEPTH_LIMIT`.
 const STRUCTURED_TYPE_FIELD_DEPTH_LIMIT: i32 = 1 << 10;
 
+/// Bytes of an INT96 timestamp.
+const INT96_BYTES: i32 = 12;
+/// The Julian day number of 1970-01-01 (INT96 timestamps count Julian days).
+const JULIAN_DAY_OF_UNIX_EPOCH: i64 = 2_440_588;
+const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+
 /// One column of a data file as Parquet sees it.
 pub(super) struct PhysicalColumn {
     pub name: String,
@@ -74,6 +94,9 @@ pub(super) struct PhysicalColumn {
 /// The Parquet schema of a data file and the Arrow schema its batches are encoded from.
 pub(super) struct PhysicalSchema {
     descriptor: SchemaDescriptor,
+    /// The schema the encoder writes when there are INT96 leaves: `descriptor` with each INT96
+    /// leaf as FIXED_LEN_BYTE_ARRAY(12).
+    encoded: Option<SchemaDescriptor>,
     arrow: SchemaRef,
     /// Per column: the input's Arrow type when it must be cast to the encoder's type.
     casts: Vec<Option<ArrowType>>,
@@ -108,12 +131,25 @@ impl PhysicalSchema {
                 column.data_type.nullable,
             ));
         }
-        let root = Type::group_type_builder(MESSAGE_NAME)
-            .with_fields(parquet_fields)
-            .build()
-            .map_err(|e| Error::parquet("building the Parquet schema", e))?;
+        let root = Arc::new(
+            Type::group_type_builder(MESSAGE_NAME)
+                .with_fields(parquet_fields)
+                .build()
+                .map_err(|e| Error::parquet("building the Parquet schema", e))?,
+        );
+        let descriptor = SchemaDescriptor::new(root.clone());
+        let encoded = if descriptor
+            .columns()
+            .iter()
+            .any(|c| c.physical_type() == PhysicalType::INT96)
+        {
+            Some(SchemaDescriptor::new(int96_as_fixed(&root)?))
+        } else {
+            None
+        };
         Ok(PhysicalSchema {
-            descriptor: SchemaDescriptor::new(Arc::new(root)),
+            descriptor,
+            encoded,
             arrow: Arc::new(Schema::new(arrow_fields)),
             casts,
             plain_columns,
@@ -131,18 +167,155 @@ impl PhysicalSchema {
             .into_iter()
             .zip(self.arrow.fields().iter().zip(&self.casts))
             .map(|(column, (field, cast))| match cast {
-                Some(_) => cast_with_options(&column, field.data_type(), &strict)
-                    .map_err(|e| Error::arrow(format!("encoding column '{}'", field.name()), e)),
+                Some(logical) => {
+                    let err = |e| Error::arrow(format!("encoding column '{}'", field.name()), e);
+                    let column = if has_nanos(logical) {
+                        int96_values(&column).map_err(err)?
+                    } else {
+                        column
+                    };
+                    cast_with_options(&column, field.data_type(), &strict).map_err(err)
+                }
                 None => Ok(column),
             })
             .collect::<Result<Vec<_>>>()?;
         RecordBatch::try_new(self.arrow.clone(), columns)
             .map_err(|e| Error::arrow("assembling a data-file batch", e))
     }
+
+    /// Paths of the INT96 leaves (in leaf order), with their leaf index.
+    fn int96_leaves(&self) -> Vec<(usize, ColumnDescPtr)> {
+        self.descriptor
+            .columns()
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.physical_type() == PhysicalType::INT96)
+            .map(|(i, c)| (i, c.clone()))
+            .collect()
+    }
+}
+
+/// `node` with every INT96 leaf turned into a FIXED_LEN_BYTE_ARRAY(12) of the same name,
+/// repetition and id.
+fn int96_as_fixed(node: &TypePtr) -> Result<TypePtr> {
+    let err = |e| Error::parquet("building the Parquet schema", e);
+    let info = node.get_basic_info();
+    let id = info.has_id().then(|| info.id());
+    let built = if node.is_group() {
+        let fields = node
+            .get_fields()
+            .iter()
+            .map(int96_as_fixed)
+            .collect::<Result<Vec<_>>>()?;
+        let mut group = Type::group_type_builder(info.name())
+            .with_logical_type(info.logical_type_ref().cloned())
+            .with_fields(fields)
+            .with_id(id);
+        if info.has_repetition() {
+            group = group.with_repetition(info.repetition());
+        }
+        group.build().map_err(err)?
+    } else if node.get_physical_type() == PhysicalType::INT96 {
+        Type::primitive_type_builder(info.name(), PhysicalType::FIXED_LEN_BYTE_ARRAY)
+            .with_repetition(info.repetition())
+            .with_length(INT96_BYTES)
+            .with_id(id)
+            .build()
+            .map_err(err)?
+    } else {
+        return Ok(node.clone());
+    };
+    Ok(Arc::new(built))
+}
+
+/// Whether an Arrow type holds nanosecond timestamps (TIMESTAMP(7..9), written as INT96).
+fn has_nanos(t: &ArrowType) -> bool {
+    match t {
+        ArrowType::Timestamp(TimeUnit::Nanosecond, _) => true,
+        ArrowType::List(f) => has_nanos(f.data_type()),
+        ArrowType::Map(f, _) => has_nanos(f.data_type()),
+        ArrowType::Struct(fields) => fields.iter().any(|f| has_nanos(f.data_type())),
+        _ => false,
+    }
+}
+
+/// The INT96 bytes of a timestamp in nanoseconds since the epoch: nanoseconds of the day
+/// (little-endian i64), then the Julian day (little-endian i32), as Java's
+/// `ParquetRowDataWriter.timestampToInt96` writes them.
+fn int96_bytes(nanos: i64) -> [u8; 12] {
+    let day = nanos.div_euclid(NANOS_PER_DAY) + JULIAN_DAY_OF_UNIX_EPOCH;
+    let of_day = nanos.rem_euclid(NANOS_PER_DAY);
+    let mut out = [0u8; 12];
+    out[..8].copy_from_slice(&of_day.to_le_bytes());
+    // Nanosecond timestamps span years 1677..2262: the Julian day always fits an i32.
+    out[8..].copy_from_slice(&(day as i32).to_le_bytes());
+    out
+}
+
+/// `array` with every nanosecond timestamp replaced by its INT96 bytes (FixedSizeBinary(12)),
+/// also inside lists, maps and structs.
+fn int96_values(array: &ArrayRef) -> std::result::Result<ArrayRef, arrow_schema::ArrowError> {
+    if !has_nanos(array.data_type()) {
+        return Ok(array.clone());
+    }
+    let retyped = |f: &Arc<Field>, child: &ArrayRef| {
+        Arc::new(f.as_ref().clone().with_data_type(child.data_type().clone()))
+    };
+    Ok(match array.data_type() {
+        ArrowType::Timestamp(TimeUnit::Nanosecond, _) => {
+            let values = array.as_primitive::<TimestampNanosecondType>();
+            let mut out = FixedSizeBinaryBuilder::with_capacity(values.len(), INT96_BYTES);
+            for v in values {
+                match v {
+                    Some(nanos) => out.append_value(int96_bytes(nanos))?,
+                    None => out.append_null(),
+                }
+            }
+            Arc::new(out.finish())
+        }
+        ArrowType::List(field) => {
+            let list = array.as_list::<i32>();
+            let values = int96_values(list.values())?;
+            Arc::new(ListArray::try_new(
+                retyped(field, &values),
+                list.offsets().clone(),
+                values,
+                list.nulls().cloned(),
+            )?)
+        }
+        ArrowType::Struct(fields) => {
+            let st = array.as_struct();
+            let columns = st
+                .columns()
+                .iter()
+                .map(int96_values)
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let fields: Fields = fields
+                .iter()
+                .zip(&columns)
+                .map(|(f, c)| retyped(f, c))
+                .collect();
+            Arc::new(StructArray::try_new(fields, columns, st.nulls().cloned())?)
+        }
+        ArrowType::Map(field, sorted) => {
+            let map = array.as_map();
+            let entries: ArrayRef = Arc::new(map.entries().clone());
+            let entries = int96_values(&entries)?;
+            Arc::new(MapArray::try_new(
+                retyped(field, &entries),
+                map.offsets().clone(),
+                entries.as_struct().clone(),
+                map.nulls().cloned(),
+                *sorted,
+            )?)
+        }
+        _ => array.clone(),
+    })
 }
 
 /// The Arrow type the encoder is fed for a column of Arrow type `logical`: Parquet has no
-/// fixed-size BINARY(n) in Java's layout (BINARY) and no seconds unit (MILLIS).
+/// fixed-size BINARY(n) in Java's layout (BINARY), no seconds unit (MILLIS) and nanosecond
+/// timestamps are INT96 (their bytes, see [`int96_values`]).
 fn encoder_type(logical: &ArrowType) -> ArrowType {
     let field = |f: &Field| {
         Field::new(f.name(), encoder_type(f.data_type()), f.is_nullable())
@@ -150,6 +323,7 @@ fn encoder_type(logical: &ArrowType) -> ArrowType {
     };
     match logical {
         ArrowType::FixedSizeBinary(_) => ArrowType::Binary,
+        ArrowType::Timestamp(TimeUnit::Nanosecond, _) => ArrowType::FixedSizeBinary(INT96_BYTES),
         ArrowType::Timestamp(TimeUnit::Second, zone) => {
             ArrowType::Timestamp(TimeUnit::Millisecond, zone.clone())
         }
@@ -196,7 +370,7 @@ fn parquet_type(name: &str, ty: &DataType, id: i32, base: i32, depth: i32) -> Re
         let unit = match precision {
             0..=3 => ParquetTimeUnit::MILLIS,
             4..=6 => ParquetTimeUnit::MICROS,
-            _ => ParquetTimeUnit::NANOS,
+            _ => return primitive(PhysicalType::INT96, None),
         };
         primitive(PhysicalType::INT64, Some(LogicalType::timestamp(utc, unit)))
     };
@@ -353,11 +527,20 @@ impl ParquetOptions {
             "gzip" => Compression::GZIP(GzipLevel::default()),
             "lz4" => Compression::LZ4,
             "lz4_raw" => Compression::LZ4_RAW,
-            "brotli" => Compression::BROTLI(BrotliLevel::default()),
+            // Java Paimon's Parquet reader finds no Brotli codec in the Hadoop client it ships
+            // with (`BrotliCodec was not found`): such files would be unreadable there.
+            "brotli" => {
+                return Err(Error::Unsupported(
+                    "file.compression 'brotli' for Parquet files: Java Paimon cannot read Brotli \
+                     Parquet files (no Brotli codec in its Hadoop client); use zstd, snappy, gzip, \
+                     lz4, lz4_raw or none"
+                        .into(),
+                ))
+            }
             other => {
                 return Err(Error::Unsupported(format!(
                     "file.compression '{other}' for Parquet files (supported: none, zstd, snappy, \
-                     gzip, lz4, lz4_raw, brotli)"
+                     gzip, lz4, lz4_raw)"
                 )))
             }
         };
@@ -385,6 +568,10 @@ impl ParquetOptions {
             .set_max_row_group_bytes(Some(self.row_group_bytes))
             .set_max_row_group_row_count(Some(DEFAULT_MAX_ROW_GROUP_ROW_COUNT))
             .set_dictionary_enabled(self.dictionary);
+        for (_, leaf) in schema.int96_leaves() {
+            builder =
+                builder.set_column_statistics_enabled(leaf.path().clone(), EnabledStatistics::None);
+        }
         if !self.dictionary {
             return builder.build();
         }
@@ -466,8 +653,146 @@ impl AsyncFileWriter for ObjectSink {
 
 /// One Parquet file being written.
 pub(super) struct ParquetFile {
-    writer: AsyncArrowWriter<ObjectSink>,
+    writer: Encoder,
     display: String,
+}
+
+enum Encoder {
+    Arrow(AsyncArrowWriter<ObjectSink>),
+    Chunked(Box<ChunkedWriter>),
+}
+
+/// Encodes files with INT96 leaves column by column (see the module doc): arrow-rs column
+/// writers over [`PhysicalSchema::encoded`], chunks spliced into a [`SerializedFileWriter`] of
+/// the real schema, each row group's bytes streamed to the sink once it is complete.
+struct ChunkedWriter {
+    file: SerializedFileWriter<Vec<u8>>,
+    sink: ObjectSink,
+    /// Column writers of the encoded schema (INT96 leaves as FIXED_LEN_BYTE_ARRAY(12)).
+    factory: ArrowRowGroupWriterFactory,
+    arrow: SchemaRef,
+    int96_leaves: Vec<(usize, ColumnDescPtr)>,
+    columns: Vec<ArrowColumnWriter>,
+    rows: usize,
+    row_group_bytes: usize,
+}
+
+impl ChunkedWriter {
+    fn new(
+        sink: ObjectSink,
+        schema: &PhysicalSchema,
+        encoded: &SchemaDescriptor,
+        props: WriterProperties,
+        row_group_bytes: usize,
+    ) -> parquet::errors::Result<ChunkedWriter> {
+        let props = Arc::new(props);
+        let file = SerializedFileWriter::new(
+            Vec::new(),
+            schema.descriptor.root_schema_ptr(),
+            props.clone(),
+        )?;
+        // Only its schema and properties are used: the factory's writers encode, `file` stores.
+        let encoding =
+            SerializedFileWriter::new(std::io::sink(), encoded.root_schema_ptr(), props)?;
+        let factory = ArrowRowGroupWriterFactory::new(&encoding, schema.arrow.clone());
+        let columns = factory.create_column_writers(0)?;
+        Ok(ChunkedWriter {
+            file,
+            sink,
+            factory,
+            arrow: schema.arrow.clone(),
+            int96_leaves: schema.int96_leaves(),
+            columns,
+            rows: 0,
+            row_group_bytes,
+        })
+    }
+
+    fn in_progress_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(ArrowColumnWriter::get_estimated_total_bytes)
+            .sum()
+    }
+
+    async fn write(&mut self, batch: &RecordBatch) -> parquet::errors::Result<()> {
+        let mut leaf = 0;
+        for (field, column) in self.arrow.fields().iter().zip(batch.columns()) {
+            for leaf_column in compute_leaves(field, column)? {
+                let writer = self.columns.get_mut(leaf).ok_or_else(|| {
+                    ParquetError::General(format!("no column writer for leaf {leaf}"))
+                })?;
+                writer.write(&leaf_column)?;
+                leaf += 1;
+            }
+        }
+        self.rows += batch.num_rows();
+        if self.in_progress_bytes() >= self.row_group_bytes
+            || self.rows >= DEFAULT_MAX_ROW_GROUP_ROW_COUNT
+        {
+            self.flush_row_group().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush_row_group(&mut self) -> parquet::errors::Result<()> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let fresh = self
+            .factory
+            .create_column_writers(self.file.flushed_row_groups().len() + 1)?;
+        let columns = std::mem::replace(&mut self.columns, fresh);
+        let mut row_group = self.file.next_row_group()?;
+        for (i, column) in columns.into_iter().enumerate() {
+            let mut chunk = column.close()?;
+            if let Some((_, descr)) = self.int96_leaves.iter().find(|(leaf, _)| *leaf == i) {
+                as_int96(chunk.close_mut(), descr)?;
+            }
+            chunk.append_to_row_group(&mut row_group)?;
+        }
+        row_group.close()?;
+        self.rows = 0;
+        self.drain().await
+    }
+
+    /// Hands the bytes encoded so far to the sink.
+    async fn drain(&mut self) -> parquet::errors::Result<()> {
+        let bytes = std::mem::take(self.file.inner_mut());
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.sink.write(Bytes::from(bytes)).await
+    }
+
+    async fn finish(&mut self) -> parquet::errors::Result<()> {
+        self.flush_row_group().await?;
+        self.file.finish()?;
+        self.drain().await?;
+        self.sink.complete().await
+    }
+}
+
+/// Re-labels a FIXED_LEN_BYTE_ARRAY(12) chunk holding INT96 bytes as the INT96 column `descr`
+/// (the same pages; statistics and the column index dropped).
+fn as_int96(close: &mut ColumnCloseResult, descr: &ColumnDescPtr) -> parquet::errors::Result<()> {
+    let m = &close.metadata;
+    let mut builder = ColumnChunkMetaData::builder(descr.clone())
+        .set_compression_codec(m.compression_codec())
+        .set_encodings_mask(*m.encodings_mask())
+        .set_total_compressed_size(m.compressed_size())
+        .set_total_uncompressed_size(m.uncompressed_size())
+        .set_num_values(m.num_values())
+        .set_data_page_offset(m.data_page_offset())
+        .set_dictionary_page_offset(m.dictionary_page_offset())
+        .set_repetition_level_histogram(m.repetition_level_histogram().cloned())
+        .set_definition_level_histogram(m.definition_level_histogram().cloned());
+    if let Some(stats) = m.page_encoding_stats() {
+        builder = builder.set_page_encoding_stats(stats.clone());
+    }
+    close.metadata = builder.build()?;
+    close.column_index = None;
+    Ok(())
 }
 
 impl ParquetFile {
@@ -485,42 +810,65 @@ impl ParquetFile {
             inner: BufWriter::new(io.store().clone(), io.path(rel_path)),
             completing: false,
         };
-        let writer_options = ArrowWriterOptions::new()
-            .with_properties(options.properties(schema, first))
-            .with_skip_arrow_metadata(true)
-            .with_parquet_schema(schema.descriptor.clone());
-        let writer =
-            AsyncArrowWriter::try_new_with_options(sink, schema.arrow.clone(), writer_options)
-                .map_err(|e| Error::parquet(format!("creating {display}"), e))?;
+        let properties = options.properties(schema, first);
+        let writer = match &schema.encoded {
+            Some(encoded) => {
+                ChunkedWriter::new(sink, schema, encoded, properties, options.row_group_bytes)
+                    .map(|w| Encoder::Chunked(Box::new(w)))
+            }
+            None => {
+                let writer_options = ArrowWriterOptions::new()
+                    .with_properties(properties)
+                    .with_skip_arrow_metadata(true)
+                    .with_parquet_schema(schema.descriptor.clone());
+                AsyncArrowWriter::try_new_with_options(sink, schema.arrow.clone(), writer_options)
+                    .map(Encoder::Arrow)
+            }
+        }
+        .map_err(|e| Error::parquet(format!("creating {display}"), e))?;
         Ok(ParquetFile { writer, display })
     }
 
     pub(super) async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.writer
-            .write(batch)
-            .await
-            .map_err(|e| Error::parquet(format!("writing {}", self.display), e))
+        match &mut self.writer {
+            Encoder::Arrow(w) => w.write(batch).await,
+            Encoder::Chunked(w) => w.write(batch).await,
+        }
+        .map_err(|e| Error::parquet(format!("writing {}", self.display), e))
     }
 
     /// Bytes written so far plus the anticipated encoded size of the open row group (what
     /// Java's `ParquetWriter.getDataSize` estimates).
     pub(super) fn estimated_size(&self) -> u64 {
-        let bytes = self.writer.bytes_written() + self.writer.in_progress_size();
+        let bytes = match &self.writer {
+            Encoder::Arrow(w) => w.bytes_written() + w.in_progress_size(),
+            Encoder::Chunked(w) => w.file.bytes_written() + w.in_progress_bytes(),
+        };
         u64::try_from(bytes).unwrap_or(u64::MAX)
     }
 
     /// Flush, write the footer and complete the upload; returns the file size in bytes.
     pub(super) async fn finish(mut self) -> Result<u64> {
-        self.writer
-            .finish()
-            .await
-            .map_err(|e| Error::parquet(format!("closing {}", self.display), e))?;
-        Ok(u64::try_from(self.writer.bytes_written()).unwrap_or(u64::MAX))
+        let closing = |e| Error::parquet(format!("closing {}", self.display), e);
+        let bytes = match &mut self.writer {
+            Encoder::Arrow(w) => {
+                w.finish().await.map_err(closing)?;
+                w.bytes_written()
+            }
+            Encoder::Chunked(w) => {
+                w.finish().await.map_err(closing)?;
+                w.file.bytes_written()
+            }
+        };
+        Ok(u64::try_from(bytes).unwrap_or(u64::MAX))
     }
 
     /// Abandon the file: abort a started multipart upload. The caller deletes the path.
     pub(super) async fn abort(self) -> Result<()> {
-        let mut sink = self.writer.into_inner();
+        let mut sink = match self.writer {
+            Encoder::Arrow(w) => w.into_inner(),
+            Encoder::Chunked(w) => w.sink,
+        };
         if sink.completing {
             return Ok(());
         }
@@ -551,6 +899,65 @@ mod tests {
         let repeated: ArrayRef = Arc::new(Int32Array::from_iter_values((0..1000).map(|i| if i < 500 { i } else { 7 })));
         assert!(!dictionary_pays(&repeated.slice(0, 500)));
         assert!(dictionary_pays(&repeated.slice(500, 500)));
+    }
+
+    #[test]
+    fn int96_is_julian_day_and_nanos_of_day() {
+        let bytes = |nanos| {
+            let b = int96_bytes(nanos);
+            let of_day = i64::from_le_bytes(b[..8].try_into().unwrap());
+            let day = i32::from_le_bytes(b[8..].try_into().unwrap());
+            (day, of_day)
+        };
+        assert_eq!(bytes(0), (2_440_588, 0));
+        // 2024-03-09T16:00:00.124456788 (the value Java 1.3.1 misread as INT64).
+        let nanos = 1_710_000_000_124_456_788;
+        assert_eq!(bytes(nanos), (2_440_588 + 19_791, 57_600_124_456_788));
+        // One nanosecond before the epoch: the previous day's last nanosecond.
+        assert_eq!(bytes(-1), (2_440_587, NANOS_PER_DAY - 1));
+    }
+
+    #[test]
+    fn nanosecond_timestamps_are_int96_encoded_as_fixed_bytes() {
+        let ts9 = DataType::new(TypeKind::Timestamp(9));
+        let ltz7 = DataType::new(TypeKind::LocalZonedTimestamp(7));
+        let nested = DataType::new(TypeKind::Array(Box::new(ts9.clone())));
+        let columns: Vec<PhysicalColumn> = [("a", ts9), ("b", ltz7), ("c", nested), ("d", DataType::new(TypeKind::Timestamp(6)))]
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, data_type))| PhysicalColumn { name: name.into(), field_id: i as i32, data_type, unique: false })
+            .collect();
+        let schema = PhysicalSchema::new(&columns).unwrap();
+        let physical: Vec<PhysicalType> = schema.descriptor.columns().iter().map(|c| c.physical_type()).collect();
+        assert_eq!(physical, [PhysicalType::INT96, PhysicalType::INT96, PhysicalType::INT96, PhysicalType::INT64]);
+        assert_eq!(schema.int96_leaves().iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2]);
+        let encoded = schema.encoded.as_ref().unwrap();
+        for (file, enc) in schema.descriptor.columns().iter().zip(encoded.columns()) {
+            assert_eq!(file.path(), enc.path());
+            if file.physical_type() == PhysicalType::INT96 {
+                assert_eq!((enc.physical_type(), enc.type_length()), (PhysicalType::FIXED_LEN_BYTE_ARRAY, 12));
+            } else {
+                assert_eq!(enc.physical_type(), file.physical_type());
+            }
+        }
+        // Field ids survive the re-labelling (readers match columns by id).
+        let ids = |d: &SchemaDescriptor| d.root_schema().get_fields().iter().map(|f| f.get_basic_info().id()).collect::<Vec<_>>();
+        assert_eq!(ids(&schema.descriptor), ids(encoded));
+        let batch = schema
+            .batch(vec![
+                Arc::new(arrow_array::TimestampNanosecondArray::from(vec![Some(-1), None])),
+                Arc::new(arrow_array::TimestampNanosecondArray::from(vec![Some(0), Some(1)]).with_timezone("UTC")),
+                Arc::new(ListArray::from_iter_primitive::<TimestampNanosecondType, _, _>(vec![
+                    Some(vec![Some(0)]),
+                    None,
+                ])),
+                Arc::new(arrow_array::TimestampMicrosecondArray::from(vec![Some(1), Some(2)])),
+            ])
+            .unwrap();
+        let a = batch.column(0).as_fixed_size_binary();
+        assert_eq!(a.value(0), int96_bytes(-1));
+        assert!(a.is_null(1));
+        assert_eq!(batch.column(2).as_list::<i32>().value(0).as_fixed_size_binary().value(0), int96_bytes(0));
     }
 
     #[test]

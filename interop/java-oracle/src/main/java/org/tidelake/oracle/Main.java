@@ -1,0 +1,61 @@
+package org.tidelake.oracle;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The Java Paimon oracle: one JVM serves many jobs. Each line on stdin is a JSON job, answered
+ * by one JSON line on stdout: {@code {"ok": true, ...}} or {@code {"ok": false, "error": ...}}.
+ *
+ * <p>Jobs ({@code "op"}): {@code read} ({@link Reads}) and {@code write} ({@link Writes}). Anything
+ * Paimon or Hadoop prints goes to stderr so stdout carries answers only.
+ */
+public final class Main {
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    public static void main(String[] args) throws Exception {
+        PrintStream answers = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        System.setOut(System.err);
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            ObjectNode answer;
+            try {
+                answer = run(JSON.readTree(line));
+                answer.put("ok", true);
+            } catch (Throwable e) {
+                StringWriter trace = new StringWriter();
+                e.printStackTrace(new PrintWriter(trace));
+                answer = JSON.createObjectNode();
+                answer.put("ok", false);
+                answer.put("error", e.toString());
+                answer.put("trace", trace.toString());
+            }
+            answers.println(JSON.writeValueAsString(answer));
+        }
+    }
+
+    private static ObjectNode run(JsonNode job) throws Exception {
+        String op = job.path("op").asText();
+        switch (op) {
+            case "read":
+                return Reads.run(job);
+            case "write":
+                return Writes.run(job);
+            default:
+                throw new IllegalArgumentException("unknown op '" + op + "'");
+        }
+    }
+}

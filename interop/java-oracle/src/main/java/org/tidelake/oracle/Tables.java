@@ -1,0 +1,30 @@
+package org.tidelake.oracle;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.apache.paimon.catalog.Catalog;
+import org.apache.paimon.catalog.CatalogContext;
+import org.apache.paimon.catalog.CatalogFactory;
+import org.apache.paimon.catalog.Identifier;
+import org.apache.paimon.options.Options;
+import org.apache.paimon.types.DataType;
+import org.apache.paimon.utils.JsonSerdeUtil;
+
+/** Where a job's table lives: {@code "warehouse"} (a filesystem catalog) and {@code "table"}. */
+final class Tables {
+    private Tables() {}
+
+    static Catalog catalog(JsonNode job) {
+        Options options = new Options();
+        options.set("warehouse", job.path("warehouse").asText());
+        return CatalogFactory.createCatalog(CatalogContext.create(options));
+    }
+
+    static Identifier identifier(JsonNode job) {
+        return Identifier.fromString(job.path("table").asText());
+    }
+
+    /** A Paimon type from its schema-file JSON (an SQL string for atomic types). */
+    static DataType type(JsonNode json) {
+        return JsonSerdeUtil.fromJson(json.toString(), DataType.class);
+    }
+}

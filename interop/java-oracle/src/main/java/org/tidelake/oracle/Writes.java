@@ -1,0 +1,268 @@
+package org.tidelake.oracle;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.paimon.catalog.Catalog;
+import org.apache.paimon.catalog.Identifier;
+import org.apache.paimon.CoreOptions;
+import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.index.SimpleHashBucketAssigner;
+import org.apache.paimon.manifest.ManifestEntry;
+import org.apache.paimon.schema.Schema;
+import org.apache.paimon.schema.SchemaChange;
+import org.apache.paimon.table.BucketMode;
+import org.apache.paimon.table.FileStoreTable;
+import org.apache.paimon.table.Table;
+import org.apache.paimon.table.sink.BatchTableCommit;
+import org.apache.paimon.table.sink.BatchTableWrite;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.StreamTableCommit;
+import org.apache.paimon.table.sink.StreamTableWrite;
+import org.apache.paimon.table.sink.RowKeyExtractor;
+import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.table.sink.TableWrite;
+import org.apache.paimon.types.RowKind;
+import org.apache.paimon.types.RowType;
+
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Creates a table and writes it with Java's own writers.
+ *
+ * <p>Job: {@code "warehouse"}, {@code "table"} ({@code db.name}), {@code "schema"}: {@code
+ * {"fields": [{"name", "type"}], "primary_keys", "partition_keys", "options"}} (types in
+ * schema-file JSON), {@code "mode"}: {@code "batch"} (one {@code BatchWriteBuilder} write per
+ * commit) or {@code "stream"} (one long-lived {@code StreamWriteBuilder} writer committing with
+ * identifiers 1, 2, ..., so Java compacts as it does by default), and {@code "steps"}, in order:
+ *
+ * <ul>
+ *   <li>{@code {"rows": [...]}}: one commit; a row is a list of canonical values ({@link Values})
+ *       inserted, or {@code {"kind": "-D", "values": [...]}}; batch mode takes {@code
+ *       "overwrite": true} or a partition spec object;
+ *   <li>{@code {"alter": [...]}}: schema changes, each {@code {"add": name, "type": t}}, {@code
+ *       {"rename": old, "to": new}}, {@code {"drop": name}} or {@code {"update_type": name,
+ *       "type": t}} (ends the current stream writer; the next commit opens a new one);
+ *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
+ *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed.
+ * </ul>
+ *
+ * <p>Writers get a temporary directory for lookups (spill files). Dynamic-bucket tables ({@code
+ * bucket = -1} with a primary key) are written as Flink does, through a hash bucket assigner
+ * ({@link Rows}); the job's table must be new so the assigner starts from an empty index.
+ *
+ * <p>Answer: {@code "snapshot"}, the latest snapshot id.
+ */
+final class Writes {
+    private Writes() {}
+
+    private static final String TEMP_DIR = tempDir();
+
+    private static String tempDir() {
+        try {
+            return Files.createTempDirectory("java-oracle").toString();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** Writes rows into a {@link TableWrite}, picking buckets for dynamic-bucket tables. */
+    private static final class Rows {
+        private final RowType type;
+        private final TableWrite write;
+        private final RowKeyExtractor keys;
+        private final SimpleHashBucketAssigner assigner;
+
+        /** {@code assigner}: the job's bucket assigner, used when the table is dynamic-bucket. */
+        Rows(Table table, TableWrite write, SimpleHashBucketAssigner assigner) {
+            this.type = table.rowType();
+            this.write = write.withIOManager(IOManager.create(TEMP_DIR));
+            FileStoreTable store = (FileStoreTable) table;
+            boolean dynamic = store.bucketMode() == BucketMode.HASH_DYNAMIC;
+            this.keys = dynamic ? store.createRowKeyExtractor() : null;
+            this.assigner = dynamic ? assigner : null;
+        }
+
+        /** A bucket assigner for one job over {@code table} (new, so its index is empty). */
+        static SimpleHashBucketAssigner assigner(Table table) {
+            CoreOptions options = ((FileStoreTable) table).coreOptions();
+            Integer max = options.dynamicBucketMaxBuckets();
+            return new SimpleHashBucketAssigner(
+                    1, 0, options.dynamicBucketTargetRowNum(), max == null ? -1 : max);
+        }
+
+        void write(JsonNode rows) throws Exception {
+            for (JsonNode r : rows) {
+                GenericRow row = row(r, type);
+                if (assigner == null) {
+                    write.write(row);
+                } else {
+                    keys.setRecord(row);
+                    write.write(row, assigner.assign(keys.partition(), keys.trimmedPrimaryKey().hashCode()));
+                }
+            }
+        }
+    }
+
+    static ObjectNode run(JsonNode job) throws Exception {
+        Identifier id = Tables.identifier(job);
+        try (Catalog catalog = Tables.catalog(job)) {
+            catalog.createDatabase(id.getDatabaseName(), true);
+            catalog.createTable(id, schema(job.get("schema")), false);
+            boolean stream = job.path("mode").asText("batch").equals("stream");
+            SimpleHashBucketAssigner assigner = Rows.assigner(catalog.getTable(id));
+            Streaming streaming = null;
+            long identifier = 0;
+            for (JsonNode step : job.path("steps")) {
+                if (step.has("alter")) {
+                    if (streaming != null) {
+                        streaming.close();
+                        streaming = null;
+                    }
+                    catalog.alterTable(id, changes(step.get("alter")), false);
+                } else if (step.has("tag")) {
+                    catalog.getTable(id).createTag(step.get("tag").asText());
+                } else if (step.has("compact") && stream) {
+                    if (streaming == null) {
+                        streaming = new Streaming(catalog.getTable(id), assigner);
+                    }
+                    streaming.compact(++identifier, catalog.getTable(id));
+                } else if (step.has("compact")) {
+                    BatchWriteBuilder builder = catalog.getTable(id).newBatchWriteBuilder();
+                    try (BatchTableWrite write = builder.newWrite();
+                            BatchTableCommit commit = builder.newCommit()) {
+                        compactAll(catalog.getTable(id), write);
+                        commit.commit(write.prepareCommit());
+                    }
+                } else if (stream) {
+                    if (streaming != null && step.has("overwrite")) {
+                        throw new IllegalArgumentException("overwrite needs batch mode");
+                    }
+                    if (streaming == null) {
+                        streaming = new Streaming(catalog.getTable(id), assigner);
+                    }
+                    streaming.commit(++identifier, step.get("rows"));
+                } else {
+                    batchCommit(catalog.getTable(id), step, assigner);
+                }
+            }
+            if (streaming != null) {
+                streaming.close();
+            }
+            ObjectNode answer = Main.JSON.createObjectNode();
+            catalog.getTable(id).latestSnapshot().ifPresent(s -> answer.put("snapshot", s.id()));
+            return answer;
+        }
+    }
+
+    private static Schema schema(JsonNode s) {
+        Schema.Builder b = Schema.newBuilder();
+        for (JsonNode f : s.path("fields")) {
+            b.column(f.get("name").asText(), Tables.type(f.get("type")));
+        }
+        b.primaryKey(strings(s.path("primary_keys")));
+        b.partitionKeys(strings(s.path("partition_keys")));
+        s.path("options").fields().forEachRemaining(e -> b.option(e.getKey(), e.getValue().asText()));
+        return b.build();
+    }
+
+    private static List<String> strings(JsonNode list) {
+        List<String> out = new ArrayList<>();
+        list.forEach(n -> out.add(n.asText()));
+        return out;
+    }
+
+    private static List<SchemaChange> changes(JsonNode alter) {
+        List<SchemaChange> out = new ArrayList<>();
+        for (JsonNode c : alter) {
+            if (c.has("add")) {
+                out.add(SchemaChange.addColumn(c.get("add").asText(), Tables.type(c.get("type"))));
+            } else if (c.has("rename")) {
+                out.add(SchemaChange.renameColumn(c.get("rename").asText(), c.get("to").asText()));
+            } else if (c.has("drop")) {
+                out.add(SchemaChange.dropColumn(c.get("drop").asText()));
+            } else if (c.has("update_type")) {
+                out.add(SchemaChange.updateColumnType(
+                        c.get("update_type").asText(), Tables.type(c.get("type"))));
+            } else if (c.has("set")) {
+                out.add(SchemaChange.setOption(c.get("set").asText(), c.get("value").asText()));
+            } else {
+                throw new IllegalArgumentException("unknown schema change " + c);
+            }
+        }
+        return out;
+    }
+
+    private static GenericRow row(JsonNode r, RowType type) {
+        if (r.isArray()) {
+            return Values.parseRow(r, type);
+        }
+        GenericRow row = Values.parseRow(r.get("values"), type);
+        row.setRowKind(RowKind.fromShortString(r.get("kind").asText()));
+        return row;
+    }
+
+    private static void batchCommit(Table table, JsonNode step, SimpleHashBucketAssigner assigner)
+            throws Exception {
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        JsonNode overwrite = step.path("overwrite");
+        if (overwrite.isBoolean() && overwrite.asBoolean()) {
+            builder = builder.withOverwrite();
+        } else if (overwrite.isObject()) {
+            Map<String, String> partition = new LinkedHashMap<>();
+            overwrite.fields().forEachRemaining(e -> partition.put(e.getKey(), e.getValue().asText()));
+            builder = builder.withOverwrite(partition);
+        }
+        try (BatchTableWrite write = builder.newWrite();
+                BatchTableCommit commit = builder.newCommit()) {
+            new Rows(table, write, assigner).write(step.path("rows"));
+            commit.commit(write.prepareCommit());
+        }
+    }
+
+    /** Asks {@code write} for a full compaction of every (partition, bucket) holding files. */
+    private static void compactAll(Table table, TableWrite write) throws Exception {
+        Set<List<Object>> seen = new HashSet<>();
+        for (ManifestEntry e : ((FileStoreTable) table).store().newScan().plan().files()) {
+            if (seen.add(List.of(e.partition(), e.bucket()))) {
+                write.compact(e.partition(), e.bucket(), true);
+            }
+        }
+    }
+
+    /** A long-lived streaming writer and its committer. */
+    private static final class Streaming implements AutoCloseable {
+        private final StreamTableWrite write;
+        private final StreamTableCommit commit;
+        private final Rows rows;
+
+        Streaming(Table table, SimpleHashBucketAssigner assigner) {
+            StreamWriteBuilder builder = table.newStreamWriteBuilder();
+            write = builder.newWrite();
+            commit = builder.newCommit();
+            rows = new Rows(table, write, assigner);
+        }
+
+        void commit(long identifier, JsonNode input) throws Exception {
+            rows.write(input);
+            commit.commit(identifier, write.prepareCommit(false, identifier));
+        }
+
+        void compact(long identifier, Table table) throws Exception {
+            compactAll(table, write);
+            commit.commit(identifier, write.prepareCommit(true, identifier));
+        }
+
+        @Override
+        public void close() throws Exception {
+            write.close();
+            commit.close();
+        }
+    }
+}

@@ -16,11 +16,7 @@ def start_together(ready_dir: str, name: str, go_file: str, timeout: float = 60)
     """In a worker: announce readiness (``ready_dir/ready-<name>``), then wait for ``go_file``
     (see :func:`release_when_ready`), so that every worker starts at the same moment."""
     open(os.path.join(ready_dir, f"ready-{name}"), "w").close()
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(go_file):
-        if time.monotonic() > deadline:
-            raise TimeoutError("the go flag never appeared")
-        time.sleep(0.001)
+    _wait_for(go_file, timeout)
 
 
 def release_when_ready(ready_dir: str, workers: int, go_file: str, timeout: float = 60) -> None:
@@ -133,8 +129,8 @@ def commit_pickled(path: str, pickled: bytes) -> list[int]:
     return tidelake.open_table(path).commit(pickle.loads(pickled))
 
 
-def _wait_for(go_file: str) -> None:
-    deadline = time.monotonic() + 60
+def _wait_for(go_file: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
     while not os.path.exists(go_file):
         if time.monotonic() > deadline:
             raise TimeoutError("the go flag never appeared")

@@ -262,6 +262,24 @@ async fn fire(action: Action, kind: OpKind, path: Option<&Path>) -> Option<objec
     Some(error)
 }
 
+/// A listing under `action`: the injected error as its only item, or `inner` after the fault
+/// (a delay) has been carried out.
+fn faulted_listing(
+    action: Action,
+    prefix: Option<&Path>,
+    inner: BoxStream<'static, object_store::Result<ObjectMeta>>,
+) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+    let prefix = prefix.cloned();
+    stream::once(async move {
+        match fire(action, OpKind::List, prefix.as_ref()).await {
+            Some(error) => stream::once(async move { Err(error) }).boxed(),
+            None => inner,
+        }
+    })
+    .flatten()
+    .boxed()
+}
+
 /// Run `op` under `fault`.
 async fn guarded<T>(
     fault: Fault,
@@ -339,36 +357,14 @@ impl ObjectStore for InstrumentedStore {
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         match self.state.tick(OpKind::List, prefix) {
             Fault::None => self.inner.list(prefix),
-            Fault::Before(action) | Fault::After(action) => {
-                let inner = self.inner.list(prefix);
-                let prefix = prefix.cloned();
-                stream::once(async move {
-                    match fire(action, OpKind::List, prefix.as_ref()).await {
-                        Some(error) => stream::once(async move { Err(error) }).boxed(),
-                        None => inner,
-                    }
-                })
-                .flatten()
-                .boxed()
-            }
+            Fault::Before(action) | Fault::After(action) => faulted_listing(action, prefix, self.inner.list(prefix)),
         }
     }
 
     fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         match self.state.tick(OpKind::List, prefix) {
             Fault::None => self.inner.list_with_offset(prefix, offset),
-            Fault::Before(action) | Fault::After(action) => {
-                let inner = self.inner.list_with_offset(prefix, offset);
-                let prefix = prefix.cloned();
-                stream::once(async move {
-                    match fire(action, OpKind::List, prefix.as_ref()).await {
-                        Some(error) => stream::once(async move { Err(error) }).boxed(),
-                        None => inner,
-                    }
-                })
-                .flatten()
-                .boxed()
-            }
+            Fault::Before(action) | Fault::After(action) => faulted_listing(action, prefix, self.inner.list_with_offset(prefix, offset)),
         }
     }
 

@@ -195,11 +195,15 @@ impl FileStoreCommit {
         if self.already_committed(commit_identifier).await? {
             return Ok(CommitOutcome::default());
         }
-        let mut uncompacted: Vec<(Vec<u8>, i32)> = messages
+        // Buckets given level-0 files, and whether their message also compacts them.
+        let level0: Vec<(&CommitMessage, bool)> = messages
             .iter()
-            .filter(|m| m.new_files.iter().any(|f| f.level == 0) && m.compact_after.is_empty() && m.compact_before.is_empty())
-            .map(|m| (m.partition.clone(), m.bucket))
+            .filter(|m| m.new_files.iter().any(|f| f.level == 0))
+            .map(|m| (m, !m.compact_after.is_empty() || !m.compact_before.is_empty()))
             .collect();
+        let target = |m: &CommitMessage| (m.partition.clone(), m.bucket);
+        let mut uncompacted: Vec<(Vec<u8>, i32)> =
+            level0.iter().filter(|(_, compacted)| !compacted).map(|(m, _)| target(m)).collect();
         let changes = Changes::collect(&messages, &self.layout)?;
         let mut ids = Vec::new();
         if !self.settings.ignore_empty_commit
@@ -258,12 +262,7 @@ impl FileStoreCommit {
                 index: changes.compact_index,
             };
             if !self.commit_compaction(new, &request, &mut ids).await? {
-                uncompacted.extend(
-                    messages
-                        .iter()
-                        .filter(|m| m.new_files.iter().any(|f| f.level == 0))
-                        .map(|m| (m.partition.clone(), m.bucket)),
-                );
+                uncompacted.extend(level0.iter().map(|(m, _)| target(m)));
             }
         }
         if ids.is_empty() {

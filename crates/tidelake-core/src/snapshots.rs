@@ -23,6 +23,7 @@
 //!   retains relative to it, never relative to a newer, unverified snapshot;
 //! * the id after `i64::MAX` does not exist: [`next_snapshot_id`] refuses to go past it.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -30,13 +31,15 @@ use tidelake_spec::snapshot::{
     parse_hint, parse_snapshot_file_name, snapshot_file_name, tag_file_name, Snapshot, Tag,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 
 const SNAPSHOT_DIR: &str = "snapshot";
 const TAG_DIR: &str = "tag";
 const LATEST: &str = "snapshot/LATEST";
 const EARLIEST: &str = "snapshot/EARLIEST";
+/// How many latest snapshots [`SnapshotManager::read_latest`] tries before giving up.
+const LATEST_READ_ATTEMPTS: u32 = 5;
 
 /// How far past a stale `LATEST` hint snapshots are probed before the directory is listed.
 pub const MAX_HINT_PROBES: i64 = 64;
@@ -151,6 +154,44 @@ impl SnapshotManager {
     /// Whether snapshot file `id` exists (one HEAD).
     pub async fn exists(&self, id: i64) -> Result<bool> {
         self.io.exists(&Self::snapshot_path(id)).await
+    }
+
+    /// `err`, met while reading snapshot `id`, as [`Error::SnapshotExpired`] when it is a missing
+    /// file and snapshot `id` no longer exists (expiration deleted it and its files meanwhile);
+    /// otherwise `err` unchanged (a file missing from a snapshot that still exists is damage, not
+    /// a race).
+    pub async fn expired_while_reading(&self, id: i64, err: Error) -> Error {
+        if err.kind() != ErrorKind::NotFound {
+            return err;
+        }
+        match self.exists(id).await {
+            Ok(false) => Error::SnapshotExpired { id, detail: err.to_string() },
+            _ => err,
+        }
+    }
+
+    /// `read` applied to the latest snapshot (`None` when the table has none). When that
+    /// snapshot expires while it is read (see [`Self::expired_while_reading`]), `read` starts
+    /// again on the new latest, up to [`LATEST_READ_ATTEMPTS`] times: expiration keeps the
+    /// newest snapshots, so only a reader outpaced by that many commits sees the error.
+    pub async fn read_latest<T, F, Fut>(&self, read: F) -> Result<Option<(Snapshot, T)>>
+    where
+        F: Fn(Snapshot) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut attempt = 1;
+        loop {
+            let Some(snap) = self.latest().await? else {
+                return Ok(None);
+            };
+            match read(snap.clone()).await {
+                Ok(value) => return Ok(Some((snap, value))),
+                Err(e) => match self.expired_while_reading(snap.id, e).await {
+                    Error::SnapshotExpired { .. } if attempt < LATEST_READ_ATTEMPTS => attempt += 1,
+                    e => return Err(e),
+                },
+            }
+        }
     }
 
     /// Read snapshot `id`; a missing one is [`Error::NotFound`] naming the available range.

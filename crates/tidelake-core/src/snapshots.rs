@@ -21,6 +21,9 @@
 //! * `LATEST = k` is published by a committer only after that check, so a hint whose snapshot
 //!   exists names a verified commit ([`SnapshotManager::published_latest_id`]); expiration
 //!   retains relative to it, never relative to a newer, unverified snapshot;
+//! * a committer whose slow request created `snapshot-N` after expiration had already deleted
+//!   `N` sees it afterwards ([`SnapshotManager::expiration_passed`]) and deletes that file
+//!   again before publishing anything;
 //! * the id after `i64::MAX` does not exist: [`next_snapshot_id`] refuses to go past it.
 
 use std::future::Future;
@@ -154,6 +157,21 @@ impl SnapshotManager {
     /// Whether snapshot file `id` exists (one HEAD).
     pub async fn exists(&self, id: i64) -> Result<bool> {
         self.io.exists(&Self::snapshot_path(id)).await
+    }
+
+    /// Whether expiration has deleted snapshot `id` at some point: the `EARLIEST` hint is above
+    /// it, or `id + 1` is missing while a newer snapshot exists. Expiration deletes ascending and
+    /// writes `EARLIEST` after deleting, and a snapshot is only created on top of its existing
+    /// predecessor, so either sign means every snapshot up to `id` was deleted.
+    pub async fn expiration_passed(&self, id: i64) -> Result<bool> {
+        if self.read_hint(EARLIEST).await?.is_some_and(|k| k > id) {
+            return Ok(true);
+        }
+        let Some(next) = id.checked_add(1) else { return Ok(false) };
+        if self.io.exists(&Self::snapshot_path(next)).await? {
+            return Ok(false);
+        }
+        Ok(self.list_ids().await?.last().is_some_and(|last| *last > next))
     }
 
     /// `err`, met while reading snapshot `id`, as [`Error::SnapshotExpired`] when it is a missing

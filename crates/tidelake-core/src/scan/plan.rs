@@ -155,7 +155,7 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
     if start_exclusive + 1 < earliest {
         return Err(Error::not_found(
             "snapshot",
-            format!("snapshot {} of {} has expired; available snapshots are {earliest}..={latest}", start_exclusive + 1, table.location()),
+            format!("snapshot {} of {} has expired; available snapshots are {earliest} to {latest}", start_exclusive + 1, table.location()),
         ));
     }
     let uses_changelog = schema.options().changelog_producer().map_err(|e| Error::from_spec("table options", e))?

@@ -57,10 +57,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::read::merge::MergeConfig;
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
-use crate::snapshots::SnapshotManager;
 use crate::scan::plan::{deletion_file_refs, live_index_entries, read_list, read_merged};
 use crate::scan::predicate::Predicate;
 use crate::scan::split::DeletionFileRef;
+use crate::snapshots::SnapshotManager;
 use crate::table::Table;
 use crate::tasks;
 
@@ -226,7 +226,7 @@ impl Compactor {
         request: &CompactRequest,
         progress: Option<Progress>,
     ) -> Result<CompactReport> {
-        let Some((_, mut buckets)) = self.latest_buckets().await? else {
+        let Some(mut buckets) = self.latest_buckets().await? else {
             return Ok(CompactReport {
                 snapshot_id: None,
                 buckets: Vec::new(),
@@ -242,7 +242,7 @@ impl Compactor {
     /// Compact the (partition, bucket)s in `targets` of the latest snapshot as the table's pick
     /// says (not full); the COMPACT snapshot, `None` when none needed compaction.
     pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Option<i64>> {
-        let Some((_, mut buckets)) = self.latest_buckets().await? else {
+        let Some(mut buckets) = self.latest_buckets().await? else {
             return Ok(None);
         };
         buckets.retain(|b| targets.iter().any(|(p, n)| *p == b.partition && *n == b.bucket));
@@ -375,13 +375,12 @@ impl Compactor {
             .collect())
     }
 
-    /// The latest snapshot and its [`Self::live_buckets`] (`None` without snapshots); a snapshot
+    /// [`Self::live_buckets`] of the latest snapshot (`None` without snapshots); a snapshot
     /// that expires while it is read is replaced by the new latest.
-    pub(crate) async fn latest_buckets(&self) -> Result<Option<(Snapshot, Vec<Bucket>)>> {
-        self.table
-            .snapshot_manager()
-            .read_latest(|snap| async move { self.live_buckets(&snap).await })
-            .await
+    pub(crate) async fn latest_buckets(&self) -> Result<Option<Vec<Bucket>>> {
+        let sm = self.table.snapshot_manager();
+        let read = sm.read_latest(|snap| async move { self.live_buckets(&snap).await }).await?;
+        Ok(read.map(|(_, buckets)| buckets))
     }
 
     /// The live files of `snap` per (partition, bucket), level 0 included.

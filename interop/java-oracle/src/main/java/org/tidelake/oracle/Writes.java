@@ -50,8 +50,12 @@ import java.util.Map;
  *       {"rename": old, "to": new}}, {@code {"drop": name}} or {@code {"update_type": name,
  *       "type": t}} (ends the current stream writer; the next commit opens a new one);
  *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
- *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed.
+ *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
+ *   <li>{@code {"compact_postpone": true}}: {@link Postpone#compact}, the compaction of a
+ *       postpone-bucket table ({@code bucket = -2}).
  * </ul>
+ *
+ * <p>{@code "existing": true} writes into the table as it is instead of creating it.
  *
  * <p>Writers get a temporary directory for lookups (spill files). Dynamic-bucket tables ({@code
  * bucket = -1} with a primary key) are written as Flink does, through a hash bucket assigner
@@ -114,7 +118,9 @@ final class Writes {
         Identifier id = Tables.identifier(job);
         try (Catalog catalog = Tables.catalog(job)) {
             catalog.createDatabase(id.getDatabaseName(), true);
-            catalog.createTable(id, schema(job.get("schema")), false);
+            if (!job.path("existing").asBoolean(false)) {
+                catalog.createTable(id, schema(job.get("schema")), false);
+            }
             boolean stream = job.path("mode").asText("batch").equals("stream");
             SimpleHashBucketAssigner assigner = Rows.assigner(catalog.getTable(id));
             Streaming streaming = null;
@@ -126,6 +132,12 @@ final class Writes {
                         streaming = null;
                     }
                     catalog.alterTable(id, changes(step.get("alter")), false);
+                } else if (step.has("compact_postpone")) {
+                    if (streaming != null) {
+                        streaming.close();
+                        streaming = null;
+                    }
+                    Postpone.compact((FileStoreTable) catalog.getTable(id), TEMP_DIR);
                 } else if (step.has("tag")) {
                     catalog.getTable(id).createTag(step.get("tag").asText());
                 } else if (step.has("compact") && stream) {

@@ -607,7 +607,7 @@ impl Flusher {
     async fn flush(&self, bucket_dir: &str, buffer: Vec<RecordBatch>, append: Option<RollingWriter>) -> Result<Flushed> {
         let mut out = Flushed::default();
         if self.postpone.is_some() && !buffer.is_empty() {
-            let data = self.rolling_writer(bucket_dir, FileLayout::KeyValue, false)?;
+            let data = self.rolling_writer(bucket_dir, FileLayout::KeyValue, false)?.unsorted();
             out.new_files = write_all(data, stream::iter(buffer.into_iter().map(Ok)).boxed()).await?;
         } else if !buffer.is_empty() {
             let sorted = SortedBuffer::new(buffer, &self.kv_key_columns)?;

@@ -9,7 +9,8 @@
 //!    hide it (deletion-vector and first-row tables), and files whose key (primary-key tables) or
 //!    value (append tables) statistics cannot match;
 //! 4. group what remains by (partition, bucket) into [`Split`]s, attaching deletion vectors from
-//!    the snapshot's index manifest.
+//!    the snapshot's index manifest; a file holding only some columns of its rows (data
+//!    evolution, `_WRITE_COLS`) makes the plan fail with [`Error::Unsupported`].
 //!
 //! No data file is opened while planning.
 
@@ -188,6 +189,33 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
         end_snapshot = Some(snap);
     }
     Ok(ScanPlan { snapshot: end_snapshot, schema, splits })
+}
+
+/// [`Error::Unsupported`] for a data file that holds only some columns of its rows
+/// (`_WRITE_COLS` set: Java writers with a write type, on `data-evolution.enabled` tables).
+/// Java reads such a file together with the other files of the same `_FIRST_ROW_ID`, each
+/// column from the newest file that has it (`DataEvolutionSplitRead`); tidelake does not merge
+/// column files, and reading the file alone would return wrong rows (or miss the newer
+/// columns), so the read is refused. Files with only `_FIRST_ROW_ID` (row tracking) are whole
+/// rows and read as usual.
+fn refuse_column_files(layout: &TableLayout, e: &ManifestEntry) -> Result<()> {
+    let Some(columns) = &e.file.write_cols else { return Ok(()) };
+    let rows = match e.file.first_row_id {
+        Some(first) => format!("rows {first}..{} by row id", first + e.file.row_count),
+        None => format!("{} rows", e.file.row_count),
+    };
+    let partition = layout
+        .decode_partition(&e.partition)
+        .and_then(|v| layout.partition_path(&v))
+        .unwrap_or_default();
+    Err(Error::Unsupported(format!(
+        "reading data file {} (partition '{partition}', bucket {}): it holds only columns [{}] of its {rows} \
+         (a data-evolution write); tidelake does not merge column files by row id as Java \
+         DataEvolutionSplitRead does, so it refuses the read rather than return wrong rows",
+        e.file.file_name,
+        e.bucket,
+        columns.join(", ")
+    )))
 }
 
 /// Replay manifest entries in order (Java `FileEntry.mergeEntries`): an ADD must not repeat an
@@ -511,6 +539,7 @@ impl<'a> Planner<'a> {
         let mut groups: Vec<((Vec<u8>, i32), Vec<ManifestEntry>)> = Vec::new();
         let mut index: HashMap<(Vec<u8>, i32), usize> = HashMap::new();
         for e in entries {
+            refuse_column_files(&self.layout, &e)?;
             let key = (e.partition.clone(), e.bucket);
             match index.get(&key) {
                 Some(&i) => groups[i].1.push(e),

@@ -20,7 +20,7 @@ import pytest
 
 import tidelake
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
-from _java import Scenario, compare_read, java_write, tidelake_write
+from _java import Scenario, compare_changes, compare_read, java_write, tidelake_write
 from _workers import postpone_writer, release_when_ready
 
 SCHEMA = pa.schema([("k", pa.int32()), ("p", pa.string()), ("v", pa.int64())])
@@ -198,9 +198,9 @@ def _expected(steps: list[dict[str, Any]]) -> dict[tuple[int, str], int]:
     return out
 
 
-def _scenario(name: str, steps: list[dict[str, Any]], mode: str = "stream") -> Scenario:
+def _scenario(name: str, steps: list[dict[str, Any]], mode: str = "stream", **options: str) -> Scenario:
     return Scenario(name, KV, steps, primary_keys=["k", "p"], partition_keys=["p"],
-                    options={"bucket": "-2", "postpone.default-bucket-num": "2"}, mode=mode)
+                    options={"bucket": "-2", "postpone.default-bucket-num": "2", **options}, mode=mode)
 
 
 def _java_compact(java, warehouse: str, sc: Scenario) -> None:
@@ -211,14 +211,15 @@ def _java_more(java, warehouse: str, sc: Scenario, steps: list[dict[str, Any]]) 
     java.run({**sc.java_job(warehouse, with_steps=False), "existing": True, "steps": steps})
 
 
-@pytest.mark.parametrize("mode", ["stream", "batch"])
-def test_java_writes_postponed_rows_and_both_compactions_agree(java, tmp_path, mode):
+@pytest.mark.parametrize("mode,producer", [("stream", "none"), ("batch", "none"), ("stream", "input"),
+                                           ("stream", "lookup")])
+def test_java_writes_postponed_rows_and_both_compactions_agree(java, tmp_path, mode, producer):
     """Java writes a postpone-bucket table; nothing is visible to either reader. A copy is
     compacted by Java's postpone compaction, the original by tidelake's: same rows, same keys in
     the same buckets, each read equally by Java and tidelake. Java then writes again into the
     tidelake-compacted table, tidelake compacts again, and Java still reads what tidelake reads."""
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
-    sc = _scenario(f"java_postpone_{mode}", _steps(), mode)
+    sc = _scenario(f"java_postpone_{mode}_{producer}", _steps(), mode, **{"changelog-producer": producer})
     t = java_write(java, ours, sc)
     assert compare_read(java, t, ours, "postpone") == []
     shutil.copytree(ours, theirs)
@@ -229,6 +230,9 @@ def test_java_writes_postponed_rows_and_both_compactions_agree(java, tmp_path, m
         java, j, theirs, "postpone compacted by Java")
     assert _visible(t) == _expected(sc.steps)
     assert _keys_per_bucket(t) == _keys_per_bucket(j)
+    last = t.refresh().latest_snapshot().id
+    changes = [sorted(x.changes(last - 1, last).to_pylist(), key=str) for x in (t, j)]
+    assert changes[0] == changes[1]
     more = [{"rows": [[1, "a", 13], [4, "b", 40]]}, {"rows": [{"kind": "-D", "values": [8, "a", 80]}]}]
     _java_more(java, ours, sc, more)
     assert t.refresh().compact() is not None
@@ -236,6 +240,8 @@ def test_java_writes_postponed_rows_and_both_compactions_agree(java, tmp_path, m
     assert _visible(t) == _expected(sc.steps + more)
     for s in t.refresh().snapshots():
         compare_read(java, t.refresh(), ours, "postpone", snapshot_id=s.id)
+        if s.id > 1:  # postponed rows stream as they are written (no changelog producer)
+            compare_changes(java, t.refresh(), ours, "postpone", s.id - 1, s.id)
 
 
 def test_tidelake_writes_postponed_rows_java_compacts_them_as_tidelake_does(java, tmp_path):

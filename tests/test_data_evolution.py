@@ -1,8 +1,8 @@
 """Row-tracking and data-evolution tables (``row-tracking.enabled``, ``data-evolution.enabled``)
 written by Java Paimon 1.3.1: whole-row files (``_FIRST_ROW_ID`` only) read as Java reads
-them; a file holding only some columns of its rows (``_WRITE_COLS``, which Java merges with the
-other files of the same first row id) makes tidelake's read raise UnsupportedError instead of
-returning wrong rows; writing such tables is refused."""
+them; files holding only some columns of their rows (``_WRITE_COLS``) merge with the other files
+of the same first row id, each column from the newest file holding it, as Java merges them;
+change reads of such files raise UnsupportedError; writing such tables is refused."""
 
 from __future__ import annotations
 
@@ -31,21 +31,32 @@ def test_whole_row_files_read_as_java_reads_them(java, tmp_path):
         compare_read(java, t, wh, "row tracking", snapshot_id=s.id)
 
 
-def test_a_column_file_makes_the_read_raise_instead_of_returning_wrong_rows(java, tmp_path):
+def test_column_files_merge_into_their_rows_as_java_merges_them(java, tmp_path):
+    """Java writes whole rows, then files of some columns for existing row ranges (two updates
+    of ``b`` for rows 0..3, the newest wins; one of ``a`` for rows 3..5), then more whole rows:
+    every read (latest, each snapshot, projections, filters) equals Java's."""
     wh = str(tmp_path)
-    sc = _scenario("column_update", [
+    sc = _scenario("column_updates", [
         {"rows": [[1, "x", 10], [2, "y", 20], [3, "z", 30]]},
-        {"columns": ["b"], "first_row_id": 0, "rows": [[11], [21], [31]]},
+        {"rows": [[4, "u", 40], [5, None, 50]]},
+        {"columns": ["b"], "first_row_id": 0, "rows": [[11], [21], [None]]},
+        {"columns": ["b"], "first_row_id": 0, "rows": [[12], [22], [32]]},
+        {"columns": ["a"], "first_row_id": 3, "rows": [["U"], ["V"]]},
+        {"rows": [[6, "w", 60]]},
     ])
     t = java_write(java, wh, sc)
-    # Java merges the column file into rows 0..3: that is the correct read.
-    assert java_read(java, wh, f"db.{sc.name}")["rows"] == [[1, "x", 11], [2, "y", 21], [3, "z", 31]]
+    assert java_read(java, wh, f"db.{sc.name}")["rows"] == [
+        [1, "x", 12], [2, "y", 22], [3, "z", 32], [4, "U", 40], [5, "V", 50], [6, "w", 60]]
+    compare_read(java, t, wh, "data evolution", pypaimon=False)
+    for s in t.snapshots():
+        compare_read(java, t, wh, "data evolution", snapshot_id=s.id)
+    compare_read(java, t, wh, "data evolution", columns=["b", "id"])
+    compare_read(java, t, wh, "data evolution", columns=["a"])
+    assert sorted(t.to_arrow(filter=[("b", ">", 30)]).column("id").to_pylist()) == [3, 4, 5, 6]
+    # changes cannot describe a column update as row changes
     with pytest.raises(tidelake.UnsupportedError, match=r"only columns \[b\] of its rows 0\.\.3"):
-        t.to_arrow()
-    with pytest.raises(tidelake.UnsupportedError, match="data-evolution"):
-        t.changes(1, 2)
-    # the snapshot before the column write holds whole rows only
-    assert compare_read(java, t, wh, "data evolution", snapshot_id=1)
+        t.changes(2, 3)
+    assert t.changes(0, 2).num_rows == 5
 
 
 @pytest.mark.parametrize("option", ["row-tracking.enabled", "data-evolution.enabled"])

@@ -125,6 +125,18 @@ def test_partition_selection_and_overwrite(tmp_path):
     assert _visible(t) == {(1, "a"): 1, (3, "b"): 3}  # the overwrite dropped the postponed (2, b)
 
 
+def test_cli_compact_moves_postponed_rows(tmp_path):
+    from click.testing import CliRunner
+
+    from tidelake import cli
+
+    t = _create(tmp_path / "t")
+    t.write(_rows((1, "a", 1), (2, "b", 2)))
+    result = CliRunner().invoke(cli.main, ["compact", t.path, "--json"], prog_name="tidelake")
+    assert result.exit_code == 0, result.output
+    assert _visible(t) == {(1, "a"): 1, (2, "b"): 2}
+
+
 def test_append_tables_cannot_postpone(tmp_path):
     with pytest.raises(tidelake.InvalidArgumentError):
         tidelake.create_table(str(tmp_path / "t"), SCHEMA, bucket=-2)

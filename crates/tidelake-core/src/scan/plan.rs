@@ -9,8 +9,10 @@
 //!    hide it (deletion-vector and first-row tables), and files whose key (primary-key tables) or
 //!    value (append tables) statistics cannot match;
 //! 4. group what remains by (partition, bucket) into [`Split`]s, attaching deletion vectors from
-//!    the snapshot's index manifest; a file holding only some columns of its rows (data
-//!    evolution, `_WRITE_COLS`) makes the plan fail with [`Error::Unsupported`].
+//!    the snapshot's index manifest. Data-evolution tables are not pruned by file statistics
+//!    (Java `DataEvolutionFileStoreScan`): files of one row range are read together
+//!    (`crate::read::evolution`); a change read of a file holding only some columns of its
+//!    rows (`_WRITE_COLS`) fails with [`Error::Unsupported`].
 //!
 //! No data file is opened while planning.
 
@@ -184,6 +186,9 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
             let metas = read_list(table, &list).await?;
             let entries: Vec<ManifestEntry> =
                 read_manifests(table, &metas).await?.into_iter().filter(|e| e.kind == FileKind::Add).collect();
+            for e in &entries {
+                refuse_column_files(&planner.layout, e)?;
+            }
             splits.extend(planner.splits(id, entries, &HashMap::new())?);
         }
         end_snapshot = Some(snap);
@@ -191,13 +196,11 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
     Ok(ScanPlan { snapshot: end_snapshot, schema, splits })
 }
 
-/// [`Error::Unsupported`] for a data file that holds only some columns of its rows
-/// (`_WRITE_COLS` set: Java writers with a write type, on `data-evolution.enabled` tables).
-/// Java reads such a file together with the other files of the same `_FIRST_ROW_ID`, each
-/// column from the newest file that has it (`DataEvolutionSplitRead`); tidelake does not merge
-/// column files, and reading the file alone would return wrong rows (or miss the newer
-/// columns), so the read is refused. Files with only `_FIRST_ROW_ID` (row tracking) are whole
-/// rows and read as usual.
+/// [`Error::Unsupported`] for a change read of a data file that holds only some columns of its
+/// rows (`_WRITE_COLS` set: Java writers with a write type, on `data-evolution.enabled`
+/// tables): such a file changes columns of existing rows, which no row-level change (+I/-D)
+/// describes; batch reads merge it with the other files of its rows
+/// (`crate::read::evolution`).
 fn refuse_column_files(layout: &TableLayout, e: &ManifestEntry) -> Result<()> {
     let Some(columns) = &e.file.write_cols else { return Ok(()) };
     let rows = match e.file.first_row_id {
@@ -210,8 +213,8 @@ fn refuse_column_files(layout: &TableLayout, e: &ManifestEntry) -> Result<()> {
         .unwrap_or_default();
     Err(Error::Unsupported(format!(
         "reading data file {} (partition '{partition}', bucket {}): it holds only columns [{}] of its {rows} \
-         (a data-evolution write); tidelake does not merge column files by row id as Java \
-         DataEvolutionSplitRead does, so it refuses the read rather than return wrong rows",
+         (a data-evolution write), which updates columns of existing rows: changes cannot \
+         be read as row changes (batch reads of the snapshot merge it)",
         e.file.file_name,
         e.bucket,
         columns.join(", ")
@@ -414,6 +417,8 @@ struct Planner<'a> {
     filter: Option<BoundPredicate>,
     has_primary_key: bool,
     skip_level0: bool,
+    /// `data-evolution.enabled`: no pruning by file statistics.
+    data_evolution: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -422,7 +427,8 @@ impl<'a> Planner<'a> {
         let has_primary_key = !schema.primary_keys.is_empty();
         let skip_level0 =
             has_primary_key && opts.batch_scan_skip_level0().map_err(|e| Error::from_spec("table options", e))?;
-        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, has_primary_key, skip_level0 })
+        let data_evolution = opts.data_evolution_enabled().map_err(|e| Error::from_spec("table options", e))?;
+        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, has_primary_key, skip_level0, data_evolution })
     }
 
     fn partition_fields(&self) -> Vec<&DataField> {
@@ -484,6 +490,10 @@ impl<'a> Planner<'a> {
     /// addressed by the current column names through field ids.
     async fn file_may_match(&self, e: &ManifestEntry) -> Result<bool> {
         let Some(filter) = &self.filter else { return Ok(true) };
+        if self.data_evolution {
+            // a file's rows may take columns from other files of their row range
+            return Ok(true);
+        }
         let file = &e.file;
         let file_schema = if file.schema_id == self.schema.id {
             None
@@ -539,7 +549,6 @@ impl<'a> Planner<'a> {
         let mut groups: Vec<((Vec<u8>, i32), Vec<ManifestEntry>)> = Vec::new();
         let mut index: HashMap<(Vec<u8>, i32), usize> = HashMap::new();
         for e in entries {
-            refuse_column_files(&self.layout, &e)?;
             let key = (e.partition.clone(), e.bucket);
             match index.get(&key) {
                 Some(&i) => groups[i].1.push(e),

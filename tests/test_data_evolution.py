@@ -50,8 +50,12 @@ def test_column_files_merge_into_their_rows_as_java_merges_them(java, tmp_path):
     compare_read(java, t, wh, "data evolution", pypaimon=False)
     for s in t.snapshots():
         compare_read(java, t, wh, "data evolution", snapshot_id=s.id)
-    compare_read(java, t, wh, "data evolution", columns=["b", "id"])
-    compare_read(java, t, wh, "data evolution", columns=["a"])
+    # Java 1.3.1 cannot read these projections (NullPointerException in
+    # DataEvolutionRow.getRowKind when the newest file of a range holds none of the read
+    # columns): tidelake's equal the columns of its full read, which equals Java's.
+    full = t.to_arrow()
+    for columns in (["b", "id"], ["a"]):
+        assert t.to_arrow(columns=columns) == full.select(columns)
     assert sorted(t.to_arrow(filter=[("b", ">", 30)]).column("id").to_pylist()) == [3, 4, 5, 6]
     # changes cannot describe a column update as row changes
     with pytest.raises(tidelake.UnsupportedError, match=r"only columns \[b\] of its rows 0\.\.3"):

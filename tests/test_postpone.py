@@ -114,6 +114,25 @@ def test_a_partition_keeps_its_bucket_count_and_sequence_numbers_continue(tmp_pa
     assert _visible(t) == {**{(k, "a"): (k + 100 if k < 5 else k) for k in range(10)}, **{(k, "b"): k for k in range(10)}}
 
 
+def test_postpone_writers_never_conflict_and_the_newer_file_wins(tmp_path):
+    """Two long-lived writers write the same key; the one opened first commits last. Both land
+    (a fixed-bucket table would refuse the second: its sequence numbers are older), and
+    compaction replays the files by creation time: the last written value wins."""
+    t = _create(tmp_path / "t")
+    first, second = t.writer(), t.writer()
+    second.write(_rows((1, "a", 2)))
+    t.commit(second.prepare_commit())
+    time.sleep(0.01)
+    first.write(_rows((1, "a", 1), (2, "a", 1)))
+    t.commit(first.prepare_commit())
+    first.write(_rows((2, "a", 3)))
+    t.commit(first.prepare_commit())
+    first.close()
+    second.close()
+    t.compact()
+    assert _visible(t) == {(1, "a"): 1, (2, "a"): 3}
+
+
 def test_partition_selection_and_overwrite(tmp_path):
     t = _create(tmp_path / "t")
     t.write(_rows((1, "a", 1), (2, "b", 2)))

@@ -6,6 +6,7 @@ import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.fs.Path;
 import org.apache.paimon.io.CompactIncrement;
 import org.apache.paimon.io.DataFileMeta;
+import org.apache.paimon.io.DataFilePathFactory;
 import org.apache.paimon.io.DataIncrement;
 import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.reader.RecordReader;
@@ -18,13 +19,13 @@ import org.apache.paimon.table.sink.CommitMessageImpl;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.table.source.TableRead;
-import org.apache.paimon.utils.FileStorePathFactory;
 
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -122,8 +123,9 @@ final class Postpone {
 
     /** {@code PostponeBucketCommittableRewriter} for one writer's message. */
     private static CommitMessage asCompaction(FileStoreTable table, CommitMessageImpl m) {
-        FileStorePathFactory paths = table.store().pathFactory();
-        Map<String, DataFileMeta> newFiles = new java.util.LinkedHashMap<>();
+        DataFilePathFactory paths =
+                table.store().pathFactory().createDataFilePathFactory(m.partition(), m.bucket());
+        Map<String, DataFileMeta> newFiles = new LinkedHashMap<>();
         for (DataFileMeta f : m.newFilesIncrement().newFiles()) {
             newFiles.put(f.fileName(), f);
         }
@@ -131,7 +133,7 @@ final class Postpone {
         Map<String, Path> toDelete = new HashMap<>();
         for (DataFileMeta f : m.compactIncrement().compactBefore()) {
             if (newFiles.remove(f.fileName()) != null) {
-                toDelete.put(f.fileName(), paths.createDataFilePathFactory(m.partition(), m.bucket()).toPath(f));
+                toDelete.put(f.fileName(), paths.toPath(f));
             } else {
                 before.add(f);
             }

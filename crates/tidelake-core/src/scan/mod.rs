@@ -2,9 +2,11 @@
 //!
 //! * [`predicate`]: the filter model (JSON in, bound to a schema, evaluated on batches and on
 //!   file statistics).
-//! * [`plan`]: snapshot selection, manifest replay, pruning and split generation.
+//! * [`plan`]: snapshot selection, manifest replay, pruning and split generation;
+//!   `bucket_filter`: the fixed buckets a filter can match.
 //! * [`split`]: the serialisable unit of reading work.
 
+mod bucket_filter;
 pub mod plan;
 pub mod predicate;
 pub mod split;

@@ -16,7 +16,7 @@
 //!
 //! No data file is opened while planning.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -30,6 +30,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataField;
 
+use super::bucket_filter::BucketFilter;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
@@ -157,7 +158,7 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
     if start_exclusive + 1 < earliest {
         return Err(Error::not_found(
             "snapshot",
-            format!("snapshot {} of {} has expired; available snapshots are {earliest}..={latest}", start_exclusive + 1, table.location()),
+            format!("snapshot {} of {} has expired; available snapshots are {earliest} to {latest}", start_exclusive + 1, table.location()),
         ));
     }
     let uses_changelog = schema.options().changelog_producer().map_err(|e| Error::from_spec("table options", e))?
@@ -407,6 +408,8 @@ struct Planner<'a> {
     schema: &'a TableSchema,
     layout: TableLayout,
     filter: Option<BoundPredicate>,
+    /// The fixed buckets the filter can match ([`BucketFilter`]); `None` for all.
+    buckets: Option<BucketFilter>,
     has_primary_key: bool,
     skip_level0: bool,
     /// `data-evolution.enabled`: no pruning by file statistics.
@@ -420,7 +423,8 @@ impl<'a> Planner<'a> {
         let skip_level0 =
             has_primary_key && opts.batch_scan_skip_level0().map_err(|e| Error::from_spec("table options", e))?;
         let data_evolution = opts.data_evolution_enabled().map_err(|e| Error::from_spec("table options", e))?;
-        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, has_primary_key, skip_level0, data_evolution })
+        let buckets = BucketFilter::new(schema, filter.as_ref());
+        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, buckets, has_primary_key, skip_level0, data_evolution })
     }
 
     /// The splits of `snap` (its live files, deletion vectors applied).
@@ -456,6 +460,7 @@ impl<'a> Planner<'a> {
         let entries = read_merged(self.table, &metas).await?;
         let mut live = Vec::with_capacity(entries.len());
         let mut partition_verdicts: HashMap<Vec<u8>, bool> = HashMap::new();
+        let mut bucket_sets: HashMap<i32, Option<BTreeSet<i32>>> = HashMap::new();
         for e in entries {
             if e.kind != FileKind::Add || e.bucket == -2 || (self.skip_level0 && e.file.level == 0) {
                 continue;
@@ -468,7 +473,7 @@ impl<'a> Planner<'a> {
                     k
                 }
             };
-            if keep && self.file_may_match(&e).await? {
+            if keep && self.bucket_may_match(&e, &mut bucket_sets).await? && self.file_may_match(&e).await? {
                 live.push(e);
             }
         }
@@ -482,6 +487,20 @@ impl<'a> Planner<'a> {
         }
         let values = self.layout.decode_partition(partition)?;
         Ok(filter.may_match(&RowStats::exact(&self.layout.partition_fields, values)))
+    }
+
+    /// Prune by bucket: `sets` caches the selected buckets per bucket count.
+    async fn bucket_may_match(&self, e: &ManifestEntry, sets: &mut HashMap<i32, Option<BTreeSet<i32>>>) -> Result<bool> {
+        let Some(filter) = &self.buckets else { return Ok(true) };
+        let selected = sets.entry(e.total_buckets).or_insert_with(|| filter.selected(e.total_buckets));
+        if selected.as_ref().is_none_or(|s| s.contains(&e.bucket)) {
+            return Ok(true);
+        }
+        if e.file.schema_id == self.schema.id {
+            return Ok(false);
+        }
+        // a file bucketed from other key bytes is kept
+        Ok(!filter.same_key_types(&*self.table.schema_by_id(e.file.schema_id).await?))
     }
 
     /// Prune by key statistics (primary-key tables: every version of a key is in range) or

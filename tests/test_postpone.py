@@ -85,6 +85,7 @@ def test_compaction_moves_rows_to_buckets_later_writes_win_and_deletes_apply(tmp
     expected = {(k, "a"): k for k in range(20) if k != 5}
     expected.update({(3, "a"): 301, (4, "a"): 400})
     assert _visible(t) == expected
+    assert t.to_arrow(filter=[("k", "=", 3), ("p", "=", "a")]).to_pylist() == [{"k": 3, "p": "a", "v": 301}]
     files = _files(t)
     assert all(f["bucket"] >= 0 for f in files), "postpone files stay live after compaction"
     assert {f["bucket"] for f in files} == {0, 1, 2}  # postpone.default-bucket-num

@@ -43,6 +43,7 @@ def test_column_files_merge_into_their_rows_as_java_merges_them(java, tmp_path):
         {"columns": ["b"], "first_row_id": 0, "rows": [[12], [22], [32]]},
         {"columns": ["a"], "first_row_id": 3, "rows": [["U"], ["V"]]},
         {"rows": [[6, "w", 60]]},
+        {"alter": [{"rename": "b", "to": "bb"}]},  # column files name b: matched by field id
     ])
     t = java_write(java, wh, sc)
     assert java_read(java, wh, f"db.{sc.name}")["rows"] == [
@@ -54,9 +55,9 @@ def test_column_files_merge_into_their_rows_as_java_merges_them(java, tmp_path):
     # DataEvolutionRow.getRowKind when the newest file of a range holds none of the read
     # columns): tidelake's equal the columns of its full read, which equals Java's.
     full = t.to_arrow()
-    for columns in (["b", "id"], ["a"]):
+    for columns in (["bb", "id"], ["a"]):
         assert t.to_arrow(columns=columns) == full.select(columns)
-    assert sorted(t.to_arrow(filter=[("b", ">", 30)]).column("id").to_pylist()) == [3, 4, 5, 6]
+    assert sorted(t.to_arrow(filter=[("bb", ">", 30)]).column("id").to_pylist()) == [3, 4, 5, 6]
     # changes cannot describe a column update as row changes
     with pytest.raises(tidelake.UnsupportedError, match=r"only columns \[b\] of its rows 0\.\.3"):
         t.changes(2, 3)

@@ -11,7 +11,9 @@
 //!
 //! Invariants: row ranges of a split never overlap (else [`Error::Corrupt`], as Java refuses);
 //! the files of one range have its row count; filters are applied to merged rows only (the
-//! planner does not prune data-evolution files by statistics). Deletion vectors are not part of
+//! planner does not prune data-evolution files by statistics); `_WRITE_COLS` names columns as
+//! the file's schema called them, matched to the read by field id (renames are safe). Memory:
+//! one row range (the read columns of its files) at a time. Deletion vectors are not part of
 //! data evolution (Java rejects them) and are not applied here.
 
 use std::sync::Arc;

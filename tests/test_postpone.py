@@ -167,6 +167,14 @@ def test_cli_compact_moves_postponed_rows(tmp_path):
     assert _visible(t) == {(1, "a"): 1, (2, "b"): 2}
 
 
+def test_a_bad_default_bucket_count_is_refused(tmp_path):
+    t = _create(tmp_path / "t", **{"postpone.default-bucket-num": "0"})
+    t.write(_rows((1, "a", 1)))
+    with pytest.raises(tidelake.InvalidArgumentError, match="postpone.default-bucket-num"):
+        t.compact()
+    assert [f["bucket"] for f in _files(t)] == [-2]
+
+
 def test_append_tables_cannot_postpone(tmp_path):
     with pytest.raises(tidelake.InvalidArgumentError):
         tidelake.create_table(str(tmp_path / "t"), SCHEMA, bucket=-2)

@@ -99,7 +99,22 @@ pub(crate) async fn redistribute(
     };
     let mut written = Vec::new();
     for m in &mut messages {
-        written.push(as_compaction(table, &layout, m).await?);
+        match as_compaction(table, &layout, m).await {
+            Ok(files) => written.push(files),
+            Err(e) => {
+                // Already failing: cleanup errors are secondary to `e`.
+                for m in &messages {
+                    if let Ok(dir) = layout.decode_partition(&m.partition).and_then(|v| layout.bucket_path(&v, m.bucket)) {
+                        let ours: Vec<DataFileMeta> = m.new_files.iter().chain(&m.changelog_files).cloned().collect();
+                        let _ = delete_files(table, &dir, &ours).await;
+                    }
+                }
+                for (dir, files) in &written {
+                    let _ = delete_files(table, dir, files).await;
+                }
+                return Err(e);
+            }
+        }
     }
     for p in &postponed {
         let mut m = CommitMessage::new(p.partition.clone(), POSTPONE_BUCKET, POSTPONE_BUCKET);

@@ -167,6 +167,18 @@ def test_cli_compact_moves_postponed_rows(tmp_path):
     assert _visible(t) == {(1, "a"): 1, (2, "b"): 2}
 
 
+def test_spark_writes_postponed_rows(spark, tmp_path):
+    import tidelake.spark
+
+    t = _create(tmp_path / "t")
+    rows = _rows(*[(k, "ab"[k % 2], k) for k in range(40)])
+    df = spark.createDataFrame(rows.to_pandas()).repartition(3)
+    tidelake.spark.write(df, t.path, mode="upsert")
+    assert t.refresh().to_arrow().num_rows == 0
+    t.compact()
+    assert _visible(t) == {(k, "ab"[k % 2]): k for k in range(40)}
+
+
 def test_a_bad_default_bucket_count_is_refused(tmp_path):
     t = _create(tmp_path / "t", **{"postpone.default-bucket-num": "0"})
     t.write(_rows((1, "a", 1)))

@@ -33,7 +33,7 @@ use tidelake_spec::types::{DataField, DataType};
 
 use crate::compact::merge_keeping_sequence;
 use crate::error::{Error, Result};
-use crate::read::data_file::{read_data_file, FileFormat, SystemColumns};
+use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumns};
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::evolution;
 use crate::read::merge::{merge_sorted_runs, MergeConfig};
@@ -71,6 +71,8 @@ pub struct ReadContext {
     output_positions: Vec<usize>,
     output_schema: SchemaRef,
     filter: Option<BoundPredicate>,
+    /// Pages of data files skipped by `filter` (key columns only on primary-key tables).
+    prune: Option<PagePrune>,
     merge: Option<Arc<MergeConfig>>,
     key_types: Vec<DataType>,
     batch_size: usize,
@@ -154,12 +156,16 @@ impl ReadContext {
         } else {
             None
         };
+        // Every version of a key has the same key values: pruning by them keeps all or none.
+        let key_ids: Vec<i32> = schema.primary_keys.iter().filter_map(|k| schema.field(k)).map(|f| f.id).collect();
+        let prune = filter.as_ref().and_then(|f| PagePrune::new(f, |id| !has_pk || key_ids.contains(&id)));
         Ok(ReadContext {
             table,
             read_fields,
             output_positions,
             output_schema,
             filter,
+            prune,
             merge,
             key_types,
             batch_size: batch_size.max(1),
@@ -338,6 +344,7 @@ impl ReadContext {
             system,
             deletion,
             batch_size,
+            self.prune.as_ref(),
         );
         // Reader libraries may panic on damaged files: turn that into an error naming the file
         // (the stream ends after it) instead of unwinding through the scan.

@@ -105,7 +105,9 @@ pub(crate) async fn read_range(table: &Table, range: &[SplitFile], read_fields: 
         }
         let fields: Vec<DataField> = wanted.iter().map(|&j| read_fields[j].clone()).collect();
         let format = FileFormat::from_file_name(&f.file_name)?;
-        let stream = read_data_file(table.io(), &f.path, format, &held[i], &fields, SystemColumns::None, None, batch_size).await?;
+        // no page pruning: the files of a range line up row by row
+        let stream =
+            read_data_file(table.io(), &f.path, format, &held[i], &fields, SystemColumns::None, None, batch_size, None).await?;
         let batches: Vec<RecordBatch> = stream.try_collect().await?;
         let all = concat_batches(&output_schema(&fields, SystemColumns::None)?, &batches)
             .map_err(|e| Error::arrow("merging data-evolution files", e))?;

@@ -9,7 +9,10 @@
 //!    hide it (deletion-vector and first-row tables), and files whose key (primary-key tables) or
 //!    value (append tables) statistics cannot match;
 //! 4. group what remains by (partition, bucket) into [`Split`]s, attaching deletion vectors from
-//!    the snapshot's index manifest.
+//!    the snapshot's index manifest. Data-evolution tables are not pruned by file statistics
+//!    (Java `DataEvolutionFileStoreScan`): files of one row range are read together
+//!    (`crate::read::evolution`); a change read of a file holding only some columns of its
+//!    rows (`_WRITE_COLS`) fails with [`Error::Unsupported`].
 //!
 //! No data file is opened while planning.
 
@@ -176,11 +179,39 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
             let metas = read_list(table, &list).await?;
             let entries: Vec<ManifestEntry> =
                 read_manifests(table, &metas).await?.into_iter().filter(|e| e.kind == FileKind::Add).collect();
+            for e in &entries {
+                refuse_column_files(&planner.layout, e)?;
+            }
             splits.extend(planner.splits(id, entries, &HashMap::new())?);
         }
         end_snapshot = Some(snap);
     }
     Ok(ScanPlan { snapshot: end_snapshot, schema, splits })
+}
+
+/// [`Error::Unsupported`] for a change read of a data file that holds only some columns of its
+/// rows (`_WRITE_COLS` set: Java writers with a write type, on `data-evolution.enabled`
+/// tables): such a file changes columns of existing rows, which no row-level change (+I/-D)
+/// describes; batch reads merge it with the other files of its rows
+/// (`crate::read::evolution`).
+fn refuse_column_files(layout: &TableLayout, e: &ManifestEntry) -> Result<()> {
+    let Some(columns) = &e.file.write_cols else { return Ok(()) };
+    let rows = match e.file.first_row_id {
+        Some(first) => format!("rows {first}..{} by row id", first + e.file.row_count),
+        None => format!("{} rows", e.file.row_count),
+    };
+    let partition = layout
+        .decode_partition(&e.partition)
+        .and_then(|v| layout.partition_path(&v))
+        .unwrap_or_default();
+    Err(Error::Unsupported(format!(
+        "reading data file {} (partition '{partition}', bucket {}): it holds only columns [{}] of its {rows} \
+         (a data-evolution write), which updates columns of existing rows: changes cannot \
+         be read as row changes (batch reads of the snapshot merge it)",
+        e.file.file_name,
+        e.bucket,
+        columns.join(", ")
+    )))
 }
 
 /// Replay manifest entries in order (Java `FileEntry.mergeEntries`): an ADD must not repeat an
@@ -381,6 +412,8 @@ struct Planner<'a> {
     buckets: Option<BucketFilter>,
     has_primary_key: bool,
     skip_level0: bool,
+    /// `data-evolution.enabled`: no pruning by file statistics.
+    data_evolution: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -389,8 +422,9 @@ impl<'a> Planner<'a> {
         let has_primary_key = !schema.primary_keys.is_empty();
         let skip_level0 =
             has_primary_key && opts.batch_scan_skip_level0().map_err(|e| Error::from_spec("table options", e))?;
+        let data_evolution = opts.data_evolution_enabled().map_err(|e| Error::from_spec("table options", e))?;
         let buckets = BucketFilter::new(schema, filter.as_ref());
-        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, buckets, has_primary_key, skip_level0 })
+        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, buckets, has_primary_key, skip_level0, data_evolution })
     }
 
     /// The splits of `snap` (its live files, deletion vectors applied).
@@ -474,6 +508,10 @@ impl<'a> Planner<'a> {
     /// addressed by the current column names through field ids.
     async fn file_may_match(&self, e: &ManifestEntry) -> Result<bool> {
         let Some(filter) = &self.filter else { return Ok(true) };
+        if self.data_evolution {
+            // a file's rows may take columns from other files of their row range
+            return Ok(true);
+        }
         let file = &e.file;
         let file_schema = if file.schema_id == self.schema.id {
             None

@@ -714,7 +714,7 @@ impl Done {
 /// `err` from rewriting a unit planned on snapshot `base`: when it is a missing input and `base`
 /// expired meanwhile, a concurrent compaction replaced the inputs and expiration deleted them,
 /// which is a conflict (nothing was committed; planning again sees the new files).
-async fn inputs_gone(sm: &SnapshotManager, base: Option<i64>, err: Error) -> Error {
+pub(crate) async fn inputs_gone(sm: &SnapshotManager, base: Option<i64>, err: Error) -> Error {
     let Some(id) = base else { return err };
     match sm.expired_while_reading(id, err).await {
         Error::SnapshotExpired { detail, .. } => Error::CommitConflict(format!(

@@ -28,7 +28,7 @@ use futures::TryStreamExt;
 use tidelake_spec::manifest::{DataFileMeta, FileKind};
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
-use super::job::BucketReport;
+use super::job::{inputs_gone, BucketReport};
 use super::rewriter::delete_files;
 use crate::commit::{CommitMessage, FileStoreCommit};
 use crate::error::{Error, ErrorKind, Result};
@@ -76,7 +76,11 @@ pub(crate) async fn redistribute(
         return Ok(nothing);
     };
     let layout = TableLayout::new(&schema)?;
-    let mut postponed = postponed_files(table, &layout, base).await?;
+    let sm = table.snapshot_manager();
+    let mut postponed = match postponed_files(table, &layout, base).await {
+        Ok(p) => p,
+        Err(e) => return Err(inputs_gone(&sm, Some(base), e).await),
+    };
     let partitions: Vec<Vec<u8>> = postponed.iter().map(|p| p.partition.clone()).collect();
     let chosen = selected(&partitions)?;
     postponed.retain(|p| chosen.contains(&p.partition));
@@ -87,7 +91,7 @@ pub(crate) async fn redistribute(
     let replayed = replay(&mut write, &read, &postponed).await;
     let messages = match replayed {
         Ok(()) => write.prepare_commit().await,
-        Err(e) => Err(e),
+        Err(e) => Err(inputs_gone(&sm, Some(base), e).await),
     };
     let mut messages = match messages {
         Ok(m) => m,

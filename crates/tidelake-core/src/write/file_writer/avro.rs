@@ -17,7 +17,8 @@
 //! column): TIMESTAMP(p > 6) with or without zone, TIME(p > 3), VARIANT, BLOB.
 //!
 //! Codecs: `avro.codec` if set, else `file.compression` (Java `CodecFactory.fromString`, with
-//! `zstd` meaning zstandard): null, deflate, snappy, zstd/zstandard, bzip2, xz. Every batch
+//! `zstd` meaning zstandard): null, deflate, snappy, zstd/zstandard, bzip2 (xz is refused:
+//! Java Paimon's bundle cannot decompress it). Every batch
 //! handed to [`AvroFile::write`] becomes one Avro block, so a file's estimated size is its
 //! bytes so far.
 
@@ -60,11 +61,19 @@ impl AvroOptions {
             "snappy" => Some(CompressionCodec::Snappy),
             "zstd" | "zstandard" => Some(CompressionCodec::ZStandard),
             "bzip2" => Some(CompressionCodec::Bzip2),
-            "xz" => Some(CompressionCodec::Xz),
+            // Java Paimon's bundle lacks the XZ library its Avro codec loads
+            // (org.tukaani.xz): such files would be unreadable there.
+            "xz" => {
+                return Err(Error::Unsupported(
+                    "compression 'xz' for Avro files: Java Paimon cannot read XZ Avro files \
+                     (its bundle has no org.tukaani.xz); use null, deflate, snappy, zstd or bzip2"
+                        .into(),
+                ))
+            }
             other => {
                 return Err(Error::Unsupported(format!(
                     "compression '{other}' for Avro files (Java's Avro codecs: null, deflate, \
-                     snappy, zstd, bzip2, xz)"
+                     snappy, zstd, bzip2)"
                 )))
             }
         };

@@ -312,7 +312,8 @@ fn codecs_follow_java_names_per_format() {
         ("orc", "lzo", false),
         ("orc", "gzip", false),
         ("avro", "zstd", true),
-        ("avro", "xz", true),
+        ("avro", "bzip2", true),
+        ("avro", "xz", false),
         ("avro", "lz4", false),
     ] {
         let fields = primitive_fields();

@@ -31,12 +31,12 @@ use arrow_avro::compression::CompressionCodec;
 use arrow_avro::schema::SCHEMA_METADATA_KEY;
 use arrow_avro::writer::format::AvroOcfFormat;
 use arrow_avro::writer::{Writer, WriterBuilder};
-use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use serde_json::{json, Value};
 use tidelake_spec::arrow::LTZ_TIME_ZONE;
 use tidelake_spec::types::{DataType, TypeKind};
 
+use super::encoding::strict_cast;
 use super::parquet::PhysicalColumn;
 use super::sink::{BufferedUpload, SharedBuffer};
 use crate::error::{Error, Result};
@@ -273,10 +273,6 @@ fn to_avro_array(
     if array.data_type() == target {
         return Ok(array.clone());
     }
-    let strict = CastOptions {
-        safe: false,
-        ..Default::default()
-    };
     Ok(match (&ty.kind, target) {
         (TypeKind::Row(fields), ArrowType::Struct(target_fields)) => {
             let st = array.as_struct();
@@ -310,9 +306,9 @@ fn to_avro_array(
             let (entry_field, entry_fields) = match target {
                 ArrowType::Map(f, _) | ArrowType::List(f) => match f.data_type() {
                     ArrowType::Struct(fields) => (f.clone(), fields.clone()),
-                    _ => return cast_with_options(array, target, &strict),
+                    _ => return strict_cast(array, target),
                 },
-                _ => return cast_with_options(array, target, &strict),
+                _ => return strict_cast(array, target),
             };
             let keys = to_avro_array(map.keys(), &key, entry_fields[0].data_type())?;
             let values = to_avro_array(map.values(), &value, entry_fields[1].data_type())?;
@@ -333,7 +329,7 @@ fn to_avro_array(
                 )?),
             }
         }
-        _ => cast_with_options(array, target, &strict)?,
+        _ => strict_cast(array, target)?,
     })
 }
 

@@ -6,6 +6,8 @@
 //! wants) and streams the file to the object store.
 
 use arrow_array::{ArrayRef, RecordBatch};
+use arrow_cast::{cast_with_options, CastOptions};
+use arrow_schema::{ArrowError, DataType as ArrowType};
 
 use super::avro::{AvroFile, AvroOptions, AvroSchema};
 use super::orc::{OrcFile, OrcOptions, OrcSchema};
@@ -14,6 +16,21 @@ use super::WriterConfig;
 use crate::error::Result;
 use crate::io::FileIO;
 use crate::read::data_file::FileFormat;
+
+/// `column` as Arrow type `to`, failing on any value that does not convert exactly.
+pub(super) fn strict_cast(
+    column: &ArrayRef,
+    to: &ArrowType,
+) -> std::result::Result<ArrayRef, ArrowError> {
+    if column.data_type() == to {
+        return Ok(column.clone());
+    }
+    let strict = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    cast_with_options(column, to, &strict)
+}
 
 /// Schema and settings of the files of one writer.
 pub(super) enum Encoding {

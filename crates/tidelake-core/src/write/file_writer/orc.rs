@@ -21,7 +21,6 @@
 use std::sync::{mpsc, Arc};
 
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use orc_rust::arrow_writer::{ArrowWriter, ArrowWriterBuilder};
 use orc_rust::compression::CompressionType;
@@ -30,6 +29,7 @@ use tidelake_spec::arrow::to_arrow_type;
 use tokio::sync::oneshot;
 use tidelake_spec::types::TypeKind;
 
+use super::encoding::strict_cast;
 use super::parquet::PhysicalColumn;
 use super::sink::{BufferedUpload, SharedBuffer};
 use crate::error::{Error, Result};
@@ -105,18 +105,11 @@ impl OrcSchema {
 
     /// Columns in file order (canonical `tidelake_spec::arrow` types) as the encoder wants them.
     pub(super) fn batch(&self, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
-        let strict = CastOptions {
-            safe: false,
-            ..Default::default()
-        };
         let columns = columns
-            .into_iter()
+            .iter()
             .zip(self.arrow.fields())
             .map(|(column, field)| {
-                if column.data_type() == field.data_type() {
-                    return Ok(column);
-                }
-                cast_with_options(&column, field.data_type(), &strict)
+                strict_cast(column, field.data_type())
                     .map_err(|e| Error::arrow(format!("encoding ORC column '{}'", field.name()), e))
             })
             .collect::<Result<Vec<_>>>()?;

@@ -55,7 +55,12 @@ impl Encoding {
             ),
             FileFormat::Orc => Encoding::Orc(
                 OrcSchema::new(columns)?,
-                OrcOptions::new(&config.compression, config.block_bytes)?,
+                // A file's size is known once its stripes are written: stripes never exceed the
+                // target file size, so files roll near it.
+                OrcOptions::new(
+                    &config.compression,
+                    config.block_bytes.min(config.target_file_size),
+                )?,
             ),
             FileFormat::Avro => Encoding::Avro(
                 AvroSchema::new(columns)?,

@@ -343,3 +343,35 @@ async fn orc_refuses_timestamps_it_cannot_store_exactly() {
     // The writer deleted what it had started.
     assert!(!dir.path().join("bucket-0").exists() || std::fs::read_dir(dir.path().join("bucket-0")).unwrap().next().is_none());
 }
+
+#[tokio::test]
+async fn orc_and_avro_files_roll_at_the_target_size() {
+    for format in ["orc", "avro"] {
+        let dir = tempfile::tempdir().unwrap();
+        let fields = vec![
+            DataField::new(0, "id", DataType::not_null(TypeKind::Int)),
+            field(1, "s", TypeKind::VarChar(MAX_LENGTH)),
+        ];
+        let mut opts = options(format, if format == "orc" { "none" } else { "null" });
+        opts.set("target-file-size", "16 kb");
+        let schema = TableSchema::new(0, fields.clone(), vec![], vec![], opts).unwrap();
+        let rows = 20_000;
+        let batch = RecordBatch::try_new(
+            to_arrow_schema(&fields).unwrap().into(),
+            vec![
+                Arc::new(Int32Array::from_iter_values(0..rows)),
+                Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("value-{i:08}")))),
+            ],
+        )
+        .unwrap();
+        let (io, metas) = write_files(dir.path(), schema, FileLayout::Append, &batch).await.unwrap();
+        assert!(metas.len() > 2, "{format}: {} files", metas.len());
+        assert_eq!(metas.iter().map(|m| m.row_count).sum::<i64>(), i64::from(rows));
+        let mut read = 0;
+        for meta in &metas {
+            assert!(meta.file_size < 16 * 1024 * 4, "{format}: {} bytes", meta.file_size);
+            read += read_back(&io, meta, &fields, SystemColumns::None).await.num_rows();
+        }
+        assert_eq!(read, rows as usize);
+    }
+}

@@ -14,8 +14,8 @@
 //!
 //! Codecs (Java `CompressionKind.valueOf(file.compression.toUpperCase())`, or `orc.compress`):
 //! none, zlib, snappy, lz4, zstd; LZO and Brotli have no encoder in orc-rust. Stripes close at
-//! `file.block-size` (else `orc.stripe.size`, else Java's 64 MiB) of estimated memory; a
-//! file's estimated size is the bytes of its closed stripes. orc-rust's writer is not `Send`:
+//! `file.block-size` (else `orc.stripe.size`, else Java's 64 MiB; at most `target-file-size`)
+//! of estimated memory; a file's estimated size is the bytes of its closed stripes. orc-rust's writer is not `Send`:
 //! each file is encoded on a thread of its own (see [`OrcFile`]).
 
 use std::sync::{mpsc, Arc};

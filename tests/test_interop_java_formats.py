@@ -20,6 +20,7 @@ import pytest
 import tidelake
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
 from _java import Scenario, compare_all, compare_read, java_write, tidelake_write
+from _s3 import TableFiles
 from test_interop_java import (AVRO_UNSUPPORTED, BY_NAME, _arrow_types, _pypaimon_reads_exactly,
                                _without)
 
@@ -176,3 +177,22 @@ def test_filters_on_tidelake_written_format(java, tmp_path, fmt):
     # (Java's executeFilter evaluates projected columns only: project what is filtered.)
     compare_read(java, t, wh, f"B filter {fmt}", columns=["id", "vb"], filter=[("vb", "is_null")],
                  java_filter={"op": "is_null", "field": "vb"})
+
+
+@pytest.mark.parametrize("fmt", ["orc", "avro"])
+def test_format_files_on_every_storage(storage, fmt):
+    """ORC / Avro writes, upserts and compaction on local storage and S3 (moto) read back as
+    written, from files of the table's format only."""
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), pa.field("s", pa.string()),
+                        pa.field("v", pa.int64())])
+    t = storage.create_table(f"t_{fmt}", schema, primary_keys=["k"], options={"bucket": "2", "file.format": fmt})
+    n = 5000
+    t.write(pa.table({"k": pa.array(range(n), pa.int32()), "s": [f"s{i}" for i in range(n)],
+                      "v": pa.array(range(n), pa.int64())}, schema=schema))
+    t.write(pa.table({"k": pa.array(range(0, n, 2), pa.int32()), "s": [None] * (n // 2),
+                      "v": pa.array([-i for i in range(0, n, 2)], pa.int64())}, schema=schema))
+    t.compact(full=True)
+    got = sorted(t.to_arrow().to_pylist(), key=lambda r: r["k"])
+    assert got == [{"k": i, "s": None if i % 2 == 0 else f"s{i}", "v": -i if i % 2 == 0 else i} for i in range(n)]
+    data = [f for f in TableFiles.of(t).names() if "bucket-" in f and f.rsplit("/", 1)[-1].startswith("data-")]
+    assert data and all(f.endswith(f".{fmt}") for f in data), data

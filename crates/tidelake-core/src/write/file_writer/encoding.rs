@@ -87,7 +87,8 @@ impl Encoding {
     ) -> Result<EncodedFile> {
         Ok(match self {
             Encoding::Parquet(schema, options) => {
-                EncodedFile::Parquet(ParquetFile::create(io, rel_path, schema, options, first)?)
+                let file = ParquetFile::create(io, rel_path, schema, options, first)?;
+                EncodedFile::Parquet(Box::new(file))
             }
             Encoding::Orc(schema, options) => {
                 EncodedFile::Orc(OrcFile::create(io, rel_path, schema, options)?)
@@ -101,7 +102,7 @@ impl Encoding {
 
 /// One data file being written.
 pub(super) enum EncodedFile {
-    Parquet(ParquetFile),
+    Parquet(Box<ParquetFile>),
     Orc(OrcFile),
     Avro(AvroFile),
 }
@@ -127,7 +128,7 @@ impl EncodedFile {
     /// Finish the file and complete its upload; returns its size in bytes.
     pub(super) async fn finish(self) -> Result<u64> {
         match self {
-            EncodedFile::Parquet(f) => f.finish().await,
+            EncodedFile::Parquet(f) => (*f).finish().await,
             EncodedFile::Orc(f) => f.finish().await,
             EncodedFile::Avro(f) => f.finish().await,
         }
@@ -136,7 +137,7 @@ impl EncodedFile {
     /// Abandon the file (abort its upload); the caller deletes the path.
     pub(super) async fn abort(self) -> Result<()> {
         match self {
-            EncodedFile::Parquet(f) => f.abort().await,
+            EncodedFile::Parquet(f) => (*f).abort().await,
             EncodedFile::Orc(f) => f.abort().await,
             EncodedFile::Avro(f) => f.abort().await,
         }

@@ -73,15 +73,23 @@ impl OrcSchema {
     pub(super) fn new(columns: &[PhysicalColumn]) -> Result<OrcSchema> {
         let mut fields = Vec::with_capacity(columns.len());
         for column in columns {
-            let kind = &column.data_type.kind;
-            let writable = match kind {
-                TypeKind::VarChar(_) | TypeKind::Boolean | TypeKind::TinyInt => true,
-                TypeKind::SmallInt | TypeKind::Int | TypeKind::BigInt => true,
-                TypeKind::Float | TypeKind::Double | TypeKind::Date | TypeKind::Time(_) => true,
-                TypeKind::Binary(_) | TypeKind::VarBinary(_) => true,
-                TypeKind::Timestamp(_) | TypeKind::LocalZonedTimestamp(_) => true,
-                _ => false,
-            };
+            let writable = matches!(
+                column.data_type.kind,
+                TypeKind::VarChar(_)
+                    | TypeKind::Boolean
+                    | TypeKind::TinyInt
+                    | TypeKind::SmallInt
+                    | TypeKind::Int
+                    | TypeKind::BigInt
+                    | TypeKind::Float
+                    | TypeKind::Double
+                    | TypeKind::Date
+                    | TypeKind::Time(_)
+                    | TypeKind::Binary(_)
+                    | TypeKind::VarBinary(_)
+                    | TypeKind::Timestamp(_)
+                    | TypeKind::LocalZonedTimestamp(_)
+            );
             if !writable {
                 return Err(Error::Unsupported(format!(
                     "writing column '{}' of type {} to an ORC file: the ORC writer (orc-rust) \

@@ -4,8 +4,9 @@
 //!
 //! Layouts ([`FileLayout`], format spec §6.1/§6.2):
 //! * `KeyValue` input is `[_SEQUENCE_NUMBER Int64, _VALUE_KIND Int8, <every table column>]`,
-//!   rows sorted by trimmed primary key (Java order), each key at most once per file — the
-//!   caller sorts and deduplicates; files hold `_KEY_<k>` (copies of the trimmed key columns),
+//!   rows sorted by trimmed primary key (Java order), each key at most once per data file
+//!   (changelog files repeat a key, one record per change) — the caller sorts and
+//!   deduplicates; files hold `_KEY_<k>` (copies of the trimmed key columns),
 //!   `_SEQUENCE_NUMBER`, `_VALUE_KIND`, then every table column;
 //! * `Append` input and files are just the table columns.
 //!
@@ -706,13 +707,14 @@ impl RollingWriter {
                         .collect()
                 };
                 let first = key_at(0)?;
+                // Changelog files repeat a key (one record per change): keys never decrease.
                 debug_assert!(
                     open.first_key.is_none()
                         || compare_datums(
                             &Datum::Row(open.last_key.clone()),
                             &Datum::Row(first.clone())
-                        ) == Some(std::cmp::Ordering::Less),
-                    "key-value rows must arrive sorted by key, each key once per file"
+                        ) != Some(std::cmp::Ordering::Greater),
+                    "key-value rows must arrive sorted by key"
                 );
                 open.first_key.get_or_insert(first);
                 open.last_key = key_at(rows - 1)?;

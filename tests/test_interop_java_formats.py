@@ -4,7 +4,7 @@ tidelake writes every scenario below into a table Java created with ``file.forma
 avro (appends, primary keys with deletes, several commits with tidelake's own compactions and
 full compactions); Java's reads of every snapshot must equal tidelake's, and every data file
 must be in the table's format. The column sets are what each writer can hold: orc-rust writes
-primitive columns only (no DECIMAL, CHAR, nested types), Java's Avro format refuses
+primitive columns only (no DECIMAL or nested types; CHAR as string), Java's Avro format refuses
 TIMESTAMP(p > 6); such columns are refused by tidelake with UnsupportedError naming the column
 and the format (tested too), as are timestamps ORC cannot store exactly (ORC-763).
 """
@@ -24,8 +24,8 @@ from _s3 import TableFiles
 from test_interop_java import (AVRO_UNSUPPORTED, BY_NAME, _arrow_types, _pypaimon_reads_exactly,
                                _without)
 
-# orc-rust 0.9 encodes top-level primitive columns only.
-ORC_UNWRITABLE = {"dec10", "dec18", "dec38", "c5", "arr", "arr_s", "st", "mp", "nested"}
+# orc-rust 0.9 encodes top-level primitive columns only (CHAR as string).
+ORC_UNWRITABLE = {"dec10", "dec18", "dec38", "arr", "arr_s", "st", "mp", "nested"}
 # A MAP with a non-string key and a MULTISET: Avro arrays of key/value records.
 AVRO_EXTRA = [("imap", {"type": "MAP", "key": "INT NOT NULL", "value": "STRING"}),
               ("mset", {"type": "MULTISET", "element": "STRING"})]
@@ -130,7 +130,7 @@ def test_tidelake_writes_format_codecs(java, tmp_path, fmt, codec):
 
 
 @pytest.mark.parametrize(("fmt", "column", "type_"), [
-    ("orc", "dec", "DECIMAL(10, 2)"), ("orc", "c5", "CHAR(5)"),
+    ("orc", "dec", "DECIMAL(10, 2)"),
     ("orc", "arr", {"type": "ARRAY", "element": "INT"}), ("avro", "ts9", "TIMESTAMP(9)"),
     ("avro", "ltz7", "TIMESTAMP(7) WITH LOCAL TIME ZONE")])
 def test_unwritable_columns_are_refused(java, tmp_path, fmt, column, type_):
@@ -196,3 +196,15 @@ def test_format_files_on_every_storage(storage, fmt):
     assert got == [{"k": i, "s": None if i % 2 == 0 else f"s{i}", "v": -i if i % 2 == 0 else i} for i in range(n)]
     data = [f for f in TableFiles.of(t).names() if "bucket-" in f and f.rsplit("/", 1)[-1].startswith("data-")]
     assert data and all(f.endswith(f".{fmt}") for f in data), data
+
+
+def test_orc_char_values_read_as_java_reads_them(java, tmp_path):
+    """CHAR(n) goes to ORC as a string column (orc-rust has no char type); Java reads it into
+    CHAR(n) without trailing spaces, as it reads its own ORC CHAR columns: tidelake writes the
+    values so, and both read the same."""
+    sc = _arrow_types(Scenario("orc_char", [("k", "INT NOT NULL"), ("c", "CHAR(5)")],
+                               [{"rows": [[1, "a  "], [2, "abcde"], [3, ""], [4, None], [5, " b"]]}],
+                               options={"file.format": "orc"}, mode="batch"))
+    wh = str(tmp_path)
+    t = tidelake_write(java, wh, sc)
+    compare_all(java, t, wh, "B tidelake-wrote orc char", changes=False)

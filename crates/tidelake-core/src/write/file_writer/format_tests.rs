@@ -274,7 +274,6 @@ async fn types_a_format_cannot_hold_are_refused_by_name() {
     let cases = [
         ("orc", TypeKind::Decimal { precision: 10, scale: 2 }, "ORC"),
         ("orc", TypeKind::Array(Box::new(DataType::new(TypeKind::Int))), "ORC"),
-        ("orc", TypeKind::Char(3), "ORC"),
         ("avro", TypeKind::Timestamp(9), "Avro"),
         ("avro", TypeKind::LocalZonedTimestamp(7), "Avro"),
     ];

@@ -5,10 +5,13 @@
 //! INT and TIME (milliseconds of the day) → int, BIGINT → long, FLOAT → float, DOUBLE →
 //! double, DATE → date, TIMESTAMP(p) → timestamp, TIMESTAMP(p) WITH LOCAL TIME ZONE →
 //! timestamp with local time zone (values in UTC), STRING → string, BINARY/VARBINARY →
-//! binary. VARCHAR(n) is written as string (Java's reader converts it to its varchar(n)).
+//! binary. VARCHAR(n) and CHAR(n) are written as string (orc-rust has neither; Java's reader
+//! converts the column to its varchar(n) / char(n)). ORC CHAR values lose their trailing
+//! spaces (Java pads them on write and its reader trims them), so CHAR values are written
+//! without them and every reader sees what Java sees.
 //!
 //! orc-rust 0.9 writes top-level primitive columns only, without `paimon.id` attributes and
-//! without column statistics: CHAR(n), DECIMAL, ARRAY, MAP, MULTISET, ROW, VARIANT and BLOB
+//! without column statistics: DECIMAL, ARRAY, MAP, MULTISET, ROW, VARIANT and BLOB
 //! columns are refused ([`Error::Unsupported`] naming the column) before anything is written.
 //! Readers match ORC columns by name, as Java does for files without field ids.
 //!
@@ -20,7 +23,8 @@
 
 use std::sync::{mpsc, Arc};
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::cast::AsArray;
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use orc_rust::arrow_writer::{ArrowWriter, ArrowWriterBuilder};
 use orc_rust::compression::CompressionType;
@@ -67,6 +71,8 @@ impl OrcOptions {
 /// The Arrow schema orc-rust encodes a file's columns from.
 pub(super) struct OrcSchema {
     arrow: SchemaRef,
+    /// Per column: whether it is CHAR(n) (values written without trailing spaces).
+    chars: Vec<bool>,
 }
 
 impl OrcSchema {
@@ -75,7 +81,8 @@ impl OrcSchema {
         for column in columns {
             let writable = matches!(
                 column.data_type.kind,
-                TypeKind::VarChar(_)
+                TypeKind::Char(_)
+                    | TypeKind::VarChar(_)
                     | TypeKind::Boolean
                     | TypeKind::TinyInt
                     | TypeKind::SmallInt
@@ -108,6 +115,10 @@ impl OrcSchema {
         }
         Ok(OrcSchema {
             arrow: Arc::new(Schema::new(fields)),
+            chars: columns
+                .iter()
+                .map(|c| matches!(c.data_type.kind, TypeKind::Char(_)))
+                .collect(),
         })
     }
 
@@ -115,8 +126,16 @@ impl OrcSchema {
     pub(super) fn batch(&self, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
         let columns = columns
             .iter()
-            .zip(self.arrow.fields())
-            .map(|(column, field)| {
+            .zip(self.arrow.fields().iter().zip(&self.chars))
+            .map(|(column, (field, is_char))| {
+                if *is_char {
+                    let trimmed: StringArray = column
+                        .as_string::<i32>()
+                        .iter()
+                        .map(|v| v.map(|s| s.trim_end_matches(' ')))
+                        .collect();
+                    return Ok(Arc::new(trimmed) as ArrayRef);
+                }
                 strict_cast(column, field.data_type())
                     .map_err(|e| Error::arrow(format!("encoding ORC column '{}'", field.name()), e))
             })

@@ -378,3 +378,54 @@ impl AvroFile {
         self.upload.abort().await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tidelake_spec::types::DataField;
+
+    #[test]
+    fn schema_is_javas() {
+        let int = DataType::new(TypeKind::Int);
+        let columns = [
+            PhysicalColumn {
+                name: "_VALUE_KIND".into(),
+                field_id: 0,
+                data_type: DataType::not_null(TypeKind::TinyInt),
+                unique: false,
+            },
+            PhysicalColumn {
+                name: "st".into(),
+                field_id: 1,
+                data_type: DataType::new(TypeKind::Row(vec![
+                    DataField::new(2, "ltz", DataType::new(TypeKind::LocalZonedTimestamp(3))),
+                    DataField::new(
+                        3,
+                        "m",
+                        DataType::not_null(TypeKind::Map(
+                            Box::new(DataType::not_null(TypeKind::Int)),
+                            Box::new(int.clone()),
+                        )),
+                    ),
+                ])),
+                unique: false,
+            },
+        ];
+        let schema = AvroSchema::new(&columns).unwrap();
+        let json: Value =
+            serde_json::from_str(&schema.arrow.metadata()[SCHEMA_METADATA_KEY]).unwrap();
+        let nested = "org.apache.paimon.avro.generated.record_st";
+        let expected = json!({"type": "record", "name": RECORD_NAME, "fields": [
+            {"name": "_VALUE_KIND", "type": "int"},
+            {"name": "st", "default": null, "type": ["null", {"type": "record", "name": nested,
+                "fields": [
+                    {"name": "ltz", "default": null,
+                     "type": ["null", {"type": "long", "logicalType": "local-timestamp-millis"}]},
+                    {"name": "m", "type": {"type": "array", "logicalType": "map", "items": {
+                        "type": "record", "name": format!("{nested}_m"), "fields": [
+                            {"name": "key", "type": "int"},
+                            {"name": "value", "default": null, "type": ["null", "int"]}]}}}]}]}
+        ]});
+        assert_eq!(json, expected);
+    }
+}

@@ -17,7 +17,8 @@
 //!
 //! Submodules: `numeric` (sum, product), `pick` (value-selecting functions and the boolean
 //! ones), `listagg`, `collection` (collect, merge_map, merge_map_with_keytime), `nested`
-//! (nested_update, nested_partial_update), with shared element helpers in `elements`.
+//! (nested_update, nested_partial_update), `sketch` (hll_sketch, theta_sketch, rbm32), with
+//! shared element helpers in `elements`.
 
 mod collection;
 mod elements;
@@ -25,6 +26,7 @@ mod listagg;
 mod nested;
 mod numeric;
 mod pick;
+mod sketch;
 
 use super::config::{AggregateFunction, AggregateSpec, AggregationConfig};
 use super::output::OutputRows;
@@ -105,6 +107,9 @@ impl FieldAggregator {
                 sequence: sequence.clone(),
                 count_limit: *count_limit,
             }),
+            AggregateFunction::HllSketch => Box::new(sketch::Union(sketch::Kind::Hll)),
+            AggregateFunction::ThetaSketch => Box::new(sketch::Union(sketch::Kind::Theta)),
+            AggregateFunction::Rbm32 => Box::new(sketch::Union(sketch::Kind::Rbm32)),
             AggregateFunction::NestedPartialUpdate { key, null_strategy } => {
                 Box::new(nested::NestedPartialUpdate {
                     key: key.clone(),

@@ -117,6 +117,12 @@ pub enum AggregateFunction {
         sequence: Vec<usize>,
         count_limit: usize,
     },
+    /// `hll_sketch`: union of serialized DataSketches HLL sketches (VARBINARY).
+    HllSketch,
+    /// `theta_sketch`: union of serialized DataSketches Theta sketches (VARBINARY).
+    ThetaSketch,
+    /// `rbm32`: union of serialized 32-bit RoaringBitmaps (VARBINARY).
+    Rbm32,
     /// `nested_partial_update` on `ARRAY<ROW>`.
     NestedPartialUpdate {
         key: Vec<usize>,
@@ -147,6 +153,9 @@ impl AggregateFunction {
             AggregateFunction::NestedUpdate { .. } => "nested_update",
             AggregateFunction::NestedPartialUpdate { .. } => "nested_partial_update",
             AggregateFunction::PrimaryKey => "primary-key",
+            AggregateFunction::HllSketch => "hll_sketch",
+            AggregateFunction::ThetaSketch => "theta_sketch",
+            AggregateFunction::Rbm32 => "rbm32",
         }
     }
 }
@@ -554,10 +563,22 @@ fn aggregate_spec(
         }
         "merge_map_with_keytime" => merge_map_with_keytime(field, options, &wrong_type)?,
         "nested_update" | "nested_partial_update" => nested(field, name, options, &wrong_type)?,
-        "hll_sketch" | "theta_sketch" | "rbm32" | "rbm64" => {
+        "hll_sketch" | "theta_sketch" | "rbm32" => {
+            if !matches!(t.kind, TypeKind::VarBinary(_)) {
+                return Err(wrong_type("VARBINARY"));
+            }
+            match name {
+                "hll_sketch" => AggregateFunction::HllSketch,
+                "theta_sketch" => AggregateFunction::ThetaSketch,
+                _ => AggregateFunction::Rbm32,
+            }
+        }
+        "rbm64" => {
             return Err(Error::Unsupported(format!(
-                "aggregate function '{name}' (column '{f}') merges serialized \
-                 DataSketches/RoaringBitmap values; that binary format is not implemented"
+                "aggregate function 'rbm64' (column '{f}'): its values are Java \
+                 Roaring64Bitmap.serialize bytes, an unspecified ART-based layout of the Java \
+                 RoaringBitmap library that no Rust crate reads or writes (the roaring crate's \
+                 RoaringTreemap uses the portable 64-bit format instead)"
             )))
         }
         other => {

@@ -24,8 +24,8 @@ use arrow_array::types::{
     TimestampNanosecondType, TimestampSecondType,
 };
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Decimal128Array, Float32Array, Float64Array, Int16Array,
-    Int32Array, Int64Array, Int8Array, LargeStringArray, RecordBatch, StringArray, StringViewArray,
+    Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, Decimal128Array, Float32Array, Float64Array, Int16Array,
+    Int32Array, Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, RecordBatch, StringArray, StringViewArray,
 };
 use arrow_schema::{DataType as ArrowType, TimeUnit};
 
@@ -107,6 +107,8 @@ pub(crate) enum Value {
     /// Unscaled DECIMAL value at the column's scale.
     Dec(i128),
     Str(String),
+    /// VARBINARY bytes.
+    Bin(Vec<u8>),
     /// A length-1 array of the column's (nested) type.
     Nested(ArrayRef),
 }
@@ -220,6 +222,7 @@ pub(crate) fn scalar<'a>(pool: &'a Pool, col: usize, acc: &'a Acc) -> Result<Opt
             Value::F64(f) => Scalar::F64(*f),
             Value::Dec(d) => Scalar::Dec(*d),
             Value::Str(s) => Scalar::Bytes(s.as_bytes()),
+            Value::Bin(b) => Scalar::Bytes(b),
             Value::Nested(a) => {
                 return Err(Error::Unsupported(format!(
                     "scalar access to a value of type {}",
@@ -394,6 +397,20 @@ pub(crate) fn values_to_array(data_type: &ArrowType, values: &[Value]) -> Result
                 ArrowType::Utf8 => std::sync::Arc::new(StringArray::from(strs)),
                 ArrowType::LargeUtf8 => std::sync::Arc::new(LargeStringArray::from(strs)),
                 _ => std::sync::Arc::new(StringViewArray::from(strs)),
+            }
+        }
+        ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => {
+            let bins = values
+                .iter()
+                .map(|v| match v {
+                    Value::Bin(b) => Ok(b.as_slice()),
+                    other => Err(mismatch(data_type, other)),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            match data_type {
+                ArrowType::Binary => std::sync::Arc::new(BinaryArray::from(bins)),
+                ArrowType::LargeBinary => std::sync::Arc::new(LargeBinaryArray::from(bins)),
+                _ => std::sync::Arc::new(BinaryViewArray::from(bins)),
             }
         }
         _ => {

@@ -1,20 +1,24 @@
-//! Rolling data-file writers: Arrow batches in, Parquet data files and their [`DataFileMeta`]
-//! out (Java `RollingFileWriterImpl` over `KeyValueDataFileWriter` / `RowDataFileWriter`).
+//! Rolling data-file writers: Arrow batches in, Parquet, ORC or Avro data files (`file.format`,
+//! module `encoding`) and their [`DataFileMeta`] out (Java `RollingFileWriterImpl` over
+//! `KeyValueDataFileWriter` / `RowDataFileWriter`).
 //!
 //! Layouts ([`FileLayout`], format spec §6.1/§6.2):
 //! * `KeyValue` input is `[_SEQUENCE_NUMBER Int64, _VALUE_KIND Int8, <every table column>]`,
-//!   rows sorted by trimmed primary key (Java order), each key at most once per file — the
-//!   caller sorts and deduplicates (postpone files excepted: [`RollingWriter::unsorted`]);
-//!   files hold `_KEY_<k>` (copies of the trimmed key columns), `_SEQUENCE_NUMBER`,
-//!   `_VALUE_KIND`, then every table column;
+//!   rows sorted by trimmed primary key (Java order), each key at most once per data file
+//!   (changelog files repeat a key, one record per change) — the caller sorts and
+//!   deduplicates (postpone files excepted: [`RollingWriter::unsorted`]); files hold
+//!   `_KEY_<k>` (copies of the trimmed key columns), `_SEQUENCE_NUMBER`, `_VALUE_KIND`, then
+//!   every table column;
 //! * `Append` input and files are just the table columns.
 //!
 //! Rolling: a file is closed once its estimated size (bytes flushed + the open row group's
-//! anticipated encoded size, Java `ParquetWriter.getDataSize`) reaches `target-file-size`, or
+//! anticipated encoded size, Java `ParquetWriter.getDataSize`; for ORC and Avro the bytes
+//! written so far) reaches `target-file-size`, or
 //! its rows reach `target-file-row-num` (new data only). Like Java, the size is checked every
 //! [`ROLL_CHECK_ROWS`] rows (input batches are sliced accordingly), so a file overshoots the
-//! target by at most that many rows. Files are named `<prefix><uuid>-<n>.<ext>` with one uuid
-//! per writer and `n` counting from 0 (Java `DataFilePathFactory`).
+//! target by at most that many rows. Files are named `<prefix><uuid>-<n>.<format>` (or
+//! `.<codec ext>.<format>` with `file.suffix.include.compression`) with one uuid per writer
+//! and `n` counting from 0 (Java `DataFilePathFactory`).
 //!
 //! Metadata matches Java's: min/max key = framed BinaryRow of the first/last row's trimmed key;
 //! key stats over `_KEY_*` (mode `truncate(128)` unless `fields._KEY_<k>.stats-mode`), value
@@ -31,7 +35,11 @@
 //! file including a partial one. `data-file.thin-mode` is not applied: files always carry the
 //! `_KEY_*` columns, which every reader accepts.
 
+mod avro;
+mod encoding;
+mod orc;
 mod parquet;
+mod sink;
 mod stats;
 
 use std::sync::Arc;
@@ -40,7 +48,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, Int8Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_cast::{cast_with_options, CastOptions};
-use arrow_schema::DataType as ArrowType;
+use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use tidelake_spec::arrow::to_arrow_type;
 use tidelake_spec::binary_row::encode_framed;
 use tidelake_spec::datum::Datum;
@@ -49,12 +57,13 @@ use tidelake_spec::options::Options;
 use tidelake_spec::schema::{TableSchema, SYSTEM_FIELD_ID_START};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
-use self::parquet::{ParquetFile, ParquetOptions, PhysicalColumn, PhysicalSchema};
+use self::encoding::{EncodedFile, Encoding};
+use self::parquet::PhysicalColumn;
 use self::stats::{ColumnStats, StatsConfig, StatsMode};
 use crate::datum_arrow::{compare_datums, datum_at};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
-use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
+use crate::read::data_file::{FileFormat, SEQUENCE_NUMBER, VALUE_KIND};
 use crate::read::split_read::{ROW_KIND_DELETE, ROW_KIND_UPDATE_BEFORE};
 
 /// Rows written between two size checks (Java `RollingFileWriter.CHECK_ROLLING_RECORD_CNT`).
@@ -67,6 +76,8 @@ pub const SEQUENCE_NUMBER_FIELD_ID: i32 = i32::MAX - 1;
 pub const VALUE_KIND_FIELD_ID: i32 = i32::MAX - 2;
 /// Java's default Parquet row-group size (`ParquetWriter.DEFAULT_BLOCK_SIZE`).
 const DEFAULT_BLOCK_SIZE: u64 = 128 * 1024 * 1024;
+/// Java ORC's default stripe size (`orc.stripe.size`).
+const DEFAULT_STRIPE_SIZE: u64 = 64 * 1024 * 1024;
 
 /// What a data file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,17 +91,22 @@ pub enum FileLayout {
 /// Writer settings resolved from table options.
 #[derive(Debug, Clone)]
 pub struct WriterConfig {
+    /// `file.format` (or its per-level / changelog override).
+    pub format: FileFormat,
     /// `target-file-size` (128 MiB for primary-key tables, 256 MiB otherwise).
     pub target_file_size: u64,
     /// `target-file-row-num` (unlimited by default); ignored for compaction output.
     pub target_file_row_num: u64,
-    /// `file.compression` (or its per-level / changelog override).
+    /// `file.compression` (or its per-level / changelog override; for ORC `orc.compress`).
     pub compression: String,
+    /// `avro.codec` (Avro files; wins over `compression`).
+    pub avro_codec: Option<String>,
     /// `file.compression.zstd-level`.
     pub zstd_level: i32,
-    /// Parquet row-group size: `file.block-size`, else `parquet.block.size`, else 128 MiB.
-    pub row_group_bytes: u64,
-    /// `file.suffix.include.compression`: names end in `.<codec ext>.parquet`.
+    /// Parquet row-group / ORC stripe size: `file.block-size`, else `parquet.block.size`
+    /// (128 MiB) / `orc.stripe.size` (64 MiB).
+    pub block_bytes: u64,
+    /// `file.suffix.include.compression`: names end in `.<codec ext>.<format>`.
     pub suffix_include_compression: bool,
     /// `parquet.enable.dictionary` (default true), as Java hands it to parquet-mr.
     pub dictionary: bool,
@@ -99,7 +115,7 @@ pub struct WriterConfig {
 
 impl WriterConfig {
     /// Settings for files of `layout` at `level`; `changelog` selects the `changelog-file.*`
-    /// overrides. Formats other than Parquet, and options
+    /// overrides. Formats other than Parquet, ORC and Avro, and options
     /// [`Options::check_writable`](tidelake_spec::options::Options::check_writable) refuses, are
     /// [`Error::Unsupported`].
     pub fn from_options(
@@ -130,30 +146,44 @@ impl WriterConfig {
             "file.format.per.level",
             options.file_format(),
         )?;
-        if !format.eq_ignore_ascii_case("parquet") {
-            return Err(Error::Unsupported(format!(
-                "writing file.format={format}: tidelake writes Parquet data files only"
-            )));
-        }
-        let compression = resolve(
+        let format = match format.to_ascii_lowercase().as_str() {
+            "parquet" => FileFormat::Parquet,
+            "orc" => FileFormat::Orc,
+            "avro" => FileFormat::Avro,
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "writing file.format={other}: tidelake writes parquet, orc and avro data files"
+                )))
+            }
+        };
+        let mut compression = resolve(
             "changelog-file.compression",
             "file.compression.per.level",
             options.file_compression().to_string(),
         )?;
+        // Java OrcWriterFactory: an explicit orc.compress wins.
+        if let (FileFormat::Orc, Some(orc)) = (format, options.get("orc.compress")) {
+            compression = orc.to_string();
+        }
         let stats_mode = resolve(
             "changelog-file.stats-mode",
             "metadata.stats-mode.per.level",
             options.metadata_stats_mode().to_string(),
         )?;
-        let row_group_bytes = match options.get_memory_size("file.block-size").map_err(spec)? {
+        let (format_key, format_default) = match format {
+            FileFormat::Orc => ("orc.stripe.size", DEFAULT_STRIPE_SIZE),
+            _ => ("parquet.block.size", DEFAULT_BLOCK_SIZE),
+        };
+        let block_bytes = match options.get_memory_size("file.block-size").map_err(spec)? {
             Some(bytes) => bytes,
             None => options
-                .get_memory_size("parquet.block.size")
+                .get_memory_size(format_key)
                 .map_err(spec)?
-                .unwrap_or(DEFAULT_BLOCK_SIZE),
+                .unwrap_or(format_default),
         };
         let row_num = options.get_i64("target-file-row-num").map_err(spec)?;
         Ok(WriterConfig {
+            format,
             target_file_size: options.target_file_size(key_value).map_err(spec)?,
             target_file_row_num: match row_num {
                 Some(n) if n > 0 => u64::try_from(n).unwrap_or(u64::MAX),
@@ -165,8 +195,9 @@ impl WriterConfig {
                 None => u64::MAX,
             },
             compression,
+            avro_codec: options.get("avro.codec").map(str::to_string),
             zstd_level: options.file_compression_zstd_level().map_err(spec)?,
-            row_group_bytes,
+            block_bytes,
             suffix_include_compression: options.file_suffix_include_compression().map_err(spec)?,
             dictionary: options.get_bool("parquet.enable.dictionary").map_err(spec)?.unwrap_or(true),
             stats: StatsConfig::new(options, &stats_mode)?,
@@ -213,9 +244,11 @@ fn local_now_millis() -> i64 {
         .timestamp_millis()
 }
 
-/// What every file of one writer shares: physical schema, stats modes, key positions.
+/// What every file of one writer shares: schemas, stats modes, key positions.
 struct FilePlan {
-    physical: PhysicalSchema,
+    /// The file's columns in their canonical Arrow types (what stats are computed on).
+    logical: SchemaRef,
+    encoding: Encoding,
     /// Canonical Arrow types of the table columns.
     value_types: Vec<ArrowType>,
     /// Index of the first table column in the physical batch.
@@ -225,6 +258,7 @@ struct FilePlan {
     key_types: Vec<DataType>,
     key_modes: Vec<StatsMode>,
     value_modes: Vec<StatsMode>,
+    format: FileFormat,
 }
 
 impl FilePlan {
@@ -293,20 +327,45 @@ impl FilePlan {
             .map(|f| to_arrow_type(&f.data_type).map_err(|e| Error::from_spec("table schema", e)))
             .collect::<Result<Vec<_>>>()?;
         let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        let (key_modes, value_modes) = if config.format == FileFormat::Avro {
+            // Java collects Avro stats per record over every file column, system ones alike
+            // (`StatsCollectorFactories.createStatsFactoriesForAvro`).
+            let all: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+            let modes = config.stats.avro_modes(&all);
+            (
+                modes[..key_positions.len()].to_vec(),
+                modes[value_offset..].to_vec(),
+            )
+        } else {
+            (
+                columns[..key_positions.len()]
+                    .iter()
+                    .map(|c| config.stats.system_mode(&c.name))
+                    .collect(),
+                config.stats.value_modes(&names),
+            )
+        };
+        let logical = columns
+            .iter()
+            .map(|c| {
+                let ty = to_arrow_type(&c.data_type)
+                    .map_err(|e| Error::from_spec("data file schema", e))?;
+                Ok(Field::new(&c.name, ty, c.data_type.nullable))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(FilePlan {
-            physical: PhysicalSchema::new(&columns)?,
+            logical: Arc::new(Schema::new(logical)),
+            encoding: Encoding::new(&columns, config)?,
+            format: config.format,
             value_types,
             value_offset,
             key_types: key_positions
                 .iter()
                 .map(|&p| fields[p].data_type.clone())
                 .collect(),
-            key_modes: columns[..key_positions.len()]
-                .iter()
-                .map(|c| config.stats.system_mode(&c.name))
-                .collect(),
+            key_modes,
             key_positions,
-            value_modes: config.stats.value_modes(&names),
+            value_modes,
         })
     }
 
@@ -320,7 +379,7 @@ impl FilePlan {
                 if let Some(k) = self.key_positions.iter().position(|&p| p == i) {
                     modes.push(self.key_modes[k]);
                 }
-                ColumnStats::new(f.data_type.clone(), &modes)
+                ColumnStats::new(f.data_type.clone(), &modes, self.format)
             })
             .collect()
     }
@@ -329,7 +388,7 @@ impl FilePlan {
 /// The file currently being written.
 struct OpenFile {
     name: String,
-    file: ParquetFile,
+    file: EncodedFile,
     rows: u64,
     columns: Vec<ColumnStats>,
     first_key: Option<Vec<Datum>>,
@@ -350,7 +409,6 @@ pub struct RollingWriter {
     prefix: String,
     config: WriterConfig,
     plan: FilePlan,
-    parquet: ParquetOptions,
     extension: String,
     uuid: String,
     next_file: u64,
@@ -390,15 +448,10 @@ impl RollingWriter {
             config.target_file_row_num = u64::MAX;
         }
         let plan = FilePlan::new(&schema, layout, &config)?;
-        let parquet = ParquetOptions::new(
-            &config.compression,
-            config.zstd_level,
-            config.row_group_bytes,
-            config.dictionary,
-        )?;
+        let format = config.format.identifier();
         let extension = match compression_extension(&config.compression) {
-            Some(ext) if config.suffix_include_compression => format!("{ext}.parquet"),
-            _ => "parquet".to_string(),
+            Some(ext) if config.suffix_include_compression => format!("{ext}.{format}"),
+            _ => format.to_string(),
         };
         Ok(RollingWriter {
             io,
@@ -410,7 +463,6 @@ impl RollingWriter {
             prefix,
             config,
             plan,
-            parquet,
             extension,
             uuid: uuid::Uuid::new_v4().to_string(),
             next_file: 0,
@@ -498,7 +550,7 @@ impl RollingWriter {
         if rows == 0 {
             return Ok(());
         }
-        let physical = self.physical_batch(batch)?;
+        let physical = self.file_batch(batch)?;
         let mut offset = 0;
         while offset < rows {
             if self.current.is_none() {
@@ -529,8 +581,8 @@ impl RollingWriter {
         Ok(())
     }
 
-    /// Validate `batch` and lay it out as the file's columns.
-    fn physical_batch(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+    /// Validate `batch` and lay it out as the file's columns (canonical Arrow types).
+    fn file_batch(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         let fields = &self.schema.fields;
         let system = match self.layout {
             FileLayout::KeyValue => 2,
@@ -589,10 +641,11 @@ impl RollingWriter {
             columns.push(kinds.clone());
         }
         columns.extend(values);
-        self.plan.physical.batch(columns)
+        RecordBatch::try_new(self.plan.logical.clone(), columns)
+            .map_err(|e| Error::arrow("assembling a data-file batch", e))
     }
 
-    /// Start the next file, whose first rows are `first` (physical layout).
+    /// Start the next file, whose first rows are `first` (file layout).
     fn open_file(&mut self, first: &RecordBatch) -> Result<()> {
         let name = format!(
             "{}{}-{}.{}",
@@ -600,7 +653,8 @@ impl RollingWriter {
         );
         self.next_file += 1;
         let rel_path = self.rel_path(&name);
-        let file = ParquetFile::create(&self.io, &rel_path, &self.plan.physical, &self.parquet, first)?;
+        let first = self.plan.encoding.batch(first.columns().to_vec())?;
+        let file = self.plan.encoding.create(&self.io, &rel_path, &first)?;
         self.created.push(rel_path);
         self.current = Some(OpenFile {
             name,
@@ -664,14 +718,15 @@ impl RollingWriter {
                         .collect()
                 };
                 let first = key_at(0)?;
+                // Changelog files repeat a key (one record per change): keys never decrease.
                 debug_assert!(
                     !self.sorted
                         || open.first_key.is_none()
                         || compare_datums(
                             &Datum::Row(open.last_key.clone()),
                             &Datum::Row(first.clone())
-                        ) == Some(std::cmp::Ordering::Less),
-                    "key-value rows must arrive sorted by key, each key once per file"
+                        ) != Some(std::cmp::Ordering::Greater),
+                    "key-value rows must arrive sorted by key"
                 );
                 open.first_key.get_or_insert(first);
                 open.last_key = key_at(rows - 1)?;
@@ -683,7 +738,8 @@ impl RollingWriter {
                 open.max_sequence = self.next_sequence - 1;
             }
         }
-        open.file.write(chunk).await?;
+        let encoded = plan.encoding.batch(chunk.columns().to_vec())?;
+        open.file.write(&encoded).await?;
         open.rows += rows as u64;
         Ok(())
     }
@@ -912,6 +968,9 @@ fn check_nested_nulls(
 }
 
 #[cfg(test)]
+mod format_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use arrow_array::{Int32Array, ListArray, StructArray};
@@ -935,15 +994,22 @@ mod tests {
     }
 
     #[test]
-    fn config_rejects_other_formats() {
+    fn config_chooses_the_format() {
         let mut options = Options::new();
-        options.set("file.format", "orc");
+        options.set("file.format", "csv");
         let err = WriterConfig::from_options(&options, FileLayout::Append, 0, false).unwrap_err();
         assert!(matches!(err, Error::Unsupported(_)), "{err}");
+        options.set("file.format", "ORC");
+        let config = WriterConfig::from_options(&options, FileLayout::Append, 0, false).unwrap();
+        assert_eq!(config.format, FileFormat::Orc);
+        assert_eq!(config.block_bytes, DEFAULT_STRIPE_SIZE);
         options.set("file.format", "parquet");
         options.set("file.format.per.level", "0:avro");
-        assert!(WriterConfig::from_options(&options, FileLayout::KeyValue, 0, false).is_err());
-        assert!(WriterConfig::from_options(&options, FileLayout::KeyValue, 1, false).is_ok());
+        let level0 = WriterConfig::from_options(&options, FileLayout::KeyValue, 0, false).unwrap();
+        assert_eq!(level0.format, FileFormat::Avro);
+        let level1 = WriterConfig::from_options(&options, FileLayout::KeyValue, 1, false).unwrap();
+        assert_eq!(level1.format, FileFormat::Parquet);
+        assert_eq!(level1.block_bytes, DEFAULT_BLOCK_SIZE);
     }
 
     #[test]

@@ -29,11 +29,9 @@
 //! Invariants: the Arrow schema fed to the encoder ([`PhysicalSchema::arrow`]) has the same
 //! leaves, in the same order and with the same nullability, as the Parquet schema, so
 //! definition levels always agree; bytes leave memory one row group at a time
-//! ([`ObjectSink`] streams them into a multipart upload).
+//! (`sink::ObjectSink` streams them into a multipart upload).
 
 use std::collections::HashSet;
-use std::future::poll_fn;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use arrow_array::builder::FixedSizeBinaryBuilder;
@@ -44,7 +42,6 @@ use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use object_store::buffered::BufWriter;
 use parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory, ArrowWriterOptions,
 };
@@ -64,6 +61,7 @@ use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor, Type, 
 use tidelake_spec::arrow::to_arrow_type;
 use tidelake_spec::types::{DataType, TypeKind};
 
+use super::sink::ObjectSink;
 use crate::error::{Error, Result};
 use crate::io::FileIO;
 
@@ -623,19 +621,10 @@ fn dictionary_pays(column: &ArrayRef) -> bool {
     }
 }
 
-/// Streams bytes into the object store: small files become one PUT, larger ones a multipart
-/// upload whose parts leave memory as they fill.
-pub(super) struct ObjectSink {
-    inner: BufWriter,
-    /// Whether completion was attempted (after which the upload cannot be aborted).
-    completing: bool,
-}
-
 impl AsyncFileWriter for ObjectSink {
     fn write(&mut self, bytes: Bytes) -> BoxFuture<'_, parquet::errors::Result<()>> {
         Box::pin(async move {
-            self.inner
-                .put(bytes)
+            self.put(bytes)
                 .await
                 .map_err(|e| ParquetError::External(Box::new(e)))
         })
@@ -643,8 +632,7 @@ impl AsyncFileWriter for ObjectSink {
 
     fn complete(&mut self) -> BoxFuture<'_, parquet::errors::Result<()>> {
         Box::pin(async move {
-            self.completing = true;
-            poll_fn(|cx| tokio::io::AsyncWrite::poll_shutdown(Pin::new(&mut self.inner), cx))
+            ObjectSink::complete(self)
                 .await
                 .map_err(|e| ParquetError::External(Box::new(e)))
         })
@@ -769,7 +757,7 @@ impl ChunkedWriter {
         self.flush_row_group().await?;
         self.file.finish()?;
         self.drain().await?;
-        self.sink.complete().await
+        AsyncFileWriter::complete(&mut self.sink).await
     }
 }
 
@@ -806,10 +794,7 @@ impl ParquetFile {
         first: &RecordBatch,
     ) -> Result<ParquetFile> {
         let display = io.display(rel_path);
-        let sink = ObjectSink {
-            inner: BufWriter::new(io.store().clone(), io.path(rel_path)),
-            completing: false,
-        };
+        let sink = ObjectSink::new(io, rel_path);
         let properties = options.properties(schema, first);
         let writer = match &schema.encoded {
             Some(encoded) => {
@@ -865,17 +850,11 @@ impl ParquetFile {
 
     /// Abandon the file: abort a started multipart upload. The caller deletes the path.
     pub(super) async fn abort(self) -> Result<()> {
-        let mut sink = match self.writer {
+        let sink = match self.writer {
             Encoder::Arrow(w) => w.into_inner(),
             Encoder::Chunked(w) => w.sink,
         };
-        if sink.completing {
-            return Ok(());
-        }
-        sink.inner.abort().await.map_err(|source| Error::Io {
-            path: self.display,
-            source,
-        })
+        sink.abort(self.display).await
     }
 }
 

@@ -1,4 +1,4 @@
-//! Column statistics of a data file, as Java computes them for Parquet files.
+//! Column statistics of a data file, as Java computes them for its format.
 //!
 //! Java collects nothing per record for Parquet: it reads the file's column-chunk statistics
 //! back (`ParquetSimpleStatsExtractor`) and lets each column's collector convert them
@@ -17,6 +17,12 @@
 //!   so Java gives them *no* stats at all (null bounds and null count): with
 //!   `metadata.stats-dense-store` they are left out of `_VALUE_STATS_COLS`;
 //! * TIMESTAMP(p > 6) and BLOB get a null count but no bounds (Java cannot read INT96 bounds);
+//! * ORC (Java `OrcSimpleStatsExtractor` over ORC's column statistics) and Avro (Java collects
+//!   per record, `SimpleStatsCollector`): every column gets its null count; nested, BINARY,
+//!   VARBINARY, BLOB and VARIANT columns get no bounds (ORC binary statistics have none, Java's
+//!   byte arrays and nested values are not `Comparable`); timestamps of every precision do.
+//!   Avro modes count every file column, system ones included, and `_KEY_*` columns take
+//!   the table's mode (`StatsCollectorFactories.createStatsFactoriesForAvro`);
 //! * FLOAT/DOUBLE: a column holding NaN gets no bounds (null min/max means "unknown" to every
 //!   reader, whereas a NaN bound or a bound ignoring NaN would prune NaN rows under one
 //!   reader's order or another's); a zero min is stored as -0.0 and a zero max as +0.0 so the
@@ -44,6 +50,7 @@ use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use crate::datum_arrow::{compare_datums, datum_at};
 use crate::error::{Error, Result};
+use crate::read::data_file::FileFormat;
 
 /// Mode of system columns (`_KEY_*`) without an explicit `fields.<c>.stats-mode`.
 const SYSTEM_COLUMN_TRUNCATE: usize = 128;
@@ -148,6 +155,21 @@ impl StatsConfig {
             .collect()
     }
 
+    /// Mode of each column of an Avro file (system columns included), in order: as
+    /// [`StatsConfig::value_modes`], every column counting towards
+    /// `metadata.stats-keep-first-n-columns`, explicit field modes included.
+    pub(crate) fn avro_modes(&self, names: &[&str]) -> Vec<StatsMode> {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| match self.fields.get(*name) {
+                Some(mode) => *mode,
+                None if self.keep_first_n >= 0 && i as i64 >= self.keep_first_n => StatsMode::None,
+                None => self.default,
+            })
+            .collect()
+    }
+
     /// Mode of a system column such as `_KEY_id`.
     pub(crate) fn system_mode(&self, name: &str) -> StatsMode {
         self.fields
@@ -178,9 +200,8 @@ impl ColStats {
     }
 }
 
-/// Whether Parquet keeps top-level statistics for a column of this type.
-fn has_file_stats(ty: &DataType) -> bool {
-    !matches!(
+fn is_nested(ty: &DataType) -> bool {
+    matches!(
         ty.kind,
         TypeKind::Array(_)
             | TypeKind::Map(..)
@@ -190,12 +211,22 @@ fn has_file_stats(ty: &DataType) -> bool {
     )
 }
 
+/// Whether Java keeps any statistics (a null count at least) for a column of this type.
+fn has_file_stats(ty: &DataType, format: FileFormat) -> bool {
+    format != FileFormat::Parquet || !is_nested(ty)
+}
+
 /// Whether Java can derive bounds for a column of this type.
-fn has_bounds(ty: &DataType) -> bool {
-    match ty.kind {
-        TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p) => p <= 6,
-        TypeKind::Blob => false,
-        _ => has_file_stats(ty),
+fn has_bounds(ty: &DataType, format: FileFormat) -> bool {
+    match (&ty.kind, format) {
+        (TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p), FileFormat::Parquet) => {
+            *p <= 6
+        }
+        (TypeKind::Blob, _) => false,
+        (TypeKind::Binary(_) | TypeKind::VarBinary(_), FileFormat::Orc | FileFormat::Avro) => {
+            false
+        }
+        _ => !is_nested(ty),
     }
 }
 
@@ -203,6 +234,7 @@ fn has_bounds(ty: &DataType) -> bool {
 #[derive(Debug)]
 pub(crate) struct ColumnStats {
     ty: DataType,
+    format: FileFormat,
     /// Whether bounds are tracked (some consumer keeps them and the type has them).
     track_bounds: bool,
     nulls: i64,
@@ -213,10 +245,11 @@ pub(crate) struct ColumnStats {
 }
 
 impl ColumnStats {
-    pub(crate) fn new(ty: DataType, modes: &[StatsMode]) -> ColumnStats {
-        let track_bounds = has_bounds(&ty) && modes.iter().any(|m| m.keeps_bounds());
+    pub(crate) fn new(ty: DataType, modes: &[StatsMode], format: FileFormat) -> ColumnStats {
+        let track_bounds = has_bounds(&ty, format) && modes.iter().any(|m| m.keeps_bounds());
         ColumnStats {
             ty,
+            format,
             track_bounds,
             nulls: 0,
             min: Datum::Null,
@@ -251,10 +284,10 @@ impl ColumnStats {
         Ok(())
     }
 
-    /// The column's stats under `mode` (Java `ParquetSimpleStatsExtractor.toFieldStats`
-    /// followed by the collector's `convert`).
+    /// The column's stats under `mode` (Java's format stats, e.g.
+    /// `ParquetSimpleStatsExtractor.toFieldStats`, followed by the collector's `convert`).
     pub(crate) fn finish(&self, mode: StatsMode) -> ColStats {
-        if !has_file_stats(&self.ty) {
+        if !has_file_stats(&self.ty, self.format) {
             return ColStats::NONE;
         }
         let count = ColStats {
@@ -564,7 +597,7 @@ mod tests {
     #[test]
     fn nan_and_zero_handling() {
         let ty = DataType::new(TypeKind::Double);
-        let mut stats = ColumnStats::new(ty.clone(), &[StatsMode::Full]);
+        let mut stats = ColumnStats::new(ty.clone(), &[StatsMode::Full], FileFormat::Parquet);
         stats
             .update(&Float64Array::from(vec![Some(0.0), None, Some(3.0)]))
             .unwrap();
@@ -588,7 +621,7 @@ mod tests {
     #[test]
     fn strings_without_an_upper_bound_keep_only_counts() {
         let ty = DataType::new(TypeKind::VarChar(MAX_LENGTH));
-        let mut stats = ColumnStats::new(ty, &[StatsMode::Truncate(1)]);
+        let mut stats = ColumnStats::new(ty, &[StatsMode::Truncate(1)], FileFormat::Parquet);
         let long = "\u{10FFFF}\u{10FFFF}";
         stats
             .update(&StringArray::from(vec![Some("a"), Some(long)]))

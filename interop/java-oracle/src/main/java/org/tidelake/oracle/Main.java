@@ -54,6 +54,8 @@ public final class Main {
                 return Reads.run(job);
             case "write":
                 return Writes.run(job);
+            case "sketch":
+                return Sketches.decode(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

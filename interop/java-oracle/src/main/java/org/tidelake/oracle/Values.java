@@ -40,7 +40,8 @@ import java.util.Map;
  *   <li>integers and booleans as JSON numbers / booleans; FLOAT and DOUBLE as numbers (a FLOAT
  *       widened to double), NaN and infinities as the strings "NaN", "Infinity", "-Infinity";
  *   <li>DECIMAL as a plain string with exactly {@code scale} fraction digits;
- *   <li>CHAR / VARCHAR as strings, BINARY / VARBINARY as lower-case hex;
+ *   <li>CHAR / VARCHAR as strings, BINARY / VARBINARY as lower-case hex (on input also a sketch
+ *       or bitmap spec, {@link Sketches});
  *   <li>DATE as {@code yyyy-MM-dd}, TIME as {@code HH:mm:ss.SSSSSSSSS}, TIMESTAMP and
  *       TIMESTAMP_LTZ (its UTC wall time) as {@code yyyy-MM-ddTHH:mm:ss.SSSSSSSSS};
  *   <li>ARRAY as a list, ROW as the list of its fields, MAP / MULTISET as a list of [key, value]
@@ -178,7 +179,7 @@ final class Values {
                 return BinaryString.fromString(v.asText());
             case BINARY:
             case VARBINARY:
-                return HexFormat.of().parseHex(v.asText());
+                return v.isObject() ? Sketches.build(v) : HexFormat.of().parseHex(v.asText());
             case DATE:
                 return (int) LocalDate.parse(v.asText()).toEpochDay();
             case TIME_WITHOUT_TIME_ZONE:

@@ -1,0 +1,259 @@
+//! The ORC side of data-file writing (orc-rust's Arrow writer).
+//!
+//! Schema (Java `OrcTypeUtil.convertToOrcSchema` after `OrcFileFormat.refineDataType`): a
+//! struct of the file's columns by name; BOOLEAN → boolean, TINYINT → byte, SMALLINT → short,
+//! INT and TIME (milliseconds of the day) → int, BIGINT → long, FLOAT → float, DOUBLE →
+//! double, DATE → date, TIMESTAMP(p) → timestamp, TIMESTAMP(p) WITH LOCAL TIME ZONE →
+//! timestamp with local time zone (values in UTC), STRING → string, BINARY/VARBINARY →
+//! binary. VARCHAR(n) and CHAR(n) are written as string (orc-rust has neither; Java's reader
+//! converts the column to its varchar(n) / char(n)). ORC CHAR values lose their trailing
+//! spaces (Java pads them on write and its reader trims them), so CHAR values are written
+//! without them and every reader sees what Java sees.
+//!
+//! orc-rust 0.9 writes top-level primitive columns only, without `paimon.id` attributes and
+//! without column statistics: DECIMAL, ARRAY, MAP, MULTISET, ROW, VARIANT and BLOB
+//! columns are refused ([`Error::Unsupported`] naming the column) before anything is written.
+//! Readers match ORC columns by name, as Java does for files without field ids.
+//!
+//! Codecs (Java `CompressionKind.valueOf(file.compression.toUpperCase())`, or `orc.compress`):
+//! none, zlib, snappy, lz4, zstd; LZO and Brotli have no encoder in orc-rust. Stripes close at
+//! `file.block-size` (else `orc.stripe.size`, else Java's 64 MiB; at most `target-file-size`)
+//! of estimated memory; a file's estimated size is the bytes of its closed stripes. orc-rust's writer is not `Send`:
+//! each file is encoded on a thread of its own (see [`OrcFile`]).
+
+use std::sync::{mpsc, Arc};
+
+use arrow_array::cast::AsArray;
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
+use orc_rust::arrow_writer::{ArrowWriter, ArrowWriterBuilder};
+use orc_rust::compression::CompressionType;
+use orc_rust::error::OrcError;
+use tidelake_spec::arrow::to_arrow_type;
+use tokio::sync::oneshot;
+use tidelake_spec::types::TypeKind;
+
+use super::encoding::strict_cast;
+use super::parquet::PhysicalColumn;
+use super::sink::{BufferedUpload, SharedBuffer};
+use crate::error::{Error, Result};
+use crate::io::FileIO;
+
+/// Encoder settings of one writer.
+#[derive(Debug, Clone)]
+pub(super) struct OrcOptions {
+    compression: Option<CompressionType>,
+    stripe_bytes: usize,
+}
+
+impl OrcOptions {
+    pub(super) fn new(compression: &str, stripe_bytes: u64) -> Result<OrcOptions> {
+        let compression = match compression.to_ascii_lowercase().as_str() {
+            "none" => None,
+            "zlib" => Some(CompressionType::Zlib),
+            "snappy" => Some(CompressionType::Snappy),
+            "lz4" => Some(CompressionType::Lz4),
+            "zstd" => Some(CompressionType::Zstd),
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "file.compression '{other}' for ORC files (supported: none, zlib, snappy, \
+                     lz4, zstd)"
+                )))
+            }
+        };
+        Ok(OrcOptions {
+            compression,
+            stripe_bytes: usize::try_from(stripe_bytes.max(1)).unwrap_or(usize::MAX),
+        })
+    }
+}
+
+/// The Arrow schema orc-rust encodes a file's columns from.
+pub(super) struct OrcSchema {
+    arrow: SchemaRef,
+    /// Per column: whether it is CHAR(n) (values written without trailing spaces).
+    chars: Vec<bool>,
+}
+
+impl OrcSchema {
+    pub(super) fn new(columns: &[PhysicalColumn]) -> Result<OrcSchema> {
+        let mut fields = Vec::with_capacity(columns.len());
+        for column in columns {
+            let writable = matches!(
+                column.data_type.kind,
+                TypeKind::Char(_)
+                    | TypeKind::VarChar(_)
+                    | TypeKind::Boolean
+                    | TypeKind::TinyInt
+                    | TypeKind::SmallInt
+                    | TypeKind::Int
+                    | TypeKind::BigInt
+                    | TypeKind::Float
+                    | TypeKind::Double
+                    | TypeKind::Date
+                    | TypeKind::Time(_)
+                    | TypeKind::Binary(_)
+                    | TypeKind::VarBinary(_)
+                    | TypeKind::Timestamp(_)
+                    | TypeKind::LocalZonedTimestamp(_)
+            );
+            if !writable {
+                return Err(Error::Unsupported(format!(
+                    "writing column '{}' of type {} to an ORC file: the ORC writer (orc-rust) \
+                     cannot encode this type; use file.format=parquet",
+                    column.name, column.data_type
+                )));
+            }
+            let logical = to_arrow_type(&column.data_type)
+                .map_err(|e| Error::from_spec("data file schema", e))?;
+            let encoded = match logical {
+                ArrowType::Time32(_) => ArrowType::Int32,
+                ArrowType::FixedSizeBinary(_) => ArrowType::Binary,
+                other => other,
+            };
+            fields.push(Field::new(&column.name, encoded, column.data_type.nullable));
+        }
+        Ok(OrcSchema {
+            arrow: Arc::new(Schema::new(fields)),
+            chars: columns
+                .iter()
+                .map(|c| matches!(c.data_type.kind, TypeKind::Char(_)))
+                .collect(),
+        })
+    }
+
+    /// Columns in file order (canonical `tidelake_spec::arrow` types) as the encoder wants them.
+    pub(super) fn batch(&self, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
+        let columns = columns
+            .iter()
+            .zip(self.arrow.fields().iter().zip(&self.chars))
+            .map(|(column, (field, is_char))| {
+                if *is_char {
+                    let trimmed: StringArray = column
+                        .as_string::<i32>()
+                        .iter()
+                        .map(|v| v.map(|s| s.trim_end_matches(' ')))
+                        .collect();
+                    return Ok(Arc::new(trimmed) as ArrayRef);
+                }
+                strict_cast(column, field.data_type())
+                    .map_err(|e| Error::arrow(format!("encoding ORC column '{}'", field.name()), e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        RecordBatch::try_new(self.arrow.clone(), columns)
+            .map_err(|e| Error::arrow("assembling an ORC batch", e))
+    }
+}
+
+/// What the encoder thread of an [`OrcFile`] is asked to do; each reply says how it went.
+enum Command {
+    Write(RecordBatch, oneshot::Sender<Result<()>>),
+    Close(oneshot::Sender<Result<()>>),
+}
+
+/// One ORC file being written. orc-rust's writer is not `Send`, so it lives on a thread of its
+/// own that encodes into the file's buffer; the upload drains that buffer after each command.
+pub(super) struct OrcFile {
+    commands: mpsc::Sender<Command>,
+    upload: BufferedUpload,
+}
+
+impl OrcFile {
+    pub(super) fn create(
+        io: &FileIO,
+        rel_path: &str,
+        schema: &OrcSchema,
+        options: &OrcOptions,
+    ) -> Result<OrcFile> {
+        let (upload, buffer) = BufferedUpload::new(io, rel_path);
+        let (commands, inbox) = mpsc::channel();
+        let arrow = schema.arrow.clone();
+        let options = options.clone();
+        let display = upload.display.clone();
+        std::thread::Builder::new()
+            .name("tidelake-orc-writer".into())
+            .spawn(move || encode_file(buffer, arrow, options, display, inbox))
+            .map_err(|e| Error::Internal(format!("starting an ORC encoder thread: {e}")))?;
+        Ok(OrcFile { commands, upload })
+    }
+
+    pub(super) async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        ask(&self.commands, &self.upload.display, |reply| {
+            Command::Write(batch.clone(), reply)
+        })
+        .await?;
+        self.upload.drain().await
+    }
+
+    /// Bytes of the stripes written so far.
+    pub(super) fn estimated_size(&self) -> u64 {
+        self.upload.bytes_written()
+    }
+
+    /// Write the last stripe and the file tail, complete the upload; returns the file size.
+    pub(super) async fn finish(self) -> Result<u64> {
+        ask(&self.commands, &self.upload.display, Command::Close).await?;
+        self.upload.finish().await
+    }
+
+    /// Abandon the file (the encoder thread ends once its commands are dropped).
+    pub(super) async fn abort(self) -> Result<()> {
+        drop(self.commands);
+        self.upload.abort().await
+    }
+}
+
+/// Send a command to an encoder thread and wait for its reply.
+async fn ask(
+    commands: &mpsc::Sender<Command>,
+    display: &str,
+    command: impl FnOnce(oneshot::Sender<Result<()>>) -> Command,
+) -> Result<()> {
+    let (reply, answer) = oneshot::channel();
+    let gone = || Error::Internal(format!("the ORC encoder of {display} stopped"));
+    commands.send(command(reply)).map_err(|_| gone())?;
+    answer.await.map_err(|_| gone())?
+}
+
+/// The encoder thread of one file: builds the writer, then serves commands until the file is
+/// closed or abandoned.
+fn encode_file(
+    buffer: SharedBuffer,
+    schema: SchemaRef,
+    options: OrcOptions,
+    display: String,
+    inbox: mpsc::Receiver<Command>,
+) {
+    let mut builder =
+        ArrowWriterBuilder::new(buffer, schema).with_stripe_byte_size(options.stripe_bytes);
+    if let Some(codec) = options.compression {
+        builder = builder.with_compression(codec);
+    }
+    let failed = |what: &str, e: OrcError| match e {
+        // ORC-763: a timestamp in the second before the epoch with more than millisecond
+        // digits has no exact ORC encoding; orc-rust refuses it rather than shift it.
+        OrcError::EncodeTimestamp { .. } => Error::Unsupported(format!(
+            "{what} ORC file {display}: {e} (ORC cannot store timestamps between \
+             1969-12-31T23:59:59 and the epoch exactly; use file.format=parquet)"
+        )),
+        e => Error::invalid(format!("{what} ORC file {display}: {e}")),
+    };
+    let mut writer: Result<ArrowWriter<SharedBuffer>> =
+        builder.try_build().map_err(|e| failed("creating", e));
+    while let Ok(command) = inbox.recv() {
+        match command {
+            Command::Write(batch, reply) => {
+                let result = match &mut writer {
+                    Ok(w) => w.write(&batch).map_err(|e| failed("writing", e)),
+                    Err(e) => Err(Error::invalid(e.to_string())),
+                };
+                let _ = reply.send(result);
+            }
+            Command::Close(reply) => {
+                let result = writer.and_then(|w| w.close().map_err(|e| failed("closing", e)));
+                let _ = reply.send(result);
+                return;
+            }
+        }
+    }
+}

@@ -92,7 +92,7 @@ async fn read_back(
 ) -> RecordBatch {
     let path = format!("bucket-0/{}", meta.file_name);
     let format = FileFormat::from_file_name(&meta.file_name).unwrap();
-    let stream = read_data_file(io, &path, format, fields, fields, system, None, 1024)
+    let stream = read_data_file(io, &path, format, fields, fields, system, None, 1024, None)
         .await
         .unwrap();
     let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();

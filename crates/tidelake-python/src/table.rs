@@ -106,7 +106,7 @@ impl RawTable {
 
     /// Re-open the table (latest schema).
     fn reload(&self, py: Python<'_>) -> PyResult<RawTable> {
-        let table = block_on(py, Table::open_io(self.table.io().clone()))?.py()?;
+        let table = block_on(py, self.table.reopen())?.py()?;
         Ok(RawTable { table })
     }
 

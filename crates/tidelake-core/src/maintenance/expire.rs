@@ -60,8 +60,8 @@ use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
 use crate::maintenance::refs::{
-    data_files, delete_unreferenced, metadata_files, or_missing, Candidate, DataScope,
-    DeletedFiles, FileCategory, MetaCache, References,
+    data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, Candidate,
+    DataScope, DeletedFiles, FileCategory, MetaCache, References,
 };
 use crate::maintenance::{now_ms, snapshot_path, write_hint, EARLIEST_HINT_PATH};
 use crate::snapshots::SnapshotManager;
@@ -156,9 +156,9 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
     };
     let end = expire_end(&sm, table, config, earliest, latest).await?;
     if end <= earliest {
-        let hint = table.io().read_opt(EARLIEST_HINT_PATH).await?;
+        let hint = table.branch_io().read_opt(EARLIEST_HINT_PATH).await?;
         if hint.as_deref() != Some(earliest.to_string().as_bytes()) {
-            write_hint(table.io(), EARLIEST_HINT_PATH, earliest).await?;
+            write_hint(table.branch_io(), EARLIEST_HINT_PATH, earliest).await?;
         }
         return Ok(ExpireResult {
             earliest: Some(earliest),
@@ -218,9 +218,10 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
     // Invariant (D): one snapshot file at a time, ascending, each delete done before the next,
     // from the true earliest up; the hint only after the files below it are gone.
     for s in &expired {
-        table.io().delete(&snapshot_path(s.id)).await?;
+        table.branch_io().delete(&snapshot_path(s.id)).await?;
     }
-    write_hint(table.io(), EARLIEST_HINT_PATH, end).await?;
+    write_hint(table.branch_io(), EARLIEST_HINT_PATH, end).await?;
+    protect_other_branches(&mut cache, &mut refs, table).await?;
     let deleted = delete_unreferenced(table.io(), candidates, &refs).await?;
     Ok(ExpireResult {
         snapshots: expired.len() as u64,
@@ -260,7 +261,7 @@ async fn expire_end(
     }
     // Capping the range at the smallest consumer is the same as stopping the scan there.
     if end > earliest {
-        if let Some(next) = min_next_snapshot(table.io()).await? {
+        if let Some(next) = min_next_snapshot(table.branch_io()).await? {
             end = end.min(next);
         }
     }

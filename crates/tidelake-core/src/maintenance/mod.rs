@@ -119,7 +119,7 @@ pub async fn maintain(table: &Table) -> Result<Option<MaintainResult>> {
     {
         Some(d) => {
             let cutoff = now_ms().saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-            consumers::expire_consumers(table.io(), cutoff).await?
+            consumers::expire_consumers(table.branch_io(), cutoff).await?
         }
         None => Vec::new(),
     };

@@ -312,7 +312,7 @@ async fn tags(table: &Table) -> Result<SystemTable> {
 }
 
 async fn consumer_table(table: &Table) -> Result<SystemTable> {
-    let all = consumers(table.io()).await?;
+    let all = consumers(table.branch_io()).await?;
     table_of(vec![
         strings(
             "consumer_id",

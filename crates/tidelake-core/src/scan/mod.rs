@@ -4,7 +4,9 @@
 //!   file statistics).
 //! * [`plan`]: snapshot selection, manifest replay, pruning and split generation.
 //! * [`split`]: the serialisable unit of reading work.
+//! * `fallback`: `scan.fallback-branch` (partitions missing from a branch read from another).
 
+mod fallback;
 pub mod plan;
 pub mod predicate;
 pub mod split;

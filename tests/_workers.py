@@ -223,3 +223,17 @@ def branch_creator(table_path: str, attempts: int, go_file: str, ready_dir: str)
             continue
         created.append((f"b{i}", latest.id))
     return created, refused
+
+
+def create_branch_slowly(table_path: str, name: str, snapshot_id: int, go_file: str, ready_dir: str) -> str:
+    """Create branch ``name`` from ``snapshot_id``, the branch's first file landing 1.5 s late;
+    returns "created" or the error's class name."""
+    slow = {"tidelake.fault.op": "put", "tidelake.fault.path": f"branch/branch-{name}/",
+            "tidelake.fault.nth": "1", "tidelake.fault.action": "delay:1500"}
+    t = tidelake.open_table(table_path, storage_options=slow)
+    start_together(ready_dir, "creator", go_file)
+    try:
+        t.create_branch(name, from_snapshot=snapshot_id)
+    except tidelake.TidelakeError as e:
+        return type(e).__name__
+    return "created"

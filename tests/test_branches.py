@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import time
 
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
 import tidelake
-from _workers import branch_creator, overwrite_and_expire, release_when_ready
+from _workers import branch_creator, create_branch_slowly, overwrite_and_expire, release_when_ready
 from tidelake import cli
 
 SCHEMA = pa.schema([("p", pa.int64()), ("v", pa.int64())])
@@ -162,3 +163,23 @@ def test_branch_creation_racing_expiration_never_loses_an_acknowledged_branch(tm
         assert [s.id for s in b.snapshots()] == [snapshot_id]
         assert len(b.to_arrow()) == 1, name  # its one data file is still there
     assert sorted(os.listdir(tmp_path / "t" / "branch")) == sorted(f"branch-{n}" for n, _ in created)
+
+
+def test_a_branch_whose_snapshot_expires_while_it_is_created_is_refused(tmp_path):
+    """The creator reads snapshot 1, then its first branch file lands 1.5 s late; meanwhile this
+    process overwrites the table and expires snapshot 1 with its data file. The creation must
+    fail and leave no branch (maintenance listed branches before the branch existed)."""
+    options = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "snapshot.time-retained": "1ms"}
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, options=options)
+    t.write(data((0, 0)))
+    go, ready = str(tmp_path / "go"), tmp_path / "ready"
+    ready.mkdir()
+    with mp.get_context("spawn").Pool(1) as pool:
+        creating = pool.apply_async(create_branch_slowly, (t.path, "b", 1, go, str(ready)))
+        release_when_ready(str(ready), 1, go)
+        time.sleep(0.5)  # the creator has read snapshot 1 and waits on its first put
+        t.write(data((1, 1)), mode="overwrite")
+        assert [s.id for s in t.snapshots()] == [2]
+        outcome = creating.get(timeout=60)
+    assert outcome == "TableNotFoundError"
+    assert t.branches() == [] and not (tmp_path / "t" / "branch" / "branch-b").exists()

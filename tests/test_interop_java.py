@@ -324,6 +324,64 @@ def test_tidelake_compacts_java_reads(java, tmp_path, name):
     compare_all(java, t, wh, "B tidelake-compacted", pypaimon=_pypaimon_reads_exactly(sc))
 
 
+# Branches: main keeps writing after a branch from a tag and an empty one are created and
+# written; main reads the partitions it lacks (p9) from `scan.fallback-branch` (the fallback
+# branch commits before main's middle snapshot: Java refuses a time travel of main to a time
+# before the fallback branch's first snapshot, and so does tidelake).
+BRANCHES = Scenario("branches", KV, [
+    {"rows": _kv_rows(4)},
+    {"tag": "t1"},
+    {"create_branch": "dev", "from_tag": "t1"},
+    {"create_branch": "fb"},
+    {"rows": [[20, "p9", 1, "fb"], [21, "p0", 2, "fb"]], "branch": "fb"},
+    {"rows": _kv_rows(2, 4, "m")},
+    {"rows": _kv_rows(3, 10, "d"), "branch": "dev"},
+    {"alter": [{"set": "scan.fallback-branch", "value": "fb"}]},
+    {"rows": _kv_rows(2, 30, "z")},
+], partition_keys=["p"], mode="batch")
+FAST_FORWARD = Scenario("fast_forward", KV, [
+    {"rows": _kv_rows(4)},
+    {"tag": "t1"},
+    {"rows": _kv_rows(2, 4, "m")},
+    {"create_branch": "dev", "from_tag": "t1"},
+    {"rows": _kv_rows(3, 10, "d"), "branch": "dev"},
+    {"rows": _kv_rows(1, 20, "e"), "branch": "dev"},
+    {"fast_forward": "dev"},
+    {"rows": _kv_rows(2, 30, "z")},
+], primary_keys=["k", "p"], partition_keys=["p"], options={"bucket": "1"}, mode="batch")
+
+
+def _compare_branches(java, t: tidelake.Table, wh: str, label: str) -> dict[str, tidelake.Table]:
+    """Every branch of ``t`` (and main) read by tidelake == read by Java; returns them by name."""
+    tables = {"main": t, **{b: tidelake.open_table(t.path, branch=b) for b in t.branches()}}
+    for name, b in tables.items():
+        compare_all(java, b, wh, label)
+    return tables
+
+
+@pytest.mark.parametrize("sc", [BRANCHES, FAST_FORWARD], ids=lambda sc: sc.name)
+@pytest.mark.parametrize("writer", ["java", "tidelake"])
+def test_branches_both_ways(java, tmp_path, sc, writer):
+    wh = str(tmp_path)
+    if writer == "java":
+        t = java_write(java, wh, sc)
+        label = "A java-wrote"
+    else:
+        t = tidelake_write(java, wh, sc)
+        label = "B tidelake-wrote"
+    tables = _compare_branches(java, t, wh, label)
+    if sc is BRANCHES:
+        assert sorted(tables) == ["dev", "fb", "main"]
+        # p9 is only in the fallback branch; main's p0 hides the fallback's p0 row.
+        main_rows = tables["main"].to_arrow().to_pylist()
+        assert [r["k"] for r in main_rows if r["p"] == "p9"] == [20]
+        assert 21 not in [r["k"] for r in main_rows]
+        assert sorted(r["k"] for r in tables["dev"].to_arrow().to_pylist()) == [0, 1, 2, 3, 10, 11, 12]
+    else:
+        assert [s.id for s in t.snapshots()] == [1, 2, 3, 4]
+        assert sorted(r["k"] for r in t.to_arrow().to_pylist()) == [0, 1, 2, 3, 10, 11, 12, 20, 30, 31]
+
+
 def test_java_reads_table_path(java, tmp_path):
     """The oracle also opens a bare table directory (no catalog)."""
     wh = str(tmp_path)

@@ -50,7 +50,10 @@ import java.util.Map;
  *       {"rename": old, "to": new}}, {@code {"drop": name}} or {@code {"update_type": name,
  *       "type": t}} (ends the current stream writer; the next commit opens a new one);
  *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
- *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed.
+ *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
+ *   <li>{@code {"create_branch": name}}: a branch, empty or {@code "from_tag"} (Java has no
+ *       other starting point); {@code {"fast_forward": name}}: main takes the branch's history;
+ *   <li>a {@code "rows"} step with {@code "branch": name} commits to that branch (batch mode).
  * </ul>
  *
  * <p>Writers get a temporary directory for lookups (spill files). Dynamic-bucket tables ({@code
@@ -128,6 +131,15 @@ final class Writes {
                     catalog.alterTable(id, changes(step.get("alter")), false);
                 } else if (step.has("tag")) {
                     catalog.getTable(id).createTag(step.get("tag").asText());
+                } else if (step.has("create_branch")) {
+                    String branch = step.get("create_branch").asText();
+                    if (step.has("from_tag")) {
+                        catalog.getTable(id).createBranch(branch, step.get("from_tag").asText());
+                    } else {
+                        catalog.getTable(id).createBranch(branch);
+                    }
+                } else if (step.has("fast_forward")) {
+                    catalog.getTable(id).fastForward(step.get("fast_forward").asText());
                 } else if (step.has("compact") && stream) {
                     if (streaming == null) {
                         streaming = new Streaming(catalog.getTable(id), assigner);
@@ -140,7 +152,7 @@ final class Writes {
                         compactAll(catalog.getTable(id), write);
                         commit.commit(write.prepareCommit());
                     }
-                } else if (stream) {
+                } else if (stream && !step.has("branch")) {
                     if (streaming != null && step.has("overwrite")) {
                         throw new IllegalArgumentException("overwrite needs batch mode");
                     }
@@ -149,7 +161,7 @@ final class Writes {
                     }
                     streaming.commit(++identifier, step.get("rows"));
                 } else {
-                    batchCommit(catalog.getTable(id), step, assigner);
+                    batchCommit(catalog.getTable(Tables.identifier(job, step)), step, assigner);
                 }
             }
             if (streaming != null) {

@@ -286,7 +286,8 @@ def compare_read(java: JavaOracle, t: tidelake.Table, warehouse: str, label: str
     assert ours == theirs, _mismatch(what, ours, theirs, "Java")
     readers = "tidelake=java"
     if pypaimon:
-        pp = pp_read(warehouse, ident, opts or None, schema=ours_t.schema).select(ours_t.schema.names)
+        pp_ident = f"{ident}$branch_{t.branch}" if t.branch != "main" else ident
+        pp = pp_read(warehouse, pp_ident, opts or None, schema=ours_t.schema).select(ours_t.schema.names)
         theirs_pp = sorted_rows(canonical_rows(pp))
         assert ours == theirs_pp, _mismatch(what, ours, theirs_pp, "pypaimon")
         readers += "=pypaimon"

@@ -352,10 +352,12 @@ FAST_FORWARD = Scenario("fast_forward", KV, [
 
 
 def _compare_branches(java, t: tidelake.Table, wh: str, label: str) -> dict[str, tidelake.Table]:
-    """Every branch of ``t`` (and main) read by tidelake == read by Java; returns them by name."""
+    """Every branch of ``t`` (and main) read by tidelake == read by Java (== by pypaimon);
+    returns them by name."""
     tables = {"main": t, **{b: tidelake.open_table(t.path, branch=b) for b in t.branches()}}
     for name, b in tables.items():
-        compare_all(java, b, wh, label)
+        # pypaimon (the third reader) ignores `scan.fallback-branch`; Java does not.
+        compare_all(java, b, wh, label, pypaimon="scan.fallback-branch" not in b.options)
     return tables
 
 

@@ -140,19 +140,25 @@ def test_cli_branches(table):
     assert rows(tidelake.open_table(path)) == [(1, 1), (5, 5)]
 
 
+def expiring_table(tmp_path) -> tuple[tidelake.Table, str, str]:
+    """A table whose writers expire all but the latest snapshot, with one row; and the go file
+    and ready directory of worker processes."""
+    options = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "snapshot.time-retained": "1ms"}
+    t = tidelake.create_table(tmp_path / "t", SCHEMA, options=options)
+    t.write(data((0, 0)))
+    (tmp_path / "ready").mkdir()
+    return t, str(tmp_path / "go"), str(tmp_path / "ready")
+
+
 def test_branch_creation_racing_expiration_never_loses_an_acknowledged_branch(tmp_path):
     """One process overwrites main and expires all but the latest snapshot after every commit
     (each expiration deletes the previous data file); another creates branches from whatever
     snapshot is latest. Every branch whose creation returned must stay fully readable."""
-    options = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "snapshot.time-retained": "1ms"}
-    t = tidelake.create_table(tmp_path / "t", SCHEMA, options=options)
-    t.write(data((0, 0)))
-    go, ready = str(tmp_path / "go"), tmp_path / "ready"
-    ready.mkdir()
+    t, go, ready = expiring_table(tmp_path)
     with mp.get_context("spawn").Pool(2) as pool:
-        writing = pool.apply_async(overwrite_and_expire, (t.path, 60, go, str(ready)))
-        creating = pool.apply_async(branch_creator, (t.path, 60, go, str(ready)))
-        release_when_ready(str(ready), 2, go)
+        writing = pool.apply_async(overwrite_and_expire, (t.path, 60, go, ready))
+        creating = pool.apply_async(branch_creator, (t.path, 60, go, ready))
+        release_when_ready(ready, 2, go)
         commits = writing.get(timeout=240)
         created, refused = creating.get(timeout=240)
     print(f"{commits} overwrites; {len(created)} branches created, {refused} creations refused")
@@ -169,14 +175,10 @@ def test_a_branch_whose_snapshot_expires_while_it_is_created_is_refused(tmp_path
     """The creator reads snapshot 1, then its first branch file lands 1.5 s late; meanwhile this
     process overwrites the table and expires snapshot 1 with its data file. The creation must
     fail and leave no branch (maintenance listed branches before the branch existed)."""
-    options = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "snapshot.time-retained": "1ms"}
-    t = tidelake.create_table(tmp_path / "t", SCHEMA, options=options)
-    t.write(data((0, 0)))
-    go, ready = str(tmp_path / "go"), tmp_path / "ready"
-    ready.mkdir()
+    t, go, ready = expiring_table(tmp_path)
     with mp.get_context("spawn").Pool(1) as pool:
-        creating = pool.apply_async(create_branch_slowly, (t.path, "b", 1, go, str(ready)))
-        release_when_ready(str(ready), 1, go)
+        creating = pool.apply_async(create_branch_slowly, (t.path, "b", 1, go, ready))
+        release_when_ready(ready, 1, go)
         time.sleep(0.5)  # the creator has read snapshot 1 and waits on its first put
         t.write(data((1, 1)), mode="overwrite")
         assert [s.id for s in t.snapshots()] == [2]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import _internal
 from ._filters import to_filter_json
 from ._metadata import SchemaVersion, Snapshot, Tag
-from .exceptions import CommitConflictError, InvalidArgumentError
+from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError
 from .scan import Scan
 from .write import (BATCH_COMMIT_IDENTIFIER, ONE_SHOT_RETRIES, CommitMessage, TableWriter, arrow_input, check_messages,
                     commit_user_of, inside_partition, raw_messages, replayable)
@@ -329,15 +329,16 @@ class Table:
         return self._raw.commit(raw_messages(messages), user, ident)
 
     def _write_and_commit(self, data: Any, kind: str) -> int | None:
-        # A conflict means nothing landed; data that can be read again is written again by a new
-        # writer, which continues from the state the conflicting commit left.
+        # A conflict, or a snapshot the writer read expiring under it, means nothing landed (a
+        # write that landed but is not visible yet raises neither); data that can be read again
+        # is written again by a new writer, which continues from the newest state.
         retries = ONE_SHOT_RETRIES if replayable(data) else 0
         while True:
             w = TableWriter(self)
             try:
                 getattr(w, kind)(data)
                 ids = self.commit(w.prepare_commit(), commit_user=w.commit_user)
-            except CommitConflictError:
+            except (CommitConflictError, SnapshotExpiredError):
                 w.abort()
                 if retries == 0:
                     raise

@@ -38,7 +38,8 @@ def arrow_input(data: Any) -> Any:
 
 ONE_SHOT_RETRIES = 5
 """How many times a one-shot write (``Table.write/upsert/delete``) of replayable data is written
-again after a ``CommitConflictError`` (nothing landed) before the error is raised."""
+again after a ``CommitConflictError`` or ``SnapshotExpiredError`` (nothing landed) before the error
+is raised."""
 
 
 def replayable(data: Any) -> bool:

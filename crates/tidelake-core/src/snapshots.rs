@@ -21,8 +21,12 @@
 //! * `LATEST = k` is published by a committer only after that check, so a hint whose snapshot
 //!   exists names a verified commit ([`SnapshotManager::published_latest_id`]); expiration
 //!   retains relative to it, never relative to a newer, unverified snapshot;
+//! * a committer whose slow request created `snapshot-N` after expiration had already deleted
+//!   `N` sees it afterwards ([`SnapshotManager::expiration_passed`]) and deletes that file
+//!   again before publishing anything;
 //! * the id after `i64::MAX` does not exist: [`next_snapshot_id`] refuses to go past it.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -30,13 +34,15 @@ use tidelake_spec::snapshot::{
     parse_hint, parse_snapshot_file_name, snapshot_file_name, tag_file_name, Snapshot, Tag,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 
 const SNAPSHOT_DIR: &str = "snapshot";
 const TAG_DIR: &str = "tag";
 const LATEST: &str = "snapshot/LATEST";
 const EARLIEST: &str = "snapshot/EARLIEST";
+/// How many latest snapshots [`SnapshotManager::read_latest`] tries before giving up.
+const LATEST_READ_ATTEMPTS: u32 = 5;
 
 /// How far past a stale `LATEST` hint snapshots are probed before the directory is listed.
 pub const MAX_HINT_PROBES: i64 = 64;
@@ -153,6 +159,59 @@ impl SnapshotManager {
         self.io.exists(&Self::snapshot_path(id)).await
     }
 
+    /// Whether expiration has deleted snapshot `id` at some point: the `EARLIEST` hint is above
+    /// it, or `id + 1` is missing while a newer snapshot exists. Expiration deletes ascending and
+    /// writes `EARLIEST` after deleting, and a snapshot is only created on top of its existing
+    /// predecessor, so either sign means every snapshot up to `id` was deleted.
+    pub async fn expiration_passed(&self, id: i64) -> Result<bool> {
+        if self.read_hint(EARLIEST).await?.is_some_and(|k| k > id) {
+            return Ok(true);
+        }
+        let Some(next) = id.checked_add(1) else { return Ok(false) };
+        if self.io.exists(&Self::snapshot_path(next)).await? {
+            return Ok(false);
+        }
+        Ok(self.list_ids().await?.last().is_some_and(|last| *last > next))
+    }
+
+    /// `err`, met while reading snapshot `id`, as [`Error::SnapshotExpired`] when it is a missing
+    /// file and snapshot `id` no longer exists (expiration deleted it and its files meanwhile);
+    /// otherwise `err` unchanged (a file missing from a snapshot that still exists is damage, not
+    /// a race).
+    pub async fn expired_while_reading(&self, id: i64, err: Error) -> Error {
+        if err.kind() != ErrorKind::NotFound {
+            return err;
+        }
+        match self.exists(id).await {
+            Ok(false) => Error::SnapshotExpired { id, detail: err.to_string() },
+            _ => err,
+        }
+    }
+
+    /// `read` applied to the latest snapshot (`None` when the table has none). When that
+    /// snapshot expires while it is read (see [`Self::expired_while_reading`]), `read` starts
+    /// again on the new latest, up to [`LATEST_READ_ATTEMPTS`] times: expiration keeps the
+    /// newest snapshots, so only a reader outpaced by that many commits sees the error.
+    pub async fn read_latest<T, F, Fut>(&self, read: F) -> Result<Option<(Snapshot, T)>>
+    where
+        F: Fn(Snapshot) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut attempt = 1;
+        loop {
+            let Some(snap) = self.latest().await? else {
+                return Ok(None);
+            };
+            match read(snap.clone()).await {
+                Ok(value) => return Ok(Some((snap, value))),
+                Err(e) => match self.expired_while_reading(snap.id, e).await {
+                    Error::SnapshotExpired { .. } if attempt < LATEST_READ_ATTEMPTS => attempt += 1,
+                    e => return Err(e),
+                },
+            }
+        }
+    }
+
     /// Read snapshot `id`; a missing one is [`Error::NotFound`] naming the available range.
     pub async fn snapshot(&self, id: i64) -> Result<Snapshot> {
         let rel = Self::snapshot_path(id);
@@ -178,13 +237,25 @@ impl SnapshotManager {
         }
     }
 
-    /// Every snapshot from earliest to latest, in id order.
+    /// Every snapshot, ascending: the contiguous ids ending at the newest, none below the
+    /// `EARLIEST` hint (a file below either is an id expiration had passed, about to be
+    /// withdrawn by its committer, see the module docs); one expired while being read is left
+    /// out.
     pub async fn all(&self) -> Result<Vec<Snapshot>> {
-        let ids = self.list_ids().await?;
-        stream::iter(ids.into_iter().map(|id| self.snapshot(id)))
-            .buffered(PARALLEL_READS)
-            .try_collect()
-            .await
+        let mut ids = self.list_ids().await?;
+        let chain_start = ids.windows(2).rposition(|w| w[1] != w[0] + 1).map_or(0, |gap| gap + 1);
+        let floor = self.read_hint(EARLIEST).await?.unwrap_or(0);
+        ids.drain(..chain_start);
+        ids.retain(|id| *id >= floor);
+        let read = |id| async move {
+            match self.snapshot(id).await {
+                Ok(s) => Ok(Some(s)),
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        let found: Vec<Option<Snapshot>> = stream::iter(ids.into_iter().map(read)).buffered(PARALLEL_READS).try_collect().await?;
+        Ok(found.into_iter().flatten().collect())
     }
 
     /// The newest snapshot committed at or before `timestamp_ms` (Java
@@ -274,5 +345,30 @@ mod tests {
         snapshot.id = i64::MAX;
         let err = next_snapshot_id(Some(&snapshot)).unwrap_err();
         assert!(matches!(err, Error::Corrupt { .. }) && err.to_string().contains("snapshot-9223372036854775807"), "{err}");
+    }
+
+    /// Snapshot files of an id expiration had passed (created by a slow committer, not yet
+    /// withdrawn) are neither listed nor taken for the earliest by `all`.
+    #[tokio::test]
+    async fn all_lists_the_chain_from_the_earliest_hint_to_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
+        let json = |id: i64| {
+            format!(
+                r#"{{"version": 3, "id": {id}, "schemaId": 0, "baseManifestList": "a", "deltaManifestList": "b",
+                "commitUser": "u", "commitIdentifier": 1, "commitKind": "APPEND", "timeMillis": 1}}"#
+            )
+        };
+        for id in [2, 6, 7, 8, 9] {
+            io.write(&SnapshotManager::snapshot_path(id), json(id)).await.unwrap();
+        }
+        io.write(EARLIEST, "7").await.unwrap();
+        let sm = SnapshotManager::new(io.clone());
+        let ids = |all: Vec<Snapshot>| all.iter().map(|s| s.id).collect::<Vec<_>>();
+        assert_eq!(ids(sm.all().await.unwrap()), vec![7, 8, 9]);
+        io.delete(EARLIEST).await.unwrap();
+        assert_eq!(ids(sm.all().await.unwrap()), vec![6, 7, 8, 9]);
+        assert!(sm.expiration_passed(2).await.unwrap());
+        assert!(!sm.expiration_passed(8).await.unwrap());
     }
 }

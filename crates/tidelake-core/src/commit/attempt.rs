@@ -88,9 +88,17 @@ struct Uncertain {
 /// Whether a created snapshot extends the snapshot its attempt was based on.
 enum Published {
     Yes,
+    /// The id had been used and expired before: the attempt's snapshot file was deleted again
+    /// and the commit did not land (see [`FileStoreCommit::verify_published`]).
+    Reused,
     /// The base vanished meanwhile and newer snapshots exist: see [`FileStoreCommit::verify_published`].
     Unknown(String),
 }
+
+/// How often, and how far apart, a created snapshot whose base vanished looks for the signs
+/// that expiration had passed its id (an expiration may still be running).
+const REUSE_CHECKS: u32 = 10;
+const REUSE_CHECK_WAIT: Duration = Duration::from_millis(200);
 
 /// Commits in flight longer than this verify that their new files still exist before the
 /// snapshot is created (orphan-file cleaning deletes unreferenced files by age).
@@ -195,7 +203,7 @@ impl FileStoreCommit {
         if found.delta_manifest_list != attempt.delta_manifest_list {
             return Ok(None);
         }
-        self.publish(attempt.id, attempt.based_on.as_ref()).await.map(Some)
+        self.publish(attempt.id, attempt.based_on.as_ref()).await
     }
 
     /// Snapshot `id`, `None` when its file does not exist.
@@ -230,22 +238,37 @@ impl FileStoreCommit {
     /// one if no snapshot above `id` exists: an id used before would have a newer snapshot
     /// (expiration never removes the latest). Otherwise the base expired either just before
     /// this snapshot was created (the id was used before) or just after (it is valid and
-    /// others built on it): the two cannot be told apart, and the outcome is unknown. This
-    /// needs two expirations inside the window of one request, since the base is verified
-    /// again just before the snapshot file is created.
+    /// others built on it). When expiration has passed `id`
+    /// ([`SnapshotManager::expiration_passed`](crate::snapshots::SnapshotManager::expiration_passed))
+    /// and the snapshot file is still this attempt's, it was created after expiration deleted
+    /// `id` (a valid snapshot would have been deleted first): the file is deleted again and the
+    /// commit did not land. An expiration may still be running, so the signs are looked for a
+    /// few times; without them the outcome is unknown.
     async fn verify_published(&self, id: i64, based_on: Option<&Snapshot>) -> Result<Published> {
         if based_on.is_some() && self.base_unchanged(based_on).await? {
             return Ok(Published::Yes);
         }
         let io = self.table.branch_io();
+        let sm = self.table.snapshot_manager();
         let next_exists = match id.checked_add(1) {
             Some(next) => io.exists(&snapshot_rel(next)).await?,
             None => false,
         };
-        if !next_exists
-            && self.table.snapshot_manager().list_ids().await?.last().is_none_or(|last| *last <= id)
-        {
+        if !next_exists && sm.list_ids().await?.last().is_none_or(|last| *last <= id) {
             return Ok(Published::Yes);
+        }
+        let own = self.read_snapshot(id).await?.map(|s| s.delta_manifest_list);
+        for check in 0..REUSE_CHECKS {
+            if sm.expiration_passed(id).await? {
+                // Read after the sign: a valid snapshot `id` would be gone by now.
+                if self.read_snapshot(id).await?.map(|s| s.delta_manifest_list) == own && own.is_some() {
+                    io.delete(&snapshot_rel(id)).await?;
+                }
+                return Ok(Published::Reused);
+            }
+            if check + 1 < REUSE_CHECKS {
+                tokio::time::sleep(REUSE_CHECK_WAIT).await;
+            }
         }
         Ok(Published::Unknown(format!(
             "snapshot {id} of {} was created, but the snapshot it was based on ({}) was expired meanwhile and newer \
@@ -259,19 +282,25 @@ impl FileStoreCommit {
     /// `LATEST` hint at it. Racing commits may leave the hint a little behind; it only ever
     /// names a verified snapshot of the chain, and readers probe forward from it, so the latest
     /// snapshot they find never moves back.
-    async fn publish(&self, id: i64, based_on: Option<&Snapshot>) -> Result<i64> {
-        if let Published::Unknown(reason) = self.verify_published(id, based_on).await? {
-            return Err(Error::Io {
-                path: self.table.branch_io().display(&snapshot_rel(id)),
-                source: object_store::Error::Generic {
-                    store: "commit",
-                    source: reason.into(),
-                },
-            });
+    /// `None` when the id had been used before and the snapshot was deleted again (the commit
+    /// did not land).
+    async fn publish(&self, id: i64, based_on: Option<&Snapshot>) -> Result<Option<i64>> {
+        match self.verify_published(id, based_on).await? {
+            Published::Yes => {}
+            Published::Reused => return Ok(None),
+            Published::Unknown(reason) => {
+                return Err(Error::Io {
+                    path: self.table.branch_io().display(&snapshot_rel(id)),
+                    source: object_store::Error::Generic {
+                        store: "commit",
+                        source: reason.into(),
+                    },
+                })
+            }
         }
         // The hint is best effort: readers verify it (see `SnapshotManager::latest_id`).
         let _ = self.table.branch_io().write(LATEST_HINT, id.to_string()).await;
-        Ok(id)
+        Ok(Some(id))
     }
 
     /// The changes of one attempt against `latest` (overwrites recompute their deletions).
@@ -409,7 +438,13 @@ impl FileStoreCommit {
             return Ok(Err(Failure::Lost(new_id)));
         }
         match self.table.branch_io().put_if_absent(&snapshot_rel(new_id), snapshot.to_json()).await {
-            Ok(true) => self.publish(new_id, latest).await.map(Ok),
+            Ok(true) => match self.publish(new_id, latest).await? {
+                Some(id) => Ok(Ok(id)),
+                None => {
+                    created.delete_all(io).await;
+                    Ok(Err(Failure::Lost(new_id)))
+                }
+            },
             Ok(false) => {
                 created.delete_all(io).await;
                 Ok(Err(Failure::Lost(new_id)))

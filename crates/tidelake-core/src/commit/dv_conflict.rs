@@ -87,8 +87,9 @@ pub(crate) async fn check_deletion_vectors(
     }
     let seen: HashSet<String> = match base_snapshot {
         Some(b) if b == latest.id => return Ok(()),
-        Some(b) => match table.snapshot_manager().snapshot(b).await {
-            Ok(s) => live_index_entries(table, &s).await?.into_iter().map(|e| e.index_file.file_name).collect(),
+        // a base that expired (before or while it is read) counts as having seen nothing
+        Some(b) => match index_file_names(table, b).await {
+            Ok(names) => names,
             Err(e) if e.kind() == ErrorKind::NotFound => HashSet::new(),
             Err(e) => return Err(e),
         },
@@ -108,4 +109,10 @@ pub(crate) async fn check_deletion_vectors(
             ),
         )),
     }
+}
+
+/// The names of the index files live in snapshot `id`.
+async fn index_file_names(table: &Table, id: i64) -> Result<HashSet<String>> {
+    let snap = table.snapshot_manager().snapshot(id).await?;
+    Ok(live_index_entries(table, &snap).await?.into_iter().map(|e| e.index_file.file_name).collect())
 }

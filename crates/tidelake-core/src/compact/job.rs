@@ -57,6 +57,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::read::merge::MergeConfig;
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
+use crate::snapshots::SnapshotManager;
 use crate::scan::plan::{deletion_file_refs, live_index_entries, read_list, read_merged};
 use crate::scan::predicate::Predicate;
 use crate::scan::split::DeletionFileRef;
@@ -225,13 +226,12 @@ impl Compactor {
         request: &CompactRequest,
         progress: Option<Progress>,
     ) -> Result<CompactReport> {
-        let Some(snap) = self.table.snapshot_manager().latest().await? else {
+        let Some((_, mut buckets)) = self.latest_buckets().await? else {
             return Ok(CompactReport {
                 snapshot_id: None,
                 buckets: Vec::new(),
             });
         };
-        let mut buckets = self.live_buckets(&snap).await?;
         if let Some(filter) = &request.partitions {
             let selected = self.select_partitions(filter, &buckets)?;
             buckets.retain(|b| selected.contains(&b.partition));
@@ -242,10 +242,9 @@ impl Compactor {
     /// Compact the (partition, bucket)s in `targets` of the latest snapshot as the table's pick
     /// says (not full); the COMPACT snapshot, `None` when none needed compaction.
     pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Option<i64>> {
-        let Some(snap) = self.table.snapshot_manager().latest().await? else {
+        let Some((_, mut buckets)) = self.latest_buckets().await? else {
             return Ok(None);
         };
-        let mut buckets = self.live_buckets(&snap).await?;
         buckets.retain(|b| targets.iter().any(|(p, n)| *p == b.partition && *n == b.bucket));
         Ok(self.compact_buckets(buckets, false, None).await?.snapshot_id)
     }
@@ -374,6 +373,15 @@ impl Compactor {
             .filter(|(_, keep)| *keep)
             .map(|(p, _)| p.to_vec())
             .collect())
+    }
+
+    /// The latest snapshot and its [`Self::live_buckets`] (`None` without snapshots); a snapshot
+    /// that expires while it is read is replaced by the new latest.
+    pub(crate) async fn latest_buckets(&self) -> Result<Option<(Snapshot, Vec<Bucket>)>> {
+        self.table
+            .snapshot_manager()
+            .read_latest(|snap| async move { self.live_buckets(&snap).await })
+            .await
     }
 
     /// The live files of `snap` per (partition, bucket), level 0 included.
@@ -565,16 +573,21 @@ impl Compactor {
 
     /// Rewrite one bucket's unit in a tokio task; at most [`bucket_parallelism`] units of this
     /// compactor rewrite at once (the others wait for a slot). On error the unit's files are
-    /// deleted (see [`Rewriter::run`]).
+    /// deleted (see [`Rewriter::run`]); an input gone with the snapshot the unit was planned on
+    /// is a [`Error::CommitConflict`] ([`inputs_gone`]).
     pub(crate) fn spawn_unit(&self, bucket: Bucket, task: UnitTask) -> JoinHandle<Result<Done>> {
         let rewriter = self.rewriter.clone();
         let slots = self.slots.clone();
+        let sm = self.table.snapshot_manager();
         tokio::spawn(async move {
             let _slot = slots
                 .acquire_owned()
                 .await
                 .map_err(|_| Error::invalid("the compaction slots were closed"))?;
-            let result = rewriter.run(&bucket.bucket_dir, &task).await?;
+            let result = match rewriter.run(&bucket.bucket_dir, &task).await {
+                Ok(result) => result,
+                Err(e) => return Err(inputs_gone(&sm, bucket.base_snapshot, e).await),
+            };
             Ok(Done {
                 bucket,
                 task,
@@ -678,6 +691,20 @@ impl Done {
 }
 
 /// The outcome of a task of [`Compactor::spawn_unit`].
+/// `err` from rewriting a unit planned on snapshot `base`: when it is a missing input and `base`
+/// expired meanwhile, a concurrent compaction replaced the inputs and expiration deleted them,
+/// which is a conflict (nothing was committed; planning again sees the new files).
+async fn inputs_gone(sm: &SnapshotManager, base: Option<i64>, err: Error) -> Error {
+    let Some(id) = base else { return err };
+    match sm.expired_while_reading(id, err).await {
+        Error::SnapshotExpired { detail, .. } => Error::CommitConflict(format!(
+            "the inputs of a compaction planned on snapshot {id} were replaced by a concurrent compaction and \
+             expired meanwhile: {detail}"
+        )),
+        err => err,
+    }
+}
+
 pub(crate) async fn joined(handle: JoinHandle<Result<Done>>) -> Result<Done> {
     tasks::joined(handle, "a compaction task").await
 }

@@ -23,10 +23,12 @@ use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use super::job::Bucket;
+use super::rewriter::UnitTask;
 use super::*;
 use crate::commit::{CommitMessage, FileStoreCommit};
 use crate::error::ErrorKind;
 use crate::io::FileIO;
+use crate::maintenance::{expire_snapshots, ExpireConfig};
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::{read_splits, ReadContext};
 use crate::scan::plan::plan_changes;
@@ -437,14 +439,7 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
     history(&table, false).await;
     let before = read(&table, &[]).await;
     let slow = Compactor::new(table.clone()).unwrap();
-    let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
-    let mut work = Vec::new();
-    for b in slow.live_buckets(&snap).await.unwrap() {
-        if let Some(task) = slow.pick(&b.files, true).unwrap() {
-            work.push((b, task));
-        }
-    }
-    let done = slow.rewrite_all(work, None).await.unwrap();
+    let done = slow.rewrite_all(plan_full(&slow, &table).await, None).await.unwrap();
     let written: Vec<String> = done
         .iter()
         .flat_map(|d| {
@@ -474,12 +469,14 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
     assert_eq!(read(&table, &[]).await, before);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_appends_are_rebased() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), &[]).await;
-    history(&table, false).await;
-    let slow = Compactor::new(table.clone()).unwrap();
+/// Expire every snapshot but the latest (and the files only they used).
+async fn expire_all_but_latest(table: &Table) {
+    let config = ExpireConfig { retain_min: 1, retain_max: 1, older_than_ms: i64::MAX, max_deletes: 1000 };
+    expire_snapshots(table, &config).await.unwrap();
+}
+
+/// The buckets of `slow`'s plan of the latest snapshot, with their full-compaction units.
+async fn plan_full(slow: &Compactor, table: &Table) -> Vec<(Bucket, UnitTask)> {
     let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
     let mut work = Vec::new();
     for b in slow.live_buckets(&snap).await.unwrap() {
@@ -487,7 +484,70 @@ async fn concurrent_appends_are_rebased() {
             work.push((b, task));
         }
     }
-    let done = slow.rewrite_all(work, None).await.unwrap();
+    work
+}
+
+/// A compaction whose inputs were compacted by another job and then expired with the snapshot
+/// it was planned on conflicts (nothing committed, the table unchanged), rather than failing
+/// as a missing file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_expired_with_the_planned_snapshot_are_a_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[]).await;
+    history(&table, false).await;
+    let slow = Compactor::new(table.clone()).unwrap();
+    let work = plan_full(&slow, &table).await;
+    assert!(!work.is_empty());
+    compact(&table, true).await.snapshot_id.expect("the fast one commits");
+    write(&table, &rows("b", &[(1, Some(-5))]), INSERT).await;
+    expire_all_but_latest(&table).await;
+    let before = read(&table, &[]).await;
+    let snapshots = table.snapshot_manager().latest().await.unwrap().unwrap().id;
+    let Err(err) = slow.rewrite_all(work, None).await else { panic!("the rewrite of vanished inputs succeeded") };
+    assert_eq!(err.kind(), ErrorKind::CommitConflict, "{err}");
+    assert_eq!(read(&table, &[]).await, before);
+    assert_eq!(table.snapshot_manager().latest().await.unwrap().unwrap().id, snapshots);
+}
+
+/// Planning the latest snapshot starts again on the new latest when that snapshot expires
+/// while it is read (its manifests deleted under the planner).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planning_restarts_on_the_new_latest_when_the_latest_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[]).await;
+    history(&table, false).await;
+    let compactor = Compactor::new(table.clone()).unwrap();
+    let first = table.snapshot_manager().latest().await.unwrap().unwrap().id;
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let (read_from, planned) = table
+        .snapshot_manager()
+        .read_latest(|snap| {
+            let (table, compactor, calls) = (&table, &compactor, &calls);
+            async move {
+                if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    compact(table, true).await;
+                    write(table, &rows("b", &[(1, Some(-5))]), INSERT).await;
+                    expire_all_but_latest(table).await;
+                }
+                compactor.live_buckets(&snap).await
+            }
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(calls.into_inner(), 2);
+    let latest = table.snapshot_manager().latest().await.unwrap().unwrap().id;
+    assert!(read_from.id == latest && latest > first, "planned {} of {first}..{latest}", read_from.id);
+    assert_eq!(planned.len(), buckets(&table).await.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_are_rebased() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[]).await;
+    history(&table, false).await;
+    let slow = Compactor::new(table.clone()).unwrap();
+    let done = slow.rewrite_all(plan_full(&slow, &table).await, None).await.unwrap();
     // a writer commits new level-0 files meanwhile: the inputs stay live
     write(&table, &rows("b", &[(1, Some(-5))]), INSERT).await;
     let before = read(&table, &[]).await;

@@ -56,22 +56,29 @@ pub async fn commit_visible(
                 ids.extend(id);
                 return Ok(ids);
             }
-            Err(e) if e.kind() == ErrorKind::CommitConflict => last_error = Some(e),
-            Err(e) => return Err(e),
+            Err(e) if matches!(e.kind(), ErrorKind::CommitConflict | ErrorKind::SnapshotExpired) => {
+                last_error = Some(e)
+            }
+            Err(e) => return Err(landed_unseen(table, &ids, &format!("compacting its buckets failed: {e}"))),
         }
         tokio::time::sleep(MAX_WAIT.min(Duration::from_millis(10 << round.min(6)))).await;
     }
     let reason = last_error.map_or_else(String::new, |e| format!(": {e}"));
-    Err(Error::Io {
+    Err(landed_unseen(table, &ids, &format!("compacting its buckets kept conflicting with concurrent compactions{reason}")))
+}
+
+/// The error of a write that landed as snapshots `ids` but is not visible yet: never a kind a
+/// caller would take for "nothing landed" and write again.
+fn landed_unseen(table: &Table, ids: &[i64], why: &str) -> Error {
+    Error::Io {
         path: table.location().to_string(),
         source: object_store::Error::Generic {
             store: "commit",
             source: format!(
-                "the write landed (snapshots {ids:?}) but is not visible yet: compacting its buckets kept conflicting \
-                 with concurrent compactions{reason}; it becomes visible at the next compaction of those buckets \
-                 (e.g. `compact()`), do not write it again"
+                "the write landed (snapshots {ids:?}) but is not visible yet: {why}; it becomes visible at the next \
+                 compaction of those buckets (e.g. `compact()`), do not write it again"
             )
             .into(),
         },
-    })
+    }
 }

@@ -36,7 +36,6 @@ use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::merge::{merge_sorted_runs, MergeConfig};
 use crate::read::merge_fn::MergeEngineConfig;
 use crate::read::sorted_runs;
-use crate::scan::plan::expired_while_reading;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{Split, SplitFile};
 use crate::table::Table;
@@ -181,7 +180,7 @@ impl ReadContext {
     }
 
     /// Stream the rows of one split. A file missing because the split's snapshot expired
-    /// meanwhile is [`Error::SnapshotExpired`] (see [`expired_while_reading`]).
+    /// meanwhile is [`Error::SnapshotExpired`] (see [`crate::snapshots::SnapshotManager::expired_while_reading`]).
     pub async fn read_split(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         if let Some(branch) = split.branch.as_deref().filter(|b| *b != self.table.branch()) {
             let other = self.branch_read(branch).await?;
@@ -200,10 +199,10 @@ impl ReadContext {
             Ok(rows) => Ok(rows
                 .or_else(move |e| {
                     let table = table.clone();
-                    async move { Err(expired_while_reading(&table, id, e).await) }
+                    async move { Err(table.snapshot_manager().expired_while_reading(id, e).await) }
                 })
                 .boxed()),
-            Err(e) => Err(expired_while_reading(&table, id, e).await),
+            Err(e) => Err(table.snapshot_manager().expired_while_reading(id, e).await),
         }
     }
 

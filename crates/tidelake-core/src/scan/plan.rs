@@ -27,7 +27,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataField;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::fallback::add_fallback_splits;
 use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
@@ -107,12 +107,23 @@ pub async fn plan_scan(table: &Table, request: &ScanRequest) -> Result<ScanPlan>
     Ok(plan)
 }
 
-/// Plan a batch scan of the table's own branch.
+/// Plan a batch scan of the table's own branch. A latest read whose snapshot expires while it
+/// is planned plans the new latest ([`crate::snapshots::SnapshotManager::read_latest`]); time
+/// travel to a snapshot that expires meanwhile is [`Error::SnapshotExpired`].
 pub(crate) async fn plan_branch(table: &Table, request: &ScanRequest) -> Result<ScanPlan> {
+    let sm = table.snapshot_manager();
+    if let SnapshotSelector::Latest = request.snapshot {
+        let schema = with_options(table.schema().clone(), &request.options);
+        let filter = request.filter.as_ref().map(|p| p.bind(&schema.fields)).transpose()?;
+        let planner = Planner::new(table, &schema, filter)?;
+        let planned = sm.read_latest(|snap| planner.plan(snap)).await?;
+        let (snapshot, splits) = planned.map_or((None, Vec::new()), |(snap, splits)| (Some(snap), splits));
+        return Ok(ScanPlan { snapshot, schema, splits });
+    }
     let snapshot = resolve_snapshot(table, &request.snapshot).await?;
-    let schema = match (&request.snapshot, &snapshot) {
-        (SnapshotSelector::Latest, _) | (_, None) => table.schema().clone(),
-        (_, Some(s)) => table.schema_by_id(s.schema_id).await?,
+    let schema = match &snapshot {
+        None => table.schema().clone(),
+        Some(s) => table.schema_by_id(s.schema_id).await?,
     };
     let schema = with_options(schema, &request.options);
     let Some(snap) = snapshot else {
@@ -120,30 +131,11 @@ pub(crate) async fn plan_branch(table: &Table, request: &ScanRequest) -> Result<
     };
     let filter = request.filter.as_ref().map(|p| p.bind(&schema.fields)).transpose()?;
     let planner = Planner::new(table, &schema, filter)?;
-    let planned = async {
-        let entries = planner.live_entries(&snap).await?;
-        let deletion = planner.deletion_files(&snap).await?;
-        planner.splits(snap.id, entries, &deletion)
-    };
-    let splits = match planned.await {
+    let splits = match planner.plan(snap.clone()).await {
         Ok(splits) => splits,
-        Err(e) => return Err(expired_while_reading(table, snap.id, e).await),
+        Err(e) => return Err(sm.expired_while_reading(snap.id, e).await),
     };
     Ok(ScanPlan { snapshot: Some(snap), schema, splits })
-}
-
-/// `err`, met while reading snapshot `id`, as [`Error::SnapshotExpired`] when it is a missing
-/// file and snapshot `id` no longer exists (expiration deleted it and its files meanwhile);
-/// otherwise `err` unchanged (a file missing from a snapshot that still exists is damage, not
-/// a race).
-pub(crate) async fn expired_while_reading(table: &Table, id: i64, err: Error) -> Error {
-    if err.kind() != ErrorKind::NotFound {
-        return err;
-    }
-    match table.snapshot_manager().exists(id).await {
-        Ok(false) => Error::SnapshotExpired { id, detail: err.to_string() },
-        _ => err,
-    }
 }
 
 /// Plan a read of the changes that snapshots `(start_exclusive, end_inclusive]` committed, in
@@ -403,6 +395,13 @@ impl<'a> Planner<'a> {
         let skip_level0 =
             has_primary_key && opts.batch_scan_skip_level0().map_err(|e| Error::from_spec("table options", e))?;
         Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, has_primary_key, skip_level0 })
+    }
+
+    /// The splits of `snap` (its live files, deletion vectors applied).
+    async fn plan(&self, snap: Snapshot) -> Result<Vec<Split>> {
+        let entries = self.live_entries(&snap).await?;
+        let deletion = self.deletion_files(&snap).await?;
+        self.splits(snap.id, entries, &deletion)
     }
 
     fn partition_fields(&self) -> Vec<&DataField> {

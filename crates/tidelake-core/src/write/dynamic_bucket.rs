@@ -59,12 +59,13 @@ impl DynamicBucketAssigner {
     /// partition); with `ignore_previous` (overwrites) start from an empty index.
     pub async fn new(table: &Table, target_rows: u64, ignore_previous: bool) -> Result<Self> {
         let mut existing: HashMap<Vec<u8>, Vec<(i32, IndexFileMeta)>> = HashMap::new();
-        let latest = if ignore_previous { None } else { table.snapshot_manager().latest().await? };
-        if let Some(snap) = latest {
-            for e in live_index_entries(table, &snap).await? {
-                if e.index_file.index_type == HASH_INDEX {
-                    existing.entry(e.partition).or_default().push((e.bucket, e.index_file));
-                }
+        let live = match ignore_previous {
+            true => None,
+            false => table.snapshot_manager().read_latest(|snap| async move { live_index_entries(table, &snap).await }).await?,
+        };
+        for e in live.map_or_else(Vec::new, |(_, entries)| entries) {
+            if e.index_file.index_type == HASH_INDEX {
+                existing.entry(e.partition).or_default().push((e.bucket, e.index_file));
             }
         }
         Ok(DynamicBucketAssigner {

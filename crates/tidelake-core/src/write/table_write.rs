@@ -40,6 +40,7 @@ use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{DataFileMeta, FileKind, FileSource};
 use tidelake_spec::options::ChangelogProducer;
 use tidelake_spec::schema::TableSchema;
+use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
 use crate::commit::message::CommitMessage;
@@ -639,11 +640,16 @@ fn split_by_bucket(buckets: &[i32]) -> Vec<(i32, UInt32Array)> {
 type RestoredState = (HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>, i64);
 
 async fn restore(table: &Table) -> Result<RestoredState> {
+    let restored = table.snapshot_manager().read_latest(|snap| async move { restore_from(table, &snap).await }).await?;
+    Ok(match restored {
+        Some((snap, (restored, partitions))) => (restored, partitions, snap.id),
+        None => (HashMap::new(), HashMap::new(), 0),
+    })
+}
+
+async fn restore_from(table: &Table, snap: &Snapshot) -> Result<(HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>)> {
     let mut restored: HashMap<(Vec<u8>, i32), Restored> = HashMap::new();
     let mut partitions = HashMap::new();
-    let Some(snap) = table.snapshot_manager().latest().await? else {
-        return Ok((restored, partitions, 0));
-    };
     let (base, delta) = futures::try_join!(read_list(table, &snap.base_manifest_list), read_list(table, &snap.delta_manifest_list))?;
     let metas: Vec<_> = base.into_iter().chain(delta).collect();
     for e in merge_entries(read_manifests(table, &metas).await?)? {
@@ -654,5 +660,5 @@ async fn restore(table: &Table) -> Result<RestoredState> {
         let r = restored.entry((e.partition, e.bucket)).or_insert(Restored { max_sequence: -1 });
         r.max_sequence = r.max_sequence.max(e.file.max_sequence_number);
     }
-    Ok((restored, partitions, snap.id))
+    Ok((restored, partitions))
 }

@@ -19,7 +19,9 @@
 //! only the nearest tag): every name referenced by the live files of `end`, by the deltas of
 //! every later snapshot — re-listed after planning so commits made meanwhile count — and by
 //! the tags that can share files with the expired range (from the last tag before `begin` up
-//! to `end`, plus any tag past the latest snapshot), with their changelog files.
+//! to `end`, plus any tag past the latest snapshot), with their changelog files; and (deviation
+//! from Java, which does not) everything every other branch references, listed after the
+//! snapshot files are deleted.
 //!
 //! The range and its order are the protocol committers rely on (see [`crate::snapshots`]):
 //! * the range starts at the *true* earliest snapshot
@@ -44,7 +46,8 @@
 //! Cost: O(expired snapshots), not O(history). A run that expires nothing reads the two hints,
 //! checks three or four snapshot files and reads one: no listing. A run that expires reads the
 //! expired snapshots, the deltas of the retained snapshots after the new earliest (the
-//! protection above) and the tags.
+//! protection above), the tags, and one listing of `branch/` (plus every root of each branch
+//! there is).
 //!
 //! Not supported: a decoupled changelog lifecycle (`changelog.num-retained.*` /
 //! `changelog.time-retained` beyond the snapshot retention) is [`Error::Unsupported`].

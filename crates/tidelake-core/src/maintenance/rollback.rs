@@ -12,7 +12,8 @@
 //!    files of the oldest one, which covers files of expired snapshots in between), the live
 //!    files of the removed tags and all their metadata, except what the target references.
 //!    Tags that remain are older than the target, so by file-history continuity they can only
-//!    reference such files if the target does too.
+//!    reference such files if the target does too; other branches' references are kept
+//!    (unlike Java), as they may share any file.
 //!
 //! Everything is read before anything is deleted. Like Java, this is not safe against
 //! concurrent writers: stop them first.

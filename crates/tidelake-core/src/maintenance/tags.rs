@@ -8,9 +8,10 @@
 //!   only deletes the tag file. Otherwise the tag was the last thing keeping its files, and
 //!   they are deleted unless the neighbours reference them: the previous tag and the nearest
 //!   later root (the earliest snapshot or the next tag, whichever is older). By file-history
-//!   continuity (a file live at two points is live in between) nothing else can. Unlike Java,
-//!   the tag's changelog files are deleted too (expiration keeps them for tags, see
-//!   [`super::expire`]).
+//!   continuity (a file live at two points is live in between) nothing else on this branch
+//!   can; other branches' references are added (unlike Java), listed after the tag file is
+//!   deleted. Unlike Java, the tag's changelog files are deleted too (expiration keeps them for
+//!   tags, see [`super::expire`]).
 //! * Expiring: tags whose `tagCreateTime + tagTimeRetained` has passed are deleted as above.
 
 use std::sync::Arc;

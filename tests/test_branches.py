@@ -124,6 +124,9 @@ def test_cli_branches(table):
     invoke("branches", "create", path, "t", "--tag", "t1")
     assert json.loads(invoke("branches", path, "--json").stdout) == ["b", "e", "t"]
     assert invoke("branches", "list", path).stdout.splitlines() == ["b", "e", "t", "(3 branches)"]
+    info = json.loads(invoke("--branch", "b", "info", path, "--json").stdout)
+    assert info["branch"] == "b" and info["branches"] == ["b", "e", "t"] and len(info["snapshots"]) == 1
+    assert "branch: main; other branches: b, e, t" in invoke("info", path).stdout
     cat = invoke("--branch", "b", "cat", path, "--json").stdout
     assert [json.loads(line) for line in cat.splitlines()] == [{"p": 1, "v": 1}]
     assert "--branch" in invoke("--help").stdout

@@ -372,6 +372,8 @@ def test_branches_both_ways(java, tmp_path, sc, writer):
         t = tidelake_write(java, wh, sc)
         label = "B tidelake-wrote"
     tables = _compare_branches(java, t, wh, label)
+    dev = tidelake.Catalog(wh).get_table(f"db.{sc.name}$branch_dev")  # Paimon's identifier
+    assert dev.branch == "dev" and dev.to_arrow().equals(tables["dev"].to_arrow())
     if sc is BRANCHES:
         assert sorted(tables) == ["dev", "fb", "main"]
         # p9 is only in the fallback branch; main's p0 hides the fallback's p0 row.

@@ -368,6 +368,8 @@ def _info_dict(t: Table) -> dict[str, Any]:
         "options": t.options,
         "snapshots": [s.to_dict() for s in snaps],
         "tags": [tag.to_dict() for tag in t.tags()],
+        "branch": t.branch,
+        "branches": t.branches(),
     }
 
 
@@ -442,6 +444,8 @@ def info(path: str, as_json: bool) -> None:
     click.echo(f"tags: {len(d['tags'])}")
     if d["tags"]:
         _print_table([[tg["name"], tg["snapshot_id"]] for tg in d["tags"]], ["tag", "snapshot"])
+    click.echo("")
+    click.echo(f"branch: {d['branch']}; other branches: {', '.join(d['branches']) or '-'}")
 
 
 @main.command(short_help="List the snapshots of a table.")

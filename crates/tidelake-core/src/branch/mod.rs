@@ -4,7 +4,8 @@
 //! Layout: branch `b` keeps its `snapshot/`, `schema/`, `tag/`, `changelog/` and `consumer/`
 //! directories under `branch/branch-b/`; data, manifest, index and statistics files stay at the
 //! table root, shared by all branches. The main branch, `main`, is the table root itself. This
-//! module is the only place that knows the `branch/branch-` prefix ([`branch_io`]).
+//! module is the only place that knows the `branch/branch-` prefix ([`branch_io`]) and the
+//! `table$branch_<name>` identifiers of catalogs ([`split_branch_suffix`]).
 //!
 //! Names (Java `validateBranch`): not `main`, not blank, not only digits; and, stricter than
 //! Java, no `/` (a name must not leave `branch/`).
@@ -41,6 +42,15 @@ const BRANCH_DIR: &str = "branch";
 const BRANCH_PREFIX: &str = "branch-";
 const SNAPSHOT_DIR: &str = "snapshot";
 const TAG_DIR: &str = "tag";
+
+/// Java `Identifier`'s `table$branch_<name>`: the table name and the branch it names (`None`:
+/// the main branch).
+pub fn split_branch_suffix(object: &str) -> (&str, Option<&str>) {
+    match object.split_once("$branch_") {
+        Some((table, branch)) => (table, Some(branch)),
+        None => (object, None),
+    }
+}
 
 /// The directory of branch `name` relative to the table root.
 fn branch_dir(name: &str) -> String {

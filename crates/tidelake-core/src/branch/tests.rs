@@ -246,3 +246,20 @@ async fn expiring_a_branch_keeps_what_main_references() {
     assert_eq!(rows(&main).await, vec![(1, 1)]);
     assert!(dir.path().join("snapshot/snapshot-1").is_file());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_opens_a_branch_by_its_paimon_identifier() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("db.db")).unwrap();
+    let main = new_table(&dir.path().join("db.db/t")).await;
+    append(&main, &[(1, 1)]).await;
+    create_branch(&main, "dev", &BranchStart::Empty).await.unwrap();
+    append(&branch(&main, "dev").await, &[(2, 2)]).await;
+    let catalog = crate::catalog::Catalog::new(FileIO::open(dir.path().to_str().unwrap()).unwrap());
+    let dev = catalog.get_table("db.t$branch_dev").await.unwrap();
+    assert_eq!(dev.branch(), "dev");
+    assert_eq!(rows(&dev).await, vec![(2, 2)]);
+    assert_eq!(rows(&catalog.get_table("db.t").await.unwrap()).await, vec![(1, 1)]);
+    let err = catalog.get_table("db.t$branch_nope").await.unwrap_err();
+    assert!(err.kind() == ErrorKind::NotFound && err.to_string().contains("branch 'nope'"), "{err}");
+}

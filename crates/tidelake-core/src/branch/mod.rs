@@ -155,7 +155,12 @@ pub async fn create_branch(table: &Table, name: &str, start: &BranchStart) -> Re
         claimed = true;
     }
     let Some(snapshot) = snapshot else { return Ok(()) };
-    target.write(&snapshot_path(snapshot.id), snapshot.to_json().into_bytes()).await?;
+    // The snapshot file as it is (Java copies it); a tag whose snapshot expired gives its own.
+    let snapshot_file = match source.read_opt(&snapshot_path(snapshot.id)).await? {
+        Some(bytes) => bytes,
+        None => snapshot.to_json().into_bytes().into(),
+    };
+    target.write(&snapshot_path(snapshot.id), snapshot_file).await?;
     let still_there = match (start, tag_bytes) {
         (BranchStart::Tag(tag), Some(bytes)) => {
             target.write(&tag_path(tag), bytes).await?;
@@ -168,7 +173,11 @@ pub async fn create_branch(table: &Table, name: &str, start: &BranchStart) -> Re
         return Err(Error::not_found(
             "snapshot",
             format!(
-                "the start of branch '{name}' ({start:?}) was deleted from {} while the branch was created",
+                "the start of branch '{name}' ({}) was deleted from {} while the branch was created",
+                match start {
+                    BranchStart::Tag(tag) => format!("tag '{tag}'"),
+                    _ => format!("snapshot {}", snapshot.id),
+                },
                 source.location()
             ),
         ));

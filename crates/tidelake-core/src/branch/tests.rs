@@ -12,6 +12,7 @@ use crate::commit::FileStoreCommit;
 use crate::error::ErrorKind;
 use crate::maintenance::expire::{expire_snapshots, ExpireConfig};
 use crate::maintenance::orphans::remove_orphan_files;
+use crate::maintenance::rollback::{rollback_to, RollbackTarget};
 use crate::maintenance::tags::{create_tag, delete_tag};
 use crate::read::split_read::{collect_splits, ReadContext};
 use crate::scan::{plan_scan, ScanRequest};
@@ -262,4 +263,21 @@ async fn a_catalog_opens_a_branch_by_its_paimon_identifier() {
     assert_eq!(rows(&catalog.get_table("db.t").await.unwrap()).await, vec![(1, 1)]);
     let err = catalog.get_table("db.t$branch_nope").await.unwrap_err();
     assert!(err.kind() == ErrorKind::NotFound && err.to_string().contains("branch 'nope'"), "{err}");
+}
+
+/// Rolling main back deletes what its newer snapshots added, except what a branch created from
+/// one of them still reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_main_back_keeps_what_a_branch_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = new_table(dir.path()).await;
+    append(&main, &[(1, 1)]).await;
+    append(&main, &[(2, 2)]).await;
+    append(&main, &[(3, 3)]).await;
+    create_branch(&main, "b", &BranchStart::Snapshot(2)).await.unwrap();
+    let result = rollback_to(&main, &RollbackTarget::Snapshot(1)).await.unwrap();
+    assert_eq!(result.snapshots, 2);
+    assert_eq!(result.deleted.data_files, 1, "only the file of snapshot 3 goes");
+    assert_eq!(rows(&main).await, vec![(1, 1)]);
+    assert_eq!(rows(&branch(&main, "b").await).await, vec![(1, 1), (2, 2)]);
 }

@@ -19,7 +19,7 @@ import pytest
 
 import tidelake
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
-from _java import Scenario, compare_all, compare_read, java_write, tidelake_write
+from _java import Scenario, compare_all, compare_read, java_write, tidelake_write, to_arrow
 
 # ---- types ---------------------------------------------------------------------------------------
 
@@ -371,9 +371,14 @@ def test_branches_both_ways(java, tmp_path, sc, writer):
     else:
         t = tidelake_write(java, wh, sc)
         label = "B tidelake-wrote"
+        # Java 1.3.1 cannot create a branch from a snapshot; it reads one tidelake created.
+        from_snapshot = t.create_branch("from-snapshot", from_snapshot=1)
+        from_snapshot.write(to_arrow(from_snapshot.schema, [[40, "p4", 400, "s"]]))
     tables = _compare_branches(java, t, wh, label)
     dev = tidelake.Catalog(wh).get_table(f"db.{sc.name}$branch_dev")  # Paimon's identifier
     assert dev.branch == "dev" and dev.to_arrow().equals(tables["dev"].to_arrow())
+    if writer == "tidelake":
+        assert [r["k"] for r in tables.pop("from-snapshot").to_arrow().to_pylist() if r["p"] == "p4"] == [40]
     if sc is BRANCHES:
         assert sorted(tables) == ["dev", "fb", "main"]
         # p9 is only in the fallback branch; main's p0 hides the fallback's p0 row.

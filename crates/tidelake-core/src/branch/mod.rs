@@ -25,6 +25,10 @@
 //!   at or after that point, then the target's files are copied over). Java also copies the
 //!   target's hint files; here only snapshot files are copied and hints are left to be
 //!   re-derived, so a copied `EARLIEST` never points past the current branch's older snapshots.
+//!   As in Java (and as rollback), this replaces history: a commit to the current branch racing
+//!   it can be overwritten, so its writers must be stopped first;
+//! * deleting a branch deletes its directory (Java `dropBranch`); writers of that branch must be
+//!   stopped first (a commit landing afterwards leaves an unreadable directory behind).
 
 use tidelake_spec::snapshot::parse_snapshot_file_name;
 

@@ -61,6 +61,11 @@ def test_branches_are_created_read_written_and_deleted(table, tmp_path):
     assert {s.branch for s in splits} == {"b"}
     assert sorted((r["p"], r["v"]) for s in splits for r in s.read().read_all().to_pylist()) == [(1, 1), (2, 20)]
 
+    branches = table.system("branches")
+    assert branches.column_names == ["branch_name", "create_time"]  # Java's BranchesTable
+    assert branches.column("branch_name").to_pylist() == ["b", "empty", "from-tag"]
+    assert branches.column("create_time").null_count == 0
+
     table.delete_branch("empty")
     assert table.branches() == ["b", "from-tag"]
 

@@ -555,5 +555,5 @@ class Table:
     def system(self, name: str) -> "pa.Table":
         """A Paimon system table (``table$name``) as a pyarrow.Table: ``snapshots``, ``schemas``,
         ``options``, ``files``, ``manifests``, ``partitions``, ``buckets``, ``tags``,
-        ``consumers`` or ``audit_log``."""
+        ``consumers``, ``branches`` or ``audit_log``."""
         return self._raw.system_table(name)

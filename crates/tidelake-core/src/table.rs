@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::io::FileIO;
 use crate::snapshots::SnapshotManager;
 
-const SCHEMA_DIR: &str = "schema";
+pub(crate) const SCHEMA_DIR: &str = "schema";
 
 /// An opened table. Cheap to clone.
 #[derive(Clone, Debug)]

@@ -18,7 +18,7 @@
 //!   of one name one fails), then the starting snapshot (and the tag file when starting from a
 //!   tag), and finally checks that the starting snapshot or tag still exists in its source:
 //!   maintenance lists branches only after deleting snapshot and tag files (see
-//!   [`crate::maintenance::refs::other_branch_roots`]), so either it saw the new branch or the
+//!   `maintenance::refs::protect_other_branches`), so either it saw the new branch or the
 //!   creation fails and removes the branch;
 //! * fast-forwarding replaces the current branch's history from the target's earliest
 //!   snapshot on (Java's steps: the `LATEST` hint goes first, then snapshots, schemas and tags
@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::io::FileIO;
 use crate::maintenance::consumers::check_name;
 use crate::maintenance::{snapshot_path, tag_path, LATEST_HINT_PATH};
+use crate::snapshots::{SNAPSHOT_DIR, TAG_DIR};
 use crate::table::{list_schema_ids, schema_path, Table};
 
 /// The default branch: the table root.
@@ -44,8 +45,6 @@ pub const MAIN_BRANCH: &str = "main";
 pub const SCAN_FALLBACK_BRANCH: &str = "scan.fallback-branch";
 const BRANCH_DIR: &str = "branch";
 const BRANCH_PREFIX: &str = "branch-";
-const SNAPSHOT_DIR: &str = "snapshot";
-const TAG_DIR: &str = "tag";
 
 /// Java `Identifier`'s `table$branch_<name>`: the table name and the branch it names (`None`:
 /// the main branch).

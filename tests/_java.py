@@ -300,11 +300,13 @@ def _ident_job(t: tidelake.Table) -> tuple[str, dict[str, Any]]:
     return f"db.{pathlib.Path(t.path).name}", ({"branch": t.branch} if t.branch != "main" else {})
 
 
-def _hides_level_0(t: tidelake.Table) -> bool:
+def _batch_scans_hide_files(t: tidelake.Table) -> bool:
     """Java's batch scans (also incremental ones) skip level-0 files of deletion-vector and
-    first-row tables; its streaming reads do not."""
+    first-row tables and the postpone bucket of postpone-bucket tables; its streaming reads do
+    not (without a changelog producer)."""
     o = t.options
-    return o.get("deletion-vectors.enabled", "").lower() == "true" or o.get("merge-engine") == "first-row"
+    return (o.get("deletion-vectors.enabled", "").lower() == "true" or o.get("merge-engine") == "first-row"
+            or o.get("bucket") == "-2")
 
 
 def compare_changes(java: JavaOracle, t: tidelake.Table, warehouse: str, label: str, start: int, end: int) -> list[str]:
@@ -318,7 +320,7 @@ def compare_changes(java: JavaOracle, t: tidelake.Table, warehouse: str, label: 
     # Java 1.3.1 plans an incremental read of a table with a fallback branch on the fallback
     # branch too, with the same snapshot range (FallbackReadScan.plan), and fails when that
     # branch has fewer snapshots: its streaming read, which ignores the fallback, is the oracle.
-    if not _hides_level_0(t) and "scan.fallback-branch" not in t.options:
+    if not _batch_scans_hide_files(t) and "scan.fallback-branch" not in t.options:
         reads["incremental"] = {"options": {"incremental-between": f"{start},{end}"}}
     for how, job in reads.items():
         answer = java.run({"op": "read", "warehouse": warehouse, "table": ident, **on_branch, **job})

@@ -69,6 +69,26 @@ def concurrent_upserts(table_path: str, worker: int, commits: int, rows_per_comm
     return out
 
 
+def postpone_writer(table_path: str, worker: int, rounds: int, go_file: str, ready_dir: str) -> list[dict[str, Any]]:
+    """Wait for ``go_file``, then commit ``rounds`` upserts of the 5 keys this worker owns (in
+    partition ``a`` of a postpone-bucket table), each round with new values. Returns per commit
+    the keys, the value and the snapshot ids (empty when the commit raised)."""
+    t = tidelake.open_table(table_path)
+    start_together(ready_dir, str(worker), go_file)
+    out = []
+    for r in range(rounds):
+        keys = [worker * 100 + i for i in range(5)]
+        value = worker * 1000 + r
+        rec: dict[str, Any] = {"keys": keys, "value": value, "round": (r, worker), "ids": []}
+        try:
+            rec["ids"] = [t.upsert(pa.table({"k": pa.array(keys, pa.int32()), "p": ["a"] * 5,
+                                             "v": pa.array([value] * 5, pa.int64())}, schema=t.schema))]
+        except tidelake.CommitConflictError as e:
+            rec["conflict"] = str(e)
+        out.append(rec)
+    return out
+
+
 def compactor_loop(table_path: str, go_file: str, stop_file: str, ready_dir: str,
                    storage_options: dict | None = None) -> dict[str, int]:
     """Compact the table over and over while writers commit, until ``stop_file`` appears."""

@@ -117,6 +117,11 @@ def _fmt_time(ms: int | None) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 row``, ``2 rows``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _width(text: str) -> int:
     """Terminal columns of ``text`` (East Asian wide characters take two)."""
     if text.isascii():
@@ -598,7 +603,8 @@ def files(path: str, snapshot_id: int | None, tag: str | None, as_json: bool) ->
     _print_table([[r["partition"] or "-", r["bucket"], r["file"], r["level"], r["rows"], r["size"],
                    r["deleted_rows"]] for r in rows],
                  ["partition", "bucket", "file", "level", "rows", "size", "deleted"])
-    click.echo(f"({len(rows)} files, {sum(r['rows'] for r in rows)} rows, {sum(r['size'] for r in rows)} bytes)")
+    click.echo(f"({_count(len(rows), 'file')}, {_count(sum(r['rows'] for r in rows), 'row')}, "
+               f"{_count(sum(r['size'] for r in rows), 'byte')})")
 
 
 @main.command(short_help="Print the rows of a table (or of a snapshot, tag or time).")
@@ -650,7 +656,7 @@ def cat(path: str, snapshot_id: int | None, tag: str | None, timestamp_ms: int |
                 rows.append([_cell(row[n]) for n in names])
     if not as_json:
         _print_table(rows, names)
-        click.echo(f"({count} rows)")
+        click.echo(f"({_count(count, 'row')})")
 
 
 # ---- maintenance: argument types and helpers ----------------------------------------------------
@@ -1176,7 +1182,7 @@ def system(path: str, name: str, limit: int | None, as_json: bool) -> None:
         _emit_json([{k: _json_value(v) for k, v in r.items()} for r in rows])
         return
     _print_table([[_cell(r[c]) for c in tbl.column_names] for r in rows], tbl.column_names)
-    click.echo(f"({len(rows)} rows)")
+    click.echo(f"({_count(len(rows), 'row')})")
 
 
 # ---- compaction -----------------------------------------------------------------------------------

@@ -100,6 +100,11 @@ def _routed(df: "DataFrame", where: io.Location, kind: str, overwrite: bool, shu
         if shuffle:
             raise InvalidArgumentError("shuffle=True needs a primary-key table; append tables are written as they are")
         return df
+    if bucket == -2:  # postpone: any task writes any row to bucket-postpone, as Paimon's Spark writer
+        if shuffle:
+            raise InvalidArgumentError("postpone-bucket tables (bucket = -2) are written as they are; "
+                                       "shuffle=True is not allowed")
+        return df
     if bucket == -1:
         if shuffle is False:
             raise InvalidArgumentError("dynamic-bucket tables (bucket = -1) must be written with one task per "

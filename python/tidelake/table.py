@@ -54,7 +54,8 @@ def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys
         primary_keys: makes a primary-key table (upserts, deletes, merge engines).
         partition_keys: partition columns.
         bucket: fixed bucket count (> 0), or -1 (the default) for dynamic buckets on
-            primary-key tables and bucket-unaware append tables.
+            primary-key tables and bucket-unaware append tables, or -2 (postpone, primary-key
+            tables): writes stay invisible until :meth:`Table.compact` moves them into buckets.
         options: Paimon table options (``merge-engine``, ``changelog-producer``, ...).
 
     Raises:
@@ -434,6 +435,10 @@ class Table:
             progress: called as ``progress(buckets_done, buckets_total)`` before the first
                 bucket is rewritten and after each one (from a worker thread; exceptions are
                 ignored).
+
+        Postpone-bucket tables (``bucket=-2``) first get the rows written since the last
+        compaction moved into real buckets (a COMPACT snapshot of its own; a partition keeps its
+        bucket count, a new one gets ``postpone.default-bucket-num``, default 1).
 
         Tables with ``changelog-producer=lookup`` or ``full-compaction`` get their changelog
         (-U/+U/-D/+I) from compaction, as in Paimon: lookup tables at every compaction (a full

@@ -22,13 +22,13 @@ def arrow_input(data: Any) -> Any:
     RecordBatch, RecordBatchReader, polars DataFrame...), pandas DataFrames, a list of dicts
     (rows) or a dict of lists (columns).
     """
-    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
-        return data
     import pyarrow as pa
 
-    module = type(data).__module__
-    if module.startswith("pandas"):
+    # before the Arrow protocols: pandas >= 2.2 exports its index through them as a column
+    if type(data).__module__.startswith("pandas"):
         return pa.Table.from_pandas(data, preserve_index=False)
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        return data
     if isinstance(data, list):
         return pa.Table.from_pylist(data)
     if isinstance(data, dict):

@@ -10,6 +10,7 @@
 //!   stay readable through field ids.
 
 use arrow_schema::Schema as ArrowSchema;
+use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::schema::{check_column_name, TableSchema};
@@ -96,6 +97,9 @@ fn check_bucket_mode(schema: &TableSchema) -> Result<()> {
     let bucket = schema.options().bucket().map_err(|e| Error::from_spec("options", e))?;
     if bucket == 0 || bucket < -2 {
         return Err(Error::invalid(format!("bucket must be -1 (dynamic/unaware), -2 (postpone) or > 0, got {bucket}")));
+    }
+    if schema.primary_keys.is_empty() && bucket == POSTPONE_BUCKET {
+        return Err(Error::invalid("bucket -2 (postpone) needs a primary key; append tables take -1 or > 0"));
     }
     if schema.primary_keys.is_empty() && bucket > 0 && schema.options().get("bucket-key").is_none() {
         return Err(Error::invalid("an append table with a fixed bucket count needs the 'bucket-key' option"));

@@ -223,7 +223,7 @@ impl SnapshotManager {
 
     async fn missing_snapshot(&self, id: i64) -> Error {
         let range = match (self.earliest_id().await, self.latest_id().await) {
-            (Ok(Some(e)), Ok(Some(l))) => format!("available snapshots are {e}..={l}"),
+            (Ok(Some(e)), Ok(Some(l))) => format!("available snapshots are {e} to {l}"),
             (Ok(None), _) | (_, Ok(None)) => "the table has no snapshots".to_string(),
             _ => "the snapshot directory could not be listed".to_string(),
         };

@@ -267,6 +267,7 @@ async fn read_file(
         system,
         dv,
         batch_size,
+        None,
     )
     .await
     .unwrap_or_else(|e| panic!("{table}/{rel}: {e}"));
@@ -743,6 +744,7 @@ async fn java_layout_parquet_with_row_groups_and_deletions() {
         SystemColumns::KeyValue,
         Some(Arc::new(dv)),
         2,
+        None,
     )
     .await
     .unwrap();

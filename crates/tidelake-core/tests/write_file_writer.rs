@@ -350,6 +350,7 @@ async fn read_back(
         system,
         None,
         1000,
+        None,
     )
     .await
     .unwrap();

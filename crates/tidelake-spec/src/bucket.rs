@@ -14,6 +14,11 @@ use crate::datum::Datum;
 use crate::error::{Error, Result};
 use crate::types::DataType;
 
+/// The bucket of every file postpone-bucket tables (`bucket = -2`) write, in the
+/// `bucket-postpone` directory, until compaction moves their rows to real buckets (Java
+/// `BucketMode.POSTPONE_BUCKET`); it is also their `_TOTAL_BUCKETS`.
+pub const POSTPONE_BUCKET: i32 = -2;
+
 /// Seed of Paimon's row hash (Java `MurmurHashUtils.DEFAULT_SEED`).
 pub const ROW_HASH_SEED: u32 = 42;
 

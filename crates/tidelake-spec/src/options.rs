@@ -71,6 +71,8 @@ pub const COMMIT_MIN_RETRY_WAIT: &str = "commit.min-retry-wait";
 pub const COMMIT_MAX_RETRY_WAIT: &str = "commit.max-retry-wait";
 pub const COMMIT_TIMEOUT: &str = "commit.timeout";
 pub const DYNAMIC_BUCKET_TARGET_ROW_NUM: &str = "dynamic-bucket.target-row-num";
+/// Java `FlinkConnectorOptions.POSTPONE_DEFAULT_BUCKET_NUM` (read by Java's compaction job).
+pub const POSTPONE_DEFAULT_BUCKET_NUM: &str = "postpone.default-bucket-num";
 pub const ROW_TRACKING_ENABLED: &str = "row-tracking.enabled";
 pub const DATA_EVOLUTION_ENABLED: &str = "data-evolution.enabled";
 pub const WRITE_ONLY: &str = "write-only";
@@ -312,6 +314,12 @@ impl Options {
     /// `dynamic-bucket.target-row-num`, default 2,000,000.
     pub fn dynamic_bucket_target_row_num(&self) -> Result<i64> {
         or_default(self.get_i64(DYNAMIC_BUCKET_TARGET_ROW_NUM), 2_000_000)
+    }
+
+    /// `postpone.default-bucket-num`: buckets of a partition of a postpone-bucket table that
+    /// has none yet when its postponed rows are compacted. Default 1.
+    pub fn postpone_default_bucket_num(&self) -> Result<i32> {
+        or_default(self.get_i32(POSTPONE_DEFAULT_BUCKET_NUM), 1)
     }
 
     // ---- files ------------------------------------------------------------------------------

@@ -16,7 +16,9 @@
 //!   the same key: a new file whose key range overlaps a file committed to its bucket since the
 //!   base must hold only sequence numbers above that file's, else [`Error::CommitConflict`]
 //!   (the write must be done again by a new writer, which restores the current numbers);
-//!   writers of disjoint key ranges never conflict;
+//!   writers of disjoint key ranges never conflict; files of the postpone bucket are exempt
+//!   (unsorted, sequence -1: their order is their creation time, see `crate::write::postpone`),
+//!   so postpone writers never conflict, as in Java;
 //! * a file is added at most once in a table's life: when every new file was already committed,
 //!   the attempt is [`Verdict::Landed`] (a retry after an ambiguous failure, or the same
 //!   messages committed again); when only some were, the commit is refused.
@@ -37,6 +39,7 @@ use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::plan::{read_list, read_manifests};
 use crate::table::Table;
+use crate::write::postpone::POSTPONE_BUCKET;
 
 /// Beyond this many snapshots since the base, the live files are read instead of the deltas.
 const MAX_DELTAS: i64 = 64;
@@ -204,7 +207,7 @@ pub(crate) fn check(
     let Some(key_types) = key_types else {
         return Ok(Verdict::New);
     };
-    for e in &added {
+    for e in added.iter().filter(|e| e.bucket != POSTPONE_BUCKET) {
         let Some(committed) = since.files.get(&(e.partition.clone(), e.bucket)) else {
             continue;
         };

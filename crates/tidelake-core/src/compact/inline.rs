@@ -207,7 +207,7 @@ impl InlineCompaction {
 
     async fn load(&mut self, (partition, bucket, total_buckets): (&[u8], i32, i32)) -> Result<Bucket> {
         if self.live.is_none() {
-            let listed = self.compactor.latest_buckets().await?.map_or_else(Vec::new, |(_, buckets)| buckets);
+            let listed = self.compactor.latest_buckets().await?.unwrap_or_default();
             self.live = Some(listed.into_iter().map(|b| ((b.partition.clone(), b.bucket), b)).collect());
         }
         match self.live.as_mut().and_then(|l| l.remove(&(partition.to_vec(), bucket))) {

@@ -4,7 +4,9 @@
 //! `FileStoreCommit` with the `CompactIncrement`s).
 //!
 //! * Every live file is planned, level 0 included even where batch reads hide it
-//!   (deletion-vector and first-row tables); the postpone bucket (-2) is skipped.
+//!   (deletion-vector and first-row tables); the postpone bucket (-2) is skipped: on
+//!   postpone-bucket tables [`super::postpone`] first moves its rows into real buckets, in a
+//!   COMPACT snapshot of its own.
 //! * Strategy (Java `KeyValueFileStoreWrite.createCompactStrategy`): universal compaction, or
 //!   force-up-level-0 when `compaction.force-up-level-0` is set or the table needs lookup
 //!   (deletion vectors, first-row, `changelog-producer=lookup`, `force-lookup`). Those tables
@@ -50,6 +52,7 @@ use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
 use super::changelog::{ChangelogMode, ChangelogSpec};
 use super::levels::{LevelFile, Levels};
 use super::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
+use super::postpone::{redistribute, Redistributed};
 use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
 use crate::commit::{CommitMessage, FileStoreCommit};
 use crate::datum_arrow::datums_to_array;
@@ -57,12 +60,13 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::read::merge::MergeConfig;
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
-use crate::snapshots::SnapshotManager;
 use crate::scan::plan::{deletion_file_refs, live_index_entries, read_list, read_merged};
 use crate::scan::predicate::Predicate;
 use crate::scan::split::DeletionFileRef;
+use crate::snapshots::SnapshotManager;
 use crate::table::Table;
 use crate::tasks;
+use crate::write::postpone::POSTPONE_BUCKET;
 
 /// Buckets rewritten concurrently: at most 4, and no more than the cores, since a rewrite is
 /// CPU-bound (decode, merge, encode) and each one in flight holds its output's open row group.
@@ -144,6 +148,8 @@ pub struct Compactor {
     lookup: bool,
     /// `deletion-vectors.enabled`.
     deletion_vectors: bool,
+    /// `bucket = -2`: compaction first moves the postponed rows into real buckets.
+    postpone: bool,
     rewriter: Arc<Rewriter>,
     /// `num-sorted-run.stop-trigger`.
     stop_trigger: usize,
@@ -208,6 +214,7 @@ impl Compactor {
             first_row_lookup,
             lookup,
             deletion_vectors,
+            postpone: opts.bucket().map_err(spec)? == POSTPONE_BUCKET,
             rewriter: Arc::new(rewriter),
             stop_trigger: usize::try_from(opts.num_sorted_run_stop_trigger().map_err(spec)?).unwrap_or(usize::MAX),
             slots: Arc::new(Semaphore::new(bucket_parallelism())),
@@ -226,23 +233,37 @@ impl Compactor {
         request: &CompactRequest,
         progress: Option<Progress>,
     ) -> Result<CompactReport> {
-        let Some((_, mut buckets)) = self.latest_buckets().await? else {
+        // Postpone-bucket tables: their postponed rows go to real buckets first.
+        let moved = if self.postpone {
+            let selected = |partitions: &[Vec<u8>]| match &request.partitions {
+                Some(filter) => self.select_partitions(filter, partitions),
+                None => Ok(partitions.iter().cloned().collect()),
+            };
+            redistribute(&self.table, selected).await?
+        } else {
+            Redistributed { snapshot_id: None, buckets: Vec::new() }
+        };
+        let Some(mut buckets) = self.latest_buckets().await? else {
             return Ok(CompactReport {
                 snapshot_id: None,
                 buckets: Vec::new(),
             });
         };
         if let Some(filter) = &request.partitions {
-            let selected = self.select_partitions(filter, &buckets)?;
+            let partitions: Vec<Vec<u8>> = buckets.iter().map(|b| b.partition.clone()).collect();
+            let selected = self.select_partitions(filter, &partitions)?;
             buckets.retain(|b| selected.contains(&b.partition));
         }
-        self.compact_buckets(buckets, request.full, progress).await
+        let mut report = self.compact_buckets(buckets, request.full, progress).await?;
+        report.snapshot_id = report.snapshot_id.or(moved.snapshot_id);
+        report.buckets.splice(0..0, moved.buckets);
+        Ok(report)
     }
 
     /// Compact the (partition, bucket)s in `targets` of the latest snapshot as the table's pick
     /// says (not full); the COMPACT snapshot, `None` when none needed compaction.
     pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Option<i64>> {
-        let Some((_, mut buckets)) = self.latest_buckets().await? else {
+        let Some(mut buckets) = self.latest_buckets().await? else {
             return Ok(None);
         };
         buckets.retain(|b| targets.iter().any(|(p, n)| *p == b.partition && *n == b.bucket));
@@ -327,11 +348,11 @@ impl Compactor {
         })
     }
 
-    /// The framed partitions among `buckets` that `filter` (on partition columns) selects.
+    /// The framed partitions among `partitions` that `filter` (on partition columns) selects.
     fn select_partitions(
         &self,
         filter: &Predicate,
-        buckets: &[Bucket],
+        partitions: &[Vec<u8>],
     ) -> Result<HashSet<Vec<u8>>> {
         let fields = &self.layout.partition_fields;
         let bound = filter.bind(fields).map_err(|e| {
@@ -339,7 +360,7 @@ impl Compactor {
                 "a partition filter may only use partition columns: {e}"
             ))
         })?;
-        let mut partitions: Vec<&[u8]> = buckets.iter().map(|b| b.partition.as_slice()).collect();
+        let mut partitions: Vec<&[u8]> = partitions.iter().map(Vec::as_slice).collect();
         partitions.sort_unstable();
         partitions.dedup();
         // One row per partition, one column per partition field.
@@ -375,13 +396,12 @@ impl Compactor {
             .collect())
     }
 
-    /// The latest snapshot and its [`Self::live_buckets`] (`None` without snapshots); a snapshot
+    /// [`Self::live_buckets`] of the latest snapshot (`None` without snapshots); a snapshot
     /// that expires while it is read is replaced by the new latest.
-    pub(crate) async fn latest_buckets(&self) -> Result<Option<(Snapshot, Vec<Bucket>)>> {
-        self.table
-            .snapshot_manager()
-            .read_latest(|snap| async move { self.live_buckets(&snap).await })
-            .await
+    pub(crate) async fn latest_buckets(&self) -> Result<Option<Vec<Bucket>>> {
+        let sm = self.table.snapshot_manager();
+        let read = sm.read_latest(|snap| async move { self.live_buckets(&snap).await }).await?;
+        Ok(read.map(|(_, buckets)| buckets))
     }
 
     /// The live files of `snap` per (partition, bucket), level 0 included.
@@ -694,7 +714,7 @@ impl Done {
 /// `err` from rewriting a unit planned on snapshot `base`: when it is a missing input and `base`
 /// expired meanwhile, a concurrent compaction replaced the inputs and expiration deleted them,
 /// which is a conflict (nothing was committed; planning again sees the new files).
-async fn inputs_gone(sm: &SnapshotManager, base: Option<i64>, err: Error) -> Error {
+pub(crate) async fn inputs_gone(sm: &SnapshotManager, base: Option<i64>, err: Error) -> Error {
     let Some(id) = base else { return err };
     match sm.expired_while_reading(id, err).await {
         Error::SnapshotExpired { detail, .. } => Error::CommitConflict(format!(

@@ -27,6 +27,8 @@
 //! * [`job`]: compacting a table ([`Compactor`]);
 //! * `visible`: committing a write and, on tables whose reads skip level 0, compacting until
 //!   its rows are visible ([`commit_visible`]);
+//! * `postpone`: moving the rows of postpone-bucket tables (`bucket = -2`) into real buckets,
+//!   before [`job`] compacts those (Java's postpone compaction job);
 //! * `inline`: compaction inside writers, in the background after flushes, with the write
 //!   stall at `num-sorted-run.stop-trigger` (Java `MergeTreeWriter`, `MergeTreeCompactManager`).
 //!
@@ -44,7 +46,7 @@
 //! follow Java's `LookupMergeFunction` (level-0 records merge with only the newest record above
 //! level 0; not first-row), in compaction as in reads.
 //!
-//! Not implemented: append-table compaction, the postpone bucket, record-level expiry,
+//! Not implemented: append-table compaction, record-level expiry,
 //! `EarlyFullCompaction`/off-peak ratios, `full-compaction.delta-commits`, the `lookup-compact`
 //! modes (`gentle` and its `lookup-compact.max-interval`: tidelake always forces level 0 up, as
 //! the default `radical`), and lookup compaction of tables with
@@ -58,6 +60,7 @@ mod kv_merge;
 mod lookup;
 pub mod levels;
 pub mod picker;
+mod postpone;
 pub mod rewriter;
 #[cfg(test)]
 mod tests;

@@ -166,6 +166,7 @@ fn run_stream(
                     SystemColumns::KeyValue,
                     deletion,
                     DEFAULT_BATCH_SIZE,
+                    None,
                 )
                 .await
             }

@@ -111,6 +111,8 @@ mod tests {
             min_key: encode_framed(&[Datum::Int(min)], &t).unwrap(),
             max_key: encode_framed(&[Datum::Int(max)], &t).unwrap(),
             deletion: None,
+            first_row_id: None,
+            write_cols: None,
         }
     }
 

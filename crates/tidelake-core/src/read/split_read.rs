@@ -1,7 +1,9 @@
 //! Reading splits into Arrow: the layer that ties file readers, the sorted-run merge, filters
 //! and projection together.
 //!
-//! * Append splits: files are streamed one after the other (deletion vectors applied).
+//! * Append splits: files are streamed one after the other (deletion vectors applied); on
+//!   data-evolution tables the files of one row range are merged column-wise
+//!   ([`super::evolution`]).
 //! * Primary-key splits that are raw-convertible (see [`crate::scan::plan`]): files are streamed
 //!   without merging; retract rows are dropped.
 //! * Other primary-key splits: files are cut into sections and sorted runs
@@ -31,8 +33,9 @@ use tidelake_spec::types::{DataField, DataType};
 
 use crate::compact::merge_keeping_sequence;
 use crate::error::{Error, Result};
-use crate::read::data_file::{read_data_file, FileFormat, SystemColumns};
+use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumns};
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
+use crate::read::evolution;
 use crate::read::merge::{merge_sorted_runs, MergeConfig};
 use crate::read::merge_fn::MergeEngineConfig;
 use crate::read::sorted_runs;
@@ -68,6 +71,8 @@ pub struct ReadContext {
     output_positions: Vec<usize>,
     output_schema: SchemaRef,
     filter: Option<BoundPredicate>,
+    /// Pages of data files skipped by `filter` (key columns only on primary-key tables).
+    prune: Option<PagePrune>,
     merge: Option<Arc<MergeConfig>>,
     key_types: Vec<DataType>,
     batch_size: usize,
@@ -157,6 +162,9 @@ impl ReadContext {
         } else {
             None
         };
+        // Every version of a key has the same key values: pruning by them keeps all or none.
+        let key_ids: Vec<i32> = schema.primary_keys.iter().filter_map(|k| schema.field(k)).map(|f| f.id).collect();
+        let prune = filter.as_ref().and_then(|f| PagePrune::new(f, |id| !has_pk || key_ids.contains(&id)));
         Ok(ReadContext {
             columns: columns.map(<[String]>::to_vec),
             predicate: filter_arg.cloned(),
@@ -166,6 +174,7 @@ impl ReadContext {
             output_positions,
             output_schema,
             filter,
+            prune,
             merge,
             key_types,
             batch_size: batch_size.max(1),
@@ -229,6 +238,7 @@ impl ReadContext {
         let system = if self.merge.is_some() { SystemColumns::KeyValue } else { SystemColumns::None };
         let raw: BoxStream<'static, Result<RecordBatch>> = match &self.merge {
             _ if self.with_row_kind => self.chain_files(split.files.clone(), system, self.batch_size),
+            None if evolution::needs_merge(&split.files) => self.merge_row_ranges(split.files.clone())?,
             None => self.chain_files(split.files.clone(), system, self.batch_size),
             Some(_) if split.raw_convertible => {
                 let stream = self.chain_files(split.files.clone(), SystemColumns::KeyValue, self.batch_size);
@@ -239,6 +249,29 @@ impl ReadContext {
         let ctx = self.clone();
         Ok(raw
             .try_filter_map(move |b| futures::future::ready(ctx.finish(b)))
+            .boxed())
+    }
+
+    /// Data-evolution files merged by row range ([`evolution`]); whole-row ranges of one file
+    /// are streamed as they are.
+    fn merge_row_ranges(self: &Arc<Self>, files: Vec<SplitFile>) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let ctx = self.clone();
+        Ok(stream::iter(evolution::row_ranges(files)?)
+            .then(move |range| {
+                let ctx = ctx.clone();
+                async move {
+                    if range.len() == 1 && range[0].write_cols.is_none() {
+                        return Ok(ctx.chain_files(range, SystemColumns::None, ctx.batch_size));
+                    }
+                    let rows = evolution::read_range(&ctx.table, &range, &ctx.read_fields, ctx.batch_size).await?;
+                    let slices: Vec<Result<RecordBatch>> = (0..rows.num_rows())
+                        .step_by(ctx.batch_size)
+                        .map(|start| Ok(rows.slice(start, ctx.batch_size.min(rows.num_rows() - start))))
+                        .collect();
+                    Ok::<_, Error>(stream::iter(slices).boxed())
+                }
+            })
+            .try_flatten()
             .boxed())
     }
 
@@ -351,6 +384,7 @@ impl ReadContext {
             system,
             deletion,
             batch_size,
+            self.prune.as_ref(),
         );
         // Reader libraries may panic on damaged files: turn that into an error naming the file
         // (the stream ends after it) instead of unwinding through the scan.

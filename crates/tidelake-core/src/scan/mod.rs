@@ -2,10 +2,12 @@
 //!
 //! * [`predicate`]: the filter model (JSON in, bound to a schema, evaluated on batches and on
 //!   file statistics).
-//! * [`plan`]: snapshot selection, manifest replay, pruning and split generation.
+//! * [`plan`]: snapshot selection, manifest replay, pruning and split generation;
+//!   `bucket_filter`: the fixed buckets a filter can match.
 //! * [`split`]: the serialisable unit of reading work.
 //! * `fallback`: `scan.fallback-branch` (partitions missing from a branch read from another).
 
+mod bucket_filter;
 mod fallback;
 pub mod plan;
 pub mod predicate;

@@ -9,11 +9,14 @@
 //!    hide it (deletion-vector and first-row tables), and files whose key (primary-key tables) or
 //!    value (append tables) statistics cannot match;
 //! 4. group what remains by (partition, bucket) into [`Split`]s, attaching deletion vectors from
-//!    the snapshot's index manifest.
+//!    the snapshot's index manifest. Data-evolution tables are not pruned by file statistics
+//!    (Java `DataEvolutionFileStoreScan`): files of one row range are read together
+//!    (`crate::read::evolution`); a change read of a file holding only some columns of its
+//!    rows (`_WRITE_COLS`) fails with [`Error::Unsupported`].
 //!
 //! No data file is opened while planning.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -27,6 +30,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataField;
 
+use super::bucket_filter::BucketFilter;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::fallback::add_fallback_splits;
@@ -162,7 +166,7 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
     if start_exclusive + 1 < earliest {
         return Err(Error::not_found(
             "snapshot",
-            format!("snapshot {} of {} has expired; available snapshots are {earliest}..={latest}", start_exclusive + 1, table.location()),
+            format!("snapshot {} of {} has expired; available snapshots are {earliest} to {latest}", start_exclusive + 1, table.location()),
         ));
     }
     let uses_changelog = schema.options().changelog_producer().map_err(|e| Error::from_spec("table options", e))?
@@ -183,11 +187,39 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
             let metas = read_list(table, &list).await?;
             let entries: Vec<ManifestEntry> =
                 read_manifests(table, &metas).await?.into_iter().filter(|e| e.kind == FileKind::Add).collect();
+            for e in &entries {
+                refuse_column_files(&planner.layout, e)?;
+            }
             splits.extend(planner.splits(id, entries, &HashMap::new())?);
         }
         end_snapshot = Some(snap);
     }
     Ok(ScanPlan { snapshot: end_snapshot, schema, splits })
+}
+
+/// [`Error::Unsupported`] for a change read of a data file that holds only some columns of its
+/// rows (`_WRITE_COLS` set: Java writers with a write type, on `data-evolution.enabled`
+/// tables): such a file changes columns of existing rows, which no row-level change (+I/-D)
+/// describes; batch reads merge it with the other files of its rows
+/// (`crate::read::evolution`).
+fn refuse_column_files(layout: &TableLayout, e: &ManifestEntry) -> Result<()> {
+    let Some(columns) = &e.file.write_cols else { return Ok(()) };
+    let rows = match e.file.first_row_id {
+        Some(first) => format!("rows {first}..{} by row id", first + e.file.row_count),
+        None => format!("{} rows", e.file.row_count),
+    };
+    let partition = layout
+        .decode_partition(&e.partition)
+        .and_then(|v| layout.partition_path(&v))
+        .unwrap_or_default();
+    Err(Error::Unsupported(format!(
+        "reading data file {} (partition '{partition}', bucket {}): it holds only columns [{}] of its {rows} \
+         (a data-evolution write), which updates columns of existing rows: changes cannot \
+         be read as row changes (batch reads of the snapshot merge it)",
+        e.file.file_name,
+        e.bucket,
+        columns.join(", ")
+    )))
 }
 
 /// Replay manifest entries in order (Java `FileEntry.mergeEntries`): an ADD must not repeat an
@@ -384,8 +416,12 @@ struct Planner<'a> {
     schema: &'a TableSchema,
     layout: TableLayout,
     filter: Option<BoundPredicate>,
+    /// The fixed buckets the filter can match ([`BucketFilter`]); `None` for all.
+    buckets: Option<BucketFilter>,
     has_primary_key: bool,
     skip_level0: bool,
+    /// `data-evolution.enabled`: no pruning by file statistics.
+    data_evolution: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -394,7 +430,9 @@ impl<'a> Planner<'a> {
         let has_primary_key = !schema.primary_keys.is_empty();
         let skip_level0 =
             has_primary_key && opts.batch_scan_skip_level0().map_err(|e| Error::from_spec("table options", e))?;
-        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, has_primary_key, skip_level0 })
+        let data_evolution = opts.data_evolution_enabled().map_err(|e| Error::from_spec("table options", e))?;
+        let buckets = BucketFilter::new(schema, filter.as_ref());
+        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, buckets, has_primary_key, skip_level0, data_evolution })
     }
 
     /// The splits of `snap` (its live files, deletion vectors applied).
@@ -430,6 +468,7 @@ impl<'a> Planner<'a> {
         let entries = read_merged(self.table, &metas).await?;
         let mut live = Vec::with_capacity(entries.len());
         let mut partition_verdicts: HashMap<Vec<u8>, bool> = HashMap::new();
+        let mut bucket_sets: HashMap<i32, Option<BTreeSet<i32>>> = HashMap::new();
         for e in entries {
             if e.kind != FileKind::Add || e.bucket == -2 || (self.skip_level0 && e.file.level == 0) {
                 continue;
@@ -442,7 +481,7 @@ impl<'a> Planner<'a> {
                     k
                 }
             };
-            if keep && self.file_may_match(&e).await? {
+            if keep && self.bucket_may_match(&e, &mut bucket_sets).await? && self.file_may_match(&e).await? {
                 live.push(e);
             }
         }
@@ -458,11 +497,29 @@ impl<'a> Planner<'a> {
         Ok(filter.may_match(&RowStats::exact(&self.layout.partition_fields, values)))
     }
 
+    /// Prune by bucket: `sets` caches the selected buckets per bucket count.
+    async fn bucket_may_match(&self, e: &ManifestEntry, sets: &mut HashMap<i32, Option<BTreeSet<i32>>>) -> Result<bool> {
+        let Some(filter) = &self.buckets else { return Ok(true) };
+        let selected = sets.entry(e.total_buckets).or_insert_with(|| filter.selected(e.total_buckets));
+        if selected.as_ref().is_none_or(|s| s.contains(&e.bucket)) {
+            return Ok(true);
+        }
+        if e.file.schema_id == self.schema.id {
+            return Ok(false);
+        }
+        // a file bucketed from other key bytes is kept
+        Ok(!filter.same_key_types(&*self.table.schema_by_id(e.file.schema_id).await?))
+    }
+
     /// Prune by key statistics (primary-key tables: every version of a key is in range) or
     /// value statistics (append tables). Statistics are read in the file's own schema and
     /// addressed by the current column names through field ids.
     async fn file_may_match(&self, e: &ManifestEntry) -> Result<bool> {
         let Some(filter) = &self.filter else { return Ok(true) };
+        if self.data_evolution {
+            // a file's rows may take columns from other files of their row range
+            return Ok(true);
+        }
         let file = &e.file;
         let file_schema = if file.schema_id == self.schema.id {
             None

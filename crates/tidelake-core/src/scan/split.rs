@@ -37,6 +37,12 @@ pub struct SplitFile {
     pub min_key: Vec<u8>,
     pub max_key: Vec<u8>,
     pub deletion: Option<DeletionFileRef>,
+    /// `_FIRST_ROW_ID` (row tracking): the row id of the file's first row.
+    #[serde(default)]
+    pub first_row_id: Option<i64>,
+    /// `_WRITE_COLS` (data evolution): the only columns the file holds; `None`: all.
+    #[serde(default)]
+    pub write_cols: Option<Vec<String>>,
 }
 
 impl SplitFile {
@@ -54,6 +60,8 @@ impl SplitFile {
             min_key: meta.min_key.clone(),
             max_key: meta.max_key.clone(),
             deletion,
+            first_row_id: meta.first_row_id,
+            write_cols: meta.write_cols.clone(),
         }
     }
 }

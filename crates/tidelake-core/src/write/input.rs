@@ -151,6 +151,8 @@ fn is_lossless(from: &ArrowType, to: &ArrowType) -> bool {
         (Float16 | Float32, Float64) | (Float16, Float32) | (Int8 | Int16 | Int32, Float64) | (Int8 | Int16, Float32) => true,
         (LargeUtf8 | Utf8View, Utf8) | (LargeBinary | BinaryView, Binary) => true,
         (Dictionary(_, v), t) => v.as_ref() == t,
+        // all values are null
+        (Null, _) => true,
         _ => false,
     }
 }

@@ -9,6 +9,7 @@
 //!                sort by (key, sequence) ─► fold equal keys with the merge engine ─► level-0 file
 //!                (changelog-producer=input: the sorted input also goes to a changelog file)
 //!        ─► append: straight into the bucket's rolling file writer
+//!        ─► postpone bucket (`bucket = -2`): the buffer as it came, unsorted (see `postpone`)
 //!        ─► after each level-0 flush: the bucket's compaction is collected / started in the
 //!           background, and the writer stalls past `num-sorted-run.stop-trigger`
 //!           (unless write-only; see `crate::compact` inline)
@@ -56,6 +57,7 @@ use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes};
 use crate::write::dynamic_bucket::DynamicBucketAssigner;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 use crate::write::input::{conform, RowKinds};
+use crate::write::postpone::{self, POSTPONE_BUCKET, UNKNOWN_SEQUENCE};
 use crate::write::sorted_buffer::SortedBuffer;
 
 /// Rows per batch when merged buffers are written.
@@ -70,6 +72,8 @@ enum BucketMode {
     Dynamic,
     /// `bucket = -1` on an append table: everything in bucket 0.
     Unaware,
+    /// `bucket = -2` on a primary-key table: everything in bucket -2 (see `postpone`).
+    Postpone,
 }
 
 /// Everything a bucket flush needs, owned, so that independent buckets flush as concurrent tasks.
@@ -80,6 +84,15 @@ struct Flusher {
     kv_key_columns: Vec<usize>,
     merge: Option<Arc<MergeConfig>>,
     changelog_input: bool,
+    /// Postpone-bucket writers: files get Java's postpone name prefix and no statistics, and
+    /// buffers are written unsorted.
+    postpone: Option<PostponeFiles>,
+}
+
+/// How a postpone-bucket writer names and writes its files.
+struct PostponeFiles {
+    prefix: String,
+    options: tidelake_spec::options::Options,
 }
 
 /// The files one bucket flush wrote.
@@ -150,17 +163,24 @@ fn positions(schema: &TableSchema, names: &[String]) -> Vec<usize> {
 impl TableWrite {
     /// A writer for the latest schema of `table`, continuing from its latest snapshot.
     pub async fn new(table: Table) -> Result<TableWrite> {
-        TableWrite::open(table, false).await
+        TableWrite::open(table, false, None).await
+    }
+
+    /// A writer that routes rows of a postpone-bucket table into real buckets, as if the table
+    /// had `bucket = default_buckets`: partitions that have real buckets keep their count
+    /// (`crate::compact::postpone`).
+    pub(crate) async fn into_real_buckets(table: Table, default_buckets: i32) -> Result<TableWrite> {
+        TableWrite::open(table, false, Some(default_buckets)).await
     }
 
     /// A writer whose output replaces what it overwrites (Java `withIgnorePreviousFiles`): no
     /// sequence numbers, bucket counts or dynamic-bucket index are restored from the table, so
     /// every key is assigned afresh and every touched bucket gets a complete new index file.
     pub async fn for_overwrite(table: Table) -> Result<TableWrite> {
-        TableWrite::open(table, true).await
+        TableWrite::open(table, true, None).await
     }
 
-    async fn open(table: Table, ignore_previous: bool) -> Result<TableWrite> {
+    async fn open(table: Table, ignore_previous: bool, buckets: Option<i32>) -> Result<TableWrite> {
         let schema = table.schema().clone();
         // A table dropped since it was opened: fail before writing files into a directory that
         // no longer holds a table (no commit could ever reference them).
@@ -174,12 +194,16 @@ impl TableWrite {
         let spec_err = |e| Error::from_spec("table options", e);
         opts.check_writable().map_err(spec_err)?;
         let primary_key = !schema.primary_keys.is_empty();
-        let compaction = if primary_key && !ignore_previous && !schema.options().write_only().map_err(spec_err)? {
+        let bucket = match buckets {
+            Some(n) => n,
+            None => opts.bucket().map_err(spec_err)?,
+        };
+        let postpone = primary_key && bucket == POSTPONE_BUCKET;
+        let compaction = if primary_key && !postpone && !ignore_previous && !schema.options().write_only().map_err(spec_err)? {
             Some(InlineCompaction::new(Compactor::new(table.clone())?, true)?)
         } else {
             None
         };
-        let bucket = opts.bucket().map_err(spec_err)?;
         let mode = match bucket {
             n if n > 0 => BucketMode::Fixed(n),
             -1 if primary_key => {
@@ -191,6 +215,7 @@ impl TableWrite {
                 BucketMode::Dynamic
             }
             -1 => BucketMode::Unaware,
+            POSTPONE_BUCKET if postpone => BucketMode::Postpone,
             other => return Err(Error::Unsupported(format!("writing tables with bucket = {other}"))),
         };
         let arrow_schema = Arc::new(
@@ -216,7 +241,8 @@ impl TableWrite {
         } else {
             None
         };
-        let changelog_input = primary_key && opts.changelog_producer().map_err(spec_err)? == ChangelogProducer::Input;
+        // Java's postpone writers write no changelog; their compaction does.
+        let changelog_input = primary_key && !postpone && opts.changelog_producer().map_err(spec_err)? == ChangelogProducer::Input;
         let memory_budget = usize::try_from(opts.write_buffer_size().map_err(spec_err)?).unwrap_or(usize::MAX);
         let dynamic = match mode {
             BucketMode::Dynamic => {
@@ -239,6 +265,10 @@ impl TableWrite {
             kv_key_columns: key_columns.iter().map(|&i| i + 2).collect(),
             merge,
             changelog_input,
+            postpone: postpone.then(|| PostponeFiles {
+                prefix: postpone::new_file_prefix(opts),
+                options: postpone::file_options(&schema),
+            }),
         });
         Ok(TableWrite {
             table,
@@ -281,6 +311,12 @@ impl TableWrite {
         self.writers.iter().filter_map(|w| c.sorted_runs(&w.compaction)).collect()
     }
 
+    /// The snapshot this writer restored the table's state from (0: the table had none;
+    /// `None`: an overwrite writer, which restores nothing).
+    pub(crate) fn base_snapshot(&self) -> Option<i64> {
+        self.base_snapshot
+    }
+
     /// The schema every written batch is conformed to.
     pub fn schema(&self) -> &Arc<TableSchema> {
         &self.schema
@@ -297,10 +333,15 @@ impl TableWrite {
             ));
         }
         let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?;
+        self.write_rows(&conformed.batch, Arc::new(conformed.kinds)).await
+    }
+
+    /// Write rows already in the table's Arrow schema (as read back from its data files), with
+    /// their `_VALUE_KIND` codes.
+    pub(crate) async fn write_rows(&mut self, batch: &RecordBatch, kinds: ArrayRef) -> Result<()> {
         let partition_types = self.layout.partition_types.clone();
-        let kinds: ArrayRef = Arc::new(conformed.kinds);
-        for group in group_by_partition(&conformed.batch, &self.partition_columns, &partition_types)? {
-            let (rows, row_kinds) = take_rows(&conformed.batch, &kinds, &group.rows, "partitioning")?;
+        for group in group_by_partition(batch, &self.partition_columns, &partition_types)? {
+            let (rows, row_kinds) = take_rows(batch, &kinds, &group.rows, "partitioning")?;
             let buckets = self.buckets_of(&group.partition, &rows).await?;
             for (bucket, indices) in split_by_bucket(&buckets) {
                 let (part, part_kinds) = take_rows(&rows, &row_kinds, &indices, "bucketing")?;
@@ -349,6 +390,7 @@ impl TableWrite {
                 self.dynamic.as_mut().expect("dynamic mode has an assigner").assign(partition, &hashes).await
             }
             BucketMode::Unaware => Ok(vec![0; rows.num_rows()]),
+            BucketMode::Postpone => Ok(vec![POSTPONE_BUCKET; rows.num_rows()]),
         }
     }
 
@@ -361,6 +403,7 @@ impl TableWrite {
         let restored = self.restored.get(&key).copied();
         let total_buckets = match self.mode {
             BucketMode::Fixed(n) => self.partition_buckets.get(partition).copied().unwrap_or(n),
+            BucketMode::Postpone => POSTPONE_BUCKET,
             _ => -1,
         };
         let next_sequence = restored.map_or(0, |r| r.max_sequence + 1);
@@ -396,7 +439,12 @@ impl TableWrite {
         }
         let first = writer.next_sequence;
         writer.next_sequence += n;
-        let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(first..first + n)), kinds];
+        let sequence = if self.mode == BucketMode::Postpone {
+            Int64Array::from(vec![UNKNOWN_SEQUENCE; rows.num_rows()])
+        } else {
+            Int64Array::from_iter_values(first..first + n)
+        };
+        let mut columns: Vec<ArrayRef> = vec![Arc::new(sequence), kinds];
         columns.extend(rows.columns().iter().cloned());
         let kv = RecordBatch::try_new(self.kv_schema.clone(), columns).map_err(|e| Error::arrow("buffering rows", e))?;
         let bytes = kv.get_array_memory_size();
@@ -537,9 +585,12 @@ impl TableWrite {
 
 impl Flusher {
     fn rolling_writer(&self, bucket_dir: &str, layout: FileLayout, changelog: bool) -> Result<RollingWriter> {
-        let opts = self.schema.options();
+        let (opts, prefix) = match &self.postpone {
+            Some(p) => (&p.options, p.prefix.as_str()),
+            None if changelog => (self.schema.options(), self.schema.options().changelog_file_prefix()),
+            None => (self.schema.options(), self.schema.options().data_file_prefix()),
+        };
         let config = WriterConfig::from_options(opts, layout, 0, changelog)?;
-        let prefix = if changelog { opts.changelog_file_prefix() } else { opts.data_file_prefix() };
         RollingWriter::new(
             self.table.io().clone(),
             bucket_dir.to_string(),
@@ -556,7 +607,10 @@ impl Flusher {
     /// failure every file this flush wrote is deleted.
     async fn flush(&self, bucket_dir: &str, buffer: Vec<RecordBatch>, append: Option<RollingWriter>) -> Result<Flushed> {
         let mut out = Flushed::default();
-        if !buffer.is_empty() {
+        if self.postpone.is_some() && !buffer.is_empty() {
+            let data = self.rolling_writer(bucket_dir, FileLayout::KeyValue, false)?.unsorted();
+            out.new_files = write_all(data, stream::iter(buffer.into_iter().map(Ok)).boxed()).await?;
+        } else if !buffer.is_empty() {
             let sorted = SortedBuffer::new(buffer, &self.kv_key_columns)?;
             if self.changelog_input {
                 let changelog = self.rolling_writer(bucket_dir, FileLayout::KeyValue, true)?;
@@ -636,7 +690,8 @@ fn split_by_bucket(buckets: &[i32]) -> Vec<(i32, UInt32Array)> {
 
 /// Restored bucket state: per (partition, bucket) the largest sequence number of the live files
 /// of the latest snapshot (every level: Java restores from all files), per partition its bucket
-/// count, and the id of that snapshot (0 when the table has none).
+/// count (of its real buckets: the postpone bucket has none), and the id of that snapshot (0
+/// when the table has none).
 type RestoredState = (HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>, i64);
 
 async fn restore(table: &Table) -> Result<RestoredState> {
@@ -656,7 +711,9 @@ async fn restore_from(table: &Table, snap: &Snapshot) -> Result<(HashMap<(Vec<u8
         if e.kind != FileKind::Add {
             continue;
         }
-        partitions.insert(e.partition.clone(), e.total_buckets);
+        if e.bucket != POSTPONE_BUCKET {
+            partitions.insert(e.partition.clone(), e.total_buckets);
+        }
         let r = restored.entry((e.partition, e.bucket)).or_insert(Restored { max_sequence: -1 });
         r.max_sequence = r.max_sequence.max(e.file.max_sequence_number);
     }

@@ -14,6 +14,8 @@
 //!   because the key equals the primary-key value columns;
 //! * rows whose 0-based position in the file is in the deletion vector are dropped; positions
 //!   are counted over the whole file, before any other filtering;
+//! * a [`PagePrune`] may skip Parquet pages whose statistics rule out its filter (module
+//!   `page_prune`); callers still filter the rows they get;
 //! * only needed columns are fetched, with ranged reads: no format loads a whole file; local
 //!   files are read in place on the reading thread ([`crate::io::local_file`]).
 //!
@@ -22,7 +24,10 @@
 mod avro;
 mod evolution;
 mod orc;
+mod page_prune;
 mod parquet;
+
+pub use page_prune::PagePrune;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -134,7 +139,8 @@ pub fn output_schema(read_fields: &[DataField], system: SystemColumns) -> Result
 
 /// Stream the rows of data file `rel_path` (relative to `io`'s root) as batches of
 /// [`output_schema`]`(read_fields, system)`, at most `batch_size` rows each, without the rows
-/// in `deletion`.
+/// in `deletion`. `prune` may skip Parquet pages none of whose rows can match (never on a file
+/// with a deletion vector); the rows it leaves are a superset of the matching ones.
 #[allow(clippy::too_many_arguments)]
 pub async fn read_data_file(
     io: &FileIO,
@@ -145,19 +151,21 @@ pub async fn read_data_file(
     system: SystemColumns,
     deletion: Option<Arc<DeletionVector>>,
     batch_size: usize,
+    prune: Option<&PagePrune>,
 ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
     let projector = Projector::new(io.display(rel_path), file_fields, read_fields, system)?;
     let columns = projector.physical_columns();
     let batch_size = batch_size.max(1);
+    let deletion = deletion.filter(|dv| !dv.is_empty());
+    let prune = prune.filter(|_| deletion.is_none()).map(|p| (p, file_fields, read_fields));
     let raw = match format {
-        FileFormat::Parquet => parquet::open(io, rel_path, &columns, batch_size).await?,
+        FileFormat::Parquet => parquet::open(io, rel_path, &columns, batch_size, prune).await?,
         FileFormat::Orc => {
             let nanos = projector.needs_nanoseconds();
             orc::open(io, rel_path, &columns, batch_size, nanos).await?
         }
         FileFormat::Avro => avro::open(io, rel_path, &columns, batch_size).await?,
     };
-    let deletion = deletion.filter(|dv| !dv.is_empty());
     let mut next_position = 0u64;
     let stream = raw.filter_map(move |item| {
         let out = item.and_then(|batch| {

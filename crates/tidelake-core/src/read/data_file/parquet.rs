@@ -29,6 +29,9 @@ use parquet::arrow::ProjectionMask;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
+use tidelake_spec::types::DataField;
+
+use super::page_prune::PagePrune;
 use super::{select_roots, RangeReader, RawStream};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
@@ -87,14 +90,19 @@ const LOCAL_WINDOW_BYTES: u64 = 1 << 20;
 /// just before it) usually come in one request.
 const FOOTER_PREFETCH: usize = 64 << 10;
 
-/// Stream the root columns named in `columns` (those present in the file) of a Parquet file.
+/// Pages to skip: a [`PagePrune`] with the file's fields and the read fields it names.
+pub(super) type Prune<'a> = (&'a PagePrune, &'a [DataField], &'a [DataField]);
+
+/// Stream the root columns named in `columns` (those present in the file) of a Parquet file,
+/// without the pages `prune` rules out.
 pub(super) async fn open(
     io: &FileIO,
     rel_path: &str,
     columns: &[String],
     batch_size: usize,
+    prune: Option<Prune<'_>>,
 ) -> Result<RawStream> {
-    open_windowed(io, rel_path, columns, batch_size, None).await
+    open_windowed(io, rel_path, columns, batch_size, None, prune).await
 }
 
 fn reader_options() -> ArrowReaderOptions {
@@ -111,11 +119,16 @@ async fn open_windowed(
     columns: &[String],
     batch_size: usize,
     window_bytes: Option<u64>,
+    prune: Option<Prune<'_>>,
 ) -> Result<RawStream> {
     let display = io.display(rel_path);
     let mut reader = RangeReader::new(io, rel_path).await?;
     let window_bytes = window_bytes.unwrap_or(if reader.is_local() { LOCAL_WINDOW_BYTES } else { WINDOW_BYTES });
-    let metadata = ArrowReaderMetadata::load_async(&mut reader, reader_options())
+    let options = match prune {
+        Some(_) => reader_options().with_column_index_policy(PageIndexPolicy::Optional),
+        None => reader_options(),
+    };
+    let metadata = ArrowReaderMetadata::load_async(&mut reader, options)
         .await
         .map_err(|e| Error::parquet(format!("opening {display}"), e))?;
     let roots = {
@@ -124,7 +137,11 @@ async fn open_windowed(
         select_roots(names, columns)
     };
     let mask = ProjectionMask::roots(metadata.parquet_schema(), roots);
-    let windows = row_windows(metadata.metadata(), &mask, batch_size, window_bytes);
+    let mut windows = row_windows(metadata.metadata(), &mask, batch_size, window_bytes);
+    if let Some((prune, file_fields, read_fields)) = prune {
+        let kept = prune.selections(metadata.metadata(), metadata.schema(), file_fields, read_fields);
+        windows = restrict(windows, &kept);
+    }
     let stream = stream::iter(windows)
         .map(move |(row_group, selection)| {
             let mut builder =
@@ -184,6 +201,22 @@ fn row_windows(
         }
     }
     out
+}
+
+/// `windows` cut to the rows `kept` selects per row group (`None`: all); windows left with no
+/// row are dropped.
+fn restrict(windows: Vec<(usize, Option<RowSelection>)>, kept: &[Option<RowSelection>]) -> Vec<(usize, Option<RowSelection>)> {
+    windows
+        .into_iter()
+        .filter_map(|(group, window)| {
+            let Some(Some(rows)) = kept.get(group) else { return Some((group, window)) };
+            let selection = match window {
+                Some(w) => w.intersection(rows),
+                None => rows.clone(),
+            };
+            selection.selects_any().then_some((group, Some(selection)))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -250,7 +283,7 @@ mod tests {
 
         let columns = vec!["id".to_string(), "note".to_string()];
         for window in [u64::MAX, 64 << 10, 1] {
-            let stream = open_windowed(&io, "f.parquet", &columns, 4096, Some(window)).await.unwrap();
+            let stream = open_windowed(&io, "f.parquet", &columns, 4096, Some(window), None).await.unwrap();
             let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
             let ids: Vec<i64> = batches
                 .iter()
@@ -261,4 +294,56 @@ mod tests {
             assert_eq!(last.value(last.len() - 1), format!("note-{:08}", ROWS - 1));
         }
     }
+
+    /// The pages a filter rules out are not read (every window of them), the rows left hold
+    /// every match; columns the caller does not allow, and mixed or/and filters, prune soundly.
+    #[tokio::test]
+    async fn pruned_reads_skip_pages_and_keep_every_match() {
+        use tidelake_spec::datum::Datum;
+        use tidelake_spec::types::{DataType, TypeKind, MAX_LENGTH};
+
+        use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, CompareOp, LeafTest};
+
+        let io = table_io().await;
+        let fields = vec![
+            DataField::new(0, "id", DataType::not_null(TypeKind::BigInt)),
+            DataField::new(1, "note", DataType::new(TypeKind::VarChar(MAX_LENGTH))),
+        ];
+        let leaf = |f: &DataField, op: CompareOp, value: Datum| {
+            let column = BoundColumn { name: f.name.clone(), id: f.id, data_type: f.data_type.clone() };
+            BoundPredicate::Leaf(BoundLeaf { column, test: LeafTest::Compare { op, value } })
+        };
+        let id_eq = |v: i64| leaf(&fields[0], CompareOp::Eq, Datum::BigInt(v));
+        let note_eq = |v: i64| leaf(&fields[1], CompareOp::Eq, Datum::String(format!("note-{v:08}")));
+        let columns = vec!["id".to_string(), "note".to_string()];
+        let read = |filter: BoundPredicate, allowed: Vec<i32>, window: u64| {
+            let (io, columns, fields) = (io.clone(), columns.clone(), fields.clone());
+            async move {
+                let prune = PagePrune::new(&filter, |id| allowed.contains(&id));
+                let prune = prune.as_ref().map(|p| (p, fields.as_slice(), fields.as_slice()));
+                let stream = open_windowed(&io, "f.parquet", &columns, 4096, Some(window), prune).await.unwrap();
+                let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+                batches.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect::<Vec<i64>>()
+            }
+        };
+        for window in [u64::MAX, 64 << 10] {
+            let ids = read(id_eq(43_210), vec![0, 1], window).await;
+            assert_eq!(ids, (43_000..44_000).collect::<Vec<_>>(), "the page of 43210 only");
+            let ids = read(note_eq(7), vec![0, 1], window).await;
+            assert_eq!(ids, (0..1000).collect::<Vec<_>>(), "pruned by a string column");
+            let either = BoundPredicate::Or(vec![id_eq(5), id_eq(49_999)]);
+            let ids = read(either, vec![0], window).await;
+            assert_eq!(ids, (0..1000).chain(49_000..50_000).collect::<Vec<_>>());
+            let both = BoundPredicate::And(vec![id_eq(5), note_eq(2_500)]);
+            assert!(read(both, vec![0, 1], window).await.is_empty(), "no page holds both");
+            let absent = leaf(&fields[0], CompareOp::Gt, Datum::BigInt(ROWS));
+            assert!(read(absent, vec![0], window).await.is_empty());
+            // a column the caller does not allow, or a filter on it, reads everything
+            assert_eq!(read(note_eq(7), vec![0], window).await.len(), ROWS as usize);
+            let unpinned = BoundPredicate::Or(vec![id_eq(5), note_eq(2_500)]);
+            let ids = read(unpinned, vec![0], window).await;
+            assert_eq!(ids.len(), ROWS as usize);
+        }
+    }
 }
+

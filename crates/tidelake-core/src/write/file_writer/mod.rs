@@ -4,8 +4,9 @@
 //! Layouts ([`FileLayout`], format spec §6.1/§6.2):
 //! * `KeyValue` input is `[_SEQUENCE_NUMBER Int64, _VALUE_KIND Int8, <every table column>]`,
 //!   rows sorted by trimmed primary key (Java order), each key at most once per file — the
-//!   caller sorts and deduplicates; files hold `_KEY_<k>` (copies of the trimmed key columns),
-//!   `_SEQUENCE_NUMBER`, `_VALUE_KIND`, then every table column;
+//!   caller sorts and deduplicates (postpone files excepted: [`RollingWriter::unsorted`]);
+//!   files hold `_KEY_<k>` (copies of the trimmed key columns), `_SEQUENCE_NUMBER`,
+//!   `_VALUE_KIND`, then every table column;
 //! * `Append` input and files are just the table columns.
 //!
 //! Rolling: a file is closed once its estimated size (bytes flushed + the open row group's
@@ -355,6 +356,8 @@ pub struct RollingWriter {
     next_file: u64,
     /// Append files: sequence number of the next row.
     next_sequence: i64,
+    /// Key-value rows arrive sorted by key, each key once per file (all but postpone files).
+    sorted: bool,
     current: Option<OpenFile>,
     /// Metadata of the closed files.
     finished: Vec<DataFileMeta>,
@@ -412,6 +415,7 @@ impl RollingWriter {
             uuid: uuid::Uuid::new_v4().to_string(),
             next_file: 0,
             next_sequence: 0,
+            sorted: true,
             current: None,
             finished: Vec::new(),
             created: Vec::new(),
@@ -423,6 +427,13 @@ impl RollingWriter {
     /// sequence number + 1); rows are numbered consecutively from it. Default 0.
     pub fn with_first_sequence_number(mut self, first: i64) -> RollingWriter {
         self.next_sequence = first;
+        self
+    }
+
+    /// Key-value rows arrive in any order, a key possibly repeated (postpone-bucket files:
+    /// min/max key are then just the first and last row's, as in Java).
+    pub fn unsorted(mut self) -> RollingWriter {
+        self.sorted = false;
         self
     }
 
@@ -654,7 +665,8 @@ impl RollingWriter {
                 };
                 let first = key_at(0)?;
                 debug_assert!(
-                    open.first_key.is_none()
+                    !self.sorted
+                        || open.first_key.is_none()
                         || compare_datums(
                             &Datum::Row(open.last_key.clone()),
                             &Datum::Row(first.clone())

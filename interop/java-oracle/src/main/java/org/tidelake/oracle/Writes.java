@@ -8,6 +8,8 @@ import org.apache.paimon.CoreOptions;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
+import org.apache.paimon.io.DataFileMeta;
+import org.apache.paimon.io.DataIncrement;
 import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.schema.SchemaChange;
@@ -17,6 +19,8 @@ import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.CommitMessageImpl;
 import org.apache.paimon.table.sink.StreamTableCommit;
 import org.apache.paimon.table.sink.StreamTableWrite;
 import org.apache.paimon.table.sink.RowKeyExtractor;
@@ -45,7 +49,9 @@ import java.util.Map;
  * <ul>
  *   <li>{@code {"rows": [...]}}: one commit; a row is a list of canonical values ({@link Values})
  *       inserted, or {@code {"kind": "-D", "values": [...]}}; batch mode takes {@code
- *       "overwrite": true} or a partition spec object;
+ *       "overwrite": true} or a partition spec object, or {@code "columns": [...]} and {@code
+ *       "first_row_id": n} (data-evolution tables: rows of only those columns, replacing them in
+ *       the rows from row id n on, as Spark's MERGE INTO writes them);
  *   <li>{@code {"alter": [...]}}: schema changes, each {@code {"add": name, "type": t}}, {@code
  *       {"rename": old, "to": new}}, {@code {"drop": name}} or {@code {"update_type": name,
  *       "type": t}} (ends the current stream writer; the next commit opens a new one);
@@ -53,8 +59,12 @@ import java.util.Map;
  *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
  *   <li>{@code {"create_branch": name}}: a branch, empty or {@code "from_tag"} (Java has no
  *       other starting point); {@code {"fast_forward": name}}: main takes the branch's history;
- *   <li>a {@code "rows"} step with {@code "branch": name} commits to that branch (batch mode).
+ *   <li>a {@code "rows"} step with {@code "branch": name} commits to that branch (batch mode);
+ *   <li>{@code {"compact_postpone": true}}: {@link Postpone#compact}, the compaction of a
+ *       postpone-bucket table ({@code bucket = -2}).
  * </ul>
+ *
+ * <p>{@code "existing": true} writes into the table as it is instead of creating it.
  *
  * <p>Writers get a temporary directory for lookups (spill files). Dynamic-bucket tables ({@code
  * bucket = -1} with a primary key) are written as Flink does, through a hash bucket assigner
@@ -117,7 +127,9 @@ final class Writes {
         Identifier id = Tables.identifier(job);
         try (Catalog catalog = Tables.catalog(job)) {
             catalog.createDatabase(id.getDatabaseName(), true);
-            catalog.createTable(id, schema(job.get("schema")), false);
+            if (!job.path("existing").asBoolean(false)) {
+                catalog.createTable(id, schema(job.get("schema")), false);
+            }
             boolean stream = job.path("mode").asText("batch").equals("stream");
             SimpleHashBucketAssigner assigner = Rows.assigner(catalog.getTable(id));
             Streaming streaming = null;
@@ -129,6 +141,12 @@ final class Writes {
                         streaming = null;
                     }
                     catalog.alterTable(id, changes(step.get("alter")), false);
+                } else if (step.has("compact_postpone")) {
+                    if (streaming != null) {
+                        streaming.close();
+                        streaming = null;
+                    }
+                    Postpone.compact((FileStoreTable) catalog.getTable(id), TEMP_DIR);
                 } else if (step.has("tag")) {
                     catalog.getTable(id).createTag(step.get("tag").asText());
                 } else if (step.has("create_branch")) {
@@ -222,6 +240,10 @@ final class Writes {
 
     private static void batchCommit(Table table, JsonNode step, SimpleHashBucketAssigner assigner)
             throws Exception {
+        if (step.has("columns")) {
+            columnCommit(table, step);
+            return;
+        }
         BatchWriteBuilder builder = table.newBatchWriteBuilder();
         JsonNode overwrite = step.path("overwrite");
         if (overwrite.isBoolean() && overwrite.asBoolean()) {
@@ -235,6 +257,35 @@ final class Writes {
                 BatchTableCommit commit = builder.newCommit()) {
             new Rows(table, write, assigner).write(step.path("rows"));
             commit.commit(write.prepareCommit());
+        }
+    }
+
+    /** A data-evolution write: files of some columns only, for existing row ids. */
+    private static void columnCommit(Table table, JsonNode step) throws Exception {
+        RowType type = table.rowType().project(strings(step.get("columns")));
+        long firstRowId = step.get("first_row_id").asLong();
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        try (BatchTableWrite write = builder.newWrite().withWriteType(type);
+                BatchTableCommit commit = builder.newCommit()) {
+            for (JsonNode r : step.path("rows")) {
+                write.write(Values.parseRow(r, type));
+            }
+            List<CommitMessage> messages = new ArrayList<>();
+            for (CommitMessage m : write.prepareCommit()) {
+                CommitMessageImpl c = (CommitMessageImpl) m;
+                List<DataFileMeta> files = new ArrayList<>();
+                for (DataFileMeta f : c.newFilesIncrement().newFiles()) {
+                    files.add(f.assignFirstRowId(firstRowId));
+                }
+                messages.add(
+                        new CommitMessageImpl(
+                                c.partition(),
+                                c.bucket(),
+                                c.totalBuckets(),
+                                new DataIncrement(files, List.of(), List.of()),
+                                c.compactIncrement()));
+            }
+            commit.commit(messages);
         }
     }
 

@@ -1,0 +1,184 @@
+//! Skipping the Parquet pages no matching row can be in, by the page index (column index
+//! min/max/null counts, offset index row ranges), as a `RowSelection` per row group.
+//!
+//! Invariants (pruning never drops a matching row):
+//! * only the columns the caller allows are consulted (primary-key tables: key columns only,
+//!   whose every version of a key has the same value, so pruning before the merge keeps all
+//!   versions of a matching key or none); other columns count as unknown;
+//! * per consulted column, a page is kept when the filter may match its statistics with every
+//!   other column unknown; a matching row lies in a kept page of every consulted column, so
+//!   the intersection of the columns' kept rows holds it;
+//! * only columns read without type change and of types whose statistics order is the filter's
+//!   order (integers, DATE, VARCHAR/STRING) are consulted; a file without page index, or a
+//!   column whose statistics are missing, keeps everything;
+//! * files with a deletion vector are not pruned (row positions must stay whole).
+
+use arrow_array::{Array, ArrayRef, UInt64Array};
+use arrow_cast::cast;
+use arrow_schema::Schema;
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+use parquet::file::metadata::ParquetMetaData;
+use parquet::schema::types::SchemaDescriptor;
+use tidelake_spec::datum::Datum;
+use tidelake_spec::types::{DataField, DataType, TypeKind};
+
+use crate::datum_arrow::datum_at;
+use crate::scan::predicate::{BoundPredicate, StatsProvider};
+
+/// A filter and the columns pages may be pruned by.
+#[derive(Debug, Clone)]
+pub struct PagePrune {
+    filter: BoundPredicate,
+    /// Ids of the columns that may be consulted.
+    column_ids: Vec<i32>,
+}
+
+impl PagePrune {
+    /// Pruning by `filter` on the columns it references that `allowed` accepts; `None` when
+    /// there are none.
+    pub fn new(filter: &BoundPredicate, allowed: impl Fn(i32) -> bool) -> Option<PagePrune> {
+        fn collect(p: &BoundPredicate, allowed: &dyn Fn(i32) -> bool, ids: &mut Vec<i32>) {
+            match p {
+                BoundPredicate::And(children) | BoundPredicate::Or(children) => {
+                    children.iter().for_each(|c| collect(c, allowed, ids))
+                }
+                BoundPredicate::Leaf(leaf) => {
+                    let id = leaf.column.id;
+                    if allowed(id) && prunable(&leaf.column.data_type) && !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+        }
+        let mut column_ids = Vec::new();
+        collect(filter, &allowed, &mut column_ids);
+        (!column_ids.is_empty()).then(|| PagePrune { filter: filter.clone(), column_ids })
+    }
+
+    /// Per row group of `metadata`: `None` to read it whole, else the rows that may match.
+    /// `file_fields` name the file's columns, `read_fields` the filter's (matched by id).
+    pub(super) fn selections(
+        &self,
+        metadata: &ParquetMetaData,
+        arrow_schema: &Schema,
+        file_fields: &[DataField],
+        read_fields: &[DataField],
+    ) -> Vec<Option<RowSelection>> {
+        let groups = metadata.num_row_groups();
+        let mut out: Vec<Option<RowSelection>> = vec![None; groups];
+        let (Some(column_index), Some(offset_index)) = (metadata.column_index(), metadata.offset_index()) else {
+            return out;
+        };
+        let parquet_schema: &SchemaDescriptor = metadata.file_metadata().schema_descr();
+        for id in &self.column_ids {
+            let (Some(file_field), Some(read_field)) =
+                (file_fields.iter().find(|f| f.id == *id), read_fields.iter().find(|f| f.id == *id))
+            else {
+                continue;
+            };
+            if file_field.data_type.kind != read_field.data_type.kind {
+                continue;
+            }
+            let Ok(converter) = StatisticsConverter::try_new(&file_field.name, arrow_schema, parquet_schema) else {
+                continue;
+            };
+            for (group, selection) in out.iter_mut().enumerate() {
+                let Some(kept) = self.kept_pages(&converter, column_index, offset_index, metadata, group, read_field)
+                else {
+                    continue;
+                };
+                *selection = Some(match selection.take() {
+                    Some(s) => s.intersection(&kept),
+                    None => kept,
+                });
+            }
+        }
+        out
+    }
+
+    /// The rows of row group `group` in pages of `field`'s column the filter may match.
+    fn kept_pages(
+        &self,
+        converter: &StatisticsConverter<'_>,
+        column_index: &parquet::file::metadata::ParquetColumnIndex,
+        offset_index: &parquet::file::metadata::ParquetOffsetIndex,
+        metadata: &ParquetMetaData,
+        group: usize,
+        field: &DataField,
+    ) -> Option<RowSelection> {
+        let groups = [group];
+        let mins = converter.data_page_mins(column_index, offset_index, &groups).ok()?;
+        let maxes = converter.data_page_maxes(column_index, offset_index, &groups).ok()?;
+        let nulls = converter.data_page_null_counts(column_index, offset_index, &groups).ok()?;
+        let rows = converter.data_page_row_counts(offset_index, metadata.row_groups(), &groups).ok()??;
+        let (mins, maxes) = (as_datums(&mins, &field.data_type)?, as_datums(&maxes, &field.data_type)?);
+        if mins.len() != rows.len() || maxes.len() != rows.len() || nulls.len() != rows.len() {
+            return None;
+        }
+        let selectors = (0..rows.len()).map(|page| {
+            let count = usize::try_from(rows.value(page)).unwrap_or(usize::MAX);
+            let stats = PageStats {
+                name: &field.name,
+                min: mins[page].clone(),
+                max: maxes[page].clone(),
+                null_count: null_count(&nulls, page),
+                row_count: i64::try_from(count).unwrap_or(i64::MAX),
+            };
+            if self.filter.may_match(&stats) {
+                RowSelector::select(count)
+            } else {
+                RowSelector::skip(count)
+            }
+        });
+        Some(RowSelection::from(selectors.collect::<Vec<_>>()))
+    }
+}
+
+/// Types whose page statistics compare as the filter compares values.
+fn prunable(t: &DataType) -> bool {
+    matches!(
+        t.kind,
+        TypeKind::TinyInt | TypeKind::SmallInt | TypeKind::Int | TypeKind::BigInt | TypeKind::Date | TypeKind::VarChar(_)
+    )
+}
+
+/// Page statistics as values of `t` (nulls: unknown); `None` when they cannot be converted.
+fn as_datums(array: &ArrayRef, t: &DataType) -> Option<Vec<Option<Datum>>> {
+    let target = tidelake_spec::arrow::to_arrow_type(t).ok()?;
+    let array = cast(array, &target).ok()?;
+    (0..array.len())
+        .map(|i| match array.is_null(i) {
+            true => Some(None),
+            false => datum_at(array.as_ref(), i, t).ok().map(Some),
+        })
+        .collect()
+}
+
+fn null_count(nulls: &UInt64Array, page: usize) -> Option<i64> {
+    (!nulls.is_null(page)).then(|| i64::try_from(nulls.value(page)).unwrap_or(i64::MAX))
+}
+
+/// One page of one column; every other column is unknown.
+struct PageStats<'a> {
+    name: &'a str,
+    min: Option<Datum>,
+    max: Option<Datum>,
+    null_count: Option<i64>,
+    row_count: i64,
+}
+
+impl StatsProvider for PageStats<'_> {
+    fn min(&self, field: &str) -> Option<Datum> {
+        (field == self.name).then(|| self.min.clone()).flatten()
+    }
+    fn max(&self, field: &str) -> Option<Datum> {
+        (field == self.name).then(|| self.max.clone()).flatten()
+    }
+    fn null_count(&self, field: &str) -> Option<i64> {
+        (field == self.name).then_some(self.null_count).flatten()
+    }
+    fn row_count(&self) -> i64 {
+        self.row_count
+    }
+}

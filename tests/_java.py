@@ -94,7 +94,8 @@ class Scenario:
     ``{"kind": "-D", "values": [...]}`` deletes), ``"overwrite"``, ``{"alter": [...]}`` (each
     change also carries ``"arrow"``, the Arrow type tidelake is given), ``{"tag": name}``;
     ``{"compact": True}`` is a full compaction of every bucket (besides the compactions both
-    writers trigger on their own). ``mode``: "stream" (one long-lived writer, commit identifiers) or "batch"."""
+    writers trigger on their own); ``{"create_branch": name}`` (optionally ``"from_tag"``),
+    ``{"fast_forward": name}``, and ``"rows"`` steps with ``"branch": name`` (batch mode). ``mode``: "stream" (one long-lived writer, commit identifiers) or "batch"."""
 
     name: str
     fields: list[tuple[str, Any]]
@@ -137,7 +138,8 @@ def tidelake_write(java: JavaOracle, warehouse: str, sc: Scenario) -> tidelake.T
     writer = None
     commit_id = 0
     for step in sc.steps:
-        if "alter" in step or "tag" in step or "compact" in step or "overwrite" in step or sc.mode == "batch":
+        if any(k in step for k in ("alter", "tag", "compact", "overwrite", "branch", "create_branch",
+                                   "fast_forward")) or sc.mode == "batch":
             if writer is not None:
                 writer.close()
                 writer = None
@@ -156,6 +158,13 @@ def tidelake_write(java: JavaOracle, warehouse: str, sc: Scenario) -> tidelake.T
             t = cat.get_table(ident)
         elif "tag" in step:
             t.create_tag(step["tag"])
+        elif "create_branch" in step:
+            t.create_branch(step["create_branch"], from_tag=step.get("from_tag"))
+        elif "fast_forward" in step:
+            t.fast_forward(step["fast_forward"])
+        elif "branch" in step:
+            b = tidelake.open_table(t.path, branch=step["branch"])
+            _write_rows(b, b.schema, step["rows"], None)
         elif "compact" in step:
             t.compact(full=True)
         elif "overwrite" in step:
@@ -267,23 +276,28 @@ def compare_read(java: JavaOracle, t: tidelake.Table, warehouse: str, label: str
         opts["scan.timestamp-millis"] = str(timestamp_ms)
     ours_t = t.to_arrow(columns=columns, filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms)
     ours = sorted_rows(canonical_rows(ours_t))
-    job: dict[str, Any] = {}
+    ident, job = _ident_job(t)
     if columns is not None:
         job["projection"] = columns
     if java_filter is not None:
         job["filter"] = java_filter
-    ident = f"db.{pathlib.Path(t.path).name}"
     theirs = _java_rows(java_read(java, warehouse, ident, opts, **job), ours_t.schema, False)
     what = f"{label} {ident} {opts or 'latest'}{' ' + str(job) if job else ''}"
     assert ours == theirs, _mismatch(what, ours, theirs, "Java")
     readers = "tidelake=java"
     if pypaimon:
-        pp = pp_read(warehouse, ident, opts or None, schema=ours_t.schema).select(ours_t.schema.names)
+        pp_ident = f"{ident}$branch_{t.branch}" if t.branch != "main" else ident
+        pp = pp_read(warehouse, pp_ident, opts or None, schema=ours_t.schema).select(ours_t.schema.names)
         theirs_pp = sorted_rows(canonical_rows(pp))
         assert ours == theirs_pp, _mismatch(what, ours, theirs_pp, "pypaimon")
         readers += "=pypaimon"
     COMPARED.append((f"{label} {ident}", f"{opts or 'latest'}{' ' + str(job) if job else ''}", readers, len(ours)))
     return ours
+
+
+def _ident_job(t: tidelake.Table) -> tuple[str, dict[str, Any]]:
+    """The Java identifier of ``t`` and the read job fields naming its branch."""
+    return f"db.{pathlib.Path(t.path).name}", ({"branch": t.branch} if t.branch != "main" else {})
 
 
 def _batch_scans_hide_files(t: tidelake.Table) -> bool:
@@ -301,15 +315,19 @@ def compare_changes(java: JavaOracle, t: tidelake.Table, warehouse: str, label: 
     ``incremental-between`` (start, end], row kinds included."""
     ours_t = t.changes(start, end)
     ours = sorted_rows(canonical_rows(ours_t))
-    ident = f"db.{pathlib.Path(t.path).name}"
+    ident, on_branch = _ident_job(t)
     reads = {"stream": {"stream": {"from": start + 1, "to": end}}}
-    if not _batch_scans_hide_files(t):
+    # Java 1.3.1 plans an incremental read of a table with a fallback branch on the fallback
+    # branch too, with the same snapshot range (FallbackReadScan.plan), and fails when that
+    # branch has fewer snapshots: its streaming read, which ignores the fallback, is the oracle.
+    if not _batch_scans_hide_files(t) and "scan.fallback-branch" not in t.options:
         reads["incremental"] = {"options": {"incremental-between": f"{start},{end}"}}
     for how, job in reads.items():
-        answer = java.run({"op": "read", "warehouse": warehouse, "table": ident, **job})
+        answer = java.run({"op": "read", "warehouse": warehouse, "table": ident, **on_branch, **job})
         theirs = _java_rows(answer, ours_t.schema, True)
         assert ours == theirs, _mismatch(f"{label} {ident} changes({start}, {end}) vs Java {how}", ours, theirs, "Java")
-        COMPARED.append((f"{label} {ident}", f"changes({start},{end}) vs {how}", "tidelake=java", len(ours)))
+        COMPARED.append((f"{label} {ident}", f"changes({start},{end}) vs {how} {on_branch or ''}".rstrip(),
+                         "tidelake=java", len(ours)))
     return ours
 
 

@@ -215,3 +215,45 @@ def upsert_rounds(table_path: str, worker: int, rounds: int, keys: int, go_file:
             append_id = None
         out.append({"value": value, "keys": list(range(keys)), "append_id": append_id})
     return out
+
+
+def overwrite_and_expire(table_path: str, commits: int, go_file: str, ready_dir: str) -> int:
+    """Overwrite the table ``commits`` times with one row (the table's options expire all but
+    the latest snapshot after each commit); returns the number of commits."""
+    t = tidelake.open_table(table_path)
+    start_together(ready_dir, "writer", go_file)
+    for i in range(1, commits + 1):
+        t.write(pa.table({"p": [i], "v": [i]}, schema=t.schema), mode="overwrite")
+    return commits
+
+
+def branch_creator(table_path: str, attempts: int, go_file: str, ready_dir: str) -> tuple[list[tuple[str, int]], int]:
+    """Create branches ``b<i>`` from the latest snapshot while it may be expired meanwhile.
+    Returns the (name, snapshot id) of every creation that returned, and how many were refused
+    because their snapshot vanished."""
+    t = tidelake.open_table(table_path)
+    start_together(ready_dir, "creator", go_file)
+    created, refused = [], 0
+    for i in range(attempts):
+        latest = t.latest_snapshot()
+        try:
+            t.create_branch(f"b{i}", from_snapshot=latest.id)
+        except tidelake.TableNotFoundError:
+            refused += 1
+            continue
+        created.append((f"b{i}", latest.id))
+    return created, refused
+
+
+def create_branch_slowly(table_path: str, name: str, snapshot_id: int, go_file: str, ready_dir: str) -> str:
+    """Create branch ``name`` from ``snapshot_id``, the branch's first file landing 1.5 s late;
+    returns "created" or the error's class name."""
+    slow = {"tidelake.fault.op": "put", "tidelake.fault.path": f"branch/branch-{name}/",
+            "tidelake.fault.nth": "1", "tidelake.fault.action": "delay:1500"}
+    t = tidelake.open_table(table_path, storage_options=slow)
+    start_together(ready_dir, "creator", go_file)
+    try:
+        t.create_branch(name, from_snapshot=snapshot_id)
+    except tidelake.TidelakeError as e:
+        return type(e).__name__
+    return "created"

@@ -19,7 +19,7 @@ import pytest
 
 import tidelake
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
-from _java import Scenario, compare_all, compare_read, java_write, tidelake_write
+from _java import Scenario, compare_all, compare_read, java_write, tidelake_write, to_arrow
 
 # ---- types ---------------------------------------------------------------------------------------
 
@@ -322,6 +322,73 @@ def test_tidelake_compacts_java_reads(java, tmp_path, name):
     t = tidelake_write(java, wh, sc)
     assert any(s.commit_kind == "COMPACT" for s in t.snapshots())
     compare_all(java, t, wh, "B tidelake-compacted", pypaimon=_pypaimon_reads_exactly(sc))
+
+
+# Branches: main keeps writing after a branch from a tag and an empty one are created and
+# written; main reads the partitions it lacks (p9) from `scan.fallback-branch` (the fallback
+# branch commits before main's middle snapshot: Java refuses a time travel of main to a time
+# before the fallback branch's first snapshot, and so does tidelake).
+BRANCHES = Scenario("branches", KV, [
+    {"rows": _kv_rows(4)},
+    {"tag": "t1"},
+    {"create_branch": "dev", "from_tag": "t1"},
+    {"create_branch": "fb"},
+    {"rows": [[20, "p9", 1, "fb"], [21, "p0", 2, "fb"]], "branch": "fb"},
+    {"rows": _kv_rows(2, 4, "m")},
+    {"rows": _kv_rows(3, 10, "d"), "branch": "dev"},
+    {"alter": [{"set": "scan.fallback-branch", "value": "fb"}]},
+    {"rows": _kv_rows(2, 30, "z")},
+], partition_keys=["p"], mode="batch")
+FAST_FORWARD = Scenario("fast_forward", KV, [
+    {"rows": _kv_rows(4)},
+    {"tag": "t1"},
+    {"rows": _kv_rows(2, 4, "m")},
+    {"create_branch": "dev", "from_tag": "t1"},
+    {"rows": _kv_rows(3, 10, "d"), "branch": "dev"},
+    {"rows": _kv_rows(1, 20, "e"), "branch": "dev"},
+    {"fast_forward": "dev"},
+    {"rows": _kv_rows(2, 30, "z")},
+], primary_keys=["k", "p"], partition_keys=["p"], options={"bucket": "1"}, mode="batch")
+
+
+def _compare_branches(java, t: tidelake.Table, wh: str, label: str) -> dict[str, tidelake.Table]:
+    """Every branch of ``t`` (and main) read by tidelake == read by Java (== by pypaimon);
+    returns them by name."""
+    tables = {"main": t, **{b: tidelake.open_table(t.path, branch=b) for b in t.branches()}}
+    for name, b in tables.items():
+        # pypaimon (the third reader) ignores `scan.fallback-branch`; Java does not.
+        compare_all(java, b, wh, label, pypaimon="scan.fallback-branch" not in b.options)
+    return tables
+
+
+@pytest.mark.parametrize("sc", [BRANCHES, FAST_FORWARD], ids=lambda sc: sc.name)
+@pytest.mark.parametrize("writer", ["java", "tidelake"])
+def test_branches_both_ways(java, tmp_path, sc, writer):
+    wh = str(tmp_path)
+    if writer == "java":
+        t = java_write(java, wh, sc)
+        label = "A java-wrote"
+    else:
+        t = tidelake_write(java, wh, sc)
+        label = "B tidelake-wrote"
+        # Java 1.3.1 cannot create a branch from a snapshot; it reads one tidelake created.
+        from_snapshot = t.create_branch("from-snapshot", from_snapshot=1)
+        from_snapshot.write(to_arrow(from_snapshot.schema, [[40, "p4", 400, "s"]]))
+    tables = _compare_branches(java, t, wh, label)
+    dev = tidelake.Catalog(wh).get_table(f"db.{sc.name}$branch_dev")  # Paimon's identifier
+    assert dev.branch == "dev" and dev.to_arrow().equals(tables["dev"].to_arrow())
+    if writer == "tidelake":
+        assert [r["k"] for r in tables.pop("from-snapshot").to_arrow().to_pylist() if r["p"] == "p4"] == [40]
+    if sc is BRANCHES:
+        assert sorted(tables) == ["dev", "fb", "main"]
+        # p9 is only in the fallback branch; main's p0 hides the fallback's p0 row.
+        main_rows = tables["main"].to_arrow().to_pylist()
+        assert [r["k"] for r in main_rows if r["p"] == "p9"] == [20]
+        assert 21 not in [r["k"] for r in main_rows]
+        assert sorted(r["k"] for r in tables["dev"].to_arrow().to_pylist()) == [0, 1, 2, 3, 10, 11, 12]
+    else:
+        assert [s.id for s in t.snapshots()] == [1, 2, 3, 4]
+        assert sorted(r["k"] for r in t.to_arrow().to_pylist()) == [0, 1, 2, 3, 10, 11, 12, 20, 30, 31]
 
 
 def test_java_reads_table_path(java, tmp_path):

@@ -279,6 +279,13 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     r("RawTable", "expire_snapshots", altered.expire_snapshots(retain_min=1, retain_max=None, older_than_ms=None,
                                                                max_deletes=None))
     r("RawTable", "remove_orphan_files", altered.remove_orphan_files(older_than_ms=None, dry_run=True))
+    assert r("RawTable", "branch", altered.branch) == "main"
+    r("RawTable", "create_branch", altered.create_branch("b1", snapshot_id=None, tag="t1"))
+    assert r("RawTable", "branches", altered.branches()) == ["b1"]
+    branch = _internal.RawTable.open(altered.location, storage_options=None, branch="b1")
+    r("RawTable", "fast_forward", altered.fast_forward("b1")).reload()
+    assert branch.branch == "b1"
+    r("RawTable", "delete_branch", altered.delete_branch("b1"))
     r("RawTable", "rollback_to", altered.rollback_to(snapshot_id=None, tag="t1"))
     r("RawTable", "delete_tag", altered.delete_tag("t1"))
     r("RawTable", "truncate", altered.truncate("me"))

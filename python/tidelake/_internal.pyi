@@ -98,7 +98,7 @@ class RawTable:
         """Re-open the table (latest schema)."""
 
     @staticmethod
-    def open(location: str, storage_options: dict[str, str] | None = None) -> RawTable:
+    def open(location: str, storage_options: dict[str, str] | None = None, branch: str | None = None) -> RawTable:
         """Open the table at ``location`` (a local path or an object-store URL).
 
         Raises ``TableNotFoundError`` if nothing there looks like a Paimon table and
@@ -235,6 +235,21 @@ class RawTable:
 
     def create_tag(self, name: str, snapshot_id: int | None = None, time_retained_ms: int | None = None) -> str:
         """Create tag ``name`` at a snapshot (latest by default); returns the tag JSON."""
+
+    @property
+    def branch(self) -> str:
+        """The branch the table is opened on."""
+
+    def create_branch(self, name: str, snapshot_id: int | None = None, tag: str | None = None) -> None:
+        """Create branch ``name`` from a snapshot, a tag, or empty (neither)."""
+
+    def branches(self) -> list[str]:
+        """Every branch but ``main``, sorted."""
+
+    def delete_branch(self, name: str) -> None: ...
+
+    def fast_forward(self, name: str) -> RawTable:
+        """Fast-forward this branch to ``name``; returns the table re-opened."""
 
     def delete_tag(self, name: str) -> dict[str, int]:
         """Delete a tag and the files only it protected; returns counts."""

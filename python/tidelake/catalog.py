@@ -42,7 +42,8 @@ class Catalog:
         return self._raw.list_tables(database)
 
     def get_table(self, identifier: str) -> Table:
-        """Open ``"database.table"``. Raises TableNotFoundError."""
+        """Open ``"database.table"``, or a branch of it as ``"database.table$branch_NAME"``
+        (Paimon's identifier). Raises TableNotFoundError."""
         return Table(self._raw.get_table(identifier))
 
     def create_table(self, identifier: str, schema: "pa.Schema", primary_keys: list[str] | None = None,

@@ -353,7 +353,8 @@ def _columns(text: str | None) -> list[str] | None:
 def _open(path: str) -> Table:
     if "://" not in path:  # a local path: resolve `..` and symlinked cwd segments for the engine
         path = os.path.abspath(path)
-    return open_table(path, storage_options=click.get_current_context().find_root().obj)
+    storage_options, branch = click.get_current_context().find_root().obj
+    return open_table(path, storage_options=storage_options, branch=branch)
 
 
 def _emit_json(value: Any) -> None:
@@ -372,6 +373,8 @@ def _info_dict(t: Table) -> dict[str, Any]:
         "options": t.options,
         "snapshots": [s.to_dict() for s in snaps],
         "tags": [tag.to_dict() for tag in t.tags()],
+        "branch": t.branch,
+        "branches": t.branches(),
     }
 
 
@@ -393,20 +396,22 @@ def _storage_options(ctx: click.Context, param: click.Parameter, values: tuple[s
               callback=_storage_options,
               help="Object-store setting for s3://, gs://, az:// paths, e.g. aws_endpoint=http://... "
                    "(repeatable; AWS_* and other standard environment variables apply too).")
+@click.option("-b", "--branch", metavar="NAME", help="Act on branch NAME of the table (default: main).")
 @click.pass_context
-def main(ctx: click.Context, storage_options: dict[str, str] | None) -> None:
+def main(ctx: click.Context, storage_options: dict[str, str] | None, branch: str | None) -> None:
     """tidelake: inspect, read and maintain Apache Paimon tables from the shell.
 
     PATH is a table directory (holding schema/, snapshot/, manifest/...), e.g.
     warehouse/db.db/orders, or an object-store URL such as s3://bucket/db.db/orders (see
     --storage-option). Inspect with info, snapshots, schema, tags, files, system, cat, tail and
     doctor; maintain with compact, expire-snapshots, remove-orphans, tags create/delete,
-    rollback, drop-partition, expire-partitions and consumers. Durations: 30s, 10min, 1h, 2d.
+    rollback, drop-partition, expire-partitions, consumers and branches. Durations: 30s, 10min,
+    1h, 2d. With --branch NAME every command acts on that branch of the table.
 
     Exit codes: 0 ok, 1 unexpected error, 2 bad usage or argument,
     3 table/snapshot/schema/tag not found, 4 corrupt metadata or data.
     """
-    ctx.obj = storage_options
+    ctx.obj = (storage_options, branch)
 
 
 @main.command(short_help="Schema, keys, options, snapshots and tags of a table.")
@@ -444,6 +449,8 @@ def info(path: str, as_json: bool) -> None:
     click.echo(f"tags: {len(d['tags'])}")
     if d["tags"]:
         _print_table([[tg["name"], tg["snapshot_id"]] for tg in d["tags"]], ["tag", "snapshot"])
+    click.echo("")
+    click.echo(f"branch: {d['branch']}; other branches: {', '.join(d['branches']) or '-'}")
 
 
 @main.command(short_help="List the snapshots of a table.")
@@ -876,6 +883,68 @@ def tags_delete(path: str, name: str, as_json: bool) -> None:
         _emit_json({"tag": name, **counts})
         return
     click.echo(f"deleted tag {name} ({_summary(counts)} removed)")
+
+
+# ---- branches -------------------------------------------------------------------------------------
+
+
+@main.group(cls=_PathGroup, short_help="List, create, delete and fast-forward branches.")
+def branches() -> None:
+    """List (the default: `branches PATH` is `branches list PATH`), create, delete and
+    fast-forward the branches of the table at PATH. A branch has its own snapshots, schemas and
+    tags and shares data files; read or write one with `tidelake --branch NAME ...`."""
+
+
+@branches.command("list", short_help="List the branches of a table.")
+@_PATH
+@_JSON
+@_guarded
+def branches_list(path: str, as_json: bool) -> None:
+    """List the branches of the table at PATH besides main, sorted."""
+    names = _open(path).branches()
+    if as_json:
+        _emit_json(names)
+        return
+    for name in names:
+        click.echo(name)
+    click.echo(f"({len(names)} branches)")
+
+
+@branches.command("create", short_help="Create a branch (from a snapshot, a tag, or empty).")
+@_PATH
+@click.argument("name", metavar="NAME")
+@click.option("--snapshot", "snapshot_id", type=int, metavar="N", help="Start from snapshot N.")
+@click.option("--tag", metavar="T", help="Start from tag T.")
+@_guarded
+def branches_create(path: str, name: str, snapshot_id: int | None, tag: str | None) -> None:
+    """Create branch NAME of the table at PATH, starting from snapshot N or tag T (at most one),
+    else empty with the latest schema."""
+    _one_version(snapshot=snapshot_id, tag=tag)
+    _open(path).create_branch(name, from_snapshot=snapshot_id, from_tag=tag)
+    start = f"snapshot {snapshot_id}" if snapshot_id is not None else f"tag {tag}" if tag is not None else "empty"
+    click.echo(f"created branch {name} ({start})")
+
+
+@branches.command("delete", short_help="Delete a branch.")
+@_PATH
+@click.argument("name", metavar="NAME")
+@_guarded
+def branches_delete(path: str, name: str) -> None:
+    """Delete branch NAME of the table at PATH; files only it referenced become orphans
+    (remove-orphans deletes them). Exit 3 if there is no such branch."""
+    _open(path).delete_branch(name)
+    click.echo(f"deleted branch {name}")
+
+
+@branches.command("fast-forward", short_help="Replace a branch's history by another branch's.")
+@_PATH
+@click.argument("name", metavar="NAME")
+@_guarded
+def branches_fast_forward(path: str, name: str) -> None:
+    """Fast-forward the table at PATH (main, or --branch) to branch NAME: its snapshots, schemas
+    and tags from NAME's earliest snapshot on are replaced by NAME's. Stop writers first."""
+    t = _open(path).fast_forward(name)
+    click.echo(f"fast-forwarded {t.branch} to {name} (latest snapshot {t.latest_snapshot().id})")
 
 
 # ---- rollback -------------------------------------------------------------------------------------

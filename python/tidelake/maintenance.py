@@ -13,7 +13,7 @@ from .exceptions import InvalidArgumentError
 __all__ = ["SYSTEM_TABLES", "duration_ms", "partition_specs_json"]
 
 SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags",
-                 "consumers", "audit_log")
+                 "consumers", "branches", "audit_log")
 """Names accepted by :meth:`tidelake.Table.system` (Paimon's ``table$name`` system tables)."""
 
 

@@ -34,10 +34,12 @@ class Split:
     payload: bytes
     #: The table's storage options, as sorted ``(key, value)`` pairs (credentials included).
     storage_options: tuple[tuple[str, str], ...] = ()
+    #: The branch the table was read on.
+    branch: str = "main"
 
     def read(self) -> "pa.RecordBatchReader":
         """Stream this split's rows (merged for primary-key tables)."""
-        raw = _internal.RawTable.open(self.table_path, dict(self.storage_options))
+        raw = _internal.RawTable.open(self.table_path, dict(self.storage_options), self.branch)
         return _reader(raw.read_split(
             self.payload,
             schema_id=self.schema_id,
@@ -77,7 +79,7 @@ class Scan:
         storage_options = tuple(sorted(self._table.storage_options.items()))
         return [
             Split(self._table.location, self._raw.schema_id, self._columns, self._filter_json,
-                  self._with_row_kind, count, payload, storage_options)
+                  self._with_row_kind, count, payload, storage_options, self._table.branch)
             for payload, count in zip(self._raw.splits(), self._raw.split_row_counts())
         ]
 

@@ -74,8 +74,10 @@ def _check_batch_size(batch_size: int | None) -> None:
         raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
 
 
-def open_table(path: str | os.PathLike[str], storage_options: dict[str, str] | None = None) -> "Table":
-    """Open the Paimon table at ``path`` (a directory holding ``schema/``, ``snapshot/``...).
+def open_table(path: str | os.PathLike[str], storage_options: dict[str, str] | None = None,
+               branch: str | None = None) -> "Table":
+    """Open the Paimon table at ``path`` (a directory holding ``schema/``, ``snapshot/``...), on
+    ``branch`` (default ``main``): reads, writes, tags and maintenance then act on that branch.
 
     ``path`` is a local path or an object-store URL: ``s3://bucket/prefix`` (also ``s3a://``),
     ``gs://bucket/prefix``, ``az://container/prefix``. Credentials and settings come from the
@@ -85,10 +87,12 @@ def open_table(path: str | os.PathLike[str], storage_options: dict[str, str] | N
     An unknown key raises InvalidArgumentError.
 
     Raises:
-        TableNotFoundError: nothing at ``path`` looks like a Paimon table.
+        TableNotFoundError: nothing at ``path`` looks like a Paimon table, or it has no such branch.
         CorruptMetadataError: the latest schema file cannot be parsed.
     """
-    return Table(_internal.RawTable.open(os.fspath(path), _storage_options(storage_options)))
+    if branch is not None and not isinstance(branch, str):
+        raise InvalidArgumentError(f"branch must be a string, got {type(branch).__name__}")
+    return Table(_internal.RawTable.open(os.fspath(path), _storage_options(storage_options), branch))
 
 
 class Table:
@@ -142,7 +146,13 @@ class Table:
 
     def __repr__(self) -> str:
         kind = "primary-key" if self.primary_keys else "append"
-        return f"<tidelake.Table {self.path!r} ({kind})>"
+        on = "" if self.branch == "main" else f" on branch {self.branch!r}"
+        return f"<tidelake.Table {self.path!r} ({kind}){on}>"
+
+    @property
+    def branch(self) -> str:
+        """The branch this table is opened on (``main`` unless :func:`open_table` named one)."""
+        return self._raw.branch
 
     @property
     def path(self) -> str:
@@ -492,6 +502,30 @@ class Table:
         Returns counts of deleted files. Raises TableNotFoundError if there is no such tag."""
         return dict(self._raw.delete_tag(name))
 
+    def create_branch(self, name: str, from_snapshot: int | None = None, from_tag: str | None = None) -> "Table":
+        """Create branch ``name`` of this table's branch: from a snapshot, a tag, or (neither)
+        empty with the latest schema. Returns the new branch opened. Data files are shared;
+        maintenance on any branch keeps what other branches reference. Raises
+        InvalidArgumentError for a bad name (``main``, blank, only digits, with ``/``),
+        TableAlreadyExistsError if it exists, TableNotFoundError for a missing snapshot or tag."""
+        self._raw.create_branch(name, from_snapshot, from_tag)
+        return open_table(self.path, self.storage_options, branch=name)
+
+    def branches(self) -> list[str]:
+        """The table's branches besides ``main``, sorted."""
+        return list(self._raw.branches())
+
+    def delete_branch(self, name: str) -> None:
+        """Delete a branch (not ``main``, the current one or the ``scan.fallback-branch``); files
+        only it referenced become orphans. Raises TableNotFoundError if there is no such branch."""
+        self._raw.delete_branch(name)
+
+    def fast_forward(self, name: str) -> "Table":
+        """Make branch ``name``'s history this branch's: snapshots, schemas and tags from the
+        branch's earliest snapshot on are replaced by the branch's (Paimon's ``fast_forward``).
+        Stop writers first. Returns this table, re-opened."""
+        return self._replace(self._raw.fast_forward(name))
+
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> dict[str, Any]:
         """Make a snapshot or tag the latest state again: newer snapshots and tags are deleted
         with the files only they referenced (Paimon's ``rollback_to``). Stop writers first."""
@@ -526,5 +560,5 @@ class Table:
     def system(self, name: str) -> "pa.Table":
         """A Paimon system table (``table$name``) as a pyarrow.Table: ``snapshots``, ``schemas``,
         ``options``, ``files``, ``manifests``, ``partitions``, ``buckets``, ``tags``,
-        ``consumers`` or ``audit_log``."""
+        ``consumers``, ``branches`` or ``audit_log``."""
         return self._raw.system_table(name)

@@ -7,6 +7,7 @@
 
 use arrow_schema::Schema as ArrowSchema;
 
+use crate::branch::{split_branch_suffix, MAIN_BRANCH};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
 use crate::schema_change::{create_table, TableSpec};
@@ -118,8 +119,10 @@ impl Catalog {
         Ok(self.io.child(&format!("{}/{table}", Self::db_dir(&db))))
     }
 
+    /// Open `db.table`, or a branch of it as `db.table$branch_<name>` (Paimon's identifier).
     pub async fn get_table(&self, identifier: &str) -> Result<Table> {
-        Table::open_io(self.table_io(identifier)?).await
+        let (table, branch) = split_branch_suffix(identifier);
+        Table::open_branch(self.table_io(table)?, branch.unwrap_or(MAIN_BRANCH)).await
     }
 
     /// Create `db.table`; the database must exist.

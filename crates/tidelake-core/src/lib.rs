@@ -9,6 +9,7 @@
 //!
 //! This crate never creates an async runtime and never touches Python.
 
+pub mod branch;
 pub mod catalog;
 pub mod commit;
 pub mod compact;

@@ -13,12 +13,13 @@ use arrow_schema::Schema as ArrowSchema;
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
-use tidelake_spec::schema::{check_column_name, schema_file_name, TableSchema};
+use tidelake_spec::schema::{check_column_name, TableSchema};
 use tidelake_spec::types::{DataType, TypeKind};
 
+use crate::branch::{list_branches, MAIN_BRANCH, SCAN_FALLBACK_BRANCH};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
-use crate::table::Table;
+use crate::table::{schema_path, Table};
 
 /// How many times a schema change is re-applied after losing a race.
 const MAX_SCHEMA_RETRIES: usize = 10;
@@ -71,11 +72,25 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
     check_merge_options(&table_schema)?;
     table_schema.comment = spec.comment.clone();
     table_schema.time_millis = now_millis();
-    let rel = format!("schema/{}", schema_file_name(0));
+    let rel = schema_path(0);
     if !io.put_if_absent(&rel, table_schema.to_json()).await? {
         return Err(Error::AlreadyExists(format!("table at {}", io.location())));
     }
     Table::open_io(io).await
+}
+
+/// Java `SchemaValidation.validateFallbackBranch`: `scan.fallback-branch` names an existing
+/// branch.
+async fn check_fallback_branch(table: &Table, schema: &TableSchema) -> Result<()> {
+    let Some(fallback) = schema.options().get(SCAN_FALLBACK_BRANCH).filter(|b| !b.trim().is_empty()) else {
+        return Ok(());
+    };
+    if fallback != MAIN_BRANCH && !list_branches(table.io()).await?.iter().any(|b| b == fallback) {
+        return Err(Error::invalid(format!(
+            "cannot set '{SCAN_FALLBACK_BRANCH}' = '{fallback}' because the branch '{fallback}' does not exist"
+        )));
+    }
+    Ok(())
 }
 
 fn check_bucket_mode(schema: &TableSchema) -> Result<()> {
@@ -150,12 +165,12 @@ pub enum ColumnPosition {
 /// Apply `changes` to the latest schema of `table` and commit the new schema file.
 pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Table> {
     for _ in 0..MAX_SCHEMA_RETRIES {
-        let current = Table::open_io(table.io().clone()).await?;
+        let current = table.reopen().await?;
         let next = apply_changes(current.schema(), changes)?;
         check_merge_options(&next)?;
-        let rel = format!("schema/{}", schema_file_name(next.id));
-        if table.io().put_if_absent(&rel, next.to_json()).await? {
-            return Table::open_io(table.io().clone()).await;
+        check_fallback_branch(table, &next).await?;
+        if table.branch_io().put_if_absent(&schema_path(next.id), next.to_json()).await? {
+            return table.reopen().await;
         }
     }
     Err(Error::CommitConflict(format!(

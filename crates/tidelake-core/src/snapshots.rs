@@ -37,8 +37,8 @@ use tidelake_spec::snapshot::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 
-const SNAPSHOT_DIR: &str = "snapshot";
-const TAG_DIR: &str = "tag";
+pub(crate) const SNAPSHOT_DIR: &str = "snapshot";
+pub(crate) const TAG_DIR: &str = "tag";
 const LATEST: &str = "snapshot/LATEST";
 const EARLIEST: &str = "snapshot/EARLIEST";
 /// How many latest snapshots [`SnapshotManager::read_latest`] tries before giving up.

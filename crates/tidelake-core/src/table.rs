@@ -1,8 +1,12 @@
-//! A Paimon table opened from storage: its location, schema history and snapshot manager.
+//! A Paimon table opened from storage on one branch: its location, schema history and snapshot
+//! manager.
 //!
-//! Invariants: a table exists iff its `schema/` directory holds at least one `schema-N` file;
-//! the latest schema is the highest N (Java `SchemaManager.latest`); schema files are immutable,
-//! so every loaded schema is cached for the lifetime of the [`Table`].
+//! Invariants: a table (or branch) exists iff its `schema/` directory holds at least one
+//! `schema-N` file; the latest schema is the highest N (Java `SchemaManager.latest`); schema
+//! files are immutable, so every loaded schema is cached for the lifetime of the [`Table`].
+//! Data, manifest, index and statistics files live under [`Table::io`] (the table root, shared
+//! by all branches); snapshots, schemas, tags, changelogs and consumers under
+//! [`Table::branch_io`] (see [`crate::branch`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,16 +14,19 @@ use std::sync::{Arc, Mutex};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::schema::{parse_schema_file_name, schema_file_name, TableSchema};
 
+use crate::branch::{branch_io, MAIN_BRANCH};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
 use crate::snapshots::SnapshotManager;
 
-const SCHEMA_DIR: &str = "schema";
+pub(crate) const SCHEMA_DIR: &str = "schema";
 
 /// An opened table. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Table {
     io: FileIO,
+    branch: String,
+    branch_io: FileIO,
     schema: Arc<TableSchema>,
     schema_cache: Arc<Mutex<HashMap<i64, Arc<TableSchema>>>>,
 }
@@ -30,22 +37,53 @@ impl Table {
         Table::open_io(FileIO::open(location)?).await
     }
 
-    /// Open the table rooted at `io`.
+    /// Open the main branch of the table rooted at `io`.
     pub async fn open_io(io: FileIO) -> Result<Table> {
-        let ids = if io.root_is_file() { Vec::new() } else { list_schema_ids(&io).await? };
+        Table::open_branch(io, MAIN_BRANCH).await
+    }
+
+    /// Open `branch` of the table rooted at `io`; a branch that does not exist is
+    /// [`Error::NotFound`] naming it.
+    pub async fn open_branch(io: FileIO, branch: &str) -> Result<Table> {
+        let meta = branch_io(&io, branch)?;
+        let ids = if io.root_is_file() { Vec::new() } else { list_schema_ids(&meta).await? };
         let Some(&latest) = ids.last() else {
+            if branch != MAIN_BRANCH && !list_schema_ids(&io).await?.is_empty() {
+                let existing = crate::branch::list_branches(&io).await?;
+                return Err(Error::not_found(
+                    "branch",
+                    format!("branch '{branch}' of table {}; existing branches: [{}]", io.location(), existing.join(", ")),
+                ));
+            }
             return Err(Error::not_found(
                 "table",
                 format!("no Paimon table at {} (no schema/schema-N file)", io.location()),
             ));
         };
-        let schema = Arc::new(read_schema(&io, latest).await?);
+        let schema = Arc::new(read_schema(&meta, latest).await?);
         let cache = HashMap::from([(latest, schema.clone())]);
-        Ok(Table { io, schema, schema_cache: Arc::new(Mutex::new(cache)) })
+        Ok(Table { io, branch: branch.to_string(), branch_io: meta, schema, schema_cache: Arc::new(Mutex::new(cache)) })
     }
 
+    /// The same branch opened again (latest schema).
+    pub async fn reopen(&self) -> Result<Table> {
+        Table::open_branch(self.io.clone(), &self.branch).await
+    }
+
+    /// The table root: data, manifest, index and statistics files (shared by all branches).
     pub fn io(&self) -> &FileIO {
         &self.io
+    }
+
+    /// The branch's root: its `snapshot/`, `schema/`, `tag/`, `changelog/` and `consumer/`
+    /// directories (the table root for the main branch).
+    pub fn branch_io(&self) -> &FileIO {
+        &self.branch_io
+    }
+
+    /// The branch this table was opened on (`main` by default).
+    pub fn branch(&self) -> &str {
+        &self.branch
     }
 
     pub fn location(&self) -> &str {
@@ -58,7 +96,7 @@ impl Table {
     }
 
     pub fn snapshot_manager(&self) -> SnapshotManager {
-        SnapshotManager::new(self.io.clone())
+        SnapshotManager::new(self.branch_io.clone())
     }
 
     /// Schema `id`, loaded once and cached.
@@ -66,7 +104,7 @@ impl Table {
         if let Some(s) = self.cached_schema(id) {
             return Ok(s);
         }
-        let schema = Arc::new(read_schema(&self.io, id).await?);
+        let schema = Arc::new(read_schema(&self.branch_io, id).await?);
         self.schema_cache
             .lock()
             .expect("schema cache lock poisoned")
@@ -80,7 +118,7 @@ impl Table {
 
     /// Every schema version, ascending by id.
     pub async fn schemas(&self) -> Result<Vec<Arc<TableSchema>>> {
-        let ids = list_schema_ids(&self.io).await?;
+        let ids = list_schema_ids(&self.branch_io).await?;
         stream::iter(ids.into_iter().map(|id| self.schema_by_id(id)))
             .buffered(16)
             .try_collect()
@@ -88,7 +126,8 @@ impl Table {
     }
 }
 
-async fn list_schema_ids(io: &FileIO) -> Result<Vec<i64>> {
+/// Ids of the schema files under `io` (a table or branch root), ascending.
+pub(crate) async fn list_schema_ids(io: &FileIO) -> Result<Vec<i64>> {
     let mut ids: Vec<i64> = io
         .list_dir(SCHEMA_DIR)
         .await?
@@ -99,8 +138,13 @@ async fn list_schema_ids(io: &FileIO) -> Result<Vec<i64>> {
     Ok(ids)
 }
 
+/// `schema/schema-<id>` relative to a table or branch root.
+pub(crate) fn schema_path(id: i64) -> String {
+    format!("{SCHEMA_DIR}/{}", schema_file_name(id))
+}
+
 async fn read_schema(io: &FileIO, id: i64) -> Result<TableSchema> {
-    let rel = format!("{SCHEMA_DIR}/{}", schema_file_name(id));
+    let rel = schema_path(id);
     let bytes = io.read_opt(&rel).await?.ok_or_else(|| {
         Error::not_found("schema", format!("schema {id} of table {}", io.location()))
     })?;

@@ -8,6 +8,7 @@
 use pyo3::prelude::*;
 
 mod arrow_arg;
+mod branch;
 mod catalog;
 mod compact;
 mod errors;

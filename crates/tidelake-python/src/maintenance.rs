@@ -148,7 +148,7 @@ impl RawTable {
 
     /// Every consumer as (id, next snapshot id), sorted by id.
     fn consumers(&self, py: Python<'_>) -> PyResult<Vec<(String, i64)>> {
-        block_on(py, consumers::consumers(self.table.io()))?.py()
+        block_on(py, consumers::consumers(self.table.branch_io()))?.py()
     }
 
     fn reset_consumer(

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3_arrow::PySchema;
 use tidelake_core::io::{FileIO, StorageOptions};
 use tidelake_core::schema_change::{alter_table, create_table, ColumnPosition, SchemaChange, TableSpec};
+use tidelake_core::branch::MAIN_BRANCH;
 use tidelake_core::table::Table;
 
 
@@ -106,16 +107,23 @@ impl RawTable {
 
     /// Re-open the table (latest schema).
     fn reload(&self, py: Python<'_>) -> PyResult<RawTable> {
-        let table = block_on(py, Table::open_io(self.table.io().clone()))?.py()?;
+        let table = block_on(py, self.table.reopen())?.py()?;
         Ok(RawTable { table })
     }
 
-    /// Open the table at `location` (a path or a URL such as `s3://bucket/prefix`).
+    /// Open `branch` (`main` by default) of the table at `location` (a path or a URL such as
+    /// `s3://bucket/prefix`).
     #[staticmethod]
-    #[pyo3(signature = (location, storage_options=None))]
-    fn open(py: Python<'_>, location: String, storage_options: Option<StorageOptions>) -> PyResult<RawTable> {
+    #[pyo3(signature = (location, storage_options=None, branch=None))]
+    fn open(
+        py: Python<'_>,
+        location: String,
+        storage_options: Option<StorageOptions>,
+        branch: Option<String>,
+    ) -> PyResult<RawTable> {
         let io = FileIO::open_with(&location, &storage_options.unwrap_or_default()).py()?;
-        let table = block_on(py, Table::open_io(io))?.py()?;
+        let branch = branch.unwrap_or_else(|| MAIN_BRANCH.to_string());
+        let table = block_on(py, Table::open_branch(io, &branch))?.py()?;
         Ok(RawTable { table })
     }
 

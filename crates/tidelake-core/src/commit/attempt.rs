@@ -13,7 +13,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tidelake_spec::manifest::{
     FileKind, IndexManifestEntry, ManifestEntry, DELETION_VECTORS_INDEX,
 };
-use tidelake_spec::schema::parse_schema_file_name;
 use tidelake_spec::snapshot::{snapshot_file_name, CommitKind, Snapshot, CURRENT_VERSION};
 
 use crate::commit::conflict::{bucket_counts, partition_display, ConflictChecker};
@@ -28,6 +27,7 @@ use crate::commit::scan::{data_manifests, live_entries_of, read_live_entries, Pa
 use crate::error::{Error, ErrorKind, Result};
 use crate::scan::plan::live_index_entries;
 use crate::snapshots::next_snapshot_id;
+use crate::table::list_schema_ids;
 
 const LATEST_HINT: &str = "snapshot/LATEST";
 /// Partitions whose bucket count was verified are remembered up to this many (Java
@@ -177,7 +177,7 @@ impl FileStoreCommit {
     async fn expired_meanwhile(&self, error: &Error, latest: Option<&Snapshot>) -> Result<bool> {
         match latest {
             Some(l) if error.kind() == ErrorKind::NotFound => {
-                Ok(!self.table.io().exists(&snapshot_rel(l.id)).await?)
+                Ok(!self.table.branch_io().exists(&snapshot_rel(l.id)).await?)
             }
             _ => Ok(false),
         }
@@ -209,10 +209,10 @@ impl FileStoreCommit {
     /// Snapshot `id`, `None` when its file does not exist.
     async fn read_snapshot(&self, id: i64) -> Result<Option<Snapshot>> {
         let rel = snapshot_rel(id);
-        match self.table.io().read_opt(&rel).await? {
+        match self.table.branch_io().read_opt(&rel).await? {
             Some(bytes) => Snapshot::from_json(&bytes)
                 .map(Some)
-                .map_err(|e| Error::from_spec(self.table.io().display(&rel), e)),
+                .map_err(|e| Error::from_spec(self.table.branch_io().display(&rel), e)),
             None => Ok(None),
         }
     }
@@ -248,7 +248,7 @@ impl FileStoreCommit {
         if based_on.is_some() && self.base_unchanged(based_on).await? {
             return Ok(Published::Yes);
         }
-        let io = self.table.io();
+        let io = self.table.branch_io();
         let sm = self.table.snapshot_manager();
         let next_exists = match id.checked_add(1) {
             Some(next) => io.exists(&snapshot_rel(next)).await?,
@@ -290,7 +290,7 @@ impl FileStoreCommit {
             Published::Reused => return Ok(None),
             Published::Unknown(reason) => {
                 return Err(Error::Io {
-                    path: self.table.io().display(&snapshot_rel(id)),
+                    path: self.table.branch_io().display(&snapshot_rel(id)),
                     source: object_store::Error::Generic {
                         store: "commit",
                         source: reason.into(),
@@ -299,7 +299,7 @@ impl FileStoreCommit {
             }
         }
         // The hint is best effort: readers verify it (see `SnapshotManager::latest_id`).
-        let _ = self.table.io().write(LATEST_HINT, id.to_string()).await;
+        let _ = self.table.branch_io().write(LATEST_HINT, id.to_string()).await;
         Ok(Some(id))
     }
 
@@ -437,7 +437,7 @@ impl FileStoreCommit {
             created.delete_all(io).await;
             return Ok(Err(Failure::Lost(new_id)));
         }
-        match io.put_if_absent(&snapshot_rel(new_id), snapshot.to_json()).await {
+        match self.table.branch_io().put_if_absent(&snapshot_rel(new_id), snapshot.to_json()).await {
             Ok(true) => match self.publish(new_id, latest).await? {
                 Some(id) => Ok(Ok(id)),
                 None => {
@@ -636,17 +636,9 @@ impl FileStoreCommit {
 
     /// The latest schema id, listed anew (a schema change may have happened since opening).
     async fn latest_schema_id(&self) -> Result<i64> {
-        let files = self.table.io().list_dir("schema").await?;
-        files
-            .iter()
-            .filter_map(|f| parse_schema_file_name(f.path.rsplit('/').next().unwrap_or("")))
-            .max()
-            .ok_or_else(|| {
-                Error::not_found(
-                    "schema",
-                    format!("no schema file in {}/schema", self.table.location()),
-                )
-            })
+        list_schema_ids(self.table.branch_io()).await?.last().copied().ok_or_else(|| {
+            Error::not_found("schema", format!("no schema file in {}/schema", self.table.branch_io().location()))
+        })
     }
 
     /// Java inherits the previous statistics file when it was computed for the latest schema.

@@ -101,7 +101,7 @@ pub async fn reset_consumer(table: &Table, id: &str, next_snapshot: i64) -> Resu
     check_name("consumer", id)?;
     table.snapshot_manager().snapshot(next_snapshot).await?;
     table
-        .io()
+        .branch_io()
         .write(
             &consumer_path(id),
             consumer_json(next_snapshot).into_bytes(),
@@ -112,7 +112,7 @@ pub async fn reset_consumer(table: &Table, id: &str, next_snapshot: i64) -> Resu
 /// Delete consumer `id` (no error when it does not exist, as Java).
 pub async fn delete_consumer(table: &Table, id: &str) -> Result<()> {
     check_name("consumer", id)?;
-    table.io().delete(&consumer_path(id)).await
+    table.branch_io().delete(&consumer_path(id)).await
 }
 
 /// Delete consumers whose file was last modified before `older_than_ms` (Java

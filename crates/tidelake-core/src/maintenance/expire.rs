@@ -19,7 +19,9 @@
 //! only the nearest tag): every name referenced by the live files of `end`, by the deltas of
 //! every later snapshot — re-listed after planning so commits made meanwhile count — and by
 //! the tags that can share files with the expired range (from the last tag before `begin` up
-//! to `end`, plus any tag past the latest snapshot), with their changelog files.
+//! to `end`, plus any tag past the latest snapshot), with their changelog files; and (deviation
+//! from Java, which does not) everything every other branch references, listed after the
+//! snapshot files are deleted.
 //!
 //! The range and its order are the protocol committers rely on (see [`crate::snapshots`]):
 //! * the range starts at the *true* earliest snapshot
@@ -44,7 +46,8 @@
 //! Cost: O(expired snapshots), not O(history). A run that expires nothing reads the two hints,
 //! checks three or four snapshot files and reads one: no listing. A run that expires reads the
 //! expired snapshots, the deltas of the retained snapshots after the new earliest (the
-//! protection above) and the tags.
+//! protection above), the tags, and one listing of `branch/` (plus every root of each branch
+//! there is).
 //!
 //! Not supported: a decoupled changelog lifecycle (`changelog.num-retained.*` /
 //! `changelog.time-retained` beyond the snapshot retention) is [`Error::Unsupported`].
@@ -60,8 +63,8 @@ use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
 use crate::maintenance::refs::{
-    data_files, delete_unreferenced, metadata_files, or_missing, Candidate, DataScope,
-    DeletedFiles, FileCategory, MetaCache, References,
+    data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, Candidate,
+    DataScope, DeletedFiles, FileCategory, MetaCache, References,
 };
 use crate::maintenance::{now_ms, snapshot_path, write_hint, EARLIEST_HINT_PATH};
 use crate::snapshots::SnapshotManager;
@@ -156,9 +159,9 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
     };
     let end = expire_end(&sm, table, config, earliest, latest).await?;
     if end <= earliest {
-        let hint = table.io().read_opt(EARLIEST_HINT_PATH).await?;
+        let hint = table.branch_io().read_opt(EARLIEST_HINT_PATH).await?;
         if hint.as_deref() != Some(earliest.to_string().as_bytes()) {
-            write_hint(table.io(), EARLIEST_HINT_PATH, earliest).await?;
+            write_hint(table.branch_io(), EARLIEST_HINT_PATH, earliest).await?;
         }
         return Ok(ExpireResult {
             earliest: Some(earliest),
@@ -218,9 +221,10 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
     // Invariant (D): one snapshot file at a time, ascending, each delete done before the next,
     // from the true earliest up; the hint only after the files below it are gone.
     for s in &expired {
-        table.io().delete(&snapshot_path(s.id)).await?;
+        table.branch_io().delete(&snapshot_path(s.id)).await?;
     }
-    write_hint(table.io(), EARLIEST_HINT_PATH, end).await?;
+    write_hint(table.branch_io(), EARLIEST_HINT_PATH, end).await?;
+    protect_other_branches(&mut cache, &mut refs, table).await?;
     let deleted = delete_unreferenced(table.io(), candidates, &refs).await?;
     Ok(ExpireResult {
         snapshots: expired.len() as u64,
@@ -260,7 +264,7 @@ async fn expire_end(
     }
     // Capping the range at the smallest consumer is the same as stopping the scan there.
     if end > earliest {
-        if let Some(next) = min_next_snapshot(table.io()).await? {
+        if let Some(next) = min_next_snapshot(table.branch_io()).await? {
             end = end.min(next);
         }
     }

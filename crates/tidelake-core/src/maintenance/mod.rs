@@ -13,9 +13,11 @@
 //! * `refs`: what roots reference and deleting what nothing references.
 //!
 //! Invariants shared by everything that deletes:
-//! * a file is deleted only when no retained snapshot, tag (or, for orphans, branch root)
-//!   references it, the reference set being built from every retained root before any
-//!   deletion; a root whose metadata cannot be read aborts the operation instead;
+//! * a file is deleted only when no retained snapshot or tag of the operation's branch, and no
+//!   snapshot, tag or changelog of any other branch, references it (data and metadata files
+//!   are shared by branches; other branches are listed after the operation deleted its own
+//!   snapshot or tag files, see [`crate::branch`]), the reference set being built before any
+//!   file is deleted; a root whose metadata cannot be read aborts the operation instead;
 //! * metadata roots go before the files they reference (snapshot files oldest first, hints
 //!   written first), so a crash leaves unreferenced files, never dangling references;
 //! * `schema/` files are never deleted.
@@ -119,7 +121,7 @@ pub async fn maintain(table: &Table) -> Result<Option<MaintainResult>> {
     {
         Some(d) => {
             let cutoff = now_ms().saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-            consumers::expire_consumers(table.io(), cutoff).await?
+            consumers::expire_consumers(table.branch_io(), cutoff).await?
         }
         None => Vec::new(),
     };

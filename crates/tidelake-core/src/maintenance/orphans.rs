@@ -25,19 +25,14 @@
 use std::collections::HashSet;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use tidelake_spec::snapshot::{Snapshot, Tag};
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::io::{FileIO, FileStatus};
+use crate::error::Result;
+use crate::io::FileStatus;
+use crate::branch::all_branch_ios;
 use crate::maintenance::refs::{
-    DataScope, MetaCache, References, INDEX_DIR, MANIFEST_DIR, STATISTICS_DIR,
+    add_root, changelog_id, roots_of, MetaCache, References, CHANGELOG_DIR, INDEX_DIR, MANIFEST_DIR, STATISTICS_DIR,
 };
-use crate::maintenance::{snapshot_path, tag_path};
-use crate::snapshots::SnapshotManager;
 use crate::table::Table;
-
-const BRANCH_DIR: &str = "branch";
-const CHANGELOG_DIR: &str = "changelog";
 
 /// One orphan file, found (and deleted unless it was a dry run).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,84 +62,6 @@ fn is_candidate_path(path: &str, partition_levels: usize) -> bool {
     }
 }
 
-/// The id of a decoupled changelog file `changelog-<N>`.
-fn changelog_id(name: &str) -> Option<i64> {
-    let digits = name.strip_prefix("changelog-")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// A snapshot-format root and the file it was read from (relative to the table root).
-struct Root {
-    file: String,
-    snapshot: Snapshot,
-}
-
-/// Snapshot-format roots under `dir` (the table, or a branch directory below it): snapshots,
-/// tags and decoupled changelogs. Files deleted while listing (concurrent expiration) are
-/// skipped.
-async fn roots_of(table_io: &FileIO, dir: &str) -> Result<Vec<Root>> {
-    let io = if dir.is_empty() { table_io.clone() } else { table_io.child(dir) };
-    let sm = SnapshotManager::new(io.clone());
-    let mut paths: Vec<String> = sm
-        .list_ids()
-        .await?
-        .into_iter()
-        .map(snapshot_path)
-        .collect();
-    for f in io.list_dir(CHANGELOG_DIR).await? {
-        if let Some(id) = f.path.rsplit('/').next().and_then(changelog_id) {
-            paths.push(format!("{CHANGELOG_DIR}/changelog-{id}"));
-        }
-    }
-    paths.extend(sm.tag_names().await?.iter().map(|name| tag_path(name)));
-    let in_table = |rel: &str| if dir.is_empty() { rel.to_string() } else { format!("{dir}/{rel}") };
-    let roots: Vec<Option<Root>> = stream::iter(paths)
-        .map(|rel| {
-            let io = &io;
-            let file = in_table(&rel);
-            async move {
-                let Some(bytes) = io.read_opt(&rel).await? else { return Ok(None) };
-                let snapshot = if rel.starts_with("tag/") {
-                    Tag::from_json(&bytes).map(|t| t.snapshot)
-                } else {
-                    Snapshot::from_json(&bytes)
-                };
-                let snapshot = snapshot.map_err(|e| Error::from_spec(io.display(&rel), e))?;
-                Ok::<_, Error>(Some(Root { file, snapshot }))
-            }
-        })
-        .buffered(16)
-        .try_collect()
-        .await?;
-    Ok(roots.into_iter().flatten().collect())
-}
-
-/// Every root of the main branch and of all branches.
-async fn all_roots(table: &Table) -> Result<Vec<Root>> {
-    let io = table.io();
-    let mut roots = roots_of(io, "").await?;
-    for dir in io.list_subdirs(BRANCH_DIR).await? {
-        if dir.starts_with("branch-") {
-            roots.extend(roots_of(io, &format!("{BRANCH_DIR}/{dir}")).await?);
-        }
-    }
-    Ok(roots)
-}
-
-/// Add what `root` references. A root whose metadata vanished because the root itself was
-/// deleted meanwhile (snapshot expiration, tag deletion) protects nothing: what it referenced
-/// is either referenced by a remaining root too or being deleted by whoever deleted it.
-/// Metadata missing from a root that still exists is an error, as any unreadable root.
-async fn add_root(cache: &mut MetaCache<'_>, refs: &mut References, table: &Table, root: &Root) -> Result<()> {
-    match refs.add(cache, &root.snapshot, DataScope::All).await {
-        Err(e) if e.kind() == ErrorKind::NotFound && !table.io().exists(&root.file).await? => Ok(()),
-        other => other,
-    }
-}
-
 /// Find (and unless `dry_run` delete) every orphan file last modified before `older_than_ms`.
 pub async fn remove_orphan_files(
     table: &Table,
@@ -169,9 +86,11 @@ pub async fn remove_orphan_files(
     let mut done: HashSet<(i64, String)> = HashSet::new();
     // Twice: the second pass adds roots committed while the first one ran.
     for _ in 0..2 {
-        for root in all_roots(table).await? {
-            if done.insert((root.snapshot.id, root.snapshot.base_manifest_list.clone())) {
-                add_root(&mut cache, &mut refs, table, &root).await?;
+        for (_, io) in all_branch_ios(table.io()).await? {
+            for root in roots_of(&io).await? {
+                if done.insert((root.snapshot.id, root.snapshot.base_manifest_list.clone())) {
+                    add_root(&mut cache, &mut refs, &root).await?;
+                }
             }
         }
     }
@@ -210,6 +129,10 @@ mod tests {
 
     use super::*;
     use crate::commit::FileStoreCommit;
+    use crate::error::ErrorKind;
+    use crate::io::FileIO;
+    use crate::maintenance::refs::Root;
+    use crate::maintenance::snapshot_path;
     use crate::schema_change::{create_table, TableSpec};
     use crate::write::input::RowKinds;
     use crate::write::table_write::TableWrite;
@@ -227,17 +150,17 @@ mod tests {
         let messages = write.prepare_commit().await.unwrap();
         FileStoreCommit::new(table.clone(), "t").unwrap().commit(messages, 1, &[]).await.unwrap();
 
-        let root = Root { file: snapshot_path(1), snapshot: table.snapshot_manager().snapshot(1).await.unwrap() };
+        let root = Root { io: io.clone(), file: snapshot_path(1), snapshot: table.snapshot_manager().snapshot(1).await.unwrap() };
         // Expiration got there first: the manifest lists are gone.
         io.delete(&format!("{MANIFEST_DIR}/{}", root.snapshot.base_manifest_list)).await.unwrap();
         let mut cache = MetaCache::new(&table);
         let mut refs = References::default();
         // While the snapshot exists, its missing metadata is damage: nothing may be deleted.
-        let err = add_root(&mut cache, &mut refs, &table, &root).await.unwrap_err();
+        let err = add_root(&mut cache, &mut refs, &root).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
         // Once it is gone too, it was expired while being read: skipped.
         io.delete(&root.file).await.unwrap();
-        add_root(&mut cache, &mut refs, &table, &root).await.unwrap();
+        add_root(&mut cache, &mut refs, &root).await.unwrap();
     }
 
     #[test]

@@ -25,17 +25,21 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::manifest::{
     read_index_manifest, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
 };
-use tidelake_spec::snapshot::Snapshot;
+use tidelake_spec::snapshot::{Snapshot, Tag};
 
-use crate::error::{Error, Result};
+use crate::branch::all_branch_ios;
+use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 use crate::layout::TableLayout;
+use crate::maintenance::{snapshot_path, tag_path};
 use crate::scan::plan::{merge_entries, read_entries, read_list};
+use crate::snapshots::SnapshotManager;
 use crate::table::Table;
 
 pub(crate) const MANIFEST_DIR: &str = "manifest";
 pub(crate) const INDEX_DIR: &str = "index";
 pub(crate) const STATISTICS_DIR: &str = "statistics";
+pub(crate) const CHANGELOG_DIR: &str = "changelog";
 
 /// How many files are read or deleted at once.
 const PARALLELISM: usize = 16;
@@ -328,6 +332,78 @@ impl References {
         }
         Ok(())
     }
+}
+
+/// The id of a decoupled changelog file `changelog-<N>`.
+pub(crate) fn changelog_id(name: &str) -> Option<i64> {
+    let digits = name.strip_prefix("changelog-")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// A snapshot-format root and the file it was read from (relative to `io`, its branch root).
+pub(crate) struct Root {
+    pub(crate) io: FileIO,
+    pub(crate) file: String,
+    pub(crate) snapshot: Snapshot,
+}
+
+/// Snapshot-format roots of the branch rooted at `io`: snapshots, tags and decoupled
+/// changelogs. Files deleted while listing (concurrent expiration) are skipped.
+pub(crate) async fn roots_of(io: &FileIO) -> Result<Vec<Root>> {
+    let sm = SnapshotManager::new(io.clone());
+    let mut paths: Vec<String> = sm.list_ids().await?.into_iter().map(snapshot_path).collect();
+    for f in io.list_dir(CHANGELOG_DIR).await? {
+        if let Some(id) = f.path.rsplit('/').next().and_then(changelog_id) {
+            paths.push(format!("{CHANGELOG_DIR}/changelog-{id}"));
+        }
+    }
+    paths.extend(sm.tag_names().await?.iter().map(|name| tag_path(name)));
+    let roots: Vec<Option<Root>> = stream::iter(paths)
+        .map(|file| async move {
+            let Some(bytes) = io.read_opt(&file).await? else { return Ok(None) };
+            let snapshot = if file.starts_with("tag/") {
+                Tag::from_json(&bytes).map(|t| t.snapshot)
+            } else {
+                Snapshot::from_json(&bytes)
+            };
+            let snapshot = snapshot.map_err(|e| Error::from_spec(io.display(&file), e))?;
+            Ok::<_, Error>(Some(Root { io: io.clone(), file, snapshot }))
+        })
+        .buffered(PARALLELISM)
+        .try_collect()
+        .await?;
+    Ok(roots.into_iter().flatten().collect())
+}
+
+/// Add everything `root` references. A root whose metadata vanished because the root itself
+/// was deleted meanwhile (snapshot expiration, tag deletion) protects nothing: what it
+/// referenced is either referenced by a remaining root too or being deleted by whoever deleted
+/// it. Metadata missing from a root that still exists is an error, as any unreadable root.
+pub(crate) async fn add_root(cache: &mut MetaCache<'_>, refs: &mut References, root: &Root) -> Result<()> {
+    match refs.add(cache, &root.snapshot, DataScope::All).await {
+        Err(e) if e.kind() == ErrorKind::NotFound && !root.io.exists(&root.file).await? => Ok(()),
+        other => other,
+    }
+}
+
+/// Protect everything the branches other than `table`'s reference: data and metadata files
+/// are shared by branches, while expiration, tag deletion and rollback only look at their own
+/// branch. Callers run this after deleting their snapshot or tag files, so a branch created
+/// from one of them meanwhile is either seen here or fails its own check (see
+/// [`crate::branch`]).
+pub(crate) async fn protect_other_branches(cache: &mut MetaCache<'_>, refs: &mut References, table: &Table) -> Result<()> {
+    for (name, io) in all_branch_ios(table.io()).await? {
+        if name == table.branch() {
+            continue;
+        }
+        for root in roots_of(&io).await? {
+            add_root(cache, refs, &root).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Delete every candidate (once per path) whose name `refs` does not contain.

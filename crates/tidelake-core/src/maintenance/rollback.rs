@@ -12,7 +12,8 @@
 //!    files of the oldest one, which covers files of expired snapshots in between), the live
 //!    files of the removed tags and all their metadata, except what the target references.
 //!    Tags that remain are older than the target, so by file-history continuity they can only
-//!    reference such files if the target does too.
+//!    reference such files if the target does too; other branches' references are kept
+//!    (unlike Java), as they may share any file.
 //!
 //! Everything is read before anything is deleted. Like Java, this is not safe against
 //! concurrent writers: stop them first.
@@ -25,8 +26,8 @@ use tidelake_spec::snapshot::{Snapshot, Tag};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::refs::{
-    data_files, delete_unreferenced, metadata_files, or_missing, DataScope, DeletedFiles,
-    FileCategory, MetaCache, References,
+    data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, DataScope,
+    DeletedFiles, FileCategory, MetaCache, References,
 };
 use crate::maintenance::{
     snapshot_path, tag_path, write_hint, EARLIEST_HINT_PATH, LATEST_HINT_PATH,
@@ -78,7 +79,7 @@ async fn resolve(table: &Table, target: &RollbackTarget) -> Result<(Snapshot, bo
 pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<RollbackResult> {
     let (snap, from_tag) = resolve(table, target).await?;
     let sm = table.snapshot_manager();
-    let io = table.io();
+    let io = table.branch_io();
     let newer_ids: Vec<i64> = sm
         .list_ids()
         .await?
@@ -154,7 +155,8 @@ pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<Rollb
             .await?;
         write_hint(io, EARLIEST_HINT_PATH, snap.id).await?;
     }
-    let deleted = delete_unreferenced(io, candidates, &refs).await?;
+    protect_other_branches(&mut cache, &mut refs, table).await?;
+    let deleted = delete_unreferenced(table.io(), candidates, &refs).await?;
     Ok(RollbackResult {
         snapshot_id: snap.id,
         snapshots: newer_ids.len() as u64,

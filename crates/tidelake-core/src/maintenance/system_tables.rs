@@ -1,11 +1,13 @@
 //! System tables as Arrow (Java `org.apache.paimon.table.system.*Table`): `snapshots`,
-//! `schemas`, `options`, `tags`, `consumers` here; `files`, `manifests`, `partitions`,
+//! `schemas`, `options`, `tags`, `consumers`, `branches` here; `files`, `manifests`, `partitions`,
 //! `buckets` in [`super::file_tables`]; `audit_log` in [`super::audit_log`].
 //!
 //! Column names, order and nullability follow Java's. Java `TIMESTAMP(3)` columns hold local
 //! wall-clock times (`LocalDateTime` in the JVM's zone); here they are Arrow
 //! `Timestamp(ms, no zone)` holding the same local wall-clock time. Java strings built from
-//! rows follow Java's casts (`{v1, v2}` for rows, `[k1, k2]` for keys).
+//! rows follow Java's casts (`{v1, v2}` for rows, `[k1, k2]` for keys). A branch's
+//! `create_time` is when its first schema file was written (Java: its directory's modification
+//! time, which object stores do not have).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,11 +19,12 @@ use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef, TimeUnit};
 use chrono::TimeZone;
 use serde_json::Value;
 
+use crate::branch::{all_branch_ios, MAIN_BRANCH};
 use crate::error::{Error, Result};
 use crate::maintenance::consumers::consumers;
 use crate::maintenance::tags::local_date_time_millis;
 use crate::maintenance::{audit_log, file_tables};
-use crate::table::Table;
+use crate::table::{Table, SCHEMA_DIR};
 
 /// Names of the system tables [`system_table`] serves.
 pub const SYSTEM_TABLES: &[&str] = &[
@@ -34,6 +37,7 @@ pub const SYSTEM_TABLES: &[&str] = &[
     "buckets",
     "tags",
     "consumers",
+    "branches",
     "audit_log",
 ];
 
@@ -52,6 +56,7 @@ pub async fn system_table(table: &Table, name: &str) -> Result<SystemTable> {
         "options" => options(table),
         "tags" => tags(table).await,
         "consumers" => consumer_table(table).await,
+        "branches" => branches(table).await,
         "files" => file_tables::files(table).await,
         "manifests" => file_tables::manifests(table).await,
         "partitions" => file_tables::partitions(table).await,
@@ -260,6 +265,18 @@ fn options(table: &Table) -> Result<SystemTable> {
     ])
 }
 
+/// Java `BranchesTable`: every branch but `main`, by name.
+async fn branches(table: &Table) -> Result<SystemTable> {
+    let mut names = Vec::new();
+    let mut created = Vec::new();
+    for (name, io) in all_branch_ios(table.io()).await?.into_iter().filter(|(n, _)| n != MAIN_BRANCH) {
+        let first = io.list_dir(SCHEMA_DIR).await?.iter().map(|f| f.last_modified_ms).min();
+        names.push(Some(name));
+        created.push(first.and_then(local_wall_ms));
+    }
+    table_of(vec![strings("branch_name", false, names), timestamps("create_time", false, created)])
+}
+
 async fn tags(table: &Table) -> Result<SystemTable> {
     let all = table.snapshot_manager().tags().await?;
     table_of(vec![
@@ -312,7 +329,7 @@ async fn tags(table: &Table) -> Result<SystemTable> {
 }
 
 async fn consumer_table(table: &Table) -> Result<SystemTable> {
-    let all = consumers(table.io()).await?;
+    let all = consumers(table.branch_io()).await?;
     table_of(vec![
         strings(
             "consumer_id",

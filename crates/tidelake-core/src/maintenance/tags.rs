@@ -8,9 +8,10 @@
 //!   only deletes the tag file. Otherwise the tag was the last thing keeping its files, and
 //!   they are deleted unless the neighbours reference them: the previous tag and the nearest
 //!   later root (the earliest snapshot or the next tag, whichever is older). By file-history
-//!   continuity (a file live at two points is live in between) nothing else can. Unlike Java,
-//!   the tag's changelog files are deleted too (expiration keeps them for tags, see
-//!   [`super::expire`]).
+//!   continuity (a file live at two points is live in between) nothing else on this branch
+//!   can; other branches' references are added (unlike Java), listed after the tag file is
+//!   deleted. Unlike Java, the tag's changelog files are deleted too (expiration keeps them for
+//!   tags, see [`super::expire`]).
 //! * Expiring: tags whose `tagCreateTime + tagTimeRetained` has passed are deleted as above.
 
 use std::sync::Arc;
@@ -23,8 +24,8 @@ use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::check_name;
 use crate::maintenance::refs::{
-    data_files, delete_unreferenced, metadata_files, or_missing, DataScope, DeletedFiles,
-    FileCategory, MetaCache, References,
+    data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, DataScope,
+    DeletedFiles, FileCategory, MetaCache, References,
 };
 use crate::maintenance::{snapshot_path, tag_path};
 use crate::table::Table;
@@ -119,7 +120,7 @@ pub async fn create_tag(
         tag_time_retained: time_retained,
     };
     if !table
-        .io()
+        .branch_io()
         .put_if_absent(&tag_path(name), tag.to_json().into_bytes())
         .await?
     {
@@ -137,13 +138,13 @@ pub async fn delete_tag(table: &Table, name: &str) -> Result<DeletedFiles> {
     let sm = table.snapshot_manager();
     let tag = sm.tag(name).await?;
     let id = tag.snapshot.id;
-    if table.io().exists(&snapshot_path(id)).await? {
-        table.io().delete(&tag_path(name)).await?;
+    if table.branch_io().exists(&snapshot_path(id)).await? {
+        table.branch_io().delete(&tag_path(name)).await?;
         return Ok(DeletedFiles::default());
     }
     // Every tag, read before the file goes (tags are found by listing).
     let tags: Vec<(String, Arc<Tag>)> = sm.tags().await?;
-    table.io().delete(&tag_path(name)).await?;
+    table.branch_io().delete(&tag_path(name)).await?;
     if tags.iter().any(|(n, t)| n != name && t.snapshot.id == id) {
         return Ok(DeletedFiles::default());
     }
@@ -181,6 +182,7 @@ pub async fn delete_tag(table: &Table, name: &str) -> Result<DeletedFiles> {
         FileCategory::Changelog,
     )?);
     candidates.extend(metadata_files(&mut cache, snap, true).await?);
+    protect_other_branches(&mut cache, &mut refs, table).await?;
     delete_unreferenced(table.io(), candidates, &refs).await
 }
 

@@ -81,6 +81,11 @@ pub struct ReadContext {
     /// Java `LookupMergeFunction` (tables that need lookup, but first-row): a key's level-0
     /// records merge with only its newest record above level 0.
     lookup_merge: bool,
+    /// The arguments of [`ReadContext::new`], to read splits of another branch with.
+    columns: Option<Vec<String>>,
+    predicate: Option<Predicate>,
+    /// The read of another branch's splits (`scan.fallback-branch`), set up on first use.
+    branch_read: tokio::sync::OnceCell<Arc<ReadContext>>,
 }
 
 impl ReadContext {
@@ -108,6 +113,7 @@ impl ReadContext {
                 })
                 .collect::<Result<_>>()?,
         };
+        let filter_arg = filter;
         let filter = filter.map(|p| p.bind(&schema.fields)).transpose()?;
         let has_pk = !schema.primary_keys.is_empty();
         let opts = schema.options();
@@ -160,6 +166,9 @@ impl ReadContext {
         let key_ids: Vec<i32> = schema.primary_keys.iter().filter_map(|k| schema.field(k)).map(|f| f.id).collect();
         let prune = filter.as_ref().and_then(|f| PagePrune::new(f, |id| !has_pk || key_ids.contains(&id)));
         Ok(ReadContext {
+            columns: columns.map(<[String]>::to_vec),
+            predicate: filter_arg.cloned(),
+            branch_read: tokio::sync::OnceCell::new(),
             table,
             read_fields,
             output_positions,
@@ -182,6 +191,18 @@ impl ReadContext {
     /// Stream the rows of one split. A file missing because the split's snapshot expired
     /// meanwhile is [`Error::SnapshotExpired`] (see [`crate::snapshots::SnapshotManager::expired_while_reading`]).
     pub async fn read_split(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        if let Some(branch) = split.branch.as_deref().filter(|b| *b != self.table.branch()) {
+            let other = self.branch_read(branch).await?;
+            let output = self.output_schema.clone();
+            let rows = Box::pin(other.read_split(split)).await?;
+            return Ok(rows
+                .and_then(move |b| {
+                    let batch = RecordBatch::try_new(output.clone(), b.columns().to_vec())
+                        .map_err(|e| Error::arrow("fallback branch rows", e));
+                    futures::future::ready(batch)
+                })
+                .boxed());
+        }
         let (table, id) = (self.table.clone(), split.snapshot_id);
         match self.split_stream(split) {
             Ok(rows) => Ok(rows
@@ -192,6 +213,25 @@ impl ReadContext {
                 .boxed()),
             Err(e) => Err(table.snapshot_manager().expired_while_reading(id, e).await),
         }
+    }
+
+    /// The read of `branch`'s splits: the same columns and filter over that branch's latest
+    /// schema.
+    async fn branch_read(&self, branch: &str) -> Result<Arc<ReadContext>> {
+        let ctx = self
+            .branch_read
+            .get_or_try_init(|| async {
+                let table = Table::open_branch(self.table.io().clone(), branch).await?;
+                let schema = table.schema().clone();
+                let columns = self.columns.as_deref();
+                let ctx = ReadContext::new(table, &schema, columns, self.predicate.as_ref(), self.batch_size, self.with_row_kind)?;
+                Ok::<_, Error>(Arc::new(ctx))
+            })
+            .await?;
+        if ctx.table.branch() != branch {
+            return Err(Error::invalid(format!("a read cannot mix splits of branches '{}' and '{branch}'", ctx.table.branch())));
+        }
+        Ok(ctx.clone())
     }
 
     fn split_stream(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {

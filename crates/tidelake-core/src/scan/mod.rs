@@ -5,8 +5,10 @@
 //! * [`plan`]: snapshot selection, manifest replay, pruning and split generation;
 //!   `bucket_filter`: the fixed buckets a filter can match.
 //! * [`split`]: the serialisable unit of reading work.
+//! * `fallback`: `scan.fallback-branch` (partitions missing from a branch read from another).
 
 mod bucket_filter;
+mod fallback;
 pub mod plan;
 pub mod predicate;
 pub mod split;

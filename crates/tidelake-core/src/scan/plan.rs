@@ -33,6 +33,7 @@ use tidelake_spec::types::DataField;
 use super::bucket_filter::BucketFilter;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
+use crate::scan::fallback::add_fallback_splits;
 use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
 use crate::scan::split::{DeletionFileRef, Split, SplitFile};
 use crate::table::Table;
@@ -103,10 +104,17 @@ fn with_options(schema: Arc<TableSchema>, options: &[(String, String)]) -> Arc<T
     Arc::new(copy)
 }
 
-/// Plan a batch scan. A latest read whose snapshot expires while it is planned plans the new
-/// latest ([`crate::snapshots::SnapshotManager::read_latest`]); time travel to a snapshot that
-/// expires meanwhile is [`Error::SnapshotExpired`].
+/// Plan a batch scan (with the splits of the table's `scan.fallback-branch`, if any).
 pub async fn plan_scan(table: &Table, request: &ScanRequest) -> Result<ScanPlan> {
+    let mut plan = plan_branch(table, request).await?;
+    add_fallback_splits(table, request, &mut plan).await?;
+    Ok(plan)
+}
+
+/// Plan a batch scan of the table's own branch. A latest read whose snapshot expires while it
+/// is planned plans the new latest ([`crate::snapshots::SnapshotManager::read_latest`]); time
+/// travel to a snapshot that expires meanwhile is [`Error::SnapshotExpired`].
+pub(crate) async fn plan_branch(table: &Table, request: &ScanRequest) -> Result<ScanPlan> {
     let sm = table.snapshot_manager();
     if let SnapshotSelector::Latest = request.snapshot {
         let schema = with_options(table.schema().clone(), &request.options);
@@ -595,7 +603,7 @@ impl<'a> Planner<'a> {
             let raw_convertible = !self.has_primary_key
                 || self.skip_level0
                 || (files.len() == 1 && files[0].delete_row_count == Some(0));
-            splits.push(Split { snapshot_id, partition, bucket, total_buckets, bucket_path, files, raw_convertible });
+            splits.push(Split { snapshot_id, partition, bucket, total_buckets, bucket_path, files, raw_convertible, branch: None });
         }
         Ok(splits)
     }

@@ -79,6 +79,10 @@ pub struct Split {
     pub files: Vec<SplitFile>,
     /// True when the files can be read without merging (see [`crate::scan::plan`]).
     pub raw_convertible: bool,
+    /// The branch whose schemas the files were written with, when not the read table's own
+    /// (`scan.fallback-branch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 impl Split {

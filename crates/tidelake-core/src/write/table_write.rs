@@ -51,7 +51,7 @@ use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
 use crate::compact::{merge_keeping_sequence, Compactor, InlineCompaction, Slot};
 use crate::read::merge::MergeConfig;
 use crate::scan::plan::{merge_entries, read_list, read_manifests};
-use crate::table::Table;
+use crate::table::{schema_path, Table};
 use crate::tasks;
 use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes};
 use crate::write::dynamic_bucket::DynamicBucketAssigner;
@@ -184,7 +184,7 @@ impl TableWrite {
         let schema = table.schema().clone();
         // A table dropped since it was opened: fail before writing files into a directory that
         // no longer holds a table (no commit could ever reference them).
-        if !table.io().exists(&format!("schema/schema-{}", schema.id)).await? {
+        if !table.branch_io().exists(&schema_path(schema.id)).await? {
             return Err(Error::not_found(
                 "table",
                 format!("{} (its schema-{} is gone: was the table dropped?)", table.location(), schema.id),

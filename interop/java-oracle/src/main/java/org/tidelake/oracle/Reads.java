@@ -33,7 +33,7 @@ import java.util.Map;
  * "options"}: dynamic options selecting what is read ({@code scan.snapshot-id}, {@code
  * scan.tag-name}, {@code scan.timestamp-millis}, {@code incremental-between}, ...); {@code
  * "projection"}: column names; {@code "filter"}: a predicate (below), applied exactly ({@code
- * executeFilter}). Answer: {@code "fields"}, {@code "rows"} (canonical JSON, {@link Values}) and
+ * executeFilter}); {@code "branch"}: read that branch ({@link Tables}). Answer: {@code "fields"}, {@code "rows"} (canonical JSON, {@link Values}) and
  * {@code "kinds"} (each row's kind, {@code +I -U +U -D}).
  *
  * <p>{@code "stream": {"from": a, "to": b}} reads instead what a streaming read starting at
@@ -126,6 +126,9 @@ final class Reads {
 
     private static Table open(JsonNode job) throws Exception {
         if (job.has("path")) {
+            if (job.has("branch")) {
+                throw new IllegalArgumentException("a branch is read through its warehouse and table");
+            }
             Path path = new Path(job.get("path").asText());
             FileIO io = FileIO.get(path, CatalogContext.create(new org.apache.paimon.options.Options()));
             return FileStoreTableFactory.create(io, path);

@@ -9,7 +9,11 @@ import org.apache.paimon.options.Options;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.utils.JsonSerdeUtil;
 
-/** Where a job's table lives: {@code "warehouse"} (a filesystem catalog) and {@code "table"}. */
+/**
+ * Where a job's table lives: {@code "warehouse"} (a filesystem catalog) and {@code "table"}; a
+ * {@code "branch"} in the job (reads) or in a step (writes) names a branch of it, loaded as
+ * Paimon's catalogs load {@code db.table$branch_name} (with that branch's own options).
+ */
 final class Tables {
     private Tables() {}
 
@@ -20,7 +24,15 @@ final class Tables {
     }
 
     static Identifier identifier(JsonNode job) {
-        return Identifier.fromString(job.path("table").asText());
+        return identifier(job, job);
+    }
+
+    /** The job's table on the branch {@code node} names (main if none). */
+    static Identifier identifier(JsonNode job, JsonNode node) {
+        Identifier main = Identifier.fromString(job.path("table").asText());
+        return node.has("branch")
+                ? new Identifier(main.getDatabaseName(), main.getObjectName(), node.get("branch").asText())
+                : main;
     }
 
     /** A Paimon type from its schema-file JSON (an SQL string for atomic types). */

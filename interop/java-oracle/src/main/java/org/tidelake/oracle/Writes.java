@@ -57,6 +57,9 @@ import java.util.Map;
  *       "type": t}} (ends the current stream writer; the next commit opens a new one);
  *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
  *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
+ *   <li>{@code {"create_branch": name}}: a branch, empty or {@code "from_tag"} (Java has no
+ *       other starting point); {@code {"fast_forward": name}}: main takes the branch's history;
+ *   <li>a {@code "rows"} step with {@code "branch": name} commits to that branch (batch mode);
  *   <li>{@code {"compact_postpone": true}}: {@link Postpone#compact}, the compaction of a
  *       postpone-bucket table ({@code bucket = -2}).
  * </ul>
@@ -146,6 +149,15 @@ final class Writes {
                     Postpone.compact((FileStoreTable) catalog.getTable(id), TEMP_DIR);
                 } else if (step.has("tag")) {
                     catalog.getTable(id).createTag(step.get("tag").asText());
+                } else if (step.has("create_branch")) {
+                    String branch = step.get("create_branch").asText();
+                    if (step.has("from_tag")) {
+                        catalog.getTable(id).createBranch(branch, step.get("from_tag").asText());
+                    } else {
+                        catalog.getTable(id).createBranch(branch);
+                    }
+                } else if (step.has("fast_forward")) {
+                    catalog.getTable(id).fastForward(step.get("fast_forward").asText());
                 } else if (step.has("compact") && stream) {
                     if (streaming == null) {
                         streaming = new Streaming(catalog.getTable(id), assigner);
@@ -158,7 +170,7 @@ final class Writes {
                         compactAll(catalog.getTable(id), write);
                         commit.commit(write.prepareCommit());
                     }
-                } else if (stream) {
+                } else if (stream && !step.has("branch")) {
                     if (streaming != null && step.has("overwrite")) {
                         throw new IllegalArgumentException("overwrite needs batch mode");
                     }
@@ -167,7 +179,7 @@ final class Writes {
                     }
                     streaming.commit(++identifier, step.get("rows"));
                 } else {
-                    batchCommit(catalog.getTable(id), step, assigner);
+                    batchCommit(catalog.getTable(Tables.identifier(job, step)), step, assigner);
                 }
             }
             if (streaming != null) {

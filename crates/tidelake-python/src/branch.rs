@@ -1,0 +1,52 @@
+//! Branch entry points of `RawTable` (behind `tidelake.Table.create_branch`, `branches`,
+//! `delete_branch`, `fast_forward`). Every call releases the GIL.
+
+use pyo3::prelude::*;
+use tidelake_core::branch::{self, BranchStart};
+use tidelake_core::Error;
+
+use crate::errors::{to_py, IntoPyResult};
+use crate::runtime::block_on;
+use crate::table::RawTable;
+
+#[pymethods]
+impl RawTable {
+    /// The branch the table is opened on.
+    #[getter]
+    fn branch(&self) -> String {
+        self.table.branch().to_string()
+    }
+
+    /// Create branch `name` from a snapshot id, a tag, or (neither) empty with the latest schema.
+    #[pyo3(signature = (name, snapshot_id=None, tag=None))]
+    fn create_branch(&self, py: Python<'_>, name: String, snapshot_id: Option<i64>, tag: Option<String>) -> PyResult<()> {
+        let start = match (snapshot_id, tag) {
+            (None, None) => BranchStart::Empty,
+            (Some(id), None) => BranchStart::Snapshot(id),
+            (None, Some(tag)) => BranchStart::Tag(tag),
+            (Some(_), Some(_)) => {
+                return Err(to_py(Error::invalid("give at most one of from_snapshot and from_tag")));
+            }
+        };
+        block_on(py, branch::create_branch(&self.table, &name, &start))?.py()
+    }
+
+    /// Every branch but `main`, sorted.
+    fn branches(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        block_on(py, branch::list_branches(self.table.io()))?.py()
+    }
+
+    fn delete_branch(&self, py: Python<'_>, name: String) -> PyResult<()> {
+        block_on(py, branch::delete_branch(&self.table, &name))?.py()
+    }
+
+    /// Fast-forward the table's branch to `name`; returns the table re-opened.
+    fn fast_forward(&self, py: Python<'_>, name: String) -> PyResult<RawTable> {
+        let table = block_on(py, async {
+            branch::fast_forward(&self.table, &name).await?;
+            self.table.reopen().await
+        })?
+        .py()?;
+        Ok(RawTable { table })
+    }
+}

@@ -83,6 +83,17 @@ def expected_rows(final: pa.Table, f: Any) -> int:
     return pc.sum(pc.and_(pc.greater_equal(ids, f[1]), pc.less_equal(ids, f[2]))).as_py() or 0
 
 
+def checked_times(name: str, read: Callable[[Any], pa.Table], filters: list[Any], final: pa.Table) -> list[float]:
+    """Seconds each filtered read took; each answer checked against the final state."""
+    times = []
+    for f in filters:
+        took, got = timed(lambda f=f: read(f))
+        if got.num_rows != expected_rows(final, f):
+            raise SystemExit(f"{name}: {f} returned {got.num_rows} rows, expected {expected_rows(final, f)}")
+        times.append(took)
+    return times
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", type=float, default=1.0)
@@ -108,18 +119,7 @@ def main() -> None:
     for name, read in readers(setup).items():
         read(points[0])  # warm: open, footers, first planning
         full = statistics.median(timed(lambda: read(None))[0] for _ in range(3))
-        point_times = []
-        for f in points:
-            took, got = timed(lambda f=f: read(f))
-            if got.num_rows != expected_rows(final, f):
-                raise SystemExit(f"{name}: {f} returned {got.num_rows} rows")
-            point_times.append(took)
-        range_times = []
-        for f in ranges:
-            took, got = timed(lambda f=f: read(f))
-            if got.num_rows != expected_rows(final, f):
-                raise SystemExit(f"{name}: {f} returned {got.num_rows} rows")
-            range_times.append(took)
+        point_times, range_times = checked_times(name, read, points, final), checked_times(name, read, ranges, final)
         p50, p99 = statistics.median(point_times), sorted(point_times)[int(len(point_times) * 0.99) - 1]
         r50 = statistics.median(range_times)
         print(f"{name:<16} {full * 1000:>8.0f}ms {p50 * 1000:>8.1f}ms {p99 * 1000:>7.1f}ms {p50 / full:>8.1%} "

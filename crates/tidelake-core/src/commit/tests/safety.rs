@@ -52,17 +52,16 @@ fn hint(dir: &Path) -> i64 {
     std::fs::read_to_string(dir.join("snapshot/LATEST")).unwrap().trim().parse().unwrap()
 }
 
-/// Scenario: writer S reads latest = 1 and is slow; meanwhile 2..5 are committed and 1..3
-/// expired. S's snapshot must not land at the expired id 2 (which would move `LATEST` back and
-/// hide 3..5): it starts again and lands at 6.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_commit_whose_base_expired_lands_on_the_newest_snapshot() {
+/// Writer S reads latest = 1 and is slow at its first request to a path containing
+/// `slow_path`; meanwhile 2..5 are committed and 1..3 expired. S lands at 6, `LATEST` names it,
+/// and no snapshot 2 is left behind.
+async fn slow_commit_while_its_base_expires(slow_path: &str) {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(dir.path(), false, false, &[("bucket", "-1")]).await;
     let fast = committer(&table, "fast");
     fast.commit(vec![add(no_part(), -1, vec![written(&table, "", "f1").await])], BATCH, &[]).await.unwrap();
     let slow_file = written(&table, "", "slow").await;
-    let slow = committer(&slow_table(dir.path(), "put", "manifest/manifest-", 1500).await, "slow");
+    let slow = committer(&slow_table(dir.path(), "put", slow_path, 1500).await, "slow");
     let slow_commit = tokio::spawn(async move {
         slow.commit(vec![add(no_part(), -1, vec![slow_file])], BATCH, &[]).await
     });
@@ -79,32 +78,20 @@ async fn a_commit_whose_base_expired_lands_on_the_newest_snapshot() {
     assert_eq!(live_names(&table).await, names(["f1", "f2", "f3", "f4", "f5", "slow"]));
 }
 
-/// Scenario: the base is still there when writer S checks it, but S's request to create
-/// `snapshot-2` is slow: meanwhile 2..5 are committed and 1..3 expired, so the request
-/// re-creates the expired id 2. S must notice (expiration passed 2), delete that file again and
-/// land at 6, leaving no snapshot 2 behind (it would reference expired manifests).
+/// Scenario: S is slow writing its manifests, so its base expires before it creates
+/// `snapshot-2`. S's snapshot must not land at the expired id 2 (which would move `LATEST` back
+/// and hide 3..5): it starts again and lands at 6.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_whose_base_expired_lands_on_the_newest_snapshot() {
+    slow_commit_while_its_base_expires("manifest/manifest-").await;
+}
+
+/// Scenario: the base is still there when S checks it, but S's request creating `snapshot-2`
+/// is slow and re-creates the expired id 2. S must notice (expiration passed 2), delete that
+/// file again and land at 6 (a snapshot 2 left behind would reference expired manifests).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_created_at_an_expired_id_is_withdrawn_and_committed_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), false, false, &[("bucket", "-1")]).await;
-    let fast = committer(&table, "fast");
-    fast.commit(vec![add(no_part(), -1, vec![written(&table, "", "f1").await])], BATCH, &[]).await.unwrap();
-    let slow_file = written(&table, "", "slow").await;
-    let slow = committer(&slow_table(dir.path(), "put", "snapshot/snapshot-", 1500).await, "slow");
-    let slow_commit = tokio::spawn(async move {
-        slow.commit(vec![add(no_part(), -1, vec![slow_file])], BATCH, &[]).await
-    });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    for i in 2..=5 {
-        let f = written(&table, "", &format!("f{i}")).await;
-        assert_eq!(fast.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[]).await.unwrap(), vec![i]);
-    }
-    expire_keeping(&table, 2).await;
-    assert_eq!(table.snapshot_manager().list_ids().await.unwrap(), vec![4, 5]);
-    assert_eq!(slow_commit.await.unwrap().unwrap(), vec![6]);
-    assert_eq!(table.snapshot_manager().list_ids().await.unwrap(), vec![4, 5, 6]);
-    assert_eq!(hint(dir.path()), 6);
-    assert_eq!(live_names(&table).await, names(["f1", "f2", "f3", "f4", "f5", "slow"]));
+    slow_commit_while_its_base_expires("snapshot/snapshot-").await;
 }
 
 /// Scenario: two committers with the same commit user race on every round; both must land

@@ -182,9 +182,12 @@ async fn expiring_nothing_costs_a_handful_of_requests_without_listing() {
     assert!(requests.len() <= 8, "{} requests: {requests:?}", requests.len());
 
     // Expiring one snapshot of the 300 reads what it expires and the retained deltas, but
-    // lists nothing but the (empty) tag and consumer directories.
+    // lists nothing but the (empty) tag, consumer and branch directories (other branches'
+    // files are protected).
     let before = store.requests().len();
     assert_eq!(expire_snapshots(&table, &keep(299)).await.unwrap().snapshots, 1);
     let lists: Vec<_> = store.requests()[before..].iter().filter(|(k, _)| *k == OpKind::List).cloned().collect();
-    assert!(lists.iter().all(|(_, p)| p.ends_with("/tag") || p.ends_with("/consumer")), "{lists:?}");
+    let allowed = ["/tag", "/consumer", "/branch"];
+    assert!(lists.iter().all(|(_, p)| allowed.iter().any(|a| p.ends_with(a))), "{lists:?}");
+    assert!(lists.len() <= 4, "{lists:?}");
 }

@@ -845,7 +845,7 @@ async fn failures_clean_up_and_poison_the_writer() {
     assert!(new(FileLayout::Append, 0).is_err());
     assert!(new(FileLayout::KeyValue, 3).is_ok());
     let mut opts = Options::new();
-    opts.set("file.format", "avro");
+    opts.set("file.format", "csv");
     assert!(matches!(
         WriterConfig::from_options(&opts, FileLayout::KeyValue, 0, false),
         Err(Error::Unsupported(_))

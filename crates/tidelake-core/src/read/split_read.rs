@@ -73,6 +73,10 @@ pub struct ReadContext {
     filter: Option<BoundPredicate>,
     /// Pages of data files skipped by `filter` (key columns only on primary-key tables).
     prune: Option<PagePrune>,
+    /// Primary-key tables: `filter` on the key columns only, applied to file rows before any
+    /// merge (every version of a key has the same key, so a key's versions are all kept or
+    /// all dropped).
+    key_filter: Option<BoundPredicate>,
     merge: Option<Arc<MergeConfig>>,
     key_types: Vec<DataType>,
     batch_size: usize,
@@ -165,6 +169,7 @@ impl ReadContext {
         // Every version of a key has the same key values: pruning by them keeps all or none.
         let key_ids: Vec<i32> = schema.primary_keys.iter().filter_map(|k| schema.field(k)).map(|f| f.id).collect();
         let prune = filter.as_ref().and_then(|f| PagePrune::new(f, |id| !has_pk || key_ids.contains(&id)));
+        let key_filter = filter.as_ref().filter(|_| has_pk).and_then(|f| f.restricted(&|id| key_ids.contains(&id)));
         Ok(ReadContext {
             columns: columns.map(<[String]>::to_vec),
             predicate: filter_arg.cloned(),
@@ -175,6 +180,7 @@ impl ReadContext {
             output_schema,
             filter,
             prune,
+            key_filter,
             merge,
             key_types,
             batch_size: batch_size.max(1),
@@ -388,10 +394,14 @@ impl ReadContext {
         );
         // Reader libraries may panic on damaged files: turn that into an error naming the file
         // (the stream ends after it) instead of unwinding through the scan.
-        let stream = match AssertUnwindSafe(open).catch_unwind().await {
+        let mut stream = match AssertUnwindSafe(open).catch_unwind().await {
             Ok(opened) => opened?,
             Err(panic) => return Err(panic_error(&path, panic)),
         };
+        if let (Some(keys), SystemColumns::KeyValue) = (&self.key_filter, system) {
+            let keys = keys.clone();
+            stream = stream.try_filter_map(move |b| futures::future::ready(matching_rows(&keys, b))).boxed();
+        }
         Ok(AssertUnwindSafe(stream)
             .catch_unwind()
             .map(move |item| item.unwrap_or_else(|panic| Err(panic_error(&path, panic))))
@@ -445,6 +455,12 @@ impl ReadContext {
         };
         Ok((out.num_rows() > 0).then_some(out))
     }
+}
+
+/// The rows of `batch` that `filter` matches (`None` when none).
+fn matching_rows(filter: &BoundPredicate, batch: RecordBatch) -> Result<Option<RecordBatch>> {
+    let kept = filter_record_batch(&batch, &filter.evaluate(&batch)?).map_err(|e| Error::arrow("filtering rows", e))?;
+    Ok((kept.num_rows() > 0).then_some(kept))
 }
 
 /// The `_row_kind` strings of a batch whose first `system` columns are system columns

@@ -443,6 +443,21 @@ impl BoundPredicate {
         }
     }
 
+    /// The weakest filter on the columns `keep` accepts (by field id) that every row matching
+    /// this one matches: leaves on other columns become "true"; `None` when nothing is left.
+    pub fn restricted(&self, keep: &dyn Fn(i32) -> bool) -> Option<BoundPredicate> {
+        match self {
+            BoundPredicate::Leaf(leaf) => keep(leaf.column.id).then(|| self.clone()),
+            BoundPredicate::And(children) => {
+                let kept: Vec<BoundPredicate> = children.iter().filter_map(|c| c.restricted(keep)).collect();
+                (!kept.is_empty()).then_some(BoundPredicate::And(kept))
+            }
+            BoundPredicate::Or(children) => {
+                children.iter().map(|c| c.restricted(keep)).collect::<Option<Vec<_>>>().map(BoundPredicate::Or)
+            }
+        }
+    }
+
     /// `vectorised = false` forces the row-by-row path (tests check both paths agree).
     fn eval(&self, batch: &RecordBatch, vectorised: bool) -> Result<BooleanBuffer> {
         let rows = batch.num_rows();

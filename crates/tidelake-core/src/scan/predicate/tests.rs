@@ -1251,3 +1251,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn restricting_to_some_columns_keeps_every_match() {
+    let fields = [field(0, "k", TypeKind::Int), field(1, "v", TypeKind::Int)];
+    let bind = |filter: Value| Predicate::from_json(&filter).unwrap().bind(&fields).unwrap();
+    let on_k = |filter: Value| bind(filter).restricted(&|id| id == 0);
+    let k_eq = json!({"op": "eq", "field": "k", "value": 1});
+    let v_gt = json!({"op": "gt", "field": "v", "value": 5});
+    assert_eq!(on_k(k_eq.clone()), Some(bind(k_eq.clone())));
+    assert_eq!(on_k(v_gt.clone()), None);
+    // and: the key part stays; or: a branch without the key leaves nothing
+    assert_eq!(on_k(json!({"op": "and", "args": [k_eq.clone(), v_gt.clone()]})),
+               Some(BoundPredicate::And(vec![bind(k_eq.clone())])));
+    assert_eq!(on_k(json!({"op": "or", "args": [k_eq.clone(), v_gt.clone()]})), None);
+    let k_in = json!({"op": "in", "field": "k", "values": [2, 3]});
+    assert_eq!(on_k(json!({"op": "or", "args": [k_eq.clone(), {"op": "and", "args": [k_in.clone(), v_gt]}]})),
+               Some(BoundPredicate::Or(vec![bind(k_eq), BoundPredicate::And(vec![bind(k_in)])])));
+}

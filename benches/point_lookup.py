@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import shutil
 import statistics
 import sys
 import tempfile
@@ -103,6 +104,7 @@ def main() -> None:
     work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="tidelake-lookup-"))
     data = wl.save(w, work / "data")
     print(f"building the tables in {work} ...", flush=True)
+    shutil.rmtree(work / "tables", ignore_errors=True)
     setup = worker.read_setup(str(data), work / "tables")
     _, bulk, upserts = wl.load(data)
     final = wl.final_state(bulk, upserts)

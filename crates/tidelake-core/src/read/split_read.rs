@@ -71,7 +71,7 @@ pub struct ReadContext {
     output_positions: Vec<usize>,
     output_schema: SchemaRef,
     filter: Option<BoundPredicate>,
-    /// Pages of data files skipped by `filter` (key columns only on primary-key tables).
+    /// Pages of data files skipped by `filter` (by `key_filter` on primary-key tables).
     prune: Option<PagePrune>,
     /// Primary-key tables: `filter` on the key columns only, applied to file rows before any
     /// merge (every version of a key has the same key, so a key's versions are all kept or
@@ -168,8 +168,8 @@ impl ReadContext {
         };
         // Every version of a key has the same key values: pruning by them keeps all or none.
         let key_ids: Vec<i32> = schema.primary_keys.iter().filter_map(|k| schema.field(k)).map(|f| f.id).collect();
-        let prune = filter.as_ref().and_then(|f| PagePrune::new(f, |id| !has_pk || key_ids.contains(&id)));
         let key_filter = filter.as_ref().filter(|_| has_pk).and_then(|f| f.restricted(&|id| key_ids.contains(&id)));
+        let prune = if has_pk { key_filter.as_ref() } else { filter.as_ref() }.and_then(PagePrune::new);
         Ok(ReadContext {
             columns: columns.map(<[String]>::to_vec),
             predicate: filter_arg.cloned(),

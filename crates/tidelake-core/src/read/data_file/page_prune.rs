@@ -2,9 +2,9 @@
 //! min/max/null counts, offset index row ranges), as a `RowSelection` per row group.
 //!
 //! Invariants (pruning never drops a matching row):
-//! * only the columns the caller allows are consulted (primary-key tables: key columns only,
-//!   whose every version of a key has the same value, so pruning before the merge keeps all
-//!   versions of a matching key or none); other columns count as unknown;
+//! * the caller restricts the filter to the columns pages may be pruned by (primary-key tables:
+//!   key columns only, whose every version of a key has the same value, so pruning before the
+//!   merge keeps all versions of a matching key or none);
 //! * per consulted column, a page is kept when the filter may match its statistics with every
 //!   other column unknown; a matching row lies in a kept page of every consulted column, so
 //!   the intersection of the columns' kept rows holds it;
@@ -35,24 +35,24 @@ pub struct PagePrune {
 }
 
 impl PagePrune {
-    /// Pruning by `filter` on the columns it references that `allowed` accepts; `None` when
-    /// there are none.
-    pub fn new(filter: &BoundPredicate, allowed: impl Fn(i32) -> bool) -> Option<PagePrune> {
-        fn collect(p: &BoundPredicate, allowed: &dyn Fn(i32) -> bool, ids: &mut Vec<i32>) {
+    /// Pruning by `filter` on the columns it references (callers restrict it first, see
+    /// [`BoundPredicate::restricted`]); `None` when none of them is of a prunable type.
+    pub fn new(filter: &BoundPredicate) -> Option<PagePrune> {
+        fn collect(p: &BoundPredicate, ids: &mut Vec<i32>) {
             match p {
                 BoundPredicate::And(children) | BoundPredicate::Or(children) => {
-                    children.iter().for_each(|c| collect(c, allowed, ids))
+                    children.iter().for_each(|c| collect(c, ids))
                 }
                 BoundPredicate::Leaf(leaf) => {
                     let id = leaf.column.id;
-                    if allowed(id) && prunable(&leaf.column.data_type) && !ids.contains(&id) {
+                    if prunable(&leaf.column.data_type) && !ids.contains(&id) {
                         ids.push(id);
                     }
                 }
             }
         }
         let mut column_ids = Vec::new();
-        collect(filter, &allowed, &mut column_ids);
+        collect(filter, &mut column_ids);
         (!column_ids.is_empty()).then(|| PagePrune { filter: filter.clone(), column_ids })
     }
 

@@ -319,7 +319,7 @@ mod tests {
         let read = |filter: BoundPredicate, allowed: Vec<i32>, window: u64| {
             let (io, columns, fields) = (io.clone(), columns.clone(), fields.clone());
             async move {
-                let prune = PagePrune::new(&filter, |id| allowed.contains(&id));
+                let prune = filter.restricted(&|id| allowed.contains(&id)).and_then(|f| PagePrune::new(&f));
                 let prune = prune.as_ref().map(|p| (p, fields.as_slice(), fields.as_slice()));
                 let stream = open_windowed(&io, "f.parquet", &columns, 4096, Some(window), prune).await.unwrap();
                 let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();

@@ -69,6 +69,30 @@ def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys
     return Table(raw)
 
 
+def _epoch_ms(timestamp: Any) -> int:
+    """Epoch milliseconds of a time-travel point: a datetime (naive = local time, as Paimon's
+    ``scan.timestamp``), an ISO-8601 string, or epoch milliseconds."""
+    import datetime as dt
+
+    if isinstance(timestamp, bool):
+        raise InvalidArgumentError(f"timestamp must be a datetime, an ISO-8601 string or epoch ms, got {timestamp!r}")
+    if isinstance(timestamp, int):
+        return timestamp
+    if isinstance(timestamp, str):
+        try:
+            timestamp = dt.datetime.fromisoformat(timestamp)
+        except ValueError:
+            raise InvalidArgumentError(f"timestamp {timestamp!r} is not an ISO-8601 date-time") from None
+    if isinstance(timestamp, dt.date) and not isinstance(timestamp, dt.datetime):
+        timestamp = dt.datetime.combine(timestamp, dt.time())
+    if isinstance(timestamp, dt.datetime):
+        aware = timestamp if timestamp.tzinfo is not None else timestamp.astimezone()
+        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        return (aware - epoch) // dt.timedelta(milliseconds=1)
+    raise InvalidArgumentError(
+        f"timestamp must be a datetime, an ISO-8601 string or epoch ms, got {type(timestamp).__name__}")
+
+
 def _check_batch_size(batch_size: int | None) -> None:
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
         raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -227,7 +251,7 @@ class Table:
 
     def scan(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
              tag: str | None = None, timestamp_ms: int | None = None, batch_size: int | None = None,
-             options: dict[str, str] | None = None) -> Scan:
+             options: dict[str, str] | None = None, *, timestamp: Any = None) -> Scan:
         """Plan a read of one snapshot (latest by default, or by id, tag or timestamp).
 
         Args:
@@ -235,7 +259,10 @@ class Table:
             filter: DNF tuples ``[("qty", ">=", 50), ...]`` (a list of lists is OR), or a JSON
                 filter tree. For a :class:`pyarrow.compute.Expression` use :meth:`to_arrow` or
                 :meth:`to_reader`, which apply it after reading.
-            snapshot_id, tag, timestamp_ms: time travel; give at most one.
+            snapshot_id, tag, timestamp: time travel; give at most one. ``timestamp`` reads the
+                latest snapshot committed at or before it: a :class:`datetime.datetime` (naive
+                means local time, as Paimon's ``scan.timestamp``), an ISO-8601 string, or epoch
+                milliseconds (also accepted as ``timestamp_ms``).
             batch_size: rows per batch.
             options: table options overridden for this read only (Paimon's dynamic options),
                 e.g. ``{"deletion-vectors.merge-on-read": "true"}``.
@@ -245,6 +272,10 @@ class Table:
             TableNotFoundError: the snapshot or tag does not exist (the message lists what does).
         """
         _check_batch_size(batch_size)
+        if timestamp is not None:
+            if timestamp_ms is not None:
+                raise InvalidArgumentError("give timestamp or timestamp_ms, not both")
+            timestamp_ms = _epoch_ms(timestamp)
         filter_json = to_filter_json(filter)
         raw = self._raw.scan(columns=columns, filter_json=filter_json, snapshot_id=snapshot_id, tag=tag,
                              timestamp_ms=timestamp_ms, batch_size=batch_size,
@@ -253,19 +284,22 @@ class Table:
 
     def to_reader(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                   tag: str | None = None, timestamp_ms: int | None = None,
-                  batch_size: int | None = None, options: dict[str, str] | None = None) -> "pa.RecordBatchReader":
+                  batch_size: int | None = None, options: dict[str, str] | None = None, *,
+                  timestamp: Any = None) -> "pa.RecordBatchReader":
         """Stream the rows of one snapshot as a :class:`pyarrow.RecordBatchReader`.
 
         Arguments as :meth:`scan`; ``filter`` may also be a :class:`pyarrow.compute.Expression`.
         """
         expr, read_cols = self._expression_filter(filter, columns)
         if expr is None:
-            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size, options).to_reader()
+            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size, options,
+                             timestamp=timestamp).to_reader()
         import pyarrow.dataset as ds
 
         import pyarrow as pa
 
-        reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size, options).to_reader()
+        reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size, options,
+                           timestamp=timestamp).to_reader()
         try:
             scanner = ds.Scanner.from_batches(reader, filter=expr, columns=columns)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
@@ -274,12 +308,25 @@ class Table:
 
     def to_arrow(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                  tag: str | None = None, timestamp_ms: int | None = None,
-                 options: dict[str, str] | None = None) -> "pa.Table":
+                 options: dict[str, str] | None = None, *, timestamp: Any = None) -> "pa.Table":
         """Read one snapshot into a :class:`pyarrow.Table`. Arguments as :meth:`to_reader`."""
         expr, _ = self._expression_filter(filter, columns)
         if expr is None:
-            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, options=options).to_arrow()
-        return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms, options=options).read_all()
+            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, options=options,
+                             timestamp=timestamp).to_arrow()
+        return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms, options=options,
+                              timestamp=timestamp).read_all()
+
+    def to_pandas(self, columns: list[str] | None = None, filter: Any = None, **read: Any) -> Any:
+        """Read one snapshot into a :class:`pandas.DataFrame`. Arguments as :meth:`to_arrow`."""
+        return self.to_arrow(columns, filter, **read).to_pandas()
+
+    def to_polars(self, columns: list[str] | None = None, filter: Any = None, **read: Any) -> Any:
+        """Read one snapshot into a :class:`polars.DataFrame`. Arguments as :meth:`to_arrow`;
+        :func:`tidelake.polars.scan_table` gives a lazy frame with push-down instead."""
+        import polars as pl
+
+        return pl.from_arrow(self.to_arrow(columns, filter, **read))
 
     def changes(self, start_snapshot: int, end_snapshot: int | None = None, columns: list[str] | None = None,
                 filter: Any = None) -> "pa.Table":

@@ -1,0 +1,165 @@
+"""Other engines over tidelake tables: polars' lazy scan (projection, predicates, row limits pushed
+into tidelake), pandas and polars frames, and time travel by datetime / ISO string / epoch ms.
+Local and S3 (moto)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tidelake
+from _s3 import Storage
+from tidelake.polars import _to_filter_tree, scan_table
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string()), ("x", pa.float64()),
+                    ("d", pa.date32()), ("ok", pa.bool_())])
+
+
+def _rows(ids, version: int = 0) -> pa.Table:
+    ids = list(ids)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "s": [None if i % 11 == 0 else f"s{(i + version) % 7}" for i in ids],
+        "x": [i / 3 + version for i in ids],
+        "d": [dt.date(2024, 1, 1) + dt.timedelta(days=i % 90) for i in ids],
+        "ok": [i % 2 == 0 for i in ids],
+    }, schema=SCHEMA)
+
+
+@pytest.fixture
+def table(storage: Storage):
+    t = storage.create_table("t", SCHEMA, primary_keys=["id"], bucket=2)
+    t.write(_rows(range(200)))
+    t.upsert(_rows(range(0, 200, 3), version=1))
+    return t
+
+
+def _expected(t: tidelake.Table) -> pl.DataFrame:
+    return pl.from_arrow(t.to_arrow())
+
+
+def _same(a: pl.DataFrame, b: pl.DataFrame) -> None:
+    assert a.sort("id").to_dicts() == b.sort("id").to_dicts()
+
+
+PREDICATES = [
+    (pl.col("id") > 150) & (pl.col("s") == "s1"),
+    pl.col("s").is_in(["s1", "s2"]) | (pl.col("x") < 1),
+    pl.col("d") >= dt.date(2024, 3, 1),
+    pl.col("x").is_between(3, 40),
+    pl.col("s").is_null() | pl.col("ok"),
+    ~(pl.col("id") == 4),
+    pl.col("s").str.starts_with("s3"),
+    (pl.lit(100) < pl.col("id")) & (pl.col("x") * 2 > 90),
+]
+
+
+@pytest.mark.parametrize("predicate", PREDICATES, ids=range(len(PREDICATES)))
+def test_lazy_scan_filters_like_polars(table, predicate):
+    lazy = scan_table(table).filter(predicate).select("id", "s", "x")
+    _same(lazy.collect(), _expected(table).filter(predicate).select("id", "s", "x"))
+    # re-scannable: a second collect of the same frame reads the same rows
+    _same(lazy.collect(), _expected(table).filter(predicate).select("id", "s", "x"))
+
+
+def test_lazy_scan_pushes_projection_filter_and_limit(table, monkeypatch):
+    seen = []
+    scan = tidelake.Table.scan
+
+    def spy(self, columns=None, filter=None, *args, **kw):
+        seen.append((columns, filter))
+        return scan(self, columns, filter, *args, **kw)
+
+    monkeypatch.setattr(tidelake.Table, "scan", spy)
+    frame = scan_table(table).filter((pl.col("id") >= 190) & (pl.col("x") * 2 > 1)).select("s").collect()
+    assert frame.height == 10
+    columns, tree = seen[-1]
+    assert columns is not None and set(columns) == {"s", "id", "x"}
+    # the comparison with a literal is pushed down; the arithmetic one is left to polars
+    assert tree == {"op": "ge", "field": "id", "value": 190}
+    assert scan_table(table).head(7).collect().height == 7
+
+
+def test_predicate_translation_is_exact_or_absent():
+    schema = SCHEMA
+
+    def tree(expr):
+        import json
+        return _to_filter_tree(json.loads(expr.meta.serialize(format="json")), schema)
+
+    assert tree(pl.col("id") == 3) == {"op": "eq", "field": "id", "value": 3}
+    assert tree(pl.lit(3) > pl.col("id")) == {"op": "lt", "field": "id", "value": 3}
+    assert tree(pl.col("s").is_in(["a", "b"])) == {"op": "in", "field": "s", "values": ["a", "b"]}
+    assert tree(pl.col("d") == dt.date(2024, 1, 2)) == {"op": "eq", "field": "d", "value": "2024-01-02"}
+    assert tree(pl.col("s").is_null() | (pl.col("id") != 2)) == {
+        "op": "or", "args": [{"op": "is_null", "field": "s"}, {"op": "ne", "field": "id", "value": 2}]}
+    # a literal whose meaning could differ between the engines is not pushed down
+    assert tree(pl.col("id") > 2.5) is None
+    assert tree(pl.col("x") > float("nan")) is None
+    assert tree(pl.col("s").is_in(["a", None])) is None
+    # an OR with an untranslatable side, and a NOT, stay with polars
+    assert tree((pl.col("id") == 1) | (pl.col("x") * 2 > 3)) is None
+    assert tree(~(pl.col("id") == 1)) is None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lo=st.integers(-5, 210), width=st.integers(0, 80), names=st.lists(st.sampled_from(["s0", "s3", "s6", "zz"]),
+                                                                         max_size=3),
+       limit=st.one_of(st.none(), st.integers(0, 50)))
+def test_random_pushed_filters_equal_polars(table, lo, width, names, limit):
+    predicate = pl.col("id").is_between(lo, lo + width) | pl.col("s").is_in(names)
+    got = scan_table(table).filter(predicate)
+    want = _expected(table).filter(predicate)
+    if limit is None:
+        _same(got.collect(), want)
+    else:
+        frame = got.head(limit).collect()
+        assert frame.height == min(limit, want.height)
+        assert set(frame["id"]) <= set(want["id"])
+
+
+def test_frames_and_lazy_scan_of_a_path(table, storage: Storage):
+    assert table.to_pandas(filter=[("id", "<", 3)]).sort_values("id")["id"].tolist() == [0, 1, 2]
+    assert table.to_polars(columns=["id"]).height == 200
+    lazy = scan_table(table.path, storage_options=storage.options)
+    assert lazy.select(pl.len()).collect().item() == 200
+    assert lazy.collect_schema() == pl.Schema({"id": pl.Int64, "s": pl.String, "x": pl.Float64, "d": pl.Date,
+                                               "ok": pl.Boolean})
+
+
+def test_a_lazy_scan_is_pinned_to_its_snapshot(table):
+    lazy = scan_table(table)
+    before = lazy.select(pl.len()).collect().item()
+    table.write(_rows(range(500, 510)))
+    assert lazy.select(pl.len()).collect().item() == before
+    assert scan_table(table).select(pl.len()).collect().item() == before + 10
+    first = table.snapshots()[0].id
+    assert scan_table(table, snapshot_id=first).select(pl.len()).collect().item() == 200
+
+
+def test_time_travel_by_datetime_iso_string_and_epoch_ms(storage: Storage):
+    t = storage.create_table("tt", SCHEMA, primary_keys=["id"], bucket=1)
+    t.write(_rows(range(5)))
+    time.sleep(0.05)
+    t.write(_rows(range(5, 8)))
+    first, second = t.snapshots()
+    between = first.time_millis + (second.time_millis - first.time_millis) // 2
+    assert second.time_millis > first.time_millis
+    at = dt.datetime.fromtimestamp(between / 1000, tz=dt.timezone.utc)
+    for point in (at, at.astimezone().replace(tzinfo=None), at.isoformat(), between, first.time_millis):
+        assert t.to_arrow(timestamp=point).num_rows == 5, point
+    assert t.to_arrow(timestamp=second.time_millis).num_rows == 8
+    assert t.to_polars(timestamp=dt.datetime.now()).height == 8
+    assert scan_table(t, timestamp=at).select(pl.len()).collect().item() == 5
+    with pytest.raises(tidelake.InvalidArgumentError, match="ISO-8601"):
+        t.to_arrow(timestamp="yesterday")
+    with pytest.raises(tidelake.InvalidArgumentError, match="not both"):
+        t.to_arrow(timestamp=at, timestamp_ms=between)
+    with pytest.raises(tidelake.TidelakeError):
+        t.to_arrow(timestamp=first.time_millis - 60_000)

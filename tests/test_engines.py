@@ -163,3 +163,62 @@ def test_time_travel_by_datetime_iso_string_and_epoch_ms(storage: Storage):
         t.to_arrow(timestamp=at, timestamp_ms=between)
     with pytest.raises(tidelake.TidelakeError):
         t.to_arrow(timestamp=first.time_millis - 60_000)
+
+
+# ---- one-line writes ------------------------------------------------------------------------
+
+def test_write_table_creates_from_any_frame_then_follows_the_mode(storage: Storage):
+    import pandas as pd
+
+    loc = storage.location("w")
+    t = tidelake.write_table(loc, pd.DataFrame({"id": [1, 2], "s": ["a", "b"]}), primary_keys=["id"],
+                             partition_by=None, bucket=2, options={"file.format": "parquet"},
+                             storage_options=storage.options)
+    assert t.primary_keys == ["id"] and t.options["bucket"] == "2"
+    assert t.schema.field("id").type == pa.int64() and not t.schema.field("id").nullable
+    with pytest.raises(tidelake.TableAlreadyExistsError):
+        tidelake.write_table(loc, pd.DataFrame({"id": [3], "s": ["c"]}), storage_options=storage.options)
+    tidelake.write_table(loc, pl.DataFrame({"id": [2, 3], "s": ["B", "c"]}), mode="append",
+                         storage_options=storage.options)
+    assert sorted(tidelake.open_table(loc, storage.options).to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "s": "a"}, {"id": 2, "s": "B"}, {"id": 3, "s": "c"}]
+    tidelake.write_table(loc, pa.table({"id": [9], "s": ["z"]}), mode="ignore", storage_options=storage.options)
+    assert t.refresh().to_arrow().num_rows == 3
+    stream = pa.RecordBatchReader.from_batches(pa.schema([("id", pa.int64()), ("s", pa.string())]),
+                                               [pa.record_batch({"id": [7], "s": ["q"]})])
+    tidelake.write_table(loc, stream, mode="overwrite", storage_options=storage.options)
+    assert t.refresh().to_arrow().to_pylist() == [{"id": 7, "s": "q"}]
+    with pytest.raises(tidelake.SchemaMismatchError, match="primary keys"):
+        tidelake.write_table(loc, pa.table({"id": [1], "s": ["x"]}), mode="append", primary_keys=["s"],
+                             storage_options=storage.options)
+    with pytest.raises(tidelake.InvalidArgumentError, match="mode"):
+        tidelake.write_table(loc, pa.table({"id": [1]}), mode="upsert", storage_options=storage.options)
+
+
+def test_write_table_through_a_catalog_and_create_table_from_data(storage: Storage):
+    cat = tidelake.Catalog(storage.root, storage_options=storage.options)
+    cat.create_database("db")
+    frame = pl.DataFrame({"k": [1, 2], "dt": ["a", "b"], "v": [1.5, 2.5]})
+    t = tidelake.write_table("db.events", frame, partition_by=["dt"], catalog=cat)
+    assert t.partition_keys == ["dt"] and cat.get_table("db.events").to_arrow().num_rows == 2
+    made = tidelake.create_table(storage.location("from-data"), frame, primary_keys=["k"],
+                                  storage_options=storage.options)
+    assert made.schema.names == ["k", "dt", "v"] and made.to_arrow().num_rows == 0
+
+
+def test_racing_first_writes_create_once_and_keep_every_row(storage: Storage, tmp_path):
+    import multiprocessing as mp
+
+    from _workers import release_when_ready, write_table_first
+
+    loc = storage.location("race")
+    ready, go = tmp_path / "ready", str(tmp_path / "go")
+    ready.mkdir()
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        results = [pool.apply_async(write_table_first, (loc, w, go, str(ready), storage.options)) for w in range(4)]
+        release_when_ready(str(ready), 4, go)
+        assert sorted(r.get(timeout=120) for r in results) == [0, 1, 2, 3]
+    t = tidelake.open_table(loc, storage.options)
+    assert sorted(t.to_arrow().column("k").to_pylist()) == sorted(w * 100 + i for w in range(4) for i in range(10))
+    assert len(t.schemas()) == 1

@@ -19,13 +19,14 @@ from .exceptions import (
     UnsupportedError,
 )
 from .catalog import Catalog
-from .table import Table, create_table, open_table
+from .table import Table, create_table, open_table, write_table
 from .write import CommitMessage, TableWriter
 
 __all__ = [
     "__version__",
     "open_table",
     "create_table",
+    "write_table",
     "Catalog",
     "TableWriter",
     "CommitMessage",

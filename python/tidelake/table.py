@@ -19,17 +19,24 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-__all__ = ["Table", "open_table", "create_table"]
+__all__ = ["Table", "open_table", "create_table", "write_table"]
 
 
 def _schema_of(schema: Any) -> "pa.Schema":
+    """The Arrow schema of a schema or of data (pyarrow/polars/pandas frames, Arrow producers)."""
     import pyarrow as pa
 
     if isinstance(schema, pa.Schema):
         return schema
+    if type(schema).__module__.startswith("pandas"):
+        return pa.Schema.from_pandas(schema, preserve_index=False)
+    if isinstance(getattr(schema, "schema", None), pa.Schema):
+        return schema.schema
     if hasattr(schema, "__arrow_c_schema__"):
         return pa.schema(schema)
-    raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    if hasattr(schema, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(schema).schema
+    raise InvalidArgumentError(f"schema must be a pyarrow.Schema or Arrow data, got {type(schema).__name__}")
 
 
 def _storage_options(storage_options: dict[str, str] | None) -> dict[str, str] | None:
@@ -67,6 +74,64 @@ def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys
                                     [(str(k), str(v)) for k, v in (options or {}).items()], comment,
                                     _storage_options(storage_options))
     return Table(raw)
+
+
+WRITE_MODES = ("error", "append", "overwrite", "ignore")
+
+
+def write_table(target: "str | os.PathLike[str]", data: Any, *, mode: str = "error",
+                primary_keys: list[str] | None = None, partition_by: list[str] | None = None,
+                bucket: int | None = None, options: dict[str, str] | None = None,
+                storage_options: dict[str, str] | None = None, catalog: Any = None) -> "Table":
+    """Write ``data`` to the table at ``target``, creating it from the data's schema first if
+    it does not exist; returns the table.
+
+    ``target`` is a path or object-store URL, or a ``"database.table"`` identifier of
+    ``catalog``. ``data`` is anything :meth:`Table.write` takes (pandas, polars, pyarrow, any
+    Arrow stream). ``mode``, as deltalake's: ``"error"`` (the default) raises
+    TableAlreadyExistsError if the table exists, ``"append"`` adds rows (upserts them on a
+    primary-key table), ``"overwrite"`` replaces the table's rows, ``"ignore"`` writes nothing if
+    the table exists. ``primary_keys``, ``partition_by``, ``bucket`` and ``options`` are used when
+    the table is created; given for an existing table, they must match it.
+    """
+    import pyarrow as pa
+
+    from .exceptions import SchemaMismatchError, TableAlreadyExistsError
+
+    if mode not in WRITE_MODES:
+        raise InvalidArgumentError(f"mode must be one of {', '.join(WRITE_MODES)}; got {mode!r}")
+    data = arrow_input(data)
+    if not isinstance(getattr(data, "schema", None), pa.Schema):
+        data = pa.RecordBatchReader.from_stream(data)  # one stream: its schema, then its rows
+    schema = _schema_of(data)
+    if catalog is not None:
+        def open_it() -> "Table":
+            return catalog.get_table(str(target))
+
+        def create_it() -> "Table":
+            return catalog.create_table(str(target), schema, primary_keys, partition_by, bucket, options)
+    else:
+        def open_it() -> "Table":
+            return open_table(target, storage_options)
+
+        def create_it() -> "Table":
+            return create_table(target, schema, primary_keys, partition_by, bucket, options,
+                                storage_options=storage_options)
+    try:
+        table, created = create_it(), True
+    except TableAlreadyExistsError:
+        if mode == "error":
+            raise
+        table, created = open_it(), False
+    if not created:
+        if mode == "ignore":
+            return table
+        for what, given, actual in (("primary keys", primary_keys, table.primary_keys),
+                                    ("partition keys", partition_by, table.partition_keys)):
+            if given is not None and list(given) != actual:
+                raise SchemaMismatchError(f"{what} {list(given)} differ from the table's {actual}")
+    table.write(data, mode="overwrite" if mode == "overwrite" else "append")
+    return table
 
 
 def _epoch_ms(timestamp: Any) -> int:

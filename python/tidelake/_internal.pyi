@@ -276,6 +276,9 @@ class RawTable:
         """A system table (snapshots, schemas, options, files, manifests, partitions, buckets,
         tags, consumers, audit_log)."""
 
+    def history(self) -> pa.Table:
+        """One row per live snapshot with the files, rows and bytes its commit added/removed."""
+
 @final
 class RawWriter:
     """Writes batches into new data files of one table; created by :meth:`RawTable.writer`."""

@@ -674,3 +674,12 @@ class Table:
         ``options``, ``files``, ``manifests``, ``partitions``, ``buckets``, ``tags``,
         ``consumers``, ``branches`` or ``audit_log``."""
         return self._raw.system_table(name)
+
+    def history(self) -> "pa.Table":
+        """One row per live snapshot, oldest first: ``snapshot_id``, ``commit_time`` (local
+        time), ``commit_kind`` (APPEND, COMPACT, OVERWRITE), ``commit_user``,
+        ``commit_identifier``, ``schema_id``, the files, rows and bytes the commit added and
+        removed (``files_added`` ... ``bytes_removed``), ``total_record_count``,
+        ``changelog_record_count`` and ``watermark``. On primary-key tables rows are key-value
+        records: an upsert adds records, and the compaction that merges them removes the old."""
+        return self._raw.history()

@@ -10,6 +10,7 @@
 //! * [`partitions`]: partition expiration and dropping (`PartitionExpire`,
 //!   `PartitionValuesTimeExpireStrategy`, `PartitionTimeExtractor` in [`time_format`]);
 //! * [`system_tables`], [`file_tables`], [`audit_log`]: `$snapshots`, `$files`, ... as Arrow;
+//! * [`history`]: what each live snapshot's commit changed (files, rows, bytes);
 //! * `refs`: what roots reference and deleting what nothing references.
 //!
 //! Invariants shared by everything that deletes:
@@ -26,6 +27,7 @@ pub mod audit_log;
 pub mod consumers;
 pub mod expire;
 pub mod file_tables;
+pub mod history;
 pub mod orphans;
 pub mod partitions;
 mod refs;

@@ -15,7 +15,7 @@ from typing import Any, Callable, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "message_target"]
+__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "message_target", "reset_logging"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -354,3 +354,8 @@ class RawBatches:
 def message_target(message: bytes) -> tuple[bytes, int]:
     """The (framed partition BinaryRow, bucket) a commit message from
     :meth:`RawWriter.prepare_commit` writes to."""
+
+
+def reset_logging() -> None:
+    """Make tidelake's events see the current levels and handlers of the ``tidelake`` loggers
+    (levels are cached when tidelake first logs; call this after changing them later)."""

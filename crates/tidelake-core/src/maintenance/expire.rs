@@ -132,6 +132,25 @@ pub struct ExpireResult {
 
 /// Expire snapshots of `table` as `config` allows; see the module docs.
 pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
+    let result = expire(table, config).await?;
+    if result.snapshots > 0 {
+        let d = &result.deleted;
+        log::info!(
+            target: "tidelake.expire",
+            "{}: expired {} snapshot(s), earliest now {:?}; deleted {} data, {} changelog, {} manifest, {} index file(s)",
+            table.location(),
+            result.snapshots,
+            result.earliest,
+            d.data_files,
+            d.changelog_files,
+            d.manifest_files,
+            d.index_files
+        );
+    }
+    Ok(result)
+}
+
+async fn expire(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
     if config.retain_min < 1 {
         return Err(Error::invalid(format!(
             "retain_min must be at least 1, got {}",

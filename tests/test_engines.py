@@ -222,3 +222,58 @@ def test_racing_first_writes_create_once_and_keep_every_row(storage: Storage, tm
     t = tidelake.open_table(loc, storage.options)
     assert sorted(t.to_arrow().column("k").to_pylist()) == sorted(w * 100 + i for w in range(4) for i in range(10))
     assert len(t.schemas()) == 1
+
+
+# ---- DuckDB through the pyarrow Dataset facade ------------------------------------------------
+
+QUERIES = [
+    ("select id, s from d where id >= 150 and x < 60", lambda r: r["id"] >= 150 and r["x"] < 60, ["id", "s"]),
+    ("select id from d where s in ('s1', 's4') or s is null",
+     lambda r: r["s"] in ("s1", "s4") or r["s"] is None, ["id"]),
+    ("select id, d from d where d between date '2024-02-01' and date '2024-02-10'",
+     lambda r: dt.date(2024, 2, 1) <= r["d"] <= dt.date(2024, 2, 10), ["id", "d"]),
+]
+
+
+@pytest.mark.parametrize("sql,keep,columns", QUERIES, ids=range(len(QUERIES)))
+def test_duckdb_queries_a_table_dataset(table, sql, keep, columns):
+    import duckdb
+
+    d = table.to_pyarrow_dataset()  # noqa: F841 (found by DuckDB's replacement scan)
+    want = sorted(tuple(r[c] for c in columns) for r in table.to_arrow().to_pylist() if keep(r))
+    assert sorted(duckdb.sql(sql).fetchall()) == want
+    assert sorted(duckdb.sql(sql).fetchall()) == want  # scanned again
+
+
+def test_duckdb_pushes_its_columns_into_tidelake(table, monkeypatch):
+    import duckdb
+
+    seen = []
+    scan = tidelake.Table.scan
+
+    def spy(self, columns=None, *args, **kw):
+        seen.append(columns)
+        return scan(self, columns, *args, **kw)
+
+    want = sum(r["x"] for r in table.to_arrow().to_pylist() if r["id"] < 10)
+    monkeypatch.setattr(tidelake.Table, "scan", spy)
+    d = table.to_pyarrow_dataset()
+    con = duckdb.connect()
+    con.register("t", d)
+    assert con.sql("select sum(x) from t where id < 10").fetchall()[0][0] == pytest.approx(want)
+    assert set(seen[-1]) == {"x", "id"}
+    assert con.sql("select count(*) from t").fetchall() == [(200,)]
+
+
+def test_a_dataset_is_pinned_and_answers_pyarrow_calls(table):
+    import pyarrow.compute as pc
+
+    d = table.to_pyarrow_dataset()
+    table.write(_rows(range(500, 505)))
+    assert d.count_rows() == 200 and table.to_pyarrow_dataset().count_rows() == 205
+    assert d.count_rows(filter=pc.field("id") < 5) == 5
+    assert d.head(3, columns=["id"]).num_rows == 3
+    assert d.to_table(columns=["s"], filter=pc.field("id") == 7).to_pylist() == [
+        {"s": table.to_arrow(filter=[("id", "=", 7)])["s"][0].as_py()}]
+    empty = tidelake.create_table(table.path + "-empty", SCHEMA, storage_options=table.storage_options)
+    assert empty.to_pyarrow_dataset().to_table().num_rows == 0

@@ -382,6 +382,16 @@ class Table:
         return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms, options=options,
                               timestamp=timestamp).read_all()
 
+    def to_pyarrow_dataset(self, snapshot_id: int | None = None, tag: str | None = None,
+                           timestamp: Any = None) -> Any:
+        """This table as a :class:`pyarrow.dataset.Dataset` pinned to one snapshot (the latest by
+        default), for DuckDB (``duckdb.sql("select ... from ds")`` or ``con.register``) and other
+        engines that scan datasets lazily: they push their columns into tidelake's read; their
+        filters are applied to the merged rows. Re-scannable."""
+        from .dataset import TableDataset
+
+        return TableDataset(self, self.scan(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp).snapshot_id)
+
     def to_pandas(self, columns: list[str] | None = None, filter: Any = None, **read: Any) -> Any:
         """Read one snapshot into a :class:`pandas.DataFrame`. Arguments as :meth:`to_arrow`."""
         return self.to_arrow(columns, filter, **read).to_pandas()

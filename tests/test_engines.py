@@ -99,6 +99,8 @@ def test_predicate_translation_is_exact_or_absent():
     assert tree(pl.col("d") == dt.date(2024, 1, 2)) == {"op": "eq", "field": "d", "value": "2024-01-02"}
     assert tree(pl.col("s").is_null() | (pl.col("id") != 2)) == {
         "op": "or", "args": [{"op": "is_null", "field": "s"}, {"op": "ne", "field": "id", "value": 2}]}
+    assert tree(pl.col("id").is_between(3, 9, closed="left")) == {
+        "op": "and", "args": [{"op": "ge", "field": "id", "value": 3}, {"op": "lt", "field": "id", "value": 9}]}
     # a literal whose meaning could differ between the engines is not pushed down
     assert tree(pl.col("id") > 2.5) is None
     assert tree(pl.col("x") > float("nan")) is None

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["scan_table"]
 
 _COMPARE = {"Eq": "eq", "NotEq": "ne", "Lt": "lt", "LtEq": "le", "Gt": "gt", "GtEq": "ge"}
+# `is_between(lo, hi, closed=...)` as the comparisons of its two bounds.
+_BETWEEN = {"Both": ("ge", "le"), "Left": ("ge", "lt"), "Right": ("gt", "le"), "None": ("gt", "lt")}
 # The same comparison with its operands swapped (`5 < col` is `col > 5`).
 _MIRROR = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
@@ -108,8 +110,13 @@ def _to_filter_tree(node: dict[str, Any], schema: "pa.Schema") -> dict[str, Any]
             return {"op": "is_null", "field": column}
         if function == {"Boolean": "IsNotNull"}:
             return {"op": "is_not_null", "field": column}
-        if isinstance(function, dict) and isinstance(function.get("Boolean"), dict) \
-                and "IsIn" in function["Boolean"] and len(inputs) == 2:
+        boolean = function.get("Boolean") if isinstance(function, dict) else None
+        if isinstance(boolean, dict) and "IsBetween" in boolean and len(inputs) == 3:
+            lower_op, upper_op = _BETWEEN.get(boolean["IsBetween"].get("closed"), (None, None))
+            lower = _comparison(lower_op, inputs[0], inputs[1], schema) if lower_op else None
+            upper = _comparison(upper_op, inputs[0], inputs[2], schema) if upper_op else None
+            return {"op": "and", "args": [lower, upper]} if lower and upper else None
+        if isinstance(boolean, dict) and "IsIn" in boolean and len(inputs) == 2:
             values = _list_literal(inputs[1])
             if values is None or any(v is None for v in values):
                 return None

@@ -271,6 +271,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     r("RawTable", "compact", altered.compact(full=True, partitions_json=None))
     r("RawTable", "create_tag", altered.create_tag("t1", snapshot_id=None, time_retained_ms=None))
     r("RawTable", "system_table", altered.system_table("files"))
+    assert r("RawTable", "history", altered.history()).num_rows == 3
     r("RawTable", "reset_consumer", altered.reset_consumer("c1", 1))
     assert r("RawTable", "consumers", altered.consumers()) == [("c1", 1)]
     r("RawTable", "delete_consumer", altered.delete_consumer("c1"))

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, Int8Array, RecordBatch, StringArray};
 use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, SchemaRef};
+use tidelake_spec::options::MergeEngine;
 use tidelake_spec::schema::TableSchema;
 
 use crate::error::{Error, Result};
@@ -34,7 +35,9 @@ pub struct Conformed {
 /// Conform `batch` to `schema` (whose Arrow form is `arrow_schema`).
 ///
 /// For deletes (`RowKinds::Fixed(-D)`) only the primary-key columns are required; other
-/// missing columns become nulls, as do missing nullable columns of any write.
+/// missing columns become nulls. Other writes to primary-key tables whose rows replace whole
+/// rows (deduplicate, first-row) need every column; elsewhere missing nullable columns become
+/// nulls (append tables; partial-update and aggregation, where a null changes nothing).
 pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaRef, kinds: RowKinds) -> Result<Conformed> {
     let is_delete = kinds == RowKinds::Fixed(ROW_KIND_DELETE);
     let input = batch.schema();
@@ -70,6 +73,22 @@ pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaR
         }
         columns.push(column);
     }
+    if !is_delete && replaces_whole_rows(schema)? {
+        let missing: Vec<String> = schema
+            .fields
+            .iter()
+            .filter(|f| input.index_of(&f.name).is_err())
+            .map(|f| format!("'{}'", f.name))
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::SchemaMismatch(format!(
+                "missing column(s) {}: a write to this primary-key table replaces whole rows, so the \
+                 missing columns would become null; give every column (merge-engine=partial-update \
+                 updates only the columns given)",
+                missing.join(", ")
+            )));
+        }
+    }
     // Deletes may leave NOT NULL value columns null: Paimon only needs the key of a -D row.
     let out_schema = if is_delete { Arc::new(relax_non_key(arrow_schema, schema)) } else { arrow_schema.clone() };
     let conformed = RecordBatch::try_new(out_schema, columns).map_err(|e| Error::arrow("conforming input", e))?;
@@ -78,6 +97,16 @@ pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaR
         RowKinds::FromField => kinds_from_field(&conformed, schema)?,
     };
     Ok(Conformed { batch: conformed, kinds })
+}
+
+/// Whether a row written to this table replaces the key's whole row (a primary key with the
+/// deduplicate or first-row merge engine), so that a column left out would be stored as null.
+fn replaces_whole_rows(schema: &TableSchema) -> Result<bool> {
+    if schema.primary_keys.is_empty() {
+        return Ok(false);
+    }
+    let engine = schema.options().merge_engine().map_err(|e| Error::from_spec("table options", e))?;
+    Ok(matches!(engine, MergeEngine::Deduplicate | MergeEngine::FirstRow))
 }
 
 fn relax_non_key(arrow_schema: &SchemaRef, schema: &TableSchema) -> arrow_schema::Schema {

@@ -17,6 +17,7 @@ pub mod datum_arrow;
 pub mod error;
 pub mod io;
 pub mod layout;
+pub mod lsm;
 pub mod maintenance;
 pub mod read;
 pub mod scan;

@@ -35,8 +35,8 @@ use tidelake_spec::types::DataType;
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, Result};
 use crate::read::data_file::SEQUENCE_NUMBER;
-use crate::read::merge::{merge_sorted_runs, MergeConfig};
-use crate::read::merge_fn::MergeEngineConfig;
+use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
+use crate::lsm::merge_fn::MergeEngineConfig;
 
 /// Input columns before the value columns (`_SEQUENCE_NUMBER`, `_VALUE_KIND`).
 const INPUT_VALUE_OFFSET: usize = 2;

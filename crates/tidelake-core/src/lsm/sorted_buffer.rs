@@ -7,7 +7,7 @@
 //! positions into the buffered batches, and rows are gathered once, chunk by chunk, as the file
 //! writer asks for them.
 //!
-//! Keys compare as their `arrow_row` encodings (Java's key order, see `read::merge::cursor`). A
+//! Keys compare as their `arrow_row` encodings (Java's key order, see `lsm::merge::cursor`). A
 //! key of one non-null integer, date or timestamp column sorts as plain `i64`s instead, the same
 //! order at a fraction of the cost.
 
@@ -25,7 +25,7 @@ use crate::datum_arrow::is_signed_integer_backed;
 use crate::error::{Error, Result};
 
 /// A bucket buffer in (key, sequence) order.
-pub(super) struct SortedBuffer {
+pub(crate) struct SortedBuffer {
     batches: Arc<Vec<RecordBatch>>,
     /// Rows in order, as `(batch << 32) | row`.
     order: Vec<u64>,

@@ -31,14 +31,14 @@ use tidelake_spec::options::{ChangelogProducer, MergeEngine};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType};
 
-use crate::compact::merge_keeping_sequence;
+use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::error::{Error, Result};
 use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumns};
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::evolution;
-use crate::read::merge::{merge_sorted_runs, MergeConfig};
-use crate::read::merge_fn::MergeEngineConfig;
-use crate::read::sorted_runs;
+use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
+use crate::lsm::merge_fn::MergeEngineConfig;
+use crate::lsm::sorted_runs;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{Split, SplitFile};
 use crate::table::Table;

@@ -5,7 +5,6 @@
 //! * [`dynamic_bucket`]: key-hash → bucket assignment for dynamic-bucket tables.
 //! * [`file_writer`]: rolling Parquet writers producing `DataFileMeta`.
 //! * [`postpone`]: what writers of postpone-bucket tables (`bucket = -2`) do differently.
-//! * [`sorted_buffer`]: the (key, sequence) order of a bucket's write buffer.
 //! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
 
 pub mod bucket;
@@ -13,5 +12,4 @@ pub mod dynamic_bucket;
 pub mod file_writer;
 pub mod input;
 pub mod postpone;
-mod sorted_buffer;
 pub mod table_write;

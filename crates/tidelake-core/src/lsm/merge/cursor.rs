@@ -32,7 +32,7 @@ use futures::stream::BoxStream;
 
 use crate::datum_arrow::is_signed_integer_backed;
 use crate::error::{Error, Result};
-use crate::read::merge_fn::value::{Rec, RowKind, VALUE_OFFSET};
+use crate::lsm::merge_fn::value::{Rec, RowKind, VALUE_OFFSET};
 
 /// One sorted run and its position.
 pub(super) struct Cursor {

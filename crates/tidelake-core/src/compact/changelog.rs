@@ -40,7 +40,7 @@ use arrow_select::interleave::interleave;
 use futures::stream::{BoxStream, TryStreamExt};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 
-use crate::lsm::kv_merge::KeyEncoder;
+use crate::lsm::key::KeyEncoder;
 use crate::error::{Error, Result};
 use crate::read::split_read::{
     ROW_KIND_DELETE, ROW_KIND_INSERT, ROW_KIND_UPDATE_AFTER, ROW_KIND_UPDATE_BEFORE,

@@ -2,6 +2,7 @@
 //! everything that knows Paimon's key order and how records of one key become one row, shared
 //! by reads, writes and compaction (which depend on this module, never on each other for it).
 //!
+//! * [`key`]: the key order (Java's key comparator) on decoded keys and on Arrow columns.
 //! * [`sorted_runs`]: a bucket's files as sections of sorted runs (Java `IntervalPartition`).
 //! * [`levels`]: the levels of one bucket (Java `Levels`); [`picker`]: which runs to compact
 //!   into which level (Java `UniversalCompaction`, `ForceUpLevel0Compaction`).
@@ -13,6 +14,7 @@
 //! Invariant: every order of keys in the engine is Java's key comparator (nulls first, floats
 //! by `Float.compare`, strings and binaries unsigned byte-wise).
 
+pub mod key;
 pub mod kv_merge;
 pub mod levels;
 pub mod merge;

@@ -16,10 +16,11 @@ use arrow_buffer::ScalarBuffer;
 use arrow_row::Rows;
 use arrow_schema::{DataType as ArrowType, SchemaRef};
 use futures::stream::BoxStream;
+use tidelake_spec::row_kind::RowKind;
 
 use crate::error::{Error, Result};
 use crate::lsm::key::KeyCodec;
-use crate::lsm::merge_fn::value::{Rec, RowKind, VALUE_OFFSET};
+use crate::lsm::merge_fn::value::{Rec, VALUE_OFFSET};
 
 /// One sorted run and its position.
 pub(super) struct Cursor {
@@ -74,7 +75,8 @@ impl Head {
     }
 
     fn is_add(&self) -> bool {
-        matches!(self.kinds[self.pos], 0 | 2)
+        let kind = self.kinds[self.pos];
+        kind == RowKind::Insert.code() || kind == RowKind::UpdateAfter.code()
     }
 }
 

@@ -27,10 +27,10 @@ use arrow_buffer::ScalarBuffer;
 use arrow_row::{Row, Rows};
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use tidelake_spec::schema::SEQUENCE_NUMBER;
 
 use crate::error::{Error, Result};
 use crate::lsm::key::KeyEncoder;
-use crate::read::data_file::SEQUENCE_NUMBER;
 use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
 use crate::lsm::merge_fn::MergeEngineConfig;
 

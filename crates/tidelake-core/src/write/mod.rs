@@ -4,6 +4,7 @@
 //! * [`bucket`]: partition grouping and bucket routing of Arrow batches.
 //! * [`dynamic_bucket`]: key-hash → bucket assignment for dynamic-bucket tables.
 //! * [`file_writer`]: rolling Parquet writers producing `DataFileMeta`.
+//! * [`message`]: the commit message a writer hands to the committer.
 //! * [`postpone`]: what writers of postpone-bucket tables (`bucket = -2`) do differently.
 //! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
 
@@ -11,5 +12,6 @@ pub mod bucket;
 pub mod dynamic_bucket;
 pub mod file_writer;
 pub mod input;
+pub mod message;
 pub mod postpone;
 pub mod table_write;

@@ -44,7 +44,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
-use crate::commit::message::CommitMessage;
+use crate::write::message::CommitMessage;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};

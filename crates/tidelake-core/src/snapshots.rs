@@ -356,7 +356,7 @@ mod tests {
     async fn the_largest_snapshot_id_is_read_but_has_no_successor() {
         let dir = tempfile::tempdir().unwrap();
         let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
-        io.write(&SnapshotManager::snapshot_path(i64::MAX), "{}").await.unwrap();
+        io.write(&snapshot_path(i64::MAX), "{}").await.unwrap();
         io.write(LATEST_HINT_PATH, i64::MAX.to_string()).await.unwrap();
         let sm = SnapshotManager::new(io);
         assert_eq!(sm.latest_id().await.unwrap(), Some(i64::MAX));
@@ -385,7 +385,7 @@ mod tests {
             )
         };
         for id in [2, 6, 7, 8, 9] {
-            io.write(&SnapshotManager::snapshot_path(id), json(id)).await.unwrap();
+            io.write(&snapshot_path(id), json(id)).await.unwrap();
         }
         io.write(EARLIEST_HINT_PATH, "7").await.unwrap();
         let sm = SnapshotManager::new(io.clone());

@@ -7,7 +7,7 @@
 //! * Primary-key splits that are raw-convertible (see [`crate::scan::plan`]): files are streamed
 //!   without merging; retract rows are dropped.
 //! * Other primary-key splits: files are cut into sections and sorted runs
-//!   ([`super::sorted_runs`]); each section's runs go through the k-way merge. Tables that
+//!   ([`crate::lsm::sorted_runs`]); each section's runs go through the k-way merge. Tables that
 //!   need lookup (not first-row) merge as Java's `LookupMergeFunction`: each level-0 file is a
 //!   run and the files above level 0 one run of each key's newest record.
 //!

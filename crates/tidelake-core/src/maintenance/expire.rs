@@ -66,8 +66,8 @@ use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, Candidate,
     DataScope, DeletedFiles, FileCategory, MetaCache, References,
 };
-use crate::maintenance::{now_ms, snapshot_path, write_hint, EARLIEST_HINT_PATH};
-use crate::snapshots::SnapshotManager;
+use crate::maintenance::now_ms;
+use crate::snapshots::{snapshot_path, write_hint, SnapshotManager, EARLIEST_HINT_PATH};
 use crate::table::Table;
 
 /// What to retain; [`ExpireConfig::from_options`] gives Paimon's defaults.

@@ -31,9 +31,8 @@ use crate::branch::all_branch_ios;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 use crate::layout::TableLayout;
-use crate::maintenance::{snapshot_path, tag_path};
 use crate::scan::plan::{merge_entries, read_entries, read_list};
-use crate::snapshots::SnapshotManager;
+use crate::snapshots::{snapshot_path, tag_path, SnapshotManager};
 use crate::table::Table;
 
 pub(crate) const MANIFEST_DIR: &str = "manifest";

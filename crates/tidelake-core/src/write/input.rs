@@ -12,10 +12,10 @@ use arrow_array::{Array, ArrayRef, Int8Array, RecordBatch, StringArray};
 use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, SchemaRef};
 use tidelake_spec::options::MergeEngine;
+use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
 
 use crate::error::{Error, Result};
-use crate::read::split_read::{ROW_KIND_DELETE, ROW_KIND_INSERT, ROW_KIND_UPDATE_AFTER, ROW_KIND_UPDATE_BEFORE};
 
 /// Where the row kinds of a batch come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub struct Conformed {
 /// rows (deduplicate, first-row) need every column; elsewhere missing nullable columns become
 /// nulls (append tables; partial-update and aggregation, where a null changes nothing).
 pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaRef, kinds: RowKinds) -> Result<Conformed> {
-    let is_delete = kinds == RowKinds::Fixed(ROW_KIND_DELETE);
+    let is_delete = kinds == RowKinds::Fixed(RowKind::Delete.code());
     let input = batch.schema();
     if let Some(extra) = input.fields().iter().find(|f| schema.field(f.name()).is_none()) {
         return Err(Error::SchemaMismatch(format!(
@@ -197,13 +197,10 @@ fn kinds_from_field(batch: &RecordBatch, schema: &TableSchema) -> Result<Int8Arr
         .ok_or_else(|| Error::SchemaMismatch(format!("rowkind.field '{name}' must be a STRING column")))?;
     column
         .iter()
-        .map(|v| match v {
-            Some("+I") => Ok(ROW_KIND_INSERT),
-            Some("-U") => Ok(ROW_KIND_UPDATE_BEFORE),
-            Some("+U") => Ok(ROW_KIND_UPDATE_AFTER),
-            Some("-D") => Ok(ROW_KIND_DELETE),
-            other => Err(Error::SchemaMismatch(format!(
-                "column '{name}' (rowkind.field) holds {other:?}; expected +I, -U, +U or -D"
+        .map(|v| match v.and_then(RowKind::from_short_string) {
+            Some(kind) => Ok(kind.code()),
+            None => Err(Error::SchemaMismatch(format!(
+                "column '{name}' (rowkind.field) holds {v:?}; expected +I, -U, +U or -D"
             ))),
         })
         .collect::<Result<Vec<i8>>>()

@@ -15,9 +15,7 @@
 //! queued per run; each merged row then consumes the queued pairs of its key. The merge reads a
 //! key's records before it emits the key, so the queues hold only rows of batches the merge has
 //! loaded and not yet passed: memory stays at O(runs × batch), like the merge itself. Keys are
-//! compared as `arrow_row` rows, whose order is Java's key order except for floating-point NaNs
-//! with the sign bit set (ordered first instead of last) — the writer's buffer sort uses the
-//! same encoding.
+//! compared as [`KeyEncoder`] rows, the merge's own key order.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -26,17 +24,15 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_buffer::ScalarBuffer;
-use arrow_row::{OwnedRow, Row, RowConverter, Rows, SortField};
+use arrow_row::{Row, Rows};
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
-use tidelake_spec::datum::Datum;
-use tidelake_spec::types::DataType;
+use tidelake_spec::schema::SEQUENCE_NUMBER;
 
-use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, Result};
-use crate::read::data_file::SEQUENCE_NUMBER;
-use crate::read::merge::{merge_sorted_runs, MergeConfig};
-use crate::read::merge_fn::MergeEngineConfig;
+use crate::lsm::key::KeyEncoder;
+use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
+use crate::lsm::merge_fn::MergeEngineConfig;
 
 /// Input columns before the value columns (`_SEQUENCE_NUMBER`, `_VALUE_KIND`).
 const INPUT_VALUE_OFFSET: usize = 2;
@@ -110,80 +106,6 @@ struct Tracker {
     oldest_wins: bool,
     /// Per run, its tapped batches in order.
     queues: Vec<VecDeque<Pending>>,
-}
-
-/// The key columns of `[system columns.., v0..vn]` batches as `arrow_row` rows (Java's key order
-/// but for negative NaNs, see the module docs); the converter is built from the first batch.
-pub(crate) struct KeyEncoder {
-    key_indices: Vec<usize>,
-    /// The converter and the Arrow types of the key columns it encodes.
-    converter: Option<(RowConverter, Vec<ArrowType>)>,
-}
-
-impl KeyEncoder {
-    /// Keys at the value columns `key_indices`.
-    pub(crate) fn new(key_indices: Vec<usize>) -> KeyEncoder {
-        KeyEncoder {
-            key_indices,
-            converter: None,
-        }
-    }
-
-    /// Encode the keys of `batch` (key columns after `offset` system columns).
-    pub(crate) fn encode(&mut self, batch: &RecordBatch, offset: usize) -> Result<Rows> {
-        let columns = self
-            .key_indices
-            .iter()
-            .map(|&i| {
-                batch.columns().get(i + offset).cloned().ok_or_else(|| {
-                    Error::invalid(format!("merge input has no key column at {}", i + offset))
-                })
-            })
-            .collect::<Result<Vec<ArrayRef>>>()?;
-        if self.converter.is_none() {
-            let types: Vec<ArrowType> = columns.iter().map(|c| c.data_type().clone()).collect();
-            let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
-            let converter = RowConverter::new(fields).map_err(|e| Error::arrow("key encoding", e))?;
-            self.converter = Some((converter, types));
-        }
-        self.convert(&columns)
-    }
-
-    /// Encode one key given as values of `types` (a file's min or max key), in the order of
-    /// the keys [`KeyEncoder::encode`] returned (it must have been called before).
-    pub(crate) fn encode_datums(&self, key: &[Datum], types: &[DataType]) -> Result<OwnedRow> {
-        let (_, arrow_types) = self
-            .converter
-            .as_ref()
-            .ok_or_else(|| Error::invalid("key converter used before any key was encoded"))?;
-        if key.len() != arrow_types.len() || types.len() != arrow_types.len() {
-            return Err(Error::invalid(format!(
-                "a key range of {} columns against keys of {}",
-                key.len(),
-                arrow_types.len()
-            )));
-        }
-        let columns = key
-            .iter()
-            .zip(types)
-            .zip(arrow_types)
-            .map(|((datum, ty), arrow_type)| {
-                let array = datums_to_array(std::slice::from_ref(datum), ty)?;
-                arrow_cast::cast(&array, arrow_type).map_err(|e| Error::arrow("key range", e))
-            })
-            .collect::<Result<Vec<ArrayRef>>>()?;
-        Ok(self.convert(&columns)?.row(0).owned())
-    }
-
-    fn convert(&self, columns: &[ArrayRef]) -> Result<Rows> {
-        let (converter, _) = self
-            .converter
-            .as_ref()
-            .ok_or_else(|| Error::invalid("key converter missing"))?;
-        converter
-            .convert_columns(columns)
-            .map_err(|e| Error::arrow("key encoding", e))
-    }
 }
 
 impl Tracker {

@@ -21,7 +21,7 @@ use roaring::RoaringBitmap;
 
 use super::{AggFn, Cx};
 use crate::error::{Error, Result};
-use crate::read::merge_fn::value::{scalar, Acc, Scalar, Value};
+use crate::lsm::merge_fn::value::{scalar, Acc, Scalar, Value};
 
 /// Which serialized structure a column holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,7 +26,7 @@ use super::elements::{
 };
 use super::{AggFn, Cx};
 use crate::error::{Error, Result};
-use crate::read::merge_fn::value::{array_scalar, Acc, Scalar};
+use crate::lsm::merge_fn::value::{array_scalar, Acc, Scalar};
 
 fn concat_arrays(parts: &[ArrayRef]) -> Result<ArrayRef> {
     let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();

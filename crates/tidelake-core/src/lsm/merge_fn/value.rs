@@ -28,58 +28,13 @@ use arrow_array::{
     Int32Array, Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, RecordBatch, StringArray, StringViewArray,
 };
 use arrow_schema::{DataType as ArrowType, TimeUnit};
+use tidelake_spec::row_kind::RowKind;
 
 use crate::error::{Error, Result};
 
 /// Number of system columns (`_SEQUENCE_NUMBER`, `_VALUE_KIND`) before the value columns of an
 /// input batch.
 pub(crate) const VALUE_OFFSET: usize = 2;
-
-/// Paimon's `RowKind`, stored as `_VALUE_KIND` (TINYINT).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RowKind {
-    /// `+I`, code 0.
-    Insert,
-    /// `-U`, code 1.
-    UpdateBefore,
-    /// `+U`, code 2.
-    UpdateAfter,
-    /// `-D`, code 3.
-    Delete,
-}
-
-impl RowKind {
-    /// The kind stored as `code` in `_VALUE_KIND`, if valid.
-    pub fn from_code(code: i8) -> Option<RowKind> {
-        match code {
-            0 => Some(RowKind::Insert),
-            1 => Some(RowKind::UpdateBefore),
-            2 => Some(RowKind::UpdateAfter),
-            3 => Some(RowKind::Delete),
-            _ => None,
-        }
-    }
-
-    /// The `_VALUE_KIND` code of this kind.
-    pub fn code(self) -> i8 {
-        match self {
-            RowKind::Insert => 0,
-            RowKind::UpdateBefore => 1,
-            RowKind::UpdateAfter => 2,
-            RowKind::Delete => 3,
-        }
-    }
-
-    /// `-U` or `-D` (Java `RowKind.isRetract`).
-    pub fn is_retract(self) -> bool {
-        matches!(self, RowKind::UpdateBefore | RowKind::Delete)
-    }
-
-    /// `+I` or `+U`.
-    pub fn is_add(self) -> bool {
-        !self.is_retract()
-    }
-}
 
 /// One input record: a row of a pooled batch with its kind.
 #[derive(Debug, Clone, Copy)]

@@ -38,12 +38,12 @@ use futures::stream::{BoxStream, StreamExt};
 use tidelake_spec::types::DataField;
 
 use crate::error::{Error, Result};
-use crate::read::merge_fn::config::{
+use crate::lsm::merge_fn::config::{
     engine_from_options, ignore_delete, sequence_field_names, OptionMap,
 };
-use crate::read::merge_fn::output::OutputRows;
-use crate::read::merge_fn::value::{Pool, Rec, VALUE_OFFSET};
-use crate::read::merge_fn::{self, MergeEngineConfig, MergeFunction, PartialUpdateConfig};
+use crate::lsm::merge_fn::output::OutputRows;
+use crate::lsm::merge_fn::value::{Pool, Rec, VALUE_OFFSET};
+use crate::lsm::merge_fn::{self, MergeEngineConfig, MergeFunction, PartialUpdateConfig};
 use cursor::{check_input_schema, compare, Cursor, Encoder, OwnedKey, EXHAUSTED};
 use loser_tree::LoserTree;
 

@@ -14,11 +14,12 @@
 //!   it deleted; `partial-update.remove-record-on-delete` does the same for any -D; otherwise
 //!   a retract is an error.
 //! * The result is -D if the last record removed the row or no +I/+U record was seen, else +I.
+use tidelake_spec::row_kind::RowKind;
 
 use super::aggregate::FieldAggregator;
 use super::config::PartialUpdateConfig;
 use super::output::OutputRows;
-use super::value::{compare_nulls_first, Acc, Pool, Rec, RowKind};
+use super::value::{compare_nulls_first, Acc, Pool, Rec};
 use super::MergeFunction;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;

@@ -103,7 +103,7 @@ mod partial_update {
         )
     }
 
-    fn pu(options: &[(&str, &str)]) -> crate::read::merge::MergeConfig {
+    fn pu(options: &[(&str, &str)]) -> crate::lsm::merge::MergeConfig {
         let mut all = vec![("merge-engine", "partial-update")];
         all.extend_from_slice(options);
         config(&fields(), &["k"], &all).unwrap()
@@ -259,7 +259,7 @@ mod partial_update {
         )
     }
 
-    fn grouped(extra: &[(&str, &str)]) -> crate::read::merge::MergeConfig {
+    fn grouped(extra: &[(&str, &str)]) -> crate::lsm::merge::MergeConfig {
         let mut options = vec![
             ("merge-engine", "partial-update"),
             ("fields.g1.sequence-group", "a,b"),
@@ -735,7 +735,7 @@ mod aggregation {
             ],
         )
         .unwrap();
-        let crate::read::merge_fn::MergeEngineConfig::Aggregation(a) = &c.engine else {
+        let crate::lsm::merge_fn::MergeEngineConfig::Aggregation(a) = &c.engine else {
             panic!()
         };
         assert_eq!(a.aggregates[0].function.name(), "primary-key");

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use super::{AggFn, Cx};
 use crate::error::{Error, Result};
-use crate::read::merge_fn::value::{scalar, Acc, Scalar, Value};
+use crate::lsm::merge_fn::value::{scalar, Acc, Scalar, Value};
 
 pub(crate) struct ListAgg {
     delimiter: String,

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 use super::{AggFn, Cx};
 use crate::error::{Error, Result};
-use crate::read::merge_fn::value::{java_cmp, scalar, Acc, Scalar, Value};
+use crate::lsm::merge_fn::value::{java_cmp, scalar, Acc, Scalar, Value};
 
 pub(crate) struct LastValue;
 

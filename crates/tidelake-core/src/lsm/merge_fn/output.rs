@@ -17,8 +17,9 @@ use arrow_array::{new_null_array, Array, ArrayRef, Int8Array, RecordBatch};
 use arrow_schema::SchemaRef;
 use arrow_select::concat::concat;
 use arrow_select::interleave::interleave;
+use tidelake_spec::row_kind::RowKind;
 
-use super::value::{values_to_array, Acc, Pool, Rec, RowKind, Value, VALUE_OFFSET};
+use super::value::{values_to_array, Acc, Pool, Rec, Value, VALUE_OFFSET};
 use crate::error::{Error, Result};
 
 /// Marks a computed row in [`OutputRows::picks`].

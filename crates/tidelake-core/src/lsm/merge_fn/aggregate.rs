@@ -28,9 +28,11 @@ mod numeric;
 mod pick;
 mod sketch;
 
+use tidelake_spec::row_kind::RowKind;
+
 use super::config::{AggregateFunction, AggregateSpec, AggregationConfig};
 use super::output::OutputRows;
-use super::value::{Acc, Pool, Rec, RowKind};
+use super::value::{Acc, Pool, Rec};
 use super::MergeFunction;
 use crate::error::{Error, Result};
 

@@ -26,7 +26,6 @@ pub use config::{
     AggregateFunction, AggregateSpec, AggregationConfig, MergeEngineConfig, NestedKeyNullStrategy,
     PartialUpdateConfig, SequenceGroup,
 };
-pub use value::RowKind;
 
 use crate::error::Result;
 use output::OutputRows;

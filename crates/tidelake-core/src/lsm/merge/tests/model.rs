@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use tidelake_spec::types::TypeKind;
 
 use super::{config, field, input, merge, string};
-use crate::read::merge::MergeConfig;
+use crate::lsm::merge::MergeConfig;
 
 #[derive(Debug, Clone)]
 struct Rec {

@@ -12,22 +12,12 @@ use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::types::DataType;
 
-use crate::datum_arrow::compare_datums;
 use crate::error::{Error, Result};
+use crate::lsm::key::compare_keys;
 use crate::scan::split::SplitFile;
 
 /// Sections of a bucket, each a list of sorted runs, each run files in key order.
 pub type Sections = Vec<Vec<Vec<SplitFile>>>;
-
-fn compare_keys(a: &[Datum], b: &[Datum]) -> Ordering {
-    for (x, y) in a.iter().zip(b) {
-        match compare_datums(x, y).unwrap_or(Ordering::Equal) {
-            Ordering::Equal => continue,
-            other => return other,
-        }
-    }
-    a.len().cmp(&b.len())
-}
 
 struct Keyed {
     min: Vec<Datum>,

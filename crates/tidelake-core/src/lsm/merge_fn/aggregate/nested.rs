@@ -23,8 +23,8 @@ use arrow_select::interleave::interleave;
 use super::elements::{column_type, element_type, encode, gather, list_values, make_list};
 use super::{AggFn, Cx};
 use crate::error::{Error, Result};
-use crate::read::merge_fn::config::NestedKeyNullStrategy;
-use crate::read::merge_fn::value::Acc;
+use crate::lsm::merge_fn::config::NestedKeyNullStrategy;
+use crate::lsm::merge_fn::value::Acc;
 
 /// Accumulator and input elements concatenated (as a struct array), with the accumulator's
 /// element count and the list type.

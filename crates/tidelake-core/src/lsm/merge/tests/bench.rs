@@ -13,7 +13,7 @@ use futures::stream::StreamExt;
 use tidelake_spec::types::TypeKind;
 
 use super::{config, field, run, string};
-use crate::read::merge::merge_sorted_runs;
+use crate::lsm::merge::merge_sorted_runs;
 
 const RUNS: usize = 10;
 const ROWS: usize = 1_000_000;

@@ -7,25 +7,25 @@
 //! positions into the buffered batches, and rows are gathered once, chunk by chunk, as the file
 //! writer asks for them.
 //!
-//! Keys compare as their `arrow_row` encodings (Java's key order, see `read::merge::cursor`). A
-//! key of one non-null integer, date or timestamp column sorts as plain `i64`s instead, the same
-//! order at a fraction of the cost.
+//! Keys compare as their [`KeyCodec`] rows (Java's key order, the merge's). A key of one
+//! non-null integer, date or timestamp column sorts as plain `i64`s instead, the same order at
+//! a fraction of the cost.
 
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_row::{RowConverter, SortField};
 use arrow_schema::DataType as ArrowType;
 use arrow_select::interleave::interleave_record_batch;
 use futures::stream::{self, BoxStream, StreamExt};
 
 use crate::datum_arrow::is_signed_integer_backed;
 use crate::error::{Error, Result};
+use crate::lsm::key::KeyCodec;
 
 /// A bucket buffer in (key, sequence) order.
-pub(super) struct SortedBuffer {
+pub(crate) struct SortedBuffer {
     batches: Arc<Vec<RecordBatch>>,
     /// Rows in order, as `(batch << 32) | row`.
     order: Vec<u64>,
@@ -51,13 +51,12 @@ impl SortedBuffer {
             }
             None => {
                 let first = batches.first().map(keys).unwrap_or_default();
-                let converter = RowConverter::new(first.iter().map(|c| SortField::new(c.data_type().clone())).collect())
-                    .map_err(|e| Error::arrow("key encoding", e))?;
+                let codec = KeyCodec::new(first.iter().map(|c| c.data_type().clone()).collect())?;
                 let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
-                let mut rows = converter.empty_rows(total, 0);
+                let mut rows = codec.empty_rows(total);
                 let mut positions = Vec::with_capacity(total);
                 for (b, batch) in batches.iter().enumerate() {
-                    converter.append(&mut rows, &keys(batch)).map_err(|e| Error::arrow("key encoding", e))?;
+                    codec.append(&mut rows, &keys(batch))?;
                     positions.extend((0..batch.num_rows()).map(|r| position(b, r)));
                 }
                 let mut sorted: Vec<u32> = (0..total as u32).collect();
@@ -234,5 +233,25 @@ mod tests {
                 prop_assert_eq!(runs, want_runs);
             }
         }
+    }
+
+    /// Floats sort as Java's `Double.compare`: NaNs of either sign after every number, and as
+    /// one key (the buffer used to put a NaN with the sign bit set first).
+    #[test]
+    fn nan_keys_sort_last_as_one_key() {
+        let keys = vec![1.0, -f64::NAN, -1.0, f64::NAN];
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("seq", ArrowType::Int64, false),
+                Field::new("k", ArrowType::Float64, false),
+            ])),
+            vec![Arc::new(Int64Array::from_iter_values(0..4)), Arc::new(arrow_array::Float64Array::from(keys))],
+        )
+        .unwrap();
+        let sorted = SortedBuffer::new(vec![batch], &[1]).unwrap();
+        assert!(sorted.has_repeats());
+        let rows: Vec<RecordBatch> = futures::executor::block_on(sorted.rows(10).try_collect()).unwrap();
+        let seqs: Vec<i64> = rows[0].column(0).as_primitive::<Int64Type>().values().to_vec();
+        assert_eq!(seqs, vec![2, 0, 1, 3]);
     }
 }

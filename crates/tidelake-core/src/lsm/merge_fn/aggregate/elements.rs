@@ -19,7 +19,7 @@ use arrow_select::interleave::interleave;
 
 use super::Cx;
 use crate::error::{Error, Result};
-use crate::read::merge_fn::value::{Acc, Value};
+use crate::lsm::merge_fn::value::{Acc, Value};
 
 /// The Arrow type of the column, from a non-null accumulator.
 pub(crate) fn column_type(cx: &Cx<'_>, acc: &Acc) -> Option<ArrowType> {

@@ -14,7 +14,7 @@ use tidelake_spec::types::{DataType, TypeKind};
 
 use super::{AggFn, Cx};
 use crate::error::{Error, Result};
-use crate::read::merge_fn::value::{scalar, Acc, Scalar, Value};
+use crate::lsm::merge_fn::value::{scalar, Acc, Scalar, Value};
 
 #[derive(Debug, Clone, Copy)]
 enum NumKind {

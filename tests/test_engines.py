@@ -279,3 +279,23 @@ def test_a_dataset_is_pinned_and_answers_pyarrow_calls(table):
         {"s": table.to_arrow(filter=[("id", "=", 7)])["s"][0].as_py()}]
     empty = tidelake.create_table(table.path + "-empty", SCHEMA, storage_options=table.storage_options)
     assert empty.to_pyarrow_dataset().to_table().num_rows == 0
+
+
+def test_changes_between_timestamps(storage: Storage):
+    t = storage.create_table("ch", SCHEMA, primary_keys=["id"], bucket=1)
+    for i in range(3):
+        t.write(_rows(range(i * 10, i * 10 + 10)))
+        time.sleep(0.02)
+    s1, s2, s3 = t.snapshots()
+    assert t.snapshot_at(s2.time_millis) == s2 and t.snapshot_at(s1.time_millis - 1) is None
+    iso = dt.datetime.fromtimestamp(s1.time_millis / 1000, tz=dt.timezone.utc).isoformat()
+    between = t.changes(start_timestamp=iso, end_timestamp=s2.time_millis)
+    assert sorted(between["id"].to_pylist()) == list(range(10, 20))
+    assert set(between["_row_kind"].to_pylist()) == {"+I"}
+    assert t.changes(start_timestamp=s1.time_millis).num_rows == 20
+    assert t.changes(start_timestamp=s1.time_millis - 1).num_rows == 30  # before every snapshot
+    assert t.changes(start_timestamp=s3.time_millis, end_timestamp=dt.datetime.now()).num_rows == 0
+    with pytest.raises(tidelake.InvalidArgumentError, match="not both"):
+        t.changes(1, start_timestamp=s1.time_millis)
+    with pytest.raises(tidelake.InvalidArgumentError, match="start_snapshot or start_timestamp"):
+        t.changes()

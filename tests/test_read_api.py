@@ -194,6 +194,7 @@ class _Returns:
         latest = r("RawTable", "latest_snapshot_id", raw.latest_snapshot_id())
         if latest is not None:
             r("RawTable", "snapshot_json", raw.snapshot_json(latest))
+        r("RawTable", "snapshot_at_json", raw.snapshot_at_json(2**62))
         r("RawTable", "tags_json", raw.tags_json())
         scan = r("RawTable", "scan", raw.scan(columns=None, filter_json=None, snapshot_id=None, tag=None,
                                                timestamp_ms=None, batch_size=4, options=[]))

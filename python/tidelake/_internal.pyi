@@ -125,6 +125,9 @@ class RawTable:
     def snapshots_json(self) -> list[str]:
         """Every snapshot as Paimon JSON, ascending by id."""
 
+    def snapshot_at_json(self, timestamp_ms: int) -> str | None:
+        """The newest snapshot committed at or before the time, as Paimon JSON, or None."""
+
     def snapshot_json(self, id: int) -> str:
         """One snapshot as Paimon JSON; ``TableNotFoundError`` naming the range if absent."""
 

@@ -291,6 +291,12 @@ class Table:
         """One snapshot. Raises TableNotFoundError naming the available range if it is absent."""
         return Snapshot.from_json(self._raw.snapshot_json(snapshot_id))
 
+    def snapshot_at(self, timestamp: Any) -> Snapshot | None:
+        """The newest snapshot committed at or before ``timestamp`` (a datetime, naive = local
+        time; an ISO-8601 string; or epoch ms), or None if there is none that old."""
+        text = self._raw.snapshot_at_json(_epoch_ms(timestamp))
+        return None if text is None else Snapshot.from_json(text)
+
     def latest_snapshot(self) -> Snapshot | None:
         """The latest snapshot, or None for a table never written to."""
         sid = self._raw.latest_snapshot_id()
@@ -403,19 +409,37 @@ class Table:
 
         return pl.from_arrow(self.to_arrow(columns, filter, **read))
 
-    def changes(self, start_snapshot: int, end_snapshot: int | None = None, columns: list[str] | None = None,
-                filter: Any = None) -> "pa.Table":
+    def changes(self, start_snapshot: int | None = None, end_snapshot: int | None = None,
+                columns: list[str] | None = None, filter: Any = None, *, start_timestamp: Any = None,
+                end_timestamp: Any = None) -> "pa.Table":
         """The changes snapshots ``(start_snapshot, end_snapshot]`` committed (up to the latest by
         default), with a leading ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``).
 
         Tables with a changelog producer return their changelog files; others the rows that
         APPEND commits wrote. ``start_snapshot`` may be 0 to include the first snapshot.
+        ``start_timestamp`` / ``end_timestamp`` (datetime, ISO-8601 string or epoch ms) instead
+        select the snapshots committed after the first time and up to the second (Paimon's
+        ``incremental-between-timestamp``).
         """
-        return self.changes_scan(start_snapshot, end_snapshot, columns, filter).to_arrow()
+        return self.changes_scan(start_snapshot, end_snapshot, columns, filter, start_timestamp=start_timestamp,
+                                 end_timestamp=end_timestamp).to_arrow()
 
-    def changes_scan(self, start_snapshot: int, end_snapshot: int | None = None,
-                     columns: list[str] | None = None, filter: Any = None) -> Scan:
+    def changes_scan(self, start_snapshot: int | None = None, end_snapshot: int | None = None,
+                     columns: list[str] | None = None, filter: Any = None, *, start_timestamp: Any = None,
+                     end_timestamp: Any = None) -> Scan:
         """Plan a read of changes; see :meth:`changes`."""
+        if start_timestamp is not None:
+            if start_snapshot is not None:
+                raise InvalidArgumentError("give start_snapshot or start_timestamp, not both")
+            before = self.snapshot_at(start_timestamp)
+            start_snapshot = 0 if before is None else before.id
+        if end_timestamp is not None:
+            if end_snapshot is not None:
+                raise InvalidArgumentError("give end_snapshot or end_timestamp, not both")
+            last = self.snapshot_at(end_timestamp)
+            end_snapshot = 0 if last is None else last.id
+        if start_snapshot is None:
+            raise InvalidArgumentError("changes need start_snapshot or start_timestamp")
         if start_snapshot < 0:
             raise InvalidArgumentError(f"start_snapshot must be >= 0, got {start_snapshot}")
         filter_json = to_filter_json(filter)

@@ -52,6 +52,7 @@ use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
 use super::changelog::{ChangelogMode, ChangelogSpec};
 use super::levels::{LevelFile, Levels};
 use super::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
+use super::plan::CompactionPlan;
 use super::postpone::{redistribute, Redistributed};
 use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
 use crate::commit::{CommitMessage, FileStoreCommit};
@@ -227,13 +228,25 @@ impl Compactor {
         self.compact_reporting(request, None).await
     }
 
-    /// [`Compactor::compact`], telling `progress` how far the rewrites are.
+    /// [`Compactor::compact`], telling `progress` how far the rewrites are: [`Compactor::plan`],
+    /// every task run here ([`Compactor::run_task`]'s rewrite, a few at a time), then
+    /// [`Compactor::commit_plan`].
     pub async fn compact_reporting(
         &self,
         request: &CompactRequest,
         progress: Option<Progress>,
     ) -> Result<CompactReport> {
-        // Postpone-bucket tables: their postponed rows go to real buckets first.
+        let plan = self.plan(request).await?;
+        let mut report = self.execute(&plan, progress).await?;
+        report.snapshot_id = report.snapshot_id.or(plan.moved_snapshot);
+        report.buckets.splice(0..0, plan.moved);
+        Ok(report)
+    }
+
+    /// The tasks compacting the latest snapshot's buckets selected by `request` (see
+    /// [`super::plan`]). Postpone-bucket tables first get their postponed rows moved into real
+    /// buckets, committed at once (their own COMPACT snapshot, [`CompactionPlan::moved`]).
+    pub async fn plan(&self, request: &CompactRequest) -> Result<CompactionPlan> {
         let moved = if self.postpone {
             let selected = |partitions: &[Vec<u8>]| match &request.partitions {
                 Some(filter) => self.select_partitions(filter, partitions),
@@ -243,49 +256,39 @@ impl Compactor {
         } else {
             Redistributed { snapshot_id: None, buckets: Vec::new() }
         };
-        let Some(mut buckets) = self.latest_buckets().await? else {
-            return Ok(CompactReport {
-                snapshot_id: None,
-                buckets: Vec::new(),
-            });
+        let sm = self.table.snapshot_manager();
+        let latest = sm.read_latest(|snap| async move { self.live_buckets(&snap).await }).await?;
+        let (snapshot_id, mut buckets) = match latest {
+            Some((snap, buckets)) => (Some(snap.id), buckets),
+            None => (None, Vec::new()),
         };
         if let Some(filter) = &request.partitions {
             let partitions: Vec<Vec<u8>> = buckets.iter().map(|b| b.partition.clone()).collect();
             let selected = self.select_partitions(filter, &partitions)?;
             buckets.retain(|b| selected.contains(&b.partition));
         }
-        let mut report = self.compact_buckets(buckets, request.full, progress).await?;
-        report.snapshot_id = report.snapshot_id.or(moved.snapshot_id);
-        report.buckets.splice(0..0, moved.buckets);
-        Ok(report)
+        let mut plan = self.plan_buckets(snapshot_id, buckets, request.full)?;
+        plan.moved_snapshot = moved.snapshot_id;
+        plan.moved = moved.buckets;
+        Ok(plan)
     }
 
     /// Compact the (partition, bucket)s in `targets` of the latest snapshot as the table's pick
     /// says (not full); the COMPACT snapshot, `None` when none needed compaction.
     pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Option<i64>> {
-        let Some(mut buckets) = self.latest_buckets().await? else {
+        let sm = self.table.snapshot_manager();
+        let Some((snap, mut buckets)) = sm.read_latest(|snap| async move { self.live_buckets(&snap).await }).await? else {
             return Ok(None);
         };
         buckets.retain(|b| targets.iter().any(|(p, n)| *p == b.partition && *n == b.bucket));
-        Ok(self.compact_buckets(buckets, false, None).await?.snapshot_id)
+        let plan = self.plan_buckets(Some(snap.id), buckets, false)?;
+        Ok(self.execute(&plan, None).await?.snapshot_id)
     }
 
-    /// Pick, rewrite and commit `buckets` (live files of one snapshot).
-    async fn compact_buckets(
-        &self,
-        buckets: Vec<Bucket>,
-        full: bool,
-        progress: Option<Progress>,
-    ) -> Result<CompactReport> {
-        let mut work = Vec::new();
-        for b in buckets {
-            if let Some(task) = self.pick(&b.files, full)? {
-                work.push((b, task));
-            }
-        }
-        let mut done = self.rewrite_all(work, progress).await?;
-        // units whose files all stay where they are changed nothing
-        done.retain(|d| !d.result.before.is_empty() || !d.result.after.is_empty());
+    /// Run `plan`'s tasks in this process and commit their messages.
+    async fn execute(&self, plan: &CompactionPlan, progress: Option<Progress>) -> Result<CompactReport> {
+        let work = plan.tasks.iter().map(|t| (t.bucket.clone(), t.unit.clone())).collect();
+        let done = self.rewrite_all(work, progress).await?;
         let report = |d: &Done| self.report(d);
         let buckets = match done.iter().map(report).collect::<Result<Vec<_>>>() {
             Ok(b) => b,
@@ -295,27 +298,25 @@ impl Compactor {
                 return Err(e);
             }
         };
-        let snapshot_id = self.commit(&done).await?;
+        let messages = done.iter().map(Done::message).collect();
+        let snapshot_id = self.commit_plan(plan, messages).await?;
         Ok(CompactReport {
             snapshot_id,
-            buckets,
+            // units whose files all stay where they are changed nothing
+            buckets: buckets.into_iter().filter(|b| b.files_before > 0 || b.files_after > 0).collect(),
         })
     }
 
-    /// Commit the rewritten buckets as one COMPACT snapshot (`None` when nothing changed);
-    /// on a known failure the written files are deleted.
-    pub(crate) async fn commit(&self, done: &[Done]) -> Result<Option<i64>> {
-        let messages: Vec<CommitMessage> = done
-            .iter()
-            .map(Done::message)
-            .filter(|m| !m.is_empty())
-            .collect();
+    /// Commit compaction messages as one COMPACT snapshot (`None` when all are empty); on a
+    /// known failure the files they added are deleted.
+    pub(crate) async fn commit(&self, messages: Vec<CommitMessage>) -> Result<Option<i64>> {
+        let messages: Vec<CommitMessage> = messages.into_iter().filter(|m| !m.is_empty()).collect();
         if messages.is_empty() {
             return Ok(None);
         }
         let user = format!("tidelake-compact-{}", uuid::Uuid::new_v4());
         let outcome = match FileStoreCommit::new(self.table.clone(), user) {
-            Ok(commit) => commit.commit(messages, BATCH_COMMIT_IDENTIFIER, &[]).await,
+            Ok(commit) => commit.commit(messages.clone(), BATCH_COMMIT_IDENTIFIER, &[]).await,
             Err(e) => Err(e),
         };
         match outcome {
@@ -323,11 +324,38 @@ impl Compactor {
             Err(e) => {
                 if e.kind() != ErrorKind::Io {
                     // Already failing: cleanup errors are secondary to `e`.
-                    let _ = delete_written(&self.table, done).await;
+                    let _ = self.delete_added(&messages).await;
                 }
                 Err(e)
             }
         }
+    }
+
+    /// Delete the files compaction `messages` added: data files that are not inputs kept
+    /// (upgrades), changelog and new index files.
+    async fn delete_added(&self, messages: &[CommitMessage]) -> Result<()> {
+        let mut first_error = None;
+        for m in messages {
+            let values = self.layout.decode_partition(&m.partition)?;
+            let bucket_dir = self.layout.bucket_path(&values, m.bucket)?;
+            let kept: HashSet<&str> = m.compact_before.iter().map(|f| f.file_name.as_str()).collect();
+            let added: Vec<DataFileMeta> = m
+                .compact_after
+                .iter()
+                .filter(|f| !kept.contains(f.file_name.as_str()))
+                .chain(&m.compact_changelog)
+                .cloned()
+                .collect();
+            if let Err(e) = delete_files(&self.table, &bucket_dir, &added).await {
+                first_error.get_or_insert(e);
+            }
+            for index in &m.compact_new_index_files {
+                if let Err(e) = self.table.io().delete(&format!("index/{}", index.file_name)).await {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     pub(crate) fn table(&self) -> &Table {

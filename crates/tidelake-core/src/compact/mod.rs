@@ -25,6 +25,9 @@
 //!   and the deletion vectors that hide it (Java `LookupLevels`, `BucketedDvMaintainer`,
 //!   `DeletionVectorsIndexFile`);
 //! * [`job`]: compacting a table ([`Compactor`]);
+//! * [`plan`]: compaction as plan -> task -> commit: serialisable per-bucket
+//!   [`CompactionTask`]s that run in any process and one commit of their messages
+//!   ([`Compactor::compact`] is that plan, run here, committed);
 //! * `visible`: committing a write and, on tables whose reads skip level 0, compacting until
 //!   its rows are visible ([`commit_visible`]);
 //! * `postpone`: moving the rows of postpone-bucket tables (`bucket = -2`) into real buckets,
@@ -60,6 +63,7 @@ mod kv_merge;
 mod lookup;
 pub mod levels;
 pub mod picker;
+pub mod plan;
 mod postpone;
 pub mod rewriter;
 #[cfg(test)]
@@ -67,6 +71,7 @@ mod tests;
 mod visible;
 
 pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
+pub use plan::{CompactionPlan, CompactionTask, COMPACTION_TASK_VERSION};
 pub use visible::commit_visible;
 pub(crate) use inline::{InlineCompaction, Slot};
 pub(crate) use kv_merge::merge_keeping_sequence;

@@ -49,6 +49,7 @@ use tidelake_spec::manifest::{DataFileMeta, FileKind, IndexFileMeta, DELETION_VE
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
 
+use super::append::AppendCompaction;
 use super::changelog::{ChangelogMode, ChangelogSpec};
 use super::levels::{LevelFile, Levels};
 use super::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
@@ -151,24 +152,44 @@ pub struct Compactor {
     deletion_vectors: bool,
     /// `bucket = -2`: compaction first moves the postponed rows into real buckets.
     postpone: bool,
-    rewriter: Arc<Rewriter>,
+    engine: Engine,
     /// `num-sorted-run.stop-trigger`.
     stop_trigger: usize,
     /// Bounds the units rewriting at once ([`Compactor::spawn_unit`]).
     slots: Arc<Semaphore>,
 }
 
+/// How units are rewritten: merged LSM runs, or appended files.
+#[derive(Debug, Clone)]
+enum Engine {
+    KeyValue(Arc<Rewriter>),
+    Append(Arc<AppendCompaction>),
+}
+
 impl Compactor {
-    /// Compaction of `table`'s primary-key buckets (append tables are [`Error::Unsupported`]).
+    /// Compaction of `table`'s buckets: LSM trees of primary-key tables, small files of append
+    /// tables ([`super::append`]).
     pub fn new(table: Table) -> Result<Compactor> {
         let schema = table.schema().clone();
-        if schema.primary_keys.is_empty() {
-            return Err(Error::Unsupported(
-                "compacting append tables (no primary key)".into(),
-            ));
-        }
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
+        if schema.primary_keys.is_empty() {
+            return Ok(Compactor {
+                layout: TableLayout::new(&schema)?,
+                num_levels: opts.num_levels().map_err(spec)?,
+                universal: UniversalCompaction { max_size_amp: 0, size_ratio: 0, trigger: usize::MAX },
+                force_up_level0: false,
+                need_lookup: false,
+                first_row_lookup: false,
+                lookup: false,
+                deletion_vectors: opts.deletion_vectors_enabled().map_err(spec)?,
+                postpone: false,
+                engine: Engine::Append(Arc::new(AppendCompaction::new(table.clone())?)),
+                stop_trigger: usize::MAX,
+                slots: Arc::new(Semaphore::new(bucket_parallelism())),
+                table,
+            });
+        }
         let changelog = ChangelogSpec::from_options(opts)?;
         let first_row_lookup = changelog.is_some_and(|c| c.mode == ChangelogMode::FirstRowLookup);
         let layout = TableLayout::new(&schema)?;
@@ -216,7 +237,7 @@ impl Compactor {
             lookup,
             deletion_vectors,
             postpone: opts.bucket().map_err(spec)? == POSTPONE_BUCKET,
-            rewriter: Arc::new(rewriter),
+            engine: Engine::KeyValue(Arc::new(rewriter)),
             stop_trigger: usize::try_from(opts.num_sorted_run_stop_trigger().map_err(spec)?).unwrap_or(usize::MAX),
             slots: Arc::new(Semaphore::new(bucket_parallelism())),
         })
@@ -509,6 +530,9 @@ impl Compactor {
 
     /// The unit to run on a bucket's files, if any (see the module docs).
     pub(crate) fn pick(&self, files: &[LevelFile], full: bool) -> Result<Option<UnitTask>> {
+        if let Engine::Append(append) = &self.engine {
+            return Ok(append.pick(files, full));
+        }
         let levels = Levels::new(files.to_vec(), self.num_levels)?;
         let runs = levels.run_stats();
         let num_levels = levels.number_of_levels();
@@ -624,7 +648,7 @@ impl Compactor {
     /// deleted (see [`Rewriter::run`]); an input gone with the snapshot the unit was planned on
     /// is a [`Error::CommitConflict`] ([`inputs_gone`]).
     pub(crate) fn spawn_unit(&self, bucket: Bucket, task: UnitTask) -> JoinHandle<Result<Done>> {
-        let rewriter = self.rewriter.clone();
+        let engine = self.engine.clone();
         let slots = self.slots.clone();
         let sm = self.table.snapshot_manager();
         tokio::spawn(async move {
@@ -632,7 +656,11 @@ impl Compactor {
                 .acquire_owned()
                 .await
                 .map_err(|_| Error::invalid("the compaction slots were closed"))?;
-            let result = match rewriter.run(&bucket.bucket_dir, &task).await {
+            let run = match &engine {
+                Engine::KeyValue(rewriter) => rewriter.run(&bucket.bucket_dir, &task).await,
+                Engine::Append(append) => append.run(&bucket, &task).await,
+            };
+            let result = match run {
                 Ok(result) => result,
                 Err(e) => return Err(inputs_gone(&sm, bucket.base_snapshot, e).await),
             };

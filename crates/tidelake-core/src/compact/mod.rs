@@ -1,4 +1,4 @@
-//! Compaction of primary-key tables: keeping each bucket's LSM tree shallow (paimon-format.md
+//! Compaction: keeping each bucket's LSM tree shallow on primary-key tables (paimon-format.md
 //! §6.6, §10, §10.5; Java `org.apache.paimon.mergetree.compact`).
 //!
 //! ```text
@@ -24,6 +24,8 @@
 //! * `lookup`: the newest older copy of level-0 keys in the levels below a unit's output,
 //!   and the deletion vectors that hide it (Java `LookupLevels`, `BucketedDvMaintainer`,
 //!   `DeletionVectorsIndexFile`);
+//! * `append`: compaction of append tables: small files merged per bucket, deletion vectors
+//!   applied (Java `BucketedAppendCompactManager`, `AppendCompactCoordinator`);
 //! * [`job`]: compacting a table ([`Compactor`]);
 //! * [`plan`]: compaction as plan -> task -> commit: serialisable per-bucket
 //!   [`CompactionTask`]s that run in any process and one commit of their messages
@@ -49,13 +51,14 @@
 //! follow Java's `LookupMergeFunction` (level-0 records merge with only the newest record above
 //! level 0; not first-row), in compaction as in reads.
 //!
-//! Not implemented: append-table compaction, record-level expiry,
+//! Not implemented: record-level expiry,
 //! `EarlyFullCompaction`/off-peak ratios, `full-compaction.delta-commits`, the `lookup-compact`
 //! modes (`gentle` and its `lookup-compact.max-interval`: tidelake always forces level 0 up, as
 //! the default `radical`), and lookup compaction of tables with
 //! `changelog-producer=full-compaction` and `force-lookup`: those are fully compacted (see
 //! [`job`]; deletion vectors with that producer are rejected at create and alter, as in Java).
 
+mod append;
 pub mod changelog;
 mod inline;
 pub mod job;

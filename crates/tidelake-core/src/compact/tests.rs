@@ -745,10 +745,12 @@ async fn deletion_vectors_hide_older_copies_below_a_middle_level() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn append_tables_are_unsupported() {
+async fn append_tables_with_row_tracking_are_unsupported() {
     let dir = tempfile::tempdir().unwrap();
     let fields = vec![DataField::new(0, "id", DataType::new(TypeKind::BigInt))];
-    let schema = TableSchema::new(0, fields, Vec::new(), Vec::new(), Options::new()).unwrap();
+    let mut options = Options::new();
+    options.set("row-tracking.enabled", "true");
+    let schema = TableSchema::new(0, fields, Vec::new(), Vec::new(), options).unwrap();
     let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
     io.write("schema/schema-0", schema.to_json()).await.unwrap();
     let table = Table::open_io(io).await.unwrap();

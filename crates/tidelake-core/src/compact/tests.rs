@@ -105,6 +105,13 @@ async fn write(table: &Table, rows: &[Row], kind: i8) {
 
 /// Every row of the latest snapshot, sorted; `options` override table options for the read.
 async fn read(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
+    let mut rows = read_in_order(table, options).await;
+    rows.sort_unstable();
+    rows
+}
+
+/// Every row of the latest snapshot in read order (splits, then files, as planned).
+async fn read_in_order(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
     let request = ScanRequest {
         options: options
             .iter()
@@ -147,7 +154,6 @@ async fn read(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
             ));
         }
     }
-    rows.sort_unstable();
     rows
 }
 
@@ -743,6 +749,9 @@ async fn deletion_vectors_hide_older_copies_below_a_middle_level() {
     assert_eq!(read(&table, &[]).await, expected(&model));
     assert!(deleted_positions(&table).await.is_empty());
 }
+
+#[path = "append_tests.rs"]
+mod append_tests;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn append_tables_with_row_tracking_are_unsupported() {

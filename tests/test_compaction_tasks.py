@@ -10,14 +10,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import pathlib
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pyarrow as pa
 import pytest
@@ -276,3 +270,28 @@ def test_concurrent_appends_during_append_compaction_are_kept(tmp_path):
     got = tidelake.open_table(t.path).to_arrow().column("id").to_pylist()
     assert sorted(got) == sorted(ids), "every acknowledged row exactly once"
     assert compactions >= 3
+
+
+def test_standalone_cluster_compacts_in_two_executors(tmp_path):
+    """Two one-core workers: the tasks run in both executor processes (Spark's REST API counts
+    each executor's tasks), and the table equals the single-process compaction of a copy."""
+    pytest.importorskip("pyspark")
+    from _spark_cluster import free_port, run_driver, standalone_cluster
+
+    t = _table(tmp_path / "t", buckets=4)
+    shutil.copytree(tmp_path / "t", tmp_path / "ref")
+    before = _sorted(t.to_arrow())
+    tasks = len(t.compaction_plan(full=True).tasks)
+    with standalone_cluster(tmp_path / "cluster", workers=2) as master:
+        answer = run_driver(master, [t.path, str(free_port()), "2"])
+    per_executor = answer["tasks_per_executor"]
+    assert len(per_executor) == 2 and all(n > 0 for n in per_executor.values()), per_executor
+    assert sum(per_executor.values()) == tasks
+    t = tidelake.open_table(t.path)
+    assert t.latest_snapshot().id == answer["snapshot"]
+    ref = tidelake.open_table(tmp_path / "ref")
+    ref.compact(full=True)
+    assert _layout(t) == _layout(ref)
+    assert t.to_arrow().sort_by([("dt", "ascending"), ("id", "ascending")]).equals(
+        ref.to_arrow().sort_by([("dt", "ascending"), ("id", "ascending")]))
+    assert_same_rows(_sorted(t.to_arrow()), before)

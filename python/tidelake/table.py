@@ -422,8 +422,9 @@ class Table:
 
     def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None,
                 progress: Callable[[int, int], object] | None = None) -> int | None:
-        """Compact the primary-key table's LSM trees and commit one COMPACT snapshot; returns its
-        id, or None when nothing needed compacting. Reads return the same rows before and after.
+        """Compact the table (LSM trees; small files of append tables) and commit one COMPACT
+        snapshot; returns its id, or None when nothing needed compacting. Reads return the same
+        rows before and after.
 
         Args:
             full: rewrite every bucket into a single sorted run at the highest level (also makes
@@ -446,10 +447,15 @@ class Table:
         one in tidelake, except first-row tables, which compact with lookup), full-compaction
         tables when a bucket is compacted to the top level.
 
+        Append tables get their small files merged as Paimon's append compaction picks them
+        (fixed buckets: ``compaction.min.file-num`` files at a time, or with ``full`` every small
+        file; bucket-unaware tables: files under 70% of ``target-file-size``), deleted rows of
+        deletion vectors dropped; the rows of a bucket keep their order.
+
         Raises:
             CommitConflictError: a concurrent commit removed files this compaction rewrote (its
                 new files are deleted; retry).
-            UnsupportedError: append tables.
+            UnsupportedError: append tables with row tracking or data evolution.
             InvalidArgumentError: first-row tables with ``changelog-producer=full-compaction``.
         """
         import json

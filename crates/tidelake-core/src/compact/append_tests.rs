@@ -91,28 +91,8 @@ async fn append_compaction_applies_deletion_vectors_and_drops_their_index() {
     let table = append_table(dir.path(), "1", &[("deletion-vectors.enabled", "true")], 2).await;
     // delete row 1 of the oldest file, as Java's append DELETE would
     let bucket = buckets(&table).await.remove(0);
-    let file = bucket.files.iter().min_by_key(|f| f.meta.min_sequence_number).unwrap().meta.clone();
-    let mut dv = DeletionVector::new();
-    dv.insert(1);
-    let (bytes, ranges) = write_deletion_vector_file(&[(file.file_name.clone(), dv)]);
-    table.io().write("index/index-append-dv-0", bytes.clone()).await.unwrap();
-    let (name, offset, length, cardinality) = ranges[0].clone();
-    let mut m = CommitMessage::new(bucket.partition.clone(), bucket.bucket, bucket.total_buckets);
-    m.new_index_files.push(IndexFileMeta {
-        index_type: DELETION_VECTORS_INDEX.to_string(),
-        file_name: "index-append-dv-0".to_string(),
-        file_size: i64::try_from(bytes.len()).unwrap(),
-        row_count: 1,
-        dv_ranges: Some(vec![DeletionVectorMeta {
-            data_file_name: name,
-            offset: i32::try_from(offset).unwrap(),
-            length: i32::try_from(length).unwrap(),
-            cardinality: Some(i64::try_from(cardinality).unwrap()),
-        }]),
-        external_path: None,
-        global_index: None,
-    });
-    FileStoreCommit::new(table.clone(), "dv").unwrap().commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[]).await.unwrap();
+    let file = bucket.files.iter().min_by_key(|f| f.meta.min_sequence_number).unwrap().meta.file_name.clone();
+    commit_deletion_vector(&table, &bucket, &file, 1).await;
     let before = read_in_order(&table, &[]).await;
     assert_eq!(before.len(), 5, "one of six rows deleted");
     // with deletion vectors a full compaction always runs (Java), here on both files

@@ -638,41 +638,8 @@ async fn deletion_vectors_are_applied_and_their_index_dropped() {
 
     // mark row 1 (id 2) of the max-level file deleted, as a Java lookup compaction would
     let bucket = buckets(&table).await.remove(0);
-    let file = &bucket.files[0].meta;
-    let mut dv = DeletionVector::new();
-    dv.insert(1);
-    let (bytes, ranges) = write_deletion_vector_file(&[(file.file_name.clone(), dv)]);
-    let index_name = "index-test-dv-0";
-    table
-        .io()
-        .write(&format!("index/{index_name}"), bytes.clone())
-        .await
-        .unwrap();
-    let (name, offset, length, cardinality) = ranges[0].clone();
-    let mut m = CommitMessage::new(
-        bucket.partition.clone(),
-        bucket.bucket,
-        bucket.total_buckets,
-    );
-    m.new_index_files.push(IndexFileMeta {
-        index_type: DELETION_VECTORS_INDEX.to_string(),
-        file_name: index_name.to_string(),
-        file_size: i64::try_from(bytes.len()).unwrap(),
-        row_count: 1,
-        dv_ranges: Some(vec![DeletionVectorMeta {
-            data_file_name: name,
-            offset: i32::try_from(offset).unwrap(),
-            length: i32::try_from(length).unwrap(),
-            cardinality: Some(i64::try_from(cardinality).unwrap()),
-        }]),
-        external_path: None,
-        global_index: None,
-    });
-    FileStoreCommit::new(table.clone(), "dv")
-        .unwrap()
-        .commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[])
-        .await
-        .unwrap();
+    let file = bucket.files[0].meta.file_name.clone();
+    commit_deletion_vector(&table, &bucket, &file, 1).await;
     let before = read(&table, &[]).await;
     assert_eq!(before, rows("a", &[(1, Some(1)), (3, Some(3))]));
 
@@ -690,6 +657,33 @@ async fn deletion_vectors_are_applied_and_their_index_dropped() {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// Mark row `position` of `file` in `bucket` deleted by a new deletion-vector index file, committed
+/// as Java's writers would (an APPEND snapshot carrying the index file).
+async fn commit_deletion_vector(table: &Table, bucket: &Bucket, file: &str, position: u64) {
+    let mut dv = DeletionVector::new();
+    dv.insert(position);
+    let (bytes, ranges) = write_deletion_vector_file(&[(file.to_string(), dv)]);
+    let index_name = format!("index-test-dv-{}", uuid::Uuid::new_v4());
+    table.io().write(&format!("index/{index_name}"), bytes.clone()).await.unwrap();
+    let (name, offset, length, cardinality) = ranges[0].clone();
+    let mut m = CommitMessage::new(bucket.partition.clone(), bucket.bucket, bucket.total_buckets);
+    m.new_index_files.push(IndexFileMeta {
+        index_type: DELETION_VECTORS_INDEX.to_string(),
+        file_name: index_name,
+        file_size: i64::try_from(bytes.len()).unwrap(),
+        row_count: 1,
+        dv_ranges: Some(vec![DeletionVectorMeta {
+            data_file_name: name,
+            offset: i32::try_from(offset).unwrap(),
+            length: i32::try_from(length).unwrap(),
+            cardinality: Some(i64::try_from(cardinality).unwrap()),
+        }]),
+        external_path: None,
+        global_index: None,
+    });
+    FileStoreCommit::new(table.clone(), "dv").unwrap().commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[]).await.unwrap();
 }
 
 /// The deleted positions of each data file of the only bucket, by file name.

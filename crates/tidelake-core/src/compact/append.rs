@@ -32,7 +32,10 @@
 //! rolling writer (Java runs one task per bin; the output files are the same up to where they
 //! roll) and keeps the write order instead of Java's by-size order; a bucket-unaware table does
 //! not compact its single leftover file after five idle coordinator rounds (a streaming-job
-//! rule). Row-tracking and data-evolution tables are not compacted ([`Error::Unsupported`]).
+//! rule); a full compaction does not rewrite a lone file without deletion vector (Java does,
+//! to the same content). Row-tracking and data-evolution tables are not compacted
+//! ([`Error::Unsupported`]). The rules follow the Paimon source read for this work (master of
+//! late 2025: `pickCompactBefore` picks on the file count alone); 1.3.1 was not diffed.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

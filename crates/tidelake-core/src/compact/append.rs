@@ -34,8 +34,8 @@
 //! not compact its single leftover file after five idle coordinator rounds (a streaming-job
 //! rule); a full compaction does not rewrite a lone file without deletion vector (Java does,
 //! to the same content). Row-tracking and data-evolution tables are not compacted
-//! ([`Error::Unsupported`]). The rules follow the Paimon source read for this work (master of
-//! late 2025: `pickCompactBefore` picks on the file count alone); 1.3.1 was not diffed.
+//! ([`Error::Unsupported`]), and `compaction.force-rewrite-all-files` is not read. The rules are
+//! those of Paimon 1.3.1 (`release-1.3.1`: `pickCompactBefore` picks on the file count alone).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

@@ -1,6 +1,7 @@
-"""A Spark standalone cluster on 127.0.0.1 for tests: one Master and N Workers started with
-pyspark's ``bin/spark-class`` (each worker one core), and a driver run in a child process
-(this test process already holds the ``local[...]`` SparkContext of conftest's ``spark``)."""
+"""A Spark standalone cluster on 127.0.0.1 for tests and ``benches/compaction.py --spark-workers``:
+one Master and N Workers started with pyspark's ``bin/spark-class`` (each worker one core), and
+a driver compacting a table with :func:`tidelake.spark.compact` in a child process (a test
+process already holds the ``local[...]`` SparkContext of conftest's ``spark``)."""
 
 from __future__ import annotations
 
@@ -93,11 +94,13 @@ while sc._jsc.sc().getExecutorMemoryStatus().size() < executors + 1:  # the driv
     if time.monotonic() > deadline:
         raise SystemExit("executors did not register")
     time.sleep(0.5)
+began = time.perf_counter()
 snapshot = tidelake.spark.compact(spark, path, full=True)
+seconds = time.perf_counter() - began
 api = f"http://127.0.0.1:{ui_port}/api/v1/applications/{sc.applicationId}/executors"
 with urllib.request.urlopen(api, timeout=10) as r:
     tasks = {e["id"]: e["completedTasks"] for e in json.load(r) if e["id"] != "driver"}
-print("RESULT " + json.dumps({"snapshot": snapshot, "tasks_per_executor": tasks}), flush=True)
+print("RESULT " + json.dumps({"snapshot": snapshot, "tasks_per_executor": tasks, "seconds": seconds}), flush=True)
 spark.stop()
 '''
 

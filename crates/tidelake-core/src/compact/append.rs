@@ -37,7 +37,7 @@
 //! ([`Error::Unsupported`]), and `compaction.force-rewrite-all-files` is not read. The rules are
 //! those of Paimon 1.3.1 (`release-1.3.1`: `pickCompactBefore` picks on the file count alone).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use futures::TryStreamExt;
@@ -132,7 +132,7 @@ impl AppendCompaction {
 
     /// Java `pickCompactBefore`.
     fn pick_window<'a>(&self, files: &[&'a LevelFile]) -> Option<Vec<&'a LevelFile>> {
-        let mut window: std::collections::VecDeque<&LevelFile> = std::collections::VecDeque::new();
+        let mut window: VecDeque<&LevelFile> = VecDeque::new();
         let mut total = 0i64;
         for f in files {
             window.push_back(f);

@@ -13,6 +13,10 @@ Each phase runs in its own process (peak RSS = its `VmHWM`) on the same bytes:
 * `compact`: `tidelake.open_table(p).compact(full=True)` on a fresh copy of the table.
 * `mor before` / `mor after`: merge-on-read of the latest snapshot before and after the
   compaction (`to_reader(batch_size=65536)`, batches consumed and dropped).
+* `spark compact` (with `--spark-workers N`): `tidelake.spark.compact(spark, p, full=True)` on
+  another fresh copy, its tasks on a local Spark standalone cluster of N one-core workers
+  (`tests/_spark_cluster.py`; the time excludes starting the cluster and the session); the
+  result is checked to hold the same rows as `compact`'s.
 MB/s in = stored bytes read / s; MB/s out = bytes written / s. Results are printed as Markdown.
 """
 
@@ -80,10 +84,31 @@ def run(phase: str, path: pathlib.Path, out: pathlib.Path) -> dict:
     return result
 
 
+def spark_compact(work: pathlib.Path, workers: int) -> dict:
+    """`tidelake.spark.compact` of `work/spark-table` on a standalone cluster (see the docs)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+    from _spark_cluster import free_port, run_driver, standalone_cluster
+
+    table = work / "spark-table"
+    before = live_bytes(table)
+    with standalone_cluster(work / "cluster", workers=workers) as master:
+        answer = run_driver(master, [str(table), str(free_port()), str(workers)])
+    tasks = answer["tasks_per_executor"]
+    print(f"spark compact: tasks per executor {tasks}")
+    return {"s": answer["seconds"], "in": before, "out": live_bytes(table), "rows": None, "peak_rss_mb": None}
+
+
+def _sorted_rows(table: pathlib.Path):
+    import tidelake
+
+    return tidelake.open_table(table).to_arrow().sort_by("id")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", "/tmp/tidelake-bench") + "/compaction")
+    ap.add_argument("--spark-workers", type=int, default=0, help="also compact with Spark on N workers")
     ap.add_argument("--child", nargs=3, metavar=("PHASE", "PATH", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -108,12 +133,19 @@ def main() -> None:
     runs = len(data_files(source)) // w.buckets
     table = work / "table"
     shutil.copytree(source, table)
+    if a.spark_workers:
+        shutil.copytree(source, work / "spark-table")
     results = {
         "floor": run("floor", source, work / "floor.parquet"),
         "mor before": run("mor", table, work / "unused"),
         "compact": run("compact", table, work / "unused"),
         "mor after": run("mor", table, work / "unused"),
     }
+    if a.spark_workers:
+        results["spark compact"] = spark_compact(work, a.spark_workers)
+        same = _sorted_rows(work / "spark-table").equals(_sorted_rows(table))
+        print(f"spark compact on {a.spark_workers} workers: same rows as compact: {same}")
+        assert same
     floor_s = results["floor"]["s"]
     print(f"\n{stored:,} stored rows, {w.buckets} buckets, {runs} sorted runs per bucket, "
           f"{results['mor before']['rows']:,} live rows; tidelake {tidelake.__version__}\n")
@@ -121,11 +153,12 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     mb = 1024 * 1024
     for name, r in results.items():
-        ratio = f"{floor_s / r['s']:.2f}x" if name in ("floor", "compact") else "-"
+        ratio = f"{floor_s / r['s']:.2f}x" if name in ("floor", "compact", "spark compact") else "-"
         out = f"{r['out'] / mb:.0f}" if r["out"] else "-"
         rate_out = f"{r['out'] / mb / r['s']:.0f}" if r["out"] else "-"
+        rss = f"{r['peak_rss_mb']:.0f}" if r.get("peak_rss_mb") is not None else "-"
         print(f"| {name} | {r['s']:.2f} | {r['in'] / mb:.0f} | {out} | {r['in'] / mb / r['s']:.0f} | "
-              f"{rate_out} | {ratio} | {r['peak_rss_mb']:.0f} |")
+              f"{rate_out} | {ratio} | {rss} |")
     print(f"\nmerge-on-read: {results['mor before']['s']:.2f} s before, {results['mor after']['s']:.2f} s after "
           f"({results['mor before']['s'] / results['mor after']['s']:.2f}x faster)")
 

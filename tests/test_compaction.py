@@ -174,8 +174,8 @@ def test_partitions_and_errors(storage: Storage) -> None:
         t.compact(partitions={"dt": "a"})
     append = storage.create_table("append", SCHEMA)
     append.write(_rows("a", range(3), lambda i: i))
-    with pytest.raises(tidelake.UnsupportedError):
-        append.compact()
+    # one small append file: nothing to merge (append compaction: test_compaction_tasks.py)
+    assert append.compact() is None and append.compact(full=True) is None
 
 
 def _referenced_files(t: tidelake.Table) -> set[str]:

@@ -157,6 +157,8 @@ SCENARIOS = [
                    {"update_type": "f", "type": "DOUBLE", "arrow": "float64"}]},
         {"rows": [[4, 2**40, 0.1, "r4", "n4"]]},
     ], primary_keys=["k"], options={"bucket": "1"}),
+    Scenario("append_bucketed", KV, [{"rows": _kv_rows(3, 3 * i, f"c{i}")} for i in range(7)],
+             partition_keys=["p"], options={"bucket": "2", "bucket-key": "k"}, mode="batch"),
 ]
 
 BY_NAME = {sc.name: sc for sc in SCENARIOS}
@@ -306,10 +308,11 @@ def test_tidelake_writes_java_reads(java, tmp_path, name):
     compare_all(java, t, wh, "B tidelake-wrote", pypaimon=_pypaimon_reads_exactly(sc))
 
 
-@pytest.mark.parametrize("name", ["dedup", "dedup_dv", "cl_lookup", "types_pk", "aggregation"])
+@pytest.mark.parametrize("name", ["dedup", "dedup_dv", "cl_lookup", "types_pk", "aggregation", "append_bucketed",
+                                  "append_overwrite"])
 def test_tidelake_compacts_java_reads(java, tmp_path, name):
-    """tidelake's full compaction (and its DV maintenance / changelog) after every second
-    commit: Java reads every snapshot as tidelake does."""
+    """tidelake's full compaction (and its DV maintenance / changelog; small files merged on
+    append tables) after every second commit: Java reads every snapshot as tidelake does."""
     base = _arrow_types(BY_NAME[name])
     steps: list[dict] = []
     for i, s in enumerate(base.steps):

@@ -15,7 +15,8 @@ from typing import Any, Callable, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "message_target", "reset_logging"]
+__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan", "message_target",
+           "reset_logging", "run_compaction_task", "compaction_task_target"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -224,6 +225,12 @@ class RawTable:
         output level, files and bytes before/after). ``progress(done, total)`` is called as
         buckets are rewritten (its exceptions are ignored)."""
 
+    def compaction_plan(self, full: bool = False, partitions_json: str | None = None) -> RawCompactionPlan:
+        """The compaction :meth:`compact` would run, as per-bucket tasks (not run)."""
+
+    def commit_compaction(self, plan: RawCompactionPlan, messages: list[bytes]) -> int | None:
+        """Commit one result per task of ``plan`` as one COMPACT snapshot."""
+
     def expire_snapshots(
         self,
         retain_min: int | None = None,
@@ -357,6 +364,25 @@ class RawBatches:
 def message_target(message: bytes) -> tuple[bytes, int]:
     """The (framed partition BinaryRow, bucket) a commit message from
     :meth:`RawWriter.prepare_commit` writes to."""
+
+
+class RawCompactionPlan:
+    """A planned compaction (see :meth:`RawTable.compaction_plan`)."""
+
+    @property
+    def snapshot_id(self) -> int | None: ...
+    @property
+    def moved_snapshot(self) -> int | None: ...
+    def tasks(self) -> list[bytes]:
+        """Every task's byte form."""
+
+
+def compaction_task_target(task: bytes) -> tuple[str, str, int]:
+    """(table location, branch, bucket) of a compaction task's bytes."""
+
+
+def run_compaction_task(task: bytes, storage_options: dict[str, str] | None = None) -> bytes:
+    """Run a compaction task here; its commit-message bytes."""
 
 
 def reset_logging() -> None:

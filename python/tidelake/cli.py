@@ -5,7 +5,7 @@ prints JSON Lines, one object per row). Errors print one line on stderr (``error
 exit non-zero without a traceback:
 
 * exit 1: an unexpected error (commit conflict, storage failure, a bug...), an existing tag, an
-  unsupported operation (compacting an append table) or a declined confirmation;
+  unsupported operation (e.g. compacting a row-tracking table) or a declined confirmation;
 * exit 2: bad usage: unknown option, bad argument, bad filter or column (``InvalidArgumentError``);
 * exit 3: table, snapshot, schema or tag not found;
 * exit 4: corrupt metadata or data.
@@ -1194,7 +1194,7 @@ def _level_counts(t: Table) -> tuple[int, int]:
     return len(levels), sum(1 for lv in levels if lv == 0)
 
 
-@main.command(short_help="Compact the LSM trees of a primary-key table.")
+@main.command(short_help="Compact a table (LSM trees of primary keys, small append files).")
 @_PATH
 @click.option("--full", is_flag=True, help="Rewrite every bucket into one sorted run at the top level.")
 @click.option("--partition", "partitions", type=_PARTITION, multiple=True, metavar="k=v[,k=v]",
@@ -1202,9 +1202,11 @@ def _level_counts(t: Table) -> tuple[int, int]:
 @_JSON
 @_guarded
 def compact(path: str, full: bool, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
-    """Compact the primary-key table at PATH into one COMPACT snapshot. Without --full a bucket
-    is compacted only when its sorted runs call for it (num-sorted-run.compaction-trigger, size
-    amplification, size ratio); --full rewrites every bucket. Reads return the same rows.
+    """Compact the table at PATH into one COMPACT snapshot. Primary-key tables: without --full a
+    bucket is compacted only when its sorted runs call for it (num-sorted-run.compaction-trigger,
+    size amplification, size ratio); --full rewrites every bucket. Append tables: small files are
+    merged as Paimon's append compaction picks them (compaction.min.file-num, target-file-size),
+    deleted rows dropped. Reads return the same rows.
     A progress bar of the buckets rewritten goes to stderr."""
     t = _open(path)
     if not hasattr(t, "compact"):

@@ -12,6 +12,8 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   buckets. One atomic commit on the driver.
 * :func:`upsert_sink` is a ``foreachBatch`` function for streaming upserts/deletes (Spark
   rejects update mode for Python sinks), exactly-once per (query, batch id).
+* :func:`compact` compacts a table with Spark: planned on the driver, one task per bucket on
+  the executors, one commit on the driver (:mod:`tidelake.compaction`).
 
 Every object Spark pickles holds plain data; the table is opened inside each task.
 """
@@ -28,7 +30,7 @@ from .exceptions import InvalidArgumentError, UnsupportedError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["register", "write", "upsert_sink", "BUCKET_COLUMN"]
+__all__ = ["register", "write", "upsert_sink", "compact", "BUCKET_COLUMN"]
 
 BUCKET_COLUMN = "_tidelake_bucket"
 """The routing column :func:`write` adds (and drops before writing) on fixed-bucket tables."""
@@ -199,3 +201,42 @@ def upsert_sink(path: str, mode: str = "upsert", commit_user: str | None = None,
         write(batch, path, mode, commit_user=user, commit_identifier=batch_id, **write_options)
 
     return sink
+
+
+class _CompactionRunner:
+    """``mapPartitions`` function running the compaction tasks (bytes) of its partition; yields
+    their results."""
+
+    def __init__(self, storage_options: dict[str, str] | None) -> None:
+        self.storage_options = storage_options
+
+    def __call__(self, tasks: Iterator[bytes]) -> Iterator[bytes]:
+        from .compaction import run_compaction_task
+
+        for task in tasks:
+            yield run_compaction_task(bytes(task), self.storage_options)
+
+
+def compact(spark: "SparkSession", path: str, full: bool = False, partitions: list[dict[str, Any]] | None = None,
+            *, storage_options: dict[str, str] | None = None) -> int | None:
+    """Compact the table at ``path`` with Spark: the plan is made here, each bucket's task runs
+    on an executor (one Spark task per bucket), and the results are committed here as one
+    COMPACT snapshot, whose id is returned (None when nothing needed compacting). Arguments as
+    :meth:`tidelake.Table.compact`; needs ``SparkContext`` (not Spark Connect).
+
+    Exactly-once: Spark keeps one result per task (a retried or speculative attempt's files are
+    never committed; they are orphans for ``remove_orphan_files``), the plan refuses a second
+    result for a task, and a call made again after success plans the new snapshot afresh.
+
+    Raises:
+        CommitConflictError: a concurrent commit removed files the plan rewrote (nothing is
+            committed; call again).
+    """
+    table = io.Location(str(path), storage_options).open()
+    plan = table.compaction_plan(full, partitions)
+    if not plan.tasks:
+        return plan.moved_snapshot
+    tasks = [t.to_bytes() for t in plan.tasks]
+    results = spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(
+        _CompactionRunner(storage_options)).collect()
+    return plan.commit(results)

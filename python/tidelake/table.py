@@ -16,6 +16,7 @@ from .write import (BATCH_COMMIT_IDENTIFIER, ONE_SHOT_RETRIES, CommitMessage, Ta
                     commit_user_of, inside_partition, raw_messages, replayable)
 
 if TYPE_CHECKING:
+    from .compaction import CompactionPlan
     import pyarrow as pa
 
 
@@ -567,8 +568,9 @@ class Table:
 
     def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None,
                 progress: Callable[[int, int], object] | None = None) -> int | None:
-        """Compact the primary-key table's LSM trees and commit one COMPACT snapshot; returns its
-        id, or None when nothing needed compacting. Reads return the same rows before and after.
+        """Compact the table (LSM trees; small files of append tables) and commit one COMPACT
+        snapshot; returns its id, or None when nothing needed compacting. Reads return the same
+        rows before and after.
 
         Args:
             full: rewrite every bucket into a single sorted run at the highest level (also makes
@@ -591,21 +593,41 @@ class Table:
         one in tidelake, except first-row tables, which compact with lookup), full-compaction
         tables when a bucket is compacted to the top level.
 
+        Append tables get their small files merged as Paimon's append compaction picks them
+        (fixed buckets: ``compaction.min.file-num`` files at a time, or with ``full`` every small
+        file; bucket-unaware tables: files under 70% of ``target-file-size``), deleted rows of
+        deletion vectors dropped; the rows of a bucket keep their order.
+
         Raises:
             CommitConflictError: a concurrent commit removed files this compaction rewrote (its
                 new files are deleted; retry).
-            UnsupportedError: append tables.
+            UnsupportedError: append tables with row tracking or data evolution.
             InvalidArgumentError: first-row tables with ``changelog-producer=full-compaction``.
         """
         import json
 
-        spec = None
-        if partitions is not None:
-            if isinstance(partitions, dict) or not all(isinstance(p, dict) and p for p in partitions):
-                raise InvalidArgumentError("partitions must be a list of non-empty dicts of partition values")
-            terms = [json.loads(self._partition_spec_json(p) or "null") for p in partitions]
-            spec = json.dumps({"op": "or", "args": terms})
-        return json.loads(self._raw.compact(full, spec, progress))["snapshot_id"]
+        return json.loads(self._raw.compact(full, self._partitions_filter(partitions), progress))["snapshot_id"]
+
+    def _partitions_filter(self, partitions: list[dict[str, Any]] | None) -> str | None:
+        """The filter JSON selecting ``partitions`` (a list of partition-value dicts)."""
+        import json
+
+        if partitions is None:
+            return None
+        if isinstance(partitions, dict) or not all(isinstance(p, dict) and p for p in partitions):
+            raise InvalidArgumentError("partitions must be a list of non-empty dicts of partition values")
+        terms = [json.loads(self._partition_spec_json(p) or "null") for p in partitions]
+        return json.dumps({"op": "or", "args": terms})
+
+    def compaction_plan(self, full: bool = False,
+                        partitions: list[dict[str, Any]] | None = None) -> "CompactionPlan":
+        """Plan :meth:`compact` without running it: one :class:`~tidelake.compaction.CompactionTask`
+        per bucket to compact, to run anywhere with :func:`tidelake.compaction.run_compaction_task`
+        and commit once with :meth:`CompactionPlan.commit` (see :mod:`tidelake.compaction`).
+        Arguments as :meth:`compact`."""
+        from .compaction import CompactionPlan
+
+        return CompactionPlan(self, self._raw.compaction_plan(full, self._partitions_filter(partitions)))
 
     # ---- maintenance (snapshots, orphan files, tags, rollback, consumers, partitions, system tables) ----
 

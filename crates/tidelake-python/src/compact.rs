@@ -1,14 +1,21 @@
-//! `RawTable.compact`: the binding of [`Compactor`] behind `tidelake.Table.compact`.
+//! `RawTable.compact`: the binding of [`Compactor`] behind `tidelake.Table.compact`, and its
+//! plan -> task -> commit form (`RawTable.compaction_plan`, [`run_compaction_task`],
+//! `RawTable.commit_compaction`) behind `tidelake.compaction` and `tidelake.spark.compact`.
 //!
 //! The partition selection arrives as a filter JSON on partition columns (built by Python from
 //! a list of partition dicts); the report goes back as JSON (`snapshot_id` plus per-bucket
-//! file and byte counts); progress goes to an optional Python callable.
+//! file and byte counts); progress goes to an optional Python callable. Tasks and their
+//! results cross as bytes ([`CompactionTask::to_bytes`], [`CommitMessage::to_bytes`]).
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use tidelake_core::compact::{CompactRequest, Compactor, Progress};
+use pyo3::types::PyBytes;
+use tidelake_core::commit::CommitMessage;
+use tidelake_core::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor, Progress};
+use tidelake_core::io::{FileIO, StorageOptions};
 use tidelake_core::scan::predicate::Predicate;
+use tidelake_core::table::Table;
 use tidelake_core::Error;
 
 use crate::errors::IntoPyResult;
@@ -29,16 +36,8 @@ impl RawTable {
         partitions_json: Option<String>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
-        let partitions = partitions_json
-            .map(|json| {
-                let value: serde_json::Value = serde_json::from_str(&json)
-                    .map_err(|e| Error::invalid(format!("bad partition filter: {e}")))?;
-                Predicate::from_json(&value)
-            })
-            .transpose()
-            .py()?;
         let compactor = Compactor::new(self.table.clone()).py()?;
-        let request = CompactRequest { full, partitions };
+        let request = request(full, partitions_json)?;
         let progress = progress.map(|callback| -> Progress {
             Arc::new(move |done: usize, total: usize| {
                 Python::attach(|py| {
@@ -52,4 +51,88 @@ impl RawTable {
             .map_err(|e| Error::invalid(format!("cannot encode the compaction report: {e}")))
             .py()
     }
+
+    /// Plan the compaction of the latest snapshot (as [`RawTable::compact`] picks it) without
+    /// running it. Postpone-bucket tables get their postponed rows moved at once.
+    #[pyo3(signature = (full=false, partitions_json=None))]
+    fn compaction_plan(&self, py: Python<'_>, full: bool, partitions_json: Option<String>) -> PyResult<RawCompactionPlan> {
+        let compactor = Compactor::new(self.table.clone()).py()?;
+        let request = request(full, partitions_json)?;
+        let plan = block_on(py, compactor.plan(&request))?.py()?;
+        Ok(RawCompactionPlan { plan })
+    }
+
+    /// Commit the results (commit-message bytes, one per task) of `plan` as one COMPACT
+    /// snapshot; its id, `None` when nothing changed.
+    fn commit_compaction(&self, py: Python<'_>, plan: &RawCompactionPlan, messages: Vec<Vec<u8>>) -> PyResult<Option<i64>> {
+        let messages = messages.iter().map(|m| CommitMessage::from_bytes(m)).collect::<Result<Vec<_>, _>>().py()?;
+        let compactor = Compactor::new(self.table.clone()).py()?;
+        block_on(py, compactor.commit_plan(&plan.plan, messages))?.py()
+    }
+}
+
+/// A planned compaction held by the process that will commit it.
+#[pyclass(module = "tidelake._internal", frozen)]
+pub struct RawCompactionPlan {
+    plan: CompactionPlan,
+}
+
+#[pymethods]
+impl RawCompactionPlan {
+    /// The snapshot the tasks were picked on.
+    #[getter]
+    fn snapshot_id(&self) -> Option<i64> {
+        self.plan.snapshot_id
+    }
+
+    /// The COMPACT snapshot that moved postponed rows while planning, if any.
+    #[getter]
+    fn moved_snapshot(&self) -> Option<i64> {
+        self.plan.moved_snapshot
+    }
+
+    /// Every task's byte form.
+    fn tasks<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        self.plan.tasks.iter().map(|t| Ok(PyBytes::new(py, &t.to_bytes().py()?))).collect()
+    }
+}
+
+/// `(location, branch, bucket)` of a task's bytes (checking they decode).
+#[pyfunction]
+pub fn compaction_task_target(task: Vec<u8>) -> PyResult<(String, String, i32)> {
+    let t = CompactionTask::from_bytes(&task).py()?;
+    Ok((t.location.clone(), t.branch.clone(), t.bucket()))
+}
+
+/// Run a compaction task in this process (opening its table with `storage_options`); returns
+/// its commit-message bytes. The GIL is released while it runs.
+#[pyfunction]
+#[pyo3(signature = (task, storage_options=None))]
+pub fn run_compaction_task<'py>(
+    py: Python<'py>,
+    task: Vec<u8>,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let task = CompactionTask::from_bytes(&task).py()?;
+    let io = FileIO::open_with(&task.location, &storage_options.unwrap_or_default()).py()?;
+    let run = async move {
+        let table = Table::open_branch(io, &task.branch).await?;
+        let message = Compactor::new(table)?.run_task(&task).await?;
+        message.to_bytes()
+    };
+    let bytes = block_on(py, run)?.py()?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// The request of `full` and a partition filter JSON.
+fn request(full: bool, partitions_json: Option<String>) -> PyResult<CompactRequest> {
+    let partitions = partitions_json
+        .map(|json| {
+            let value: serde_json::Value =
+                serde_json::from_str(&json).map_err(|e| Error::invalid(format!("bad partition filter: {e}")))?;
+            Predicate::from_json(&value)
+        })
+        .transpose()
+        .py()?;
+    Ok(CompactRequest { full, partitions })
 }

@@ -39,7 +39,10 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<catalog::RawCatalog>()?;
     m.add_class::<write::RawWriter>()?;
     m.add_class::<stream::RawBatches>()?;
+    m.add_class::<compact::RawCompactionPlan>()?;
     m.add_function(wrap_pyfunction!(write::message_target, m)?)?;
+    m.add_function(wrap_pyfunction!(compact::run_compaction_task, m)?)?;
+    m.add_function(wrap_pyfunction!(compact::compaction_task_target, m)?)?;
     m.add_function(wrap_pyfunction!(reset_logging, m)?)?;
     let _ = LOGGING.set(pyo3_log::try_init().ok());
     Ok(())

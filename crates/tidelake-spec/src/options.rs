@@ -57,6 +57,9 @@ pub const MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE: &str = "manifest.full-compact
 pub const NUM_SORTED_RUN_COMPACTION_TRIGGER: &str = "num-sorted-run.compaction-trigger";
 pub const NUM_SORTED_RUN_STOP_TRIGGER: &str = "num-sorted-run.stop-trigger";
 pub const NUM_LEVELS: &str = "num-levels";
+pub const COMPACTION_MIN_FILE_NUM: &str = "compaction.min.file-num";
+pub const COMPACTION_DELETE_RATIO_THRESHOLD: &str = "compaction.delete-ratio-threshold";
+pub const SOURCE_SPLIT_OPEN_FILE_COST: &str = "source.split.open-file-cost";
 pub const SNAPSHOT_NUM_RETAINED_MIN: &str = "snapshot.num-retained.min";
 pub const SNAPSHOT_NUM_RETAINED_MAX: &str = "snapshot.num-retained.max";
 pub const SNAPSHOT_TIME_RETAINED: &str = "snapshot.time-retained";
@@ -581,6 +584,24 @@ impl Options {
             Some(levels) => Ok(levels),
             None => Ok(self.num_sorted_run_compaction_trigger()?.saturating_add(1)),
         }
+    }
+
+    // ---- append compaction -------------------------------------------------------------------
+
+    /// `compaction.min.file-num`, default 5: files an append bucket gathers before compacting.
+    pub fn compaction_min_file_num(&self) -> Result<i32> {
+        or_default(self.get_i32(COMPACTION_MIN_FILE_NUM), 5)
+    }
+
+    /// `compaction.delete-ratio-threshold`, default 0.2: the share of deleted rows above which
+    /// an append file is compacted whatever its size.
+    pub fn compaction_delete_ratio_threshold(&self) -> Result<f64> {
+        or_default(self.parse_with(COMPACTION_DELETE_RATIO_THRESHOLD, |v| v.parse::<f64>().map_err(|e| e.to_string())), 0.2)
+    }
+
+    /// `source.split.open-file-cost` in bytes, default 4 MiB.
+    pub fn split_open_file_cost(&self) -> Result<u64> {
+        or_default(self.get_memory_size(SOURCE_SPLIT_OPEN_FILE_COST), 4 * MIB)
     }
 
     /// `row-tracking.enabled`, default false.

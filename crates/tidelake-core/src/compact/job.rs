@@ -49,7 +49,9 @@ use tidelake_spec::manifest::{DataFileMeta, FileKind, IndexFileMeta, DELETION_VE
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
 
+use super::append::AppendCompaction;
 use super::changelog::{ChangelogMode, ChangelogSpec};
+use super::plan::CompactionPlan;
 use crate::lsm::levels::{LevelFile, Levels};
 use crate::lsm::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use super::postpone::{redistribute, Redistributed};
@@ -150,24 +152,44 @@ pub struct Compactor {
     deletion_vectors: bool,
     /// `bucket = -2`: compaction first moves the postponed rows into real buckets.
     postpone: bool,
-    rewriter: Arc<Rewriter>,
+    engine: Engine,
     /// `num-sorted-run.stop-trigger`.
     stop_trigger: usize,
     /// Bounds the units rewriting at once ([`Compactor::spawn_unit`]).
     slots: Arc<Semaphore>,
 }
 
+/// How units are rewritten: merged LSM runs, or appended files.
+#[derive(Debug, Clone)]
+enum Engine {
+    KeyValue(Arc<Rewriter>),
+    Append(Arc<AppendCompaction>),
+}
+
 impl Compactor {
-    /// Compaction of `table`'s primary-key buckets (append tables are [`Error::Unsupported`]).
+    /// Compaction of `table`'s buckets: LSM trees of primary-key tables, small files of append
+    /// tables ([`super::append`]).
     pub fn new(table: Table) -> Result<Compactor> {
         let schema = table.schema().clone();
-        if schema.primary_keys.is_empty() {
-            return Err(Error::Unsupported(
-                "compacting append tables (no primary key)".into(),
-            ));
-        }
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
+        if schema.primary_keys.is_empty() {
+            return Ok(Compactor {
+                layout: TableLayout::new(&schema)?,
+                num_levels: opts.num_levels().map_err(spec)?,
+                universal: UniversalCompaction { max_size_amp: 0, size_ratio: 0, trigger: usize::MAX },
+                force_up_level0: false,
+                need_lookup: false,
+                first_row_lookup: false,
+                lookup: false,
+                deletion_vectors: opts.deletion_vectors_enabled().map_err(spec)?,
+                postpone: false,
+                engine: Engine::Append(Arc::new(AppendCompaction::new(table.clone())?)),
+                stop_trigger: usize::MAX,
+                slots: Arc::new(Semaphore::new(bucket_parallelism())),
+                table,
+            });
+        }
         let changelog = ChangelogSpec::from_options(opts)?;
         let first_row_lookup = changelog.is_some_and(|c| c.mode == ChangelogMode::FirstRowLookup);
         let layout = TableLayout::new(&schema)?;
@@ -215,7 +237,7 @@ impl Compactor {
             lookup,
             deletion_vectors,
             postpone: opts.bucket().map_err(spec)? == POSTPONE_BUCKET,
-            rewriter: Arc::new(rewriter),
+            engine: Engine::KeyValue(Arc::new(rewriter)),
             stop_trigger: usize::try_from(opts.num_sorted_run_stop_trigger().map_err(spec)?).unwrap_or(usize::MAX),
             slots: Arc::new(Semaphore::new(bucket_parallelism())),
         })
@@ -227,13 +249,25 @@ impl Compactor {
         self.compact_reporting(request, None).await
     }
 
-    /// [`Compactor::compact`], telling `progress` how far the rewrites are.
+    /// [`Compactor::compact`], telling `progress` how far the rewrites are: [`Compactor::plan`],
+    /// every task run here ([`Compactor::run_task`]'s rewrite, a few at a time), then
+    /// [`Compactor::commit_plan`].
     pub async fn compact_reporting(
         &self,
         request: &CompactRequest,
         progress: Option<Progress>,
     ) -> Result<CompactReport> {
-        // Postpone-bucket tables: their postponed rows go to real buckets first.
+        let plan = self.plan(request).await?;
+        let mut report = self.execute(&plan, progress).await?;
+        report.snapshot_id = report.snapshot_id.or(plan.moved_snapshot);
+        report.buckets.splice(0..0, plan.moved);
+        Ok(report)
+    }
+
+    /// The tasks compacting the latest snapshot's buckets selected by `request` (see
+    /// [`super::plan`]). Postpone-bucket tables first get their postponed rows moved into real
+    /// buckets, committed at once (their own COMPACT snapshot, [`CompactionPlan::moved`]).
+    pub async fn plan(&self, request: &CompactRequest) -> Result<CompactionPlan> {
         let moved = if self.postpone {
             let selected = |partitions: &[Vec<u8>]| match &request.partitions {
                 Some(filter) => self.select_partitions(filter, partitions),
@@ -243,49 +277,39 @@ impl Compactor {
         } else {
             Redistributed { snapshot_id: None, buckets: Vec::new() }
         };
-        let Some(mut buckets) = self.latest_buckets().await? else {
-            return Ok(CompactReport {
-                snapshot_id: None,
-                buckets: Vec::new(),
-            });
+        let sm = self.table.snapshot_manager();
+        let latest = sm.read_latest(|snap| async move { self.live_buckets(&snap).await }).await?;
+        let (snapshot_id, mut buckets) = match latest {
+            Some((snap, buckets)) => (Some(snap.id), buckets),
+            None => (None, Vec::new()),
         };
         if let Some(filter) = &request.partitions {
             let partitions: Vec<Vec<u8>> = buckets.iter().map(|b| b.partition.clone()).collect();
             let selected = self.select_partitions(filter, &partitions)?;
             buckets.retain(|b| selected.contains(&b.partition));
         }
-        let mut report = self.compact_buckets(buckets, request.full, progress).await?;
-        report.snapshot_id = report.snapshot_id.or(moved.snapshot_id);
-        report.buckets.splice(0..0, moved.buckets);
-        Ok(report)
+        let mut plan = self.plan_buckets(snapshot_id, buckets, request.full)?;
+        plan.moved_snapshot = moved.snapshot_id;
+        plan.moved = moved.buckets;
+        Ok(plan)
     }
 
     /// Compact the (partition, bucket)s in `targets` of the latest snapshot as the table's pick
     /// says (not full); the COMPACT snapshot, `None` when none needed compaction.
     pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Option<i64>> {
-        let Some(mut buckets) = self.latest_buckets().await? else {
+        let sm = self.table.snapshot_manager();
+        let Some((snap, mut buckets)) = sm.read_latest(|snap| async move { self.live_buckets(&snap).await }).await? else {
             return Ok(None);
         };
         buckets.retain(|b| targets.iter().any(|(p, n)| *p == b.partition && *n == b.bucket));
-        Ok(self.compact_buckets(buckets, false, None).await?.snapshot_id)
+        let plan = self.plan_buckets(Some(snap.id), buckets, false)?;
+        Ok(self.execute(&plan, None).await?.snapshot_id)
     }
 
-    /// Pick, rewrite and commit `buckets` (live files of one snapshot).
-    async fn compact_buckets(
-        &self,
-        buckets: Vec<Bucket>,
-        full: bool,
-        progress: Option<Progress>,
-    ) -> Result<CompactReport> {
-        let mut work = Vec::new();
-        for b in buckets {
-            if let Some(task) = self.pick(&b.files, full)? {
-                work.push((b, task));
-            }
-        }
-        let mut done = self.rewrite_all(work, progress).await?;
-        // units whose files all stay where they are changed nothing
-        done.retain(|d| !d.result.before.is_empty() || !d.result.after.is_empty());
+    /// Run `plan`'s tasks in this process and commit their messages.
+    async fn execute(&self, plan: &CompactionPlan, progress: Option<Progress>) -> Result<CompactReport> {
+        let work = plan.tasks.iter().map(|t| (t.bucket.clone(), t.unit.clone())).collect();
+        let done = self.rewrite_all(work, progress).await?;
         let report = |d: &Done| self.report(d);
         let buckets = match done.iter().map(report).collect::<Result<Vec<_>>>() {
             Ok(b) => b,
@@ -295,27 +319,25 @@ impl Compactor {
                 return Err(e);
             }
         };
-        let snapshot_id = self.commit(&done).await?;
+        let messages = done.iter().map(Done::message).collect();
+        let snapshot_id = self.commit_plan(plan, messages).await?;
         Ok(CompactReport {
             snapshot_id,
-            buckets,
+            // units whose files all stay where they are changed nothing
+            buckets: buckets.into_iter().filter(|b| b.files_before > 0 || b.files_after > 0).collect(),
         })
     }
 
-    /// Commit the rewritten buckets as one COMPACT snapshot (`None` when nothing changed);
-    /// on a known failure the written files are deleted.
-    pub(crate) async fn commit(&self, done: &[Done]) -> Result<Option<i64>> {
-        let messages: Vec<CommitMessage> = done
-            .iter()
-            .map(Done::message)
-            .filter(|m| !m.is_empty())
-            .collect();
+    /// Commit compaction messages as one COMPACT snapshot (`None` when all are empty); on a
+    /// known failure the files they added are deleted.
+    pub(crate) async fn commit(&self, messages: Vec<CommitMessage>) -> Result<Option<i64>> {
+        let messages: Vec<CommitMessage> = messages.into_iter().filter(|m| !m.is_empty()).collect();
         if messages.is_empty() {
             return Ok(None);
         }
         let user = format!("tidelake-compact-{}", uuid::Uuid::new_v4());
         let outcome = match FileStoreCommit::new(self.table.clone(), user) {
-            Ok(commit) => commit.commit(messages, BATCH_COMMIT_IDENTIFIER, &[]).await,
+            Ok(commit) => commit.commit(messages.clone(), BATCH_COMMIT_IDENTIFIER, &[]).await,
             Err(e) => Err(e),
         };
         match outcome {
@@ -323,11 +345,38 @@ impl Compactor {
             Err(e) => {
                 if e.kind() != ErrorKind::Io {
                     // Already failing: cleanup errors are secondary to `e`.
-                    let _ = delete_written(&self.table, done).await;
+                    let _ = self.delete_added(&messages).await;
                 }
                 Err(e)
             }
         }
+    }
+
+    /// Delete the files compaction `messages` added: data files that are not inputs kept
+    /// (upgrades), changelog and new index files.
+    async fn delete_added(&self, messages: &[CommitMessage]) -> Result<()> {
+        let mut first_error = None;
+        for m in messages {
+            let values = self.layout.decode_partition(&m.partition)?;
+            let bucket_dir = self.layout.bucket_path(&values, m.bucket)?;
+            let kept: HashSet<&str> = m.compact_before.iter().map(|f| f.file_name.as_str()).collect();
+            let added: Vec<DataFileMeta> = m
+                .compact_after
+                .iter()
+                .filter(|f| !kept.contains(f.file_name.as_str()))
+                .chain(&m.compact_changelog)
+                .cloned()
+                .collect();
+            if let Err(e) = delete_files(&self.table, &bucket_dir, &added).await {
+                first_error.get_or_insert(e);
+            }
+            for index in &m.compact_new_index_files {
+                if let Err(e) = self.table.io().delete(&format!("index/{}", index.file_name)).await {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     pub(crate) fn table(&self) -> &Table {
@@ -481,6 +530,9 @@ impl Compactor {
 
     /// The unit to run on a bucket's files, if any (see the module docs).
     pub(crate) fn pick(&self, files: &[LevelFile], full: bool) -> Result<Option<UnitTask>> {
+        if let Engine::Append(append) = &self.engine {
+            return Ok(append.pick(files, full));
+        }
         let levels = Levels::new(files.to_vec(), self.num_levels)?;
         let runs = levels.run_stats();
         let num_levels = levels.number_of_levels();
@@ -596,7 +648,7 @@ impl Compactor {
     /// deleted (see [`Rewriter::run`]); an input gone with the snapshot the unit was planned on
     /// is a [`Error::CommitConflict`] ([`inputs_gone`]).
     pub(crate) fn spawn_unit(&self, bucket: Bucket, task: UnitTask) -> JoinHandle<Result<Done>> {
-        let rewriter = self.rewriter.clone();
+        let engine = self.engine.clone();
         let slots = self.slots.clone();
         let sm = self.table.snapshot_manager();
         tokio::spawn(async move {
@@ -604,7 +656,11 @@ impl Compactor {
                 .acquire_owned()
                 .await
                 .map_err(|_| Error::invalid("the compaction slots were closed"))?;
-            let result = match rewriter.run(&bucket.bucket_dir, &task).await {
+            let run = match &engine {
+                Engine::KeyValue(rewriter) => rewriter.run(&bucket.bucket_dir, &task).await,
+                Engine::Append(append) => append.run(&bucket, &task).await,
+            };
+            let result = match run {
                 Ok(result) => result,
                 Err(e) => return Err(inputs_gone(&sm, bucket.base_snapshot, e).await),
             };

@@ -1,4 +1,4 @@
-//! Compaction of primary-key tables: keeping each bucket's LSM tree shallow (paimon-format.md
+//! Compaction: keeping each bucket's LSM tree shallow on primary-key tables (paimon-format.md
 //! §6.6, §10, §10.5; Java `org.apache.paimon.mergetree.compact`).
 //!
 //! ```text
@@ -22,7 +22,12 @@
 //! * `lookup`: the newest older copy of level-0 keys in the levels below a unit's output,
 //!   and the deletion vectors that hide it (Java `LookupLevels`, `BucketedDvMaintainer`,
 //!   `DeletionVectorsIndexFile`);
+//! * `append`: compaction of append tables: small files merged per bucket, deletion vectors
+//!   applied (Java `BucketedAppendCompactManager`, `AppendCompactCoordinator`);
 //! * [`job`]: compacting a table ([`Compactor`]);
+//! * [`plan`]: compaction as plan -> task -> commit: serialisable per-bucket
+//!   [`CompactionTask`]s that run in any process and one commit of their messages
+//!   ([`Compactor::compact`] is that plan, run here, committed);
 //! * `visible`: committing a write and, on tables whose reads skip level 0, compacting until
 //!   its rows are visible ([`commit_visible`]);
 //! * `postpone`: moving the rows of postpone-bucket tables (`bucket = -2`) into real buckets,
@@ -44,17 +49,19 @@
 //! follow Java's `LookupMergeFunction` (level-0 records merge with only the newest record above
 //! level 0; not first-row), in compaction as in reads.
 //!
-//! Not implemented: append-table compaction, record-level expiry,
+//! Not implemented: record-level expiry,
 //! `EarlyFullCompaction`/off-peak ratios, `full-compaction.delta-commits`, the `lookup-compact`
 //! modes (`gentle` and its `lookup-compact.max-interval`: tidelake always forces level 0 up, as
 //! the default `radical`), and lookup compaction of tables with
 //! `changelog-producer=full-compaction` and `force-lookup`: those are fully compacted (see
 //! [`job`]; deletion vectors with that producer are rejected at create and alter, as in Java).
 
+mod append;
 pub mod changelog;
 mod inline;
 pub mod job;
 mod lookup;
+pub mod plan;
 mod postpone;
 pub mod rewriter;
 #[cfg(test)]
@@ -62,5 +69,6 @@ mod tests;
 mod visible;
 
 pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
+pub use plan::{CompactionPlan, CompactionTask, COMPACTION_TASK_VERSION};
 pub use visible::commit_visible;
 pub(crate) use inline::{InlineCompaction, Slot};

@@ -22,7 +22,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
-use super::job::Bucket;
+use super::job::{Bucket, Done};
 use super::rewriter::UnitTask;
 use super::*;
 use crate::commit::{CommitMessage, FileStoreCommit};
@@ -105,6 +105,13 @@ async fn write(table: &Table, rows: &[Row], kind: i8) {
 
 /// Every row of the latest snapshot, sorted; `options` override table options for the read.
 async fn read(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
+    let mut rows = read_in_order(table, options).await;
+    rows.sort_unstable();
+    rows
+}
+
+/// Every row of the latest snapshot in read order (splits, then files, as planned).
+async fn read_in_order(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
     let request = ScanRequest {
         options: options
             .iter()
@@ -147,7 +154,6 @@ async fn read(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
             ));
         }
     }
-    rows.sort_unstable();
     rows
 }
 
@@ -458,7 +464,7 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
         .await
         .snapshot_id
         .expect("the fast one commits");
-    let err = slow.commit(&done).await.unwrap_err();
+    let err = slow.commit(done.iter().map(Done::message).collect()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::CommitConflict, "{err}");
     for path in &written {
         assert!(
@@ -551,7 +557,7 @@ async fn concurrent_appends_are_rebased() {
     // a writer commits new level-0 files meanwhile: the inputs stay live
     write(&table, &rows("b", &[(1, Some(-5))]), INSERT).await;
     let before = read(&table, &[]).await;
-    slow.commit(&done)
+    slow.commit(done.iter().map(Done::message).collect())
         .await
         .unwrap()
         .expect("commits on top of the append");
@@ -632,41 +638,8 @@ async fn deletion_vectors_are_applied_and_their_index_dropped() {
 
     // mark row 1 (id 2) of the max-level file deleted, as a Java lookup compaction would
     let bucket = buckets(&table).await.remove(0);
-    let file = &bucket.files[0].meta;
-    let mut dv = DeletionVector::new();
-    dv.insert(1);
-    let (bytes, ranges) = write_deletion_vector_file(&[(file.file_name.clone(), dv)]);
-    let index_name = "index-test-dv-0";
-    table
-        .io()
-        .write(&format!("index/{index_name}"), bytes.clone())
-        .await
-        .unwrap();
-    let (name, offset, length, cardinality) = ranges[0].clone();
-    let mut m = CommitMessage::new(
-        bucket.partition.clone(),
-        bucket.bucket,
-        bucket.total_buckets,
-    );
-    m.new_index_files.push(IndexFileMeta {
-        index_type: DELETION_VECTORS_INDEX.to_string(),
-        file_name: index_name.to_string(),
-        file_size: i64::try_from(bytes.len()).unwrap(),
-        row_count: 1,
-        dv_ranges: Some(vec![DeletionVectorMeta {
-            data_file_name: name,
-            offset: i32::try_from(offset).unwrap(),
-            length: i32::try_from(length).unwrap(),
-            cardinality: Some(i64::try_from(cardinality).unwrap()),
-        }]),
-        external_path: None,
-        global_index: None,
-    });
-    FileStoreCommit::new(table.clone(), "dv")
-        .unwrap()
-        .commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[])
-        .await
-        .unwrap();
+    let file = bucket.files[0].meta.file_name.clone();
+    commit_deletion_vector(&table, &bucket, &file, 1).await;
     let before = read(&table, &[]).await;
     assert_eq!(before, rows("a", &[(1, Some(1)), (3, Some(3))]));
 
@@ -684,6 +657,33 @@ async fn deletion_vectors_are_applied_and_their_index_dropped() {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// Mark row `position` of `file` in `bucket` deleted by a new deletion-vector index file, committed
+/// as Java's writers would (an APPEND snapshot carrying the index file).
+async fn commit_deletion_vector(table: &Table, bucket: &Bucket, file: &str, position: u64) {
+    let mut dv = DeletionVector::new();
+    dv.insert(position);
+    let (bytes, ranges) = write_deletion_vector_file(&[(file.to_string(), dv)]);
+    let index_name = format!("index-test-dv-{}", uuid::Uuid::new_v4());
+    table.io().write(&format!("index/{index_name}"), bytes.clone()).await.unwrap();
+    let (name, offset, length, cardinality) = ranges[0].clone();
+    let mut m = CommitMessage::new(bucket.partition.clone(), bucket.bucket, bucket.total_buckets);
+    m.new_index_files.push(IndexFileMeta {
+        index_type: DELETION_VECTORS_INDEX.to_string(),
+        file_name: index_name,
+        file_size: i64::try_from(bytes.len()).unwrap(),
+        row_count: 1,
+        dv_ranges: Some(vec![DeletionVectorMeta {
+            data_file_name: name,
+            offset: i32::try_from(offset).unwrap(),
+            length: i32::try_from(length).unwrap(),
+            cardinality: Some(i64::try_from(cardinality).unwrap()),
+        }]),
+        external_path: None,
+        global_index: None,
+    });
+    FileStoreCommit::new(table.clone(), "dv").unwrap().commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[]).await.unwrap();
 }
 
 /// The deleted positions of each data file of the only bucket, by file name.
@@ -744,11 +744,16 @@ async fn deletion_vectors_hide_older_copies_below_a_middle_level() {
     assert!(deleted_positions(&table).await.is_empty());
 }
 
+#[path = "append_tests.rs"]
+mod append_tests;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn append_tables_are_unsupported() {
+async fn append_tables_with_row_tracking_are_unsupported() {
     let dir = tempfile::tempdir().unwrap();
     let fields = vec![DataField::new(0, "id", DataType::new(TypeKind::BigInt))];
-    let schema = TableSchema::new(0, fields, Vec::new(), Vec::new(), Options::new()).unwrap();
+    let mut options = Options::new();
+    options.set("row-tracking.enabled", "true");
+    let schema = TableSchema::new(0, fields, Vec::new(), Vec::new(), options).unwrap();
     let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
     io.write("schema/schema-0", schema.to_json()).await.unwrap();
     let table = Table::open_io(io).await.unwrap();
@@ -1222,4 +1227,98 @@ proptest! {
         ];
         runtime.block_on(check_history(&steps, engine, &options, deletion_vectors));
     }
+}
+
+/// A plan's tasks survive their byte form, run on a compactor of a table opened again (another
+/// worker), and their messages (also through bytes) commit once: the same rows, every bucket
+/// fully compacted, as the one-call compaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_tasks_run_elsewhere_and_commit_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[]).await;
+    history(&table, false).await;
+    let before = read(&table, &[]).await;
+    let driver = Compactor::new(table.clone()).unwrap();
+    let plan = driver.plan(&CompactRequest { full: true, partitions: None }).await.unwrap();
+    assert_eq!(plan.snapshot_id, Some(table.snapshot_manager().latest().await.unwrap().unwrap().id));
+    assert!(plan.tasks.len() > 1, "one task per bucket: {}", plan.tasks.len());
+    let worker = Compactor::new(table.reopen().await.unwrap()).unwrap();
+    let mut messages = Vec::new();
+    for task in &plan.tasks {
+        let shipped = CompactionTask::from_bytes(&task.to_bytes().unwrap()).unwrap();
+        // (the Avro containers inside differ in their sync markers)
+        assert_eq!(format!("{shipped:?}"), format!("{task:?}"));
+        let message = worker.run_task(&shipped).await.unwrap();
+        messages.push(CommitMessage::from_bytes(&message.to_bytes().unwrap()).unwrap());
+    }
+    let id = driver.commit_plan(&plan, messages.clone()).await.unwrap().expect("a COMPACT snapshot");
+    let snap = table.snapshot_manager().snapshot(id).await.unwrap();
+    assert_eq!(snap.commit_kind, CommitKind::Compact);
+    assert_eq!(read(&table, &[]).await, before);
+    assert_fully_compacted(&table, 5).await;
+    // committing the same results again (a driver retrying after an unknown outcome) finds
+    // them landed: no second snapshot
+    assert_eq!(driver.commit_plan(&plan, messages).await.unwrap(), Some(id));
+    assert_eq!(table.snapshot_manager().latest().await.unwrap().unwrap().id, id);
+    assert_eq!(read(&table, &[]).await, before);
+}
+
+/// A retried task's second result, a missing result, and a result of another task are refused
+/// before anything is committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_commits_exactly_one_result_per_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[]).await;
+    history(&table, false).await;
+    let before = read(&table, &[]).await;
+    let latest = table.snapshot_manager().latest().await.unwrap().unwrap().id;
+    let compactor = Compactor::new(table.clone()).unwrap();
+    let plan = compactor.plan(&CompactRequest { full: true, partitions: None }).await.unwrap();
+    let mut messages = Vec::new();
+    for task in &plan.tasks {
+        messages.push(compactor.run_task(task).await.unwrap());
+    }
+    let retried = compactor.run_task(&plan.tasks[0]).await.unwrap();
+    let refused = |messages: Vec<CommitMessage>| {
+        let (compactor, plan) = (&compactor, &plan);
+        async move { compactor.commit_plan(plan, messages).await.unwrap_err() }
+    };
+    let twice = refused([messages.clone(), vec![retried.clone()]].concat()).await;
+    assert_eq!(twice.kind(), ErrorKind::Invalid, "{twice}");
+    assert!(twice.to_string().contains("two compaction results"), "{twice}");
+    let missing = refused(messages[1..].to_vec()).await;
+    assert!(missing.to_string().contains("results were given"), "{missing}");
+    let mut foreign = messages.clone();
+    foreign[0].compact_before = messages[1].compact_before.clone();
+    foreign[0].bucket = messages[0].bucket;
+    let err = refused(foreign).await;
+    assert_eq!(err.kind(), ErrorKind::Invalid, "{err}");
+    assert_eq!(table.snapshot_manager().latest().await.unwrap().unwrap().id, latest);
+    // the retried attempt's result instead of the first one commits as well
+    let mut chosen = messages;
+    chosen[0] = retried;
+    compactor.commit_plan(&plan, chosen).await.unwrap().expect("commits");
+    assert_eq!(read(&table, &[]).await, before);
+    assert_fully_compacted(&table, 5).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_tasks_reject_bad_bytes_and_other_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), &[]).await;
+    history(&table, false).await;
+    let compactor = Compactor::new(table.clone()).unwrap();
+    let plan = compactor.plan(&CompactRequest { full: true, partitions: None }).await.unwrap();
+    let bytes = plan.tasks[0].to_bytes().unwrap();
+    for bad in [&b"{}"[..], b"not json", &bytes[..bytes.len() / 2]] {
+        let err = CompactionTask::from_bytes(bad).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Invalid, "{err}");
+    }
+    let newer = String::from_utf8(bytes.clone()).unwrap().replacen("\"version\":1", "\"version\":2", 1);
+    let err = CompactionTask::from_bytes(newer.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("version 2"), "{err}");
+    let mut stale = plan.tasks[0].clone();
+    stale.schema_id += 1;
+    let err = compactor.run_task(&stale).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::CommitConflict, "{err}");
 }

@@ -585,7 +585,12 @@ impl<'a> Planner<'a> {
             }
         }
         let mut splits = Vec::with_capacity(groups.len());
-        for ((partition, bucket), entries) in groups {
+        for ((partition, bucket), mut entries) in groups {
+            if !self.has_primary_key {
+                // Java `AppendOnlySplitGenerator`: an append bucket's files in write order (a
+                // compaction's output comes back where its inputs were)
+                entries.sort_by_key(|e| e.file.min_sequence_number);
+            }
             let values = self.layout.decode_partition(&partition)?;
             let bucket_path = self.layout.bucket_path(&values, bucket)?;
             let total_buckets = entries[0].total_buckets;

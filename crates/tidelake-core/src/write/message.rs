@@ -123,41 +123,24 @@ impl CommitMessage {
 
     /// The versioned byte form (see the module docs).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let entries: Vec<ManifestEntry> = self
-            .data_lists()
-            .iter()
-            .flat_map(|list| list.iter())
-            .map(|file| ManifestEntry {
-                kind: FileKind::Add,
-                partition: self.partition.clone(),
-                bucket: self.bucket,
-                total_buckets: self.total_buckets,
-                file: file.clone(),
-            })
-            .collect();
-        let index_entries: Vec<IndexManifestEntry> = self
-            .index_lists()
-            .iter()
-            .flat_map(|list| list.iter())
-            .map(|file| IndexManifestEntry {
-                kind: FileKind::Add,
-                partition: self.partition.clone(),
-                bucket: self.bucket,
-                index_file: file.clone(),
-            })
-            .collect();
-        let encode_err = |e| Error::from_spec("commit message", e);
         let envelope = Envelope {
             version: COMMIT_MESSAGE_VERSION,
             partition: to_hex(&self.partition),
             bucket: self.bucket,
             total_buckets: self.total_buckets,
             data_counts: self.data_lists().map(Vec::len),
-            data_files: to_hex(&write_manifest(&entries, Codec::Null).map_err(encode_err)?),
+            data_files: data_files_hex(
+                &self.partition,
+                self.bucket,
+                self.total_buckets,
+                self.data_lists().iter().flat_map(|list| list.iter()),
+            )?,
             index_counts: self.index_lists().map(Vec::len),
-            index_files: to_hex(
-                &write_index_manifest(&index_entries, Codec::Null).map_err(encode_err)?,
-            ),
+            index_files: index_files_hex(
+                &self.partition,
+                self.bucket,
+                self.index_lists().iter().flat_map(|list| list.iter()),
+            )?,
             base_snapshot: self.base_snapshot,
         };
         serde_json::to_vec(&envelope)
@@ -184,24 +167,14 @@ impl CommitMessage {
             serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
         let partition = from_hex(&envelope.partition)
             .ok_or_else(|| invalid("bad partition hex".to_string()))?;
-        let data = from_hex(&envelope.data_files)
-            .ok_or_else(|| invalid("bad data file hex".to_string()))?;
-        let index = from_hex(&envelope.index_files)
-            .ok_or_else(|| invalid("bad index file hex".to_string()))?;
-        let entries = read_manifest(&data).map_err(|e| invalid(e.to_string()))?;
-        let index_entries = read_index_manifest(&index).map_err(|e| invalid(e.to_string()))?;
-        let mut files = split_counts(
-            entries.into_iter().map(|e| e.file).collect(),
-            &envelope.data_counts,
-        )
-        .ok_or_else(|| invalid("data file counts do not match the files".to_string()))?
-        .into_iter();
-        let mut index_files = split_counts(
-            index_entries.into_iter().map(|e| e.index_file).collect(),
-            &envelope.index_counts,
-        )
-        .ok_or_else(|| invalid("index file counts do not match the files".to_string()))?
-        .into_iter();
+        let data = data_files_from_hex(&envelope.data_files).map_err(invalid)?;
+        let index = index_files_from_hex(&envelope.index_files).map_err(invalid)?;
+        let mut files = split_counts(data, &envelope.data_counts)
+            .ok_or_else(|| invalid("data file counts do not match the files".to_string()))?
+            .into_iter();
+        let mut index_files = split_counts(index, &envelope.index_counts)
+            .ok_or_else(|| invalid("index file counts do not match the files".to_string()))?
+            .into_iter();
         // `split_counts` returns exactly one list per count.
         let mut next = || files.next().unwrap_or_default();
         let (new_files, deleted_files, changelog_files) = (next(), next(), next());
@@ -311,8 +284,63 @@ impl Changes {
     }
 }
 
+/// Hex of an Avro manifest holding `files` of one (partition, bucket): the byte form of data-file
+/// lists in commit messages and compaction tasks (the manifest codec keeps every field exact).
+pub(crate) fn data_files_hex<'a>(
+    partition: &[u8],
+    bucket: i32,
+    total_buckets: i32,
+    files: impl Iterator<Item = &'a DataFileMeta>,
+) -> Result<String> {
+    let entries: Vec<ManifestEntry> = files
+        .map(|file| ManifestEntry {
+            kind: FileKind::Add,
+            partition: partition.to_vec(),
+            bucket,
+            total_buckets,
+            file: file.clone(),
+        })
+        .collect();
+    let bytes = write_manifest(&entries, Codec::Null)
+        .map_err(|e| Error::from_spec("data file list", e))?;
+    Ok(to_hex(&bytes))
+}
+
+/// The files of [`data_files_hex`]; the reason when `hex` is not such a manifest.
+pub(crate) fn data_files_from_hex(hex: &str) -> std::result::Result<Vec<DataFileMeta>, String> {
+    let bytes = from_hex(hex).ok_or_else(|| "bad data file hex".to_string())?;
+    let entries = read_manifest(&bytes).map_err(|e| e.to_string())?;
+    Ok(entries.into_iter().map(|e| e.file).collect())
+}
+
+/// Hex of an Avro index manifest holding `files` of one (partition, bucket).
+pub(crate) fn index_files_hex<'a>(
+    partition: &[u8],
+    bucket: i32,
+    files: impl Iterator<Item = &'a IndexFileMeta>,
+) -> Result<String> {
+    let entries: Vec<IndexManifestEntry> = files
+        .map(|file| IndexManifestEntry {
+            kind: FileKind::Add,
+            partition: partition.to_vec(),
+            bucket,
+            index_file: file.clone(),
+        })
+        .collect();
+    let bytes = write_index_manifest(&entries, Codec::Null)
+        .map_err(|e| Error::from_spec("index file list", e))?;
+    Ok(to_hex(&bytes))
+}
+
+/// The files of [`index_files_hex`]; the reason when `hex` is not such a manifest.
+pub(crate) fn index_files_from_hex(hex: &str) -> std::result::Result<Vec<IndexFileMeta>, String> {
+    let bytes = from_hex(hex).ok_or_else(|| "bad index file hex".to_string())?;
+    let entries = read_index_manifest(&bytes).map_err(|e| e.to_string())?;
+    Ok(entries.into_iter().map(|e| e.index_file).collect())
+}
+
 /// Cut `items` into consecutive lists of the given lengths; `None` unless they add up.
-fn split_counts<T>(items: Vec<T>, counts: &[usize]) -> Option<Vec<Vec<T>>> {
+pub(crate) fn split_counts<T>(items: Vec<T>, counts: &[usize]) -> Option<Vec<Vec<T>>> {
     let total = counts
         .iter()
         .try_fold(0usize, |acc, c| acc.checked_add(*c))?;
@@ -328,7 +356,7 @@ fn split_counts<T>(items: Vec<T>, counts: &[usize]) -> Option<Vec<Vec<T>>> {
     )
 }
 
-fn to_hex(bytes: &[u8]) -> String {
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -338,7 +366,7 @@ fn to_hex(bytes: &[u8]) -> String {
     out
 }
 
-fn from_hex(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn from_hex(text: &str) -> Option<Vec<u8>> {
     let digit = |c: u8| {
         char::from(c)
             .to_digit(16)

@@ -19,6 +19,7 @@ use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{FileSource, ManifestEntry};
 use tidelake_spec::partition::PartitionComputer;
+use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
 use crate::error::{Error, Result};
@@ -27,6 +28,7 @@ use crate::maintenance::refs::MetaCache;
 use crate::maintenance::system_tables::{
     ints, longs, strings, table_of, timestamps, Column, SystemTable,
 };
+use crate::state::{LiveFiles, Pruning};
 use crate::table::Table;
 
 /// Display strings of values of one row type.
@@ -96,14 +98,16 @@ async fn key_display(table: &Table, schema_id: i64) -> Result<Option<RowDisplay>
     RowDisplay::new(names, types, "null", true).map(Some)
 }
 
-/// Live entries of the latest snapshot, grouped by (partition, bucket) in key order.
+/// Live entries of the latest snapshot (the new latest if it expires while read), grouped by
+/// (partition, bucket) in key order.
 async fn live_files(table: &Table) -> Result<Vec<ManifestEntry>> {
-    let Some(snap) = table.snapshot_manager().latest().await? else {
+    let read = |snap: Snapshot| async move { LiveFiles::read(table, &snap, Pruning::all()).await };
+    let Some((_, live)) = table.snapshot_manager().read_latest(read).await? else {
         return Ok(Vec::new());
     };
-    let mut entries = MetaCache::new(table).live_entries(&snap).await?;
-    entries.sort_by(|a, b| (&a.partition, a.bucket).cmp(&(&b.partition, b.bucket)));
-    Ok(entries)
+    let mut buckets = live.into_buckets();
+    buckets.sort_by(|a, b| (&a.partition, a.bucket).cmp(&(&b.partition, b.bucket)));
+    Ok(buckets.into_iter().flat_map(|b| b.files).collect())
 }
 
 pub(crate) async fn files(table: &Table) -> Result<SystemTable> {

@@ -22,9 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use tidelake_spec::manifest::{
-    read_index_manifest, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
-};
+use tidelake_spec::manifest::{FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta};
 use tidelake_spec::snapshot::{Snapshot, Tag};
 
 use crate::branch::all_branch_ios;
@@ -32,12 +30,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 use crate::layout::TableLayout;
 use crate::maintenance::{snapshot_path, tag_path};
-use crate::scan::plan::{merge_entries, read_entries, read_list};
+use crate::state::{read_entries, read_index, read_list, LiveFiles, Pruning, INDEX_DIR, MANIFEST_DIR};
 use crate::snapshots::SnapshotManager;
 use crate::table::Table;
 
-pub(crate) const MANIFEST_DIR: &str = "manifest";
-pub(crate) const INDEX_DIR: &str = "index";
 pub(crate) const STATISTICS_DIR: &str = "statistics";
 pub(crate) const CHANGELOG_DIR: &str = "changelog";
 
@@ -106,24 +102,18 @@ impl<'a> MetaCache<'a> {
         if let Some(entries) = self.indexes.get(name) {
             return Ok(entries.clone());
         }
-        let rel = format!("{MANIFEST_DIR}/{name}");
-        let bytes = self.table.io().read(&rel).await?;
-        let entries = Arc::new(
-            read_index_manifest(&bytes)
-                .map_err(|e| Error::from_spec(self.table.io().display(&rel), e))?,
-        );
+        let entries = Arc::new(read_index(self.table, name).await?);
         self.indexes.insert(name.to_string(), entries.clone());
         Ok(entries)
     }
 
-    /// The live data files of `snap` (base then delta list replayed).
+    /// The live data files of `snap` ([`LiveFiles`] of its base then delta list, from the
+    /// cached manifests), bucket by bucket.
     pub(crate) async fn live_entries(&mut self, snap: &Snapshot) -> Result<Vec<ManifestEntry>> {
         let mut entries = self.list_entries(&snap.base_manifest_list).await?;
         entries.extend(self.list_entries(&snap.delta_manifest_list).await?);
-        Ok(merge_entries(entries)?
-            .into_iter()
-            .filter(|e| e.kind == FileKind::Add)
-            .collect())
+        let live = LiveFiles::from_entries(entries.into_iter().map(|e| (None, e)), &mut Pruning::all())?;
+        Ok(live.into_entries())
     }
 
     /// The changelog files `snap` added.

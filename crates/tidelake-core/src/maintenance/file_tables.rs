@@ -19,7 +19,6 @@ use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{FileSource, ManifestEntry};
 use tidelake_spec::partition::PartitionComputer;
-use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
 use crate::error::{Error, Result};
@@ -101,8 +100,7 @@ async fn key_display(table: &Table, schema_id: i64) -> Result<Option<RowDisplay>
 /// Live entries of the latest snapshot (the new latest if it expires while read), grouped by
 /// (partition, bucket) in key order.
 async fn live_files(table: &Table) -> Result<Vec<ManifestEntry>> {
-    let read = |snap: Snapshot| async move { LiveFiles::read(table, &snap, Pruning::all()).await };
-    let Some((_, live)) = table.snapshot_manager().read_latest(read).await? else {
+    let Some((_, live)) = LiveFiles::read_latest(table, Pruning::all).await? else {
         return Ok(Vec::new());
     };
     let mut buckets = live.into_buckets();

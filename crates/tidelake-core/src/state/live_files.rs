@@ -165,6 +165,20 @@ impl LiveFiles {
         Ok(live)
     }
 
+    /// [`Self::read`] of the latest snapshot (`None` when the table has none); a snapshot that
+    /// expires while it is read is replaced by the new latest
+    /// ([`crate::snapshots::SnapshotManager::read_latest`]).
+    pub(crate) async fn read_latest<'p>(
+        table: &Table,
+        pruning: impl Fn() -> Pruning<'p>,
+    ) -> Result<Option<(Snapshot, LiveFiles)>> {
+        let read = |snap: Snapshot| {
+            let pruning = pruning();
+            async move { LiveFiles::read(table, &snap, pruning).await }
+        };
+        table.snapshot_manager().read_latest(read).await
+    }
+
     /// Replay `entries` (tagged with their manifest's name, in replay order) into live files,
     /// dropping those `pruning` rejects. Deletion vectors are left to [`Self::attach_index`].
     pub(crate) fn from_entries<'m>(

@@ -41,7 +41,6 @@ use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{DataFileMeta, FileSource};
 use tidelake_spec::options::ChangelogProducer;
 use tidelake_spec::schema::TableSchema;
-use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
 use crate::commit::message::CommitMessage;
@@ -695,22 +694,17 @@ fn split_by_bucket(buckets: &[i32]) -> Vec<(i32, UInt32Array)> {
 type RestoredState = (HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>, i64);
 
 async fn restore(table: &Table) -> Result<RestoredState> {
-    let restored = table.snapshot_manager().read_latest(|snap| async move { restore_from(table, &snap).await }).await?;
-    Ok(match restored {
-        Some((snap, (restored, partitions))) => (restored, partitions, snap.id),
-        None => (HashMap::new(), HashMap::new(), 0),
-    })
-}
-
-async fn restore_from(table: &Table, snap: &Snapshot) -> Result<(HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>)> {
+    let Some((snap, live)) = LiveFiles::read_latest(table, Pruning::all).await? else {
+        return Ok((HashMap::new(), HashMap::new(), 0));
+    };
     let mut restored: HashMap<(Vec<u8>, i32), Restored> = HashMap::new();
     let mut partitions = HashMap::new();
-    for b in LiveFiles::read(table, snap, Pruning::all()).await?.buckets() {
+    for b in live.into_buckets() {
         if b.bucket != POSTPONE_BUCKET {
             partitions.insert(b.partition.clone(), b.total_buckets);
         }
         let max_sequence = b.files.iter().map(|e| e.file.max_sequence_number).max().unwrap_or(-1);
-        restored.insert((b.partition.clone(), b.bucket), Restored { max_sequence });
+        restored.insert((b.partition, b.bucket), Restored { max_sequence });
     }
-    Ok((restored, partitions))
+    Ok((restored, partitions, snap.id))
 }

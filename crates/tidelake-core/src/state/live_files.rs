@@ -28,6 +28,9 @@ use super::manifests::{data_manifests, live_index_entries, merge_sourced, read_m
 use crate::error::Result;
 use crate::table::Table;
 
+/// Widest bucket range of a manifest whose buckets are checked one by one.
+const MAX_BUCKET_RANGE: i64 = 1024;
+
 type ManifestFilter<'a> = Box<dyn Fn(&ManifestFileMeta) -> bool + Send + 'a>;
 type PartitionFilter<'a> = Box<dyn FnMut(&[u8]) -> Result<bool> + Send + 'a>;
 type BucketFilter<'a> = Box<dyn Fn(i32) -> bool + Send + 'a>;
@@ -87,7 +90,25 @@ impl<'a> Pruning<'a> {
         self
     }
 
-    fn keep_manifest(&self, meta: &ManifestFileMeta) -> bool {
+    /// Whether manifest `meta` may hold a kept entry: besides the caller's filter, its bucket
+    /// and level ranges (`_MIN_BUCKET`..`_MAX_BUCKET`, `_MAX_LEVEL`, which cover its ADD and
+    /// DELETE entries alike) are checked against the bucket, postpone and level-0 pruning, so
+    /// that skipping it drops exactly the entries [`Self::keep_entry`] would drop.
+    pub(super) fn keep_manifest(&self, meta: &ManifestFileMeta) -> bool {
+        if self.skip_level0 && meta.max_level == Some(0) {
+            return false;
+        }
+        if let (Some(lo), Some(hi)) = (meta.min_bucket, meta.max_bucket) {
+            if self.skip_postpone && lo == POSTPONE_BUCKET && hi == POSTPONE_BUCKET {
+                return false;
+            }
+            let small = i64::from(hi) - i64::from(lo) < MAX_BUCKET_RANGE;
+            if let Some(keep) = &self.buckets {
+                if small && !(lo..=hi).any(keep) {
+                    return false;
+                }
+            }
+        }
         self.manifests.as_ref().is_none_or(|keep| keep(meta))
     }
 

@@ -4,7 +4,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tidelake_spec::manifest::{
-    DataFileMeta, DeletionVectorMeta, FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry, SimpleStats,
+    DataFileMeta, DeletionVectorMeta, FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+    SimpleStats,
     DELETION_VECTORS_INDEX, HASH_INDEX,
 };
 
@@ -198,4 +199,58 @@ fn file_path_prefers_the_external_path() {
     assert_eq!(BucketFiles::file_path("p=1/bucket-0", &f), "p=1/bucket-0/data-1.parquet");
     f.external_path = Some("s3://elsewhere/data-1.parquet".to_string());
     assert_eq!(BucketFiles::file_path("p=1/bucket-0", &f), "s3://elsewhere/data-1.parquet");
+}
+
+fn manifest(buckets: Option<(i32, i32)>, levels: Option<(i32, i32)>) -> ManifestFileMeta {
+    ManifestFileMeta {
+        file_name: "manifest-1".to_string(),
+        file_size: 1,
+        num_added_files: 1,
+        num_deleted_files: 0,
+        partition_stats: SimpleStats { min_values: Vec::new(), max_values: Vec::new(), null_counts: None },
+        schema_id: 0,
+        min_bucket: buckets.map(|b| b.0),
+        max_bucket: buckets.map(|b| b.1),
+        min_level: levels.map(|l| l.0),
+        max_level: levels.map(|l| l.1),
+        min_row_id: None,
+        max_row_id: None,
+        total_buckets: None,
+        extra_files: None,
+    }
+}
+
+#[test]
+fn manifests_are_skipped_only_when_their_ranges_hold_no_kept_entry() {
+    let all = Pruning::all();
+    assert!(all.keep_manifest(&manifest(Some((-2, -2)), Some((0, 0)))));
+
+    let level0 = Pruning::all().skip_level0(true);
+    assert!(!level0.keep_manifest(&manifest(Some((0, 3)), Some((0, 0)))));
+    assert!(level0.keep_manifest(&manifest(Some((0, 3)), Some((0, 1)))));
+    assert!(level0.keep_manifest(&manifest(Some((0, 3)), None)), "no level statistics: read it");
+
+    let postpone = Pruning::all().skip_postpone();
+    assert!(!postpone.keep_manifest(&manifest(Some((-2, -2)), Some((0, 0)))));
+    assert!(postpone.keep_manifest(&manifest(Some((-2, 0)), Some((0, 0)))));
+    assert!(postpone.keep_manifest(&manifest(None, None)));
+
+    let bucket3 = Pruning::all().buckets(|b| b == 3);
+    assert!(!bucket3.keep_manifest(&manifest(Some((0, 2)), None)));
+    assert!(bucket3.keep_manifest(&manifest(Some((2, 5)), None)));
+    assert!(bucket3.keep_manifest(&manifest(None, None)));
+    assert!(bucket3.keep_manifest(&manifest(Some((4, 5000)), None)), "too wide to check bucket by bucket");
+
+    let by_caller = Pruning::all().manifests(|m| m.file_name != "manifest-1");
+    assert!(!by_caller.keep_manifest(&manifest(Some((0, 0)), Some((1, 1)))));
+}
+
+#[test]
+fn skipping_a_manifest_drops_what_entry_pruning_drops() {
+    // Entries of a manifest that only holds level-0 files, as a manifest list would describe it:
+    // reading it and pruning its entries leaves nothing, as skipping it does.
+    let level0_only = vec![add(1, 0, "a", 0), delete(1, 0, "b", 0)];
+    let meta = manifest(Some((0, 0)), Some((0, 0)));
+    assert!(!Pruning::all().skip_level0(true).keep_manifest(&meta));
+    assert!(live(level0_only, Pruning::all().skip_level0(true)).unwrap().buckets().is_empty());
 }

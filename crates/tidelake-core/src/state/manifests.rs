@@ -93,10 +93,10 @@ pub async fn read_merged(table: &Table, metas: &[ManifestFileMeta]) -> Result<Ve
 }
 
 /// Entries tagged with the name of the manifest they were read from.
-pub(crate) fn sourced<'a>(
-    metas: &'a [ManifestFileMeta],
+pub(crate) fn sourced(
+    metas: &[ManifestFileMeta],
     chunks: Vec<Vec<ManifestEntry>>,
-) -> impl Iterator<Item = (Option<&'a str>, ManifestEntry)> {
+) -> impl Iterator<Item = (Option<&str>, ManifestEntry)> {
     metas
         .iter()
         .zip(chunks)

@@ -69,8 +69,8 @@ impl<'a> MetaCache<'a> {
         Ok(list)
     }
 
-    /// Every entry of every manifest of list `name`, in list order.
-    pub(crate) async fn list_entries(&mut self, name: &str) -> Result<Vec<ManifestEntry>> {
+    /// Manifest list `name`, with every manifest it lists read into the cache.
+    async fn load_list(&mut self, name: &str) -> Result<Arc<Vec<ManifestFileMeta>>> {
         let metas = self.list(name).await?;
         let missing: Vec<String> = metas
             .iter()
@@ -88,13 +88,24 @@ impl<'a> MetaCache<'a> {
         for (name, entries) in fetched {
             self.manifests.insert(name, Arc::new(entries));
         }
-        let mut out = Vec::new();
-        for m in metas.iter() {
-            if let Some(entries) = self.manifests.get(&m.file_name) {
-                out.extend(entries.iter().cloned());
-            }
-        }
-        Ok(out)
+        Ok(metas)
+    }
+
+    /// The cached entries of `metas`, in order, each tagged with its manifest's name.
+    fn sourced<'m>(
+        &'m self,
+        metas: impl Iterator<Item = &'m ManifestFileMeta> + 'm,
+    ) -> impl Iterator<Item = (Option<&'m str>, ManifestEntry)> + 'm {
+        metas.flat_map(move |m| {
+            let entries = self.manifests.get(&m.file_name).map(|e| e.iter()).into_iter().flatten();
+            entries.map(move |e| (Some(m.file_name.as_str()), e.clone()))
+        })
+    }
+
+    /// Every entry of every manifest of list `name`, in list order.
+    pub(crate) async fn list_entries(&mut self, name: &str) -> Result<Vec<ManifestEntry>> {
+        let metas = self.load_list(name).await?;
+        Ok(self.sourced(metas.iter()).map(|(_, e)| e).collect())
     }
 
     /// Every entry of index manifest `name`.
@@ -110,10 +121,10 @@ impl<'a> MetaCache<'a> {
     /// The live data files of `snap` ([`LiveFiles`] of its base then delta list, from the
     /// cached manifests), bucket by bucket.
     pub(crate) async fn live_entries(&mut self, snap: &Snapshot) -> Result<Vec<ManifestEntry>> {
-        let mut entries = self.list_entries(&snap.base_manifest_list).await?;
-        entries.extend(self.list_entries(&snap.delta_manifest_list).await?);
-        let live = LiveFiles::from_entries(entries.into_iter().map(|e| (None, e)), &mut Pruning::all())?;
-        Ok(live.into_entries())
+        let base = self.load_list(&snap.base_manifest_list).await?;
+        let delta = self.load_list(&snap.delta_manifest_list).await?;
+        let entries = self.sourced(base.iter().chain(delta.iter()));
+        Ok(LiveFiles::from_entries(entries, &mut Pruning::all())?.into_entries())
     }
 
     /// The changelog files `snap` added.

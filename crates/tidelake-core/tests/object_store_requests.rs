@@ -29,6 +29,15 @@ const PLAN_REQUESTS: u64 = 8;
 /// Reading a (small) Parquet data file: its size (HEAD), footer with offset index, the pages.
 const FILE_READ_REQUESTS: u64 = 3;
 
+/// `k` (the key), `dt`, `v`.
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("dt", DataType::Utf8, false),
+        Field::new("v", DataType::Int64, true),
+    ]))
+}
+
 fn batch(schema: &Arc<Schema>, commit: i64) -> RecordBatch {
     let keys: Vec<i64> = (0..100).map(|i| i + commit * 50).collect();
     let days: Vec<&str> = keys.iter().map(|k| if k % 2 == 0 { "a" } else { "b" }).collect();
@@ -51,11 +60,7 @@ fn counts(store: &InstrumentedStore) -> String {
 async fn requests_per_commit_and_scan_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let root = Path::from_absolute_path(dir.path()).unwrap();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, false),
-        Field::new("dt", DataType::Utf8, false),
-        Field::new("v", DataType::Int64, true),
-    ]));
+    let schema = schema();
     let spec = TableSpec {
         primary_keys: vec!["k".into(), "dt".into()],
         partition_keys: vec!["dt".into()],
@@ -125,11 +130,7 @@ async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
 
     let dir = tempfile::tempdir().unwrap();
     let root = Path::from_absolute_path(dir.path()).unwrap();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, false),
-        Field::new("dt", DataType::Utf8, false),
-        Field::new("v", DataType::Int64, true),
-    ]));
+    let schema = schema();
     let spec = TableSpec {
         primary_keys: vec!["k".into()],
         partition_keys: vec![],

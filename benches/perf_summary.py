@@ -25,7 +25,8 @@ CATEGORIES: list[tuple[str, str]] = [
     ("parquet decode", r"parquet::"),
     ("arrow take/concat/filter (copies)", r"arrow_select|take_bytes|take_native|concat"),
     ("memmove/memcpy/memset", r"memmove|memcpy|memset"),
-    ("k-way merge (read/compaction)", r"tidelake_core::read::merge|merge_fn|loser_tree|cursor::compare|"
+    ("k-way merge (read/compaction)", r"tidelake_core::lsm::(merge|key|kv_merge|levels|picker|sorted_runs)|merge_fn|loser_tree|"
+                                      r"cursor::compare|"
                                       r"tidelake_core::compact"),
     ("data-file stats", r"file_writer::stats|ColumnStats"),
     ("bucket routing / key hashing", r"write::bucket|split_by_bucket|hash_row|murmur|RowEncoder"),

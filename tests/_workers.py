@@ -257,3 +257,14 @@ def create_branch_slowly(table_path: str, name: str, snapshot_id: int, go_file: 
     except tidelake.TidelakeError as e:
         return type(e).__name__
     return "created"
+
+
+def write_table_first(location: str, worker: int, go_file: str, ready_dir: str,
+                      storage_options: dict | None = None) -> int:
+    """Wait for ``go_file``, then ``tidelake.write_table(..., mode="append")`` 10 rows of keys
+    only this worker owns, creating the table if no other worker has yet; returns the worker."""
+    start_together(ready_dir, str(worker), go_file)
+    keys = list(range(worker * 100, worker * 100 + 10))
+    tidelake.write_table(location, pa.table({"k": pa.array(keys, pa.int64()), "w": [worker] * 10}),
+                         mode="append", primary_keys=["k"], bucket=2, storage_options=storage_options)
+    return worker

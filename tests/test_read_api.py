@@ -194,6 +194,7 @@ class _Returns:
         latest = r("RawTable", "latest_snapshot_id", raw.latest_snapshot_id())
         if latest is not None:
             r("RawTable", "snapshot_json", raw.snapshot_json(latest))
+        r("RawTable", "snapshot_at_json", raw.snapshot_at_json(2**62))
         r("RawTable", "tags_json", raw.tags_json())
         scan = r("RawTable", "scan", raw.scan(columns=None, filter_json=None, snapshot_id=None, tag=None,
                                                timestamp_ms=None, batch_size=4, options=[]))
@@ -271,6 +272,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     r("RawTable", "compact", altered.compact(full=True, partitions_json=None))
     r("RawTable", "create_tag", altered.create_tag("t1", snapshot_id=None, time_retained_ms=None))
     r("RawTable", "system_table", altered.system_table("files"))
+    assert r("RawTable", "history", altered.history()).num_rows == 3
     r("RawTable", "reset_consumer", altered.reset_consumer("c1", 1))
     assert r("RawTable", "consumers", altered.consumers()) == [("c1", 1)]
     r("RawTable", "delete_consumer", altered.delete_consumer("c1"))

@@ -76,8 +76,40 @@ def test_safe_widening_casts_are_accepted(pk_table):
     assert sorted(got.to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "name": "a", "qty": 1, "price": 1.5}, {"id": 2, "name": "b", "qty": -2, "price": 2.25}]
     # a narrowing cast whose values all fit is exact, hence accepted
-    pk_table.write(pa.table({"id": pa.array([3], pa.int64()), "qty": pa.array([7], pa.int64())}))
+    pk_table.write(pa.table({"id": pa.array([3], pa.int64()), "name": ["c"], "qty": pa.array([7], pa.int64()),
+                             "price": [0.5]}))
     assert pk_table.to_arrow(filter=[("id", "=", 3)]).column("qty").to_pylist() == [7]
+
+
+# ---- writes of some columns ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "first-row"])
+def test_a_write_that_would_null_the_missing_columns_of_whole_rows_is_refused(storage, engine):
+    t = storage.create_table("t", SCHEMA, primary_keys=["id"], bucket=2, options={"merge-engine": engine})
+    t.write(expected())
+    before, snapshots = table_files(t), len(t.snapshots())
+    some = pa.table({"id": [1, 2], "qty": pa.array([70, 80], pa.int32())})
+    for write in (t.write, t.upsert):
+        with pytest.raises(tidelake.SchemaMismatchError, match=r"missing column\(s\) 'name', 'price'"):
+            write(some)
+    assert len(t.snapshots()) == snapshots
+    assert table_files(t) == before
+    assert_same_rows(t.to_arrow(), expected().cast(t.schema))
+    if engine == "deduplicate":  # (first-row tables ignore deletes, as Paimon's)
+        t.delete(pa.table({"id": [1]}))  # a delete needs only the key
+        assert sorted(t.to_arrow().column("id").to_pylist()) == [0, 2, 3, 4, 5]
+
+
+def test_partial_update_and_append_tables_take_some_columns(storage):
+    t = storage.create_table("p", SCHEMA, primary_keys=["id"], bucket=2, options={"merge-engine": "partial-update"})
+    t.write(expected())
+    t.upsert(pa.table({"id": [1, 2], "qty": pa.array([70, 80], pa.int32())}))
+    rows = {r["id"]: r for r in t.to_arrow().to_pylist()}
+    assert rows[1] == {"id": 1, "name": "n1", "qty": 70, "price": 0.25}
+    a = storage.create_table("a", SCHEMA)
+    a.write(pa.table({"id": [9]}))
+    assert a.to_arrow().to_pylist() == [{"id": 9, "name": None, "qty": None, "price": None}]
 
 
 # ---- rejected writes leave nothing behind ----------------------------------------------------------------
@@ -127,17 +159,19 @@ def test_failure_late_in_a_stream_leaves_no_trace(storage, bad, kind):
                               options={"write-buffer-size": "256kb", "target-file-size": "128kb"})
     t.write(expected())
     before = table_files(t)
-    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int64())])
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int64()), ("price", pa.float64())])
     n = 40_000
 
     def batches():
         for s in range(0, n, 5000):
             yield pa.record_batch([pa.array(range(s, s + 5000), pa.int64()), pa.array(["x" * 40] * 5000),
-                                   pa.array([1] * 5000, pa.int64())], schema=schema)
+                                   pa.array([1] * 5000, pa.int64()), pa.array([0.5] * 5000)], schema=schema)
         if bad == "overflow":
-            yield pa.record_batch([pa.array([1], pa.int64()), pa.array(["y"]), pa.array([2**40], pa.int64())], schema=schema)
+            yield pa.record_batch([pa.array([1], pa.int64()), pa.array(["y"]), pa.array([2**40], pa.int64()),
+                                   pa.array([0.5])], schema=schema)
         else:
-            yield pa.record_batch([pa.array([None], pa.int64()), pa.array(["y"]), pa.array([1], pa.int64())], schema=schema)
+            yield pa.record_batch([pa.array([None], pa.int64()), pa.array(["y"]), pa.array([1], pa.int64()),
+                                   pa.array([0.5])], schema=schema)
 
     seen = []
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging as _logging
+
 from ._internal import __version__
+from ._internal import reset_logging
 from ._metadata import SchemaVersion, Snapshot, Tag
 from .exceptions import (
     CommitConflictError,
@@ -19,13 +22,19 @@ from .exceptions import (
     UnsupportedError,
 )
 from .catalog import Catalog
-from .table import Table, create_table, open_table
+from .table import Table, create_table, open_table, write_table
 from .write import CommitMessage, TableWriter
+
+# Events (commits and their retries, expiry, compaction) go to the "tidelake" loggers; silent
+# unless the application configures logging.
+_logging.getLogger("tidelake").addHandler(_logging.NullHandler())
 
 __all__ = [
     "__version__",
+    "reset_logging",
     "open_table",
     "create_table",
+    "write_table",
     "Catalog",
     "TableWriter",
     "CommitMessage",

@@ -15,7 +15,7 @@ from typing import Any, Callable, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "message_target"]
+__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "message_target", "reset_logging"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -124,6 +124,9 @@ class RawTable:
 
     def snapshots_json(self) -> list[str]:
         """Every snapshot as Paimon JSON, ascending by id."""
+
+    def snapshot_at_json(self, timestamp_ms: int) -> str | None:
+        """The newest snapshot committed at or before the time, as Paimon JSON, or None."""
 
     def snapshot_json(self, id: int) -> str:
         """One snapshot as Paimon JSON; ``TableNotFoundError`` naming the range if absent."""
@@ -276,6 +279,9 @@ class RawTable:
         """A system table (snapshots, schemas, options, files, manifests, partitions, buckets,
         tags, consumers, audit_log)."""
 
+    def history(self) -> pa.Table:
+        """One row per live snapshot with the files, rows and bytes its commit added/removed."""
+
 @final
 class RawWriter:
     """Writes batches into new data files of one table; created by :meth:`RawTable.writer`."""
@@ -351,3 +357,8 @@ class RawBatches:
 def message_target(message: bytes) -> tuple[bytes, int]:
     """The (framed partition BinaryRow, bucket) a commit message from
     :meth:`RawWriter.prepare_commit` writes to."""
+
+
+def reset_logging() -> None:
+    """Make tidelake's events see the current levels and handlers of the ``tidelake`` loggers
+    (levels are cached when tidelake first logs; call this after changing them later)."""

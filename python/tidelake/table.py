@@ -19,17 +19,24 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-__all__ = ["Table", "open_table", "create_table"]
+__all__ = ["Table", "open_table", "create_table", "write_table"]
 
 
 def _schema_of(schema: Any) -> "pa.Schema":
+    """The Arrow schema of a schema or of data (pyarrow/polars/pandas frames, Arrow producers)."""
     import pyarrow as pa
 
     if isinstance(schema, pa.Schema):
         return schema
+    if type(schema).__module__.startswith("pandas"):
+        return pa.Schema.from_pandas(schema, preserve_index=False)
+    if isinstance(getattr(schema, "schema", None), pa.Schema):
+        return schema.schema
     if hasattr(schema, "__arrow_c_schema__"):
         return pa.schema(schema)
-    raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    if hasattr(schema, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(schema).schema
+    raise InvalidArgumentError(f"schema must be a pyarrow.Schema or Arrow data, got {type(schema).__name__}")
 
 
 def _storage_options(storage_options: dict[str, str] | None) -> dict[str, str] | None:
@@ -67,6 +74,88 @@ def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys
                                     [(str(k), str(v)) for k, v in (options or {}).items()], comment,
                                     _storage_options(storage_options))
     return Table(raw)
+
+
+WRITE_MODES = ("error", "append", "overwrite", "ignore")
+
+
+def write_table(target: "str | os.PathLike[str]", data: Any, *, mode: str = "error",
+                primary_keys: list[str] | None = None, partition_by: list[str] | None = None,
+                bucket: int | None = None, options: dict[str, str] | None = None,
+                storage_options: dict[str, str] | None = None, catalog: Any = None) -> "Table":
+    """Write ``data`` to the table at ``target``, creating it from the data's schema first if
+    it does not exist; returns the table.
+
+    ``target`` is a path or object-store URL, or a ``"database.table"`` identifier of
+    ``catalog``. ``data`` is anything :meth:`Table.write` takes (pandas, polars, pyarrow, any
+    Arrow stream). ``mode``, as deltalake's: ``"error"`` (the default) raises
+    TableAlreadyExistsError if the table exists, ``"append"`` adds rows (upserts them on a
+    primary-key table), ``"overwrite"`` replaces the table's rows, ``"ignore"`` writes nothing if
+    the table exists. ``primary_keys``, ``partition_by``, ``bucket`` and ``options`` are used when
+    the table is created; given for an existing table, they must match it.
+    """
+    import pyarrow as pa
+
+    from .exceptions import SchemaMismatchError, TableAlreadyExistsError
+
+    if mode not in WRITE_MODES:
+        raise InvalidArgumentError(f"mode must be one of {', '.join(WRITE_MODES)}; got {mode!r}")
+    data = arrow_input(data)
+    if not isinstance(getattr(data, "schema", None), pa.Schema):
+        data = pa.RecordBatchReader.from_stream(data)  # one stream: its schema, then its rows
+    schema = _schema_of(data)
+    if catalog is not None:
+        def open_it() -> "Table":
+            return catalog.get_table(str(target))
+
+        def create_it() -> "Table":
+            return catalog.create_table(str(target), schema, primary_keys, partition_by, bucket, options)
+    else:
+        def open_it() -> "Table":
+            return open_table(target, storage_options)
+
+        def create_it() -> "Table":
+            return create_table(target, schema, primary_keys, partition_by, bucket, options,
+                                storage_options=storage_options)
+    try:
+        table, created = create_it(), True
+    except TableAlreadyExistsError:
+        if mode == "error":
+            raise
+        table, created = open_it(), False
+    if not created:
+        if mode == "ignore":
+            return table
+        for what, given, actual in (("primary keys", primary_keys, table.primary_keys),
+                                    ("partition keys", partition_by, table.partition_keys)):
+            if given is not None and list(given) != actual:
+                raise SchemaMismatchError(f"{what} {list(given)} differ from the table's {actual}")
+    table.write(data, mode="overwrite" if mode == "overwrite" else "append")
+    return table
+
+
+def _epoch_ms(timestamp: Any) -> int:
+    """Epoch milliseconds of a time-travel point: a datetime (naive = local time, as Paimon's
+    ``scan.timestamp``), an ISO-8601 string, or epoch milliseconds."""
+    import datetime as dt
+
+    if isinstance(timestamp, bool):
+        raise InvalidArgumentError(f"timestamp must be a datetime, an ISO-8601 string or epoch ms, got {timestamp!r}")
+    if isinstance(timestamp, int):
+        return timestamp
+    if isinstance(timestamp, str):
+        try:
+            timestamp = dt.datetime.fromisoformat(timestamp)
+        except ValueError:
+            raise InvalidArgumentError(f"timestamp {timestamp!r} is not an ISO-8601 date-time") from None
+    if isinstance(timestamp, dt.date) and not isinstance(timestamp, dt.datetime):
+        timestamp = dt.datetime.combine(timestamp, dt.time())
+    if isinstance(timestamp, dt.datetime):
+        aware = timestamp if timestamp.tzinfo is not None else timestamp.astimezone()
+        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        return (aware - epoch) // dt.timedelta(milliseconds=1)
+    raise InvalidArgumentError(
+        f"timestamp must be a datetime, an ISO-8601 string or epoch ms, got {type(timestamp).__name__}")
 
 
 def _check_batch_size(batch_size: int | None) -> None:
@@ -202,6 +291,12 @@ class Table:
         """One snapshot. Raises TableNotFoundError naming the available range if it is absent."""
         return Snapshot.from_json(self._raw.snapshot_json(snapshot_id))
 
+    def snapshot_at(self, timestamp: Any) -> Snapshot | None:
+        """The newest snapshot committed at or before ``timestamp`` (a datetime, naive = local
+        time; an ISO-8601 string; or epoch ms), or None if there is none that old."""
+        text = self._raw.snapshot_at_json(_epoch_ms(timestamp))
+        return None if text is None else Snapshot.from_json(text)
+
     def latest_snapshot(self) -> Snapshot | None:
         """The latest snapshot, or None for a table never written to."""
         sid = self._raw.latest_snapshot_id()
@@ -227,7 +322,7 @@ class Table:
 
     def scan(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
              tag: str | None = None, timestamp_ms: int | None = None, batch_size: int | None = None,
-             options: dict[str, str] | None = None) -> Scan:
+             options: dict[str, str] | None = None, *, timestamp: Any = None) -> Scan:
         """Plan a read of one snapshot (latest by default, or by id, tag or timestamp).
 
         Args:
@@ -235,7 +330,10 @@ class Table:
             filter: DNF tuples ``[("qty", ">=", 50), ...]`` (a list of lists is OR), or a JSON
                 filter tree. For a :class:`pyarrow.compute.Expression` use :meth:`to_arrow` or
                 :meth:`to_reader`, which apply it after reading.
-            snapshot_id, tag, timestamp_ms: time travel; give at most one.
+            snapshot_id, tag, timestamp: time travel; give at most one. ``timestamp`` reads the
+                latest snapshot committed at or before it: a :class:`datetime.datetime` (naive
+                means local time, as Paimon's ``scan.timestamp``), an ISO-8601 string, or epoch
+                milliseconds (also accepted as ``timestamp_ms``).
             batch_size: rows per batch.
             options: table options overridden for this read only (Paimon's dynamic options),
                 e.g. ``{"deletion-vectors.merge-on-read": "true"}``.
@@ -245,6 +343,10 @@ class Table:
             TableNotFoundError: the snapshot or tag does not exist (the message lists what does).
         """
         _check_batch_size(batch_size)
+        if timestamp is not None:
+            if timestamp_ms is not None:
+                raise InvalidArgumentError("give timestamp or timestamp_ms, not both")
+            timestamp_ms = _epoch_ms(timestamp)
         filter_json = to_filter_json(filter)
         raw = self._raw.scan(columns=columns, filter_json=filter_json, snapshot_id=snapshot_id, tag=tag,
                              timestamp_ms=timestamp_ms, batch_size=batch_size,
@@ -253,19 +355,22 @@ class Table:
 
     def to_reader(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                   tag: str | None = None, timestamp_ms: int | None = None,
-                  batch_size: int | None = None, options: dict[str, str] | None = None) -> "pa.RecordBatchReader":
+                  batch_size: int | None = None, options: dict[str, str] | None = None, *,
+                  timestamp: Any = None) -> "pa.RecordBatchReader":
         """Stream the rows of one snapshot as a :class:`pyarrow.RecordBatchReader`.
 
         Arguments as :meth:`scan`; ``filter`` may also be a :class:`pyarrow.compute.Expression`.
         """
         expr, read_cols = self._expression_filter(filter, columns)
         if expr is None:
-            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size, options).to_reader()
+            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size, options,
+                             timestamp=timestamp).to_reader()
         import pyarrow.dataset as ds
 
         import pyarrow as pa
 
-        reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size, options).to_reader()
+        reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size, options,
+                           timestamp=timestamp).to_reader()
         try:
             scanner = ds.Scanner.from_batches(reader, filter=expr, columns=columns)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
@@ -274,26 +379,67 @@ class Table:
 
     def to_arrow(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                  tag: str | None = None, timestamp_ms: int | None = None,
-                 options: dict[str, str] | None = None) -> "pa.Table":
+                 options: dict[str, str] | None = None, *, timestamp: Any = None) -> "pa.Table":
         """Read one snapshot into a :class:`pyarrow.Table`. Arguments as :meth:`to_reader`."""
         expr, _ = self._expression_filter(filter, columns)
         if expr is None:
-            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, options=options).to_arrow()
-        return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms, options=options).read_all()
+            return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, options=options,
+                             timestamp=timestamp).to_arrow()
+        return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms, options=options,
+                              timestamp=timestamp).read_all()
 
-    def changes(self, start_snapshot: int, end_snapshot: int | None = None, columns: list[str] | None = None,
-                filter: Any = None) -> "pa.Table":
+    def to_pyarrow_dataset(self, snapshot_id: int | None = None, tag: str | None = None,
+                           timestamp: Any = None) -> Any:
+        """This table as a :class:`pyarrow.dataset.Dataset` pinned to one snapshot (the latest by
+        default), for DuckDB (``duckdb.sql("select ... from ds")`` or ``con.register``) and other
+        engines that scan datasets lazily: they push their columns into tidelake's read; their
+        filters are applied to the merged rows. Re-scannable."""
+        from .dataset import TableDataset
+
+        return TableDataset(self, self.scan(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp).snapshot_id)
+
+    def to_pandas(self, columns: list[str] | None = None, filter: Any = None, **read: Any) -> Any:
+        """Read one snapshot into a :class:`pandas.DataFrame`. Arguments as :meth:`to_arrow`."""
+        return self.to_arrow(columns, filter, **read).to_pandas()
+
+    def to_polars(self, columns: list[str] | None = None, filter: Any = None, **read: Any) -> Any:
+        """Read one snapshot into a :class:`polars.DataFrame`. Arguments as :meth:`to_arrow`;
+        :func:`tidelake.polars.scan_table` gives a lazy frame with push-down instead."""
+        import polars as pl
+
+        return pl.from_arrow(self.to_arrow(columns, filter, **read))
+
+    def changes(self, start_snapshot: int | None = None, end_snapshot: int | None = None,
+                columns: list[str] | None = None, filter: Any = None, *, start_timestamp: Any = None,
+                end_timestamp: Any = None) -> "pa.Table":
         """The changes snapshots ``(start_snapshot, end_snapshot]`` committed (up to the latest by
         default), with a leading ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``).
 
         Tables with a changelog producer return their changelog files; others the rows that
         APPEND commits wrote. ``start_snapshot`` may be 0 to include the first snapshot.
+        ``start_timestamp`` / ``end_timestamp`` (datetime, ISO-8601 string or epoch ms) instead
+        select the snapshots committed after the first time and up to the second (Paimon's
+        ``incremental-between-timestamp``).
         """
-        return self.changes_scan(start_snapshot, end_snapshot, columns, filter).to_arrow()
+        return self.changes_scan(start_snapshot, end_snapshot, columns, filter, start_timestamp=start_timestamp,
+                                 end_timestamp=end_timestamp).to_arrow()
 
-    def changes_scan(self, start_snapshot: int, end_snapshot: int | None = None,
-                     columns: list[str] | None = None, filter: Any = None) -> Scan:
+    def changes_scan(self, start_snapshot: int | None = None, end_snapshot: int | None = None,
+                     columns: list[str] | None = None, filter: Any = None, *, start_timestamp: Any = None,
+                     end_timestamp: Any = None) -> Scan:
         """Plan a read of changes; see :meth:`changes`."""
+        if start_timestamp is not None:
+            if start_snapshot is not None:
+                raise InvalidArgumentError("give start_snapshot or start_timestamp, not both")
+            before = self.snapshot_at(start_timestamp)
+            start_snapshot = 0 if before is None else before.id
+        if end_timestamp is not None:
+            if end_snapshot is not None:
+                raise InvalidArgumentError("give end_snapshot or end_timestamp, not both")
+            last = self.snapshot_at(end_timestamp)
+            end_snapshot = 0 if last is None else last.id
+        if start_snapshot is None:
+            raise InvalidArgumentError("changes need start_snapshot or start_timestamp")
         if start_snapshot < 0:
             raise InvalidArgumentError(f"start_snapshot must be >= 0, got {start_snapshot}")
         filter_json = to_filter_json(filter)
@@ -562,3 +708,12 @@ class Table:
         ``options``, ``files``, ``manifests``, ``partitions``, ``buckets``, ``tags``,
         ``consumers``, ``branches`` or ``audit_log``."""
         return self._raw.system_table(name)
+
+    def history(self) -> "pa.Table":
+        """One row per live snapshot, oldest first: ``snapshot_id``, ``commit_time`` (local
+        time), ``commit_kind`` (APPEND, COMPACT, OVERWRITE), ``commit_user``,
+        ``commit_identifier``, ``schema_id``, the files, rows and bytes the commit added and
+        removed (``files_added`` ... ``bytes_removed``), ``total_record_count``,
+        ``changelog_record_count`` and ``watermark``. On primary-key tables rows are key-value
+        records: an upsert adds records, and the compaction that merges them removes the old."""
+        return self._raw.history()

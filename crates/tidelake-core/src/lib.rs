@@ -1,14 +1,22 @@
-//! `tidelake-core`: the table engine over Paimon's on-disk format.
+//! `tidelake-core`: the table engine over Paimon's on-disk format (Paimon knowledge without
+//! I/O lives in `tidelake-spec`, below everything here).
 //!
-//! Layers (each module documents its own invariants):
-//! * [`io`]: object-store access rooted at a table or warehouse.
-//! * [`table`], [`snapshots`]: loading a table, its schemas, snapshots, tags and hints.
-//! * [`state`]: a snapshot's manifests replayed into its live files per partition and bucket.
-//! * [`scan`]: snapshot → manifests → live files → splits, with pruning.
-//! * [`read`]: data-file readers (Parquet, ORC, Avro) with schema evolution, and the sorted-run
-//!   merge that turns a primary-key split into its merged rows.
+//! Layers, lowest first. A module uses modules of its own layer (without cycles) and of the
+//! layers below it, never above; `tests/layering.rs` checks this table against the code.
 //!
-//! This crate never creates an async runtime and never touches Python.
+//! | layer | modules | role |
+//! |-------|---------|------|
+//! | base | `error`, `tasks`, `io`, `datum_arrow`, `layout` | errors, task helpers, object-store access, values as Arrow, partition and bucket layout |
+//! | metadata | `snapshots`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; where branches live; opening, creating and altering tables |
+//! | state | `state` | a snapshot's manifests replayed into its live files per partition and bucket |
+//! | plan | `scan`, `lsm` | snapshot → splits with pruning; the LSM tree: key order, sorted runs, levels, merges |
+//! | data | `read`, `write` | data files and splits read; batches written to files and commit messages |
+//! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
+//! | compact | `compact` | keeping buckets' LSM trees shallow |
+//! | maintenance | `maintenance` | expiration, orphans, tags, branches, rollback, system tables |
+//!
+//! The Python binding (`tidelake-python`) sits above all of them. This crate never creates an
+//! async runtime and never touches Python.
 
 pub mod branch;
 pub mod catalog;
@@ -18,6 +26,7 @@ pub mod datum_arrow;
 pub mod error;
 pub mod io;
 pub mod layout;
+pub mod lsm;
 pub mod maintenance;
 pub mod read;
 pub mod scan;

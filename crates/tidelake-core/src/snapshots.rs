@@ -39,8 +39,8 @@ use crate::io::FileIO;
 
 pub(crate) const SNAPSHOT_DIR: &str = "snapshot";
 pub(crate) const TAG_DIR: &str = "tag";
-const LATEST: &str = "snapshot/LATEST";
-const EARLIEST: &str = "snapshot/EARLIEST";
+pub(crate) const LATEST_HINT_PATH: &str = "snapshot/LATEST";
+pub(crate) const EARLIEST_HINT_PATH: &str = "snapshot/EARLIEST";
 /// How many latest snapshots [`SnapshotManager::read_latest`] tries before giving up.
 const LATEST_READ_ATTEMPTS: u32 = 5;
 
@@ -50,6 +50,35 @@ pub const MAX_HINT_PROBES: i64 = 64;
 /// How many snapshot files are fetched at once when a whole history is loaded.
 const PARALLEL_READS: usize = 16;
 
+/// `snapshot/snapshot-<id>`.
+pub(crate) fn snapshot_path(id: i64) -> String {
+    format!("{SNAPSHOT_DIR}/{}", snapshot_file_name(id))
+}
+
+/// `tag/tag-<name>`.
+pub(crate) fn tag_path(name: &str) -> String {
+    format!("{TAG_DIR}/{}", tag_file_name(name))
+}
+
+/// Write a `LATEST`/`EARLIEST` hint (decimal id, no newline, as Java).
+pub(crate) async fn write_hint(io: &FileIO, rel: &str, id: i64) -> Result<()> {
+    io.write(rel, id.to_string().into_bytes()).await
+}
+
+/// Refuse a branch, tag or consumer name that would not stay one file name under its
+/// directory: blank, or containing `/`. [`Error::Invalid`] naming `what`.
+pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
+    if name.trim().is_empty() {
+        return Err(Error::invalid(format!("{what} name shouldn't be blank")));
+    }
+    if name.contains('/') {
+        return Err(Error::invalid(format!(
+            "{what} name '{name}' must not contain '/'"
+        )));
+    }
+    Ok(())
+}
+
 /// The id of the snapshot a commit on top of `latest` creates: `latest + 1`, or 1 for an empty
 /// table. A (hostile) table whose latest id is `i64::MAX` cannot take another commit: that is
 /// a [`Error::Corrupt`] naming the snapshot, never a wrapped-around negative id.
@@ -57,7 +86,7 @@ pub fn next_snapshot_id(latest: Option<&Snapshot>) -> Result<i64> {
     let Some(latest) = latest else { return Ok(1) };
     latest.id.checked_add(1).ok_or_else(|| {
         Error::corrupt(
-            format!("{SNAPSHOT_DIR}/{}", snapshot_file_name(latest.id)),
+            snapshot_path(latest.id),
             format!("snapshot id {} is the largest possible one: no commit can follow it", latest.id),
         )
     })
@@ -72,10 +101,6 @@ pub struct SnapshotManager {
 impl SnapshotManager {
     pub fn new(io: FileIO) -> Self {
         SnapshotManager { io }
-    }
-
-    fn snapshot_path(id: i64) -> String {
-        format!("{SNAPSHOT_DIR}/{}", snapshot_file_name(id))
     }
 
     async fn read_hint(&self, rel: &str) -> Result<Option<i64>> {
@@ -98,16 +123,16 @@ impl SnapshotManager {
 
     /// The latest snapshot id, or `None` for a table without snapshots.
     pub async fn latest_id(&self) -> Result<Option<i64>> {
-        let hint = match self.read_hint(LATEST).await?.filter(|k| *k > 0) {
+        let hint = match self.read_hint(LATEST_HINT_PATH).await?.filter(|k| *k > 0) {
             Some(k) => Some(k),
-            None => self.read_hint(EARLIEST).await?.filter(|k| *k > 0),
+            None => self.read_hint(EARLIEST_HINT_PATH).await?.filter(|k| *k > 0),
         };
         if let Some(k) = hint {
-            if self.io.exists(&Self::snapshot_path(k)).await? {
+            if self.io.exists(&snapshot_path(k)).await? {
                 let mut latest = k;
                 while latest - k < MAX_HINT_PROBES {
                     let Some(next) = latest.checked_add(1) else { return Ok(Some(latest)) };
-                    if !self.io.exists(&Self::snapshot_path(next)).await? {
+                    if !self.io.exists(&snapshot_path(next)).await? {
                         return Ok(Some(latest));
                     }
                     latest = next;
@@ -121,8 +146,8 @@ impl SnapshotManager {
     /// exists (a committer writes it only after verifying its commit), else what
     /// [`SnapshotManager::latest_id`] probes or lists. Never newer than `latest_id`.
     pub async fn published_latest_id(&self) -> Result<Option<i64>> {
-        if let Some(k) = self.read_hint(LATEST).await?.filter(|k| *k > 0) {
-            if self.io.exists(&Self::snapshot_path(k)).await? {
+        if let Some(k) = self.read_hint(LATEST_HINT_PATH).await?.filter(|k| *k > 0) {
+            if self.io.exists(&snapshot_path(k)).await? {
                 return Ok(Some(k));
             }
         }
@@ -135,9 +160,9 @@ impl SnapshotManager {
     /// [`SnapshotManager::earliest_id`] a hint above leftovers of an interrupted expiration is
     /// not trusted. Costs two HEADs and a GET when the hint is right.
     pub async fn true_earliest_id(&self) -> Result<Option<i64>> {
-        if let Some(k) = self.read_hint(EARLIEST).await?.filter(|k| *k > 0) {
-            let predecessor_gone = k == 1 || !self.io.exists(&Self::snapshot_path(k - 1)).await?;
-            if predecessor_gone && self.io.exists(&Self::snapshot_path(k)).await? {
+        if let Some(k) = self.read_hint(EARLIEST_HINT_PATH).await?.filter(|k| *k > 0) {
+            let predecessor_gone = k == 1 || !self.io.exists(&snapshot_path(k - 1)).await?;
+            if predecessor_gone && self.io.exists(&snapshot_path(k)).await? {
                 return Ok(Some(k));
             }
         }
@@ -146,8 +171,8 @@ impl SnapshotManager {
 
     /// The earliest snapshot id still present, or `None`.
     pub async fn earliest_id(&self) -> Result<Option<i64>> {
-        if let Some(k) = self.read_hint(EARLIEST).await?.filter(|k| *k > 0) {
-            if self.io.exists(&Self::snapshot_path(k)).await? {
+        if let Some(k) = self.read_hint(EARLIEST_HINT_PATH).await?.filter(|k| *k > 0) {
+            if self.io.exists(&snapshot_path(k)).await? {
                 return Ok(Some(k));
             }
         }
@@ -156,7 +181,7 @@ impl SnapshotManager {
 
     /// Whether snapshot file `id` exists (one HEAD).
     pub async fn exists(&self, id: i64) -> Result<bool> {
-        self.io.exists(&Self::snapshot_path(id)).await
+        self.io.exists(&snapshot_path(id)).await
     }
 
     /// Whether expiration has deleted snapshot `id` at some point: the `EARLIEST` hint is above
@@ -164,11 +189,11 @@ impl SnapshotManager {
     /// writes `EARLIEST` after deleting, and a snapshot is only created on top of its existing
     /// predecessor, so either sign means every snapshot up to `id` was deleted.
     pub async fn expiration_passed(&self, id: i64) -> Result<bool> {
-        if self.read_hint(EARLIEST).await?.is_some_and(|k| k > id) {
+        if self.read_hint(EARLIEST_HINT_PATH).await?.is_some_and(|k| k > id) {
             return Ok(true);
         }
         let Some(next) = id.checked_add(1) else { return Ok(false) };
-        if self.io.exists(&Self::snapshot_path(next)).await? {
+        if self.io.exists(&snapshot_path(next)).await? {
             return Ok(false);
         }
         Ok(self.list_ids().await?.last().is_some_and(|last| *last > next))
@@ -214,7 +239,7 @@ impl SnapshotManager {
 
     /// Read snapshot `id`; a missing one is [`Error::NotFound`] naming the available range.
     pub async fn snapshot(&self, id: i64) -> Result<Snapshot> {
-        let rel = Self::snapshot_path(id);
+        let rel = snapshot_path(id);
         match self.io.read_opt(&rel).await? {
             Some(bytes) => Snapshot::from_json(&bytes).map_err(|e| Error::from_spec(self.io.display(&rel), e)),
             None => Err(self.missing_snapshot(id).await),
@@ -244,7 +269,7 @@ impl SnapshotManager {
     pub async fn all(&self) -> Result<Vec<Snapshot>> {
         let mut ids = self.list_ids().await?;
         let chain_start = ids.windows(2).rposition(|w| w[1] != w[0] + 1).map_or(0, |gap| gap + 1);
-        let floor = self.read_hint(EARLIEST).await?.unwrap_or(0);
+        let floor = self.read_hint(EARLIEST_HINT_PATH).await?.unwrap_or(0);
         ids.drain(..chain_start);
         ids.retain(|id| *id >= floor);
         let read = |id| async move {
@@ -297,7 +322,7 @@ impl SnapshotManager {
 
     /// Read tag `name`; a missing one is [`Error::NotFound`] listing the existing tags.
     pub async fn tag(&self, name: &str) -> Result<Tag> {
-        let rel = format!("{TAG_DIR}/{}", tag_file_name(name));
+        let rel = tag_path(name);
         match self.io.read_opt(&rel).await? {
             Some(bytes) => Tag::from_json(&bytes).map_err(|e| Error::from_spec(self.io.display(&rel), e)),
             None => {
@@ -331,8 +356,8 @@ mod tests {
     async fn the_largest_snapshot_id_is_read_but_has_no_successor() {
         let dir = tempfile::tempdir().unwrap();
         let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
-        io.write(&SnapshotManager::snapshot_path(i64::MAX), "{}").await.unwrap();
-        io.write(LATEST, i64::MAX.to_string()).await.unwrap();
+        io.write(&snapshot_path(i64::MAX), "{}").await.unwrap();
+        io.write(LATEST_HINT_PATH, i64::MAX.to_string()).await.unwrap();
         let sm = SnapshotManager::new(io);
         assert_eq!(sm.latest_id().await.unwrap(), Some(i64::MAX));
         assert_eq!(sm.published_latest_id().await.unwrap(), Some(i64::MAX));
@@ -360,13 +385,13 @@ mod tests {
             )
         };
         for id in [2, 6, 7, 8, 9] {
-            io.write(&SnapshotManager::snapshot_path(id), json(id)).await.unwrap();
+            io.write(&snapshot_path(id), json(id)).await.unwrap();
         }
-        io.write(EARLIEST, "7").await.unwrap();
+        io.write(EARLIEST_HINT_PATH, "7").await.unwrap();
         let sm = SnapshotManager::new(io.clone());
         let ids = |all: Vec<Snapshot>| all.iter().map(|s| s.id).collect::<Vec<_>>();
         assert_eq!(ids(sm.all().await.unwrap()), vec![7, 8, 9]);
-        io.delete(EARLIEST).await.unwrap();
+        io.delete(EARLIEST_HINT_PATH).await.unwrap();
         assert_eq!(ids(sm.all().await.unwrap()), vec![6, 7, 8, 9]);
         assert!(sm.expiration_passed(2).await.unwrap());
         assert!(!sm.expiration_passed(8).await.unwrap());

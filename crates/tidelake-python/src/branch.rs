@@ -2,7 +2,8 @@
 //! `delete_branch`, `fast_forward`). Every call releases the GIL.
 
 use pyo3::prelude::*;
-use tidelake_core::branch::{self, BranchStart};
+use tidelake_core::branch::list_branches;
+use tidelake_core::maintenance::branches::{self, BranchStart};
 use tidelake_core::Error;
 
 use crate::errors::{to_py, IntoPyResult};
@@ -28,22 +29,22 @@ impl RawTable {
                 return Err(to_py(Error::invalid("give at most one of from_snapshot and from_tag")));
             }
         };
-        block_on(py, branch::create_branch(&self.table, &name, &start))?.py()
+        block_on(py, branches::create_branch(&self.table, &name, &start))?.py()
     }
 
     /// Every branch but `main`, sorted.
     fn branches(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        block_on(py, branch::list_branches(self.table.io()))?.py()
+        block_on(py, list_branches(self.table.io()))?.py()
     }
 
     fn delete_branch(&self, py: Python<'_>, name: String) -> PyResult<()> {
-        block_on(py, branch::delete_branch(&self.table, &name))?.py()
+        block_on(py, branches::delete_branch(&self.table, &name))?.py()
     }
 
     /// Fast-forward the table's branch to `name`; returns the table re-opened.
     fn fast_forward(&self, py: Python<'_>, name: String) -> PyResult<RawTable> {
         let table = block_on(py, async {
-            branch::fast_forward(&self.table, &name).await?;
+            branches::fast_forward(&self.table, &name).await?;
             self.table.reopen().await
         })?
         .py()?;

@@ -19,6 +19,18 @@ mod stream;
 mod table;
 mod write;
 
+/// Forwards the core's `log` events to Python's `logging` (loggers `tidelake.commit`,
+/// `tidelake.expire`, ...). Logger levels are cached on first use; [`reset_logging`] drops the cache.
+static LOGGING: std::sync::OnceLock<Option<pyo3_log::ResetHandle>> = std::sync::OnceLock::new();
+
+/// Make the next events see the Python loggers' current levels and handlers.
+#[pyfunction]
+fn reset_logging() {
+    if let Some(Some(handle)) = LOGGING.get() {
+        handle.reset();
+    }
+}
+
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -28,5 +40,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<write::RawWriter>()?;
     m.add_class::<stream::RawBatches>()?;
     m.add_function(wrap_pyfunction!(write::message_target, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_logging, m)?)?;
+    let _ = LOGGING.set(pyo3_log::try_init().ok());
     Ok(())
 }

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tidelake_core::layout::TableLayout;
 use tidelake_core::maintenance::{
-    self, consumers, partitions, system_tables, tags, DeletedFiles, ExpireConfig, RollbackTarget,
+    self, consumers, history, partitions, system_tables, tags, DeletedFiles, ExpireConfig, RollbackTarget,
 };
 use tidelake_core::table::Table;
 use tidelake_core::Error;
@@ -209,6 +209,11 @@ impl RawTable {
     /// System table `name` as a pyarrow.Table.
     fn system_table<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyAny>> {
         let t = block_on(py, system_tables::system_table(&self.table, &name))?.py()?;
+        pyarrow_table(py, t.batches, t.schema)
+    }
+
+    fn history<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let t = block_on(py, history::history(&self.table))?.py()?;
         pyarrow_table(py, t.batches, t.schema)
     }
 }

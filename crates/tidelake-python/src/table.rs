@@ -168,6 +168,12 @@ impl RawTable {
         Ok(snap.to_json())
     }
 
+    /// The newest snapshot committed at or before `timestamp_ms`, as Paimon JSON, or None.
+    fn snapshot_at_json(&self, py: Python<'_>, timestamp_ms: i64) -> PyResult<Option<String>> {
+        let snap = block_on(py, self.table.snapshot_manager().at_or_before(timestamp_ms))?.py()?;
+        Ok(snap.map(|s| s.to_json()))
+    }
+
     /// The latest snapshot id, or None.
     fn latest_snapshot_id(&self, py: Python<'_>) -> PyResult<Option<i64>> {
         block_on(py, self.table.snapshot_manager().latest_id())?.py()

@@ -17,6 +17,7 @@ use tidelake_core::scan::predicate::Predicate;
 use tidelake_core::write::input::RowKinds;
 use tidelake_core::write::table_write::TableWrite;
 use tidelake_core::Error;
+use tidelake_spec::row_kind::RowKind;
 use tokio::sync::Mutex;
 
 use crate::errors::{to_py, IntoPyResult};
@@ -24,13 +25,10 @@ use crate::maintenance::after_commit;
 use crate::runtime::block_on;
 use crate::table::RawTable;
 
-const ROW_KIND_INSERT: i8 = 0;
-const ROW_KIND_DELETE: i8 = 3;
-
 fn row_kinds(kind: &str) -> PyResult<RowKinds> {
     match kind {
-        "insert" | "upsert" => Ok(RowKinds::Fixed(ROW_KIND_INSERT)),
-        "delete" => Ok(RowKinds::Fixed(ROW_KIND_DELETE)),
+        "insert" | "upsert" => Ok(RowKinds::Fixed(RowKind::Insert.code())),
+        "delete" => Ok(RowKinds::Fixed(RowKind::Delete.code())),
         "rowkind_field" => Ok(RowKinds::FromField),
         other => Err(to_py(Error::invalid(format!("unknown write kind '{other}'")))),
     }

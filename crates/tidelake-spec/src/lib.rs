@@ -10,6 +10,7 @@
 //! * [`bucket`], [`partition`]: bucket hashing and partition directory names.
 //! * [`manifest`]: manifest lists, manifests and index manifests (Avro).
 //! * [`options`]: table options with Paimon's defaults.
+//! * [`row_kind`]: the change a record carries (`_VALUE_KIND`).
 
 pub mod arrow;
 pub mod binary_row;
@@ -19,6 +20,7 @@ pub mod error;
 pub mod manifest;
 pub mod options;
 pub mod partition;
+pub mod row_kind;
 pub mod schema;
 pub mod snapshot;
 pub mod type_json;

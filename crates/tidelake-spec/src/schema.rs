@@ -34,14 +34,25 @@ pub const SYSTEM_FIELD_ID_START: i32 = i32::MAX / 2;
 pub const KEY_FIELD_PREFIX: &str = "_KEY_";
 /// Name of the sequence-number system column of primary-key data files.
 pub const SEQUENCE_NUMBER: &str = "_SEQUENCE_NUMBER";
-/// Name of the row-kind system column of primary-key data files (0 +I, 1 -U, 2 +U, 3 -D).
+/// Name of the row-kind system column of primary-key data files (codes of
+/// [`crate::row_kind::RowKind`]).
 pub const VALUE_KIND: &str = "_VALUE_KIND";
+/// Field id of `_SEQUENCE_NUMBER` in data files (Java `SpecialFields.SEQUENCE_NUMBER`).
+pub const SEQUENCE_NUMBER_FIELD_ID: i32 = i32::MAX - 1;
+/// Field id of `_VALUE_KIND` in data files (Java `SpecialFields.VALUE_KIND`).
+pub const VALUE_KIND_FIELD_ID: i32 = i32::MAX - 2;
 /// Name of the row-kind column of the `$audit_log` system table.
 pub const ROW_KIND: &str = "rowkind";
 /// Paimon's system column names (Java `SpecialFields.SYSTEM_FIELD_NAMES`).
 pub const SYSTEM_FIELD_NAMES: [&str; 5] = [SEQUENCE_NUMBER, VALUE_KIND, "_LEVEL", ROW_KIND, "_ROW_ID"];
 
 const WHAT: &str = "schema";
+
+/// Name and field id of the data-file key column of `field` (Java
+/// `SpecialFields.KEY_FIELD_PREFIX` and `KEY_FIELD_ID_START`).
+pub fn key_field_name_and_id(field: &DataField) -> (String, i32) {
+    (format!("{KEY_FIELD_PREFIX}{}", field.name), field.id.wrapping_add(SYSTEM_FIELD_ID_START))
+}
 
 /// Refuse a name a table column cannot be given (at create, add or rename; Java
 /// `SchemaValidation` checks top-level names): a system column name, the `_KEY_` prefix of

@@ -108,6 +108,9 @@ fn sum_rows<'a>(entries: impl Iterator<Item = &'a ManifestEntry>) -> i64 {
     entries.fold(0i64, |acc, e| acc.saturating_add(e.file.row_count))
 }
 
+/// The `log` target of commit events (Python logger `tidelake.commit`).
+const LOG_TARGET: &str = "tidelake.commit";
+
 /// `snapshot/snapshot-<id>`.
 fn snapshot_rel(id: i64) -> String {
     format!("snapshot/{}", snapshot_file_name(id))
@@ -121,6 +124,17 @@ impl FileStoreCommit {
         source: &mut Source,
         request: &Request<'_>,
     ) -> Result<i64> {
+        let started = Instant::now();
+        let result = self.attempt_until_done(source, request).await;
+        let (location, kind, ms) = (self.table.location(), request.kind, started.elapsed().as_millis());
+        match &result {
+            Ok(id) => log::info!(target: LOG_TARGET, "{location}: committed snapshot {id} ({kind}) in {ms} ms"),
+            Err(e) => log::warn!(target: LOG_TARGET, "{location}: {kind} commit failed after {ms} ms: {e}"),
+        }
+        result
+    }
+
+    async fn attempt_until_done(&self, source: &mut Source, request: &Request<'_>) -> Result<i64> {
         let started = Instant::now();
         let sm = self.table.snapshot_manager();
         let mut retries: u32 = 0;
@@ -163,6 +177,19 @@ impl FileStoreCommit {
                         None => Err(uncertain.error),
                     },
                 };
+            }
+            let location = self.table.location();
+            match &failure {
+                Failure::Lost(id) => log::info!(
+                    target: LOG_TARGET,
+                    "{location}: snapshot {id} was taken by another writer; retry {}", retries + 1
+                ),
+                Failure::Uncertain(u) => log::warn!(
+                    target: LOG_TARGET,
+                    "{location}: creating a snapshot failed without telling whether it exists ({}); retry {}",
+                    u.error,
+                    retries + 1
+                ),
             }
             if let Failure::Uncertain(uncertain) = failure {
                 pending = Some(uncertain);

@@ -24,9 +24,9 @@ use tidelake_spec::manifest::{FileKind, ManifestEntry};
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataType;
 
-use crate::datum_arrow::compare_datums;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
+use crate::lsm::key::compare_keys;
 use crate::state::merge_entries;
 
 /// A file's decoded (min key, max key) and its entry.
@@ -57,17 +57,6 @@ pub(crate) fn partition_display(layout: &TableLayout, framed: &[u8]) -> String {
         }
         Err(_) => "an undecodable partition".to_string(),
     }
-}
-
-/// Lexicographic comparison of decoded keys with Java's comparator (nulls first).
-pub(crate) fn compare_keys(a: &[Datum], b: &[Datum]) -> Ordering {
-    for (x, y) in a.iter().zip(b) {
-        match compare_datums(x, y).unwrap_or(Ordering::Equal) {
-            Ordering::Equal => {}
-            other => return other,
-        }
-    }
-    a.len().cmp(&b.len())
 }
 
 /// Bucket count per partition among the ADD entries with a positive count; two different

@@ -17,7 +17,7 @@ use tidelake_spec::types::DataType;
 use crate::commit::attempt::{AttemptChanges, Request, Source};
 use crate::commit::manifest_writer::MetaWriter;
 use crate::commit::merge::MergeOptions;
-use crate::commit::message::{Changes, CommitMessage};
+use crate::write::message::{Changes, CommitMessage};
 use crate::commit::new_files::common_base;
 use crate::commit::overwrite::{
     check_inside, try_upgrade, OverwriteScope, PartitionFilter, PartitionMatcher,

@@ -77,7 +77,6 @@ pub mod file_store_commit;
 mod index;
 mod manifest_writer;
 mod merge;
-pub mod message;
 mod new_files;
 mod overwrite;
 mod scan;
@@ -85,5 +84,5 @@ mod scan;
 mod tests;
 
 pub use file_store_commit::{CommitOutcome, FileStoreCommit};
-pub use message::{CommitMessage, COMMIT_MESSAGE_VERSION};
+pub use crate::write::message::{CommitMessage, COMMIT_MESSAGE_VERSION};
 pub use overwrite::{OverwriteScope, PartitionFilter};

@@ -33,10 +33,11 @@ use tidelake_spec::manifest::{DataFileMeta, FileKind, ManifestEntry};
 use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
-use crate::commit::conflict::{compare_keys, partition_display};
+use crate::commit::conflict::partition_display;
 use crate::commit::scan::{live_entries_of, PartitionSet};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
+use crate::lsm::key::compare_keys;
 use crate::state::{read_list, read_manifests};
 use crate::table::Table;
 use crate::write::postpone::POSTPONE_BUCKET;

@@ -17,10 +17,11 @@ use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{FileKind, ManifestEntry};
 use tidelake_spec::types::DataType;
 
-use crate::commit::conflict::{compare_keys, partition_display};
+use crate::commit::conflict::partition_display;
 use crate::datum_arrow::{compare_datums, datums_to_array};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
+use crate::lsm::key::compare_keys;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 
 /// Which partitions an overwrite replaces.

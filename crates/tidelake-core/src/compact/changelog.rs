@@ -39,12 +39,10 @@ use arrow_row::{Row, Rows};
 use arrow_select::interleave::interleave;
 use futures::stream::{BoxStream, TryStreamExt};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
+use tidelake_spec::row_kind::RowKind;
 
-use super::kv_merge::KeyEncoder;
+use crate::lsm::key::KeyEncoder;
 use crate::error::{Error, Result};
-use crate::read::split_read::{
-    ROW_KIND_DELETE, ROW_KIND_INSERT, ROW_KIND_UPDATE_AFTER, ROW_KIND_UPDATE_BEFORE,
-};
 
 /// Columns before the value columns in merged rows (`_SEQUENCE_NUMBER`, `_VALUE_KIND`).
 pub(super) const VALUE_OFFSET: usize = 2;
@@ -304,13 +302,13 @@ impl ChangelogJoin {
                 (_, b) => b,
             };
             match before {
-                None if after_add => picks.push(after(ROW_KIND_INSERT)),
+                None if after_add => picks.push(after(RowKind::Insert.code())),
                 None => {}
-                Some(b) if !after_add => picks.push((b.src, b.pos, ROW_KIND_DELETE)),
+                Some(b) if !after_add => picks.push((b.src, b.pos, RowKind::Delete.code())),
                 Some(b) if self.spec.row_deduplicate && same_values(&sources[b.src], b.pos, merged, row) => {}
                 Some(b) => {
-                    picks.push((b.src, b.pos, ROW_KIND_UPDATE_BEFORE));
-                    picks.push(after(ROW_KIND_UPDATE_AFTER));
+                    picks.push((b.src, b.pos, RowKind::UpdateBefore.code()));
+                    picks.push(after(RowKind::UpdateAfter.code()));
                 }
             }
         }
@@ -327,7 +325,7 @@ impl ChangelogJoin {
 }
 
 fn is_add(kind: i8) -> bool {
-    kind == ROW_KIND_INSERT || kind == ROW_KIND_UPDATE_AFTER
+    RowKind::from_code(kind).is_some_and(RowKind::is_add)
 }
 
 fn kind_at(batch: &RecordBatch, row: usize) -> Result<i8> {
@@ -447,10 +445,10 @@ mod tests {
         out
     }
 
-    const I: i8 = ROW_KIND_INSERT;
-    const D: i8 = ROW_KIND_DELETE;
-    const UB: i8 = ROW_KIND_UPDATE_BEFORE;
-    const UA: i8 = ROW_KIND_UPDATE_AFTER;
+    const I: i8 = RowKind::Insert.code();
+    const D: i8 = RowKind::Delete.code();
+    const UB: i8 = RowKind::UpdateBefore.code();
+    const UA: i8 = RowKind::UpdateAfter.code();
 
     /// Before: keys 1, 2, 3, 5 (old values); merged: 1 untouched, 2 updated to the same value,
     /// 3 deleted, 4 new, 5 updated, 6 written and deleted.

@@ -47,7 +47,7 @@ use tidelake_spec::manifest::DataFileMeta;
 use tokio::task::JoinHandle;
 
 use super::job::{delete_written, joined, Bucket, Compactor, Done};
-use super::levels::LevelFile;
+use crate::lsm::levels::LevelFile;
 use super::rewriter::delete_files;
 use crate::commit::CommitMessage;
 use crate::error::Result;

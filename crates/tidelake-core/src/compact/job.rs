@@ -50,15 +50,15 @@ use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
 
 use super::changelog::{ChangelogMode, ChangelogSpec};
-use super::levels::{LevelFile, Levels};
-use super::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
+use crate::lsm::levels::{LevelFile, Levels};
+use crate::lsm::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use super::postpone::{redistribute, Redistributed};
 use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
 use crate::commit::{CommitMessage, FileStoreCommit};
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
-use crate::read::merge::MergeConfig;
+use crate::lsm::merge::MergeConfig;
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
 use crate::scan::predicate::Predicate;
 use crate::snapshots::SnapshotManager;

@@ -42,8 +42,8 @@ use tidelake_spec::manifest::{DeletionVectorMeta, IndexFileMeta, DELETION_VECTOR
 use tidelake_spec::types::DataType;
 
 use super::changelog::{same_batch, KeyCursor, VALUE_OFFSET};
-use super::kv_merge::KeyEncoder;
-use super::levels::LevelFile;
+use crate::lsm::key::KeyEncoder;
+use crate::lsm::levels::LevelFile;
 use crate::error::{Error, Result};
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::ReadContext;

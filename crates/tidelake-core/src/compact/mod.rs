@@ -3,9 +3,9 @@
 //!
 //! ```text
 //!  latest snapshot ─► live files per (partition, bucket), level 0 included   [job]
-//!        ─► Levels: level-0 files newest first, one run per level >= 1         [levels]
-//!        ─► pick: universal / force-up-level-0 / full → prefix of runs + level [picker]
-//!        ─► rewrite: sections → merge (sequence numbers kept) → rolling files  [rewriter, kv_merge]
+//!        ─► Levels: level-0 files newest first, one run per level >= 1    [lsm::levels]
+//!        ─► pick: universal / force-up-level-0 / full → prefix of runs + level [lsm::picker]
+//!        ─► rewrite: sections → merge (sequence numbers kept) → rolling files  [rewriter, lsm::kv_merge]
 //!           at the output level, or upgrade large non-overlapping files
 //!           (lookup tables: older copies below the output merged, marked)   [lookup]
 //!        ─► CommitMessage.compact_before/after (+ new / dropped DV index files)
@@ -13,12 +13,10 @@
 //! ```
 //!
 //! Modules:
-//! * [`picker`]: pure strategy (Java `UniversalCompaction`, `ForceUpLevel0Compaction`,
-//!   `CompactStrategy.pickFullCompaction`), property-tested;
-//! * [`levels`]: the runs of one bucket (Java `Levels`);
+//! * [`crate::lsm::picker`] (pure strategy) and [`crate::lsm::levels`] (the runs of one
+//!   bucket) live in the LSM layer;
 //! * [`rewriter`]: one unit of one bucket (Java `MergeTreeCompactTask`,
 //!   `MergeTreeCompactRewriter`);
-//! * `kv_merge`: the sorted-run merge that keeps `_SEQUENCE_NUMBER`, shared with the writer;
 //! * [`changelog`]: the changelog of `changelog-producer=full-compaction`/`lookup` (Java
 //!   `ChangelogMergeTreeRewriter` and its merge-function wrappers);
 //! * `lookup`: the newest older copy of level-0 keys in the levels below a unit's output,
@@ -56,10 +54,7 @@
 pub mod changelog;
 mod inline;
 pub mod job;
-mod kv_merge;
 mod lookup;
-pub mod levels;
-pub mod picker;
 mod postpone;
 pub mod rewriter;
 #[cfg(test)]
@@ -69,4 +64,3 @@ mod visible;
 pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
 pub use visible::commit_visible;
 pub(crate) use inline::{InlineCompaction, Slot};
-pub(crate) use kv_merge::merge_keeping_sequence;

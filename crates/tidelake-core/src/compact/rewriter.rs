@@ -15,7 +15,7 @@
 //! older copies must be found).
 //!
 //! Rewrite (Java `MergeTreeCompactRewriter.rewriteCompaction`): the candidate sections, in key
-//! order, stream through the sorted-run merge ([`super::kv_merge`]) into one rolling writer
+//! order, stream through the sorted-run merge ([`crate::lsm::kv_merge`]) into one rolling writer
 //! at the output level (`FileSource::Compact`, files rolled at `target-file-size`); retract
 //! results are dropped only with `drop_delete` (Java `DropDeleteReader`). Each input file is
 //! read by the reader's [`ReadContext`] with its own schema into the latest schema, deletion
@@ -52,13 +52,13 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
 use super::changelog::{ChangelogJoin, ChangelogMode, ChangelogSpec, KeyCursor};
-use super::kv_merge::merge_keeping_sequence;
+use crate::lsm::kv_merge::merge_keeping_sequence;
 use super::lookup::{found_rows, queued, write_index_file, DeeperLookup, FoundQueue, SharedLookup};
-use super::levels::LevelFile;
+use crate::lsm::levels::LevelFile;
 use crate::error::{Error, Result};
-use crate::read::merge::MergeConfig;
-use crate::read::merge_fn::MergeEngineConfig;
-use crate::read::sorted_runs::{self, Sections};
+use crate::lsm::merge::MergeConfig;
+use crate::lsm::merge_fn::MergeEngineConfig;
+use crate::lsm::sorted_runs::{self, Sections};
 use crate::read::split_read::{drop_retracts, ReadContext};
 use crate::scan::split::SplitFile;
 use crate::table::Table;

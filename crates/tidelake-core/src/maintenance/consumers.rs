@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::io::FileIO;
+use crate::snapshots::check_name;
 use crate::table::Table;
 
 const CONSUMER_DIR: &str = "consumer";
@@ -20,19 +21,6 @@ const CONSUMER_PREFIX: &str = "consumer-";
 
 fn consumer_path(id: &str) -> String {
     format!("{CONSUMER_DIR}/{CONSUMER_PREFIX}{id}")
-}
-
-/// Reject ids that are blank or would not be a single file name.
-pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
-    if name.trim().is_empty() {
-        return Err(Error::invalid(format!("{what} name shouldn't be blank")));
-    }
-    if name.contains('/') {
-        return Err(Error::invalid(format!(
-            "{what} name '{name}' must not contain '/'"
-        )));
-    }
-    Ok(())
 }
 
 /// The file content Java writes for `next_snapshot`.

@@ -66,8 +66,8 @@ use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, Candidate,
     DataScope, DeletedFiles, FileCategory, MetaCache, References,
 };
-use crate::maintenance::{now_ms, snapshot_path, write_hint, EARLIEST_HINT_PATH};
-use crate::snapshots::SnapshotManager;
+use crate::maintenance::now_ms;
+use crate::snapshots::{snapshot_path, write_hint, SnapshotManager, EARLIEST_HINT_PATH};
 use crate::table::Table;
 
 /// What to retain; [`ExpireConfig::from_options`] gives Paimon's defaults.
@@ -132,6 +132,25 @@ pub struct ExpireResult {
 
 /// Expire snapshots of `table` as `config` allows; see the module docs.
 pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
+    let result = expire(table, config).await?;
+    if result.snapshots > 0 {
+        let d = &result.deleted;
+        log::info!(
+            target: "tidelake.expire",
+            "{}: expired {} snapshot(s), earliest now {:?}; deleted {} data, {} changelog, {} manifest, {} index file(s)",
+            table.location(),
+            result.snapshots,
+            result.earliest,
+            d.data_files,
+            d.changelog_files,
+            d.manifest_files,
+            d.index_files
+        );
+    }
+    Ok(result)
+}
+
+async fn expire(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
     if config.retain_min < 1 {
         return Err(Error::invalid(format!(
             "retain_min must be at least 1, got {}",

@@ -5,27 +5,31 @@
 //! * [`expire`]: snapshot expiration (`ExpireSnapshotsImpl`, `SnapshotDeletion`);
 //! * [`orphans`]: orphan files (`OrphanFilesClean`, `LocalOrphanFilesClean`);
 //! * [`tags`]: create/delete/expire tags (`TagManager`, `TagDeletion`, `TagTimeExpire`);
+//! * [`branches`]: create/delete/fast-forward branches (`BranchManager`);
 //! * [`rollback`]: rollback to a snapshot or tag (`RollbackHelper`);
 //! * [`consumers`]: consumer files (`ConsumerManager`, `Consumer`);
 //! * [`partitions`]: partition expiration and dropping (`PartitionExpire`,
 //!   `PartitionValuesTimeExpireStrategy`, `PartitionTimeExtractor` in [`time_format`]);
 //! * [`system_tables`], [`file_tables`], [`audit_log`]: `$snapshots`, `$files`, ... as Arrow;
+//! * [`history`]: what each live snapshot's commit changed (files, rows, bytes);
 //! * `refs`: what roots reference and deleting what nothing references.
 //!
 //! Invariants shared by everything that deletes:
 //! * a file is deleted only when no retained snapshot or tag of the operation's branch, and no
 //!   snapshot, tag or changelog of any other branch, references it (data and metadata files
 //!   are shared by branches; other branches are listed after the operation deleted its own
-//!   snapshot or tag files, see [`crate::branch`]), the reference set being built before any
+//!   snapshot or tag files, see [`branches`]), the reference set being built before any
 //!   file is deleted; a root whose metadata cannot be read aborts the operation instead;
 //! * metadata roots go before the files they reference (snapshot files oldest first, hints
 //!   written first), so a crash leaves unreferenced files, never dangling references;
 //! * `schema/` files are never deleted.
 
 pub mod audit_log;
+pub mod branches;
 pub mod consumers;
 pub mod expire;
 pub mod file_tables;
+pub mod history;
 pub mod orphans;
 pub mod partitions;
 mod refs;
@@ -40,11 +44,7 @@ pub use refs::DeletedFiles;
 pub use rollback::{rollback_to, RollbackResult, RollbackTarget};
 
 use crate::error::Result;
-use crate::io::FileIO;
 use crate::table::Table;
-
-pub(crate) const LATEST_HINT_PATH: &str = "snapshot/LATEST";
-pub(crate) const EARLIEST_HINT_PATH: &str = "snapshot/EARLIEST";
 
 /// Wall-clock time, epoch milliseconds.
 pub fn now_ms() -> i64 {
@@ -54,24 +54,6 @@ pub fn now_ms() -> i64 {
 /// Local wall-clock time (Java `LocalDateTime.now()`).
 pub fn local_now() -> chrono::NaiveDateTime {
     chrono::Local::now().naive_local()
-}
-
-/// `snapshot/snapshot-<id>`.
-pub(crate) fn snapshot_path(id: i64) -> String {
-    format!(
-        "snapshot/{}",
-        tidelake_spec::snapshot::snapshot_file_name(id)
-    )
-}
-
-/// `tag/tag-<name>`.
-pub(crate) fn tag_path(name: &str) -> String {
-    format!("tag/{}", tidelake_spec::snapshot::tag_file_name(name))
-}
-
-/// Write a `LATEST`/`EARLIEST` hint (decimal id, no newline, as Java).
-pub(crate) async fn write_hint(io: &FileIO, rel: &str, id: i64) -> Result<()> {
-    io.write(rel, id.to_string().into_bytes()).await
 }
 
 /// What [`maintain`] did.

@@ -133,7 +133,7 @@ mod tests {
     use crate::error::ErrorKind;
     use crate::io::FileIO;
     use crate::maintenance::refs::Root;
-    use crate::maintenance::snapshot_path;
+    use crate::snapshots::snapshot_path;
     use crate::schema_change::{create_table, TableSpec};
     use crate::write::input::RowKinds;
     use crate::write::table_write::TableWrite;

@@ -29,9 +29,8 @@ use crate::branch::all_branch_ios;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 use crate::layout::TableLayout;
-use crate::maintenance::{snapshot_path, tag_path};
+use crate::snapshots::{snapshot_path, tag_path, SnapshotManager};
 use crate::state::{read_entries, read_index, read_list, LiveFiles, Pruning, INDEX_DIR, MANIFEST_DIR};
-use crate::snapshots::SnapshotManager;
 use crate::table::Table;
 
 pub(crate) const STATISTICS_DIR: &str = "statistics";

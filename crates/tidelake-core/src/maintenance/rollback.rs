@@ -29,9 +29,7 @@ use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, DataScope,
     DeletedFiles, FileCategory, MetaCache, References,
 };
-use crate::maintenance::{
-    snapshot_path, tag_path, write_hint, EARLIEST_HINT_PATH, LATEST_HINT_PATH,
-};
+use crate::snapshots::{snapshot_path, tag_path, write_hint, EARLIEST_HINT_PATH, LATEST_HINT_PATH};
 use crate::table::Table;
 
 /// What to roll back to.

@@ -22,12 +22,11 @@ use tidelake_spec::snapshot::{LocalDateTime, Snapshot, Tag};
 
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
-use crate::maintenance::consumers::check_name;
 use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, DataScope,
     DeletedFiles, FileCategory, MetaCache, References,
 };
-use crate::maintenance::{snapshot_path, tag_path};
+use crate::snapshots::{check_name, snapshot_path, tag_path};
 use crate::table::Table;
 
 /// `time` as the `LocalDateTime` stored in tags.

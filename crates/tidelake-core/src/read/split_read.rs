@@ -7,7 +7,7 @@
 //! * Primary-key splits that are raw-convertible (see [`crate::scan::plan`]): files are streamed
 //!   without merging; retract rows are dropped.
 //! * Other primary-key splits: files are cut into sections and sorted runs
-//!   ([`super::sorted_runs`]); each section's runs go through the k-way merge. Tables that
+//!   ([`crate::lsm::sorted_runs`]); each section's runs go through the k-way merge. Tables that
 //!   need lookup (not first-row) merge as Java's `LookupMergeFunction`: each level-0 file is a
 //!   run and the files above level 0 one run of each key's newest record.
 //!
@@ -28,17 +28,18 @@ use arrow_select::filter::filter_record_batch;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use futures::FutureExt;
 use tidelake_spec::options::{ChangelogProducer, MergeEngine};
+use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType};
 
-use crate::compact::merge_keeping_sequence;
+use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::error::{Error, Result};
 use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumns};
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::evolution;
-use crate::read::merge::{merge_sorted_runs, MergeConfig};
-use crate::read::merge_fn::MergeEngineConfig;
-use crate::read::sorted_runs;
+use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
+use crate::lsm::merge_fn::MergeEngineConfig;
+use crate::lsm::sorted_runs;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{Split, SplitFile};
 use crate::table::Table;
@@ -54,10 +55,6 @@ const COLLECT_SPLITS: usize = 2;
 const SPLIT_CHANNEL_CAPACITY: usize = 2;
 
 /// Row kinds stored in `_VALUE_KIND`.
-pub const ROW_KIND_INSERT: i8 = 0;
-pub const ROW_KIND_UPDATE_BEFORE: i8 = 1;
-pub const ROW_KIND_UPDATE_AFTER: i8 = 2;
-pub const ROW_KIND_DELETE: i8 = 3;
 /// Leading column of change reads.
 pub const ROW_KIND_COLUMN: &str = "_row_kind";
 
@@ -467,7 +464,7 @@ fn matching_rows(filter: &BoundPredicate, batch: RecordBatch) -> Result<Option<R
 /// (`_SEQUENCE_NUMBER`, `_VALUE_KIND` for primary-key files; none for append files: `+I`).
 fn row_kind_strings(batch: &RecordBatch, system: usize) -> Result<ArrayRef> {
     if system < 2 {
-        return Ok(Arc::new(StringArray::from(vec!["+I"; batch.num_rows()])));
+        return Ok(Arc::new(StringArray::from(vec![RowKind::Insert.short_string(); batch.num_rows()])));
     }
     let kinds = batch
         .column(1)
@@ -476,7 +473,7 @@ fn row_kind_strings(batch: &RecordBatch, system: usize) -> Result<ArrayRef> {
         .ok_or_else(|| Error::invalid("_VALUE_KIND column is not TINYINT"))?;
     let names = kinds
         .iter()
-        .map(|k| row_kind_name(k.unwrap_or(ROW_KIND_INSERT)))
+        .map(|k| row_kind_name(k.unwrap_or(RowKind::Insert.code())))
         .collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(StringArray::from(names)))
 }
@@ -489,10 +486,11 @@ pub(crate) fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<Recor
         .as_any()
         .downcast_ref::<Int8Array>()
         .ok_or_else(|| Error::invalid("_VALUE_KIND column is not TINYINT"))?;
-    if kinds.iter().all(|k| matches!(k, Some(ROW_KIND_INSERT | ROW_KIND_UPDATE_AFTER))) {
+    let is_add = |k: Option<i8>| k.and_then(RowKind::from_code).is_some_and(RowKind::is_add);
+    if kinds.iter().all(is_add) {
         return Ok(batch);
     }
-    let mask = kinds.iter().map(|k| Some(matches!(k, Some(ROW_KIND_INSERT | ROW_KIND_UPDATE_AFTER)))).collect();
+    let mask = kinds.iter().map(|k| Some(is_add(k))).collect();
     filter_record_batch(&batch, &mask).map_err(|e| Error::arrow("dropping retract rows", e))
 }
 
@@ -593,13 +591,9 @@ async fn pump(mut stream: BoxStream<'static, Result<RecordBatch>>, tx: &tokio::s
     true
 }
 
-/// The `_VALUE_KIND` code of a row-kind short string (`+I`, `-U`, `+U`, `-D`).
+/// The short string (`+I`, `-U`, `+U`, `-D`) of the `_VALUE_KIND` code `kind`.
 pub fn row_kind_name(kind: i8) -> Result<&'static str> {
-    match kind {
-        ROW_KIND_INSERT => Ok("+I"),
-        ROW_KIND_UPDATE_BEFORE => Ok("-U"),
-        ROW_KIND_UPDATE_AFTER => Ok("+U"),
-        ROW_KIND_DELETE => Ok("-D"),
-        other => Err(Error::invalid(format!("unknown row kind {other}"))),
-    }
+    RowKind::from_code(kind)
+        .map(RowKind::short_string)
+        .ok_or_else(|| Error::invalid(format!("unknown row kind {kind}")))
 }

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, Int8Array, RecordBatch, StringArray};
 use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, SchemaRef};
+use tidelake_spec::options::MergeEngine;
+use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
 
 use crate::error::{Error, Result};
-use crate::read::split_read::{ROW_KIND_DELETE, ROW_KIND_INSERT, ROW_KIND_UPDATE_AFTER, ROW_KIND_UPDATE_BEFORE};
 
 /// Where the row kinds of a batch come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,9 +35,11 @@ pub struct Conformed {
 /// Conform `batch` to `schema` (whose Arrow form is `arrow_schema`).
 ///
 /// For deletes (`RowKinds::Fixed(-D)`) only the primary-key columns are required; other
-/// missing columns become nulls, as do missing nullable columns of any write.
+/// missing columns become nulls. Other writes to primary-key tables whose rows replace whole
+/// rows (deduplicate, first-row) need every column; elsewhere missing nullable columns become
+/// nulls (append tables; partial-update and aggregation, where a null changes nothing).
 pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaRef, kinds: RowKinds) -> Result<Conformed> {
-    let is_delete = kinds == RowKinds::Fixed(ROW_KIND_DELETE);
+    let is_delete = kinds == RowKinds::Fixed(RowKind::Delete.code());
     let input = batch.schema();
     if let Some(extra) = input.fields().iter().find(|f| schema.field(f.name()).is_none()) {
         return Err(Error::SchemaMismatch(format!(
@@ -70,6 +73,22 @@ pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaR
         }
         columns.push(column);
     }
+    if !is_delete && replaces_whole_rows(schema)? {
+        let missing: Vec<String> = schema
+            .fields
+            .iter()
+            .filter(|f| input.index_of(&f.name).is_err())
+            .map(|f| format!("'{}'", f.name))
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::SchemaMismatch(format!(
+                "missing column(s) {}: a write to this primary-key table replaces whole rows, so the \
+                 missing columns would become null; give every column (merge-engine=partial-update \
+                 updates only the columns given)",
+                missing.join(", ")
+            )));
+        }
+    }
     // Deletes may leave NOT NULL value columns null: Paimon only needs the key of a -D row.
     let out_schema = if is_delete { Arc::new(relax_non_key(arrow_schema, schema)) } else { arrow_schema.clone() };
     let conformed = RecordBatch::try_new(out_schema, columns).map_err(|e| Error::arrow("conforming input", e))?;
@@ -78,6 +97,16 @@ pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaR
         RowKinds::FromField => kinds_from_field(&conformed, schema)?,
     };
     Ok(Conformed { batch: conformed, kinds })
+}
+
+/// Whether a row written to this table replaces the key's whole row (a primary key with the
+/// deduplicate or first-row merge engine), so that a column left out would be stored as null.
+fn replaces_whole_rows(schema: &TableSchema) -> Result<bool> {
+    if schema.primary_keys.is_empty() {
+        return Ok(false);
+    }
+    let engine = schema.options().merge_engine().map_err(|e| Error::from_spec("table options", e))?;
+    Ok(matches!(engine, MergeEngine::Deduplicate | MergeEngine::FirstRow))
 }
 
 fn relax_non_key(arrow_schema: &SchemaRef, schema: &TableSchema) -> arrow_schema::Schema {
@@ -168,13 +197,10 @@ fn kinds_from_field(batch: &RecordBatch, schema: &TableSchema) -> Result<Int8Arr
         .ok_or_else(|| Error::SchemaMismatch(format!("rowkind.field '{name}' must be a STRING column")))?;
     column
         .iter()
-        .map(|v| match v {
-            Some("+I") => Ok(ROW_KIND_INSERT),
-            Some("-U") => Ok(ROW_KIND_UPDATE_BEFORE),
-            Some("+U") => Ok(ROW_KIND_UPDATE_AFTER),
-            Some("-D") => Ok(ROW_KIND_DELETE),
-            other => Err(Error::SchemaMismatch(format!(
-                "column '{name}' (rowkind.field) holds {other:?}; expected +I, -U, +U or -D"
+        .map(|v| match v.and_then(RowKind::from_short_string) {
+            Some(kind) => Ok(kind.code()),
+            None => Err(Error::SchemaMismatch(format!(
+                "column '{name}' (rowkind.field) holds {v:?}; expected +I, -U, +U or -D"
             ))),
         })
         .collect::<Result<Vec<i8>>>()

@@ -4,14 +4,14 @@
 //! * [`bucket`]: partition grouping and bucket routing of Arrow batches.
 //! * [`dynamic_bucket`]: key-hash → bucket assignment for dynamic-bucket tables.
 //! * [`file_writer`]: rolling Parquet writers producing `DataFileMeta`.
+//! * [`message`]: the commit message a writer hands to the committer.
 //! * [`postpone`]: what writers of postpone-bucket tables (`bucket = -2`) do differently.
-//! * [`sorted_buffer`]: the (key, sequence) order of a bucket's write buffer.
 //! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
 
 pub mod bucket;
 pub mod dynamic_bucket;
 pub mod file_writer;
 pub mod input;
+pub mod message;
 pub mod postpone;
-mod sorted_buffer;
 pub mod table_write;

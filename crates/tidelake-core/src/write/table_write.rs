@@ -43,12 +43,13 @@ use tidelake_spec::options::ChangelogProducer;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
-use crate::commit::message::CommitMessage;
+use crate::write::message::CommitMessage;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
-use crate::compact::{merge_keeping_sequence, Compactor, InlineCompaction, Slot};
-use crate::read::merge::MergeConfig;
+use crate::compact::{Compactor, InlineCompaction, Slot};
+use crate::lsm::kv_merge::merge_keeping_sequence;
+use crate::lsm::merge::MergeConfig;
 use crate::state::{LiveFiles, Pruning};
 use crate::table::{schema_path, Table};
 use crate::tasks;
@@ -57,7 +58,7 @@ use crate::write::dynamic_bucket::DynamicBucketAssigner;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 use crate::write::input::{conform, RowKinds};
 use crate::write::postpone::{self, POSTPONE_BUCKET, UNKNOWN_SEQUENCE};
-use crate::write::sorted_buffer::SortedBuffer;
+use crate::lsm::sorted_buffer::SortedBuffer;
 
 /// Rows per batch when merged buffers are written.
 const FLUSH_BATCH_SIZE: usize = 8192;

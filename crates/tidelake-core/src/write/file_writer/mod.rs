@@ -54,7 +54,10 @@ use tidelake_spec::binary_row::encode_framed;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{DataFileMeta, FileSource, SimpleStats, EMPTY_ROW};
 use tidelake_spec::options::Options;
-use tidelake_spec::schema::{TableSchema, SYSTEM_FIELD_ID_START};
+use tidelake_spec::row_kind::RowKind;
+use tidelake_spec::schema::{
+    key_field_name_and_id, TableSchema, SEQUENCE_NUMBER_FIELD_ID, VALUE_KIND_FIELD_ID,
+};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use self::encoding::{EncodedFile, Encoding};
@@ -64,16 +67,9 @@ use crate::datum_arrow::{compare_datums, datum_at};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
 use crate::read::data_file::{FileFormat, SEQUENCE_NUMBER, VALUE_KIND};
-use crate::read::split_read::{ROW_KIND_DELETE, ROW_KIND_UPDATE_BEFORE};
 
 /// Rows written between two size checks (Java `RollingFileWriter.CHECK_ROLLING_RECORD_CNT`).
 pub const ROLL_CHECK_ROWS: usize = 1000;
-/// Prefix of the key columns of primary-key files.
-pub const KEY_FIELD_PREFIX: &str = "_KEY_";
-/// Parquet field id of `_SEQUENCE_NUMBER` (Java `SpecialFields.SEQUENCE_NUMBER`).
-pub const SEQUENCE_NUMBER_FIELD_ID: i32 = i32::MAX - 1;
-/// Parquet field id of `_VALUE_KIND` (Java `SpecialFields.VALUE_KIND`).
-pub const VALUE_KIND_FIELD_ID: i32 = i32::MAX - 2;
 /// Java's default Parquet row-group size (`ParquetWriter.DEFAULT_BLOCK_SIZE`).
 const DEFAULT_BLOCK_SIZE: u64 = 128 * 1024 * 1024;
 /// Java ORC's default stripe size (`orc.stripe.size`).
@@ -294,9 +290,10 @@ impl FilePlan {
         let mut columns = Vec::new();
         for &pos in &key_positions {
             let field = &fields[pos];
+            let (name, field_id) = key_field_name_and_id(field);
             columns.push(PhysicalColumn {
-                name: format!("{KEY_FIELD_PREFIX}{}", field.name),
-                field_id: field.id.wrapping_add(SYSTEM_FIELD_ID_START),
+                name,
+                field_id,
                 data_type: field.data_type.clone(),
                 unique: unique_key(pos),
             });
@@ -631,7 +628,7 @@ impl RollingWriter {
                 .as_primitive::<Int8Type>()
                 .values()
                 .iter()
-                .find(|k| !(0..=ROW_KIND_DELETE).contains(*k))
+                .find(|k| RowKind::from_code(**k).is_none())
             {
                 return Err(Error::invalid(format!(
                     "{VALUE_KIND} {bad} is not a row kind (0..=3)"
@@ -705,7 +702,7 @@ impl RollingWriter {
                 let retracts = kinds
                     .values()
                     .iter()
-                    .filter(|k| **k == ROW_KIND_UPDATE_BEFORE || **k == ROW_KIND_DELETE)
+                    .filter(|k| RowKind::from_code(**k).is_some_and(RowKind::is_retract))
                     .count();
                 open.deletes += i64::try_from(retracts).unwrap_or(i64::MAX);
                 let key_at = |row: usize| -> Result<Vec<Datum>> {

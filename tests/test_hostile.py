@@ -224,6 +224,10 @@ def test_a_file_added_twice_names_the_manifest(tmp_path):
     (snap_dir / "LATEST").write_text("2")
     with pytest.raises(tidelake.CorruptMetadataError, match=f"added twice.*manifest/{manifest}"):
         tidelake.open_table(str(tmp_path / "t")).to_arrow()
+    # System tables read the same live files, with the same error.
+    for name in ("files", "partitions"):
+        with pytest.raises(tidelake.CorruptMetadataError, match=f"added twice.*manifest/{manifest}"):
+            tidelake.open_table(str(tmp_path / "t")).system(name)
 
 
 # ---- races with expiration ---------------------------------------------------------------------------

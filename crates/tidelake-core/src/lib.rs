@@ -8,6 +8,7 @@
 //! |-------|---------|------|
 //! | base | `error`, `tasks`, `io`, `datum_arrow`, `layout` | errors, task helpers, object-store access, values as Arrow, partition and bucket layout |
 //! | metadata | `snapshots`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; where branches live; opening, creating and altering tables |
+//! | state | `state` | a snapshot's manifests replayed into its live files per partition and bucket |
 //! | plan | `scan`, `lsm` | snapshot → splits with pruning; the LSM tree: key order, sorted runs, levels, merges |
 //! | data | `read`, `write` | data files and splits read; batches written to files and commit messages |
 //! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
@@ -31,6 +32,7 @@ pub mod read;
 pub mod scan;
 pub mod schema_change;
 pub mod snapshots;
+pub mod state;
 pub mod table;
 mod tasks;
 pub mod write;

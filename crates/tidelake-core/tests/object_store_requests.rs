@@ -29,6 +29,15 @@ const PLAN_REQUESTS: u64 = 8;
 /// Reading a (small) Parquet data file: its size (HEAD), footer with offset index, the pages.
 const FILE_READ_REQUESTS: u64 = 3;
 
+/// `k` (the key), `dt`, `v`.
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("dt", DataType::Utf8, false),
+        Field::new("v", DataType::Int64, true),
+    ]))
+}
+
 fn batch(schema: &Arc<Schema>, commit: i64) -> RecordBatch {
     let keys: Vec<i64> = (0..100).map(|i| i + commit * 50).collect();
     let days: Vec<&str> = keys.iter().map(|k| if k % 2 == 0 { "a" } else { "b" }).collect();
@@ -51,11 +60,7 @@ fn counts(store: &InstrumentedStore) -> String {
 async fn requests_per_commit_and_scan_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let root = Path::from_absolute_path(dir.path()).unwrap();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, false),
-        Field::new("dt", DataType::Utf8, false),
-        Field::new("v", DataType::Int64, true),
-    ]));
+    let schema = schema();
     let spec = TableSpec {
         primary_keys: vec!["k".into(), "dt".into()],
         partition_keys: vec!["dt".into()],
@@ -114,4 +119,58 @@ async fn requests_per_commit_and_scan_are_bounded() {
     let reads = store.counts().total() - before;
     println!("read {files} data files: {reads} requests");
     assert!(reads <= FILE_READ_REQUESTS * files, "{reads} requests for {files} files: {report:?}");
+}
+
+/// Batch reads of a deletion-vector table hide level 0, so planning skips the manifests that
+/// hold level-0 files only (their `_MAX_LEVEL` is 0): after three appends, a full compaction and
+/// one more append, only the compaction's manifest is read.
+#[tokio::test]
+async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
+    use tidelake_core::compact::{CompactRequest, Compactor};
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::from_absolute_path(dir.path()).unwrap();
+    let schema = schema();
+    let spec = TableSpec {
+        primary_keys: vec!["k".into()],
+        partition_keys: vec![],
+        bucket: Some(1),
+        options: vec![("deletion-vectors.enabled".into(), "true".into()), ("write-only".into(), "true".into())],
+        comment: None,
+    };
+    let io = FileIO::from_store(Arc::new(LocalFileSystem::new()), root.clone(), "local");
+    create_table(io.clone(), &schema, &spec).await.unwrap();
+    let table = Table::open_io(io.clone()).await.unwrap();
+    let append = |commit: i64| {
+        let (table, schema) = (table.clone(), schema.clone());
+        async move {
+            let mut write = TableWrite::new(table.clone()).await.unwrap();
+            write.write(&batch(&schema, commit), RowKinds::Fixed(0)).await.unwrap();
+            let messages = write.prepare_commit().await.unwrap();
+            FileStoreCommit::new(table, "appender").unwrap().commit(messages, commit, &[]).await.unwrap();
+        }
+    };
+    for commit in 1..=3 {
+        append(commit).await;
+    }
+    let compactor = Compactor::new(Table::open_io(io.clone()).await.unwrap()).unwrap();
+    compactor.compact(&CompactRequest { full: true, ..CompactRequest::default() }).await.unwrap();
+    append(4).await;
+
+    let store = InstrumentedStore::recording(Arc::new(LocalFileSystem::new()));
+    let table = Table::open_io(FileIO::from_store(Arc::new(store.clone()), root, "recorded")).await.unwrap();
+    let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
+    let manifests: Vec<String> = store
+        .requests()
+        .into_iter()
+        .filter(|(kind, path)| *kind == OpKind::Get && path.contains("/manifest/manifest-") && !path.contains("manifest-list"))
+        .map(|(_, path)| path)
+        .collect();
+    assert_eq!(manifests.len(), 1, "only the compaction's manifest is read: {manifests:?}");
+    assert!(plan.splits.iter().flat_map(|s| &s.files).all(|f| f.level > 0));
+    let rows: usize = {
+        let ctx = Arc::new(ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap());
+        collect_splits(ctx, plan.splits).await.unwrap().iter().map(|b| b.num_rows()).sum()
+    };
+    assert_eq!(rows, 200, "keys 50..250 as compacted after 3 appends; the 4th is level 0, unread");
 }

@@ -23,9 +23,9 @@ use crate::commit::index::combine_index_entries;
 use crate::commit::manifest_writer::CreatedFiles;
 use crate::commit::merge::Merger;
 use crate::commit::overwrite::PartitionMatcher;
-use crate::commit::scan::{data_manifests, live_entries_of, read_live_entries, PartitionSet};
+use crate::commit::scan::{live_entries_of, PartitionSet};
 use crate::error::{Error, ErrorKind, Result};
-use crate::scan::plan::live_index_entries;
+use crate::state::{data_manifests, live_index_entries, LiveFiles, Pruning};
 use crate::snapshots::next_snapshot_id;
 use crate::table::list_schema_ids;
 
@@ -350,13 +350,10 @@ impl FileStoreCommit {
             Some(m) => m.matches(layout, partition),
             None => Ok(true),
         };
-        let current = read_live_entries(
-            &self.table,
-            latest,
-            |_| true,
-            |e| Ok((postpone_table || e.bucket >= 0) && selected(&e.partition)?),
-        )
-        .await?;
+        let pruning = Pruning::all()
+            .buckets(|b| postpone_table || b >= 0)
+            .partitions(&mut selected);
+        let current = LiveFiles::read(&self.table, latest, pruning).await?.into_entries();
         let mut table: Vec<ManifestEntry> = current
             .into_iter()
             .map(|e| ManifestEntry {

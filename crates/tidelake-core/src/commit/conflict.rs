@@ -27,7 +27,7 @@ use tidelake_spec::types::DataType;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::lsm::key::compare_keys;
-use crate::scan::plan::merge_entries;
+use crate::state::merge_entries;
 
 /// A file's decoded (min key, max key) and its entry.
 type KeyRange<'a> = (Vec<Datum>, Vec<Datum>, &'a ManifestEntry);

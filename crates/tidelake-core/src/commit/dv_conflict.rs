@@ -21,7 +21,7 @@ use tidelake_spec::snapshot::Snapshot;
 
 use crate::commit::conflict::{partition_display, ConflictChecker};
 use crate::error::{ErrorKind, Result};
-use crate::scan::plan::live_index_entries;
+use crate::state::live_index_entries;
 use crate::table::Table;
 
 /// (partition, bucket, data file name).

@@ -28,7 +28,7 @@ use crate::commit::manifest_writer::{CreatedFiles, MetaWriter};
 use crate::commit::scan::PartitionSet;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
-use crate::scan::plan::{merge_entries, read_entries, read_manifests};
+use crate::state::{merge_entries, read_entries, read_manifests};
 use crate::table::Table;
 
 /// The options that drive merging.

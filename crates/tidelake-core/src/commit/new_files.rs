@@ -38,7 +38,7 @@ use crate::commit::scan::{live_entries_of, PartitionSet};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::lsm::key::compare_keys;
-use crate::scan::plan::{read_list, read_manifests};
+use crate::state::{read_list, read_manifests};
 use crate::table::Table;
 use crate::write::postpone::POSTPONE_BUCKET;
 

@@ -1,37 +1,22 @@
-//! What a commit reads from the latest snapshot: its data manifests, and the live files of
-//! some partitions (Java `CommitScanner.readAllEntriesFromChangedPartitions`), with manifests
-//! skipped when their partition statistics show they cannot hold any of those partitions.
-//!
-//! Invariant: entries are filtered by partition/bucket *before* ADD/DELETE replay, which is
-//! exact because a file's identifier includes its partition and bucket, so an ADD and its
-//! DELETE are always kept or dropped together.
+//! What a commit reads from the latest snapshot: the live files of some partitions (Java
+//! `CommitScanner.readAllEntriesFromChangedPartitions`), with manifests skipped when their
+//! partition statistics show they cannot hold any of those partitions
+//! ([`crate::state::LiveFiles`] with partition pruning).
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
-use tidelake_spec::manifest::{FileKind, ManifestEntry, ManifestFileMeta};
+use tidelake_spec::manifest::{ManifestEntry, ManifestFileMeta};
 use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
 use crate::datum_arrow::compare_datums;
 use crate::error::Result;
 use crate::layout::TableLayout;
-use crate::scan::plan::{merge_entries, read_list, read_manifests};
+use crate::state::{LiveFiles, Pruning};
 use crate::table::Table;
-
-/// The manifests holding a snapshot's data files: its base list, then its delta list.
-pub(crate) async fn data_manifests(
-    table: &Table,
-    snapshot: &Snapshot,
-) -> Result<Vec<ManifestFileMeta>> {
-    let (base, delta) = futures::try_join!(
-        read_list(table, &snapshot.base_manifest_list),
-        read_list(table, &snapshot.delta_manifest_list)
-    )?;
-    Ok(base.into_iter().chain(delta).collect())
-}
 
 /// A set of partitions, kept both as framed bytes (for entries) and decoded (for pruning
 /// manifests by their partition statistics).
@@ -100,31 +85,6 @@ impl PartitionSet {
     }
 }
 
-/// The live (ADD) files of `snapshot` among the manifests `keep_manifest` accepts and the
-/// entries `keep_entry` accepts, in manifest order.
-pub(crate) async fn read_live_entries(
-    table: &Table,
-    snapshot: &Snapshot,
-    keep_manifest: impl Fn(&ManifestFileMeta) -> bool,
-    mut keep_entry: impl FnMut(&ManifestEntry) -> Result<bool>,
-) -> Result<Vec<ManifestEntry>> {
-    let metas: Vec<ManifestFileMeta> = data_manifests(table, snapshot)
-        .await?
-        .into_iter()
-        .filter(|m| keep_manifest(m))
-        .collect();
-    let mut kept = Vec::new();
-    for entry in read_manifests(table, &metas).await? {
-        if keep_entry(&entry)? {
-            kept.push(entry);
-        }
-    }
-    Ok(merge_entries(kept)?
-        .into_iter()
-        .filter(|e| e.kind == FileKind::Add)
-        .collect())
-}
-
 /// The live files of the partitions in `partitions` (Java `readAllEntriesFromChangedPartitions`).
 pub(crate) async fn live_entries_of(
     table: &Table,
@@ -134,11 +94,8 @@ pub(crate) async fn live_entries_of(
     if partitions.is_empty() {
         return Ok(Vec::new());
     }
-    read_live_entries(
-        table,
-        snapshot,
-        |m| partitions.may_be_in(m),
-        |e| Ok(partitions.contains(&e.partition)),
-    )
-    .await
+    let pruning = Pruning::all()
+        .manifests(|m| partitions.may_be_in(m))
+        .partitions(|p| Ok(partitions.contains(p)));
+    Ok(LiveFiles::read(table, snapshot, pruning).await?.into_entries())
 }

@@ -51,7 +51,7 @@ use crate::lsm::levels::LevelFile;
 use super::rewriter::delete_files;
 use crate::commit::CommitMessage;
 use crate::error::Result;
-use crate::scan::plan::index_file_refs;
+use crate::state::index_file_refs;
 
 /// Compaction of one writer: the table's compactor and its lazily listed live buckets.
 pub(crate) struct InlineCompaction {

@@ -36,7 +36,7 @@
 //! A commit that loses the snapshot-id race while its inputs are still live is retried and
 //! rebased by [`FileStoreCommit`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
@@ -45,7 +45,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tidelake_spec::datum::Datum;
-use tidelake_spec::manifest::{DataFileMeta, FileKind, IndexFileMeta, DELETION_VECTORS_INDEX};
+use tidelake_spec::manifest::{DataFileMeta, IndexFileMeta};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
 
@@ -62,10 +62,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::lsm::merge::MergeConfig;
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
-use crate::scan::plan::{deletion_file_refs, live_index_entries, read_list, read_merged};
 use crate::scan::predicate::Predicate;
-use crate::scan::split::DeletionFileRef;
 use crate::snapshots::SnapshotManager;
+use crate::state::{BucketFiles, LiveFiles, Pruning};
 use crate::table::Table;
 use crate::tasks;
 use crate::write::postpone::POSTPONE_BUCKET;
@@ -455,77 +454,32 @@ impl Compactor {
 
     /// The live files of `snap` per (partition, bucket), level 0 included.
     pub(crate) async fn live_buckets(&self, snap: &Snapshot) -> Result<Vec<Bucket>> {
-        let (base, delta) = futures::try_join!(
-            read_list(&self.table, &snap.base_manifest_list),
-            read_list(&self.table, &snap.delta_manifest_list)
-        )?;
-        let metas: Vec<_> = base.into_iter().chain(delta).collect();
-        let entries = read_merged(&self.table, &metas).await?;
-        let (mut dv_files, mut dv_index) = self.deletion_vectors(snap).await?;
-        let mut buckets: Vec<Bucket> = Vec::new();
-        let mut index: HashMap<(Vec<u8>, i32), usize> = HashMap::new();
-        for e in entries {
-            if e.kind != FileKind::Add || e.bucket == -2 {
-                continue;
-            }
-            let key = (e.partition.clone(), e.bucket);
-            let slot = match index.get(&key) {
-                Some(&i) => i,
-                None => {
-                    let values = self.layout.decode_partition(&e.partition)?;
-                    buckets.push(Bucket {
-                        partition: e.partition.clone(),
-                        bucket: e.bucket,
-                        total_buckets: e.total_buckets,
-                        bucket_dir: self.layout.bucket_path(&values, e.bucket)?,
-                        files: Vec::new(),
-                        dv_index: dv_index.remove(&key).unwrap_or_default(),
-                        base_snapshot: Some(snap.id),
-                    });
-                    index.insert(key.clone(), buckets.len() - 1);
-                    buckets.len() - 1
-                }
-            };
-            let b = &mut buckets[slot];
-            let path = match &e.file.external_path {
-                Some(p) => p.clone(),
-                None => format!("{}/{}", b.bucket_dir, e.file.file_name),
-            };
-            let deletion = dv_files.remove(&(key.0, key.1, e.file.file_name.clone()));
-            b.files.push(LevelFile {
-                meta: e.file,
-                path,
-                deletion,
+        let pruning = Pruning::all().skip_postpone().with_deletion_vectors();
+        let live = LiveFiles::read(&self.table, snap, pruning).await?;
+        let mut buckets = Vec::with_capacity(live.buckets().len());
+        for b in live.into_buckets() {
+            let bucket_dir = self.layout.bucket_path(&self.layout.decode_partition(&b.partition)?, b.bucket)?;
+            let mut deletion_vectors = b.deletion_vectors;
+            let files = b
+                .files
+                .into_iter()
+                .map(|e| LevelFile {
+                    path: BucketFiles::file_path(&bucket_dir, &e.file),
+                    deletion: deletion_vectors.remove(&e.file.file_name),
+                    meta: e.file,
+                })
+                .collect();
+            buckets.push(Bucket {
+                partition: b.partition,
+                bucket: b.bucket,
+                total_buckets: b.total_buckets,
+                bucket_dir,
+                files,
+                dv_index: b.dv_index,
+                base_snapshot: Some(snap.id),
             });
         }
         Ok(buckets)
-    }
-
-    /// Deletion vectors of `snap`: per data file, and the index files per bucket.
-    #[allow(clippy::type_complexity)]
-    async fn deletion_vectors(
-        &self,
-        snap: &Snapshot,
-    ) -> Result<(
-        HashMap<(Vec<u8>, i32, String), DeletionFileRef>,
-        HashMap<(Vec<u8>, i32), Vec<IndexFileMeta>>,
-    )> {
-        let mut files = HashMap::new();
-        let mut index: HashMap<(Vec<u8>, i32), Vec<IndexFileMeta>> = HashMap::new();
-        let entries = live_index_entries(&self.table, snap).await?;
-        for e in entries
-            .into_iter()
-            .filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX)
-        {
-            for (data_file, dv) in deletion_file_refs(&e)? {
-                files.insert((e.partition.clone(), e.bucket, data_file), dv);
-            }
-            index
-                .entry((e.partition, e.bucket))
-                .or_default()
-                .push(e.index_file);
-        }
-        Ok((files, index))
     }
 
     /// The unit to run on a bucket's files, if any (see the module docs).

@@ -21,11 +21,11 @@
 //! ([`Error::CommitConflict`]) without losing anything. On any failure the files written here
 //! are deleted, except after a storage error during the commit (the outcome is unknown).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::TryStreamExt;
-use tidelake_spec::manifest::{DataFileMeta, FileKind};
+use tidelake_spec::manifest::DataFileMeta;
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
 use super::job::{inputs_gone, BucketReport};
@@ -34,7 +34,7 @@ use crate::commit::{CommitMessage, FileStoreCommit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
-use crate::scan::plan::{read_list, read_merged};
+use crate::state::{LiveFiles, Pruning};
 use crate::scan::split::SplitFile;
 use crate::table::Table;
 use crate::write::postpone::POSTPONE_BUCKET;
@@ -150,31 +150,16 @@ pub(crate) async fn redistribute(
 /// (stable: files created in the same millisecond keep their manifest order, as in Java).
 async fn postponed_files(table: &Table, layout: &TableLayout, id: i64) -> Result<Vec<Postponed>> {
     let snap = table.snapshot_manager().snapshot(id).await?;
-    let (base, delta) = futures::try_join!(
-        read_list(table, &snap.base_manifest_list),
-        read_list(table, &snap.delta_manifest_list)
-    )?;
-    let metas: Vec<_> = base.into_iter().chain(delta).collect();
-    let mut out: Vec<Postponed> = Vec::new();
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    for e in read_merged(table, &metas).await? {
-        if e.kind != FileKind::Add || e.bucket != POSTPONE_BUCKET {
-            continue;
-        }
-        let slot = match index.get(&e.partition) {
-            Some(&i) => i,
-            None => {
-                let values = layout.decode_partition(&e.partition)?;
-                out.push(Postponed {
-                    partition: e.partition.clone(),
-                    bucket_dir: layout.bucket_path(&values, POSTPONE_BUCKET)?,
-                    files: Vec::new(),
-                });
-                index.insert(e.partition.clone(), out.len() - 1);
-                out.len() - 1
-            }
-        };
-        out[slot].files.push(e.file);
+    let live = LiveFiles::read(table, &snap, Pruning::all().buckets(|b| b == POSTPONE_BUCKET)).await?;
+    // One postpone bucket per partition: one bucket of live files is one partition.
+    let mut out = Vec::with_capacity(live.buckets().len());
+    for b in live.into_buckets() {
+        let values = layout.decode_partition(&b.partition)?;
+        out.push(Postponed {
+            bucket_dir: layout.bucket_path(&values, POSTPONE_BUCKET)?,
+            partition: b.partition,
+            files: b.files.into_iter().map(|e| e.file).collect(),
+        });
     }
     for p in &mut out {
         p.files.sort_by_key(|f| f.creation_time);

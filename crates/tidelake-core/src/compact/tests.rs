@@ -653,7 +653,7 @@ async fn deletion_vectors_are_applied_and_their_index_dropped() {
         "the index file is dropped"
     );
     let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
-    assert!(crate::scan::plan::live_index_entries(&table, &snap)
+    assert!(crate::state::live_index_entries(&table, &snap)
         .await
         .unwrap()
         .is_empty());
@@ -690,7 +690,7 @@ async fn commit_deletion_vector(table: &Table, bucket: &Bucket, file: &str, posi
 async fn deleted_positions(table: &Table) -> BTreeMap<String, Vec<u64>> {
     let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
     let mut out = BTreeMap::new();
-    for e in crate::scan::plan::live_index_entries(table, &snap).await.unwrap() {
+    for e in crate::state::live_index_entries(table, &snap).await.unwrap() {
         let bytes = table.io().read(&format!("index/{}", e.index_file.file_name)).await.unwrap();
         for r in e.index_file.dv_ranges.iter().flatten() {
             let dv = crate::read::deletion_vector::read_deletion_vector(&bytes, r.offset as u64, r.length as u64).unwrap();

@@ -27,6 +27,7 @@ use crate::maintenance::refs::MetaCache;
 use crate::maintenance::system_tables::{
     ints, longs, strings, table_of, timestamps, Column, SystemTable,
 };
+use crate::state::{LiveFiles, Pruning};
 use crate::table::Table;
 
 /// Display strings of values of one row type.
@@ -96,14 +97,15 @@ async fn key_display(table: &Table, schema_id: i64) -> Result<Option<RowDisplay>
     RowDisplay::new(names, types, "null", true).map(Some)
 }
 
-/// Live entries of the latest snapshot, grouped by (partition, bucket) in key order.
+/// Live entries of the latest snapshot (the new latest if it expires while read), grouped by
+/// (partition, bucket) in key order.
 async fn live_files(table: &Table) -> Result<Vec<ManifestEntry>> {
-    let Some(snap) = table.snapshot_manager().latest().await? else {
+    let Some((_, live)) = LiveFiles::read_latest(table, Pruning::all).await? else {
         return Ok(Vec::new());
     };
-    let mut entries = MetaCache::new(table).live_entries(&snap).await?;
-    entries.sort_by(|a, b| (&a.partition, a.bucket).cmp(&(&b.partition, b.bucket)));
-    Ok(entries)
+    let mut buckets = live.into_buckets();
+    buckets.sort_by(|a, b| (&a.partition, a.bucket).cmp(&(&b.partition, b.bucket)));
+    Ok(buckets.into_iter().flat_map(|b| b.files).collect())
 }
 
 pub(crate) async fn files(table: &Table) -> Result<SystemTable> {

@@ -17,7 +17,7 @@ use crate::error::{ErrorKind, Result};
 use crate::maintenance::system_tables::{
     local_wall_ms, longs, strings, table_of, timestamps, SystemTable,
 };
-use crate::scan::plan::{read_list, read_manifests};
+use crate::state::{read_list, read_manifests};
 use crate::table::Table;
 
 /// How many snapshots' delta manifests are read at once.

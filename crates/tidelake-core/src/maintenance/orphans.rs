@@ -30,8 +30,9 @@ use crate::error::Result;
 use crate::io::FileStatus;
 use crate::branch::all_branch_ios;
 use crate::maintenance::refs::{
-    add_root, changelog_id, roots_of, MetaCache, References, CHANGELOG_DIR, INDEX_DIR, MANIFEST_DIR, STATISTICS_DIR,
+    add_root, changelog_id, roots_of, MetaCache, References, CHANGELOG_DIR, STATISTICS_DIR,
 };
+use crate::state::{INDEX_DIR, MANIFEST_DIR};
 use crate::table::Table;
 
 /// One orphan file, found (and deleted unless it was a dry run).

@@ -28,9 +28,9 @@ use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 use crate::commit::FileStoreCommit;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
-use crate::maintenance::refs::MetaCache;
 use crate::maintenance::time_format::PartitionTimeExtractor;
 use crate::scan::predicate::{BoundPredicate, CompareOp, LeafTest, Predicate};
+use crate::state::{LiveFiles, Pruning};
 use crate::table::Table;
 
 /// How partitions are judged old.
@@ -108,10 +108,10 @@ async fn live_partitions(
     layout: &TableLayout,
 ) -> Result<BTreeMap<Vec<u8>, LivePartition>> {
     let mut out: BTreeMap<Vec<u8>, LivePartition> = BTreeMap::new();
-    let Some(snap) = table.snapshot_manager().latest().await? else {
+    let Some((_, live)) = LiveFiles::read_latest(table, Pruning::all).await? else {
         return Ok(out);
     };
-    for e in MetaCache::new(table).live_entries(&snap).await? {
+    for e in live.entries() {
         let created = e.file.creation_time;
         match out.get_mut(&e.partition) {
             Some(p) => p.last_creation_ms = p.last_creation_ms.max(created),

@@ -22,21 +22,17 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use tidelake_spec::manifest::{
-    read_index_manifest, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
-};
+use tidelake_spec::manifest::{FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta};
 use tidelake_spec::snapshot::{Snapshot, Tag};
 
 use crate::branch::all_branch_ios;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 use crate::layout::TableLayout;
-use crate::scan::plan::{merge_entries, read_entries, read_list};
 use crate::snapshots::{snapshot_path, tag_path, SnapshotManager};
+use crate::state::{read_entries, read_index, read_list, LiveFiles, Pruning, INDEX_DIR, MANIFEST_DIR};
 use crate::table::Table;
 
-pub(crate) const MANIFEST_DIR: &str = "manifest";
-pub(crate) const INDEX_DIR: &str = "index";
 pub(crate) const STATISTICS_DIR: &str = "statistics";
 pub(crate) const CHANGELOG_DIR: &str = "changelog";
 
@@ -72,8 +68,8 @@ impl<'a> MetaCache<'a> {
         Ok(list)
     }
 
-    /// Every entry of every manifest of list `name`, in list order.
-    pub(crate) async fn list_entries(&mut self, name: &str) -> Result<Vec<ManifestEntry>> {
+    /// Manifest list `name`, with every manifest it lists read into the cache.
+    async fn load_list(&mut self, name: &str) -> Result<Arc<Vec<ManifestFileMeta>>> {
         let metas = self.list(name).await?;
         let missing: Vec<String> = metas
             .iter()
@@ -91,13 +87,24 @@ impl<'a> MetaCache<'a> {
         for (name, entries) in fetched {
             self.manifests.insert(name, Arc::new(entries));
         }
-        let mut out = Vec::new();
-        for m in metas.iter() {
-            if let Some(entries) = self.manifests.get(&m.file_name) {
-                out.extend(entries.iter().cloned());
-            }
-        }
-        Ok(out)
+        Ok(metas)
+    }
+
+    /// The cached entries of `metas`, in order, each tagged with its manifest's name.
+    fn sourced<'m>(
+        &'m self,
+        metas: impl Iterator<Item = &'m ManifestFileMeta> + 'm,
+    ) -> impl Iterator<Item = (Option<&'m str>, ManifestEntry)> + 'm {
+        metas.flat_map(move |m| {
+            let entries = self.manifests.get(&m.file_name).map(|e| e.iter()).into_iter().flatten();
+            entries.map(move |e| (Some(m.file_name.as_str()), e.clone()))
+        })
+    }
+
+    /// Every entry of every manifest of list `name`, in list order.
+    pub(crate) async fn list_entries(&mut self, name: &str) -> Result<Vec<ManifestEntry>> {
+        let metas = self.load_list(name).await?;
+        Ok(self.sourced(metas.iter()).map(|(_, e)| e).collect())
     }
 
     /// Every entry of index manifest `name`.
@@ -105,24 +112,18 @@ impl<'a> MetaCache<'a> {
         if let Some(entries) = self.indexes.get(name) {
             return Ok(entries.clone());
         }
-        let rel = format!("{MANIFEST_DIR}/{name}");
-        let bytes = self.table.io().read(&rel).await?;
-        let entries = Arc::new(
-            read_index_manifest(&bytes)
-                .map_err(|e| Error::from_spec(self.table.io().display(&rel), e))?,
-        );
+        let entries = Arc::new(read_index(self.table, name).await?);
         self.indexes.insert(name.to_string(), entries.clone());
         Ok(entries)
     }
 
-    /// The live data files of `snap` (base then delta list replayed).
+    /// The live data files of `snap` ([`LiveFiles`] of its base then delta list, from the
+    /// cached manifests), bucket by bucket.
     pub(crate) async fn live_entries(&mut self, snap: &Snapshot) -> Result<Vec<ManifestEntry>> {
-        let mut entries = self.list_entries(&snap.base_manifest_list).await?;
-        entries.extend(self.list_entries(&snap.delta_manifest_list).await?);
-        Ok(merge_entries(entries)?
-            .into_iter()
-            .filter(|e| e.kind == FileKind::Add)
-            .collect())
+        let base = self.load_list(&snap.base_manifest_list).await?;
+        let delta = self.load_list(&snap.delta_manifest_list).await?;
+        let entries = self.sourced(base.iter().chain(delta.iter()));
+        Ok(LiveFiles::from_entries(entries, &mut Pruning::all())?.into_entries())
     }
 
     /// The changelog files `snap` added.

@@ -2,7 +2,8 @@
 //!
 //! * [`predicate`]: the filter model (JSON in, bound to a schema, evaluated on batches and on
 //!   file statistics).
-//! * [`plan`]: snapshot selection, manifest replay, pruning and split generation;
+//! * [`plan`]: snapshot selection, pruning and split generation over the live files
+//!   ([`crate::state::LiveFiles`]);
 //!   `bucket_filter`: the fixed buckets a filter can match.
 //! * [`split`]: the serialisable unit of reading work.
 //! * `fallback`: `scan.fallback-branch` (partitions missing from a branch read from another).

@@ -3,11 +3,11 @@
 //! Mirrors Java `AbstractFileStoreScan` + `MergeTreeSplitGenerator`:
 //! 1. resolve the snapshot (latest, id, tag or timestamp) and the schema to read with;
 //! 2. read the base and delta manifest lists, skip manifests whose partition statistics cannot
-//!    match the filter, decode the rest in parallel and replay their entries in list order
-//!    ([`merge_entries`]: ADD then DELETE of the same file identifier cancel out);
-//! 3. drop entries of pruned partitions, of the postpone bucket, of level 0 where batch reads
-//!    hide it (deletion-vector and first-row tables), and files whose key (primary-key tables) or
-//!    value (append tables) statistics cannot match;
+//!    match the filter, and replay the rest without the entries of pruned partitions, of the
+//!    postpone bucket and of level 0 where batch reads hide it (deletion-vector and first-row
+//!    tables) ([`crate::state::LiveFiles`]);
+//! 3. drop files of buckets the filter cannot match and files whose key (primary-key tables)
+//!    or value (append tables) statistics cannot match;
 //! 4. group what remains by (partition, bucket) into [`Split`]s, attaching deletion vectors from
 //!    the snapshot's index manifest. Data-evolution tables are not pruned by file statistics
 //!    (Java `DataEvolutionFileStoreScan`): files of one row range are read together
@@ -19,13 +19,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
-use tidelake_spec::manifest::{
-    read_index_manifest, read_manifest, read_manifest_list, FileIdentifier, FileKind, IndexFileMeta, IndexManifestEntry,
-    ManifestEntry, ManifestFileMeta, SimpleStats, DELETION_VECTORS_INDEX,
-};
+use tidelake_spec::manifest::{FileKind, ManifestEntry, ManifestFileMeta, SimpleStats};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataField;
@@ -35,13 +31,9 @@ use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::fallback::add_fallback_splits;
 use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
-use crate::scan::split::{DeletionFileRef, Split, SplitFile};
+use crate::scan::split::{Split, SplitFile};
+use crate::state::{read_list, read_manifests, BucketFiles, LiveFiles, Pruning};
 use crate::table::Table;
-
-/// How many manifests are fetched and decoded at once.
-const MANIFEST_PARALLELISM: usize = 16;
-const MANIFEST_DIR: &str = "manifest";
-const INDEX_DIR: &str = "index";
 
 /// Which snapshot a read sees.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -185,12 +177,12 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
         };
         if let Some(list) = list {
             let metas = read_list(table, &list).await?;
-            let entries: Vec<ManifestEntry> =
-                read_manifests(table, &metas).await?.into_iter().filter(|e| e.kind == FileKind::Add).collect();
-            for e in &entries {
+            let entries = read_manifests(table, &metas).await?.into_iter().filter(|e| e.kind == FileKind::Add);
+            let added = LiveFiles::from_entries(entries.map(|e| (None, e)), &mut Pruning::all())?;
+            for e in added.entries() {
                 refuse_column_files(&planner.layout, e)?;
             }
-            splits.extend(planner.splits(id, entries, &HashMap::new())?);
+            splits.extend(planner.splits(id, added.into_buckets())?);
         }
         end_snapshot = Some(snap);
     }
@@ -220,141 +212,6 @@ fn refuse_column_files(layout: &TableLayout, e: &ManifestEntry) -> Result<()> {
         e.bucket,
         columns.join(", ")
     )))
-}
-
-/// Replay manifest entries in order (Java `FileEntry.mergeEntries`): an ADD must not repeat an
-/// identifier already present; a DELETE removes the matching ADD, or is kept when its ADD is not
-/// among `entries` (it lives in an older manifest). Prefer [`read_merged`] where the manifests
-/// are at hand: its "added twice" error names them.
-pub fn merge_entries(entries: impl IntoIterator<Item = ManifestEntry>) -> Result<Vec<ManifestEntry>> {
-    merge_sourced(entries.into_iter().map(|e| (None, e)))
-}
-
-/// [`merge_entries`] over entries tagged with the manifest they come from.
-fn merge_sourced<'a>(entries: impl IntoIterator<Item = (Option<&'a str>, ManifestEntry)>) -> Result<Vec<ManifestEntry>> {
-    let mut slots: Vec<Option<ManifestEntry>> = Vec::new();
-    let mut index: HashMap<FileIdentifier, (usize, Option<&'a str>)> = HashMap::new();
-    for (manifest, entry) in entries {
-        let id = entry.identifier();
-        match entry.kind {
-            FileKind::Add => {
-                if let Some((_, first)) = index.get(&id) {
-                    let by = match (first, manifest) {
-                        (Some(a), Some(b)) if *a == b => format!(" (both by manifest {MANIFEST_DIR}/{a})"),
-                        (Some(a), Some(b)) => format!(" (by manifests {MANIFEST_DIR}/{a} and {MANIFEST_DIR}/{b})"),
-                        _ => String::new(),
-                    };
-                    return Err(Error::corrupt(
-                        "manifest",
-                        format!("file {} is added twice in bucket {}{by}", id.file_name, id.bucket),
-                    ));
-                }
-                index.insert(id, (slots.len(), manifest));
-                slots.push(Some(entry));
-            }
-            FileKind::Delete => match index.remove(&id) {
-                Some((pos, _)) => slots[pos] = None,
-                None => {
-                    index.insert(id, (slots.len(), manifest));
-                    slots.push(Some(entry));
-                }
-            },
-        }
-    }
-    Ok(slots.into_iter().flatten().collect())
-}
-
-/// Read manifests `metas` and replay their entries in order ([`merge_entries`]); a file added
-/// twice is a [`Error::Corrupt`] naming the manifests that add it.
-pub async fn read_merged(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<ManifestEntry>> {
-    let chunks = read_manifest_chunks(table, metas).await?;
-    merge_sourced(
-        metas
-            .iter()
-            .zip(chunks)
-            .flat_map(|(m, chunk)| chunk.into_iter().map(move |e| (Some(m.file_name.as_str()), e))),
-    )
-}
-
-/// The live index files of a snapshot (its index manifest lists the complete set; DELETE
-/// entries, if any, cancel earlier ADDs of the same file).
-pub async fn live_index_entries(table: &Table, snap: &Snapshot) -> Result<Vec<IndexManifestEntry>> {
-    let Some(name) = &snap.index_manifest else { return Ok(Vec::new()) };
-    let rel = format!("{MANIFEST_DIR}/{name}");
-    let bytes = table.io().read(&rel).await?;
-    let entries = read_index_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))?;
-    let mut live: Vec<IndexManifestEntry> = Vec::new();
-    for e in entries {
-        match e.kind {
-            FileKind::Add => live.push(e),
-            FileKind::Delete => live.retain(|l| l.index_file.file_name != e.index_file.file_name),
-        }
-    }
-    Ok(live)
-}
-
-/// The deletion vectors one index entry holds, as (data file name, where its vector lives);
-/// empty for index types other than deletion vectors.
-pub(crate) fn deletion_file_refs(e: &IndexManifestEntry) -> Result<Vec<(String, DeletionFileRef)>> {
-    index_file_refs(&e.index_file)
-}
-
-/// The deletion vectors a deletion-vector index file holds, per data file name (none for
-/// other index types).
-pub(crate) fn index_file_refs(index_file: &IndexFileMeta) -> Result<Vec<(String, DeletionFileRef)>> {
-    if index_file.index_type != DELETION_VECTORS_INDEX {
-        return Ok(Vec::new());
-    }
-    let path = match &index_file.external_path {
-        Some(p) => p.clone(),
-        None => format!("{INDEX_DIR}/{}", index_file.file_name),
-    };
-    index_file
-        .dv_ranges
-        .iter()
-        .flatten()
-        .map(|r| {
-            let bad = |what: &str| {
-                Error::corrupt(&path, format!("negative deletion vector {what} for {}", r.data_file_name))
-            };
-            let dv = DeletionFileRef {
-                path: path.clone(),
-                offset: u64::try_from(r.offset).map_err(|_| bad("offset"))?,
-                length: u64::try_from(r.length).map_err(|_| bad("length"))?,
-                cardinality: r.cardinality,
-            };
-            Ok((r.data_file_name.clone(), dv))
-        })
-        .collect()
-}
-
-/// Read manifest list `name` of `table`.
-pub async fn read_list(table: &Table, name: &str) -> Result<Vec<ManifestFileMeta>> {
-    let rel = format!("{MANIFEST_DIR}/{name}");
-    let bytes = table.io().read(&rel).await?;
-    read_manifest_list(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
-}
-
-/// Read manifest file `name` of `table`.
-pub async fn read_entries(table: &Table, name: &str) -> Result<Vec<ManifestEntry>> {
-    let rel = format!("{MANIFEST_DIR}/{name}");
-    let bytes = table.io().read(&rel).await?;
-    read_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
-}
-
-/// Decode many manifests concurrently, keeping their order.
-pub async fn read_manifests(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<ManifestEntry>> {
-    Ok(read_manifest_chunks(table, metas).await?.into_iter().flatten().collect())
-}
-
-/// The entries of each of `metas`, decoded concurrently, in order.
-async fn read_manifest_chunks(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<Vec<ManifestEntry>>> {
-    let names: Vec<String> = metas.iter().map(|m| m.file_name.clone()).collect();
-    let reads = names.into_iter().map(|name| {
-        let table = table.clone();
-        async move { read_entries(&table, &name).await }
-    });
-    stream::iter(reads).buffered(MANIFEST_PARALLELISM).try_collect().await
 }
 
 /// Statistics of a stats row, addressed by column name.
@@ -437,9 +294,25 @@ impl<'a> Planner<'a> {
 
     /// The splits of `snap` (its live files, deletion vectors applied).
     async fn plan(&self, snap: Snapshot) -> Result<Vec<Split>> {
-        let entries = self.live_entries(&snap).await?;
-        let deletion = self.deletion_files(&snap).await?;
-        self.splits(snap.id, entries, &deletion)
+        let pruning = Pruning::all()
+            .manifests(|m| self.manifest_may_match(m))
+            .partitions(|p| self.partition_may_match(p))
+            .skip_postpone()
+            .skip_level0(self.skip_level0)
+            .with_deletion_vectors();
+        let mut buckets = LiveFiles::read(self.table, &snap, pruning).await?.into_buckets();
+        let mut bucket_sets: HashMap<i32, Option<BTreeSet<i32>>> = HashMap::new();
+        for b in &mut buckets {
+            let mut kept = Vec::with_capacity(b.files.len());
+            for e in std::mem::take(&mut b.files) {
+                if self.bucket_may_match(&e, &mut bucket_sets).await? && self.file_may_match(&e).await? {
+                    kept.push(e);
+                }
+            }
+            b.files = kept;
+        }
+        buckets.retain(|b| !b.files.is_empty());
+        self.splits(snap.id, buckets)
     }
 
     fn partition_fields(&self) -> Vec<&DataField> {
@@ -456,36 +329,6 @@ impl<'a> Planner<'a> {
             Some(stats) => filter.may_match(&stats),
             None => true,
         }
-    }
-
-    async fn live_entries(&self, snap: &Snapshot) -> Result<Vec<ManifestEntry>> {
-        let (base, delta) = futures::try_join!(
-            read_list(self.table, &snap.base_manifest_list),
-            read_list(self.table, &snap.delta_manifest_list)
-        )?;
-        let metas: Vec<ManifestFileMeta> =
-            base.into_iter().chain(delta).filter(|m| self.manifest_may_match(m)).collect();
-        let entries = read_merged(self.table, &metas).await?;
-        let mut live = Vec::with_capacity(entries.len());
-        let mut partition_verdicts: HashMap<Vec<u8>, bool> = HashMap::new();
-        let mut bucket_sets: HashMap<i32, Option<BTreeSet<i32>>> = HashMap::new();
-        for e in entries {
-            if e.kind != FileKind::Add || e.bucket == -2 || (self.skip_level0 && e.file.level == 0) {
-                continue;
-            }
-            let keep = match partition_verdicts.get(&e.partition) {
-                Some(k) => *k,
-                None => {
-                    let k = self.partition_may_match(&e.partition)?;
-                    partition_verdicts.insert(e.partition.clone(), k);
-                    k
-                }
-            };
-            if keep && self.bucket_may_match(&e, &mut bucket_sets).await? && self.file_may_match(&e).await? {
-                live.push(e);
-            }
-        }
-        Ok(live)
     }
 
     fn partition_may_match(&self, partition: &[u8]) -> Result<bool> {
@@ -555,59 +398,29 @@ impl<'a> Planner<'a> {
         })
     }
 
-    /// Deletion vectors of the snapshot, by (partition, bucket, data file name).
-    async fn deletion_files(&self, snap: &Snapshot) -> Result<HashMap<(Vec<u8>, i32, String), DeletionFileRef>> {
-        let mut out = HashMap::new();
-        for e in live_index_entries(self.table, snap).await? {
-            for (data_file, dv) in deletion_file_refs(&e)? {
-                out.insert((e.partition.clone(), e.bucket, data_file), dv);
-            }
-        }
-        Ok(out)
-    }
-
-    fn splits(
-        &self,
-        snapshot_id: i64,
-        entries: Vec<ManifestEntry>,
-        deletion: &HashMap<(Vec<u8>, i32, String), DeletionFileRef>,
-    ) -> Result<Vec<Split>> {
-        let mut groups: Vec<((Vec<u8>, i32), Vec<ManifestEntry>)> = Vec::new();
-        let mut index: HashMap<(Vec<u8>, i32), usize> = HashMap::new();
-        for e in entries {
-            let key = (e.partition.clone(), e.bucket);
-            match index.get(&key) {
-                Some(&i) => groups[i].1.push(e),
-                None => {
-                    index.insert(key.clone(), groups.len());
-                    groups.push((key, vec![e]));
-                }
-            }
-        }
-        let mut splits = Vec::with_capacity(groups.len());
-        for ((partition, bucket), mut entries) in groups {
+    /// One split per bucket.
+    fn splits(&self, snapshot_id: i64, buckets: Vec<BucketFiles>) -> Result<Vec<Split>> {
+        let mut splits = Vec::with_capacity(buckets.len());
+        for mut b in buckets {
             if !self.has_primary_key {
                 // Java `AppendOnlySplitGenerator`: an append bucket's files in write order (a
                 // compaction's output comes back where its inputs were)
-                entries.sort_by_key(|e| e.file.min_sequence_number);
+                b.files.sort_by_key(|e| e.file.min_sequence_number);
             }
-            let values = self.layout.decode_partition(&partition)?;
-            let bucket_path = self.layout.bucket_path(&values, bucket)?;
-            let total_buckets = entries[0].total_buckets;
-            let files: Vec<SplitFile> = entries
+            let values = self.layout.decode_partition(&b.partition)?;
+            let bucket_path = self.layout.bucket_path(&values, b.bucket)?;
+            let files: Vec<SplitFile> = b
+                .files
                 .iter()
                 .map(|e| {
-                    let path = match &e.file.external_path {
-                        Some(p) => p.clone(),
-                        None => format!("{bucket_path}/{}", e.file.file_name),
-                    };
-                    let dv = deletion.get(&(partition.clone(), bucket, e.file.file_name.clone())).cloned();
-                    SplitFile::new(path, &e.file, dv)
+                    let dv = b.deletion_vector(&e.file.file_name).cloned();
+                    SplitFile::new(BucketFiles::file_path(&bucket_path, &e.file), &e.file, dv)
                 })
                 .collect();
             let raw_convertible = !self.has_primary_key
                 || self.skip_level0
                 || (files.len() == 1 && files[0].delete_row_count == Some(0));
+            let (partition, bucket, total_buckets) = (b.partition, b.bucket, b.total_buckets);
             splits.push(Split { snapshot_id, partition, bucket, total_buckets, bucket_path, files, raw_convertible, branch: None });
         }
         Ok(splits)

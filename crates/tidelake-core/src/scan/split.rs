@@ -9,16 +9,7 @@ use serde::{Deserialize, Serialize};
 use tidelake_spec::manifest::DataFileMeta;
 
 use crate::error::{Error, Result};
-
-/// Where a data file's deletion vector lives.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeletionFileRef {
-    /// Path relative to the table root (`index/index-...`).
-    pub path: String,
-    pub offset: u64,
-    pub length: u64,
-    pub cardinality: Option<i64>,
-}
+pub use crate::state::DeletionFileRef;
 
 /// One data file to read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

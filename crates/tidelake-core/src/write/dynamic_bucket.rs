@@ -16,7 +16,7 @@ use tidelake_spec::manifest::{IndexFileMeta, HASH_INDEX};
 
 use crate::error::{Error, Result};
 use crate::io::FileIO;
-use crate::scan::plan::live_index_entries;
+use crate::state::live_index_entries;
 use crate::table::Table;
 
 const INDEX_DIR: &str = "index";

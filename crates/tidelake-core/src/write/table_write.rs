@@ -38,10 +38,9 @@ use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use arrow_select::take::take_record_batch;
 use futures::stream::{self, BoxStream, StreamExt};
 use tidelake_spec::datum::Datum;
-use tidelake_spec::manifest::{DataFileMeta, FileKind, FileSource};
+use tidelake_spec::manifest::{DataFileMeta, FileSource};
 use tidelake_spec::options::ChangelogProducer;
 use tidelake_spec::schema::TableSchema;
-use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
 use crate::write::message::CommitMessage;
@@ -51,7 +50,7 @@ use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
 use crate::compact::{Compactor, InlineCompaction, Slot};
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::MergeConfig;
-use crate::scan::plan::{merge_entries, read_list, read_manifests};
+use crate::state::{LiveFiles, Pruning};
 use crate::table::{schema_path, Table};
 use crate::tasks;
 use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes};
@@ -696,27 +695,17 @@ fn split_by_bucket(buckets: &[i32]) -> Vec<(i32, UInt32Array)> {
 type RestoredState = (HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>, i64);
 
 async fn restore(table: &Table) -> Result<RestoredState> {
-    let restored = table.snapshot_manager().read_latest(|snap| async move { restore_from(table, &snap).await }).await?;
-    Ok(match restored {
-        Some((snap, (restored, partitions))) => (restored, partitions, snap.id),
-        None => (HashMap::new(), HashMap::new(), 0),
-    })
-}
-
-async fn restore_from(table: &Table, snap: &Snapshot) -> Result<(HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>)> {
+    let Some((snap, live)) = LiveFiles::read_latest(table, Pruning::all).await? else {
+        return Ok((HashMap::new(), HashMap::new(), 0));
+    };
     let mut restored: HashMap<(Vec<u8>, i32), Restored> = HashMap::new();
     let mut partitions = HashMap::new();
-    let (base, delta) = futures::try_join!(read_list(table, &snap.base_manifest_list), read_list(table, &snap.delta_manifest_list))?;
-    let metas: Vec<_> = base.into_iter().chain(delta).collect();
-    for e in merge_entries(read_manifests(table, &metas).await?)? {
-        if e.kind != FileKind::Add {
-            continue;
+    for b in live.into_buckets() {
+        if b.bucket != POSTPONE_BUCKET {
+            partitions.insert(b.partition.clone(), b.total_buckets);
         }
-        if e.bucket != POSTPONE_BUCKET {
-            partitions.insert(e.partition.clone(), e.total_buckets);
-        }
-        let r = restored.entry((e.partition, e.bucket)).or_insert(Restored { max_sequence: -1 });
-        r.max_sequence = r.max_sequence.max(e.file.max_sequence_number);
+        let max_sequence = b.files.iter().map(|e| e.file.max_sequence_number).max().unwrap_or(-1);
+        restored.insert((b.partition, b.bucket), Restored { max_sequence });
     }
-    Ok((restored, partitions))
+    Ok((restored, partitions, snap.id))
 }

@@ -4,6 +4,8 @@
 //! * [`read_manifest_list`] / [`write_manifest_list`]: [`ManifestFileMeta`] records.
 //! * [`read_manifest`] / [`write_manifest`]: [`ManifestEntry`] records (with [`DataFileMeta`]).
 //! * [`read_index_manifest`] / [`write_index_manifest`]: [`IndexManifestEntry`] records.
+//! * [`merge_entries`] / [`merge_index_entries`]: replaying ADD/DELETE entries into the live
+//!   files (an ADD cancelled by a later DELETE of the same file).
 //!
 //! Invariants:
 //! * Reading resolves fields by name against each file's writer schema, like Java: unknown
@@ -25,6 +27,7 @@ mod data_file;
 mod entry;
 mod index;
 mod list;
+mod merge;
 mod record;
 mod stats;
 #[cfg(test)]
@@ -39,6 +42,7 @@ pub use index::{
     HASH_INDEX, INDEX_MANIFEST_ENTRY_VERSION,
 };
 pub use list::{ManifestFileMeta, MANIFEST_FILE_META_VERSION};
+pub use merge::{merge_entries, merge_entries_from, merge_index_entries};
 pub use stats::{SimpleStats, EMPTY_ROW};
 
 use crate::error::Result;

@@ -1,0 +1,111 @@
+//! Reading a table's manifest lists, manifests and index manifests (`manifest/`), and the
+//! entry replay with this crate's errors. The one place core code decodes them.
+//!
+//! Invariants: manifests are fetched at most [`MANIFEST_PARALLELISM`] at a time and returned in
+//! the order asked for; a decode failure is [`Error::Corrupt`] naming the file.
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use tidelake_spec::manifest::{
+    merge_entries_from, merge_index_entries, read_index_manifest, read_manifest, read_manifest_list,
+    IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+};
+use tidelake_spec::snapshot::Snapshot;
+
+use crate::error::{Error, Result};
+use crate::table::Table;
+
+/// Where manifest lists, manifests and index manifests live, relative to the table root.
+pub(crate) const MANIFEST_DIR: &str = "manifest";
+/// Where index files (deletion vectors, hash indexes) live, relative to the table root.
+pub(crate) const INDEX_DIR: &str = "index";
+
+/// How many manifests are fetched and decoded at once.
+const MANIFEST_PARALLELISM: usize = 16;
+
+/// Read manifest list `name` of `table`.
+pub async fn read_list(table: &Table, name: &str) -> Result<Vec<ManifestFileMeta>> {
+    let rel = format!("{MANIFEST_DIR}/{name}");
+    let bytes = table.io().read(&rel).await?;
+    read_manifest_list(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
+}
+
+/// Read manifest file `name` of `table`.
+pub async fn read_entries(table: &Table, name: &str) -> Result<Vec<ManifestEntry>> {
+    let rel = format!("{MANIFEST_DIR}/{name}");
+    let bytes = table.io().read(&rel).await?;
+    read_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
+}
+
+/// Read index manifest `name` of `table` (every entry, unreplayed).
+pub(crate) async fn read_index(table: &Table, name: &str) -> Result<Vec<IndexManifestEntry>> {
+    let rel = format!("{MANIFEST_DIR}/{name}");
+    let bytes = table.io().read(&rel).await?;
+    read_index_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
+}
+
+/// The manifests holding a snapshot's data files: its base list, then its delta list (read
+/// concurrently).
+pub(crate) async fn data_manifests(table: &Table, snapshot: &Snapshot) -> Result<Vec<ManifestFileMeta>> {
+    let (base, delta) = futures::try_join!(
+        read_list(table, &snapshot.base_manifest_list),
+        read_list(table, &snapshot.delta_manifest_list)
+    )?;
+    Ok(base.into_iter().chain(delta).collect())
+}
+
+/// Decode many manifests concurrently, keeping their order.
+pub async fn read_manifests(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<ManifestEntry>> {
+    Ok(read_manifest_chunks(table, metas).await?.into_iter().flatten().collect())
+}
+
+/// The entries of each of `metas`, decoded concurrently, in order.
+pub(crate) async fn read_manifest_chunks(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<Vec<ManifestEntry>>> {
+    let names: Vec<String> = metas.iter().map(|m| m.file_name.clone()).collect();
+    let reads = names.into_iter().map(|name| {
+        let table = table.clone();
+        async move { read_entries(&table, &name).await }
+    });
+    stream::iter(reads).buffered(MANIFEST_PARALLELISM).try_collect().await
+}
+
+/// Replay manifest entries in order ([`tidelake_spec::manifest::merge_entries`]): DELETEs
+/// cancel their ADDs, unmatched DELETEs stay; a file added twice is [`Error::Corrupt`].
+pub fn merge_entries(entries: impl IntoIterator<Item = ManifestEntry>) -> Result<Vec<ManifestEntry>> {
+    merge_sourced(entries.into_iter().map(|e| (None, e)))
+}
+
+/// [`merge_entries`] over entries tagged with the manifest they come from (named by the
+/// "added twice" error).
+pub(crate) fn merge_sourced<'a>(
+    entries: impl IntoIterator<Item = (Option<&'a str>, ManifestEntry)>,
+) -> Result<Vec<ManifestEntry>> {
+    merge_entries_from(entries).map_err(|e| match e {
+        tidelake_spec::Error::Corrupt { what, reason } => Error::corrupt(what, reason),
+        other => Error::from_spec(MANIFEST_DIR, other),
+    })
+}
+
+/// Read manifests `metas` and replay their entries in order ([`merge_entries`]); a file added
+/// twice is a [`Error::Corrupt`] naming the manifests that add it.
+pub async fn read_merged(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<ManifestEntry>> {
+    let chunks = read_manifest_chunks(table, metas).await?;
+    merge_sourced(sourced(metas, chunks))
+}
+
+/// Entries tagged with the name of the manifest they were read from.
+pub(crate) fn sourced(
+    metas: &[ManifestFileMeta],
+    chunks: Vec<Vec<ManifestEntry>>,
+) -> impl Iterator<Item = (Option<&str>, ManifestEntry)> {
+    metas
+        .iter()
+        .zip(chunks)
+        .flat_map(|(m, chunk)| chunk.into_iter().map(move |e| (Some(m.file_name.as_str()), e)))
+}
+
+/// The live index files of a snapshot (its index manifest replayed,
+/// [`tidelake_spec::manifest::merge_index_entries`]).
+pub async fn live_index_entries(table: &Table, snap: &Snapshot) -> Result<Vec<IndexManifestEntry>> {
+    let Some(name) = &snap.index_manifest else { return Ok(Vec::new()) };
+    Ok(merge_index_entries(read_index(table, name).await?))
+}

@@ -148,10 +148,18 @@ def test_a_retrying_commit_whose_files_were_cleaned_fails_cleanly(tmp_path):
     CommitConflictError instead of publishing a snapshot of missing files."""
     t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["k"], bucket=1)
     t.upsert(rows({1: "one"}))
-    slow_options = delayed(None, "put", "snapshot/snapshot-", 3000)
+    slow_options = delayed(None, "put", "snapshot/snapshot-", 5000)
+
+    def lists() -> int:
+        return len(list((tmp_path / "t" / "manifest").glob("manifest-list-*")))
+
+    before = lists()
     with mp.get_context("spawn").Pool(1) as pool:
         pending = pool.apply_async(slow_upsert, (t.path, slow_options, {2: "slow"}, False))
-        time.sleep(1.5)  # stuck creating snapshot-2
+        deadline = time.monotonic() + 60
+        while lists() == before:  # its manifest list is written: it is stuck creating snapshot-2
+            assert time.monotonic() < deadline, "the slow writer never reached its commit"
+            time.sleep(0.02)
         t.upsert(rows({3: "three"}))  # takes id 2: the slow commit must retry
         removed = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000)
         assert any("bucket-0" in path for path, _ in removed), removed

@@ -521,7 +521,7 @@ def test_rollback(fixture_copy, monkeypatch):
     assert "existing tags: [first, mid]" in run("rollback", path, "--tag", "nope", "--yes", code=3).stderr
 
     # a terminal: ask, and do nothing on "no"
-    monkeypatch.setattr(cli, "_interactive", lambda: True)
+    monkeypatch.setattr(cli.refs, "_interactive", lambda: True)
     declined = CliRunner().invoke(cli.main, ["rollback", str(path), "--snapshot", "4"], input="n\n")
     assert declined.exit_code == 1
     assert "Roll back" in declined.stderr and "snapshot 5" in declined.stderr

@@ -175,6 +175,13 @@ option_enum!(BucketFunctionType, BUCKET_FUNCTION_TYPE, {
     Hive => "hive",
 });
 
+// Declared after `option_enum!` so that the submodules can use it.
+mod merge_fn;
+mod resolved;
+
+pub use merge_fn::{NestedKeyNullStrategy, SequenceGroupOption, PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP};
+pub use resolved::{OptionValue, ResolvedOption};
+
 /// Table options: an insertion-ordered map from option key to raw string value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {

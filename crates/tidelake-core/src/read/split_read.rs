@@ -161,8 +161,7 @@ impl ReadContext {
             schema.trimmed_primary_keys().iter().filter_map(|k| schema.field(k)).collect();
         let key_types = key_fields.iter().map(|f| f.data_type.clone()).collect();
         let merge = if has_pk {
-            let opts_vec: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            Some(Arc::new(MergeConfig::from_options(&read_fields, &schema.primary_keys, &opts_vec)?))
+            Some(Arc::new(MergeConfig::from_options(&read_fields, &schema.primary_keys, opts)?))
         } else {
             None
         };

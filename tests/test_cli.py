@@ -21,6 +21,7 @@ from click.testing import CliRunner
 import tidelake
 from conftest import FIXTURES, fixture_tables
 from tidelake import cli
+from tidelake._filters import to_filter_tree
 
 WAREHOUSE = FIXTURES / "warehouse" / "fx.db"
 TT = str(WAREHOUSE / "time_travel")
@@ -284,7 +285,7 @@ def test_cat_typed_values():
     ("`odd col` = 1", [[("odd col", "=", 1)]]),
 ])
 def test_parse_filter(text, dnf):
-    assert cli.parse_filter(text) == dnf
+    assert cli.parse_filter(text) == to_filter_tree(dnf)
 
 
 @pytest.mark.parametrize("text", ["", "n >=", "n 5", ">= 5", "n = 1 and", "n = 1 or or m = 2", "id in 1",
@@ -479,6 +480,10 @@ def test_partition_values_are_typed(tmp_path):
         cli._typed_partitions(table, [{"p": "x"}])
     with pytest.raises(tidelake.InvalidArgumentError, match="not a partition key"):
         cli._typed_partitions(table, [{"id": "1"}])
+    # the null partition's name is the table's partition.default-name, resolved by the engine
+    renamed = table.set_option("partition.default-name", "NULLS")
+    assert cli._typed_partitions(renamed, [{"p": "NULLS"}]) == [{"p": None}]
+    assert cli._typed_partitions(renamed, [{"dt": "__DEFAULT_PARTITION__"}]) == [{"dt": "__DEFAULT_PARTITION__"}]
 
 
 def test_tags_create_list_delete(fixture_copy):

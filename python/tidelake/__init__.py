@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._internal import __version__
 from ._metadata import SchemaVersion, Snapshot, Tag
+from .catalog import Catalog
 from .exceptions import (
     CommitConflictError,
     CorruptMetadataError,
@@ -18,7 +19,6 @@ from .exceptions import (
     TidelakeError,
     UnsupportedError,
 )
-from .catalog import Catalog
 from .table import Table, create_table, open_table
 from .write import CommitMessage, TableWriter
 

@@ -15,7 +15,8 @@ from typing import Any, Callable, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "message_target"]
+__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "message_target",
+           "parse_filter_text"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -118,6 +119,11 @@ class RawTable:
 
     def arrow_schema(self) -> pa.Schema:
         """The latest schema as a pyarrow schema."""
+
+    def effective_options(self) -> dict[str, Any]:
+        """The effective value of every option the engine interprets, defaults applied (ints,
+        booleans, strings, lists, sizes in bytes, durations as ``datetime.timedelta``, None when
+        unset without a default)."""
 
     def schemas_json(self) -> list[str]:
         """Every schema version as Paimon JSON, ascending by id."""
@@ -286,7 +292,8 @@ class RawWriter:
         kind: str,
     ) -> None:
         """Write every batch of an Arrow producer with row kind ``kind``: ``insert``,
-        ``upsert``, ``delete`` or ``rowkind_field`` (kinds from the ``rowkind.field`` column)."""
+        ``upsert`` or ``delete``; inserts into a table with ``rowkind.field`` take each row's kind
+        from that column."""
 
     def buckets(
         self,
@@ -351,3 +358,8 @@ class RawBatches:
 def message_target(message: bytes) -> tuple[bytes, int]:
     """The (framed partition BinaryRow, bucket) a commit message from
     :meth:`RawWriter.prepare_commit` writes to."""
+
+
+def parse_filter_text(text: str) -> str:
+    """The JSON filter tree of a text filter (``n >= 5 and s in ('a', 'b') or t is null``);
+    raises ``InvalidArgumentError`` naming the position where reading stopped."""

@@ -28,5 +28,6 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<write::RawWriter>()?;
     m.add_class::<stream::RawBatches>()?;
     m.add_function(wrap_pyfunction!(write::message_target, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::parse_filter_text, m)?)?;
     Ok(())
 }

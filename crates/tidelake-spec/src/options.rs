@@ -847,7 +847,8 @@ impl Options {
 mod tests {
     use super::*;
 
-    fn opts(pairs: &[(&str, &str)]) -> Options {
+    /// Options from key/value pairs (shared with the submodules' tests).
+    pub(super) fn opts(pairs: &[(&str, &str)]) -> Options {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -23,7 +23,7 @@ _EXIT_CODES: list[tuple[type[BaseException], int]] = [
 ]
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 

@@ -108,9 +108,10 @@ def _cell(v: Any) -> str:
 def _fmt_local_time(value: Any) -> Any:
     """A tag's create time as Paimon writes it (a Java LocalDateTime: ``[y, m, d, h, mi, s, ns]``)."""
     if isinstance(value, list) and 3 <= len(value) <= 7 and all(isinstance(v, int) for v in value):
-        parts = [*value, 0, 0, 0, 0][:7]
+        year, month, day, hour, minute, second, nanos = [*value, 0, 0, 0, 0][:7]
         try:
-            return _dt.datetime(*parts[:6], parts[6] // 1000).isoformat(sep=" ", timespec="milliseconds")
+            when = _dt.datetime(year, month, day, hour, minute, second, nanos // 1000)
+            return when.isoformat(sep=" ", timespec="milliseconds")
         except ValueError:
             pass
     return value

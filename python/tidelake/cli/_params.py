@@ -1,5 +1,5 @@
-"""Argument types and checks: durations, partition specs, version selectors, columns, table
-options the commands read."""
+"""Argument types and checks: durations, partition specs (typed against the table), version
+selectors, columns, confirmation."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from .. import exceptions as exc
 
 if TYPE_CHECKING:
     from ..table import Table
+
 
 def _one_version(**given: Any) -> None:
     named = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None]
@@ -123,7 +124,7 @@ def _typed_partitions(t: Table, specs: tuple[dict[str, str], ...] | list[dict[st
     keys = t.partition_keys
     if not keys:
         raise exc.InvalidArgumentError(f"--partition: {t.path} is not partitioned")
-    null_name = t.options.get("partition.default-name", "__DEFAULT_PARTITION__")
+    null_name = t.effective_options["partition.default-name"]
     out = []
     for spec in specs:
         typed: dict[str, Any] = {}
@@ -140,34 +141,12 @@ def _spec_text(spec: dict[str, Any]) -> str:
     return ",".join(f"{k}={'null' if v is None else v}" for k, v in spec.items())
 
 
-_MEMORY_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-                 "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40,
-                 "tb": 1 << 40, "tib": 1 << 40}
-
-
-def _memory_size(text: str, option: str) -> int:
-    """A Paimon memory size (``128 mb``, ``256MB``, ``1gb``, ``1024``) in bytes."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
-    if m is None or m.group(2).lower() not in _MEMORY_UNITS:
-        raise exc.InvalidArgumentError(f"bad table option {option}={text!r}: expected a memory size like 128mb")
-    return int(m.group(1)) * _MEMORY_UNITS[m.group(2).lower()]
-
-
-def _int_option(t: Table, key: str, default: int) -> int:
-    text = t.options.get(key)
-    if text is None:
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise exc.InvalidArgumentError(f"bad table option {key}={text!r}: expected an integer") from None
-
-
 def _interactive() -> bool:
     """Whether a confirmation can be asked (stdin is a terminal)."""
     return sys.stdin.isatty()
 
 
-_PARTITION_OPT_HELP = ("k=v[,k=v...]: one partition (values converted to the column types; "
-                       "__DEFAULT_PARTITION__ is null). Repeat for more partitions.")
+_PARTITION_OPT_HELP = ("k=v[,k=v...]: one partition (values converted to the column types; the table's "
+                       "partition.default-name, __DEFAULT_PARTITION__ by default, is null). Repeat for more "
+                       "partitions.")
 

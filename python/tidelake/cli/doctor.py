@@ -11,7 +11,7 @@ import click
 from ..table import Table
 from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
 from ._format import _human_bytes, _print_table
-from ._params import _int_option, _memory_size, _now_ms
+from ._params import _now_ms
 
 _MAX_SNAPSHOTS = 1000
 _MAX_MANIFESTS = 500
@@ -36,10 +36,10 @@ def _partition_text(t: Table, raw: str) -> str:
 
 def _diagnose(t: Table, shown_path: str, check_orphans: bool) -> dict[str, Any]:
     pk = bool(t.primary_keys)
-    trigger = _int_option(t, "num-sorted-run.compaction-trigger", 5)
-    stop = _int_option(t, "num-sorted-run.stop-trigger", trigger + 3)
-    target_text = t.options.get("target-file-size")
-    target = _memory_size(target_text, "target-file-size") if target_text else (128 << 20 if pk else 256 << 20)
+    options = t.effective_options
+    trigger = options["num-sorted-run.compaction-trigger"]
+    stop = options["num-sorted-run.stop-trigger"]
+    target = options["target-file-size"]
     small_limit = target // 4
 
     started = time.perf_counter()

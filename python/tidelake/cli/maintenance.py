@@ -15,7 +15,7 @@ from .. import exceptions as exc
 from ..table import Table
 from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
 from ._format import _fmt_duration, _json_value, _ms, _print_table, _progress, _rel, _summary
-from ._params import _DURATION, _PARTITION, _PARTITION_OPT_HELP, _int_option, _now_ms, _spec_text, _typed_partitions
+from ._params import _DURATION, _PARTITION, _PARTITION_OPT_HELP, _now_ms, _spec_text, _typed_partitions
 
 
 @main.command("expire-snapshots", short_help="Expire old snapshots and the files only they use.")
@@ -38,8 +38,9 @@ def expire_snapshots(path: str, retain_min: int | None, retain_max: int | None,
     dry run: `tidelake snapshots PATH` shows what exists."""
     t = _open(path)
     cutoff = None if older_than is None else _now_ms() - _ms(older_than)
-    limit = max_deletes if max_deletes is not None else _int_option(t, "snapshot.expire.limit", 50)
-    keep = retain_min if retain_min is not None else _int_option(t, "snapshot.num-retained.min", 10)
+    options = t.effective_options
+    limit = max_deletes if max_deletes is not None else options["snapshot.expire.limit"]
+    keep = retain_min if retain_min is not None else options["snapshot.num-retained.min"]
     expected = max(0, min(limit, len(t.snapshots()) - keep))
     chunk = max(1, math.ceil(expected / 20))
     total: dict[str, Any] = {}

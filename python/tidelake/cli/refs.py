@@ -129,7 +129,8 @@ def branches_fast_forward(path: str, name: str) -> None:
     """Fast-forward the table at PATH (main, or --branch) to branch NAME: its snapshots, schemas
     and tags from NAME's earliest snapshot on are replaced by NAME's. Stop writers first."""
     t = _open(path).fast_forward(name)
-    click.echo(f"fast-forwarded {t.branch} to {name} (latest snapshot {t.latest_snapshot().id})")
+    latest = t.latest_snapshot()
+    click.echo(f"fast-forwarded {t.branch} to {name} (latest snapshot {latest.id if latest else '-'})")
 
 
 # ---- rollback -------------------------------------------------------------------------------------
@@ -149,16 +150,16 @@ def rollback(path: str, snapshot_id: int | None, tag: str | None, yes: bool, as_
     if (snapshot_id is None) == (tag is None):
         raise exc.InvalidArgumentError("give exactly one of --snapshot and --tag")
     t = _open(path)
-    if tag is not None:
+    if snapshot_id is not None:
+        target = t.snapshot(snapshot_id).id
+        what = f"snapshot {target}"
+    else:
         found = [tg for tg in t.tags() if tg.name == tag]
         if not found:
             existing = ", ".join(tg.name for tg in t.tags()) or "none"
             raise exc.TableNotFoundError(f"tag {tag!r} not found in {t.path}; existing tags: [{existing}]")
         target = found[0].snapshot_id
         what = f"tag {tag} (snapshot {target})"
-    else:
-        target = t.snapshot(snapshot_id).id
-        what = f"snapshot {target}"
     newer = [s.id for s in t.snapshots() if s.id > target]
     newer_tags = [tg.name for tg in t.tags() if tg.snapshot_id > target]
     if not yes:

@@ -148,13 +148,7 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn opts(pairs: &[(&str, &str)]) -> Options {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::options::tests::opts;
 
     #[test]
     fn field_options_defaults_and_java_lists() {

@@ -187,6 +187,7 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::tests::opts;
 
     fn value(resolved: &[ResolvedOption], key: &str) -> OptionValue {
         resolved
@@ -199,15 +200,12 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_table_kind_and_set_values_are_typed() {
-        let set: Options = [
+        let set = opts(&[
             ("snapshot.time-retained", "30 min"),
             ("num-sorted-run.compaction-trigger", "7"),
             ("sequence.field", "a, b,"),
             ("partition.default-name", "NULLS"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        ]);
         let r = set.resolved(true).unwrap();
         assert_eq!(
             value(&r, SNAPSHOT_TIME_RETAINED),
@@ -242,9 +240,7 @@ mod tests {
 
     #[test]
     fn a_bad_value_names_its_option() {
-        let bad: Options = [("snapshot.expire.limit".to_string(), "many".to_string())]
-            .into_iter()
-            .collect();
+        let bad = opts(&[("snapshot.expire.limit", "many")]);
         let err = bad.resolved(false).unwrap_err().to_string();
         assert!(err.contains("snapshot.expire.limit"), "{err}");
     }

@@ -483,7 +483,8 @@ def test_partition_values_are_typed(tmp_path):
     # the null partition's name is the table's partition.default-name, resolved by the engine
     renamed = table.set_option("partition.default-name", "NULLS")
     assert cli._typed_partitions(renamed, [{"p": "NULLS"}]) == [{"p": None}]
-    assert cli._typed_partitions(renamed, [{"dt": "__DEFAULT_PARTITION__"}]) == [{"dt": "__DEFAULT_PARTITION__"}]
+    with pytest.raises(tidelake.InvalidArgumentError, match="__DEFAULT_PARTITION__"):  # now just a bad date
+        cli._typed_partitions(renamed, [{"dt": "__DEFAULT_PARTITION__"}])
 
 
 def test_tags_create_list_delete(fixture_copy):

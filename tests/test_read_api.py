@@ -265,6 +265,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
 
     raw = r("RawTable", "reload", raw.reload())
     r.read_members(raw)
+    assert r("RawTable", "effective_options", raw.effective_options())["bucket"] == 2
     altered = r("RawTable", "alter", raw.alter([("set_option", "snapshot.num-retained.max", "50", None, None),
                                                 ("add_column", None, None, pa.field("w", pa.int32()), "last")]))
     assert altered.arrow_schema().names == ["id", "dt", "v", "w"]

@@ -311,13 +311,15 @@ impl Changes {
     }
 }
 
-/// Refuse a batch of messages that names one data file twice in the same role (new, deleted,
+/// Refuse a batch in which two messages name one data file in the same role (new, deleted,
 /// changelog, before or after compaction) of one (partition, bucket): the same message passed
 /// twice. Committed, it would ADD the file twice, which Java (and tidelake) read as a corrupt
-/// table. Checked by every commit path before anything else, so no caller can bypass it.
+/// table. Checked by every commit path before anything else, so no caller can bypass it. (A
+/// file twice inside one message is a malformed compaction, left to the conflict checks.)
 pub(crate) fn check_distinct(messages: &[CommitMessage]) -> Result<()> {
     let mut seen: HashSet<(&'static str, &[u8], i32, &str)> = HashSet::new();
     for m in messages {
+        let mut mine = HashSet::new();
         let roles: [(&'static str, &Vec<DataFileMeta>); 6] = [
             ("new", &m.new_files),
             ("deleted", &m.deleted_files),
@@ -328,7 +330,8 @@ pub(crate) fn check_distinct(messages: &[CommitMessage]) -> Result<()> {
         ];
         for (role, files) in roles {
             for f in files {
-                if !seen.insert((role, &m.partition, m.bucket, &f.file_name)) {
+                let key = (role, m.partition.as_slice(), m.bucket, f.file_name.as_str());
+                if mine.insert(key) && !seen.insert(key) {
                     return Err(Error::invalid(format!(
                         "{role} file {} of bucket {} appears twice in the messages of one commit \
                          (the same commit message passed twice?); nothing was committed",

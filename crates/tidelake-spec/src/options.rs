@@ -176,8 +176,11 @@ option_enum!(BucketFunctionType, BUCKET_FUNCTION_TYPE, {
 });
 
 // Declared after `option_enum!` so that the submodules can use it.
+mod maintenance;
 mod merge_fn;
 mod resolved;
+
+pub use maintenance::*;
 
 pub use merge_fn::{NestedKeyNullStrategy, SequenceGroupOption, PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP};
 pub use resolved::{OptionValue, ResolvedOption};

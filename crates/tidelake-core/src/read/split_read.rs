@@ -127,7 +127,7 @@ impl ReadContext {
             && engine != MergeEngine::FirstRow
             && (opts.changelog_producer().map_err(spec_err)? == ChangelogProducer::Lookup
                 || opts.deletion_vectors_enabled().map_err(spec_err)?
-                || opts.get_bool("force-lookup").map_err(spec_err)?.unwrap_or(false));
+                || opts.force_lookup().map_err(spec_err)?);
 
         // Columns the merge and the filter need besides the output.
         let mut needed: Vec<String> = output.iter().map(|f| f.name.clone()).collect();

@@ -176,6 +176,31 @@ impl Options {
                 OptionValue::Duration(self.commit_max_retry_wait()?),
             ),
             (COMMIT_TIMEOUT, duration(self.commit_timeout()?)),
+            (
+                PARTITION_EXPIRATION_TIME,
+                duration(self.partition_expiration_time()?),
+            ),
+            (
+                PARTITION_EXPIRATION_STRATEGY,
+                text(self.partition_expiration_strategy()?.as_str()),
+            ),
+            (
+                PARTITION_EXPIRATION_MAX_NUM,
+                Int(self.partition_expiration_max_num()?.into()),
+            ),
+            (
+                TAG_DEFAULT_TIME_RETAINED,
+                duration(self.tag_default_time_retained()?),
+            ),
+            (
+                CONSUMER_EXPIRATION_TIME,
+                duration(self.consumer_expiration_time()?),
+            ),
+            (
+                CHANGELOG_TIME_RETAINED,
+                duration(self.changelog_time_retained()?),
+            ),
+            (FORCE_LOOKUP, Bool(self.force_lookup()?)),
         ];
         Ok(entries
             .into_iter()

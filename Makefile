@@ -1,6 +1,6 @@
 # tidelake developer entry points. Two commands matter:
 #   make demo   - set everything up and run the demo pipelines (PySpark, then Python) on local storage
-#   make test   - set everything up and run every test (cargo test + pytest)
+#   make test   - set everything up and run every check and test (ruff, mypy, cargo test, pytest)
 # Everything is installed by these targets into .venv; the cargo target dir lives outside the
 # clone (CARGO_TARGET_DIR, default ~/.cache/tidelake/target) so rebuilds are incremental.
 
@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv develop rust-test py-test java-oracle bench clean
+.PHONY: test demo venv develop rust-test py-lint py-test java-oracle bench clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,10 +36,16 @@ $(JAVA_ORACLE): interop/java-oracle/pom.xml $(shell find interop/java-oracle/src
 
 java-oracle: $(JAVA_ORACLE)
 
+# ruff and mypy on python/ (configured in pyproject.toml); mypy reads the binding's stub file.
+py-lint: venv
+	$(VENV)/bin/ruff check python
+	$(VENV)/bin/mypy
+
 py-test: develop java-oracle
 	$(PY) -m pytest -q tests
 
 test: venv
+	$(MAKE) py-lint
 	$(MAKE) rust-test
 	$(MAKE) py-test
 

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 import tidelake
 from conftest import FIXTURES, fixture_tables
 from tidelake import cli
+from tidelake._filters import to_filter_tree
 
 WAREHOUSE = FIXTURES / "warehouse" / "fx.db"
 TT = str(WAREHOUSE / "time_travel")
@@ -284,7 +285,7 @@ def test_cat_typed_values():
     ("`odd col` = 1", [[("odd col", "=", 1)]]),
 ])
 def test_parse_filter(text, dnf):
-    assert cli.parse_filter(text) == dnf
+    assert cli.parse_filter(text) == to_filter_tree(dnf)
 
 
 @pytest.mark.parametrize("text", ["", "n >=", "n 5", ">= 5", "n = 1 and", "n = 1 or or m = 2", "id in 1",
@@ -479,6 +480,11 @@ def test_partition_values_are_typed(tmp_path):
         cli._typed_partitions(table, [{"p": "x"}])
     with pytest.raises(tidelake.InvalidArgumentError, match="not a partition key"):
         cli._typed_partitions(table, [{"id": "1"}])
+    # the null partition's name is the table's partition.default-name, resolved by the engine
+    renamed = table.set_option("partition.default-name", "NULLS")
+    assert cli._typed_partitions(renamed, [{"p": "NULLS"}]) == [{"p": None}]
+    with pytest.raises(tidelake.InvalidArgumentError, match="__DEFAULT_PARTITION__"):  # now just a bad date
+        cli._typed_partitions(renamed, [{"dt": "__DEFAULT_PARTITION__"}])
 
 
 def test_tags_create_list_delete(fixture_copy):
@@ -521,7 +527,7 @@ def test_rollback(fixture_copy, monkeypatch):
     assert "existing tags: [first, mid]" in run("rollback", path, "--tag", "nope", "--yes", code=3).stderr
 
     # a terminal: ask, and do nothing on "no"
-    monkeypatch.setattr(cli, "_interactive", lambda: True)
+    monkeypatch.setattr(cli.refs, "_interactive", lambda: True)
     declined = CliRunner().invoke(cli.main, ["rollback", str(path), "--snapshot", "4"], input="n\n")
     assert declined.exit_code == 1
     assert "Roll back" in declined.stderr and "snapshot 5" in declined.stderr

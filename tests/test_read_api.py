@@ -266,6 +266,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
 
     raw = r("RawTable", "reload", raw.reload())
     r.read_members(raw)
+    assert r("RawTable", "effective_options", raw.effective_options())["bucket"] == 2
     altered = r("RawTable", "alter", raw.alter([("set_option", "snapshot.num-retained.max", "50", None, None),
                                                 ("add_column", None, None, pa.field("w", pa.int32()), "last")]))
     assert altered.arrow_schema().names == ["id", "dt", "v", "w"]
@@ -433,6 +434,41 @@ def test_tuple_and_list_terms_are_equivalent(stored):
     c = table.to_arrow(filter=[[("n", ">=", 20), ("id", "<", 9)]])
     assert_same_rows(a, b)
     assert_same_rows(a, c)
+
+
+def test_effective_options_resolve_paimon_defaults(tmp_path):
+    """Table.effective_options: every option the engine interprets, typed, defaults applied
+    (the CLI and Spark read defaults here instead of re-implementing them)."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    pk = tidelake.create_table(str(tmp_path / "pk"), schema, primary_keys=["k"], bucket=2,
+                               options={"snapshot.time-retained": "30 min", "num-sorted-run.compaction-trigger": "7",
+                                        "sequence.field": "v,", "write-buffer-size": "64 mb"})
+    o = pk.effective_options
+    assert o["snapshot.time-retained"] == dt.timedelta(minutes=30)
+    assert o["num-sorted-run.compaction-trigger"] == 7
+    assert o["num-sorted-run.stop-trigger"] == 10  # trigger + 3
+    assert o["sequence.field"] == ["v"]
+    assert o["write-buffer-size"] == 64 << 20
+    assert o["target-file-size"] == 128 << 20
+    assert o["bucket"] == 2
+    assert o["merge-engine"] == "deduplicate"
+    assert o["deletion-vectors.enabled"] is False
+    assert o["commit.timeout"] is None and o["rowkind.field"] is None
+    append = tidelake.create_table(str(tmp_path / "append"), schema)
+    assert append.effective_options["target-file-size"] == 256 << 20
+    assert append.effective_options["partition.default-name"] == "__DEFAULT_PARTITION__"
+    assert set(pk.options) < set(o)
+
+
+def test_text_filters_compile_like_dnf(stored):
+    """The text language (the CLI's --filter) is accepted by the API too: one compiler."""
+    table = stored("time_travel")
+    assert_same_rows(table.to_arrow(filter="n >= 20 AND id < 9"),
+                     table.to_arrow(filter=[("n", ">=", 20), ("id", "<", 9)]))
+    assert_same_rows(table.to_arrow(filter="id in (1, 3) or n is null"),
+                     table.to_arrow(filter=[[("id", "in", [1, 3])], [("n", "is_null")]]))
+    with pytest.raises(tidelake.InvalidArgumentError, match="expected a value at position 6"):
+        table.to_arrow(filter="n >= and")
 
 
 ALL_TYPES_FILTERS = [

@@ -414,6 +414,26 @@ def test_recommitting_batch_messages_does_not_duplicate_files(tmp_path):
     assert_same_rows(pp_read(wh, schema=t.schema).cast(t.schema), expected().cast(t.schema))
 
 
+def test_spark_commit_path_refuses_the_same_message_twice(tmp_path):
+    """Spark commits payloads straight through the engine (``_spark_io.commit``, no
+    ``Table.commit``): the duplicate-message guard is the core's, so that path gets it too, for
+    appends and overwrites, and nothing lands."""
+    from tidelake import _spark_io
+
+    cat, _ = new_warehouse(tmp_path)
+    t = cat.create_table("db.t", SCHEMA)
+    w = t.writer()
+    w.write(expected())
+    payloads = [m.payload for m in w.prepare_commit()]
+    w.close()
+    for overwrite in (False, True):
+        with pytest.raises(tidelake.InvalidArgumentError, match="twice"):
+            _spark_io.commit(t, payloads + payloads, w.commit_user, 7, overwrite)
+    assert t.snapshots() == []
+    assert _spark_io.commit(t, payloads, w.commit_user, 7, False) == [1]
+    assert_same_rows(t.to_arrow(), expected().cast(t.schema))
+
+
 def _commit_in_child(path: str, pickled: bytes) -> list[int]:
     import multiprocessing as mp
 

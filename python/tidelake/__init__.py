@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging as _logging
 
-from ._internal import __version__
-from ._internal import reset_logging
+from ._internal import __version__, reset_logging
 from ._metadata import SchemaVersion, Snapshot, Tag
+from .catalog import Catalog
 from .exceptions import (
     CommitConflictError,
     CorruptMetadataError,
@@ -21,7 +21,6 @@ from .exceptions import (
     TidelakeError,
     UnsupportedError,
 )
-from .catalog import Catalog
 from .table import Table, create_table, open_table, write_table
 from .write import CommitMessage, TableWriter
 

@@ -1,10 +1,13 @@
-"""Filter conversion: pyarrow-style DNF tuples to tidelake's JSON filter tree.
+"""Filter conversion: pyarrow-style DNF tuples to tidelake's JSON filter tree, which the
+engine compiles (binding, typing, evaluation and pruning all happen in Rust).
 
 Accepted forms (as in ``pyarrow.parquet``):
 
 * ``[("qty", ">=", 50), ("name", "in", ["a", "b"])]`` — a conjunction;
 * ``[[...], [...]]`` — a disjunction of conjunctions;
 * ``("qty", ">=", 50)`` — a single predicate;
+* a string in the engine's text filter language, ``"qty >= 50 and name in ('a', 'b')"``
+  (parsed by the engine, see :func:`parse_filter_text`);
 * a JSON-ready ``dict`` tree (``{"op": "and", "args": [...]}``), passed through.
 
 Operators: ``= == != < <= > >= in not in is_null is_not_null`` (``is_null`` and
@@ -17,8 +20,10 @@ import datetime as _dt
 import decimal as _dec
 import json
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from . import _internal
 from .exceptions import InvalidArgumentError
 
 _COMPARE = {"=": "eq", "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -66,6 +71,15 @@ def _predicate(term: Any) -> dict[str, Any]:
     raise InvalidArgumentError(f"unknown filter operator {term[1]!r} in {term!r}")
 
 
+def parse_filter_text(text: str) -> dict[str, Any]:
+    """The filter tree of ``text``: terms ``col OP value`` (``= == != <> < <= > >=``),
+    ``col [not] in (v1, ...)`` and ``col is [not] null`` joined by ``and``, which binds tighter
+    than ``or``; values are numbers, quoted strings, ``true``/``false``, ISO dates and
+    timestamps or bare words. Raises :class:`InvalidArgumentError` naming the position."""
+    tree: dict[str, Any] = json.loads(_internal.parse_filter_text(text))
+    return tree
+
+
 def _is_term(x: Any) -> bool:
     return isinstance(x, (tuple, list)) and len(x) in (2, 3) and isinstance(x[0], str)
 
@@ -76,6 +90,8 @@ def to_filter_tree(filters: Any) -> dict[str, Any] | None:
         return None
     if isinstance(filters, dict):
         return filters
+    if isinstance(filters, str):
+        return parse_filter_text(filters)
     if _is_term(filters):
         return _predicate(filters)
     if not isinstance(filters, (list, tuple)) or not filters:

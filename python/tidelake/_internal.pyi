@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol, final
 import pyarrow as pa
 
 __all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan", "message_target",
-           "reset_logging", "run_compaction_task", "compaction_task_target"]
+           "parse_filter_text", "reset_logging", "run_compaction_task", "compaction_task_target"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -119,6 +119,11 @@ class RawTable:
 
     def arrow_schema(self) -> pa.Schema:
         """The latest schema as a pyarrow schema."""
+
+    def effective_options(self) -> dict[str, Any]:
+        """The effective value of every option the engine interprets, defaults applied (ints,
+        booleans, strings, lists, sizes in bytes, durations as ``datetime.timedelta``, None when
+        unset without a default)."""
 
     def schemas_json(self) -> list[str]:
         """Every schema version as Paimon JSON, ascending by id."""
@@ -299,7 +304,8 @@ class RawWriter:
         kind: str,
     ) -> None:
         """Write every batch of an Arrow producer with row kind ``kind``: ``insert``,
-        ``upsert``, ``delete`` or ``rowkind_field`` (kinds from the ``rowkind.field`` column)."""
+        ``upsert`` or ``delete``; inserts into a table with ``rowkind.field`` take each row's kind
+        from that column."""
 
     def buckets(
         self,
@@ -388,3 +394,8 @@ def run_compaction_task(task: bytes, storage_options: dict[str, str] | None = No
 def reset_logging() -> None:
     """Make tidelake's events see the current levels and handlers of the ``tidelake`` loggers
     (levels are cached when tidelake first logs; call this after changing them later)."""
+
+
+def parse_filter_text(text: str) -> str:
+    """The JSON filter tree of a text filter (``n >= 5 and s in ('a', 'b') or t is null``);
+    raises ``InvalidArgumentError`` naming the position where reading stopped."""

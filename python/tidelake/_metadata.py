@@ -24,7 +24,7 @@ class Snapshot:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, text: str) -> "Snapshot":
+    def from_json(cls, text: str) -> Snapshot:
         d = json.loads(text)
         return cls(
             id=d["id"],
@@ -67,7 +67,7 @@ class Tag:
     time_retained: Any = None
 
     @classmethod
-    def from_json(cls, name: str, text: str) -> "Tag":
+    def from_json(cls, name: str, text: str) -> Tag:
         d = json.loads(text)
         return cls(
             name=name,
@@ -103,7 +103,7 @@ class SchemaVersion:
     highest_field_id: int
 
     @classmethod
-    def from_json(cls, text: str) -> "SchemaVersion":
+    def from_json(cls, text: str) -> SchemaVersion:
         d = json.loads(text)
         return cls(
             id=d["id"],

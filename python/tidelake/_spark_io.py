@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from . import _internal
 from .exceptions import InvalidArgumentError
 from .table import Table, open_table
-from .write import TableWriter
+from .write import CommitMessage, TableWriter
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -93,7 +94,7 @@ def time_travel(options: dict[str, str]) -> dict[str, Any]:
             "timestamp_ms": int_option(options, "timestamp-ms")}
 
 
-def spark_schema(table: Table, with_row_kind: bool = False) -> "StructType":
+def spark_schema(table: Table, with_row_kind: bool = False) -> StructType:
     """The Spark schema of a table's rows (TIMESTAMP without zone maps to TIMESTAMP_NTZ)."""
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StringType, StructField, StructType
@@ -104,14 +105,14 @@ def spark_schema(table: Table, with_row_kind: bool = False) -> "StructType":
     return schema
 
 
-def arrow_schema(schema: "StructType") -> pa.Schema:
+def arrow_schema(schema: StructType) -> pa.Schema:
     """The exact Arrow schema Spark checks batches from ``read()`` against."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def projection(table: Table, schema: "StructType") -> list[str] | None:
+def projection(table: Table, schema: StructType) -> list[str] | None:
     """The table columns to read for Spark schema ``schema`` (None: all, in table order)."""
     names = [n for n in schema.names if n != ROW_KIND]
     if names == table.schema.names:
@@ -183,16 +184,25 @@ def stream_user(checkpoint: str | None) -> str:
     return f"spark-stream-{digest}"
 
 
+def messages(payloads: list[bytes], commit_user: str) -> list[CommitMessage]:
+    """Task payloads (what crosses Spark) as the commit messages of ``commit_user``."""
+    return [CommitMessage(p, commit_user) for p in payloads]
+
+
 def is_committed(table: Table, commit_user: str, identifier: int) -> bool:
-    return not table._raw.filter_committed(commit_user, [identifier])
+    return table.is_committed(identifier, commit_user)
 
 
 def commit(table: Table, payloads: list[bytes], commit_user: str, identifier: int, overwrite: bool) -> list[int]:
     """Commit payloads atomically as (commit_user, identifier); a no-op returning [] when that
     pair already landed. ``overwrite`` replaces the whole table."""
-    if overwrite:
-        return table._raw.overwrite(payloads, commit_user, identifier, None, False)
-    return table._raw.commit(payloads, commit_user, identifier)
+    return table.commit(messages(payloads, commit_user), identifier, commit_user, overwrite=overwrite)
+
+
+def discard(table: Table, payloads: list[bytes], commit_user: str) -> None:
+    """Delete the files of payloads that will never be committed."""
+    if payloads:
+        table.discard(messages(payloads, commit_user))
 
 
 def discard_unless_committed(where: Location, payloads: list[bytes], commit_user: str, identifier: int) -> bool:
@@ -200,7 +210,7 @@ def discard_unless_committed(where: Location, payloads: list[bytes], commit_user
     table = where.open()
     if not payloads or is_committed(table, commit_user, identifier):
         return False
-    table._raw.discard(payloads)
+    discard(table, payloads, commit_user)
     return True
 
 
@@ -209,7 +219,7 @@ def check_dynamic_bucket_writers(table: Table, tasks: list[tuple[int, list[bytes
     partition of a dynamic-bucket table: each task assigned new keys to buckets on its own, so
     keys could be duplicated across buckets and the tasks' bucket indexes would overwrite each
     other."""
-    if not table.primary_keys or int(table.options.get("bucket", "-1")) != -1:
+    if not table.primary_keys or table.effective_options["bucket"] != -1:
         return
     owner: dict[bytes, int] = {}
     for task, payloads in tasks:

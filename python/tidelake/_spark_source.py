@@ -20,12 +20,18 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
-                                    WriterCommitMessage)
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
 
 from . import _spark_io as io
 from .scan import Split
@@ -70,7 +76,7 @@ def all_payloads(tasks: list[tuple[int, list[bytes]]]) -> list[bytes]:
     return [p for _, payloads in tasks for p in payloads]
 
 
-def read_partition(partition: InputPartition, schema: "StructType") -> Iterator[pa.RecordBatch]:
+def read_partition(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, SplitPartition):  # Spark's placeholder for an empty plan
         return
     yield from io.rows_of_split(partition.split, io.arrow_schema(schema), partition.changes)
@@ -79,7 +85,7 @@ def read_partition(partition: InputPartition, schema: "StructType") -> Iterator[
 class BatchReader(DataSourceReader):
     """Reads one snapshot; see the module docs."""
 
-    def __init__(self, options: dict[str, str], schema: "StructType") -> None:
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.schema = schema
         self.filters: list[tuple[str, str, Any]] = []
@@ -106,16 +112,17 @@ def _pushable_value(value: Any) -> bool:
     return isinstance(value, (bool, int, float, str, dt.date, decimal.Decimal))
 
 
-def filter_term(f: "Filter") -> tuple[str, str, Any] | None:
+def filter_term(f: Filter) -> tuple[str, str, Any] | None:
     """A Spark data source filter as a tidelake DNF term, or None when it is not pushed."""
-    attribute = getattr(f, "attribute", ())
+    attribute: tuple[str, ...] = getattr(f, "attribute", ())
     if len(attribute) != 1:
         return None
     column, kind = attribute[0], type(f).__name__
-    if kind in _COMPARISONS and _pushable_value(f.value):
-        return (column, _COMPARISONS[kind], f.value)
-    if kind == "In" and f.value and all(_pushable_value(v) for v in f.value):
-        return (column, "in", list(f.value))
+    value: Any = getattr(f, "value", None)  # comparisons and In have one; the Filter base has not
+    if kind in _COMPARISONS and _pushable_value(value):
+        return (column, _COMPARISONS[kind], value)
+    if kind == "In" and value and all(_pushable_value(v) for v in value):
+        return (column, "in", list(value))
     if kind == "IsNull":
         return (column, "is_null", None)
     if kind == "IsNotNull":
@@ -127,7 +134,7 @@ class PushdownReader(BatchReader):
     """A :class:`BatchReader` that uses Spark's filters to prune partitions, files and row
     groups. Spark still evaluates every filter (they are all returned as not handled)."""
 
-    def pushFilters(self, filters: list["Filter"]) -> Iterator["Filter"]:
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         for f in filters:
             term = filter_term(f)
             if term is not None:
@@ -168,22 +175,22 @@ class TidelakeDataSource(DataSource):
     def name(cls) -> str:
         return "tidelake"
 
-    def schema(self) -> "StructType":
+    def schema(self) -> StructType:
         options = dict(self.options)
         return io.spark_schema(io.location(options).open(), io.flag(options, "row-kind"))
 
-    def reader(self, schema: "StructType") -> DataSourceReader:
+    def reader(self, schema: StructType) -> DataSourceReader:
         return self.reader_class(dict(self.options), schema)
 
-    def writer(self, schema: "StructType", overwrite: bool) -> BatchWriter:
+    def writer(self, schema: StructType, overwrite: bool) -> BatchWriter:
         return BatchWriter(dict(self.options), overwrite)
 
-    def streamReader(self, schema: "StructType") -> Any:
+    def streamReader(self, schema: StructType) -> Any:
         from ._spark_stream import StreamReader
 
         return StreamReader(dict(self.options), schema)
 
-    def streamWriter(self, schema: "StructType", overwrite: bool) -> Any:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
         from ._spark_stream import StreamWriter
 
         return StreamWriter(dict(self.options), overwrite)

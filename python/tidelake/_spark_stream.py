@@ -23,13 +23,23 @@ committed, deletes the files the replay wrote and returns.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql.datasource import (DataSourceStreamArrowWriter, DataSourceStreamReader, InputPartition,
-                                    WriterCommitMessage)
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxFiles, ReadMaxRows,
-                                              SupportsTriggerAvailableNow)
+from pyspark.sql.datasource import (
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 from . import _spark_io as io
 from ._spark_source import SplitPartition, TaskMessages, all_payloads, read_partition, task_id, task_payloads
@@ -47,6 +57,11 @@ FULL_PENDING = -1
 START_MODES = ("latest-full", "latest", "from-snapshot", "from-timestamp")
 
 
+def _latest_id(table: Table) -> int:
+    latest = table.latest_snapshot()
+    return latest.id if latest is not None else 0
+
+
 def _required(options: dict[str, str], key: str, mode: str) -> int:
     value = io.int_option(options, key)
     if value is None:
@@ -57,7 +72,7 @@ def _required(options: dict[str, str], key: str, mode: str) -> int:
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batch reader; see the module docs."""
 
-    def __init__(self, options: dict[str, str], schema: "StructType") -> None:
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.location = io.location(options)
         self.schema = schema
@@ -79,7 +94,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table = self._table()
         if self.consumer_id and self.consumer_id in table.consumers():
             return {"snapshot": table.consumers()[self.consumer_id] - 1}
-        latest = table._raw.latest_snapshot_id() or 0
+        latest = _latest_id(table)
         if self.mode == "latest-full":
             return {"snapshot": FULL_PENDING}
         if self.mode == "latest":
@@ -91,7 +106,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"snapshot": (min(later) - 1) if later else latest}
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.cap = self._table()._raw.latest_snapshot_id() or 0
+        self.cap = _latest_id(self._table())
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.max_snapshots is not None:
@@ -102,7 +117,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         table = self._table()
-        latest = table._raw.latest_snapshot_id() or 0
+        latest = _latest_id(table)
         if self.cap is not None:
             latest = min(latest, self.cap)
         begin = start["snapshot"]
@@ -157,7 +172,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
         table = self.location.open()
         tasks = task_payloads(messages)
         if io.is_committed(table, self.commit_user, batchId):
-            table._raw.discard(all_payloads(tasks))  # a replay of a batch that already landed
+            io.discard(table, all_payloads(tasks), self.commit_user)  # a replay of a batch that already landed
             return
         io.check_dynamic_bucket_writers(table, tasks)
         io.commit(table, all_payloads(tasks), self.commit_user, batchId, self.overwrite)

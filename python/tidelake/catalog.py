@@ -46,7 +46,7 @@ class Catalog:
         (Paimon's identifier). Raises TableNotFoundError."""
         return Table(self._raw.get_table(identifier))
 
-    def create_table(self, identifier: str, schema: "pa.Schema", primary_keys: list[str] | None = None,
+    def create_table(self, identifier: str, schema: pa.Schema, primary_keys: list[str] | None = None,
                      partition_keys: list[str] | None = None, bucket: int | None = None,
                      options: dict[str, str] | None = None, comment: str | None = None) -> Table:
         """Create ``"database.table"`` (the database must exist); see :func:`tidelake.create_table`."""

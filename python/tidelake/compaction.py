@@ -37,7 +37,7 @@ class CompactionTask:
         return self.data
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "CompactionTask":
+    def from_bytes(cls, data: bytes) -> CompactionTask:
         """Decode a task (:class:`~tidelake.InvalidArgumentError` for anything else)."""
         location, branch, bucket = _internal.compaction_task_target(bytes(data))
         return cls(bytes(data), location, branch, bucket)
@@ -47,7 +47,7 @@ class CompactionPlan:
     """The tasks compacting one snapshot of a table, committed together by :meth:`commit`
     (in the process that planned it)."""
 
-    def __init__(self, table: "Table", raw: "_internal.RawCompactionPlan") -> None:
+    def __init__(self, table: Table, raw: _internal.RawCompactionPlan) -> None:
         self._table, self._raw = table, raw
         self.tasks = [CompactionTask.from_bytes(t) for t in raw.tasks()]
 

@@ -23,7 +23,7 @@ __all__ = ["TableDataset"]
 class TableDataset(ds.Dataset):
     """One snapshot of a table as a pyarrow Dataset; see :meth:`Table.to_pyarrow_dataset`."""
 
-    def __init__(self, table: "Table", snapshot_id: int | None) -> None:  # noqa: D107 (no super().__init__)
+    def __init__(self, table: Table, snapshot_id: int | None) -> None:  # noqa: D107 (no super().__init__)
         self._table = table
         self._snapshot_id = snapshot_id
         self._schema = table.schema

@@ -18,7 +18,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
@@ -35,9 +36,9 @@ _BETWEEN = {"Both": ("ge", "le"), "Left": ("ge", "lt"), "Right": ("gt", "le"), "
 _MIRROR = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
-def scan_table(source: "str | Table", *, snapshot_id: int | None = None, tag: str | None = None,
+def scan_table(source: str | Table, *, snapshot_id: int | None = None, tag: str | None = None,
                timestamp: Any = None, storage_options: dict[str, str] | None = None,
-               branch: str | None = None) -> "pl.LazyFrame":
+               branch: str | None = None) -> pl.LazyFrame:
     """A :class:`polars.LazyFrame` over a tidelake table (a path or an opened :class:`Table`).
 
     Projection, row limits, batch size and simple predicates are pushed into tidelake's reader.
@@ -54,8 +55,8 @@ def scan_table(source: "str | Table", *, snapshot_id: int | None = None, tag: st
     arrow_schema = table.schema
     polars_schema = pl.from_arrow(arrow_schema.empty_table()).schema  # type: ignore[union-attr]
 
-    def source_batches(with_columns: list[str] | None, predicate: "pl.Expr | None", n_rows: int | None,
-                       batch_size: int | None) -> Iterator["pl.DataFrame"]:
+    def source_batches(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
+                       batch_size: int | None) -> Iterator[pl.DataFrame]:
         columns = list(with_columns) if with_columns is not None else list(arrow_schema.names)
         read = list(columns)
         tree = None
@@ -83,7 +84,7 @@ def scan_table(source: "str | Table", *, snapshot_id: int | None = None, tag: st
     return register_io_source(source_batches, schema=polars_schema)
 
 
-def _to_filter_tree(node: dict[str, Any], schema: "pa.Schema") -> dict[str, Any] | None:
+def _to_filter_tree(node: dict[str, Any], schema: pa.Schema) -> dict[str, Any] | None:
     """tidelake's filter tree for the parts of a serialised polars predicate it can state exactly.
 
     Returns None when nothing can be pushed down. An AND keeps the conjuncts that translate (the
@@ -126,7 +127,7 @@ def _to_filter_tree(node: dict[str, Any], schema: "pa.Schema") -> dict[str, Any]
     return None
 
 
-def _comparison(op: str, left: dict[str, Any], right: dict[str, Any], schema: "pa.Schema") -> dict[str, Any] | None:
+def _comparison(op: str, left: dict[str, Any], right: dict[str, Any], schema: pa.Schema) -> dict[str, Any] | None:
     column, literal = _column(left), right
     if column is None:
         column, literal, op = _column(right), left, _MIRROR[op]
@@ -175,7 +176,7 @@ def _list_literal(node: dict[str, Any]) -> list[Any] | None:
     return values.to_pylist()
 
 
-def _fits(value: Any, type: "pa.DataType") -> bool:
+def _fits(value: Any, type: pa.DataType) -> bool:
     """Whether a literal means the same value for a column of this type in both engines."""
     import pyarrow as pa
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 __all__ = ["Scan", "Split"]
 
 
-def _reader(batches: "_internal.RawBatches") -> "pa.RecordBatchReader":
+def _reader(batches: _internal.RawBatches) -> pa.RecordBatchReader:
     """A RecordBatchReader over an engine stream; errors keep their tidelake exception types."""
     import pyarrow as pa
 
@@ -37,7 +37,7 @@ class Split:
     #: The branch the table was read on.
     branch: str = "main"
 
-    def read(self) -> "pa.RecordBatchReader":
+    def read(self) -> pa.RecordBatchReader:
         """Stream this split's rows (merged for primary-key tables)."""
         raw = _internal.RawTable.open(self.table_path, dict(self.storage_options), self.branch)
         return _reader(raw.read_split(
@@ -57,7 +57,7 @@ class Scan:
     and pyarrow consume it without copies.
     """
 
-    def __init__(self, raw_table: "_internal.RawTable", raw_scan: "_internal.RawScan",
+    def __init__(self, raw_table: _internal.RawTable, raw_scan: _internal.RawScan,
                  columns: list[str] | None, filter_json: str | None, with_row_kind: bool) -> None:
         self._table = raw_table
         self._raw = raw_scan
@@ -71,7 +71,7 @@ class Scan:
         return self._raw.snapshot_id
 
     @property
-    def schema(self) -> "pa.Schema":
+    def schema(self) -> pa.Schema:
         return self._raw.arrow_schema()
 
     def splits(self) -> list[Split]:
@@ -83,15 +83,15 @@ class Scan:
             for payload, count in zip(self._raw.splits(), self._raw.split_row_counts())
         ]
 
-    def read(self, split: Split) -> "pa.RecordBatchReader":
+    def read(self, split: Split) -> pa.RecordBatchReader:
         """Stream one split's rows."""
         return _reader(self._raw.read_split(split.payload))
 
-    def to_reader(self) -> "pa.RecordBatchReader":
+    def to_reader(self) -> pa.RecordBatchReader:
         """Stream every split's rows."""
         return _reader(self._raw.batches())
 
-    def to_arrow(self) -> "pa.Table":
+    def to_arrow(self) -> pa.Table:
         """Read everything into a :class:`pyarrow.Table`."""
         return self._raw.to_table()
 

@@ -20,12 +20,14 @@ Every object Spark pickles holds plain data; the table is opened inside each tas
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from . import _spark_io as io
 from .exceptions import InvalidArgumentError, UnsupportedError
+from .write import TableWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -38,7 +40,7 @@ BUCKET_COLUMN = "_tidelake_bucket"
 _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
-def register(spark: "SparkSession", filter_pushdown: bool = False) -> None:
+def register(spark: SparkSession, filter_pushdown: bool = False) -> None:
     """Register the ``tidelake`` format with ``spark`` (PySpark 4.0+).
 
     With ``filter_pushdown`` the reader also prunes partitions, files and row groups with the
@@ -66,16 +68,12 @@ class _Bucketer:
         self.where, self.kind, self.overwrite = where, kind, overwrite
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = self.where.open()
-        raw = table._raw.writer(self.overwrite)
-        kind = {"write": "insert"}.get(self.kind, self.kind)
-        if kind == "insert" and table.options.get("rowkind.field"):
-            kind = "rowkind_field"
+        writer = TableWriter(self.where.open(), overwrite=self.overwrite)
         try:
             for batch in batches:
-                yield batch.append_column(pa.field(BUCKET_COLUMN, pa.int32(), False), raw.buckets(batch, kind))
+                yield batch.append_column(pa.field(BUCKET_COLUMN, pa.int32(), False), writer.buckets(batch, self.kind))
         finally:
-            raw.close()
+            writer.close()
 
 
 class _TaskWriter:
@@ -90,14 +88,14 @@ class _TaskWriter:
         yield pa.record_batch({"payload": pa.array(payloads, pa.binary())})
 
 
-def _routed(df: "DataFrame", where: io.Location, kind: str, overwrite: bool, shuffle: bool | None,
-            num_partitions: int | None) -> "DataFrame":
+def _routed(df: DataFrame, where: io.Location, kind: str, overwrite: bool, shuffle: bool | None,
+            num_partitions: int | None) -> DataFrame:
     """``df`` laid out so that each (partition, bucket) is written by one task."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     table = where.open()
     partition_keys = table.partition_keys
-    bucket = int(table.options.get("bucket", "-1"))
+    bucket = table.effective_options["bucket"]
     if not table.primary_keys:
         if shuffle:
             raise InvalidArgumentError("shuffle=True needs a primary-key table; append tables are written as they are")
@@ -123,7 +121,7 @@ def _routed(df: "DataFrame", where: io.Location, kind: str, overwrite: bool, shu
     return routed.repartition(n, *columns) if n else routed.repartition(*columns)
 
 
-def write(df: "DataFrame", path: str, mode: str = "append", *, shuffle: bool | None = None,
+def write(df: DataFrame, path: str, mode: str = "append", *, shuffle: bool | None = None,
           num_partitions: int | None = None, commit_user: str | None = None,
           commit_identifier: int | None = None, storage_options: dict[str, str] | None = None) -> int | None:
     """Write ``df`` into the table at ``path`` with one atomic commit; returns the new snapshot
@@ -170,12 +168,12 @@ def write(df: "DataFrame", path: str, mode: str = "append", *, shuffle: bool | N
         raise
     if not ids and io.is_committed(table, user, ident) and payloads:
         # Someone committed this pair concurrently: our files are not part of it.
-        table._raw.discard(payloads)
+        io.discard(table, payloads, user)
     return ids[-1] if ids else None
 
 
 def upsert_sink(path: str, mode: str = "upsert", commit_user: str | None = None,
-                **write_options: Any) -> Callable[["DataFrame", int], None]:
+                **write_options: Any) -> Callable[[DataFrame, int], None]:
     """A ``foreachBatch`` function writing each micro-batch with :func:`write` in ``mode``
     (``upsert`` by default; ``delete``, ``append`` or ``overwrite`` also work), exactly-once:
     batch ``b`` commits as (``commit_user``, b), so a batch Spark replays after a restart is
@@ -191,7 +189,7 @@ def upsert_sink(path: str, mode: str = "upsert", commit_user: str | None = None,
     if mode not in io.WRITE_KINDS:
         raise InvalidArgumentError(f"mode must be one of {', '.join(io.WRITE_KINDS)}, got {mode!r}")
 
-    def sink(batch: "DataFrame", batch_id: int) -> None:
+    def sink(batch: DataFrame, batch_id: int) -> None:
         user = commit_user
         if user is None:
             query = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
@@ -210,14 +208,14 @@ class _CompactionRunner:
     def __init__(self, storage_options: dict[str, str] | None) -> None:
         self.storage_options = storage_options
 
-    def __call__(self, tasks: Iterator[bytes]) -> Iterator[bytes]:
+    def __call__(self, tasks: Iterable[bytes]) -> Iterator[bytes]:
         from .compaction import run_compaction_task
 
         for task in tasks:
             yield run_compaction_task(bytes(task), self.storage_options)
 
 
-def compact(spark: "SparkSession", path: str, full: bool = False, partitions: list[dict[str, Any]] | None = None,
+def compact(spark: SparkSession, path: str, full: bool = False, partitions: list[dict[str, Any]] | None = None,
             *, storage_options: dict[str, str] | None = None) -> int | None:
     """Compact the table at ``path`` with Spark: the plan is made here, each bucket's task runs
     on an executor (one Spark task per bucket), and the results are committed here as one

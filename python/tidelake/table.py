@@ -4,26 +4,37 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from . import _internal
 from ._filters import to_filter_json
 from ._metadata import SchemaVersion, Snapshot, Tag
 from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError
 from .scan import Scan
-from .write import (BATCH_COMMIT_IDENTIFIER, ONE_SHOT_RETRIES, CommitMessage, TableWriter, arrow_input, check_messages,
-                    commit_user_of, inside_partition, raw_messages, replayable)
+from .write import (
+    BATCH_COMMIT_IDENTIFIER,
+    ONE_SHOT_RETRIES,
+    CommitMessage,
+    TableWriter,
+    arrow_input,
+    check_messages,
+    commit_user_of,
+    raw_messages,
+    replayable,
+)
 
 if TYPE_CHECKING:
-    from .compaction import CompactionPlan
     import pyarrow as pa
+
+    from .compaction import CompactionPlan
 
 
 __all__ = ["Table", "open_table", "create_table", "write_table"]
 
 
-def _schema_of(schema: Any) -> "pa.Schema":
+def _schema_of(schema: Any) -> pa.Schema:
     """The Arrow schema of a schema or of data (pyarrow/polars/pandas frames, Arrow producers)."""
     import pyarrow as pa
 
@@ -48,10 +59,10 @@ def _storage_options(storage_options: dict[str, str] | None) -> dict[str, str] |
     return {str(k): str(v) for k, v in storage_options.items()}
 
 
-def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys: list[str] | None = None,
+def create_table(path: str | os.PathLike[str], schema: pa.Schema, primary_keys: list[str] | None = None,
                  partition_keys: list[str] | None = None, bucket: int | None = None,
                  options: dict[str, str] | None = None, comment: str | None = None,
-                 storage_options: dict[str, str] | None = None) -> "Table":
+                 storage_options: dict[str, str] | None = None) -> Table:
     """Create a Paimon table at ``path`` (writes ``schema/schema-0``) and open it.
 
     ``path`` is a local path or an object-store URL (``s3://bucket/prefix``, ``gs://``,
@@ -80,10 +91,10 @@ def create_table(path: str | os.PathLike[str], schema: "pa.Schema", primary_keys
 WRITE_MODES = ("error", "append", "overwrite", "ignore")
 
 
-def write_table(target: "str | os.PathLike[str]", data: Any, *, mode: str = "error",
+def write_table(target: str | os.PathLike[str], data: Any, *, mode: str = "error",
                 primary_keys: list[str] | None = None, partition_by: list[str] | None = None,
                 bucket: int | None = None, options: dict[str, str] | None = None,
-                storage_options: dict[str, str] | None = None, catalog: Any = None) -> "Table":
+                storage_options: dict[str, str] | None = None, catalog: Any = None) -> Table:
     """Write ``data`` to the table at ``target``, creating it from the data's schema first if
     it does not exist; returns the table.
 
@@ -106,16 +117,16 @@ def write_table(target: "str | os.PathLike[str]", data: Any, *, mode: str = "err
         data = pa.RecordBatchReader.from_stream(data)  # one stream: its schema, then its rows
     schema = _schema_of(data)
     if catalog is not None:
-        def open_it() -> "Table":
+        def open_it() -> Table:
             return catalog.get_table(str(target))
 
-        def create_it() -> "Table":
+        def create_it() -> Table:
             return catalog.create_table(str(target), schema, primary_keys, partition_by, bucket, options)
     else:
-        def open_it() -> "Table":
+        def open_it() -> Table:
             return open_table(target, storage_options)
 
-        def create_it() -> "Table":
+        def create_it() -> Table:
             return create_table(target, schema, primary_keys, partition_by, bucket, options,
                                 storage_options=storage_options)
     try:
@@ -165,7 +176,7 @@ def _check_batch_size(batch_size: int | None) -> None:
 
 
 def open_table(path: str | os.PathLike[str], storage_options: dict[str, str] | None = None,
-               branch: str | None = None) -> "Table":
+               branch: str | None = None) -> Table:
     """Open the Paimon table at ``path`` (a directory holding ``schema/``, ``snapshot/``...), on
     ``branch`` (default ``main``): reads, writes, tags and maintenance then act on that branch.
 
@@ -188,50 +199,50 @@ def open_table(path: str | os.PathLike[str], storage_options: dict[str, str] | N
 class Table:
     """A Paimon table. Obtain one with :func:`open_table`."""
 
-    def __init__(self, raw: "_internal.RawTable") -> None:
+    def __init__(self, raw: _internal.RawTable) -> None:
         self._raw = raw
 
-    def _replace(self, raw: "_internal.RawTable") -> "Table":
+    def _replace(self, raw: _internal.RawTable) -> Table:
         self._raw = raw
         for cached in ("_schema_version", "schema"):
             self.__dict__.pop(cached, None)
         return self
 
-    def refresh(self) -> "Table":
+    def refresh(self) -> Table:
         """Re-read the latest schema (after another process altered the table)."""
         return self._replace(self._raw.reload())
 
     # ---- schema evolution ----------------------------------------------------------------------
 
-    def add_column(self, name: str, type: "pa.DataType", *, first: bool = False, after: str | None = None,
-                   comment: str | None = None) -> "Table":
+    def add_column(self, name: str, type: pa.DataType, *, first: bool = False, after: str | None = None,
+                   comment: str | None = None) -> Table:
         """Add a nullable column (last by default). Existing rows read it as null."""
         import pyarrow as pa
 
         position = "first" if first else (f"after:{after}" if after else "last")
         return self._alter([("add_column", None, comment, pa.field(name, type), position)])
 
-    def rename_column(self, old: str, new: str) -> "Table":
+    def rename_column(self, old: str, new: str) -> Table:
         """Rename a column; data files keep working through field ids."""
         return self._alter([("rename_column", old, new, None, None)])
 
-    def drop_column(self, name: str) -> "Table":
+    def drop_column(self, name: str) -> Table:
         """Drop a (non-key) column."""
         return self._alter([("drop_column", name, None, None, None)])
 
-    def update_column_type(self, name: str, type: "pa.DataType") -> "Table":
+    def update_column_type(self, name: str, type: pa.DataType) -> Table:
         """Widen a column's type (INT -> BIGINT, FLOAT -> DOUBLE, wider DECIMAL...)."""
         import pyarrow as pa
 
         return self._alter([("update_column_type", name, None, pa.field(name, type), None)])
 
-    def set_option(self, key: str, value: str) -> "Table":
+    def set_option(self, key: str, value: str) -> Table:
         return self._alter([("set_option", key, str(value), None, None)])
 
-    def remove_option(self, key: str) -> "Table":
+    def remove_option(self, key: str) -> Table:
         return self._alter([("remove_option", key, None, None, None)])
 
-    def _alter(self, changes: list[tuple]) -> "Table":
+    def _alter(self, changes: list[tuple]) -> Table:
         return self._replace(self._raw.alter(changes))
 
     def __repr__(self) -> str:
@@ -259,7 +270,7 @@ class Table:
         return SchemaVersion.from_json(self._raw.schema_json())
 
     @cached_property
-    def schema(self) -> "pa.Schema":
+    def schema(self) -> pa.Schema:
         """The latest schema as a :class:`pyarrow.Schema`."""
         return self._raw.arrow_schema()
 
@@ -278,7 +289,16 @@ class Table:
 
     @property
     def options(self) -> dict[str, str]:
+        """The options the latest schema sets, as raw strings (see :attr:`effective_options`)."""
         return dict(self._schema_version.options)
+
+    @property
+    def effective_options(self) -> dict[str, Any]:
+        """The effective value of every option tidelake interprets, Paimon's defaults applied:
+        ints, booleans, strings, lists of column names, memory sizes in bytes and durations as
+        :class:`datetime.timedelta`; None for an option unset and without a default. A value
+        that does not parse raises :class:`InvalidArgumentError` naming the option."""
+        return self._raw.effective_options()
 
     def schemas(self) -> list[SchemaVersion]:
         """Every schema version, oldest first."""
@@ -328,9 +348,10 @@ class Table:
 
         Args:
             columns: columns to return, in this order (all by default).
-            filter: DNF tuples ``[("qty", ">=", 50), ...]`` (a list of lists is OR), or a JSON
-                filter tree. For a :class:`pyarrow.compute.Expression` use :meth:`to_arrow` or
-                :meth:`to_reader`, which apply it after reading.
+            filter: DNF tuples ``[("qty", ">=", 50), ...]`` (a list of lists is OR), a text
+                filter ``"qty >= 50 and name in ('a', 'b')"`` (the CLI's ``--filter`` language),
+                or a JSON filter tree. For a :class:`pyarrow.compute.Expression` use
+                :meth:`to_arrow` or :meth:`to_reader`, which apply it after reading.
             snapshot_id, tag, timestamp: time travel; give at most one. ``timestamp`` reads the
                 latest snapshot committed at or before it: a :class:`datetime.datetime` (naive
                 means local time, as Paimon's ``scan.timestamp``), an ISO-8601 string, or epoch
@@ -357,7 +378,7 @@ class Table:
     def to_reader(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                   tag: str | None = None, timestamp_ms: int | None = None,
                   batch_size: int | None = None, options: dict[str, str] | None = None, *,
-                  timestamp: Any = None) -> "pa.RecordBatchReader":
+                  timestamp: Any = None) -> pa.RecordBatchReader:
         """Stream the rows of one snapshot as a :class:`pyarrow.RecordBatchReader`.
 
         Arguments as :meth:`scan`; ``filter`` may also be a :class:`pyarrow.compute.Expression`.
@@ -366,9 +387,8 @@ class Table:
         if expr is None:
             return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size, options,
                              timestamp=timestamp).to_reader()
-        import pyarrow.dataset as ds
-
         import pyarrow as pa
+        import pyarrow.dataset as ds
 
         reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size, options,
                            timestamp=timestamp).to_reader()
@@ -380,7 +400,7 @@ class Table:
 
     def to_arrow(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                  tag: str | None = None, timestamp_ms: int | None = None,
-                 options: dict[str, str] | None = None, *, timestamp: Any = None) -> "pa.Table":
+                 options: dict[str, str] | None = None, *, timestamp: Any = None) -> pa.Table:
         """Read one snapshot into a :class:`pyarrow.Table`. Arguments as :meth:`to_reader`."""
         expr, _ = self._expression_filter(filter, columns)
         if expr is None:
@@ -412,7 +432,7 @@ class Table:
 
     def changes(self, start_snapshot: int | None = None, end_snapshot: int | None = None,
                 columns: list[str] | None = None, filter: Any = None, *, start_timestamp: Any = None,
-                end_timestamp: Any = None) -> "pa.Table":
+                end_timestamp: Any = None) -> pa.Table:
         """The changes snapshots ``(start_snapshot, end_snapshot]`` committed (up to the latest by
         default), with a leading ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``).
 
@@ -462,11 +482,13 @@ class Table:
         return TableWriter(self, commit_user, wait_compaction=wait_compaction)
 
     def commit(self, messages: list[CommitMessage], commit_identifier: int | None = None,
-               commit_user: str | None = None) -> list[int]:
+               commit_user: str | None = None, *, overwrite: bool = False) -> list[int]:
         """Commit writers' messages atomically; returns the new snapshot ids.
 
         With a ``commit_identifier`` (e.g. a streaming batch id) re-sending the same
         (commit_user, identifier) is a no-op, which makes streaming writes exactly-once.
+        ``overwrite=True`` replaces the whole table with the messages' files (write them with
+        ``TableWriter(table, overwrite=True)``). The same message twice is refused.
 
         Raises:
             CommitConflictError: a concurrent commit conflicts and retries were exhausted.
@@ -474,7 +496,18 @@ class Table:
         messages = check_messages(messages)
         user = commit_user_of(messages, commit_user)
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+        if overwrite:
+            return self._raw.overwrite(raw_messages(messages), user, ident, None, False)
         return self._raw.commit(raw_messages(messages), user, ident)
+
+    def is_committed(self, commit_identifier: int, commit_user: str) -> bool:
+        """Whether ``commit_user`` committed ``commit_identifier``: a job that lost track of
+        its commit (a crash, an ambiguous failure) asks before retrying or cleaning up."""
+        return not self._raw.filter_committed(commit_user, [int(commit_identifier)])
+
+    def discard(self, messages: list[CommitMessage]) -> int:
+        """Delete the files of messages that will never be committed; returns how many."""
+        return self._raw.discard(raw_messages(check_messages(messages)))
 
     def _write_and_commit(self, data: Any, kind: str) -> int | None:
         # A conflict, or a snapshot the writer read expiring under it, means nothing landed (a
@@ -518,26 +551,19 @@ class Table:
             return self._write_and_commit(data, "write")
         if mode != "overwrite":
             raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+        dynamic = overwrite_partition == "dynamic"
+        spec = None if dynamic else self._partition_spec_json(overwrite_partition)
         w = TableWriter(self, overwrite=True)
-        outside: list[BaseException] = []
+        messages: list[CommitMessage] = []
         try:
-            if isinstance(overwrite_partition, dict):
-                self._partition_spec_json(overwrite_partition)  # validates the keys
-                data = inside_partition(arrow_input(data), overwrite_partition, self.schema, outside)
-            try:
-                w.write(data)
-            except Exception:
-                if outside:
-                    raise outside[0] from None
-                raise
+            w.write(data)
             messages = w.prepare_commit()
-            if overwrite_partition == "dynamic":
-                ids = self._raw.overwrite(raw_messages(messages), w.commit_user, BATCH_COMMIT_IDENTIFIER, None, True)
-            else:
-                spec = self._partition_spec_json(overwrite_partition)
-                ids = self._raw.overwrite(raw_messages(messages), w.commit_user, BATCH_COMMIT_IDENTIFIER, spec, False)
+            # The engine refuses files outside a static overwrite's partitions (for every caller).
+            ids = self._raw.overwrite(raw_messages(messages), w.commit_user, BATCH_COMMIT_IDENTIFIER, spec, dynamic)
         except BaseException:
             w.abort()
+            if messages and not self.is_committed(BATCH_COMMIT_IDENTIFIER, w.commit_user):
+                self.discard(messages)  # refused or failed: its files are garbage
             raise
         w.close()
         return ids[-1] if ids else None
@@ -620,7 +646,7 @@ class Table:
         return json.dumps({"op": "or", "args": terms})
 
     def compaction_plan(self, full: bool = False,
-                        partitions: list[dict[str, Any]] | None = None) -> "CompactionPlan":
+                        partitions: list[dict[str, Any]] | None = None) -> CompactionPlan:
         """Plan :meth:`compact` without running it: one :class:`~tidelake.compaction.CompactionTask`
         per bucket to compact, to run anywhere with :func:`tidelake.compaction.run_compaction_task`
         and commit once with :meth:`CompactionPlan.commit` (see :mod:`tidelake.compaction`).
@@ -670,7 +696,7 @@ class Table:
         Returns counts of deleted files. Raises TableNotFoundError if there is no such tag."""
         return dict(self._raw.delete_tag(name))
 
-    def create_branch(self, name: str, from_snapshot: int | None = None, from_tag: str | None = None) -> "Table":
+    def create_branch(self, name: str, from_snapshot: int | None = None, from_tag: str | None = None) -> Table:
         """Create branch ``name`` of this table's branch: from a snapshot, a tag, or (neither)
         empty with the latest schema. Returns the new branch opened. Data files are shared;
         maintenance on any branch keeps what other branches reference. Raises
@@ -688,7 +714,7 @@ class Table:
         only it referenced become orphans. Raises TableNotFoundError if there is no such branch."""
         self._raw.delete_branch(name)
 
-    def fast_forward(self, name: str) -> "Table":
+    def fast_forward(self, name: str) -> Table:
         """Make branch ``name``'s history this branch's: snapshots, schemas and tags from the
         branch's earliest snapshot on are replaced by the branch's (Paimon's ``fast_forward``).
         Stop writers first. Returns this table, re-opened."""
@@ -725,13 +751,13 @@ class Table:
 
         return [dict(p) for p in self._raw.expire_partitions(duration_ms(expiration, "expiration"))]
 
-    def system(self, name: str) -> "pa.Table":
+    def system(self, name: str) -> pa.Table:
         """A Paimon system table (``table$name``) as a pyarrow.Table: ``snapshots``, ``schemas``,
         ``options``, ``files``, ``manifests``, ``partitions``, ``buckets``, ``tags``,
         ``consumers``, ``branches`` or ``audit_log``."""
         return self._raw.system_table(name)
 
-    def history(self) -> "pa.Table":
+    def history(self) -> pa.Table:
         """One row per live snapshot, oldest first: ``snapshot_id``, ``commit_time`` (local
         time), ``commit_kind`` (APPEND, COMPACT, OVERWRITE), ``commit_user``,
         ``commit_identifier``, ``schema_id``, the files, rows and bytes the commit added and

@@ -51,6 +51,10 @@ def replayable(data: Any) -> bool:
     return type(data).__module__.split(".")[0] in ("pandas", "polars") and hasattr(data, "columns")
 
 
+_KINDS = {"write": "insert", "upsert": "upsert", "delete": "delete"}
+"""TableWriter methods and the engine's write kinds."""
+
+
 @dataclass(frozen=True)
 class CommitMessage:
     """The files one writer produced for one (partition, bucket); commit with
@@ -68,7 +72,7 @@ class TableWriter:
     written since the last ``prepare_commit``).
     """
 
-    def __init__(self, table: "Table", commit_user: str | None = None, *, overwrite: bool = False,
+    def __init__(self, table: Table, commit_user: str | None = None, *, overwrite: bool = False,
                  wait_compaction: bool = True) -> None:
         self._table = table
         self.commit_user = commit_user or str(uuid.uuid4())
@@ -78,9 +82,9 @@ class TableWriter:
         self._raw = table._raw.writer(overwrite, wait_compaction)
 
     def write(self, data: Any) -> None:
-        """Insert rows (on primary-key tables: upsert by key)."""
-        kind = "rowkind_field" if self._table.options.get("rowkind.field") else "insert"
-        self._raw.write(arrow_input(data), kind)
+        """Insert rows (on primary-key tables: upsert by key; on tables with ``rowkind.field``
+        each row's kind comes from that column)."""
+        self._raw.write(arrow_input(data), "insert")
 
     def upsert(self, data: Any) -> None:
         """Insert or replace rows by primary key (merged with the table's merge engine)."""
@@ -91,6 +95,14 @@ class TableWriter:
     def delete(self, data: Any) -> None:
         """Delete rows by primary key; ``data`` needs at least the key columns."""
         self._raw.write(arrow_input(data), "delete")
+
+    def buckets(self, data: Any, kind: str = "write") -> Any:
+        """The bucket (a ``pyarrow.Int32Array``) each row of ``data`` goes to when written with
+        method ``kind`` (``write``, ``upsert`` or ``delete``) on a fixed-bucket table, without
+        writing: distributed jobs route each (partition, bucket) to one task with it."""
+        if kind not in _KINDS:
+            raise InvalidArgumentError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
+        return self._raw.buckets(arrow_input(data), _KINDS[kind])
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush everything written so far and return the messages to commit."""
@@ -103,7 +115,7 @@ class TableWriter:
     def close(self) -> None:
         self._raw.close()
 
-    def __enter__(self) -> "TableWriter":
+    def __enter__(self) -> TableWriter:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -123,64 +135,12 @@ def commit_user_of(messages: list[CommitMessage], commit_user: str | None) -> st
 
 
 def check_messages(messages: Any) -> list[CommitMessage]:
+    """``messages`` as a list of :class:`CommitMessage` (the engine refuses duplicates)."""
     out = list(messages)
     for m in out:
         if not isinstance(m, CommitMessage):
             raise InvalidArgumentError(f"expected CommitMessage objects, got {type(m).__name__}")
-    if len({m.payload for m in out}) != len(out):
-        raise InvalidArgumentError("the same CommitMessage was passed twice")
     return out
-
-
-def inside_partition(data: Any, spec: dict[str, Any], schema: Any, failure: list[BaseException]) -> Any:
-    """``data`` as a stream that raises (and records in ``failure``) once a row falls outside the
-    static partition ``spec`` — checked before any file is written, so a rejected overwrite
-    leaves no data files behind."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if hasattr(data, "__arrow_c_stream__"):
-        reader = pa.RecordBatchReader.from_stream(data)
-    else:
-        batch = pa.record_batch(data)
-        reader = pa.RecordBatchReader.from_batches(batch.schema, [batch])
-    values = {}
-    for k, v in spec.items():
-        try:
-            values[k] = None if v is None else pa.scalar(v).cast(schema.field(k).type)
-        except (pa.ArrowException, KeyError):
-            values[k] = v  # leave it to the committer's check
-
-    def outside(b: "pa.RecordBatch") -> str | None:
-        for k, v in values.items():
-            if k not in b.schema.names:
-                if v is None:
-                    continue
-                return f"rows have no '{k}' column but overwrite_partition sets {k}={spec[k]!r}"
-            col = b.column(k)
-            if v is None:
-                if col.null_count < len(col):
-                    return f"rows have a non-null '{k}' outside overwrite_partition {spec}"
-                continue
-            if not isinstance(v, pa.Scalar):
-                continue
-            try:
-                col = col.cast(v.type)
-            except pa.ArrowException:
-                continue  # the writer rejects the column with SchemaMismatchError
-            if col.null_count or not pc.all(pc.equal(col, v)).as_py():
-                return f"rows have '{k}' values outside overwrite_partition {spec}"
-        return None
-
-    def batches():
-        for b in reader:
-            problem = outside(b)
-            if problem:
-                failure.append(InvalidArgumentError(problem))
-                raise failure[-1]
-            yield b
-
-    return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1

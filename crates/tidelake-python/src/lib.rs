@@ -45,5 +45,6 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compact::compaction_task_target, m)?)?;
     m.add_function(wrap_pyfunction!(reset_logging, m)?)?;
     let _ = LOGGING.set(pyo3_log::try_init().ok());
+    m.add_function(wrap_pyfunction!(scan::parse_filter_text, m)?)?;
     Ok(())
 }

@@ -23,6 +23,13 @@ pub struct RawScan {
     pub(crate) plan: ScanPlan,
 }
 
+/// The JSON filter tree of a text filter (`n >= 5 and s in ('a', 'b')`, see
+/// `tidelake_core::scan::predicate::parse_filter_text`).
+#[pyfunction]
+pub fn parse_filter_text(text: &str) -> PyResult<String> {
+    tidelake_core::scan::predicate::parse_filter_text(text).map(|tree| tree.to_string()).py()
+}
+
 pub(crate) fn parse_filter(filter_json: Option<&str>) -> PyResult<Option<Predicate>> {
     filter_json
         .map(|text| {

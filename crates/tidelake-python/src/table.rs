@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use pyo3_arrow::PySchema;
 use tidelake_core::io::{FileIO, StorageOptions};
 use tidelake_core::schema_change::{alter_table, create_table, ColumnPosition, SchemaChange, TableSpec};
@@ -17,6 +18,7 @@ use tidelake_core::table::Table;
 use tidelake_core::read::split_read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
 use tidelake_core::scan::{plan_changes, plan_scan, ScanRequest, Split};
 use tidelake_core::Error;
+use tidelake_spec::options::{OptionValue, ResolvedOption};
 
 use crate::arrow_arg::{FieldArg, SchemaArg};
 use crate::errors::{to_py, IntoPyResult};
@@ -141,6 +143,33 @@ impl RawTable {
     /// The latest schema as Paimon JSON (`schema/schema-N`).
     fn schema_json(&self) -> String {
         self.table.schema().to_json()
+    }
+
+    /// The effective value of every option tidelake interprets, defaults applied
+    /// (`Options::resolved`): ints, booleans, strings, lists of names, memory sizes in bytes,
+    /// durations as `datetime.timedelta`, None when unset without a default.
+    fn effective_options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let schema = self.table.schema();
+        let resolved = schema
+            .options()
+            .resolved(!schema.primary_keys.is_empty())
+            .map_err(|e| to_py(Error::from_spec(self.table.location(), e)))?;
+        let timedelta = py.import("datetime")?.getattr("timedelta")?;
+        let dict = PyDict::new(py);
+        for ResolvedOption { key, value } in resolved {
+            match value {
+                OptionValue::Bool(b) => dict.set_item(key, b)?,
+                OptionValue::Int(i) => dict.set_item(key, i)?,
+                OptionValue::Bytes(n) => dict.set_item(key, n)?,
+                OptionValue::Duration(d) => {
+                    dict.set_item(key, timedelta.call1((0, d.as_secs(), d.subsec_micros()))?)?
+                }
+                OptionValue::Text(t) => dict.set_item(key, t)?,
+                OptionValue::List(names) => dict.set_item(key, names)?,
+                OptionValue::Unset => dict.set_item(key, py.None())?,
+            }
+        }
+        Ok(dict)
     }
 
     /// The latest schema as a pyarrow.Schema.

@@ -25,12 +25,14 @@ use crate::maintenance::after_commit;
 use crate::runtime::block_on;
 use crate::table::RawTable;
 
-fn row_kinds(kind: &str) -> PyResult<RowKinds> {
+/// The row kinds of a write of `kind`: inserts into a table with `rowkind.field` take each
+/// row's kind from that column (Paimon's contract for such tables).
+fn row_kinds(write: &TableWrite, kind: &str) -> Result<RowKinds, Error> {
     match kind {
+        "insert" if write.schema().options().rowkind_field().is_some() => Ok(RowKinds::FromField),
         "insert" | "upsert" => Ok(RowKinds::Fixed(RowKind::Insert.code())),
         "delete" => Ok(RowKinds::Fixed(RowKind::Delete.code())),
-        "rowkind_field" => Ok(RowKinds::FromField),
-        other => Err(to_py(Error::invalid(format!("unknown write kind '{other}'")))),
+        other => Err(Error::invalid(format!("unknown write kind '{other}'"))),
     }
 }
 
@@ -41,16 +43,16 @@ pub struct RawWriter {
 
 #[pymethods]
 impl RawWriter {
-    /// Write every batch of an Arrow producer with row kind `kind`
-    /// (`insert`, `upsert`, `delete`, `rowkind_field`).
+    /// Write every batch of an Arrow producer with row kind `kind` (`insert`, `upsert`,
+    /// `delete`; inserts into a `rowkind.field` table read each row's kind from that column).
     fn write(&self, py: Python<'_>, data: AnyRecordBatch, kind: &str) -> PyResult<()> {
-        let kinds = row_kinds(kind)?;
         let reader = data.into_reader()?;
         for batch in reader {
             let batch = batch.map_err(|e| to_py(Error::arrow("reading input", e)))?;
             block_on(py, async {
                 let mut guard = self.write.lock().await;
                 let w = guard.as_mut().ok_or_else(|| Error::invalid("the writer is closed"))?;
+                let kinds = row_kinds(w, kind)?;
                 w.write(&batch, kinds).await
             })?
             .py()?;
@@ -61,14 +63,13 @@ impl RawWriter {
     /// The bucket `write` would put each row of `data` in (fixed-bucket tables), as an
     /// Int32Array: for routing every (partition, bucket) to one writer of a distributed job.
     fn buckets<'py>(&self, py: Python<'py>, data: AnyRecordBatch, kind: &str) -> PyResult<Bound<'py, PyAny>> {
-        let kinds = row_kinds(kind)?;
         let mut out = Vec::new();
         for batch in data.into_reader()? {
             let batch = batch.map_err(|e| to_py(Error::arrow("reading input", e)))?;
             let buckets = block_on(py, async {
                 let guard = self.write.lock().await;
                 let w = guard.as_ref().ok_or_else(|| Error::invalid("the writer is closed"))?;
-                w.fixed_buckets(&batch, kinds)
+                w.fixed_buckets(&batch, row_kinds(w, kind)?)
             })?
             .py()?;
             out.extend(buckets);

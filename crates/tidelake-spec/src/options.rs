@@ -178,6 +178,16 @@ option_enum!(BucketFunctionType, BUCKET_FUNCTION_TYPE, {
     Hive => "hive",
 });
 
+// Declared after `option_enum!` so that the submodules can use it.
+mod maintenance;
+mod merge_fn;
+mod resolved;
+
+pub use maintenance::*;
+
+pub use merge_fn::{NestedKeyNullStrategy, SequenceGroupOption, PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP};
+pub use resolved::{OptionValue, ResolvedOption};
+
 /// Table options: an insertion-ordered map from option key to raw string value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
@@ -861,7 +871,8 @@ impl Options {
 mod tests {
     use super::*;
 
-    fn opts(pairs: &[(&str, &str)]) -> Options {
+    /// Options from key/value pairs (shared with the submodules' tests).
+    pub(super) fn opts(pairs: &[(&str, &str)]) -> Options {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

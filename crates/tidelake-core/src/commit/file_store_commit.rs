@@ -17,7 +17,7 @@ use tidelake_spec::types::DataType;
 use crate::commit::attempt::{AttemptChanges, Request, Source};
 use crate::commit::manifest_writer::MetaWriter;
 use crate::commit::merge::MergeOptions;
-use crate::write::message::{Changes, CommitMessage};
+use crate::write::message::{check_distinct, Changes, CommitMessage};
 use crate::commit::new_files::common_base;
 use crate::commit::overwrite::{
     check_inside, try_upgrade, OverwriteScope, PartitionFilter, PartitionMatcher,
@@ -192,6 +192,7 @@ impl FileStoreCommit {
         commit_identifier: i64,
         properties: &[(String, String)],
     ) -> Result<CommitOutcome> {
+        check_distinct(&messages)?;
         if self.already_committed(commit_identifier).await? {
             return Ok(CommitOutcome::default());
         }
@@ -373,6 +374,7 @@ impl FileStoreCommit {
         properties: &[(String, String)],
         operation: Option<&'static str>,
     ) -> Result<Vec<i64>> {
+        check_distinct(&messages)?;
         if self.already_committed(commit_identifier).await? {
             return Ok(Vec::new());
         }

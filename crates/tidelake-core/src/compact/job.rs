@@ -666,11 +666,7 @@ fn merge_config(
     keys: &[String],
     opts: &Options,
 ) -> Result<MergeConfig> {
-    let options: Vec<(String, String)> = opts
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    MergeConfig::from_options(fields, keys, &options)
+    MergeConfig::from_options(fields, keys, opts)
 }
 
 impl Done {

@@ -35,12 +35,11 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use futures::stream::{BoxStream, StreamExt};
+use tidelake_spec::options::{Options, SortOrder};
 use tidelake_spec::types::DataField;
 
 use crate::error::{Error, Result};
-use crate::lsm::merge_fn::config::{
-    engine_from_options, ignore_delete, sequence_field_names, OptionMap,
-};
+use crate::lsm::merge_fn::config::{engine_from_options, option_error};
 use crate::lsm::merge_fn::output::OutputRows;
 use crate::lsm::merge_fn::value::{Pool, Rec, VALUE_OFFSET};
 use crate::lsm::merge_fn::{self, MergeEngineConfig, MergeFunction, PartialUpdateConfig};
@@ -78,9 +77,8 @@ impl MergeConfig {
     pub fn from_options(
         value_fields: &[DataField],
         key_names: &[String],
-        options: &[(String, String)],
+        options: &Options,
     ) -> Result<MergeConfig> {
-        let options = OptionMap(options);
         let position = |name: &str, what: &str| {
             value_fields
                 .iter()
@@ -95,22 +93,15 @@ impl MergeConfig {
             .iter()
             .map(|k| position(k, "primary key"))
             .collect::<Result<Vec<_>>>()?;
-        let sequence_indices = sequence_field_names(&options)
+        let sequence_indices = options
+            .sequence_field()
             .iter()
             .map(|s| position(s, "sequence.field"))
             .collect::<Result<Vec<_>>>()?;
-        let sequence_descending = match options.get("sequence.field.sort-order") {
-            None => false,
-            Some(v) if v.eq_ignore_ascii_case("ascending") => false,
-            Some(v) if v.eq_ignore_ascii_case("descending") => true,
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "sequence.field.sort-order: expected ascending or descending, got '{v}'"
-                )))
-            }
-        };
-        let ignore_delete = ignore_delete(&options)?;
-        let engine = engine_from_options(value_fields, key_names, &options, ignore_delete)?;
+        let sequence_descending =
+            options.sequence_field_sort_order().map_err(option_error)? == SortOrder::Descending;
+        let ignore_delete = options.ignore_delete().map_err(option_error)?;
+        let engine = engine_from_options(value_fields, key_names, options, ignore_delete)?;
         Ok(MergeConfig {
             key_indices,
             sequence_indices,

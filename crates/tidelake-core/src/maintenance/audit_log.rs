@@ -104,12 +104,7 @@ impl Merger {
             .filter_map(|k| schema.field(k))
             .map(|f| f.data_type.clone())
             .collect();
-        let options: Vec<(String, String)> = schema
-            .options()
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let mut config = MergeConfig::from_options(&schema.fields, &keys, &options)?;
+        let mut config = MergeConfig::from_options(&schema.fields, &keys, schema.options())?;
         config.keep_retracts = true;
         Ok(Merger {
             table: table.clone(),

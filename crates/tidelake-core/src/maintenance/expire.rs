@@ -92,9 +92,9 @@ impl ExpireConfig {
         let retain_min = opts.snapshot_num_retained_min().map_err(spec)?;
         let retain_max = opts.snapshot_num_retained_max().map_err(spec)?;
         // Java `CoreOptions.changelogLifecycleDecoupled`.
-        let changelog_min = opts.get_i32("changelog.num-retained.min").map_err(spec)?;
-        let changelog_max = opts.get_i32("changelog.num-retained.max").map_err(spec)?;
-        let changelog_time = opts.get_duration("changelog.time-retained").map_err(spec)?;
+        let changelog_min = opts.changelog_num_retained_min().map_err(spec)?;
+        let changelog_max = opts.changelog_num_retained_max().map_err(spec)?;
+        let changelog_time = opts.changelog_time_retained().map_err(spec)?;
         if changelog_min.is_some_and(|n| n > retain_min)
             || changelog_max.is_some_and(|n| n > retain_max)
             || changelog_time.is_some_and(|d| d > retained)

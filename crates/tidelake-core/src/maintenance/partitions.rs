@@ -22,6 +22,7 @@ use std::time::Duration;
 use chrono::NaiveDateTime;
 use serde_json::Value;
 use tidelake_spec::datum::Datum;
+use tidelake_spec::options::PartitionExpirationStrategy;
 use tidelake_spec::partition::PartitionComputer;
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
@@ -57,38 +58,26 @@ impl PartitionExpireConfig {
         expiration: Option<Duration>,
     ) -> Result<Option<PartitionExpireConfig>> {
         let spec = |e| Error::from_spec("table options", e);
-        let Some(expiration) = expiration.or(opts
-            .get_duration("partition.expiration-time")
-            .map_err(spec)?)
+        let Some(expiration) = expiration.or(opts.partition_expiration_time().map_err(spec)?)
         else {
             return Ok(None);
         };
-        let strategy = match opts
-            .get("partition.expiration-strategy")
-            .unwrap_or("values-time")
-        {
-            "values-time" => ExpireStrategy::ValuesTime(PartitionTimeExtractor::new(
-                opts.get("partition.timestamp-pattern"),
-                opts.get("partition.timestamp-formatter"),
-            )?),
-            "update-time" => ExpireStrategy::UpdateTime,
-            other => {
-                return Err(Error::invalid(format!(
-                    "unknown partition.expiration-strategy '{other}'"
-                )))
+        let strategy = match opts.partition_expiration_strategy().map_err(spec)? {
+            PartitionExpirationStrategy::ValuesTime => {
+                ExpireStrategy::ValuesTime(PartitionTimeExtractor::new(
+                    opts.partition_timestamp_pattern(),
+                    opts.partition_timestamp_formatter(),
+                )?)
             }
+            PartitionExpirationStrategy::UpdateTime => ExpireStrategy::UpdateTime,
         };
         Ok(Some(PartitionExpireConfig {
             expiration,
             strategy,
-            max_num: usize::try_from(
-                opts.get_i32("partition.expiration-max-num")
-                    .map_err(spec)?
-                    .unwrap_or(100),
-            )
-            .unwrap_or(0),
+            max_num: usize::try_from(opts.partition_expiration_max_num().map_err(spec)?)
+                .unwrap_or(0),
             batch_size: opts
-                .get_i32("partition.expiration-batch-size")
+                .partition_expiration_batch_size()
                 .map_err(spec)?
                 .and_then(|n| usize::try_from(n).ok())
                 .filter(|n| *n > 0),

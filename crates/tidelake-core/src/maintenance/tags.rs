@@ -110,7 +110,7 @@ pub async fn create_tag(
         None => table
             .schema()
             .options()
-            .get_duration("tag.default-time-retained")
+            .tag_default_time_retained()
             .map_err(|e| Error::from_spec("table options", e))?,
     };
     let tag = Tag {

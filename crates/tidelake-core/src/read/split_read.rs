@@ -124,7 +124,7 @@ impl ReadContext {
             && engine != MergeEngine::FirstRow
             && (opts.changelog_producer().map_err(spec_err)? == ChangelogProducer::Lookup
                 || opts.deletion_vectors_enabled().map_err(spec_err)?
-                || opts.get_bool("force-lookup").map_err(spec_err)?.unwrap_or(false));
+                || opts.force_lookup().map_err(spec_err)?);
 
         // Columns the merge and the filter need besides the output.
         let mut needed: Vec<String> = output.iter().map(|f| f.name.clone()).collect();
@@ -158,8 +158,7 @@ impl ReadContext {
             schema.trimmed_primary_keys().iter().filter_map(|k| schema.field(k)).collect();
         let key_types = key_fields.iter().map(|f| f.data_type.clone()).collect();
         let merge = if has_pk {
-            let opts_vec: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            Some(Arc::new(MergeConfig::from_options(&read_fields, &schema.primary_keys, &opts_vec)?))
+            Some(Arc::new(MergeConfig::from_options(&read_fields, &schema.primary_keys, opts)?))
         } else {
             None
         };

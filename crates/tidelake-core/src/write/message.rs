@@ -339,6 +339,39 @@ pub(crate) fn index_files_from_hex(hex: &str) -> std::result::Result<Vec<IndexFi
     Ok(entries.into_iter().map(|e| e.index_file).collect())
 }
 
+/// Refuse a batch in which two messages name one data file in the same role (new, deleted,
+/// changelog, before or after compaction) of one (partition, bucket): the same message passed
+/// twice. Committed, it would ADD the file twice, which Java (and tidelake) read as a corrupt
+/// table. Checked by every commit path before anything else, so no caller can bypass it. (A
+/// file twice inside one message is a malformed compaction, left to the conflict checks.)
+pub(crate) fn check_distinct(messages: &[CommitMessage]) -> Result<()> {
+    let mut seen: HashSet<(&'static str, &[u8], i32, &str)> = HashSet::new();
+    for m in messages {
+        let mut mine = HashSet::new();
+        let roles: [(&'static str, &Vec<DataFileMeta>); 6] = [
+            ("new", &m.new_files),
+            ("deleted", &m.deleted_files),
+            ("changelog", &m.changelog_files),
+            ("compacted", &m.compact_before),
+            ("compaction result", &m.compact_after),
+            ("compaction changelog", &m.compact_changelog),
+        ];
+        for (role, files) in roles {
+            for f in files {
+                let key = (role, m.partition.as_slice(), m.bucket, f.file_name.as_str());
+                if mine.insert(key) && !seen.insert(key) {
+                    return Err(Error::invalid(format!(
+                        "{role} file {} of bucket {} appears twice in the messages of one commit \
+                         (the same commit message passed twice?); nothing was committed",
+                        f.file_name, m.bucket
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Cut `items` into consecutive lists of the given lengths; `None` unless they add up.
 pub(crate) fn split_counts<T>(items: Vec<T>, counts: &[usize]) -> Option<Vec<Vec<T>>> {
     let total = counts

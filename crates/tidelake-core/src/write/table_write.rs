@@ -233,9 +233,8 @@ impl TableWrite {
         let bucket_key_types = bucket_key_columns.iter().map(|&i| schema.fields[i].data_type.clone()).collect();
         let key_columns = positions(&schema, &schema.trimmed_primary_keys());
         let merge = if primary_key {
-            let options: Vec<(String, String)> = opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             // The full primary key, as Java passes it to merge functions.
-            let mut config = MergeConfig::from_options(&schema.fields, &schema.primary_keys, &options)?;
+            let mut config = MergeConfig::from_options(&schema.fields, &schema.primary_keys, opts)?;
             config.keep_retracts = true;
             Some(Arc::new(config))
         } else {

@@ -11,6 +11,7 @@ use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER as BATCH};
 
 use super::*;
 use crate::error::Error;
+use crate::commit::OverwriteScope;
 use crate::maintenance::{expire_snapshots, ExpireConfig};
 
 /// The table at `dir` opened again with one delayed (`delay_ms`) operation: the first `op` on
@@ -167,6 +168,28 @@ async fn messages_committed_again_are_recognised_as_landed() {
     assert_eq!(table.snapshot_manager().list_ids().await.unwrap(), vec![1, 2]);
     assert_eq!(live_names(&table).await, names(["a2"]));
     assert_eq!(latest(&table).await.commit_kind, CommitKind::Compact);
+}
+
+/// Scenario: one batch holding the same message twice (a caller that bypasses the Python API,
+/// e.g. a Spark job whose task output was collected twice) is refused by commit and overwrite
+/// before anything is written: committed, it would ADD each file twice.
+#[tokio::test]
+async fn the_same_message_twice_in_one_commit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = create_table(dir.path(), false, false, &[("bucket", "-1")]).await;
+    let c = committer(&table, "u");
+    let m = add(no_part(), -1, vec![written(&table, "", "f1").await]);
+    for err in [
+        c.commit(vec![m.clone(), m.clone()], BATCH, &[]).await.unwrap_err(),
+        c.overwrite(OverwriteScope::Static(None), vec![m.clone(), m.clone()], BATCH, &[]).await.unwrap_err(),
+    ] {
+        match err {
+            Error::Invalid(msg) => assert!(msg.contains("f1") && msg.contains("twice"), "{msg}"),
+            other => panic!("expected a refusal, got {other}"),
+        }
+    }
+    assert!(table.snapshot_manager().list_ids().await.unwrap().is_empty());
+    assert_eq!(c.commit(vec![m], BATCH, &[]).await.unwrap(), vec![1]);
 }
 
 /// Scenario: a file of a commit that is retrying is deleted (orphan cleaning); the commit must

@@ -11,6 +11,7 @@ use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_schema::{Field, Schema};
 use futures::executor::block_on;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use tidelake_spec::options::Options;
 use tidelake_spec::types::{DataField, DataType, TypeKind, MAX_LENGTH};
 
 use super::{merge_sorted_runs, MergeConfig};
@@ -100,7 +101,7 @@ pub(super) fn config(
     options: &[(&str, &str)],
 ) -> Result<MergeConfig> {
     let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-    let options: Vec<(String, String)> = options
+    let options: Options = options
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
@@ -487,6 +488,21 @@ mod order {
                 "+I|3|1|x"
             ]
         );
+    }
+
+    #[test]
+    fn sequence_field_splits_like_java_and_the_scan() {
+        // Java CoreOptions.sequenceField: String.split(",") (no trailing empty names), trimmed;
+        // the scan reads the same columns (Options::sequence_field), so the merge must agree.
+        let fields = vec![
+            field("k", TypeKind::BigInt, false),
+            field("ts", TypeKind::BigInt, true),
+            field("v", string(), true),
+        ];
+        let c = config(&fields, &["k"], &[("sequence.field", " ts ,v,")]).unwrap();
+        assert_eq!(c.sequence_indices, [1, 2]);
+        let err = config(&fields, &["k"], &[("sequence.field.sort-order", "sideways")]).unwrap_err();
+        assert!(err.to_string().contains("sequence.field.sort-order"), "{err}");
     }
 
     #[test]

@@ -10,9 +10,16 @@
 //! names refer to columns by name; names absent from the value columns are treated as not
 //! projected (skipped), except where the merge cannot work without them (errors say so).
 
+use tidelake_spec::options::{MergeEngine, Options};
+pub use tidelake_spec::options::NestedKeyNullStrategy;
 use tidelake_spec::types::{DataField, DataType, TypeKind, MAX_LENGTH};
 
 use crate::error::{Error, Result};
+
+/// A table option that does not parse, as a core error.
+pub(crate) fn option_error(err: tidelake_spec::Error) -> Error {
+    Error::from_spec("table options", err)
+}
 
 /// Which merge engine a primary-key table uses (`merge-engine`), with its settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -160,76 +167,6 @@ impl AggregateFunction {
     }
 }
 
-/// `fields.<f>.nested-key-null-strategy`: what to do with nested rows whose key has a null.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NestedKeyNullStrategy {
-    /// Merge them like any other key (default).
-    Merge,
-    /// Drop them.
-    Ignore,
-    /// Fail.
-    Error,
-}
-
-/// Options as an ordered key/value list; later entries win.
-pub(crate) struct OptionMap<'a>(pub &'a [(String, String)]);
-
-impl<'a> OptionMap<'a> {
-    pub fn get(&self, key: &str) -> Option<&'a str> {
-        self.0
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn bool(&self, key: &str, default: bool) -> Result<bool> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => parse_bool(key, v),
-        }
-    }
-
-    pub fn entries(&self) -> impl Iterator<Item = (&'a str, &'a str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
-    }
-}
-
-fn parse_bool(key: &str, value: &str) -> Result<bool> {
-    if value.eq_ignore_ascii_case("true") {
-        Ok(true)
-    } else if value.eq_ignore_ascii_case("false") {
-        Ok(false)
-    } else {
-        Err(Error::invalid(format!(
-            "option '{key}': unrecognized boolean '{value}', expected true or false"
-        )))
-    }
-}
-
-/// `ignore-delete` with Java's fallback keys.
-pub(crate) fn ignore_delete(options: &OptionMap<'_>) -> Result<bool> {
-    for key in [
-        "ignore-delete",
-        "first-row.ignore-delete",
-        "deduplicate.ignore-delete",
-        "partial-update.ignore-delete",
-    ] {
-        if let Some(v) = options.get(key) {
-            return parse_bool(key, v);
-        }
-    }
-    Ok(false)
-}
-
-/// `sequence.field`: comma-separated, trimmed names.
-pub(crate) fn sequence_field_names(options: &OptionMap<'_>) -> Vec<String> {
-    options
-        .get("sequence.field")
-        .map(|s| s.split(',').map(|n| n.trim().to_string()).collect())
-        .unwrap_or_default()
-}
-
 fn position(fields: &[DataField], name: &str) -> Option<usize> {
     fields.iter().position(|f| f.name == name)
 }
@@ -238,31 +175,27 @@ fn position(fields: &[DataField], name: &str) -> Option<usize> {
 pub(crate) fn engine_from_options(
     fields: &[DataField],
     key_names: &[String],
-    options: &OptionMap<'_>,
+    options: &Options,
     ignore_delete: bool,
 ) -> Result<MergeEngineConfig> {
-    let engine = options.get("merge-engine").unwrap_or("deduplicate");
-    match engine.to_ascii_lowercase().as_str() {
-        "deduplicate" => Ok(MergeEngineConfig::Deduplicate),
-        "first-row" => Ok(MergeEngineConfig::FirstRow),
-        "partial-update" => {
+    match options.merge_engine().map_err(option_error)? {
+        MergeEngine::Deduplicate => Ok(MergeEngineConfig::Deduplicate),
+        MergeEngine::FirstRow => Ok(MergeEngineConfig::FirstRow),
+        MergeEngine::PartialUpdate => {
             partial_update(fields, key_names, options, ignore_delete).map(MergeEngineConfig::PartialUpdate)
         }
-        "aggregation" => aggregation(fields, key_names, options).map(MergeEngineConfig::Aggregation),
-        other => Err(Error::invalid(format!(
-            "unknown merge-engine '{other}', expected deduplicate, partial-update, aggregation or first-row"
-        ))),
+        MergeEngine::Aggregation => aggregation(fields, key_names, options).map(MergeEngineConfig::Aggregation),
     }
 }
 
 fn aggregation(
     fields: &[DataField],
     key_names: &[String],
-    options: &OptionMap<'_>,
+    options: &Options,
 ) -> Result<AggregationConfig> {
-    let remove_record_on_delete = options.bool("aggregation.remove-record-on-delete", false)?;
-    let sequence_fields = sequence_field_names(options);
-    let default_fn = options.get("fields.default-aggregate-function");
+    let remove_record_on_delete = options.aggregation_remove_record_on_delete().map_err(option_error)?;
+    let sequence_fields = options.sequence_field();
+    let default_fn = options.fields_default_aggregate_function();
     let mut aggregates = Vec::with_capacity(fields.len());
     for field in fields {
         // AggregateMergeFunction.getAggFuncName
@@ -272,7 +205,7 @@ fn aggregation(
             "primary-key"
         } else {
             options
-                .get(&format!("fields.{}.aggregate-function", field.name))
+                .field_aggregate_function(&field.name)
                 .or(default_fn)
                 .unwrap_or("last_non_null_value")
         };
@@ -293,30 +226,23 @@ fn aggregation(
 fn partial_update(
     fields: &[DataField],
     key_names: &[String],
-    options: &OptionMap<'_>,
+    options: &Options,
     ignore_delete: bool,
 ) -> Result<PartialUpdateConfig> {
-    let remove_record_on_delete = options.bool("partial-update.remove-record-on-delete", false)?;
-    let remove_on_group = options.get("partial-update.remove-record-on-sequence-group");
+    let remove_record_on_delete = options.partial_update_remove_record_on_delete().map_err(option_error)?;
+    let remove_on_group = options.partial_update_remove_record_on_sequence_group();
 
     let mut sequence_groups: Vec<SequenceGroup> = Vec::new();
-    let mut sequence_groups_defined = false;
+    let group_options = options.sequence_groups().map_err(option_error)?;
+    let sequence_groups_defined = !group_options.is_empty();
     // names of all group sequence fields, and of all protected fields
     let mut all_sequence_names: Vec<&str> = Vec::new();
     let mut protected_names: Vec<&str> = Vec::new();
     let mut owner: Vec<Option<usize>> = vec![None; fields.len()];
-    for (key, value) in options.entries() {
-        // PartialUpdateMergeFunction.isSequenceGroupOptionCandidate
-        if !(key.starts_with("fields") && key.ends_with("sequence-group")) {
-            continue;
-        }
-        let inner = key
-            .strip_prefix("fields.")
-            .and_then(|k| k.strip_suffix(".sequence-group"))
-            .ok_or_else(|| Error::invalid(format!("invalid sequence-group option: {key}")))?;
-        sequence_groups_defined = true;
-        let seq_names: Vec<&str> = inner.split(',').collect();
-        let prot_names: Vec<&str> = value.split(',').collect();
+    for group_option in &group_options {
+        let key = group_option.key.as_str();
+        let seq_names: Vec<&str> = group_option.sequence_fields.iter().map(String::as_str).collect();
+        let prot_names: Vec<&str> = group_option.protected_fields.iter().map(String::as_str).collect();
         for name in seq_names.iter().chain(&prot_names) {
             if key_names.iter().any(|k| k == name) {
                 return Err(Error::invalid(format!(
@@ -373,8 +299,8 @@ fn partial_update(
         group.protected_fields.retain(|&p| owner[p] == Some(id));
     }
 
-    let aggregation_remove = options.bool("aggregation.remove-record-on-delete", false)?;
-    let default_fn = options.get("fields.default-aggregate-function");
+    let aggregation_remove = options.aggregation_remove_record_on_delete().map_err(option_error)?;
+    let default_fn = options.fields_default_aggregate_function();
     let mut aggregates = Vec::with_capacity(fields.len());
     for field in fields {
         // PartialUpdateMergeFunction.getAggFuncName
@@ -383,9 +309,7 @@ fn partial_update(
         } else if key_names.contains(&field.name) {
             Some("primary-key")
         } else {
-            let name = options
-                .get(&format!("fields.{}.aggregate-function", field.name))
-                .or(default_fn);
+            let name = options.field_aggregate_function(&field.name).or(default_fn);
             if let Some(n) = name {
                 if n != "last_non_null_value" && !protected_names.contains(&field.name.as_str()) {
                     return Err(Error::invalid(format!(
@@ -422,11 +346,12 @@ fn partial_update(
     }
     let mut remove_record_on_sequence_group = Vec::new();
     if let Some(names) = remove_on_group {
-        for name in names.split(',') {
-            if !all_sequence_names.contains(&name) {
+        for name in &names {
+            if !all_sequence_names.contains(&name.as_str()) {
                 return Err(Error::invalid(format!(
-                    "field '{names}' defined in 'partial-update.remove-record-on-sequence-group' \
-                     option must be part of sequence groups"
+                    "field '{}' defined in 'partial-update.remove-record-on-sequence-group' \
+                     option must be part of sequence groups",
+                    names.join(",")
                 )));
             }
             if let Some(p) = position(fields, name) {
@@ -480,7 +405,7 @@ fn is_comparable(t: &DataType) -> bool {
 fn aggregate_spec(
     field: &DataField,
     name: &str,
-    options: &OptionMap<'_>,
+    options: &Options,
     remove_record_on_delete: bool,
 ) -> Result<AggregateSpec> {
     let f = &field.name;
@@ -491,14 +416,14 @@ fn aggregate_spec(
             t.kind
         ))
     };
-    let ignore_retract = options.bool(&format!("fields.{f}.ignore-retract"), false)?;
+    let ignore_retract = options.field_ignore_retract(f).map_err(option_error)?;
     if remove_record_on_delete && ignore_retract {
         return Err(conflict(
             "aggregation.remove-record-on-delete",
             &format!("fields.{f}.ignore-retract"),
         ));
     }
-    let distinct = || options.bool(&format!("fields.{f}.distinct"), false);
+    let distinct = || options.field_distinct(f).map_err(option_error);
     let function = match name {
         "sum" | "product" => {
             if !is_numeric(t) {
@@ -530,10 +455,7 @@ fn aggregate_spec(
                 return Err(wrong_type("STRING (unbounded VARCHAR)"));
             }
             AggregateFunction::ListAgg {
-                delimiter: options
-                    .get(&format!("fields.{f}.list-agg-delimiter"))
-                    .unwrap_or(",")
-                    .to_string(),
+                delimiter: options.field_list_agg_delimiter(f).to_string(),
                 distinct: distinct()?,
             }
         }
@@ -597,7 +519,7 @@ fn aggregate_spec(
 
 fn merge_map_with_keytime(
     field: &DataField,
-    options: &OptionMap<'_>,
+    options: &Options,
     wrong_type: &dyn Fn(&str) -> Error,
 ) -> Result<AggregateFunction> {
     let TypeKind::Map(_, value) = &field.data_type.kind else {
@@ -609,7 +531,7 @@ fn merge_map_with_keytime(
     if row.len() < 2 {
         return Err(wrong_type("MAP with ROW values of at least 2 fields"));
     }
-    let ts_field = match options.get(&format!("fields.{}.ts-field", field.name)) {
+    let ts_field = match options.field_merge_map_ts_field(&field.name) {
         None => row.len() - 1,
         Some(name) => position(row, name).ok_or_else(|| {
             Error::invalid(format!(
@@ -633,7 +555,7 @@ fn merge_map_with_keytime(
 fn nested(
     field: &DataField,
     name: &str,
-    options: &OptionMap<'_>,
+    options: &Options,
     wrong_type: &dyn Fn(&str) -> Error,
 ) -> Result<AggregateFunction> {
     let f = &field.name;
@@ -642,12 +564,6 @@ fn nested(
     };
     let TypeKind::Row(row) = &element.kind else {
         return Err(wrong_type("ARRAY<ROW>"));
-    };
-    let names = |key: &str| -> Vec<String> {
-        options
-            .get(&format!("fields.{f}.{key}"))
-            .map(|s| s.split(',').map(|n| n.trim().to_string()).collect())
-            .unwrap_or_default()
     };
     let resolve = |names: &[String]| -> Result<Vec<usize>> {
         names
@@ -659,19 +575,9 @@ fn nested(
             })
             .collect()
     };
-    let key = resolve(&names("nested-key"))?;
-    let strategy_key = format!("fields.{f}.nested-key-null-strategy");
-    let null_strategy = match options.get(&strategy_key) {
-        None => NestedKeyNullStrategy::Merge,
-        Some(v) if v.eq_ignore_ascii_case("merge") => NestedKeyNullStrategy::Merge,
-        Some(v) if v.eq_ignore_ascii_case("ignore") => NestedKeyNullStrategy::Ignore,
-        Some(v) if v.eq_ignore_ascii_case("error") => NestedKeyNullStrategy::Error,
-        Some(v) => {
-            return Err(Error::invalid(format!(
-                "option '{strategy_key}': unknown value '{v}', expected merge, ignore or error"
-            )))
-        }
-    };
+    let key = resolve(&options.field_nested_key(f))?;
+    let strategy = options.field_nested_key_null_strategy(f).map_err(option_error)?;
+    let null_strategy = strategy.unwrap_or(NestedKeyNullStrategy::Merge);
     if name == "nested_partial_update" {
         if key.is_empty() {
             return Err(Error::invalid(format!(
@@ -680,29 +586,20 @@ fn nested(
         }
         return Ok(AggregateFunction::NestedPartialUpdate { key, null_strategy });
     }
-    if options.get(&strategy_key).is_some() && key.is_empty() {
+    if strategy.is_some() && key.is_empty() {
         return Err(Error::invalid(
             "Option 'fields.<field-name>.nested-key-null-strategy' requires \
              'fields.<field-name>.nested-key' to be configured.",
         ));
     }
-    let sequence = resolve(&names("nested-sequence-field"))?;
+    let sequence = resolve(&options.field_nested_sequence_field(f))?;
     if !sequence.is_empty() && key.is_empty() {
         return Err(Error::invalid(
             "Option 'fields.<field-name>.nested-sequence-field' requires \
              'fields.<field-name>.nested-key' to be configured.",
         ));
     }
-    let limit_key = format!("fields.{f}.count-limit");
-    let count_limit = match options.get(&limit_key) {
-        None => i32::MAX as usize,
-        Some(v) => v
-            .trim()
-            .parse::<i32>()
-            .ok()
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| Error::invalid(format!("option '{limit_key}': invalid count '{v}'")))?,
-    };
+    let count_limit = options.field_count_limit(f).map_err(option_error)?;
     Ok(AggregateFunction::NestedUpdate {
         key,
         null_strategy,

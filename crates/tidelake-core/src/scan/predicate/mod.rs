@@ -1,5 +1,6 @@
 //! Filters: the JSON filter model, binding to a schema, vectorised row evaluation and
-//! statistics-based pruning.
+//! statistics-based pruning. [`parse_filter_text`] compiles the text filter language to the
+//! JSON model.
 //!
 //! Life cycle: [`Predicate::from_json`] parses the filter tree (literals stay JSON);
 //! [`Predicate::bind`] resolves columns by name against a schema and converts every literal to
@@ -796,5 +797,8 @@ fn kernel(op: CompareOp, column: &ArrayRef, scalar: &ArrayRef) -> Result<Boolean
 mod literal;
 #[cfg(test)]
 mod tests;
+mod text;
+
+pub use text::parse_filter_text;
 
 use literal::{comparable, invalid_literal, literal, non_null_literal, resolve};

@@ -1,0 +1,139 @@
+//! Options of table maintenance (Java `CoreOptions`): partition expiration, tag and consumer
+//! retention, the changelog's own retention, and `force-lookup`.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::{or_default, Options};
+use crate::error::{Error, Result};
+
+pub const PARTITION_EXPIRATION_TIME: &str = "partition.expiration-time";
+pub const PARTITION_EXPIRATION_STRATEGY: &str = "partition.expiration-strategy";
+pub const PARTITION_TIMESTAMP_PATTERN: &str = "partition.timestamp-pattern";
+pub const PARTITION_TIMESTAMP_FORMATTER: &str = "partition.timestamp-formatter";
+pub const PARTITION_EXPIRATION_MAX_NUM: &str = "partition.expiration-max-num";
+pub const PARTITION_EXPIRATION_BATCH_SIZE: &str = "partition.expiration-batch-size";
+pub const TAG_DEFAULT_TIME_RETAINED: &str = "tag.default-time-retained";
+pub const CONSUMER_EXPIRATION_TIME: &str = "consumer.expiration-time";
+pub const CHANGELOG_NUM_RETAINED_MIN: &str = "changelog.num-retained.min";
+pub const CHANGELOG_NUM_RETAINED_MAX: &str = "changelog.num-retained.max";
+pub const CHANGELOG_TIME_RETAINED: &str = "changelog.time-retained";
+pub const FORCE_LOOKUP: &str = "force-lookup";
+
+/// `partition.expiration-strategy`: how a partition's age is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PartitionExpirationStrategy {
+    /// From the partition values (with `partition.timestamp-pattern`/`-formatter`).
+    ValuesTime,
+    /// From the partition's last write.
+    UpdateTime,
+}
+
+option_enum!(PartitionExpirationStrategy, PARTITION_EXPIRATION_STRATEGY, {
+    ValuesTime => "values-time",
+    UpdateTime => "update-time",
+});
+
+impl Options {
+    /// `partition.expiration-time`; `None` (partitions never expire) by default.
+    pub fn partition_expiration_time(&self) -> Result<Option<Duration>> {
+        self.get_duration(PARTITION_EXPIRATION_TIME)
+    }
+
+    /// `partition.expiration-strategy`, default `values-time`.
+    pub fn partition_expiration_strategy(&self) -> Result<PartitionExpirationStrategy> {
+        self.get_enum(
+            PARTITION_EXPIRATION_STRATEGY,
+            PartitionExpirationStrategy::ValuesTime,
+        )
+    }
+
+    /// `partition.timestamp-pattern`, if set.
+    pub fn partition_timestamp_pattern(&self) -> Option<&str> {
+        self.get(PARTITION_TIMESTAMP_PATTERN)
+    }
+
+    /// `partition.timestamp-formatter`, if set.
+    pub fn partition_timestamp_formatter(&self) -> Option<&str> {
+        self.get(PARTITION_TIMESTAMP_FORMATTER)
+    }
+
+    /// `partition.expiration-max-num`, default 100.
+    pub fn partition_expiration_max_num(&self) -> Result<i32> {
+        or_default(self.get_i32(PARTITION_EXPIRATION_MAX_NUM), 100)
+    }
+
+    /// `partition.expiration-batch-size`; `None` (one batch) by default.
+    pub fn partition_expiration_batch_size(&self) -> Result<Option<i32>> {
+        self.get_i32(PARTITION_EXPIRATION_BATCH_SIZE)
+    }
+
+    /// `tag.default-time-retained`; `None` (tags are kept until deleted) by default.
+    pub fn tag_default_time_retained(&self) -> Result<Option<Duration>> {
+        self.get_duration(TAG_DEFAULT_TIME_RETAINED)
+    }
+
+    /// `consumer.expiration-time`; `None` (consumers never expire) by default.
+    pub fn consumer_expiration_time(&self) -> Result<Option<Duration>> {
+        self.get_duration(CONSUMER_EXPIRATION_TIME)
+    }
+
+    /// `changelog.num-retained.min`; `None` (follows the snapshots) by default.
+    pub fn changelog_num_retained_min(&self) -> Result<Option<i32>> {
+        self.get_i32(CHANGELOG_NUM_RETAINED_MIN)
+    }
+
+    /// `changelog.num-retained.max`; `None` (follows the snapshots) by default.
+    pub fn changelog_num_retained_max(&self) -> Result<Option<i32>> {
+        self.get_i32(CHANGELOG_NUM_RETAINED_MAX)
+    }
+
+    /// `changelog.time-retained`; `None` (follows the snapshots) by default.
+    pub fn changelog_time_retained(&self) -> Result<Option<Duration>> {
+        self.get_duration(CHANGELOG_TIME_RETAINED)
+    }
+
+    /// `force-lookup`, default false.
+    pub fn force_lookup(&self) -> Result<bool> {
+        or_default(self.get_bool(FORCE_LOOKUP), false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::tests::opts;
+
+    #[test]
+    fn defaults_and_case_insensitive_strategy() {
+        let none = Options::new();
+        assert_eq!(none.partition_expiration_time().unwrap(), None);
+        assert_eq!(
+            none.partition_expiration_strategy().unwrap(),
+            PartitionExpirationStrategy::ValuesTime
+        );
+        assert_eq!(none.partition_expiration_max_num().unwrap(), 100);
+        assert!(!none.force_lookup().unwrap());
+        let set = opts(&[
+            ("partition.expiration-time", "7 d"),
+            ("partition.expiration-strategy", "Update-Time"),
+            ("tag.default-time-retained", "1h"),
+            ("changelog.num-retained.max", "20"),
+        ]);
+        assert_eq!(
+            set.partition_expiration_time().unwrap(),
+            Some(Duration::from_secs(7 * 86_400))
+        );
+        assert_eq!(
+            set.partition_expiration_strategy().unwrap(),
+            PartitionExpirationStrategy::UpdateTime
+        );
+        assert_eq!(
+            set.tag_default_time_retained().unwrap(),
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(set.changelog_num_retained_max().unwrap(), Some(20));
+        let bad = opts(&[("partition.expiration-strategy", "sometimes")]);
+        assert!(bad.partition_expiration_strategy().is_err());
+    }
+}

@@ -1,0 +1,5 @@
+"""``python -m tidelake.cli``."""
+
+from . import main
+
+main(prog_name="tidelake")

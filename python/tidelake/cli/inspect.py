@@ -1,0 +1,313 @@
+"""Read-only commands: info, snapshots, schema, files, cat, system, tail."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from .. import exceptions as exc
+from ..maintenance import SYSTEM_TABLES
+from ..table import Table
+from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
+from ._filter import parse_filter
+from ._format import _cell, _count, _fmt_time, _json_value, _print_table, paimon_type
+from ._params import _columns, _one_version
+
+
+def _info_dict(t: Table) -> dict[str, Any]:
+    snaps = t.snapshots()
+    return {
+        "path": t.path,
+        "kind": "primary-key" if t.primary_keys else "append",
+        "schema_id": t.schema_id,
+        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in t.schema],
+        "primary_keys": t.primary_keys,
+        "partition_keys": t.partition_keys,
+        "options": t.options,
+        "snapshots": [s.to_dict() for s in snaps],
+        "tags": [tag.to_dict() for tag in t.tags()],
+        "branch": t.branch,
+        "branches": t.branches(),
+    }
+
+
+@main.command(short_help="Schema, keys, options, snapshots and tags of a table.")
+@_PATH
+@_JSON
+@_guarded
+def info(path: str, as_json: bool) -> None:
+    """Show the table at PATH: its schema, keys, options, snapshots and tags."""
+    t = _open(path)
+    d = _info_dict(t)
+    if as_json:
+        _emit_json(d)
+        return
+    click.echo(f"table:          {d['path']}")
+    click.echo(f"kind:           {d['kind']}")
+    click.echo(f"primary keys:   {', '.join(d['primary_keys']) or '-'}")
+    click.echo(f"partition keys: {', '.join(d['partition_keys']) or '-'}")
+    click.echo(f"schema id:      {d['schema_id']}")
+    click.echo("")
+    click.echo("schema:")
+    _print_table([[f["name"], f["type"], "" if f["nullable"] else "NOT NULL"] for f in d["schema"]],
+                 ["column", "arrow type", "null"])
+    click.echo("")
+    click.echo("options:")
+    _print_table([[k, v] for k, v in d["options"].items()], ["option", "value"])
+    click.echo("")
+    snaps = d["snapshots"]
+    click.echo(f"snapshots: {len(snaps)}")
+    _print_table(
+        [[s["id"], s["schema_id"], s["commit_kind"], _fmt_time(s["time_millis"]), s["total_record_count"]]
+         for s in snaps],
+        ["id", "schema", "kind", "committed", "records"],
+    )
+    click.echo("")
+    click.echo(f"tags: {len(d['tags'])}")
+    if d["tags"]:
+        _print_table([[tg["name"], tg["snapshot_id"]] for tg in d["tags"]], ["tag", "snapshot"])
+    click.echo("")
+    click.echo(f"branch: {d['branch']}; other branches: {', '.join(d['branches']) or '-'}")
+
+
+@main.command(short_help="List the snapshots of a table.")
+@_PATH
+@_JSON
+@_guarded
+def snapshots(path: str, as_json: bool) -> None:
+    """List the snapshots of the table at PATH, oldest first: id, schema, commit kind, commit
+    time (UTC) and record counts (total, delta, changelog)."""
+    snaps = _open(path).snapshots()
+    if as_json:
+        _emit_json([s.to_dict() for s in snaps])
+        return
+    _print_table(
+        [[s.id, s.schema_id, s.commit_kind, _fmt_time(s.time_millis), s.total_record_count,
+          s.delta_record_count, s.changelog_record_count] for s in snaps],
+        ["id", "schema", "kind", "committed", "total", "delta", "changelog"],
+    )
+    click.echo(f"({len(snaps)} snapshots)")
+
+
+@main.command(short_help="Show a schema version of a table.")
+@_PATH
+@click.option("--id", "schema_id", type=int, metavar="N", help="Show schema version N (default: the latest).")
+@_JSON
+@_guarded
+def schema(path: str, schema_id: int | None, as_json: bool) -> None:
+    """Show a schema version of the table at PATH: fields with their ids and Paimon types, keys,
+    options and comment."""
+    t = _open(path)
+    versions = t.schemas()
+    wanted = t.schema_id if schema_id is None else schema_id
+    found = [v for v in versions if v.id == wanted]
+    if not found:
+        ids = ", ".join(str(v.id) for v in versions)
+        raise exc.TableNotFoundError(f"schema {wanted} not found in {t.path}; available schemas: {ids}")
+    v = found[0]
+    if as_json:
+        _emit_json({"id": v.id, "fields": v.fields, "partition_keys": v.partition_keys,
+                    "primary_keys": v.primary_keys, "options": v.options, "comment": v.comment,
+                    "time_millis": v.time_millis, "highest_field_id": v.highest_field_id})
+        return
+    click.echo(f"schema id:      {v.id}{'  (latest)' if v.id == t.schema_id else ''}")
+    click.echo(f"created:        {_fmt_time(v.time_millis) if v.time_millis else '-'}")
+    click.echo(f"primary keys:   {', '.join(v.primary_keys) or '-'}")
+    click.echo(f"partition keys: {', '.join(v.partition_keys) or '-'}")
+    if v.comment:
+        click.echo(f"comment:        {v.comment}")
+    click.echo("")
+    _print_table([[f["id"], f["name"], paimon_type(f["type"]), f.get("description") or ""] for f in v.fields],
+                 ["id", "column", "type", "description"])
+    if v.options:
+        click.echo("")
+        _print_table([[k, val] for k, val in v.options.items()], ["option", "value"])
+
+
+def _file_rows(t: Table, snapshot_id: int | None, tag: str | None) -> Iterator[dict[str, Any]]:
+    scan = t.scan(snapshot_id=snapshot_id, tag=tag)
+    for split in scan.splits():
+        s = json.loads(split.payload)
+        bucket_dir = s.get("bucket_path", "")
+        partition = bucket_dir.rsplit("/", 1)[0] if "/" in bucket_dir else ""
+        for f in s["files"]:
+            dv = f.get("deletion")
+            yield {
+                "snapshot_id": s.get("snapshot_id"),
+                "partition": partition,
+                "bucket": s["bucket"],
+                "file": f["file_name"],
+                "path": f["path"],
+                "level": f["level"],
+                "rows": f["row_count"],
+                "size": f["file_size"],
+                "schema_id": f.get("schema_id"),
+                "min_sequence_number": f.get("min_sequence_number"),
+                "max_sequence_number": f.get("max_sequence_number"),
+                "deleted_rows": dv.get("cardinality") if dv else None,
+                "deletion_vector": dv.get("path") if dv else None,
+            }
+
+
+@main.command(short_help="List the data files a read sees.")
+@_PATH
+@click.option("--snapshot", "snapshot_id", type=int, metavar="N", help="List the files of snapshot N "
+              "(default: the latest).")
+@click.option("--tag", metavar="T", help="List the files of tag T.")
+@_JSON
+@_guarded
+def files(path: str, snapshot_id: int | None, tag: str | None, as_json: bool) -> None:
+    """List the data files a read of the table at PATH sees: partition, bucket, file, LSM level,
+    rows, size in bytes and rows removed by a deletion vector."""
+    _one_version(snapshot=snapshot_id, tag=tag)
+    rows = list(_file_rows(_open(path), snapshot_id, tag))
+    if as_json:
+        _emit_json(rows)
+        return
+    _print_table([[r["partition"] or "-", r["bucket"], r["file"], r["level"], r["rows"], r["size"],
+                   r["deleted_rows"]] for r in rows],
+                 ["partition", "bucket", "file", "level", "rows", "size", "deleted"])
+    click.echo(f"({_count(len(rows), 'file')}, {_count(sum(r['rows'] for r in rows), 'row')}, "
+               f"{_count(sum(r['size'] for r in rows), 'byte')})")
+
+
+@main.command(short_help="Print the rows of a table (or of a snapshot, tag or time).")
+@_PATH
+@click.option("--snapshot", "snapshot_id", type=int, metavar="N", help="Read snapshot N (time travel).")
+@click.option("--tag", metavar="T", help="Read the snapshot tag T keeps.")
+@click.option("--timestamp-ms", "timestamp_ms", type=int, metavar="T",
+              help="Read the last snapshot committed at or before T (epoch milliseconds).")
+@click.option("--columns", metavar="A,B", help="Comma-separated columns to print, in this order (default: all).")
+@click.option("--filter", "filter_text", metavar="EXPR",
+              help="Keep rows matching EXPR: 'col OP value' terms (OP: = != < <= > >=, also "
+                   "'col in (1, 2)', 'col not in (...)', 'col is [not] null') joined by 'and' / "
+                   "'or'; values are numbers, 'quoted' strings, true/false or ISO dates.")
+@click.option("--limit", type=click.IntRange(min=0), metavar="N", help="Print at most N rows.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON Lines: one object per row (bytes as hex, decimals and times as strings).")
+@_guarded
+def cat(path: str, snapshot_id: int | None, tag: str | None, timestamp_ms: int | None, columns: str | None,
+        filter_text: str | None, limit: int | None, as_json: bool) -> None:
+    """Print the rows of the table at PATH (the latest snapshot, merged), or those of an older
+    snapshot, a tag or a point in time. Give at most one of --snapshot, --tag and --timestamp-ms.
+
+    \b
+    Examples:
+      tidelake cat wh/db.db/orders --columns id,qty --filter "qty >= 50 and region = 'eu'"
+      tidelake cat wh/db.db/orders --tag nightly --limit 10 --json
+    """
+    _one_version(snapshot=snapshot_id, tag=tag, timestamp_ms=timestamp_ms)
+    filters = parse_filter(filter_text) if filter_text is not None else None
+    t = _open(path)
+    batch_size = max(1, min(limit, 8192)) if limit is not None else None
+    reader = t.to_reader(columns=_columns(columns), filter=filters, snapshot_id=snapshot_id, tag=tag,
+                         timestamp_ms=timestamp_ms, batch_size=batch_size)
+    names = reader.schema.names
+    left = limit
+    rows: list[list[Any]] = []
+    count = 0
+    for batch in reader:
+        if left is not None:
+            if left <= 0:
+                break
+            batch = batch.slice(0, left)
+            left -= batch.num_rows
+        for row in batch.to_pylist():
+            count += 1
+            if as_json:
+                click.echo(json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False))
+            else:
+                rows.append([_cell(row[n]) for n in names])
+    if not as_json:
+        _print_table(rows, names)
+        click.echo(f"({_count(count, 'row')})")
+
+
+@main.command(short_help="Print a system table (files, snapshots, manifests, ...).")
+@_PATH
+@click.argument("name", type=click.Choice(SYSTEM_TABLES), metavar="NAME")
+@click.option("--limit", type=click.IntRange(min=0), metavar="N", help="Print at most N rows.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of objects, one per row.")
+@_guarded
+def system(path: str, name: str, limit: int | None, as_json: bool) -> None:
+    """Print Paimon system table NAME (`table$NAME`) of the table at PATH. NAME is one of
+    snapshots, schemas, options, files, manifests, partitions, buckets, tags, consumers,
+    audit_log."""
+    tbl = _open(path).system(name)
+    if limit is not None:
+        tbl = tbl.slice(0, limit)
+    rows = tbl.to_pylist()
+    if as_json:
+        _emit_json([{k: _json_value(v) for k, v in r.items()} for r in rows])
+        return
+    _print_table([[_cell(r[c]) for c in tbl.column_names] for r in rows], tbl.column_names)
+    click.echo(f"({_count(len(rows), 'row')})")
+
+
+@main.command(short_help="Print the changes of new snapshots as they arrive.")
+@_PATH
+@click.option("--from-snapshot", type=click.IntRange(min=1), metavar="N",
+              help="Start with the changes of snapshot N (default: the earliest retained snapshot "
+                   "with --no-follow; only new snapshots with --follow).")
+@click.option("--follow/--no-follow", default=True, show_default=True,
+              help="Keep polling for new snapshots (Ctrl-C stops), or print what exists and exit.")
+@click.option("--interval", type=click.FloatRange(min=0.01), default=1.0, show_default=True, metavar="SECONDS",
+              help="Seconds between polls of the latest snapshot in --follow mode.")
+@click.option("--max-batches", type=click.IntRange(min=1), metavar="N",
+              help="Exit after printing the changes of N snapshots (snapshots without changes, "
+                   "e.g. COMPACT, do not count).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON Lines: one object per change with _snapshot_id and _row_kind.")
+@_guarded
+def tail(path: str, from_snapshot: int | None, follow: bool, interval: float, max_batches: int | None,
+         as_json: bool) -> None:
+    """Print the changes each snapshot of the table at PATH committed, snapshot by snapshot,
+    with their _row_kind (+I insert, -U/+U update before/after, -D delete). Tables with a
+    changelog producer show their changelog; others the rows APPEND commits wrote."""
+    t = _open(path)
+    latest = t.latest_snapshot()
+    latest_id = latest.id if latest is not None else 0
+    if from_snapshot is not None:
+        next_id = from_snapshot
+    elif follow:
+        next_id = latest_id + 1
+    else:
+        snaps = t.snapshots()
+        next_id = snaps[0].id if snaps else 1
+    printed = 0
+    try:
+        while True:
+            while next_id <= latest_id:
+                changes = t.changes(next_id - 1, next_id)
+                if changes.num_rows:
+                    _print_changes(t, next_id, changes, as_json)
+                    printed += 1
+                    if max_batches is not None and printed >= max_batches:
+                        return
+                next_id += 1
+            if not follow:
+                return
+            time.sleep(interval)
+            latest = t.latest_snapshot()
+            latest_id = latest.id if latest is not None else 0
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+def _print_changes(t: Table, snapshot_id: int, changes: Any, as_json: bool) -> None:
+    rows = changes.to_pylist()
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps({"_snapshot_id": snapshot_id, **{k: _json_value(v) for k, v in row.items()}},
+                                  ensure_ascii=False))
+        return
+    snap = t.snapshot(snapshot_id)
+    click.echo(f"-- snapshot {snapshot_id} ({snap.commit_kind}, {_fmt_time(snap.time_millis)}): "
+               f"{len(rows)} changes")
+    _print_table([[_cell(r[c]) for c in changes.column_names] for r in rows], changes.column_names)
+

@@ -1,0 +1,186 @@
+"""Commands that rewrite or remove data: compact, expire-snapshots, remove-orphans,
+expire-partitions, drop-partition."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import math
+import sys
+from typing import Any
+
+import click
+
+from .. import exceptions as exc
+from ..table import Table
+from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
+from ._format import _fmt_duration, _json_value, _ms, _print_table, _progress, _rel, _summary
+from ._params import _DURATION, _PARTITION, _PARTITION_OPT_HELP, _now_ms, _spec_text, _typed_partitions
+
+
+@main.command("expire-snapshots", short_help="Expire old snapshots and the files only they use.")
+@_PATH
+@click.option("--retain-min", type=click.IntRange(min=1), metavar="N",
+              help="Keep at least N snapshots (default: snapshot.num-retained.min, 10).")
+@click.option("--retain-max", type=click.IntRange(min=1), metavar="N",
+              help="Keep at most N snapshots, however recent (default: snapshot.num-retained.max).")
+@click.option("--older-than", type=_DURATION, metavar="DURATION",
+              help="Expire only snapshots older than DURATION, e.g. 1h, 7d (default: "
+                   "snapshot.time-retained, 1h).")
+@click.option("--max-deletes", type=click.IntRange(min=0), metavar="N",
+              help="Expire at most N snapshots in this run (default: snapshot.expire.limit, 50).")
+@_JSON
+@_guarded
+def expire_snapshots(path: str, retain_min: int | None, retain_max: int | None,
+                     older_than: _dt.timedelta | None, max_deletes: int | None, as_json: bool) -> None:
+    """Expire old snapshots of the table at PATH and delete the data, changelog and manifest
+    files only they referenced. Snapshots a tag or a consumer needs stay readable. There is no
+    dry run: `tidelake snapshots PATH` shows what exists."""
+    t = _open(path)
+    cutoff = None if older_than is None else _now_ms() - _ms(older_than)
+    options = t.effective_options
+    limit = max_deletes if max_deletes is not None else options["snapshot.expire.limit"]
+    keep = retain_min if retain_min is not None else options["snapshot.num-retained.min"]
+    expected = max(0, min(limit, len(t.snapshots()) - keep))
+    chunk = max(1, math.ceil(expected / 20))
+    total: dict[str, Any] = {}
+    left = limit
+    with _progress(expected, "expiring snapshots", show=not as_json) as bar:
+        while True:
+            n = min(chunk, left)
+            r = t.expire_snapshots(retain_min, retain_max, cutoff, n)
+            for k, v in r.items():
+                total[k] = v if k == "earliest_snapshot" else total.get(k, 0) + (v or 0)
+            bar.update(r.get("snapshots", 0))
+            left -= r.get("snapshots", 0)
+            if left <= 0 or r.get("snapshots", 0) < n:
+                break
+    if as_json:
+        _emit_json(total)
+        return
+    if not total.get("snapshots"):
+        click.echo(f"nothing to expire (earliest snapshot {total.get('earliest_snapshot')})")
+        return
+    click.echo(f"expired {total['snapshots']} snapshots, earliest is now {total.get('earliest_snapshot')}; "
+               f"deleted {_summary(total)}")
+
+
+@main.command("remove-orphans", short_help="Delete files no snapshot or tag references.")
+@_PATH
+@click.option("--older-than", type=_DURATION, default="1d", show_default=True, metavar="DURATION",
+              help="Only files last modified more than DURATION ago (files of running writers are "
+                   "younger), e.g. 1h, 2d.")
+@click.option("--dry-run", is_flag=True, help="Only list the orphan files; delete nothing.")
+@_JSON
+@_guarded
+def remove_orphans(path: str, older_than: _dt.timedelta, dry_run: bool, as_json: bool) -> None:
+    """Delete the files under the table at PATH that no snapshot, tag or branch references (left
+    by failed or killed writers) and that are older than --older-than. Lists each orphan with
+    its size; --dry-run lists without deleting."""
+    t = _open(path)
+    found = t.remove_orphan_files(_now_ms() - _ms(older_than), dry_run)
+    total = sum(size for _, size in found)
+    if as_json:
+        _emit_json({"dry_run": dry_run, "older_than": _fmt_duration(older_than), "count": len(found),
+                    "bytes": total, "files": [{"path": p, "size": size} for p, size in found]})
+        return
+    _print_table([[_rel(t, p), size] for p, size in sorted(found)], ["orphan file", "size"])
+    verb = "would be deleted (dry run)" if dry_run else "deleted"
+    click.echo(f"({len(found)} orphan files, {total} bytes {verb})")
+
+
+@main.command("expire-partitions", short_help="Drop partitions older than a duration.")
+@_PATH
+@click.option("--older-than", type=_DURATION, metavar="DURATION",
+              help="Drop partitions older than DURATION, e.g. 30d (default: the table's "
+                   "partition.expiration-time). Age follows partition.expiration-strategy: the "
+                   "partition values (values-time) or the last write (update-time).")
+@_JSON
+@_guarded
+def expire_partitions(path: str, older_than: _dt.timedelta | None, as_json: bool) -> None:
+    """Drop the partitions of the table at PATH older than --older-than in one OVERWRITE
+    snapshot, and list them."""
+    dropped = _open(path).expire_partitions(older_than)
+    if as_json:
+        _emit_json(dropped)
+        return
+    for spec in dropped:
+        click.echo(_spec_text(spec))
+    click.echo(f"({len(dropped)} partitions expired)")
+
+
+@main.command("drop-partition", short_help="Drop one or more partitions.")
+@_PATH
+@click.option("--partition", "partitions", type=_PARTITION, multiple=True, required=True, metavar="k=v[,k=v]",
+              help=_PARTITION_OPT_HELP + " A partial spec (dt=2024-05-14 of dt,hour) drops every match.")
+@_JSON
+@_guarded
+def drop_partition(path: str, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
+    """Drop the partitions of the table at PATH given with --partition in one OVERWRITE snapshot.
+    Older snapshots still read them until they expire.
+
+    \b
+    Example: tidelake drop-partition wh/db.db/orders --partition dt=2024-05-14,hour=3
+    """
+    t = _open(path)
+    specs = _typed_partitions(t, partitions)
+    before = t.latest_snapshot()
+    sid = t.drop_partitions(specs)
+    after = t.snapshot(sid) if sid is not None else None
+    result = {"snapshot_id": sid, "partitions": [{k: _json_value(v) for k, v in s.items()} for s in specs],
+              "records_before": before.total_record_count if before else 0,
+              "records_after": after.total_record_count if after else None}
+    if as_json:
+        _emit_json(result)
+        return
+    click.echo(f"dropped {'; '.join(_spec_text(s) for s in specs)} in snapshot {sid}: "
+               f"{result['records_before']} -> {result['records_after']} rows")
+
+
+def _level_counts(t: Table) -> tuple[int, int]:
+    """(data files, level-0 data files) of the latest snapshot."""
+    levels = t.system("files").column("level").to_pylist()
+    return len(levels), sum(1 for lv in levels if lv == 0)
+
+
+@main.command(short_help="Compact a table (LSM trees of primary keys, small append files).")
+@_PATH
+@click.option("--full", is_flag=True, help="Rewrite every bucket into one sorted run at the top level.")
+@click.option("--partition", "partitions", type=_PARTITION, multiple=True, metavar="k=v[,k=v]",
+              help="Compact only this partition (default: all). " + _PARTITION_OPT_HELP)
+@_JSON
+@_guarded
+def compact(path: str, full: bool, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
+    """Compact the table at PATH into one COMPACT snapshot. Primary-key tables: without --full a
+    bucket is compacted only when its sorted runs call for it (num-sorted-run.compaction-trigger,
+    size amplification, size ratio); --full rewrites every bucket. Append tables: small files are
+    merged as Paimon's append compaction picks them (compaction.min.file-num, target-file-size),
+    deleted rows dropped. Reads return the same rows.
+    A progress bar of the buckets rewritten goes to stderr."""
+    t = _open(path)
+    if not hasattr(t, "compact"):
+        raise exc.UnsupportedError("compact is not available in this tidelake build")
+    specs = _typed_partitions(t, partitions) if partitions else None
+    files_before, l0_before = _level_counts(t)
+    with contextlib.ExitStack() as stack:
+        bars: list = []
+
+        def progress(done: int, total: int) -> None:
+            if not bars and total:  # the first call knows how many buckets there are
+                bars.append(stack.enter_context(click.progressbar(
+                    length=total, label="compacting buckets", file=sys.stderr, show_pos=True)))
+            if bars:
+                bars[0].update(done - bars[0].pos)
+
+        sid = t.compact(full=full, partitions=specs, progress=progress)
+    files_after, l0_after = _level_counts(t) if sid is not None else (files_before, l0_before)
+    if as_json:
+        _emit_json({"snapshot_id": sid, "files_before": files_before, "files_after": files_after,
+                    "level0_files_before": l0_before, "level0_files_after": l0_after})
+        return
+    if sid is None:
+        click.echo("nothing to compact (no bucket needed it; --full rewrites every bucket)")
+        return
+    click.echo(f"compacted into snapshot {sid}: data files {files_before} -> {files_after}, "
+               f"level-0 files {l0_before} -> {l0_after}")
+

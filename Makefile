@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv develop rust-test py-lint py-test java-oracle bench clean
+.PHONY: test demo venv develop rust-lint rust-test py-lint py-test java-oracle bench clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ venv: $(VENV)/.deps
 
 develop: venv
 	$(VENV)/bin/maturin develop --quiet --profile $(MATURIN_PROFILE)
+
+# Formatting and lints: rustfmt's defaults, every clippy warning an error.
+rust-lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 rust-test:
 	cargo test --workspace --quiet
@@ -46,6 +51,7 @@ py-test: develop java-oracle
 
 test: venv
 	$(MAKE) py-lint
+	$(MAKE) rust-lint
 	$(MAKE) rust-test
 	$(MAKE) py-test
 

@@ -49,7 +49,11 @@ pub async fn list_branches(io: &FileIO) -> Result<Vec<String>> {
         .list_subdirs(BRANCH_DIR)
         .await?
         .into_iter()
-        .filter_map(|d| d.strip_prefix(BRANCH_PREFIX).filter(|n| !n.is_empty()).map(str::to_string))
+        .filter_map(|d| {
+            d.strip_prefix(BRANCH_PREFIX)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+        })
         .collect();
     names.sort();
     Ok(names)

@@ -26,7 +26,9 @@ fn check_name(kind: &str, name: &str) -> Result<()> {
         || name == "."
         || name == ".."
         || name.starts_with('.')
-        || name.chars().any(|c| c == '/' || c == '\\' || c.is_control());
+        || name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control());
     if bad {
         return Err(Error::invalid(format!("invalid {kind} name '{name}'")));
     }
@@ -35,9 +37,11 @@ fn check_name(kind: &str, name: &str) -> Result<()> {
 
 /// Split `db.table` into its two names.
 pub fn parse_identifier(identifier: &str) -> Result<(String, String)> {
-    let (db, table) = identifier
-        .split_once('.')
-        .ok_or_else(|| Error::invalid(format!("table identifier '{identifier}' must be 'database.table'")))?;
+    let (db, table) = identifier.split_once('.').ok_or_else(|| {
+        Error::invalid(format!(
+            "table identifier '{identifier}' must be 'database.table'"
+        ))
+    })?;
     check_name("database", db)?;
     check_name("table", table)?;
     Ok((db.to_string(), table.to_string()))
@@ -87,7 +91,10 @@ impl Catalog {
     /// Drop a database; with `cascade` its tables too, else it must be empty.
     pub async fn drop_database(&self, name: &str, cascade: bool) -> Result<()> {
         if !self.database_exists(name).await? {
-            return Err(Error::not_found("database", format!("'{name}' in {}", self.location())));
+            return Err(Error::not_found(
+                "database",
+                format!("'{name}' in {}", self.location()),
+            ));
         }
         let tables = self.list_tables(name).await?;
         if !tables.is_empty() && !cascade {
@@ -105,7 +112,12 @@ impl Catalog {
         let db = Self::db_dir(database);
         let mut tables = Vec::new();
         for t in self.io.list_subdirs(&db).await? {
-            if !self.io.list_dir(&format!("{db}/{t}/schema")).await?.is_empty() {
+            if !self
+                .io
+                .list_dir(&format!("{db}/{t}/schema"))
+                .await?
+                .is_empty()
+            {
                 tables.push(t);
             }
         }
@@ -126,10 +138,18 @@ impl Catalog {
     }
 
     /// Create `db.table`; the database must exist.
-    pub async fn create_table(&self, identifier: &str, schema: &ArrowSchema, spec: &TableSpec) -> Result<Table> {
+    pub async fn create_table(
+        &self,
+        identifier: &str,
+        schema: &ArrowSchema,
+        spec: &TableSpec,
+    ) -> Result<Table> {
         let (db, _) = parse_identifier(identifier)?;
         if !self.database_exists(&db).await? {
-            return Err(Error::not_found("database", format!("'{db}' in {}", self.location())));
+            return Err(Error::not_found(
+                "database",
+                format!("'{db}' in {}", self.location()),
+            ));
         }
         create_table(self.table_io(identifier)?, schema, spec).await
     }

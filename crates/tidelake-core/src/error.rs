@@ -88,12 +88,14 @@ impl Error {
             Error::Invalid(_) => ErrorKind::Invalid,
             Error::Unsupported(_) => ErrorKind::Unsupported,
             Error::Internal(_) => ErrorKind::Internal,
-            Error::Io { source: object_store::Error::NotFound { .. }, .. } => ErrorKind::NotFound,
+            Error::Io {
+                source: object_store::Error::NotFound { .. },
+                ..
+            } => ErrorKind::NotFound,
             Error::Io { .. } => ErrorKind::Io,
             Error::Arrow { source, .. } => match source {
-                arrow_schema::ArrowError::CastError(_) | arrow_schema::ArrowError::SchemaError(_) => {
-                    ErrorKind::SchemaMismatch
-                }
+                arrow_schema::ArrowError::CastError(_)
+                | arrow_schema::ArrowError::SchemaError(_) => ErrorKind::SchemaMismatch,
                 arrow_schema::ArrowError::InvalidArgumentError(_) => ErrorKind::Invalid,
                 _ => ErrorKind::Corrupt,
             },
@@ -101,11 +103,17 @@ impl Error {
     }
 
     pub fn not_found(what: impl Into<String>, detail: impl fmt::Display) -> Self {
-        Error::NotFound { what: what.into(), detail: detail.to_string() }
+        Error::NotFound {
+            what: what.into(),
+            detail: detail.to_string(),
+        }
     }
 
     pub fn corrupt(path: impl fmt::Display, reason: impl fmt::Display) -> Self {
-        Error::Corrupt { path: path.to_string(), reason: reason.to_string() }
+        Error::Corrupt {
+            path: path.to_string(),
+            reason: reason.to_string(),
+        }
     }
 
     pub fn invalid(msg: impl fmt::Display) -> Self {
@@ -113,7 +121,10 @@ impl Error {
     }
 
     pub fn arrow(context: impl fmt::Display, source: arrow_schema::ArrowError) -> Self {
-        Error::Arrow { context: context.to_string(), source }
+        Error::Arrow {
+            context: context.to_string(),
+            source,
+        }
     }
 
     /// A Parquet error; a storage error the Parquet reader or writer passed through stays a
@@ -121,22 +132,44 @@ impl Error {
     pub fn parquet(context: impl fmt::Display, source: parquet::errors::ParquetError) -> Self {
         let external = match source {
             parquet::errors::ParquetError::External(e) => e,
-            source => return Error::Parquet { context: context.to_string(), source },
+            source => {
+                return Error::Parquet {
+                    context: context.to_string(),
+                    source,
+                }
+            }
         };
         let external = match external.downcast::<object_store::Error>() {
-            Ok(store) => return Error::Io { path: context.to_string(), source: *store },
+            Ok(store) => {
+                return Error::Io {
+                    path: context.to_string(),
+                    source: *store,
+                }
+            }
             Err(other) => other,
         };
         // Writers stream through `AsyncWrite`, which wraps store errors in `std::io::Error`.
         let external = match external.downcast::<std::io::Error>() {
             Ok(io) => {
                 let kind = io.kind();
-                let source = match io.into_inner().map(|inner| inner.downcast::<object_store::Error>()) {
+                let source = match io
+                    .into_inner()
+                    .map(|inner| inner.downcast::<object_store::Error>())
+                {
                     Some(Ok(store)) => *store,
-                    Some(Err(inner)) => object_store::Error::Generic { store: "io", source: inner },
-                    None => object_store::Error::Generic { store: "io", source: Box::new(std::io::Error::from(kind)) },
+                    Some(Err(inner)) => object_store::Error::Generic {
+                        store: "io",
+                        source: inner,
+                    },
+                    None => object_store::Error::Generic {
+                        store: "io",
+                        source: Box::new(std::io::Error::from(kind)),
+                    },
                 };
-                return Error::Io { path: context.to_string(), source };
+                return Error::Io {
+                    path: context.to_string(),
+                    source,
+                };
             }
             Err(other) => other,
         };

@@ -29,16 +29,24 @@ impl TableLayout {
                 .iter()
                 .map(|n| {
                     schema.field(n).cloned().ok_or_else(|| {
-                        Error::corrupt(format!("schema-{}", schema.id), format!("key column '{n}' is not in the schema"))
+                        Error::corrupt(
+                            format!("schema-{}", schema.id),
+                            format!("key column '{n}' is not in the schema"),
+                        )
                     })
                 })
                 .collect()
         };
         let partition_fields = fields_of(&schema.partition_keys)?;
         let trimmed_key_fields = fields_of(&schema.trimmed_primary_keys())?;
-        let partition_types: Vec<DataType> = partition_fields.iter().map(|f| f.data_type.clone()).collect();
+        let partition_types: Vec<DataType> = partition_fields
+            .iter()
+            .map(|f| f.data_type.clone())
+            .collect();
         let opts = schema.options();
-        let legacy = opts.partition_legacy_name().map_err(|e| Error::from_spec("table options", e))?;
+        let legacy = opts
+            .partition_legacy_name()
+            .map_err(|e| Error::from_spec("table options", e))?;
         let computer = PartitionComputer::new(
             schema.partition_keys.clone(),
             partition_types.clone(),
@@ -46,32 +54,53 @@ impl TableLayout {
             legacy,
         )
         .map_err(|e| Error::from_spec("table options", e))?;
-        Ok(TableLayout { partition_fields, partition_types, trimmed_key_fields, computer })
+        Ok(TableLayout {
+            partition_fields,
+            partition_types,
+            trimmed_key_fields,
+            computer,
+        })
     }
 
     pub fn key_types(&self) -> Vec<DataType> {
-        self.trimmed_key_fields.iter().map(|f| f.data_type.clone()).collect()
+        self.trimmed_key_fields
+            .iter()
+            .map(|f| f.data_type.clone())
+            .collect()
     }
 
     /// Decode a framed partition BinaryRow.
     pub fn decode_partition(&self, framed: &[u8]) -> Result<Vec<Datum>> {
-        decode_framed(framed, &self.partition_types).map_err(|e| Error::from_spec("manifest partition", e))
+        decode_framed(framed, &self.partition_types)
+            .map_err(|e| Error::from_spec("manifest partition", e))
     }
 
     /// `k1=v1/k2=v2` for a decoded partition (empty for unpartitioned tables).
     pub fn partition_path(&self, values: &[Datum]) -> Result<String> {
-        self.computer.partition_path(values).map_err(|e| Error::from_spec("partition", e))
+        self.computer
+            .partition_path(values)
+            .map_err(|e| Error::from_spec("partition", e))
     }
 
     /// Unescaped `(name, value)` pairs for display.
     pub fn partition_spec(&self, values: &[Datum]) -> Result<Vec<(String, String)>> {
-        self.computer.partition_spec(values).map_err(|e| Error::from_spec("partition", e))
+        self.computer
+            .partition_spec(values)
+            .map_err(|e| Error::from_spec("partition", e))
     }
 
     /// The bucket directory of a (partition, bucket), relative to the table root.
     pub fn bucket_path(&self, partition: &[Datum], bucket: i32) -> Result<String> {
-        let bucket_dir = if bucket == -2 { "bucket-postpone".to_string() } else { format!("bucket-{bucket}") };
+        let bucket_dir = if bucket == -2 {
+            "bucket-postpone".to_string()
+        } else {
+            format!("bucket-{bucket}")
+        };
         let part = self.partition_path(partition)?;
-        Ok(if part.is_empty() { bucket_dir } else { format!("{part}/{bucket_dir}") })
+        Ok(if part.is_empty() {
+            bucket_dir
+        } else {
+            format!("{part}/{bucket_dir}")
+        })
     }
 }

@@ -10,8 +10,8 @@
 //!   stay readable through field ids.
 
 use arrow_schema::Schema as ArrowSchema;
-use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type};
+use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::schema::{check_column_name, TableSchema};
 use tidelake_spec::types::{DataType, TypeKind};
@@ -60,14 +60,22 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
         options.set("bucket", "-1");
     }
     let pk_nullable = options.primary_key_nullable().map_err(spec_err)?;
-    for f in fields.iter_mut().filter(|f| spec.primary_keys.contains(&f.name)) {
+    for f in fields
+        .iter_mut()
+        .filter(|f| spec.primary_keys.contains(&f.name))
+    {
         if !pk_nullable {
             f.data_type.nullable = false;
         }
     }
-    let mut table_schema =
-        TableSchema::new(0, fields, spec.partition_keys.clone(), spec.primary_keys.clone(), options)
-            .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
+    let mut table_schema = TableSchema::new(
+        0,
+        fields,
+        spec.partition_keys.clone(),
+        spec.primary_keys.clone(),
+        options,
+    )
+    .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
     check_bucket_mode(&table_schema)?;
     check_merge_options(&table_schema)?;
     table_schema.comment = spec.comment.clone();
@@ -82,10 +90,19 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
 /// Java `SchemaValidation.validateFallbackBranch`: `scan.fallback-branch` names an existing
 /// branch.
 async fn check_fallback_branch(table: &Table, schema: &TableSchema) -> Result<()> {
-    let Some(fallback) = schema.options().get(SCAN_FALLBACK_BRANCH).filter(|b| !b.trim().is_empty()) else {
+    let Some(fallback) = schema
+        .options()
+        .get(SCAN_FALLBACK_BRANCH)
+        .filter(|b| !b.trim().is_empty())
+    else {
         return Ok(());
     };
-    if fallback != MAIN_BRANCH && !list_branches(table.io()).await?.iter().any(|b| b == fallback) {
+    if fallback != MAIN_BRANCH
+        && !list_branches(table.io())
+            .await?
+            .iter()
+            .any(|b| b == fallback)
+    {
         return Err(Error::invalid(format!(
             "cannot set '{SCAN_FALLBACK_BRANCH}' = '{fallback}' because the branch '{fallback}' does not exist"
         )));
@@ -94,15 +111,25 @@ async fn check_fallback_branch(table: &Table, schema: &TableSchema) -> Result<()
 }
 
 fn check_bucket_mode(schema: &TableSchema) -> Result<()> {
-    let bucket = schema.options().bucket().map_err(|e| Error::from_spec("options", e))?;
+    let bucket = schema
+        .options()
+        .bucket()
+        .map_err(|e| Error::from_spec("options", e))?;
     if bucket == 0 || bucket < -2 {
-        return Err(Error::invalid(format!("bucket must be -1 (dynamic/unaware), -2 (postpone) or > 0, got {bucket}")));
+        return Err(Error::invalid(format!(
+            "bucket must be -1 (dynamic/unaware), -2 (postpone) or > 0, got {bucket}"
+        )));
     }
     if schema.primary_keys.is_empty() && bucket == POSTPONE_BUCKET {
-        return Err(Error::invalid("bucket -2 (postpone) needs a primary key; append tables take -1 or > 0"));
+        return Err(Error::invalid(
+            "bucket -2 (postpone) needs a primary key; append tables take -1 or > 0",
+        ));
     }
-    if schema.primary_keys.is_empty() && bucket > 0 && schema.options().get("bucket-key").is_none() {
-        return Err(Error::invalid("an append table with a fixed bucket count needs the 'bucket-key' option"));
+    if schema.primary_keys.is_empty() && bucket > 0 && schema.options().get("bucket-key").is_none()
+    {
+        return Err(Error::invalid(
+            "an append table with a fixed bucket count needs the 'bucket-key' option",
+        ));
     }
     Ok(())
 }
@@ -117,8 +144,16 @@ fn check_merge_options(schema: &TableSchema) -> Result<()> {
     }
     let opts = schema.options();
     let spec = |e| Error::from_spec("options", e);
-    let (engine, producer) = (opts.merge_engine().map_err(spec)?, opts.changelog_producer().map_err(spec)?);
-    if engine == MergeEngine::FirstRow && !matches!(producer, ChangelogProducer::None | ChangelogProducer::Lookup) {
+    let (engine, producer) = (
+        opts.merge_engine().map_err(spec)?,
+        opts.changelog_producer().map_err(spec)?,
+    );
+    if engine == MergeEngine::FirstRow
+        && !matches!(
+            producer,
+            ChangelogProducer::None | ChangelogProducer::Lookup
+        )
+    {
         return Err(Error::invalid(format!(
             "merge-engine=first-row supports only changelog-producer none or lookup, not {}",
             producer.as_str()
@@ -144,14 +179,34 @@ fn check_merge_options(schema: &TableSchema) -> Result<()> {
 #[derive(Debug, Clone)]
 pub enum SchemaChange {
     /// Add a nullable column (last, or first / after another column).
-    AddColumn { name: String, data_type: arrow_schema::DataType, position: ColumnPosition, comment: Option<String> },
-    RenameColumn { from: String, to: String },
-    DropColumn { name: String },
+    AddColumn {
+        name: String,
+        data_type: arrow_schema::DataType,
+        position: ColumnPosition,
+        comment: Option<String>,
+    },
+    RenameColumn {
+        from: String,
+        to: String,
+    },
+    DropColumn {
+        name: String,
+    },
     /// Change a column's type to a wider one (INT -> BIGINT, FLOAT -> DOUBLE, ...).
-    UpdateColumnType { name: String, data_type: arrow_schema::DataType },
-    SetOption { key: String, value: String },
-    RemoveOption { key: String },
-    UpdateComment { comment: Option<String> },
+    UpdateColumnType {
+        name: String,
+        data_type: arrow_schema::DataType,
+    },
+    SetOption {
+        key: String,
+        value: String,
+    },
+    RemoveOption {
+        key: String,
+    },
+    UpdateComment {
+        comment: Option<String>,
+    },
 }
 
 /// Where an added column goes.
@@ -169,7 +224,11 @@ pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Tabl
         let next = apply_changes(current.schema(), changes)?;
         check_merge_options(&next)?;
         check_fallback_branch(table, &next).await?;
-        if table.branch_io().put_if_absent(&schema_path(next.id), next.to_json()).await? {
+        if table
+            .branch_io()
+            .put_if_absent(&schema_path(next.id), next.to_json())
+            .await?
+        {
             return table.reopen().await;
         }
     }
@@ -189,14 +248,25 @@ fn type_error(e: tidelake_spec::Error) -> Error {
 }
 
 fn column_index(schema: &TableSchema, name: &str) -> Result<usize> {
-    schema.fields.iter().position(|f| f.name == name).ok_or_else(|| {
-        Error::invalid(format!("column '{name}' does not exist; columns are {}", schema.field_names().join(", ")))
-    })
+    schema
+        .fields
+        .iter()
+        .position(|f| f.name == name)
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "column '{name}' does not exist; columns are {}",
+                schema.field_names().join(", ")
+            ))
+        })
 }
 
 fn check_not_key(schema: &TableSchema, name: &str, action: &str) -> Result<()> {
-    if schema.partition_keys.iter().any(|k| k == name) || schema.primary_keys.iter().any(|k| k == name) {
-        return Err(Error::invalid(format!("cannot {action} column '{name}': it is a partition or primary key column")));
+    if schema.partition_keys.iter().any(|k| k == name)
+        || schema.primary_keys.iter().any(|k| k == name)
+    {
+        return Err(Error::invalid(format!(
+            "cannot {action} column '{name}': it is a partition or primary key column"
+        )));
     }
     Ok(())
 }
@@ -207,14 +277,24 @@ pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<Tab
     let mut highest = s.highest_field_id;
     for change in changes {
         match change {
-            SchemaChange::AddColumn { name, data_type, position, comment } => {
+            SchemaChange::AddColumn {
+                name,
+                data_type,
+                position,
+                comment,
+            } => {
                 check_column_name(name).map_err(type_error)?;
                 if s.field(name).is_some() {
                     return Err(Error::invalid(format!("column '{name}' already exists")));
                 }
                 let mut next_id = highest + 1;
-                let one = ArrowSchema::new(vec![arrow_schema::Field::new(name, data_type.clone(), true)]);
-                let mut fields = fields_from_arrow_schema(&one, &mut next_id).map_err(type_error)?;
+                let one = ArrowSchema::new(vec![arrow_schema::Field::new(
+                    name,
+                    data_type.clone(),
+                    true,
+                )]);
+                let mut fields =
+                    fields_from_arrow_schema(&one, &mut next_id).map_err(type_error)?;
                 let mut field = fields.remove(0);
                 field.description = comment.clone();
                 highest = next_id - 1;
@@ -229,7 +309,9 @@ pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<Tab
                 check_not_key(&s, from, "rename")?;
                 check_column_name(to).map_err(type_error)?;
                 if s.field(to).is_some() {
-                    return Err(Error::invalid(format!("cannot rename '{from}' to '{to}': '{to}' already exists")));
+                    return Err(Error::invalid(format!(
+                        "cannot rename '{from}' to '{to}': '{to}' already exists"
+                    )));
                 }
                 let i = column_index(&s, from)?;
                 s.fields[i].name = to.clone();
@@ -267,7 +349,8 @@ pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<Tab
     s.id = base.id + 1;
     s.highest_field_id = highest.max(s.highest_field_id);
     s.time_millis = now_millis();
-    s.validate().map_err(|e| Error::SchemaMismatch(e.to_string()))?;
+    s.validate()
+        .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
     Ok(s)
 }
 
@@ -275,7 +358,9 @@ pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<Tab
 fn check_mutable_option(key: &str) -> Result<()> {
     const IMMUTABLE: [&str; 4] = ["bucket", "bucket-key", "merge-engine", "sequence.field"];
     if IMMUTABLE.contains(&key) {
-        return Err(Error::Unsupported(format!("changing option '{key}' of an existing table")));
+        return Err(Error::Unsupported(format!(
+            "changing option '{key}' of an existing table"
+        )));
     }
     Ok(())
 }
@@ -294,12 +379,21 @@ pub fn is_widening(old: &DataType, new: &DataType) -> bool {
         (a, b) if a == b => true,
         (a, b) if rank(a).is_some() && rank(b).is_some() => rank(a) < rank(b),
         (TinyInt | SmallInt | Int, Double) | (TinyInt | SmallInt, Float) | (Float, Double) => true,
-        (Decimal { precision: p1, scale: s1 }, Decimal { precision: p2, scale: s2 }) => {
-            s2 >= s1 && p2 - s2 >= p1 - s1
-        }
+        (
+            Decimal {
+                precision: p1,
+                scale: s1,
+            },
+            Decimal {
+                precision: p2,
+                scale: s2,
+            },
+        ) => s2 >= s1 && p2 - s2 >= p1 - s1,
         (Char(a) | VarChar(a), VarChar(b)) => b >= a,
         (Binary(a) | VarBinary(a), VarBinary(b)) => b >= a,
-        (Timestamp(a), Timestamp(b)) | (LocalZonedTimestamp(a), LocalZonedTimestamp(b)) | (Time(a), Time(b)) => b >= a,
+        (Timestamp(a), Timestamp(b))
+        | (LocalZonedTimestamp(a), LocalZonedTimestamp(b))
+        | (Time(a), Time(b)) => b >= a,
         _ => false,
     }
 }

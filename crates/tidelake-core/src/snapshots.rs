@@ -87,7 +87,10 @@ pub fn next_snapshot_id(latest: Option<&Snapshot>) -> Result<i64> {
     latest.id.checked_add(1).ok_or_else(|| {
         Error::corrupt(
             snapshot_path(latest.id),
-            format!("snapshot id {} is the largest possible one: no commit can follow it", latest.id),
+            format!(
+                "snapshot id {} is the largest possible one: no commit can follow it",
+                latest.id
+            ),
         )
     })
 }
@@ -105,7 +108,11 @@ impl SnapshotManager {
 
     async fn read_hint(&self, rel: &str) -> Result<Option<i64>> {
         // A garbled hint is ignored, as Java does: the directory listing is the truth.
-        Ok(self.io.read_opt(rel).await?.and_then(|b| parse_hint(&b).ok()))
+        Ok(self
+            .io
+            .read_opt(rel)
+            .await?
+            .and_then(|b| parse_hint(&b).ok()))
     }
 
     /// Ids of all snapshot files, ascending.
@@ -131,7 +138,9 @@ impl SnapshotManager {
             if self.io.exists(&snapshot_path(k)).await? {
                 let mut latest = k;
                 while latest - k < MAX_HINT_PROBES {
-                    let Some(next) = latest.checked_add(1) else { return Ok(Some(latest)) };
+                    let Some(next) = latest.checked_add(1) else {
+                        return Ok(Some(latest));
+                    };
                     if !self.io.exists(&snapshot_path(next)).await? {
                         return Ok(Some(latest));
                     }
@@ -189,14 +198,24 @@ impl SnapshotManager {
     /// writes `EARLIEST` after deleting, and a snapshot is only created on top of its existing
     /// predecessor, so either sign means every snapshot up to `id` was deleted.
     pub async fn expiration_passed(&self, id: i64) -> Result<bool> {
-        if self.read_hint(EARLIEST_HINT_PATH).await?.is_some_and(|k| k > id) {
+        if self
+            .read_hint(EARLIEST_HINT_PATH)
+            .await?
+            .is_some_and(|k| k > id)
+        {
             return Ok(true);
         }
-        let Some(next) = id.checked_add(1) else { return Ok(false) };
+        let Some(next) = id.checked_add(1) else {
+            return Ok(false);
+        };
         if self.io.exists(&snapshot_path(next)).await? {
             return Ok(false);
         }
-        Ok(self.list_ids().await?.last().is_some_and(|last| *last > next))
+        Ok(self
+            .list_ids()
+            .await?
+            .last()
+            .is_some_and(|last| *last > next))
     }
 
     /// `err`, met while reading snapshot `id`, as [`Error::SnapshotExpired`] when it is a missing
@@ -208,7 +227,10 @@ impl SnapshotManager {
             return err;
         }
         match self.exists(id).await {
-            Ok(false) => Error::SnapshotExpired { id, detail: err.to_string() },
+            Ok(false) => Error::SnapshotExpired {
+                id,
+                detail: err.to_string(),
+            },
             _ => err,
         }
     }
@@ -241,7 +263,9 @@ impl SnapshotManager {
     pub async fn snapshot(&self, id: i64) -> Result<Snapshot> {
         let rel = snapshot_path(id);
         match self.io.read_opt(&rel).await? {
-            Some(bytes) => Snapshot::from_json(&bytes).map_err(|e| Error::from_spec(self.io.display(&rel), e)),
+            Some(bytes) => {
+                Snapshot::from_json(&bytes).map_err(|e| Error::from_spec(self.io.display(&rel), e))
+            }
             None => Err(self.missing_snapshot(id).await),
         }
     }
@@ -252,7 +276,10 @@ impl SnapshotManager {
             (Ok(None), _) | (_, Ok(None)) => "the table has no snapshots".to_string(),
             _ => "the snapshot directory could not be listed".to_string(),
         };
-        Error::not_found("snapshot", format!("snapshot {id} of {}; {range}", self.io.location()))
+        Error::not_found(
+            "snapshot",
+            format!("snapshot {id} of {}; {range}", self.io.location()),
+        )
     }
 
     pub async fn latest(&self) -> Result<Option<Snapshot>> {
@@ -268,7 +295,10 @@ impl SnapshotManager {
     /// out.
     pub async fn all(&self) -> Result<Vec<Snapshot>> {
         let mut ids = self.list_ids().await?;
-        let chain_start = ids.windows(2).rposition(|w| w[1] != w[0] + 1).map_or(0, |gap| gap + 1);
+        let chain_start = ids
+            .windows(2)
+            .rposition(|w| w[1] != w[0] + 1)
+            .map_or(0, |gap| gap + 1);
         let floor = self.read_hint(EARLIEST_HINT_PATH).await?.unwrap_or(0);
         ids.drain(..chain_start);
         ids.retain(|id| *id >= floor);
@@ -279,14 +309,18 @@ impl SnapshotManager {
                 Err(e) => Err(e),
             }
         };
-        let found: Vec<Option<Snapshot>> = stream::iter(ids.into_iter().map(read)).buffered(PARALLEL_READS).try_collect().await?;
+        let found: Vec<Option<Snapshot>> = stream::iter(ids.into_iter().map(read))
+            .buffered(PARALLEL_READS)
+            .try_collect()
+            .await?;
         Ok(found.into_iter().flatten().collect())
     }
 
     /// The newest snapshot committed at or before `timestamp_ms` (Java
     /// `earlierOrEqualTimeMills`), found by binary search over the id range.
     pub async fn at_or_before(&self, timestamp_ms: i64) -> Result<Option<Snapshot>> {
-        let (Some(mut lo), Some(mut hi)) = (self.earliest_id().await?, self.latest_id().await?) else {
+        let (Some(mut lo), Some(mut hi)) = (self.earliest_id().await?, self.latest_id().await?)
+        else {
             return Ok(None);
         };
         let first = self.snapshot(lo).await?;
@@ -314,7 +348,13 @@ impl SnapshotManager {
             .list_dir(TAG_DIR)
             .await?
             .iter()
-            .filter_map(|f| f.path.rsplit('/').next()?.strip_prefix("tag-").map(str::to_string))
+            .filter_map(|f| {
+                f.path
+                    .rsplit('/')
+                    .next()?
+                    .strip_prefix("tag-")
+                    .map(str::to_string)
+            })
             .collect();
         names.sort();
         Ok(names)
@@ -324,12 +364,18 @@ impl SnapshotManager {
     pub async fn tag(&self, name: &str) -> Result<Tag> {
         let rel = tag_path(name);
         match self.io.read_opt(&rel).await? {
-            Some(bytes) => Tag::from_json(&bytes).map_err(|e| Error::from_spec(self.io.display(&rel), e)),
+            Some(bytes) => {
+                Tag::from_json(&bytes).map_err(|e| Error::from_spec(self.io.display(&rel), e))
+            }
             None => {
                 let names = self.tag_names().await.unwrap_or_default();
                 Err(Error::not_found(
                     "tag",
-                    format!("tag '{name}' of {}; existing tags: [{}]", self.io.location(), names.join(", ")),
+                    format!(
+                        "tag '{name}' of {}; existing tags: [{}]",
+                        self.io.location(),
+                        names.join(", ")
+                    ),
                 ))
             }
         }
@@ -357,7 +403,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
         io.write(&snapshot_path(i64::MAX), "{}").await.unwrap();
-        io.write(LATEST_HINT_PATH, i64::MAX.to_string()).await.unwrap();
+        io.write(LATEST_HINT_PATH, i64::MAX.to_string())
+            .await
+            .unwrap();
         let sm = SnapshotManager::new(io);
         assert_eq!(sm.latest_id().await.unwrap(), Some(i64::MAX));
         assert_eq!(sm.published_latest_id().await.unwrap(), Some(i64::MAX));
@@ -369,7 +417,11 @@ mod tests {
         assert_eq!(next_snapshot_id(Some(&snapshot)).unwrap(), 8);
         snapshot.id = i64::MAX;
         let err = next_snapshot_id(Some(&snapshot)).unwrap_err();
-        assert!(matches!(err, Error::Corrupt { .. }) && err.to_string().contains("snapshot-9223372036854775807"), "{err}");
+        assert!(
+            matches!(err, Error::Corrupt { .. })
+                && err.to_string().contains("snapshot-9223372036854775807"),
+            "{err}"
+        );
     }
 
     /// Snapshot files of an id expiration had passed (created by a slow committer, not yet

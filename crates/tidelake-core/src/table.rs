@@ -46,23 +46,40 @@ impl Table {
     /// [`Error::NotFound`] naming it.
     pub async fn open_branch(io: FileIO, branch: &str) -> Result<Table> {
         let meta = branch_io(&io, branch)?;
-        let ids = if io.root_is_file() { Vec::new() } else { list_schema_ids(&meta).await? };
+        let ids = if io.root_is_file() {
+            Vec::new()
+        } else {
+            list_schema_ids(&meta).await?
+        };
         let Some(&latest) = ids.last() else {
             if branch != MAIN_BRANCH && !list_schema_ids(&io).await?.is_empty() {
                 let existing = crate::branch::list_branches(&io).await?;
                 return Err(Error::not_found(
                     "branch",
-                    format!("branch '{branch}' of table {}; existing branches: [{}]", io.location(), existing.join(", ")),
+                    format!(
+                        "branch '{branch}' of table {}; existing branches: [{}]",
+                        io.location(),
+                        existing.join(", ")
+                    ),
                 ));
             }
             return Err(Error::not_found(
                 "table",
-                format!("no Paimon table at {} (no schema/schema-N file)", io.location()),
+                format!(
+                    "no Paimon table at {} (no schema/schema-N file)",
+                    io.location()
+                ),
             ));
         };
         let schema = Arc::new(read_schema(&meta, latest).await?);
         let cache = HashMap::from([(latest, schema.clone())]);
-        Ok(Table { io, branch: branch.to_string(), branch_io: meta, schema, schema_cache: Arc::new(Mutex::new(cache)) })
+        Ok(Table {
+            io,
+            branch: branch.to_string(),
+            branch_io: meta,
+            schema,
+            schema_cache: Arc::new(Mutex::new(cache)),
+        })
     }
 
     /// The same branch opened again (latest schema).
@@ -113,7 +130,11 @@ impl Table {
     }
 
     fn cached_schema(&self, id: i64) -> Option<Arc<TableSchema>> {
-        self.schema_cache.lock().expect("schema cache lock poisoned").get(&id).cloned()
+        self.schema_cache
+            .lock()
+            .expect("schema cache lock poisoned")
+            .get(&id)
+            .cloned()
     }
 
     /// Every schema version, ascending by id.

@@ -29,7 +29,11 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
 /// "`what` failed".
 pub(crate) async fn joined<T>(handle: JoinHandle<Result<T>>, what: impl Display) -> Result<T> {
     handle.await.unwrap_or_else(|e| {
-        let why = if e.is_panic() { panic_message(&*e.into_panic()).to_string() } else { e.to_string() };
+        let why = if e.is_panic() {
+            panic_message(&*e.into_panic()).to_string()
+        } else {
+            e.to_string()
+        };
         Err(Error::Internal(format!("{what} failed: {why}")))
     })
 }
@@ -49,7 +53,11 @@ mod tests {
         });
         let err = joined(handle, "flushing bucket 3").await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Internal);
-        assert!(err.to_string().contains("flushing bucket 3 failed: bucket 3 has no runs"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("flushing bucket 3 failed: bucket 3 has no runs"),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -39,13 +39,20 @@ async fn table_with_commits(dir: &std::path::Path, commits: i64) -> Table {
     for commit in 1..=commits {
         let batch = RecordBatch::try_new(
             schema.clone(),
-            vec![Arc::new(Int64Array::from(vec![commit % 7])), Arc::new(Int64Array::from(vec![commit]))],
+            vec![
+                Arc::new(Int64Array::from(vec![commit % 7])),
+                Arc::new(Int64Array::from(vec![commit])),
+            ],
         )
         .unwrap();
         let mut write = TableWrite::new(table.clone()).await.unwrap();
         write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
         let messages = write.prepare_commit().await.unwrap();
-        let ids = FileStoreCommit::new(table.clone(), "test").unwrap().commit(messages, commit, &[]).await.unwrap();
+        let ids = FileStoreCommit::new(table.clone(), "test")
+            .unwrap()
+            .commit(messages, commit, &[])
+            .await
+            .unwrap();
         assert_eq!(ids, vec![commit]);
     }
     table
@@ -60,13 +67,25 @@ async fn recorded(dir: &std::path::Path) -> (Table, InstrumentedStore) {
 }
 
 fn keep(retain: i64) -> ExpireConfig {
-    ExpireConfig { retain_min: retain, retain_max: retain, older_than_ms: i64::MAX, max_deletes: i64::MAX }
+    ExpireConfig {
+        retain_min: retain,
+        retain_max: retain,
+        older_than_ms: i64::MAX,
+        max_deletes: i64::MAX,
+    }
 }
 
 fn snapshot_ids(dir: &std::path::Path) -> Vec<i64> {
     let mut ids: Vec<i64> = std::fs::read_dir(dir.join("snapshot"))
         .unwrap()
-        .filter_map(|e| e.unwrap().file_name().to_str()?.strip_prefix("snapshot-")?.parse().ok())
+        .filter_map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_str()?
+                .strip_prefix("snapshot-")?
+                .parse()
+                .ok()
+        })
         .collect();
     ids.sort_unstable();
     ids
@@ -82,7 +101,9 @@ fn snapshot_deletes(requests: &[(OpKind, String)]) -> Vec<(usize, i64)> {
         .iter()
         .enumerate()
         .filter(|(_, (kind, _))| *kind == OpKind::Delete)
-        .filter_map(|(i, (_, path))| Some((i, path.rsplit_once("/snapshot/snapshot-")?.1.parse().ok()?)))
+        .filter_map(|(i, (_, path))| {
+            Some((i, path.rsplit_once("/snapshot/snapshot-")?.1.parse().ok()?))
+        })
         .collect()
 }
 
@@ -98,7 +119,10 @@ async fn snapshot_files_go_in_ascending_order_before_the_earliest_hint() {
 
     let requests = store.requests();
     let deletes = snapshot_deletes(&requests);
-    assert_eq!(deletes.iter().map(|(_, id)| *id).collect::<Vec<_>>(), (1..=9).collect::<Vec<_>>());
+    assert_eq!(
+        deletes.iter().map(|(_, id)| *id).collect::<Vec<_>>(),
+        (1..=9).collect::<Vec<_>>()
+    );
     // Nothing else happens between two snapshot deletes (no other delete can overtake one).
     let (first, last) = (deletes[0].0, deletes[8].0);
     assert_eq!(last - first, 8, "{:?}", &requests[first..=last]);
@@ -106,9 +130,17 @@ async fn snapshot_files_go_in_ascending_order_before_the_earliest_hint() {
         .iter()
         .position(|(kind, path)| *kind == OpKind::Put && path.ends_with("/snapshot/EARLIEST"))
         .expect("EARLIEST written");
-    assert!(hint_put > last, "EARLIEST written after the snapshot files below it are deleted");
-    let first_other_delete = requests.iter().position(|(kind, path)| *kind == OpKind::Delete && !path.contains("/snapshot/"));
-    assert!(first_other_delete.is_some_and(|i| i > hint_put), "files go after the snapshots and the hint");
+    assert!(
+        hint_put > last,
+        "EARLIEST written after the snapshot files below it are deleted"
+    );
+    let first_other_delete = requests
+        .iter()
+        .position(|(kind, path)| *kind == OpKind::Delete && !path.contains("/snapshot/"));
+    assert!(
+        first_other_delete.is_some_and(|i| i > hint_put),
+        "files go after the snapshots and the hint"
+    );
 }
 
 #[tokio::test]
@@ -129,11 +161,20 @@ async fn a_failed_snapshot_delete_stops_the_run_with_everything_above_it_intact(
     assert!(err.to_string().contains("injected fault"), "{err}");
     // Snapshots 1 and 2 went, 3 could not, so nothing above it was touched (D).
     assert_eq!(snapshot_ids(dir.path()), (3..=8).collect::<Vec<_>>());
-    assert_eq!(hint(dir.path(), "EARLIEST"), None, "the hint never runs ahead of the deletions");
+    assert_eq!(
+        hint(dir.path(), "EARLIEST"),
+        None,
+        "the hint never runs ahead of the deletions"
+    );
 
     // The next run starts from the true earliest, 3, although no hint says so.
-    let table = Table::open_io(FileIO::open(dir.path().to_str().unwrap()).unwrap()).await.unwrap();
-    assert_eq!(expire_snapshots(&table, &keep(2)).await.unwrap().snapshots, 4);
+    let table = Table::open_io(FileIO::open(dir.path().to_str().unwrap()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        expire_snapshots(&table, &keep(2)).await.unwrap().snapshots,
+        4
+    );
     assert_eq!(snapshot_ids(dir.path()), vec![7, 8]);
     assert_eq!(hint(dir.path(), "EARLIEST").as_deref(), Some("7"));
 }
@@ -145,8 +186,14 @@ async fn leftovers_below_the_earliest_hint_are_expired_first() {
     // A hint above snapshots that still exist (an older tidelake wrote EARLIEST first).
     std::fs::write(dir.path().join("snapshot/EARLIEST"), "4").unwrap();
     let (table, store) = recorded(dir.path()).await;
-    assert_eq!(expire_snapshots(&table, &keep(2)).await.unwrap().snapshots, 4);
-    let ids: Vec<i64> = snapshot_deletes(&store.requests()).into_iter().map(|(_, id)| id).collect();
+    assert_eq!(
+        expire_snapshots(&table, &keep(2)).await.unwrap().snapshots,
+        4
+    );
+    let ids: Vec<i64> = snapshot_deletes(&store.requests())
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
     assert_eq!(ids, vec![1, 2, 3, 4]);
     assert_eq!(snapshot_ids(dir.path()), vec![5, 6]);
 }
@@ -157,9 +204,18 @@ async fn retention_counts_from_the_published_latest_snapshot() {
     table_with_commits(dir.path(), 5).await;
     // Snapshot 5 exists but its committer has not published it yet: LATEST still says 4.
     std::fs::write(dir.path().join("snapshot/LATEST"), "4").unwrap();
-    let table = Table::open_io(FileIO::open(dir.path().to_str().unwrap()).unwrap()).await.unwrap();
-    assert_eq!(expire_snapshots(&table, &keep(1)).await.unwrap().snapshots, 3);
-    assert_eq!(snapshot_ids(dir.path()), vec![4, 5], "the parent of the unverified snapshot stays");
+    let table = Table::open_io(FileIO::open(dir.path().to_str().unwrap()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        expire_snapshots(&table, &keep(1)).await.unwrap().snapshots,
+        3
+    );
+    assert_eq!(
+        snapshot_ids(dir.path()),
+        vec![4, 5],
+        "the parent of the unverified snapshot stays"
+    );
     assert_eq!(table.snapshot_manager().latest_id().await.unwrap(), Some(5));
 }
 
@@ -178,16 +234,38 @@ async fn expiring_nothing_costs_a_handful_of_requests_without_listing() {
     let result = expire_snapshots(&table, &config).await.unwrap();
     assert_eq!((result.snapshots, result.earliest), (0, Some(1)));
     let requests = &store.requests()[before..];
-    assert!(requests.iter().all(|(kind, _)| *kind != OpKind::List), "{requests:?}");
-    assert!(requests.len() <= 8, "{} requests: {requests:?}", requests.len());
+    assert!(
+        requests.iter().all(|(kind, _)| *kind != OpKind::List),
+        "{requests:?}"
+    );
+    assert!(
+        requests.len() <= 8,
+        "{} requests: {requests:?}",
+        requests.len()
+    );
 
     // Expiring one snapshot of the 300 reads what it expires and the retained deltas, but
     // lists nothing but the (empty) tag, consumer and branch directories (other branches'
     // files are protected).
     let before = store.requests().len();
-    assert_eq!(expire_snapshots(&table, &keep(299)).await.unwrap().snapshots, 1);
-    let lists: Vec<_> = store.requests()[before..].iter().filter(|(k, _)| *k == OpKind::List).cloned().collect();
+    assert_eq!(
+        expire_snapshots(&table, &keep(299))
+            .await
+            .unwrap()
+            .snapshots,
+        1
+    );
+    let lists: Vec<_> = store.requests()[before..]
+        .iter()
+        .filter(|(k, _)| *k == OpKind::List)
+        .cloned()
+        .collect();
     let allowed = ["/tag", "/consumer", "/branch"];
-    assert!(lists.iter().all(|(_, p)| allowed.iter().any(|a| p.ends_with(a))), "{lists:?}");
+    assert!(
+        lists
+            .iter()
+            .all(|(_, p)| allowed.iter().any(|a| p.ends_with(a))),
+        "{lists:?}"
+    );
     assert!(lists.len() <= 4, "{lists:?}");
 }

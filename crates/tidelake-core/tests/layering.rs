@@ -31,7 +31,9 @@ struct Source {
 fn parse_layers(lib: &str) -> Vec<(String, Vec<String>)> {
     let mut layers = Vec::new();
     for line in lib.lines() {
-        let Some(row) = line.trim().strip_prefix("//!").map(str::trim) else { continue };
+        let Some(row) = line.trim().strip_prefix("//!").map(str::trim) else {
+            continue;
+        };
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         // `| layer | modules | role |` splits into ["", layer, modules, role, ""]
         if cells.len() < 4 || !cells[0].is_empty() {
@@ -41,7 +43,10 @@ fn parse_layers(lib: &str) -> Vec<(String, Vec<String>)> {
         if name == "layer" || name.starts_with('-') {
             continue;
         }
-        let modules = modules.split(',').map(|m| m.trim().trim_matches('`').to_string()).collect();
+        let modules = modules
+            .split(',')
+            .map(|m| m.trim().trim_matches('`').to_string())
+            .collect();
         layers.push((name.to_string(), modules));
     }
     layers
@@ -52,8 +57,13 @@ fn declared_modules(lib: &str) -> BTreeSet<String> {
     lib.lines()
         .filter_map(|l| {
             let l = l.trim();
-            let rest = l.strip_prefix("pub ").or_else(|| l.strip_prefix("pub(crate) ")).unwrap_or(l);
-            rest.strip_prefix("mod ")?.strip_suffix(';').map(str::to_string)
+            let rest = l
+                .strip_prefix("pub ")
+                .or_else(|| l.strip_prefix("pub(crate) "))
+                .unwrap_or(l);
+            rest.strip_prefix("mod ")?
+                .strip_suffix(';')
+                .map(str::to_string)
         })
         .collect()
 }
@@ -62,8 +72,16 @@ fn declared_modules(lib: &str) -> BTreeSet<String> {
 fn root_reexports(lib: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for l in lib.lines() {
-        let Some(path) = l.trim().strip_prefix("pub use ").and_then(|p| p.strip_suffix(';')) else { continue };
-        let Some((module, items)) = path.split_once("::") else { continue };
+        let Some(path) = l
+            .trim()
+            .strip_prefix("pub use ")
+            .and_then(|p| p.strip_suffix(';'))
+        else {
+            continue;
+        };
+        let Some((module, items)) = path.split_once("::") else {
+            continue;
+        };
         let items = items.trim_start_matches('{').trim_end_matches('}');
         for item in items.split(',') {
             let name = item.split(" as ").last().unwrap_or(item).trim();
@@ -76,7 +94,11 @@ fn root_reexports(lib: &str) -> BTreeMap<String, String> {
 
 /// The module path of a file (`write/file_writer/mod.rs` → `[write, file_writer]`).
 fn module_path(path: &str) -> Vec<String> {
-    let mut parts: Vec<String> = path.trim_end_matches(".rs").split('/').map(str::to_string).collect();
+    let mut parts: Vec<String> = path
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(str::to_string)
+        .collect();
     if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
         parts.pop();
     }
@@ -91,7 +113,9 @@ fn test_files(sources: &[Source]) -> BTreeSet<String> {
         let lines: Vec<&str> = s.text.lines().map(str::trim).collect();
         for w in lines.windows(2) {
             if w[0] == "#[cfg(test)]" {
-                let decl = w[1].trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+                let decl = w[1]
+                    .trim_start_matches("pub(crate) ")
+                    .trim_start_matches("pub ");
                 if let Some(name) = decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';')) {
                     let mut m = module_path(&s.path);
                     m.push(name.to_string());
@@ -160,7 +184,9 @@ fn strip_line_comment(line: &str) -> &str {
 
 /// The first identifier of `s`.
 fn ident(s: &str) -> &str {
-    let end = s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len());
+    let end = s
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
     &s[..end]
 }
 
@@ -239,7 +265,11 @@ fn check(sources: &[Source], exceptions: &[(&str, &str, &str)]) -> Vec<String> {
     let layer_of: BTreeMap<&str, (usize, &str)> = layers
         .iter()
         .enumerate()
-        .flat_map(|(i, (name, modules))| modules.iter().map(move |m| (m.as_str(), (i, name.as_str()))))
+        .flat_map(|(i, (name, modules))| {
+            modules
+                .iter()
+                .map(move |m| (m.as_str(), (i, name.as_str())))
+        })
         .collect();
     let declared = declared_modules(&lib.text);
     let reexports = root_reexports(&lib.text);
@@ -251,14 +281,19 @@ fn check(sources: &[Source], exceptions: &[(&str, &str, &str)]) -> Vec<String> {
     }
     for m in layer_of.keys() {
         if !declared.contains(*m) {
-            problems.push(format!("lib.rs's table of layers names `{m}`, which is not a module of the crate"));
+            problems.push(format!(
+                "lib.rs's table of layers names `{m}`, which is not a module of the crate"
+            ));
         }
     }
 
     // edge (from, to) -> the files that make it
     let tests = test_files(sources);
     let mut edges: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for s in sources.iter().filter(|s| s.path != "lib.rs" && !tests.contains(&s.path)) {
+    for s in sources
+        .iter()
+        .filter(|s| s.path != "lib.rs" && !tests.contains(&s.path))
+    {
         let module = module_path(&s.path);
         let from = module[0].clone();
         for name in root_names(&code_only(&s.text), &module) {
@@ -270,30 +305,48 @@ fn check(sources: &[Source], exceptions: &[(&str, &str, &str)]) -> Vec<String> {
                 continue;
             };
             if to != from {
-                edges.entry((from.clone(), to)).or_default().push(s.path.clone());
+                edges
+                    .entry((from.clone(), to))
+                    .or_default()
+                    .push(s.path.clone());
             }
         }
     }
     for (from, to, _) in exceptions {
         if edges.remove(&(from.to_string(), to.to_string())).is_none() {
-            problems.push(format!("the known exception {from} -> {to} is gone: remove it from KNOWN_EXCEPTIONS"));
+            problems.push(format!(
+                "the known exception {from} -> {to} is gone: remove it from KNOWN_EXCEPTIONS"
+            ));
         }
     }
     for ((from, to), files) in &edges {
-        let (Some(&(lf, nf)), Some(&(lt, nt))) = (layer_of.get(from.as_str()), layer_of.get(to.as_str())) else {
+        let (Some(&(lf, nf)), Some(&(lt, nt))) =
+            (layer_of.get(from.as_str()), layer_of.get(to.as_str()))
+        else {
             continue;
         };
         if lt > lf {
             problems.push(format!(
                 "{}: `{from}` (layer {nf}) uses `{to}`, which is in a higher layer ({nt})",
-                files.iter().map(|f| format!("src/{f}")).collect::<Vec<_>>().join(", ")
+                files
+                    .iter()
+                    .map(|f| format!("src/{f}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     }
     for cycle in cycles(&edges) {
         let steps: Vec<String> = cycle
             .windows(2)
-            .map(|w| format!("{} -> {} (src/{})", w[0], w[1], edges[&(w[0].clone(), w[1].clone())][0]))
+            .map(|w| {
+                format!(
+                    "{} -> {} (src/{})",
+                    w[0],
+                    w[1],
+                    edges[&(w[0].clone(), w[1].clone())][0]
+                )
+            })
             .collect();
         problems.push(format!("cycle: {}", steps.join(", ")));
     }
@@ -345,7 +398,13 @@ fn cycles(edges: &BTreeMap<(String, String), Vec<String>>) -> Vec<Vec<String>> {
             }
         }
     }
-    let mut t = Tarjan { succ: &succ, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), components: Vec::new() };
+    let mut t = Tarjan {
+        succ: &succ,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        components: Vec::new(),
+    };
     for &v in succ.keys() {
         if !t.index.contains_key(v) {
             t.visit(v);
@@ -359,7 +418,11 @@ fn cycles(edges: &BTreeMap<(String, String), Vec<String>>) -> Vec<Vec<String>> {
         let mut path = vec![start];
         loop {
             let last = *path.last().unwrap();
-            let next = succ[last].iter().copied().find(|w| inside.contains(w)).unwrap();
+            let next = succ[last]
+                .iter()
+                .copied()
+                .find(|w| inside.contains(w))
+                .unwrap();
             if let Some(pos) = path.iter().position(|p| *p == next) {
                 let mut cycle: Vec<String> = path[pos..].iter().map(|s| s.to_string()).collect();
                 cycle.push(next.to_string());
@@ -378,8 +441,17 @@ fn read_tree(root: &Path, dir: &Path, out: &mut Vec<Source>) {
         if path.is_dir() {
             read_tree(root, &path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
-            let rel = path.strip_prefix(root).unwrap().components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-            out.push(Source { path: rel, text: fs::read_to_string(&path).unwrap() });
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            out.push(Source {
+                path: rel,
+                text: fs::read_to_string(&path).unwrap(),
+            });
         }
     }
 }
@@ -390,7 +462,11 @@ fn core_modules_follow_the_layers_of_lib_rs() {
     let mut sources = Vec::new();
     read_tree(&root, &root, &mut sources);
     let problems = check(&sources, KNOWN_EXCEPTIONS);
-    assert!(problems.is_empty(), "layering violations:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "layering violations:\n{}",
+        problems.join("\n")
+    );
 }
 
 // The checker on small synthetic crates.
@@ -411,8 +487,14 @@ pub use util::helper;
 ";
 
 fn crate_of(files: &[(&str, &str)]) -> Vec<Source> {
-    let mut sources = vec![Source { path: "lib.rs".into(), text: LIB.into() }];
-    sources.extend(files.iter().map(|(p, t)| Source { path: p.to_string(), text: t.to_string() }));
+    let mut sources = vec![Source {
+        path: "lib.rs".into(),
+        text: LIB.into(),
+    }];
+    sources.extend(files.iter().map(|(p, t)| Source {
+        path: p.to_string(),
+        text: t.to_string(),
+    }));
     sources
 }
 
@@ -424,9 +506,15 @@ fn problems(files: &[(&str, &str)]) -> Vec<String> {
 fn a_clean_crate_passes() {
     let p = problems(&[
         ("io.rs", "pub fn open() {}"),
-        ("read/mod.rs", "use crate::io::open;\nuse crate::write::x;\nmod data;"),
+        (
+            "read/mod.rs",
+            "use crate::io::open;\nuse crate::write::x;\nmod data;",
+        ),
         ("read/data.rs", "use super::super::io;\nuse super::sibling;"),
-        ("commit.rs", "use crate::{io::open, read::r, write::{a, b}};"),
+        (
+            "commit.rs",
+            "use crate::{io::open, read::r, write::{a, b}};",
+        ),
     ]);
     assert_eq!(p, Vec::<String>::new());
 }
@@ -434,40 +522,71 @@ fn a_clean_crate_passes() {
 #[test]
 fn an_upward_edge_names_file_and_edge() {
     let p = problems(&[("io.rs", "use crate::read::Reader;")]);
-    assert_eq!(p, vec!["src/io.rs: `io` (layer base) uses `read`, which is in a higher layer (data)"]);
+    assert_eq!(
+        p,
+        vec!["src/io.rs: `io` (layer base) uses `read`, which is in a higher layer (data)"]
+    );
 }
 
 #[test]
 fn grouped_multi_line_uses_and_root_super_paths_count() {
-    let grouped = problems(&[("write/mod.rs", "use crate::{\n    io::open,\n    commit::{\n        Commit,\n    },\n};")]);
+    let grouped = problems(&[(
+        "write/mod.rs",
+        "use crate::{\n    io::open,\n    commit::{\n        Commit,\n    },\n};",
+    )]);
     assert_eq!(grouped.len(), 1, "{grouped:?}");
     assert!(grouped[0].starts_with("src/write/mod.rs: `write` (layer data) uses `commit`"));
     let root_super = problems(&[("util.rs", "use super::write::W;")]);
-    assert!(root_super[0].starts_with("src/util.rs: `util` (layer base) uses `write`"), "{root_super:?}");
+    assert!(
+        root_super[0].starts_with("src/util.rs: `util` (layer base) uses `write`"),
+        "{root_super:?}"
+    );
     let nested_super = problems(&[("io/local.rs", "use super::super::commit::C;")]);
-    assert!(nested_super[0].starts_with("src/io/local.rs: `io` (layer base) uses `commit`"), "{nested_super:?}");
+    assert!(
+        nested_super[0].starts_with("src/io/local.rs: `io` (layer base) uses `commit`"),
+        "{nested_super:?}"
+    );
 }
 
 #[test]
 fn a_cycle_within_a_layer_is_reported() {
-    let p = problems(&[("read.rs", "use crate::write::W;"), ("write/mod.rs", "fn f() { crate::read::r(); }")]);
-    assert_eq!(p, vec!["cycle: read -> write (src/read.rs), write -> read (src/write/mod.rs)"]);
+    let p = problems(&[
+        ("read.rs", "use crate::write::W;"),
+        ("write/mod.rs", "fn f() { crate::read::r(); }"),
+    ]);
+    assert_eq!(
+        p,
+        vec!["cycle: read -> write (src/read.rs), write -> read (src/write/mod.rs)"]
+    );
 }
 
 #[test]
 fn reexports_count_as_their_module() {
-    let p = problems(&[("util.rs", "pub fn helper() {}"), ("io.rs", "use crate::helper;\nuse crate::util as u;")]);
+    let p = problems(&[
+        ("util.rs", "pub fn helper() {}"),
+        ("io.rs", "use crate::helper;\nuse crate::util as u;"),
+    ]);
     assert_eq!(p, Vec::<String>::new());
     let up = check(
-        &crate_of(&[("read.rs", "use crate::io;")]).into_iter().map(|mut s| {
-            if s.path == "lib.rs" {
-                s.text.push_str("pub use commit::Committer;\n");
-            }
-            s
-        }).chain([Source { path: "io.rs".into(), text: "use crate::Committer;".into() }]).collect::<Vec<_>>(),
+        &crate_of(&[("read.rs", "use crate::io;")])
+            .into_iter()
+            .map(|mut s| {
+                if s.path == "lib.rs" {
+                    s.text.push_str("pub use commit::Committer;\n");
+                }
+                s
+            })
+            .chain([Source {
+                path: "io.rs".into(),
+                text: "use crate::Committer;".into(),
+            }])
+            .collect::<Vec<_>>(),
         &[],
     );
-    assert_eq!(up, vec!["src/io.rs: `io` (layer base) uses `commit`, which is in a higher layer (top)"]);
+    assert_eq!(
+        up,
+        vec!["src/io.rs: `io` (layer base) uses `commit`, which is in a higher layer (top)"]
+    );
 }
 
 #[test]
@@ -486,9 +605,18 @@ fn comments_and_test_code_are_not_read() {
 fn modules_missing_from_the_table_and_stale_exceptions_fail() {
     let mut sources = crate_of(&[]);
     sources[0].text.push_str("pub mod extra;\n");
-    assert_eq!(check(&sources, &[]), vec!["module `extra` is not in lib.rs's table of layers"]);
+    assert_eq!(
+        check(&sources, &[]),
+        vec!["module `extra` is not in lib.rs's table of layers"]
+    );
     let stale = check(&crate_of(&[]), &[("write", "commit", "why")]);
-    assert_eq!(stale, vec!["the known exception write -> commit is gone: remove it from KNOWN_EXCEPTIONS"]);
-    let allowed = check(&crate_of(&[("write.rs", "use crate::commit::C;")]), &[("write", "commit", "why")]);
+    assert_eq!(
+        stale,
+        vec!["the known exception write -> commit is gone: remove it from KNOWN_EXCEPTIONS"]
+    );
+    let allowed = check(
+        &crate_of(&[("write.rs", "use crate::commit::C;")]),
+        &[("write", "commit", "why")],
+    );
     assert_eq!(allowed, Vec::<String>::new());
 }

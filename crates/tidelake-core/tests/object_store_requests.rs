@@ -40,7 +40,10 @@ fn schema() -> Arc<Schema> {
 
 fn batch(schema: &Arc<Schema>, commit: i64) -> RecordBatch {
     let keys: Vec<i64> = (0..100).map(|i| i + commit * 50).collect();
-    let days: Vec<&str> = keys.iter().map(|k| if k % 2 == 0 { "a" } else { "b" }).collect();
+    let days: Vec<&str> = keys
+        .iter()
+        .map(|k| if k % 2 == 0 { "a" } else { "b" })
+        .collect();
     RecordBatch::try_new(
         schema.clone(),
         vec![
@@ -53,7 +56,13 @@ fn batch(schema: &Arc<Schema>, commit: i64) -> RecordBatch {
 }
 
 fn counts(store: &InstrumentedStore) -> String {
-    store.counts().by_kind().iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(" ")
+    store
+        .counts()
+        .by_kind()
+        .iter()
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[tokio::test]
@@ -78,13 +87,25 @@ async fn requests_per_commit_and_scan_are_bounded() {
         let io = FileIO::from_store(Arc::new(store.clone()), root.clone(), "counted");
         let table = Table::open_io(io).await.unwrap();
         let mut write = TableWrite::new(table.clone()).await.unwrap();
-        write.write(&batch(&schema, commit), RowKinds::Fixed(0)).await.unwrap();
+        write
+            .write(&batch(&schema, commit), RowKinds::Fixed(0))
+            .await
+            .unwrap();
         let messages = write.prepare_commit().await.unwrap();
         let before = store.counts().by_kind();
-        let ids = FileStoreCommit::new(table, "counter").unwrap().commit(messages, commit, &[]).await.unwrap();
+        let ids = FileStoreCommit::new(table, "counter")
+            .unwrap()
+            .commit(messages, commit, &[])
+            .await
+            .unwrap();
         assert_eq!(ids, vec![commit]);
-        let delta: Vec<String> =
-            store.counts().by_kind().iter().zip(&before).map(|((k, n), (_, b))| format!("{k}={}", n - b)).collect();
+        let delta: Vec<String> = store
+            .counts()
+            .by_kind()
+            .iter()
+            .zip(&before)
+            .map(|((k, n), (_, b))| format!("{k}={}", n - b))
+            .collect();
         let commit_requests = store.counts().total() - before.iter().map(|(_, n)| n).sum::<u64>();
         per_commit.push(commit_requests);
         report.push(format!(
@@ -108,17 +129,31 @@ async fn requests_per_commit_and_scan_are_bounded() {
     assert_eq!(plan.splits.len(), 4);
     report.push(format!("open + plan after 5 commits: {}", counts(&store)));
     println!("{}", report.last().unwrap());
-    assert_eq!(store.counts().get(OpKind::List), 1, "only the schema directory is listed: {report:?}");
+    assert_eq!(
+        store.counts().get(OpKind::List),
+        1,
+        "only the schema directory is listed: {report:?}"
+    );
     assert!(store.counts().total() <= PLAN_REQUESTS + 5, "{report:?}");
 
     let before = store.counts().total();
     let files: u64 = plan.splits.iter().map(|s| s.files.len() as u64).sum();
-    let ctx = Arc::new(ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap());
-    let rows: usize = collect_splits(ctx, plan.splits).await.unwrap().iter().map(|b| b.num_rows()).sum();
+    let ctx = Arc::new(
+        ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap(),
+    );
+    let rows: usize = collect_splits(ctx, plan.splits)
+        .await
+        .unwrap()
+        .iter()
+        .map(|b| b.num_rows())
+        .sum();
     assert_eq!(rows, 300, "keys 0..300 after 5 overlapping commits");
     let reads = store.counts().total() - before;
     println!("read {files} data files: {reads} requests");
-    assert!(reads <= FILE_READ_REQUESTS * files, "{reads} requests for {files} files: {report:?}");
+    assert!(
+        reads <= FILE_READ_REQUESTS * files,
+        "{reads} requests for {files} files: {report:?}"
+    );
 }
 
 /// Batch reads of a deletion-vector table hide level 0, so planning skips the manifests that
@@ -135,7 +170,10 @@ async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
         primary_keys: vec!["k".into()],
         partition_keys: vec![],
         bucket: Some(1),
-        options: vec![("deletion-vectors.enabled".into(), "true".into()), ("write-only".into(), "true".into())],
+        options: vec![
+            ("deletion-vectors.enabled".into(), "true".into()),
+            ("write-only".into(), "true".into()),
+        ],
         comment: None,
     };
     let io = FileIO::from_store(Arc::new(LocalFileSystem::new()), root.clone(), "local");
@@ -145,32 +183,73 @@ async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
         let (table, schema) = (table.clone(), schema.clone());
         async move {
             let mut write = TableWrite::new(table.clone()).await.unwrap();
-            write.write(&batch(&schema, commit), RowKinds::Fixed(0)).await.unwrap();
+            write
+                .write(&batch(&schema, commit), RowKinds::Fixed(0))
+                .await
+                .unwrap();
             let messages = write.prepare_commit().await.unwrap();
-            FileStoreCommit::new(table, "appender").unwrap().commit(messages, commit, &[]).await.unwrap();
+            FileStoreCommit::new(table, "appender")
+                .unwrap()
+                .commit(messages, commit, &[])
+                .await
+                .unwrap();
         }
     };
     for commit in 1..=3 {
         append(commit).await;
     }
     let compactor = Compactor::new(Table::open_io(io.clone()).await.unwrap()).unwrap();
-    compactor.compact(&CompactRequest { full: true, ..CompactRequest::default() }).await.unwrap();
+    compactor
+        .compact(&CompactRequest {
+            full: true,
+            ..CompactRequest::default()
+        })
+        .await
+        .unwrap();
     append(4).await;
 
     let store = InstrumentedStore::recording(Arc::new(LocalFileSystem::new()));
-    let table = Table::open_io(FileIO::from_store(Arc::new(store.clone()), root, "recorded")).await.unwrap();
+    let table = Table::open_io(FileIO::from_store(
+        Arc::new(store.clone()),
+        root,
+        "recorded",
+    ))
+    .await
+    .unwrap();
     let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
     let manifests: Vec<String> = store
         .requests()
         .into_iter()
-        .filter(|(kind, path)| *kind == OpKind::Get && path.contains("/manifest/manifest-") && !path.contains("manifest-list"))
+        .filter(|(kind, path)| {
+            *kind == OpKind::Get
+                && path.contains("/manifest/manifest-")
+                && !path.contains("manifest-list")
+        })
         .map(|(_, path)| path)
         .collect();
-    assert_eq!(manifests.len(), 1, "only the compaction's manifest is read: {manifests:?}");
-    assert!(plan.splits.iter().flat_map(|s| &s.files).all(|f| f.level > 0));
+    assert_eq!(
+        manifests.len(),
+        1,
+        "only the compaction's manifest is read: {manifests:?}"
+    );
+    assert!(plan
+        .splits
+        .iter()
+        .flat_map(|s| &s.files)
+        .all(|f| f.level > 0));
     let rows: usize = {
-        let ctx = Arc::new(ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap());
-        collect_splits(ctx, plan.splits).await.unwrap().iter().map(|b| b.num_rows()).sum()
+        let ctx = Arc::new(
+            ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap(),
+        );
+        collect_splits(ctx, plan.splits)
+            .await
+            .unwrap()
+            .iter()
+            .map(|b| b.num_rows())
+            .sum()
     };
-    assert_eq!(rows, 200, "keys 50..250 as compacted after 3 appends; the 4th is level 0, unread");
+    assert_eq!(
+        rows, 200,
+        "keys 50..250 as compacted after 3 appends; the 4th is level 0, unread"
+    );
 }

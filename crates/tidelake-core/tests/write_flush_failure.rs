@@ -24,7 +24,12 @@ fn parquet_files(dir: &Path) -> Vec<String> {
             if path.is_dir() {
                 todo.push(path);
             } else if path.extension().is_some_and(|e| e == "parquet") {
-                out.push(path.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+                out.push(
+                    path.strip_prefix(dir)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
             }
         }
     }
@@ -44,33 +49,59 @@ async fn failed_bucket_flush_deletes_its_files_and_abort_deletes_the_rest() {
         primary_keys: vec!["k".into()],
         partition_keys: vec![],
         bucket: Some(4),
-        options: vec![("write-only".into(), "true".into()), ("changelog-producer".into(), "input".into())],
+        options: vec![
+            ("write-only".into(), "true".into()),
+            ("changelog-producer".into(), "input".into()),
+        ],
         comment: None,
     };
-    create_table(FileIO::open(location).unwrap(), &schema, &spec).await.unwrap();
+    create_table(FileIO::open(location).unwrap(), &schema, &spec)
+        .await
+        .unwrap();
     // The first data-file put of bucket 2 fails, after its changelog file was written.
     let fault: StorageOptions = [("op", "put"), ("path", "bucket-2/data-"), ("nth", "1")]
         .into_iter()
         .map(|(k, v)| (format!("tidelake.fault.{k}"), v.to_string()))
         .collect();
-    let table = Table::open_io(FileIO::open_with(location, &fault).unwrap()).await.unwrap();
+    let table = Table::open_io(FileIO::open_with(location, &fault).unwrap())
+        .await
+        .unwrap();
     let mut write = TableWrite::new(table).await.unwrap();
     let keys: Vec<i64> = (0..4000).collect();
-    let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(keys.clone())), Arc::new(Int64Array::from(keys))]).unwrap();
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from(keys.clone())),
+            Arc::new(Int64Array::from(keys)),
+        ],
+    )
+    .unwrap();
     write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
 
     let err = write.prepare_commit().await.unwrap_err();
     assert!(err.to_string().contains("injected fault on put"), "{err}");
     let left = parquet_files(dir.path());
-    assert!(!left.iter().any(|f| f.starts_with("bucket-2/")), "the failed flush left {left:?}");
+    assert!(
+        !left.iter().any(|f| f.starts_with("bucket-2/")),
+        "the failed flush left {left:?}"
+    );
     for b in [0, 1, 3] {
         for kind in ["data-", "changelog-"] {
             let prefix = format!("bucket-{b}/{kind}");
-            assert!(left.iter().any(|f| f.starts_with(&prefix)), "bucket {b} flushed no {kind} file: {left:?}");
+            assert!(
+                left.iter().any(|f| f.starts_with(&prefix)),
+                "bucket {b} flushed no {kind} file: {left:?}"
+            );
         }
     }
 
     write.abort().await.unwrap();
     assert_eq!(parquet_files(dir.path()), Vec::<String>::new());
-    assert!(!dir.path().join("snapshot").exists() || std::fs::read_dir(dir.path().join("snapshot")).unwrap().next().is_none());
+    assert!(
+        !dir.path().join("snapshot").exists()
+            || std::fs::read_dir(dir.path().join("snapshot"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
 }

@@ -33,8 +33,12 @@ pub struct FieldArg(pub FieldRef);
 
 /// The exported C schema of `ob`, checked to nest at most [`MAX_C_DEPTH`] levels.
 fn bounded_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCapsule>> {
-    let capsule = ob.call_method0(intern!(ob.py(), "__arrow_c_schema__"))?.cast_into::<PyCapsule>()?;
-    let ptr = capsule.pointer_checked(Some(c"arrow_schema"))?.cast::<FFI_ArrowSchema>();
+    let capsule = ob
+        .call_method0(intern!(ob.py(), "__arrow_c_schema__"))?
+        .cast_into::<PyCapsule>()?;
+    let ptr = capsule
+        .pointer_checked(Some(c"arrow_schema"))?
+        .cast::<FFI_ArrowSchema>();
     // SAFETY: a valid "arrow_schema" capsule holds an FFI_ArrowSchema that lives as long as
     // the capsule, which outlives this walk.
     let root = unsafe { ptr.as_ref() };
@@ -45,7 +49,12 @@ fn bounded_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyCapsule
                 "the Arrow type is nested too deeply: at most {MAX_NESTING_DEPTH} levels of list, map and struct are supported"
             ))));
         }
-        pending.extend(schema.children().chain(schema.dictionary()).map(|c| (c, depth + 1)));
+        pending.extend(
+            schema
+                .children()
+                .chain(schema.dictionary())
+                .map(|c| (c, depth + 1)),
+        );
     }
     Ok(capsule)
 }
@@ -66,7 +75,9 @@ fn check_names(ob: &Bound<'_, PyAny>) -> PyResult<()> {
     while let Some(field) = fields.pop() {
         let name: String = field.getattr(intern!(py, "name"))?.extract()?;
         if name.contains('\0') {
-            return Err(to_py(Error::invalid(format!("field name {name:?} contains a NUL character"))));
+            return Err(to_py(Error::invalid(format!(
+                "field name {name:?} contains a NUL character"
+            ))));
         }
         let mut data_type = field.getattr(intern!(py, "type"))?;
         // Dictionaries: the value type holds the nesting.
@@ -89,7 +100,10 @@ fn check_names(ob: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 /// Import the C schema `ob` exports with `import`, once its depth and names are checked.
-fn import_checked<T>(ob: &Bound<'_, PyAny>, import: impl FnOnce(&Bound<'_, PyCapsule>) -> PyResult<T>) -> PyResult<T> {
+fn import_checked<T>(
+    ob: &Bound<'_, PyAny>,
+    import: impl FnOnce(&Bound<'_, PyCapsule>) -> PyResult<T>,
+) -> PyResult<T> {
     let capsule = bounded_capsule(ob)?;
     check_names(ob)?;
     import(&capsule)
@@ -99,7 +113,9 @@ impl<'py> FromPyObject<'_, 'py> for SchemaArg {
     type Error = PyErr;
 
     fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
-        import_checked(&ob, |c| Ok(SchemaArg(PySchema::from_arrow_pycapsule(c)?.into_inner())))
+        import_checked(&ob, |c| {
+            Ok(SchemaArg(PySchema::from_arrow_pycapsule(c)?.into_inner()))
+        })
     }
 }
 
@@ -107,6 +123,8 @@ impl<'py> FromPyObject<'_, 'py> for FieldArg {
     type Error = PyErr;
 
     fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
-        import_checked(&ob, |c| Ok(FieldArg(PyField::from_arrow_pycapsule(c)?.into_inner())))
+        import_checked(&ob, |c| {
+            Ok(FieldArg(PyField::from_arrow_pycapsule(c)?.into_inner()))
+        })
     }
 }

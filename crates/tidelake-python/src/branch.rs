@@ -20,13 +20,21 @@ impl RawTable {
 
     /// Create branch `name` from a snapshot id, a tag, or (neither) empty with the latest schema.
     #[pyo3(signature = (name, snapshot_id=None, tag=None))]
-    fn create_branch(&self, py: Python<'_>, name: String, snapshot_id: Option<i64>, tag: Option<String>) -> PyResult<()> {
+    fn create_branch(
+        &self,
+        py: Python<'_>,
+        name: String,
+        snapshot_id: Option<i64>,
+        tag: Option<String>,
+    ) -> PyResult<()> {
         let start = match (snapshot_id, tag) {
             (None, None) => BranchStart::Empty,
             (Some(id), None) => BranchStart::Snapshot(id),
             (None, Some(tag)) => BranchStart::Tag(tag),
             (Some(_), Some(_)) => {
-                return Err(to_py(Error::invalid("give at most one of from_snapshot and from_tag")));
+                return Err(to_py(Error::invalid(
+                    "give at most one of from_snapshot and from_tag",
+                )));
             }
         };
         block_on(py, branches::create_branch(&self.table, &name, &start))?.py()

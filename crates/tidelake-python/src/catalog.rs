@@ -20,7 +20,9 @@ impl RawCatalog {
     #[pyo3(signature = (warehouse, storage_options=None))]
     fn new(warehouse: &str, storage_options: Option<StorageOptions>) -> PyResult<RawCatalog> {
         let io = FileIO::open_with(warehouse, &storage_options.unwrap_or_default()).py()?;
-        Ok(RawCatalog { catalog: Catalog::new(io) })
+        Ok(RawCatalog {
+            catalog: Catalog::new(io),
+        })
     }
 
     #[getter]
@@ -32,7 +34,12 @@ impl RawCatalog {
         block_on(py, self.catalog.list_databases())?.py()
     }
 
-    fn create_database(&self, py: Python<'_>, name: String, ignore_if_exists: bool) -> PyResult<()> {
+    fn create_database(
+        &self,
+        py: Python<'_>,
+        name: String,
+        ignore_if_exists: bool,
+    ) -> PyResult<()> {
         block_on(py, self.catalog.create_database(&name, ignore_if_exists))?.py()
     }
 

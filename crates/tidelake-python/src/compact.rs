@@ -55,7 +55,12 @@ impl RawTable {
     /// Plan the compaction of the latest snapshot (as [`RawTable::compact`] picks it) without
     /// running it. Postpone-bucket tables get their postponed rows moved at once.
     #[pyo3(signature = (full=false, partitions_json=None))]
-    fn compaction_plan(&self, py: Python<'_>, full: bool, partitions_json: Option<String>) -> PyResult<RawCompactionPlan> {
+    fn compaction_plan(
+        &self,
+        py: Python<'_>,
+        full: bool,
+        partitions_json: Option<String>,
+    ) -> PyResult<RawCompactionPlan> {
         let compactor = Compactor::new(self.table.clone()).py()?;
         let request = request(full, partitions_json)?;
         let plan = block_on(py, compactor.plan(&request))?.py()?;
@@ -64,8 +69,17 @@ impl RawTable {
 
     /// Commit the results (commit-message bytes, one per task) of `plan` as one COMPACT
     /// snapshot; its id, `None` when nothing changed.
-    fn commit_compaction(&self, py: Python<'_>, plan: &RawCompactionPlan, messages: Vec<Vec<u8>>) -> PyResult<Option<i64>> {
-        let messages = messages.iter().map(|m| CommitMessage::from_bytes(m)).collect::<Result<Vec<_>, _>>().py()?;
+    fn commit_compaction(
+        &self,
+        py: Python<'_>,
+        plan: &RawCompactionPlan,
+        messages: Vec<Vec<u8>>,
+    ) -> PyResult<Option<i64>> {
+        let messages = messages
+            .iter()
+            .map(|m| CommitMessage::from_bytes(m))
+            .collect::<Result<Vec<_>, _>>()
+            .py()?;
         let compactor = Compactor::new(self.table.clone()).py()?;
         block_on(py, compactor.commit_plan(&plan.plan, messages))?.py()
     }
@@ -93,7 +107,11 @@ impl RawCompactionPlan {
 
     /// Every task's byte form.
     fn tasks<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        self.plan.tasks.iter().map(|t| Ok(PyBytes::new(py, &t.to_bytes().py()?))).collect()
+        self.plan
+            .tasks
+            .iter()
+            .map(|t| Ok(PyBytes::new(py, &t.to_bytes().py()?)))
+            .collect()
     }
 }
 
@@ -128,8 +146,8 @@ pub fn run_compaction_task<'py>(
 fn request(full: bool, partitions_json: Option<String>) -> PyResult<CompactRequest> {
     let partitions = partitions_json
         .map(|json| {
-            let value: serde_json::Value =
-                serde_json::from_str(&json).map_err(|e| Error::invalid(format!("bad partition filter: {e}")))?;
+            let value: serde_json::Value = serde_json::from_str(&json)
+                .map_err(|e| Error::invalid(format!("bad partition filter: {e}")))?;
             Predicate::from_json(&value)
         })
         .transpose()

@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tidelake_core::layout::TableLayout;
 use tidelake_core::maintenance::{
-    self, consumers, history, partitions, system_tables, tags, DeletedFiles, ExpireConfig, RollbackTarget,
+    self, consumers, history, partitions, system_tables, tags, DeletedFiles, ExpireConfig,
+    RollbackTarget,
 };
 use tidelake_core::table::Table;
 use tidelake_core::Error;

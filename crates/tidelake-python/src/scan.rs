@@ -27,7 +27,9 @@ pub struct RawScan {
 /// `tidelake_core::scan::predicate::parse_filter_text`).
 #[pyfunction]
 pub fn parse_filter_text(text: &str) -> PyResult<String> {
-    tidelake_core::scan::predicate::parse_filter_text(text).map(|tree| tree.to_string()).py()
+    tidelake_core::scan::predicate::parse_filter_text(text)
+        .map(|tree| tree.to_string())
+        .py()
 }
 
 pub(crate) fn parse_filter(filter_json: Option<&str>) -> PyResult<Option<Predicate>> {
@@ -40,13 +42,19 @@ pub(crate) fn parse_filter(filter_json: Option<&str>) -> PyResult<Option<Predica
         .transpose()
 }
 
-pub(crate) fn selector(snapshot_id: Option<i64>, tag: Option<String>, timestamp_ms: Option<i64>) -> PyResult<SnapshotSelector> {
+pub(crate) fn selector(
+    snapshot_id: Option<i64>,
+    tag: Option<String>,
+    timestamp_ms: Option<i64>,
+) -> PyResult<SnapshotSelector> {
     match (snapshot_id, tag, timestamp_ms) {
         (None, None, None) => Ok(SnapshotSelector::Latest),
         (Some(id), None, None) => Ok(SnapshotSelector::Id(id)),
         (None, Some(t), None) => Ok(SnapshotSelector::Tag(t)),
         (None, None, Some(ts)) => Ok(SnapshotSelector::TimestampMs(ts)),
-        _ => Err(to_py(Error::invalid("give at most one of snapshot_id, tag and timestamp_ms"))),
+        _ => Err(to_py(Error::invalid(
+            "give at most one of snapshot_id, tag and timestamp_ms",
+        ))),
     }
 }
 
@@ -71,7 +79,11 @@ impl RawScan {
 
     /// The planned splits, each serialised to bytes.
     fn splits<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
-        self.plan.splits.iter().map(|s| PyBytes::new(py, &s.to_bytes())).collect()
+        self.plan
+            .splits
+            .iter()
+            .map(|s| PyBytes::new(py, &s.to_bytes()))
+            .collect()
     }
 
     /// Row count of each split (before merging), for display and balancing.
@@ -81,18 +93,28 @@ impl RawScan {
 
     /// The batches of every split, streamed.
     fn batches(&self) -> RawBatches {
-        RawBatches::new(self.ctx.output_schema(), read_splits(self.ctx.clone(), self.plan.splits.clone()))
+        RawBatches::new(
+            self.ctx.output_schema(),
+            read_splits(self.ctx.clone(), self.plan.splits.clone()),
+        )
     }
 
     /// A pyarrow.Table of every split (errors raise the typed exceptions).
     fn to_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let batches = block_on(py, collect_splits(self.ctx.clone(), self.plan.splits.clone()))?.py()?;
+        let batches = block_on(
+            py,
+            collect_splits(self.ctx.clone(), self.plan.splits.clone()),
+        )?
+        .py()?;
         pyarrow_table(py, batches, self.ctx.output_schema())
     }
 
     /// The batches of one split produced by `splits()`, streamed.
     fn read_split(&self, split: &[u8]) -> PyResult<RawBatches> {
         let split = Split::from_bytes(split).map_err(to_py)?;
-        Ok(RawBatches::new(self.ctx.output_schema(), read_splits(self.ctx.clone(), vec![split])))
+        Ok(RawBatches::new(
+            self.ctx.output_schema(),
+            read_splits(self.ctx.clone(), vec![split]),
+        ))
     }
 }

@@ -13,8 +13,8 @@ use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use pyo3::exceptions::PyStopIteration;
-use pyo3::prelude::*;
 use pyo3::intern;
+use pyo3::prelude::*;
 use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
 use tokio::sync::Mutex;
 
@@ -26,7 +26,11 @@ type BatchStream = BoxStream<'static, tidelake_core::Result<RecordBatch>>;
 /// `batches` as a `pyarrow.Table`, imported through the Arrow C stream interface.
 /// (`PyTable::into_pyarrow` calls `pyarrow.table()`, whose pandas check imports pandas: 0.2-0.3 s
 /// on the first call of a process.)
-pub(crate) fn pyarrow_table(py: Python<'_>, batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn pyarrow_table(
+    py: Python<'_>,
+    batches: Vec<RecordBatch>,
+    schema: SchemaRef,
+) -> PyResult<Bound<'_, PyAny>> {
     let table = PyTable::try_new(batches, schema)?;
     py.import(intern!(py, "pyarrow"))?
         .getattr(intern!(py, "RecordBatchReader"))?
@@ -42,7 +46,10 @@ pub struct RawBatches {
 
 impl RawBatches {
     pub fn new(schema: SchemaRef, stream: BatchStream) -> Self {
-        RawBatches { schema, stream: Arc::new(Mutex::new(Some(stream))) }
+        RawBatches {
+            schema,
+            stream: Arc::new(Mutex::new(Some(stream))),
+        }
     }
 }
 

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::PySchema;
-use tidelake_core::io::{FileIO, StorageOptions};
-use tidelake_core::schema_change::{alter_table, create_table, ColumnPosition, SchemaChange, TableSpec};
 use tidelake_core::branch::MAIN_BRANCH;
+use tidelake_core::io::{FileIO, StorageOptions};
+use tidelake_core::schema_change::{
+    alter_table, create_table, ColumnPosition, SchemaChange, TableSpec,
+};
 use tidelake_core::table::Table;
-
-
 
 use tidelake_core::read::split_read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
 use tidelake_core::scan::{plan_changes, plan_scan, ScanRequest, Split};
@@ -39,22 +39,40 @@ pub(crate) fn table_spec(
     options: Vec<(String, String)>,
     comment: Option<String>,
 ) -> TableSpec {
-    TableSpec { primary_keys, partition_keys, bucket, options, comment }
+    TableSpec {
+        primary_keys,
+        partition_keys,
+        bucket,
+        options,
+        comment,
+    }
 }
 
 /// One schema change from Python: `(op, name, arg, field, position)`; see `Table.alter`.
-type PyChange = (String, Option<String>, Option<String>, Option<FieldArg>, Option<String>);
+type PyChange = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<FieldArg>,
+    Option<String>,
+);
 
 fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
     let (op, name, arg, field, position) = change;
-    let need = |v: Option<String>, what: &str| v.ok_or_else(|| Error::invalid(format!("'{op}' needs {what}")));
+    let need = |v: Option<String>, what: &str| {
+        v.ok_or_else(|| Error::invalid(format!("'{op}' needs {what}")))
+    };
     Ok(match op.as_str() {
         "add_column" => {
-            let field = field.ok_or_else(|| Error::invalid("'add_column' needs a pyarrow field"))?.0;
+            let field = field
+                .ok_or_else(|| Error::invalid("'add_column' needs a pyarrow field"))?
+                .0;
             let position = match position.as_deref() {
                 None | Some("last") => ColumnPosition::Last,
                 Some("first") => ColumnPosition::First,
-                Some(after) => ColumnPosition::After(after.strip_prefix("after:").unwrap_or(after).to_string()),
+                Some(after) => {
+                    ColumnPosition::After(after.strip_prefix("after:").unwrap_or(after).to_string())
+                }
             };
             SchemaChange::AddColumn {
                 name: field.name().clone(),
@@ -63,14 +81,28 @@ fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
                 comment: arg,
             }
         }
-        "rename_column" => SchemaChange::RenameColumn { from: need(name, "a column")?, to: need(arg, "a new name")? },
-        "drop_column" => SchemaChange::DropColumn { name: need(name, "a column")? },
+        "rename_column" => SchemaChange::RenameColumn {
+            from: need(name, "a column")?,
+            to: need(arg, "a new name")?,
+        },
+        "drop_column" => SchemaChange::DropColumn {
+            name: need(name, "a column")?,
+        },
         "update_column_type" => SchemaChange::UpdateColumnType {
             name: need(name, "a column")?,
-            data_type: field.ok_or_else(|| Error::invalid("'update_column_type' needs a pyarrow field"))?.0.data_type().clone(),
+            data_type: field
+                .ok_or_else(|| Error::invalid("'update_column_type' needs a pyarrow field"))?
+                .0
+                .data_type()
+                .clone(),
         },
-        "set_option" => SchemaChange::SetOption { key: need(name, "a key")?, value: need(arg, "a value")? },
-        "remove_option" => SchemaChange::RemoveOption { key: need(name, "a key")? },
+        "set_option" => SchemaChange::SetOption {
+            key: need(name, "a key")?,
+            value: need(arg, "a value")?,
+        },
+        "remove_option" => SchemaChange::RemoveOption {
+            key: need(name, "a key")?,
+        },
         "update_comment" => SchemaChange::UpdateComment { comment: arg },
         other => return Err(Error::invalid(format!("unknown schema change '{other}'"))),
     })
@@ -102,7 +134,11 @@ impl RawTable {
 
     /// Apply schema changes; returns the table at its new schema.
     fn alter(&self, py: Python<'_>, changes: Vec<PyChange>) -> PyResult<RawTable> {
-        let changes = changes.into_iter().map(schema_change).collect::<Result<Vec<_>, _>>().py()?;
+        let changes = changes
+            .into_iter()
+            .map(schema_change)
+            .collect::<Result<Vec<_>, _>>()
+            .py()?;
         let table = block_on(py, alter_table(&self.table, &changes))?.py()?;
         Ok(RawTable { table })
     }
@@ -238,8 +274,18 @@ impl RawTable {
         let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
         block_on(py, async move {
             let plan = plan_scan(&table, &request).await?;
-            let ctx = ReadContext::new(table, &plan.schema, columns.as_deref(), filter.as_ref(), batch_size, false)?;
-            Ok::<_, Error>(RawScan { ctx: Arc::new(ctx), plan })
+            let ctx = ReadContext::new(
+                table,
+                &plan.schema,
+                columns.as_deref(),
+                filter.as_ref(),
+                batch_size,
+                false,
+            )?;
+            Ok::<_, Error>(RawScan {
+                ctx: Arc::new(ctx),
+                plan,
+            })
         })?
         .py()
     }
@@ -260,8 +306,18 @@ impl RawTable {
         let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
         block_on(py, async move {
             let plan = plan_changes(&table, start_snapshot, end_snapshot).await?;
-            let ctx = ReadContext::new(table, &plan.schema, columns.as_deref(), filter.as_ref(), batch_size, true)?;
-            Ok::<_, Error>(RawScan { ctx: Arc::new(ctx), plan })
+            let ctx = ReadContext::new(
+                table,
+                &plan.schema,
+                columns.as_deref(),
+                filter.as_ref(),
+                batch_size,
+                true,
+            )?;
+            Ok::<_, Error>(RawScan {
+                ctx: Arc::new(ctx),
+                plan,
+            })
         })?
         .py()
     }
@@ -286,10 +342,20 @@ impl RawTable {
         let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
         let ctx = block_on(py, async move {
             let schema = table.schema_by_id(schema_id).await?;
-            ReadContext::new(table, &schema, columns.as_deref(), filter.as_ref(), batch_size, with_row_kind)
+            ReadContext::new(
+                table,
+                &schema,
+                columns.as_deref(),
+                filter.as_ref(),
+                batch_size,
+                with_row_kind,
+            )
         })?
         .py()?;
         let ctx = Arc::new(ctx);
-        Ok(RawBatches::new(ctx.output_schema(), read_splits(ctx, vec![split])))
+        Ok(RawBatches::new(
+            ctx.output_schema(),
+            read_splits(ctx, vec![split]),
+        ))
     }
 }

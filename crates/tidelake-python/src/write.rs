@@ -51,7 +51,9 @@ impl RawWriter {
             let batch = batch.map_err(|e| to_py(Error::arrow("reading input", e)))?;
             block_on(py, async {
                 let mut guard = self.write.lock().await;
-                let w = guard.as_mut().ok_or_else(|| Error::invalid("the writer is closed"))?;
+                let w = guard
+                    .as_mut()
+                    .ok_or_else(|| Error::invalid("the writer is closed"))?;
                 let kinds = row_kinds(w, kind)?;
                 w.write(&batch, kinds).await
             })?
@@ -62,13 +64,20 @@ impl RawWriter {
 
     /// The bucket `write` would put each row of `data` in (fixed-bucket tables), as an
     /// Int32Array: for routing every (partition, bucket) to one writer of a distributed job.
-    fn buckets<'py>(&self, py: Python<'py>, data: AnyRecordBatch, kind: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn buckets<'py>(
+        &self,
+        py: Python<'py>,
+        data: AnyRecordBatch,
+        kind: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let mut out = Vec::new();
         for batch in data.into_reader()? {
             let batch = batch.map_err(|e| to_py(Error::arrow("reading input", e)))?;
             let buckets = block_on(py, async {
                 let guard = self.write.lock().await;
-                let w = guard.as_ref().ok_or_else(|| Error::invalid("the writer is closed"))?;
+                let w = guard
+                    .as_ref()
+                    .ok_or_else(|| Error::invalid("the writer is closed"))?;
                 w.fixed_buckets(&batch, row_kinds(w, kind)?)
             })?
             .py()?;
@@ -82,7 +91,9 @@ impl RawWriter {
     fn prepare_commit<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let messages = block_on(py, async {
             let mut guard = self.write.lock().await;
-            let w = guard.as_mut().ok_or_else(|| Error::invalid("the writer is closed"))?;
+            let w = guard
+                .as_mut()
+                .ok_or_else(|| Error::invalid("the writer is closed"))?;
             w.prepare_commit().await
         })?
         .py()?;
@@ -112,14 +123,20 @@ impl RawWriter {
 }
 
 fn decode_messages(messages: Vec<Vec<u8>>) -> PyResult<Vec<CommitMessage>> {
-    messages.iter().map(|b| CommitMessage::from_bytes(b)).collect::<Result<_, _>>().py()
+    messages
+        .iter()
+        .map(|b| CommitMessage::from_bytes(b))
+        .collect::<Result<_, _>>()
+        .py()
 }
 
 fn partition_filter(spec: Option<String>) -> PyResult<Option<PartitionFilter>> {
     spec.map(|json| {
         let value: serde_json::Value = serde_json::from_str(&json)
             .map_err(|e| to_py(Error::invalid(format!("bad partition spec: {e}"))))?;
-        Predicate::from_json(&value).map(PartitionFilter::Predicate).py()
+        Predicate::from_json(&value)
+            .map(PartitionFilter::Predicate)
+            .py()
     })
     .transpose()
 }
@@ -130,7 +147,12 @@ impl RawTable {
     /// table (their files replace what they overwrite); `wait_compaction`: `prepare_commit`
     /// waits for the compactions it triggers (one-shot writers; long-lived ones pass false).
     #[pyo3(signature = (overwrite=false, wait_compaction=true))]
-    fn writer(&self, py: Python<'_>, overwrite: bool, wait_compaction: bool) -> PyResult<RawWriter> {
+    fn writer(
+        &self,
+        py: Python<'_>,
+        overwrite: bool,
+        wait_compaction: bool,
+    ) -> PyResult<RawWriter> {
         let table = self.table.clone();
         let open = async move {
             let mut write = if overwrite {
@@ -142,7 +164,9 @@ impl RawTable {
             Ok::<_, Error>(write)
         };
         let write = block_on(py, open)?.py()?;
-        Ok(RawWriter { write: Mutex::new(Some(write)) })
+        Ok(RawWriter {
+            write: Mutex::new(Some(write)),
+        })
     }
 
     /// Commit messages as transaction `commit_identifier` of `commit_user`; returns the new
@@ -158,9 +182,18 @@ impl RawTable {
     ) -> PyResult<Vec<i64>> {
         let messages = decode_messages(messages)?;
         let table = self.table.clone();
-        block_on(py, async move { commit_visible(&table, &commit_user, messages, commit_identifier, &properties).await })?
-            .py()
-            .and_then(|ids| after_commit(py, &self.table, ids))
+        block_on(py, async move {
+            commit_visible(
+                &table,
+                &commit_user,
+                messages,
+                commit_identifier,
+                &properties,
+            )
+            .await
+        })?
+        .py()
+        .and_then(|ids| after_commit(py, &self.table, ids))
     }
 
     /// Overwrite: `partition_json` (a filter on partition columns) selects what is replaced;
@@ -176,15 +209,26 @@ impl RawTable {
         dynamic: bool,
     ) -> PyResult<Vec<i64>> {
         let messages = decode_messages(messages)?;
-        let scope = if dynamic { OverwriteScope::Dynamic } else { OverwriteScope::Static(partition_filter(partition_json)?) };
+        let scope = if dynamic {
+            OverwriteScope::Dynamic
+        } else {
+            OverwriteScope::Static(partition_filter(partition_json)?)
+        };
         let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
-        block_on(py, commit.overwrite(scope, messages, commit_identifier, &[]))?.py().and_then(|ids| after_commit(py, &self.table, ids))
+        block_on(
+            py,
+            commit.overwrite(scope, messages, commit_identifier, &[]),
+        )?
+        .py()
+        .and_then(|ids| after_commit(py, &self.table, ids))
     }
 
     /// Remove every row (an OVERWRITE snapshot with no files).
     fn truncate(&self, py: Python<'_>, commit_user: String) -> PyResult<Vec<i64>> {
         let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
-        block_on(py, commit.truncate_table(i64::MAX))?.py().and_then(|ids| after_commit(py, &self.table, ids))
+        block_on(py, commit.truncate_table(i64::MAX))?
+            .py()
+            .and_then(|ids| after_commit(py, &self.table, ids))
     }
 
     /// Delete every file the (never committed) messages add; returns how many.
@@ -195,7 +239,12 @@ impl RawTable {
     }
 
     /// Which of `identifiers` `commit_user` has not committed yet.
-    fn filter_committed(&self, py: Python<'_>, commit_user: String, identifiers: Vec<i64>) -> PyResult<Vec<i64>> {
+    fn filter_committed(
+        &self,
+        py: Python<'_>,
+        commit_user: String,
+        identifiers: Vec<i64>,
+    ) -> PyResult<Vec<i64>> {
         let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
         block_on(py, commit.filter_committed(&identifiers))?.py()
     }
@@ -203,7 +252,10 @@ impl RawTable {
 
 /// The (framed partition BinaryRow, bucket) a commit message writes to.
 #[pyfunction]
-pub fn message_target<'py>(py: Python<'py>, message: Vec<u8>) -> PyResult<(Bound<'py, PyBytes>, i32)> {
+pub fn message_target<'py>(
+    py: Python<'py>,
+    message: Vec<u8>,
+) -> PyResult<(Bound<'py, PyBytes>, i32)> {
     let m = CommitMessage::from_bytes(&message).py()?;
     Ok((PyBytes::new(py, &m.partition), m.bucket))
 }

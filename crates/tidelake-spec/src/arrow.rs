@@ -217,7 +217,10 @@ fn check_nesting(arrow: &ArrowType) -> Result<()> {
         }
         for f in children {
             if f.name().contains('\0') {
-                return Err(Error::Invalid(format!("nested field name {:?} contains a NUL character", f.name())));
+                return Err(Error::Invalid(format!(
+                    "nested field name {:?} contains a NUL character",
+                    f.name()
+                )));
             }
             pending.push((f.data_type(), depth + 1));
         }
@@ -539,24 +542,36 @@ mod tests {
 
     #[test]
     fn nesting_is_bounded_without_recursion() {
-        let wrap = |t: ArrowType, levels: usize, kind: fn(ArrowType) -> ArrowType| (0..levels).fold(t, |t, _| kind(t));
+        let wrap = |t: ArrowType, levels: usize, kind: fn(ArrowType) -> ArrowType| {
+            (0..levels).fold(t, |t, _| kind(t))
+        };
         let row = |t| ArrowType::Struct(vec![Field::new("f", t, true)].into());
         let list = |t| ArrowType::List(Arc::new(Field::new("item", t, true)));
         let map = |t| map_type(ArrowType::Int32, t, true);
         for kind in [row, list, map] {
-            assert!(from_arrow_type(&wrap(ArrowType::Int64, MAX_NESTING_DEPTH, kind), true).is_ok());
+            assert!(
+                from_arrow_type(&wrap(ArrowType::Int64, MAX_NESTING_DEPTH, kind), true).is_ok()
+            );
             let deep = wrap(ArrowType::Int64, MAX_NESTING_DEPTH + 1, kind);
-            assert!(matches!(from_arrow_type(&deep, true), Err(Error::Invalid(m)) if m.contains("nested")));
+            assert!(
+                matches!(from_arrow_type(&deep, true), Err(Error::Invalid(m)) if m.contains("nested"))
+            );
         }
         // Far beyond any stack: refused by the iterative check, not a crash.
         let hostile = wrap(ArrowType::Int64, 200_000, list);
-        assert!(matches!(from_arrow_type(&hostile, true), Err(Error::Invalid(_))));
+        assert!(matches!(
+            from_arrow_type(&hostile, true),
+            Err(Error::Invalid(_))
+        ));
         std::mem::forget(hostile); // dropping it would recurse 200 000 deep
 
         let nul = ArrowType::Struct(vec![Field::new("a\0b", ArrowType::Int32, true)].into());
         let schema = Schema::new(vec![Field::new("s", nul, true)]);
         let err = fields_from_arrow_schema(&schema, &mut 0).unwrap_err();
-        assert!(matches!(&err, Error::Invalid(m) if m.contains("NUL") && m.contains("\"s\"")), "{err}");
+        assert!(
+            matches!(&err, Error::Invalid(m) if m.contains("NUL") && m.contains("\"s\"")),
+            "{err}"
+        );
     }
 
     #[test]

@@ -26,7 +26,10 @@ pub enum Datum {
     /// Milliseconds of the day.
     Time(i32),
     /// TIMESTAMP / TIMESTAMP_LTZ: epoch milliseconds plus nanoseconds within the millisecond (0..999_999).
-    Timestamp { millis: i64, nanos: i32 },
+    Timestamp {
+        millis: i64,
+        nanos: i32,
+    },
     Array(Vec<Datum>),
     Map(Vec<(Datum, Datum)>),
     Row(Vec<Datum>),

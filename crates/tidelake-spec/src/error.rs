@@ -21,6 +21,9 @@ pub enum Error {
 
 impl Error {
     pub fn corrupt(what: impl Into<String>, reason: impl std::fmt::Display) -> Self {
-        Error::Corrupt { what: what.into(), reason: reason.to_string() }
+        Error::Corrupt {
+            what: what.into(),
+            reason: reason.to_string(),
+        }
     }
 }

@@ -185,7 +185,9 @@ mod resolved;
 
 pub use maintenance::*;
 
-pub use merge_fn::{NestedKeyNullStrategy, SequenceGroupOption, PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP};
+pub use merge_fn::{
+    NestedKeyNullStrategy, SequenceGroupOption, PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
+};
 pub use resolved::{OptionValue, ResolvedOption};
 
 /// Table options: an insertion-ordered map from option key to raw string value.
@@ -472,7 +474,11 @@ impl Options {
 
     /// `lookup-wait` (or its fallback key), default true.
     pub fn lookup_wait(&self) -> Result<bool> {
-        let key = if self.contains_key(LOOKUP_WAIT) { LOOKUP_WAIT } else { LOOKUP_WAIT_FALLBACK_KEY };
+        let key = if self.contains_key(LOOKUP_WAIT) {
+            LOOKUP_WAIT
+        } else {
+            LOOKUP_WAIT_FALLBACK_KEY
+        };
         or_default(self.get_bool(key), true)
     }
 
@@ -606,7 +612,12 @@ impl Options {
     /// `compaction.delete-ratio-threshold`, default 0.2: the share of deleted rows above which
     /// an append file is compacted whatever its size.
     pub fn compaction_delete_ratio_threshold(&self) -> Result<f64> {
-        or_default(self.parse_with(COMPACTION_DELETE_RATIO_THRESHOLD, |v| v.parse::<f64>().map_err(|e| e.to_string())), 0.2)
+        or_default(
+            self.parse_with(COMPACTION_DELETE_RATIO_THRESHOLD, |v| {
+                v.parse::<f64>().map_err(|e| e.to_string())
+            }),
+            0.2,
+        )
     }
 
     /// `source.split.open-file-cost` in bytes, default 4 MiB.

@@ -18,7 +18,12 @@ pub enum RowKind {
 
 impl RowKind {
     /// Every kind, in code order.
-    pub const ALL: [RowKind; 4] = [RowKind::Insert, RowKind::UpdateBefore, RowKind::UpdateAfter, RowKind::Delete];
+    pub const ALL: [RowKind; 4] = [
+        RowKind::Insert,
+        RowKind::UpdateBefore,
+        RowKind::UpdateAfter,
+        RowKind::Delete,
+    ];
 
     /// The kind stored as `code` in `_VALUE_KIND`, if valid.
     pub fn from_code(code: i8) -> Option<RowKind> {
@@ -62,7 +67,12 @@ mod tests {
 
     #[test]
     fn codes_and_short_strings_are_javas() {
-        let expected = [(RowKind::Insert, 0, "+I"), (RowKind::UpdateBefore, 1, "-U"), (RowKind::UpdateAfter, 2, "+U"), (RowKind::Delete, 3, "-D")];
+        let expected = [
+            (RowKind::Insert, 0, "+I"),
+            (RowKind::UpdateBefore, 1, "-U"),
+            (RowKind::UpdateAfter, 2, "+U"),
+            (RowKind::Delete, 3, "-D"),
+        ];
         for (kind, code, short) in expected {
             assert_eq!((kind.code(), kind.short_string()), (code, short));
             assert_eq!(RowKind::from_code(code), Some(kind));

@@ -44,14 +44,18 @@ pub const VALUE_KIND_FIELD_ID: i32 = i32::MAX - 2;
 /// Name of the row-kind column of the `$audit_log` system table.
 pub const ROW_KIND: &str = "rowkind";
 /// Paimon's system column names (Java `SpecialFields.SYSTEM_FIELD_NAMES`).
-pub const SYSTEM_FIELD_NAMES: [&str; 5] = [SEQUENCE_NUMBER, VALUE_KIND, "_LEVEL", ROW_KIND, "_ROW_ID"];
+pub const SYSTEM_FIELD_NAMES: [&str; 5] =
+    [SEQUENCE_NUMBER, VALUE_KIND, "_LEVEL", ROW_KIND, "_ROW_ID"];
 
 const WHAT: &str = "schema";
 
 /// Name and field id of the data-file key column of `field` (Java
 /// `SpecialFields.KEY_FIELD_PREFIX` and `KEY_FIELD_ID_START`).
 pub fn key_field_name_and_id(field: &DataField) -> (String, i32) {
-    (format!("{KEY_FIELD_PREFIX}{}", field.name), field.id.wrapping_add(SYSTEM_FIELD_ID_START))
+    (
+        format!("{KEY_FIELD_PREFIX}{}", field.name),
+        field.id.wrapping_add(SYSTEM_FIELD_ID_START),
+    )
 }
 
 /// Refuse a name a table column cannot be given (at create, add or rename; Java
@@ -60,7 +64,10 @@ pub fn key_field_name_and_id(field: &DataField) -> (String, i32) {
 /// character (which C-string consumers would truncate). [`Error::Invalid`] naming the column.
 pub fn check_column_name(name: &str) -> Result<()> {
     let problem = if SYSTEM_FIELD_NAMES.contains(&name) {
-        format!("it is a Paimon system column ({})", SYSTEM_FIELD_NAMES.join(", "))
+        format!(
+            "it is a Paimon system column ({})",
+            SYSTEM_FIELD_NAMES.join(", ")
+        )
     } else if name.starts_with(KEY_FIELD_PREFIX) {
         format!("names starting with {KEY_FIELD_PREFIX} are reserved for Paimon's key columns")
     } else if name.contains('\0') {
@@ -68,7 +75,9 @@ pub fn check_column_name(name: &str) -> Result<()> {
     } else {
         return Ok(());
     };
-    Err(Error::Invalid(format!("column name {name:?} is not allowed: {problem}")))
+    Err(Error::Invalid(format!(
+        "column name {name:?} is not allowed: {problem}"
+    )))
 }
 
 /// One version of a table's schema.
@@ -678,11 +687,29 @@ mod tests {
 
     #[test]
     fn system_key_and_nul_column_names_are_refused() {
-        for name in ["_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID", "_KEY_id", "a\0b"] {
+        for name in [
+            "_SEQUENCE_NUMBER",
+            "_VALUE_KIND",
+            "_LEVEL",
+            "rowkind",
+            "_ROW_ID",
+            "_KEY_id",
+            "a\0b",
+        ] {
             let err = check_column_name(name).unwrap_err();
-            assert!(matches!(&err, Error::Invalid(m) if m.contains(&format!("{name:?}"))), "{err}");
+            assert!(
+                matches!(&err, Error::Invalid(m) if m.contains(&format!("{name:?}"))),
+                "{err}"
+            );
         }
-        for name in ["k", "_sequence_number", "ROWKIND", "KEY_id", "_KEYS", "v_KEY_"] {
+        for name in [
+            "k",
+            "_sequence_number",
+            "ROWKIND",
+            "KEY_id",
+            "_KEYS",
+            "v_KEY_",
+        ] {
             check_column_name(name).unwrap();
         }
     }

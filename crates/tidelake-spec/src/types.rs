@@ -28,7 +28,10 @@ pub enum TypeKind {
     Float,
     Double,
     /// DECIMAL(precision 1..=38, scale 0..=precision).
-    Decimal { precision: u32, scale: u32 },
+    Decimal {
+        precision: u32,
+        scale: u32,
+    },
     Char(u32),
     /// VARCHAR(n); n == MAX_LENGTH is STRING.
     VarChar(u32),
@@ -63,15 +66,24 @@ pub struct DataField {
 
 impl DataType {
     pub fn new(kind: TypeKind) -> Self {
-        DataType { nullable: true, kind }
+        DataType {
+            nullable: true,
+            kind,
+        }
     }
 
     pub fn not_null(kind: TypeKind) -> Self {
-        DataType { nullable: false, kind }
+        DataType {
+            nullable: false,
+            kind,
+        }
     }
 
     pub fn with_nullable(&self, nullable: bool) -> Self {
-        DataType { nullable, kind: self.kind.clone() }
+        DataType {
+            nullable,
+            kind: self.kind.clone(),
+        }
     }
 
     pub fn string() -> Self {
@@ -85,6 +97,12 @@ impl DataType {
 
 impl DataField {
     pub fn new(id: i32, name: impl Into<String>, data_type: DataType) -> Self {
-        DataField { id, name: name.into(), data_type, description: None, default_value: None }
+        DataField {
+            id,
+            name: name.into(),
+            data_type,
+            description: None,
+            default_value: None,
+        }
     }
 }

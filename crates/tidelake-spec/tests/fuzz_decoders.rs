@@ -72,10 +72,16 @@ impl Rng {
 }
 
 fn fixtures() -> PathBuf {
-    let dir = std::env::var_os("TIDELAKE_FIXTURES").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
-    });
-    assert!(dir.join("fixtures.json").is_file(), "fixtures not found at {}", dir.display());
+    let dir = std::env::var_os("TIDELAKE_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
+        });
+    assert!(
+        dir.join("fixtures.json").is_file(),
+        "fixtures not found at {}",
+        dir.display()
+    );
     dir
 }
 
@@ -123,12 +129,21 @@ fn corpus() -> Corpus {
     let mut row_types = Vec::new();
     for path in files {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let parent = path.parent().unwrap().file_name().unwrap().to_string_lossy().to_string();
+        let parent = path
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         let bytes = std::fs::read(&path).unwrap();
         match (parent.as_str(), name.as_str()) {
             ("manifest", n) if n.starts_with("manifest-list-") => {
                 let list = read_manifest_list(&bytes).unwrap();
-                seeds.push((Target::ManifestList, write_manifest_list(&list, Codec::Null).unwrap()));
+                seeds.push((
+                    Target::ManifestList,
+                    write_manifest_list(&list, Codec::Null).unwrap(),
+                ));
                 for m in &list {
                     seeds.push((Target::BinaryRow, m.partition_stats.min_values.clone()));
                 }
@@ -136,12 +151,18 @@ fn corpus() -> Corpus {
             }
             ("manifest", n) if n.starts_with("index-manifest-") => {
                 let entries = read_index_manifest(&bytes).unwrap();
-                seeds.push((Target::IndexManifest, write_index_manifest(&entries, Codec::Null).unwrap()));
+                seeds.push((
+                    Target::IndexManifest,
+                    write_index_manifest(&entries, Codec::Null).unwrap(),
+                ));
                 seeds.push((Target::IndexManifest, bytes));
             }
             ("manifest", n) if n.starts_with("manifest-") => {
                 let entries = read_manifest(&bytes).unwrap();
-                seeds.push((Target::Manifest, write_manifest(&entries, Codec::Null).unwrap()));
+                seeds.push((
+                    Target::Manifest,
+                    write_manifest(&entries, Codec::Null).unwrap(),
+                ));
                 for e in entries.iter().take(4) {
                     seeds.push((Target::BinaryRow, e.partition.clone()));
                     seeds.push((Target::BinaryRow, e.file.min_key.clone()));
@@ -149,7 +170,9 @@ fn corpus() -> Corpus {
                 }
                 seeds.push((Target::Manifest, bytes));
             }
-            ("snapshot", n) if n.starts_with("snapshot-") => seeds.push((Target::SnapshotJson, bytes)),
+            ("snapshot", n) if n.starts_with("snapshot-") => {
+                seeds.push((Target::SnapshotJson, bytes))
+            }
             ("schema", n) if n.starts_with("schema-") => {
                 let schema = TableSchema::from_json(&bytes).unwrap();
                 let types_of = |names: &[String]| -> Vec<DataType> {
@@ -246,10 +269,19 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn decoders_survive_mutated_input() {
-    let secs: u64 = std::env::var("TIDELAKE_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
-    let seed: u64 = std::env::var("TIDELAKE_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-    });
+    let secs: u64 = std::env::var("TIDELAKE_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let seed: u64 = std::env::var("TIDELAKE_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
     let corpus = corpus();
     let mut rng = Rng(seed | 1);
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -263,12 +295,20 @@ fn decoders_survive_mutated_input() {
         let input = mutate(&mut rng, seed_bytes);
         let types = &corpus.row_types[rng.below(corpus.row_types.len())];
         // Cross-feed sometimes: any decoder must survive any other file's bytes too.
-        let target = if rng.below(8) == 0 { TARGETS[rng.below(TARGETS.len())] } else { *own };
+        let target = if rng.below(8) == 0 {
+            TARGETS[rng.below(TARGETS.len())]
+        } else {
+            *own
+        };
         let started = Instant::now();
         let outcome = catch_unwind(AssertUnwindSafe(|| decode(target, &input, types)));
         runs[TARGETS.iter().position(|t| *t == target).unwrap()] += 1;
         if outcome.is_err() || started.elapsed() > SLOW {
-            let what = if outcome.is_err() { "panicked" } else { "was slow" };
+            let what = if outcome.is_err() {
+                "panicked"
+            } else {
+                "was slow"
+            };
             finding = Some(format!(
                 "{target:?} {what} ({:?}) on input {} (types {types:?})",
                 started.elapsed(),

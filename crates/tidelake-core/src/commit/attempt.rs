@@ -17,16 +17,16 @@ use tidelake_spec::snapshot::{snapshot_file_name, CommitKind, Snapshot, CURRENT_
 
 use crate::commit::conflict::{bucket_counts, partition_display, ConflictChecker};
 use crate::commit::dv_conflict::check_deletion_vectors;
-use crate::commit::new_files::{added_paths, check, committed_since, missing_files, Verdict};
 use crate::commit::file_store_commit::FileStoreCommit;
 use crate::commit::index::combine_index_entries;
 use crate::commit::manifest_writer::CreatedFiles;
 use crate::commit::merge::Merger;
+use crate::commit::new_files::{added_paths, check, committed_since, missing_files, Verdict};
 use crate::commit::overwrite::PartitionMatcher;
 use crate::commit::scan::{live_entries_of, PartitionSet};
 use crate::error::{Error, ErrorKind, Result};
-use crate::state::{data_manifests, live_index_entries, LiveFiles, Pruning};
 use crate::snapshots::next_snapshot_id;
+use crate::state::{data_manifests, live_index_entries, LiveFiles, Pruning};
 use crate::table::list_schema_ids;
 
 const LATEST_HINT: &str = "snapshot/LATEST";
@@ -73,7 +73,7 @@ enum Failure {
     /// before it was created: this attempt's files are deleted.
     Lost(i64),
     /// Creating the snapshot file failed without telling whether it exists.
-    Uncertain(Uncertain),
+    Uncertain(Box<Uncertain>),
 }
 
 /// An attempt whose snapshot file may or may not have been created.
@@ -126,10 +126,18 @@ impl FileStoreCommit {
     ) -> Result<i64> {
         let started = Instant::now();
         let result = self.attempt_until_done(source, request).await;
-        let (location, kind, ms) = (self.table.location(), request.kind, started.elapsed().as_millis());
+        let (location, kind, ms) = (
+            self.table.location(),
+            request.kind,
+            started.elapsed().as_millis(),
+        );
         match &result {
-            Ok(id) => log::info!(target: LOG_TARGET, "{location}: committed snapshot {id} ({kind}) in {ms} ms"),
-            Err(e) => log::warn!(target: LOG_TARGET, "{location}: {kind} commit failed after {ms} ms: {e}"),
+            Ok(id) => {
+                log::info!(target: LOG_TARGET, "{location}: committed snapshot {id} ({kind}) in {ms} ms")
+            }
+            Err(e) => {
+                log::warn!(target: LOG_TARGET, "{location}: {kind} commit failed after {ms} ms: {e}")
+            }
         }
         result
     }
@@ -151,7 +159,8 @@ impl FileStoreCommit {
             let in_flight = retries > 0 || started.elapsed() > IN_FLIGHT_CHECK;
             let attempt = async {
                 let changes = self.provide(source, latest.as_ref()).await?;
-                self.try_commit_once(latest.as_ref(), &changes, request, in_flight).await
+                self.try_commit_once(latest.as_ref(), &changes, request, in_flight)
+                    .await
             };
             let failure = match attempt.await {
                 Ok(Ok(id)) => return Ok(id),
@@ -192,7 +201,7 @@ impl FileStoreCommit {
                 ),
             }
             if let Failure::Uncertain(uncertain) = failure {
-                pending = Some(uncertain);
+                pending = Some(*uncertain);
             }
             tokio::time::sleep(self.retry_wait(retries)).await;
             retries += 1;
@@ -288,7 +297,9 @@ impl FileStoreCommit {
         for check in 0..REUSE_CHECKS {
             if sm.expiration_passed(id).await? {
                 // Read after the sign: a valid snapshot `id` would be gone by now.
-                if self.read_snapshot(id).await?.map(|s| s.delta_manifest_list) == own && own.is_some() {
+                if self.read_snapshot(id).await?.map(|s| s.delta_manifest_list) == own
+                    && own.is_some()
+                {
                     io.delete(&snapshot_rel(id)).await?;
                 }
                 return Ok(Published::Reused);
@@ -326,7 +337,11 @@ impl FileStoreCommit {
             }
         }
         // The hint is best effort: readers verify it (see `SnapshotManager::latest_id`).
-        let _ = self.table.branch_io().write(LATEST_HINT, id.to_string()).await;
+        let _ = self
+            .table
+            .branch_io()
+            .write(LATEST_HINT, id.to_string())
+            .await;
         Ok(Some(id))
     }
 
@@ -353,7 +368,9 @@ impl FileStoreCommit {
         let pruning = Pruning::all()
             .buckets(|b| postpone_table || b >= 0)
             .partitions(&mut selected);
-        let current = LiveFiles::read(&self.table, latest, pruning).await?.into_entries();
+        let current = LiveFiles::read(&self.table, latest, pruning)
+            .await?
+            .into_entries();
         let mut table: Vec<ManifestEntry> = current
             .into_iter()
             .map(|e| ManifestEntry {
@@ -411,10 +428,23 @@ impl FileStoreCommit {
                     return Ok(Ok(latest.id));
                 }
                 let (table, index) = (&changes.table, &changes.index);
-                check_deletion_vectors(&self.table, &checker, latest, &base, table, index, request.base).await?;
+                check_deletion_vectors(
+                    &self.table,
+                    &checker,
+                    latest,
+                    &base,
+                    table,
+                    index,
+                    request.base,
+                )
+                .await?;
                 // Hand-built messages (no base) are not checked: what they saw is unknown.
-                if request.kind == CommitKind::Compact && self.settings.deletion_vectors && request.base.is_some() {
-                    self.check_newer_sorted_runs(&checker, latest, request.base, table).await?;
+                if request.kind == CommitKind::Compact
+                    && self.settings.deletion_vectors
+                    && request.base.is_some()
+                {
+                    self.check_newer_sorted_runs(&checker, latest, request.base, table)
+                        .await?;
                 }
                 checker.check(latest, base, &changes.table, request.kind)?;
             }
@@ -424,8 +454,12 @@ impl FileStoreCommit {
             }
             Some(_) => {}
         }
-        let added: Vec<ManifestEntry> =
-            changes.table.iter().filter(|e| e.kind == FileKind::Add).cloned().collect();
+        let added: Vec<ManifestEntry> = changes
+            .table
+            .iter()
+            .filter(|e| e.kind == FileKind::Add)
+            .cloned()
+            .collect();
         if let (Some(latest), true, false) = (latest, request.check_new_files, added.is_empty()) {
             let base = request.base;
             let since = committed_since(&self.table, &self.layout, latest, base, &added).await?;
@@ -433,7 +467,9 @@ impl FileStoreCommit {
             // restored from the table.
             let key_types = checker.lsm_key_types.filter(|_| base.is_some());
             let conflict = |reason: String| checker.conflict(latest, reason);
-            if let Verdict::Landed(id) = check(&self.layout, &since, base, &added, key_types, conflict)? {
+            if let Verdict::Landed(id) =
+                check(&self.layout, &since, base, &added, key_types, conflict)?
+            {
                 return Ok(Ok(id.unwrap_or(latest.id)));
             }
             // Without the deltas, files of this write committed and compacted away since would
@@ -461,7 +497,12 @@ impl FileStoreCommit {
             created.delete_all(io).await;
             return Ok(Err(Failure::Lost(new_id)));
         }
-        match self.table.branch_io().put_if_absent(&snapshot_rel(new_id), snapshot.to_json()).await {
+        match self
+            .table
+            .branch_io()
+            .put_if_absent(&snapshot_rel(new_id), snapshot.to_json())
+            .await
+        {
             Ok(true) => match self.publish(new_id, latest).await? {
                 Some(id) => Ok(Ok(id)),
                 None => {
@@ -473,12 +514,12 @@ impl FileStoreCommit {
                 created.delete_all(io).await;
                 Ok(Err(Failure::Lost(new_id)))
             }
-            Err(error) => Ok(Err(Failure::Uncertain(Uncertain {
+            Err(error) => Ok(Err(Failure::Uncertain(Box::new(Uncertain {
                 error,
                 id: new_id,
                 delta_manifest_list: snapshot.delta_manifest_list,
                 based_on: latest.cloned(),
-            }))),
+            })))),
         }
     }
 
@@ -522,7 +563,12 @@ impl FileStoreCommit {
                 .index
                 .iter()
                 .filter(|e| e.kind == FileKind::Add)
-                .map(|e| e.index_file.external_path.clone().unwrap_or_else(|| format!("index/{}", e.index_file.file_name))),
+                .map(|e| {
+                    e.index_file
+                        .external_path
+                        .clone()
+                        .unwrap_or_else(|| format!("index/{}", e.index_file.file_name))
+                }),
         );
         let missing = missing_files(&self.table, paths).await?;
         match missing.first() {
@@ -660,9 +706,19 @@ impl FileStoreCommit {
 
     /// The latest schema id, listed anew (a schema change may have happened since opening).
     async fn latest_schema_id(&self) -> Result<i64> {
-        list_schema_ids(self.table.branch_io()).await?.last().copied().ok_or_else(|| {
-            Error::not_found("schema", format!("no schema file in {}/schema", self.table.branch_io().location()))
-        })
+        list_schema_ids(self.table.branch_io())
+            .await?
+            .last()
+            .copied()
+            .ok_or_else(|| {
+                Error::not_found(
+                    "schema",
+                    format!(
+                        "no schema file in {}/schema",
+                        self.table.branch_io().location()
+                    ),
+                )
+            })
     }
 
     /// Java inherits the previous statistics file when it was computed for the latest schema.
@@ -700,8 +756,16 @@ fn already_live(base: &[ManifestEntry], delta: &[ManifestEntry]) -> bool {
     fn name(e: &ManifestEntry) -> &str {
         e.file.file_name.as_str()
     }
-    let deleted: HashSet<&str> = delta.iter().filter(|e| e.kind == FileKind::Delete).map(name).collect();
-    let added: HashSet<&str> = delta.iter().filter(|e| e.kind == FileKind::Add).map(name).collect();
+    let deleted: HashSet<&str> = delta
+        .iter()
+        .filter(|e| e.kind == FileKind::Delete)
+        .map(name)
+        .collect();
+    let added: HashSet<&str> = delta
+        .iter()
+        .filter(|e| e.kind == FileKind::Add)
+        .map(name)
+        .collect();
     let live: HashSet<&str> = base.iter().map(name).collect();
     let mut new = added.difference(&deleted).peekable();
     new.peek().is_some()

@@ -16,13 +16,18 @@
 
 use std::collections::HashSet;
 
-use tidelake_spec::manifest::{FileKind, IndexManifestEntry, ManifestEntry, DELETION_VECTORS_INDEX};
+use tidelake_spec::manifest::{
+    FileKind, IndexManifestEntry, ManifestEntry, DELETION_VECTORS_INDEX,
+};
 use tidelake_spec::snapshot::Snapshot;
 
 use crate::commit::conflict::{partition_display, ConflictChecker};
 use crate::error::{ErrorKind, Result};
 use crate::state::live_index_entries;
 use crate::table::Table;
+
+/// A data file by (partition, bucket, file name).
+type FileKey = (Vec<u8>, i32, String);
 
 /// (partition, bucket, data file name).
 type FileId<'a> = (&'a [u8], i32, &'a str);
@@ -32,7 +37,11 @@ fn is_dv(e: &IndexManifestEntry) -> bool {
 }
 
 fn named_files(e: &IndexManifestEntry) -> impl Iterator<Item = FileId<'_>> {
-    e.index_file.dv_ranges.iter().flatten().map(move |r| (e.partition.as_slice(), e.bucket, r.data_file_name.as_str()))
+    e.index_file
+        .dv_ranges
+        .iter()
+        .flatten()
+        .map(move |r| (e.partition.as_slice(), e.bucket, r.data_file_name.as_str()))
 }
 
 /// Check the rules of the module docs. `base` holds the live data files of the touched
@@ -49,10 +58,22 @@ pub(crate) async fn check_deletion_vectors(
     base_snapshot: Option<i64>,
 ) -> Result<()> {
     let id = |e: &ManifestEntry| (e.partition.clone(), e.bucket, e.file.file_name.clone());
-    let added: HashSet<_> = changes.iter().filter(|e| e.kind == FileKind::Add).map(id).collect();
-    let removed: HashSet<_> =
-        changes.iter().filter(|e| e.kind == FileKind::Delete).map(id).filter(|f| !added.contains(f)).collect();
-    let mut live_after: HashSet<_> = base.iter().map(id).filter(|f| !removed.contains(f)).collect();
+    let added: HashSet<_> = changes
+        .iter()
+        .filter(|e| e.kind == FileKind::Add)
+        .map(id)
+        .collect();
+    let removed: HashSet<_> = changes
+        .iter()
+        .filter(|e| e.kind == FileKind::Delete)
+        .map(id)
+        .filter(|f| !added.contains(f))
+        .collect();
+    let mut live_after: HashSet<_> = base
+        .iter()
+        .map(id)
+        .filter(|f| !removed.contains(f))
+        .collect();
     live_after.extend(added);
     let owned = |(p, b, n): FileId<'_>| (p.to_vec(), b, n.to_string());
     for e in index.iter().filter(|e| e.kind == FileKind::Add && is_dv(e)) {
@@ -77,10 +98,15 @@ pub(crate) async fn check_deletion_vectors(
         .map(|e| e.index_file.file_name.as_str())
         .collect();
     let live_index = live_index_entries(table, latest).await?;
-    let covering: Vec<(&IndexManifestEntry, (Vec<u8>, i32, String))> = live_index
+    let covering: Vec<(&IndexManifestEntry, FileKey)> = live_index
         .iter()
         .filter(|e| is_dv(e) && !dropped.contains(e.index_file.file_name.as_str()))
-        .flat_map(|e| named_files(e).map(owned).filter(|f| removed.contains(f)).map(move |f| (e, f)))
+        .flat_map(|e| {
+            named_files(e)
+                .map(owned)
+                .filter(|f| removed.contains(f))
+                .map(move |f| (e, f))
+        })
         .collect();
     if covering.is_empty() {
         return Ok(());
@@ -114,5 +140,9 @@ pub(crate) async fn check_deletion_vectors(
 /// The names of the index files live in snapshot `id`.
 async fn index_file_names(table: &Table, id: i64) -> Result<HashSet<String>> {
     let snap = table.snapshot_manager().snapshot(id).await?;
-    Ok(live_index_entries(table, &snap).await?.into_iter().map(|e| e.index_file.file_name).collect())
+    Ok(live_index_entries(table, &snap)
+        .await?
+        .into_iter()
+        .map(|e| e.index_file.file_name)
+        .collect())
 }

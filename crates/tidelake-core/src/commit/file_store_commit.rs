@@ -17,7 +17,6 @@ use tidelake_spec::types::DataType;
 use crate::commit::attempt::{AttemptChanges, Request, Source};
 use crate::commit::manifest_writer::MetaWriter;
 use crate::commit::merge::MergeOptions;
-use crate::write::message::{check_distinct, Changes, CommitMessage};
 use crate::commit::new_files::common_base;
 use crate::commit::overwrite::{
     check_inside, try_upgrade, OverwriteScope, PartitionFilter, PartitionMatcher,
@@ -25,6 +24,7 @@ use crate::commit::overwrite::{
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::table::Table;
+use crate::write::message::{check_distinct, Changes, CommitMessage};
 
 /// Table options that drive committing, read once from the table's latest schema.
 #[derive(Debug)]
@@ -152,16 +152,40 @@ impl FileStoreCommit {
         let io = self.table.io();
         let mut deleted = 0;
         for m in messages {
-            let dir = self.layout.bucket_path(&self.layout.decode_partition(&m.partition)?, m.bucket)?;
-            let moved: HashSet<&str> = m.compact_before.iter().map(|f| f.file_name.as_str()).collect();
-            let data = m.new_files.iter().chain(&m.changelog_files).chain(&m.compact_changelog)
-                .chain(m.compact_after.iter().filter(|f| !moved.contains(f.file_name.as_str())));
+            let dir = self
+                .layout
+                .bucket_path(&self.layout.decode_partition(&m.partition)?, m.bucket)?;
+            let moved: HashSet<&str> = m
+                .compact_before
+                .iter()
+                .map(|f| f.file_name.as_str())
+                .collect();
+            let data = m
+                .new_files
+                .iter()
+                .chain(&m.changelog_files)
+                .chain(&m.compact_changelog)
+                .chain(
+                    m.compact_after
+                        .iter()
+                        .filter(|f| !moved.contains(f.file_name.as_str())),
+                );
             for f in data {
-                io.delete(f.external_path.as_deref().unwrap_or(&format!("{dir}/{}", f.file_name))).await?;
+                io.delete(
+                    f.external_path
+                        .as_deref()
+                        .unwrap_or(&format!("{dir}/{}", f.file_name)),
+                )
+                .await?;
                 deleted += 1;
             }
             for f in m.new_index_files.iter().chain(&m.compact_new_index_files) {
-                io.delete(f.external_path.as_deref().unwrap_or(&format!("index/{}", f.file_name))).await?;
+                io.delete(
+                    f.external_path
+                        .as_deref()
+                        .unwrap_or(&format!("index/{}", f.file_name)),
+                )
+                .await?;
                 deleted += 1;
             }
         }
@@ -179,7 +203,10 @@ impl FileStoreCommit {
         commit_identifier: i64,
         properties: &[(String, String)],
     ) -> Result<Vec<i64>> {
-        Ok(self.commit_reporting(messages, commit_identifier, properties).await?.ids)
+        Ok(self
+            .commit_reporting(messages, commit_identifier, properties)
+            .await?
+            .ids)
     }
 
     /// [`FileStoreCommit::commit`], also telling which buckets got new level-0 files without a
@@ -200,11 +227,19 @@ impl FileStoreCommit {
         let level0: Vec<(&CommitMessage, bool)> = messages
             .iter()
             .filter(|m| m.new_files.iter().any(|f| f.level == 0))
-            .map(|m| (m, !m.compact_after.is_empty() || !m.compact_before.is_empty()))
+            .map(|m| {
+                (
+                    m,
+                    !m.compact_after.is_empty() || !m.compact_before.is_empty(),
+                )
+            })
             .collect();
         let target = |m: &CommitMessage| (m.partition.clone(), m.bucket);
-        let mut uncompacted: Vec<(Vec<u8>, i32)> =
-            level0.iter().filter(|(_, compacted)| !compacted).map(|(m, _)| target(m)).collect();
+        let mut uncompacted: Vec<(Vec<u8>, i32)> = level0
+            .iter()
+            .filter(|(_, compacted)| !compacted)
+            .map(|(m, _)| target(m))
+            .collect();
         let changes = Changes::collect(&messages, &self.layout)?;
         let mut ids = Vec::new();
         if !self.settings.ignore_empty_commit
@@ -247,7 +282,9 @@ impl FileStoreCommit {
             || !changes.compact_changelog.is_empty()
             || !changes.compact_index.is_empty()
         {
-            let compactions = messages.iter().filter(|m| !m.compact_before.is_empty() || !m.compact_after.is_empty());
+            let compactions = messages
+                .iter()
+                .filter(|m| !m.compact_before.is_empty() || !m.compact_after.is_empty());
             let request = Request {
                 identifier: commit_identifier,
                 kind: CommitKind::Compact,
@@ -283,18 +320,31 @@ impl FileStoreCommit {
     /// still fails with the conflict.
     ///
     /// Returns whether the compaction landed.
-    async fn commit_compaction(&self, new: AttemptChanges, request: &Request<'_>, ids: &mut Vec<i64>) -> Result<bool> {
+    async fn commit_compaction(
+        &self,
+        new: AttemptChanges,
+        request: &Request<'_>,
+        ids: &mut Vec<i64>,
+    ) -> Result<bool> {
         if ids.is_empty() {
             ids.push(self.try_commit(&mut Source::Fixed(new), request).await?);
             return Ok(true);
         }
-        let rewritten: HashSet<String> =
-            new.table.iter().filter(|e| e.kind == FileKind::Delete).map(|e| e.file.file_name.clone()).collect();
+        let rewritten: HashSet<String> = new
+            .table
+            .iter()
+            .filter(|e| e.kind == FileKind::Delete)
+            .map(|e| e.file.file_name.clone())
+            .collect();
         let outputs: Vec<_> = new
             .table
             .iter()
             .chain(&new.changelog)
-            .filter(|e| e.kind == FileKind::Add && e.file.external_path.is_none() && !rewritten.contains(&e.file.file_name))
+            .filter(|e| {
+                e.kind == FileKind::Add
+                    && e.file.external_path.is_none()
+                    && !rewritten.contains(&e.file.file_name)
+            })
             .map(|e| (e.partition.clone(), e.bucket, e.file.file_name.clone()))
             .collect();
         let index_outputs: Vec<String> = new
@@ -311,7 +361,9 @@ impl FileStoreCommit {
             Err(Error::CommitConflict(_)) => {
                 let io = self.table.io();
                 for (partition, bucket, name) in outputs {
-                    let dir = self.layout.bucket_path(&self.layout.decode_partition(&partition)?, bucket)?;
+                    let dir = self
+                        .layout
+                        .bucket_path(&self.layout.decode_partition(&partition)?, bucket)?;
                     io.delete(&format!("{dir}/{name}")).await?;
                 }
                 for name in index_outputs {
@@ -439,16 +491,27 @@ impl FileStoreCommit {
     /// never committed, deleted; the new files are committed as written. Compactions of new
     /// files only are kept (Java's overwrite writers ignore previous files, so theirs are
     /// always of this kind).
-    async fn drop_compactions_of_previous_files(&self, mut messages: Vec<CommitMessage>) -> Result<Vec<CommitMessage>> {
+    async fn drop_compactions_of_previous_files(
+        &self,
+        mut messages: Vec<CommitMessage>,
+    ) -> Result<Vec<CommitMessage>> {
         let io = self.table.io();
         for m in &mut messages {
             let new: HashSet<&str> = m.new_files.iter().map(|f| f.file_name.as_str()).collect();
-            if m.compact_before.iter().all(|f| new.contains(f.file_name.as_str())) {
+            if m.compact_before
+                .iter()
+                .all(|f| new.contains(f.file_name.as_str()))
+            {
                 continue;
             }
             // files compaction only moved to another level are not outputs to delete
-            let new: HashSet<&str> = new.into_iter().chain(m.compact_before.iter().map(|f| f.file_name.as_str())).collect();
-            let dir = self.layout.bucket_path(&self.layout.decode_partition(&m.partition)?, m.bucket)?;
+            let new: HashSet<&str> = new
+                .into_iter()
+                .chain(m.compact_before.iter().map(|f| f.file_name.as_str()))
+                .collect();
+            let dir = self
+                .layout
+                .bucket_path(&self.layout.decode_partition(&m.partition)?, m.bucket)?;
             for f in m.compact_after.iter().chain(&m.compact_changelog) {
                 if f.external_path.is_none() && !new.contains(f.file_name.as_str()) {
                     io.delete(&format!("{dir}/{}", f.file_name)).await?;

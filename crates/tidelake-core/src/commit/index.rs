@@ -91,7 +91,9 @@ pub(crate) fn combine_index_entries(
             Combine::Bucketed => {
                 live.retain(|l| !(same_bucket(l, change) && same_file(l, change)));
                 // (an overwrite may delete a file its own writer also replaces)
-                if live.len() == before && !deleted_bucketed.contains(change.index_file.file_name.as_str()) {
+                if live.len() == before
+                    && !deleted_bucketed.contains(change.index_file.file_name.as_str())
+                {
                     return Err(conflict(format!(
                         "{} index file {} of bucket {} was replaced by a concurrent commit",
                         change.index_file.index_type, change.index_file.file_name, change.bucket

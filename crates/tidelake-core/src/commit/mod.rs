@@ -83,6 +83,6 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
-pub use file_store_commit::{CommitOutcome, FileStoreCommit};
 pub use crate::write::message::{CommitMessage, COMMIT_MESSAGE_VERSION};
+pub use file_store_commit::{CommitOutcome, FileStoreCommit};
 pub use overwrite::{OverwriteScope, PartitionFilter};

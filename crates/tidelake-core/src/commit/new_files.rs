@@ -89,14 +89,18 @@ pub(crate) async fn committed_since(
     base: Option<i64>,
     new: &[ManifestEntry],
 ) -> Result<CommittedSince> {
-    let buckets: HashSet<BucketId> = new.iter().map(|e| (e.partition.clone(), e.bucket)).collect();
+    let buckets: HashSet<BucketId> = new
+        .iter()
+        .map(|e| (e.partition.clone(), e.bucket))
+        .collect();
     let partitions = PartitionSet::new(layout, new.iter().map(|e| e.partition.as_slice()));
     let mut since = CommittedSince::default();
     if let Some(base) = base.filter(|b| *b >= 0 && latest.id - b <= MAX_DELTAS) {
         if let Some(deltas) = read_deltas(table, latest, base, &partitions).await? {
             for (id, entries) in deltas {
                 for e in entries {
-                    if e.kind == FileKind::Add && buckets.contains(&(e.partition.clone(), e.bucket)) {
+                    if e.kind == FileKind::Add && buckets.contains(&(e.partition.clone(), e.bucket))
+                    {
                         since.record(&e, Some(id));
                     }
                 }
@@ -138,7 +142,10 @@ async fn read_deltas(
             Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let metas: Vec<_> = metas.into_iter().filter(|m| partitions.may_be_in(m)).collect();
+        let metas: Vec<_> = metas
+            .into_iter()
+            .filter(|m| partitions.may_be_in(m))
+            .collect();
         let entries = match read_manifests(table, &metas).await {
             Ok(e) => e,
             Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(None),
@@ -151,16 +158,27 @@ async fn read_deltas(
 
 impl CommittedSince {
     fn record(&mut self, e: &ManifestEntry, snapshot: Option<i64>) {
-        self.files.entry((e.partition.clone(), e.bucket)).or_default().push(e.file.clone());
-        self.added.entry(e.file.file_name.clone()).or_insert(snapshot);
+        self.files
+            .entry((e.partition.clone(), e.bucket))
+            .or_default()
+            .push(e.file.clone());
+        self.added
+            .entry(e.file.file_name.clone())
+            .or_insert(snapshot);
     }
 
     /// A file at level >= 1 of a bucket of `own` that a commit since the base added and `own`
     /// does not name (without the deltas: any such live file): on deletion-vector tables a
     /// compaction planned before it may leave a key visible twice.
-    pub(crate) fn newer_sorted_file(&self, own: &[ManifestEntry]) -> Option<(&BucketId, &DataFileMeta)> {
+    pub(crate) fn newer_sorted_file(
+        &self,
+        own: &[ManifestEntry],
+    ) -> Option<(&BucketId, &DataFileMeta)> {
         let named: HashSet<&str> = own.iter().map(|e| e.file.file_name.as_str()).collect();
-        let buckets: HashSet<(&[u8], i32)> = own.iter().map(|e| (e.partition.as_slice(), e.bucket)).collect();
+        let buckets: HashSet<(&[u8], i32)> = own
+            .iter()
+            .map(|e| (e.partition.as_slice(), e.bucket))
+            .collect();
         self.files
             .iter()
             .filter(|((p, b), _)| buckets.contains(&(p.as_slice(), *b)))
@@ -188,10 +206,16 @@ pub(crate) fn check(
     conflict: impl Fn(String) -> Error,
 ) -> Result<Verdict> {
     let added: Vec<&ManifestEntry> = new.iter().filter(|e| e.kind == FileKind::Add).collect();
-    let already: Vec<&ManifestEntry> =
-        added.iter().copied().filter(|e| since.added.contains_key(&e.file.file_name)).collect();
+    let already: Vec<&ManifestEntry> = added
+        .iter()
+        .copied()
+        .filter(|e| since.added.contains_key(&e.file.file_name))
+        .collect();
     if !added.is_empty() && already.len() == added.len() {
-        let snapshot = already.iter().filter_map(|e| since.added[&e.file.file_name]).max();
+        let snapshot = already
+            .iter()
+            .filter_map(|e| since.added[&e.file.file_name])
+            .max();
         return Ok(Verdict::Landed(snapshot));
     }
     if let Some(e) = already.first() {
@@ -213,9 +237,14 @@ pub(crate) fn check(
             continue;
         };
         let ours = key_range(&e.file, key_types)?;
-        for other in committed.iter().filter(|o| o.max_sequence_number >= e.file.min_sequence_number) {
+        for other in committed
+            .iter()
+            .filter(|o| o.max_sequence_number >= e.file.min_sequence_number)
+        {
             let theirs = key_range(other, key_types)?;
-            if compare_keys(&ours.0, &theirs.1) != Ordering::Greater && compare_keys(&theirs.0, &ours.1) != Ordering::Greater {
+            if compare_keys(&ours.0, &theirs.1) != Ordering::Greater
+                && compare_keys(&theirs.0, &ours.1) != Ordering::Greater
+            {
                 return Err(conflict(format!(
                     "the rows of this write in bucket {} of {} have sequence numbers from {}, but file {} committed \
                      since its writer opened{} holds keys of the same range with sequence numbers up to {}: landing \
@@ -238,7 +267,10 @@ pub(crate) fn check(
 fn key_range(file: &DataFileMeta, key_types: &[DataType]) -> Result<(Vec<Datum>, Vec<Datum>)> {
     let decode = |bytes: &[u8]| {
         decode_framed(bytes, key_types).map_err(|err| {
-            Error::corrupt(format!("metadata of data file {}", file.file_name), format!("cannot decode its key range: {err}"))
+            Error::corrupt(
+                format!("metadata of data file {}", file.file_name),
+                format!("cannot decode its key range: {err}"),
+            )
         })
     };
     Ok((decode(&file.min_key)?, decode(&file.max_key)?))
@@ -247,9 +279,11 @@ fn key_range(file: &DataFileMeta, key_types: &[DataType]) -> Result<(Vec<Datum>,
 /// Those of `paths` (relative to the table root, or external) that no longer exist.
 pub(crate) async fn missing_files(table: &Table, paths: Vec<String>) -> Result<Vec<String>> {
     let io = table.io();
-    stream::iter(paths.into_iter().map(|p| async move {
-        Ok::<_, Error>((!io.exists(&p).await?).then_some(p))
-    }))
+    stream::iter(
+        paths
+            .into_iter()
+            .map(|p| async move { Ok::<_, Error>((!io.exists(&p).await?).then_some(p)) }),
+    )
     .buffer_unordered(PARALLEL_CHECKS)
     .try_filter_map(|p| async move { Ok(p) })
     .try_collect()

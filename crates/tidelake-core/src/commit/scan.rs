@@ -97,5 +97,7 @@ pub(crate) async fn live_entries_of(
     let pruning = Pruning::all()
         .manifests(|m| partitions.may_be_in(m))
         .partitions(|p| Ok(partitions.contains(p)));
-    Ok(LiveFiles::read(table, snapshot, pruning).await?.into_entries())
+    Ok(LiveFiles::read(table, snapshot, pruning)
+        .await?
+        .into_entries())
 }

@@ -46,10 +46,10 @@ use tidelake_spec::options::Options;
 use tidelake_spec::schema::TableSchema;
 
 use super::job::Bucket;
-use crate::lsm::levels::LevelFile;
 use super::lookup::write_index_file;
 use super::rewriter::{UnitResult, UnitTask};
 use crate::error::{Error, Result};
+use crate::lsm::levels::LevelFile;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::split::Split;
 use crate::table::Table;
@@ -85,18 +85,28 @@ impl AppendCompaction {
         let schema = table.schema().clone();
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
-        if opts.row_tracking_enabled().map_err(spec)? || opts.data_evolution_enabled().map_err(spec)? {
+        if opts.row_tracking_enabled().map_err(spec)?
+            || opts.data_evolution_enabled().map_err(spec)?
+        {
             return Err(Error::Unsupported(
                 "compacting append tables with row tracking or data evolution".into(),
             ));
         }
         let size = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         let target = size(opts.target_file_size(false).map_err(spec)?);
-        let reader = Arc::new(ReadContext::new(table.clone(), &schema, None, None, DEFAULT_BATCH_SIZE, false)?);
+        let reader = Arc::new(ReadContext::new(
+            table.clone(),
+            &schema,
+            None,
+            None,
+            DEFAULT_BATCH_SIZE,
+            false,
+        )?);
         Ok(AppendCompaction {
             unaware: opts.bucket().map_err(spec)? == -1,
             deletion_vectors: opts.deletion_vectors_enabled().map_err(spec)?,
-            min_file_num: usize::try_from(opts.compaction_min_file_num().map_err(spec)?.max(1)).unwrap_or(1),
+            min_file_num: usize::try_from(opts.compaction_min_file_num().map_err(spec)?.max(1))
+                .unwrap_or(1),
             target,
             small: target / 10 * 7,
             open_file_cost: size(opts.split_open_file_cost().map_err(spec)?),
@@ -123,7 +133,11 @@ impl AppendCompaction {
         Some(UnitTask {
             output_level: 0,
             max_level: 0,
-            files: ordered.into_iter().filter(|f| names.contains(f.meta.file_name.as_str())).cloned().collect(),
+            files: ordered
+                .into_iter()
+                .filter(|f| names.contains(f.meta.file_name.as_str()))
+                .cloned()
+                .collect(),
             whole_levels: true,
             drop_delete: false,
             deeper: Vec::new(),
@@ -154,9 +168,15 @@ impl AppendCompaction {
         if files.is_empty() || (!self.deletion_vectors && files.len() < FULL_COMPACT_MIN_FILES) {
             return None;
         }
-        let skip = files.iter().take_while(|f| f.meta.file_size >= self.target && f.deletion.is_none()).count();
+        let skip = files
+            .iter()
+            .take_while(|f| f.meta.file_size >= self.target && f.deletion.is_none())
+            .count();
         let rest = &files[skip..];
-        let big = rest.iter().filter(|f| f.meta.file_size >= self.target).count();
+        let big = rest
+            .iter()
+            .filter(|f| f.meta.file_size >= self.target)
+            .count();
         let compact = if self.deletion_vectors {
             !rest.is_empty()
         } else {
@@ -175,10 +195,14 @@ impl AppendCompaction {
                 Some(c) => c as f64 > f.meta.row_count as f64 * self.delete_ratio,
             })
         };
-        let candidates: Vec<&LevelFile> =
-            files.iter().copied().filter(|f| f.meta.file_size < self.small || deleted_enough(f)).collect();
-        let (with_dv, rest): (Vec<&LevelFile>, Vec<&LevelFile>) =
-            candidates.into_iter().partition(|f| self.deletion_vectors && f.deletion.is_some());
+        let candidates: Vec<&LevelFile> = files
+            .iter()
+            .copied()
+            .filter(|f| f.meta.file_size < self.small || deleted_enough(f))
+            .collect();
+        let (with_dv, rest): (Vec<&LevelFile>, Vec<&LevelFile>) = candidates
+            .into_iter()
+            .partition(|f| self.deletion_vectors && f.deletion.is_some());
         let mut picked = with_dv;
         if full {
             if rest.len() > 1 || !picked.is_empty() {
@@ -258,7 +282,11 @@ impl AppendCompaction {
             ..UnitResult::default()
         };
         if task.files.iter().any(|f| f.deletion.is_some()) {
-            let inputs: HashSet<&str> = task.files.iter().map(|f| f.meta.file_name.as_str()).collect();
+            let inputs: HashSet<&str> = task
+                .files
+                .iter()
+                .map(|f| f.meta.file_name.as_str())
+                .collect();
             let kept: Vec<LevelFile> = bucket
                 .files
                 .iter()
@@ -270,7 +298,12 @@ impl AppendCompaction {
                     Ok(index) => result.index = Some(index),
                     Err(e) => {
                         // Already failing: cleanup errors are secondary to `e`.
-                        let _ = super::rewriter::delete_files(&self.table, &bucket.bucket_dir, &result.written).await;
+                        let _ = super::rewriter::delete_files(
+                            &self.table,
+                            &bucket.bucket_dir,
+                            &result.written,
+                        )
+                        .await;
                         return Err(e);
                     }
                 }

@@ -28,7 +28,9 @@ async fn append_table(dir: &Path, bucket: &str, options: &[(&str, &str)], commit
     io.write("schema/schema-0", schema.to_json()).await.unwrap();
     let table = Table::open_io(io).await.unwrap();
     for c in 0..commits {
-        let rows: Vec<Row> = (0..3).map(|i| ("a".to_string(), c * 3 + i, Some(c))).collect();
+        let rows: Vec<Row> = (0..3)
+            .map(|i| ("a".to_string(), c * 3 + i, Some(c)))
+            .collect();
         write(&table, &rows, INSERT).await;
     }
     table
@@ -46,16 +48,32 @@ async fn bucketed_append_compacts_a_window_of_min_file_num_files() {
     assert_eq!(file_count(&buckets(&table).await), 7);
     // compaction.min.file-num (5): the five oldest files become one, the two newest stay
     let report = compact(&table, false).await;
-    assert_eq!((report.buckets[0].files_before, report.buckets[0].files_after), (5, 1));
+    assert_eq!(
+        (
+            report.buckets[0].files_before,
+            report.buckets[0].files_after
+        ),
+        (5, 1)
+    );
     assert_eq!(file_count(&buckets(&table).await), 3);
-    assert_eq!(read_in_order(&table, &[]).await, before, "rows and their order kept");
+    assert_eq!(
+        read_in_order(&table, &[]).await,
+        before,
+        "rows and their order kept"
+    );
     // three files left: below the window, nothing to do
     assert_eq!(compact(&table, false).await.snapshot_id, None);
     // full: more small files than large ones, at least 3
-    compact(&table, true).await.snapshot_id.expect("full compaction");
+    compact(&table, true)
+        .await
+        .snapshot_id
+        .expect("full compaction");
     let files = buckets(&table).await;
     assert_eq!(file_count(&files), 1);
-    assert!(files[0].files.iter().all(|f| f.meta.level == 0 && f.meta.file_source == Some(FileSource::Compact)));
+    assert!(files[0]
+        .files
+        .iter()
+        .all(|f| f.meta.level == 0 && f.meta.file_source == Some(FileSource::Compact)));
     assert_eq!(files[0].files[0].meta.min_sequence_number, 0);
     assert_eq!(read_in_order(&table, &[]).await, before);
 }
@@ -66,7 +84,11 @@ async fn bucketed_append_full_skips_leading_large_files() {
     // every file is "large" against a 1-byte target: nothing to gain
     let table = append_table(dir.path(), "1", &[("target-file-size", "1 b")], 4).await;
     assert_eq!(compact(&table, true).await.snapshot_id, None);
-    assert_eq!(compact(&table, false).await.snapshot_id, None, "windows shrink below min.file-num");
+    assert_eq!(
+        compact(&table, false).await.snapshot_id,
+        None,
+        "windows shrink below min.file-num"
+    );
     assert_eq!(file_count(&buckets(&table).await), 4);
 }
 
@@ -80,7 +102,10 @@ async fn unaware_append_packs_small_files() {
     write(&table, &rows("a", &[(100, Some(1))]), INSERT).await;
     let before_5 = read(&table, &[]).await;
     assert_eq!(before_5.len(), before.len() + 1);
-    compact(&table, false).await.snapshot_id.expect("five small files compact");
+    compact(&table, false)
+        .await
+        .snapshot_id
+        .expect("five small files compact");
     assert_eq!(file_count(&buckets(&table).await), 1);
     assert_eq!(read(&table, &[]).await, before_5);
 }
@@ -91,7 +116,14 @@ async fn append_compaction_applies_deletion_vectors_and_drops_their_index() {
     let table = append_table(dir.path(), "1", &[("deletion-vectors.enabled", "true")], 2).await;
     // delete row 1 of the oldest file, as Java's append DELETE would
     let bucket = buckets(&table).await.remove(0);
-    let file = bucket.files.iter().min_by_key(|f| f.meta.min_sequence_number).unwrap().meta.file_name.clone();
+    let file = bucket
+        .files
+        .iter()
+        .min_by_key(|f| f.meta.min_sequence_number)
+        .unwrap()
+        .meta
+        .file_name
+        .clone();
     commit_deletion_vector(&table, &bucket, &file, 1).await;
     let before = read_in_order(&table, &[]).await;
     assert_eq!(before.len(), 5, "one of six rows deleted");
@@ -101,5 +133,9 @@ async fn append_compaction_applies_deletion_vectors_and_drops_their_index() {
     assert_eq!(read_in_order(&table, &[]).await, before);
     let after = buckets(&table).await.remove(0);
     assert!(after.dv_index.is_empty(), "the index file is dropped");
-    assert_eq!(after.files.iter().map(|f| f.meta.row_count).sum::<i64>(), 5, "deleted rows are gone from the files");
+    assert_eq!(
+        after.files.iter().map(|f| f.meta.row_count).sum::<i64>(),
+        5,
+        "deleted rows are gone from the files"
+    );
 }

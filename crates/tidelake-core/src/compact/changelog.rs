@@ -41,8 +41,8 @@ use futures::stream::{BoxStream, TryStreamExt};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::row_kind::RowKind;
 
-use crate::lsm::key::KeyEncoder;
 use crate::error::{Error, Result};
+use crate::lsm::key::KeyEncoder;
 
 /// Columns before the value columns in merged rows (`_SEQUENCE_NUMBER`, `_VALUE_KIND`).
 pub(super) const VALUE_OFFSET: usize = 2;
@@ -97,7 +97,12 @@ impl ChangelogSpec {
 
     /// Java `rewriteChangelog`: does rewriting files of `levels` into `output_level` produce
     /// changelog?
-    pub fn on_rewrite(&self, output_level: i32, max_level: i32, mut levels: impl Iterator<Item = i32>) -> bool {
+    pub fn on_rewrite(
+        &self,
+        output_level: i32,
+        max_level: i32,
+        mut levels: impl Iterator<Item = i32>,
+    ) -> bool {
         match self.mode {
             ChangelogMode::FullCompaction => output_level == max_level,
             _ => output_level != 0 && levels.any(|l| l == 0),
@@ -170,7 +175,11 @@ impl KeyCursor {
     }
 
     /// Move to `key` (never backwards); the batch and row holding it, if any.
-    pub(super) async fn seek(&mut self, keys: &mut KeyEncoder, key: Row<'_>) -> Result<Option<(RecordBatch, usize)>> {
+    pub(super) async fn seek(
+        &mut self,
+        keys: &mut KeyEncoder,
+        key: Row<'_>,
+    ) -> Result<Option<(RecordBatch, usize)>> {
         loop {
             if self.head.is_none() {
                 if self.exhausted {
@@ -258,7 +267,11 @@ impl ChangelogJoin {
     /// The changelog rows of one merged batch (retracts kept). `old_keys` (first-row lookup):
     /// which merged rows have a record in the levels below the output, outside the unit; they
     /// are new records of old keys, which first-row drops (Java `FirstRowMergeFunctionWrapper`).
-    pub async fn changes(&mut self, merged: &RecordBatch, old_keys: Option<&[bool]>) -> Result<Joined> {
+    pub async fn changes(
+        &mut self,
+        merged: &RecordBatch,
+        old_keys: Option<&[bool]>,
+    ) -> Result<Joined> {
         let keys = self.keys.encode(merged, VALUE_OFFSET)?;
         let seqs = sequences(merged)?;
         // before batches this merged batch joined with, in order
@@ -305,7 +318,9 @@ impl ChangelogJoin {
                 None if after_add => picks.push(after(RowKind::Insert.code())),
                 None => {}
                 Some(b) if !after_add => picks.push((b.src, b.pos, RowKind::Delete.code())),
-                Some(b) if self.spec.row_deduplicate && same_values(&sources[b.src], b.pos, merged, row) => {}
+                Some(b)
+                    if self.spec.row_deduplicate
+                        && same_values(&sources[b.src], b.pos, merged, row) => {}
                 Some(b) => {
                     picks.push((b.src, b.pos, RowKind::UpdateBefore.code()));
                     picks.push(after(RowKind::UpdateAfter.code()));
@@ -346,7 +361,10 @@ fn sequences(batch: &RecordBatch) -> Result<&arrow_array::Int64Array> {
 /// Whether `a` and `b` are the same batch (shared columns).
 pub(super) fn same_batch(a: &RecordBatch, b: &RecordBatch) -> bool {
     a.num_rows() == b.num_rows()
-        && a.columns().iter().zip(b.columns()).all(|(x, y)| Arc::ptr_eq(x, y))
+        && a.columns()
+            .iter()
+            .zip(b.columns())
+            .all(|(x, y)| Arc::ptr_eq(x, y))
 }
 
 /// Java's value comparison: every value column equal (nulls equal nulls).
@@ -363,7 +381,16 @@ fn build(sources: &[RecordBatch], merged: &RecordBatch, picks: &[Pick]) -> Resul
     let merged_source = sources.len();
     let indices: Vec<(usize, usize)> = picks
         .iter()
-        .map(|&(src, row, _)| (if src == usize::MAX { merged_source } else { src }, row))
+        .map(|&(src, row, _)| {
+            (
+                if src == usize::MAX {
+                    merged_source
+                } else {
+                    src
+                },
+                row,
+            )
+        })
         .collect();
     let mut columns = Vec::with_capacity(merged.num_columns());
     for c in 0..merged.num_columns() {
@@ -398,7 +425,8 @@ mod tests {
             Field::new("k", ArrowType::Int64, false),
             Field::new("v", ArrowType::Utf8, true),
         ]));
-        let column = |f: fn(&(i64, i8, i64, &str)) -> i64| Int64Array::from_iter_values(rows.iter().map(f));
+        let column =
+            |f: fn(&(i64, i8, i64, &str)) -> i64| Int64Array::from_iter_values(rows.iter().map(f));
         RecordBatch::try_new(
             schema,
             vec![
@@ -417,7 +445,14 @@ mod tests {
         let k = b.column(2).as_primitive::<Int64Type>();
         let v = b.column(3).as_string::<i32>();
         (0..b.num_rows())
-            .map(|i| (seq.value(i), kind.value(i), k.value(i), v.value(i).to_string()))
+            .map(|i| {
+                (
+                    seq.value(i),
+                    kind.value(i),
+                    k.value(i),
+                    v.value(i).to_string(),
+                )
+            })
             .collect()
     }
 
@@ -452,7 +487,12 @@ mod tests {
 
     /// Before: keys 1, 2, 3, 5 (old values); merged: 1 untouched, 2 updated to the same value,
     /// 3 deleted, 4 new, 5 updated, 6 written and deleted.
-    const BEFORE: &[(i64, i8, i64, &str)] = &[(1, I, 1, "a"), (2, I, 2, "b"), (3, I, 3, "c"), (4, I, 5, "e")];
+    const BEFORE: &[(i64, i8, i64, &str)] = &[
+        (1, I, 1, "a"),
+        (2, I, 2, "b"),
+        (3, I, 3, "c"),
+        (4, I, 5, "e"),
+    ];
     const MERGED_1: &[(i64, i8, i64, &str)] = &[(1, I, 1, "a"), (10, I, 2, "b"), (11, D, 3, "c")];
     const MERGED_2: &[(i64, i8, i64, &str)] = &[(12, I, 4, "d"), (13, UA, 5, "E"), (14, D, 6, "f")];
 
@@ -467,7 +507,11 @@ mod tests {
             (13, UA, 5, "E".to_string()),
         ];
         for mode in [ChangelogMode::FullCompaction, ChangelogMode::Lookup] {
-            assert_eq!(changelog(mode, false, BEFORE, &[MERGED_1, MERGED_2]).await, expected, "{mode:?}");
+            assert_eq!(
+                changelog(mode, false, BEFORE, &[MERGED_1, MERGED_2]).await,
+                expected,
+                "{mode:?}"
+            );
         }
         // row-deduplicate drops the -U/+U pair of equal values
         let deduplicated: Vec<_> = expected.into_iter().filter(|r| r.2 != 2).collect();
@@ -491,7 +535,10 @@ mod tests {
             ]
         );
         // full-compaction keeps Java's top-level record whatever its kind
-        assert_eq!(changelog(ChangelogMode::FullCompaction, false, before, &[merged]).await[0].1, UB);
+        assert_eq!(
+            changelog(ChangelogMode::FullCompaction, false, before, &[merged]).await[0].1,
+            UB
+        );
         assert_eq!(
             changelog(ChangelogMode::FirstRowLookup, false, before, &[merged]).await,
             vec![(7, I, 3, "C".to_string())]

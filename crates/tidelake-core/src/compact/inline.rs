@@ -47,10 +47,10 @@ use tidelake_spec::manifest::DataFileMeta;
 use tokio::task::JoinHandle;
 
 use super::job::{delete_written, joined, Bucket, Compactor, Done};
-use crate::lsm::levels::LevelFile;
 use super::rewriter::delete_files;
 use crate::commit::CommitMessage;
 use crate::error::Result;
+use crate::lsm::levels::LevelFile;
 use crate::state::index_file_refs;
 
 /// Compaction of one writer: the table's compactor and its lazily listed live buckets.
@@ -106,7 +106,11 @@ impl InlineCompaction {
             Slot::Unloaded => {
                 *slot = match self.load(target).await {
                     Ok(bucket) => Slot::On(Box::new(BucketCompaction {
-                        pending: CommitMessage::new(bucket.partition.clone(), bucket.bucket, bucket.total_buckets),
+                        pending: CommitMessage::new(
+                            bucket.partition.clone(),
+                            bucket.bucket,
+                            bucket.total_buckets,
+                        ),
                         bucket,
                         running: None,
                     })),
@@ -182,7 +186,9 @@ impl InlineCompaction {
     /// output not handed out yet; the slot is reloaded on the next flush.
     pub(crate) async fn abort(&mut self, slot: &mut Slot) -> Result<()> {
         let taken = std::mem::replace(slot, Slot::Unloaded);
-        let Slot::On(mut b) = taken else { return Ok(()) };
+        let Slot::On(mut b) = taken else {
+            return Ok(());
+        };
         let table = self.compactor.table();
         if let Some(handle) = b.running.take() {
             if let Ok(done) = joined(handle).await {
@@ -190,7 +196,11 @@ impl InlineCompaction {
             }
         }
         let p = &b.pending;
-        let inputs: HashSet<&str> = p.compact_before.iter().map(|f| f.file_name.as_str()).collect();
+        let inputs: HashSet<&str> = p
+            .compact_before
+            .iter()
+            .map(|f| f.file_name.as_str())
+            .collect();
         let outputs: Vec<DataFileMeta> = p
             .compact_after
             .iter()
@@ -200,19 +210,36 @@ impl InlineCompaction {
             .collect();
         delete_files(table, &b.bucket.bucket_dir, &outputs).await?;
         for index in &p.compact_new_index_files {
-            table.io().delete(&format!("index/{}", index.file_name)).await?;
+            table
+                .io()
+                .delete(&format!("index/{}", index.file_name))
+                .await?;
         }
         Ok(())
     }
 
-    async fn load(&mut self, (partition, bucket, total_buckets): (&[u8], i32, i32)) -> Result<Bucket> {
+    async fn load(
+        &mut self,
+        (partition, bucket, total_buckets): (&[u8], i32, i32),
+    ) -> Result<Bucket> {
         if self.live.is_none() {
             let listed = self.compactor.latest_buckets().await?.unwrap_or_default();
-            self.live = Some(listed.into_iter().map(|b| ((b.partition.clone(), b.bucket), b)).collect());
+            self.live = Some(
+                listed
+                    .into_iter()
+                    .map(|b| ((b.partition.clone(), b.bucket), b))
+                    .collect(),
+            );
         }
-        match self.live.as_mut().and_then(|l| l.remove(&(partition.to_vec(), bucket))) {
+        match self
+            .live
+            .as_mut()
+            .and_then(|l| l.remove(&(partition.to_vec(), bucket)))
+        {
             Some(b) => Ok(b),
-            None => self.compactor.empty_bucket(partition, bucket, total_buckets),
+            None => self
+                .compactor
+                .empty_bucket(partition, bucket, total_buckets),
         }
     }
 }
@@ -248,7 +275,9 @@ impl BucketCompaction {
 
     /// Await the running compaction, if any, and apply its result; false when it failed.
     async fn wait(&mut self, c: &Compactor) -> bool {
-        let Some(handle) = self.running.take() else { return true };
+        let Some(handle) = self.running.take() else {
+            return true;
+        };
         match joined(handle).await {
             Ok(done) => {
                 self.apply(c, &done).await;
@@ -264,10 +293,17 @@ impl BucketCompaction {
         let m = done.message();
         let table = c.table();
         let p = &mut self.pending;
-        let outputs: HashSet<&str> = m.compact_after.iter().map(|f| f.file_name.as_str()).collect();
+        let outputs: HashSet<&str> = m
+            .compact_after
+            .iter()
+            .map(|f| f.file_name.as_str())
+            .collect();
         let mut discard = Vec::new();
         for f in &m.compact_before {
-            let earlier = p.compact_after.iter().position(|a| a.file_name == f.file_name && a.level == f.level);
+            let earlier = p
+                .compact_after
+                .iter()
+                .position(|a| a.file_name == f.file_name && a.level == f.level);
             match earlier {
                 Some(at) => {
                     let f = p.compact_after.remove(at);
@@ -282,26 +318,44 @@ impl BucketCompaction {
             }
         }
         p.compact_after.extend(m.compact_after.iter().cloned());
-        p.compact_changelog.extend(m.compact_changelog.iter().cloned());
+        p.compact_changelog
+            .extend(m.compact_changelog.iter().cloned());
         for index in &m.compact_deleted_index_files {
-            match p.compact_new_index_files.iter().position(|n| n.file_name == index.file_name) {
+            match p
+                .compact_new_index_files
+                .iter()
+                .position(|n| n.file_name == index.file_name)
+            {
                 Some(at) => {
                     p.compact_new_index_files.remove(at);
                     // Unreferenced either way: a failed delete only leaves an orphan.
-                    let _ = table.io().delete(&format!("index/{}", index.file_name)).await;
+                    let _ = table
+                        .io()
+                        .delete(&format!("index/{}", index.file_name))
+                        .await;
                 }
                 None => p.compact_deleted_index_files.push(index.clone()),
             }
         }
-        p.compact_new_index_files.extend(m.compact_new_index_files.iter().cloned());
+        p.compact_new_index_files
+            .extend(m.compact_new_index_files.iter().cloned());
         // Unreferenced either way: a failed delete only leaves an orphan.
         let _ = delete_files(table, &self.bucket.bucket_dir, &discard).await;
 
         // the view: inputs out, outputs in at their level, deletion vectors from the new index
         let b = &mut self.bucket;
-        let gone: HashSet<(&str, i32)> = m.compact_before.iter().map(|f| (f.file_name.as_str(), f.level)).collect();
-        let paths: HashMap<String, String> = b.files.iter().map(|f| (f.meta.file_name.clone(), f.path.clone())).collect();
-        b.files.retain(|f| !gone.contains(&(f.meta.file_name.as_str(), f.meta.level)));
+        let gone: HashSet<(&str, i32)> = m
+            .compact_before
+            .iter()
+            .map(|f| (f.file_name.as_str(), f.level))
+            .collect();
+        let paths: HashMap<String, String> = b
+            .files
+            .iter()
+            .map(|f| (f.meta.file_name.clone(), f.path.clone()))
+            .collect();
+        b.files
+            .retain(|f| !gone.contains(&(f.meta.file_name.as_str(), f.meta.level)));
         for f in &m.compact_after {
             let mut added = level_file(b, f);
             if let Some(path) = paths.get(&f.file_name) {
@@ -309,12 +363,20 @@ impl BucketCompaction {
             }
             b.files.push(added);
         }
-        let deleted: HashSet<&str> = m.compact_deleted_index_files.iter().map(|i| i.file_name.as_str()).collect();
-        b.dv_index.retain(|i| !deleted.contains(i.file_name.as_str()));
+        let deleted: HashSet<&str> = m
+            .compact_deleted_index_files
+            .iter()
+            .map(|i| i.file_name.as_str())
+            .collect();
+        b.dv_index
+            .retain(|i| !deleted.contains(i.file_name.as_str()));
         b.dv_index.extend(m.compact_new_index_files.iter().cloned());
         if let Some(index) = m.compact_new_index_files.first() {
             // the new index holds every live vector of the bucket
-            let refs: HashMap<String, _> = index_file_refs(index).unwrap_or_default().into_iter().collect();
+            let refs: HashMap<String, _> = index_file_refs(index)
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
             for f in &mut b.files {
                 f.deletion = refs.get(&f.meta.file_name).cloned();
             }

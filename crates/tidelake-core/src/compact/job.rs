@@ -42,25 +42,25 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
-use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{DataFileMeta, IndexFileMeta};
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::snapshot::{Snapshot, BATCH_COMMIT_IDENTIFIER};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
 use super::append::AppendCompaction;
 use super::changelog::{ChangelogMode, ChangelogSpec};
 use super::plan::CompactionPlan;
-use crate::lsm::levels::{LevelFile, Levels};
-use crate::lsm::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use super::postpone::{redistribute, Redistributed};
 use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
 use crate::commit::{CommitMessage, FileStoreCommit};
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
+use crate::lsm::levels::{LevelFile, Levels};
 use crate::lsm::merge::MergeConfig;
+use crate::lsm::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
 use crate::scan::predicate::Predicate;
 use crate::snapshots::SnapshotManager;
@@ -176,7 +176,11 @@ impl Compactor {
             return Ok(Compactor {
                 layout: TableLayout::new(&schema)?,
                 num_levels: opts.num_levels().map_err(spec)?,
-                universal: UniversalCompaction { max_size_amp: 0, size_ratio: 0, trigger: usize::MAX },
+                universal: UniversalCompaction {
+                    max_size_amp: 0,
+                    size_ratio: 0,
+                    trigger: usize::MAX,
+                },
                 force_up_level0: false,
                 need_lookup: false,
                 first_row_lookup: false,
@@ -237,7 +241,8 @@ impl Compactor {
             deletion_vectors,
             postpone: opts.bucket().map_err(spec)? == POSTPONE_BUCKET,
             engine: Engine::KeyValue(Arc::new(rewriter)),
-            stop_trigger: usize::try_from(opts.num_sorted_run_stop_trigger().map_err(spec)?).unwrap_or(usize::MAX),
+            stop_trigger: usize::try_from(opts.num_sorted_run_stop_trigger().map_err(spec)?)
+                .unwrap_or(usize::MAX),
             slots: Arc::new(Semaphore::new(bucket_parallelism())),
         })
     }
@@ -274,10 +279,15 @@ impl Compactor {
             };
             redistribute(&self.table, selected).await?
         } else {
-            Redistributed { snapshot_id: None, buckets: Vec::new() }
+            Redistributed {
+                snapshot_id: None,
+                buckets: Vec::new(),
+            }
         };
         let sm = self.table.snapshot_manager();
-        let latest = sm.read_latest(|snap| async move { self.live_buckets(&snap).await }).await?;
+        let latest = sm
+            .read_latest(|snap| async move { self.live_buckets(&snap).await })
+            .await?;
         let (snapshot_id, mut buckets) = match latest {
             Some((snap, buckets)) => (Some(snap.id), buckets),
             None => (None, Vec::new()),
@@ -297,17 +307,32 @@ impl Compactor {
     /// says (not full); the COMPACT snapshot, `None` when none needed compaction.
     pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Option<i64>> {
         let sm = self.table.snapshot_manager();
-        let Some((snap, mut buckets)) = sm.read_latest(|snap| async move { self.live_buckets(&snap).await }).await? else {
+        let Some((snap, mut buckets)) = sm
+            .read_latest(|snap| async move { self.live_buckets(&snap).await })
+            .await?
+        else {
             return Ok(None);
         };
-        buckets.retain(|b| targets.iter().any(|(p, n)| *p == b.partition && *n == b.bucket));
+        buckets.retain(|b| {
+            targets
+                .iter()
+                .any(|(p, n)| *p == b.partition && *n == b.bucket)
+        });
         let plan = self.plan_buckets(Some(snap.id), buckets, false)?;
         Ok(self.execute(&plan, None).await?.snapshot_id)
     }
 
     /// Run `plan`'s tasks in this process and commit their messages.
-    async fn execute(&self, plan: &CompactionPlan, progress: Option<Progress>) -> Result<CompactReport> {
-        let work = plan.tasks.iter().map(|t| (t.bucket.clone(), t.unit.clone())).collect();
+    async fn execute(
+        &self,
+        plan: &CompactionPlan,
+        progress: Option<Progress>,
+    ) -> Result<CompactReport> {
+        let work = plan
+            .tasks
+            .iter()
+            .map(|t| (t.bucket.clone(), t.unit.clone()))
+            .collect();
         let done = self.rewrite_all(work, progress).await?;
         let report = |d: &Done| self.report(d);
         let buckets = match done.iter().map(report).collect::<Result<Vec<_>>>() {
@@ -323,7 +348,10 @@ impl Compactor {
         Ok(CompactReport {
             snapshot_id,
             // units whose files all stay where they are changed nothing
-            buckets: buckets.into_iter().filter(|b| b.files_before > 0 || b.files_after > 0).collect(),
+            buckets: buckets
+                .into_iter()
+                .filter(|b| b.files_before > 0 || b.files_after > 0)
+                .collect(),
         })
     }
 
@@ -336,7 +364,11 @@ impl Compactor {
         }
         let user = format!("tidelake-compact-{}", uuid::Uuid::new_v4());
         let outcome = match FileStoreCommit::new(self.table.clone(), user) {
-            Ok(commit) => commit.commit(messages.clone(), BATCH_COMMIT_IDENTIFIER, &[]).await,
+            Ok(commit) => {
+                commit
+                    .commit(messages.clone(), BATCH_COMMIT_IDENTIFIER, &[])
+                    .await
+            }
             Err(e) => Err(e),
         };
         match outcome {
@@ -358,7 +390,11 @@ impl Compactor {
         for m in messages {
             let values = self.layout.decode_partition(&m.partition)?;
             let bucket_dir = self.layout.bucket_path(&values, m.bucket)?;
-            let kept: HashSet<&str> = m.compact_before.iter().map(|f| f.file_name.as_str()).collect();
+            let kept: HashSet<&str> = m
+                .compact_before
+                .iter()
+                .map(|f| f.file_name.as_str())
+                .collect();
             let added: Vec<DataFileMeta> = m
                 .compact_after
                 .iter()
@@ -370,7 +406,12 @@ impl Compactor {
                 first_error.get_or_insert(e);
             }
             for index in &m.compact_new_index_files {
-                if let Err(e) = self.table.io().delete(&format!("index/{}", index.file_name)).await {
+                if let Err(e) = self
+                    .table
+                    .io()
+                    .delete(&format!("index/{}", index.file_name))
+                    .await
+                {
                     first_error.get_or_insert(e);
                 }
             }
@@ -383,7 +424,12 @@ impl Compactor {
     }
 
     /// A bucket without live files.
-    pub(crate) fn empty_bucket(&self, partition: &[u8], bucket: i32, total_buckets: i32) -> Result<Bucket> {
+    pub(crate) fn empty_bucket(
+        &self,
+        partition: &[u8],
+        bucket: i32,
+        total_buckets: i32,
+    ) -> Result<Bucket> {
         let values = self.layout.decode_partition(partition)?;
         Ok(Bucket {
             partition: partition.to_vec(),
@@ -448,7 +494,9 @@ impl Compactor {
     /// that expires while it is read is replaced by the new latest.
     pub(crate) async fn latest_buckets(&self) -> Result<Option<Vec<Bucket>>> {
         let sm = self.table.snapshot_manager();
-        let read = sm.read_latest(|snap| async move { self.live_buckets(&snap).await }).await?;
+        let read = sm
+            .read_latest(|snap| async move { self.live_buckets(&snap).await })
+            .await?;
         Ok(read.map(|(_, buckets)| buckets))
     }
 
@@ -458,7 +506,9 @@ impl Compactor {
         let live = LiveFiles::read(&self.table, snap, pruning).await?;
         let mut buckets = Vec::with_capacity(live.buckets().len());
         for b in live.into_buckets() {
-            let bucket_dir = self.layout.bucket_path(&self.layout.decode_partition(&b.partition)?, b.bucket)?;
+            let bucket_dir = self
+                .layout
+                .bucket_path(&self.layout.decode_partition(&b.partition)?, b.bucket)?;
             let mut deletion_vectors = b.deletion_vectors;
             let files = b
                 .files
@@ -519,10 +569,12 @@ impl Compactor {
             };
             match picked {
                 None => return Ok(None),
-                Some(_) if self.need_lookup && !self.first_row_lookup && !self.lookup => CompactUnit {
-                    output_level: max_level,
-                    runs: runs.len(),
-                },
+                Some(_) if self.need_lookup && !self.first_row_lookup && !self.lookup => {
+                    CompactUnit {
+                        output_level: max_level,
+                        runs: runs.len(),
+                    }
+                }
                 Some(unit) => unit,
             }
         };
@@ -537,7 +589,8 @@ impl Compactor {
             output_level: unit.output_level,
             max_level,
             drop_delete: (self.lookup && self.deletion_vectors)
-                || (unit.output_level != 0 && unit.output_level >= levels.non_empty_highest_level()),
+                || (unit.output_level != 0
+                    && unit.output_level >= levels.non_empty_highest_level()),
             files,
             whole_levels: true,
             deeper: if self.first_row_lookup || self.lookup {
@@ -628,14 +681,21 @@ impl Compactor {
 
     /// How many sorted runs `files` form (level-0 files count one each, other levels one).
     pub(crate) fn sorted_runs(&self, files: &[LevelFile]) -> Result<usize> {
-        Ok(Levels::new(files.to_vec(), self.num_levels)?.run_stats().len())
+        Ok(Levels::new(files.to_vec(), self.num_levels)?
+            .run_stats()
+            .len())
     }
 
     /// Whether writers always wait for compaction at `prepare_commit` (Java
     /// `prepareCommitWaitCompaction`): tables that need lookup, unless
     /// `lookup-wait` (formerly `changelog-producer.lookup-wait`) is false.
     pub(crate) fn lookup_wait(&self) -> Result<bool> {
-        let wait = self.table.schema().options().lookup_wait().map_err(|e| Error::from_spec("table options", e))?;
+        let wait = self
+            .table
+            .schema()
+            .options()
+            .lookup_wait()
+            .map_err(|e| Error::from_spec("table options", e))?;
         Ok(self.need_lookup && wait)
     }
 
@@ -743,7 +803,11 @@ pub(crate) async fn delete_written(table: &Table, done: &[Done]) -> Result<()> {
             first_error.get_or_insert(e);
         }
         if let Some(index) = &d.result.index {
-            if let Err(e) = table.io().delete(&format!("index/{}", index.file_name)).await {
+            if let Err(e) = table
+                .io()
+                .delete(&format!("index/{}", index.file_name))
+                .await
+            {
                 first_error.get_or_insert(e);
             }
         }

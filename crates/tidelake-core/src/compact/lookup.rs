@@ -24,8 +24,8 @@
 //! Java). Files of the unit need no vector: those with one are rewritten (see
 //! [`super::rewriter`]).
 //!
-//! Invariant (Java's): a key's newest copy above level 0 is the only live one among levels
-//! >= 1 of a deletion-vector table, and on other lookup tables it already holds the deeper
+//! Invariant (Java's): a key's newest copy above level 0 is the only live one among the levels
+//! from 1 down of a deletion-vector table, and on other lookup tables it already holds the deeper
 //! copies merged, so only the shallowest live deeper row matters. Memory: one decoded batch
 //! per deeper level, the rows found for one looked-up batch, and the new positions.
 
@@ -42,9 +42,9 @@ use tidelake_spec::manifest::{DeletionVectorMeta, IndexFileMeta, DELETION_VECTOR
 use tidelake_spec::types::DataType;
 
 use super::changelog::{same_batch, KeyCursor, VALUE_OFFSET};
+use crate::error::{Error, Result};
 use crate::lsm::key::KeyEncoder;
 use crate::lsm::levels::LevelFile;
-use crate::error::{Error, Result};
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::ReadContext;
 use crate::scan::split::SplitFile;
@@ -77,7 +77,8 @@ impl DeeperLookup {
         let mut by_level: BTreeMap<i32, VecDeque<RangedFile>> = BTreeMap::new();
         for f in deeper {
             let decode = |b: &[u8]| {
-                decode_framed(b, &key_types).map_err(|e| Error::from_spec(format!("key range of {}", f.path), e))
+                decode_framed(b, &key_types)
+                    .map_err(|e| Error::from_spec(format!("key range of {}", f.path), e))
             };
             let file = RangedFile {
                 min: decode(&f.meta.min_key)?,
@@ -120,8 +121,10 @@ impl DeeperLookup {
         }
         let columns = (0..sources[0].num_columns())
             .map(|c| {
-                let arrays: Vec<&dyn Array> = sources.iter().map(|b| b.column(c).as_ref()).collect();
-                interleave(&arrays, &picks).map_err(|e| Error::arrow("rows found below the output level", e))
+                let arrays: Vec<&dyn Array> =
+                    sources.iter().map(|b| b.column(c).as_ref()).collect();
+                interleave(&arrays, &picks)
+                    .map_err(|e| Error::arrow("rows found below the output level", e))
             })
             .collect::<Result<Vec<_>>>()?;
         RecordBatch::try_new(sources[0].schema(), columns)
@@ -131,7 +134,12 @@ impl DeeperLookup {
 
     /// Which keys of `sought` (as for [`DeeperLookup::lookup`]) have a live deeper row.
     pub(crate) async fn contains(&mut self, sought: &RecordBatch) -> Result<Vec<bool>> {
-        Ok(self.find(sought).await?.iter().map(Option::is_some).collect())
+        Ok(self
+            .find(sought)
+            .await?
+            .iter()
+            .map(Option::is_some)
+            .collect())
     }
 
     /// The newest live deeper row of each key of `sought`, marked when marking.
@@ -142,13 +150,18 @@ impl DeeperLookup {
             let key = rows.row(i);
             let mut found = None;
             for level in &mut self.levels {
-                found = level.seek(&mut self.keys, &self.key_types, key, &mut self.opened).await?;
+                found = level
+                    .seek(&mut self.keys, &self.key_types, key, &mut self.opened)
+                    .await?;
                 if found.is_some() {
                     break;
                 }
             }
             if let (Some(hit), Some(marked)) = (&found, self.marked.as_mut()) {
-                marked.entry(hit.file.clone()).or_default().insert(hit.position);
+                marked
+                    .entry(hit.file.clone())
+                    .or_default()
+                    .insert(hit.position);
             }
             hits.push(found);
         }
@@ -187,7 +200,10 @@ struct RangedFile {
 impl RangedFile {
     fn range(&mut self, keys: &KeyEncoder, types: &[DataType]) -> Result<&(OwnedRow, OwnedRow)> {
         if self.range.is_none() {
-            self.range = Some((keys.encode_datums(&self.min, types)?, keys.encode_datums(&self.max, types)?));
+            self.range = Some((
+                keys.encode_datums(&self.min, types)?,
+                keys.encode_datums(&self.max, types)?,
+            ));
         }
         Ok(self.range.as_ref().expect("encoded above"))
     }
@@ -253,12 +269,16 @@ impl LevelCursor {
         }
         let open = self.open.as_mut().expect("opened above");
         Ok(match open.rows.seek_positioned(keys, key).await? {
-            Some((batch, row, position)) if !open.deleted.as_ref().is_some_and(|d| d.contains(position)) => Some(Hit {
-                file: open.name.clone(),
-                position,
-                batch,
-                row,
-            }),
+            Some((batch, row, position))
+                if !open.deleted.as_ref().is_some_and(|d| d.contains(position)) =>
+            {
+                Some(Hit {
+                    file: open.name.clone(),
+                    position,
+                    batch,
+                    row,
+                })
+            }
             _ => None,
         })
     }
@@ -275,10 +295,18 @@ pub(crate) async fn write_index_file(
     let mut vectors = Vec::new();
     for f in deeper {
         let mut dv = match &f.deletion {
-            Some(r) => reader.load_deletion_vector(&r.path, r.offset, r.length).await?,
+            Some(r) => {
+                reader
+                    .load_deletion_vector(&r.path, r.offset, r.length)
+                    .await?
+            }
             None => DeletionVector::new(),
         };
-        for position in marked.remove(&f.meta.file_name).iter().flat_map(DeletionVector::iter) {
+        for position in marked
+            .remove(&f.meta.file_name)
+            .iter()
+            .flat_map(DeletionVector::iter)
+        {
             dv.insert(position);
         }
         if !dv.is_empty() {
@@ -300,7 +328,10 @@ pub(crate) async fn write_index_file(
         .collect::<Result<Vec<_>>>()?;
     let file_name = format!("index-{}-0", uuid::Uuid::new_v4());
     let file_size = i64::try_from(bytes.len()).map_err(|_| too_large())?;
-    table.io().write(&format!("index/{file_name}"), bytes).await?;
+    table
+        .io()
+        .write(&format!("index/{file_name}"), bytes)
+        .await?;
     Ok(IndexFileMeta {
         index_type: DELETION_VECTORS_INDEX.to_string(),
         file_name,
@@ -345,7 +376,10 @@ pub(crate) fn found_rows(
 /// The queued rows, as a stream that ends whenever the queue is empty (for
 /// [`KeyCursor::resumable`]).
 pub(crate) fn queued(found: FoundQueue) -> BoxStream<'static, Result<RecordBatch>> {
-    futures::stream::poll_fn(move |_| Poll::Ready(lock(&found).map(|mut q| q.pop_front()).transpose())).boxed()
+    futures::stream::poll_fn(move |_| {
+        Poll::Ready(lock(&found).map(|mut q| q.pop_front()).transpose())
+    })
+    .boxed()
 }
 
 fn lock(found: &FoundQueue) -> Result<std::sync::MutexGuard<'_, VecDeque<RecordBatch>>> {

@@ -68,7 +68,7 @@ pub mod rewriter;
 mod tests;
 mod visible;
 
+pub(crate) use inline::{InlineCompaction, Slot};
 pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
 pub use plan::{CompactionPlan, CompactionTask, COMPACTION_TASK_VERSION};
 pub use visible::commit_visible;
-pub(crate) use inline::{InlineCompaction, Slot};

@@ -35,15 +35,15 @@ use serde::{Deserialize, Serialize};
 use tidelake_spec::manifest::DataFileMeta;
 
 use super::job::{joined, Bucket, BucketReport, Compactor};
-use crate::lsm::levels::LevelFile;
 use super::rewriter::UnitTask;
+use crate::commit::CommitMessage;
+use crate::error::{Error, Result};
+use crate::lsm::levels::LevelFile;
+use crate::scan::split::DeletionFileRef;
+use crate::table::Table;
 use crate::write::message::{
     data_files_from_hex, data_files_hex, from_hex, index_files_from_hex, index_files_hex, to_hex,
 };
-use crate::commit::CommitMessage;
-use crate::error::{Error, Result};
-use crate::scan::split::DeletionFileRef;
-use crate::table::Table;
 
 /// Version of the byte form written by [`CompactionTask::to_bytes`].
 pub const COMPACTION_TASK_VERSION: u32 = 1;
@@ -128,9 +128,15 @@ impl CompactionTask {
             files
                 .iter()
                 .map(|f| {
-                    position.get(f.meta.file_name.as_str()).copied().ok_or_else(|| {
-                        Error::invalid(format!("{} is not a file of the task's bucket", f.meta.file_name))
-                    })
+                    position
+                        .get(f.meta.file_name.as_str())
+                        .copied()
+                        .ok_or_else(|| {
+                            Error::invalid(format!(
+                                "{} is not a file of the task's bucket",
+                                f.meta.file_name
+                            ))
+                        })
                 })
                 .collect::<Result<Vec<usize>>>()
         };
@@ -144,7 +150,12 @@ impl CompactionTask {
             total_buckets: b.total_buckets,
             bucket_dir: b.bucket_dir.clone(),
             base_snapshot: b.base_snapshot,
-            files: data_files_hex(&b.partition, b.bucket, b.total_buckets, b.files.iter().map(|f| &f.meta))?,
+            files: data_files_hex(
+                &b.partition,
+                b.bucket,
+                b.total_buckets,
+                b.files.iter().map(|f| &f.meta),
+            )?,
             paths: b.files.iter().map(|f| f.path.clone()).collect(),
             deletions: b.files.iter().map(|f| f.deletion.clone()).collect(),
             dv_index: index_files_hex(&b.partition, b.bucket, b.dv_index.iter())?,
@@ -155,14 +166,17 @@ impl CompactionTask {
             unit_files: positions(&self.unit.files)?,
             deeper: positions(&self.unit.deeper)?,
         };
-        serde_json::to_vec(&envelope).map_err(|e| Error::invalid(format!("cannot encode compaction task: {e}")))
+        serde_json::to_vec(&envelope)
+            .map_err(|e| Error::invalid(format!("cannot encode compaction task: {e}")))
     }
 
     /// Decode [`CompactionTask::to_bytes`] output; other versions and malformed input are
     /// [`Error::Invalid`].
     pub fn from_bytes(bytes: &[u8]) -> Result<CompactionTask> {
-        let invalid = |reason: String| Error::invalid(format!("not a tidelake compaction task: {reason}"));
-        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
+        let invalid =
+            |reason: String| Error::invalid(format!("not a tidelake compaction task: {reason}"));
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
         match value.get("version").and_then(serde_json::Value::as_u64) {
             Some(v) if v == u64::from(COMPACTION_TASK_VERSION) => {}
             Some(v) => {
@@ -173,21 +187,33 @@ impl CompactionTask {
             None => return Err(invalid("missing 'version'".to_string())),
         }
         let e: Envelope = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
-        let partition = from_hex(&e.partition).ok_or_else(|| invalid("bad partition hex".to_string()))?;
+        let partition =
+            from_hex(&e.partition).ok_or_else(|| invalid("bad partition hex".to_string()))?;
         let metas = data_files_from_hex(&e.files).map_err(invalid)?;
         if metas.len() != e.paths.len() || metas.len() != e.deletions.len() {
-            return Err(invalid("file, path and deletion-vector counts differ".to_string()));
+            return Err(invalid(
+                "file, path and deletion-vector counts differ".to_string(),
+            ));
         }
         let files: Vec<LevelFile> = metas
             .into_iter()
             .zip(e.paths)
             .zip(e.deletions)
-            .map(|((meta, path), deletion)| LevelFile { meta, path, deletion })
+            .map(|((meta, path), deletion)| LevelFile {
+                meta,
+                path,
+                deletion,
+            })
             .collect();
         let pick = |positions: &[usize]| {
             positions
                 .iter()
-                .map(|&i| files.get(i).cloned().ok_or_else(|| invalid(format!("file position {i} out of range"))))
+                .map(|&i| {
+                    files
+                        .get(i)
+                        .cloned()
+                        .ok_or_else(|| invalid(format!("file position {i} out of range")))
+                })
                 .collect::<Result<Vec<LevelFile>>>()
         };
         let unit = UnitTask {
@@ -207,14 +233,25 @@ impl CompactionTask {
             dv_index: index_files_from_hex(&e.dv_index).map_err(invalid)?,
             base_snapshot: e.base_snapshot,
         };
-        Ok(CompactionTask { location: e.location, branch: e.branch, schema_id: e.schema_id, bucket, unit })
+        Ok(CompactionTask {
+            location: e.location,
+            branch: e.branch,
+            schema_id: e.schema_id,
+            bucket,
+            unit,
+        })
     }
 }
 
 impl Compactor {
     /// The plan of the buckets of snapshot `snapshot_id` (their live files): one task per
     /// bucket whose pick (full or by strategy) has a unit.
-    pub(crate) fn plan_buckets(&self, snapshot_id: Option<i64>, buckets: Vec<Bucket>, full: bool) -> Result<CompactionPlan> {
+    pub(crate) fn plan_buckets(
+        &self,
+        snapshot_id: Option<i64>,
+        buckets: Vec<Bucket>,
+        full: bool,
+    ) -> Result<CompactionPlan> {
         let table = self.table();
         let mut tasks = Vec::new();
         for bucket in buckets {
@@ -228,7 +265,12 @@ impl Compactor {
                 });
             }
         }
-        Ok(CompactionPlan { snapshot_id, tasks, moved_snapshot: None, moved: Vec::new() })
+        Ok(CompactionPlan {
+            snapshot_id,
+            tasks,
+            moved_snapshot: None,
+            moved: Vec::new(),
+        })
     }
 
     /// Run `task` (planned on this compactor's table) and return its commit message (empty
@@ -242,7 +284,11 @@ impl Compactor {
     /// Commit the messages of `plan`'s tasks as one COMPACT snapshot (`None` when none changed
     /// anything); see the module docs for what is accepted. On a known commit failure the
     /// messages' new files are deleted.
-    pub async fn commit_plan(&self, plan: &CompactionPlan, messages: Vec<CommitMessage>) -> Result<Option<i64>> {
+    pub async fn commit_plan(
+        &self,
+        plan: &CompactionPlan,
+        messages: Vec<CommitMessage>,
+    ) -> Result<Option<i64>> {
         for task in &plan.tasks {
             check_table(self.table(), task)?;
         }
@@ -274,13 +320,19 @@ fn check_table(table: &Table, task: &CompactionTask) -> Result<()> {
 
 /// Exactly one compaction-only message per task, on its bucket, base snapshot and inputs.
 fn check_results(plan: &CompactionPlan, messages: &[CommitMessage]) -> Result<()> {
-    let tasks: HashMap<(&[u8], i32), &CompactionTask> =
-        plan.tasks.iter().map(|t| ((t.partition(), t.bucket()), t)).collect();
+    let tasks: HashMap<(&[u8], i32), &CompactionTask> = plan
+        .tasks
+        .iter()
+        .map(|t| ((t.partition(), t.bucket()), t))
+        .collect();
     let mut seen = HashSet::new();
     for m in messages {
         let key = (m.partition.as_slice(), m.bucket);
         let Some(task) = tasks.get(&key) else {
-            return Err(Error::invalid(format!("a compaction result for bucket {} is not a task of the plan", m.bucket)));
+            return Err(Error::invalid(format!(
+                "a compaction result for bucket {} is not a task of the plan",
+                m.bucket
+            )));
         };
         if !seen.insert(key) {
             return Err(Error::invalid(format!(
@@ -289,14 +341,29 @@ fn check_results(plan: &CompactionPlan, messages: &[CommitMessage]) -> Result<()
             )));
         }
         let writes = [&m.new_files, &m.deleted_files, &m.changelog_files];
-        if writes.iter().any(|l| !l.is_empty()) || !m.new_index_files.is_empty() || !m.deleted_index_files.is_empty() {
-            return Err(Error::invalid(format!("the result for bucket {} holds writes, not compaction", m.bucket)));
+        if writes.iter().any(|l| !l.is_empty())
+            || !m.new_index_files.is_empty()
+            || !m.deleted_index_files.is_empty()
+        {
+            return Err(Error::invalid(format!(
+                "the result for bucket {} holds writes, not compaction",
+                m.bucket
+            )));
         }
-        if m.base_snapshot != task.bucket.base_snapshot || m.total_buckets != task.bucket.total_buckets {
-            return Err(Error::invalid(format!("the result for bucket {} is not of this plan's snapshot", m.bucket)));
+        if m.base_snapshot != task.bucket.base_snapshot
+            || m.total_buckets != task.bucket.total_buckets
+        {
+            return Err(Error::invalid(format!(
+                "the result for bucket {} is not of this plan's snapshot",
+                m.bucket
+            )));
         }
         let inputs: HashSet<&str> = task.input_files().map(|f| f.file_name.as_str()).collect();
-        if let Some(f) = m.compact_before.iter().find(|f| !inputs.contains(f.file_name.as_str())) {
+        if let Some(f) = m
+            .compact_before
+            .iter()
+            .find(|f| !inputs.contains(f.file_name.as_str()))
+        {
             return Err(Error::invalid(format!(
                 "the result for bucket {} removes {}, which is not an input of its task",
                 m.bucket, f.file_name

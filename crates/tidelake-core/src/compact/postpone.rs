@@ -34,8 +34,8 @@ use crate::commit::{CommitMessage, FileStoreCommit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
-use crate::state::{LiveFiles, Pruning};
 use crate::scan::split::SplitFile;
+use crate::state::{LiveFiles, Pruning};
 use crate::table::Table;
 use crate::write::postpone::POSTPONE_BUCKET;
 use crate::write::table_write::TableWrite;
@@ -63,14 +63,20 @@ pub(crate) async fn redistribute(
 ) -> Result<Redistributed> {
     let schema = table.schema().clone();
     let spec = |e| Error::from_spec("table options", e);
-    let default_buckets = schema.options().postpone_default_bucket_num().map_err(spec)?;
+    let default_buckets = schema
+        .options()
+        .postpone_default_bucket_num()
+        .map_err(spec)?;
     if default_buckets <= 0 {
         return Err(Error::invalid(format!(
             "postpone.default-bucket-num must be positive, got {default_buckets}"
         )));
     }
     let mut write = TableWrite::into_real_buckets(table.clone(), default_buckets).await?;
-    let nothing = Redistributed { snapshot_id: None, buckets: Vec::new() };
+    let nothing = Redistributed {
+        snapshot_id: None,
+        buckets: Vec::new(),
+    };
     // The snapshot the writer restored its sequence numbers and bucket counts from.
     let Some(base) = write.base_snapshot().filter(|&id| id > 0) else {
         return Ok(nothing);
@@ -87,7 +93,14 @@ pub(crate) async fn redistribute(
     if postponed.is_empty() {
         return Ok(nothing);
     }
-    let read = Arc::new(ReadContext::new(table.clone(), &schema, None, None, DEFAULT_BATCH_SIZE, false)?);
+    let read = Arc::new(ReadContext::new(
+        table.clone(),
+        &schema,
+        None,
+        None,
+        DEFAULT_BATCH_SIZE,
+        false,
+    )?);
     let replayed = replay(&mut write, &read, &postponed).await;
     let messages = match replayed {
         Ok(()) => write.prepare_commit().await,
@@ -108,8 +121,16 @@ pub(crate) async fn redistribute(
             Err(e) => {
                 // Already failing: cleanup errors are secondary to `e`.
                 for m in &messages {
-                    if let Ok(dir) = layout.decode_partition(&m.partition).and_then(|v| layout.bucket_path(&v, m.bucket)) {
-                        let ours: Vec<DataFileMeta> = m.new_files.iter().chain(&m.changelog_files).cloned().collect();
+                    if let Ok(dir) = layout
+                        .decode_partition(&m.partition)
+                        .and_then(|v| layout.bucket_path(&v, m.bucket))
+                    {
+                        let ours: Vec<DataFileMeta> = m
+                            .new_files
+                            .iter()
+                            .chain(&m.changelog_files)
+                            .cloned()
+                            .collect();
                         let _ = delete_files(table, &dir, &ours).await;
                     }
                 }
@@ -126,14 +147,20 @@ pub(crate) async fn redistribute(
         m.compact_before = p.files.clone();
         messages.push(m);
     }
-    let buckets = messages.iter().map(|m| report(&layout, m)).collect::<Result<Vec<_>>>()?;
+    let buckets = messages
+        .iter()
+        .map(|m| report(&layout, m))
+        .collect::<Result<Vec<_>>>()?;
     let user = format!("tidelake-compact-{}", uuid::Uuid::new_v4());
     let outcome = match FileStoreCommit::new(table.clone(), user) {
         Ok(commit) => commit.commit(messages, BATCH_COMMIT_IDENTIFIER, &[]).await,
         Err(e) => Err(e),
     };
     match outcome {
-        Ok(ids) => Ok(Redistributed { snapshot_id: ids.last().copied(), buckets }),
+        Ok(ids) => Ok(Redistributed {
+            snapshot_id: ids.last().copied(),
+            buckets,
+        }),
         Err(e) => {
             if e.kind() != ErrorKind::Io {
                 for (dir, files) in &written {
@@ -150,7 +177,12 @@ pub(crate) async fn redistribute(
 /// (stable: files created in the same millisecond keep their manifest order, as in Java).
 async fn postponed_files(table: &Table, layout: &TableLayout, id: i64) -> Result<Vec<Postponed>> {
     let snap = table.snapshot_manager().snapshot(id).await?;
-    let live = LiveFiles::read(table, &snap, Pruning::all().buckets(|b| b == POSTPONE_BUCKET)).await?;
+    let live = LiveFiles::read(
+        table,
+        &snap,
+        Pruning::all().buckets(|b| b == POSTPONE_BUCKET),
+    )
+    .await?;
     // One postpone bucket per partition: one bucket of live files is one partition.
     let mut out = Vec::with_capacity(live.buckets().len());
     for b in live.into_buckets() {
@@ -168,7 +200,11 @@ async fn postponed_files(table: &Table, layout: &TableLayout, id: i64) -> Result
 }
 
 /// Write every postponed row into `write`, file after file, in file order.
-async fn replay(write: &mut TableWrite, read: &Arc<ReadContext>, postponed: &[Postponed]) -> Result<()> {
+async fn replay(
+    write: &mut TableWrite,
+    read: &Arc<ReadContext>,
+    postponed: &[Postponed],
+) -> Result<()> {
     for p in postponed {
         for f in &p.files {
             let path = match &f.external_path {
@@ -192,22 +228,36 @@ async fn replay(write: &mut TableWrite, read: &Arc<ReadContext>, postponed: &[Po
 /// makes of it: its new files become compact-after files (new files that its own compaction
 /// already rewrote are dropped from both lists and deleted), its changelog the compaction's.
 /// Returns the bucket directory and every file the commit may leave unreferenced on failure.
-async fn as_compaction(table: &Table, layout: &TableLayout, m: &mut CommitMessage) -> Result<(String, Vec<DataFileMeta>)> {
+async fn as_compaction(
+    table: &Table,
+    layout: &TableLayout,
+    m: &mut CommitMessage,
+) -> Result<(String, Vec<DataFileMeta>)> {
     let values = layout.decode_partition(&m.partition)?;
     let dir = layout.bucket_path(&values, m.bucket)?;
     let new_files = std::mem::take(&mut m.new_files);
     let is_new = |f: &DataFileMeta| new_files.iter().any(|n| n.file_name == f.file_name);
     let (consumed, before): (Vec<DataFileMeta>, Vec<DataFileMeta>) =
-        std::mem::take(&mut m.compact_before).into_iter().partition(|f| is_new(f));
+        std::mem::take(&mut m.compact_before)
+            .into_iter()
+            .partition(|f| is_new(f));
     let is_consumed = |f: &DataFileMeta| consumed.iter().any(|c| c.file_name == f.file_name);
-    let mut after: Vec<DataFileMeta> = new_files.iter().filter(|f| !is_consumed(f)).cloned().collect();
+    let mut after: Vec<DataFileMeta> = new_files
+        .iter()
+        .filter(|f| !is_consumed(f))
+        .cloned()
+        .collect();
     after.append(&mut m.compact_after);
     // A compaction may move a file up a level unchanged: then it is in both lists.
-    let orphaned: Vec<DataFileMeta> =
-        consumed.iter().filter(|c| !after.iter().any(|a| a.file_name == c.file_name)).cloned().collect();
+    let orphaned: Vec<DataFileMeta> = consumed
+        .iter()
+        .filter(|c| !after.iter().any(|a| a.file_name == c.file_name))
+        .cloned()
+        .collect();
     delete_files(table, &dir, &orphaned).await?;
     m.compact_after = after;
-    m.compact_changelog.splice(0..0, std::mem::take(&mut m.changelog_files));
+    m.compact_changelog
+        .splice(0..0, std::mem::take(&mut m.changelog_files));
     // Files the table had before (moved up a level unchanged) are not ours to delete.
     let mut written: Vec<DataFileMeta> = m
         .compact_after

@@ -44,18 +44,18 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_select::filter::filter_record_batch;
 use arrow_array::RecordBatch;
+use arrow_select::filter::filter_record_batch;
 use futures::stream::{BoxStream, TryStreamExt};
 use tidelake_spec::manifest::{DataFileMeta, FileSource, IndexFileMeta};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
 use super::changelog::{ChangelogJoin, ChangelogMode, ChangelogSpec, KeyCursor};
-use crate::lsm::kv_merge::merge_keeping_sequence;
 use super::lookup::{found_rows, queued, write_index_file, DeeperLookup, FoundQueue, SharedLookup};
-use crate::lsm::levels::LevelFile;
 use crate::error::{Error, Result};
+use crate::lsm::kv_merge::merge_keeping_sequence;
+use crate::lsm::levels::LevelFile;
 use crate::lsm::merge::MergeConfig;
 use crate::lsm::merge_fn::MergeEngineConfig;
 use crate::lsm::sorted_runs::{self, Sections};
@@ -146,7 +146,14 @@ impl Rewriter {
                     .ok_or_else(|| Error::invalid(format!("primary key '{k}' is not a column")))
             })
             .collect::<Result<Vec<_>>>()?;
-        let reader = Arc::new(ReadContext::new(table.clone(), &schema, None, None, batch_size, false)?);
+        let reader = Arc::new(ReadContext::new(
+            table.clone(),
+            &schema,
+            None,
+            None,
+            batch_size,
+            false,
+        )?);
         let target = schema
             .options()
             .target_file_size(true)
@@ -235,7 +242,8 @@ impl UnitJob<'_> {
                 .into_marked();
             if !marked.is_empty() {
                 let rw = self.rewriter;
-                let index = write_index_file(&rw.table, &rw.reader, &self.task.deeper, marked).await?;
+                let index =
+                    write_index_file(&rw.table, &rw.reader, &self.task.deeper, marked).await?;
                 self.result.index = Some(index);
             }
         }
@@ -314,7 +322,11 @@ impl UnitJob<'_> {
             .changelog
             .is_some_and(|c| c.on_upgrade(output, self.task.max_level, meta.level));
         let lookup = meta.level == 0 && self.looks_up();
-        if !has_dv && !changelog && !lookup && (output != self.task.max_level || meta.delete_row_count == Some(0)) {
+        if !has_dv
+            && !changelog
+            && !lookup
+            && (output != self.task.max_level || meta.delete_row_count == Some(0))
+        {
             self.result.after.push(DataFileMeta {
                 level: output,
                 ..meta.clone()
@@ -342,7 +354,9 @@ impl UnitJob<'_> {
             Some(c) if c.produce => Some(self.writer(true)?),
             _ => None,
         };
-        let outcome = self.write_sections(sections, changelog, &mut writer, changelog_writer.as_mut()).await;
+        let outcome = self
+            .write_sections(sections, changelog, &mut writer, changelog_writer.as_mut())
+            .await;
         if let Err(e) = outcome {
             // Already failing: the writers' cleanup errors are secondary to `e`.
             let _ = writer.abort().await;
@@ -440,11 +454,14 @@ impl UnitJob<'_> {
                         None => None,
                     };
                     let joined = join.changes(&batch, old_keys.as_deref()).await?;
-                    if let (Some(changes), Some(w)) = (joined.changelog, changelog_writer.as_deref_mut()) {
+                    if let (Some(changes), Some(w)) =
+                        (joined.changelog, changelog_writer.as_deref_mut())
+                    {
                         w.write(&changes).await?;
                     }
                     if let Some(keep) = joined.keep {
-                        batch = filter_record_batch(&batch, &keep).map_err(|e| Error::arrow("first-row lookup", e))?;
+                        batch = filter_record_batch(&batch, &keep)
+                            .map_err(|e| Error::arrow("first-row lookup", e))?;
                     }
                 }
                 let batch = if needs_retracts && drop_delete {
@@ -462,7 +479,13 @@ impl UnitJob<'_> {
     fn deeper_lookup(&self, mark: bool) -> Result<DeeperLookup> {
         let rw = self.rewriter;
         let keys = rw.trimmed_key_indices.clone();
-        DeeperLookup::new(rw.reader.clone(), keys, rw.key_types.clone(), &self.task.deeper, mark)
+        DeeperLookup::new(
+            rw.reader.clone(),
+            keys,
+            rw.key_types.clone(),
+            &self.task.deeper,
+            mark,
+        )
     }
 
     /// The merge inputs of a section ([`ReadContext::section_runs`]); when the unit looks up
@@ -485,7 +508,9 @@ impl UnitJob<'_> {
             Some(l) => l.clone(),
             None => {
                 let lookup = self.deeper_lookup(rw.mark_deletions)?;
-                self.lookup.insert(Arc::new(tokio::sync::Mutex::new(lookup))).clone()
+                self.lookup
+                    .insert(Arc::new(tokio::sync::Mutex::new(lookup)))
+                    .clone()
             }
         };
         let found = found_rows(rw.reader.newest_records(level0)?, lookup, found);

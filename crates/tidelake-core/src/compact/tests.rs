@@ -16,7 +16,9 @@ use arrow_schema::{DataType as ArrowType, Field, Schema};
 use futures::TryStreamExt;
 use proptest::prelude::*;
 use tidelake_spec::binary_row::decode_framed;
-use tidelake_spec::manifest::{DataFileMeta, DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
+use tidelake_spec::manifest::{
+    DataFileMeta, DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX,
+};
 use tidelake_spec::options::Options;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER};
@@ -375,7 +377,9 @@ async fn retracts_survive_below_older_data() {
     .await;
     // Big enough to stay more than 1 % larger than the two small level-0 files together
     // whatever the encoding (`compaction.size-ratio`), so the pick stops below it.
-    let base: Vec<Row> = (0..5000).map(|id| ("a".to_string(), id, Some(id))).collect();
+    let base: Vec<Row> = (0..5000)
+        .map(|id| ("a".to_string(), id, Some(id)))
+        .collect();
     write(&table, &base, INSERT).await;
     compact(&table, true)
         .await
@@ -445,7 +449,10 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
     history(&table, false).await;
     let before = read(&table, &[]).await;
     let slow = Compactor::new(table.clone()).unwrap();
-    let done = slow.rewrite_all(plan_full(&slow, &table).await, None).await.unwrap();
+    let done = slow
+        .rewrite_all(plan_full(&slow, &table).await, None)
+        .await
+        .unwrap();
     let written: Vec<String> = done
         .iter()
         .flat_map(|d| {
@@ -464,7 +471,10 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
         .await
         .snapshot_id
         .expect("the fast one commits");
-    let err = slow.commit(done.iter().map(Done::message).collect()).await.unwrap_err();
+    let err = slow
+        .commit(done.iter().map(Done::message).collect())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::CommitConflict, "{err}");
     for path in &written {
         assert!(
@@ -477,7 +487,12 @@ async fn losing_the_race_deletes_outputs_and_conflicts() {
 
 /// Expire every snapshot but the latest (and the files only they used).
 async fn expire_all_but_latest(table: &Table) {
-    let config = ExpireConfig { retain_min: 1, retain_max: 1, older_than_ms: i64::MAX, max_deletes: 1000 };
+    let config = ExpireConfig {
+        retain_min: 1,
+        retain_max: 1,
+        older_than_ms: i64::MAX,
+        max_deletes: 1000,
+    };
     expire_snapshots(table, &config).await.unwrap();
 }
 
@@ -504,15 +519,23 @@ async fn inputs_expired_with_the_planned_snapshot_are_a_conflict() {
     let slow = Compactor::new(table.clone()).unwrap();
     let work = plan_full(&slow, &table).await;
     assert!(!work.is_empty());
-    compact(&table, true).await.snapshot_id.expect("the fast one commits");
+    compact(&table, true)
+        .await
+        .snapshot_id
+        .expect("the fast one commits");
     write(&table, &rows("b", &[(1, Some(-5))]), INSERT).await;
     expire_all_but_latest(&table).await;
     let before = read(&table, &[]).await;
     let snapshots = table.snapshot_manager().latest().await.unwrap().unwrap().id;
-    let Err(err) = slow.rewrite_all(work, None).await else { panic!("the rewrite of vanished inputs succeeded") };
+    let Err(err) = slow.rewrite_all(work, None).await else {
+        panic!("the rewrite of vanished inputs succeeded")
+    };
     assert_eq!(err.kind(), ErrorKind::CommitConflict, "{err}");
     assert_eq!(read(&table, &[]).await, before);
-    assert_eq!(table.snapshot_manager().latest().await.unwrap().unwrap().id, snapshots);
+    assert_eq!(
+        table.snapshot_manager().latest().await.unwrap().unwrap().id,
+        snapshots
+    );
 }
 
 /// Planning the latest snapshot starts again on the new latest when that snapshot expires
@@ -543,7 +566,11 @@ async fn planning_restarts_on_the_new_latest_when_the_latest_expires() {
         .unwrap();
     assert_eq!(calls.into_inner(), 2);
     let latest = table.snapshot_manager().latest().await.unwrap().unwrap().id;
-    assert!(read_from.id == latest && latest > first, "planned {} of {first}..{latest}", read_from.id);
+    assert!(
+        read_from.id == latest && latest > first,
+        "planned {} of {first}..{latest}",
+        read_from.id
+    );
     assert_eq!(planned.len(), buckets(&table).await.len());
 }
 
@@ -553,7 +580,10 @@ async fn concurrent_appends_are_rebased() {
     let table = create_table(dir.path(), &[]).await;
     history(&table, false).await;
     let slow = Compactor::new(table.clone()).unwrap();
-    let done = slow.rewrite_all(plan_full(&slow, &table).await, None).await.unwrap();
+    let done = slow
+        .rewrite_all(plan_full(&slow, &table).await, None)
+        .await
+        .unwrap();
     // a writer commits new level-0 files meanwhile: the inputs stay live
     write(&table, &rows("b", &[(1, Some(-5))]), INSERT).await;
     let before = read(&table, &[]).await;
@@ -666,9 +696,17 @@ async fn commit_deletion_vector(table: &Table, bucket: &Bucket, file: &str, posi
     dv.insert(position);
     let (bytes, ranges) = write_deletion_vector_file(&[(file.to_string(), dv)]);
     let index_name = format!("index-test-dv-{}", uuid::Uuid::new_v4());
-    table.io().write(&format!("index/{index_name}"), bytes.clone()).await.unwrap();
+    table
+        .io()
+        .write(&format!("index/{index_name}"), bytes.clone())
+        .await
+        .unwrap();
     let (name, offset, length, cardinality) = ranges[0].clone();
-    let mut m = CommitMessage::new(bucket.partition.clone(), bucket.bucket, bucket.total_buckets);
+    let mut m = CommitMessage::new(
+        bucket.partition.clone(),
+        bucket.bucket,
+        bucket.total_buckets,
+    );
     m.new_index_files.push(IndexFileMeta {
         index_type: DELETION_VECTORS_INDEX.to_string(),
         file_name: index_name,
@@ -683,17 +721,33 @@ async fn commit_deletion_vector(table: &Table, bucket: &Bucket, file: &str, posi
         external_path: None,
         global_index: None,
     });
-    FileStoreCommit::new(table.clone(), "dv").unwrap().commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[]).await.unwrap();
+    FileStoreCommit::new(table.clone(), "dv")
+        .unwrap()
+        .commit(vec![m], BATCH_COMMIT_IDENTIFIER, &[])
+        .await
+        .unwrap();
 }
 
 /// The deleted positions of each data file of the only bucket, by file name.
 async fn deleted_positions(table: &Table) -> BTreeMap<String, Vec<u64>> {
     let snap = table.snapshot_manager().latest().await.unwrap().unwrap();
     let mut out = BTreeMap::new();
-    for e in crate::state::live_index_entries(table, &snap).await.unwrap() {
-        let bytes = table.io().read(&format!("index/{}", e.index_file.file_name)).await.unwrap();
+    for e in crate::state::live_index_entries(table, &snap)
+        .await
+        .unwrap()
+    {
+        let bytes = table
+            .io()
+            .read(&format!("index/{}", e.index_file.file_name))
+            .await
+            .unwrap();
         for r in e.index_file.dv_ranges.iter().flatten() {
-            let dv = crate::read::deletion_vector::read_deletion_vector(&bytes, r.offset as u64, r.length as u64).unwrap();
+            let dv = crate::read::deletion_vector::read_deletion_vector(
+                &bytes,
+                r.offset as u64,
+                r.length as u64,
+            )
+            .unwrap();
             out.insert(r.data_file_name.clone(), dv.iter().collect());
         }
     }
@@ -703,7 +757,11 @@ async fn deleted_positions(table: &Table) -> BTreeMap<String, Vec<u64>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deletion_vectors_hide_older_copies_below_a_middle_level() {
     let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), &[("deletion-vectors.enabled", "true"), ("bucket", "1")]).await;
+    let table = create_table(
+        dir.path(),
+        &[("deletion-vectors.enabled", "true"), ("bucket", "1")],
+    )
+    .await;
     let base: Vec<(i64, Option<i64>)> = (0..400).map(|id| (id, Some(id))).collect();
     write(&table, &rows("a", &base), INSERT).await;
     assert_eq!(compact(&table, false).await.buckets[0].output_level, 5);
@@ -712,30 +770,66 @@ async fn deletion_vectors_hide_older_copies_below_a_middle_level() {
     let top = top[0].meta.file_name.clone();
 
     // level 0: updates of 3 and 17, a new key 450, a delete of 11 (one retract)
-    write(&table, &rows("a", &[(3, Some(300)), (17, Some(1700)), (450, Some(4500))]), INSERT).await;
+    write(
+        &table,
+        &rows("a", &[(3, Some(300)), (17, Some(1700)), (450, Some(4500))]),
+        INSERT,
+    )
+    .await;
     write(&table, &rows("a", &[(11, None)]), DELETE).await;
     let report = compact(&table, false).await;
-    assert_eq!(report.buckets[0].output_level, 4, "level 0 goes above the max level, not fully");
+    assert_eq!(
+        report.buckets[0].output_level, 4,
+        "level 0 goes above the max level, not fully"
+    );
     let files = buckets(&table).await.remove(0).files;
-    let level4: i64 = files.iter().filter(|f| f.meta.level == 4).map(|f| f.meta.row_count).sum();
-    assert_eq!(level4, 3, "the delete of 11 is applied by its deletion vector, not kept");
-    assert!(files.iter().any(|f| f.meta.level == 5 && f.meta.file_name == top), "the top file is not rewritten");
-    assert_eq!(deleted_positions(&table).await, BTreeMap::from([(top.clone(), vec![3, 11, 17])]));
+    let level4: i64 = files
+        .iter()
+        .filter(|f| f.meta.level == 4)
+        .map(|f| f.meta.row_count)
+        .sum();
+    assert_eq!(
+        level4, 3,
+        "the delete of 11 is applied by its deletion vector, not kept"
+    );
+    assert!(
+        files
+            .iter()
+            .any(|f| f.meta.level == 5 && f.meta.file_name == top),
+        "the top file is not rewritten"
+    );
+    assert_eq!(
+        deleted_positions(&table).await,
+        BTreeMap::from([(top.clone(), vec![3, 11, 17])])
+    );
     let mut model: BTreeMap<i64, Option<i64>> = base.into_iter().collect();
     model.extend([(3, Some(300)), (17, Some(1700)), (450, Some(4500))]);
     model.remove(&11);
-    let expected = |m: &BTreeMap<i64, Option<i64>>| m.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect::<Vec<Row>>();
+    let expected = |m: &BTreeMap<i64, Option<i64>>| {
+        m.iter()
+            .map(|(id, v)| ("a".to_string(), *id, *v))
+            .collect::<Vec<Row>>()
+    };
     assert_eq!(read(&table, &[]).await, expected(&model));
 
     // a second unit: 17 lives at level 4 now, 20 still at level 5 (whose vector grows)
-    write(&table, &rows("a", &[(17, Some(17_000)), (20, None)]), INSERT).await;
+    write(
+        &table,
+        &rows("a", &[(17, Some(17_000)), (20, None)]),
+        INSERT,
+    )
+    .await;
     let report = compact(&table, false).await;
     assert!(report.buckets[0].output_level < 5);
     model.extend([(17, Some(17_000)), (20, None)]);
     assert_eq!(read(&table, &[]).await, expected(&model));
     let deleted = deleted_positions(&table).await;
     assert_eq!(deleted[&top], vec![3, 11, 17, 20]);
-    assert_eq!(deleted.len(), 1 + usize::from(report.buckets[0].output_level == 3), "{deleted:?}");
+    assert_eq!(
+        deleted.len(),
+        1 + usize::from(report.buckets[0].output_level == 3),
+        "{deleted:?}"
+    );
     assert_levels_are_runs(&table).await;
 
     // a full compaction applies every vector and drops the index
@@ -777,19 +871,31 @@ async fn writers_compact_past_the_trigger_after_their_append() {
     .await;
     let mut model = BTreeMap::new();
     for round in 0..7i64 {
-        let pairs: Vec<(i64, Option<i64>)> = (round..round + 5).map(|i| (i, Some(i * 10 + round))).collect();
+        let pairs: Vec<(i64, Option<i64>)> = (round..round + 5)
+            .map(|i| (i, Some(i * 10 + round)))
+            .collect();
         for (id, v) in &pairs {
             model.insert(*id, *v);
         }
         write(&table, &rows("a", &pairs), INSERT).await;
-        let expected: Vec<Row> = model.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
+        let expected: Vec<Row> = model
+            .iter()
+            .map(|(id, v)| ("a".to_string(), *id, *v))
+            .collect();
         assert_eq!(read(&table, &[]).await, expected);
         assert_levels_are_runs(&table).await;
         // never more sorted runs than the trigger after a commit
         let files = &buckets(&table).await[0].files;
         let level0 = files.iter().filter(|f| f.meta.level == 0).count();
-        let levels: std::collections::BTreeSet<i32> = files.iter().filter(|f| f.meta.level > 0).map(|f| f.meta.level).collect();
-        assert!(level0 + levels.len() < 3, "round {round}: {level0} level-0 files, levels {levels:?}");
+        let levels: std::collections::BTreeSet<i32> = files
+            .iter()
+            .filter(|f| f.meta.level > 0)
+            .map(|f| f.meta.level)
+            .collect();
+        assert!(
+            level0 + levels.len() < 3,
+            "round {round}: {level0} level-0 files, levels {levels:?}"
+        );
     }
     let kinds: Vec<CommitKind> = {
         let sm = table.snapshot_manager();
@@ -801,15 +907,34 @@ async fn writers_compact_past_the_trigger_after_their_append() {
         kinds
     };
     // the third write reaches the trigger: its APPEND, then its COMPACT
-    assert_eq!(&kinds[..4], &[CommitKind::Append, CommitKind::Append, CommitKind::Append, CommitKind::Compact]);
+    assert_eq!(
+        &kinds[..4],
+        &[
+            CommitKind::Append,
+            CommitKind::Append,
+            CommitKind::Append,
+            CommitKind::Compact
+        ]
+    );
 
     // write-only writers never compact
     let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), &[("bucket", "1"), ("num-sorted-run.compaction-trigger", "2")]).await;
+    let table = create_table(
+        dir.path(),
+        &[("bucket", "1"), ("num-sorted-run.compaction-trigger", "2")],
+    )
+    .await;
     for round in 0..4i64 {
         write(&table, &rows("a", &[(round, Some(round))]), INSERT).await;
     }
-    assert_eq!(buckets(&table).await[0].files.iter().filter(|f| f.meta.level == 0).count(), 4);
+    assert_eq!(
+        buckets(&table).await[0]
+            .files
+            .iter()
+            .filter(|f| f.meta.level == 0)
+            .count(),
+        4
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -844,13 +969,19 @@ async fn writers_stall_at_the_stop_trigger_between_commits() {
                 Arc::new(StringArray::from_iter_values(ids.iter().map(|_| "a"))),
                 Arc::new(Int64Array::from(vec![v; ids.len()])),
             ];
-            w.write(&RecordBatch::try_new(schema.clone(), columns).unwrap(), RowKinds::Fixed(INSERT))
-                .await
-                .unwrap();
+            w.write(
+                &RecordBatch::try_new(schema.clone(), columns).unwrap(),
+                RowKinds::Fixed(INSERT),
+            )
+            .await
+            .unwrap();
             model.extend(ids.iter().map(|id| (*id, Some(v))));
             // every write spills (a 1-byte buffer); the stall keeps the runs bounded
             let runs = w.view_sorted_runs();
-            assert!(runs.iter().all(|&r| r <= 3), "cycle {cycle} round {round}: {runs:?}");
+            assert!(
+                runs.iter().all(|&r| r <= 3),
+                "cycle {cycle} round {round}: {runs:?}"
+            );
         }
         let messages = w.prepare_commit().await.unwrap();
         flushed += messages.iter().map(|m| m.new_files.len()).sum::<usize>();
@@ -859,7 +990,10 @@ async fn writers_stall_at_the_stop_trigger_between_commits() {
             .commit(messages, cycle, &[])
             .await
             .unwrap();
-        let expected: Vec<Row> = model.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
+        let expected: Vec<Row> = model
+            .iter()
+            .map(|(id, v)| ("a".to_string(), *id, *v))
+            .collect();
         assert_eq!(read(&table, &[]).await, expected, "cycle {cycle}");
         assert_levels_are_runs(&table).await;
     }
@@ -870,9 +1004,18 @@ async fn writers_stall_at_the_stop_trigger_between_commits() {
 /// Commit `file` of the only bucket again at `level` (as a compaction upgrade).
 async fn move_to_level(table: &Table, file: &str, level: i32) {
     let b = buckets(table).await.remove(0);
-    let meta = b.files.iter().find(|f| f.meta.file_name == file).unwrap().meta.clone();
+    let meta = b
+        .files
+        .iter()
+        .find(|f| f.meta.file_name == file)
+        .unwrap()
+        .meta
+        .clone();
     let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
-    m.compact_after = vec![DataFileMeta { level, ..meta.clone() }];
+    m.compact_after = vec![DataFileMeta {
+        level,
+        ..meta.clone()
+    }];
     m.compact_before = vec![meta];
     FileStoreCommit::new(table.clone(), "mover")
         .unwrap()
@@ -883,7 +1026,12 @@ async fn move_to_level(table: &Table, file: &str, level: i32) {
 
 /// The only level-0 file of the only bucket.
 async fn level0_file(table: &Table) -> String {
-    let files: Vec<String> = buckets(table).await[0].files.iter().filter(|f| f.meta.level == 0).map(|f| f.meta.file_name.clone()).collect();
+    let files: Vec<String> = buckets(table).await[0]
+        .files
+        .iter()
+        .filter(|f| f.meta.level == 0)
+        .map(|f| f.meta.file_name.clone())
+        .collect();
     assert_eq!(files.len(), 1);
     files[0].clone()
 }
@@ -916,8 +1064,15 @@ async fn lookup_tables_merge_level0_with_only_the_newest_higher_record() {
     compact(&table, true).await;
     assert_eq!(read(&table, &[]).await, rows("a", &[(1, Some(9))]));
     // the changelog diffs against the newest higher record, 8
-    let changes: Vec<(String, Option<i64>)> = change_rows(&table, before).await.into_iter().map(|(k, _, v)| (k, v)).collect();
-    assert_eq!(changes, vec![("-U".to_string(), Some(8)), ("+U".to_string(), Some(9))]);
+    let changes: Vec<(String, Option<i64>)> = change_rows(&table, before)
+        .await
+        .into_iter()
+        .map(|(k, _, v)| (k, v))
+        .collect();
+    assert_eq!(
+        changes,
+        vec![("-U".to_string(), Some(8)), ("+U".to_string(), Some(9))]
+    );
 }
 
 /// `(_row_kind, id, v)` of the changes committed after snapshot `start`.
@@ -925,13 +1080,31 @@ async fn change_rows(table: &Table, start: i64) -> Vec<(String, i64, Option<i64>
     let plan = plan_changes(table, start, None).await.unwrap();
     let ctx = Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, true).unwrap());
     let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits).try_collect().await.unwrap();
-    let column = |b: &RecordBatch, name: &str| b.column_by_name(name).unwrap().as_any().downcast_ref::<Int64Array>().unwrap().clone();
+    let column = |b: &RecordBatch, name: &str| {
+        b.column_by_name(name)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .clone()
+    };
     batches
         .iter()
         .flat_map(|b| {
-            let kind = b.column(0).as_any().downcast_ref::<StringArray>().unwrap().clone();
+            let kind = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap()
+                .clone();
             let (id, v) = (column(b, "id"), column(b, "v"));
-            (0..b.num_rows()).map(move |i| (kind.value(i).to_string(), id.value(i), v.is_valid(i).then(|| v.value(i))))
+            (0..b.num_rows()).map(move |i| {
+                (
+                    kind.value(i).to_string(),
+                    id.value(i),
+                    v.is_valid(i).then(|| v.value(i)),
+                )
+            })
         })
         .collect()
 }
@@ -941,19 +1114,40 @@ async fn first_row_compacts_with_lookup_into_deeper_levels() {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(
         dir.path(),
-        &[("bucket", "1"), ("merge-engine", "first-row"), ("changelog-producer", "lookup")],
+        &[
+            ("bucket", "1"),
+            ("merge-engine", "first-row"),
+            ("changelog-producer", "lookup"),
+        ],
     )
     .await;
     let base: Vec<Row> = (0..200).map(|id| ("a".to_string(), id, Some(1))).collect();
     write(&table, &base, INSERT).await;
     compact(&table, true).await;
     let start = table.snapshot_manager().latest_id().await.unwrap().unwrap();
-    write(&table, &rows("a", &[(198, Some(2)), (199, Some(2)), (200, Some(2)), (201, Some(2))]), INSERT).await;
+    write(
+        &table,
+        &rows(
+            "a",
+            &[
+                (198, Some(2)),
+                (199, Some(2)),
+                (200, Some(2)),
+                (201, Some(2)),
+            ],
+        ),
+        INSERT,
+    )
+    .await;
     let report = compact(&table, false).await;
     // level 0 goes to level 4 above the big level-5 run, which is looked up, not rewritten
     assert_eq!(report.buckets[0].output_level, 4);
     let files = buckets(&table).await.remove(0).files;
-    let level4: i64 = files.iter().filter(|f| f.meta.level == 4).map(|f| f.meta.row_count).sum();
+    let level4: i64 = files
+        .iter()
+        .filter(|f| f.meta.level == 4)
+        .map(|f| f.meta.row_count)
+        .sum();
     assert_eq!(level4, 2, "the new records of keys 198 and 199 are dropped");
     assert_eq!(files.iter().filter(|f| f.meta.level == 5).count(), 1);
     let mut expected = base.clone();
@@ -961,7 +1155,10 @@ async fn first_row_compacts_with_lookup_into_deeper_levels() {
     assert_eq!(read(&table, &[]).await, expected);
     assert_eq!(
         change_rows(&table, start).await,
-        vec![("+I".to_string(), 200, Some(2)), ("+I".to_string(), 201, Some(2))]
+        vec![
+            ("+I".to_string(), 200, Some(2)),
+            ("+I".to_string(), 201, Some(2))
+        ]
     );
 }
 
@@ -989,17 +1186,35 @@ async fn check_lookup_unit(
     let start = table.snapshot_manager().latest_id().await.unwrap().unwrap();
     write(&table, &rows("a", update), INSERT).await;
     let report = compact(&table, false).await;
-    assert_eq!(report.buckets[0].output_level, 4, "a minor unit above the max level");
+    assert_eq!(
+        report.buckets[0].output_level, 4,
+        "a minor unit above the max level"
+    );
     let files = buckets(&table).await.remove(0).files;
-    assert!(files.iter().any(|f| f.meta.level == 5 && f.meta.file_name == deep), "the deeper file is not rewritten");
+    assert!(
+        files
+            .iter()
+            .any(|f| f.meta.level == 5 && f.meta.file_name == deep),
+        "the deeper file is not rewritten"
+    );
     assert_eq!(files.iter().filter(|f| f.meta.level == 5).count(), 1);
     if options.contains(&("deletion-vectors.enabled", "true")) {
-        let old: Vec<u64> = update.iter().filter(|(id, _)| (0..200).contains(id)).map(|(id, _)| *id as u64).collect();
-        assert_eq!(deleted_positions(&table).await, BTreeMap::from([(deep, old)]));
+        let old: Vec<u64> = update
+            .iter()
+            .filter(|(id, _)| (0..200).contains(id))
+            .map(|(id, _)| *id as u64)
+            .collect();
+        assert_eq!(
+            deleted_positions(&table).await,
+            BTreeMap::from([(deep, old)])
+        );
     }
     let mut model: BTreeMap<i64, Option<i64>> = base.into_iter().collect();
     model.extend(merged.iter().copied());
-    let expected: Vec<Row> = model.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
+    let expected: Vec<Row> = model
+        .iter()
+        .map(|(id, v)| ("a".to_string(), *id, *v))
+        .collect();
     assert_eq!(read(&table, &[]).await, expected);
     compact(&table, true).await;
     assert_eq!(read(&table, &[]).await, expected);
@@ -1008,8 +1223,16 @@ async fn check_lookup_unit(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partial_update_units_fill_nulls_from_the_deeper_copy() {
-    let options = [("merge-engine", "partial-update"), ("deletion-vectors.enabled", "true")];
-    check_lookup_unit(&options, &[(1, None), (2, Some(20)), (500, Some(5))], &[(2, Some(20)), (500, Some(5))]).await;
+    let options = [
+        ("merge-engine", "partial-update"),
+        ("deletion-vectors.enabled", "true"),
+    ];
+    check_lookup_unit(
+        &options,
+        &[(1, None), (2, Some(20)), (500, Some(5))],
+        &[(2, Some(20)), (500, Some(5))],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1019,30 +1242,60 @@ async fn aggregation_units_accumulate_onto_the_deeper_copy() {
         ("fields.v.aggregate-function", "sum"),
         ("deletion-vectors.enabled", "true"),
     ];
-    check_lookup_unit(&options, &[(2, Some(5)), (7, None), (500, Some(5))], &[(2, Some(7)), (500, Some(5))]).await;
+    check_lookup_unit(
+        &options,
+        &[(2, Some(5)), (7, None), (500, Some(5))],
+        &[(2, Some(7)), (500, Some(5))],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sequence_field_units_compare_with_the_deeper_copy() {
     // v is the sequence field: the older copy of 2 (v = 2) beats the new write v = 1
-    let options = [("sequence.field", "v"), ("deletion-vectors.enabled", "true")];
-    check_lookup_unit(&options, &[(2, Some(1)), (3, Some(30)), (500, Some(5))], &[(3, Some(30)), (500, Some(5))]).await;
+    let options = [
+        ("sequence.field", "v"),
+        ("deletion-vectors.enabled", "true"),
+    ];
+    check_lookup_unit(
+        &options,
+        &[(2, Some(1)), (3, Some(30)), (500, Some(5))],
+        &[(3, Some(30)), (500, Some(5))],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookup_changelog_units_diff_against_the_deeper_copy() {
-    let options = [("merge-engine", "aggregation"), ("fields.v.aggregate-function", "sum"), ("changelog-producer", "lookup")];
-    let (_dir, table, start) = check_lookup_unit(&options, &[(2, Some(5)), (500, Some(5))], &[(2, Some(7)), (500, Some(5))]).await;
+    let options = [
+        ("merge-engine", "aggregation"),
+        ("fields.v.aggregate-function", "sum"),
+        ("changelog-producer", "lookup"),
+    ];
+    let (_dir, table, start) = check_lookup_unit(
+        &options,
+        &[(2, Some(5)), (500, Some(5))],
+        &[(2, Some(7)), (500, Some(5))],
+    )
+    .await;
     let changes: Vec<(String, i64, Option<i64>)> = change_rows(&table, start).await;
     let row = |k: &str, id, v| (k.to_string(), id, Some(v));
-    assert_eq!(changes, vec![row("-U", 2, 2), row("+U", 2, 7), row("+I", 500, 5)], "the minor unit's changelog");
+    assert_eq!(
+        changes,
+        vec![row("-U", 2, 2), row("+U", 2, 7), row("+I", 500, 5)],
+        "the minor unit's changelog"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lookup_skips_deeper_files_outside_the_keys_sought() {
     // level 5 holds three files by key range; keys sought only in the middle one
     let dir = tempfile::tempdir().unwrap();
-    let table = create_table(dir.path(), &[("bucket", "1"), ("deletion-vectors.enabled", "true")]).await;
+    let table = create_table(
+        dir.path(),
+        &[("bucket", "1"), ("deletion-vectors.enabled", "true")],
+    )
+    .await;
     for range in [0..100, 100..200, 200..300] {
         let base: Vec<(i64, Option<i64>)> = range.map(|id| (id, Some(id))).collect();
         write(&table, &rows("a", &base), INSERT).await;
@@ -1078,12 +1331,23 @@ async fn the_lookup_skips_deeper_files_outside_the_keys_sought() {
         RecordBatch::try_new(schema, columns).unwrap()
     };
     let found = lookup.lookup(&sought(&[120, 150])).await.unwrap().unwrap();
-    let ids = found.column(2).as_any().downcast_ref::<Int64Array>().unwrap();
+    let ids = found
+        .column(2)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
     assert_eq!(ids.values().to_vec(), vec![120, 150]);
     assert!(lookup.lookup(&sought(&[199])).await.unwrap().is_some());
     assert_eq!(lookup.opened(), 1);
-    let marked: Vec<(String, Vec<u64>)> = lookup.into_marked().into_iter().map(|(f, dv)| (f, dv.iter().collect())).collect();
-    assert_eq!(marked, vec![(deeper[1].meta.file_name.clone(), vec![20, 50, 99])]);
+    let marked: Vec<(String, Vec<u64>)> = lookup
+        .into_marked()
+        .into_iter()
+        .map(|(f, dv)| (f, dv.iter().collect()))
+        .collect();
+    assert_eq!(
+        marked,
+        vec![(deeper[1].meta.file_name.clone(), vec![20, 50, 99])]
+    );
 }
 
 /// One step of a random history.
@@ -1116,7 +1380,10 @@ impl Engine {
         match self {
             Engine::Deduplicate => &[],
             Engine::PartialUpdate => &[("merge-engine", "partial-update")],
-            Engine::Aggregation => &[("merge-engine", "aggregation"), ("fields.v.aggregate-function", "sum")],
+            Engine::Aggregation => &[
+                ("merge-engine", "aggregation"),
+                ("fields.v.aggregate-function", "sum"),
+            ],
         }
     }
 
@@ -1157,7 +1424,12 @@ fn apply(model: &mut BTreeMap<i64, Option<i64>>, step: &Step, engine: Engine) {
 /// step, or, with `level0_hidden` (deletion-vector tables, whose batch reads skip level 0), the
 /// model as of the last compaction, which takes every level-0 file. A minor compaction ends
 /// the history.
-async fn check_history(steps: &[Step], engine: Engine, options: &[(&str, &str)], level0_hidden: bool) {
+async fn check_history(
+    steps: &[Step],
+    engine: Engine,
+    options: &[(&str, &str)],
+    level0_hidden: bool,
+) {
     let dir = tempfile::tempdir().unwrap();
     let mut options = options.to_vec();
     options.extend_from_slice(engine.options());
@@ -1173,7 +1445,9 @@ async fn check_history(steps: &[Step], engine: Engine, options: &[(&str, &str)],
             Step::Upsert(r) => {
                 // unique keys per commit keep the model's "last wins" unambiguous
                 let mut seen = BTreeMap::new();
-                for (id, v) in r { seen.insert(*id, *v); }
+                for (id, v) in r {
+                    seen.insert(*id, *v);
+                }
                 let batch: Vec<(i64, Option<i64>)> = seen.into_iter().collect();
                 apply(&mut model, &Step::Upsert(batch.clone()), engine);
                 write(&table, &rows("a", &batch), INSERT).await
@@ -1199,7 +1473,10 @@ async fn check_history(steps: &[Step], engine: Engine, options: &[(&str, &str)],
             }
         }
         let shown = if level0_hidden { &visible } else { &model };
-        let expected: Vec<Row> = shown.iter().map(|(id, v)| ("a".to_string(), *id, *v)).collect();
+        let expected: Vec<Row> = shown
+            .iter()
+            .map(|(id, v)| ("a".to_string(), *id, *v))
+            .collect();
         assert_eq!(read(&table, &[]).await, expected);
     }
 }
@@ -1239,9 +1516,22 @@ async fn plan_tasks_run_elsewhere_and_commit_once() {
     history(&table, false).await;
     let before = read(&table, &[]).await;
     let driver = Compactor::new(table.clone()).unwrap();
-    let plan = driver.plan(&CompactRequest { full: true, partitions: None }).await.unwrap();
-    assert_eq!(plan.snapshot_id, Some(table.snapshot_manager().latest().await.unwrap().unwrap().id));
-    assert!(plan.tasks.len() > 1, "one task per bucket: {}", plan.tasks.len());
+    let plan = driver
+        .plan(&CompactRequest {
+            full: true,
+            partitions: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        plan.snapshot_id,
+        Some(table.snapshot_manager().latest().await.unwrap().unwrap().id)
+    );
+    assert!(
+        plan.tasks.len() > 1,
+        "one task per bucket: {}",
+        plan.tasks.len()
+    );
     let worker = Compactor::new(table.reopen().await.unwrap()).unwrap();
     let mut messages = Vec::new();
     for task in &plan.tasks {
@@ -1251,7 +1541,11 @@ async fn plan_tasks_run_elsewhere_and_commit_once() {
         let message = worker.run_task(&shipped).await.unwrap();
         messages.push(CommitMessage::from_bytes(&message.to_bytes().unwrap()).unwrap());
     }
-    let id = driver.commit_plan(&plan, messages.clone()).await.unwrap().expect("a COMPACT snapshot");
+    let id = driver
+        .commit_plan(&plan, messages.clone())
+        .await
+        .unwrap()
+        .expect("a COMPACT snapshot");
     let snap = table.snapshot_manager().snapshot(id).await.unwrap();
     assert_eq!(snap.commit_kind, CommitKind::Compact);
     assert_eq!(read(&table, &[]).await, before);
@@ -1259,7 +1553,10 @@ async fn plan_tasks_run_elsewhere_and_commit_once() {
     // committing the same results again (a driver retrying after an unknown outcome) finds
     // them landed: no second snapshot
     assert_eq!(driver.commit_plan(&plan, messages).await.unwrap(), Some(id));
-    assert_eq!(table.snapshot_manager().latest().await.unwrap().unwrap().id, id);
+    assert_eq!(
+        table.snapshot_manager().latest().await.unwrap().unwrap().id,
+        id
+    );
     assert_eq!(read(&table, &[]).await, before);
 }
 
@@ -1273,7 +1570,13 @@ async fn plan_commits_exactly_one_result_per_task() {
     let before = read(&table, &[]).await;
     let latest = table.snapshot_manager().latest().await.unwrap().unwrap().id;
     let compactor = Compactor::new(table.clone()).unwrap();
-    let plan = compactor.plan(&CompactRequest { full: true, partitions: None }).await.unwrap();
+    let plan = compactor
+        .plan(&CompactRequest {
+            full: true,
+            partitions: None,
+        })
+        .await
+        .unwrap();
     let mut messages = Vec::new();
     for task in &plan.tasks {
         messages.push(compactor.run_task(task).await.unwrap());
@@ -1285,19 +1588,32 @@ async fn plan_commits_exactly_one_result_per_task() {
     };
     let twice = refused([messages.clone(), vec![retried.clone()]].concat()).await;
     assert_eq!(twice.kind(), ErrorKind::Invalid, "{twice}");
-    assert!(twice.to_string().contains("two compaction results"), "{twice}");
+    assert!(
+        twice.to_string().contains("two compaction results"),
+        "{twice}"
+    );
     let missing = refused(messages[1..].to_vec()).await;
-    assert!(missing.to_string().contains("results were given"), "{missing}");
+    assert!(
+        missing.to_string().contains("results were given"),
+        "{missing}"
+    );
     let mut foreign = messages.clone();
     foreign[0].compact_before = messages[1].compact_before.clone();
     foreign[0].bucket = messages[0].bucket;
     let err = refused(foreign).await;
     assert_eq!(err.kind(), ErrorKind::Invalid, "{err}");
-    assert_eq!(table.snapshot_manager().latest().await.unwrap().unwrap().id, latest);
+    assert_eq!(
+        table.snapshot_manager().latest().await.unwrap().unwrap().id,
+        latest
+    );
     // the retried attempt's result instead of the first one commits as well
     let mut chosen = messages;
     chosen[0] = retried;
-    compactor.commit_plan(&plan, chosen).await.unwrap().expect("commits");
+    compactor
+        .commit_plan(&plan, chosen)
+        .await
+        .unwrap()
+        .expect("commits");
     assert_eq!(read(&table, &[]).await, before);
     assert_fully_compacted(&table, 5).await;
 }
@@ -1308,13 +1624,22 @@ async fn compaction_tasks_reject_bad_bytes_and_other_schemas() {
     let table = create_table(dir.path(), &[]).await;
     history(&table, false).await;
     let compactor = Compactor::new(table.clone()).unwrap();
-    let plan = compactor.plan(&CompactRequest { full: true, partitions: None }).await.unwrap();
+    let plan = compactor
+        .plan(&CompactRequest {
+            full: true,
+            partitions: None,
+        })
+        .await
+        .unwrap();
     let bytes = plan.tasks[0].to_bytes().unwrap();
     for bad in [&b"{}"[..], b"not json", &bytes[..bytes.len() / 2]] {
         let err = CompactionTask::from_bytes(bad).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Invalid, "{err}");
     }
-    let newer = String::from_utf8(bytes.clone()).unwrap().replacen("\"version\":1", "\"version\":2", 1);
+    let newer =
+        String::from_utf8(bytes.clone())
+            .unwrap()
+            .replacen("\"version\":1", "\"version\":2", 1);
     let err = CompactionTask::from_bytes(newer.as_bytes()).unwrap_err();
     assert!(err.to_string().contains("version 2"), "{err}");
     let mut stale = plan.tasks[0].clone();

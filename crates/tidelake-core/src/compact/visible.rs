@@ -33,7 +33,9 @@ pub async fn commit_visible(
     properties: &[(String, String)],
 ) -> Result<Vec<i64>> {
     let commit = FileStoreCommit::new(table.clone(), commit_user)?;
-    let outcome = commit.commit_reporting(messages, commit_identifier, properties).await?;
+    let outcome = commit
+        .commit_reporting(messages, commit_identifier, properties)
+        .await?;
     let mut ids = outcome.ids;
     let opts = table.schema().options();
     let spec = |e| Error::from_spec("table options", e);
@@ -48,7 +50,9 @@ pub async fn commit_visible(
     if !compactor.lookup_wait()? {
         return Ok(ids);
     }
-    let rounds = u32::try_from(opts.commit_max_retries().map_err(spec)?).unwrap_or(0).max(1);
+    let rounds = u32::try_from(opts.commit_max_retries().map_err(spec)?)
+        .unwrap_or(0)
+        .max(1);
     let mut last_error = None;
     for round in 0..rounds {
         match compactor.compact_targets(&outcome.uncompacted).await {
@@ -56,15 +60,30 @@ pub async fn commit_visible(
                 ids.extend(id);
                 return Ok(ids);
             }
-            Err(e) if matches!(e.kind(), ErrorKind::CommitConflict | ErrorKind::SnapshotExpired) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::CommitConflict | ErrorKind::SnapshotExpired
+                ) =>
+            {
                 last_error = Some(e)
             }
-            Err(e) => return Err(landed_unseen(table, &ids, &format!("compacting its buckets failed: {e}"))),
+            Err(e) => {
+                return Err(landed_unseen(
+                    table,
+                    &ids,
+                    &format!("compacting its buckets failed: {e}"),
+                ))
+            }
         }
         tokio::time::sleep(MAX_WAIT.min(Duration::from_millis(10 << round.min(6)))).await;
     }
     let reason = last_error.map_or_else(String::new, |e| format!(": {e}"));
-    Err(landed_unseen(table, &ids, &format!("compacting its buckets kept conflicting with concurrent compactions{reason}")))
+    Err(landed_unseen(
+        table,
+        &ids,
+        &format!("compacting its buckets kept conflicting with concurrent compactions{reason}"),
+    ))
 }
 
 /// The error of a write that landed as snapshots `ids` but is not visible yet: never a kind a

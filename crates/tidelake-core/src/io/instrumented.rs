@@ -32,8 +32,8 @@ use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
 };
 
 use super::location::StorageOptions;
@@ -55,7 +55,14 @@ pub enum OpKind {
 }
 
 impl OpKind {
-    const ALL: [OpKind; 6] = [OpKind::Get, OpKind::Head, OpKind::Put, OpKind::List, OpKind::Delete, OpKind::Copy];
+    const ALL: [OpKind; 6] = [
+        OpKind::Get,
+        OpKind::Head,
+        OpKind::Put,
+        OpKind::List,
+        OpKind::Delete,
+        OpKind::Copy,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -85,7 +92,10 @@ impl OpCounts {
 
     /// `(kind, count)` for every kind, e.g. for reports.
     pub fn by_kind(&self) -> Vec<(&'static str, u64)> {
-        OpKind::ALL.iter().map(|k| (k.name(), self.get(*k))).collect()
+        OpKind::ALL
+            .iter()
+            .map(|k| (k.name(), self.get(*k)))
+            .collect()
     }
 }
 
@@ -113,16 +123,37 @@ impl FaultPlan {
         if options.is_empty() {
             return Ok(None);
         }
-        let bad = |key: &str, v: &str| Error::invalid(format!("bad test-only storage option {FAULT_PREFIX}{key}='{v}'"));
-        let mut plan = FaultPlan { nth: 0, op: None, path: None, action: Action::Error, after: false };
+        let bad = |key: &str, v: &str| {
+            Error::invalid(format!(
+                "bad test-only storage option {FAULT_PREFIX}{key}='{v}'"
+            ))
+        };
+        let mut plan = FaultPlan {
+            nth: 0,
+            op: None,
+            path: None,
+            action: Action::Error,
+            after: false,
+        };
         for (key, v) in options {
             let key = key.strip_prefix(FAULT_PREFIX).unwrap_or(key);
             match key {
-                "nth" => plan.nth = v.parse().ok().filter(|n| *n >= 1).ok_or_else(|| bad(key, v))?,
+                "nth" => {
+                    plan.nth = v
+                        .parse()
+                        .ok()
+                        .filter(|n| *n >= 1)
+                        .ok_or_else(|| bad(key, v))?
+                }
                 "op" => {
                     plan.op = match v.as_str() {
                         "any" => None,
-                        name => Some(*OpKind::ALL.iter().find(|k| k.name() == name).ok_or_else(|| bad(key, v))?),
+                        name => Some(
+                            *OpKind::ALL
+                                .iter()
+                                .find(|k| k.name() == name)
+                                .ok_or_else(|| bad(key, v))?,
+                        ),
                     }
                 }
                 "path" => plan.path = Some(v.clone()),
@@ -131,10 +162,12 @@ impl FaultPlan {
                         "error" => Action::Error,
                         "hang" => Action::Hang,
                         "abort" => Action::Abort,
-                        other => match other.strip_prefix("delay:").and_then(|ms| ms.parse().ok()) {
-                            Some(ms) => Action::Delay(ms),
-                            None => return Err(bad(key, v)),
-                        },
+                        other => {
+                            match other.strip_prefix("delay:").and_then(|ms| ms.parse().ok()) {
+                                Some(ms) => Action::Delay(ms),
+                                None => return Err(bad(key, v)),
+                            }
+                        }
                     }
                 }
                 "when" => {
@@ -144,11 +177,17 @@ impl FaultPlan {
                         _ => return Err(bad(key, v)),
                     }
                 }
-                _ => return Err(Error::invalid(format!("unknown test-only storage option '{FAULT_PREFIX}{key}'"))),
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "unknown test-only storage option '{FAULT_PREFIX}{key}'"
+                    )))
+                }
             }
         }
         if plan.nth == 0 {
-            return Err(Error::invalid(format!("fault injection needs {FAULT_PREFIX}nth")));
+            return Err(Error::invalid(format!(
+                "fault injection needs {FAULT_PREFIX}nth"
+            )));
         }
         Ok(Some(plan))
     }
@@ -188,10 +227,19 @@ impl InstrumentedStore {
         Self::with_state(inner, fault, None)
     }
 
-    fn with_state(inner: Arc<dyn ObjectStore>, fault: Option<FaultPlan>, log: Option<Mutex<Vec<(OpKind, String)>>>) -> Self {
+    fn with_state(
+        inner: Arc<dyn ObjectStore>,
+        fault: Option<FaultPlan>,
+        log: Option<Mutex<Vec<(OpKind, String)>>>,
+    ) -> Self {
         InstrumentedStore {
             inner,
-            state: Arc::new(State { counts: OpCounts::default(), fault, matched: AtomicU64::new(0), log }),
+            state: Arc::new(State {
+                counts: OpCounts::default(),
+                fault,
+                matched: AtomicU64::new(0),
+                log,
+            }),
         }
     }
 
@@ -212,7 +260,9 @@ impl InstrumentedStore {
     /// The operations recorded so far, in the order they started, with their full object
     /// paths (empty unless made by [`InstrumentedStore::recording`]).
     pub fn requests(&self) -> Vec<(OpKind, String)> {
-        self.state.log.as_ref().map_or_else(Vec::new, |log| log.lock().unwrap_or_else(|e| e.into_inner()).clone())
+        self.state.log.as_ref().map_or_else(Vec::new, |log| {
+            log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        })
     }
 }
 
@@ -221,9 +271,13 @@ impl State {
         self.counts.0[kind as usize].fetch_add(1, Ordering::SeqCst);
         if let Some(log) = &self.log {
             let path = path.map_or_else(String::new, |p| p.as_ref().to_string());
-            log.lock().unwrap_or_else(|e| e.into_inner()).push((kind, path));
+            log.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((kind, path));
         }
-        let Some(plan) = &self.fault else { return Fault::None };
+        let Some(plan) = &self.fault else {
+            return Fault::None;
+        };
         let path_matches = match (&plan.path, path) {
             (None, _) => true,
             (Some(want), Some(p)) => p.as_ref().contains(want.as_str()),
@@ -256,7 +310,12 @@ async fn fire(action: Action, kind: OpKind, path: Option<&Path>) -> Option<objec
         },
         Action::Error => object_store::Error::Generic {
             store: "fault-injection",
-            source: format!("injected fault on {} of {}", kind.name(), path.map_or("(none)", |p| p.as_ref())).into(),
+            source: format!(
+                "injected fault on {} of {}",
+                kind.name(),
+                path.map_or("(none)", |p| p.as_ref())
+            )
+            .into(),
         },
     };
     Some(error)
@@ -310,9 +369,20 @@ impl fmt::Display for InstrumentedStore {
 
 #[async_trait]
 impl ObjectStore for InstrumentedStore {
-    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
         let fault = self.state.tick(OpKind::Put, Some(location));
-        guarded(fault, OpKind::Put, Some(location), self.inner.put_opts(location, payload, opts)).await
+        guarded(
+            fault,
+            OpKind::Put,
+            Some(location),
+            self.inner.put_opts(location, payload, opts),
+        )
+        .await
     }
 
     async fn put_multipart_opts(
@@ -321,18 +391,48 @@ impl ObjectStore for InstrumentedStore {
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         let fault = self.state.tick(OpKind::Put, Some(location));
-        guarded(fault, OpKind::Put, Some(location), self.inner.put_multipart_opts(location, opts)).await
+        guarded(
+            fault,
+            OpKind::Put,
+            Some(location),
+            self.inner.put_multipart_opts(location, opts),
+        )
+        .await
     }
 
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
-        let kind = if options.head { OpKind::Head } else { OpKind::Get };
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        let kind = if options.head {
+            OpKind::Head
+        } else {
+            OpKind::Get
+        };
         let fault = self.state.tick(kind, Some(location));
-        guarded(fault, kind, Some(location), self.inner.get_opts(location, options)).await
+        guarded(
+            fault,
+            kind,
+            Some(location),
+            self.inner.get_opts(location, options),
+        )
+        .await
     }
 
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> object_store::Result<Vec<Bytes>> {
+    async fn get_ranges(
+        &self,
+        location: &Path,
+        ranges: &[Range<u64>],
+    ) -> object_store::Result<Vec<Bytes>> {
         let fault = self.state.tick(OpKind::Get, Some(location));
-        guarded(fault, OpKind::Get, Some(location), self.inner.get_ranges(location, ranges)).await
+        guarded(
+            fault,
+            OpKind::Get,
+            Some(location),
+            self.inner.get_ranges(location, ranges),
+        )
+        .await
     }
 
     fn delete_stream(
@@ -347,7 +447,13 @@ impl ObjectStore for InstrumentedStore {
                 async move {
                     let location = location?;
                     let fault = state.tick(OpKind::Delete, Some(&location));
-                    guarded(fault, OpKind::Delete, Some(&location), inner.delete(&location)).await?;
+                    guarded(
+                        fault,
+                        OpKind::Delete,
+                        Some(&location),
+                        inner.delete(&location),
+                    )
+                    .await?;
                     Ok(location)
                 }
             })
@@ -357,29 +463,65 @@ impl ObjectStore for InstrumentedStore {
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         match self.state.tick(OpKind::List, prefix) {
             Fault::None => self.inner.list(prefix),
-            Fault::Before(action) | Fault::After(action) => faulted_listing(action, prefix, self.inner.list(prefix)),
+            Fault::Before(action) | Fault::After(action) => {
+                faulted_listing(action, prefix, self.inner.list(prefix))
+            }
         }
     }
 
-    fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         match self.state.tick(OpKind::List, prefix) {
             Fault::None => self.inner.list_with_offset(prefix, offset),
-            Fault::Before(action) | Fault::After(action) => faulted_listing(action, prefix, self.inner.list_with_offset(prefix, offset)),
+            Fault::Before(action) | Fault::After(action) => {
+                faulted_listing(action, prefix, self.inner.list_with_offset(prefix, offset))
+            }
         }
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
         let fault = self.state.tick(OpKind::List, prefix);
-        guarded(fault, OpKind::List, prefix, self.inner.list_with_delimiter(prefix)).await
+        guarded(
+            fault,
+            OpKind::List,
+            prefix,
+            self.inner.list_with_delimiter(prefix),
+        )
+        .await
     }
 
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
         let fault = self.state.tick(OpKind::Copy, Some(to));
-        guarded(fault, OpKind::Copy, Some(to), self.inner.copy_opts(from, to, options)).await
+        guarded(
+            fault,
+            OpKind::Copy,
+            Some(to),
+            self.inner.copy_opts(from, to, options),
+        )
+        .await
     }
 
-    async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> object_store::Result<()> {
+    async fn rename_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: RenameOptions,
+    ) -> object_store::Result<()> {
         let fault = self.state.tick(OpKind::Copy, Some(to));
-        guarded(fault, OpKind::Copy, Some(to), self.inner.rename_opts(from, to, options)).await
+        guarded(
+            fault,
+            OpKind::Copy,
+            Some(to),
+            self.inner.rename_opts(from, to, options),
+        )
+        .await
     }
 }

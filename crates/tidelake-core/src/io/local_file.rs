@@ -52,7 +52,9 @@ impl LocalFile {
         let len = usize::try_from(range.end.saturating_sub(range.start))
             .map_err(|e| local_io_error(std::io::Error::other(e)))?;
         let mut buf = vec![0u8; len];
-        self.file.read_exact_at(&mut buf, range.start).map_err(local_io_error)?;
+        self.file
+            .read_exact_at(&mut buf, range.start)
+            .map_err(local_io_error)?;
         Ok(Bytes::from(buf))
     }
 }

@@ -47,8 +47,10 @@ pub(super) struct Resolved {
 
 /// Resolve `location` with `options` (see the module docs).
 pub(super) fn resolve(location: &str, options: &StorageOptions) -> Result<Resolved> {
-    let (faults, backend): (StorageOptions, StorageOptions) =
-        options.iter().map(|(k, v)| (k.clone(), v.clone())).partition(|(k, _)| k.starts_with(FAULT_PREFIX));
+    let (faults, backend): (StorageOptions, StorageOptions) = options
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .partition(|(k, _)| k.starts_with(FAULT_PREFIX));
     let mut resolved = match remote_url(location)? {
         Some(url) => resolve_url(location, &url, &backend)?,
         None => {
@@ -72,14 +74,19 @@ fn remote_url(location: &str) -> Result<Option<Url>> {
     if location.starts_with("file://") || !location.contains("://") {
         return Ok(None);
     }
-    let url = Url::parse(location).map_err(|e| Error::invalid(format!("bad location URL '{location}': {e}")))?;
+    let url = Url::parse(location)
+        .map_err(|e| Error::invalid(format!("bad location URL '{location}': {e}")))?;
     Ok(Some(url))
 }
 
 fn resolve_local(location: &str) -> Result<Resolved> {
     let local = location.strip_prefix("file://").unwrap_or(location);
-    let abs = normalize(&std::path::absolute(local).map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?);
-    let root = Path::from_absolute_path(&abs).map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
+    let abs = normalize(
+        &std::path::absolute(local)
+            .map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?,
+    );
+    let root = Path::from_absolute_path(&abs)
+        .map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?;
     let local_fs = Arc::new(LocalFileSystem::new());
     Ok(Resolved {
         store: local_fs.clone(),
@@ -95,25 +102,33 @@ fn resolve_url(location: &str, url: &Url, options: &StorageOptions) -> Result<Re
     // `s3a://` is what Hadoop-configured Paimon deployments write; the bucket layout is S3's.
     let (scheme, url) = if url.scheme() == "s3a" {
         let mut s3 = url.clone();
-        s3.set_scheme("s3").map_err(|()| bad(&"cannot rewrite s3a:// to s3://"))?;
+        s3.set_scheme("s3")
+            .map_err(|()| bad(&"cannot rewrite s3a:// to s3://"))?;
         (ObjectStoreScheme::AmazonS3, s3)
     } else {
-        let scheme = ObjectStoreScheme::parse(url).map_err(|_| unsupported(location, url))?.0;
+        let scheme = ObjectStoreScheme::parse(url)
+            .map_err(|_| unsupported(location, url))?
+            .0;
         (scheme, url.clone())
     };
     let (_, root) = ObjectStoreScheme::parse(&url).map_err(|e| bad(&e))?;
     // The URL parser resolves dot segments silently: look at what the caller wrote.
     let written_path = location.split_once("://").map_or("", |(_, rest)| rest);
-    if written_path.split('/').any(|s| s == ".." || s == "." || s.eq_ignore_ascii_case("%2e%2e")) {
+    if written_path
+        .split('/')
+        .any(|s| s == ".." || s == "." || s.eq_ignore_ascii_case("%2e%2e"))
+    {
         return Err(bad(&"'.' and '..' segments are not allowed in URLs"));
     }
     // Each cloud builder: the environment, the URL, then every option (unknown keys refused).
     macro_rules! cloud {
         ($builder:ty, $key:ty) => {
             Arc::new(
-                configured(<$builder>::from_env().with_url(url.as_str()), options, |b, k: $key, v| {
-                    b.with_config(k, v)
-                })?
+                configured(
+                    <$builder>::from_env().with_url(url.as_str()),
+                    options,
+                    |b, k: $key, v| b.with_config(k, v),
+                )?
                 .build()
                 .map_err(|e| bad(&e))?,
             )
@@ -125,7 +140,13 @@ fn resolve_url(location: &str, url: &Url, options: &StorageOptions) -> Result<Re
         ObjectStoreScheme::MicrosoftAzure => cloud!(MicrosoftAzureBuilder, AzureConfigKey),
         _ => return Err(unsupported(location, &url)),
     };
-    Ok(Resolved { store, root, location: location.trim_end_matches('/').to_string(), local_root: None, local_fs: None })
+    Ok(Resolved {
+        store,
+        root,
+        location: location.trim_end_matches('/').to_string(),
+        local_root: None,
+        local_fs: None,
+    })
 }
 
 fn unsupported(location: &str, url: &Url) -> Error {
@@ -136,10 +157,18 @@ fn unsupported(location: &str, url: &Url) -> Error {
 }
 
 /// Apply every option to a builder; a key the back-end does not know is an error.
-fn configured<B, K: FromStr>(builder: B, options: &StorageOptions, with: impl Fn(B, K, &str) -> B) -> Result<B> {
-    options.iter().try_fold(builder, |b, (key, value)| match K::from_str(&key.to_ascii_lowercase()) {
-        Ok(k) => Ok(with(b, k, value)),
-        Err(_) => Err(Error::invalid(format!("unknown storage option '{key}' for this storage scheme"))),
+fn configured<B, K: FromStr>(
+    builder: B,
+    options: &StorageOptions,
+    with: impl Fn(B, K, &str) -> B,
+) -> Result<B> {
+    options.iter().try_fold(builder, |b, (key, value)| {
+        match K::from_str(&key.to_ascii_lowercase()) {
+            Ok(k) => Ok(with(b, k, value)),
+            Err(_) => Err(Error::invalid(format!(
+                "unknown storage option '{key}' for this storage scheme"
+            ))),
+        }
     })
 }
 

@@ -33,7 +33,10 @@ pub use location::StorageOptions;
 
 /// An I/O error of the local filesystem as object_store reports it.
 fn local_io_error(e: std::io::Error) -> object_store::Error {
-    object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) }
+    object_store::Error::Generic {
+        store: "LocalFileSystem",
+        source: Box::new(e),
+    }
 }
 
 /// The empty object that makes a directory exist on object stores (see [`FileIO::create_dir`]).
@@ -105,7 +108,10 @@ impl FileIO {
             store: self.store.clone(),
             root: self.path(rel),
             location: format!("{}/{}", self.location, rel.trim_matches('/')),
-            local_root: self.local_root.as_ref().map(|r| r.join(rel.trim_matches('/'))),
+            local_root: self
+                .local_root
+                .as_ref()
+                .map(|r| r.join(rel.trim_matches('/'))),
             local_fs: self.local_fs.clone(),
             options: self.options.clone(),
         }
@@ -149,12 +155,19 @@ impl FileIO {
     fn io_err(&self, rel: &str, source: object_store::Error) -> Error {
         match source {
             object_store::Error::NotFound { .. } => Error::not_found("file", self.display(rel)),
-            source => Error::Io { path: self.display(rel), source },
+            source => Error::Io {
+                path: self.display(rel),
+                source,
+            },
         }
     }
 
     pub async fn read(&self, rel: &str) -> Result<Bytes> {
-        let res = self.store.get(&self.path(rel)).await.map_err(|e| self.io_err(rel, e))?;
+        let res = self
+            .store
+            .get(&self.path(rel))
+            .await
+            .map_err(|e| self.io_err(rel, e))?;
         res.bytes().await.map_err(|e| self.io_err(rel, e))
     }
 
@@ -184,7 +197,11 @@ impl FileIO {
     }
 
     pub async fn size(&self, rel: &str) -> Result<u64> {
-        let meta = self.store.head(&self.path(rel)).await.map_err(|e| self.io_err(rel, e))?;
+        let meta = self
+            .store
+            .head(&self.path(rel))
+            .await
+            .map_err(|e| self.io_err(rel, e))?;
         Ok(meta.size)
     }
 
@@ -205,12 +222,20 @@ impl FileIO {
     /// schema files carry their commit user, identifier and time, so equal bytes are ours).
     pub async fn put_if_absent(&self, rel: &str, data: impl Into<Bytes>) -> Result<bool> {
         let data = data.into();
-        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        match self.store.put_opts(&self.path(rel), PutPayload::from(data.clone()), opts).await {
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        match self
+            .store
+            .put_opts(&self.path(rel), PutPayload::from(data.clone()), opts)
+            .await
+        {
             Ok(_) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. }) => {
-                Ok(self.read_opt(rel).await?.is_some_and(|existing| existing == data))
-            }
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(self
+                .read_opt(rel)
+                .await?
+                .is_some_and(|existing| existing == data)),
             Err(e) => Err(self.io_err(rel, e)),
         }
     }
@@ -227,13 +252,20 @@ impl FileIO {
     /// an empty [`DIR_MARKER`] object is written inside it.
     pub async fn create_dir(&self, rel: &str) -> Result<()> {
         let Some(root) = &self.local_root else {
-            return self.write(&format!("{}/{DIR_MARKER}", rel.trim_matches('/')), Bytes::new()).await;
+            return self
+                .write(
+                    &format!("{}/{DIR_MARKER}", rel.trim_matches('/')),
+                    Bytes::new(),
+                )
+                .await;
         };
         let dir = root.join(rel.trim_matches('/'));
-        tokio::fs::create_dir_all(&dir).await.map_err(|e| Error::Io {
-            path: dir.display().to_string(),
-            source: local_io_error(e),
-        })
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(|e| Error::Io {
+                path: dir.display().to_string(),
+                source: local_io_error(e),
+            })
     }
 
     /// Delete every object below directory `rel` (and the directory itself on local storage).
@@ -250,7 +282,10 @@ impl FileIO {
         match tokio::fs::remove_dir_all(&dir).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::Io { path: dir.display().to_string(), source: local_io_error(e) }),
+            Err(e) => Err(Error::Io {
+                path: dir.display().to_string(),
+                source: local_io_error(e),
+            }),
         }
     }
 
@@ -258,11 +293,14 @@ impl FileIO {
     /// storage; object stores have no links). Listings follow links, so whatever deletes what
     /// it listed skips such paths: they may lead out of the table.
     pub fn through_link(&self, rel: &str) -> bool {
-        let Some(root) = &self.local_root else { return false };
+        let Some(root) = &self.local_root else {
+            return false;
+        };
         let mut path = root.clone();
         rel.split('/').filter(|s| !s.is_empty()).any(|part| {
             path.push(part);
-            path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink())
+            path.symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
         })
     }
 
@@ -270,22 +308,33 @@ impl FileIO {
     async fn list_delimited(&self, rel: &str) -> Result<object_store::ListResult> {
         match self.store.list_with_delimiter(Some(&self.path(rel))).await {
             Ok(r) => Ok(r),
-            Err(object_store::Error::NotFound { .. }) => {
-                Ok(object_store::ListResult { objects: Vec::new(), common_prefixes: Vec::new() })
-            }
+            Err(object_store::Error::NotFound { .. }) => Ok(object_store::ListResult {
+                objects: Vec::new(),
+                common_prefixes: Vec::new(),
+            }),
             Err(e) => Err(self.io_err(rel, e)),
         }
     }
 
     /// List the files directly inside directory `rel` (not recursive).
     pub async fn list_dir(&self, rel: &str) -> Result<Vec<FileStatus>> {
-        Ok(self.list_delimited(rel).await?.objects.into_iter().map(|m| self.status(m)).collect())
+        Ok(self
+            .list_delimited(rel)
+            .await?
+            .objects
+            .into_iter()
+            .map(|m| self.status(m))
+            .collect())
     }
 
     /// List the sub-directory names directly inside directory `rel`.
     pub async fn list_subdirs(&self, rel: &str) -> Result<Vec<String>> {
         let res = self.list_delimited(rel).await?;
-        Ok(res.common_prefixes.into_iter().filter_map(|p| p.filename().map(str::to_string)).collect())
+        Ok(res
+            .common_prefixes
+            .into_iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect())
     }
 
     /// List every file below directory `rel`, recursively.
@@ -302,8 +351,16 @@ impl FileIO {
     fn status(&self, meta: object_store::ObjectMeta) -> FileStatus {
         let full = meta.location.as_ref();
         let root = self.root.as_ref();
-        let rel = full.strip_prefix(root).unwrap_or(full).trim_start_matches('/').to_string();
-        FileStatus { path: rel, size: meta.size, last_modified_ms: meta.last_modified.timestamp_millis() }
+        let rel = full
+            .strip_prefix(root)
+            .unwrap_or(full)
+            .trim_start_matches('/')
+            .to_string();
+        FileStatus {
+            path: rel,
+            size: meta.size,
+            last_modified_ms: meta.last_modified.timestamp_millis(),
+        }
     }
 }
 

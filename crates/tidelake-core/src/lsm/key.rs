@@ -63,7 +63,15 @@ impl KeyCodec {
     pub fn with_order(types: Vec<ArrowType>, descending: bool) -> Result<KeyCodec> {
         let fields = types
             .iter()
-            .map(|t| SortField::new_with_options(t.clone(), SortOptions { descending, nulls_first: true }))
+            .map(|t| {
+                SortField::new_with_options(
+                    t.clone(),
+                    SortOptions {
+                        descending,
+                        nulls_first: true,
+                    },
+                )
+            })
             .collect();
         let converter = RowConverter::new(fields).map_err(|e| Error::arrow("key encoding", e))?;
         // arrow_row: one null byte plus the value's bytes per fixed-width column.
@@ -76,7 +84,11 @@ impl KeyCodec {
             })
             .sum::<Option<usize>>()
             .filter(|&len| (1..=16).contains(&len));
-        Ok(KeyCodec { converter, types, packed_len })
+        Ok(KeyCodec {
+            converter,
+            types,
+            packed_len,
+        })
     }
 
     /// Whether [`KeyCodec::encode_packed`] always returns packed keys.
@@ -87,7 +99,9 @@ impl KeyCodec {
     /// The keys of `columns` (one array per key column) as rows.
     pub fn encode(&self, columns: &[ArrayRef]) -> Result<Rows> {
         let columns: Vec<ArrayRef> = columns.iter().map(canonical_nan).collect();
-        self.converter.convert_columns(&columns).map_err(|e| Error::arrow("key encoding", e))
+        self.converter
+            .convert_columns(&columns)
+            .map_err(|e| Error::arrow("key encoding", e))
     }
 
     /// No rows yet, room for `rows` of them.
@@ -98,13 +112,18 @@ impl KeyCodec {
     /// Append the keys of `columns` to `rows` (made by this codec).
     pub fn append(&self, rows: &mut Rows, columns: &[ArrayRef]) -> Result<()> {
         let columns: Vec<ArrayRef> = columns.iter().map(canonical_nan).collect();
-        self.converter.append(rows, &columns).map_err(|e| Error::arrow("key encoding", e))
+        self.converter
+            .append(rows, &columns)
+            .map_err(|e| Error::arrow("key encoding", e))
     }
 
     /// The keys of `columns` as rows and as packed integers (module docs): `(None, Some)`
     /// when packed straight from the values, `(Some, None)` when the key does not pack.
     pub fn encode_packed(&self, columns: &[ArrayRef]) -> Result<(Option<Rows>, Option<Vec<u128>>)> {
-        if let Some(packed) = self.packed_len.and_then(|len| pack_integer_keys(columns, len)) {
+        if let Some(packed) = self
+            .packed_len
+            .and_then(|len| pack_integer_keys(columns, len))
+        {
             return Ok((None, Some(packed)));
         }
         let rows = self.encode(columns)?;
@@ -144,7 +163,10 @@ pub(crate) struct KeyEncoder {
 impl KeyEncoder {
     /// Keys at the value columns `key_indices`.
     pub(crate) fn new(key_indices: Vec<usize>) -> KeyEncoder {
-        KeyEncoder { key_indices, codec: None }
+        KeyEncoder {
+            key_indices,
+            codec: None,
+        }
     }
 
     /// Encode the keys of `batch` (key columns after `offset` system columns).
@@ -159,7 +181,9 @@ impl KeyEncoder {
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
         if self.codec.is_none() {
-            self.codec = Some(KeyCodec::new(columns.iter().map(|c| c.data_type().clone()).collect())?);
+            self.codec = Some(KeyCodec::new(
+                columns.iter().map(|c| c.data_type().clone()).collect(),
+            )?);
         }
         self.codec()?.encode(&columns)
     }
@@ -221,10 +245,34 @@ fn pack_integer_keys(columns: &[ArrayRef], len: usize) -> Option<Vec<u128>> {
         let sign = if signed { 1u64 << (8 * width - 1) } else { 0 };
         let data = column.to_data();
         match width {
-            1 => fill(&mut packed, &data.buffer::<u8>(0)[..rows], valid, shift, sign),
-            2 => fill(&mut packed, &data.buffer::<u16>(0)[..rows], valid, shift, sign),
-            4 => fill(&mut packed, &data.buffer::<u32>(0)[..rows], valid, shift, sign),
-            8 => fill(&mut packed, &data.buffer::<u64>(0)[..rows], valid, shift, sign),
+            1 => fill(
+                &mut packed,
+                &data.buffer::<u8>(0)[..rows],
+                valid,
+                shift,
+                sign,
+            ),
+            2 => fill(
+                &mut packed,
+                &data.buffer::<u16>(0)[..rows],
+                valid,
+                shift,
+                sign,
+            ),
+            4 => fill(
+                &mut packed,
+                &data.buffer::<u32>(0)[..rows],
+                valid,
+                shift,
+                sign,
+            ),
+            8 => fill(
+                &mut packed,
+                &data.buffer::<u64>(0)[..rows],
+                valid,
+                shift,
+                sign,
+            ),
             _ => return None,
         }
         used += 1 + width;
@@ -234,7 +282,13 @@ fn pack_integer_keys(columns: &[ArrayRef], len: usize) -> Option<Vec<u128>> {
 
 /// Add one column's bytes to each packed key: its validity byte (`valid`) and its value, sign
 /// bit flipped by `sign`, `shift` bits up.
-fn fill<T: Copy + Into<u64>>(packed: &mut [u128], values: &[T], valid: u128, shift: usize, sign: u64) {
+fn fill<T: Copy + Into<u64>>(
+    packed: &mut [u128],
+    values: &[T],
+    valid: u128,
+    shift: usize,
+    sign: u64,
+) {
     for (p, &v) in packed.iter_mut().zip(values) {
         *p |= valid | (u128::from(v.into() ^ sign) << shift);
     }
@@ -265,7 +319,9 @@ pub(crate) fn canonical_nan(column: &ArrayRef) -> ArrayRef {
 
 #[cfg(test)]
 mod tests {
-    use arrow_array::types::{Date32Type, Int16Type, Int32Type, Int64Type, Int8Type, TimestampMicrosecondType, UInt32Type};
+    use arrow_array::types::{
+        Date32Type, Int16Type, Int32Type, Int64Type, Int8Type, TimestampMicrosecondType, UInt32Type,
+    };
     use arrow_array::PrimitiveArray;
     use proptest::prelude::*;
 
@@ -316,7 +372,10 @@ mod tests {
         assert_eq!(pack_integer_keys(&[with_null], 9), None);
         let float: ArrayRef = Arc::new(arrow_array::Float64Array::from(vec![1.0, 2.0]));
         assert_eq!(pack_integer_keys(&[float], 9), None);
-        let wide: Vec<ArrayRef> = vec![array::<Int64Type>(vec![1, 2, 3]), array::<Int64Type>(vec![1, 2, 3])];
+        let wide: Vec<ArrayRef> = vec![
+            array::<Int64Type>(vec![1, 2, 3]),
+            array::<Int64Type>(vec![1, 2, 3]),
+        ];
         assert_eq!(pack_integer_keys(&wide, 18), None);
     }
 
@@ -356,8 +415,15 @@ mod tests {
 
     #[test]
     fn nans_of_either_sign_are_one_key_above_every_number() {
-        let column: ArrayRef = Arc::new(arrow_array::Float64Array::from(vec![-f64::NAN, f64::INFINITY, f64::NAN]));
-        let rows = KeyCodec::new(vec![ArrowType::Float64]).unwrap().encode(&[column]).unwrap();
+        let column: ArrayRef = Arc::new(arrow_array::Float64Array::from(vec![
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NAN,
+        ]));
+        let rows = KeyCodec::new(vec![ArrowType::Float64])
+            .unwrap()
+            .encode(&[column])
+            .unwrap();
         assert_eq!(rows.row(0), rows.row(2));
         assert!(rows.row(1) < rows.row(0));
     }

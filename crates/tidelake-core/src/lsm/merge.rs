@@ -206,7 +206,9 @@ impl MergeState {
                 (0..self.cursors.len()).for_each(|run| self.refresh_current(run));
             }
             let (cursors, current) = (&self.cursors, &self.current);
-            self.tree = Some(LoserTree::new(cursors.len(), |a, b| compare(cursors, current, a, b)));
+            self.tree = Some(LoserTree::new(cursors.len(), |a, b| {
+                compare(cursors, current, a, b)
+            }));
         }
         if self.cursors.is_empty() || self.output.is_none() {
             // no runs, or no batch at all (the first batch creates the output)

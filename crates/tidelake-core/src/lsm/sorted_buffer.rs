@@ -41,12 +41,16 @@ fn position(batch: usize, row: usize) -> u64 {
 impl SortedBuffer {
     /// Sort `batches` by their key columns (`key_columns`: positions within each batch).
     pub fn new(batches: Vec<RecordBatch>, key_columns: &[usize]) -> Result<SortedBuffer> {
-        let keys = |b: &RecordBatch| -> Vec<ArrayRef> { key_columns.iter().map(|&i| b.column(i).clone()).collect() };
+        let keys = |b: &RecordBatch| -> Vec<ArrayRef> {
+            key_columns.iter().map(|&i| b.column(i).clone()).collect()
+        };
         let (order, repeats) = match int_keys(&batches, key_columns)? {
             Some(mut pairs) => {
                 // Ties broken by buffer position: the sequence order.
                 pairs.sort_unstable();
-                let repeats = (0..pairs.len()).map(|i| i > 0 && pairs[i].0 == pairs[i - 1].0).collect();
+                let repeats = (0..pairs.len())
+                    .map(|i| i > 0 && pairs[i].0 == pairs[i - 1].0)
+                    .collect();
                 (pairs.into_iter().map(|(_, p)| p).collect(), repeats)
             }
             None => {
@@ -63,12 +67,21 @@ impl SortedBuffer {
                 // Stable: equal keys keep buffer (= sequence) order.
                 sorted.sort_by(|&a, &b| rows.row(a as usize).cmp(&rows.row(b as usize)));
                 let repeats = (0..total)
-                    .map(|i| i > 0 && rows.row(sorted[i] as usize) == rows.row(sorted[i - 1] as usize))
+                    .map(|i| {
+                        i > 0 && rows.row(sorted[i] as usize) == rows.row(sorted[i - 1] as usize)
+                    })
                     .collect();
-                (sorted.into_iter().map(|i| positions[i as usize]).collect(), repeats)
+                (
+                    sorted.into_iter().map(|i| positions[i as usize]).collect(),
+                    repeats,
+                )
             }
         };
-        Ok(SortedBuffer { batches: Arc::new(batches), order, repeats })
+        Ok(SortedBuffer {
+            batches: Arc::new(batches),
+            order,
+            repeats,
+        })
     }
 
     /// Whether some key occurs more than once.
@@ -93,12 +106,18 @@ impl SortedBuffer {
             }
             runs[occurrence].push(p);
         }
-        runs.into_iter().map(|run| gather_stream(self.batches.clone(), run, chunk)).collect()
+        runs.into_iter()
+            .map(|run| gather_stream(self.batches.clone(), run, chunk))
+            .collect()
     }
 }
 
 /// The rows at `order`, gathered `chunk` at a time.
-fn gather_stream(batches: Arc<Vec<RecordBatch>>, order: Vec<u64>, chunk: usize) -> BoxStream<'static, Result<RecordBatch>> {
+fn gather_stream(
+    batches: Arc<Vec<RecordBatch>>,
+    order: Vec<u64>,
+    chunk: usize,
+) -> BoxStream<'static, Result<RecordBatch>> {
     let starts = (0..order.len()).step_by(chunk.max(1));
     stream::iter(starts)
         .map(move |start| {
@@ -107,7 +126,8 @@ fn gather_stream(batches: Arc<Vec<RecordBatch>>, order: Vec<u64>, chunk: usize) 
                 .iter()
                 .map(|&p| ((p >> 32) as usize, (p & u64::from(u32::MAX)) as usize))
                 .collect();
-            interleave_record_batch(&refs, &indices).map_err(|e| Error::arrow("gathering sorted rows", e))
+            interleave_record_batch(&refs, &indices)
+                .map_err(|e| Error::arrow("gathering sorted rows", e))
         })
         .boxed()
 }
@@ -115,14 +135,17 @@ fn gather_stream(batches: Arc<Vec<RecordBatch>>, order: Vec<u64>, chunk: usize) 
 /// `(key, position)` pairs when the key is one null-free column whose values order as `i64`
 /// ([`is_signed_integer_backed`]); `None` otherwise.
 fn int_keys(batches: &[RecordBatch], key_columns: &[usize]) -> Result<Option<Vec<(i64, u64)>>> {
-    let [column] = key_columns else { return Ok(None) };
+    let [column] = key_columns else {
+        return Ok(None);
+    };
     let mut pairs = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
     for (b, batch) in batches.iter().enumerate() {
         let keys = batch.column(*column);
         if !is_signed_integer_backed(keys.data_type()) || keys.null_count() > 0 {
             return Ok(None);
         }
-        let wide = arrow_cast::cast(keys, &ArrowType::Int64).map_err(|e| Error::arrow("key encoding", e))?;
+        let wide = arrow_cast::cast(keys, &ArrowType::Int64)
+            .map_err(|e| Error::arrow("key encoding", e))?;
         let values = wide.as_primitive::<Int64Type>().values();
         pairs.extend(values.iter().enumerate().map(|(r, &k)| (k, position(b, r))));
     }
@@ -157,7 +180,8 @@ mod tests {
 
     /// (key as string, seq) of every row, and the runs' (run, key string) pairs.
     fn read(sorted: SortedBuffer, key: usize) -> (Vec<(String, i64)>, bool, Vec<Vec<String>>) {
-        let rows: Vec<RecordBatch> = futures::executor::block_on(sorted.rows(3).try_collect()).unwrap();
+        let rows: Vec<RecordBatch> =
+            futures::executor::block_on(sorted.rows(3).try_collect()).unwrap();
         let rows = rows
             .iter()
             .flat_map(|b| {
@@ -172,7 +196,8 @@ mod tests {
             .runs(2)
             .into_iter()
             .map(|run| {
-                let batches: Vec<RecordBatch> = futures::executor::block_on(run.try_collect()).unwrap();
+                let batches: Vec<RecordBatch> =
+                    futures::executor::block_on(run.try_collect()).unwrap();
                 batches
                     .iter()
                     .flat_map(|b| {
@@ -245,13 +270,21 @@ mod tests {
                 Field::new("seq", ArrowType::Int64, false),
                 Field::new("k", ArrowType::Float64, false),
             ])),
-            vec![Arc::new(Int64Array::from_iter_values(0..4)), Arc::new(arrow_array::Float64Array::from(keys))],
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..4)),
+                Arc::new(arrow_array::Float64Array::from(keys)),
+            ],
         )
         .unwrap();
         let sorted = SortedBuffer::new(vec![batch], &[1]).unwrap();
         assert!(sorted.has_repeats());
-        let rows: Vec<RecordBatch> = futures::executor::block_on(sorted.rows(10).try_collect()).unwrap();
-        let seqs: Vec<i64> = rows[0].column(0).as_primitive::<Int64Type>().values().to_vec();
+        let rows: Vec<RecordBatch> =
+            futures::executor::block_on(sorted.rows(10).try_collect()).unwrap();
+        let seqs: Vec<i64> = rows[0]
+            .column(0)
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec();
         assert_eq!(seqs, vec![2, 0, 1, 3]);
     }
 }

@@ -31,9 +31,14 @@ pub fn partition(files: Vec<SplitFile>, key_types: &[DataType]) -> Result<Sectio
         .into_iter()
         .map(|file| {
             let decode = |b: &[u8]| {
-                decode_framed(b, key_types).map_err(|e| Error::from_spec(format!("key range of {}", file.path), e))
+                decode_framed(b, key_types)
+                    .map_err(|e| Error::from_spec(format!("key range of {}", file.path), e))
             };
-            Ok(Keyed { min: decode(&file.min_key)?, max: decode(&file.max_key)?, file })
+            Ok(Keyed {
+                min: decode(&file.min_key)?,
+                max: decode(&file.max_key)?,
+                file,
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     keyed.sort_by(|a, b| compare_keys(&a.min, &b.min).then_with(|| compare_keys(&a.max, &b.max)));
@@ -48,7 +53,10 @@ pub fn partition(files: Vec<SplitFile>, key_types: &[DataType]) -> Result<Sectio
                 bound = None;
             }
         }
-        if bound.as_ref().is_none_or(|b| compare_keys(&k.max, b) == Ordering::Greater) {
+        if bound
+            .as_ref()
+            .is_none_or(|b| compare_keys(&k.max, b) == Ordering::Greater)
+        {
             bound = Some(k.max.clone());
         }
         current.push(k);
@@ -107,7 +115,13 @@ mod tests {
     }
 
     fn names(s: &Sections) -> Vec<Vec<Vec<String>>> {
-        s.iter().map(|sec| sec.iter().map(|r| r.iter().map(|f| f.file_name.clone()).collect()).collect()).collect()
+        s.iter()
+            .map(|sec| {
+                sec.iter()
+                    .map(|r| r.iter().map(|f| f.file_name.clone()).collect())
+                    .collect()
+            })
+            .collect()
     }
 
     #[test]

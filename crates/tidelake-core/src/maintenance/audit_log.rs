@@ -17,11 +17,11 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
 use crate::error::{Error, Result};
+use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
+use crate::lsm::sorted_runs;
 use crate::maintenance::system_tables::SystemTable;
 use crate::read::data_file::{read_data_file, FileFormat, SystemColumns};
 use crate::read::deletion_vector::read_deletion_vector;
-use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
-use crate::lsm::sorted_runs;
 use crate::read::split_read::{read_splits, row_kind_name, ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::{plan_scan, ScanRequest, Split, SplitFile};
 use crate::table::Table;

@@ -26,10 +26,14 @@
 
 use tidelake_spec::snapshot::parse_snapshot_file_name;
 
-use crate::branch::{branch_dir, branch_exists, branch_io, list_branches, MAIN_BRANCH, SCAN_FALLBACK_BRANCH};
+use crate::branch::{
+    branch_dir, branch_exists, branch_io, list_branches, MAIN_BRANCH, SCAN_FALLBACK_BRANCH,
+};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
-use crate::snapshots::{check_name, snapshot_path, tag_path, LATEST_HINT_PATH, SNAPSHOT_DIR, TAG_DIR};
+use crate::snapshots::{
+    check_name, snapshot_path, tag_path, LATEST_HINT_PATH, SNAPSHOT_DIR, TAG_DIR,
+};
 use crate::table::{list_schema_ids, schema_path, Table};
 
 /// Java `BranchManager.validateBranch` (plus no `/`).
@@ -41,7 +45,9 @@ fn validate_name(name: &str) -> Result<()> {
     }
     check_name("branch", name)?;
     if name.chars().all(|c| c.is_ascii_digit()) {
-        return Err(Error::invalid(format!("branch name cannot be a pure numeric string but is '{name}'")));
+        return Err(Error::invalid(format!(
+            "branch name cannot be a pure numeric string but is '{name}'"
+        )));
     }
     Ok(())
 }
@@ -49,7 +55,11 @@ fn validate_name(name: &str) -> Result<()> {
 fn missing_branch(io: &FileIO, name: &str, existing: &[String]) -> Error {
     Error::not_found(
         "branch",
-        format!("branch '{name}' of table {}; existing branches: [{}]", io.location(), existing.join(", ")),
+        format!(
+            "branch '{name}' of table {}; existing branches: [{}]",
+            io.location(),
+            existing.join(", ")
+        ),
     )
 }
 
@@ -70,7 +80,10 @@ pub async fn create_branch(table: &Table, name: &str, start: &BranchStart) -> Re
     validate_name(name)?;
     let io = table.io();
     if branch_exists(io, name).await? {
-        return Err(Error::AlreadyExists(format!("branch '{name}' of table {}", io.location())));
+        return Err(Error::AlreadyExists(format!(
+            "branch '{name}' of table {}",
+            io.location()
+        )));
     }
     let source = table.branch_io();
     let sm = table.snapshot_manager();
@@ -86,21 +99,32 @@ pub async fn create_branch(table: &Table, name: &str, start: &BranchStart) -> Re
     let schema_id = snapshot.as_ref().map_or(table.schema().id, |s| s.schema_id);
     let target = branch_io(io, name)?;
     let mut claimed = false;
-    for id in list_schema_ids(source).await?.into_iter().filter(|id| *id <= schema_id) {
+    for id in list_schema_ids(source)
+        .await?
+        .into_iter()
+        .filter(|id| *id <= schema_id)
+    {
         let bytes = source.read(&schema_path(id)).await?;
         let created = target.put_if_absent(&schema_path(id), bytes).await?;
         if !claimed && !created {
-            return Err(Error::AlreadyExists(format!("branch '{name}' of table {}", io.location())));
+            return Err(Error::AlreadyExists(format!(
+                "branch '{name}' of table {}",
+                io.location()
+            )));
         }
         claimed = true;
     }
-    let Some(snapshot) = snapshot else { return Ok(()) };
+    let Some(snapshot) = snapshot else {
+        return Ok(());
+    };
     // The snapshot file as it is (Java copies it); a tag whose snapshot expired gives its own.
     let snapshot_file = match source.read_opt(&snapshot_path(snapshot.id)).await? {
         Some(bytes) => bytes,
         None => snapshot.to_json().into_bytes().into(),
     };
-    target.write(&snapshot_path(snapshot.id), snapshot_file).await?;
+    target
+        .write(&snapshot_path(snapshot.id), snapshot_file)
+        .await?;
     let still_there = match (start, tag_bytes) {
         (BranchStart::Tag(tag), Some(bytes)) => {
             target.write(&tag_path(tag), bytes).await?;
@@ -130,7 +154,9 @@ pub async fn create_branch(table: &Table, name: &str, start: &BranchStart) -> Re
 /// become orphans.
 pub async fn delete_branch(table: &Table, name: &str) -> Result<()> {
     if name == MAIN_BRANCH || name == table.branch() {
-        return Err(Error::invalid(format!("cannot delete branch '{name}': it is the main or the current branch")));
+        return Err(Error::invalid(format!(
+            "cannot delete branch '{name}': it is the main or the current branch"
+        )));
     }
     if table.schema().options().get(SCAN_FALLBACK_BRANCH) == Some(name) {
         return Err(Error::invalid(format!(
@@ -150,10 +176,14 @@ pub async fn delete_branch(table: &Table, name: &str) -> Result<()> {
 /// module docs.
 pub async fn fast_forward(table: &Table, name: &str) -> Result<()> {
     if name == MAIN_BRANCH {
-        return Err(Error::invalid(format!("branch '{MAIN_BRANCH}' cannot be fast-forwarded from")));
+        return Err(Error::invalid(format!(
+            "branch '{MAIN_BRANCH}' cannot be fast-forwarded from"
+        )));
     }
     if name == table.branch() {
-        return Err(Error::invalid(format!("fast-forward from the current branch '{name}' is not allowed")));
+        return Err(Error::invalid(format!(
+            "fast-forward from the current branch '{name}' is not allowed"
+        )));
     }
     check_name("branch", name)?;
     let io = table.io();
@@ -164,7 +194,9 @@ pub async fn fast_forward(table: &Table, name: &str) -> Result<()> {
     let from = Table::open_branch(io.clone(), name).await?;
     let from_sm = from.snapshot_manager();
     let Some(earliest) = from_sm.earliest_id().await? else {
-        return Err(Error::invalid(format!("cannot fast-forward to branch '{name}': it has no snapshot")));
+        return Err(Error::invalid(format!(
+            "cannot fast-forward to branch '{name}': it has no snapshot"
+        )));
     };
     let earliest_schema = from_sm.snapshot(earliest).await?.schema_id;
     let (dst, src) = (table.branch_io(), from.branch_io());
@@ -172,27 +204,51 @@ pub async fn fast_forward(table: &Table, name: &str) -> Result<()> {
 
     dst.delete(LATEST_HINT_PATH).await?;
     let mut stale: Vec<String> = Vec::new();
-    stale.extend(sm.list_ids().await?.into_iter().filter(|id| *id >= earliest).rev().map(snapshot_path));
+    stale.extend(
+        sm.list_ids()
+            .await?
+            .into_iter()
+            .filter(|id| *id >= earliest)
+            .rev()
+            .map(snapshot_path),
+    );
     for (tag, t) in sm.tags().await? {
         if t.snapshot.id >= earliest {
             stale.push(tag_path(&tag));
         }
     }
-    stale.extend(list_schema_ids(dst).await?.into_iter().filter(|id| *id >= earliest_schema).map(schema_path));
+    stale.extend(
+        list_schema_ids(dst)
+            .await?
+            .into_iter()
+            .filter(|id| *id >= earliest_schema)
+            .map(schema_path),
+    );
     for rel in &stale {
         dst.delete(rel).await?;
     }
     for id in list_schema_ids(src).await? {
-        dst.write(&schema_path(id), src.read(&schema_path(id)).await?).await?;
+        dst.write(&schema_path(id), src.read(&schema_path(id)).await?)
+            .await?;
     }
-    copy_files(src, dst, SNAPSHOT_DIR, |n| parse_snapshot_file_name(n).is_some()).await?;
+    copy_files(src, dst, SNAPSHOT_DIR, |n| {
+        parse_snapshot_file_name(n).is_some()
+    })
+    .await?;
     copy_files(src, dst, TAG_DIR, |n| n.starts_with("tag-")).await
 }
 
 /// Copy the files of directory `dir` whose names `keep` accepts from `src` to `dst`.
-async fn copy_files(src: &FileIO, dst: &FileIO, dir: &str, keep: impl Fn(&str) -> bool) -> Result<()> {
+async fn copy_files(
+    src: &FileIO,
+    dst: &FileIO,
+    dir: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<()> {
     for f in src.list_dir(dir).await? {
-        let Some(file) = f.path.rsplit('/').next().filter(|n| keep(n)) else { continue };
+        let Some(file) = f.path.rsplit('/').next().filter(|n| keep(n)) else {
+            continue;
+        };
         let rel = format!("{dir}/{file}");
         dst.write(&rel, src.read(&rel).await?).await?;
     }

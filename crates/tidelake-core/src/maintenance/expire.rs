@@ -62,11 +62,11 @@ use tidelake_spec::snapshot::{Snapshot, Tag};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
+use crate::maintenance::now_ms;
 use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, Candidate,
     DataScope, DeletedFiles, FileCategory, MetaCache, References,
 };
-use crate::maintenance::now_ms;
 use crate::snapshots::{snapshot_path, write_hint, SnapshotManager, EARLIEST_HINT_PATH};
 use crate::table::Table;
 

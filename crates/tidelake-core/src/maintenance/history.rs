@@ -50,16 +50,27 @@ pub async fn history(table: &Table) -> Result<SystemTable> {
         .zip(deltas)
         .filter_map(|(s, d)| d.map(|d| (s, d)))
         .collect();
-    let long = |f: &dyn Fn(&Snapshot, &Delta) -> Option<i64>| {
-        rows.iter().map(|(s, d)| f(s, d)).collect()
-    };
+    let long =
+        |f: &dyn Fn(&Snapshot, &Delta) -> Option<i64>| rows.iter().map(|(s, d)| f(s, d)).collect();
     let text = |f: &dyn Fn(&Snapshot) -> Option<String>| rows.iter().map(|(s, _)| f(s)).collect();
     table_of(vec![
         longs("snapshot_id", false, long(&|s, _| Some(s.id))),
-        timestamps("commit_time", false, long(&|s, _| local_wall_ms(s.time_millis))),
-        strings("commit_kind", false, text(&|s| Some(s.commit_kind.to_string()))),
+        timestamps(
+            "commit_time",
+            false,
+            long(&|s, _| local_wall_ms(s.time_millis)),
+        ),
+        strings(
+            "commit_kind",
+            false,
+            text(&|s| Some(s.commit_kind.to_string())),
+        ),
         strings("commit_user", false, text(&|s| Some(s.commit_user.clone()))),
-        longs("commit_identifier", false, long(&|s, _| Some(s.commit_identifier))),
+        longs(
+            "commit_identifier",
+            false,
+            long(&|s, _| Some(s.commit_identifier)),
+        ),
         longs("schema_id", false, long(&|s, _| Some(s.schema_id))),
         longs("files_added", false, long(&|_, d| Some(d.files_added))),
         longs("files_removed", false, long(&|_, d| Some(d.files_removed))),
@@ -67,8 +78,16 @@ pub async fn history(table: &Table) -> Result<SystemTable> {
         longs("rows_removed", false, long(&|_, d| Some(d.rows_removed))),
         longs("bytes_added", false, long(&|_, d| Some(d.bytes_added))),
         longs("bytes_removed", false, long(&|_, d| Some(d.bytes_removed))),
-        longs("total_record_count", true, long(&|s, _| Some(s.total_record_count))),
-        longs("changelog_record_count", true, long(&|s, _| s.changelog_record_count)),
+        longs(
+            "total_record_count",
+            true,
+            long(&|s, _| Some(s.total_record_count)),
+        ),
+        longs(
+            "changelog_record_count",
+            true,
+            long(&|s, _| s.changelog_record_count),
+        ),
         longs("watermark", true, long(&|s, _| s.watermark)),
     ])
 }
@@ -82,7 +101,10 @@ async fn delta_of(table: &Table, snap: &Snapshot) -> Result<Option<Delta>> {
     let entries = match read.await {
         Ok(entries) => entries,
         Err(e) => {
-            let e = table.snapshot_manager().expired_while_reading(snap.id, e).await;
+            let e = table
+                .snapshot_manager()
+                .expired_while_reading(snap.id, e)
+                .await;
             return match e.kind() {
                 ErrorKind::SnapshotExpired => Ok(None),
                 _ => Err(e),
@@ -93,7 +115,11 @@ async fn delta_of(table: &Table, snap: &Snapshot) -> Result<Option<Delta>> {
     for e in &entries {
         let (files, rows, bytes) = match e.kind {
             FileKind::Add => (&mut d.files_added, &mut d.rows_added, &mut d.bytes_added),
-            FileKind::Delete => (&mut d.files_removed, &mut d.rows_removed, &mut d.bytes_removed),
+            FileKind::Delete => (
+                &mut d.files_removed,
+                &mut d.rows_removed,
+                &mut d.bytes_removed,
+            ),
         };
         *files += 1;
         *rows += e.file.row_count;

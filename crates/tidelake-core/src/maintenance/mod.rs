@@ -97,8 +97,7 @@ pub async fn maintain(table: &Table) -> Result<Option<MaintainResult>> {
             Some(Some(config)) => partitions::expire_partitions(table, &config, now_local).await?,
             _ => Vec::new(),
         };
-    let expired_consumers = match opts.consumer_expiration_time().map_err(spec)?
-    {
+    let expired_consumers = match opts.consumer_expiration_time().map_err(spec)? {
         Some(d) => {
             let cutoff = now_ms().saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
             consumers::expire_consumers(table.branch_io(), cutoff).await?

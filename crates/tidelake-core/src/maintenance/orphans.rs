@@ -26,9 +26,9 @@ use std::collections::HashSet;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 
+use crate::branch::all_branch_ios;
 use crate::error::Result;
 use crate::io::FileStatus;
-use crate::branch::all_branch_ios;
 use crate::maintenance::refs::{
     add_root, changelog_id, roots_of, MetaCache, References, CHANGELOG_DIR, STATISTICS_DIR,
 };
@@ -133,8 +133,8 @@ mod tests {
     use crate::error::ErrorKind;
     use crate::io::FileIO;
     use crate::maintenance::refs::Root;
-    use crate::snapshots::snapshot_path;
     use crate::schema_change::{create_table, TableSpec};
+    use crate::snapshots::snapshot_path;
     use crate::write::input::RowKinds;
     use crate::write::table_write::TableWrite;
 
@@ -143,17 +143,37 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
-        let spec = TableSpec { primary_keys: vec![], partition_keys: vec![], bucket: None, options: vec![], comment: None };
+        let spec = TableSpec {
+            primary_keys: vec![],
+            partition_keys: vec![],
+            bucket: None,
+            options: vec![],
+            comment: None,
+        };
         let table = create_table(io.clone(), &schema, &spec).await.unwrap();
         let mut write = TableWrite::new(table.clone()).await.unwrap();
-        let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
+        let batch =
+            RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
         write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
         let messages = write.prepare_commit().await.unwrap();
-        FileStoreCommit::new(table.clone(), "t").unwrap().commit(messages, 1, &[]).await.unwrap();
+        FileStoreCommit::new(table.clone(), "t")
+            .unwrap()
+            .commit(messages, 1, &[])
+            .await
+            .unwrap();
 
-        let root = Root { io: io.clone(), file: snapshot_path(1), snapshot: table.snapshot_manager().snapshot(1).await.unwrap() };
+        let root = Root {
+            io: io.clone(),
+            file: snapshot_path(1),
+            snapshot: table.snapshot_manager().snapshot(1).await.unwrap(),
+        };
         // Expiration got there first: the manifest lists are gone.
-        io.delete(&format!("{MANIFEST_DIR}/{}", root.snapshot.base_manifest_list)).await.unwrap();
+        io.delete(&format!(
+            "{MANIFEST_DIR}/{}",
+            root.snapshot.base_manifest_list
+        ))
+        .await
+        .unwrap();
         let mut cache = MetaCache::new(&table);
         let mut refs = References::default();
         // While the snapshot exists, its missing metadata is damage: nothing may be deleted.

@@ -30,7 +30,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 use crate::layout::TableLayout;
 use crate::snapshots::{snapshot_path, tag_path, SnapshotManager};
-use crate::state::{read_entries, read_index, read_list, LiveFiles, Pruning, INDEX_DIR, MANIFEST_DIR};
+use crate::state::{
+    read_entries, read_index, read_list, LiveFiles, Pruning, INDEX_DIR, MANIFEST_DIR,
+};
 use crate::table::Table;
 
 pub(crate) const STATISTICS_DIR: &str = "statistics";
@@ -96,7 +98,12 @@ impl<'a> MetaCache<'a> {
         metas: impl Iterator<Item = &'m ManifestFileMeta> + 'm,
     ) -> impl Iterator<Item = (Option<&'m str>, ManifestEntry)> + 'm {
         metas.flat_map(move |m| {
-            let entries = self.manifests.get(&m.file_name).map(|e| e.iter()).into_iter().flatten();
+            let entries = self
+                .manifests
+                .get(&m.file_name)
+                .map(|e| e.iter())
+                .into_iter()
+                .flatten();
             entries.map(move |e| (Some(m.file_name.as_str()), e.clone()))
         })
     }
@@ -354,7 +361,12 @@ pub(crate) struct Root {
 /// changelogs. Files deleted while listing (concurrent expiration) are skipped.
 pub(crate) async fn roots_of(io: &FileIO) -> Result<Vec<Root>> {
     let sm = SnapshotManager::new(io.clone());
-    let mut paths: Vec<String> = sm.list_ids().await?.into_iter().map(snapshot_path).collect();
+    let mut paths: Vec<String> = sm
+        .list_ids()
+        .await?
+        .into_iter()
+        .map(snapshot_path)
+        .collect();
     for f in io.list_dir(CHANGELOG_DIR).await? {
         if let Some(id) = f.path.rsplit('/').next().and_then(changelog_id) {
             paths.push(format!("{CHANGELOG_DIR}/changelog-{id}"));
@@ -363,14 +375,20 @@ pub(crate) async fn roots_of(io: &FileIO) -> Result<Vec<Root>> {
     paths.extend(sm.tag_names().await?.iter().map(|name| tag_path(name)));
     let roots: Vec<Option<Root>> = stream::iter(paths)
         .map(|file| async move {
-            let Some(bytes) = io.read_opt(&file).await? else { return Ok(None) };
+            let Some(bytes) = io.read_opt(&file).await? else {
+                return Ok(None);
+            };
             let snapshot = if file.starts_with("tag/") {
                 Tag::from_json(&bytes).map(|t| t.snapshot)
             } else {
                 Snapshot::from_json(&bytes)
             };
             let snapshot = snapshot.map_err(|e| Error::from_spec(io.display(&file), e))?;
-            Ok::<_, Error>(Some(Root { io: io.clone(), file, snapshot }))
+            Ok::<_, Error>(Some(Root {
+                io: io.clone(),
+                file,
+                snapshot,
+            }))
         })
         .buffered(PARALLELISM)
         .try_collect()
@@ -382,7 +400,11 @@ pub(crate) async fn roots_of(io: &FileIO) -> Result<Vec<Root>> {
 /// was deleted meanwhile (snapshot expiration, tag deletion) protects nothing: what it
 /// referenced is either referenced by a remaining root too or being deleted by whoever deleted
 /// it. Metadata missing from a root that still exists is an error, as any unreadable root.
-pub(crate) async fn add_root(cache: &mut MetaCache<'_>, refs: &mut References, root: &Root) -> Result<()> {
+pub(crate) async fn add_root(
+    cache: &mut MetaCache<'_>,
+    refs: &mut References,
+    root: &Root,
+) -> Result<()> {
     match refs.add(cache, &root.snapshot, DataScope::All).await {
         Err(e) if e.kind() == ErrorKind::NotFound && !root.io.exists(&root.file).await? => Ok(()),
         other => other,
@@ -394,7 +416,11 @@ pub(crate) async fn add_root(cache: &mut MetaCache<'_>, refs: &mut References, r
 /// branch. Callers run this after deleting their snapshot or tag files, so a branch created
 /// from one of them meanwhile is either seen here or fails its own check (see
 /// [`crate::branch`]).
-pub(crate) async fn protect_other_branches(cache: &mut MetaCache<'_>, refs: &mut References, table: &Table) -> Result<()> {
+pub(crate) async fn protect_other_branches(
+    cache: &mut MetaCache<'_>,
+    refs: &mut References,
+    table: &Table,
+) -> Result<()> {
     for (name, io) in all_branch_ios(table.io()).await? {
         if name == table.branch() {
             continue;

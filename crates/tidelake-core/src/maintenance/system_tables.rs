@@ -269,12 +269,24 @@ fn options(table: &Table) -> Result<SystemTable> {
 async fn branches(table: &Table) -> Result<SystemTable> {
     let mut names = Vec::new();
     let mut created = Vec::new();
-    for (name, io) in all_branch_ios(table.io()).await?.into_iter().filter(|(n, _)| n != MAIN_BRANCH) {
-        let first = io.list_dir(SCHEMA_DIR).await?.iter().map(|f| f.last_modified_ms).min();
+    for (name, io) in all_branch_ios(table.io())
+        .await?
+        .into_iter()
+        .filter(|(n, _)| n != MAIN_BRANCH)
+    {
+        let first = io
+            .list_dir(SCHEMA_DIR)
+            .await?
+            .iter()
+            .map(|f| f.last_modified_ms)
+            .min();
         names.push(Some(name));
         created.push(first.and_then(local_wall_ms));
     }
-    table_of(vec![strings("branch_name", false, names), timestamps("create_time", false, created)])
+    table_of(vec![
+        strings("branch_name", false, names),
+        timestamps("create_time", false, created),
+    ])
 }
 
 async fn tags(table: &Table) -> Result<SystemTable> {

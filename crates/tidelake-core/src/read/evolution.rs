@@ -46,7 +46,9 @@ pub(crate) fn needs_merge(files: &[SplitFile]) -> bool {
 pub(crate) fn row_ranges(mut files: Vec<SplitFile>) -> Result<Vec<Vec<SplitFile>>> {
     files.sort_by(|a, b| {
         let id = |f: &SplitFile| f.first_row_id.unwrap_or(i64::MIN);
-        id(a).cmp(&id(b)).then(b.max_sequence_number.cmp(&a.max_sequence_number))
+        id(a)
+            .cmp(&id(b))
+            .then(b.max_sequence_number.cmp(&a.max_sequence_number))
     });
     let mut ranges: Vec<Vec<SplitFile>> = Vec::new();
     let mut next_free = i64::MIN;
@@ -73,7 +75,12 @@ pub(crate) fn row_ranges(mut files: Vec<SplitFile>) -> Result<Vec<Vec<SplitFile>
 }
 
 /// The rows of one row range as one batch of `read_fields` (see the module docs).
-pub(crate) async fn read_range(table: &Table, range: &[SplitFile], read_fields: &[DataField], batch_size: usize) -> Result<RecordBatch> {
+pub(crate) async fn read_range(
+    table: &Table,
+    range: &[SplitFile],
+    read_fields: &[DataField],
+    batch_size: usize,
+) -> Result<RecordBatch> {
     let rows = range.first().map_or(0, |f| f.row_count);
     // Which file provides each read field: the newest that holds it.
     let mut provider: Vec<Option<usize>> = vec![None; read_fields.len()];
@@ -82,13 +89,21 @@ pub(crate) async fn read_range(table: &Table, range: &[SplitFile], read_fields: 
         if f.row_count != rows {
             return Err(Error::corrupt(
                 f.path.clone(),
-                format!("it holds {} rows from row id {:?}, another file of those rows {rows}", f.row_count, f.first_row_id),
+                format!(
+                    "it holds {} rows from row id {:?}, another file of those rows {rows}",
+                    f.row_count, f.first_row_id
+                ),
             ));
         }
         let schema = table.schema_by_id(f.schema_id).await?;
         let fields: Vec<DataField> = match &f.write_cols {
             None => schema.fields.clone(),
-            Some(cols) => schema.fields.iter().filter(|d| cols.contains(&d.name)).cloned().collect(),
+            Some(cols) => schema
+                .fields
+                .iter()
+                .filter(|d| cols.contains(&d.name))
+                .cloned()
+                .collect(),
         };
         for (j, wanted) in read_fields.iter().enumerate() {
             if provider[j].is_none() && fields.iter().any(|d| d.id == wanted.id) {
@@ -99,15 +114,27 @@ pub(crate) async fn read_range(table: &Table, range: &[SplitFile], read_fields: 
     }
     let mut columns: Vec<Option<ArrayRef>> = vec![None; read_fields.len()];
     for (i, f) in range.iter().enumerate() {
-        let wanted: Vec<usize> = (0..read_fields.len()).filter(|&j| provider[j] == Some(i)).collect();
+        let wanted: Vec<usize> = (0..read_fields.len())
+            .filter(|&j| provider[j] == Some(i))
+            .collect();
         if wanted.is_empty() {
             continue;
         }
         let fields: Vec<DataField> = wanted.iter().map(|&j| read_fields[j].clone()).collect();
         let format = FileFormat::from_file_name(&f.file_name)?;
         // no page pruning: the files of a range line up row by row
-        let stream =
-            read_data_file(table.io(), &f.path, format, &held[i], &fields, SystemColumns::None, None, batch_size, None).await?;
+        let stream = read_data_file(
+            table.io(),
+            &f.path,
+            format,
+            &held[i],
+            &fields,
+            SystemColumns::None,
+            None,
+            batch_size,
+            None,
+        )
+        .await?;
         let batches: Vec<RecordBatch> = stream.try_collect().await?;
         let all = concat_batches(&output_schema(&fields, SystemColumns::None)?, &batches)
             .map_err(|e| Error::arrow("merging data-evolution files", e))?;
@@ -128,22 +155,37 @@ pub(crate) async fn read_range(table: &Table, range: &[SplitFile], read_fields: 
         .zip(schema.fields())
         .map(|((column, field), arrow)| match column {
             Some(c) => Ok(c),
-            None if field.data_type.nullable => Ok(new_null_array(arrow.data_type(), rows as usize)),
+            None if field.data_type.nullable => {
+                Ok(new_null_array(arrow.data_type(), rows as usize))
+            }
             None => Err(Error::corrupt(
                 range[0].path.clone(),
-                format!("no file of its rows holds the NOT NULL column '{}'", field.name),
+                format!(
+                    "no file of its rows holds the NOT NULL column '{}'",
+                    field.name
+                ),
             )),
         })
         .collect::<Result<Vec<_>>>()?;
-    RecordBatch::try_new_with_options(Arc::clone(&schema), columns, &RecordBatchOptions::new().with_row_count(Some(rows as usize)))
-        .map_err(|e| Error::arrow("merging data-evolution files", e))
+    RecordBatch::try_new_with_options(
+        Arc::clone(&schema),
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(rows as usize)),
+    )
+    .map_err(|e| Error::arrow("merging data-evolution files", e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn file(name: &str, first: Option<i64>, rows: i64, seq: i64, cols: Option<&[&str]>) -> SplitFile {
+    fn file(
+        name: &str,
+        first: Option<i64>,
+        rows: i64,
+        seq: i64,
+        cols: Option<&[&str]>,
+    ) -> SplitFile {
         SplitFile {
             path: name.into(),
             file_name: name.into(),
@@ -172,11 +214,30 @@ mod tests {
             file("b-new", Some(3), 2, 7, Some(&["w"])),
         ];
         assert!(needs_merge(&files));
-        let names: Vec<Vec<String>> =
-            row_ranges(files).unwrap().iter().map(|r| r.iter().map(|f| f.file_name.clone()).collect()).collect();
-        assert_eq!(names, [vec!["plain"], vec!["a-new", "a-old"], vec!["b-new", "b-old"]]);
-        assert!(!needs_merge(&[file("x", Some(0), 1, 0, None), file("y", Some(1), 1, 0, None)]));
-        let overlapping = vec![file("x", Some(0), 5, 0, None), file("y", Some(3), 1, 0, None)];
-        assert!(matches!(row_ranges(overlapping), Err(Error::Corrupt { .. })));
+        let names: Vec<Vec<String>> = row_ranges(files)
+            .unwrap()
+            .iter()
+            .map(|r| r.iter().map(|f| f.file_name.clone()).collect())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                vec!["plain"],
+                vec!["a-new", "a-old"],
+                vec!["b-new", "b-old"]
+            ]
+        );
+        assert!(!needs_merge(&[
+            file("x", Some(0), 1, 0, None),
+            file("y", Some(1), 1, 0, None)
+        ]));
+        let overlapping = vec![
+            file("x", Some(0), 5, 0, None),
+            file("y", Some(3), 1, 0, None),
+        ];
+        assert!(matches!(
+            row_ranges(overlapping),
+            Err(Error::Corrupt { .. })
+        ));
     }
 }

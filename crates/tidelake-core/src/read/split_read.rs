@@ -32,14 +32,14 @@ use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType};
 
-use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::error::{Error, Result};
-use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumns};
-use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
-use crate::read::evolution;
+use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
 use crate::lsm::merge_fn::MergeEngineConfig;
 use crate::lsm::sorted_runs;
+use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumns};
+use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
+use crate::read::evolution;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{Split, SplitFile};
 use crate::table::Table;
@@ -136,36 +136,72 @@ impl ReadContext {
             // (Java passes the whole key), e.g. aggregation never aggregates them.
             needed.extend(schema.primary_keys.iter().cloned());
             needed.extend(opts.sequence_field());
-            if matches!(engine, MergeEngine::PartialUpdate | MergeEngine::Aggregation) {
+            if matches!(
+                engine,
+                MergeEngine::PartialUpdate | MergeEngine::Aggregation
+            ) {
                 needed.extend(schema.fields.iter().map(|f| f.name.clone()));
             }
         }
-        let read_fields: Vec<DataField> =
-            schema.fields.iter().filter(|f| needed.contains(&f.name)).cloned().collect();
+        let read_fields: Vec<DataField> = schema
+            .fields
+            .iter()
+            .filter(|f| needed.contains(&f.name))
+            .cloned()
+            .collect();
         let output_positions = output
             .iter()
-            .map(|o| read_fields.iter().position(|r| r.id == o.id).expect("output fields are read"))
+            .map(|o| {
+                read_fields
+                    .iter()
+                    .position(|r| r.id == o.id)
+                    .expect("output fields are read")
+            })
             .collect();
-        let mut output_schema =
-            tidelake_spec::arrow::to_arrow_schema(&output).map_err(|e| Error::from_spec("read schema", e))?;
+        let mut output_schema = tidelake_spec::arrow::to_arrow_schema(&output)
+            .map_err(|e| Error::from_spec("read schema", e))?;
         if with_row_kind {
-            let mut fields = vec![Arc::new(Field::new(ROW_KIND_COLUMN, ArrowType::Utf8, false))];
+            let mut fields = vec![Arc::new(Field::new(
+                ROW_KIND_COLUMN,
+                ArrowType::Utf8,
+                false,
+            ))];
             fields.extend(output_schema.fields().iter().cloned());
             output_schema = Schema::new_with_metadata(fields, output_schema.metadata().clone());
         }
         let output_schema = Arc::new(output_schema);
-        let key_fields: Vec<&DataField> =
-            schema.trimmed_primary_keys().iter().filter_map(|k| schema.field(k)).collect();
+        let key_fields: Vec<&DataField> = schema
+            .trimmed_primary_keys()
+            .iter()
+            .filter_map(|k| schema.field(k))
+            .collect();
         let key_types = key_fields.iter().map(|f| f.data_type.clone()).collect();
         let merge = if has_pk {
-            Some(Arc::new(MergeConfig::from_options(&read_fields, &schema.primary_keys, opts)?))
+            Some(Arc::new(MergeConfig::from_options(
+                &read_fields,
+                &schema.primary_keys,
+                opts,
+            )?))
         } else {
             None
         };
         // Every version of a key has the same key values: pruning by them keeps all or none.
-        let key_ids: Vec<i32> = schema.primary_keys.iter().filter_map(|k| schema.field(k)).map(|f| f.id).collect();
-        let key_filter = filter.as_ref().filter(|_| has_pk).and_then(|f| f.restricted(&|id| key_ids.contains(&id)));
-        let prune = if has_pk { key_filter.as_ref() } else { filter.as_ref() }.and_then(PagePrune::new);
+        let key_ids: Vec<i32> = schema
+            .primary_keys
+            .iter()
+            .filter_map(|k| schema.field(k))
+            .map(|f| f.id)
+            .collect();
+        let key_filter = filter
+            .as_ref()
+            .filter(|_| has_pk)
+            .and_then(|f| f.restricted(&|id| key_ids.contains(&id)));
+        let prune = if has_pk {
+            key_filter.as_ref()
+        } else {
+            filter.as_ref()
+        }
+        .and_then(PagePrune::new);
         Ok(ReadContext {
             columns: columns.map(<[String]>::to_vec),
             predicate: filter_arg.cloned(),
@@ -192,8 +228,15 @@ impl ReadContext {
 
     /// Stream the rows of one split. A file missing because the split's snapshot expired
     /// meanwhile is [`Error::SnapshotExpired`] (see [`crate::snapshots::SnapshotManager::expired_while_reading`]).
-    pub async fn read_split(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        if let Some(branch) = split.branch.as_deref().filter(|b| *b != self.table.branch()) {
+    pub async fn read_split(
+        self: &Arc<Self>,
+        split: &Split,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        if let Some(branch) = split
+            .branch
+            .as_deref()
+            .filter(|b| *b != self.table.branch())
+        {
             let other = self.branch_read(branch).await?;
             let output = self.output_schema.clone();
             let rows = Box::pin(other.read_split(split)).await?;
@@ -226,25 +269,52 @@ impl ReadContext {
                 let table = Table::open_branch(self.table.io().clone(), branch).await?;
                 let schema = table.schema().clone();
                 let columns = self.columns.as_deref();
-                let ctx = ReadContext::new(table, &schema, columns, self.predicate.as_ref(), self.batch_size, self.with_row_kind)?;
+                let ctx = ReadContext::new(
+                    table,
+                    &schema,
+                    columns,
+                    self.predicate.as_ref(),
+                    self.batch_size,
+                    self.with_row_kind,
+                )?;
                 Ok::<_, Error>(Arc::new(ctx))
             })
             .await?;
         if ctx.table.branch() != branch {
-            return Err(Error::invalid(format!("a read cannot mix splits of branches '{}' and '{branch}'", ctx.table.branch())));
+            return Err(Error::invalid(format!(
+                "a read cannot mix splits of branches '{}' and '{branch}'",
+                ctx.table.branch()
+            )));
         }
         Ok(ctx.clone())
     }
 
-    fn split_stream(self: &Arc<Self>, split: &Split) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let system = if self.merge.is_some() { SystemColumns::KeyValue } else { SystemColumns::None };
+    fn split_stream(
+        self: &Arc<Self>,
+        split: &Split,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let system = if self.merge.is_some() {
+            SystemColumns::KeyValue
+        } else {
+            SystemColumns::None
+        };
         let raw: BoxStream<'static, Result<RecordBatch>> = match &self.merge {
-            _ if self.with_row_kind => self.chain_files(split.files.clone(), system, self.batch_size),
-            None if evolution::needs_merge(&split.files) => self.merge_row_ranges(split.files.clone())?,
+            _ if self.with_row_kind => {
+                self.chain_files(split.files.clone(), system, self.batch_size)
+            }
+            None if evolution::needs_merge(&split.files) => {
+                self.merge_row_ranges(split.files.clone())?
+            }
             None => self.chain_files(split.files.clone(), system, self.batch_size),
             Some(_) if split.raw_convertible => {
-                let stream = self.chain_files(split.files.clone(), SystemColumns::KeyValue, self.batch_size);
-                stream.and_then(|b| futures::future::ready(drop_retracts(b, 1))).boxed()
+                let stream = self.chain_files(
+                    split.files.clone(),
+                    SystemColumns::KeyValue,
+                    self.batch_size,
+                );
+                stream
+                    .and_then(|b| futures::future::ready(drop_retracts(b, 1)))
+                    .boxed()
             }
             Some(config) => self.merge_split(split, config.clone())?,
         };
@@ -256,7 +326,10 @@ impl ReadContext {
 
     /// Data-evolution files merged by row range ([`evolution`]); whole-row ranges of one file
     /// are streamed as they are.
-    fn merge_row_ranges(self: &Arc<Self>, files: Vec<SplitFile>) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    fn merge_row_ranges(
+        self: &Arc<Self>,
+        files: Vec<SplitFile>,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let ctx = self.clone();
         Ok(stream::iter(evolution::row_ranges(files)?)
             .then(move |range| {
@@ -265,10 +338,14 @@ impl ReadContext {
                     if range.len() == 1 && range[0].write_cols.is_none() {
                         return Ok(ctx.chain_files(range, SystemColumns::None, ctx.batch_size));
                     }
-                    let rows = evolution::read_range(&ctx.table, &range, &ctx.read_fields, ctx.batch_size).await?;
+                    let rows =
+                        evolution::read_range(&ctx.table, &range, &ctx.read_fields, ctx.batch_size)
+                            .await?;
                     let slices: Vec<Result<RecordBatch>> = (0..rows.num_rows())
                         .step_by(ctx.batch_size)
-                        .map(|start| Ok(rows.slice(start, ctx.batch_size.min(rows.num_rows() - start))))
+                        .map(|start| {
+                            Ok(rows.slice(start, ctx.batch_size.min(rows.num_rows() - start)))
+                        })
                         .collect();
                     Ok::<_, Error>(stream::iter(slices).boxed())
                 }
@@ -287,7 +364,13 @@ impl ReadContext {
         let batch_size = self.batch_size;
         let merged = sections
             .into_iter()
-            .map(|runs| Ok(merge_sorted_runs(ctx.section_runs(runs)?, config.clone(), batch_size)))
+            .map(|runs| {
+                Ok(merge_sorted_runs(
+                    ctx.section_runs(runs)?,
+                    config.clone(),
+                    batch_size,
+                ))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(stream::iter(merged)
             .flatten()
@@ -299,12 +382,22 @@ impl ReadContext {
     /// The merge inputs of one section's sorted runs, as `[_SEQUENCE_NUMBER, _VALUE_KIND,
     /// columns...]` streams. With [`ReadContext::lookup_merge`] every level-0 file is a run and
     /// the files above level 0 become one run of each key's newest record.
-    pub(crate) fn section_runs(self: &Arc<Self>, runs: Vec<Vec<SplitFile>>) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
+    pub(crate) fn section_runs(
+        self: &Arc<Self>,
+        runs: Vec<Vec<SplitFile>>,
+    ) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
         if !self.lookup_merge {
-            return Ok(runs.into_iter().map(|run| self.chain_files(run, SystemColumns::KeyValue, self.run_batch_size())).collect());
+            return Ok(runs
+                .into_iter()
+                .map(|run| self.chain_files(run, SystemColumns::KeyValue, self.run_batch_size()))
+                .collect());
         }
-        let (level0, higher): (Vec<SplitFile>, Vec<SplitFile>) = runs.into_iter().flatten().partition(|f| f.level == 0);
-        let mut streams: Vec<_> = level0.into_iter().map(|f| self.chain_files(vec![f], SystemColumns::KeyValue, self.run_batch_size())).collect();
+        let (level0, higher): (Vec<SplitFile>, Vec<SplitFile>) =
+            runs.into_iter().flatten().partition(|f| f.level == 0);
+        let mut streams: Vec<_> = level0
+            .into_iter()
+            .map(|f| self.chain_files(vec![f], SystemColumns::KeyValue, self.run_batch_size()))
+            .collect();
         if !higher.is_empty() {
             streams.push(self.newest_records(higher)?);
         }
@@ -314,7 +407,10 @@ impl ReadContext {
     /// Each key's newest record among `files` (retracts included), in key order, as
     /// `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`; files that overlap nowhere (one level) are
     /// streamed without merging.
-    pub(crate) fn newest_records(self: &Arc<Self>, files: Vec<SplitFile>) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+    pub(crate) fn newest_records(
+        self: &Arc<Self>,
+        files: Vec<SplitFile>,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let sections = sorted_runs::partition(files, &self.key_types)?;
         if sections.iter().all(|s| s.len() == 1) {
             return Ok(self.chain_files(
@@ -323,7 +419,10 @@ impl ReadContext {
                 self.run_batch_size(),
             ));
         }
-        let merge = self.merge.as_ref().ok_or_else(|| Error::invalid("newest records of a table without primary key"))?;
+        let merge = self
+            .merge
+            .as_ref()
+            .ok_or_else(|| Error::invalid("newest records of a table without primary key"))?;
         let config = Arc::new(MergeConfig {
             engine: MergeEngineConfig::Deduplicate,
             ignore_delete: false,
@@ -333,7 +432,12 @@ impl ReadContext {
         let merged: Vec<_> = sections
             .into_iter()
             .map(|section| {
-                let runs = section.into_iter().map(|run| self.chain_files(run, SystemColumns::KeyValue, self.run_batch_size())).collect();
+                let runs = section
+                    .into_iter()
+                    .map(|run| {
+                        self.chain_files(run, SystemColumns::KeyValue, self.run_batch_size())
+                    })
+                    .collect();
                 merge_keeping_sequence(runs, config.clone(), self.batch_size)
             })
             .collect();
@@ -372,7 +476,10 @@ impl ReadContext {
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let file_schema = self.table.schema_by_id(file.schema_id).await?;
         let deletion = match &file.deletion {
-            Some(dv) => Some(Arc::new(self.load_deletion_vector(&dv.path, dv.offset, dv.length).await?)),
+            Some(dv) => Some(Arc::new(
+                self.load_deletion_vector(&dv.path, dv.offset, dv.length)
+                    .await?,
+            )),
             None => None,
         };
         let format = FileFormat::from_file_name(&file.file_name)?;
@@ -396,7 +503,9 @@ impl ReadContext {
         };
         if let (Some(keys), SystemColumns::KeyValue) = (&self.key_filter, system) {
             let keys = keys.clone();
-            stream = stream.try_filter_map(move |b| futures::future::ready(matching_rows(&keys, b))).boxed();
+            stream = stream
+                .try_filter_map(move |b| futures::future::ready(matching_rows(&keys, b)))
+                .boxed();
         }
         Ok(AssertUnwindSafe(stream)
             .catch_unwind()
@@ -410,17 +519,33 @@ impl ReadContext {
     pub(crate) async fn positioned_rows(
         &self,
         file: &SplitFile,
-    ) -> Result<(BoxStream<'static, Result<RecordBatch>>, Option<DeletionVector>)> {
+    ) -> Result<(
+        BoxStream<'static, Result<RecordBatch>>,
+        Option<DeletionVector>,
+    )> {
         let deletion = match &file.deletion {
-            Some(dv) => Some(self.load_deletion_vector(&dv.path, dv.offset, dv.length).await?),
+            Some(dv) => Some(
+                self.load_deletion_vector(&dv.path, dv.offset, dv.length)
+                    .await?,
+            ),
             None => None,
         };
-        let whole = SplitFile { deletion: None, ..file.clone() };
-        let rows = self.open_file(&whole, SystemColumns::KeyValue, self.run_batch_size()).await?;
+        let whole = SplitFile {
+            deletion: None,
+            ..file.clone()
+        };
+        let rows = self
+            .open_file(&whole, SystemColumns::KeyValue, self.run_batch_size())
+            .await?;
         Ok((rows, deletion))
     }
 
-    pub(crate) async fn load_deletion_vector(&self, path: &str, offset: u64, length: u64) -> Result<DeletionVector> {
+    pub(crate) async fn load_deletion_vector(
+        &self,
+        path: &str,
+        offset: u64,
+        length: u64,
+    ) -> Result<DeletionVector> {
         let bytes = self.table.io().read(path).await?;
         read_deletion_vector(&bytes, offset, length).map_err(|e| match e {
             Error::Corrupt { reason, .. } => Error::corrupt(self.table.io().display(path), reason),
@@ -442,11 +567,17 @@ impl ReadContext {
             Some(f) => Some(f.evaluate(&values)?),
             None => None,
         };
-        columns.extend(self.output_positions.iter().map(|&i| values.column(i).clone()));
+        columns.extend(
+            self.output_positions
+                .iter()
+                .map(|&i| values.column(i).clone()),
+        );
         let out = RecordBatch::try_new(self.output_schema.clone(), columns)
             .map_err(|e| Error::arrow("assembling output batch", e))?;
         let out = match mask {
-            Some(m) => filter_record_batch(&out, &m).map_err(|e| Error::arrow("filtering rows", e))?,
+            Some(m) => {
+                filter_record_batch(&out, &m).map_err(|e| Error::arrow("filtering rows", e))?
+            }
             None => out,
         };
         Ok((out.num_rows() > 0).then_some(out))
@@ -455,7 +586,8 @@ impl ReadContext {
 
 /// The rows of `batch` that `filter` matches (`None` when none).
 fn matching_rows(filter: &BoundPredicate, batch: RecordBatch) -> Result<Option<RecordBatch>> {
-    let kept = filter_record_batch(&batch, &filter.evaluate(&batch)?).map_err(|e| Error::arrow("filtering rows", e))?;
+    let kept = filter_record_batch(&batch, &filter.evaluate(&batch)?)
+        .map_err(|e| Error::arrow("filtering rows", e))?;
     Ok((kept.num_rows() > 0).then_some(kept))
 }
 
@@ -463,7 +595,11 @@ fn matching_rows(filter: &BoundPredicate, batch: RecordBatch) -> Result<Option<R
 /// (`_SEQUENCE_NUMBER`, `_VALUE_KIND` for primary-key files; none for append files: `+I`).
 fn row_kind_strings(batch: &RecordBatch, system: usize) -> Result<ArrayRef> {
     if system < 2 {
-        return Ok(Arc::new(StringArray::from(vec![RowKind::Insert.short_string(); batch.num_rows()])));
+        return Ok(Arc::new(StringArray::from(vec![
+            RowKind::Insert
+                .short_string();
+            batch.num_rows()
+        ])));
     }
     let kinds = batch
         .column(1)
@@ -476,7 +612,6 @@ fn row_kind_strings(batch: &RecordBatch, system: usize) -> Result<ArrayRef> {
         .collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(StringArray::from(names)))
 }
-
 
 /// Drop rows whose row kind (column `kind_col`) is -U or -D.
 pub(crate) fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<RecordBatch> {
@@ -507,16 +642,22 @@ pub(crate) fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<Recor
 /// a thread per split would start before the previous one has exited and take a fresh arena.
 /// The thread runs on the current runtime's handle, so object-store clients keep their I/O
 /// driver.
-pub fn read_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> BoxStream<'static, Result<RecordBatch>> {
+pub fn read_splits(
+    ctx: Arc<ReadContext>,
+    splits: Vec<Split>,
+) -> BoxStream<'static, Result<RecordBatch>> {
     stream::once(async move {
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<RecordBatch>>(SPLIT_CHANNEL_CAPACITY);
+        let (tx, mut rx) =
+            tokio::sync::mpsc::channel::<Result<RecordBatch>>(SPLIT_CHANNEL_CAPACITY);
         let handle = tokio::runtime::Handle::current();
         let sender = tx.clone();
         let spawned = std::thread::Builder::new()
             .name("tidelake-read".into())
             .spawn(move || handle.block_on(send_splits(ctx, splits, sender)));
         if let Err(e) = spawned {
-            let _ = tx.try_send(Err(Error::Internal(format!("cannot start a reader thread: {e}"))));
+            let _ = tx.try_send(Err(Error::Internal(format!(
+                "cannot start a reader thread: {e}"
+            ))));
         }
         stream::poll_fn(move |cx| rx.poll_recv(cx))
     })
@@ -525,7 +666,11 @@ pub fn read_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> BoxStream<'stat
 }
 
 /// The body of [`read_splits`]' thread.
-async fn send_splits(ctx: Arc<ReadContext>, splits: Vec<Split>, tx: tokio::sync::mpsc::Sender<Result<RecordBatch>>) {
+async fn send_splits(
+    ctx: Arc<ReadContext>,
+    splits: Vec<Split>,
+    tx: tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+) {
     for split in splits {
         let outcome = AssertUnwindSafe(async {
             match ctx.read_split(&split).await {
@@ -559,12 +704,15 @@ pub async fn collect_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> Result
         .map(move |split| {
             let ctx = ctx.clone();
             let where_ = ctx.table.io().display(&split.bucket_path);
-            tokio::spawn(async move { ctx.read_split(&split).await?.try_collect::<Vec<_>>().await }).map(move |joined| {
-                joined.unwrap_or_else(|e| match e.try_into_panic() {
-                    Ok(panic) => Err(panic_error(&where_, panic)),
-                    Err(e) => Err(Error::invalid(format!("reading {where_} was cancelled: {e}"))),
+            tokio::spawn(async move { ctx.read_split(&split).await?.try_collect::<Vec<_>>().await })
+                .map(move |joined| {
+                    joined.unwrap_or_else(|e| match e.try_into_panic() {
+                        Ok(panic) => Err(panic_error(&where_, panic)),
+                        Err(e) => Err(Error::invalid(format!(
+                            "reading {where_} was cancelled: {e}"
+                        ))),
+                    })
                 })
-            })
         })
         .buffered(COLLECT_SPLITS)
         .try_collect()
@@ -580,7 +728,10 @@ fn panic_error(path: &str, panic: Box<dyn std::any::Any + Send>) -> Error {
 
 /// Send a stream's batches into `tx`. `true` when the stream ended cleanly; `false` after
 /// an error (sent) or when the receiver is gone.
-async fn pump(mut stream: BoxStream<'static, Result<RecordBatch>>, tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>) -> bool {
+async fn pump(
+    mut stream: BoxStream<'static, Result<RecordBatch>>,
+    tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+) -> bool {
     while let Some(item) = stream.next().await {
         let failed = item.is_err();
         if tx.send(item).await.is_err() || failed {

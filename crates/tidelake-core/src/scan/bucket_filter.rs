@@ -41,13 +41,19 @@ pub(crate) struct BucketFilter {
 impl BucketFilter {
     /// The filter's bucket selection on a fixed-bucket `schema`; `None` when it selects every
     /// bucket (no filter, another bucket mode, or some bucket-key column not pinned).
-    pub(crate) fn new(schema: &TableSchema, filter: Option<&BoundPredicate>) -> Option<BucketFilter> {
+    pub(crate) fn new(
+        schema: &TableSchema,
+        filter: Option<&BoundPredicate>,
+    ) -> Option<BucketFilter> {
         let filter = filter?;
         if schema.options().bucket().ok()? <= 0 {
             return None;
         }
         let keys = schema.bucket_keys();
-        let fields: Vec<DataField> = keys.iter().map(|k| schema.field(k).cloned()).collect::<Option<_>>()?;
+        let fields: Vec<DataField> = keys
+            .iter()
+            .map(|k| schema.field(k).cloned())
+            .collect::<Option<_>>()?;
         if fields.is_empty() || !fields.iter().all(|f| hashes_by_value(&f.data_type)) {
             return None;
         }
@@ -59,11 +65,19 @@ impl BucketFilter {
             }
             rows = rows
                 .iter()
-                .flat_map(|row| values.iter().map(move |v| [row.as_slice(), std::slice::from_ref(v)].concat()))
+                .flat_map(|row| {
+                    values
+                        .iter()
+                        .map(move |v| [row.as_slice(), std::slice::from_ref(v)].concat())
+                })
                 .collect();
         }
         let types = fields.iter().map(|f| f.data_type.clone()).collect();
-        Some(BucketFilter { fields, types, rows })
+        Some(BucketFilter {
+            fields,
+            types,
+            rows,
+        })
     }
 
     /// The buckets of a partition with `total_buckets` buckets that may hold matching rows;
@@ -72,7 +86,10 @@ impl BucketFilter {
         if total_buckets <= 0 {
             return None;
         }
-        self.rows.iter().map(|row| bucket_of(row, &self.types, total_buckets).ok()).collect()
+        self.rows
+            .iter()
+            .map(|row| bucket_of(row, &self.types, total_buckets).ok())
+            .collect()
     }
 
     /// Whether files written under `file_schema` were bucketed from the same key bytes.
@@ -80,7 +97,9 @@ impl BucketFilter {
         let keys = file_schema.bucket_keys();
         keys.len() == self.fields.len()
             && keys.iter().zip(&self.fields).all(|(k, f)| {
-                file_schema.field(k).is_some_and(|g| g.id == f.id && g.data_type.kind == f.data_type.kind)
+                file_schema
+                    .field(k)
+                    .is_some_and(|g| g.id == f.id && g.data_type.kind == f.data_type.kind)
             })
     }
 }
@@ -104,8 +123,14 @@ fn hashes_by_value(t: &DataType) -> bool {
 fn pinned(filter: &BoundPredicate, id: i32) -> Option<Vec<Datum>> {
     match filter {
         BoundPredicate::Leaf(leaf) if leaf.column.id == id => match &leaf.test {
-            LeafTest::Compare { op: CompareOp::Eq, value } => Some(without_nulls(std::slice::from_ref(value))),
-            LeafTest::In { values, negated: false } if values.len() <= MAX_COMBINATIONS => Some(without_nulls(values)),
+            LeafTest::Compare {
+                op: CompareOp::Eq,
+                value,
+            } => Some(without_nulls(std::slice::from_ref(value))),
+            LeafTest::In {
+                values,
+                negated: false,
+            } if values.len() <= MAX_COMBINATIONS => Some(without_nulls(values)),
             _ => None,
         },
         BoundPredicate::Leaf(_) => None,
@@ -144,16 +169,36 @@ mod tests {
     use crate::scan::predicate::{BoundColumn, BoundLeaf};
 
     fn leaf(id: i32, test: LeafTest) -> BoundPredicate {
-        let column = BoundColumn { name: format!("c{id}"), id, data_type: DataType::new(TypeKind::BigInt) };
+        let column = BoundColumn {
+            name: format!("c{id}"),
+            id,
+            data_type: DataType::new(TypeKind::BigInt),
+        };
         BoundPredicate::Leaf(BoundLeaf { column, test })
     }
 
     fn eq(id: i32, v: i64) -> BoundPredicate {
-        leaf(id, LeafTest::Compare { op: CompareOp::Eq, value: Datum::BigInt(v) })
+        leaf(
+            id,
+            LeafTest::Compare {
+                op: CompareOp::Eq,
+                value: Datum::BigInt(v),
+            },
+        )
     }
 
     fn is_in(id: i32, vs: &[i64]) -> BoundPredicate {
-        leaf(id, LeafTest::In { values: vs.iter().map(|v| Datum::BigInt(*v)).chain([Datum::Null]).collect(), negated: false })
+        leaf(
+            id,
+            LeafTest::In {
+                values: vs
+                    .iter()
+                    .map(|v| Datum::BigInt(*v))
+                    .chain([Datum::Null])
+                    .collect(),
+                negated: false,
+            },
+        )
     }
 
     fn big(vs: &[i64]) -> Option<Vec<Datum>> {
@@ -166,11 +211,44 @@ mod tests {
         assert_eq!(pinned(&eq(1, 5), 1), big(&[5]));
         assert_eq!(pinned(&eq(1, 5), 2), None);
         assert_eq!(pinned(&is_in(1, &[3, 4, 3]), 1), big(&[3, 4]));
-        assert_eq!(pinned(&And(vec![is_in(1, &[3, 4]), eq(2, 1), is_in(1, &[4, 5])]), 1), big(&[4]));
+        assert_eq!(
+            pinned(
+                &And(vec![is_in(1, &[3, 4]), eq(2, 1), is_in(1, &[4, 5])]),
+                1
+            ),
+            big(&[4])
+        );
         assert_eq!(pinned(&And(vec![eq(1, 3), eq(1, 4)]), 1), big(&[]));
-        assert_eq!(pinned(&Or(vec![eq(1, 3), is_in(1, &[4, 5])]), 1), big(&[3, 4, 5]));
+        assert_eq!(
+            pinned(&Or(vec![eq(1, 3), is_in(1, &[4, 5])]), 1),
+            big(&[3, 4, 5])
+        );
         assert_eq!(pinned(&Or(vec![eq(1, 3), eq(2, 4)]), 1), None);
-        assert_eq!(pinned(&leaf(1, LeafTest::In { values: vec![Datum::BigInt(1)], negated: true }), 1), None);
-        assert_eq!(pinned(&leaf(1, LeafTest::Compare { op: CompareOp::Ge, value: Datum::BigInt(1) }), 1), None);
+        assert_eq!(
+            pinned(
+                &leaf(
+                    1,
+                    LeafTest::In {
+                        values: vec![Datum::BigInt(1)],
+                        negated: true
+                    }
+                ),
+                1
+            ),
+            None
+        );
+        assert_eq!(
+            pinned(
+                &leaf(
+                    1,
+                    LeafTest::Compare {
+                        op: CompareOp::Ge,
+                        value: Datum::BigInt(1)
+                    }
+                ),
+                1
+            ),
+            None
+        );
     }
 }

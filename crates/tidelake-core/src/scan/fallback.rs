@@ -21,7 +21,12 @@ use crate::table::Table;
 /// options, else the table's latest schema (Java decides by the table's current options, also
 /// for time travel).
 fn fallback_branch<'a>(table: &'a Table, request: &'a ScanRequest) -> Option<&'a str> {
-    let dynamic = request.options.iter().rev().find(|(k, _)| k == SCAN_FALLBACK_BRANCH).map(|(_, v)| v.as_str());
+    let dynamic = request
+        .options
+        .iter()
+        .rev()
+        .find(|(k, _)| k == SCAN_FALLBACK_BRANCH)
+        .map(|(_, v)| v.as_str());
     dynamic
         .or_else(|| table.schema().options().get(SCAN_FALLBACK_BRANCH))
         .map(str::trim)
@@ -29,8 +34,14 @@ fn fallback_branch<'a>(table: &'a Table, request: &'a ScanRequest) -> Option<&'a
 }
 
 /// Add the fallback branch's splits of the partitions `plan` lacks; see the module docs.
-pub(crate) async fn add_fallback_splits(table: &Table, request: &ScanRequest, plan: &mut ScanPlan) -> Result<()> {
-    let Some(branch) = fallback_branch(table, request).map(str::to_string) else { return Ok(()) };
+pub(crate) async fn add_fallback_splits(
+    table: &Table,
+    request: &ScanRequest,
+    plan: &mut ScanPlan,
+) -> Result<()> {
+    let Some(branch) = fallback_branch(table, request).map(str::to_string) else {
+        return Ok(());
+    };
     let fallback = Table::open_branch(table.io().clone(), &branch).await?;
     check_same_rows(table, &fallback, plan)?;
     let snapshot = match &request.snapshot {
@@ -46,14 +57,29 @@ pub(crate) async fn add_fallback_splits(table: &Table, request: &ScanRequest, pl
         // As Java: a time before the fallback branch's first snapshot is an error.
         SnapshotSelector::TimestampMs(_) | SnapshotSelector::Latest => request.snapshot.clone(),
     };
-    let options = request.options.iter().filter(|(k, _)| k != "bucket").cloned().collect();
-    let fallback_request = ScanRequest { snapshot, filter: request.filter.clone(), options };
+    let options = request
+        .options
+        .iter()
+        .filter(|(k, _)| k != "bucket")
+        .cloned()
+        .collect();
+    let fallback_request = ScanRequest {
+        snapshot,
+        filter: request.filter.clone(),
+        options,
+    };
     let fallback_plan = plan_branch(&fallback, &fallback_request).await?;
     let complete: HashSet<Vec<u8>> = plan.splits.iter().map(|s| s.partition.clone()).collect();
-    plan.splits.extend(fallback_plan.splits.into_iter().filter(|s| !complete.contains(&s.partition)).map(|mut s| {
-        s.branch = Some(branch.clone());
-        s
-    }));
+    plan.splits.extend(
+        fallback_plan
+            .splits
+            .into_iter()
+            .filter(|s| !complete.contains(&s.partition))
+            .map(|mut s| {
+                s.branch = Some(branch.clone());
+                s
+            }),
+    );
     Ok(())
 }
 
@@ -62,7 +88,10 @@ pub(crate) async fn add_fallback_splits(table: &Table, request: &ScanRequest, pl
 fn check_same_rows(table: &Table, fallback: &Table, plan: &ScanPlan) -> Result<()> {
     let (main, other) = (&plan.schema, fallback.schema());
     let shape = |s: &tidelake_spec::schema::TableSchema| {
-        s.fields.iter().map(|f| (f.name.clone(), f.data_type.with_nullable(true))).collect::<Vec<_>>()
+        s.fields
+            .iter()
+            .map(|f| (f.name.clone(), f.data_type.with_nullable(true)))
+            .collect::<Vec<_>>()
     };
     if shape(main) != shape(other) || main.primary_keys != other.primary_keys {
         return Err(Error::SchemaMismatch(format!(

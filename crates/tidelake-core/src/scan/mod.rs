@@ -14,5 +14,7 @@ pub mod plan;
 pub mod predicate;
 pub mod split;
 
-pub use plan::{plan_changes, plan_scan, resolve_snapshot, ScanPlan, ScanRequest, SnapshotSelector};
+pub use plan::{
+    plan_changes, plan_scan, resolve_snapshot, ScanPlan, ScanRequest, SnapshotSelector,
+};
 pub use split::{DeletionFileRef, Split, SplitFile};

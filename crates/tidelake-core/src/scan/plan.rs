@@ -68,7 +68,10 @@ pub struct ScanPlan {
 }
 
 /// Resolve a selector to a snapshot (`None` only for `Latest` on an empty table).
-pub async fn resolve_snapshot(table: &Table, selector: &SnapshotSelector) -> Result<Option<Snapshot>> {
+pub async fn resolve_snapshot(
+    table: &Table,
+    selector: &SnapshotSelector,
+) -> Result<Option<Snapshot>> {
     let sm = table.snapshot_manager();
     match selector {
         SnapshotSelector::Latest => sm.latest().await,
@@ -78,7 +81,10 @@ pub async fn resolve_snapshot(table: &Table, selector: &SnapshotSelector) -> Res
             Some(s) => Ok(Some(s)),
             None => Err(Error::not_found(
                 "snapshot",
-                format!("no snapshot of {} was committed at or before {ts} ms", table.location()),
+                format!(
+                    "no snapshot of {} was committed at or before {ts} ms",
+                    table.location()
+                ),
             )),
         },
     }
@@ -110,11 +116,20 @@ pub(crate) async fn plan_branch(table: &Table, request: &ScanRequest) -> Result<
     let sm = table.snapshot_manager();
     if let SnapshotSelector::Latest = request.snapshot {
         let schema = with_options(table.schema().clone(), &request.options);
-        let filter = request.filter.as_ref().map(|p| p.bind(&schema.fields)).transpose()?;
+        let filter = request
+            .filter
+            .as_ref()
+            .map(|p| p.bind(&schema.fields))
+            .transpose()?;
         let planner = Planner::new(table, &schema, filter)?;
         let planned = sm.read_latest(|snap| planner.plan(snap)).await?;
-        let (snapshot, splits) = planned.map_or((None, Vec::new()), |(snap, splits)| (Some(snap), splits));
-        return Ok(ScanPlan { snapshot, schema, splits });
+        let (snapshot, splits) =
+            planned.map_or((None, Vec::new()), |(snap, splits)| (Some(snap), splits));
+        return Ok(ScanPlan {
+            snapshot,
+            schema,
+            splits,
+        });
     }
     let snapshot = resolve_snapshot(table, &request.snapshot).await?;
     let schema = match &snapshot {
@@ -123,15 +138,27 @@ pub(crate) async fn plan_branch(table: &Table, request: &ScanRequest) -> Result<
     };
     let schema = with_options(schema, &request.options);
     let Some(snap) = snapshot else {
-        return Ok(ScanPlan { snapshot: None, schema, splits: Vec::new() });
+        return Ok(ScanPlan {
+            snapshot: None,
+            schema,
+            splits: Vec::new(),
+        });
     };
-    let filter = request.filter.as_ref().map(|p| p.bind(&schema.fields)).transpose()?;
+    let filter = request
+        .filter
+        .as_ref()
+        .map(|p| p.bind(&schema.fields))
+        .transpose()?;
     let planner = Planner::new(table, &schema, filter)?;
     let splits = match planner.plan(snap.clone()).await {
         Ok(splits) => splits,
         Err(e) => return Err(sm.expired_while_reading(snap.id, e).await),
     };
-    Ok(ScanPlan { snapshot: Some(snap), schema, splits })
+    Ok(ScanPlan {
+        snapshot: Some(snap),
+        schema,
+        splits,
+    })
 }
 
 /// Plan a read of the changes that snapshots `(start_exclusive, end_inclusive]` committed, in
@@ -139,14 +166,24 @@ pub(crate) async fn plan_branch(table: &Table, request: &ScanRequest) -> Result<
 /// snapshots that have a changelog manifest list; otherwise the data files that APPEND snapshots
 /// added (COMPACT and OVERWRITE snapshots carry no new changes). Splits are per (snapshot,
 /// partition, bucket) and are read without merging.
-pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Option<i64>) -> Result<ScanPlan> {
+pub async fn plan_changes(
+    table: &Table,
+    start_exclusive: i64,
+    end_inclusive: Option<i64>,
+) -> Result<ScanPlan> {
     if start_exclusive < 0 {
-        return Err(Error::invalid(format!("the start snapshot of a change range must be >= 0, got {start_exclusive}")));
+        return Err(Error::invalid(format!(
+            "the start snapshot of a change range must be >= 0, got {start_exclusive}"
+        )));
     }
     let schema = table.schema().clone();
     let sm = table.snapshot_manager();
     let Some(latest) = sm.latest_id().await? else {
-        return Ok(ScanPlan { snapshot: None, schema, splits: Vec::new() });
+        return Ok(ScanPlan {
+            snapshot: None,
+            schema,
+            splits: Vec::new(),
+        });
     };
     let end = end_inclusive.unwrap_or(latest);
     if end > latest || start_exclusive > end {
@@ -158,10 +195,17 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
     if start_exclusive + 1 < earliest {
         return Err(Error::not_found(
             "snapshot",
-            format!("snapshot {} of {} has expired; available snapshots are {earliest} to {latest}", start_exclusive + 1, table.location()),
+            format!(
+                "snapshot {} of {} has expired; available snapshots are {earliest} to {latest}",
+                start_exclusive + 1,
+                table.location()
+            ),
         ));
     }
-    let uses_changelog = schema.options().changelog_producer().map_err(|e| Error::from_spec("table options", e))?
+    let uses_changelog = schema
+        .options()
+        .changelog_producer()
+        .map_err(|e| Error::from_spec("table options", e))?
         != tidelake_spec::options::ChangelogProducer::None;
     let planner = Planner::new(table, &schema, None)?;
     let mut splits = Vec::new();
@@ -177,7 +221,10 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
         };
         if let Some(list) = list {
             let metas = read_list(table, &list).await?;
-            let entries = read_manifests(table, &metas).await?.into_iter().filter(|e| e.kind == FileKind::Add);
+            let entries = read_manifests(table, &metas)
+                .await?
+                .into_iter()
+                .filter(|e| e.kind == FileKind::Add);
             let added = LiveFiles::from_entries(entries.map(|e| (None, e)), &mut Pruning::all())?;
             for e in added.entries() {
                 refuse_column_files(&planner.layout, e)?;
@@ -186,7 +233,11 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
         }
         end_snapshot = Some(snap);
     }
-    Ok(ScanPlan { snapshot: end_snapshot, schema, splits })
+    Ok(ScanPlan {
+        snapshot: end_snapshot,
+        schema,
+        splits,
+    })
 }
 
 /// [`Error::Unsupported`] for a change read of a data file that holds only some columns of its
@@ -195,7 +246,9 @@ pub async fn plan_changes(table: &Table, start_exclusive: i64, end_inclusive: Op
 /// describes; batch reads merge it with the other files of its rows
 /// (`crate::read::evolution`).
 fn refuse_column_files(layout: &TableLayout, e: &ManifestEntry) -> Result<()> {
-    let Some(columns) = &e.file.write_cols else { return Ok(()) };
+    let Some(columns) = &e.file.write_cols else {
+        return Ok(());
+    };
     let rows = match e.file.first_row_id {
         Some(first) => format!("rows {first}..{} by row id", first + e.file.row_count),
         None => format!("{} rows", e.file.row_count),
@@ -225,7 +278,11 @@ struct RowStats<'a> {
 
 impl<'a> RowStats<'a> {
     /// Decode `stats` covering `fields`; `None` when the stats are absent or unreadable.
-    fn decode(stats: &SimpleStats, fields: &[&'a DataField], row_count: i64) -> Option<RowStats<'a>> {
+    fn decode(
+        stats: &SimpleStats,
+        fields: &[&'a DataField],
+        row_count: i64,
+    ) -> Option<RowStats<'a>> {
         let types: Vec<_> = fields.iter().map(|f| f.data_type.clone()).collect();
         let mins = decode_framed(&stats.min_values, &types).ok()?;
         let maxs = decode_framed(&stats.max_values, &types).ok()?;
@@ -233,7 +290,13 @@ impl<'a> RowStats<'a> {
             Some(n) if n.len() == fields.len() => n.clone(),
             _ => vec![None; fields.len()],
         };
-        Some(RowStats { names: fields.iter().map(|f| f.name.as_str()).collect(), mins, maxs, nulls, row_count })
+        Some(RowStats {
+            names: fields.iter().map(|f| f.name.as_str()).collect(),
+            mins,
+            maxs,
+            nulls,
+            row_count,
+        })
     }
 
     fn position(&self, field: &str) -> Option<usize> {
@@ -242,7 +305,10 @@ impl<'a> RowStats<'a> {
 
     /// Exact statistics of one partition (every value is both min and max).
     fn exact(fields: &'a [DataField], values: Vec<Datum>) -> RowStats<'a> {
-        let nulls = values.iter().map(|v| Some(i64::from(v.is_null()))).collect();
+        let nulls = values
+            .iter()
+            .map(|v| Some(i64::from(v.is_null())))
+            .collect();
         RowStats {
             names: fields.iter().map(|f| f.name.as_str()).collect(),
             mins: values.clone(),
@@ -255,10 +321,14 @@ impl<'a> RowStats<'a> {
 
 impl StatsProvider for RowStats<'_> {
     fn min(&self, field: &str) -> Option<Datum> {
-        self.position(field).map(|i| self.mins[i].clone()).filter(|d| !d.is_null())
+        self.position(field)
+            .map(|i| self.mins[i].clone())
+            .filter(|d| !d.is_null())
     }
     fn max(&self, field: &str) -> Option<Datum> {
-        self.position(field).map(|i| self.maxs[i].clone()).filter(|d| !d.is_null())
+        self.position(field)
+            .map(|i| self.maxs[i].clone())
+            .filter(|d| !d.is_null())
     }
     fn null_count(&self, field: &str) -> Option<i64> {
         self.position(field).and_then(|i| self.nulls[i])
@@ -282,14 +352,31 @@ struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    fn new(table: &'a Table, schema: &'a TableSchema, filter: Option<BoundPredicate>) -> Result<Self> {
+    fn new(
+        table: &'a Table,
+        schema: &'a TableSchema,
+        filter: Option<BoundPredicate>,
+    ) -> Result<Self> {
         let opts = schema.options();
         let has_primary_key = !schema.primary_keys.is_empty();
-        let skip_level0 =
-            has_primary_key && opts.batch_scan_skip_level0().map_err(|e| Error::from_spec("table options", e))?;
-        let data_evolution = opts.data_evolution_enabled().map_err(|e| Error::from_spec("table options", e))?;
+        let skip_level0 = has_primary_key
+            && opts
+                .batch_scan_skip_level0()
+                .map_err(|e| Error::from_spec("table options", e))?;
+        let data_evolution = opts
+            .data_evolution_enabled()
+            .map_err(|e| Error::from_spec("table options", e))?;
         let buckets = BucketFilter::new(schema, filter.as_ref());
-        Ok(Planner { table, schema, layout: TableLayout::new(schema)?, filter, buckets, has_primary_key, skip_level0, data_evolution })
+        Ok(Planner {
+            table,
+            schema,
+            layout: TableLayout::new(schema)?,
+            filter,
+            buckets,
+            has_primary_key,
+            skip_level0,
+            data_evolution,
+        })
     }
 
     /// The splits of `snap` (its live files, deletion vectors applied).
@@ -300,12 +387,16 @@ impl<'a> Planner<'a> {
             .skip_postpone()
             .skip_level0(self.skip_level0)
             .with_deletion_vectors();
-        let mut buckets = LiveFiles::read(self.table, &snap, pruning).await?.into_buckets();
+        let mut buckets = LiveFiles::read(self.table, &snap, pruning)
+            .await?
+            .into_buckets();
         let mut bucket_sets: HashMap<i32, Option<BTreeSet<i32>>> = HashMap::new();
         for b in &mut buckets {
             let mut kept = Vec::with_capacity(b.files.len());
             for e in std::mem::take(&mut b.files) {
-                if self.bucket_may_match(&e, &mut bucket_sets).await? && self.file_may_match(&e).await? {
+                if self.bucket_may_match(&e, &mut bucket_sets).await?
+                    && self.file_may_match(&e).await?
+                {
                     kept.push(e);
                 }
             }
@@ -320,7 +411,9 @@ impl<'a> Planner<'a> {
     }
 
     fn manifest_may_match(&self, meta: &ManifestFileMeta) -> bool {
-        let Some(filter) = &self.filter else { return true };
+        let Some(filter) = &self.filter else {
+            return true;
+        };
         if self.layout.partition_fields.is_empty() {
             return true;
         }
@@ -332,7 +425,9 @@ impl<'a> Planner<'a> {
     }
 
     fn partition_may_match(&self, partition: &[u8]) -> Result<bool> {
-        let Some(filter) = &self.filter else { return Ok(true) };
+        let Some(filter) = &self.filter else {
+            return Ok(true);
+        };
         if self.layout.partition_fields.is_empty() {
             return Ok(true);
         }
@@ -341,9 +436,17 @@ impl<'a> Planner<'a> {
     }
 
     /// Prune by bucket: `sets` caches the selected buckets per bucket count.
-    async fn bucket_may_match(&self, e: &ManifestEntry, sets: &mut HashMap<i32, Option<BTreeSet<i32>>>) -> Result<bool> {
-        let Some(filter) = &self.buckets else { return Ok(true) };
-        let selected = sets.entry(e.total_buckets).or_insert_with(|| filter.selected(e.total_buckets));
+    async fn bucket_may_match(
+        &self,
+        e: &ManifestEntry,
+        sets: &mut HashMap<i32, Option<BTreeSet<i32>>>,
+    ) -> Result<bool> {
+        let Some(filter) = &self.buckets else {
+            return Ok(true);
+        };
+        let selected = sets
+            .entry(e.total_buckets)
+            .or_insert_with(|| filter.selected(e.total_buckets));
         if selected.as_ref().is_none_or(|s| s.contains(&e.bucket)) {
             return Ok(true);
         }
@@ -358,7 +461,9 @@ impl<'a> Planner<'a> {
     /// value statistics (append tables). Statistics are read in the file's own schema and
     /// addressed by the current column names through field ids.
     async fn file_may_match(&self, e: &ManifestEntry) -> Result<bool> {
-        let Some(filter) = &self.filter else { return Ok(true) };
+        let Some(filter) = &self.filter else {
+            return Ok(true);
+        };
         if self.data_evolution {
             // a file's rows may take columns from other files of their row range
             return Ok(true);
@@ -372,7 +477,10 @@ impl<'a> Planner<'a> {
         let file_schema: &TableSchema = file_schema.as_deref().unwrap_or(self.schema);
         let (stats, stat_fields): (&SimpleStats, Vec<&DataField>) = if self.has_primary_key {
             let keys = file_schema.trimmed_primary_keys();
-            (&file.key_stats, keys.iter().filter_map(|k| file_schema.field(k)).collect())
+            (
+                &file.key_stats,
+                keys.iter().filter_map(|k| file_schema.field(k)).collect(),
+            )
         } else {
             let cols: Vec<&DataField> = match &file.value_stats_cols {
                 None => file_schema.fields.iter().collect(),
@@ -386,7 +494,12 @@ impl<'a> Planner<'a> {
         // Re-address the statistics by the current schema's names (renames keep ids).
         let renamed: Vec<DataField> = stat_fields
             .iter()
-            .filter_map(|f| self.schema.field_by_id(f.id).map(|cur| DataField { name: cur.name.clone(), ..(*f).clone() }))
+            .filter_map(|f| {
+                self.schema.field_by_id(f.id).map(|cur| DataField {
+                    name: cur.name.clone(),
+                    ..(*f).clone()
+                })
+            })
             .collect();
         if renamed.len() != stat_fields.len() {
             return Ok(true);
@@ -421,7 +534,16 @@ impl<'a> Planner<'a> {
                 || self.skip_level0
                 || (files.len() == 1 && files[0].delete_row_count == Some(0));
             let (partition, bucket, total_buckets) = (b.partition, b.bucket, b.total_buckets);
-            splits.push(Split { snapshot_id, partition, bucket, total_buckets, bucket_path, files, raw_convertible, branch: None });
+            splits.push(Split {
+                snapshot_id,
+                partition,
+                bucket,
+                total_buckets,
+                bucket_path,
+                files,
+                raw_convertible,
+                branch: None,
+            });
         }
         Ok(splits)
     }

@@ -86,6 +86,7 @@ impl Split {
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Split> {
-        serde_json::from_slice(bytes).map_err(|e| Error::invalid(format!("not a tidelake split: {e}")))
+        serde_json::from_slice(bytes)
+            .map_err(|e| Error::invalid(format!("not a tidelake split: {e}")))
     }
 }

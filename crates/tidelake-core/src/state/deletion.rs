@@ -19,7 +19,9 @@ pub struct DeletionFileRef {
 
 /// The deletion vectors a deletion-vector index file holds, per data file name (none for
 /// other index types). A negative offset or length is [`Error::Corrupt`].
-pub(crate) fn index_file_refs(index_file: &IndexFileMeta) -> Result<Vec<(String, DeletionFileRef)>> {
+pub(crate) fn index_file_refs(
+    index_file: &IndexFileMeta,
+) -> Result<Vec<(String, DeletionFileRef)>> {
     if index_file.index_type != DELETION_VECTORS_INDEX {
         return Ok(Vec::new());
     }
@@ -33,7 +35,10 @@ pub(crate) fn index_file_refs(index_file: &IndexFileMeta) -> Result<Vec<(String,
         .flatten()
         .map(|r| {
             let bad = |what: &str| {
-                Error::corrupt(&path, format!("negative deletion vector {what} for {}", r.data_file_name))
+                Error::corrupt(
+                    &path,
+                    format!("negative deletion vector {what} for {}", r.data_file_name),
+                )
             };
             let dv = DeletionFileRef {
                 path: path.clone(),

@@ -24,7 +24,9 @@ use tidelake_spec::manifest::{
 use tidelake_spec::snapshot::Snapshot;
 
 use super::deletion::{index_file_refs, DeletionFileRef};
-use super::manifests::{data_manifests, live_index_entries, merge_sourced, read_manifest_chunks, sourced};
+use super::manifests::{
+    data_manifests, live_index_entries, merge_sourced, read_manifest_chunks, sourced,
+};
 use crate::error::Result;
 use crate::table::Table;
 
@@ -54,14 +56,20 @@ impl<'a> Pruning<'a> {
 
     /// Read only the manifests `keep` accepts (typically by their partition statistics); it
     /// must accept every manifest that may hold a kept partition.
-    pub(crate) fn manifests(mut self, keep: impl Fn(&ManifestFileMeta) -> bool + Send + 'a) -> Self {
+    pub(crate) fn manifests(
+        mut self,
+        keep: impl Fn(&ManifestFileMeta) -> bool + Send + 'a,
+    ) -> Self {
         self.manifests = Some(Box::new(keep));
         self
     }
 
     /// Keep the files of the partitions (framed BinaryRows) `keep` accepts; it is asked once
     /// per distinct partition.
-    pub(crate) fn partitions(mut self, keep: impl FnMut(&[u8]) -> Result<bool> + Send + 'a) -> Self {
+    pub(crate) fn partitions(
+        mut self,
+        keep: impl FnMut(&[u8]) -> Result<bool> + Send + 'a,
+    ) -> Self {
         self.partitions = Some(Box::new(keep));
         self
     }
@@ -113,14 +121,22 @@ impl<'a> Pruning<'a> {
     }
 
     /// Whether `e` is kept; looks only at fields of its identifier (partition, bucket, level).
-    fn keep_entry(&mut self, e: &ManifestEntry, verdicts: &mut HashMap<Vec<u8>, bool>) -> Result<bool> {
-        if (self.skip_postpone && e.bucket == POSTPONE_BUCKET) || (self.skip_level0 && e.file.level == 0) {
+    fn keep_entry(
+        &mut self,
+        e: &ManifestEntry,
+        verdicts: &mut HashMap<Vec<u8>, bool>,
+    ) -> Result<bool> {
+        if (self.skip_postpone && e.bucket == POSTPONE_BUCKET)
+            || (self.skip_level0 && e.file.level == 0)
+        {
             return Ok(false);
         }
         if self.buckets.as_ref().is_some_and(|keep| !keep(e.bucket)) {
             return Ok(false);
         }
-        let Some(keep) = self.partitions.as_mut() else { return Ok(true) };
+        let Some(keep) = self.partitions.as_mut() else {
+            return Ok(true);
+        };
         if let Some(verdict) = verdicts.get(&e.partition) {
             return Ok(*verdict);
         }
@@ -171,9 +187,16 @@ pub(crate) struct LiveFiles {
 
 impl LiveFiles {
     /// The live files of `snap` that `pruning` keeps.
-    pub(crate) async fn read(table: &Table, snap: &Snapshot, mut pruning: Pruning<'_>) -> Result<LiveFiles> {
-        let metas: Vec<ManifestFileMeta> =
-            data_manifests(table, snap).await?.into_iter().filter(|m| pruning.keep_manifest(m)).collect();
+    pub(crate) async fn read(
+        table: &Table,
+        snap: &Snapshot,
+        mut pruning: Pruning<'_>,
+    ) -> Result<LiveFiles> {
+        let metas: Vec<ManifestFileMeta> = data_manifests(table, snap)
+            .await?
+            .into_iter()
+            .filter(|m| pruning.keep_manifest(m))
+            .collect();
         let index = async {
             match pruning.deletion_vectors {
                 true => live_index_entries(table, snap).await,
@@ -244,14 +267,21 @@ impl LiveFiles {
 
     /// Attach the deletion-vector index files among the live index `entries` to the buckets
     /// they belong to (other index types and buckets without live files are ignored).
-    pub(crate) fn attach_index(&mut self, entries: impl IntoIterator<Item = IndexManifestEntry>) -> Result<()> {
+    pub(crate) fn attach_index(
+        &mut self,
+        entries: impl IntoIterator<Item = IndexManifestEntry>,
+    ) -> Result<()> {
         for e in entries {
             if e.index_file.index_type != DELETION_VECTORS_INDEX {
                 continue;
             }
-            let Some(&slot) = self.slots.get(&(e.partition, e.bucket)) else { continue };
+            let Some(&slot) = self.slots.get(&(e.partition, e.bucket)) else {
+                continue;
+            };
             let bucket = &mut self.buckets[slot];
-            bucket.deletion_vectors.extend(index_file_refs(&e.index_file)?);
+            bucket
+                .deletion_vectors
+                .extend(index_file_refs(&e.index_file)?);
             bucket.dv_index.push(e.index_file);
         }
         Ok(())

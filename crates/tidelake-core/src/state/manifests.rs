@@ -6,8 +6,8 @@
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::manifest::{
-    merge_entries_from, merge_index_entries, read_index_manifest, read_manifest, read_manifest_list,
-    IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+    merge_entries_from, merge_index_entries, read_index_manifest, read_manifest,
+    read_manifest_list, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
 };
 use tidelake_spec::snapshot::Snapshot;
 
@@ -45,7 +45,10 @@ pub(crate) async fn read_index(table: &Table, name: &str) -> Result<Vec<IndexMan
 
 /// The manifests holding a snapshot's data files: its base list, then its delta list (read
 /// concurrently).
-pub(crate) async fn data_manifests(table: &Table, snapshot: &Snapshot) -> Result<Vec<ManifestFileMeta>> {
+pub(crate) async fn data_manifests(
+    table: &Table,
+    snapshot: &Snapshot,
+) -> Result<Vec<ManifestFileMeta>> {
     let (base, delta) = futures::try_join!(
         read_list(table, &snapshot.base_manifest_list),
         read_list(table, &snapshot.delta_manifest_list)
@@ -54,23 +57,38 @@ pub(crate) async fn data_manifests(table: &Table, snapshot: &Snapshot) -> Result
 }
 
 /// Decode many manifests concurrently, keeping their order.
-pub async fn read_manifests(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<ManifestEntry>> {
-    Ok(read_manifest_chunks(table, metas).await?.into_iter().flatten().collect())
+pub async fn read_manifests(
+    table: &Table,
+    metas: &[ManifestFileMeta],
+) -> Result<Vec<ManifestEntry>> {
+    Ok(read_manifest_chunks(table, metas)
+        .await?
+        .into_iter()
+        .flatten()
+        .collect())
 }
 
 /// The entries of each of `metas`, decoded concurrently, in order.
-pub(crate) async fn read_manifest_chunks(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<Vec<ManifestEntry>>> {
+pub(crate) async fn read_manifest_chunks(
+    table: &Table,
+    metas: &[ManifestFileMeta],
+) -> Result<Vec<Vec<ManifestEntry>>> {
     let names: Vec<String> = metas.iter().map(|m| m.file_name.clone()).collect();
     let reads = names.into_iter().map(|name| {
         let table = table.clone();
         async move { read_entries(&table, &name).await }
     });
-    stream::iter(reads).buffered(MANIFEST_PARALLELISM).try_collect().await
+    stream::iter(reads)
+        .buffered(MANIFEST_PARALLELISM)
+        .try_collect()
+        .await
 }
 
 /// Replay manifest entries in order ([`tidelake_spec::manifest::merge_entries`]): DELETEs
 /// cancel their ADDs, unmatched DELETEs stay; a file added twice is [`Error::Corrupt`].
-pub fn merge_entries(entries: impl IntoIterator<Item = ManifestEntry>) -> Result<Vec<ManifestEntry>> {
+pub fn merge_entries(
+    entries: impl IntoIterator<Item = ManifestEntry>,
+) -> Result<Vec<ManifestEntry>> {
     merge_sourced(entries.into_iter().map(|e| (None, e)))
 }
 
@@ -97,15 +115,18 @@ pub(crate) fn sourced(
     metas: &[ManifestFileMeta],
     chunks: Vec<Vec<ManifestEntry>>,
 ) -> impl Iterator<Item = (Option<&str>, ManifestEntry)> {
-    metas
-        .iter()
-        .zip(chunks)
-        .flat_map(|(m, chunk)| chunk.into_iter().map(move |e| (Some(m.file_name.as_str()), e)))
+    metas.iter().zip(chunks).flat_map(|(m, chunk)| {
+        chunk
+            .into_iter()
+            .map(move |e| (Some(m.file_name.as_str()), e))
+    })
 }
 
 /// The live index files of a snapshot (its index manifest replayed,
 /// [`tidelake_spec::manifest::merge_index_entries`]).
 pub async fn live_index_entries(table: &Table, snap: &Snapshot) -> Result<Vec<IndexManifestEntry>> {
-    let Some(name) = &snap.index_manifest else { return Ok(Vec::new()) };
+    let Some(name) = &snap.index_manifest else {
+        return Ok(Vec::new());
+    };
     Ok(merge_index_entries(read_index(table, name).await?))
 }

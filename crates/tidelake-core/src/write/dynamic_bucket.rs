@@ -61,11 +61,19 @@ impl DynamicBucketAssigner {
         let mut existing: HashMap<Vec<u8>, Vec<(i32, IndexFileMeta)>> = HashMap::new();
         let live = match ignore_previous {
             true => None,
-            false => table.snapshot_manager().read_latest(|snap| async move { live_index_entries(table, &snap).await }).await?,
+            false => {
+                table
+                    .snapshot_manager()
+                    .read_latest(|snap| async move { live_index_entries(table, &snap).await })
+                    .await?
+            }
         };
         for e in live.map_or_else(Vec::new, |(_, entries)| entries) {
             if e.index_file.index_type == HASH_INDEX {
-                existing.entry(e.partition).or_default().push((e.bucket, e.index_file));
+                existing
+                    .entry(e.partition)
+                    .or_default()
+                    .push((e.bucket, e.index_file));
             }
         }
         Ok(DynamicBucketAssigner {
@@ -98,10 +106,15 @@ impl DynamicBucketAssigner {
                 }
             };
             if bytes.len() % 4 != 0 {
-                return Err(Error::corrupt(self.io.display(&rel), "hash index length is not a multiple of 4"));
+                return Err(Error::corrupt(
+                    self.io.display(&rel),
+                    "hash index length is not a multiple of 4",
+                ));
             }
-            let hashes: Vec<i32> =
-                bytes.chunks_exact(4).map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let hashes: Vec<i32> = bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
             for h in &hashes {
                 index.bucket_of.insert(*h, bucket);
             }
@@ -128,7 +141,11 @@ impl DynamicBucketAssigner {
                     .iter()
                     .find(|(_, hs)| (hs.len() as u64) < target)
                     .map(|(b, _)| *b)
-                    .unwrap_or_else(|| (0..).find(|b| !index.hashes.contains_key(b)).expect("a free bucket id exists"));
+                    .unwrap_or_else(|| {
+                        (0..)
+                            .find(|b| !index.hashes.contains_key(b))
+                            .expect("a free bucket id exists")
+                    });
                 index.bucket_of.insert(*h, bucket);
                 index.hashes.entry(bucket).or_default().push(*h);
                 if !index.changed.contains(&bucket) {
@@ -150,7 +167,9 @@ impl DynamicBucketAssigner {
                 let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_be_bytes()).collect();
                 let name = format!("{}{}", self.file_prefix, self.file_counter);
                 self.file_counter += 1;
-                self.io.write(&format!("{INDEX_DIR}/{name}"), bytes.clone()).await?;
+                self.io
+                    .write(&format!("{INDEX_DIR}/{name}"), bytes.clone())
+                    .await?;
                 let new_file = IndexFileMeta {
                     index_type: HASH_INDEX.to_string(),
                     file_name: name,
@@ -161,7 +180,12 @@ impl DynamicBucketAssigner {
                     global_index: None,
                 };
                 let old_file = index.files.insert(bucket, new_file.clone());
-                updates.push(IndexUpdate { partition: partition.clone(), bucket, new_file, old_file });
+                updates.push(IndexUpdate {
+                    partition: partition.clone(),
+                    bucket,
+                    new_file,
+                    old_file,
+                });
             }
         }
         Ok(updates)

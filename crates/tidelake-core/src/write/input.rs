@@ -38,10 +38,19 @@ pub struct Conformed {
 /// missing columns become nulls. Other writes to primary-key tables whose rows replace whole
 /// rows (deduplicate, first-row) need every column; elsewhere missing nullable columns become
 /// nulls (append tables; partial-update and aggregation, where a null changes nothing).
-pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaRef, kinds: RowKinds) -> Result<Conformed> {
+pub fn conform(
+    batch: &RecordBatch,
+    schema: &TableSchema,
+    arrow_schema: &SchemaRef,
+    kinds: RowKinds,
+) -> Result<Conformed> {
     let is_delete = kinds == RowKinds::Fixed(RowKind::Delete.code());
     let input = batch.schema();
-    if let Some(extra) = input.fields().iter().find(|f| schema.field(f.name()).is_none()) {
+    if let Some(extra) = input
+        .fields()
+        .iter()
+        .find(|f| schema.field(f.name()).is_none())
+    {
         return Err(Error::SchemaMismatch(format!(
             "column '{}' is not in the table; its columns are {}",
             extra.name(),
@@ -54,7 +63,7 @@ pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaR
             Ok(i) => cast_exact(batch.column(i), target.data_type(), &field.name)?,
             Err(_) => {
                 let is_key = schema.primary_keys.contains(&field.name);
-                if !field.data_type.nullable && !(is_delete && !is_key) {
+                if !field.data_type.nullable && (!is_delete || is_key) {
                     return Err(Error::SchemaMismatch(format!(
                         "missing column '{}' ({}), which is required",
                         field.name, field.data_type
@@ -63,8 +72,15 @@ pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaR
                 arrow_array::new_null_array(target.data_type(), batch.num_rows())
             }
         };
-        if !target.is_nullable() && column.null_count() > 0 && !(is_delete && !schema.primary_keys.contains(&field.name)) {
-            let what = if schema.primary_keys.contains(&field.name) { "primary key" } else { "NOT NULL" };
+        if !target.is_nullable()
+            && column.null_count() > 0
+            && (!is_delete || schema.primary_keys.contains(&field.name))
+        {
+            let what = if schema.primary_keys.contains(&field.name) {
+                "primary key"
+            } else {
+                "NOT NULL"
+            };
             return Err(Error::SchemaMismatch(format!(
                 "{} null value(s) in {what} column '{}'",
                 column.null_count(),
@@ -90,13 +106,21 @@ pub fn conform(batch: &RecordBatch, schema: &TableSchema, arrow_schema: &SchemaR
         }
     }
     // Deletes may leave NOT NULL value columns null: Paimon only needs the key of a -D row.
-    let out_schema = if is_delete { Arc::new(relax_non_key(arrow_schema, schema)) } else { arrow_schema.clone() };
-    let conformed = RecordBatch::try_new(out_schema, columns).map_err(|e| Error::arrow("conforming input", e))?;
+    let out_schema = if is_delete {
+        Arc::new(relax_non_key(arrow_schema, schema))
+    } else {
+        arrow_schema.clone()
+    };
+    let conformed = RecordBatch::try_new(out_schema, columns)
+        .map_err(|e| Error::arrow("conforming input", e))?;
     let kinds = match kinds {
         RowKinds::Fixed(k) => Int8Array::from(vec![k; batch.num_rows()]),
         RowKinds::FromField => kinds_from_field(&conformed, schema)?,
     };
-    Ok(Conformed { batch: conformed, kinds })
+    Ok(Conformed {
+        batch: conformed,
+        kinds,
+    })
 }
 
 /// Whether a row written to this table replaces the key's whole row (a primary key with the
@@ -105,8 +129,14 @@ fn replaces_whole_rows(schema: &TableSchema) -> Result<bool> {
     if schema.primary_keys.is_empty() {
         return Ok(false);
     }
-    let engine = schema.options().merge_engine().map_err(|e| Error::from_spec("table options", e))?;
-    Ok(matches!(engine, MergeEngine::Deduplicate | MergeEngine::FirstRow))
+    let engine = schema
+        .options()
+        .merge_engine()
+        .map_err(|e| Error::from_spec("table options", e))?;
+    Ok(matches!(
+        engine,
+        MergeEngine::Deduplicate | MergeEngine::FirstRow
+    ))
 }
 
 fn relax_non_key(arrow_schema: &SchemaRef, schema: &TableSchema) -> arrow_schema::Schema {
@@ -130,14 +160,23 @@ fn cast_exact(array: &ArrayRef, to: &ArrowType, column: &str) -> Result<ArrayRef
     if from == to {
         return Ok(array.clone());
     }
-    let mismatch = |why: String| Error::SchemaMismatch(format!("column '{column}': cannot write {from} as {to}: {why}"));
+    let mismatch = |why: String| {
+        Error::SchemaMismatch(format!(
+            "column '{column}': cannot write {from} as {to}: {why}"
+        ))
+    };
     if parses_strings(from, to) {
-        return Err(mismatch("strings are not parsed into other types; convert them first".into()));
+        return Err(mismatch(
+            "strings are not parsed into other types; convert them first".into(),
+        ));
     }
     if !can_cast_types(from, to) {
         return Err(mismatch("no conversion exists".into()));
     }
-    let strict = CastOptions { safe: false, ..Default::default() };
+    let strict = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
     let cast = cast_with_options(array, to, &strict).map_err(|e| mismatch(e.to_string()))?;
     if !is_lossless(from, to) {
         let back = cast_with_options(&cast, from, &strict).map_err(|e| mismatch(e.to_string()))?;
@@ -156,11 +195,16 @@ fn parses_strings(from: &ArrowType, to: &ArrowType) -> bool {
     match (from, to) {
         (Dictionary(_, v), t) => parses_strings(v, t),
         (f, t) if is_string(f) => !is_string(t),
-        (List(a) | LargeList(a) | ListView(a) | LargeListView(a) | FixedSizeList(a, _), List(b) | LargeList(b))
+        (
+            List(a) | LargeList(a) | ListView(a) | LargeListView(a) | FixedSizeList(a, _),
+            List(b) | LargeList(b),
+        )
         | (Map(a, _), Map(b, _)) => parses_strings(a.data_type(), b.data_type()),
-        (Struct(a), Struct(b)) => a
-            .iter()
-            .any(|fa| b.iter().find(|fb| fb.name() == fa.name()).is_some_and(|fb| parses_strings(fa.data_type(), fb.data_type()))),
+        (Struct(a), Struct(b)) => a.iter().any(|fa| {
+            b.iter()
+                .find(|fb| fb.name() == fa.name())
+                .is_some_and(|fb| parses_strings(fa.data_type(), fb.data_type()))
+        }),
         _ => false,
     }
 }
@@ -177,7 +221,10 @@ fn is_lossless(from: &ArrowType, to: &ArrowType) -> bool {
     };
     match (from, to) {
         (a, b) if int_rank(a).is_some() && int_rank(b).is_some() => int_rank(a) < int_rank(b),
-        (Float16 | Float32, Float64) | (Float16, Float32) | (Int8 | Int16 | Int32, Float64) | (Int8 | Int16, Float32) => true,
+        (Float16 | Float32, Float64)
+        | (Float16, Float32)
+        | (Int8 | Int16 | Int32, Float64)
+        | (Int8 | Int16, Float32) => true,
         (LargeUtf8 | Utf8View, Utf8) | (LargeBinary | BinaryView, Binary) => true,
         (Dictionary(_, v), t) => v.as_ref() == t,
         // all values are null
@@ -194,7 +241,9 @@ fn kinds_from_field(batch: &RecordBatch, schema: &TableSchema) -> Result<Int8Arr
     let column = batch
         .column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-        .ok_or_else(|| Error::SchemaMismatch(format!("rowkind.field '{name}' must be a STRING column")))?;
+        .ok_or_else(|| {
+            Error::SchemaMismatch(format!("rowkind.field '{name}' must be a STRING column"))
+        })?;
     column
         .iter()
         .map(|v| match v.and_then(RowKind::from_short_string) {

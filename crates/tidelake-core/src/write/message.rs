@@ -301,8 +301,8 @@ pub(crate) fn data_files_hex<'a>(
             file: file.clone(),
         })
         .collect();
-    let bytes = write_manifest(&entries, Codec::Null)
-        .map_err(|e| Error::from_spec("data file list", e))?;
+    let bytes =
+        write_manifest(&entries, Codec::Null).map_err(|e| Error::from_spec("data file list", e))?;
     Ok(to_hex(&bytes))
 }
 

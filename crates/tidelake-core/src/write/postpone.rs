@@ -55,7 +55,9 @@ mod tests {
 
     #[test]
     fn prefix_has_the_write_id_java_parses() {
-        let options: Options = [("data-file.prefix".to_string(), "d-".to_string())].into_iter().collect();
+        let options: Options = [("data-file.prefix".to_string(), "d-".to_string())]
+            .into_iter()
+            .collect();
         assert_eq!(file_prefix(&options, "u1", 42), "d--u-u1-s-42-w-");
         let prefix = new_file_prefix(&Options::default());
         // Java `PostponeBucketFileStoreWrite.getWriteId`: the int between "-s-" and the next '-'.

@@ -43,13 +43,13 @@ use tidelake_spec::options::ChangelogProducer;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
-use crate::write::message::CommitMessage;
+use crate::compact::{Compactor, InlineCompaction, Slot};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
-use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
-use crate::compact::{Compactor, InlineCompaction, Slot};
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::MergeConfig;
+use crate::lsm::sorted_buffer::SortedBuffer;
+use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
 use crate::state::{LiveFiles, Pruning};
 use crate::table::{schema_path, Table};
 use crate::tasks;
@@ -57,8 +57,8 @@ use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes};
 use crate::write::dynamic_bucket::DynamicBucketAssigner;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 use crate::write::input::{conform, RowKinds};
+use crate::write::message::CommitMessage;
 use crate::write::postpone::{self, POSTPONE_BUCKET, UNKNOWN_SEQUENCE};
-use crate::lsm::sorted_buffer::SortedBuffer;
 
 /// Rows per batch when merged buffers are written.
 const FLUSH_BATCH_SIZE: usize = 8192;
@@ -157,7 +157,10 @@ pub struct TableWrite {
 }
 
 fn positions(schema: &TableSchema, names: &[String]) -> Vec<usize> {
-    names.iter().filter_map(|n| schema.fields.iter().position(|f| &f.name == n)).collect()
+    names
+        .iter()
+        .filter_map(|n| schema.fields.iter().position(|f| &f.name == n))
+        .collect()
 }
 
 impl TableWrite {
@@ -169,7 +172,10 @@ impl TableWrite {
     /// A writer that routes rows of a postpone-bucket table into real buckets, as if the table
     /// had `bucket = default_buckets`: partitions that have real buckets keep their count
     /// (`crate::compact::postpone`).
-    pub(crate) async fn into_real_buckets(table: Table, default_buckets: i32) -> Result<TableWrite> {
+    pub(crate) async fn into_real_buckets(
+        table: Table,
+        default_buckets: i32,
+    ) -> Result<TableWrite> {
         TableWrite::open(table, false, Some(default_buckets)).await
     }
 
@@ -187,7 +193,11 @@ impl TableWrite {
         if !table.branch_io().exists(&schema_path(schema.id)).await? {
             return Err(Error::not_found(
                 "table",
-                format!("{} (its schema-{} is gone: was the table dropped?)", table.location(), schema.id),
+                format!(
+                    "{} (its schema-{} is gone: was the table dropped?)",
+                    table.location(),
+                    schema.id
+                ),
             ));
         }
         let opts = schema.options();
@@ -199,7 +209,11 @@ impl TableWrite {
             None => opts.bucket().map_err(spec_err)?,
         };
         let postpone = primary_key && bucket == POSTPONE_BUCKET;
-        let compaction = if primary_key && !postpone && !ignore_previous && !schema.options().write_only().map_err(spec_err)? {
+        let compaction = if primary_key
+            && !postpone
+            && !ignore_previous
+            && !schema.options().write_only().map_err(spec_err)?
+        {
             Some(InlineCompaction::new(Compactor::new(table.clone())?, true)?)
         } else {
             None
@@ -207,7 +221,11 @@ impl TableWrite {
         let mode = match bucket {
             n if n > 0 => BucketMode::Fixed(n),
             -1 if primary_key => {
-                if schema.partition_keys.iter().any(|p| !schema.primary_keys.contains(p)) {
+                if schema
+                    .partition_keys
+                    .iter()
+                    .any(|p| !schema.primary_keys.contains(p))
+                {
                     return Err(Error::Unsupported(
                         "cross-partition upserts (bucket -1 with a primary key that lacks a partition key)".into(),
                     ));
@@ -216,10 +234,15 @@ impl TableWrite {
             }
             -1 => BucketMode::Unaware,
             POSTPONE_BUCKET if postpone => BucketMode::Postpone,
-            other => return Err(Error::Unsupported(format!("writing tables with bucket = {other}"))),
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "writing tables with bucket = {other}"
+                )))
+            }
         };
         let arrow_schema = Arc::new(
-            tidelake_spec::arrow::to_arrow_schema(&schema.fields).map_err(|e| Error::from_spec("table schema", e))?,
+            tidelake_spec::arrow::to_arrow_schema(&schema.fields)
+                .map_err(|e| Error::from_spec("table schema", e))?,
         );
         let mut kv_fields = vec![
             Arc::new(Field::new(SEQUENCE_NUMBER, ArrowType::Int64, false)),
@@ -230,7 +253,10 @@ impl TableWrite {
         let layout = TableLayout::new(&schema)?;
         let bucket_keys = schema.bucket_keys();
         let bucket_key_columns = positions(&schema, &bucket_keys);
-        let bucket_key_types = bucket_key_columns.iter().map(|&i| schema.fields[i].data_type.clone()).collect();
+        let bucket_key_types = bucket_key_columns
+            .iter()
+            .map(|&i| schema.fields[i].data_type.clone())
+            .collect();
         let key_columns = positions(&schema, &schema.trimmed_primary_keys());
         let merge = if primary_key {
             // The full primary key, as Java passes it to merge functions.
@@ -241,12 +267,25 @@ impl TableWrite {
             None
         };
         // Java's postpone writers write no changelog; their compaction does.
-        let changelog_input = primary_key && !postpone && opts.changelog_producer().map_err(spec_err)? == ChangelogProducer::Input;
-        let memory_budget = usize::try_from(opts.write_buffer_size().map_err(spec_err)?).unwrap_or(usize::MAX);
+        let changelog_input = primary_key
+            && !postpone
+            && opts.changelog_producer().map_err(spec_err)? == ChangelogProducer::Input;
+        let memory_budget =
+            usize::try_from(opts.write_buffer_size().map_err(spec_err)?).unwrap_or(usize::MAX);
         let dynamic = match mode {
             BucketMode::Dynamic => {
-                let target = opts.get_i64("dynamic-bucket.target-row-num").map_err(spec_err)?.unwrap_or(2_000_000);
-                Some(DynamicBucketAssigner::new(&table, u64::try_from(target).unwrap_or(1), ignore_previous).await?)
+                let target = opts
+                    .get_i64("dynamic-bucket.target-row-num")
+                    .map_err(spec_err)?
+                    .unwrap_or(2_000_000);
+                Some(
+                    DynamicBucketAssigner::new(
+                        &table,
+                        u64::try_from(target).unwrap_or(1),
+                        ignore_previous,
+                    )
+                    .await?,
+                )
             }
             _ => None,
         };
@@ -306,8 +345,13 @@ impl TableWrite {
     /// Sorted runs of each flushed bucket in this writer's compaction view.
     #[cfg(test)]
     pub(crate) fn view_sorted_runs(&self) -> Vec<usize> {
-        let Some(c) = &self.compaction else { return Vec::new() };
-        self.writers.iter().filter_map(|w| c.sorted_runs(&w.compaction)).collect()
+        let Some(c) = &self.compaction else {
+            return Vec::new();
+        };
+        self.writers
+            .iter()
+            .filter_map(|w| c.sorted_runs(&w.compaction))
+            .collect()
     }
 
     /// The snapshot this writer restored the table's state from (0: the table had none;
@@ -332,7 +376,8 @@ impl TableWrite {
             ));
         }
         let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?;
-        self.write_rows(&conformed.batch, Arc::new(conformed.kinds)).await
+        self.write_rows(&conformed.batch, Arc::new(conformed.kinds))
+            .await
     }
 
     /// Write rows already in the table's Arrow schema (as read back from its data files), with
@@ -358,7 +403,8 @@ impl TableWrite {
     pub fn fixed_buckets(&self, batch: &RecordBatch, kinds: RowKinds) -> Result<Vec<i32>> {
         let BucketMode::Fixed(n) = self.mode else {
             return Err(Error::Unsupported(
-                "routing rows by bucket needs a fixed bucket count (table option bucket > 0)".into(),
+                "routing rows by bucket needs a fixed bucket count (table option bucket > 0)"
+                    .into(),
             ));
         };
         let mut out = vec![0; batch.num_rows()];
@@ -366,9 +412,20 @@ impl TableWrite {
             return Ok(out);
         }
         let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?;
-        for group in group_by_partition(&conformed.batch, &self.partition_columns, &self.layout.partition_types)? {
-            let rows = take_record_batch(&conformed.batch, &group.rows).map_err(|e| Error::arrow("partitioning", e))?;
-            for (&row, bucket) in group.rows.values().iter().zip(self.fixed_bucket_ids(&group.partition, &rows, n)?) {
+        for group in group_by_partition(
+            &conformed.batch,
+            &self.partition_columns,
+            &self.layout.partition_types,
+        )? {
+            let rows = take_record_batch(&conformed.batch, &group.rows)
+                .map_err(|e| Error::arrow("partitioning", e))?;
+            for (&row, bucket) in
+                group
+                    .rows
+                    .values()
+                    .iter()
+                    .zip(self.fixed_bucket_ids(&group.partition, &rows, n)?)
+            {
                 out[row as usize] = bucket;
             }
         }
@@ -384,9 +441,17 @@ impl TableWrite {
         match self.mode {
             BucketMode::Fixed(n) => self.fixed_bucket_ids(partition, rows, n),
             BucketMode::Dynamic => {
-                let types: Vec<DataType> = self.key_columns.iter().map(|&i| self.schema.fields[i].data_type.clone()).collect();
+                let types: Vec<DataType> = self
+                    .key_columns
+                    .iter()
+                    .map(|&i| self.schema.fields[i].data_type.clone())
+                    .collect();
                 let hashes = key_hashes(rows, &self.key_columns, &types)?;
-                self.dynamic.as_mut().expect("dynamic mode has an assigner").assign(partition, &hashes).await
+                self.dynamic
+                    .as_mut()
+                    .expect("dynamic mode has an assigner")
+                    .assign(partition, &hashes)
+                    .await
             }
             BucketMode::Unaware => Ok(vec![0; rows.num_rows()]),
             BucketMode::Postpone => Ok(vec![POSTPONE_BUCKET; rows.num_rows()]),
@@ -410,7 +475,11 @@ impl TableWrite {
         let append = if self.primary_key {
             None
         } else {
-            Some(self.flusher.rolling_writer(&bucket_dir, FileLayout::Append, false)?.with_first_sequence_number(next_sequence))
+            Some(
+                self.flusher
+                    .rolling_writer(&bucket_dir, FileLayout::Append, false)?
+                    .with_first_sequence_number(next_sequence),
+            )
         };
         self.writers.push(BucketWriter {
             partition: partition.to_vec(),
@@ -445,7 +514,8 @@ impl TableWrite {
         };
         let mut columns: Vec<ArrayRef> = vec![Arc::new(sequence), kinds];
         columns.extend(rows.columns().iter().cloned());
-        let kv = RecordBatch::try_new(self.kv_schema.clone(), columns).map_err(|e| Error::arrow("buffering rows", e))?;
+        let kv = RecordBatch::try_new(self.kv_schema.clone(), columns)
+            .map_err(|e| Error::arrow("buffering rows", e))?;
         let bytes = kv.get_array_memory_size();
         writer.buffer.push(kv);
         writer.buffered_bytes += bytes;
@@ -458,7 +528,9 @@ impl TableWrite {
         if self.buffered_bytes <= self.memory_budget {
             return Ok(());
         }
-        let mut largest: Vec<usize> = (0..self.writers.len()).filter(|&i| self.writers[i].buffered_bytes > 0).collect();
+        let mut largest: Vec<usize> = (0..self.writers.len())
+            .filter(|&i| self.writers[i].buffered_bytes > 0)
+            .collect();
         largest.sort_by_key(|&i| std::cmp::Reverse(self.writers[i].buffered_bytes));
         let mut left = self.buffered_bytes;
         let chosen = largest
@@ -483,7 +555,11 @@ impl TableWrite {
             let writer = &mut self.writers[w];
             let buffer = std::mem::take(&mut writer.buffer);
             self.buffered_bytes -= std::mem::take(&mut writer.buffered_bytes);
-            let append = if close_append { writer.append.take() } else { None };
+            let append = if close_append {
+                writer.append.take()
+            } else {
+                None
+            };
             if buffer.is_empty() && append.is_none() {
                 continue;
             }
@@ -492,10 +568,16 @@ impl TableWrite {
             let bucket = writer.bucket;
             jobs.push(async move {
                 let task = tokio::spawn(async move { flusher.flush(&dir, buffer, append).await });
-                (w, tasks::joined(task, format!("flushing bucket {bucket}")).await)
+                (
+                    w,
+                    tasks::joined(task, format!("flushing bucket {bucket}")).await,
+                )
             });
         }
-        let mut done: Vec<(usize, Result<Flushed>)> = stream::iter(jobs).buffer_unordered(tasks::cores()).collect().await;
+        let mut done: Vec<(usize, Result<Flushed>)> = stream::iter(jobs)
+            .buffer_unordered(tasks::cores())
+            .collect()
+            .await;
         done.sort_by_key(|(w, _)| *w);
         let mut first_error = None;
         for (w, result) in done {
@@ -505,8 +587,19 @@ impl TableWrite {
                     writer.new_files.extend(flushed.new_files.iter().cloned());
                     writer.changelog_files.extend(flushed.changelog_files);
                     if let Some(compaction) = self.compaction.as_mut() {
-                        let target = (writer.partition.as_slice(), writer.bucket, writer.total_buckets);
-                        compaction.after_flush(&mut writer.compaction, target, &flushed.new_files, &writer.new_files).await;
+                        let target = (
+                            writer.partition.as_slice(),
+                            writer.bucket,
+                            writer.total_buckets,
+                        );
+                        compaction
+                            .after_flush(
+                                &mut writer.compaction,
+                                target,
+                                &flushed.new_files,
+                                &writer.new_files,
+                            )
+                            .await;
                     }
                 }
                 Err(e) => {
@@ -520,7 +613,8 @@ impl TableWrite {
     /// Flush everything and return one message per touched (partition, bucket). The writer
     /// stays usable; sequence numbers keep counting.
     pub async fn prepare_commit(&mut self) -> Result<Vec<CommitMessage>> {
-        self.flush_buckets((0..self.writers.len()).collect(), true).await?;
+        self.flush_buckets((0..self.writers.len()).collect(), true)
+            .await?;
         let mut index_updates = match self.dynamic.as_mut() {
             Some(d) => d.flush().await?,
             None => Vec::new(),
@@ -555,7 +649,11 @@ impl TableWrite {
             for w in 0..self.writers.len() {
                 let dir = self.writers[w].bucket_dir.clone();
                 let next = self.writers[w].next_sequence;
-                self.writers[w].append = Some(self.flusher.rolling_writer(&dir, FileLayout::Append, false)?.with_first_sequence_number(next));
+                self.writers[w].append = Some(
+                    self.flusher
+                        .rolling_writer(&dir, FileLayout::Append, false)?
+                        .with_first_sequence_number(next),
+                );
             }
         }
         Ok(messages)
@@ -572,7 +670,10 @@ impl TableWrite {
                 append.abort().await?;
             }
             for f in w.new_files.drain(..).chain(w.changelog_files.drain(..)) {
-                self.table.io().delete(&format!("{}/{}", w.bucket_dir, f.file_name)).await?;
+                self.table
+                    .io()
+                    .delete(&format!("{}/{}", w.bucket_dir, f.file_name))
+                    .await?;
             }
             w.buffer.clear();
             w.buffered_bytes = 0;
@@ -583,11 +684,22 @@ impl TableWrite {
 }
 
 impl Flusher {
-    fn rolling_writer(&self, bucket_dir: &str, layout: FileLayout, changelog: bool) -> Result<RollingWriter> {
+    fn rolling_writer(
+        &self,
+        bucket_dir: &str,
+        layout: FileLayout,
+        changelog: bool,
+    ) -> Result<RollingWriter> {
         let (opts, prefix) = match &self.postpone {
             Some(p) => (&p.options, p.prefix.as_str()),
-            None if changelog => (self.schema.options(), self.schema.options().changelog_file_prefix()),
-            None => (self.schema.options(), self.schema.options().data_file_prefix()),
+            None if changelog => (
+                self.schema.options(),
+                self.schema.options().changelog_file_prefix(),
+            ),
+            None => (
+                self.schema.options(),
+                self.schema.options().data_file_prefix(),
+            ),
         };
         let config = WriterConfig::from_options(opts, layout, 0, changelog)?;
         RollingWriter::new(
@@ -604,11 +716,19 @@ impl Flusher {
 
     /// Sort, merge and write one bucket's buffer as level-0 file(s), then close `append`. On
     /// failure every file this flush wrote is deleted.
-    async fn flush(&self, bucket_dir: &str, buffer: Vec<RecordBatch>, append: Option<RollingWriter>) -> Result<Flushed> {
+    async fn flush(
+        &self,
+        bucket_dir: &str,
+        buffer: Vec<RecordBatch>,
+        append: Option<RollingWriter>,
+    ) -> Result<Flushed> {
         let mut out = Flushed::default();
         if self.postpone.is_some() && !buffer.is_empty() {
-            let data = self.rolling_writer(bucket_dir, FileLayout::KeyValue, false)?.unsorted();
-            out.new_files = write_all(data, stream::iter(buffer.into_iter().map(Ok)).boxed()).await?;
+            let data = self
+                .rolling_writer(bucket_dir, FileLayout::KeyValue, false)?
+                .unsorted();
+            out.new_files =
+                write_all(data, stream::iter(buffer.into_iter().map(Ok)).boxed()).await?;
         } else if !buffer.is_empty() {
             let sorted = SortedBuffer::new(buffer, &self.kv_key_columns)?;
             if self.changelog_input {
@@ -620,7 +740,11 @@ impl Flusher {
                 Err(e) => {
                     // Already failing: a cleanup error cannot be reported better than `e`.
                     for f in &out.changelog_files {
-                        let _ = self.table.io().delete(&format!("{bucket_dir}/{}", f.file_name)).await;
+                        let _ = self
+                            .table
+                            .io()
+                            .delete(&format!("{bucket_dir}/{}", f.file_name))
+                            .await;
                     }
                     return Err(e);
                 }
@@ -635,10 +759,17 @@ impl Flusher {
     /// The level-0 data files of a sorted buffer. Equal keys fold with the merge engine, each
     /// keeping its winning sequence number ([`merge_keeping_sequence`]); a buffer without
     /// repeated keys is written as it is.
-    async fn write_data(&self, bucket_dir: &str, sorted: SortedBuffer) -> Result<Vec<DataFileMeta>> {
+    async fn write_data(
+        &self,
+        bucket_dir: &str,
+        sorted: SortedBuffer,
+    ) -> Result<Vec<DataFileMeta>> {
         let data = self.rolling_writer(bucket_dir, FileLayout::KeyValue, false)?;
         let rows = if sorted.has_repeats() {
-            let config = self.merge.clone().expect("primary-key tables have a merge config");
+            let config = self
+                .merge
+                .clone()
+                .expect("primary-key tables have a merge config");
             merge_keeping_sequence(sorted.runs(FLUSH_BATCH_SIZE), config, FLUSH_BATCH_SIZE)
         } else {
             sorted.rows(FLUSH_BATCH_SIZE)
@@ -648,7 +779,10 @@ impl Flusher {
 }
 
 /// Write `rows` into `writer` and close it; on any failure the writer's files are deleted.
-async fn write_all(mut writer: RollingWriter, mut rows: BoxStream<'static, Result<RecordBatch>>) -> Result<Vec<DataFileMeta>> {
+async fn write_all(
+    mut writer: RollingWriter,
+    mut rows: BoxStream<'static, Result<RecordBatch>>,
+) -> Result<Vec<DataFileMeta>> {
     while let Some(batch) = rows.next().await {
         let written = match batch {
             Ok(batch) => writer.write(&batch).await,
@@ -663,12 +797,18 @@ async fn write_all(mut writer: RollingWriter, mut rows: BoxStream<'static, Resul
 }
 
 /// The rows at `indices` (ascending) of `batch` and their `kinds`; no copy when that is every row.
-fn take_rows(batch: &RecordBatch, kinds: &ArrayRef, indices: &UInt32Array, what: &str) -> Result<(RecordBatch, ArrayRef)> {
+fn take_rows(
+    batch: &RecordBatch,
+    kinds: &ArrayRef,
+    indices: &UInt32Array,
+    what: &str,
+) -> Result<(RecordBatch, ArrayRef)> {
     if indices.len() == batch.num_rows() {
         return Ok((batch.clone(), kinds.clone()));
     }
     let rows = take_record_batch(batch, indices).map_err(|e| Error::arrow(what, e))?;
-    let kinds = arrow_select::take::take(kinds, indices, None).map_err(|e| Error::arrow(what, e))?;
+    let kinds =
+        arrow_select::take::take(kinds, indices, None).map_err(|e| Error::arrow(what, e))?;
     Ok((rows, kinds))
 }
 
@@ -684,14 +824,21 @@ fn split_by_bucket(buckets: &[i32]) -> Vec<(i32, UInt32Array)> {
             })
             .push(i as u32);
     }
-    order.into_iter().map(|b| (b, UInt32Array::from(rows.remove(&b).unwrap_or_default()))).collect()
+    order
+        .into_iter()
+        .map(|b| (b, UInt32Array::from(rows.remove(&b).unwrap_or_default())))
+        .collect()
 }
 
 /// Restored bucket state: per (partition, bucket) the largest sequence number of the live files
 /// of the latest snapshot (every level: Java restores from all files), per partition its bucket
 /// count (of its real buckets: the postpone bucket has none), and the id of that snapshot (0
 /// when the table has none).
-type RestoredState = (HashMap<(Vec<u8>, i32), Restored>, HashMap<Vec<u8>, i32>, i64);
+type RestoredState = (
+    HashMap<(Vec<u8>, i32), Restored>,
+    HashMap<Vec<u8>, i32>,
+    i64,
+);
 
 async fn restore(table: &Table) -> Result<RestoredState> {
     let Some((snap, live)) = LiveFiles::read_latest(table, Pruning::all).await? else {
@@ -703,7 +850,12 @@ async fn restore(table: &Table) -> Result<RestoredState> {
         if b.bucket != POSTPONE_BUCKET {
             partitions.insert(b.partition.clone(), b.total_buckets);
         }
-        let max_sequence = b.files.iter().map(|e| e.file.max_sequence_number).max().unwrap_or(-1);
+        let max_sequence = b
+            .files
+            .iter()
+            .map(|e| e.file.max_sequence_number)
+            .max()
+            .unwrap_or(-1);
         restored.insert((b.partition, b.bucket), Restored { max_sequence });
     }
     Ok((restored, partitions, snap.id))

@@ -20,7 +20,9 @@ use super::index::IndexManifestEntry;
 use crate::error::{Error, Result};
 
 /// Replays `entries` (see the module docs).
-pub fn merge_entries(entries: impl IntoIterator<Item = ManifestEntry>) -> Result<Vec<ManifestEntry>> {
+pub fn merge_entries(
+    entries: impl IntoIterator<Item = ManifestEntry>,
+) -> Result<Vec<ManifestEntry>> {
     merge_entries_from(entries.into_iter().map(|e| (None, e)))
 }
 
@@ -37,13 +39,20 @@ pub fn merge_entries_from<'a>(
             FileKind::Add => {
                 if let Some((_, first)) = index.get(&id) {
                     let by = match (first, manifest) {
-                        (Some(a), Some(b)) if *a == b => format!(" (both by manifest manifest/{a})"),
-                        (Some(a), Some(b)) => format!(" (by manifests manifest/{a} and manifest/{b})"),
+                        (Some(a), Some(b)) if *a == b => {
+                            format!(" (both by manifest manifest/{a})")
+                        }
+                        (Some(a), Some(b)) => {
+                            format!(" (by manifests manifest/{a} and manifest/{b})")
+                        }
                         _ => String::new(),
                     };
                     return Err(Error::corrupt(
                         "manifest",
-                        format_args!("file {} is added twice in bucket {}{by}", id.file_name, id.bucket),
+                        format_args!(
+                            "file {} is added twice in bucket {}{by}",
+                            id.file_name, id.bucket
+                        ),
                     ));
                 }
                 index.insert(id, (slots.len(), manifest));
@@ -63,7 +72,9 @@ pub fn merge_entries_from<'a>(
 
 /// The live index files of an index manifest: a DELETE cancels the earlier ADDs of the same
 /// index file name; ADDs keep their order.
-pub fn merge_index_entries(entries: impl IntoIterator<Item = IndexManifestEntry>) -> Vec<IndexManifestEntry> {
+pub fn merge_index_entries(
+    entries: impl IntoIterator<Item = IndexManifestEntry>,
+) -> Vec<IndexManifestEntry> {
     let mut live: Vec<IndexManifestEntry> = Vec::new();
     for e in entries {
         match e.kind {
@@ -80,7 +91,11 @@ mod tests {
     use crate::manifest::{DataFileMeta, IndexFileMeta, SimpleStats};
 
     fn file(name: &str, level: i32) -> DataFileMeta {
-        let stats = SimpleStats { min_values: Vec::new(), max_values: Vec::new(), null_counts: None };
+        let stats = SimpleStats {
+            min_values: Vec::new(),
+            max_values: Vec::new(),
+            null_counts: None,
+        };
         DataFileMeta {
             file_name: name.to_string(),
             file_size: 1,
@@ -107,11 +122,20 @@ mod tests {
     }
 
     fn entry(kind: FileKind, partition: u8, bucket: i32, name: &str, level: i32) -> ManifestEntry {
-        ManifestEntry { kind, partition: vec![partition], bucket, total_buckets: 2, file: file(name, level) }
+        ManifestEntry {
+            kind,
+            partition: vec![partition],
+            bucket,
+            total_buckets: 2,
+            file: file(name, level),
+        }
     }
 
     fn names(entries: &[ManifestEntry]) -> Vec<(FileKind, &str)> {
-        entries.iter().map(|e| (e.kind, e.file.file_name.as_str())).collect()
+        entries
+            .iter()
+            .map(|e| (e.kind, e.file.file_name.as_str()))
+            .collect()
     }
 
     #[test]
@@ -124,7 +148,14 @@ mod tests {
             entry(FileKind::Add, 0, 0, "d", 1),
         ])
         .unwrap();
-        assert_eq!(names(&merged), [(FileKind::Add, "b"), (FileKind::Add, "c"), (FileKind::Add, "d")]);
+        assert_eq!(
+            names(&merged),
+            [
+                (FileKind::Add, "b"),
+                (FileKind::Add, "c"),
+                (FileKind::Add, "d")
+            ]
+        );
     }
 
     #[test]
@@ -143,14 +174,26 @@ mod tests {
 
     #[test]
     fn unmatched_delete_is_kept_and_merging_is_associative() {
-        let base = vec![entry(FileKind::Add, 0, 0, "a", 0), entry(FileKind::Add, 0, 0, "b", 0)];
-        let delta = vec![entry(FileKind::Delete, 0, 0, "a", 0), entry(FileKind::Add, 0, 0, "c", 0)];
+        let base = vec![
+            entry(FileKind::Add, 0, 0, "a", 0),
+            entry(FileKind::Add, 0, 0, "b", 0),
+        ];
+        let delta = vec![
+            entry(FileKind::Delete, 0, 0, "a", 0),
+            entry(FileKind::Add, 0, 0, "c", 0),
+        ];
         let merged_delta = merge_entries(delta.clone()).unwrap();
-        assert_eq!(names(&merged_delta), [(FileKind::Delete, "a"), (FileKind::Add, "c")]);
+        assert_eq!(
+            names(&merged_delta),
+            [(FileKind::Delete, "a"), (FileKind::Add, "c")]
+        );
         let in_two = merge_entries(base.iter().cloned().chain(merged_delta)).unwrap();
         let at_once = merge_entries(base.into_iter().chain(delta)).unwrap();
         assert_eq!(in_two, at_once);
-        assert_eq!(names(&at_once), [(FileKind::Add, "b"), (FileKind::Add, "c")]);
+        assert_eq!(
+            names(&at_once),
+            [(FileKind::Add, "b"), (FileKind::Add, "c")]
+        );
     }
 
     #[test]
@@ -173,9 +216,22 @@ mod tests {
         .unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, Error::Corrupt { .. }), "{text}");
-        assert!(text.contains("file a is added twice in bucket 3 (by manifests manifest/m-1 and manifest/m-2)"), "{text}");
-        let err = merge_entries([entry(FileKind::Add, 0, 0, "a", 0), entry(FileKind::Add, 0, 0, "a", 0)]).unwrap_err();
-        assert!(err.to_string().ends_with("file a is added twice in bucket 0"), "{err}");
+        assert!(
+            text.contains(
+                "file a is added twice in bucket 3 (by manifests manifest/m-1 and manifest/m-2)"
+            ),
+            "{text}"
+        );
+        let err = merge_entries([
+            entry(FileKind::Add, 0, 0, "a", 0),
+            entry(FileKind::Add, 0, 0, "a", 0),
+        ])
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("file a is added twice in bucket 0"),
+            "{err}"
+        );
     }
 
     fn index_entry(kind: FileKind, name: &str) -> IndexManifestEntry {
@@ -203,7 +259,10 @@ mod tests {
             index_entry(FileKind::Delete, "i1"),
             index_entry(FileKind::Add, "i3"),
         ]);
-        let names: Vec<&str> = live.iter().map(|e| e.index_file.file_name.as_str()).collect();
+        let names: Vec<&str> = live
+            .iter()
+            .map(|e| e.index_file.file_name.as_str())
+            .collect();
         assert_eq!(names, ["i2", "i3"]);
     }
 }

@@ -451,9 +451,13 @@ async fn index_manifest_lists_every_live_index_file() {
         let err = c.commit(vec![stale], BATCH, &[]).await.unwrap_err();
         assert!(matches!(err, Error::CommitConflict(_)), "{err}");
     }
-    c.commit(vec![dv_change(vec![dv("dv-1")], vec![dv("dv-0")])], BATCH, &[])
-        .await
-        .unwrap();
+    c.commit(
+        vec![dv_change(vec![dv("dv-1")], vec![dv("dv-0")])],
+        BATCH,
+        &[],
+    )
+    .await
+    .unwrap();
 }
 
 #[test]

@@ -67,7 +67,11 @@ async fn concurrent_tasks_get_contiguous_ids_and_lose_no_file() {
             for i in 0..COMMITS_PER_WRITER {
                 let name = format!("w{writer}-{i}");
                 let dt = if i % 2 == 0 { "even" } else { "odd" };
-                let message = add(part(dt), -1, vec![written(&c.table, &format!("dt={dt}"), &name).await]);
+                let message = add(
+                    part(dt),
+                    -1,
+                    vec![written(&c.table, &format!("dt={dt}"), &name).await],
+                );
                 ids.extend(
                     c.commit(vec![message], i64::try_from(i).unwrap(), &[])
                         .await

@@ -261,12 +261,22 @@ async fn a_compaction_lost_after_the_data_landed_does_not_fail_the_commit() {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(dir.path(), false, false, &[("bucket", "-1")]).await;
     committer(&table, "w")
-        .commit(vec![add(no_part(), -1, vec![file("f1", 1), file("f2", 1)])], BATCH, &[])
+        .commit(
+            vec![add(no_part(), -1, vec![file("f1", 1), file("f2", 1)])],
+            BATCH,
+            &[],
+        )
         .await
         .unwrap();
     committer(&table, "compactor")
         .commit(
-            vec![compact(no_part(), 0, -1, vec![file("f1", 1), file("f2", 1)], vec![file("c1", 2)])],
+            vec![compact(
+                no_part(),
+                0,
+                -1,
+                vec![file("f1", 1), file("f2", 1)],
+                vec![file("c1", 2)],
+            )],
             BATCH,
             &[],
         )
@@ -279,8 +289,14 @@ async fn a_compaction_lost_after_the_data_landed_does_not_fail_the_commit() {
         compact_after: vec![file("c2", 1)],
         ..CommitMessage::new(no_part(), 0, -1)
     };
-    let ids = committer(&table, "writer").commit(vec![message], BATCH, &[]).await.unwrap();
+    let ids = committer(&table, "writer")
+        .commit(vec![message], BATCH, &[])
+        .await
+        .unwrap();
     assert_eq!(ids, vec![3], "only the APPEND snapshot");
     assert_eq!(live_names(&table).await, names(["c1", "n1"]));
-    assert!(!table.io().exists("bucket-0/c2").await.unwrap(), "the lost compaction's output is deleted");
+    assert!(
+        !table.io().exists("bucket-0/c2").await.unwrap(),
+        "the lost compaction's output is deleted"
+    );
 }

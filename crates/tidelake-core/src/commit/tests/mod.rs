@@ -126,8 +126,16 @@ fn file(name: &str, rows: i64) -> DataFileMeta {
 /// [`file`] `name` of one row, created (empty) in `bucket-0` of `partition_dir` (`""` when
 /// unpartitioned): commits that retry verify that their files exist.
 async fn written(table: &Table, partition_dir: &str, name: &str) -> DataFileMeta {
-    let dir = if partition_dir.is_empty() { String::new() } else { format!("{partition_dir}/") };
-    table.io().write(&format!("{dir}bucket-0/{name}"), "").await.expect("file written");
+    let dir = if partition_dir.is_empty() {
+        String::new()
+    } else {
+        format!("{partition_dir}/")
+    };
+    table
+        .io()
+        .write(&format!("{dir}bucket-0/{name}"), "")
+        .await
+        .expect("file written");
     file(name, 1)
 }
 

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER as BATCH};
 
 use super::*;
-use crate::error::Error;
 use crate::commit::OverwriteScope;
+use crate::error::Error;
 use crate::maintenance::{expire_snapshots, ExpireConfig};
 
 /// The table at `dir` opened again with one delayed (`delay_ms`) operation: the first `op` on
@@ -32,7 +32,12 @@ async fn slow_table(dir: &Path, op: &str, path: &str, delay_ms: u64) -> Table {
 
 /// Expire everything but the newest `keep` snapshots.
 async fn expire_keeping(table: &Table, keep: i64) {
-    let config = ExpireConfig { retain_min: keep, retain_max: keep, older_than_ms: i64::MAX, max_deletes: 1000 };
+    let config = ExpireConfig {
+        retain_min: keep,
+        retain_max: keep,
+        older_than_ms: i64::MAX,
+        max_deletes: 1000,
+    };
     expire_snapshots(table, &config).await.unwrap();
 }
 
@@ -50,7 +55,11 @@ fn pk_add(meta: DataFileMeta, base: i64, seqs: std::ops::RangeInclusive<i64>) ->
 }
 
 fn hint(dir: &Path) -> i64 {
-    std::fs::read_to_string(dir.join("snapshot/LATEST")).unwrap().trim().parse().unwrap()
+    std::fs::read_to_string(dir.join("snapshot/LATEST"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 /// Writer S reads latest = 1 and is slow at its first request to a path containing
@@ -60,23 +69,47 @@ async fn slow_commit_while_its_base_expires(slow_path: &str) {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(dir.path(), false, false, &[("bucket", "-1")]).await;
     let fast = committer(&table, "fast");
-    fast.commit(vec![add(no_part(), -1, vec![written(&table, "", "f1").await])], BATCH, &[]).await.unwrap();
+    fast.commit(
+        vec![add(no_part(), -1, vec![written(&table, "", "f1").await])],
+        BATCH,
+        &[],
+    )
+    .await
+    .unwrap();
     let slow_file = written(&table, "", "slow").await;
-    let slow = committer(&slow_table(dir.path(), "put", slow_path, 1500).await, "slow");
+    let slow = committer(
+        &slow_table(dir.path(), "put", slow_path, 1500).await,
+        "slow",
+    );
     let slow_commit = tokio::spawn(async move {
-        slow.commit(vec![add(no_part(), -1, vec![slow_file])], BATCH, &[]).await
+        slow.commit(vec![add(no_part(), -1, vec![slow_file])], BATCH, &[])
+            .await
     });
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     for i in 2..=5 {
         let f = written(&table, "", &format!("f{i}")).await;
-        assert_eq!(fast.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[]).await.unwrap(), vec![i]);
+        assert_eq!(
+            fast.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[])
+                .await
+                .unwrap(),
+            vec![i]
+        );
     }
     expire_keeping(&table, 2).await;
-    assert_eq!(table.snapshot_manager().list_ids().await.unwrap(), vec![4, 5]);
+    assert_eq!(
+        table.snapshot_manager().list_ids().await.unwrap(),
+        vec![4, 5]
+    );
     assert_eq!(slow_commit.await.unwrap().unwrap(), vec![6]);
-    assert_eq!(table.snapshot_manager().list_ids().await.unwrap(), vec![4, 5, 6]);
+    assert_eq!(
+        table.snapshot_manager().list_ids().await.unwrap(),
+        vec![4, 5, 6]
+    );
     assert_eq!(hint(dir.path()), 6);
-    assert_eq!(live_names(&table).await, names(["f1", "f2", "f3", "f4", "f5", "slow"]));
+    assert_eq!(
+        live_names(&table).await,
+        names(["f1", "f2", "f3", "f4", "f5", "slow"])
+    );
 }
 
 /// Scenario: S is slow writing its manifests, so its base expires before it creates
@@ -109,7 +142,10 @@ async fn committers_sharing_a_user_both_land() {
             expected.insert(name.clone());
             let f = written(&table, "", &name).await;
             let c = committer(&table, "shared");
-            tasks.push(tokio::spawn(async move { c.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[]).await }));
+            tasks.push(tokio::spawn(async move {
+                c.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[])
+                    .await
+            }));
         }
         let mut ids = Vec::new();
         for t in tasks {
@@ -129,17 +165,29 @@ async fn sequence_numbers_below_a_newer_commit_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(dir.path(), false, true, &[("bucket", "1")]).await;
     let c = committer(&table, "u");
-    c.commit(vec![pk_add(pk_file("a", 0, 1, 5), 0, 0..=9)], BATCH, &[]).await.unwrap();
+    c.commit(vec![pk_add(pk_file("a", 0, 1, 5), 0, 0..=9)], BATCH, &[])
+        .await
+        .unwrap();
     // a writer that also restored snapshot 0 numbered its rows 5..: they would lose to "a"
-    let err = c.commit(vec![pk_add(pk_file("b", 0, 1, 5), 0, 5..=14)], BATCH, &[]).await.unwrap_err();
+    let err = c
+        .commit(vec![pk_add(pk_file("b", 0, 1, 5), 0, 5..=14)], BATCH, &[])
+        .await
+        .unwrap_err();
     match err {
-        Error::CommitConflict(m) => assert!(m.contains("sequence numbers from 5") && m.contains("up to 9"), "{m}"),
+        Error::CommitConflict(m) => assert!(
+            m.contains("sequence numbers from 5") && m.contains("up to 9"),
+            "{m}"
+        ),
         other => panic!("expected a conflict, got {other}"),
     }
     assert_eq!(latest(&table).await.id, 1);
-    c.commit(vec![pk_add(pk_file("c", 0, 1, 5), 0, 10..=19)], BATCH, &[]).await.unwrap();
+    c.commit(vec![pk_add(pk_file("c", 0, 1, 5), 0, 10..=19)], BATCH, &[])
+        .await
+        .unwrap();
     // a writer that restored snapshot 2 only competes with later commits
-    c.commit(vec![pk_add(pk_file("d", 0, 1, 5), 2, 20..=29)], BATCH, &[]).await.unwrap();
+    c.commit(vec![pk_add(pk_file("d", 0, 1, 5), 2, 20..=29)], BATCH, &[])
+        .await
+        .unwrap();
     assert_eq!(live_names(&table).await, names(["a", "c", "d"]));
 }
 
@@ -152,20 +200,51 @@ async fn messages_committed_again_are_recognised_as_landed() {
     let table = create_table(dir.path(), false, true, &[("bucket", "1")]).await;
     let c = committer(&table, "u");
     let m = pk_add(pk_file("a", 0, 1, 5), 0, 0..=9);
-    assert_eq!(c.commit(vec![m.clone()], BATCH, &[]).await.unwrap(), vec![1]);
-    assert_eq!(committer(&table, "other").commit(vec![m.clone()], BATCH, &[]).await.unwrap(), vec![1]);
-    let compacted = compact(no_part(), 0, 1, vec![pk_file("a", 0, 1, 5)], vec![pk_file("a2", 5, 1, 5)]);
-    assert_eq!(c.commit(vec![compacted.clone()], BATCH, &[]).await.unwrap(), vec![2]);
-    assert_eq!(c.commit(vec![m.clone()], BATCH, &[]).await.unwrap(), vec![1]);
+    assert_eq!(
+        c.commit(vec![m.clone()], BATCH, &[]).await.unwrap(),
+        vec![1]
+    );
+    assert_eq!(
+        committer(&table, "other")
+            .commit(vec![m.clone()], BATCH, &[])
+            .await
+            .unwrap(),
+        vec![1]
+    );
+    let compacted = compact(
+        no_part(),
+        0,
+        1,
+        vec![pk_file("a", 0, 1, 5)],
+        vec![pk_file("a2", 5, 1, 5)],
+    );
+    assert_eq!(
+        c.commit(vec![compacted.clone()], BATCH, &[]).await.unwrap(),
+        vec![2]
+    );
+    assert_eq!(
+        c.commit(vec![m.clone()], BATCH, &[]).await.unwrap(),
+        vec![1]
+    );
     // the compaction committed again: already applied
-    assert_eq!(c.commit(vec![compacted], BATCH, &[]).await.unwrap(), vec![2]);
+    assert_eq!(
+        c.commit(vec![compacted], BATCH, &[]).await.unwrap(),
+        vec![2]
+    );
     let mut partly = m;
-    partly.new_files.push(DataFileMeta { min_sequence_number: 10, max_sequence_number: 12, ..pk_file("z", 0, 7, 9) });
+    partly.new_files.push(DataFileMeta {
+        min_sequence_number: 10,
+        max_sequence_number: 12,
+        ..pk_file("z", 0, 7, 9)
+    });
     match c.commit(vec![partly], BATCH, &[]).await.unwrap_err() {
         Error::Invalid(m) => assert!(m.contains("file a ") && m.contains("snapshot 1"), "{m}"),
         other => panic!("expected a refusal, got {other}"),
     }
-    assert_eq!(table.snapshot_manager().list_ids().await.unwrap(), vec![1, 2]);
+    assert_eq!(
+        table.snapshot_manager().list_ids().await.unwrap(),
+        vec![1, 2]
+    );
     assert_eq!(live_names(&table).await, names(["a2"]));
     assert_eq!(latest(&table).await.commit_kind, CommitKind::Compact);
 }
@@ -180,15 +259,29 @@ async fn the_same_message_twice_in_one_commit_is_refused() {
     let c = committer(&table, "u");
     let m = add(no_part(), -1, vec![written(&table, "", "f1").await]);
     for err in [
-        c.commit(vec![m.clone(), m.clone()], BATCH, &[]).await.unwrap_err(),
-        c.overwrite(OverwriteScope::Static(None), vec![m.clone(), m.clone()], BATCH, &[]).await.unwrap_err(),
+        c.commit(vec![m.clone(), m.clone()], BATCH, &[])
+            .await
+            .unwrap_err(),
+        c.overwrite(
+            OverwriteScope::Static(None),
+            vec![m.clone(), m.clone()],
+            BATCH,
+            &[],
+        )
+        .await
+        .unwrap_err(),
     ] {
         match err {
             Error::Invalid(msg) => assert!(msg.contains("f1") && msg.contains("twice"), "{msg}"),
             other => panic!("expected a refusal, got {other}"),
         }
     }
-    assert!(table.snapshot_manager().list_ids().await.unwrap().is_empty());
+    assert!(table
+        .snapshot_manager()
+        .list_ids()
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(c.commit(vec![m], BATCH, &[]).await.unwrap(), vec![1]);
 }
 
@@ -199,19 +292,42 @@ async fn a_retrying_commit_does_not_publish_deleted_files() {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(dir.path(), false, false, &[("bucket", "-1")]).await;
     let fast = committer(&table, "fast");
-    fast.commit(vec![add(no_part(), -1, vec![written(&table, "", "f1").await])], BATCH, &[]).await.unwrap();
+    fast.commit(
+        vec![add(no_part(), -1, vec![written(&table, "", "f1").await])],
+        BATCH,
+        &[],
+    )
+    .await
+    .unwrap();
     let doomed = written(&table, "", "doomed").await;
     // the slow committer's snapshot-2 put is delayed; another commit takes id 2 meanwhile
-    let slow = committer(&slow_table(dir.path(), "put", "snapshot/snapshot-", 800).await, "slow");
-    let slow_commit = tokio::spawn(async move { slow.commit(vec![add(no_part(), -1, vec![doomed])], BATCH, &[]).await });
+    let slow = committer(
+        &slow_table(dir.path(), "put", "snapshot/snapshot-", 800).await,
+        "slow",
+    );
+    let slow_commit = tokio::spawn(async move {
+        slow.commit(vec![add(no_part(), -1, vec![doomed])], BATCH, &[])
+            .await
+    });
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    fast.commit(vec![add(no_part(), -1, vec![written(&table, "", "f2").await])], BATCH, &[]).await.unwrap();
+    fast.commit(
+        vec![add(no_part(), -1, vec![written(&table, "", "f2").await])],
+        BATCH,
+        &[],
+    )
+    .await
+    .unwrap();
     std::fs::remove_file(dir.path().join("bucket-0/doomed")).unwrap();
     match slow_commit.await.unwrap().unwrap_err() {
-        Error::CommitConflict(m) => assert!(m.contains("no longer exist") && m.contains("doomed"), "{m}"),
+        Error::CommitConflict(m) => {
+            assert!(m.contains("no longer exist") && m.contains("doomed"), "{m}")
+        }
         other => panic!("expected a conflict, got {other}"),
     }
-    assert_eq!(table.snapshot_manager().list_ids().await.unwrap(), vec![1, 2]);
+    assert_eq!(
+        table.snapshot_manager().list_ids().await.unwrap(),
+        vec![1, 2]
+    );
     assert_eq!(live_names(&table).await, names(["f1", "f2"]));
 }
 
@@ -222,15 +338,29 @@ async fn a_commit_whose_base_expires_while_it_reads_it_starts_again() {
     let dir = tempfile::tempdir().unwrap();
     let table = create_table(dir.path(), false, false, &[("bucket", "-1")]).await;
     let fast = committer(&table, "fast");
-    fast.commit(vec![add(no_part(), -1, vec![written(&table, "", "f1").await])], BATCH, &[]).await.unwrap();
+    fast.commit(
+        vec![add(no_part(), -1, vec![written(&table, "", "f1").await])],
+        BATCH,
+        &[],
+    )
+    .await
+    .unwrap();
     let f = written(&table, "", "slow").await;
     // delayed: the slow committer's first read of a manifest list (snapshot 1's)
-    let slow = committer(&slow_table(dir.path(), "get", "manifest/manifest-list-", 800).await, "slow");
-    let slow_commit = tokio::spawn(async move { slow.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[]).await });
+    let slow = committer(
+        &slow_table(dir.path(), "get", "manifest/manifest-list-", 800).await,
+        "slow",
+    );
+    let slow_commit = tokio::spawn(async move {
+        slow.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[])
+            .await
+    });
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     for i in 2..=3 {
         let f = written(&table, "", &format!("f{i}")).await;
-        fast.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[]).await.unwrap();
+        fast.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[])
+            .await
+            .unwrap();
     }
     expire_keeping(&table, 1).await;
     assert_eq!(slow_commit.await.unwrap().unwrap(), vec![4]);

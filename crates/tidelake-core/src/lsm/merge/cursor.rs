@@ -63,7 +63,11 @@ impl Head {
 
     /// The row-encoded key at `pos` (heads without packed keys always have them).
     fn key_row(&self, pos: usize) -> &[u8] {
-        self.keys.as_ref().expect("keys that do not pack are row-encoded").row(pos).data()
+        self.keys
+            .as_ref()
+            .expect("keys that do not pack are row-encoded")
+            .row(pos)
+            .data()
     }
 
     pub fn rec(&self) -> Rec {
@@ -172,7 +176,10 @@ impl Encoder {
         let sequence = if sequence_indices.is_empty() {
             None
         } else {
-            Some(KeyCodec::with_order(types(sequence_indices)?, sequence_descending)?)
+            Some(KeyCodec::with_order(
+                types(sequence_indices)?,
+                sequence_descending,
+            )?)
         };
         Ok(Encoder {
             input_schema,
@@ -192,7 +199,10 @@ impl Encoder {
     pub fn head(&self, batch: &RecordBatch, slot: u32) -> Result<Head> {
         self.validate(batch)?;
         let columns = |indices: &[usize]| -> Vec<ArrayRef> {
-            indices.iter().map(|&i| batch.column(i + VALUE_OFFSET).clone()).collect()
+            indices
+                .iter()
+                .map(|&i| batch.column(i + VALUE_OFFSET).clone())
+                .collect()
         };
         let (keys, packed) = self.keys.encode_packed(&columns(&self.key_indices))?;
         let seq_keys = match &self.sequence {

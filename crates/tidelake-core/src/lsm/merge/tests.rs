@@ -285,14 +285,18 @@ mod order {
         // Run 0 holds keys 0..4000 except every multiple of 7 below 200 and a few scattered
         // keys; run 1 holds exactly those plus key 3000 (shared, newer): run 0 wins stretches
         // of 6 rows, then of ~1000 rows, across input and output batch boundaries.
-        let lone: Vec<i64> = (0..200).step_by(7).chain([1200, 2201, 2202, 3999]).collect();
+        let lone: Vec<i64> = (0..200)
+            .step_by(7)
+            .chain([1200, 2201, 2202, 3999])
+            .collect();
         let keys0: Vec<i64> = (0..4000).filter(|k| !lone.contains(k)).collect();
         let mut keys1 = lone.clone();
         keys1.push(3000);
         keys1.sort();
         let batch = |keys: &[i64], first_seq: i64, tag: &str| {
             let seqs: Vec<i64> = (first_seq..).take(keys.len()).collect();
-            let vals: Vec<Option<String>> = keys.iter().map(|k| Some(format!("{tag}{k}"))).collect();
+            let vals: Vec<Option<String>> =
+                keys.iter().map(|k| Some(format!("{tag}{k}"))).collect();
             let vals: Vec<Option<&str>> = vals.iter().map(|v| v.as_deref()).collect();
             kv(&seqs, &vec!["+I"; keys.len()], keys, &vals)
         };
@@ -501,8 +505,16 @@ mod order {
         ];
         let c = config(&fields, &["k"], &[("sequence.field", " ts ,v,")]).unwrap();
         assert_eq!(c.sequence_indices, [1, 2]);
-        let err = config(&fields, &["k"], &[("sequence.field.sort-order", "sideways")]).unwrap_err();
-        assert!(err.to_string().contains("sequence.field.sort-order"), "{err}");
+        let err = config(
+            &fields,
+            &["k"],
+            &[("sequence.field.sort-order", "sideways")],
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("sequence.field.sort-order"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //! names refer to columns by name; names absent from the value columns are treated as not
 //! projected (skipped), except where the merge cannot work without them (errors say so).
 
-use tidelake_spec::options::{MergeEngine, Options};
 pub use tidelake_spec::options::NestedKeyNullStrategy;
+use tidelake_spec::options::{MergeEngine, Options};
 use tidelake_spec::types::{DataField, DataType, TypeKind, MAX_LENGTH};
 
 use crate::error::{Error, Result};
@@ -181,10 +181,11 @@ pub(crate) fn engine_from_options(
     match options.merge_engine().map_err(option_error)? {
         MergeEngine::Deduplicate => Ok(MergeEngineConfig::Deduplicate),
         MergeEngine::FirstRow => Ok(MergeEngineConfig::FirstRow),
-        MergeEngine::PartialUpdate => {
-            partial_update(fields, key_names, options, ignore_delete).map(MergeEngineConfig::PartialUpdate)
+        MergeEngine::PartialUpdate => partial_update(fields, key_names, options, ignore_delete)
+            .map(MergeEngineConfig::PartialUpdate),
+        MergeEngine::Aggregation => {
+            aggregation(fields, key_names, options).map(MergeEngineConfig::Aggregation)
         }
-        MergeEngine::Aggregation => aggregation(fields, key_names, options).map(MergeEngineConfig::Aggregation),
     }
 }
 
@@ -193,7 +194,9 @@ fn aggregation(
     key_names: &[String],
     options: &Options,
 ) -> Result<AggregationConfig> {
-    let remove_record_on_delete = options.aggregation_remove_record_on_delete().map_err(option_error)?;
+    let remove_record_on_delete = options
+        .aggregation_remove_record_on_delete()
+        .map_err(option_error)?;
     let sequence_fields = options.sequence_field();
     let default_fn = options.fields_default_aggregate_function();
     let mut aggregates = Vec::with_capacity(fields.len());
@@ -229,7 +232,9 @@ fn partial_update(
     options: &Options,
     ignore_delete: bool,
 ) -> Result<PartialUpdateConfig> {
-    let remove_record_on_delete = options.partial_update_remove_record_on_delete().map_err(option_error)?;
+    let remove_record_on_delete = options
+        .partial_update_remove_record_on_delete()
+        .map_err(option_error)?;
     let remove_on_group = options.partial_update_remove_record_on_sequence_group();
 
     let mut sequence_groups: Vec<SequenceGroup> = Vec::new();
@@ -241,8 +246,16 @@ fn partial_update(
     let mut owner: Vec<Option<usize>> = vec![None; fields.len()];
     for group_option in &group_options {
         let key = group_option.key.as_str();
-        let seq_names: Vec<&str> = group_option.sequence_fields.iter().map(String::as_str).collect();
-        let prot_names: Vec<&str> = group_option.protected_fields.iter().map(String::as_str).collect();
+        let seq_names: Vec<&str> = group_option
+            .sequence_fields
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let prot_names: Vec<&str> = group_option
+            .protected_fields
+            .iter()
+            .map(String::as_str)
+            .collect();
         for name in seq_names.iter().chain(&prot_names) {
             if key_names.iter().any(|k| k == name) {
                 return Err(Error::invalid(format!(
@@ -299,7 +312,9 @@ fn partial_update(
         group.protected_fields.retain(|&p| owner[p] == Some(id));
     }
 
-    let aggregation_remove = options.aggregation_remove_record_on_delete().map_err(option_error)?;
+    let aggregation_remove = options
+        .aggregation_remove_record_on_delete()
+        .map_err(option_error)?;
     let default_fn = options.fields_default_aggregate_function();
     let mut aggregates = Vec::with_capacity(fields.len());
     for field in fields {
@@ -576,7 +591,9 @@ fn nested(
             .collect()
     };
     let key = resolve(&options.field_nested_key(f))?;
-    let strategy = options.field_nested_key_null_strategy(f).map_err(option_error)?;
+    let strategy = options
+        .field_nested_key_null_strategy(f)
+        .map_err(option_error)?;
     let null_strategy = strategy.unwrap_or(NestedKeyNullStrategy::Merge);
     if name == "nested_partial_update" {
         if key.is_empty() {

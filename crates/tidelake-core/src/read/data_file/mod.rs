@@ -44,9 +44,9 @@ use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use super::deletion_vector::DeletionVector;
 use crate::error::{Error, Result};
-use crate::io::FileIO;
 #[cfg(unix)]
 use crate::io::local_file::LocalFile;
+use crate::io::FileIO;
 
 pub use tidelake_spec::schema::{SEQUENCE_NUMBER, VALUE_KIND};
 
@@ -157,7 +157,9 @@ pub async fn read_data_file(
     let columns = projector.physical_columns();
     let batch_size = batch_size.max(1);
     let deletion = deletion.filter(|dv| !dv.is_empty());
-    let prune = prune.filter(|_| deletion.is_none()).map(|p| (p, file_fields, read_fields));
+    let prune = prune
+        .filter(|_| deletion.is_none())
+        .map(|p| (p, file_fields, read_fields));
     let raw = match format {
         FileFormat::Parquet => parquet::open(io, rel_path, &columns, batch_size, prune).await?,
         FileFormat::Orc => {
@@ -341,7 +343,10 @@ struct RangeReader {
 
 #[derive(Clone)]
 enum Origin {
-    Store { store: Arc<dyn ObjectStore>, path: Path },
+    Store {
+        store: Arc<dyn ObjectStore>,
+        path: Path,
+    },
     /// A local file read in place ([`FileIO::local_file`]).
     #[cfg(unix)]
     Local(Arc<LocalFile>),
@@ -352,11 +357,17 @@ impl RangeReader {
         #[cfg(unix)]
         if let Some(file) = io.local_file(rel_path) {
             let file = file?;
-            return Ok(RangeReader { size: file.size(), origin: Origin::Local(Arc::new(file)) });
+            return Ok(RangeReader {
+                size: file.size(),
+                origin: Origin::Local(Arc::new(file)),
+            });
         }
         let size = io.size(rel_path).await?;
         Ok(RangeReader {
-            origin: Origin::Store { store: io.store().clone(), path: io.path(rel_path) },
+            origin: Origin::Store {
+                store: io.store().clone(),
+                path: io.path(rel_path),
+            },
             size,
         })
     }
@@ -374,7 +385,10 @@ impl RangeReader {
         }
     }
 
-    async fn get_ranges(&self, ranges: &[std::ops::Range<u64>]) -> object_store::Result<Vec<Bytes>> {
+    async fn get_ranges(
+        &self,
+        ranges: &[std::ops::Range<u64>],
+    ) -> object_store::Result<Vec<Bytes>> {
         match &self.origin {
             Origin::Store { store, path } => store.get_ranges(path, ranges).await,
             #[cfg(unix)]

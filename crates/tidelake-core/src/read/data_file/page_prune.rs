@@ -53,7 +53,10 @@ impl PagePrune {
         }
         let mut column_ids = Vec::new();
         collect(filter, &mut column_ids);
-        (!column_ids.is_empty()).then(|| PagePrune { filter: filter.clone(), column_ids })
+        (!column_ids.is_empty()).then(|| PagePrune {
+            filter: filter.clone(),
+            column_ids,
+        })
     }
 
     /// Per row group of `metadata`: `None` to read it whole, else the rows that may match.
@@ -67,25 +70,36 @@ impl PagePrune {
     ) -> Vec<Option<RowSelection>> {
         let groups = metadata.num_row_groups();
         let mut out: Vec<Option<RowSelection>> = vec![None; groups];
-        let (Some(column_index), Some(offset_index)) = (metadata.column_index(), metadata.offset_index()) else {
+        let (Some(column_index), Some(offset_index)) =
+            (metadata.column_index(), metadata.offset_index())
+        else {
             return out;
         };
         let parquet_schema: &SchemaDescriptor = metadata.file_metadata().schema_descr();
         for id in &self.column_ids {
-            let (Some(file_field), Some(read_field)) =
-                (file_fields.iter().find(|f| f.id == *id), read_fields.iter().find(|f| f.id == *id))
-            else {
+            let (Some(file_field), Some(read_field)) = (
+                file_fields.iter().find(|f| f.id == *id),
+                read_fields.iter().find(|f| f.id == *id),
+            ) else {
                 continue;
             };
             if file_field.data_type.kind != read_field.data_type.kind {
                 continue;
             }
-            let Ok(converter) = StatisticsConverter::try_new(&file_field.name, arrow_schema, parquet_schema) else {
+            let Ok(converter) =
+                StatisticsConverter::try_new(&file_field.name, arrow_schema, parquet_schema)
+            else {
                 continue;
             };
             for (group, selection) in out.iter_mut().enumerate() {
-                let Some(kept) = self.kept_pages(&converter, column_index, offset_index, metadata, group, read_field)
-                else {
+                let Some(kept) = self.kept_pages(
+                    &converter,
+                    column_index,
+                    offset_index,
+                    metadata,
+                    group,
+                    read_field,
+                ) else {
                     continue;
                 };
                 *selection = Some(match selection.take() {
@@ -108,11 +122,22 @@ impl PagePrune {
         field: &DataField,
     ) -> Option<RowSelection> {
         let groups = [group];
-        let mins = converter.data_page_mins(column_index, offset_index, &groups).ok()?;
-        let maxes = converter.data_page_maxes(column_index, offset_index, &groups).ok()?;
-        let nulls = converter.data_page_null_counts(column_index, offset_index, &groups).ok()?;
-        let rows = converter.data_page_row_counts(offset_index, metadata.row_groups(), &groups).ok()??;
-        let (mins, maxes) = (as_datums(&mins, &field.data_type)?, as_datums(&maxes, &field.data_type)?);
+        let mins = converter
+            .data_page_mins(column_index, offset_index, &groups)
+            .ok()?;
+        let maxes = converter
+            .data_page_maxes(column_index, offset_index, &groups)
+            .ok()?;
+        let nulls = converter
+            .data_page_null_counts(column_index, offset_index, &groups)
+            .ok()?;
+        let rows = converter
+            .data_page_row_counts(offset_index, metadata.row_groups(), &groups)
+            .ok()??;
+        let (mins, maxes) = (
+            as_datums(&mins, &field.data_type)?,
+            as_datums(&maxes, &field.data_type)?,
+        );
         if mins.len() != rows.len() || maxes.len() != rows.len() || nulls.len() != rows.len() {
             return None;
         }
@@ -139,7 +164,12 @@ impl PagePrune {
 fn prunable(t: &DataType) -> bool {
     matches!(
         t.kind,
-        TypeKind::TinyInt | TypeKind::SmallInt | TypeKind::Int | TypeKind::BigInt | TypeKind::Date | TypeKind::VarChar(_)
+        TypeKind::TinyInt
+            | TypeKind::SmallInt
+            | TypeKind::Int
+            | TypeKind::BigInt
+            | TypeKind::Date
+            | TypeKind::VarChar(_)
     )
 }
 

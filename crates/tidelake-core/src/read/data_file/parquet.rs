@@ -23,7 +23,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector,
+};
 use parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::errors::ParquetError;
@@ -123,7 +125,11 @@ async fn open_windowed(
 ) -> Result<RawStream> {
     let display = io.display(rel_path);
     let mut reader = RangeReader::new(io, rel_path).await?;
-    let window_bytes = window_bytes.unwrap_or(if reader.is_local() { LOCAL_WINDOW_BYTES } else { WINDOW_BYTES });
+    let window_bytes = window_bytes.unwrap_or(if reader.is_local() {
+        LOCAL_WINDOW_BYTES
+    } else {
+        WINDOW_BYTES
+    });
     let options = match prune {
         Some(_) => reader_options().with_column_index_policy(PageIndexPolicy::Optional),
         None => reader_options(),
@@ -139,16 +145,23 @@ async fn open_windowed(
     let mask = ProjectionMask::roots(metadata.parquet_schema(), roots);
     let mut windows = row_windows(metadata.metadata(), &mask, batch_size, window_bytes);
     if let Some((prune, file_fields, read_fields)) = prune {
-        let kept = prune.selections(metadata.metadata(), metadata.schema(), file_fields, read_fields);
+        let kept = prune.selections(
+            metadata.metadata(),
+            metadata.schema(),
+            file_fields,
+            read_fields,
+        );
         windows = restrict(windows, &kept);
     }
     let stream = stream::iter(windows)
         .map(move |(row_group, selection)| {
-            let mut builder =
-                ParquetRecordBatchStreamBuilder::new_with_metadata(reader.clone(), metadata.clone())
-                    .with_projection(mask.clone())
-                    .with_batch_size(batch_size)
-                    .with_row_groups(vec![row_group]);
+            let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
+                reader.clone(),
+                metadata.clone(),
+            )
+            .with_projection(mask.clone())
+            .with_batch_size(batch_size)
+            .with_row_groups(vec![row_group]);
             if let Some(selection) = selection {
                 builder = builder.with_row_selection(selection);
             }
@@ -205,11 +218,16 @@ fn row_windows(
 
 /// `windows` cut to the rows `kept` selects per row group (`None`: all); windows left with no
 /// row are dropped.
-fn restrict(windows: Vec<(usize, Option<RowSelection>)>, kept: &[Option<RowSelection>]) -> Vec<(usize, Option<RowSelection>)> {
+fn restrict(
+    windows: Vec<(usize, Option<RowSelection>)>,
+    kept: &[Option<RowSelection>],
+) -> Vec<(usize, Option<RowSelection>)> {
     windows
         .into_iter()
         .filter_map(|(group, window)| {
-            let Some(Some(rows)) = kept.get(group) else { return Some((group, window)) };
+            let Some(Some(rows)) = kept.get(group) else {
+                return Some((group, window));
+            };
             let selection = match window {
                 Some(w) => w.intersection(rows),
                 None => rows.clone(),
@@ -222,8 +240,8 @@ fn restrict(windows: Vec<(usize, Option<RowSelection>)>, kept: &[Option<RowSelec
 #[cfg(test)]
 mod tests {
     use arrow_array::cast::AsArray;
-    use arrow_array::Array;
     use arrow_array::types::Int64Type;
+    use arrow_array::Array;
     use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
     use object_store::memory::InMemory;
     use object_store::path::Path;
@@ -254,7 +272,10 @@ mod tests {
         writer.write(&batch).unwrap();
         writer.close().unwrap();
         let store = Arc::new(InMemory::new());
-        store.put(&Path::from("t/f.parquet"), buf.into()).await.unwrap();
+        store
+            .put(&Path::from("t/f.parquet"), buf.into())
+            .await
+            .unwrap();
         FileIO::from_store(store, Path::from("t"), "memory")
     }
 
@@ -262,7 +283,9 @@ mod tests {
     async fn windows_split_a_row_group_and_keep_row_order() {
         let io = table_io().await;
         let mut reader = RangeReader::new(&io, "f.parquet").await.unwrap();
-        let metadata = ArrowReaderMetadata::load_async(&mut reader, reader_options()).await.unwrap();
+        let metadata = ArrowReaderMetadata::load_async(&mut reader, reader_options())
+            .await
+            .unwrap();
         let all = ProjectionMask::all();
         let windows = row_windows(metadata.metadata(), &all, 4096, 64 << 10);
         assert!(windows.len() > 3, "{windows:?}");
@@ -274,16 +297,26 @@ mod tests {
             })
             .collect();
         assert_eq!(selected.iter().sum::<usize>(), ROWS as usize);
-        assert!(selected[..selected.len() - 1].iter().all(|n| n % 4096 == 0), "{selected:?}");
+        assert!(
+            selected[..selected.len() - 1].iter().all(|n| n % 4096 == 0),
+            "{selected:?}"
+        );
         // Small row groups, and files without an offset index, are read whole.
-        assert_eq!(row_windows(metadata.metadata(), &all, 4096, u64::MAX).len(), 1);
+        assert_eq!(
+            row_windows(metadata.metadata(), &all, 4096, u64::MAX).len(),
+            1
+        );
         let no_index = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-        let plain = ArrowReaderMetadata::load_async(&mut reader, no_index).await.unwrap();
+        let plain = ArrowReaderMetadata::load_async(&mut reader, no_index)
+            .await
+            .unwrap();
         assert_eq!(row_windows(plain.metadata(), &all, 4096, 64 << 10).len(), 1);
 
         let columns = vec!["id".to_string(), "note".to_string()];
         for window in [u64::MAX, 64 << 10, 1] {
-            let stream = open_windowed(&io, "f.parquet", &columns, 4096, Some(window), None).await.unwrap();
+            let stream = open_windowed(&io, "f.parquet", &columns, 4096, Some(window), None)
+                .await
+                .unwrap();
             let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
             let ids: Vec<i64> = batches
                 .iter()
@@ -310,32 +343,65 @@ mod tests {
             DataField::new(1, "note", DataType::new(TypeKind::VarChar(MAX_LENGTH))),
         ];
         let leaf = |f: &DataField, op: CompareOp, value: Datum| {
-            let column = BoundColumn { name: f.name.clone(), id: f.id, data_type: f.data_type.clone() };
-            BoundPredicate::Leaf(BoundLeaf { column, test: LeafTest::Compare { op, value } })
+            let column = BoundColumn {
+                name: f.name.clone(),
+                id: f.id,
+                data_type: f.data_type.clone(),
+            };
+            BoundPredicate::Leaf(BoundLeaf {
+                column,
+                test: LeafTest::Compare { op, value },
+            })
         };
         let id_eq = |v: i64| leaf(&fields[0], CompareOp::Eq, Datum::BigInt(v));
-        let note_eq = |v: i64| leaf(&fields[1], CompareOp::Eq, Datum::String(format!("note-{v:08}")));
+        let note_eq = |v: i64| {
+            leaf(
+                &fields[1],
+                CompareOp::Eq,
+                Datum::String(format!("note-{v:08}")),
+            )
+        };
         let columns = vec!["id".to_string(), "note".to_string()];
         let read = |filter: BoundPredicate, allowed: Vec<i32>, window: u64| {
             let (io, columns, fields) = (io.clone(), columns.clone(), fields.clone());
             async move {
-                let prune = filter.restricted(&|id| allowed.contains(&id)).and_then(|f| PagePrune::new(&f));
-                let prune = prune.as_ref().map(|p| (p, fields.as_slice(), fields.as_slice()));
-                let stream = open_windowed(&io, "f.parquet", &columns, 4096, Some(window), prune).await.unwrap();
+                let prune = filter
+                    .restricted(&|id| allowed.contains(&id))
+                    .and_then(|f| PagePrune::new(&f));
+                let prune = prune
+                    .as_ref()
+                    .map(|p| (p, fields.as_slice(), fields.as_slice()));
+                let stream = open_windowed(&io, "f.parquet", &columns, 4096, Some(window), prune)
+                    .await
+                    .unwrap();
                 let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
-                batches.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect::<Vec<i64>>()
+                batches
+                    .iter()
+                    .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+                    .collect::<Vec<i64>>()
             }
         };
         for window in [u64::MAX, 64 << 10] {
             let ids = read(id_eq(43_210), vec![0, 1], window).await;
-            assert_eq!(ids, (43_000..44_000).collect::<Vec<_>>(), "the page of 43210 only");
+            assert_eq!(
+                ids,
+                (43_000..44_000).collect::<Vec<_>>(),
+                "the page of 43210 only"
+            );
             let ids = read(note_eq(7), vec![0, 1], window).await;
-            assert_eq!(ids, (0..1000).collect::<Vec<_>>(), "pruned by a string column");
+            assert_eq!(
+                ids,
+                (0..1000).collect::<Vec<_>>(),
+                "pruned by a string column"
+            );
             let either = BoundPredicate::Or(vec![id_eq(5), id_eq(49_999)]);
             let ids = read(either, vec![0], window).await;
             assert_eq!(ids, (0..1000).chain(49_000..50_000).collect::<Vec<_>>());
             let both = BoundPredicate::And(vec![id_eq(5), note_eq(2_500)]);
-            assert!(read(both, vec![0, 1], window).await.is_empty(), "no page holds both");
+            assert!(
+                read(both, vec![0, 1], window).await.is_empty(),
+                "no page holds both"
+            );
             let absent = leaf(&fields[0], CompareOp::Gt, Datum::BigInt(ROWS));
             assert!(read(absent, vec![0], window).await.is_empty());
             // a column the caller does not allow, or a filter on it, reads everything
@@ -346,4 +412,3 @@ mod tests {
         }
     }
 }
-

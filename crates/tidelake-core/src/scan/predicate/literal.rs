@@ -22,7 +22,11 @@ pub(super) fn resolve<'a>(fields: &'a [DataField], name: &str) -> Result<&'a Dat
 }
 
 /// The field named `name`, which must have an atomic (orderable) type for `op`.
-pub(super) fn comparable<'a>(fields: &'a [DataField], name: &str, op: &str) -> Result<&'a DataField> {
+pub(super) fn comparable<'a>(
+    fields: &'a [DataField],
+    name: &str,
+    op: &str,
+) -> Result<&'a DataField> {
     let field = resolve(fields, name)?;
     match field.data_type.kind {
         TypeKind::Array(_)

@@ -450,12 +450,15 @@ impl BoundPredicate {
         match self {
             BoundPredicate::Leaf(leaf) => keep(leaf.column.id).then(|| self.clone()),
             BoundPredicate::And(children) => {
-                let kept: Vec<BoundPredicate> = children.iter().filter_map(|c| c.restricted(keep)).collect();
+                let kept: Vec<BoundPredicate> =
+                    children.iter().filter_map(|c| c.restricted(keep)).collect();
                 (!kept.is_empty()).then_some(BoundPredicate::And(kept))
             }
-            BoundPredicate::Or(children) => {
-                children.iter().map(|c| c.restricted(keep)).collect::<Option<Vec<_>>>().map(BoundPredicate::Or)
-            }
+            BoundPredicate::Or(children) => children
+                .iter()
+                .map(|c| c.restricted(keep))
+                .collect::<Option<Vec<_>>>()
+                .map(BoundPredicate::Or),
         }
     }
 

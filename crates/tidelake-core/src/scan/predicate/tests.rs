@@ -124,8 +124,7 @@ fn fixture_filters_bind_and_select_the_expected_rows() {
         };
         let name = table["name"].as_str().unwrap();
         let fields = latest_fields(&root.join(table["path"].as_str().unwrap()));
-        let latest =
-            read_ipc(&root.join(table["expected"]["latest"]["file"].as_str().unwrap()));
+        let latest = read_ipc(&root.join(table["expected"]["latest"]["file"].as_str().unwrap()));
         for case in cases {
             let predicate = Predicate::from_json(&case["filter"]).unwrap();
             let bound = predicate
@@ -222,8 +221,7 @@ fn parses_every_op() {
         ("le", CompareOp::Le),
         ("gt", CompareOp::Gt),
     ] {
-        let parsed =
-            Predicate::from_json(&json!({"op": name, "field": "f", "value": 1})).unwrap();
+        let parsed = Predicate::from_json(&json!({"op": name, "field": "f", "value": 1})).unwrap();
         assert_eq!(
             parsed,
             Predicate::Compare {
@@ -253,8 +251,9 @@ fn rejects_malformed_filters() {
     assert!(err(json!({"op": "in", "field": "a", "values": 1}))
         .contains("'values' must be a JSON array"));
     assert!(err(json!({"op": "or", "args": [{"op": "nope"}]})).contains("unknown op 'nope'"));
-    assert!(err(json!({"op": "between", "field": "a", "lower": 1}))
-        .contains("requires key 'upper'"));
+    assert!(
+        err(json!({"op": "between", "field": "a", "lower": 1})).contains("requires key 'upper'")
+    );
 }
 
 // ---- binding and literals -------------------------------------------------------------
@@ -770,10 +769,7 @@ fn evaluation_is_the_same_on_other_arrow_encodings() {
             recast(
                 // Zoned timestamps hold UTC instants: only the label changes.
                 "ltz",
-                ArrowType::Timestamp(
-                    arrow_schema::TimeUnit::Microsecond,
-                    Some("+05:30".into()),
-                ),
+                ArrowType::Timestamp(arrow_schema::TimeUnit::Microsecond, Some("+05:30".into())),
             ),
         ],
         vec![recast(
@@ -1184,8 +1180,7 @@ fn columns() -> impl Strategy<Value = Vec<Vec<Datum>>> {
 fn stats_of(columns: &[Vec<Datum>], skip_nan: bool) -> Stats {
     let rows = columns.first().map_or(0, Vec::len) as i64;
     let is_nan = |d: &Datum| {
-        matches!(d, Datum::Double(v) if v.is_nan())
-            || matches!(d, Datum::Float(v) if v.is_nan())
+        matches!(d, Datum::Double(v) if v.is_nan()) || matches!(d, Datum::Float(v) if v.is_nan())
     };
     let columns = prop_fields()
         .iter()
@@ -1255,17 +1250,34 @@ proptest! {
 #[test]
 fn restricting_to_some_columns_keeps_every_match() {
     let fields = [field(0, "k", TypeKind::Int), field(1, "v", TypeKind::Int)];
-    let bind = |filter: Value| Predicate::from_json(&filter).unwrap().bind(&fields).unwrap();
+    let bind = |filter: Value| {
+        Predicate::from_json(&filter)
+            .unwrap()
+            .bind(&fields)
+            .unwrap()
+    };
     let on_k = |filter: Value| bind(filter).restricted(&|id| id == 0);
     let k_eq = json!({"op": "eq", "field": "k", "value": 1});
     let v_gt = json!({"op": "gt", "field": "v", "value": 5});
     assert_eq!(on_k(k_eq.clone()), Some(bind(k_eq.clone())));
     assert_eq!(on_k(v_gt.clone()), None);
     // and: the key part stays; or: a branch without the key leaves nothing
-    assert_eq!(on_k(json!({"op": "and", "args": [k_eq.clone(), v_gt.clone()]})),
-               Some(BoundPredicate::And(vec![bind(k_eq.clone())])));
-    assert_eq!(on_k(json!({"op": "or", "args": [k_eq.clone(), v_gt.clone()]})), None);
+    assert_eq!(
+        on_k(json!({"op": "and", "args": [k_eq.clone(), v_gt.clone()]})),
+        Some(BoundPredicate::And(vec![bind(k_eq.clone())]))
+    );
+    assert_eq!(
+        on_k(json!({"op": "or", "args": [k_eq.clone(), v_gt.clone()]})),
+        None
+    );
     let k_in = json!({"op": "in", "field": "k", "values": [2, 3]});
-    assert_eq!(on_k(json!({"op": "or", "args": [k_eq.clone(), {"op": "and", "args": [k_in.clone(), v_gt]}]})),
-               Some(BoundPredicate::Or(vec![bind(k_eq), BoundPredicate::And(vec![bind(k_in)])])));
+    assert_eq!(
+        on_k(
+            json!({"op": "or", "args": [k_eq.clone(), {"op": "and", "args": [k_in.clone(), v_gt]}]})
+        ),
+        Some(BoundPredicate::Or(vec![
+            bind(k_eq),
+            BoundPredicate::And(vec![bind(k_in)])
+        ]))
+    );
 }

@@ -111,8 +111,9 @@ impl AvroSchema {
             .iter()
             .zip(self.arrow.fields().iter().zip(&self.types))
             .map(|(column, (field, ty))| {
-                to_avro_array(column, ty, field.data_type())
-                    .map_err(|e| Error::arrow(format!("encoding Avro column '{}'", field.name()), e))
+                to_avro_array(column, ty, field.data_type()).map_err(|e| {
+                    Error::arrow(format!("encoding Avro column '{}'", field.name()), e)
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         RecordBatch::try_new(self.arrow.clone(), columns)
@@ -196,10 +197,14 @@ fn avro_type(ty: &DataType, row_name: &str, column: &str) -> Result<(Value, Arro
             ))
         }
         TypeKind::Time(_) => {
-            return Err(unsupported("Java's Avro format supports TIME precisions up to 3"))
+            return Err(unsupported(
+                "Java's Avro format supports TIME precisions up to 3",
+            ))
         }
         TypeKind::Variant | TypeKind::Blob => {
-            return Err(unsupported("Java's Avro format has no schema for this type"))
+            return Err(unsupported(
+                "Java's Avro format has no schema for this type",
+            ))
         }
         TypeKind::Row(fields) => {
             let mut avro_fields = Vec::with_capacity(fields.len());
@@ -259,7 +264,11 @@ fn avro_type(ty: &DataType, row_name: &str, column: &str) -> Result<(Value, Arro
             }
         }
     };
-    let avro = if ty.nullable { json!(["null", avro]) } else { avro };
+    let avro = if ty.nullable {
+        json!(["null", avro])
+    } else {
+        avro
+    };
     Ok((avro, arrow))
 }
 

@@ -49,13 +49,29 @@ fn primitive_batch(fields: &[DataField]) -> RecordBatch {
         Arc::new(Int64Array::from(vec![Some(i64::MIN), Some(i64::MAX), None])),
         Arc::new(Float64Array::from(vec![Some(-1.5), None, Some(2.25)])),
         Arc::new(StringArray::from(vec![Some("unicode ☃"), Some(""), None])),
-        Arc::new(BinaryArray::from(vec![Some(&b"\x00\xff"[..]), None, Some(&b""[..])])),
+        Arc::new(BinaryArray::from(vec![
+            Some(&b"\x00\xff"[..]),
+            None,
+            Some(&b""[..]),
+        ])),
         Arc::new(Date32Array::from(vec![Some(-1), Some(19_000), None])),
-        Arc::new(Time32MillisecondArray::from(vec![Some(86_399_999), None, Some(0)])),
-        Arc::new(TimestampMillisecondArray::from(vec![Some(-86_400_001), Some(1_709_999_999_999), None])),
+        Arc::new(Time32MillisecondArray::from(vec![
+            Some(86_399_999),
+            None,
+            Some(0),
+        ])),
+        Arc::new(TimestampMillisecondArray::from(vec![
+            Some(-86_400_001),
+            Some(1_709_999_999_999),
+            None,
+        ])),
         Arc::new(
-            TimestampMicrosecondArray::from(vec![None, Some(1_710_000_000_124_456), Some(-1_000_000)])
-                .with_timezone("UTC"),
+            TimestampMicrosecondArray::from(vec![
+                None,
+                Some(1_710_000_000_124_456),
+                Some(-1_000_000),
+            ])
+            .with_timezone("UTC"),
         ),
     ];
     let schema = to_arrow_schema(fields).unwrap();
@@ -109,15 +125,26 @@ fn options(format: &str, compression: &str) -> Options {
 
 #[tokio::test]
 async fn orc_and_avro_append_files_round_trip() {
-    for (format, codec) in [("orc", "zstd"), ("orc", "none"), ("avro", "snappy"), ("avro", "null")] {
+    for (format, codec) in [
+        ("orc", "zstd"),
+        ("orc", "none"),
+        ("avro", "snappy"),
+        ("avro", "null"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let fields = primitive_fields();
         let schema =
             TableSchema::new(0, fields.clone(), vec![], vec![], options(format, codec)).unwrap();
         let batch = primitive_batch(&fields);
-        let (io, metas) = write_files(dir.path(), schema, FileLayout::Append, &batch).await.unwrap();
+        let (io, metas) = write_files(dir.path(), schema, FileLayout::Append, &batch)
+            .await
+            .unwrap();
         assert_eq!(metas.len(), 1);
-        assert!(metas[0].file_name.ends_with(&format!(".{format}")), "{}", metas[0].file_name);
+        assert!(
+            metas[0].file_name.ends_with(&format!(".{format}")),
+            "{}",
+            metas[0].file_name
+        );
         assert_eq!(metas[0].row_count, 3);
         let back = read_back(&io, &metas[0], &fields, SystemColumns::None).await;
         assert_eq!(back.columns(), batch.columns(), "{format}/{codec}");
@@ -125,8 +152,12 @@ async fn orc_and_avro_append_files_round_trip() {
         let stats = &metas[0].value_stats;
         let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
         let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
-        let min = tidelake_spec::binary_row::decode_framed(&stats.min_values, &field_types(&fields)).unwrap();
-        let max = tidelake_spec::binary_row::decode_framed(&stats.max_values, &field_types(&fields)).unwrap();
+        let min =
+            tidelake_spec::binary_row::decode_framed(&stats.min_values, &field_types(&fields))
+                .unwrap();
+        let max =
+            tidelake_spec::binary_row::decode_framed(&stats.max_values, &field_types(&fields))
+                .unwrap();
         assert_eq!(min[at("i64")], Datum::BigInt(i64::MIN));
         assert_eq!(max[at("i64")], Datum::BigInt(i64::MAX));
         assert_eq!(min[at("vb")], Datum::Null);
@@ -163,10 +194,14 @@ async fn orc_and_avro_key_value_files_round_trip() {
         ];
         schema_fields.extend(values.schema().fields().iter().map(|f| f.as_ref().clone()));
         let batch = RecordBatch::try_new(Arc::new(Schema::new(schema_fields)), columns).unwrap();
-        let (io, metas) =
-            write_files(dir.path(), schema, FileLayout::KeyValue, &batch).await.unwrap();
+        let (io, metas) = write_files(dir.path(), schema, FileLayout::KeyValue, &batch)
+            .await
+            .unwrap();
         let meta = &metas[0];
-        assert_eq!((meta.min_sequence_number, meta.max_sequence_number), (10, 12));
+        assert_eq!(
+            (meta.min_sequence_number, meta.max_sequence_number),
+            (10, 12)
+        );
         assert_eq!(meta.delete_row_count, Some(1));
         let back = read_back(&io, meta, &fields, SystemColumns::KeyValue).await;
         assert_eq!(back.columns(), batch.columns(), "{format}");
@@ -182,8 +217,19 @@ async fn avro_writes_decimals_and_nested_types() {
     ]);
     let fields = vec![
         DataField::new(0, "id", DataType::not_null(TypeKind::Int)),
-        field(1, "dec", TypeKind::Decimal { precision: 38, scale: 10 }),
-        field(2, "arr", TypeKind::Array(Box::new(DataType::new(TypeKind::SmallInt)))),
+        field(
+            1,
+            "dec",
+            TypeKind::Decimal {
+                precision: 38,
+                scale: 10,
+            },
+        ),
+        field(
+            2,
+            "arr",
+            TypeKind::Array(Box::new(DataType::new(TypeKind::SmallInt))),
+        ),
         field(3, "st", row),
         field(
             4,
@@ -201,24 +247,42 @@ async fn avro_writes_decimals_and_nested_types() {
                 Box::new(DataType::new(TypeKind::Char(3))),
             ),
         ),
-        field(6, "ms", TypeKind::Multiset(Box::new(DataType::new(TypeKind::Date)))),
+        field(
+            6,
+            "ms",
+            TypeKind::Multiset(Box::new(DataType::new(TypeKind::Date))),
+        ),
     ];
     let schema_ref = to_arrow_schema(&fields).unwrap();
-    let dec = Decimal128Array::from(vec![Some(-12_345_678_901_234_567_890_123_456_780_123_456_789i128), None])
-        .with_precision_and_scale(38, 10)
-        .unwrap();
+    let dec = Decimal128Array::from(vec![
+        Some(-12_345_678_901_234_567_890_123_456_780_123_456_789i128),
+        None,
+    ])
+    .with_precision_and_scale(38, 10)
+    .unwrap();
     let mut columns: Vec<ArrayRef> = vec![Arc::new(Int32Array::from(vec![1, 2])), Arc::new(dec)];
     for f in &schema_ref.fields()[2..] {
         columns.push(nested_values(f.data_type()));
     }
     let batch = RecordBatch::try_new(Arc::new(schema_ref), columns).unwrap();
-    let schema =
-        TableSchema::new(0, fields.clone(), vec![], vec![], options("avro", "deflate")).unwrap();
-    let (io, metas) = write_files(dir.path(), schema, FileLayout::Append, &batch).await.unwrap();
+    let schema = TableSchema::new(
+        0,
+        fields.clone(),
+        vec![],
+        vec![],
+        options("avro", "deflate"),
+    )
+    .unwrap();
+    let (io, metas) = write_files(dir.path(), schema, FileLayout::Append, &batch)
+        .await
+        .unwrap();
     let back = read_back(&io, &metas[0], &fields, SystemColumns::None).await;
     assert_eq!(back.columns(), batch.columns());
     // Nested columns keep a null count in Avro files (Java collects one per record).
-    assert_eq!(metas[0].value_stats.null_counts.as_ref().unwrap()[3], Some(1));
+    assert_eq!(
+        metas[0].value_stats.null_counts.as_ref().unwrap()[3],
+        Some(1)
+    );
 }
 
 /// Two rows of `ty`: a value, then a null.
@@ -244,7 +308,9 @@ fn sample(ty: &ArrowType) -> ArrayRef {
             None,
         )),
         ArrowType::Map(entries, _) => {
-            let ArrowType::Struct(kv) = entries.data_type() else { unreachable!() };
+            let ArrowType::Struct(kv) = entries.data_type() else {
+                unreachable!()
+            };
             let keys: ArrayRef = match kv[0].data_type() {
                 ArrowType::Utf8 => Arc::new(StringArray::from(vec!["k1", "k2"])),
                 ArrowType::Int32 => Arc::new(Int32Array::from(vec![5, -5])),
@@ -255,8 +321,7 @@ fn sample(ty: &ArrowType) -> ArrayRef {
                 ArrowType::Utf8 => Arc::new(StringArray::from(vec![Some("abc"), None])),
                 _ => Arc::new(Int32Array::from(vec![2, 1])),
             };
-            let entries_array =
-                arrow_array::StructArray::new(kv.clone(), vec![keys, values], None);
+            let entries_array = arrow_array::StructArray::new(kv.clone(), vec![keys, values], None);
             Arc::new(arrow_array::MapArray::new(
                 entries.clone(),
                 arrow_buffer::OffsetBuffer::new(vec![0, 2].into()),
@@ -272,8 +337,19 @@ fn sample(ty: &ArrowType) -> ArrayRef {
 #[tokio::test]
 async fn types_a_format_cannot_hold_are_refused_by_name() {
     let cases = [
-        ("orc", TypeKind::Decimal { precision: 10, scale: 2 }, "ORC"),
-        ("orc", TypeKind::Array(Box::new(DataType::new(TypeKind::Int))), "ORC"),
+        (
+            "orc",
+            TypeKind::Decimal {
+                precision: 10,
+                scale: 2,
+            },
+            "ORC",
+        ),
+        (
+            "orc",
+            TypeKind::Array(Box::new(DataType::new(TypeKind::Int))),
+            "ORC",
+        ),
         ("avro", TypeKind::Timestamp(9), "Avro"),
         ("avro", TypeKind::LocalZonedTimestamp(7), "Avro"),
     ];
@@ -284,7 +360,8 @@ async fn types_a_format_cannot_hold_are_refused_by_name() {
             DataField::new(1, "bad_col", DataType::new(kind.clone())),
         ];
         let schema = TableSchema::new(0, fields, vec![], vec![], options(format, "zstd")).unwrap();
-        let config = WriterConfig::from_options(&schema.options, FileLayout::Append, 0, false).unwrap();
+        let config =
+            WriterConfig::from_options(&schema.options, FileLayout::Append, 0, false).unwrap();
         let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
         let err = RollingWriter::new(
             io,
@@ -317,12 +394,16 @@ fn codecs_follow_java_names_per_format() {
     ] {
         let fields = primitive_fields();
         let schema = TableSchema::new(0, fields, vec![], vec![], options(format, codec)).unwrap();
-        let config = WriterConfig::from_options(&schema.options, FileLayout::Append, 0, false).unwrap();
+        let config =
+            WriterConfig::from_options(&schema.options, FileLayout::Append, 0, false).unwrap();
         let columns: Vec<PhysicalColumn> = Vec::new();
         let result = Encoding::new(&columns, &config);
         assert_eq!(result.is_ok(), ok, "{format}/{codec}");
         if let Err(e) = result {
-            assert!(matches!(e, Error::Unsupported(_)) && e.to_string().contains(codec), "{e}");
+            assert!(
+                matches!(e, Error::Unsupported(_)) && e.to_string().contains(codec),
+                "{e}"
+            );
         }
     }
 }
@@ -331,16 +412,25 @@ fn codecs_follow_java_names_per_format() {
 async fn orc_refuses_timestamps_it_cannot_store_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let fields = vec![field(0, "ts", TypeKind::Timestamp(3))];
-    let schema = TableSchema::new(0, fields.clone(), vec![], vec![], options("orc", "none")).unwrap();
+    let schema =
+        TableSchema::new(0, fields.clone(), vec![], vec![], options("orc", "none")).unwrap();
     let batch = RecordBatch::try_new(
         to_arrow_schema(&fields).unwrap().into(),
         vec![Arc::new(TimestampMillisecondArray::from(vec![Some(-1)]))],
     )
     .unwrap();
-    let err = write_files(dir.path(), schema, FileLayout::Append, &batch).await.unwrap_err();
+    let err = write_files(dir.path(), schema, FileLayout::Append, &batch)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Unsupported(_)), "{err}");
     // The writer deleted what it had started.
-    assert!(!dir.path().join("bucket-0").exists() || std::fs::read_dir(dir.path().join("bucket-0")).unwrap().next().is_none());
+    assert!(
+        !dir.path().join("bucket-0").exists()
+            || std::fs::read_dir(dir.path().join("bucket-0"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
 }
 
 #[tokio::test]
@@ -359,17 +449,30 @@ async fn orc_and_avro_files_roll_at_the_target_size() {
             to_arrow_schema(&fields).unwrap().into(),
             vec![
                 Arc::new(Int32Array::from_iter_values(0..rows)),
-                Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("value-{i:08}")))),
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("value-{i:08}")),
+                )),
             ],
         )
         .unwrap();
-        let (io, metas) = write_files(dir.path(), schema, FileLayout::Append, &batch).await.unwrap();
+        let (io, metas) = write_files(dir.path(), schema, FileLayout::Append, &batch)
+            .await
+            .unwrap();
         assert!(metas.len() > 2, "{format}: {} files", metas.len());
-        assert_eq!(metas.iter().map(|m| m.row_count).sum::<i64>(), i64::from(rows));
+        assert_eq!(
+            metas.iter().map(|m| m.row_count).sum::<i64>(),
+            i64::from(rows)
+        );
         let mut read = 0;
         for meta in &metas {
-            assert!(meta.file_size < 16 * 1024 * 4, "{format}: {} bytes", meta.file_size);
-            read += read_back(&io, meta, &fields, SystemColumns::None).await.num_rows();
+            assert!(
+                meta.file_size < 16 * 1024 * 4,
+                "{format}: {} bytes",
+                meta.file_size
+            );
+            read += read_back(&io, meta, &fields, SystemColumns::None)
+                .await
+                .num_rows();
         }
         assert_eq!(read, rows as usize);
     }

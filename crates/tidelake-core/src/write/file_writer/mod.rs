@@ -195,7 +195,10 @@ impl WriterConfig {
             zstd_level: options.file_compression_zstd_level().map_err(spec)?,
             block_bytes,
             suffix_include_compression: options.file_suffix_include_compression().map_err(spec)?,
-            dictionary: options.get_bool("parquet.enable.dictionary").map_err(spec)?.unwrap_or(true),
+            dictionary: options
+                .get_bool("parquet.enable.dictionary")
+                .map_err(spec)?
+                .unwrap_or(true),
             stats: StatsConfig::new(options, &stats_mode)?,
         })
     }

@@ -30,8 +30,8 @@ use orc_rust::arrow_writer::{ArrowWriter, ArrowWriterBuilder};
 use orc_rust::compression::CompressionType;
 use orc_rust::error::OrcError;
 use tidelake_spec::arrow::to_arrow_type;
-use tokio::sync::oneshot;
 use tidelake_spec::types::TypeKind;
+use tokio::sync::oneshot;
 
 use super::encoding::strict_cast;
 use super::parquet::PhysicalColumn;

@@ -515,33 +515,32 @@ impl ParquetOptions {
         row_group_bytes: u64,
         dictionary: bool,
     ) -> Result<Self> {
-        let codec = match compression.to_ascii_lowercase().as_str() {
-            "none" | "uncompressed" => Compression::UNCOMPRESSED,
-            "zstd" => Compression::ZSTD(
-                ZstdLevel::try_new(zstd_level)
-                    .map_err(|e| Error::parquet("file.compression.zstd-level", e))?,
-            ),
-            "snappy" => Compression::SNAPPY,
-            "gzip" => Compression::GZIP(GzipLevel::default()),
-            "lz4" => Compression::LZ4,
-            "lz4_raw" => Compression::LZ4_RAW,
-            // Java Paimon's Parquet reader finds no Brotli codec in the Hadoop client it ships
-            // with (`BrotliCodec was not found`): such files would be unreadable there.
-            "brotli" => {
-                return Err(Error::Unsupported(
+        let codec =
+            match compression.to_ascii_lowercase().as_str() {
+                "none" | "uncompressed" => Compression::UNCOMPRESSED,
+                "zstd" => Compression::ZSTD(
+                    ZstdLevel::try_new(zstd_level)
+                        .map_err(|e| Error::parquet("file.compression.zstd-level", e))?,
+                ),
+                "snappy" => Compression::SNAPPY,
+                "gzip" => Compression::GZIP(GzipLevel::default()),
+                "lz4" => Compression::LZ4,
+                "lz4_raw" => Compression::LZ4_RAW,
+                // Java Paimon's Parquet reader finds no Brotli codec in the Hadoop client it ships
+                // with (`BrotliCodec was not found`): such files would be unreadable there.
+                "brotli" => return Err(Error::Unsupported(
                     "file.compression 'brotli' for Parquet files: Java Paimon cannot read Brotli \
                      Parquet files (no Brotli codec in its Hadoop client); use zstd, snappy, gzip, \
                      lz4, lz4_raw or none"
                         .into(),
-                ))
-            }
-            other => {
-                return Err(Error::Unsupported(format!(
+                )),
+                other => {
+                    return Err(Error::Unsupported(format!(
                     "file.compression '{other}' for Parquet files (supported: none, zstd, snappy, \
                      gzip, lz4, lz4_raw)"
                 )))
-            }
-        };
+                }
+            };
         let row_group_bytes = usize::try_from(row_group_bytes.max(1)).unwrap_or(usize::MAX);
         Ok(ParquetOptions {
             compression: codec,
@@ -606,16 +605,39 @@ fn dictionary_pays(column: &ArrayRef) -> bool {
     }
     let valid = |i: usize| column.is_valid(i);
     match column.data_type() {
-        ArrowType::Utf8 => judge(column.as_string::<i32>().iter().flatten().map(str::as_bytes), 4),
-        ArrowType::LargeUtf8 => judge(column.as_string::<i64>().iter().flatten().map(str::as_bytes), 4),
+        ArrowType::Utf8 => judge(
+            column
+                .as_string::<i32>()
+                .iter()
+                .flatten()
+                .map(str::as_bytes),
+            4,
+        ),
+        ArrowType::LargeUtf8 => judge(
+            column
+                .as_string::<i64>()
+                .iter()
+                .flatten()
+                .map(str::as_bytes),
+            4,
+        ),
         ArrowType::Binary => judge(column.as_binary::<i32>().iter().flatten(), 4),
         ArrowType::LargeBinary => judge(column.as_binary::<i64>().iter().flatten(), 4),
         t if t.is_primitive() => {
-            let Some(width) = t.primitive_width() else { return true };
+            let Some(width) = t.primitive_width() else {
+                return true;
+            };
             let data = column.to_data();
             let start = data.offset() * width;
             let values = &data.buffers()[0].as_slice()[start..start + data.len() * width];
-            judge(values.chunks_exact(width).enumerate().filter(|(i, _)| valid(*i)).map(|(_, v)| v), 0)
+            judge(
+                values
+                    .chunks_exact(width)
+                    .enumerate()
+                    .filter(|(i, _)| valid(*i))
+                    .map(|(_, v)| v),
+                0,
+            )
         }
         _ => true,
     }
@@ -646,7 +668,7 @@ pub(super) struct ParquetFile {
 }
 
 enum Encoder {
-    Arrow(AsyncArrowWriter<ObjectSink>),
+    Arrow(Box<AsyncArrowWriter<ObjectSink>>),
     Chunked(Box<ChunkedWriter>),
 }
 
@@ -807,7 +829,7 @@ impl ParquetFile {
                     .with_skip_arrow_metadata(true)
                     .with_parquet_schema(schema.descriptor.clone());
                 AsyncArrowWriter::try_new_with_options(sink, schema.arrow.clone(), writer_options)
-                    .map(Encoder::Arrow)
+                    .map(|w| Encoder::Arrow(Box::new(w)))
             }
         }
         .map_err(|e| Error::parquet(format!("creating {display}"), e))?;
@@ -866,16 +888,30 @@ mod tests {
     #[test]
     fn dictionaries_only_where_they_pay() {
         use arrow_array::{Float64Array, Int32Array, StringArray};
-        let unique: ArrayRef = Arc::new(StringArray::from_iter_values((0..1000).map(|i| format!("note-{i}"))));
-        let few: ArrayRef = Arc::new(StringArray::from_iter_values((0..1000).map(|i| format!("cat-{}", i % 8))));
-        let prices: ArrayRef = Arc::new(Float64Array::from_iter_values((0..1000).map(|i| i as f64 * 0.5)));
-        let small: ArrayRef = Arc::new(Int32Array::from_iter((0..1000).map(|i| (i % 3 != 0).then_some(i % 50))));
+        let unique: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (0..1000).map(|i| format!("note-{i}")),
+        ));
+        let few: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (0..1000).map(|i| format!("cat-{}", i % 8)),
+        ));
+        let prices: ArrayRef = Arc::new(Float64Array::from_iter_values(
+            (0..1000).map(|i| i as f64 * 0.5),
+        ));
+        let small: ArrayRef = Arc::new(Int32Array::from_iter(
+            (0..1000).map(|i| (i % 3 != 0).then_some(i % 50)),
+        ));
         assert!(!dictionary_pays(&unique));
         assert!(dictionary_pays(&few));
         assert!(!dictionary_pays(&prices));
         assert!(dictionary_pays(&small));
         // A slice is judged on its own rows.
-        let repeated: ArrayRef = Arc::new(Int32Array::from_iter_values((0..1000).map(|i| if i < 500 { i } else { 7 })));
+        let repeated: ArrayRef = Arc::new(Int32Array::from_iter_values((0..1000).map(|i| {
+            if i < 500 {
+                i
+            } else {
+                7
+            }
+        })));
         assert!(!dictionary_pays(&repeated.slice(0, 500)));
         assert!(dictionary_pays(&repeated.slice(500, 500)));
     }
@@ -901,42 +937,99 @@ mod tests {
         let ts9 = DataType::new(TypeKind::Timestamp(9));
         let ltz7 = DataType::new(TypeKind::LocalZonedTimestamp(7));
         let nested = DataType::new(TypeKind::Array(Box::new(ts9.clone())));
-        let columns: Vec<PhysicalColumn> = [("a", ts9), ("b", ltz7), ("c", nested), ("d", DataType::new(TypeKind::Timestamp(6)))]
-            .into_iter()
-            .enumerate()
-            .map(|(i, (name, data_type))| PhysicalColumn { name: name.into(), field_id: i as i32, data_type, unique: false })
-            .collect();
+        let columns: Vec<PhysicalColumn> = [
+            ("a", ts9),
+            ("b", ltz7),
+            ("c", nested),
+            ("d", DataType::new(TypeKind::Timestamp(6))),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, data_type))| PhysicalColumn {
+            name: name.into(),
+            field_id: i as i32,
+            data_type,
+            unique: false,
+        })
+        .collect();
         let schema = PhysicalSchema::new(&columns).unwrap();
-        let physical: Vec<PhysicalType> = schema.descriptor.columns().iter().map(|c| c.physical_type()).collect();
-        assert_eq!(physical, [PhysicalType::INT96, PhysicalType::INT96, PhysicalType::INT96, PhysicalType::INT64]);
-        assert_eq!(schema.int96_leaves().iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2]);
+        let physical: Vec<PhysicalType> = schema
+            .descriptor
+            .columns()
+            .iter()
+            .map(|c| c.physical_type())
+            .collect();
+        assert_eq!(
+            physical,
+            [
+                PhysicalType::INT96,
+                PhysicalType::INT96,
+                PhysicalType::INT96,
+                PhysicalType::INT64
+            ]
+        );
+        assert_eq!(
+            schema
+                .int96_leaves()
+                .iter()
+                .map(|(i, _)| *i)
+                .collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
         let encoded = schema.encoded.as_ref().unwrap();
         for (file, enc) in schema.descriptor.columns().iter().zip(encoded.columns()) {
             assert_eq!(file.path(), enc.path());
             if file.physical_type() == PhysicalType::INT96 {
-                assert_eq!((enc.physical_type(), enc.type_length()), (PhysicalType::FIXED_LEN_BYTE_ARRAY, 12));
+                assert_eq!(
+                    (enc.physical_type(), enc.type_length()),
+                    (PhysicalType::FIXED_LEN_BYTE_ARRAY, 12)
+                );
             } else {
                 assert_eq!(enc.physical_type(), file.physical_type());
             }
         }
         // Field ids survive the re-labelling (readers match columns by id).
-        let ids = |d: &SchemaDescriptor| d.root_schema().get_fields().iter().map(|f| f.get_basic_info().id()).collect::<Vec<_>>();
+        let ids = |d: &SchemaDescriptor| {
+            d.root_schema()
+                .get_fields()
+                .iter()
+                .map(|f| f.get_basic_info().id())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(ids(&schema.descriptor), ids(encoded));
         let batch = schema
             .batch(vec![
-                Arc::new(arrow_array::TimestampNanosecondArray::from(vec![Some(-1), None])),
-                Arc::new(arrow_array::TimestampNanosecondArray::from(vec![Some(0), Some(1)]).with_timezone("UTC")),
-                Arc::new(ListArray::from_iter_primitive::<TimestampNanosecondType, _, _>(vec![
-                    Some(vec![Some(0)]),
+                Arc::new(arrow_array::TimestampNanosecondArray::from(vec![
+                    Some(-1),
                     None,
                 ])),
-                Arc::new(arrow_array::TimestampMicrosecondArray::from(vec![Some(1), Some(2)])),
+                Arc::new(
+                    arrow_array::TimestampNanosecondArray::from(vec![Some(0), Some(1)])
+                        .with_timezone("UTC"),
+                ),
+                Arc::new(ListArray::from_iter_primitive::<
+                    TimestampNanosecondType,
+                    _,
+                    _,
+                >(vec![Some(vec![Some(0)]), None])),
+                Arc::new(arrow_array::TimestampMicrosecondArray::from(vec![
+                    Some(1),
+                    Some(2),
+                ])),
             ])
             .unwrap();
         let a = batch.column(0).as_fixed_size_binary();
         assert_eq!(a.value(0), int96_bytes(-1));
         assert!(a.is_null(1));
-        assert_eq!(batch.column(2).as_list::<i32>().value(0).as_fixed_size_binary().value(0), int96_bytes(0));
+        assert_eq!(
+            batch
+                .column(2)
+                .as_list::<i32>()
+                .value(0)
+                .as_fixed_size_binary()
+                .value(0),
+            int96_bytes(0)
+        );
     }
 
     #[test]

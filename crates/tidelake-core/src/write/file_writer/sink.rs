@@ -105,7 +105,12 @@ impl BufferedUpload {
 
     /// Bytes the encoder produced so far (handed to the sink or still buffered).
     pub(super) fn bytes_written(&self) -> u64 {
-        let buffered = self.buffer.0.lock().unwrap_or_else(PoisonError::into_inner).len();
+        let buffered = self
+            .buffer
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
         self.written + buffered as u64
     }
 
@@ -119,7 +124,10 @@ impl BufferedUpload {
         self.sink
             .put(Bytes::from(bytes))
             .await
-            .map_err(|source| Error::Io { path: self.display.clone(), source })
+            .map_err(|source| Error::Io {
+                path: self.display.clone(),
+                source,
+            })
     }
 
     /// Drain, then complete the upload; returns the file size.
@@ -140,13 +148,22 @@ impl BufferedUpload {
 /// A storage error surfaced through `std::io` (`AsyncWrite`), as the storage error it wraps.
 pub(super) fn io_error(display: &str, e: std::io::Error) -> Error {
     let kind = e.kind();
-    let source = match e.into_inner().map(|inner| inner.downcast::<object_store::Error>()) {
+    let source = match e
+        .into_inner()
+        .map(|inner| inner.downcast::<object_store::Error>())
+    {
         Some(Ok(store)) => *store,
-        Some(Err(inner)) => object_store::Error::Generic { store: "io", source: inner },
+        Some(Err(inner)) => object_store::Error::Generic {
+            store: "io",
+            source: inner,
+        },
         None => object_store::Error::Generic {
             store: "io",
             source: Box::new(std::io::Error::from(kind)),
         },
     };
-    Error::Io { path: display.to_string(), source }
+    Error::Io {
+        path: display.to_string(),
+        source,
+    }
 }

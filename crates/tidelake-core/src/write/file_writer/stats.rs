@@ -219,13 +219,9 @@ fn has_file_stats(ty: &DataType, format: FileFormat) -> bool {
 /// Whether Java can derive bounds for a column of this type.
 fn has_bounds(ty: &DataType, format: FileFormat) -> bool {
     match (&ty.kind, format) {
-        (TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p), FileFormat::Parquet) => {
-            *p <= 6
-        }
+        (TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p), FileFormat::Parquet) => *p <= 6,
         (TypeKind::Blob, _) => false,
-        (TypeKind::Binary(_) | TypeKind::VarBinary(_), FileFormat::Orc | FileFormat::Avro) => {
-            false
-        }
+        (TypeKind::Binary(_) | TypeKind::VarBinary(_), FileFormat::Orc | FileFormat::Avro) => false,
         _ => !is_nested(ty),
     }
 }

@@ -43,7 +43,10 @@ impl Kind {
     /// The union of `acc` and `input`, serialized as Java serializes it.
     pub(crate) fn union(self, acc: &[u8], input: &[u8]) -> Result<Vec<u8>> {
         let bad = |e: &dyn std::fmt::Display| {
-            Error::invalid(format!("aggregate function '{}': bad value: {e}", self.name()))
+            Error::invalid(format!(
+                "aggregate function '{}': bad value: {e}",
+                self.name()
+            ))
         };
         match self {
             Kind::Hll => {
@@ -116,11 +119,15 @@ mod tests {
     #[test]
     fn theta_union_is_exact_below_k() {
         let sketch = |values: std::ops::Range<i64>| {
-            let mut s = datasketches::theta::ThetaSketchBuilder::default().build().unwrap();
+            let mut s = datasketches::theta::ThetaSketchBuilder::default()
+                .build()
+                .unwrap();
             values.for_each(|v| s.update(v));
             s.compact(true).serialize()
         };
-        let merged = Kind::Theta.union(&sketch(0..100), &sketch(50..200)).unwrap();
+        let merged = Kind::Theta
+            .union(&sketch(0..100), &sketch(50..200))
+            .unwrap();
         let merged = CompactThetaSketch::deserialize(&merged).unwrap();
         assert_eq!(merged.estimate(), 200.0);
         assert!(merged.is_ordered());
@@ -130,10 +137,17 @@ mod tests {
     fn rbm32_union_is_the_or() {
         let bitmap = |values: &[u32]| {
             let mut out = Vec::new();
-            values.iter().copied().collect::<RoaringBitmap>().serialize_into(&mut out).unwrap();
+            values
+                .iter()
+                .copied()
+                .collect::<RoaringBitmap>()
+                .serialize_into(&mut out)
+                .unwrap();
             out
         };
-        let merged = Kind::Rbm32.union(&bitmap(&[1, 5, 1 << 20]), &bitmap(&[5, 7])).unwrap();
+        let merged = Kind::Rbm32
+            .union(&bitmap(&[1, 5, 1 << 20]), &bitmap(&[5, 7]))
+            .unwrap();
         let merged = RoaringBitmap::deserialize_from(&merged[..]).unwrap();
         assert_eq!(merged.iter().collect::<Vec<_>>(), vec![1, 5, 7, 1 << 20]);
     }

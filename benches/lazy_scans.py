@@ -23,11 +23,9 @@ import argparse
 import json
 import os
 import pathlib
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
@@ -38,9 +36,13 @@ RUNS = 3
 
 def run_variant(variant: str, path: str, lo: int, hi: int) -> dict[str, float]:
     """In a fresh process: the variant's median time, its answer's row count and peak RSS growth."""
+    # every variant imports both engines before its memory baseline
+    import duckdb
+    import polars as pl
     import pyarrow.compute as pc
 
     import tidelake
+    from tidelake.polars import scan_table
     from worker import _reset_hwm, _status_kb
 
     t = tidelake.open_table(path)
@@ -52,22 +54,13 @@ def run_variant(variant: str, path: str, lo: int, hi: int) -> dict[str, float]:
         return full.filter(mask).select(["id", "price"]).num_rows
 
     def lazy_polars() -> int:
-        import polars as pl
-
-        from tidelake.polars import scan_table
-
         return scan_table(t).filter(pl.col("id").is_between(lo, hi)).select("id", "price").collect().height
 
     def lazy_duckdb() -> int:
-        import duckdb
-
         d = t.to_pyarrow_dataset()  # noqa: F841 (DuckDB's replacement scan)
         return len(duckdb.sql(f"select id, price from d where id between {lo} and {hi}").fetchall())
 
     fn = {"eager": eager, "polars": lazy_polars, "duckdb": lazy_duckdb}[variant]
-    import duckdb  # noqa: F401  (both engines imported before the memory baseline, by every variant)
-    import polars  # noqa: F401
-
     if not _reset_hwm():
         raise SystemExit("cannot reset the peak RSS (/proc/self/clear_refs)")
     base = _status_kb("VmRSS")
@@ -93,16 +86,8 @@ def main() -> None:
         return
 
     import worker
-    import workload as wl
 
-    w = wl.Workload().scaled(args.scale)
-    work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="tidelake-lazy-"))
-    data = wl.save(w, work / "data")
-    print(f"building the tables in {work} ...", flush=True)
-    shutil.rmtree(work / "tables", ignore_errors=True)
-    setup = worker.read_setup(str(data), work / "tables")
-    _, bulk, upserts = wl.load(data)
-    final = wl.final_state(bulk, upserts)
+    setup, final = worker.read_tables(args.scale, args.workdir, "tidelake-lazy-")
     top = int(final["id"][-1].as_py())
     lo = top // 2
     hi = lo + max(1, top // 100)

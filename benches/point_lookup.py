@@ -17,10 +17,8 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from typing import Any, Callable
 
@@ -100,14 +98,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--workdir", default=None)
     args = ap.parse_args()
-    w = wl.Workload().scaled(args.scale)
-    work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="tidelake-lookup-"))
-    data = wl.save(w, work / "data")
-    print(f"building the tables in {work} ...", flush=True)
-    shutil.rmtree(work / "tables", ignore_errors=True)
-    setup = worker.read_setup(str(data), work / "tables")
-    _, bulk, upserts = wl.load(data)
-    final = wl.final_state(bulk, upserts)
+    setup, final = worker.read_tables(args.scale, args.workdir, "tidelake-lookup-")
     keys = final[wl.KEY].to_numpy()
     rng = np.random.default_rng(7)
     present = rng.choice(keys, POINTS - ABSENT, replace=False).tolist()

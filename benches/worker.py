@@ -27,8 +27,11 @@ import subprocess
 import sys
 import threading
 import resource
+import tempfile
 import time
 from typing import Any, Callable
+
+import pyarrow as pa
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
@@ -452,6 +455,19 @@ def read_task(system: str, setup: dict[str, Any]) -> dict[str, Any]:
     if result is not None:
         out.update(_checksum(result))
     return {**out, **p.report("read")}
+
+
+def read_tables(scale: float, workdir: str | None, prefix: str) -> tuple[dict[str, Any], pa.Table]:
+    """The read benchmark's tables built afresh in ``workdir`` (a new temporary directory by
+    default) at ``scale``: their :func:`read_setup` and the expected final rows."""
+    w = wl.Workload().scaled(scale)
+    work = pathlib.Path(workdir or tempfile.mkdtemp(prefix=prefix))
+    data = wl.save(w, work / "data")
+    print(f"building the tables in {work} ...", flush=True)
+    shutil.rmtree(work / "tables", ignore_errors=True)
+    setup = read_setup(str(data), work / "tables")
+    _, bulk, upserts = wl.load(data)
+    return setup, wl.final_state(bulk, upserts)
 
 
 def read_setup(data: str, target: pathlib.Path) -> dict[str, Any]:

@@ -293,7 +293,22 @@ impl Compactor {
             check_table(self.table(), task)?;
         }
         check_results(plan, &messages)?;
-        self.commit(messages).await
+        let (rewritten, written) = messages.iter().fold((0, 0), |(before, after), m| {
+            (
+                before + m.compact_before.len(),
+                after + m.compact_after.len(),
+            )
+        });
+        let committed = self.commit(messages).await?;
+        if let Some(id) = committed {
+            log::info!(
+                target: "tidelake.compact",
+                "{}: compacted {} bucket(s) into snapshot {id}: {rewritten} file(s) rewritten into {written}",
+                self.table().location(),
+                plan.tasks.len()
+            );
+        }
+        Ok(committed)
     }
 }
 

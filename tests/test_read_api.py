@@ -270,6 +270,13 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     altered = r("RawTable", "alter", raw.alter([("set_option", "snapshot.num-retained.max", "50", None, None),
                                                 ("add_column", None, None, pa.field("w", pa.int32()), "last")]))
     assert altered.arrow_schema().names == ["id", "dt", "v", "w"]
+    plan = r("RawTable", "compaction_plan", altered.compaction_plan(full=True, partitions_json=None))
+    r("RawCompactionPlan", "snapshot_id", plan.snapshot_id)
+    r("RawCompactionPlan", "moved_snapshot", plan.moved_snapshot)
+    tasks = r("RawCompactionPlan", "tasks", plan.tasks())
+    assert tasks, "the table has files to compact"
+    results = [_internal.run_compaction_task(task, None) for task in tasks]
+    assert r("RawTable", "commit_compaction", altered.commit_compaction(plan, results)) is not None
     r("RawTable", "compact", altered.compact(full=True, partitions_json=None))
     r("RawTable", "create_tag", altered.create_tag("t1", snapshot_id=None, time_retained_ms=None))
     r("RawTable", "system_table", altered.system_table("files"))

@@ -238,6 +238,47 @@ def test_cat_columns_filter_limit():
     assert len(jsonl(run("cat", TT, "--limit", 100, "--json").stdout)) == 12
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_cat_prints_rows_as_they_are_read(monkeypatch, as_json):
+    """Each batch is printed as it arrives (a large table's first rows show at once): a read
+    failing after its first batch has already printed that batch."""
+    first = pa.record_batch({"id": [7, 8], "name": ["seven", "eight"]})
+
+    def batches():
+        yield first
+        raise tidelake.CorruptMetadataError("the second batch is unreadable")
+
+    def to_reader(self, **kwargs):
+        return pa.RecordBatchReader.from_batches(first.schema, batches())
+
+    monkeypatch.setattr(tidelake.Table, "to_reader", to_reader)
+    result = CliRunner().invoke(cli.main, ["cat", TT, *(["--json"] if as_json else [])], prog_name="tidelake")
+    assert result.exit_code == 4, result.output
+    if as_json:
+        assert jsonl(result.stdout) == [{"id": 7, "name": "seven"}, {"id": 8, "name": "eight"}]
+    else:
+        assert [ln.split() for ln in result.stdout.splitlines()] == [
+            ["id", "name"], ["--", "-----"], ["7", "seven"], ["8", "eight"]]
+    assert "second batch is unreadable" in result.stderr
+
+
+def test_cat_into_a_pipe_closed_early(tmp_path):
+    """`tidelake cat big | head -3`: head gets its rows, cat exits quietly when the pipe closes."""
+    path = tmp_path / "big"
+    t = tidelake.create_table(path, pa.schema([("id", pa.int64()), ("s", pa.string())]))
+    for part in range(4):
+        ids = pa.array(range(part * 50_000, (part + 1) * 50_000), pa.int64())
+        t.write(pa.table({"id": ids, "s": pa.compute.cast(ids, pa.string())}))
+    cat = subprocess.Popen([sys.executable, "-m", "tidelake.cli", "cat", str(path)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    assert cat.stdout is not None and cat.stderr is not None
+    head = [cat.stdout.readline().decode() for _ in range(3)]
+    cat.stdout.close()
+    assert cat.wait(timeout=60) == 0
+    assert cat.stderr.read() == b""
+    assert head[0].split() == ["id", "s"] and len(head[2].split()) == 2
+
+
 @pytest.mark.parametrize("args,kwargs", [
     (["--snapshot", "2"], {"snapshot_id": 2}),
     (["--tag", "mid"], {"tag": "mid"}),

@@ -36,14 +36,34 @@ def _width(text: str) -> int:
                for ch in text)
 
 
+class _TablePrinter:
+    """Prints rows as an aligned text table as they come: each chunk is printed at once, with
+    column widths fitted to the header and the rows seen so far (they only grow), so the first
+    rows of a large read show before the rest is read."""
+
+    def __init__(self, headers: list[str]) -> None:
+        self._headers = [str(h) for h in headers]
+        self._widths: list[int] | None = None
+
+    def print_rows(self, rows: list[list[Any]]) -> None:
+        cells = [["-" if v is None else str(v) for v in r] for r in rows]
+        header = self._widths is None
+        if self._widths is None:
+            self._widths = [_width(h) for h in self._headers]
+        self._widths = [max([w, *(_width(r[i]) for r in cells)]) for i, w in enumerate(self._widths)]
+        lines = [self._line(self._headers), "  ".join("-" * w for w in self._widths)] if header else []
+        lines += [self._line(r) for r in cells]
+        if lines:
+            click.echo("\n".join(lines))
+
+    def _line(self, cells: list[str]) -> str:
+        assert self._widths is not None
+        return "  ".join(c + " " * (w - _width(c)) for c, w in zip(cells, self._widths)).rstrip()
+
+
 def _print_table(rows: list[list[Any]], headers: list[str]) -> None:
     """Print rows as an aligned text table."""
-    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in r] for r in rows]
-    widths = [max(_width(r[i]) for r in cells) for i in range(len(headers))]
-    for n, r in enumerate(cells):
-        click.echo("  ".join(c + " " * (w - _width(c)) for c, w in zip(r, widths)).rstrip())
-        if n == 0:
-            click.echo("  ".join("-" * w for w in widths))
+    _TablePrinter(headers).print_rows(rows)
 
 
 def paimon_type(t: Any) -> str:

@@ -15,7 +15,7 @@ from ..maintenance import SYSTEM_TABLES
 from ..table import Table
 from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
 from ._filter import parse_filter
-from ._format import _cell, _count, _fmt_time, _json_value, _print_table, paimon_type
+from ._format import _cell, _count, _fmt_time, _json_value, _print_table, _TablePrinter, paimon_type
 from ._params import _columns, _one_version
 
 
@@ -208,23 +208,27 @@ def cat(path: str, snapshot_id: int | None, tag: str | None, timestamp_ms: int |
     reader = t.to_reader(columns=_columns(columns), filter=filters, snapshot_id=snapshot_id, tag=tag,
                          timestamp_ms=timestamp_ms, batch_size=batch_size)
     names = reader.schema.names
+    printer = _TablePrinter(names)
     left = limit
-    rows: list[list[Any]] = []
     count = 0
-    for batch in reader:
+    for batch in reader:  # printed batch by batch: `cat | head` shows rows before the read ends
         if left is not None:
             if left <= 0:
                 break
             batch = batch.slice(0, left)
             left -= batch.num_rows
-        for row in batch.to_pylist():
-            count += 1
-            if as_json:
-                click.echo(json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False))
-            else:
-                rows.append([_cell(row[n]) for n in names])
+        rows = batch.to_pylist()
+        count += len(rows)
+        if not rows:
+            continue
+        if as_json:
+            click.echo("\n".join(json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False)
+                                 for row in rows))
+        else:
+            printer.print_rows([[_cell(row[n]) for n in names] for row in rows])
     if not as_json:
-        _print_table(rows, names)
+        if count == 0:
+            printer.print_rows([])
         click.echo(f"({_count(count, 'row')})")
 
 

@@ -206,6 +206,24 @@ def test_info():
     assert "primary keys:   id" in out and "tags: 2" in out
 
 
+@pytest.mark.parametrize("where", ["database", "warehouse"])
+def test_info_lists_the_tables_of_a_database_or_warehouse(where):
+    path = WAREHOUSE if where == "database" else WAREHOUSE.parent
+    catalog = tidelake.Catalog(WAREHOUSE.parent)
+    names = [f"fx.{n}" for n in catalog.list_tables("fx")]
+    got = json.loads(run("info", path, "--json").stdout)
+    assert got["databases"] == ["fx"]
+    assert [d["table"] for d in got["tables"]] == names
+    tt = next(d for d in got["tables"] if d["table"] == "fx.time_travel")
+    table = tidelake.open_table(TT)
+    assert (tt["kind"], tt["primary_keys"], tt["latest_snapshot"], tt["records"]) == (
+        "primary-key", ["id"], table.latest_snapshot().id, table.latest_snapshot().total_record_count)
+    human = run("info", path).stdout.splitlines()
+    assert human[0] == f"{where}: {path}" and human[1] == f"tables: {len(names)}"
+    assert [ln.split()[0] for ln in human[4:]] == names
+    run("info", WAREHOUSE / "no_such_table", code=3)
+
+
 # ---- cat ---------------------------------------------------------------------------------------
 
 

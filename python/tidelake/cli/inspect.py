@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from typing import Any
 import click
 
 from .. import exceptions as exc
+from ..catalog import Catalog
 from ..maintenance import SYSTEM_TABLES
 from ..table import Table
 from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
@@ -36,13 +38,62 @@ def _info_dict(t: Table) -> dict[str, Any]:
     }
 
 
-@main.command(short_help="Schema, keys, options, snapshots and tags of a table.")
+def _table_line(catalog: Catalog, identifier: str) -> dict[str, Any]:
+    t = catalog.get_table(identifier)
+    latest = t.latest_snapshot()
+    return {
+        "table": identifier,
+        "kind": "primary-key" if t.primary_keys else "append",
+        "primary_keys": t.primary_keys,
+        "partition_keys": t.partition_keys,
+        "latest_snapshot": latest.id if latest else None,
+        "records": latest.total_record_count if latest else 0,
+        "committed": latest.time_millis if latest else None,
+    }
+
+
+def _catalog_of(path: str) -> tuple[str, Catalog, list[str]] | None:
+    """What PATH is (``database`` or ``warehouse``), its catalog and database names when it is
+    a database directory (``NAME.db``) or a warehouse rather than a table; None otherwise."""
+    storage_options = click.get_current_context().find_root().obj[0]
+    location = path if "://" in path else os.path.abspath(path)
+    parent, _, name = location.rstrip("/").rpartition("/")
+    if name.endswith(".db") and parent:
+        catalog = Catalog(parent, storage_options=storage_options)
+        if name[:-3] in catalog.list_databases():
+            return "database", catalog, [name[:-3]]
+    catalog = Catalog(location, storage_options=storage_options)
+    databases = catalog.list_databases()
+    return ("warehouse", catalog, databases) if databases else None
+
+
+def _print_catalog(path: str, what: str, catalog: Catalog, databases: list[str], as_json: bool) -> None:
+    tables = [_table_line(catalog, f"{db}.{name}") for db in databases for name in catalog.list_tables(db)]
+    if as_json:
+        _emit_json({"path": path, "databases": databases, "tables": tables})
+        return
+    click.echo(f"{what}: {path}")
+    click.echo(f"tables: {len(tables)}")
+    _print_table([[d["table"], d["kind"], ", ".join(d["primary_keys"]) or "-", ", ".join(d["partition_keys"]) or "-",
+                   d["latest_snapshot"], d["records"], _fmt_time(d["committed"])] for d in tables],
+                 ["table", "kind", "primary keys", "partition keys", "snapshot", "records", "committed"])
+
+
+@main.command(short_help="Schema, keys, options, snapshots and tags of a table (or a database's tables).")
 @_PATH
 @_JSON
 @_guarded
 def info(path: str, as_json: bool) -> None:
-    """Show the table at PATH: its schema, keys, options, snapshots and tags."""
-    t = _open(path)
+    """Show the table at PATH: its schema, keys, options, snapshots and tags. When PATH is a
+    database directory (``warehouse/NAME.db``) or a warehouse, list its tables instead."""
+    try:
+        t = _open(path)
+    except exc.TableNotFoundError:
+        found = _catalog_of(path)
+        if found is None:
+            raise
+        _print_catalog(path, *found, as_json)
+        return
     d = _info_dict(t)
     if as_json:
         _emit_json(d)

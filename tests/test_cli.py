@@ -605,6 +605,24 @@ def test_rollback(fixture_copy, monkeypatch):
     assert sorted(map(key, jsonl(run("cat", path, "--json").stdout))) == sorted(map(key, json_rows(expected)))
 
 
+def test_expire_snapshots_dry_run_says_what_the_real_run_does(tmp_path):
+    path = tmp_path / "t"
+    t = tidelake.create_table(path, pa.schema([("id", pa.int64())]))
+    for n in range(5):
+        t.write(pa.table({"id": pa.array(range(n, n + 3), pa.int64())}), mode="overwrite" if n % 2 else "append")
+    args = ["expire-snapshots", path, "--retain-min", 2, "--older-than", "0s"]
+    before = sorted(p.relative_to(path) for p in path.rglob("*"))
+    plan = json.loads(run(*args, "--dry-run", "--json").stdout)
+    assert sorted(p.relative_to(path) for p in path.rglob("*")) == before  # nothing changed
+    assert plan["dry_run"] and plan["snapshots"] == 3 and plan["earliest_snapshot"] == 4
+    assert plan["data_files"] == 3 and plan["manifest_files"] > 0  # the files of snapshots 1-3, gone in 4
+    human = run(*args, "--dry-run").stdout
+    assert human.startswith("would expire 3 snapshots, earliest would be 4; would delete 3 data files")
+    done = json.loads(run(*args, "--json").stdout)
+    assert done == {k: v for k, v in plan.items() if k != "dry_run"}
+    assert run(*args, "--dry-run").stdout.startswith("nothing to expire (earliest snapshot 4) (dry run)")
+
+
 def test_expire_snapshots(tmp_path):
     path = tmp_path / "t"
     append_table(path, 6)
@@ -630,17 +648,17 @@ def test_remove_orphans(tmp_path):
     young = plant(path / "bucket-0" / "data-orphan-young.parquet", days_old=0.1)
     listed = run("remove-orphans", path, "--dry-run").stdout
     assert "bucket-0/data-orphan-old.parquet" in listed and "young" not in listed
-    assert listed.splitlines()[-1] == f"(1 orphan files, {old.stat().st_size} bytes would be deleted (dry run))"
+    assert listed.splitlines()[-1] == f"(1 orphan file, {old.stat().st_size} B would be deleted (dry run))"
     assert old.exists()
     dry = json.loads(run("remove-orphans", path, "--dry-run", "--older-than", "1h", "--json").stdout)
     assert dry["dry_run"] and dry["count"] == 2
     assert sorted(pathlib.Path(f["path"]).name for f in dry["files"]) == [old.name, young.name]
 
     out = run_process("remove-orphans", path).stdout
-    assert "data-orphan-old.parquet" in out and out.splitlines()[-1].endswith("bytes deleted)")
+    assert "data-orphan-old.parquet" in out and out.splitlines()[-1].endswith(" B deleted)")
     assert not old.exists() and young.exists()
     assert sorted(r["id"] for r in jsonl(run("cat", path, "--json").stdout)) == [0, 1]
-    assert run("remove-orphans", path, "--older-than", "1h").stdout.splitlines()[-1].startswith("(1 orphan files")
+    assert run("remove-orphans", path, "--older-than", "1h").stdout.splitlines()[-1].startswith("(1 orphan file,")
     assert not young.exists()
 
 

@@ -242,8 +242,10 @@ class RawTable:
         retain_max: int | None = None,
         older_than_ms: int | None = None,
         max_deletes: int | None = None,
+        dry_run: bool = False,
     ) -> dict[str, int | None]:
-        """Expire snapshots per Paimon's retention options; returns counts of deleted files."""
+        """Expire snapshots per Paimon's retention options (or with dry_run count what would go);
+        returns counts of deleted files."""
 
     def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[tuple[str, int]]:
         """Delete (or list) unreferenced files older than the cutoff; returns (path, size)."""

@@ -658,9 +658,11 @@ class Table:
     # ---- maintenance (snapshots, orphan files, tags, rollback, consumers, partitions, system tables) ----
 
     def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
-                         older_than_ms: int | None = None, max_deletes: int | None = None) -> dict[str, Any]:
+                         older_than_ms: int | None = None, max_deletes: int | None = None,
+                         dry_run: bool = False) -> dict[str, Any]:
         """Expire old snapshots and delete the files only they referenced (Paimon's
         ``expire_snapshots``). Writers also run this after every commit unless ``write-only``.
+        With ``dry_run`` nothing changes and the counts say what would go.
 
         Args:
             retain_min: keep at least this many snapshots (``snapshot.num-retained.min``, 10).
@@ -673,7 +675,7 @@ class Table:
         are kept. Returns counts: ``snapshots``, ``data_files``, ``changelog_files``,
         ``manifest_files``, ``index_files``, ``statistics_files`` and ``earliest_snapshot``.
         """
-        return dict(self._raw.expire_snapshots(retain_min, retain_max, older_than_ms, max_deletes))
+        return dict(self._raw.expire_snapshots(retain_min, retain_max, older_than_ms, max_deletes, dry_run))
 
     def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[tuple[str, int]]:
         """Delete files no snapshot, tag or branch references (left by failed or killed writers)

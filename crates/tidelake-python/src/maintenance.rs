@@ -51,8 +51,9 @@ pub(crate) fn after_commit(py: Python<'_>, table: &Table, ids: Vec<i64>) -> PyRe
 
 #[pymethods]
 impl RawTable {
-    /// Expire snapshots; unset arguments come from the table options. Returns counts.
-    #[pyo3(signature = (retain_min=None, retain_max=None, older_than_ms=None, max_deletes=None))]
+    /// Expire snapshots (with `dry_run`, only count what would go); unset arguments come from
+    /// the table options. Returns counts.
+    #[pyo3(signature = (retain_min=None, retain_max=None, older_than_ms=None, max_deletes=None, dry_run=false))]
     fn expire_snapshots<'py>(
         &self,
         py: Python<'py>,
@@ -60,6 +61,7 @@ impl RawTable {
         retain_max: Option<i64>,
         older_than_ms: Option<i64>,
         max_deletes: Option<i64>,
+        dry_run: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let defaults = ExpireConfig::of_table(&self.table).py()?;
         let config = ExpireConfig {
@@ -68,7 +70,12 @@ impl RawTable {
             older_than_ms: older_than_ms.unwrap_or(defaults.older_than_ms),
             max_deletes: max_deletes.unwrap_or(defaults.max_deletes),
         };
-        let result = block_on(py, maintenance::expire_snapshots(&self.table, &config))?.py()?;
+        let result = if dry_run {
+            block_on(py, maintenance::plan_expiration(&self.table, &config))
+        } else {
+            block_on(py, maintenance::expire_snapshots(&self.table, &config))
+        }?
+        .py()?;
         let d = counts(py, &result.deleted)?;
         d.set_item("snapshots", result.snapshots)?;
         d.set_item("earliest_snapshot", result.earliest)?;

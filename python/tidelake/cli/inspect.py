@@ -17,7 +17,7 @@ from ..maintenance import SYSTEM_TABLES
 from ..table import Table
 from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
 from ._filter import parse_filter
-from ._format import _cell, _count, _fmt_time, _json_value, _print_table, _TablePrinter, paimon_type
+from ._format import _cell, _count, _fmt_time, _human_bytes, _json_value, _print_table, _TablePrinter, paimon_type
 from ._params import _columns, _one_version
 
 
@@ -214,17 +214,17 @@ def _file_rows(t: Table, snapshot_id: int | None, tag: str | None) -> Iterator[d
 @_guarded
 def files(path: str, snapshot_id: int | None, tag: str | None, as_json: bool) -> None:
     """List the data files a read of the table at PATH sees: partition, bucket, file, LSM level,
-    rows, size in bytes and rows removed by a deletion vector."""
+    rows, size and rows removed by a deletion vector (--json gives sizes in bytes)."""
     _one_version(snapshot=snapshot_id, tag=tag)
     rows = list(_file_rows(_open(path), snapshot_id, tag))
     if as_json:
         _emit_json(rows)
         return
-    _print_table([[r["partition"] or "-", r["bucket"], r["file"], r["level"], r["rows"], r["size"],
+    _print_table([[r["partition"] or "-", r["bucket"], r["file"], r["level"], r["rows"], _human_bytes(r["size"]),
                    r["deleted_rows"]] for r in rows],
                  ["partition", "bucket", "file", "level", "rows", "size", "deleted"])
     click.echo(f"({_count(len(rows), 'file')}, {_count(sum(r['rows'] for r in rows), 'row')}, "
-               f"{_count(sum(r['size'] for r in rows), 'byte')})")
+               f"{_human_bytes(sum(r['size'] for r in rows))})")
 
 
 @main.command(short_help="Print the rows of a table (or of a snapshot, tag or time).")

@@ -14,7 +14,7 @@ import click
 from .. import exceptions as exc
 from ..table import Table
 from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
-from ._format import _fmt_duration, _json_value, _ms, _print_table, _progress, _rel, _summary
+from ._format import _count, _fmt_duration, _human_bytes, _json_value, _ms, _print_table, _progress, _rel, _summary
 from ._params import _DURATION, _PARTITION, _PARTITION_OPT_HELP, _now_ms, _spec_text, _typed_partitions
 
 
@@ -29,15 +29,27 @@ from ._params import _DURATION, _PARTITION, _PARTITION_OPT_HELP, _now_ms, _spec_
                    "snapshot.time-retained, 1h).")
 @click.option("--max-deletes", type=click.IntRange(min=0), metavar="N",
               help="Expire at most N snapshots in this run (default: snapshot.expire.limit, 50).")
+@click.option("--dry-run", is_flag=True, help="Only say what would be expired and deleted; change nothing.")
 @_JSON
 @_guarded
 def expire_snapshots(path: str, retain_min: int | None, retain_max: int | None,
-                     older_than: _dt.timedelta | None, max_deletes: int | None, as_json: bool) -> None:
+                     older_than: _dt.timedelta | None, max_deletes: int | None, dry_run: bool,
+                     as_json: bool) -> None:
     """Expire old snapshots of the table at PATH and delete the data, changelog and manifest
-    files only they referenced. Snapshots a tag or a consumer needs stay readable. There is no
-    dry run: `tidelake snapshots PATH` shows what exists."""
+    files only they referenced. Snapshots a tag or a consumer needs stay readable. --dry-run
+    counts the snapshots and files that would go."""
     t = _open(path)
     cutoff = None if older_than is None else _now_ms() - _ms(older_than)
+    if dry_run:
+        plan = t.expire_snapshots(retain_min, retain_max, cutoff, max_deletes, dry_run=True)
+        if as_json:
+            _emit_json({"dry_run": True, **plan})
+        elif not plan.get("snapshots"):
+            click.echo(f"nothing to expire (earliest snapshot {plan.get('earliest_snapshot')}) (dry run)")
+        else:
+            click.echo(f"would expire {_count(plan['snapshots'], 'snapshot')}, earliest would be "
+                       f"{plan['earliest_snapshot']}; would delete {_summary(plan)} (dry run)")
+        return
     options = t.effective_options
     limit = max_deletes if max_deletes is not None else options["snapshot.expire.limit"]
     keep = retain_min if retain_min is not None else options["snapshot.num-retained.min"]
@@ -61,7 +73,7 @@ def expire_snapshots(path: str, retain_min: int | None, retain_max: int | None,
     if not total.get("snapshots"):
         click.echo(f"nothing to expire (earliest snapshot {total.get('earliest_snapshot')})")
         return
-    click.echo(f"expired {total['snapshots']} snapshots, earliest is now {total.get('earliest_snapshot')}; "
+    click.echo(f"expired {_count(total['snapshots'], 'snapshot')}, earliest is now {total.get('earliest_snapshot')}; "
                f"deleted {_summary(total)}")
 
 
@@ -84,9 +96,9 @@ def remove_orphans(path: str, older_than: _dt.timedelta, dry_run: bool, as_json:
         _emit_json({"dry_run": dry_run, "older_than": _fmt_duration(older_than), "count": len(found),
                     "bytes": total, "files": [{"path": p, "size": size} for p, size in found]})
         return
-    _print_table([[_rel(t, p), size] for p, size in sorted(found)], ["orphan file", "size"])
+    _print_table([[_rel(t, p), _human_bytes(size)] for p, size in sorted(found)], ["orphan file", "size"])
     verb = "would be deleted (dry run)" if dry_run else "deleted"
-    click.echo(f"({len(found)} orphan files, {total} bytes {verb})")
+    click.echo(f"({_count(len(found), 'orphan file')}, {_human_bytes(total)} {verb})")
 
 
 @main.command("expire-partitions", short_help="Drop partitions older than a duration.")
@@ -106,7 +118,7 @@ def expire_partitions(path: str, older_than: _dt.timedelta | None, as_json: bool
         return
     for spec in dropped:
         click.echo(_spec_text(spec))
-    click.echo(f"({len(dropped)} partitions expired)")
+    click.echo(f"({_count(len(dropped), 'partition')} expired)")
 
 
 @main.command("drop-partition", short_help="Drop one or more partitions.")

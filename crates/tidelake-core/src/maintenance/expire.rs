@@ -10,7 +10,8 @@
 //! What goes with them (candidates), Java's plan:
 //! * data files the delta lists of `[begin, end]` mark DELETE (an ADD of the same file in the
 //!   same delta, a level upgrade, cancels it), with their extra files — Java skips `begin`'s
-//!   delta; including it also collects what an interrupted earlier run left;
+//!   delta; including it also collects what an interrupted earlier run left (those files are
+//!   checked for existence instead of deleted again, so the counts are what this run removed);
 //! * changelog files of the expired snapshots;
 //! * manifest lists, manifests, index manifests, index files and statistics of the expired
 //!   snapshots.
@@ -64,8 +65,9 @@ use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
 use crate::maintenance::now_ms;
 use crate::maintenance::refs::{
-    data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, Candidate,
-    DataScope, DeletedFiles, FileCategory, MetaCache, References,
+    count_unreferenced, data_files, delete_unreferenced, metadata_files, or_missing,
+    protect_other_branches, Candidate, DataScope, DeletedFiles, FileCategory, MetaCache,
+    References,
 };
 use crate::snapshots::{snapshot_path, write_hint, SnapshotManager, EARLIEST_HINT_PATH};
 use crate::table::Table;
@@ -120,7 +122,7 @@ impl ExpireConfig {
     }
 }
 
-/// What an expiration did.
+/// What an expiration did (or, for [`plan_expiration`], would do).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExpireResult {
     /// Snapshot files deleted.
@@ -130,9 +132,15 @@ pub struct ExpireResult {
     pub deleted: DeletedFiles,
 }
 
+/// What [`expire_snapshots`] would do now with `config`, changing nothing (a dry run): the
+/// snapshots it would expire, the earliest afterwards and the files it would delete.
+pub async fn plan_expiration(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
+    expire(table, config, true).await
+}
+
 /// Expire snapshots of `table` as `config` allows; see the module docs.
 pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
-    let result = expire(table, config).await?;
+    let result = expire(table, config, false).await?;
     if result.snapshots > 0 {
         let d = &result.deleted;
         log::info!(
@@ -150,7 +158,7 @@ pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<Ex
     Ok(result)
 }
 
-async fn expire(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
+async fn expire(table: &Table, config: &ExpireConfig, dry_run: bool) -> Result<ExpireResult> {
     if config.retain_min < 1 {
         return Err(Error::invalid(format!(
             "retain_min must be at least 1, got {}",
@@ -178,6 +186,12 @@ async fn expire(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
     };
     let end = expire_end(&sm, table, config, earliest, latest).await?;
     if end <= earliest {
+        if dry_run {
+            return Ok(ExpireResult {
+                earliest: Some(earliest),
+                ..ExpireResult::default()
+            });
+        }
         let hint = table.branch_io().read_opt(EARLIEST_HINT_PATH).await?;
         if hint.as_deref() != Some(earliest.to_string().as_bytes()) {
             write_hint(table.branch_io(), EARLIEST_HINT_PATH, earliest).await?;
@@ -237,6 +251,14 @@ async fn expire(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
     )
     .await?;
 
+    if dry_run {
+        protect_other_branches(&mut cache, &mut refs, table).await?;
+        return Ok(ExpireResult {
+            snapshots: expired.len() as u64,
+            earliest: Some(end),
+            deleted: count_unreferenced(table.io(), candidates, &refs).await?,
+        });
+    }
     // Invariant (D): one snapshot file at a time, ascending, each delete done before the next,
     // from the true earliest up; the hint only after the files below it are gone.
     for s in &expired {
@@ -299,13 +321,14 @@ async fn plan_candidates(
     expired: &[&Snapshot],
 ) -> Result<Vec<Candidate>> {
     let mut out = Vec::new();
-    for s in including_end {
+    for (i, s) in including_end.iter().enumerate() {
         let delta = or_missing(cache.list_entries(&s.delta_manifest_list).await)?;
-        out.extend(data_files(
-            layout,
-            &deleted_in_delta(delta),
-            FileCategory::Data,
-        )?);
+        let deleted = data_files(layout, &deleted_in_delta(delta), FileCategory::Data)?;
+        // The first delta's files belong to snapshots expired before: usually gone already.
+        out.extend(deleted.into_iter().map(|c| Candidate {
+            maybe_gone: i == 0,
+            ..c
+        }));
     }
     for s in expired {
         let changelog = or_missing(cache.changelog_entries(s).await)?;

@@ -38,7 +38,7 @@ pub mod system_tables;
 pub mod tags;
 pub mod time_format;
 
-pub use expire::{expire_snapshots, ExpireConfig, ExpireResult};
+pub use expire::{expire_snapshots, plan_expiration, ExpireConfig, ExpireResult};
 pub use orphans::{remove_orphan_files, OrphanFile};
 pub use refs::DeletedFiles;
 pub use rollback::{rollback_to, RollbackResult, RollbackTarget};

@@ -186,6 +186,9 @@ pub(crate) struct Candidate {
     /// The name references are compared with.
     pub(crate) name: String,
     pub(crate) category: FileCategory,
+    /// An earlier (interrupted or partial) run may have deleted it already: it is counted only
+    /// if it still exists, so the counts say what this run removed.
+    pub(crate) maybe_gone: bool,
 }
 
 /// How many files of each kind a maintenance operation deleted.
@@ -223,6 +226,7 @@ pub(crate) async fn metadata_files(
         path: format!("{dir}/{name}"),
         name: name.to_string(),
         category,
+        maybe_gone: false,
     };
     let mut out = Vec::new();
     let lists = [
@@ -278,6 +282,7 @@ pub(crate) fn data_files(
                 path: format!("{dir}/{name}"),
                 name: name.clone(),
                 category,
+                maybe_gone: false,
             });
         }
     }
@@ -432,25 +437,58 @@ pub(crate) async fn protect_other_branches(
     Ok(())
 }
 
+/// The candidates (once per path) whose name `refs` does not contain and that exist, unless
+/// they are [`Candidate::maybe_gone`] and gone (one existence check each).
+async fn unreferenced(
+    io: &FileIO,
+    candidates: Vec<Candidate>,
+    refs: &References,
+) -> Result<Vec<Candidate>> {
+    let mut seen = HashSet::new();
+    let doomed = candidates
+        .into_iter()
+        .filter(|c| !refs.contains(&c.name) && seen.insert(c.path.clone()));
+    let present: Vec<Option<Candidate>> = stream::iter(doomed)
+        .map(|c| async move {
+            if c.maybe_gone && !io.exists(&c.path).await? {
+                return Ok(None);
+            }
+            Ok(Some(c))
+        })
+        .buffer_unordered(PARALLELISM)
+        .try_collect()
+        .await?;
+    Ok(present.into_iter().flatten().collect())
+}
+
+fn count_categories(categories: impl IntoIterator<Item = FileCategory>) -> DeletedFiles {
+    let mut counts = DeletedFiles::default();
+    for c in categories {
+        counts.count(c);
+    }
+    counts
+}
+
 /// Delete every candidate (once per path) whose name `refs` does not contain.
 pub(crate) async fn delete_unreferenced(
     io: &FileIO,
     candidates: Vec<Candidate>,
     refs: &References,
 ) -> Result<DeletedFiles> {
-    let mut seen = HashSet::new();
-    let doomed: Vec<Candidate> = candidates
-        .into_iter()
-        .filter(|c| !refs.contains(&c.name) && seen.insert(c.path.clone()))
-        .collect();
-    let categories: Vec<FileCategory> = stream::iter(doomed)
+    let categories: Vec<FileCategory> = stream::iter(unreferenced(io, candidates, refs).await?)
         .map(|c| async move { io.delete(&c.path).await.map(|()| c.category) })
         .buffer_unordered(PARALLELISM)
         .try_collect()
         .await?;
-    let mut counts = DeletedFiles::default();
-    for c in categories {
-        counts.count(c);
-    }
-    Ok(counts)
+    Ok(count_categories(categories))
+}
+
+/// What [`delete_unreferenced`] would delete, deleting nothing.
+pub(crate) async fn count_unreferenced(
+    io: &FileIO,
+    candidates: Vec<Candidate>,
+    refs: &References,
+) -> Result<DeletedFiles> {
+    let doomed = unreferenced(io, candidates, refs).await?;
+    Ok(count_categories(doomed.into_iter().map(|c| c.category)))
 }

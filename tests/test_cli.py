@@ -870,3 +870,69 @@ def test_maintenance_on_missing_table_exits_3(args):
     else:
         full = [cmd, str(WAREHOUSE / "missing"), *rest]
     assert "no Paimon table" in run(*full, code=3).stderr
+
+
+# ---- create, load ------------------------------------------------------------------------------
+
+
+def input_files(tmp_path: pathlib.Path) -> list[pathlib.Path]:
+    """Three input files in three formats; their columns differ (b.csv lacks v, adds w)."""
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    a, b, c = tmp_path / "a.parquet", tmp_path / "b.csv", tmp_path / "c.jsonl"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int32()), "dt": ["x", "x", "y"], "v": [1.0, 2.0, 3.0]}), a)
+    pcsv.write_csv(pa.table({"id": [3, 4], "dt": ["y", "z"], "w": ["p", "q"]}), b)
+    c.write_text('{"id": 5, "dt": "z", "v": 9.5}\n{"id": 1, "dt": "x", "v": 7.0}\n')
+    return [a, b, c]
+
+
+def test_create_takes_the_schema_of_a_file(tmp_path):
+    a, b, _ = input_files(tmp_path)
+    out = run("create", tmp_path / "t", "--schema-from", a, "--primary-key", "id", "--partition-by", "dt",
+              "--bucket", 2, "--option", "merge-engine=partial-update").stdout
+    assert out.startswith(f"created {tmp_path / 't'} (3 columns; primary keys: id; partition keys: dt)")
+    t = tidelake.open_table(tmp_path / "t")
+    assert t.schema.names == ["id", "dt", "v"] and t.schema.field("id").type == pa.int32()
+    assert (t.primary_keys, t.partition_keys, t.options["bucket"], t.options["merge-engine"]) == (
+        ["id"], ["dt"], "2", "partial-update")
+    assert t.latest_snapshot() is None
+    run("create", tmp_path / "t", "--schema-from", b, code=1)  # exists
+    run("create", tmp_path / "u", "--schema-from", tmp_path / "none.parquet", code=2)
+    run("create", tmp_path / "u", "--schema-from", b, "--option", "nokeyvalue", code=2)
+
+
+def test_load_files_of_several_formats_in_one_commit(tmp_path):
+    files = input_files(tmp_path)
+    path = tmp_path / "t"
+    got = json.loads(run("load", path, *files, "--primary-key", "id", "--bucket", 2, "--json").stdout)
+    assert got == {"path": str(path), "files": 3, "rows": 7, "snapshot": 1}
+    t = tidelake.open_table(path)
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND"]  # one atomic commit
+    assert t.schema.names == ["id", "dt", "v", "w"] and t.schema.field("id").type == pa.int64()
+    rows = sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "dt": "x", "v": 7.0, "w": None}, {"id": 2, "dt": "x", "v": 2.0, "w": None},
+                    {"id": 3, "dt": "y", "v": None, "w": "p"}, {"id": 4, "dt": "z", "v": None, "w": "q"},
+                    {"id": 5, "dt": "z", "v": 9.5, "w": None}]  # later files upsert earlier rows
+
+    full = tmp_path / "d.jsonl"
+    full.write_text('{"id": 5, "dt": "z", "v": 9.5, "w": "r"}\n{"id": 1, "dt": "x", "v": 7.0, "w": "s"}\n')
+    out = run("load", path, full, "--mode", "overwrite").stdout
+    assert out == f"loaded 2 rows from 1 file into {path} (snapshot 2)\n"
+    assert sorted(t.to_arrow()["id"].to_pylist()) == [1, 5]
+    run("load", path, files[0], "--mode", "error", code=1)
+    assert len(t.snapshots()) == 2
+
+
+def test_a_failing_load_commits_nothing(tmp_path):
+    a, _, _ = input_files(tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 9, "dt": "q", "v": 1.0}\n{"id": "not a number"\n')
+    path = tmp_path / "t"
+    run("create", path, "--schema-from", a)
+    assert "bad.jsonl" in run("load", path, a, bad, code=2).stderr
+    conflicting = tmp_path / "d.csv"
+    conflicting.write_text("id,dt\nabc,x\n")
+    assert "schemas do not agree" in run("load", path, a, conflicting, code=1).stderr
+    assert tidelake.open_table(path).latest_snapshot() is None
+    assert "--format" in run("load", path, tmp_path / "x.txt", code=2).stderr

@@ -132,8 +132,9 @@ def main(ctx: click.Context, storage_options: dict[str, str] | None, branch: str
     PATH is a table directory (holding schema/, snapshot/, manifest/...), e.g.
     warehouse/db.db/orders, or an object-store URL such as s3://bucket/db.db/orders (see
     --storage-option). Inspect with info, snapshots, schema, tags, files, system, cat, tail and
-    doctor; maintain with compact, expire-snapshots, remove-orphans, tags create/delete,
-    rollback, drop-partition, expire-partitions, consumers and branches. Durations: 30s, 10min,
+    doctor; create tables and load Parquet/CSV/JSON files with create and load; maintain with
+    compact, expire-snapshots, remove-orphans, tags create/delete, rollback, drop-partition,
+    expire-partitions, consumers and branches. Durations: 30s, 10min,
     1h, 2d. With --branch NAME every command acts on that branch of the table.
 
     Exit codes: 0 ok, 1 unexpected error, 2 bad usage or argument,

@@ -784,6 +784,51 @@ def doctor_json(path, *args) -> dict:
     return json.loads(run("doctor", path, "--json", *args).stdout)
 
 
+def test_doctor_counts_partitions_and_buckets_per_partition(tmp_path):
+    t = tidelake.create_table(tmp_path / "t", pa.schema([("id", pa.int64()), ("dt", pa.string())]),
+                              primary_keys=["id", "dt"], partition_keys=["dt"], bucket=3)
+    t.write(pa.table({"id": list(range(60)), "dt": ["a", "b"] * 30}))
+    t.write(pa.table({"id": [1000], "dt": ["c"]}))  # one key: one bucket of partition c has files
+    d = doctor_json(tmp_path / "t")
+    assert (d["partitions"], d["buckets_per_partition"]) == (3, "1-3")
+    assert sorted({b["partition"] for b in d["buckets"]}) == ["dt=a", "dt=b", "dt=c"]
+    out = run("doctor", tmp_path / "t").stdout
+    assert out.splitlines()[0] == f"table:        {tmp_path / 't'} (primary-key, 3 partitions, 1-3 buckets per partition)"
+
+
+def test_doctor_html_and_png_reports(tmp_path):
+    path = tmp_path / "t"
+    pk_table(path, 7)
+    page, image = tmp_path / "report.html", tmp_path / "report.png"
+    out = run("doctor", path, "--html", page, "--png", image).stdout
+    assert "verdict: WARN" in out  # the text report is printed as well
+    text = page.read_text()
+    assert text.startswith("<!doctype html>") and text.count("<svg") == 4
+    assert "<span class='WARN'>WARN</span>" in text and "more than 5 sorted runs" in text
+    assert f"tidelake compact {path} --full" in text
+    assert "<script" not in text  # self-contained, nothing fetched
+    head = image.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) == (1600, 900)
+
+
+def test_doctor_charts_without_matplotlib_say_what_to_install(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    path = tmp_path / "t"
+    pk_table(path, 1)
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    err = run("doctor", path, "--html", tmp_path / "r.html", code=1).stderr
+    assert "pip install 'tidelake[doctor]'" in err and not (tmp_path / "r.html").exists()
+
+
 def test_doctor_and_compact(tmp_path):
     path = tmp_path / "t"
     table = pk_table(path, 7)  # 1 bucket, 7 level-0 files: more runs than compaction-trigger (5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections import Counter
 from typing import Any
 
 import click
@@ -34,7 +35,16 @@ def _partition_text(t: Table, raw: str) -> str:
     return "/".join(f"{k}={v}" for k, v in zip(keys, values))
 
 
-def _diagnose(t: Table, shown_path: str, check_orphans: bool) -> dict[str, Any]:
+def _buckets_per_partition(rows: list[dict[str, Any]]) -> str:
+    """``4``, or ``1-4`` when partitions have different bucket counts (dynamic buckets)."""
+    per = Counter(b["partition"] for b in rows)
+    low, high = min(per.values(), default=0), max(per.values(), default=0)
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _diagnose(t: Table, shown_path: str, check_orphans: bool, files: list[dict[str, Any]]) -> dict[str, Any]:
+    """The health of ``t`` from its data files (the ``files`` system table's rows, each given a
+    ``partition_text``)."""
     pk = bool(t.primary_keys)
     options = t.effective_options
     trigger = options["num-sorted-run.compaction-trigger"]
@@ -47,10 +57,10 @@ def _diagnose(t: Table, shown_path: str, check_orphans: bool) -> dict[str, Any]:
     planning = time.perf_counter() - started
 
     buckets: dict[tuple[str, int], dict[str, Any]] = {}
-    files = t.system("files").to_pylist()
     for f in files:
+        f["partition_text"] = _partition_text(t, f["partition"])
         b = buckets.setdefault((f["partition"], f["bucket"]), {
-            "partition": _partition_text(t, f["partition"]), "bucket": f["bucket"], "files": 0,
+            "partition": f["partition_text"], "bucket": f["bucket"], "files": 0,
             "level0_files": 0, "levels": set(), "small_files": 0, "rows": 0, "bytes": 0})
         b["files"] += 1
         b["rows"] += f["record_count"]
@@ -114,6 +124,8 @@ def _diagnose(t: Table, shown_path: str, check_orphans: bool) -> dict[str, Any]:
         "manifests": n_manifests,
         "planning_seconds": round(planning, 4),
         "files": len(files),
+        "partitions": len({b["partition"] for b in rows}),
+        "buckets_per_partition": _buckets_per_partition(rows),
         "small_files": small,
         "small_file_share": round(share, 4),
         "target_file_size": target,
@@ -132,9 +144,13 @@ def _diagnose(t: Table, shown_path: str, check_orphans: bool) -> dict[str, Any]:
 @main.command(short_help="Check a table's health; suggest maintenance commands.")
 @_PATH
 @click.option("--skip-orphans", is_flag=True, help="Do not list the table directory for orphan files.")
+@click.option("--html", "html_file", metavar="FILE",
+              help="Also write the diagnosis with charts to FILE, a self-contained HTML page (needs matplotlib).")
+@click.option("--png", "png_file", metavar="FILE",
+              help="Also write the charts to FILE, a PNG image (needs matplotlib).")
 @_JSON
 @_guarded
-def doctor(path: str, skip_orphans: bool, as_json: bool) -> None:
+def doctor(path: str, skip_orphans: bool, html_file: str | None, png_file: str | None, as_json: bool) -> None:
     """Check the health of the table at PATH and suggest maintenance commands. Reports, per
     bucket, data files, level-0 files and sorted runs (each level-0 file is a run, plus one per
     non-empty level >= 1); the share of small files (< 1/4 of target-file-size, default 128mb
@@ -151,11 +167,23 @@ def doctor(path: str, skip_orphans: bool, as_json: bool) -> None:
             than 5 s; orphan files exist.
       OK    none of the above.
     """
-    d = _diagnose(_open(path), path, check_orphans=not skip_orphans)
+    t = _open(path)
+    files = t.system("files").to_pylist()
+    d = _diagnose(t, path, not skip_orphans, files)
+    if html_file is not None or png_file is not None:
+        from . import doctor_report
+
+        snapshots = [s.to_dict() for s in t.snapshots()]
+        if html_file is not None:
+            doctor_report.write_html(html_file, d, files, snapshots)
+        if png_file is not None:
+            doctor_report.write_png(png_file, d, files, snapshots)
     if as_json:
         _emit_json(d)
         return
-    click.echo(f"table:        {d['path']} ({d['kind']}, {len(d['buckets'])} buckets)")
+    partitions = f"{d['partitions']} partitions, " if t.partition_keys else ""
+    click.echo(f"table:        {d['path']} ({d['kind']}, {partitions}{d['buckets_per_partition']} "
+               f"buckets{' per partition' if partitions else ''})")
     click.echo(f"snapshots:    {d['snapshots']}")
     click.echo(f"manifests:    {d['manifests']}")
     click.echo(f"planning:     {d['planning_seconds']:.3f} s")

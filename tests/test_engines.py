@@ -297,5 +297,5 @@ def test_changes_between_timestamps(storage: Storage):
     assert t.changes(start_timestamp=s3.time_millis, end_timestamp=dt.datetime.now()).num_rows == 0
     with pytest.raises(tidelake.InvalidArgumentError, match="not both"):
         t.changes(1, start_timestamp=s1.time_millis)
-    with pytest.raises(tidelake.InvalidArgumentError, match="start_snapshot or start_timestamp"):
+    with pytest.raises(tidelake.InvalidArgumentError, match="start_snapshot, start_timestamp or start_tag"):
         t.changes()

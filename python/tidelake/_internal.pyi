@@ -11,7 +11,7 @@ Kept in sync with ``crates/tidelake-python/src`` by ``tests/test_read_api.py``, 
 that every name and parameter here exists at runtime and vice versa.
 """
 
-from typing import Any, Callable, Protocol, final
+from typing import Any, Callable, Literal, Protocol, final
 
 import pyarrow as pa
 
@@ -159,14 +159,18 @@ class RawTable:
 
     def changes(
         self,
-        start_snapshot: int,
+        start_snapshot: int | None = None,
         end_snapshot: int | None = None,
         columns: list[str] | None = None,
         filter_json: str | None = None,
         batch_size: int | None = None,
+        mode: Literal["auto", "delta", "changelog", "diff"] | None = None,
+        start_tag: str | None = None,
+        end_tag: str | None = None,
     ) -> RawScan:
-        """Plan a read of the changes committed by snapshots ``(start_snapshot, end_snapshot]``
-        (up to the latest by default); rows carry a leading ``_row_kind`` column."""
+        """Plan a read of the changes between snapshots ``(start_snapshot, end_snapshot]`` (up to
+        the latest by default) or two tags, as ``mode`` says; rows carry a leading ``_row_kind``
+        column."""
 
     def read_split(
         self,

@@ -6,7 +6,7 @@ import os
 import uuid
 from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from . import _internal
 from ._filters import to_filter_json
@@ -89,6 +89,10 @@ def create_table(path: str | os.PathLike[str], schema: pa.Schema, primary_keys: 
 
 
 WRITE_MODES = ("error", "append", "overwrite", "ignore")
+
+ChangesMode = Literal["auto", "delta", "changelog", "diff"]
+"""Paimon's ``incremental-between-scan-mode`` values, for :meth:`Table.changes`."""
+CHANGES_MODES: tuple[str, ...] = get_args(ChangesMode)
 
 
 def write_table(target: str | os.PathLike[str], data: Any, *, mode: str = "error",
@@ -432,23 +436,40 @@ class Table:
 
     def changes(self, start_snapshot: int | None = None, end_snapshot: int | None = None,
                 columns: list[str] | None = None, filter: Any = None, *, start_timestamp: Any = None,
-                end_timestamp: Any = None) -> pa.Table:
-        """The changes snapshots ``(start_snapshot, end_snapshot]`` committed (up to the latest by
-        default), with a leading ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``).
+                end_timestamp: Any = None, start_tag: str | None = None, end_tag: str | None = None,
+                mode: ChangesMode | None = None) -> pa.Table:
+        """The changes between two snapshots, with a leading ``_row_kind`` column (``+I``,
+        ``-U``, ``+U``, ``-D``).
 
-        Tables with a changelog producer return their changelog files; others the rows that
-        APPEND commits wrote. ``start_snapshot`` may be 0 to include the first snapshot.
-        ``start_timestamp`` / ``end_timestamp`` (datetime, ISO-8601 string or epoch ms) instead
-        select the snapshots committed after the first time and up to the second (Paimon's
-        ``incremental-between-timestamp``).
+        The range is ``(start_snapshot, end_snapshot]`` (up to the latest by default;
+        ``start_snapshot`` may be 0 to include the first snapshot), or the snapshots committed
+        after ``start_timestamp`` and up to ``end_timestamp`` (datetime, ISO-8601 string or
+        epoch ms; Paimon's ``incremental-between-timestamp``), or two tags ``start_tag`` and
+        ``end_tag``.
+
+        ``mode`` is Paimon's ``incremental-between-scan-mode`` (default: the table's option,
+        ``auto``): ``"delta"`` the rows APPEND commits wrote, ``"changelog"`` the changelog files
+        (tables with a changelog producer), ``"auto"`` changelog when the table has a producer,
+        else delta, and ``"diff"`` the difference between the rows of the start and the end
+        snapshot (``-D`` for rows gone, the new row for rows added or changed), which works when
+        the snapshots between have expired. Changes between tags are a diff unless ``mode`` says
+        otherwise (or the table sets ``incremental-between-tag-to-snapshot``).
         """
         return self.changes_scan(start_snapshot, end_snapshot, columns, filter, start_timestamp=start_timestamp,
-                                 end_timestamp=end_timestamp).to_arrow()
+                                 end_timestamp=end_timestamp, start_tag=start_tag, end_tag=end_tag,
+                                 mode=mode).to_arrow()
 
     def changes_scan(self, start_snapshot: int | None = None, end_snapshot: int | None = None,
                      columns: list[str] | None = None, filter: Any = None, *, start_timestamp: Any = None,
-                     end_timestamp: Any = None) -> Scan:
+                     end_timestamp: Any = None, start_tag: str | None = None, end_tag: str | None = None,
+                     mode: ChangesMode | None = None) -> Scan:
         """Plan a read of changes; see :meth:`changes`."""
+        if mode is not None and mode not in CHANGES_MODES:
+            raise InvalidArgumentError(f"mode must be one of {', '.join(CHANGES_MODES)}; got {mode!r}")
+        if (start_tag is None) != (end_tag is None):
+            raise InvalidArgumentError("give both start_tag and end_tag")
+        if start_tag is not None and (start_snapshot, end_snapshot, start_timestamp, end_timestamp) != (None,) * 4:
+            raise InvalidArgumentError("give tags or snapshots/timestamps, not both")
         if start_timestamp is not None:
             if start_snapshot is not None:
                 raise InvalidArgumentError("give start_snapshot or start_timestamp, not both")
@@ -459,12 +480,13 @@ class Table:
                 raise InvalidArgumentError("give end_snapshot or end_timestamp, not both")
             last = self.snapshot_at(end_timestamp)
             end_snapshot = 0 if last is None else last.id
-        if start_snapshot is None:
-            raise InvalidArgumentError("changes need start_snapshot or start_timestamp")
-        if start_snapshot < 0:
+        if start_snapshot is None and start_tag is None:
+            raise InvalidArgumentError("changes need start_snapshot, start_timestamp or start_tag")
+        if start_snapshot is not None and start_snapshot < 0:
             raise InvalidArgumentError(f"start_snapshot must be >= 0, got {start_snapshot}")
         filter_json = to_filter_json(filter)
-        raw = self._raw.changes(start_snapshot, end_snapshot=end_snapshot, columns=columns, filter_json=filter_json)
+        raw = self._raw.changes(start_snapshot, end_snapshot=end_snapshot, columns=columns, filter_json=filter_json,
+                                mode=mode, start_tag=start_tag, end_tag=end_tag)
         return Scan(self._raw, raw, columns, filter_json, with_row_kind=True)
 
     # ---- writes -------------------------------------------------------------------------------

@@ -16,9 +16,13 @@ use tidelake_core::schema_change::{
 use tidelake_core::table::Table;
 
 use tidelake_core::read::split_read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
-use tidelake_core::scan::{plan_changes, plan_scan, ScanRequest, Split};
+use tidelake_core::scan::plan::plan_diff;
+use tidelake_core::scan::{
+    plan_changes, plan_scan, resolve_snapshot, ScanRequest, SnapshotSelector, Split,
+};
+
 use tidelake_core::Error;
-use tidelake_spec::options::{OptionValue, ResolvedOption};
+use tidelake_spec::options::{IncrementalBetweenScanMode, OptionValue, ResolvedOption};
 
 use crate::arrow_arg::{FieldArg, SchemaArg};
 use crate::errors::{to_py, IntoPyResult};
@@ -290,22 +294,69 @@ impl RawTable {
         .py()
     }
 
-    /// Plan a read of the changes committed by snapshots (start, end].
-    #[pyo3(signature = (start_snapshot, end_snapshot=None, columns=None, filter_json=None, batch_size=None))]
+    /// Plan a read of the changes between snapshots (start, end] or between two tags, as
+    /// `mode` says (`auto`, `delta`, `changelog`, `diff`; default: the table's
+    /// `incremental-between-scan-mode`, and `diff` between tags unless
+    /// `incremental-between-tag-to-snapshot`).
+    #[pyo3(signature = (start_snapshot=None, end_snapshot=None, columns=None, filter_json=None, batch_size=None, mode=None, start_tag=None, end_tag=None))]
+    #[allow(clippy::too_many_arguments)]
     fn changes(
         &self,
         py: Python<'_>,
-        start_snapshot: i64,
+        start_snapshot: Option<i64>,
         end_snapshot: Option<i64>,
         columns: Option<Vec<String>>,
         filter_json: Option<String>,
         batch_size: Option<usize>,
+        mode: Option<String>,
+        start_tag: Option<String>,
+        end_tag: Option<String>,
     ) -> PyResult<RawScan> {
         let filter = parse_filter(filter_json.as_deref())?;
+        let mode = mode
+            .map(|m| {
+                m.parse::<IncrementalBetweenScanMode>()
+                    .map_err(|e| Error::from_spec("changes mode", e))
+            })
+            .transpose()
+            .py()?;
         let table = self.table.clone();
         let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
         block_on(py, async move {
-            let plan = plan_changes(&table, start_snapshot, end_snapshot).await?;
+            let plan = match (start_tag, end_tag) {
+                (None, None) => {
+                    let start = start_snapshot.ok_or_else(|| {
+                        Error::invalid("changes need a start snapshot or a start tag")
+                    })?;
+                    plan_changes(&table, start, end_snapshot, mode).await?
+                }
+                (Some(start), Some(end)) => {
+                    let start = resolve_snapshot(&table, &SnapshotSelector::Tag(start)).await?;
+                    let end = resolve_snapshot(&table, &SnapshotSelector::Tag(end)).await?;
+                    let (start, end) = start.zip(end).expect("a tag always has a snapshot");
+                    if end.id < start.id {
+                        return Err(Error::invalid(format!(
+                            "the end tag's snapshot {} is older than the start tag's {}",
+                            end.id, start.id
+                        )));
+                    }
+                    let to_snapshot = table
+                        .schema()
+                        .options()
+                        .incremental_between_tag_to_snapshot()
+                        .map_err(|e| Error::from_spec("table options", e))?;
+                    match mode {
+                        Some(m) if m != IncrementalBetweenScanMode::Diff => {
+                            plan_changes(&table, start.id, Some(end.id), Some(m)).await?
+                        }
+                        None if to_snapshot => {
+                            plan_changes(&table, start.id, Some(end.id), None).await?
+                        }
+                        _ => plan_diff(&table, Some(&start), &end).await?,
+                    }
+                }
+                _ => return Err(Error::invalid("give both start_tag and end_tag")),
+            };
             let ctx = ReadContext::new(
                 table,
                 &plan.schema,

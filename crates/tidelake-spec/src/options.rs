@@ -34,6 +34,8 @@ pub const CHANGELOG_PRODUCER: &str = "changelog-producer";
 pub const LOOKUP_WAIT: &str = "lookup-wait";
 pub const LOOKUP_WAIT_FALLBACK_KEY: &str = "changelog-producer.lookup-wait";
 pub const CHANGELOG_PRODUCER_ROW_DEDUPLICATE: &str = "changelog-producer.row-deduplicate";
+pub const INCREMENTAL_BETWEEN_SCAN_MODE: &str = "incremental-between-scan-mode";
+pub const INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT: &str = "incremental-between-tag-to-snapshot";
 pub const DELETION_VECTORS_ENABLED: &str = "deletion-vectors.enabled";
 pub const DELETION_VECTORS_MERGE_ON_READ: &str = "deletion-vectors.merge-on-read";
 pub const DELETION_VECTORS_BITMAP64: &str = "deletion-vectors.bitmap64";
@@ -102,6 +104,19 @@ pub enum ChangelogProducer {
     FullCompaction,
 }
 
+/// `incremental-between-scan-mode`: what a read of the changes between two snapshots returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IncrementalBetweenScanMode {
+    /// `changelog` when the table has a changelog producer, else `delta`.
+    Auto,
+    /// The rows APPEND commits wrote.
+    Delta,
+    /// The changelog files.
+    Changelog,
+    /// The difference between the start and the end snapshot's rows.
+    Diff,
+}
+
 /// `sequence.field.sort-order`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SortOrder {
@@ -165,6 +180,13 @@ option_enum!(ChangelogProducer, CHANGELOG_PRODUCER, {
     Input => "input",
     Lookup => "lookup",
     FullCompaction => "full-compaction",
+});
+
+option_enum!(IncrementalBetweenScanMode, INCREMENTAL_BETWEEN_SCAN_MODE, {
+    Auto => "auto",
+    Delta => "delta",
+    Changelog => "changelog",
+    Diff => "diff",
 });
 
 option_enum!(SortOrder, SEQUENCE_FIELD_SORT_ORDER, {
@@ -530,6 +552,21 @@ impl Options {
     /// `changelog-producer.row-deduplicate`, default false.
     pub fn changelog_producer_row_deduplicate(&self) -> Result<bool> {
         or_default(self.get_bool(CHANGELOG_PRODUCER_ROW_DEDUPLICATE), false)
+    }
+
+    /// `incremental-between-scan-mode`, default `auto`.
+    pub fn incremental_between_scan_mode(&self) -> Result<IncrementalBetweenScanMode> {
+        self.get_enum(
+            INCREMENTAL_BETWEEN_SCAN_MODE,
+            IncrementalBetweenScanMode::Auto,
+        )
+    }
+
+    /// `incremental-between-tag-to-snapshot`, default false: changes between two tags are the
+    /// difference of their snapshots; when true, the changes the snapshots between them
+    /// committed (as for snapshot ids).
+    pub fn incremental_between_tag_to_snapshot(&self) -> Result<bool> {
+        or_default(self.get_bool(INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT), false)
     }
 
     /// `deletion-vectors.enabled`, default false.

@@ -261,6 +261,7 @@ impl AppendCompaction {
             files: task.files.iter().map(LevelFile::split_file).collect(),
             raw_convertible: true,
             branch: None,
+            before_files: None,
         };
         let copied = async {
             let mut rows = self.reader.read_split(&split).await?;

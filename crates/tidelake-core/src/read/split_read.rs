@@ -131,6 +131,10 @@ impl ReadContext {
         if let Some(f) = &filter {
             needed.extend(f.referenced_fields());
         }
+        if has_pk && with_row_kind {
+            // Diff reads compare whole rows (Java compares the full value).
+            needed.extend(schema.fields.iter().map(|f| f.name.clone()));
+        }
         if has_pk {
             // The full primary key: partition columns are key columns for the merge functions
             // (Java passes the whole key), e.g. aggregation never aggregates them.
@@ -221,6 +225,20 @@ impl ReadContext {
         })
     }
 
+    /// Change reads: rows come with their kind.
+    pub(super) fn with_row_kind(&self) -> bool {
+        self.with_row_kind
+    }
+
+    /// The merge of primary-key tables (`None` for append tables).
+    pub(super) fn merge_config(&self) -> Option<Arc<MergeConfig>> {
+        self.merge.clone()
+    }
+
+    pub(super) fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
     /// Schema of every batch the reads yield.
     pub fn output_schema(&self) -> SchemaRef {
         self.output_schema.clone()
@@ -293,6 +311,13 @@ impl ReadContext {
         self: &Arc<Self>,
         split: &Split,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        if let Some(before) = &split.before_files {
+            let ctx = self.clone();
+            return Ok(self
+                .diff_rows(split, before.clone())?
+                .try_filter_map(move |b| futures::future::ready(ctx.finish(b)))
+                .boxed());
+        }
         let system = if self.merge.is_some() {
             SystemColumns::KeyValue
         } else {
@@ -354,7 +379,7 @@ impl ReadContext {
             .boxed())
     }
 
-    fn merge_split(
+    pub(super) fn merge_split(
         self: &Arc<Self>,
         split: &Split,
         config: Arc<MergeConfig>,
@@ -452,7 +477,7 @@ impl ReadContext {
     }
 
     /// Stream files one after the other, with their system columns, `batch_size` rows at a time.
-    fn chain_files(
+    pub(super) fn chain_files(
         self: &Arc<Self>,
         files: Vec<SplitFile>,
         system: SystemColumns,

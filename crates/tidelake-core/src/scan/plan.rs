@@ -16,12 +16,13 @@
 //!
 //! No data file is opened while planning.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{FileKind, ManifestEntry, ManifestFileMeta, SimpleStats};
+use tidelake_spec::options::{ChangelogProducer, IncrementalBetweenScanMode};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataField;
@@ -161,15 +162,21 @@ pub(crate) async fn plan_branch(table: &Table, request: &ScanRequest) -> Result<
     })
 }
 
-/// Plan a read of the changes that snapshots `(start_exclusive, end_inclusive]` committed, in
-/// snapshot order (Java's follow-up scanners): with a changelog producer, the changelog files of
-/// snapshots that have a changelog manifest list; otherwise the data files that APPEND snapshots
-/// added (COMPACT and OVERWRITE snapshots carry no new changes). Splits are per (snapshot,
-/// partition, bucket) and are read without merging.
+/// Plan a read of the changes between snapshots `start_exclusive` and `end_inclusive` (the
+/// latest by default), as `mode` says (`None`: the table's `incremental-between-scan-mode`).
+///
+/// * `delta`: the data files APPEND snapshots in `(start, end]` added; `changelog`: the
+///   changelog files of those snapshots (tables with a changelog producer); `auto`: changelog
+///   when the table has a changelog producer, else delta (Java's follow-up scanners). Splits are
+///   per (snapshot, partition, bucket), in snapshot order, read without merging.
+/// * `diff` (Java `IncrementalDiffStartingScanner`): the difference between the rows of the
+///   start and the end snapshot, whatever happened between them (expired snapshots included):
+///   one split per (partition, bucket) whose files differ ([`plan_diff`]).
 pub async fn plan_changes(
     table: &Table,
     start_exclusive: i64,
     end_inclusive: Option<i64>,
+    mode: Option<IncrementalBetweenScanMode>,
 ) -> Result<ScanPlan> {
     if start_exclusive < 0 {
         return Err(Error::invalid(format!(
@@ -191,22 +198,44 @@ pub async fn plan_changes(
             "change range ({start_exclusive}, {end}] is outside the table's snapshots (latest is {latest})"
         )));
     }
+    let spec = |e| Error::from_spec("table options", e);
+    let opts = schema.options();
+    let producer = opts.changelog_producer().map_err(spec)?;
+    let uses_changelog = match mode
+        .map_or_else(|| opts.incremental_between_scan_mode(), Ok)
+        .map_err(spec)?
+    {
+        IncrementalBetweenScanMode::Diff => {
+            let start = if start_exclusive == 0 {
+                None
+            } else {
+                Some(sm.snapshot(start_exclusive).await?)
+            };
+            return plan_diff(table, start.as_ref(), &sm.snapshot(end).await?).await;
+        }
+        IncrementalBetweenScanMode::Auto => producer != ChangelogProducer::None,
+        IncrementalBetweenScanMode::Delta => false,
+        IncrementalBetweenScanMode::Changelog if producer == ChangelogProducer::None => {
+            return Err(Error::invalid(format!(
+                "{} has no changelog (changelog-producer is none): read its changes with mode \
+                 'delta' or 'diff'",
+                table.location()
+            )));
+        }
+        IncrementalBetweenScanMode::Changelog => true,
+    };
     let earliest = sm.earliest_id().await?.unwrap_or(1);
     if start_exclusive + 1 < earliest {
         return Err(Error::not_found(
             "snapshot",
             format!(
-                "snapshot {} of {} has expired; available snapshots are {earliest} to {latest}",
+                "snapshot {} of {} has expired; available snapshots are {earliest} to {latest} \
+                 (the 'diff' mode compares two snapshots without the ones between)",
                 start_exclusive + 1,
                 table.location()
             ),
         ));
     }
-    let uses_changelog = schema
-        .options()
-        .changelog_producer()
-        .map_err(|e| Error::from_spec("table options", e))?
-        != tidelake_spec::options::ChangelogProducer::None;
     let planner = Planner::new(table, &schema, None)?;
     let mut splits = Vec::new();
     let mut end_snapshot = None;
@@ -235,6 +264,108 @@ pub async fn plan_changes(
     }
     Ok(ScanPlan {
         snapshot: end_snapshot,
+        schema,
+        splits,
+    })
+}
+
+/// Plan the difference between the rows of `start` (none: an empty table) and `end`, one
+/// split per (partition, bucket) whose files differ (a file with a changed deletion vector
+/// counts as changed); buckets with the same files are skipped.
+///
+/// Primary-key tables: the split holds all the bucket's files at the start (`before_files`)
+/// and at the end (`files`), so the read compares the merged rows of both. Java keeps only the
+/// files one side lacks, which misses a delete whose record lands in a new file while the
+/// deleted row stays in a file both sides share (the new file's merge drops the delete); the
+/// data diff Paimon documents ("comparing data of end snapshot with data of start snapshot")
+/// needs the whole bucket. Append tables: rows are never changed in place, so the start's
+/// files the end lacks and the end's files the start lacks are the difference. A diff across a
+/// bucket-count change is refused, as in Java.
+pub async fn plan_diff(
+    table: &Table,
+    start: Option<&Snapshot>,
+    end: &Snapshot,
+) -> Result<ScanPlan> {
+    let schema = table.schema().clone();
+    if schema
+        .options()
+        .data_evolution_enabled()
+        .map_err(|e| Error::from_spec("table options", e))?
+    {
+        return Err(Error::Unsupported(
+            "diff reads of data-evolution tables (their files change columns of existing rows)"
+                .into(),
+        ));
+    }
+    let planner = Planner::new(table, &schema, None)?;
+    let before = match start {
+        Some(s) => planner.plan(s.clone()).await?,
+        None => Vec::new(),
+    };
+    let after = planner.plan(end.clone()).await?;
+    type Identity = (String, Option<(String, u64, u64)>);
+    let identity = |f: &SplitFile| -> Identity {
+        let dv = f
+            .deletion
+            .as_ref()
+            .map(|d| (d.path.clone(), d.offset, d.length));
+        (f.file_name.clone(), dv)
+    };
+    let mut by_bucket: HashMap<(Vec<u8>, i32), (Option<Split>, Option<Split>)> = HashMap::new();
+    for split in before {
+        let at = (split.partition.clone(), split.bucket);
+        by_bucket.entry(at).or_default().0 = Some(split);
+    }
+    for split in after {
+        let at = (split.partition.clone(), split.bucket);
+        by_bucket.entry(at).or_default().1 = Some(split);
+    }
+    let mut splits = Vec::new();
+    for (old, new) in by_bucket.into_values() {
+        if let (Some(o), Some(n)) = (&old, &new) {
+            if o.total_buckets != n.total_buckets {
+                return Err(Error::Unsupported(format!(
+                    "a diff read across a bucket-count change ({} -> {} buckets in {})",
+                    o.total_buckets, n.total_buckets, n.bucket_path
+                )));
+            }
+        }
+        let old_ids: HashSet<Identity> = old
+            .iter()
+            .flat_map(|s| s.files.iter().map(identity))
+            .collect();
+        let new_ids: HashSet<Identity> = new
+            .iter()
+            .flat_map(|s| s.files.iter().map(identity))
+            .collect();
+        let Some(mut split) = new.clone().or(old.clone()) else {
+            continue;
+        };
+        if old_ids == new_ids {
+            continue;
+        }
+        let whole_bucket = planner.has_primary_key;
+        let gone: Vec<SplitFile> = old
+            .map(|s| {
+                let kept = |f: &SplitFile| whole_bucket || !new_ids.contains(&identity(f));
+                s.files.into_iter().filter(kept).collect()
+            })
+            .unwrap_or_default();
+        let added: Vec<SplitFile> = new
+            .map(|s| {
+                let kept = |f: &SplitFile| whole_bucket || !old_ids.contains(&identity(f));
+                s.files.into_iter().filter(kept).collect()
+            })
+            .unwrap_or_default();
+        split.snapshot_id = end.id;
+        split.files = added;
+        split.before_files = Some(gone);
+        split.raw_convertible = false;
+        splits.push(split);
+    }
+    splits.sort_by(|a, b| (&a.partition, a.bucket).cmp(&(&b.partition, b.bucket)));
+    Ok(ScanPlan {
+        snapshot: Some(end.clone()),
         schema,
         splits,
     })
@@ -543,6 +674,7 @@ impl<'a> Planner<'a> {
                 files,
                 raw_convertible,
                 branch: None,
+                before_files: None,
             });
         }
         Ok(splits)

@@ -74,6 +74,11 @@ pub struct Split {
     /// (`scan.fallback-branch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// Diff splits (`incremental-between-scan-mode` = `diff`): the start snapshot's files of
+    /// this bucket that the end snapshot no longer has, while `files` holds the end's files
+    /// the start lacks; read as the difference of the two ([`crate::read::diff`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_files: Option<Vec<SplitFile>>,
 }
 
 impl Split {

@@ -117,6 +117,14 @@ impl Options {
             ),
             (LOOKUP_WAIT, Bool(self.lookup_wait()?)),
             (
+                INCREMENTAL_BETWEEN_SCAN_MODE,
+                text(self.incremental_between_scan_mode()?.as_str()),
+            ),
+            (
+                INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT,
+                Bool(self.incremental_between_tag_to_snapshot()?),
+            ),
+            (
                 CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
                 Bool(self.changelog_producer_row_deduplicate()?),
             ),

@@ -247,24 +247,82 @@ def test_duckdb_queries_a_table_dataset(table, sql, keep, columns):
     assert sorted(duckdb.sql(sql).fetchall()) == want  # scanned again
 
 
-def test_duckdb_pushes_its_columns_into_tidelake(table, monkeypatch):
-    import duckdb
-
-    seen = []
+def _spy_scans(monkeypatch) -> list[tuple]:
+    """Record the (columns, filter) of every Table.scan."""
+    seen: list[tuple] = []
     scan = tidelake.Table.scan
 
-    def spy(self, columns=None, *args, **kw):
-        seen.append(columns)
-        return scan(self, columns, *args, **kw)
+    def spy(self, columns=None, filter=None, *args, **kw):
+        seen.append((columns, filter))
+        return scan(self, columns, filter, *args, **kw)
 
-    want = sum(r["x"] for r in table.to_arrow().to_pylist() if r["id"] < 10)
     monkeypatch.setattr(tidelake.Table, "scan", spy)
+    return seen
+
+
+def test_duckdb_pushes_its_columns_and_filters_into_tidelake(table, monkeypatch):
+    import duckdb
+
+    want = sum(r["x"] for r in table.to_arrow().to_pylist()
+               if r["id"] < 10 and r["s"] is not None and r["s"] != "s3")  # SQL: NULL <> 's3' is not true
+    seen = _spy_scans(monkeypatch)
     d = table.to_pyarrow_dataset()
     con = duckdb.connect()
     con.register("t", d)
-    assert con.sql("select sum(x) from t where id < 10").fetchall()[0][0] == pytest.approx(want)
-    assert set(seen[-1]) == {"x", "id"}
+    assert con.sql("select sum(x) from t where id < 10 and s <> 's3'").fetchall()[0][0] == pytest.approx(want)
+    columns, pushed = seen[-1]
+    assert set(columns) == {"x", "id", "s"}
+    terms = pushed["args"] if pushed["op"] == "and" else [pushed]
+    assert {"op": "lt", "field": "id", "value": 10} in terms  # the planner prunes by it
     assert con.sql("select count(*) from t").fetchall() == [(200,)]
+    assert seen[-1][1] is None
+
+
+def test_expression_filters_push_what_the_planner_can_take(table, monkeypatch):
+    import pyarrow.compute as pc
+
+    from tidelake._expressions import pushable_filter
+
+    expr = ((pc.field("id") >= 10) & (pc.field("x") * 2 > 8)) | pc.field("s").isin(["s1"])
+    assert pushable_filter(expr, SCHEMA) == {"op": "or", "args": [  # implied by expr: a safe prefilter
+        {"op": "ge", "field": "id", "value": 10}, {"op": "in", "field": "s", "values": ["s1"]}]}
+    assert pushable_filter((pc.field("x") * 2 > 8) | (pc.field("id") < 3), SCHEMA) is None
+    expr = (pc.field("id") >= 10) & (pc.field("x") * 2 > 8) & pc.field("s").isin(["s1", "s2"])
+    assert pushable_filter(expr, SCHEMA) == {"op": "and", "args": [
+        {"op": "ge", "field": "id", "value": 10}, {"op": "in", "field": "s", "values": ["s1", "s2"]}]}
+    assert pushable_filter(~(pc.field("id") == 3), SCHEMA) is None
+    assert pushable_filter(pc.field("id") > 5.5, SCHEMA) is None  # int column, float literal
+    assert pushable_filter(pc.field("ok"), SCHEMA) == {"op": "eq", "field": "ok", "value": True}
+    assert pushable_filter(pc.field("d") == pa.scalar(dt.date(2024, 1, 2)), SCHEMA) == {
+        "op": "eq", "field": "d", "value": "2024-01-02"}
+    assert pushable_filter(pc.field("s").is_null() | (pc.field("x") < 3), SCHEMA) == {"op": "or", "args": [
+        {"op": "is_null", "field": "s"}, {"op": "lt", "field": "x", "value": 3.0}]}
+
+    seen = _spy_scans(monkeypatch)
+    want = [r for r in table.to_arrow().to_pylist() if r["id"] >= 10 and r["x"] * 2 > 8 and r["s"] in ("s1", "s2")]
+    got = table.to_arrow(filter=expr)
+    assert sorted(got.to_pylist(), key=lambda r: r["id"]) == sorted(want, key=lambda r: r["id"])
+    assert seen[-1][1] == pushable_filter(expr, SCHEMA)
+
+
+def test_expression_filters_without_substrait_are_applied_unpushed(table, monkeypatch):
+    import builtins
+
+    import pyarrow.compute as pc
+
+    from tidelake._expressions import pushable_filter
+
+    real_import = builtins.__import__
+
+    def no_substrait(name, *args, **kwargs):
+        if name.startswith("substrait"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_substrait)
+    expr = pc.field("id") < 7
+    assert pushable_filter(expr, SCHEMA) is None
+    assert sorted(table.to_arrow(filter=expr)["id"].to_pylist()) == list(range(7))
 
 
 def test_a_dataset_is_pinned_and_answers_pyarrow_calls(table):

@@ -29,7 +29,7 @@ from .exceptions import InvalidArgumentError
 _COMPARE = {"=": "eq", "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 
 
-def _literal(value: Any) -> Any:
+def json_literal(value: Any) -> Any:
     """A JSON-safe literal. Temporal and decimal values become ISO strings."""
     if isinstance(value, float) and not math.isfinite(value):
         # JSON has no NaN/Infinity; the engine reads these spellings for float columns.
@@ -49,6 +49,25 @@ def _literal(value: Any) -> Any:
     raise InvalidArgumentError(f"unsupported filter literal {value!r} of type {type(value).__name__}")
 
 
+def literal_fits(value: Any, type: Any) -> bool:
+    """Whether a Python literal means the same value for a column of Arrow ``type`` in tidelake
+    as in the engine that wrote it (polars, pyarrow): filters other engines hand over are pushed
+    only then."""
+    import pyarrow as pa
+
+    if isinstance(value, bool):
+        return pa.types.is_boolean(type)
+    if isinstance(value, int):
+        return pa.types.is_integer(type)
+    if isinstance(value, float):
+        return pa.types.is_floating(type) and math.isfinite(value)
+    if isinstance(value, str):
+        return pa.types.is_string(type) or pa.types.is_large_string(type) or pa.types.is_string_view(type)
+    if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+        return pa.types.is_date32(type)
+    return False
+
+
 def _predicate(term: Any) -> dict[str, Any]:
     if not isinstance(term, (tuple, list)) or len(term) not in (2, 3) or not isinstance(term[0], str):
         raise InvalidArgumentError(f"a filter term must be (column, op, value), got {term!r}")
@@ -59,11 +78,11 @@ def _predicate(term: Any) -> dict[str, Any]:
             raise InvalidArgumentError(
                 f"filter ({column!r}, {op!r}, None): comparisons with NULL never match; use 'is_null'"
             )
-        return {"op": _COMPARE[op], "field": column, "value": _literal(value)}
+        return {"op": _COMPARE[op], "field": column, "value": json_literal(value)}
     if op in ("in", "not in", "not_in"):
         if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, set, frozenset)):
             raise InvalidArgumentError(f"filter ({column!r}, {op!r}, ...) needs a list of values")
-        return {"op": "in" if op == "in" else "not_in", "field": column, "values": [_literal(v) for v in value]}
+        return {"op": "in" if op == "in" else "not_in", "field": column, "values": [json_literal(v) for v in value]}
     if op in ("is_null", "is null"):
         return {"op": "is_null", "field": column}
     if op in ("is_not_null", "is not null"):

@@ -3,7 +3,9 @@ that scan pyarrow datasets lazily (DuckDB's replacement scans, ``con.register``,
 
 Such engines call :meth:`TableDataset.scanner` with the columns they need and the filter they
 could translate. The columns become tidelake's projection (plus the columns the filter reads);
-the filter is applied exactly, by pyarrow, to the merged rows. Every call plans a new read of the
+the filter's comparisons, ranges and lists go into tidelake's planner (pruning buckets, files,
+pages and rows, see :mod:`tidelake._expressions`) and the whole filter is applied exactly, by
+pyarrow, to the merged rows. Every call plans a new read of the
 same pinned snapshot, so the dataset can be scanned any number of times.
 """
 
@@ -13,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+
+from ._expressions import pushable_filter
 
 if TYPE_CHECKING:
     from .table import Table
@@ -51,7 +55,9 @@ class TableDataset(ds.Dataset):
         if self._snapshot_id is None:
             empty = self._schema.empty_table()
             return ds.Scanner.from_batches(empty.to_reader(), columns=columns, filter=filter)
-        reader = self._table.scan(columns=read, snapshot_id=self._snapshot_id, batch_size=batch_size).to_reader()
+        pushed = None if filter is None else pushable_filter(filter, self._schema)
+        reader = self._table.scan(columns=read, filter=pushed, snapshot_id=self._snapshot_id,
+                                  batch_size=batch_size).to_reader()
         return ds.Scanner.from_batches(reader, columns=columns, filter=filter)
 
     def to_table(self, columns: list[str] | None = None, filter: Any = None, **kw: Any) -> pa.Table:

@@ -7,7 +7,7 @@ import datetime as _dt
 import json
 from typing import Any
 
-from ._filters import _literal
+from ._filters import json_literal
 from .exceptions import InvalidArgumentError
 
 __all__ = ["SYSTEM_TABLES", "duration_ms", "partition_specs_json"]
@@ -41,5 +41,5 @@ def partition_specs_json(partitions: Any, partition_keys: list[str]) -> str:
         unknown = [k for k in spec if k not in partition_keys]
         if unknown:
             raise InvalidArgumentError(f"{unknown} are not partition keys; partition keys are {partition_keys}")
-        specs.append({k: _literal(v) for k, v in spec.items()})
+        specs.append({k: json_literal(v) for k, v in spec.items()})
     return json.dumps(specs)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from ._filters import json_literal, literal_fits
 
 if TYPE_CHECKING:
     import polars as pl
@@ -121,9 +122,9 @@ def _to_filter_tree(node: dict[str, Any], schema: pa.Schema) -> dict[str, Any] |
             values = _list_literal(inputs[1])
             if values is None or any(v is None for v in values):
                 return None
-            if not all(_fits(v, schema.field(column).type) for v in values):
+            if not all(literal_fits(v, schema.field(column).type) for v in values):
                 return None
-            return {"op": "in", "field": column, "values": [_json_value(v) for v in values]}
+            return {"op": "in", "field": column, "values": [json_literal(v) for v in values]}
     return None
 
 
@@ -134,9 +135,9 @@ def _comparison(op: str, left: dict[str, Any], right: dict[str, Any], schema: pa
     if column is None or column not in schema.names:
         return None
     found, value = _scalar(literal)
-    if not found or value is None or not _fits(value, schema.field(column).type):
+    if not found or value is None or not literal_fits(value, schema.field(column).type):
         return None
-    return {"op": op, "field": column, "value": _json_value(value)}
+    return {"op": op, "field": column, "value": json_literal(value)}
 
 
 def _column(node: dict[str, Any]) -> str | None:
@@ -174,24 +175,3 @@ def _list_literal(node: dict[str, Any]) -> list[Any] | None:
     except (pa.ArrowException, ValueError, IndexError):
         return None
     return values.to_pylist()
-
-
-def _fits(value: Any, type: pa.DataType) -> bool:
-    """Whether a literal means the same value for a column of this type in both engines."""
-    import pyarrow as pa
-
-    if isinstance(value, bool):
-        return pa.types.is_boolean(type)
-    if isinstance(value, int):
-        return pa.types.is_integer(type)
-    if isinstance(value, float):
-        return pa.types.is_floating(type) and math.isfinite(value)
-    if isinstance(value, str):
-        return pa.types.is_string(type) or pa.types.is_large_string(type) or pa.types.is_string_view(type)
-    if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
-        return pa.types.is_date32(type)
-    return False
-
-
-def _json_value(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, _dt.date) else value

@@ -337,7 +337,8 @@ class Table:
         """Split a pyarrow Expression filter from the pushed-down forms.
 
         Returns (expression or None, columns to read). An Expression is applied by pyarrow after
-        the merge, so every column is read and projected afterwards.
+        the merge, so every column is read and projected afterwards; the terms the planner can
+        take (:func:`tidelake._expressions.pushable_filter`) are pushed down as well.
         """
         import pyarrow.compute as pc
 
@@ -394,8 +395,10 @@ class Table:
         import pyarrow as pa
         import pyarrow.dataset as ds
 
-        reader = self.scan(read_cols, None, snapshot_id, tag, timestamp_ms, batch_size, options,
-                           timestamp=timestamp).to_reader()
+        from ._expressions import pushable_filter
+
+        reader = self.scan(read_cols, pushable_filter(expr, self.schema), snapshot_id, tag, timestamp_ms, batch_size,
+                           options, timestamp=timestamp).to_reader()
         try:
             scanner = ds.Scanner.from_batches(reader, filter=expr, columns=columns)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:

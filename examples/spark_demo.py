@@ -23,11 +23,15 @@ import shutil
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 import tidelake
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent / "demo-spark"
@@ -53,7 +57,7 @@ class Mismatch(Exception):
     pass
 
 
-def check(label: str, got, expected, verified: list[str]) -> None:
+def check(label: str, got: object, expected: object, verified: list[str]) -> None:
     if got != expected:
         raise Mismatch(f"{label}: got {got!r}, expected {expected!r}")
     verified.append(f"{label}: {got}")
@@ -63,7 +67,7 @@ def section(title: str) -> None:
     print(f"\n== {title}", flush=True)
 
 
-def cdc_feed(rng: random.Random) -> list[list[dict]]:
+def cdc_feed(rng: random.Random) -> list[list[dict[str, Any]]]:
     """Micro-batches of CDC events; a key changes at most once per micro-batch (as a CDC
     source emits after compacting its log), so the outcome does not depend on row order."""
     live: set[int] = set()
@@ -93,8 +97,8 @@ def cdc_feed(rng: random.Random) -> list[list[dict]]:
     return batches
 
 
-def expected_state(batches: list[list[dict]]) -> dict[int, dict]:
-    state: dict[int, dict] = {}
+def expected_state(batches: list[list[dict[str, Any]]]) -> dict[int, dict[str, Any]]:
+    state: dict[int, dict[str, Any]] = {}
     for rows in batches:
         for r in rows:
             if r["op"] == "-D":
@@ -109,7 +113,7 @@ def cli(*args: str) -> str:
     return out.stdout
 
 
-def start_spark():
+def start_spark() -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need this interpreter (it has tidelake)
     from pyspark.sql import SparkSession
@@ -179,7 +183,7 @@ def main() -> int:
           sum(1 for i, r in state.items() if got.get(i) == r), len(state), verified)
     own = tidelake.open_table(path).to_arrow()
     check("rows read by tidelake's own reader", own.num_rows, len(state), verified)
-    from pypaimon import CatalogFactory  # Apache Paimon's own Python client reads the same table
+    from pypaimon import CatalogFactory  # type: ignore[import-untyped]  # Apache Paimon's own Python client reads the same table
 
     pp = CatalogFactory.create({"warehouse": str(WAREHOUSE)}).get_table("shop.accounts").new_read_builder()
     theirs = pp.new_read().to_arrow(pp.new_scan().plan().splits())
@@ -193,7 +197,7 @@ def main() -> int:
     section("changelog stream read (_row_kind)")
     seen: dict[str, int] = {}
 
-    def tally(batch, batch_id):
+    def tally(batch: DataFrame, batch_id: int) -> None:
         for r in batch.groupBy("_row_kind").count().collect():
             seen[r["_row_kind"]] = seen.get(r["_row_kind"], 0) + r["count"]
 

@@ -311,7 +311,9 @@ pub async fn plan_diff(
             .map(|d| (d.path.clone(), d.offset, d.length));
         (f.file_name.clone(), dv)
     };
-    let mut by_bucket: HashMap<(Vec<u8>, i32), (Option<Split>, Option<Split>)> = HashMap::new();
+    /// A bucket's split at the start and at the end.
+    type Sides = (Option<Split>, Option<Split>);
+    let mut by_bucket: HashMap<(Vec<u8>, i32), Sides> = HashMap::new();
     for split in before {
         let at = (split.partition.clone(), split.bucket);
         by_bucket.entry(at).or_default().0 = Some(split);

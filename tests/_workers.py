@@ -217,6 +217,28 @@ def upsert_rounds(table_path: str, worker: int, rounds: int, keys: int, go_file:
     return out
 
 
+def cross_partition_rounds(table_path: str, worker: int, rounds: int, keys: int, go_file: str) -> list[dict[str, Any]]:
+    """After ``go_file`` appears, move keys ``0..keys`` of a cross-partition-upsert table (``id``,
+    ``dt``, ``v``) to a partition and value of this write, ``rounds`` times, through two-phase
+    writers; returns per write its partition, value, keys and APPEND snapshot id (None when it
+    raised CommitConflictError)."""
+    t = tidelake.open_table(table_path)
+    _wait_for(go_file)
+    out = []
+    for r in range(rounds):
+        value, partition = f"w{worker}-{r}", f"d{(worker + r) % 3}"
+        data = pa.Table.from_pylist([{"id": k, "dt": partition, "v": value} for k in range(keys)], schema=t.schema)
+        with t.writer() as w:
+            w.upsert(data)
+            messages = w.prepare_commit()
+        try:
+            append_id = t.commit(messages)[0]
+        except tidelake.CommitConflictError:
+            append_id = None
+        out.append({"value": value, "partition": partition, "keys": list(range(keys)), "append_id": append_id})
+    return out
+
+
 def overwrite_and_expire(table_path: str, commits: int, go_file: str, ready_dir: str) -> int:
     """Overwrite the table ``commits`` times with one row (the table's options expire all but
     the latest snapshot after each commit); returns the number of commits."""

@@ -127,22 +127,25 @@ def test_overwrite_is_refused(tmp_path):
 
 
 def test_a_writer_that_missed_another_commit_is_refused(tmp_path):
-    """Writer A opened before B moved key 1 to d2: A's move of key 1 to d3 would leave the key in
-    d2 and d3. A's commit is refused and B's acknowledged write stays."""
+    """Writer A opened before B wrote the new key 5 into d2: A, taking key 5 for new, would put
+    it in d3 too (no bucket is written by both, so no sequence check sees it). A's commit is
+    refused and B's acknowledged write stays."""
     t = create(tmp_path / "t")
     t.upsert(rows((1, "d1", "a")))
     a = t.writer()
-    a.upsert(rows((1, "d3", "from-a")))
-    t.upsert(rows((1, "d2", "from-b")))
-    with pytest.raises(tidelake.CommitConflictError, match="cross-partition"):
+    a.upsert(rows((5, "d3", "from-a")))
+    t.upsert(rows((5, "d2", "from-b")))
+    with pytest.raises(tidelake.CommitConflictError, match="cross-partition-upsert table at snapshot 1"):
         t.commit(a.prepare_commit())
     a.abort()
-    assert visible(t) == [(1, "d2", "from-b")]
+    assert visible(t) == [(1, "d1", "a"), (5, "d2", "from-b")]
 
 
 def test_a_long_lived_writer_keeps_committing_past_expiration_and_compaction(tmp_path):
     """A writer's own commits (and compactions by anyone) do not make it stale: it moves its
-    base past them, so expiring the snapshot it opened on does not stop it."""
+    base past them when it writes again, so expiring the snapshot it opened on does not stop it
+    (a snapshot of its own that expires before it writes again cannot be verified: then it has
+    to be reopened, see test_a_writer_whose_commits_expired_unverified_is_refused)."""
     t = create(tmp_path / "t", **{"num-sorted-run.compaction-trigger": "2"})
     t.upsert(rows((0, "d0", "seed")))
     model = {0: ("d0", "seed")}
@@ -155,9 +158,24 @@ def test_a_long_lived_writer_keeps_committing_past_expiration_and_compaction(tmp
             model[k] = (d, v)
         if i == 2:
             t.compact(full=True)
-        t.expire_snapshots(retain_min=1, retain_max=1)
+        t.expire_snapshots(retain_min=3, retain_max=3)
         assert visible(t) == model_rows(model)
     w.close()
+
+
+def test_a_writer_whose_commits_expired_unverified_is_refused(tmp_path):
+    t = create(tmp_path / "t")
+    w = t.writer()
+    w.upsert(rows((1, "d1", "a")))
+    t.commit(w.prepare_commit())
+    t.upsert(rows((5, "d2", "b")))  # another writer adds key 5; then the history expires
+    t.compact(full=True)
+    t.expire_snapshots(retain_min=1, retain_max=1)
+    w.upsert(rows((5, "d3", "c")))  # taken for a new key: it would be in d2 and d3
+    with pytest.raises(tidelake.CommitConflictError, match="expired before it could be checked"):
+        t.commit(w.prepare_commit())
+    w.abort()
+    assert visible(t) == [(1, "d1", "a"), (5, "d2", "b")]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

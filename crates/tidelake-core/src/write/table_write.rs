@@ -431,6 +431,14 @@ impl TableWrite {
     /// Route rows of a cross-partition-upsert table through its key index, in input order: a
     /// row may go to its key's old partition, or add a `-D` there (see `cross_partition`).
     async fn write_cross_partition(&mut self, batch: &RecordBatch, kinds: &ArrayRef) -> Result<()> {
+        // The first write after a commit verifies it right away: its snapshot may expire later.
+        if self
+            .writers
+            .iter()
+            .all(|w| w.buffer.is_empty() && w.new_files.is_empty())
+        {
+            self.advance_cross_partition_base().await?;
+        }
         let partition_types = self.layout.partition_types.clone();
         let groups = group_by_partition(batch, &self.partition_columns, &partition_types)?;
         let key_types: Vec<DataType> = self
@@ -483,6 +491,15 @@ impl TableWrite {
                 .await?;
         }
         self.flush_over_budget().await
+    }
+
+    /// Move the base of a cross-partition writer past its own commits and compactions (see
+    /// `CrossPartitionAssigner::advance_base`).
+    async fn advance_cross_partition_base(&mut self) -> Result<()> {
+        if let (Some(index), Some(base)) = (self.cross_partition.as_mut(), self.base_snapshot) {
+            self.base_snapshot = Some(index.advance_base(&self.table, base).await?);
+        }
+        Ok(())
     }
 
     /// `rows` with every partition column set to `values`.
@@ -726,9 +743,7 @@ impl TableWrite {
             Some(d) => d.flush().await?,
             None => Vec::new(),
         };
-        if let (Some(index), Some(base)) = (self.cross_partition.as_mut(), self.base_snapshot) {
-            self.base_snapshot = Some(index.advance_base(&self.table, base).await?);
-        }
+        self.advance_cross_partition_base().await?;
         let mut messages = Vec::new();
         for w in &mut self.writers {
             let mut m = CommitMessage::new(w.partition.clone(), w.bucket, w.total_buckets);

@@ -29,6 +29,19 @@ def release_when_ready(ready_dir: str, workers: int, go_file: str, timeout: floa
     open(go_file, "w").close()
 
 
+def race(tmp_path: Any, worker: Any, workers: int, *args: Any) -> list[Any]:
+    """Run ``worker(table_path..., worker_id, *args, go_file)`` in ``workers`` spawned processes
+    released at once (their functions wait for ``go_file``); returns every result, concatenated."""
+    import multiprocessing as mp
+
+    go = str(tmp_path / "go")
+    with mp.get_context("spawn").Pool(workers) as pool:
+        pending = [pool.apply_async(worker, (*args[:1], w, *args[1:], go)) for w in range(workers)]
+        time.sleep(2)
+        open(go, "w").close()
+        return [a for p in pending for a in p.get(timeout=180)]
+
+
 def write_part(table_path: str, rows: list[dict], commit_user: str, storage_options: dict | None = None) -> bytes:
     """Write ``rows`` with a two-phase writer in this process; return the pickled messages."""
     t = tidelake.open_table(table_path, storage_options=storage_options)

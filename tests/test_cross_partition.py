@@ -7,7 +7,6 @@ pypaimon in both directions."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import random
 import time
 
@@ -18,7 +17,7 @@ import tidelake
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
 from _java import Scenario, compare_all, compare_read, java_write, tidelake_write
 from _peers import pp_read
-from _workers import cross_partition_rounds
+from _workers import cross_partition_rounds, race
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
                     pa.field("v", pa.string())])
@@ -225,12 +224,7 @@ def test_racing_writer_processes_never_leave_a_key_in_two_partitions(tmp_path):
     acknowledged write that is the newest for its key is what is visible, each key exactly once;
     the others fail with CommitConflictError."""
     t = create(tmp_path / "t")
-    go = str(tmp_path / "go")
-    with mp.get_context("spawn").Pool(3) as pool:
-        pending = [pool.apply_async(cross_partition_rounds, (t.path, w, 10, 5, go)) for w in range(3)]
-        time.sleep(2)
-        open(go, "w").close()
-        acks = [a for p in pending for a in p.get(timeout=180)]
+    acks = race(tmp_path, cross_partition_rounds, 3, t.path, 10, 5)
     landed = [a for a in acks if a["append_id"] is not None]
     print(f"{len(landed)} of {len(acks)} writes landed, {len(acks) - len(landed)} CommitConflictError")
     assert landed

@@ -410,6 +410,15 @@ mod tests {
         }
     }
 
+    fn r(row: u32, partition: u32, bucket: i32, kind: i8) -> Routed {
+        Routed {
+            row,
+            partition,
+            bucket,
+            kind,
+        }
+    }
+
     fn key(k: u8) -> Vec<u8> {
         vec![k]
     }
@@ -440,52 +449,16 @@ mod tests {
         assert_eq!(
             routed,
             vec![
-                Routed {
-                    row: 0,
-                    partition: p0,
-                    bucket: 0,
-                    kind: D
-                },
-                Routed {
-                    row: 0,
-                    partition: p1,
-                    bucket: 0,
-                    kind: I
-                },
-                Routed {
-                    row: 1,
-                    partition: p1,
-                    bucket: 0,
-                    kind: D
-                },
+                r(0, p0, 0, D),
+                r(0, p1, 0, I),
+                r(1, p1, 0, D),
                 // bucket 0 of p0 lost key 1, so it has room again
-                Routed {
-                    row: 1,
-                    partition: p0,
-                    bucket: 0,
-                    kind: I
-                },
+                r(1, p0, 0, I),
             ]
         );
         // a delete with another partition deletes the old row too (Java)
         let routed = a.route(&[p1], &[key(2)], &[D]).unwrap();
-        assert_eq!(
-            routed,
-            vec![
-                Routed {
-                    row: 0,
-                    partition: p0,
-                    bucket: 1,
-                    kind: D
-                },
-                Routed {
-                    row: 0,
-                    partition: p1,
-                    bucket: 0,
-                    kind: D
-                },
-            ]
-        );
+        assert_eq!(routed, vec![r(0, p0, 1, D), r(0, p1, 0, D),]);
     }
 
     #[test]
@@ -499,12 +472,7 @@ mod tests {
         a.route(&[p0], &[key(1)], &[I]).unwrap();
         assert_eq!(
             a.route(&[p1], &[key(1)], &[I]).unwrap(),
-            vec![Routed {
-                row: 0,
-                partition: p0,
-                bucket: 0,
-                kind: I
-            }]
+            vec![r(0, p0, 0, I)]
         );
     }
 
@@ -515,14 +483,6 @@ mod tests {
         a.route(&[p0], &[key(1)], &[I]).unwrap();
         a.ttl_ms = Some(-1); // every entry is older than this
         let routed = a.route(&[p1], &[key(1)], &[I]).unwrap();
-        assert_eq!(
-            routed,
-            vec![Routed {
-                row: 0,
-                partition: p1,
-                bucket: 0,
-                kind: I
-            }]
-        );
+        assert_eq!(routed, vec![r(0, p1, 0, I)]);
     }
 }

@@ -231,16 +231,18 @@ def upsert_rounds(table_path: str, worker: int, rounds: int, keys: int, go_file:
 
 
 def cross_partition_rounds(table_path: str, worker: int, rounds: int, keys: int, go_file: str) -> list[dict[str, Any]]:
-    """After ``go_file`` appears, move keys ``0..keys`` of a cross-partition-upsert table (``id``,
-    ``dt``, ``v``) to a partition and value of this write, ``rounds`` times, through two-phase
-    writers; returns per write its partition, value, keys and APPEND snapshot id (None when it
-    raised CommitConflictError)."""
+    """After ``go_file`` appears, write ``keys`` keys of a cross-partition-upsert table (``id``,
+    ``dt``, ``v``) into a partition and with a value of this write, ``rounds`` times, through
+    two-phase writers: in even rounds keys no one wrote yet (every worker the same ones, each into
+    its own partition), in odd rounds the same keys again (moves). Returns per write its
+    partition, value, keys and APPEND snapshot id (None when it raised CommitConflictError)."""
     t = tidelake.open_table(table_path)
     _wait_for(go_file)
     out = []
     for r in range(rounds):
         value, partition = f"w{worker}-{r}", f"d{(worker + r) % 3}"
-        data = pa.Table.from_pylist([{"id": k, "dt": partition, "v": value} for k in range(keys)], schema=t.schema)
+        ids = range(r // 2 * keys, (r // 2 + 1) * keys)
+        data = pa.Table.from_pylist([{"id": k, "dt": partition, "v": value} for k in ids], schema=t.schema)
         with t.writer() as w:
             w.upsert(data)
             messages = w.prepare_commit()
@@ -248,7 +250,7 @@ def cross_partition_rounds(table_path: str, worker: int, rounds: int, keys: int,
             append_id = t.commit(messages)[0]
         except tidelake.CommitConflictError:
             append_id = None
-        out.append({"value": value, "partition": partition, "keys": list(range(keys)), "append_id": append_id})
+        out.append({"value": value, "partition": partition, "keys": list(ids), "append_id": append_id})
     return out
 
 

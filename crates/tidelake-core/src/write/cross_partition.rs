@@ -104,12 +104,12 @@ impl std::fmt::Debug for CrossPartitionAssigner {
 }
 
 impl CrossPartitionAssigner {
-    /// The index of `table` at snapshot `base` (0: empty table). `fresh(partition, bucket)`
-    /// says whether a bucket has a file within the index TTL (always true without a TTL).
+    /// The index of `table` at snapshot `base` (0: empty table); `newest_creation(partition,
+    /// bucket)`: the newest `creation_time` of the bucket's files at `base`.
     pub async fn bootstrap(
         table: &Table,
         base: i64,
-        fresh: impl Fn(&[u8], i32) -> bool,
+        newest_creation: impl Fn(&[u8], i32) -> Option<i64>,
     ) -> Result<CrossPartitionAssigner> {
         let schema = table.schema().clone();
         let opts = schema.options();
@@ -141,6 +141,14 @@ impl CrossPartitionAssigner {
             own_files: HashSet::new(),
         };
         if base > 0 {
+            let now = local_now_millis();
+            // Java `IndexBootstrap.filterSplit`: a bucket is read when a file of it is younger
+            // than the TTL.
+            let fresh = |partition: &[u8], bucket: i32| {
+                ttl_ms.is_none_or(|ttl| {
+                    newest_creation(partition, bucket).is_some_and(|t| now <= t.saturating_add(ttl))
+                })
+            };
             assigner.load(table, base, fresh).await?;
         }
         Ok(assigner)

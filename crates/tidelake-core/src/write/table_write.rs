@@ -47,7 +47,7 @@ use tidelake_spec::types::DataType;
 
 use crate::compact::{Compactor, InlineCompaction, Slot};
 use crate::datum_arrow::datums_to_array;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::MergeConfig;
@@ -59,7 +59,7 @@ use crate::tasks;
 use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes, key_rows};
 use crate::write::cross_partition::CrossPartitionAssigner;
 use crate::write::dynamic_bucket::DynamicBucketAssigner;
-use crate::write::file_writer::{local_now_millis, FileLayout, RollingWriter, WriterConfig};
+use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 use crate::write::input::{conform, RowKinds};
 use crate::write::message::CommitMessage;
 use crate::write::postpone::{self, POSTPONE_BUCKET, UNKNOWN_SEQUENCE};
@@ -296,32 +296,12 @@ impl TableWrite {
             }
             _ => None,
         };
-        let (restored, partition_buckets, base_snapshot) = if ignore_previous {
-            (HashMap::new(), HashMap::new(), None)
+        let ((restored, partition_buckets, base_snapshot), cross_partition) = if ignore_previous {
+            ((HashMap::new(), HashMap::new(), None), None)
         } else {
-            let (restored, partitions, base) = restore(&table).await?;
-            (restored, partitions, Some(base))
-        };
-        let cross_partition = match (mode, base_snapshot) {
-            (BucketMode::CrossPartition, Some(base)) => {
-                let ttl = opts
-                    .cross_partition_upsert_index_ttl()
-                    .map_err(spec_err)?
-                    .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-                let now = local_now_millis();
-                // Java `IndexBootstrap.filterSplit`: a bucket is read when a file of it is
-                // younger than the TTL.
-                let fresh = |partition: &[u8], bucket: i32| {
-                    ttl.is_none_or(|ttl| {
-                        restored
-                            .get(&(partition.to_vec(), bucket))
-                            .and_then(|r| r.newest_creation)
-                            .is_some_and(|t| now <= t.saturating_add(ttl))
-                    })
-                };
-                Some(CrossPartitionAssigner::bootstrap(&table, base, fresh).await?)
-            }
-            _ => None,
+            let ((restored, partitions, base), index) =
+                restore_with_index(&table, mode == BucketMode::CrossPartition).await?;
+            ((restored, partitions, Some(base)), index)
         };
         let partition_columns = positions(&schema, &schema.partition_keys);
         let flusher = Arc::new(Flusher {
@@ -971,6 +951,41 @@ type RestoredState = (
     HashMap<Vec<u8>, i32>,
     i64,
 );
+
+/// How often a cross-partition writer restores again when the snapshot it restored expired
+/// while its keys were read.
+const INDEX_BOOTSTRAP_ATTEMPTS: usize = 5;
+
+/// [`restore`], and for cross-partition writers the key index of the same snapshot (read again
+/// from the new latest when that snapshot expires meanwhile).
+async fn restore_with_index(
+    table: &Table,
+    cross_partition: bool,
+) -> Result<(RestoredState, Option<CrossPartitionAssigner>)> {
+    let mut attempt = 1;
+    loop {
+        let (restored, partitions, base) = restore(table).await?;
+        if !cross_partition {
+            return Ok(((restored, partitions, base), None));
+        }
+        let newest_creation = |partition: &[u8], bucket: i32| {
+            restored
+                .get(&(partition.to_vec(), bucket))
+                .and_then(|r| r.newest_creation)
+        };
+        match CrossPartitionAssigner::bootstrap(table, base, newest_creation).await {
+            Ok(index) => return Ok(((restored, partitions, base), Some(index))),
+            Err(e)
+                if attempt < INDEX_BOOTSTRAP_ATTEMPTS
+                    && matches!(e.kind(), ErrorKind::NotFound | ErrorKind::SnapshotExpired)
+                    && !table.snapshot_manager().exists(base).await? =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
 
 async fn restore(table: &Table) -> Result<RestoredState> {
     let Some((snap, live)) = LiveFiles::read_latest(table, Pruning::all).await? else {

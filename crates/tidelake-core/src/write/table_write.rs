@@ -3,6 +3,9 @@
 //!
 //! ```text
 //!  batch ─► conform (schema, casts, row kinds) ─► group by partition ─► bucket per row
+//!        (cross-partition upserts: per key, in input order, through the writer's key index,
+//!        which may send a row, or a `-D` of it, to the key's old partition; see
+//!        `cross_partition`)
 //!        ─► primary key: per-bucket buffer [_SEQUENCE_NUMBER, _VALUE_KIND, columns...]
 //!             └─ flush (buffers over `write-buffer-size`, or prepare_commit), independent
 //!                buckets concurrently (one task each, at most the available parallelism):

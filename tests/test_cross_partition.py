@@ -7,7 +7,12 @@ pypaimon in both directions."""
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
+import subprocess
+import sys
+import textwrap
 import time
 
 import pyarrow as pa
@@ -327,3 +332,63 @@ def test_engines_route_moved_keys_as_java_does(java, tmp_path, engine):
     assert visible(ours) == visible(theirs)
     assert len({k for k, _, _ in visible(ours)}) == len(visible(ours)), "a key in two partitions"
     compare_all(java, ours, wh, f"cross-partition {engine}", pypaimon=True)
+
+
+INDEX_MEASURE = textwrap.dedent("""
+    import json, sys
+
+    import pyarrow as pa, tidelake
+
+    def peak():
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+
+    t = tidelake.open_table(sys.argv[1]).set_option("lookup.cache-max-memory-size", sys.argv[2])
+    # a TTL that every file is older than: the writer reads no key (the baseline)
+    t = t.set_option("cross-partition-upsert.index-ttl", sys.argv[3]) if sys.argv[3] else t
+    t.to_arrow(filter=[("v", "<", 0)])               # start the runtime, read the metadata
+    with open("/proc/self/clear_refs", "w") as f:    # reset the peak RSS (VmHWM) to the current RSS
+        f.write("5")
+    before = peak()
+    w = t.writer()                                   # bootstraps the key index from every key
+    w.upsert(pa.table({"id": ["k" * 190 + "0000001"], "dt": ["moved"], "v": [1]}, schema=t.schema))
+    t.commit(w.prepare_commit())
+    w.close()
+    print(json.dumps({"growth": peak() - before}))
+""")
+
+
+def test_the_key_index_stays_within_its_cache(tmp_path):
+    """A writer bootstraps the index of 120,000 keys of ~200 bytes (~23 MiB of keys) with
+    ``lookup.cache-max-memory-size`` 4 MiB: its peak RSS grows by far less than the keys above
+    a writer that reads no key (they are on disk); with a 1 GiB cache (control) the index pages
+    stay in memory."""
+    schema = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                        pa.field("v", pa.int64())])
+    n, per = 120_000, 30_000
+    key_bytes = n * 197
+    t = tidelake.create_table(str(tmp_path / "baseline"), schema, primary_keys=["id"], partition_keys=["dt"],
+                              bucket=-1)
+    for c in range(n // per):
+        ids = [f"{'k' * 190}{i:07d}" for i in range(c * per, (c + 1) * per)]
+        t.upsert(pa.table({"id": ids, "dt": [f"d{c}"] * per, "v": list(range(per))}, schema=schema))
+    paths = {"baseline": t.path}
+    for run in ("small", "big"):  # a copy each: the runs set options on their table
+        paths[run] = shutil.copytree(t.path, str(tmp_path / run))
+
+    def growth(run: str, cache: str, ttl: str = "") -> int:
+        out = subprocess.run([sys.executable, "-c", INDEX_MEASURE, paths[run], cache, ttl], capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])["growth"]
+
+    time.sleep(0.2)
+    base = growth("baseline", "4 mb", "100 ms")
+    small, big = growth("small", "4 mb") - base, growth("big", "1 gb") - base
+    print(f"\nkey index of {n} keys ({key_bytes / 2**20:.0f} MiB): peak RSS growth above a writer that reads "
+          f"no key {small / 2**20:.1f} MiB with a 4 MiB cache, {big / 2**20:.1f} MiB with 1 GiB")
+    assert small < key_bytes / 3
+    assert big > small + key_bytes / 3
+    rows = tidelake.open_table(paths["small"]).to_arrow().to_pylist()
+    assert len(rows) == n and [r["dt"] for r in rows if r["id"].endswith("0000001")] == ["moved"]

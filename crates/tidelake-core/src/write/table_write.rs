@@ -120,6 +120,16 @@ struct Restored {
     newest_creation: Option<i64>,
 }
 
+/// The input rows a cross-partition write sends to one (partition, bucket).
+#[derive(Default)]
+struct RoutedRows {
+    rows: Vec<u32>,
+    /// `_VALUE_KIND` of each row there.
+    kinds: Vec<i8>,
+    /// Some row came from another partition (its partition columns must be replaced).
+    moved: bool,
+}
+
 /// The writer of one (partition, bucket).
 struct BucketWriter {
     partition: Vec<u8>,
@@ -443,20 +453,24 @@ impl TableWrite {
         }
         let kind_codes = kinds.as_primitive::<Int8Type>().values();
         let routed = index.route(&row_partition, &keys, kind_codes)?;
-        // Rows per (partition, bucket), in input order; whether any came from another partition.
+        // Rows per (partition, bucket), in input order.
         let mut order: Vec<(u32, i32)> = Vec::new();
-        let mut targets: HashMap<(u32, i32), (Vec<u32>, Vec<i8>, bool)> = HashMap::new();
+        let mut targets: HashMap<(u32, i32), RoutedRows> = HashMap::new();
         for r in routed {
             let target = targets.entry((r.partition, r.bucket)).or_insert_with(|| {
                 order.push((r.partition, r.bucket));
-                Default::default()
+                RoutedRows::default()
             });
-            target.0.push(r.row);
-            target.1.push(r.kind);
-            target.2 |= row_partition[r.row as usize] != r.partition;
+            target.rows.push(r.row);
+            target.kinds.push(r.kind);
+            target.moved |= row_partition[r.row as usize] != r.partition;
         }
         for (partition, bucket) in order {
-            let (rows, row_kinds, moved) = targets.remove(&(partition, bucket)).unwrap_or_default();
+            let RoutedRows {
+                rows,
+                kinds: row_kinds,
+                moved,
+            } = targets.remove(&(partition, bucket)).unwrap_or_default();
             let framed = self
                 .cross_partition
                 .as_ref()

@@ -29,6 +29,19 @@ def release_when_ready(ready_dir: str, workers: int, go_file: str, timeout: floa
     open(go_file, "w").close()
 
 
+def race(tmp_path: Any, worker: Any, workers: int, *args: Any) -> list[Any]:
+    """Run ``worker(table_path..., worker_id, *args, go_file)`` in ``workers`` spawned processes
+    released at once (their functions wait for ``go_file``); returns every result, concatenated."""
+    import multiprocessing as mp
+
+    go = str(tmp_path / "go")
+    with mp.get_context("spawn").Pool(workers) as pool:
+        pending = [pool.apply_async(worker, (*args[:1], w, *args[1:], go)) for w in range(workers)]
+        time.sleep(2)
+        open(go, "w").close()
+        return [a for p in pending for a in p.get(timeout=180)]
+
+
 def write_part(table_path: str, rows: list[dict], commit_user: str, storage_options: dict | None = None) -> bytes:
     """Write ``rows`` with a two-phase writer in this process; return the pickled messages."""
     t = tidelake.open_table(table_path, storage_options=storage_options)
@@ -214,6 +227,30 @@ def upsert_rounds(table_path: str, worker: int, rounds: int, keys: int, go_file:
         except tidelake.CommitConflictError:
             append_id = None
         out.append({"value": value, "keys": list(range(keys)), "append_id": append_id})
+    return out
+
+
+def cross_partition_rounds(table_path: str, worker: int, rounds: int, keys: int, go_file: str) -> list[dict[str, Any]]:
+    """After ``go_file`` appears, write ``keys`` keys of a cross-partition-upsert table (``id``,
+    ``dt``, ``v``) into a partition and with a value of this write, ``rounds`` times, through
+    two-phase writers: in even rounds keys no one wrote yet (every worker the same ones, each into
+    its own partition), in odd rounds the same keys again (moves). Returns per write its
+    partition, value, keys and APPEND snapshot id (None when it raised CommitConflictError)."""
+    t = tidelake.open_table(table_path)
+    _wait_for(go_file)
+    out = []
+    for r in range(rounds):
+        value, partition = f"w{worker}-{r}", f"d{(worker + r) % 3}"
+        ids = range(r // 2 * keys, (r // 2 + 1) * keys)
+        data = pa.Table.from_pylist([{"id": k, "dt": partition, "v": value} for k in ids], schema=t.schema)
+        with t.writer() as w:
+            w.upsert(data)
+            messages = w.prepare_commit()
+        try:
+            append_id = t.commit(messages)[0]
+        except tidelake.CommitConflictError:
+            append_id = None
+        out.append({"value": value, "partition": partition, "keys": list(ids), "append_id": append_id})
     return out
 
 

@@ -1,6 +1,6 @@
 """Commit-safety soak: writers, a compactor, an expirer, an orphan cleaner and readers run at
-once, as separate OS processes, on three primary-key tables (fixed bucket, dynamic bucket,
-deletion vectors); every acknowledged write is then checked against what every read saw.
+once, as separate OS processes, on four primary-key tables (fixed bucket, dynamic bucket,
+deletion vectors, cross-partition upserts); every acknowledged write is then checked against what every read saw.
 
 Run by ``test_soak.py`` (bounded), or by hand for as long as you like::
 
@@ -93,10 +93,14 @@ import tidelake
 from _workers import release_when_ready, start_together
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())])
+CROSS_PARTITION = "cross_partition"
 TABLES: dict[str, tuple[int, dict[str, str]]] = {
     "fixed": (2, {}),
     "dynamic": (-1, {"dynamic-bucket.target-row-num": "60"}),
     "dv": (2, {"deletion-vectors.enabled": "true"}),
+    # cross-partition upserts: partition column ``p`` not in the key, each write puts its keys in
+    # a partition of its own choosing, so keys keep moving (a key twice is a duplicate-key read)
+    CROSS_PARTITION: (-1, {"dynamic-bucket.target-row-num": "60"}),
 }
 LAST_READ = "last read (after a full compaction and removing every orphan)"
 NEVER = 1 << 62
@@ -226,6 +230,8 @@ def writer_process(cfg: Config, wid: int) -> None:
         keys = rng.sample(range(cfg.keys), rng.randint(1, 4))
         value = (cfg.round * 100 + wid + 1) * 10**9 + n
         data = pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array([value] * len(keys), pa.int64())})
+        if kind == CROSS_PARTITION:  # a delete naming another partition deletes the key too
+            data = data.append_column("p", pa.array([f"p{n % 3}"] * len(keys)))
         rec: dict[str, Any] = {"table": kind, "who": f"{name}#{n}", "op": op, "mode": mode, "keys": keys,
                                "value": value if op == "upsert" else None, "latest_before": _latest(t)}
         log(phase="invoke", **rec)
@@ -339,8 +345,10 @@ def create_tables(root: str, storage_options: dict[str, str] | None) -> dict[str
     """The soak's tables under ``root``; their locations by kind."""
     locations = {}
     for kind, (bucket, options) in TABLES.items():
-        t = tidelake.create_table(f"{root}/{kind}", SCHEMA, primary_keys=["k"], bucket=bucket, options=options,
-                                  storage_options=storage_options)
+        cross = kind == CROSS_PARTITION
+        schema = SCHEMA.append(pa.field("p", pa.string(), nullable=False)) if cross else SCHEMA
+        t = tidelake.create_table(f"{root}/{kind}", schema, primary_keys=["k"], bucket=bucket, options=options,
+                                  partition_keys=["p"] if cross else None, storage_options=storage_options)
         locations[kind] = t.path
     return locations
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import tidelake
-from _workers import commit_rounds, slow_upsert, upsert_rounds
+from _workers import commit_rounds, race, slow_upsert, upsert_rounds
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
 
@@ -101,12 +101,7 @@ def test_racing_upserts_leave_the_last_acknowledged_value(tmp_path, bucket):
     for every key the visible value is the one whose APPEND snapshot is the newest, also after
     a full compaction."""
     t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["k"], bucket=bucket)
-    go = str(tmp_path / "go")
-    with mp.get_context("spawn").Pool(3) as pool:
-        pending = [pool.apply_async(upsert_rounds, (t.path, w, 12, 4, go)) for w in range(3)]
-        time.sleep(2)
-        open(go, "w").close()
-        acks = [a for p in pending for a in p.get(timeout=180)]
+    acks = race(tmp_path, upsert_rounds, 3, t.path, 12, 4)
     landed = [a for a in acks if a["append_id"] is not None]
     print(f"{len(landed)} of {len(acks)} upserts landed, {len(acks) - len(landed)} CommitConflictError")
     assert landed

@@ -76,6 +76,9 @@ pub const COMMIT_MIN_RETRY_WAIT: &str = "commit.min-retry-wait";
 pub const COMMIT_MAX_RETRY_WAIT: &str = "commit.max-retry-wait";
 pub const COMMIT_TIMEOUT: &str = "commit.timeout";
 pub const DYNAMIC_BUCKET_TARGET_ROW_NUM: &str = "dynamic-bucket.target-row-num";
+pub const CROSS_PARTITION_UPSERT_INDEX_TTL: &str = "cross-partition-upsert.index-ttl";
+/// Java gives the cache of the cross-partition key index (`GlobalIndexAssigner`) this size.
+pub const LOOKUP_CACHE_MAX_MEMORY_SIZE: &str = "lookup.cache-max-memory-size";
 /// Java `FlinkConnectorOptions.POSTPONE_DEFAULT_BUCKET_NUM` (read by Java's compaction job).
 pub const POSTPONE_DEFAULT_BUCKET_NUM: &str = "postpone.default-bucket-num";
 pub const ROW_TRACKING_ENABLED: &str = "row-tracking.enabled";
@@ -351,6 +354,20 @@ impl Options {
     /// `dynamic-bucket.target-row-num`, default 2,000,000.
     pub fn dynamic_bucket_target_row_num(&self) -> Result<i64> {
         or_default(self.get_i64(DYNAMIC_BUCKET_TARGET_ROW_NUM), 2_000_000)
+    }
+
+    /// `cross-partition-upsert.index-ttl`: how long a key of a cross-partition-upsert table
+    /// stays in the writer's key index (unset: forever).
+    pub fn cross_partition_upsert_index_ttl(&self) -> Result<Option<Duration>> {
+        self.get_duration(CROSS_PARTITION_UPSERT_INDEX_TTL)
+    }
+
+    /// `lookup.cache-max-memory-size`, default 256 MiB.
+    pub fn lookup_cache_max_memory_size(&self) -> Result<u64> {
+        or_default(
+            self.get_memory_size(LOOKUP_CACHE_MAX_MEMORY_SIZE),
+            256 * MIB,
+        )
     }
 
     /// `postpone.default-bucket-num`: buckets of a partition of a postpone-bucket table that

@@ -272,6 +272,16 @@ impl TableSchema {
             .collect()
     }
 
+    /// Java `TableSchema.crossPartitionUpdate`: a primary key that lacks a partition key, so
+    /// an upsert may move a key to another partition (written with `bucket = -1` only).
+    pub fn cross_partition_update(&self) -> bool {
+        !self.primary_keys.is_empty()
+            && self
+                .partition_keys
+                .iter()
+                .any(|p| !self.primary_keys.contains(p))
+    }
+
     /// Columns hashed for fixed buckets: `bucket-key`, else the trimmed primary key.
     pub fn bucket_keys(&self) -> Vec<String> {
         let keys = self.options.bucket_key();

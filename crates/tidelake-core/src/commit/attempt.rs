@@ -24,6 +24,7 @@ use crate::commit::merge::Merger;
 use crate::commit::new_files::{added_paths, check, committed_since, missing_files, Verdict};
 use crate::commit::overwrite::PartitionMatcher;
 use crate::commit::scan::{live_entries_of, PartitionSet};
+use crate::commit::single_writer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::snapshots::next_snapshot_id;
 use crate::state::{data_manifests, live_index_entries, LiveFiles, Pruning};
@@ -471,6 +472,11 @@ impl FileStoreCommit {
                 check(&self.layout, &since, base, &added, key_types, conflict)?
             {
                 return Ok(Ok(id.unwrap_or(latest.id)));
+            }
+            if let (true, Some(base)) = (self.settings.cross_partition, base) {
+                if request.kind != CommitKind::Compact {
+                    single_writer::check(&self.table, latest, base, conflict).await?;
+                }
             }
             // Without the deltas, files of this write committed and compacted away since would
             // not be recognised (a writer's base is known unless the messages were built by hand).

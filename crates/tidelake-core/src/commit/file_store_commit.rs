@@ -45,6 +45,8 @@ pub(crate) struct Settings {
     pub(crate) max_level: i32,
     /// `deletion-vectors.enabled`.
     pub(crate) deletion_vectors: bool,
+    /// A cross-partition-upsert table (see `single_writer`).
+    pub(crate) cross_partition: bool,
 }
 
 impl Settings {
@@ -90,6 +92,7 @@ impl Settings {
             overwrite_upgrade: flag("overwrite-upgrade", true)?,
             max_level: opts.num_levels().map_err(spec)?.saturating_sub(1),
             deletion_vectors: opts.deletion_vectors_enabled().map_err(spec)?,
+            cross_partition: bucket == -1 && schema.cross_partition_update(),
         })
     }
 }

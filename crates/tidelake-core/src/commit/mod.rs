@@ -10,6 +10,7 @@
 //! * `dv_conflict`: deletion vectors racing compactions (tidelake's own);
 //! * `new_files`: a write's files against the commits since its writer's base: sequence
 //!   order, files committed twice, files gone (tidelake's own);
+//! * `single_writer`: cross-partition-upsert tables take no write that raced another one;
 //! * `overwrite`: overwrite scopes, partition matching, level upgrade;
 //! * `merge`: merging manifests into the new base list (Java `ManifestFileMerger`);
 //! * `manifest_writer`, `index`: manifest / list / index-manifest files of an attempt;
@@ -80,6 +81,7 @@ mod merge;
 mod new_files;
 mod overwrite;
 mod scan;
+mod single_writer;
 #[cfg(test)]
 mod tests;
 

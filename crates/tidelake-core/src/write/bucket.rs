@@ -85,6 +85,23 @@ pub fn key_hashes(
         .collect()
 }
 
+/// The BinaryRow (no arity prefix) of every row's `key_columns`: keys as Java compares and
+/// stores them (e.g. in the cross-partition key index).
+pub fn key_rows(
+    batch: &RecordBatch,
+    key_columns: &[usize],
+    key_types: &[DataType],
+) -> Result<Vec<Vec<u8>>> {
+    let encoder = RowEncoder::new(batch, key_columns, key_types)?;
+    let mut buf = Vec::new();
+    (0..batch.num_rows())
+        .map(|row| {
+            encoder.encode(row, &mut buf)?;
+            Ok(buf.clone())
+        })
+        .collect()
+}
+
 /// Split a batch by partition, groups in order of first appearance. An unpartitioned table
 /// (no partition columns) gets one group with the empty row; an empty batch no group.
 pub fn group_by_partition(

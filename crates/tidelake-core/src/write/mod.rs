@@ -3,12 +3,14 @@
 //! * [`input`]: conforming user batches to the table schema (safe casts, key checks).
 //! * [`bucket`]: partition grouping and bucket routing of Arrow batches.
 //! * [`dynamic_bucket`]: key-hash → bucket assignment for dynamic-bucket tables.
+//! * [`cross_partition`]: the key index of cross-partition-upsert tables (keys that move partition).
 //! * [`file_writer`]: rolling Parquet writers producing `DataFileMeta`.
 //! * [`message`]: the commit message a writer hands to the committer.
 //! * [`postpone`]: what writers of postpone-bucket tables (`bucket = -2`) do differently.
 //! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
 
 pub mod bucket;
+pub mod cross_partition;
 pub mod dynamic_bucket;
 pub mod file_writer;
 pub mod input;

@@ -3,6 +3,9 @@
 //!
 //! ```text
 //!  batch ─► conform (schema, casts, row kinds) ─► group by partition ─► bucket per row
+//!        (cross-partition upserts: per key, in input order, through the writer's key index,
+//!        which may send a row, or a `-D` of it, to the key's old partition; see
+//!        `cross_partition`)
 //!        ─► primary key: per-bucket buffer [_SEQUENCE_NUMBER, _VALUE_KIND, columns...]
 //!             └─ flush (buffers over `write-buffer-size`, or prepare_commit), independent
 //!                buckets concurrently (one task each, at most the available parallelism):
@@ -33,7 +36,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int8Type;
+use arrow_array::{ArrayRef, Int64Array, Int8Array, RecordBatch, UInt32Array};
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use arrow_select::take::take_record_batch;
 use futures::stream::{self, BoxStream, StreamExt};
@@ -44,7 +49,8 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
 use crate::compact::{Compactor, InlineCompaction, Slot};
-use crate::error::{Error, Result};
+use crate::datum_arrow::datums_to_array;
+use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::MergeConfig;
@@ -53,7 +59,8 @@ use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
 use crate::state::{LiveFiles, Pruning};
 use crate::table::{schema_path, Table};
 use crate::tasks;
-use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes};
+use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes, key_rows};
+use crate::write::cross_partition::CrossPartitionAssigner;
 use crate::write::dynamic_bucket::DynamicBucketAssigner;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 use crate::write::input::{conform, RowKinds};
@@ -70,6 +77,9 @@ enum BucketMode {
     Fixed(i32),
     /// `bucket = -1` on a primary-key table: the HASH index.
     Dynamic,
+    /// `bucket = -1` on a primary-key table whose key lacks a partition key: the writer's
+    /// global key index (see `cross_partition`).
+    CrossPartition,
     /// `bucket = -1` on an append table: everything in bucket 0.
     Unaware,
     /// `bucket = -2` on a primary-key table: everything in bucket -2 (see `postpone`).
@@ -106,6 +116,18 @@ struct Flushed {
 #[derive(Debug, Clone, Copy)]
 struct Restored {
     max_sequence: i64,
+    /// The newest `creation_time` of the bucket's live files.
+    newest_creation: Option<i64>,
+}
+
+/// The input rows a cross-partition write sends to one (partition, bucket).
+#[derive(Default)]
+struct RoutedRows {
+    rows: Vec<u32>,
+    /// `_VALUE_KIND` of each row there.
+    kinds: Vec<i8>,
+    /// Some row came from another partition (its partition columns must be replaced).
+    moved: bool,
 }
 
 /// The writer of one (partition, bucket).
@@ -147,6 +169,7 @@ pub struct TableWrite {
     base_snapshot: Option<i64>,
     partition_buckets: HashMap<Vec<u8>, i32>,
     dynamic: Option<DynamicBucketAssigner>,
+    cross_partition: Option<CrossPartitionAssigner>,
     writers: Vec<BucketWriter>,
     writer_index: HashMap<(Vec<u8>, i32), usize>,
     memory_budget: usize,
@@ -220,18 +243,18 @@ impl TableWrite {
         };
         let mode = match bucket {
             n if n > 0 => BucketMode::Fixed(n),
-            -1 if primary_key => {
-                if schema
-                    .partition_keys
-                    .iter()
-                    .any(|p| !schema.primary_keys.contains(p))
-                {
+            -1 if primary_key && schema.cross_partition_update() => {
+                // An overwrite writer starts from an empty index, which is only right for the
+                // partitions it replaces: keys living elsewhere would end up twice.
+                if ignore_previous {
                     return Err(Error::Unsupported(
-                        "cross-partition upserts (bucket -1 with a primary key that lacks a partition key)".into(),
+                        "overwriting a cross-partition-upsert table (bucket -1 with a primary key that lacks a partition key); \
+                         delete the rows and upsert instead".into(),
                     ));
                 }
-                BucketMode::Dynamic
+                BucketMode::CrossPartition
             }
+            -1 if primary_key => BucketMode::Dynamic,
             -1 => BucketMode::Unaware,
             POSTPONE_BUCKET if postpone => BucketMode::Postpone,
             other => {
@@ -274,10 +297,7 @@ impl TableWrite {
             usize::try_from(opts.write_buffer_size().map_err(spec_err)?).unwrap_or(usize::MAX);
         let dynamic = match mode {
             BucketMode::Dynamic => {
-                let target = opts
-                    .get_i64("dynamic-bucket.target-row-num")
-                    .map_err(spec_err)?
-                    .unwrap_or(2_000_000);
+                let target = opts.dynamic_bucket_target_row_num().map_err(spec_err)?;
                 Some(
                     DynamicBucketAssigner::new(
                         &table,
@@ -289,11 +309,12 @@ impl TableWrite {
             }
             _ => None,
         };
-        let (restored, partition_buckets, base_snapshot) = if ignore_previous {
-            (HashMap::new(), HashMap::new(), None)
+        let ((restored, partition_buckets, base_snapshot), cross_partition) = if ignore_previous {
+            ((HashMap::new(), HashMap::new(), None), None)
         } else {
-            let (restored, partitions, base) = restore(&table).await?;
-            (restored, partitions, Some(base))
+            let ((restored, partitions, base), index) =
+                restore_with_index(&table, mode == BucketMode::CrossPartition).await?;
+            ((restored, partitions, Some(base)), index)
         };
         let partition_columns = positions(&schema, &schema.partition_keys);
         let flusher = Arc::new(Flusher {
@@ -325,6 +346,7 @@ impl TableWrite {
             base_snapshot,
             partition_buckets,
             dynamic,
+            cross_partition,
             writers: Vec::new(),
             writer_index: HashMap::new(),
             memory_budget,
@@ -383,6 +405,9 @@ impl TableWrite {
     /// Write rows already in the table's Arrow schema (as read back from its data files), with
     /// their `_VALUE_KIND` codes.
     pub(crate) async fn write_rows(&mut self, batch: &RecordBatch, kinds: ArrayRef) -> Result<()> {
+        if self.mode == BucketMode::CrossPartition {
+            return self.write_cross_partition(batch, &kinds).await;
+        }
         let partition_types = self.layout.partition_types.clone();
         for group in group_by_partition(batch, &self.partition_columns, &partition_types)? {
             let (rows, row_kinds) = take_rows(batch, &kinds, &group.rows, "partitioning")?;
@@ -394,6 +419,99 @@ impl TableWrite {
             }
         }
         self.flush_over_budget().await
+    }
+
+    /// Route rows of a cross-partition-upsert table through its key index, in input order: a
+    /// row may go to its key's old partition, or add a `-D` there (see `cross_partition`).
+    async fn write_cross_partition(&mut self, batch: &RecordBatch, kinds: &ArrayRef) -> Result<()> {
+        // The first write after a commit verifies it right away: its snapshot may expire later.
+        if self
+            .writers
+            .iter()
+            .all(|w| w.buffer.is_empty() && w.new_files.is_empty())
+        {
+            self.advance_cross_partition_base().await?;
+        }
+        let partition_types = self.layout.partition_types.clone();
+        let groups = group_by_partition(batch, &self.partition_columns, &partition_types)?;
+        let key_types: Vec<DataType> = self
+            .key_columns
+            .iter()
+            .map(|&i| self.schema.fields[i].data_type.clone())
+            .collect();
+        let keys = key_rows(batch, &self.key_columns, &key_types)?;
+        let index = self
+            .cross_partition
+            .as_mut()
+            .expect("cross-partition mode has a key index");
+        let mut row_partition = vec![0u32; batch.num_rows()];
+        for g in &groups {
+            let id = index.partition_id(&g.partition);
+            for &r in g.rows.values() {
+                row_partition[r as usize] = id;
+            }
+        }
+        let kind_codes = kinds.as_primitive::<Int8Type>().values();
+        let routed = index.route(&row_partition, &keys, kind_codes)?;
+        // Rows per (partition, bucket), in input order.
+        let mut order: Vec<(u32, i32)> = Vec::new();
+        let mut targets: HashMap<(u32, i32), RoutedRows> = HashMap::new();
+        for r in routed {
+            let target = targets.entry((r.partition, r.bucket)).or_insert_with(|| {
+                order.push((r.partition, r.bucket));
+                RoutedRows::default()
+            });
+            target.rows.push(r.row);
+            target.kinds.push(r.kind);
+            target.moved |= row_partition[r.row as usize] != r.partition;
+        }
+        for (partition, bucket) in order {
+            let RoutedRows {
+                rows,
+                kinds: row_kinds,
+                moved,
+            } = targets.remove(&(partition, bucket)).unwrap_or_default();
+            let framed = self
+                .cross_partition
+                .as_ref()
+                .expect("cross-partition mode has a key index")
+                .partition(partition)
+                .to_vec();
+            let values = self.layout.decode_partition(&framed)?;
+            let mut part = take_record_batch(batch, &UInt32Array::from(rows))
+                .map_err(|e| Error::arrow("routing keys", e))?;
+            if moved {
+                part = self.with_partition(&part, &values)?;
+            }
+            let w = self.writer(&framed, &values, bucket)?;
+            self.push(w, part, Arc::new(Int8Array::from(row_kinds)))
+                .await?;
+        }
+        self.flush_over_budget().await
+    }
+
+    /// Move the base of a cross-partition writer past its own commits and compactions (see
+    /// `CrossPartitionAssigner::advance_base`).
+    async fn advance_cross_partition_base(&mut self) -> Result<()> {
+        if let (Some(index), Some(base)) = (self.cross_partition.as_mut(), self.base_snapshot) {
+            self.base_snapshot = Some(index.advance_base(&self.table, base).await?);
+        }
+        Ok(())
+    }
+
+    /// `rows` with every partition column set to `values`.
+    fn with_partition(&self, rows: &RecordBatch, values: &[Datum]) -> Result<RecordBatch> {
+        let mut columns = rows.columns().to_vec();
+        for ((&c, value), ty) in self
+            .partition_columns
+            .iter()
+            .zip(values)
+            .zip(&self.layout.partition_types)
+        {
+            columns[c] = datums_to_array(&vec![value.clone(); rows.num_rows()], ty)?;
+        }
+        RecordBatch::try_new(rows.schema(), columns)
+            .map_err(|e| Error::arrow("setting a moved key's old partition", e))
     }
 
     /// The bucket [`TableWrite::write`] puts every row of `batch` in (same conforming, same
@@ -453,6 +571,9 @@ impl TableWrite {
                     .assign(partition, &hashes)
                     .await
             }
+            BucketMode::CrossPartition => Err(Error::Internal(
+                "cross-partition rows are routed by write_cross_partition".into(),
+            )),
             BucketMode::Unaware => Ok(vec![0; rows.num_rows()]),
             BucketMode::Postpone => Ok(vec![POSTPONE_BUCKET; rows.num_rows()]),
         }
@@ -619,6 +740,7 @@ impl TableWrite {
             Some(d) => d.flush().await?,
             None => Vec::new(),
         };
+        self.advance_cross_partition_base().await?;
         let mut messages = Vec::new();
         for w in &mut self.writers {
             let mut m = CommitMessage::new(w.partition.clone(), w.bucket, w.total_buckets);
@@ -643,6 +765,13 @@ impl TableWrite {
         }
         if let Some(compaction) = self.compaction.as_mut() {
             compaction.end_cycle();
+        }
+        if let Some(index) = self.cross_partition.as_mut() {
+            index.handed_out(
+                messages
+                    .iter()
+                    .flat_map(|m| m.new_files.iter().map(|f| f.file_name.clone())),
+            );
         }
         if !self.primary_key {
             // Append writers were closed; the next write opens new files continuing the sequence.
@@ -840,6 +969,41 @@ type RestoredState = (
     i64,
 );
 
+/// How often a cross-partition writer restores again when the snapshot it restored expired
+/// while its keys were read.
+const INDEX_BOOTSTRAP_ATTEMPTS: usize = 5;
+
+/// [`restore`], and for cross-partition writers the key index of the same snapshot (read again
+/// from the new latest when that snapshot expires meanwhile).
+async fn restore_with_index(
+    table: &Table,
+    cross_partition: bool,
+) -> Result<(RestoredState, Option<CrossPartitionAssigner>)> {
+    let mut attempt = 1;
+    loop {
+        let (restored, partitions, base) = restore(table).await?;
+        if !cross_partition {
+            return Ok(((restored, partitions, base), None));
+        }
+        let newest_creation = |partition: &[u8], bucket: i32| {
+            restored
+                .get(&(partition.to_vec(), bucket))
+                .and_then(|r| r.newest_creation)
+        };
+        match CrossPartitionAssigner::bootstrap(table, base, newest_creation).await {
+            Ok(index) => return Ok(((restored, partitions, base), Some(index))),
+            Err(e)
+                if attempt < INDEX_BOOTSTRAP_ATTEMPTS
+                    && matches!(e.kind(), ErrorKind::NotFound | ErrorKind::SnapshotExpired)
+                    && !table.snapshot_manager().exists(base).await? =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 async fn restore(table: &Table) -> Result<RestoredState> {
     let Some((snap, live)) = LiveFiles::read_latest(table, Pruning::all).await? else {
         return Ok((HashMap::new(), HashMap::new(), 0));
@@ -856,7 +1020,14 @@ async fn restore(table: &Table) -> Result<RestoredState> {
             .map(|e| e.file.max_sequence_number)
             .max()
             .unwrap_or(-1);
-        restored.insert((b.partition, b.bucket), Restored { max_sequence });
+        let newest_creation = b.files.iter().filter_map(|e| e.file.creation_time).max();
+        restored.insert(
+            (b.partition, b.bucket),
+            Restored {
+                max_sequence,
+                newest_creation,
+            },
+        );
     }
     Ok((restored, partitions, snap.id))
 }

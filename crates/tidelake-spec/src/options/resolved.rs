@@ -51,6 +51,14 @@ impl Options {
                 Int(self.dynamic_bucket_target_row_num()?),
             ),
             (
+                CROSS_PARTITION_UPSERT_INDEX_TTL,
+                duration(self.cross_partition_upsert_index_ttl()?),
+            ),
+            (
+                LOOKUP_CACHE_MAX_MEMORY_SIZE,
+                Bytes(self.lookup_cache_max_memory_size()?),
+            ),
+            (
                 POSTPONE_DEFAULT_BUCKET_NUM,
                 Int(self.postpone_default_bucket_num()?.into()),
             ),

@@ -236,7 +236,7 @@ fn compression_extension(compression: &str) -> Option<String> {
 }
 
 /// Local wall-clock time as epoch milliseconds, as if it were UTC.
-fn local_now_millis() -> i64 {
+pub(crate) fn local_now_millis() -> i64 {
     chrono::Local::now()
         .naive_local()
         .and_utc()

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.paimon.catalog.Catalog;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.CoreOptions;
+import org.apache.paimon.crosspartition.GlobalIndexAssigner;
+import org.apache.paimon.crosspartition.IndexBootstrap;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
@@ -69,6 +71,7 @@ import java.util.Map;
  * <p>Writers get a temporary directory for lookups (spill files). Dynamic-bucket tables ({@code
  * bucket = -1} with a primary key) are written as Flink does, through a hash bucket assigner
  * ({@link Rows}); the job's table must be new so the assigner starts from an empty index.
+ * Cross-partition-upsert tables are written through Java's global key index ({@link Rows}).
  *
  * <p>Answer: {@code "snapshot"}, the latest snapshot id.
  */
@@ -85,21 +88,47 @@ final class Writes {
         }
     }
 
-    /** Writes rows into a {@link TableWrite}, picking buckets for dynamic-bucket tables. */
-    private static final class Rows {
+    /**
+     * Writes rows into a {@link TableWrite}, picking buckets for dynamic-bucket tables, and for
+     * cross-partition-upsert tables ({@code bucket = -1}, a primary key without a partition key)
+     * through Java's global key index, bootstrapped from the table when the writer opens.
+     */
+    private static final class Rows implements AutoCloseable {
         private final RowType type;
         private final TableWrite write;
         private final RowKeyExtractor keys;
         private final SimpleHashBucketAssigner assigner;
+        private final GlobalIndexAssigner index;
 
         /** {@code assigner}: the job's bucket assigner, used when the table is dynamic-bucket. */
-        Rows(Table table, TableWrite write, SimpleHashBucketAssigner assigner) {
+        Rows(Table table, TableWrite write, SimpleHashBucketAssigner assigner) throws Exception {
             this.type = table.rowType();
             this.write = write.withIOManager(IOManager.create(TEMP_DIR));
             FileStoreTable store = (FileStoreTable) table;
             boolean dynamic = store.bucketMode() == BucketMode.HASH_DYNAMIC;
             this.keys = dynamic ? store.createRowKeyExtractor() : null;
             this.assigner = dynamic ? assigner : null;
+            if (store.bucketMode() == BucketMode.KEY_DYNAMIC) {
+                TableWrite target = this.write;
+                index = new GlobalIndexAssigner(table);
+                index.open(0, IOManager.create(TEMP_DIR), 1, 0, (row, bucket) -> {
+                    try {
+                        target.write(row, bucket);
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    }
+                });
+                new IndexBootstrap(store).bootstrap(1, 0, row -> {
+                    try {
+                        index.bootstrapKey(row);
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                index.endBoostrap(false);
+            } else {
+                index = null;
+            }
         }
 
         /** A bucket assigner for one job over {@code table} (new, so its index is empty). */
@@ -110,10 +139,19 @@ final class Writes {
                     1, 0, options.dynamicBucketTargetRowNum(), max == null ? -1 : max);
         }
 
+        @Override
+        public void close() throws Exception {
+            if (index != null) {
+                index.close();
+            }
+        }
+
         void write(JsonNode rows) throws Exception {
             for (JsonNode r : rows) {
                 GenericRow row = row(r, type);
-                if (assigner == null) {
+                if (index != null) {
+                    index.processInput(row);
+                } else if (assigner == null) {
                     write.write(row);
                 } else {
                     keys.setRecord(row);
@@ -255,7 +293,9 @@ final class Writes {
         }
         try (BatchTableWrite write = builder.newWrite();
                 BatchTableCommit commit = builder.newCommit()) {
-            new Rows(table, write, assigner).write(step.path("rows"));
+            try (Rows rows = new Rows(table, write, assigner)) {
+                rows.write(step.path("rows"));
+            }
             commit.commit(write.prepareCommit());
         }
     }
@@ -305,7 +345,7 @@ final class Writes {
         private final StreamTableCommit commit;
         private final Rows rows;
 
-        Streaming(Table table, SimpleHashBucketAssigner assigner) {
+        Streaming(Table table, SimpleHashBucketAssigner assigner) throws Exception {
             StreamWriteBuilder builder = table.newStreamWriteBuilder();
             write = builder.newWrite();
             commit = builder.newCommit();
@@ -324,6 +364,7 @@ final class Writes {
 
         @Override
         public void close() throws Exception {
+            rows.close();
             write.close();
             commit.close();
         }

@@ -55,6 +55,7 @@ enum Conv {
 const MILLIS: i64 = 1_000_000;
 const MICROS: i64 = 1_000;
 const NANOS: i64 = 1;
+const NANOS_PER_DAY: i64 = 86_400 * 1_000_000_000;
 
 /// The Arrow type and conversion of a field of a Kafka Connect schema.
 fn column_type(field: &Value) -> std::result::Result<(ArrowType, Conv), String> {
@@ -238,7 +239,8 @@ fn convert(v: &Value, t: &ArrowType, conv: &Conv) -> std::result::Result<Cell, S
         Conv::Time(per) => Cell::Time(
             int_of(v)?
                 .checked_mul(*per)
-                .ok_or_else(|| format!("time {v} out of range"))?,
+                .filter(|n| (0..NANOS_PER_DAY).contains(n))
+                .ok_or_else(|| format!("time {v} is not a time of day"))?,
         ),
         Conv::Timestamp(per) => Cell::Timestamp(
             int_of(v)?

@@ -317,8 +317,8 @@ mod tests {
         assert_eq!(merge_types(&Null, &Utf8), Some(Utf8));
         assert_eq!(merge_types(&Int64, &Float32), Some(Float64));
         assert_eq!(
-            merge_types(&Decimal128(10, 2), &Decimal128(12, 4)),
-            Some(Decimal128(14, 4))
+            merge_types(&Decimal128(10, 2), &Decimal128(12, 6)),
+            Some(Decimal128(14, 6))
         );
         assert_eq!(merge_types(&Decimal128(38, 0), &Decimal128(38, 2)), None);
         assert_eq!(merge_types(&Utf8, &Int64), None);

@@ -38,7 +38,7 @@ fn row_kinds(write: &TableWrite, kind: &str) -> Result<RowKinds, Error> {
 
 #[pyclass(module = "tidelake._internal", frozen)]
 pub struct RawWriter {
-    write: Mutex<Option<TableWrite>>,
+    pub(crate) write: Mutex<Option<TableWrite>>,
 }
 
 #[pymethods]

@@ -26,7 +26,8 @@ use tidelake_spec::schema::TableSchema;
 
 use super::ROW_KIND_COLUMN;
 use crate::error::{Error, Result};
-use crate::schema_change::{is_widening, ColumnPosition, SchemaChange};
+use crate::schema_change::{alter_table, is_widening, ColumnPosition, SchemaChange};
+use crate::table::Table;
 use crate::write::input::RowKinds;
 use crate::write::table_write::TableWrite;
 
@@ -67,6 +68,31 @@ pub fn schema_changes(table: &TableSchema, incoming: &ArrowSchema) -> Result<Vec
         });
     }
     Ok(changes)
+}
+
+/// How many times [`evolve`] recomputes its changes after a concurrent schema change.
+const EVOLVE_ATTEMPTS: usize = 5;
+
+/// Bring `table` to a schema that takes rows of `incoming` ([`schema_changes`] on its latest
+/// schema) and return it at that schema. Safe against concurrent evolutions of the same
+/// table: after a lost race the changes are recomputed from the winner's schema.
+pub async fn evolve(table: &Table, incoming: &ArrowSchema) -> Result<Table> {
+    let mut attempt = 0;
+    loop {
+        let latest = table.reopen().await?;
+        let changes = schema_changes(latest.schema(), incoming)?;
+        if changes.is_empty() {
+            return Ok(latest);
+        }
+        match alter_table(&latest, &changes).await {
+            Ok(evolved) => return Ok(evolved),
+            Err(e) if attempt + 1 < EVOLVE_ATTEMPTS => {
+                log::info!(target: "tidelake.cdc", "schema evolution of {} raced ({e}); retrying", table.location());
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The row kinds of a decoded batch.

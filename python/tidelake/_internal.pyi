@@ -95,6 +95,10 @@ class RawTable:
     def alter(self, changes: list[_Change]) -> RawTable:
         """Apply schema changes; returns the table at its new schema."""
 
+    def cdc_evolve(self, schema: pa.Schema) -> RawTable:
+        """The table at a schema that takes decoded CDC rows of ``schema`` (columns added,
+        types widened where Paimon allows; ``SchemaMismatchError`` otherwise)."""
+
     def reload(self) -> RawTable:
         """Re-open the table (latest schema)."""
 
@@ -315,6 +319,12 @@ class RawWriter:
         """The bucket :meth:`write` would put each row in (fixed-bucket tables only;
         ``UnsupportedError`` otherwise), for routing each (partition, bucket) to one writer."""
 
+    def write_changes(
+        self,
+        data: pa.RecordBatch | pa.Table | pa.RecordBatchReader | _ArrowArrayExportable | _ArrowStreamExportable,
+    ) -> None:
+        """Write decoded CDC batches, each row with the kind its ``_row_kind`` column holds."""
+
     def prepare_commit(self) -> list[bytes]:
         """Flush and return the commit messages (opaque, versioned bytes)."""
 
@@ -390,6 +400,13 @@ def compaction_task_target(task: bytes) -> tuple[str, str, int]:
 def run_compaction_task(task: bytes, storage_options: dict[str, str] | None = None) -> bytes:
     """Run a compaction task here; its commit-message bytes."""
 
+
+def cdc_decode(
+    messages: list[tuple[bytes | None, bytes | None]], format: str, on_error: str
+) -> tuple[list[tuple[str, str, list[str], pa.RecordBatch]], list[tuple[int, str]], list[tuple[int, str]]]:
+    """Decode ``(key, value)`` change messages: the decoded source tables (database, table,
+    primary keys, batch), the dead letters (index, error) and the ignored messages (index,
+    reason)."""
 
 def reset_logging() -> None:
     """Make tidelake's events see the current levels and handlers of the ``tidelake`` loggers

@@ -38,20 +38,22 @@ TABLES = ("customers", "products", "orders")
 
 def make_stream(rng: random.Random) -> DebeziumSource:
     src = DebeziumSource("shop")
-    src.create_table("customers", [Column("id", "int64"), Column("name", "string"), Column("city", "string")])
+    src.create_table("customers", [Column("id", "int64"), Column("name", "string"),
+                                   Column("city", "string")])
     src.create_table("products", [Column("id", "int64"), Column("title", "string"), decimal_column("price", 10, 2)])
     src.create_table("orders", [Column("id", "int64"), Column("customer_id", "int64"), Column("product_id", "int64"),
-                                Column("qty", "int32"), Column("status", "string"), micro_timestamp_column("placed_at")])
+                                Column("qty", "int32"), Column("status", "string"),
+                                micro_timestamp_column("placed_at")])
     STREAM.mkdir(parents=True)
     t0 = dt.datetime(2026, 11, 26, 9, 0)
     next_order = 1
     for batch in range(1, 7):
         events = []
         if batch == 1:
-            events += [src.insert("customers", {"id": i, "name": f"customer {i}", "city": rng.choice(["Oslo", "Lyon"])})
-                       for i in range(1, 21)]
-            events += [src.insert("products", {"id": i, "title": f"product {i}", "price": money(rng.randrange(100, 9999))})
-                       for i in range(1, 11)]
+            events += [src.insert("customers", {"id": i, "name": f"customer {i}",
+                                                "city": rng.choice(["Oslo", "Lyon"])}) for i in range(1, 21)]
+            events += [src.insert("products", {"id": i, "title": f"product {i}",
+                                               "price": money(rng.randrange(100, 9999))}) for i in range(1, 11)]
         if batch == 4:  # ALTER TABLE orders ADD COLUMN coupon VARCHAR(16)
             src.add_column("orders", Column("coupon", "string"))
         for _ in range(40):
@@ -66,7 +68,8 @@ def make_stream(rng: random.Random) -> DebeziumSource:
                 events.append(src.insert("orders", row))
                 next_order += 1
             elif roll < 0.85:
-                events.append(src.update("orders", rng.choice(sorted(orders)), {"status": rng.choice(["paid", "sent"])}))
+                status = rng.choice(["paid", "sent"])
+                events.append(src.update("orders", rng.choice(sorted(orders)), {"status": status}))
             else:
                 events.append(src.delete("orders", rng.choice(sorted(orders))))
         events.append(src.update("products", rng.randrange(1, 11), {"price": money(rng.randrange(100, 9999))}))

@@ -45,6 +45,8 @@ class Column:
             return base64.b64encode(unscaled.to_bytes(size, "big", signed=True)).decode()
         if self.logical == "io.debezium.time.MicroTimestamp":
             return (v - EPOCH) // dt.timedelta(microseconds=1)
+        if self.logical == "io.debezium.time.Timestamp":
+            return (v - EPOCH) // dt.timedelta(milliseconds=1)
         if self.logical == "io.debezium.time.Date":
             return (v - EPOCH.date()).days
         return v

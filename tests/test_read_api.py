@@ -270,6 +270,13 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     altered = r("RawTable", "alter", raw.alter([("set_option", "snapshot.num-retained.max", "50", None, None),
                                                 ("add_column", None, None, pa.field("w", pa.int32()), "last")]))
     assert altered.arrow_schema().names == ["id", "dt", "v", "w"]
+    changes = pa.table({"_row_kind": ["+I", "-D"], "id": [9, 1], "dt": ["c", "a"], "x": ["new", None]})
+    altered = r("RawTable", "cdc_evolve", altered.cdc_evolve(changes.schema))
+    assert altered.arrow_schema().names == ["id", "dt", "v", "w", "x"]
+    cdc_writer = altered.writer()
+    r("RawWriter", "write_changes", cdc_writer.write_changes(changes))
+    altered.commit(cdc_writer.prepare_commit(), "me", 3, properties=[])
+    cdc_writer.close()
     plan = r("RawTable", "compaction_plan", altered.compaction_plan(full=True, partitions_json=None))
     r("RawCompactionPlan", "snapshot_id", plan.snapshot_id)
     r("RawCompactionPlan", "moved_snapshot", plan.moved_snapshot)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan", "message_target",
+__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan", "cdc_decode", "message_target",
            "parse_filter_text", "reset_logging", "run_compaction_task", "compaction_task_target"]
 
 __version__: str

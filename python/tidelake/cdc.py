@@ -27,7 +27,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from . import _internal
 from .catalog import Catalog
@@ -46,7 +46,7 @@ FORMATS = ("debezium-json", "canal-json", "maxwell-json", "ogg-json")
 ROW_KIND_COLUMN = "_row_kind"
 """The column of decoded batches holding each row's kind (``+I``, ``-U``, ``+U``, ``-D``)."""
 
-Message = Union[str, bytes, None, "tuple[str | bytes | None, str | bytes | None]"]
+Message = str | bytes | None | tuple[str | bytes | None, str | bytes | None]
 """A message value (``None`` or empty: a tombstone), or a ``(key, value)`` pair as Kafka gives
 them (Debezium's key names the primary key when the value does not)."""
 
@@ -145,7 +145,7 @@ def decode(messages: Iterable[Message], format: str = "debezium-json", on_error:
     return _decode_pairs(_pairs(messages), format, on_error)
 
 
-TableMapping = Union[str, Mapping[str, str], Callable[[str, str], str], None]
+TableMapping = str | Mapping[str, str] | Callable[[str, str], str] | None
 
 
 def _target_name(mapping: TableMapping, database: str, table: str) -> str:

@@ -274,7 +274,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     altered = r("RawTable", "cdc_evolve", altered.cdc_evolve(changes.schema))
     assert altered.arrow_schema().names == ["id", "dt", "v", "w", "x"]
     cdc_writer = altered.writer()
-    r("RawWriter", "write_changes", cdc_writer.write_changes(changes))
+    cdc_writer.write(changes, "changelog")
     altered.commit(cdc_writer.prepare_commit(), "me", 3, properties=[])
     cdc_writer.close()
     plan = r("RawTable", "compaction_plan", altered.compaction_plan(full=True, partitions_json=None))

@@ -309,7 +309,7 @@ class RawWriter:
     ) -> None:
         """Write every batch of an Arrow producer with row kind ``kind``: ``insert``,
         ``upsert`` or ``delete``; inserts into a table with ``rowkind.field`` take each row's kind
-        from that column."""
+        from that column; ``changelog``: decoded CDC batches, each row's kind in ``_row_kind``."""
 
     def buckets(
         self,
@@ -318,12 +318,6 @@ class RawWriter:
     ) -> pa.Int32Array:
         """The bucket :meth:`write` would put each row in (fixed-bucket tables only;
         ``UnsupportedError`` otherwise), for routing each (partition, bucket) to one writer."""
-
-    def write_changes(
-        self,
-        data: pa.RecordBatch | pa.Table | pa.RecordBatchReader | _ArrowArrayExportable | _ArrowStreamExportable,
-    ) -> None:
-        """Write decoded CDC batches, each row with the kind its ``_row_kind`` column holds."""
 
     def prepare_commit(self) -> list[bytes]:
         """Flush and return the commit messages (opaque, versioned bytes)."""

@@ -283,7 +283,7 @@ def _apply(table: Table, name: str, sources: list[SourceChanges], user: str, ide
 
     def write(writer: TableWriter) -> None:
         for source in sources:
-            writer._raw.write_changes(source.batch)
+            writer._raw.write(source.batch, "changelog")
 
     ids = _commit_once(table, write, user, ident, exactly_once)
     result.snapshots[name] = ids[-1] if ids else None

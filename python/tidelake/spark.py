@@ -242,8 +242,10 @@ def cdc_sink(target: str, format: str = "debezium-json", commit_user: str | None
 
         user = _streaming_commit_user(batch, commit_user, "cdc_sink")
         columns = ["key", "value"] if "key" in batch.columns else ["value"]
-        rows = batch.select(*columns).collect()
-        messages = [(r["key"], r["value"]) if len(columns) == 2 else (None, r["value"]) for r in rows]
+        data = batch.select(*columns).toArrow()
+        values = data.column("value").to_pylist()
+        keys = data.column("key").to_pylist() if "key" in columns else [None] * len(values)
+        messages = list(zip(keys, values))
         dest: Catalog | Table
         try:
             dest = io.Location(str(target), storage_options).open()

@@ -1,17 +1,14 @@
-//! `tidelake.cdc`'s engine calls: decoding change messages, evolving a table to take a decoded
-//! batch, and writing a decoded batch with its row kinds.
+//! `tidelake.cdc`'s engine calls: decoding change messages and evolving a table to take a decoded
+//! batch (`RawWriter.write(batch, "changelog")` writes it with its row kinds).
 
 use pyo3::prelude::*;
-use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyRecordBatch;
 use tidelake_core::cdc::{changelog, decode, Format, Message, OnError};
-use tidelake_core::Error;
 
 use crate::arrow_arg::SchemaArg;
-use crate::errors::{to_py, IntoPyResult};
+use crate::errors::IntoPyResult;
 use crate::runtime::block_on;
 use crate::table::RawTable;
-use crate::write::RawWriter;
 
 /// One decoded source table: (database, table, primary keys, pyarrow RecordBatch).
 type PyTableChanges = (String, String, Vec<String>, Py<PyAny>);
@@ -66,24 +63,5 @@ impl RawTable {
     fn cdc_evolve(&self, py: Python<'_>, schema: SchemaArg) -> PyResult<RawTable> {
         let table = block_on(py, changelog::evolve(&self.table, &schema.0))?.py()?;
         Ok(RawTable { table })
-    }
-}
-
-#[pymethods]
-impl RawWriter {
-    /// Write decoded changelog batches, each row with the kind its `_row_kind` holds.
-    fn write_changes(&self, py: Python<'_>, data: AnyRecordBatch) -> PyResult<()> {
-        for batch in data.into_reader()? {
-            let batch = batch.map_err(|e| to_py(Error::arrow("reading input", e)))?;
-            block_on(py, async {
-                let mut guard = self.write.lock().await;
-                let w = guard
-                    .as_mut()
-                    .ok_or_else(|| Error::invalid("the writer is closed"))?;
-                changelog::write_changes(w, &batch).await
-            })?
-            .py()?;
-        }
-        Ok(())
     }
 }

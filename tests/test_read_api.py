@@ -270,13 +270,6 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     altered = r("RawTable", "alter", raw.alter([("set_option", "snapshot.num-retained.max", "50", None, None),
                                                 ("add_column", None, None, pa.field("w", pa.int32()), "last")]))
     assert altered.arrow_schema().names == ["id", "dt", "v", "w"]
-    changes = pa.table({"_row_kind": ["+I", "-D"], "id": [9, 1], "dt": ["c", "a"], "x": ["new", None]})
-    altered = r("RawTable", "cdc_evolve", altered.cdc_evolve(changes.schema))
-    assert altered.arrow_schema().names == ["id", "dt", "v", "w", "x"]
-    cdc_writer = altered.writer()
-    cdc_writer.write(changes, "changelog")
-    altered.commit(cdc_writer.prepare_commit(), "me", 3, properties=[])
-    cdc_writer.close()
     plan = r("RawTable", "compaction_plan", altered.compaction_plan(full=True, partitions_json=None))
     r("RawCompactionPlan", "snapshot_id", plan.snapshot_id)
     r("RawCompactionPlan", "moved_snapshot", plan.moved_snapshot)
@@ -312,6 +305,14 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
                                                                 comment="c"))
     reopened = r("RawTable", "open", _internal.RawTable.open(created.location, storage_options=None))
     assert r("RawTable", "storage_options", reopened.storage_options) == {}
+    changes = pa.table({"_row_kind": ["+I", "+I"], "id": [9, 1], "dt": ["c", "a"], "x": ["new", None]})
+    evolved = r("RawTable", "cdc_evolve", reopened.cdc_evolve(changes.schema))
+    assert evolved.arrow_schema().names == ["id", "dt", "v", "x"]
+    cdc_writer = evolved.writer()
+    cdc_writer.write(changes, "changelog")
+    evolved.commit(cdc_writer.prepare_commit(), "me", 1, properties=[])
+    cdc_writer.close()
+    assert evolved.scan().to_table().column("x").to_pylist() == ["new", None]
     r("RawCatalog", "drop_table", cat.drop_table("db.t"))
     r("RawCatalog", "drop_database", cat.drop_database("db", False))
 

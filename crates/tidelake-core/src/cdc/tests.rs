@@ -526,3 +526,36 @@ fn times_outside_a_day_are_refused() {
         decoded.dead_letters
     );
 }
+
+/// JSON floats decode to the nearest double, as the source wrote them (serde_json's default
+/// fast parser is off by one ulp on some inputs).
+#[test]
+fn floats_round_trip_exactly() {
+    let text = "0.49831104197894716";
+    let decoded = run(
+        Format::MaxwellJson,
+        &[json!({"database": "d", "table": "t", "type": "insert",
+        "data": {"id": 1, "w": serde_json::Value::from(text.parse::<f64>().unwrap())}})],
+    );
+    let message = format!(
+        r#"{{"database": "d", "table": "t", "type": "insert", "data": {{"id": 1, "w": {text}}}}}"#
+    );
+    let raw = decode(
+        [Message {
+            key: None,
+            value: Some(message.as_bytes()),
+        }],
+        Format::MaxwellJson,
+        OnError::Fail,
+    )
+    .unwrap();
+    for d in [decoded, raw] {
+        let w = d.tables[0]
+            .batch
+            .column_by_name("w")
+            .unwrap()
+            .as_primitive::<Float64Type>()
+            .value(0);
+        assert_eq!(w, text.parse::<f64>().unwrap());
+    }
+}

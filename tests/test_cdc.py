@@ -265,3 +265,21 @@ def test_random_history_equals_the_model(tmp_path, seed):
         table = catalog.get_table(f"inventory.{name}")
         expected = {k: {c: v.get(c) for c in table.schema.names} for k, v in src.model(name).items()}
         assert rows_by_id(table) == expected, name
+
+
+def test_columns_seen_only_as_null_get_their_type_later(tmp_path):
+    """Schemaless formats type a column by its values: one that held only nulls is not created
+    as STRING (which a later number could not widen), but once it holds a value."""
+    catalog = tidelake.Catalog(tmp_path)
+    first = {"database": "m", "table": "t", "type": "insert", "data": {"id": 1, "score": None},
+             "primary_key_columns": ["id"]}
+    decoded = cdc.decode([json.dumps(first)], "maxwell-json")
+    assert decoded.tables[0].batch.schema.field("score").type == pa.null()
+    cdc.sync(catalog, [json.dumps(first)], "maxwell-json")
+    t = catalog.get_table("m.t")
+    assert t.schema.names == ["id"]
+    second = {**first, "data": {"id": 2, "score": 7}}
+    cdc.sync(catalog, [json.dumps(second), json.dumps({**first, "data": {"id": 3, "score": None}})], "maxwell-json")
+    assert t.refresh().schema.field("score").type == pa.int64()
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "score": None}, {"id": 2, "score": 7}, {"id": 3, "score": None}]

@@ -61,7 +61,8 @@ class SourceChanges:
     """Named by the messages (Debezium ``pkNames`` or key, Canal ``pkNames``, Maxwell
     ``primary_key_columns``, OGG ``primary_keys``); empty when none did."""
     batch: pa.RecordBatch
-    """:data:`ROW_KIND_COLUMN` then the source columns, typed from the messages."""
+    """:data:`ROW_KIND_COLUMN` then the source columns, typed from the messages (``pa.null()``
+    for a column of schemaless messages that only held nulls so far)."""
 
 
 @dataclass(frozen=True)
@@ -174,13 +175,16 @@ def _keys_for(primary_keys: Any, source: SourceChanges) -> list[str]:
 def _target_table(catalog: Catalog, identifier: str, source: SourceChanges, primary_keys: Any,
                   partition_keys: list[str] | None, bucket: int | None, options: dict[str, str] | None,
                   result: SyncResult) -> Table:
+    import pyarrow as pa
+
     try:
         return catalog.get_table(identifier)
     except TableNotFoundError:
         pass
     database = identifier.split(".", 1)[0]
     catalog.create_database(database, ignore_if_exists=True)
-    schema = source.batch.schema.remove(source.batch.schema.get_field_index(ROW_KIND_COLUMN))
+    # columns that only held nulls have no type yet: sync adds them once they have one
+    schema = pa.schema([f for f in source.batch.schema if f.name != ROW_KIND_COLUMN and not pa.types.is_null(f.type)])
     try:
         table = catalog.create_table(identifier, schema, primary_keys=_keys_for(primary_keys, source),
                                      partition_keys=partition_keys, bucket=bucket, options=options)

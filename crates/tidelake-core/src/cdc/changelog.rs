@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
 use arrow_row::{RowConverter, SortField};
-use arrow_schema::{Schema as ArrowSchema, SchemaRef};
+use arrow_schema::{DataType as ArrowType, Schema as ArrowSchema, SchemaRef};
 use arrow_select::take::take_record_batch;
 use tidelake_spec::arrow::{from_arrow_type, to_arrow_type};
 use tidelake_spec::row_kind::RowKind;
@@ -36,7 +36,8 @@ use crate::write::table_write::TableWrite;
 pub fn schema_changes(table: &TableSchema, incoming: &ArrowSchema) -> Result<Vec<SchemaChange>> {
     let mut changes = Vec::new();
     for field in incoming.fields() {
-        if field.name() == ROW_KIND_COLUMN {
+        // a column that only held nulls has no type yet: it is added once it has one
+        if field.name() == ROW_KIND_COLUMN || field.data_type() == &ArrowType::Null {
             continue;
         }
         let source = from_arrow_type(field.data_type(), true)
@@ -178,13 +179,15 @@ pub fn write_order(
         .collect())
 }
 
-/// `batch` without the row-kind column and with a null column for every table column the
-/// source does not send (dropped at the source, or only known to the table).
+/// `batch` without the row-kind column and the untyped all-null columns the table lacks, and
+/// with a null column for every table column the source does not send (dropped at the source,
+/// or only known to the table).
 fn table_columns(batch: &RecordBatch, table: &TableSchema) -> Result<RecordBatch> {
     let mut fields = Vec::new();
     let mut columns = Vec::new();
     for (i, f) in batch.schema().fields().iter().enumerate() {
-        if f.name() != ROW_KIND_COLUMN {
+        let untyped_unknown = f.data_type() == &ArrowType::Null && table.field(f.name()).is_none();
+        if f.name() != ROW_KIND_COLUMN && !untyped_unknown {
             fields.push(f.clone());
             columns.push(batch.column(i).clone());
         }

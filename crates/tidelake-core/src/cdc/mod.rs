@@ -7,7 +7,9 @@
 //! the Arrow type of each column (declared by the message where the format declares types,
 //! otherwise inferred from the JSON values). Rows of one source table are gathered into one
 //! [`TableChanges`] whose batch has the [`ROW_KIND_COLUMN`] first, then the source columns in
-//! the order they were first seen, typed with the narrowest type holding every message's values.
+//! the order they were first seen, typed with the narrowest type holding every message's values
+//! (Arrow's `Null` type for a column of schemaless messages that only ever held null: its type
+//! is not known yet).
 //!
 //! Invariants: every message is accounted for: it adds rows, is ignored for a stated reason
 //! (tombstones, DDL, truncate events: [`Decoded::ignored`]), or is malformed; a malformed
@@ -432,11 +434,6 @@ impl Accumulator {
         let kinds: StringArray = self.kinds.iter().map(|k| Some(k.short_string())).collect();
         let mut arrays: Vec<ArrayRef> = vec![Arc::new(kinds)];
         for ((name, t), cells) in self.columns.into_iter().zip(self.cells) {
-            let t = if t == ArrowType::Null {
-                ArrowType::Utf8
-            } else {
-                t
-            };
             let array = build_column(&cells, &t).map_err(|e| {
                 Error::Internal(format!(
                     "decoded column '{name}' of {}.{}: {e}",

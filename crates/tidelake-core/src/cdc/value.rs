@@ -188,8 +188,7 @@ fn unit_nanos(unit: &TimeUnit) -> i64 {
     }
 }
 
-/// The Arrow column of `cells` as `target` (a type [`merge_types`] produced for them; `Null`
-/// becomes a column of null strings).
+/// The Arrow column of `cells` as `target` (a type [`merge_types`] produced for them).
 pub fn build_column(cells: &[Cell], target: &ArrowType) -> Result<ArrayRef, String> {
     macro_rules! build {
         ($builder:expr, $conv:expr) => {{
@@ -208,7 +207,8 @@ pub fn build_column(cells: &[Cell], target: &ArrowType) -> Result<ArrayRef, Stri
         _ => None,
     };
     Ok(match target {
-        ArrowType::Null | ArrowType::Utf8 => build!(StringBuilder::new(), |c: &Cell| match c {
+        ArrowType::Null => arrow_array::new_null_array(target, cells.len()),
+        ArrowType::Utf8 => build!(StringBuilder::new(), |c: &Cell| match c {
             Cell::Str(s) => Some(s.clone()),
             _ => None,
         }),

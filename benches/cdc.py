@@ -1,7 +1,7 @@
 """CDC ingestion throughput (issue #19): Debezium JSON events synced into a table with
 ``tidelake.cdc.sync`` vs the plain upsert path writing the same changes from Arrow.
 
-    .venv/bin/python benches/cdc.py                  # 200,000 events in batches of 20,000
+    .venv/bin/python benches/cdc.py                  # 100,000 events in batches of 10,000
     .venv/bin/python benches/cdc.py --events 20000   # quicker
 
 The events (``examples/cdc_stream.py``: Debezium MySQL connector shape, schema envelope, Kafka
@@ -88,8 +88,8 @@ def state(table: tidelake.Table) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--events", type=int, default=200_000)
-    ap.add_argument("--batch", type=int, default=20_000)
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=10_000)
     args = ap.parse_args()
     gen = time.perf_counter()
     src, batches = workload(args.events, args.batch)

@@ -184,6 +184,9 @@ def test_missing_primary_key_is_a_clear_error(tmp_path):
         cdc.sync(catalog, [msg])
     cdc.sync(catalog, [msg], primary_keys={"d.t": ["id"]})
     assert catalog.get_table("d.t").primary_keys == ["id"]
+    # once the table exists its keys are known: later messages need none
+    cdc.sync(catalog, [msg.replace('"a"', '"b"')])
+    assert catalog.get_table("d.t").to_arrow().to_pylist() == [{"id": 1, "v": "b"}]
 
 
 def test_other_formats_sync(tmp_path):

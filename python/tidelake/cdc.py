@@ -172,25 +172,37 @@ def _keys_for(primary_keys: Any, source: SourceChanges) -> list[str]:
     return list(keys)
 
 
+def _get_or_create(catalog: Catalog, identifier: str, create: Callable[[], Table]) -> tuple[Table, bool]:
+    """The table ``identifier``, or ``create()``'s (its database created first) when missing;
+    True if created here."""
+    try:
+        return catalog.get_table(identifier), False
+    except TableNotFoundError:
+        pass
+    catalog.create_database(identifier.split(".", 1)[0], ignore_if_exists=True)
+    try:
+        return create(), True
+    except TableAlreadyExistsError:  # another sync created it first
+        return catalog.get_table(identifier), False
+
+
 def _target_table(catalog: Catalog, identifier: str, source: SourceChanges, primary_keys: Any,
                   partition_keys: list[str] | None, bucket: int | None, options: dict[str, str] | None,
                   result: SyncResult) -> Table:
     import pyarrow as pa
 
-    try:
-        return catalog.get_table(identifier)
-    except TableNotFoundError:
-        pass
-    database = identifier.split(".", 1)[0]
-    catalog.create_database(database, ignore_if_exists=True)
-    # columns that only held nulls have no type yet: sync adds them once they have one
-    schema = pa.schema([f for f in source.batch.schema if f.name != ROW_KIND_COLUMN and not pa.types.is_null(f.type)])
-    try:
-        table = catalog.create_table(identifier, schema, primary_keys=_keys_for(primary_keys, source),
-                                     partition_keys=partition_keys, bucket=bucket, options=options)
-    except TableAlreadyExistsError:  # another sync created it first
-        return catalog.get_table(identifier)
-    result.created.append(identifier)
+    def schema() -> pa.Schema:
+        # columns that only held nulls have no type yet: sync adds them once they have one
+        fields = source.batch.schema
+        return pa.schema([f for f in fields if f.name != ROW_KIND_COLUMN and not pa.types.is_null(f.type)])
+
+    def create() -> Table:
+        return catalog.create_table(identifier, schema(), primary_keys=_keys_for(primary_keys, source),
+                                    partition_keys=partition_keys, bucket=bucket, options=options)
+
+    table, created = _get_or_create(catalog, identifier, create)
+    if created:
+        result.created.append(identifier)
     return table
 
 
@@ -229,6 +241,8 @@ def sync(target: Catalog | Table, messages: Iterable[Message], format: str = "de
     """
     if (commit_identifier is None) != (commit_user is None):
         raise InvalidArgumentError("give both commit_identifier and commit_user, or neither")
+    if isinstance(dead_letter_table, str) and not isinstance(target, Catalog):
+        raise InvalidArgumentError("dead_letter_table must be a Table when the target is a Table")
     user = commit_user or str(uuid.uuid4())
     ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
     pairs = _pairs(messages)
@@ -306,16 +320,9 @@ def _write_dead_letters(target: Catalog | Table, where: Table | str, letters: li
     })
     if isinstance(where, Table):
         table = where
-    elif isinstance(target, Catalog):
-        try:
-            table = target.get_table(where)
-        except TableNotFoundError:
-            target.create_database(where.split(".", 1)[0], ignore_if_exists=True)
-            try:
-                table = target.create_table(where, data.schema)
-            except TableAlreadyExistsError:
-                table = target.get_table(where)
     else:
-        raise InvalidArgumentError("dead_letter_table must be a Table when the target is a Table")
+        assert isinstance(target, Catalog)  # checked by sync
+        catalog = target
+        table, _ = _get_or_create(catalog, where, lambda: catalog.create_table(where, data.schema))
     ids = _commit_once(table, lambda w: w.write(data), user, ident, exactly_once)
     result.snapshots[where if isinstance(where, str) else where.path] = ids[-1] if ids else None

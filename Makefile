@@ -1,5 +1,5 @@
 # tidelake developer entry points. Two commands matter:
-#   make demo   - set everything up and run the demo pipelines (PySpark, then Python) on local storage
+#   make demo   - set everything up and run the demo pipelines (PySpark, Python, CDC) on local storage
 #   make test   - set everything up and run every check and test (ruff, mypy, cargo test, pytest)
 # Everything is installed by these targets into .venv; the cargo target dir lives outside the
 # clone (CARGO_TARGET_DIR, default ~/.cache/tidelake/target) so rebuilds are incremental.
@@ -58,6 +58,7 @@ test: venv
 demo: develop
 	$(PY) examples/spark_demo.py
 	$(PY) examples/demo.py
+	$(PY) examples/cdc_demo.py
 
 bench: develop
 	$(PY) -m pip install --quiet -r requirements-bench.txt

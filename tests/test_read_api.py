@@ -305,6 +305,14 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
                                                                 comment="c"))
     reopened = r("RawTable", "open", _internal.RawTable.open(created.location, storage_options=None))
     assert r("RawTable", "storage_options", reopened.storage_options) == {}
+    changes = pa.table({"_row_kind": ["+I", "+I"], "id": [9, 1], "dt": ["c", "a"], "x": ["new", None]})
+    evolved = r("RawTable", "cdc_evolve", reopened.cdc_evolve(changes.schema))
+    assert evolved.arrow_schema().names == ["id", "dt", "v", "x"]
+    cdc_writer = evolved.writer()
+    cdc_writer.write(changes, "changelog")
+    evolved.commit(cdc_writer.prepare_commit(), "me", 1, properties=[])
+    cdc_writer.close()
+    assert evolved.scan().to_table().column("x").to_pylist() == ["new", None]
     r("RawCatalog", "drop_table", cat.drop_table("db.t"))
     r("RawCatalog", "drop_database", cat.drop_database("db", False))
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Literal, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan", "message_target",
+__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan", "cdc_decode", "message_target",
            "parse_filter_text", "reset_logging", "run_compaction_task", "compaction_task_target"]
 
 __version__: str
@@ -94,6 +94,10 @@ class RawTable:
 
     def alter(self, changes: list[_Change]) -> RawTable:
         """Apply schema changes; returns the table at its new schema."""
+
+    def cdc_evolve(self, schema: pa.Schema) -> RawTable:
+        """The table at a schema that takes decoded CDC rows of ``schema`` (columns added,
+        types widened where Paimon allows; ``SchemaMismatchError`` otherwise)."""
 
     def reload(self) -> RawTable:
         """Re-open the table (latest schema)."""
@@ -311,7 +315,7 @@ class RawWriter:
     ) -> None:
         """Write every batch of an Arrow producer with row kind ``kind``: ``insert``,
         ``upsert`` or ``delete``; inserts into a table with ``rowkind.field`` take each row's kind
-        from that column."""
+        from that column; ``changelog``: decoded CDC batches, each row's kind in ``_row_kind``."""
 
     def buckets(
         self,
@@ -396,6 +400,13 @@ def compaction_task_target(task: bytes) -> tuple[str, str, int]:
 def run_compaction_task(task: bytes, storage_options: dict[str, str] | None = None) -> bytes:
     """Run a compaction task here; its commit-message bytes."""
 
+
+def cdc_decode(
+    messages: list[tuple[bytes | None, bytes | None]], format: str, on_error: str
+) -> tuple[list[tuple[str, str, list[str], pa.RecordBatch]], list[tuple[int, str]], list[tuple[int, str]]]:
+    """Decode ``(key, value)`` change messages: the decoded source tables (database, table,
+    primary keys, batch), the dead letters (index, error) and the ignored messages (index,
+    reason)."""
 
 def reset_logging() -> None:
     """Make tidelake's events see the current levels and handlers of the ``tidelake`` loggers

@@ -12,6 +12,9 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   buckets. One atomic commit on the driver.
 * :func:`upsert_sink` is a ``foreachBatch`` function for streaming upserts/deletes (Spark
   rejects update mode for Python sinks), exactly-once per (query, batch id).
+* :func:`cdc_sink` is a ``foreachBatch`` function applying database change messages (Debezium,
+  Canal, Maxwell, OGG JSON in a ``value`` column, as Kafka gives) with :func:`tidelake.cdc.sync`,
+  exactly-once per (query, batch id).
 * :func:`compact` compacts a table with Spark: planned on the driver, one task per bucket on
   the executors, one commit on the driver (:mod:`tidelake.compaction`).
 
@@ -26,13 +29,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from . import _spark_io as io
-from .exceptions import InvalidArgumentError, UnsupportedError
+from .exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
 from .write import TableWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["register", "write", "upsert_sink", "compact", "BUCKET_COLUMN"]
+__all__ = ["register", "write", "upsert_sink", "cdc_sink", "compact", "BUCKET_COLUMN"]
 
 BUCKET_COLUMN = "_tidelake_bucket"
 """The routing column :func:`write` adds (and drops before writing) on fixed-bucket tables."""
@@ -190,13 +193,65 @@ def upsert_sink(path: str, mode: str = "upsert", commit_user: str | None = None,
         raise InvalidArgumentError(f"mode must be one of {', '.join(io.WRITE_KINDS)}, got {mode!r}")
 
     def sink(batch: DataFrame, batch_id: int) -> None:
-        user = commit_user
-        if user is None:
-            query = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
-            if not query:
-                raise InvalidArgumentError("upsert_sink could not find the streaming query id; pass commit_user")
-            user = f"spark-foreach-{query}"
+        user = _streaming_commit_user(batch, commit_user, "upsert_sink")
         write(batch, path, mode, commit_user=user, commit_identifier=batch_id, **write_options)
+
+    return sink
+
+
+def _streaming_commit_user(batch: DataFrame, commit_user: str | None, sink: str) -> str:
+    """``commit_user``, or one derived from the streaming query id (the same across restarts
+    from one checkpoint)."""
+    if commit_user is not None:
+        return commit_user
+    query = batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+    if not query:
+        raise InvalidArgumentError(f"{sink} could not find the streaming query id; pass commit_user")
+    return f"spark-foreach-{query}"
+
+
+def cdc_sink(target: str, format: str = "debezium-json", commit_user: str | None = None, *,
+             storage_options: dict[str, str] | None = None, **sync_options: Any) -> Callable[[DataFrame, int], None]:
+    """A ``foreachBatch`` function applying the change messages of each micro-batch with
+    :func:`tidelake.cdc.sync`: one commit per target table, exactly-once (batch ``b`` commits as
+    (``commit_user``, b) on every table, so a batch Spark replays after a restart is skipped
+    table by table).
+
+    ``target`` is a warehouse directory (whole-database sync into a :class:`tidelake.Catalog`)
+    or, when it holds a table, that table. The DataFrame needs a ``value`` column (string or
+    binary JSON, e.g. Kafka's) and may have a ``key`` column. ``sync_options`` are those of
+    :func:`tidelake.cdc.sync` (``table_mapping``, ``primary_keys``, ``partition_keys``,
+    ``bucket``, ``options``, ``on_error``, ``dead_letter_table``). The messages of a micro-batch
+    are collected on the driver: bound them with the source's ``maxOffsetsPerTrigger``.
+
+    Example::
+
+        spark.readStream.format("kafka").option("subscribe", "dbserver1.inventory.*").load() \\
+            .writeStream.foreachBatch(tidelake.spark.cdc_sink("/wh", "debezium-json")) \\
+            .option("checkpointLocation", "/chk/cdc").start()
+    """
+    from .cdc import FORMATS
+
+    if format not in FORMATS:
+        raise InvalidArgumentError(f"unknown CDC format {format!r}; formats are {', '.join(FORMATS)}")
+
+    def sink(batch: DataFrame, batch_id: int) -> None:
+        from .catalog import Catalog
+        from .cdc import sync
+        from .table import Table
+
+        user = _streaming_commit_user(batch, commit_user, "cdc_sink")
+        columns = ["key", "value"] if "key" in batch.columns else ["value"]
+        data = batch.select(*columns).toArrow()
+        values = data.column("value").to_pylist()
+        keys = data.column("key").to_pylist() if "key" in columns else [None] * len(values)
+        messages = list(zip(keys, values))
+        dest: Catalog | Table
+        try:
+            dest = io.Location(str(target), storage_options).open()
+        except TableNotFoundError:
+            dest = Catalog(str(target), storage_options)
+        sync(dest, messages, format, commit_identifier=batch_id, commit_user=user, **sync_options)
 
     return sink
 

@@ -10,7 +10,7 @@
 //! | metadata | `snapshots`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; where branches live; opening, creating and altering tables |
 //! | state | `state` | a snapshot's manifests replayed into its live files per partition and bucket |
 //! | plan | `scan`, `lsm` | snapshot → splits with pruning; the LSM tree: key order, sorted runs, levels, merges |
-//! | data | `read`, `write` | data files and splits read; batches written to files and commit messages |
+//! | data | `read`, `write`, `cdc` | data files and splits read; batches written to files and commit messages; database changelog messages decoded and written with row kinds |
 //! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
 //! | compact | `compact` | keeping buckets' LSM trees shallow |
 //! | maintenance | `maintenance` | expiration, orphans, tags, branches, rollback, system tables |
@@ -20,6 +20,7 @@
 
 pub mod branch;
 pub mod catalog;
+pub mod cdc;
 pub mod commit;
 pub mod compact;
 pub mod datum_arrow;

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 mod arrow_arg;
 mod branch;
 mod catalog;
+mod cdc;
 mod compact;
 mod errors;
 mod maintenance;
@@ -44,6 +45,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compact::run_compaction_task, m)?)?;
     m.add_function(wrap_pyfunction!(compact::compaction_task_target, m)?)?;
     m.add_function(wrap_pyfunction!(reset_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(cdc::cdc_decode, m)?)?;
     let _ = LOGGING.set(pyo3_log::try_init().ok());
     m.add_function(wrap_pyfunction!(scan::parse_filter_text, m)?)?;
     Ok(())

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use arrow_array::Int32Array;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyArray;
+use tidelake_core::cdc::changelog;
 use tidelake_core::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
 use tidelake_core::compact::commit_visible;
 use tidelake_core::scan::predicate::Predicate;
@@ -44,7 +45,8 @@ pub struct RawWriter {
 #[pymethods]
 impl RawWriter {
     /// Write every batch of an Arrow producer with row kind `kind` (`insert`, `upsert`,
-    /// `delete`; inserts into a `rowkind.field` table read each row's kind from that column).
+    /// `delete`; inserts into a `rowkind.field` table read each row's kind from that column;
+    /// `changelog`: decoded CDC batches, each row's kind in their `_row_kind` column).
     fn write(&self, py: Python<'_>, data: AnyRecordBatch, kind: &str) -> PyResult<()> {
         let reader = data.into_reader()?;
         for batch in reader {
@@ -54,6 +56,9 @@ impl RawWriter {
                 let w = guard
                     .as_mut()
                     .ok_or_else(|| Error::invalid("the writer is closed"))?;
+                if kind == "changelog" {
+                    return changelog::write_changes(w, &batch).await;
+                }
                 let kinds = row_kinds(w, kind)?;
                 w.write(&batch, kinds).await
             })?

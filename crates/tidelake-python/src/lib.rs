@@ -11,6 +11,7 @@ mod arrow_arg;
 mod branch;
 mod catalog;
 mod compact;
+mod dml;
 mod errors;
 mod maintenance;
 mod runtime;

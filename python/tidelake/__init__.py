@@ -22,7 +22,8 @@ from .exceptions import (
     UnsupportedError,
 )
 from .table import Table, create_table, open_table, write_table
-from .write import CommitMessage, TableWriter
+from .dml import MergeBuilder
+from .write import CommitMessage, TableWriter, WriteResult
 
 # Events (commits and their retries, expiry, compaction) go to the "tidelake" loggers; silent
 # unless the application configures logging.
@@ -37,6 +38,8 @@ __all__ = [
     "Catalog",
     "TableWriter",
     "CommitMessage",
+    "WriteResult",
+    "MergeBuilder",
     "Table",
     "Snapshot",
     "Tag",

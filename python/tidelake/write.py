@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
+import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .exceptions import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
+    from . import _internal
     from .table import Table
 
-__all__ = ["CommitMessage", "TableWriter", "arrow_input"]
+__all__ = ["CommitMessage", "TableWriter", "WriteResult", "arrow_input"]
 
 
 def arrow_input(data: Any) -> Any:
@@ -151,3 +153,68 @@ def raw_messages(messages: list[CommitMessage]) -> list[bytes]:
     return [m.payload for m in messages]
 
 
+
+
+@dataclass(frozen=True, eq=False)
+class WriteResult:
+    """What a write, delete, update, merge, overwrite or truncate committed.
+
+    Stands for its last snapshot id where one is expected: ``int(result)``, ``result == 7``,
+    ``snapshot_id=result`` and ``bool(result)`` (False when nothing was committed) use
+    :attr:`snapshot_id`.
+
+    Files, bytes and ``records_*`` are exact, read from the committed snapshots' delta manifests
+    (compactions a writer ran count too). On primary-key tables records are key-value records: an
+    upsert adds a record without removing the one it replaces until compaction. ``rows_*`` count
+    table rows and are None where unknown (an upsert does not know whether a key existed).
+    """
+
+    snapshot_ids: tuple[int, ...]
+    rows_inserted: int | None = None
+    rows_updated: int | None = None
+    rows_deleted: int | None = None
+    files_added: int = 0
+    files_removed: int = 0
+    records_added: int = 0
+    records_removed: int = 0
+    bytes_added: int = 0
+    bytes_removed: int = 0
+    #: Wall-clock seconds of the whole call (reading, writing and committing).
+    duration_s: float = field(default=0.0)
+
+    @property
+    def snapshot_id(self) -> int | None:
+        """The last snapshot committed, None when nothing was."""
+        return self.snapshot_ids[-1] if self.snapshot_ids else None
+
+    def __index__(self) -> int:
+        if self.snapshot_id is None:
+            raise TypeError("nothing was committed: this WriteResult has no snapshot id")
+        return self.snapshot_id
+
+    __int__ = __index__
+
+    def __bool__(self) -> bool:
+        return bool(self.snapshot_ids)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, WriteResult):
+            return self.__dict__ == other.__dict__
+        if isinstance(other, int) and not isinstance(other, bool):
+            return self.snapshot_id == other
+        if other is None:
+            return self.snapshot_id is None
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.snapshot_id)
+
+
+def write_result(raw: _internal.RawTable, ids: list[int], started: float, *, inserted: int | None = None,
+                 updated: int | None = None, deleted: int | None = None) -> WriteResult:
+    """The :class:`WriteResult` of snapshots ``ids`` committed by a call started at ``started``
+    (``time.monotonic()``)."""
+    m = raw.commit_metrics(list(ids)) if ids else {}
+    return WriteResult(tuple(ids), inserted, updated, deleted, m.get("files_added", 0), m.get("files_removed", 0),
+                       m.get("rows_added", 0), m.get("rows_removed", 0), m.get("bytes_added", 0),
+                       m.get("bytes_removed", 0), time.monotonic() - started)

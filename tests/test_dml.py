@@ -15,11 +15,11 @@ import os
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from _s3 import Storage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tidelake
-from _s3 import Storage
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.string(), nullable=False),
                     pa.field("qty", pa.int64()), pa.field("name", pa.string())])
@@ -109,13 +109,15 @@ class Model:
 
 row_st = st.fixed_dictionaries({"id": st.integers(0, 12), "p": st.sampled_from(["a", "b"]),
                                 "qty": st.integers(0, 9), "name": st.sampled_from(["x", "y", "z"])})
-# (SQL filter, the same as a Python predicate, the same as DNF tuples or None)
+# (SQL filter, the same as a Python predicate with SQL's NULL semantics, as DNF tuples or None)
 FILTERS = [
     ("qty < 4", lambda r: r["qty"] < 4, [("qty", "<", 4)]),
-    ("p = 'a' AND name <> 'x'", lambda r: r["p"] == "a" and r["name"] != "x", [("p", "=", "a"), ("name", "!=", "x")]),
+    ("p = 'a' AND name <> 'x'", lambda r: r["p"] == "a" and r["name"] not in ("x", None),
+     [("p", "=", "a"), ("name", "!=", "x")]),
     ("id IN (1, 3, 5) OR qty >= 8", lambda r: r["id"] in (1, 3, 5) or r["qty"] >= 8,
      [[("id", "in", [1, 3, 5])], [("qty", ">=", 8)]]),
-    ("name LIKE 'y%' AND qty BETWEEN 2 AND 6", lambda r: r["name"].startswith("y") and 2 <= r["qty"] <= 6, None),
+    ("name LIKE 'y%' AND qty BETWEEN 2 AND 6", lambda r: (r["name"] or "").startswith("y") and 2 <= r["qty"] <= 6,
+     None),
 ]
 op_st = st.one_of(
     st.tuples(st.just("write"), st.lists(row_st, min_size=1, max_size=8)),
@@ -145,7 +147,7 @@ def apply(t: tidelake.Table, m: Model, op: tuple) -> None:
         hit = [r for r in m.rows if pred(r)]
         # a SQL expression or a pyarrow Expression, both over the row
         set_ = {"qty": "qty * 10 + 1", "name": "'u'"} if op[2] else \
-            {"qty": pc.add(pc.field("qty"), 100), "name": "u"}
+            {"qty": pc.add(pc.field("qty"), 100), "name": pc.scalar("u")}
         res = t.update(set_, sql)
         for r in hit:
             r["qty"] = r["qty"] * 10 + 1 if op[2] else r["qty"] + 100
@@ -174,7 +176,9 @@ def merge_model(t: tidelake.Table, m: Model, src: list[dict]) -> None:
     """MERGE with two matched clauses in order (delete small qty, else update), an insert with a
     condition and a not-matched-by-source delete with a condition (primary-key tables; append
     tables merge on id too, where a target row matched twice is an error)."""
-    key = (lambda r: (r["id"], r["p"]))
+    def key(r: dict) -> tuple:
+        return (r["id"], r["p"])
+
     by_src = {key(s): s for s in src}
     matches = {}
     for r in m.rows:
@@ -346,6 +350,62 @@ def test_dml_racing_a_writer_keeps_acknowledged_rows(tmp_path, kind):
     written = sorted(r["id"] for r in rows if r["name"] == "w")
     assert written == acked == list(range(15))
     assert all(r["qty"] == 1 for r in rows if r["name"] == "w")  # never touched by the update
+
+
+def test_update_computed_before_a_concurrent_write_is_redone(tmp_path, monkeypatch):
+    """A write acknowledged between the DML's read and its commit, with lower sequence numbers
+    than the DML's (its writer numbered its rows before another commit raised them), must not be
+    overwritten by an update computed without it: the commit conflicts and the update is redone."""
+    from tidelake import dml
+
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["id", "p"], bucket=1)
+    t.write(table_of([{"id": i, "p": "a", "qty": 0, "name": "x"} for i in range(1, 6)]))
+    early = t.writer()
+    early.write(table_of([{"id": 3, "p": "a", "qty": 50, "name": "early"}]))  # numbered now
+    t.write(table_of([{"id": i, "p": "a", "qty": 0, "name": "x"} for i in range(6, 16)]))  # raises the numbers
+    real_commit = dml._Change.commit
+    attempts = []
+
+    def commit_after_the_concurrent_write(self, read_snapshot):
+        if not attempts:
+            t.commit(early.prepare_commit())  # acknowledged after the DML read
+            early.close()
+        attempts.append(read_snapshot)
+        return real_commit(self, read_snapshot)
+
+    monkeypatch.setattr(dml._Change, "commit", commit_after_the_concurrent_write)
+    res = t.update({"qty": "qty + 1"}, "qty < 10")
+    assert len(attempts) == 2 and attempts[1] > attempts[0]
+    got = {r["id"]: (r["qty"], r["name"]) for r in t.to_arrow().to_pylist()}
+    assert got[3] == (50, "early")
+    assert all(got[i] == (1, "x") for i in got if i != 3) and res.rows_updated == 14
+
+
+def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkeypatch):
+    """A compaction that removed the files a delete rewrites lands first: the delete's commit
+    conflicts (its files are discarded) and it is redone on the compacted files."""
+    from tidelake import dml
+
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, bucket=1, options={"bucket-key": "id"})
+    for i in range(4):
+        t.write(table_of([{"id": i * 10 + j, "p": "a", "qty": j, "name": "x"} for j in range(10)]))
+    real_commit = dml._Change.commit
+    attempts = []
+
+    def commit_after_a_compaction(self, read_snapshot):
+        if not attempts:
+            assert t.compact(full=True) is not None
+        attempts.append(read_snapshot)
+        return real_commit(self, read_snapshot)
+
+    monkeypatch.setattr(dml._Change, "commit", commit_after_a_compaction)
+    res = t.delete("qty >= 5")
+    assert len(attempts) == 2 and res.rows_deleted == 20
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [i * 10 + j for i in range(4) for j in range(5)]
+    import time
+
+    orphans = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True)
+    assert orphans == []  # the lost attempt's files were discarded
 
 
 # ---- other readers ------------------------------------------------------------------------------

@@ -213,16 +213,23 @@ def _check_row_level(table: Table, what: str, deletes: bool, updates: bool) -> N
     """Refuse changes the table's merge engine cannot express with row kinds."""
     if not table.primary_keys:
         return
-    opts = table.effective_options
-    engine = opts.get("merge-engine") or "deduplicate"
+    engine = _engine(table)
     if engine not in ("deduplicate", "partial-update"):
         raise UnsupportedError(f"{what} on a {engine} table: only deduplicate and partial-update tables "
                                "support row-level changes")
-    if deletes and opts.get("ignore-delete"):
+    if deletes and _flag(table, "ignore-delete"):
         raise UnsupportedError(f"{what} deletes rows, but the table ignores deletes (ignore-delete=true)")
-    if deletes and engine == "partial-update" and not opts.get("partial-update.remove-record-on-delete"):
+    if deletes and engine == "partial-update" and not _flag(table, "partial-update.remove-record-on-delete"):
         raise UnsupportedError(f"{what} deletes rows, but this partial-update table cannot take delete records: "
                                "set partial-update.remove-record-on-delete=true")
+
+
+def _engine(table: Table) -> str:
+    return table.options.get("merge-engine", "deduplicate").strip().lower()
+
+
+def _flag(table: Table, key: str) -> bool:
+    return table.options.get(key, "false").strip().lower() == "true"
 
 
 class _Change:
@@ -244,9 +251,13 @@ class _Change:
             self.writer._raw.write(rows.select(self.table.primary_keys), "delete")
 
     def commit(self, read_snapshot: int | None) -> list[int]:
-        messages = self.writer.prepare_commit()
-        ids: list[int] = self.table._raw.commit_dml(raw_messages(messages), self.rewritten, read_snapshot,
-                                                    self.writer.commit_user, BATCH_COMMIT_IDENTIFIER)
+        messages = raw_messages(self.writer.prepare_commit())
+        try:
+            ids: list[int] = self.table._raw.commit_dml(messages, self.rewritten, read_snapshot,
+                                                        self.writer.commit_user, BATCH_COMMIT_IDENTIFIER)
+        except (CommitConflictError, SnapshotExpiredError):
+            self.table._raw.discard(messages)  # nothing landed: the files are garbage
+            raise
         return ids
 
 
@@ -400,7 +411,7 @@ def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = Non
 
 def _check_partial_nulls(table: Table, rows: pa.Table, columns: list[str]) -> None:
     """Partial-update tables ignore null values: setting a column to null cannot be expressed."""
-    if (table.effective_options.get("merge-engine") or "deduplicate") != "partial-update":
+    if not table.primary_keys or _engine(table) != "partial-update":
         return
     for c in columns:
         if rows.column(c).null_count:
@@ -463,11 +474,21 @@ class MergeBuilder:
     """
 
     def __init__(self, table: Table, source: Any, on: Any, partitions: Any = None) -> None:
+        import pyarrow as pa
+
         from .write import arrow_input
 
         self._table = table
         self._source = _source_table(arrow_input(source))
         self._on = self._pairs(on)
+        for t, s in self._on:  # join keys of the target's types
+            i = self._source.column_names.index(s)
+            want = table.schema.field(t).type
+            if self._source.schema.types[i] != want:
+                try:
+                    self._source = self._source.set_column(i, s, self._source.column(i).cast(want))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise InvalidArgumentError(f"merge on: source column {s!r} cannot be read as {want}: {e}") from e
         self._partitions = partitions
         schema = table.schema
         self._columns = {"target": dict(zip(schema.names, schema.types)),
@@ -494,8 +515,8 @@ class MergeBuilder:
             pairs = []
             for t in terms:
                 t = t.unnest()
-                cols = [t.left, t.right] if isinstance(t, exp.EQ) else []
-                if len(cols) != 2 or not all(isinstance(c, exp.Column) for c in cols):
+                cols = [c for c in ([t.left, t.right] if isinstance(t, exp.EQ) else []) if isinstance(c, exp.Column)]
+                if len(cols) != 2:
                     raise InvalidArgumentError(f"merge on {on!r}: only target.col = source.col equalities joined "
                                                "by AND are supported; put other conditions in the clauses")
                 by = {(c.table or "").lower(): c.name for c in cols}
@@ -587,6 +608,8 @@ class MergeBuilder:
         updates = any(c.kind == "update" for c in self._matched)
         _check_row_level(self._table, "merge", deletes=deletes, updates=updates)
         restrict = _restriction(self._table, self._partitions)
+        if restrict is not None:
+            self._source = self._source.filter(self._in_partitions(restrict))
         pushdown = self._pushdown()
         return run(self._table, "merge", lambda change, snapshot: self._run(change, snapshot, pushdown, restrict))
 
@@ -670,6 +693,18 @@ class MergeBuilder:
         keep = rows.filter(pa.array(state == 0)).select(schema.names)
         deleted = rows.filter(pa.array(state == 2)).select(schema.names)
         return _conform(keep, schema), updated, deleted
+
+    def _in_partitions(self, restrict: dict[str, Any]) -> pa.Array:
+        """Which source rows fall in the restricted partitions (read through ``on``): the others
+        cannot be told apart from rows of partitions not read, so they take no part."""
+        import pyarrow as pa
+
+        by_target = dict(self._on)
+        missing = [k for k in self._table.partition_keys if k not in by_target]
+        if missing:
+            raise InvalidArgumentError(f"a merge restricted to partitions needs the partition columns {missing} in on")
+        view = pa.table({k: self._source.column(by_target[k]) for k in self._table.partition_keys})
+        return _mask(view, _tree_expression(restrict, self._table.schema))
 
     @staticmethod
     def _prefix(rows: pa.Table, qualifier: str) -> pa.Table:

@@ -15,6 +15,11 @@ import os
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from _java import (
+    compare_read,
+    java,  # noqa: F401  (the session's oracle JVM, a fixture)
+)
+from _peers import new_warehouse
 from _s3 import Storage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -411,10 +416,7 @@ def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkey
 # ---- other readers ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["append", "dedup"])
-def test_java_and_pypaimon_read_dml_results(java, tmp_path, kind):
-    from _java import compare_read
-    from _peers import new_warehouse
-
+def test_java_and_pypaimon_read_dml_results(java, tmp_path, kind):  # noqa: F811
     cat, wh = new_warehouse(tmp_path / "wh")
     kw = KINDS[kind]
     t = cat.create_table("db.t", SCHEMA, kw.get("primary_keys"), kw.get("partition_keys"), kw.get("bucket"),

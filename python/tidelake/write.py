@@ -160,8 +160,8 @@ class WriteResult:
     """What a write, delete, update, merge, overwrite or truncate committed.
 
     Stands for its last snapshot id where one is expected: ``int(result)``, ``result == 7``,
-    ``snapshot_id=result`` and ``bool(result)`` (False when nothing was committed) use
-    :attr:`snapshot_id`.
+    ``result > 5``, ``snapshot_id=result`` and ``bool(result)`` (False when nothing was
+    committed) use :attr:`snapshot_id`.
 
     Files, bytes and ``records_*`` are exact, read from the committed snapshots' delta manifests
     (compactions a writer ran count too). On primary-key tables records are key-value records: an
@@ -208,6 +208,27 @@ class WriteResult:
 
     def __hash__(self) -> int:
         return hash(self.snapshot_id)
+
+    def _id_of(self, other: object) -> int | None:
+        if isinstance(other, WriteResult):
+            return other.snapshot_id
+        return other if isinstance(other, int) and not isinstance(other, bool) else None
+
+    def __lt__(self, other: object) -> bool:
+        theirs = self._id_of(other)
+        return NotImplemented if theirs is None else int(self) < theirs
+
+    def __le__(self, other: object) -> bool:
+        theirs = self._id_of(other)
+        return NotImplemented if theirs is None else int(self) <= theirs
+
+    def __gt__(self, other: object) -> bool:
+        theirs = self._id_of(other)
+        return NotImplemented if theirs is None else int(self) > theirs
+
+    def __ge__(self, other: object) -> bool:
+        theirs = self._id_of(other)
+        return NotImplemented if theirs is None else int(self) >= theirs
 
 
 def write_result(raw: _internal.RawTable, ids: list[int], started: float, *, inserted: int | None = None,

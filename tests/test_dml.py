@@ -71,9 +71,13 @@ def test_write_result_metrics_are_the_snapshots(tmp_path):
     tr = t.truncate()
     assert (tr.rows_deleted, tr.files_removed, tr.files_added) == (1, 1, 0)
     empty = t.write(SCHEMA.empty_table())
-    assert not empty and empty.snapshot_id is None and empty == None  # noqa: E711
-    with pytest.raises(TypeError):
-        int(empty)
+    assert not empty and empty.snapshot_id is None and empty == 0 and empty.snapshot_ids == ()
+    # an int for callers that used the snapshot id: formatting, arithmetic, pickling
+    assert f"{r}" == str(snap.id) and r - 1 == snap.id - 1 and isinstance(r, int)
+    import pickle
+
+    back = pickle.loads(pickle.dumps(o))
+    assert back == o and back.metrics() == o.metrics() and "rows_deleted=10" in repr(back)
 
 
 def test_pk_write_result_counts_records_not_rows(tmp_path):

@@ -338,26 +338,45 @@ def delete(table: Table, filter: Any, partitions: Any = None) -> WriteResult:
     _check_row_level(table, "delete", deletes=True, updates=False)
     schema = table.schema
     cond = _compile(filter, {"target": dict(zip(schema.names, schema.types))}, schema)
-    restrict = _restriction(table, partitions)
+
+    def drop(rows: pa.Table, mask: pa.Array) -> pa.Table:
+        import pyarrow.compute as pc
+
+        return rows.filter(pc.invert(mask))
+
+    return _filtered(table, "delete", cond, _restriction(table, partitions), _Change.delete_keys, drop)
+
+
+def _filtered(table: Table, what: str, cond: _Condition, restrict: dict[str, Any] | None,
+              primary_key: Callable[[_Change, pa.Table], None],
+              rewrite: Callable[[pa.Table, pa.Array], pa.Table]) -> WriteResult:
+    """A delete or update of the rows ``cond`` selects: on primary-key tables
+    ``primary_key(change, matching rows)`` writes them; on append tables the rows of each split
+    holding one are rewritten as ``rewrite(rows, mask)``."""
 
     def body(change: _Change, snapshot: int | None) -> None:
         import pyarrow.compute as pc
 
+        counted = 0
         if table.primary_keys:
             for rows in _target_batches(table, snapshot, cond.pushdown, restrict):
                 hit = rows.filter(_mask(rows, cond.expression))
-                change.delete_keys(hit)
-                change.deleted += hit.num_rows
-            return
-        for payload, rows in _target_splits(table, snapshot, cond.pushdown, restrict):
-            mask = _mask(rows, cond.expression)
-            n = pc.sum(mask).as_py() or 0
-            if n:
-                change.upsert(rows.filter(pc.invert(mask)))
-                change.rewritten.append(payload)
-                change.deleted += n
+                primary_key(change, hit)
+                counted += hit.num_rows
+        else:
+            for payload, rows in _target_splits(table, snapshot, cond.pushdown, restrict):
+                mask = _mask(rows, cond.expression)
+                n = pc.sum(mask).as_py() or 0
+                if n:
+                    change.upsert(rewrite(rows, mask))
+                    change.rewritten.append(payload)
+                    counted += n
+        if what == "delete":
+            change.deleted = counted
+        else:
+            change.updated = counted
 
-    return run(table, "delete", body)
+    return run(table, what, body)
 
 
 def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = None) -> WriteResult:
@@ -385,28 +404,17 @@ def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = Non
         _check_partial_nulls(table, out, list(set))
         return out
 
-    def body(change: _Change, snapshot: int | None) -> None:
+    def update_pk(change: _Change, hit: pa.Table) -> None:
+        change.upsert(updated_rows(hit))
+
+    def rewrite(rows: pa.Table, mask: pa.Array) -> pa.Table:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if table.primary_keys:
-            for rows in _target_batches(table, snapshot, cond.pushdown, restrict):
-                hit = rows.filter(_mask(rows, cond.expression))
-                change.upsert(updated_rows(hit))
-                change.updated += hit.num_rows
-            return
-        for payload, rows in _target_splits(table, snapshot, cond.pushdown, restrict):
-            mask = _mask(rows, cond.expression)
-            n = pc.sum(mask).as_py() or 0
-            if n:
-                new = updated_rows(rows)
-                merged = pa.table({c: pc.if_else(mask, new.column(c), rows.column(c)) for c in schema.names},
-                                  schema=schema)
-                change.upsert(merged)
-                change.rewritten.append(payload)
-                change.updated += n
+        new = updated_rows(rows)
+        return pa.table({c: pc.if_else(mask, new.column(c), rows.column(c)) for c in schema.names}, schema=schema)
 
-    return run(table, "update", body)
+    return _filtered(table, "update", cond, restrict, update_pk, rewrite)
 
 
 def _check_partial_nulls(table: Table, rows: pa.Table, columns: list[str]) -> None:

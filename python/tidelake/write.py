@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .exceptions import InvalidArgumentError, UnsupportedError
@@ -155,80 +155,67 @@ def raw_messages(messages: list[CommitMessage]) -> list[bytes]:
 
 
 
-@dataclass(frozen=True, eq=False)
-class WriteResult:
+_METRICS = ("rows_inserted", "rows_updated", "rows_deleted", "files_added", "files_removed", "records_added",
+            "records_removed", "bytes_added", "bytes_removed", "duration_s")
+
+
+class WriteResult(int):
     """What a write, delete, update, merge, overwrite or truncate committed.
 
-    Stands for its last snapshot id where one is expected: ``int(result)``, ``result == 7``,
-    ``result > 5``, ``snapshot_id=result`` and ``bool(result)`` (False when nothing was
-    committed) use :attr:`snapshot_id`.
+    It is the id of the last snapshot committed (an ``int``: compare it, format it, pass it as
+    ``snapshot_id=``), or 0, which is falsy, when nothing was committed; :attr:`snapshot_id` says
+    the same with None for nothing. The metrics are attributes:
 
-    Files, bytes and ``records_*`` are exact, read from the committed snapshots' delta manifests
-    (compactions a writer ran count too). On primary-key tables records are key-value records: an
-    upsert adds a record without removing the one it replaces until compaction. ``rows_*`` count
-    table rows and are None where unknown (an upsert does not know whether a key existed).
+    * ``snapshot_ids``: every snapshot committed, in order (a write can add a COMPACT);
+    * ``rows_inserted``, ``rows_updated``, ``rows_deleted``: table rows, None where unknown (an
+      upsert does not know whether its keys existed);
+    * ``files_added``, ``files_removed``, ``bytes_added``, ``bytes_removed``, ``records_added``,
+      ``records_removed``: exact, read from the committed snapshots' delta manifests (compactions
+      a writer ran count too). On primary-key tables records are key-value records: an upsert
+      adds a record without removing the one it replaces until compaction;
+    * ``duration_s``: wall-clock seconds of the whole call (reading, writing, committing).
     """
 
     snapshot_ids: tuple[int, ...]
-    rows_inserted: int | None = None
-    rows_updated: int | None = None
-    rows_deleted: int | None = None
-    files_added: int = 0
-    files_removed: int = 0
-    records_added: int = 0
-    records_removed: int = 0
-    bytes_added: int = 0
-    bytes_removed: int = 0
-    #: Wall-clock seconds of the whole call (reading, writing and committing).
-    duration_s: float = field(default=0.0)
+    rows_inserted: int | None
+    rows_updated: int | None
+    rows_deleted: int | None
+    files_added: int
+    files_removed: int
+    records_added: int
+    records_removed: int
+    bytes_added: int
+    bytes_removed: int
+    duration_s: float
+
+    def __new__(cls, snapshot_ids: tuple[int, ...] | list[int], rows_inserted: int | None = None,
+                rows_updated: int | None = None, rows_deleted: int | None = None, files_added: int = 0,
+                files_removed: int = 0, records_added: int = 0, records_removed: int = 0, bytes_added: int = 0,
+                bytes_removed: int = 0, duration_s: float = 0.0) -> WriteResult:
+        ids = tuple(int(i) for i in snapshot_ids)
+        self = super().__new__(cls, ids[-1] if ids else 0)
+        values = (rows_inserted, rows_updated, rows_deleted, files_added, files_removed, records_added,
+                  records_removed, bytes_added, bytes_removed, duration_s)
+        self.__dict__.update(snapshot_ids=ids, **dict(zip(_METRICS, values)))
+        return self
 
     @property
     def snapshot_id(self) -> int | None:
         """The last snapshot committed, None when nothing was."""
         return self.snapshot_ids[-1] if self.snapshot_ids else None
 
-    def __index__(self) -> int:
-        if self.snapshot_id is None:
-            raise TypeError("nothing was committed: this WriteResult has no snapshot id")
-        return self.snapshot_id
+    def metrics(self) -> dict[str, Any]:
+        """Every attribute as a dict (``snapshot_ids`` and the metrics)."""
+        return {"snapshot_ids": self.snapshot_ids, **{k: getattr(self, k) for k in _METRICS}}
 
-    __int__ = __index__
+    def __str__(self) -> str:  # the id, as the snapshot ids callers format (repr: the metrics)
+        return int.__repr__(self)
 
-    def __bool__(self) -> bool:
-        return bool(self.snapshot_ids)
+    def __repr__(self) -> str:
+        return "WriteResult(" + ", ".join(f"{k}={v!r}" for k, v in self.metrics().items()) + ")"
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, WriteResult):
-            return self.__dict__ == other.__dict__
-        if isinstance(other, int) and not isinstance(other, bool):
-            return self.snapshot_id == other
-        if other is None:
-            return self.snapshot_id is None
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self.snapshot_id)
-
-    def _id_of(self, other: object) -> int | None:
-        if isinstance(other, WriteResult):
-            return other.snapshot_id
-        return other if isinstance(other, int) and not isinstance(other, bool) else None
-
-    def __lt__(self, other: object) -> bool:
-        theirs = self._id_of(other)
-        return NotImplemented if theirs is None else int(self) < theirs
-
-    def __le__(self, other: object) -> bool:
-        theirs = self._id_of(other)
-        return NotImplemented if theirs is None else int(self) <= theirs
-
-    def __gt__(self, other: object) -> bool:
-        theirs = self._id_of(other)
-        return NotImplemented if theirs is None else int(self) > theirs
-
-    def __ge__(self, other: object) -> bool:
-        theirs = self._id_of(other)
-        return NotImplemented if theirs is None else int(self) >= theirs
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WriteResult, (self.snapshot_ids, *(getattr(self, k) for k in _METRICS)))
 
 
 def write_result(raw: _internal.RawTable, ids: list[int], started: float, *, inserted: int | None = None,

@@ -4,7 +4,7 @@
 //! snapshots a write created.
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{IntoPyDict, PyDict};
 
 use tidelake_core::commit::FileStoreCommit;
 use tidelake_core::compact::commit_visible_with;
@@ -60,13 +60,14 @@ impl RawTable {
     fn commit_metrics<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyDict>> {
         let table = self.table.clone();
         let d = block_on(py, async move { changes_of(&table, &ids).await })?.py()?;
-        let out = PyDict::new(py);
-        out.set_item("files_added", d.files_added)?;
-        out.set_item("files_removed", d.files_removed)?;
-        out.set_item("rows_added", d.rows_added)?;
-        out.set_item("rows_removed", d.rows_removed)?;
-        out.set_item("bytes_added", d.bytes_added)?;
-        out.set_item("bytes_removed", d.bytes_removed)?;
-        Ok(out)
+        [
+            ("files_added", d.files_added),
+            ("files_removed", d.files_removed),
+            ("rows_added", d.rows_added),
+            ("rows_removed", d.rows_removed),
+            ("bytes_added", d.bytes_added),
+            ("bytes_removed", d.bytes_removed),
+        ]
+        .into_py_dict(py)
     }
 }

@@ -52,7 +52,11 @@ pub async fn removal_messages(table: &Table, splits: &[Split]) -> Result<Vec<Com
             continue;
         };
         let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
-        for e in b.files.into_iter().filter(|e| names.contains(e.file.file_name.as_str())) {
+        for e in b
+            .files
+            .into_iter()
+            .filter(|e| names.contains(e.file.file_name.as_str()))
+        {
             if b.deletion_vectors.contains_key(&e.file.file_name) {
                 return Err(Error::Unsupported(format!(
                     "rewriting data file {} of bucket {}, which has a deletion vector (compact the table first)",

@@ -406,8 +406,5 @@ async fn validated_reads_refuse_overlapping_keys_committed_since() {
         .commit(vec![disjoint], BATCH, &[])
         .await
         .unwrap();
-    assert_eq!(
-        live_names(&table).await,
-        names(["a", "b", "plain", "far"])
-    );
+    assert_eq!(live_names(&table).await, names(["a", "b", "plain", "far"]));
 }

@@ -293,8 +293,8 @@ def test_dml_errors_are_typed(tmp_path):
     assert len(t.snapshots()) == 1
 
 
-def test_delete_reads_only_pruned_files(tmp_path):
-    """A delete by partition and key touches the files that can hold them: the other
+def test_dml_reads_only_pruned_files(tmp_path):
+    """A delete, update or merge touches the files that can hold its rows: the other
     partition's file stays, and its rows are never read (a corrupt file there is not hit)."""
     t = create(None, tmp_path, "append")
     t.write(table_of([{"id": i, "p": "a", "qty": i, "name": "x"} for i in range(5)]))
@@ -306,6 +306,14 @@ def test_delete_reads_only_pruned_files(tmp_path):
             out.write(b"not parquet")
     res = t.delete([("p", "=", "a"), ("qty", "<", 2)])
     assert (res.rows_deleted, res.files_removed, res.files_added) == (2, 1, 1)
+    res = t.update({"name": "'y'"}, "p = 'a' AND qty = 4")
+    assert res.rows_updated == 1
+    # a merge reads the target rows with the source's key values only
+    src = table_of([{"id": 3, "p": "a", "qty": 30, "name": "m"}, {"id": 9, "p": "a", "qty": 9, "name": "m"}])
+    res = t.merge(src, on=["id", "p"]).when_matched_update("*").when_not_matched_insert("*").execute()
+    assert (res.rows_updated, res.rows_inserted) == (1, 1)
+    with pytest.raises(tidelake.TidelakeError):  # the corrupt files were there all along
+        t.delete("p = 'b'")
 
 
 def test_partitions_restrict_a_dml(tmp_path):

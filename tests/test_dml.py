@@ -324,6 +324,52 @@ def test_partitions_restrict_a_dml(tmp_path):
     assert sorted((r["p"], r["id"]) for r in t.to_arrow().to_pylist() if r["name"] == "y") == [("b", 2), ("b", 3)]
 
 
+def _prepare_task(path: str, snapshot: int, partition: str, out) -> None:
+    from tidelake import dml
+
+    t = tidelake.open_table(path)
+    out.put(dml.prepare_update(t, {"qty": "qty + 100"}, "qty < 3", snapshot, partitions=[{"p": partition}]))
+
+
+@pytest.mark.parametrize("kind", ["append", "dedup"])
+def test_prepared_changes_of_tasks_commit_as_one(tmp_path, kind):
+    """A distributed update: each task (a process) prepares its partitions' share from one
+    snapshot, the driver commits every share in one snapshot, exactly once; a conflicting commit
+    in between makes the commit fail with nothing landed and no file left behind."""
+    import time
+
+    from tidelake import dml
+
+    t = create(None, tmp_path, kind)
+    t.write(table_of([{"id": i, "p": p, "qty": i, "name": "x"} for i in range(5) for p in "ab"]))
+    snap = t.latest_snapshot().id
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_prepare_task, args=(t.path, snap, p, q)) for p in "ab"]
+    for p in procs:
+        p.start()
+    changes = [q.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert len(t.snapshots()) == 1 and sum(c.rows_updated for c in changes) == 6
+    res = dml.commit_changes(t, changes, commit_user="job", commit_identifier=7)
+    assert res.rows_updated == 6 and len(t.snapshots()) == 1 + len(res.snapshot_ids)
+    assert not dml.commit_changes(t, changes, commit_user="job", commit_identifier=7)  # a retried driver
+    assert sorted(r["qty"] for r in t.to_arrow().to_pylist()) == sorted([100, 101, 102, 3, 4] * 2)
+
+    again = [dml.prepare_delete(t, "qty >= 100", t.latest_snapshot().id, partitions=[{"p": p}]) for p in "ab"]
+    if kind == "append":
+        t.delete("p = 'a' AND qty = 3")  # rewrites a file the prepared delete rewrites too
+    else:
+        t.upsert(table_of([{"id": 0, "p": "a", "qty": 5, "name": "late"}]))  # a key the delete saw
+    before = len(t.snapshots())
+    with pytest.raises(tidelake.CommitConflictError):
+        dml.commit_changes(t, again)
+    assert len(t.snapshots()) == before
+    orphans = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True)
+    assert orphans == []
+
+
 # ---- concurrency ----------------------------------------------------------------------------------
 
 def _appender(path: str, start: int, n: int, out) -> None:

@@ -21,20 +21,30 @@ How a change is made (one atomic commit per call, retried from scratch on a conf
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._filters import to_filter_tree
 from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError, UnsupportedError
-from .write import BATCH_COMMIT_IDENTIFIER, ONE_SHOT_RETRIES, TableWriter, WriteResult, raw_messages, write_result
+from .write import (
+    BATCH_COMMIT_IDENTIFIER,
+    ONE_SHOT_RETRIES,
+    CommitMessage,
+    TableWriter,
+    WriteResult,
+    check_messages,
+    raw_messages,
+    write_result,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from .table import Table
 
-__all__ = ["MergeBuilder"]
+__all__ = ["MergeBuilder", "PreparedChange", "prepare_delete", "prepare_update", "commit_changes"]
 
 _TARGET, _SOURCE = "target.", "source."
 _IN_LIST_MAX = 10_000
@@ -261,6 +271,73 @@ class _Change:
         return ids
 
 
+@dataclass(frozen=True)
+class PreparedChange:
+    """A row-level change computed from snapshot ``read_snapshot`` with its files written but not
+    committed (picklable): what one task of a distributed job returns. The changes of every task,
+    all prepared from the same snapshot on disjoint partitions, are committed together by
+    :func:`commit_changes` (or discarded with :meth:`tidelake.Table.discard` of their
+    ``messages``)."""
+
+    read_snapshot: int | None
+    messages: tuple[CommitMessage, ...]
+    #: Planned splits whose files the change rewrites (append tables).
+    rewritten: tuple[bytes, ...]
+    rows_inserted: int
+    rows_updated: int
+    rows_deleted: int
+
+
+@dataclass(frozen=True)
+class _Prepare:
+    """Compute the change from this snapshot and return it uncommitted."""
+
+    snapshot_id: int | None
+
+
+def _finish(table: Table, what: str, body: Callable[[_Change, int | None], None],
+            prepare: _Prepare | None) -> WriteResult | PreparedChange:
+    if prepare is None:
+        return run(table, what, body)
+    change = _Change(table)
+    try:
+        body(change, prepare.snapshot_id)
+        messages = change.writer.prepare_commit()
+    except BaseException:
+        change.writer.abort()
+        raise
+    change.writer.close()
+    return PreparedChange(prepare.snapshot_id, tuple(messages), tuple(change.rewritten), change.inserted,
+                          change.updated, change.deleted)
+
+
+def commit_changes(table: Table, changes: list[PreparedChange], commit_user: str | None = None,
+                   commit_identifier: int | None = None) -> WriteResult:
+    """Commit prepared changes (one per task, same snapshot) as one transaction. With a
+    ``commit_identifier``, committing the same (commit_user, identifier) again is a no-op (a
+    retried job driver). Raises :class:`CommitConflictError` (nothing landed) when a commit since
+    their snapshot conflicts: prepare them again from the latest snapshot."""
+    started = time.monotonic()
+    changes = list(changes)
+    if any(not isinstance(c, PreparedChange) for c in changes):
+        raise InvalidArgumentError("commit_changes takes the PreparedChange objects of prepare_* calls")
+    snapshots = {c.read_snapshot for c in changes}
+    if len(snapshots) > 1:
+        raise InvalidArgumentError(f"the changes were prepared from different snapshots {sorted(map(str, snapshots))}")
+    messages = check_messages([m for c in changes for m in c.messages])
+    user = commit_user or str(uuid.uuid4())
+    ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+    payloads = raw_messages(messages)
+    try:
+        ids: list[int] = table._raw.commit_dml(payloads, [r for c in changes for r in c.rewritten],
+                                               snapshots.pop() if snapshots else None, user, ident)
+    except (CommitConflictError, SnapshotExpiredError):
+        table._raw.discard(payloads)
+        raise
+    return write_result(table._raw, ids, started, inserted=sum(c.rows_inserted for c in changes),
+                        updated=sum(c.rows_updated for c in changes), deleted=sum(c.rows_deleted for c in changes))
+
+
 def run(table: Table, what: str, body: Callable[[_Change, int | None], None]) -> WriteResult:
     """Run ``body(change, snapshot)`` on the latest snapshot and commit its change atomically;
     a conflict or an expired snapshot starts again from the new latest (nothing landed)."""
@@ -333,7 +410,8 @@ def _restriction(table: Table, partitions: Any) -> dict[str, Any] | None:
 
 # ---- delete and update ----------------------------------------------------------------------------
 
-def delete(table: Table, filter: Any, partitions: Any = None) -> WriteResult:
+def delete(table: Table, filter: Any, partitions: Any = None,
+           prepare: _Prepare | None = None) -> WriteResult | PreparedChange:
     """See :meth:`tidelake.Table.delete`."""
     _check_row_level(table, "delete", deletes=True, updates=False)
     schema = table.schema
@@ -344,12 +422,13 @@ def delete(table: Table, filter: Any, partitions: Any = None) -> WriteResult:
 
         return rows.filter(pc.invert(mask))
 
-    return _filtered(table, "delete", cond, _restriction(table, partitions), _Change.delete_keys, drop)
+    body = _filtered(table, "delete", cond, _restriction(table, partitions), _Change.delete_keys, drop)
+    return _finish(table, "delete", body, prepare)
 
 
 def _filtered(table: Table, what: str, cond: _Condition, restrict: dict[str, Any] | None,
               primary_key: Callable[[_Change, pa.Table], None],
-              rewrite: Callable[[pa.Table, pa.Array], pa.Table]) -> WriteResult:
+              rewrite: Callable[[pa.Table, pa.Array], pa.Table]) -> Callable[[_Change, int | None], None]:
     """A delete or update of the rows ``cond`` selects: on primary-key tables
     ``primary_key(change, matching rows)`` writes them; on append tables the rows of each split
     holding one are rewritten as ``rewrite(rows, mask)``."""
@@ -376,10 +455,11 @@ def _filtered(table: Table, what: str, cond: _Condition, restrict: dict[str, Any
         else:
             change.updated = counted
 
-    return run(table, what, body)
+    return body
 
 
-def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = None) -> WriteResult:
+def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = None,
+           prepare: _Prepare | None = None) -> WriteResult | PreparedChange:
     """See :meth:`tidelake.Table.update`."""
     if not isinstance(set, dict) or not set:
         raise InvalidArgumentError("set must be a non-empty dict of column -> value or expression")
@@ -414,7 +494,24 @@ def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = Non
         new = updated_rows(rows)
         return pa.table({c: pc.if_else(mask, new.column(c), rows.column(c)) for c in schema.names}, schema=schema)
 
-    return _filtered(table, "update", cond, restrict, update_pk, rewrite)
+    return _finish(table, "update", _filtered(table, "update", cond, restrict, update_pk, rewrite), prepare)
+
+
+def prepare_delete(table: Table, filter: Any, snapshot_id: int | None, partitions: Any = None) -> PreparedChange:
+    """:meth:`tidelake.Table.delete` computed from snapshot ``snapshot_id`` (None: the table had
+    none) and left uncommitted: one task's share (``partitions``) of a distributed delete."""
+    out = delete(table, filter, partitions, _Prepare(snapshot_id))
+    assert isinstance(out, PreparedChange)
+    return out
+
+
+def prepare_update(table: Table, set: dict[str, Any], filter: Any, snapshot_id: int | None,
+                   partitions: Any = None) -> PreparedChange:
+    """:meth:`tidelake.Table.update` computed from snapshot ``snapshot_id`` and left uncommitted
+    (see :func:`prepare_delete`)."""
+    out = update(table, set, filter, partitions, _Prepare(snapshot_id))
+    assert isinstance(out, PreparedChange)
+    return out
 
 
 def _check_partial_nulls(table: Table, rows: pa.Table, columns: list[str]) -> None:
@@ -610,6 +707,18 @@ class MergeBuilder:
     def execute(self) -> WriteResult:
         """Run the merge: one atomic commit. Returns its :class:`~tidelake.write.WriteResult`
         (``rows_inserted``, ``rows_updated``, ``rows_deleted``)."""
+        out = self._execute(None)
+        assert isinstance(out, WriteResult)
+        return out
+
+    def prepare(self, snapshot_id: int | None) -> PreparedChange:
+        """The merge computed from snapshot ``snapshot_id`` and left uncommitted: one task's share
+        (the builder's ``partitions``) of a distributed merge; see :func:`commit_changes`."""
+        out = self._execute(_Prepare(snapshot_id))
+        assert isinstance(out, PreparedChange)
+        return out
+
+    def _execute(self, prepare: _Prepare | None) -> WriteResult | PreparedChange:
         if not (self._matched or self._not_matched or self._by_source):
             raise InvalidArgumentError("a merge needs at least one when_* clause")
         deletes = any(c.kind == "delete" for c in self._matched + self._by_source)
@@ -619,7 +728,8 @@ class MergeBuilder:
         if restrict is not None:
             self._source = self._source.filter(self._in_partitions(restrict))
         pushdown = self._pushdown()
-        return run(self._table, "merge", lambda change, snapshot: self._run(change, snapshot, pushdown, restrict))
+        return _finish(self._table, "merge", lambda change, snapshot: self._run(change, snapshot, pushdown, restrict),
+                       prepare)
 
     def _run(self, change: _Change, snapshot: int | None, pushdown: Any, restrict: Any) -> None:
         import numpy as np

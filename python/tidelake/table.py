@@ -641,7 +641,9 @@ class Table:
             warnings.warn("Table.delete(rows) is Table.delete_keys(rows); delete() takes a filter",
                           DeprecationWarning, stacklevel=2)
             return self.delete_keys(filter)
-        return delete(self, filter, partitions)
+        result = delete(self, filter, partitions)
+        assert isinstance(result, WriteResult)
+        return result
 
     def delete_keys(self, data: Any) -> WriteResult:
         """Delete rows by primary key (``data`` needs the key columns; other columns are
@@ -661,7 +663,9 @@ class Table:
         """
         from .dml import update
 
-        return update(self, set, filter, partitions)
+        result = update(self, set, filter, partitions)
+        assert isinstance(result, WriteResult)
+        return result
 
     def merge(self, source: Any, on: Any, *, partitions: list[dict[str, Any]] | None = None) -> MergeBuilder:
         """Start a MERGE of ``source`` (anything Arrow-like) into this table (SQL ``MERGE INTO t

@@ -137,6 +137,16 @@ op_st = st.one_of(
 )
 
 
+def check_metrics(t: tidelake.Table, res: tidelake.WriteResult) -> None:
+    """A result's file, record and byte counts are exactly those of its snapshots."""
+    h = [r for r in t.history().to_pylist() if r["snapshot_id"] in res.snapshot_ids]
+    assert len(h) == len(res.snapshot_ids)
+    for ours, theirs in (("files_added", "files_added"), ("files_removed", "files_removed"),
+                         ("records_added", "rows_added"), ("records_removed", "rows_removed"),
+                         ("bytes_added", "bytes_added"), ("bytes_removed", "bytes_removed")):
+        assert getattr(res, ours) == sum(r[theirs] for r in h), (ours, res)
+
+
 def apply(t: tidelake.Table, m: Model, op: tuple) -> None:
     """Run one operation on the table and the model; check the result's row counts."""
     if op[0] == "write":
@@ -148,6 +158,7 @@ def apply(t: tidelake.Table, m: Model, op: tuple) -> None:
         use_dnf = op[2] and dnf is not None
         hit = [r for r in m.rows if pred(r)]
         res = t.delete(dnf if use_dnf else sql)
+        check_metrics(t, res)
         m.rows = [r for r in m.rows if not pred(r)]
         assert res.rows_deleted == len(hit), (op, res)
         assert bool(res) == bool(hit)
@@ -158,6 +169,7 @@ def apply(t: tidelake.Table, m: Model, op: tuple) -> None:
         set_ = {"qty": "qty * 10 + 1", "name": "'u'"} if op[2] else \
             {"qty": pc.add(pc.field("qty"), 100), "name": pc.scalar("u")}
         res = t.update(set_, sql)
+        check_metrics(t, res)
         for r in hit:
             r["qty"] = r["qty"] * 10 + 1 if op[2] else r["qty"] + 100
             r["name"] = "u"
@@ -199,6 +211,7 @@ def merge_model(t: tidelake.Table, m: Model, src: list[dict]) -> None:
            .when_not_matched_insert("*", "source.name <> 'z'")
            .when_not_matched_by_source_delete("target.qty = 9")
            .execute())
+    check_metrics(t, res)
     ins = upd = dele = 0
     out = []
     for r in m.rows:
@@ -224,7 +237,7 @@ def merge_model(t: tidelake.Table, m: Model, src: list[dict]) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(op_st, min_size=1, max_size=7))
 def test_dml_matches_model(storage, tmp_path, kind, ops):
     t = create(storage, tmp_path, kind)
@@ -473,7 +486,7 @@ def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkey
 
 # ---- other readers ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["append", "dedup"])
+@pytest.mark.parametrize("kind", sorted(KINDS))
 def test_java_and_pypaimon_read_dml_results(java, tmp_path, kind):  # noqa: F811
     cat, wh = new_warehouse(tmp_path / "wh")
     kw = KINDS[kind]
@@ -484,4 +497,5 @@ def test_java_and_pypaimon_read_dml_results(java, tmp_path, kind):  # noqa: F811
     t.update({"name": "'u'", "qty": "qty * 2"}, [("p", "=", "a")])
     (t.merge(table_of([{"id": i, "p": "b", "qty": 1, "name": "m"} for i in range(15, 25)]), on=["id", "p"])
      .when_matched_update("*").when_not_matched_insert("*").execute())
-    compare_read(java, t, wh, kind, pypaimon=True)
+    # pypaimon 2.1 refuses partial-update.remove-record-on-delete (NotImplementedError): Java only
+    compare_read(java, t, wh, kind, pypaimon=kind != "partial")

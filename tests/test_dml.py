@@ -299,6 +299,13 @@ def test_dml_errors_are_typed(tmp_path):
                               options={"merge-engine": "partial-update"})
     with pytest.raises(tidelake.UnsupportedError, match="remove-record-on-delete"):
         p.delete("qty > 1")
+    p.write(table_of([{"id": 1, "p": "a", "qty": 1, "name": "t"}]))
+    with pytest.raises(tidelake.UnsupportedError, match="nulls keep the current value"):
+        p.update({"name": None})
+    with pytest.raises(tidelake.UnsupportedError, match="nulls keep the current value"):
+        p.merge(pa.table({"id": [1], "p": ["a"], "name": pa.array([None], pa.string())}), on=["id", "p"]) \
+            .when_matched_update({"name": "source.name"}).execute()
+    assert p.to_arrow().to_pylist()[0]["name"] == "t"
     agg = tidelake.create_table(str(tmp_path / "agg"), SCHEMA, primary_keys=["id", "p"],
                                 options={"merge-engine": "aggregation"})
     with pytest.raises(tidelake.UnsupportedError, match="aggregation"):

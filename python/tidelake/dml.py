@@ -754,7 +754,6 @@ class MergeBuilder:
                     change.updated += updated.num_rows
                     change.deleted += deleted.num_rows
         inserted = self._inserts(source.filter(pa.array(~matched)))
-        _check_partial_nulls(table, inserted, [])
         change.upsert(inserted)
         change.inserted += inserted.num_rows
 
@@ -794,7 +793,9 @@ class MergeBuilder:
                 part = joined.filter(pa.array(hit))
                 assert clause.values is not None
                 exprs = {c: clause.values.get(c, pc.field(f"target.{c}")) for c in schema.names}
-                new_rows.append(_conform(_evaluate(part, exprs), schema))
+                new = _conform(_evaluate(part, exprs), schema)
+                _check_partial_nulls(self._table, new, list(clause.values))
+                new_rows.append(new)
                 state[t_idx[hit]] = 1
         if self._by_source:
             unmatched = np.ones(n, dtype=bool)

@@ -65,7 +65,7 @@ def main() -> int:
     s1 = orders.write(batch(rng, list(range(1, 1001)), "new", 0))
     s2 = orders.upsert(batch(rng, list(range(500, 1500)), "paid", 5))
     cancelled = batch(rng, list(range(1, 101)), "cancelled", 9).select(["order_id", "day"])
-    s3 = orders.delete(cancelled)
+    s3 = orders.delete_keys(cancelled)
     print(f"commits: snapshots {s1}, {s2}, {s3}")
 
     section("latest state")

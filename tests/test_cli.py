@@ -730,7 +730,7 @@ def test_tail_no_follow(tmp_path):
     path = tmp_path / "t"
     table = pk_table(path, 1)  # snapshot 1: +I 0, 100
     table.upsert(pa.table({"id": [0], "v": ["new"]}))  # snapshot 2
-    table.delete(pa.table({"id": [100], "v": ["w0"]}))  # snapshot 3
+    table.delete_keys(pa.table({"id": [100], "v": ["w0"]}))  # snapshot 3
     got = jsonl(run("tail", path, "--no-follow", "--json").stdout)
     assert [(r["_snapshot_id"], r["_row_kind"], r["id"], r["v"]) for r in got] == [
         (1, "+I", 0, "v0"), (1, "+I", 100, "w0"), (2, "+I", 0, "new"), (3, "-D", 100, "w0")]
@@ -764,7 +764,7 @@ def test_tail_follow_and_ctrl_c(tmp_path):
         table.upsert(pa.table({"id": [7], "v": ["live"]}))
         row = json.loads(_read_line(proc))
         assert (row["_snapshot_id"], row["_row_kind"], row["id"], row["v"]) == (3, "+I", 7, "live")
-        table.delete(pa.table({"id": [7], "v": ["live"]}))
+        table.delete_keys(pa.table({"id": [7], "v": ["live"]}))
         row = json.loads(_read_line(proc))
         assert (row["_snapshot_id"], row["_row_kind"], row["id"]) == (4, "-D", 7)
         assert proc.poll() is None  # still following

@@ -56,7 +56,7 @@ def _history(t: tidelake.Table, deletes: bool) -> None:
         for dt in ("a", "b"):
             t.upsert(_rows(dt, range(r, r + 12), lambda i, r=r: None if i % 3 == 0 else i * 10 + r))
         if deletes and r % 2 == 1:
-            t.delete(pa.table({"id": [r + 1, r + 4, 100], "dt": ["a"] * 3}))
+            t.delete_keys(pa.table({"id": [r + 1, r + 4, 100], "dt": ["a"] * 3}))
 
 
 def _sorted(t: pa.Table) -> pa.Table:
@@ -233,7 +233,7 @@ def test_deletion_vectors_hide_older_copies_below_a_middle_level(tmp_path: pathl
 
     updates = {3: 300, 17: None, 450: 4500}
     t.upsert(_rows("a", sorted(updates), updates.get))
-    t.delete(pa.table({"id": [11, 12, 999], "dt": ["a"] * 3}))
+    t.delete_keys(pa.table({"id": [11, 12, 999], "dt": ["a"] * 3}))
     assert t.to_arrow().num_rows == 400, "level 0 is hidden before compaction"
     snapshot = t.compact()
     assert snapshot is not None
@@ -278,7 +278,7 @@ def _random_history(t: tidelake.Table, steps, dv: bool) -> None:
         elif kind == "delete":
             for k in arg:
                 model.pop(k, None)
-            t.delete(pa.table({"id": sorted(arg), "dt": ["a"] * len(arg)}))
+            t.delete_keys(pa.table({"id": sorted(arg), "dt": ["a"] * len(arg)}))
         elif t.latest_snapshot() is not None:
             before = _sorted(t.to_arrow())
             t.compact(full=arg)
@@ -394,7 +394,7 @@ def _changelog_history(t: tidelake.Table, engine: str, producer: str, steps, ded
             for k in arg:
                 model.pop(k, None)
             touched |= arg
-            t.delete(pa.table({"id": sorted(arg)}))
+            t.delete_keys(pa.table({"id": sorted(arg)}))
             expected = [("-D", k, None) for k in sorted(arg)]
         else:
             before = t.to_arrow().sort_by("id")

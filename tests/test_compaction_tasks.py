@@ -31,7 +31,7 @@ def _table(path: pathlib.Path, buckets: int = 3) -> tidelake.Table:
         for dt in ("a", "b"):
             ids = list(range(r * 7, r * 7 + 40))
             t.upsert(pa.table({"id": ids, "dt": [dt] * len(ids), "v": [i * 10 + r for i in ids]}, schema=SCHEMA))
-    t.delete(pa.table({"id": [3, 9, 27], "dt": ["a"] * 3}))
+    t.delete_keys(pa.table({"id": [3, 9, 27], "dt": ["a"] * 3}))
     return t
 
 

@@ -25,7 +25,7 @@ def test_history_counts_what_each_commit_changed(storage: Storage):
     steps = [
         lambda: t.write(pa.table({"k": list(range(100)), "v": ["a"] * 100}, schema=SCHEMA)),
         lambda: t.upsert(pa.table({"k": list(range(50)), "v": ["b"] * 50}, schema=SCHEMA)),
-        lambda: t.delete(pa.table({"k": [1, 2, 3], "v": [None] * 3}, schema=SCHEMA)),
+        lambda: t.delete_keys(pa.table({"k": [1, 2, 3], "v": [None] * 3}, schema=SCHEMA)),
         lambda: t.compact(full=True),
         lambda: t.write(pa.table({"k": [7], "v": ["c"]}, schema=SCHEMA), mode="overwrite"),
     ]

@@ -410,7 +410,7 @@ def test_deletes(tmp_path, bucket):
     model = {k: {"k": k, "v": f"v{k}", "n": 1} for k in range(50)}
     s1 = t.write(model_table(model.values(), KV))
     snaps = {s1: dict(model)}
-    s2 = t.delete(pa.table({"k": pa.array(range(0, 50, 3), pa.int64())}))  # keys only
+    s2 = t.delete_keys(pa.table({"k": pa.array(range(0, 50, 3), pa.int64())}))  # keys only
     for k in range(0, 50, 3):
         del model[k]
     snaps[s2] = dict(model)
@@ -561,7 +561,7 @@ def test_changelog_producer_input(tmp_path):
     pp_initial = pp_read_stream.to_arrow(next(plans).splits())
     b2 = [{"k": 1, "v": "x", "n": 2}, {"k": 1, "v": "y", "n": 3}, {"k": 9, "v": "z", "n": 2}]  # key 1 twice
     inputs[t.upsert(model_table(b2, KV))] = [("+I", r) for r in b2]
-    inputs[t.delete(pa.table({"k": pa.array([2, 3], pa.int64())}))] = [
+    inputs[t.delete_keys(pa.table({"k": pa.array([2, 3], pa.int64())}))] = [
         ("-D", {"k": 2, "v": None, "n": None}), ("-D", {"k": 3, "v": None, "n": None})]
     schema = pa.schema([("_row_kind", pa.string())] + list(KV))
     assert_same_rows(pp_initial, model_table([{"_row_kind": "+I", **r} for r in b1], schema), check_types=False)
@@ -700,7 +700,7 @@ def test_metadata_files_decode_with_fastavro(tmp_path):
             t.write(model_table([{"p": p, "k": i, "v": f"{c}"} for p in "xy" for i in range(5 * c, 5 * c + 8)], part))
     tables["app"].write(model_table([{"p": "x", "k": 0, "v": "o"}], part), mode="overwrite",
                         overwrite_partition={"p": "x"})
-    tables["dyn"].delete(pa.table({"p": ["x"], "k": pa.array([1], pa.int64())}))
+    tables["dyn"].delete_keys(pa.table({"p": ["x"], "k": pa.array([1], pa.int64())}))
     tables["cl"].truncate()
     ref = reference_fields()
     seen = {"manifest": 0, "list": 0, "index": 0, "delete_entries": 0, "changelog_lists": 0}

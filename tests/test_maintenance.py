@@ -147,7 +147,7 @@ class History:
             t.write(pa.table({"k": [k for k, _ in arg], "p": [p for _, p in arg],
                               "v": [f"v{self.counter}"] * len(arg)}, schema=SCHEMA))
         elif op == "delete" and self.kind != "append":
-            t.delete(pa.table({"k": [k for k, _ in arg], "p": [p for _, p in arg], "v": [None] * len(arg)},
+            t.delete_keys(pa.table({"k": [k for k, _ in arg], "p": [p for _, p in arg], "v": [None] * len(arg)},
                               schema=SCHEMA))
         elif op == "compact" and self.kind != "append":
             t.compact(full=arg)
@@ -484,7 +484,7 @@ JAVA_COLUMNS = {
 def test_system_tables(storage):
     t = pk_table(storage, "t", partition_keys=["p"], options={"file.format": "parquet"})
     t.write(pa.table({"k": [1, 2, 3], "p": [0, 0, 1], "v": ["a", "b", "c"]}, schema=SCHEMA))
-    t.delete(pa.table({"k": [2], "p": [0], "v": [None]}, schema=SCHEMA))
+    t.delete_keys(pa.table({"k": [2], "p": [0], "v": [None]}, schema=SCHEMA))
     t.create_tag("t1")
     t.reset_consumer("c", 2)
     for name, columns in JAVA_COLUMNS.items():

@@ -78,7 +78,7 @@ def test_compaction_moves_rows_to_buckets_later_writes_win_and_deletes_apply(tmp
     t = _create(tmp_path / "t", **{"postpone.default-bucket-num": "3"})
     t.write(_rows(*[(k, "a", k) for k in range(20)], (1, "b", 1)))
     t.write(_rows((3, "a", 300), (4, "a", 400)))
-    t.delete(_rows((5, "a", 0), (1, "b", 0)))
+    t.delete_keys(_rows((5, "a", 0), (1, "b", 0)))
     t.write(_rows((3, "a", 301)))
     sid = t.compact()
     assert sid is not None and t.refresh().latest_snapshot().commit_kind == "COMPACT"

@@ -305,6 +305,14 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
                                                                 comment="c"))
     reopened = r("RawTable", "open", _internal.RawTable.open(created.location, storage_options=None))
     assert r("RawTable", "storage_options", reopened.storage_options) == {}
+    w = reopened.writer()
+    w.write(data, "insert")
+    ids = r("RawTable", "commit_dml", reopened.commit_dml(w.prepare_commit(), [], None, "me", 1))
+    w.close()
+    assert r("RawTable", "commit_metrics", reopened.commit_metrics(ids))["rows_added"] == 3
+    split = reopened.scan(None, None, None, None, None, None, []).splits()  # rewrite: remove its file
+    removed = reopened.commit_dml([], split, ids[-1], "me", 2)
+    assert reopened.commit_metrics(removed)["rows_removed"] == 3
     changes = pa.table({"_row_kind": ["+I", "+I"], "id": [9, 1], "dt": ["c", "a"], "x": ["new", None]})
     evolved = r("RawTable", "cdc_evolve", reopened.cdc_evolve(changes.schema))
     assert evolved.arrow_schema().names == ["id", "dt", "v", "x"]

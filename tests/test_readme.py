@@ -17,7 +17,7 @@ def _python_blocks(section: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text[start:end if end != -1 else None], re.S)
 
 
-@pytest.mark.parametrize("section", ["Quickstart"])
+@pytest.mark.parametrize("section", ["Quickstart", "Row-level changes"])
 def test_readme_section_runs(section, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     blocks = _python_blocks(section)

@@ -47,7 +47,7 @@ def test_table_lifecycle(storage: Storage, request):
             t.upsert(batch(range(i * 10, i * 10 + 15), dt, i))
             model.update({(k, dt): i for k in range(i * 10, i * 10 + 15)})
             states[t.latest_snapshot().id] = dict(model)
-    t.delete(batch(range(0, 5), "a", 0))
+    t.delete_keys(batch(range(0, 5), "a", 0))
     for k in range(0, 5):
         model.pop((k, "a"))
     t.write(batch(range(100, 103), "b", 9), mode="overwrite", overwrite_partition={"dt": "b"})

@@ -50,7 +50,7 @@ def three_snapshots(tmp_path):
     t, _ = kv_table(tmp_path)
     t.write(kv([1, 2]))
     t.write(kv([3], tag="w"))
-    t.delete(kv([1]).select(["k"]))
+    t.delete_keys(kv([1]).select(["k"]))
     return t
 
 
@@ -63,7 +63,7 @@ def test_latest_full_reads_the_full_state_then_changes(spark, tmp_path):
     seen = run_available_now(stream(spark, t.path), tmp_path / "chk")
     assert [keys(rows) for _, rows in seen] == [[2, 3]]  # the merged state of snapshot 3
     t.write(kv([4, 2], tag="n"))
-    t.delete(kv([3]).select(["k"]))
+    t.delete_keys(kv([3]).select(["k"]))
     seen = run_available_now(stream(spark, t.path), tmp_path / "chk")  # resumes from its checkpoint
     assert [[(r["k"], r["v"]) for r in rows] for _, rows in seen] == [[(2, "n2"), (4, "n4")]]  # delete dropped
 

@@ -97,7 +97,7 @@ def test_a_write_that_would_null_the_missing_columns_of_whole_rows_is_refused(st
     assert table_files(t) == before
     assert_same_rows(t.to_arrow(), expected().cast(t.schema))
     if engine == "deduplicate":  # (first-row tables ignore deletes, as Paimon's)
-        t.delete(pa.table({"id": [1]}))  # a delete needs only the key
+        t.delete_keys(pa.table({"id": [1]}))  # a delete needs only the key
         assert sorted(t.to_arrow().column("id").to_pylist()) == [0, 2, 3, 4, 5]
 
 
@@ -448,13 +448,13 @@ def test_unsupported_writes_on_append_tables(append_table):
     with pytest.raises(tidelake.UnsupportedError):
         append_table.upsert(expected())
     with pytest.raises(tidelake.UnsupportedError):
-        append_table.delete(expected().select(["id"]))
+        append_table.delete_keys(expected().select(["id"]))
     assert len(append_table.snapshots()) == 1
 
 
 def test_empty_write_creates_no_snapshot(pk_table):
-    assert pk_table.write(SCHEMA.empty_table()) is None
-    assert pk_table.upsert(SCHEMA.empty_table()) is None
+    assert pk_table.write(SCHEMA.empty_table()).snapshot_id is None
+    assert pk_table.upsert(SCHEMA.empty_table()).snapshot_id is None
     assert pk_table.snapshots() == []
 
 

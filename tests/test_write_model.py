@@ -109,7 +109,7 @@ class LakeModel(RuleBasedStateMachine):
         keys = data.draw(st.lists(st.tuples(st.sampled_from(PARTS), KEYS), min_size=1, max_size=4))
         rows = [{"p": p, "k": k} for p, k in keys]
         schema = pa.schema([self.t.schema.field(c) for c in (["p", "k"] if self.partitioned else ["k"])])
-        self.t.delete(self.table_of(schema, rows))
+        self.t.delete_keys(self.table_of(schema, rows))
         for r in rows:
             self.model.pop(self.key(r), None)
         self.record()

@@ -7,6 +7,7 @@ import logging as _logging
 from ._internal import __version__, reset_logging
 from ._metadata import SchemaVersion, Snapshot, Tag
 from .catalog import Catalog
+from .dml import MergeBuilder
 from .exceptions import (
     CommitConflictError,
     CorruptMetadataError,
@@ -22,7 +23,7 @@ from .exceptions import (
     UnsupportedError,
 )
 from .table import Table, create_table, open_table, write_table
-from .write import CommitMessage, TableWriter
+from .write import CommitMessage, TableWriter, WriteResult
 
 # Events (commits and their retries, expiry, compaction) go to the "tidelake" loggers; silent
 # unless the application configures logging.
@@ -37,6 +38,8 @@ __all__ = [
     "Catalog",
     "TableWriter",
     "CommitMessage",
+    "WriteResult",
+    "MergeBuilder",
     "Table",
     "Snapshot",
     "Tag",

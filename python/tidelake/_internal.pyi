@@ -218,6 +218,23 @@ class RawTable:
     def truncate(self, commit_user: str) -> list[int]:
         """Remove every row (an OVERWRITE snapshot with no files); returns the new snapshot ids."""
 
+    def commit_dml(
+        self,
+        messages: list[bytes],
+        rewritten: list[bytes],
+        read_snapshot: int | None,
+        commit_user: str,
+        commit_identifier: int,
+    ) -> list[int]:
+        """Commit a row-level change computed from snapshot ``read_snapshot``: the messages plus
+        the removal of the files of the ``rewritten`` splits, in one transaction that conflicts
+        with commits since ``read_snapshot`` removing those files or writing keys in a changed
+        range. Returns the new snapshot ids."""
+
+    def commit_metrics(self, ids: list[int]) -> dict[str, int]:
+        """What snapshots ``ids`` changed, summed: ``files_added``, ``files_removed``,
+        ``rows_added``, ``rows_removed`` (records), ``bytes_added``, ``bytes_removed``."""
+
     def discard(self, messages: list[bytes]) -> int:
         """Delete every file the messages add (data, changelog, index files): the files of a
         write whose commit provably did not land. Returns how many files were deleted."""

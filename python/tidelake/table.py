@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
+import warnings
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -18,17 +20,20 @@ from .write import (
     ONE_SHOT_RETRIES,
     CommitMessage,
     TableWriter,
+    WriteResult,
     arrow_input,
     check_messages,
     commit_user_of,
     raw_messages,
     replayable,
+    write_result,
 )
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from .compaction import CompactionPlan
+    from .dml import MergeBuilder
 
 
 __all__ = ["Table", "open_table", "create_table", "write_table"]
@@ -172,6 +177,13 @@ def _epoch_ms(timestamp: Any) -> int:
         return (aware - epoch) // dt.timedelta(milliseconds=1)
     raise InvalidArgumentError(
         f"timestamp must be a datetime, an ISO-8601 string or epoch ms, got {type(timestamp).__name__}")
+
+
+def _is_rows(data: Any) -> bool:
+    """Whether ``data`` is tabular data (a frame, table or Arrow producer), not a filter."""
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        return True
+    return type(data).__module__.split(".")[0] in ("pandas", "polars")
 
 
 def _check_batch_size(batch_size: int | None) -> None:
@@ -534,11 +546,12 @@ class Table:
         """Delete the files of messages that will never be committed; returns how many."""
         return self._raw.discard(raw_messages(check_messages(messages)))
 
-    def _write_and_commit(self, data: Any, kind: str) -> int | None:
+    def _write_and_commit(self, data: Any, kind: str) -> WriteResult:
         # A conflict, or a snapshot the writer read expiring under it, means nothing landed (a
         # write that landed but is not visible yet raises neither); data that can be read again
         # is written again by a new writer, which continues from the newest state.
         retries = ONE_SHOT_RETRIES if replayable(data) else 0
+        started = time.monotonic()
         while True:
             w = TableWriter(self)
             try:
@@ -554,11 +567,21 @@ class Table:
                 w.abort()
                 raise
             w.close()
-            return ids[-1] if ids else None
+            return self._result(ids, started, overwrite=False)
 
-    def write(self, data: Any, mode: str = "append", overwrite_partition: Any = None) -> int | None:
-        """Write rows and commit; returns the id of the last snapshot committed: the APPEND, or
-        the COMPACT that follows it when the writer compacted (None if nothing was written).
+    def _result(self, ids: list[int], started: float, overwrite: bool) -> WriteResult:
+        """The WriteResult of a write; on append tables without deletion vectors the rows its
+        first snapshot added (and an overwrite removed) are table rows."""
+        if not ids or self.primary_keys or self.options.get("deletion-vectors.enabled", "").lower() == "true":
+            return write_result(self._raw, ids, started)
+        first = self._raw.commit_metrics(ids[:1])
+        return write_result(self._raw, ids, started, inserted=first["rows_added"],
+                            deleted=first["rows_removed"] if overwrite else 0)
+
+    def write(self, data: Any, mode: str = "append", overwrite_partition: Any = None) -> WriteResult:
+        """Write rows and commit; returns a :class:`~tidelake.write.WriteResult` whose
+        ``snapshot_id`` is the last snapshot committed: the APPEND, or the COMPACT that follows it
+        when the writer compacted (None, and the result is falsy, if nothing was written).
 
         Args:
             data: a pyarrow Table/RecordBatch/RecordBatchReader, polars or pandas DataFrame, or
@@ -578,6 +601,7 @@ class Table:
             raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
         dynamic = overwrite_partition == "dynamic"
         spec = None if dynamic else self._partition_spec_json(overwrite_partition)
+        started = time.monotonic()
         w = TableWriter(self, overwrite=True)
         messages: list[CommitMessage] = []
         try:
@@ -591,7 +615,7 @@ class Table:
                 self.discard(messages)  # refused or failed: its files are garbage
             raise
         w.close()
-        return ids[-1] if ids else None
+        return self._result(ids, started, overwrite=True)
 
     def _partition_spec_json(self, spec: Any) -> str | None:
         if spec is None:
@@ -604,18 +628,92 @@ class Table:
         terms = [(k, "is_null") if v is None else (k, "=", v) for k, v in spec.items()]
         return to_filter_json(terms)
 
-    def upsert(self, data: Any) -> int | None:
-        """Insert or replace rows by primary key and commit; returns the snapshot id."""
+    def upsert(self, data: Any, *, partial: bool = False) -> WriteResult:
+        """Insert or replace rows by primary key and commit; returns a
+        :class:`~tidelake.write.WriteResult`.
+
+        ``data`` needs every non-null column; with ``partial=True`` it may hold the key and any
+        subset of the other columns: only those change, the others keep their current values
+        (new keys get nulls there). A partial upsert reads the current rows of its keys and is
+        one atomic commit (conflict-checked like :meth:`merge`).
+        """
+        if partial:
+            from .dml import upsert_partial
+
+            return upsert_partial(self, data)
         return self._write_and_commit(data, "upsert")
 
-    def delete(self, data: Any) -> int | None:
-        """Delete rows by primary key (``data`` needs the key columns) and commit."""
+    def delete(self, filter: Any = None, *, partitions: list[dict[str, Any]] | None = None) -> WriteResult:
+        """Delete the rows matching ``filter`` in one atomic commit (SQL ``DELETE FROM t WHERE
+        ...``); every row when ``filter`` is None. Returns a :class:`~tidelake.write.WriteResult`
+        with ``rows_deleted``.
+
+        Args:
+            filter: DNF tuples ``[("qty", "<", 5)]`` (a list of lists is OR), a SQL expression
+                string ``"qty < 5 AND name LIKE 'a%'"``, or a :class:`pyarrow.compute.Expression`.
+                Simple terms of the first two prune partitions, buckets and files before reading.
+            partitions: only touch these partitions (a list of partition-value dicts), e.g. one
+                task's share of a distributed job.
+
+        Primary-key tables write ``-D`` records for the matching keys (deduplicate tables, and
+        partial-update tables with ``partial-update.remove-record-on-delete``); append tables
+        rewrite the data files holding matching rows. To delete given keys use
+        :meth:`delete_keys`.
+        """
+        from .dml import delete
+
+        if _is_rows(filter):
+            warnings.warn("Table.delete(rows) is Table.delete_keys(rows); delete() takes a filter",
+                          DeprecationWarning, stacklevel=2)
+            return self.delete_keys(filter)
+        result = delete(self, filter, partitions)
+        assert isinstance(result, WriteResult)
+        return result
+
+    def delete_keys(self, data: Any) -> WriteResult:
+        """Delete rows by primary key (``data`` needs the key columns; other columns are
+        ignored) and commit; keys not in the table are no-ops."""
         return self._write_and_commit(data, "delete")
 
-    def truncate(self) -> int | None:
-        """Remove every row (one OVERWRITE snapshot); returns its id."""
+    def update(self, set: dict[str, Any], filter: Any = None, *,
+               partitions: list[dict[str, Any]] | None = None) -> WriteResult:
+        """Update the rows matching ``filter`` (all rows when None) in one atomic commit (SQL
+        ``UPDATE t SET ... WHERE ...``); returns a :class:`~tidelake.write.WriteResult` with
+        ``rows_updated``.
+
+        ``set`` maps columns to new values: Python literals, SQL expression strings over the row
+        (``{"qty": "qty + 1", "name": "upper(name)"}``; a string literal is ``"'text'"``) or
+        :class:`pyarrow.compute.Expression`. ``filter`` and ``partitions`` as :meth:`delete`.
+        Primary-key columns cannot be set. Partial-update tables cannot set a column to null.
+        """
+        from .dml import update
+
+        result = update(self, set, filter, partitions)
+        assert isinstance(result, WriteResult)
+        return result
+
+    def merge(self, source: Any, on: Any, *, partitions: list[dict[str, Any]] | None = None) -> MergeBuilder:
+        """Start a MERGE of ``source`` (anything Arrow-like) into this table (SQL ``MERGE INTO t
+        USING s ON ...``): add ``when_matched_update``, ``when_matched_delete``,
+        ``when_not_matched_insert`` and ``when_not_matched_by_source_delete`` clauses, then
+        ``execute()``; see :class:`tidelake.dml.MergeBuilder`.
+
+        ``on`` is a column name or list of names present in both, or a SQL conjunction of
+        equalities ``"target.id = source.id AND target.dt = source.dt"``. The target rows read
+        are those with the source's key values (pushed into the scan), unless a
+        not-matched-by-source clause needs them all. ``partitions`` restricts the target as in
+        :meth:`delete`.
+        """
+        from .dml import MergeBuilder
+
+        return MergeBuilder(self, source, on, partitions)
+
+    def truncate(self) -> WriteResult:
+        """Remove every row (one OVERWRITE snapshot); returns a
+        :class:`~tidelake.write.WriteResult`."""
+        started = time.monotonic()
         ids = self._raw.truncate(str(uuid.uuid4()))
-        return ids[-1] if ids else None
+        return self._result(ids, started, overwrite=True)
 
     def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None,
                 progress: Callable[[int, int], object] | None = None) -> int | None:

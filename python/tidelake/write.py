@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -10,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 from .exceptions import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
+    from . import _internal
     from .table import Table
 
-__all__ = ["CommitMessage", "TableWriter", "arrow_input"]
+__all__ = ["CommitMessage", "TableWriter", "WriteResult", "arrow_input"]
 
 
 def arrow_input(data: Any) -> Any:
@@ -151,3 +153,76 @@ def raw_messages(messages: list[CommitMessage]) -> list[bytes]:
     return [m.payload for m in messages]
 
 
+
+
+_METRICS = ("rows_inserted", "rows_updated", "rows_deleted", "files_added", "files_removed", "records_added",
+            "records_removed", "bytes_added", "bytes_removed", "duration_s")
+
+
+class WriteResult(int):
+    """What a write, delete, update, merge, overwrite or truncate committed.
+
+    It is the id of the last snapshot committed (an ``int``: compare it, format it, pass it as
+    ``snapshot_id=``), or 0, which is falsy, when nothing was committed; :attr:`snapshot_id` says
+    the same with None for nothing. The metrics are attributes:
+
+    * ``snapshot_ids``: every snapshot committed, in order (a write can add a COMPACT);
+    * ``rows_inserted``, ``rows_updated``, ``rows_deleted``: table rows, None where unknown (an
+      upsert does not know whether its keys existed);
+    * ``files_added``, ``files_removed``, ``bytes_added``, ``bytes_removed``, ``records_added``,
+      ``records_removed``: exact, read from the committed snapshots' delta manifests (compactions
+      a writer ran count too). On primary-key tables records are key-value records: an upsert
+      adds a record without removing the one it replaces until compaction;
+    * ``duration_s``: wall-clock seconds of the whole call (reading, writing, committing).
+    """
+
+    snapshot_ids: tuple[int, ...]
+    rows_inserted: int | None
+    rows_updated: int | None
+    rows_deleted: int | None
+    files_added: int
+    files_removed: int
+    records_added: int
+    records_removed: int
+    bytes_added: int
+    bytes_removed: int
+    duration_s: float
+
+    def __new__(cls, snapshot_ids: tuple[int, ...] | list[int], rows_inserted: int | None = None,
+                rows_updated: int | None = None, rows_deleted: int | None = None, files_added: int = 0,
+                files_removed: int = 0, records_added: int = 0, records_removed: int = 0, bytes_added: int = 0,
+                bytes_removed: int = 0, duration_s: float = 0.0) -> WriteResult:
+        ids = tuple(int(i) for i in snapshot_ids)
+        self = super().__new__(cls, ids[-1] if ids else 0)
+        values = (rows_inserted, rows_updated, rows_deleted, files_added, files_removed, records_added,
+                  records_removed, bytes_added, bytes_removed, duration_s)
+        self.__dict__.update(snapshot_ids=ids, **dict(zip(_METRICS, values)))
+        return self
+
+    @property
+    def snapshot_id(self) -> int | None:
+        """The last snapshot committed, None when nothing was."""
+        return self.snapshot_ids[-1] if self.snapshot_ids else None
+
+    def metrics(self) -> dict[str, Any]:
+        """Every attribute as a dict (``snapshot_ids`` and the metrics)."""
+        return {"snapshot_ids": self.snapshot_ids, **{k: getattr(self, k) for k in _METRICS}}
+
+    def __str__(self) -> str:  # the id, as the snapshot ids callers format (repr: the metrics)
+        return int.__repr__(self)
+
+    def __repr__(self) -> str:
+        return "WriteResult(" + ", ".join(f"{k}={v!r}" for k, v in self.metrics().items()) + ")"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WriteResult, (self.snapshot_ids, *(getattr(self, k) for k in _METRICS)))
+
+
+def write_result(raw: _internal.RawTable, ids: list[int], started: float, *, inserted: int | None = None,
+                 updated: int | None = None, deleted: int | None = None) -> WriteResult:
+    """The :class:`WriteResult` of snapshots ``ids`` committed by a call started at ``started``
+    (``time.monotonic()``)."""
+    m = raw.commit_metrics(list(ids)) if ids else {}
+    return WriteResult(tuple(ids), inserted, updated, deleted, m.get("files_added", 0), m.get("files_removed", 0),
+                       m.get("rows_added", 0), m.get("rows_removed", 0), m.get("bytes_added", 0),
+                       m.get("bytes_removed", 0), time.monotonic() - started)

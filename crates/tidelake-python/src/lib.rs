@@ -12,6 +12,7 @@ mod branch;
 mod catalog;
 mod cdc;
 mod compact;
+mod dml;
 mod errors;
 mod maintenance;
 mod runtime;

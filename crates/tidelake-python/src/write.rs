@@ -127,7 +127,7 @@ impl RawWriter {
     }
 }
 
-fn decode_messages(messages: Vec<Vec<u8>>) -> PyResult<Vec<CommitMessage>> {
+pub(crate) fn decode_messages(messages: Vec<Vec<u8>>) -> PyResult<Vec<CommitMessage>> {
     messages
         .iter()
         .map(|b| CommitMessage::from_bytes(b))

@@ -468,9 +468,15 @@ impl FileStoreCommit {
             // restored from the table.
             let key_types = checker.lsm_key_types.filter(|_| base.is_some());
             let conflict = |reason: String| checker.conflict(latest, reason);
-            if let Verdict::Landed(id) =
-                check(&self.layout, &since, base, &added, key_types, conflict)?
-            {
+            if let Verdict::Landed(id) = check(
+                &self.layout,
+                &since,
+                base,
+                &added,
+                key_types,
+                self.validate_reads,
+                conflict,
+            )? {
                 return Ok(Ok(id.unwrap_or(latest.id)));
             }
             if let (true, Some(base)) = (self.settings.cross_partition, base) {

@@ -116,6 +116,10 @@ pub struct FileStoreCommit {
     pub(crate) settings: Settings,
     pub(crate) writer: MetaWriter,
     pub(crate) checked_partitions: Mutex<HashSet<Vec<u8>>>,
+    /// Row-level DML: the write was computed from the rows of its messages' base snapshot, so
+    /// any file committed since then to a touched bucket with keys in the range of a new file
+    /// is a conflict, whatever its sequence numbers (see [`FileStoreCommit::validate_reads`]).
+    pub(crate) validate_reads: bool,
 }
 
 impl FileStoreCommit {
@@ -139,7 +143,19 @@ impl FileStoreCommit {
             settings,
             writer,
             checked_partitions: Mutex::new(HashSet::new()),
+            validate_reads: false,
         })
+    }
+
+    /// Make this committer refuse (with [`Error::CommitConflict`]) a primary-key write when a
+    /// file committed after the messages' base snapshot to one of its buckets overlaps the key
+    /// range of a new file, whatever their sequence numbers: row-level DML (delete or update
+    /// by predicate, merge) computed its rows from that snapshot, and landing it over rows it
+    /// did not see would silently overwrite them. Append tables are protected by the DELETE
+    /// entries of the files they rewrite. Set the messages' base to the snapshot read.
+    pub fn validate_reads(mut self) -> FileStoreCommit {
+        self.validate_reads = true;
+        self
     }
 
     pub fn commit_user(&self) -> &str {

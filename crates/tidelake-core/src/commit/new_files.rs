@@ -196,13 +196,17 @@ impl CommittedSince {
 
 /// The checks of the module docs for the ADD entries in `new`; `key_types` (the trimmed
 /// primary key) for primary-key tables whose writers' base is known, which are checked for
-/// sequence order. `conflict` builds the error naming the snapshot checked against.
+/// sequence order. `validate_reads` (row-level DML computed from the base snapshot): any
+/// overlapping file committed since the base is a conflict, whatever its sequence numbers, and
+/// so is not knowing what was committed since. `conflict` builds the error naming the snapshot
+/// checked against.
 pub(crate) fn check(
     layout: &TableLayout,
     since: &CommittedSince,
     base: Option<i64>,
     new: &[ManifestEntry],
     key_types: Option<&[DataType]>,
+    validate_reads: bool,
     conflict: impl Fn(String) -> Error,
 ) -> Result<Verdict> {
     let added: Vec<&ManifestEntry> = new.iter().filter(|e| e.kind == FileKind::Add).collect();
@@ -232,6 +236,13 @@ pub(crate) fn check(
     let Some(key_types) = key_types else {
         return Ok(Verdict::New);
     };
+    if validate_reads && !since.exact {
+        return Err(conflict(format!(
+            "this row-level change was computed from snapshot {}, and the commits since then could not all be \
+             read (expired, or too many): run it again on the latest snapshot",
+            base.map_or("(unknown)".to_string(), |b| b.to_string())
+        )));
+    }
     for e in added.iter().filter(|e| e.bucket != POSTPONE_BUCKET) {
         let Some(committed) = since.files.get(&(e.partition.clone(), e.bucket)) else {
             continue;
@@ -239,12 +250,23 @@ pub(crate) fn check(
         let ours = key_range(&e.file, key_types)?;
         for other in committed
             .iter()
-            .filter(|o| o.max_sequence_number >= e.file.min_sequence_number)
+            .filter(|o| validate_reads || o.max_sequence_number >= e.file.min_sequence_number)
         {
             let theirs = key_range(other, key_types)?;
             if compare_keys(&ours.0, &theirs.1) != Ordering::Greater
                 && compare_keys(&theirs.0, &ours.1) != Ordering::Greater
             {
+                if validate_reads {
+                    return Err(conflict(format!(
+                        "file {} committed to bucket {} of {} after snapshot {}, which this row-level change \
+                         was computed from, holds keys in the range it changes: run it again on the latest \
+                         snapshot",
+                        other.file_name,
+                        e.bucket,
+                        partition_display(layout, &e.partition),
+                        base.map_or("(unknown)".to_string(), |b| b.to_string()),
+                    )));
+                }
                 return Err(conflict(format!(
                     "the rows of this write in bucket {} of {} have sequence numbers from {}, but file {} committed \
                      since its writer opened{} holds keys of the same range with sequence numbers up to {}: landing \

@@ -71,4 +71,4 @@ mod visible;
 pub(crate) use inline::{InlineCompaction, Slot};
 pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
 pub use plan::{CompactionPlan, CompactionTask, COMPACTION_TASK_VERSION};
-pub use visible::commit_visible;
+pub use visible::{commit_visible, commit_visible_with};

@@ -33,6 +33,18 @@ pub async fn commit_visible(
     properties: &[(String, String)],
 ) -> Result<Vec<i64>> {
     let commit = FileStoreCommit::new(table.clone(), commit_user)?;
+    commit_visible_with(table, commit, messages, commit_identifier, properties).await
+}
+
+/// [`commit_visible`] through a configured committer (e.g. one that
+/// [validates reads](FileStoreCommit::validate_reads)).
+pub async fn commit_visible_with(
+    table: &Table,
+    commit: FileStoreCommit,
+    messages: Vec<CommitMessage>,
+    commit_identifier: i64,
+    properties: &[(String, String)],
+) -> Result<Vec<i64>> {
     let outcome = commit
         .commit_reporting(messages, commit_identifier, properties)
         .await?;

@@ -23,15 +23,38 @@ use crate::table::Table;
 /// How many snapshots' delta manifests are read at once.
 const PARALLELISM: usize = 8;
 
-/// What one commit changed.
+/// What one commit (or several, summed) changed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Delta {
-    files_added: i64,
-    files_removed: i64,
-    rows_added: i64,
-    rows_removed: i64,
-    bytes_added: i64,
-    bytes_removed: i64,
+pub struct Delta {
+    pub files_added: i64,
+    pub files_removed: i64,
+    pub rows_added: i64,
+    pub rows_removed: i64,
+    pub bytes_added: i64,
+    pub bytes_removed: i64,
+}
+
+/// The sum of what snapshots `ids` changed (e.g. the snapshots one write committed); a snapshot
+/// expired meanwhile counts nothing.
+pub async fn changes_of(table: &Table, ids: &[i64]) -> Result<Delta> {
+    let sm = table.snapshot_manager();
+    let mut total = Delta::default();
+    for &id in ids {
+        let snap = match sm.snapshot(id).await {
+            Ok(s) => s,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if let Some(d) = delta_of(table, &snap).await? {
+            total.files_added += d.files_added;
+            total.files_removed += d.files_removed;
+            total.rows_added += d.rows_added;
+            total.rows_removed += d.rows_removed;
+            total.bytes_added += d.bytes_added;
+            total.bytes_removed += d.bytes_removed;
+        }
+    }
+    Ok(total)
 }
 
 /// The history of `table`'s live snapshots, oldest first.

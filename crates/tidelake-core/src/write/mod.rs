@@ -7,6 +7,8 @@
 //! * [`file_writer`]: rolling Parquet writers producing `DataFileMeta`.
 //! * [`message`]: the commit message a writer hands to the committer.
 //! * [`postpone`]: what writers of postpone-bucket tables (`bucket = -2`) do differently.
+//! * [`rewrite`]: messages removing the files of read splits (row-level changes of append
+//!   tables rewrite files).
 //! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
 
 pub mod bucket;
@@ -16,4 +18,5 @@ pub mod file_writer;
 pub mod input;
 pub mod message;
 pub mod postpone;
+pub mod rewrite;
 pub mod table_write;

@@ -1,0 +1,80 @@
+//! Row-level changes of append tables by file rewrite: the commit messages that remove the data
+//! files of planned read [`Split`]s, to be committed together with the messages of a writer
+//! that wrote those files' surviving (and updated) rows again.
+//!
+//! Invariants: every removed file is looked up in the split's own snapshot, so its DELETE entry
+//! carries the exact [`DataFileMeta`](tidelake_spec::manifest::DataFileMeta) that snapshot
+//! holds; the messages' base is that snapshot. Committed together with the new files, the
+//! commit is an OVERWRITE with conflict checks: when another commit removed one of those files
+//! meanwhile (a compaction, another row-level change), the commit fails with
+//! [`Error::CommitConflict`](crate::Error::CommitConflict) and nothing lands; files other
+//! writers added meanwhile are never touched. Files with a deletion vector are refused
+//! ([`Error::Unsupported`](crate::Error::Unsupported)): their vector would outlive them.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::error::{Error, Result};
+use crate::scan::Split;
+use crate::state::{LiveFiles, Pruning};
+use crate::table::Table;
+use crate::write::message::CommitMessage;
+
+/// One message per split removing its files, based on the splits' snapshot (all splits must
+/// come from one snapshot of `table`).
+pub async fn removal_messages(table: &Table, splits: &[Split]) -> Result<Vec<CommitMessage>> {
+    let Some(first) = splits.first() else {
+        return Ok(Vec::new());
+    };
+    let snapshot_id = first.snapshot_id;
+    if splits.iter().any(|s| s.snapshot_id != snapshot_id) {
+        return Err(Error::invalid(
+            "the splits of one rewrite must come from one snapshot",
+        ));
+    }
+    let wanted: HashMap<(Vec<u8>, i32), HashSet<&str>> =
+        splits.iter().fold(HashMap::new(), |mut acc, s| {
+            acc.entry((s.partition.clone(), s.bucket))
+                .or_default()
+                .extend(s.files.iter().map(|f| f.file_name.as_str()));
+            acc
+        });
+    let partitions: HashSet<Vec<u8>> = wanted.keys().map(|(p, _)| p.clone()).collect();
+    let buckets: HashSet<i32> = wanted.keys().map(|(_, b)| *b).collect();
+    let pruning = Pruning::all()
+        .partitions(move |p| Ok(partitions.contains(p)))
+        .buckets(move |b| buckets.contains(&b))
+        .with_deletion_vectors();
+    let snap = table.snapshot_manager().snapshot(snapshot_id).await?;
+    let live = LiveFiles::read(table, &snap, pruning).await?;
+    let mut messages = Vec::new();
+    for b in live.into_buckets() {
+        let Some(names) = wanted.get(&(b.partition.clone(), b.bucket)) else {
+            continue;
+        };
+        let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
+        for e in b
+            .files
+            .into_iter()
+            .filter(|e| names.contains(e.file.file_name.as_str()))
+        {
+            if b.deletion_vectors.contains_key(&e.file.file_name) {
+                return Err(Error::Unsupported(format!(
+                    "rewriting data file {} of bucket {}, which has a deletion vector (compact the table first)",
+                    e.file.file_name, b.bucket
+                )));
+            }
+            m.deleted_files.push(e.file);
+        }
+        m.base_snapshot = Some(snapshot_id);
+        messages.push(m);
+    }
+    let found: usize = messages.iter().map(|m| m.deleted_files.len()).sum();
+    let expected: usize = wanted.values().map(HashSet::len).sum();
+    if found != expected {
+        return Err(Error::invalid(format!(
+            "{} of the {expected} files of the splits are not live in snapshot {snapshot_id}",
+            expected - found
+        )));
+    }
+    Ok(messages)
+}

@@ -20,8 +20,8 @@ import tidelake
 import tidelake.spark
 from _peers import new_warehouse, pp_read
 from conftest import assert_same_rows
-from tidelake import _spark_io
-from tidelake._spark_source import BatchWriter, SplitPartition, TidelakeDataSource, filter_term
+from tidelake import _spark_io, _spark_source
+from tidelake._spark_source import BatchWriter, TidelakeDataSource, filter_term
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -188,6 +188,61 @@ def test_sql_temporary_view_insert_and_select(spark, tmp_path):
     assert spark.sql("SELECT count(*) AS n, max(k) AS m FROM tl_view").collect()[0].asDict() == {"n": 5, "m": 4}
 
 
+def test_views_and_dataframes_read_the_snapshot_of_each_query(spark, tmp_path):
+    """PySpark plans a relation's read once and reuses it for every later query of the view or
+    DataFrame: each query must still see the snapshot latest when it started."""
+    t, _ = kv_table(tmp_path, partition=True, bucket=1)
+    t.write(kv(range(3), p="a"))
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW tl_live USING tidelake OPTIONS (path '{t.path}')")
+    df = spark.read.format("tidelake").load(t.path)
+
+    def counts():
+        view = spark.sql("SELECT count(*) AS n FROM tl_live").collect()[0].n
+        filtered = spark.sql("SELECT count(*) AS n FROM tl_live WHERE k > 0").collect()[0].n
+        return view, filtered, df.count()
+
+    assert counts() == (3, 2, 3)
+    t.write(kv(range(3, 6), p="a"))
+    assert counts() == (6, 5, 6)
+    # more splits than the slots planned at the first query: still all read
+    for p in "bcde":
+        t.write(kv(range(10), p=p))
+    assert counts() == (46, 41, 46)
+    assert_same_rows(spark.sql("SELECT * FROM tl_live").toArrow(), tidelake.open_table(t.path).to_arrow())
+    # pinned reads stay pinned
+    assert spark.read.format("tidelake").option("snapshot-id", 1).load(t.path).count() == 3
+
+
+def test_a_query_reads_the_snapshot_of_its_start(tmp_path, monkeypatch):
+    """Every task of one query resolves the same snapshot: the newest committed at or before the
+    query's start time (from its UUIDv7 id), whatever lands while it runs."""
+    import time
+    import uuid
+
+    t, _ = kv_table(tmp_path, bucket=2)
+    t.write(kv(range(4)))
+    started = int(time.time() * 1000)
+    time.sleep(0.01)
+    t.write(kv(range(4, 8)))
+    reader = _spark_source.BatchReader({"path": t.path}, _spark_io.spark_schema(t))
+    slots = reader.partitions()
+    assert all(isinstance(s, _spark_source.LatestPartition) for s in slots)
+
+    def rows():
+        return sum(b.num_rows for s in slots for b in _spark_source.read_partition(s, reader.schema))
+
+    qid = str(uuid.UUID(int=(started << 80) | (7 << 76) | (2 << 62) | 12345))
+
+    class Task:  # what TaskContext.get() is in a task of a query started at `started`
+        def getLocalProperty(self, key):
+            return qid if key == "spark.sql.execution.query.id" else None
+
+    assert rows() == 8  # no task context: the latest snapshot
+    monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls: Task()))
+    assert _spark_source.query_time_ms() == started
+    assert rows() == 4
+
+
 # ---- filter push-down -------------------------------------------------------------------------
 
 def test_filter_pushdown_is_opt_in_and_prunes(spark, tmp_path):
@@ -199,22 +254,20 @@ def test_filter_pushdown_is_opt_in_and_prunes(spark, tmp_path):
     plain = spark.read.format("tidelake").load(t.path).where("p = 'b' and k >= 5").toArrow()
     assert_same_rows(plain, kv(range(5, 10), p="b"))
 
-    tidelake.spark.register(spark, filter_pushdown=True)
-    try:
-        got = spark.read.format("tidelake").load(t.path).where("p = 'b' and k >= 5").toArrow()
-        assert_same_rows(got, kv(range(5, 10), p="b"))
-        # the pushed terms prune splits: only partition b is planned
-        reader = tidelake._spark_source.PushdownReader({"path": t.path}, spark.read.format("tidelake")
-                                                       .load(t.path).schema)
-        from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, StringStartsWith
+    # refused on PySpark 4.3: a plan made with pushed filters would serve later unfiltered queries
+    with pytest.raises(tidelake.UnsupportedError, match="miss rows"):
+        tidelake.spark.register(spark, filter_pushdown=True)
+    assert spark.conf.get("spark.sql.python.filterPushdown.enabled", "false") == "false"
+    # the reader itself prunes with the pushed terms: only partition b is planned, at execution
+    reader = tidelake._spark_source.PushdownReader({"path": t.path}, spark.read.format("tidelake")
+                                                   .load(t.path).schema)
+    from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, StringStartsWith
 
-        passed = [EqualTo(("p",), "b"), GreaterThanOrEqual(("k",), 5), StringStartsWith(("v",), "v")]
-        assert list(reader.pushFilters(passed)) == passed  # Spark re-applies every filter
-        assert reader.filters == [("p", "=", "b"), ("k", ">=", 5)]
-        assert len(reader.partitions()) == 1
-    finally:
-        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
-        tidelake.spark.register(spark)
+    passed = [EqualTo(("p",), "b"), GreaterThanOrEqual(("k",), 5), StringStartsWith(("v",), "v")]
+    assert list(reader.pushFilters(passed)) == passed  # Spark re-applies every filter
+    assert reader.filters == [("p", "=", "b"), ("k", ">=", 5)]
+    slots = reader.partitions()
+    assert sum(len(_spark_source.latest_splits(s)[s.slot::s.slots]) for s in slots) == 1
 
 
 def test_filter_terms():
@@ -410,7 +463,8 @@ def test_everything_spark_pickles_is_plain_data(spark, tmp_path):
     assert isinstance(schema, StructType)
     reader = cloudpickle.loads(cloudpickle.dumps(source.reader(schema)))
     parts = cloudpickle.loads(cloudpickle.dumps(reader.partitions()))
-    assert all(isinstance(p, SplitPartition) for p in parts)
+    assert all(isinstance(p, _spark_source.LatestPartition) for p in parts)
+    assert all(isinstance(v, (int, list, type(None), _spark_io.Location)) for p in parts for v in vars(p).values())
     rows = pa.Table.from_batches([b for p in parts for b in reader.read(p)])
     assert_same_rows(rows, kv([1, 2]))
     for obj in (source.writer(schema, False), source.streamReader(schema),

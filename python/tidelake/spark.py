@@ -38,6 +38,13 @@ BUCKET_COLUMN = "_tidelake_bucket"
 """The routing column :func:`write` adds (and drops before writing) on fixed-bucket tables."""
 
 _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+_SHARED_READ_PLANS = (4, 3)
+"""The newest PySpark checked that keeps one read plan per relation (``PythonDataSourceV2.readInfo``)."""
+
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")[:2]
+    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
 
 
 def register(spark: SparkSession, filter_pushdown: bool = False) -> None:
@@ -45,17 +52,26 @@ def register(spark: SparkSession, filter_pushdown: bool = False) -> None:
 
     With ``filter_pushdown`` the reader also prunes partitions, files and row groups with the
     query's filters; this sets ``spark.sql.python.filterPushdown.enabled`` (without that conf
-    Spark fails every read of a source that accepts filters).
+    Spark fails every read of a source that accepts filters). Refused on PySpark 4.3 and older,
+    which keep the read plan of a query with pushed filters on the relation and reuse it for
+    the relation's later queries without pushable filters: they would miss rows.
 
     Raises:
         UnsupportedError: the PySpark version has no Python Data Source API (use :func:`write`
-            and ``tidelake.open_table`` there).
+            and ``tidelake.open_table`` there), or ``filter_pushdown`` on PySpark <= 4.3.
     """
+    import pyspark
+
     try:
         from ._spark_source import PushdownDataSource, TidelakeDataSource
     except ImportError as e:  # PySpark < 4.0
         raise UnsupportedError(f"the tidelake Spark source needs PySpark 4.0+ ({e}); "
                                "tidelake.spark.write works from Spark 3.3") from e
+    if filter_pushdown and _version(pyspark.__version__) <= _SHARED_READ_PLANS:
+        raise UnsupportedError(
+            f"filter_pushdown=True is refused on PySpark {pyspark.__version__}: it reuses the read plan of a "
+            "query with pushed filters for later queries of the same DataFrame or view that have none, so "
+            "those would miss rows. Register without it (Spark still applies every filter).")
     if filter_pushdown:
         spark.conf.set(_PUSHDOWN_CONF, "true")
     spark.dataSource.register(PushdownDataSource if filter_pushdown else TidelakeDataSource)

@@ -243,6 +243,69 @@ def test_a_query_reads_the_snapshot_of_its_start(tmp_path, monkeypatch):
     assert rows() == 4
 
 
+# ---- create on first write ------------------------------------------------------------------
+
+def events(spark, start: int, n: int, partitions: int = 2):
+    return spark.range(start, start + n, 1, partitions).selectExpr(
+        "id", "concat('d', cast(id % 3 as string)) AS dt", "cast(id * 2 as int) AS qty")
+
+
+def test_first_write_creates_the_table_from_the_dataframe(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    path = f"{wh}/db.db/created"
+    (events(spark, 0, 40).write.format("tidelake").mode("append").option("primary-key", "id")
+     .option("partition-by", "dt").option("bucket", "4").option("changelog-producer", "input").save(path))
+    t = tidelake.open_table(path)
+    assert (t.primary_keys, t.partition_keys, t.effective_options["bucket"]) == (["id"], ["dt"], 4)
+    assert t.options["changelog-producer"] == "input" and "primary-key" not in t.options
+    assert t.schema.names == ["id", "dt", "qty"] and not t.schema.field("id").nullable
+    expected = events(spark, 0, 40).toArrow()
+    assert_same_rows(t.to_arrow(), expected.cast(t.schema))
+    assert_same_rows(pp_read(wh, "db.created").select(t.schema.names).cast(t.schema), t.to_arrow())
+    # later writes append (upsert by key) to the existing table; keys that differ are refused
+    events(spark, 30, 20).write.format("tidelake").mode("append").save(path)
+    assert t.refresh().to_arrow().num_rows == 50
+    with pytest.raises(Exception, match="primary keys"):
+        events(spark, 0, 5).write.format("tidelake").mode("append").option("primary-key", "qty").save(path)
+    # overwrite creates too, and replaces
+    events(spark, 0, 10).write.format("tidelake").mode("overwrite").save(f"{wh}/db.db/fresh")
+    events(spark, 100, 5).write.format("tidelake").mode("overwrite").save(f"{wh}/db.db/fresh")
+    fresh = tidelake.open_table(f"{wh}/db.db/fresh")
+    assert fresh.primary_keys == [] and sorted(fresh.to_arrow()["id"].to_pylist()) == list(range(100, 105))
+
+
+def test_spark_write_save_modes_and_create_arguments(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    path = f"{wh}/db.db/w"
+    assert tidelake.spark.write(events(spark, 0, 10), path, "error", primary_keys=["id"], partition_by=["dt"],
+                                bucket=2, options={"snapshot.num-retained.min": "3"}) == 1
+    t = tidelake.open_table(path)
+    assert (t.primary_keys, t.partition_keys, t.effective_options["bucket"]) == (["id"], ["dt"], 2)
+    assert t.options["snapshot.num-retained.min"] == "3"
+    with pytest.raises(tidelake.TableAlreadyExistsError):
+        tidelake.spark.write(events(spark, 0, 10), path, "errorifexists")
+    assert tidelake.spark.write(events(spark, 50, 10), path, "ignore") is None
+    assert tidelake.spark.write(events(spark, 5, 10), path, "append", primary_keys=["id"]) == 2
+    assert sorted(t.refresh().to_arrow()["id"].to_pylist()) == list(range(15))
+    with pytest.raises(tidelake.SchemaMismatchError, match="partition keys"):
+        tidelake.spark.write(events(spark, 0, 1), path, partition_by=["qty"])
+    assert tidelake.spark.write(events(spark, 7, 2), path, "overwrite") == 3
+    assert sorted(t.refresh().to_arrow()["id"].to_pylist()) == [7, 8]
+    # ignore on a missing table writes it
+    assert tidelake.spark.write(events(spark, 0, 3), f"{wh}/db.db/w2", "ignore") == 1
+    assert tidelake.open_table(f"{wh}/db.db/w2").to_arrow().num_rows == 3
+
+
+def test_spark_refuses_errorifexists_and_ignore_for_python_sources(spark, tmp_path):
+    """Spark rejects these save modes before any Python runs: tidelake.spark.write has them."""
+    from pyspark.errors import AnalysisException
+
+    for mode in ("errorifexists", "ignore"):
+        with pytest.raises(AnalysisException, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
+            events(spark, 0, 1).write.format("tidelake").mode(mode).save(str(tmp_path / mode))
+        assert not (tmp_path / mode).exists()
+
+
 # ---- filter push-down -------------------------------------------------------------------------
 
 def test_filter_pushdown_is_opt_in_and_prunes(spark, tmp_path):

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from . import _internal
 from .exceptions import InvalidArgumentError
-from .table import Table, open_table
+from .table import Table, open_or_create_table, open_table
 from .write import CommitMessage, TableWriter
 
 if TYPE_CHECKING:
@@ -70,6 +70,42 @@ def location(options: dict[str, str]) -> Location:
                                    "option('path', ...)")
     storage = {k[len(STORAGE_PREFIX):]: v for k, v in options.items() if k.startswith(STORAGE_PREFIX)}
     return Location(path, storage or None)
+
+
+READ_ONLY_OPTIONS = frozenset({"path", "checkpointlocation", "row-kind", "snapshot-id", "tag", "timestamp-ms",
+                               "scan.mode", "consumer-id", "maxsnapshotspertrigger", "maxrowspertrigger"})
+"""Source options that are not table options of a table a write creates."""
+
+
+@dataclass(frozen=True)
+class CreateSpec:
+    """How a write creates its table when it does not exist: Paimon's ``primary-key``,
+    ``partition`` (or ``partition-by``) and ``bucket`` options, and every other option as a
+    table option."""
+
+    primary_keys: list[str] | None = None
+    partition_by: list[str] | None = None
+    bucket: int | None = None
+    options: dict[str, str] | None = None
+
+    @classmethod
+    def of_options(cls, options: dict[str, str]) -> CreateSpec:
+        def names(*keys: str) -> list[str] | None:
+            given = [options[k] for k in keys if options.get(k)]
+            return [c.strip() for c in given[0].split(",") if c.strip()] if given else None
+
+        rest = {k: v for k, v in options.items()
+                if k not in READ_ONLY_OPTIONS and not k.startswith(STORAGE_PREFIX)
+                and k not in ("primary-key", "partition", "partition-by", "bucket")}
+        return cls(names("primary-key"), names("partition-by", "partition"), int_option(options, "bucket"),
+                   rest or None)
+
+    def open_or_create(self, where: Location, schema: pa.Schema, mode: str) -> tuple[Table, bool]:
+        """The table at ``where``, created with ``schema`` if absent (``mode`` as
+        :func:`tidelake.table.open_or_create_table`'s)."""
+        return open_or_create_table(where.path, schema, mode=mode, primary_keys=self.primary_keys,
+                                    partition_by=self.partition_by, bucket=self.bucket, options=self.options,
+                                    storage_options=where.storage_options)
 
 
 def flag(options: dict[str, str], key: str) -> bool:

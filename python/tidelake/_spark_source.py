@@ -23,10 +23,14 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
   there a plan made with one query's filters is reused by later queries of the same relation
   that have no pushable filter, which would drop their rows (see
   :func:`tidelake.spark.register`).
-* Writes (``append`` / ``overwrite``): every task writes its own uniquely named files with an
-  engine writer and returns the commit-message bytes; ``commit()`` commits them atomically as
-  (``spark-batch-<uuid>``, :data:`~tidelake._spark_io.JOB_IDENTIFIER`); ``abort()`` deletes the
-  files only when that commit did not land.
+* Writes (``append`` / ``overwrite``; Spark itself refuses ``errorifexists`` and ``ignore``
+  for Python sources): ``writer()`` creates a missing table from the DataFrame's schema and
+  the ``primary-key`` / ``partition-by`` / ``bucket`` / other table options
+  (:class:`~tidelake._spark_io.CreateSpec`); given for an existing table, the keys must match.
+  Every task writes its own uniquely named files with an engine writer and returns the
+  commit-message bytes; ``commit()`` commits them atomically as (``spark-batch-<uuid>``,
+  :data:`~tidelake._spark_io.JOB_IDENTIFIER`); ``abort()`` deletes the files only when that
+  commit did not land.
 """
 
 from __future__ import annotations
@@ -257,7 +261,9 @@ class TidelakeDataSource(DataSource):
         return self.reader_class(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> BatchWriter:
-        return BatchWriter(dict(self.options), overwrite)
+        options = dict(self.options)
+        io.CreateSpec.of_options(options).open_or_create(io.location(options), io.arrow_schema(schema), "append")
+        return BatchWriter(options, overwrite)
 
     def streamReader(self, schema: StructType) -> Any:
         from ._spark_stream import StreamReader
@@ -267,7 +273,9 @@ class TidelakeDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
         from ._spark_stream import StreamWriter
 
-        return StreamWriter(dict(self.options), overwrite)
+        options = dict(self.options)
+        io.CreateSpec.of_options(options).open_or_create(io.location(options), io.arrow_schema(schema), "append")
+        return StreamWriter(options, overwrite)
 
 
 class PushdownDataSource(TidelakeDataSource):

@@ -137,15 +137,27 @@ def _routed(df: DataFrame, where: io.Location, kind: str, overwrite: bool, shuff
     return routed.repartition(n, *columns) if n else routed.repartition(*columns)
 
 
-def write(df: DataFrame, path: str, mode: str = "append", *, shuffle: bool | None = None,
-          num_partitions: int | None = None, commit_user: str | None = None,
+_CREATE_MODES = {"error": "error", "errorifexists": "error", "ignore": "ignore"}
+"""Spark save modes that only say what to do when the table exists; they then append."""
+
+
+def write(df: DataFrame, path: str, mode: str = "append", *, primary_keys: list[str] | None = None,
+          partition_by: list[str] | None = None, bucket: int | None = None, options: dict[str, str] | None = None,
+          shuffle: bool | None = None, num_partitions: int | None = None, commit_user: str | None = None,
           commit_identifier: int | None = None, storage_options: dict[str, str] | None = None) -> int | None:
     """Write ``df`` into the table at ``path`` with one atomic commit; returns the new snapshot
     id (None when nothing was committed). Works on Spark 3.3+ (``DataFrame.mapInArrow``).
 
+    A missing table is created from ``df``'s schema with ``primary_keys``, ``partition_by``,
+    ``bucket`` and table ``options`` (Paimon's); given for an existing table, the keys must
+    match it.
+
     Args:
         mode: ``append`` (upsert by key on primary-key tables), ``overwrite`` (replace the
-            table), ``upsert`` or ``delete`` (rows need the key columns; primary-key tables).
+            table), ``upsert`` or ``delete`` (rows need the key columns; primary-key tables),
+            ``error`` / ``errorifexists`` (TableAlreadyExistsError if the table exists, else
+            append) or ``ignore`` (nothing if the table exists, else append), as Spark's save
+            modes.
         shuffle: on fixed-bucket primary-key tables, route rows by bucket so each (partition,
             bucket) is written by one task (default True). ``False`` skips that shuffle: every
             task writes level-0 files of every bucket it sees, which is correct (rows of one
@@ -159,11 +171,19 @@ def write(df: DataFrame, path: str, mode: str = "append", *, shuffle: bool | Non
     Raises:
         UnsupportedError: upsert/delete on an append table.
         InvalidArgumentError: unknown mode or a disallowed ``shuffle``.
+        TableAlreadyExistsError: ``mode="error"`` and the table exists.
+        SchemaMismatchError: keys given that differ from the existing table's.
     """
-    if mode not in io.WRITE_KINDS:
-        raise InvalidArgumentError(f"mode must be one of {', '.join(io.WRITE_KINDS)}, got {mode!r}")
+    if mode not in io.WRITE_KINDS and mode not in _CREATE_MODES:
+        raise InvalidArgumentError(f"mode must be one of {', '.join([*io.WRITE_KINDS, *_CREATE_MODES])}, "
+                                   f"got {mode!r}")
     where = io.Location(str(path), storage_options)
-    table = where.open()
+    spec = io.CreateSpec(primary_keys, partition_by, bucket, options)
+    table, created = spec.open_or_create(where, io.arrow_schema(df.schema), _CREATE_MODES.get(mode, "append"))
+    if mode in _CREATE_MODES:
+        if mode == "ignore" and not created:
+            return None
+        mode = "append"
     if mode in ("upsert", "delete") and not table.primary_keys:
         raise UnsupportedError(f"mode={mode} needs a primary-key table; {path} is an append table")
     if (commit_user is None) != (commit_identifier is None):

@@ -14,6 +14,10 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   rejects update mode for Python sinks), exactly-once per (query, batch id).
 * :func:`compact` compacts a table with Spark: planned on the driver, one task per bucket on
   the executors, one commit on the driver (:mod:`tidelake.compaction`).
+* :func:`sql` runs CREATE TABLE / INSERT / CALL / DELETE / UPDATE / MERGE on tidelake tables
+  and passes other statements to ``spark.sql`` (:mod:`tidelake._spark_sql`); :func:`delete`,
+  :func:`update` and :func:`merge` are row-level DML (:mod:`tidelake._spark_dml`, not
+  available yet: they raise UnsupportedError).
 
 Every object Spark pickles holds plain data; the table is opened inside each task.
 """
@@ -26,13 +30,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from . import _spark_io as io
+from ._spark_dml import delete, merge, update
+from ._spark_sql import WAREHOUSE_CONF, sql
 from .exceptions import InvalidArgumentError, UnsupportedError
 from .write import TableWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["register", "write", "upsert_sink", "compact", "BUCKET_COLUMN"]
+__all__ = ["register", "write", "upsert_sink", "compact", "sql", "delete", "update", "merge", "BUCKET_COLUMN"]
 
 BUCKET_COLUMN = "_tidelake_bucket"
 """The routing column :func:`write` adds (and drops before writing) on fixed-bucket tables."""
@@ -47,8 +53,11 @@ def _version(text: str) -> tuple[int, int]:
     return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
 
 
-def register(spark: SparkSession, filter_pushdown: bool = False) -> None:
+def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str | None = None) -> None:
     """Register the ``tidelake`` format with ``spark`` (PySpark 4.0+).
+
+    ``warehouse``: where :func:`sql` looks up ``db.table`` identifiers (session conf
+    ``spark.tidelake.warehouse``).
 
     With ``filter_pushdown`` the reader also prunes partitions, files and row groups with the
     query's filters; this sets ``spark.sql.python.filterPushdown.enabled`` (without that conf
@@ -72,6 +81,8 @@ def register(spark: SparkSession, filter_pushdown: bool = False) -> None:
             f"filter_pushdown=True is refused on PySpark {pyspark.__version__}: it reuses the read plan of a "
             "query with pushed filters for later queries of the same DataFrame or view that have none, so "
             "those would miss rows. Register without it (Spark still applies every filter).")
+    if warehouse is not None:
+        spark.conf.set(WAREHOUSE_CONF, str(warehouse))
     if filter_pushdown:
         spark.conf.set(_PUSHDOWN_CONF, "true")
     spark.dataSource.register(PushdownDataSource if filter_pushdown else TidelakeDataSource)

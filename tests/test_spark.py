@@ -550,6 +550,30 @@ def test_auto_registration_shim(spark, tmp_path):
     assert spark.newSession().read.format("tidelake").load(t.path).count() == 3
 
 
+def test_task_errors_surface_as_tidelake_errors(spark, tmp_path):
+    t, _ = kv_table(tmp_path)
+    df = spark.range(3).selectExpr("id AS k", "'a' AS p", "'x' AS v", "1 AS zz")
+    with pytest.raises(tidelake.SchemaMismatchError, match="'zz' is not in the table") as info:
+        tidelake.spark.write(df, t.path)
+    assert "in a Spark task" in str(info.value) and info.value.__cause__ is not None
+
+
+def test_workers_without_tidelake_are_a_clear_error(spark, monkeypatch):
+    import shutil
+    import subprocess
+
+    other = shutil.which("python3", path="/usr/bin:/bin")
+    if other is None or subprocess.run([other, "-c", "import tidelake"], capture_output=True).returncode == 0:
+        pytest.skip("needs a python3 without tidelake on this machine")
+    # Python workers of RDD jobs run the driver's pythonExec (PYSPARK_PYTHON at start-up)
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", other)
+    with pytest.raises(tidelake.UnsupportedError, match="PYSPARK_PYTHON .* spark.pyspark.python") as info:
+        _spark_io.check_workers(spark)
+    assert "No module named" in str(info.value)
+    monkeypatch.undo()
+    _spark_io.check_workers(spark)  # this interpreter has it
+
+
 def test_missing_path_is_a_clear_error(spark):
     with pytest.raises(Exception, match="table path"):
         spark.read.format("tidelake").load().collect()

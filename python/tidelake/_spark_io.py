@@ -18,7 +18,10 @@ once the snapshot was published.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import re
+import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from . import _internal
+from . import exceptions as errors
 from .exceptions import InvalidArgumentError
 from .table import Table, open_or_create_table, open_table
 from .write import CommitMessage, TableWriter
@@ -266,3 +270,46 @@ def check_dynamic_bucket_writers(table: Table, tasks: list[tuple[int, list[bytes
                     f"several Spark tasks wrote the same partition of dynamic-bucket table {table.path} "
                     "(bucket = -1), which would duplicate keys across buckets; write with "
                     "tidelake.spark.write(df, path), which routes each partition to one task")
+
+
+_TASK_ERROR = re.compile(r"tidelake\.exceptions\.(\w+): ([^\n]*)")
+
+
+@contextlib.contextmanager
+def typed_errors() -> Iterator[None]:
+    """Re-raise a Spark job failure caused by a tidelake error in a task (Spark wraps it in
+    its own exception, the Python traceback deep inside) as that tidelake error, with Spark's
+    exception as its cause."""
+    try:
+        yield
+    except errors.TidelakeError:
+        raise
+    except Exception as e:
+        found = _TASK_ERROR.findall(str(e))
+        kind = getattr(errors, found[-1][0], None) if found else None
+        if isinstance(kind, type) and issubclass(kind, errors.TidelakeError):
+            raise kind(f"{found[-1][1]} (in a Spark task)") from e
+        raise
+
+
+def _probe_worker(_: Any) -> str:
+    from . import _internal as engine  # noqa: F401  (the import is the check)
+
+    return sys.executable
+
+
+def check_workers(spark: Any) -> None:
+    """Run a one-task job to check that Spark's Python workers can import tidelake (with the
+    engine); without a SparkContext (Spark Connect) nothing is checked."""
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect has none
+        return
+    try:
+        sc.parallelize([0], 1).map(_probe_worker).collect()
+    except Exception as e:
+        lines = [ln for ln in str(e).splitlines() if "Error" in ln and "tidelake" in ln] or str(e).splitlines()[:1]
+        raise errors.UnsupportedError(
+            f"Spark's Python workers cannot import tidelake ({lines[-1].strip()}). Set PYSPARK_PYTHON (or the "
+            f"spark.pyspark.python conf) to an interpreter with tidelake installed, e.g. {sys.executable}, "
+            "before the SparkSession starts") from e

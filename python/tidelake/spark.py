@@ -53,8 +53,13 @@ def _version(text: str) -> tuple[int, int]:
     return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
 
 
-def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str | None = None) -> None:
+def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str | None = None,
+             check_workers: bool = True) -> None:
     """Register the ``tidelake`` format with ``spark`` (PySpark 4.0+).
+
+    ``check_workers`` runs a one-task job first (about a second) that fails with a clear
+    UnsupportedError if Spark's Python workers cannot import tidelake (set ``PYSPARK_PYTHON``
+    / ``spark.pyspark.python``).
 
     ``warehouse``: where :func:`sql` looks up ``db.table`` identifiers (session conf
     ``spark.tidelake.warehouse``).
@@ -67,7 +72,8 @@ def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str 
 
     Raises:
         UnsupportedError: the PySpark version has no Python Data Source API (use :func:`write`
-            and ``tidelake.open_table`` there), or ``filter_pushdown`` on PySpark <= 4.3.
+            and ``tidelake.open_table`` there), ``filter_pushdown`` on PySpark <= 4.3, or the
+            workers cannot import tidelake.
     """
     import pyspark
 
@@ -81,6 +87,8 @@ def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str 
             f"filter_pushdown=True is refused on PySpark {pyspark.__version__}: it reuses the read plan of a "
             "query with pushed filters for later queries of the same DataFrame or view that have none, so "
             "those would miss rows. Register without it (Spark still applies every filter).")
+    if check_workers:
+        io.check_workers(spark)
     if warehouse is not None:
         spark.conf.set(WAREHOUSE_CONF, str(warehouse))
     if filter_pushdown:
@@ -206,7 +214,8 @@ def write(df: DataFrame, path: str, mode: str = "append", *, primary_keys: list[
     kind, overwrite = io.WRITE_KINDS[mode], mode == "overwrite"
     routed = _routed(df, where, kind, overwrite, shuffle, num_partitions)
     # One action only: every action on this DataFrame would run the writes again.
-    rows = routed.mapInArrow(_TaskWriter(where, user, overwrite, kind), "payload binary").collect()
+    with io.typed_errors():
+        rows = routed.mapInArrow(_TaskWriter(where, user, overwrite, kind), "payload binary").collect()
     payloads = [bytes(r.payload) for r in rows]
     try:
         ids = io.commit(table, payloads, user, ident, overwrite)
@@ -282,6 +291,7 @@ def compact(spark: SparkSession, path: str, full: bool = False, partitions: list
     if not plan.tasks:
         return plan.moved_snapshot
     tasks = [t.to_bytes() for t in plan.tasks]
-    results = spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(
-        _CompactionRunner(storage_options)).collect()
+    with io.typed_errors():
+        results = spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(
+            _CompactionRunner(storage_options)).collect()
     return plan.commit(results)

@@ -109,7 +109,8 @@ def sql(spark: SparkSession, text: str, warehouse: str | None = None,
     except ParseError:
         return spark.sql(text)
     handlers: dict[type, Callable[[_Context, Any], DataFrame | None]] = {
-        exp.Create: _create, exp.Insert: _insert, exp.Delete: _delete, exp.Update: _update, exp.Merge: _merge}
+        exp.Create: _create, exp.Insert: _insert, exp.Delete: _delete_or_update, exp.Update: _delete_or_update,
+        exp.Merge: _merge}
     handler = handlers.get(type(statement))
     result = handler(ctx, statement) if handler is not None else None
     return spark.sql(text) if result is None else result
@@ -324,23 +325,17 @@ def _assignments(pairs: list[Any]) -> dict[str, str]:
     return {eq.this.name: eq.expression.sql("spark") for eq in pairs}
 
 
-def _delete(ctx: _Context, stmt: exp.Delete) -> DataFrame | None:
+def _delete_or_update(ctx: _Context, stmt: exp.Delete | exp.Update) -> DataFrame | None:
+    from sqlglot import exp
+
     table = _target(ctx, stmt.this)
     if table is None:
         return None
     where = stmt.args.get("where")
-    return run_dml(ctx.spark, DmlPlan("delete", table.path, table.storage_options or None,
-                                      where=_text(where.this if where else None)))
-
-
-def _update(ctx: _Context, stmt: exp.Update) -> DataFrame | None:
-    table = _target(ctx, stmt.this)
-    if table is None:
-        return None
-    where = stmt.args.get("where")
-    return run_dml(ctx.spark, DmlPlan("update", table.path, table.storage_options or None,
+    update = isinstance(stmt, exp.Update)
+    return run_dml(ctx.spark, DmlPlan("update" if update else "delete", table.path, table.storage_options or None,
                                       where=_text(where.this if where else None),
-                                      assignments=_assignments(stmt.expressions)))
+                                      assignments=_assignments(stmt.expressions) if update else {}))
 
 
 def _merge(ctx: _Context, stmt: exp.Merge) -> DataFrame | None:

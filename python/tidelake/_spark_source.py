@@ -12,9 +12,12 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
   returns :class:`LatestPartition` slots that pin nothing; each task picks the snapshot of the
   running query, the newest one committed at or before the query's start (the time in Spark's
   UUIDv7 query id ``spark.sql.execution.query.id``, the same in every task of the query and
-  its retries), plans it (once per worker process) and reads every ``slots``-th split. Without
-  a query id (not a SQL execution) a task reads the latest snapshot. Invariant: tasks of one
-  query read one snapshot as long as writers' clocks are not behind the driver's.
+  its retries), plans it (once per worker process) and reads every ``slots``-th split. Spark
+  makes that id when a DataFrame is defined and gives its first action that id (later actions
+  get new ones), so a first action sees the table as of the DataFrame's definition, as a
+  file-source DataFrame lists its files then. Without a query id (not a SQL execution) a task
+  reads the latest snapshot. Invariant: tasks of one query read one snapshot as long as
+  writers' clocks are not behind the driver's.
 * ``read()`` casts every batch to exactly the Arrow schema Spark checks; a user
   ``.schema(...)`` selects columns.
 * Filter push-down (pruning only: Spark still applies every filter) is offered by

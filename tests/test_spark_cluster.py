@@ -108,7 +108,8 @@ def cluster_run(tmp_path_factory):
     with standalone_cluster(base / "cluster", workers=2) as master:
         up = time.monotonic()
         answer = run_driver(master, [str(work), str(free_port())], script=DRIVER)
-    print(f"cluster up in {up - began:.1f} s, driver {time.monotonic() - up:.1f} s, scenarios {answer['seconds']:.1f} s")
+    print(f"cluster up in {up - began:.1f} s, driver {time.monotonic() - up:.1f} s, "
+          f"scenarios {answer['seconds']:.1f} s")
     return work, answer
 
 

@@ -1,7 +1,7 @@
 """A Spark standalone cluster on 127.0.0.1 for tests and ``benches/compaction.py --spark-workers``:
 one Master and N Workers started with pyspark's ``bin/spark-class`` (each worker one core), and
-a driver compacting a table with :func:`tidelake.spark.compact` in a child process (a test
-process already holds the ``local[...]`` SparkContext of conftest's ``spark``)."""
+drivers run in a child process (a test process already holds the ``local[...]`` SparkContext
+of conftest's ``spark``): by default one compacting a table with :func:`tidelake.spark.compact`."""
 
 from __future__ import annotations
 
@@ -105,9 +105,10 @@ spark.stop()
 '''
 
 
-def run_driver(master: str, args: list[str], timeout: float = 600) -> dict:
-    """Run :data:`DRIVER` against ``master``; its JSON answer."""
-    proc = subprocess.run([sys.executable, "-c", DRIVER, master, *args], env=_env(), capture_output=True,
+def run_driver(master: str, args: list[str], timeout: float = 600, script: str = DRIVER) -> dict:
+    """Run ``script`` (a driver printing one ``RESULT <json>`` line; :data:`DRIVER` by default)
+    against ``master`` with ``args``; its JSON answer."""
+    proc = subprocess.run([sys.executable, "-c", script, master, *args], env=_env(), capture_output=True,
                           text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = [ln[len("RESULT "):] for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]

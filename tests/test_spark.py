@@ -20,8 +20,8 @@ import tidelake
 import tidelake.spark
 from _peers import new_warehouse, pp_read
 from conftest import assert_same_rows
-from tidelake import _spark_io
-from tidelake._spark_source import BatchWriter, SplitPartition, TidelakeDataSource, filter_term
+from tidelake import _spark_io, _spark_source
+from tidelake._spark_source import BatchWriter, TidelakeDataSource, filter_term
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -188,6 +188,124 @@ def test_sql_temporary_view_insert_and_select(spark, tmp_path):
     assert spark.sql("SELECT count(*) AS n, max(k) AS m FROM tl_view").collect()[0].asDict() == {"n": 5, "m": 4}
 
 
+def test_views_and_dataframes_read_the_snapshot_of_each_query(spark, tmp_path):
+    """PySpark plans a relation's read once and reuses it for every later query of the view or
+    DataFrame: each query must still see the snapshot latest when it started."""
+    t, _ = kv_table(tmp_path, partition=True, bucket=1)
+    t.write(kv(range(3), p="a"))
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW tl_live USING tidelake OPTIONS (path '{t.path}')")
+    df = spark.read.format("tidelake").load(t.path)
+
+    def counts():
+        view = spark.sql("SELECT count(*) AS n FROM tl_live").collect()[0].n
+        filtered = spark.sql("SELECT count(*) AS n FROM tl_live WHERE k > 0").collect()[0].n
+        return view, filtered, df.count()
+
+    assert counts() == (3, 2, 3)
+    t.write(kv(range(3, 6), p="a"))
+    assert counts() == (6, 5, 6)
+    # more splits than the slots planned at the first query: still all read
+    for p in "bcde":
+        t.write(kv(range(10), p=p))
+    assert counts() == (46, 41, 46)
+    assert_same_rows(spark.sql("SELECT * FROM tl_live").toArrow(), tidelake.open_table(t.path).to_arrow())
+    # pinned reads stay pinned
+    assert spark.read.format("tidelake").option("snapshot-id", 1).load(t.path).count() == 3
+
+
+def test_a_query_reads_the_snapshot_of_its_start(tmp_path, monkeypatch):
+    """Every task of one query resolves the same snapshot: the newest committed at or before the
+    query's start time (from its UUIDv7 id), whatever lands while it runs."""
+    import time
+    import uuid
+
+    t, _ = kv_table(tmp_path, bucket=2)
+    t.write(kv(range(4)))
+    started = int(time.time() * 1000)
+    time.sleep(0.01)
+    t.write(kv(range(4, 8)))
+    reader = _spark_source.BatchReader({"path": t.path}, _spark_io.spark_schema(t))
+    slots = reader.partitions()
+    assert all(isinstance(s, _spark_source.LatestPartition) for s in slots)
+
+    def rows():
+        return sum(b.num_rows for s in slots for b in _spark_source.read_partition(s, reader.schema))
+
+    qid = str(uuid.UUID(int=(started << 80) | (7 << 76) | (2 << 62) | 12345))
+
+    class Task:  # what TaskContext.get() is in a task of a query started at `started`
+        def getLocalProperty(self, key):
+            return qid if key == "spark.sql.execution.query.id" else None
+
+    assert rows() == 8  # no task context: the latest snapshot
+    monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls: Task()))
+    assert _spark_source.query_time_ms() == started
+    assert rows() == 4
+
+
+# ---- create on first write ------------------------------------------------------------------
+
+def events(spark, start: int, n: int, partitions: int = 2):
+    return spark.range(start, start + n, 1, partitions).selectExpr(
+        "id", "concat('d', cast(id % 3 as string)) AS dt", "cast(id * 2 as int) AS qty")
+
+
+def test_first_write_creates_the_table_from_the_dataframe(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    path = f"{wh}/db.db/created"
+    (events(spark, 0, 40).write.format("tidelake").mode("append").option("primary-key", "id")
+     .option("partition-by", "dt").option("bucket", "4").option("changelog-producer", "input").save(path))
+    t = tidelake.open_table(path)
+    assert (t.primary_keys, t.partition_keys, t.effective_options["bucket"]) == (["id"], ["dt"], 4)
+    assert t.options["changelog-producer"] == "input" and "primary-key" not in t.options
+    assert t.schema.names == ["id", "dt", "qty"] and not t.schema.field("id").nullable
+    expected = events(spark, 0, 40).toArrow()
+    assert_same_rows(t.to_arrow(), expected.cast(t.schema))
+    assert_same_rows(pp_read(wh, "db.created").select(t.schema.names).cast(t.schema), t.to_arrow())
+    # later writes append (upsert by key) to the existing table; keys that differ are refused
+    events(spark, 30, 20).write.format("tidelake").mode("append").save(path)
+    assert t.refresh().to_arrow().num_rows == 50
+    with pytest.raises(Exception, match="primary keys"):
+        events(spark, 0, 5).write.format("tidelake").mode("append").option("primary-key", "qty").save(path)
+    # overwrite creates too, and replaces
+    events(spark, 0, 10).write.format("tidelake").mode("overwrite").save(f"{wh}/db.db/fresh")
+    events(spark, 100, 5).write.format("tidelake").mode("overwrite").save(f"{wh}/db.db/fresh")
+    fresh = tidelake.open_table(f"{wh}/db.db/fresh")
+    assert fresh.primary_keys == [] and sorted(fresh.to_arrow()["id"].to_pylist()) == list(range(100, 105))
+
+
+def test_spark_write_save_modes_and_create_arguments(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    path = f"{wh}/db.db/w"
+    assert tidelake.spark.write(events(spark, 0, 10), path, "error", primary_keys=["id"], partition_by=["dt"],
+                                bucket=2, options={"snapshot.num-retained.min": "3"}) == 1
+    t = tidelake.open_table(path)
+    assert (t.primary_keys, t.partition_keys, t.effective_options["bucket"]) == (["id"], ["dt"], 2)
+    assert t.options["snapshot.num-retained.min"] == "3"
+    with pytest.raises(tidelake.TableAlreadyExistsError):
+        tidelake.spark.write(events(spark, 0, 10), path, "errorifexists")
+    assert tidelake.spark.write(events(spark, 50, 10), path, "ignore") is None
+    assert tidelake.spark.write(events(spark, 5, 10), path, "append", primary_keys=["id"]) == 2
+    assert sorted(t.refresh().to_arrow()["id"].to_pylist()) == list(range(15))
+    with pytest.raises(tidelake.SchemaMismatchError, match="partition keys"):
+        tidelake.spark.write(events(spark, 0, 1), path, partition_by=["qty"])
+    assert tidelake.spark.write(events(spark, 7, 2), path, "overwrite") == 3
+    assert sorted(t.refresh().to_arrow()["id"].to_pylist()) == [7, 8]
+    # ignore on a missing table writes it
+    assert tidelake.spark.write(events(spark, 0, 3), f"{wh}/db.db/w2", "ignore") == 1
+    assert tidelake.open_table(f"{wh}/db.db/w2").to_arrow().num_rows == 3
+
+
+def test_spark_refuses_errorifexists_and_ignore_for_python_sources(spark, tmp_path):
+    """Spark rejects these save modes before any Python runs: tidelake.spark.write has them."""
+    from pyspark.errors import AnalysisException
+
+    for mode in ("errorifexists", "ignore"):
+        with pytest.raises(AnalysisException, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
+            events(spark, 0, 1).write.format("tidelake").mode(mode).save(str(tmp_path / mode))
+        assert not (tmp_path / mode).exists()
+
+
 # ---- filter push-down -------------------------------------------------------------------------
 
 def test_filter_pushdown_is_opt_in_and_prunes(spark, tmp_path):
@@ -199,22 +317,39 @@ def test_filter_pushdown_is_opt_in_and_prunes(spark, tmp_path):
     plain = spark.read.format("tidelake").load(t.path).where("p = 'b' and k >= 5").toArrow()
     assert_same_rows(plain, kv(range(5, 10), p="b"))
 
-    tidelake.spark.register(spark, filter_pushdown=True)
-    try:
-        got = spark.read.format("tidelake").load(t.path).where("p = 'b' and k >= 5").toArrow()
-        assert_same_rows(got, kv(range(5, 10), p="b"))
-        # the pushed terms prune splits: only partition b is planned
-        reader = tidelake._spark_source.PushdownReader({"path": t.path}, spark.read.format("tidelake")
-                                                       .load(t.path).schema)
-        from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, StringStartsWith
+    # refused on PySpark 4.3: a plan made with pushed filters would serve later unfiltered queries
+    with pytest.raises(tidelake.UnsupportedError, match="miss rows"):
+        tidelake.spark.register(spark, filter_pushdown=True)
+    assert spark.conf.get("spark.sql.python.filterPushdown.enabled", "false") == "false"
+    # the reader itself prunes with the pushed terms: only partition b is planned, at execution
+    reader = tidelake._spark_source.PushdownReader({"path": t.path}, spark.read.format("tidelake")
+                                                   .load(t.path).schema)
+    from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, StringStartsWith
 
-        passed = [EqualTo(("p",), "b"), GreaterThanOrEqual(("k",), 5), StringStartsWith(("v",), "v")]
-        assert list(reader.pushFilters(passed)) == passed  # Spark re-applies every filter
-        assert reader.filters == [("p", "=", "b"), ("k", ">=", 5)]
-        assert len(reader.partitions()) == 1
+    passed = [EqualTo(("p",), "b"), GreaterThanOrEqual(("k",), 5), StringStartsWith(("v",), "v")]
+    assert list(reader.pushFilters(passed)) == passed  # Spark re-applies every filter
+    assert reader.filters == [("p", "=", "b"), ("k", ">=", 5)]
+    slots = reader.partitions()
+    assert sum(len(_spark_source.latest_splits(s)[s.slot::s.slots]) for s in slots) == 1
+
+
+def test_pyspark_reuses_a_filtered_read_plan_which_is_why_pushdown_is_refused(spark, tmp_path):
+    """PySpark 4.3 stores the read planned with one query's pushed filters on the relation and
+    reuses it for the next query of that DataFrame without filters: rows go missing. If this
+    starts failing, PySpark no longer does that and register() may allow push-down again."""
+    t, _ = kv_table(tmp_path, partition=True, bucket=1)
+    for p in "ab":
+        t.write(kv(range(3), p=p))
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(tidelake._spark_source.PushdownDataSource)
+    try:
+        df = spark.read.format("tidelake").load(t.path)
+        assert df.where("p = 'b'").count() == 3
+        assert df.count() == 3  # not 6: the plan pruned to partition b was reused
     finally:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
-        tidelake.spark.register(spark)
+        tidelake.spark.register(spark, check_workers=False)
+    assert spark.read.format("tidelake").load(t.path).count() == 6
 
 
 def test_filter_terms():
@@ -410,7 +545,8 @@ def test_everything_spark_pickles_is_plain_data(spark, tmp_path):
     assert isinstance(schema, StructType)
     reader = cloudpickle.loads(cloudpickle.dumps(source.reader(schema)))
     parts = cloudpickle.loads(cloudpickle.dumps(reader.partitions()))
-    assert all(isinstance(p, SplitPartition) for p in parts)
+    assert all(isinstance(p, _spark_source.LatestPartition) for p in parts)
+    assert all(isinstance(v, (int, list, type(None), _spark_io.Location)) for p in parts for v in vars(p).values())
     rows = pa.Table.from_batches([b for p in parts for b in reader.read(p)])
     assert_same_rows(rows, kv([1, 2]))
     for obj in (source.writer(schema, False), source.streamReader(schema),
@@ -431,6 +567,30 @@ def test_auto_registration_shim(spark, tmp_path):
     t, _ = kv_table(tmp_path, pk=False, bucket=-1)
     t.write(kv([1, 2, 3]))
     assert spark.newSession().read.format("tidelake").load(t.path).count() == 3
+
+
+def test_task_errors_surface_as_tidelake_errors(spark, tmp_path):
+    t, _ = kv_table(tmp_path)
+    df = spark.range(3).selectExpr("id AS k", "'a' AS p", "'x' AS v", "1 AS zz")
+    with pytest.raises(tidelake.SchemaMismatchError, match="'zz' is not in the table") as info:
+        tidelake.spark.write(df, t.path)
+    assert "in a Spark task" in str(info.value) and info.value.__cause__ is not None
+
+
+def test_workers_without_tidelake_are_a_clear_error(spark, monkeypatch):
+    import shutil
+    import subprocess
+
+    other = shutil.which("python3", path="/usr/bin:/bin")
+    if other is None or subprocess.run([other, "-c", "import tidelake"], capture_output=True).returncode == 0:
+        pytest.skip("needs a python3 without tidelake on this machine")
+    # Python workers of RDD jobs run the driver's pythonExec (PYSPARK_PYTHON at start-up)
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", other)
+    with pytest.raises(tidelake.UnsupportedError, match="PYSPARK_PYTHON .* spark.pyspark.python") as info:
+        _spark_io.check_workers(spark)
+    assert "No module named" in str(info.value)
+    monkeypatch.undo()
+    _spark_io.check_workers(spark)  # this interpreter has it
 
 
 def test_missing_path_is_a_clear_error(spark):

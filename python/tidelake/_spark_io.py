@@ -18,7 +18,10 @@ once the snapshot was published.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import re
+import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from . import _internal
+from . import exceptions as errors
 from .exceptions import InvalidArgumentError
-from .table import Table, open_table
+from .table import Table, open_or_create_table, open_table
 from .write import CommitMessage, TableWriter
 
 if TYPE_CHECKING:
@@ -70,6 +74,42 @@ def location(options: dict[str, str]) -> Location:
                                    "option('path', ...)")
     storage = {k[len(STORAGE_PREFIX):]: v for k, v in options.items() if k.startswith(STORAGE_PREFIX)}
     return Location(path, storage or None)
+
+
+READ_ONLY_OPTIONS = frozenset({"path", "checkpointlocation", "row-kind", "snapshot-id", "tag", "timestamp-ms",
+                               "scan.mode", "consumer-id", "maxsnapshotspertrigger", "maxrowspertrigger"})
+"""Source options that are not table options of a table a write creates."""
+
+
+@dataclass(frozen=True)
+class CreateSpec:
+    """How a write creates its table when it does not exist: Paimon's ``primary-key``,
+    ``partition`` (or ``partition-by``) and ``bucket`` options, and every other option as a
+    table option."""
+
+    primary_keys: list[str] | None = None
+    partition_by: list[str] | None = None
+    bucket: int | None = None
+    options: dict[str, str] | None = None
+
+    @classmethod
+    def of_options(cls, options: dict[str, str]) -> CreateSpec:
+        def names(*keys: str) -> list[str] | None:
+            given = [options[k] for k in keys if options.get(k)]
+            return [c.strip() for c in given[0].split(",") if c.strip()] if given else None
+
+        rest = {k: v for k, v in options.items()
+                if k not in READ_ONLY_OPTIONS and not k.startswith(STORAGE_PREFIX)
+                and k not in ("primary-key", "partition", "partition-by", "bucket")}
+        return cls(names("primary-key"), names("partition-by", "partition"), int_option(options, "bucket"),
+                   rest or None)
+
+    def open_or_create(self, where: Location, schema: pa.Schema, mode: str) -> tuple[Table, bool]:
+        """The table at ``where``, created with ``schema`` if absent (``mode`` as
+        :func:`tidelake.table.open_or_create_table`'s)."""
+        return open_or_create_table(where.path, schema, mode=mode, primary_keys=self.primary_keys,
+                                    partition_by=self.partition_by, bucket=self.bucket, options=self.options,
+                                    storage_options=where.storage_options)
 
 
 def flag(options: dict[str, str], key: str) -> bool:
@@ -230,3 +270,46 @@ def check_dynamic_bucket_writers(table: Table, tasks: list[tuple[int, list[bytes
                     f"several Spark tasks wrote the same partition of dynamic-bucket table {table.path} "
                     "(bucket = -1), which would duplicate keys across buckets; write with "
                     "tidelake.spark.write(df, path), which routes each partition to one task")
+
+
+_TASK_ERROR = re.compile(r"tidelake\.exceptions\.(\w+): ([^\n]*)")
+
+
+@contextlib.contextmanager
+def typed_errors() -> Iterator[None]:
+    """Re-raise a Spark job failure caused by a tidelake error in a task (Spark wraps it in
+    its own exception, the Python traceback deep inside) as that tidelake error, with Spark's
+    exception as its cause."""
+    try:
+        yield
+    except errors.TidelakeError:
+        raise
+    except Exception as e:
+        found = _TASK_ERROR.findall(str(e))
+        kind = getattr(errors, found[-1][0], None) if found else None
+        if isinstance(kind, type) and issubclass(kind, errors.TidelakeError):
+            raise kind(f"{found[-1][1]} (in a Spark task)") from e
+        raise
+
+
+def _probe_worker(_: Any) -> str:
+    from . import _internal as engine  # noqa: F401  (the import is the check)
+
+    return sys.executable
+
+
+def check_workers(spark: Any) -> None:
+    """Run a one-task job to check that Spark's Python workers can import tidelake (with the
+    engine); without a SparkContext (Spark Connect) nothing is checked."""
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect has none
+        return
+    try:
+        sc.parallelize([0], 1).map(_probe_worker).collect()
+    except Exception as e:
+        lines = [ln for ln in str(e).splitlines() if "Error" in ln and "tidelake" in ln] or str(e).splitlines()[:1]
+        raise errors.UnsupportedError(
+            f"Spark's Python workers cannot import tidelake ({lines[-1].strip()}). Set PYSPARK_PYTHON (or the "
+            f"spark.pyspark.python conf) to an interpreter with tidelake installed, e.g. {sys.executable}, "
+            "before the SparkSession starts") from e

@@ -4,22 +4,43 @@ Spark builds these objects in a planner worker and pickles them to executors and
 driver-side commit worker, none of them the user's process: they hold plain data only (option
 dicts, a ``StructType``, payload bytes) and open the table inside each call.
 
-* Reads: ``partitions()`` plans one snapshot on the driver (time travel by ``snapshot-id``,
-  ``tag`` or ``timestamp-ms``; a user ``.schema(...)`` selects columns) and ships each split's
-  bytes; ``read()`` streams a split and casts every batch to exactly the Arrow schema Spark
-  checks. Filter push-down (pruning only: Spark still applies every filter) is offered by
+* Reads pinned by ``snapshot-id``, ``tag`` or ``timestamp-ms``: ``partitions()`` plans that
+  snapshot on the driver and ships each split's bytes.
+* Reads of the latest snapshot resolve it at each query execution, not at planning: PySpark
+  (4.3) plans a read once per relation and reuses its partitions for every later query of the
+  DataFrame or temporary view (``PythonDataSourceV2.readInfo``). ``partitions()`` therefore
+  returns :class:`LatestPartition` slots that pin nothing; each task picks the snapshot of the
+  running query, the newest one committed at or before the query's start (the time in Spark's
+  UUIDv7 query id ``spark.sql.execution.query.id``, the same in every task of the query and
+  its retries), plans it (once per worker process) and reads every ``slots``-th split. Spark
+  makes that id when a DataFrame is defined and gives its first action that id (later actions
+  get new ones), so a first action sees the table as of the DataFrame's definition, as a
+  file-source DataFrame lists its files then. Without a query id (not a SQL execution) a task
+  reads the latest snapshot. Invariant: tasks of one query read one snapshot as long as
+  writers' clocks are not behind the driver's.
+* ``read()`` casts every batch to exactly the Arrow schema Spark checks; a user
+  ``.schema(...)`` selects columns.
+* Filter push-down (pruning only: Spark still applies every filter) is offered by
   :class:`PushdownDataSource`, because a reader overriding ``pushFilters`` fails every read
-  unless ``spark.sql.python.filterPushdown.enabled`` is true.
-* Writes (``append`` / ``overwrite``): every task writes its own uniquely named files with an
-  engine writer and returns the commit-message bytes; ``commit()`` commits them atomically as
-  (``spark-batch-<uuid>``, :data:`~tidelake._spark_io.JOB_IDENTIFIER`); ``abort()`` deletes the
-  files only when that commit did not land.
+  unless ``spark.sql.python.filterPushdown.enabled`` is true. Not on PySpark 4.3 and older:
+  there a plan made with one query's filters is reused by later queries of the same relation
+  that have no pushable filter, which would drop their rows (see
+  :func:`tidelake.spark.register`).
+* Writes (``append`` / ``overwrite``; Spark itself refuses ``errorifexists`` and ``ignore``
+  for Python sources): ``writer()`` creates a missing table from the DataFrame's schema and
+  the ``primary-key`` / ``partition-by`` / ``bucket`` / other table options
+  (:class:`~tidelake._spark_io.CreateSpec`); given for an existing table, the keys must match.
+  Every task writes its own uniquely named files with an engine writer and returns the
+  commit-message bytes; ``commit()`` commits them atomically as (``spark-batch-<uuid>``,
+  :data:`~tidelake._spark_io.JOB_IDENTIFIER`); ``abort()`` deletes the files only when that
+  commit did not land.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,7 +61,10 @@ if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
     from pyspark.sql.types import StructType
 
-__all__ = ["TidelakeDataSource", "PushdownDataSource", "SplitPartition", "TaskMessages"]
+__all__ = ["TidelakeDataSource", "PushdownDataSource", "SplitPartition", "LatestPartition", "TaskMessages"]
+
+QUERY_ID = "spark.sql.execution.query.id"
+"""The task-local property holding the running SQL query's id (a UUIDv7 in PySpark 4.x)."""
 
 
 class SplitPartition(InputPartition):
@@ -50,6 +74,54 @@ class SplitPartition(InputPartition):
         super().__init__(split)
         self.split = split
         self.changes = changes
+
+
+class LatestPartition(InputPartition):
+    """Slot ``slot`` of ``slots`` of a read of the latest snapshot: pins no snapshot and no
+    split (see the module docs)."""
+
+    def __init__(self, where: io.Location, slot: int, slots: int, columns: list[str] | None,
+                 filters: list[tuple[str, str, Any]]) -> None:
+        super().__init__(slot)
+        self.where, self.slot, self.slots = where, slot, slots
+        self.columns, self.filters = columns, filters
+
+
+def query_time_ms() -> int | None:
+    """Start of the running Spark query in epoch ms (its UUIDv7 id), None outside a query."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    text = ctx.getLocalProperty(QUERY_ID) if ctx is not None else None
+    if not text:
+        return None
+    try:
+        qid = uuid.UUID(text)
+    except ValueError:
+        return None
+    return qid.int >> 80 if qid.version == 7 else None  # the top 48 bits: Unix ms
+
+
+_PLANS: dict[tuple, list[Split]] = {}
+_PLANS_KEPT = 8
+
+
+def latest_splits(partition: LatestPartition) -> list[Split]:
+    """The splits of the running query's snapshot (planned once per worker process: Python
+    workers are reused across tasks)."""
+    table = partition.where.open()
+    at = query_time_ms()
+    snapshot = table.latest_snapshot() if at is None else table.snapshot_at(at)
+    if snapshot is None:
+        return []
+    key = (partition.where.path, tuple(sorted((partition.where.storage_options or {}).items())), snapshot.id,
+           tuple(partition.columns or ()), repr(partition.filters))
+    if key not in _PLANS:
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.pop(next(iter(_PLANS)))
+        scan = table.scan(columns=partition.columns, filter=partition.filters or None, snapshot_id=snapshot.id)
+        _PLANS[key] = scan.splits()
+    return _PLANS[key]
 
 
 @dataclass
@@ -77,9 +149,11 @@ def all_payloads(tasks: list[tuple[int, list[bytes]]]) -> list[bytes]:
 
 
 def read_partition(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBatch]:
-    if not isinstance(partition, SplitPartition):  # Spark's placeholder for an empty plan
-        return
-    yield from io.rows_of_split(partition.split, io.arrow_schema(schema), partition.changes)
+    if isinstance(partition, LatestPartition):
+        for split in latest_splits(partition)[partition.slot::partition.slots]:
+            yield from io.rows_of_split(split, io.arrow_schema(schema), False)
+    elif isinstance(partition, SplitPartition):  # else: Spark's placeholder for an empty plan
+        yield from io.rows_of_split(partition.split, io.arrow_schema(schema), partition.changes)
 
 
 class BatchReader(DataSourceReader):
@@ -91,10 +165,17 @@ class BatchReader(DataSourceReader):
         self.filters: list[tuple[str, str, Any]] = []
 
     def partitions(self) -> list[InputPartition]:
-        table = io.location(self.options).open()
+        where = io.location(self.options)
+        table = where.open()
         columns = io.projection(table, self.schema)
-        scan = table.scan(columns=columns, filter=self.filters or None, **io.time_travel(self.options))
-        return [SplitPartition(s) for s in scan.splits()]
+        pinned = io.time_travel(self.options)
+        splits = table.scan(columns=columns, filter=self.filters or None, **pinned).splits()
+        if any(v is not None for v in pinned.values()):
+            return [SplitPartition(s) for s in splits]
+        # As many slots as splits now, and at least one per bucket of a fixed-bucket table, so
+        # that a view over a table that grows keeps reading in parallel.
+        slots = max(len(splits), table.effective_options["bucket"], 1)
+        return [LatestPartition(where, i, slots, columns, self.filters) for i in range(slots)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition, self.schema)
@@ -183,7 +264,9 @@ class TidelakeDataSource(DataSource):
         return self.reader_class(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> BatchWriter:
-        return BatchWriter(dict(self.options), overwrite)
+        options = dict(self.options)
+        io.CreateSpec.of_options(options).open_or_create(io.location(options), io.arrow_schema(schema), "append")
+        return BatchWriter(options, overwrite)
 
     def streamReader(self, schema: StructType) -> Any:
         from ._spark_stream import StreamReader
@@ -193,7 +276,9 @@ class TidelakeDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
         from ._spark_stream import StreamWriter
 
-        return StreamWriter(dict(self.options), overwrite)
+        options = dict(self.options)
+        io.CreateSpec.of_options(options).open_or_create(io.location(options), io.arrow_schema(schema), "append")
+        return StreamWriter(options, overwrite)
 
 
 class PushdownDataSource(TidelakeDataSource):

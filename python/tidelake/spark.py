@@ -17,6 +17,10 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   exactly-once per (query, batch id).
 * :func:`compact` compacts a table with Spark: planned on the driver, one task per bucket on
   the executors, one commit on the driver (:mod:`tidelake.compaction`).
+* :func:`sql` runs CREATE TABLE / INSERT / CALL / DELETE / UPDATE / MERGE on tidelake tables
+  and passes other statements to ``spark.sql`` (:mod:`tidelake._spark_sql`); :func:`delete`,
+  :func:`update` and :func:`merge` are row-level DML (:mod:`tidelake._spark_dml`, not
+  available yet: they raise UnsupportedError).
 
 Every object Spark pickles holds plain data; the table is opened inside each task.
 """
@@ -29,36 +33,68 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from . import _spark_io as io
+from ._spark_dml import delete, merge, update
+from ._spark_sql import WAREHOUSE_CONF, sql
 from .exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
 from .write import TableWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["register", "write", "upsert_sink", "cdc_sink", "compact", "BUCKET_COLUMN"]
+__all__ = ["register", "write", "upsert_sink", "cdc_sink", "compact", "sql", "delete", "update", "merge",
+           "BUCKET_COLUMN"]
 
 BUCKET_COLUMN = "_tidelake_bucket"
 """The routing column :func:`write` adds (and drops before writing) on fixed-bucket tables."""
 
 _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+_SHARED_READ_PLANS = (4, 3)
+"""The newest PySpark checked that keeps one read plan per relation (``PythonDataSourceV2.readInfo``)."""
 
 
-def register(spark: SparkSession, filter_pushdown: bool = False) -> None:
+def _version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")[:2]
+    return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+
+
+def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str | None = None,
+             check_workers: bool = True) -> None:
     """Register the ``tidelake`` format with ``spark`` (PySpark 4.0+).
+
+    ``check_workers`` runs a one-task job first (about a second) that fails with a clear
+    UnsupportedError if Spark's Python workers cannot import tidelake (set ``PYSPARK_PYTHON``
+    / ``spark.pyspark.python``).
+
+    ``warehouse``: where :func:`sql` looks up ``db.table`` identifiers (session conf
+    ``spark.tidelake.warehouse``).
 
     With ``filter_pushdown`` the reader also prunes partitions, files and row groups with the
     query's filters; this sets ``spark.sql.python.filterPushdown.enabled`` (without that conf
-    Spark fails every read of a source that accepts filters).
+    Spark fails every read of a source that accepts filters). Refused on PySpark 4.3 and older,
+    which keep the read plan of a query with pushed filters on the relation and reuse it for
+    the relation's later queries without pushable filters: they would miss rows.
 
     Raises:
         UnsupportedError: the PySpark version has no Python Data Source API (use :func:`write`
-            and ``tidelake.open_table`` there).
+            and ``tidelake.open_table`` there), ``filter_pushdown`` on PySpark <= 4.3, or the
+            workers cannot import tidelake.
     """
+    import pyspark
+
     try:
         from ._spark_source import PushdownDataSource, TidelakeDataSource
     except ImportError as e:  # PySpark < 4.0
         raise UnsupportedError(f"the tidelake Spark source needs PySpark 4.0+ ({e}); "
                                "tidelake.spark.write works from Spark 3.3") from e
+    if filter_pushdown and _version(pyspark.__version__) <= _SHARED_READ_PLANS:
+        raise UnsupportedError(
+            f"filter_pushdown=True is refused on PySpark {pyspark.__version__}: it reuses the read plan of a "
+            "query with pushed filters for later queries of the same DataFrame or view that have none, so "
+            "those would miss rows. Register without it (Spark still applies every filter).")
+    if check_workers:
+        io.check_workers(spark)
+    if warehouse is not None:
+        spark.conf.set(WAREHOUSE_CONF, str(warehouse))
     if filter_pushdown:
         spark.conf.set(_PUSHDOWN_CONF, "true")
     spark.dataSource.register(PushdownDataSource if filter_pushdown else TidelakeDataSource)
@@ -124,15 +160,27 @@ def _routed(df: DataFrame, where: io.Location, kind: str, overwrite: bool, shuff
     return routed.repartition(n, *columns) if n else routed.repartition(*columns)
 
 
-def write(df: DataFrame, path: str, mode: str = "append", *, shuffle: bool | None = None,
-          num_partitions: int | None = None, commit_user: str | None = None,
+_CREATE_MODES = {"error": "error", "errorifexists": "error", "ignore": "ignore"}
+"""Spark save modes that only say what to do when the table exists; they then append."""
+
+
+def write(df: DataFrame, path: str, mode: str = "append", *, primary_keys: list[str] | None = None,
+          partition_by: list[str] | None = None, bucket: int | None = None, options: dict[str, str] | None = None,
+          shuffle: bool | None = None, num_partitions: int | None = None, commit_user: str | None = None,
           commit_identifier: int | None = None, storage_options: dict[str, str] | None = None) -> int | None:
     """Write ``df`` into the table at ``path`` with one atomic commit; returns the new snapshot
     id (None when nothing was committed). Works on Spark 3.3+ (``DataFrame.mapInArrow``).
 
+    A missing table is created from ``df``'s schema with ``primary_keys``, ``partition_by``,
+    ``bucket`` and table ``options`` (Paimon's); given for an existing table, the keys must
+    match it.
+
     Args:
         mode: ``append`` (upsert by key on primary-key tables), ``overwrite`` (replace the
-            table), ``upsert`` or ``delete`` (rows need the key columns; primary-key tables).
+            table), ``upsert`` or ``delete`` (rows need the key columns; primary-key tables),
+            ``error`` / ``errorifexists`` (TableAlreadyExistsError if the table exists, else
+            append) or ``ignore`` (nothing if the table exists, else append), as Spark's save
+            modes.
         shuffle: on fixed-bucket primary-key tables, route rows by bucket so each (partition,
             bucket) is written by one task (default True). ``False`` skips that shuffle: every
             task writes level-0 files of every bucket it sees, which is correct (rows of one
@@ -146,11 +194,19 @@ def write(df: DataFrame, path: str, mode: str = "append", *, shuffle: bool | Non
     Raises:
         UnsupportedError: upsert/delete on an append table.
         InvalidArgumentError: unknown mode or a disallowed ``shuffle``.
+        TableAlreadyExistsError: ``mode="error"`` and the table exists.
+        SchemaMismatchError: keys given that differ from the existing table's.
     """
-    if mode not in io.WRITE_KINDS:
-        raise InvalidArgumentError(f"mode must be one of {', '.join(io.WRITE_KINDS)}, got {mode!r}")
+    if mode not in io.WRITE_KINDS and mode not in _CREATE_MODES:
+        raise InvalidArgumentError(f"mode must be one of {', '.join([*io.WRITE_KINDS, *_CREATE_MODES])}, "
+                                   f"got {mode!r}")
     where = io.Location(str(path), storage_options)
-    table = where.open()
+    spec = io.CreateSpec(primary_keys, partition_by, bucket, options)
+    table, created = spec.open_or_create(where, io.arrow_schema(df.schema), _CREATE_MODES.get(mode, "append"))
+    if mode in _CREATE_MODES:
+        if mode == "ignore" and not created:
+            return None
+        mode = "append"
     if mode in ("upsert", "delete") and not table.primary_keys:
         raise UnsupportedError(f"mode={mode} needs a primary-key table; {path} is an append table")
     if (commit_user is None) != (commit_identifier is None):
@@ -162,7 +218,8 @@ def write(df: DataFrame, path: str, mode: str = "append", *, shuffle: bool | Non
     kind, overwrite = io.WRITE_KINDS[mode], mode == "overwrite"
     routed = _routed(df, where, kind, overwrite, shuffle, num_partitions)
     # One action only: every action on this DataFrame would run the writes again.
-    rows = routed.mapInArrow(_TaskWriter(where, user, overwrite, kind), "payload binary").collect()
+    with io.typed_errors():
+        rows = routed.mapInArrow(_TaskWriter(where, user, overwrite, kind), "payload binary").collect()
     payloads = [bytes(r.payload) for r in rows]
     try:
         ids = io.commit(table, payloads, user, ident, overwrite)
@@ -290,6 +347,7 @@ def compact(spark: SparkSession, path: str, full: bool = False, partitions: list
     if not plan.tasks:
         return plan.moved_snapshot
     tasks = [t.to_bytes() for t in plan.tasks]
-    results = spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(
-        _CompactionRunner(storage_options)).collect()
+    with io.typed_errors():
+        results = spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(
+            _CompactionRunner(storage_options)).collect()
     return plan.commit(results)

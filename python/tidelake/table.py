@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .dml import MergeBuilder
 
 
-__all__ = ["Table", "open_table", "create_table", "write_table"]
+__all__ = ["Table", "open_table", "create_table", "write_table", "open_or_create_table"]
 
 
 def _schema_of(schema: Any) -> pa.Schema:
@@ -117,14 +117,31 @@ def write_table(target: str | os.PathLike[str], data: Any, *, mode: str = "error
     """
     import pyarrow as pa
 
-    from .exceptions import SchemaMismatchError, TableAlreadyExistsError
-
     if mode not in WRITE_MODES:
         raise InvalidArgumentError(f"mode must be one of {', '.join(WRITE_MODES)}; got {mode!r}")
     data = arrow_input(data)
     if not isinstance(getattr(data, "schema", None), pa.Schema):
         data = pa.RecordBatchReader.from_stream(data)  # one stream: its schema, then its rows
-    schema = _schema_of(data)
+    table, created = open_or_create_table(target, _schema_of(data), mode=mode, primary_keys=primary_keys,
+                                          partition_by=partition_by, bucket=bucket, options=options,
+                                          storage_options=storage_options, catalog=catalog)
+    if not created and mode == "ignore":
+        return table
+    table.write(data, mode="overwrite" if mode == "overwrite" else "append")
+    return table
+
+
+def open_or_create_table(target: str | os.PathLike[str], schema: pa.Schema, *, mode: str,
+                         primary_keys: list[str] | None = None, partition_by: list[str] | None = None,
+                         bucket: int | None = None, options: dict[str, str] | None = None,
+                         storage_options: dict[str, str] | None = None,
+                         catalog: Any = None) -> tuple[Table, bool]:
+    """The table at ``target`` (as :func:`write_table`'s), created with ``schema`` and the
+    other arguments if it does not exist; and whether it was created. With ``mode="error"`` an
+    existing table raises TableAlreadyExistsError; with ``"ignore"`` it is returned as it is;
+    else given keys must match the table's (SchemaMismatchError)."""
+    from .exceptions import SchemaMismatchError, TableAlreadyExistsError
+
     if catalog is not None:
         def open_it() -> Table:
             return catalog.get_table(str(target))
@@ -139,20 +156,18 @@ def write_table(target: str | os.PathLike[str], data: Any, *, mode: str = "error
             return create_table(target, schema, primary_keys, partition_by, bucket, options,
                                 storage_options=storage_options)
     try:
-        table, created = create_it(), True
+        return create_it(), True
     except TableAlreadyExistsError:
         if mode == "error":
             raise
-        table, created = open_it(), False
-    if not created:
-        if mode == "ignore":
-            return table
-        for what, given, actual in (("primary keys", primary_keys, table.primary_keys),
-                                    ("partition keys", partition_by, table.partition_keys)):
-            if given is not None and list(given) != actual:
-                raise SchemaMismatchError(f"{what} {list(given)} differ from the table's {actual}")
-    table.write(data, mode="overwrite" if mode == "overwrite" else "append")
-    return table
+    table = open_it()
+    if mode == "ignore":
+        return table, False
+    for what, given, actual in (("primary keys", primary_keys, table.primary_keys),
+                                ("partition keys", partition_by, table.partition_keys)):
+        if given is not None and list(given) != actual:
+            raise SchemaMismatchError(f"{what} {list(given)} differ from the table's {actual}")
+    return table, False
 
 
 def _epoch_ms(timestamp: Any) -> int:

@@ -1,0 +1,155 @@
+"""``tidelake.spark.sql`` on the shared local SparkSession: CREATE TABLE ... USING tidelake,
+INSERT INTO/OVERWRITE (SELECT and VALUES), Paimon's procedures, tables named by path or by
+``db.table`` of a warehouse, pass-through of other statements, and DELETE/UPDATE/MERGE parsed
+into plans whose execution is refused (UnsupportedError) until row-level DML exists."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import tidelake
+import tidelake.spark
+from _peers import new_warehouse, pp_read
+from conftest import assert_same_rows
+from tidelake import _spark_dml
+
+pyspark = pytest.importorskip("pyspark")
+sql = tidelake.spark.sql
+
+
+def test_create_insert_select_by_path_and_location(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    path = f"{wh}/db.db/orders"
+    row = sql(spark, f"""CREATE TABLE tidelake.`{path}` (id BIGINT, dt STRING, qty INT, note STRING)
+                         USING tidelake PARTITIONED BY (dt)
+                         TBLPROPERTIES ('primary-key' = 'id,dt', 'bucket' = '2', 'changelog-producer' = 'input')""")
+    assert row.collect()[0].asDict() == {"path": path, "created": True}
+    t = tidelake.open_table(path)
+    assert (t.primary_keys, t.partition_keys, t.effective_options["bucket"]) == (["id", "dt"], ["dt"], 2)
+    assert t.options["changelog-producer"] == "input"
+    assert t.schema.field("qty").type == pa.int32() and not t.schema.field("id").nullable
+    # IF NOT EXISTS is a no-op on an existing table; without it, an error
+    again = f"CREATE TABLE IF NOT EXISTS tidelake.`{path}` (id BIGINT) USING tidelake"
+    assert sql(spark, again).collect()[0].created is False
+    with pytest.raises(tidelake.TableAlreadyExistsError):
+        sql(spark, f"CREATE TABLE tidelake.`{path}` (id BIGINT) USING tidelake")
+
+    # VALUES map by position and are cast (1 is an int literal, id is BIGINT)
+    assert sql(spark, f"INSERT INTO tidelake.`{path}` VALUES (1, 'a', 10, 'x'), (2, 'b', 20, 'y')") \
+        .collect()[0].snapshot_id == 1
+    spark.range(3, 6).createOrReplaceTempView("staging")
+    sql(spark, f"INSERT INTO tidelake.`{path}` (dt, id, qty) SELECT 'a', id, cast(id * 10 as int) FROM staging")
+    expected = pa.table({"id": [1, 2, 3, 4, 5], "dt": ["a", "b", "a", "a", "a"], "qty": [10, 20, 30, 40, 50],
+                         "note": ["x", "y", None, None, None]})
+    assert_same_rows(t.to_arrow(), expected.cast(t.schema))
+    assert_same_rows(pp_read(wh, "db.orders").select(t.schema.names).cast(t.schema), t.to_arrow())
+    # upsert by key, then overwrite
+    sql(spark, f"INSERT INTO tidelake.`{path}` SELECT 1, 'a', 11, 'x2'")
+    assert t.to_arrow().filter(pa.compute.equal(t.to_arrow()["id"], 1))["qty"].to_pylist() == [11]
+    sql(spark, f"INSERT OVERWRITE tidelake.`{path}` SELECT id, 'c', 0, NULL FROM staging")
+    assert sorted(t.to_arrow()["id"].to_pylist()) == [3, 4, 5] and set(t.to_arrow()["dt"].to_pylist()) == {"c"}
+    with pytest.raises(tidelake.InvalidArgumentError, match="columns"):
+        sql(spark, f"INSERT INTO tidelake.`{path}` SELECT 1, 'a'")
+
+    # LOCATION 'file:/...' resolves to the path; TIMESTAMP is with time zone, TIMESTAMP_NTZ without
+    loc = tmp_path / "located"
+    sql(spark, f"CREATE TABLE anything (id BIGINT, at TIMESTAMP, local TIMESTAMP_NTZ) USING tidelake "
+               f"LOCATION 'file:{loc}'")
+    located = tidelake.open_table(str(loc))
+    assert located.schema.field("at").type.tz is not None and located.schema.field("local").type.tz is None
+
+
+def test_identifiers_of_the_registered_warehouse(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    sql(spark, "CREATE TABLE db.kv (k BIGINT, v STRING) USING tidelake TBLPROPERTIES ('primary-key'='k')",
+        warehouse=wh)
+    tidelake.spark.register(spark, warehouse=wh)
+    try:
+        sql(spark, "INSERT INTO db.kv VALUES (1, 'a'), (2, 'b')")
+        sql(spark, "INSERT INTO db.kv VALUES (2, 'B')")
+        assert_same_rows(tidelake.Catalog(wh).get_table("db.kv").to_arrow(),
+                         pa.table({"k": pa.array([1, 2], pa.int64()), "v": ["a", "B"]}))
+        # the same table through CALL's identifier argument
+        assert sql(spark, "CALL sys.create_tag(table => 'db.kv', tag => 'v2')").collect()[0].snapshot_id == 2
+        assert tidelake.Catalog(wh).get_table("db.kv").tags()[0].name == "v2"
+    finally:
+        spark.conf.unset(tidelake._spark_sql.WAREHOUSE_CONF)
+    with pytest.raises(tidelake.InvalidArgumentError, match="warehouse"):
+        sql(spark, "CREATE TABLE db.other (k BIGINT) USING tidelake")
+
+
+def test_procedures(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    path = f"{wh}/db.db/p"
+    sql(spark, f"CREATE TABLE tidelake.`{path}` (k BIGINT, p INT, v STRING) USING tidelake PARTITIONED BY (p) "
+               "TBLPROPERTIES ('primary-key'='k,p', 'bucket'='1', 'snapshot.num-retained.min'='1')")
+    for i in range(3):
+        sql(spark, f"INSERT INTO tidelake.`{path}` SELECT id, cast(id % 2 as int), '{i}' FROM range(6)")
+    t = tidelake.open_table(path)
+    # compact one partition by Paimon's partitions string (typed against the schema)
+    done = sql(spark, f"CALL sys.compact(table => '{path}', partitions => 'p=1')").collect()[0].snapshot_id
+    assert t.snapshot(done).commit_kind == "COMPACT"
+    levels = {(f["partition"], f["level"]) for f in t.system("files").to_pylist()}
+    assert levels == {("{0}", 0), ("{1}", 5)}  # only p=1 compacted (to the top level), p=0 untouched
+    tag = sql(spark, f"CALL create_tag('{path}', 'before', 2)").collect()[0]
+    assert (tag.tag, tag.snapshot_id) == ("before", 2)
+    expired = sql(spark, f"CALL sys.expire_snapshots(table => '{path}', retain_max => 2)").collect()[0]
+    assert expired.expired_snapshots >= 1 and len(t.snapshots()) == 2
+    sql(spark, f"CALL sys.rollback(table => '{path}', version => 'before')")
+    assert t.refresh().latest_snapshot().id == 2
+    assert sorted(t.to_arrow()["v"].to_pylist()) == ["1"] * 6
+    with pytest.raises(tidelake.UnsupportedError, match="remove_orphan_files"):
+        sql(spark, f"CALL sys.remove_orphan_files(table => '{path}')")
+    with pytest.raises(tidelake.InvalidArgumentError, match="no argument 'bogus'"):
+        sql(spark, f"CALL sys.compact(table => '{path}', bogus => 1)")
+    with pytest.raises(tidelake.UnsupportedError, match="order_strategy"):
+        sql(spark, f"CALL sys.compact(table => '{path}', order_strategy => 'zorder')")
+
+
+def test_other_statements_go_to_spark(spark, tmp_path):
+    assert sql(spark, "SELECT 1 AS one").collect()[0].one == 1
+    sql(spark, "CREATE OR REPLACE TEMPORARY VIEW plain AS SELECT 2 AS two")
+    assert sql(spark, "SELECT two FROM plain").collect()[0].two == 2
+    # a CREATE TABLE with another provider is Spark's
+    sql(spark, f"CREATE TABLE pq_t (a INT) USING parquet LOCATION '{tmp_path / 'pq'}'")
+    sql(spark, "INSERT INTO pq_t VALUES (7)")
+    assert sql(spark, "SELECT a FROM pq_t").collect()[0].a == 7
+    sql(spark, "DROP TABLE pq_t")
+
+
+def test_dml_statements_parse_into_plans_and_are_refused(spark, tmp_path, monkeypatch):
+    _, wh = new_warehouse(tmp_path)
+    path = f"{wh}/db.db/d"
+    sql(spark, f"CREATE TABLE tidelake.`{path}` (id BIGINT, qty INT) USING tidelake TBLPROPERTIES ('primary-key'='id')")
+    spark.range(3).selectExpr("id", "'U' AS op", "cast(id AS int) AS qty").createOrReplaceTempView("src")
+    seen = []
+    monkeypatch.setattr(tidelake._spark_sql, "run_dml", lambda s, plan: seen.append(plan) or s.range(0))
+    sql(spark, f"DELETE FROM tidelake.`{path}` WHERE id > 3 AND qty < 2")
+    sql(spark, f"UPDATE tidelake.`{path}` SET qty = qty + 1 WHERE id = 1")
+    sql(spark, f"""MERGE INTO tidelake.`{path}` AS t USING src AS s ON t.id = s.id
+                   WHEN MATCHED AND s.op = 'D' THEN DELETE
+                   WHEN MATCHED THEN UPDATE SET qty = s.qty
+                   WHEN NOT MATCHED AND s.qty > 0 THEN INSERT *
+                   WHEN NOT MATCHED BY SOURCE THEN DELETE""")
+    delete, update, merge = seen
+    assert (delete.kind, delete.path, delete.where) == ("delete", path, "id > 3 AND qty < 2")
+    assert (update.assignments, update.where) == ({"qty": "qty + 1"}, "id = 1")
+    assert (merge.source, merge.source_alias, merge.target_alias, merge.on) == ("SELECT * FROM src", "s", "t",
+                                                                               "t.id = s.id")
+    assert [(c.kind, c.condition, c.assignments) for c in merge.clauses] == [
+        ("matched_delete", "s.op = 'D'", None), ("matched_update", None, {"qty": "s.qty"}),
+        ("not_matched_insert", "s.qty > 0", "*"), ("not_matched_by_source_delete", None, None)]
+    monkeypatch.undo()
+    # executing them names what is missing; the builder has Table.merge's shape
+    with pytest.raises(tidelake.UnsupportedError, match="row-level DML"):
+        sql(spark, f"DELETE FROM tidelake.`{path}` WHERE id > 3")
+    builder = (tidelake.spark.merge(path, spark.table("src"), on="id").when_matched_update(set="*")
+               .when_matched_delete(condition="source.op = 'D'").when_not_matched_insert()
+               .when_not_matched_by_source_delete())
+    assert [c.kind for c in builder.clauses] == list(_spark_dml.CLAUSE_KINDS[:1]) + [
+        "matched_delete", "not_matched_insert", "not_matched_by_source_delete"]
+    with pytest.raises(tidelake.UnsupportedError, match="tidelake.spark.merge"):
+        builder.execute()
+    with pytest.raises(tidelake.TableNotFoundError):
+        tidelake.spark.update(str(tmp_path / "none"), {"qty": "1"})

@@ -8,7 +8,7 @@
 //! * [`split`]: the serialisable unit of reading work.
 //! * `fallback`: `scan.fallback-branch` (partitions missing from a branch read from another).
 
-mod bucket_filter;
+pub(crate) mod bucket_filter;
 mod fallback;
 pub mod plan;
 pub mod predicate;

@@ -8,7 +8,8 @@
 //! 2. finds its bucket with Paimon's bucket hash on fixed-bucket tables
 //!    ([`crate::scan::bucket_filter::BucketFilter`], which also keeps buckets of files
 //!    bucketed under other key types); other bucket modes look in every bucket;
-//! 3. keeps the bucket's files whose `[min_key, max_key]` holds the key.
+//! 3. keeps the bucket's files whose `[min_key, max_key]` holds the key and whose data-file
+//!    index (bloom filters on key columns, `crate::scan::file_index`) does not rule it out.
 //!
 //! Each bucket's candidate files are read as one split restricted to the bucket's keys
 //! ([`KeySet`]: rows of other keys are dropped before the merge; Parquet pages without any of
@@ -35,6 +36,7 @@ use arrow_schema::SchemaRef;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
+use tidelake_spec::file_index::FileIndex;
 use tidelake_spec::schema::TableSchema;
 
 use crate::error::{Error, Result};
@@ -44,8 +46,9 @@ use crate::lsm::key::compare_keys;
 use crate::read::key_set::KeySet;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::bucket_filter::BucketFilter;
+use crate::scan::file_index;
 use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, CompareOp, LeafTest};
-use crate::scan::{plan_scan, ScanRequest, SnapshotSelector, Split};
+use crate::scan::{plan_scan, ScanRequest, SnapshotSelector, Split, SplitFile};
 use crate::table::Table;
 use keys::LookupKeys;
 
@@ -63,6 +66,8 @@ struct PlannedBucket {
     ranges: Vec<Option<KeyRange>>,
     /// The schemas, other than the read schema, the bucket's files were written with.
     file_schemas: Vec<Arc<TableSchema>>,
+    /// Per file of `split`: its data-file index, loaded on first use.
+    indexes: Vec<tokio::sync::OnceCell<Arc<FileIndex>>>,
 }
 
 /// One snapshot, planned for lookups.
@@ -128,10 +133,12 @@ impl PlannedSnapshot {
                     file_schemas.push(table.schema_by_id(f.schema_id).await?);
                 }
             }
+            let indexes = split.files.iter().map(|_| Default::default()).collect();
             let bucket = PlannedBucket {
                 split,
                 ranges,
                 file_schemas,
+                indexes,
             };
             match partitions.binary_search_by(|(p, _)| compare_keys(p, &values)) {
                 Ok(i) => partitions[i].1.push(bucket),
@@ -192,6 +199,39 @@ impl PlannedSnapshot {
             }
         }
         Ok(work)
+    }
+}
+
+impl PlannedBucket {
+    /// The files `w` selected, without those whose data-file index (bloom filters on key
+    /// columns) rules out every key of `w`.
+    async fn indexed_files(
+        &self,
+        state: &PlannedSnapshot,
+        keys: &LookupKeys,
+        w: &Work,
+    ) -> Result<Vec<SplitFile>> {
+        let mut files = Vec::new();
+        for (i, f) in self.split.files.iter().enumerate() {
+            if !w.files[i] {
+                continue;
+            }
+            if let Some(at) = &f.index {
+                let index = self.indexes[i]
+                    .get_or_try_init(|| file_index::load(state.table.io(), at))
+                    .await?;
+                let file_schema = state.table.schema_by_id(f.schema_id).await?;
+                let may_hold = |k: &u32| {
+                    let key = key_predicate(keys, &keys.values[*k as usize]);
+                    file_index::may_match(&key, index, &file_schema)
+                };
+                if !w.keys.iter().any(may_hold) {
+                    continue;
+                }
+            }
+            files.push(f.clone());
+        }
+        Ok(files)
     }
 }
 
@@ -381,45 +421,38 @@ impl Lookuper {
             .iter()
             .map(|&p| keys.fields[p].name.clone())
             .collect();
-        let reads = work.into_iter().map(|((pi, bi), w)| {
+        let (state, keys, read_columns) = (&state, &keys, &read_columns);
+        let (trimmed, trimmed_names) = (&trimmed, &trimmed_names);
+        let reads = work.into_iter().map(|((pi, bi), w)| async move {
             let bucket = &state.partitions[pi].1[bi];
-            let files: Vec<_> = bucket
-                .split
-                .files
-                .iter()
-                .zip(&w.files)
-                .filter(|(_, keep)| **keep)
-                .map(|(f, _)| f.clone())
-                .collect();
+            let files = bucket.indexed_files(state, keys, &w).await?;
+            if files.is_empty() {
+                return Ok(Vec::new());
+            }
             let single = files.len() == 1 && files[0].delete_row_count == Some(0);
             let split = Split {
                 raw_convertible: bucket.split.raw_convertible || single,
                 files,
                 ..bucket.split.clone()
             };
-            let ctx = ReadContext::new(
+            let mut ctx = ReadContext::new(
                 state.table.clone(),
                 schema,
-                Some(&read_columns),
+                Some(read_columns),
                 None,
                 DEFAULT_BATCH_SIZE,
                 false,
-            );
-            let read = ctx.and_then(|ctx| {
-                if trimmed.is_empty() {
-                    return Ok(ctx);
-                }
-                let set = KeySet::new(trimmed_names.clone(), &keys.take(&trimmed, &w.keys)?)?;
-                let pages = pages_predicate(&keys, &trimmed, &w.keys);
-                Ok(ctx.with_keys(Arc::new(set), Some(&pages)))
-            });
-            async move {
-                let ctx = Arc::new(read?);
-                ctx.read_split(&split)
-                    .await?
-                    .try_collect::<Vec<RecordBatch>>()
-                    .await
+            )?;
+            if !trimmed.is_empty() {
+                let set = KeySet::new(trimmed_names.clone(), &keys.take(trimmed, &w.keys)?)?;
+                let pages = pages_predicate(keys, trimmed, &w.keys);
+                ctx = ctx.with_keys(Arc::new(set), Some(&pages));
             }
+            Arc::new(ctx)
+                .read_split(&split)
+                .await?
+                .try_collect::<Vec<RecordBatch>>()
+                .await
         });
         let batches: Vec<Vec<RecordBatch>> = stream::iter(reads)
             .buffer_unordered(CONCURRENT_BUCKETS)

@@ -10,6 +10,12 @@ Reports, per system, the full merged read, the median and p99 of point lookups
 ratio of that system's full read (targets for tidelake: point <= 1%, range <= 10%). Systems:
 tidelake, pypaimon with its native (Rust) reader, deltalake. Every answer is checked against
 the expected final state.
+
+Then the lookup API: one key (median/p99 over the same 100 keys) and 1,000 keys in one call,
+through `Table.lookup` (plans the snapshot on every call: cold) and a `Table.lookuper()`
+(first call on a new lookuper: cold; later calls: warm), against pypaimon native and deltalake
+answering the same keys with `=` / `in` filters (targets: one key <= 5 ms warm, 1,000 keys
+<= 50 ms).
 """
 
 from __future__ import annotations
@@ -93,6 +99,70 @@ def checked_times(name: str, read: Callable[[Any], pa.Table], filters: list[Any]
     return times
 
 
+BATCH = 1000
+
+
+def lookup_readers(setup: dict[str, Any]) -> dict[str, Callable[[list[int]], pa.Table]]:
+    """Per system: the rows of some keys."""
+    import tidelake
+    from deltalake import DeltaTable
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    t = tidelake.open_table(setup["tidelake_path"])
+    lookuper = t.lookuper()
+    paimon = FileStoreTable.from_path(setup["tidelake_path"]).copy({"read.native.enabled": "true"})
+
+    def pp(keys: list[int]) -> pa.Table:
+        rb = paimon.new_read_builder()
+        pb = rb.new_predicate_builder()
+        rb = rb.with_filter(pb.equal(wl.KEY, keys[0]) if len(keys) == 1 else pb.is_in(wl.KEY, keys))
+        return rb.new_read().to_arrow(rb.new_scan().plan().splits())
+
+    def dl(keys: list[int]) -> pa.Table:
+        op = ("=", keys[0]) if len(keys) == 1 else ("in", keys)
+        return DeltaTable(setup["delta_path"]).to_pyarrow_table(filters=[(wl.KEY, *op)])
+
+    return {"tidelake lookup()": t.lookup, "tidelake lookuper": lookuper.lookup,
+            "pypaimon_native": pp, "deltalake": dl}
+
+
+def lookups(setup: dict[str, Any], final: pa.Table, points: list[int], batch: list[int]) -> None:
+    present = set(final[wl.KEY].to_pylist())
+
+    def check(name: str, keys: list[int], got: pa.Table) -> None:
+        want = sum(1 for k in set(keys) if k in present)
+        if got.num_rows != want:
+            raise SystemExit(f"{name}: {len(keys)} keys returned {got.num_rows} rows, expected {want}")
+
+    print(f"\n{'lookups':<18} {'1 key cold':>10} {'1 key p50':>10} {'p99':>9} {'1,000 cold':>11} {'1,000 warm':>11}")
+    import tidelake
+
+    for name, read in lookup_readers(setup).items():
+        if name == "tidelake lookuper":  # cold: a new lookuper's first call
+            t = tidelake.open_table(setup["tidelake_path"])
+            cold1, got = timed(lambda: t.lookuper().lookup([points[0]]))
+            check(name, [points[0]], got)
+            cold_batch, got = timed(lambda: t.lookuper().lookup(batch))
+        else:
+            cold1, got = timed(lambda: read([points[0]]))
+            check(name, [points[0]], got)
+            cold_batch, got = timed(lambda: read(batch))
+        check(name, batch, got)
+        times = []
+        for k in points:
+            took, got = timed(lambda k=k: read([k]))
+            check(name, [k], got)
+            times.append(took)
+        warm_batch = []
+        for _ in range(5):
+            took, got = timed(lambda: read(batch))
+            check(name, batch, got)
+            warm_batch.append(took)
+        p50, p99 = statistics.median(times), sorted(times)[int(len(times) * 0.99) - 1]
+        print(f"{name:<18} {cold1 * 1000:>8.1f}ms {p50 * 1000:>8.1f}ms {p99 * 1000:>7.1f}ms "
+              f"{cold_batch * 1000:>9.1f}ms {statistics.median(warm_batch) * 1000:>9.1f}ms", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", type=float, default=1.0)
@@ -117,6 +187,8 @@ def main() -> None:
         r50 = statistics.median(range_times)
         print(f"{name:<16} {full * 1000:>8.0f}ms {p50 * 1000:>8.1f}ms {p99 * 1000:>7.1f}ms {p50 / full:>8.1%} "
               f"{r50 * 1000:>8.1f}ms {r50 / full:>9.1%}", flush=True)
+    batch = rng.choice(keys, BATCH - ABSENT, replace=False).tolist() + absent
+    lookups(setup, final, [k for _, k in points], [int(k) for k in batch])
     print(f"load average {os.getloadavg()[0]:.2f} at end")
 
 

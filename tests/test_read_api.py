@@ -266,6 +266,14 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
 
     raw = r("RawTable", "reload", raw.reload())
     r.read_members(raw)
+    keys = pa.table({"dt": ["b", "a", "zz"], "id": [3, 2, 9]})
+    found = r("RawTable", "lookup", raw.lookup(keys, columns=["v", "id"], snapshot_id=None))
+    assert found.to_pylist() == [{"v": 2.0, "id": 3}]
+    lookuper = r("RawTable", "lookuper", raw.lookuper(snapshot_id=None, cache_bytes=1 << 20))
+    assert r("RawLookuper", "lookup", lookuper.lookup(keys, columns=None)).to_pylist() == [
+        {"id": 3, "dt": "b", "v": 2.0}]
+    assert 0 < r("RawLookuper", "cached_bytes", lookuper.cached_bytes) <= 1 << 20
+    assert r("RawLookuper", "snapshot_id", lookuper.snapshot_id) == r("RawLookuper", "refresh", lookuper.refresh())
     assert r("RawTable", "effective_options", raw.effective_options())["bucket"] == 2
     altered = r("RawTable", "alter", raw.alter([("set_option", "snapshot.num-retained.max", "50", None, None),
                                                 ("add_column", None, None, pa.field("w", pa.int32()), "last")]))

@@ -15,8 +15,9 @@ from typing import Any, Callable, Literal, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan", "cdc_decode", "message_target",
-           "parse_filter_text", "reset_logging", "run_compaction_task", "compaction_task_target"]
+__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan",
+           "RawLookuper", "cdc_decode", "message_target", "parse_filter_text", "reset_logging", "run_compaction_task",
+           "compaction_task_target"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -160,6 +161,19 @@ class RawTable:
         """Plan a batch scan of one snapshot (latest unless one of ``snapshot_id``, ``tag`` or
         ``timestamp_ms`` is given; at most one may be). ``options`` override table options for
         this read only."""
+
+    def lookup(
+        self,
+        keys: Any,
+        columns: list[str] | None = None,
+        snapshot_id: int | None = None,
+    ) -> pa.Table:
+        """The latest row of each key of ``keys`` (an Arrow producer of exactly the primary-key
+        columns), in key order, keys without a row left out."""
+
+    def lookuper(self, snapshot_id: int | None = None, cache_bytes: int = 0) -> RawLookuper:
+        """A long-lived lookuper of one snapshot (the latest by default) that caches up to
+        ``cache_bytes`` of what it reads of immutable files."""
 
     def changes(
         self,
@@ -397,6 +411,19 @@ class RawBatches:
 def message_target(message: bytes) -> tuple[bytes, int]:
     """The (framed partition BinaryRow, bucket) a commit message from
     :meth:`RawWriter.prepare_commit` writes to."""
+
+
+class RawLookuper:
+    """A long-lived point-lookup reader (see :meth:`RawTable.lookuper`); thread-safe."""
+
+    @property
+    def snapshot_id(self) -> int | None: ...
+    @property
+    def cached_bytes(self) -> int: ...
+    def refresh(self) -> int | None:
+        """Move to the latest snapshot; its id."""
+    def lookup(self, keys: Any, columns: list[str] | None = None) -> pa.Table:
+        """As :meth:`RawTable.lookup`, at the lookuper's snapshot."""
 
 
 class RawCompactionPlan:

@@ -14,6 +14,7 @@ from . import _internal
 from ._filters import to_filter_json
 from ._metadata import SchemaVersion, Snapshot, Tag
 from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError
+from .lookup import Keys, Lookuper, key_table
 from .scan import Scan
 from .write import (
     BATCH_COMMIT_IDENTIFIER,
@@ -442,6 +443,32 @@ class Table:
                              timestamp=timestamp).to_arrow()
         return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms, options=options,
                               timestamp=timestamp).read_all()
+
+    def lookup(self, keys: Keys, columns: list[str] | None = None, snapshot_id: int | None = None) -> pa.Table:
+        """The latest row of each primary key in ``keys``, merged as a read merges it (merge
+        engine, deletion vectors, ``sequence.field``), in the order of ``keys``; keys without a row
+        are left out and a key given twice is returned once.
+
+        Args:
+            keys: a pyarrow Table/RecordBatch or dict of exactly the primary-key columns, or a
+                list of keys (tuples in primary-key order; plain values for a one-column key).
+            columns: columns to return (all by default).
+            snapshot_id: the snapshot to read (the latest by default).
+
+        Raises:
+            InvalidArgumentError: not a primary-key table, keys without exactly the primary-key
+                columns, null or uncastable key values, unknown column.
+        """
+        keys = key_table(keys, self.primary_keys, self.schema)
+        return self._raw.lookup(keys, columns, snapshot_id)
+
+    def lookuper(self, snapshot_id: int | None = None, cache_bytes: int = 64 << 20) -> Lookuper:
+        """A long-lived :class:`~tidelake.lookup.Lookuper` for repeated lookups of one snapshot
+        (the latest by default). It keeps up to ``cache_bytes`` of what it reads of immutable
+        files (Parquet footers and page indexes, deletion vectors, manifests); 0 caches nothing."""
+        if cache_bytes < 0:
+            raise InvalidArgumentError(f"cache_bytes must be >= 0, got {cache_bytes}")
+        return Lookuper(self._raw.lookuper(snapshot_id, cache_bytes), self.primary_keys, self.schema)
 
     def to_pyarrow_dataset(self, snapshot_id: int | None = None, tag: str | None = None,
                            timestamp: Any = None) -> Any:

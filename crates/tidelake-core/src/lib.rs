@@ -11,6 +11,7 @@
 //! | state | `state` | a snapshot's manifests replayed into its live files per partition and bucket |
 //! | plan | `scan`, `lsm` | snapshot → splits with pruning; the LSM tree: key order, sorted runs, levels, merges |
 //! | data | `read`, `write`, `cdc` | data files and splits read; batches written to files and commit messages; database changelog messages decoded and written with row kinds |
+//! | lookup | `lookup` | the latest rows of given primary keys, without a scan |
 //! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
 //! | compact | `compact` | keeping buckets' LSM trees shallow |
 //! | maintenance | `maintenance` | expiration, orphans, tags, branches, rollback, system tables |
@@ -27,6 +28,7 @@ pub mod datum_arrow;
 pub mod error;
 pub mod io;
 pub mod layout;
+pub mod lookup;
 pub mod lsm;
 pub mod maintenance;
 pub mod read;

@@ -92,6 +92,14 @@ impl Table {
         &self.io
     }
 
+    /// The same table reading through `cache` (see [`crate::io::ReadCache`]).
+    pub fn with_read_cache(&self, cache: Arc<crate::io::ReadCache>) -> Table {
+        Table {
+            io: self.io.with_read_cache(cache),
+            ..self.clone()
+        }
+    }
+
     /// The branch's root: its `snapshot/`, `schema/`, `tag/`, `changelog/` and `consumer/`
     /// directories (the table root for the main branch).
     pub fn branch_io(&self) -> &FileIO {

@@ -14,6 +14,7 @@ mod cdc;
 mod compact;
 mod dml;
 mod errors;
+mod lookup;
 mod maintenance;
 mod runtime;
 mod scan;
@@ -42,6 +43,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<write::RawWriter>()?;
     m.add_class::<stream::RawBatches>()?;
     m.add_class::<compact::RawCompactionPlan>()?;
+    m.add_class::<lookup::RawLookuper>()?;
     m.add_function(wrap_pyfunction!(write::message_target, m)?)?;
     m.add_function(wrap_pyfunction!(compact::run_compaction_task, m)?)?;
     m.add_function(wrap_pyfunction!(compact::compaction_task_target, m)?)?;

@@ -9,6 +9,7 @@
 //! * [`datum`], [`binary_row`]: values and the BinaryRow codec.
 //! * [`bucket`], [`partition`]: bucket hashing and partition directory names.
 //! * [`manifest`]: manifest lists, manifests and index manifests (Avro).
+//! * [`file_index`]: data-file indexes (`file-index.*`: bloom filters).
 //! * [`options`]: table options with Paimon's defaults.
 //! * [`row_kind`]: the change a record carries (`_VALUE_KIND`).
 
@@ -17,6 +18,7 @@ pub mod binary_row;
 pub mod bucket;
 pub mod datum;
 pub mod error;
+pub mod file_index;
 pub mod manifest;
 pub mod options;
 pub mod partition;

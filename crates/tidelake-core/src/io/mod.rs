@@ -11,12 +11,14 @@
 //!   with, so a table can be re-opened elsewhere (splits, workers) with the same settings.
 //!
 //! Modules: [`location`] (locations and storage options to stores), [`instrumented`] (counting
-//! and test-only fault injection), [`local_file`] (local data files read in place).
+//! and test-only fault injection), [`local_file`] (local data files read in place), [`read_cache`]
+//! (what long-lived readers keep of immutable files).
 
 pub mod instrumented;
 #[cfg(unix)]
 pub mod local_file;
 pub mod location;
+pub mod read_cache;
 
 use std::sync::Arc;
 
@@ -30,6 +32,7 @@ use crate::error::{Error, Result};
 #[cfg(unix)]
 use local_file::LocalFile;
 pub use location::StorageOptions;
+pub use read_cache::ReadCache;
 
 /// An I/O error of the local filesystem as object_store reports it.
 fn local_io_error(e: std::io::Error) -> object_store::Error {
@@ -55,6 +58,9 @@ pub struct FileIO {
     local_fs: Option<Arc<LocalFileSystem>>,
     /// The storage options the store was opened with.
     options: Arc<StorageOptions>,
+    /// What readers keep of immutable files under the root, for long-lived readers
+    /// ([`FileIO::with_read_cache`]); not passed on to [`FileIO::child`] handles.
+    read_cache: Option<Arc<ReadCache>>,
 }
 
 /// One object found by [`FileIO::list`].
@@ -82,6 +88,7 @@ impl FileIO {
             local_root: r.local_root,
             local_fs: r.local_fs,
             options: Arc::new(options.clone()),
+            read_cache: None,
         })
     }
 
@@ -94,6 +101,7 @@ impl FileIO {
             local_root: None,
             local_fs: None,
             options: Arc::default(),
+            read_cache: None,
         }
     }
 
@@ -114,7 +122,21 @@ impl FileIO {
                 .map(|r| r.join(rel.trim_matches('/'))),
             local_fs: self.local_fs.clone(),
             options: self.options.clone(),
+            read_cache: None,
         }
+    }
+
+    /// This handle with `cache` for what readers derive from immutable files under the root.
+    pub fn with_read_cache(&self, cache: Arc<ReadCache>) -> FileIO {
+        FileIO {
+            read_cache: Some(cache),
+            ..self.clone()
+        }
+    }
+
+    /// The read cache of this handle, if it has one.
+    pub fn read_cache(&self) -> Option<&Arc<ReadCache>> {
+        self.read_cache.as_ref()
     }
 
     /// The root location, for display.

@@ -111,6 +111,7 @@ mod tests {
             deletion: None,
             first_row_id: None,
             write_cols: None,
+            index: None,
         }
     }
 

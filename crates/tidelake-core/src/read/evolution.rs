@@ -201,6 +201,7 @@ mod tests {
             deletion: None,
             first_row_id: first,
             write_cols: cols.map(|c| c.iter().map(|s| s.to_string()).collect()),
+            index: None,
         }
     }
 

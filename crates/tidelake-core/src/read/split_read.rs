@@ -40,8 +40,9 @@ use crate::lsm::sorted_runs;
 use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumns};
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::evolution;
+use crate::read::key_set::KeySet;
 use crate::scan::predicate::{BoundPredicate, Predicate};
-use crate::scan::split::{Split, SplitFile};
+use crate::scan::split::{DeletionFileRef, Split, SplitFile};
 use crate::table::Table;
 
 /// Default rows per output batch.
@@ -74,6 +75,8 @@ pub struct ReadContext {
     /// merge (every version of a key has the same key, so a key's versions are all kept or
     /// all dropped).
     key_filter: Option<BoundPredicate>,
+    /// Point lookups: only the rows of these keys, kept before any merge (as `key_filter`).
+    key_set: Option<Arc<KeySet>>,
     merge: Option<Arc<MergeConfig>>,
     key_types: Vec<DataType>,
     batch_size: usize,
@@ -217,6 +220,7 @@ impl ReadContext {
             filter,
             prune,
             key_filter,
+            key_set: None,
             merge,
             key_types,
             batch_size: batch_size.max(1),
@@ -237,6 +241,17 @@ impl ReadContext {
 
     pub(super) fn batch_size(&self) -> usize {
         self.batch_size
+    }
+
+    /// The same read restricted to the rows of `keys` (primary-key tables; the set's columns
+    /// are key columns), with the pages `prune` rules out skipped: `prune` must match every
+    /// row of a key of the set.
+    pub fn with_keys(mut self, keys: Arc<KeySet>, prune: Option<&BoundPredicate>) -> ReadContext {
+        self.key_set = Some(keys);
+        if let Some(p) = prune.and_then(PagePrune::new) {
+            self.prune = Some(p);
+        }
+        self
     }
 
     /// Schema of every batch the reads yield.
@@ -501,10 +516,7 @@ impl ReadContext {
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let file_schema = self.table.schema_by_id(file.schema_id).await?;
         let deletion = match &file.deletion {
-            Some(dv) => Some(Arc::new(
-                self.load_deletion_vector(&dv.path, dv.offset, dv.length)
-                    .await?,
-            )),
+            Some(dv) => Some(self.shared_deletion_vector(dv).await?),
             None => None,
         };
         let format = FileFormat::from_file_name(&file.file_name)?;
@@ -530,6 +542,12 @@ impl ReadContext {
             let keys = keys.clone();
             stream = stream
                 .try_filter_map(move |b| futures::future::ready(matching_rows(&keys, b)))
+                .boxed();
+        }
+        if let (Some(keys), SystemColumns::KeyValue) = (&self.key_set, system) {
+            let keys = keys.clone();
+            stream = stream
+                .try_filter_map(move |b| futures::future::ready(rows_of_keys(&keys, b)))
                 .boxed();
         }
         Ok(AssertUnwindSafe(stream)
@@ -563,6 +581,27 @@ impl ReadContext {
             .open_file(&whole, SystemColumns::KeyValue, self.run_batch_size())
             .await?;
         Ok((rows, deletion))
+    }
+
+    /// [`ReadContext::load_deletion_vector`], kept in the table's read cache if it has one.
+    async fn shared_deletion_vector(&self, dv: &DeletionFileRef) -> Result<Arc<DeletionVector>> {
+        let cache = self.table.io().read_cache();
+        let key = format!("{}#{}", dv.path, dv.offset);
+        if let Some(v) = cache.and_then(|c| c.get::<DeletionVector>(&key)) {
+            return Ok(v);
+        }
+        let v = Arc::new(
+            self.load_deletion_vector(&dv.path, dv.offset, dv.length)
+                .await?,
+        );
+        if let Some(c) = cache {
+            c.insert(
+                &key,
+                v.clone(),
+                usize::try_from(dv.length).unwrap_or(usize::MAX),
+            );
+        }
+        Ok(v)
     }
 
     pub(crate) async fn load_deletion_vector(
@@ -612,6 +651,13 @@ impl ReadContext {
 /// The rows of `batch` that `filter` matches (`None` when none).
 fn matching_rows(filter: &BoundPredicate, batch: RecordBatch) -> Result<Option<RecordBatch>> {
     let kept = filter_record_batch(&batch, &filter.evaluate(&batch)?)
+        .map_err(|e| Error::arrow("filtering rows", e))?;
+    Ok((kept.num_rows() > 0).then_some(kept))
+}
+
+/// The rows of `batch` whose key is in `keys` (`None` when none).
+fn rows_of_keys(keys: &KeySet, batch: RecordBatch) -> Result<Option<RecordBatch>> {
+    let kept = filter_record_batch(&batch, &keys.matches(&batch)?)
         .map_err(|e| Error::arrow("filtering rows", e))?;
     Ok((kept.num_rows() > 0).then_some(kept))
 }

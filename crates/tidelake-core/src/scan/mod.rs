@@ -4,12 +4,14 @@
 //!   file statistics).
 //! * [`plan`]: snapshot selection, pruning and split generation over the live files
 //!   ([`crate::state::LiveFiles`]);
-//!   `bucket_filter`: the fixed buckets a filter can match.
+//!   `bucket_filter`: the fixed buckets a filter can match; `file_index`: files ruled out by
+//!   their bloom-filter indexes.
 //! * [`split`]: the serialisable unit of reading work.
 //! * `fallback`: `scan.fallback-branch` (partitions missing from a branch read from another).
 
-mod bucket_filter;
+pub(crate) mod bucket_filter;
 mod fallback;
+pub(crate) mod file_index;
 pub mod plan;
 pub mod predicate;
 pub mod split;
@@ -17,4 +19,4 @@ pub mod split;
 pub use plan::{
     plan_changes, plan_scan, resolve_snapshot, ScanPlan, ScanRequest, SnapshotSelector,
 };
-pub use split::{DeletionFileRef, Split, SplitFile};
+pub use split::{DeletionFileRef, FileIndexRef, Split, SplitFile};

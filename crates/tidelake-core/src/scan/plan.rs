@@ -6,15 +6,17 @@
 //!    match the filter, and replay the rest without the entries of pruned partitions, of the
 //!    postpone bucket and of level 0 where batch reads hide it (deletion-vector and first-row
 //!    tables) ([`crate::state::LiveFiles`]);
-//! 3. drop files of buckets the filter cannot match and files whose key (primary-key tables)
-//!    or value (append tables) statistics cannot match;
+//! 3. drop files of buckets the filter cannot match, files whose key (primary-key tables)
+//!    or value (append tables) statistics cannot match and files whose bloom-filter index rules
+//!    out the filter's `=`/`in` values (`super::file_index`; key columns on primary-key tables);
 //! 4. group what remains by (partition, bucket) into [`Split`]s, attaching deletion vectors from
 //!    the snapshot's index manifest. Data-evolution tables are not pruned by file statistics
 //!    (Java `DataEvolutionFileStoreScan`): files of one row range are read together
 //!    (`crate::read::evolution`); a change read of a file holding only some columns of its
 //!    rows (`_WRITE_COLS`) fails with [`Error::Unsupported`].
 //!
-//! No data file is opened while planning.
+//! No data file is opened while planning (index files of files with an index are, when the
+//! filter has an `=`/`in` leaf).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -28,11 +30,12 @@ use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataField;
 
 use super::bucket_filter::BucketFilter;
+use super::file_index;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::fallback::add_fallback_splits;
 use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
-use crate::scan::split::{Split, SplitFile};
+use crate::scan::split::{FileIndexRef, Split, SplitFile};
 use crate::state::{read_list, read_manifests, BucketFiles, LiveFiles, Pruning};
 use crate::table::Table;
 
@@ -476,6 +479,9 @@ struct Planner<'a> {
     schema: &'a TableSchema,
     layout: TableLayout,
     filter: Option<BoundPredicate>,
+    /// The filter data-file indexes are consulted with (on key columns for primary-key
+    /// tables); `None` when it has no `=`/`in` leaf to answer.
+    index_filter: Option<BoundPredicate>,
     /// The fixed buckets the filter can match ([`BucketFilter`]); `None` for all.
     buckets: Option<BucketFilter>,
     has_primary_key: bool,
@@ -500,11 +506,29 @@ impl<'a> Planner<'a> {
             .data_evolution_enabled()
             .map_err(|e| Error::from_spec("table options", e))?;
         let buckets = BucketFilter::new(schema, filter.as_ref());
+        let key_ids: Vec<i32> = schema
+            .primary_keys
+            .iter()
+            .filter_map(|k| schema.field(k))
+            .map(|f| f.id)
+            .collect();
+        let index_filter = filter
+            .as_ref()
+            .filter(|_| !data_evolution)
+            .and_then(|f| {
+                if has_primary_key {
+                    f.restricted(&|id| key_ids.contains(&id))
+                } else {
+                    Some(f.clone())
+                }
+            })
+            .filter(file_index::has_point_leaf);
         Ok(Planner {
             table,
             schema,
             layout: TableLayout::new(schema)?,
             filter,
+            index_filter,
             buckets,
             has_primary_key,
             skip_level0,
@@ -526,9 +550,11 @@ impl<'a> Planner<'a> {
         let mut bucket_sets: HashMap<i32, Option<BTreeSet<i32>>> = HashMap::new();
         for b in &mut buckets {
             let mut kept = Vec::with_capacity(b.files.len());
+            let mut bucket_path = None;
             for e in std::mem::take(&mut b.files) {
                 if self.bucket_may_match(&e, &mut bucket_sets).await?
                     && self.file_may_match(&e).await?
+                    && self.index_may_match(b, &e, &mut bucket_path).await?
                 {
                     kept.push(e);
                 }
@@ -642,6 +668,36 @@ impl<'a> Planner<'a> {
             Some(s) => filter.may_match(&s),
             None => true,
         })
+    }
+
+    /// Prune by the file's data-file index (bloom filters; [`file_index`]); `bucket_path`
+    /// caches the bucket's directory.
+    async fn index_may_match(
+        &self,
+        b: &BucketFiles,
+        e: &ManifestEntry,
+        bucket_path: &mut Option<String>,
+    ) -> Result<bool> {
+        let Some(filter) = &self.index_filter else {
+            return Ok(true);
+        };
+        if e.file.embedded_index.is_none() && e.file.extra_files.is_empty() {
+            return Ok(true);
+        }
+        let dir = match bucket_path {
+            Some(dir) => dir,
+            None => {
+                let values = self.layout.decode_partition(&b.partition)?;
+                bucket_path.insert(self.layout.bucket_path(&values, b.bucket)?)
+            }
+        };
+        let path = BucketFiles::file_path(dir, &e.file);
+        let Some(at) = FileIndexRef::of(&path, &e.file) else {
+            return Ok(true);
+        };
+        let index = file_index::load(self.table.io(), &at).await?;
+        let file_schema = self.table.schema_by_id(e.file.schema_id).await?;
+        Ok(file_index::may_match(filter, &index, &file_schema))
     }
 
     /// One split per bucket.

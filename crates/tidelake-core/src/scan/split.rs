@@ -6,6 +6,7 @@
 //! that the read may see, so merging the split alone gives the bucket's merged rows.
 
 use serde::{Deserialize, Serialize};
+use tidelake_spec::file_index::INDEX_FILE_SUFFIX;
 use tidelake_spec::manifest::DataFileMeta;
 
 use crate::error::{Error, Result};
@@ -34,12 +35,43 @@ pub struct SplitFile {
     /// `_WRITE_COLS` (data evolution): the only columns the file holds; `None`: all.
     #[serde(default)]
     pub write_cols: Option<Vec<String>>,
+    /// The file's data-file index (`file-index.*`), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<FileIndexRef>,
+}
+
+/// Where a data file's index is: embedded in its manifest entry, or a file next to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FileIndexRef {
+    Embedded(Vec<u8>),
+    /// Path of the index file, like [`SplitFile::path`].
+    File(String),
+}
+
+impl FileIndexRef {
+    /// The index of data file `meta` stored at `path`, if it has one (Java
+    /// `FileIndexEvaluator`: the embedded bytes, else the one extra file named `*.index`, in the
+    /// data file's directory).
+    pub fn of(path: &str, meta: &DataFileMeta) -> Option<FileIndexRef> {
+        if let Some(bytes) = &meta.embedded_index {
+            return Some(FileIndexRef::Embedded(bytes.clone()));
+        }
+        let name = meta
+            .extra_files
+            .iter()
+            .find(|f| f.ends_with(INDEX_FILE_SUFFIX))?;
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        Some(FileIndexRef::File(if dir.is_empty() {
+            name.clone()
+        } else {
+            format!("{dir}/{name}")
+        }))
+    }
 }
 
 impl SplitFile {
     pub fn new(path: String, meta: &DataFileMeta, deletion: Option<DeletionFileRef>) -> Self {
         SplitFile {
-            path,
             file_name: meta.file_name.clone(),
             file_size: meta.file_size,
             row_count: meta.row_count,
@@ -53,6 +85,8 @@ impl SplitFile {
             deletion,
             first_row_id: meta.first_row_id,
             write_cols: meta.write_cols.clone(),
+            index: FileIndexRef::of(&path, meta),
+            path,
         }
     }
 }

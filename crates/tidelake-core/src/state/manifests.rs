@@ -4,6 +4,8 @@
 //! Invariants: manifests are fetched at most [`MANIFEST_PARALLELISM`] at a time and returned in
 //! the order asked for; a decode failure is [`Error::Corrupt`] naming the file.
 
+use std::sync::Arc;
+
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::manifest::{
     merge_entries_from, merge_index_entries, read_index_manifest, read_manifest,
@@ -29,12 +31,30 @@ pub async fn read_list(table: &Table, name: &str) -> Result<Vec<ManifestFileMeta
     read_manifest_list(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
 }
 
-/// Read manifest file `name` of `table`.
+/// Read manifest file `name` of `table` (decoded once per read cache, if the table's I/O has
+/// one: manifests are immutable).
 pub async fn read_entries(table: &Table, name: &str) -> Result<Vec<ManifestEntry>> {
     let rel = format!("{MANIFEST_DIR}/{name}");
+    let cache = table.io().read_cache();
+    if let Some(entries) = cache.and_then(|c| c.get::<Vec<ManifestEntry>>(&rel)) {
+        return Ok((*entries).clone());
+    }
     let bytes = table.io().read(&rel).await?;
-    read_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
+    let entries =
+        read_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))?;
+    if let Some(c) = cache {
+        // decoded entries take a few times their compressed Avro bytes
+        c.insert(
+            &rel,
+            Arc::new(entries.clone()),
+            bytes.len() * DECODED_MANIFEST_FACTOR,
+        );
+    }
+    Ok(entries)
 }
+
+/// Approximate heap bytes of a decoded manifest per byte of its file.
+const DECODED_MANIFEST_FACTOR: usize = 4;
 
 /// Read index manifest `name` of `table` (every entry, unreplayed).
 pub(crate) async fn read_index(table: &Table, name: &str) -> Result<Vec<IndexManifestEntry>> {

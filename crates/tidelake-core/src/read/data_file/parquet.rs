@@ -16,6 +16,9 @@
 //! fall in (without an offset index it would fetch whole chunks, so such files are read in one
 //! window). Windows cover the row group in order, so row positions (deletion vectors) are
 //! unchanged.
+//!
+//! A [`crate::io::FileIO`] with a read cache keeps each file's footer and page index there,
+//! so long-lived readers parse them once.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -130,13 +133,26 @@ async fn open_windowed(
     } else {
         WINDOW_BYTES
     });
-    let options = match prune {
-        Some(_) => reader_options().with_column_index_policy(PageIndexPolicy::Optional),
-        None => reader_options(),
+    let cache = io.read_cache();
+    let cached = cache.and_then(|c| c.get::<ArrowReaderMetadata>(rel_path));
+    let metadata = match cached {
+        Some(metadata) => (*metadata).clone(),
+        None => {
+            // a cached footer serves later reads with and without pruning
+            let options = match (prune, cache) {
+                (None, None) => reader_options(),
+                _ => reader_options().with_column_index_policy(PageIndexPolicy::Optional),
+            };
+            let metadata = ArrowReaderMetadata::load_async(&mut reader, options)
+                .await
+                .map_err(|e| Error::parquet(format!("opening {display}"), e))?;
+            if let Some(c) = cache {
+                let weight = metadata.metadata().memory_size();
+                c.insert(rel_path, Arc::new(metadata.clone()), weight);
+            }
+            metadata
+        }
     };
-    let metadata = ArrowReaderMetadata::load_async(&mut reader, options)
-        .await
-        .map_err(|e| Error::parquet(format!("opening {display}"), e))?;
     let roots = {
         let schema = metadata.parquet_schema();
         let names = schema.root_schema().get_fields().iter().map(|f| f.name());

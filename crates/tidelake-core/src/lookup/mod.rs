@@ -1,0 +1,483 @@
+//! Point lookups: the latest row of each of some primary keys, without a scan.
+//!
+//! A [`Lookuper`] holds one snapshot's live files (every split of a batch read, deletion
+//! vectors attached) grouped by partition, with each file's decoded key range. A lookup then,
+//! per key:
+//! 1. finds the key's partition (tables whose primary key holds the partition columns; other
+//!    tables, cross-partition upsert tables, look in every partition);
+//! 2. finds its bucket with Paimon's bucket hash on fixed-bucket tables
+//!    ([`crate::scan::bucket_filter::BucketFilter`], which also keeps buckets of files
+//!    bucketed under other key types); other bucket modes look in every bucket;
+//! 3. keeps the bucket's files whose `[min_key, max_key]` holds the key and whose data-file
+//!    index (bloom filters on key columns, `crate::scan::file_index`) does not rule it out.
+//!
+//! Each bucket's candidate files are read as one split restricted to the bucket's keys
+//! ([`KeySet`]: rows of other keys are dropped before the merge; Parquet pages without any of
+//! the keys are skipped by the page index) and merged by the table's merge engine exactly as a
+//! batch read merges them; a bucket left with one file without retract rows is read without
+//! merging. The rows are returned in the order of the keys given.
+//!
+//! A lookuper may keep what it reads of immutable files in a byte-bounded
+//! [`crate::io::ReadCache`]; a refresh plans the new snapshot through the same cache, so only
+//! new manifests are decoded and files still live keep their footers and key ranges.
+//!
+//! Invariant: a lookup returns, for every key, the row a batch read of the same snapshot
+//! returns for that key (pruning only drops files and pages that cannot hold the key, and every
+//! version of a key is kept or dropped together).
+
+mod keys;
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use arrow_array::{RecordBatch, UInt32Array};
+use arrow_schema::SchemaRef;
+use futures::stream::{self, StreamExt, TryStreamExt};
+use tidelake_spec::binary_row::decode_framed;
+use tidelake_spec::datum::Datum;
+use tidelake_spec::file_index::FileIndex;
+use tidelake_spec::schema::TableSchema;
+
+use crate::error::{Error, Result};
+use crate::io::ReadCache;
+use crate::layout::TableLayout;
+use crate::lsm::key::compare_keys;
+use crate::read::key_set::KeySet;
+use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
+use crate::scan::bucket_filter::BucketFilter;
+use crate::scan::file_index;
+use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, CompareOp, LeafTest};
+use crate::scan::{plan_scan, ScanRequest, SnapshotSelector, Split, SplitFile};
+use crate::table::Table;
+use keys::LookupKeys;
+
+/// Buckets read concurrently by one lookup.
+const CONCURRENT_BUCKETS: usize = 8;
+
+/// A file's smallest and largest key (trimmed primary key), decoded.
+type KeyRange = (Vec<Datum>, Vec<Datum>);
+
+/// The live files of one (partition, bucket).
+struct PlannedBucket {
+    /// Every live file of the bucket (the batch read's split).
+    split: Split,
+    /// Per file of `split`: its key range (`None` when it cannot be decoded: always read).
+    ranges: Vec<Option<KeyRange>>,
+    /// The schemas, other than the read schema, the bucket's files were written with.
+    file_schemas: Vec<Arc<TableSchema>>,
+    /// Per file of `split`: its data-file index, loaded on first use.
+    indexes: Vec<tokio::sync::OnceCell<Arc<FileIndex>>>,
+}
+
+/// One snapshot, planned for lookups.
+struct PlannedSnapshot {
+    table: Table,
+    snapshot_id: Option<i64>,
+    schema: Arc<TableSchema>,
+    /// Partitions (decoded values) sorted in key order, each with its buckets.
+    partitions: Vec<(Vec<Datum>, Vec<PlannedBucket>)>,
+    /// Whether keys hold the partition values (the partition columns are key columns).
+    keyed_partitions: bool,
+}
+
+impl PlannedSnapshot {
+    /// Plan `selector`'s snapshot of `table`; key ranges of files in `known` are reused.
+    async fn plan(
+        table: Table,
+        selector: SnapshotSelector,
+        known: Option<&PlannedSnapshot>,
+    ) -> Result<PlannedSnapshot> {
+        let plan = plan_scan(
+            &table,
+            &ScanRequest {
+                snapshot: selector,
+                filter: None,
+                options: Vec::new(),
+            },
+        )
+        .await?;
+        let schema = plan.schema.clone();
+        let layout = TableLayout::new(&schema)?;
+        let key_types = layout.key_types();
+        let mut reused: BTreeMap<&str, &Option<KeyRange>> = BTreeMap::new();
+        for b in known
+            .iter()
+            .flat_map(|k| k.partitions.iter().flat_map(|p| &p.1))
+        {
+            for (f, r) in b.split.files.iter().zip(&b.ranges) {
+                reused.insert(&f.file_name, r);
+            }
+        }
+        let mut partitions: Vec<(Vec<Datum>, Vec<PlannedBucket>)> = Vec::new();
+        for split in plan.splits {
+            let values = layout.decode_partition(&split.partition)?;
+            let ranges = split
+                .files
+                .iter()
+                .map(|f| match reused.get(f.file_name.as_str()) {
+                    Some(r) => (*r).clone(),
+                    None => {
+                        let min = decode_framed(&f.min_key, &key_types).ok()?;
+                        let max = decode_framed(&f.max_key, &key_types).ok()?;
+                        Some((min, max))
+                    }
+                })
+                .collect();
+            let mut file_schemas: Vec<Arc<TableSchema>> = Vec::new();
+            for f in &split.files {
+                if f.schema_id != schema.id
+                    && split.branch.is_none()
+                    && !file_schemas.iter().any(|s| s.id == f.schema_id)
+                {
+                    file_schemas.push(table.schema_by_id(f.schema_id).await?);
+                }
+            }
+            let indexes = split.files.iter().map(|_| Default::default()).collect();
+            let bucket = PlannedBucket {
+                split,
+                ranges,
+                file_schemas,
+                indexes,
+            };
+            match partitions.binary_search_by(|(p, _)| compare_keys(p, &values)) {
+                Ok(i) => partitions[i].1.push(bucket),
+                Err(i) => partitions.insert(i, (values, vec![bucket])),
+            }
+        }
+        let keyed_partitions = schema
+            .partition_keys
+            .iter()
+            .all(|p| schema.primary_keys.contains(p));
+        Ok(PlannedSnapshot {
+            table,
+            snapshot_id: plan.snapshot.map(|s| s.id),
+            schema,
+            partitions,
+            keyed_partitions,
+        })
+    }
+
+    /// The buckets that may hold each key, and the files of each that may: (partition index,
+    /// bucket index) → (key indices, file mask).
+    fn candidates(&self, keys: &LookupKeys) -> Result<BTreeMap<(usize, usize), Work>> {
+        let part_pos = keys.positions(&self.schema.partition_keys);
+        let trimmed_pos = keys.positions(&self.schema.trimmed_primary_keys());
+        let mut work: BTreeMap<(usize, usize), Work> = BTreeMap::new();
+        for (ki, key) in keys.values.iter().enumerate() {
+            let partitions: Vec<usize> = if self.keyed_partitions {
+                let values: Vec<Datum> = part_pos.iter().map(|&p| key[p].clone()).collect();
+                self.partitions
+                    .binary_search_by(|(p, _)| compare_keys(p, &values))
+                    .into_iter()
+                    .collect()
+            } else {
+                (0..self.partitions.len()).collect()
+            };
+            let trimmed: Vec<Datum> = trimmed_pos.iter().map(|&p| key[p].clone()).collect();
+            let buckets = BucketFilter::new(&self.schema, Some(&key_predicate(keys, key)));
+            for pi in partitions {
+                for (bi, b) in self.partitions[pi].1.iter().enumerate() {
+                    if !bucket_may_hold(buckets.as_ref(), b) {
+                        continue;
+                    }
+                    let holds: Vec<bool> = b
+                        .ranges
+                        .iter()
+                        .map(|r| r.as_ref().is_none_or(|r| in_range(r, &trimmed)))
+                        .collect();
+                    if !holds.contains(&true) {
+                        continue;
+                    }
+                    let w = work.entry((pi, bi)).or_insert_with(|| Work {
+                        keys: Vec::new(),
+                        files: vec![false; holds.len()],
+                    });
+                    w.keys.push(ki as u32);
+                    w.files.iter_mut().zip(holds).for_each(|(f, h)| *f |= h);
+                }
+            }
+        }
+        Ok(work)
+    }
+}
+
+impl PlannedBucket {
+    /// The files `w` selected, without those whose data-file index (bloom filters on key
+    /// columns) rules out every key of `w`.
+    async fn indexed_files(
+        &self,
+        state: &PlannedSnapshot,
+        keys: &LookupKeys,
+        w: &Work,
+    ) -> Result<Vec<SplitFile>> {
+        let mut files = Vec::new();
+        for (i, f) in self.split.files.iter().enumerate() {
+            if !w.files[i] {
+                continue;
+            }
+            if let Some(at) = &f.index {
+                let index = self.indexes[i]
+                    .get_or_try_init(|| file_index::load(state.table.io(), at))
+                    .await?;
+                let file_schema = state.table.schema_by_id(f.schema_id).await?;
+                let may_hold = |k: &u32| {
+                    let key = key_predicate(keys, &keys.values[*k as usize]);
+                    file_index::may_match(&key, index, &file_schema)
+                };
+                if !w.keys.iter().any(may_hold) {
+                    continue;
+                }
+            }
+            files.push(f.clone());
+        }
+        Ok(files)
+    }
+}
+
+/// The keys a bucket is read for and which of its files may hold them.
+struct Work {
+    keys: Vec<u32>,
+    files: Vec<bool>,
+}
+
+/// Whether `key` lies in `range` (bounds included).
+fn in_range(range: &KeyRange, key: &[Datum]) -> bool {
+    compare_keys(&range.0, key) != Ordering::Greater
+        && compare_keys(key, &range.1) != Ordering::Greater
+}
+
+/// Whether bucket `b` may hold a key `buckets` selects from (`None`: every bucket may).
+fn bucket_may_hold(buckets: Option<&BucketFilter>, b: &PlannedBucket) -> bool {
+    let Some(filter) = buckets else {
+        return true;
+    };
+    if b.split.branch.is_some() {
+        return true;
+    }
+    let selected = filter.selected(b.split.total_buckets);
+    selected.is_none_or(|s| s.contains(&b.split.bucket))
+        || b.file_schemas.iter().any(|s| !filter.same_key_types(s))
+}
+
+/// `key` as a filter: every primary-key column equal to the key's value.
+fn key_predicate(keys: &LookupKeys, key: &[Datum]) -> BoundPredicate {
+    BoundPredicate::And(
+        keys.fields
+            .iter()
+            .zip(key)
+            .map(|(f, v)| eq_leaf(f, v.clone()))
+            .collect(),
+    )
+}
+
+fn eq_leaf(f: &tidelake_spec::types::DataField, value: Datum) -> BoundPredicate {
+    BoundPredicate::Leaf(BoundLeaf {
+        column: BoundColumn {
+            name: f.name.clone(),
+            id: f.id,
+            data_type: f.data_type.clone(),
+        },
+        test: LeafTest::Compare {
+            op: CompareOp::Eq,
+            value,
+        },
+    })
+}
+
+/// A filter every row of the keys `indices` matches, on the columns at `positions`, for
+/// skipping pages: `in` on a single column, else one conjunction of equalities per key.
+fn pages_predicate(keys: &LookupKeys, positions: &[usize], indices: &[u32]) -> BoundPredicate {
+    if let [p] = positions {
+        let f = &keys.fields[*p];
+        return BoundPredicate::Leaf(BoundLeaf {
+            column: BoundColumn {
+                name: f.name.clone(),
+                id: f.id,
+                data_type: f.data_type.clone(),
+            },
+            test: LeafTest::In {
+                values: indices
+                    .iter()
+                    .map(|&k| keys.values[k as usize][*p].clone())
+                    .collect(),
+                negated: false,
+            },
+        });
+    }
+    BoundPredicate::Or(
+        indices
+            .iter()
+            .map(|&k| {
+                BoundPredicate::And(
+                    positions
+                        .iter()
+                        .map(|&p| eq_leaf(&keys.fields[p], keys.values[k as usize][p].clone()))
+                        .collect(),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// A long-lived reader of the latest rows of primary keys at one snapshot, which it can move to
+/// the latest ([`Lookuper::refresh`]). Safe to share between threads: lookups read an immutable
+/// planned snapshot that a refresh replaces.
+pub struct Lookuper {
+    state: RwLock<Arc<PlannedSnapshot>>,
+}
+
+impl Lookuper {
+    /// Plan `snapshot` of `table` for lookups. With `cache_bytes` > 0, what lookups read of
+    /// immutable files (Parquet footers and page indexes, deletion vectors, manifests) is kept
+    /// in a [`ReadCache`] of that many bytes, shared by every lookup and kept across refreshes.
+    pub async fn open(
+        table: Table,
+        snapshot: SnapshotSelector,
+        cache_bytes: usize,
+    ) -> Result<Lookuper> {
+        let table = if cache_bytes > 0 {
+            table.with_read_cache(Arc::new(ReadCache::new(cache_bytes)))
+        } else {
+            table
+        };
+        let planned = PlannedSnapshot::plan(table, snapshot, None).await?;
+        Ok(Lookuper {
+            state: RwLock::new(Arc::new(planned)),
+        })
+    }
+
+    fn current(&self) -> Arc<PlannedSnapshot> {
+        self.state
+            .read()
+            .expect("lookuper state lock poisoned")
+            .clone()
+    }
+
+    /// Bytes held in the read cache (0 without one).
+    pub fn cached_bytes(&self) -> usize {
+        self.current()
+            .table
+            .io()
+            .read_cache()
+            .map_or(0, |c| c.used_bytes())
+    }
+
+    /// The snapshot lookups read (`None` for a table without snapshots).
+    pub fn snapshot_id(&self) -> Option<i64> {
+        self.current().snapshot_id
+    }
+
+    /// Move to the table's latest snapshot and schema; what is known of files still live is
+    /// kept. Returns the new snapshot id.
+    pub async fn refresh(&self) -> Result<Option<i64>> {
+        let old = self.current();
+        let table = old.table.reopen().await?;
+        let planned = PlannedSnapshot::plan(table, SnapshotSelector::Latest, Some(&old)).await?;
+        let id = planned.snapshot_id;
+        *self.state.write().expect("lookuper state lock poisoned") = Arc::new(planned);
+        Ok(id)
+    }
+
+    /// The latest row of each key of `keys` (a batch of exactly the primary-key columns), in
+    /// the order of `keys`, keys without a row left out (a key given twice is returned once);
+    /// `columns` of the table (all when `None`).
+    pub async fn lookup(
+        &self,
+        keys: &RecordBatch,
+        columns: Option<&[String]>,
+    ) -> Result<(SchemaRef, RecordBatch)> {
+        let state = self.current();
+        let schema = &state.schema;
+        let keys = LookupKeys::new(schema, keys)?;
+        let output: Vec<String> = match columns {
+            Some(c) => c.to_vec(),
+            None => schema.field_names().iter().map(|n| n.to_string()).collect(),
+        };
+        let mut read_columns = output.clone();
+        for k in &schema.primary_keys {
+            if !read_columns.contains(k) {
+                read_columns.push(k.clone());
+            }
+        }
+        // checks the columns and gives the output schema
+        let base = ReadContext::new(
+            state.table.clone(),
+            schema,
+            Some(&read_columns),
+            None,
+            DEFAULT_BATCH_SIZE,
+            false,
+        )?;
+        let read_schema = base.output_schema();
+        drop(base);
+        let work = if keys.len() == 0 {
+            BTreeMap::new()
+        } else {
+            state.candidates(&keys)?
+        };
+        let trimmed = keys.positions(&schema.trimmed_primary_keys());
+        let trimmed_names: Vec<String> = trimmed
+            .iter()
+            .map(|&p| keys.fields[p].name.clone())
+            .collect();
+        let (state, keys, read_columns) = (&state, &keys, &read_columns);
+        let (trimmed, trimmed_names) = (&trimmed, &trimmed_names);
+        let reads = work.into_iter().map(|((pi, bi), w)| async move {
+            let bucket = &state.partitions[pi].1[bi];
+            let files = bucket.indexed_files(state, keys, &w).await?;
+            if files.is_empty() {
+                return Ok(Vec::new());
+            }
+            let single = files.len() == 1 && files[0].delete_row_count == Some(0);
+            let split = Split {
+                raw_convertible: bucket.split.raw_convertible || single,
+                files,
+                ..bucket.split.clone()
+            };
+            let mut ctx = ReadContext::new(
+                state.table.clone(),
+                schema,
+                Some(read_columns),
+                None,
+                DEFAULT_BATCH_SIZE,
+                false,
+            )?;
+            if !trimmed.is_empty() {
+                let set = KeySet::new(trimmed_names.clone(), &keys.take(trimmed, &w.keys)?)?;
+                let pages = pages_predicate(keys, trimmed, &w.keys);
+                ctx = ctx.with_keys(Arc::new(set), Some(&pages));
+            }
+            Arc::new(ctx)
+                .read_split(&split)
+                .await?
+                .try_collect::<Vec<RecordBatch>>()
+                .await
+        });
+        let batches: Vec<Vec<RecordBatch>> = stream::iter(reads)
+            .buffer_unordered(CONCURRENT_BUCKETS)
+            .try_collect()
+            .await?;
+        let rows = arrow_select::concat::concat_batches(&read_schema, batches.iter().flatten())
+            .map_err(|e| Error::arrow("assembling lookup rows", e))?;
+        let order: UInt32Array = keys.order(&rows)?;
+        let projection: Vec<usize> = (0..output.len()).collect();
+        let ordered = arrow_select::take::take_record_batch(&rows, &order)
+            .and_then(|b| b.project(&projection))
+            .map_err(|e| Error::arrow("ordering lookup rows", e))?;
+        Ok((ordered.schema(), ordered))
+    }
+}
+
+/// The latest row of each key of `keys` at `snapshot` (see [`Lookuper::lookup`]).
+pub async fn lookup(
+    table: &Table,
+    keys: &RecordBatch,
+    columns: Option<&[String]>,
+    snapshot: SnapshotSelector,
+) -> Result<(SchemaRef, RecordBatch)> {
+    Lookuper::open(table.clone(), snapshot, 0)
+        .await?
+        .lookup(keys, columns)
+        .await
+}

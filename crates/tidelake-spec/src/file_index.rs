@@ -1,0 +1,447 @@
+//! Paimon's data-file indexes (`file-index.*` options; Java `FileIndexFormat`,
+//! `BloomFilterFileIndex`, `BloomFilter64`, `FastHash`).
+//!
+//! An index file holds, per column, index bodies by index type (`bloom-filter`, ...):
+//!
+//! ```text
+//! magic i64 | version i32 (1) | head length i32 | column count i32 |
+//!   per column: name (Java modified UTF-8, u16 length) | index count i32 |
+//!     per index: type (UTF) | start i32 (from the file start) | length i32 |
+//! redundant length i32 (0) | redundant bytes | bodies...
+//! ```
+//!
+//! A bloom-filter body is the number of hash functions (i32, big-endian) followed by the bit
+//! set, bit `i` in byte `i / 8` under mask `1 << (i % 8)`. Values hash to 64 bits: strings and
+//! binaries by xxHash64 (seed 0) of their bytes, integers (TINYINT..BIGINT, DATE, TIME, a
+//! FLOAT's/DOUBLE's IEEE bits) by Thomas Wang's 64-bit mix of the sign-extended value,
+//! timestamps by that mix of epoch millis (precision <= 3) or micros. A hash sets or tests
+//! `numHash` bits at `(h1 + i * h2)` (i = 1..=numHash, i32 wrapping, negatives bit-flipped)
+//! modulo the bit count, where `h1`/`h2` are the low/high 32 bits.
+//!
+//! Invariant: a value added to a filter always tests positive ([`BloomFilter64::test_hash`]);
+//! types Java does not hash (BOOLEAN, DECIMAL, nested) have no [`fast_hash`].
+
+use std::collections::BTreeMap;
+use std::hash::Hasher;
+
+use crate::datum::Datum;
+use crate::error::{Error, Result};
+use crate::types::{DataType, TypeKind};
+
+/// `FileIndexFormat.MAGIC`.
+const MAGIC: i64 = 1_493_475_289_347_502;
+const VERSION: i32 = 1;
+/// The index type name of bloom filters.
+pub const BLOOM_FILTER: &str = "bloom-filter";
+/// Suffix of an index file next to its data file (`<data file>.index`).
+pub const INDEX_FILE_SUFFIX: &str = ".index";
+
+/// The indexes of one data file: per column, index type -> body bytes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileIndex {
+    pub columns: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or_else(|| Error::corrupt("file index", "truncated"))?;
+        let out = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+    fn i32(&mut self) -> Result<i32> {
+        Ok(i32::from_be_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_be_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    fn utf(&mut self) -> Result<String> {
+        let len = u16::from_be_bytes(self.take(2)?.try_into().expect("2 bytes"));
+        decode_modified_utf8(self.take(usize::from(len))?)
+    }
+}
+
+/// Java's `DataInput.readUTF` bytes as a string.
+fn decode_modified_utf8(bytes: &[u8]) -> Result<String> {
+    let bad = || Error::corrupt("file index", "a name is not modified UTF-8");
+    let mut units: Vec<u16> = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let (unit, width) = match b {
+            0x01..=0x7f => (u16::from(b), 1),
+            0xc0..=0xdf => {
+                let c = *bytes.get(i + 1).ok_or_else(bad)?;
+                ((u16::from(b & 0x1f) << 6) | u16::from(c & 0x3f), 2)
+            }
+            0xe0..=0xef => {
+                let (c, d) = (
+                    *bytes.get(i + 1).ok_or_else(bad)?,
+                    *bytes.get(i + 2).ok_or_else(bad)?,
+                );
+                (
+                    (u16::from(b & 0x0f) << 12) | (u16::from(c & 0x3f) << 6) | u16::from(d & 0x3f),
+                    3,
+                )
+            }
+            _ => return Err(bad()),
+        };
+        units.push(unit);
+        i += width;
+    }
+    String::from_utf16(&units).map_err(|_| bad())
+}
+
+/// Java's `DataOutput.writeUTF` bytes of `s` (without the length).
+fn encode_modified_utf8(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    for unit in s.encode_utf16() {
+        match unit {
+            0x0001..=0x007f => out.push(unit as u8),
+            0x0000 | 0x0080..=0x07ff => {
+                out.push(0xc0 | (unit >> 6) as u8);
+                out.push(0x80 | (unit & 0x3f) as u8);
+            }
+            _ => {
+                out.push(0xe0 | (unit >> 12) as u8);
+                out.push(0x80 | ((unit >> 6) & 0x3f) as u8);
+                out.push(0x80 | (unit & 0x3f) as u8);
+            }
+        }
+    }
+    out
+}
+
+fn put_utf(out: &mut Vec<u8>, s: &str) -> Result<()> {
+    let bytes = encode_modified_utf8(s);
+    let len = u16::try_from(bytes.len())
+        .map_err(|_| Error::Invalid(format!("file index name '{s}' is too long")))?;
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&bytes);
+    Ok(())
+}
+
+fn to_i32(n: usize) -> Result<i32> {
+    i32::try_from(n).map_err(|_| Error::Invalid("file index larger than 2 GiB".into()))
+}
+
+impl FileIndex {
+    /// Decode an index file (or an embedded index: the same bytes).
+    pub fn decode(bytes: &[u8]) -> Result<FileIndex> {
+        let mut c = Cursor { bytes, pos: 0 };
+        if c.i64()? != MAGIC {
+            return Err(Error::corrupt("file index", "not a file index (bad magic)"));
+        }
+        let version = c.i32()?;
+        if version != VERSION {
+            return Err(Error::Unsupported(format!(
+                "file index version {version} (only {VERSION} is supported)"
+            )));
+        }
+        let _head_length = c.i32()?;
+        let mut columns = BTreeMap::new();
+        for _ in 0..c.i32()? {
+            let column = c.utf()?;
+            let mut indexes = BTreeMap::new();
+            for _ in 0..c.i32()? {
+                let kind = c.utf()?;
+                let (start, length) = (c.i32()?, c.i32()?);
+                let body = usize::try_from(start)
+                    .ok()
+                    .zip(usize::try_from(length).ok())
+                    .and_then(|(s, l)| bytes.get(s..s.checked_add(l)?))
+                    .ok_or_else(|| {
+                        Error::corrupt(
+                            "file index",
+                            format!("index {kind} of {column} out of bounds"),
+                        )
+                    })?;
+                indexes.insert(kind, body.to_vec());
+            }
+            columns.insert(column, indexes);
+        }
+        Ok(FileIndex { columns })
+    }
+
+    /// The index file's bytes (Java `FileIndexFormat.Writer`).
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let mut names = Vec::new();
+        for (column, indexes) in &self.columns {
+            put_utf(&mut names, column)?;
+            for kind in indexes.keys() {
+                put_utf(&mut names, kind)?;
+            }
+        }
+        let entries: usize = self.columns.values().map(BTreeMap::len).sum();
+        let head = 8 + 4 + 4 + 4 + entries * 8 + self.columns.len() * 4 + 4 + names.len();
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC.to_be_bytes());
+        out.extend_from_slice(&VERSION.to_be_bytes());
+        out.extend_from_slice(&to_i32(head)?.to_be_bytes());
+        out.extend_from_slice(&to_i32(self.columns.len())?.to_be_bytes());
+        let mut start = head;
+        for (column, indexes) in &self.columns {
+            put_utf(&mut out, column)?;
+            out.extend_from_slice(&to_i32(indexes.len())?.to_be_bytes());
+            for (kind, body) in indexes {
+                put_utf(&mut out, kind)?;
+                out.extend_from_slice(&to_i32(start)?.to_be_bytes());
+                out.extend_from_slice(&to_i32(body.len())?.to_be_bytes());
+                start += body.len();
+            }
+        }
+        out.extend_from_slice(&0i32.to_be_bytes());
+        for body in self.columns.values().flat_map(BTreeMap::values) {
+            out.extend_from_slice(body);
+        }
+        Ok(out)
+    }
+
+    /// The bloom filter of `column`, if the file has one.
+    pub fn bloom_filter(&self, column: &str) -> Result<Option<BloomFilter64>> {
+        self.columns
+            .get(column)
+            .and_then(|i| i.get(BLOOM_FILTER))
+            .map(|body| BloomFilter64::decode(body))
+            .transpose()
+    }
+
+    /// Whether a value hashing to `hash` may be in `column`: `None` when the column has no
+    /// (readable) bloom filter, `Some(false)` only when the filter rules the value out.
+    pub fn bloom_may_contain(&self, column: &str, hash: u64) -> Option<bool> {
+        let body = self.columns.get(column)?.get(BLOOM_FILTER)?;
+        let num_hash = i32::from_be_bytes(body.get(..4)?.try_into().ok()?);
+        let bits = &body[4..];
+        (num_hash >= 1 && !bits.is_empty() && bits.len() <= (i32::MAX / 8) as usize)
+            .then(|| test_bits(num_hash, bits, hash))
+    }
+}
+
+/// Java `BloomFilter64` with its file-index serialisation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BloomFilter64 {
+    num_hash: i32,
+    bits: Vec<u8>,
+}
+
+impl BloomFilter64 {
+    /// An empty filter sized for `items` values at false-positive rate `fpp` (Java's sizing:
+    /// bits rounded up past a multiple of 8).
+    pub fn new(items: u64, fpp: f64) -> Result<BloomFilter64> {
+        if !(fpp > 0.0 && fpp < 1.0) || items == 0 {
+            return Err(Error::Invalid(format!(
+                "bloom filter needs items > 0 and 0 < fpp < 1, got items {items}, fpp {fpp}"
+            )));
+        }
+        let ln2 = std::f64::consts::LN_2;
+        let raw = (-(items as f64) * fpp.ln() / (ln2 * ln2)) as i32;
+        let num_bits = raw + (8 - raw % 8);
+        let num_hash = ((f64::from(num_bits) / items as f64 * ln2).round() as i32).max(1);
+        Ok(BloomFilter64 {
+            num_hash,
+            bits: vec![0; (num_bits / 8) as usize],
+        })
+    }
+
+    fn decode(body: &[u8]) -> Result<BloomFilter64> {
+        if body.len() <= 4 {
+            return Err(Error::corrupt("bloom filter index", "too short"));
+        }
+        let num_hash = i32::from_be_bytes(body[..4].try_into().expect("4 bytes"));
+        if num_hash < 1 || body.len() - 4 > (i32::MAX / 8) as usize {
+            return Err(Error::corrupt("bloom filter index", "bad header"));
+        }
+        Ok(BloomFilter64 {
+            num_hash,
+            bits: body[4..].to_vec(),
+        })
+    }
+
+    /// The index body: hash count then bit set.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = self.num_hash.to_be_bytes().to_vec();
+        out.extend_from_slice(&self.bits);
+        out
+    }
+
+    pub fn add_hash(&mut self, hash: u64) {
+        for p in positions(self.num_hash, self.bits.len(), hash).collect::<Vec<_>>() {
+            self.bits[p / 8] |= 1 << (p % 8);
+        }
+    }
+
+    /// False only when no value with this hash was added.
+    pub fn test_hash(&self, hash: u64) -> bool {
+        test_bits(self.num_hash, &self.bits, hash)
+    }
+}
+
+/// The bits a hash sets in a filter of `num_hash` functions over `bytes` bytes of bits.
+fn positions(num_hash: i32, bytes: usize, hash: u64) -> impl Iterator<Item = usize> {
+    let num_bits = (bytes * 8) as i32;
+    let (h1, h2) = (hash as i32, (hash >> 32) as i32);
+    (1..=num_hash).map(move |i| {
+        let combined = h1.wrapping_add(i.wrapping_mul(h2));
+        let combined = if combined < 0 { !combined } else { combined };
+        (combined % num_bits) as usize
+    })
+}
+
+fn test_bits(num_hash: i32, bits: &[u8], hash: u64) -> bool {
+    positions(num_hash, bits.len(), hash).all(|p| bits[p / 8] & (1 << (p % 8)) != 0)
+}
+
+/// Thomas Wang's 64-bit integer mix (Java `FastHash.getLongHash`).
+fn long_hash(key: i64) -> u64 {
+    let mut key = (!key).wrapping_add(key << 21);
+    key ^= key >> 24;
+    key = key.wrapping_add(key << 3).wrapping_add(key << 8);
+    key ^= key >> 14;
+    key = key.wrapping_add(key << 2).wrapping_add(key << 4);
+    key ^= key >> 28;
+    key = key.wrapping_add(key << 31);
+    key as u64
+}
+
+fn xx_hash(bytes: &[u8]) -> u64 {
+    let mut h = twox_hash::XxHash64::with_seed(0);
+    h.write(bytes);
+    h.finish()
+}
+
+/// Whether bloom filters can hash values of `ty` (Java `FastHash`).
+pub fn hashable(ty: &DataType) -> bool {
+    matches!(
+        ty.kind,
+        TypeKind::Char(_)
+            | TypeKind::VarChar(_)
+            | TypeKind::Binary(_)
+            | TypeKind::VarBinary(_)
+            | TypeKind::TinyInt
+            | TypeKind::SmallInt
+            | TypeKind::Int
+            | TypeKind::BigInt
+            | TypeKind::Float
+            | TypeKind::Double
+            | TypeKind::Date
+            | TypeKind::Time(_)
+            | TypeKind::Timestamp(_)
+            | TypeKind::LocalZonedTimestamp(_)
+    )
+}
+
+/// The 64-bit hash Java's bloom filter index gives `value` of type `ty`; `None` for nulls,
+/// types it does not hash and values of another kind.
+pub fn fast_hash(value: &Datum, ty: &DataType) -> Option<u64> {
+    Some(match (value, &ty.kind) {
+        (Datum::String(s), TypeKind::Char(_) | TypeKind::VarChar(_)) => xx_hash(s.as_bytes()),
+        (Datum::Bytes(b), TypeKind::Binary(_) | TypeKind::VarBinary(_)) => xx_hash(b),
+        (Datum::TinyInt(v), TypeKind::TinyInt) => long_hash(i64::from(*v)),
+        (Datum::SmallInt(v), TypeKind::SmallInt) => long_hash(i64::from(*v)),
+        (Datum::Int(v), TypeKind::Int) => long_hash(i64::from(*v)),
+        (Datum::BigInt(v), TypeKind::BigInt) => long_hash(*v),
+        // Java's floatToIntBits/doubleToLongBits: every NaN is the canonical NaN
+        (Datum::Float(v), TypeKind::Float) => {
+            let bits = if v.is_nan() {
+                f32::NAN.to_bits()
+            } else {
+                v.to_bits()
+            };
+            long_hash(i64::from(bits as i32))
+        }
+        (Datum::Double(v), TypeKind::Double) => {
+            let bits = if v.is_nan() {
+                f64::NAN.to_bits()
+            } else {
+                v.to_bits()
+            };
+            long_hash(bits as i64)
+        }
+        (Datum::Date(v), TypeKind::Date) => long_hash(i64::from(*v)),
+        (Datum::Time(v), TypeKind::Time(_)) => long_hash(i64::from(*v)),
+        (
+            Datum::Timestamp { millis, nanos },
+            TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p),
+        ) => {
+            if *p <= 3 {
+                long_hash(*millis)
+            } else {
+                long_hash(millis.wrapping_mul(1000) + i64::from(*nanos / 1000))
+            }
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_and_filters_are_javas() {
+        // computed with Java Paimon 1.3.1 (FastHash, BloomFilter64)
+        for (v, java) in [
+            (0i64, 0i64),
+            (-1, 6_614_246_905_173_314_819),
+            (123_456_789, -1_864_789_099_685_094_664),
+            (i64::MIN, 4_316_648_529_147_585_864),
+        ] {
+            assert_eq!(long_hash(v) as i64, java, "long hash of {v}");
+        }
+        assert_eq!(xx_hash(b"abc") as i64, 4_952_883_123_889_572_249);
+        assert_eq!(xx_hash(b"") as i64, -1_205_034_819_632_174_695);
+        let mut bloom = BloomFilter64::new(10, 0.1).unwrap();
+        for v in 0..10 {
+            bloom.add_hash(long_hash(v));
+        }
+        assert_eq!(bloom.encode(), [0, 0, 0, 3, 153, 232, 229, 244, 192, 13]);
+    }
+
+    #[test]
+    fn added_values_test_positive_and_files_round_trip() {
+        let ty = DataType::not_null(TypeKind::BigInt);
+        let mut bloom = BloomFilter64::new(100, 0.01).unwrap();
+        for v in 0..100i64 {
+            bloom.add_hash(fast_hash(&Datum::BigInt(v), &ty).unwrap());
+        }
+        assert!((0..100i64).all(|v| bloom.test_hash(fast_hash(&Datum::BigInt(v), &ty).unwrap())));
+        let misses = (1000..11000i64)
+            .filter(|v| bloom.test_hash(fast_hash(&Datum::BigInt(*v), &ty).unwrap()))
+            .count();
+        assert!(misses < 500, "{misses} false positives of 10,000");
+        let mut index = FileIndex::default();
+        index
+            .columns
+            .entry("id".into())
+            .or_default()
+            .insert(BLOOM_FILTER.into(), bloom.encode());
+        index
+            .columns
+            .entry("naïve \u{0}𝄞".into())
+            .or_default()
+            .insert(BLOOM_FILTER.into(), vec![0, 0, 0, 1, 255]);
+        let decoded = FileIndex::decode(&index.encode().unwrap()).unwrap();
+        assert_eq!(decoded, index);
+        assert_eq!(decoded.bloom_filter("id").unwrap(), Some(bloom));
+        let hash = |v: i64| fast_hash(&Datum::BigInt(v), &ty).unwrap();
+        assert_eq!(decoded.bloom_may_contain("id", hash(7)), Some(true));
+        assert_eq!(decoded.bloom_may_contain("other", hash(7)), None);
+        let ruled_out =
+            (1000..11000i64).filter(|v| decoded.bloom_may_contain("id", hash(*v)) == Some(false));
+        assert_eq!(ruled_out.count(), 10_000 - misses);
+        assert!(FileIndex::decode(b"not an index").is_err());
+    }
+}

@@ -130,6 +130,12 @@ def test_overwrite_is_refused(tmp_path):
     assert visible(t) == [(1, "d1", "a")]
 
 
+def test_a_sequence_field_is_refused_as_in_java(tmp_path):
+    t = create(tmp_path / "t", **{"sequence.field": "v"})
+    with pytest.raises(tidelake.UnsupportedError, match="sequence.field on a cross-partition"):
+        t.upsert(rows((1, "d1", "a")))
+
+
 def test_a_writer_that_missed_another_commit_is_refused(tmp_path):
     """Writer A opened before B wrote the new key 5 into d2: A, taking key 5 for new, would put
     it in d3 too (no bucket is written by both, so no sequence check sees it). A's commit is

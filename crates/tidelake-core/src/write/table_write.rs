@@ -246,6 +246,13 @@ impl TableWrite {
             -1 if primary_key && schema.cross_partition_update() => {
                 // An overwrite writer starts from an empty index, which is only right for the
                 // partitions it replaces: keys living elsewhere would end up twice.
+                // Java's schema validation refuses these: keys are routed in arrival order.
+                if !opts.sequence_field().is_empty() {
+                    return Err(Error::Unsupported(
+                        "sequence.field on a cross-partition-upsert table (bucket -1 with a primary key that lacks a \
+                         partition key); Java Paimon refuses such tables too".into(),
+                    ));
+                }
                 if ignore_previous {
                     return Err(Error::Unsupported(
                         "overwriting a cross-partition-upsert table (bucket -1 with a primary key that lacks a partition key); \

@@ -507,6 +507,26 @@ def test_dynamic_bucket_write_has_no_duplicate_keys(spark, tmp_path):
         tidelake.spark.write(spark_df(spark, kv([1])), t.path, shuffle=False)
 
 
+def test_cross_partition_write_keeps_each_key_in_one_partition(spark, tmp_path):
+    """Key `k` without the partition column `p` (bucket -1): one task writes, with one key index,
+    so a key that moves partition within the input or across writes is never in two."""
+    cat, _ = new_warehouse(tmp_path)
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("p", pa.string()), ("v", pa.string())])
+    t = cat.create_table("db.x", schema, primary_keys=["k"], partition_keys=["p"], bucket=-1)
+    tidelake.spark.write(spark_df(spark, pa.concat_tables([kv(range(100), p="a"), kv(range(100, 150), p="b")]), 4),
+                         t.path)
+    tidelake.spark.write(spark_df(spark, kv(range(50, 120), p="c", tag="m"), 4), t.path)  # keys move to c
+    got = tidelake.open_table(t.path).to_arrow()
+    assert sorted(got["k"].to_pylist()) == list(range(150))  # each key exactly once
+    assert_same_rows(got, pa.concat_tables([kv(range(50), p="a"), kv(range(50, 120), p="c", tag="m"),
+                                            kv(range(120, 150), p="b")]))
+    writer, messages = _writer_messages(t.path, [kv(range(200, 210), p="a"), kv(range(300, 310), p="b")])
+    messages[1].task = 1
+    with pytest.raises(tidelake.InvalidArgumentError, match="2 Spark tasks wrote cross-partition table"):
+        writer.commit(messages)
+    writer.abort(messages)
+
+
 def test_write_exactly_once_identity(spark, tmp_path):
     t, _ = kv_table(tmp_path, pk=False, bucket=-1)
     df = spark_df(spark, kv(range(10)))

@@ -119,6 +119,11 @@ class RawTable:
     def storage_options(self) -> dict[str, str]:
         """The storage options the table was opened with."""
 
+    @property
+    def cross_partition_update(self) -> bool:
+        """Whether the primary key lacks a partition column (upserts may move keys between
+        partitions; Java ``TableSchema.crossPartitionUpdate``)."""
+
     def schema_json(self) -> str:
         """The latest schema as Paimon JSON (the text of ``schema/schema-N``)."""
 

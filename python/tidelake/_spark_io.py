@@ -256,10 +256,18 @@ def discard_unless_committed(where: Location, payloads: list[bytes], commit_user
 
 def check_dynamic_bucket_writers(table: Table, tasks: list[tuple[int, list[bytes]]]) -> None:
     """Refuse a commit in which several tasks (``(task id, payloads)`` pairs) wrote the same
-    partition of a dynamic-bucket table: each task assigned new keys to buckets on its own, so
-    keys could be duplicated across buckets and the tasks' bucket indexes would overwrite each
-    other."""
+    partition of a dynamic-bucket table (any partition, for cross-partition tables): each task
+    assigned new keys to buckets on its own, so keys could be duplicated across buckets (or
+    partitions) and the tasks' bucket indexes would overwrite each other."""
     if not table.primary_keys or table.effective_options["bucket"] != -1:
+        return
+    if table._raw.cross_partition_update:
+        writers = sorted({task for task, payloads in tasks if payloads})
+        if len(writers) > 1:
+            raise InvalidArgumentError(
+                f"{len(writers)} Spark tasks wrote cross-partition table {table.path} (bucket = -1, a "
+                "primary key without the partition column); each had its own key index, so a key could "
+                "land in two partitions; write with tidelake.spark.write(df, path), which uses one task")
         return
     owner: dict[bytes, int] = {}
     for task, payloads in tasks:

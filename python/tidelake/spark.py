@@ -147,8 +147,10 @@ def _routed(df: DataFrame, where: io.Location, kind: str, overwrite: bool, shuff
     if bucket == -1:
         if shuffle is False:
             raise InvalidArgumentError("dynamic-bucket tables (bucket = -1) must be written with one task per "
-                                       "partition; shuffle=False is not allowed")
-        if not partition_keys:
+                                       "partition (per table when the key lacks a partition column); "
+                                       "shuffle=False is not allowed")
+        if not partition_keys or table._raw.cross_partition_update:
+            # one key index for the table: a cross-partition key may move between partitions
             return df.repartition(1)
         return df.repartition(num_partitions, *partition_keys) if num_partitions else df.repartition(*partition_keys)
     if shuffle is False:

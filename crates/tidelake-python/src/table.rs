@@ -174,6 +174,13 @@ impl RawTable {
         self.table.location().to_string()
     }
 
+    /// Java `TableSchema.crossPartitionUpdate`: a primary key that lacks a partition column, so
+    /// an upsert may move a key between partitions (one writer's key index must see them all).
+    #[getter]
+    fn cross_partition_update(&self) -> bool {
+        self.table.schema().cross_partition_update()
+    }
+
     /// The storage options the table was opened with (re-opening elsewhere needs them).
     #[getter]
     fn storage_options(&self) -> StorageOptions {

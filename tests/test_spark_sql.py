@@ -1,7 +1,7 @@
 """``tidelake.spark.sql`` on the shared local SparkSession: CREATE TABLE ... USING tidelake,
 INSERT INTO/OVERWRITE (SELECT and VALUES), Paimon's procedures, tables named by path or by
 ``db.table`` of a warehouse, pass-through of other statements, and DELETE/UPDATE/MERGE parsed
-into plans whose execution is refused (UnsupportedError) until row-level DML exists."""
+into plans and run with tidelake's row-level DML (checked against the rows a model expects)."""
 
 from __future__ import annotations
 
@@ -141,15 +141,40 @@ def test_dml_statements_parse_into_plans_and_are_refused(spark, tmp_path, monkey
         ("matched_delete", "s.op = 'D'", None), ("matched_update", None, {"qty": "s.qty"}),
         ("not_matched_insert", "s.qty > 0", "*"), ("not_matched_by_source_delete", None, None)]
     monkeypatch.undo()
-    # executing them names what is missing; the builder has Table.merge's shape
-    with pytest.raises(tidelake.UnsupportedError, match="row-level DML"):
-        sql(spark, f"DELETE FROM tidelake.`{path}` WHERE id > 3")
-    builder = (tidelake.spark.merge(path, spark.table("src"), on="id").when_matched_update(set="*")
-               .when_matched_delete(condition="source.op = 'D'").when_not_matched_insert()
-               .when_not_matched_by_source_delete())
-    assert [c.kind for c in builder.clauses] == list(_spark_dml.CLAUSE_KINDS[:1]) + [
+    assert [c.kind for c in tidelake.spark.merge(path, spark.table("src"), on="id").when_matched_update(set="*")
+            .when_matched_delete(condition="source.op = 'D'").when_not_matched_insert()
+            .when_not_matched_by_source_delete().clauses] == list(_spark_dml.CLAUSE_KINDS)[:1] + [
         "matched_delete", "not_matched_insert", "not_matched_by_source_delete"]
-    with pytest.raises(tidelake.UnsupportedError, match="tidelake.spark.merge"):
-        builder.execute()
+
+
+def test_dml_statements_run(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    path = f"{wh}/db.db/d"
+    sql(spark, f"CREATE TABLE tidelake.`{path}` (id BIGINT, qty INT) USING tidelake TBLPROPERTIES ('primary-key'='id')")
+    sql(spark, f"INSERT INTO tidelake.`{path}` VALUES (1, 10), (2, 20), (3, 30), (4, 40), (5, 50)")
+    model = {1: 10, 2: 20, 3: 30, 4: 40, 5: 50}
+
+    def rows() -> dict[int, int]:
+        return {r["id"]: r["qty"] for r in tidelake.open_table(path).to_arrow().to_pylist()}
+
+    out = sql(spark, f"DELETE FROM tidelake.`{path}` AS x WHERE x.id > 4 OR qty < 15").collect()[0]
+    model = {k: v for k, v in model.items() if not (k > 4 or v < 15)}
+    assert rows() == model and out.rows_deleted == 2 and out.snapshot_id == 2
+    sql(spark, f"UPDATE tidelake.`{path}` SET qty = qty + 1 WHERE id = 2")
+    model[2] += 1
+    assert rows() == model
+    spark.createDataFrame([(2, "D", 0), (3, "U", 33), (9, "I", 99), (8, "I", -1)],
+                          "id long, op string, qty int").createOrReplaceTempView("changes")
+    sql(spark, f"""MERGE INTO tidelake.`{path}` AS t USING changes AS s ON t.id = s.id
+                   WHEN MATCHED AND s.op = 'D' THEN DELETE
+                   WHEN MATCHED THEN UPDATE SET qty = s.qty + t.qty
+                   WHEN NOT MATCHED AND s.qty > 0 THEN INSERT (id, qty) VALUES (s.id, s.qty)
+                   WHEN NOT MATCHED BY SOURCE THEN DELETE""")
+    assert rows() == {3: 63, 9: 99}  # 2 deleted, 3 updated, 9 inserted, 8 skipped, 4 not in source
+    result = (tidelake.spark.merge(path, spark.createDataFrame([(3, 1)], "id long, qty int"), on="id")
+              .when_matched_update(set="*").execute())
+    assert rows() == {3: 1, 9: 99} and result.rows_updated == 1
+    assert_same_rows(pp_read(wh, "db.d", None, schema=tidelake.open_table(path).schema),
+                     tidelake.open_table(path).to_arrow())
     with pytest.raises(tidelake.TableNotFoundError):
         tidelake.spark.update(str(tmp_path / "none"), {"qty": "1"})

@@ -335,7 +335,8 @@ def _delete_or_update(ctx: _Context, stmt: exp.Delete | exp.Update) -> DataFrame
     update = isinstance(stmt, exp.Update)
     return run_dml(ctx.spark, DmlPlan("update" if update else "delete", table.path, table.storage_options or None,
                                       where=_text(where.this if where else None),
-                                      assignments=_assignments(stmt.expressions) if update else {}))
+                                      assignments=_assignments(stmt.expressions) if update else {},
+                                      target_alias=stmt.this.alias or None))
 
 
 def _merge(ctx: _Context, stmt: exp.Merge) -> DataFrame | None:

@@ -13,6 +13,7 @@ statement's table aliases turned into ``target`` / ``source``. Not yet distribut
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,7 @@ class DmlPlan:
     clauses: list[MergeClause] = field(default_factory=list)
 
 
-def _tidelake_sql(text: str | None, aliases: dict[str, str | None]) -> str | None:
+def _tidelake_sql(text: str | None, aliases: Mapping[str, str | None]) -> str | None:
     """Spark SQL expression ``text`` as the SQL tidelake's DML reads, with column qualifiers in
     ``aliases`` (lower case) renamed (``target`` / ``source``) or dropped (None)."""
     if text is None:

@@ -13,19 +13,21 @@ use crate::table::RawTable;
 /// One decoded source table: (database, table, primary keys, pyarrow RecordBatch).
 type PyTableChanges = (String, String, Vec<String>, Py<PyAny>);
 
+/// A message as `(key, value)` bytes.
+type PyMessage = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Messages by index and what is said about them (a dead letter's error, why one was ignored).
+type Notes = Vec<(usize, String)>;
+
 /// Decode `(key, value)` messages of `format` with the `on_error` policy; returns the decoded
 /// tables, the dead letters `(index, error)` and the ignored messages `(index, reason)`.
 #[pyfunction]
 pub fn cdc_decode(
     py: Python<'_>,
-    messages: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)>,
+    messages: Vec<PyMessage>,
     format: &str,
     on_error: &str,
-) -> PyResult<(
-    Vec<PyTableChanges>,
-    Vec<(usize, String)>,
-    Vec<(usize, String)>,
-)> {
+) -> PyResult<(Vec<PyTableChanges>, Notes, Notes)> {
     let format = Format::parse(format).py()?;
     let on_error = OnError::parse(on_error).py()?;
     let decoded = py

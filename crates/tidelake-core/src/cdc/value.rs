@@ -86,7 +86,8 @@ pub fn merge_types(a: &ArrowType, b: &ArrowType) -> Option<ArrowType> {
             let scale = (*s1).max(*s2);
             let digits = (*p1 as i16 - *s1 as i16).max(*p2 as i16 - *s2 as i16);
             let precision = digits + scale as i16;
-            (precision <= MAX_DECIMAL_PRECISION as i16).then(|| Decimal128(precision as u8, scale))
+            (precision <= MAX_DECIMAL_PRECISION as i16)
+                .then_some(Decimal128(precision as u8, scale))
         }
         (Timestamp(u1, z1), Timestamp(u2, z2)) if z1 == z2 => Some(Timestamp(
             if unit_rank(u1) >= unit_rank(u2) {

@@ -501,3 +501,27 @@ def test_java_and_pypaimon_read_dml_results(java, tmp_path, kind):  # noqa: F811
      .when_matched_update("*").when_not_matched_insert("*").execute())
     # pypaimon 2.1 refuses partial-update.remove-record-on-delete (NotImplementedError): Java only
     compare_read(java, t, wh, kind, pypaimon=kind != "partial")
+
+
+# ---- SQL expressions ----------------------------------------------------------------------------
+
+def test_sql_expressions_evaluate_as_sql(tmp_path):
+    import datetime as dt
+
+    schema = pa.schema([("id", pa.int32()), ("d", pa.date32()), ("s", pa.string()), ("x", pa.float64())])
+    t = tidelake.create_table(str(tmp_path / "t"), schema)
+    t.write(pa.table({"id": [1, 2, 3, 4], "d": [dt.date(2024, 5, i) for i in (1, 2, 3, 4)],
+                      "s": ["ab", None, "cd", "ef"], "x": [1.5, 2.5, None, 4.0]}, schema=schema))
+    res = t.update({"s": "CASE WHEN id = 1 THEN 'one' WHEN x > 2 THEN s || '!' ELSE COALESCE(s, 'none') END",
+                    "x": "CAST(id AS DOUBLE) * 10 + COALESCE(x, 0)"},
+                   "d BETWEEN '2024-05-01' AND '2024-05-03' AND (s IS NULL OR s LIKE '%b' OR id IN (3))")
+    assert res.rows_updated == 3
+    got = {r["id"]: (r["s"], r["x"]) for r in t.to_arrow().to_pylist()}
+    assert got == {1: ("one", 11.5), 2: (None, 22.5), 3: ("cd", 30.0), 4: ("ef", 4.0)}
+    # NULL || '!' is NULL, as in SQL (row 2: x > 2, s NULL)
+    assert t.delete("NOT (d >= '2024-05-02') OR x IS NULL").rows_deleted == 1
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [2, 3, 4]
+    with pytest.raises(tidelake.InvalidArgumentError, match="cannot be read as date32"):
+        t.delete("d = 'yesterday'")
+    with pytest.raises(tidelake.InvalidArgumentError, match="not supported"):
+        t.delete("id IN (SELECT 1)")

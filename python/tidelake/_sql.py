@@ -166,7 +166,7 @@ class _Translator:
         if isinstance(node, exp.Coalesce):
             return pc.coalesce(self.expr(node.this), *[self.expr(e) for e in node.expressions])
         if isinstance(node, exp.Cast):
-            return pc.cast(self.expr(node.this), _arrow_type(node, self))
+            return self.expr(node.this).cast(_arrow_type(node, self))
         if isinstance(node, exp.Case):
             return self.case(node)
         if isinstance(node, exp.Func) and node.sql_name() in _FUNCTIONS:
@@ -182,7 +182,7 @@ class _Translator:
         default = node.args.get("default")
         out = self.expr(default) if default is not None else pc.scalar(None)
         for when in reversed(node.args["ifs"]):
-            out = pc.if_else(pc.fill_null(self.expr(when.this), False), self.expr(when.args["true"]), out)
+            out = pc.if_else(pc.coalesce(self.expr(when.this), pc.scalar(False)), self.expr(when.args["true"]), out)
         return out
 
 

@@ -406,7 +406,7 @@ def test_java_reads_table_path(java, tmp_path):
 # ---- options tidelake does not implement on write -------------------------------------------------
 
 UNSUPPORTED_ON_WRITE = {
-    "file-index.bloom-filter.columns": "s",
+    "file-index.bitmap.columns": "s",
     "metadata.iceberg.storage": "table-location",
     "tag.automatic-creation": "process-time",
     "full-compaction.delta-commits": "2",

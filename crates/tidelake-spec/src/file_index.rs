@@ -26,6 +26,7 @@ use std::hash::Hasher;
 
 use crate::datum::Datum;
 use crate::error::{Error, Result};
+use crate::options::Options;
 use crate::types::{DataType, TypeKind};
 
 /// `FileIndexFormat.MAGIC`.
@@ -35,6 +36,63 @@ const VERSION: i32 = 1;
 pub const BLOOM_FILTER: &str = "bloom-filter";
 /// Suffix of an index file next to its data file (`<data file>.index`).
 pub const INDEX_FILE_SUFFIX: &str = ".index";
+
+/// `file-index.in-manifest-threshold`: indexes up to this size are embedded in the manifest
+/// entry, larger ones written to `<data file>.index` (Java default 500 bytes).
+pub fn in_manifest_threshold(options: &Options) -> Result<u64> {
+    Ok(options
+        .get_memory_size("file-index.in-manifest-threshold")?
+        .unwrap_or(500))
+}
+
+/// A column with a bloom-filter index (`file-index.bloom-filter.columns`) and its sizing
+/// (`file-index.bloom-filter.<column>.items`, default 1,000,000; `.fpp`, default 0.1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BloomFilterColumn {
+    pub column: String,
+    pub items: u64,
+    pub fpp: f64,
+}
+
+/// The bloom-filter columns `options` ask writers for.
+pub fn bloom_filter_columns(options: &Options) -> Result<Vec<BloomFilterColumn>> {
+    let Some(list) = options.get("file-index.bloom-filter.columns") else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(|column| {
+            let key = |k: &str| format!("file-index.bloom-filter.{column}.{k}");
+            let items = match options.get_i64(&key("items"))? {
+                Some(n) if n > 0 => n as u64,
+                Some(n) => {
+                    return Err(Error::Invalid(format!(
+                        "{} must be positive, got {n}",
+                        key("items")
+                    )))
+                }
+                None => 1_000_000,
+            };
+            let fpp = match options.get(&key("fpp")) {
+                Some(v) => v
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| *f > 0.0 && *f < 1.0)
+                    .ok_or_else(|| {
+                        Error::Invalid(format!("{} must be in (0, 1), got '{v}'", key("fpp")))
+                    })?,
+                None => 0.1,
+            };
+            Ok(BloomFilterColumn {
+                column: column.to_string(),
+                items,
+                fpp,
+            })
+        })
+        .collect()
+}
 
 /// The indexes of one data file: per column, index type -> body bytes.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -893,6 +893,10 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     ("upsert-key", Asks::Set, "upsert keys"),
 ];
 
+/// Options [`WRITE_UNSUPPORTED`] matches that tidelake's writers do implement: bloom-filter
+/// file indexes (see [`crate::file_index`]).
+const WRITE_SUPPORTED: &[&str] = &["file-index.bloom-filter.columns"];
+
 /// Whether `key` matches `pattern` (a `*` stands for one or more characters).
 fn key_matches(pattern: &str, key: &str) -> bool {
     match pattern.split_once('*') {
@@ -911,6 +915,9 @@ impl Options {
     pub fn check_writable(&self) -> Result<()> {
         for (key, value) in self.iter() {
             let value = value.trim();
+            if WRITE_SUPPORTED.contains(&key) {
+                continue;
+            }
             for (pattern, asks, what) in WRITE_UNSUPPORTED {
                 if !key_matches(pattern, key) {
                     continue;
@@ -948,7 +955,7 @@ mod tests {
     fn check_writable_names_options_writers_do_not_implement() {
         for (key, value) in [
             ("metadata.iceberg.storage", "table-location"),
-            ("file-index.bloom-filter.columns", "a,b"),
+            ("file-index.bsi.columns", "a,b"),
             ("file-index.bitmap.columns", "c"),
             ("tag.automatic-creation", "process-time"),
             ("partition.mark-done-action", "success-file"),
@@ -970,6 +977,7 @@ mod tests {
             ("file-index.read.enabled", "true"),
             ("file-index.in-manifest-threshold", "500 bytes"),
             ("file-index.bloom-filter.columns", ""),
+            ("file-index.bloom-filter.columns", "a,b"),
             ("changelog-producer", "lookup"),
         ] {
             assert!(

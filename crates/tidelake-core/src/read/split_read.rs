@@ -193,16 +193,10 @@ impl ReadContext {
             None
         };
         // Every version of a key has the same key values: pruning by them keeps all or none.
-        let key_ids: Vec<i32> = schema
-            .primary_keys
-            .iter()
-            .filter_map(|k| schema.field(k))
-            .map(|f| f.id)
-            .collect();
         let key_filter = filter
             .as_ref()
             .filter(|_| has_pk)
-            .and_then(|f| f.restricted(&|id| key_ids.contains(&id)));
+            .and_then(|f| f.restricted_to_key(schema));
         let prune = if has_pk {
             key_filter.as_ref()
         } else {

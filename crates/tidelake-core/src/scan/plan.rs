@@ -506,18 +506,12 @@ impl<'a> Planner<'a> {
             .data_evolution_enabled()
             .map_err(|e| Error::from_spec("table options", e))?;
         let buckets = BucketFilter::new(schema, filter.as_ref());
-        let key_ids: Vec<i32> = schema
-            .primary_keys
-            .iter()
-            .filter_map(|k| schema.field(k))
-            .map(|f| f.id)
-            .collect();
         let index_filter = filter
             .as_ref()
             .filter(|_| !data_evolution)
             .and_then(|f| {
                 if has_primary_key {
-                    f.restricted(&|id| key_ids.contains(&id))
+                    f.restricted_to_key(schema)
                 } else {
                     Some(f.clone())
                 }

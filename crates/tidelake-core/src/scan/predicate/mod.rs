@@ -53,6 +53,7 @@ use arrow_buffer::BooleanBuffer;
 use arrow_schema::DataType as ArrowType;
 use serde_json::Value;
 use tidelake_spec::datum::Datum;
+use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use crate::datum_arrow::{compare_datums, datum_at, datums_to_array};
@@ -460,6 +461,18 @@ impl BoundPredicate {
                 .collect::<Option<Vec<_>>>()
                 .map(BoundPredicate::Or),
         }
+    }
+
+    /// [`BoundPredicate::restricted`] to the primary-key columns of `schema` (every version of
+    /// a key has the key's values, so files, pages and rows may be pruned by it before a merge).
+    pub fn restricted_to_key(&self, schema: &TableSchema) -> Option<BoundPredicate> {
+        let key_ids: Vec<i32> = schema
+            .primary_keys
+            .iter()
+            .filter_map(|k| schema.field(k))
+            .map(|f| f.id)
+            .collect();
+        self.restricted(&|id| key_ids.contains(&id))
     }
 
     /// `vectorised = false` forces the row-by-row path (tests check both paths agree).

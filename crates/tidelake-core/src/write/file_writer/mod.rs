@@ -37,6 +37,7 @@
 
 mod avro;
 mod encoding;
+mod file_index;
 mod orc;
 mod parquet;
 mod sink;
@@ -52,6 +53,7 @@ use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use tidelake_spec::arrow::to_arrow_type;
 use tidelake_spec::binary_row::encode_framed;
 use tidelake_spec::datum::Datum;
+use tidelake_spec::file_index::{bloom_filter_columns, in_manifest_threshold, BloomFilterColumn};
 use tidelake_spec::manifest::{DataFileMeta, FileSource, SimpleStats, EMPTY_ROW};
 use tidelake_spec::options::Options;
 use tidelake_spec::row_kind::RowKind;
@@ -61,6 +63,7 @@ use tidelake_spec::schema::{
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use self::encoding::{EncodedFile, Encoding};
+use self::file_index::{FileIndexes, IndexPlan};
 use self::parquet::PhysicalColumn;
 use self::stats::{ColumnStats, StatsConfig, StatsMode};
 use crate::datum_arrow::{compare_datums, datum_at};
@@ -106,6 +109,10 @@ pub struct WriterConfig {
     pub suffix_include_compression: bool,
     /// `parquet.enable.dictionary` (default true), as Java hands it to parquet-mr.
     pub dictionary: bool,
+    /// `file-index.bloom-filter.*`: columns each file gets a bloom-filter index on.
+    pub bloom_columns: Vec<BloomFilterColumn>,
+    /// `file-index.in-manifest-threshold`.
+    pub index_in_manifest_threshold: u64,
     stats: StatsConfig,
 }
 
@@ -199,6 +206,8 @@ impl WriterConfig {
                 .get_bool("parquet.enable.dictionary")
                 .map_err(spec)?
                 .unwrap_or(true),
+            bloom_columns: bloom_filter_columns(options).map_err(spec)?,
+            index_in_manifest_threshold: in_manifest_threshold(options).map_err(spec)?,
             stats: StatsConfig::new(options, &stats_mode)?,
         })
     }
@@ -396,6 +405,7 @@ struct OpenFile {
     min_sequence: i64,
     max_sequence: i64,
     deletes: i64,
+    indexes: Option<FileIndexes>,
 }
 
 /// Writes a stream of batches of one bucket into data files of bounded size.
@@ -409,6 +419,7 @@ pub struct RollingWriter {
     prefix: String,
     config: WriterConfig,
     plan: FilePlan,
+    index_plan: IndexPlan,
     extension: String,
     uuid: String,
     next_file: u64,
@@ -448,6 +459,11 @@ impl RollingWriter {
             config.target_file_row_num = u64::MAX;
         }
         let plan = FilePlan::new(&schema, layout, &config)?;
+        let index_plan = IndexPlan::new(
+            &schema,
+            &config.bloom_columns,
+            config.index_in_manifest_threshold,
+        )?;
         let format = config.format.identifier();
         let extension = match compression_extension(&config.compression) {
             Some(ext) if config.suffix_include_compression => format!("{ext}.{format}"),
@@ -463,6 +479,7 @@ impl RollingWriter {
             prefix,
             config,
             plan,
+            index_plan,
             extension,
             uuid: uuid::Uuid::new_v4().to_string(),
             next_file: 0,
@@ -666,6 +683,7 @@ impl RollingWriter {
             min_sequence: i64::MAX,
             max_sequence: i64::MIN,
             deletes: 0,
+            indexes: self.index_plan.start()?,
         });
         Ok(())
     }
@@ -692,6 +710,9 @@ impl RollingWriter {
             .zip(&chunk.columns()[plan.value_offset..])
         {
             stats.update(column.as_ref())?;
+        }
+        if let Some(indexes) = &mut open.indexes {
+            indexes.update(&chunk.columns()[plan.value_offset..])?;
         }
         match self.layout {
             FileLayout::KeyValue => {
@@ -749,7 +770,16 @@ impl RollingWriter {
             return Ok(());
         };
         let file_size = open.file.finish().await?;
-        let meta = self.file_meta(
+        let (embedded_index, extra_files) = match open.indexes {
+            Some(indexes) => {
+                let data_path = self.rel_path(&open.name);
+                indexes
+                    .finish(&self.io, &data_path, &mut self.created)
+                    .await?
+            }
+            None => (None, Vec::new()),
+        };
+        let mut meta = self.file_meta(
             open.name,
             open.rows,
             file_size,
@@ -759,6 +789,8 @@ impl RollingWriter {
             (open.min_sequence, open.max_sequence),
             open.deletes,
         )?;
+        meta.embedded_index = embedded_index;
+        meta.extra_files = extra_files;
         self.finished.push(meta);
         Ok(())
     }

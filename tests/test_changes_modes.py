@@ -55,7 +55,7 @@ def _run(t: tidelake.Table, steps: list[tuple]) -> dict[int, dict[int, tuple]]:
             t.upsert(rows)
             model.update({r["id"]: (r["v"], r["n"]) for r in rows.to_pylist()})
         elif step[0] == "delete":
-            t.delete(pa.table({"id": pa.array(sorted(set(step[1])), pa.int64())}))
+            t.delete_keys(pa.table({"id": pa.array(sorted(set(step[1])), pa.int64())}))
             for i in step[1]:
                 model.pop(i, None)
         else:
@@ -98,7 +98,7 @@ def test_diff_across_many_batches(tmp_path):
     t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"], bucket=1)
     t.write(_rows(list(range(0, 60_000, 2)), 0))
     t.upsert(_rows(list(range(0, 60_000, 3)), 1))  # new keys and changed rows, interleaved
-    t.delete(pa.table({"id": pa.array(range(0, 60_000, 10), pa.int64())}))
+    t.delete_keys(pa.table({"id": pa.array(range(0, 60_000, 10), pa.int64())}))
     t.upsert(_rows(list(range(4, 60_000, 14)), 0))  # unchanged rows again, changed back, re-inserted
     ids = [s.id for s in t.snapshots()]
     for start, end in [(ids[0], ids[-1]), (0, ids[-1]), (ids[1], ids[2])]:
@@ -112,7 +112,7 @@ def test_diff_sees_a_delete_whose_row_stays_in_a_shared_file(tmp_path):
     t = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["id"], bucket=1)
     t.write(_rows([1, 2, 3, 4], 0))
     t.create_tag("start")
-    t.delete(pa.table({"id": pa.array([3], pa.int64())}))
+    t.delete_keys(pa.table({"id": pa.array([3], pa.int64())}))
     t.upsert(_rows([4], 0))  # the same values again
     t.upsert(_rows([2], 1))
     t.create_tag("end")
@@ -126,7 +126,7 @@ def test_changes_between_tags_after_the_snapshots_between_expired(storage: Stora
     t.create_tag("monday")
     before = {r["id"]: (r["v"], r["n"]) for r in t.to_arrow().to_pylist()}
     t.upsert(_rows(list(range(50, 150)), 1))
-    t.delete(pa.table({"id": pa.array(range(0, 10), pa.int64())}))
+    t.delete_keys(pa.table({"id": pa.array(range(0, 10), pa.int64())}))
     t.compact(full=True)
     t.create_tag("tuesday")
     after = {r["id"]: (r["v"], r["n"]) for r in t.to_arrow().to_pylist()}

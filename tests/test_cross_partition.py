@@ -56,7 +56,7 @@ def test_a_key_that_moves_partition_leaves_its_old_one(tmp_path):
     t.upsert(rows((2, "d2", "x"), (2, "d3", "y"), (2, "d1", "z")))
     assert visible(t) == [(1, "d2", "a2"), (2, "d1", "z")]
     # a delete that names another partition deletes the key's row (Java retracts the old one)
-    t.delete(pa.table({"id": pa.array([1], pa.int64()), "dt": ["d9"]}))
+    t.delete_keys(pa.table({"id": pa.array([1], pa.int64()), "dt": ["d9"]}))
     assert visible(t) == [(2, "d1", "z")]
     # and the key can come back anywhere
     t.upsert(rows((1, "d3", "back")))
@@ -206,7 +206,7 @@ def test_random_history_equals_a_dict_model(tmp_path, seed):
                 w.close()
                 w = None
             keys = [(k, d) for k, d, _ in batch]
-            t.delete(pa.table({"id": pa.array([k for k, _ in keys], pa.int64()), "dt": [d for _, d in keys]}))
+            t.delete_keys(pa.table({"id": pa.array([k for k, _ in keys], pa.int64()), "dt": [d for _, d in keys]}))
             for k, _ in keys:
                 model.pop(k, None)
         elif op < 0.5:  # a long-lived writer, one commit per step
@@ -306,7 +306,7 @@ def test_tidelake_continues_a_java_cross_partition_table(java, tmp_path, mode):
     t.upsert(rows(*more))
     for k, d, v in more:
         model[k] = (d, v)
-    t.delete(pa.table({"id": pa.array([4], pa.int64()), "dt": ["d3"]}))
+    t.delete_keys(pa.table({"id": pa.array([4], pa.int64()), "dt": ["d3"]}))
     model.pop(4)
     assert visible(t) == model_rows(model)
     compare_read(java, tidelake.open_table(t.path), wh, "java then tidelake cross-partition", pypaimon=True)

@@ -313,6 +313,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
                                                                 comment="c"))
     reopened = r("RawTable", "open", _internal.RawTable.open(created.location, storage_options=None))
     assert r("RawTable", "storage_options", reopened.storage_options) == {}
+    assert r("RawTable", "cross_partition_update", reopened.cross_partition_update) is False
     w = reopened.writer()
     w.write(data, "insert")
     ids = r("RawTable", "commit_dml", reopened.commit_dml(w.prepare_commit(), [], None, "me", 1))
@@ -326,7 +327,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert evolved.arrow_schema().names == ["id", "dt", "v", "x"]
     cdc_writer = evolved.writer()
     cdc_writer.write(changes, "changelog")
-    evolved.commit(cdc_writer.prepare_commit(), "me", 1, properties=[])
+    evolved.commit(cdc_writer.prepare_commit(), "me", 3, properties=[])  # after the DML commits 1 and 2
     cdc_writer.close()
     assert evolved.scan().to_table().column("x").to_pylist() == ["new", None]
     r("RawCatalog", "drop_table", cat.drop_table("db.t"))

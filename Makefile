@@ -45,6 +45,7 @@ java-oracle: $(JAVA_ORACLE)
 py-lint: venv
 	$(VENV)/bin/ruff check python
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict examples  # the typed API as users meet it
 
 py-test: develop java-oracle
 	$(PY) -m pytest -q tests

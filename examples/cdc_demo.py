@@ -81,7 +81,7 @@ def make_stream(rng: random.Random) -> DebeziumSource:
     return src
 
 
-def read_batch(path: pathlib.Path) -> list[tuple[str, str]]:
+def read_batch(path: pathlib.Path) -> list[tuple[str | None, str]]:
     return [(r["key"], r["value"]) for r in map(json.loads, path.read_text().splitlines())]
 
 

@@ -92,7 +92,7 @@ class DebeziumSource:
         """``ALTER TABLE ... ADD COLUMN``: later events carry it; existing rows hold null."""
         self.tables[table].columns.append(column)
 
-    def _event(self, table: SourceTable, op: str, before: dict | None, after: dict | None,
+    def _event(self, table: SourceTable, op: str, before: dict[str, Any] | None, after: dict[str, Any] | None,
                key: int) -> tuple[bytes, bytes]:
         self.position += 1
         row_schema = table.row_schema()

@@ -183,7 +183,7 @@ def main() -> int:
           sum(1 for i, r in state.items() if got.get(i) == r), len(state), verified)
     own = tidelake.open_table(path).to_arrow()
     check("rows read by tidelake's own reader", own.num_rows, len(state), verified)
-    from pypaimon import CatalogFactory  # type: ignore[import-untyped]  # Apache Paimon's own Python client reads the same table
+    from pypaimon import CatalogFactory  # Apache Paimon's own Python client reads the same table
 
     pp = CatalogFactory.create({"warehouse": str(WAREHOUSE)}).get_table("shop.accounts").new_read_builder()
     theirs = pp.new_read().to_arrow(pp.new_scan().plan().splits())

@@ -13,6 +13,7 @@ import math
 import multiprocessing
 import pathlib
 import pickle
+import subprocess
 import sys
 import threading
 import time
@@ -26,7 +27,7 @@ import pytest
 import tidelake
 from tidelake import _internal
 from _s3 import Storage
-from conftest import FIXTURES, assert_same_rows, fixture_tables
+from conftest import FIXTURES, REPO, assert_same_rows, fixture_tables
 
 WAREHOUSE = FIXTURES / "warehouse" / "fx.db"
 STUB = pathlib.Path(tidelake.__file__).with_name("_internal.pyi")
@@ -883,3 +884,24 @@ def test_time_travel_changes_between_tags_match_snapshot_difference(stored):
         last[r["id"]] = {k: v for k, v in r.items() if k != "_row_kind"}
     for key, row in last.items():
         assert at_mid[key] == row
+
+
+# ---- static types ------------------------------------------------------------------------------
+
+
+def test_enumerations_are_literal_types_for_type_checkers(tmp_path):
+    """A misspelt mode is a type error (mypy --strict with the package's stubs), a right one is not."""
+    snippet = tmp_path / "use.py"
+    snippet.write_text(
+        "import pyarrow as pa\n"
+        "import tidelake\n"
+        "t = tidelake.open_table('x')\n"
+        "t.write(pa.table({'a': [1]}), mode='apend')\n"
+        "t.changes(0, mode='diffs')\n"
+        "tidelake.write_table('p', pa.table({'a': [1]}), mode='overwrite')\n"
+        "t.write(pa.table({'a': [1]}), mode='overwrite')\n")
+    out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(snippet)],
+                         cwd=REPO, capture_output=True, text=True)
+    errors = [ln for ln in out.stdout.splitlines() if ": error:" in ln]
+    assert [int(ln.split(":")[1]) for ln in errors] == [4, 5], out.stdout
+    assert all("Literal[" in ln for ln in errors), out.stdout

@@ -27,7 +27,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from . import _internal
 from .catalog import Catalog
@@ -40,8 +40,11 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMATS", "ROW_KIND_COLUMN", "SourceChanges", "DeadLetter", "Decoded", "SyncResult", "decode", "sync"]
 
-FORMATS = ("debezium-json", "canal-json", "maxwell-json", "ogg-json")
+Format = Literal["debezium-json", "canal-json", "maxwell-json", "ogg-json"]
 """The message formats, named as Paimon's ``value.format`` option names them."""
+FORMATS: tuple[str, ...] = get_args(Format)
+OnError = Literal["fail", "dead_letter"]
+"""What a malformed message does: raise, or go to the dead letters."""
 
 ROW_KIND_COLUMN = "_row_kind"
 """The column of decoded batches holding each row's kind (``+I``, ``-U``, ``+U``, ``-D``)."""
@@ -135,7 +138,7 @@ def _decode_pairs(pairs: list[tuple[bytes | None, bytes | None]], format: str, o
     )
 
 
-def decode(messages: Iterable[Message], format: str = "debezium-json", on_error: str = "fail") -> Decoded:
+def decode(messages: Iterable[Message], format: Format = "debezium-json", on_error: OnError = "fail") -> Decoded:
     """Decode change messages of ``format`` (one of :data:`FORMATS`) into one
     :class:`SourceChanges` per source table.
 
@@ -206,11 +209,11 @@ def _target_table(catalog: Catalog, identifier: str, source: SourceChanges, prim
     return table
 
 
-def sync(target: Catalog | Table, messages: Iterable[Message], format: str = "debezium-json", *,
+def sync(target: Catalog | Table, messages: Iterable[Message], format: Format = "debezium-json", *,
          table_mapping: TableMapping = None, primary_keys: list[str] | Mapping[str, list[str]] | None = None,
          partition_keys: list[str] | None = None, bucket: int | None = None,
          options: dict[str, str] | None = None, commit_identifier: int | None = None,
-         commit_user: str | None = None, on_error: str = "fail",
+         commit_user: str | None = None, on_error: OnError = "fail",
          dead_letter_table: Table | str | None = None) -> SyncResult:
     """Apply change messages to tables: one commit per target table.
 

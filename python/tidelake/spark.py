@@ -28,7 +28,7 @@ Every object Spark pickles holds plain data; the table is opened inside each tas
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
@@ -40,6 +40,8 @@ from .write import TableWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from .cdc import Format
 
 __all__ = ["register", "write", "upsert_sink", "cdc_sink", "compact", "sql", "delete", "update", "merge",
            "BUCKET_COLUMN"]
@@ -166,7 +168,11 @@ _CREATE_MODES = {"error": "error", "errorifexists": "error", "ignore": "ignore"}
 """Spark save modes that only say what to do when the table exists; they then append."""
 
 
-def write(df: DataFrame, path: str, mode: str = "append", *, primary_keys: list[str] | None = None,
+WriteMode = Literal["append", "overwrite", "upsert", "delete", "error", "errorifexists", "ignore"]
+""":func:`write`'s modes: how rows are written, or (the last three) what to do when the table exists."""
+
+
+def write(df: DataFrame, path: str, mode: WriteMode = "append", *, primary_keys: list[str] | None = None,
           partition_by: list[str] | None = None, bucket: int | None = None, options: dict[str, str] | None = None,
           shuffle: bool | None = None, num_partitions: int | None = None, commit_user: str | None = None,
           commit_identifier: int | None = None, storage_options: dict[str, str] | None = None) -> int | None:
@@ -234,7 +240,8 @@ def write(df: DataFrame, path: str, mode: str = "append", *, primary_keys: list[
     return ids[-1] if ids else None
 
 
-def upsert_sink(path: str, mode: str = "upsert", commit_user: str | None = None,
+def upsert_sink(path: str, mode: Literal["upsert", "delete", "append", "overwrite"] = "upsert",
+                commit_user: str | None = None,
                 **write_options: Any) -> Callable[[DataFrame, int], None]:
     """A ``foreachBatch`` function writing each micro-batch with :func:`write` in ``mode``
     (``upsert`` by default; ``delete``, ``append`` or ``overwrite`` also work), exactly-once:
@@ -269,7 +276,7 @@ def _streaming_commit_user(batch: DataFrame, commit_user: str | None, sink: str)
     return f"spark-foreach-{query}"
 
 
-def cdc_sink(target: str, format: str = "debezium-json", commit_user: str | None = None, *,
+def cdc_sink(target: str, format: Format = "debezium-json", commit_user: str | None = None, *,
              storage_options: dict[str, str] | None = None, **sync_options: Any) -> Callable[[DataFrame, int], None]:
     """A ``foreachBatch`` function applying the change messages of each micro-batch with
     :func:`tidelake.cdc.sync`: one commit per target table, exactly-once (batch ``b`` commits as

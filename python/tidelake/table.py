@@ -94,14 +94,16 @@ def create_table(path: str | os.PathLike[str], schema: pa.Schema, primary_keys: 
     return Table(raw)
 
 
-WRITE_MODES = ("error", "append", "overwrite", "ignore")
+WriteTableMode = Literal["error", "append", "overwrite", "ignore"]
+"""What :func:`write_table` does when the table exists (deltalake's modes)."""
+WRITE_MODES: tuple[str, ...] = get_args(WriteTableMode)
 
 ChangesMode = Literal["auto", "delta", "changelog", "diff"]
 """Paimon's ``incremental-between-scan-mode`` values, for :meth:`Table.changes`."""
 CHANGES_MODES: tuple[str, ...] = get_args(ChangesMode)
 
 
-def write_table(target: str | os.PathLike[str], data: Any, *, mode: str = "error",
+def write_table(target: str | os.PathLike[str], data: Any, *, mode: WriteTableMode = "error",
                 primary_keys: list[str] | None = None, partition_by: list[str] | None = None,
                 bucket: int | None = None, options: dict[str, str] | None = None,
                 storage_options: dict[str, str] | None = None, catalog: Any = None) -> Table:
@@ -620,7 +622,8 @@ class Table:
         return write_result(self._raw, ids, started, inserted=first["rows_added"],
                             deleted=first["rows_removed"] if overwrite else 0)
 
-    def write(self, data: Any, mode: str = "append", overwrite_partition: Any = None) -> WriteResult:
+    def write(self, data: Any, mode: Literal["append", "overwrite"] = "append",
+              overwrite_partition: Any = None) -> WriteResult:
         """Write rows and commit; returns a :class:`~tidelake.write.WriteResult` whose
         ``snapshot_id`` is the last snapshot committed: the APPEND, or the COMPACT that follows it
         when the writer compacted (None, and the result is falsy, if nothing was written).

@@ -16,7 +16,7 @@ import click
 import pyarrow as pa
 
 from .. import exceptions as exc
-from ..table import WRITE_MODES, create_table, write_table
+from ..table import WRITE_MODES, WriteTableMode, create_table, write_table
 from ._app import _JSON, _PATH, _emit_json, _guarded, main
 from ._format import _count, _progress
 
@@ -146,7 +146,7 @@ def create(path: str, schema_from: str, fmt: str | None, primary_key: str | None
 @_with_table_options
 @_JSON
 @_guarded
-def load(path: str, files: tuple[str, ...], fmt: str | None, mode: str, primary_key: str | None,
+def load(path: str, files: tuple[str, ...], fmt: str | None, mode: WriteTableMode, primary_key: str | None,
          partition_by: str | None, bucket: int | None, table_options: tuple[str, ...], as_json: bool) -> None:
     """Load FILE... into the table at PATH in one atomic commit, creating the table from the
     files' schema if it does not exist (with the given keys, buckets and options). Columns are

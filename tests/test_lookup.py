@@ -87,7 +87,7 @@ def _history(tmp_path, engine: str, seed: int, *, two_keys: bool, partitioned: b
         rows = list(batch.values())
         data = pa.Table.from_pylist(rows, schema=SCHEMA)
         if kind == "delete":
-            table.delete(data)
+            table.delete_keys(data)
         else:
             table.upsert(data)
         for row in rows:

@@ -11,6 +11,7 @@ use pyo3_arrow::PySchema;
 use tidelake_core::read::split_read::{collect_splits, read_splits, ReadContext};
 use tidelake_core::scan::predicate::Predicate;
 use tidelake_core::scan::{ScanPlan, SnapshotSelector, Split};
+use tidelake_core::table::Table;
 use tidelake_core::Error;
 
 use crate::errors::{to_py, IntoPyResult};
@@ -21,6 +22,32 @@ use crate::stream::{pyarrow_table, RawBatches};
 pub struct RawScan {
     pub(crate) ctx: Arc<ReadContext>,
     pub(crate) plan: ScanPlan,
+}
+
+impl RawScan {
+    /// The read of `plan`'s splits: `columns` (all when None) of the rows `filter` keeps, with
+    /// a leading `_row_kind` column for change reads (`with_row_kind`).
+    pub(crate) fn new(
+        table: Table,
+        plan: ScanPlan,
+        columns: Option<&[String]>,
+        filter: Option<&Predicate>,
+        batch_size: usize,
+        with_row_kind: bool,
+    ) -> Result<RawScan, Error> {
+        let ctx = ReadContext::new(
+            table,
+            &plan.schema,
+            columns,
+            filter,
+            batch_size,
+            with_row_kind,
+        )?;
+        Ok(RawScan {
+            ctx: Arc::new(ctx),
+            plan,
+        })
+    }
 }
 
 /// The JSON filter tree of a text filter (`n >= 5 and s in ('a', 'b')`, see

@@ -285,18 +285,14 @@ impl RawTable {
         let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
         block_on(py, async move {
             let plan = plan_scan(&table, &request).await?;
-            let ctx = ReadContext::new(
+            RawScan::new(
                 table,
-                &plan.schema,
+                plan,
                 columns.as_deref(),
                 filter.as_ref(),
                 batch_size,
                 false,
-            )?;
-            Ok::<_, Error>(RawScan {
-                ctx: Arc::new(ctx),
-                plan,
-            })
+            )
         })?
         .py()
     }
@@ -364,18 +360,14 @@ impl RawTable {
                 }
                 _ => return Err(Error::invalid("give both start_tag and end_tag")),
             };
-            let ctx = ReadContext::new(
+            RawScan::new(
                 table,
-                &plan.schema,
+                plan,
                 columns.as_deref(),
                 filter.as_ref(),
                 batch_size,
                 true,
-            )?;
-            Ok::<_, Error>(RawScan {
-                ctx: Arc::new(ctx),
-                plan,
-            })
+            )
         })?
         .py()
     }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import pathlib
 import shutil
+import sys
 import threading
 
 import pyarrow as pa
@@ -146,10 +147,12 @@ def test_level0_fixtures_become_visible(tmp_path: pathlib.Path, name: str) -> No
     assert json.loads(t._raw.snapshot_json(snapshot)).get("indexManifest") is None
 
 
-def test_progress_counts_the_buckets(storage: Storage) -> None:
+def test_progress_counts_the_buckets(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
     t = _on(storage, {})
     _history(t, True)
     calls: list[tuple[int, int]] = []
+    reported: list[BaseException | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u.exc_value))
 
     def progress(done: int, total: int) -> None:
         calls.append((done, total))
@@ -159,6 +162,8 @@ def test_progress_counts_the_buckets(storage: Storage) -> None:
     assert t.compact(full=True, progress=progress) is not None
     assert calls == [(i, 4) for i in range(5)]  # 2 partitions x 2 buckets
     assert _sorted(t.to_arrow()).equals(before)
+    # each failure is reported (sys.unraisablehook), none stops the compaction
+    assert len(reported) == 5 and all(isinstance(e, RuntimeError) for e in reported)
 
 
 def test_partitions_and_errors(storage: Storage) -> None:

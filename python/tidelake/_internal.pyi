@@ -348,10 +348,12 @@ class RawWriter:
         self,
         data: pa.RecordBatch | pa.Table | pa.RecordBatchReader | _ArrowArrayExportable | _ArrowStreamExportable,
         kind: str,
+        progress: Callable[[int], object] | None = None,
     ) -> None:
         """Write every batch of an Arrow producer with row kind ``kind``: ``insert``,
         ``upsert`` or ``delete``; inserts into a table with ``rowkind.field`` take each row's kind
-        from that column; ``changelog``: decoded CDC batches, each row's kind in ``_row_kind``."""
+        from that column; ``changelog``: decoded CDC batches, each row's kind in ``_row_kind``.
+        ``progress(rows)`` after each batch, on this thread; its exceptions stop the write."""
 
     def buckets(
         self,
@@ -393,11 +395,11 @@ class RawScan:
     def split_row_counts(self) -> list[int]:
         """Row count of each split before merging, in the order of :meth:`splits`."""
 
-    def batches(self) -> RawBatches:
-        """Stream every split's rows."""
+    def batches(self, progress: Callable[[int, int], object] | None = None) -> RawBatches:
+        """Stream every split's rows; ``progress(rows, total)`` in planned rows as splits are read."""
 
-    def to_table(self) -> pa.Table:
-        """Read every split into one table."""
+    def to_table(self, progress: Callable[[int, int], object] | None = None) -> pa.Table:
+        """Read every split into one table; ``progress`` as for :meth:`batches`."""
 
     def read_split(self, split: bytes) -> RawBatches:
         """Stream the rows of one split produced by :meth:`splits`."""

@@ -10,6 +10,8 @@ from . import _internal
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from .write import Progress
+
 __all__ = ["Scan", "Split"]
 
 
@@ -87,13 +89,14 @@ class Scan:
         """Stream one split's rows."""
         return _reader(self._raw.read_split(split.payload))
 
-    def to_reader(self) -> pa.RecordBatchReader:
-        """Stream every split's rows."""
-        return _reader(self._raw.batches())
+    def to_reader(self, progress: Progress | None = None) -> pa.RecordBatchReader:
+        """Stream every split's rows. ``progress``: see :data:`tidelake.write.Progress`."""
+        return _reader(self._raw.batches(progress))
 
-    def to_arrow(self) -> pa.Table:
-        """Read everything into a :class:`pyarrow.Table`."""
-        return self._raw.to_table()
+    def to_arrow(self, progress: Progress | None = None) -> pa.Table:
+        """Read everything into a :class:`pyarrow.Table`. ``progress``: see
+        :data:`tidelake.write.Progress`."""
+        return self._raw.to_table(progress)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         return self.to_reader().__arrow_c_stream__(requested_schema)

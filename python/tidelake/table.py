@@ -20,6 +20,7 @@ from .write import (
     BATCH_COMMIT_IDENTIFIER,
     ONE_SHOT_RETRIES,
     CommitMessage,
+    Progress,
     TableWriter,
     WriteResult,
     arrow_input,
@@ -106,7 +107,8 @@ CHANGES_MODES: tuple[str, ...] = get_args(ChangesMode)
 def write_table(target: str | os.PathLike[str], data: Any, *, mode: WriteTableMode = "error",
                 primary_keys: list[str] | None = None, partition_by: list[str] | None = None,
                 bucket: int | None = None, options: dict[str, str] | None = None,
-                storage_options: dict[str, str] | None = None, catalog: Any = None) -> Table:
+                storage_options: dict[str, str] | None = None, catalog: Any = None,
+                progress: Progress | None = None) -> Table:
     """Write ``data`` to the table at ``target``, creating it from the data's schema first if
     it does not exist; returns the table.
 
@@ -116,7 +118,8 @@ def write_table(target: str | os.PathLike[str], data: Any, *, mode: WriteTableMo
     TableAlreadyExistsError if the table exists, ``"append"`` adds rows (upserts them on a
     primary-key table), ``"overwrite"`` replaces the table's rows, ``"ignore"`` writes nothing if
     the table exists. ``primary_keys``, ``partition_by``, ``bucket`` and ``options`` are used when
-    the table is created; given for an existing table, they must match it.
+    the table is created; given for an existing table, they must match it. ``progress`` as
+    for :meth:`Table.write`.
     """
     import pyarrow as pa
 
@@ -130,7 +133,7 @@ def write_table(target: str | os.PathLike[str], data: Any, *, mode: WriteTableMo
                                           storage_options=storage_options, catalog=catalog)
     if not created and mode == "ignore":
         return table
-    table.write(data, mode="overwrite" if mode == "overwrite" else "append")
+    table.write(data, mode="overwrite" if mode == "overwrite" else "append", progress=progress)
     return table
 
 
@@ -413,22 +416,23 @@ class Table:
     def to_reader(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                   tag: str | None = None, timestamp_ms: int | None = None,
                   batch_size: int | None = None, options: dict[str, str] | None = None, *,
-                  timestamp: Any = None) -> pa.RecordBatchReader:
+                  timestamp: Any = None, progress: Progress | None = None) -> pa.RecordBatchReader:
         """Stream the rows of one snapshot as a :class:`pyarrow.RecordBatchReader`.
 
         Arguments as :meth:`scan`; ``filter`` may also be a :class:`pyarrow.compute.Expression`.
+        ``progress(rows, total)`` follows the read (:data:`tidelake.write.Progress`).
         """
         expr, read_cols = self._expression_filter(filter, columns)
         if expr is None:
             return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, batch_size, options,
-                             timestamp=timestamp).to_reader()
+                             timestamp=timestamp).to_reader(progress)
         import pyarrow as pa
         import pyarrow.dataset as ds
 
         from ._expressions import pushable_filter
 
         reader = self.scan(read_cols, pushable_filter(expr, self.schema), snapshot_id, tag, timestamp_ms, batch_size,
-                           options, timestamp=timestamp).to_reader()
+                           options, timestamp=timestamp).to_reader(progress)
         try:
             scanner = ds.Scanner.from_batches(reader, filter=expr, columns=columns)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
@@ -437,14 +441,15 @@ class Table:
 
     def to_arrow(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                  tag: str | None = None, timestamp_ms: int | None = None,
-                 options: dict[str, str] | None = None, *, timestamp: Any = None) -> pa.Table:
+                 options: dict[str, str] | None = None, *, timestamp: Any = None,
+                 progress: Progress | None = None) -> pa.Table:
         """Read one snapshot into a :class:`pyarrow.Table`. Arguments as :meth:`to_reader`."""
         expr, _ = self._expression_filter(filter, columns)
         if expr is None:
             return self.scan(columns, filter, snapshot_id, tag, timestamp_ms, options=options,
-                             timestamp=timestamp).to_arrow()
+                             timestamp=timestamp).to_arrow(progress)
         return self.to_reader(columns, filter, snapshot_id, tag, timestamp_ms, options=options,
-                              timestamp=timestamp).read_all()
+                              timestamp=timestamp, progress=progress).read_all()
 
     def lookup(self, keys: Keys, columns: list[str] | None = None, snapshot_id: int | None = None) -> pa.Table:
         """The latest row of each primary key in ``keys``, merged as a read merges it (merge
@@ -590,7 +595,7 @@ class Table:
         """Delete the files of messages that will never be committed; returns how many."""
         return self._raw.discard(raw_messages(check_messages(messages)))
 
-    def _write_and_commit(self, data: Any, kind: str) -> WriteResult:
+    def _write_and_commit(self, data: Any, kind: str, progress: Progress | None) -> WriteResult:
         # A conflict, or a snapshot the writer read expiring under it, means nothing landed (a
         # write that landed but is not visible yet raises neither); data that can be read again
         # is written again by a new writer, which continues from the newest state.
@@ -599,7 +604,7 @@ class Table:
         while True:
             w = TableWriter(self)
             try:
-                getattr(w, kind)(data)
+                getattr(w, kind)(data, progress)
                 ids = self.commit(w.prepare_commit(), commit_user=w.commit_user)
             except (CommitConflictError, SnapshotExpiredError):
                 w.abort()
@@ -623,7 +628,7 @@ class Table:
                             deleted=first["rows_removed"] if overwrite else 0)
 
     def write(self, data: Any, mode: Literal["append", "overwrite"] = "append",
-              overwrite_partition: Any = None) -> WriteResult:
+              overwrite_partition: Any = None, *, progress: Progress | None = None) -> WriteResult:
         """Write rows and commit; returns a :class:`~tidelake.write.WriteResult` whose
         ``snapshot_id`` is the last snapshot committed: the APPEND, or the COMPACT that follows it
         when the writer compacted (None, and the result is falsy, if nothing was written).
@@ -637,11 +642,13 @@ class Table:
             overwrite_partition: with ``mode="overwrite"``: ``None`` replaces the whole table, a
                 dict ``{"dt": "2024-05-14"}`` (static) replaces the partitions it selects, and
                 ``"dynamic"`` replaces exactly the partitions present in ``data``.
+            progress: ``progress(rows, total)`` as rows are taken (:data:`tidelake.write.Progress`);
+                raising from it stops the write before anything is committed.
         """
         if mode == "append":
             if overwrite_partition is not None:
                 raise InvalidArgumentError("overwrite_partition needs mode='overwrite'")
-            return self._write_and_commit(data, "write")
+            return self._write_and_commit(data, "write", progress)
         if mode != "overwrite":
             raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
         dynamic = overwrite_partition == "dynamic"
@@ -650,7 +657,7 @@ class Table:
         w = TableWriter(self, overwrite=True)
         messages: list[CommitMessage] = []
         try:
-            w.write(data)
+            w.write(data, progress)
             messages = w.prepare_commit()
             # The engine refuses files outside a static overwrite's partitions (for every caller).
             ids = self._raw.overwrite(raw_messages(messages), w.commit_user, BATCH_COMMIT_IDENTIFIER, spec, dynamic)
@@ -673,20 +680,23 @@ class Table:
         terms = [(k, "is_null") if v is None else (k, "=", v) for k, v in spec.items()]
         return to_filter_json(terms)
 
-    def upsert(self, data: Any, *, partial: bool = False) -> WriteResult:
+    def upsert(self, data: Any, *, partial: bool = False, progress: Progress | None = None) -> WriteResult:
         """Insert or replace rows by primary key and commit; returns a
         :class:`~tidelake.write.WriteResult`.
 
         ``data`` needs every non-null column; with ``partial=True`` it may hold the key and any
         subset of the other columns: only those change, the others keep their current values
         (new keys get nulls there). A partial upsert reads the current rows of its keys and is
-        one atomic commit (conflict-checked like :meth:`merge`).
+        one atomic commit (conflict-checked like :meth:`merge`). ``progress`` as for :meth:`write`
+        (not with ``partial``).
         """
         if partial:
+            if progress is not None:
+                raise InvalidArgumentError("progress is not available with partial=True")
             from .dml import upsert_partial
 
             return upsert_partial(self, data)
-        return self._write_and_commit(data, "upsert")
+        return self._write_and_commit(data, "upsert", progress)
 
     def delete(self, filter: Any = None, *, partitions: list[dict[str, Any]] | None = None) -> WriteResult:
         """Delete the rows matching ``filter`` in one atomic commit (SQL ``DELETE FROM t WHERE
@@ -715,10 +725,10 @@ class Table:
         assert isinstance(result, WriteResult)
         return result
 
-    def delete_keys(self, data: Any) -> WriteResult:
+    def delete_keys(self, data: Any, *, progress: Progress | None = None) -> WriteResult:
         """Delete rows by primary key (``data`` needs the key columns; other columns are
         ignored) and commit; keys not in the table are no-ops."""
-        return self._write_and_commit(data, "delete")
+        return self._write_and_commit(data, "delete", progress)
 
     def update(self, set: dict[str, Any], filter: Any = None, *,
                partitions: list[dict[str, Any]] | None = None) -> WriteResult:

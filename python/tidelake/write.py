@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,15 @@ if TYPE_CHECKING:
     from . import _internal
     from .table import Table
 
-__all__ = ["CommitMessage", "TableWriter", "WriteResult", "arrow_input"]
+__all__ = ["CommitMessage", "Progress", "TableWriter", "WriteResult", "arrow_input"]
+
+Progress = Callable[[int, "int | None"], object]
+"""A progress callback: ``progress(done, total)``. Writes call it with the rows taken so far and
+the input's row count (None for a stream of unknown length) after each input batch, on the
+caller's thread: an exception it raises (KeyboardInterrupt included) stops the write, which then
+commits nothing. Reads call it with the planned rows of the splits read so far and of all splits
+(counted before merging, so ``done`` ends at ``total``), from a reader thread: its exceptions
+are reported through :func:`sys.unraisablehook` and do not stop the read."""
 
 
 def arrow_input(data: Any) -> Any:
@@ -36,6 +45,15 @@ def arrow_input(data: Any) -> Any:
     if isinstance(data, dict):
         return pa.table(data)
     raise InvalidArgumentError(f"cannot write a {type(data).__name__}: give a pyarrow/polars/pandas table or batches")
+
+
+def _row_count(data: Any) -> int | None:
+    """The rows of an Arrow input whose length is known (tables, batches, polars frames)."""
+    for attr in ("num_rows", "height"):
+        n = getattr(data, attr, None)
+        if isinstance(n, int):
+            return n
+    return None
 
 
 ONE_SHOT_RETRIES = 5
@@ -83,20 +101,28 @@ class TableWriter:
         # (Table.writer) let an unfinished compaction join a later prepare_commit.
         self._raw = table._raw.writer(overwrite, wait_compaction)
 
-    def write(self, data: Any) -> None:
+    def write(self, data: Any, progress: Progress | None = None) -> None:
         """Insert rows (on primary-key tables: upsert by key; on tables with ``rowkind.field``
-        each row's kind comes from that column)."""
-        self._raw.write(arrow_input(data), "insert")
+        each row's kind comes from that column). ``progress``: see :data:`Progress`."""
+        self._write(data, "insert", progress)
 
-    def upsert(self, data: Any) -> None:
+    def upsert(self, data: Any, progress: Progress | None = None) -> None:
         """Insert or replace rows by primary key (merged with the table's merge engine)."""
         if not self._table.primary_keys:
             raise UnsupportedError("upsert needs a primary key; this is an append table (use write)")
-        self._raw.write(arrow_input(data), "upsert")
+        self._write(data, "upsert", progress)
 
-    def delete(self, data: Any) -> None:
+    def delete(self, data: Any, progress: Progress | None = None) -> None:
         """Delete rows by primary key; ``data`` needs at least the key columns."""
-        self._raw.write(arrow_input(data), "delete")
+        self._write(data, "delete", progress)
+
+    def _write(self, data: Any, kind: str, progress: Progress | None) -> None:
+        data = arrow_input(data)
+        if progress is None:
+            self._raw.write(data, kind)
+            return
+        total = _row_count(data)
+        self._raw.write(data, kind, lambda rows: progress(rows, total))
 
     def buckets(self, data: Any, kind: str = "write") -> Any:
         """The bucket (a ``pyarrow.Int32Array``) each row of ``data`` goes to when written with

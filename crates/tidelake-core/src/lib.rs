@@ -41,4 +41,4 @@ mod tasks;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Result};
-pub use tasks::panic_message;
+pub use tasks::{panic_message, Progress};

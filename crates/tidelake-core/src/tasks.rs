@@ -1,5 +1,6 @@
 //! Helpers for the tokio tasks that writers, compaction and readers spawn: how many CPU-bound
-//! tasks to run at once, and turning a task that panicked or was cancelled into an error.
+//! tasks to run at once, turning a task that panicked or was cancelled into an error, and the
+//! [`Progress`] callback long operations report to.
 //!
 //! Invariant: a panic never crosses a task boundary as a panic; it becomes an
 //! [`Error::Internal`] naming what failed and the panic's message.
@@ -10,6 +11,11 @@ use std::fmt::Display;
 use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
+
+/// Told `(done, total)` as a long operation advances: once before the first unit of work,
+/// then after each one (compaction: buckets rewritten; reads: rows of the splits read, counted
+/// as planned, before merging). Called from whichever thread did the work.
+pub type Progress = std::sync::Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 /// The cores this process may use (1 when unknown): the bound for CPU-bound tasks in flight.
 pub(crate) fn cores() -> usize {

@@ -141,7 +141,7 @@ async fn requests_per_commit_and_scan_are_bounded() {
     let ctx = Arc::new(
         ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap(),
     );
-    let rows: usize = collect_splits(ctx, plan.splits)
+    let rows: usize = collect_splits(ctx, plan.splits, None)
         .await
         .unwrap()
         .iter()
@@ -241,7 +241,7 @@ async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
         let ctx = Arc::new(
             ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap(),
         );
-        collect_splits(ctx, plan.splits)
+        collect_splits(ctx, plan.splits, None)
             .await
             .unwrap()
             .iter()

@@ -7,18 +7,17 @@
 //! file and byte counts); progress goes to an optional Python callable. Tasks and their
 //! results cross as bytes ([`CompactionTask::to_bytes`], [`CommitMessage::to_bytes`]).
 
-use std::sync::Arc;
-
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use tidelake_core::commit::CommitMessage;
-use tidelake_core::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor, Progress};
+use tidelake_core::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor};
 use tidelake_core::io::{FileIO, StorageOptions};
 use tidelake_core::scan::predicate::Predicate;
 use tidelake_core::table::Table;
 use tidelake_core::Error;
 
 use crate::errors::IntoPyResult;
+use crate::progress::py_progress;
 use crate::runtime::block_on;
 use crate::table::RawTable;
 
@@ -27,7 +26,7 @@ impl RawTable {
     /// Compact the latest snapshot (every bucket fully with `full`, else by the table's
     /// strategy), optionally only partitions matching `partitions_json`; returns the report as
     /// JSON: `{"snapshot_id": int|null, "buckets": [...]}`. `progress(done, total)` is called
-    /// (with the GIL) as buckets are rewritten; its exceptions are ignored.
+    /// (with the GIL) as buckets are rewritten (see [`py_progress`]).
     #[pyo3(signature = (full=false, partitions_json=None, progress=None))]
     fn compact(
         &self,
@@ -38,15 +37,11 @@ impl RawTable {
     ) -> PyResult<String> {
         let compactor = Compactor::new(self.table.clone()).py()?;
         let request = request(full, partitions_json)?;
-        let progress = progress.map(|callback| -> Progress {
-            Arc::new(move |done: usize, total: usize| {
-                Python::attach(|py| {
-                    // A failing progress display must not fail the compaction.
-                    let _ = callback.bind(py).call1((done, total));
-                });
-            })
-        });
-        let report = block_on(py, compactor.compact_reporting(&request, progress))?.py()?;
+        let report = block_on(
+            py,
+            compactor.compact_reporting(&request, py_progress(progress)),
+        )?
+        .py()?;
         serde_json::to_string(&report)
             .map_err(|e| Error::invalid(format!("cannot encode the compaction report: {e}")))
             .py()

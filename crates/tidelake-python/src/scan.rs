@@ -15,6 +15,7 @@ use tidelake_core::table::Table;
 use tidelake_core::Error;
 
 use crate::errors::{to_py, IntoPyResult};
+use crate::progress::py_progress;
 use crate::runtime::block_on;
 use crate::stream::{pyarrow_table, RawBatches};
 
@@ -118,19 +119,35 @@ impl RawScan {
         self.plan.splits.iter().map(Split::row_count).collect()
     }
 
-    /// The batches of every split, streamed.
-    fn batches(&self) -> RawBatches {
+    /// The batches of every split, streamed; `progress(rows, total)` as splits are read
+    /// (planned rows, see [`py_progress`]).
+    #[pyo3(signature = (progress=None))]
+    fn batches(&self, progress: Option<Py<PyAny>>) -> RawBatches {
         RawBatches::new(
             self.ctx.output_schema(),
-            read_splits(self.ctx.clone(), self.plan.splits.clone()),
+            read_splits(
+                self.ctx.clone(),
+                self.plan.splits.clone(),
+                py_progress(progress),
+            ),
         )
     }
 
-    /// A pyarrow.Table of every split (errors raise the typed exceptions).
-    fn to_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// A pyarrow.Table of every split (errors raise the typed exceptions); `progress` as for
+    /// `batches`.
+    #[pyo3(signature = (progress=None))]
+    fn to_table<'py>(
+        &self,
+        py: Python<'py>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let batches = block_on(
             py,
-            collect_splits(self.ctx.clone(), self.plan.splits.clone()),
+            collect_splits(
+                self.ctx.clone(),
+                self.plan.splits.clone(),
+                py_progress(progress),
+            ),
         )?
         .py()?;
         pyarrow_table(py, batches, self.ctx.output_schema())
@@ -141,7 +158,7 @@ impl RawScan {
         let split = Split::from_bytes(split).map_err(to_py)?;
         Ok(RawBatches::new(
             self.ctx.output_schema(),
-            read_splits(self.ctx.clone(), vec![split]),
+            read_splits(self.ctx.clone(), vec![split], None),
         ))
     }
 }

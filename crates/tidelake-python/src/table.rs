@@ -405,7 +405,7 @@ impl RawTable {
         let ctx = Arc::new(ctx);
         Ok(RawBatches::new(
             ctx.output_schema(),
-            read_splits(ctx, vec![split]),
+            read_splits(ctx, vec![split], None),
         ))
     }
 }

@@ -47,10 +47,21 @@ impl RawWriter {
     /// Write every batch of an Arrow producer with row kind `kind` (`insert`, `upsert`,
     /// `delete`; inserts into a `rowkind.field` table read each row's kind from that column;
     /// `changelog`: decoded CDC batches, each row's kind in their `_row_kind` column).
-    fn write(&self, py: Python<'_>, data: AnyRecordBatch, kind: &str) -> PyResult<()> {
+    /// `progress(rows)` is called after each input batch with the rows taken so far; it runs on
+    /// the caller's thread and its exceptions (KeyboardInterrupt included) stop the write.
+    #[pyo3(signature = (data, kind, progress=None))]
+    fn write(
+        &self,
+        py: Python<'_>,
+        data: AnyRecordBatch,
+        kind: &str,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         let reader = data.into_reader()?;
+        let mut rows = 0usize;
         for batch in reader {
             let batch = batch.map_err(|e| to_py(Error::arrow("reading input", e)))?;
+            let batch_rows = batch.num_rows();
             block_on(py, async {
                 let mut guard = self.write.lock().await;
                 let w = guard
@@ -63,6 +74,10 @@ impl RawWriter {
                 w.write(&batch, kinds).await
             })?
             .py()?;
+            rows += batch_rows;
+            if let Some(p) = &progress {
+                p.call1((rows,))?;
+            }
         }
         Ok(())
     }

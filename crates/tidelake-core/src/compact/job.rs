@@ -66,7 +66,7 @@ use crate::scan::predicate::Predicate;
 use crate::snapshots::SnapshotManager;
 use crate::state::{BucketFiles, LiveFiles, Pruning};
 use crate::table::Table;
-use crate::tasks;
+use crate::tasks::{self, Progress};
 use crate::write::postpone::POSTPONE_BUCKET;
 
 /// Buckets rewritten concurrently: at most 4, and no more than the cores, since a rewrite is
@@ -83,10 +83,6 @@ pub struct CompactRequest {
     /// Only partitions matching this filter (on partition columns); `None`: every partition.
     pub partitions: Option<Predicate>,
 }
-
-/// Told `(buckets rewritten, buckets to rewrite)` as a compaction advances: once before the
-/// first rewrite, then after each bucket.
-pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 /// What one bucket's compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -81,7 +81,10 @@ async fn lookup_tables_merge_level0_with_only_the_newest_higher_record() {
 async fn change_rows(table: &Table, start: i64) -> Vec<(String, i64, Option<i64>)> {
     let plan = plan_changes(table, start, None, None).await.unwrap();
     let ctx = Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, true).unwrap());
-    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits).try_collect().await.unwrap();
+    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits, None)
+        .try_collect()
+        .await
+        .unwrap();
     let column = |b: &RecordBatch, name: &str| {
         b.column_by_name(name)
             .unwrap()

@@ -69,6 +69,6 @@ mod tests;
 mod visible;
 
 pub(crate) use inline::{InlineCompaction, Slot};
-pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
+pub use job::{BucketReport, CompactReport, CompactRequest, Compactor};
 pub use plan::{CompactionPlan, CompactionTask, COMPACTION_TASK_VERSION};
 pub use visible::{commit_visible, commit_visible_with};

@@ -124,7 +124,10 @@ async fn read_in_order(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
     let plan = plan_scan(table, &request).await.unwrap();
     let ctx =
         Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, false).unwrap());
-    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits).try_collect().await.unwrap();
+    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits, None)
+        .try_collect()
+        .await
+        .unwrap();
     let mut rows = Vec::new();
     for b in batches {
         let id = b

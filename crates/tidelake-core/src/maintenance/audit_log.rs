@@ -51,7 +51,7 @@ pub(crate) async fn audit_log(table: &Table) -> Result<SystemTable> {
         DEFAULT_BATCH_SIZE,
         true,
     )?);
-    let mut rows = read_splits(ctx, raw);
+    let mut rows = read_splits(ctx, raw, None);
     while let Some(b) = rows.try_next().await? {
         batches.push(
             RecordBatch::try_new(out.clone(), b.columns().to_vec())

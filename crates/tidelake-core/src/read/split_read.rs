@@ -44,6 +44,7 @@ use crate::read::key_set::KeySet;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{DeletionFileRef, Split, SplitFile};
 use crate::table::Table;
+use crate::tasks::Progress;
 
 /// Default rows per output batch.
 pub const DEFAULT_BATCH_SIZE: usize = 8192;
@@ -707,9 +708,13 @@ pub(crate) fn drop_retracts(batch: RecordBatch, kind_col: usize) -> Result<Recor
 /// a thread per split would start before the previous one has exited and take a fresh arena.
 /// The thread runs on the current runtime's handle, so object-store clients keep their I/O
 /// driver.
+///
+/// `progress` is told the planned rows of the splits read so far (see [`SplitsProgress`]), a
+/// split counting once all its batches are in the channel.
 pub fn read_splits(
     ctx: Arc<ReadContext>,
     splits: Vec<Split>,
+    progress: Option<Progress>,
 ) -> BoxStream<'static, Result<RecordBatch>> {
     stream::once(async move {
         let (tx, mut rx) =
@@ -718,7 +723,7 @@ pub fn read_splits(
         let sender = tx.clone();
         let spawned = std::thread::Builder::new()
             .name("tidelake-read".into())
-            .spawn(move || handle.block_on(send_splits(ctx, splits, sender)));
+            .spawn(move || handle.block_on(send_splits(ctx, splits, sender, progress)));
         if let Err(e) = spawned {
             let _ = tx.try_send(Err(Error::Internal(format!(
                 "cannot start a reader thread: {e}"
@@ -735,7 +740,9 @@ async fn send_splits(
     ctx: Arc<ReadContext>,
     splits: Vec<Split>,
     tx: tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+    progress: Option<Progress>,
 ) {
+    let mut progress = SplitsProgress::start(progress, &splits);
     for split in splits {
         let outcome = AssertUnwindSafe(async {
             match ctx.read_split(&split).await {
@@ -749,7 +756,7 @@ async fn send_splits(
         .catch_unwind()
         .await;
         match outcome {
-            Ok(true) => {}
+            Ok(true) => progress.finished(&split),
             Ok(false) => return,
             Err(panic) => {
                 let where_ = ctx.table.io().display(&split.bucket_path);
@@ -763,26 +770,79 @@ async fn send_splits(
 /// Read many splits into batches, in split order, a few splits concurrently (each on its own
 /// task, so they decode on different cores). For materialising reads: unlike [`read_splits`],
 /// a split read ahead is not held back by a bounded channel, it is buffered whole, which costs
-/// nothing the caller's result does not hold anyway.
-pub async fn collect_splits(ctx: Arc<ReadContext>, splits: Vec<Split>) -> Result<Vec<RecordBatch>> {
+/// nothing the caller's result does not hold anyway. `progress` is told the planned rows of
+/// the splits read so far, in split order.
+pub async fn collect_splits(
+    ctx: Arc<ReadContext>,
+    splits: Vec<Split>,
+    progress: Option<Progress>,
+) -> Result<Vec<RecordBatch>> {
+    let mut progress = SplitsProgress::start(progress, &splits);
     let per_split: Vec<Vec<RecordBatch>> = stream::iter(splits)
         .map(move |split| {
             let ctx = ctx.clone();
             let where_ = ctx.table.io().display(&split.bucket_path);
+            let rows = split.row_count();
             tokio::spawn(async move { ctx.read_split(&split).await?.try_collect::<Vec<_>>().await })
                 .map(move |joined| {
-                    joined.unwrap_or_else(|e| match e.try_into_panic() {
-                        Ok(panic) => Err(panic_error(&where_, panic)),
-                        Err(e) => Err(Error::invalid(format!(
-                            "reading {where_} was cancelled: {e}"
-                        ))),
-                    })
+                    joined
+                        .unwrap_or_else(|e| match e.try_into_panic() {
+                            Ok(panic) => Err(panic_error(&where_, panic)),
+                            Err(e) => Err(Error::invalid(format!(
+                                "reading {where_} was cancelled: {e}"
+                            ))),
+                        })
+                        .map(|batches| (rows, batches))
                 })
         })
         .buffered(COLLECT_SPLITS)
+        .map_ok(|(rows, batches)| {
+            progress.add(rows);
+            batches
+        })
         .try_collect()
         .await?;
     Ok(per_split.into_iter().flatten().collect())
+}
+
+/// [`Progress`] of a read in planned rows (the row counts of the files of each split, before
+/// merging and filtering): told `(0, total)` at the start, then after each split.
+struct SplitsProgress {
+    progress: Option<Progress>,
+    done: usize,
+    total: usize,
+}
+
+impl SplitsProgress {
+    fn start(progress: Option<Progress>, splits: &[Split]) -> Self {
+        let total = splits.iter().map(|s| planned_rows(s.row_count())).sum();
+        let this = SplitsProgress {
+            progress,
+            done: 0,
+            total,
+        };
+        this.tell();
+        this
+    }
+
+    fn finished(&mut self, split: &Split) {
+        self.add(split.row_count());
+    }
+
+    fn add(&mut self, rows: i64) {
+        self.done += planned_rows(rows);
+        self.tell();
+    }
+
+    fn tell(&self) {
+        if let Some(p) = &self.progress {
+            p(self.done, self.total);
+        }
+    }
+}
+
+fn planned_rows(rows: i64) -> usize {
+    usize::try_from(rows).unwrap_or(0)
 }
 
 /// The error reported when reading `path` panicked.

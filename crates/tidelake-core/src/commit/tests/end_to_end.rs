@@ -36,7 +36,10 @@ async fn read_rows(table: &Table) -> Vec<(i64, Option<i64>)> {
     let plan = plan_scan(table, &ScanRequest::default()).await.unwrap();
     let ctx =
         Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 1024, false).unwrap());
-    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits).try_collect().await.unwrap();
+    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits, None)
+        .try_collect()
+        .await
+        .unwrap();
     let mut rows = Vec::new();
     for b in batches {
         let id = b

@@ -67,7 +67,7 @@ async fn rows(table: &Table) -> Vec<(i64, i64)> {
     let ctx =
         Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 1024, false).unwrap());
     let mut out = Vec::new();
-    for b in collect_splits(ctx, plan.splits).await.unwrap() {
+    for b in collect_splits(ctx, plan.splits, None).await.unwrap() {
         let col = |n: &str| {
             b.column_by_name(n)
                 .unwrap()

@@ -178,3 +178,14 @@ def test_dml_statements_run(spark, tmp_path):
                      tidelake.open_table(path).to_arrow())
     with pytest.raises(tidelake.TableNotFoundError):
         tidelake.spark.update(str(tmp_path / "none"), {"qty": "1"})
+
+
+def test_create_database_in_the_warehouse(spark, tmp_path):
+    wh = str(tmp_path / "wh")
+    assert sql(spark, "CREATE DATABASE sales", warehouse=wh).collect()[0].database == "sales"
+    assert "sales" in tidelake.Catalog(wh).list_databases()
+    with pytest.raises(tidelake.TableAlreadyExistsError):
+        sql(spark, "CREATE SCHEMA sales", warehouse=wh)
+    sql(spark, "CREATE SCHEMA IF NOT EXISTS sales", warehouse=wh)  # no error
+    sql(spark, "CREATE TABLE sales.t (k BIGINT) USING tidelake", warehouse=wh)
+    assert tidelake.Catalog(wh).get_table("sales.t").schema.names == ["k"]

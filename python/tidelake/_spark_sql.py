@@ -4,6 +4,7 @@ The statement is parsed with sqlglot's Spark dialect. What names a tidelake tabl
 through the Python API and :func:`tidelake.spark.write`; everything else (and any statement
 sqlglot cannot parse) goes to ``spark.sql`` unchanged.
 
+* ``CREATE DATABASE|SCHEMA [IF NOT EXISTS] <db>`` with a warehouse: the database is created in it.
 * ``CREATE TABLE [IF NOT EXISTS] <t> (cols) USING tidelake [PARTITIONED BY (..)]
   [TBLPROPERTIES ('primary-key'='id', 'bucket'='4', ...)] [LOCATION '...']``: the table is
   created at ``LOCATION`` (``file:`` URLs resolve to paths) or at ``<t>``.
@@ -122,6 +123,8 @@ def _create(ctx: _Context, stmt: exp.Create) -> DataFrame | None:
     from pyspark.sql.types import StructType
     from sqlglot import exp
 
+    if stmt.kind in ("DATABASE", "SCHEMA"):
+        return _create_database(ctx, stmt)
     props = stmt.args.get("properties")
     prop_list = list(props.expressions) if props is not None else []
     found = {type(p): p for p in prop_list}
@@ -160,6 +163,17 @@ def _create(ctx: _Context, stmt: exp.Create) -> DataFrame | None:
                                           bucket=spec.bucket, options=spec.options,
                                           storage_options=ctx.storage_options, catalog=catalog)
     return ctx.result([(table.path, created)], "path string, created boolean")
+
+
+def _create_database(ctx: _Context, stmt: exp.Create) -> DataFrame | None:
+    """``CREATE DATABASE|SCHEMA [IF NOT EXISTS] db`` in the warehouse (as Paimon's Spark catalog
+    does when it is the current one); Spark's without a warehouse."""
+    catalog = ctx.catalog()
+    if catalog is None:
+        return None
+    name = stmt.this.name or stmt.this.db
+    catalog.create_database(name, ignore_if_exists=bool(stmt.args.get("exists")))
+    return ctx.result([(name,)], "database string")
 
 
 # ---- INSERT ------------------------------------------------------------------------------------

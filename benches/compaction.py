@@ -13,8 +13,8 @@ Each phase runs in its own process (peak RSS = its `VmHWM`) on the same bytes:
 * `compact`: `tidelake.open_table(p).compact(full=True)` on a fresh copy of the table.
 * `mor before` / `mor after`: merge-on-read of the latest snapshot before and after the
   compaction (`to_reader(batch_size=65536)`, batches consumed and dropped).
-* `spark compact` (with `--spark-workers N`): `tidelake.spark.compact(spark, p, full=True)` on
-  another fresh copy, its tasks on a local Spark standalone cluster of N one-core workers
+* `spark compact` (with `--spark-workers N[,M...]`): `tidelake.spark.compact(spark, p, full=True)`
+  on another fresh copy per worker count, its tasks on a local Spark standalone cluster of N one-core workers
   (`tests/_spark_cluster.py`; the time excludes starting the cluster and the session); the
   result is checked to hold the same rows as `compact`'s.
 MB/s in = stored bytes read / s; MB/s out = bytes written / s. Results are printed as Markdown.
@@ -84,14 +84,13 @@ def run(phase: str, path: pathlib.Path, out: pathlib.Path) -> dict:
     return result
 
 
-def spark_compact(work: pathlib.Path, workers: int) -> dict:
-    """`tidelake.spark.compact` of `work/spark-table` on a standalone cluster (see the docs)."""
+def spark_compact(table: pathlib.Path, work: pathlib.Path, workers: int) -> dict:
+    """`tidelake.spark.compact` of `table` on a standalone cluster of `workers` (see the docs)."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
     from _spark_cluster import free_port, run_driver, standalone_cluster
 
-    table = work / "spark-table"
     before = live_bytes(table)
-    with standalone_cluster(work / "cluster", workers=workers) as master:
+    with standalone_cluster(work / f"cluster-{workers}", workers=workers) as master:
         answer = run_driver(master, [str(table), str(free_port()), str(workers)])
     tasks = answer["tasks_per_executor"]
     print(f"spark compact: tasks per executor {tasks}")
@@ -108,7 +107,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", "/tmp/tidelake-bench") + "/compaction")
-    ap.add_argument("--spark-workers", type=int, default=0, help="also compact with Spark on N workers")
+    ap.add_argument("--spark-workers", default="", help="also compact with Spark on N workers (N,M,...: each)")
     ap.add_argument("--child", nargs=3, metavar=("PHASE", "PATH", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -133,18 +132,19 @@ def main() -> None:
     runs = len(data_files(source)) // w.buckets
     table = work / "table"
     shutil.copytree(source, table)
-    if a.spark_workers:
-        shutil.copytree(source, work / "spark-table")
+    spark_workers = [int(n) for n in a.spark_workers.split(",") if n]
+    for n in spark_workers:
+        shutil.copytree(source, work / f"spark-table-{n}")
     results = {
         "floor": run("floor", source, work / "floor.parquet"),
         "mor before": run("mor", table, work / "unused"),
         "compact": run("compact", table, work / "unused"),
         "mor after": run("mor", table, work / "unused"),
     }
-    if a.spark_workers:
-        results["spark compact"] = spark_compact(work, a.spark_workers)
-        same = _sorted_rows(work / "spark-table").equals(_sorted_rows(table))
-        print(f"spark compact on {a.spark_workers} workers: same rows as compact: {same}")
+    for n in spark_workers:
+        results[f"spark compact, {n} workers"] = spark_compact(work / f"spark-table-{n}", work, n)
+        same = _sorted_rows(work / f"spark-table-{n}").equals(_sorted_rows(table))
+        print(f"spark compact on {n} workers: same rows as compact: {same}")
         assert same
     floor_s = results["floor"]["s"]
     print(f"\n{stored:,} stored rows, {w.buckets} buckets, {runs} sorted runs per bucket, "
@@ -153,7 +153,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     mb = 1024 * 1024
     for name, r in results.items():
-        ratio = f"{floor_s / r['s']:.2f}x" if name in ("floor", "compact", "spark compact") else "-"
+        ratio = f"{floor_s / r['s']:.2f}x" if name in ("floor", "compact") or name.startswith("spark") else "-"
         out = f"{r['out'] / mb:.0f}" if r["out"] else "-"
         rate_out = f"{r['out'] / mb / r['s']:.0f}" if r["out"] else "-"
         rss = f"{r['peak_rss_mb']:.0f}" if r.get("peak_rss_mb") is not None else "-"

@@ -51,6 +51,7 @@ impl Encoding {
                     config.zstd_level,
                     config.block_bytes,
                     config.dictionary,
+                    (config.page_bytes, config.page_rows),
                 )?,
             ),
             FileFormat::Orc => Encoding::Orc(

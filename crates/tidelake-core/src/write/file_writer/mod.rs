@@ -73,6 +73,15 @@ use crate::read::data_file::{FileFormat, SEQUENCE_NUMBER, VALUE_KIND};
 
 /// Rows written between two size checks (Java `RollingFileWriter.CHECK_ROLLING_RECORD_CNT`).
 pub const ROLL_CHECK_ROWS: usize = 1000;
+/// parquet-mr's default data page size (`ParquetProperties.DEFAULT_PAGE_SIZE`).
+const DEFAULT_PAGE_BYTES: u64 = 1024 * 1024;
+
+/// parquet-mr's default rows per data page (`DEFAULT_PAGE_ROW_COUNT_LIMIT`), kept for append files.
+const DEFAULT_PAGE_ROWS: usize = 20_000;
+
+/// Rows per data page of key-value files unless `parquet.page.row.count.limit` says otherwise.
+const KEYED_PAGE_ROWS: usize = 4_096;
+
 /// Java's default Parquet row-group size (`ParquetWriter.DEFAULT_BLOCK_SIZE`).
 const DEFAULT_BLOCK_SIZE: u64 = 128 * 1024 * 1024;
 /// Java ORC's default stripe size (`orc.stripe.size`).
@@ -109,6 +118,13 @@ pub struct WriterConfig {
     pub suffix_include_compression: bool,
     /// `parquet.enable.dictionary` (default true), as Java hands it to parquet-mr.
     pub dictionary: bool,
+    /// Parquet data pages end at `parquet.page.size` bytes (parquet-mr's default, 1 MiB) or at
+    /// `parquet.page.row.count.limit` rows: parquet-mr's 20,000 for append files,
+    /// [`KEYED_PAGE_ROWS`] for key-value files, whose pages point lookups and key ranges decode
+    /// (the page index prunes whole pages, so a smaller page is less to decode per key).
+    pub page_bytes: usize,
+    /// See [`WriterConfig::page_bytes`].
+    pub page_rows: usize,
     /// `file-index.bloom-filter.*`: columns each file gets a bloom-filter index on.
     pub bloom_columns: Vec<BloomFilterColumn>,
     /// `file-index.in-manifest-threshold`.
@@ -206,6 +222,27 @@ impl WriterConfig {
                 .get_bool("parquet.enable.dictionary")
                 .map_err(spec)?
                 .unwrap_or(true),
+            page_bytes: usize::try_from(
+                options
+                    .get_memory_size("parquet.page.size")
+                    .map_err(spec)?
+                    .unwrap_or(DEFAULT_PAGE_BYTES)
+                    .max(1),
+            )
+            .unwrap_or(usize::MAX),
+            page_rows: match options
+                .get_i64("parquet.page.row.count.limit")
+                .map_err(spec)?
+            {
+                Some(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
+                Some(n) => {
+                    return Err(Error::invalid(format!(
+                        "parquet.page.row.count.limit must be positive, but is {n}"
+                    )))
+                }
+                None if key_value => KEYED_PAGE_ROWS,
+                None => DEFAULT_PAGE_ROWS,
+            },
             bloom_columns: bloom_filter_columns(options).map_err(spec)?,
             index_in_manifest_threshold: in_manifest_threshold(options).map_err(spec)?,
             stats: StatsConfig::new(options, &stats_mode)?,

@@ -504,6 +504,10 @@ pub(super) struct ParquetOptions {
     /// Dictionary encoding (Java `parquet.enable.dictionary`, default on); columns whose
     /// values are all distinct never get one.
     pub dictionary: bool,
+    /// Data pages end at this many bytes (Java `parquet.page.size`)...
+    pub page_bytes: usize,
+    /// ...or rows (Java `parquet.page.row.count.limit`).
+    pub page_rows: usize,
 }
 
 impl ParquetOptions {
@@ -514,6 +518,7 @@ impl ParquetOptions {
         zstd_level: i32,
         row_group_bytes: u64,
         dictionary: bool,
+        (page_bytes, page_rows): (usize, usize),
     ) -> Result<Self> {
         let codec =
             match compression.to_ascii_lowercase().as_str() {
@@ -546,6 +551,8 @@ impl ParquetOptions {
             compression: codec,
             row_group_bytes,
             dictionary,
+            page_bytes,
+            page_rows,
         })
     }
 
@@ -564,6 +571,8 @@ impl ParquetOptions {
             .set_compression(self.compression)
             .set_max_row_group_bytes(Some(self.row_group_bytes))
             .set_max_row_group_row_count(Some(DEFAULT_MAX_ROW_GROUP_ROW_COUNT))
+            .set_data_page_size_limit(self.page_bytes)
+            .set_data_page_row_count_limit(self.page_rows)
             .set_dictionary_enabled(self.dictionary);
         for (_, leaf) in schema.int96_leaves() {
             builder =

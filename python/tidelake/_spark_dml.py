@@ -340,12 +340,11 @@ class _Router:
     def __call__(self, batches: Any) -> Any:
         table = self.where.open()
         schema = table.schema
-        needed = [(t, s) for t, s in self.pairs if t in table.partition_keys or self.grouping.level == "bucket"]
         for batch in batches:
             if self.grouping.level == "table":
                 places = [(b"", -1)] * batch.num_rows
             else:
-                keys = pa.table({t: batch.column(s).cast(schema.field(t).type) for t, s in needed})
+                keys = pa.table({t: batch.column(s).cast(schema.field(t).type) for t, s in self.pairs})
                 places = [self.grouping.group(p, b) for p, b in table._raw.row_places(keys)]
             yield (batch.append_column(_PARTITION, pa.array([p for p, _ in places], pa.binary()))
                    .append_column(_BUCKET, pa.array([b for _, b in places], pa.int32())))

@@ -255,6 +255,17 @@ def test_dml_matches_model(storage, tmp_path, kind, ops):
         assert rows_of(t) == m.sorted(), op
 
 
+def test_pk_delete_with_a_not_null_value_column(tmp_path):
+    """Delete records carry the whole row: a NOT NULL value column (a table created from a
+    Spark DataFrame of non-null expressions) cannot take a key-only record's nulls."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string(), nullable=False)])
+    t = tidelake.create_table(str(tmp_path / "t"), schema, primary_keys=["k"], bucket=2)
+    t.write(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema))
+    assert t.delete("k < 3 OR v = 'zz'").rows_deleted == 2
+    (t.merge(pa.table({"k": [3], "v": ["c"]}, schema=schema), on="k").when_matched_delete().execute())
+    assert t.to_arrow().num_rows == 0
+
+
 # ---- merge semantics ------------------------------------------------------------------------------
 
 def test_merge_clauses_apply_in_order_first_match_wins(tmp_path):

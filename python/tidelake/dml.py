@@ -305,7 +305,8 @@ class _Change:
 
     def delete_keys(self, rows: pa.Table) -> None:
         if rows.num_rows:
-            self.writer._raw.write(rows.select(self.table.primary_keys), "delete")
+            # whole rows: a NOT NULL value column cannot take the nulls of a key-only record
+            self.writer._raw.write(rows.select(self.table.schema.names), "delete")
 
     def commit(self, read_snapshot: int | None) -> list[int]:
         messages = raw_messages(self.messages())

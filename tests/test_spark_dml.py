@@ -143,3 +143,19 @@ def test_a_group_finished_twice_commits_once(tmp_path):
         assert res.rows_updated == 10, kind
         assert sorted(r["qty"] for r in t.refresh().to_arrow().to_pylist()) == list(range(10)) + list(range(11, 21))
         assert orphans(t) == [], kind
+
+
+def test_merge_joined_without_the_partition_columns_runs_as_one_group(spark, tmp_path):
+    """A join lacking the partition columns cannot route source rows to partitions: the whole
+    target is one task, and rows of every partition still match."""
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, **KINDS["append-dv-fixed"])
+    t.write(pa.Table.from_pylist([{"id": i, "p": "ab"[i % 2], "qty": 0, "name": "x"} for i in range(10)],
+                                 schema=SCHEMA))
+    source = spark.createDataFrame([(i, "z", 5, "m") for i in (1, 2, 20)], SOURCE)
+    spark.sparkContext.setJobGroup("merge-one", "merge-one")
+    res = (tidelake.spark.merge(t.path, source, on="id").when_matched_update({"qty": "source.qty"})
+           .when_not_matched_insert("*").execute())
+    assert (res.rows_updated, res.rows_inserted) == (2, 1)
+    got = sorted((r["id"], r["p"], r["qty"]) for r in t.to_arrow().to_pylist())
+    assert got == sorted([(i, "ab"[i % 2], 5 if i in (1, 2) else 0) for i in range(10)] + [(20, "z", 5)])
+    assert orphans(t) == []

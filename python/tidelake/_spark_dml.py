@@ -167,7 +167,6 @@ def _run_job(table: Table, job: Callable[[int | None], list[tuple[Group, dml.Pre
     expired snapshot (nothing landed) runs it again from the new latest."""
     retries = ONE_SHOT_RETRIES
     while True:
-        table.refresh()
         try:
             return _commit(table, job(table._raw.latest_snapshot_id()))
         except (CommitConflictError, SnapshotExpiredError):

@@ -425,20 +425,26 @@ def _dml_loop(path: str, n: int, out) -> None:
     out.put(done)
 
 
-@pytest.mark.parametrize("kind", ["append", "dedup"])
-def test_dml_racing_a_writer_keeps_acknowledged_rows(tmp_path, kind):
-    t = create(None, tmp_path, kind)
-    t.write(table_of([{"id": 1000 + i, "p": "a", "qty": 0, "name": "base"} for i in range(20)]))
+def race(targets: list[tuple]) -> list:
+    """Run each (function, args) in its own process (each puts one result on the queue given as
+    its last argument); their results, once all exited cleanly."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_appender, args=(t.path, 0, 15, q)),
-             ctx.Process(target=_dml_loop, args=(t.path, 8, q))]
+    procs = [ctx.Process(target=f, args=(*args, q)) for f, args in targets]
     for p in procs:
         p.start()
     results = [q.get(timeout=600) for _ in procs]
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
+    return results
+
+
+@pytest.mark.parametrize("kind", ["append", "dedup"])
+def test_dml_racing_a_writer_keeps_acknowledged_rows(tmp_path, kind):
+    t = create(None, tmp_path, kind)
+    t.write(table_of([{"id": 1000 + i, "p": "a", "qty": 0, "name": "base"} for i in range(20)]))
+    results = race([(_appender, (t.path, 0, 15)), (_dml_loop, (t.path, 8))])
     acked = next(r for r in results if isinstance(r, list))
     rows = t.refresh().to_arrow().to_pylist()
     written = sorted(r["id"] for r in rows if r["name"] == "w")
@@ -475,14 +481,19 @@ def test_update_computed_before_a_concurrent_write_is_redone(tmp_path, monkeypat
     assert all(got[i] == (1, "x") for i in got if i != 3) and res.rows_updated == 14
 
 
-def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkeypatch):
-    """A compaction that removed the files a delete rewrites lands first: the delete's commit
-    conflicts (its files are discarded) and it is redone on the compacted files."""
+@pytest.mark.parametrize("dv", [False, True], ids=["rewrite", "deletion-vectors"])
+def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkeypatch, dv):
+    """A compaction that removed the files a delete rewrites (or marks in their deletion
+    vectors) lands first: the delete's commit conflicts (its files are discarded) and it is
+    redone on the compacted files."""
     from tidelake import dml
 
-    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, bucket=1, options={"bucket-key": "id"})
+    options = {"bucket-key": "id", **({"deletion-vectors.enabled": "true"} if dv else {})}
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, bucket=1, options=options)
     for i in range(4):
         t.write(table_of([{"id": i * 10 + j, "p": "a", "qty": j, "name": "x"} for j in range(10)]))
+    if dv:
+        t.delete("qty = 0")  # the files carry vectors: the compaction rewrites them
     real_commit = dml._Change.commit
     attempts = []
 
@@ -495,7 +506,8 @@ def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkey
     monkeypatch.setattr(dml._Change, "commit", commit_after_a_compaction)
     res = t.delete("qty >= 5")
     assert len(attempts) == 2 and res.rows_deleted == 20
-    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [i * 10 + j for i in range(4) for j in range(5)]
+    kept = range(1 if dv else 0, 5)
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [i * 10 + j for i in range(4) for j in kept]
     import time
 
     orphans = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True)
@@ -538,17 +550,7 @@ def test_dv_dml_racing_appends_and_compactions_loses_nothing(tmp_path, kind):
     bumped exactly once per acknowledged update (a lost or doubled vector would show)."""
     t = create(None, tmp_path, kind)
     t.write(table_of([{"id": 1000 + i, "p": "ab"[i % 2], "qty": 0, "name": "base"} for i in range(20)]))
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_appender, args=(t.path, 0, 12, q)),
-             ctx.Process(target=_dv_dml_loop, args=(t.path, 8, q)),
-             ctx.Process(target=_compactor, args=(t.path, 8, q))]
-    for p in procs:
-        p.start()
-    results = [q.get(timeout=600) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    results = race([(_appender, (t.path, 0, 12)), (_dv_dml_loop, (t.path, 8)), (_compactor, (t.path, 8))])
     acked = next(r for r in results if isinstance(r, list))
     _, deleted, updates = next(r for r in results if isinstance(r, tuple) and r[0] == "dml")
     rows = t.refresh().to_arrow().to_pylist()
@@ -580,34 +582,6 @@ def test_append_dml_with_deletion_vectors_removes_no_file(tmp_path):
     t.compact(full=True)
     assert sorted((r["id"], r["name"]) for r in t.to_arrow().to_pylist()) == want
     assert not files & {f["file_path"] for f in t.system("files").to_pylist()}
-
-
-def test_dv_delete_conflicting_with_a_compaction_is_redone(tmp_path, monkeypatch):
-    """A compaction that rewrote the files a deletion-vector delete marks lands first: the
-    delete's commit conflicts (its index files are discarded) and it is redone on the new files."""
-    import time
-
-    from tidelake import dml
-
-    t = create(None, tmp_path, "append-dv-fixed")
-    for i in range(4):
-        t.write(table_of([{"id": i * 10 + j, "p": "a", "qty": j, "name": "x"} for j in range(10)]))
-    t.delete("qty = 0")  # the files carry vectors: the compaction rewrites them
-    real_commit = dml._Change.commit
-    attempts = []
-
-    def commit_after_a_compaction(self, read_snapshot):
-        if not attempts:
-            assert t.compact(full=True) is not None
-        attempts.append(read_snapshot)
-        return real_commit(self, read_snapshot)
-
-    monkeypatch.setattr(dml._Change, "commit", commit_after_a_compaction)
-    res = t.delete("qty >= 5")
-    assert len(attempts) == 2 and res.rows_deleted == 20
-    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [i * 10 + j for i in range(4) for j in range(1, 5)]
-    orphans = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True)
-    assert orphans == []  # the lost attempt's index files were discarded
 
 
 # ---- other readers ------------------------------------------------------------------------------

@@ -37,6 +37,15 @@ async fn append_table(dir: &Path, bucket: &str, options: &[(&str, &str)], commit
     table
 }
 
+/// The name of the bucket's first written file.
+fn oldest_file(bucket: &Bucket) -> String {
+    let oldest = bucket
+        .files
+        .iter()
+        .min_by_key(|f| f.meta.min_sequence_number);
+    oldest.unwrap().meta.file_name.clone()
+}
+
 fn file_count(buckets: &[Bucket]) -> usize {
     buckets.iter().map(|b| b.files.len()).sum()
 }
@@ -117,14 +126,7 @@ async fn append_compaction_applies_deletion_vectors_and_drops_their_index() {
     let table = append_table(dir.path(), "1", &[("deletion-vectors.enabled", "true")], 2).await;
     // delete row 1 of the oldest file, as Java's append DELETE would
     let bucket = buckets(&table).await.remove(0);
-    let file = bucket
-        .files
-        .iter()
-        .min_by_key(|f| f.meta.min_sequence_number)
-        .unwrap()
-        .meta
-        .file_name
-        .clone();
+    let file = oldest_file(&bucket);
     commit_deletion_vector(&table, &bucket, &file, 1).await;
     let before = read_in_order(&table, &[]).await;
     assert_eq!(before.len(), 5, "one of six rows deleted");
@@ -149,14 +151,7 @@ async fn dml_deletion_vectors_merge_with_existing_ones_then_compact_away() {
     let dir = tempfile::tempdir().unwrap();
     let table = append_table(dir.path(), "1", &[("deletion-vectors.enabled", "true")], 2).await;
     let bucket = buckets(&table).await.remove(0);
-    let oldest = bucket
-        .files
-        .iter()
-        .min_by_key(|f| f.meta.min_sequence_number)
-        .unwrap()
-        .meta
-        .file_name
-        .clone();
+    let oldest = oldest_file(&bucket);
     commit_deletion_vector(&table, &bucket, &oldest, 1).await; // row id 1 (v = 0)
     let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
     let split = plan.splits[0].clone();

@@ -34,6 +34,8 @@ KINDS = {
     "append": dict(partition_keys=["p"]),
     "append-fixed": dict(partition_keys=["p"], bucket=2, options={"bucket-key": "id"}),
     "append-dv": dict(options={"deletion-vectors.enabled": "true"}),
+    "append-dv-fixed": dict(partition_keys=["p"], bucket=2,
+                            options={"bucket-key": "id", "deletion-vectors.enabled": "true"}),
     "dedup": dict(primary_keys=["id", "p"], partition_keys=["p"], bucket=2),
     "dedup-dv": dict(primary_keys=["id", "p"], partition_keys=["p"], bucket=1,
                      options={"deletion-vectors.enabled": "true"}),
@@ -137,6 +139,7 @@ op_st = st.one_of(
     st.tuples(st.just("update"), st.integers(0, len(FILTERS) - 1), st.booleans()),
     st.tuples(st.just("merge"), st.lists(row_st, min_size=0, max_size=6, unique_by=lambda r: (r["id"], r["p"]))),
     st.tuples(st.just("partial"), st.lists(row_st, min_size=1, max_size=5, unique_by=lambda r: (r["id"], r["p"]))),
+    st.tuples(st.just("compact"), st.booleans()),
 )
 
 
@@ -179,6 +182,8 @@ def apply(t: tidelake.Table, m: Model, op: tuple) -> None:
         assert res.rows_updated == len(hit), (op, res)
     elif op[0] == "merge":
         merge_model(t, m, op[1])
+    elif op[0] == "compact":  # rewrites files (and applies their deletion vectors): rows unchanged
+        t.compact(full=op[1])
     elif op[0] == "partial":
         if not m.pk:
             return
@@ -248,6 +253,17 @@ def test_dml_matches_model(storage, tmp_path, kind, ops):
     for op in ops:
         apply(t, m, op)
         assert rows_of(t) == m.sorted(), op
+
+
+def test_pk_delete_with_a_not_null_value_column(tmp_path):
+    """Delete records carry the whole row: a NOT NULL value column (a table created from a
+    Spark DataFrame of non-null expressions) cannot take a key-only record's nulls."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string(), nullable=False)])
+    t = tidelake.create_table(str(tmp_path / "t"), schema, primary_keys=["k"], bucket=2)
+    t.write(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema))
+    assert t.delete("k < 3 OR v = 'zz'").rows_deleted == 2
+    (t.merge(pa.table({"k": [3], "v": ["c"]}, schema=schema), on="k").when_matched_delete().execute())
+    assert t.to_arrow().num_rows == 0
 
 
 # ---- merge semantics ------------------------------------------------------------------------------
@@ -346,7 +362,7 @@ def _prepare_task(path: str, snapshot: int, partition: str, out) -> None:
     out.put(dml.prepare_update(t, {"qty": "qty + 100"}, "qty < 3", snapshot, partitions=[{"p": partition}]))
 
 
-@pytest.mark.parametrize("kind", ["append", "dedup"])
+@pytest.mark.parametrize("kind", ["append", "append-dv-fixed", "dedup"])
 def test_prepared_changes_of_tasks_commit_as_one(tmp_path, kind):
     """A distributed update: each task (a process) prepares its partitions' share from one
     snapshot, the driver commits every share in one snapshot, exactly once; a conflicting commit
@@ -373,8 +389,8 @@ def test_prepared_changes_of_tasks_commit_as_one(tmp_path, kind):
     assert sorted(r["qty"] for r in t.to_arrow().to_pylist()) == sorted([100, 101, 102, 3, 4] * 2)
 
     again = [dml.prepare_delete(t, "qty >= 100", t.latest_snapshot().id, partitions=[{"p": p}]) for p in "ab"]
-    if kind == "append":
-        t.delete("p = 'a' AND qty = 3")  # rewrites a file the prepared delete rewrites too
+    if kind.startswith("append"):
+        t.delete("p = 'a' AND qty = 3")  # changes a file (or its vector) the prepared delete changes too
     else:
         t.upsert(table_of([{"id": 0, "p": "a", "qty": 5, "name": "late"}]))  # a key the delete saw
     before = len(t.snapshots())
@@ -409,20 +425,26 @@ def _dml_loop(path: str, n: int, out) -> None:
     out.put(done)
 
 
-@pytest.mark.parametrize("kind", ["append", "dedup"])
-def test_dml_racing_a_writer_keeps_acknowledged_rows(tmp_path, kind):
-    t = create(None, tmp_path, kind)
-    t.write(table_of([{"id": 1000 + i, "p": "a", "qty": 0, "name": "base"} for i in range(20)]))
+def race(targets: list[tuple]) -> list:
+    """Run each (function, args) in its own process (each puts one result on the queue given as
+    its last argument); their results, once all exited cleanly."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_appender, args=(t.path, 0, 15, q)),
-             ctx.Process(target=_dml_loop, args=(t.path, 8, q))]
+    procs = [ctx.Process(target=f, args=(*args, q)) for f, args in targets]
     for p in procs:
         p.start()
     results = [q.get(timeout=600) for _ in procs]
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
+    return results
+
+
+@pytest.mark.parametrize("kind", ["append", "dedup"])
+def test_dml_racing_a_writer_keeps_acknowledged_rows(tmp_path, kind):
+    t = create(None, tmp_path, kind)
+    t.write(table_of([{"id": 1000 + i, "p": "a", "qty": 0, "name": "base"} for i in range(20)]))
+    results = race([(_appender, (t.path, 0, 15)), (_dml_loop, (t.path, 8))])
     acked = next(r for r in results if isinstance(r, list))
     rows = t.refresh().to_arrow().to_pylist()
     written = sorted(r["id"] for r in rows if r["name"] == "w")
@@ -459,14 +481,19 @@ def test_update_computed_before_a_concurrent_write_is_redone(tmp_path, monkeypat
     assert all(got[i] == (1, "x") for i in got if i != 3) and res.rows_updated == 14
 
 
-def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkeypatch):
-    """A compaction that removed the files a delete rewrites lands first: the delete's commit
-    conflicts (its files are discarded) and it is redone on the compacted files."""
+@pytest.mark.parametrize("dv", [False, True], ids=["rewrite", "deletion-vectors"])
+def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkeypatch, dv):
+    """A compaction that removed the files a delete rewrites (or marks in their deletion
+    vectors) lands first: the delete's commit conflicts (its files are discarded) and it is
+    redone on the compacted files."""
     from tidelake import dml
 
-    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, bucket=1, options={"bucket-key": "id"})
+    options = {"bucket-key": "id", **({"deletion-vectors.enabled": "true"} if dv else {})}
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, bucket=1, options=options)
     for i in range(4):
         t.write(table_of([{"id": i * 10 + j, "p": "a", "qty": j, "name": "x"} for j in range(10)]))
+    if dv:
+        t.delete("qty = 0")  # the files carry vectors: the compaction rewrites them
     real_commit = dml._Change.commit
     attempts = []
 
@@ -479,11 +506,82 @@ def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkey
     monkeypatch.setattr(dml._Change, "commit", commit_after_a_compaction)
     res = t.delete("qty >= 5")
     assert len(attempts) == 2 and res.rows_deleted == 20
-    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [i * 10 + j for i in range(4) for j in range(5)]
+    kept = range(1 if dv else 0, 5)
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [i * 10 + j for i in range(4) for j in kept]
     import time
 
     orphans = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True)
     assert orphans == []  # the lost attempt's files were discarded
+
+
+def _dv_dml_loop(path: str, n: int, out) -> None:
+    """Deletes one base row and bumps every base row per round; reports what was acknowledged."""
+    t = tidelake.open_table(path)
+    deleted, updates = [], 0
+    for i in range(n):
+        try:
+            t.update({"qty": "qty + 1"}, "name = 'base'")
+            updates += 1
+        except tidelake.CommitConflictError:
+            pass
+        try:
+            if t.delete(f"name = 'base' AND id = {1000 + i}").rows_deleted == 1:
+                deleted.append(1000 + i)
+        except tidelake.CommitConflictError:
+            pass
+    out.put(("dml", deleted, updates))
+
+
+def _compactor(path: str, n: int, out) -> None:
+    t = tidelake.open_table(path)
+    done = 0
+    for i in range(n):
+        try:
+            done += t.compact(full=i % 2 == 0) is not None
+        except tidelake.CommitConflictError:
+            pass
+    out.put(("compact", done))
+
+
+@pytest.mark.parametrize("kind", ["append-dv", "append-dv-fixed"])
+def test_dv_dml_racing_appends_and_compactions_loses_nothing(tmp_path, kind):
+    """Deletes and updates by deletion vector race an appender and a compactor (processes): every
+    acknowledged append is there, every acknowledged delete gone, and each surviving base row was
+    bumped exactly once per acknowledged update (a lost or doubled vector would show)."""
+    t = create(None, tmp_path, kind)
+    t.write(table_of([{"id": 1000 + i, "p": "ab"[i % 2], "qty": 0, "name": "base"} for i in range(20)]))
+    results = race([(_appender, (t.path, 0, 12)), (_dv_dml_loop, (t.path, 8)), (_compactor, (t.path, 8))])
+    acked = next(r for r in results if isinstance(r, list))
+    _, deleted, updates = next(r for r in results if isinstance(r, tuple) and r[0] == "dml")
+    rows = t.refresh().to_arrow().to_pylist()
+    assert sorted(r["id"] for r in rows if r["name"] == "w") == acked == list(range(12))
+    assert all(r["qty"] == 1 for r in rows if r["name"] == "w")
+    base = sorted((r["id"], r["qty"]) for r in rows if r["name"] == "base")
+    assert base == [(1000 + i, updates) for i in range(20) if 1000 + i not in deleted]
+    assert updates > 0 and deleted
+
+
+def test_append_dml_with_deletion_vectors_removes_no_file(tmp_path):
+    """On an append table with deletion vectors a delete or update rewrites no data file: it
+    writes deletion vectors (merged with the file's existing one on the next change), an update
+    adds the new rows; a compaction then applies the vectors."""
+    t = create(None, tmp_path, "append-dv-fixed")
+    t.write(table_of([{"id": i, "p": "ab"[i % 2], "qty": i, "name": "x"} for i in range(40)]))
+    files = {f["file_path"] for f in t.system("files").to_pylist()}
+    res = t.delete("qty < 10")
+    assert (res.rows_deleted, res.files_removed, res.files_added) == (10, 0, 0)
+    res = t.update({"name": "'u'"}, "qty >= 30")
+    assert (res.rows_updated, res.files_removed) == (10, 0) and res.files_added > 0
+    res = t.delete("qty = 20 OR qty = 11")  # files that already carry a vector
+    assert (res.rows_deleted, res.files_removed) == (2, 0)
+    assert files <= {f["file_path"] for f in t.system("files").to_pylist()}
+    want = sorted((i, "u" if i >= 30 else "x") for i in range(10, 40) if i not in (11, 20))
+    assert sorted((r["id"], r["name"]) for r in t.to_arrow().to_pylist()) == want
+    index = [e for e in os.listdir(os.path.join(t.path, "index")) if e.startswith("index-")]
+    assert index  # the vectors are index files
+    t.compact(full=True)
+    assert sorted((r["id"], r["name"]) for r in t.to_arrow().to_pylist()) == want
+    assert not files & {f["file_path"] for f in t.system("files").to_pylist()}
 
 
 # ---- other readers ------------------------------------------------------------------------------

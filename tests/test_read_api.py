@@ -323,6 +323,23 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     split = reopened.scan(None, None, None, None, None, None, []).splits()  # rewrite: remove its file
     removed = reopened.commit_dml([], split, ids[-1], "me", 2)
     assert reopened.commit_metrics(removed)["rows_removed"] == 3
+    dv = _internal.RawTable.create(str(tmp_path / "dv"), schema, [], [], None, [("deletion-vectors.enabled", "true")],
+                                   comment=None)
+    w = dv.writer()
+    w.write(data, "insert")
+    ids = dv.commit_dml(w.prepare_commit(), [], None, "me", 1)
+    w.close()
+    (dv_split,) = dv.scan(None, None, None, None, None, None, []).splits()
+    placed = r("RawTable", "read_split_positions", dv.read_split_positions(dv_split, 0))
+    rows = pa.Table.from_batches(list(placed), placed.arrow_schema())
+    assert rows.column("_ROW_POSITION").to_pylist() == [0, 1, 2]
+    assert r("RawTable", "split_place", _internal.RawTable.split_place(dv_split))[1:] == (0, -1)
+    assert r("RawTable", "bucket_keys", raw.bucket_keys) == ["id"]
+    places = r("RawTable", "row_places", raw.row_places(pa.table({"id": [1, 2], "dt": ["a", "a"]})))
+    assert len({p for p, _ in places}) == 1 and all(0 <= b < 2 for _, b in places)
+    dv_messages = r("RawTable", "deletion_messages", dv.deletion_messages([(dv_split, [0], [[1]])]))
+    dv.commit_dml(dv_messages, [], ids[-1], "me", 2)
+    assert dv.reload().scan().to_table().column("id").to_pylist() == [rows.column("id")[i].as_py() for i in (0, 2)]
     changes = pa.table({"_row_kind": ["+I", "+I"], "id": [9, 1], "dt": ["c", "a"], "x": ["new", None]})
     evolved = r("RawTable", "cdc_evolve", reopened.cdc_evolve(changes.schema))
     assert evolved.arrow_schema().names == ["id", "dt", "v", "x"]

@@ -1,8 +1,9 @@
 """tidelake through a real Spark standalone cluster (a master and two one-core workers on
 127.0.0.1, one cluster for this module): batch writes that create the table, reads and a
-temporary view that follows new snapshots, a streaming copy, and a task that fails once and is
+temporary view that follows new snapshots, a streaming copy, a task that fails once and is
 retried (``spark.task.maxFailures=2``) with every row committed exactly once and no orphaned
-file, through both ``df.write.format("tidelake")`` and ``tidelake.spark.write``.
+file, through both ``df.write.format("tidelake")`` and ``tidelake.spark.write``, and distributed
+DML (a merge whose source task fails once, a SQL DELETE).
 
 One driver process runs every scenario (a JVM start costs ~10 s) and reports what Spark saw;
 the tests check the tables with tidelake itself."""
@@ -74,6 +75,23 @@ def fail_once(batches):
 flaky = rows(0, 4000, "r").mapInArrow(fail_once, "k long, p string, v string")
 flaky.write.format("tidelake").mode("append").option("primary-key", "k").option("bucket", "2").save(f"{work}/c")
 out["write_snapshot"] = tidelake.spark.write(flaky, f"{work}/d", primary_keys=["k"], bucket=2)
+
+def fail_first_attempt(batches):
+    ctx = TaskContext.get()
+    for batch in batches:
+        if ctx.partitionId() == 1 and ctx.attemptNumber() == 0:
+            raise RuntimeError("injected failure of a first attempt")
+        yield batch
+
+
+e = f"{work}/e"
+rows(0, 400, "x").write.format("tidelake").mode("append").option("primary-key", "k").option("bucket", "2").save(e)
+changes = rows(300, 200, "m").mapInArrow(fail_first_attempt, "k long, p string, v string")
+merged = (tidelake.spark.merge(e, changes, on="k").when_matched_update({"v": "source.v"})
+          .when_not_matched_insert("*").execute())
+out["merge"] = [merged.rows_inserted, merged.rows_updated]
+out["delete"] = tidelake.spark.sql(spark, f"DELETE FROM tidelake.`{e}` WHERE k < 50 OR v = 'm450'").collect()[0][
+    "rows_deleted"]
 
 api = f"http://127.0.0.1:{ui_port}/api/v1/applications/{sc.applicationId}"
 with urllib.request.urlopen(f"{api}/executors", timeout=10) as r:
@@ -154,3 +172,13 @@ def test_a_retried_task_commits_every_row_once(cluster_run, name):
     assert t.latest_snapshot().total_record_count == 4000
     assert_same_rows(read(work / name), expected_rows([(0, 4000, "r")]))
     assert orphans(work / name) == []
+
+
+def test_distributed_dml_with_a_retried_task(cluster_run):
+    work, answer = cluster_run
+    assert answer["merge"] == [100, 100] and answer["delete"] == 51
+    want = [(k, f"{'m' if k >= 300 else 'x'}{k}") for k in range(50, 500) if k != 450]
+    expect = pa.table({"k": [k for k, _ in want], "p": [f"p{k % 2}" for k, _ in want], "v": [v for _, v in want]},
+                      schema=ROWS)
+    assert_same_rows(read(work / "e"), expect)
+    assert orphans(work / "e") == []

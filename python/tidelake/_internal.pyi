@@ -250,6 +250,28 @@ class RawTable:
         with commits since ``read_snapshot`` removing those files or writing keys in a changed
         range. Returns the new snapshot ids."""
 
+    def read_split_positions(self, split: bytes, schema_id: int) -> RawBatches:
+        """Stream the rows of one append split with ``_FILE_INDEX`` (the row's file in the split)
+        and ``_ROW_POSITION`` (its position in that file) appended, deletion vectors applied."""
+
+    @staticmethod
+    def split_place(split: bytes) -> tuple[bytes, int, int]:
+        """A split's framed partition row, bucket and the bucket count its files were written
+        with."""
+
+    @property
+    def bucket_keys(self) -> list[str]:
+        """The columns a fixed bucket is hashed from."""
+
+    def row_places(self, data: Any) -> list[tuple[bytes, int]]:
+        """Where each row of ``data`` (the partition and bucket-key columns, by name) lives:
+        (framed partition row, fixed bucket or -1), as :meth:`split_place` names a split's."""
+
+    def deletion_messages(self, deletes: list[tuple[bytes, list[int], list[list[int]]]]) -> list[bytes]:
+        """Commit messages deleting rows of an append table with deletion vectors: ``deletes``
+        holds, per split of one snapshot, indexes of its files and each one's row positions.
+        Writes the index files now (:meth:`discard` deletes them)."""
+
     def commit_metrics(self, ids: list[int]) -> dict[str, int]:
         """What snapshots ``ids`` changed, summed: ``files_added``, ``files_removed``,
         ``rows_added``, ``rows_removed`` (records), ``bytes_added``, ``bytes_removed``."""

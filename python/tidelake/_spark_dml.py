@@ -2,27 +2,48 @@
 same shape as ``Table.merge``), and :class:`DmlPlan`, the plain-data form ``tidelake.spark.sql``
 parses ``DELETE FROM`` / ``UPDATE`` / ``MERGE INTO`` into.
 
-They run tidelake's row-level DML (:mod:`tidelake.dml`: one atomic commit that fails when a
-concurrent commit changed the rows it read, so no update is lost) on the driver: the target's
-matching rows are read there (pruned by partition, bucket and key) and a merge's source is
-collected to the driver as Arrow (``DataFrame.toArrow``), so a merge source must fit in the
-driver's memory. Spark SQL expression text is rewritten for tidelake's SQL (sqlglot), with the
-statement's table aliases turned into ``target`` / ``source``. Not yet distributed per
-(partition, bucket) over the executors.
+They run tidelake's row-level DML (:mod:`tidelake.dml`) distributed over the executors:
+
+* the driver plans the target's splits from the latest snapshot (pruned by the filter) and
+  groups them by (partition, bucket);
+* each group is one task, which computes its share of the change from that snapshot
+  (:func:`tidelake.dml.prepare_delete` / ``prepare_update`` / ``MergeBuilder.prepare``) and
+  returns it uncommitted (a :class:`~tidelake.dml.PreparedChange`, its files written);
+* a merge's source rows are routed to their target group first: each row's (partition, bucket)
+  is computed by the engine from its join columns (``RawTable.row_places``, the function
+  writes route with) and the source is cogrouped with the target's groups, so a task sees its
+  bucket's source rows and splits (by partition only when the join columns lack the bucket
+  key or buckets are not fixed, as one group when they lack the partition columns);
+* the driver commits every task's change at once (:func:`tidelake.dml.commit_changes`): one
+  snapshot that fails when a concurrent commit changed what the tasks read, in which case
+  nothing landed and the job runs again from the new latest snapshot. Exactly one result per
+  group is committed: a duplicate (a retried or speculative attempt that also finished) has its
+  files discarded; a failed attempt deletes its own files.
+
+Spark SQL expression text is rewritten for tidelake's SQL (sqlglot), with the statement's table
+aliases turned into ``target`` / ``source``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import pickle
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from . import _spark_io as io
-from .exceptions import InvalidArgumentError
+from . import dml
+from ._internal import RawTable
+from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError
+from .write import ONE_SHOT_RETRIES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from .table import Table
     from .write import WriteResult
 
 __all__ = ["DmlPlan", "MergeClause", "SparkMerge", "delete", "update", "merge", "run_dml"]
@@ -79,25 +100,158 @@ def _tidelake_sql(text: str | None, aliases: Mapping[str, str | None]) -> str | 
     return str(tree.transform(requalify).sql())
 
 
+# ---- distribution --------------------------------------------------------------------------------
+
+_PARTITION, _BUCKET = "__tidelake_partition", "__tidelake_bucket"
+"""Columns naming a row's or a split's group: framed partition row and bucket (-1: any)."""
+_SPLIT, _SCHEMA_ID = "__tidelake_split", "__tidelake_schema_id"
+_RESULT = "group_partition binary, group_bucket int, change binary"
+"""What each merge task returns: its group and its pickled PreparedChange."""
+_RESULT_SCHEMA = pa.schema([("group_partition", pa.binary()), ("group_bucket", pa.int32()), ("change", pa.binary())])
+
+Group = tuple[bytes, int]
+Splits = list[tuple[bytes, int]]
+
+
+@dataclass(frozen=True)
+class _Grouping:
+    """How splits and source rows are grouped into tasks: by ``level`` "bucket" (fixed buckets;
+    partitions in ``coarse``, whose files were written with another bucket count, by partition),
+    "partition" or "table"."""
+
+    level: str
+    coarse: frozenset[bytes] = frozenset()
+
+    def group(self, partition: bytes, bucket: int) -> Group:
+        if self.level == "table":
+            return b"", -1
+        if self.level == "partition" or partition in self.coarse or bucket < 0:
+            return partition, -1
+        return partition, bucket
+
+
+def _plan(table: Table, snapshot: int | None, tree: dict[str, Any] | None,
+          level: str) -> tuple[_Grouping, dict[Group, Splits]]:
+    """The splits of ``snapshot`` the filter ``tree`` keeps, grouped into tasks."""
+    if snapshot is None:
+        return _Grouping(level), {}
+    buckets = table.effective_options["bucket"]
+    placed = []
+    coarse = set()
+    for split in table.scan(filter=tree, snapshot_id=snapshot).splits():
+        partition, bucket, total = RawTable.split_place(split.payload)
+        if buckets <= 0 or total != buckets:
+            coarse.add(partition)
+        placed.append((partition, bucket, (split.payload, split.schema_id)))
+    grouping = _Grouping(level if buckets > 0 else ("table" if level == "table" else "partition"), frozenset(coarse))
+    groups: dict[Group, Splits] = {}
+    for partition, bucket, pair in placed:
+        groups.setdefault(grouping.group(partition, bucket), []).append(pair)
+    return grouping, groups
+
+
+def _commit(table: Table, results: list[tuple[Group, dml.PreparedChange]]) -> WriteResult:
+    """Commit one change per group (duplicates' files are discarded) as one transaction."""
+    chosen: dict[Group, dml.PreparedChange] = {}
+    for group, change in results:
+        if group in chosen:
+            table.discard(list(change.messages))
+        else:
+            chosen[group] = change
+    return dml.commit_changes(table, list(chosen.values()), commit_user=f"spark-dml-{uuid.uuid4()}",
+                              commit_identifier=io.JOB_IDENTIFIER)
+
+
+def _run_job(table: Table, job: Callable[[int | None], list[tuple[Group, dml.PreparedChange]]]) -> WriteResult:
+    """Run ``job(snapshot)`` on the latest snapshot and commit its changes; a conflict or an
+    expired snapshot (nothing landed) runs it again from the new latest."""
+    retries = ONE_SHOT_RETRIES
+    while True:
+        try:
+            return _commit(table, job(table._raw.latest_snapshot_id()))
+        except (CommitConflictError, SnapshotExpiredError):
+            if retries == 0:
+                raise
+            retries -= 1
+
+
+def _result(group: Group, change: dml.PreparedChange) -> pa.Table:
+    return pa.table({"group_partition": pa.array([group[0]], pa.binary()),
+                     "group_bucket": pa.array([group[1]], pa.int32()),
+                     "change": pa.array([pickle.dumps(change)], pa.binary())})
+
+
+def _collected(rows: list[Any]) -> list[tuple[Group, dml.PreparedChange]]:
+    """The (group, change) pairs of merge tasks' result rows."""
+    return [((bytes(r["group_partition"]), r["group_bucket"]), pickle.loads(r["change"])) for r in rows]
+
+
+@dataclass(frozen=True)
+class _FilteredTask:
+    """One group's share of a delete (``set`` None) or update, computed in an executor."""
+
+    where: io.Location
+    snapshot: int | None
+    filter: str | None
+    set: dict[str, str] | None
+
+    def __call__(self, task: tuple[Group, Splits]) -> tuple[Group, dml.PreparedChange]:
+        group, splits = task
+        table = self.where.open()
+        if self.set is None:
+            return group, dml.prepare_delete(table, self.filter, self.snapshot, splits=splits)
+        return group, dml.prepare_update(table, self.set, self.filter, self.snapshot, splits=splits)
+
+
+def _filtered(spark: SparkSession, where: io.Location, filter: str | None,
+              set: dict[str, str] | None) -> WriteResult:
+    table = where.open()
+    schema = table.schema
+    pushdown = dml._compile(filter, {"target": dict(zip(schema.names, schema.types))}, schema).pushdown
+
+    def job(snapshot: int | None) -> list[tuple[Group, dml.PreparedChange]]:
+        _, groups = _plan(table, snapshot, pushdown, "bucket")
+        if not groups:
+            return []
+        task = _FilteredTask(where, snapshot, filter, set)
+        return spark.sparkContext.parallelize(list(groups.items()), len(groups)).map(task).collect()
+
+    return _run_job(table, job)
+
+
 def delete(path: str, filter: str | None, *, storage_options: dict[str, str] | None = None,
-           target_alias: str | None = None) -> WriteResult:
+           target_alias: str | None = None, spark: SparkSession | None = None) -> WriteResult:
     """Delete the rows of the table at ``path`` matching ``filter`` (Spark SQL; all rows when
-    None), atomically."""
-    table = io.Location(str(path), storage_options).open()
+    None), atomically, one task per (partition, bucket) of the rows that can match (``spark``:
+    the session, default the active one)."""
+    where = io.Location(str(path), storage_options)
+    where.open()
     aliases = {target_alias.lower(): None} if target_alias else {}
-    return table.delete(_tidelake_sql(filter, aliases))
+    return _filtered(_session(spark), where, _tidelake_sql(filter, aliases), None)
 
 
 def update(path: str, set: dict[str, str], filter: str | None = None, *,
-           storage_options: dict[str, str] | None = None, target_alias: str | None = None) -> WriteResult:
-    """Set columns (``{"qty": "qty + 1"}``, Spark SQL) of the rows matching ``filter``."""
-    table = io.Location(str(path), storage_options).open()
+           storage_options: dict[str, str] | None = None, target_alias: str | None = None,
+           spark: SparkSession | None = None) -> WriteResult:
+    """Set columns (``{"qty": "qty + 1"}``, Spark SQL) of the rows matching ``filter``,
+    distributed as :func:`delete`."""
+    where = io.Location(str(path), storage_options)
+    table = where.open()
     unknown = [c for c in set if c not in table.schema.names]
     if not set or unknown:
         raise InvalidArgumentError(f"update needs columns of {table.path} to set; unknown: {unknown}")
     aliases = {target_alias.lower(): None} if target_alias else {}
-    values = {c: _tidelake_sql(v, aliases) for c, v in set.items()}
-    return table.update(values, _tidelake_sql(filter, aliases))
+    values = {c: _tidelake_sql(v, aliases) or "NULL" for c, v in set.items()}
+    return _filtered(_session(spark), where, _tidelake_sql(filter, aliases), values)
+
+
+def _session(spark: SparkSession | None) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    session = spark or SparkSession.getActiveSession()
+    if session is None:
+        raise InvalidArgumentError("no active SparkSession: pass spark=")
+    return session
 
 
 class SparkMerge:
@@ -128,25 +282,108 @@ class SparkMerge:
         return self._add("not_matched_by_source_delete", condition)
 
     def execute(self) -> WriteResult:
-        """Run the merge: one atomic commit on the driver."""
+        """Run the merge: one task per target (partition, bucket) group with its source rows,
+        one atomic commit on the driver."""
         if not self.clauses:
             raise InvalidArgumentError("merge needs at least one when_... clause")
         aliases: dict[str, str | None] = {self.target_alias.lower(): "target", self.source_alias.lower(): "source"}
         on = self.on if isinstance(self.on, list) else _tidelake_sql(self.on, aliases)
-        builder = self.where.open().merge(self.source.toArrow(), on)
-        for c in self.clauses:
-            condition = _tidelake_sql(c.condition, aliases)
-            values = c.assignments if not isinstance(c.assignments, dict) else {
-                k: _tidelake_sql(v, aliases) for k, v in c.assignments.items()}
-            if c.kind == "matched_update":
-                builder.when_matched_update(values if values is not None else "*", condition)
-            elif c.kind == "matched_delete":
-                builder.when_matched_delete(condition)
-            elif c.kind == "not_matched_insert":
-                builder.when_not_matched_insert(values if values is not None else "*", condition)
+        clauses = [MergeClause(c.kind, _tidelake_sql(c.condition, aliases), c.assignments
+                               if not isinstance(c.assignments, dict)
+                               else {k: _tidelake_sql(v, aliases) or "NULL" for k, v in c.assignments.items()})
+                   for c in self.clauses]
+        table = self.where.open()
+        source_schema = self.source.schema
+        empty = self.source.limit(0).toArrow()
+        task = _MergeTask(self.where, None, on, clauses, empty.schema)
+        pairs = task.builder(table, empty)._on  # (target column, source column)
+        targets = {t for t, _ in pairs}
+        level = "table"
+        if set(table.partition_keys) <= targets:
+            level = "bucket" if set(table._raw.bucket_keys) <= targets else "partition"
+        by_source = any(c.kind == "not_matched_by_source_delete" for c in clauses)
+        spark = self.source.sparkSession
+
+        def job(snapshot: int | None) -> list[tuple[Group, dml.PreparedChange]]:
+            from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
+
+            grouping, groups = _plan(table, snapshot, None, level)
+            routed_schema = StructType([*source_schema.fields, StructField(_PARTITION, BinaryType(), False),
+                                        StructField(_BUCKET, IntegerType(), False)])
+            routed = self.source.mapInArrow(_Router(self.where, pairs, grouping), routed_schema)
+            splits = spark.createDataFrame(
+                [(g[0], g[1], payload, schema_id) for g, pairs_ in groups.items() for payload, schema_id in pairs_],
+                StructType([StructField(_PARTITION, BinaryType(), False), StructField(_BUCKET, IntegerType(), False),
+                            StructField(_SPLIT, BinaryType(), False), StructField(_SCHEMA_ID, LongType(), False)]))
+            task = _MergeTask(self.where, snapshot, on, clauses, empty.schema, by_source)
+
+            def merge_group(rows: pa.Table, splits: pa.Table) -> pa.Table:  # Spark reads the arity
+                return task(rows, splits)
+
+            out = (routed.groupBy(_PARTITION, _BUCKET).cogroup(splits.groupBy(_PARTITION, _BUCKET))
+                   .applyInArrow(merge_group, _RESULT))
+            return _collected([r.asDict() for r in out.collect()])
+
+        return _run_job(table, job)
+
+
+@dataclass(frozen=True)
+class _Router:
+    """``mapInArrow`` function appending each source row's target group (its join columns read
+    as the target's columns, placed by the engine)."""
+
+    where: io.Location
+    pairs: list[tuple[str, str]]
+    grouping: _Grouping
+
+    def __call__(self, batches: Any) -> Any:
+        table = self.where.open()
+        schema = table.schema
+        for batch in batches:
+            if self.grouping.level == "table":
+                places = [(b"", -1)] * batch.num_rows
             else:
-                builder.when_not_matched_by_source_delete(condition)
-        return builder.execute()
+                keys = pa.table({t: batch.column(s).cast(schema.field(t).type) for t, s in self.pairs})
+                places = [self.grouping.group(p, b) for p, b in table._raw.row_places(keys)]
+            yield (batch.append_column(_PARTITION, pa.array([p for p, _ in places], pa.binary()))
+                   .append_column(_BUCKET, pa.array([b for _, b in places], pa.int32())))
+
+
+@dataclass(frozen=True)
+class _MergeTask:
+    """Cogroup function: one target group's share of a merge, from its source rows and splits."""
+
+    where: io.Location
+    snapshot: int | None
+    on: Any
+    clauses: list[MergeClause]
+    source_schema: pa.Schema
+    by_source: bool = False
+
+    def builder(self, table: Table, source: pa.Table) -> dml.MergeBuilder:
+        builder = table.merge(source, self.on)
+        for c in self.clauses:
+            values = c.assignments if c.assignments is not None else "*"
+            if c.kind == "matched_update":
+                builder.when_matched_update(values, c.condition)
+            elif c.kind == "matched_delete":
+                builder.when_matched_delete(c.condition)
+            elif c.kind == "not_matched_insert":
+                builder.when_not_matched_insert(values, c.condition)
+            else:
+                builder.when_not_matched_by_source_delete(c.condition)
+        return builder
+
+    def __call__(self, rows: pa.Table, splits: pa.Table) -> pa.Table:
+        if rows.num_rows == 0 and not self.by_source:
+            return _RESULT_SCHEMA.empty_table()
+        either = rows if rows.num_rows else splits
+        group = (either.column(_PARTITION)[0].as_py(), either.column(_BUCKET)[0].as_py())
+        source = rows.drop_columns([_PARTITION, _BUCKET]).cast(self.source_schema) if rows.num_rows \
+            else self.source_schema.empty_table()
+        pairs = list(zip(splits.column(_SPLIT).to_pylist(), splits.column(_SCHEMA_ID).to_pylist()))
+        change = self.builder(self.where.open(), source).prepare(self.snapshot, splits=pairs)
+        return _result(group, change)
 
 
 def merge(target_path: str, source: DataFrame, on: str | list[str], *, target_alias: str = "target",
@@ -160,10 +397,11 @@ def run_dml(spark: SparkSession, plan: DmlPlan) -> DataFrame:
     """Run a parsed statement with :func:`delete` / :func:`update` / :func:`merge`; its metrics
     as a one-row DataFrame."""
     if plan.kind == "delete":
-        result = delete(plan.path, plan.where, storage_options=plan.storage_options, target_alias=plan.target_alias)
+        result = delete(plan.path, plan.where, storage_options=plan.storage_options, target_alias=plan.target_alias,
+                        spark=spark)
     elif plan.kind == "update":
         result = update(plan.path, plan.assignments, plan.where, storage_options=plan.storage_options,
-                        target_alias=plan.target_alias)
+                        target_alias=plan.target_alias, spark=spark)
     elif plan.kind == "merge" and plan.source is not None and plan.on is not None:
         builder = merge(plan.path, spark.sql(plan.source), plan.on, target_alias=plan.target_alias or "target",
                         source_alias=plan.source_alias or "source", storage_options=plan.storage_options)

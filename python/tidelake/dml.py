@@ -10,9 +10,14 @@ How a change is made (one atomic commit per call, retried from scratch on a conf
 * conditions and set expressions (DNF filters, :class:`pyarrow.compute.Expression`, SQL strings
   through :mod:`tidelake._sql`) are evaluated by pyarrow on those rows;
 * primary-key tables get row kinds: ``-D`` records for deleted keys, full rows for updated ones;
-* append tables get the files of every split with a changed row rewritten: the split's surviving
-  and updated rows are written again and its files removed in the same commit, which conflicts
-  (nothing lands, the call starts again) if another commit removed one of those files;
+* append tables with ``deletion-vectors.enabled`` get the changed rows marked deleted in their
+  files' deletion vectors (the read yields each row's file position; the engine merges the new
+  positions into the files' current vectors), updated rows written as new files; a commit
+  since that replaced one of those vectors or removed one of those files conflicts (nothing
+  lands, the call starts again);
+* other append tables get the files of every split with a changed row rewritten: the split's
+  surviving and updated rows are written again and its files removed in the same commit, which
+  conflicts (nothing lands, the call starts again) if another commit removed one of those files;
 * the commit is validated against everything committed since the snapshot read (primary-key
   tables: a write to a changed key range conflicts), so a concurrent writer's acknowledged rows
   are never overwritten by a change computed without them.
@@ -242,15 +247,57 @@ def _flag(table: Table, key: str) -> bool:
     return table.options.get(key, "false").strip().lower() == "true"
 
 
+def _deletion_vectors(table: Table) -> bool:
+    """Whether row-level changes of ``table`` (an append table) go through deletion vectors."""
+    return not table.primary_keys and _flag(table, "deletion-vectors.enabled")
+
+
 class _Change:
-    """One DML call's writer, the splits it rewrites and its row counts; :meth:`commit` makes one
-    transaction of them."""
+    """One DML call's writer, the splits it rewrites or the rows it deletes by position, and its
+    row counts; :meth:`commit` makes one transaction of them."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
         self.writer = TableWriter(table)
         self.rewritten: list[bytes] = []
+        #: (split, file indexes, row positions per file) deleted through deletion vectors.
+        self.deletes: list[tuple[bytes, list[int], list[list[int]]]] = []
         self.inserted = self.updated = self.deleted = 0
+        #: The planned splits (payload, schema id) to read instead of planning (a task's share).
+        self.splits: tuple[tuple[bytes, int], ...] | None = None
+
+    def replace(self, split: _TargetSplit, changed: pa.Array, new_rows: pa.Table) -> None:
+        """Append tables: remove the rows of ``split`` where ``changed`` holds and write
+        ``new_rows``, by deletion vector (the rows' positions) or by rewriting the split's files
+        with their unchanged rows."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if split.places is None:
+            schema = self.table.schema
+            kept = _conform(split.rows.filter(pc.invert(changed)).select(schema.names), schema)
+            self.upsert(pa.concat_tables([kept, new_rows]))
+            self.rewritten.append(split.payload)
+            return
+        places = split.places.filter(changed)
+        files = places.column("_FILE_INDEX").to_numpy()
+        positions = places.column("_ROW_POSITION").to_numpy()
+        indexes = sorted(set(files.tolist()))
+        self.deletes.append((split.payload, indexes, [positions[files == i].tolist() for i in indexes]))
+        self.upsert(new_rows)
+
+    def messages(self) -> list[CommitMessage]:
+        """The change's commit messages: its deletion vectors' (their index files are written
+        now) and the writer's."""
+        user = self.writer.commit_user
+        deletes = [CommitMessage(p, user) for p in self.table._raw.deletion_messages(self.deletes)] \
+            if self.deletes else []
+        try:
+            return deletes + self.writer.prepare_commit()
+        except BaseException:
+            if deletes:
+                self.table._raw.discard(raw_messages(deletes))
+            raise
 
     def upsert(self, rows: pa.Table) -> None:
         if rows.num_rows:
@@ -258,10 +305,11 @@ class _Change:
 
     def delete_keys(self, rows: pa.Table) -> None:
         if rows.num_rows:
-            self.writer._raw.write(rows.select(self.table.primary_keys), "delete")
+            # whole rows: a NOT NULL value column cannot take the nulls of a key-only record
+            self.writer._raw.write(rows.select(self.table.schema.names), "delete")
 
     def commit(self, read_snapshot: int | None) -> list[int]:
-        messages = raw_messages(self.writer.prepare_commit())
+        messages = raw_messages(self.messages())
         try:
             ids: list[int] = self.table._raw.commit_dml(messages, self.rewritten, read_snapshot,
                                                         self.writer.commit_user, BATCH_COMMIT_IDENTIFIER)
@@ -290,9 +338,11 @@ class PreparedChange:
 
 @dataclass(frozen=True)
 class _Prepare:
-    """Compute the change from this snapshot and return it uncommitted."""
+    """Compute the change from this snapshot and return it uncommitted; with ``splits``
+    (payload, schema id pairs planned from that snapshot), read only those."""
 
     snapshot_id: int | None
+    splits: tuple[tuple[bytes, int], ...] | None = None
 
 
 def _finish(table: Table, what: str, body: Callable[[_Change, int | None], None],
@@ -300,9 +350,10 @@ def _finish(table: Table, what: str, body: Callable[[_Change, int | None], None]
     if prepare is None:
         return run(table, what, body)
     change = _Change(table)
+    change.splits = prepare.splits
     try:
         body(change, prepare.snapshot_id)
-        messages = change.writer.prepare_commit()
+        messages = change.messages()
     except BaseException:
         change.writer.abort()
         raise
@@ -363,32 +414,64 @@ def run(table: Table, what: str, body: Callable[[_Change, int | None], None]) ->
                             deleted=change.deleted)
 
 
+def _planned(table: Table, snapshot: int, tree: dict[str, Any] | None,
+             splits: tuple[tuple[bytes, int], ...] | None) -> Iterator[tuple[bytes, int]]:
+    """The splits to read: ``splits`` when given (a task's share), else those the scan plans."""
+    if splits is not None:
+        yield from splits
+        return
+    for split in table.scan(filter=tree, snapshot_id=snapshot).splits():
+        yield split.payload, split.schema_id
+
+
 def _target_batches(table: Table, snapshot: int | None, pushdown: dict[str, Any] | None,
-                    restrict: dict[str, Any] | None) -> Iterator[pa.Table]:
+                    restrict: dict[str, Any] | None,
+                    splits: tuple[tuple[bytes, int], ...] | None = None) -> Iterator[pa.Table]:
     """Primary-key tables: the merged rows the pushdown keeps, streamed batch by batch."""
+    import json
+
     import pyarrow as pa
+
+    from .scan import _reader
 
     if snapshot is None:
         return
     tree = _and(pushdown, restrict)
-    reader = table.scan(filter=tree, snapshot_id=snapshot).to_reader()
-    for batch in reader:
-        yield pa.Table.from_batches([batch])
+    filter_json = json.dumps(tree) if tree is not None else None
+    for payload, schema_id in _planned(table, snapshot, tree, splits):
+        for batch in _reader(table._raw.read_split(payload, schema_id=schema_id, filter_json=filter_json)):
+            yield pa.Table.from_batches([batch])
+
+
+@dataclass(frozen=True)
+class _TargetSplit:
+    """The live rows of one planned split of an append table; with deletion vectors, each row's
+    place (``_FILE_INDEX``: its file in the split, ``_ROW_POSITION``: its position in the file)."""
+
+    payload: bytes
+    rows: pa.Table
+    places: pa.Table | None
 
 
 def _target_splits(table: Table, snapshot: int | None, pushdown: dict[str, Any] | None,
-                   restrict: dict[str, Any] | None) -> Iterator[tuple[bytes, pa.Table]]:
-    """Append tables: every planned split whose files may hold matching rows, with all the rows of
-    those files (they are rewritten whole)."""
+                   restrict: dict[str, Any] | None,
+                   splits: tuple[tuple[bytes, int], ...] | None = None) -> Iterator[_TargetSplit]:
+    """Append tables: every planned split whose files may hold matching rows, with all the live
+    rows of those files (without deletion vectors they are rewritten whole)."""
 
     if snapshot is None:
         return
     from .scan import _reader
 
-    scan = table.scan(filter=_and(pushdown, restrict), snapshot_id=snapshot)
-    for split in scan.splits():
-        rows = _reader(table._raw.read_split(split.payload, schema_id=split.schema_id)).read_all()
-        yield split.payload, rows
+    positioned = _deletion_vectors(table)
+    for payload, schema_id in _planned(table, snapshot, _and(pushdown, restrict), splits):
+        if not positioned:
+            rows = _reader(table._raw.read_split(payload, schema_id=schema_id)).read_all()
+            yield _TargetSplit(payload, rows, None)
+            continue
+        rows = _reader(table._raw.read_split_positions(payload, schema_id)).read_all()
+        places = ["_FILE_INDEX", "_ROW_POSITION"]
+        yield _TargetSplit(payload, rows.drop_columns(places), rows.select(places))
 
 
 def _and(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -417,10 +500,8 @@ def delete(table: Table, filter: Any, partitions: Any = None,
     schema = table.schema
     cond = _compile(filter, {"target": dict(zip(schema.names, schema.types))}, schema)
 
-    def drop(rows: pa.Table, mask: pa.Array) -> pa.Table:
-        import pyarrow.compute as pc
-
-        return rows.filter(pc.invert(mask))
+    def drop(rows: pa.Table) -> pa.Table:
+        return schema.empty_table()
 
     body = _filtered(table, "delete", cond, _restriction(table, partitions), _Change.delete_keys, drop)
     return _finish(table, "delete", body, prepare)
@@ -428,27 +509,26 @@ def delete(table: Table, filter: Any, partitions: Any = None,
 
 def _filtered(table: Table, what: str, cond: _Condition, restrict: dict[str, Any] | None,
               primary_key: Callable[[_Change, pa.Table], None],
-              rewrite: Callable[[pa.Table, pa.Array], pa.Table]) -> Callable[[_Change, int | None], None]:
+              append: Callable[[pa.Table], pa.Table]) -> Callable[[_Change, int | None], None]:
     """A delete or update of the rows ``cond`` selects: on primary-key tables
-    ``primary_key(change, matching rows)`` writes them; on append tables the rows of each split
-    holding one are rewritten as ``rewrite(rows, mask)``."""
+    ``primary_key(change, matching rows)`` writes them; on append tables the matching rows of
+    each split are replaced by ``append(matching rows)`` (:meth:`_Change.replace`)."""
 
     def body(change: _Change, snapshot: int | None) -> None:
         import pyarrow.compute as pc
 
         counted = 0
         if table.primary_keys:
-            for rows in _target_batches(table, snapshot, cond.pushdown, restrict):
+            for rows in _target_batches(table, snapshot, cond.pushdown, restrict, change.splits):
                 hit = rows.filter(_mask(rows, cond.expression))
                 primary_key(change, hit)
                 counted += hit.num_rows
         else:
-            for payload, rows in _target_splits(table, snapshot, cond.pushdown, restrict):
-                mask = _mask(rows, cond.expression)
+            for split in _target_splits(table, snapshot, cond.pushdown, restrict, change.splits):
+                mask = _mask(split.rows, cond.expression)
                 n = pc.sum(mask).as_py() or 0
                 if n:
-                    change.upsert(rewrite(rows, mask))
-                    change.rewritten.append(payload)
+                    change.replace(split, mask, append(split.rows.filter(mask)))
                     counted += n
         if what == "delete":
             change.deleted = counted
@@ -487,31 +567,44 @@ def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = Non
     def update_pk(change: _Change, hit: pa.Table) -> None:
         change.upsert(updated_rows(hit))
 
-    def rewrite(rows: pa.Table, mask: pa.Array) -> pa.Table:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        new = updated_rows(rows)
-        return pa.table({c: pc.if_else(mask, new.column(c), rows.column(c)) for c in schema.names}, schema=schema)
-
-    return _finish(table, "update", _filtered(table, "update", cond, restrict, update_pk, rewrite), prepare)
+    return _finish(table, "update", _filtered(table, "update", cond, restrict, update_pk, updated_rows), prepare)
 
 
-def prepare_delete(table: Table, filter: Any, snapshot_id: int | None, partitions: Any = None) -> PreparedChange:
+def prepare_delete(table: Table, filter: Any, snapshot_id: int | None, partitions: Any = None,
+                   splits: Any = None) -> PreparedChange:
     """:meth:`tidelake.Table.delete` computed from snapshot ``snapshot_id`` (None: the table had
-    none) and left uncommitted: one task's share (``partitions``) of a distributed delete."""
-    out = delete(table, filter, partitions, _Prepare(snapshot_id))
+    none) and left uncommitted: one task's share (``partitions``, or the planned ``splits`` of
+    that snapshot: :class:`tidelake.scan.Split` objects or (payload, schema id) pairs) of a
+    distributed delete."""
+    out = delete(table, filter, partitions, _Prepare(snapshot_id, _split_pairs(splits)))
     assert isinstance(out, PreparedChange)
     return out
 
 
 def prepare_update(table: Table, set: dict[str, Any], filter: Any, snapshot_id: int | None,
-                   partitions: Any = None) -> PreparedChange:
+                   partitions: Any = None, splits: Any = None) -> PreparedChange:
     """:meth:`tidelake.Table.update` computed from snapshot ``snapshot_id`` and left uncommitted
     (see :func:`prepare_delete`)."""
-    out = update(table, set, filter, partitions, _Prepare(snapshot_id))
+    out = update(table, set, filter, partitions, _Prepare(snapshot_id, _split_pairs(splits)))
     assert isinstance(out, PreparedChange)
     return out
+
+
+def _split_pairs(splits: Any) -> tuple[tuple[bytes, int], ...] | None:
+    """``splits`` (:class:`tidelake.scan.Split` objects or (payload, schema id) pairs) as pairs."""
+    from .scan import Split
+
+    if splits is None:
+        return None
+    out = []
+    for s in splits:
+        if isinstance(s, Split):
+            out.append((s.payload, s.schema_id))
+        elif isinstance(s, tuple) and len(s) == 2 and isinstance(s[0], bytes):
+            out.append((s[0], int(s[1])))
+        else:
+            raise InvalidArgumentError(f"splits must be Split objects or (payload, schema id) pairs, got {s!r:.80}")
+    return tuple(out)
 
 
 def _check_partial_nulls(table: Table, rows: pa.Table, columns: list[str]) -> None:
@@ -711,10 +804,11 @@ class MergeBuilder:
         assert isinstance(out, WriteResult)
         return out
 
-    def prepare(self, snapshot_id: int | None) -> PreparedChange:
+    def prepare(self, snapshot_id: int | None, splits: Any = None) -> PreparedChange:
         """The merge computed from snapshot ``snapshot_id`` and left uncommitted: one task's share
-        (the builder's ``partitions``) of a distributed merge; see :func:`commit_changes`."""
-        out = self._execute(_Prepare(snapshot_id))
+        (the builder's ``partitions``, or the planned ``splits`` of that snapshot as in
+        :func:`prepare_delete`) of a distributed merge; see :func:`commit_changes`."""
+        out = self._execute(_Prepare(snapshot_id, _split_pairs(splits)))
         assert isinstance(out, PreparedChange)
         return out
 
@@ -739,26 +833,25 @@ class MergeBuilder:
         source = self._source.append_column("__s", pa.array(np.arange(self._source.num_rows), pa.int64()))
         matched = np.zeros(self._source.num_rows, dtype=bool)
         if table.primary_keys:
-            for rows in _target_batches(table, snapshot, pushdown, restrict):
-                keep, updated, deleted = self._apply(rows, source, matched)
+            for rows in _target_batches(table, snapshot, pushdown, restrict, change.splits):
+                _, updated, deleted = self._apply(rows, source, matched)
                 change.upsert(updated)
                 change.delete_keys(deleted)
                 change.updated += updated.num_rows
                 change.deleted += deleted.num_rows
         else:
-            for payload, rows in _target_splits(table, snapshot, pushdown, restrict):
-                keep, updated, deleted = self._apply(rows, source, matched)
+            for split in _target_splits(table, snapshot, pushdown, restrict, change.splits):
+                changed, updated, deleted = self._apply(split.rows, source, matched)
                 if updated.num_rows or deleted.num_rows:
-                    change.upsert(pa.concat_tables([keep, updated]))
-                    change.rewritten.append(payload)
+                    change.replace(split, changed, updated)
                     change.updated += updated.num_rows
                     change.deleted += deleted.num_rows
         inserted = self._inserts(source.filter(pa.array(~matched)))
         change.upsert(inserted)
         change.inserted += inserted.num_rows
 
-    def _apply(self, rows: pa.Table, source: pa.Table, matched: Any) -> tuple[pa.Table, pa.Table, pa.Table]:
-        """One batch of target rows: (rows kept unchanged, updated rows, deleted rows)."""
+    def _apply(self, rows: pa.Table, source: pa.Table, matched: Any) -> tuple[pa.Array, pa.Table, pa.Table]:
+        """One batch of target rows: (which rows change, their updated rows, the deleted rows)."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -809,9 +902,8 @@ class MergeBuilder:
                     todo &= ~hit
                     state[idx[hit]] = 2
         updated = pa.concat_tables(new_rows) if new_rows else schema.empty_table()
-        keep = rows.filter(pa.array(state == 0)).select(schema.names)
         deleted = rows.filter(pa.array(state == 2)).select(schema.names)
-        return _conform(keep, schema), updated, deleted
+        return pa.array(state != 0), updated, deleted
 
     def _in_partitions(self, restrict: dict[str, Any]) -> pa.Array:
         """Which source rows fall in the restricted partitions (read through ``on``): the others

@@ -19,8 +19,8 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   the executors, one commit on the driver (:mod:`tidelake.compaction`).
 * :func:`sql` runs CREATE TABLE / INSERT / CALL / DELETE / UPDATE / MERGE on tidelake tables
   and passes other statements to ``spark.sql`` (:mod:`tidelake._spark_sql`); :func:`delete`,
-  :func:`update` and :func:`merge` are row-level DML (:mod:`tidelake._spark_dml`, run with
-  tidelake's DML on the driver: one atomic commit).
+  :func:`update` and :func:`merge` are row-level DML (:mod:`tidelake._spark_dml`: one task per
+  target (partition, bucket) in the executors, one atomic commit on the driver).
 
 Every object Spark pickles holds plain data; the table is opened inside each task.
 """

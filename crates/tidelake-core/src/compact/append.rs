@@ -46,7 +46,7 @@ use tidelake_spec::options::Options;
 use tidelake_spec::schema::TableSchema;
 
 use super::job::Bucket;
-use super::lookup::write_index_file;
+use super::lookup::write_bucket_index_file;
 use super::rewriter::{UnitResult, UnitTask};
 use crate::error::{Error, Result};
 use crate::lsm::levels::LevelFile;
@@ -295,7 +295,9 @@ impl AppendCompaction {
                 .cloned()
                 .collect();
             if !kept.is_empty() {
-                match write_index_file(&self.table, &self.reader, &kept, BTreeMap::new()).await {
+                match write_bucket_index_file(&self.table, &self.reader, &kept, BTreeMap::new())
+                    .await
+                {
                     Ok(index) => result.index = Some(index),
                     Err(e) => {
                         // Already failing: cleanup errors are secondary to `e`.

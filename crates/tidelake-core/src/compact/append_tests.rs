@@ -1,5 +1,6 @@
 //! Append-table compaction ([`super::super::append`]): file counts as Java's rules pick them,
-//! rows and their order kept, deletion vectors applied and their index dropped.
+//! rows and their order kept, deletion vectors applied and their index dropped; deletion
+//! vectors of row-level changes (positions read with the rows) merged with existing ones.
 
 use tidelake_spec::manifest::FileSource;
 
@@ -34,6 +35,15 @@ async fn append_table(dir: &Path, bucket: &str, options: &[(&str, &str)], commit
         write(&table, &rows, INSERT).await;
     }
     table
+}
+
+/// The name of the bucket's first written file.
+fn oldest_file(bucket: &Bucket) -> String {
+    let oldest = bucket
+        .files
+        .iter()
+        .min_by_key(|f| f.meta.min_sequence_number);
+    oldest.unwrap().meta.file_name.clone()
 }
 
 fn file_count(buckets: &[Bucket]) -> usize {
@@ -116,14 +126,7 @@ async fn append_compaction_applies_deletion_vectors_and_drops_their_index() {
     let table = append_table(dir.path(), "1", &[("deletion-vectors.enabled", "true")], 2).await;
     // delete row 1 of the oldest file, as Java's append DELETE would
     let bucket = buckets(&table).await.remove(0);
-    let file = bucket
-        .files
-        .iter()
-        .min_by_key(|f| f.meta.min_sequence_number)
-        .unwrap()
-        .meta
-        .file_name
-        .clone();
+    let file = oldest_file(&bucket);
     commit_deletion_vector(&table, &bucket, &file, 1).await;
     let before = read_in_order(&table, &[]).await;
     assert_eq!(before.len(), 5, "one of six rows deleted");
@@ -138,4 +141,87 @@ async fn append_compaction_applies_deletion_vectors_and_drops_their_index() {
         5,
         "deleted rows are gone from the files"
     );
+}
+
+#[tokio::test]
+async fn dml_deletion_vectors_merge_with_existing_ones_then_compact_away() {
+    use crate::read::split_read::{FILE_INDEX_COLUMN, ROW_POSITION_COLUMN};
+    use crate::write::deletion::deletion_messages;
+
+    let dir = tempfile::tempdir().unwrap();
+    let table = append_table(dir.path(), "1", &[("deletion-vectors.enabled", "true")], 2).await;
+    let bucket = buckets(&table).await.remove(0);
+    let oldest = oldest_file(&bucket);
+    commit_deletion_vector(&table, &bucket, &oldest, 1).await; // row id 1 (v = 0)
+    let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
+    let split = plan.splits[0].clone();
+    let ctx =
+        Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 2, false).unwrap());
+    let batches: Vec<RecordBatch> = ctx
+        .read_positioned(&split)
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    // (file, position) of every live row with v = 0: the oldest file's rows 0 and 2
+    let mut places = Vec::new();
+    for b in &batches {
+        let v = b
+            .column_by_name("v")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        let file = b.column_by_name(FILE_INDEX_COLUMN).unwrap();
+        let file = file
+            .as_any()
+            .downcast_ref::<arrow_array::Int32Array>()
+            .unwrap();
+        let pos = b.column_by_name(ROW_POSITION_COLUMN).unwrap();
+        let pos = pos.as_any().downcast_ref::<Int64Array>().unwrap();
+        for i in 0..b.num_rows() {
+            if v.value(i) == 0 {
+                places.push((file.value(i) as usize, pos.value(i) as u64));
+            }
+        }
+    }
+    let index = places[0].0;
+    assert_eq!(split.files[index].file_name, oldest);
+    assert_eq!(
+        places,
+        vec![(index, 0), (index, 2)],
+        "the deleted row 1 is not read"
+    );
+
+    let too_far = deletion_messages(&table, vec![(split.clone(), vec![(index, vec![3])])]).await;
+    assert!(
+        matches!(too_far, Err(crate::Error::Invalid(_))),
+        "{too_far:?}"
+    );
+    let messages = deletion_messages(&table, vec![(split.clone(), vec![(index, vec![0, 2])])])
+        .await
+        .unwrap();
+    assert_eq!(messages.len(), 1);
+    let m = &messages[0];
+    assert_eq!(
+        m.deleted_index_files.len(),
+        1,
+        "the bucket's index file is replaced"
+    );
+    let ranges = m.new_index_files[0].dv_ranges.as_ref().unwrap();
+    assert_eq!(ranges.len(), 1);
+    assert_eq!(
+        ranges[0].cardinality,
+        Some(3),
+        "the existing vector is merged"
+    );
+    FileStoreCommit::new(table.clone(), "dml")
+        .unwrap()
+        .commit(messages, BATCH_COMMIT_IDENTIFIER, &[])
+        .await
+        .unwrap();
+    let rows = read_in_order(&table, &[]).await;
+    assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), vec![3, 4, 5]);
+    compact(&table, true).await;
+    assert_eq!(read_in_order(&table, &[]).await, rows);
 }

@@ -18,7 +18,7 @@
 //! without decoding, a file is closed as soon as a key passes its max key. Positions count a
 //! file's rows as they stream, deletion vector not applied.
 //!
-//! [`write_index_file`] then writes the bucket's vectors — each deeper file's previous vector
+//! [`write_bucket_index_file`] then writes the bucket's vectors — each deeper file's previous vector
 //! united with its new positions — as one deletion-vector index file, which replaces every
 //! previous index file of the bucket in the COMPACT commit (one index file per bucket, as
 //! Java). Files of the unit need no vector: those with one are rewritten (see
@@ -38,17 +38,18 @@ use arrow_row::{OwnedRow, Row};
 use arrow_select::interleave::interleave;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use tidelake_spec::binary_row::decode_framed;
-use tidelake_spec::manifest::{DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
+use tidelake_spec::manifest::IndexFileMeta;
 use tidelake_spec::types::DataType;
 
 use super::changelog::{same_batch, KeyCursor, VALUE_OFFSET};
 use crate::error::{Error, Result};
 use crate::lsm::key::KeyEncoder;
 use crate::lsm::levels::LevelFile;
-use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
+use crate::read::deletion_vector::DeletionVector;
 use crate::read::split_read::ReadContext;
 use crate::scan::split::SplitFile;
 use crate::table::Table;
+use crate::write::deletion::write_index_file;
 
 /// The newest live copies, in the levels below a unit's output, of keys sought in order.
 pub(crate) struct DeeperLookup {
@@ -286,7 +287,7 @@ impl LevelCursor {
 
 /// The bucket's deletion vectors after a unit: each of `deeper`'s previous vector united with
 /// its `marked` positions, written as one index file under `index/` (empty vectors left out).
-pub(crate) async fn write_index_file(
+pub(crate) async fn write_bucket_index_file(
     table: &Table,
     reader: &ReadContext,
     deeper: &[LevelFile],
@@ -309,38 +310,9 @@ pub(crate) async fn write_index_file(
         {
             dv.insert(position);
         }
-        if !dv.is_empty() {
-            vectors.push((f.meta.file_name.clone(), dv));
-        }
+        vectors.push((f.meta.file_name.clone(), dv));
     }
-    let (bytes, ranges) = write_deletion_vector_file(&vectors);
-    let too_large = || Error::invalid("a deletion-vector index file over 2 GiB");
-    let dv_ranges = ranges
-        .into_iter()
-        .map(|(data_file_name, offset, length, cardinality)| {
-            Ok(DeletionVectorMeta {
-                data_file_name,
-                offset: i32::try_from(offset).map_err(|_| too_large())?,
-                length: i32::try_from(length).map_err(|_| too_large())?,
-                cardinality: Some(i64::try_from(cardinality).map_err(|_| too_large())?),
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let file_name = format!("index-{}-0", uuid::Uuid::new_v4());
-    let file_size = i64::try_from(bytes.len()).map_err(|_| too_large())?;
-    table
-        .io()
-        .write(&format!("index/{file_name}"), bytes)
-        .await?;
-    Ok(IndexFileMeta {
-        index_type: DELETION_VECTORS_INDEX.to_string(),
-        file_name,
-        file_size,
-        row_count: dv_ranges.len() as i64,
-        dv_ranges: Some(dv_ranges),
-        external_path: None,
-        global_index: None,
-    })
+    write_index_file(table, vectors).await
 }
 
 /// A unit's lookup, shared by its rewrites' merges (whose inputs are `'static` streams).

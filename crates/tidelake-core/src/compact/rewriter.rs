@@ -52,7 +52,9 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
 use super::changelog::{ChangelogJoin, ChangelogMode, ChangelogSpec, KeyCursor};
-use super::lookup::{found_rows, queued, write_index_file, DeeperLookup, FoundQueue, SharedLookup};
+use super::lookup::{
+    found_rows, queued, write_bucket_index_file, DeeperLookup, FoundQueue, SharedLookup,
+};
 use crate::error::{Error, Result};
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::levels::LevelFile;
@@ -243,7 +245,8 @@ impl UnitJob<'_> {
             if !marked.is_empty() {
                 let rw = self.rewriter;
                 let index =
-                    write_index_file(&rw.table, &rw.reader, &self.task.deeper, marked).await?;
+                    write_bucket_index_file(&rw.table, &rw.reader, &self.task.deeper, marked)
+                        .await?;
                 self.result.index = Some(index);
             }
         }

@@ -22,7 +22,9 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int8Array, RecordBatch, StringArray};
+use arrow_array::{
+    ArrayRef, BooleanArray, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray,
+};
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use arrow_select::filter::filter_record_batch;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
@@ -56,6 +58,10 @@ const COLLECT_SPLITS: usize = 2;
 /// Batches [`read_splits`] decodes ahead of its consumer.
 const SPLIT_CHANNEL_CAPACITY: usize = 2;
 
+/// Column of [`ReadContext::read_positioned`]: the index of the row's file in its split.
+pub const FILE_INDEX_COLUMN: &str = "_FILE_INDEX";
+/// Column of [`ReadContext::read_positioned`]: the row's 0-based position in its data file.
+pub const ROW_POSITION_COLUMN: &str = "_ROW_POSITION";
 /// Row kinds stored in `_VALUE_KIND`.
 /// Leading column of change reads.
 pub const ROW_KIND_COLUMN: &str = "_row_kind";
@@ -606,14 +612,122 @@ impl ReadContext {
         length: u64,
     ) -> Result<DeletionVector> {
         let bytes = self.table.io().read(path).await?;
-        read_deletion_vector(&bytes, offset, length).map_err(|e| match e {
-            Error::Corrupt { reason, .. } => Error::corrupt(self.table.io().display(path), reason),
-            other => other,
-        })
+        decode_deletion_vector(&self.table, path, &bytes, offset, length)
+    }
+
+    /// Schema of the batches of [`Self::read_positioned`].
+    pub fn positioned_schema(&self) -> SchemaRef {
+        let mut fields: Vec<_> = self.output_schema.fields().iter().cloned().collect();
+        fields.push(Arc::new(Field::new(
+            FILE_INDEX_COLUMN,
+            ArrowType::Int32,
+            false,
+        )));
+        fields.push(Arc::new(Field::new(
+            ROW_POSITION_COLUMN,
+            ArrowType::Int64,
+            false,
+        )));
+        Arc::new(Schema::new(fields))
+    }
+
+    /// The rows of an append split with where each one lives: the output columns (filter and
+    /// deletion vectors applied) followed by [`FILE_INDEX_COLUMN`], the index of the row's file
+    /// in `split.files`, and [`ROW_POSITION_COLUMN`], its 0-based position in that file (what
+    /// a deletion vector holds). Positions count every row of a file, so reads that skip rows
+    /// before the filter are refused ([`Error::Unsupported`]): primary-key tables, page
+    /// pruning, data-evolution row ranges, diff and fallback-branch splits.
+    pub fn read_positioned(
+        self: &Arc<Self>,
+        split: &Split,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let other_branch = split
+            .branch
+            .as_deref()
+            .is_some_and(|b| b != self.table.branch());
+        if self.merge.is_some()
+            || self.with_row_kind
+            || self.prune.is_some()
+            || split.before_files.is_some()
+            || other_branch
+            || evolution::needs_merge(&split.files)
+        {
+            return Err(Error::Unsupported(
+                "row positions are read from the plain splits of append tables only".into(),
+            ));
+        }
+        let ctx = self.clone();
+        let files = split.files.clone().into_iter().enumerate();
+        Ok(stream::iter(files)
+            .then(move |(index, file)| {
+                let ctx = ctx.clone();
+                async move {
+                    let index = i32::try_from(index)
+                        .map_err(|_| Error::invalid("a split of over 2^31 files"))?;
+                    let deletion = match &file.deletion {
+                        Some(dv) => Some(ctx.shared_deletion_vector(dv).await?),
+                        None => None,
+                    };
+                    let whole = SplitFile {
+                        deletion: None,
+                        ..file
+                    };
+                    let rows = ctx
+                        .open_file(&whole, SystemColumns::None, ctx.batch_size)
+                        .await?;
+                    let mut start = 0u64;
+                    Ok::<_, Error>(rows.try_filter_map(move |batch| {
+                        let first = start;
+                        start += batch.num_rows() as u64;
+                        let out = ctx.finish_positioned(batch, index, first, deletion.as_deref());
+                        futures::future::ready(out)
+                    }))
+                }
+            })
+            .try_flatten()
+            .boxed())
+    }
+
+    /// [`Self::finish`] of a file's batch whose first row is at `first`, with the position
+    /// columns appended and the rows `deletion` deletes dropped.
+    fn finish_positioned(
+        &self,
+        batch: RecordBatch,
+        index: i32,
+        first: u64,
+        deletion: Option<&DeletionVector>,
+    ) -> Result<Option<RecordBatch>> {
+        let n = batch.num_rows();
+        let positions: Vec<i64> = (0..n as i64).map(|i| first as i64 + i).collect();
+        let live = deletion.map(|dv| {
+            BooleanArray::from_iter(positions.iter().map(|&p| Some(!dv.contains(p as u64))))
+        });
+        let (out, mask) = self.project(batch)?;
+        let mut columns = out.columns().to_vec();
+        columns.push(Arc::new(Int32Array::from(vec![index; n])));
+        columns.push(Arc::new(Int64Array::from(positions)));
+        let out = RecordBatch::try_new(self.positioned_schema(), columns)
+            .map_err(|e| Error::arrow("assembling positioned batch", e))?;
+        let mask = match (mask, live) {
+            (Some(m), Some(l)) => Some(
+                m.iter()
+                    .zip(l.iter())
+                    .map(|(m, l)| Some(m == Some(true) && l == Some(true)))
+                    .collect(),
+            ),
+            (m, l) => m.or(l),
+        };
+        keep(out, mask)
     }
 
     /// Strip system columns, apply the filter and project the output columns.
     fn finish(&self, batch: RecordBatch) -> Result<Option<RecordBatch>> {
+        let (out, mask) = self.project(batch)?;
+        keep(out, mask)
+    }
+
+    /// The output columns of `batch` (system columns stripped) and the filter's mask over them.
+    fn project(&self, batch: RecordBatch) -> Result<(RecordBatch, Option<BooleanArray>)> {
         let skip = batch.num_columns() - self.read_fields.len();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.output_schema.fields().len());
         if self.with_row_kind {
@@ -633,14 +747,32 @@ impl ReadContext {
         );
         let out = RecordBatch::try_new(self.output_schema.clone(), columns)
             .map_err(|e| Error::arrow("assembling output batch", e))?;
-        let out = match mask {
-            Some(m) => {
-                filter_record_batch(&out, &m).map_err(|e| Error::arrow("filtering rows", e))?
-            }
-            None => out,
-        };
-        Ok((out.num_rows() > 0).then_some(out))
+        Ok((out, mask))
     }
+}
+
+/// The rows of `out` that `mask` keeps (all without one); `None` when none.
+fn keep(out: RecordBatch, mask: Option<BooleanArray>) -> Result<Option<RecordBatch>> {
+    let out = match mask {
+        Some(m) => filter_record_batch(&out, &m).map_err(|e| Error::arrow("filtering rows", e))?,
+        None => out,
+    };
+    Ok((out.num_rows() > 0).then_some(out))
+}
+
+/// The deletion vector at (`offset`, `length`) of the index file at `path` whose content is
+/// `bytes`; corruption names the file.
+pub(crate) fn decode_deletion_vector(
+    table: &Table,
+    path: &str,
+    bytes: &[u8],
+    offset: u64,
+    length: u64,
+) -> Result<DeletionVector> {
+    read_deletion_vector(bytes, offset, length).map_err(|e| match e {
+        Error::Corrupt { reason, .. } => Error::corrupt(table.io().display(path), reason),
+        other => other,
+    })
 }
 
 /// The rows of `batch` that `filter` matches (`None` when none).

@@ -22,9 +22,11 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, RecordBatch, UInt32Array};
 use arrow_schema::{DataType as ArrowType, TimeUnit};
+use arrow_select::take::take_record_batch;
 use tidelake_spec::binary_row::{encode_row, null_bits_width, serialize_framed};
 use tidelake_spec::bucket::{bucket_of_hash, hash_row};
 use tidelake_spec::datum::Datum;
+use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataType, TypeKind};
 
 use crate::datum_arrow::datum_at;
@@ -100,6 +102,60 @@ pub fn key_rows(
             Ok(buf.clone())
         })
         .collect()
+}
+
+/// Where each row of `batch` lives in a table of `schema`: the framed BinaryRow of its
+/// partition and its fixed bucket (`-1` when the table's buckets are not fixed: dynamic,
+/// bucket-unaware or postpone; or when `batch` lacks a bucket-key column), for routing rows
+/// next to the table's (partition, bucket) in a distributed job. `batch` holds (at least) the
+/// partition columns, by name and of the table's types; partitions rescaled to another bucket
+/// count are not known here.
+pub fn row_places(schema: &TableSchema, batch: &RecordBatch) -> Result<Vec<(Vec<u8>, i32)>> {
+    let columns = |names: &[String]| -> Result<(Vec<usize>, Vec<DataType>)> {
+        names
+            .iter()
+            .map(|n| {
+                let field = schema
+                    .field(n)
+                    .ok_or_else(|| Error::invalid(format!("the table has no column {n:?}")))?;
+                let index = batch.schema().index_of(n).map_err(|_| {
+                    Error::invalid(format!("routing rows needs column {n:?} of the table"))
+                })?;
+                Ok((index, field.data_type.clone()))
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(|v| v.into_iter().unzip())
+    };
+    let (partition_columns, partition_types) = columns(&schema.partition_keys)?;
+    let buckets = schema
+        .options()
+        .bucket()
+        .map_err(|e| Error::invalid(e.to_string()))?;
+    let bucket_keys = schema.bucket_keys();
+    let fixed = if buckets > 0
+        && bucket_keys
+            .iter()
+            .all(|k| batch.schema().index_of(k).is_ok())
+    {
+        Some(columns(&bucket_keys)?)
+    } else {
+        None
+    };
+    let mut out = vec![(Vec::new(), -1); batch.num_rows()];
+    for group in group_by_partition(batch, &partition_columns, &partition_types)? {
+        let ids = match &fixed {
+            Some((key_columns, key_types)) => {
+                let rows = take_record_batch(batch, &group.rows)
+                    .map_err(|e| Error::arrow("routing rows", e))?;
+                bucket_ids(&rows, key_columns, key_types, buckets)?
+            }
+            None => vec![-1; group.rows.len()],
+        };
+        for (&row, bucket) in group.rows.values().iter().zip(ids) {
+            out[row as usize] = (group.partition.clone(), bucket);
+        }
+    }
+    Ok(out)
 }
 
 /// Split a batch by partition, groups in order of first appearance. An unpartitioned table

@@ -15,9 +15,26 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, Result};
 use crate::scan::Split;
-use crate::state::{LiveFiles, Pruning};
+use crate::state::{BucketFiles, LiveFiles, Pruning};
 use crate::table::Table;
 use crate::write::message::CommitMessage;
+
+/// The live files of the (partition, bucket)s `keys` in snapshot `snapshot_id`, with their
+/// deletion vectors.
+pub(crate) async fn live_buckets<'k>(
+    table: &Table,
+    snapshot_id: i64,
+    keys: impl Iterator<Item = &'k (Vec<u8>, i32)>,
+) -> Result<Vec<BucketFiles>> {
+    let (partitions, buckets): (HashSet<Vec<u8>>, HashSet<i32>) =
+        keys.map(|(p, b)| (p.clone(), *b)).unzip();
+    let pruning = Pruning::all()
+        .partitions(move |p| Ok(partitions.contains(p)))
+        .buckets(move |b| buckets.contains(&b))
+        .with_deletion_vectors();
+    let snap = table.snapshot_manager().snapshot(snapshot_id).await?;
+    Ok(LiveFiles::read(table, &snap, pruning).await?.into_buckets())
+}
 
 /// One message per split removing its files, based on the splits' snapshot (all splits must
 /// come from one snapshot of `table`).
@@ -38,16 +55,8 @@ pub async fn removal_messages(table: &Table, splits: &[Split]) -> Result<Vec<Com
                 .extend(s.files.iter().map(|f| f.file_name.as_str()));
             acc
         });
-    let partitions: HashSet<Vec<u8>> = wanted.keys().map(|(p, _)| p.clone()).collect();
-    let buckets: HashSet<i32> = wanted.keys().map(|(_, b)| *b).collect();
-    let pruning = Pruning::all()
-        .partitions(move |p| Ok(partitions.contains(p)))
-        .buckets(move |b| buckets.contains(&b))
-        .with_deletion_vectors();
-    let snap = table.snapshot_manager().snapshot(snapshot_id).await?;
-    let live = LiveFiles::read(table, &snap, pruning).await?;
     let mut messages = Vec::new();
-    for b in live.into_buckets() {
+    for b in live_buckets(table, snapshot_id, wanted.keys()).await? {
         let Some(names) = wanted.get(&(b.partition.clone(), b.bucket)) else {
             continue;
         };

@@ -1,0 +1,195 @@
+//! Row-level changes of append tables with `deletion-vectors.enabled`: rows are deleted by
+//! marking their positions in their data files' deletion vectors instead of rewriting the files
+//! (Java `AppendDeleteFileMaintainer`: `BucketedAppendDeleteFileMaintainer` for fixed buckets,
+//! `UnawareAppendDeleteFileMaintainer` for bucket-unaware tables). An update marks the old rows
+//! and writes the new ones as new files (the caller's writer).
+//!
+//! Per touched (partition, bucket) one message replaces index files: the new index file holds
+//! the touched files' vectors (their vector at the read snapshot united with the new positions)
+//! and every other live vector of the index files it replaces. Which files it replaces follows
+//! the commit's index rules ([`crate::commit`]): on fixed buckets, the bucket's index file (one
+//! per bucket); on bucket-unaware tables, the index files holding a touched file's vector.
+//!
+//! Invariants: positions are row numbers within the data file (counted over every row of the
+//! file, deletion vector not applied: [`crate::read::split_read::ReadContext::read_positioned`]);
+//! every touched file is live in the splits' snapshot, which is the messages' base; vectors of
+//! files no longer live are dropped, so the new index file names live files only. Committed,
+//! the change is an OVERWRITE with conflict checks: a concurrent commit that replaced one of the
+//! index files (another row-level change, a compaction) or removed a touched file makes it a
+//! [`Error::CommitConflict`](crate::Error::CommitConflict), and nothing lands.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use tidelake_spec::manifest::{DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
+
+use crate::error::{Error, Result};
+use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
+use crate::read::split_read::decode_deletion_vector;
+use crate::scan::Split;
+use crate::state::DeletionFileRef;
+use crate::table::Table;
+use crate::write::message::CommitMessage;
+use crate::write::rewrite::live_buckets;
+
+/// Rows to delete from one planned split: (index of the file in `split.files`, its row
+/// positions).
+pub type SplitDeletes = (Split, Vec<(usize, Vec<u64>)>);
+
+/// The messages deleting the given rows through deletion vectors (see the module docs). Every
+/// split must come from one snapshot of `table`, an append table with deletion vectors enabled.
+pub async fn deletion_messages(
+    table: &Table,
+    deletes: Vec<SplitDeletes>,
+) -> Result<Vec<CommitMessage>> {
+    let Some(snapshot_id) = deletes.first().map(|(s, _)| s.snapshot_id) else {
+        return Ok(Vec::new());
+    };
+    if deletes.iter().any(|(s, _)| s.snapshot_id != snapshot_id) {
+        return Err(Error::invalid(
+            "the splits of one row-level change must come from one snapshot",
+        ));
+    }
+    let opts = table.schema().options();
+    let enabled = opts
+        .deletion_vectors_enabled()
+        .map_err(|e| Error::invalid(e.to_string()))?;
+    if !table.schema().primary_keys.is_empty() || !enabled {
+        return Err(Error::Unsupported(
+            "deleting rows by deletion vector needs an append table with deletion-vectors.enabled=true".into(),
+        ));
+    }
+    // New positions per (partition, bucket) and data file.
+    let mut marked: HashMap<(Vec<u8>, i32), BTreeMap<String, DeletionVector>> = HashMap::new();
+    for (split, files) in &deletes {
+        let bucket = marked
+            .entry((split.partition.clone(), split.bucket))
+            .or_default();
+        for (index, positions) in files {
+            let file = split.files.get(*index).ok_or_else(|| {
+                Error::invalid(format!(
+                    "file {index} of a split that has {} files",
+                    split.files.len()
+                ))
+            })?;
+            if let Some(&bad) = positions.iter().find(|&&p| p >= file.row_count as u64) {
+                return Err(Error::invalid(format!(
+                    "row position {bad} of data file {}, which has {} rows",
+                    file.file_name, file.row_count
+                )));
+            }
+            let dv = bucket.entry(file.file_name.clone()).or_default();
+            for &p in positions {
+                dv.insert(p);
+            }
+        }
+    }
+    let live = live_buckets(table, snapshot_id, marked.keys()).await?;
+    let bucket_unaware = table.schema().options().bucket().unwrap_or(-1) == -1;
+    let mut loaded = IndexFiles::default();
+    let mut messages = Vec::new();
+    for b in live {
+        let Some(mut new) = marked.remove(&(b.partition.clone(), b.bucket)) else {
+            continue;
+        };
+        let live_names: HashSet<&str> = b.files.iter().map(|e| e.file.file_name.as_str()).collect();
+        if let Some(gone) = new.keys().find(|n| !live_names.contains(n.as_str())) {
+            return Err(Error::invalid(format!(
+                "data file {gone} is not live in snapshot {snapshot_id}"
+            )));
+        }
+        let replaced: Vec<IndexFileMeta> = b
+            .dv_index
+            .iter()
+            .filter(|index| {
+                !bucket_unaware
+                    || index
+                        .dv_ranges
+                        .iter()
+                        .flatten()
+                        .any(|r| new.contains_key(&r.data_file_name))
+            })
+            .cloned()
+            .collect();
+        let carried: HashSet<&str> = replaced
+            .iter()
+            .flat_map(|i| i.dv_ranges.iter().flatten())
+            .map(|r| r.data_file_name.as_str())
+            .filter(|n| live_names.contains(n))
+            .collect();
+        for name in carried {
+            if let Some(r) = b.deletion_vector(name) {
+                let old = loaded.vector(table, r).await?;
+                let dv = new.entry(name.to_string()).or_default();
+                for p in old.iter() {
+                    dv.insert(p);
+                }
+            }
+        }
+        let vectors: Vec<(String, DeletionVector)> = new.into_iter().collect();
+        let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
+        m.new_index_files
+            .push(write_index_file(table, vectors).await?);
+        m.deleted_index_files = replaced;
+        m.base_snapshot = Some(snapshot_id);
+        messages.push(m);
+    }
+    if let Some((_, files)) = marked.into_iter().next() {
+        let name = files.into_keys().next().unwrap_or_default();
+        return Err(Error::invalid(format!(
+            "data file {name} is not live in snapshot {snapshot_id}"
+        )));
+    }
+    Ok(messages)
+}
+
+/// Index files read while merging vectors, each read once.
+#[derive(Default)]
+struct IndexFiles {
+    bytes: HashMap<String, bytes::Bytes>,
+}
+
+impl IndexFiles {
+    async fn vector(&mut self, table: &Table, r: &DeletionFileRef) -> Result<DeletionVector> {
+        if !self.bytes.contains_key(&r.path) {
+            let bytes = table.io().read(&r.path).await?;
+            self.bytes.insert(r.path.clone(), bytes);
+        }
+        decode_deletion_vector(table, &r.path, &self.bytes[&r.path], r.offset, r.length)
+    }
+}
+
+/// Write `vectors` (empty ones left out) as one deletion-vector index file under `index/`.
+pub(crate) async fn write_index_file(
+    table: &Table,
+    mut vectors: Vec<(String, DeletionVector)>,
+) -> Result<IndexFileMeta> {
+    vectors.retain(|(_, dv)| !dv.is_empty());
+    let (bytes, ranges) = write_deletion_vector_file(&vectors);
+    let too_large = || Error::invalid("a deletion-vector index file over 2 GiB");
+    let dv_ranges = ranges
+        .into_iter()
+        .map(|(data_file_name, offset, length, cardinality)| {
+            Ok(DeletionVectorMeta {
+                data_file_name,
+                offset: i32::try_from(offset).map_err(|_| too_large())?,
+                length: i32::try_from(length).map_err(|_| too_large())?,
+                cardinality: Some(i64::try_from(cardinality).map_err(|_| too_large())?),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let file_name = format!("index-{}-0", uuid::Uuid::new_v4());
+    let file_size = i64::try_from(bytes.len()).map_err(|_| too_large())?;
+    table
+        .io()
+        .write(&format!("index/{file_name}"), bytes)
+        .await?;
+    Ok(IndexFileMeta {
+        index_type: DELETION_VECTORS_INDEX.to_string(),
+        file_name,
+        file_size,
+        row_count: dv_ranges.len() as i64,
+        dv_ranges: Some(dv_ranges),
+        external_path: None,
+        global_index: None,
+    })
+}

@@ -65,12 +65,14 @@ class KafkaBroker:
         self.bootstrap = f"127.0.0.1:{self.port}"
         config = workdir / "server.properties"
         config.write_text(_server_properties(workdir / "logs", self.port, controller_port))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = "t" + base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()[1:]  # no leading "-"
         java = ["java", "-Xms256m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Djava.awt.headless=true", "-cp", classpath]
         started = time.monotonic()
-        subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
-                       check=True, capture_output=True)
+        formatted = subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
+                                   capture_output=True, text=True)
+        if formatted.returncode != 0:
+            raise RuntimeError(f"formatting the Kafka log dir failed: {formatted.stdout}{formatted.stderr}")
         self._log = (workdir / "broker.log").open("wb")
         self._proc = subprocess.Popen([*java, "kafka.Kafka", str(config)], stdout=self._log,
                                       stderr=subprocess.STDOUT)

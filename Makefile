@@ -65,7 +65,7 @@ test: venv
 	$(MAKE) rust-test
 	$(MAKE) py-test
 
-demo: develop
+demo: develop kafka
 	$(PY) examples/spark_demo.py
 	$(PY) examples/demo.py
 	$(PY) examples/cdc_demo.py

@@ -111,3 +111,24 @@ def test_fair_share_bounds_a_batch():
     assert fair_share(avail, 105) == {("t", "0"): 5, ("t", "1"): 50, ("t", "2"): 50}
     assert sum(fair_share(avail, 1).values()) == 1
     assert fair_share(avail, 1000) == avail
+
+
+def test_a_partition_added_later_is_read_from_its_start(spark, kafka, tmp_path):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    topic = kafka.create_topic(f"grow-{uuid.uuid4().hex[:8]}", partitions=1)
+    kafka.produce(topic, [(b"a", b"1")])
+    got: list = []
+    df = kafka_stream(spark, kafka, topic)
+    run_available_now(df, lambda b, _id: got.extend(b.collect()), tmp_path / "chk")
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for future in admin.create_partitions([NewPartitions(topic, 2)]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for i in range(3):
+        producer.produce(topic, value=f"new {i}".encode(), partition=1)
+    assert producer.flush(30) == 0
+    run_available_now(df, lambda b, _id: got.extend(b.collect()), tmp_path / "chk")
+    assert sorted((r.partition, r.offset, r.value) for r in got) == [
+        (0, 0, b"1"), (1, 0, b"new 0"), (1, 1, b"new 1"), (1, 2, b"new 2")]

@@ -13,7 +13,7 @@ yet committed, and a sink that is idempotent per (query, batch id) (``cdc_sink``
 
 Options: ``bootstrap.servers`` and ``subscribe`` (comma-separated topics) are required;
 ``startingOffsets`` is ``latest`` (default, as Spark's Kafka source) or ``earliest`` (a
-partition that appears later always starts at its earliest offset); ``maxOffsetsPerTrigger``
+partition added to a topic later is always read from offset 0); ``maxOffsetsPerTrigger``
 bounds a micro-batch (shared fairly between partitions); ``pollTimeoutMs`` (default 60000) is
 how long a task waits for records the batch planned; options ``kafka.<name>`` are given to the
 consumer as ``<name>`` (security settings and the like). ``Trigger.AvailableNow`` stops at the
@@ -156,10 +156,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         available: dict[tuple[str, str], int] = {}
         for topic, parts in self._watermarks().items():
             ends[topic] = {}
-            for part, (low, high) in parts.items():
+            for part, (_, high) in parts.items():
                 if self.cap is not None:
-                    high = min(high, self.cap.get(topic, {}).get(part, low))
-                begin = start.get(topic, {}).get(part, low)  # a new partition starts at its earliest
+                    high = min(high, self.cap.get(topic, {}).get(part, 0))
+                begin = start.get(topic, {}).get(part, 0)  # a partition added later is read from its start
                 ends[topic][part] = max(begin, high)
                 available[(topic, part)] = ends[topic][part] - begin
         if isinstance(limit, ReadMaxRows):

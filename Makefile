@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv develop rust-lint rust-test py-lint py-test java-oracle bench clean
+.PHONY: test demo venv develop rust-lint rust-test py-lint py-test java-oracle kafka bench clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,13 +41,22 @@ $(JAVA_ORACLE): interop/java-oracle/pom.xml $(shell find interop/java-oracle/src
 
 java-oracle: $(JAVA_ORACLE)
 
+# The Kafka broker of the tests and the CDC demo (Apache Kafka from Maven Central, KRaft mode):
+# nothing to compile, only the classpath of kafka_2.13 and its dependencies (kept in ~/.m2).
+KAFKA_CLASSPATH := interop/kafka/target/classpath.txt
+$(KAFKA_CLASSPATH): interop/kafka/pom.xml
+	mvn -q -B -f interop/kafka/pom.xml package
+	touch $@
+
+kafka: $(KAFKA_CLASSPATH)
+
 # ruff and mypy on python/ (configured in pyproject.toml); mypy reads the binding's stub file.
 py-lint: venv
 	$(VENV)/bin/ruff check python
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict --follow-imports=silent examples  # the typed API as users meet it
 
-py-test: develop java-oracle
+py-test: develop java-oracle kafka
 	$(PY) -m pytest -q tests
 
 test: venv
@@ -56,7 +65,7 @@ test: venv
 	$(MAKE) rust-test
 	$(MAKE) py-test
 
-demo: develop
+demo: develop kafka
 	$(PY) examples/spark_demo.py
 	$(PY) examples/demo.py
 	$(PY) examples/cdc_demo.py
@@ -66,4 +75,4 @@ bench: develop
 	$(PY) benches/run.py
 
 clean:
-	rm -rf $(VENV) python/tidelake/_internal*.so interop/java-oracle/target
+	rm -rf $(VENV) python/tidelake/_internal*.so interop/java-oracle/target interop/kafka/target

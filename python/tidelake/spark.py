@@ -12,6 +12,9 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   buckets. One atomic commit on the driver.
 * :func:`upsert_sink` is a ``foreachBatch`` function for streaming upserts/deletes (Spark
   rejects update mode for Python sinks), exactly-once per (query, batch id).
+* :func:`register_kafka` makes ``spark.readStream.format("tidelake-kafka")`` available: Kafka
+  topics read through confluent-kafka, for clusters without Spark's Kafka connector
+  (:mod:`tidelake._spark_kafka`).
 * :func:`cdc_sink` is a ``foreachBatch`` function applying database change messages (Debezium,
   Canal, Maxwell, OGG JSON in a ``value`` column, as Kafka gives) with :func:`tidelake.cdc.sync`,
   exactly-once per (query, batch id).
@@ -43,8 +46,8 @@ if TYPE_CHECKING:
 
     from .cdc import Format
 
-__all__ = ["register", "write", "upsert_sink", "cdc_sink", "compact", "sql", "delete", "update", "merge",
-           "BUCKET_COLUMN"]
+__all__ = ["register", "register_kafka", "write", "upsert_sink", "cdc_sink", "compact", "sql", "delete", "update",
+           "merge", "BUCKET_COLUMN"]
 
 BUCKET_COLUMN = "_tidelake_bucket"
 """The routing column :func:`write` adds (and drops before writing) on fixed-bucket tables."""
@@ -100,6 +103,30 @@ def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str 
     if filter_pushdown:
         spark.conf.set(_PUSHDOWN_CONF, "true")
     spark.dataSource.register(PushdownDataSource if filter_pushdown else TidelakeDataSource)
+
+
+def register_kafka(spark: SparkSession) -> None:
+    """Register the ``tidelake-kafka`` streaming source with ``spark`` (PySpark 4.2+ and
+    confluent-kafka on the driver and workers): ``key, value, topic, partition, offset,
+    timestamp`` rows of Kafka topics, offsets kept in the query's checkpoint (options in
+    :mod:`tidelake._spark_kafka` and the README). With :func:`cdc_sink` the pipeline is
+    exactly-once.
+
+    Example::
+
+        tidelake.spark.register_kafka(spark)
+        spark.readStream.format("tidelake-kafka").option("bootstrap.servers", "broker:9092") \\
+            .option("subscribe", "dbserver1.inventory").option("startingOffsets", "earliest").load() \\
+            .writeStream.foreachBatch(tidelake.spark.cdc_sink("/wh")).option("checkpointLocation", "/chk").start()
+
+    Raises:
+        UnsupportedError: PySpark without the streaming Python Data Source API.
+    """
+    try:
+        from ._spark_kafka import KafkaDataSource
+    except ImportError as e:
+        raise UnsupportedError(f"the tidelake-kafka source needs PySpark 4.2+ ({e})") from e
+    spark.dataSource.register(KafkaDataSource)
 
 
 class _Bucketer:

@@ -59,7 +59,7 @@ def _debezium(op: str, before: dict | None, after: dict | None) -> str:
                        "source": {"db": "inventory", "table": "customers"}})
 
 
-def test_readme_tour_runs(spark, s3_server, tmp_path, monkeypatch):
+def test_readme_tour_runs(spark, s3_server, kafka, tmp_path, monkeypatch):
     import pyarrow as pa
 
     import tidelake
@@ -74,6 +74,7 @@ def test_readme_tour_runs(spark, s3_server, tmp_path, monkeypatch):
         for code in blocks:
             if section == "Object stores":
                 code = code.replace("http://127.0.0.1:9000", s3_server.endpoint)
+            code = code.replace("broker:9092", kafka.bootstrap)
             exec(compile(code, f"README.md ({section})", "exec"), ns)
 
     run("Using it")
@@ -126,8 +127,11 @@ def test_readme_tour_runs(spark, s3_server, tmp_path, monkeypatch):
     stream_dir.mkdir()
     (stream_dir / "part-0.json").write_text("".join(json.dumps({"key": k, "value": v}) + "\n" for k, v in messages))
     ns["catalog"].create_database("ods")
+    kafka.create_topic("dbserver1.inventory")
+    kafka.produce("dbserver1.inventory", [(k.encode(), v.encode()) for k, v in messages])
     run("CDC: database changelogs into tables", messages=messages, batch_id=1, warehouse="warehouse",
-        stream=spark.readStream.schema("key string, value string").json(str(stream_dir)), chk=str(tmp_path / "chk-cdc"))
+        stream=spark.readStream.schema("key string, value string").json(str(stream_dir)), chk=str(tmp_path / "chk-cdc"),
+        kafka_chk=str(tmp_path / "chk-kafka"))
     try:
         for query in spark.streams.active:
             query.processAllAvailable()
@@ -135,7 +139,8 @@ def test_readme_tour_runs(spark, s3_server, tmp_path, monkeypatch):
     finally:
         for query in spark.streams.active:
             query.stop()
-    # cdc.sync's table in the catalog last defined (the S3 one), cdc_sink's in the warehouse given
+    # cdc.sync's table in the catalog last defined (the S3 one); the file stream's and the Kafka
+    # stream's cdc_sink write the same messages into one table of the warehouse given
     for table in (ns["catalog"].get_table("ods.inventory_customers"),
                   tidelake.Catalog("warehouse").get_table("inventory.customers")):
         assert table.to_arrow().to_pylist() == [{"id": 1, "name": "anne"}], table.path

@@ -80,7 +80,7 @@ const DEFAULT_PAGE_BYTES: u64 = 1024 * 1024;
 const DEFAULT_PAGE_ROWS: usize = 20_000;
 
 /// Rows per data page of key-value files unless `parquet.page.row.count.limit` says otherwise.
-const KEYED_PAGE_ROWS: usize = 4_096;
+const KEYED_PAGE_ROWS: usize = 2_048;
 
 /// Java's default Parquet row-group size (`ParquetWriter.DEFAULT_BLOCK_SIZE`).
 const DEFAULT_BLOCK_SIZE: u64 = 128 * 1024 * 1024;
@@ -1079,6 +1079,35 @@ mod tests {
         let level1 = WriterConfig::from_options(&options, FileLayout::KeyValue, 1, false).unwrap();
         assert_eq!(level1.format, FileFormat::Parquet);
         assert_eq!(level1.block_bytes, DEFAULT_BLOCK_SIZE);
+    }
+
+    #[test]
+    fn page_limits_default_by_layout_and_follow_the_parquet_options() {
+        let options = Options::new();
+        let kv = WriterConfig::from_options(&options, FileLayout::KeyValue, 0, false).unwrap();
+        let append = WriterConfig::from_options(&options, FileLayout::Append, 0, false).unwrap();
+        assert_eq!((kv.page_rows, kv.page_bytes), (KEYED_PAGE_ROWS, 1 << 20));
+        assert_eq!(
+            (append.page_rows, append.page_bytes),
+            (DEFAULT_PAGE_ROWS, 1 << 20)
+        );
+
+        let mut options = Options::new();
+        options.set("parquet.page.row.count.limit", "500");
+        options.set("parquet.page.size", "64 kb");
+        let kv = WriterConfig::from_options(&options, FileLayout::KeyValue, 0, false).unwrap();
+        assert_eq!((kv.page_rows, kv.page_bytes), (500, 64 << 10));
+        let Encoding::Parquet(_, parquet) = Encoding::new(&[], &kv).unwrap() else {
+            panic!("parquet expected");
+        };
+        assert_eq!((parquet.page_rows, parquet.page_bytes), (500, 64 << 10));
+
+        options.set("parquet.page.row.count.limit", "0");
+        let err = WriterConfig::from_options(&options, FileLayout::KeyValue, 0, false).unwrap_err();
+        assert!(
+            err.to_string().contains("parquet.page.row.count.limit"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use arrow_schema::{DataType, Field, Schema};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use tidelake_core::commit::FileStoreCommit;
+use tidelake_core::compact::inline_compaction;
 use tidelake_core::io::instrumented::{InstrumentedStore, OpKind};
 use tidelake_core::io::{FileIO, StorageOptions};
 use tidelake_core::maintenance::{expire_snapshots, ExpireConfig};
@@ -45,7 +46,9 @@ async fn table_with_commits(dir: &std::path::Path, commits: i64) -> Table {
             ],
         )
         .unwrap();
-        let mut write = TableWrite::new(table.clone()).await.unwrap();
+        let mut write = TableWrite::new(table.clone(), inline_compaction)
+            .await
+            .unwrap();
         write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
         let messages = write.prepare_commit().await.unwrap();
         let ids = FileStoreCommit::new(table.clone(), "test")

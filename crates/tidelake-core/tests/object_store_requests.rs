@@ -10,6 +10,7 @@ use arrow_schema::{DataType, Field, Schema};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use tidelake_core::commit::FileStoreCommit;
+use tidelake_core::compact::inline_compaction;
 use tidelake_core::io::instrumented::{InstrumentedStore, OpKind};
 use tidelake_core::io::FileIO;
 use tidelake_core::read::split_read::{collect_splits, ReadContext, DEFAULT_BATCH_SIZE};
@@ -86,7 +87,9 @@ async fn requests_per_commit_and_scan_are_bounded() {
         let store = InstrumentedStore::counting(Arc::new(LocalFileSystem::new()));
         let io = FileIO::from_store(Arc::new(store.clone()), root.clone(), "counted");
         let table = Table::open_io(io).await.unwrap();
-        let mut write = TableWrite::new(table.clone()).await.unwrap();
+        let mut write = TableWrite::new(table.clone(), inline_compaction)
+            .await
+            .unwrap();
         write
             .write(&batch(&schema, commit), RowKinds::Fixed(0))
             .await
@@ -182,7 +185,9 @@ async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
     let append = |commit: i64| {
         let (table, schema) = (table.clone(), schema.clone());
         async move {
-            let mut write = TableWrite::new(table.clone()).await.unwrap();
+            let mut write = TableWrite::new(table.clone(), inline_compaction)
+                .await
+                .unwrap();
             write
                 .write(&batch(&schema, commit), RowKinds::Fixed(0))
                 .await

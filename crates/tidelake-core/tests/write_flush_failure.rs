@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
+use tidelake_core::compact::inline_compaction;
 use tidelake_core::io::location::StorageOptions;
 use tidelake_core::io::FileIO;
 use tidelake_core::schema_change::{create_table, TableSpec};
@@ -66,7 +67,7 @@ async fn failed_bucket_flush_deletes_its_files_and_abort_deletes_the_rest() {
     let table = Table::open_io(FileIO::open_with(location, &fault).unwrap())
         .await
         .unwrap();
-    let mut write = TableWrite::new(table).await.unwrap();
+    let mut write = TableWrite::new(table, inline_compaction).await.unwrap();
     let keys: Vec<i64> = (0..4000).collect();
     let batch = RecordBatch::try_new(
         schema,

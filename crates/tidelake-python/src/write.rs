@@ -13,7 +13,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyArray;
 use tidelake_core::cdc::changelog;
 use tidelake_core::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
-use tidelake_core::compact::commit_visible;
+use tidelake_core::compact::{commit_visible, inline_compaction};
 use tidelake_core::scan::predicate::Predicate;
 use tidelake_core::write::input::RowKinds;
 use tidelake_core::write::table_write::TableWrite;
@@ -163,7 +163,7 @@ impl RawTable {
             let mut write = if overwrite {
                 TableWrite::for_overwrite(table).await?
             } else {
-                TableWrite::new(table).await?
+                TableWrite::new(table, inline_compaction).await?
             };
             write.set_wait_compaction(wait_compaction);
             Ok::<_, Error>(write)

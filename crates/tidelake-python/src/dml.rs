@@ -6,11 +6,11 @@
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict};
 
-use tidelake_core::commit::FileStoreCommit;
-use tidelake_core::compact::commit_visible_with;
-use tidelake_core::maintenance::history::changes_of;
-use tidelake_core::scan::Split;
-use tidelake_core::write::rewrite::removal_messages;
+use tidelake_core::api::commit::FileStoreCommit;
+use tidelake_core::api::compact::commit_visible_with;
+use tidelake_core::api::maintenance::changes_of;
+use tidelake_core::api::scan::Split;
+use tidelake_core::api::write::removal_messages;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::maintenance::after_commit;

@@ -70,6 +70,6 @@ mod tests;
 mod visible;
 
 pub use inline::inline_compaction;
-pub use job::{BucketReport, CompactReport, CompactRequest, Compactor, Progress};
-pub use plan::{CompactionPlan, CompactionTask, COMPACTION_TASK_VERSION};
+pub use job::{CompactRequest, Compactor, Progress};
+pub use plan::{CompactionPlan, CompactionTask};
 pub use visible::{commit_visible, commit_visible_with};

@@ -24,7 +24,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
-use super::job::{Bucket, Done};
+use super::job::{Bucket, CompactReport, Done};
 use super::rewriter::UnitTask;
 use super::*;
 use crate::commit::{CommitMessage, FileStoreCommit};

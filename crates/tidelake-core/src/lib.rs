@@ -15,28 +15,30 @@
 //! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
 //! | compact | `compact` | keeping buckets' LSM trees shallow |
 //! | maintenance | `maintenance` | expiration, orphans, tags, branches, rollback, system tables |
+//! | api | `api` | the curated public API: re-exports and builders, what the binding uses |
 //!
-//! The Python binding (`tidelake-python`) sits above all of them. This crate never creates an
-//! async runtime and never touches Python.
+//! The Python binding (`tidelake-python`) sits above all of them and uses only [`api`]. This
+//! crate never creates an async runtime and never touches Python.
 
-pub mod branch;
-pub mod catalog;
-pub mod cdc;
-pub mod commit;
-pub mod compact;
+pub mod api;
+pub(crate) mod branch;
+pub(crate) mod catalog;
+pub(crate) mod cdc;
+pub(crate) mod commit;
+pub(crate) mod compact;
 pub mod datum_arrow;
-pub mod error;
+pub(crate) mod error;
 pub mod io;
-pub mod layout;
-pub mod lookup;
-pub mod lsm;
-pub mod maintenance;
+pub(crate) mod layout;
+pub(crate) mod lookup;
+pub(crate) mod lsm;
+pub(crate) mod maintenance;
 pub mod read;
-pub mod scan;
-pub mod schema_change;
-pub mod snapshots;
-pub mod state;
-pub mod table;
+pub(crate) mod scan;
+pub(crate) mod schema_change;
+pub(crate) mod snapshots;
+pub(crate) mod state;
+pub(crate) mod table;
 mod tasks;
 pub mod write;
 

@@ -10,14 +10,12 @@ use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use tidelake_core::commit::FileStoreCommit;
+use tidelake_core::api::commit::FileStoreCommit;
+use tidelake_core::api::maintenance::{expire_snapshots, ExpireConfig};
+use tidelake_core::api::schema::{create_table, TableSpec};
+use tidelake_core::api::write::RowKinds;
+use tidelake_core::api::{FileIO, StorageOptions, Table};
 use tidelake_core::io::instrumented::{InstrumentedStore, OpKind};
-use tidelake_core::io::{FileIO, StorageOptions};
-use tidelake_core::maintenance::{expire_snapshots, ExpireConfig};
-use tidelake_core::schema_change::{create_table, TableSpec};
-use tidelake_core::table::Table;
-use tidelake_core::write::input::RowKinds;
-use tidelake_core::write::table_write::TableWrite;
 
 /// A primary-key table at `dir` with `commits` one-row commits (snapshots `1..=commits`);
 /// automatic maintenance is off (`write-only`) so only the test expires.
@@ -45,7 +43,7 @@ async fn table_with_commits(dir: &std::path::Path, commits: i64) -> Table {
             ],
         )
         .unwrap();
-        let mut write = TableWrite::new(table.clone()).await.unwrap();
+        let mut write = table.new_write().build().await.unwrap();
         write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
         let messages = write.prepare_commit().await.unwrap();
         let ids = FileStoreCommit::new(table.clone(), "test")

@@ -9,15 +9,13 @@ use arrow_array::{Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use tidelake_core::commit::FileStoreCommit;
+use tidelake_core::api::commit::FileStoreCommit;
+use tidelake_core::api::read::{collect_splits, ReadContext, DEFAULT_BATCH_SIZE};
+use tidelake_core::api::scan::{plan_scan, ScanRequest};
+use tidelake_core::api::schema::{create_table, TableSpec};
+use tidelake_core::api::write::RowKinds;
+use tidelake_core::api::{FileIO, Table};
 use tidelake_core::io::instrumented::{InstrumentedStore, OpKind};
-use tidelake_core::io::FileIO;
-use tidelake_core::read::split_read::{collect_splits, ReadContext, DEFAULT_BATCH_SIZE};
-use tidelake_core::scan::{plan_scan, ScanRequest};
-use tidelake_core::schema_change::{create_table, TableSpec};
-use tidelake_core::table::Table;
-use tidelake_core::write::input::RowKinds;
-use tidelake_core::write::table_write::TableWrite;
 
 /// Bounds (see `benches/README.md`): a commit issues at most this many requests plus one GET
 /// per manifest of its base (which `manifest.merge-min-count` keeps small); opening the table
@@ -86,7 +84,7 @@ async fn requests_per_commit_and_scan_are_bounded() {
         let store = InstrumentedStore::counting(Arc::new(LocalFileSystem::new()));
         let io = FileIO::from_store(Arc::new(store.clone()), root.clone(), "counted");
         let table = Table::open_io(io).await.unwrap();
-        let mut write = TableWrite::new(table.clone()).await.unwrap();
+        let mut write = table.new_write().build().await.unwrap();
         write
             .write(&batch(&schema, commit), RowKinds::Fixed(0))
             .await
@@ -161,7 +159,7 @@ async fn requests_per_commit_and_scan_are_bounded() {
 /// one more append, only the compaction's manifest is read.
 #[tokio::test]
 async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
-    use tidelake_core::compact::{CompactRequest, Compactor};
+    use tidelake_core::api::compact::{CompactRequest, Compactor};
 
     let dir = tempfile::tempdir().unwrap();
     let root = Path::from_absolute_path(dir.path()).unwrap();
@@ -182,7 +180,7 @@ async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
     let append = |commit: i64| {
         let (table, schema) = (table.clone(), schema.clone());
         async move {
-            let mut write = TableWrite::new(table.clone()).await.unwrap();
+            let mut write = table.new_write().build().await.unwrap();
             write
                 .write(&batch(&schema, commit), RowKinds::Fixed(0))
                 .await

@@ -7,12 +7,9 @@ use std::sync::Arc;
 
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use tidelake_core::io::location::StorageOptions;
-use tidelake_core::io::FileIO;
-use tidelake_core::schema_change::{create_table, TableSpec};
-use tidelake_core::table::Table;
-use tidelake_core::write::input::RowKinds;
-use tidelake_core::write::table_write::TableWrite;
+use tidelake_core::api::schema::{create_table, TableSpec};
+use tidelake_core::api::write::RowKinds;
+use tidelake_core::api::{FileIO, StorageOptions, Table};
 
 /// Parquet files below `dir`, as paths relative to it.
 fn parquet_files(dir: &Path) -> Vec<String> {
@@ -66,7 +63,7 @@ async fn failed_bucket_flush_deletes_its_files_and_abort_deletes_the_rest() {
     let table = Table::open_io(FileIO::open_with(location, &fault).unwrap())
         .await
         .unwrap();
-    let mut write = TableWrite::new(table).await.unwrap();
+    let mut write = table.new_write().build().await.unwrap();
     let keys: Vec<i64> = (0..4000).collect();
     let batch = RecordBatch::try_new(
         schema,

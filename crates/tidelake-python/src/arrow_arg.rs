@@ -16,7 +16,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use pyo3_arrow::{PyField, PySchema};
-use tidelake_core::Error;
+use tidelake_core::api::Error;
 use tidelake_spec::arrow::MAX_NESTING_DEPTH;
 
 use crate::errors::to_py;

@@ -2,9 +2,9 @@
 //! `delete_branch`, `fast_forward`). Every call releases the GIL.
 
 use pyo3::prelude::*;
-use tidelake_core::branch::list_branches;
-use tidelake_core::maintenance::branches::{self, BranchStart};
-use tidelake_core::Error;
+use tidelake_core::api::branch::list_branches;
+use tidelake_core::api::maintenance::{self, BranchStart};
+use tidelake_core::api::Error;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
@@ -37,7 +37,7 @@ impl RawTable {
                 )));
             }
         };
-        block_on(py, branches::create_branch(&self.table, &name, &start))?.py()
+        block_on(py, maintenance::create_branch(&self.table, &name, &start))?.py()
     }
 
     /// Every branch but `main`, sorted.
@@ -46,13 +46,13 @@ impl RawTable {
     }
 
     fn delete_branch(&self, py: Python<'_>, name: String) -> PyResult<()> {
-        block_on(py, branches::delete_branch(&self.table, &name))?.py()
+        block_on(py, maintenance::delete_branch(&self.table, &name))?.py()
     }
 
     /// Fast-forward the table's branch to `name`; returns the table re-opened.
     fn fast_forward(&self, py: Python<'_>, name: String) -> PyResult<RawTable> {
         let table = block_on(py, async {
-            branches::fast_forward(&self.table, &name).await?;
+            maintenance::fast_forward(&self.table, &name).await?;
             self.table.reopen().await
         })?
         .py()?;

@@ -1,8 +1,8 @@
 //! `RawCatalog`: the binding of the filesystem catalog behind `tidelake.Catalog`.
 
 use pyo3::prelude::*;
-use tidelake_core::catalog::Catalog;
-use tidelake_core::io::{FileIO, StorageOptions};
+use tidelake_core::api::catalog::Catalog;
+use tidelake_core::api::{FileIO, StorageOptions};
 
 use crate::arrow_arg::SchemaArg;
 use crate::errors::IntoPyResult;

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 use pyo3_arrow::PyRecordBatch;
-use tidelake_core::cdc::{changelog, decode, Format, Message, OnError};
+use tidelake_core::api::cdc::{decode, evolve, Format, Message, OnError};
 
 use crate::arrow_arg::SchemaArg;
 use crate::errors::IntoPyResult;
@@ -63,7 +63,7 @@ impl RawTable {
     /// The table at a schema that takes decoded rows of `schema` (columns added, types
     /// widened; the row-kind column is not a table column).
     fn cdc_evolve(&self, py: Python<'_>, schema: SchemaArg) -> PyResult<RawTable> {
-        let table = block_on(py, changelog::evolve(&self.table, &schema.0))?.py()?;
+        let table = block_on(py, evolve(&self.table, &schema.0))?.py()?;
         Ok(RawTable { table })
     }
 }

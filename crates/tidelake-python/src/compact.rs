@@ -9,12 +9,10 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use tidelake_core::commit::CommitMessage;
-use tidelake_core::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor};
-use tidelake_core::io::{FileIO, StorageOptions};
-use tidelake_core::scan::predicate::Predicate;
-use tidelake_core::table::Table;
-use tidelake_core::Error;
+use tidelake_core::api::commit::CommitMessage;
+use tidelake_core::api::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor};
+use tidelake_core::api::scan::Predicate;
+use tidelake_core::api::{Error, FileIO, StorageOptions, Table};
 
 use crate::errors::IntoPyResult;
 use crate::progress::py_progress;

@@ -10,15 +10,13 @@ use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 
-use tidelake_core::commit::FileStoreCommit;
-use tidelake_core::compact::commit_visible_with;
-use tidelake_core::maintenance::history::changes_of;
-use tidelake_core::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
-use tidelake_core::scan::Split;
-use tidelake_core::write::bucket::row_places;
-use tidelake_core::write::deletion::deletion_messages;
-use tidelake_core::write::rewrite::removal_messages;
-use tidelake_core::Error;
+use tidelake_core::api::commit::FileStoreCommit;
+use tidelake_core::api::compact::commit_visible_with;
+use tidelake_core::api::maintenance::changes_of;
+use tidelake_core::api::read::{ReadContext, DEFAULT_BATCH_SIZE};
+use tidelake_core::api::scan::Split;
+use tidelake_core::api::write::{deletion_messages, removal_messages, row_places};
+use tidelake_core::api::Error;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::maintenance::after_commit;
@@ -109,7 +107,7 @@ impl RawTable {
                     files.into_iter().zip(positions).collect(),
                 ))
             })
-            .collect::<tidelake_core::Result<Vec<_>>>()
+            .collect::<tidelake_core::api::Result<Vec<_>>>()
             .map_err(to_py)?;
         let table = self.table.clone();
         let messages =

@@ -5,7 +5,7 @@
 
 use pyo3::import_exception;
 use pyo3::PyErr;
-use tidelake_core::{Error, ErrorKind};
+use tidelake_core::api::{Error, ErrorKind};
 
 import_exception!(tidelake.exceptions, TableNotFoundError);
 import_exception!(tidelake.exceptions, SnapshotExpiredError);

@@ -1,5 +1,5 @@
 //! Point lookups: `RawTable.lookup` and `RawLookuper` (behind `tidelake.Table.lookup` and
-//! `Table.lookuper`), over [`tidelake_core::lookup`]. Keys arrive as any Arrow producer, rows
+//! `Table.lookuper`), over [`tidelake_core::api::lookup`]. Keys arrive as any Arrow producer, rows
 //! leave as a pyarrow.Table; every call releases the GIL, so threads look up concurrently.
 
 use std::sync::Arc;
@@ -7,9 +7,9 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
-use tidelake_core::lookup::{lookup, Lookuper};
-use tidelake_core::scan::SnapshotSelector;
-use tidelake_core::Error;
+use tidelake_core::api::lookup::{lookup, Lookuper};
+use tidelake_core::api::scan::SnapshotSelector;
+use tidelake_core::api::Error;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
@@ -29,7 +29,7 @@ fn key_batch(keys: AnyRecordBatch) -> PyResult<RecordBatch> {
 
 #[pymethods]
 impl RawTable {
-    /// The latest row of each key (see `tidelake_core::lookup::Lookuper::lookup`).
+    /// The latest row of each key (see `tidelake_core::api::lookup::Lookuper::lookup`).
     #[pyo3(signature = (keys, columns=None, snapshot_id=None))]
     fn lookup<'py>(
         &self,

@@ -9,13 +9,11 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tidelake_core::layout::TableLayout;
-use tidelake_core::maintenance::{
-    self, consumers, history, partitions, system_tables, tags, DeletedFiles, ExpireConfig,
-    RollbackTarget,
+use tidelake_core::api::maintenance::{
+    self, DeletedFiles, ExpireConfig, PartitionExpireConfig, RollbackTarget,
 };
-use tidelake_core::table::Table;
-use tidelake_core::Error;
+use tidelake_core::api::schema::TableLayout;
+use tidelake_core::api::{Error, Table};
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
@@ -117,7 +115,7 @@ impl RawTable {
             .transpose()?;
         let tag = block_on(
             py,
-            tags::create_tag(&self.table, &name, snapshot_id, retained),
+            maintenance::create_tag(&self.table, &name, snapshot_id, retained),
         )?
         .py()?;
         Ok(tag.to_json())
@@ -125,7 +123,7 @@ impl RawTable {
 
     /// Delete a tag and the files only it kept; returns counts.
     fn delete_tag<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyDict>> {
-        let deleted = block_on(py, tags::delete_tag(&self.table, &name))?.py()?;
+        let deleted = block_on(py, maintenance::delete_tag(&self.table, &name))?.py()?;
         counts(py, &deleted)
     }
 
@@ -156,7 +154,7 @@ impl RawTable {
 
     /// Every consumer as (id, next snapshot id), sorted by id.
     fn consumers(&self, py: Python<'_>) -> PyResult<Vec<(String, i64)>> {
-        block_on(py, consumers::consumers(self.table.branch_io()))?.py()
+        block_on(py, maintenance::consumers(self.table.branch_io()))?.py()
     }
 
     fn reset_consumer(
@@ -167,13 +165,13 @@ impl RawTable {
     ) -> PyResult<()> {
         block_on(
             py,
-            consumers::reset_consumer(&self.table, &consumer_id, next_snapshot),
+            maintenance::reset_consumer(&self.table, &consumer_id, next_snapshot),
         )?
         .py()
     }
 
     fn delete_consumer(&self, py: Python<'_>, consumer_id: String) -> PyResult<()> {
-        block_on(py, consumers::delete_consumer(&self.table, &consumer_id))?.py()
+        block_on(py, maintenance::delete_consumer(&self.table, &consumer_id))?.py()
     }
 
     /// Drop the partitions matching any spec of `specs_json` (`[{"k": v, ...}, ...]`); returns
@@ -182,8 +180,8 @@ impl RawTable {
         let json: serde_json::Value = serde_json::from_str(&specs_json)
             .map_err(|e| to_py(Error::invalid(format!("bad partition specs: {e}"))))?;
         let layout = TableLayout::new(self.table.schema()).py()?;
-        let specs = partitions::partition_specs_from_json(&layout, &json).py()?;
-        block_on(py, partitions::drop_partitions(&self.table, specs))?.py()
+        let specs = maintenance::partition_specs_from_json(&layout, &json).py()?;
+        block_on(py, maintenance::drop_partitions(&self.table, specs))?.py()
     }
 
     /// Expire partitions by the table options (`expiration_ms` overrides
@@ -197,31 +195,28 @@ impl RawTable {
         let expiration = expiration_ms
             .map(|ms| millis(ms, "expiration"))
             .transpose()?;
-        let config = partitions::PartitionExpireConfig::from_options(
-            self.table.schema().options(),
-            expiration,
-        )
-        .py()?
-        .ok_or_else(|| {
-            to_py(Error::invalid(
-                "partition.expiration-time is not set; pass an expiration",
-            ))
-        })?;
+        let config = PartitionExpireConfig::from_options(self.table.schema().options(), expiration)
+            .py()?
+            .ok_or_else(|| {
+                to_py(Error::invalid(
+                    "partition.expiration-time is not set; pass an expiration",
+                ))
+            })?;
         block_on(
             py,
-            partitions::expire_partitions(&self.table, &config, maintenance::local_now()),
+            maintenance::expire_partitions(&self.table, &config, maintenance::local_now()),
         )?
         .py()
     }
 
     /// System table `name` as a pyarrow.Table.
     fn system_table<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyAny>> {
-        let t = block_on(py, system_tables::system_table(&self.table, &name))?.py()?;
+        let t = block_on(py, maintenance::system_table(&self.table, &name))?.py()?;
         pyarrow_table(py, t.batches, t.schema)
     }
 
     fn history<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let t = block_on(py, history::history(&self.table))?.py()?;
+        let t = block_on(py, maintenance::history(&self.table))?.py()?;
         pyarrow_table(py, t.batches, t.schema)
     }
 }

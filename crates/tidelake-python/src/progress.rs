@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use tidelake_core::Progress;
+use tidelake_core::api::Progress;
 
 /// `callback` as a [`Progress`] (`None` stays `None`).
 pub(crate) fn py_progress(callback: Option<Py<PyAny>>) -> Option<Progress> {

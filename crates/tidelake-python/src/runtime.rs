@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use futures::FutureExt;
 use pyo3::prelude::*;
-use tidelake_core::{panic_message, Error};
+use tidelake_core::api::{panic_message, Error};
 use tokio::runtime::Runtime;
 
 use crate::errors::{to_py, ForkSafetyError};

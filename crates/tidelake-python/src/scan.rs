@@ -8,11 +8,9 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_arrow::PySchema;
-use tidelake_core::read::split_read::{collect_splits, read_splits, ReadContext};
-use tidelake_core::scan::predicate::Predicate;
-use tidelake_core::scan::{ScanPlan, SnapshotSelector, Split};
-use tidelake_core::table::Table;
-use tidelake_core::Error;
+use tidelake_core::api::read::{collect_splits, read_splits, ReadContext};
+use tidelake_core::api::scan::{Predicate, ScanPlan, SnapshotSelector, Split};
+use tidelake_core::api::{Error, Table};
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::progress::py_progress;
@@ -52,10 +50,10 @@ impl RawScan {
 }
 
 /// The JSON filter tree of a text filter (`n >= 5 and s in ('a', 'b')`, see
-/// `tidelake_core::scan::predicate::parse_filter_text`).
+/// `tidelake_core::api::scan::parse_filter_text`).
 #[pyfunction]
 pub fn parse_filter_text(text: &str) -> PyResult<String> {
-    tidelake_core::scan::predicate::parse_filter_text(text)
+    tidelake_core::api::scan::parse_filter_text(text)
         .map(|tree| tree.to_string())
         .py()
 }

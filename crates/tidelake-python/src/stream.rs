@@ -21,7 +21,7 @@ use tokio::sync::Mutex;
 use crate::errors::to_py;
 use crate::runtime::block_on;
 
-type BatchStream = BoxStream<'static, tidelake_core::Result<RecordBatch>>;
+type BatchStream = BoxStream<'static, tidelake_core::api::Result<RecordBatch>>;
 
 /// `batches` as a `pyarrow.Table`, imported through the Arrow C stream interface.
 /// (`PyTable::into_pyarrow` calls `pyarrow.table()`, whose pandas check imports pandas: 0.2-0.3 s

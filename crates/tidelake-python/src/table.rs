@@ -1,4 +1,4 @@
-//! `RawTable`: the binding of [`tidelake_core::table::Table`] behind `tidelake.table.Table`.
+//! `RawTable`: the binding of [`tidelake_core::api::Table`] behind `tidelake.table.Table`.
 //!
 //! Metadata crosses as Paimon's own JSON (the Python layer turns it into dataclasses), schemas
 //! and data as Arrow through the C data interface. Every storage call releases the GIL.
@@ -8,20 +8,18 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::PySchema;
-use tidelake_core::branch::MAIN_BRANCH;
-use tidelake_core::io::{FileIO, StorageOptions};
-use tidelake_core::schema_change::{
+use tidelake_core::api::branch::MAIN_BRANCH;
+use tidelake_core::api::schema::{
     alter_table, create_table, ColumnPosition, SchemaChange, TableSpec,
 };
-use tidelake_core::table::Table;
+use tidelake_core::api::{FileIO, StorageOptions, Table};
 
-use tidelake_core::read::split_read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
-use tidelake_core::scan::plan::plan_diff;
-use tidelake_core::scan::{
-    plan_changes, plan_scan, resolve_snapshot, ScanRequest, SnapshotSelector, Split,
+use tidelake_core::api::read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
+use tidelake_core::api::scan::{
+    plan_changes, plan_diff, plan_scan, resolve_snapshot, ScanRequest, SnapshotSelector, Split,
 };
 
-use tidelake_core::Error;
+use tidelake_core::api::Error;
 use tidelake_spec::options::{IncrementalBetweenScanMode, OptionValue, ResolvedOption};
 
 use crate::arrow_arg::{FieldArg, SchemaArg};
@@ -221,8 +219,13 @@ impl RawTable {
 
     /// The latest schema as a pyarrow.Schema.
     fn arrow_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let schema = tidelake_spec::arrow::to_arrow_schema(&self.table.schema().fields)
-            .map_err(|e| to_py(tidelake_core::Error::from_spec(self.table.location(), e)))?;
+        let schema =
+            tidelake_spec::arrow::to_arrow_schema(&self.table.schema().fields).map_err(|e| {
+                to_py(tidelake_core::api::Error::from_spec(
+                    self.table.location(),
+                    e,
+                ))
+            })?;
         PySchema::new(Arc::new(schema)).into_pyarrow(py)
     }
 

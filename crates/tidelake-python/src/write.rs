@@ -11,13 +11,12 @@ use std::sync::Arc;
 use arrow_array::Int32Array;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyArray;
-use tidelake_core::cdc::changelog;
-use tidelake_core::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
-use tidelake_core::compact::commit_visible;
-use tidelake_core::scan::predicate::Predicate;
-use tidelake_core::write::input::RowKinds;
-use tidelake_core::write::table_write::TableWrite;
-use tidelake_core::Error;
+use tidelake_core::api::cdc::write_changes;
+use tidelake_core::api::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
+use tidelake_core::api::compact::commit_visible;
+use tidelake_core::api::scan::Predicate;
+use tidelake_core::api::write::{RowKinds, TableWrite};
+use tidelake_core::api::Error;
 use tidelake_spec::row_kind::RowKind;
 use tokio::sync::Mutex;
 
@@ -68,7 +67,7 @@ impl RawWriter {
                     .as_mut()
                     .ok_or_else(|| Error::invalid("the writer is closed"))?;
                 if kind == "changelog" {
-                    return changelog::write_changes(w, &batch).await;
+                    return write_changes(w, &batch).await;
                 }
                 let kinds = row_kinds(w, kind)?;
                 w.write(&batch, kinds).await
@@ -174,15 +173,11 @@ impl RawTable {
         wait_compaction: bool,
     ) -> PyResult<RawWriter> {
         let table = self.table.clone();
-        let open = async move {
-            let mut write = if overwrite {
-                TableWrite::for_overwrite(table).await?
-            } else {
-                TableWrite::new(table).await?
-            };
-            write.set_wait_compaction(wait_compaction);
-            Ok::<_, Error>(write)
-        };
+        let open = table
+            .new_write()
+            .overwrite(overwrite)
+            .wait_compaction(wait_compaction)
+            .build();
         let write = block_on(py, open)?.py()?;
         Ok(RawWriter {
             write: Mutex::new(Some(write)),

@@ -85,6 +85,6 @@ mod single_writer;
 #[cfg(test)]
 mod tests;
 
-pub use crate::write::message::{CommitMessage, COMMIT_MESSAGE_VERSION};
-pub use file_store_commit::{CommitOutcome, FileStoreCommit};
+pub use crate::write::message::CommitMessage;
+pub use file_store_commit::FileStoreCommit;
 pub use overwrite::{OverwriteScope, PartitionFilter};

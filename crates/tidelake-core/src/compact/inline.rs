@@ -1,4 +1,6 @@
-//! Compaction inside writers (Java `MergeTreeWriter` with `MergeTreeCompactManager`).
+//! Compaction inside writers (Java `MergeTreeWriter` with `MergeTreeCompactManager`): the
+//! [`WriterCompaction`] that [`inline_compaction`] builds for the callers that open writers
+//! (`TableWrite::new` takes it; the writer never builds its own).
 //!
 //! Each bucket a primary-key writer flushes to keeps its own view of the bucket's LSM tree
 //! ([`BucketCompaction`]): the latest snapshot's live files when the writer first flushes to
@@ -43,6 +45,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use async_trait::async_trait;
 use tidelake_spec::manifest::DataFileMeta;
 use tokio::task::JoinHandle;
 
@@ -52,9 +55,20 @@ use crate::commit::CommitMessage;
 use crate::error::Result;
 use crate::lsm::levels::LevelFile;
 use crate::state::index_file_refs;
+use crate::table::Table;
+use crate::write::compaction::{BucketRef, WriterCompaction};
 
-/// Compaction of one writer: the table's compactor and its lazily listed live buckets.
-pub(crate) struct InlineCompaction {
+/// The compaction of a new writer of `table`, waiting at `prepare_commit` until told otherwise
+/// (a [`crate::write::compaction::CompactionFactory`]).
+pub fn inline_compaction(table: &Table) -> Result<Box<dyn WriterCompaction>> {
+    Ok(Box::new(InlineCompaction::new(Compactor::new(
+        table.clone(),
+    )?)?))
+}
+
+/// Compaction of one writer: the table's compactor, its lazily listed live buckets and the
+/// state of each bucket it flushed to.
+struct InlineCompaction {
     compactor: Compactor,
     /// Await compaction at `prepare_commit` (batch writers).
     wait: bool,
@@ -62,10 +76,12 @@ pub(crate) struct InlineCompaction {
     lookup_wait: bool,
     /// The latest snapshot's buckets, listed once per `prepare_commit` cycle on first need.
     live: Option<HashMap<(Vec<u8>, i32), Bucket>>,
+    /// Per (partition, bucket) flushed to since the writer opened or last aborted it.
+    slots: HashMap<(Vec<u8>, i32), Slot>,
 }
 
 /// The compaction state of one writer's bucket.
-pub(crate) enum Slot {
+enum Slot {
     /// Not flushed to yet.
     Unloaded,
     /// Its live files could not be listed: this writer does not compact it.
@@ -74,7 +90,7 @@ pub(crate) enum Slot {
 }
 
 /// One bucket's LSM view, running compaction and uncommitted compaction increment.
-pub(crate) struct BucketCompaction {
+struct BucketCompaction {
     bucket: Bucket,
     running: Option<JoinHandle<Result<Done>>>,
     /// Only the `compact_*` fields are used.
@@ -82,29 +98,74 @@ pub(crate) struct BucketCompaction {
 }
 
 impl InlineCompaction {
-    pub(crate) fn new(compactor: Compactor, wait: bool) -> Result<InlineCompaction> {
+    fn new(compactor: Compactor) -> Result<InlineCompaction> {
         Ok(InlineCompaction {
             lookup_wait: compactor.lookup_wait()?,
             compactor,
-            wait,
+            wait: true,
             live: None,
+            slots: HashMap::new(),
         })
     }
 
-    /// After `flushed` were written to the bucket `target` (partition, bucket, total buckets)
-    /// of `slot`: collect, stall, trigger (see the module docs). `unlisted` are all files this
-    /// writer flushed to the bucket since its last `prepare_commit` (`flushed` included): a
-    /// view loaded now from the latest snapshot lacks them.
-    pub(crate) async fn after_flush(
+    /// Collect, stall, trigger (see the module docs).
+    async fn settle(compactor: &Compactor, slot: &mut Slot) {
+        let Slot::On(b) = slot else { return };
+        let c = compactor;
+        b.collect_finished(c).await;
+        // Write stall: never leave the bucket past the stop trigger while compaction helps.
+        while b.runs(c) > c.stop_trigger() {
+            if b.running.is_none() && !b.trigger(c) {
+                break;
+            }
+            if !b.wait(c).await {
+                break;
+            }
+        }
+        b.trigger(c);
+    }
+
+    /// The view of the bucket `target` from the latest snapshot's live files.
+    async fn load(
+        compactor: &Compactor,
+        live: &mut Option<HashMap<(Vec<u8>, i32), Bucket>>,
+        target: BucketRef<'_>,
+    ) -> Result<Bucket> {
+        if live.is_none() {
+            let listed = compactor.latest_buckets().await?.unwrap_or_default();
+            *live = Some(
+                listed
+                    .into_iter()
+                    .map(|b| ((b.partition.clone(), b.bucket), b))
+                    .collect(),
+            );
+        }
+        match live
+            .as_mut()
+            .and_then(|l| l.remove(&(target.partition.to_vec(), target.bucket)))
+        {
+            Some(b) => Ok(b),
+            None => compactor.empty_bucket(target.partition, target.bucket, target.total_buckets),
+        }
+    }
+}
+
+#[async_trait]
+impl WriterCompaction for InlineCompaction {
+    async fn after_flush(
         &mut self,
-        slot: &mut Slot,
-        target: (&[u8], i32, i32),
+        target: BucketRef<'_>,
         flushed: &[DataFileMeta],
         unlisted: &[DataFileMeta],
     ) {
+        let slot = self
+            .slots
+            .entry((target.partition.to_vec(), target.bucket))
+            .or_insert(Slot::Unloaded);
         let added = match slot {
             Slot::Unloaded => {
-                *slot = match self.load(target).await {
+                *slot = match InlineCompaction::load(&self.compactor, &mut self.live, target).await
+                {
                     Ok(bucket) => Slot::On(Box::new(BucketCompaction {
                         pending: CommitMessage::new(
                             bucket.partition.clone(),
@@ -124,41 +185,16 @@ impl InlineCompaction {
             let added: Vec<LevelFile> = added.iter().map(|f| level_file(&b.bucket, f)).collect();
             b.bucket.files.extend(added);
         }
-        self.settle(slot).await
+        InlineCompaction::settle(&self.compactor, slot).await
     }
 
-    /// The sorted runs of `slot`'s view (`None` when it has none).
-    #[cfg(test)]
-    pub(crate) fn sorted_runs(&self, slot: &Slot) -> Option<usize> {
-        match slot {
-            Slot::On(b) => Some(b.runs(&self.compactor)),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn set_wait(&mut self, wait: bool) {
-        self.wait = wait;
-    }
-
-    async fn settle(&self, slot: &mut Slot) {
-        let Slot::On(b) = slot else { return };
-        let c = &self.compactor;
-        b.collect_finished(c).await;
-        // Write stall: never leave the bucket past the stop trigger while compaction helps.
-        while b.runs(c) > c.stop_trigger() {
-            if b.running.is_none() && !b.trigger(c) {
-                break;
-            }
-            if !b.wait(c).await {
-                break;
-            }
-        }
-        b.trigger(c);
-    }
-
-    /// The compaction increment of `slot` at `prepare_commit`, moved into `message`.
-    pub(crate) async fn prepare(&mut self, slot: &mut Slot, message: &mut CommitMessage) {
-        let Slot::On(b) = slot else { return };
+    async fn prepare(&mut self, message: &mut CommitMessage) {
+        let Some(Slot::On(b)) = self
+            .slots
+            .get_mut(&(message.partition.clone(), message.bucket))
+        else {
+            return;
+        };
         let c = &self.compactor;
         if self.wait || self.lookup_wait {
             b.wait(c).await;
@@ -178,15 +214,14 @@ impl InlineCompaction {
     }
 
     /// A new `prepare_commit` cycle lists the live buckets afresh.
-    pub(crate) fn end_cycle(&mut self) {
+    fn end_cycle(&mut self) {
         self.live = None;
     }
 
-    /// Wait for the running compaction of `slot`, delete its files and every compaction
-    /// output not handed out yet; the slot is reloaded on the next flush.
-    pub(crate) async fn abort(&mut self, slot: &mut Slot) -> Result<()> {
-        let taken = std::mem::replace(slot, Slot::Unloaded);
-        let Slot::On(mut b) = taken else {
+    /// Wait for the running compaction of the bucket, delete its files and every compaction
+    /// output not handed out yet; the bucket's view is loaded again on its next flush.
+    async fn abort(&mut self, partition: &[u8], bucket: i32) -> Result<()> {
+        let Some(Slot::On(mut b)) = self.slots.remove(&(partition.to_vec(), bucket)) else {
             return Ok(());
         };
         let table = self.compactor.table();
@@ -218,29 +253,19 @@ impl InlineCompaction {
         Ok(())
     }
 
-    async fn load(
-        &mut self,
-        (partition, bucket, total_buckets): (&[u8], i32, i32),
-    ) -> Result<Bucket> {
-        if self.live.is_none() {
-            let listed = self.compactor.latest_buckets().await?.unwrap_or_default();
-            self.live = Some(
-                listed
-                    .into_iter()
-                    .map(|b| ((b.partition.clone(), b.bucket), b))
-                    .collect(),
-            );
-        }
-        match self
-            .live
-            .as_mut()
-            .and_then(|l| l.remove(&(partition.to_vec(), bucket)))
-        {
-            Some(b) => Ok(b),
-            None => self
-                .compactor
-                .empty_bucket(partition, bucket, total_buckets),
-        }
+    fn set_wait(&mut self, wait: bool) {
+        self.wait = wait;
+    }
+
+    #[cfg(test)]
+    fn sorted_runs(&self) -> Vec<usize> {
+        self.slots
+            .values()
+            .filter_map(|slot| match slot {
+                Slot::On(b) => Some(b.runs(&self.compactor)),
+                _ => None,
+            })
+            .collect()
     }
 }
 

@@ -33,7 +33,8 @@
 //! * `postpone`: moving the rows of postpone-bucket tables (`bucket = -2`) into real buckets,
 //!   before [`job`] compacts those (Java's postpone compaction job);
 //! * `inline`: compaction inside writers, in the background after flushes, with the write
-//!   stall at `num-sorted-run.stop-trigger` (Java `MergeTreeWriter`, `MergeTreeCompactManager`).
+//!   stall at `num-sorted-run.stop-trigger` (Java `MergeTreeWriter`, `MergeTreeCompactManager`):
+//!   [`inline_compaction`] is what the callers that open writers hand to `TableWrite::new`.
 //!
 //! Invariants: level 0 is never an output; after a unit the output level is still one sorted
 //! run (the unit holds every run at or below it); retract rows are dropped only when nothing
@@ -68,7 +69,7 @@ pub mod rewriter;
 mod tests;
 mod visible;
 
-pub(crate) use inline::{InlineCompaction, Slot};
-pub use job::{BucketReport, CompactReport, CompactRequest, Compactor};
-pub use plan::{CompactionPlan, CompactionTask, COMPACTION_TASK_VERSION};
+pub use inline::inline_compaction;
+pub use job::{CompactRequest, Compactor};
+pub use plan::{CompactionPlan, CompactionTask};
 pub use visible::{commit_visible, commit_visible_with};

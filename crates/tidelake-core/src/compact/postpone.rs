@@ -28,6 +28,7 @@ use futures::TryStreamExt;
 use tidelake_spec::manifest::DataFileMeta;
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
+use super::inline::inline_compaction;
 use super::job::{inputs_gone, BucketReport};
 use super::rewriter::delete_files;
 use crate::commit::{CommitMessage, FileStoreCommit};
@@ -72,7 +73,8 @@ pub(crate) async fn redistribute(
             "postpone.default-bucket-num must be positive, got {default_buckets}"
         )));
     }
-    let mut write = TableWrite::into_real_buckets(table.clone(), default_buckets).await?;
+    let mut write =
+        TableWrite::into_real_buckets(table.clone(), default_buckets, inline_compaction).await?;
     let nothing = Redistributed {
         snapshot_id: None,
         buckets: Vec::new(),

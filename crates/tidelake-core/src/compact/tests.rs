@@ -24,7 +24,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
-use super::job::{Bucket, Done};
+use super::job::{Bucket, CompactReport, Done};
 use super::rewriter::UnitTask;
 use super::*;
 use crate::commit::{CommitMessage, FileStoreCommit};
@@ -95,7 +95,9 @@ async fn write(table: &Table, rows: &[Row], kind: i8) {
         )),
     ];
     let batch = RecordBatch::try_new(schema, columns).unwrap();
-    let mut w = TableWrite::new(table.clone()).await.unwrap();
+    let mut w = TableWrite::new(table.clone(), inline_compaction)
+        .await
+        .unwrap();
     w.write(&batch, RowKinds::Fixed(kind)).await.unwrap();
     let messages = w.prepare_commit().await.unwrap();
     FileStoreCommit::new(table.clone(), "writer")
@@ -959,7 +961,9 @@ async fn writers_stall_at_the_stop_trigger_between_commits() {
         Field::new("dt", ArrowType::Utf8, false),
         Field::new("v", ArrowType::Int64, true),
     ]));
-    let mut w = TableWrite::new(table.clone()).await.unwrap();
+    let mut w = TableWrite::new(table.clone(), inline_compaction)
+        .await
+        .unwrap();
     w.set_wait_compaction(false);
     let mut model = BTreeMap::new();
     let mut flushed = 0;

@@ -22,10 +22,7 @@ pub(crate) mod output;
 mod partial_update;
 pub(crate) mod value;
 
-pub use config::{
-    AggregateFunction, AggregateSpec, AggregationConfig, MergeEngineConfig, NestedKeyNullStrategy,
-    PartialUpdateConfig, SequenceGroup,
-};
+pub use config::{MergeEngineConfig, PartialUpdateConfig};
 
 use crate::error::Result;
 use output::OutputRows;

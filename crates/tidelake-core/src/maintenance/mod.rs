@@ -39,9 +39,9 @@ pub mod tags;
 pub mod time_format;
 
 pub use expire::{expire_snapshots, plan_expiration, ExpireConfig, ExpireResult};
-pub use orphans::{remove_orphan_files, OrphanFile};
+pub use orphans::remove_orphan_files;
 pub use refs::DeletedFiles;
-pub use rollback::{rollback_to, RollbackResult, RollbackTarget};
+pub use rollback::{rollback_to, RollbackTarget};
 
 use crate::error::Result;
 use crate::table::Table;

@@ -130,6 +130,7 @@ mod tests {
 
     use super::*;
     use crate::commit::FileStoreCommit;
+    use crate::compact::inline_compaction;
     use crate::error::ErrorKind;
     use crate::io::FileIO;
     use crate::maintenance::refs::Root;
@@ -151,7 +152,9 @@ mod tests {
             comment: None,
         };
         let table = create_table(io.clone(), &schema, &spec).await.unwrap();
-        let mut write = TableWrite::new(table.clone()).await.unwrap();
+        let mut write = TableWrite::new(table.clone(), inline_compaction)
+            .await
+            .unwrap();
         let batch =
             RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
         write.write(&batch, RowKinds::Fixed(0)).await.unwrap();

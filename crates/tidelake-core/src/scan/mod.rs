@@ -19,4 +19,4 @@ pub mod split;
 pub use plan::{
     plan_changes, plan_scan, resolve_snapshot, ScanPlan, ScanRequest, SnapshotSelector,
 };
-pub use split::{DeletionFileRef, FileIndexRef, Split, SplitFile};
+pub use split::{Split, SplitFile};

@@ -123,13 +123,6 @@ pub(crate) fn merge_sourced<'a>(
     })
 }
 
-/// Read manifests `metas` and replay their entries in order ([`merge_entries`]); a file added
-/// twice is a [`Error::Corrupt`] naming the manifests that add it.
-pub async fn read_merged(table: &Table, metas: &[ManifestFileMeta]) -> Result<Vec<ManifestEntry>> {
-    let chunks = read_manifest_chunks(table, metas).await?;
-    merge_sourced(sourced(metas, chunks))
-}
-
 /// Entries tagged with the name of the manifest they were read from.
 pub(crate) fn sourced(
     metas: &[ManifestFileMeta],

@@ -2,6 +2,7 @@
 //!
 //! * [`input`]: conforming user batches to the table schema (safe casts, key checks).
 //! * [`bucket`]: partition grouping and bucket routing of Arrow batches.
+//! * [`compaction`]: the compaction a writer drives, handed to it by its caller.
 //! * [`deletion`]: deletion-vector messages deleting rows of append tables by position.
 //! * [`dynamic_bucket`]: key-hash → bucket assignment for dynamic-bucket tables.
 //! * [`cross_partition`]: the key index of cross-partition-upsert tables (keys that move partition).
@@ -13,6 +14,7 @@
 //! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
 
 pub mod bucket;
+pub mod compaction;
 pub mod cross_partition;
 pub mod deletion;
 pub mod dynamic_bucket;

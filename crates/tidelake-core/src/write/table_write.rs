@@ -13,9 +13,9 @@
 //!                (changelog-producer=input: the sorted input also goes to a changelog file)
 //!        ─► append: straight into the bucket's rolling file writer
 //!        ─► postpone bucket (`bucket = -2`): the buffer as it came, unsorted (see `postpone`)
-//!        ─► after each level-0 flush: the bucket's compaction is collected / started in the
-//!           background, and the writer stalls past `num-sorted-run.stop-trigger`
-//!           (unless write-only; see `crate::compact` inline)
+//!        ─► after each level-0 flush: the writer's compaction, which its caller hands it
+//!           (unless write-only; see `compaction`), collects / starts the bucket's compaction
+//!           in the background and stalls the writer past `num-sorted-run.stop-trigger`
 //!  prepare_commit ─► flush everything ─► one CommitMessage per touched (partition, bucket),
 //!        with the bucket's finished compactions (batch writers wait for them)
 //! ```
@@ -48,7 +48,6 @@ use tidelake_spec::options::ChangelogProducer;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
-use crate::compact::{Compactor, InlineCompaction, Slot};
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
@@ -60,6 +59,7 @@ use crate::state::{LiveFiles, Pruning};
 use crate::table::{schema_path, Table};
 use crate::tasks;
 use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes, key_rows};
+use crate::write::compaction::{BucketRef, CompactionFactory, WriterCompaction};
 use crate::write::cross_partition::CrossPartitionAssigner;
 use crate::write::dynamic_bucket::DynamicBucketAssigner;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
@@ -144,8 +144,6 @@ struct BucketWriter {
     append: Option<RollingWriter>,
     new_files: Vec<DataFileMeta>,
     changelog_files: Vec<DataFileMeta>,
-    /// Compaction of the bucket (primary-key tables with compaction on).
-    compaction: Slot,
 }
 
 /// Writes batches into one table. Not shared between threads; create one per writer task.
@@ -176,7 +174,7 @@ pub struct TableWrite {
     buffered_bytes: usize,
     /// Compaction after flushes and at `prepare_commit` (primary-key tables, unless
     /// `write-only` or overwriting).
-    compaction: Option<InlineCompaction>,
+    compaction: Option<Box<dyn WriterCompaction>>,
 }
 
 fn positions(schema: &TableSchema, names: &[String]) -> Vec<usize> {
@@ -187,9 +185,11 @@ fn positions(schema: &TableSchema, names: &[String]) -> Vec<usize> {
 }
 
 impl TableWrite {
-    /// A writer for the latest schema of `table`, continuing from its latest snapshot.
-    pub async fn new(table: Table) -> Result<TableWrite> {
-        TableWrite::open(table, false, None).await
+    /// A writer for the latest schema of `table`, continuing from its latest snapshot, that
+    /// compacts the buckets it writes with what `compaction` builds (unless the table does not
+    /// compact in writers: see `compaction`).
+    pub async fn new(table: Table, compaction: CompactionFactory) -> Result<TableWrite> {
+        TableWrite::open(table, false, None, Some(compaction)).await
     }
 
     /// A writer that routes rows of a postpone-bucket table into real buckets, as if the table
@@ -198,18 +198,25 @@ impl TableWrite {
     pub(crate) async fn into_real_buckets(
         table: Table,
         default_buckets: i32,
+        compaction: CompactionFactory,
     ) -> Result<TableWrite> {
-        TableWrite::open(table, false, Some(default_buckets)).await
+        TableWrite::open(table, false, Some(default_buckets), Some(compaction)).await
     }
 
     /// A writer whose output replaces what it overwrites (Java `withIgnorePreviousFiles`): no
     /// sequence numbers, bucket counts or dynamic-bucket index are restored from the table, so
     /// every key is assigned afresh and every touched bucket gets a complete new index file.
+    /// It never compacts (Java's overwrite writers neither).
     pub async fn for_overwrite(table: Table) -> Result<TableWrite> {
-        TableWrite::open(table, true, None).await
+        TableWrite::open(table, true, None, None).await
     }
 
-    async fn open(table: Table, ignore_previous: bool, buckets: Option<i32>) -> Result<TableWrite> {
+    async fn open(
+        table: Table,
+        ignore_previous: bool,
+        buckets: Option<i32>,
+        compaction: Option<CompactionFactory>,
+    ) -> Result<TableWrite> {
         let schema = table.schema().clone();
         // A table dropped since it was opened: fail before writing files into a directory that
         // no longer holds a table (no commit could ever reference them).
@@ -232,14 +239,15 @@ impl TableWrite {
             None => opts.bucket().map_err(spec_err)?,
         };
         let postpone = primary_key && bucket == POSTPONE_BUCKET;
-        let compaction = if primary_key
-            && !postpone
-            && !ignore_previous
-            && !schema.options().write_only().map_err(spec_err)?
-        {
-            Some(InlineCompaction::new(Compactor::new(table.clone())?, true)?)
-        } else {
-            None
+        let compaction = match compaction {
+            Some(build)
+                if primary_key
+                    && !postpone
+                    && !schema.options().write_only().map_err(spec_err)? =>
+            {
+                Some(build(&table)?)
+            }
+            _ => None,
         };
         let mode = match bucket {
             n if n > 0 => BucketMode::Fixed(n),
@@ -374,13 +382,9 @@ impl TableWrite {
     /// Sorted runs of each flushed bucket in this writer's compaction view.
     #[cfg(test)]
     pub(crate) fn view_sorted_runs(&self) -> Vec<usize> {
-        let Some(c) = &self.compaction else {
-            return Vec::new();
-        };
-        self.writers
-            .iter()
-            .filter_map(|w| c.sorted_runs(&w.compaction))
-            .collect()
+        self.compaction
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.sorted_runs())
     }
 
     /// The snapshot this writer restored the table's state from (0: the table had none;
@@ -620,7 +624,6 @@ impl TableWrite {
             append,
             new_files: Vec::new(),
             changelog_files: Vec::new(),
-            compaction: Slot::Unloaded,
         });
         self.writer_index.insert(key, self.writers.len() - 1);
         Ok(self.writers.len() - 1)
@@ -715,18 +718,13 @@ impl TableWrite {
                     writer.new_files.extend(flushed.new_files.iter().cloned());
                     writer.changelog_files.extend(flushed.changelog_files);
                     if let Some(compaction) = self.compaction.as_mut() {
-                        let target = (
-                            writer.partition.as_slice(),
-                            writer.bucket,
-                            writer.total_buckets,
-                        );
+                        let target = BucketRef {
+                            partition: &writer.partition,
+                            bucket: writer.bucket,
+                            total_buckets: writer.total_buckets,
+                        };
                         compaction
-                            .after_flush(
-                                &mut writer.compaction,
-                                target,
-                                &flushed.new_files,
-                                &writer.new_files,
-                            )
+                            .after_flush(target, &flushed.new_files, &writer.new_files)
                             .await;
                     }
                 }
@@ -764,7 +762,7 @@ impl TableWrite {
                 }
             });
             if let Some(compaction) = self.compaction.as_mut() {
-                compaction.prepare(&mut w.compaction, &mut m).await;
+                compaction.prepare(&mut m).await;
             }
             if !m.is_empty() {
                 messages.push(m);
@@ -800,7 +798,7 @@ impl TableWrite {
     pub async fn abort(&mut self) -> Result<()> {
         for w in &mut self.writers {
             if let Some(compaction) = self.compaction.as_mut() {
-                compaction.abort(&mut w.compaction).await?;
+                compaction.abort(&w.partition, w.bucket).await?;
             }
             if let Some(append) = w.append.take() {
                 append.abort().await?;

@@ -8,8 +8,8 @@ use tidelake_spec::manifest::{FileKind, FileSource};
 use tidelake_spec::snapshot::{CommitKind, BATCH_COMMIT_IDENTIFIER};
 
 use super::*;
-use crate::commit::COMMIT_MESSAGE_VERSION;
 use crate::error::Error;
+use crate::write::message::COMMIT_MESSAGE_VERSION;
 
 const BATCH: i64 = BATCH_COMMIT_IDENTIFIER;
 

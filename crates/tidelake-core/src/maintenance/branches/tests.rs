@@ -9,6 +9,7 @@ use arrow_schema::{DataType, Field, Schema};
 
 use super::*;
 use crate::commit::FileStoreCommit;
+use crate::compact::inline_compaction;
 use crate::error::ErrorKind;
 use crate::maintenance::expire::{expire_snapshots, ExpireConfig};
 use crate::maintenance::orphans::remove_orphan_files;
@@ -42,7 +43,9 @@ async fn new_table(dir: &std::path::Path) -> Table {
 
 /// Commit rows `(p, v)` to `table`'s branch; returns the snapshot id.
 async fn append(table: &Table, rows: &[(i64, i64)]) -> i64 {
-    let mut write = TableWrite::new(table.clone()).await.unwrap();
+    let mut write = TableWrite::new(table.clone(), inline_compaction)
+        .await
+        .unwrap();
     let p: Vec<i64> = rows.iter().map(|r| r.0).collect();
     let v: Vec<i64> = rows.iter().map(|r| r.1).collect();
     let batch = RecordBatch::try_new(

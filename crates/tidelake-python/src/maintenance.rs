@@ -91,7 +91,7 @@ impl RawTable {
         older_than_ms: Option<i64>,
         dry_run: bool,
     ) -> PyResult<Vec<(String, u64)>> {
-        let cutoff = older_than_ms.unwrap_or_else(|| maintenance::now_ms() - DAY_MS);
+        let cutoff = older_than_ms.unwrap_or_else(|| self.table.env().now_millis() - DAY_MS);
         let files = block_on(
             py,
             maintenance::remove_orphan_files(&self.table, cutoff, dry_run),
@@ -209,7 +209,7 @@ impl RawTable {
         })?;
         block_on(
             py,
-            partitions::expire_partitions(&self.table, &config, maintenance::local_now()),
+            partitions::expire_partitions(&self.table, &config, self.table.env().local_now()),
         )?
         .py()
     }

@@ -695,7 +695,7 @@ async fn commit_deletion_vector(table: &Table, bucket: &Bucket, file: &str, posi
     let mut dv = DeletionVector::new();
     dv.insert(position);
     let (bytes, ranges) = write_deletion_vector_file(&[(file.to_string(), dv)]);
-    let index_name = format!("index-test-dv-{}", uuid::Uuid::new_v4());
+    let index_name = format!("index-test-dv-{}", table.env().uuid());
     table
         .io()
         .write(&format!("index/{index_name}"), bytes.clone())

@@ -7,6 +7,7 @@
 mod basic;
 mod concurrency;
 mod conflicts;
+mod deterministic;
 mod end_to_end;
 mod manifests;
 mod overwrite;

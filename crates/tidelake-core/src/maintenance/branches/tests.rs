@@ -52,7 +52,7 @@ async fn append(table: &Table, rows: &[(i64, i64)]) -> i64 {
     .unwrap();
     write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
     let messages = write.prepare_commit().await.unwrap();
-    let user = uuid::Uuid::new_v4().to_string();
+    let user = table.env().uuid_string();
     let ids = FileStoreCommit::new(table.clone(), user)
         .unwrap()
         .commit(messages, 1, &[])

@@ -15,6 +15,7 @@
 //! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
 //! | compact | `compact` | keeping buckets' LSM trees shallow |
 //! | maintenance | `maintenance` | expiration, orphans, tags, branches, rollback, system tables |
+//! | tests | `test_support` | what tests share: fixtures, temporary tables, write-and-commit, read-back (tests and feature `test-support` only) |
 //!
 //! The Python binding (`tidelake-python`) sits above all of them. This crate never creates an
 //! async runtime and never touches Python.
@@ -38,6 +39,8 @@ pub mod snapshots;
 pub mod state;
 pub mod table;
 mod tasks;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Result};

@@ -24,9 +24,7 @@ async fn append_table(dir: &Path, bucket: &str, options: &[(&str, &str)], commit
         opts.set(*k, *v);
     }
     let schema = TableSchema::new(0, fields, vec!["dt".into()], Vec::new(), opts).unwrap();
-    let io = FileIO::open(dir.to_str().unwrap()).unwrap();
-    io.write("schema/schema-0", schema.to_json()).await.unwrap();
-    let table = Table::open_io(io).await.unwrap();
+    let table = table_with_schema(dir, &schema).await;
     for c in 0..commits {
         let rows: Vec<Row> = (0..3)
             .map(|i| ("a".to_string(), c * 3 + i, Some(c)))

@@ -82,14 +82,6 @@ async fn change_rows(table: &Table, start: i64) -> Vec<(String, i64, Option<i64>
     let plan = plan_changes(table, start, None, None).await.unwrap();
     let ctx = Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, true).unwrap());
     let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits).try_collect().await.unwrap();
-    let column = |b: &RecordBatch, name: &str| {
-        b.column_by_name(name)
-            .unwrap()
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .unwrap()
-            .clone()
-    };
     batches
         .iter()
         .flat_map(|b| {
@@ -99,7 +91,7 @@ async fn change_rows(table: &Table, start: i64) -> Vec<(String, i64, Option<i64>
                 .downcast_ref::<StringArray>()
                 .unwrap()
                 .clone();
-            let (id, v) = (column(b, "id"), column(b, "v"));
+            let (id, v) = (int64_column(b, "id"), int64_column(b, "v"));
             (0..b.num_rows()).map(move |i| {
                 (
                     kind.value(i).to_string(),

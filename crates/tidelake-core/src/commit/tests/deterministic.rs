@@ -11,8 +11,7 @@ use arrow_schema::{DataType as ArrowType, Field, Schema};
 use super::*;
 use crate::io::env::{Env, ManualClock, SequentialIds};
 use crate::schema_change::{create_table as create, TableSpec};
-use crate::write::input::RowKinds;
-use crate::write::table_write::TableWrite;
+use crate::test_support::{files_under, write_and_commit};
 
 const T0: i64 = 1_750_000_000_000;
 
@@ -36,8 +35,8 @@ async fn pk_table(dir: &Path, clock: Arc<ManualClock>) -> Table {
     create(io, &schema, &spec).await.unwrap()
 }
 
-/// Commit rows `(id, dt, v)` as `identifier`; returns the snapshot id.
-async fn commit(table: &Table, identifier: i64, rows: &[(i64, &str, i64)]) -> i64 {
+/// Commit rows `(id, dt, v)`; returns the snapshot id.
+async fn commit(table: &Table, rows: &[(i64, &str, i64)]) -> i64 {
     let batch = RecordBatch::try_new(
         Arc::new(Schema::new(vec![
             Field::new("id", ArrowType::Int64, false),
@@ -51,36 +50,19 @@ async fn commit(table: &Table, identifier: i64, rows: &[(i64, &str, i64)]) -> i6
         ],
     )
     .unwrap();
-    let mut write = TableWrite::new(table.clone()).await.unwrap();
-    write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
-    let messages = write.prepare_commit().await.unwrap();
-    let ids = committer(table, "deterministic")
-        .commit(messages, identifier, &[])
-        .await
-        .unwrap();
+    let ids = write_and_commit(table, &batch, 0, "deterministic").await;
     *ids.last().expect("a snapshot")
 }
 
 /// Every file under `dir` (relative path → bytes).
 fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                out.insert(rel, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
+    files_under(dir)
+        .into_iter()
+        .map(|rel| {
+            let bytes = std::fs::read(dir.join(&rel)).unwrap();
+            (rel, bytes)
+        })
+        .collect()
 }
 
 /// Two commits, the clock advancing in between.
@@ -90,9 +72,9 @@ async fn two_commits(dir: &Path) -> Table {
     let rows: Vec<(i64, &str, i64)> = (0..40)
         .map(|i| (i, if i % 3 == 0 { "a" } else { "b" }, i * 10))
         .collect();
-    commit(&table, 1, &rows).await;
+    commit(&table, &rows).await;
     clock.set(T0 + 1000);
-    commit(&table, 2, &[(1, "b", -1), (100, "c", 7)]).await;
+    commit(&table, &[(1, "b", -1), (100, "c", 7)]).await;
     table
 }
 

@@ -18,6 +18,7 @@ use tidelake_core::table::Table;
 use tidelake_core::Error;
 
 use crate::errors::{to_py, IntoPyResult};
+use crate::metadata::tag_fields;
 use crate::runtime::block_on;
 use crate::stream::pyarrow_table;
 use crate::table::RawTable;
@@ -103,15 +104,15 @@ impl RawTable {
             .collect())
     }
 
-    /// Create a tag; returns its Paimon JSON.
+    /// Create a tag; returns its fields ([`crate::metadata`]).
     #[pyo3(signature = (name, snapshot_id=None, time_retained_ms=None))]
-    fn create_tag(
+    fn create_tag<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         name: String,
         snapshot_id: Option<i64>,
         time_retained_ms: Option<i64>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Bound<'py, PyDict>> {
         let retained = time_retained_ms
             .map(|ms| millis(ms, "time_retained"))
             .transpose()?;
@@ -120,7 +121,7 @@ impl RawTable {
             tags::create_tag(&self.table, &name, snapshot_id, retained),
         )?
         .py()?;
-        Ok(tag.to_json())
+        tag_fields(py, &name, &tag)
     }
 
     /// Delete a tag and the files only it kept; returns counts.

@@ -144,7 +144,7 @@ def test_level0_fixtures_become_visible(tmp_path: pathlib.Path, name: str) -> No
     _assert_one_run_at_max_level(tmp_path, f"fx.{name}", 5)
     assert_same_rows(_pp_read(tmp_path, f"fx.{name}").select(expected.schema.names), expected, check_types=False)
     # no deletion vector is needed: a single run at the max level holds each key once
-    assert json.loads(t._raw.snapshot_json(snapshot)).get("indexManifest") is None
+    assert t.snapshot(snapshot).raw.get("indexManifest") is None
 
 
 def test_progress_counts_the_buckets(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,7 +248,7 @@ def test_deletion_vectors_hide_older_copies_below_a_middle_level(tmp_path: pathl
     files = _live_files(tmp_path, "db.t")
     assert sorted(level for _, _, level, _ in files) == [2, 3], files
     assert top[0] in files, "the top file stays, its older copies hidden by a deletion vector"
-    assert json.loads(t._raw.snapshot_json(snapshot)).get("indexManifest") is not None
+    assert t.snapshot(snapshot).raw.get("indexManifest") is not None
     expected = _rows("a", sorted(model), model.get).to_pylist()
     assert _sorted(t.to_arrow()).to_pylist() == expected
     assert _sorted(_pp_read(tmp_path, "db.t")).to_pylist() == expected
@@ -526,7 +526,7 @@ def test_pypaimon_reads_tables_with_compaction_changelog(tmp_path: pathlib.Path,
     assert t.compact(full=True) is not None
     _history(t, True)
     assert t.compact(full=True) is not None
-    snapshot = json.loads(t._raw.snapshot_json(t.latest_snapshot().id))
+    snapshot = t.latest_snapshot().raw
     assert snapshot["commitKind"] == "COMPACT" and snapshot["changelogRecordCount"] > 0
     assert_same_rows(_sorted(_pp_read(tmp_path, "db.t")), _sorted(t.to_arrow()))
 

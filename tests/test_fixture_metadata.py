@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import re
 
+import pyarrow as pa
 import pytest
 
 import tidelake
@@ -58,6 +61,37 @@ def test_table_metadata(spec):
 
     tags = {t.name: t.snapshot_id for t in table.tags()}
     assert tags == {name: tag["snapshot_id"] for name, tag in spec["expected"]["tags"].items()}
+
+
+@pytest.mark.parametrize("spec", TABLES, ids=ids(TABLES))
+def test_metadata_views_hold_what_the_files_hold(spec):
+    """The binding builds the views from the engine's typed structs; the files, read here as
+    JSON, are the oracle."""
+    root = FIXTURES / spec["path"]
+    table = tidelake.open_table(root)
+    for snap in table.snapshots():
+        assert snap.raw == json.loads((root / f"snapshot/snapshot-{snap.id}").read_text())
+        assert (snap.commit_user, snap.commit_identifier) == (snap.raw["commitUser"], snap.raw["commitIdentifier"])
+    for schema in table.schemas():
+        d = json.loads((root / f"schema/schema-{schema.id}").read_text())
+        assert (schema.fields, schema.partition_keys, schema.primary_keys, schema.options) == (
+            java_type(d["fields"]), d["partitionKeys"], d["primaryKeys"], d["options"])
+        assert (schema.time_millis, schema.highest_field_id, schema.comment) == (
+            d["timeMillis"], d["highestFieldId"], d.get("comment"))
+    for tag in table.tags():
+        d = json.loads((root / f"tag/tag-{tag.name}").read_text())
+        assert (tag.snapshot_id, tag.schema_id, tag.time_millis) == (d["id"], d["schemaId"], d["timeMillis"])
+        assert (tag.create_time, tag.time_retained) == (d.get("tagCreateTime"), d.get("tagTimeRetained"))
+
+
+def test_created_tags_carry_their_time_and_retention(tmp_path):
+    table = tidelake.create_table(tmp_path / "t", pa.schema([("k", "int64")]))
+    table.write(pa.table({"k": [1]}))
+    tag = table.create_tag("kept", time_retained=dt.timedelta(hours=36))
+    assert tag == table.tags()[0]
+    assert tag.time_retained == 36 * 3600
+    d = json.loads((tmp_path / "t/tag/tag-kept").read_text())
+    assert tag.create_time == d["tagCreateTime"] and len(tag.create_time) >= 5
 
 
 def test_missing_table_raises_typed_error(tmp_path):

@@ -188,15 +188,15 @@ class _Returns:
         """Every read member of a RawTable / RawScan."""
         r = self
         r("RawTable", "location", raw.location)
-        r("RawTable", "schema_json", raw.schema_json())
+        r("RawTable", "schema_version", raw.schema_version())
         r("RawTable", "arrow_schema", raw.arrow_schema())
-        r("RawTable", "schemas_json", raw.schemas_json())
-        r("RawTable", "snapshots_json", raw.snapshots_json())
+        r("RawTable", "schema_versions", raw.schema_versions())
+        r("RawTable", "snapshots", raw.snapshots())
         latest = r("RawTable", "latest_snapshot_id", raw.latest_snapshot_id())
         if latest is not None:
-            r("RawTable", "snapshot_json", raw.snapshot_json(latest))
-        r("RawTable", "snapshot_at_json", raw.snapshot_at_json(2**62))
-        r("RawTable", "tags_json", raw.tags_json())
+            r("RawTable", "snapshot", raw.snapshot(latest))
+        r("RawTable", "snapshot_at", raw.snapshot_at(2**62))
+        r("RawTable", "tags", raw.tags())
         scan = r("RawTable", "scan", raw.scan(columns=None, filter_json=None, snapshot_id=None, tag=None,
                                                timestamp_ms=None, batch_size=4, options=[]))
         splits = r("RawScan", "splits", scan.splits())

@@ -124,8 +124,8 @@ class RawTable:
         """Whether the primary key lacks a partition column (upserts may move keys between
         partitions; Java ``TableSchema.crossPartitionUpdate``)."""
 
-    def schema_json(self) -> str:
-        """The latest schema as Paimon JSON (the text of ``schema/schema-N``)."""
+    def schema_version(self) -> dict[str, Any]:
+        """The fields of the latest schema version (``tidelake.SchemaVersion``'s keywords)."""
 
     def arrow_schema(self) -> pa.Schema:
         """The latest schema as a pyarrow schema."""
@@ -135,23 +135,23 @@ class RawTable:
         booleans, strings, lists, sizes in bytes, durations as ``datetime.timedelta``, None when
         unset without a default)."""
 
-    def schemas_json(self) -> list[str]:
-        """Every schema version as Paimon JSON, ascending by id."""
+    def schema_versions(self) -> list[dict[str, Any]]:
+        """The fields of every schema version, ascending by id."""
 
-    def snapshots_json(self) -> list[str]:
-        """Every snapshot as Paimon JSON, ascending by id."""
+    def snapshots(self) -> list[dict[str, Any]]:
+        """The fields of every snapshot (``tidelake.Snapshot``'s keywords), ascending by id."""
 
-    def snapshot_at_json(self, timestamp_ms: int) -> str | None:
-        """The newest snapshot committed at or before the time, as Paimon JSON, or None."""
+    def snapshot_at(self, timestamp_ms: int) -> dict[str, Any] | None:
+        """The fields of the newest snapshot committed at or before the time, or None."""
 
-    def snapshot_json(self, id: int) -> str:
-        """One snapshot as Paimon JSON; ``TableNotFoundError`` naming the range if absent."""
+    def snapshot(self, id: int) -> dict[str, Any]:
+        """The fields of one snapshot; ``TableNotFoundError`` naming the range if absent."""
 
     def latest_snapshot_id(self) -> int | None:
         """The latest snapshot id, or None for a table never written to."""
 
-    def tags_json(self) -> list[tuple[str, str]]:
-        """Every tag as ``(name, Paimon tag JSON)``, sorted by name."""
+    def tags(self) -> list[dict[str, Any]]:
+        """The fields of every tag (``tidelake.Tag``'s keywords), sorted by name."""
 
     def scan(
         self,
@@ -316,8 +316,10 @@ class RawTable:
     def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[tuple[str, int]]:
         """Delete (or list) unreferenced files older than the cutoff; returns (path, size)."""
 
-    def create_tag(self, name: str, snapshot_id: int | None = None, time_retained_ms: int | None = None) -> str:
-        """Create tag ``name`` at a snapshot (latest by default); returns the tag JSON."""
+    def create_tag(
+        self, name: str, snapshot_id: int | None = None, time_retained_ms: int | None = None
+    ) -> dict[str, Any]:
+        """Create tag ``name`` at a snapshot (latest by default); returns its fields."""
 
     @property
     def branch(self) -> str:

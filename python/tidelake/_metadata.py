@@ -1,8 +1,11 @@
-"""Plain-Python views of Paimon metadata (snapshots, tags, schemas), built from Paimon's JSON."""
+"""Plain-Python views of Paimon metadata (snapshots, tags, schemas).
+
+The binding reads them from the engine's typed structs and hands over their fields (keyword
+arguments of these classes); no Paimon JSON is parsed here.
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,24 +24,8 @@ class Snapshot:
     commit_user: str
     commit_identifier: int
     watermark: int | None = None
+    #: The snapshot file's JSON object (Paimon's camelCase keys).
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> Snapshot:
-        d = json.loads(text)
-        return cls(
-            id=d["id"],
-            schema_id=d["schemaId"],
-            commit_kind=d["commitKind"],
-            time_millis=d["timeMillis"],
-            total_record_count=d.get("totalRecordCount"),
-            delta_record_count=d.get("deltaRecordCount"),
-            changelog_record_count=d.get("changelogRecordCount"),
-            commit_user=d["commitUser"],
-            commit_identifier=d["commitIdentifier"],
-            watermark=d.get("watermark"),
-            raw=d,
-        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,20 +50,10 @@ class Tag:
     snapshot_id: int
     schema_id: int
     time_millis: int
+    #: ``tagCreateTime`` as Paimon stores it: ``[year, month, day, hour, minute(, second(, nano))]``.
     create_time: Any = None
+    #: ``tagTimeRetained`` in seconds.
     time_retained: Any = None
-
-    @classmethod
-    def from_json(cls, name: str, text: str) -> Tag:
-        d = json.loads(text)
-        return cls(
-            name=name,
-            snapshot_id=d["id"],
-            schema_id=d["schemaId"],
-            time_millis=d["timeMillis"],
-            create_time=d.get("tagCreateTime"),
-            time_retained=d.get("tagTimeRetained"),
-        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,16 +79,3 @@ class SchemaVersion:
     time_millis: int
     highest_field_id: int
 
-    @classmethod
-    def from_json(cls, text: str) -> SchemaVersion:
-        d = json.loads(text)
-        return cls(
-            id=d["id"],
-            fields=d["fields"],
-            partition_keys=list(d.get("partitionKeys", [])),
-            primary_keys=list(d.get("primaryKeys", [])),
-            options=dict(d.get("options", {})),
-            comment=d.get("comment"),
-            time_millis=d.get("timeMillis", 0),
-            highest_field_id=d.get("highestFieldId", 0),
-        )

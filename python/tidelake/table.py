@@ -304,7 +304,7 @@ class Table:
 
     @cached_property
     def _schema_version(self) -> SchemaVersion:
-        return SchemaVersion.from_json(self._raw.schema_json())
+        return SchemaVersion(**self._raw.schema_version())
 
     @cached_property
     def schema(self) -> pa.Schema:
@@ -339,21 +339,21 @@ class Table:
 
     def schemas(self) -> list[SchemaVersion]:
         """Every schema version, oldest first."""
-        return [SchemaVersion.from_json(s) for s in self._raw.schemas_json()]
+        return [SchemaVersion(**s) for s in self._raw.schema_versions()]
 
     def snapshots(self) -> list[Snapshot]:
         """Every retained snapshot, oldest first."""
-        return [Snapshot.from_json(s) for s in self._raw.snapshots_json()]
+        return [Snapshot(**s) for s in self._raw.snapshots()]
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         """One snapshot. Raises TableNotFoundError naming the available range if it is absent."""
-        return Snapshot.from_json(self._raw.snapshot_json(snapshot_id))
+        return Snapshot(**self._raw.snapshot(snapshot_id))
 
     def snapshot_at(self, timestamp: Any) -> Snapshot | None:
         """The newest snapshot committed at or before ``timestamp`` (a datetime, naive = local
         time; an ISO-8601 string; or epoch ms), or None if there is none that old."""
-        text = self._raw.snapshot_at_json(_epoch_ms(timestamp))
-        return None if text is None else Snapshot.from_json(text)
+        fields = self._raw.snapshot_at(_epoch_ms(timestamp))
+        return None if fields is None else Snapshot(**fields)
 
     def latest_snapshot(self) -> Snapshot | None:
         """The latest snapshot, or None for a table never written to."""
@@ -362,7 +362,7 @@ class Table:
 
     def tags(self) -> list[Tag]:
         """Every tag, sorted by name."""
-        return [Tag.from_json(name, text) for name, text in self._raw.tags_json()]
+        return [Tag(**t) for t in self._raw.tags()]
 
     # ---- reads --------------------------------------------------------------------------------
 
@@ -868,8 +868,7 @@ class Table:
         writers expire the tag afterwards. Raises TableAlreadyExistsError if the tag exists."""
         from .maintenance import duration_ms
 
-        text = self._raw.create_tag(name, snapshot_id, duration_ms(time_retained, "time_retained"))
-        return Tag.from_json(name, text)
+        return Tag(**self._raw.create_tag(name, snapshot_id, duration_ms(time_retained, "time_retained")))
 
     def delete_tag(self, name: str) -> dict[str, int]:
         """Delete a tag; when its snapshot has expired, also the files nothing else references.

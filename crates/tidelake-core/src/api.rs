@@ -82,8 +82,8 @@ pub mod maintenance {
     pub use crate::maintenance::system_tables::system_table;
     pub use crate::maintenance::tags::{create_tag, delete_tag};
     pub use crate::maintenance::{
-        expire_snapshots, local_now, maintain, now_ms, plan_expiration, remove_orphan_files,
-        rollback_to, DeletedFiles, ExpireConfig, RollbackTarget,
+        expire_snapshots, maintain, plan_expiration, remove_orphan_files, rollback_to,
+        DeletedFiles, ExpireConfig, RollbackTarget,
     };
 }
 

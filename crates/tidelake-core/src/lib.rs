@@ -16,6 +16,7 @@
 //! | compact | `compact` | keeping buckets' LSM trees shallow |
 //! | maintenance | `maintenance` | expiration, orphans, tags, branches, rollback, system tables |
 //! | api | `api` | the curated public API: re-exports and builders, what the binding uses |
+//! | tests | `test_support` | what tests share: fixtures, temporary tables, write-and-commit, read-back (tests and feature `test-support` only) |
 //!
 //! The Python binding (`tidelake-python`) sits above all of them and uses only [`api`]. This
 //! crate never creates an async runtime and never touches Python.
@@ -40,6 +41,8 @@ pub(crate) mod snapshots;
 pub(crate) mod state;
 pub(crate) mod table;
 mod tasks;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Result};

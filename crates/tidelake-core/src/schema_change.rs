@@ -36,10 +36,6 @@ pub struct TableSpec {
     pub comment: Option<String>,
 }
 
-fn now_millis() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
 /// Create a table at `io`'s root with an Arrow schema. Fails with [`Error::AlreadyExists`] if a
 /// table is there.
 pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) -> Result<Table> {
@@ -79,7 +75,7 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
     check_bucket_mode(&table_schema)?;
     check_merge_options(&table_schema)?;
     table_schema.comment = spec.comment.clone();
-    table_schema.time_millis = now_millis();
+    table_schema.time_millis = io.env().now_millis();
     let rel = schema_path(0);
     if !io.put_if_absent(&rel, table_schema.to_json()).await? {
         return Err(Error::AlreadyExists(format!("table at {}", io.location())));
@@ -221,7 +217,7 @@ pub enum ColumnPosition {
 pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Table> {
     for _ in 0..MAX_SCHEMA_RETRIES {
         let current = table.reopen().await?;
-        let next = apply_changes(current.schema(), changes)?;
+        let next = apply_changes(current.schema(), changes, table.env().now_millis())?;
         check_merge_options(&next)?;
         check_fallback_branch(table, &next).await?;
         if table
@@ -271,8 +267,12 @@ fn check_not_key(schema: &TableSchema, name: &str, action: &str) -> Result<()> {
     Ok(())
 }
 
-/// The schema that results from `changes` (pure; id and time advanced).
-pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<TableSchema> {
+/// The schema that results from `changes` at `time_millis` (pure; id advanced).
+pub fn apply_changes(
+    base: &TableSchema,
+    changes: &[SchemaChange],
+    time_millis: i64,
+) -> Result<TableSchema> {
     let mut s = base.clone();
     let mut highest = s.highest_field_id;
     for change in changes {
@@ -348,7 +348,7 @@ pub fn apply_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<Tab
     }
     s.id = base.id + 1;
     s.highest_field_id = highest.max(s.highest_field_id);
-    s.time_millis = now_millis();
+    s.time_millis = time_millis;
     s.validate()
         .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
     Ok(s)

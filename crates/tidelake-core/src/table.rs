@@ -16,7 +16,7 @@ use tidelake_spec::schema::{parse_schema_file_name, schema_file_name, TableSchem
 
 use crate::branch::{branch_io, MAIN_BRANCH};
 use crate::error::{Error, Result};
-use crate::io::FileIO;
+use crate::io::{Env, FileIO};
 use crate::snapshots::SnapshotManager;
 
 pub(crate) const SCHEMA_DIR: &str = "schema";
@@ -98,6 +98,21 @@ impl Table {
             io: self.io.with_read_cache(cache),
             ..self.clone()
         }
+    }
+
+    /// The same table with another clock and id generator for what it writes (see
+    /// [`crate::io::env`]).
+    pub fn with_env(&self, env: Env) -> Table {
+        Table {
+            io: self.io.with_env(env.clone()),
+            branch_io: self.branch_io.with_env(env),
+            ..self.clone()
+        }
+    }
+
+    /// The clock and id generator of this table.
+    pub fn env(&self) -> &Env {
+        self.io.env()
     }
 
     /// The branch's root: its `snapshot/`, `schema/`, `tag/`, `changelog/` and `consumer/`

@@ -21,6 +21,7 @@ use arrow_array::types::Int32Type;
 use arrow_array::RecordBatch;
 use serde_json::Value as Json;
 use tidelake_core::datum_arrow::datum_at;
+use tidelake_core::test_support::{fixture_table_dir, fixture_tables, fixtures, read_arrow_file};
 use tidelake_spec::binary_row::{decode_framed, encode_row};
 use tidelake_spec::bucket::{bucket_of, hash_row};
 use tidelake_spec::datum::Datum;
@@ -29,27 +30,9 @@ use tidelake_spec::schema::{parse_schema_file_name, TableSchema};
 use tidelake_spec::snapshot::{parse_snapshot_file_name, Snapshot};
 use tidelake_spec::types::DataType;
 
-fn fixtures() -> PathBuf {
-    let dir = std::env::var_os("TIDELAKE_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
-        });
-    assert!(
-        dir.join("fixtures.json").is_file(),
-        "fixtures not found at {}",
-        dir.display()
-    );
-    std::fs::canonicalize(&dir).unwrap()
-}
-
 /// Tables of fixtures.json that record observed buckets, with their total bucket count.
 fn bucketed_tables() -> Vec<(Json, i32)> {
-    let manifest: Json =
-        serde_json::from_slice(&std::fs::read(fixtures().join("fixtures.json")).unwrap()).unwrap();
-    manifest["tables"]
-        .as_array()
-        .unwrap()
+    fixture_tables()
         .iter()
         .filter_map(|t| {
             let observed = &t["expected"]["observed_buckets"];
@@ -69,10 +52,6 @@ fn name(table: &Json) -> &str {
     table["name"].as_str().unwrap()
 }
 
-fn table_dir(table: &Json) -> PathBuf {
-    fixtures().join(table["path"].as_str().unwrap())
-}
-
 /// The file with the highest id among `dir`'s files named by `parse`.
 fn latest_file(dir: &Path, parse: impl Fn(&str) -> Option<i64>) -> PathBuf {
     std::fs::read_dir(dir)
@@ -85,17 +64,12 @@ fn latest_file(dir: &Path, parse: impl Fn(&str) -> Option<i64>) -> PathBuf {
 }
 
 fn latest_schema(table: &Json) -> TableSchema {
-    let path = latest_file(&table_dir(table).join("schema"), parse_schema_file_name);
+    let path = latest_file(
+        &fixture_table_dir(table).join("schema"),
+        parse_schema_file_name,
+    );
     TableSchema::from_json(&std::fs::read(&path).unwrap())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn read_arrow(path: &Path) -> RecordBatch {
-    let file = std::fs::File::open(path).unwrap();
-    let reader = arrow_ipc::reader::FileReader::try_new(file, None).unwrap();
-    let schema = reader.schema();
-    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
-    arrow_select::concat::concat_batches(&schema, &batches).unwrap()
 }
 
 /// The values of columns `names` in row `row`, as datums of the schema's types.
@@ -125,7 +99,7 @@ fn observed(table: &Json) -> RecordBatch {
     let file = table["expected"]["observed_buckets"]["file"]
         .as_str()
         .unwrap();
-    let batch = read_arrow(&fixtures().join(file));
+    let batch = read_arrow_file(&fixtures().join(file));
     assert!(batch.num_rows() > 0, "{}: empty buckets.arrow", name(table));
     batch
 }
@@ -180,7 +154,7 @@ fn fixed_buckets_reproduce_observed_buckets() {
 
 /// Hashes per (partition values, bucket) in the HASH index files live at the latest snapshot.
 fn hash_index(table: &Json, partition_types: &[DataType]) -> HashMap<(String, i32), HashSet<i32>> {
-    let dir = table_dir(table);
+    let dir = fixture_table_dir(table);
     let snapshot_path = latest_file(&dir.join("snapshot"), parse_snapshot_file_name);
     let snapshot = Snapshot::from_json(&std::fs::read(&snapshot_path).unwrap()).unwrap();
     let index_manifest = snapshot

@@ -29,6 +29,10 @@ const PUBLIC_MODULES: &[(&str, &str)] = &[
         "tests/read_data_file.rs and tests/write_file_writer.rs read single data files",
     ),
     (
+        "test_support",
+        "what the crate's tests share (only with cfg(test) or the test-support feature)",
+    ),
+    (
         "write",
         "tests/write_bucket.rs and tests/write_file_writer.rs test bucket routing and file writers",
     ),

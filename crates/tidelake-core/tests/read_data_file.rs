@@ -20,23 +20,9 @@ use tidelake_core::read::data_file::{read_data_file, FileFormat, SystemColumns};
 use tidelake_core::read::deletion_vector::{
     read_deletion_vector, write_deletion_vector_file, DeletionVector,
 };
+use tidelake_core::test_support::{fixture_tables, fixtures, read_arrow_file};
 use tidelake_spec::type_json::field_from_json;
 use tidelake_spec::types::DataField;
-
-fn fixtures() -> PathBuf {
-    let dir = std::env::var_os("TIDELAKE_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
-        });
-    assert!(
-        dir.join("fixtures.json").is_file(),
-        "fixtures not found at {}",
-        dir.display()
-    );
-    // FileIO takes paths without `..` segments.
-    std::fs::canonicalize(&dir).unwrap()
-}
 
 fn table_dir(table: &str) -> PathBuf {
     fixtures().join("warehouse/fx.db").join(table)
@@ -350,14 +336,6 @@ async fn every_fixture_data_file_reads_with_the_latest_schema() {
 
 // ---------------------------------------------------------------- value comparisons
 
-fn read_expected(rel: &str) -> Vec<RecordBatch> {
-    let file = std::fs::File::open(fixtures().join(rel)).unwrap();
-    arrow_ipc::reader::FileReader::try_new(file, None)
-        .unwrap()
-        .map(|b| b.unwrap())
-        .collect()
-}
-
 /// Rows rendered as strings (one per row, sorted): a multiset of rows.
 fn row_multiset(batches: &[RecordBatch]) -> Vec<String> {
     let options = FormatOptions::default().with_null("<null>");
@@ -424,7 +402,7 @@ async fn assert_files_match(
         let got = read_file(table, rel, file_fields, &read.fields, system, dv, 4).await;
         batches.extend(without_system(got, system));
     }
-    let expected = read_expected(expected_file);
+    let expected = [read_arrow_file(&fixtures().join(expected_file))];
     let expected_schema = expected[0].schema();
     for batch in &batches {
         let got = batch.schema();
@@ -563,13 +541,8 @@ fn snapshot_dvs(table: &str, id: i64) -> HashMap<String, Arc<DeletionVector>> {
 #[tokio::test]
 async fn append_deletion_vectors_filter_rows() {
     let table = "append_deletion_vectors";
-    let fixtures_json: Json =
-        serde_json::from_slice(&std::fs::read(fixtures().join("fixtures.json")).unwrap()).unwrap();
-    let meta = fixtures_json["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == table);
+    let tables = fixture_tables();
+    let meta = tables.iter().find(|t| t["name"] == table);
     let snapshots = meta.unwrap()["snapshots"].as_array().unwrap();
     let mut saw_deletes = false;
     for snap in snapshots {

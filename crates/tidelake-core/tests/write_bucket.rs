@@ -3,53 +3,23 @@
 //! records the bucket of every key, the manifests the `_PARTITION` bytes of every partition.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
 use arrow_array::RecordBatch;
 use serde_json::Value as Json;
+use tidelake_core::test_support::{fixture_table_dir, fixture_tables, fixtures, read_arrow_file};
 use tidelake_core::write::bucket::{bucket_ids, group_by_partition};
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::manifest::read_manifest;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
-fn fixtures() -> PathBuf {
-    let dir = std::env::var_os("TIDELAKE_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
-        });
-    assert!(
-        dir.join("fixtures.json").is_file(),
-        "fixtures not found at {}",
-        dir.display()
-    );
-    std::fs::canonicalize(&dir).unwrap()
-}
-
-fn tables() -> Vec<Json> {
-    let json: Json =
-        serde_json::from_slice(&std::fs::read(fixtures().join("fixtures.json")).unwrap()).unwrap();
-    json["tables"].as_array().unwrap().clone()
-}
-
-fn table_dir(table: &Json) -> PathBuf {
-    fixtures().join(table["path"].as_str().unwrap())
-}
-
 fn schema(table: &Json) -> TableSchema {
-    TableSchema::from_json(&std::fs::read(table_dir(table).join("schema/schema-0")).unwrap())
-        .unwrap()
-}
-
-fn read_arrow(path: &Path) -> RecordBatch {
-    let file = std::fs::File::open(path).unwrap();
-    let reader = arrow_ipc::reader::FileReader::try_new(file, None).unwrap();
-    let schema = reader.schema();
-    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
-    arrow_select::concat::concat_batches(&schema, &batches).unwrap()
+    TableSchema::from_json(
+        &std::fs::read(fixture_table_dir(table).join("schema/schema-0")).unwrap(),
+    )
+    .unwrap()
 }
 
 /// Indices and types of `names` in `batch`, typed by the table schema.
@@ -70,7 +40,7 @@ fn columns_of(
 #[test]
 fn bucket_ids_reproduce_observed_buckets() {
     let mut checked = 0;
-    for table in tables() {
+    for table in fixture_tables() {
         let observed = &table["expected"]["observed_buckets"];
         if observed.is_null() {
             continue;
@@ -80,7 +50,7 @@ fn bucket_ids_reproduce_observed_buckets() {
             continue; // dynamic bucket mode: buckets come from the hash index, not the key
         }
         let schema = schema(&table);
-        let batch = read_arrow(&fixtures().join(observed["file"].as_str().unwrap()));
+        let batch = read_arrow_file(&fixtures().join(observed["file"].as_str().unwrap()));
         let (columns, types) = columns_of(&batch, &schema, &schema.bucket_keys());
         let buckets = bucket_ids(&batch, &columns, &types, total).unwrap();
         let expected = batch
@@ -101,7 +71,7 @@ fn bucket_ids_reproduce_observed_buckets() {
 /// Every `_PARTITION` of every manifest of a table.
 fn manifest_partitions(table: &Json) -> HashSet<Vec<u8>> {
     let mut out = HashSet::new();
-    for entry in std::fs::read_dir(table_dir(table).join("manifest")).unwrap() {
+    for entry in std::fs::read_dir(fixture_table_dir(table).join("manifest")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         if name.starts_with("manifest-") && !name.starts_with("manifest-list-") {
@@ -116,14 +86,14 @@ fn manifest_partitions(table: &Json) -> HashSet<Vec<u8>> {
 #[test]
 fn partition_bytes_equal_manifest_partitions() {
     let mut checked = 0;
-    for table in tables() {
+    for table in fixture_tables() {
         let schema = schema(&table);
         if schema.partition_keys.is_empty() {
             continue;
         }
         let expected = manifest_partitions(&table);
         let name = table["name"].as_str().unwrap();
-        let batch = read_arrow(&fixtures().join(format!("expected/{name}/latest.arrow")));
+        let batch = read_arrow_file(&fixtures().join(format!("expected/{name}/latest.arrow")));
         let (columns, types) = columns_of(&batch, &schema, &schema.partition_keys);
         let groups = group_by_partition(&batch, &columns, &types).unwrap();
         assert!(!groups.is_empty());

@@ -11,6 +11,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use proptest::prelude::*;
 use tidelake_core::api::Error;
 use tidelake_core::datum_arrow::{compare_datums, datum_at, datums_to_array};
+use tidelake_core::io::env::{Env, ManualClock, SequentialIds};
 use tidelake_core::io::FileIO;
 use tidelake_core::read::data_file::{output_schema, read_data_file, FileFormat, SystemColumns};
 use tidelake_core::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
@@ -442,13 +443,6 @@ fn assert_true_bounds(meta: &DataFileMeta, fields: &[DataField], rows: &[Vec<Dat
     }
 }
 
-fn local_now_millis() -> i64 {
-    chrono::Local::now()
-        .naive_local()
-        .and_utc()
-        .timestamp_millis()
-}
-
 #[tokio::test]
 async fn key_value_file_round_trip_and_meta() {
     let tbl = table();
@@ -456,7 +450,12 @@ async fn key_value_file_round_trip_and_meta() {
     let schema = schema(fields.clone(), &["id"], &[]);
     let rows = sample_rows();
     let batch = kv_batch(&rows, &fields, &[10, 11, 12, 13], &[0, 3, 2, 1]);
-    let mut w = writer(&tbl.io, &schema, FileLayout::KeyValue, 0);
+    const NOW: i64 = 1_750_000_000_123;
+    let env = Env::new(
+        Arc::new(ManualClock::new(NOW)),
+        Arc::new(SequentialIds::default()),
+    );
+    let mut w = writer(&tbl.io.with_env(env), &schema, FileLayout::KeyValue, 0);
     w.write(&batch).await.unwrap();
     let metas = w.close().await.unwrap();
     assert_eq!(metas.len(), 1);
@@ -467,11 +466,7 @@ async fn key_value_file_round_trip_and_meta() {
     );
 
     let name = &meta.file_name;
-    assert!(
-        name.starts_with("data-") && name.ends_with("-0.parquet"),
-        "{name}"
-    );
-    assert_eq!(name.len(), "data-".len() + 36 + "-0.parquet".len());
+    assert_eq!(name, "data-00000000-0000-0000-0000-000000000001-0.parquet");
     assert_eq!(
         meta.file_size as u64,
         tbl.io.size(&format!("bucket-0/{name}")).await.unwrap()
@@ -509,8 +504,7 @@ async fn key_value_file_round_trip_and_meta() {
         (None, None)
     );
     assert_eq!((meta.first_row_id, meta.write_cols.clone()), (None, None));
-    let created = meta.creation_time.unwrap();
-    assert!((created - local_now_millis()).abs() < 60_000, "{created}");
+    assert_eq!(meta.creation_time, Some(NOW));
 
     // Default truncate(16) with dense store: nested columns have no stats and are not listed.
     let cols = meta.value_stats_cols.clone().unwrap();

@@ -10,28 +10,13 @@ use arrow_schema::{DataType, Field, Schema};
 use tidelake_core::api::schema::{create_table, TableSpec};
 use tidelake_core::api::write::RowKinds;
 use tidelake_core::api::{FileIO, StorageOptions, Table};
+use tidelake_core::test_support::files_under;
 
 /// Parquet files below `dir`, as paths relative to it.
 fn parquet_files(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                todo.push(path);
-            } else if path.extension().is_some_and(|e| e == "parquet") {
-                out.push(
-                    path.strip_prefix(dir)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned(),
-                );
-            }
-        }
-    }
-    out.sort();
-    out
+    let mut files = files_under(dir);
+    files.retain(|f| f.ends_with(".parquet"));
+    files
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

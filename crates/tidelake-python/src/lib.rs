@@ -16,6 +16,7 @@ mod dml;
 mod errors;
 mod lookup;
 mod maintenance;
+mod metadata;
 mod progress;
 mod runtime;
 mod scan;

@@ -16,6 +16,7 @@ use tidelake_core::api::schema::TableLayout;
 use tidelake_core::api::{Error, Table};
 
 use crate::errors::{to_py, IntoPyResult};
+use crate::metadata::tag_fields;
 use crate::runtime::block_on;
 use crate::stream::pyarrow_table;
 use crate::table::RawTable;
@@ -89,7 +90,7 @@ impl RawTable {
         older_than_ms: Option<i64>,
         dry_run: bool,
     ) -> PyResult<Vec<(String, u64)>> {
-        let cutoff = older_than_ms.unwrap_or_else(|| maintenance::now_ms() - DAY_MS);
+        let cutoff = older_than_ms.unwrap_or_else(|| self.table.env().now_millis() - DAY_MS);
         let files = block_on(
             py,
             maintenance::remove_orphan_files(&self.table, cutoff, dry_run),
@@ -101,15 +102,15 @@ impl RawTable {
             .collect())
     }
 
-    /// Create a tag; returns its Paimon JSON.
+    /// Create a tag; returns its fields ([`crate::metadata`]).
     #[pyo3(signature = (name, snapshot_id=None, time_retained_ms=None))]
-    fn create_tag(
+    fn create_tag<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         name: String,
         snapshot_id: Option<i64>,
         time_retained_ms: Option<i64>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Bound<'py, PyDict>> {
         let retained = time_retained_ms
             .map(|ms| millis(ms, "time_retained"))
             .transpose()?;
@@ -118,7 +119,7 @@ impl RawTable {
             maintenance::create_tag(&self.table, &name, snapshot_id, retained),
         )?
         .py()?;
-        Ok(tag.to_json())
+        tag_fields(py, &name, &tag)
     }
 
     /// Delete a tag and the files only it kept; returns counts.
@@ -204,7 +205,7 @@ impl RawTable {
             })?;
         block_on(
             py,
-            maintenance::expire_partitions(&self.table, &config, maintenance::local_now()),
+            maintenance::expire_partitions(&self.table, &config, self.table.env().local_now()),
         )?
         .py()
     }

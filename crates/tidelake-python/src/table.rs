@@ -1,7 +1,8 @@
 //! `RawTable`: the binding of [`tidelake_core::api::Table`] behind `tidelake.table.Table`.
 //!
-//! Metadata crosses as Paimon's own JSON (the Python layer turns it into dataclasses), schemas
-//! and data as Arrow through the C data interface. Every storage call releases the GIL.
+//! Metadata crosses as dicts of the typed structs' fields ([`crate::metadata`]; the Python
+//! layer turns them into dataclasses), schemas and data as Arrow through the C data interface.
+//! Every storage call releases the GIL.
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ use tidelake_spec::options::{IncrementalBetweenScanMode, OptionValue, ResolvedOp
 
 use crate::arrow_arg::{FieldArg, SchemaArg};
 use crate::errors::{to_py, IntoPyResult};
+use crate::metadata::{schema_fields, snapshot_fields, tag_fields};
 use crate::runtime::block_on;
 use crate::scan::{parse_filter, selector, RawScan};
 use crate::stream::RawBatches;
@@ -185,9 +187,9 @@ impl RawTable {
         self.table.io().options().clone()
     }
 
-    /// The latest schema as Paimon JSON (`schema/schema-N`).
-    fn schema_json(&self) -> String {
-        self.table.schema().to_json()
+    /// The fields of the latest schema version.
+    fn schema_version<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        schema_fields(py, self.table.schema())
     }
 
     /// The effective value of every option tidelake interprets, defaults applied
@@ -229,28 +231,32 @@ impl RawTable {
         PySchema::new(Arc::new(schema)).into_pyarrow(py)
     }
 
-    /// Every schema version as Paimon JSON, ascending by id.
-    fn schemas_json(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+    /// The fields of every schema version, ascending by id.
+    fn schema_versions<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let schemas = block_on(py, self.table.schemas())?.py()?;
-        Ok(schemas.iter().map(|s| s.to_json()).collect())
+        schemas.iter().map(|s| schema_fields(py, s)).collect()
     }
 
-    /// Every snapshot as Paimon JSON, ascending by id.
-    fn snapshots_json(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+    /// The fields of every snapshot, ascending by id.
+    fn snapshots<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let snaps = block_on(py, self.table.snapshot_manager().all())?.py()?;
-        Ok(snaps.iter().map(|s| s.to_json()).collect())
+        snaps.iter().map(|s| snapshot_fields(py, s)).collect()
     }
 
-    /// One snapshot as Paimon JSON.
-    fn snapshot_json(&self, py: Python<'_>, id: i64) -> PyResult<String> {
+    /// The fields of one snapshot.
+    fn snapshot<'py>(&self, py: Python<'py>, id: i64) -> PyResult<Bound<'py, PyDict>> {
         let snap = block_on(py, self.table.snapshot_manager().snapshot(id))?.py()?;
-        Ok(snap.to_json())
+        snapshot_fields(py, &snap)
     }
 
-    /// The newest snapshot committed at or before `timestamp_ms`, as Paimon JSON, or None.
-    fn snapshot_at_json(&self, py: Python<'_>, timestamp_ms: i64) -> PyResult<Option<String>> {
+    /// The fields of the newest snapshot committed at or before `timestamp_ms`, or None.
+    fn snapshot_at<'py>(
+        &self,
+        py: Python<'py>,
+        timestamp_ms: i64,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let snap = block_on(py, self.table.snapshot_manager().at_or_before(timestamp_ms))?.py()?;
-        Ok(snap.map(|s| s.to_json()))
+        snap.map(|s| snapshot_fields(py, &s)).transpose()
     }
 
     /// The latest snapshot id, or None.
@@ -258,10 +264,10 @@ impl RawTable {
         block_on(py, self.table.snapshot_manager().latest_id())?.py()
     }
 
-    /// Every tag as (name, Paimon tag JSON), sorted by name.
-    fn tags_json(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
+    /// The fields of every tag, sorted by name.
+    fn tags<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let tags = block_on(py, self.table.snapshot_manager().tags())?.py()?;
-        Ok(tags.into_iter().map(|(n, t)| (n, t.to_json())).collect())
+        tags.iter().map(|(n, t)| tag_fields(py, n, t)).collect()
     }
 
     /// Plan a batch scan.

@@ -136,7 +136,12 @@ impl Snapshot {
 
     /// Encodes the snapshot file (pretty-printed, no trailing newline).
     pub fn to_json(&self) -> String {
-        pretty_json(&Value::Object(self.to_object()))
+        pretty_json(&self.to_value())
+    }
+
+    /// The snapshot file's JSON object (what [`Snapshot::to_json`] prints).
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.to_object())
     }
 
     fn from_object(object: &Map<String, Value>, what: &'static str) -> Result<Self> {
@@ -252,7 +257,7 @@ pub struct LocalDateTime {
 
 impl LocalDateTime {
     /// Jackson's array form: trailing zero second / nano components are omitted.
-    fn to_json(self) -> Value {
+    pub fn to_json(self) -> Value {
         let mut parts: Vec<Value> = vec![
             self.year.into(),
             self.month.into(),

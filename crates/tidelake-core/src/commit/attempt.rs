@@ -8,7 +8,7 @@
 //! attempt then looks for its own snapshot first).
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tidelake_spec::manifest::{
     FileKind, IndexManifestEntry, ManifestEntry, DELETION_VECTORS_INDEX,
@@ -227,7 +227,7 @@ impl FileStoreCommit {
         let base = millis(self.settings.min_retry_wait)
             .saturating_mul(factor)
             .min(millis(self.settings.max_retry_wait));
-        let jitter = uuid::Uuid::new_v4().as_u64_pair().0 % (base / 5).max(1);
+        let jitter = self.table.env().uuid().as_u64_pair().0 % (base / 5).max(1);
         Duration::from_millis(base.saturating_add(jitter))
     }
 
@@ -682,9 +682,7 @@ impl FileStoreCommit {
             Some(l) => self.inherited_statistics(l, schema_id).await,
             None => None,
         };
-        let time_millis = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let time_millis = self.table.env().now_millis();
         Ok(Snapshot {
             version: CURRENT_VERSION,
             id: new_id,
@@ -711,7 +709,7 @@ impl FileStoreCommit {
             next_row_id: latest.and_then(|l| l.next_row_id),
             properties: (!request.properties.is_empty()).then(|| request.properties.to_vec()),
             operation: request.operation.map(str::to_string),
-            uuid: Some(uuid::Uuid::new_v4().to_string()),
+            uuid: Some(self.table.env().uuid_string()),
             writer_version: Some(format!("tidelake-{}", env!("CARGO_PKG_VERSION"))),
         })
     }

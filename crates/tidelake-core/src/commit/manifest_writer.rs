@@ -72,11 +72,11 @@ impl MetaWriter {
         layout: &TableLayout,
     ) -> MetaWriter {
         MetaWriter {
+            uuid: io.env().uuid_string(),
             io,
             codec,
             target_size,
             partition_types: layout.partition_types.clone(),
-            uuid: uuid::Uuid::new_v4().to_string(),
             counter: AtomicU64::new(0),
         }
     }

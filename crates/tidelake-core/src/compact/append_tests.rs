@@ -5,6 +5,7 @@
 use tidelake_spec::manifest::FileSource;
 
 use super::*;
+use crate::scan::{plan_scan, ScanRequest};
 
 /// An append table `id BIGINT NOT NULL, dt STRING NOT NULL, v BIGINT` partitioned by `dt`
 /// with `bucket` (`-1`: unaware) and `options`, written by `commits` one-row-batch commits of
@@ -25,9 +26,7 @@ async fn append_table(dir: &Path, bucket: &str, options: &[(&str, &str)], commit
         opts.set(*k, *v);
     }
     let schema = TableSchema::new(0, fields, vec!["dt".into()], Vec::new(), opts).unwrap();
-    let io = FileIO::open(dir.to_str().unwrap()).unwrap();
-    io.write("schema/schema-0", schema.to_json()).await.unwrap();
-    let table = Table::open_io(io).await.unwrap();
+    let table = table_with_schema(dir, &schema).await;
     for c in 0..commits {
         let rows: Vec<Row> = (0..3)
             .map(|i| ("a".to_string(), c * 3 + i, Some(c)))

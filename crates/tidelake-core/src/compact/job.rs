@@ -358,7 +358,7 @@ impl Compactor {
         if messages.is_empty() {
             return Ok(None);
         }
-        let user = format!("tidelake-compact-{}", uuid::Uuid::new_v4());
+        let user = format!("tidelake-compact-{}", self.table.env().uuid());
         let outcome = match FileStoreCommit::new(self.table.clone(), user) {
             Ok(commit) => {
                 commit

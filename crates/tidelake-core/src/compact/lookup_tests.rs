@@ -85,14 +85,6 @@ async fn change_rows(table: &Table, start: i64) -> Vec<(String, i64, Option<i64>
         .try_collect()
         .await
         .unwrap();
-    let column = |b: &RecordBatch, name: &str| {
-        b.column_by_name(name)
-            .unwrap()
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .unwrap()
-            .clone()
-    };
     batches
         .iter()
         .flat_map(|b| {
@@ -102,7 +94,7 @@ async fn change_rows(table: &Table, start: i64) -> Vec<(String, i64, Option<i64>
                 .downcast_ref::<StringArray>()
                 .unwrap()
                 .clone();
-            let (id, v) = (column(b, "id"), column(b, "v"));
+            let (id, v) = (int64_column(b, "id"), int64_column(b, "v"));
             (0..b.num_rows()).map(move |i| {
                 (
                     kind.value(i).to_string(),

@@ -32,9 +32,14 @@ async fn plan_tasks_run_elsewhere_and_commit_once() {
     let worker = Compactor::new(table.reopen().await.unwrap()).unwrap();
     let mut messages = Vec::new();
     for task in &plan.tasks {
-        let shipped = CompactionTask::from_bytes(&task.to_bytes().unwrap()).unwrap();
-        // (the Avro containers inside differ in their sync markers)
+        let bytes = task.to_bytes().unwrap();
+        let shipped = CompactionTask::from_bytes(&bytes).unwrap();
         assert_eq!(format!("{shipped:?}"), format!("{task:?}"));
+        assert_eq!(
+            shipped.to_bytes().unwrap(),
+            bytes,
+            "encoding is deterministic"
+        );
         let message = worker.run_task(&shipped).await.unwrap();
         messages.push(CommitMessage::from_bytes(&message.to_bytes().unwrap()).unwrap());
     }

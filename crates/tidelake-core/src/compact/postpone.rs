@@ -153,7 +153,7 @@ pub(crate) async fn redistribute(
         .iter()
         .map(|m| report(&layout, m))
         .collect::<Result<Vec<_>>>()?;
-    let user = format!("tidelake-compact-{}", uuid::Uuid::new_v4());
+    let user = format!("tidelake-compact-{}", table.env().uuid());
     let outcome = match FileStoreCommit::new(table.clone(), user) {
         Ok(commit) => commit.commit(messages, BATCH_COMMIT_IDENTIFIER, &[]).await,
         Err(e) => Err(e),

@@ -29,13 +29,14 @@ use super::rewriter::UnitTask;
 use super::*;
 use crate::commit::{CommitMessage, FileStoreCommit};
 use crate::error::ErrorKind;
-use crate::io::FileIO;
 use crate::maintenance::{expire_snapshots, ExpireConfig};
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::{read_splits, ReadContext};
 use crate::scan::plan::plan_changes;
-use crate::scan::{plan_scan, ScanRequest};
 use crate::table::Table;
+use crate::test_support::{
+    int64_column, read_table, string_column, table_with_schema, write_and_commit,
+};
 use crate::write::input::RowKinds;
 use crate::write::table_write::TableWrite;
 
@@ -71,11 +72,7 @@ async fn create_table(dir: &Path, options: &[(&str, &str)]) -> Table {
         opts,
     )
     .expect("valid schema");
-    let io = FileIO::open(dir.to_str().expect("utf-8 temp dir")).expect("local dir");
-    io.write("schema/schema-0", schema.to_json())
-        .await
-        .expect("schema written");
-    Table::open_io(io).await.expect("table opens")
+    table_with_schema(dir, &schema).await
 }
 
 /// Write `rows` with row kind `kind` and commit them (one APPEND snapshot).
@@ -95,16 +92,7 @@ async fn write(table: &Table, rows: &[Row], kind: i8) {
         )),
     ];
     let batch = RecordBatch::try_new(schema, columns).unwrap();
-    let mut w = TableWrite::new(table.clone(), inline_compaction)
-        .await
-        .unwrap();
-    w.write(&batch, RowKinds::Fixed(kind)).await.unwrap();
-    let messages = w.prepare_commit().await.unwrap();
-    FileStoreCommit::new(table.clone(), "writer")
-        .unwrap()
-        .commit(messages, BATCH_COMMIT_IDENTIFIER, &[])
-        .await
-        .unwrap();
+    write_and_commit(table, &batch, kind, "writer").await;
 }
 
 /// Every row of the latest snapshot, sorted; `options` override table options for the read.
@@ -116,43 +104,13 @@ async fn read(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
 
 /// Every row of the latest snapshot in read order (splits, then files, as planned).
 async fn read_in_order(table: &Table, options: &[(&str, &str)]) -> Vec<Row> {
-    let request = ScanRequest {
-        options: options
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..ScanRequest::default()
-    };
-    let plan = plan_scan(table, &request).await.unwrap();
-    let ctx =
-        Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, false).unwrap());
-    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits, None)
-        .try_collect()
-        .await
-        .unwrap();
     let mut rows = Vec::new();
-    for b in batches {
-        let id = b
-            .column_by_name("id")
-            .unwrap()
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .unwrap()
-            .clone();
-        let dt = b
-            .column_by_name("dt")
-            .unwrap()
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .unwrap()
-            .clone();
-        let v = b
-            .column_by_name("v")
-            .unwrap()
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .unwrap()
-            .clone();
+    for b in read_table(table, options, 7).await {
+        let (id, dt, v) = (
+            int64_column(&b, "id"),
+            string_column(&b, "dt"),
+            int64_column(&b, "v"),
+        );
         for i in 0..b.num_rows() {
             rows.push((
                 dt.value(i).to_string(),
@@ -700,7 +658,7 @@ async fn commit_deletion_vector(table: &Table, bucket: &Bucket, file: &str, posi
     let mut dv = DeletionVector::new();
     dv.insert(position);
     let (bytes, ranges) = write_deletion_vector_file(&[(file.to_string(), dv)]);
-    let index_name = format!("index-test-dv-{}", uuid::Uuid::new_v4());
+    let index_name = format!("index-test-dv-{}", table.env().uuid());
     table
         .io()
         .write(&format!("index/{index_name}"), bytes.clone())
@@ -853,9 +811,7 @@ async fn append_tables_with_row_tracking_are_unsupported() {
     let mut options = Options::new();
     options.set("row-tracking.enabled", "true");
     let schema = TableSchema::new(0, fields, Vec::new(), Vec::new(), options).unwrap();
-    let io = FileIO::open(dir.path().to_str().unwrap()).unwrap();
-    io.write("schema/schema-0", schema.to_json()).await.unwrap();
-    let table = Table::open_io(io).await.unwrap();
+    let table = table_with_schema(dir.path(), &schema).await;
     assert_eq!(
         Compactor::new(table).unwrap_err().kind(),
         ErrorKind::Unsupported

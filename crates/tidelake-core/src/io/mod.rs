@@ -12,8 +12,10 @@
 //!
 //! Modules: [`location`] (locations and storage options to stores), [`instrumented`] (counting
 //! and test-only fault injection), [`local_file`] (local data files read in place), [`read_cache`]
-//! (what long-lived readers keep of immutable files).
+//! (what long-lived readers keep of immutable files), [`env`] (the wall clock and fresh ids a
+//! [`FileIO`] and every child of it carry).
 
+pub mod env;
 pub mod instrumented;
 #[cfg(unix)]
 pub mod local_file;
@@ -29,6 +31,7 @@ use object_store::path::{Path, PathPart};
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::{Error, Result};
+pub use env::Env;
 #[cfg(unix)]
 use local_file::LocalFile;
 pub use location::StorageOptions;
@@ -61,6 +64,8 @@ pub struct FileIO {
     /// What readers keep of immutable files under the root, for long-lived readers
     /// ([`FileIO::with_read_cache`]); not passed on to [`FileIO::child`] handles.
     read_cache: Option<Arc<ReadCache>>,
+    /// The clock and id generator of everything written through this handle and its children.
+    env: Env,
 }
 
 /// One object found by [`FileIO::list`].
@@ -89,6 +94,7 @@ impl FileIO {
             local_fs: r.local_fs,
             options: Arc::new(options.clone()),
             read_cache: None,
+            env: Env::default(),
         })
     }
 
@@ -102,6 +108,7 @@ impl FileIO {
             local_fs: None,
             options: Arc::default(),
             read_cache: None,
+            env: Env::default(),
         }
     }
 
@@ -123,6 +130,7 @@ impl FileIO {
             local_fs: self.local_fs.clone(),
             options: self.options.clone(),
             read_cache: None,
+            env: self.env.clone(),
         }
     }
 
@@ -132,6 +140,19 @@ impl FileIO {
             read_cache: Some(cache),
             ..self.clone()
         }
+    }
+
+    /// The same handle with another clock and id generator (passed on to children).
+    pub fn with_env(&self, env: Env) -> FileIO {
+        FileIO {
+            env,
+            ..self.clone()
+        }
+    }
+
+    /// The clock and id generator of this handle.
+    pub fn env(&self) -> &Env {
+        &self.env
     }
 
     /// The read cache of this handle, if it has one.

@@ -63,7 +63,6 @@ use tidelake_spec::snapshot::{Snapshot, Tag};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
-use crate::maintenance::now_ms;
 use crate::maintenance::refs::{
     count_unreferenced, data_files, delete_unreferenced, metadata_files, or_missing,
     protect_other_branches, Candidate, DataScope, DeletedFiles, FileCategory, MetaCache,
@@ -118,7 +117,7 @@ impl ExpireConfig {
 
     /// The table's configuration as of now.
     pub fn of_table(table: &Table) -> Result<ExpireConfig> {
-        ExpireConfig::from_options(table.schema().options(), now_ms())
+        ExpireConfig::from_options(table.schema().options(), table.env().now_millis())
     }
 }
 

@@ -46,16 +46,6 @@ pub use rollback::{rollback_to, RollbackTarget};
 use crate::error::Result;
 use crate::table::Table;
 
-/// Wall-clock time, epoch milliseconds.
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-/// Local wall-clock time (Java `LocalDateTime.now()`).
-pub fn local_now() -> chrono::NaiveDateTime {
-    chrono::Local::now().naive_local()
-}
-
 /// What [`maintain`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MaintainResult {
@@ -90,7 +80,7 @@ pub async fn maintain(table: &Table) -> Result<Option<MaintainResult>> {
     if opts.write_only().map_err(spec)? {
         return Ok(None);
     }
-    let now_local = local_now();
+    let now_local = table.env().local_now();
     let expired_tags = tags::expire_tags(table, now_local).await?;
     let expired_partitions =
         match unless_unsupported(partitions::PartitionExpireConfig::from_options(opts, None))? {
@@ -99,7 +89,10 @@ pub async fn maintain(table: &Table) -> Result<Option<MaintainResult>> {
         };
     let expired_consumers = match opts.consumer_expiration_time().map_err(spec)? {
         Some(d) => {
-            let cutoff = now_ms().saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            let cutoff = table
+                .env()
+                .now_millis()
+                .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
             consumers::expire_consumers(table.branch_io(), cutoff).await?
         }
         None => Vec::new(),

@@ -129,15 +129,12 @@ mod tests {
     use arrow_schema::{DataType, Field, Schema};
 
     use super::*;
-    use crate::commit::FileStoreCommit;
-    use crate::compact::inline_compaction;
     use crate::error::ErrorKind;
     use crate::io::FileIO;
     use crate::maintenance::refs::Root;
     use crate::schema_change::{create_table, TableSpec};
     use crate::snapshots::snapshot_path;
-    use crate::write::input::RowKinds;
-    use crate::write::table_write::TableWrite;
+    use crate::test_support::write_and_commit;
 
     #[tokio::test]
     async fn a_root_deleted_while_it_is_read_protects_nothing_and_fails_nothing() {
@@ -152,18 +149,9 @@ mod tests {
             comment: None,
         };
         let table = create_table(io.clone(), &schema, &spec).await.unwrap();
-        let mut write = TableWrite::new(table.clone(), inline_compaction)
-            .await
-            .unwrap();
         let batch =
             RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![1]))]).unwrap();
-        write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
-        let messages = write.prepare_commit().await.unwrap();
-        FileStoreCommit::new(table.clone(), "t")
-            .unwrap()
-            .commit(messages, 1, &[])
-            .await
-            .unwrap();
+        write_and_commit(&table, &batch, 0, "t").await;
 
         let root = Root {
             io: io.clone(),

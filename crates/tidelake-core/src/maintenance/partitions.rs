@@ -199,7 +199,7 @@ pub async fn expire_partitions(
 /// Drop every partition matching one of `specs` (full or partial `(key, value)` specs) in one
 /// OVERWRITE snapshot (operation `TRUNCATE`); returns the new snapshot ids.
 pub async fn drop_partitions(table: &Table, specs: Vec<Vec<(String, Datum)>>) -> Result<Vec<i64>> {
-    let commit = FileStoreCommit::new(table.clone(), uuid::Uuid::new_v4().to_string())?;
+    let commit = FileStoreCommit::new(table.clone(), table.env().uuid_string())?;
     commit.drop_partitions(specs, BATCH_COMMIT_IDENTIFIER).await
 }
 

@@ -115,7 +115,7 @@ pub async fn create_tag(
     };
     let tag = Tag {
         snapshot,
-        tag_create_time: time_retained.map(|_| local_date_time(super::local_now())),
+        tag_create_time: time_retained.map(|_| local_date_time(table.env().local_now())),
         tag_time_retained: time_retained,
     };
     if !table

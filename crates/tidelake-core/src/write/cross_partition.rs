@@ -38,12 +38,12 @@ use tidelake_spec::snapshot::CommitKind;
 use tidelake_spec::types::DataType;
 
 use crate::error::{Error, Result};
+use crate::io::Env;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::plan::{plan_scan, ScanRequest, SnapshotSelector};
 use crate::state::{read_list, read_manifests};
 use crate::table::Table;
 use crate::write::bucket::key_rows;
-use crate::write::file_writer::local_now_millis;
 
 /// Key (BinaryRow of the trimmed primary key) → (partition id << 32 | bucket, entry time ms).
 const KEYS: TableDefinition<&[u8], (u64, i64)> = TableDefinition::new("keys");
@@ -93,6 +93,8 @@ pub struct CrossPartitionAssigner {
     counts: HashMap<u32, BTreeMap<i32, u64>>,
     /// Data files this writer handed out in commit messages and has not yet seen committed.
     own_files: HashSet<String>,
+    /// The clock the TTL is measured with.
+    env: Env,
 }
 
 impl std::fmt::Debug for CrossPartitionAssigner {
@@ -139,9 +141,10 @@ impl CrossPartitionAssigner {
             partition_ids: HashMap::new(),
             counts: HashMap::new(),
             own_files: HashSet::new(),
+            env: table.env().clone(),
         };
         if base > 0 {
-            let now = local_now_millis();
+            let now = assigner.env.local_now_millis();
             // Java `IndexBootstrap.filterSplit`: a bucket is read when a file of it is younger
             // than the TTL.
             let fresh = |partition: &[u8], bucket: i32| {
@@ -195,7 +198,7 @@ impl CrossPartitionAssigner {
             DEFAULT_BATCH_SIZE,
             false,
         )?);
-        let now = local_now_millis();
+        let now = self.env.local_now_millis();
         for split in plan.splits.iter().filter(|s| fresh(&s.partition, s.bucket)) {
             let partition = self.partition_id(&split.partition);
             let mut rows = read.read_split(split).await?;
@@ -292,7 +295,7 @@ impl CrossPartitionAssigner {
         keys: &[Vec<u8>],
         kinds: &[i8],
     ) -> Result<Vec<Routed>> {
-        let now = local_now_millis();
+        let now = self.env.local_now_millis();
         let ttl = self.ttl_ms;
         let mut out = Vec::with_capacity(keys.len());
         let tx = self.begin()?;
@@ -401,6 +404,8 @@ impl CrossPartitionAssigner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::env::{ManualClock, RandomIds};
+    use std::sync::Arc;
 
     fn assigner(engine: MergeEngine, target_rows: u64) -> CrossPartitionAssigner {
         let dir = tempfile::tempdir().unwrap();
@@ -415,6 +420,7 @@ mod tests {
             partition_ids: HashMap::new(),
             counts: HashMap::new(),
             own_files: HashSet::new(),
+            env: Env::default(),
         }
     }
 
@@ -486,11 +492,21 @@ mod tests {
 
     #[test]
     fn ttl_forgets_old_entries() {
+        let clock = Arc::new(ManualClock::new(1_000_000));
         let mut a = assigner(MergeEngine::Deduplicate, 10);
+        a.env = Env::new(clock.clone(), Arc::new(RandomIds));
+        a.ttl_ms = Some(1000);
         let (p0, p1) = (a.partition_id(b"p0"), a.partition_id(b"p1"));
         a.route(&[p0], &[key(1)], &[I]).unwrap();
-        a.ttl_ms = Some(-1); // every entry is older than this
+        clock.set(1_001_000);
         let routed = a.route(&[p1], &[key(1)], &[I]).unwrap();
-        assert_eq!(routed, vec![r(0, p1, 0, I)]);
+        assert_eq!(
+            routed,
+            vec![r(0, p0, 0, D), r(0, p1, 0, I)],
+            "within the TTL"
+        );
+        clock.set(2_001_001);
+        let routed = a.route(&[p0], &[key(1)], &[I]).unwrap();
+        assert_eq!(routed, vec![r(0, p0, 0, I)], "expired: a new key");
     }
 }

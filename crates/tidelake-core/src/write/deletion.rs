@@ -177,7 +177,7 @@ pub(crate) async fn write_index_file(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let file_name = format!("index-{}-0", uuid::Uuid::new_v4());
+    let file_name = format!("index-{}-0", table.env().uuid());
     let file_size = i64::try_from(bytes.len()).map_err(|_| too_large())?;
     table
         .io()

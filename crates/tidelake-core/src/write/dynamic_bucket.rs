@@ -81,7 +81,7 @@ impl DynamicBucketAssigner {
             partitions: HashMap::new(),
             existing,
             io: table.io().clone(),
-            file_prefix: format!("index-{}-", uuid::Uuid::new_v4()),
+            file_prefix: format!("index-{}-", table.env().uuid()),
             file_counter: 0,
         })
     }

@@ -11,7 +11,7 @@
 //!   creation times, which the compaction replays.
 //! * Files are named `<data-file.prefix>-u-<user>-s-<write id>-w-<uuid>-<n>`: Java's compaction
 //!   parses the write id ([`file_prefix`]) and fails on any other name. tidelake writers do not
-//!   know their commit user when they open, so `<user>` is a random UUID per writer.
+//!   know their commit user when they open, so `<user>` is a fresh UUID per writer.
 //! * No statistics (Java sets `metadata.stats-mode = none` for these files, key columns
 //!   included). Java writes them as Avro; tidelake writes its data-file format (Parquet), which
 //!   Java's compaction reads as well (readers go by file extension).
@@ -20,6 +20,8 @@
 
 use tidelake_spec::options::{Options, METADATA_STATS_MODE};
 use tidelake_spec::schema::TableSchema;
+
+use crate::io::Env;
 
 pub use tidelake_spec::bucket::POSTPONE_BUCKET;
 
@@ -31,12 +33,11 @@ pub fn file_prefix(options: &Options, user: &str, write_id: u32) -> String {
     format!("{}-u-{user}-s-{write_id}-w-", options.data_file_prefix())
 }
 
-/// A new writer's prefix ([`file_prefix`] with a random user and write id in `0..i32::MAX`, as
-/// Java draws it).
-pub fn new_file_prefix(options: &Options) -> String {
-    let id = uuid::Uuid::new_v4();
-    let write_id = (id.as_u128() as u32) % (i32::MAX as u32);
-    file_prefix(options, &uuid::Uuid::new_v4().to_string(), write_id)
+/// A new writer's prefix ([`file_prefix`] with a fresh user and write id in `0..i32::MAX`, as
+/// Java draws them).
+pub fn new_file_prefix(options: &Options, env: &Env) -> String {
+    let write_id = (env.uuid().as_u128() as u32) % (i32::MAX as u32);
+    file_prefix(options, &env.uuid_string(), write_id)
 }
 
 /// The table's options as postpone files are written with: no statistics, key columns included.
@@ -59,7 +60,7 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(file_prefix(&options, "u1", 42), "d--u-u1-s-42-w-");
-        let prefix = new_file_prefix(&Options::default());
+        let prefix = new_file_prefix(&Options::default(), &Env::default());
         // Java `PostponeBucketFileStoreWrite.getWriteId`: the int between "-s-" and the next '-'.
         let after = prefix.split("-s-").nth(1).unwrap();
         let id: i32 = after[..after.find('-').unwrap()].parse().unwrap();

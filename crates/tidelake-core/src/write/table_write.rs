@@ -50,6 +50,7 @@ use tidelake_spec::types::DataType;
 
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, ErrorKind, Result};
+use crate::io::Env;
 use crate::layout::TableLayout;
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::MergeConfig;
@@ -340,7 +341,7 @@ impl TableWrite {
             merge,
             changelog_input,
             postpone: postpone.then(|| PostponeFiles {
-                prefix: postpone::new_file_prefix(opts),
+                prefix: postpone::new_file_prefix(opts, table.env()),
                 options: postpone::file_options(&schema),
             }),
         });
@@ -609,7 +610,7 @@ impl TableWrite {
         } else {
             Some(
                 self.flusher
-                    .rolling_writer(&bucket_dir, FileLayout::Append, false)?
+                    .rolling_writer(self.table.env(), &bucket_dir, FileLayout::Append, false)?
                     .with_first_sequence_number(next_sequence),
             )
         };
@@ -697,8 +698,11 @@ impl TableWrite {
             let flusher = self.flusher.clone();
             let dir = writer.bucket_dir.clone();
             let bucket = writer.bucket;
+            // Forked here, in writer order: file names do not depend on which flush runs first.
+            let env = flusher.table.env().fork();
             jobs.push(async move {
-                let task = tokio::spawn(async move { flusher.flush(&dir, buffer, append).await });
+                let task =
+                    tokio::spawn(async move { flusher.flush(&env, &dir, buffer, append).await });
                 (
                     w,
                     tasks::joined(task, format!("flushing bucket {bucket}")).await,
@@ -785,7 +789,7 @@ impl TableWrite {
                 let next = self.writers[w].next_sequence;
                 self.writers[w].append = Some(
                     self.flusher
-                        .rolling_writer(&dir, FileLayout::Append, false)?
+                        .rolling_writer(self.table.env(), &dir, FileLayout::Append, false)?
                         .with_first_sequence_number(next),
                 );
             }
@@ -818,8 +822,10 @@ impl TableWrite {
 }
 
 impl Flusher {
+    /// A writer into `bucket_dir` drawing its ids from `env`.
     fn rolling_writer(
         &self,
+        env: &Env,
         bucket_dir: &str,
         layout: FileLayout,
         changelog: bool,
@@ -837,7 +843,7 @@ impl Flusher {
         };
         let config = WriterConfig::from_options(opts, layout, 0, changelog)?;
         RollingWriter::new(
-            self.table.io().clone(),
+            self.table.io().with_env(env.clone()),
             bucket_dir.to_string(),
             self.schema.clone(),
             layout,
@@ -852,6 +858,7 @@ impl Flusher {
     /// failure every file this flush wrote is deleted.
     async fn flush(
         &self,
+        env: &Env,
         bucket_dir: &str,
         buffer: Vec<RecordBatch>,
         append: Option<RollingWriter>,
@@ -859,17 +866,17 @@ impl Flusher {
         let mut out = Flushed::default();
         if self.postpone.is_some() && !buffer.is_empty() {
             let data = self
-                .rolling_writer(bucket_dir, FileLayout::KeyValue, false)?
+                .rolling_writer(env, bucket_dir, FileLayout::KeyValue, false)?
                 .unsorted();
             out.new_files =
                 write_all(data, stream::iter(buffer.into_iter().map(Ok)).boxed()).await?;
         } else if !buffer.is_empty() {
             let sorted = SortedBuffer::new(buffer, &self.kv_key_columns)?;
             if self.changelog_input {
-                let changelog = self.rolling_writer(bucket_dir, FileLayout::KeyValue, true)?;
+                let changelog = self.rolling_writer(env, bucket_dir, FileLayout::KeyValue, true)?;
                 out.changelog_files = write_all(changelog, sorted.rows(FLUSH_BATCH_SIZE)).await?;
             }
-            match self.write_data(bucket_dir, sorted).await {
+            match self.write_data(env, bucket_dir, sorted).await {
                 Ok(files) => out.new_files = files,
                 Err(e) => {
                     // Already failing: a cleanup error cannot be reported better than `e`.
@@ -895,10 +902,11 @@ impl Flusher {
     /// repeated keys is written as it is.
     async fn write_data(
         &self,
+        env: &Env,
         bucket_dir: &str,
         sorted: SortedBuffer,
     ) -> Result<Vec<DataFileMeta>> {
-        let data = self.rolling_writer(bucket_dir, FileLayout::KeyValue, false)?;
+        let data = self.rolling_writer(env, bucket_dir, FileLayout::KeyValue, false)?;
         let rows = if sorted.has_repeats() {
             let config = self
                 .merge

@@ -10,9 +10,11 @@
 //!   program sets it first); we do not set that global from library code.
 //! * Written files carry `avro.schema` and `avro.codec` (always, `null` included, as Java's
 //!   `DataFileWriter` does) and blocks of about [`SYNC_INTERVAL`] uncompressed bytes.
+//! * Writing is deterministic: the sync marker, which the specification asks to be random so
+//!   that it does not occur in the data, is a 128-bit hash of the rest of the file, as
+//!   unlikely to occur in it as random bytes are, and the same bytes encode the same records.
 
 use std::borrow::Cow;
-use std::hash::{BuildHasher, Hasher};
 
 use crate::error::{Error, Result};
 
@@ -304,7 +306,9 @@ pub(crate) struct ContainerWriter {
     block: Vec<u8>,
     block_count: usize,
     codec: Codec,
-    sync: [u8; 16],
+    /// Where the sync marker goes (after the header and after each block), filled by
+    /// [`Self::finish`] once the rest of the file is known.
+    sync_at: Vec<usize>,
 }
 
 impl ContainerWriter {
@@ -317,15 +321,15 @@ impl ContainerWriter {
         put_bytes(&mut out, b"avro.codec");
         put_bytes(&mut out, codec.avro_name().as_bytes());
         put_long(&mut out, 0);
-        let sync = sync_marker();
-        out.extend_from_slice(&sync);
-        ContainerWriter {
+        let mut w = ContainerWriter {
             out,
             block: Vec::new(),
             block_count: 0,
             codec,
-            sync,
-        }
+            sync_at: Vec::new(),
+        };
+        w.reserve_sync();
+        w
     }
 
     /// The buffer the next record is encoded into; call [`Self::record_done`] after.
@@ -354,31 +358,31 @@ impl ContainerWriter {
         })?;
         put_long(&mut self.out, self.block_count as i64);
         put_bytes(&mut self.out, &data);
-        self.out.extend_from_slice(&self.sync);
+        self.reserve_sync();
         self.block_count = 0;
         Ok(())
     }
 
+    fn reserve_sync(&mut self) {
+        self.sync_at.push(self.out.len());
+        self.out.extend_from_slice(&[0; 16]);
+    }
+
     pub(crate) fn finish(mut self) -> Result<Vec<u8>> {
         self.flush()?;
+        let sync = sync_marker(&self.out);
+        for &at in &self.sync_at {
+            self.out[at..at + 16].copy_from_slice(&sync);
+        }
         Ok(self.out)
     }
 }
 
-/// 16 bytes that are unpredictable enough for a sync marker (the spec asks for random ones).
-fn sync_marker() -> [u8; 16] {
-    let state = std::collections::hash_map::RandomState::new();
+/// The sync marker of a file whose markers are still zero: two xxHash64s of it.
+fn sync_marker(file: &[u8]) -> [u8; 16] {
     let mut marker = [0u8; 16];
-    for (i, chunk) in marker.chunks_mut(8).enumerate() {
-        let mut h = state.build_hasher();
-        h.write_usize(i);
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or_default(),
-        );
-        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    for (seed, chunk) in marker.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&twox_hash::XxHash64::oneshot(seed as u64, file).to_le_bytes());
     }
     marker
 }

@@ -4,12 +4,11 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Int64Array, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
-use futures::TryStreamExt;
 use parquet::arrow::ArrowWriter;
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER as BATCH;
 
 use super::*;
-use crate::read::split_read::{read_splits, ReadContext};
+use crate::test_support::{int64_column, read_table};
 
 /// Write `columns` as a Parquet file at `rel`; returns its size.
 async fn write_parquet(table: &Table, rel: &str, columns: Vec<(&str, ArrayRef)>) -> i64 {
@@ -33,29 +32,9 @@ async fn write_parquet(table: &Table, rel: &str, columns: Vec<(&str, ArrayRef)>)
 
 /// Every row of the latest snapshot as (id, v), sorted.
 async fn read_rows(table: &Table) -> Vec<(i64, Option<i64>)> {
-    let plan = plan_scan(table, &ScanRequest::default()).await.unwrap();
-    let ctx =
-        Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 1024, false).unwrap());
-    let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits, None)
-        .try_collect()
-        .await
-        .unwrap();
     let mut rows = Vec::new();
-    for b in batches {
-        let id = b
-            .column_by_name("id")
-            .unwrap()
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .unwrap()
-            .clone();
-        let v = b
-            .column_by_name("v")
-            .unwrap()
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .unwrap()
-            .clone();
+    for b in read_table(table, &[], 1024).await {
+        let (id, v) = (int64_column(&b, "id"), int64_column(&b, "v"));
         rows.extend((0..b.num_rows()).map(|i| (id.value(i), v.is_valid(i).then(|| v.value(i)))));
     }
     rows.sort_unstable();

@@ -7,6 +7,7 @@
 mod basic;
 mod concurrency;
 mod conflicts;
+mod deterministic;
 mod end_to_end;
 mod manifests;
 mod overwrite;
@@ -30,6 +31,7 @@ use crate::commit::{CommitMessage, FileStoreCommit};
 use crate::io::FileIO;
 use crate::scan::{plan_scan, ScanRequest};
 use crate::table::Table;
+use crate::test_support::table_with_schema;
 
 /// Options that keep retries fast in tests.
 const FAST_RETRIES: [(&str, &str); 3] = [
@@ -70,11 +72,7 @@ async fn create_table(dir: &Path, partitioned: bool, pk: bool, options: &[(&str,
     }
     let schema =
         TableSchema::new(0, fields, partition_keys, primary_keys, opts).expect("valid schema");
-    let io = FileIO::open(dir.to_str().expect("utf-8 temp dir")).expect("local dir");
-    io.write("schema/schema-0", schema.to_json())
-        .await
-        .expect("schema written");
-    Table::open_io(io).await.expect("table opens")
+    table_with_schema(dir, &schema).await
 }
 
 fn committer(table: &Table, user: &str) -> FileStoreCommit {

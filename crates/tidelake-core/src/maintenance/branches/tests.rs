@@ -9,7 +9,6 @@ use arrow_schema::{DataType, Field, Schema};
 
 use super::*;
 use crate::commit::FileStoreCommit;
-use crate::compact::inline_compaction;
 use crate::error::ErrorKind;
 use crate::maintenance::expire::{expire_snapshots, ExpireConfig};
 use crate::maintenance::orphans::remove_orphan_files;
@@ -18,8 +17,7 @@ use crate::maintenance::tags::{create_tag, delete_tag};
 use crate::read::split_read::{collect_splits, ReadContext};
 use crate::scan::{plan_scan, ScanRequest};
 use crate::schema_change::{alter_table, create_table, SchemaChange, TableSpec};
-use crate::write::input::RowKinds;
-use crate::write::table_write::TableWrite;
+use crate::test_support::write_and_commit;
 
 fn arrow_schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
@@ -43,9 +41,6 @@ async fn new_table(dir: &std::path::Path) -> Table {
 
 /// Commit rows `(p, v)` to `table`'s branch; returns the snapshot id.
 async fn append(table: &Table, rows: &[(i64, i64)]) -> i64 {
-    let mut write = TableWrite::new(table.clone(), inline_compaction)
-        .await
-        .unwrap();
     let p: Vec<i64> = rows.iter().map(|r| r.0).collect();
     let v: Vec<i64> = rows.iter().map(|r| r.1).collect();
     let batch = RecordBatch::try_new(
@@ -53,14 +48,7 @@ async fn append(table: &Table, rows: &[(i64, i64)]) -> i64 {
         vec![Arc::new(Int64Array::from(p)), Arc::new(Int64Array::from(v))],
     )
     .unwrap();
-    write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
-    let messages = write.prepare_commit().await.unwrap();
-    let user = uuid::Uuid::new_v4().to_string();
-    let ids = FileStoreCommit::new(table.clone(), user)
-        .unwrap()
-        .commit(messages, 1, &[])
-        .await
-        .unwrap();
+    let ids = write_and_commit(table, &batch, 0, &table.env().uuid_string()).await;
     *ids.last().unwrap()
 }
 

@@ -1,12 +1,14 @@
 use super::*;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use arrow_schema::{Field, Schema};
 use proptest::prelude::*;
 use serde_json::json;
 use tidelake_spec::type_json::field_from_json;
 use tidelake_spec::types::MAX_LENGTH;
+
+use crate::test_support::{fixtures, read_arrow_file};
 
 fn t(kind: TypeKind) -> DataType {
     DataType::new(kind)
@@ -53,10 +55,6 @@ fn evaluate_both(bound: &BoundPredicate, batch: &RecordBatch) -> Vec<bool> {
 
 // ---- fixtures --------------------------------------------------------------------------
 
-fn fixtures_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
-}
-
 fn latest_fields(table_dir: &Path) -> Vec<DataField> {
     let schema_dir = table_dir.join("schema");
     let latest = std::fs::read_dir(&schema_dir)
@@ -82,14 +80,6 @@ fn latest_fields(table_dir: &Path) -> Vec<DataField> {
         .collect()
 }
 
-fn read_ipc(path: &Path) -> RecordBatch {
-    let file = std::fs::File::open(path).unwrap();
-    let reader = arrow_ipc::reader::FileReader::try_new(file, None).unwrap();
-    let schema = reader.schema();
-    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
-    arrow_select::concat::concat_batches(&schema, &batches).unwrap()
-}
-
 /// Rows of `columns` (by name) rendered as datums, sorted: a multiset to compare.
 fn rendered_rows(batch: &RecordBatch, columns: &[&str], fields: &[DataField]) -> Vec<String> {
     let mut rows: Vec<String> = (0..batch.num_rows())
@@ -111,7 +101,7 @@ fn rendered_rows(batch: &RecordBatch, columns: &[&str], fields: &[DataField]) ->
 
 #[test]
 fn fixture_filters_bind_and_select_the_expected_rows() {
-    let root = fixtures_root();
+    let root = fixtures();
     let Ok(text) = std::fs::read(root.join("fixtures.json")) else {
         eprintln!("fixtures not found at {}; skipping", root.display());
         return;
@@ -124,7 +114,8 @@ fn fixture_filters_bind_and_select_the_expected_rows() {
         };
         let name = table["name"].as_str().unwrap();
         let fields = latest_fields(&root.join(table["path"].as_str().unwrap()));
-        let latest = read_ipc(&root.join(table["expected"]["latest"]["file"].as_str().unwrap()));
+        let latest =
+            read_arrow_file(&root.join(table["expected"]["latest"]["file"].as_str().unwrap()));
         for case in cases {
             let predicate = Predicate::from_json(&case["filter"]).unwrap();
             let bound = predicate
@@ -133,7 +124,7 @@ fn fixture_filters_bind_and_select_the_expected_rows() {
             assert_eq!(bound.referenced_fields(), predicate.referenced_fields());
             let mask = BooleanArray::from(evaluate_both(&bound, &latest));
             let selected = arrow_select::filter::filter_record_batch(&latest, &mask).unwrap();
-            let expected = read_ipc(&root.join(case["file"].as_str().unwrap()));
+            let expected = read_arrow_file(&root.join(case["file"].as_str().unwrap()));
             let projection: Vec<&str> = case["projection"]
                 .as_array()
                 .unwrap()

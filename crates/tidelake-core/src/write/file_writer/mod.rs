@@ -281,14 +281,6 @@ fn compression_extension(compression: &str) -> Option<String> {
     }
 }
 
-/// Local wall-clock time as epoch milliseconds, as if it were UTC.
-pub(crate) fn local_now_millis() -> i64 {
-    chrono::Local::now()
-        .naive_local()
-        .and_utc()
-        .timestamp_millis()
-}
-
 /// What every file of one writer shares: schemas, stats modes, key positions.
 struct FilePlan {
     /// The file's columns in their canonical Arrow types (what stats are computed on).
@@ -507,6 +499,7 @@ impl RollingWriter {
             _ => format.to_string(),
         };
         Ok(RollingWriter {
+            uuid: io.env().uuid_string(),
             io,
             bucket_dir: bucket_dir.trim_matches('/').to_string(),
             schema,
@@ -518,7 +511,6 @@ impl RollingWriter {
             plan,
             index_plan,
             extension,
-            uuid: uuid::Uuid::new_v4().to_string(),
             next_file: 0,
             next_sequence: 0,
             sorted: true,
@@ -894,7 +886,7 @@ impl RollingWriter {
             schema_id: self.schema.id,
             level,
             extra_files: Vec::new(),
-            creation_time: Some(local_now_millis()),
+            creation_time: Some(self.io.env().local_now_millis()),
             delete_row_count: Some(delete_row_count),
             embedded_index: None,
             file_source: Some(self.file_source),

@@ -130,21 +130,46 @@ proptest! {
     }
 }
 
-#[test]
-fn many_entries_span_several_blocks() {
+/// 3000 generated entries: more than one block.
+fn many_entries() -> Vec<ManifestEntry> {
     let mut runner = proptest::test_runner::TestRunner::deterministic();
-    let entries: Vec<ManifestEntry> = (0..3000)
+    (0..3000)
         .map(|_| {
             manifest_entry()
                 .new_tree(&mut runner)
                 .expect("value")
                 .current()
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn many_entries_span_several_blocks() {
+    let entries = many_entries();
     for codec in [Codec::Null, Codec::Zstd] {
         let bytes = write_manifest(&entries, codec).expect("encode");
         assert_eq!(read_manifest(&bytes).expect("decode"), entries);
     }
+}
+
+#[test]
+fn writing_is_deterministic_with_a_sync_marker_derived_from_the_content() {
+    let entries = many_entries();
+    let bytes = write_manifest(&entries, Codec::Zstd).expect("encode");
+    assert_eq!(
+        write_manifest(&entries, Codec::Zstd).expect("encode"),
+        bytes
+    );
+    let marker = &bytes[bytes.len() - 16..];
+    assert_ne!(marker, [0u8; 16]);
+    let blocks = bytes.windows(16).filter(|w| *w == marker).count();
+    assert!(
+        blocks >= 3,
+        "header and every block end with the marker: {blocks}"
+    );
+    assert_same_as_apache(&entries, &bytes, "manifest");
+    let fewer = write_manifest(&entries[1..], Codec::Zstd).expect("encode");
+    assert_ne!(&fewer[fewer.len() - 16..], marker);
 }
 
 #[test]

@@ -1,0 +1,261 @@
+//! The wall clock and fresh ids: the only inputs of a write besides the data and the storage.
+//!
+//! Every timestamp tidelake stores (snapshot `timeMillis`, schema `timeMillis`, a data file's
+//! `creationTime`, a tag's `createTime`) and every time-based decision (expiration cut-offs,
+//! partition TTLs) reads the [`Clock`] of an [`Env`]; every generated name part (data,
+//! manifest and index file uuids, snapshot uuids, commit users of compactions, retry jitter)
+//! comes from its [`IdGenerator`]. A [`FileIO`](super::FileIO) carries one [`Env`] and hands
+//! it to every child and table opened from it, so a test injects a [`ManualClock`] and
+//! [`SequentialIds`] once (`FileIO::with_env`, `Table::with_env`) and gets byte-identical
+//! files.
+//!
+//! Invariant: this module is the only place that reads the system clock or draws random ids;
+//! the workspace `clippy.toml` forbids `SystemTime::now`, `chrono::Utc::now`,
+//! `chrono::Local::now` and `Uuid::new_v4` everywhere else. Monotonic time
+//! (`Instant`, for timeouts and durations) is not wall time and is not routed here.
+
+use std::fmt::Debug;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveDateTime};
+use uuid::Uuid;
+
+/// Wall-clock time.
+pub trait Clock: Debug + Send + Sync {
+    /// Milliseconds since the epoch (UTC).
+    fn now_millis(&self) -> i64;
+
+    /// The local date-time (Java `LocalDateTime.now()`).
+    fn local_now(&self) -> NaiveDateTime;
+}
+
+/// Fresh unique ids.
+pub trait IdGenerator: Debug + Send + Sync {
+    /// An id no earlier call returned.
+    fn next_uuid(&self) -> Uuid;
+
+    /// A generator for one of several concurrent tasks, forked in a fixed order: the ids the
+    /// task draws do not depend on how the tasks interleave. By default the fork derives its
+    /// ids from one id drawn from `self` now ([`DerivedIds`]).
+    fn fork(&self) -> Arc<dyn IdGenerator> {
+        Arc::new(DerivedIds::new(self.next_uuid()))
+    }
+}
+
+/// The system clock and local time zone.
+#[derive(Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[allow(clippy::disallowed_methods)] // the one place the system clock is read
+    fn now_millis(&self) -> i64 {
+        chrono::Utc::now().timestamp_millis()
+    }
+
+    #[allow(clippy::disallowed_methods)] // the one place the system clock is read
+    fn local_now(&self) -> NaiveDateTime {
+        chrono::Local::now().naive_local()
+    }
+}
+
+/// Random (version 4) uuids.
+#[derive(Debug, Default)]
+pub struct RandomIds;
+
+impl IdGenerator for RandomIds {
+    #[allow(clippy::disallowed_methods)] // the one place random ids are drawn
+    fn next_uuid(&self) -> Uuid {
+        Uuid::new_v4()
+    }
+
+    /// Random ids are independent of order already.
+    fn fork(&self) -> Arc<dyn IdGenerator> {
+        Arc::new(RandomIds)
+    }
+}
+
+/// Ids derived from a seed id and a counter by hashing: the `n`-th is a function of the seed
+/// and `n` only, and ids of different seeds collide as rarely as random ones.
+#[derive(Debug)]
+pub struct DerivedIds {
+    seed: Uuid,
+    next: AtomicU64,
+}
+
+impl DerivedIds {
+    pub fn new(seed: Uuid) -> DerivedIds {
+        DerivedIds {
+            seed,
+            next: AtomicU64::new(0),
+        }
+    }
+}
+
+impl IdGenerator for DerivedIds {
+    fn next_uuid(&self) -> Uuid {
+        let n = self.next.fetch_add(1, Ordering::SeqCst);
+        let mut bytes = [0u8; 16];
+        for (half, chunk) in bytes.chunks_mut(8).enumerate() {
+            // SipHash with fixed keys: the same output for the same input within a build.
+            let mut h = std::hash::DefaultHasher::new();
+            (self.seed, n, half).hash(&mut h);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
+        uuid::Builder::from_random_bytes(bytes).into_uuid()
+    }
+}
+
+/// A clock that reads what it was set to; its local time zone is UTC.
+#[derive(Debug)]
+pub struct ManualClock {
+    millis: AtomicI64,
+}
+
+impl ManualClock {
+    pub fn new(millis: i64) -> ManualClock {
+        ManualClock {
+            millis: AtomicI64::new(millis),
+        }
+    }
+
+    pub fn set(&self, millis: i64) {
+        self.millis.store(millis, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_millis(&self) -> i64 {
+        self.millis.load(Ordering::SeqCst)
+    }
+
+    fn local_now(&self) -> NaiveDateTime {
+        DateTime::from_timestamp_millis(self.now_millis())
+            .unwrap_or_default()
+            .naive_utc()
+    }
+}
+
+/// Uuids `00000000-0000-0000-0000-000000000001`, `...02`, ... in call order.
+#[derive(Debug, Default)]
+pub struct SequentialIds {
+    last: AtomicU64,
+}
+
+impl IdGenerator for SequentialIds {
+    fn next_uuid(&self) -> Uuid {
+        Uuid::from_u128(u128::from(self.last.fetch_add(1, Ordering::SeqCst) + 1))
+    }
+}
+
+/// A clock and an id generator. Cheap to clone; clones share both.
+#[derive(Clone, Debug)]
+pub struct Env {
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+}
+
+impl Default for Env {
+    /// The system clock and random ids.
+    fn default() -> Env {
+        Env::new(Arc::new(SystemClock), Arc::new(RandomIds))
+    }
+}
+
+impl Env {
+    pub fn new(clock: Arc<dyn Clock>, ids: Arc<dyn IdGenerator>) -> Env {
+        Env { clock, ids }
+    }
+
+    /// Milliseconds since the epoch (UTC).
+    pub fn now_millis(&self) -> i64 {
+        self.clock.now_millis()
+    }
+
+    /// The local date-time (Java `LocalDateTime.now()`).
+    pub fn local_now(&self) -> NaiveDateTime {
+        self.clock.local_now()
+    }
+
+    /// The local date-time as epoch milliseconds, as if it were UTC (how Java stores a
+    /// data file's `creationTime`).
+    pub fn local_now_millis(&self) -> i64 {
+        self.local_now().and_utc().timestamp_millis()
+    }
+
+    /// The same clock with [`IdGenerator::fork`]ed ids: call it in a fixed order, once per
+    /// concurrent task, for ids that do not depend on how the tasks interleave.
+    pub fn fork(&self) -> Env {
+        Env {
+            clock: self.clock.clone(),
+            ids: self.ids.fork(),
+        }
+    }
+
+    /// A fresh uuid.
+    pub fn uuid(&self) -> Uuid {
+        self.ids.next_uuid()
+    }
+
+    /// A fresh uuid in its hyphenated text form (file names, commit users).
+    pub fn uuid_string(&self) -> String {
+        self.uuid().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_clock_and_sequential_ids_are_what_they_were_set_to() {
+        let clock = Arc::new(ManualClock::new(1_700_000_000_123));
+        let env = Env::new(clock.clone(), Arc::new(SequentialIds::default()));
+        assert_eq!(env.now_millis(), 1_700_000_000_123);
+        assert_eq!(env.local_now_millis(), 1_700_000_000_123);
+        clock.set(5);
+        assert_eq!(env.now_millis(), 5);
+        assert_eq!(env.uuid_string(), "00000000-0000-0000-0000-000000000001");
+        assert_eq!(env.clone().uuid().as_u128(), 2, "clones share the counter");
+    }
+
+    #[test]
+    fn forks_draw_the_same_ids_whatever_order_they_are_used_in() {
+        let ids = |reverse: bool| {
+            let env = Env::new(
+                Arc::new(ManualClock::new(0)),
+                Arc::new(SequentialIds::default()),
+            );
+            let forks = [env.fork(), env.fork()];
+            let mut drawn = vec![Vec::new(), Vec::new()];
+            let order: Vec<usize> = if reverse {
+                vec![1, 1, 0, 0]
+            } else {
+                vec![0, 1, 0, 1]
+            };
+            for f in order {
+                drawn[f].push(forks[f].uuid());
+            }
+            (drawn, env.uuid())
+        };
+        let (forward, after) = ids(false);
+        assert_eq!(ids(true), (forward.clone(), after));
+        assert_eq!(after.as_u128(), 3, "each fork drew one id from its parent");
+        let all: std::collections::HashSet<Uuid> = forward.concat().into_iter().collect();
+        assert_eq!(all.len(), 4, "distinct ids");
+        assert!(
+            !all.iter().any(|u| u.as_u128() <= 3),
+            "none of the parent's"
+        );
+    }
+
+    #[test]
+    fn the_default_env_reads_the_system_clock_and_draws_distinct_ids() {
+        let env = Env::default();
+        #[allow(clippy::disallowed_methods)] // compared against the real clock
+        let system = chrono::Utc::now().timestamp_millis();
+        assert!((env.now_millis() - system).abs() < 60_000);
+        assert_ne!(env.uuid(), env.uuid());
+    }
+}

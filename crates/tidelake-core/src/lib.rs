@@ -14,7 +14,7 @@
 //! | lookup | `lookup` | the latest rows of given primary keys, without a scan |
 //! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
 //! | compact | `compact` | keeping buckets' LSM trees shallow |
-//! | maintenance | `maintenance` | expiration, orphans, tags, branches, rollback, system tables |
+//! | maintenance | `maintenance`, `iceberg` | expiration, orphans, tags, branches, rollback, system tables; Iceberg-compatible metadata after commits |
 //!
 //! The Python binding (`tidelake-python`) sits above all of them. This crate never creates an
 //! async runtime and never touches Python.
@@ -26,6 +26,7 @@ pub mod commit;
 pub mod compact;
 pub mod datum_arrow;
 pub mod error;
+pub mod iceberg;
 pub mod io;
 pub mod layout;
 pub mod lookup;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use tidelake_core::iceberg;
 use tidelake_core::layout::TableLayout;
 use tidelake_core::maintenance::{
     self, consumers, history, partitions, system_tables, tags, DeletedFiles, ExpireConfig,
@@ -42,9 +43,12 @@ fn millis(ms: i64, what: &str) -> PyResult<Duration> {
     })
 }
 
-/// Run the maintenance Java's committers run after each commit (`TableCommitImpl.maintain`)
-/// on `table`, then hand back the commit's snapshot `ids`. Called by the commit entry points.
+/// Write the Iceberg metadata of the commit's snapshots `ids` (for tables that ask for it,
+/// Java's commit callback) and run the maintenance Java's committers run after each commit
+/// (`TableCommitImpl.maintain`) on `table`, then hand back `ids`. Called by the commit entry
+/// points.
 pub(crate) fn after_commit(py: Python<'_>, table: &Table, ids: Vec<i64>) -> PyResult<Vec<i64>> {
+    block_on(py, iceberg::after_commit(table, &ids))?.py()?;
     block_on(py, maintenance::maintain(table))?.py()?;
     Ok(ids)
 }

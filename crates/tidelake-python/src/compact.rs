@@ -19,6 +19,7 @@ use tidelake_core::table::Table;
 use tidelake_core::Error;
 
 use crate::errors::IntoPyResult;
+use crate::maintenance::iceberg_after_commit;
 use crate::runtime::block_on;
 use crate::table::RawTable;
 
@@ -47,6 +48,7 @@ impl RawTable {
             })
         });
         let report = block_on(py, compactor.compact_reporting(&request, progress))?.py()?;
+        iceberg_after_commit(py, &self.table, report.snapshot_id)?;
         serde_json::to_string(&report)
             .map_err(|e| Error::invalid(format!("cannot encode the compaction report: {e}")))
             .py()
@@ -81,7 +83,9 @@ impl RawTable {
             .collect::<Result<Vec<_>, _>>()
             .py()?;
         let compactor = Compactor::new(self.table.clone()).py()?;
-        block_on(py, compactor.commit_plan(&plan.plan, messages))?.py()
+        let id = block_on(py, compactor.commit_plan(&plan.plan, messages))?.py()?;
+        iceberg_after_commit(py, &self.table, id)?;
+        Ok(id)
     }
 }
 

@@ -53,6 +53,12 @@ pub(crate) fn after_commit(py: Python<'_>, table: &Table, ids: Vec<i64>) -> PyRe
     Ok(ids)
 }
 
+/// The Iceberg metadata of compaction snapshot `id` (if any), for tables that ask for it.
+pub(crate) fn iceberg_after_commit(py: Python<'_>, table: &Table, id: Option<i64>) -> PyResult<()> {
+    block_on(py, iceberg::after_commit(table, &Vec::from_iter(id)))?.py()?;
+    Ok(())
+}
+
 #[pymethods]
 impl RawTable {
     /// Expire snapshots (with `dry_run`, only count what would go); unset arguments come from

@@ -393,7 +393,7 @@ fn write_container(
 ) -> Result<Vec<u8>> {
     let text = schema.to_string();
     let parsed = Schema::parse_str(&text).map_err(|e| avro_err("Iceberg Avro schema", e))?;
-    let encoder = apache_avro::GenericDatumWriter::builder(&parsed)
+    let encoder = apache_avro::writer::datum::GenericDatumWriter::builder(&parsed)
         .build()
         .map_err(|e| avro_err("Iceberg Avro schema", e))?;
     let mut w = ContainerWriter::new(&text, codec);

@@ -339,8 +339,10 @@ impl<'a> Sync<'a> {
             properties: Map::new(),
             refs: Default::default(),
         };
-        self.publish(id, &metadata).await?;
-        self.expire_all_before(id).await
+        if self.publish(id, &metadata).await? {
+            self.expire_all_before(id).await?;
+        }
+        Ok(())
     }
 
     /// Java `createMetadataWithBase`: `base` (version `snap.id - 1`) plus the snapshot's delta.
@@ -443,7 +445,9 @@ impl<'a> Sync<'a> {
             refs,
             ..base
         };
-        self.publish(id, &metadata).await?;
+        if !self.publish(id, &metadata).await? {
+            return Ok(());
+        }
         self.delete_old_versions(id).await?;
         // a manifest no longer listed by the next snapshot is listed by no later one
         let next_lists = expired
@@ -581,14 +585,15 @@ impl<'a> Sync<'a> {
     }
 
     /// Writes version `id` if absent, then points the version hint at it (or at a newer
-    /// version a concurrent committer wrote meanwhile).
-    async fn publish(&self, id: i64, metadata: &TableMetadata) -> Result<()> {
+    /// version a concurrent committer wrote meanwhile). False when another committer wrote
+    /// version `id` first (the cleanup is then its own).
+    async fn publish(&self, id: i64, metadata: &TableMetadata) -> Result<bool> {
         if !self
             .io
             .put_if_absent(&metadata_file(id), metadata.to_json())
             .await?
         {
-            return Ok(());
+            return Ok(false);
         }
         let mut hint = id;
         loop {
@@ -599,7 +604,7 @@ impl<'a> Sync<'a> {
                 newest += 1;
             }
             if newest == hint {
-                return Ok(());
+                return Ok(true);
             }
             hint = newest;
         }

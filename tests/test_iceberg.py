@@ -196,3 +196,21 @@ def test_java_and_tidelake_metadata_read_the_same(java, tmp_path: pathlib.Path, 
     # a primary-key table's Iceberg rows are its compacted files: the late level-0 rows are not there
     assert (40 in reads["tidelake"]["k"].to_pylist()) == (kind == "append")
     assert reads["tidelake"].equals(reads["java"])
+
+
+def test_tidelake_commits_on_java_iceberg_metadata(java, tmp_path: pathlib.Path) -> None:
+    """tidelake's next version builds on the version Java wrote (its manifests reused and, for
+    removed files, rewritten), and pyiceberg reads what tidelake reads."""
+    steps: list[dict] = [{"rows": [[i, f"p{i % 3}", i, "j"] for i in range(30)]},
+                         {"rows": [[i, f"p{i % 3}", i, "j"] for i in range(30, 40)]}]
+    sc = Scenario("ice_java_base", JAVA_FIELDS, steps, [], ["p"], {**ICEBERG, "bucket": "-1"})
+    t = java_write(java, str(tmp_path), sc)
+    java_version = t.snapshots()[-1].id
+    t.write(pa.table({"k": pa.array([100, 101], pa.int32()), "p": ["p0", "p9"], "v": [1, 2], "s": ["t", "t"]}))
+    t.delete("p = 'p1'")
+    ice = _iceberg(t.path)
+    assert ice.metadata.current_snapshot_id == java_version + 2
+    assert ice.metadata.snapshot_by_id(java_version) is not None, "Java's snapshot is kept (retention)"
+    ours = t.to_arrow().sort_by([("k", "ascending")])
+    assert ours.num_rows == 40 + 2 - 13
+    assert ice.scan().to_arrow().sort_by([("k", "ascending")]).equals(ours)

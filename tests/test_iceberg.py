@@ -6,22 +6,26 @@ the same table with the same option yields metadata pyiceberg reads identically.
 from __future__ import annotations
 
 import datetime
-import json
 import pathlib
 
 import polars as pl
 import pyarrow as pa
 import pytest
+from _java import (
+    Scenario,
+    java,  # noqa: F401  (the session's oracle JVM, a fixture)
+    java_write,
+    tidelake_write,
+)
+from _s3 import Storage, TableFiles
 from pyiceberg.table import StaticTable
 
 import tidelake
-from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
-from _java import Scenario, java_write, tidelake_write
-from _s3 import Storage, TableFiles
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.date32()), ("score", pa.float64())])
 ICEBERG = {"metadata.iceberg.storage": "table-location"}
 DAY = datetime.date(2024, 1, 1)
+DAY2 = DAY + datetime.timedelta(days=1)
 
 
 def _rows(start: int, n: int, days: int = 2) -> pa.Table:
@@ -52,10 +56,6 @@ def _iceberg(location: str, storage: Storage | None = None, version: int | None 
     return StaticTable.from_metadata(path, properties=_io_properties(storage) if storage else {})
 
 
-def _metadata(files: TableFiles, version: int) -> dict:
-    return json.loads(files.read(f"metadata/v{version}.metadata.json"))
-
-
 def test_pyiceberg_reads_an_append_table(storage: Storage) -> None:
     t = storage.create_table("append", SCHEMA, partition_keys=["dt"], options={**ICEBERG, "bucket": "-1"})
     for start in (0, 100, 200):
@@ -70,7 +70,7 @@ def test_pyiceberg_reads_an_append_table(storage: Storage) -> None:
     # bounds and partition values are what Iceberg readers prune with: wrong ones lose rows
     for expr, keep in [("score >= 60", lambda r: r["score"] >= 60),
                        ("id < 120 and id > 40", lambda r: 40 < r["id"] < 120),
-                       (f"dt = '{DAY + datetime.timedelta(days=1)}'", lambda r: r["dt"] == DAY + datetime.timedelta(days=1)),
+                       (f"dt = '{DAY2}'", lambda r: r["dt"] == DAY2),
                        ("name = 'n101'", lambda r: r["name"] == "n101")]:
         expected = [r for r in ours.to_pylist() if keep(r)]
         assert _sorted(ice.scan(row_filter=expr).to_arrow()).to_pylist() == expected, expr
@@ -173,7 +173,7 @@ JAVA_FIELDS = [("k", "INT NOT NULL"), ("p", "STRING NOT NULL"), ("v", "BIGINT"),
 
 
 @pytest.mark.parametrize("kind", ["append", "pk"])
-def test_java_and_tidelake_metadata_read_the_same(java, tmp_path: pathlib.Path, kind: str) -> None:
+def test_java_and_tidelake_metadata_read_the_same(java, tmp_path: pathlib.Path, kind: str) -> None:  # noqa: F811
     """Java Paimon and tidelake write the same commits into tables with the same Iceberg option;
     pyiceberg reads the same rows from both, and the same as tidelake reads."""
     steps: list[dict] = [{"rows": [[i, f"p{i % 2}", i * 10, f"s{i}"] for i in range(20)]},
@@ -198,7 +198,7 @@ def test_java_and_tidelake_metadata_read_the_same(java, tmp_path: pathlib.Path, 
     assert reads["tidelake"].equals(reads["java"])
 
 
-def test_tidelake_commits_on_java_iceberg_metadata(java, tmp_path: pathlib.Path) -> None:
+def test_tidelake_commits_on_java_iceberg_metadata(java, tmp_path: pathlib.Path) -> None:  # noqa: F811
     """tidelake's next version builds on the version Java wrote (its manifests reused and, for
     removed files, rewritten), and pyiceberg reads what tidelake reads."""
     steps: list[dict] = [{"rows": [[i, f"p{i % 3}", i, "j"] for i in range(30)]},

@@ -773,7 +773,7 @@ mod tests {
             }],
         };
         for legacy in [false, true] {
-            let bytes = write_manifest_list(&[m.clone()], legacy, Codec::Null).unwrap();
+            let bytes = write_manifest_list(std::slice::from_ref(&m), legacy, Codec::Null).unwrap();
             assert_eq!(read_manifest_list(&bytes, "l").unwrap(), vec![m.clone()]);
         }
         assert_eq!(m.file_name(), "x-m1.avro");

@@ -214,3 +214,18 @@ def test_tidelake_commits_on_java_iceberg_metadata(java, tmp_path: pathlib.Path)
     ours = t.to_arrow().sort_by([("k", "ascending")])
     assert ours.num_rows == 40 + 2 - 13
     assert ice.scan().to_arrow().sort_by([("k", "ascending")]).equals(ours)
+
+
+def test_concurrent_committers_keep_the_metadata_current(tmp_path: pathlib.Path) -> None:
+    """Processes appending at once (each commit followed by its Iceberg version, some built
+    afresh when the previous version is not there yet): every write that returned is in the
+    Iceberg table the version hint names, which is the latest snapshot's."""
+    from _workers import iceberg_appends, race
+
+    t = tidelake.create_table(tmp_path / "t", pa.schema([("id", pa.int64())]), options={**ICEBERG, "bucket": "-1"})
+    acked = race(tmp_path, iceberg_appends, 3, str(tmp_path / "t"), 6)
+    assert len(acked) == 18
+    ice = _iceberg(str(tmp_path / "t"))
+    assert ice.metadata.current_snapshot_id == t.snapshots()[-1].id == 18
+    assert sorted(ice.scan().to_arrow()["id"].to_pylist()) == sorted(acked)
+

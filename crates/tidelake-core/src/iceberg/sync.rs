@@ -124,7 +124,11 @@ impl<'a> Sync<'a> {
                 if base.format_version == self.cfg.format_version
                     && base.current_snapshot().is_some() =>
             {
-                self.with_base(snap, base).await
+                match self.with_base(snap, base).await {
+                    // a concurrent committer's cleanup removed part of the base: start afresh
+                    Err(e) if e.kind() == ErrorKind::NotFound => self.afresh(snap).await,
+                    done => done,
+                }
             }
             _ => self.afresh(snap).await,
         }

@@ -305,3 +305,17 @@ def write_table_first(location: str, worker: int, go_file: str, ready_dir: str,
     tidelake.write_table(location, pa.table({"k": pa.array(keys, pa.int64()), "w": [worker] * 10}),
                          mode="append", primary_keys=["k"], bucket=2, storage_options=storage_options)
     return worker
+
+
+def iceberg_appends(table_path: str, worker: int, rounds: int, go_file: str) -> list[int]:
+    """After ``go_file`` appears, append ``rounds`` one-row writes to an append table whose
+    options ask for Iceberg metadata; returns the ids whose write returned."""
+    t = tidelake.open_table(table_path)
+    _wait_for(go_file)
+    acked = []
+    for r in range(rounds):
+        key = worker * 1000 + r
+        t.write(pa.table({"id": pa.array([key], pa.int64())}))
+        acked.append(key)
+    return acked
+

@@ -87,6 +87,11 @@ pub mod maintenance {
     };
 }
 
+/// Iceberg-compatible metadata (`metadata.iceberg.storage`), written after commits.
+pub mod iceberg {
+    pub use crate::iceberg::after_commit;
+}
+
 /// Database changelog messages (Debezium, Canal, Maxwell, OGG) decoded and written.
 pub mod cdc {
     pub use crate::cdc::changelog::{evolve, write_changes};

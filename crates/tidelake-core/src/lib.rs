@@ -14,7 +14,7 @@
 //! | lookup | `lookup` | the latest rows of given primary keys, without a scan |
 //! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
 //! | compact | `compact` | keeping buckets' LSM trees shallow |
-//! | maintenance | `maintenance` | expiration, orphans, tags, branches, rollback, system tables |
+//! | maintenance | `maintenance`, `iceberg` | expiration, orphans, tags, branches, rollback, system tables; Iceberg-compatible metadata after commits |
 //! | api | `api` | the curated public API: re-exports and builders, what the binding uses |
 //! | tests | `test_support` | what tests share: fixtures, temporary tables, write-and-commit, read-back (tests and feature `test-support` only) |
 //!
@@ -29,6 +29,7 @@ pub(crate) mod commit;
 pub(crate) mod compact;
 pub mod datum_arrow;
 pub(crate) mod error;
+pub(crate) mod iceberg;
 pub mod io;
 pub(crate) mod layout;
 pub(crate) mod lookup;

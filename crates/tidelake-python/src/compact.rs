@@ -15,6 +15,7 @@ use tidelake_core::api::scan::Predicate;
 use tidelake_core::api::{Error, FileIO, StorageOptions, Table};
 
 use crate::errors::IntoPyResult;
+use crate::maintenance::iceberg_after_commit;
 use crate::progress::py_progress;
 use crate::runtime::block_on;
 use crate::table::RawTable;
@@ -40,6 +41,7 @@ impl RawTable {
             compactor.compact_reporting(&request, py_progress(progress)),
         )?
         .py()?;
+        iceberg_after_commit(py, &self.table, report.snapshot_id)?;
         serde_json::to_string(&report)
             .map_err(|e| Error::invalid(format!("cannot encode the compaction report: {e}")))
             .py()
@@ -74,7 +76,9 @@ impl RawTable {
             .collect::<Result<Vec<_>, _>>()
             .py()?;
         let compactor = Compactor::new(self.table.clone()).py()?;
-        block_on(py, compactor.commit_plan(&plan.plan, messages))?.py()
+        let id = block_on(py, compactor.commit_plan(&plan.plan, messages))?.py()?;
+        iceberg_after_commit(py, &self.table, id)?;
+        Ok(id)
     }
 }
 

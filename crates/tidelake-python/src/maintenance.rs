@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use tidelake_core::api::iceberg;
 use tidelake_core::api::maintenance::{
     self, DeletedFiles, ExpireConfig, PartitionExpireConfig, RollbackTarget,
 };
@@ -41,11 +42,20 @@ fn millis(ms: i64, what: &str) -> PyResult<Duration> {
     })
 }
 
-/// Run the maintenance Java's committers run after each commit (`TableCommitImpl.maintain`)
-/// on `table`, then hand back the commit's snapshot `ids`. Called by the commit entry points.
+/// Write the Iceberg metadata of the commit's snapshots `ids` (for tables that ask for it,
+/// Java's commit callback) and run the maintenance Java's committers run after each commit
+/// (`TableCommitImpl.maintain`) on `table`, then hand back `ids`. Called by the commit entry
+/// points.
 pub(crate) fn after_commit(py: Python<'_>, table: &Table, ids: Vec<i64>) -> PyResult<Vec<i64>> {
+    block_on(py, iceberg::after_commit(table, &ids))?.py()?;
     block_on(py, maintenance::maintain(table))?.py()?;
     Ok(ids)
+}
+
+/// The Iceberg metadata of compaction snapshot `id` (if any), for tables that ask for it.
+pub(crate) fn iceberg_after_commit(py: Python<'_>, table: &Table, id: Option<i64>) -> PyResult<()> {
+    block_on(py, iceberg::after_commit(table, &Vec::from_iter(id)))?.py()?;
+    Ok(())
 }
 
 #[pymethods]

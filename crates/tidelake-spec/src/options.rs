@@ -37,6 +37,8 @@ pub const CHANGELOG_PRODUCER_ROW_DEDUPLICATE: &str = "changelog-producer.row-ded
 pub const INCREMENTAL_BETWEEN_SCAN_MODE: &str = "incremental-between-scan-mode";
 pub const INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT: &str = "incremental-between-tag-to-snapshot";
 pub const DELETION_VECTORS_ENABLED: &str = "deletion-vectors.enabled";
+/// Where Iceberg-compatible metadata goes (`disabled` by default).
+pub const METADATA_ICEBERG_STORAGE: &str = "metadata.iceberg.storage";
 pub const DELETION_VECTORS_MERGE_ON_READ: &str = "deletion-vectors.merge-on-read";
 pub const DELETION_VECTORS_BITMAP64: &str = "deletion-vectors.bitmap64";
 /// Singular "vector", as in Java.
@@ -844,8 +846,8 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
 enum Asks {
     /// Any non-empty value.
     Set,
-    /// A value other than this default (compared case-insensitively).
-    Not(&'static str),
+    /// A value other than these (compared case-insensitively).
+    NoneOf(&'static [&'static str]),
     /// `true`.
     True,
 }
@@ -857,14 +859,14 @@ enum Asks {
 /// (`file-index.bloom-filter.columns`, `file-index.bitmap.columns`, ...).
 const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     (
-        "metadata.iceberg.storage",
-        Asks::Not("disabled"),
-        "Iceberg-compatible metadata",
+        METADATA_ICEBERG_STORAGE,
+        Asks::NoneOf(&["disabled", "table-location", "hadoop-catalog"]),
+        "Iceberg metadata in a Hive or REST catalog",
     ),
     ("file-index.*.columns", Asks::Set, "data-file indexes"),
     (
         "tag.automatic-creation",
-        Asks::Not("none"),
+        Asks::NoneOf(&["none"]),
         "automatic tag creation",
     ),
     ("tag.callbacks", Asks::Set, "tag callbacks"),
@@ -924,7 +926,7 @@ impl Options {
                 }
                 let asked = match asks {
                     Asks::Set => !value.is_empty(),
-                    Asks::Not(default) => !value.eq_ignore_ascii_case(default),
+                    Asks::NoneOf(allowed) => !allowed.iter().any(|a| value.eq_ignore_ascii_case(a)),
                     Asks::True => value.eq_ignore_ascii_case("true"),
                 };
                 if asked {
@@ -934,6 +936,16 @@ impl Options {
                     )));
                 }
             }
+        }
+        let iceberg = self.get(METADATA_ICEBERG_STORAGE).map(str::trim);
+        if iceberg.is_some_and(|v| !v.eq_ignore_ascii_case("disabled"))
+            && self.deletion_vectors_enabled()?
+        {
+            return Err(Error::Unsupported(format!(
+                "writing a table with options '{METADATA_ICEBERG_STORAGE}' and \
+                 '{DELETION_VECTORS_ENABLED}': tidelake does not export deletion vectors to \
+                 Iceberg metadata (reads are fine; remove one of the options to write)"
+            )));
         }
         Ok(())
     }
@@ -952,9 +964,36 @@ mod tests {
     }
 
     #[test]
+    fn iceberg_metadata_with_deletion_vectors_is_refused() {
+        let err = opts(&[
+            ("metadata.iceberg.storage", "table-location"),
+            ("deletion-vectors.enabled", "true"),
+        ])
+        .check_writable()
+        .unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported(m) if m.contains("deletion vectors")),
+            "{err:?}"
+        );
+        for pairs in [
+            [
+                ("metadata.iceberg.storage", "disabled"),
+                ("deletion-vectors.enabled", "true"),
+            ],
+            [
+                ("metadata.iceberg.storage", "table-location"),
+                ("deletion-vectors.enabled", "false"),
+            ],
+        ] {
+            assert!(opts(&pairs).check_writable().is_ok(), "{pairs:?}");
+        }
+    }
+
+    #[test]
     fn check_writable_names_options_writers_do_not_implement() {
         for (key, value) in [
-            ("metadata.iceberg.storage", "table-location"),
+            ("metadata.iceberg.storage", "hive-catalog"),
+            ("metadata.iceberg.storage", "rest-catalog"),
             ("file-index.bsi.columns", "a,b"),
             ("file-index.bitmap.columns", "c"),
             ("tag.automatic-creation", "process-time"),
@@ -972,6 +1011,8 @@ mod tests {
         }
         for (key, value) in [
             ("metadata.iceberg.storage", "DISABLED"),
+            ("metadata.iceberg.storage", "table-location"),
+            ("metadata.iceberg.storage", "Hadoop-Catalog"),
             ("tag.automatic-creation", "none"),
             ("index-file-in-data-file-dir", "false"),
             ("file-index.read.enabled", "true"),

@@ -10,6 +10,28 @@
 /// Length that marks VARCHAR/VARBINARY as unbounded (STRING/BYTES).
 pub const MAX_LENGTH: u32 = i32::MAX as u32;
 
+/// Base of the derived ids of list elements and map keys/values (Java
+/// `SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE`): nested types have no field ids of their own,
+/// so Parquet files and Iceberg schemas derive them from the enclosing field's id and depth.
+const STRUCTURED_TYPE_FIELD_ID_BASE: i32 = i32::MAX / 4;
+/// Java `SpecialFields.STRUCTURED_TYPE_FIELD_DEPTH_LIMIT`.
+const STRUCTURED_TYPE_FIELD_DEPTH_LIMIT: i32 = 1 << 10;
+
+/// The id of a list element or map value at `depth` below field `parent` (Java
+/// `SpecialFields.getArrayElementFieldId` / `getMapValueFieldId`).
+pub fn element_id(parent: i32, depth: i32) -> i32 {
+    STRUCTURED_TYPE_FIELD_ID_BASE
+        .wrapping_add(parent.wrapping_mul(STRUCTURED_TYPE_FIELD_DEPTH_LIMIT))
+        .wrapping_add(depth)
+}
+
+/// The id of a map key at `depth` below field `parent` (Java `SpecialFields.getMapKeyFieldId`).
+pub fn map_key_id(parent: i32, depth: i32) -> i32 {
+    STRUCTURED_TYPE_FIELD_ID_BASE
+        .wrapping_sub(parent.wrapping_mul(STRUCTURED_TYPE_FIELD_DEPTH_LIMIT))
+        .wrapping_sub(depth)
+}
+
 /// A Paimon data type with its nullability.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DataType {

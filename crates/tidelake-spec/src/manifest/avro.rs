@@ -82,7 +82,8 @@ impl Codec {
         }
     }
 
-    fn to_avro(self) -> apache_avro::Codec {
+    /// The apache-avro codec writing this compression (also for Iceberg manifests).
+    pub fn to_avro(self) -> apache_avro::Codec {
         match self {
             Codec::Null => apache_avro::Codec::Null,
             Codec::Deflate => apache_avro::Codec::Deflate(apache_avro::DeflateSettings::default()),
@@ -300,8 +301,10 @@ impl<'a> Container<'a> {
     }
 }
 
-/// Writes a container: header, then the pre-encoded records grouped into blocks.
-pub(crate) struct ContainerWriter {
+/// Writes a container: header, then the pre-encoded records grouped into blocks. Public for
+/// containers whose schema JSON carries attributes a parsed schema would drop (Iceberg's
+/// `field-id`s and `logicalType: map` arrays).
+pub struct ContainerWriter {
     out: Vec<u8>,
     block: Vec<u8>,
     block_count: usize,
@@ -312,7 +315,8 @@ pub(crate) struct ContainerWriter {
 }
 
 impl ContainerWriter {
-    pub(crate) fn new(schema_json: &str, codec: Codec) -> Self {
+    /// A container whose header carries `schema_json` verbatim.
+    pub fn new(schema_json: &str, codec: Codec) -> Self {
         let mut out = Vec::with_capacity(schema_json.len() + 128);
         out.extend_from_slice(MAGIC);
         put_long(&mut out, 2);
@@ -333,11 +337,12 @@ impl ContainerWriter {
     }
 
     /// The buffer the next record is encoded into; call [`Self::record_done`] after.
-    pub(crate) fn record_buf(&mut self) -> &mut Vec<u8> {
+    pub fn record_buf(&mut self) -> &mut Vec<u8> {
         &mut self.block
     }
 
-    pub(crate) fn record_done(&mut self) -> Result<()> {
+    /// Counts the record just encoded into [`Self::record_buf`].
+    pub fn record_done(&mut self) -> Result<()> {
         self.block_count += 1;
         if self.block.len() >= SYNC_INTERVAL {
             self.flush()?;
@@ -368,7 +373,8 @@ impl ContainerWriter {
         self.out.extend_from_slice(&[0; 16]);
     }
 
-    pub(crate) fn finish(mut self) -> Result<Vec<u8>> {
+    /// The whole container.
+    pub fn finish(mut self) -> Result<Vec<u8>> {
         self.flush()?;
         let sync = sync_marker(&self.out);
         for &at in &self.sync_at {

@@ -34,7 +34,7 @@ mod stats;
 mod tests;
 mod writer_schema;
 
-pub use avro::Codec;
+pub use avro::{Codec, ContainerWriter};
 pub use data_file::{DataFileMeta, FileSource};
 pub use entry::{FileIdentifier, FileKind, ManifestEntry, MANIFEST_ENTRY_VERSION};
 pub use index::{

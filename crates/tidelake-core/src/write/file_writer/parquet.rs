@@ -59,7 +59,7 @@ use parquet::file::properties::{
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor, Type, TypePtr};
 use tidelake_spec::arrow::to_arrow_type;
-use tidelake_spec::types::{DataType, TypeKind};
+use tidelake_spec::types::{element_id, map_key_id, DataType, TypeKind};
 
 use super::sink::ObjectSink;
 use crate::error::{Error, Result};
@@ -67,11 +67,6 @@ use crate::io::FileIO;
 
 /// Root name of Java's Parquet message.
 const MESSAGE_NAME: &str = "paimon_schema";
-/// Base of the derived ids of list elements and map keys/values (Java
-/// `SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE`).
-const STRUCTURED_TYPE_FIELD_ID_BASE: i32 = i32::MAX / 4;
-/// Java `SpecialFields.STRUCTURED_TYPE_FIELD_DEPTH_LIMIT`.
-const STRUCTURED_TYPE_FIELD_DEPTH_LIMIT: i32 = 1 << 10;
 
 /// Bytes of an INT96 timestamp.
 const INT96_BYTES: i32 = 12;
@@ -332,20 +327,6 @@ fn encoder_type(logical: &ArrowType) -> ArrowType {
         }
         other => other.clone(),
     }
-}
-
-/// Java `SpecialFields.getArrayElementFieldId` / `getMapValueFieldId`.
-fn element_id(parent: i32, depth: i32) -> i32 {
-    STRUCTURED_TYPE_FIELD_ID_BASE
-        .wrapping_add(parent.wrapping_mul(STRUCTURED_TYPE_FIELD_DEPTH_LIMIT))
-        .wrapping_add(depth)
-}
-
-/// Java `SpecialFields.getMapKeyFieldId`.
-fn map_key_id(parent: i32, depth: i32) -> i32 {
-    STRUCTURED_TYPE_FIELD_ID_BASE
-        .wrapping_sub(parent.wrapping_mul(STRUCTURED_TYPE_FIELD_DEPTH_LIMIT))
-        .wrapping_sub(depth)
 }
 
 /// Java `ParquetSchemaConverter.convertToParquetType(name, type, fieldId, depth)` followed by

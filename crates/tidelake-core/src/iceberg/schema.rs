@@ -1,0 +1,290 @@
+//! Paimon schemas, partitions and values in Iceberg's terms (Java `IcebergSchema`,
+//! `IcebergDataField`, `IcebergPartitionField`, `IcebergConversions`).
+//!
+//! Invariants:
+//! * Iceberg field ids are Paimon's field ids; list elements and map keys/values get the ids
+//!   Paimon's Parquet files carry ([`element_id`], [`map_key_id`]), so Iceberg readers match
+//!   columns by id;
+//! * partition fields are identity transforms of the partition columns, with field ids from
+//!   [`FIRST_PARTITION_FIELD_ID`] on, in partition-key order;
+//! * a bound is Iceberg's single-value binary form of the value (little-endian numbers,
+//!   UTF-8 strings, big-endian two's-complement unscaled decimals, microseconds for
+//!   timestamps); values with no such form get no bound, which Iceberg readers accept.
+
+use std::cmp::Ordering;
+
+use serde_json::{json, Value as Json};
+use tidelake_spec::datum::Datum;
+use tidelake_spec::schema::TableSchema;
+use tidelake_spec::types::{element_id, map_key_id, DataField, DataType, TypeKind};
+
+use crate::error::{Error, Result};
+
+/// Java `IcebergPartitionField.FIRST_FIELD_ID`.
+pub const FIRST_PARTITION_FIELD_ID: i32 = 1000;
+
+fn unsupported(ty: &DataType, why: &str) -> Error {
+    Error::Unsupported(format!("Iceberg metadata for a {ty:?} column: {why}"))
+}
+
+/// The Iceberg type of `ty` (Java `IcebergDataField.toTypeObject`): nested ids derive from
+/// `field_id`, the enclosing top-level or ROW field, at `depth`.
+fn type_json(ty: &DataType, field_id: i32, depth: i32) -> Result<Json> {
+    let name = |s: &str| Ok(Json::String(s.to_string()));
+    match &ty.kind {
+        TypeKind::Boolean => name("boolean"),
+        TypeKind::TinyInt | TypeKind::SmallInt | TypeKind::Int => name("int"),
+        TypeKind::BigInt => name("long"),
+        TypeKind::Float => name("float"),
+        TypeKind::Double => name("double"),
+        TypeKind::Date => name("date"),
+        TypeKind::Char(_) | TypeKind::VarChar(_) => name("string"),
+        TypeKind::Binary(_) | TypeKind::VarBinary(_) => name("binary"),
+        TypeKind::Decimal { precision, scale } => name(&format!("decimal({precision}, {scale})")),
+        TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p) => {
+            if !(4..=9).contains(p) {
+                return Err(unsupported(
+                    ty,
+                    "Paimon's Iceberg compatibility only supports timestamps of precision 4 to 9",
+                ));
+            }
+            let zoned = matches!(ty.kind, TypeKind::LocalZonedTimestamp(_));
+            let base = if zoned { "timestamptz" } else { "timestamp" };
+            name(&if *p >= 7 {
+                format!("{base}_ns")
+            } else {
+                base.to_string()
+            })
+        }
+        TypeKind::Array(element) => Ok(json!({
+            "type": "list",
+            "element-id": element_id(field_id, depth + 1),
+            "element-required": !element.nullable,
+            "element": type_json(element, field_id, depth + 1)?,
+        })),
+        TypeKind::Map(key, value) => Ok(json!({
+            "type": "map",
+            "key-id": map_key_id(field_id, depth + 1),
+            "key": type_json(key, field_id, depth + 1)?,
+            "value-id": element_id(field_id, depth + 1),
+            "value-required": !value.nullable,
+            "value": type_json(value, field_id, depth + 1)?,
+        })),
+        TypeKind::Row(fields) => Ok(json!({
+            "type": "struct",
+            "fields": fields.iter().map(field_json).collect::<Result<Vec<_>>>()?,
+        })),
+        _ => Err(unsupported(ty, "Iceberg has no such type")),
+    }
+}
+
+fn field_json(f: &DataField) -> Result<Json> {
+    let mut field = json!({
+        "id": f.id,
+        "name": f.name,
+        "required": !f.data_type.nullable,
+        "type": type_json(&f.data_type, f.id, 0)?,
+    });
+    if let Some(doc) = &f.description {
+        field["doc"] = Json::String(doc.clone());
+    }
+    Ok(field)
+}
+
+/// The Iceberg schema of Paimon schema `schema` (its id is the Iceberg schema id).
+pub fn schema_json(schema: &TableSchema) -> Result<Json> {
+    Ok(json!({
+        "type": "struct",
+        "schema-id": schema.id,
+        "fields": schema.fields.iter().map(field_json).collect::<Result<Vec<_>>>()?,
+    }))
+}
+
+/// The highest top-level field id of `schema` (Java `IcebergSchema.highestFieldId`).
+pub fn last_column_id(schema: &TableSchema) -> i32 {
+    schema.fields.iter().map(|f| f.id).max().unwrap_or(0)
+}
+
+/// The partition spec (`spec-id` 0) of a table partitioned by `fields`.
+pub fn partition_spec_json(fields: &[DataField]) -> Json {
+    json!({
+        "spec-id": 0,
+        "fields": fields.iter().zip(FIRST_PARTITION_FIELD_ID..).map(|(f, id)| json!({
+            "name": f.name,
+            "transform": "identity",
+            "source-id": f.id,
+            "field-id": id,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The last partition field id of a spec over `n` fields (Java: the highest id, or 999).
+pub fn last_partition_id(n: usize) -> i32 {
+    FIRST_PARTITION_FIELD_ID - 1 + i32::try_from(n).unwrap_or(i32::MAX - FIRST_PARTITION_FIELD_ID)
+}
+
+/// Iceberg's single-value binary form of `value` of type `ty` (Java
+/// `IcebergConversions.toByteBuffer`); `None` for nulls and values without one.
+pub fn to_bound(ty: &DataType, value: &Datum) -> Option<Vec<u8>> {
+    Some(match (&ty.kind, value) {
+        (_, Datum::Boolean(b)) => vec![u8::from(*b)],
+        (_, Datum::TinyInt(v)) => i32::from(*v).to_le_bytes().to_vec(),
+        (_, Datum::SmallInt(v)) => i32::from(*v).to_le_bytes().to_vec(),
+        (_, Datum::Int(v)) | (_, Datum::Date(v)) => v.to_le_bytes().to_vec(),
+        (_, Datum::BigInt(v)) => v.to_le_bytes().to_vec(),
+        (_, Datum::Float(v)) => v.to_le_bytes().to_vec(),
+        (_, Datum::Double(v)) => v.to_le_bytes().to_vec(),
+        (_, Datum::String(s)) => s.as_bytes().to_vec(),
+        (_, Datum::Bytes(b)) => b.clone(),
+        (_, Datum::Decimal(unscaled)) => minimal_be_bytes(*unscaled),
+        // Java writes microseconds for precision 4..=6 only (and refuses others)
+        (
+            TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p),
+            Datum::Timestamp { millis, nanos },
+        ) if (4..=6).contains(p) => {
+            let micros = millis
+                .checked_mul(1000)?
+                .checked_add(i64::from(*nanos / 1000))?;
+            micros.to_le_bytes().to_vec()
+        }
+        _ => return None,
+    })
+}
+
+/// Java `BigInteger.toByteArray`: the shortest big-endian two's complement.
+fn minimal_be_bytes(v: i128) -> Vec<u8> {
+    let bytes = v.to_be_bytes();
+    let mut start = 0;
+    while start < bytes.len() - 1 {
+        let (b, next) = (bytes[start], bytes[start + 1]);
+        let redundant = (b == 0 && next & 0x80 == 0) || (b == 0xff && next & 0x80 != 0);
+        if !redundant {
+            break;
+        }
+        start += 1;
+    }
+    bytes[start..].to_vec()
+}
+
+/// Compares two bounds of a partition column of type `ty` as values (`None`: not comparable
+/// here, so callers treat the pair as overlapping).
+pub fn compare_bounds(ty: &DataType, a: &[u8], b: &[u8]) -> Option<Ordering> {
+    fn le<const N: usize>(b: &[u8]) -> Option<[u8; N]> {
+        b.try_into().ok()
+    }
+    match &ty.kind {
+        TypeKind::TinyInt | TypeKind::SmallInt | TypeKind::Int | TypeKind::Date => {
+            Some(i32::from_le_bytes(le(a)?).cmp(&i32::from_le_bytes(le(b)?)))
+        }
+        TypeKind::BigInt => Some(i64::from_le_bytes(le(a)?).cmp(&i64::from_le_bytes(le(b)?))),
+        TypeKind::Float => f32::from_le_bytes(le(a)?).partial_cmp(&f32::from_le_bytes(le(b)?)),
+        TypeKind::Double => f64::from_le_bytes(le(a)?).partial_cmp(&f64::from_le_bytes(le(b)?)),
+        TypeKind::Boolean | TypeKind::Char(_) | TypeKind::VarChar(_) => Some(a.cmp(b)),
+        TypeKind::Binary(_) | TypeKind::VarBinary(_) => Some(a.cmp(b)),
+        _ => None,
+    }
+}
+
+/// The Avro schema of one partition column inside a manifest's `partition` record (field id
+/// `id`); `None` for types this module does not write as partition values.
+pub fn partition_avro_type(ty: &DataType) -> Option<Json> {
+    let t = match &ty.kind {
+        TypeKind::Boolean => json!("boolean"),
+        TypeKind::TinyInt | TypeKind::SmallInt | TypeKind::Int => json!("int"),
+        TypeKind::BigInt => json!("long"),
+        TypeKind::Float => json!("float"),
+        TypeKind::Double => json!("double"),
+        TypeKind::Char(_) | TypeKind::VarChar(_) => json!("string"),
+        TypeKind::Binary(_) | TypeKind::VarBinary(_) => json!("bytes"),
+        TypeKind::Date => json!({"type": "int", "logicalType": "date"}),
+        _ => return None,
+    };
+    Some(if ty.nullable { json!(["null", t]) } else { t })
+}
+
+/// Checks every partition column has an Avro form here.
+pub fn check_partition_types(fields: &[DataField]) -> Result<()> {
+    for f in fields {
+        if partition_avro_type(&f.data_type).is_none() {
+            return Err(Error::Unsupported(format!(
+                "Iceberg metadata for a table partitioned by column '{}' of type {:?}",
+                f.name, f.data_type.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ty(kind: TypeKind) -> DataType {
+        DataType::new(kind)
+    }
+
+    #[test]
+    fn bounds_are_iceberg_single_values() {
+        assert_eq!(
+            to_bound(&ty(TypeKind::Int), &Datum::Int(1)),
+            Some(vec![1, 0, 0, 0])
+        );
+        assert_eq!(
+            to_bound(&ty(TypeKind::SmallInt), &Datum::SmallInt(-1)),
+            Some(vec![0xff; 4])
+        );
+        assert_eq!(
+            to_bound(&ty(TypeKind::BigInt), &Datum::BigInt(258)),
+            Some(vec![2, 1, 0, 0, 0, 0, 0, 0])
+        );
+        assert_eq!(
+            to_bound(&ty(TypeKind::VarChar(10)), &Datum::String("é".into())),
+            Some("é".as_bytes().to_vec())
+        );
+        let dec = ty(TypeKind::Decimal {
+            precision: 10,
+            scale: 2,
+        });
+        assert_eq!(to_bound(&dec, &Datum::Decimal(127)), Some(vec![0x7f]));
+        assert_eq!(to_bound(&dec, &Datum::Decimal(128)), Some(vec![0, 0x80]));
+        assert_eq!(
+            to_bound(&dec, &Datum::Decimal(-129)),
+            Some(vec![0xff, 0x7f])
+        );
+        assert_eq!(to_bound(&dec, &Datum::Decimal(-1)), Some(vec![0xff]));
+        let ts = Datum::Timestamp {
+            millis: 1,
+            nanos: 2000,
+        };
+        assert_eq!(
+            to_bound(&ty(TypeKind::Timestamp(6)), &ts),
+            Some(1002i64.to_le_bytes().to_vec())
+        );
+        assert_eq!(to_bound(&ty(TypeKind::Timestamp(9)), &ts), None);
+        assert_eq!(to_bound(&ty(TypeKind::Int), &Datum::Null), None);
+    }
+
+    #[test]
+    fn nested_types_carry_parquet_ids() {
+        let list = ty(TypeKind::Array(Box::new(ty(TypeKind::Int))));
+        let t = type_json(&list, 7, 0).unwrap();
+        assert_eq!(t["element-id"], json!(element_id(7, 1)));
+        assert_eq!(t["element"], json!("int"));
+        let ts3 = ty(TypeKind::Timestamp(3));
+        assert_eq!(
+            type_json(&ts3, 1, 0).unwrap_err().kind(),
+            crate::ErrorKind::Unsupported
+        );
+    }
+
+    #[test]
+    fn bounds_compare_as_values() {
+        let int = ty(TypeKind::Int);
+        let (a, b) = (
+            to_bound(&int, &Datum::Int(-1)).unwrap(),
+            to_bound(&int, &Datum::Int(2)).unwrap(),
+        );
+        assert_eq!(compare_bounds(&int, &a, &b), Some(Ordering::Less));
+        assert_eq!(compare_bounds(&int, &a, &[1]), None);
+    }
+}

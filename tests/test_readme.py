@@ -59,6 +59,20 @@ def _debezium(op: str, before: dict | None, after: dict | None) -> str:
                        "source": {"db": "inventory", "table": "customers"}})
 
 
+def _finish_streams(spark, started: int) -> None:
+    """Let the ``started`` streaming queries the snippets started process what they have, fail
+    on any error, and stop them."""
+    queries = spark.streams.active
+    try:
+        assert len(queries) == started, [q.name for q in queries]
+        for query in queries:
+            query.processAllAvailable()
+            assert query.exception() is None
+    finally:
+        for query in queries:
+            query.stop()
+
+
 def test_readme_tour_runs(spark, s3_server, kafka, tmp_path, monkeypatch):
     import pyarrow as pa
 
@@ -104,13 +118,7 @@ def test_readme_tour_runs(spark, s3_server, kafka, tmp_path, monkeypatch):
     run("Spark (PySpark 4.x, no JVM jar)", path=orders.path, df=df, new_path=str(tmp_path / "new_orders"),
         wh=str(tmp_path / "wh"), chk=str(tmp_path / "chk"), chk2=str(tmp_path / "chk2"),
         totals_path=totals_path)
-    try:
-        for query in spark.streams.active:
-            query.processAllAvailable()
-            assert query.exception() is None
-    finally:
-        for query in spark.streams.active:
-            query.stop()
+    _finish_streams(spark, 2)
     expected = orders.to_arrow().group_by("day").aggregate([("qty", "sum")])
     got = {r["day"]: r["qty"] for r in tidelake.open_table(totals_path).to_arrow().to_pylist()}
     assert got == {r["day"]: r["qty_sum"] for r in expected.to_pylist()}
@@ -132,13 +140,7 @@ def test_readme_tour_runs(spark, s3_server, kafka, tmp_path, monkeypatch):
     run("CDC: database changelogs into tables", messages=messages, batch_id=1, warehouse="warehouse",
         stream=spark.readStream.schema("key string, value string").json(str(stream_dir)), chk=str(tmp_path / "chk-cdc"),
         kafka_chk=str(tmp_path / "chk-kafka"))
-    try:
-        for query in spark.streams.active:
-            query.processAllAvailable()
-            assert query.exception() is None
-    finally:
-        for query in spark.streams.active:
-            query.stop()
+    _finish_streams(spark, 2)
     # cdc.sync's table in the catalog last defined (the S3 one); the file stream's and the Kafka
     # stream's cdc_sink write the same messages into one table of the warehouse given
     for table in (ns["catalog"].get_table("ods.inventory_customers"),

@@ -59,10 +59,10 @@ def _debezium(op: str, before: dict | None, after: dict | None) -> str:
                        "source": {"db": "inventory", "table": "customers"}})
 
 
-def _finish_streams(spark, started: int) -> None:
-    """Let the ``started`` streaming queries the snippets started process what they have, fail
-    on any error, and stop them."""
-    queries = spark.streams.active
+def _finish_streams(spark, before: set[str], started: int) -> None:
+    """Let the ``started`` streaming queries the snippets started (those not in ``before``, the
+    ids active before them) process what they have, fail on any error, and stop them."""
+    queries = [q for q in spark.streams.active if q.id not in before]
     try:
         assert len(queries) == started, [q.name for q in queries]
         for query in queries:
@@ -115,10 +115,11 @@ def test_readme_tour_runs(spark, s3_server, kafka, tmp_path, monkeypatch):
     totals_path = str(tmp_path / "totals")
     tidelake.create_table(totals_path, pa.schema([pa.field("day", pa.string(), nullable=False), ("qty", pa.int64())]),
                           primary_keys=["day"], bucket=1)
+    active = {q.id for q in spark.streams.active}
     run("Spark (PySpark 4.x, no JVM jar)", path=orders.path, df=df, new_path=str(tmp_path / "new_orders"),
         wh=str(tmp_path / "wh"), chk=str(tmp_path / "chk"), chk2=str(tmp_path / "chk2"),
         totals_path=totals_path)
-    _finish_streams(spark, 2)
+    _finish_streams(spark, active, 2)
     expected = orders.to_arrow().group_by("day").aggregate([("qty", "sum")])
     got = {r["day"]: r["qty"] for r in tidelake.open_table(totals_path).to_arrow().to_pylist()}
     assert got == {r["day"]: r["qty_sum"] for r in expected.to_pylist()}
@@ -137,10 +138,11 @@ def test_readme_tour_runs(spark, s3_server, kafka, tmp_path, monkeypatch):
     ns["catalog"].create_database("ods")
     kafka.create_topic("dbserver1.inventory")
     kafka.produce("dbserver1.inventory", [(k.encode(), v.encode()) for k, v in messages])
+    active = {q.id for q in spark.streams.active}
     run("CDC: database changelogs into tables", messages=messages, batch_id=1, warehouse="warehouse",
         stream=spark.readStream.schema("key string, value string").json(str(stream_dir)), chk=str(tmp_path / "chk-cdc"),
         kafka_chk=str(tmp_path / "chk-kafka"))
-    _finish_streams(spark, 2)
+    _finish_streams(spark, active, 2)
     # cdc.sync's table in the catalog last defined (the S3 one); the file stream's and the Kafka
     # stream's cdc_sink write the same messages into one table of the warehouse given
     for table in (ns["catalog"].get_table("ods.inventory_customers"),

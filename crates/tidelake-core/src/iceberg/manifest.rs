@@ -15,10 +15,10 @@ use apache_avro::types::Value;
 use apache_avro::Schema;
 use serde_json::{json, Value as Json};
 use tidelake_spec::datum::Datum;
+use tidelake_spec::iceberg::{compare_bounds, partition_avro_type, to_bound, FIRST_PARTITION_FIELD_ID};
 use tidelake_spec::manifest::{Codec, ContainerWriter};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
-use super::schema::{partition_avro_type, to_bound, FIRST_PARTITION_FIELD_ID};
 use crate::error::{Error, Result};
 
 /// A manifest entry's status (Iceberg `status`).
@@ -31,6 +31,9 @@ pub enum Status {
 
 /// Iceberg `data_file.content` / `manifest_file.content` of data.
 pub const CONTENT_DATA: i32 = 0;
+/// Iceberg `data_file.content` of position deletes (deletion vectors), and
+/// `manifest_file.content` of a manifest of deletes.
+pub const CONTENT_DELETES: i32 = 1;
 
 /// An Iceberg `data_file` (the fields Java Paimon writes).
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +48,10 @@ pub struct DataFile {
     pub null_value_counts: Vec<(i32, i64)>,
     pub lower_bounds: Vec<(i32, Vec<u8>)>,
     pub upper_bounds: Vec<(i32, Vec<u8>)>,
+    /// Deletion vectors: the data file they delete from, and their blob in the Puffin file.
+    pub referenced_data_file: Option<String>,
+    pub content_offset: Option<i64>,
+    pub content_size_in_bytes: Option<i64>,
 }
 
 /// An Iceberg `manifest_entry`.
@@ -315,9 +322,18 @@ fn entry_value(e: &ManifestEntry, partition: &[DataField]) -> Value {
             "upper_bounds".into(),
             union(Some(pairs(&f.upper_bounds, Value::Bytes))),
         ),
-        ("referenced_data_file".into(), union(None)),
-        ("content_offset".into(), union(None)),
-        ("content_size_in_bytes".into(), union(None)),
+        (
+            "referenced_data_file".into(),
+            union(f.referenced_data_file.clone().map(Value::String)),
+        ),
+        (
+            "content_offset".into(),
+            union(f.content_offset.map(Value::Long)),
+        ),
+        (
+            "content_size_in_bytes".into(),
+            union(f.content_size_in_bytes.map(Value::Long)),
+        ),
     ]);
     Value::Record(vec![
         ("status".into(), Value::Int(e.status as i32)),
@@ -450,7 +466,7 @@ pub fn summarize(entries: &[ManifestEntry], partition: &[DataField]) -> Vec<Fiel
                     continue;
                 };
                 let less = |a: &[u8], b: &[u8]| {
-                    super::schema::compare_bounds(&f.data_type, a, b)
+                    compare_bounds(&f.data_type, a, b)
                         == Some(std::cmp::Ordering::Less)
                 };
                 if s.lower_bound.as_deref().is_none_or(|lo| less(&bound, lo)) {
@@ -639,6 +655,9 @@ pub fn read_manifest(
                     null_value_counts: longs("null_value_counts")?,
                     lower_bounds: bytes("lower_bounds")?,
                     upper_bounds: bytes("upper_bounds")?,
+                    referenced_data_file: f.string("referenced_data_file").ok(),
+                    content_offset: f.long("content_offset").ok(),
+                    content_size_in_bytes: f.long("content_size_in_bytes").ok(),
                 },
             })
         })
@@ -729,15 +748,24 @@ mod tests {
                 null_value_counts: vec![(1, 0)],
                 lower_bounds: vec![(1, vec![1, 0, 0, 0])],
                 upper_bounds: vec![(1, vec![9, 0, 0, 0])],
+                referenced_data_file: None,
+                content_offset: None,
+                content_size_in_bytes: None,
             },
         }
     }
 
     #[test]
     fn manifests_round_trip_with_iceberg_ids_in_the_header() {
+        let mut dv = entry("s3://b/t/metadata/dv.puffin", -1);
+        dv.data_file.content = CONTENT_DELETES;
+        dv.data_file.referenced_data_file = Some("s3://b/t/b.parquet".into());
+        dv.data_file.content_offset = Some(4);
+        dv.data_file.content_size_in_bytes = Some(40);
         let entries = vec![
             entry("s3://b/t/a.parquet", 2),
             entry("s3://b/t/b.parquet", -1),
+            dv,
         ];
         let bytes = write_manifest(&entries, &part(), Codec::Snappy).unwrap();
         assert_eq!(read_manifest(&bytes, &part(), "m").unwrap(), entries);

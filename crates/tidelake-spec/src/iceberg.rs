@@ -191,12 +191,39 @@ pub fn compare_bounds(ty: &DataType, a: &[u8], b: &[u8]) -> Option<Ordering> {
         TypeKind::Double => f64::from_le_bytes(le(a)?).partial_cmp(&f64::from_le_bytes(le(b)?)),
         TypeKind::Boolean | TypeKind::Char(_) | TypeKind::VarChar(_) => Some(a.cmp(b)),
         TypeKind::Binary(_) | TypeKind::VarBinary(_) => Some(a.cmp(b)),
+        TypeKind::Timestamp(_) | TypeKind::LocalZonedTimestamp(_) => {
+            Some(i64::from_le_bytes(le(a)?).cmp(&i64::from_le_bytes(le(b)?)))
+        }
+        TypeKind::Decimal { .. } => Some(decimal_from_be_bytes(a)?.cmp(&decimal_from_be_bytes(b)?)),
         _ => None,
     }
 }
 
+/// The value of a big-endian two's complement of at most 16 bytes (a decimal bound, or an
+/// unscaled decimal in Avro).
+pub fn decimal_from_be_bytes(b: &[u8]) -> Option<i128> {
+    if b.is_empty() || b.len() > 16 {
+        return None;
+    }
+    let fill = if b[0] & 0x80 != 0 { 0xff } else { 0 };
+    let mut full = [fill; 16];
+    full[16 - b.len()..].copy_from_slice(b);
+    Some(i128::from_be_bytes(full))
+}
+
+/// The bytes of Iceberg's Avro `fixed` for a decimal of `precision` digits (Iceberg
+/// `TypeUtil.decimalRequiredBytes`): the fewest that hold `10^precision - 1` signed.
+pub fn decimal_required_bytes(precision: u32) -> usize {
+    let max = 10f64.powi(i32::try_from(precision).unwrap_or(i32::MAX));
+    (1..=16)
+        .find(|n| 2f64.powi(8 * n - 1) >= max)
+        .map_or(16, |n| n as usize)
+}
+
 /// The Avro schema of one partition column inside a manifest's `partition` record (field id
-/// `id`); `None` for types this module does not write as partition values.
+/// `id`), Iceberg's Avro form of the column's type (decimals as `fixed`, timestamps as
+/// microseconds); `None` for types this module does not write as partition values (Java
+/// refuses nanosecond timestamps too).
 pub fn partition_avro_type(ty: &DataType) -> Option<Json> {
     let t = match &ty.kind {
         TypeKind::Boolean => json!("boolean"),
@@ -207,6 +234,19 @@ pub fn partition_avro_type(ty: &DataType) -> Option<Json> {
         TypeKind::Char(_) | TypeKind::VarChar(_) => json!("string"),
         TypeKind::Binary(_) | TypeKind::VarBinary(_) => json!("bytes"),
         TypeKind::Date => json!({"type": "int", "logicalType": "date"}),
+        TypeKind::Decimal { precision, scale } => json!({
+            "type": "fixed",
+            "name": format!("decimal_{precision}_{scale}"),
+            "size": decimal_required_bytes(*precision),
+            "logicalType": "decimal",
+            "precision": precision,
+            "scale": scale,
+        }),
+        TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p) if (4..=6).contains(p) => json!({
+            "type": "long",
+            "logicalType": "timestamp-micros",
+            "adjust-to-utc": matches!(ty.kind, TypeKind::LocalZonedTimestamp(_)),
+        }),
         _ => return None,
     };
     Some(if ty.nullable { json!(["null", t]) } else { t })
@@ -366,5 +406,31 @@ mod tests {
         );
         assert_eq!(compare_bounds(&int, &a, &b), Some(Ordering::Less));
         assert_eq!(compare_bounds(&int, &a, &[1]), None);
+        let dec = ty(TypeKind::Decimal {
+            precision: 20,
+            scale: 2,
+        });
+        let bound = |v| to_bound(&dec, &Datum::Decimal(v)).unwrap();
+        for (x, y) in [(-129, 1), (127, 128), (-1, 0), (1 << 70, 1 << 71), (-(1 << 70), 5)] {
+            assert_eq!(compare_bounds(&dec, &bound(x), &bound(y)), Some(Ordering::Less));
+        }
+        let ts = ty(TypeKind::Timestamp(6));
+        let at = |millis| {
+            to_bound(&ts, &Datum::Timestamp { millis, nanos: 0 }).unwrap()
+        };
+        assert_eq!(compare_bounds(&ts, &at(-5), &at(3)), Some(Ordering::Less));
+    }
+
+    #[test]
+    fn decimals_take_the_bytes_iceberg_gives_their_precision() {
+        let sizes: Vec<usize> = [1, 2, 3, 9, 10, 18, 19, 38]
+            .into_iter()
+            .map(decimal_required_bytes)
+            .collect();
+        assert_eq!(sizes, vec![1, 1, 2, 4, 5, 8, 9, 16]);
+        let ts9 = ty(TypeKind::Timestamp(9));
+        assert!(partition_avro_type(&ts9).is_none());
+        let ts3 = ty(TypeKind::LocalZonedTimestamp(6));
+        assert_eq!(partition_avro_type(&ts3).unwrap()["adjust-to-utc"], json!(true));
     }
 }

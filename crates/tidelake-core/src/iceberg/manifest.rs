@@ -15,7 +15,9 @@ use apache_avro::types::Value;
 use apache_avro::Schema;
 use serde_json::{json, Value as Json};
 use tidelake_spec::datum::Datum;
-use tidelake_spec::iceberg::{compare_bounds, partition_avro_type, to_bound, FIRST_PARTITION_FIELD_ID};
+use tidelake_spec::iceberg::{
+    compare_bounds, decimal_from_be_bytes, partition_avro_type, to_bound, FIRST_PARTITION_FIELD_ID,
+};
 use tidelake_spec::manifest::{Codec, ContainerWriter};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
@@ -269,6 +271,12 @@ fn datum_value(d: &Datum, ty: &DataType) -> Value {
         Datum::Double(v) => Value::Double(*v),
         Datum::String(s) => Value::String(s.clone()),
         Datum::Bytes(b) => Value::Bytes(b.clone()),
+        Datum::Decimal(unscaled) => Value::Decimal(unscaled.to_be_bytes().into()),
+        Datum::Timestamp { millis, nanos } => Value::TimestampMicros(
+            millis
+                .saturating_mul(1000)
+                .saturating_add(i64::from(*nanos / 1000)),
+        ),
         // checked by `partition_avro_type` before any entry is written
         _ => Value::Null,
     };
@@ -583,6 +591,19 @@ fn to_datum(v: Option<&Value>, ty: &DataType) -> Datum {
             i16::try_from(*v).map_or(Datum::Null, Datum::SmallInt)
         }
         (Value::Int(v) | Value::Date(v), TypeKind::Date) => Datum::Date(*v),
+        (
+            Value::Long(v) | Value::TimestampMicros(v) | Value::LocalTimestampMicros(v),
+            TypeKind::Timestamp(_) | TypeKind::LocalZonedTimestamp(_),
+        ) => Datum::Timestamp {
+            millis: v.div_euclid(1000),
+            nanos: i32::try_from(v.rem_euclid(1000) * 1000).unwrap_or(0),
+        },
+        (Value::Decimal(d), TypeKind::Decimal { .. }) => {
+            Vec::<u8>::try_from(d).ok().and_then(|b| decimal_from_be_bytes(&b)).map_or(Datum::Null, Datum::Decimal)
+        }
+        (Value::Fixed(_, b) | Value::Bytes(b), TypeKind::Decimal { .. }) => {
+            decimal_from_be_bytes(b).map_or(Datum::Null, Datum::Decimal)
+        }
         (Value::Int(v), _) => Datum::Int(*v),
         (Value::Long(v), _) => Datum::BigInt(*v),
         (Value::Float(v), _) => Datum::Float(*v),
@@ -777,6 +798,51 @@ mod tests {
         assert_eq!(summary[0].lower_bound, Some((-1i32).to_le_bytes().to_vec()));
         assert_eq!(summary[0].upper_bound, Some(2i32.to_le_bytes().to_vec()));
         assert!(!summary[0].contains_null);
+    }
+
+    #[test]
+    fn decimal_and_timestamp_partitions_round_trip_in_iceberg_avro_forms() {
+        let field = |id, name: &str, kind| DataField {
+            id,
+            name: name.into(),
+            data_type: DataType::new(kind),
+            description: None,
+            default_value: None,
+        };
+        let part = vec![
+            field(
+                1,
+                "d",
+                TypeKind::Decimal {
+                    precision: 10,
+                    scale: 2,
+                },
+            ),
+            field(2, "ts", TypeKind::Timestamp(6)),
+        ];
+        let values = [
+            (-12345, -1_500, 250_000),
+            (99_999_999_99, 1_700_000_000_123, 456_000),
+        ];
+        let entries: Vec<ManifestEntry> = values
+            .iter()
+            .map(|&(d, millis, nanos)| {
+                let mut e = entry("s3://b/t/a.parquet", 0);
+                e.data_file.partition = vec![Datum::Decimal(d), Datum::Timestamp { millis, nanos }];
+                e
+            })
+            .collect();
+        let bytes = write_manifest(&entries, &part, Codec::Null).unwrap();
+        assert_eq!(read_manifest(&bytes, &part, "m").unwrap(), entries);
+        let header = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).to_string();
+        assert!(header.contains(r#""type":"fixed""#) && header.contains(r#""size":5"#), "{header}");
+        assert!(header.contains(r#""logicalType":"timestamp-micros""#), "{header}");
+        let s = summarize(&entries, &part);
+        assert_eq!(s[0].lower_bound, to_bound(&part[0].data_type, &Datum::Decimal(-12345)));
+        assert_eq!(
+            s[1].upper_bound,
+            Some(1_700_000_000_123_456i64.to_le_bytes().to_vec())
+        );
     }
 
     #[test]

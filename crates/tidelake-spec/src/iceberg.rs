@@ -268,7 +268,10 @@ pub fn check_partition_types(fields: &[DataField]) -> Result<()> {
 /// Whether `schema`'s options ask for Iceberg metadata (`metadata.iceberg.storage` set and
 /// not `disabled`).
 pub fn asks_for_iceberg(schema: &TableSchema) -> bool {
-    let storage = schema.options().get(METADATA_ICEBERG_STORAGE).map(str::trim);
+    let storage = schema
+        .options()
+        .get(METADATA_ICEBERG_STORAGE)
+        .map(str::trim);
     storage.is_some_and(|v| !v.is_empty() && !v.eq_ignore_ascii_case("disabled"))
 }
 
@@ -349,10 +352,7 @@ mod tests {
         assert_eq!(t["element-id"], json!(element_id(7, 1)));
         assert_eq!(t["element"], json!("int"));
         let ts3 = ty(TypeKind::Timestamp(3));
-        assert!(matches!(
-            type_json(&ts3, 1, 0),
-            Err(Error::Unsupported(_))
-        ));
+        assert!(matches!(type_json(&ts3, 1, 0), Err(Error::Unsupported(_))));
     }
 
     fn table(options: &[(&str, &str)], extra: DataType, partition: &[&str]) -> TableSchema {
@@ -382,7 +382,11 @@ mod tests {
         for (extra, partition, needle) in [
             (ty(TypeKind::Time(0)), &[][..], "column 'x'"),
             (ty(TypeKind::Timestamp(3)), &[][..], "precision 4 to 9"),
-            (ty(TypeKind::Timestamp(6)), &["x"][..], "partitioned by column 'x'"),
+            (
+                ty(TypeKind::Timestamp(9)),
+                &["x"][..],
+                "partitioned by column 'x'",
+            ),
         ] {
             let err = check_schema(&table(&ice, extra.clone(), partition)).unwrap_err();
             assert!(
@@ -411,13 +415,20 @@ mod tests {
             scale: 2,
         });
         let bound = |v| to_bound(&dec, &Datum::Decimal(v)).unwrap();
-        for (x, y) in [(-129, 1), (127, 128), (-1, 0), (1 << 70, 1 << 71), (-(1 << 70), 5)] {
-            assert_eq!(compare_bounds(&dec, &bound(x), &bound(y)), Some(Ordering::Less));
+        for (x, y) in [
+            (-129, 1),
+            (127, 128),
+            (-1, 0),
+            (1 << 70, 1 << 71),
+            (-(1 << 70), 5),
+        ] {
+            assert_eq!(
+                compare_bounds(&dec, &bound(x), &bound(y)),
+                Some(Ordering::Less)
+            );
         }
         let ts = ty(TypeKind::Timestamp(6));
-        let at = |millis| {
-            to_bound(&ts, &Datum::Timestamp { millis, nanos: 0 }).unwrap()
-        };
+        let at = |millis| to_bound(&ts, &Datum::Timestamp { millis, nanos: 0 }).unwrap();
         assert_eq!(compare_bounds(&ts, &at(-5), &at(3)), Some(Ordering::Less));
     }
 
@@ -430,7 +441,7 @@ mod tests {
         assert_eq!(sizes, vec![1, 1, 2, 4, 5, 8, 9, 16]);
         let ts9 = ty(TypeKind::Timestamp(9));
         assert!(partition_avro_type(&ts9).is_none());
-        let ts3 = ty(TypeKind::LocalZonedTimestamp(6));
-        assert_eq!(partition_avro_type(&ts3).unwrap()["adjust-to-utc"], json!(true));
+        let ltz = partition_avro_type(&ty(TypeKind::LocalZonedTimestamp(6))).unwrap();
+        assert!(ltz.to_string().contains(r#""adjust-to-utc":true"#), "{ltz}");
     }
 }

@@ -474,8 +474,7 @@ pub fn summarize(entries: &[ManifestEntry], partition: &[DataField]) -> Vec<Fiel
                     continue;
                 };
                 let less = |a: &[u8], b: &[u8]| {
-                    compare_bounds(&f.data_type, a, b)
-                        == Some(std::cmp::Ordering::Less)
+                    compare_bounds(&f.data_type, a, b) == Some(std::cmp::Ordering::Less)
                 };
                 if s.lower_bound.as_deref().is_none_or(|lo| less(&bound, lo)) {
                     s.lower_bound = Some(bound.clone());
@@ -598,9 +597,10 @@ fn to_datum(v: Option<&Value>, ty: &DataType) -> Datum {
             millis: v.div_euclid(1000),
             nanos: i32::try_from(v.rem_euclid(1000) * 1000).unwrap_or(0),
         },
-        (Value::Decimal(d), TypeKind::Decimal { .. }) => {
-            Vec::<u8>::try_from(d).ok().and_then(|b| decimal_from_be_bytes(&b)).map_or(Datum::Null, Datum::Decimal)
-        }
+        (Value::Decimal(d), TypeKind::Decimal { .. }) => Vec::<u8>::try_from(d)
+            .ok()
+            .and_then(|b| decimal_from_be_bytes(&b))
+            .map_or(Datum::Null, Datum::Decimal),
         (Value::Fixed(_, b) | Value::Bytes(b), TypeKind::Decimal { .. }) => {
             decimal_from_be_bytes(b).map_or(Datum::Null, Datum::Decimal)
         }
@@ -835,10 +835,19 @@ mod tests {
         let bytes = write_manifest(&entries, &part, Codec::Null).unwrap();
         assert_eq!(read_manifest(&bytes, &part, "m").unwrap(), entries);
         let header = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).to_string();
-        assert!(header.contains(r#""type":"fixed""#) && header.contains(r#""size":5"#), "{header}");
-        assert!(header.contains(r#""logicalType":"timestamp-micros""#), "{header}");
+        assert!(
+            header.contains(r#""type":"fixed""#) && header.contains(r#""size":5"#),
+            "{header}"
+        );
+        assert!(
+            header.contains(r#""logicalType":"timestamp-micros""#),
+            "{header}"
+        );
         let s = summarize(&entries, &part);
-        assert_eq!(s[0].lower_bound, to_bound(&part[0].data_type, &Datum::Decimal(-12345)));
+        assert_eq!(
+            s[0].lower_bound,
+            to_bound(&part[0].data_type, &Datum::Decimal(-12345))
+        );
         assert_eq!(
             s[1].upper_bound,
             Some(1_700_000_000_123_456i64.to_le_bytes().to_vec())

@@ -115,7 +115,8 @@ impl IcebergConfig {
             codec,
             legacy_manifest_list: or(opts.get_bool(MANIFEST_LEGACY_VERSION), false)?,
             manifest_target_size: opts.manifest_target_file_size().map_err(spec)?,
-            deletion_vectors: format_version == 3 && opts.deletion_vectors_enabled().map_err(spec)?,
+            deletion_vectors: format_version == 3
+                && opts.deletion_vectors_enabled().map_err(spec)?,
         }))
     }
 

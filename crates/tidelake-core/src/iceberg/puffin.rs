@@ -72,7 +72,10 @@ pub fn write(vectors: Vec<(String, i64, Vec<u8>)>) -> (Vec<u8>, Vec<Blob>) {
             offset: blob.offset,
             length: blob.length,
             properties: [
-                (REFERENCED_DATA_FILE.to_string(), blob.referenced_data_file.clone()),
+                (
+                    REFERENCED_DATA_FILE.to_string(),
+                    blob.referenced_data_file.clone(),
+                ),
                 (CARDINALITY.to_string(), cardinality.to_string()),
             ]
             .into(),
@@ -148,7 +151,10 @@ mod tests {
         assert_eq!(&bytes[7..9], &[4, 5]);
         assert_eq!(read_blobs(&bytes, "p").unwrap(), blobs);
         let footer = String::from_utf8_lossy(&bytes);
-        assert!(footer.contains(r#""type":"deletion-vector-v1""#), "{footer}");
+        assert!(
+            footer.contains(r#""type":"deletion-vector-v1""#),
+            "{footer}"
+        );
         assert!(footer.contains(r#""snapshot-id":-1"#), "{footer}");
         assert!(read_blobs(&bytes[1..], "p").is_err());
     }

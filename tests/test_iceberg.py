@@ -160,6 +160,7 @@ def test_hadoop_catalog_layout(tmp_path: pathlib.Path) -> None:
     outside = tidelake.create_table(tmp_path / "loose", SCHEMA, options={"metadata.iceberg.storage": "hadoop-catalog"})
     with pytest.raises(tidelake.UnsupportedError, match="warehouse"):
         outside.write(_rows(0, 1))
+    assert outside.snapshots() == [], "refused before it commits"
 
 
 def test_unsupported_iceberg_configurations_are_refused(tmp_path: pathlib.Path) -> None:

@@ -37,6 +37,16 @@ use crate::branch::MAIN_BRANCH;
 use crate::error::Result;
 use crate::table::Table;
 
+/// Refuses `table` when it asks for Iceberg metadata that cannot be written where it asks
+/// (catalog storage for a table outside a Paimon warehouse): writers check before they write,
+/// so such a table never commits and then fails to produce its metadata.
+pub fn check_table(table: &Table) -> Result<()> {
+    if let Some(cfg) = IcebergConfig::of(table.schema().options())? {
+        cfg.metadata_location(table)?;
+    }
+    Ok(())
+}
+
 /// Writes the Iceberg metadata of snapshots `ids` of `table`, oldest first, if the table's
 /// options ask for it (Java `IcebergCommitCallback.call` after each commit). Returns the
 /// metadata location, `None` when the table does not ask for Iceberg metadata.

@@ -147,8 +147,10 @@ impl WriteBuilder {
         self
     }
 
-    /// The writer: the table's inline compaction unless it overwrites.
+    /// The writer: the table's inline compaction unless it overwrites; refused when the table's
+    /// Iceberg metadata could not be written after its commits.
     pub async fn build(self) -> Result<TableWrite> {
+        crate::iceberg::check_table(&self.table)?;
         let mut write = if self.overwrite {
             TableWrite::for_overwrite(self.table).await?
         } else {

@@ -74,6 +74,7 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
     .map_err(|e| Error::SchemaMismatch(e.to_string()))?;
     check_bucket_mode(&table_schema)?;
     check_merge_options(&table_schema)?;
+    check_iceberg(&table_schema)?;
     table_schema.comment = spec.comment.clone();
     table_schema.time_millis = io.env().now_millis();
     let rel = schema_path(0);
@@ -171,6 +172,12 @@ fn check_merge_options(schema: &TableSchema) -> Result<()> {
     Ok(())
 }
 
+/// Java `IcebergCommitCallback`'s schema conversion: a table asking for Iceberg metadata has
+/// only columns with an Iceberg form, so that no commit fails after it committed.
+fn check_iceberg(schema: &TableSchema) -> Result<()> {
+    tidelake_spec::iceberg::check_schema(schema).map_err(|e| Error::from_spec("table schema", e))
+}
+
 /// One change to a table's schema.
 #[derive(Debug, Clone)]
 pub enum SchemaChange {
@@ -219,6 +226,7 @@ pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Tabl
         let current = table.reopen().await?;
         let next = apply_changes(current.schema(), changes, table.env().now_millis())?;
         check_merge_options(&next)?;
+        check_iceberg(&next)?;
         check_fallback_branch(table, &next).await?;
         if table
             .branch_io()

@@ -11,6 +11,7 @@
 //! * [`manifest`]: manifest lists, manifests and index manifests (Avro).
 //! * [`file_index`]: data-file indexes (`file-index.*`: bloom filters).
 //! * [`options`]: table options with Paimon's defaults.
+//! * [`iceberg`]: schemas, partitions and values in Iceberg's terms (Iceberg-compatible metadata).
 //! * [`row_kind`]: the change a record carries (`_VALUE_KIND`).
 
 pub mod arrow;
@@ -19,6 +20,7 @@ pub mod bucket;
 pub mod datum;
 pub mod error;
 pub mod file_index;
+pub mod iceberg;
 pub mod manifest;
 pub mod options;
 pub mod partition;

@@ -39,6 +39,8 @@ pub const INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT: &str = "incremental-between-tag-t
 pub const DELETION_VECTORS_ENABLED: &str = "deletion-vectors.enabled";
 /// Where Iceberg-compatible metadata goes (`disabled` by default).
 pub const METADATA_ICEBERG_STORAGE: &str = "metadata.iceberg.storage";
+/// Iceberg's table format version of the metadata (2 or 3; 3 exports deletion vectors).
+pub const METADATA_ICEBERG_FORMAT_VERSION: &str = "metadata.iceberg.format-version";
 pub const DELETION_VECTORS_MERGE_ON_READ: &str = "deletion-vectors.merge-on-read";
 pub const DELETION_VECTORS_BITMAP64: &str = "deletion-vectors.bitmap64";
 /// Singular "vector", as in Java.
@@ -940,11 +942,12 @@ impl Options {
         let iceberg = self.get(METADATA_ICEBERG_STORAGE).map(str::trim);
         if iceberg.is_some_and(|v| !v.eq_ignore_ascii_case("disabled"))
             && self.deletion_vectors_enabled()?
+            && self.get_i32(METADATA_ICEBERG_FORMAT_VERSION)? != Some(3)
         {
             return Err(Error::Unsupported(format!(
                 "writing a table with options '{METADATA_ICEBERG_STORAGE}' and \
-                 '{DELETION_VECTORS_ENABLED}': tidelake does not export deletion vectors to \
-                 Iceberg metadata (reads are fine; remove one of the options to write)"
+                 '{DELETION_VECTORS_ENABLED}': Iceberg has deletion vectors from format \
+                 version 3 on (set '{METADATA_ICEBERG_FORMAT_VERSION}' = '3'; reads are fine)"
             )));
         }
         Ok(())
@@ -972,9 +975,15 @@ mod tests {
         .check_writable()
         .unwrap_err();
         assert!(
-            matches!(&err, Error::Unsupported(m) if m.contains("deletion vectors")),
+            matches!(&err, Error::Unsupported(m) if m.contains("format-version' = '3'")),
             "{err:?}"
         );
+        let v3 = opts(&[
+            ("metadata.iceberg.storage", "table-location"),
+            ("metadata.iceberg.format-version", "3"),
+            ("deletion-vectors.enabled", "true"),
+        ]);
+        assert!(v3.check_writable().is_ok());
         for pairs in [
             [
                 ("metadata.iceberg.storage", "disabled"),
@@ -983,6 +992,10 @@ mod tests {
             [
                 ("metadata.iceberg.storage", "table-location"),
                 ("deletion-vectors.enabled", "false"),
+            ],
+            [
+                ("metadata.iceberg.format-version", "3"),
+                ("deletion-vectors.enabled", "true"),
             ],
         ] {
             assert!(opts(&pairs).check_writable().is_ok(), "{pairs:?}");

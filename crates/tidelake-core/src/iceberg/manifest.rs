@@ -15,10 +15,12 @@ use apache_avro::types::Value;
 use apache_avro::Schema;
 use serde_json::{json, Value as Json};
 use tidelake_spec::datum::Datum;
+use tidelake_spec::iceberg::{
+    compare_bounds, decimal_from_be_bytes, partition_avro_type, to_bound, FIRST_PARTITION_FIELD_ID,
+};
 use tidelake_spec::manifest::{Codec, ContainerWriter};
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
-use super::schema::{partition_avro_type, to_bound, FIRST_PARTITION_FIELD_ID};
 use crate::error::{Error, Result};
 
 /// A manifest entry's status (Iceberg `status`).
@@ -31,6 +33,9 @@ pub enum Status {
 
 /// Iceberg `data_file.content` / `manifest_file.content` of data.
 pub const CONTENT_DATA: i32 = 0;
+/// Iceberg `data_file.content` of position deletes (deletion vectors), and
+/// `manifest_file.content` of a manifest of deletes.
+pub const CONTENT_DELETES: i32 = 1;
 
 /// An Iceberg `data_file` (the fields Java Paimon writes).
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +50,10 @@ pub struct DataFile {
     pub null_value_counts: Vec<(i32, i64)>,
     pub lower_bounds: Vec<(i32, Vec<u8>)>,
     pub upper_bounds: Vec<(i32, Vec<u8>)>,
+    /// Deletion vectors: the data file they delete from, and their blob in the Puffin file.
+    pub referenced_data_file: Option<String>,
+    pub content_offset: Option<i64>,
+    pub content_size_in_bytes: Option<i64>,
 }
 
 /// An Iceberg `manifest_entry`.
@@ -262,6 +271,12 @@ fn datum_value(d: &Datum, ty: &DataType) -> Value {
         Datum::Double(v) => Value::Double(*v),
         Datum::String(s) => Value::String(s.clone()),
         Datum::Bytes(b) => Value::Bytes(b.clone()),
+        Datum::Decimal(unscaled) => Value::Decimal(unscaled.to_be_bytes().into()),
+        Datum::Timestamp { millis, nanos } => Value::TimestampMicros(
+            millis
+                .saturating_mul(1000)
+                .saturating_add(i64::from(*nanos / 1000)),
+        ),
         // checked by `partition_avro_type` before any entry is written
         _ => Value::Null,
     };
@@ -315,9 +330,18 @@ fn entry_value(e: &ManifestEntry, partition: &[DataField]) -> Value {
             "upper_bounds".into(),
             union(Some(pairs(&f.upper_bounds, Value::Bytes))),
         ),
-        ("referenced_data_file".into(), union(None)),
-        ("content_offset".into(), union(None)),
-        ("content_size_in_bytes".into(), union(None)),
+        (
+            "referenced_data_file".into(),
+            union(f.referenced_data_file.clone().map(Value::String)),
+        ),
+        (
+            "content_offset".into(),
+            union(f.content_offset.map(Value::Long)),
+        ),
+        (
+            "content_size_in_bytes".into(),
+            union(f.content_size_in_bytes.map(Value::Long)),
+        ),
     ]);
     Value::Record(vec![
         ("status".into(), Value::Int(e.status as i32)),
@@ -450,8 +474,7 @@ pub fn summarize(entries: &[ManifestEntry], partition: &[DataField]) -> Vec<Fiel
                     continue;
                 };
                 let less = |a: &[u8], b: &[u8]| {
-                    super::schema::compare_bounds(&f.data_type, a, b)
-                        == Some(std::cmp::Ordering::Less)
+                    compare_bounds(&f.data_type, a, b) == Some(std::cmp::Ordering::Less)
                 };
                 if s.lower_bound.as_deref().is_none_or(|lo| less(&bound, lo)) {
                     s.lower_bound = Some(bound.clone());
@@ -567,6 +590,20 @@ fn to_datum(v: Option<&Value>, ty: &DataType) -> Datum {
             i16::try_from(*v).map_or(Datum::Null, Datum::SmallInt)
         }
         (Value::Int(v) | Value::Date(v), TypeKind::Date) => Datum::Date(*v),
+        (
+            Value::Long(v) | Value::TimestampMicros(v) | Value::LocalTimestampMicros(v),
+            TypeKind::Timestamp(_) | TypeKind::LocalZonedTimestamp(_),
+        ) => Datum::Timestamp {
+            millis: v.div_euclid(1000),
+            nanos: i32::try_from(v.rem_euclid(1000) * 1000).unwrap_or(0),
+        },
+        (Value::Decimal(d), TypeKind::Decimal { .. }) => Vec::<u8>::try_from(d)
+            .ok()
+            .and_then(|b| decimal_from_be_bytes(&b))
+            .map_or(Datum::Null, Datum::Decimal),
+        (Value::Fixed(_, b) | Value::Bytes(b), TypeKind::Decimal { .. }) => {
+            decimal_from_be_bytes(b).map_or(Datum::Null, Datum::Decimal)
+        }
         (Value::Int(v), _) => Datum::Int(*v),
         (Value::Long(v), _) => Datum::BigInt(*v),
         (Value::Float(v), _) => Datum::Float(*v),
@@ -639,6 +676,9 @@ pub fn read_manifest(
                     null_value_counts: longs("null_value_counts")?,
                     lower_bounds: bytes("lower_bounds")?,
                     upper_bounds: bytes("upper_bounds")?,
+                    referenced_data_file: f.string("referenced_data_file").ok(),
+                    content_offset: f.long("content_offset").ok(),
+                    content_size_in_bytes: f.long("content_size_in_bytes").ok(),
                 },
             })
         })
@@ -729,15 +769,24 @@ mod tests {
                 null_value_counts: vec![(1, 0)],
                 lower_bounds: vec![(1, vec![1, 0, 0, 0])],
                 upper_bounds: vec![(1, vec![9, 0, 0, 0])],
+                referenced_data_file: None,
+                content_offset: None,
+                content_size_in_bytes: None,
             },
         }
     }
 
     #[test]
     fn manifests_round_trip_with_iceberg_ids_in_the_header() {
+        let mut dv = entry("s3://b/t/metadata/dv.puffin", -1);
+        dv.data_file.content = CONTENT_DELETES;
+        dv.data_file.referenced_data_file = Some("s3://b/t/b.parquet".into());
+        dv.data_file.content_offset = Some(4);
+        dv.data_file.content_size_in_bytes = Some(40);
         let entries = vec![
             entry("s3://b/t/a.parquet", 2),
             entry("s3://b/t/b.parquet", -1),
+            dv,
         ];
         let bytes = write_manifest(&entries, &part(), Codec::Snappy).unwrap();
         assert_eq!(read_manifest(&bytes, &part(), "m").unwrap(), entries);
@@ -749,6 +798,60 @@ mod tests {
         assert_eq!(summary[0].lower_bound, Some((-1i32).to_le_bytes().to_vec()));
         assert_eq!(summary[0].upper_bound, Some(2i32.to_le_bytes().to_vec()));
         assert!(!summary[0].contains_null);
+    }
+
+    #[test]
+    fn decimal_and_timestamp_partitions_round_trip_in_iceberg_avro_forms() {
+        let field = |id, name: &str, kind| DataField {
+            id,
+            name: name.into(),
+            data_type: DataType::new(kind),
+            description: None,
+            default_value: None,
+        };
+        let part = vec![
+            field(
+                1,
+                "d",
+                TypeKind::Decimal {
+                    precision: 10,
+                    scale: 2,
+                },
+            ),
+            field(2, "ts", TypeKind::Timestamp(6)),
+        ];
+        let values = [
+            (-12345, -1_500, 250_000),
+            (9_999_999_999, 1_700_000_000_123, 456_000),
+        ];
+        let entries: Vec<ManifestEntry> = values
+            .iter()
+            .map(|&(d, millis, nanos)| {
+                let mut e = entry("s3://b/t/a.parquet", 0);
+                e.data_file.partition = vec![Datum::Decimal(d), Datum::Timestamp { millis, nanos }];
+                e
+            })
+            .collect();
+        let bytes = write_manifest(&entries, &part, Codec::Null).unwrap();
+        assert_eq!(read_manifest(&bytes, &part, "m").unwrap(), entries);
+        let header = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).to_string();
+        assert!(
+            header.contains(r#""type":"fixed""#) && header.contains(r#""size":5"#),
+            "{header}"
+        );
+        assert!(
+            header.contains(r#""logicalType":"timestamp-micros""#),
+            "{header}"
+        );
+        let s = summarize(&entries, &part);
+        assert_eq!(
+            s[0].lower_bound,
+            to_bound(&part[0].data_type, &Datum::Decimal(-12345))
+        );
+        assert_eq!(
+            s[1].upper_bound,
+            Some(1_700_000_000_123_456i64.to_le_bytes().to_vec())
+        );
     }
 
     #[test]

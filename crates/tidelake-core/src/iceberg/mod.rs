@@ -5,9 +5,9 @@
 //!
 //! Modules:
 //! * `options`: the `metadata.iceberg.*` options and the metadata directory;
-//! * `schema`: Paimon types, partitions and values in Iceberg's terms;
 //! * `manifest`: Iceberg manifests and manifest lists (Avro with Iceberg field ids);
 //! * `metadata`: `v<N>.metadata.json` and `version-hint.text`;
+//! * `puffin`: Puffin files of Iceberg deletion vectors;
 //! * `sync`: one snapshot's metadata, afresh or incrementally (`IcebergCommitCallback`).
 //!
 //! Invariants:
@@ -17,14 +17,18 @@
 //!   afresh, so the metadata always matches the snapshot it names;
 //! * Paimon stays the source of truth: nothing here changes a Paimon file, and a failure
 //!   leaves the Paimon commit committed (the next commit rebuilds what is missing);
-//! * deletion vectors are not exported (Java does so only for format version 3 with 64-bit
-//!   bitmaps); writers refuse Iceberg metadata on tables with deletion vectors
-//!   (`Options::check_writable`), so Iceberg readers never see deleted rows.
+//! * deletion vectors are exported as Iceberg v3 deletion vectors (format version 3; Java
+//!   also asks for `deletion-vectors.bitmap64`, here any Paimon vector is converted); writers
+//!   refuse deletion vectors with format version 2 (`Options::check_writable`), so Iceberg
+//!   readers never see deleted rows;
+//! * a table whose columns have no Iceberg form is refused before anything is written
+//!   (`tidelake_spec::iceberg::check_schema`, at creation, alteration, writer creation and
+//!   commit), so no commit succeeds and then fails to produce its metadata.
 
 mod manifest;
 mod metadata;
 mod options;
-mod schema;
+mod puffin;
 mod sync;
 
 pub use options::IcebergConfig;
@@ -32,6 +36,16 @@ pub use options::IcebergConfig;
 use crate::branch::MAIN_BRANCH;
 use crate::error::Result;
 use crate::table::Table;
+
+/// Refuses `table` when it asks for Iceberg metadata that cannot be written where it asks
+/// (catalog storage for a table outside a Paimon warehouse): writers check before they write,
+/// so such a table never commits and then fails to produce its metadata.
+pub fn check_table(table: &Table) -> Result<()> {
+    if let Some(cfg) = IcebergConfig::of(table.schema().options())? {
+        cfg.metadata_location(table)?;
+    }
+    Ok(())
+}
 
 /// Writes the Iceberg metadata of snapshots `ids` of `table`, oldest first, if the table's
 /// options ask for it (Java `IcebergCommitCallback.call` after each commit). Returns the

@@ -6,14 +6,15 @@
 //! (`Options::check_writable`), so a commit never succeeds without the metadata it asks for.
 
 use tidelake_spec::manifest::Codec;
-use tidelake_spec::options::{Options, METADATA_ICEBERG_STORAGE as STORAGE};
+use tidelake_spec::options::{
+    Options, METADATA_ICEBERG_FORMAT_VERSION as FORMAT_VERSION, METADATA_ICEBERG_STORAGE as STORAGE,
+};
 
 use crate::error::{Error, Result};
 use crate::io::FileIO;
 use crate::table::Table;
 
 const STORAGE_LOCATION: &str = "metadata.iceberg.storage-location";
-const FORMAT_VERSION: &str = "metadata.iceberg.format-version";
 const COMPACT_MIN_FILE_NUM: &str = "metadata.iceberg.compaction.min.file-num";
 const COMPACT_MAX_FILE_NUM: &str = "metadata.iceberg.compaction.max.file-num";
 const DELETE_AFTER_COMMIT: &str = "metadata.iceberg.delete-after-commit.enabled";
@@ -44,6 +45,9 @@ pub struct IcebergConfig {
     /// Iceberg 1.4's manifest-list field names (`added_data_files_count`, ...).
     pub legacy_manifest_list: bool,
     pub manifest_target_size: u64,
+    /// Deletion vectors exported as Iceberg v3 deletion vectors (format version 3 on a table
+    /// with `deletion-vectors.enabled`; writers refuse deletion vectors with version 2).
+    pub deletion_vectors: bool,
 }
 
 fn spec(e: tidelake_spec::Error) -> Error {
@@ -111,6 +115,8 @@ impl IcebergConfig {
             codec,
             legacy_manifest_list: or(opts.get_bool(MANIFEST_LEGACY_VERSION), false)?,
             manifest_target_size: opts.manifest_target_file_size().map_err(spec)?,
+            deletion_vectors: format_version == 3
+                && opts.deletion_vectors_enabled().map_err(spec)?,
         }))
     }
 

@@ -10,7 +10,15 @@
 //!   what it added; small manifests are merged once `metadata.iceberg.compaction.*` say so;
 //! * the Iceberg table holds an append table's live files, and a primary-key table's files
 //!   that need no merge: Java's rule, files of a raw-convertible split when built afresh and
-//!   files at the top LSM level when built incrementally;
+//!   files at the top LSM level when built incrementally (above level 0 when deletion vectors
+//!   are exported);
+//! * with deletion vectors exported (format version 3), every version lists the snapshot's
+//!   deletion vectors in manifests of deletes: one Puffin file per Paimon index file, named
+//!   after it and reused while the index file lives, its blobs Iceberg `deletion-vector-v1`
+//!   blobs referencing the data files; the manifests are rebuilt when the snapshot's index
+//!   manifest differs from the previous snapshot's and reused otherwise (Java
+//!   `createDvManifestFileMetas`, except that Java points Iceberg at the Paimon index file
+//!   itself, which Iceberg readers that parse whole Puffin files cannot read);
 //! * files are deleted only when no retained version references them: manifests of expired
 //!   Iceberg snapshots that the next retained snapshot does not list, and metadata versions
 //!   older than `metadata.iceberg.previous-versions-max` allows.
@@ -21,34 +29,45 @@ use std::sync::Arc;
 use serde_json::{json, Map};
 use tidelake_spec::binary_row::{decode_framed, split_framed};
 use tidelake_spec::datum::Datum;
-use tidelake_spec::manifest::{FileKind, ManifestEntry as PaimonEntry};
+use tidelake_spec::iceberg::{
+    check_partition_types, compare_bounds, last_column_id, last_partition_id, partition_spec_json,
+    schema_json, to_bound,
+};
+use tidelake_spec::manifest::{
+    DeletionVectorMeta, FileKind, IndexManifestEntry, ManifestEntry as PaimonEntry,
+    DELETION_VECTORS_INDEX,
+};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataField;
 
 use super::manifest::{
-    self, file_name, DataFile, ManifestEntry, ManifestFile, Status, CONTENT_DATA,
+    self, file_name, DataFile, ManifestEntry, ManifestFile, Status, CONTENT_DATA, CONTENT_DELETES,
 };
 use super::metadata::{
     metadata_file, metadata_version, IcebergRef, IcebergSnapshot, Summary, TableMetadata,
     VERSION_HINT,
 };
 use super::options::IcebergConfig;
-use super::schema::{
-    check_partition_types, compare_bounds, last_column_id, last_partition_id, partition_spec_json,
-    schema_json, to_bound,
-};
+use super::puffin::{self, Blob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 use crate::layout::TableLayout;
+use crate::read::deletion_vector::read_deletion_vector;
 use crate::scan::{plan_scan, ScanRequest, SnapshotSelector};
-use crate::state::{read_list, read_manifests, BucketFiles, LiveFiles, Pruning};
+use crate::state::{
+    live_index_entries, read_list, read_manifests, BucketFiles, LiveFiles, Pruning,
+};
 use crate::table::Table;
 
 const APPEND: &str = "append";
 /// Files a delta adds, by location: (position in the delta, entry).
 type Added = HashMap<String, (usize, PaimonEntry)>;
 const OVERWRITE: &str = "overwrite";
+
+fn spec_err(e: tidelake_spec::Error) -> Error {
+    Error::from_spec("Iceberg metadata", e)
+}
 
 /// Everything one version's writing needs.
 pub(super) struct Sync<'a> {
@@ -62,8 +81,18 @@ pub(super) struct Sync<'a> {
     /// Names this writer's files (Java `IcebergPathFactory`'s uuid).
     uuid: String,
     written: usize,
-    /// `None` for append tables; the top level for primary-key tables.
-    max_level: Option<i32>,
+    levels: Levels,
+}
+
+/// Which files of the table the Iceberg table holds (Java `shouldAddFileToIceberg`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Levels {
+    /// An append table: every file.
+    All,
+    /// A primary-key table: the files at this (the top) level.
+    Top(i32),
+    /// A primary-key table whose deletion vectors are exported: every file above level 0.
+    AboveZero,
 }
 
 impl<'a> Sync<'a> {
@@ -71,11 +100,12 @@ impl<'a> Sync<'a> {
         let schema = table.schema();
         let layout = TableLayout::new(schema)?;
         let partition = layout.partition_fields.clone();
-        check_partition_types(&partition)?;
+        check_partition_types(&partition).map_err(spec_err)?;
         let spec = |e| Error::from_spec("table options", e);
-        let max_level = match schema.primary_keys.is_empty() {
-            true => None,
-            false => Some(schema.options().num_levels().map_err(spec)? - 1),
+        let levels = match (schema.primary_keys.is_empty(), cfg.deletion_vectors) {
+            (true, _) => Levels::All,
+            (false, true) => Levels::AboveZero,
+            (false, false) => Levels::Top(schema.options().num_levels().map_err(spec)? - 1),
         };
         Ok(Sync {
             table,
@@ -86,7 +116,7 @@ impl<'a> Sync<'a> {
             partition,
             uuid: table.env().uuid().to_string(),
             written: 0,
-            max_level,
+            levels,
         })
     }
 
@@ -148,7 +178,11 @@ impl<'a> Sync<'a> {
 
     /// Whether an added file belongs in the Iceberg table (Java `shouldAddFileToIceberg`).
     fn visible(&self, e: &PaimonEntry) -> bool {
-        self.max_level.is_none_or(|top| e.file.level == top)
+        match self.levels {
+            Levels::All => true,
+            Levels::Top(top) => e.file.level == top,
+            Levels::AboveZero => e.file.level > 0,
+        }
     }
 
     /// The Iceberg data file of a Paimon one (Java `IcebergDataFileMeta.create`): partition
@@ -168,7 +202,120 @@ impl<'a> Sync<'a> {
             null_value_counts,
             lower_bounds,
             upper_bounds,
+            referenced_data_file: None,
+            content_offset: None,
+            content_size_in_bytes: None,
         })
+    }
+
+    // ---- deletion vectors ------------------------------------------------------------------
+
+    /// Java `createDvManifestFileMetas`: the deletion vectors of `snap` as manifests of
+    /// deletes.
+    async fn dv_manifests(&mut self, snap: &Snapshot) -> Result<Vec<ManifestFile>> {
+        let id = snap.id;
+        let mut entries = Vec::new();
+        for e in live_index_entries(self.table, snap).await? {
+            let Some(ranges) = e.index_file.dv_ranges.as_deref() else {
+                continue;
+            };
+            if e.index_file.index_type != DELETION_VECTORS_INDEX || ranges.is_empty() {
+                continue;
+            }
+            let (location, size, blobs) = self.puffin(&e, ranges).await?;
+            let partition = self.layout.decode_partition(&e.partition)?;
+            for b in blobs {
+                entries.push(ManifestEntry {
+                    status: Status::Added,
+                    snapshot_id: id,
+                    sequence_number: id,
+                    file_sequence_number: id,
+                    data_file: DataFile {
+                        content: CONTENT_DELETES,
+                        file_path: location.clone(),
+                        file_format: "puffin".into(),
+                        partition: partition.clone(),
+                        record_count: b.cardinality,
+                        file_size_in_bytes: size,
+                        null_value_counts: Vec::new(),
+                        lower_bounds: Vec::new(),
+                        upper_bounds: Vec::new(),
+                        referenced_data_file: Some(b.referenced_data_file),
+                        content_offset: Some(b.offset),
+                        content_size_in_bytes: Some(b.length),
+                    },
+                });
+            }
+        }
+        self.write_manifests(entries, id).await
+    }
+
+    /// The Puffin file of Paimon deletion-vector index file `e` (holding `ranges`): its
+    /// location, size and blobs, written unless an earlier version wrote it.
+    async fn puffin(
+        &self,
+        e: &IndexManifestEntry,
+        ranges: &[DeletionVectorMeta],
+    ) -> Result<(String, i64, Vec<Blob>)> {
+        let name = format!("{}.puffin", e.index_file.file_name);
+        let size = |b: &[u8]| i64::try_from(b.len()).unwrap_or(i64::MAX);
+        if let Some(bytes) = self.io.read_opt(&name).await? {
+            let blobs = puffin::read_blobs(&bytes, &self.io.display(&name))?;
+            return Ok((self.path(&name), size(&bytes), blobs));
+        }
+        if let Some(p) = &e.index_file.external_path {
+            return Err(Error::Unsupported(format!(
+                "Iceberg deletion vectors of an index file at an external path ({p})"
+            )));
+        }
+        let index = self
+            .table
+            .io()
+            .read(&format!("index/{}", e.index_file.file_name))
+            .await?;
+        let values = self.layout.decode_partition(&e.partition)?;
+        let bucket = self.layout.bucket_path(&values, e.bucket)?;
+        let root = self.table.location().trim_end_matches('/');
+        let mut vectors = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            let range = |v: i32| u64::try_from(v).unwrap_or(u64::MAX);
+            let dv = read_deletion_vector(&index, range(r.offset), range(r.length))?;
+            let cardinality = i64::try_from(dv.cardinality()).unwrap_or(i64::MAX);
+            let data_file = format!("{root}/{bucket}/{}", r.data_file_name);
+            vectors.push((data_file, cardinality, dv.to_iceberg_blob()));
+        }
+        let (bytes, blobs) = puffin::write(vectors);
+        let length = size(&bytes);
+        self.io.write(&name, bytes).await?;
+        Ok((self.path(&name), length, blobs))
+    }
+
+    /// Whether `snap` has the deletion vectors of the snapshot before it (same index
+    /// manifest), so the previous version's manifests of deletes still describe them.
+    async fn same_deletion_vectors(&self, snap: &Snapshot) -> Result<bool> {
+        match self.table.snapshot_manager().snapshot(snap.id - 1).await {
+            Ok(prev) => Ok(prev.index_manifest == snap.index_manifest),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The Puffin files (names) the manifests of deletes among `manifests` list.
+    async fn puffins(&self, manifests: &[ManifestFile]) -> Result<HashSet<String>> {
+        let mut out = HashSet::new();
+        for m in manifests.iter().filter(|m| m.content == CONTENT_DELETES) {
+            let entries = match self.read_manifest(m).await {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            out.extend(
+                entries
+                    .iter()
+                    .map(|e| file_name(&e.data_file.file_path).to_string()),
+            );
+        }
+        Ok(out)
     }
 
     async fn added(
@@ -232,7 +379,10 @@ impl<'a> Sync<'a> {
         Ok(ManifestFile {
             manifest_path: self.path(&name),
             manifest_length: length,
-            content: CONTENT_DATA,
+            content: match entries.iter().any(|e| e.data_file.content != CONTENT_DATA) {
+                true => CONTENT_DELETES,
+                false => CONTENT_DATA,
+            },
             sequence_number: id,
             min_sequence_number: entries
                 .iter()
@@ -276,9 +426,9 @@ impl<'a> Sync<'a> {
     async fn afresh(&mut self, snap: &Snapshot) -> Result<()> {
         let id = snap.id;
         let live = LiveFiles::read(self.table, snap, Pruning::all()).await?;
-        let keep: Option<HashSet<(Vec<u8>, i32, String)>> = match self.max_level {
-            None => None,
-            Some(_) => {
+        let keep: Option<HashSet<(Vec<u8>, i32, String)>> = match self.levels {
+            Levels::All => None,
+            Levels::Top(_) | Levels::AboveZero => {
                 let request = ScanRequest {
                     snapshot: SnapshotSelector::Id(id),
                     ..ScanRequest::default()
@@ -304,7 +454,10 @@ impl<'a> Sync<'a> {
             }
         }
         let entries = self.added(id, files).await?;
-        let manifests = self.write_manifests(entries, id).await?;
+        let mut manifests = self.write_manifests(entries, id).await?;
+        if self.cfg.deletion_vectors {
+            manifests.extend(self.dv_manifests(snap).await?);
+        }
         let list = self.write_list(&manifests, id).await?;
         let schemas = self.table.schemas().await?;
         let latest = self.table.schema();
@@ -319,7 +472,7 @@ impl<'a> Sync<'a> {
             schemas: schemas
                 .iter()
                 .filter(|s| s.id <= latest.id)
-                .map(|s| schema_json(s))
+                .map(|s| schema_json(s).map_err(spec_err))
                 .collect::<Result<_>>()?,
             current_schema_id: latest.id,
             partition_specs: vec![partition_spec_json(&self.partition)],
@@ -340,7 +493,8 @@ impl<'a> Sync<'a> {
             refs: Default::default(),
         };
         if self.publish(id, &metadata).await? {
-            self.expire_all_before(id).await?;
+            let in_use = self.puffins(&manifests).await?;
+            self.expire_all_before(id, &in_use).await?;
         }
         Ok(())
     }
@@ -352,11 +506,9 @@ impl<'a> Sync<'a> {
             Some(s) => self.read_list(&s.manifest_list).await?,
             None => Vec::new(),
         };
-        // deletion-vector manifests are not written here (see `IcebergConfig::of`)
-        let base_data: Vec<ManifestFile> = base_list
+        let (base_data, base_deletes): (Vec<ManifestFile>, Vec<ManifestFile>) = base_list
             .into_iter()
-            .filter(|m| m.content == CONTENT_DATA)
-            .collect();
+            .partition(|m| m.content == CONTENT_DATA);
 
         let delta = read_manifests(
             self.table,
@@ -395,15 +547,22 @@ impl<'a> Sync<'a> {
         let added = added.into_iter().map(|(l, (_, e))| (l, e)).collect();
         let new_entries = self.added(id, added).await?;
         data.extend(self.write_manifests(new_entries, id).await?);
-        let data = self.compact(data, id).await?;
-        let list = self.write_list(&data, id).await?;
+        let mut manifests = self.compact(data, id).await?;
+        if self.cfg.deletion_vectors {
+            if !base_deletes.is_empty() && self.same_deletion_vectors(snap).await? {
+                manifests.extend(base_deletes);
+            } else {
+                manifests.extend(self.dv_manifests(snap).await?);
+            }
+        }
+        let list = self.write_list(&manifests, id).await?;
 
         let latest = self.table.schema();
         let mut schemas = base.schemas.clone();
         if latest.id > base.current_schema_id {
             for s in self.table.schemas().await? {
                 if s.id > base.current_schema_id && s.id <= latest.id {
-                    schemas.push(schema_json(&s)?);
+                    schemas.push(schema_json(&s).map_err(spec_err)?);
                 }
             }
         }
@@ -644,8 +803,8 @@ impl<'a> Sync<'a> {
     }
 
     /// Java `expireAllBefore`: after a version built afresh, nothing older versions list is
-    /// referenced any more.
-    async fn expire_all_before(&self, id: i64) -> Result<()> {
+    /// referenced any more, but for the Puffin files `in_use` (named after live index files).
+    async fn expire_all_before(&self, id: i64, in_use: &HashSet<String>) -> Result<()> {
         let mut lists = HashSet::new();
         let mut manifests = HashSet::new();
         for v in self.versions_before(id).await? {
@@ -663,6 +822,10 @@ impl<'a> Sync<'a> {
                     Err(e) if e.kind() == ErrorKind::NotFound => continue,
                     Err(e) => return Err(e),
                 };
+                let puffins = self.puffins(&files).await?;
+                for p in puffins.difference(in_use) {
+                    self.delete_quietly(p).await?;
+                }
                 for m in files {
                     if manifests.insert(m.file_name().to_string()) {
                         self.delete_quietly(m.file_name()).await?;
@@ -674,21 +837,27 @@ impl<'a> Sync<'a> {
         self.delete_old_versions(id).await
     }
 
-    /// Java `expireManifestList`: deletes list `old` and its manifests that `next` does not
-    /// list.
+    /// Java `expireManifestList`: deletes list `old` and its manifests (and Puffin files)
+    /// that `next` does not list.
     async fn expire_list(&self, old: &str, next: &str) -> Result<()> {
-        let in_use: HashSet<String> = self
-            .read_list(next)
-            .await?
-            .into_iter()
-            .map(|m| m.manifest_path)
-            .collect();
+        let next = self.read_list(next).await?;
         let files = match self.read_list(old).await {
             Ok(files) => files,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e),
         };
-        for m in files.iter().filter(|m| !in_use.contains(&m.manifest_path)) {
+        let in_use: HashSet<&str> = next.iter().map(|m| m.manifest_path.as_str()).collect();
+        let gone: Vec<ManifestFile> = files
+            .into_iter()
+            .filter(|m| !in_use.contains(m.manifest_path.as_str()))
+            .collect();
+        if gone.iter().any(|m| m.content == CONTENT_DELETES) {
+            let kept = self.puffins(&next).await?;
+            for p in self.puffins(&gone).await?.difference(&kept) {
+                self.delete_quietly(p).await?;
+            }
+        }
+        for m in &gone {
             self.delete_quietly(m.file_name()).await?;
         }
         self.delete_quietly(file_name(old)).await

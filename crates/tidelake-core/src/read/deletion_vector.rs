@@ -147,6 +147,22 @@ impl DeletionVector {
         let _ = wide.serialize_into(&mut blob);
         blob
     }
+
+    /// This vector as a 64-bit record (`size | blob | crc`), which is also Iceberg's
+    /// `deletion-vector-v1` Puffin blob (Java `Bitmap64DeletionVector.serializeTo`: same
+    /// magic, portable 64-bit Roaring layout and CRC).
+    pub fn to_iceberg_blob(&self) -> Vec<u8> {
+        framed(&self.blob_64())
+    }
+}
+
+/// `size: i32 BE | blob | crc: i32 BE`.
+fn framed(blob: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(blob.len() + 8);
+    out.extend_from_slice(&(blob.len() as u32).to_be_bytes());
+    out.extend_from_slice(blob);
+    out.extend_from_slice(&crc32fast::hash(blob).to_be_bytes());
+    out
 }
 
 impl FromIterator<u64> for DeletionVector {
@@ -249,9 +265,7 @@ pub fn write_deletion_vector_file(
             None => (dv.blob_64(), true),
         };
         let size = blob.len() as u64;
-        out.extend_from_slice(&(blob.len() as u32).to_be_bytes());
-        out.extend_from_slice(&blob);
-        out.extend_from_slice(&crc32fast::hash(&blob).to_be_bytes());
+        out.extend_from_slice(&framed(&blob));
         let length = if is_64 { size + 8 } else { size };
         ranges.push((file.clone(), offset, length, dv.cardinality()));
     }

@@ -234,6 +234,7 @@ impl TableWrite {
         let opts = schema.options();
         let spec_err = |e| Error::from_spec("table options", e);
         opts.check_writable().map_err(spec_err)?;
+        tidelake_spec::iceberg::check_schema(&schema).map_err(spec_err)?;
         let primary_key = !schema.primary_keys.is_empty();
         let bucket = match buckets {
             Some(n) => n,

@@ -205,6 +205,7 @@ final class Writes {
                     BatchWriteBuilder builder = catalog.getTable(id).newBatchWriteBuilder();
                     try (BatchTableWrite write = builder.newWrite();
                             BatchTableCommit commit = builder.newCommit()) {
+                        write.withIOManager(IOManager.create(TEMP_DIR));
                         compactAll(catalog.getTable(id), write);
                         commit.commit(write.prepareCommit());
                     }
@@ -293,6 +294,8 @@ final class Writes {
         }
         try (BatchTableWrite write = builder.newWrite();
                 BatchTableCommit commit = builder.newCommit()) {
+            // lookups (deletion vectors, lookup changelogs) spill to a temp directory
+            write.withIOManager(IOManager.create(TEMP_DIR));
             try (Rows rows = new Rows(table, write, assigner)) {
                 rows.write(step.path("rows"));
             }

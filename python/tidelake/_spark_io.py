@@ -178,9 +178,10 @@ def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
 
 
 def rows_of_split(split: Any, target: pa.Schema, changes: bool) -> Iterator[pa.RecordBatch]:
-    """Stream a split as batches of ``target`` (of up to :data:`READ_BATCH_ROWS` rows). Change splits carry ``_row_kind``: kept when
-    ``target`` has it, else only inserts and update-afters are kept; a snapshot's full state
-    gets ``+I`` when ``target`` asks for row kinds."""
+    """Stream a split as batches of ``target`` (up to :data:`READ_BATCH_ROWS` rows each).
+    Change splits carry ``_row_kind``: kept when ``target`` has it, else only inserts and
+    update-afters are kept; a snapshot's full state gets ``+I`` when ``target`` asks for row
+    kinds."""
     import pyarrow.compute as pc
 
     want_kind = ROW_KIND in target.names

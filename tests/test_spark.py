@@ -174,6 +174,23 @@ def test_user_schema_projects_and_casts(spark, tmp_path):
         spark.read.format("tidelake").schema("nope int").load(t.path).collect()
 
 
+def test_reads_send_large_batches_to_spark(tmp_path):
+    """Spark pays a fixed cost per Arrow batch, so its reads use READ_BATCH_ROWS-row batches,
+    not the engine's default of 8,192 (Split.read's batch_size)."""
+    t, _ = kv_table(tmp_path, bucket=1)
+    t.write(kv(range(50_000)))
+    t.write(kv(range(0, 50_000, 2), tag="w"))  # two sorted runs: the merged read
+    (split,) = t.scan().splits()
+    assert max(b.num_rows for b in split.read()) == 8_192
+    assert [b.num_rows for b in split.read(batch_size=20_000)] == [20_000, 20_000, 10_000]
+    assert _spark_io.READ_BATCH_ROWS > 8_192
+    target = _spark_io.arrow_schema(_spark_io.spark_schema(t))
+    batches = list(_spark_io.rows_of_split(split, target, False))
+    assert [b.num_rows for b in batches] == [min(_spark_io.READ_BATCH_ROWS, 50_000)]
+    merged = pa.Table.from_batches(batches).sort_by("k")
+    assert merged.column("v").to_pylist()[:4] == ["w0", "v1", "w2", "v3"]
+
+
 def test_empty_table_reads_empty(spark, tmp_path):
     t, _ = kv_table(tmp_path)
     df = spark.read.format("tidelake").load(t.path)

@@ -48,6 +48,13 @@ WRITE_KINDS = {"append": "write", "overwrite": "write", "upsert": "upsert", "del
 """Spark write modes and the :class:`~tidelake.TableWriter` method each uses."""
 
 
+READ_BATCH_ROWS = 65_536
+"""Rows per Arrow batch a Spark read sends to the JVM. Every batch costs Spark's Python worker
+and JVM a fixed amount: a merged 2M-row read took 1.37 s of CPU (JVM + Python worker) in
+8,192-row batches, 1.12 s in 65,536-row ones and no less in 131,072-row ones (benches/README.md,
+Spark section)."""
+
+
 STORAGE_PREFIX = "storage."
 """Source options with this prefix are the table's storage options, e.g.
 ``option("storage.aws_endpoint", "http://...")`` (see :func:`tidelake.open_table`)."""
@@ -171,13 +178,14 @@ def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
 
 
 def rows_of_split(split: Any, target: pa.Schema, changes: bool) -> Iterator[pa.RecordBatch]:
-    """Stream a split as batches of ``target``. Change splits carry ``_row_kind``: kept when
-    ``target`` has it, else only inserts and update-afters are kept; a snapshot's full state
-    gets ``+I`` when ``target`` asks for row kinds."""
+    """Stream a split as batches of ``target`` (up to :data:`READ_BATCH_ROWS` rows each).
+    Change splits carry ``_row_kind``: kept when ``target`` has it, else only inserts and
+    update-afters are kept; a snapshot's full state gets ``+I`` when ``target`` asks for row
+    kinds."""
     import pyarrow.compute as pc
 
     want_kind = ROW_KIND in target.names
-    for batch in split.read():
+    for batch in split.read(READ_BATCH_ROWS):
         if changes and not want_kind:
             batch = batch.filter(pc.is_in(batch.column(ROW_KIND), pa.array(["+I", "+U"])))
         elif want_kind and not changes:

@@ -39,8 +39,9 @@ class Split:
     #: The branch the table was read on.
     branch: str = "main"
 
-    def read(self) -> pa.RecordBatchReader:
-        """Stream this split's rows (merged for primary-key tables)."""
+    def read(self, batch_size: int | None = None) -> pa.RecordBatchReader:
+        """Stream this split's rows (merged for primary-key tables) in batches of at most
+        ``batch_size`` rows (default: the engine's 8,192)."""
         raw = _internal.RawTable.open(self.table_path, dict(self.storage_options), self.branch)
         return _reader(raw.read_split(
             self.payload,
@@ -48,6 +49,7 @@ class Split:
             columns=list(self.columns) if self.columns is not None else None,
             filter_json=self.filter_json,
             with_row_kind=self.with_row_kind,
+            batch_size=batch_size,
         ))
 
 

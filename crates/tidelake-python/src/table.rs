@@ -45,7 +45,9 @@ impl RawTable {
     /// already has one (tables derived from a cached table share its cache).
     pub(crate) fn cached(table: Table, cache_bytes: usize) -> RawTable {
         let table = match table.io().read_cache() {
-            None if cache_bytes > 0 => table.with_read_cache(Arc::new(ReadCache::new(cache_bytes))),
+            None if cache_bytes > 0 => {
+                table.with_read_cache(Some(Arc::new(ReadCache::new(cache_bytes))))
+            }
             _ => table,
         };
         RawTable { table }

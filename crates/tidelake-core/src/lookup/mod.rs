@@ -48,8 +48,8 @@ use crate::lsm::key::compare_keys;
 use crate::read::key_set::KeySet;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::bucket_filter::BucketFilter;
-use crate::scan::{file_index, hash_index};
 use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, CompareOp, LeafTest};
+use crate::scan::{file_index, hash_index};
 use crate::scan::{plan_scan, ScanRequest, SnapshotSelector, Split, SplitFile};
 use crate::table::Table;
 use keys::LookupKeys;
@@ -213,7 +213,11 @@ impl PlannedBucket {
     /// Whether the bucket's `HASH` index (dynamic-bucket tables) may list a key `buckets`
     /// selects from (`None`, another bucket mode, a fallback-branch bucket or files hashed from
     /// other key bytes: it may).
-    async fn key_index_may_hold(&self, table: &Table, buckets: Option<&BucketFilter>) -> Result<bool> {
+    async fn key_index_may_hold(
+        &self,
+        table: &Table,
+        buckets: Option<&BucketFilter>,
+    ) -> Result<bool> {
         let Some((filter, wanted)) = buckets.and_then(|f| Some((f, f.key_hashes()?))) else {
             return Ok(true);
         };
@@ -359,18 +363,20 @@ pub struct Lookuper {
 
 impl Lookuper {
     /// Plan `snapshot` of `table` for lookups. With `cache_bytes` > 0, what lookups read of
-    /// immutable files (Parquet footers and page indexes, deletion vectors, manifests) is kept
-    /// in a [`ReadCache`] of that many bytes, shared by every lookup and kept across refreshes.
+    /// immutable files (Parquet footers and page indexes, deletion vectors, manifests, hash
+    /// indexes) is kept in a [`ReadCache`] of that many bytes, shared by every lookup and kept
+    /// across refreshes; with 0 nothing is kept (not even in a cache the table has).
     pub async fn open(
         table: Table,
         snapshot: SnapshotSelector,
         cache_bytes: usize,
     ) -> Result<Lookuper> {
-        let table = if cache_bytes > 0 {
-            table.with_read_cache(Arc::new(ReadCache::new(cache_bytes)))
-        } else {
-            table
-        };
+        let cache = (cache_bytes > 0).then(|| Arc::new(ReadCache::new(cache_bytes)));
+        Lookuper::planned(table.with_read_cache(cache), snapshot).await
+    }
+
+    /// Plan `snapshot` of `table`, reading through the table's own read cache, if any.
+    async fn planned(table: Table, snapshot: SnapshotSelector) -> Result<Lookuper> {
         let planned = PlannedSnapshot::plan(table, snapshot, None).await?;
         Ok(Lookuper {
             state: RwLock::new(Arc::new(planned)),
@@ -499,14 +505,15 @@ impl Lookuper {
     }
 }
 
-/// The latest row of each key of `keys` at `snapshot` (see [`Lookuper::lookup`]).
+/// The latest row of each key of `keys` at `snapshot` (see [`Lookuper::lookup`]), through the
+/// table's read cache, if it has one.
 pub async fn lookup(
     table: &Table,
     keys: &RecordBatch,
     columns: Option<&[String]>,
     snapshot: SnapshotSelector,
 ) -> Result<(SchemaRef, RecordBatch)> {
-    Lookuper::open(table.clone(), snapshot, 0)
+    Lookuper::planned(table.clone(), snapshot)
         .await?
         .lookup(keys, columns)
         .await

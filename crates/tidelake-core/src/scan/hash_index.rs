@@ -59,8 +59,8 @@ pub(crate) async fn load(io: &FileIO, path: &str, reused: bool) -> Result<Arc<Ke
         return Ok(hashes);
     }
     let bytes = io.read(path).await?;
-    let mut hashes =
-        decode_hash_index("hash index", &bytes).map_err(|e| Error::from_spec(io.display(path), e))?;
+    let mut hashes = decode_hash_index("hash index", &bytes)
+        .map_err(|e| Error::from_spec(io.display(path), e))?;
     let sorted = reused || cache.is_some();
     if sorted {
         hashes.sort_unstable();
@@ -99,8 +99,16 @@ mod tests {
             sorted: true,
         };
         let many: Vec<i32> = (0..20).map(|i| i * 1000 + 1).collect();
-        for wanted in [vec![], vec![-300], vec![1, 2, 3], vec![5, 393], many.clone()] {
-            let expect = wanted.iter().any(|h| (h + 300) % 7 == 0 && (-300..=393).contains(h));
+        for wanted in [
+            vec![],
+            vec![-300],
+            vec![1, 2, 3],
+            vec![5, 393],
+            many.clone(),
+        ] {
+            let expect = wanted
+                .iter()
+                .any(|h| (h + 300) % 7 == 0 && (-300..=393).contains(h));
             assert_eq!(unsorted.holds_any(&wanted), expect, "{wanted:?}");
             assert_eq!(sorted.holds_any(&wanted), expect, "{wanted:?}");
         }

@@ -274,6 +274,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert r("RawLookuper", "lookup", lookuper.lookup(keys, columns=None)).to_pylist() == [
         {"id": 3, "dt": "b", "v": 2.0}]
     assert 0 < r("RawLookuper", "cached_bytes", lookuper.cached_bytes) <= 1 << 20
+    assert 0 < r("RawTable", "cached_bytes", raw.cached_bytes) <= 64 << 20  # the table's own cache
     assert r("RawLookuper", "snapshot_id", lookuper.snapshot_id) == r("RawLookuper", "refresh", lookuper.refresh())
     assert r("RawTable", "effective_options", raw.effective_options())["bucket"] == 2
     altered = r("RawTable", "alter", raw.alter([("set_option", "snapshot.num-retained.max", "50", None, None),

@@ -104,12 +104,18 @@ class RawTable:
         """Re-open the table (latest schema)."""
 
     @staticmethod
-    def open(location: str, storage_options: dict[str, str] | None = None, branch: str | None = None) -> RawTable:
-        """Open the table at ``location`` (a local path or an object-store URL).
+    def open(location: str, storage_options: dict[str, str] | None = None, branch: str | None = None,
+             cache_bytes: int = ...) -> RawTable:
+        """Open the table at ``location`` (a local path or an object-store URL), keeping up to
+        ``cache_bytes`` (default 64 MiB; 0: nothing) of what its reads decode of immutable files.
 
         Raises ``TableNotFoundError`` if nothing there looks like a Paimon table and
         ``CorruptMetadataError`` if the latest schema cannot be parsed.
         """
+
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes held in the table's read cache."""
 
     @property
     def location(self) -> str:

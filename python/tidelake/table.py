@@ -213,9 +213,14 @@ def _check_batch_size(batch_size: int | None) -> None:
 
 
 def open_table(path: str | os.PathLike[str], storage_options: dict[str, str] | None = None,
-               branch: str | None = None) -> Table:
+               branch: str | None = None, cache_bytes: int = 64 << 20) -> Table:
     """Open the Paimon table at ``path`` (a directory holding ``schema/``, ``snapshot/``...), on
     ``branch`` (default ``main``): reads, writes, tags and maintenance then act on that branch.
+
+    The returned :class:`Table` keeps up to ``cache_bytes`` of what its reads decode of files
+    that never change once committed (manifests, Parquet footers and page indexes, deletion
+    vectors, file and hash indexes), shared by all its scans and lookups; 0 keeps nothing. Every
+    read still resolves the latest snapshot afresh, so commits of other processes are seen.
 
     ``path`` is a local path or an object-store URL: ``s3://bucket/prefix`` (also ``s3a://``),
     ``gs://bucket/prefix``, ``az://container/prefix``. Credentials and settings come from the
@@ -230,7 +235,9 @@ def open_table(path: str | os.PathLike[str], storage_options: dict[str, str] | N
     """
     if branch is not None and not isinstance(branch, str):
         raise InvalidArgumentError(f"branch must be a string, got {type(branch).__name__}")
-    return Table(_internal.RawTable.open(os.fspath(path), _storage_options(storage_options), branch))
+    if not isinstance(cache_bytes, int) or cache_bytes < 0:
+        raise InvalidArgumentError(f"cache_bytes must be an integer >= 0, got {cache_bytes!r}")
+    return Table(_internal.RawTable.open(os.fspath(path), _storage_options(storage_options), branch, cache_bytes))
 
 
 class Table:

@@ -14,7 +14,7 @@
 //! other module, so nothing inside the crate depends on it.
 
 pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::io::{FileIO, StorageOptions};
+pub use crate::io::{FileIO, ReadCache, StorageOptions};
 pub use crate::table::Table;
 pub use crate::tasks::{panic_message, Progress};
 

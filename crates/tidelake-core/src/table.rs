@@ -92,8 +92,9 @@ impl Table {
         &self.io
     }
 
-    /// The same table reading through `cache` (see [`crate::io::ReadCache`]).
-    pub fn with_read_cache(&self, cache: Arc<crate::io::ReadCache>) -> Table {
+    /// The same table reading through `cache` (see [`crate::io::ReadCache`]; `None`: without
+    /// one).
+    pub fn with_read_cache(&self, cache: Option<Arc<crate::io::ReadCache>>) -> Table {
         Table {
             io: self.io.with_read_cache(cache),
             ..self.clone()

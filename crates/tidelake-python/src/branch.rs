@@ -56,6 +56,6 @@ impl RawTable {
             self.table.reopen().await
         })?
         .py()?;
-        Ok(RawTable { table })
+        Ok(RawTable::new(table))
     }
 }

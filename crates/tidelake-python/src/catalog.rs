@@ -53,7 +53,7 @@ impl RawCatalog {
 
     fn get_table(&self, py: Python<'_>, identifier: String) -> PyResult<RawTable> {
         let table = block_on(py, self.catalog.get_table(&identifier))?.py()?;
-        Ok(RawTable { table })
+        Ok(RawTable::new(table))
     }
 
     #[pyo3(signature = (identifier, schema, primary_keys, partition_keys, bucket, options, comment=None))]
@@ -72,7 +72,7 @@ impl RawCatalog {
         let spec = table_spec(primary_keys, partition_keys, bucket, options, comment);
         let schema = schema.0;
         let table = block_on(py, self.catalog.create_table(&identifier, &schema, &spec))?.py()?;
-        Ok(RawTable { table })
+        Ok(RawTable::new(table))
     }
 
     fn drop_table(&self, py: Python<'_>, identifier: String) -> PyResult<()> {

@@ -64,6 +64,6 @@ impl RawTable {
     /// widened; the row-kind column is not a table column).
     fn cdc_evolve(&self, py: Python<'_>, schema: SchemaArg) -> PyResult<RawTable> {
         let table = block_on(py, evolve(&self.table, &schema.0))?.py()?;
-        Ok(RawTable { table })
+        Ok(RawTable::new(table))
     }
 }

@@ -13,7 +13,7 @@ use tidelake_core::api::branch::MAIN_BRANCH;
 use tidelake_core::api::schema::{
     alter_table, create_table, ColumnPosition, SchemaChange, TableSpec,
 };
-use tidelake_core::api::{FileIO, StorageOptions, Table};
+use tidelake_core::api::{FileIO, ReadCache, StorageOptions, Table};
 
 use tidelake_core::api::read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
 use tidelake_core::api::scan::{
@@ -33,6 +33,30 @@ use crate::stream::RawBatches;
 #[pyclass(module = "tidelake._internal", frozen)]
 pub struct RawTable {
     pub(crate) table: Table,
+}
+
+/// The read cache (bytes) of a table opened or created without saying: what its scans and
+/// lookups keep of immutable files (decoded manifests, Parquet footers and page indexes,
+/// deletion vectors, file and hash indexes), shared by every scan of the `Table` object.
+pub(crate) const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
+impl RawTable {
+    /// `table` reading through a new read cache of `cache_bytes` (none for 0), unless it
+    /// already has one (tables derived from a cached table share its cache).
+    pub(crate) fn cached(table: Table, cache_bytes: usize) -> RawTable {
+        let table = match table.io().read_cache() {
+            None if cache_bytes > 0 => {
+                table.with_read_cache(Some(Arc::new(ReadCache::new(cache_bytes))))
+            }
+            _ => table,
+        };
+        RawTable { table }
+    }
+
+    /// [`RawTable::cached`] with the default budget.
+    pub(crate) fn new(table: Table) -> RawTable {
+        RawTable::cached(table, DEFAULT_CACHE_BYTES)
+    }
 }
 
 /// The creation spec of a table from binding arguments.
@@ -133,7 +157,7 @@ impl RawTable {
         let schema = schema.0;
         let io = FileIO::open_with(&location, &storage_options.unwrap_or_default()).py()?;
         let table = block_on(py, create_table(io, &schema, &spec))?.py()?;
-        Ok(RawTable { table })
+        Ok(RawTable::new(table))
     }
 
     /// Apply schema changes; returns the table at its new schema.
@@ -144,29 +168,36 @@ impl RawTable {
             .collect::<Result<Vec<_>, _>>()
             .py()?;
         let table = block_on(py, alter_table(&self.table, &changes))?.py()?;
-        Ok(RawTable { table })
+        Ok(RawTable::new(table))
     }
 
     /// Re-open the table (latest schema).
     fn reload(&self, py: Python<'_>) -> PyResult<RawTable> {
         let table = block_on(py, self.table.reopen())?.py()?;
-        Ok(RawTable { table })
+        Ok(RawTable::new(table))
     }
 
     /// Open `branch` (`main` by default) of the table at `location` (a path or a URL such as
-    /// `s3://bucket/prefix`).
+    /// `s3://bucket/prefix`), reading through a read cache of `cache_bytes` (0: none).
     #[staticmethod]
-    #[pyo3(signature = (location, storage_options=None, branch=None))]
+    #[pyo3(signature = (location, storage_options=None, branch=None, cache_bytes=DEFAULT_CACHE_BYTES))]
     fn open(
         py: Python<'_>,
         location: String,
         storage_options: Option<StorageOptions>,
         branch: Option<String>,
+        cache_bytes: usize,
     ) -> PyResult<RawTable> {
         let io = FileIO::open_with(&location, &storage_options.unwrap_or_default()).py()?;
         let branch = branch.unwrap_or_else(|| MAIN_BRANCH.to_string());
         let table = block_on(py, Table::open_branch(io, &branch))?.py()?;
-        Ok(RawTable { table })
+        Ok(RawTable::cached(table, cache_bytes))
+    }
+
+    /// Bytes held in the table's read cache (0 without one).
+    #[getter]
+    fn cached_bytes(&self) -> usize {
+        self.table.io().read_cache().map_or(0, |c| c.used_bytes())
     }
 
     #[getter]

@@ -262,6 +262,7 @@ impl AppendCompaction {
             raw_convertible: true,
             branch: None,
             before_files: None,
+            key_index: Vec::new(),
         };
         let copied = async {
             let mut rows = self.reader.read_split(&split).await?;

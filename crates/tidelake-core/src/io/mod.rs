@@ -134,10 +134,11 @@ impl FileIO {
         }
     }
 
-    /// This handle with `cache` for what readers derive from immutable files under the root.
-    pub fn with_read_cache(&self, cache: Arc<ReadCache>) -> FileIO {
+    /// This handle with `cache` for what readers derive from immutable files under the root
+    /// (`None`: no cache).
+    pub fn with_read_cache(&self, cache: Option<Arc<ReadCache>>) -> FileIO {
         FileIO {
-            read_cache: Some(cache),
+            read_cache: cache,
             ..self.clone()
         }
     }

@@ -7,7 +7,9 @@
 //!    tables, cross-partition upsert tables, look in every partition);
 //! 2. finds its bucket with Paimon's bucket hash on fixed-bucket tables
 //!    ([`crate::scan::bucket_filter::BucketFilter`], which also keeps buckets of files
-//!    bucketed under other key types); other bucket modes look in every bucket;
+//!    bucketed under other key types), and through the buckets' `HASH` index files on
+//!    dynamic-bucket tables (`crate::scan::hash_index`); other bucket modes look in every
+//!    bucket;
 //! 3. keeps the bucket's files whose `[min_key, max_key]` holds the key and whose data-file
 //!    index (bloom filters on key columns, `crate::scan::file_index`) does not rule it out.
 //!
@@ -46,8 +48,8 @@ use crate::lsm::key::compare_keys;
 use crate::read::key_set::KeySet;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::bucket_filter::BucketFilter;
-use crate::scan::file_index;
 use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, CompareOp, LeafTest};
+use crate::scan::{file_index, hash_index};
 use crate::scan::{plan_scan, ScanRequest, SnapshotSelector, Split, SplitFile};
 use crate::table::Table;
 use keys::LookupKeys;
@@ -68,6 +70,8 @@ struct PlannedBucket {
     file_schemas: Vec<Arc<TableSchema>>,
     /// Per file of `split`: its data-file index, loaded on first use.
     indexes: Vec<tokio::sync::OnceCell<Arc<FileIndex>>>,
+    /// The bucket's `HASH` index files (dynamic-bucket tables), loaded on first use.
+    key_hashes: tokio::sync::OnceCell<Vec<Arc<hash_index::KeyHashes>>>,
 }
 
 /// One snapshot, planned for lookups.
@@ -139,6 +143,7 @@ impl PlannedSnapshot {
                 ranges,
                 file_schemas,
                 indexes,
+                key_hashes: Default::default(),
             };
             match partitions.binary_search_by(|(p, _)| compare_keys(p, &values)) {
                 Ok(i) => partitions[i].1.push(bucket),
@@ -160,7 +165,7 @@ impl PlannedSnapshot {
 
     /// The buckets that may hold each key, and the files of each that may: (partition index,
     /// bucket index) → (key indices, file mask).
-    fn candidates(&self, keys: &LookupKeys) -> Result<BTreeMap<(usize, usize), Work>> {
+    async fn candidates(&self, keys: &LookupKeys) -> Result<BTreeMap<(usize, usize), Work>> {
         let part_pos = keys.positions(&self.schema.partition_keys);
         let trimmed_pos = keys.positions(&self.schema.trimmed_primary_keys());
         let mut work: BTreeMap<(usize, usize), Work> = BTreeMap::new();
@@ -178,7 +183,9 @@ impl PlannedSnapshot {
             let buckets = BucketFilter::new(&self.schema, Some(&key_predicate(keys, key)));
             for pi in partitions {
                 for (bi, b) in self.partitions[pi].1.iter().enumerate() {
-                    if !bucket_may_hold(buckets.as_ref(), b) {
+                    if !bucket_may_hold(buckets.as_ref(), b)
+                        || !b.key_index_may_hold(&self.table, buckets.as_ref()).await?
+                    {
                         continue;
                     }
                     let holds: Vec<bool> = b
@@ -203,6 +210,33 @@ impl PlannedSnapshot {
 }
 
 impl PlannedBucket {
+    /// Whether the bucket's `HASH` index (dynamic-bucket tables) may list a key `buckets`
+    /// selects from (`None`, another bucket mode, a fallback-branch bucket or files hashed from
+    /// other key bytes: it may).
+    async fn key_index_may_hold(
+        &self,
+        table: &Table,
+        buckets: Option<&BucketFilter>,
+    ) -> Result<bool> {
+        let Some((filter, wanted)) = buckets.and_then(|f| Some((f, f.key_hashes()?))) else {
+            return Ok(true);
+        };
+        if self.split.key_index.is_empty()
+            || self.split.branch.is_some()
+            || self.file_schemas.iter().any(|s| !filter.same_key_types(s))
+        {
+            return Ok(true);
+        }
+        let loaded = self
+            .key_hashes
+            .get_or_try_init(|| {
+                let loads = self.split.key_index.iter();
+                futures::future::try_join_all(loads.map(|p| hash_index::load(table.io(), p, true)))
+            })
+            .await?;
+        Ok(loaded.iter().any(|h| h.holds_any(wanted)))
+    }
+
     /// The files `w` selected, without those whose data-file index (bloom filters on key
     /// columns) rules out every key of `w`.
     async fn indexed_files(
@@ -329,18 +363,20 @@ pub struct Lookuper {
 
 impl Lookuper {
     /// Plan `snapshot` of `table` for lookups. With `cache_bytes` > 0, what lookups read of
-    /// immutable files (Parquet footers and page indexes, deletion vectors, manifests) is kept
-    /// in a [`ReadCache`] of that many bytes, shared by every lookup and kept across refreshes.
+    /// immutable files (Parquet footers and page indexes, deletion vectors, manifests, hash
+    /// indexes) is kept in a [`ReadCache`] of that many bytes, shared by every lookup and kept
+    /// across refreshes; with 0 nothing is kept (not even in a cache the table has).
     pub async fn open(
         table: Table,
         snapshot: SnapshotSelector,
         cache_bytes: usize,
     ) -> Result<Lookuper> {
-        let table = if cache_bytes > 0 {
-            table.with_read_cache(Arc::new(ReadCache::new(cache_bytes)))
-        } else {
-            table
-        };
+        let cache = (cache_bytes > 0).then(|| Arc::new(ReadCache::new(cache_bytes)));
+        Lookuper::planned(table.with_read_cache(cache), snapshot).await
+    }
+
+    /// Plan `snapshot` of `table`, reading through the table's own read cache, if any.
+    async fn planned(table: Table, snapshot: SnapshotSelector) -> Result<Lookuper> {
         let planned = PlannedSnapshot::plan(table, snapshot, None).await?;
         Ok(Lookuper {
             state: RwLock::new(Arc::new(planned)),
@@ -414,7 +450,7 @@ impl Lookuper {
         let work = if keys.len() == 0 {
             BTreeMap::new()
         } else {
-            state.candidates(&keys)?
+            state.candidates(&keys).await?
         };
         let trimmed = keys.positions(&schema.trimmed_primary_keys());
         let trimmed_names: Vec<String> = trimmed
@@ -469,14 +505,15 @@ impl Lookuper {
     }
 }
 
-/// The latest row of each key of `keys` at `snapshot` (see [`Lookuper::lookup`]).
+/// The latest row of each key of `keys` at `snapshot` (see [`Lookuper::lookup`]), through the
+/// table's read cache, if it has one.
 pub async fn lookup(
     table: &Table,
     keys: &RecordBatch,
     columns: Option<&[String]>,
     snapshot: SnapshotSelector,
 ) -> Result<(SchemaRef, RecordBatch)> {
-    Lookuper::open(table.clone(), snapshot, 0)
+    Lookuper::planned(table.clone(), snapshot)
         .await?
         .lookup(keys, columns)
         .await

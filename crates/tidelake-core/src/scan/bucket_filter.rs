@@ -1,9 +1,15 @@
-//! Bucket pruning: the fixed buckets a filter can match (Java `BucketSelectConverter`).
+//! Bucket pruning: the buckets a filter can match (Java `BucketSelectConverter` for fixed
+//! buckets; for dynamic buckets through their `HASH` index, which Java does not do).
 //!
-//! A fixed-bucket table (`bucket > 0`) puts a row in `bucket_of(bucket-key row, total_buckets)`.
-//! When a filter pins every bucket-key column to a finite set of values (`=` and `in`, under
-//! `and`/`or`), only the buckets of those value combinations can hold matching rows; the other
-//! buckets' files are not planned.
+//! * A fixed-bucket table (`bucket > 0`) puts a row in `bucket_of(bucket-key row,
+//!   total_buckets)`. When a filter pins every bucket-key column to a finite set of values (`=`
+//!   and `in`, under `and`/`or`), only the buckets of those value combinations can hold
+//!   matching rows; the other buckets' files are not planned.
+//! * A dynamic-bucket table (`bucket = -1`, primary key holding every partition column) puts a
+//!   key in the bucket whose `HASH` index file lists the hash of its trimmed primary key
+//!   (`crate::write::dynamic_bucket`). When a filter pins every trimmed primary-key column, only
+//!   buckets whose index holds one of the pinned keys' hashes can hold matching rows
+//!   ([`BucketFilter::key_hashes`], checked by `super::hash_index`).
 //!
 //! Invariants (pruning never changes a result):
 //! * the value set derived per column is a superset of the values any matching row has there
@@ -13,43 +19,64 @@
 //! * only types whose equal values have equal BinaryRow bytes are pinned (booleans, integers,
 //!   dates, VARCHAR/STRING, VARBINARY/BYTES); floats (`-0.0 = 0.0`), decimals, CHAR/BINARY
 //!   padding and timestamps are left unpinned;
-//! * a file written under a schema whose bucket-key types differ from the filter's schema is
-//!   always kept (its bucket was hashed from other bytes), as is every file of a non-fixed
-//!   bucket mode.
+//! * a file written under a schema whose key types differ from the filter's schema is always
+//!   kept (its bucket was hashed from other bytes), as is every file of another bucket mode
+//!   (unaware, postpone, cross-partition: a key may live in any partition's any bucket) and
+//!   every bucket of a dynamic-bucket table without a `HASH` index file.
 
 use std::collections::BTreeSet;
 
-use tidelake_spec::bucket::bucket_of;
+use tidelake_spec::binary_row::encode_row;
+use tidelake_spec::bucket::{bucket_of_hash, hash_row};
 use tidelake_spec::datum::Datum;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use super::predicate::{BoundPredicate, CompareOp, LeafTest};
 
-/// Most bucket-key combinations a filter may pin before pruning is not worth it.
+/// Most key combinations a filter may pin before pruning is not worth it.
 const MAX_COMBINATIONS: usize = 4096;
 
-/// The bucket-key rows a filter pins, for hashing into each partition's bucket count.
+/// How the table's rows find their bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `bucket > 0`: the hash of the bucket key modulo the bucket count.
+    Fixed,
+    /// `bucket = -1` with the partition in the key: the `HASH` index.
+    Dynamic,
+}
+
+/// The key rows a filter pins, hashed, for selecting each partition's buckets.
 #[derive(Debug)]
 pub(crate) struct BucketFilter {
-    /// The bucket-key fields of the filter's schema, in key order.
+    mode: Mode,
+    /// The hashed fields of the filter's schema (bucket key, or trimmed primary key), in key
+    /// order.
     fields: Vec<DataField>,
-    types: Vec<DataType>,
-    rows: Vec<Vec<Datum>>,
+    /// Java `BinaryRow.hashCode` of each pinned key row; `None` when a value cannot be
+    /// encoded (nothing is pruned then).
+    hashes: Option<Vec<i32>>,
 }
 
 impl BucketFilter {
-    /// The filter's bucket selection on a fixed-bucket `schema`; `None` when it selects every
-    /// bucket (no filter, another bucket mode, or some bucket-key column not pinned).
+    /// The filter's bucket selection on `schema`; `None` when it selects every bucket (no
+    /// filter, a bucket mode without pruning, or some key column not pinned).
     pub(crate) fn new(
         schema: &TableSchema,
         filter: Option<&BoundPredicate>,
     ) -> Option<BucketFilter> {
         let filter = filter?;
-        if schema.options().bucket().ok()? <= 0 {
+        let bucket = schema.options().bucket().ok()?;
+        let (mode, keys) = if bucket > 0 {
+            (Mode::Fixed, schema.bucket_keys())
+        } else if bucket == -1
+            && !schema.primary_keys.is_empty()
+            && !schema.cross_partition_update()
+        {
+            (Mode::Dynamic, schema.trimmed_primary_keys())
+        } else {
             return None;
-        }
-        let keys = schema.bucket_keys();
+        };
         let fields: Vec<DataField> = keys
             .iter()
             .map(|k| schema.field(k).cloned())
@@ -72,29 +99,50 @@ impl BucketFilter {
                 })
                 .collect();
         }
-        let types = fields.iter().map(|f| f.data_type.clone()).collect();
+        let types: Vec<DataType> = fields.iter().map(|f| f.data_type.clone()).collect();
+        let hashes = rows
+            .iter()
+            .map(|row| encode_row(row, &types).ok().map(|bytes| hash_row(&bytes)))
+            .collect();
         Some(BucketFilter {
+            mode,
             fields,
-            types,
-            rows,
+            hashes,
         })
     }
 
-    /// The buckets of a partition with `total_buckets` buckets that may hold matching rows;
-    /// `None` for all of them (no fixed bucket count, or a value that cannot be encoded).
+    /// The buckets of a fixed-bucket partition with `total_buckets` buckets that may hold
+    /// matching rows; `None` for all of them (not a fixed-bucket table, no fixed bucket count,
+    /// or a value that cannot be encoded).
     pub(crate) fn selected(&self, total_buckets: i32) -> Option<BTreeSet<i32>> {
-        if total_buckets <= 0 {
+        if self.mode != Mode::Fixed || total_buckets <= 0 {
             return None;
         }
-        self.rows
-            .iter()
-            .map(|row| bucket_of(row, &self.types, total_buckets).ok())
-            .collect()
+        let hashes = self.hashes.as_ref()?;
+        Some(
+            hashes
+                .iter()
+                .map(|h| bucket_of_hash(*h, total_buckets))
+                .collect(),
+        )
+    }
+
+    /// The trimmed primary-key hashes of the pinned keys of a dynamic-bucket table: a bucket
+    /// whose `HASH` index holds none of them holds no matching row. `None` for other tables
+    /// (or a value that cannot be encoded).
+    pub(crate) fn key_hashes(&self) -> Option<&[i32]> {
+        match self.mode {
+            Mode::Dynamic => self.hashes.as_deref(),
+            Mode::Fixed => None,
+        }
     }
 
     /// Whether files written under `file_schema` were bucketed from the same key bytes.
     pub(crate) fn same_key_types(&self, file_schema: &TableSchema) -> bool {
-        let keys = file_schema.bucket_keys();
+        let keys = match self.mode {
+            Mode::Fixed => file_schema.bucket_keys(),
+            Mode::Dynamic => file_schema.trimmed_primary_keys(),
+        };
         keys.len() == self.fields.len()
             && keys.iter().zip(&self.fields).all(|(k, f)| {
                 file_schema

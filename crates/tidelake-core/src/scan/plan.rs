@@ -6,7 +6,8 @@
 //!    match the filter, and replay the rest without the entries of pruned partitions, of the
 //!    postpone bucket and of level 0 where batch reads hide it (deletion-vector and first-row
 //!    tables) ([`crate::state::LiveFiles`]);
-//! 3. drop files of buckets the filter cannot match, files whose key (primary-key tables)
+//! 3. drop files of buckets the filter cannot match (fixed buckets by the pinned keys' bucket,
+//!    dynamic buckets by their `HASH` index, `super::hash_index`), files whose key (primary-key tables)
 //!    or value (append tables) statistics cannot match and files whose bloom-filter index rules
 //!    out the filter's `=`/`in` values (`super::file_index`; key columns on primary-key tables);
 //! 4. group what remains by (partition, bucket) into [`Split`]s, attaching deletion vectors from
@@ -30,7 +31,7 @@ use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataField;
 
 use super::bucket_filter::BucketFilter;
-use super::file_index;
+use super::{file_index, hash_index};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::fallback::add_fallback_splits;
@@ -543,6 +544,10 @@ impl<'a> Planner<'a> {
             .into_buckets();
         let mut bucket_sets: HashMap<i32, Option<BTreeSet<i32>>> = HashMap::new();
         for b in &mut buckets {
+            if !self.key_index_may_match(b).await? {
+                b.files.clear();
+                continue;
+            }
             let mut kept = Vec::with_capacity(b.files.len());
             let mut bucket_path = None;
             for e in std::mem::take(&mut b.files) {
@@ -608,6 +613,30 @@ impl<'a> Planner<'a> {
         }
         // a file bucketed from other key bytes is kept
         Ok(!filter.same_key_types(&*self.table.schema_by_id(e.file.schema_id).await?))
+    }
+
+    /// Prune a dynamic-bucket table's bucket by its `HASH` index ([`hash_index`]): false when
+    /// the index lists none of the keys the filter pins and no file of the bucket was hashed
+    /// from other key bytes.
+    async fn key_index_may_match(&self, b: &BucketFiles) -> Result<bool> {
+        let Some(filter) = &self.buckets else {
+            return Ok(true);
+        };
+        let Some(wanted) = filter.key_hashes() else {
+            return Ok(true);
+        };
+        let paths: Vec<String> = b.hash_index.iter().map(hash_index::index_path).collect();
+        if hash_index::bucket_may_hold(self.table.io(), &paths, wanted).await? {
+            return Ok(true);
+        }
+        for e in &b.files {
+            if e.file.schema_id != self.schema.id
+                && !filter.same_key_types(&*self.table.schema_by_id(e.file.schema_id).await?)
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Prune by key statistics (primary-key tables: every version of a key is in range) or
@@ -727,6 +756,7 @@ impl<'a> Planner<'a> {
                 raw_convertible,
                 branch: None,
                 before_files: None,
+                key_index: b.hash_index.iter().map(hash_index::index_path).collect(),
             });
         }
         Ok(splits)

@@ -113,6 +113,10 @@ pub struct Split {
     /// the start lacks; read as the difference of the two ([`crate::read::diff`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_files: Option<Vec<SplitFile>>,
+    /// The bucket's dynamic-bucket `HASH` index files (paths like [`SplitFile::path`]), for
+    /// lookups that skip buckets without their keys (`crate::scan::hash_index`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key_index: Vec<String>,
 }
 
 impl Split {

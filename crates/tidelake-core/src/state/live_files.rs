@@ -10,16 +10,17 @@
 //! * Only ADDs survive the replay; buckets appear in the order of their first live file, and
 //!   files in replay order within their bucket (what scan, compaction and restore rely on).
 //! * A bucket's `total_buckets` is that of its first live file.
-//! * Deletion vectors are attached only when asked for ([`Pruning::with_deletion_vectors`]),
-//!   and only to buckets that have live files; the index manifest is then read concurrently
-//!   with the manifests, so no read is added to the path of a reader that needs them.
+//! * Deletion vectors (and dynamic-bucket `HASH` index files) are attached only when asked for
+//!   ([`Pruning::with_deletion_vectors`]), and only to buckets that have live files; the index
+//!   manifest is then read concurrently with the manifests, so no read is added to the path of
+//!   a reader that needs them.
 
 use std::collections::HashMap;
 
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::manifest::{
     DataFileMeta, FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
-    DELETION_VECTORS_INDEX,
+    DELETION_VECTORS_INDEX, HASH_INDEX,
 };
 use tidelake_spec::snapshot::Snapshot;
 
@@ -92,7 +93,8 @@ impl<'a> Pruning<'a> {
         self
     }
 
-    /// Attach each bucket's deletion vectors (reads the snapshot's index manifest).
+    /// Attach each bucket's deletion vectors and `HASH` index files (reads the snapshot's
+    /// index manifest).
     pub(crate) fn with_deletion_vectors(mut self) -> Self {
         self.deletion_vectors = true;
         self
@@ -160,6 +162,8 @@ pub(crate) struct BucketFiles {
     pub(crate) deletion_vectors: HashMap<String, DeletionFileRef>,
     /// The deletion-vector index files of the bucket (when asked for).
     pub(crate) dv_index: Vec<IndexFileMeta>,
+    /// The dynamic-bucket `HASH` index files of the bucket (when asked for).
+    pub(crate) hash_index: Vec<IndexFileMeta>,
 }
 
 impl BucketFiles {
@@ -257,6 +261,7 @@ impl LiveFiles {
                     files: Vec::new(),
                     deletion_vectors: HashMap::new(),
                     dv_index: Vec::new(),
+                    hash_index: Vec::new(),
                 });
                 self.slots.insert(key, self.buckets.len() - 1);
                 self.buckets.len() - 1
@@ -265,20 +270,24 @@ impl LiveFiles {
         self.buckets[slot].files.push(e);
     }
 
-    /// Attach the deletion-vector index files among the live index `entries` to the buckets
-    /// they belong to (other index types and buckets without live files are ignored).
+    /// Attach the deletion-vector and `HASH` index files among the live index `entries` to the
+    /// buckets they belong to (other index types and buckets without live files are ignored).
     pub(crate) fn attach_index(
         &mut self,
         entries: impl IntoIterator<Item = IndexManifestEntry>,
     ) -> Result<()> {
         for e in entries {
-            if e.index_file.index_type != DELETION_VECTORS_INDEX {
-                continue;
-            }
             let Some(&slot) = self.slots.get(&(e.partition, e.bucket)) else {
                 continue;
             };
             let bucket = &mut self.buckets[slot];
+            if e.index_file.index_type == HASH_INDEX {
+                bucket.hash_index.push(e.index_file);
+                continue;
+            }
+            if e.index_file.index_type != DELETION_VECTORS_INDEX {
+                continue;
+            }
             bucket
                 .deletion_vectors
                 .extend(index_file_refs(&e.index_file)?);

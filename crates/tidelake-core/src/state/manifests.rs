@@ -24,43 +24,46 @@ pub(crate) const INDEX_DIR: &str = "index";
 /// How many manifests are fetched and decoded at once.
 const MANIFEST_PARALLELISM: usize = 16;
 
-/// Read manifest list `name` of `table`.
+/// Read manifest list `name` of `table` (decoded once per read cache, see [`read_cached`]).
 pub async fn read_list(table: &Table, name: &str) -> Result<Vec<ManifestFileMeta>> {
-    let rel = format!("{MANIFEST_DIR}/{name}");
-    let bytes = table.io().read(&rel).await?;
-    read_manifest_list(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
+    read_cached(table, name, read_manifest_list).await
 }
 
-/// Read manifest file `name` of `table` (decoded once per read cache, if the table's I/O has
-/// one: manifests are immutable).
+/// Read manifest file `name` of `table` (decoded once per read cache, see [`read_cached`]).
 pub async fn read_entries(table: &Table, name: &str) -> Result<Vec<ManifestEntry>> {
-    let rel = format!("{MANIFEST_DIR}/{name}");
-    let cache = table.io().read_cache();
-    if let Some(entries) = cache.and_then(|c| c.get::<Vec<ManifestEntry>>(&rel)) {
-        return Ok((*entries).clone());
-    }
-    let bytes = table.io().read(&rel).await?;
-    let entries =
-        read_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))?;
-    if let Some(c) = cache {
-        // decoded entries take a few times their compressed Avro bytes
-        c.insert(
-            &rel,
-            Arc::new(entries.clone()),
-            bytes.len() * DECODED_MANIFEST_FACTOR,
-        );
-    }
-    Ok(entries)
+    read_cached(table, name, read_manifest).await
 }
 
-/// Approximate heap bytes of a decoded manifest per byte of its file.
+/// Read index manifest `name` of `table` (every entry, unreplayed; decoded once per read
+/// cache, see [`read_cached`]).
+pub(crate) async fn read_index(table: &Table, name: &str) -> Result<Vec<IndexManifestEntry>> {
+    read_cached(table, name, read_index_manifest).await
+}
+
+/// Approximate heap bytes of a decoded manifest (list) per byte of its file.
 const DECODED_MANIFEST_FACTOR: usize = 4;
 
-/// Read index manifest `name` of `table` (every entry, unreplayed).
-pub(crate) async fn read_index(table: &Table, name: &str) -> Result<Vec<IndexManifestEntry>> {
+/// Read and `decode` file `name` of the manifest directory, through the table's read cache if
+/// its I/O has one: manifest lists, manifests and index manifests have unique names and are
+/// never rewritten, so a decoded one never goes stale.
+async fn read_cached<T: Clone + Send + Sync + 'static>(
+    table: &Table,
+    name: &str,
+    decode: fn(&[u8]) -> tidelake_spec::Result<T>,
+) -> Result<T> {
     let rel = format!("{MANIFEST_DIR}/{name}");
+    let cache = table.io().read_cache();
+    if let Some(decoded) = cache.and_then(|c| c.get::<T>(&rel)) {
+        return Ok((*decoded).clone());
+    }
     let bytes = table.io().read(&rel).await?;
-    read_index_manifest(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))
+    let decoded = decode(&bytes).map_err(|e| Error::from_spec(table.io().display(&rel), e))?;
+    if let Some(c) = cache {
+        // decoded entries take a few times their compressed Avro bytes
+        let weight = bytes.len() * DECODED_MANIFEST_FACTOR;
+        c.insert(&rel, Arc::new(decoded.clone()), weight);
+    }
+    Ok(decoded)
 }
 
 /// The manifests holding a snapshot's data files: its base list, then its delta list (read

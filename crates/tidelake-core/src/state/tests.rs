@@ -262,6 +262,13 @@ fn attaches_deletion_vectors_to_their_buckets() {
         hashed.deletion_vector("c").is_none() && hashed.dv_index.is_empty(),
         "hash indexes are not deletion vectors"
     );
+    let hash_files: Vec<&str> = hashed
+        .hash_index
+        .iter()
+        .map(|f| f.file_name.as_str())
+        .collect();
+    assert_eq!(hash_files, ["index-hash"]);
+    assert!(bucket.hash_index.is_empty());
     assert_eq!(
         live.buckets().len(),
         4,

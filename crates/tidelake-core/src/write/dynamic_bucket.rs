@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tidelake_spec::manifest::{IndexFileMeta, HASH_INDEX};
+use tidelake_spec::manifest::{decode_hash_index, encode_hash_index, IndexFileMeta, HASH_INDEX};
 
 use crate::error::{Error, Result};
 use crate::io::FileIO;
@@ -105,16 +105,8 @@ impl DynamicBucketAssigner {
                     )))
                 }
             };
-            if bytes.len() % 4 != 0 {
-                return Err(Error::corrupt(
-                    self.io.display(&rel),
-                    "hash index length is not a multiple of 4",
-                ));
-            }
-            let hashes: Vec<i32> = bytes
-                .chunks_exact(4)
-                .map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
+            let hashes = decode_hash_index("hash index", &bytes)
+                .map_err(|e| Error::from_spec(self.io.display(&rel), e))?;
             for h in &hashes {
                 index.bucket_of.insert(*h, bucket);
             }
@@ -164,7 +156,7 @@ impl DynamicBucketAssigner {
         for (partition, index) in parts {
             for bucket in std::mem::take(&mut index.changed) {
                 let hashes = &index.hashes[&bucket];
-                let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_be_bytes()).collect();
+                let bytes = encode_hash_index(hashes);
                 let name = format!("{}{}", self.file_prefix, self.file_counter);
                 self.file_counter += 1;
                 self.io

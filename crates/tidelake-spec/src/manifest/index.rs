@@ -19,6 +19,27 @@ pub const HASH_INDEX: &str = "HASH";
 /// Index type of deletion-vector files.
 pub const DELETION_VECTORS_INDEX: &str = "DELETION_VECTORS";
 
+/// The key hashes a `HASH` index file holds: consecutive big-endian int32s, no header (Java
+/// `HashIndexFile`, `IntFileUtils`). A length that is not a multiple of 4 is
+/// [`Error::Corrupt`] naming `what`.
+pub fn decode_hash_index(what: &str, bytes: &[u8]) -> Result<Vec<i32>> {
+    if bytes.len() % 4 != 0 {
+        return Err(Error::corrupt(
+            what,
+            format!("hash index length {} is not a multiple of 4", bytes.len()),
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| i32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+/// The bytes of a `HASH` index file holding `hashes` (see [`decode_hash_index`]).
+pub fn encode_hash_index(hashes: &[i32]) -> Vec<u8> {
+    hashes.iter().flat_map(|h| h.to_be_bytes()).collect()
+}
+
 /// Where one data file's deletion vector sits in a DV index file (Java `DeletionVectorMeta`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DeletionVectorMeta {
@@ -213,5 +234,23 @@ impl AvroRecord for IndexManifestEntry {
             file.external_path.to_avro(),
             file.global_index.to_avro(),
         ]
+    }
+}
+
+#[cfg(test)]
+mod hash_index_tests {
+    use super::*;
+
+    #[test]
+    fn hash_index_files_are_big_endian_int32s() {
+        // Java writes key 1 of an INT key as 5759f99e (see the format doc, 7.4)
+        let bytes = encode_hash_index(&[0x5759_f99e_u32 as i32, -1]);
+        assert_eq!(bytes, [0x57, 0x59, 0xf9, 0x9e, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(
+            decode_hash_index("f", &bytes).unwrap(),
+            vec![0x5759_f99e_u32 as i32, -1]
+        );
+        let err = decode_hash_index("index/x", &bytes[..5]).unwrap_err();
+        assert!(err.to_string().contains("index/x"), "{err}");
     }
 }

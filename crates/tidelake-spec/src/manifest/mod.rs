@@ -38,8 +38,8 @@ pub use avro::{Codec, ContainerWriter};
 pub use data_file::{DataFileMeta, FileSource};
 pub use entry::{FileIdentifier, FileKind, ManifestEntry, MANIFEST_ENTRY_VERSION};
 pub use index::{
-    DeletionVectorMeta, GlobalIndexMeta, IndexFileMeta, IndexManifestEntry, DELETION_VECTORS_INDEX,
-    HASH_INDEX, INDEX_MANIFEST_ENTRY_VERSION,
+    decode_hash_index, encode_hash_index, DeletionVectorMeta, GlobalIndexMeta, IndexFileMeta,
+    IndexManifestEntry, DELETION_VECTORS_INDEX, HASH_INDEX, INDEX_MANIFEST_ENTRY_VERSION,
 };
 pub use list::{ManifestFileMeta, MANIFEST_FILE_META_VERSION};
 pub use merge::{merge_entries, merge_entries_from, merge_index_entries};

@@ -4,10 +4,16 @@
 //! a row passes when its key columns encode to one of the set's keys. Every version of a key has
 //! the same key columns, so filtering file rows by a key set before the merge keeps all versions
 //! of a looked-up key and none of any other key.
+//!
+//! A single integer key column is tested by binary search over the keys sorted once, without
+//! encoding rows (what a lookup of many keys spends most of its time on otherwise: every row of
+//! every page that may hold a key is tested); other keys by their row encoding in a hash set.
 
 use std::collections::HashSet;
 use std::fmt;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::DataType as ArrowType;
 
@@ -20,6 +26,8 @@ pub struct KeySet {
     types: Vec<ArrowType>,
     codec: KeyCodec,
     keys: HashSet<Box<[u8]>>,
+    /// One integer key column: its keys as `i64`, sorted.
+    integers: Option<Vec<i64>>,
 }
 
 impl fmt::Debug for KeySet {
@@ -38,12 +46,29 @@ impl KeySet {
         let codec = KeyCodec::new(types.clone())?;
         let rows = codec.encode(values)?;
         let keys = rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())).collect();
+        let integers = match (values, types.as_slice()) {
+            ([column], [ty]) if is_integer(ty) => {
+                let wide = arrow_cast::cast(column, &ArrowType::Int64)
+                    .map_err(|e| Error::arrow("integer keys", e))?;
+                let mut sorted = wide.as_primitive::<Int64Type>().values().to_vec();
+                sorted.sort_unstable();
+                sorted.dedup();
+                Some(sorted)
+            }
+            _ => None,
+        };
         Ok(KeySet {
             columns,
             types,
             codec,
             keys,
+            integers,
         })
+    }
+
+    /// The key columns' names.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
     }
 
     pub fn len(&self) -> usize {
@@ -72,10 +97,28 @@ impl KeySet {
                 }
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
+        if let (Some(sorted), [column]) = (&self.integers, columns.as_slice()) {
+            let wide = arrow_cast::cast(column, &ArrowType::Int64)
+                .map_err(|e| Error::arrow("key column", e))?;
+            let wide = wide.as_primitive::<Int64Type>();
+            // keys are never null: a null never matches
+            return Ok(wide
+                .iter()
+                .map(|v| Some(v.is_some_and(|v| sorted.binary_search(&v).is_ok())))
+                .collect());
+        }
         let rows = self.codec.encode(&columns)?;
         Ok(rows
             .iter()
             .map(|r| Some(self.keys.contains(r.as_ref())))
             .collect())
     }
+}
+
+/// Integer types whose values widen to `i64` exactly.
+fn is_integer(t: &ArrowType) -> bool {
+    matches!(
+        t,
+        ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64
+    )
 }

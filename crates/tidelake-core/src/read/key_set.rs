@@ -122,3 +122,55 @@ fn is_integer(t: &ArrowType) -> bool {
         ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, Int64Array, StringArray};
+
+    use super::*;
+
+    fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        RecordBatch::try_from_iter(columns).unwrap()
+    }
+
+    /// Integer keys take the sorted path and match exactly the set's keys, whatever the width
+    /// of the column read; other keys go through the row encoding with the same answer.
+    #[test]
+    fn integer_and_encoded_keys_match_exactly_the_set() {
+        let wanted: Vec<i32> = vec![7, -3, 7, 1_000_000, 0];
+        let set = KeySet::new(
+            vec!["k".into()],
+            &[Arc::new(Int32Array::from(wanted.clone())) as ArrayRef],
+        )
+        .unwrap();
+        assert!(set.integers.is_some());
+        assert_eq!(set.len(), 4);
+        let rows: Vec<i64> = (-10..10).chain([1_000_000, 1_000_001]).collect();
+        let expected: Vec<bool> = rows
+            .iter()
+            .map(|r| wanted.iter().any(|w| i64::from(*w) == *r))
+            .collect();
+        let wide = batch(vec![("k", Arc::new(Int64Array::from(rows.clone())))]);
+        let got: Vec<bool> = set.matches(&wide).unwrap().iter().flatten().collect();
+        assert_eq!(got, expected);
+
+        let names = ["b", "a", "zz"];
+        let strings = KeySet::new(
+            vec!["s".into(), "k".into()],
+            &[
+                Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef,
+                Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef,
+            ],
+        )
+        .unwrap();
+        assert!(strings.integers.is_none());
+        let rows = batch(vec![
+            ("k", Arc::new(Int32Array::from(vec![2, 1, 1])) as ArrayRef),
+            ("s", Arc::new(StringArray::from(names.to_vec())) as ArrayRef),
+        ]);
+        let got: Vec<bool> = strings.matches(&rows).unwrap().iter().flatten().collect();
+        assert_eq!(got, vec![true, true, false]);
+    }
+}

@@ -92,8 +92,7 @@ impl PagePrune {
 
     /// Whether a page with `stats` (of one column) may hold a matching row.
     fn may_match(&self, stats: &PageStats<'_>) -> bool {
-        let (Some(values), Some(min), Some(max)) = (&self.sorted_in, &stats.min, &stats.max)
-        else {
+        let (Some(values), Some(min), Some(max)) = (&self.sorted_in, &stats.min, &stats.max) else {
             return self.filter.may_match(stats);
         };
         if compare_datums(&values[0], min).is_none() {
@@ -285,5 +284,73 @@ impl StatsProvider for PageStats<'_> {
     }
     fn row_count(&self) -> i64 {
         self.row_count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use tidelake_spec::types::DataField;
+
+    use super::*;
+    use crate::scan::predicate::BoundColumn;
+
+    fn in_list(values: &[i64]) -> BoundPredicate {
+        let f = DataField::new(0, "k", DataType::not_null(TypeKind::BigInt));
+        BoundPredicate::Leaf(BoundLeaf {
+            column: BoundColumn {
+                name: f.name.clone(),
+                id: f.id,
+                data_type: f.data_type.clone(),
+            },
+            test: LeafTest::In {
+                values: values.iter().map(|&v| Datum::BigInt(v)).collect(),
+                negated: false,
+            },
+        })
+    }
+
+    proptest! {
+        /// The binary search over a sorted `in` list keeps exactly the pages the predicate
+        /// keeps (duplicates, values outside every page, one-value pages, unknown bounds).
+        #[test]
+        fn sorted_in_lists_keep_the_pages_the_predicate_keeps(
+            values in prop::collection::vec(-50i64..50, 1..40),
+            pages in prop::collection::vec((-60i64..60, 0i64..20, any::<bool>()), 1..30),
+        ) {
+            let filter = in_list(&values);
+            let prune = PagePrune::new(&filter).unwrap();
+            prop_assert!(prune.sorted_in.is_some());
+            for (min, width, known) in pages {
+                let stats = PageStats {
+                    name: "k",
+                    min: known.then_some(Datum::BigInt(min)),
+                    max: Some(Datum::BigInt(min + width)),
+                    null_count: Some(0),
+                    row_count: 10,
+                };
+                prop_assert_eq!(prune.may_match(&stats), filter.may_match(&stats));
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_plain_in_list_is_sorted() {
+        let negated = match in_list(&[1, 2]) {
+            BoundPredicate::Leaf(mut leaf) => {
+                leaf.test = LeafTest::In {
+                    values: vec![Datum::BigInt(1)],
+                    negated: true,
+                };
+                BoundPredicate::Leaf(leaf)
+            }
+            other => other,
+        };
+        assert!(sorted_in_list(&negated).is_none());
+        assert!(sorted_in_list(&BoundPredicate::Or(vec![in_list(&[1])])).is_none());
+        assert_eq!(
+            sorted_in_list(&in_list(&[3, 1, 3, 2])),
+            Some(vec![Datum::BigInt(1), Datum::BigInt(2), Datum::BigInt(3)])
+        );
     }
 }

@@ -33,8 +33,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::{
-    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection,
-    RowSelector,
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection, RowSelector,
 };
 use parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
 use parquet::arrow::ProjectionMask;
@@ -475,6 +474,83 @@ mod tests {
             let unpinned = BoundPredicate::Or(vec![id_eq(5), note_eq(2_500)]);
             let ids = read(unpinned, vec![0], window).await;
             assert_eq!(ids.len(), ROWS as usize);
+        }
+    }
+
+    /// A prune carrying a key set reads exactly the rows of those keys (the key column is
+    /// decoded first, the other columns at the matching rows only), with every column right;
+    /// a key column stored under another name falls back to whole pages.
+    #[tokio::test]
+    async fn key_rows_read_only_the_rows_of_the_keys() {
+        use tidelake_spec::datum::Datum;
+        use tidelake_spec::types::{DataType, TypeKind, MAX_LENGTH};
+
+        use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, LeafTest};
+
+        let io = table_io().await;
+        let fields = vec![
+            DataField::new(0, "id", DataType::not_null(TypeKind::BigInt)),
+            DataField::new(1, "note", DataType::new(TypeKind::VarChar(MAX_LENGTH))),
+        ];
+        let keys: Vec<i64> = vec![3, 999, 1000, 43_210, 43_211, 60_000, 3];
+        let filter = BoundPredicate::Leaf(BoundLeaf {
+            column: BoundColumn {
+                name: "id".into(),
+                id: 0,
+                data_type: fields[0].data_type.clone(),
+            },
+            test: LeafTest::In {
+                values: keys.iter().map(|&k| Datum::BigInt(k)).collect(),
+                negated: false,
+            },
+        });
+        let set = KeySet::new(
+            vec!["id".into()],
+            &[Arc::new(Int64Array::from(keys.clone())) as ArrayRef],
+        )
+        .unwrap();
+        let prune = PagePrune::new(&filter)
+            .unwrap()
+            .with_key_rows(Arc::new(set));
+        let columns = vec!["id".to_string(), "note".to_string()];
+        let read = |file_fields: Vec<DataField>, window: u64| {
+            let (io, columns, prune, fields) =
+                (io.clone(), columns.clone(), prune.clone(), fields.clone());
+            async move {
+                let stream = open_windowed(
+                    &io,
+                    "f.parquet",
+                    &columns,
+                    4096,
+                    Some(window),
+                    Some((&prune, &file_fields, &fields)),
+                )
+                .await
+                .unwrap();
+                let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+                let mut rows = Vec::new();
+                for b in &batches {
+                    let ids = b.column(0).as_primitive::<Int64Type>();
+                    let notes = b.column(1).as_string::<i32>();
+                    for i in 0..b.num_rows() {
+                        assert_eq!(notes.value(i), format!("note-{:08}", ids.value(i)));
+                        rows.push(ids.value(i));
+                    }
+                }
+                rows
+            }
+        };
+        for window in [u64::MAX, 64 << 10] {
+            assert_eq!(
+                read(fields.clone(), window).await,
+                vec![3, 999, 1000, 43_210, 43_211]
+            );
+            // the file names the key column otherwise: every row, filtered by the caller
+            let renamed = vec![
+                DataField::new(0, "old_id", DataType::not_null(TypeKind::BigInt)),
+                fields[1].clone(),
+            ];
+            assert_eq!(read(renamed, window).await.len(), ROWS as usize);
         }
     }
 }

@@ -283,3 +283,58 @@ def test_a_lookupers_cache_keeps_footers_within_its_budget(tmp_path):
         table.lookup(keys)
     with pytest.raises(InvalidArgumentError, match="cache_bytes"):
         table.lookuper(cache_bytes=-1)
+
+
+BATCH_ENGINES = ["deduplicate", "deletion-vectors", "partial-update", "aggregation", "first-row"]
+
+
+@pytest.mark.parametrize("engine", BATCH_ENGINES)
+@pytest.mark.parametrize("two_keys,partitioned", [(False, False), (True, True)])
+def test_a_batch_of_1000_keys_equals_single_key_lookups_and_the_model(tmp_path, engine, two_keys,
+                                                                      partitioned):
+    """One call with 1,000 keys (many per Parquet page, absent keys, keys given twice, keys of
+    every bucket and partition) returns what the model holds and what 1-key lookups return:
+    the batch path reads each page once for all its keys and drops nothing it should keep."""
+    options, deletes = ENGINES[engine]
+    names = ["k", "s"] if two_keys else ["k"]
+    if partitioned:
+        names = names + ["p"]
+    table = tidelake.create_table(
+        tmp_path / "t", SCHEMA, primary_keys=names, partition_keys=["p"] if partitioned else None,
+        options={"bucket": "2", "num-sorted-run.compaction-trigger": "3", **options})
+    rng = random.Random(BATCH_ENGINES.index(engine) * 4 + two_keys * 2 + partitioned)
+    parts = ["p1", "p2"] if partitioned else ["p1"]
+    strings = ["a", "long-string-key"] if two_keys else ["a"]
+    universe = [(k, s, p) for k in range(40_000 // (len(parts) * len(strings))) for s in strings for p in parts]
+    model: dict = {}
+    ts = 0
+
+    def commit(rows: list[dict], kind: str) -> None:
+        data = pa.Table.from_pylist(rows, schema=SCHEMA)
+        table.delete_keys(data) if kind == "delete" else table.upsert(data)
+        for row in rows:
+            _apply(model, engine, kind, row, names)
+
+    def row(k: int, s: str, p: str) -> dict:
+        nonlocal ts
+        ts += 1
+        return {"k": k, "s": s, "p": p, "v": rng.choice([None, rng.randint(-50, 50)]),
+                "w": rng.choice([None, "x", "y" * rng.randint(1, 20)]), "ts": rng.randint(0, 10_000)}
+
+    commit([row(*u) for u in universe], "upsert")  # files of several pages per bucket
+    for _ in range(3):
+        kind = "delete" if deletes and rng.random() < 0.4 else "upsert"
+        commit([row(*u) for u in rng.sample(universe, 3_000)], kind)
+    key = lambda u: _key_of({"k": u[0], "s": u[1], "p": u[2]}, names)  # noqa: E731
+    keys = [key(u) for u in rng.sample(universe, 900)]
+    keys += [key((100_000 + i, "a", "p1")) for i in range(50)]  # never written
+    keys += rng.sample(keys, 50)  # given twice
+    rng.shuffle(keys)
+    lookuper = table.lookuper()
+    got = lookuper.lookup(_key_table(keys, names)).to_pylist()
+    assert got == _expected(model, keys)
+    assert len(got) > 500
+    by_key = {_key_of(r, names): r for r in got}
+    for k in rng.sample(keys, 150):
+        assert lookuper.lookup([k]).to_pylist() == ([by_key[k]] if k in by_key else [])
+    assert table.lookup(keys, columns=["v", "k"]).to_pylist() == _expected(model, keys, ["v", "k"])

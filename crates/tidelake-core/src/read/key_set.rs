@@ -4,10 +4,16 @@
 //! a row passes when its key columns encode to one of the set's keys. Every version of a key has
 //! the same key columns, so filtering file rows by a key set before the merge keeps all versions
 //! of a looked-up key and none of any other key.
+//!
+//! A single integer key column is tested by binary search over the keys sorted once, without
+//! encoding rows (what a lookup of many keys spends most of its time on otherwise: every row of
+//! every page that may hold a key is tested); other keys by their row encoding in a hash set.
 
 use std::collections::HashSet;
 use std::fmt;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::DataType as ArrowType;
 
@@ -20,6 +26,8 @@ pub struct KeySet {
     types: Vec<ArrowType>,
     codec: KeyCodec,
     keys: HashSet<Box<[u8]>>,
+    /// One integer key column: its keys as `i64`, sorted.
+    integers: Option<Vec<i64>>,
 }
 
 impl fmt::Debug for KeySet {
@@ -38,12 +46,29 @@ impl KeySet {
         let codec = KeyCodec::new(types.clone())?;
         let rows = codec.encode(values)?;
         let keys = rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())).collect();
+        let integers = match (values, types.as_slice()) {
+            ([column], [ty]) if is_integer(ty) => {
+                let wide = arrow_cast::cast(column, &ArrowType::Int64)
+                    .map_err(|e| Error::arrow("integer keys", e))?;
+                let mut sorted = wide.as_primitive::<Int64Type>().values().to_vec();
+                sorted.sort_unstable();
+                sorted.dedup();
+                Some(sorted)
+            }
+            _ => None,
+        };
         Ok(KeySet {
             columns,
             types,
             codec,
             keys,
+            integers,
         })
+    }
+
+    /// The key columns' names.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
     }
 
     pub fn len(&self) -> usize {
@@ -72,10 +97,80 @@ impl KeySet {
                 }
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
+        if let (Some(sorted), [column]) = (&self.integers, columns.as_slice()) {
+            let wide = arrow_cast::cast(column, &ArrowType::Int64)
+                .map_err(|e| Error::arrow("key column", e))?;
+            let wide = wide.as_primitive::<Int64Type>();
+            // keys are never null: a null never matches
+            return Ok(wide
+                .iter()
+                .map(|v| Some(v.is_some_and(|v| sorted.binary_search(&v).is_ok())))
+                .collect());
+        }
         let rows = self.codec.encode(&columns)?;
         Ok(rows
             .iter()
             .map(|r| Some(self.keys.contains(r.as_ref())))
             .collect())
+    }
+}
+
+/// Integer types whose values widen to `i64` exactly.
+fn is_integer(t: &ArrowType) -> bool {
+    matches!(
+        t,
+        ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, Int64Array, StringArray};
+
+    use super::*;
+
+    fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        RecordBatch::try_from_iter(columns).unwrap()
+    }
+
+    /// Integer keys take the sorted path and match exactly the set's keys, whatever the width
+    /// of the column read; other keys go through the row encoding with the same answer.
+    #[test]
+    fn integer_and_encoded_keys_match_exactly_the_set() {
+        let wanted: Vec<i32> = vec![7, -3, 7, 1_000_000, 0];
+        let set = KeySet::new(
+            vec!["k".into()],
+            &[Arc::new(Int32Array::from(wanted.clone())) as ArrayRef],
+        )
+        .unwrap();
+        assert!(set.integers.is_some());
+        assert_eq!(set.len(), 4);
+        let rows: Vec<i64> = (-10..10).chain([1_000_000, 1_000_001]).collect();
+        let expected: Vec<bool> = rows
+            .iter()
+            .map(|r| wanted.iter().any(|w| i64::from(*w) == *r))
+            .collect();
+        let wide = batch(vec![("k", Arc::new(Int64Array::from(rows.clone())))]);
+        let got: Vec<bool> = set.matches(&wide).unwrap().iter().flatten().collect();
+        assert_eq!(got, expected);
+
+        let names = ["b", "a", "zz"];
+        let strings = KeySet::new(
+            vec!["s".into(), "k".into()],
+            &[
+                Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef,
+                Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef,
+            ],
+        )
+        .unwrap();
+        assert!(strings.integers.is_none());
+        let rows = batch(vec![
+            ("k", Arc::new(Int32Array::from(vec![2, 1, 1])) as ArrayRef),
+            ("s", Arc::new(StringArray::from(names.to_vec())) as ArrayRef),
+        ]);
+        let got: Vec<bool> = strings.matches(&rows).unwrap().iter().flatten().collect();
+        assert_eq!(got, vec![true, true, false]);
     }
 }

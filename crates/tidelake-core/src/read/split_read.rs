@@ -248,10 +248,10 @@ impl ReadContext {
     /// are key columns), with the pages `prune` rules out skipped: `prune` must match every
     /// row of a key of the set.
     pub fn with_keys(mut self, keys: Arc<KeySet>, prune: Option<&BoundPredicate>) -> ReadContext {
-        self.key_set = Some(keys);
         if let Some(p) = prune.and_then(PagePrune::new) {
-            self.prune = Some(p);
+            self.prune = Some(p.with_key_rows(keys.clone()));
         }
+        self.key_set = Some(keys);
         self
     }
 

@@ -19,6 +19,12 @@
 //!
 //! A [`crate::io::FileIO`] with a read cache keeps each file's footer and page index there,
 //! so long-lived readers parse them once.
+//!
+//! **Key rows.** A prune carrying a lookup's key set ([`PagePrune::key_rows`]) becomes a
+//! `RowFilter` on the key columns: parquet decodes the key columns of the selected pages, keeps
+//! the rows whose key is in the set and decodes the other columns at those rows only, fetching
+//! only their pages. Used when every key column is stored under its read name with its read
+//! type (else the caller's own key filter does the same work after decoding).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -27,7 +33,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector,
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection, RowSelector,
 };
 use parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
 use parquet::arrow::ProjectionMask;
@@ -40,6 +46,7 @@ use super::page_prune::PagePrune;
 use super::{select_roots, RangeReader, RawStream};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
+use crate::read::key_set::KeySet;
 
 impl AsyncFileReader for RangeReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
@@ -160,6 +167,11 @@ async fn open_windowed(
     };
     let mask = ProjectionMask::roots(metadata.parquet_schema(), roots);
     let mut windows = row_windows(metadata.metadata(), &mask, batch_size, window_bytes);
+    let key_rows = prune.and_then(|(p, file_fields, read_fields)| {
+        let keys = p.key_rows()?;
+        let mask = key_mask(&metadata, keys, file_fields, read_fields)?;
+        Some((keys.clone(), mask))
+    });
     if let Some((prune, file_fields, read_fields)) = prune {
         let kept = prune.selections(
             metadata.metadata(),
@@ -181,11 +193,48 @@ async fn open_windowed(
             if let Some(selection) = selection {
                 builder = builder.with_row_selection(selection);
             }
+            if let Some((keys, mask)) = &key_rows {
+                let keys = keys.clone();
+                let wanted = ArrowPredicateFn::new(mask.clone(), move |batch| {
+                    keys.matches(&batch)
+                        .map_err(|e| arrow_schema::ArrowError::ExternalError(Box::new(e)))
+                });
+                builder = builder.with_row_filter(RowFilter::new(vec![Box::new(wanted)]));
+            }
             builder.build()
         })
         .try_flatten()
         .map_err(move |e| Error::parquet(format!("reading {display}"), e));
     Ok(stream.boxed())
+}
+
+/// The root columns of `keys` in the file, when each is stored under its read name with its
+/// read type (matched by field id); `None` otherwise.
+fn key_mask(
+    metadata: &ArrowReaderMetadata,
+    keys: &KeySet,
+    file_fields: &[DataField],
+    read_fields: &[DataField],
+) -> Option<ProjectionMask> {
+    let stored = keys.columns().iter().all(|name| {
+        let read = read_fields.iter().find(|f| &f.name == name);
+        let file = read.and_then(|r| file_fields.iter().find(|f| f.id == r.id));
+        matches!((read, file), (Some(r), Some(f)) if f.name == r.name && f.data_type.kind == r.data_type.kind)
+    });
+    let schema = metadata.parquet_schema();
+    let names: Vec<&str> = schema
+        .root_schema()
+        .get_fields()
+        .iter()
+        .map(|f| f.name())
+        .collect();
+    let roots: Vec<usize> = keys
+        .columns()
+        .iter()
+        .filter_map(|k| names.iter().position(|n| n == k))
+        .collect();
+    (stored && !roots.is_empty() && roots.len() == keys.columns().len())
+        .then(|| ProjectionMask::roots(schema, roots))
 }
 
 /// The reads that cover every row group in order: `(row group, None)` for a whole row group,
@@ -425,6 +474,83 @@ mod tests {
             let unpinned = BoundPredicate::Or(vec![id_eq(5), note_eq(2_500)]);
             let ids = read(unpinned, vec![0], window).await;
             assert_eq!(ids.len(), ROWS as usize);
+        }
+    }
+
+    /// A prune carrying a key set reads exactly the rows of those keys (the key column is
+    /// decoded first, the other columns at the matching rows only), with every column right;
+    /// a key column stored under another name falls back to whole pages.
+    #[tokio::test]
+    async fn key_rows_read_only_the_rows_of_the_keys() {
+        use tidelake_spec::datum::Datum;
+        use tidelake_spec::types::{DataType, TypeKind, MAX_LENGTH};
+
+        use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, LeafTest};
+
+        let io = table_io().await;
+        let fields = vec![
+            DataField::new(0, "id", DataType::not_null(TypeKind::BigInt)),
+            DataField::new(1, "note", DataType::new(TypeKind::VarChar(MAX_LENGTH))),
+        ];
+        let keys: Vec<i64> = vec![3, 999, 1000, 43_210, 43_211, 60_000, 3];
+        let filter = BoundPredicate::Leaf(BoundLeaf {
+            column: BoundColumn {
+                name: "id".into(),
+                id: 0,
+                data_type: fields[0].data_type.clone(),
+            },
+            test: LeafTest::In {
+                values: keys.iter().map(|&k| Datum::BigInt(k)).collect(),
+                negated: false,
+            },
+        });
+        let set = KeySet::new(
+            vec!["id".into()],
+            &[Arc::new(Int64Array::from(keys.clone())) as ArrayRef],
+        )
+        .unwrap();
+        let prune = PagePrune::new(&filter)
+            .unwrap()
+            .with_key_rows(Arc::new(set));
+        let columns = vec!["id".to_string(), "note".to_string()];
+        let read = |file_fields: Vec<DataField>, window: u64| {
+            let (io, columns, prune, fields) =
+                (io.clone(), columns.clone(), prune.clone(), fields.clone());
+            async move {
+                let stream = open_windowed(
+                    &io,
+                    "f.parquet",
+                    &columns,
+                    4096,
+                    Some(window),
+                    Some((&prune, &file_fields, &fields)),
+                )
+                .await
+                .unwrap();
+                let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+                let mut rows = Vec::new();
+                for b in &batches {
+                    let ids = b.column(0).as_primitive::<Int64Type>();
+                    let notes = b.column(1).as_string::<i32>();
+                    for i in 0..b.num_rows() {
+                        assert_eq!(notes.value(i), format!("note-{:08}", ids.value(i)));
+                        rows.push(ids.value(i));
+                    }
+                }
+                rows
+            }
+        };
+        for window in [u64::MAX, 64 << 10] {
+            assert_eq!(
+                read(fields.clone(), window).await,
+                vec![3, 999, 1000, 43_210, 43_211]
+            );
+            // the file names the key column otherwise: every row, filtered by the caller
+            let renamed = vec![
+                DataField::new(0, "old_id", DataType::not_null(TypeKind::BigInt)),
+                fields[1].clone(),
+            ];
+            assert_eq!(read(renamed, window).await.len(), ROWS as usize);
         }
     }
 }

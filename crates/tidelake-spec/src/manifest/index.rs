@@ -23,7 +23,7 @@ pub const DELETION_VECTORS_INDEX: &str = "DELETION_VECTORS";
 /// `HashIndexFile`, `IntFileUtils`). A length that is not a multiple of 4 is
 /// [`Error::Corrupt`] naming `what`.
 pub fn decode_hash_index(what: &str, bytes: &[u8]) -> Result<Vec<i32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(Error::corrupt(
             what,
             format!("hash index length {} is not a multiple of 4", bytes.len()),

@@ -164,6 +164,22 @@ def test_time_travel_by_snapshot_tag_and_timestamp(spark, tmp_path):
         read(spark, t.path, **{"snapshot-id": 9})
 
 
+def test_time_travel_reads_in_the_schema_of_its_snapshot(spark, tmp_path):
+    """As in Paimon, a pinned read has the columns its snapshot was written with (the read used
+    to take the latest schema and failed on the column added since)."""
+    t, _ = kv_table(tmp_path)
+    t.write(kv([1, 2]))
+    t.create_tag("first")
+    t = t.add_column("extra", pa.int32())
+    t.write(pa.table({"k": pa.array([3], pa.int64()), "p": ["a"], "v": ["v3"], "extra": pa.array([7], pa.int32())}))
+    for pinned in ({"snapshot-id": 1}, {"tag": "first"}):
+        got = read(spark, t.path, **pinned)
+        assert got.schema.names == ["k", "p", "v"]
+        assert_same_rows(got, kv([1, 2]))
+    assert_same_rows(read(spark, t.path), t.to_arrow())
+    assert read(spark, t.path).column("extra").to_pylist().count(7) == 1
+
+
 def test_user_schema_projects_and_casts(spark, tmp_path):
     t, _ = kv_table(tmp_path, pk=False, bucket=-1)
     t.write(kv([1, 2, 3]))

@@ -141,12 +141,15 @@ def time_travel(options: dict[str, str]) -> dict[str, Any]:
             "timestamp_ms": int_option(options, "timestamp-ms")}
 
 
-def spark_schema(table: Table, with_row_kind: bool = False) -> StructType:
-    """The Spark schema of a table's rows (TIMESTAMP without zone maps to TIMESTAMP_NTZ)."""
+def spark_schema(table: Table, with_row_kind: bool = False, pinned: dict[str, Any] | None = None) -> StructType:
+    """The Spark schema of a table's rows (TIMESTAMP without zone maps to TIMESTAMP_NTZ). A read
+    pinned to a snapshot (``pinned``, as :func:`time_travel` gives) has the schema that snapshot
+    was written in, as in Paimon; otherwise the latest schema."""
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StringType, StructField, StructType
 
-    schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=True)
+    arrow = table.scan(**pinned).schema if pinned and any(v is not None for v in pinned.values()) else table.schema
+    schema = from_arrow_schema(arrow, prefer_timestamp_ntz=True)
     if with_row_kind:
         return StructType([StructField(ROW_KIND, StringType(), False), *schema.fields])
     return schema

@@ -258,7 +258,9 @@ class TidelakeDataSource(DataSource):
 
     def schema(self) -> StructType:
         options = dict(self.options)
-        return io.spark_schema(io.location(options).open(), io.flag(options, "row-kind"))
+        # A stream (``scan.mode``) reads forward from ``snapshot-id``: the latest schema.
+        pinned = None if "scan.mode" in options else io.time_travel(options)
+        return io.spark_schema(io.location(options).open(), io.flag(options, "row-kind"), pinned)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return self.reader_class(dict(self.options), schema)

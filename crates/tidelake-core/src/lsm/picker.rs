@@ -80,8 +80,9 @@ impl UniversalCompaction {
     }
 
     /// Java `pickForSizeRatio(maxLevel, runs, candidateCount, forcePick)`: grow the first
-    /// `candidates` runs while the next run is not much larger than them (or, once triggered,
-    /// while it sits at level <= 1).
+    /// `candidates` runs while the next run is not much larger than them, whatever its level
+    /// (Java 1.3.1 looks at sizes only: a small newest run ahead of a large level-0 run stops
+    /// there, and `create_unit` then swallows every run down to the first non-zero level).
     fn pick_for_size_ratio(
         &self,
         max_level: i32,
@@ -91,19 +92,15 @@ impl UniversalCompaction {
     ) -> Option<CompactUnit> {
         let mut count = candidates.min(runs.len());
         let mut size: u128 = runs[..count].iter().map(|r| u128::from(r.size)).sum();
-        let mut triggered = force || count > 1;
         for next in &runs[count..] {
             // candidate * (100 + ratio) / 100 < next, in integers
-            if size * (100 + u128::from(self.size_ratio)) < u128::from(next.size) * 100
-                && (!triggered || next.level > 1)
-            {
+            if size * (100 + u128::from(self.size_ratio)) < u128::from(next.size) * 100 {
                 break;
             }
             size += u128::from(next.size);
             count += 1;
-            triggered = true;
         }
-        triggered.then(|| create_unit(runs, max_level, count))
+        (force || count > 1).then(|| create_unit(runs, max_level, count))
     }
 
     /// Java `ForceUpLevel0Compaction`: the universal pick, else every level-0 run (grown by
@@ -343,6 +340,30 @@ mod tests {
         assert_eq!(
             size_ratio_step(&universal(25, 20, 2), &[8, 9, 10]),
             vec![27]
+        );
+    }
+
+    /// The runs of Paimon 1.3.1's batch writer after a bulk load, a full compaction and five
+    /// upserts (bytes as Java wrote them): the newest two runs are far smaller than the third,
+    /// so the size ratio stops there and the unit swallows every level-0 run and the max level
+    /// (Java's choice, seen in test_interop_java's upsert test), not only the level-0 runs.
+    #[test]
+    fn java_size_ratio_stops_at_a_large_level0_run() {
+        let u = universal(200, 1, 5);
+        let r = runs(&[
+            (0, 12_000),
+            (0, 8_144),
+            (0, 52_268),
+            (0, 33_275),
+            (0, 22_027),
+            (5, 144_009),
+        ]);
+        assert_eq!(
+            u.pick(6, &r),
+            Some(CompactUnit {
+                output_level: 5,
+                runs: 6
+            })
         );
     }
 

@@ -74,7 +74,7 @@ def ds_read(spark, path: str, **options):
 
 
 def data_files(path) -> set[str]:
-    return {f"file:{f['file_path']}" for f in tidelake.open_table(str(path)).system("files").to_pylist()}
+    return {f"file://{f['file_path']}" for f in tidelake.open_table(str(path)).system("files").to_pylist()}
 
 
 def assert_same_as_source(got, expected) -> None:
@@ -180,10 +180,8 @@ def test_schema_evolved_files_go_through_the_data_source(spark, tmp_path):
     assert read_by_spark and all("/p=b/" in f for f in read_by_spark)
     assert_same_as_source(df, ds_read(spark, t.path))
     assert {r.k: r.extra for r in df.collect()} == {0: None, 1: None, 2: None, 3: None, 4: None, 10: 1, 11: None}
-    # a snapshot of the old schema: all through the data source, as that reads it
-    old = tidelake.spark.read(spark, t.path, snapshot_id=1)
-    assert old.inputFiles() == []
-    assert_same_as_source(old, ds_read(spark, t.path, **{"snapshot-id": 1}))
+    # a snapshot of an older schema: all through the data source
+    assert tidelake.spark.read(spark, t.path, snapshot_id=1).inputFiles() == []
 
 
 def test_deletion_vector_files_go_through_the_data_source(spark, tmp_path):
@@ -236,4 +234,6 @@ def test_skip_plain_splits_needs_a_pinned_snapshot(tmp_path):
     assert BatchReader(pinned, schema).partitions() == []  # both buckets are plain
     t.write(kv([3], tag="w"))
     (part,) = BatchReader({**pinned, "snapshot-id": "2"}, schema).partitions()
-    assert part.split.row_count == 6
+    scan = t.scan(snapshot_id=2)
+    (plain,) = [s for s, files in zip(scan.splits(), _spark_plain.plain_files(t, scan)) if files]
+    assert part.split.payload != plain.payload and part.split.row_count + plain.row_count == 11

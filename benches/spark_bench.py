@@ -12,7 +12,9 @@ every case measures the write path only. Cases (median of ``--repeat`` after one
 * read (``.write.format("noop")``): ``spark.read.parquet`` of the floor's files vs
   ``spark.read.format("tidelake")`` of the append table and of the PK table (merged read), and
   ``tidelake.spark.read`` of both (Spark's Parquet reader for the splits that are plain
-  Parquet files, the data source for the rest).
+  Parquet files, the data source for the rest), and ``spark.read.parquet`` of the PK table's
+  own files (the bytes R4 reads: the floor's files are Spark's, snappy with INT96 timestamps,
+  tidelake's are zstd with INT64 ones).
 
 Prints a Markdown table with each case's ratio to its floor and, for reads, the wall time of
 building the DataFrame (planning) within the total, then the CPU seconds of each run by
@@ -161,6 +163,10 @@ def main() -> int:
               lambda: spark.read.format("tidelake").load(pk_path))
     read_case("R4 tidelake.spark.read PK table -> noop", lambda: tidelake.spark.read(spark, pk_path))
     read_case("R5 tidelake.spark.read append table -> noop", lambda: tidelake.spark.read(spark, append_path))
+    pk_files = [f["file_path"] for f in tidelake.open_table(pk_path).system("files").to_pylist()]
+    read_case("R6 spark.read.parquet of the PK table's data files (R4's bytes) -> noop",
+              lambda: spark.read.schema("id bigint, k int, v double, s string, ts timestamp, flag boolean")
+              .parquet(*pk_files))
     for path in (append_path, pk_path):
         assert tidelake.open_table(path).to_arrow(columns=["id"]).num_rows == args.rows
     spark.stop()

@@ -237,3 +237,13 @@ def test_skip_plain_splits_needs_a_pinned_snapshot(tmp_path):
     scan = t.scan(snapshot_id=2)
     (plain,) = [s for s, files in zip(scan.splits(), _spark_plain.plain_files(t, scan)) if files]
     assert part.split.payload != plain.payload and part.split.row_count + plain.row_count == 11
+
+
+def test_object_store_tables_go_through_the_data_source(spark, s3_server):
+    opts = s3_server.options
+    path = f"s3://{s3_server.new_bucket()}/db.db/t"
+    t = tidelake.create_table(path, KV, primary_keys=["k"], bucket=2, storage_options=opts)
+    t.write(kv(range(20)))
+    df = tidelake.spark.read(spark, path, storage_options=opts)
+    assert df.inputFiles() == []
+    assert_same_rows(df.toArrow(), t.to_arrow())

@@ -128,7 +128,8 @@ impl RawScan {
                 && s.before_files.is_none()
                 && s.files.iter().all(|f| {
                     f.deletion.is_none()
-                        && (f.delete_row_count == Some(0) || !primary_key && f.delete_row_count.is_none())
+                        && (f.delete_row_count == Some(0)
+                            || !primary_key && f.delete_row_count.is_none())
                         && f.write_cols.is_none()
                         && f.schema_id == schema.id
                         && f.file_name.ends_with(".parquet")

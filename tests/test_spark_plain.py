@@ -13,6 +13,8 @@ import pytest
 
 import tidelake
 import tidelake.spark
+from _java import Scenario, java_write
+from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
 from conftest import assert_same_rows
 from tidelake import _spark_plain
 from tidelake._spark_source import BatchReader
@@ -247,3 +249,16 @@ def test_object_store_tables_go_through_the_data_source(spark, s3_server):
     df = tidelake.spark.read(spark, path, storage_options=opts)
     assert df.inputFiles() == []
     assert_same_rows(df.toArrow(), t.to_arrow())
+
+
+def test_row_tracking_files_go_through_the_data_source(spark, java, tmp_path):  # noqa: F811
+    """Files with row ids (row tracking, written by Java Paimon: tidelake does not write such
+    tables) may be merged by row range with data-evolution files: left to the engine."""
+    sc = Scenario("rows", [("id", "INT"), ("a", "STRING")], [{"rows": [[1, "x"], [2, "y"]]}, {"rows": [[3, "z"]]}],
+                  options={"row-tracking.enabled": "true", "data-evolution.enabled": "true"}, mode="batch")
+    t = java_write(java, str(tmp_path), sc)
+    assert sorted(f["first_row_id"] for f in t.system("files").to_pylist()) == [0, 2]
+    df = tidelake.spark.read(spark, t.path)
+    assert df.inputFiles() == []
+    assert_same_as_source(df, ds_read(spark, t.path))
+    assert sorted(r.id for r in df.collect()) == [1, 2, 3]

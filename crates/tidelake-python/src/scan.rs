@@ -117,8 +117,9 @@ impl RawScan {
     /// other than the engine can read them: `tidelake.spark.read`), else None. That holds when
     /// no merge is needed (raw-convertible), no row is deleted (no deletion vector; on
     /// primary-key tables no retract rows), every file holds whole rows written with the
-    /// scan's schema, and the files are Parquet inside the table directory (no external path,
-    /// no fallback branch, no diff split).
+    /// scan's schema and no row ids (row-tracking files may be merged by row range), and the
+    /// files are Parquet inside the table directory (no external path, no fallback branch, no
+    /// diff split).
     fn plain_files(&self) -> Vec<Option<Vec<String>>> {
         let schema = &self.plan.schema;
         let primary_key = !schema.primary_keys.is_empty();
@@ -131,6 +132,7 @@ impl RawScan {
                         && (f.delete_row_count == Some(0)
                             || !primary_key && f.delete_row_count.is_none())
                         && f.write_cols.is_none()
+                        && f.first_row_id.is_none()
                         && f.schema_id == schema.id
                         && f.file_name.ends_with(".parquet")
                         && !f.path.starts_with('/')

@@ -115,17 +115,19 @@ def read(spark: SparkSession, path: str, columns: list[str] | None = None, snaps
     are plain Parquet files read by Spark's own Parquet reader. The DataFrame reads the
     snapshot resolved now, at every query (see the module docs); the data source part needs
     the ``tidelake`` format registered (:func:`tidelake.spark.register`)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StructType
 
     table = open_table(path, storage_options=storage_options)
-    schema = io.spark_schema(table)
+    scan = table.scan(snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms)
+    # the schema of the snapshot read, as a pinned read of the data source has it
+    schema = from_arrow_schema(scan.schema, prefer_timestamp_ntz=True)
     if columns is not None:
         unknown = [c for c in columns if c not in schema.names]
         if unknown:
             raise InvalidArgumentError(f"columns {unknown} are not in table {table.path}; its columns are "
                                        f"{schema.names}")
         schema = StructType([schema[c] for c in columns])
-    scan = table.scan(snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms)
     source = spark.read.format("tidelake").schema(schema)
     for key, value in (storage_options or {}).items():
         source = source.option(io.STORAGE_PREFIX + key, value)

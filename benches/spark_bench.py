@@ -10,9 +10,16 @@ every case measures the write path only. Cases (median of ``--repeat`` after one
   ``tidelake.spark.write`` into the PK table (bucket shuffle, one task per bucket) and with
   ``shuffle=False``;
 * read (``.write.format("noop")``): ``spark.read.parquet`` of the floor's files vs
-  ``spark.read.format("tidelake")`` of the append table and of the PK table (merged read).
+  ``spark.read.format("tidelake")`` of the append table and of the PK table (merged read), and
+  ``tidelake.spark.read`` of both (Spark's Parquet reader for the splits that are plain
+  Parquet files, the data source for the rest), and ``spark.read.parquet`` of the PK table's
+  own files (the bytes R4 reads: the floor's files are Spark's, snappy with INT96 timestamps,
+  tidelake's are zstd with INT64 ones).
 
-Prints a Markdown table; see benches/README.md (Spark section) for recorded numbers.
+Prints a Markdown table with each case's ratio to its floor and, for reads, the wall time of
+building the DataFrame (planning) within the total, then the CPU seconds of each run by
+process (the driver JVM, Spark's Python workers, this Python driver; from ``/proc``, median).
+See benches/README.md (Spark section) for recorded numbers.
 """
 
 from __future__ import annotations
@@ -32,20 +39,56 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.int32()
                     ("s", pa.string()), ("ts", pa.timestamp("us", tz="UTC")), ("flag", pa.bool_())])
 
 
-def timed(fn, repeat: int) -> tuple[float, float]:
+def cpu_by_process() -> dict[str, float]:
+    """CPU seconds so far (with reaped children's) of this process and its descendants, by
+    kind: the JVM, Spark's Python workers (the JVM's Python descendants), this driver."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = pathlib.Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        stats[int(entry)] = (int(fields[1]), comm, sum(int(f) for f in fields[11:15]) / tick)
+    me = os.getpid()
+    out = {"jvm": 0.0, "python workers": 0.0, "driver": stats[me][2]}
+    for pid, (_, comm, cpu) in stats.items():
+        up = stats[pid][0]
+        while up in stats and up != me:
+            up = stats[up][0]
+        if up != me:
+            continue
+        out["jvm" if comm == "java" else "python workers"] += cpu
+    return out
+
+
+def timed(fn, repeat: int) -> tuple[float, float, float, dict[str, float]]:
+    """Median and best wall time of ``fn`` after a warm-up, the median of its first stage (the
+    time it reports, if any) and its median CPU seconds by process."""
     fn()  # warm-up
-    runs = []
+    runs, stages, cpus = [], [], []
     for _ in range(repeat):
+        before = cpu_by_process()
         t0 = time.perf_counter()
-        fn()
+        stage = fn()
         runs.append(time.perf_counter() - t0)
-    return statistics.median(runs), min(runs)
+        after = cpu_by_process()
+        stages.append(stage or 0.0)
+        cpus.append({k: after[k] - before.get(k, 0.0) for k in after})
+    cpu = {k: statistics.median(c[k] for c in cpus) for k in cpus[0]}
+    return statistics.median(runs), min(runs), statistics.median(stages), cpu
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=5_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--reads-only", action="store_true",
+                    help="write the read cases' tables once, untimed, and time the reads only")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "tidelake-spark-bench"))
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -76,42 +119,71 @@ def main() -> int:
         tidelake.create_table(str(path), SCHEMA, primary_keys=["id"] if pk else None, bucket=4 if pk else None)
         return str(path)
 
-    results: list[tuple[str, float, float]] = []
+    results: list[tuple[str, float, float, float, dict[str, float]]] = []
 
     def case(name: str, fn) -> None:
-        median, best = timed(fn, args.repeat)
-        results.append((name, median, best))
-        print(f"{name}: {median:.2f} s (best {best:.2f})", flush=True)
+        median, best, stage, cpu = timed(fn, args.repeat)
+        results.append((name, median, best, stage, cpu))
+        print(f"{name}: {median:.2f} s (best {best:.2f}); cpu {cpu}", flush=True)
+
+    def read_case(name: str, build) -> None:
+        """A read to the noop sink; reports how long building the DataFrame took."""
+
+        def run() -> float:
+            t0 = time.perf_counter()
+            frame = build()
+            built = time.perf_counter() - t0
+            frame.write.format("noop").mode("overwrite").save()
+            return built
+
+        case(name, run)
 
     parquet_dir = str(work / "parquet")
-    case("W1 df.write.parquet (floor)", lambda: df.write.mode("overwrite").parquet(parquet_dir))
-    case("W2 tidelake DS writer, append table",
-         lambda: df.write.format("tidelake").mode("append").save(fresh("append", False)))
-    case("W3 tidelake DS writer, 4-bucket PK table (no shuffle)",
-         lambda: df.write.format("tidelake").mode("append").save(fresh("pk_ds", True)))
-    case("W4 tidelake.spark.write, PK table (bucket shuffle)",
-         lambda: tidelake.spark.write(df, fresh("pk_shuffle", True)))
-    case("W5 tidelake.spark.write, PK table, shuffle=False",
-         lambda: tidelake.spark.write(df, fresh("pk_noshuffle", True), shuffle=False))
+    writes = [
+        ("W1 df.write.parquet (floor)", lambda: df.write.mode("overwrite").parquet(parquet_dir)),
+        ("W2 tidelake DS writer, append table",
+         lambda: df.write.format("tidelake").mode("append").save(fresh("append", False))),
+        ("W3 tidelake DS writer, 4-bucket PK table (no shuffle)",
+         lambda: df.write.format("tidelake").mode("append").save(fresh("pk_ds", True))),
+        ("W4 tidelake.spark.write, PK table (bucket shuffle)",
+         lambda: tidelake.spark.write(df, fresh("pk_shuffle", True))),
+        ("W5 tidelake.spark.write, PK table, shuffle=False",
+         lambda: tidelake.spark.write(df, fresh("pk_noshuffle", True), shuffle=False)),
+    ]
+    for name, write in writes:
+        if not args.reads_only:
+            case(name, write)
+        elif name[:2] in ("W1", "W2", "W4"):
+            write()
     append_path, pk_path = str(work / "append"), str(work / "pk_shuffle")
-    case("R1 spark.read.parquet -> noop", lambda: spark.read.parquet(parquet_dir).write.format("noop")
-         .mode("overwrite").save())
-    case("R2 spark.read.format('tidelake') append table -> noop",
-         lambda: spark.read.format("tidelake").load(append_path).write.format("noop").mode("overwrite").save())
-    case("R3 spark.read.format('tidelake') PK table (merged) -> noop",
-         lambda: spark.read.format("tidelake").load(pk_path).write.format("noop").mode("overwrite").save())
+    read_case("R1 spark.read.parquet -> noop", lambda: spark.read.parquet(parquet_dir))
+    read_case("R2 spark.read.format('tidelake') append table -> noop",
+              lambda: spark.read.format("tidelake").load(append_path))
+    read_case("R3 spark.read.format('tidelake') PK table (merged) -> noop",
+              lambda: spark.read.format("tidelake").load(pk_path))
+    read_case("R4 tidelake.spark.read PK table -> noop", lambda: tidelake.spark.read(spark, pk_path))
+    read_case("R5 tidelake.spark.read append table -> noop", lambda: tidelake.spark.read(spark, append_path))
+    pk_files = [f["file_path"] for f in tidelake.open_table(pk_path).system("files").to_pylist()]
+    read_case("R6 spark.read.parquet of the PK table's data files (R4's bytes) -> noop",
+              lambda: spark.read.schema("id bigint, k int, v double, s string, ts timestamp, flag boolean")
+              .parquet(*pk_files))
     for path in (append_path, pk_path):
         assert tidelake.open_table(path).to_arrow(columns=["id"]).num_rows == args.rows
     spark.stop()
 
-    floor_w = results[0][1]
-    floor_r = results[5][1]
+    floors = {name[0]: median for name, median, *_ in results if name[1] == "1"}
     print(f"\n{args.rows:,} rows x 6 columns, local[2], median of {args.repeat} (best)\n")
-    print("| case | median (best) | M rows/s | vs floor |")
-    print("|---|---|---|---|")
-    for i, (name, median, best) in enumerate(results):
-        floor = floor_w if i < 5 else floor_r
-        print(f"| {name} | {median:.2f} s ({best:.2f}) | {args.rows / median / 1e6:.2f} | {floor / median:.2f}x |")
+    print("| case | median (best) | of which building the DataFrame | M rows/s | vs floor |")
+    print("|---|---|---|---|---|")
+    for name, median, best, stage, _ in results:
+        built = f"{stage:.2f} s" if name[0] == "R" else ""
+        print(f"| {name} | {median:.2f} s ({best:.2f}) | {built} | {args.rows / median / 1e6:.2f} | "
+              f"{floors[name[0]] / median:.2f}x |")
+    print("\n| case, CPU s (median) | JVM | Python workers | driver (Python) | total |")
+    print("|---|---|---|---|---|")
+    for name, *_, cpu in results:
+        print(f"| {name} | {cpu['jvm']:.2f} | {cpu['python workers']:.2f} | {cpu['driver']:.2f} | "
+              f"{sum(cpu.values()):.2f} |")
     return 0
 
 

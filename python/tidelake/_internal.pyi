@@ -425,6 +425,11 @@ class RawScan:
     def split_row_counts(self) -> list[int]:
         """Row count of each split before merging, in the order of :meth:`splits`."""
 
+    def plain_files(self) -> list[list[str] | None]:
+        """Per split (order of :meth:`splits`): the table-relative paths of its Parquet data
+        files when its rows are exactly those files' rows by value column name (no merge, no
+        deleted rows, the scan's schema, no row ids), else None."""
+
     def batches(self, progress: Callable[[int, int], object] | None = None) -> RawBatches:
         """Stream every split's rows; ``progress(rows, total)`` in planned rows as splits are read."""
 

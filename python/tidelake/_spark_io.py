@@ -84,7 +84,8 @@ def location(options: dict[str, str]) -> Location:
 
 
 READ_ONLY_OPTIONS = frozenset({"path", "checkpointlocation", "row-kind", "snapshot-id", "tag", "timestamp-ms",
-                               "scan.mode", "consumer-id", "maxsnapshotspertrigger", "maxrowspertrigger"})
+                               "scan.mode", "consumer-id", "maxsnapshotspertrigger", "maxrowspertrigger",
+                               "skip-plain-splits"})
 """Source options that are not table options of a table a write creates."""
 
 

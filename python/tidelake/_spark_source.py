@@ -18,6 +18,8 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
   file-source DataFrame lists its files then. Without a query id (not a SQL execution) a task
   reads the latest snapshot. Invariant: tasks of one query read one snapshot as long as
   writers' clocks are not behind the driver's.
+* Option ``skip-plain-splits`` (set by :func:`tidelake.spark.read`, with a pinned snapshot):
+  only the splits that are not plain Parquet files (:mod:`tidelake._spark_plain`).
 * ``read()`` casts every batch to exactly the Arrow schema Spark checks; a user
   ``.schema(...)`` selects columns.
 * Filter push-down (pruning only: Spark still applies every filter) is offered by
@@ -55,11 +57,15 @@ from pyspark.sql.datasource import (
 )
 
 from . import _spark_io as io
+from ._spark_plain import SKIP_PLAIN, plain_files
+from .exceptions import InvalidArgumentError
 from .scan import Split
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
     from pyspark.sql.types import StructType
+
+    from .table import Table
 
 __all__ = ["TidelakeDataSource", "PushdownDataSource", "SplitPartition", "LatestPartition", "TaskMessages"]
 
@@ -169,6 +175,8 @@ class BatchReader(DataSourceReader):
         table = where.open()
         columns = io.projection(table, self.schema)
         pinned = io.time_travel(self.options)
+        if io.flag(self.options, SKIP_PLAIN):
+            return self.not_plain_partitions(table, columns, pinned)
         splits = table.scan(columns=columns, filter=self.filters or None, **pinned).splits()
         if any(v is not None for v in pinned.values()):
             return [SplitPartition(s) for s in splits]
@@ -176,6 +184,17 @@ class BatchReader(DataSourceReader):
         # that a view over a table that grows keeps reading in parallel.
         slots = max(len(splits), table.effective_options["bucket"], 1)
         return [LatestPartition(where, i, slots, columns, self.filters) for i in range(slots)]
+
+    def not_plain_partitions(self, table: Table, columns: list[str] | None,
+                             pinned: dict[str, Any]) -> list[InputPartition]:
+        """The splits of a pinned snapshot that :func:`~tidelake._spark_plain.plain_files` does
+        not give (:func:`tidelake.spark.read` reads those with Spark's Parquet reader). Planned
+        without filters, as there, so that both classify the same splits."""
+        if all(v is None for v in pinned.values()):
+            raise InvalidArgumentError(f"option {SKIP_PLAIN} needs a pinned snapshot (snapshot-id, tag or "
+                                       "timestamp-ms)")
+        scan = table.scan(columns=columns, **pinned)
+        return [SplitPartition(s) for s, files in zip(scan.splits(), plain_files(table, scan)) if files is None]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition, self.schema)

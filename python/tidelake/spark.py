@@ -5,6 +5,9 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
 * :func:`register` makes ``spark.read/readStream.format("tidelake")`` and
   ``df.write/writeStream.format("tidelake")`` available (PySpark 4.x Python Data Source API;
   the ``pyspark_tidelake`` module shipped with the wheel also auto-registers it).
+* :func:`read` reads a table as ``spark.read.format("tidelake")`` does, with Spark's own
+  Parquet reader for the splits that are plain Parquet files (pinned to the snapshot current
+  when it is called; :mod:`tidelake._spark_plain`).
 * :func:`write` writes a DataFrame with ``mode="append" | "overwrite" | "upsert" | "delete"``
   through ``DataFrame.mapInArrow`` (Spark 3.3+). On primary-key tables rows are routed by
   Paimon's bucket hash (computed by the engine) so that each (partition, bucket) has one
@@ -37,6 +40,7 @@ import pyarrow as pa
 
 from . import _spark_io as io
 from ._spark_dml import delete, merge, update
+from ._spark_plain import read
 from ._spark_sql import WAREHOUSE_CONF, sql
 from .exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
 from .write import TableWriter
@@ -46,8 +50,8 @@ if TYPE_CHECKING:
 
     from .cdc import Format
 
-__all__ = ["register", "register_kafka", "write", "upsert_sink", "cdc_sink", "compact", "sql", "delete", "update",
-           "merge", "BUCKET_COLUMN"]
+__all__ = ["register", "register_kafka", "read", "write", "upsert_sink", "cdc_sink", "compact", "sql", "delete",
+           "update", "merge", "BUCKET_COLUMN"]
 
 BUCKET_COLUMN = "_tidelake_bucket"
 """The routing column :func:`write` adds (and drops before writing) on fixed-bucket tables."""

@@ -1,0 +1,144 @@
+"""``tidelake.spark.read``: Spark's own vectorized Parquet reader for the splits that are plain
+Parquet files, the ``tidelake`` data source for the rest, as one DataFrame.
+
+Through the Python Data Source API every row crosses from a Python worker to the JVM as Arrow
+and is converted to rows there, which costs about as much as Spark's whole Parquet read
+(benches/README.md, Spark section). Many splits need no engine at all: their rows are exactly
+the rows of their data files (:meth:`tidelake._internal.RawScan.plain_files`: no merge, no
+deleted rows, the read's schema, Parquet in the table directory). Spark reads those files
+itself, value columns only by name (system columns never surface); the data source reads the
+other splits of the same snapshot (option :data:`SKIP_PLAIN`).
+
+Invariants:
+
+* Both parts read one snapshot, resolved when :func:`read` is called: the DataFrame is pinned
+  to it like a ``snapshot-id`` read (Spark lists a file list once), so later queries of it do
+  not see later commits. Call :func:`read` again for newer data. If that snapshot expires
+  before a query runs, Spark fails on the missing files.
+* The two parts classify splits identically: both plan the same snapshot without filters (a
+  plan's splits do not depend on the columns read) and apply :func:`plain_files`.
+* Spark's reader is used only where it returns exactly the engine's values: local tables,
+  every column of a type it reads as the engine does (:func:`spark_readable`; not
+  TIMESTAMP(7-9), TIME, BINARY(n), VARIANT, BLOB), the table's latest schema, file paths Spark
+  takes verbatim (no glob characters); dates and timestamps are read without calendar
+  rebasing, and a missing or corrupt file is an error whatever the session's settings.
+* Same rows and values as the data source; Spark's file reader makes every column nullable,
+  so NOT NULL columns of the DataFrame's schema are nullable when any split is plain.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from . import _spark_io as io
+from .exceptions import InvalidArgumentError
+from .scan import Scan
+from .table import Table, open_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["read", "plain_files", "spark_readable", "SKIP_PLAIN"]
+
+SKIP_PLAIN = "skip-plain-splits"
+"""Data source option: read only the splits :func:`plain_files` does not give (needs a pinned
+snapshot). Set by :func:`read` on its data-source part."""
+
+PARQUET_OPTIONS = {
+    # Paimon writes proleptic Gregorian dates and timestamps and no Spark version marker, so
+    # Spark's default (EXCEPTION for ancient values) must not apply: read them as written.
+    "datetimeRebaseMode": "CORRECTED",
+    "int96RebaseMode": "CORRECTED",
+    # a file of the snapshot must never be skipped silently
+    "ignoreMissingFiles": "false",
+    "ignoreCorruptFiles": "false",
+}
+
+_GLOB = re.compile(r"[{}\[\]*?\\]")
+
+
+def spark_readable(t: pa.DataType) -> bool:
+    """Whether Spark's Parquet reader reads columns of Arrow type ``t`` (as the engine maps a
+    Paimon type) to the values the data source gives."""
+    if pa.types.is_struct(t):
+        names = {t.field(i).name for i in range(t.num_fields)}
+        if names == {"value", "metadata"} and all(pa.types.is_binary(t.field(i).type) for i in range(t.num_fields)):
+            return False  # VARIANT
+        return all(spark_readable(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return spark_readable(t.key_type) and spark_readable(t.item_type)
+    if pa.types.is_list(t):
+        return spark_readable(t.value_type)
+    if pa.types.is_timestamp(t):
+        return t.unit in ("s", "ms", "us")
+    return (pa.types.is_boolean(t) or pa.types.is_signed_integer(t) or pa.types.is_float32(t)
+            or pa.types.is_float64(t) or pa.types.is_string(t) or pa.types.is_binary(t)
+            or pa.types.is_decimal128(t) or pa.types.is_date32(t))
+
+
+def local_root(table: Table) -> str | None:
+    """The table's directory on the local filesystem, None for other stores."""
+    location = table.path
+    if location.startswith("file:"):
+        location = "/" + location[len("file:"):].lstrip("/")
+    elif "://" in location:
+        return None
+    return os.path.abspath(location)
+
+
+def plain_files(table: Table, scan: Scan) -> list[list[str] | None]:
+    """Per split of ``scan.splits()``: the ``file:`` URIs of its data files when Spark's
+    Parquet reader gives exactly its rows, else None (see the module docs)."""
+    found = scan._raw.plain_files()
+    root = local_root(table)
+    if (root is None or _GLOB.search(root) or scan._raw.schema_id != table.schema_id
+            or not all(spark_readable(f.type) for f in scan.schema)):
+        return [None] * len(found)
+
+    def uris(paths: list[str] | None) -> list[str] | None:
+        if paths is None or any(_GLOB.search(p) or p.rsplit("/", 1)[-1][:1] in "._" for p in paths):
+            return None
+        return [f"file:{root}/{p}" for p in paths]
+
+    return [uris(paths) for paths in found]
+
+
+def read(spark: SparkSession, path: str, columns: list[str] | None = None, snapshot_id: int | None = None,
+         tag: str | None = None, timestamp_ms: int | None = None,
+         storage_options: dict[str, str] | None = None) -> DataFrame:
+    """The rows of table ``path`` (``columns`` of them, all by default) at the latest snapshot
+    or the one selected, as ``spark.read.format("tidelake")`` gives them, with the splits that
+    are plain Parquet files read by Spark's own Parquet reader. The DataFrame reads the
+    snapshot resolved now, at every query (see the module docs); the data source part needs
+    the ``tidelake`` format registered (:func:`tidelake.spark.register`)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import StructType
+
+    table = open_table(path, storage_options=storage_options)
+    scan = table.scan(snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms)
+    # the schema of the snapshot read, as a pinned read of the data source has it
+    schema = from_arrow_schema(scan.schema, prefer_timestamp_ntz=True)
+    if columns is not None:
+        unknown = [c for c in columns if c not in schema.names]
+        if unknown:
+            raise InvalidArgumentError(f"columns {unknown} are not in table {table.path}; its columns are "
+                                       f"{schema.names}")
+        schema = StructType([schema[c] for c in columns])
+    source = spark.read.format("tidelake").schema(schema)
+    for key, value in (storage_options or {}).items():
+        source = source.option(io.STORAGE_PREFIX + key, value)
+    if scan.snapshot_id is None:  # an empty table: nothing to pin
+        return source.load(table.path)
+    source = source.option("snapshot-id", str(scan.snapshot_id)).option(SKIP_PLAIN, "true")
+    found = plain_files(table, scan)
+    files = [uri for uris in found if uris is not None for uri in uris]
+    if not files:
+        return source.load(table.path)
+    plain = spark.read.schema(schema).options(**PARQUET_OPTIONS).parquet(*files)
+    if all(uris is not None for uris in found):
+        return plain
+    return plain.unionByName(source.load(table.path))

@@ -185,6 +185,8 @@ def test_schema_evolved_files_go_through_the_data_source(spark, tmp_path):
     # a snapshot of an older schema: all through the data source
     old = tidelake.spark.read(spark, t.path, snapshot_id=1)
     assert old.inputFiles() == [] and old.columns == ["k", "p", "v"]  # the snapshot's schema
+    assert_same_as_source(old, ds_read(spark, t.path, **{"snapshot-id": 1}))
+    assert sorted(r.k for r in old.collect()) == [0, 1, 2, 3, 4]
 
 
 def test_deletion_vector_files_go_through_the_data_source(spark, tmp_path):

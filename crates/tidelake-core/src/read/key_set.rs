@@ -24,17 +24,25 @@ use crate::lsm::key::KeyCodec;
 pub struct KeySet {
     columns: Vec<String>,
     types: Vec<ArrowType>,
-    codec: KeyCodec,
-    keys: HashSet<Box<[u8]>>,
-    /// One integer key column: its keys as `i64`, sorted.
-    integers: Option<Vec<i64>>,
+    members: Members,
+}
+
+/// The keys of a [`KeySet`], in the form its membership test uses.
+enum Members {
+    /// One integer key column: its keys as `i64`, sorted, without duplicates.
+    Integers(Vec<i64>),
+    /// Other keys: their row encodings.
+    Encoded {
+        codec: KeyCodec,
+        keys: HashSet<Box<[u8]>>,
+    },
 }
 
 impl fmt::Debug for KeySet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeySet")
             .field("columns", &self.columns)
-            .field("keys", &self.keys.len())
+            .field("keys", &self.len())
             .finish()
     }
 }
@@ -42,27 +50,34 @@ impl fmt::Debug for KeySet {
 impl KeySet {
     /// The keys of `values` (one array per column of `columns`, of the columns' read types).
     pub fn new(columns: Vec<String>, values: &[ArrayRef]) -> Result<KeySet> {
+        if columns.len() != values.len() {
+            return Err(Error::Internal(format!(
+                "a key set over {} columns given {} arrays",
+                columns.len(),
+                values.len()
+            )));
+        }
         let types: Vec<ArrowType> = values.iter().map(|a| a.data_type().clone()).collect();
-        let codec = KeyCodec::new(types.clone())?;
-        let rows = codec.encode(values)?;
-        let keys = rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())).collect();
-        let integers = match (values, types.as_slice()) {
+        let members = match (values, types.as_slice()) {
             ([column], [ty]) if is_integer(ty) => {
                 let wide = arrow_cast::cast(column, &ArrowType::Int64)
                     .map_err(|e| Error::arrow("integer keys", e))?;
                 let mut sorted = wide.as_primitive::<Int64Type>().values().to_vec();
                 sorted.sort_unstable();
                 sorted.dedup();
-                Some(sorted)
+                Members::Integers(sorted)
             }
-            _ => None,
+            _ => {
+                let codec = KeyCodec::new(types.clone())?;
+                let rows = codec.encode(values)?;
+                let keys = rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())).collect();
+                Members::Encoded { codec, keys }
+            }
         };
         Ok(KeySet {
             columns,
             types,
-            codec,
-            keys,
-            integers,
+            members,
         })
     }
 
@@ -72,11 +87,14 @@ impl KeySet {
     }
 
     pub fn len(&self) -> usize {
-        self.keys.len()
+        match &self.members {
+            Members::Integers(sorted) => sorted.len(),
+            Members::Encoded { keys, .. } => keys.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.len() == 0
     }
 
     /// One boolean per row of `batch`: whether its key is in the set. Key columns are found by
@@ -97,21 +115,26 @@ impl KeySet {
                 }
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
-        if let (Some(sorted), [column]) = (&self.integers, columns.as_slice()) {
-            let wide = arrow_cast::cast(column, &ArrowType::Int64)
-                .map_err(|e| Error::arrow("key column", e))?;
-            let wide = wide.as_primitive::<Int64Type>();
-            // keys are never null: a null never matches
-            return Ok(wide
-                .iter()
-                .map(|v| Some(v.is_some_and(|v| sorted.binary_search(&v).is_ok())))
-                .collect());
+        match &self.members {
+            Members::Integers(sorted) => {
+                // one column: checked by `new`
+                let wide = arrow_cast::cast(&columns[0], &ArrowType::Int64)
+                    .map_err(|e| Error::arrow("key column", e))?;
+                let wide = wide.as_primitive::<Int64Type>();
+                // keys are never null: a null never matches
+                Ok(wide
+                    .iter()
+                    .map(|v| Some(v.is_some_and(|v| sorted.binary_search(&v).is_ok())))
+                    .collect())
+            }
+            Members::Encoded { codec, keys } => {
+                let rows = codec.encode(&columns)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| Some(keys.contains(r.as_ref())))
+                    .collect())
+            }
         }
-        let rows = self.codec.encode(&columns)?;
-        Ok(rows
-            .iter()
-            .map(|r| Some(self.keys.contains(r.as_ref())))
-            .collect())
     }
 }
 
@@ -145,7 +168,7 @@ mod tests {
             &[Arc::new(Int32Array::from(wanted.clone())) as ArrayRef],
         )
         .unwrap();
-        assert!(set.integers.is_some());
+        assert!(matches!(set.members, Members::Integers(_)));
         assert_eq!(set.len(), 4);
         let rows: Vec<i64> = (-10..10).chain([1_000_000, 1_000_001]).collect();
         let expected: Vec<bool> = rows
@@ -165,7 +188,7 @@ mod tests {
             ],
         )
         .unwrap();
-        assert!(strings.integers.is_none());
+        assert!(matches!(strings.members, Members::Encoded { .. }));
         let rows = batch(vec![
             ("k", Arc::new(Int32Array::from(vec![2, 1, 1])) as ArrayRef),
             ("s", Arc::new(StringArray::from(names.to_vec())) as ArrayRef),

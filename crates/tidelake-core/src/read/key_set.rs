@@ -5,16 +5,18 @@
 //! the same key columns, so filtering file rows by a key set before the merge keeps all versions
 //! of a looked-up key and none of any other key.
 //!
-//! A single integer key column is tested by binary search over the keys sorted once, without
-//! encoding rows (what a lookup of many keys spends most of its time on otherwise: every row of
-//! every page that may hold a key is tested); other keys by their row encoding in a hash set.
+//! A single integer key column is tested against the keys sorted once, by a merge walk over the
+//! rows (in key order within a data file), without encoding rows (what a lookup of many keys
+//! spends most of its time on otherwise: every row of every page that may hold a key is
+//! tested); other keys by their row encoding in a hash set.
 
 use std::collections::HashSet;
 use std::fmt;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
+use arrow_buffer::BooleanBuffer;
 use arrow_schema::DataType as ArrowType;
 
 use crate::error::{Error, Result};
@@ -120,12 +122,7 @@ impl KeySet {
                 // one column: checked by `new`
                 let wide = arrow_cast::cast(&columns[0], &ArrowType::Int64)
                     .map_err(|e| Error::arrow("key column", e))?;
-                let wide = wide.as_primitive::<Int64Type>();
-                // keys are never null: a null never matches
-                Ok(wide
-                    .iter()
-                    .map(|v| Some(v.is_some_and(|v| sorted.binary_search(&v).is_ok())))
-                    .collect())
+                Ok(sorted_matches(sorted, wide.as_primitive::<Int64Type>()))
             }
             Members::Encoded { codec, keys } => {
                 let rows = codec.encode(&columns)?;
@@ -136,6 +133,41 @@ impl KeySet {
             }
         }
     }
+}
+
+/// Whether each of `values` is one of `sorted` (ascending, distinct); keys are never null, so
+/// a null is not. A merge walk: while `values` ascend (rows of a data file are in key order)
+/// each row costs one comparison plus a gallop over the keys it passes, so a batch costs
+/// O(rows + keys passed x log) rather than O(rows x log keys); a value below the previous one
+/// restarts the walk by binary search.
+fn sorted_matches(sorted: &[i64], values: &Int64Array) -> BooleanArray {
+    let raw = values.values();
+    // the first key not below the values seen so far
+    let mut at = 0;
+    let mut previous = i64::MIN;
+    let found = BooleanBuffer::collect_bool(raw.len(), |i| {
+        let v = raw[i];
+        if v < previous {
+            at = sorted.partition_point(|&k| k < v);
+        }
+        previous = v;
+        if sorted.get(at).is_some_and(|&k| k < v) {
+            // gallop from `at` (below `v`) to a key not below `v`, then search that stretch
+            let (mut below, mut step) = (at, 1);
+            while sorted.get(below + step).is_some_and(|&k| k < v) {
+                below += step;
+                step *= 2;
+            }
+            let end = (below + step).min(sorted.len());
+            at = below + 1 + sorted[below + 1..end].partition_point(|&k| k < v);
+        }
+        sorted.get(at) == Some(&v)
+    });
+    let found = match values.nulls() {
+        Some(valid) => &found & valid.inner(),
+        None => found,
+    };
+    BooleanArray::new(found, None)
 }
 
 /// Integer types whose values widen to `i64` exactly.
@@ -153,6 +185,30 @@ mod tests {
     use arrow_array::{Int32Array, Int64Array, StringArray};
 
     use super::*;
+
+    proptest::proptest! {
+        /// The merge walk answers as a binary search per row, for rows in any order (ascending
+        /// stretches, steps back, repeats, nulls) and key sets of any density.
+        #[test]
+        fn merge_walk_matches_binary_search(
+            keys in proptest::collection::btree_set(-50i64..50, 0..40),
+            rows in proptest::collection::vec(proptest::option::weighted(0.9, -60i64..60), 0..200),
+            sort in proptest::bool::ANY,
+        ) {
+            let sorted: Vec<i64> = keys.into_iter().collect();
+            let mut rows = rows;
+            if sort {
+                rows.sort();
+            }
+            let values = Int64Array::from(rows.clone());
+            let got: Vec<bool> = sorted_matches(&sorted, &values).iter().map(|b| b.unwrap()).collect();
+            let want: Vec<bool> = rows
+                .iter()
+                .map(|r| r.is_some_and(|r| sorted.binary_search(&r).is_ok()))
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
 
     fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
         RecordBatch::try_from_iter(columns).unwrap()

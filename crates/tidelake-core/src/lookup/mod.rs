@@ -465,15 +465,21 @@ impl Lookuper {
             trimmed,
             trimmed_names,
         });
-        // each bucket on a task of its own, so that buckets decode on every core
-        let reads = work.into_iter().map(|((pi, bi), w)| {
-            let task = tokio::spawn(read.clone().bucket(pi, bi, w));
-            joined(task, "reading a bucket of a lookup")
-        });
-        let batches: Vec<Vec<RecordBatch>> = stream::iter(reads)
-            .buffer_unordered(CONCURRENT_BUCKETS)
-            .try_collect()
-            .await?;
+        // several buckets: each on a task of its own, so that they decode on every core; one
+        // bucket (a lookup of one key) is read here, without waking a worker thread
+        let batches: Vec<Vec<RecordBatch>> = if work.len() == 1 {
+            let ((pi, bi), w) = work.into_iter().next().expect("one bucket");
+            vec![read.clone().bucket(pi, bi, w).await?]
+        } else {
+            let reads = work.into_iter().map(|((pi, bi), w)| {
+                let task = tokio::spawn(read.clone().bucket(pi, bi, w));
+                joined(task, "reading a bucket of a lookup")
+            });
+            stream::iter(reads)
+                .buffer_unordered(CONCURRENT_BUCKETS)
+                .try_collect()
+                .await?
+        };
         let keys = &read.keys;
         let rows = arrow_select::concat::concat_batches(&read_schema, batches.iter().flatten())
             .map_err(|e| Error::arrow("assembling lookup rows", e))?;

@@ -17,7 +17,9 @@
 //! ([`KeySet`]: rows of other keys are dropped before the merge; Parquet pages without any of
 //! the keys are skipped by the page index) and merged by the table's merge engine exactly as a
 //! batch read merges them; a bucket left with one file without retract rows is read without
-//! merging. The rows are returned in the order of the keys given.
+//! merging. Buckets are read on tasks of their own ([`CONCURRENT_BUCKETS`] at a time), so a
+//! lookup of many keys decodes on every core; a lookup of one bucket is read on the caller's task.
+//! The rows are returned in the order of the keys given.
 //!
 //! A lookuper may keep what it reads of immutable files in a byte-bounded
 //! [`crate::io::ReadCache`]; a refresh plans the new snapshot through the same cache, so only

@@ -285,7 +285,7 @@ def test_a_lookupers_cache_keeps_footers_within_its_budget(tmp_path):
         table.lookuper(cache_bytes=-1)
 
 
-BATCH_ENGINES = ["deduplicate", "deletion-vectors", "partial-update", "aggregation", "first-row"]
+BATCH_ENGINES = ["deduplicate", "deletion-vectors", "partial-update", "aggregation", "first-row", "sequence-field"]
 
 
 @pytest.mark.parametrize("engine", BATCH_ENGINES)

@@ -17,7 +17,9 @@
 //! ([`KeySet`]: rows of other keys are dropped before the merge; Parquet pages without any of
 //! the keys are skipped by the page index) and merged by the table's merge engine exactly as a
 //! batch read merges them; a bucket left with one file without retract rows is read without
-//! merging. The rows are returned in the order of the keys given.
+//! merging. Buckets are read on tasks of their own ([`CONCURRENT_BUCKETS`] at a time), so a
+//! lookup of many keys decodes on every core; a lookup of one bucket is read on the caller's task.
+//! The rows are returned in the order of the keys given.
 //!
 //! A lookuper may keep what it reads of immutable files in a byte-bounded
 //! [`crate::io::ReadCache`]; a refresh plans the new snapshot through the same cache, so only
@@ -52,6 +54,7 @@ use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, CompareOp, 
 use crate::scan::{file_index, hash_index};
 use crate::scan::{plan_scan, ScanRequest, SnapshotSelector, Split, SplitFile};
 use crate::table::Table;
+use crate::tasks::joined;
 use keys::LookupKeys;
 
 /// Buckets read concurrently by one lookup.
@@ -424,8 +427,8 @@ impl Lookuper {
         columns: Option<&[String]>,
     ) -> Result<(SchemaRef, RecordBatch)> {
         let state = self.current();
-        let schema = &state.schema;
-        let keys = LookupKeys::new(schema, keys)?;
+        let schema = state.schema.clone();
+        let keys = LookupKeys::new(&schema, keys)?;
         let output: Vec<String> = match columns {
             Some(c) => c.to_vec(),
             None => schema.field_names().iter().map(|n| n.to_string()).collect(),
@@ -439,7 +442,7 @@ impl Lookuper {
         // checks the columns and gives the output schema
         let base = ReadContext::new(
             state.table.clone(),
-            schema,
+            &schema,
             Some(&read_columns),
             None,
             DEFAULT_BATCH_SIZE,
@@ -453,47 +456,33 @@ impl Lookuper {
             state.candidates(&keys).await?
         };
         let trimmed = keys.positions(&schema.trimmed_primary_keys());
-        let trimmed_names: Vec<String> = trimmed
+        let trimmed_names = trimmed
             .iter()
             .map(|&p| keys.fields[p].name.clone())
             .collect();
-        let (state, keys, read_columns) = (&state, &keys, &read_columns);
-        let (trimmed, trimmed_names) = (&trimmed, &trimmed_names);
-        let reads = work.into_iter().map(|((pi, bi), w)| async move {
-            let bucket = &state.partitions[pi].1[bi];
-            let files = bucket.indexed_files(state, keys, &w).await?;
-            if files.is_empty() {
-                return Ok(Vec::new());
-            }
-            let single = files.len() == 1 && files[0].delete_row_count == Some(0);
-            let split = Split {
-                raw_convertible: bucket.split.raw_convertible || single,
-                files,
-                ..bucket.split.clone()
-            };
-            let mut ctx = ReadContext::new(
-                state.table.clone(),
-                schema,
-                Some(read_columns),
-                None,
-                DEFAULT_BATCH_SIZE,
-                false,
-            )?;
-            if !trimmed.is_empty() {
-                let set = KeySet::new(trimmed_names.clone(), &keys.take(trimmed, &w.keys)?)?;
-                let pages = pages_predicate(keys, trimmed, &w.keys);
-                ctx = ctx.with_keys(Arc::new(set), Some(&pages));
-            }
-            Arc::new(ctx)
-                .read_split(&split)
-                .await?
-                .try_collect::<Vec<RecordBatch>>()
-                .await
+        let read = Arc::new(BucketReads {
+            state,
+            keys,
+            read_columns,
+            trimmed,
+            trimmed_names,
         });
-        let batches: Vec<Vec<RecordBatch>> = stream::iter(reads)
-            .buffer_unordered(CONCURRENT_BUCKETS)
-            .try_collect()
-            .await?;
+        // several buckets: each on a task of its own, so that they decode on every core; one
+        // bucket (a lookup of one key) is read here, without waking a worker thread
+        let batches: Vec<Vec<RecordBatch>> = if work.len() == 1 {
+            let ((pi, bi), w) = work.into_iter().next().expect("one bucket");
+            vec![read.clone().bucket(pi, bi, w).await?]
+        } else {
+            let reads = work.into_iter().map(|((pi, bi), w)| {
+                let task = tokio::spawn(read.clone().bucket(pi, bi, w));
+                joined(task, "reading a bucket of a lookup")
+            });
+            stream::iter(reads)
+                .buffer_unordered(CONCURRENT_BUCKETS)
+                .try_collect()
+                .await?
+        };
+        let keys = &read.keys;
         let rows = arrow_select::concat::concat_batches(&read_schema, batches.iter().flatten())
             .map_err(|e| Error::arrow("assembling lookup rows", e))?;
         let order: UInt32Array = keys.order(&rows)?;
@@ -502,6 +491,55 @@ impl Lookuper {
             .and_then(|b| b.project(&projection))
             .map_err(|e| Error::arrow("ordering lookup rows", e))?;
         Ok((ordered.schema(), ordered))
+    }
+}
+
+/// What the bucket reads of one lookup share.
+struct BucketReads {
+    state: Arc<PlannedSnapshot>,
+    keys: LookupKeys,
+    /// The output columns and the primary-key columns.
+    read_columns: Vec<String>,
+    /// Positions (in primary-key order) and names of the trimmed primary-key columns.
+    trimmed: Vec<usize>,
+    trimmed_names: Vec<String>,
+}
+
+impl BucketReads {
+    /// The merged rows of the keys of `w` in bucket `bi` of partition `pi` (and of no other
+    /// key).
+    async fn bucket(self: Arc<Self>, pi: usize, bi: usize, w: Work) -> Result<Vec<RecordBatch>> {
+        let (state, keys) = (&self.state, &self.keys);
+        let bucket = &state.partitions[pi].1[bi];
+        let files = bucket.indexed_files(state, keys, &w).await?;
+        if files.is_empty() {
+            return Ok(Vec::new());
+        }
+        let single = files.len() == 1 && files[0].delete_row_count == Some(0);
+        let split = Split {
+            raw_convertible: bucket.split.raw_convertible || single,
+            files,
+            ..bucket.split.clone()
+        };
+        let mut ctx = ReadContext::new(
+            state.table.clone(),
+            &state.schema,
+            Some(&self.read_columns),
+            None,
+            DEFAULT_BATCH_SIZE,
+            false,
+        )?;
+        if !self.trimmed.is_empty() {
+            let values = keys.take(&self.trimmed, &w.keys)?;
+            let set = KeySet::new(self.trimmed_names.clone(), &values)?;
+            let pages = pages_predicate(keys, &self.trimmed, &w.keys);
+            ctx = ctx.with_keys(Arc::new(set), Some(&pages));
+        }
+        Arc::new(ctx)
+            .read_split(&split)
+            .await?
+            .try_collect::<Vec<RecordBatch>>()
+            .await
     }
 }
 

@@ -5,16 +5,18 @@
 //! the same key columns, so filtering file rows by a key set before the merge keeps all versions
 //! of a looked-up key and none of any other key.
 //!
-//! A single integer key column is tested by binary search over the keys sorted once, without
-//! encoding rows (what a lookup of many keys spends most of its time on otherwise: every row of
-//! every page that may hold a key is tested); other keys by their row encoding in a hash set.
+//! A single integer key column is tested against the keys sorted once, by a merge walk over the
+//! rows (in key order within a data file), without encoding rows (what a lookup of many keys
+//! spends most of its time on otherwise: every row of every page that may hold a key is
+//! tested); other keys by their row encoding in a hash set.
 
 use std::collections::HashSet;
 use std::fmt;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
+use arrow_buffer::BooleanBuffer;
 use arrow_schema::DataType as ArrowType;
 
 use crate::error::{Error, Result};
@@ -24,17 +26,25 @@ use crate::lsm::key::KeyCodec;
 pub struct KeySet {
     columns: Vec<String>,
     types: Vec<ArrowType>,
-    codec: KeyCodec,
-    keys: HashSet<Box<[u8]>>,
-    /// One integer key column: its keys as `i64`, sorted.
-    integers: Option<Vec<i64>>,
+    members: Members,
+}
+
+/// The keys of a [`KeySet`], in the form its membership test uses.
+enum Members {
+    /// One integer key column: its keys as `i64`, sorted, without duplicates.
+    Integers(Vec<i64>),
+    /// Other keys: their row encodings.
+    Encoded {
+        codec: KeyCodec,
+        keys: HashSet<Box<[u8]>>,
+    },
 }
 
 impl fmt::Debug for KeySet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeySet")
             .field("columns", &self.columns)
-            .field("keys", &self.keys.len())
+            .field("keys", &self.len())
             .finish()
     }
 }
@@ -42,27 +52,34 @@ impl fmt::Debug for KeySet {
 impl KeySet {
     /// The keys of `values` (one array per column of `columns`, of the columns' read types).
     pub fn new(columns: Vec<String>, values: &[ArrayRef]) -> Result<KeySet> {
+        if columns.len() != values.len() {
+            return Err(Error::Internal(format!(
+                "a key set over {} columns given {} arrays",
+                columns.len(),
+                values.len()
+            )));
+        }
         let types: Vec<ArrowType> = values.iter().map(|a| a.data_type().clone()).collect();
-        let codec = KeyCodec::new(types.clone())?;
-        let rows = codec.encode(values)?;
-        let keys = rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())).collect();
-        let integers = match (values, types.as_slice()) {
+        let members = match (values, types.as_slice()) {
             ([column], [ty]) if is_integer(ty) => {
                 let wide = arrow_cast::cast(column, &ArrowType::Int64)
                     .map_err(|e| Error::arrow("integer keys", e))?;
                 let mut sorted = wide.as_primitive::<Int64Type>().values().to_vec();
                 sorted.sort_unstable();
                 sorted.dedup();
-                Some(sorted)
+                Members::Integers(sorted)
             }
-            _ => None,
+            _ => {
+                let codec = KeyCodec::new(types.clone())?;
+                let rows = codec.encode(values)?;
+                let keys = rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())).collect();
+                Members::Encoded { codec, keys }
+            }
         };
         Ok(KeySet {
             columns,
             types,
-            codec,
-            keys,
-            integers,
+            members,
         })
     }
 
@@ -72,11 +89,14 @@ impl KeySet {
     }
 
     pub fn len(&self) -> usize {
-        self.keys.len()
+        match &self.members {
+            Members::Integers(sorted) => sorted.len(),
+            Members::Encoded { keys, .. } => keys.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.len() == 0
     }
 
     /// One boolean per row of `batch`: whether its key is in the set. Key columns are found by
@@ -97,22 +117,57 @@ impl KeySet {
                 }
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
-        if let (Some(sorted), [column]) = (&self.integers, columns.as_slice()) {
-            let wide = arrow_cast::cast(column, &ArrowType::Int64)
-                .map_err(|e| Error::arrow("key column", e))?;
-            let wide = wide.as_primitive::<Int64Type>();
-            // keys are never null: a null never matches
-            return Ok(wide
-                .iter()
-                .map(|v| Some(v.is_some_and(|v| sorted.binary_search(&v).is_ok())))
-                .collect());
+        match &self.members {
+            Members::Integers(sorted) => {
+                // one column: checked by `new`
+                let wide = arrow_cast::cast(&columns[0], &ArrowType::Int64)
+                    .map_err(|e| Error::arrow("key column", e))?;
+                Ok(sorted_matches(sorted, wide.as_primitive::<Int64Type>()))
+            }
+            Members::Encoded { codec, keys } => {
+                let rows = codec.encode(&columns)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| Some(keys.contains(r.as_ref())))
+                    .collect())
+            }
         }
-        let rows = self.codec.encode(&columns)?;
-        Ok(rows
-            .iter()
-            .map(|r| Some(self.keys.contains(r.as_ref())))
-            .collect())
     }
+}
+
+/// Whether each of `values` is one of `sorted` (ascending, distinct); keys are never null, so
+/// a null is not. A merge walk: while `values` ascend (rows of a data file are in key order)
+/// each row costs one comparison plus a gallop over the keys it passes, so a batch costs
+/// O(rows + keys passed x log) rather than O(rows x log keys); a value below the previous one
+/// restarts the walk by binary search.
+fn sorted_matches(sorted: &[i64], values: &Int64Array) -> BooleanArray {
+    let raw = values.values();
+    // the first key not below the values seen so far
+    let mut at = 0;
+    let mut previous = i64::MIN;
+    let found = BooleanBuffer::collect_bool(raw.len(), |i| {
+        let v = raw[i];
+        if v < previous {
+            at = sorted.partition_point(|&k| k < v);
+        }
+        previous = v;
+        if sorted.get(at).is_some_and(|&k| k < v) {
+            // gallop from `at` (below `v`) to a key not below `v`, then search that stretch
+            let (mut below, mut step) = (at, 1);
+            while sorted.get(below + step).is_some_and(|&k| k < v) {
+                below += step;
+                step *= 2;
+            }
+            let end = (below + step).min(sorted.len());
+            at = below + 1 + sorted[below + 1..end].partition_point(|&k| k < v);
+        }
+        sorted.get(at) == Some(&v)
+    });
+    let found = match values.nulls() {
+        Some(valid) => &found & valid.inner(),
+        None => found,
+    };
+    BooleanArray::new(found, None)
 }
 
 /// Integer types whose values widen to `i64` exactly.
@@ -131,6 +186,30 @@ mod tests {
 
     use super::*;
 
+    proptest::proptest! {
+        /// The merge walk answers as a binary search per row, for rows in any order (ascending
+        /// stretches, steps back, repeats, nulls) and key sets of any density.
+        #[test]
+        fn merge_walk_matches_binary_search(
+            keys in proptest::collection::btree_set(-50i64..50, 0..40),
+            rows in proptest::collection::vec(proptest::option::weighted(0.9, -60i64..60), 0..200),
+            sort in proptest::bool::ANY,
+        ) {
+            let sorted: Vec<i64> = keys.into_iter().collect();
+            let mut rows = rows;
+            if sort {
+                rows.sort();
+            }
+            let values = Int64Array::from(rows.clone());
+            let got: Vec<bool> = sorted_matches(&sorted, &values).iter().map(|b| b.unwrap()).collect();
+            let want: Vec<bool> = rows
+                .iter()
+                .map(|r| r.is_some_and(|r| sorted.binary_search(&r).is_ok()))
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
     fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
         RecordBatch::try_from_iter(columns).unwrap()
     }
@@ -145,7 +224,7 @@ mod tests {
             &[Arc::new(Int32Array::from(wanted.clone())) as ArrayRef],
         )
         .unwrap();
-        assert!(set.integers.is_some());
+        assert!(matches!(set.members, Members::Integers(_)));
         assert_eq!(set.len(), 4);
         let rows: Vec<i64> = (-10..10).chain([1_000_000, 1_000_001]).collect();
         let expected: Vec<bool> = rows
@@ -165,7 +244,7 @@ mod tests {
             ],
         )
         .unwrap();
-        assert!(strings.integers.is_none());
+        assert!(matches!(strings.members, Members::Encoded { .. }));
         let rows = batch(vec![
             ("k", Arc::new(Int32Array::from(vec![2, 1, 1])) as ArrayRef),
             ("s", Arc::new(StringArray::from(names.to_vec())) as ArrayRef),

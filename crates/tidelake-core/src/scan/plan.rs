@@ -538,7 +538,7 @@ impl<'a> Planner<'a> {
             .partitions(|p| self.partition_may_match(p))
             .skip_postpone()
             .skip_level0(self.skip_level0)
-            .with_deletion_vectors();
+            .with_index_files();
         let mut buckets = LiveFiles::read(self.table, &snap, pruning)
             .await?
             .into_buckets();

@@ -12,7 +12,9 @@
 //!   run and the files above level 0 one run of each key's newest record.
 //!
 //! The filter is applied to merged rows (Paimon's semantics for primary-key tables), then the
-//! requested columns are projected. Memory is bounded by (runs × batch) per open split, where
+//! requested columns are projected. A filter that pins every trimmed primary-key column (`=`,
+//! `in`; point scans) reads only the rows of the keys it pins, as lookups do
+//! ([`ReadContext::with_keys`]): key columns decoded first, the others at those keys' rows. Memory is bounded by (runs × batch) per open split, where
 //! merged runs decode at most [`RUN_BATCH_SIZE`] rows at a time whatever the output batch
 //! size. Streaming reads ([`read_splits`]) open one split at a time, decoded on a thread of
 //! their own ahead of the consumer through a bounded channel (see there for why a thread);
@@ -29,11 +31,13 @@ use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use arrow_select::filter::filter_record_batch;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use futures::FutureExt;
+use tidelake_spec::datum::Datum;
 use tidelake_spec::options::{ChangelogProducer, MergeEngine};
 use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType};
 
+use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, Result};
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
@@ -43,6 +47,7 @@ use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumn
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::evolution;
 use crate::read::key_set::KeySet;
+use crate::scan::bucket_filter::pinned_rows;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{DeletionFileRef, Split, SplitFile};
 use crate::table::Table;
@@ -82,7 +87,8 @@ pub struct ReadContext {
     /// merge (every version of a key has the same key, so a key's versions are all kept or
     /// all dropped).
     key_filter: Option<BoundPredicate>,
-    /// Point lookups: only the rows of these keys, kept before any merge (as `key_filter`).
+    /// Point lookups and point scans: only the rows of these keys, kept before any merge (as
+    /// `key_filter`).
     key_set: Option<Arc<KeySet>>,
     merge: Option<Arc<MergeConfig>>,
     key_types: Vec<DataType>,
@@ -210,7 +216,11 @@ impl ReadContext {
             filter.as_ref()
         }
         .and_then(PagePrune::new);
-        Ok(ReadContext {
+        let pinned = match (&filter, has_pk) {
+            (Some(f), true) => pinned_keys(schema, f),
+            _ => None,
+        };
+        let ctx = ReadContext {
             columns: columns.map(<[String]>::to_vec),
             predicate: filter_arg.cloned(),
             branch_read: tokio::sync::OnceCell::new(),
@@ -227,6 +237,13 @@ impl ReadContext {
             batch_size: batch_size.max(1),
             with_row_kind,
             lookup_merge,
+        };
+        Ok(match pinned {
+            Some(keys) => {
+                let pages = ctx.key_filter.clone();
+                ctx.with_keys(keys, pages.as_ref())
+            }
+            None => ctx,
         })
     }
 
@@ -773,6 +790,30 @@ pub(crate) fn decode_deletion_vector(
         Error::Corrupt { reason, .. } => Error::corrupt(table.io().display(path), reason),
         other => other,
     })
+}
+
+/// The keys `filter` pins on every trimmed primary-key column of `schema` (point scans,
+/// [`crate::scan::bucket_filter::pinned_rows`]), a superset of the keys of the rows it matches:
+/// reading only their rows before the merge is exact, every version of a key having its key.
+/// `None` when the filter leaves a key column free.
+fn pinned_keys(schema: &TableSchema, filter: &BoundPredicate) -> Option<Arc<KeySet>> {
+    let fields: Vec<DataField> = schema
+        .trimmed_primary_keys()
+        .iter()
+        .map(|k| schema.field(k).cloned())
+        .collect::<Option<_>>()?;
+    let rows = pinned_rows(&fields, filter)?;
+    let columns = fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let values: Vec<Datum> = rows.iter().map(|r| r[i].clone()).collect();
+            datums_to_array(&values, &f.data_type)
+        })
+        .collect::<Result<Vec<ArrayRef>>>()
+        .ok()?;
+    let names = fields.into_iter().map(|f| f.name).collect();
+    KeySet::new(names, &columns).ok().map(Arc::new)
 }
 
 /// The rows of `batch` that `filter` matches (`None` when none).

@@ -14,7 +14,9 @@
 //! The filter is applied to merged rows (Paimon's semantics for primary-key tables), then the
 //! requested columns are projected. A filter that pins every trimmed primary-key column (`=`,
 //! `in`; point scans) reads only the rows of the keys it pins, as lookups do
-//! ([`ReadContext::with_keys`]): key columns decoded first, the others at those keys' rows. Memory is bounded by (runs × batch) per open split, where
+//! ([`ReadContext::with_keys`]): key columns decoded first, the others at those keys' rows;
+//! the sorted runs of such reads are decoded concurrently, each held whole until merged (only
+//! rows of the set's keys, so memory stays bounded by the keys' versions). Memory is bounded by (runs × batch) per open split, where
 //! merged runs decode at most [`RUN_BATCH_SIZE`] rows at a time whatever the output batch
 //! size. Streaming reads ([`read_splits`]) open one split at a time, decoded on a thread of
 //! their own ahead of the consumer through a bounded channel (see there for why a thread);
@@ -439,27 +441,32 @@ impl ReadContext {
 
     /// The merge inputs of one section's sorted runs, as `[_SEQUENCE_NUMBER, _VALUE_KIND,
     /// columns...]` streams. With [`ReadContext::lookup_merge`] every level-0 file is a run and
-    /// the files above level 0 become one run of each key's newest record.
+    /// the files above level 0 become one run of each key's newest record. Reads of a key set
+    /// decode their runs concurrently ([`prefetched`]).
     pub(crate) fn section_runs(
         self: &Arc<Self>,
         runs: Vec<Vec<SplitFile>>,
     ) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
-        if !self.lookup_merge {
-            return Ok(runs
+        let streams = if self.lookup_merge {
+            let (level0, higher): (Vec<SplitFile>, Vec<SplitFile>) =
+                runs.into_iter().flatten().partition(|f| f.level == 0);
+            let mut streams: Vec<_> = level0
                 .into_iter()
+                .map(|f| self.chain_files(vec![f], SystemColumns::KeyValue, self.run_batch_size()))
+                .collect();
+            if !higher.is_empty() {
+                streams.push(self.newest_records(higher)?);
+            }
+            streams
+        } else {
+            runs.into_iter()
                 .map(|run| self.chain_files(run, SystemColumns::KeyValue, self.run_batch_size()))
-                .collect());
-        }
-        let (level0, higher): (Vec<SplitFile>, Vec<SplitFile>) =
-            runs.into_iter().flatten().partition(|f| f.level == 0);
-        let mut streams: Vec<_> = level0
-            .into_iter()
-            .map(|f| self.chain_files(vec![f], SystemColumns::KeyValue, self.run_batch_size()))
-            .collect();
-        if !higher.is_empty() {
-            streams.push(self.newest_records(higher)?);
-        }
-        Ok(streams)
+                .collect()
+        };
+        Ok(match self.key_set {
+            Some(_) => streams.into_iter().map(prefetched).collect(),
+            None => streams,
+        })
     }
 
     /// Each key's newest record among `files` (retracts included), in key order, as
@@ -814,6 +821,28 @@ fn pinned_keys(schema: &TableSchema, filter: &BoundPredicate) -> Option<Arc<KeyS
         .ok()?;
     let names = fields.into_iter().map(|f| f.name).collect();
     KeySet::new(names, &columns).ok().map(Arc::new)
+}
+
+/// `run` decoded on a task of its own, started now, its batches kept until the merge takes
+/// them: for runs of key-set reads (point scans, lookups), which keep only the rows of the set's
+/// keys, so that the runs' files (a key's page of each, decompressed and decoded) are read on
+/// all cores at once instead of one after the other as the merge first polls each run.
+fn prefetched(
+    run: BoxStream<'static, Result<RecordBatch>>,
+) -> BoxStream<'static, Result<RecordBatch>> {
+    let task = tokio::spawn(run.try_collect::<Vec<RecordBatch>>());
+    stream::once(async move {
+        match task.await {
+            Ok(batches) => batches,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => Err(panic_error("a sorted run", panic)),
+                Err(e) => Err(Error::Internal(format!("reading a sorted run: {e}"))),
+            },
+        }
+    })
+    .map_ok(|batches| stream::iter(batches.into_iter().map(Ok)))
+    .try_flatten()
+    .boxed()
 }
 
 /// The rows of `batch` that `filter` matches (`None` when none).

@@ -498,7 +498,7 @@ impl Compactor {
 
     /// The live files of `snap` per (partition, bucket), level 0 included.
     pub(crate) async fn live_buckets(&self, snap: &Snapshot) -> Result<Vec<Bucket>> {
-        let pruning = Pruning::all().skip_postpone().with_deletion_vectors();
+        let pruning = Pruning::all().skip_postpone().with_index_files();
         let live = LiveFiles::read(&self.table, snap, pruning).await?;
         let mut buckets = Vec::with_capacity(live.buckets().len());
         for b in live.into_buckets() {

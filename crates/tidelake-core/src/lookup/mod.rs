@@ -224,20 +224,15 @@ impl PlannedBucket {
         let Some((filter, wanted)) = buckets.and_then(|f| Some((f, f.key_hashes()?))) else {
             return Ok(true);
         };
-        if self.split.key_index.is_empty()
-            || self.split.branch.is_some()
-            || self.file_schemas.iter().any(|s| !filter.same_key_types(s))
-        {
+        if self.split.branch.is_some() {
             return Ok(true);
         }
-        let loaded = self
+        let index = self
             .key_hashes
-            .get_or_try_init(|| {
-                let loads = self.split.key_index.iter();
-                futures::future::try_join_all(loads.map(|p| hash_index::load(table.io(), p, true)))
-            })
+            .get_or_try_init(|| hash_index::load_all(table.io(), &self.split.key_index, true))
             .await?;
-        Ok(loaded.iter().any(|h| h.holds_any(wanted)))
+        let other_key_types = self.file_schemas.iter().any(|s| !filter.same_key_types(s));
+        Ok(hash_index::bucket_may_hold(index, wanted, other_key_types))
     }
 
     /// The files `w` selected, without those whose data-file index (bloom filters on key

@@ -9,3 +9,6 @@ pub mod diff;
 pub mod evolution;
 pub mod key_set;
 pub mod split_read;
+
+#[cfg(test)]
+mod tests;

@@ -12,7 +12,11 @@
 //!   run and the files above level 0 one run of each key's newest record.
 //!
 //! The filter is applied to merged rows (Paimon's semantics for primary-key tables), then the
-//! requested columns are projected. Memory is bounded by (runs × batch) per open split, where
+//! requested columns are projected. A filter that pins every trimmed primary-key column (`=`,
+//! `in`; point scans) reads only the rows of the keys it pins, as lookups do
+//! ([`ReadContext::with_keys`]): key columns decoded first, the others at those keys' rows;
+//! the sorted runs of such reads are decoded concurrently, each held whole until merged (only
+//! rows of the set's keys, so memory stays bounded by the keys' versions). Memory is bounded by (runs × batch) per open split, where
 //! merged runs decode at most [`RUN_BATCH_SIZE`] rows at a time whatever the output batch
 //! size. Streaming reads ([`read_splits`]) open one split at a time, decoded on a thread of
 //! their own ahead of the consumer through a bounded channel (see there for why a thread);
@@ -29,11 +33,13 @@ use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use arrow_select::filter::filter_record_batch;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use futures::FutureExt;
+use tidelake_spec::datum::Datum;
 use tidelake_spec::options::{ChangelogProducer, MergeEngine};
 use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType};
 
+use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, Result};
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
@@ -43,6 +49,7 @@ use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumn
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::evolution;
 use crate::read::key_set::KeySet;
+use crate::scan::bucket_filter::pinned_rows;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{DeletionFileRef, Split, SplitFile};
 use crate::table::Table;
@@ -82,7 +89,8 @@ pub struct ReadContext {
     /// merge (every version of a key has the same key, so a key's versions are all kept or
     /// all dropped).
     key_filter: Option<BoundPredicate>,
-    /// Point lookups: only the rows of these keys, kept before any merge (as `key_filter`).
+    /// Point lookups and point scans: only the rows of these keys, kept before any merge (as
+    /// `key_filter`).
     key_set: Option<Arc<KeySet>>,
     merge: Option<Arc<MergeConfig>>,
     key_types: Vec<DataType>,
@@ -210,7 +218,11 @@ impl ReadContext {
             filter.as_ref()
         }
         .and_then(PagePrune::new);
-        Ok(ReadContext {
+        let pinned = match (&filter, has_pk) {
+            (Some(f), true) => pinned_keys(schema, f),
+            _ => None,
+        };
+        let ctx = ReadContext {
             columns: columns.map(<[String]>::to_vec),
             predicate: filter_arg.cloned(),
             branch_read: tokio::sync::OnceCell::new(),
@@ -227,6 +239,13 @@ impl ReadContext {
             batch_size: batch_size.max(1),
             with_row_kind,
             lookup_merge,
+        };
+        Ok(match pinned {
+            Some(keys) => {
+                let pages = ctx.key_filter.clone();
+                ctx.with_keys(keys, pages.as_ref())
+            }
+            None => ctx,
         })
     }
 
@@ -422,27 +441,32 @@ impl ReadContext {
 
     /// The merge inputs of one section's sorted runs, as `[_SEQUENCE_NUMBER, _VALUE_KIND,
     /// columns...]` streams. With [`ReadContext::lookup_merge`] every level-0 file is a run and
-    /// the files above level 0 become one run of each key's newest record.
+    /// the files above level 0 become one run of each key's newest record. Reads of a key set
+    /// decode their runs concurrently ([`prefetched`]).
     pub(crate) fn section_runs(
         self: &Arc<Self>,
         runs: Vec<Vec<SplitFile>>,
     ) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
-        if !self.lookup_merge {
-            return Ok(runs
+        let streams = if self.lookup_merge {
+            let (level0, higher): (Vec<SplitFile>, Vec<SplitFile>) =
+                runs.into_iter().flatten().partition(|f| f.level == 0);
+            let mut streams: Vec<_> = level0
                 .into_iter()
+                .map(|f| self.chain_files(vec![f], SystemColumns::KeyValue, self.run_batch_size()))
+                .collect();
+            if !higher.is_empty() {
+                streams.push(self.newest_records(higher)?);
+            }
+            streams
+        } else {
+            runs.into_iter()
                 .map(|run| self.chain_files(run, SystemColumns::KeyValue, self.run_batch_size()))
-                .collect());
-        }
-        let (level0, higher): (Vec<SplitFile>, Vec<SplitFile>) =
-            runs.into_iter().flatten().partition(|f| f.level == 0);
-        let mut streams: Vec<_> = level0
-            .into_iter()
-            .map(|f| self.chain_files(vec![f], SystemColumns::KeyValue, self.run_batch_size()))
-            .collect();
-        if !higher.is_empty() {
-            streams.push(self.newest_records(higher)?);
-        }
-        Ok(streams)
+                .collect()
+        };
+        Ok(match self.key_set {
+            Some(_) => streams.into_iter().map(prefetched).collect(),
+            None => streams,
+        })
     }
 
     /// Each key's newest record among `files` (retracts included), in key order, as
@@ -773,6 +797,52 @@ pub(crate) fn decode_deletion_vector(
         Error::Corrupt { reason, .. } => Error::corrupt(table.io().display(path), reason),
         other => other,
     })
+}
+
+/// The keys `filter` pins on every trimmed primary-key column of `schema` (point scans,
+/// [`crate::scan::bucket_filter::pinned_rows`]), a superset of the keys of the rows it matches:
+/// reading only their rows before the merge is exact, every version of a key having its key.
+/// `None` when the filter leaves a key column free.
+fn pinned_keys(schema: &TableSchema, filter: &BoundPredicate) -> Option<Arc<KeySet>> {
+    let fields: Vec<DataField> = schema
+        .trimmed_primary_keys()
+        .iter()
+        .map(|k| schema.field(k).cloned())
+        .collect::<Option<_>>()?;
+    let rows = pinned_rows(&fields, filter)?;
+    let columns = fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let values: Vec<Datum> = rows.iter().map(|r| r[i].clone()).collect();
+            datums_to_array(&values, &f.data_type)
+        })
+        .collect::<Result<Vec<ArrayRef>>>()
+        .ok()?;
+    let names = fields.into_iter().map(|f| f.name).collect();
+    KeySet::new(names, &columns).ok().map(Arc::new)
+}
+
+/// `run` decoded on a task of its own, started now, its batches kept until the merge takes
+/// them: for runs of key-set reads (point scans, lookups), which keep only the rows of the set's
+/// keys, so that the runs' files (a key's page of each, decompressed and decoded) are read on
+/// all cores at once instead of one after the other as the merge first polls each run.
+fn prefetched(
+    run: BoxStream<'static, Result<RecordBatch>>,
+) -> BoxStream<'static, Result<RecordBatch>> {
+    let task = tokio::spawn(run.try_collect::<Vec<RecordBatch>>());
+    stream::once(async move {
+        match task.await {
+            Ok(batches) => batches,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => Err(panic_error("a sorted run", panic)),
+                Err(e) => Err(Error::Internal(format!("reading a sorted run: {e}"))),
+            },
+        }
+    })
+    .map_ok(|batches| stream::iter(batches.into_iter().map(Ok)))
+    .try_flatten()
+    .boxed()
 }
 
 /// The rows of `batch` that `filter` matches (`None` when none).

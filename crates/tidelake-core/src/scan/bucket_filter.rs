@@ -10,6 +10,8 @@
 //!   (`crate::write::dynamic_bucket`). When a filter pins every trimmed primary-key column, only
 //!   buckets whose index holds one of the pinned keys' hashes can hold matching rows
 //!   ([`BucketFilter::key_hashes`], checked by `super::hash_index`).
+//! * The key rows a filter pins ([`pinned_rows`]) also restrict point scans to those keys'
+//!   rows (`crate::read::split_read`).
 //!
 //! Invariants (pruning never changes a result):
 //! * the value set derived per column is a superset of the values any matching row has there
@@ -81,24 +83,7 @@ impl BucketFilter {
             .iter()
             .map(|k| schema.field(k).cloned())
             .collect::<Option<_>>()?;
-        if fields.is_empty() || !fields.iter().all(|f| hashes_by_value(&f.data_type)) {
-            return None;
-        }
-        let mut rows: Vec<Vec<Datum>> = vec![Vec::new()];
-        for f in &fields {
-            let values = pinned(filter, f.id)?;
-            if rows.len().saturating_mul(values.len()) > MAX_COMBINATIONS {
-                return None;
-            }
-            rows = rows
-                .iter()
-                .flat_map(|row| {
-                    values
-                        .iter()
-                        .map(move |v| [row.as_slice(), std::slice::from_ref(v)].concat())
-                })
-                .collect();
-        }
+        let rows = pinned_rows(&fields, filter)?;
         let types: Vec<DataType> = fields.iter().map(|f| f.data_type.clone()).collect();
         let hashes = rows
             .iter()
@@ -150,6 +135,36 @@ impl BucketFilter {
                     .is_some_and(|g| g.id == f.id && g.data_type.kind == f.data_type.kind)
             })
     }
+}
+
+/// The rows over `fields` that `filter` pins: every combination of the values it allows each
+/// field ([`pinned`]), a superset of the `fields` values of any row it matches; `None` when a
+/// field is not pinned, is of a type whose equal values may differ in bytes
+/// ([`hashes_by_value`]), or there are more than [`MAX_COMBINATIONS`] combinations. Values
+/// are of the fields' types (bound filters hold them so), without nulls.
+pub(crate) fn pinned_rows(
+    fields: &[DataField],
+    filter: &BoundPredicate,
+) -> Option<Vec<Vec<Datum>>> {
+    if fields.is_empty() || !fields.iter().all(|f| hashes_by_value(&f.data_type)) {
+        return None;
+    }
+    let mut rows: Vec<Vec<Datum>> = vec![Vec::new()];
+    for f in fields {
+        let values = pinned(filter, f.id)?;
+        if rows.len().saturating_mul(values.len()) > MAX_COMBINATIONS {
+            return None;
+        }
+        rows = rows
+            .iter()
+            .flat_map(|row| {
+                values
+                    .iter()
+                    .map(move |v| [row.as_slice(), std::slice::from_ref(v)].concat())
+            })
+            .collect();
+    }
+    Some(rows)
 }
 
 /// Whether equal values of type `t` always have equal BinaryRow bytes.

@@ -72,15 +72,26 @@ pub(crate) async fn load(io: &FileIO, path: &str, reused: bool) -> Result<Arc<Ke
     Ok(loaded)
 }
 
-/// Whether a bucket with `HASH` index files at `paths` ([`index_path`]) may hold a key with
-/// one of `wanted` hashes: true when it has no index file or one of them lists such a hash.
-pub(crate) async fn bucket_may_hold(io: &FileIO, paths: &[String], wanted: &[i32]) -> Result<bool> {
-    for path in paths {
-        if load(io, path, false).await?.holds_any(wanted) {
-            return Ok(true);
-        }
-    }
-    Ok(paths.is_empty())
+/// The hashes of the `HASH` index files at `paths` ([`index_path`]), each [`load`]ed.
+pub(crate) async fn load_all(
+    io: &FileIO,
+    paths: &[String],
+    reused: bool,
+) -> Result<Vec<Arc<KeyHashes>>> {
+    futures::future::try_join_all(paths.iter().map(|p| load(io, p, reused))).await
+}
+
+/// Whether a bucket whose `HASH` index files list `index` may hold a key with one of `wanted`
+/// hashes (the pinned keys' hashes, [`super::bucket_filter::BucketFilter::key_hashes`]): true
+/// when it has no index file, when some of its files were hashed from other key bytes
+/// (`other_key_types`: written under a schema whose key types differ), or when an index file
+/// lists one of the hashes.
+pub(crate) fn bucket_may_hold(
+    index: &[Arc<KeyHashes>],
+    wanted: &[i32],
+    other_key_types: bool,
+) -> bool {
+    index.is_empty() || other_key_types || index.iter().any(|h| h.holds_any(wanted))
 }
 
 #[cfg(test)]
@@ -115,5 +126,23 @@ mod tests {
         let mut with_hit = many;
         with_hit.push(393);
         assert!(unsorted.holds_any(&with_hit) && sorted.holds_any(&with_hit));
+    }
+
+    #[test]
+    fn a_bucket_may_hold_a_key_its_index_lists_or_cannot_rule_out() {
+        let index = vec![Arc::new(KeyHashes {
+            hashes: vec![1, 5, 9],
+            sorted: true,
+        })];
+        assert!(bucket_may_hold(&index, &[9], false));
+        assert!(!bucket_may_hold(&index, &[2, 3], false));
+        assert!(
+            bucket_may_hold(&index, &[2, 3], true),
+            "files hashed from other key bytes"
+        );
+        assert!(
+            bucket_may_hold(&[], &[2, 3], false),
+            "a bucket without index file"
+        );
     }
 }

@@ -538,7 +538,7 @@ impl<'a> Planner<'a> {
             .partitions(|p| self.partition_may_match(p))
             .skip_postpone()
             .skip_level0(self.skip_level0)
-            .with_deletion_vectors();
+            .with_index_files();
         let mut buckets = LiveFiles::read(self.table, &snap, pruning)
             .await?
             .into_buckets();
@@ -619,24 +619,25 @@ impl<'a> Planner<'a> {
     /// the index lists none of the keys the filter pins and no file of the bucket was hashed
     /// from other key bytes.
     async fn key_index_may_match(&self, b: &BucketFiles) -> Result<bool> {
-        let Some(filter) = &self.buckets else {
-            return Ok(true);
-        };
-        let Some(wanted) = filter.key_hashes() else {
+        let Some((filter, wanted)) = self
+            .buckets
+            .as_ref()
+            .and_then(|f| Some((f, f.key_hashes()?)))
+        else {
             return Ok(true);
         };
         let paths: Vec<String> = b.hash_index.iter().map(hash_index::index_path).collect();
-        if hash_index::bucket_may_hold(self.table.io(), &paths, wanted).await? {
-            return Ok(true);
-        }
+        let index = hash_index::load_all(self.table.io(), &paths, false).await?;
+        let mut other_key_types = false;
         for e in &b.files {
             if e.file.schema_id != self.schema.id
                 && !filter.same_key_types(&*self.table.schema_by_id(e.file.schema_id).await?)
             {
-                return Ok(true);
+                other_key_types = true;
+                break;
             }
         }
-        Ok(false)
+        Ok(hash_index::bucket_may_hold(&index, wanted, other_key_types))
     }
 
     /// Prune by key statistics (primary-key tables: every version of a key is in range) or

@@ -10,10 +10,10 @@
 //! * Only ADDs survive the replay; buckets appear in the order of their first live file, and
 //!   files in replay order within their bucket (what scan, compaction and restore rely on).
 //! * A bucket's `total_buckets` is that of its first live file.
-//! * Deletion vectors (and dynamic-bucket `HASH` index files) are attached only when asked for
-//!   ([`Pruning::with_deletion_vectors`]), and only to buckets that have live files; the index
-//!   manifest is then read concurrently with the manifests, so no read is added to the path of
-//!   a reader that needs them.
+//! * Index files (deletion vectors and dynamic-bucket `HASH` index files) are attached only when
+//!   asked for ([`Pruning::with_index_files`]), and only to buckets that have live files; the
+//!   index manifest is then read concurrently with the manifests, so no read is added to the
+//!   path of a reader that needs them.
 
 use std::collections::HashMap;
 
@@ -46,11 +46,11 @@ pub(crate) struct Pruning<'a> {
     buckets: Option<BucketFilter<'a>>,
     skip_postpone: bool,
     skip_level0: bool,
-    deletion_vectors: bool,
+    index_files: bool,
 }
 
 impl<'a> Pruning<'a> {
-    /// Every live file, without deletion vectors.
+    /// Every live file, without index files.
     pub(crate) fn all() -> Self {
         Pruning::default()
     }
@@ -93,10 +93,11 @@ impl<'a> Pruning<'a> {
         self
     }
 
-    /// Attach each bucket's deletion vectors and `HASH` index files (reads the snapshot's
-    /// index manifest).
-    pub(crate) fn with_deletion_vectors(mut self) -> Self {
-        self.deletion_vectors = true;
+    /// Attach each bucket's index files from the snapshot's index manifest: its deletion
+    /// vectors (by data file, and the deletion-vector index files holding them) and its
+    /// dynamic-bucket `HASH` index files.
+    pub(crate) fn with_index_files(mut self) -> Self {
+        self.index_files = true;
         self
     }
 
@@ -202,7 +203,7 @@ impl LiveFiles {
             .filter(|m| pruning.keep_manifest(m))
             .collect();
         let index = async {
-            match pruning.deletion_vectors {
+            match pruning.index_files {
                 true => live_index_entries(table, snap).await,
                 false => Ok(Vec::new()),
             }

@@ -31,7 +31,7 @@ pub(crate) async fn live_buckets<'k>(
     let pruning = Pruning::all()
         .partitions(move |p| Ok(partitions.contains(p)))
         .buckets(move |b| buckets.contains(&b))
-        .with_deletion_vectors();
+        .with_index_files();
     let snap = table.snapshot_manager().snapshot(snapshot_id).await?;
     Ok(LiveFiles::read(table, &snap, pruning).await?.into_buckets())
 }

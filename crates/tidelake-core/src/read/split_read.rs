@@ -16,10 +16,11 @@
 //! `in`; point scans) reads only the rows of the keys it pins, as lookups do
 //! ([`ReadContext::with_keys`]): key columns decoded first, the others at those keys' rows;
 //! the sorted runs of such reads are decoded concurrently, each held whole until merged (only
-//! rows of the set's keys, so memory stays bounded by the keys' versions). Memory is bounded by (runs × batch) per open split, where
-//! merged runs decode at most [`RUN_BATCH_SIZE`] rows at a time whatever the output batch
-//! size. Streaming reads ([`read_splits`]) open one split at a time, decoded on a thread of
-//! their own ahead of the consumer through a bounded channel (see there for why a thread);
+//! rows of the set's keys, so memory stays bounded by the keys' versions). Otherwise memory is
+//! bounded by (runs × batch) per open split, where merged runs decode at most
+//! [`RUN_BATCH_SIZE`] rows at a time whatever the output batch size. Streaming reads
+//! ([`read_splits`]) open one split at a time, decoded on a thread of their own ahead of the
+//! consumer through a bounded channel (see there for why a thread);
 //! materialising reads ([`collect_splits`]) read [`COLLECT_SPLITS`] splits concurrently,
 //! buffering each whole (the result holds it anyway), so they use more than one core.
 

@@ -4,6 +4,7 @@ primary-key table, 4 buckets, bulk load + 10 upsert commits, never compacted (th
 
     .venv/bin/python benches/point_lookup.py               # full size
     .venv/bin/python benches/point_lookup.py --scale 0.1   # quicker
+    .venv/bin/python benches/point_lookup.py --page-rows 512   # tidelake's pages of 512 rows
 
 Reports, per system, the full merged read, the median and p99 of point lookups
 (`id = k` over 100 keys, 10 of them absent) and of 1% key ranges (20 ranges), each also as a
@@ -13,7 +14,8 @@ the expected final state.
 
 Then the lookup API: one key (median/p99 over the same 100 keys) and 1,000 keys in one call,
 through `Table.lookup` (plans the snapshot on every call: cold) and a `Table.lookuper()`
-(first call on a new lookuper: cold; later calls: warm), against pypaimon native and deltalake
+(first call on a new lookuper: cold; later calls: warm, the same 1,000 keys five times; "new":
+five other sets of 1,000 random keys, one call each), against pypaimon native and deltalake
 answering the same keys with `=` / `in` filters (targets: one key <= 5 ms warm, 1,000 keys
 <= 50 ms).
 """
@@ -126,7 +128,8 @@ def lookup_readers(setup: dict[str, Any]) -> dict[str, Callable[[list[int]], pa.
             "pypaimon_native": pp, "deltalake": dl}
 
 
-def lookups(setup: dict[str, Any], final: pa.Table, points: list[int], batch: list[int]) -> None:
+def lookups(setup: dict[str, Any], final: pa.Table, points: list[int], batch: list[int],
+            others: list[list[int]]) -> None:
     present = set(final[wl.KEY].to_pylist())
 
     def check(name: str, keys: list[int], got: pa.Table) -> None:
@@ -134,7 +137,8 @@ def lookups(setup: dict[str, Any], final: pa.Table, points: list[int], batch: li
         if got.num_rows != want:
             raise SystemExit(f"{name}: {len(keys)} keys returned {got.num_rows} rows, expected {want}")
 
-    print(f"\n{'lookups':<18} {'1 key cold':>10} {'1 key p50':>10} {'p99':>9} {'1,000 cold':>11} {'1,000 warm':>11}")
+    print(f"\n{'lookups':<18} {'1 key cold':>10} {'1 key p50':>10} {'p99':>9} {'1,000 cold':>11} {'1,000 warm':>11} "
+          f"{'1,000 new':>11}")
     import tidelake
 
     for name, read in lookup_readers(setup).items():
@@ -158,17 +162,26 @@ def lookups(setup: dict[str, Any], final: pa.Table, points: list[int], batch: li
             took, got = timed(lambda: read(batch))
             check(name, batch, got)
             warm_batch.append(took)
+        fresh_batch = []
+        for other in others:
+            took, got = timed(lambda other=other: read(other))
+            check(name, other, got)
+            fresh_batch.append(took)
         p50, p99 = statistics.median(times), sorted(times)[int(len(times) * 0.99) - 1]
         print(f"{name:<18} {cold1 * 1000:>8.1f}ms {p50 * 1000:>8.1f}ms {p99 * 1000:>7.1f}ms "
-              f"{cold_batch * 1000:>9.1f}ms {statistics.median(warm_batch) * 1000:>9.1f}ms", flush=True)
+              f"{cold_batch * 1000:>9.1f}ms {statistics.median(warm_batch) * 1000:>9.1f}ms "
+              f"{statistics.median(fresh_batch) * 1000:>9.1f}ms", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--page-rows", type=int, default=None,
+                    help="the tidelake table's parquet.page.row.count.limit (default: tidelake's)")
     args = ap.parse_args()
-    setup, final = worker.read_tables(args.scale, args.workdir, "tidelake-lookup-")
+    options = {"parquet.page.row.count.limit": str(args.page_rows)} if args.page_rows else None
+    setup, final = worker.read_tables(args.scale, args.workdir, "tidelake-lookup-", options)
     keys = final[wl.KEY].to_numpy()
     rng = np.random.default_rng(7)
     present = rng.choice(keys, POINTS - ABSENT, replace=False).tolist()
@@ -188,7 +201,8 @@ def main() -> None:
         print(f"{name:<16} {full * 1000:>8.0f}ms {p50 * 1000:>8.1f}ms {p99 * 1000:>7.1f}ms {p50 / full:>8.1%} "
               f"{r50 * 1000:>8.1f}ms {r50 / full:>9.1%}", flush=True)
     batch = rng.choice(keys, BATCH - ABSENT, replace=False).tolist() + absent
-    lookups(setup, final, [k for _, k in points], [int(k) for k in batch])
+    others = [[int(k) for k in rng.choice(keys, BATCH, replace=False)] for _ in range(5)]
+    lookups(setup, final, [k for _, k in points], [int(k) for k in batch], others)
     print(f"load average {os.getloadavg()[0]:.2f} at end")
 
 

@@ -457,20 +457,22 @@ def read_task(system: str, setup: dict[str, Any]) -> dict[str, Any]:
     return {**out, **p.report("read")}
 
 
-def read_tables(scale: float, workdir: str | None, prefix: str) -> tuple[dict[str, Any], pa.Table]:
+def read_tables(scale: float, workdir: str | None, prefix: str,
+                options: dict[str, str] | None = None) -> tuple[dict[str, Any], pa.Table]:
     """The read benchmark's tables built afresh in ``workdir`` (a new temporary directory by
-    default) at ``scale``: their :func:`read_setup` and the expected final rows."""
+    default) at ``scale``, the tidelake table with ``options``: their :func:`read_setup` and the
+    expected final rows."""
     w = wl.Workload().scaled(scale)
     work = pathlib.Path(workdir or tempfile.mkdtemp(prefix=prefix))
     data = wl.save(w, work / "data")
     print(f"building the tables in {work} ...", flush=True)
     shutil.rmtree(work / "tables", ignore_errors=True)
-    setup = read_setup(str(data), work / "tables")
+    setup = read_setup(str(data), work / "tables", options)
     _, bulk, upserts = wl.load(data)
     return setup, wl.final_state(bulk, upserts)
 
 
-def read_setup(data: str, target: pathlib.Path) -> dict[str, Any]:
+def read_setup(data: str, target: pathlib.Path, options: dict[str, str] | None = None) -> dict[str, Any]:
     """Build the tables the read benchmark reads: the PK table written by tidelake (bulk +
     upserts, ``write-only`` so nothing is compacted) and a Delta table with the same final content (bulk + merges)."""
     import pyarrow.parquet as pq
@@ -478,7 +480,7 @@ def read_setup(data: str, target: pathlib.Path) -> dict[str, Any]:
 
     w, bulk, upserts = wl.load(data)
     tl_path = target / "tidelake"
-    t = wl.write_runs(tl_path, w, bulk, upserts)
+    t = wl.write_runs(tl_path, w, bulk, upserts, options)
     delta_path = target / "delta"
     write_deltalake(str(delta_path), bulk, writer_properties=_delta_props())
     for up in upserts:

@@ -111,12 +111,15 @@ def load(directory: str | os.PathLike[str], bulk: bool = True,
             [read(f"upsert-{i:02d}") for i in range(w.commits)] if upserts else [])
 
 
-def write_runs(path: str | os.PathLike[str], w: Workload, bulk: pa.Table, upserts: list[pa.Table]):
+def write_runs(path: str | os.PathLike[str], w: Workload, bulk: pa.Table, upserts: list[pa.Table],
+               options: dict[str, str] | None = None):
     """Write the workload with tidelake, ``write-only`` so nothing is compacted: every commit
-    stays a level-0 sorted run per bucket. Returns the table."""
+    stays a level-0 sorted run per bucket; ``options`` are further table options. Returns the
+    table."""
     import tidelake
 
-    t = tidelake.create_table(path, SCHEMA, primary_keys=[KEY], bucket=w.buckets, options={"write-only": "true"})
+    t = tidelake.create_table(path, SCHEMA, primary_keys=[KEY], bucket=w.buckets,
+                              options={"write-only": "true", **(options or {})})
     t.write(bulk)
     for up in upserts:
         t.upsert(up)

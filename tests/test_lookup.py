@@ -6,6 +6,7 @@ keys omitted; bad keys raise typed errors; a lookuper is shared by a thread pool
 
 from __future__ import annotations
 
+import os
 import random
 from concurrent.futures import ThreadPoolExecutor
 
@@ -338,3 +339,36 @@ def test_a_batch_of_1000_keys_equals_single_key_lookups_and_the_model(tmp_path, 
     for k in rng.sample(keys, 150):
         assert lookuper.lookup([k]).to_pylist() == ([by_key[k]] if k in by_key else [])
     assert table.lookup(keys, columns=["v", "k"]).to_pylist() == _expected(model, keys, ["v", "k"])
+
+
+def test_a_warm_lookuper_decodes_only_the_newest_record_of_each_key(tmp_path):
+    """Once a lookup of many keys has kept each file's key column, a deduplicate table's lookup
+    reads a key's other columns only in the newest file holding the key: with every page of the
+    oldest file destroyed, warm lookups of keys rewritten later still answer (keys deleted later
+    stay absent), while a key only the oldest file holds fails to read."""
+    import pyarrow.parquet as pq
+
+    table = tidelake.create_table(tmp_path / "t", SCHEMA, primary_keys=["k"],
+                                  options={"bucket": "1", "write-only": "true"})
+
+    def rows(keys: range, v: int) -> pa.Table:
+        return pa.Table.from_pylist([{"k": k, "s": "a", "p": "p1", "v": v, "w": f"w{k}", "ts": k}
+                                     for k in keys], schema=SCHEMA)
+
+    table.upsert(rows(range(10_000), 1))
+    (oldest,) = (f["file_path"].removeprefix("file:") for f in table.system("files").to_pylist())
+    table.upsert(rows(range(0, 10_000, 2), 2))
+    table.delete_keys(rows(range(0, 10_000, 4), 3))
+    evens = list(range(0, 10_000, 2))
+    expected = [{"k": k, "v": 2} for k in evens if k % 4 == 2]
+    lookuper = table.lookuper()
+    assert lookuper.lookup(evens, columns=["k", "v"]).to_pylist() == expected  # keeps key columns
+    end = os.path.getsize(oldest) - pq.ParquetFile(oldest).metadata.serialized_size - 8
+    with open(oldest, "r+b") as fh:  # everything between the magic and the footer
+        fh.seek(4)
+        fh.write(b"\xff" * (end - 4))
+    assert lookuper.lookup(evens, columns=["k", "v"]).to_pylist() == expected
+    assert lookuper.lookup([6, 8, 10]).to_pylist() == [
+        {"k": 6, "s": "a", "p": "p1", "v": 2, "w": "w6", "ts": 6}, {"k": 10, "s": "a", "p": "p1", "v": 2, "w": "w10", "ts": 10}]
+    with pytest.raises(tidelake.TidelakeError):
+        lookuper.lookup([7])

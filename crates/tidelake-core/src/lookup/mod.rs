@@ -17,9 +17,13 @@
 //! ([`KeySet`]: rows of other keys are dropped before the merge; Parquet pages without any of
 //! the keys are skipped by the page index) and merged by the table's merge engine exactly as a
 //! batch read merges them; a bucket left with one file without retract rows is read without
-//! merging. Buckets are read on tasks of their own ([`CONCURRENT_BUCKETS`] at a time), so a
-//! lookup of many keys decodes on every core; a lookup of one bucket is read on the caller's task.
-//! The rows are returned in the order of the keys given.
+//! merging. When a key's merged row is just its newest record (`deduplicate`), the files'
+//! sequence numbers do not overlap and the read cache holds every candidate file's key column,
+//! each key is read from the newest file holding it only, so its older versions are never
+//! decoded ([`BucketReads::newest_files`]). Buckets (and those files) are read on tasks of
+//! their own ([`CONCURRENT_BUCKETS`] at a time), so a lookup of many keys decodes on every
+//! core; a lookup of one bucket is read on the caller's task. The rows are returned in the
+//! order of the keys given.
 //!
 //! A lookuper may keep what it reads of immutable files in a byte-bounded
 //! [`crate::io::ReadCache`]; a refresh plans the new snapshot through the same cache, so only
@@ -27,7 +31,8 @@
 //!
 //! Invariant: a lookup returns, for every key, the row a batch read of the same snapshot
 //! returns for that key (pruning only drops files and pages that cannot hold the key, and every
-//! version of a key is kept or dropped together).
+//! version of a key is kept or dropped together, but for versions older than one that alone
+//! decides the key).
 
 mod keys;
 
@@ -35,7 +40,9 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use arrow_array::{RecordBatch, UInt32Array};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::binary_row::decode_framed;
@@ -47,6 +54,7 @@ use crate::error::{Error, Result};
 use crate::io::ReadCache;
 use crate::layout::TableLayout;
 use crate::lsm::key::compare_keys;
+use crate::read::data_file::kept_key_column;
 use crate::read::key_set::KeySet;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::bucket_filter::BucketFilter;
@@ -504,30 +512,47 @@ impl BucketReads {
     /// The merged rows of the keys of `w` in bucket `bi` of partition `pi` (and of no other
     /// key).
     async fn bucket(self: Arc<Self>, pi: usize, bi: usize, w: Work) -> Result<Vec<RecordBatch>> {
-        let (state, keys) = (&self.state, &self.keys);
-        let bucket = &state.partitions[pi].1[bi];
-        let files = bucket.indexed_files(state, keys, &w).await?;
+        let bucket = &self.state.partitions[pi].1[bi];
+        let files = bucket.indexed_files(&self.state, &self.keys, &w).await?;
+        let Some(newest) = self.newest_files(&files, &w.keys)? else {
+            return self.read(pi, bi, files, w.keys).await;
+        };
+        // each file on a task of its own, as the runs of a merged read are
+        let reads = newest.into_iter().map(|(file, keys)| {
+            let task = tokio::spawn(self.clone().read(pi, bi, vec![file], keys));
+            joined(task, "reading a file of a lookup")
+        });
+        let rows: Vec<Vec<RecordBatch>> = stream::iter(reads)
+            .buffer_unordered(CONCURRENT_BUCKETS)
+            .try_collect()
+            .await?;
+        Ok(rows.into_iter().flatten().collect())
+    }
+
+    /// The merged rows of `keys` (indices into the lookup's keys) in `files` of bucket `bi` of
+    /// partition `pi`.
+    async fn read(
+        self: Arc<Self>,
+        pi: usize,
+        bi: usize,
+        files: Vec<SplitFile>,
+        keys: Vec<u32>,
+    ) -> Result<Vec<RecordBatch>> {
         if files.is_empty() {
             return Ok(Vec::new());
         }
+        let bucket = &self.state.partitions[pi].1[bi];
         let single = files.len() == 1 && files[0].delete_row_count == Some(0);
         let split = Split {
             raw_convertible: bucket.split.raw_convertible || single,
             files,
             ..bucket.split.clone()
         };
-        let mut ctx = ReadContext::new(
-            state.table.clone(),
-            &state.schema,
-            Some(&self.read_columns),
-            None,
-            DEFAULT_BATCH_SIZE,
-            false,
-        )?;
+        let mut ctx = self.context()?;
         if !self.trimmed.is_empty() {
-            let values = keys.take(&self.trimmed, &w.keys)?;
+            let values = self.keys.take(&self.trimmed, &keys)?;
             let set = KeySet::new(self.trimmed_names.clone(), &values)?;
-            let pages = pages_predicate(keys, &self.trimmed, &w.keys);
+            let pages = pages_predicate(&self.keys, &self.trimmed, &keys);
             ctx = ctx.with_keys(Arc::new(set), Some(&pages));
         }
         Arc::new(ctx)
@@ -535,6 +560,83 @@ impl BucketReads {
             .await?
             .try_collect::<Vec<RecordBatch>>()
             .await
+    }
+
+    fn context(&self) -> Result<ReadContext> {
+        ReadContext::new(
+            self.state.table.clone(),
+            &self.state.schema,
+            Some(&self.read_columns),
+            None,
+            DEFAULT_BATCH_SIZE,
+            false,
+        )
+    }
+
+    /// Where the newest record of each of `keys` is, as (file, the keys whose newest record
+    /// it holds), newest file first, when that alone decides the lookup: the table's merge keeps
+    /// a key's newest record ([`ReadContext::newest_record_wins`]), the files' sequence numbers
+    /// do not overlap, none has a deletion vector, and the one integer key column of every file
+    /// is in the read cache (a lookup of many keys put it there). Then a key's other versions
+    /// are never decoded. `None` otherwise (every file is read for every key and merged).
+    fn newest_files(
+        &self,
+        files: &[SplitFile],
+        keys: &[u32],
+    ) -> Result<Option<Vec<(SplitFile, Vec<u32>)>>> {
+        let ([_], [column]) = (self.trimmed.as_slice(), self.trimmed_names.as_slice()) else {
+            return Ok(None);
+        };
+        if files.len() < 2 || files.iter().any(|f| f.deletion.is_some()) {
+            return Ok(None);
+        }
+        let mut files: Vec<&SplitFile> = files.iter().collect();
+        files.sort_by_key(|f| std::cmp::Reverse(f.max_sequence_number));
+        if files
+            .windows(2)
+            .any(|w| w[1].max_sequence_number >= w[0].min_sequence_number)
+            || !self.context()?.newest_record_wins()
+        {
+            return Ok(None);
+        }
+        let io = self.state.table.io();
+        let Some(columns) = files
+            .iter()
+            .map(|f| kept_key_column(io, &f.path, column))
+            .collect::<Option<Vec<Int64Array>>>()
+        else {
+            return Ok(None);
+        };
+        let values = self.keys.take(&self.trimmed, keys)?;
+        let Ok(wide) = arrow_cast::cast(&values[0], &arrow_schema::DataType::Int64) else {
+            return Ok(None);
+        };
+        // the keys not yet found, by value
+        let mut open: BTreeMap<i64, u32> = wide
+            .as_primitive::<Int64Type>()
+            .iter()
+            .zip(keys)
+            .filter_map(|(v, &k)| Some((v?, k)))
+            .collect();
+        let mut out = Vec::new();
+        for (file, ascending) in files.into_iter().zip(columns) {
+            if open.is_empty() {
+                break;
+            }
+            let wanted = Int64Array::from_iter_values(open.keys().copied());
+            let set = KeySet::new(vec![column.to_string()], &[Arc::new(wanted) as ArrayRef])?;
+            let Some(rows) = set.rows_in_ascending(&ascending) else {
+                return Ok(None);
+            };
+            let found: Vec<u32> = rows
+                .into_iter()
+                .filter_map(|row| open.remove(&ascending.value(row)))
+                .collect();
+            if !found.is_empty() {
+                out.push((file.clone(), found));
+            }
+        }
+        Ok(Some(out))
     }
 }
 

@@ -135,6 +135,41 @@ impl KeySet {
     }
 }
 
+impl KeySet {
+    /// The positions of the rows of `column` (ascending, without nulls: a data file's one
+    /// integer key column) whose key is in the set, ascending; `None` unless the set is of one
+    /// integer column. Each key is found by a gallop from the previous key's row, so a few keys
+    /// cost nothing on a long file and the probes of close keys stay in cache.
+    pub fn rows_in_ascending(&self, column: &Int64Array) -> Option<Vec<usize>> {
+        let Members::Integers(sorted) = &self.members else {
+            return None;
+        };
+        let values = column.values();
+        let mut rows = Vec::new();
+        let mut at = 0;
+        for &k in sorted {
+            at += first_not_below(&values[at..], k);
+            while values.get(at) == Some(&k) {
+                rows.push(at);
+                at += 1;
+            }
+        }
+        Some(rows)
+    }
+}
+
+/// The index of the first of `values` (ascending) not below `v`: a gallop from the start, then
+/// a binary search of the stretch it ends in.
+fn first_not_below(values: &[i64], v: i64) -> usize {
+    let mut end = 1;
+    while values.get(end - 1).is_some_and(|&x| x < v) {
+        end *= 2;
+    }
+    let start = end / 2;
+    let end = end.min(values.len());
+    start + values[start..end].partition_point(|&x| x < v)
+}
+
 /// Whether each of `values` is one of `sorted` (ascending, distinct); keys are never null, so
 /// a null is not. A merge walk: while `values` ascend (rows of a data file are in key order)
 /// each row costs one comparison plus a gallop over the keys it passes, so a batch costs
@@ -151,16 +186,7 @@ fn sorted_matches(sorted: &[i64], values: &Int64Array) -> BooleanArray {
             at = sorted.partition_point(|&k| k < v);
         }
         previous = v;
-        if sorted.get(at).is_some_and(|&k| k < v) {
-            // gallop from `at` (below `v`) to a key not below `v`, then search that stretch
-            let (mut below, mut step) = (at, 1);
-            while sorted.get(below + step).is_some_and(|&k| k < v) {
-                below += step;
-                step *= 2;
-            }
-            let end = (below + step).min(sorted.len());
-            at = below + 1 + sorted[below + 1..end].partition_point(|&k| k < v);
-        }
+        at += first_not_below(&sorted[at..], v);
         sorted.get(at) == Some(&v)
     });
     let found = match values.nulls() {
@@ -207,6 +233,26 @@ mod tests {
                 .map(|r| r.is_some_and(|r| sorted.binary_search(&r).is_ok()))
                 .collect();
             proptest::prop_assert_eq!(got, want);
+        }
+
+        /// On an ascending column (repeated values included) the galloping search finds the
+        /// rows the membership test finds, in order.
+        #[test]
+        fn rows_in_ascending_are_the_matching_rows(
+            keys in proptest::collection::vec(-50i64..50, 0..40),
+            rows in proptest::collection::vec(-60i64..60, 0..300),
+        ) {
+            let mut rows = rows;
+            rows.sort();
+            let set = KeySet::new(vec!["k".into()], &[Arc::new(Int64Array::from(keys)) as ArrayRef]).unwrap();
+            let column = Int64Array::from(rows);
+            let want: Vec<usize> = set
+                .matches(&batch(vec![("k", Arc::new(column.clone()))]))
+                .unwrap()
+                .values()
+                .set_indices()
+                .collect();
+            proptest::prop_assert_eq!(set.rows_in_ascending(&column), Some(want));
         }
     }
 

@@ -260,6 +260,19 @@ impl ReadContext {
         self.merge.clone()
     }
 
+    /// Whether a key's merged row is just its newest record (`deduplicate` without
+    /// `sequence.field` or `ignore-delete`, not a change read): among files whose sequence
+    /// numbers do not overlap, the newest file holding the key decides it (its record, or no row
+    /// when that record retracts the key).
+    pub(crate) fn newest_record_wins(&self) -> bool {
+        !self.with_row_kind
+            && self.merge.as_ref().is_some_and(|m| {
+                matches!(m.engine, MergeEngineConfig::Deduplicate)
+                    && m.sequence_indices.is_empty()
+                    && !m.ignore_delete
+            })
+    }
+
     pub(super) fn batch_size(&self) -> usize {
         self.batch_size
     }
@@ -367,6 +380,13 @@ impl ReadContext {
                 self.merge_row_ranges(split.files.clone())?
             }
             None => self.chain_files(split.files.clone(), system, self.batch_size),
+            // files that say they hold no retract row are read without the system columns
+            Some(_)
+                if split.raw_convertible
+                    && split.files.iter().all(|f| f.delete_row_count == Some(0)) =>
+            {
+                self.chain_files(split.files.clone(), SystemColumns::None, self.batch_size)
+            }
             Some(_) if split.raw_convertible => {
                 let stream = self.chain_files(
                     split.files.clone(),
@@ -564,13 +584,14 @@ impl ReadContext {
             Ok(opened) => opened?,
             Err(panic) => return Err(panic_error(&path, panic)),
         };
-        if let (Some(keys), SystemColumns::KeyValue) = (&self.key_filter, system) {
+        // primary-key tables only (set by `new` and `with_keys`), with or without system columns
+        if let Some(keys) = &self.key_filter {
             let keys = keys.clone();
             stream = stream
                 .try_filter_map(move |b| futures::future::ready(matching_rows(&keys, b)))
                 .boxed();
         }
-        if let (Some(keys), SystemColumns::KeyValue) = (&self.key_set, system) {
+        if let Some(keys) = &self.key_set {
             let keys = keys.clone();
             stream = stream
                 .try_filter_map(move |b| futures::future::ready(rows_of_keys(&keys, b)))

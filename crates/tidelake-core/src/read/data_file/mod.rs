@@ -28,6 +28,7 @@ mod page_prune;
 mod parquet;
 
 pub use page_prune::PagePrune;
+pub use parquet::kept_key_column;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -24,11 +24,18 @@
 //! `RowFilter` on the key columns: parquet decodes the key columns of the selected pages, keeps
 //! the rows whose key is in the set and decodes the other columns at those rows only, fetching
 //! only their pages. Used when every key column is stored under its read name with its read
-//! type (else the caller's own key filter does the same work after decoding).
+//! type (else the caller's own key filter does the same work after decoding). With a read
+//! cache, a file's key columns are decoded whole once and kept there ([`kept_keys`]): later
+//! reads of key sets find their rows in the kept columns (a gallop per key over one integer
+//! column) and decode only the other columns' pages at those rows, each row group in one read.
 
 use std::ops::Range;
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, Int64Array, RecordBatch};
+use arrow_schema::DataType as ArrowType;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
@@ -45,7 +52,7 @@ use tidelake_spec::types::DataField;
 use super::page_prune::PagePrune;
 use super::{select_roots, RangeReader, RawStream};
 use crate::error::{Error, Result};
-use crate::io::FileIO;
+use crate::io::{FileIO, ReadCache};
 use crate::read::key_set::KeySet;
 
 impl AsyncFileReader for RangeReader {
@@ -167,7 +174,7 @@ async fn open_windowed(
     };
     let mask = ProjectionMask::roots(metadata.parquet_schema(), roots);
     let mut windows = row_windows(metadata.metadata(), &mask, batch_size, window_bytes);
-    let key_rows = prune.and_then(|(p, file_fields, read_fields)| {
+    let mut key_rows = prune.and_then(|(p, file_fields, read_fields)| {
         let keys = p.key_rows()?;
         let mask = key_mask(&metadata, keys, file_fields, read_fields)?;
         Some((keys.clone(), mask))
@@ -179,6 +186,20 @@ async fn open_windowed(
             file_fields,
             read_fields,
         );
+        if let (Some((keys, key_columns)), Some(cache)) = (&key_rows, cache) {
+            let known = kept_keys(&reader, &metadata, rel_path, cache, keys, key_columns)
+                .await
+                .map_err(|e| Error::parquet(format!("reading the keys of {display}"), e))?;
+            if let Some(file_keys) = known {
+                // only the keys' pages are fetched: one read per row group
+                let groups = metadata.metadata().num_row_groups();
+                windows = restrict(
+                    (0..groups).map(|g| (g, None)).collect(),
+                    &file_keys.rows_of(keys)?,
+                );
+                key_rows = None;
+            }
+        }
         windows = restrict(windows, &kept);
     }
     let stream = stream::iter(windows)
@@ -206,6 +227,131 @@ async fn open_windowed(
         .try_flatten()
         .map_err(move |e| Error::parquet(format!("reading {display}"), e));
     Ok(stream.boxed())
+}
+
+/// A file's key columns decoded whole, kept in a read cache so that lookups find their keys'
+/// rows without decoding key pages again (only the other columns' pages at those rows).
+struct FileKeys {
+    /// The key columns, in the order of the key set they were decoded for.
+    columns: Vec<String>,
+    /// Every row of the file, in file order.
+    rows: RecordBatch,
+    /// The one key column as ascending integers, when it is one (rows found by binary search).
+    ascending: Option<Int64Array>,
+    /// Rows per row group.
+    group_rows: Vec<usize>,
+}
+
+impl FileKeys {
+    fn new(columns: Vec<String>, rows: RecordBatch, group_rows: Vec<usize>) -> FileKeys {
+        let ascending = match rows.columns() {
+            [column] if column.null_count() == 0 => arrow_cast::cast(column, &ArrowType::Int64)
+                .ok()
+                .map(|c| c.as_primitive::<Int64Type>().clone())
+                .filter(|c| c.values().is_sorted()),
+            _ => None,
+        };
+        FileKeys {
+            columns,
+            rows,
+            ascending,
+            group_rows,
+        }
+    }
+
+    /// Per row group: the rows whose key is in `keys`.
+    fn rows_of(&self, keys: &KeySet) -> Result<Vec<Option<RowSelection>>> {
+        let found: Vec<usize> = match self
+            .ascending
+            .as_ref()
+            .and_then(|c| keys.rows_in_ascending(c))
+        {
+            Some(rows) => rows,
+            None => {
+                let found = keys.matches(&self.rows)?;
+                found.values().set_indices().collect()
+            }
+        };
+        let mut found = found.into_iter().peekable();
+        let mut start = 0;
+        Ok(self
+            .group_rows
+            .iter()
+            .map(|&n| {
+                let (mut selectors, mut at) = (Vec::new(), start);
+                while let Some(row) = found.next_if(|&r| r < start + n) {
+                    if row > at {
+                        selectors.push(RowSelector::skip(row - at));
+                    }
+                    selectors.push(RowSelector::select(1));
+                    at = row + 1;
+                }
+                if start + n > at {
+                    selectors.push(RowSelector::skip(start + n - at));
+                }
+                start += n;
+                Some(RowSelection::from(selectors))
+            })
+            .collect())
+    }
+}
+
+/// The one integer key column `column` of data file `rel_path`, ascending, when a lookup of
+/// many keys has kept it in `io`'s read cache (see [`kept_keys`]).
+pub fn kept_key_column(io: &FileIO, rel_path: &str, column: &str) -> Option<Int64Array> {
+    let known = io.read_cache()?.get::<FileKeys>(rel_path)?;
+    (known.columns == [column]).then(|| known.ascending.clone())?
+}
+
+/// The file's key columns (`key_columns`, those of `keys`) from `cache`, decoded whole and
+/// cached first when they weigh at most an eighth of the cache's budget; `None` otherwise (the
+/// caller tests the rows of the pages it keeps itself). A reader with a cache reads the same
+/// files again (lookups, point scans), so the whole column is decoded once instead of the
+/// pages of each read's keys on every read.
+async fn kept_keys(
+    reader: &RangeReader,
+    metadata: &ArrowReaderMetadata,
+    rel_path: &str,
+    cache: &ReadCache,
+    keys: &KeySet,
+    key_columns: &ProjectionMask,
+) -> parquet::errors::Result<Option<Arc<FileKeys>>> {
+    if let Some(known) = cache.get::<FileKeys>(rel_path) {
+        if known.columns == keys.columns() {
+            return Ok(Some(known));
+        }
+    }
+    let groups = metadata.metadata().row_groups();
+    let group_rows: Vec<usize> = groups
+        .iter()
+        .map(|g| usize::try_from(g.num_rows()).unwrap_or(0))
+        .collect();
+    let total: usize = group_rows.iter().sum();
+    let decoded: u64 = groups
+        .iter()
+        .flat_map(|g| g.columns().iter().enumerate())
+        .filter(|(leaf, _)| key_columns.leaf_included(*leaf))
+        .map(|(_, c)| u64::try_from(c.uncompressed_size()).unwrap_or(u64::MAX))
+        .sum();
+    if total == 0 || decoded > (cache.budget() / 8) as u64 {
+        return Ok(None);
+    }
+    let batches: Vec<RecordBatch> =
+        ParquetRecordBatchStreamBuilder::new_with_metadata(reader.clone(), metadata.clone())
+            .with_projection(key_columns.clone())
+            .with_batch_size(total)
+            .build()?
+            .try_collect()
+            .await?;
+    let schema = batches.first().map_or_else(
+        || Arc::new(arrow_schema::Schema::empty()),
+        RecordBatch::schema,
+    );
+    let rows = arrow_select::concat::concat_batches(&schema, &batches)?;
+    let weight = rows.get_array_memory_size();
+    let known = Arc::new(FileKeys::new(keys.columns().to_vec(), rows, group_rows));
+    cache.insert(rel_path, known.clone(), weight);
+    Ok(Some(known))
 }
 
 /// The root columns of `keys` in the file, when each is stored under its read name with its

@@ -372,3 +372,40 @@ def test_a_warm_lookuper_decodes_only_the_newest_record_of_each_key(tmp_path):
         {"k": 6, "s": "a", "p": "p1", "v": 2, "w": "w6", "ts": 6}, {"k": 10, "s": "a", "p": "p1", "v": 2, "w": "w10", "ts": 10}]
     with pytest.raises(tidelake.TidelakeError):
         lookuper.lookup([7])
+
+
+def _destroy_columns(path: str, names: set[str]) -> None:
+    """Overwrite every page of the columns ``names`` of Parquet file ``path`` (footer kept)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    with open(path, "r+b") as fh:
+        for group in range(meta.num_row_groups):
+            for i in range(meta.num_columns):
+                column = meta.row_group(group).column(i)
+                if column.path_in_schema in names:
+                    starts = [column.data_page_offset] + ([column.dictionary_page_offset]
+                                                          if column.has_dictionary_page else [])
+                    fh.seek(min(starts))
+                    fh.write(b"\xff" * column.total_compressed_size)
+
+
+def test_a_bucket_of_one_file_without_delete_rows_is_read_without_system_columns(tmp_path):
+    """A primary-key bucket holding one file that records no delete row needs no merge and no
+    row kinds: reads and lookups skip `_SEQUENCE_NUMBER` and `_VALUE_KIND` (destroyed here),
+    while a file of delete rows is still read with them (and fails once they are destroyed)."""
+    rows = pa.Table.from_pylist([{"k": k, "s": "a", "p": "p1", "v": k, "w": None, "ts": 0}
+                                 for k in range(5_000)], schema=SCHEMA)
+    plain = tidelake.create_table(tmp_path / "plain", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
+    plain.upsert(rows)
+    deletes = tidelake.create_table(tmp_path / "deletes", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
+    deletes.delete_keys(rows)
+    for table in (plain, deletes):
+        (f,) = table.system("files").to_pylist()
+        _destroy_columns(f["file_path"].removeprefix("file:"), {"_SEQUENCE_NUMBER", "_VALUE_KIND"})
+    plain = tidelake.open_table(tmp_path / "plain", cache_bytes=0)
+    assert plain.to_arrow().sort_by("k") == rows
+    assert plain.to_arrow(filter=[("k", "=", 7)]).to_pylist() == rows.slice(7, 1).to_pylist()
+    assert plain.lookup([3, 9_999]).to_pylist() == rows.slice(3, 1).to_pylist()
+    with pytest.raises(tidelake.TidelakeError):
+        tidelake.open_table(tmp_path / "deletes", cache_bytes=0).to_arrow()

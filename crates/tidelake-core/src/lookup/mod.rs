@@ -55,7 +55,7 @@ use crate::io::ReadCache;
 use crate::layout::TableLayout;
 use crate::lsm::key::compare_keys;
 use crate::read::data_file::kept_key_column;
-use crate::read::key_set::KeySet;
+use crate::read::key_set::{is_integer, KeySet};
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::bucket_filter::BucketFilter;
 use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, CompareOp, LeafTest};
@@ -452,6 +452,7 @@ impl Lookuper {
             false,
         )?;
         let read_schema = base.output_schema();
+        let newest_wins = base.newest_record_wins();
         drop(base);
         let work = if keys.len() == 0 {
             BTreeMap::new()
@@ -469,6 +470,7 @@ impl Lookuper {
             read_columns,
             trimmed,
             trimmed_names,
+            newest_wins,
         });
         // several buckets: each on a task of its own, so that they decode on every core; one
         // bucket (a lookup of one key) is read here, without waking a worker thread
@@ -506,6 +508,8 @@ struct BucketReads {
     /// Positions (in primary-key order) and names of the trimmed primary-key columns.
     trimmed: Vec<usize>,
     trimmed_names: Vec<String>,
+    /// [`ReadContext::newest_record_wins`] of the lookup's reads.
+    newest_wins: bool,
 }
 
 impl BucketReads {
@@ -592,10 +596,10 @@ impl BucketReads {
         }
         let mut files: Vec<&SplitFile> = files.iter().collect();
         files.sort_by_key(|f| std::cmp::Reverse(f.max_sequence_number));
-        if files
-            .windows(2)
-            .any(|w| w[1].max_sequence_number >= w[0].min_sequence_number)
-            || !self.context()?.newest_record_wins()
+        if !self.newest_wins
+            || files
+                .windows(2)
+                .any(|w| w[1].max_sequence_number >= w[0].min_sequence_number)
         {
             return Ok(None);
         }
@@ -608,9 +612,11 @@ impl BucketReads {
             return Ok(None);
         };
         let values = self.keys.take(&self.trimmed, keys)?;
-        let Ok(wide) = arrow_cast::cast(&values[0], &arrow_schema::DataType::Int64) else {
+        if !is_integer(values[0].data_type()) {
             return Ok(None);
-        };
+        }
+        let wide = arrow_cast::cast(&values[0], &arrow_schema::DataType::Int64)
+            .map_err(|e| Error::arrow("integer keys", e))?;
         // the keys not yet found, by value
         let mut open: BTreeMap<i64, u32> = wide
             .as_primitive::<Int64Type>()

@@ -88,6 +88,14 @@ impl KeySet {
         &self.columns
     }
 
+    /// The one key column's name, when the set is of one integer column (tested as `i64`).
+    pub fn integer_column(&self) -> Option<&str> {
+        match (&self.members, self.columns.as_slice()) {
+            (Members::Integers(_), [column]) => Some(column),
+            _ => None,
+        }
+    }
+
     pub fn len(&self) -> usize {
         match &self.members {
             Members::Integers(sorted) => sorted.len(),
@@ -197,7 +205,7 @@ fn sorted_matches(sorted: &[i64], values: &Int64Array) -> BooleanArray {
 }
 
 /// Integer types whose values widen to `i64` exactly.
-fn is_integer(t: &ArrowType) -> bool {
+pub(crate) fn is_integer(t: &ArrowType) -> bool {
     matches!(
         t,
         ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64

@@ -190,13 +190,10 @@ async fn open_windowed(
             let known = kept_keys(&reader, &metadata, rel_path, cache, keys, key_columns)
                 .await
                 .map_err(|e| Error::parquet(format!("reading the keys of {display}"), e))?;
-            if let Some(file_keys) = known {
+            if let Some(rows) = known.and_then(|k| k.rows_of(keys)) {
                 // only the keys' pages are fetched: one read per row group
                 let groups = metadata.metadata().num_row_groups();
-                windows = restrict(
-                    (0..groups).map(|g| (g, None)).collect(),
-                    &file_keys.rows_of(keys)?,
-                );
+                windows = restrict((0..groups).map(|g| (g, None)).collect(), &rows);
                 key_rows = None;
             }
         }
@@ -229,52 +226,27 @@ async fn open_windowed(
     Ok(stream.boxed())
 }
 
-/// A file's key columns decoded whole, kept in a read cache so that lookups find their keys'
-/// rows without decoding key pages again (only the other columns' pages at those rows).
+/// A file's one integer key column decoded whole, kept in a read cache so that lookups find
+/// their keys' rows without decoding key pages again (only the other columns' pages at those
+/// rows).
 struct FileKeys {
-    /// The key columns, in the order of the key set they were decoded for.
-    columns: Vec<String>,
-    /// Every row of the file, in file order.
-    rows: RecordBatch,
-    /// The one key column as ascending integers, when it is one (rows found by binary search).
-    ascending: Option<Int64Array>,
+    /// The key column's name.
+    column: String,
+    /// Its values, ascending (a data file is sorted by key), as `i64`.
+    ascending: Int64Array,
     /// Rows per row group.
     group_rows: Vec<usize>,
 }
 
 impl FileKeys {
-    fn new(columns: Vec<String>, rows: RecordBatch, group_rows: Vec<usize>) -> FileKeys {
-        let ascending = match rows.columns() {
-            [column] if column.null_count() == 0 => arrow_cast::cast(column, &ArrowType::Int64)
-                .ok()
-                .map(|c| c.as_primitive::<Int64Type>().clone())
-                .filter(|c| c.values().is_sorted()),
-            _ => None,
-        };
-        FileKeys {
-            columns,
-            rows,
-            ascending,
-            group_rows,
-        }
-    }
-
-    /// Per row group: the rows whose key is in `keys`.
-    fn rows_of(&self, keys: &KeySet) -> Result<Vec<Option<RowSelection>>> {
-        let found: Vec<usize> = match self
-            .ascending
-            .as_ref()
-            .and_then(|c| keys.rows_in_ascending(c))
-        {
-            Some(rows) => rows,
-            None => {
-                let found = keys.matches(&self.rows)?;
-                found.values().set_indices().collect()
-            }
-        };
-        let mut found = found.into_iter().peekable();
+    /// Per row group: the rows whose key is in `keys` (a set over this column).
+    fn rows_of(&self, keys: &KeySet) -> Option<Vec<Option<RowSelection>>> {
+        let mut found = keys
+            .rows_in_ascending(&self.ascending)?
+            .into_iter()
+            .peekable();
         let mut start = 0;
-        Ok(self
+        let selections = self
             .group_rows
             .iter()
             .map(|&n| {
@@ -292,32 +264,36 @@ impl FileKeys {
                 start += n;
                 Some(RowSelection::from(selectors))
             })
-            .collect())
+            .collect();
+        Some(selections)
     }
 }
 
-/// The one integer key column `column` of data file `rel_path`, ascending, when a lookup of
-/// many keys has kept it in `io`'s read cache (see [`kept_keys`]).
+/// The one integer key column `column` of data file `rel_path`, ascending, when a read has kept
+/// it in `io`'s read cache (see [`kept_keys`]).
 pub fn kept_key_column(io: &FileIO, rel_path: &str, column: &str) -> Option<Int64Array> {
     let known = io.read_cache()?.get::<FileKeys>(rel_path)?;
-    (known.columns == [column]).then(|| known.ascending.clone())?
+    (known.column == column).then(|| known.ascending.clone())
 }
 
-/// The file's key columns (`key_columns`, those of `keys`) from `cache`, decoded whole and
-/// cached first when they weigh at most an eighth of the cache's budget; `None` otherwise (the
-/// caller tests the rows of the pages it keeps itself). A reader with a cache reads the same
-/// files again (lookups, point scans), so the whole column is decoded once instead of the
-/// pages of each read's keys on every read.
+/// The file's key column from `cache` when `keys` is a set over one integer column
+/// (`key_column`), decoded whole and cached first if it weighs at most an eighth of the cache's
+/// budget; `None` otherwise (the caller tests the rows of the pages it keeps itself). A reader
+/// with a cache reads the same files again (lookups, point scans), so the whole column is
+/// decoded once instead of the pages of each read's keys on every read.
 async fn kept_keys(
     reader: &RangeReader,
     metadata: &ArrowReaderMetadata,
     rel_path: &str,
     cache: &ReadCache,
     keys: &KeySet,
-    key_columns: &ProjectionMask,
+    key_column: &ProjectionMask,
 ) -> parquet::errors::Result<Option<Arc<FileKeys>>> {
+    let Some(column) = keys.integer_column() else {
+        return Ok(None);
+    };
     if let Some(known) = cache.get::<FileKeys>(rel_path) {
-        if known.columns == keys.columns() {
+        if known.column == column {
             return Ok(Some(known));
         }
     }
@@ -330,7 +306,7 @@ async fn kept_keys(
     let decoded: u64 = groups
         .iter()
         .flat_map(|g| g.columns().iter().enumerate())
-        .filter(|(leaf, _)| key_columns.leaf_included(*leaf))
+        .filter(|(leaf, _)| key_column.leaf_included(*leaf))
         .map(|(_, c)| u64::try_from(c.uncompressed_size()).unwrap_or(u64::MAX))
         .sum();
     if total == 0 || decoded > (cache.budget() / 8) as u64 {
@@ -338,18 +314,28 @@ async fn kept_keys(
     }
     let batches: Vec<RecordBatch> =
         ParquetRecordBatchStreamBuilder::new_with_metadata(reader.clone(), metadata.clone())
-            .with_projection(key_columns.clone())
+            .with_projection(key_column.clone())
             .with_batch_size(total)
             .build()?
             .try_collect()
             .await?;
-    let schema = batches.first().map_or_else(
-        || Arc::new(arrow_schema::Schema::empty()),
-        RecordBatch::schema,
-    );
-    let rows = arrow_select::concat::concat_batches(&schema, &batches)?;
-    let weight = rows.get_array_memory_size();
-    let known = Arc::new(FileKeys::new(keys.columns().to_vec(), rows, group_rows));
+    let parts = batches
+        .iter()
+        .map(|b| arrow_cast::cast(b.column(0), &ArrowType::Int64))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let parts: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    let ascending = arrow_select::concat::concat(&parts)?
+        .as_primitive::<Int64Type>()
+        .clone();
+    if ascending.null_count() > 0 || !ascending.values().is_sorted() {
+        return Ok(None);
+    }
+    let weight = ascending.get_array_memory_size();
+    let known = Arc::new(FileKeys {
+        column: column.to_string(),
+        ascending,
+        group_rows,
+    });
     cache.insert(rel_path, known.clone(), weight);
     Ok(Some(known))
 }

@@ -142,6 +142,11 @@ def time_travel(options: dict[str, str]) -> dict[str, Any]:
             "timestamp_ms": int_option(options, "timestamp-ms")}
 
 
+def is_pinned(pinned: dict[str, Any] | None) -> bool:
+    """Whether :func:`time_travel` arguments pin a snapshot."""
+    return pinned is not None and any(v is not None for v in pinned.values())
+
+
 def spark_schema(table: Table, with_row_kind: bool = False, pinned: dict[str, Any] | None = None) -> StructType:
     """The Spark schema of a table's rows (TIMESTAMP without zone maps to TIMESTAMP_NTZ). A read
     pinned to a snapshot (``pinned``, as :func:`time_travel` gives) has the schema that snapshot
@@ -149,7 +154,7 @@ def spark_schema(table: Table, with_row_kind: bool = False, pinned: dict[str, An
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StringType, StructField, StructType
 
-    arrow = table.scan(**pinned).schema if pinned and any(v is not None for v in pinned.values()) else table.schema
+    arrow = table.scan(**pinned).schema if pinned is not None and is_pinned(pinned) else table.schema
     schema = from_arrow_schema(arrow, prefer_timestamp_ntz=True)
     if with_row_kind:
         return StructType([StructField(ROW_KIND, StringType(), False), *schema.fields])

@@ -178,7 +178,7 @@ class BatchReader(DataSourceReader):
         if io.flag(self.options, SKIP_PLAIN):
             return self.not_plain_partitions(table, columns, pinned)
         splits = table.scan(columns=columns, filter=self.filters or None, **pinned).splits()
-        if any(v is not None for v in pinned.values()):
+        if io.is_pinned(pinned):
             return [SplitPartition(s) for s in splits]
         # As many slots as splits now, and at least one per bucket of a fixed-bucket table, so
         # that a view over a table that grows keeps reading in parallel.
@@ -190,7 +190,7 @@ class BatchReader(DataSourceReader):
         """The splits of a pinned snapshot that :func:`~tidelake._spark_plain.plain_files` does
         not give (:func:`tidelake.spark.read` reads those with Spark's Parquet reader). Planned
         without filters, as there, so that both classify the same splits."""
-        if all(v is None for v in pinned.values()):
+        if not io.is_pinned(pinned):
             raise InvalidArgumentError(f"option {SKIP_PLAIN} needs a pinned snapshot (snapshot-id, tag or "
                                        "timestamp-ms)")
         scan = table.scan(columns=columns, **pinned)

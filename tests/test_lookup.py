@@ -286,6 +286,19 @@ def test_a_lookupers_cache_keeps_footers_within_its_budget(tmp_path):
         table.lookuper(cache_bytes=-1)
 
 
+def test_a_lookupers_default_cache_is_the_tables_lookup_cache_size(tmp_path):
+    """Without ``cache_bytes`` a lookuper's cache holds the table's
+    ``lookup.cache-max-memory-size`` (Paimon's lookup cache option, 256 MiB by default)."""
+    table, names, model, _, universe = _history(tmp_path, "deduplicate", 5, two_keys=False, partitioned=False)
+    keys = universe[:-3]
+    default = table.lookuper()
+    assert default.lookup(keys).to_pylist() == _expected(model, keys)
+    assert default.cached_bytes > 4096
+    small = table.set_option("lookup.cache-max-memory-size", "4 kb").lookuper()
+    assert small.lookup(keys).to_pylist() == _expected(model, keys)
+    assert small.cached_bytes <= 4096
+
+
 BATCH_ENGINES = ["deduplicate", "deletion-vectors", "partial-update", "aggregation", "first-row", "sequence-field"]
 
 

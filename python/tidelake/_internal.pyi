@@ -182,9 +182,10 @@ class RawTable:
         """The latest row of each key of ``keys`` (an Arrow producer of exactly the primary-key
         columns), in key order, keys without a row left out."""
 
-    def lookuper(self, snapshot_id: int | None = None, cache_bytes: int = 0) -> RawLookuper:
+    def lookuper(self, snapshot_id: int | None = None, cache_bytes: int | None = None) -> RawLookuper:
         """A long-lived lookuper of one snapshot (the latest by default) that caches up to
-        ``cache_bytes`` of what it reads of immutable files."""
+        ``cache_bytes`` of what it reads of immutable files (None: the table's
+        ``lookup.cache-max-memory-size``)."""
 
     def changes(
         self,

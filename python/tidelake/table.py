@@ -476,11 +476,13 @@ class Table:
         keys = key_table(keys, self.primary_keys, self.schema)
         return self._raw.lookup(keys, columns, snapshot_id)
 
-    def lookuper(self, snapshot_id: int | None = None, cache_bytes: int = 64 << 20) -> Lookuper:
+    def lookuper(self, snapshot_id: int | None = None, cache_bytes: int | None = None) -> Lookuper:
         """A long-lived :class:`~tidelake.lookup.Lookuper` for repeated lookups of one snapshot
         (the latest by default). It keeps up to ``cache_bytes`` of what it reads of immutable
-        files (Parquet footers and page indexes, deletion vectors, manifests); 0 caches nothing."""
-        if cache_bytes < 0:
+        files (Parquet footers and page indexes, files' key columns, deletion vectors,
+        manifests); 0 caches nothing; by default the table's ``lookup.cache-max-memory-size``
+        (Paimon's lookup cache size, 256 MiB unless set)."""
+        if cache_bytes is not None and cache_bytes < 0:
             raise InvalidArgumentError(f"cache_bytes must be >= 0, got {cache_bytes}")
         return Lookuper(self._raw.lookuper(snapshot_id, cache_bytes), self.primary_keys, self.schema)
 

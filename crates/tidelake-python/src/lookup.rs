@@ -46,13 +46,13 @@ impl RawTable {
     }
 
     /// A lookuper of the snapshot `snapshot_id` (the latest when None) caching up to
-    /// `cache_bytes` of what it reads.
-    #[pyo3(signature = (snapshot_id=None, cache_bytes=0))]
+    /// `cache_bytes` of what it reads (None: the table's `lookup.cache-max-memory-size`).
+    #[pyo3(signature = (snapshot_id=None, cache_bytes=None))]
     fn lookuper(
         &self,
         py: Python<'_>,
         snapshot_id: Option<i64>,
-        cache_bytes: usize,
+        cache_bytes: Option<usize>,
     ) -> PyResult<RawLookuper> {
         let snapshot = snapshot_id.map_or(SnapshotSelector::Latest, SnapshotSelector::Id);
         let inner = block_on(

@@ -368,15 +368,25 @@ pub struct Lookuper {
 }
 
 impl Lookuper {
-    /// Plan `snapshot` of `table` for lookups. With `cache_bytes` > 0, what lookups read of
-    /// immutable files (Parquet footers and page indexes, deletion vectors, manifests, hash
-    /// indexes) is kept in a [`ReadCache`] of that many bytes, shared by every lookup and kept
-    /// across refreshes; with 0 nothing is kept (not even in a cache the table has).
+    /// Plan `snapshot` of `table` for lookups. With `cache_bytes` > 0 (`None`: the table's
+    /// `lookup.cache-max-memory-size`, Paimon's lookup cache, 256 MiB by default), what lookups
+    /// read of immutable files (Parquet footers and page indexes, files' key columns, deletion
+    /// vectors, manifests, hash indexes) is kept in a [`ReadCache`] of that many bytes, shared by
+    /// every lookup and kept across refreshes; with 0 nothing is kept (not even in a cache the
+    /// table has).
     pub async fn open(
         table: Table,
         snapshot: SnapshotSelector,
-        cache_bytes: usize,
+        cache_bytes: Option<usize>,
     ) -> Result<Lookuper> {
+        let cache_bytes = match cache_bytes {
+            Some(bytes) => bytes,
+            None => {
+                let option = table.schema().options().lookup_cache_max_memory_size();
+                let bytes = option.map_err(|e| Error::from_spec("table options", e))?;
+                usize::try_from(bytes).unwrap_or(usize::MAX)
+            }
+        };
         let cache = (cache_bytes > 0).then(|| Arc::new(ReadCache::new(cache_bytes)));
         Lookuper::planned(table.with_read_cache(cache), snapshot).await
     }

@@ -275,6 +275,9 @@ impl PlannedBucket {
     }
 }
 
+/// A file and the keys (indices into a lookup's keys) read from it.
+type KeysOfFile = (SplitFile, Vec<u32>);
+
 /// The keys a bucket is read for and which of its files may hold them.
 struct Work {
     keys: Vec<u32>,
@@ -591,13 +594,9 @@ impl BucketReads {
     /// it holds), newest file first, when that alone decides the lookup: the table's merge keeps
     /// a key's newest record ([`ReadContext::newest_record_wins`]), the files' sequence numbers
     /// do not overlap, none has a deletion vector, and the one integer key column of every file
-    /// is in the read cache (a lookup of many keys put it there). Then a key's other versions
+    /// is in the read cache (an earlier read through it put it there). Then a key's other versions
     /// are never decoded. `None` otherwise (every file is read for every key and merged).
-    fn newest_files(
-        &self,
-        files: &[SplitFile],
-        keys: &[u32],
-    ) -> Result<Option<Vec<(SplitFile, Vec<u32>)>>> {
+    fn newest_files(&self, files: &[SplitFile], keys: &[u32]) -> Result<Option<Vec<KeysOfFile>>> {
         let ([_], [column]) = (self.trimmed.as_slice(), self.trimmed_names.as_slice()) else {
             return Ok(None);
         };

@@ -25,9 +25,9 @@
 //! the rows whose key is in the set and decodes the other columns at those rows only, fetching
 //! only their pages. Used when every key column is stored under its read name with its read
 //! type (else the caller's own key filter does the same work after decoding). With a read
-//! cache, a file's key columns are decoded whole once and kept there ([`kept_keys`]): later
-//! reads of key sets find their rows in the kept columns (a gallop per key over one integer
-//! column) and decode only the other columns' pages at those rows, each row group in one read.
+//! cache and one integer key column, the file's key column is decoded whole once and kept there
+//! ([`kept_keys`]): later reads of key sets find their rows in it (a gallop per key) and decode
+//! only the other columns' pages at those rows, each row group in one read.
 
 use std::ops::Range;
 use std::sync::Arc;

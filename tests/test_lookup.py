@@ -422,3 +422,24 @@ def test_a_bucket_of_one_file_without_delete_rows_is_read_without_system_columns
     assert plain.lookup([3, 9_999]).to_pylist() == rows.slice(3, 1).to_pylist()
     with pytest.raises(tidelake.TidelakeError):
         tidelake.open_table(tmp_path / "deletes", cache_bytes=0).to_arrow()
+
+
+@pytest.mark.parametrize("key_type", [pa.int8(), pa.int16(), pa.int32(), pa.int64()])
+def test_warm_lookups_of_every_integer_key_width(tmp_path, key_type):
+    """Warm lookups (key columns kept, key values taken from them, newest records only) return
+    the key in its own type and the rows a merged read returns, for every integer key width."""
+    schema = pa.schema([pa.field("k", key_type, nullable=False), ("v", pa.string())])
+    table = tidelake.create_table(tmp_path / "t", schema, primary_keys=["k"],
+                                  options={"bucket": "2", "write-only": "true"})
+    keys = list(range(-100, 100))
+    table.upsert(pa.table({"k": keys, "v": [f"a{k}" for k in keys]}, schema=schema))
+    table.upsert(pa.table({"k": keys[::3], "v": [f"b{k}" for k in keys[::3]]}, schema=schema))
+    table.delete_keys(pa.table({"k": keys[::5], "v": [None] * len(keys[::5])}, schema=schema))
+    merged = {r["k"]: r for r in table.to_arrow().to_pylist()}
+    lookuper = table.lookuper()
+    wanted = keys + [120, -120]
+    for _ in range(2):  # cold, then warm
+        got = lookuper.lookup(wanted)
+        assert got.schema == schema
+        assert got.to_pylist() == [merged[k] for k in wanted if k in merged]
+        assert lookuper.lookup(wanted, columns=["k"]).to_pylist() == [{"k": k} for k in wanted if k in merged]

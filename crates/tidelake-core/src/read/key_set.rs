@@ -8,7 +8,8 @@
 //! A single integer key column is tested against the keys sorted once, by a merge walk over the
 //! rows (in key order within a data file), without encoding rows (what a lookup of many keys
 //! spends most of its time on otherwise: every row of every page that may hold a key is
-//! tested); other keys by their row encoding in a hash set.
+//! tested); other keys by their row encoding in a hash set. On a file's whole key column (kept
+//! by a read cache, ascending) an integer set finds its rows by a gallop per key instead.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -107,6 +108,27 @@ impl KeySet {
         self.len() == 0
     }
 
+    /// The positions of the rows of `column` (ascending, without nulls: a data file's one
+    /// integer key column) whose key is in the set, ascending; `None` unless the set is of one
+    /// integer column. Each key is found by a gallop from the previous key's row, so a few keys
+    /// cost nothing on a long file and the probes of close keys stay in cache.
+    pub fn rows_in_ascending(&self, column: &Int64Array) -> Option<Vec<usize>> {
+        let Members::Integers(sorted) = &self.members else {
+            return None;
+        };
+        let values = column.values();
+        let mut rows = Vec::new();
+        let mut at = 0;
+        for &k in sorted {
+            at += first_not_below(&values[at..], k);
+            while values.get(at) == Some(&k) {
+                rows.push(at);
+                at += 1;
+            }
+        }
+        Some(rows)
+    }
+
     /// One boolean per row of `batch`: whether its key is in the set. Key columns are found by
     /// name and cast to the set's types if they differ.
     pub fn matches(&self, batch: &RecordBatch) -> Result<BooleanArray> {
@@ -140,29 +162,6 @@ impl KeySet {
                     .collect())
             }
         }
-    }
-}
-
-impl KeySet {
-    /// The positions of the rows of `column` (ascending, without nulls: a data file's one
-    /// integer key column) whose key is in the set, ascending; `None` unless the set is of one
-    /// integer column. Each key is found by a gallop from the previous key's row, so a few keys
-    /// cost nothing on a long file and the probes of close keys stay in cache.
-    pub fn rows_in_ascending(&self, column: &Int64Array) -> Option<Vec<usize>> {
-        let Members::Integers(sorted) = &self.members else {
-            return None;
-        };
-        let values = column.values();
-        let mut rows = Vec::new();
-        let mut at = 0;
-        for &k in sorted {
-            at += first_not_below(&values[at..], k);
-            while values.get(at) == Some(&k) {
-                rows.push(at);
-                at += 1;
-            }
-        }
-        Some(rows)
     }
 }
 

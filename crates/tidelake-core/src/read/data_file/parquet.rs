@@ -34,8 +34,8 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, Int64Array, RecordBatch};
-use arrow_schema::DataType as ArrowType;
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, UInt64Array};
+use arrow_schema::{DataType as ArrowType, FieldRef};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
@@ -172,13 +172,16 @@ async fn open_windowed(
         let names = schema.root_schema().get_fields().iter().map(|f| f.name());
         select_roots(names, columns)
     };
-    let mask = ProjectionMask::roots(metadata.parquet_schema(), roots);
+    let mut mask = ProjectionMask::roots(metadata.parquet_schema(), roots.clone());
     let mut windows = row_windows(metadata.metadata(), &mask, batch_size, window_bytes);
     let mut key_rows = prune.and_then(|(p, file_fields, read_fields)| {
         let keys = p.key_rows()?;
         let mask = key_mask(&metadata, keys, file_fields, read_fields)?;
         Some((keys.clone(), mask))
     });
+    // the key column taken from the kept column instead of its pages: (its place among the
+    // columns read, its field, its values at the rows read)
+    let mut key_values: Option<(usize, FieldRef, ArrayRef)> = None;
     if let Some((prune, file_fields, read_fields)) = prune {
         let kept = prune.selections(
             metadata.metadata(),
@@ -186,18 +189,50 @@ async fn open_windowed(
             file_fields,
             read_fields,
         );
-        if let (Some((keys, key_columns)), Some(cache)) = (&key_rows, cache) {
-            let known = kept_keys(&reader, &metadata, rel_path, cache, keys, key_columns)
-                .await
-                .map_err(|e| Error::parquet(format!("reading the keys of {display}"), e))?;
-            if let Some(rows) = known.and_then(|k| k.rows_of(keys)) {
-                // only the keys' pages are fetched: one read per row group
-                let groups = metadata.metadata().num_row_groups();
-                windows = restrict((0..groups).map(|g| (g, None)).collect(), &rows);
-                key_rows = None;
+        let known = match (&key_rows, cache) {
+            (Some((keys, key_columns)), Some(cache)) => {
+                kept_keys(&reader, &metadata, rel_path, cache, keys, key_columns)
+                    .await
+                    .map_err(|e| Error::parquet(format!("reading the keys of {display}"), e))?
             }
+            _ => None,
+        };
+        let found = known
+            .as_ref()
+            .zip(key_rows.as_ref())
+            .and_then(|(known, (keys, _))| {
+                Some((known, keys.rows_in_ascending(&known.ascending)?))
+            });
+        match found {
+            Some((known, rows)) => {
+                // exactly the keys' rows (their pages fetched, one read per row group)
+                let groups = metadata.metadata().num_row_groups();
+                windows = restrict(
+                    (0..groups).map(|g| (g, None)).collect(),
+                    &known.selections(&rows),
+                );
+                key_rows = None;
+                let names = metadata.parquet_schema().root_schema().get_fields();
+                let root = names.iter().position(|f| f.name() == known.column);
+                if let Some(at) = root.and_then(|r| roots.iter().position(|&x| x == r)) {
+                    if roots.len() > 1 {
+                        let field = metadata.schema().fields()[roots[at]].clone();
+                        let taken = arrow_select::take::take(
+                            &known.ascending,
+                            &UInt64Array::from_iter_values(rows.iter().map(|&r| r as u64)),
+                            None,
+                        )
+                        .and_then(|v| arrow_cast::cast(&v, field.data_type()))
+                        .map_err(|e| Error::arrow(format!("keys of {display}"), e))?;
+                        let rest: Vec<usize> =
+                            roots.iter().copied().filter(|&r| r != roots[at]).collect();
+                        mask = ProjectionMask::roots(metadata.parquet_schema(), rest);
+                        key_values = Some((at, field, taken));
+                    }
+                }
+            }
+            None => windows = restrict(windows, &kept),
         }
-        windows = restrict(windows, &kept);
     }
     let stream = stream::iter(windows)
         .map(move |(row_group, selection)| {
@@ -223,7 +258,24 @@ async fn open_windowed(
         })
         .try_flatten()
         .map_err(move |e| Error::parquet(format!("reading {display}"), e));
-    Ok(stream.boxed())
+    let Some((at, field, values)) = key_values else {
+        return Ok(stream.boxed());
+    };
+    // batches hold the selected rows in order: each takes the next of the key values
+    let mut next = 0;
+    Ok(stream
+        .map(move |batch| {
+            let batch = batch?;
+            let rows = batch.num_rows();
+            let mut fields: Vec<FieldRef> = batch.schema().fields().iter().cloned().collect();
+            let mut columns = batch.columns().to_vec();
+            fields.insert(at, field.clone());
+            columns.insert(at, values.slice(next, rows));
+            next += rows;
+            let schema = Arc::new(arrow_schema::Schema::new(fields));
+            RecordBatch::try_new(schema, columns).map_err(|e| Error::arrow("adding key values", e))
+        })
+        .boxed())
 }
 
 /// A file's one integer key column decoded whole, kept in a read cache so that lookups find
@@ -239,15 +291,11 @@ struct FileKeys {
 }
 
 impl FileKeys {
-    /// Per row group: the rows whose key is in `keys` (a set over this column).
-    fn rows_of(&self, keys: &KeySet) -> Option<Vec<Option<RowSelection>>> {
-        let mut found = keys
-            .rows_in_ascending(&self.ascending)?
-            .into_iter()
-            .peekable();
+    /// Per row group: a selection of exactly `rows` (ascending positions in the file).
+    fn selections(&self, rows: &[usize]) -> Vec<Option<RowSelection>> {
+        let mut found = rows.iter().copied().peekable();
         let mut start = 0;
-        let selections = self
-            .group_rows
+        self.group_rows
             .iter()
             .map(|&n| {
                 let (mut selectors, mut at) = (Vec::new(), start);
@@ -264,8 +312,7 @@ impl FileKeys {
                 start += n;
                 Some(RowSelection::from(selectors))
             })
-            .collect();
-        Some(selections)
+            .collect()
     }
 }
 

@@ -26,8 +26,9 @@
 //! only their pages. Used when every key column is stored under its read name with its read
 //! type (else the caller's own key filter does the same work after decoding). With a read
 //! cache and one integer key column, the file's key column is decoded whole once and kept there
-//! ([`kept_keys`]): later reads of key sets find their rows in it (a gallop per key) and decode
-//! only the other columns' pages at those rows, each row group in one read.
+//! ([`kept_keys`]): later reads of key sets find their rows in it (a gallop per key), take the
+//! key's values at those rows from it and decode only the other columns' pages there, each row
+//! group in one read.
 
 use std::ops::Range;
 use std::sync::Arc;

@@ -299,19 +299,11 @@ impl FileKeys {
         self.group_rows
             .iter()
             .map(|&n| {
-                let (mut selectors, mut at) = (Vec::new(), start);
-                while let Some(row) = found.next_if(|&r| r < start + n) {
-                    if row > at {
-                        selectors.push(RowSelector::skip(row - at));
-                    }
-                    selectors.push(RowSelector::select(1));
-                    at = row + 1;
-                }
-                if start + n > at {
-                    selectors.push(RowSelector::skip(start + n - at));
-                }
+                let base = start;
                 start += n;
-                Some(RowSelection::from(selectors))
+                let ranges = std::iter::from_fn(|| found.next_if(|&r| r < base + n))
+                    .map(|r| r - base..r - base + 1);
+                Some(RowSelection::from_consecutive_ranges(ranges, n))
             })
             .collect()
     }
@@ -660,6 +652,34 @@ mod tests {
     /// A prune carrying a key set reads exactly the rows of those keys (the key column is
     /// decoded first, the other columns at the matching rows only), with every column right;
     /// a key column stored under another name falls back to whole pages.
+    /// Kept keys' rows become per-row-group selections of exactly those rows.
+    #[test]
+    fn kept_key_rows_select_exactly_their_rows_per_row_group() {
+        let keys = FileKeys {
+            column: "k".into(),
+            ascending: Int64Array::from(vec![0i64; 9]),
+            group_rows: vec![3, 4, 2],
+        };
+        let selected: Vec<Vec<bool>> = keys
+            .selections(&[0, 2, 3, 6, 8])
+            .into_iter()
+            .map(|s| {
+                s.unwrap()
+                    .iter()
+                    .flat_map(|r| std::iter::repeat_n(!r.skip, r.row_count))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            selected,
+            vec![
+                vec![true, false, true],
+                vec![true, false, false, true],
+                vec![false, true]
+            ]
+        );
+    }
+
     #[tokio::test]
     async fn key_rows_read_only_the_rows_of_the_keys() {
         use tidelake_spec::datum::Datum;

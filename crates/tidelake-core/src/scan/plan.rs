@@ -253,11 +253,11 @@ pub async fn plan_changes(
             None
         };
         if let Some(list) = list {
-            let metas = read_list(table, &list).await?;
-            let entries = read_manifests(table, &metas)
-                .await?
-                .into_iter()
-                .filter(|e| e.kind == FileKind::Add);
+            let read = async { read_manifests(table, &read_list(table, &list).await?).await };
+            let entries = match read.await {
+                Ok(entries) => entries.into_iter().filter(|e| e.kind == FileKind::Add),
+                Err(e) => return Err(sm.expired_while_reading(id, e).await),
+            };
             let added = LiveFiles::from_entries(entries.map(|e| (None, e)), &mut Pruning::all())?;
             for e in added.entries() {
                 refuse_column_files(&planner.layout, e)?;

@@ -34,7 +34,7 @@ use redb::{Database, Durability, ReadableTable, TableDefinition};
 use tidelake_spec::manifest::FileKind;
 use tidelake_spec::options::MergeEngine;
 use tidelake_spec::row_kind::RowKind;
-use tidelake_spec::snapshot::CommitKind;
+use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataType;
 
 use crate::error::{Error, Result};
@@ -381,13 +381,13 @@ impl CrossPartitionAssigner {
                 Err(e) => return Err(e),
             };
             if snap.commit_kind != CommitKind::Compact {
-                let metas = read_list(table, &snap.delta_manifest_list).await?;
-                let added: Vec<String> = read_manifests(table, &metas)
-                    .await?
-                    .into_iter()
-                    .filter(|e| e.kind == FileKind::Add)
-                    .map(|e| e.file.file_name)
-                    .collect();
+                let added = match Self::added_files(table, &snap).await {
+                    Ok(added) => added,
+                    Err(e) => match sm.expired_while_reading(id, e).await {
+                        Error::SnapshotExpired { .. } => break,
+                        e => return Err(e),
+                    },
+                };
                 if added.is_empty() || !added.iter().all(|f| self.own_files.contains(f)) {
                     break;
                 }
@@ -398,6 +398,17 @@ impl CrossPartitionAssigner {
             advanced = id;
         }
         Ok(advanced)
+    }
+
+    /// The data files `snapshot`'s delta adds.
+    async fn added_files(table: &Table, snapshot: &Snapshot) -> Result<Vec<String>> {
+        let metas = read_list(table, &snapshot.delta_manifest_list).await?;
+        Ok(read_manifests(table, &metas)
+            .await?
+            .into_iter()
+            .filter(|e| e.kind == FileKind::Add)
+            .map(|e| e.file.file_name)
+            .collect())
     }
 }
 

@@ -1,9 +1,10 @@
-//! A cross-partition writer moving its base past its own commit while expiration removes that
-//! commit's snapshot: the snapshot file is read, then expiration deletes it and its manifest
-//! lists before the writer reads them. The writer must take this as "expired" (its base stays
-//! put, and the commit is refused as a conflict), not as a damaged table.
+//! Readers of a snapshot's delta that expiration removes between their read of the snapshot
+//! file and of its manifest lists: a cross-partition writer moving its base past its own
+//! commit, and a plan of changes. Both must take this as "expired" (the writer's base stays
+//! put and its commit is refused as a conflict; the plan fails naming the expired snapshot),
+//! not as a damaged table.
 //!
-//! The race is run for real: the writer's storage answers its read of the snapshot file
+//! The race is run for real: the reader's storage answers its read of the snapshot file
 //! 1.5 s late (test-only fault injection), and an expiration on another handle runs meanwhile.
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use tidelake_core::api::commit::FileStoreCommit;
 use tidelake_core::api::compact::{CompactRequest, Compactor};
 use tidelake_core::api::maintenance::{expire_snapshots, ExpireConfig};
+use tidelake_core::api::scan::plan_changes;
 use tidelake_core::api::schema::{create_table, TableSpec};
 use tidelake_core::api::write::RowKinds;
 use tidelake_core::api::{ErrorKind, FileIO, StorageOptions, Table};
@@ -65,6 +67,39 @@ fn snapshot_ids(dir: &std::path::Path) -> Vec<i64> {
     ids
 }
 
+/// The table at `location`, its storage answering its first read of snapshot `id` 1.5 s late.
+async fn slow_to_read_snapshot(location: &str, id: i64) -> Table {
+    let path = format!("snapshot/snapshot-{id}");
+    let slow: StorageOptions = [
+        ("op", "get"),
+        ("path", path.as_str()),
+        ("when", "after"),
+        ("action", "delay:1500"),
+        ("nth", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (format!("tidelake.fault.{k}"), v.to_string()))
+    .collect();
+    Table::open_io(FileIO::open_with(location, &slow).unwrap())
+        .await
+        .unwrap()
+}
+
+/// Expire all snapshots but the latest, 300 ms from now (while a slow read waits): how many.
+fn expire_soon(table: &Table) -> tokio::task::JoinHandle<u64> {
+    let table = table.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let keep_one = ExpireConfig {
+            retain_min: 1,
+            retain_max: 1,
+            older_than_ms: i64::MAX,
+            max_deletes: i64::MAX,
+        };
+        expire_snapshots(&table, &keep_one).await.unwrap().snapshots
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn own_commit_expiring_while_its_delta_is_read_is_a_conflict_not_damage() {
     let dir = tempfile::tempdir().unwrap();
@@ -90,19 +125,7 @@ async fn own_commit_expiring_while_its_delta_is_read_is_a_conflict_not_damage() 
     assert_eq!(commit(&plain, &mut other, 1).await.unwrap(), vec![1]);
 
     // The writer: its storage answers its first read of snapshot 2 1.5 s late.
-    let slow: StorageOptions = [
-        ("op", "get"),
-        ("path", "snapshot/snapshot-2"),
-        ("when", "after"),
-        ("action", "delay:1500"),
-        ("nth", "1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (format!("tidelake.fault.{k}"), v.to_string()))
-    .collect();
-    let slow_table = Table::open_io(FileIO::open_with(location, &slow).unwrap())
-        .await
-        .unwrap();
+    let slow_table = slow_to_read_snapshot(location, 2).await;
     let mut writer = slow_table.new_write().build().await.unwrap();
     writer
         .write(&row(2, "a", 2), RowKinds::Fixed(0))
@@ -121,21 +144,9 @@ async fn own_commit_expiring_while_its_delta_is_read_is_a_conflict_not_damage() 
 
     // Writing again moves the writer's base past snapshot 2 (its own) and 3 (a compaction);
     // while it waits for snapshot 2's file, expiration removes snapshots 1 and 2.
-    let expire = tokio::spawn({
-        let plain = plain.clone();
-        async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let keep_one = ExpireConfig {
-                retain_min: 1,
-                retain_max: 1,
-                older_than_ms: i64::MAX,
-                max_deletes: i64::MAX,
-            };
-            expire_snapshots(&plain, &keep_one).await.unwrap()
-        }
-    });
+    let expire = expire_soon(&plain);
     let written = writer.write(&row(1, "b", 3), RowKinds::Fixed(0)).await;
-    assert_eq!(expire.await.unwrap().snapshots, 2);
+    assert_eq!(expire.await.unwrap(), 2);
     assert_eq!(snapshot_ids(dir.path()), vec![3]);
     written.expect("an own commit that expired meanwhile is not a damaged table");
 
@@ -150,4 +161,44 @@ async fn own_commit_expiring_while_its_delta_is_read_is_a_conflict_not_damage() 
         "{refused}"
     );
     assert_eq!(snapshot_ids(dir.path()), vec![3]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_plan_whose_snapshot_expires_while_its_delta_is_read_names_the_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    let spec = TableSpec {
+        primary_keys: vec!["id".into(), "dt".into()],
+        partition_keys: vec![],
+        bucket: Some(1),
+        options: vec![("write-only".into(), "true".into())],
+        comment: None,
+    };
+    create_table(FileIO::open(location).unwrap(), &schema(), &spec)
+        .await
+        .unwrap();
+    let plain = Table::open_io(FileIO::open(location).unwrap())
+        .await
+        .unwrap();
+    for ident in 1..=3 {
+        let mut write = plain.new_write().build().await.unwrap();
+        write
+            .write(&row(ident, "a", ident), RowKinds::Fixed(0))
+            .await
+            .unwrap();
+        assert_eq!(
+            commit(&plain, &mut write, ident).await.unwrap(),
+            vec![ident]
+        );
+    }
+    let slow_table = slow_to_read_snapshot(location, 2).await;
+    let expire = expire_soon(&plain);
+    let planned = plan_changes(&slow_table, 1, None, None).await;
+    assert_eq!(expire.await.unwrap(), 2);
+    let failed = planned.expect_err("snapshot 2 expired while it was read");
+    assert_eq!(failed.kind(), ErrorKind::SnapshotExpired, "{failed}");
+    assert!(
+        failed.to_string().contains("snapshot 2 expired"),
+        "{failed}"
+    );
 }

@@ -41,7 +41,8 @@ pub(crate) const SNAPSHOT_DIR: &str = "snapshot";
 pub(crate) const TAG_DIR: &str = "tag";
 pub(crate) const LATEST_HINT_PATH: &str = "snapshot/LATEST";
 pub(crate) const EARLIEST_HINT_PATH: &str = "snapshot/EARLIEST";
-/// How many latest snapshots [`SnapshotManager::read_latest`] tries before giving up.
+/// How many latest snapshots [`SnapshotManager::latest`] and [`SnapshotManager::read_latest`]
+/// try before giving up.
 const LATEST_READ_ATTEMPTS: u32 = 5;
 
 /// How far past a stale `LATEST` hint snapshots are probed before the directory is listed.
@@ -282,10 +283,22 @@ impl SnapshotManager {
         )
     }
 
+    /// The latest snapshot (`None` for a table without snapshots). The one
+    /// [`Self::latest_id`] finds may expire before its file is read, when newer commits and an
+    /// expiration outpace the caller (a process the scheduler left waiting): then the new
+    /// latest is read, up to [`LATEST_READ_ATTEMPTS`] times.
     pub async fn latest(&self) -> Result<Option<Snapshot>> {
-        match self.latest_id().await? {
-            Some(id) => Ok(Some(self.snapshot(id).await?)),
-            None => Ok(None),
+        let mut attempt = 1;
+        loop {
+            let Some(id) = self.latest_id().await? else {
+                return Ok(None);
+            };
+            match self.snapshot(id).await {
+                Err(e) if e.kind() == ErrorKind::NotFound && attempt < LATEST_READ_ATTEMPTS => {
+                    attempt += 1
+                }
+                read => return read.map(Some),
+            }
         }
     }
 

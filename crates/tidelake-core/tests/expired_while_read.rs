@@ -1,11 +1,13 @@
-//! Readers of a snapshot's delta that expiration removes between their read of the snapshot
-//! file and of its manifest lists: a cross-partition writer moving its base past its own
-//! commit, and a plan of changes. Both must take this as "expired" (the writer's base stays
-//! put and its commit is refused as a conflict; the plan fails naming the expired snapshot),
-//! not as a damaged table.
+//! Readers outpaced by expiration: a snapshot found, then removed (with its manifest lists)
+//! before the reader reads its file or its lists. The latest snapshot found and gone before
+//! it is read gives the new latest (what commits and scans start from); a cross-partition
+//! writer moving its base past its own commit stops there (its commit is refused as a
+//! conflict); a plan of changes fails naming the expired snapshot. None of them is taken for
+//! a damaged table.
 //!
-//! The race is run for real: the reader's storage answers its read of the snapshot file
-//! 1.5 s late (test-only fault injection), and an expiration on another handle runs meanwhile.
+//! The races are run for real: the reader's storage answers its read of the snapshot file
+//! 1.5 s late (test-only fault injection), and commits and an expiration on another handle run
+//! meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +53,42 @@ async fn commit(
         .await
 }
 
+/// A one-row commit by a writer of its own (key: the snapshot id it creates).
+async fn commit_rows(table: &Table) -> i64 {
+    let next = table
+        .snapshot_manager()
+        .latest_id()
+        .await
+        .unwrap()
+        .unwrap_or(0)
+        + 1;
+    let mut write = table.new_write().build().await.unwrap();
+    write
+        .write(&row(next, "a", next), RowKinds::Fixed(0))
+        .await
+        .unwrap();
+    let ids = commit(table, &mut write, next).await.unwrap();
+    assert_eq!(ids, vec![next]);
+    next
+}
+
+/// A table of [`schema`] keyed by `id` and `dt` in one bucket at `location`, maintenance off.
+async fn keyed_table(location: &str) -> Table {
+    let spec = TableSpec {
+        primary_keys: vec!["id".into(), "dt".into()],
+        partition_keys: vec![],
+        bucket: Some(1),
+        options: vec![("write-only".into(), "true".into())],
+        comment: None,
+    };
+    create_table(FileIO::open(location).unwrap(), &schema(), &spec)
+        .await
+        .unwrap();
+    Table::open_io(FileIO::open(location).unwrap())
+        .await
+        .unwrap()
+}
+
 fn snapshot_ids(dir: &std::path::Path) -> Vec<i64> {
     let mut ids: Vec<i64> = std::fs::read_dir(dir.join("snapshot"))
         .unwrap()
@@ -67,13 +105,14 @@ fn snapshot_ids(dir: &std::path::Path) -> Vec<i64> {
     ids
 }
 
-/// The table at `location`, its storage answering its first read of snapshot `id` 1.5 s late.
-async fn slow_to_read_snapshot(location: &str, id: i64) -> Table {
+/// The table at `location`, its storage answering its first read of snapshot `id` 1.5 s late:
+/// `when` "after" the file was opened (its content as it was), or "before" (as it is then).
+async fn slow_to_read_snapshot(location: &str, id: i64, when: &str) -> Table {
     let path = format!("snapshot/snapshot-{id}");
     let slow: StorageOptions = [
         ("op", "get"),
         ("path", path.as_str()),
-        ("when", "after"),
+        ("when", when),
         ("action", "delay:1500"),
         ("nth", "1"),
     ]
@@ -85,11 +124,15 @@ async fn slow_to_read_snapshot(location: &str, id: i64) -> Table {
         .unwrap()
 }
 
-/// Expire all snapshots but the latest, 300 ms from now (while a slow read waits): how many.
-fn expire_soon(table: &Table) -> tokio::task::JoinHandle<u64> {
+/// 300 ms from now (while a slow read waits), commit `commits` more rows, then expire all
+/// snapshots but the latest: how many expired.
+fn expire_soon(table: &Table, commits: i64) -> tokio::task::JoinHandle<u64> {
     let table = table.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
+        for _ in 0..commits {
+            commit_rows(&table).await;
+        }
         let keep_one = ExpireConfig {
             retain_min: 1,
             retain_max: 1,
@@ -125,7 +168,7 @@ async fn own_commit_expiring_while_its_delta_is_read_is_a_conflict_not_damage() 
     assert_eq!(commit(&plain, &mut other, 1).await.unwrap(), vec![1]);
 
     // The writer: its storage answers its first read of snapshot 2 1.5 s late.
-    let slow_table = slow_to_read_snapshot(location, 2).await;
+    let slow_table = slow_to_read_snapshot(location, 2, "after").await;
     let mut writer = slow_table.new_write().build().await.unwrap();
     writer
         .write(&row(2, "a", 2), RowKinds::Fixed(0))
@@ -144,7 +187,7 @@ async fn own_commit_expiring_while_its_delta_is_read_is_a_conflict_not_damage() 
 
     // Writing again moves the writer's base past snapshot 2 (its own) and 3 (a compaction);
     // while it waits for snapshot 2's file, expiration removes snapshots 1 and 2.
-    let expire = expire_soon(&plain);
+    let expire = expire_soon(&plain, 0);
     let written = writer.write(&row(1, "b", 3), RowKinds::Fixed(0)).await;
     assert_eq!(expire.await.unwrap(), 2);
     assert_eq!(snapshot_ids(dir.path()), vec![3]);
@@ -167,32 +210,12 @@ async fn own_commit_expiring_while_its_delta_is_read_is_a_conflict_not_damage() 
 async fn a_change_plan_whose_snapshot_expires_while_its_delta_is_read_names_the_expiry() {
     let dir = tempfile::tempdir().unwrap();
     let location = dir.path().to_str().unwrap();
-    let spec = TableSpec {
-        primary_keys: vec!["id".into(), "dt".into()],
-        partition_keys: vec![],
-        bucket: Some(1),
-        options: vec![("write-only".into(), "true".into())],
-        comment: None,
-    };
-    create_table(FileIO::open(location).unwrap(), &schema(), &spec)
-        .await
-        .unwrap();
-    let plain = Table::open_io(FileIO::open(location).unwrap())
-        .await
-        .unwrap();
-    for ident in 1..=3 {
-        let mut write = plain.new_write().build().await.unwrap();
-        write
-            .write(&row(ident, "a", ident), RowKinds::Fixed(0))
-            .await
-            .unwrap();
-        assert_eq!(
-            commit(&plain, &mut write, ident).await.unwrap(),
-            vec![ident]
-        );
+    let plain = keyed_table(location).await;
+    for _ in 1..=3 {
+        commit_rows(&plain).await;
     }
-    let slow_table = slow_to_read_snapshot(location, 2).await;
-    let expire = expire_soon(&plain);
+    let slow_table = slow_to_read_snapshot(location, 2, "after").await;
+    let expire = expire_soon(&plain, 0);
     let planned = plan_changes(&slow_table, 1, None, None).await;
     assert_eq!(expire.await.unwrap(), 2);
     let failed = planned.expect_err("snapshot 2 expired while it was read");
@@ -200,5 +223,26 @@ async fn a_change_plan_whose_snapshot_expires_while_its_delta_is_read_names_the_
     assert!(
         failed.to_string().contains("snapshot 2 expired"),
         "{failed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_latest_snapshot_expiring_before_it_is_read_gives_the_new_latest() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    let plain = keyed_table(location).await;
+    for _ in 1..=3 {
+        commit_rows(&plain).await;
+    }
+    // snapshot 3 is the latest when it is found; before its file is read, two more commits
+    // land and expiration removes everything but the newest (what commits and scans start from)
+    let slow_table = slow_to_read_snapshot(location, 3, "before").await;
+    let expire = expire_soon(&plain, 2);
+    let latest = slow_table.snapshot_manager().latest().await;
+    assert_eq!(expire.await.unwrap(), 4);
+    assert_eq!(snapshot_ids(dir.path()), vec![5]);
+    assert_eq!(
+        latest.expect("the new latest is read").map(|s| s.id),
+        Some(5)
     );
 }

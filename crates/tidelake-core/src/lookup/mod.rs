@@ -40,9 +40,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt32Array};
+use arrow_array::{Int64Array, RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::binary_row::decode_framed;
@@ -55,7 +53,7 @@ use crate::io::ReadCache;
 use crate::layout::TableLayout;
 use crate::lsm::key::compare_keys;
 use crate::read::data_file::kept_key_column;
-use crate::read::key_set::{is_integer, KeySet};
+use crate::read::key_set::{integer_keys, rows_in_ascending, KeySet};
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::bucket_filter::BucketFilter;
 use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, CompareOp, LeafTest};
@@ -621,14 +619,11 @@ impl BucketReads {
             return Ok(None);
         };
         let values = self.keys.take(&self.trimmed, keys)?;
-        if !is_integer(values[0].data_type()) {
+        let Some(wide) = integer_keys(&values[0])? else {
             return Ok(None);
-        }
-        let wide = arrow_cast::cast(&values[0], &arrow_schema::DataType::Int64)
-            .map_err(|e| Error::arrow("integer keys", e))?;
+        };
         // the keys not yet found, by value
         let mut open: BTreeMap<i64, u32> = wide
-            .as_primitive::<Int64Type>()
             .iter()
             .zip(keys)
             .filter_map(|(v, &k)| Some((v?, k)))
@@ -638,12 +633,8 @@ impl BucketReads {
             if open.is_empty() {
                 break;
             }
-            let wanted = Int64Array::from_iter_values(open.keys().copied());
-            let set = KeySet::new(vec![column.to_string()], &[Arc::new(wanted) as ArrayRef])?;
-            let Some(rows) = set.rows_in_ascending(&ascending) else {
-                return Ok(None);
-            };
-            let found: Vec<u32> = rows
+            let wanted: Vec<i64> = open.keys().copied().collect();
+            let found: Vec<u32> = rows_in_ascending(&wanted, &ascending)
                 .into_iter()
                 .filter_map(|row| open.remove(&ascending.value(row)))
                 .collect();

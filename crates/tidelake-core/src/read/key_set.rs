@@ -61,16 +61,18 @@ impl KeySet {
             )));
         }
         let types: Vec<ArrowType> = values.iter().map(|a| a.data_type().clone()).collect();
-        let members = match (values, types.as_slice()) {
-            ([column], [ty]) if is_integer(ty) => {
-                let wide = arrow_cast::cast(column, &ArrowType::Int64)
-                    .map_err(|e| Error::arrow("integer keys", e))?;
-                let mut sorted = wide.as_primitive::<Int64Type>().values().to_vec();
+        let integers = match values {
+            [column] => integer_keys(column)?,
+            _ => None,
+        };
+        let members = match integers {
+            Some(wide) => {
+                let mut sorted = wide.values().to_vec();
                 sorted.sort_unstable();
                 sorted.dedup();
                 Members::Integers(sorted)
             }
-            _ => {
+            None => {
                 let codec = KeyCodec::new(types.clone())?;
                 let rows = codec.encode(values)?;
                 let keys = rows.iter().map(|r| Box::<[u8]>::from(r.as_ref())).collect();
@@ -113,20 +115,10 @@ impl KeySet {
     /// integer column. Each key is found by a gallop from the previous key's row, so a few keys
     /// cost nothing on a long file and the probes of close keys stay in cache.
     pub fn rows_in_ascending(&self, column: &Int64Array) -> Option<Vec<usize>> {
-        let Members::Integers(sorted) = &self.members else {
-            return None;
-        };
-        let values = column.values();
-        let mut rows = Vec::new();
-        let mut at = 0;
-        for &k in sorted {
-            at += first_not_below(&values[at..], k);
-            while values.get(at) == Some(&k) {
-                rows.push(at);
-                at += 1;
-            }
+        match &self.members {
+            Members::Integers(sorted) => Some(rows_in_ascending(sorted, column)),
+            Members::Encoded { .. } => None,
         }
-        Some(rows)
     }
 
     /// One boolean per row of `batch`: whether its key is in the set. Key columns are found by
@@ -163,6 +155,33 @@ impl KeySet {
             }
         }
     }
+}
+
+/// One key column's values as `i64` when its type is an integer type (a [`KeySet`] of them
+/// is tested as such); `None` for other types.
+pub(crate) fn integer_keys(values: &ArrayRef) -> Result<Option<Int64Array>> {
+    if !is_integer(values.data_type()) {
+        return Ok(None);
+    }
+    let wide =
+        arrow_cast::cast(values, &ArrowType::Int64).map_err(|e| Error::arrow("integer keys", e))?;
+    Ok(Some(wide.as_primitive::<Int64Type>().clone()))
+}
+
+/// The positions of the rows of `column` (ascending, without nulls) whose value is one of
+/// `sorted` (ascending, distinct), ascending: [`KeySet::rows_in_ascending`].
+pub(crate) fn rows_in_ascending(sorted: &[i64], column: &Int64Array) -> Vec<usize> {
+    let values = column.values();
+    let mut rows = Vec::new();
+    let mut at = 0;
+    for &k in sorted {
+        at += first_not_below(&values[at..], k);
+        while values.get(at) == Some(&k) {
+            rows.push(at);
+            at += 1;
+        }
+    }
+    rows
 }
 
 /// The index of the first of `values` (ascending) not below `v`: a gallop from the start, then
@@ -204,7 +223,7 @@ fn sorted_matches(sorted: &[i64], values: &Int64Array) -> BooleanArray {
 }
 
 /// Integer types whose values widen to `i64` exactly.
-pub(crate) fn is_integer(t: &ArrowType) -> bool {
+fn is_integer(t: &ArrowType) -> bool {
     matches!(
         t,
         ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64

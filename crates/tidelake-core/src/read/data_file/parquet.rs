@@ -39,7 +39,7 @@ use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, UInt64Array};
 use arrow_schema::{DataType as ArrowType, FieldRef};
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use futures::{stream, FutureExt, StreamExt, TryStreamExt};
+use futures::{stream, FutureExt, Stream, StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::{
     ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection, RowSelector,
 };
@@ -180,9 +180,7 @@ async fn open_windowed(
         let mask = key_mask(&metadata, keys, file_fields, read_fields)?;
         Some((keys.clone(), mask))
     });
-    // the key column taken from the kept column instead of its pages: (its place among the
-    // columns read, its field, its values at the rows read)
-    let mut key_values: Option<(usize, FieldRef, ArrayRef)> = None;
+    let mut key_values: Option<KeyValues> = None;
     if let Some((prune, file_fields, read_fields)) = prune {
         let kept = prune.selections(
             metadata.metadata(),
@@ -213,23 +211,12 @@ async fn open_windowed(
                     &known.selections(&rows),
                 );
                 key_rows = None;
-                let names = metadata.parquet_schema().root_schema().get_fields();
-                let root = names.iter().position(|f| f.name() == known.column);
-                if let Some(at) = root.and_then(|r| roots.iter().position(|&x| x == r)) {
-                    if roots.len() > 1 {
-                        let field = metadata.schema().fields()[roots[at]].clone();
-                        let taken = arrow_select::take::take(
-                            &known.ascending,
-                            &UInt64Array::from_iter_values(rows.iter().map(|&r| r as u64)),
-                            None,
-                        )
-                        .and_then(|v| arrow_cast::cast(&v, field.data_type()))
-                        .map_err(|e| Error::arrow(format!("keys of {display}"), e))?;
-                        let rest: Vec<usize> =
-                            roots.iter().copied().filter(|&r| r != roots[at]).collect();
-                        mask = ProjectionMask::roots(metadata.parquet_schema(), rest);
-                        key_values = Some((at, field, taken));
-                    }
+                if let Some((values, rest)) = known
+                    .values_at(&metadata, &roots, &rows)
+                    .map_err(|e| Error::arrow(format!("keys of {display}"), e))?
+                {
+                    mask = ProjectionMask::roots(metadata.parquet_schema(), rest);
+                    key_values = Some(values);
                 }
             }
             None => windows = restrict(windows, &kept),
@@ -259,12 +246,25 @@ async fn open_windowed(
         })
         .try_flatten()
         .map_err(move |e| Error::parquet(format!("reading {display}"), e));
-    let Some((at, field, values)) = key_values else {
-        return Ok(stream.boxed());
-    };
-    // batches hold the selected rows in order: each takes the next of the key values
+    Ok(match key_values {
+        Some(values) => with_key_values(stream, values),
+        None => stream.boxed(),
+    })
+}
+
+/// A key column's values at the rows read, taken from its kept column instead of its pages:
+/// its place among the columns read, its field, the values.
+type KeyValues = (usize, FieldRef, ArrayRef);
+
+/// `stream` (the selected rows, in order, without the key column) with the key column of
+/// `values` put back at its place: each batch takes the next of the values.
+fn with_key_values(
+    stream: impl Stream<Item = Result<RecordBatch>> + Send + 'static,
+    values: KeyValues,
+) -> RawStream {
+    let (at, field, values) = values;
     let mut next = 0;
-    Ok(stream
+    stream
         .map(move |batch| {
             let batch = batch?;
             let rows = batch.num_rows();
@@ -276,7 +276,7 @@ async fn open_windowed(
             let schema = Arc::new(arrow_schema::Schema::new(fields));
             RecordBatch::try_new(schema, columns).map_err(|e| Error::arrow("adding key values", e))
         })
-        .boxed())
+        .boxed()
 }
 
 /// A file's one integer key column decoded whole, kept in a read cache so that lookups find
@@ -292,6 +292,30 @@ struct FileKeys {
 }
 
 impl FileKeys {
+    /// When the key column is one of the columns `roots` read, and not the only one: its values
+    /// at `rows` (ascending positions in the file) and the other roots, whose pages are read.
+    fn values_at(
+        &self,
+        metadata: &ArrowReaderMetadata,
+        roots: &[usize],
+        rows: &[usize],
+    ) -> std::result::Result<Option<(KeyValues, Vec<usize>)>, arrow_schema::ArrowError> {
+        let names = metadata.parquet_schema().root_schema().get_fields();
+        let root = names.iter().position(|f| f.name() == self.column);
+        let Some(at) = root.and_then(|r| roots.iter().position(|&x| x == r)) else {
+            return Ok(None);
+        };
+        if roots.len() < 2 {
+            return Ok(None);
+        }
+        let field = metadata.schema().fields()[roots[at]].clone();
+        let positions = UInt64Array::from_iter_values(rows.iter().map(|&r| r as u64));
+        let taken = arrow_select::take::take(&self.ascending, &positions, None)?;
+        let values = arrow_cast::cast(&taken, field.data_type())?;
+        let rest = roots.iter().copied().filter(|&r| r != roots[at]).collect();
+        Ok(Some(((at, field, values), rest)))
+    }
+
     /// Per row group: a selection of exactly `rows` (ascending positions in the file).
     fn selections(&self, rows: &[usize]) -> Vec<Option<RowSelection>> {
         let mut found = rows.iter().copied().peekable();

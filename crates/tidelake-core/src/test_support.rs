@@ -12,7 +12,7 @@ use arrow_array::{Int64Array, RecordBatch, StringArray};
 use futures::TryStreamExt;
 use serde_json::Value as Json;
 use tidelake_spec::schema::TableSchema;
-use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
+use tidelake_spec::snapshot::{parse_snapshot_file_name, BATCH_COMMIT_IDENTIFIER};
 
 use crate::commit::FileStoreCommit;
 use crate::compact::inline_compaction;
@@ -77,6 +77,16 @@ pub fn files_under(dir: &Path) -> Vec<String> {
     }
     out.sort();
     out
+}
+
+/// The ids of the snapshot files of the table at `dir`, ascending.
+pub fn snapshot_ids(dir: &Path) -> Vec<i64> {
+    let mut ids: Vec<i64> = std::fs::read_dir(dir.join("snapshot"))
+        .unwrap()
+        .filter_map(|e| parse_snapshot_file_name(e.unwrap().file_name().to_str()?))
+        .collect();
+    ids.sort_unstable();
+    ids
 }
 
 /// A table at `dir` with `schema` as its `schema-0`, written as it is (no validation beyond

@@ -16,6 +16,7 @@ use tidelake_core::api::schema::{create_table, TableSpec};
 use tidelake_core::api::write::RowKinds;
 use tidelake_core::api::{FileIO, StorageOptions, Table};
 use tidelake_core::io::instrumented::{InstrumentedStore, OpKind};
+use tidelake_core::test_support::snapshot_ids;
 
 /// A primary-key table at `dir` with `commits` one-row commits (snapshots `1..=commits`);
 /// automatic maintenance is off (`write-only`) so only the test expires.
@@ -71,22 +72,6 @@ fn keep(retain: i64) -> ExpireConfig {
         older_than_ms: i64::MAX,
         max_deletes: i64::MAX,
     }
-}
-
-fn snapshot_ids(dir: &std::path::Path) -> Vec<i64> {
-    let mut ids: Vec<i64> = std::fs::read_dir(dir.join("snapshot"))
-        .unwrap()
-        .filter_map(|e| {
-            e.unwrap()
-                .file_name()
-                .to_str()?
-                .strip_prefix("snapshot-")?
-                .parse()
-                .ok()
-        })
-        .collect();
-    ids.sort_unstable();
-    ids
 }
 
 fn hint(dir: &std::path::Path, name: &str) -> Option<String> {

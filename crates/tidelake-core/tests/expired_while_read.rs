@@ -21,6 +21,7 @@ use tidelake_core::api::scan::plan_changes;
 use tidelake_core::api::schema::{create_table, TableSpec};
 use tidelake_core::api::write::RowKinds;
 use tidelake_core::api::{ErrorKind, FileIO, StorageOptions, Table};
+use tidelake_core::test_support::snapshot_ids;
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -72,8 +73,9 @@ async fn commit_rows(table: &Table) -> i64 {
     next
 }
 
-/// A table of [`schema`] keyed by `id` and `dt` in one bucket at `location`, maintenance off.
-async fn keyed_table(location: &str) -> Table {
+/// A table of [`schema`] keyed by `id` and `dt` in one bucket at `location`, maintenance off,
+/// with `commits` one-row commits (snapshots `1..=commits`).
+async fn keyed_table(location: &str, commits: i64) -> Table {
     let spec = TableSpec {
         primary_keys: vec!["id".into(), "dt".into()],
         partition_keys: vec![],
@@ -84,25 +86,13 @@ async fn keyed_table(location: &str) -> Table {
     create_table(FileIO::open(location).unwrap(), &schema(), &spec)
         .await
         .unwrap();
-    Table::open_io(FileIO::open(location).unwrap())
+    let table = Table::open_io(FileIO::open(location).unwrap())
         .await
-        .unwrap()
-}
-
-fn snapshot_ids(dir: &std::path::Path) -> Vec<i64> {
-    let mut ids: Vec<i64> = std::fs::read_dir(dir.join("snapshot"))
-        .unwrap()
-        .filter_map(|e| {
-            e.unwrap()
-                .file_name()
-                .to_str()?
-                .strip_prefix("snapshot-")?
-                .parse()
-                .ok()
-        })
-        .collect();
-    ids.sort();
-    ids
+        .unwrap();
+    for _ in 0..commits {
+        commit_rows(&table).await;
+    }
+    table
 }
 
 /// The table at `location`, its storage answering its first read of snapshot `id` 1.5 s late:
@@ -210,10 +200,7 @@ async fn own_commit_expiring_while_its_delta_is_read_is_a_conflict_not_damage() 
 async fn a_change_plan_whose_snapshot_expires_while_its_delta_is_read_names_the_expiry() {
     let dir = tempfile::tempdir().unwrap();
     let location = dir.path().to_str().unwrap();
-    let plain = keyed_table(location).await;
-    for _ in 1..=3 {
-        commit_rows(&plain).await;
-    }
+    let plain = keyed_table(location, 3).await;
     let slow_table = slow_to_read_snapshot(location, 2, "after").await;
     let expire = expire_soon(&plain, 0);
     let planned = plan_changes(&slow_table, 1, None, None).await;
@@ -230,10 +217,7 @@ async fn a_change_plan_whose_snapshot_expires_while_its_delta_is_read_names_the_
 async fn the_latest_snapshot_expiring_before_it_is_read_gives_the_new_latest() {
     let dir = tempfile::tempdir().unwrap();
     let location = dir.path().to_str().unwrap();
-    let plain = keyed_table(location).await;
-    for _ in 1..=3 {
-        commit_rows(&plain).await;
-    }
+    let plain = keyed_table(location, 3).await;
     // snapshot 3 is the latest when it is found; before its file is read, two more commits
     // land and expiration removes everything but the newest (what commits and scans start from)
     let slow_table = slow_to_read_snapshot(location, 3, "before").await;

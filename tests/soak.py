@@ -44,9 +44,11 @@ A write W that returned (acknowledged) is placed at its APPEND snapshot ``a(W)``
   be shown stale nor hide another write whose place overlaps its range.
 
 W is *certainly visible* from ``v(W)``: ``a`` on tables whose level 0 is read; on
-deletion-vector tables (level 0 is not read) the COMPACT the write returned, or, when it
-returned none, the latest snapshot read right after it returned (a write returns only once
-its rows are visible). W is *possibly visible* from the lowest snapshot it may have landed at.
+deletion-vector tables (level 0 is not read) the latest snapshot read right after it returned
+(a write returns only once its rows are visible). Not the COMPACT it returned: that may cover
+only some of the write's buckets when a concurrent compaction had already moved the others'
+level-0 files up (the writer's own compaction of those found nothing left to do). W is
+*possibly visible* from the lowest snapshot it may have landed at.
 
 At snapshot ``s`` the value of key ``k`` must be the value (or absence, for a delete) of one
 write W touching ``k`` that is possibly visible at ``s``, such that no write touching ``k``
@@ -526,13 +528,12 @@ class History:
                 return
             # a re-sent commit recognised as landed: somewhere after the latest seen before
             ids = [r["latest_after"] or NEVER]
-            lo, hi, compacted = before + 1, ids[0], False
+            lo, hi = before + 1, ids[0]
             self.report.count("placed in a range")
         elif r["mode"] != "oneshot":
             lo = hi = ids[0]
             if ids[0] in listed and listed[ids[0]][1] != "APPEND":
                 self.violation("not-append", f"{r['who']}: first id {ids[0]} is a {listed[ids[0]][1]}")
-            compacted = len(ids) > 1
         else:
             lo = hi = ids[0]
             r_kind, user = (listed[ids[0]][1], listed[ids[0]][2]) if ids[0] in listed else (None, None)
@@ -547,7 +548,7 @@ class History:
         newest = max(r["latest_after"] or 0, ids[-1])
         if hi <= before:
             self.violation("landed-below-latest", f"{r['who']} acknowledged at {hi}, latest before the call was {before}")
-        visible = hi if not self.level0_hidden else (ids[-1] if compacted else newest)
+        visible = newest if self.level0_hidden else hi
         self.add(Write(r["value"], r["keys"], lo, hi, visible, r["t0"], r["t1"], r["who"]))
         if lo == hi:
             if lo in self.acked_at:

@@ -101,8 +101,8 @@ def test_the_checker_accepts_the_replay_and_flags_each_kind_of_violation():
 
 
 def test_the_checker_on_tables_whose_level_0_is_hidden():
-    """Deletion vectors: a write is certainly visible from the COMPACT it returned; between its
-    APPEND and that, the previous value is allowed too."""
+    """Deletion vectors: a write is certainly visible from the latest snapshot read right after
+    it returned; between its APPEND and that, the previous value is allowed too."""
     h, report = history(level0_hidden=True)
     h.add_writer_log([done("a", [1], 11, [3, 4], [[3, "APPEND", "ua", 1, 0], [4, "COMPACT", "ua", 1, 0]], before=2),
                       # a one-shot write whose compaction was dropped: certainly visible from
@@ -115,3 +115,10 @@ def test_the_checker_on_tables_whose_level_0_is_hidden():
     assert flagged(report) == {"lost", "stale"} and report.counts == {"ack writer": 1, "ack oneshot": 1}
     h.summarize()
     assert report.counts["acked writes lost for good t"] == 2
+
+    # a write whose own COMPACT (4) covered one of its buckets, a concurrent one (5) the other
+    h, report = history(level0_hidden=True)
+    c = done("c", [1, 3], 13, [3, 4], [[3, "APPEND", "uc", 1, 0], [4, "COMPACT", "uc", 1, 0]], before=2)
+    h.add_writer_log([{**c, "latest_after": 5}])
+    assert h.allowed(1, 4) == {100, 13} and h.allowed(1, 5) == {13}
+    assert report.ok, report.describe()

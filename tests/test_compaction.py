@@ -633,3 +633,32 @@ def test_long_lived_writers_collect_compactions_across_commits(tmp_path: pathlib
     assert t.remove_orphan_files(older_than_ms=2**62, dry_run=True) == []
     assert "COMPACT" in [s.commit_kind for s in t.snapshots()]
     assert_same_rows(_sorted(_pp_read(tmp_path, "db.t")), _sorted(t.to_arrow()))
+
+
+@pytest.mark.parametrize("options", [{}, {"deletion-vectors.enabled": "true"}], ids=["plain", "dv"])
+def test_compactions_opened_before_a_schema_change_keep_the_columns_added_since(tmp_path: pathlib.Path,
+                                                                                 options) -> None:
+    """Another process adds a column and writes it while this one holds a handle opened before:
+    neither the compaction of a write through that handle nor ``compact()`` on it rewrites the
+    new file with the old schema, which would drop the column's values."""
+    tidelake.Catalog(str(tmp_path)).create_database("db")
+    path = str(tmp_path / "db.db" / "t")
+    opts = {"bucket": "1", "num-sorted-run.compaction-trigger": "2", **options}
+    tidelake.create_table(path, SCHEMA, primary_keys=["id"], options=opts).upsert(_rows("a", [1], lambda i: 10))
+    old = tidelake.open_table(path)
+    other = tidelake.open_table(path)
+    other.add_column("note", pa.string())
+    other.upsert(pa.table({"id": [2], "dt": ["a"], "v": [20], "note": ["kept"]}))
+    # many new rows: their write's compaction (size amplification) rewrites the whole bucket
+    new_ids = [0, *range(3, 60)]
+    old.upsert(_rows("a", new_ids, lambda i: 10 * i))
+    expected = sorted([(1, 10, None), (2, 20, "kept"), *((i, 10 * i, None) for i in new_ids)])
+
+    def rows() -> list[tuple]:
+        return [(r["id"], r["v"], r["note"]) for r in tidelake.open_table(path).to_arrow().sort_by("id").to_pylist()]
+
+    assert rows() == expected
+    old.compact(full=True)
+    assert rows() == expected
+    assert tidelake.open_table(path).snapshots()[-1].commit_kind == "COMPACT"
+    assert_same_rows(_sorted(_pp_read(tmp_path, "db.t")), _sorted(tidelake.open_table(path).to_arrow()))

@@ -34,12 +34,13 @@ impl RawTable {
         partitions_json: Option<String>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
-        let compactor = Compactor::new(self.table.clone()).py()?;
         let request = request(full, partitions_json)?;
-        let report = block_on(
-            py,
-            compactor.compact_reporting(&request, py_progress(progress)),
-        )?
+        let report = block_on(py, async {
+            Compactor::on_latest_schema(&self.table)
+                .await?
+                .compact_reporting(&request, py_progress(progress))
+                .await
+        })?
         .py()?;
         iceberg_after_commit(py, &self.table, report.snapshot_id)?;
         serde_json::to_string(&report)
@@ -56,9 +57,14 @@ impl RawTable {
         full: bool,
         partitions_json: Option<String>,
     ) -> PyResult<RawCompactionPlan> {
-        let compactor = Compactor::new(self.table.clone()).py()?;
         let request = request(full, partitions_json)?;
-        let plan = block_on(py, compactor.plan(&request))?.py()?;
+        let plan = block_on(py, async {
+            Compactor::on_latest_schema(&self.table)
+                .await?
+                .plan(&request)
+                .await
+        })?
+        .py()?;
         Ok(RawCompactionPlan { plan })
     }
 
@@ -75,8 +81,13 @@ impl RawTable {
             .map(|m| CommitMessage::from_bytes(m))
             .collect::<Result<Vec<_>, _>>()
             .py()?;
-        let compactor = Compactor::new(self.table.clone()).py()?;
-        let id = block_on(py, compactor.commit_plan(&plan.plan, messages))?.py()?;
+        let id = block_on(py, async {
+            Compactor::on_latest_schema(&self.table)
+                .await?
+                .commit_plan(&plan.plan, messages)
+                .await
+        })?
+        .py()?;
         iceberg_after_commit(py, &self.table, id)?;
         Ok(id)
     }

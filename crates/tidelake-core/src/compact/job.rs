@@ -162,6 +162,12 @@ enum Engine {
 }
 
 impl Compactor {
+    /// A compactor of `table` at its latest schema: one built on a handle opened before a
+    /// schema change refuses the files written since ([`newer_schema`]).
+    pub async fn on_latest_schema(table: &Table) -> Result<Compactor> {
+        Compactor::new(table.reopen().await?)
+    }
+
     /// Compaction of `table`'s buckets: LSM trees of primary-key tables, small files of append
     /// tables ([`super::append`]).
     pub fn new(table: Table) -> Result<Compactor> {
@@ -649,12 +655,17 @@ impl Compactor {
     /// Rewrite one bucket's unit in a tokio task; at most [`bucket_parallelism`] units of this
     /// compactor rewrite at once (the others wait for a slot). On error the unit's files are
     /// deleted (see [`Rewriter::run`]); an input gone with the snapshot the unit was planned on
-    /// is a [`Error::CommitConflict`] ([`inputs_gone`]).
+    /// is a [`Error::CommitConflict`] ([`inputs_gone`]), and so is a unit holding a file written
+    /// with a newer schema than this compactor's ([`newer_schema`]).
     pub(crate) fn spawn_unit(&self, bucket: Bucket, task: UnitTask) -> JoinHandle<Result<Done>> {
         let engine = self.engine.clone();
         let slots = self.slots.clone();
         let sm = self.table.snapshot_manager();
+        let newer = newer_schema(&self.table, &task);
         tokio::spawn(async move {
+            if let Some(refused) = newer {
+                return Err(refused);
+            }
             let _slot = slots
                 .acquire_owned()
                 .await
@@ -772,7 +783,26 @@ impl Done {
     }
 }
 
-/// The outcome of a task of [`Compactor::spawn_unit`].
+/// A unit holding a file written with a newer schema than `table`'s refused as a conflict:
+/// rewriting it with `table`'s schema would drop the columns added since (a writer or
+/// compaction opened before another process changed the schema; plan again at the latest).
+fn newer_schema(table: &Table, task: &UnitTask) -> Option<Error> {
+    let schema_id = table.schema().id;
+    let newer = task
+        .files
+        .iter()
+        .chain(&task.deeper)
+        .map(|f| &f.meta)
+        .find(|m| m.schema_id > schema_id)?;
+    Some(Error::CommitConflict(format!(
+        "{} was written with schema {}, newer than the schema {schema_id} of this compaction of {}: \
+         rewriting it would drop what changed since; compact again at the latest schema",
+        newer.file_name,
+        newer.schema_id,
+        table.location()
+    )))
+}
+
 /// `err` from rewriting a unit planned on snapshot `base`: when it is a missing input and `base`
 /// expired meanwhile, a concurrent compaction replaced the inputs and expiration deleted them,
 /// which is a conflict (nothing was committed; planning again sees the new files).
@@ -787,6 +817,7 @@ pub(crate) async fn inputs_gone(sm: &SnapshotManager, base: Option<i64>, err: Er
     }
 }
 
+/// The outcome of a task of [`Compactor::spawn_unit`].
 pub(crate) async fn joined(handle: JoinHandle<Result<Done>>) -> Result<Done> {
     tasks::joined(handle, "a compaction task").await
 }

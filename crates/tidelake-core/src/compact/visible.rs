@@ -58,7 +58,8 @@ pub async fn commit_visible_with(
     {
         return Ok(ids);
     }
-    let compactor = Compactor::new(table.clone())?;
+    // the writer's schema may be older than files written since (see `Compactor::spawn_unit`)
+    let compactor = Compactor::on_latest_schema(table).await?;
     if !compactor.lookup_wait()? {
         return Ok(ids);
     }

@@ -452,6 +452,22 @@ def test_dml_racing_a_writer_keeps_acknowledged_rows(tmp_path, kind):
     assert all(r["qty"] == 1 for r in rows if r["name"] == "w")  # never touched by the update
 
 
+def test_a_rewrite_through_a_handle_older_than_the_files_schema_is_refused(tmp_path):
+    """Another process adds a column and appends rows with it: an update through a handle opened
+    before would write those rows again without the column; it is refused as a conflict, and
+    the refreshed handle updates them keeping it."""
+    t = create(None, tmp_path, "append")
+    old = tidelake.open_table(t.path)
+    other = tidelake.open_table(t.path)
+    other.add_column("note", pa.string())
+    other.write(pa.table({"id": [1], "p": ["a"], "qty": [0], "name": ["n"], "note": ["kept"]}))
+    with pytest.raises(tidelake.CommitConflictError, match="newer than the schema 0 of this change"):
+        old.update({"qty": 5}, "id = 1")
+    assert [(r["qty"], r["note"]) for r in tidelake.open_table(t.path).to_arrow().to_pylist()] == [(0, "kept")]
+    assert old.refresh().update({"qty": 5}, "id = 1").rows_updated == 1
+    assert [(r["qty"], r["note"]) for r in tidelake.open_table(t.path).to_arrow().to_pylist()] == [(5, "kept")]
+
+
 def test_update_computed_before_a_concurrent_write_is_redone(tmp_path, monkeypatch):
     """A write acknowledged between the DML's read and its commit, with lower sequence numbers
     than the DML's (its writer numbered its rows before another commit raised them), must not be

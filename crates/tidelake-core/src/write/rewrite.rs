@@ -9,7 +9,9 @@
 //! meanwhile (a compaction, another row-level change), the commit fails with
 //! [`Error::CommitConflict`](crate::Error::CommitConflict) and nothing lands; files other
 //! writers added meanwhile are never touched. Files with a deletion vector are refused
-//! ([`Error::Unsupported`](crate::Error::Unsupported)): their vector would outlive them.
+//! ([`Error::Unsupported`](crate::Error::Unsupported)): their vector would outlive them; so are
+//! files written with a newer schema than the change's table (a conflict: their rows, read
+//! and written again at the older schema, would lose the columns added since).
 
 use std::collections::{HashMap, HashSet};
 
@@ -70,6 +72,17 @@ pub async fn removal_messages(table: &Table, splits: &[Split]) -> Result<Vec<Com
                 return Err(Error::Unsupported(format!(
                     "rewriting data file {} of bucket {}, which has a deletion vector (compact the table first)",
                     e.file.file_name, b.bucket
+                )));
+            }
+            if e.file.schema_id > table.schema().id {
+                return Err(Error::CommitConflict(format!(
+                    "data file {} of bucket {} was written with schema {}, newer than the schema {} of this \
+                     change: rewriting its rows would drop what changed since; run the change again on the \
+                     table opened now",
+                    e.file.file_name,
+                    b.bucket,
+                    e.file.schema_id,
+                    table.schema().id
                 )));
             }
             m.deleted_files.push(e.file);

@@ -73,22 +73,29 @@ async fn commit_rows(table: &Table) -> i64 {
     next
 }
 
-/// A table of [`schema`] keyed by `id` and `dt` in one bucket at `location`, maintenance off,
-/// with `commits` one-row commits (snapshots `1..=commits`).
-async fn keyed_table(location: &str, commits: i64) -> Table {
+/// A new table of [`schema`] at `location` with these keys and buckets, maintenance off
+/// (`write-only`: only the tests compact and expire).
+async fn new_table(location: &str, primary: &[&str], partition: &[&str], bucket: i32) -> Table {
+    let names = |cols: &[&str]| cols.iter().map(|c| c.to_string()).collect();
     let spec = TableSpec {
-        primary_keys: vec!["id".into(), "dt".into()],
-        partition_keys: vec![],
-        bucket: Some(1),
+        primary_keys: names(primary),
+        partition_keys: names(partition),
+        bucket: Some(bucket),
         options: vec![("write-only".into(), "true".into())],
         comment: None,
     };
     create_table(FileIO::open(location).unwrap(), &schema(), &spec)
         .await
         .unwrap();
-    let table = Table::open_io(FileIO::open(location).unwrap())
+    Table::open_io(FileIO::open(location).unwrap())
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// A table of [`schema`] keyed by `id` and `dt` in one bucket at `location`, maintenance off,
+/// with `commits` one-row commits (snapshots `1..=commits`).
+async fn keyed_table(location: &str, commits: i64) -> Table {
+    let table = new_table(location, &["id", "dt"], &[], 1).await;
     for _ in 0..commits {
         commit_rows(&table).await;
     }
@@ -137,19 +144,7 @@ fn expire_soon(table: &Table, commits: i64) -> tokio::task::JoinHandle<u64> {
 async fn own_commit_expiring_while_its_delta_is_read_is_a_conflict_not_damage() {
     let dir = tempfile::tempdir().unwrap();
     let location = dir.path().to_str().unwrap();
-    let spec = TableSpec {
-        primary_keys: vec!["id".into()],
-        partition_keys: vec!["dt".into()],
-        bucket: Some(-1),
-        options: vec![("write-only".into(), "true".into())],
-        comment: None,
-    };
-    create_table(FileIO::open(location).unwrap(), &schema(), &spec)
-        .await
-        .unwrap();
-    let plain = Table::open_io(FileIO::open(location).unwrap())
-        .await
-        .unwrap();
+    let plain = new_table(location, &["id"], &["dt"], -1).await;
     let mut other = plain.new_write().build().await.unwrap();
     other
         .write(&row(1, "a", 1), RowKinds::Fixed(0))

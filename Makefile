@@ -1,6 +1,6 @@
 # tidelake developer entry points. Two commands matter:
 #   make demo   - set everything up and run the demo pipelines (PySpark, Python, CDC) on local storage
-#   make test   - set everything up and run every check and test (ruff, mypy, cargo test, pytest)
+#   make test   - set everything up and run every check and test (paths, ruff, mypy, cargo test, pytest)
 # Everything is installed by these targets into .venv; the cargo target dir lives outside the
 # clone (CARGO_TARGET_DIR, default ~/.cache/tidelake/target) so rebuilds are incremental.
 
@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv develop rust-lint rust-test py-lint py-test java-oracle kafka bench clean
+.PHONY: test demo venv self-contained develop rust-lint rust-test py-lint py-test java-oracle kafka bench clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +59,12 @@ py-lint: venv
 py-test: develop java-oracle kafka
 	$(PY) -m pytest -q tests
 
+# No tracked file may name a path outside the repository (tools/self_contained.py says why).
+self-contained:
+	$(PYTHON) tools/self_contained.py .
+
 test: venv
+	$(MAKE) self-contained
 	$(MAKE) py-lint
 	$(MAKE) rust-lint
 	$(MAKE) rust-test

@@ -5,7 +5,7 @@
 3. reads the merged state, travels back to the first snapshot, and lists what each commit
    changed;
 4. shows that Apache Paimon's own Python client (pypaimon) reads the same table;
-5. reads the Paimon tables written by pypaimon in ../shared/fixtures, if present.
+5. reads the Paimon tables written by pypaimon that the repository's tests use (tests/fixtures).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import tidelake
 
 HERE = pathlib.Path(__file__).resolve().parent
 WAREHOUSE = HERE.parent / "demo-warehouse"
-FIXTURES = HERE.parents[1] / "shared" / "fixtures" / "paimon-v1" / "warehouse" / "fx.db"
+FIXTURES = HERE.parent / "tests" / "fixtures" / "paimon-v1" / "warehouse" / "fx.db"
 
 SCHEMA = pa.schema([
     ("order_id", pa.int64()),
@@ -99,12 +99,11 @@ def main() -> int:
         same = sorted(theirs.column("order_id").to_pylist()) == sorted(latest.column("order_id").to_pylist())
         print(f"pypaimon reads {theirs.num_rows} orders; same keys as tidelake: {same}")
 
-    if FIXTURES.is_dir():
-        section("Paimon tables written by pypaimon")
-        for path in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
-            t = tidelake.open_table(path)
-            kind = "primary key" if t.primary_keys else "append"
-            print(f"{path.name:26} {kind:12} {len(t.snapshots())} snapshots, {t.to_arrow().num_rows} rows")
+    section("Paimon tables written by pypaimon")
+    for path in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+        t = tidelake.open_table(path)
+        kind = "primary key" if t.primary_keys else "append"
+        print(f"{path.name:26} {kind:12} {len(t.snapshots())} snapshots, {t.to_arrow().num_rows} rows")
     return 0
 
 

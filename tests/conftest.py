@@ -16,7 +16,7 @@ from _kafka import kafka  # noqa: F401  (fixture: a Kafka broker on 127.0.0.1)
 from _s3 import s3_server, storage  # noqa: F401  (fixtures: the moto S3 server, local|s3 storage)
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-FIXTURES = pathlib.Path(os.environ.get("TIDELAKE_FIXTURES", REPO.parent / "shared" / "fixtures" / "paimon-v1"))
+FIXTURES = pathlib.Path(os.environ.get("TIDELAKE_FIXTURES", REPO / "tests" / "fixtures" / "paimon-v1"))
 
 
 def fixture_manifest() -> dict[str, Any]:

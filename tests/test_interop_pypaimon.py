@@ -5,7 +5,7 @@ writes (and tables both write into) read the same in tidelake.
 Each test creates its tables in a fresh Catalog warehouse; pypaimon opens them through its own
 filesystem catalog (``CatalogFactory.create({'warehouse': d}).get_table('db.t')``).
 
-Known pypaimon limitations the comparisons account for (see shared/fixtures/README.md,
+Known pypaimon limitations the comparisons account for (see tests/fixtures/README.md,
 "Discrepancies with pypaimon"):
 
 * pypaimon's primary-key read cuts TIMESTAMP(7..9) to microseconds: on PK tables both sides are

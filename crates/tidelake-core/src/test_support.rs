@@ -23,13 +23,13 @@ use crate::table::Table;
 use crate::write::input::RowKinds;
 use crate::write::table_write::TableWrite;
 
-/// The golden fixtures (`shared/fixtures/paimon-v1`, or `$TIDELAKE_FIXTURES`), canonical
+/// The golden fixtures (`tests/fixtures/paimon-v1` of the repository, or `$TIDELAKE_FIXTURES`), canonical
 /// (`FileIO` takes paths without `..` segments).
 pub fn fixtures() -> PathBuf {
     let dir = std::env::var_os("TIDELAKE_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/paimon-v1")
         });
     assert!(
         dir.join("fixtures.json").is_file(),

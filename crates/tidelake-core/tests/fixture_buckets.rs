@@ -1,4 +1,4 @@
-//! Bucket assignment of the shared Paimon fixtures (`shared/fixtures/paimon-v1`, written by
+//! Bucket assignment of the Paimon fixtures (`tests/fixtures/paimon-v1`, written by
 //! pypaimon 2.1.0), checked at the spec level: for every table in `fixtures.json` with
 //! `expected.observed_buckets`, each key recorded in `buckets.arrow` is converted to datums with
 //! [`datum_at`] (typed by the table's latest `schema/schema-N`) and

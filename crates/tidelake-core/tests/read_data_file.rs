@@ -1,5 +1,5 @@
-//! Data-file reader and deletion vectors against the shared Paimon fixtures
-//! (`shared/fixtures/paimon-v1`, written by pypaimon 2.1.0).
+//! Data-file reader and deletion vectors against the Paimon fixtures
+//! (`tests/fixtures/paimon-v1`, written by pypaimon 2.1.0).
 //!
 //! Metadata the reader does not own (schemas, manifests, index manifests) is decoded here
 //! directly with serde_json / apache-avro so these tests only depend on `read::data_file`,

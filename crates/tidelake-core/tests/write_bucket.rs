@@ -1,5 +1,5 @@
-//! Bucket routing and partition grouping against the shared Paimon fixtures
-//! (`shared/fixtures/paimon-v1`, written by pypaimon 2.1.0): `expected/<table>/buckets.arrow`
+//! Bucket routing and partition grouping against the Paimon fixtures
+//! (`tests/fixtures/paimon-v1`, written by pypaimon 2.1.0): `expected/<table>/buckets.arrow`
 //! records the bucket of every key, the manifests the `_PARTITION` bytes of every partition.
 
 use std::collections::HashSet;

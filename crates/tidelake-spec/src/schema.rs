@@ -459,7 +459,7 @@ fn string_list(value: &Value, key: &str) -> Result<Vec<String>> {
         .collect()
 }
 
-/// Shared access to the golden fixtures (`shared/fixtures/paimon-v1`) for this crate's tests.
+/// Shared access to the golden fixtures (`tests/fixtures/paimon-v1` of the repository) for this crate's tests.
 #[cfg(test)]
 pub(crate) mod fixtures {
     use std::path::{Path, PathBuf};
@@ -467,7 +467,7 @@ pub(crate) mod fixtures {
     use serde_json::Value;
 
     pub fn root() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/paimon-v1")
     }
 
     /// `fixtures.json`.

@@ -75,7 +75,7 @@ fn fixtures() -> PathBuf {
     let dir = std::env::var_os("TIDELAKE_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1")
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/paimon-v1")
         });
     assert!(
         dir.join("fixtures.json").is_file(),

@@ -336,7 +336,7 @@ proptest! {
 }
 
 fn fixture_warehouse() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1/warehouse/fx.db")
+    crate::schema::fixtures::root().join("warehouse/fx.db")
 }
 
 /// Every directory below `dir` (recursively).

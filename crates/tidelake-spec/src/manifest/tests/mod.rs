@@ -11,15 +11,15 @@ mod perf;
 mod resolution;
 mod roundtrip;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use apache_avro::types::Value;
 
 use super::record::{AvroRecord, AvroValue, Field, Ty};
 
-/// The fixture warehouse database (`shared/` lives beside the repository).
+/// The fixture warehouse database (`tests/fixtures/paimon-v1` of the repository).
 pub(super) fn fixture_db() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/paimon-v1/warehouse/fx.db")
+    crate::schema::fixtures::root().join("warehouse/fx.db")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

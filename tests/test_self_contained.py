@@ -22,21 +22,21 @@ def test_this_repository_names_nothing_outside_itself() -> None:
 
 BAD = {
     "crates/c/Cargo.toml": ("[package]\n", None),
-    "crates/c/src/lib.rs": ('let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/x");\n', "../../../shared/x"),
+    "crates/c/src/lib.rs": ('let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/x");\n', "../../../shared/x"),  # self-contained: ok
     "tests/conftest.py": ("import pathlib\nREPO = pathlib.Path(__file__).resolve().parents[1]\nF = REPO.parent / 'shared'\n",
                           "1 level(s) above"),
     "examples/demo.py": ("import pathlib\nHERE = pathlib.Path(__file__).resolve().parent\nX = HERE.parents[1] / 'f'\n",
                          "1 level(s) above"),
-    "docs/x.md": ("fixtures live in `../shared/fixtures` beside the clone\n", "../shared/fixtures"),
-    "bench.md": ("measured with `/work/bench/lk5.py`\n", "/work/bench/lk5.py"),
-    "run.sh": ("cp ~/notes.txt . && cp $HOME/.m2/settings.xml .\n", "~/notes.txt"),
+    "docs/x.md": ("fixtures live in `../shared/fixtures` beside the clone\n", "../shared/fixtures"),  # self-contained: ok
+    "bench.md": ("measured with `/work/bench/lk5.py`\n", "/work/bench/lk5.py"),  # self-contained: ok
+    "run.sh": ("cp ~/notes.txt . && cp $HOME/.m2/settings.xml .\n", "~/notes.txt"),  # self-contained: ok
 }
 
 GOOD = {
     "ok.sh": 'cd "$(dirname "$0")/.." && ls ~/.cache/tidelake $HOME/.m2\n',
     "tests/ok.py": "import pathlib\nREPO = pathlib.Path(__file__).resolve().parents[1]\nX = REPO / 'a/../b'\n"
                    "HOSTILE = ['../../escape']  # self-contained: ok\n",
-    "crates/c/src/inner.rs": 'let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");\n',
+    "crates/c/src/inner.rs": 'let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");\n',  # self-contained: ok
 }
 
 

@@ -159,6 +159,10 @@ class RawTable:
     def tags(self) -> list[dict[str, Any]]:
         """The fields of every tag (``tidelake.Tag``'s keywords), sorted by name."""
 
+    def deleted_positions(self, files_json: str) -> pa.Table:
+        """The deleted positions of native files (a JSON list of the ``files`` entries of
+        :meth:`RawScan.native_units`) as a table ``(file_name, position)``."""
+
     def scan(
         self,
         columns: list[str] | None = None,
@@ -431,6 +435,15 @@ class RawScan:
         files when its rows are exactly those files' rows by value column name (no merge, no
         deleted rows, the scan's schema, no row ids), else None."""
 
+    def native_units(self, target_size: int | None = None, open_file_cost: int | None = None) -> str:
+        """The scan's read units as a JSON list: ``files`` (data files read natively),
+        ``base_delta`` (base files less the delta's keys, plus the engine's merge of the delta)
+        and ``engine`` (splits only the engine reads, packed to ``target_size`` bytes, default
+        ``source.split.target-size``; each file weighs at least ``open_file_cost``)."""
+
+    def packed_splits(self, target_size: int | None = None, open_file_cost: int | None = None) -> list[list[int]]:
+        """Indexes of :meth:`splits` packed into tasks of about ``target_size`` bytes, in order."""
+
     def batches(self, progress: Callable[[int, int], object] | None = None) -> RawBatches:
         """Stream every split's rows; ``progress(rows, total)`` in planned rows as splits are read."""
 
@@ -439,6 +452,9 @@ class RawScan:
 
     def read_split(self, split: bytes) -> RawBatches:
         """Stream the rows of one split produced by :meth:`splits`."""
+
+def pack_split_payloads(payloads: list[bytes], target_size: int, open_file_cost: int) -> list[list[int]]:
+    """Split payloads packed into tasks as :meth:`RawScan.packed_splits` packs a scan's."""
 
 @final
 class RawBatches:

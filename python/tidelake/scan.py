@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _internal
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
 
     from .write import Progress
 
-__all__ = ["Scan", "Split"]
+__all__ = ["Scan", "Split", "NativeFile", "NativeRead"]
 
 
 def _reader(batches: _internal.RawBatches) -> pa.RecordBatchReader:
@@ -53,6 +54,54 @@ class Split:
         ))
 
 
+@dataclass(frozen=True)
+class NativeFile:
+    """A data file a reader other than the engine (Spark's Parquet reader) reads to the
+    engine's rows: its rows by value column name, less those whose ``_VALUE_KIND`` is -U or -D
+    when ``drop_retracts``, less the positions :meth:`NativeRead.deleted_positions` gives when
+    ``has_deletion_vector``."""
+
+    #: Path relative to the table's root.
+    path: str
+    file_name: str
+    file_size: int
+    row_count: int
+    drop_retracts: bool
+    #: The engine's reference to the file's deletion vector (opaque), None without one.
+    deletion: dict[str, Any] | None
+
+    @property
+    def has_deletion_vector(self) -> bool:
+        return self.deletion is not None
+
+    @property
+    def deleted_rows(self) -> int | None:
+        """How many positions the deletion vector deletes, when the table recorded it."""
+        return None if self.deletion is None else self.deletion.get("cardinality")
+
+    def _json(self) -> dict[str, Any]:
+        return {"path": self.path, "file_name": self.file_name, "file_size": self.file_size,
+                "row_count": self.row_count, "drop_retracts": self.drop_retracts, "deletion": self.deletion}
+
+
+@dataclass(frozen=True)
+class NativeRead:
+    """How a planned scan divides between native reads and the engine (see
+    :meth:`Scan.native_read`): its rows are the rows of ``files``, plus the rows of ``base``
+    whose primary key is in no file of ``delta``, plus the rows of the ``engine`` splits."""
+
+    files: list[NativeFile] = field(default_factory=list)
+    base: list[NativeFile] = field(default_factory=list)
+    delta: list[NativeFile] = field(default_factory=list)
+    engine: list[Split] = field(default_factory=list)
+    _table: Any = None
+
+    def deleted_positions(self, files: list[NativeFile]) -> pa.Table:
+        """The positions the deletion vectors of ``files`` delete, as a table
+        ``(file_name string, position int64)``."""
+        return self._table.deleted_positions(json.dumps([f._json() for f in files]))
+
+
 class Scan:
     """A planned read of one snapshot (or of a range of changes).
 
@@ -80,12 +129,38 @@ class Scan:
 
     def splits(self) -> list[Split]:
         """The units of work, for distributed readers."""
+        return [self._split(payload, count) for payload, count in zip(self._raw.splits(), self._raw.split_row_counts())]
+
+    def _split(self, payload: bytes, row_count: int) -> Split:
         storage_options = tuple(sorted(self._table.storage_options.items()))
-        return [
-            Split(self._table.location, self._raw.schema_id, self._columns, self._filter_json,
-                  self._with_row_kind, count, payload, storage_options, self._table.branch)
-            for payload, count in zip(self._raw.splits(), self._raw.split_row_counts())
-        ]
+        return Split(self._table.location, self._raw.schema_id, self._columns, self._filter_json,
+                     self._with_row_kind, row_count, payload, storage_options, self._table.branch)
+
+    def native_read(self, target_size: int | None = None, open_file_cost: int | None = None) -> NativeRead:
+        """Which data files of this scan readers other than the engine read natively, and which
+        splits only the engine reads (those packed to ``target_size`` bytes, default the table's
+        ``source.split.target-size``, each file weighing at least ``open_file_cost``, default
+        ``source.split.open-file-cost``). Batch scans only."""
+        if self._with_row_kind:
+            raise ValueError("native reads are for batch scans, not change scans")
+        out = NativeRead(_table=self._table)
+
+        def native(files: list[dict[str, Any]]) -> list[NativeFile]:
+            return [NativeFile(**f) for f in files]
+
+        def split(raw: dict[str, Any]) -> Split:
+            return self._split(json.dumps(raw).encode(), sum(f["row_count"] for f in raw["files"]))
+
+        for unit in json.loads(self._raw.native_units(target_size, open_file_cost)):
+            if unit["kind"] == "files":
+                out.files.extend(native(unit["files"]))
+            elif unit["kind"] == "base_delta":
+                out.base.extend(native(unit["base"]))
+                out.delta.extend(native(unit["delta"]))
+                out.engine.append(split(unit["merge"]))
+            else:
+                out.engine.append(split(unit["split"]))
+        return out
 
     def read(self, split: Split) -> pa.RecordBatchReader:
         """Stream one split's rows."""

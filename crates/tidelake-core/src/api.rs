@@ -35,6 +35,13 @@ pub mod read {
     pub use crate::read::split_read::{
         collect_splits, read_splits, ReadContext, DEFAULT_BATCH_SIZE,
     };
+
+    /// What of a planned scan readers other than the engine read natively.
+    pub mod native {
+        pub use crate::read::native::{
+            deleted_positions, native_units, pack_splits, NativeFile, Packing, ReadUnit,
+        };
+    }
 }
 
 /// Writes: Arrow batches to data files and commit messages.

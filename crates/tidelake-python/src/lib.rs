@@ -17,6 +17,7 @@ mod errors;
 mod lookup;
 mod maintenance;
 mod metadata;
+mod native_read;
 mod progress;
 mod runtime;
 mod scan;
@@ -53,5 +54,6 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cdc::cdc_decode, m)?)?;
     let _ = LOGGING.set(pyo3_log::try_init().ok());
     m.add_function(wrap_pyfunction!(scan::parse_filter_text, m)?)?;
+    m.add_function(wrap_pyfunction!(native_read::pack_split_payloads, m)?)?;
     Ok(())
 }

@@ -65,6 +65,7 @@ pub const NUM_SORTED_RUN_STOP_TRIGGER: &str = "num-sorted-run.stop-trigger";
 pub const NUM_LEVELS: &str = "num-levels";
 pub const COMPACTION_MIN_FILE_NUM: &str = "compaction.min.file-num";
 pub const COMPACTION_DELETE_RATIO_THRESHOLD: &str = "compaction.delete-ratio-threshold";
+pub const SOURCE_SPLIT_TARGET_SIZE: &str = "source.split.target-size";
 pub const SOURCE_SPLIT_OPEN_FILE_COST: &str = "source.split.open-file-cost";
 pub const SNAPSHOT_NUM_RETAINED_MIN: &str = "snapshot.num-retained.min";
 pub const SNAPSHOT_NUM_RETAINED_MAX: &str = "snapshot.num-retained.max";
@@ -678,7 +679,14 @@ impl Options {
         )
     }
 
-    /// `source.split.open-file-cost` in bytes, default 4 MiB.
+    /// `source.split.target-size` in bytes, default 128 MiB: the size splits of a read are
+    /// packed to (Java `CoreOptions.SOURCE_SPLIT_TARGET_SIZE`).
+    pub fn split_target_size(&self) -> Result<u64> {
+        or_default(self.get_memory_size(SOURCE_SPLIT_TARGET_SIZE), 128 * MIB)
+    }
+
+    /// `source.split.open-file-cost` in bytes, default 4 MiB: what opening a file weighs when
+    /// splits are packed, however small the file.
     pub fn split_open_file_cost(&self) -> Result<u64> {
         or_default(self.get_memory_size(SOURCE_SPLIT_OPEN_FILE_COST), 4 * MIB)
     }

@@ -112,6 +112,15 @@ impl MergeConfig {
         })
     }
 
+    /// Whether a key's merged row is just its newest record: `deduplicate` without
+    /// `sequence.field` or `ignore-delete` (the newest record decides, a retract removing
+    /// the key).
+    pub fn newest_record_wins(&self) -> bool {
+        matches!(self.engine, MergeEngineConfig::Deduplicate)
+            && self.sequence_indices.is_empty()
+            && !self.ignore_delete
+    }
+
     /// Check the configuration against the number of value columns.
     fn check(&self, value_columns: usize) -> Result<()> {
         let per_column = match &self.engine {

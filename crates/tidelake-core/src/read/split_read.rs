@@ -265,12 +265,7 @@ impl ReadContext {
     /// numbers do not overlap, the newest file holding the key decides it (its record, or no row
     /// when that record retracts the key).
     pub(crate) fn newest_record_wins(&self) -> bool {
-        !self.with_row_kind
-            && self.merge.as_ref().is_some_and(|m| {
-                matches!(m.engine, MergeEngineConfig::Deduplicate)
-                    && m.sequence_indices.is_empty()
-                    && !m.ignore_delete
-            })
+        !self.with_row_kind && self.merge.as_ref().is_some_and(|m| m.newest_record_wins())
     }
 
     pub(super) fn batch_size(&self) -> usize {

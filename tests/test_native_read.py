@@ -37,7 +37,7 @@ def read_files(root: str, files: list[NativeFile], columns: list[str], native: N
             deleted.setdefault(name, set()).add(pos)
     parts = []
     for f in files:
-        t = pq.read_table(f"{root}/{f.path}")
+        t = pq.ParquetFile(f"{root}/{f.path}").read()
         t = t.append_column("_pos", pa.array(range(t.num_rows), pa.int64()))
         keep = pc.invert(pc.is_in(t["_pos"], pa.array(sorted(deleted.get(f.file_name, ())), pa.int64())))
         if f.drop_retracts:
@@ -54,7 +54,7 @@ def native_rows(table: tidelake.Table, scan: Scan, **packing) -> tuple[pa.Table,
         parts.append(read_files(table.path, native.files, columns, native))
     if native.base:
         base = read_files(table.path, native.base, columns, native)
-        keys = pa.concat_tables([pq.read_table(f"{table.path}/{f.path}", columns=table.primary_keys)
+        keys = pa.concat_tables([pq.ParquetFile(f"{table.path}/{f.path}").read(columns=table.primary_keys)
                                  for f in native.delta])
         parts.append(base.join(keys, table.primary_keys, join_type="left anti").select(columns))
     parts.extend(s.read().read_all() for s in native.engine)
@@ -85,19 +85,22 @@ def test_level0_files_with_disjoint_key_ranges_are_read_natively(tmp_path):
         t.write(kv(range(start, start + 50), "a"))
     t.write(kv(range(300, 340), "b"))
     t.write(kv(range(320, 360), "c"))  # overlaps the previous file: those two are merged
+    t.delete_keys(pa.table({"k": pa.array(range(500, 510), pa.int64())}))  # a file of retracts only
     native = assert_native_exact(t)
-    assert sorted(f.row_count for f in native.files) == [50, 50, 50]
+    assert sorted(f.row_count for f in native.files) == [10, 50, 50, 50]
+    assert [f.drop_retracts for f in native.files if f.row_count == 10] == [True]
     assert [s.row_count for s in native.engine] == [80]
 
 
-def base_and_delta(tmp_path, name: str, **options: str) -> tidelake.Table:
-    """A compacted base of several max-level files, then upserts, inserts and deletes on top."""
+def base_and_delta(tmp_path, name: str, touched: int = 25_000, **options: str) -> tidelake.Table:
+    """A compacted base of several max-level files (keys 0..20,000), then upserts, inserts and
+    deletes of keys below ``touched``."""
     t = new_table(tmp_path, name, **{"target-file-size": "64 kb", **options})
     rng = random.Random(7)
     t.write(kv(range(20_000), "base"))
     t.compact(full=True)
-    t.write(kv(rng.sample(range(25_000), 2_000), "new"))
-    t.delete_keys(pa.table({"k": pa.array(rng.sample(range(20_000), 300), pa.int64())}))
+    t.write(kv(rng.sample(range(touched), touched // 10), "new"))
+    t.delete_keys(pa.table({"k": pa.array(rng.sample(range(min(touched, 20_000)), 300), pa.int64())}))
     return t
 
 
@@ -108,7 +111,9 @@ def test_a_delta_over_a_compacted_base_is_read_as_base_minus_its_keys_plus_the_m
     merged = {name for s in native.engine for name in file_names(s)}
     assert {f.file_name for f in native.delta} <= merged
     assert not {f.file_name for f in native.base} & merged
-    assert len(native.files) > 0  # max-level files no delta key range reaches
+    # max-level files that no delta file's key range reaches are sections of their own
+    native = assert_native_exact(base_and_delta(tmp_path, "local", touched=5_000))
+    assert native.files and native.base and native.delta
 
 
 @pytest.mark.parametrize("option", [{"ignore-delete": "true"}, {"sequence.field": "k"}])
@@ -150,7 +155,7 @@ def test_append_tables_and_their_deletion_vectors(tmp_path):
     t = tidelake.create_table(str(tmp_path / "append"), schema, options={"deletion-vectors.enabled": "true"})
     t.write(kv(range(100), "a"))
     t.write(kv(range(100, 200), "b"))
-    t.delete("k % 7 = 0")
+    t.delete("k in (3, 17, 150, 151)")
     native = assert_native_exact(t)
     assert not native.engine and any(f.has_deletion_vector for f in native.files)
 

@@ -439,7 +439,8 @@ class RawScan:
         """The scan's read units as a JSON list: ``files`` (data files read natively),
         ``base_delta`` (base files less the delta's keys, plus the engine's merge of the delta)
         and ``engine`` (splits only the engine reads, packed to ``target_size`` bytes, default
-        ``source.split.target-size``; each file weighs at least ``open_file_cost``)."""
+        ``source.split.target-size``; each file, or each key-range section of a merged bucket,
+        weighs at least ``open_file_cost``)."""
 
     def packed_splits(self, target_size: int | None = None, open_file_cost: int | None = None) -> list[list[int]]:
         """Indexes of :meth:`splits` packed into tasks of about ``target_size`` bytes, in order."""

@@ -88,7 +88,8 @@ class NativeFile:
 class NativeRead:
     """How a planned scan divides between native reads and the engine (see
     :meth:`Scan.native_read`): its rows are the rows of ``files``, plus the rows of ``base``
-    whose primary key is in no file of ``delta``, plus the rows of the ``engine`` splits."""
+    whose primary key is in no file of ``delta``, plus the rows of the ``engine`` splits. Native
+    files give all their rows: apply the scan's filter to them (the engine splits apply it)."""
 
     files: list[NativeFile] = field(default_factory=list)
     base: list[NativeFile] = field(default_factory=list)

@@ -32,7 +32,8 @@ fn packing(
 impl RawScan {
     /// The scan's read units as a JSON list (`ReadUnit`: `files`, `base_delta`, `engine`),
     /// splits the engine reads packed to `target_size` bytes (default: the table's
-    /// `source.split.target-size`), each file weighing at least `open_file_cost`.
+    /// `source.split.target-size`), each file (each key-range section of a merged bucket)
+    /// weighing at least `open_file_cost`.
     #[pyo3(signature = (target_size=None, open_file_cost=None))]
     fn native_units(
         &self,

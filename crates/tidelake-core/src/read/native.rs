@@ -27,6 +27,10 @@
 //!   reader cannot read; everything of merge engines other than deduplicate but their
 //!   raw-convertible splits).
 //!
+//! A native file gives all its rows: a reader of a filtered scan applies the filter to them as
+//! the engine applies it to merged rows (planning prunes primary-key files by key only, so the
+//! kept files still hold every version of each key they hold).
+//!
 //! A file is natively readable when it is Parquet inside the table directory (no external
 //! path), written with the scan's schema (read by column name) and holding whole rows without
 //! row ids (no data evolution, no row tracking), in a split of the table's own branch that is
@@ -108,16 +112,25 @@ impl Packing {
         })
     }
 
+    /// A split's or a raw file's weight: each file at least the open-file cost (Java
+    /// `MergeTreeSplitGenerator` for deletion-vector buckets).
     fn weight(&self, files: &[SplitFile]) -> u64 {
-        files
-            .iter()
-            .map(|f| {
-                u64::try_from(f.file_size)
-                    .unwrap_or(0)
-                    .max(self.open_file_cost)
-            })
-            .sum()
+        files.iter().map(|f| size(f).max(self.open_file_cost)).sum()
     }
+
+    /// A key-range section's weight: its size, at least the open-file cost (Java
+    /// `MergeTreeSplitGenerator.packSplits`).
+    fn section_weight(&self, section: &[SplitFile]) -> u64 {
+        section
+            .iter()
+            .map(size)
+            .sum::<u64>()
+            .max(self.open_file_cost)
+    }
+}
+
+fn size(file: &SplitFile) -> u64 {
+    u64::try_from(file.file_size).unwrap_or(0)
 }
 
 /// Java `BinPacking.packForOrdered`: items in order, a new bin whenever the next item would
@@ -313,7 +326,7 @@ impl<'a> Classifier<'a> {
             return Ok(());
         }
         let packing = self.packing;
-        for bin in pack_ordered(merged, |s| packing.weight(s), packing.target_size) {
+        for bin in pack_ordered(merged, |s| packing.section_weight(s), packing.target_size) {
             units.push(ReadUnit::Engine {
                 split: Self::sub_split(split, bin.into_iter().flatten().collect(), false),
             });

@@ -9,6 +9,9 @@ every case measures the write path only. Cases (median of ``--repeat`` after one
   / into a 4-bucket primary-key table (no shuffle, the DS writer) /
   ``tidelake.spark.write`` into the PK table (bucket shuffle, one task per bucket) and with
   ``shuffle=False``;
+* with ``--fixed-cost``, each write of a 1-row DataFrame too: the per-job cost (planner and
+  commit workers, table opening) reported apart, and each write's marginal ratio, the floor's
+  (N-row - 1-row) time over its own;
 * read (``.write.format("noop")``): ``spark.read.parquet`` of the floor's files vs
   ``spark.read.format("tidelake")`` of the append table and of the PK table (merged read), and
   ``tidelake.spark.read`` of both (Spark's Parquet reader for the splits that are plain
@@ -89,6 +92,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--reads-only", action="store_true",
                     help="write the read cases' tables once, untimed, and time the reads only")
+    ap.add_argument("--fixed-cost", action="store_true",
+                    help="also time each write of a 1-row DataFrame: the per-job cost, reported apart")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "tidelake-spark-bench"))
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -155,6 +160,19 @@ def main() -> int:
             case(name, write)
         elif name[:2] in ("W1", "W2", "W4"):
             write()
+    one_row = df.limit(1).cache()
+    one_row.count()
+    fixed: dict[str, float] = {}
+    if args.fixed_cost and not args.reads_only:
+        one_row_writes = {
+            "W1": lambda: one_row.write.mode("overwrite").parquet(str(work / "parquet_1")),
+            "W3": lambda: one_row.write.format("tidelake").mode("append").save(fresh("pk_ds_1", True)),
+            "W4": lambda: tidelake.spark.write(one_row, fresh("pk_shuffle_1", True)),
+            "W5": lambda: tidelake.spark.write(one_row, fresh("pk_noshuffle_1", True), shuffle=False),
+        }
+        for key, write in one_row_writes.items():
+            fixed[key] = timed(write, args.repeat)[0]
+            print(f"{key} 1-row write: {fixed[key]:.2f} s", flush=True)
     append_path, pk_path = str(work / "append"), str(work / "pk_shuffle")
     read_case("R1 spark.read.parquet -> noop", lambda: spark.read.parquet(parquet_dir))
     read_case("R2 spark.read.format('tidelake') append table -> noop",
@@ -179,6 +197,13 @@ def main() -> int:
         built = f"{stage:.2f} s" if name[0] == "R" else ""
         print(f"| {name} | {median:.2f} s ({best:.2f}) | {built} | {args.rows / median / 1e6:.2f} | "
               f"{floors[name[0]] / median:.2f}x |")
+    if fixed:
+        print("\n| write | 1-row job (fixed cost) | marginal: (N rows - 1 row) vs floor's |")
+        print("|---|---|---|")
+        medians = {name[:2]: median for name, median, *_ in results}
+        for key, one in fixed.items():
+            marginal = (medians["W1"] - fixed["W1"]) / (medians[key] - one)
+            print(f"| {key} | {one:.2f} s | {marginal:.2f}x |")
     print("\n| case, CPU s (median) | JVM | Python workers | driver (Python) | total |")
     print("|---|---|---|---|---|")
     for name, *_, cpu in results:

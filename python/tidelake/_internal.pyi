@@ -349,6 +349,10 @@ class RawTable:
     def create_branch(self, name: str, snapshot_id: int | None = None, tag: str | None = None) -> None:
         """Create branch ``name`` from a snapshot, a tag, or empty (neither)."""
 
+    @property
+    def commits_through_catalog(self) -> bool:
+        """Whether the table's catalog takes part in its commits (a lock or commit endpoint)."""
+
     def open_branch(self, name: str) -> RawTable:
         """Branch ``name`` of this table, committing through the same catalog."""
 

@@ -101,6 +101,11 @@ impl CatalogEnvironment {
         }
     }
 
+    /// Whether the table's catalog takes part in its commits (a lock or a commit endpoint).
+    pub fn commits_through_catalog(&self) -> bool {
+        self.lock.is_some() || self.snapshot_commit.is_some()
+    }
+
     /// The table's lock, if its catalog has one.
     pub fn lock(&self) -> Option<&Arc<dyn TableLock>> {
         self.lock.as_ref()

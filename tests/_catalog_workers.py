@@ -26,8 +26,10 @@ RACE_FIELDS = [("k", "BIGINT NOT NULL"), ("writer", "STRING"), ("n", "INT")]
 
 
 def tidelake_writer(catalog_options: dict[str, str], storage_options: dict[str, str] | None, table: str, writer: str,
-                    first_key: int, keys_per_write: int, seconds: float, acks: str, go_file: str) -> dict[str, Any]:
-    """Race: commit writes through the catalog until ``seconds`` passed (after ``go_file``)."""
+                    first_key: int, keys_per_write: int, seconds: float, acks: str, go_file: str,
+                    pause: float = 0.0) -> dict[str, Any]:
+    """Race: commit writes through the catalog until ``seconds`` passed (after ``go_file``),
+    ``pause`` seconds apart (so that a slower engine's writer gets the lock too)."""
     import tidelake
 
     catalog = tidelake.Catalog.from_options(catalog_options, storage_options)
@@ -47,12 +49,41 @@ def tidelake_writer(catalog_options: dict[str, str], storage_options: dict[str, 
             except tidelake.TidelakeError as e:
                 failed += 1
                 errors = (errors + [repr(e)])[:5]
+                # a conflict never landed; any other failure may have
+                kind = "conflict" if isinstance(e, tidelake.CommitConflictError) else "unknown"
+                with open(acks + ".failed", "a") as f:
+                    f.write(f"{writer} {n} {','.join(map(str, keys))} {kind}\n")
             else:
                 log.write(f"{writer} {n} {','.join(map(str, keys))}\n")
                 log.flush()
                 acked += 1
             n += 1
+            time.sleep(pause)
     return {"acked": acked, "failed": failed, "errors": errors}
+
+
+def tidelake_compactor(catalog_options: dict[str, str], storage_options: dict[str, str] | None, table: str,
+                       seconds: float, go_file: str) -> dict[str, Any]:
+    """Compact the table through the catalog (alternating full compactions) until ``seconds``
+    passed; a compaction that lost a race (``CommitConflictError``) is counted, not an error."""
+    import tidelake
+
+    t = tidelake.Catalog.from_options(catalog_options, storage_options).get_table(table)
+    while not os.path.exists(go_file):
+        time.sleep(0.01)
+    deadline = time.monotonic() + seconds
+    compacted = conflicts = rounds = 0
+    errors: list[str] = []
+    while time.monotonic() < deadline:
+        try:
+            compacted += t.compact(full=rounds % 2 == 1) is not None
+        except tidelake.CommitConflictError:
+            conflicts += 1
+        except tidelake.TidelakeError as e:
+            errors = (errors + [repr(e)])[:5]
+        rounds += 1
+        time.sleep(0.5)
+    return {"compacted": compacted, "conflicts": conflicts, "errors": errors}
 
 
 def read_acks(paths: list[str]) -> dict[int, tuple[str, int]]:
@@ -70,15 +101,34 @@ def read_acks(paths: list[str]) -> dict[int, tuple[str, int]]:
     return out
 
 
-def check_acks(rows: list[dict[str, Any]], acks: dict[int, tuple[str, int]], reader: str) -> None:
-    """Every acknowledged write is in ``rows`` as written; no key is there twice."""
+def read_unknown(paths: list[str]) -> set[int]:
+    """The keys of writes that failed without telling whether they landed (not a conflict)."""
+    out: set[int] = set()
+    for path in paths:
+        if os.path.exists(path + ".failed"):
+            with open(path + ".failed") as f:
+                for line in f:
+                    _, _, keys, kind = line.split()
+                    if kind != "conflict":
+                        out.update(int(k) for k in keys.split(","))
+    return out
+
+
+def check_acks(rows: list[dict[str, Any]], acks: dict[int, tuple[str, int]], reader: str,
+               unknown: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+    """Every acknowledged write is in ``rows`` as written, and nothing else is but writes whose
+    outcome was unknown (a write that failed with a conflict did not land); no key is there
+    twice."""
     by_key: dict[int, tuple[str, int]] = {}
     for r in rows:
         assert r["k"] not in by_key, f"{reader}: key {r['k']} read twice"
         by_key[r["k"]] = (r["writer"], r["n"])
     lost = [k for k, v in acks.items() if by_key.get(k) != v]
     assert not lost, f"{reader}: {len(lost)} of {len(acks)} acknowledged writes lost or changed, e.g. {lost[:5]}"
+    phantoms = sorted(set(by_key) - set(acks) - unknown)
+    assert not phantoms, f"{reader}: {len(phantoms)} rows of writes never acknowledged, e.g. {phantoms[:5]}"
 
 
-if __name__ == "__main__":  # python _catalog_workers.py '<json args of tidelake_writer>'
-    print(json.dumps(tidelake_writer(**json.loads(sys.argv[1]))))
+if __name__ == "__main__":  # python _catalog_workers.py writer|compactor '<json arguments>'
+    role = {"writer": tidelake_writer, "compactor": tidelake_compactor}[sys.argv[1]]
+    print(json.dumps(role(**json.loads(sys.argv[2]))))

@@ -29,9 +29,9 @@ use futures::future::BoxFuture;
 use tidelake_spec::manifest::ManifestEntry;
 use tidelake_spec::snapshot::Snapshot;
 
-use crate::error::Result;
 #[cfg(doc)]
 use crate::error::Error;
+use crate::error::Result;
 use crate::io::FileIO;
 use crate::snapshots::snapshot_path;
 

@@ -82,7 +82,11 @@ impl RawCatalog {
         block_on(py, create)?.py()
     }
 
-    fn database_properties(&self, py: Python<'_>, name: String) -> PyResult<BTreeMap<String, String>> {
+    fn database_properties(
+        &self,
+        py: Python<'_>,
+        name: String,
+    ) -> PyResult<BTreeMap<String, String>> {
         block_on(py, self.catalog.database_properties(&name))?.py()
     }
 
@@ -111,7 +115,11 @@ impl RawCatalog {
 
     /// The table (or branch) of a system table identifier (`db.t$snapshots`,
     /// `db.t$branch_b$files`) and the system table's name.
-    fn split_system_table(&self, py: Python<'_>, identifier: String) -> PyResult<(RawTable, String)> {
+    fn split_system_table(
+        &self,
+        py: Python<'_>,
+        identifier: String,
+    ) -> PyResult<(RawTable, String)> {
         let (table, name) = block_on(py, self.catalog.split_system_table(&identifier))?.py()?;
         Ok((RawTable::new(table), name))
     }
@@ -139,8 +147,17 @@ impl RawCatalog {
         block_on(py, self.catalog.drop_table(&identifier))?.py()
     }
 
-    fn rename_table(&self, py: Python<'_>, from_identifier: String, to_identifier: String) -> PyResult<()> {
-        block_on(py, self.catalog.rename_table(&from_identifier, &to_identifier))?.py()
+    fn rename_table(
+        &self,
+        py: Python<'_>,
+        from_identifier: String,
+        to_identifier: String,
+    ) -> PyResult<()> {
+        block_on(
+            py,
+            self.catalog.rename_table(&from_identifier, &to_identifier),
+        )?
+        .py()
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -170,10 +170,7 @@ impl CatalogOptions {
     }
 
     pub fn data_token_enabled(&self) -> Result<bool> {
-        Ok(self
-            .options
-            .get_bool(DATA_TOKEN_ENABLED)?
-            .unwrap_or(false))
+        Ok(self.options.get_bool(DATA_TOKEN_ENABLED)?.unwrap_or(false))
     }
 
     fn with_prefix(&self, prefix: &str) -> BTreeMap<String, String> {
@@ -217,7 +214,10 @@ mod tests {
         assert_eq!(o.metastore().unwrap(), Metastore::Jdbc);
         assert_eq!(o.lock_enabled().unwrap(), Some(true));
         assert_eq!(o.lock_acquire_timeout().unwrap(), Duration::from_secs(3));
-        assert_eq!(o.lock_check_max_sleep().unwrap(), Duration::from_millis(500));
+        assert_eq!(
+            o.lock_check_max_sleep().unwrap(),
+            Duration::from_millis(500)
+        );
         assert_eq!(o.catalog_key(), "probe");
         assert_eq!(o.jdbc_properties()["user"], "paimon");
         assert_eq!(o.table_defaults()["bucket"], "2");
@@ -225,7 +225,9 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_key() {
-        let e = options(&[("metastore", "zookeeper")]).metastore().unwrap_err();
+        let e = options(&[("metastore", "zookeeper")])
+            .metastore()
+            .unwrap_err();
         assert!(e.to_string().contains("metastore"), "{e}");
         let e = options(&[("lock-acquire-timeout", "soon")])
             .lock_acquire_timeout()

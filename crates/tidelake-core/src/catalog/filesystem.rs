@@ -128,7 +128,9 @@ impl Warehouse {
                 .map_err(|e| io_error(src.location(), e));
         }
         for file in src.list_recursive("").await? {
-            let copied = dst.put_if_absent(&file.path, src.read(&file.path).await?).await?;
+            let copied = dst
+                .put_if_absent(&file.path, src.read(&file.path).await?)
+                .await?;
             if !copied {
                 return Err(Error::AlreadyExists(format!(
                     "{} (renaming {})",

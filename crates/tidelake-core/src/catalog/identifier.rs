@@ -46,8 +46,12 @@ impl Identifier {
         }
         check_name("database", database)?;
         check_name("table", table)?;
-        if branch.as_deref().is_some_and(str::is_empty) || system.as_deref().is_some_and(str::is_empty) {
-            return Err(Error::invalid(format!("table identifier '{text}' has an empty suffix")));
+        if branch.as_deref().is_some_and(str::is_empty)
+            || system.as_deref().is_some_and(str::is_empty)
+        {
+            return Err(Error::invalid(format!(
+                "table identifier '{text}' has an empty suffix"
+            )));
         }
         Ok(Identifier {
             database: database.to_string(),
@@ -101,9 +105,20 @@ mod tests {
         let id = Identifier::parse("db.t$snapshots").unwrap();
         assert_eq!(id.system.as_deref(), Some("snapshots"));
         let id = Identifier::parse("db.t$branch_b$files").unwrap();
-        assert_eq!((id.branch.as_deref(), id.system.as_deref()), (Some("b"), Some("files")));
+        assert_eq!(
+            (id.branch.as_deref(), id.system.as_deref()),
+            (Some("b"), Some("files"))
+        );
         assert_eq!(id.to_string(), "db.t$branch_b$files");
-        for bad in ["t", "db.", ".t", "db.t$a$b", "db.t$branch_", "db/x.t", "db.t$x$y$z"] {
+        for bad in [
+            "t",
+            "db.",
+            ".t",
+            "db.t$a$b",
+            "db.t$branch_",
+            "db/x.t",
+            "db.t$x$y$z",
+        ] {
             assert!(Identifier::parse(bad).is_err(), "{bad}");
         }
         assert!(Identifier::table("db.t$snapshots").is_err());

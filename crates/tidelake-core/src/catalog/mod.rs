@@ -86,14 +86,20 @@ impl Catalog {
     /// `catalog-key`, `lock.enabled`, `lock.type`, `lock-acquire-timeout`,
     /// `lock-check-max-sleep`, `table-default.*`), its warehouse opened with `storage`.
     /// Connects to the JDBC database and creates Paimon's tables there if missing.
-    pub async fn from_options(options: CatalogOptions, storage: &StorageOptions) -> Result<Catalog> {
+    pub async fn from_options(
+        options: CatalogOptions,
+        storage: &StorageOptions,
+    ) -> Result<Catalog> {
         let warehouse = options.warehouse().ok_or_else(|| {
             Error::invalid("catalog option 'warehouse' is required (the root of the tables)")
         })?;
         let io = FileIO::open_with(warehouse, storage)?;
         let mut options = options;
         // Java `AbstractCatalog.lockEnabled`: on object stores unless disabled.
-        let lock_enabled = options.lock_enabled().map_err(options_error)?.unwrap_or(io.local_root().is_none());
+        let lock_enabled = options
+            .lock_enabled()
+            .map_err(options_error)?
+            .unwrap_or(io.local_root().is_none());
         let (registry, locks) = match options.metastore().map_err(options_error)? {
             Metastore::FileSystem => {
                 let locks = match (lock_enabled, options.lock_type()) {
@@ -137,7 +143,9 @@ impl Catalog {
             Metastore::Rest | Metastore::Hive => {
                 return Err(Error::Unsupported(format!(
                     "metastore '{}' is not available yet",
-                    options.get(tidelake_spec::catalog_options::METASTORE).unwrap_or_default()
+                    options
+                        .get(tidelake_spec::catalog_options::METASTORE)
+                        .unwrap_or_default()
                 )))
             }
         };
@@ -295,9 +303,9 @@ impl Catalog {
 
     /// The lock of a table (or branch): Java binds it to the identifier's object name.
     fn table_lock(&self, id: &Identifier) -> Option<Arc<dyn TableLock>> {
-        self.locks.as_ref().map(|l| -> Arc<dyn TableLock> {
-            Arc::new(l.table_lock(id))
-        })
+        self.locks
+            .as_ref()
+            .map(|l| -> Arc<dyn TableLock> { Arc::new(l.table_lock(id)) })
     }
 
     fn environment(&self, id: &Identifier) -> CatalogEnvironment {

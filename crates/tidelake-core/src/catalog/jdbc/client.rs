@@ -96,7 +96,9 @@ impl JdbcClient {
     /// catalog's `jdbc.*` properties (`user`, `password`; SQLite: `journal_mode`).
     pub(crate) async fn connect(uri: &str, properties: &BTreeMap<String, String>) -> Result<Self> {
         let rest = uri.strip_prefix("jdbc:").ok_or_else(|| {
-            Error::invalid(format!("invalid JDBC URI '{uri}': it must start with 'jdbc:'"))
+            Error::invalid(format!(
+                "invalid JDBC URI '{uri}': it must start with 'jdbc:'"
+            ))
         })?;
         let conn = if let Some(file) = rest.strip_prefix("sqlite:") {
             Conn::Sqlite(Arc::new(Mutex::new(open_sqlite(
@@ -173,7 +175,9 @@ impl JdbcClient {
                     let params = sqlite_params(&args);
                     let rows = stmt
                         .query_map(rusqlite::params_from_iter(params.iter()), |row| {
-                            (0..width).map(|i| row.get::<_, Option<String>>(i)).collect()
+                            (0..width)
+                                .map(|i| row.get::<_, Option<String>>(i))
+                                .collect()
                         })
                         .map_err(|e| db_error(&uri, e))?;
                     rows.collect::<std::result::Result<Vec<_>, _>>()
@@ -384,7 +388,10 @@ mod tests {
             .await
             .unwrap();
         let n = c
-            .execute("INSERT INTO t VALUES (?, ?)", &[Arg::Text("x"), Arg::Int(7)])
+            .execute(
+                "INSERT INTO t VALUES (?, ?)",
+                &[Arg::Text("x"), Arg::Int(7)],
+            )
             .await
             .unwrap();
         assert_eq!(n, 1);

@@ -62,7 +62,10 @@ impl JdbcLocks {
     /// The locks of a catalog's options, creating the lock table if it is missing.
     pub(crate) async fn open(client: JdbcClient, options: &CatalogOptions) -> Result<JdbcLocks> {
         client
-            .create_table_if_absent(LOCKS_TABLE, &create_sql(options.lock_key_max_length().map_err(options_error)?))
+            .create_table_if_absent(
+                LOCKS_TABLE,
+                &create_sql(options.lock_key_max_length().map_err(options_error)?),
+            )
             .await?;
         Ok(JdbcLocks {
             client,
@@ -89,7 +92,8 @@ impl JdbcLocks {
             log::debug!(target: "tidelake.catalog", "clearing an expired lock {lock_id}: {e}");
             return false;
         }
-        let insert = format!("INSERT INTO {LOCKS_TABLE} (lock_id, expire_time_seconds) VALUES (?, ?)");
+        let insert =
+            format!("INSERT INTO {LOCKS_TABLE} (lock_id, expire_time_seconds) VALUES (?, ?)");
         let seconds = i64::try_from(self.acquire_timeout.as_secs()).unwrap_or(i64::MAX);
         // A primary-key violation means someone holds it; any other failure is retried alike.
         matches!(
@@ -201,7 +205,9 @@ mod tests {
             }
         };
         tokio::join!(run(a.clone()), run(b));
-        let rows = a.client.query("SELECT lock_id FROM paimon_distributed_locks", &[]);
+        let rows = a
+            .client
+            .query("SELECT lock_id FROM paimon_distributed_locks", &[]);
         assert!(rows.await.unwrap().is_empty());
     }
 
@@ -209,8 +215,9 @@ mod tests {
     async fn a_held_lock_times_out_as_a_conflict_and_an_expired_one_is_taken_over() {
         let dir = tempfile::tempdir().unwrap();
         let uri = format!("jdbc:sqlite:{}/c.db", dir.path().display());
-        let l = locks(&uri, "1s").await;
-        let insert = "INSERT INTO paimon_distributed_locks (lock_id, expire_time_seconds) VALUES (?, ?)";
+        let l = locks(&uri, "2s").await;
+        let insert =
+            "INSERT INTO paimon_distributed_locks (lock_id, expire_time_seconds) VALUES (?, ?)";
         l.client
             .execute(insert, &[Arg::Text("k.db.held"), Arg::Int(3600)])
             .await
@@ -222,8 +229,25 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::CommitConflict, "{e}");
         assert!(e.to_string().contains("k.db.held"), "{e}");
+        // released by its holder (another connection): the next attempt takes it
+        let other = locks(&uri, "1s").await;
+        let waiting = l.table_lock(&Identifier::parse("db.held").unwrap());
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            other
+                .client
+                .execute(
+                    "DELETE FROM paimon_distributed_locks WHERE lock_id = 'k.db.held'",
+                    &[],
+                )
+                .await
+                .unwrap();
+        };
+        let (taken, ()) = tokio::join!(waiting.run_locked(Box::pin(async { Ok(()) })), release);
+        taken.unwrap();
         // a row older than its expiry (a holder that died) is cleared by the next acquirer
-        let stale = "INSERT INTO paimon_distributed_locks VALUES (?, datetime('now', '-10 seconds'), ?)";
+        let stale =
+            "INSERT INTO paimon_distributed_locks VALUES (?, datetime('now', '-10 seconds'), ?)";
         l.client
             .execute(stale, &[Arg::Text("k.db.dead"), Arg::Int(1)])
             .await

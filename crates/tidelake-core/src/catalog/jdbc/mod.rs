@@ -276,7 +276,10 @@ impl JdbcTables {
             .await;
         match updated {
             Ok(1) => Ok(()),
-            Ok(_) => Err(Error::not_found("table", format!("'{}.{}'", from.0, from.1))),
+            Ok(_) => Err(Error::not_found(
+                "table",
+                format!("'{}.{}'", from.0, from.1),
+            )),
             Err(_) if self.table_exists(to.0, to.1).await? => {
                 Err(Error::AlreadyExists(format!("table '{}.{}'", to.0, to.1)))
             }

@@ -346,7 +346,6 @@ def cdc_sink(target: str, format: Format = "debezium-json", commit_user: str | N
     def sink(batch: DataFrame, batch_id: int) -> None:
         from .catalog import Catalog
         from .cdc import sync
-        from .table import Table
 
         user = _streaming_commit_user(batch, commit_user, "cdc_sink")
         columns = ["key", "value"] if "key" in batch.columns else ["value"]

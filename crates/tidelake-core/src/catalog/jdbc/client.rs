@@ -34,21 +34,6 @@ pub(crate) enum Arg<'a> {
     Int(i64),
 }
 
-#[derive(Clone, Debug)]
-enum OwnedArg {
-    Text(String),
-    Int(i64),
-}
-
-impl From<&Arg<'_>> for OwnedArg {
-    fn from(a: &Arg<'_>) -> OwnedArg {
-        match a {
-            Arg::Text(t) => OwnedArg::Text(t.to_string()),
-            Arg::Int(i) => OwnedArg::Int(*i),
-        }
-    }
-}
-
 /// A cheap-to-clone handle on one connection.
 #[derive(Clone)]
 pub(crate) struct JdbcClient {
@@ -136,14 +121,9 @@ impl JdbcClient {
     pub(crate) async fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64> {
         match &self.conn {
             Conn::Sqlite(conn) => {
-                let (conn, sql, args) = (conn.clone(), sql.to_string(), owned(args));
-                let uri = self.uri.clone();
-                blocking(&self.uri, move || {
-                    let conn = conn.lock().map_err(|_| poisoned(&uri))?;
-                    let params = sqlite_params(&args);
-                    conn.execute(&sql, rusqlite::params_from_iter(params.iter()))
+                self.on_sqlite(conn, sql, args, |conn, sql, params| {
+                    conn.execute(sql, rusqlite::params_from_iter(params.iter()))
                         .map(|n| n as u64)
-                        .map_err(|e| db_error(&uri, e))
                 })
                 .await
             }
@@ -166,22 +146,16 @@ impl JdbcClient {
     ) -> Result<Vec<Vec<Option<String>>>> {
         match &self.conn {
             Conn::Sqlite(conn) => {
-                let (conn, sql, args) = (conn.clone(), sql.to_string(), owned(args));
-                let uri = self.uri.clone();
-                blocking(&self.uri, move || {
-                    let conn = conn.lock().map_err(|_| poisoned(&uri))?;
-                    let mut stmt = conn.prepare(&sql).map_err(|e| db_error(&uri, e))?;
+                self.on_sqlite(conn, sql, args, |conn, sql, params| {
+                    let mut stmt = conn.prepare(sql)?;
                     let width = stmt.column_count();
-                    let params = sqlite_params(&args);
-                    let rows = stmt
-                        .query_map(rusqlite::params_from_iter(params.iter()), |row| {
+                    let rows =
+                        stmt.query_map(rusqlite::params_from_iter(params.iter()), |row| {
                             (0..width)
                                 .map(|i| row.get::<_, Option<String>>(i))
                                 .collect()
-                        })
-                        .map_err(|e| db_error(&uri, e))?;
-                    rows.collect::<std::result::Result<Vec<_>, _>>()
-                        .map_err(|e| db_error(&uri, e))
+                        })?;
+                    rows.collect()
                 })
                 .await
             }
@@ -202,6 +176,28 @@ impl JdbcClient {
                     .collect()
             }
         }
+    }
+
+    /// Run `work` on the SQLite connection off the async threads, with the arguments bound as
+    /// SQLite values.
+    async fn on_sqlite<T: Send + 'static>(
+        &self,
+        conn: &Arc<Mutex<rusqlite::Connection>>,
+        sql: &str,
+        args: &[Arg<'_>],
+        work: impl FnOnce(&rusqlite::Connection, &str, Vec<rusqlite::types::Value>) -> rusqlite::Result<T>
+            + Send
+            + 'static,
+    ) -> Result<T> {
+        let (conn, sql, params) = (conn.clone(), sql.to_string(), sqlite_params(args));
+        let uri = self.uri.clone();
+        let run = move || {
+            let conn = conn.lock().map_err(|_| poisoned(&uri))?;
+            work(&conn, &sql, params).map_err(|e| db_error(&uri, e))
+        };
+        tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|e| Error::Internal(format!("a statement on {} panicked: {e}", self.uri)))?
     }
 
     /// Run `CREATE TABLE` unless the table exists (Java checks `DatabaseMetaData.getTables`).
@@ -228,15 +224,11 @@ fn poisoned(uri: &str) -> Error {
     Error::Internal(format!("the connection to {uri} was poisoned by a panic"))
 }
 
-fn owned(args: &[Arg<'_>]) -> Vec<OwnedArg> {
-    args.iter().map(OwnedArg::from).collect()
-}
-
-fn sqlite_params(args: &[OwnedArg]) -> Vec<rusqlite::types::Value> {
+fn sqlite_params(args: &[Arg<'_>]) -> Vec<rusqlite::types::Value> {
     args.iter()
         .map(|a| match a {
-            OwnedArg::Text(t) => rusqlite::types::Value::Text(t.clone()),
-            OwnedArg::Int(i) => rusqlite::types::Value::Integer(*i),
+            Arg::Text(t) => rusqlite::types::Value::Text(t.to_string()),
+            Arg::Int(i) => rusqlite::types::Value::Integer(*i),
         })
         .collect()
 }
@@ -275,16 +267,6 @@ fn numbered(sql: &str) -> String {
         }
     }
     out
-}
-
-/// Run blocking SQLite work off the async threads.
-async fn blocking<T: Send + 'static>(
-    uri: &str,
-    work: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| Error::Internal(format!("a statement on {uri} panicked: {e}")))?
 }
 
 fn open_sqlite(

@@ -34,9 +34,11 @@ def _spawn(role: str, args: dict[str, Any]) -> subprocess.Popen:
 
 
 def run_soak(work: pathlib.Path, java_options: dict[str, str], tidelake_options: dict[str, str],
-             storage_options: dict[str, str] | None, seconds: float, *, create: bool = True) -> dict[str, Any]:
-    """Race on ``db.race`` (created by tidelake unless ``create`` is false) for ``seconds``;
-    check every acknowledged write in both engines' reads; return the counts."""
+             storage_options: dict[str, str] | None, seconds: float, *, create: bool = True,
+             pause: float = 0.05) -> dict[str, Any]:
+    """Race on ``db.race`` (created by tidelake unless ``create`` is false) for ``seconds``,
+    tidelake's writers ``pause`` seconds apart; check every acknowledged write in both engines'
+    reads; return the counts."""
     cat = tidelake.Catalog.from_options(tidelake_options, storage_options)
     if create:
         cat.create_database("db", ignore_if_exists=True)
@@ -46,7 +48,7 @@ def run_soak(work: pathlib.Path, java_options: dict[str, str], tidelake_options:
     common = {"catalog_options": tidelake_options, "storage_options": storage_options, "table": "db.race",
               "seconds": seconds, "go_file": go}
     procs = [_spawn("writer", {**common, "writer": name, "first_key": (i + 1) * 1_000_000_000, "keys_per_write": 3,
-                               "acks": acks[i + 1], "pause": 0.05}) for i, name in enumerate(("tl0", "tl1"))]
+                               "acks": acks[i + 1], "pause": pause}) for i, name in enumerate(("tl0", "tl1"))]
     procs.append(_spawn("compactor", common))
     java = JavaOracle()
     try:

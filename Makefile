@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv self-contained develop rust-lint rust-test py-lint py-test java-oracle kafka bench clean
+.PHONY: test demo venv self-contained develop rust-lint rust-test py-lint py-test java-oracle kafka postgres bench clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -50,13 +50,19 @@ $(KAFKA_CLASSPATH): interop/kafka/pom.xml
 
 kafka: $(KAFKA_CLASSPATH)
 
+# PostgreSQL for the JDBC catalog tests (tests/_postgres.py starts its own cluster with Debian's
+# initdb and pg_ctl): installed from Debian's packages when missing.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
+
 # ruff and mypy on python/ (configured in pyproject.toml); mypy reads the binding's stub file.
 py-lint: venv
 	$(VENV)/bin/ruff check python
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict --follow-imports=silent examples  # the typed API as users meet it
 
-py-test: develop java-oracle kafka
+py-test: develop java-oracle kafka postgres
 	$(PY) -m pytest -q tests
 
 # No tracked file may name a path outside the repository (tools/self_contained.py says why).

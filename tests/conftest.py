@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 from _kafka import kafka  # noqa: F401  (fixture: a Kafka broker on 127.0.0.1)
+from _postgres import postgres  # noqa: F401  (fixture: a PostgreSQL server on 127.0.0.1)
 from _s3 import s3_server, storage  # noqa: F401  (fixtures: the moto S3 server, local|s3 storage)
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

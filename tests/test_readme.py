@@ -28,7 +28,7 @@ def _python_blocks_by_heading() -> list[tuple[str, str]]:
     return out
 
 
-SELF_CONTAINED = ["Quickstart", "Row-level changes"]
+SELF_CONTAINED = ["Quickstart", "Catalogs and writers of several engines", "Row-level changes"]
 """Sections whose snippets run on their own, each in a fresh directory."""
 
 TOUR = ["Using it", "Command line", "Object stores", "Spark (PySpark 4.x, no JVM jar)",

@@ -45,21 +45,34 @@ of ``add_column`` (field, arg=comment, position ``first``/``last``/``after:COL``
 
 @final
 class RawCatalog:
-    """A filesystem catalog: ``<warehouse>/<database>.db/<table>/``."""
+    """A catalog: filesystem (``<warehouse>/<database>.db/<table>/``) or JDBC."""
 
     def __new__(cls, warehouse: str, storage_options: dict[str, str] | None = None) -> RawCatalog:
         """Open (without creating anything) the warehouse directory or URL ``warehouse``."""
+
+    @staticmethod
+    def from_options(options: list[tuple[str, str]], storage_options: dict[str, str] | None = None) -> RawCatalog:
+        """The catalog of Paimon's catalog options; connects to a JDBC database."""
 
     @property
     def location(self) -> str:
         """The warehouse root."""
 
+    @property
+    def options(self) -> list[tuple[str, str]]: ...
+    @property
+    def lock_enabled(self) -> bool: ...
     def list_databases(self) -> list[str]: ...
-    def create_database(self, name: str, ignore_if_exists: bool) -> None: ...
+    def create_database(self, name: str, ignore_if_exists: bool, properties: dict[str, str] | None = None) -> None: ...
+    def database_properties(self, name: str) -> dict[str, str]: ...
+    def alter_database(self, name: str, set: dict[str, str], remove: list[str]) -> None: ...
     def drop_database(self, name: str, cascade: bool) -> None: ...
     def list_tables(self, database: str) -> list[str]: ...
     def get_table(self, identifier: str) -> RawTable:
         """Open ``"database.table"``; ``TableNotFoundError`` if absent."""
+
+    def split_system_table(self, identifier: str) -> tuple[RawTable, str]:
+        """The table of ``"db.t$snapshots"`` and the system table's name."""
 
     def create_table(
         self,
@@ -74,6 +87,7 @@ class RawCatalog:
         """Create ``"database.table"`` (the database must exist) and open it."""
 
     def drop_table(self, identifier: str) -> None: ...
+    def rename_table(self, from_identifier: str, to_identifier: str) -> None: ...
 
 @final
 class RawTable:
@@ -338,6 +352,13 @@ class RawTable:
 
     def create_branch(self, name: str, snapshot_id: int | None = None, tag: str | None = None) -> None:
         """Create branch ``name`` from a snapshot, a tag, or empty (neither)."""
+
+    @property
+    def commits_through_catalog(self) -> bool:
+        """Whether the table's catalog takes part in its commits (a lock or commit endpoint)."""
+
+    def open_branch(self, name: str) -> RawTable:
+        """Branch ``name`` of this table, committing through the same catalog."""
 
     def branches(self) -> list[str]:
         """Every branch but ``main``, sorted."""

@@ -19,12 +19,14 @@ sqlglot cannot parse) goes to ``spark.sql`` unchanged.
 
 A table is named by path, ``tidelake.`/path/to/t```, or as ``db.table`` of the warehouse given
 to :func:`sql` or to :func:`tidelake.spark.register` (kept in the session conf
-:data:`WAREHOUSE_CONF`); an identifier that is not a tidelake table of that warehouse is
-Spark's.
+:data:`WAREHOUSE_CONF`), or of the catalog given to :func:`tidelake.spark.register`
+(``catalog={...}``, Paimon's catalog options, kept in :data:`CATALOG_CONF`); an identifier that
+is not a tidelake table of that warehouse or catalog is Spark's.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.parse
 from collections.abc import Callable
@@ -40,10 +42,14 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from sqlglot import exp
 
-__all__ = ["sql", "WAREHOUSE_CONF", "PATH_NAMESPACE"]
+__all__ = ["sql", "WAREHOUSE_CONF", "CATALOG_CONF", "PATH_NAMESPACE"]
 
 WAREHOUSE_CONF = "spark.tidelake.warehouse"
 """Session conf holding the warehouse in which ``db.table`` identifiers are looked up."""
+
+CATALOG_CONF = "spark.tidelake.catalog"
+"""Session conf holding Paimon catalog options (JSON) in which ``db.table`` identifiers are
+looked up (:meth:`tidelake.Catalog.from_options`); it wins over :data:`WAREHOUSE_CONF`."""
 
 PATH_NAMESPACE = "tidelake"
 """``tidelake.`/path``` names the table at a path."""
@@ -52,10 +58,14 @@ PATH_NAMESPACE = "tidelake"
 class _Context:
     def __init__(self, spark: SparkSession, warehouse: str | None, storage_options: dict[str, str] | None) -> None:
         self.spark = spark
+        self.explicit_warehouse = warehouse is not None
         self.warehouse = warehouse or spark.conf.get(WAREHOUSE_CONF, None) or None
         self.storage_options = storage_options
 
     def catalog(self) -> Catalog | None:
+        options = self.spark.conf.get(CATALOG_CONF, None)
+        if options and not self.explicit_warehouse:
+            return Catalog.from_options(json.loads(options), self.storage_options)
         return Catalog(self.warehouse, self.storage_options) if self.warehouse else None
 
     def table(self, ref: exp.Table) -> Table | None:
@@ -197,8 +207,7 @@ def _insert(ctx: _Context, stmt: exp.Insert) -> DataFrame | None:
                                "values in the query's columns (INSERT OVERWRITE replaces the whole table)")
     source = ctx.spark.sql(stmt.expression.sql("spark"))
     df = _as_table_rows(source, table, columns, bool(stmt.args.get("by_name")))
-    snapshot = write(df, table.path, "overwrite" if stmt.args.get("overwrite") else "append",
-                     storage_options=table.storage_options or None)
+    snapshot = write(df, table, "overwrite" if stmt.args.get("overwrite") else "append")
     return ctx.result([(snapshot,)], "snapshot_id bigint")
 
 
@@ -326,9 +335,16 @@ def _key_value(text: str) -> tuple[str, str]:
 # ---- DELETE / UPDATE / MERGE -------------------------------------------------------------------
 
 def _target(ctx: _Context, ref: Any) -> Table | None:
+    """The table a DELETE, UPDATE or MERGE changes. Those commit by path: refused on a table
+    whose catalog commits for it (a JDBC lock, a REST server), which a path commit would bypass."""
     from sqlglot import exp
 
-    return ctx.table(ref) if isinstance(ref, exp.Table) else None
+    table = ctx.table(ref) if isinstance(ref, exp.Table) else None
+    if table is not None and table._raw.commits_through_catalog:
+        raise UnsupportedError(f"DELETE, UPDATE and MERGE through Spark on {ref.sql('spark')}: its catalog takes "
+                               "the commits (a JDBC lock or a REST server) and this path does not go through it yet; "
+                               "use tidelake.Catalog.get_table(...).delete/update/merge in Python")
+    return table
 
 
 def _text(node: Any) -> str | None:

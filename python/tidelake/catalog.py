@@ -1,8 +1,18 @@
-"""A filesystem catalog laid out as Paimon's: ``<warehouse>/<database>.db/<table>/``."""
+"""Catalogs: tables by ``database.table``, configured with Paimon's catalog options.
+
+* ``Catalog(warehouse)`` or ``Catalog.from_options({"warehouse": ...})``: the filesystem catalog
+  (``<warehouse>/<database>.db/<table>/``), Paimon's default;
+* ``Catalog.from_options({"metastore": "jdbc", "uri": "jdbc:postgresql://...", ...})``: Paimon's
+  JDBC catalog (PostgreSQL or SQLite); without ``uri``, a SQLite file next to a local warehouse.
+
+With ``lock.enabled`` (the default on object stores for the JDBC catalog, as in Java), commits
+and schema changes of tables opened here take Paimon's JDBC lock, which Java writers take too.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from . import _internal
@@ -15,27 +25,81 @@ __all__ = ["Catalog"]
 
 
 class Catalog:
-    """Databases and tables under one warehouse directory, compatible with Paimon's
-    filesystem catalog (``CatalogFactory.create({"warehouse": ...})`` in pypaimon)."""
+    """Databases and tables of one warehouse, compatible with Paimon's catalogs: Java and
+    pypaimon open the tables this catalog creates, and the reverse."""
 
     def __init__(self, warehouse: str | os.PathLike[str], storage_options: dict[str, str] | None = None) -> None:
-        """``warehouse`` is a directory or an object-store URL; ``storage_options`` as for
-        :func:`tidelake.open_table`."""
+        """The filesystem catalog of ``warehouse`` (a directory or an object-store URL);
+        ``storage_options`` as for :func:`tidelake.open_table`."""
         self._raw = _internal.RawCatalog(os.fspath(warehouse), _storage_options(storage_options))
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str], storage_options: dict[str, str] | None = None) -> Catalog:
+        """The catalog Paimon's catalog ``options`` describe, with Paimon's option names:
+
+        * ``metastore``: ``filesystem`` (default) or ``jdbc``;
+        * ``warehouse`` (required): where the tables' files live;
+        * ``uri``: the JDBC URL (``jdbc:postgresql://host:port/db``, ``jdbc:sqlite:/path/file.db``);
+          ``jdbc.user``, ``jdbc.password`` and other ``jdbc.*`` connection properties;
+          ``catalog-key`` (default ``jdbc``) names this catalog's rows;
+        * ``lock.enabled`` (default: true on object stores), ``lock-acquire-timeout`` (8 min),
+          ``lock-check-max-sleep`` (8 s): Paimon's JDBC commit lock; the filesystem catalog takes
+          it with ``lock.type=jdbc`` and the lock database's ``uri``;
+        * ``table-default.<key>``: options of every table created here.
+
+        ``storage_options`` configure the warehouse's object store, as for
+        :func:`tidelake.open_table`. Raises InvalidArgumentError for a bad option,
+        UnsupportedError for a metastore or JDBC database tidelake does not speak, StorageError
+        when the database cannot be reached.
+        """
+        if not isinstance(options, Mapping):
+            raise TypeError(f"options must be a mapping, got {type(options).__name__}")
+        catalog = cls.__new__(cls)
+        catalog._raw = _internal.RawCatalog.from_options([(str(k), str(v)) for k, v in options.items()],
+                                                         _storage_options(storage_options))
+        return catalog
 
     @property
     def warehouse(self) -> str:
         return self._raw.location
 
+    @property
+    def options(self) -> dict[str, str]:
+        """The catalog options, with the defaults chosen (e.g. the SQLite ``uri``)."""
+        return dict(self._raw.options)
+
+    @property
+    def lock_enabled(self) -> bool:
+        """Whether commits of this catalog's tables take Paimon's JDBC lock."""
+        return self._raw.lock_enabled
+
+    def __repr__(self) -> str:
+        return f"<tidelake.Catalog {self.warehouse!r}>"
+
     def list_databases(self) -> list[str]:
         return self._raw.list_databases()
 
-    def create_database(self, name: str, ignore_if_exists: bool = False) -> None:
-        """Raises TableAlreadyExistsError if it exists (unless ``ignore_if_exists``)."""
-        self._raw.create_database(name, ignore_if_exists)
+    def create_database(self, name: str, ignore_if_exists: bool = False,
+                        properties: dict[str, str] | None = None) -> None:
+        """Raises TableAlreadyExistsError if it exists (unless ``ignore_if_exists``).
+        ``properties`` are kept by the JDBC catalog."""
+        props = {str(k): str(v) for k, v in (properties or {}).items()}
+        self._raw.create_database(name, ignore_if_exists, props)
+
+    def database_properties(self, name: str) -> dict[str, str]:
+        """The database's properties (``location`` among them)."""
+        return dict(self._raw.database_properties(name))
+
+    def alter_database(self, name: str, set: dict[str, str] | None = None,
+                       remove: list[str] | None = None) -> None:
+        """Set and remove database properties (JDBC catalog)."""
+        self._raw.alter_database(name, {str(k): str(v) for k, v in (set or {}).items()},
+                                 [str(k) for k in (remove or [])])
 
     def drop_database(self, name: str, cascade: bool = False) -> None:
-        """Drop a database; a non-empty one needs ``cascade=True``."""
+        """Drop a database; a non-empty one needs ``cascade=True``. The JDBC catalog, as Java's,
+        forgets the tables of a database dropped with ``cascade`` but leaves their files: drop
+        the tables first to delete them."""
         self._raw.drop_database(name, cascade)
 
     def list_tables(self, database: str) -> list[str]:
@@ -43,8 +107,15 @@ class Catalog:
 
     def get_table(self, identifier: str) -> Table:
         """Open ``"database.table"``, or a branch of it as ``"database.table$branch_NAME"``
-        (Paimon's identifier). Raises TableNotFoundError."""
+        (Paimon's identifier). Its commits and schema changes go through this catalog (its
+        lock). Raises TableNotFoundError."""
         return Table(self._raw.get_table(identifier))
+
+    def system_table(self, identifier: str) -> pa.Table:
+        """A system table by Paimon's identifier, ``"db.t$snapshots"`` or
+        ``"db.t$branch_b$files"``, as a pyarrow.Table (see :meth:`Table.system`)."""
+        raw, name = self._raw.split_system_table(identifier)
+        return Table(raw).system(name)
 
     def create_table(self, identifier: str, schema: pa.Schema, primary_keys: list[str] | None = None,
                      partition_keys: list[str] | None = None, bucket: int | None = None,
@@ -58,3 +129,8 @@ class Catalog:
     def drop_table(self, identifier: str) -> None:
         """Delete a table and all its files."""
         self._raw.drop_table(identifier)
+
+    def rename_table(self, from_identifier: str, to_identifier: str) -> None:
+        """Rename a table (to another database too); its directory moves. Stop its writers
+        first."""
+        self._raw.rename_table(from_identifier, to_identifier)

@@ -33,6 +33,7 @@ Every object Spark pickles holds plain data; the table is opened inside each tas
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,8 +42,9 @@ import pyarrow as pa
 from . import _spark_io as io
 from ._spark_dml import delete, merge, update
 from ._spark_plain import read
-from ._spark_sql import WAREHOUSE_CONF, sql
+from ._spark_sql import CATALOG_CONF, WAREHOUSE_CONF, sql
 from .exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
+from .table import Table
 from .write import TableWriter
 
 if TYPE_CHECKING:
@@ -67,7 +69,7 @@ def _version(text: str) -> tuple[int, int]:
 
 
 def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str | None = None,
-             check_workers: bool = True) -> None:
+             check_workers: bool = True, catalog: dict[str, str] | None = None) -> None:
     """Register the ``tidelake`` format with ``spark`` (PySpark 4.0+).
 
     ``check_workers`` runs a one-task job first (about a second) that fails with a clear
@@ -75,7 +77,10 @@ def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str 
     / ``spark.pyspark.python``).
 
     ``warehouse``: where :func:`sql` looks up ``db.table`` identifiers (session conf
-    ``spark.tidelake.warehouse``).
+    ``spark.tidelake.warehouse``). ``catalog``: Paimon catalog options instead
+    (:meth:`tidelake.Catalog.from_options`: ``metastore``, ``warehouse``, ``uri``, ...; session
+    conf ``spark.tidelake.catalog``, JSON), so ``db.table`` resolves in a JDBC or REST catalog
+    and commits go through it.
 
     With ``filter_pushdown`` the reader also prunes partitions, files and row groups with the
     query's filters; this sets ``spark.sql.python.filterPushdown.enabled`` (without that conf
@@ -104,6 +109,8 @@ def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str 
         io.check_workers(spark)
     if warehouse is not None:
         spark.conf.set(WAREHOUSE_CONF, str(warehouse))
+    if catalog is not None:
+        spark.conf.set(CATALOG_CONF, json.dumps({str(k): str(v) for k, v in catalog.items()}))
     if filter_pushdown:
         spark.conf.set(_PUSHDOWN_CONF, "true")
     spark.dataSource.register(PushdownDataSource if filter_pushdown else TidelakeDataSource)
@@ -203,7 +210,7 @@ WriteMode = Literal["append", "overwrite", "upsert", "delete", "error", "errorif
 """:func:`write`'s modes: how rows are written, or (the last three) what to do when the table exists."""
 
 
-def write(df: DataFrame, path: str, mode: WriteMode = "append", *, primary_keys: list[str] | None = None,
+def write(df: DataFrame, path: str | Table, mode: WriteMode = "append", *, primary_keys: list[str] | None = None,
           partition_by: list[str] | None = None, bucket: int | None = None, options: dict[str, str] | None = None,
           shuffle: bool | None = None, num_partitions: int | None = None, commit_user: str | None = None,
           commit_identifier: int | None = None, storage_options: dict[str, str] | None = None) -> int | None:
@@ -239,9 +246,13 @@ def write(df: DataFrame, path: str, mode: WriteMode = "append", *, primary_keys:
     if mode not in io.WRITE_KINDS and mode not in _CREATE_MODES:
         raise InvalidArgumentError(f"mode must be one of {', '.join([*io.WRITE_KINDS, *_CREATE_MODES])}, "
                                    f"got {mode!r}")
-    where = io.Location(str(path), storage_options)
     spec = io.CreateSpec(primary_keys, partition_by, bucket, options)
-    table, created = spec.open_or_create(where, io.arrow_schema(df.schema), _CREATE_MODES.get(mode, "append"))
+    if isinstance(path, Table):  # opened through a catalog: its commit goes through the catalog too
+        table, created = path, False
+        where = io.Location(table.path, table.storage_options or None)
+    else:
+        where = io.Location(str(path), storage_options)
+        table, created = spec.open_or_create(where, io.arrow_schema(df.schema), _CREATE_MODES.get(mode, "append"))
     if mode in _CREATE_MODES:
         if mode == "ignore" and not created:
             return None
@@ -335,7 +346,6 @@ def cdc_sink(target: str, format: Format = "debezium-json", commit_user: str | N
     def sink(batch: DataFrame, batch_id: int) -> None:
         from .catalog import Catalog
         from .cdc import sync
-        from .table import Table
 
         user = _streaming_commit_user(batch, commit_user, "cdc_sink")
         columns = ["key", "value"] if "key" in batch.columns else ["value"]

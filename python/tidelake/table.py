@@ -891,7 +891,7 @@ class Table:
         InvalidArgumentError for a bad name (``main``, blank, only digits, with ``/``),
         TableAlreadyExistsError if it exists, TableNotFoundError for a missing snapshot or tag."""
         self._raw.create_branch(name, from_snapshot, from_tag)
-        return open_table(self.path, self.storage_options, branch=name)
+        return Table(self._raw.open_branch(name))
 
     def branches(self) -> list[str]:
         """The table's branches besides ``main``, sorted."""

@@ -117,7 +117,8 @@ pub mod branch {
 
 /// Catalogs: tables of a warehouse by database and name.
 pub mod catalog {
-    pub use crate::catalog::Catalog;
+    pub use crate::catalog::{Catalog, Identifier};
+    pub use tidelake_spec::catalog_options::CatalogOptions;
 }
 
 impl Table {

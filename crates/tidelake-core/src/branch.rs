@@ -2,8 +2,8 @@
 //! `schema/`, `tag/`, `changelog/` and `consumer/` directories under `branch/branch-b/`; data,
 //! manifest, index and statistics files stay at the table root, shared by all branches. The
 //! main branch, `main`, is the table root itself. This module is the only place that knows the
-//! `branch/branch-` prefix ([`branch_io`]) and the `table$branch_<name>` identifiers of
-//! catalogs ([`split_branch_suffix`]). Creating, deleting and fast-forwarding branches is
+//! `branch/branch-` prefix ([`branch_io`]); catalogs' `table$branch_<name>` identifiers are
+//! [`crate::catalog::identifier`]'s. Creating, deleting and fast-forwarding branches is
 //! [`crate::maintenance::branches`].
 //!
 //! Invariant: a branch exists iff its directory does (Java `branchExists`) and is readable iff
@@ -19,15 +19,6 @@ pub const MAIN_BRANCH: &str = "main";
 pub const SCAN_FALLBACK_BRANCH: &str = "scan.fallback-branch";
 const BRANCH_DIR: &str = "branch";
 const BRANCH_PREFIX: &str = "branch-";
-
-/// Java `Identifier`'s `table$branch_<name>`: the table name and the branch it names (`None`:
-/// the main branch).
-pub fn split_branch_suffix(object: &str) -> (&str, Option<&str>) {
-    match object.split_once("$branch_") {
-        Some((table, branch)) => (table, Some(branch)),
-        None => (object, None),
-    }
-}
 
 /// The directory of branch `name` relative to the table root.
 pub(crate) fn branch_dir(name: &str) -> String {

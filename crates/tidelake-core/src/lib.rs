@@ -7,7 +7,7 @@
 //! | layer | modules | role |
 //! |-------|---------|------|
 //! | base | `error`, `tasks`, `io`, `datum_arrow`, `layout` | errors, task helpers, object-store access, values as Arrow, partition and bucket layout |
-//! | metadata | `snapshots`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; where branches live; opening, creating and altering tables |
+//! | metadata | `snapshots`, `snapshot_commit`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; how a catalog creates snapshot and schema files (its lock or commit endpoint); where branches live; opening, creating and altering tables; catalogs (filesystem, JDBC, REST) |
 //! | state | `state` | a snapshot's manifests replayed into its live files per partition and bucket |
 //! | plan | `scan`, `lsm` | snapshot → splits with pruning; the LSM tree: key order, sorted runs, levels, merges |
 //! | data | `read`, `write`, `cdc` | data files and splits read; batches written to files and commit messages; database changelog messages decoded and written with row kinds |
@@ -38,6 +38,7 @@ pub(crate) mod maintenance;
 pub mod read;
 pub(crate) mod scan;
 pub(crate) mod schema_change;
+pub(crate) mod snapshot_commit;
 pub(crate) mod snapshots;
 pub(crate) mod state;
 pub(crate) mod table;

@@ -2,8 +2,9 @@
 //! `commitChanges`).
 //!
 //! Invariants:
-//! * `schema/schema-N` files are created with [`FileIO::put_if_absent`], never replaced; a lost
-//!   race re-reads the latest schema and re-applies the changes;
+//! * `schema/schema-N` files are created with [`FileIO::put_if_absent`], never replaced (under
+//!   the table's catalog lock, if it has one: [`crate::snapshot_commit`]); a lost race re-reads
+//!   the latest schema and re-applies the changes;
 //! * field ids are never reused: new columns get ids above `highestFieldId`, renames keep ids;
 //! * partition and primary-key columns cannot be dropped or renamed, and only widening type
 //!   changes that every old value survives are allowed, so files written under any older schema
@@ -229,8 +230,8 @@ pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Tabl
         check_iceberg(&next)?;
         check_fallback_branch(table, &next).await?;
         if table
-            .branch_io()
-            .put_if_absent(&schema_path(next.id), next.to_json())
+            .environment()
+            .put_if_absent(table.branch_io(), &schema_path(next.id), next.to_json())
             .await?
         {
             return table.reopen().await;

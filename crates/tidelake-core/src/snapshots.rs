@@ -45,6 +45,9 @@ pub(crate) const EARLIEST_HINT_PATH: &str = "snapshot/EARLIEST";
 /// try before giving up.
 const LATEST_READ_ATTEMPTS: u32 = 5;
 
+/// How often a hint that cannot be read or parsed is read again (Java `READ_HINT_RETRY_NUM`).
+const HINT_READ_ATTEMPTS: u32 = 3;
+
 /// How far past a stale `LATEST` hint snapshots are probed before the directory is listed.
 pub const MAX_HINT_PROBES: i64 = 64;
 
@@ -107,13 +110,25 @@ impl SnapshotManager {
         SnapshotManager { io }
     }
 
+    /// Java `HintFileUtils.readHint`: a garbled hint, or one that cannot be read (Java rewrites
+    /// hints in place, so a read may meet it truncated), is tried a few times, then ignored: the
+    /// snapshot files are the truth.
     async fn read_hint(&self, rel: &str) -> Result<Option<i64>> {
-        // A garbled hint is ignored, as Java does: the directory listing is the truth.
-        Ok(self
-            .io
-            .read_opt(rel)
-            .await?
-            .and_then(|b| parse_hint(&b).ok()))
+        for attempt in 0..HINT_READ_ATTEMPTS {
+            match self.io.read_opt(rel).await {
+                Ok(None) => return Ok(None),
+                Ok(Some(b)) => match parse_hint(&b) {
+                    Ok(id) => return Ok(Some(id)),
+                    Err(_) if attempt + 1 < HINT_READ_ATTEMPTS => {}
+                    Err(_) => return Ok(None),
+                },
+                Err(_) if attempt + 1 < HINT_READ_ATTEMPTS => {}
+                Err(e) if e.kind() == ErrorKind::Io => return Ok(None),
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        Ok(None)
     }
 
     /// Ids of all snapshot files, ascending.

@@ -17,6 +17,7 @@ use tidelake_spec::schema::{parse_schema_file_name, schema_file_name, TableSchem
 use crate::branch::{branch_io, MAIN_BRANCH};
 use crate::error::{Error, Result};
 use crate::io::{Env, FileIO};
+use crate::snapshot_commit::CatalogEnvironment;
 use crate::snapshots::SnapshotManager;
 
 pub(crate) const SCHEMA_DIR: &str = "schema";
@@ -29,6 +30,8 @@ pub struct Table {
     branch_io: FileIO,
     schema: Arc<TableSchema>,
     schema_cache: Arc<Mutex<HashMap<i64, Arc<TableSchema>>>>,
+    /// How its snapshot and schema files are created (its catalog's lock or commit endpoint).
+    environment: CatalogEnvironment,
 }
 
 impl Table {
@@ -79,12 +82,33 @@ impl Table {
             branch_io: meta,
             schema,
             schema_cache: Arc::new(Mutex::new(cache)),
+            environment: CatalogEnvironment::default(),
         })
     }
 
-    /// The same branch opened again (latest schema).
+    /// The same branch opened again (latest schema), in the same catalog environment.
     pub async fn reopen(&self) -> Result<Table> {
-        Table::open_branch(self.io.clone(), &self.branch).await
+        let table = Table::open_branch(self.io.clone(), &self.branch).await?;
+        Ok(table.with_environment(self.environment.clone()))
+    }
+
+    /// Branch `branch` of the same table, in its catalog environment.
+    pub async fn open_other_branch(&self, branch: &str) -> Result<Table> {
+        let table = Table::open_branch(self.io.clone(), branch).await?;
+        Ok(table.with_environment(self.environment.for_branch(branch)))
+    }
+
+    /// The same table committing through `environment` (see [`crate::snapshot_commit`]).
+    pub fn with_environment(self, environment: CatalogEnvironment) -> Table {
+        Table {
+            environment,
+            ..self
+        }
+    }
+
+    /// How this table's snapshot and schema files are created.
+    pub fn environment(&self) -> &CatalogEnvironment {
+        &self.environment
     }
 
     /// The table root: data, manifest, index and statistics files (shared by all branches).

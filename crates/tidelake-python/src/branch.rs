@@ -40,6 +40,12 @@ impl RawTable {
         block_on(py, maintenance::create_branch(&self.table, &name, &start))?.py()
     }
 
+    /// Branch `name` of this table, committing through the same catalog.
+    fn open_branch(&self, py: Python<'_>, name: String) -> PyResult<RawTable> {
+        let table = block_on(py, self.table.open_other_branch(&name))?.py()?;
+        Ok(RawTable::new(table))
+    }
+
     /// Every branch but `main`, sorted.
     fn branches(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         block_on(py, list_branches(self.table.io()))?.py()

@@ -1,7 +1,10 @@
-//! `RawCatalog`: the binding of the filesystem catalog behind `tidelake.Catalog`.
+//! `RawCatalog`: the binding of the catalogs behind `tidelake.Catalog` (filesystem, JDBC).
+
+use std::collections::BTreeMap;
 
 use pyo3::prelude::*;
-use tidelake_core::api::catalog::Catalog;
+use pyo3::types::PyDict;
+use tidelake_core::api::catalog::{Catalog, CatalogOptions};
 use tidelake_core::api::{FileIO, StorageOptions};
 
 use crate::arrow_arg::SchemaArg;
@@ -16,6 +19,7 @@ pub struct RawCatalog {
 
 #[pymethods]
 impl RawCatalog {
+    /// The filesystem catalog of `warehouse`.
     #[new]
     #[pyo3(signature = (warehouse, storage_options=None))]
     fn new(warehouse: &str, storage_options: Option<StorageOptions>) -> PyResult<RawCatalog> {
@@ -25,22 +29,75 @@ impl RawCatalog {
         })
     }
 
+    /// The catalog of Paimon's catalog options (in the order given).
+    #[staticmethod]
+    #[pyo3(signature = (options, storage_options=None))]
+    fn from_options(
+        py: Python<'_>,
+        options: Vec<(String, String)>,
+        storage_options: Option<StorageOptions>,
+    ) -> PyResult<RawCatalog> {
+        let options: CatalogOptions = options.into_iter().collect();
+        let storage = storage_options.unwrap_or_default();
+        let catalog = block_on(py, Catalog::from_options(options, &storage))?.py()?;
+        Ok(RawCatalog { catalog })
+    }
+
     #[getter]
     fn location(&self) -> String {
         self.catalog.location().to_string()
+    }
+
+    /// The catalog's options (with the defaults it chose, such as a JDBC `uri`).
+    #[getter]
+    fn options(&self) -> Vec<(String, String)> {
+        self.catalog
+            .options()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[getter]
+    fn lock_enabled(&self) -> bool {
+        self.catalog.lock_enabled()
     }
 
     fn list_databases(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         block_on(py, self.catalog.list_databases())?.py()
     }
 
+    #[pyo3(signature = (name, ignore_if_exists, properties=None))]
     fn create_database(
         &self,
         py: Python<'_>,
         name: String,
         ignore_if_exists: bool,
+        properties: Option<BTreeMap<String, String>>,
     ) -> PyResult<()> {
-        block_on(py, self.catalog.create_database(&name, ignore_if_exists))?.py()
+        let properties = properties.unwrap_or_default();
+        let create = self
+            .catalog
+            .create_database(&name, ignore_if_exists, &properties);
+        block_on(py, create)?.py()
+    }
+
+    fn database_properties(
+        &self,
+        py: Python<'_>,
+        name: String,
+    ) -> PyResult<BTreeMap<String, String>> {
+        block_on(py, self.catalog.database_properties(&name))?.py()
+    }
+
+    fn alter_database(
+        &self,
+        py: Python<'_>,
+        name: String,
+        set: BTreeMap<String, String>,
+        remove: Vec<String>,
+    ) -> PyResult<()> {
+        block_on(py, self.catalog.alter_database(&name, &set, &remove))?.py()
     }
 
     fn drop_database(&self, py: Python<'_>, name: String, cascade: bool) -> PyResult<()> {
@@ -54,6 +111,17 @@ impl RawCatalog {
     fn get_table(&self, py: Python<'_>, identifier: String) -> PyResult<RawTable> {
         let table = block_on(py, self.catalog.get_table(&identifier))?.py()?;
         Ok(RawTable::new(table))
+    }
+
+    /// The table (or branch) of a system table identifier (`db.t$snapshots`,
+    /// `db.t$branch_b$files`) and the system table's name.
+    fn split_system_table(
+        &self,
+        py: Python<'_>,
+        identifier: String,
+    ) -> PyResult<(RawTable, String)> {
+        let (table, name) = block_on(py, self.catalog.split_system_table(&identifier))?.py()?;
+        Ok((RawTable::new(table), name))
     }
 
     #[pyo3(signature = (identifier, schema, primary_keys, partition_keys, bucket, options, comment=None))]
@@ -77,5 +145,28 @@ impl RawCatalog {
 
     fn drop_table(&self, py: Python<'_>, identifier: String) -> PyResult<()> {
         block_on(py, self.catalog.drop_table(&identifier))?.py()
+    }
+
+    fn rename_table(
+        &self,
+        py: Python<'_>,
+        from_identifier: String,
+        to_identifier: String,
+    ) -> PyResult<()> {
+        block_on(
+            py,
+            self.catalog.rename_table(&from_identifier, &to_identifier),
+        )?
+        .py()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let options = PyDict::new(py);
+        for (k, v) in self.catalog.options().iter() {
+            if !k.contains("password") && k != "token" {
+                options.set_item(k, v)?;
+            }
+        }
+        Ok(format!("RawCatalog({})", options.repr()?))
     }
 }

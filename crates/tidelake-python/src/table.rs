@@ -194,6 +194,12 @@ impl RawTable {
         Ok(RawTable::cached(table, cache_bytes))
     }
 
+    /// Whether the table's catalog takes part in its commits (its lock or commit endpoint).
+    #[getter]
+    fn commits_through_catalog(&self) -> bool {
+        self.table.environment().commits_through_catalog()
+    }
+
     /// Bytes held in the table's read cache (0 without one).
     #[getter]
     fn cached_bytes(&self) -> usize {

@@ -11,12 +11,14 @@
 //! * [`manifest`]: manifest lists, manifests and index manifests (Avro).
 //! * [`file_index`]: data-file indexes (`file-index.*`: bloom filters).
 //! * [`options`]: table options with Paimon's defaults.
+//! * [`catalog_options`]: catalog options (metastore, warehouse, locks, JDBC, REST) as Java names them.
 //! * [`iceberg`]: schemas, partitions and values in Iceberg's terms (Iceberg-compatible metadata).
 //! * [`row_kind`]: the change a record carries (`_VALUE_KIND`).
 
 pub mod arrow;
 pub mod binary_row;
 pub mod bucket;
+pub mod catalog_options;
 pub mod datum;
 pub mod error;
 pub mod file_index;

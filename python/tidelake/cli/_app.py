@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from .. import exceptions as exc
+from ..catalog import Catalog
 from ..table import Table, open_table
 
 _EXIT_CODES: list[tuple[type[BaseException], int]] = [
@@ -95,10 +96,25 @@ class _PathGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
+def _catalog() -> Catalog | None:
+    """The catalog of ``--catalog`` / ``--catalog-file``, built once per command; None without."""
+    root = click.get_current_context().find_root()
+    storage_options, _, options = root.obj
+    if not options:
+        return None
+    if "catalog" not in root.meta:
+        root.meta["catalog"] = Catalog.from_options(options, storage_options)
+    return root.meta["catalog"]
+
+
 def _open(path: str) -> Table:
+    """The table at PATH, or, with a catalog, the table of identifier PATH (``db.table``)."""
+    storage_options, branch, _ = click.get_current_context().find_root().obj
+    catalog = _catalog()
+    if catalog is not None:
+        return catalog.get_table(path if branch is None else f"{path}$branch_{branch}")
     if "://" not in path:  # a local path: resolve `..` and symlinked cwd segments for the engine
         path = os.path.abspath(path)
-    storage_options, branch = click.get_current_context().find_root().obj
     return open_table(path, storage_options=storage_options, branch=branch)
 
 
@@ -110,7 +126,7 @@ _PATH = click.argument("path", metavar="PATH")
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
-def _storage_options(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str] | None:
+def _key_values(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str] | None:
     pairs = [v.partition("=") for v in values]
     bad = [v for v, (_, eq, _) in zip(values, pairs) if not eq]
     if bad:
@@ -118,15 +134,43 @@ def _storage_options(ctx: click.Context, param: click.Parameter, values: tuple[s
     return {k: v for k, _, v in pairs} or None
 
 
+def _read_catalog_file(path: str) -> dict[str, str]:
+    """A catalog config file: a JSON object, or ``key=value`` lines (``#`` comments), as
+    Paimon's catalog properties."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if text.lstrip().startswith("{"):
+        loaded = json.loads(text)
+        if not isinstance(loaded, dict):
+            raise exc.InvalidArgumentError(f"catalog file {path}: expected a JSON object")
+        return {str(k): str(v) for k, v in loaded.items()}
+    out: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, eq, value = line.partition("=")
+        if not eq:
+            raise exc.InvalidArgumentError(f"catalog file {path}, line {number}: expected key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tidelake", prog_name="tidelake")
 @click.option("-o", "--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE",
-              callback=_storage_options,
+              callback=_key_values,
               help="Object-store setting for s3://, gs://, az:// paths, e.g. aws_endpoint=http://... "
                    "(repeatable; AWS_* and other standard environment variables apply too).")
 @click.option("-b", "--branch", metavar="NAME", help="Act on branch NAME of the table (default: main).")
+@click.option("-c", "--catalog", "catalog_options", multiple=True, metavar="KEY=VALUE", callback=_key_values,
+              help="A Paimon catalog option, e.g. metastore=jdbc, warehouse=..., uri=jdbc:... (repeatable): "
+                   "PATH is then a table identifier db.table of that catalog.")
+@click.option("--catalog-file", metavar="FILE", type=click.Path(exists=True, dir_okay=False),
+              help="Catalog options from FILE (JSON object or key=value lines); --catalog adds to them.")
 @click.pass_context
-def main(ctx: click.Context, storage_options: dict[str, str] | None, branch: str | None) -> None:
+def main(ctx: click.Context, storage_options: dict[str, str] | None, branch: str | None,
+         catalog_options: dict[str, str] | None, catalog_file: str | None) -> None:
     """tidelake: inspect, read and maintain Apache Paimon tables from the shell.
 
     PATH is a table directory (holding schema/, snapshot/, manifest/...), e.g.
@@ -135,10 +179,17 @@ def main(ctx: click.Context, storage_options: dict[str, str] | None, branch: str
     doctor; create tables and load Parquet/CSV/JSON files with create and load; maintain with
     compact, expire-snapshots, remove-orphans, tags create/delete, rollback, drop-partition,
     expire-partitions, consumers and branches. Durations: 30s, 10min,
-    1h, 2d. With --branch NAME every command acts on that branch of the table.
+    1h, 2d. With --branch NAME every command acts on that branch of the table. With --catalog
+    KEY=VALUE (or --catalog-file) PATH names a table of that Paimon catalog, db.table (the
+    filesystem, JDBC or REST catalog: metastore=..., warehouse=..., uri=...); `tidelake catalog`
+    lists, creates, renames and drops its databases and tables.
 
     Exit codes: 0 ok, 1 unexpected error, 2 bad usage or argument,
     3 table/snapshot/schema/tag not found, 4 corrupt metadata or data.
     """
-    ctx.obj = (storage_options, branch)
+    try:
+        options = {**(_read_catalog_file(catalog_file) if catalog_file else {}), **(catalog_options or {})}
+    except (exc.TidelakeError, ValueError, OSError) as e:
+        raise click.BadParameter(str(e), param_hint="--catalog-file") from e
+    ctx.obj = (storage_options, branch, options or None)
 

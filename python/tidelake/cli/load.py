@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .. import exceptions as exc
 from ..table import WRITE_MODES, WriteTableMode, create_table, write_table
-from ._app import _JSON, _PATH, _emit_json, _guarded, main
+from ._app import _JSON, _PATH, _catalog, _emit_json, _guarded, main
 from ._format import _count, _progress
 
 _FORMATS = ("parquet", "csv", "json")
@@ -126,8 +126,13 @@ def create(path: str, schema_from: str, fmt: str | None, primary_key: str | None
     Example:
       tidelake create wh/db.db/orders --schema-from orders.parquet --primary-key id --partition-by dt
     """
-    t = create_table(_location(path), _schema_of_files((schema_from,), fmt), _names(primary_key),
-                     _names(partition_by), bucket, _options(table_options), storage_options=_storage_options())
+    schema, catalog = _schema_of_files((schema_from,), fmt), _catalog()
+    if catalog is not None:
+        t = catalog.create_table(path, schema, _names(primary_key), _names(partition_by), bucket,
+                                 _options(table_options))
+    else:
+        t = create_table(_location(path), schema, _names(primary_key), _names(partition_by), bucket,
+                         _options(table_options), storage_options=_storage_options())
     if as_json:
         _emit_json({"path": t.path, "schema": [{"name": f.name, "type": str(f.type)} for f in t.schema],
                     "primary_keys": t.primary_keys, "partition_keys": t.partition_keys})
@@ -170,9 +175,11 @@ def load(path: str, files: tuple[str, ...], fmt: str | None, mode: WriteTableMod
 
     with _progress(len(files), "loading files", show=not as_json) as bar:
         reader = pa.RecordBatchReader.from_batches(schema, stream(bar))
-        t = write_table(_location(path), reader, mode=mode, primary_keys=_names(primary_key),
+        catalog = _catalog()
+        t = write_table(path if catalog else _location(path), reader, mode=mode, primary_keys=_names(primary_key),
                         partition_by=_names(partition_by), bucket=bucket,
-                        options=_options(table_options) or None, storage_options=_storage_options())
+                        options=_options(table_options) or None, storage_options=_storage_options(),
+                        catalog=catalog)
     latest = t.latest_snapshot()
     if as_json:
         _emit_json({"path": t.path, "files": len(files), "rows": rows,

@@ -26,6 +26,7 @@ use crate::commit::overwrite::PartitionMatcher;
 use crate::commit::scan::{live_entries_of, PartitionSet};
 use crate::commit::single_writer;
 use crate::error::{Error, ErrorKind, Result};
+use crate::snapshot_commit::SnapshotCommitRequest;
 use crate::snapshots::next_snapshot_id;
 use crate::state::{data_manifests, live_index_entries, LiveFiles, Pruning};
 use crate::table::list_schema_ids;
@@ -509,12 +510,13 @@ impl FileStoreCommit {
             created.delete_all(io).await;
             return Ok(Err(Failure::Lost(new_id)));
         }
-        match self
-            .table
-            .branch_io()
-            .put_if_absent(&snapshot_rel(new_id), snapshot.to_json())
-            .await
-        {
+        let request = SnapshotCommitRequest {
+            branch: self.table.branch(),
+            branch_io: self.table.branch_io(),
+            snapshot: &snapshot,
+            delta: &changes.table,
+        };
+        match self.table.environment().commit_snapshot(request).await {
             Ok(true) => match self.publish(new_id, latest).await? {
                 Some(id) => Ok(Ok(id)),
                 None => {
@@ -525,6 +527,11 @@ impl FileStoreCommit {
             Ok(false) => {
                 created.delete_all(io).await;
                 Ok(Err(Failure::Lost(new_id)))
+            }
+            // The catalog refused before creating anything (its lock was not free in time).
+            Err(error) if error.kind() == ErrorKind::CommitConflict => {
+                created.delete_all(io).await;
+                Err(error)
             }
             Err(error) => Ok(Err(Failure::Uncertain(Box::new(Uncertain {
                 error,

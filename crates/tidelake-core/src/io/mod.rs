@@ -166,6 +166,11 @@ impl FileIO {
         &self.location
     }
 
+    /// The root as a local directory, `None` on an object store.
+    pub fn local_root(&self) -> Option<&std::path::Path> {
+        self.local_root.as_deref()
+    }
+
     /// Whether the root is a regular local file (so nothing can be below it).
     pub fn root_is_file(&self) -> bool {
         self.local_root.as_ref().is_some_and(|p| p.is_file())

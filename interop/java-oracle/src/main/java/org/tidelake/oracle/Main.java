@@ -15,7 +15,8 @@ import java.nio.charset.StandardCharsets;
  * The Java Paimon oracle: one JVM serves many jobs. Each line on stdin is a JSON job, answered
  * by one JSON line on stdout: {@code {"ok": true, ...}} or {@code {"ok": false, "error": ...}}.
  *
- * <p>Jobs ({@code "op"}): {@code read} ({@link Reads}) and {@code write} ({@link Writes}). Anything
+ * <p>Jobs ({@code "op"}): {@code read} ({@link Reads}), {@code write} ({@link Writes}) and {@code
+ * race} ({@link Race}: a writer racing others, logging what it acknowledged). Anything
  * Paimon or Hadoop prints goes to stderr so stdout carries answers only.
  */
 public final class Main {
@@ -56,6 +57,8 @@ public final class Main {
                 return Writes.run(job);
             case "sketch":
                 return Sketches.decode(job);
+            case "race":
+                return Race.run(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

@@ -10,7 +10,9 @@ import org.apache.paimon.types.DataType;
 import org.apache.paimon.utils.JsonSerdeUtil;
 
 /**
- * Where a job's table lives: {@code "warehouse"} (a filesystem catalog) and {@code "table"}; a
+ * Where a job's table lives: {@code "warehouse"} (a filesystem catalog), or {@code "catalog"}
+ * (any catalog's options as Paimon's {@code CatalogFactory} takes them: {@code metastore=jdbc},
+ * {@code uri}, {@code lock.enabled}, ...), and {@code "table"}; a
  * {@code "branch"} in the job (reads) or in a step (writes) names a branch of it, loaded as
  * Paimon's catalogs load {@code db.table$branch_name} (with that branch's own options).
  */
@@ -19,7 +21,11 @@ final class Tables {
 
     static Catalog catalog(JsonNode job) {
         Options options = new Options();
-        options.set("warehouse", job.path("warehouse").asText());
+        if (job.has("catalog")) {
+            job.get("catalog").fields().forEachRemaining(e -> options.set(e.getKey(), e.getValue().asText()));
+        } else {
+            options.set("warehouse", job.path("warehouse").asText());
+        }
         return CatalogFactory.createCatalog(CatalogContext.create(options));
     }
 

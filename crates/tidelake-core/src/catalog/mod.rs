@@ -1,0 +1,429 @@
+//! Catalogs: tables by database and name, configured with Paimon's catalog options (Java
+//! `CatalogFactory`, `AbstractCatalog`, `FileSystemCatalog`, `JdbcCatalog`).
+//!
+//! * `metastore=filesystem` (the default): the warehouse directories are the catalog;
+//! * `metastore=jdbc`: names in Paimon's JDBC tables (SQLite or PostgreSQL, [`jdbc`]), data in
+//!   the warehouse.
+//!
+//! Either takes Paimon's JDBC commit lock (`lock.enabled`, [`jdbc::lock`]) around the creation
+//! of snapshot and schema files, so Java writers that take it too never race tidelake's: the JDBC
+//! catalog's own lock (on by default on object stores, as Java's), or, for the filesystem
+//! catalog, a JDBC lock named by `lock.type=jdbc` and `uri`. Tables opened here carry that lock
+//! in their [`CatalogEnvironment`]; a table opened by path does not.
+//!
+//! Modules: [`identifier`] (`db.t$branch_b$snapshots`), [`filesystem`] (the warehouse layout),
+//! [`jdbc`] (the JDBC catalog, its client and lock).
+
+pub(crate) mod filesystem;
+pub mod identifier;
+pub(crate) mod jdbc;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_schema::Schema as ArrowSchema;
+use tidelake_spec::catalog_options::{CatalogOptions, Metastore, JDBC_LOCK_TYPE, WAREHOUSE};
+
+use crate::branch::MAIN_BRANCH;
+use crate::error::{Error, Result};
+use crate::io::{FileIO, StorageOptions};
+use crate::schema_change::{alter_table, create_table, SchemaChange, TableSpec};
+use crate::snapshot_commit::{CatalogEnvironment, TableLock};
+use crate::table::Table;
+use filesystem::{check_name, Warehouse};
+pub use identifier::Identifier;
+use jdbc::client::JdbcClient;
+use jdbc::lock::JdbcLocks;
+use jdbc::{JdbcTables, LOCATION_PROPERTY};
+
+/// Where a catalog keeps its names.
+#[derive(Clone, Debug)]
+enum Registry {
+    /// The warehouse directories.
+    FileSystem,
+    Jdbc(JdbcTables),
+}
+
+/// A catalog of databases and tables. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    warehouse: Warehouse,
+    options: CatalogOptions,
+    registry: Registry,
+    locks: Option<JdbcLocks>,
+}
+
+/// A catalog option that does not parse.
+pub(crate) fn options_error(e: tidelake_spec::Error) -> Error {
+    Error::from_spec("catalog options", e)
+}
+
+/// `jdbc:sqlite:` next to a local warehouse: the JDBC catalog's default database.
+fn default_sqlite_uri(warehouse: &FileIO) -> Result<String> {
+    let root = warehouse.local_root().ok_or_else(|| {
+        Error::invalid(format!(
+            "a JDBC catalog on {} needs 'uri' (jdbc:postgresql://... or jdbc:sqlite:<file>): \
+             the default SQLite file sits next to a local warehouse only",
+            warehouse.location()
+        ))
+    })?;
+    Ok(format!("jdbc:sqlite:{}.catalog.db", root.display()))
+}
+
+impl Catalog {
+    /// The filesystem catalog of the warehouse at `io`.
+    pub fn new(io: FileIO) -> Catalog {
+        let options = CatalogOptions::default().with(WAREHOUSE, io.location());
+        Catalog {
+            warehouse: Warehouse::new(io),
+            options,
+            registry: Registry::FileSystem,
+            locks: None,
+        }
+    }
+
+    /// The catalog Paimon's `options` describe (`metastore`, `warehouse`, `uri`, `jdbc.*`,
+    /// `catalog-key`, `lock.enabled`, `lock.type`, `lock-acquire-timeout`,
+    /// `lock-check-max-sleep`, `table-default.*`), its warehouse opened with `storage`.
+    /// Connects to the JDBC database and creates Paimon's tables there if missing.
+    pub async fn from_options(
+        options: CatalogOptions,
+        storage: &StorageOptions,
+    ) -> Result<Catalog> {
+        let warehouse = options.warehouse().ok_or_else(|| {
+            Error::invalid("catalog option 'warehouse' is required (the root of the tables)")
+        })?;
+        let io = FileIO::open_with(warehouse, storage)?;
+        let mut options = options;
+        // Java `AbstractCatalog.lockEnabled`: on object stores unless disabled.
+        let lock_enabled = options
+            .lock_enabled()
+            .map_err(options_error)?
+            .unwrap_or(io.local_root().is_none());
+        let (registry, locks) = match options.metastore().map_err(options_error)? {
+            Metastore::FileSystem => {
+                let locks = match (lock_enabled, options.lock_type()) {
+                    (true, Some(t)) if t.eq_ignore_ascii_case(JDBC_LOCK_TYPE) => {
+                        let uri = options.uri().ok_or_else(|| {
+                            Error::invalid(
+                                "lock.type=jdbc needs 'uri', the JDBC URI of the lock's database",
+                            )
+                        })?;
+                        let client = JdbcClient::connect(uri, &options.jdbc_properties()).await?;
+                        Some(JdbcLocks::open(client, &options).await?)
+                    }
+                    (true, Some(other)) => {
+                        return Err(Error::Unsupported(format!(
+                            "lock.type={other}: tidelake takes Paimon's JDBC lock (lock.type=jdbc)"
+                        )))
+                    }
+                    // Java's filesystem catalog has no default lock factory either.
+                    _ => None,
+                };
+                (Registry::FileSystem, locks)
+            }
+            Metastore::Jdbc => {
+                let uri = match options.uri() {
+                    Some(uri) => uri.to_string(),
+                    None => {
+                        let uri = default_sqlite_uri(&io)?;
+                        options = options.with(tidelake_spec::catalog_options::URI, uri.clone());
+                        uri
+                    }
+                };
+                let client = JdbcClient::connect(&uri, &options.jdbc_properties()).await?;
+                let tables = JdbcTables::open(client.clone(), options.catalog_key()).await?;
+                let locks = if lock_enabled {
+                    Some(JdbcLocks::open(client, &options).await?)
+                } else {
+                    None
+                };
+                (Registry::Jdbc(tables), locks)
+            }
+            Metastore::Rest | Metastore::Hive => {
+                return Err(Error::Unsupported(format!(
+                    "metastore '{}' is not available yet",
+                    options
+                        .get(tidelake_spec::catalog_options::METASTORE)
+                        .unwrap_or_default()
+                )))
+            }
+        };
+        Ok(Catalog {
+            warehouse: Warehouse::new(io),
+            options,
+            registry,
+            locks,
+        })
+    }
+
+    /// The options the catalog was built from (with the JDBC `uri` it chose, if defaulted).
+    pub fn options(&self) -> &CatalogOptions {
+        &self.options
+    }
+
+    /// The warehouse root.
+    pub fn location(&self) -> &str {
+        self.warehouse.io().location()
+    }
+
+    /// Whether commits through this catalog take Paimon's JDBC lock.
+    pub fn lock_enabled(&self) -> bool {
+        self.locks.is_some()
+    }
+
+    fn database_not_found(&self, name: &str) -> Error {
+        Error::not_found("database", format!("'{name}' in {}", self.location()))
+    }
+
+    fn table_not_found(&self, id: &Identifier) -> Error {
+        Error::not_found("table", format!("'{id}' in {}", self.location()))
+    }
+
+    pub async fn list_databases(&self) -> Result<Vec<String>> {
+        match &self.registry {
+            Registry::FileSystem => self.warehouse.list_databases().await,
+            Registry::Jdbc(t) => t.list_databases().await,
+        }
+    }
+
+    pub async fn database_exists(&self, name: &str) -> Result<bool> {
+        check_name("database", name)?;
+        match &self.registry {
+            Registry::FileSystem => Ok(self.list_databases().await?.iter().any(|d| d == name)),
+            Registry::Jdbc(t) => t.database_exists(name).await,
+        }
+    }
+
+    async fn require_database(&self, name: &str) -> Result<()> {
+        if self.database_exists(name).await? {
+            Ok(())
+        } else {
+            Err(self.database_not_found(name))
+        }
+    }
+
+    /// Create a database; `properties` are kept by the JDBC catalog (`location` among them,
+    /// as Java's), refused by the filesystem catalog (which has nowhere to keep them).
+    pub async fn create_database(
+        &self,
+        name: &str,
+        ignore_if_exists: bool,
+        properties: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        if self.database_exists(name).await? {
+            if ignore_if_exists {
+                return Ok(());
+            }
+            return Err(Error::AlreadyExists(format!("database '{name}'")));
+        }
+        match &self.registry {
+            Registry::FileSystem => {
+                if let Some(key) = properties.keys().next() {
+                    return Err(Error::Unsupported(format!(
+                        "database property '{key}': the filesystem catalog keeps no database properties"
+                    )));
+                }
+                self.warehouse.create_database_dir(name).await
+            }
+            Registry::Jdbc(t) => {
+                t.create_database(name, &self.warehouse.db_location(name), properties)
+                    .await
+            }
+        }
+    }
+
+    /// A database's properties (Java `Database.options`).
+    pub async fn database_properties(&self, name: &str) -> Result<BTreeMap<String, String>> {
+        self.require_database(name).await?;
+        match &self.registry {
+            Registry::FileSystem => Ok(BTreeMap::from([(
+                LOCATION_PROPERTY.to_string(),
+                self.warehouse.db_location(name),
+            )])),
+            Registry::Jdbc(t) => t.database_properties(name).await,
+        }
+    }
+
+    /// Set and remove database properties (JDBC catalog only, as in Java).
+    pub async fn alter_database(
+        &self,
+        name: &str,
+        set: &BTreeMap<String, String>,
+        remove: &[String],
+    ) -> Result<()> {
+        self.require_database(name).await?;
+        match &self.registry {
+            Registry::FileSystem => Err(Error::Unsupported(
+                "altering a database: the filesystem catalog keeps no database properties".into(),
+            )),
+            Registry::Jdbc(t) => t.alter_database(name, set, remove).await,
+        }
+    }
+
+    /// Drop a database; with `cascade` its tables too, else it must be empty. The filesystem
+    /// catalog deletes the directory; the JDBC catalog deletes its rows and, as Java's, leaves
+    /// the files of its tables in the warehouse unless each was dropped first.
+    pub async fn drop_database(&self, name: &str, cascade: bool) -> Result<()> {
+        self.require_database(name).await?;
+        let tables = self.list_tables(name).await?;
+        if !tables.is_empty() && !cascade {
+            return Err(Error::invalid(format!(
+                "database '{name}' is not empty ({} tables); drop with cascade",
+                tables.len()
+            )));
+        }
+        match &self.registry {
+            Registry::FileSystem => self.warehouse.delete_database_dir(name).await,
+            Registry::Jdbc(t) => t.drop_database(name).await,
+        }
+    }
+
+    /// Tables of a database, sorted.
+    pub async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
+        self.require_database(database).await?;
+        match &self.registry {
+            Registry::FileSystem => self.warehouse.list_tables(database).await,
+            Registry::Jdbc(t) => t.list_tables(database).await,
+        }
+    }
+
+    async fn table_exists(&self, id: &Identifier) -> Result<bool> {
+        match &self.registry {
+            Registry::FileSystem => self.warehouse.has_table(&id.database, &id.table).await,
+            Registry::Jdbc(t) => t.table_exists(&id.database, &id.table).await,
+        }
+    }
+
+    /// The storage root of table `db.table` (it need not exist).
+    pub fn table_io(&self, identifier: &str) -> Result<FileIO> {
+        let id = Identifier::parse(identifier)?;
+        Ok(self.warehouse.table_io(&id.database, &id.table))
+    }
+
+    /// The lock of a table (or branch): Java binds it to the identifier's object name.
+    fn table_lock(&self, id: &Identifier) -> Option<Arc<dyn TableLock>> {
+        self.locks
+            .as_ref()
+            .map(|l| -> Arc<dyn TableLock> { Arc::new(l.table_lock(id)) })
+    }
+
+    fn environment(&self, id: &Identifier) -> CatalogEnvironment {
+        self.table_lock(id)
+            .map_or_else(CatalogEnvironment::default, CatalogEnvironment::locked)
+    }
+
+    /// Open `db.table`, or a branch of it as `db.table$branch_<name>` (Paimon's identifier),
+    /// committing through this catalog (its lock). A system table identifier is refused: see
+    /// [`Catalog::split_system_table`].
+    pub async fn get_table(&self, identifier: &str) -> Result<Table> {
+        let id = Identifier::parse(identifier)?;
+        if let Some(system) = &id.system {
+            return Err(Error::invalid(format!(
+                "'{identifier}' is the system table '{system}', not a table to open"
+            )));
+        }
+        self.open(&id).await
+    }
+
+    async fn open(&self, id: &Identifier) -> Result<Table> {
+        if !self.table_exists(id).await? {
+            return Err(self.table_not_found(id));
+        }
+        let io = self.warehouse.table_io(&id.database, &id.table);
+        let branch = id.branch.as_deref().unwrap_or(MAIN_BRANCH);
+        Ok(Table::open_branch(io, branch)
+            .await?
+            .with_environment(self.environment(id)))
+    }
+
+    /// The table (or branch) and system table name of `db.t$snapshots` /
+    /// `db.t$branch_b$files`.
+    pub async fn split_system_table(&self, identifier: &str) -> Result<(Table, String)> {
+        let id = Identifier::parse(identifier)?;
+        let Some(system) = id.system.clone() else {
+            return Err(Error::invalid(format!(
+                "'{identifier}' names no system table (db.table$snapshots, ...)"
+            )));
+        };
+        Ok((self.open(&id).await?, system))
+    }
+
+    /// Create `db.table` (the database must exist), with the catalog's `table-default.*`
+    /// options under the ones given (Java `copyTableDefaultOptions`).
+    pub async fn create_table(
+        &self,
+        identifier: &str,
+        schema: &ArrowSchema,
+        spec: &TableSpec,
+    ) -> Result<Table> {
+        let id = Identifier::table(identifier)?;
+        self.require_database(&id.database).await?;
+        if self.table_exists(&id).await? {
+            return Err(Error::AlreadyExists(format!("table '{id}'")));
+        }
+        let mut spec = spec.clone();
+        for (k, v) in self.options.table_defaults() {
+            if !spec.options.iter().any(|(key, _)| *key == k) {
+                spec.options.push((k, v));
+            }
+        }
+        let io = self.warehouse.table_io(&id.database, &id.table);
+        // Java's JDBC catalog writes schema-0 under the table's lock.
+        let mut created = None;
+        let create = async {
+            created = Some(create_table(io.clone(), schema, &spec).await?);
+            Ok(())
+        };
+        match self.table_lock(&id) {
+            Some(lock) => lock.run_locked(Box::pin(create)).await?,
+            None => create.await?,
+        }
+        let table = created.ok_or_else(|| Error::Internal("table creation did not run".into()))?;
+        if let Registry::Jdbc(t) = &self.registry {
+            if let Err(e) = t.register_table(&id.database, &id.table).await {
+                // Java deletes the directory when the row cannot be written.
+                let _ = io.delete_dir("").await;
+                return Err(e);
+            }
+        }
+        Ok(table.with_environment(self.environment(&id)))
+    }
+
+    /// Evolve the schema of `db.table` (under the table's lock, as Java's JDBC catalog).
+    pub async fn alter_table(&self, identifier: &str, changes: &[SchemaChange]) -> Result<Table> {
+        let table = self.open(&Identifier::table(identifier)?).await?;
+        alter_table(&table, changes).await
+    }
+
+    /// Drop a table and delete its files.
+    pub async fn drop_table(&self, identifier: &str) -> Result<()> {
+        let id = Identifier::table(identifier)?;
+        let table = self.open(&id).await?;
+        if let Registry::Jdbc(t) = &self.registry {
+            t.unregister_table(&id.database, &id.table).await?;
+        }
+        table.io().delete_dir("").await
+    }
+
+    /// Rename `from` to `to` (database included): the table directory moves, and the JDBC
+    /// catalog's row is renamed first (Java `renameTableImpl`).
+    pub async fn rename_table(&self, from: &str, to: &str) -> Result<()> {
+        let (from, to) = (Identifier::table(from)?, Identifier::table(to)?);
+        if !self.table_exists(&from).await? {
+            return Err(self.table_not_found(&from));
+        }
+        self.require_database(&to.database).await?;
+        if self.table_exists(&to).await? {
+            return Err(Error::AlreadyExists(format!("table '{to}'")));
+        }
+        let (a, b) = (
+            (from.database.as_str(), from.table.as_str()),
+            (to.database.as_str(), to.table.as_str()),
+        );
+        if let Registry::Jdbc(t) = &self.registry {
+            t.rename_table(a, b).await?;
+        }
+        self.warehouse.move_table(a, b).await
+    }
+}

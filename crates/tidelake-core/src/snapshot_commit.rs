@@ -1,0 +1,139 @@
+//! How a table's snapshot and schema files come to exist, as its catalog decides: the one seam
+//! between a commit (which decides *what* snapshot N holds) and the catalog a table was opened
+//! through (which decides *how* N is created). Java `SnapshotCommit`, `RenamingSnapshotCommit`,
+//! `CatalogSnapshotCommit`, `CatalogEnvironment.snapshotCommit` and `Lock.fromCatalog`.
+//!
+//! A table opened by path, or through a catalog without a lock, creates files with the
+//! create-if-absent put alone ([`FileIO::put_if_absent`]): tidelake writers never overwrite one
+//! another. A catalog with a commit lock (Paimon's JDBC lock) wraps that put in the lock Java
+//! takes around its own snapshot commit; a catalog that versions tables itself (Paimon's REST
+//! catalog) takes the snapshot instead ([`SnapshotCommit`]).
+//!
+//! Invariants:
+//! * [`CatalogEnvironment::commit_snapshot`] returns `Ok(true)` only when snapshot N now holds
+//!   this commit (created by this call), `Ok(false)` only when N provably belonged to someone
+//!   else and nothing was written; an [`Error::CommitConflict`] means nothing was created (the
+//!   lock was not free in time; the commit fails); any other error leaves the outcome unknown (the
+//!   committer then looks for its own snapshot, see [`crate::commit`]);
+//! * under a [`TableLock`] the put happens while the lock is held, as Java's
+//!   `RenamingSnapshotCommit` checks existence and writes under it: a Java writer taking the same
+//!   lock can neither overwrite a file tidelake created nor have its own overwritten;
+//! * the environment travels with the [`Table`](crate::table::Table) (re-opening keeps it), so
+//!   every commit and schema change of a table opened through a catalog goes through it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use tidelake_spec::manifest::ManifestEntry;
+use tidelake_spec::snapshot::Snapshot;
+
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
+use crate::io::FileIO;
+use crate::snapshots::snapshot_path;
+
+/// A lock shared with other engines around the creation of a table's snapshot and schema files
+/// (Java `CatalogLock` bound to one table by `Lock.fromCatalog`).
+#[async_trait]
+pub trait TableLock: Send + Sync + fmt::Debug {
+    /// Run `section` while holding the table's lock; the lock is released whatever the
+    /// section returns. Failing to take the lock in time is an error (the section did not run).
+    async fn run_locked<'a>(&'a self, section: BoxFuture<'a, Result<()>>) -> Result<()>;
+
+    /// The lock of branch `branch` of the same table (`main`: the table's).
+    fn for_branch(&self, branch: &str) -> Arc<dyn TableLock>;
+}
+
+/// One snapshot to create (the arguments of Java `SnapshotCommit.commit`).
+pub struct SnapshotCommitRequest<'a> {
+    /// The branch the snapshot belongs to.
+    pub branch: &'a str,
+    /// The branch's root (its `snapshot/` directory).
+    pub branch_io: &'a FileIO,
+    pub snapshot: &'a Snapshot,
+    /// The data-file changes of the commit (per-partition statistics for a catalog).
+    pub delta: &'a [ManifestEntry],
+}
+
+/// A catalog that creates snapshots itself (Java `CatalogSnapshotCommit`: the REST catalog's
+/// commit endpoint, where the server arbitrates between committers).
+#[async_trait]
+pub trait SnapshotCommit: Send + Sync + fmt::Debug {
+    /// `Ok(true)`: the snapshot is now snapshot `request.snapshot.id`; `Ok(false)`: that id was
+    /// taken by another commit; an error: unknown.
+    async fn commit(&self, request: SnapshotCommitRequest<'_>) -> Result<bool>;
+}
+
+/// What a table's catalog adds to its commits (Java `CatalogEnvironment`): nothing for a table
+/// opened by path.
+#[derive(Clone, Debug, Default)]
+pub struct CatalogEnvironment {
+    snapshot_commit: Option<Arc<dyn SnapshotCommit>>,
+    lock: Option<Arc<dyn TableLock>>,
+}
+
+impl CatalogEnvironment {
+    /// Files are created under `lock` (Java `RenamingSnapshotCommit` with a catalog lock).
+    pub fn locked(lock: Arc<dyn TableLock>) -> CatalogEnvironment {
+        CatalogEnvironment {
+            snapshot_commit: None,
+            lock: Some(lock),
+        }
+    }
+
+    /// Snapshots are created by `commit` (Java `CatalogSnapshotCommit`).
+    pub fn committing(commit: Arc<dyn SnapshotCommit>) -> CatalogEnvironment {
+        CatalogEnvironment {
+            snapshot_commit: Some(commit),
+            lock: None,
+        }
+    }
+
+    /// The environment of branch `branch` of the same table (Java binds locks to the
+    /// identifier, `table$branch_<b>`).
+    pub fn for_branch(&self, branch: &str) -> CatalogEnvironment {
+        CatalogEnvironment {
+            snapshot_commit: self.snapshot_commit.clone(),
+            lock: self.lock.as_ref().map(|l| l.for_branch(branch)),
+        }
+    }
+
+    /// Whether the table's catalog takes part in its commits (a lock or a commit endpoint).
+    pub fn commits_through_catalog(&self) -> bool {
+        self.lock.is_some() || self.snapshot_commit.is_some()
+    }
+
+    /// The table's lock, if its catalog has one.
+    pub fn lock(&self) -> Option<&Arc<dyn TableLock>> {
+        self.lock.as_ref()
+    }
+
+    /// Create snapshot `request.snapshot.id` (see the module invariants).
+    pub async fn commit_snapshot(&self, request: SnapshotCommitRequest<'_>) -> Result<bool> {
+        match &self.snapshot_commit {
+            Some(commit) => commit.commit(request).await,
+            None => {
+                let rel = snapshot_path(request.snapshot.id);
+                self.put_if_absent(request.branch_io, &rel, request.snapshot.to_json())
+                    .await
+            }
+        }
+    }
+
+    /// [`FileIO::put_if_absent`] under the table's lock, if any: for snapshot and schema files.
+    pub async fn put_if_absent(&self, io: &FileIO, rel: &str, data: String) -> Result<bool> {
+        let Some(lock) = &self.lock else {
+            return io.put_if_absent(rel, data).await;
+        };
+        let mut created = false;
+        lock.run_locked(Box::pin(async {
+            created = io.put_if_absent(rel, data).await?;
+            Ok(())
+        }))
+        .await?;
+        Ok(created)
+    }
+}

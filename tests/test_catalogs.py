@@ -1,0 +1,275 @@
+"""Catalogs configured with Paimon's catalog options (``tidelake.Catalog.from_options``): the
+filesystem catalog, and Paimon's JDBC catalog on SQLite and on the suite's PostgreSQL server
+(``_postgres.py``), with Java Paimon (interop/java-oracle) opening what tidelake registers and the
+reverse, and Paimon's JDBC commit lock taken by both engines (``lock.enabled``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+import tidelake
+from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
+FIELDS = [("id", "BIGINT NOT NULL"), ("name", "STRING")]
+
+
+@pytest.fixture(params=["filesystem", "sqlite", "postgres"])
+def options(request, tmp_path) -> dict[str, str]:
+    """Catalog options of each kind, on a fresh warehouse (and database)."""
+    wh = str(tmp_path / "wh")
+    if request.param == "filesystem":
+        return {"warehouse": wh}
+    if request.param == "sqlite":
+        return {"metastore": "jdbc", "warehouse": wh, "uri": f"jdbc:sqlite:{tmp_path}/catalog.db",
+                "catalog-key": "tl", "lock.enabled": "true"}
+    pg = request.getfixturevalue("postgres")
+    return {"metastore": "jdbc", "warehouse": wh, "uri": pg.jdbc_uri(pg.new_database()), **pg.credentials,
+            "catalog-key": "tl", "lock.enabled": "true"}
+
+
+def sqlite_sql(path, sql: str) -> list[tuple]:
+    """Run SQL on a SQLite file in another process, as another engine would: two SQLite
+    libraries in one process (Python's and tidelake's) break each other's POSIX file locks."""
+    script = ("import json, sqlite3, sys; db = sqlite3.connect(sys.argv[1], isolation_level=None); "
+              "print(json.dumps(db.execute(sys.argv[2]).fetchall()))")
+    out = subprocess.run([sys.executable, "-c", script, str(path), sql], check=True, capture_output=True, text=True)
+    return [tuple(r) for r in json.loads(out.stdout)]
+
+
+def rows(t: tidelake.Table) -> list[dict]:
+    return sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"])
+
+
+def java_rows(java, options: dict[str, str], table: str) -> list[list]:  # noqa: F811
+    return sorted(java.run({"op": "read", "catalog": options, "table": table})["rows"])
+
+
+def test_databases_and_tables_through_the_catalog(options):
+    cat = tidelake.Catalog.from_options(options)
+    jdbc = options.get("metastore") == "jdbc"
+    cat.create_database("db", properties={"owner": "ops"} if jdbc else None)
+    cat.create_database("db", ignore_if_exists=True)
+    with pytest.raises(tidelake.TableAlreadyExistsError):
+        cat.create_database("db")
+    cat.create_database("other")
+    assert cat.list_databases() == ["db", "other"]
+    assert cat.database_properties("db")["location"].endswith("wh/db.db")
+    if jdbc:
+        assert cat.database_properties("db")["owner"] == "ops"
+        cat.alter_database("db", set={"owner": "data", "tier": "gold"}, remove=["missing"])
+        assert {k: v for k, v in cat.database_properties("db").items() if k != "location"} == {
+            "owner": "data", "tier": "gold"}
+        cat.alter_database("db", remove=["tier"])
+        assert "tier" not in cat.database_properties("db")
+
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"], bucket=1)
+    with pytest.raises(tidelake.TableAlreadyExistsError):
+        cat.create_table("db.t", SCHEMA)
+    with pytest.raises(tidelake.TableNotFoundError):
+        cat.create_table("nodb.t", SCHEMA)
+    t.upsert(pa.Table.from_pylist([{"id": 1, "name": "a"}, {"id": 2, "name": "b"}], schema=SCHEMA))
+    assert cat.list_tables("db") == ["t"]
+    assert rows(cat.get_table("db.t")) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+
+    # schema changes of a table opened here go through the catalog (its lock)
+    cat.get_table("db.t").add_column("score", pa.float64())
+    assert cat.get_table("db.t").schema.names == ["id", "name", "score"]
+
+    # branches and system tables by Paimon's identifiers
+    main = cat.get_table("db.t")
+    created = main.create_branch("b", from_snapshot=main.latest_snapshot().id)
+    assert created.branch == "b" and created._raw.commits_through_catalog == cat.lock_enabled
+    b = cat.get_table("db.t$branch_b")
+    assert b.branch == "b"
+    b.upsert(pa.Table.from_pylist([{"id": 3, "name": "c", "score": 1.0}], schema=b.schema))
+    assert [r["id"] for r in rows(cat.get_table("db.t$branch_b"))] == [1, 2, 3]
+    assert [r["id"] for r in rows(cat.get_table("db.t"))] == [1, 2]
+    main_snapshots = cat.system_table("db.t$snapshots").column("snapshot_id").to_pylist()
+    branch_snapshots = cat.system_table("db.t$branch_b$snapshots").column("snapshot_id").to_pylist()
+    assert branch_snapshots == [*main_snapshots, main_snapshots[-1] + 1]
+    with pytest.raises(tidelake.InvalidArgumentError):
+        cat.get_table("db.t$snapshots")
+
+    cat.rename_table("db.t", "other.moved")
+    assert cat.list_tables("db") == [] and cat.list_tables("other") == ["moved"]
+    with pytest.raises(tidelake.TableNotFoundError):
+        cat.get_table("db.t")
+    assert [r["id"] for r in rows(cat.get_table("other.moved"))] == [1, 2]
+    with pytest.raises(tidelake.InvalidArgumentError):
+        cat.drop_database("other")
+    cat.drop_table("other.moved")
+    with pytest.raises(tidelake.TableNotFoundError):
+        cat.get_table("other.moved")
+    cat.drop_database("other")
+    cat.drop_database("db")
+    assert cat.list_databases() == []
+
+
+def test_bad_catalog_options_are_typed_errors(tmp_path):
+    with pytest.raises(tidelake.InvalidArgumentError, match="warehouse"):
+        tidelake.Catalog.from_options({"metastore": "jdbc"})
+    with pytest.raises(tidelake.InvalidArgumentError, match="metastore"):
+        tidelake.Catalog.from_options({"metastore": "zookeeper", "warehouse": str(tmp_path)})
+    with pytest.raises(tidelake.UnsupportedError, match="mysql"):
+        tidelake.Catalog.from_options({"metastore": "jdbc", "warehouse": str(tmp_path), "uri": "jdbc:mysql://h/db"})
+    with pytest.raises(tidelake.InvalidArgumentError, match="lock-acquire-timeout"):
+        tidelake.Catalog.from_options({"metastore": "jdbc", "warehouse": str(tmp_path), "lock.enabled": "true",
+                                       "lock-acquire-timeout": "soon"})
+    with pytest.raises(tidelake.InvalidArgumentError, match="uri"):
+        tidelake.Catalog.from_options({"warehouse": str(tmp_path), "lock.enabled": "true", "lock.type": "jdbc"})
+    with pytest.raises(tidelake.StorageError):
+        tidelake.Catalog.from_options({"metastore": "jdbc", "warehouse": str(tmp_path),
+                                       "uri": "jdbc:postgresql://127.0.0.1:1/none", "jdbc.user": "x"})
+
+
+def test_jdbc_catalog_defaults_to_a_sqlite_file_next_to_the_warehouse(tmp_path, java):  # noqa: F811
+    cat = tidelake.Catalog.from_options({"metastore": "jdbc", "warehouse": str(tmp_path / "wh")})
+    uri = cat.options["uri"]
+    assert uri == f"jdbc:sqlite:{tmp_path}/wh.catalog.db" and not cat.lock_enabled
+    cat.create_database("db")
+    cat.create_table("db.t", SCHEMA, primary_keys=["id"], bucket=1).upsert(
+        pa.Table.from_pylist([{"id": 1, "name": "a"}], schema=SCHEMA))
+    # the rows Java's JdbcCatalog reads (catalog-key 'jdbc', its default)
+    db = tmp_path / "wh.catalog.db"
+    assert sqlite_sql(db, "SELECT * FROM paimon_tables") == [("jdbc", "db", "t")]
+    props = dict(sqlite_sql(db, "SELECT property_key, property_value FROM paimon_database_properties "
+                                "WHERE catalog_key = 'jdbc' AND database_name = 'db'"))
+    assert props == {"exists": "true", "location": f"{tmp_path}/wh/db.db"}
+    assert sqlite_sql(db, "PRAGMA journal_mode") == [("wal",)]  # what Java needs with lock.enabled
+    java_options = {"metastore": "jdbc", "warehouse": str(tmp_path / "wh"), "uri": uri, "lock.enabled": "true"}
+    assert java_rows(java, java_options, "db.t") == [[1, "a"]]
+
+
+def test_java_and_tidelake_open_each_others_tables(options, java):  # noqa: F811
+    cat = tidelake.Catalog.from_options(options)
+    cat.create_database("db")
+    t = cat.create_table("db.ours", SCHEMA, primary_keys=["id"], bucket=2)
+    t.upsert(pa.Table.from_pylist([{"id": i, "name": f"t{i}"} for i in range(5)], schema=SCHEMA))
+    assert java_rows(java, options, "db.ours") == [[i, f"t{i}"] for i in range(5)]
+    # Java commits into the table tidelake registered, through the same catalog (and lock)
+    java.run({"op": "write", "catalog": options, "table": "db.ours", "existing": True, "mode": "batch",
+              "steps": [{"rows": [[1, "java"], [7, "j7"]]}]})
+    assert [(r["id"], r["name"]) for r in rows(cat.get_table("db.ours"))] == [
+        (0, "t0"), (1, "java"), (2, "t2"), (3, "t3"), (4, "t4"), (7, "j7")]
+    # a table Java creates and registers
+    java.run({"op": "write", "catalog": options, "table": "db.theirs", "mode": "batch",
+              "schema": {"fields": [{"name": n, "type": ty} for n, ty in FIELDS], "primary_keys": ["id"],
+                         "partition_keys": [], "options": {"bucket": "1"}},
+              "steps": [{"rows": [[10, "x"], [11, "y"]]}]})
+    assert cat.list_tables("db") == ["ours", "theirs"]
+    theirs = cat.get_table("db.theirs")
+    assert [(r["id"], r["name"]) for r in rows(theirs)] == [(10, "x"), (11, "y")]
+    theirs.upsert(pa.Table.from_pylist([{"id": 12, "name": "z"}], schema=SCHEMA))
+    assert java_rows(java, options, "db.theirs") == [[10, "x"], [11, "y"], [12, "z"]]
+
+
+def _lock_sql(options: dict[str, str], postgres, sql: str) -> None:
+    uri = options["uri"]
+    if uri.startswith("jdbc:sqlite:"):
+        sqlite_sql(uri[len("jdbc:sqlite:"):], sql)
+    else:
+        postgres.psql(sql, database=uri.rsplit("/", 1)[1])
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_commit_waits_for_the_jdbc_lock_another_engine_holds(backend, tmp_path, request):
+    """The row Java's JdbcCatalogLock inserts for table db.t (lock id '<catalog-key>.db.t')
+    holds tidelake's commit until it is deleted; with a short lock-acquire-timeout the commit
+    fails as a conflict, leaving the table as it was."""
+    pg = request.getfixturevalue("postgres") if backend == "postgres" else None
+    uri = f"jdbc:sqlite:{tmp_path}/c.db" if pg is None else pg.jdbc_uri(pg.new_database())
+    options = {"metastore": "jdbc", "warehouse": str(tmp_path / "wh"), "uri": uri, "catalog-key": "tl",
+               "lock.enabled": "true", "lock-check-max-sleep": "100ms", **(pg.credentials if pg else {})}
+    cat = tidelake.Catalog.from_options(options)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"], bucket=1)
+    _lock_sql(options, pg, "INSERT INTO paimon_distributed_locks (lock_id, expire_time_seconds) "
+                           "VALUES ('tl.db.t', 3600)")
+    done: list[object] = []
+    writer = threading.Thread(target=lambda: done.append(
+        t.upsert(pa.Table.from_pylist([{"id": 1, "name": "a"}], schema=SCHEMA))))
+    writer.start()
+    time.sleep(2)
+    assert not done and t.latest_snapshot() is None  # waiting for the lock
+    _lock_sql(options, pg, "DELETE FROM paimon_distributed_locks WHERE lock_id = 'tl.db.t'")
+    writer.join(30)
+    assert done and rows(cat.get_table("db.t")) == [{"id": 1, "name": "a"}]
+
+    short = tidelake.Catalog.from_options({**options, "lock-acquire-timeout": "1s"})
+    _lock_sql(options, pg, "INSERT INTO paimon_distributed_locks (lock_id, expire_time_seconds) "
+                           "VALUES ('tl.db.t', 3600)")
+    before = cat.get_table("db.t").latest_snapshot()
+
+    def metadata() -> set:
+        return {p for d in ("manifest", "snapshot") for p in (tmp_path / "wh/db.db/t" / d).rglob("*")}
+
+    files = metadata()
+    with pytest.raises(tidelake.CommitConflictError, match="tl.db.t"):
+        short.get_table("db.t").upsert(pa.Table.from_pylist([{"id": 2, "name": "b"}], schema=SCHEMA))
+    assert cat.get_table("db.t").latest_snapshot() == before
+    # the attempts' manifests are deleted; their data files are orphans, as after any conflict
+    assert metadata() == files
+
+
+def test_the_cli_works_through_a_catalog(tmp_path):
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from tidelake import cli
+
+    def run(*args: str, code: int = 0) -> str:
+        result = CliRunner().invoke(cli.main, [str(a) for a in args], prog_name="tidelake")
+        assert result.exit_code == code, result.output
+        return result.output
+
+    pq.write_table(pa.table({"id": [1, 2], "name": ["a", "b"]}), tmp_path / "in.parquet")
+    config = tmp_path / "catalog.properties"
+    config.write_text(f"# the team's catalog\nmetastore = jdbc\nwarehouse = {tmp_path}/wh\n"
+                      f"uri = jdbc:sqlite:{tmp_path}/c.db\n")
+    flags = ["--catalog-file", config, "-c", "catalog-key=cli"]
+    run(*flags, "catalog", "create-database", "shop", "--property", "owner=ops")
+    assert json.loads(run(*flags, "catalog", "databases", "--json")) == ["shop"]
+    assert json.loads(run(*flags, "catalog", "database", "shop", "--json"))["owner"] == "ops"
+    run(*flags, "load", "shop.orders", tmp_path / "in.parquet", "--primary-key", "id")
+    assert json.loads(run(*flags, "catalog", "tables", "shop", "--json")) == ["orders"]
+    assert [json.loads(line)["id"] for line in run(*flags, "cat", "shop.orders", "--json").splitlines()] == [1, 2]
+    run(*flags, "catalog", "rename-table", "shop.orders", "shop.sales")
+    run(*flags, "info", "shop.orders", code=3)
+    assert "records" in run(*flags, "info", "shop.sales")
+    run(*flags, "catalog", "drop-table", "shop.sales", "--yes")
+    run("-c", "metastore=nope", "-c", "warehouse=x", "catalog", "databases", code=2)
+    run("catalog", "databases", code=2)  # no catalog given
+    # the same table name, through Java's catalog key: nothing else sees it
+    other = tidelake.Catalog.from_options({"metastore": "jdbc", "warehouse": f"{tmp_path}/wh",
+                                           "uri": f"jdbc:sqlite:{tmp_path}/c.db"})
+    assert other.list_databases() == []
+
+
+def test_spark_sql_resolves_tables_through_the_catalog(spark, tmp_path, java):  # noqa: F811
+    import tidelake.spark
+    from tidelake._spark_sql import CATALOG_CONF
+
+    options = {"metastore": "jdbc", "warehouse": str(tmp_path / "wh"), "uri": f"jdbc:sqlite:{tmp_path}/c.db",
+               "lock.enabled": "true"}
+    tidelake.spark.register(spark, check_workers=False, catalog=options)
+    try:
+        tidelake.spark.sql(spark, "CREATE DATABASE IF NOT EXISTS shop")
+        tidelake.spark.sql(spark, "CREATE TABLE shop.t (id BIGINT, name STRING) USING tidelake "
+                                  "TBLPROPERTIES ('primary-key'='id', 'bucket'='1')")
+        tidelake.spark.sql(spark, "INSERT INTO shop.t VALUES (1, 'a'), (2, 'b')")
+        cat = tidelake.Catalog.from_options(options)
+        assert cat.list_tables("shop") == ["t"]
+        assert java_rows(java, options, "shop.t") == [[1, "a"], [2, "b"]]
+        # row-level statements commit by path: refused where the catalog locks commits
+        with pytest.raises(tidelake.UnsupportedError, match="catalog"):
+            tidelake.spark.sql(spark, "DELETE FROM shop.t WHERE id = 1")
+    finally:
+        spark.conf.unset(CATALOG_CONF)

@@ -21,7 +21,8 @@ from click.testing import CliRunner
 import tidelake
 from conftest import FIXTURES, fixture_tables
 from tidelake import cli
-from tidelake._filters import to_filter_tree
+from tidelake.expr import to_filter
+from tidelake.maintenance import typed_partitions
 
 WAREHOUSE = FIXTURES / "warehouse" / "fx.db"
 TT = str(WAREHOUSE / "time_travel")
@@ -344,7 +345,7 @@ def test_cat_typed_values():
     ("`odd col` = 1", [[("odd col", "=", 1)]]),
 ])
 def test_parse_filter(text, dnf):
-    assert cli.parse_filter(text) == to_filter_tree(dnf)
+    assert cli.parse_filter(text) == to_filter(dnf)
 
 
 @pytest.mark.parametrize("text", ["", "n >=", "n 5", ">= 5", "n = 1 and", "n = 1 or or m = 2", "id in 1",
@@ -533,17 +534,17 @@ def test_partition_values_are_typed(tmp_path):
     table = pk_table(tmp_path / "t", 0, partitioned=True)
     spec = cli._PARTITION.convert("dt=2024-01-02,p=7", None, None)
     assert spec == {"dt": "2024-01-02", "p": "7"}
-    assert cli._typed_partitions(table, [spec]) == [{"dt": _dt.date(2024, 1, 2), "p": 7}]
-    assert cli._typed_partitions(table, [{"p": "__DEFAULT_PARTITION__"}]) == [{"p": None}]
+    assert typed_partitions(table, [spec]) == [{"dt": _dt.date(2024, 1, 2), "p": 7}]
+    assert typed_partitions(table, [{"p": "__DEFAULT_PARTITION__"}]) == [{"p": None}]
     with pytest.raises(tidelake.InvalidArgumentError, match="p is int32"):
-        cli._typed_partitions(table, [{"p": "x"}])
+        typed_partitions(table, [{"p": "x"}])
     with pytest.raises(tidelake.InvalidArgumentError, match="not a partition key"):
-        cli._typed_partitions(table, [{"id": "1"}])
+        typed_partitions(table, [{"id": "1"}])
     # the null partition's name is the table's partition.default-name, resolved by the engine
     renamed = table.set_option("partition.default-name", "NULLS")
-    assert cli._typed_partitions(renamed, [{"p": "NULLS"}]) == [{"p": None}]
+    assert typed_partitions(renamed, [{"p": "NULLS"}]) == [{"p": None}]
     with pytest.raises(tidelake.InvalidArgumentError, match="__DEFAULT_PARTITION__"):  # now just a bad date
-        cli._typed_partitions(renamed, [{"dt": "__DEFAULT_PARTITION__"}])
+        typed_partitions(renamed, [{"dt": "__DEFAULT_PARTITION__"}])
 
 
 def test_tags_create_list_delete(fixture_copy):

@@ -18,7 +18,7 @@ from tidelake.exceptions import InvalidArgumentError
 
 pytest.importorskip("pyspark")
 pytest.importorskip("confluent_kafka")
-from tidelake._spark_kafka import KafkaStreamReader, fair_share  # noqa: E402
+from tidelake.spark.kafka import KafkaStreamReader, fair_share  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from cdc_stream import Column, DebeziumSource  # noqa: E402

@@ -20,8 +20,11 @@ import tidelake
 import tidelake.spark
 from _peers import new_warehouse, pp_read
 from conftest import assert_same_rows
-from tidelake import _spark_io, _spark_source
-from tidelake._spark_source import BatchWriter, TidelakeDataSource, filter_term
+from tidelake import expr
+from tidelake.expr.spark_filters import spark_filter
+from tidelake.spark import io as spark_io
+from tidelake.spark import source as spark_source
+from tidelake.spark.source import BatchWriter, TidelakeDataSource
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -199,10 +202,10 @@ def test_reads_send_large_batches_to_spark(tmp_path):
     (split,) = t.scan().splits()
     assert max(b.num_rows for b in split.read()) == 8_192
     assert [b.num_rows for b in split.read(batch_size=20_000)] == [20_000, 20_000, 10_000]
-    assert _spark_io.READ_BATCH_ROWS > 8_192
-    target = _spark_io.arrow_schema(_spark_io.spark_schema(t))
-    batches = list(_spark_io.rows_of_split(split, target, False))
-    assert [b.num_rows for b in batches] == [min(_spark_io.READ_BATCH_ROWS, 50_000)]
+    assert spark_io.READ_BATCH_ROWS > 8_192
+    target = spark_io.arrow_schema(spark_io.spark_schema(t))
+    batches = list(spark_io.rows_of_split(split, target, False))
+    assert [b.num_rows for b in batches] == [min(spark_io.READ_BATCH_ROWS, 50_000)]
     merged = pa.Table.from_batches(batches).sort_by("k")
     assert merged.column("v").to_pylist()[:4] == ["w0", "v1", "w2", "v3"]
 
@@ -257,12 +260,12 @@ def test_a_query_reads_the_snapshot_of_its_start(tmp_path, monkeypatch):
     started = int(time.time() * 1000)
     time.sleep(0.01)
     t.write(kv(range(4, 8)))
-    reader = _spark_source.BatchReader({"path": t.path}, _spark_io.spark_schema(t))
+    reader = spark_source.BatchReader({"path": t.path}, spark_io.spark_schema(t))
     slots = reader.partitions()
-    assert all(isinstance(s, _spark_source.LatestPartition) for s in slots)
+    assert all(isinstance(s, spark_source.LatestPartition) for s in slots)
 
     def rows():
-        return sum(b.num_rows for s in slots for b in _spark_source.read_partition(s, reader.schema))
+        return sum(b.num_rows for s in slots for b in spark_source.read_partition(s, reader.schema))
 
     qid = str(uuid.UUID(int=(started << 80) | (7 << 76) | (2 << 62) | 12345))
 
@@ -272,7 +275,7 @@ def test_a_query_reads_the_snapshot_of_its_start(tmp_path, monkeypatch):
 
     assert rows() == 8  # no task context: the latest snapshot
     monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls: Task()))
-    assert _spark_source.query_time_ms() == started
+    assert spark_source.query_time_ms() == started
     assert rows() == 4
 
 
@@ -355,15 +358,15 @@ def test_filter_pushdown_is_opt_in_and_prunes(spark, tmp_path):
         tidelake.spark.register(spark, filter_pushdown=True)
     assert spark.conf.get("spark.sql.python.filterPushdown.enabled", "false") == "false"
     # the reader itself prunes with the pushed terms: only partition b is planned, at execution
-    reader = tidelake._spark_source.PushdownReader({"path": t.path}, spark.read.format("tidelake")
+    reader = tidelake.spark.source.PushdownReader({"path": t.path}, spark.read.format("tidelake")
                                                    .load(t.path).schema)
     from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, StringStartsWith
 
     passed = [EqualTo(("p",), "b"), GreaterThanOrEqual(("k",), 5), StringStartsWith(("v",), "v")]
     assert list(reader.pushFilters(passed)) == passed  # Spark re-applies every filter
-    assert reader.filters == [("p", "=", "b"), ("k", ">=", 5)]
+    assert reader.filters == [expr.Comparison("p", expr.Compare.EQ, "b"), expr.Comparison("k", expr.Compare.GE, 5)]
     slots = reader.partitions()
-    assert sum(len(_spark_source.latest_splits(s)[s.slot::s.slots]) for s in slots) == 1
+    assert sum(len(spark_source.latest_splits(s)[s.slot::s.slots]) for s in slots) == 1
 
 
 def test_pyspark_reuses_a_filtered_read_plan_which_is_why_pushdown_is_refused(spark, tmp_path):
@@ -374,7 +377,7 @@ def test_pyspark_reuses_a_filtered_read_plan_which_is_why_pushdown_is_refused(sp
     for p in "ab":
         t.write(kv(range(3), p=p))
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(tidelake._spark_source.PushdownDataSource)
+    spark.dataSource.register(tidelake.spark.source.PushdownDataSource)
     try:
         df = spark.read.format("tidelake").load(t.path)
         assert df.where("p = 'b'").count() == 3
@@ -388,12 +391,12 @@ def test_pyspark_reuses_a_filtered_read_plan_which_is_why_pushdown_is_refused(sp
 def test_filter_terms():
     from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNull, Not
 
-    assert filter_term(EqualTo(("a",), 1)) == ("a", "=", 1)
-    assert filter_term(In(("a",), (1, 2))) == ("a", "in", [1, 2])
-    assert filter_term(IsNull(("a",))) == ("a", "is_null", None)
-    assert filter_term(GreaterThan(("a", "b"), 1)) is None  # nested field
-    assert filter_term(GreaterThan(("ts",), dt.datetime(2024, 1, 1))) is None  # zone semantics left to Spark
-    assert filter_term(Not(EqualTo(("a",), 1))) is None
+    assert spark_filter(EqualTo(("a",), 1)) == expr.Comparison("a", expr.Compare.EQ, 1)
+    assert spark_filter(In(("a",), (1, 2))) == expr.InList("a", (1, 2))
+    assert spark_filter(IsNull(("a",))) == expr.IsNull("a")
+    assert spark_filter(GreaterThan(("a", "b"), 1)) is None  # nested field
+    assert spark_filter(GreaterThan(("ts",), dt.datetime(2024, 1, 1))) is None  # zone semantics left to Spark
+    assert spark_filter(Not(EqualTo(("a",), 1))) is None
 
 
 # ---- failures, retries, aborts ------------------------------------------------------------------
@@ -598,14 +601,14 @@ def test_everything_spark_pickles_is_plain_data(spark, tmp_path):
     assert isinstance(schema, StructType)
     reader = cloudpickle.loads(cloudpickle.dumps(source.reader(schema)))
     parts = cloudpickle.loads(cloudpickle.dumps(reader.partitions()))
-    assert all(isinstance(p, _spark_source.LatestPartition) for p in parts)
-    assert all(isinstance(v, (int, list, type(None), _spark_io.Location)) for p in parts for v in vars(p).values())
+    assert all(isinstance(p, spark_source.LatestPartition) for p in parts)
+    assert all(isinstance(v, (int, list, type(None), spark_io.Location)) for p in parts for v in vars(p).values())
     rows = pa.Table.from_batches([b for p in parts for b in reader.read(p)])
     assert_same_rows(rows, kv([1, 2]))
     for obj in (source.writer(schema, False), source.streamReader(schema),
                 TidelakeDataSource({"path": t.path, "checkpointlocation": "/c"}).streamWriter(schema, False)):
         clone = cloudpickle.loads(cloudpickle.dumps(obj))
-        assert all(isinstance(v, (str, bool, int, dict, type(None), StructType, _spark_io.Location))
+        assert all(isinstance(v, (str, bool, int, dict, type(None), StructType, spark_io.Location))
                    for v in vars(clone).values())
 
 
@@ -640,14 +643,14 @@ def test_workers_without_tidelake_are_a_clear_error(spark, monkeypatch):
     # Python workers of RDD jobs run the driver's pythonExec (PYSPARK_PYTHON at start-up)
     monkeypatch.setattr(spark.sparkContext, "pythonExec", other)
     with pytest.raises(tidelake.UnsupportedError, match="PYSPARK_PYTHON .* spark.pyspark.python") as info:
-        _spark_io.check_workers(spark)
+        spark_io.check_workers(spark)
     assert "No module named" in str(info.value)
     monkeypatch.undo()
-    _spark_io.check_workers(spark)  # this interpreter has it
+    spark_io.check_workers(spark)  # this interpreter has it
 
 
 def test_missing_path_is_a_clear_error(spark):
     with pytest.raises(Exception, match="table path"):
         spark.read.format("tidelake").load().collect()
     with pytest.raises(tidelake.InvalidArgumentError, match="checkpointLocation"):
-        _spark_io.stream_user(None)
+        spark_io.stream_user(None)

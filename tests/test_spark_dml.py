@@ -13,7 +13,7 @@ import pytest
 
 import tidelake
 import tidelake.spark
-from tidelake import _spark_dml
+from tidelake.spark import dml as spark_dml
 
 pytest.importorskip("pyspark")
 
@@ -55,7 +55,7 @@ def test_distributed_dml_matches_model(spark, tmp_path, kind):
     if "primary_keys" not in KINDS[kind]:  # duplicates, each deleted or updated
         t.write(pa.Table.from_pylist(model[:6], schema=SCHEMA))
         model += [dict(r) for r in model[:6]]
-    _, groups = _spark_dml._plan(t, t.latest_snapshot().id, None, "bucket")
+    _, groups = spark_dml._plan(t, t.latest_snapshot().id, None, "bucket")
 
     spark.sparkContext.setJobGroup("delete", "delete")
     res = tidelake.spark.delete(t.path, "qty < 2 AND id > 3")
@@ -135,11 +135,11 @@ def test_a_group_finished_twice_commits_once(tmp_path):
         t.write(pa.Table.from_pylist([{"id": i, "p": "ab"[i % 2], "qty": i, "name": "x"} for i in range(20)],
                                      schema=SCHEMA))
         snapshot = t.latest_snapshot().id
-        grouping, groups = _spark_dml._plan(t, snapshot, None, "bucket")
-        task = _spark_dml._FilteredTask(_spark_dml.io.Location(t.path), snapshot, "qty >= 10", {"qty": "qty + 1"})
+        grouping, groups = spark_dml._plan(t, snapshot, None, "bucket")
+        task = spark_dml._FilteredTask(spark_dml.io.Location(t.path), snapshot, "qty >= 10", {"qty": "qty + 1"})
         results = [task(item) for item in groups.items()]
         results += [task(item) for item in list(groups.items())[:1]]  # the same group again
-        res = _spark_dml._commit(t, results)
+        res = spark_dml._commit(t, results)
         assert res.rows_updated == 10, kind
         assert sorted(r["qty"] for r in t.refresh().to_arrow().to_pylist()) == list(range(10)) + list(range(11, 21))
         assert orphans(t) == [], kind

@@ -16,8 +16,8 @@ import tidelake.spark
 from _java import Scenario, java_write
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
 from conftest import assert_same_rows
-from tidelake import _spark_plain
-from tidelake._spark_source import BatchReader
+from tidelake.spark import plain as spark_plain
+from tidelake.spark.source import BatchReader
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -110,11 +110,11 @@ def test_types_spark_reads_differently_go_through_the_data_source(spark, tmp_pat
 
 
 def test_spark_readable_types():
-    assert all(_spark_plain.spark_readable(f.type) for f in PLAIN_TYPES)
+    assert all(spark_plain.spark_readable(f.type) for f in PLAIN_TYPES)
     variant = pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)])
     for t in (pa.timestamp("ns"), pa.time32("ms"), pa.binary(16), pa.large_binary(), variant, pa.list_(variant),
               pa.map_(pa.string(), pa.timestamp("ns")), pa.uint32()):
-        assert not _spark_plain.spark_readable(t), t
+        assert not spark_plain.spark_readable(t), t
 
 
 KV = pa.schema([pa.field("k", pa.int64(), nullable=False), ("p", pa.string()), ("v", pa.string())])
@@ -150,7 +150,7 @@ def test_a_single_file_with_retracts_is_not_plain(spark, tmp_path):
     t2 = tidelake.create_table(tmp_path / "t2", KV, primary_keys=["k"], bucket=1)
     t2.delete_keys(kv([1]))  # one level-0 file holding only a retract row
     assert len(t2.scan().splits()) == 1
-    assert _spark_plain.plain_files(t2, t2.scan()) == [None]
+    assert spark_plain.plain_files(t2, t2.scan()) == [None]
     df = tidelake.spark.read(spark, t2.path)
     assert df.inputFiles() == [] and df.count() == 0
 
@@ -197,7 +197,7 @@ def test_deletion_vector_files_go_through_the_data_source(spark, tmp_path):
     t.write(kv(range(0, 100, 10), tag="w"))
     t.compact()
     scan = t.scan()
-    with_dv = [s for s, files in zip(scan.splits(), _spark_plain.plain_files(t, scan)) if files is None]
+    with_dv = [s for s, files in zip(scan.splits(), spark_plain.plain_files(t, scan)) if files is None]
     assert with_dv, "the test needs a split with a deletion vector"
     df = tidelake.spark.read(spark, t.path)
     assert_same_as_source(df, ds_read(spark, t.path))
@@ -228,19 +228,19 @@ def test_empty_table(spark, tmp_path):
 
 
 def test_skip_plain_splits_needs_a_pinned_snapshot(tmp_path):
-    from tidelake import _spark_io
+    from tidelake.spark import io as spark_io
 
     t = tidelake.create_table(tmp_path / "t", KV, primary_keys=["k"], bucket=2)
     t.write(kv(range(10)))
-    schema = _spark_io.spark_schema(t)
+    schema = spark_io.spark_schema(t)
     with pytest.raises(tidelake.InvalidArgumentError, match="pinned snapshot"):
-        BatchReader({"path": t.path, _spark_plain.SKIP_PLAIN: "true"}, schema).partitions()
-    pinned = {"path": t.path, _spark_plain.SKIP_PLAIN: "true", "snapshot-id": "1"}
+        BatchReader({"path": t.path, spark_plain.SKIP_PLAIN: "true"}, schema).partitions()
+    pinned = {"path": t.path, spark_plain.SKIP_PLAIN: "true", "snapshot-id": "1"}
     assert BatchReader(pinned, schema).partitions() == []  # both buckets are plain
     t.write(kv([3], tag="w"))
     (part,) = BatchReader({**pinned, "snapshot-id": "2"}, schema).partitions()
     scan = t.scan(snapshot_id=2)
-    (plain,) = [s for s, files in zip(scan.splits(), _spark_plain.plain_files(t, scan)) if files]
+    (plain,) = [s for s, files in zip(scan.splits(), spark_plain.plain_files(t, scan)) if files]
     assert part.split.payload != plain.payload and part.split.row_count + plain.row_count == 11
 
 

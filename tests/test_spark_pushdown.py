@@ -27,7 +27,7 @@ import pytest
 import tidelake
 import tidelake.spark
 from _peers import new_warehouse
-from tidelake._spark_source import PushdownDataSource
+from tidelake.spark.source import PushdownDataSource
 
 pyspark = pytest.importorskip("pyspark")
 

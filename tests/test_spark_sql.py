@@ -12,7 +12,7 @@ import tidelake
 import tidelake.spark
 from _peers import new_warehouse, pp_read
 from conftest import assert_same_rows
-from tidelake import _spark_dml
+from tidelake.spark import dml as spark_dml
 
 pyspark = pytest.importorskip("pyspark")
 sql = tidelake.spark.sql
@@ -74,7 +74,7 @@ def test_identifiers_of_the_registered_warehouse(spark, tmp_path):
         assert sql(spark, "CALL sys.create_tag(table => 'db.kv', tag => 'v2')").collect()[0].snapshot_id == 2
         assert tidelake.Catalog(wh).get_table("db.kv").tags()[0].name == "v2"
     finally:
-        spark.conf.unset(tidelake._spark_sql.WAREHOUSE_CONF)
+        spark.conf.unset(tidelake.spark.statements.WAREHOUSE_CONF)
     with pytest.raises(tidelake.InvalidArgumentError, match="warehouse"):
         sql(spark, "CREATE TABLE db.other (k BIGINT) USING tidelake")
 
@@ -124,7 +124,7 @@ def test_dml_statements_parse_into_plans_and_are_refused(spark, tmp_path, monkey
     sql(spark, f"CREATE TABLE tidelake.`{path}` (id BIGINT, qty INT) USING tidelake TBLPROPERTIES ('primary-key'='id')")
     spark.range(3).selectExpr("id", "'U' AS op", "cast(id AS int) AS qty").createOrReplaceTempView("src")
     seen = []
-    monkeypatch.setattr(tidelake._spark_sql, "run_dml", lambda s, plan: seen.append(plan) or s.range(0))
+    monkeypatch.setattr(tidelake.spark.statements, "run_dml", lambda s, plan: seen.append(plan) or s.range(0))
     sql(spark, f"DELETE FROM tidelake.`{path}` WHERE id > 3 AND qty < 2")
     sql(spark, f"UPDATE tidelake.`{path}` SET qty = qty + 1 WHERE id = 1")
     sql(spark, f"""MERGE INTO tidelake.`{path}` AS t USING src AS s ON t.id = s.id
@@ -143,7 +143,7 @@ def test_dml_statements_parse_into_plans_and_are_refused(spark, tmp_path, monkey
     monkeypatch.undo()
     assert [c.kind for c in tidelake.spark.merge(path, spark.table("src"), on="id").when_matched_update(set="*")
             .when_matched_delete(condition="source.op = 'D'").when_not_matched_insert()
-            .when_not_matched_by_source_delete().clauses] == list(_spark_dml.CLAUSE_KINDS)[:1] + [
+            .when_not_matched_by_source_delete().clauses] == list(spark_dml.CLAUSE_KINDS)[:1] + [
         "matched_delete", "not_matched_insert", "not_matched_by_source_delete"]
 
 

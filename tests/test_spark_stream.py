@@ -15,7 +15,7 @@ import pytest
 import tidelake
 import tidelake.spark
 from conftest import assert_same_rows
-from tidelake._spark_stream import StreamWriter
+from tidelake.spark.stream import StreamWriter
 from test_spark import kv, kv_table, orphans
 
 pyspark = pytest.importorskip("pyspark")

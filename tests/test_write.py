@@ -415,10 +415,10 @@ def test_recommitting_batch_messages_does_not_duplicate_files(tmp_path):
 
 
 def test_spark_commit_path_refuses_the_same_message_twice(tmp_path):
-    """Spark commits payloads straight through the engine (``_spark_io.commit``, no
+    """Spark commits payloads straight through the engine (``spark_io.commit``, no
     ``Table.commit``): the duplicate-message guard is the core's, so that path gets it too, for
     appends and overwrites, and nothing lands."""
-    from tidelake import _spark_io
+    from tidelake.spark import io as spark_io
 
     cat, _ = new_warehouse(tmp_path)
     t = cat.create_table("db.t", SCHEMA)
@@ -428,9 +428,9 @@ def test_spark_commit_path_refuses_the_same_message_twice(tmp_path):
     w.close()
     for overwrite in (False, True):
         with pytest.raises(tidelake.InvalidArgumentError, match="twice"):
-            _spark_io.commit(t, payloads + payloads, w.commit_user, 7, overwrite)
+            spark_io.commit(t, payloads + payloads, w.commit_user, 7, overwrite)
     assert t.snapshots() == []
-    assert _spark_io.commit(t, payloads, w.commit_user, 7, False) == [1]
+    assert spark_io.commit(t, payloads, w.commit_user, 7, False) == [1]
     assert_same_rows(t.to_arrow(), expected().cast(t.schema))
 
 

@@ -5,6 +5,6 @@ attribute and registers it, so ``spark.read.format("tidelake")`` works without c
 ``tidelake.spark.register(spark)`` once this wheel is installed where Spark's Python workers run.
 """
 
-from tidelake._spark_source import TidelakeDataSource as DefaultSource
+from tidelake.spark.source import TidelakeDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

@@ -2,7 +2,7 @@
 
 The binding holds no table logic: ``tidelake.table`` and ``tidelake.scan`` wrap it. Metadata
 crosses as Paimon's own JSON text, data as pyarrow objects (through the Arrow C data
-interface), filters as JSON filter trees (see ``tidelake._filters``) and splits as opaque bytes.
+interface), filters as JSON filter trees (see ``tidelake.expr``) and splits as opaque bytes.
 Every storage call releases the GIL. Engine errors raise the typed exceptions of
 ``tidelake.exceptions`` (``TableNotFoundError``, ``CorruptMetadataError``,
 ``InvalidArgumentError``...).

@@ -4,7 +4,7 @@ that scan pyarrow datasets lazily (DuckDB's replacement scans, ``con.register``,
 Such engines call :meth:`TableDataset.scanner` with the columns they need and the filter they
 could translate. The columns become tidelake's projection (plus the columns the filter reads);
 the filter's comparisons, ranges and lists go into tidelake's planner (pruning buckets, files,
-pages and rows, see :mod:`tidelake._expressions`) and the whole filter is applied exactly, by
+pages and rows, see :mod:`tidelake.expr.substrait`) and the whole filter is applied exactly, by
 pyarrow, to the merged rows. Every call plans a new read of the
 same pinned snapshot, so the dataset can be scanned any number of times.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from ._expressions import pushable_filter
+from .expr.substrait import pushable_filter
 
 if TYPE_CHECKING:
     from .table import Table

@@ -8,7 +8,7 @@ How a change is made (one atomic commit per call, retried from scratch on a conf
   source's key values) are pushed into the scan, which prunes partitions, buckets and files;
   batches are streamed (append tables: one planned split at a time);
 * conditions and set expressions (DNF filters, :class:`pyarrow.compute.Expression`, SQL strings
-  through :mod:`tidelake._sql`) are evaluated by pyarrow on those rows;
+  through :mod:`tidelake.expr.sql`) are evaluated by pyarrow on those rows;
 * primary-key tables get row kinds: ``-D`` records for deleted keys, full rows for updated ones;
 * append tables with ``deletion-vectors.enabled`` get the changed rows marked deleted in their
   files' deletion vectors (the read yields each row's file position; the engine merges the new
@@ -31,8 +31,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._filters import to_filter_tree
 from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError, UnsupportedError
+from .expr import And, Filter, IsNull, all_of, filter_json, to_filter
+from .expr import arrow as tree_arrow
+from .expr import sql as sql_text
 from .write import (
     BATCH_COMMIT_IDENTIFIER,
     ONE_SHOT_RETRIES,
@@ -55,63 +57,16 @@ _TARGET, _SOURCE = "target.", "source."
 _IN_LIST_MAX = 10_000
 """Up to this many distinct source key values are pushed into the target scan as an IN list;
 more push their [min, max] range."""
-_TREE_COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-                 "ge": "greater_equal"}
 
 
 # ---- conditions and expressions ------------------------------------------------------------------
-
-def _scalar(value: Any, type_: Any) -> Any:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    try:
-        return pc.scalar(pa.scalar(value).cast(type_))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        raise InvalidArgumentError(f"filter value {value!r} cannot be read as {type_}") from None
-
-
-def _tree_expression(tree: dict[str, Any], schema: pa.Schema) -> Any:
-    """The pyarrow Expression of an engine filter tree (DNF filters), on ``schema``'s columns."""
-    import pyarrow.compute as pc
-
-    op = tree["op"]
-    if op in ("and", "or"):
-        parts = [_tree_expression(a, schema) for a in tree["args"]]
-        out = parts[0]
-        for p in parts[1:]:
-            out = pc.and_kleene(out, p) if op == "and" else pc.or_kleene(out, p)
-        return out
-    name = tree["field"]
-    if name not in schema.names:
-        raise InvalidArgumentError(f"unknown column {name!r} in filter; columns are {schema.names}")
-    field, type_ = pc.field(name), schema.field(name).type
-    if op in _TREE_COMPARE:
-        return getattr(pc, _TREE_COMPARE[op])(field, _scalar(tree["value"], type_))
-    if op in ("in", "not_in"):
-        import pyarrow as pa
-
-        values = pa.array(tree["values"]).cast(type_)
-        found = pc.is_in(field, value_set=values)
-        return found if op == "in" else pc.invert(found)
-    if op == "is_null":
-        return pc.is_null(field)
-    if op == "is_not_null":
-        return pc.is_valid(field)
-    if op == "between":
-        return pc.and_kleene(pc.greater_equal(field, _scalar(tree["lower"], type_)),
-                             pc.less_equal(field, _scalar(tree["upper"], type_)))
-    if op == "startswith":
-        return pc.starts_with(field, tree["value"])
-    raise InvalidArgumentError(f"unsupported filter operator {op!r}")
-
 
 @dataclass(frozen=True)
 class _Condition:
     """A compiled filter: the tree pushed into the scan (a superset of the rows; None: no
     pruning) and the expression selecting the rows exactly (None: every row)."""
 
-    pushdown: dict[str, Any] | None
+    pushdown: Filter | None
     expression: Any
 
 
@@ -145,24 +100,22 @@ def _compile(filter: Any, columns: dict[str, dict[str, Any]], schema: pa.Schema 
     Merge conditions (no ``schema``) use ``qualifier.column`` field names."""
     import pyarrow.compute as pc
 
-    from . import _sql
-
     if filter is None:
         return _Condition(None, None)
     if isinstance(filter, pc.Expression):
         return _Condition(None, filter)
     if isinstance(filter, str):
-        expr = _sql.to_expression(filter, _resolver(columns, prefixed=schema is None))
+        expr = sql_text.to_expression(filter, _resolver(columns, prefixed=schema is None))
         pushdown = None
         if schema is not None:
-            pushdown = _sql.pushdown_tree(filter, set(schema.names), "target")
+            pushdown = sql_text.pushdown_tree(filter, set(schema.names), "target")
         return _Condition(pushdown, expr)
     if schema is None:
         raise InvalidArgumentError(f"a merge condition must be a SQL string or a pyarrow Expression, got {filter!r}")
-    tree = to_filter_tree(filter)
+    tree = to_filter(filter)
     if tree is None:
         return _Condition(None, None)
-    return _Condition(tree, _tree_expression(tree, schema))
+    return _Condition(tree, tree_arrow.to_expression(tree, schema))
 
 
 def _value_expression(value: Any, columns: dict[str, dict[str, Any]], prefixed: bool) -> Any:
@@ -170,12 +123,10 @@ def _value_expression(value: Any, columns: dict[str, dict[str, Any]], prefixed: 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from . import _sql
-
     if isinstance(value, pc.Expression):
         return value
     if isinstance(value, str):
-        return _sql.to_expression(value, _resolver(columns, prefixed))
+        return sql_text.to_expression(value, _resolver(columns, prefixed))
     try:
         return pc.scalar(pa.scalar(value))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -414,7 +365,7 @@ def run(table: Table, what: str, body: Callable[[_Change, int | None], None]) ->
                             deleted=change.deleted)
 
 
-def _planned(table: Table, snapshot: int, tree: dict[str, Any] | None,
+def _planned(table: Table, snapshot: int, tree: Filter | None,
              splits: tuple[tuple[bytes, int], ...] | None) -> Iterator[tuple[bytes, int]]:
     """The splits to read: ``splits`` when given (a task's share), else those the scan plans."""
     if splits is not None:
@@ -424,22 +375,19 @@ def _planned(table: Table, snapshot: int, tree: dict[str, Any] | None,
         yield split.payload, split.schema_id
 
 
-def _target_batches(table: Table, snapshot: int | None, pushdown: dict[str, Any] | None,
-                    restrict: dict[str, Any] | None,
+def _target_batches(table: Table, snapshot: int | None, pushdown: Filter | None, restrict: Filter | None,
                     splits: tuple[tuple[bytes, int], ...] | None = None) -> Iterator[pa.Table]:
     """Primary-key tables: the merged rows the pushdown keeps, streamed batch by batch."""
-    import json
-
     import pyarrow as pa
 
     from .scan import _reader
 
     if snapshot is None:
         return
-    tree = _and(pushdown, restrict)
-    filter_json = json.dumps(tree) if tree is not None else None
+    tree = all_of([pushdown, restrict])
+    text = filter_json(tree)
     for payload, schema_id in _planned(table, snapshot, tree, splits):
-        for batch in _reader(table._raw.read_split(payload, schema_id=schema_id, filter_json=filter_json)):
+        for batch in _reader(table._raw.read_split(payload, schema_id=schema_id, filter_json=text)):
             yield pa.Table.from_batches([batch])
 
 
@@ -453,8 +401,7 @@ class _TargetSplit:
     places: pa.Table | None
 
 
-def _target_splits(table: Table, snapshot: int | None, pushdown: dict[str, Any] | None,
-                   restrict: dict[str, Any] | None,
+def _target_splits(table: Table, snapshot: int | None, pushdown: Filter | None, restrict: Filter | None,
                    splits: tuple[tuple[bytes, int], ...] | None = None) -> Iterator[_TargetSplit]:
     """Append tables: every planned split whose files may hold matching rows, with all the live
     rows of those files (without deletion vectors they are rewritten whole)."""
@@ -464,7 +411,7 @@ def _target_splits(table: Table, snapshot: int | None, pushdown: dict[str, Any] 
     from .scan import _reader
 
     positioned = _deletion_vectors(table)
-    for payload, schema_id in _planned(table, snapshot, _and(pushdown, restrict), splits):
+    for payload, schema_id in _planned(table, snapshot, all_of([pushdown, restrict]), splits):
         if not positioned:
             rows = _reader(table._raw.read_split(payload, schema_id=schema_id)).read_all()
             yield _TargetSplit(payload, rows, None)
@@ -472,23 +419,6 @@ def _target_splits(table: Table, snapshot: int | None, pushdown: dict[str, Any] 
         rows = _reader(table._raw.read_split_positions(payload, schema_id)).read_all()
         places = ["_FILE_INDEX", "_ROW_POSITION"]
         yield _TargetSplit(payload, rows.drop_columns(places), rows.select(places))
-
-
-def _and(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
-    if a is None or b is None:
-        return a if b is None else b
-    return {"op": "and", "args": [a, b]}
-
-
-def _restriction(table: Table, partitions: Any) -> dict[str, Any] | None:
-    """The filter tree of a list of partition-value dicts (a Spark task's share), or None."""
-    import json
-
-    if partitions is None:
-        return None
-    text = table._partitions_filter(partitions)
-    tree: dict[str, Any] = json.loads(text or "null")
-    return tree
 
 
 # ---- delete and update ----------------------------------------------------------------------------
@@ -503,11 +433,11 @@ def delete(table: Table, filter: Any, partitions: Any = None,
     def drop(rows: pa.Table) -> pa.Table:
         return schema.empty_table()
 
-    body = _filtered(table, "delete", cond, _restriction(table, partitions), _Change.delete_keys, drop)
+    body = _filtered(table, "delete", cond, table._partitions_filter(partitions), _Change.delete_keys, drop)
     return _finish(table, "delete", body, prepare)
 
 
-def _filtered(table: Table, what: str, cond: _Condition, restrict: dict[str, Any] | None,
+def _filtered(table: Table, what: str, cond: _Condition, restrict: Filter | None,
               primary_key: Callable[[_Change, pa.Table], None],
               append: Callable[[pa.Table], pa.Table]) -> Callable[[_Change, int | None], None]:
     """A delete or update of the rows ``cond`` selects: on primary-key tables
@@ -554,7 +484,7 @@ def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = Non
     columns = {"target": dict(zip(schema.names, schema.types))}
     cond = _compile(filter, columns, schema)
     values = {c: _value_expression(v, columns, prefixed=False) for c, v in set.items()}
-    restrict = _restriction(table, partitions)
+    restrict = table._partitions_filter(partitions)
 
     def updated_rows(rows: pa.Table) -> pa.Table:
         import pyarrow.compute as pc
@@ -700,7 +630,6 @@ class MergeBuilder:
         in both), or a SQL conjunction of ``target.a = source.b`` equalities."""
         from sqlglot import exp
 
-        from . import _sql
 
         names = self._table.schema.names
         if isinstance(on, str) and on in names:
@@ -708,7 +637,7 @@ class MergeBuilder:
         if isinstance(on, (list, tuple)) and on and all(isinstance(c, str) for c in on):
             pairs = [(c, c) for c in on]
         elif isinstance(on, str):
-            tree = _sql.parse(on)
+            tree = sql_text.parse(on)
             terms = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
             pairs = []
             for t in terms:
@@ -778,7 +707,7 @@ class MergeBuilder:
 
     # -- execution --
 
-    def _pushdown(self) -> dict[str, Any] | None:
+    def _pushdown(self) -> Filter | None:
         """The source's key values as a filter on the target (None when every target row may
         matter: not-matched-by-source clauses)."""
         import pyarrow.compute as pc
@@ -789,13 +718,13 @@ class MergeBuilder:
         for t, s in self._on:
             values = pc.unique(self._source.column(s).drop_null())
             if len(values) == 0:
-                return {"op": "and", "args": [{"op": "is_null", "field": t}, {"op": "is_not_null", "field": t}]}
+                return And((IsNull(t), IsNull(t, negated=True)))  # no source key: nothing matches
             if len(values) <= _IN_LIST_MAX:
                 terms.append((t, "in", values.to_pylist()))
             else:
                 bounds = pc.min_max(values)
                 terms += [(t, ">=", bounds["min"].as_py()), (t, "<=", bounds["max"].as_py())]
-        return to_filter_tree(terms)
+        return to_filter(terms)
 
     def execute(self) -> WriteResult:
         """Run the merge: one atomic commit. Returns its :class:`~tidelake.write.WriteResult`
@@ -818,7 +747,7 @@ class MergeBuilder:
         deletes = any(c.kind == "delete" for c in self._matched + self._by_source)
         updates = any(c.kind == "update" for c in self._matched)
         _check_row_level(self._table, "merge", deletes=deletes, updates=updates)
-        restrict = _restriction(self._table, self._partitions)
+        restrict = self._table._partitions_filter(self._partitions)
         if restrict is not None:
             self._source = self._source.filter(self._in_partitions(restrict))
         pushdown = self._pushdown()
@@ -905,7 +834,7 @@ class MergeBuilder:
         deleted = rows.filter(pa.array(state == 2)).select(schema.names)
         return pa.array(state != 0), updated, deleted
 
-    def _in_partitions(self, restrict: dict[str, Any]) -> pa.Array:
+    def _in_partitions(self, restrict: Filter) -> pa.Array:
         """Which source rows fall in the restricted partitions (read through ``on``): the others
         cannot be told apart from rows of partitions not read, so they take no part."""
         import pyarrow as pa
@@ -915,7 +844,7 @@ class MergeBuilder:
         if missing:
             raise InvalidArgumentError(f"a merge restricted to partitions needs the partition columns {missing} in on")
         view = pa.table({k: self._source.column(by_target[k]) for k in self._table.partition_keys})
-        return _mask(view, _tree_expression(restrict, self._table.schema))
+        return _mask(view, tree_arrow.to_expression(restrict, self._table.schema))
 
     @staticmethod
     def _prefix(rows: pa.Table, qualifier: str) -> pa.Table:

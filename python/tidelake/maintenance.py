@@ -1,16 +1,23 @@
 """Argument conversion for the maintenance methods of :class:`tidelake.Table` (snapshot
-expiration, orphan files, tags, rollback, consumers, partitions, system tables)."""
+expiration, orphan files, tags, rollback, consumers, partitions, system tables), and for the
+front-ends that take their arguments as text (the CLI, Spark SQL procedures): durations and
+partition specs."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import decimal as _dec
 import json
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
-from ._filters import json_literal
 from .exceptions import InvalidArgumentError
+from .expr import json_literal
 
-__all__ = ["SYSTEM_TABLES", "duration_ms", "partition_specs_json"]
+if TYPE_CHECKING:
+    from .table import Table
+
+__all__ = ["SYSTEM_TABLES", "duration_ms", "partition_specs_json", "parse_duration", "typed_partitions"]
 
 SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags",
                  "consumers", "branches", "audit_log")
@@ -43,3 +50,67 @@ def partition_specs_json(partitions: Any, partition_keys: list[str]) -> str:
             raise InvalidArgumentError(f"{unknown} are not partition keys; partition keys are {partition_keys}")
         specs.append({k: json_literal(v) for k, v in spec.items()})
     return json.dumps(specs)
+
+
+_DURATION_UNITS = {
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), 1),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1000),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60_000),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3_600_000),
+    **dict.fromkeys(("d", "day", "days"), 86_400_000),
+}
+_DURATION_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*")
+
+
+def parse_duration(text: str) -> _dt.timedelta:
+    """``30s``, ``10min``, ``1h``, ``2d``, ``1 h``, ``500ms`` as a timedelta."""
+    m = _DURATION_RE.fullmatch(text)
+    if m is None or m.group(2).lower() not in _DURATION_UNITS:
+        raise InvalidArgumentError(f"bad duration {text!r}: expected a number and a unit, e.g. 30s, 10min, "
+                                   f"1h, 2d (units: ms, s, m/min, h, d)")
+    return _dt.timedelta(milliseconds=float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
+
+
+def _typed_value(type_: Any, text: str, key: str) -> Any:
+    """A partition value given as text, converted to the column's Python type."""
+    import pyarrow as pa
+
+    try:
+        if pa.types.is_boolean(type_):
+            if text.lower() not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return text.lower() == "true"
+        if pa.types.is_integer(type_):
+            return int(text)
+        if pa.types.is_floating(type_):
+            return float(text)
+        if pa.types.is_decimal(type_):
+            return _dec.Decimal(text)
+        if pa.types.is_date(type_):
+            return _dt.date.fromisoformat(text)
+        if pa.types.is_timestamp(type_):
+            return _dt.datetime.fromisoformat(text)
+        if pa.types.is_time(type_):
+            return _dt.time.fromisoformat(text)
+    except (ValueError, ArithmeticError) as e:
+        raise InvalidArgumentError(f"bad --partition {key}={text}: {key} is {type_}: {e}") from None
+    return text
+
+
+def typed_partitions(t: Table, specs: tuple[dict[str, str], ...] | list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Partition specs given as text (``--partition k=v``) with values converted using the
+    table's Arrow schema; the table's ``partition.default-name`` is null."""
+    keys = t.partition_keys
+    if not keys:
+        raise InvalidArgumentError(f"--partition: {t.path} is not partitioned")
+    null_name = t.effective_options["partition.default-name"]
+    out = []
+    for spec in specs:
+        typed: dict[str, Any] = {}
+        for k, text in spec.items():
+            if k not in keys:
+                raise InvalidArgumentError(f"bad --partition {k}={text}: {k!r} is not a partition key; "
+                                           f"partition keys are {', '.join(keys)}")
+            typed[k] = None if text == null_name else _typed_value(t.schema.field(k).type, text, k)
+        out.append(typed)
+    return out

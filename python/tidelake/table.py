@@ -11,9 +11,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from . import _internal
-from ._filters import to_filter_json
 from ._metadata import SchemaVersion, Snapshot, Tag
 from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError
+from .expr import Filter, Or, filter_json, to_filter
 from .lookup import Keys, Lookuper, key_table
 from .scan import Scan
 from .write import (
@@ -378,7 +378,7 @@ class Table:
 
         Returns (expression or None, columns to read). An Expression is applied by pyarrow after
         the merge, so every column is read and projected afterwards; the terms the planner can
-        take (:func:`tidelake._expressions.pushable_filter`) are pushed down as well.
+        take (:func:`tidelake.expr.substrait.pushable_filter`) are pushed down as well.
         """
         import pyarrow.compute as pc
 
@@ -414,11 +414,11 @@ class Table:
             if timestamp_ms is not None:
                 raise InvalidArgumentError("give timestamp or timestamp_ms, not both")
             timestamp_ms = _epoch_ms(timestamp)
-        filter_json = to_filter_json(filter)
-        raw = self._raw.scan(columns=columns, filter_json=filter_json, snapshot_id=snapshot_id, tag=tag,
+        tree = filter_json(to_filter(filter))
+        raw = self._raw.scan(columns=columns, filter_json=tree, snapshot_id=snapshot_id, tag=tag,
                              timestamp_ms=timestamp_ms, batch_size=batch_size,
                              options=list((options or {}).items()))
-        return Scan(self._raw, raw, columns, filter_json, with_row_kind=False)
+        return Scan(self._raw, raw, columns, tree, with_row_kind=False)
 
     def to_reader(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                   tag: str | None = None, timestamp_ms: int | None = None,
@@ -436,7 +436,7 @@ class Table:
         import pyarrow as pa
         import pyarrow.dataset as ds
 
-        from ._expressions import pushable_filter
+        from .expr.substrait import pushable_filter
 
         reader = self.scan(read_cols, pushable_filter(expr, self.schema), snapshot_id, tag, timestamp_ms, batch_size,
                            options, timestamp=timestamp).to_reader(progress)
@@ -557,10 +557,10 @@ class Table:
             raise InvalidArgumentError("changes need start_snapshot, start_timestamp or start_tag")
         if start_snapshot is not None and start_snapshot < 0:
             raise InvalidArgumentError(f"start_snapshot must be >= 0, got {start_snapshot}")
-        filter_json = to_filter_json(filter)
-        raw = self._raw.changes(start_snapshot, end_snapshot=end_snapshot, columns=columns, filter_json=filter_json,
+        tree = filter_json(to_filter(filter))
+        raw = self._raw.changes(start_snapshot, end_snapshot=end_snapshot, columns=columns, filter_json=tree,
                                 mode=mode, start_tag=start_tag, end_tag=end_tag)
-        return Scan(self._raw, raw, columns, filter_json, with_row_kind=True)
+        return Scan(self._raw, raw, columns, tree, with_row_kind=True)
 
     # ---- writes -------------------------------------------------------------------------------
 
@@ -661,7 +661,8 @@ class Table:
         if mode != "overwrite":
             raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
         dynamic = overwrite_partition == "dynamic"
-        spec = None if dynamic else self._partition_spec_json(overwrite_partition)
+        static = not dynamic and overwrite_partition is not None
+        spec = filter_json(self._partition_filter(overwrite_partition)) if static else None
         started = time.monotonic()
         w = TableWriter(self, overwrite=True)
         messages: list[CommitMessage] = []
@@ -678,16 +679,17 @@ class Table:
         w.close()
         return self._result(ids, started, overwrite=True)
 
-    def _partition_spec_json(self, spec: Any) -> str | None:
-        if spec is None:
-            return None
+    def _partition_filter(self, spec: Any) -> Filter:
+        """The filter selecting one partition (a dict of partition values)."""
         if not isinstance(spec, dict) or not spec:
             raise InvalidArgumentError("overwrite_partition must be a non-empty dict, 'dynamic' or None")
         unknown = [k for k in spec if k not in self.partition_keys]
         if unknown:
             raise InvalidArgumentError(f"{unknown} are not partition keys; partition keys are {self.partition_keys}")
         terms = [(k, "is_null") if v is None else (k, "=", v) for k, v in spec.items()]
-        return to_filter_json(terms)
+        tree = to_filter(terms)
+        assert tree is not None
+        return tree
 
     def upsert(self, data: Any, *, partial: bool = False, progress: Progress | None = None) -> WriteResult:
         """Insert or replace rows by primary key and commit; returns a
@@ -819,18 +821,16 @@ class Table:
         """
         import json
 
-        return json.loads(self._raw.compact(full, self._partitions_filter(partitions), progress))["snapshot_id"]
+        done = self._raw.compact(full, filter_json(self._partitions_filter(partitions)), progress)
+        return json.loads(done)["snapshot_id"]
 
-    def _partitions_filter(self, partitions: list[dict[str, Any]] | None) -> str | None:
-        """The filter JSON selecting ``partitions`` (a list of partition-value dicts)."""
-        import json
-
+    def _partitions_filter(self, partitions: list[dict[str, Any]] | None) -> Filter | None:
+        """The filter selecting ``partitions`` (a list of partition-value dicts)."""
         if partitions is None:
             return None
         if isinstance(partitions, dict) or not all(isinstance(p, dict) and p for p in partitions):
             raise InvalidArgumentError("partitions must be a list of non-empty dicts of partition values")
-        terms = [json.loads(self._partition_spec_json(p) or "null") for p in partitions]
-        return json.dumps({"op": "or", "args": terms})
+        return Or(tuple(self._partition_filter(p) for p in partitions))
 
     def compaction_plan(self, full: bool = False,
                         partitions: list[dict[str, Any]] | None = None) -> CompactionPlan:
@@ -840,7 +840,7 @@ class Table:
         Arguments as :meth:`compact`."""
         from .compaction import CompactionPlan
 
-        return CompactionPlan(self, self._raw.compaction_plan(full, self._partitions_filter(partitions)))
+        return CompactionPlan(self, self._raw.compaction_plan(full, filter_json(self._partitions_filter(partitions))))
 
     # ---- maintenance (snapshots, orphan files, tags, rollback, consumers, partitions, system tables) ----
 

@@ -35,5 +35,4 @@ from ._filter import parse_filter as parse_filter
 from ._format import _json_value as _json_value
 from ._format import paimon_type as paimon_type
 from ._params import _PARTITION as _PARTITION
-from ._params import _typed_partitions as _typed_partitions
 from ._params import parse_duration as parse_duration

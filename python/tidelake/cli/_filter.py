@@ -1,15 +1,13 @@
 """The ``--filter`` option of ``cat``: the engine's text filter language (see
-:func:`tidelake._filters.parse_filter_text`), with errors naming the option."""
+:func:`tidelake.expr.parse_filter_text`), with errors naming the option."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import exceptions as exc
-from .._filters import parse_filter_text
+from ..expr import Filter, parse_filter_text
 
 
-def parse_filter(text: str) -> dict[str, Any]:
+def parse_filter(text: str) -> Filter:
     """Parse ``--filter`` into the engine's filter tree (an ``or`` of ``and``s of terms).
 
     Terms: ``col OP value`` with OP one of ``= == != <> < <= > >=``; ``col in (v1, v2)``;

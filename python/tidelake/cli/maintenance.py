@@ -12,10 +12,11 @@ from typing import Any
 import click
 
 from .. import exceptions as exc
+from ..maintenance import typed_partitions
 from ..table import Table
 from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
 from ._format import _count, _fmt_duration, _human_bytes, _json_value, _ms, _print_table, _progress, _rel, _summary
-from ._params import _DURATION, _PARTITION, _PARTITION_OPT_HELP, _now_ms, _spec_text, _typed_partitions
+from ._params import _DURATION, _PARTITION, _PARTITION_OPT_HELP, _now_ms, _spec_text
 
 
 @main.command("expire-snapshots", short_help="Expire old snapshots and the files only they use.")
@@ -135,7 +136,7 @@ def drop_partition(path: str, partitions: tuple[dict[str, str], ...], as_json: b
     Example: tidelake drop-partition wh/db.db/orders --partition dt=2024-05-14,hour=3
     """
     t = _open(path)
-    specs = _typed_partitions(t, partitions)
+    specs = typed_partitions(t, partitions)
     before = t.latest_snapshot()
     sid = t.drop_partitions(specs)
     after = t.snapshot(sid) if sid is not None else None
@@ -172,7 +173,7 @@ def compact(path: str, full: bool, partitions: tuple[dict[str, str], ...], as_js
     t = _open(path)
     if not hasattr(t, "compact"):
         raise exc.UnsupportedError("compact is not available in this tidelake build")
-    specs = _typed_partitions(t, partitions) if partitions else None
+    specs = typed_partitions(t, partitions) if partitions else None
     files_before, l0_before = _level_counts(t)
     with contextlib.ExitStack() as stack:
         bars: list = []

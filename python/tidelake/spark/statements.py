@@ -14,7 +14,7 @@ sqlglot cannot parse) goes to ``spark.sql`` unchanged.
 * ``CALL [sys.]compact|expire_snapshots|create_tag|rollback(...)``: Paimon's procedures, with
   Paimon's argument names (by name ``table => 'db.t'`` or by position).
 * ``DELETE FROM``, ``UPDATE``, ``MERGE INTO`` on a tidelake table become a
-  :class:`~tidelake._spark_dml.DmlPlan` (plain data) run by :func:`tidelake.spark.delete` /
+  :class:`~tidelake.spark.dml.DmlPlan` (plain data) run by :func:`tidelake.spark.delete` /
   ``update`` / ``merge``.
 
 A table is named by path, ``tidelake.`/path/to/t```, or as ``db.table`` of the warehouse given
@@ -32,11 +32,11 @@ import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from . import _spark_io as io
-from ._spark_dml import DmlPlan, MergeClause, run_dml
-from .catalog import Catalog
-from .exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
-from .table import Table, open_or_create_table, open_table
+from ..catalog import Catalog
+from ..exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
+from ..table import Table, open_or_create_table, open_table
+from . import io
+from .dml import DmlPlan, MergeClause, run_dml
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -191,7 +191,7 @@ def _create_database(ctx: _Context, stmt: exp.Create) -> DataFrame | None:
 def _insert(ctx: _Context, stmt: exp.Insert) -> DataFrame | None:
     from sqlglot import exp
 
-    from .spark import write
+    from . import write
 
     target, columns = stmt.this, None
     if isinstance(target, exp.Schema):
@@ -284,15 +284,15 @@ class _Procedures:
             raise UnsupportedError(f"{name}: argument(s) {', '.join(given)} are not supported by tidelake")
 
     def compact(self, partitions: str | None = None, compact_strategy: str = "full", **rest: Any) -> DataFrame:
-        from .cli._params import _typed_partitions
-        from .spark import compact
+        from ..maintenance import typed_partitions
+        from . import compact
 
         self._only("compact", rest)
         if compact_strategy not in ("full", "minor"):
             raise InvalidArgumentError(f"compact_strategy must be 'full' or 'minor', got {compact_strategy!r}")
         specs = None
         if partitions:
-            specs = _typed_partitions(self.table, [dict(_key_value(kv) for kv in p.split(","))
+            specs = typed_partitions(self.table, [dict(_key_value(kv) for kv in p.split(","))
                                                    for p in partitions.split(";")])
         snapshot = compact(self.ctx.spark, self.table.path, full=compact_strategy == "full", partitions=specs,
                            storage_options=self.table.storage_options or None)
@@ -300,7 +300,7 @@ class _Procedures:
 
     def expire_snapshots(self, retain_max: int | None = None, retain_min: int | None = None,
                          older_than: Any = None, max_deletes: int | None = None, **rest: Any) -> DataFrame:
-        from .table import _epoch_ms
+        from ..table import _epoch_ms
 
         self._only("expire_snapshots", rest)
         done = self.table.expire_snapshots(retain_min, retain_max,
@@ -308,7 +308,7 @@ class _Procedures:
         return self.ctx.result([(done["snapshots"],)], "expired_snapshots bigint")
 
     def create_tag(self, tag: str, snapshot: int | None = None, time_retained: str | None = None) -> DataFrame:
-        from .cli._params import parse_duration
+        from ..maintenance import parse_duration
 
         made = self.table.create_tag(tag, None if snapshot is None else int(snapshot),
                                      None if time_retained is None else parse_duration(str(time_retained)))

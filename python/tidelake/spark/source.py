@@ -19,7 +19,7 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
   reads the latest snapshot. Invariant: tasks of one query read one snapshot as long as
   writers' clocks are not behind the driver's.
 * Option ``skip-plain-splits`` (set by :func:`tidelake.spark.read`, with a pinned snapshot):
-  only the splits that are not plain Parquet files (:mod:`tidelake._spark_plain`).
+  only the splits that are not plain Parquet files (:mod:`tidelake.spark.plain`).
 * ``read()`` casts every batch to exactly the Arrow schema Spark checks; a user
   ``.schema(...)`` selects columns.
 * Filter push-down (pruning only: Spark still applies every filter) is offered by
@@ -31,17 +31,15 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
 * Writes (``append`` / ``overwrite``; Spark itself refuses ``errorifexists`` and ``ignore``
   for Python sources): ``writer()`` creates a missing table from the DataFrame's schema and
   the ``primary-key`` / ``partition-by`` / ``bucket`` / other table options
-  (:class:`~tidelake._spark_io.CreateSpec`); given for an existing table, the keys must match.
+  (:class:`~tidelake.spark.io.CreateSpec`); given for an existing table, the keys must match.
   Every task writes its own uniquely named files with an engine writer and returns the
   commit-message bytes; ``commit()`` commits them atomically as (``spark-batch-<uuid>``,
-  :data:`~tidelake._spark_io.JOB_IDENTIFIER`); ``abort()`` deletes the files only when that
+  :data:`~tidelake.spark.io.JOB_IDENTIFIER`); ``abort()`` deletes the files only when that
   commit did not land.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -56,16 +54,18 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from . import _spark_io as io
-from ._spark_plain import SKIP_PLAIN, plain_files
-from .exceptions import InvalidArgumentError
-from .scan import Split
+from .. import expr
+from ..exceptions import InvalidArgumentError
+from ..expr.spark_filters import spark_filter
+from ..scan import Split
+from . import io
+from .plain import SKIP_PLAIN, plain_files
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
     from pyspark.sql.types import StructType
 
-    from .table import Table
+    from ..table import Table
 
 __all__ = ["TidelakeDataSource", "PushdownDataSource", "SplitPartition", "LatestPartition", "TaskMessages"]
 
@@ -87,7 +87,7 @@ class LatestPartition(InputPartition):
     split (see the module docs)."""
 
     def __init__(self, where: io.Location, slot: int, slots: int, columns: list[str] | None,
-                 filters: list[tuple[str, str, Any]]) -> None:
+                 filters: list[expr.Filter]) -> None:
         super().__init__(slot)
         self.where, self.slot, self.slots = where, slot, slots
         self.columns, self.filters = columns, filters
@@ -125,7 +125,7 @@ def latest_splits(partition: LatestPartition) -> list[Split]:
     if key not in _PLANS:
         if len(_PLANS) >= _PLANS_KEPT:
             _PLANS.pop(next(iter(_PLANS)))
-        scan = table.scan(columns=partition.columns, filter=partition.filters or None, snapshot_id=snapshot.id)
+        scan = table.scan(columns=partition.columns, filter=expr.all_of(partition.filters), snapshot_id=snapshot.id)
         _PLANS[key] = scan.splits()
     return _PLANS[key]
 
@@ -168,7 +168,7 @@ class BatchReader(DataSourceReader):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.schema = schema
-        self.filters: list[tuple[str, str, Any]] = []
+        self.filters: list[expr.Filter] = []
 
     def partitions(self) -> list[InputPartition]:
         where = io.location(self.options)
@@ -177,7 +177,7 @@ class BatchReader(DataSourceReader):
         pinned = io.time_travel(self.options)
         if io.flag(self.options, SKIP_PLAIN):
             return self.not_plain_partitions(table, columns, pinned)
-        splits = table.scan(columns=columns, filter=self.filters or None, **pinned).splits()
+        splits = table.scan(columns=columns, filter=expr.all_of(self.filters), **pinned).splits()
         if io.is_pinned(pinned):
             return [SplitPartition(s) for s in splits]
         # As many slots as splits now, and at least one per bucket of a fixed-bucket table, so
@@ -187,7 +187,7 @@ class BatchReader(DataSourceReader):
 
     def not_plain_partitions(self, table: Table, columns: list[str] | None,
                              pinned: dict[str, Any]) -> list[InputPartition]:
-        """The splits of a pinned snapshot that :func:`~tidelake._spark_plain.plain_files` does
+        """The splits of a pinned snapshot that :func:`~tidelake.spark.plain.plain_files` does
         not give (:func:`tidelake.spark.read` reads those with Spark's Parquet reader). Planned
         without filters, as there, so that both classify the same splits."""
         if not io.is_pinned(pinned):
@@ -200,43 +200,13 @@ class BatchReader(DataSourceReader):
         return read_partition(partition, self.schema)
 
 
-_COMPARISONS = {"EqualTo": "=", "GreaterThan": ">", "GreaterThanOrEqual": ">=", "LessThan": "<",
-                "LessThanOrEqual": "<="}
-
-
-def _pushable_value(value: Any) -> bool:
-    # Timestamps are left to Spark: their zone semantics differ between TIMESTAMP and
-    # TIMESTAMP_LTZ columns. Everything else converts exactly.
-    if isinstance(value, dt.datetime):
-        return False
-    return isinstance(value, (bool, int, float, str, dt.date, decimal.Decimal))
-
-
-def filter_term(f: Filter) -> tuple[str, str, Any] | None:
-    """A Spark data source filter as a tidelake DNF term, or None when it is not pushed."""
-    attribute: tuple[str, ...] = getattr(f, "attribute", ())
-    if len(attribute) != 1:
-        return None
-    column, kind = attribute[0], type(f).__name__
-    value: Any = getattr(f, "value", None)  # comparisons and In have one; the Filter base has not
-    if kind in _COMPARISONS and _pushable_value(value):
-        return (column, _COMPARISONS[kind], value)
-    if kind == "In" and value and all(_pushable_value(v) for v in value):
-        return (column, "in", list(value))
-    if kind == "IsNull":
-        return (column, "is_null", None)
-    if kind == "IsNotNull":
-        return (column, "is_not_null", None)
-    return None
-
-
 class PushdownReader(BatchReader):
     """A :class:`BatchReader` that uses Spark's filters to prune partitions, files and row
     groups. Spark still evaluates every filter (they are all returned as not handled)."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         for f in filters:
-            term = filter_term(f)
+            term = spark_filter(f)
             if term is not None:
                 self.filters.append(term)
             yield f
@@ -290,12 +260,12 @@ class TidelakeDataSource(DataSource):
         return BatchWriter(options, overwrite)
 
     def streamReader(self, schema: StructType) -> Any:
-        from ._spark_stream import StreamReader
+        from .stream import StreamReader
 
         return StreamReader(dict(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
-        from ._spark_stream import StreamWriter
+        from .stream import StreamWriter
 
         options = dict(self.options)
         io.CreateSpec.of_options(options).open_or_create(io.location(options), io.arrow_schema(schema), "append")

@@ -9,8 +9,9 @@ literal cast the literal to the column's type (``dt = '2024-05-14'`` on a date c
 engines do. Conditions evaluate with SQL's three-valued logic; a NULL condition does not hold.
 
 The simple conjuncts of a filter (``column <op> literal``, ``column [NOT] IN (...)``,
-``column IS [NOT] NULL``) are also returned as the engine's JSON filter tree by
-:func:`pushdown_tree`, to prune partitions, buckets and files before any row is read.
+``column IS [NOT] NULL``) are also returned as the typed filter tree by :func:`pushdown_tree`,
+to prune partitions, buckets and files before any row is read. Comparison operators come from
+the tree's one operator table (:class:`~.tree.Compare`).
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .exceptions import InvalidArgumentError
+from ..exceptions import InvalidArgumentError
+from .tree import Compare, Comparison, Filter, InList, IsNull, all_of, json_literal
 
 Resolver = Callable[[str | None, str], tuple[str, Any]]
 """``resolve(qualifier, column) -> (field name, pyarrow type)``."""
 
-_COMPARE = {"EQ": "equal", "NEQ": "not_equal", "GT": "greater", "GTE": "greater_equal",
-            "LT": "less", "LTE": "less_equal"}
+_COMPARE = {"EQ": Compare.EQ, "NEQ": Compare.NE, "GT": Compare.GT, "GTE": Compare.GE, "LT": Compare.LT,
+            "LTE": Compare.LE}
+"""sqlglot's comparison node classes."""
 _ARITH = {"Add": "add_checked", "Sub": "subtract_checked", "Mul": "multiply_checked", "Div": "divide_checked"}
-_TREE_OPS = {"EQ": "eq", "NEQ": "ne", "GT": "gt", "GTE": "ge", "LT": "lt", "LTE": "le"}
-_FLIPPED = {"gt": "lt", "ge": "le", "lt": "gt", "le": "ge", "eq": "eq", "ne": "ne"}
 _FUNCTIONS = {"ABS": "abs", "UPPER": "utf8_upper", "LOWER": "utf8_lower", "LENGTH": "utf8_length",
               "TRIM": "utf8_trim_whitespace", "ROUND": "round", "FLOOR": "floor", "CEIL": "ceil"}
 
@@ -127,7 +128,7 @@ class _Translator:
             return self.expr(node.this)
         if kind in _COMPARE:
             left, right = self.pair(node)
-            return getattr(pc, _COMPARE[kind])(left, right)
+            return getattr(pc, _COMPARE[kind].arrow_function)(left, right)
         if isinstance(node, exp.And):
             return pc.and_kleene(self.expr(node.left), self.expr(node.right))
         if isinstance(node, exp.Or):
@@ -198,10 +199,10 @@ def _arrow_type(node: Any, translator: _Translator) -> Any:
     return types[name]
 
 
-def pushdown_tree(text: str, columns: set[str], qualifier: str | None = None) -> dict[str, Any] | None:
-    """The engine filter tree of the simple conjuncts of ``text`` on ``columns`` (a superset of
-    the rows ``text`` selects), or None when there is none. Columns qualified by another name
-    than ``qualifier`` are left out."""
+def pushdown_tree(text: str, columns: set[str], qualifier: str | None = None) -> Filter | None:
+    """The filter tree of the simple conjuncts of ``text`` on ``columns`` (a superset of the
+    rows ``text`` selects), or None when there is none. Columns qualified by another name than
+    ``qualifier`` are left out."""
     from sqlglot import exp
 
     def name_of(node: Any) -> str | None:
@@ -217,35 +218,32 @@ def pushdown_tree(text: str, columns: set[str], qualifier: str | None = None) ->
             if node.is_string:
                 return True, node.this
             text = node.this
-            return True, float(text) if any(c in text for c in ".eE") else int(text)
+            return True, json_literal(float(text) if any(c in text for c in ".eE") else int(text))
         return False, None
 
-    def term(node: Any) -> dict[str, Any] | None:
+    def term(node: Any) -> Filter | None:
         kind = type(node).__name__
-        if kind in _TREE_OPS:
-            left, right = name_of(node.left), name_of(node.right)
-            if left is not None:
-                ok, value = value_of(node.right)
-                return {"op": _TREE_OPS[kind], "field": left, "value": value} if ok else None
-            if right is not None:
-                ok, value = value_of(node.left)
-                op = _FLIPPED[_TREE_OPS[kind]]
-                return {"op": op, "field": right, "value": value} if ok else None
-            return None
+        if kind in _COMPARE:
+            op, left, right = _COMPARE[kind], name_of(node.left), name_of(node.right)
+            if left is None and right is not None:
+                op, left, node_value = op.mirrored, right, node.left
+            else:
+                node_value = node.right
+            if left is None:
+                return None
+            ok, value = value_of(node_value)
+            return Comparison(left, op, value) if ok else None
         if isinstance(node, exp.In) and name_of(node.this) is not None and node.expressions:
             values = [value_of(v) for v in node.expressions]
             if all(ok for ok, _ in values):
-                return {"op": "in", "field": name_of(node.this), "values": [v for _, v in values]}
+                return InList(node.this.name, tuple(v for _, v in values))
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and name_of(node.this):
-            return {"op": "is_null", "field": name_of(node.this)}
+            return IsNull(node.this.name)
         if (isinstance(node, exp.Not) and isinstance(node.this, exp.Is)
                 and isinstance(node.this.expression, exp.Null) and name_of(node.this.this)):
-            return {"op": "is_not_null", "field": name_of(node.this.this)}
+            return IsNull(node.this.this.name, negated=True)
         return None
 
     tree = parse(text)
     conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
-    terms = [t for t in (term(c.unnest()) for c in conjuncts) if t is not None]
-    if not terms:
-        return None
-    return terms[0] if len(terms) == 1 else {"op": "and", "args": terms}
+    return all_of(term(c.unnest()) for c in conjuncts)

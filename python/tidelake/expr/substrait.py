@@ -2,7 +2,7 @@
 
 pyarrow serialises an expression to Substrait (``Expression.to_substrait``, its public
 interchange form); the ``substrait`` package (the ``duckdb`` extra) decodes that, and
-:func:`pushable_filter` turns what it can state exactly into tidelake's filter tree: column
+:func:`pushable_filter` turns what it can state exactly into the typed filter tree: column
 versus literal comparisons, ``is_in``, null checks and boolean columns, joined by AND/OR.
 
 Invariant: the pushed tree is implied by the expression (every row the expression keeps, the
@@ -20,15 +20,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from ._filters import json_literal, literal_fits
+from .tree import Compare, Comparison, Filter, InList, IsNull, all_of, any_of, json_literal, literal_fits
 
-_COMPARE = {"equal": "eq", "not_equal": "ne", "lt": "lt", "lte": "le", "gt": "gt", "gte": "ge"}
-_MIRROR = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+__all__ = ["pushable_filter"]
+
+_COMPARE = {"equal": Compare.EQ, "not_equal": Compare.NE, "lt": Compare.LT, "lte": Compare.LE,
+            "gt": Compare.GT, "gte": Compare.GE}
+"""Substrait's comparison function names."""
 
 
-def pushable_filter(expression: Any, schema: pa.Schema) -> dict[str, Any] | None:
-    """A tidelake filter tree implied by ``expression`` (over ``schema``), or None when no part
-    of it can be pushed."""
+def pushable_filter(expression: Any, schema: pa.Schema) -> Filter | None:
+    """A filter tree implied by ``expression`` (over ``schema``), or None when no part of it
+    can be pushed."""
     try:
         from substrait import extended_expression_pb2
     except ImportError:
@@ -51,40 +54,38 @@ class _Translator:
         self._functions = functions
         self._schema = schema
 
-    def tree(self, node: Any) -> dict[str, Any] | None:
+    def tree(self, node: Any) -> Filter | None:
         kind = node.WhichOneof("rex_type")
         if kind == "selection":  # a boolean column on its own
             column = self._column(node)
             if column is None or not pa.types.is_boolean(self._schema.field(column).type):
                 return None
-            return {"op": "eq", "field": column, "value": True}
+            return Comparison(column, Compare.EQ, True)
         if kind == "singular_or_list":
             column = self._column(node.singular_or_list.value)
             values = [self._literal(o) for o in node.singular_or_list.options]
             if column is None or not values or any(v is None or not self._fits(v, column) for v in values):
                 return None
-            return {"op": "in", "field": column, "values": [json_literal(v) for v in values]}
+            return InList(column, tuple(json_literal(v) for v in values))
         if kind != "scalar_function":
             return None
         call = node.scalar_function
         name = self._functions.get(call.function_reference)
         args = [a.value for a in call.arguments]
         if name == "and":
-            kept = [t for t in map(self.tree, args) if t is not None]
-            return None if not kept else kept[0] if len(kept) == 1 else {"op": "and", "args": kept}
+            return all_of(map(self.tree, args))
         if name == "or":
-            parts = [self.tree(a) for a in args]
-            return {"op": "or", "args": parts} if parts and all(p is not None for p in parts) else None
+            return any_of([self.tree(a) for a in args])
         if name in ("is_null", "is_not_null") and len(args) == 1:
             column = self._column(args[0])
-            return None if column is None else {"op": name, "field": column}
+            return None if column is None else IsNull(column, name == "is_not_null")
         if name in _COMPARE and len(args) == 2:
             op, column, value = _COMPARE[name], self._column(args[0]), self._literal(args[1])
             if column is None:
-                op, column, value = _MIRROR[op], self._column(args[1]), self._literal(args[0])
+                op, column, value = op.mirrored, self._column(args[1]), self._literal(args[0])
             if column is None or value is None or not self._fits(value, column):
                 return None
-            return {"op": op, "field": column, "value": json_literal(value)}
+            return Comparison(column, op, json_literal(value))
         return None
 
     def _column(self, node: Any) -> str | None:

@@ -41,10 +41,10 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from . import _spark_io as io
-from ._spark_source import SplitPartition, TaskMessages, all_payloads, read_partition, task_id, task_payloads
-from .exceptions import InvalidArgumentError
-from .table import Table
+from ..exceptions import InvalidArgumentError
+from ..table import Table
+from . import io
+from .source import SplitPartition, TaskMessages, all_payloads, read_partition, task_id, task_payloads
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

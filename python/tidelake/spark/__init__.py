@@ -7,7 +7,7 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   the ``pyspark_tidelake`` module shipped with the wheel also auto-registers it).
 * :func:`read` reads a table as ``spark.read.format("tidelake")`` does, with Spark's own
   Parquet reader for the splits that are plain Parquet files (pinned to the snapshot current
-  when it is called; :mod:`tidelake._spark_plain`).
+  when it is called; :mod:`tidelake.spark.plain`).
 * :func:`write` writes a DataFrame with ``mode="append" | "overwrite" | "upsert" | "delete"``
   through ``DataFrame.mapInArrow`` (Spark 3.3+). On primary-key tables rows are routed by
   Paimon's bucket hash (computed by the engine) so that each (partition, bucket) has one
@@ -17,15 +17,15 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   rejects update mode for Python sinks), exactly-once per (query, batch id).
 * :func:`register_kafka` makes ``spark.readStream.format("tidelake-kafka")`` available: Kafka
   topics read through confluent-kafka, for clusters without Spark's Kafka connector
-  (:mod:`tidelake._spark_kafka`).
+  (:mod:`tidelake.spark.kafka`).
 * :func:`cdc_sink` is a ``foreachBatch`` function applying database change messages (Debezium,
   Canal, Maxwell, OGG JSON in a ``value`` column, as Kafka gives) with :func:`tidelake.cdc.sync`,
   exactly-once per (query, batch id).
 * :func:`compact` compacts a table with Spark: planned on the driver, one task per bucket on
   the executors, one commit on the driver (:mod:`tidelake.compaction`).
 * :func:`sql` runs CREATE TABLE / INSERT / CALL / DELETE / UPDATE / MERGE on tidelake tables
-  and passes other statements to ``spark.sql`` (:mod:`tidelake._spark_sql`); :func:`delete`,
-  :func:`update` and :func:`merge` are row-level DML (:mod:`tidelake._spark_dml`: one task per
+  and passes other statements to ``spark.sql`` (:mod:`tidelake.spark.statements`); :func:`delete`,
+  :func:`update` and :func:`merge` are row-level DML (:mod:`tidelake.spark.dml`: one task per
   target (partition, bucket) in the executors, one atomic commit on the driver).
 
 Every object Spark pickles holds plain data; the table is opened inside each task.
@@ -39,18 +39,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from . import _spark_io as io
-from ._spark_dml import delete, merge, update
-from ._spark_plain import read
-from ._spark_sql import CATALOG_CONF, WAREHOUSE_CONF, sql
-from .exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
-from .table import Table
-from .write import TableWriter
+from ..exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
+from ..table import Table
+from ..write import TableWriter
+from . import io
+from .dml import delete, merge, update
+from .plain import read
+from .statements import CATALOG_CONF, WAREHOUSE_CONF, sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from .cdc import Format
+    from ..cdc import Format
 
 __all__ = ["register", "register_kafka", "read", "write", "upsert_sink", "cdc_sink", "compact", "sql", "delete",
            "update", "merge", "BUCKET_COLUMN"]
@@ -96,7 +96,7 @@ def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str 
     import pyspark
 
     try:
-        from ._spark_source import PushdownDataSource, TidelakeDataSource
+        from .source import PushdownDataSource, TidelakeDataSource
     except ImportError as e:  # PySpark < 4.0
         raise UnsupportedError(f"the tidelake Spark source needs PySpark 4.0+ ({e}); "
                                "tidelake.spark.write works from Spark 3.3") from e
@@ -120,7 +120,7 @@ def register_kafka(spark: SparkSession) -> None:
     """Register the ``tidelake-kafka`` streaming source with ``spark`` (PySpark 4.2+ and
     confluent-kafka on the driver and workers): ``key, value, topic, partition, offset,
     timestamp`` rows of Kafka topics, offsets kept in the query's checkpoint (options in
-    :mod:`tidelake._spark_kafka` and the README). With :func:`cdc_sink` the pipeline is
+    :mod:`tidelake.spark.kafka` and the README). With :func:`cdc_sink` the pipeline is
     exactly-once.
 
     Example::
@@ -134,7 +134,7 @@ def register_kafka(spark: SparkSession) -> None:
         UnsupportedError: PySpark without the streaming Python Data Source API.
     """
     try:
-        from ._spark_kafka import KafkaDataSource
+        from .kafka import KafkaDataSource
     except ImportError as e:
         raise UnsupportedError(f"the tidelake-kafka source needs PySpark 4.2+ ({e})") from e
     spark.dataSource.register(KafkaDataSource)
@@ -338,14 +338,14 @@ def cdc_sink(target: str, format: Format = "debezium-json", commit_user: str | N
             .writeStream.foreachBatch(tidelake.spark.cdc_sink("/wh", "debezium-json")) \\
             .option("checkpointLocation", "/chk/cdc").start()
     """
-    from .cdc import FORMATS
+    from ..cdc import FORMATS
 
     if format not in FORMATS:
         raise InvalidArgumentError(f"unknown CDC format {format!r}; formats are {', '.join(FORMATS)}")
 
     def sink(batch: DataFrame, batch_id: int) -> None:
-        from .catalog import Catalog
-        from .cdc import sync
+        from ..catalog import Catalog
+        from ..cdc import sync
 
         user = _streaming_commit_user(batch, commit_user, "cdc_sink")
         columns = ["key", "value"] if "key" in batch.columns else ["value"]
@@ -371,7 +371,7 @@ class _CompactionRunner:
         self.storage_options = storage_options
 
     def __call__(self, tasks: Iterable[bytes]) -> Iterator[bytes]:
-        from .compaction import run_compaction_task
+        from ..compaction import run_compaction_task
 
         for task in tasks:
             yield run_compaction_task(bytes(task), self.storage_options)

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from . import _internal
-from . import exceptions as errors
-from .exceptions import InvalidArgumentError
-from .table import Table, open_or_create_table, open_table
-from .write import CommitMessage, TableWriter
+from .. import _internal
+from .. import exceptions as errors
+from ..exceptions import InvalidArgumentError
+from ..table import Table, open_or_create_table, open_table
+from ..write import CommitMessage, TableWriter
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -318,7 +318,7 @@ def typed_errors() -> Iterator[None]:
 
 
 def _probe_worker(_: Any) -> str:
-    from . import _internal as engine  # noqa: F401  (the import is the check)
+    from .. import _internal as engine  # noqa: F401  (the import is the check)
 
     return sys.executable
 

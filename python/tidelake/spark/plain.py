@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from . import _spark_io as io
-from .exceptions import InvalidArgumentError
-from .scan import Scan
-from .table import Table, open_table
+from ..exceptions import InvalidArgumentError
+from ..scan import Scan
+from ..table import Table, open_table
+from . import io
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

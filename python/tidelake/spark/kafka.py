@@ -34,8 +34,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from . import _spark_io as io
-from .exceptions import InvalidArgumentError, StorageError, UnsupportedError
+from ..exceptions import InvalidArgumentError, StorageError, UnsupportedError
+from . import io
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

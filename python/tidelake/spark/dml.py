@@ -34,17 +34,18 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from . import _spark_io as io
-from . import dml
-from ._internal import RawTable
-from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError
-from .write import ONE_SHOT_RETRIES
+from .. import dml
+from .._internal import RawTable
+from ..exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError
+from ..write import ONE_SHOT_RETRIES
+from . import io
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from .table import Table
-    from .write import WriteResult
+    from ..expr import Filter
+    from ..table import Table
+    from ..write import WriteResult
 
 __all__ = ["DmlPlan", "MergeClause", "SparkMerge", "delete", "update", "merge", "run_dml"]
 
@@ -130,7 +131,7 @@ class _Grouping:
         return partition, bucket
 
 
-def _plan(table: Table, snapshot: int | None, tree: dict[str, Any] | None,
+def _plan(table: Table, snapshot: int | None, tree: Filter | None,
           level: str) -> tuple[_Grouping, dict[Group, Splits]]:
     """The splits of ``snapshot`` the filter ``tree`` keeps, grouped into tasks."""
     if snapshot is None:

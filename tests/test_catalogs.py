@@ -255,7 +255,7 @@ def test_the_cli_works_through_a_catalog(tmp_path):
 
 def test_spark_sql_resolves_tables_through_the_catalog(spark, tmp_path, java):  # noqa: F811
     import tidelake.spark
-    from tidelake._spark_sql import CATALOG_CONF
+    from tidelake.spark.statements import CATALOG_CONF
 
     options = {"metastore": "jdbc", "warehouse": str(tmp_path / "wh"), "uri": f"jdbc:sqlite:{tmp_path}/c.db",
                "lock.enabled": "true"}

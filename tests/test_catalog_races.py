@@ -37,6 +37,9 @@ def test_java_and_tidelake_writers_share_the_jdbc_lock(backend, tmp_path, reques
         pg = request.getfixturevalue("postgres")
         jdbc = {"uri": pg.jdbc_uri(pg.new_database()), **pg.credentials}
     options = jdbc_options(tmp_path, jdbc)
-    counts = run_soak(tmp_path, options, options, None, SECONDS)
+    # tidelake's writers pause 0.2 s between commits: Java's commit is optimistic outside the lock
+    # (it reads the latest snapshot, writes its manifests, then takes the lock and gives up if the
+    # next id was taken), so a commit every few ms from others starves it through its 10 retries
+    counts = run_soak(tmp_path, options, options, None, SECONDS, pause=0.2)
     check(counts, min_acks=3)
     assert counts["compactor"]["compacted"] >= 1, counts

@@ -382,9 +382,13 @@ def test_help_is_complete():
         line = next((ln for ln in parent_help.splitlines() if ln.split()[:1] == [leaf]), None)
         assert line is not None and not line.rstrip().endswith("..."), f"{name} is not listed in full: {line}"
         text = run(*name.split(), "--help").stdout
-        assert text.startswith(f"Usage: tidelake {name} [OPTIONS] PATH"), text.splitlines()[0]
         assert command.help and len(command.help.split()) >= 5, name
-        assert "PATH" in command.help, f"{name}: the help does not say what PATH is"
+        if name.split()[0] == "catalog":  # acts on the catalog of --catalog, not on a table at PATH
+            assert text.startswith(f"Usage: tidelake {name} [OPTIONS]"), text.splitlines()[0]
+            assert "--catalog" in command.help or name != "catalog", "the catalog group must say where it comes from"
+        else:
+            assert text.startswith(f"Usage: tidelake {name} [OPTIONS] PATH"), text.splitlines()[0]
+            assert "PATH" in command.help, f"{name}: the help does not say what PATH is"
         for param in command.params:
             if isinstance(param, cli.click.Option):
                 assert param.help, f"{name} {param.opts} has no help"

@@ -324,6 +324,29 @@ def test_dml_errors_are_typed(tmp_path):
     assert len(t.snapshots()) == 1
 
 
+@pytest.mark.parametrize("options", [
+    {"ignore-delete": "true"},
+    {"deduplicate.ignore-delete": "TRUE"},
+    {"first-row.ignore-delete": "true"},
+    {"merge-engine": "Partial-Update", "partial-update.ignore-delete": "true"},
+], ids=["plain", "deduplicate", "first-row", "partial-update"])
+def test_a_delete_the_table_would_ignore_is_refused(tmp_path, options):
+    """``ignore-delete`` under any of the keys Paimon reads for it (case-insensitive values and
+    engine names): a delete or a merge's delete is refused, never acknowledged and dropped."""
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["id", "p"], options=options)
+    t.write(table_of([{"id": 1, "p": "a", "qty": 1, "name": "t"}, {"id": 2, "p": "a", "qty": 2, "name": "u"}]))
+    with pytest.raises(tidelake.UnsupportedError, match="ignores deletes"):
+        t.delete([("id", "=", 2)])
+    with pytest.raises(tidelake.UnsupportedError, match="ignores deletes"):
+        t.merge(pa.table({"id": [2], "p": ["a"]}), on=["id", "p"]).when_matched_delete().execute()
+    with pytest.raises(tidelake.UnsupportedError, match="ignores deletes"):
+        t.delete_keys(pa.table({"id": pa.array([2], pa.int64()), "p": ["a"]}))
+    assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == [1, 2]
+    assert len(t.snapshots()) == 1
+    t.update({"qty": 7}, filter=[("id", "=", 1)])  # what the table can take still works
+    assert {r["id"]: r["qty"] for r in t.to_arrow().to_pylist()} == {1: 7, 2: 2}
+
+
 def test_dml_reads_only_pruned_files(tmp_path):
     """A delete, update or merge touches the files that can hold its rows: the other
     partition's file stays, and its rows are never read (a corrupt file there is not hit)."""
@@ -613,6 +636,11 @@ def test_java_and_pypaimon_read_dml_results(java, tmp_path, kind):  # noqa: F811
     t.update({"name": "'u'", "qty": "qty * 2"}, [("p", "=", "a")])
     (t.merge(table_of([{"id": i, "p": "b", "qty": 1, "name": "m"} for i in range(15, 25)]), on=["id", "p"])
      .when_matched_update("*").when_not_matched_insert("*").execute())
+    if kind == "partial":  # a row deleted, then partially written again: its other columns are gone
+        t.delete([("id", "=", 5)])
+        t.upsert(pa.table({"id": pa.array([5], pa.int64()), "p": ["b"], "qty": pa.array([50], pa.int64())}),
+                 partial=True)
+        assert [r for r in t.to_arrow().to_pylist() if r["id"] == 5] == [{"id": 5, "p": "b", "qty": 50, "name": None}]
     # pypaimon 2.1 refuses partial-update.remove-record-on-delete (NotImplementedError): Java only
     compare_read(java, t, wh, kind, pypaimon=kind != "partial")
 

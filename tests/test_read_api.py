@@ -9,6 +9,7 @@ import ast
 import datetime as dt
 import importlib.metadata
 import inspect
+import json
 import math
 import multiprocessing
 import pathlib
@@ -210,6 +211,12 @@ class _Returns:
         for batch in batches:
             assert isinstance(batch, pa.RecordBatch)
         r("RawScan", "to_table", scan.to_table())
+        units = json.loads(r("RawScan", "native_units", scan.native_units()))
+        files = [f for unit in units if unit["kind"] == "files" for f in unit["files"]]
+        assert r("RawTable", "deleted_positions", raw.deleted_positions(json.dumps(files))).num_rows == 0
+        tasks = r("RawScan", "packed_splits", scan.packed_splits())
+        assert sorted(i for task in tasks for i in task) == list(range(len(splits)))
+        assert _internal.pack_split_payloads(splits, 128 << 20, 4 << 20) == tasks  # the defaults
         for split in splits[:1]:
             r("RawScan", "read_split", scan.read_split(split))
             r("RawTable", "read_split", raw.read_split(split, scan.schema_id, columns=None, filter_json=None,
@@ -350,8 +357,26 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     evolved.commit(cdc_writer.prepare_commit(), "me", 3, properties=[])  # after the DML commits 1 and 2
     cdc_writer.close()
     assert evolved.scan().to_table().column("x").to_pylist() == ["new", None]
+    system, name = r("RawCatalog", "split_system_table", cat.split_system_table("db.t$snapshots"))
+    assert name == "snapshots" and system.location == raw.location
+    assert r("RawTable", "commits_through_catalog", raw.commits_through_catalog) is False
+    r("RawCatalog", "rename_table", cat.rename_table("db.t", "db.u"))
+    cat.rename_table("db.u", "db.t")
     r("RawCatalog", "drop_table", cat.drop_table("db.t"))
     r("RawCatalog", "drop_database", cat.drop_database("db", False))
+
+    jdbc = r("RawCatalog", "from_options", _internal.RawCatalog.from_options(
+        [("metastore", "jdbc"), ("warehouse", str(tmp_path / "jwh")), ("uri", f"jdbc:sqlite:{tmp_path / 'c.db'}")]))
+    assert ("metastore", "jdbc") in r("RawCatalog", "options", jdbc.options)
+    assert r("RawCatalog", "lock_enabled", jdbc.lock_enabled) is False
+    jdbc.create_database("jd", False, {"owner": "me"})
+    r("RawCatalog", "alter_database", jdbc.alter_database("jd", {"k": "v"}, ["owner"]))
+    props = r("RawCatalog", "database_properties", jdbc.database_properties("jd"))
+    assert props.get("k") == "v" and "owner" not in props
+    registered = jdbc.create_table("jd.t", schema, ["id", "dt"], ["dt"], 2, [], comment=None)
+    assert r("RawTable", "commits_through_catalog", registered.commits_through_catalog) is False
+    registered.create_branch("b2", snapshot_id=None, tag=None)
+    assert r("RawTable", "open_branch", registered.open_branch("b2")).branch == "b2"
 
     every = {(c, m) for c, cls in _stub_classes().items() for m in _stub_members(cls) if not m.startswith("__")}
     assert every - r.seen == set(), "members not exercised"

@@ -16,8 +16,8 @@ from typing import Any, Callable, Literal, Protocol, final
 import pyarrow as pa
 
 __all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan",
-           "RawLookuper", "cdc_decode", "message_target", "parse_filter_text", "reset_logging", "run_compaction_task",
-           "compaction_task_target"]
+           "RawLookuper", "cdc_decode", "message_target", "pack_split_payloads", "parse_filter_text", "reset_logging",
+           "run_compaction_task", "compaction_task_target"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""

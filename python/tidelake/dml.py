@@ -176,31 +176,27 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 # ---- the operation --------------------------------------------------------------------------------
 
 def _check_row_level(table: Table, what: str, deletes: bool, updates: bool) -> None:
-    """Refuse changes the table's merge engine cannot express with row kinds."""
+    """Refuse changes the table's merge engine cannot express with row kinds. The options are the
+    engine's resolved values (fallback keys such as ``deduplicate.ignore-delete`` included), so a
+    delete the table would drop is refused, never acknowledged."""
     if not table.primary_keys:
         return
-    engine = _engine(table)
+    options = table.effective_options
+    engine = options["merge-engine"]
     if engine not in ("deduplicate", "partial-update"):
         raise UnsupportedError(f"{what} on a {engine} table: only deduplicate and partial-update tables "
                                "support row-level changes")
-    if deletes and _flag(table, "ignore-delete"):
-        raise UnsupportedError(f"{what} deletes rows, but the table ignores deletes (ignore-delete=true)")
-    if deletes and engine == "partial-update" and not _flag(table, "partial-update.remove-record-on-delete"):
+    if deletes and options["ignore-delete"]:
+        raise UnsupportedError(f"{what} deletes rows, but the table ignores deletes (ignore-delete=true, "
+                               "or one of its fallback keys)")
+    if deletes and engine == "partial-update" and not options["partial-update.remove-record-on-delete"]:
         raise UnsupportedError(f"{what} deletes rows, but this partial-update table cannot take delete records: "
                                "set partial-update.remove-record-on-delete=true")
 
 
-def _engine(table: Table) -> str:
-    return table.options.get("merge-engine", "deduplicate").strip().lower()
-
-
-def _flag(table: Table, key: str) -> bool:
-    return table.options.get(key, "false").strip().lower() == "true"
-
-
 def _deletion_vectors(table: Table) -> bool:
     """Whether row-level changes of ``table`` (an append table) go through deletion vectors."""
-    return not table.primary_keys and _flag(table, "deletion-vectors.enabled")
+    return not table.primary_keys and table.effective_options["deletion-vectors.enabled"]
 
 
 class _Change:
@@ -539,7 +535,7 @@ def _split_pairs(splits: Any) -> tuple[tuple[bytes, int], ...] | None:
 
 def _check_partial_nulls(table: Table, rows: pa.Table, columns: list[str]) -> None:
     """Partial-update tables ignore null values: setting a column to null cannot be expressed."""
-    if not table.primary_keys or _engine(table) != "partial-update":
+    if not table.primary_keys or table.effective_options["merge-engine"] != "partial-update":
         return
     for c in columns:
         if rows.column(c).null_count:

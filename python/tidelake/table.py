@@ -630,7 +630,7 @@ class Table:
     def _result(self, ids: list[int], started: float, overwrite: bool) -> WriteResult:
         """The WriteResult of a write; on append tables without deletion vectors the rows its
         first snapshot added (and an overwrite removed) are table rows."""
-        if not ids or self.primary_keys or self.options.get("deletion-vectors.enabled", "").lower() == "true":
+        if not ids or self.primary_keys or self.effective_options["deletion-vectors.enabled"]:
             return write_result(self._raw, ids, started)
         first = self._raw.commit_metrics(ids[:1])
         return write_result(self._raw, ids, started, inserted=first["rows_added"],

@@ -34,6 +34,7 @@ def catalog() -> None:
 @_JSON
 @_guarded
 def databases(as_json: bool) -> None:
+    """List the databases of the catalog, one name a line."""
     names = _required().list_databases()
     if as_json:
         _emit_json(names)
@@ -47,6 +48,7 @@ def databases(as_json: bool) -> None:
 @_JSON
 @_guarded
 def tables(database: str, as_json: bool) -> None:
+    """List the tables of DATABASE in the catalog, one name a line."""
     names = _required().list_tables(database)
     if as_json:
         _emit_json(names)
@@ -60,6 +62,7 @@ def tables(database: str, as_json: bool) -> None:
 @_JSON
 @_guarded
 def database(database: str, as_json: bool) -> None:
+    """Show the properties the catalog keeps for DATABASE."""
     props = _required().database_properties(database)
     if as_json:
         _emit_json(props)
@@ -74,6 +77,7 @@ def database(database: str, as_json: bool) -> None:
               help="A database property (JDBC catalog; repeatable).")
 @_guarded
 def create_database(database: str, if_not_exists: bool, properties: dict[str, str] | None) -> None:
+    """Create DATABASE in the catalog, with optional properties."""
     _required().create_database(database, ignore_if_exists=if_not_exists, properties=properties)
     click.echo(f"created database {database}")
 
@@ -83,6 +87,7 @@ def create_database(database: str, if_not_exists: bool, properties: dict[str, st
 @click.option("--cascade", is_flag=True, help="Drop a database that still has tables.")
 @_guarded
 def drop_database(database: str, cascade: bool) -> None:
+    """Drop DATABASE from the catalog; --cascade drops its tables too."""
     _required().drop_database(database, cascade=cascade)
     click.echo(f"dropped database {database}")
 
@@ -92,6 +97,7 @@ def drop_database(database: str, cascade: bool) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @_guarded
 def drop_table(table: str, yes: bool) -> None:
+    """Drop DB.TABLE from the catalog and delete its files (asks first unless --yes)."""
     if not yes:
         click.confirm(f"drop {table} and delete its files?", abort=True)
     _required().drop_table(table)
@@ -103,5 +109,6 @@ def drop_table(table: str, yes: bool) -> None:
 @click.argument("target", metavar="DB.NEW")
 @_guarded
 def rename_table(source: str, target: str) -> None:
+    """Rename the table DB.TABLE to DB.NEW in the catalog."""
     _required().rename_table(source, target)
     click.echo(f"renamed {source} to {target}")

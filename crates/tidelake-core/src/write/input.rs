@@ -4,7 +4,8 @@
 //! the exact Arrow types of the schema; no NOT NULL column (primary keys included) holds a
 //! null; every cast preserved every value (a cast that would change a value — overflow,
 //! truncated fraction, lost precision — is rejected with [`Error::SchemaMismatch`] naming the
-//! column). Each row also gets its row kind (`_VALUE_KIND` code).
+//! column). Each row also gets its row kind (`_VALUE_KIND` code). A delete batch is refused on
+//! a table whose merge ignores deletes, so no delete is acknowledged and then dropped.
 
 use std::sync::Arc;
 
@@ -45,6 +46,14 @@ pub fn conform(
     kinds: RowKinds,
 ) -> Result<Conformed> {
     let is_delete = kinds == RowKinds::Fixed(RowKind::Delete.code());
+    if is_delete && ignores_deletes(schema)? {
+        // the merge would drop the -D rows: refuse the delete rather than acknowledge it
+        return Err(Error::Unsupported(
+            "a delete on a table that ignores deletes (ignore-delete=true, or one of its \
+             fallback keys): the rows would stay"
+                .into(),
+        ));
+    }
     let input = batch.schema();
     if let Some(extra) = input
         .fields()
@@ -121,6 +130,17 @@ pub fn conform(
         batch: conformed,
         kinds,
     })
+}
+
+/// Whether the table's merge drops delete records (`ignore-delete` under any key Java reads).
+fn ignores_deletes(schema: &TableSchema) -> Result<bool> {
+    if schema.primary_keys.is_empty() {
+        return Ok(false);
+    }
+    schema
+        .options()
+        .ignore_delete()
+        .map_err(|e| Error::from_spec("table options", e))
 }
 
 /// Whether a row written to this table replaces the key's whole row (a primary key with the

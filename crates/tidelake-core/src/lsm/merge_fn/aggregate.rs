@@ -4,9 +4,9 @@
 //!
 //! Per key, records are folded in merge order: each column's accumulator starts null and every
 //! record calls the column's `agg` (+I/+U) or `retract` (-U/-D). With
-//! `aggregation.remove-record-on-delete`, a -D instead replaces the whole row with the -D's
-//! values and marks the result deleted (later records keep aggregating onto those values, as in
-//! Java). The result is -D if the last record did that, otherwise +I. Key columns use the
+//! `aggregation.remove-record-on-delete`, a -D instead resets the row (its NOT NULL columns
+//! take the -D's values, the others become null) and marks the result deleted (later records
+//! aggregate onto that row, as in Java). The result is -D if the last record did that, otherwise +I. Key columns use the
 //! `primary-key` function (take the input), `sequence.field` columns `last_value`, every other
 //! column its `fields.<f>.aggregate-function`, else `fields.default-aggregate-function`, else
 //! `last_non_null_value`.
@@ -32,7 +32,7 @@ use tidelake_spec::row_kind::RowKind;
 
 use super::config::{AggregateFunction, AggregateSpec, AggregationConfig};
 use super::output::OutputRows;
-use super::value::{Acc, Pool, Rec};
+use super::value::{reset_to_not_null, Acc, Pool, Rec};
 use super::MergeFunction;
 use crate::error::{Error, Result};
 
@@ -214,13 +214,7 @@ impl MergeFunction for Aggregate {
         for rec in records {
             current_delete = self.remove_record_on_delete && rec.kind == RowKind::Delete;
             if current_delete {
-                for (i, acc) in self.row.iter_mut().enumerate() {
-                    let input = pool.input(rec, i);
-                    if input.is_null() && !self.nullable[i] {
-                        return Err(Error::invalid(format!("Field {i} can not be null")));
-                    }
-                    *acc = input;
-                }
+                reset_to_not_null(&mut self.row, &self.nullable, rec, pool)?;
                 continue;
             }
             let retract = rec.kind.is_retract();

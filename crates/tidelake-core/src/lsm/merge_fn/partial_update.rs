@@ -7,11 +7,12 @@
 //!   even with null — only by records whose group sequence fields compare >= the current ones
 //!   (ascending, nulls first); records with all group sequence fields null leave the group
 //!   alone; older records feed the column's aggregator reversed (`aggReversed`).
-//! * Retracts (-U/-D): the first record of a key, if a retract, initialises the row with its
-//!   values. Then `ignore-delete` skips it; sequence groups retract their columns (set null or
+//! * Retracts (-U/-D): the first record of a key, if a retract, initialises the row's NOT NULL
+//!   columns with its values (nullable ones stay null). Then `ignore-delete` skips it; sequence groups retract their columns (set null or
 //!   the aggregator's `retract`), and -D on a group listed in
-//!   `partial-update.remove-record-on-sequence-group` resets the row to the record and marks
-//!   it deleted; `partial-update.remove-record-on-delete` does the same for any -D; otherwise
+//!   `partial-update.remove-record-on-sequence-group` resets the row (all null, then the NOT
+//!   NULL columns from the record) and marks it deleted; `partial-update.remove-record-on-delete`
+//!   does the same for any -D; otherwise
 //!   a retract is an error.
 //! * The result is -D if the last record removed the row or no +I/+U record was seen, else +I.
 use tidelake_spec::row_kind::RowKind;
@@ -19,7 +20,7 @@ use tidelake_spec::row_kind::RowKind;
 use super::aggregate::FieldAggregator;
 use super::config::PartialUpdateConfig;
 use super::output::OutputRows;
-use super::value::{compare_nulls_first, Acc, Pool, Rec};
+use super::value::{compare_nulls_first, reset_to_not_null, Acc, Pool, Rec};
 use super::MergeFunction;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
@@ -111,7 +112,8 @@ impl PartialUpdate {
         self.current_delete = false;
         if rec.kind.is_retract() {
             if !self.not_null_filled {
-                self.init_row(rec, pool)?;
+                // the row is all null here (reset), as Java's `initRow` expects
+                reset_to_not_null(&mut self.row, &self.nullable, rec, pool)?;
                 self.not_null_filled = true;
             }
             if self.ignore_delete {
@@ -123,7 +125,7 @@ impl PartialUpdate {
             if self.remove_record_on_delete {
                 if rec.kind == RowKind::Delete {
                     self.current_delete = true;
-                    self.init_row(rec, pool)?;
+                    reset_to_not_null(&mut self.row, &self.nullable, rec, pool)?;
                 }
                 return Ok(());
             }
@@ -238,7 +240,7 @@ impl PartialUpdate {
                         if !self.updated[f] {
                             if rec.kind == RowKind::Delete && self.partial_delete[f] {
                                 self.current_delete = true;
-                                return self.init_row(rec, pool);
+                                return reset_to_not_null(&mut self.row, &self.nullable, rec, pool);
                             }
                             self.row[f] = pool.input(rec, f);
                             self.updated[f] = true;
@@ -256,17 +258,6 @@ impl PartialUpdate {
                 let acc = std::mem::take(&mut self.row[i]);
                 self.row[i] = agg.retract(pool, acc, pool.input(rec, i))?;
             }
-        }
-        Ok(())
-    }
-
-    fn init_row(&mut self, rec: &Rec, pool: &Pool) -> Result<()> {
-        for i in 0..self.row.len() {
-            let input = pool.input(rec, i);
-            if input.is_null() && !self.nullable[i] {
-                return Err(not_null(i));
-            }
-            self.row[i] = input;
         }
         Ok(())
     }

@@ -267,6 +267,28 @@ pub(crate) fn java_cmp(a: &Scalar<'_>, b: &Scalar<'_>) -> Result<Ordering> {
     })
 }
 
+/// Java `initRow` on a fresh row, for a -D that removes the whole row (`partial-update` and
+/// `aggregation` with `*.remove-record-on-delete`): every column null, then the NOT NULL columns
+/// take `rec`'s values (the keys, so the -D is well-formed); a null there is an error.
+pub(crate) fn reset_to_not_null(
+    row: &mut [Acc],
+    nullable: &[bool],
+    rec: &Rec,
+    pool: &Pool,
+) -> Result<()> {
+    for (i, acc) in row.iter_mut().enumerate() {
+        *acc = if nullable[i] {
+            Acc::Null
+        } else {
+            match pool.input(rec, i) {
+                Acc::Null => return Err(Error::invalid(format!("Field {i} can not be null"))),
+                input => input,
+            }
+        };
+    }
+    Ok(())
+}
+
 /// Compare two accumulators of column `col` with Java's nulls-first rule.
 pub(crate) fn compare_nulls_first(pool: &Pool, col: usize, a: &Acc, b: &Acc) -> Result<Ordering> {
     match (scalar(pool, col, a)?, scalar(pool, col, b)?) {

@@ -102,10 +102,8 @@ fn fold(engine: Engine, ignore_delete: bool, recs: &[Rec]) -> Result<Option<Row>
             let (mut filled, mut inserted) = (false, false);
             for r in recs {
                 if retract(r) {
-                    if !filled {
-                        (a, b, c) = (r.a, r.b, r.c.clone());
-                        filled = true;
-                    }
+                    // Java initRow: the first record fills the NOT NULL columns (only the key here)
+                    filled = true;
                     if !ignore_delete {
                         return Err(());
                     }

@@ -266,6 +266,16 @@ def test_writers_expire_after_commit_unless_write_only(storage):
     _commits(t, 6)
     assert [s.id for s in t.snapshots()] == [5, 6]
     assert_files_match(t)
+    # every commit kind: a compaction, in place or planned and committed, and row-level changes
+    t.compact(full=True)
+    assert [s.id for s in t.snapshots()] == [6, 7] and t.snapshots()[-1].commit_kind == "COMPACT"
+    _commits(t, 1, start=6)
+    plan = t.compaction_plan(full=True)
+    plan.commit([tidelake.compaction.run_compaction_task(task, storage.options) for task in plan.tasks])
+    assert [s.id for s in t.snapshots()] == [8, 9] and t.snapshots()[-1].commit_kind == "COMPACT"
+    t.delete("k = 0")
+    assert [s.id for s in t.snapshots()] == [9, 10]
+    assert_files_match(t)
     w = pk_table(storage, "w", options={**opts, "write-only": "true"})
     _commits(w, 6)
     assert len(w.snapshots()) == 6

@@ -4,7 +4,8 @@
 //! A caller opens or creates a [`Table`], then works through the groups below: [`scan`]
 //! (snapshot → splits), [`read`] (splits → Arrow batches), [`write`] (Arrow batches → commit
 //! messages; [`Table::new_write`] builds writers), [`commit`] (messages → one snapshot),
-//! [`compact`], [`maintenance`], [`cdc`], [`lookup`], [`branch`] and [`catalog`]. Everything
+//! [`compact`], [`maintenance`], [`cdc`], [`lookup`], [`branch`] and [`catalog`]; [`ops`] holds
+//! the verbs that own their transaction (commit, then the hooks every commit runs). Everything
 //! else in the crate is internal: modules that nothing outside needs are `pub(crate)` in
 //! `lib.rs`, and `tests/public_api.rs` keeps the binding on this module.
 //!
@@ -60,12 +61,9 @@ pub mod commit {
     pub use crate::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
 }
 
-/// Compaction, and committing writes so that their rows are visible.
+/// Compaction: plans, tasks and the compactor that runs them ([`ops::compact`] is the verb).
 pub mod compact {
-    pub use crate::compact::{
-        commit_visible, commit_visible_with, CompactRequest, CompactionPlan, CompactionTask,
-        Compactor,
-    };
+    pub use crate::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor};
 }
 
 /// Creating and altering tables.
@@ -94,9 +92,11 @@ pub mod maintenance {
     };
 }
 
-/// Iceberg-compatible metadata (`metadata.iceberg.storage`), written after commits.
-pub mod iceberg {
-    pub use crate::iceberg::after_commit;
+/// Verbs that own their transaction: commits of written files ([`ops::TableCommit`]) and
+/// compaction, each followed by the hooks every commit runs ([`ops::after_commit`]: Iceberg
+/// metadata, then maintenance).
+pub mod ops {
+    pub use crate::ops::{after_commit, commit_compaction, compact, TableCommit};
 }
 
 /// Database changelog messages (Debezium, Canal, Maxwell, OGG) decoded and written.

@@ -15,6 +15,7 @@
 //! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
 //! | compact | `compact` | keeping buckets' LSM trees shallow |
 //! | maintenance | `maintenance`, `iceberg` | expiration, orphans, tags, branches, rollback, system tables; Iceberg-compatible metadata after commits |
+//! | ops | `ops` | user verbs owning their transaction: commit, then every commit's hooks (Iceberg metadata, maintenance) |
 //! | api | `api` | the curated public API: re-exports and builders, what the binding uses |
 //! | tests | `test_support` | what tests share: fixtures, temporary tables, write-and-commit, read-back (tests and feature `test-support` only) |
 //!
@@ -35,6 +36,7 @@ pub(crate) mod layout;
 pub(crate) mod lookup;
 pub(crate) mod lsm;
 pub(crate) mod maintenance;
+pub(crate) mod ops;
 pub mod read;
 pub(crate) mod scan;
 pub(crate) mod schema_change;

@@ -11,11 +11,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use tidelake_core::api::commit::CommitMessage;
 use tidelake_core::api::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor};
+use tidelake_core::api::ops;
 use tidelake_core::api::scan::Predicate;
 use tidelake_core::api::{Error, FileIO, StorageOptions, Table};
 
 use crate::errors::IntoPyResult;
-use crate::maintenance::iceberg_after_commit;
 use crate::progress::py_progress;
 use crate::runtime::block_on;
 use crate::table::RawTable;
@@ -35,14 +35,11 @@ impl RawTable {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let request = request(full, partitions_json)?;
-        let report = block_on(py, async {
-            Compactor::on_latest_schema(&self.table)
-                .await?
-                .compact_reporting(&request, py_progress(progress))
-                .await
-        })?
+        let report = block_on(
+            py,
+            ops::compact(&self.table, &request, py_progress(progress)),
+        )?
         .py()?;
-        iceberg_after_commit(py, &self.table, report.snapshot_id)?;
         serde_json::to_string(&report)
             .map_err(|e| Error::invalid(format!("cannot encode the compaction report: {e}")))
             .py()
@@ -81,15 +78,11 @@ impl RawTable {
             .map(|m| CommitMessage::from_bytes(m))
             .collect::<Result<Vec<_>, _>>()
             .py()?;
-        let id = block_on(py, async {
-            Compactor::on_latest_schema(&self.table)
-                .await?
-                .commit_plan(&plan.plan, messages)
-                .await
-        })?
-        .py()?;
-        iceberg_after_commit(py, &self.table, id)?;
-        Ok(id)
+        block_on(
+            py,
+            ops::commit_compaction(&self.table, &plan.plan, messages),
+        )?
+        .py()
     }
 }
 

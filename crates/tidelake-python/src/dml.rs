@@ -10,16 +10,14 @@ use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 
-use tidelake_core::api::commit::FileStoreCommit;
-use tidelake_core::api::compact::commit_visible_with;
 use tidelake_core::api::maintenance::changes_of;
+use tidelake_core::api::ops::TableCommit;
 use tidelake_core::api::read::{ReadContext, DEFAULT_BATCH_SIZE};
 use tidelake_core::api::scan::Split;
-use tidelake_core::api::write::{deletion_messages, removal_messages, row_places};
+use tidelake_core::api::write::{deletion_messages, row_places};
 use tidelake_core::api::Error;
 
 use crate::errors::{to_py, IntoPyResult};
-use crate::maintenance::after_commit;
 use crate::runtime::block_on;
 use crate::stream::RawBatches;
 use crate::table::RawTable;
@@ -132,25 +130,18 @@ impl RawTable {
         commit_user: String,
         commit_identifier: i64,
     ) -> PyResult<Vec<i64>> {
-        let mut messages = decode_messages(messages)?;
+        let messages = decode_messages(messages)?;
         let splits = rewritten
             .iter()
             .map(|b| Split::from_bytes(b))
             .collect::<Result<Vec<_>, _>>()
             .map_err(to_py)?;
-        for m in &mut messages {
-            // An empty table read (no snapshot): everything committed since counts.
-            let read = read_snapshot.unwrap_or(0);
-            m.base_snapshot = Some(m.base_snapshot.map_or(read, |b| b.min(read)));
-        }
-        let table = self.table.clone();
+        let commit =
+            TableCommit::new(self.table.clone(), commit_user).identifier(commit_identifier);
         block_on(py, async move {
-            messages.extend(removal_messages(&table, &splits).await?);
-            let commit = FileStoreCommit::new(table.clone(), commit_user)?.validate_reads();
-            commit_visible_with(&table, commit, messages, commit_identifier, &[]).await
+            commit.row_level(messages, &splits, read_snapshot).await
         })?
         .py()
-        .and_then(|ids| after_commit(py, &self.table, ids))
     }
 
     /// What snapshots `ids` changed, summed: `files_added`, `files_removed`, `rows_added`,

@@ -1,6 +1,5 @@
 //! Maintenance entry points of `RawTable` (behind `tidelake.Table.expire_snapshots`,
-//! `remove_orphan_files`, tags, rollback, consumers, partitions and `system`), plus the
-//! after-commit hook the commit entry points call ([`after_commit`]).
+//! `remove_orphan_files`, tags, rollback, consumers, partitions and `system`).
 //!
 //! Results cross as plain Python values (dicts of counts, lists of tuples); system tables as a
 //! `pyarrow.Table` through the C data interface. Every call releases the GIL.
@@ -9,12 +8,11 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tidelake_core::api::iceberg;
 use tidelake_core::api::maintenance::{
     self, DeletedFiles, ExpireConfig, PartitionExpireConfig, RollbackTarget,
 };
 use tidelake_core::api::schema::TableLayout;
-use tidelake_core::api::{Error, Table};
+use tidelake_core::api::Error;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::metadata::tag_fields;
@@ -40,22 +38,6 @@ fn millis(ms: i64, what: &str) -> PyResult<Duration> {
             "{what} must not be negative, got {ms}"
         )))
     })
-}
-
-/// Write the Iceberg metadata of the commit's snapshots `ids` (for tables that ask for it,
-/// Java's commit callback) and run the maintenance Java's committers run after each commit
-/// (`TableCommitImpl.maintain`) on `table`, then hand back `ids`. Called by the commit entry
-/// points.
-pub(crate) fn after_commit(py: Python<'_>, table: &Table, ids: Vec<i64>) -> PyResult<Vec<i64>> {
-    block_on(py, iceberg::after_commit(table, &ids))?.py()?;
-    block_on(py, maintenance::maintain(table))?.py()?;
-    Ok(ids)
-}
-
-/// The Iceberg metadata of compaction snapshot `id` (if any), for tables that ask for it.
-pub(crate) fn iceberg_after_commit(py: Python<'_>, table: &Table, id: Option<i64>) -> PyResult<()> {
-    block_on(py, iceberg::after_commit(table, &Vec::from_iter(id)))?.py()?;
-    Ok(())
 }
 
 #[pymethods]

@@ -13,7 +13,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyArray;
 use tidelake_core::api::cdc::write_changes;
 use tidelake_core::api::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
-use tidelake_core::api::compact::commit_visible;
+use tidelake_core::api::ops::TableCommit;
 use tidelake_core::api::scan::Predicate;
 use tidelake_core::api::write::{RowKinds, TableWrite};
 use tidelake_core::api::Error;
@@ -21,7 +21,6 @@ use tidelake_spec::row_kind::RowKind;
 use tokio::sync::Mutex;
 
 use crate::errors::{to_py, IntoPyResult};
-use crate::maintenance::after_commit;
 use crate::runtime::block_on;
 use crate::table::RawTable;
 
@@ -196,19 +195,10 @@ impl RawTable {
         properties: Vec<(String, String)>,
     ) -> PyResult<Vec<i64>> {
         let messages = decode_messages(messages)?;
-        let table = self.table.clone();
-        block_on(py, async move {
-            commit_visible(
-                &table,
-                &commit_user,
-                messages,
-                commit_identifier,
-                &properties,
-            )
-            .await
-        })?
-        .py()
-        .and_then(|ids| after_commit(py, &self.table, ids))
+        let commit = TableCommit::new(self.table.clone(), commit_user)
+            .identifier(commit_identifier)
+            .properties(properties);
+        block_on(py, commit.append(messages))?.py()
     }
 
     /// Overwrite: `partition_json` (a filter on partition columns) selects what is replaced;
@@ -229,21 +219,18 @@ impl RawTable {
         } else {
             OverwriteScope::Static(partition_filter(partition_json)?)
         };
-        let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
-        block_on(
-            py,
-            commit.overwrite(scope, messages, commit_identifier, &[]),
-        )?
-        .py()
-        .and_then(|ids| after_commit(py, &self.table, ids))
+        let commit =
+            TableCommit::new(self.table.clone(), commit_user).identifier(commit_identifier);
+        block_on(py, commit.overwrite(scope, messages))?.py()
     }
 
     /// Remove every row (an OVERWRITE snapshot with no files).
     fn truncate(&self, py: Python<'_>, commit_user: String) -> PyResult<Vec<i64>> {
-        let commit = FileStoreCommit::new(self.table.clone(), commit_user).py()?;
-        block_on(py, commit.truncate_table(i64::MAX))?
-            .py()
-            .and_then(|ids| after_commit(py, &self.table, ids))
+        block_on(
+            py,
+            TableCommit::new(self.table.clone(), commit_user).truncate(),
+        )?
+        .py()
     }
 
     /// Delete every file the (never committed) messages add; returns how many.

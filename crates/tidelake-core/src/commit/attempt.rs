@@ -546,7 +546,7 @@ impl FileStoreCommit {
     /// copy above level 0. A compaction planned before another commit added files at level >= 1
     /// to its bucket (another compaction's output) did not look them up, so it could leave a
     /// second copy of their keys: it conflicts (writers then compact again, see
-    /// [`crate::compact::commit_visible`]).
+    /// [`crate::compact::commit_visible_with`]).
     async fn check_newer_sorted_runs(
         &self,
         checker: &ConflictChecker<'_>,

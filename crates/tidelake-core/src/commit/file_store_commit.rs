@@ -232,7 +232,7 @@ impl FileStoreCommit {
     /// [`FileStoreCommit::commit`], also telling which buckets got new level-0 files without a
     /// landed compaction of them: on tables whose reads skip level 0 (deletion vectors,
     /// first-row) those rows stay invisible until the bucket is compacted, see
-    /// [`crate::compact::commit_visible`].
+    /// [`crate::compact::commit_visible_with`].
     pub async fn commit_reporting(
         &self,
         messages: Vec<CommitMessage>,

@@ -29,7 +29,7 @@
 //!   [`CompactionTask`]s that run in any process and one commit of their messages
 //!   ([`Compactor::compact`] is that plan, run here, committed);
 //! * `visible`: committing a write and, on tables whose reads skip level 0, compacting until
-//!   its rows are visible ([`commit_visible`]);
+//!   its rows are visible ([`commit_visible_with`]);
 //! * `postpone`: moving the rows of postpone-bucket tables (`bucket = -2`) into real buckets,
 //!   before [`job`] compacts those (Java's postpone compaction job);
 //! * `inline`: compaction inside writers, in the background after flushes, with the write
@@ -72,4 +72,4 @@ mod visible;
 pub use inline::inline_compaction;
 pub use job::{CompactRequest, Compactor};
 pub use plan::{CompactionPlan, CompactionTask};
-pub use visible::{commit_visible, commit_visible_with};
+pub use visible::commit_visible_with;

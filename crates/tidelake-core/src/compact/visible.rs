@@ -1,4 +1,4 @@
-//! Committing a write so that it is visible when it returns ([`commit_visible`]).
+//! Committing a write so that it is visible when it returns ([`commit_visible_with`]).
 //!
 //! Tables whose reads skip level 0 (deletion vectors, first-row: `batch_scan_skip_level0`)
 //! show a write's rows only once a compaction has moved its level-0 files up; their writers
@@ -22,22 +22,9 @@ use crate::table::Table;
 /// Longest pause between two compaction rounds.
 const MAX_WAIT: Duration = Duration::from_millis(500);
 
-/// Commit `messages` as `commit_user`'s transaction `commit_identifier`
-/// ([`FileStoreCommit::commit`]), then make the write visible on tables that hide level 0
-/// (see the module docs). Returns every snapshot created, in order.
-pub async fn commit_visible(
-    table: &Table,
-    commit_user: &str,
-    messages: Vec<CommitMessage>,
-    commit_identifier: i64,
-    properties: &[(String, String)],
-) -> Result<Vec<i64>> {
-    let commit = FileStoreCommit::new(table.clone(), commit_user)?;
-    commit_visible_with(table, commit, messages, commit_identifier, properties).await
-}
-
-/// [`commit_visible`] through a configured committer (e.g. one that
-/// [validates reads](FileStoreCommit::validate_reads)).
+/// Commit `messages` as transaction `commit_identifier` through `commit` (e.g. one that
+/// [validates reads](FileStoreCommit::validate_reads)), then make the write visible on tables
+/// that hide level 0 (see the module docs). Returns every snapshot created, in order.
 pub async fn commit_visible_with(
     table: &Table,
     commit: FileStoreCommit,

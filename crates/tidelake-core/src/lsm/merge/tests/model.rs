@@ -99,11 +99,11 @@ fn fold(engine: Engine, ignore_delete: bool, recs: &[Rec]) -> Result<Option<Row>
         }
         Engine::PartialUpdate => {
             let (mut a, mut b, mut c) = (None, None, None);
-            let (mut filled, mut inserted) = (false, false);
+            let mut inserted = false;
             for r in recs {
+                // a retract's values never enter the row: Java's initRow takes only the NOT NULL
+                // columns (the key here)
                 if retract(r) {
-                    // Java initRow: the first record fills the NOT NULL columns (only the key here)
-                    filled = true;
                     if !ignore_delete {
                         return Err(());
                     }
@@ -112,7 +112,6 @@ fn fold(engine: Engine, ignore_delete: bool, recs: &[Rec]) -> Result<Option<Row>
                 a = r.a.or(a);
                 b = r.b.or(b);
                 c = r.c.clone().or(c);
-                filled = true;
                 inserted = true;
             }
             Ok(Some((if inserted { 0 } else { 3 }, key, a, b, c)))

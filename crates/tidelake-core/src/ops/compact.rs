@@ -1,0 +1,44 @@
+//! Compaction as a verb: the [`Compactor`]'s work and commit, then the commit's hooks
+//! ([`super::after_commit`]), whether the compaction runs here ([`compact`]) or its tasks ran
+//! elsewhere ([`commit_compaction`]).
+
+use crate::commit::CommitMessage;
+use crate::compact::job::CompactReport;
+use crate::compact::{CompactRequest, CompactionPlan, Compactor};
+use crate::error::Result;
+use crate::table::Table;
+use crate::tasks::Progress;
+
+use super::after_commit;
+
+/// Compact the latest snapshot of `table` as `request` selects
+/// ([`Compactor::compact_reporting`], telling `progress` how far it is), then run the commit's
+/// hooks.
+pub async fn compact(
+    table: &Table,
+    request: &CompactRequest,
+    progress: Option<Progress>,
+) -> Result<CompactReport> {
+    let report = Compactor::on_latest_schema(table)
+        .await?
+        .compact_reporting(request, progress)
+        .await?;
+    after_commit(table, &Vec::from_iter(report.snapshot_id)).await?;
+    Ok(report)
+}
+
+/// Commit the results of `plan`'s tasks (run anywhere) as one COMPACT snapshot
+/// ([`Compactor::commit_plan`]), then run the commit's hooks. The snapshot's id, `None` when
+/// nothing changed.
+pub async fn commit_compaction(
+    table: &Table,
+    plan: &CompactionPlan,
+    messages: Vec<CommitMessage>,
+) -> Result<Option<i64>> {
+    let id = Compactor::on_latest_schema(table)
+        .await?
+        .commit_plan(plan, messages)
+        .await?;
+    after_commit(table, &Vec::from_iter(id)).await?;
+    Ok(id)
+}

@@ -37,12 +37,12 @@ from .expr import arrow as tree_arrow
 from .expr import sql as sql_text
 from .write import (
     BATCH_COMMIT_IDENTIFIER,
-    ONE_SHOT_RETRIES,
     CommitMessage,
     TableWriter,
     WriteResult,
     check_messages,
     raw_messages,
+    replayed,
     write_result,
 )
 
@@ -340,25 +340,22 @@ def run(table: Table, what: str, body: Callable[[_Change, int | None], None]) ->
     """Run ``body(change, snapshot)`` on the latest snapshot and commit its change atomically;
     a conflict or an expired snapshot starts again from the new latest (nothing landed)."""
     started = time.monotonic()
-    retries = ONE_SHOT_RETRIES
-    while True:
+
+    def attempt() -> tuple[_Change, list[int]]:
         snapshot = table._raw.latest_snapshot_id()
         change = _Change(table)
         try:
             body(change, snapshot)
             ids = change.commit(snapshot)
-        except (CommitConflictError, SnapshotExpiredError):
-            change.writer.abort()
-            if retries == 0:
-                raise
-            retries -= 1
-            continue
         except BaseException:
             change.writer.abort()
             raise
         change.writer.close()
-        return write_result(table._raw, ids, started, inserted=change.inserted, updated=change.updated,
-                            deleted=change.deleted)
+        return change, ids
+
+    change, ids = replayed(attempt)
+    return write_result(table._raw, ids, started, inserted=change.inserted, updated=change.updated,
+                        deleted=change.deleted)
 
 
 def _planned(table: Table, snapshot: int, tree: Filter | None,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from . import _internal
 from ._metadata import SchemaVersion, Snapshot, Tag
-from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError
+from .exceptions import InvalidArgumentError
 from .expr import Filter, Or, filter_json, to_filter
 from .lookup import Keys, Lookuper, key_table
 from .scan import Scan
@@ -28,6 +28,7 @@ from .write import (
     commit_user_of,
     raw_messages,
     replayable,
+    replayed,
     write_result,
 )
 
@@ -608,24 +609,21 @@ class Table:
         # A conflict, or a snapshot the writer read expiring under it, means nothing landed (a
         # write that landed but is not visible yet raises neither); data that can be read again
         # is written again by a new writer, which continues from the newest state.
-        retries = ONE_SHOT_RETRIES if replayable(data) else 0
         started = time.monotonic()
-        while True:
+
+        def attempt() -> list[int]:
             w = TableWriter(self)
             try:
                 getattr(w, kind)(data, progress)
                 ids = self.commit(w.prepare_commit(), commit_user=w.commit_user)
-            except (CommitConflictError, SnapshotExpiredError):
-                w.abort()
-                if retries == 0:
-                    raise
-                retries -= 1
-                continue
             except BaseException:
                 w.abort()
                 raise
             w.close()
-            return self._result(ids, started, overwrite=False)
+            return ids
+
+        ids = replayed(attempt, ONE_SHOT_RETRIES if replayable(data) else 0)
+        return self._result(ids, started, overwrite=False)
 
     def _result(self, ids: list[int], started: float, overwrite: bool) -> WriteResult:
         """The WriteResult of a write; on append tables without deletion vectors the rows its

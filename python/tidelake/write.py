@@ -7,9 +7,9 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .exceptions import InvalidArgumentError, UnsupportedError
+from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError, UnsupportedError
 
 if TYPE_CHECKING:
     from . import _internal
@@ -57,9 +57,24 @@ def _row_count(data: Any) -> int | None:
 
 
 ONE_SHOT_RETRIES = 5
-"""How many times a one-shot write (``Table.write/upsert/delete``) of replayable data is written
+"""How many times a one-shot write (``Table.write/upsert/delete``, a row-level change) is run
 again after a ``CommitConflictError`` or ``SnapshotExpiredError`` (nothing landed) before the error
 is raised."""
+
+T = TypeVar("T")
+
+
+def replayed(attempt: Callable[[], T], retries: int = ONE_SHOT_RETRIES) -> T:
+    """The one replay policy of one-shot writes: ``attempt()``, run again from the newest state
+    when it fails with ``CommitConflictError`` or ``SnapshotExpiredError`` (nothing landed), at
+    most ``retries`` times. Each attempt cleans up after itself when it fails."""
+    while True:
+        try:
+            return attempt()
+        except (CommitConflictError, SnapshotExpiredError):
+            if retries <= 0:
+                raise
+            retries -= 1
 
 
 def replayable(data: Any) -> bool:

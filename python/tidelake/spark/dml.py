@@ -36,8 +36,8 @@ import pyarrow as pa
 
 from .. import dml
 from .._internal import RawTable
-from ..exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError
-from ..write import ONE_SHOT_RETRIES
+from ..exceptions import InvalidArgumentError
+from ..write import replayed
 from . import io
 
 if TYPE_CHECKING:
@@ -166,14 +166,7 @@ def _commit(table: Table, results: list[tuple[Group, dml.PreparedChange]]) -> Wr
 def _run_job(table: Table, job: Callable[[int | None], list[tuple[Group, dml.PreparedChange]]]) -> WriteResult:
     """Run ``job(snapshot)`` on the latest snapshot and commit its changes; a conflict or an
     expired snapshot (nothing landed) runs it again from the new latest."""
-    retries = ONE_SHOT_RETRIES
-    while True:
-        try:
-            return _commit(table, job(table._raw.latest_snapshot_id()))
-        except (CommitConflictError, SnapshotExpiredError):
-            if retries == 0:
-                raise
-            retries -= 1
+    return replayed(lambda: _commit(table, job(table._raw.latest_snapshot_id())))
 
 
 def _result(group: Group, change: dml.PreparedChange) -> pa.Table:

@@ -316,3 +316,20 @@ def test_orphan_cleaning_racing_an_expiration_in_another_process_fails_nothing(t
     assert sorted(r["k"] for r in t.to_arrow().to_pylist()) == [0, 1, 2, 3, 4]
     t.remove_orphan_files(older_than_ms=cutoff)
     assert not list((table_dir / "manifest").glob("manifest-junk-*"))
+
+
+def test_file_uris_in_spark_form_are_absolute_paths(tmp_path, monkeypatch):
+    """``file:/abs`` (how Spark and Hadoop write a local path), ``file:///abs`` and the plain path
+    name one table; nothing is ever created under the working directory for them."""
+    monkeypatch.chdir(tmp_path)
+    where = tmp_path / "wh" / "t"
+    t = tidelake.create_table(f"file:{where}", SCHEMA)
+    assert t.path == str(where)
+    t.write(pa.table({"k": [1], "v": ["a"]}, schema=SCHEMA))
+    for loc in (f"file://{where}", f"file://localhost{where}", str(where)):
+        assert tidelake.open_table(loc).to_arrow().num_rows == 1
+    assert sorted(os.listdir(tmp_path)) == ["wh"]
+    for bad in ("file:t", "file://elsewhere/t"):
+        with pytest.raises(tidelake.InvalidArgumentError, match="file: URI"):
+            tidelake.create_table(bad, SCHEMA)
+    assert sorted(os.listdir(tmp_path)) == ["wh"]

@@ -1,8 +1,9 @@
 //! Turning a table location plus storage options into an [`ObjectStore`] and a root path.
 //!
-//! A location is a local path (absolute or relative), a `file://` URL, or any URL object_store
-//! has a back-end for in this build: `s3://` / `s3a://` (AWS S3 and S3-compatible servers),
-//! `gs://`, `az://` / `abfs://` / `azure://` (Azure).
+//! A location is a local path (absolute or relative), a `file:` URI (`file:/abs`, as Spark and
+//! Hadoop write it, or `file:///abs`), or any URL object_store has a back-end for in this build:
+//! `s3://` / `s3a://` (AWS S3 and S3-compatible servers), `gs://`, `az://` / `abfs://` /
+//! `azure://` (Azure).
 //!
 //! Invariants:
 //! * cloud stores start from the standard environment (`AmazonS3Builder::from_env` and its GCS
@@ -71,7 +72,7 @@ pub(super) fn resolve(location: &str, options: &StorageOptions) -> Result<Resolv
 
 /// The URL of a non-local location, `None` for a local path or `file://` URL.
 fn remote_url(location: &str) -> Result<Option<Url>> {
-    if location.starts_with("file://") || !location.contains("://") {
+    if location.starts_with("file:") || !location.contains("://") {
         return Ok(None);
     }
     let url = Url::parse(location)
@@ -79,8 +80,38 @@ fn remote_url(location: &str) -> Result<Option<Url>> {
     Ok(Some(url))
 }
 
+/// The path of a local location: itself, or the absolute path of a `file:` URI in any of its
+/// forms (`file:/abs`, as Spark and Hadoop write it, `file:///abs`, `file://localhost/abs`).
+/// The path is taken as written (no percent-decoding), as before `file:/` was understood.
+fn local_path(location: &str) -> Result<&str> {
+    let Some(rest) = location.strip_prefix("file:") else {
+        return Ok(location);
+    };
+    let path = match rest.strip_prefix("//") {
+        Some(authority_and_path) => {
+            let at = authority_and_path
+                .find('/')
+                .unwrap_or(authority_and_path.len());
+            let (host, path) = authority_and_path.split_at(at);
+            if !host.is_empty() && !host.eq_ignore_ascii_case("localhost") {
+                return Err(Error::invalid(format!(
+                    "bad location '{location}': a file: URI names a local path, not host '{host}'"
+                )));
+            }
+            path
+        }
+        None => rest,
+    };
+    if !path.starts_with('/') {
+        return Err(Error::invalid(format!(
+            "bad location '{location}': a file: URI needs an absolute path"
+        )));
+    }
+    Ok(path)
+}
+
 fn resolve_local(location: &str) -> Result<Resolved> {
-    let local = location.strip_prefix("file://").unwrap_or(location);
+    let local = local_path(location)?;
     let abs = normalize(
         &std::path::absolute(local)
             .map_err(|e| Error::invalid(format!("bad path '{location}': {e}")))?,

@@ -42,6 +42,24 @@ fn s3_locations_take_options_and_keep_them() {
 }
 
 #[test]
+fn file_uris_in_every_form_name_the_same_local_directory() {
+    for loc in [
+        "/tmp/tidelake-uri/t",
+        "file:/tmp/tidelake-uri/t",
+        "file:///tmp/tidelake-uri/t",
+        "file://localhost/tmp/tidelake-uri/t/",
+    ] {
+        let io = FileIO::open_with(loc, &opts(&[])).unwrap();
+        assert_eq!(io.location(), "/tmp/tidelake-uri/t", "{loc}");
+    }
+    // never a relative path under the working directory
+    for loc in ["file:t", "file://otherhost/tmp/t"] {
+        let err = FileIO::open_with(loc, &opts(&[])).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Invalid, "{loc}");
+    }
+}
+
+#[test]
 fn bad_locations_and_options_are_typed_errors() {
     let kind = |loc: &str, o: &[(&str, &str)]| FileIO::open_with(loc, &opts(o)).unwrap_err().kind();
     assert_eq!(

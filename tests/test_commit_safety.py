@@ -161,3 +161,21 @@ def test_a_retrying_commit_whose_files_were_cleaned_fails_cleanly(tmp_path):
         outcome = pending.get(timeout=60)
     assert outcome == "CommitConflictError", outcome
     assert visible(t) == {1: "one", 3: "three"}
+
+
+def test_a_first_commit_that_others_built_on_before_it_returned_is_acknowledged(tmp_path):
+    """The first commit of a table creates snapshot 1, then stalls before it returns; another
+    writer commits snapshot 2 on top of it meanwhile. The stalled commit has no base snapshot to
+    check, but snapshot 2 names its manifests: it landed, and returns so (it used to give up
+    with "whether this commit is visible cannot be told")."""
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["k"], bucket=1)
+    slow_options = {**delayed(None, "put", "snapshot/snapshot-1", 3000), "tidelake.fault.when": "after"}
+    with mp.get_context("spawn").Pool(1) as pool:
+        pending = pool.apply_async(slow_upsert, (t.path, slow_options, {1: "first"}, False))
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "t" / "snapshot" / "snapshot-1").exists():
+            assert time.monotonic() < deadline, "the slow writer never created snapshot 1"
+            time.sleep(0.01)
+        assert t.upsert(rows({2: "second"})).snapshot_ids == (2,)
+        assert pending.get(timeout=60) == [1]
+    assert visible(t) == {1: "first", 2: "second"}

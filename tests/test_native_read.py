@@ -118,7 +118,13 @@ def test_a_delta_over_a_compacted_base_is_read_as_base_minus_its_keys_plus_the_m
 
 @pytest.mark.parametrize("option", [{"ignore-delete": "true"}, {"sequence.field": "k"}])
 def test_a_delta_that_may_lose_to_its_base_is_merged(tmp_path, option):
-    native = assert_native_exact(base_and_delta(tmp_path, "merged", **option))
+    # ignore-delete is set after the writes: a delete batch on such a table is refused, but
+    # files written before (or by another engine) still hold delete records the read must skip
+    late = "ignore-delete" in option
+    t = base_and_delta(tmp_path, "merged", **({} if late else option))
+    if late:
+        t = t.set_option("ignore-delete", "true")
+    native = assert_native_exact(t)
     assert not native.base
 
 

@@ -28,7 +28,7 @@ use crate::commit::single_writer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::snapshot_commit::SnapshotCommitRequest;
 use crate::snapshots::next_snapshot_id;
-use crate::state::{data_manifests, live_index_entries, LiveFiles, Pruning};
+use crate::state::{data_manifests, live_index_entries, read_list, LiveFiles, Pruning};
 use crate::table::list_schema_ids;
 
 const LATEST_HINT: &str = "snapshot/LATEST";
@@ -276,7 +276,8 @@ impl FileStoreCommit {
     /// one if no snapshot above `id` exists: an id used before would have a newer snapshot
     /// (expiration never removes the latest). Otherwise the base expired either just before
     /// this snapshot was created (the id was used before) or just after (it is valid and
-    /// others built on it). When expiration has passed `id`
+    /// others built on it); when `id + 1`'s base names a manifest of this attempt, it is the
+    /// latter (no other commit holds those names). When expiration has passed `id`
     /// ([`SnapshotManager::expiration_passed`](crate::snapshots::SnapshotManager::expiration_passed))
     /// and the snapshot file is still this attempt's, it was created after expiration deleted
     /// `id` (a valid snapshot would have been deleted first): the file is deleted again and the
@@ -296,6 +297,11 @@ impl FileStoreCommit {
             return Ok(Published::Yes);
         }
         let own = self.read_snapshot(id).await?.map(|s| s.delta_manifest_list);
+        if let Some(own) = &own {
+            if next_exists && self.built_on(id, own).await {
+                return Ok(Published::Yes);
+            }
+        }
         for check in 0..REUSE_CHECKS {
             if sm.expiration_passed(id).await? {
                 // Read after the sign: a valid snapshot `id` would be gone by now.
@@ -316,6 +322,29 @@ impl FileStoreCommit {
             self.table.location(),
             based_on.map_or("none".to_string(), |b| b.id.to_string()),
         )))
+    }
+
+    /// Whether snapshot `id + 1` was committed on top of this attempt's snapshot `id`, whose
+    /// delta manifest list is `own`: its base manifest list names a manifest of `own` (files
+    /// only this attempt wrote), so `id` is the valid snapshot others built on, not an id used
+    /// before. False when that cannot be seen (the manifests were merged since, or a file is gone).
+    async fn built_on(&self, id: i64, own: &str) -> bool {
+        let sign = async {
+            let Some(next) = (match id.checked_add(1) {
+                Some(next_id) => self.read_snapshot(next_id).await?,
+                None => None,
+            }) else {
+                return Ok(false);
+            };
+            let ours: HashSet<String> = read_list(&self.table, own)
+                .await?
+                .into_iter()
+                .map(|m| m.file_name)
+                .collect();
+            let base = read_list(&self.table, &next.base_manifest_list).await?;
+            Ok::<_, Error>(base.iter().any(|m| ours.contains(&m.file_name)))
+        };
+        sign.await.unwrap_or(false)
     }
 
     /// Verify a created snapshot ([`FileStoreCommit::verify_published`]) and point the

@@ -23,7 +23,7 @@ pub async fn compact(
         .await?
         .compact_reporting(request, progress)
         .await?;
-    after_commit(table, &Vec::from_iter(report.snapshot_id)).await?;
+    after_commit(table, report.snapshot_id.as_slice()).await?;
     Ok(report)
 }
 
@@ -39,6 +39,6 @@ pub async fn commit_compaction(
         .await?
         .commit_plan(plan, messages)
         .await?;
-    after_commit(table, &Vec::from_iter(id)).await?;
+    after_commit(table, id.as_slice()).await?;
     Ok(id)
 }

@@ -1,6 +1,8 @@
 //! [`TableCommit`]: one user's commits of written files (append, overwrite, truncate, row-level
 //! changes), each made visible and followed by the commit's hooks ([`super::after_commit`]).
 
+use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
+
 use crate::commit::{CommitMessage, FileStoreCommit, OverwriteScope};
 use crate::compact::commit_visible_with;
 use crate::error::Result;
@@ -11,8 +13,8 @@ use crate::write::rewrite::removal_messages;
 use super::after_commit;
 
 /// Commits of `commit_user` to a table. Built with [`TableCommit::new`]; the transaction's
-/// identifier (exactly-once across retries of one user) defaults to `i64::MAX`, Java's
-/// identifier for batch commits, and its snapshot properties to none.
+/// identifier (exactly-once across retries of one user) defaults to Java's identifier for
+/// batch commits ([`BATCH_COMMIT_IDENTIFIER`]), and its snapshot properties to none.
 pub struct TableCommit {
     table: Table,
     commit_user: String,
@@ -25,7 +27,7 @@ impl TableCommit {
         TableCommit {
             table,
             commit_user: commit_user.into(),
-            identifier: i64::MAX,
+            identifier: BATCH_COMMIT_IDENTIFIER,
             properties: Vec::new(),
         }
     }

@@ -6,10 +6,10 @@
 //! record calls the column's `agg` (+I/+U) or `retract` (-U/-D). With
 //! `aggregation.remove-record-on-delete`, a -D instead resets the row (its NOT NULL columns
 //! take the -D's values, the others become null) and marks the result deleted (later records
-//! aggregate onto that row, as in Java). The result is -D if the last record did that, otherwise +I. Key columns use the
-//! `primary-key` function (take the input), `sequence.field` columns `last_value`, every other
-//! column its `fields.<f>.aggregate-function`, else `fields.default-aggregate-function`, else
-//! `last_non_null_value`.
+//! aggregate onto that row, as in Java). The result is -D if the last record did that,
+//! otherwise +I. Key columns use the `primary-key` function (take the input), `sequence.field`
+//! columns `last_value`, every other column its `fields.<f>.aggregate-function`, else
+//! `fields.default-aggregate-function`, else `last_non_null_value`.
 //!
 //! Functions without a retraction fail on -U/-D unless `fields.<f>.ignore-retract` is set
 //! (Java `FieldIgnoreRetractAgg`). Functions whose result is one of their inputs (first/last

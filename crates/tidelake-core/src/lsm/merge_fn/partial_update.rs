@@ -8,19 +8,19 @@
 //!   (ascending, nulls first); records with all group sequence fields null leave the group
 //!   alone; older records feed the column's aggregator reversed (`aggReversed`).
 //! * Retracts (-U/-D): the first record of a key, if a retract, initialises the row's NOT NULL
-//!   columns with its values (nullable ones stay null). Then `ignore-delete` skips it; sequence groups retract their columns (set null or
-//!   the aggregator's `retract`), and -D on a group listed in
-//!   `partial-update.remove-record-on-sequence-group` resets the row (all null, then the NOT
-//!   NULL columns from the record) and marks it deleted; `partial-update.remove-record-on-delete`
-//!   does the same for any -D; otherwise
-//!   a retract is an error.
+//!   columns with its values (nullable ones stay null). Then `ignore-delete` skips it; sequence
+//!   groups retract their columns (set null or the aggregator's `retract`), and -D on a group
+//!   listed in `partial-update.remove-record-on-sequence-group` resets the row (all null, then
+//!   the NOT NULL columns from the record) and marks it deleted;
+//!   `partial-update.remove-record-on-delete` does the same for any -D; otherwise a retract is
+//!   an error.
 //! * The result is -D if the last record removed the row or no +I/+U record was seen, else +I.
 use tidelake_spec::row_kind::RowKind;
 
 use super::aggregate::FieldAggregator;
 use super::config::PartialUpdateConfig;
 use super::output::OutputRows;
-use super::value::{compare_nulls_first, reset_to_not_null, Acc, Pool, Rec};
+use super::value::{compare_nulls_first, not_null, reset_to_not_null, Acc, Pool, Rec};
 use super::MergeFunction;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
@@ -261,10 +261,6 @@ impl PartialUpdate {
         }
         Ok(())
     }
-}
-
-fn not_null(i: usize) -> Error {
-    Error::invalid(format!("Field {i} can not be null"))
 }
 
 fn out_of_range(p: usize, n: usize) -> Error {

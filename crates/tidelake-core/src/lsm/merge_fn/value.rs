@@ -267,6 +267,11 @@ pub(crate) fn java_cmp(a: &Scalar<'_>, b: &Scalar<'_>) -> Result<Ordering> {
     })
 }
 
+/// Java's error for a null in NOT NULL column `i` of a merged row.
+pub(crate) fn not_null(i: usize) -> Error {
+    Error::invalid(format!("Field {i} can not be null"))
+}
+
 /// Java `initRow` on a fresh row, for a -D that removes the whole row (`partial-update` and
 /// `aggregation` with `*.remove-record-on-delete`): every column null, then the NOT NULL columns
 /// take `rec`'s values (the keys, so the -D is well-formed); a null there is an error.
@@ -281,7 +286,7 @@ pub(crate) fn reset_to_not_null(
             Acc::Null
         } else {
             match pool.input(rec, i) {
-                Acc::Null => return Err(Error::invalid(format!("Field {i} can not be null"))),
+                Acc::Null => return Err(not_null(i)),
                 input => input,
             }
         };

@@ -34,6 +34,13 @@ PAIMON_JAVA_VERSION = "1.3.1"
 COMPARED: list[tuple[str, str, str, int]] = []
 
 
+def oracle_classpath() -> str:
+    """The oracle's classpath, built first (``make java-oracle``: a no-op when up to date)."""
+    subprocess.run(["make", "-s", "-C", str(REPO), "java-oracle"], check=True)
+    target = ORACLE / "target"
+    return f"{target / 'java-oracle.jar'}:{(target / 'classpath.txt').read_text().strip()}"
+
+
 class JavaError(AssertionError):
     """A job the oracle could not do (its Java exception and stack trace)."""
 
@@ -42,11 +49,8 @@ class JavaOracle:
     """One oracle JVM: a JSON job per line in, a JSON answer per line out."""
 
     def __init__(self) -> None:
-        subprocess.run(["make", "-s", "-C", str(REPO), "java-oracle"], check=True)
-        target = ORACLE / "target"
-        classpath = f"{target / 'java-oracle.jar'}:{(target / 'classpath.txt').read_text().strip()}"
         self._proc = subprocess.Popen(
-            ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, "org.tidelake.oracle.Main"],
+            ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", oracle_classpath(), "org.tidelake.oracle.Main"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
         self._stderr: list[str] = []
         threading.Thread(target=self._drain, daemon=True).start()

@@ -1,6 +1,7 @@
 """Mixed-engine soak: one Java writer process (interop/java-oracle ``Race.java``), two tidelake
 writer processes and a tidelake compactor process commit to one primary-key table at once
-through a catalog that arbitrates between them (Paimon's JDBC lock today), for as long as asked;
+through a catalog that arbitrates between them (Paimon's JDBC lock, or a REST catalog server's
+commit endpoint), for as long as asked;
 then every write either engine acknowledged must be in the table, as written, in both engines'
 reads, and both engines must read the same rows.
 
@@ -8,6 +9,7 @@ Run by ``test_catalog_races.py`` (about 15 s per case), or by hand for longer::
 
     python tests/catalog_soak.py --seconds 600                  # JDBC catalog on SQLite
     python tests/catalog_soak.py --seconds 600 --postgres       # on a PostgreSQL cluster started for the run
+    python tests/catalog_soak.py --seconds 600 --rest           # through Paimon's REST catalog server
 """
 
 from __future__ import annotations
@@ -80,10 +82,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--postgres", action="store_true", help="the JDBC catalog on a PostgreSQL server")
+    parser.add_argument("--rest", action="store_true", help="Paimon's REST catalog server")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="catalog-soak-") as tmp:
         work = pathlib.Path(tmp)
-        if args.postgres:
+        if args.rest:
+            from _rest import start_rest_server
+
+            server = start_rest_server(work / "rest-data")
+            try:
+                counts = run_soak(work, server.options, server.options, None, args.seconds, pause=0.2)
+            finally:
+                server.stop()
+        elif args.postgres:
             from _postgres import postgres_server
 
             with postgres_server() as pg:

@@ -4,7 +4,8 @@ compactor, about 15 s per case, ``TIDELAKE_CATALOG_SOAK_SECONDS`` changes it): e
 either engine acknowledged must then be in the table, in both engines' reads, and both engines
 read the same rows.
 
-Both engines use the JDBC catalog, on SQLite and on PostgreSQL, on local storage.
+Both engines use the JDBC catalog, on SQLite and on PostgreSQL, or Paimon's REST catalog server
+(``_rest.py``), on local storage.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 
 import pytest
 
+from _rest import rest_server  # noqa: F401  (a fresh Paimon REST server, a fixture)
 from catalog_soak import jdbc_options, run_soak
 
 SECONDS = float(os.environ.get("TIDELAKE_CATALOG_SOAK_SECONDS", "15"))
@@ -40,6 +42,15 @@ def test_java_and_tidelake_writers_share_the_jdbc_lock(backend, tmp_path, reques
     # tidelake's writers pause 0.2 s between commits: Java's commit is optimistic outside the lock
     # (it reads the latest snapshot, writes its manifests, then takes the lock and gives up if the
     # next id was taken), so a commit every few ms from others starves it through its 10 retries
+    counts = run_soak(tmp_path, options, options, None, SECONDS, pause=0.2)
+    check(counts, min_acks=3)
+    assert counts["compactor"]["compacted"] >= 1, counts
+
+
+def test_java_and_tidelake_writers_commit_through_the_rest_server(rest_server, tmp_path):
+    """The same race through Paimon's REST server: every commit of either engine is one request
+    to its commit endpoint, where the server decides which commit gets each snapshot id."""
+    options = rest_server.options
     counts = run_soak(tmp_path, options, options, None, SECONDS, pause=0.2)
     check(counts, min_acks=3)
     assert counts["compactor"]["compacted"] >= 1, counts

@@ -1,7 +1,8 @@
 """Catalogs configured with Paimon's catalog options (``tidelake.Catalog.from_options``): the
-filesystem catalog, and Paimon's JDBC catalog on SQLite and on the suite's PostgreSQL server
-(``_postgres.py``), with Java Paimon (interop/java-oracle) opening what tidelake registers and the
-reverse, and Paimon's JDBC commit lock taken by both engines (``lock.enabled``)."""
+filesystem catalog, Paimon's JDBC catalog on SQLite and on the suite's PostgreSQL server
+(``_postgres.py``) and Paimon's own REST catalog server (``_rest.py``), with Java Paimon
+(interop/java-oracle) opening what tidelake registers and the reverse, Paimon's JDBC commit lock
+taken by both engines (``lock.enabled``) and commits through the REST server's endpoint."""
 
 from __future__ import annotations
 
@@ -16,17 +17,20 @@ import pytest
 
 import tidelake
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
+from _rest import rest_server  # noqa: F401  (a fresh Paimon REST server, a fixture)
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
 FIELDS = [("id", "BIGINT NOT NULL"), ("name", "STRING")]
 
 
-@pytest.fixture(params=["filesystem", "sqlite", "postgres"])
+@pytest.fixture(params=["filesystem", "sqlite", "postgres", "rest"])
 def options(request, tmp_path) -> dict[str, str]:
-    """Catalog options of each kind, on a fresh warehouse (and database)."""
+    """Catalog options of each kind, on a fresh warehouse (and database, and server)."""
     wh = str(tmp_path / "wh")
     if request.param == "filesystem":
         return {"warehouse": wh}
+    if request.param == "rest":
+        return request.getfixturevalue("rest_server").options
     if request.param == "sqlite":
         return {"metastore": "jdbc", "warehouse": wh, "uri": f"jdbc:sqlite:{tmp_path}/catalog.db",
                 "catalog-key": "tl", "lock.enabled": "true"}
@@ -54,15 +58,17 @@ def java_rows(java, options: dict[str, str], table: str) -> list[list]:  # noqa:
 
 def test_databases_and_tables_through_the_catalog(options):
     cat = tidelake.Catalog.from_options(options)
-    jdbc = options.get("metastore") == "jdbc"
-    cat.create_database("db", properties={"owner": "ops"} if jdbc else None)
+    metastore = options.get("metastore", "filesystem")
+    keeps_properties = metastore != "filesystem"
+    cat.create_database("db", properties={"owner": "ops"} if keeps_properties else None)
     cat.create_database("db", ignore_if_exists=True)
     with pytest.raises(tidelake.TableAlreadyExistsError):
         cat.create_database("db")
     cat.create_database("other")
     assert cat.list_databases() == ["db", "other"]
-    assert cat.database_properties("db")["location"].endswith("wh/db.db")
-    if jdbc:
+    location = cat.database_properties("db")["location"]
+    assert location.endswith("wh/db.db") or metastore == "rest"  # the test server answers "/tmp"
+    if keeps_properties:
         assert cat.database_properties("db")["owner"] == "ops"
         cat.alter_database("db", set={"owner": "data", "tier": "gold"}, remove=["missing"])
         assert {k: v for k, v in cat.database_properties("db").items() if k != "location"} == {
@@ -85,6 +91,12 @@ def test_databases_and_tables_through_the_catalog(options):
 
     # branches and system tables by Paimon's identifiers
     main = cat.get_table("db.t")
+    if metastore == "rest":  # the server versions branches: not through tidelake yet
+        with pytest.raises(tidelake.UnsupportedError, match="REST catalog"):
+            main.create_branch("b", from_snapshot=main.latest_snapshot().id)
+        assert cat.system_table("db.t$snapshots").column("snapshot_id").to_pylist() == [1]
+        rename_and_drop(cat)
+        return
     created = main.create_branch("b", from_snapshot=main.latest_snapshot().id)
     assert created.branch == "b" and created._raw.commits_through_catalog == cat.lock_enabled
     b = cat.get_table("db.t$branch_b")
@@ -97,12 +109,18 @@ def test_databases_and_tables_through_the_catalog(options):
     assert branch_snapshots == [*main_snapshots, main_snapshots[-1] + 1]
     with pytest.raises(tidelake.InvalidArgumentError):
         cat.get_table("db.t$snapshots")
+    rename_and_drop(cat)
 
+
+def rename_and_drop(cat: tidelake.Catalog) -> None:
     cat.rename_table("db.t", "other.moved")
     assert cat.list_tables("db") == [] and cat.list_tables("other") == ["moved"]
     with pytest.raises(tidelake.TableNotFoundError):
         cat.get_table("db.t")
-    assert [r["id"] for r in rows(cat.get_table("other.moved"))] == [1, 2]
+    # Paimon 1.3.1's test REST server moves the files but keeps answering the old path (Java's
+    # client cannot open the renamed table there either)
+    if cat.options.get("metastore") != "rest":
+        assert [r["id"] for r in rows(cat.get_table("other.moved"))] == [1, 2]
     with pytest.raises(tidelake.InvalidArgumentError):
         cat.drop_database("other")
     cat.drop_table("other.moved")

@@ -3,10 +3,14 @@
 * ``Catalog(warehouse)`` or ``Catalog.from_options({"warehouse": ...})``: the filesystem catalog
   (``<warehouse>/<database>.db/<table>/``), Paimon's default;
 * ``Catalog.from_options({"metastore": "jdbc", "uri": "jdbc:postgresql://...", ...})``: Paimon's
-  JDBC catalog (PostgreSQL or SQLite); without ``uri``, a SQLite file next to a local warehouse.
+  JDBC catalog (PostgreSQL or SQLite); without ``uri``, a SQLite file next to a local warehouse;
+* ``Catalog.from_options({"metastore": "rest", "uri": "http://host:port", "warehouse": name,
+  "token.provider": "bear", "token": ...})``: a Paimon REST catalog server.
 
 With ``lock.enabled`` (the default on object stores for the JDBC catalog, as in Java), commits
 and schema changes of tables opened here take Paimon's JDBC lock, which Java writers take too.
+Tables of a REST catalog commit through the server's commit endpoint, and their schema changes
+go to the server, so the server decides between every engine's committers.
 """
 
 from __future__ import annotations
@@ -37,8 +41,12 @@ class Catalog:
     def from_options(cls, options: Mapping[str, str], storage_options: dict[str, str] | None = None) -> Catalog:
         """The catalog Paimon's catalog ``options`` describe, with Paimon's option names:
 
-        * ``metastore``: ``filesystem`` (default) or ``jdbc``;
-        * ``warehouse`` (required): where the tables' files live;
+        * ``metastore``: ``filesystem`` (default), ``jdbc`` or ``rest``;
+        * ``warehouse`` (required): where the tables' files live (REST: the name of the
+          warehouse the server serves);
+        * REST: ``uri`` (``http://host:port``), ``token.provider`` (``bear``) and ``token``,
+          ``header.<name>`` HTTP headers; the server's configuration adds the rest (its
+          ``prefix``);
         * ``uri``: the JDBC URL (``jdbc:postgresql://host:port/db``, ``jdbc:sqlite:/path/file.db``);
           ``jdbc.user``, ``jdbc.password`` and other ``jdbc.*`` connection properties;
           ``catalog-key`` (default ``jdbc``) names this catalog's rows;
@@ -50,7 +58,7 @@ class Catalog:
         ``storage_options`` configure the warehouse's object store, as for
         :func:`tidelake.open_table`. Raises InvalidArgumentError for a bad option,
         UnsupportedError for a metastore or JDBC database tidelake does not speak, StorageError
-        when the database cannot be reached.
+        when the database or server cannot be reached or refuses the token.
         """
         if not isinstance(options, Mapping):
             raise TypeError(f"options must be a mapping, got {type(options).__name__}")

@@ -11,10 +11,12 @@
 //!   stay readable through field ids.
 
 use arrow_schema::Schema as ArrowSchema;
+use serde_json::{json, Value};
 use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type};
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
 use tidelake_spec::schema::{check_column_name, TableSchema};
+use tidelake_spec::type_json::type_to_json;
 use tidelake_spec::types::{DataType, TypeKind};
 
 use crate::branch::{list_branches, MAIN_BRANCH, SCAN_FALLBACK_BRANCH};
@@ -40,6 +42,20 @@ pub struct TableSpec {
 /// Create a table at `io`'s root with an Arrow schema. Fails with [`Error::AlreadyExists`] if a
 /// table is there.
 pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) -> Result<Table> {
+    let table_schema = new_table_schema(schema, spec, io.env().now_millis())?;
+    let rel = schema_path(0);
+    if !io.put_if_absent(&rel, table_schema.to_json()).await? {
+        return Err(Error::AlreadyExists(format!("table at {}", io.location())));
+    }
+    Table::open_io(io).await
+}
+
+/// Schema 0 of a new table with an Arrow schema, checked as Java checks a new table.
+pub fn new_table_schema(
+    schema: &ArrowSchema,
+    spec: &TableSpec,
+    time_millis: i64,
+) -> Result<TableSchema> {
     let mut next_id = 0;
     let spec_err = |e| Error::from_spec("table schema", e);
     let mut fields = fields_from_arrow_schema(schema, &mut next_id).map_err(|e| match e {
@@ -77,12 +93,8 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
     check_merge_options(&table_schema)?;
     check_iceberg(&table_schema)?;
     table_schema.comment = spec.comment.clone();
-    table_schema.time_millis = io.env().now_millis();
-    let rel = schema_path(0);
-    if !io.put_if_absent(&rel, table_schema.to_json()).await? {
-        return Err(Error::AlreadyExists(format!("table at {}", io.location())));
-    }
-    Table::open_io(io).await
+    table_schema.time_millis = time_millis;
+    Ok(table_schema)
 }
 
 /// Java `SchemaValidation.validateFallbackBranch`: `scan.fallback-branch` names an existing
@@ -213,6 +225,49 @@ pub enum SchemaChange {
     },
 }
 
+impl SchemaChange {
+    /// The change as Java's `SchemaChange` JSON (its `action` names the kind), as a REST
+    /// catalog's alter-table request carries it.
+    pub fn to_paimon_json(&self) -> Result<Value> {
+        let paimon_type = |t: &arrow_schema::DataType| -> Result<Value> {
+            Ok(type_to_json(&from_arrow_type(t, true).map_err(type_error)?))
+        };
+        Ok(match self {
+            SchemaChange::AddColumn {
+                name,
+                data_type,
+                position,
+                comment,
+            } => {
+                let moved = |kind: &str, reference: Option<&str>| json!({"fieldName": name, "referenceFieldName": reference, "type": kind});
+                let movement = match position {
+                    ColumnPosition::Last => Value::Null,
+                    ColumnPosition::First => moved("FIRST", None),
+                    ColumnPosition::After(other) => moved("AFTER", Some(other)),
+                };
+                json!({"action": "addColumn", "fieldNames": [name], "dataType": paimon_type(data_type)?,
+                       "comment": comment, "move": movement})
+            }
+            SchemaChange::RenameColumn { from, to } => {
+                json!({"action": "renameColumn", "fieldNames": [from], "newName": to})
+            }
+            SchemaChange::DropColumn { name } => {
+                json!({"action": "dropColumn", "fieldNames": [name]})
+            }
+            SchemaChange::UpdateColumnType { name, data_type } => json!({
+                "action": "updateColumnType", "fieldNames": [name],
+                "newDataType": paimon_type(data_type)?, "keepNullability": true}),
+            SchemaChange::SetOption { key, value } => {
+                json!({"action": "setOption", "key": key, "value": value})
+            }
+            SchemaChange::RemoveOption { key } => json!({"action": "removeOption", "key": key}),
+            SchemaChange::UpdateComment { comment } => {
+                json!({"action": "updateComment", "comment": comment})
+            }
+        })
+    }
+}
+
 /// Where an added column goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnPosition {
@@ -221,7 +276,8 @@ pub enum ColumnPosition {
     After(String),
 }
 
-/// Apply `changes` to the latest schema of `table` and commit the new schema file.
+/// Apply `changes` to the latest schema of `table` and commit the new schema file (through
+/// the table's catalog when it versions schemas itself, after the same checks here).
 pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Table> {
     for _ in 0..MAX_SCHEMA_RETRIES {
         let current = table.reopen().await?;
@@ -229,6 +285,14 @@ pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Tabl
         check_merge_options(&next)?;
         check_iceberg(&next)?;
         check_fallback_branch(table, &next).await?;
+        if let Some(catalog) = table.environment().snapshot_commit() {
+            let json: Vec<Value> = changes
+                .iter()
+                .map(SchemaChange::to_paimon_json)
+                .collect::<Result<_>>()?;
+            catalog.alter_schema(table.branch(), &json).await?;
+            return table.reopen().await;
+        }
         if table
             .environment()
             .put_if_absent(table.branch_io(), &schema_path(next.id), next.to_json())
@@ -404,5 +468,42 @@ pub fn is_widening(old: &DataType, new: &DataType) -> bool {
         | (LocalZonedTimestamp(a), LocalZonedTimestamp(b))
         | (Time(a), Time(b)) => b >= a,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_are_javas_schema_change_json() {
+        let add = SchemaChange::AddColumn {
+            name: "score".into(),
+            data_type: arrow_schema::DataType::Float64,
+            position: ColumnPosition::After("id".into()),
+            comment: Some("c".into()),
+        };
+        assert_eq!(
+            add.to_paimon_json().unwrap(),
+            json!({"action": "addColumn", "fieldNames": ["score"], "dataType": "DOUBLE", "comment": "c",
+                   "move": {"fieldName": "score", "referenceFieldName": "id", "type": "AFTER"}})
+        );
+        let widen = SchemaChange::UpdateColumnType {
+            name: "n".into(),
+            data_type: arrow_schema::DataType::Int64,
+        };
+        assert_eq!(
+            widen.to_paimon_json().unwrap(),
+            json!({"action": "updateColumnType", "fieldNames": ["n"], "newDataType": "BIGINT",
+                   "keepNullability": true})
+        );
+        let set = SchemaChange::SetOption {
+            key: "k".into(),
+            value: "v".into(),
+        };
+        assert_eq!(
+            set.to_paimon_json().unwrap(),
+            json!({"action": "setOption", "key": "k", "value": "v"})
+        );
     }
 }

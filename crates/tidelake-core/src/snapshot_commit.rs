@@ -26,13 +26,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
+use serde_json::Value;
 use tidelake_spec::manifest::ManifestEntry;
 use tidelake_spec::snapshot::Snapshot;
 
-#[cfg(doc)]
-use crate::error::Error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::FileIO;
+use crate::layout::TableLayout;
 use crate::snapshots::snapshot_path;
 
 /// A lock shared with other engines around the creation of a table's snapshot and schema files
@@ -56,15 +56,22 @@ pub struct SnapshotCommitRequest<'a> {
     pub snapshot: &'a Snapshot,
     /// The data-file changes of the commit (per-partition statistics for a catalog).
     pub delta: &'a [ManifestEntry],
+    /// The layout of the delta's partitions.
+    pub layout: &'a TableLayout,
 }
 
-/// A catalog that creates snapshots itself (Java `CatalogSnapshotCommit`: the REST catalog's
-/// commit endpoint, where the server arbitrates between committers).
+/// A catalog that creates snapshots and schemas itself (Java `CatalogSnapshotCommit`: the REST
+/// catalog's commit endpoint, where the server arbitrates between committers, and its
+/// alter-table endpoint).
 #[async_trait]
 pub trait SnapshotCommit: Send + Sync + fmt::Debug {
     /// `Ok(true)`: the snapshot is now snapshot `request.snapshot.id`; `Ok(false)`: that id was
     /// taken by another commit; an error: unknown.
     async fn commit(&self, request: SnapshotCommitRequest<'_>) -> Result<bool>;
+
+    /// Apply schema changes to branch `branch` (Java `SchemaChange`s as JSON); the catalog
+    /// writes the new schema.
+    async fn alter_schema(&self, branch: &str, changes: &[Value]) -> Result<()>;
 }
 
 /// What a table's catalog adds to its commits (Java `CatalogEnvironment`): nothing for a table
@@ -104,6 +111,23 @@ impl CatalogEnvironment {
     /// Whether the table's catalog takes part in its commits (a lock or a commit endpoint).
     pub fn commits_through_catalog(&self) -> bool {
         self.lock.is_some() || self.snapshot_commit.is_some()
+    }
+
+    /// The catalog that creates the table's snapshots and schemas, if it does.
+    pub fn snapshot_commit(&self) -> Option<&Arc<dyn SnapshotCommit>> {
+        self.snapshot_commit.as_ref()
+    }
+
+    /// Refuse `what` (rewriting snapshots or branches outside a commit) when the table's catalog
+    /// versions snapshots itself: it would not see the change and would serve the old state.
+    pub fn check_files_own_versions(&self, what: &str) -> Result<()> {
+        match &self.snapshot_commit {
+            None => Ok(()),
+            Some(_) => Err(Error::Unsupported(format!(
+                "{what} on a table whose REST catalog versions its snapshots: the server would not \
+                 see it (do it through an engine that calls the catalog's API)"
+            ))),
+        }
     }
 
     /// The table's lock, if its catalog has one.

@@ -194,15 +194,30 @@ impl TableSchema {
 
     /// Encodes the schema file (pretty-printed, no trailing newline).
     pub fn to_json(&self) -> String {
-        let strings = |items: &[String]| Value::from(items.to_vec());
         let mut object = Map::new();
         object.insert("version".into(), Value::from(self.version));
         object.insert("id".into(), Value::from(self.id));
+        let mut schema = self.to_create_json();
+        object.insert("fields".into(), schema["fields"].take());
+        object.insert("highestFieldId".into(), Value::from(self.highest_field_id));
+        for key in ["partitionKeys", "primaryKeys", "options", "comment"] {
+            if let Some(value) = schema.get_mut(key) {
+                object.insert(key.into(), value.take());
+            }
+        }
+        object.insert("timeMillis".into(), Value::from(self.time_millis));
+        pretty_json(&Value::Object(object))
+    }
+
+    /// The schema as Java's `Schema` JSON, what creating a table takes (a REST catalog's
+    /// create-table request): fields, partition and primary keys, options, comment if any.
+    pub fn to_create_json(&self) -> Value {
+        let strings = |items: &[String]| Value::from(items.to_vec());
+        let mut object = Map::new();
         object.insert(
             "fields".into(),
             Value::Array(self.fields.iter().map(field_to_json).collect()),
         );
-        object.insert("highestFieldId".into(), Value::from(self.highest_field_id));
         object.insert("partitionKeys".into(), strings(&self.partition_keys));
         object.insert("primaryKeys".into(), strings(&self.primary_keys));
         let options: Map<String, Value> = self
@@ -214,8 +229,7 @@ impl TableSchema {
         if let Some(comment) = &self.comment {
             object.insert("comment".into(), Value::from(comment.as_str()));
         }
-        object.insert("timeMillis".into(), Value::from(self.time_millis));
-        pretty_json(&Value::Object(object))
+        Value::Object(object)
     }
 
     /// Checks the invariants listed in the module documentation ([`Error::Invalid`]).

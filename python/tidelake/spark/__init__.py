@@ -377,9 +377,10 @@ class _CompactionRunner:
             yield run_compaction_task(bytes(task), self.storage_options)
 
 
-def compact(spark: SparkSession, path: str, full: bool = False, partitions: list[dict[str, Any]] | None = None,
+def compact(spark: SparkSession, path: str | Table, full: bool = False, partitions: list[dict[str, Any]] | None = None,
             *, storage_options: dict[str, str] | None = None) -> int | None:
-    """Compact the table at ``path`` with Spark: the plan is made here, each bucket's task runs
+    """Compact the table at ``path`` (or a :class:`tidelake.Table` opened through a catalog,
+    whose commit then goes through the catalog) with Spark: the plan is made here, each bucket's task runs
     on an executor (one Spark task per bucket), and the results are committed here as one
     COMPACT snapshot, whose id is returned (None when nothing needed compacting). Arguments as
     :meth:`tidelake.Table.compact`; needs ``SparkContext`` (not Spark Connect).
@@ -392,7 +393,8 @@ def compact(spark: SparkSession, path: str, full: bool = False, partitions: list
         CommitConflictError: a concurrent commit removed files the plan rewrote (nothing is
             committed; call again).
     """
-    table = io.Location(str(path), storage_options).open()
+    table = path if isinstance(path, Table) else io.Location(str(path), storage_options).open()
+    storage_options = table.storage_options or None
     plan = table.compaction_plan(full, partitions)
     if not plan.tasks:
         return plan.moved_snapshot

@@ -294,8 +294,7 @@ class _Procedures:
         if partitions:
             specs = typed_partitions(self.table, [dict(_key_value(kv) for kv in p.split(","))
                                                    for p in partitions.split(";")])
-        snapshot = compact(self.ctx.spark, self.table.path, full=compact_strategy == "full", partitions=specs,
-                           storage_options=self.table.storage_options or None)
+        snapshot = compact(self.ctx.spark, self.table, full=compact_strategy == "full", partitions=specs)
         return self.ctx.result([(snapshot,)], "snapshot_id bigint")
 
     def expire_snapshots(self, retain_max: int | None = None, retain_min: int | None = None,

@@ -3,7 +3,9 @@
 //!
 //! * `metastore=filesystem` (the default): the warehouse directories are the catalog;
 //! * `metastore=jdbc`: names in Paimon's JDBC tables (SQLite or PostgreSQL, [`jdbc`]), data in
-//!   the warehouse.
+//!   the warehouse;
+//! * `metastore=rest`: a Paimon REST catalog server ([`rest`]) keeps the names and creates every
+//!   snapshot and schema; tables live at the paths it gives.
 //!
 //! Either takes Paimon's JDBC commit lock (`lock.enabled`, [`jdbc::lock`]) around the creation
 //! of snapshot and schema files, so Java writers that take it too never race tidelake's: the JDBC
@@ -12,11 +14,12 @@
 //! in their [`CatalogEnvironment`]; a table opened by path does not.
 //!
 //! Modules: [`identifier`] (`db.t$branch_b$snapshots`), [`filesystem`] (the warehouse layout),
-//! [`jdbc`] (the JDBC catalog, its client and lock).
+//! [`jdbc`] (the JDBC catalog, its client and lock), [`rest`] (the REST catalog client).
 
 pub(crate) mod filesystem;
 pub mod identifier;
 pub(crate) mod jdbc;
+pub(crate) mod rest;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,7 +30,7 @@ use tidelake_spec::catalog_options::{CatalogOptions, Metastore, JDBC_LOCK_TYPE, 
 use crate::branch::MAIN_BRANCH;
 use crate::error::{Error, Result};
 use crate::io::{FileIO, StorageOptions};
-use crate::schema_change::{alter_table, create_table, SchemaChange, TableSpec};
+use crate::schema_change::{alter_table, create_table, new_table_schema, SchemaChange, TableSpec};
 use crate::snapshot_commit::{CatalogEnvironment, TableLock};
 use crate::table::Table;
 use filesystem::{check_name, Warehouse};
@@ -35,19 +38,25 @@ pub use identifier::Identifier;
 use jdbc::client::JdbcClient;
 use jdbc::lock::JdbcLocks;
 use jdbc::{JdbcTables, LOCATION_PROPERTY};
+use rest::commit::RestTableCommit;
+use rest::RestCatalog;
 
-/// Where a catalog keeps its names.
+/// Where a catalog keeps its names (and, but for REST, its tables: the warehouse).
 #[derive(Clone, Debug)]
 enum Registry {
     /// The warehouse directories.
-    FileSystem,
-    Jdbc(JdbcTables),
+    FileSystem(Warehouse),
+    Jdbc(Warehouse, JdbcTables),
+    /// The server; tables are opened with `storage`.
+    Rest {
+        server: RestCatalog,
+        storage: StorageOptions,
+    },
 }
 
 /// A catalog of databases and tables. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Catalog {
-    warehouse: Warehouse,
     options: CatalogOptions,
     registry: Registry,
     locks: Option<JdbcLocks>,
@@ -75,21 +84,32 @@ impl Catalog {
     pub fn new(io: FileIO) -> Catalog {
         let options = CatalogOptions::default().with(WAREHOUSE, io.location());
         Catalog {
-            warehouse: Warehouse::new(io),
             options,
-            registry: Registry::FileSystem,
+            registry: Registry::FileSystem(Warehouse::new(io)),
             locks: None,
         }
     }
 
     /// The catalog Paimon's `options` describe (`metastore`, `warehouse`, `uri`, `jdbc.*`,
     /// `catalog-key`, `lock.enabled`, `lock.type`, `lock-acquire-timeout`,
-    /// `lock-check-max-sleep`, `table-default.*`), its warehouse opened with `storage`.
-    /// Connects to the JDBC database and creates Paimon's tables there if missing.
+    /// `lock-check-max-sleep`, `table-default.*`; REST: `token.provider`, `token`,
+    /// `header.*`), its tables opened with `storage`. Connects to the JDBC database and creates
+    /// Paimon's tables there if missing; asks a REST server for its configuration.
     pub async fn from_options(
         options: CatalogOptions,
         storage: &StorageOptions,
     ) -> Result<Catalog> {
+        if options.metastore().map_err(options_error)? == Metastore::Rest {
+            let (server, options) = RestCatalog::connect(&options).await?;
+            return Ok(Catalog {
+                options,
+                registry: Registry::Rest {
+                    server,
+                    storage: storage.clone(),
+                },
+                locks: None,
+            });
+        }
         let warehouse = options.warehouse().ok_or_else(|| {
             Error::invalid("catalog option 'warehouse' is required (the root of the tables)")
         })?;
@@ -120,7 +140,7 @@ impl Catalog {
                     // Java's filesystem catalog has no default lock factory either.
                     _ => None,
                 };
-                (Registry::FileSystem, locks)
+                (Registry::FileSystem(Warehouse::new(io)), locks)
             }
             Metastore::Jdbc => {
                 let uri = match options.uri() {
@@ -138,19 +158,17 @@ impl Catalog {
                 } else {
                     None
                 };
-                (Registry::Jdbc(tables), locks)
+                (Registry::Jdbc(Warehouse::new(io), tables), locks)
             }
-            Metastore::Rest | Metastore::Hive => {
-                return Err(Error::Unsupported(format!(
-                    "metastore '{}' is not available yet",
-                    options
-                        .get(tidelake_spec::catalog_options::METASTORE)
-                        .unwrap_or_default()
-                )))
+            Metastore::Rest => unreachable!("handled above"),
+            Metastore::Hive => {
+                return Err(Error::Unsupported(
+                    "metastore 'hive': tidelake speaks Paimon's filesystem, JDBC and REST catalogs"
+                        .into(),
+                ))
             }
         };
         Ok(Catalog {
-            warehouse: Warehouse::new(io),
             options,
             registry,
             locks,
@@ -162,9 +180,12 @@ impl Catalog {
         &self.options
     }
 
-    /// The warehouse root.
+    /// The warehouse root (a REST catalog: the server's URI).
     pub fn location(&self) -> &str {
-        self.warehouse.io().location()
+        match &self.registry {
+            Registry::FileSystem(w) | Registry::Jdbc(w, _) => w.io().location(),
+            Registry::Rest { .. } => self.options.uri().unwrap_or_default(),
+        }
     }
 
     /// Whether commits through this catalog take Paimon's JDBC lock.
@@ -182,16 +203,18 @@ impl Catalog {
 
     pub async fn list_databases(&self) -> Result<Vec<String>> {
         match &self.registry {
-            Registry::FileSystem => self.warehouse.list_databases().await,
-            Registry::Jdbc(t) => t.list_databases().await,
+            Registry::FileSystem(w) => w.list_databases().await,
+            Registry::Jdbc(_, t) => t.list_databases().await,
+            Registry::Rest { server, .. } => server.list_databases().await,
         }
     }
 
     pub async fn database_exists(&self, name: &str) -> Result<bool> {
         check_name("database", name)?;
         match &self.registry {
-            Registry::FileSystem => Ok(self.list_databases().await?.iter().any(|d| d == name)),
-            Registry::Jdbc(t) => t.database_exists(name).await,
+            Registry::FileSystem(_) => Ok(self.list_databases().await?.iter().any(|d| d == name)),
+            Registry::Jdbc(_, t) => t.database_exists(name).await,
+            Registry::Rest { server, .. } => server.database_exists(name).await,
         }
     }
 
@@ -203,8 +226,9 @@ impl Catalog {
         }
     }
 
-    /// Create a database; `properties` are kept by the JDBC catalog (`location` among them,
-    /// as Java's), refused by the filesystem catalog (which has nowhere to keep them).
+    /// Create a database; `properties` are kept by the JDBC and REST catalogs (`location`
+    /// among them, as Java's), refused by the filesystem catalog (which has nowhere to keep
+    /// them).
     pub async fn create_database(
         &self,
         name: &str,
@@ -218,18 +242,19 @@ impl Catalog {
             return Err(Error::AlreadyExists(format!("database '{name}'")));
         }
         match &self.registry {
-            Registry::FileSystem => {
+            Registry::FileSystem(w) => {
                 if let Some(key) = properties.keys().next() {
                     return Err(Error::Unsupported(format!(
                         "database property '{key}': the filesystem catalog keeps no database properties"
                     )));
                 }
-                self.warehouse.create_database_dir(name).await
+                w.create_database_dir(name).await
             }
-            Registry::Jdbc(t) => {
-                t.create_database(name, &self.warehouse.db_location(name), properties)
+            Registry::Jdbc(w, t) => {
+                t.create_database(name, &w.db_location(name), properties)
                     .await
             }
+            Registry::Rest { server, .. } => server.create_database(name, properties).await,
         }
     }
 
@@ -237,15 +262,16 @@ impl Catalog {
     pub async fn database_properties(&self, name: &str) -> Result<BTreeMap<String, String>> {
         self.require_database(name).await?;
         match &self.registry {
-            Registry::FileSystem => Ok(BTreeMap::from([(
+            Registry::FileSystem(w) => Ok(BTreeMap::from([(
                 LOCATION_PROPERTY.to_string(),
-                self.warehouse.db_location(name),
+                w.db_location(name),
             )])),
-            Registry::Jdbc(t) => t.database_properties(name).await,
+            Registry::Jdbc(_, t) => t.database_properties(name).await,
+            Registry::Rest { server, .. } => server.database_properties(name).await,
         }
     }
 
-    /// Set and remove database properties (JDBC catalog only, as in Java).
+    /// Set and remove database properties (JDBC and REST catalogs, as in Java).
     pub async fn alter_database(
         &self,
         name: &str,
@@ -254,16 +280,18 @@ impl Catalog {
     ) -> Result<()> {
         self.require_database(name).await?;
         match &self.registry {
-            Registry::FileSystem => Err(Error::Unsupported(
+            Registry::FileSystem(_) => Err(Error::Unsupported(
                 "altering a database: the filesystem catalog keeps no database properties".into(),
             )),
-            Registry::Jdbc(t) => t.alter_database(name, set, remove).await,
+            Registry::Jdbc(_, t) => t.alter_database(name, set, remove).await,
+            Registry::Rest { server, .. } => server.alter_database(name, set, remove).await,
         }
     }
 
     /// Drop a database; with `cascade` its tables too, else it must be empty. The filesystem
     /// catalog deletes the directory; the JDBC catalog deletes its rows and, as Java's, leaves
-    /// the files of its tables in the warehouse unless each was dropped first.
+    /// the files of its tables in the warehouse unless each was dropped first; a REST server
+    /// drops what it keeps.
     pub async fn drop_database(&self, name: &str, cascade: bool) -> Result<()> {
         self.require_database(name).await?;
         let tables = self.list_tables(name).await?;
@@ -274,8 +302,9 @@ impl Catalog {
             )));
         }
         match &self.registry {
-            Registry::FileSystem => self.warehouse.delete_database_dir(name).await,
-            Registry::Jdbc(t) => t.drop_database(name).await,
+            Registry::FileSystem(w) => w.delete_database_dir(name).await,
+            Registry::Jdbc(_, t) => t.drop_database(name).await,
+            Registry::Rest { server, .. } => server.drop_database(name).await,
         }
     }
 
@@ -283,22 +312,20 @@ impl Catalog {
     pub async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
         self.require_database(database).await?;
         match &self.registry {
-            Registry::FileSystem => self.warehouse.list_tables(database).await,
-            Registry::Jdbc(t) => t.list_tables(database).await,
+            Registry::FileSystem(w) => w.list_tables(database).await,
+            Registry::Jdbc(_, t) => t.list_tables(database).await,
+            Registry::Rest { server, .. } => server.list_tables(database).await,
         }
     }
 
     async fn table_exists(&self, id: &Identifier) -> Result<bool> {
         match &self.registry {
-            Registry::FileSystem => self.warehouse.has_table(&id.database, &id.table).await,
-            Registry::Jdbc(t) => t.table_exists(&id.database, &id.table).await,
+            Registry::FileSystem(w) => w.has_table(&id.database, &id.table).await,
+            Registry::Jdbc(_, t) => t.table_exists(&id.database, &id.table).await,
+            Registry::Rest { server, .. } => {
+                Ok(server.table(&id.database, &id.table).await?.is_some())
+            }
         }
-    }
-
-    /// The storage root of table `db.table` (it need not exist).
-    pub fn table_io(&self, identifier: &str) -> Result<FileIO> {
-        let id = Identifier::parse(identifier)?;
-        Ok(self.warehouse.table_io(&id.database, &id.table))
     }
 
     /// The lock of a table (or branch): Java binds it to the identifier's object name.
@@ -327,14 +354,34 @@ impl Catalog {
     }
 
     async fn open(&self, id: &Identifier) -> Result<Table> {
-        if !self.table_exists(id).await? {
-            return Err(self.table_not_found(id));
-        }
-        let io = self.warehouse.table_io(&id.database, &id.table);
         let branch = id.branch.as_deref().unwrap_or(MAIN_BRANCH);
+        let (io, environment) = match &self.registry {
+            Registry::Rest { server, storage } => {
+                let meta = server
+                    .table(&id.database, &id.table)
+                    .await?
+                    .ok_or_else(|| self.table_not_found(id))?;
+                let commit = RestTableCommit::new(
+                    server.client().clone(),
+                    &id.database,
+                    &id.table,
+                    &meta.id,
+                );
+                (
+                    FileIO::open_with(&meta.path, storage)?,
+                    CatalogEnvironment::committing(Arc::new(commit)),
+                )
+            }
+            Registry::FileSystem(w) | Registry::Jdbc(w, _) => {
+                if !self.table_exists(id).await? {
+                    return Err(self.table_not_found(id));
+                }
+                (w.table_io(&id.database, &id.table), self.environment(id))
+            }
+        };
         Ok(Table::open_branch(io, branch)
             .await?
-            .with_environment(self.environment(id)))
+            .with_environment(environment))
     }
 
     /// The table (or branch) and system table name of `db.t$snapshots` /
@@ -368,7 +415,15 @@ impl Catalog {
                 spec.options.push((k, v));
             }
         }
-        let io = self.warehouse.table_io(&id.database, &id.table);
+        let warehouse = match &self.registry {
+            Registry::Rest { server, .. } => {
+                let schema = new_table_schema(schema, &spec, 0)?;
+                server.create_table(&id, schema.to_create_json()).await?;
+                return self.open(&id).await;
+            }
+            Registry::FileSystem(w) | Registry::Jdbc(w, _) => w,
+        };
+        let io = warehouse.table_io(&id.database, &id.table);
         // Java's JDBC catalog writes schema-0 under the table's lock.
         let mut created = None;
         let create = async {
@@ -380,7 +435,7 @@ impl Catalog {
             None => create.await?,
         }
         let table = created.ok_or_else(|| Error::Internal("table creation did not run".into()))?;
-        if let Registry::Jdbc(t) = &self.registry {
+        if let Registry::Jdbc(_, t) = &self.registry {
             if let Err(e) = t.register_table(&id.database, &id.table).await {
                 // Java deletes the directory when the row cannot be written.
                 let _ = io.delete_dir("").await;
@@ -390,24 +445,28 @@ impl Catalog {
         Ok(table.with_environment(self.environment(&id)))
     }
 
-    /// Evolve the schema of `db.table` (under the table's lock, as Java's JDBC catalog).
+    /// Evolve the schema of `db.table` (under the table's lock, as Java's JDBC catalog; through
+    /// the server for a REST catalog).
     pub async fn alter_table(&self, identifier: &str, changes: &[SchemaChange]) -> Result<Table> {
         let table = self.open(&Identifier::table(identifier)?).await?;
         alter_table(&table, changes).await
     }
 
-    /// Drop a table and delete its files.
+    /// Drop a table and delete its files (a REST server deletes them itself).
     pub async fn drop_table(&self, identifier: &str) -> Result<()> {
         let id = Identifier::table(identifier)?;
+        if let Registry::Rest { server, .. } = &self.registry {
+            return server.drop_table(&id).await;
+        }
         let table = self.open(&id).await?;
-        if let Registry::Jdbc(t) = &self.registry {
+        if let Registry::Jdbc(_, t) = &self.registry {
             t.unregister_table(&id.database, &id.table).await?;
         }
         table.io().delete_dir("").await
     }
 
     /// Rename `from` to `to` (database included): the table directory moves, and the JDBC
-    /// catalog's row is renamed first (Java `renameTableImpl`).
+    /// catalog's row is renamed first (Java `renameTableImpl`); a REST server renames itself.
     pub async fn rename_table(&self, from: &str, to: &str) -> Result<()> {
         let (from, to) = (Identifier::table(from)?, Identifier::table(to)?);
         if !self.table_exists(&from).await? {
@@ -421,9 +480,13 @@ impl Catalog {
             (from.database.as_str(), from.table.as_str()),
             (to.database.as_str(), to.table.as_str()),
         );
-        if let Registry::Jdbc(t) = &self.registry {
-            t.rename_table(a, b).await?;
+        match &self.registry {
+            Registry::Rest { server, .. } => server.rename_table(&from, &to).await,
+            Registry::Jdbc(w, t) => {
+                t.rename_table(a, b).await?;
+                w.move_table(a, b).await
+            }
+            Registry::FileSystem(w) => w.move_table(a, b).await,
         }
-        self.warehouse.move_table(a, b).await
     }
 }

@@ -544,6 +544,7 @@ impl FileStoreCommit {
             branch_io: self.table.branch_io(),
             snapshot: &snapshot,
             delta: &changes.table,
+            layout: &self.layout,
         };
         match self.table.environment().commit_snapshot(request).await {
             Ok(true) => match self.publish(new_id, latest).await? {

@@ -77,6 +77,9 @@ pub enum BranchStart {
 /// Create branch `name` of `table`'s table from `start` on the branch `table` is opened on; see
 /// the module docs.
 pub async fn create_branch(table: &Table, name: &str, start: &BranchStart) -> Result<()> {
+    table
+        .environment()
+        .check_files_own_versions("creating a branch")?;
     validate_name(name)?;
     let io = table.io();
     if branch_exists(io, name).await? {
@@ -153,6 +156,9 @@ pub async fn create_branch(table: &Table, name: &str, start: &BranchStart) -> Re
 /// table is opened on, not the table's `scan.fallback-branch`. Data files only it referenced
 /// become orphans.
 pub async fn delete_branch(table: &Table, name: &str) -> Result<()> {
+    table
+        .environment()
+        .check_files_own_versions("deleting a branch")?;
     if name == MAIN_BRANCH || name == table.branch() {
         return Err(Error::invalid(format!(
             "cannot delete branch '{name}': it is the main or the current branch"
@@ -175,6 +181,9 @@ pub async fn delete_branch(table: &Table, name: &str) -> Result<()> {
 /// Fast-forward the branch `table` is opened on to branch `name` (Java `fastForward`); see the
 /// module docs.
 pub async fn fast_forward(table: &Table, name: &str) -> Result<()> {
+    table
+        .environment()
+        .check_files_own_versions("fast-forwarding a branch")?;
     if name == MAIN_BRANCH {
         return Err(Error::invalid(format!(
             "branch '{MAIN_BRANCH}' cannot be fast-forwarded from"

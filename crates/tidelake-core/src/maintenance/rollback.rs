@@ -75,6 +75,7 @@ async fn resolve(table: &Table, target: &RollbackTarget) -> Result<(Snapshot, bo
 
 /// Roll `table` back to `target`; see the module docs.
 pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<RollbackResult> {
+    table.environment().check_files_own_versions("a rollback")?;
     let (snap, from_tag) = resolve(table, target).await?;
     let sm = table.snapshot_manager();
     let io = table.branch_io();

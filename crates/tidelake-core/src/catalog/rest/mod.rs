@@ -1,0 +1,282 @@
+//! Paimon's REST catalog (Java `RESTCatalog`, `RESTApi`, the `paimon-open-api` spec): the
+//! server keeps databases and tables and creates every snapshot; tidelake writes data and
+//! manifest files to the table path the server gives, then asks the server to commit.
+//!
+//! Modules: `client` (HTTP, paths, errors), `commit` (the commit endpoint as a
+//! [`SnapshotCommit`](crate::snapshot_commit::SnapshotCommit)).
+//!
+//! Invariants: the options in force are the server's `defaults`, then the client's, then the
+//! server's `overrides` (Java `ConfigResponse.merge`), and paths use the merged `prefix`; a
+//! table is opened at the `path` of its `GET table` answer, committing through the server with
+//! the table's `id` (the server refuses a commit for another table of the same name); schema
+//! changes of such a table go to the server too (`POST` alter-table), never straight to a schema
+//! file the server would not know.
+
+pub(crate) mod client;
+pub(crate) mod commit;
+
+use std::collections::BTreeMap;
+
+use reqwest::StatusCode;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tidelake_spec::catalog_options::{CatalogOptions, REST_PREFIX, TOKEN, TOKEN_PROVIDER};
+
+use crate::error::{Error, Result};
+use client::{RestClient, RestError};
+
+use super::identifier::Identifier;
+
+/// Java `AuthProviderEnum.BEAR`: the one token provider spoken here.
+const BEAR_TOKEN_PROVIDER: &str = "bear";
+
+/// `GET /v1/config` (Java `ConfigResponse`).
+#[derive(Debug, Default, Deserialize)]
+struct ConfigResponse {
+    #[serde(default)]
+    defaults: BTreeMap<String, String>,
+    #[serde(default)]
+    overrides: BTreeMap<String, String>,
+}
+
+/// `GET database` (Java `GetDatabaseResponse`, the fields used here).
+#[derive(Debug, Deserialize)]
+struct GetDatabaseResponse {
+    #[serde(default)]
+    location: Option<String>,
+    #[serde(default)]
+    options: BTreeMap<String, String>,
+}
+
+/// `GET table` (Java `GetTableResponse`, the fields used here).
+#[derive(Debug, Deserialize)]
+pub(crate) struct TableMetadata {
+    /// The table's UUID: every commit names it.
+    pub(crate) id: String,
+    /// Where the table's files are.
+    pub(crate) path: String,
+}
+
+/// A REST catalog server and the options it merged.
+#[derive(Clone, Debug)]
+pub(crate) struct RestCatalog {
+    client: RestClient,
+}
+
+/// Java `Catalog.DB_LOCATION_PROP`.
+const LOCATION_PROPERTY: &str = "location";
+
+fn is_not_found(e: &RestError) -> bool {
+    e.is(StatusCode::NOT_FOUND)
+}
+
+/// Java `Identifier` as JSON.
+fn identifier_json(database: &str, object: &str) -> Value {
+    json!({"database": database, "object": object})
+}
+
+impl RestCatalog {
+    /// Ask the server at `uri` for its configuration (`GET /v1/config?warehouse=`) and return
+    /// the catalog with the merged options (defaults < `options` < overrides).
+    pub(crate) async fn connect(options: &CatalogOptions) -> Result<(RestCatalog, CatalogOptions)> {
+        let uri = options.uri().ok_or_else(|| {
+            Error::invalid("a REST catalog needs 'uri' (http://host:port of the catalog server)")
+        })?;
+        let headers = |options: &CatalogOptions| -> Result<BTreeMap<String, String>> {
+            let mut headers = options.headers();
+            match (options.get(TOKEN_PROVIDER), options.get(TOKEN)) {
+                (Some(p), _) if !p.eq_ignore_ascii_case(BEAR_TOKEN_PROVIDER) => {
+                    return Err(Error::Unsupported(format!(
+                        "REST catalog '{TOKEN_PROVIDER}' = '{p}': tidelake speaks bearer tokens ('bear')"
+                    )))
+                }
+                (Some(_), None) => {
+                    return Err(Error::invalid(format!(
+                        "REST catalog '{TOKEN_PROVIDER}' = 'bear' needs '{TOKEN}'"
+                    )))
+                }
+                (_, Some(token)) => {
+                    let (k, v) = RestClient::bearer(token);
+                    headers.insert(k, v);
+                }
+                (None, None) => {}
+            }
+            Ok(headers)
+        };
+        let client = RestClient::new(uri, &headers(options)?)?;
+        let config: ConfigResponse = client.config(options.warehouse()).await?;
+        let mut merged: BTreeMap<String, String> = config.defaults;
+        merged.extend(options.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        merged.extend(config.overrides);
+        let merged: CatalogOptions = merged.into_iter().collect();
+        let client = RestClient::new(uri, &headers(&merged)?)?.with_prefix(merged.get(REST_PREFIX));
+        Ok((RestCatalog { client }, merged))
+    }
+
+    pub(crate) fn client(&self) -> &RestClient {
+        &self.client
+    }
+
+    pub(crate) async fn list_databases(&self) -> Result<Vec<String>> {
+        let mut all = self
+            .client
+            .get_all(
+                &self.client.path(&["databases"]),
+                "databases",
+                "listing databases",
+            )
+            .await?;
+        all.sort();
+        Ok(all)
+    }
+
+    async fn database(&self, name: &str) -> std::result::Result<GetDatabaseResponse, RestError> {
+        self.client
+            .get(
+                &self.client.path(&["databases", name]),
+                &format!("loading database '{name}'"),
+            )
+            .await
+    }
+
+    pub(crate) async fn database_exists(&self, name: &str) -> Result<bool> {
+        match self.database(name).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_not_found(&e) => Ok(false),
+            Err(e) => Err(e.into_error()),
+        }
+    }
+
+    pub(crate) async fn create_database(
+        &self,
+        name: &str,
+        properties: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        let body = json!({"name": name, "options": properties});
+        self.client
+            .post::<Value>(
+                &self.client.path(&["databases"]),
+                &body,
+                &format!("creating database '{name}'"),
+            )
+            .await
+            .map(drop)
+            .map_err(RestError::into_error)
+    }
+
+    /// The database's options with its `location` (Java `RESTCatalog.getDatabase`).
+    pub(crate) async fn database_properties(&self, name: &str) -> Result<BTreeMap<String, String>> {
+        let db = self.database(name).await.map_err(RestError::into_error)?;
+        let mut options = db.options;
+        if let Some(location) = db.location {
+            options.insert(LOCATION_PROPERTY.to_string(), location);
+        }
+        Ok(options)
+    }
+
+    pub(crate) async fn alter_database(
+        &self,
+        name: &str,
+        set: &BTreeMap<String, String>,
+        remove: &[String],
+    ) -> Result<()> {
+        let body = json!({"removals": remove, "updates": set});
+        self.client
+            .post::<Value>(
+                &self.client.path(&["databases", name]),
+                &body,
+                &format!("altering database '{name}'"),
+            )
+            .await
+            .map(drop)
+            .map_err(RestError::into_error)
+    }
+
+    /// Drop a database (the server drops its tables too: the caller checks emptiness).
+    pub(crate) async fn drop_database(&self, name: &str) -> Result<()> {
+        self.client
+            .delete(
+                &self.client.path(&["databases", name]),
+                &format!("dropping database '{name}'"),
+            )
+            .await
+            .map_err(RestError::into_error)
+    }
+
+    pub(crate) async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
+        let mut all = self
+            .client
+            .get_all(
+                &self.client.path(&["databases", database, "tables"]),
+                "tables",
+                &format!("listing the tables of '{database}'"),
+            )
+            .await?;
+        all.sort();
+        Ok(all)
+    }
+
+    /// The server's record of a table (`object`: `t` or `t$branch_b`), `None` if it has none.
+    pub(crate) async fn table(
+        &self,
+        database: &str,
+        object: &str,
+    ) -> Result<Option<TableMetadata>> {
+        let path = self.client.path(&["databases", database, "tables", object]);
+        match self
+            .client
+            .get(&path, &format!("loading table '{database}.{object}'"))
+            .await
+        {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if is_not_found(&e) => Ok(None),
+            Err(e) => Err(e.into_error()),
+        }
+    }
+
+    /// Create a table from its schema (Java `Schema` as JSON: fields, keys, options, comment).
+    pub(crate) async fn create_table(&self, id: &Identifier, schema: Value) -> Result<()> {
+        let body = json!({
+            "identifier": identifier_json(&id.database, &id.table),
+            "schema": schema,
+        });
+        self.client
+            .post::<Value>(
+                &self.client.path(&["databases", &id.database, "tables"]),
+                &body,
+                &format!("creating table '{id}'"),
+            )
+            .await
+            .map(drop)
+            .map_err(RestError::into_error)
+    }
+
+    /// Drop a table; the server deletes its files.
+    pub(crate) async fn drop_table(&self, id: &Identifier) -> Result<()> {
+        self.client
+            .delete(
+                &self
+                    .client
+                    .path(&["databases", &id.database, "tables", &id.table]),
+                &format!("dropping table '{id}'"),
+            )
+            .await
+            .map_err(RestError::into_error)
+    }
+
+    pub(crate) async fn rename_table(&self, from: &Identifier, to: &Identifier) -> Result<()> {
+        let body = json!({
+            "source": identifier_json(&from.database, &from.table),
+            "destination": identifier_json(&to.database, &to.table),
+        });
+        self.client
+            .post::<Value>(
+                &self.client.path(&["tables", "rename"]),
+                &body,
+                &format!("renaming table '{from}' to '{to}'"),
+            )
+            .await
+            .map(drop)
+            .map_err(RestError::into_error)
+    }
+}

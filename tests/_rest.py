@@ -1,0 +1,85 @@
+"""Paimon 1.3.1's own REST catalog server (``RESTCatalogServer`` from paimon-core's test jar,
+launched by interop/java-oracle's ``RestServer`` on 127.0.0.1) for the REST catalog tests.
+
+The server keeps its databases, tables and latest snapshots in memory, over a filesystem
+catalog in its data directory: each test gets a fresh server on a fresh directory
+(:func:`rest_server`), stopped by closing its standard input. Clients reach it with the catalog
+options of :attr:`RestServer.options` (bearer token, the warehouse name it serves).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from _java import oracle_classpath
+
+WAREHOUSE = "tidelake_wh"
+STARTUP_SECONDS = 60
+
+
+@dataclass
+class RestServer:
+    url: str
+    data_dir: Path
+    token: str
+    proc: subprocess.Popen[str]
+
+    @property
+    def options(self) -> dict[str, str]:
+        """Paimon catalog options that reach this server (Java's and tidelake's alike)."""
+        return {"metastore": "rest", "uri": self.url, "warehouse": WAREHOUSE, "token.provider": "bear",
+                "token": self.token}
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_rest_server(data_dir: Path) -> RestServer:
+    """A server on a free port over `data_dir`, once it said READY."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex
+    proc = subprocess.Popen(
+        ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", oracle_classpath(),
+         "org.tidelake.oracle.RestServer", str(data_dir), WAREHOUSE, token],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ready: list[str] = []
+    seen: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("READY ") and not ready:
+                ready.append(line.split()[1])
+            seen.append(line)
+            del seen[:-100]
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    for _ in range(STARTUP_SECONDS * 10):
+        if ready or proc.poll() is not None:
+            break
+        reader.join(0.1)
+    if not ready:
+        proc.kill()
+        raise RuntimeError(f"the REST server did not start: {''.join(seen[-30:])}")
+    return RestServer(ready[0], data_dir, token, proc)
+
+
+@pytest.fixture
+def rest_server(tmp_path) -> Iterator[RestServer]:
+    server = start_rest_server(tmp_path / "rest-data")
+    yield server
+    server.stop()

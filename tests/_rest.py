@@ -9,8 +9,10 @@ options of :attr:`RestServer.options` (bearer token, the warehouse name it serve
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,14 @@ class RestServer:
         """Paimon catalog options that reach this server (Java's and tidelake's alike)."""
         return {"metastore": "rest", "uri": self.url, "warehouse": WAREHOUSE, "token.provider": "bear",
                 "token": self.token}
+
+    def latest_snapshot(self, database: str, table: str) -> dict:
+        """The snapshot the server holds as the table's latest (``GET .../snapshot``, a
+        ``TableSnapshot``): what Java's REST client reads."""
+        request = urllib.request.Request(f"{self.url}/v1/paimon/databases/{database}/tables/{table}/snapshot",
+                                         headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())["snapshot"]["snapshot"]
 
     def stop(self) -> None:
         if self.proc.stdin is not None:

@@ -91,14 +91,19 @@ def test_databases_and_tables_through_the_catalog(options):
 
     # branches and system tables by Paimon's identifiers
     main = cat.get_table("db.t")
-    if metastore == "rest":  # the server versions branches: not through tidelake yet
-        with pytest.raises(tidelake.UnsupportedError, match="REST catalog"):
+    if metastore == "rest":  # the server creates branches, empty or from a tag of main
+        with pytest.raises(tidelake.UnsupportedError, match="tag"):
             main.create_branch("b", from_snapshot=main.latest_snapshot().id)
-        assert cat.system_table("db.t$snapshots").column("snapshot_id").to_pylist() == [1]
-        rename_and_drop(cat)
-        return
-    created = main.create_branch("b", from_snapshot=main.latest_snapshot().id)
-    assert created.branch == "b" and created._raw.commits_through_catalog == cat.lock_enabled
+        with pytest.raises(tidelake.UnsupportedError, match="REST catalog"):
+            main.rollback_to(main.latest_snapshot().id)
+        main.create_tag("t1")
+        created = main.create_branch("b", from_tag="t1")
+        with pytest.raises(tidelake.TableAlreadyExistsError):
+            main.create_branch("b", from_tag="t1")
+    else:
+        created = main.create_branch("b", from_snapshot=main.latest_snapshot().id)
+    assert created.branch == "b"
+    assert created._raw.commits_through_catalog == (cat.lock_enabled or metastore == "rest")
     b = cat.get_table("db.t$branch_b")
     assert b.branch == "b"
     b.upsert(pa.Table.from_pylist([{"id": 3, "name": "c", "score": 1.0}], schema=b.schema))
@@ -109,6 +114,13 @@ def test_databases_and_tables_through_the_catalog(options):
     assert branch_snapshots == [*main_snapshots, main_snapshots[-1] + 1]
     with pytest.raises(tidelake.InvalidArgumentError):
         cat.get_table("db.t$snapshots")
+    if metastore == "rest":  # main fast-forwarded to the branch, then the branch dropped, by the server
+        main.fast_forward("b")
+        assert [r["id"] for r in rows(cat.get_table("db.t"))] == [1, 2, 3]
+        main.delete_branch("b")
+        assert main.branches() == []
+        cat.get_table("db.t").upsert(pa.Table.from_pylist([{"id": 4, "name": "d", "score": None}], schema=b.schema))
+        assert [r["id"] for r in rows(cat.get_table("db.t"))] == [1, 2, 3, 4]
     rename_and_drop(cat)
 
 
@@ -271,12 +283,15 @@ def test_the_cli_works_through_a_catalog(tmp_path):
     assert other.list_databases() == []
 
 
-def test_spark_sql_resolves_tables_through_the_catalog(spark, tmp_path, java):  # noqa: F811
+@pytest.mark.parametrize("backend", ["sqlite", "rest"])
+def test_spark_sql_resolves_tables_through_the_catalog(backend, spark, tmp_path, java, request):  # noqa: F811
     import tidelake.spark
     from tidelake.spark.statements import CATALOG_CONF
 
     options = {"metastore": "jdbc", "warehouse": str(tmp_path / "wh"), "uri": f"jdbc:sqlite:{tmp_path}/c.db",
                "lock.enabled": "true"}
+    if backend == "rest":
+        options = request.getfixturevalue("rest_server").options
     tidelake.spark.register(spark, check_workers=False, catalog=options)
     try:
         tidelake.spark.sql(spark, "CREATE DATABASE IF NOT EXISTS shop")
@@ -286,8 +301,41 @@ def test_spark_sql_resolves_tables_through_the_catalog(spark, tmp_path, java):  
         cat = tidelake.Catalog.from_options(options)
         assert cat.list_tables("shop") == ["t"]
         assert java_rows(java, options, "shop.t") == [[1, "a"], [2, "b"]]
+        tidelake.spark.sql(spark, "INSERT INTO shop.t VALUES (2, 'b2')")
+        # a procedure's commit goes through the catalog too
+        compacted = tidelake.spark.sql(spark, "CALL sys.compact(table => 'shop.t')").collect()[0][0]
+        latest = cat.get_table("shop.t").latest_snapshot()
+        assert (latest.id, latest.commit_kind) == (compacted, "COMPACT")
+        if backend == "rest":
+            assert request.getfixturevalue("rest_server").latest_snapshot("shop", "t")["id"] == compacted
+        assert java_rows(java, options, "shop.t") == [[1, "a"], [2, "b2"]]
         # row-level statements commit by path: refused where the catalog locks commits
         with pytest.raises(tidelake.UnsupportedError, match="catalog"):
             tidelake.spark.sql(spark, "DELETE FROM shop.t WHERE id = 1")
     finally:
         spark.conf.unset(CATALOG_CONF)
+
+
+def test_bad_rest_catalog_options_are_typed_errors(rest_server):  # noqa: F811
+    options = rest_server.options
+    with pytest.raises(tidelake.InvalidArgumentError, match="uri"):
+        tidelake.Catalog.from_options({**options, "uri": ""})
+    with pytest.raises(tidelake.InvalidArgumentError, match="uri"):
+        tidelake.Catalog.from_options({**options, "uri": "ftp://127.0.0.1:1"})
+    with pytest.raises(tidelake.InvalidArgumentError, match='serves no warehouse "nope"'):
+        tidelake.Catalog.from_options({**options, "warehouse": "nope"})
+    with pytest.raises(tidelake.StorageError, match="not authorized"):
+        tidelake.Catalog.from_options({**options, "token": "wrong"})
+    with pytest.raises(tidelake.UnsupportedError, match="token.provider"):
+        tidelake.Catalog.from_options({**options, "token.provider": "dlf"})
+    with pytest.raises(tidelake.StorageError, match="no answer"):
+        tidelake.Catalog.from_options({**options, "uri": "http://127.0.0.1:1"})
+    cat = tidelake.Catalog.from_options(options)
+    assert cat.options["prefix"] == "paimon"  # the server's defaults, merged
+    with pytest.raises(tidelake.TableNotFoundError):
+        cat.get_table("nodb.t")
+    cat.create_database("db")
+    with pytest.raises(tidelake.TableNotFoundError):
+        cat.get_table("db.missing")
+    with pytest.raises(tidelake.TableNotFoundError):
+        cat.drop_table("db.missing")

@@ -72,6 +72,23 @@ pub trait SnapshotCommit: Send + Sync + fmt::Debug {
     /// Apply schema changes to branch `branch` (Java `SchemaChange`s as JSON); the catalog
     /// writes the new schema.
     async fn alter_schema(&self, branch: &str, changes: &[Value]) -> Result<()>;
+
+    /// Create, drop or fast-forward a branch of the table; the catalog writes its files.
+    async fn change_branch(&self, change: BranchChange<'_>) -> Result<()>;
+}
+
+/// A change of a table's branches made by its catalog (Java `Catalog.createBranch`,
+/// `dropBranch`, `fastForward`).
+#[derive(Clone, Copy, Debug)]
+pub enum BranchChange<'a> {
+    /// A new branch: empty (the latest schema only) or from a tag of the main branch.
+    Create {
+        name: &'a str,
+        from_tag: Option<&'a str>,
+    },
+    Drop(&'a str),
+    /// The main branch fast-forwarded to the branch.
+    FastForward(&'a str),
 }
 
 /// What a table's catalog adds to its commits (Java `CatalogEnvironment`): nothing for a table
@@ -125,7 +142,7 @@ impl CatalogEnvironment {
             None => Ok(()),
             Some(_) => Err(Error::Unsupported(format!(
                 "{what} on a table whose REST catalog versions its snapshots: the server would not \
-                 see it (do it through an engine that calls the catalog's API)"
+                 see it"
             ))),
         }
     }

@@ -23,6 +23,10 @@
 //!   it can be overwritten, so its writers must be stopped first;
 //! * deleting a branch deletes its directory (Java `dropBranch`); writers of that branch must be
 //!   stopped first (a commit landing afterwards leaves an unreadable directory behind).
+//!
+//! A table whose catalog versions snapshots (a REST server) has its branches created (empty or
+//! from a tag of main), deleted and fast-forwarded (main to a branch) by the catalog instead:
+//! the server keeps its own record of each branch, which commits to the branch need.
 
 use tidelake_spec::snapshot::parse_snapshot_file_name;
 
@@ -31,6 +35,7 @@ use crate::branch::{
 };
 use crate::error::{Error, Result};
 use crate::io::FileIO;
+use crate::snapshot_commit::BranchChange;
 use crate::snapshots::{
     check_name, snapshot_path, tag_path, LATEST_HINT_PATH, SNAPSHOT_DIR, TAG_DIR,
 };
@@ -77,10 +82,29 @@ pub enum BranchStart {
 /// Create branch `name` of `table`'s table from `start` on the branch `table` is opened on; see
 /// the module docs.
 pub async fn create_branch(table: &Table, name: &str, start: &BranchStart) -> Result<()> {
-    table
-        .environment()
-        .check_files_own_versions("creating a branch")?;
     validate_name(name)?;
+    if let Some(catalog) = table.environment().snapshot_commit() {
+        let from_tag = match start {
+            _ if table.branch() != MAIN_BRANCH => {
+                return Err(Error::Unsupported(format!(
+                    "creating branch '{name}' from branch '{}' of a REST catalog table: the \
+                     server creates branches from the main branch",
+                    table.branch()
+                )))
+            }
+            BranchStart::Empty => None,
+            BranchStart::Tag(tag) => Some(tag.as_str()),
+            BranchStart::Snapshot(id) => {
+                return Err(Error::Unsupported(format!(
+                    "creating branch '{name}' from snapshot {id} of a REST catalog table: the \
+                     server creates branches from a tag (create a tag of the snapshot first)"
+                )))
+            }
+        };
+        return catalog
+            .change_branch(BranchChange::Create { name, from_tag })
+            .await;
+    }
     let io = table.io();
     if branch_exists(io, name).await? {
         return Err(Error::AlreadyExists(format!(
@@ -156,9 +180,6 @@ pub async fn create_branch(table: &Table, name: &str, start: &BranchStart) -> Re
 /// table is opened on, not the table's `scan.fallback-branch`. Data files only it referenced
 /// become orphans.
 pub async fn delete_branch(table: &Table, name: &str) -> Result<()> {
-    table
-        .environment()
-        .check_files_own_versions("deleting a branch")?;
     if name == MAIN_BRANCH || name == table.branch() {
         return Err(Error::invalid(format!(
             "cannot delete branch '{name}': it is the main or the current branch"
@@ -170,6 +191,9 @@ pub async fn delete_branch(table: &Table, name: &str) -> Result<()> {
         )));
     }
     check_name("branch", name)?;
+    if let Some(catalog) = table.environment().snapshot_commit() {
+        return catalog.change_branch(BranchChange::Drop(name)).await;
+    }
     let io = table.io();
     let existing = list_branches(io).await?;
     if !existing.iter().any(|b| b == name) {
@@ -181,9 +205,6 @@ pub async fn delete_branch(table: &Table, name: &str) -> Result<()> {
 /// Fast-forward the branch `table` is opened on to branch `name` (Java `fastForward`); see the
 /// module docs.
 pub async fn fast_forward(table: &Table, name: &str) -> Result<()> {
-    table
-        .environment()
-        .check_files_own_versions("fast-forwarding a branch")?;
     if name == MAIN_BRANCH {
         return Err(Error::invalid(format!(
             "branch '{MAIN_BRANCH}' cannot be fast-forwarded from"
@@ -195,6 +216,16 @@ pub async fn fast_forward(table: &Table, name: &str) -> Result<()> {
         )));
     }
     check_name("branch", name)?;
+    if let Some(catalog) = table.environment().snapshot_commit() {
+        if table.branch() != MAIN_BRANCH {
+            return Err(Error::Unsupported(format!(
+                "fast-forwarding branch '{}' of a REST catalog table: the server fast-forwards \
+                 the main branch",
+                table.branch()
+            )));
+        }
+        return catalog.change_branch(BranchChange::FastForward(name)).await;
+    }
     let io = table.io();
     let existing = list_branches(io).await?;
     if !existing.iter().any(|b| b == name) {

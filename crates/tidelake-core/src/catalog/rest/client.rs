@@ -177,18 +177,28 @@ impl RestClient {
         path
     }
 
-    /// `GET /v1/config?warehouse=...` (before the prefix is known).
+    /// `GET /v1/config?warehouse=...` (before the prefix is known). A 404 means the server
+    /// serves no warehouse of that name.
     pub(crate) async fn config<T: DeserializeOwned>(&self, warehouse: Option<&str>) -> Result<T> {
         let query: Vec<(&str, &str)> = warehouse.map(|w| ("warehouse", w)).into_iter().collect();
-        self.send(
-            Method::GET,
-            "/v1/config",
-            &query,
-            None,
-            "the config request",
-        )
-        .await
-        .map_err(RestError::into_error)
+        let answer = self
+            .send(
+                Method::GET,
+                "/v1/config",
+                &query,
+                None,
+                "the config request",
+            )
+            .await;
+        answer.map_err(|e| match e.status {
+            StatusCode::NOT_FOUND => Error::invalid(format!(
+                "the REST catalog at {} serves no warehouse {:?} (catalog option 'warehouse' \
+                 names one the server serves)",
+                self.base,
+                warehouse.unwrap_or_default()
+            )),
+            _ => e.into_error(),
+        })
     }
 
     pub(crate) async fn get<T: DeserializeOwned>(

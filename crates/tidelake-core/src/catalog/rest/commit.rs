@@ -1,5 +1,6 @@
-//! Commits and schema changes of a table opened through a REST catalog go to the server
-//! (Java `CatalogSnapshotCommit` over `RESTCatalog.commitSnapshot`, `RESTCatalog.alterTable`).
+//! Commits, schema changes and branch changes of a table opened through a REST catalog go to
+//! the server (Java `CatalogSnapshotCommit` over `RESTCatalog.commitSnapshot`,
+//! `RESTCatalog.alterTable`, `createBranch` / `dropBranch` / `fastForward`).
 //!
 //! Invariants: a commit names the table's UUID and carries the per-partition statistics of its
 //! delta (Java `PartitionEntry.merge(...).toPartitionStatistics`: records, bytes and files
@@ -17,7 +18,7 @@ use super::client::{RestClient, RestError};
 use crate::branch::MAIN_BRANCH;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
-use crate::snapshot_commit::{SnapshotCommit, SnapshotCommitRequest};
+use crate::snapshot_commit::{BranchChange, SnapshotCommit, SnapshotCommitRequest};
 
 /// One table of a REST catalog, as its commits name it.
 #[derive(Debug)]
@@ -125,6 +126,36 @@ impl SnapshotCommit for RestTableCommit {
                 },
             }),
         }
+    }
+
+    async fn change_branch(&self, change: BranchChange<'_>) -> Result<()> {
+        let what = format!("{change:?} of '{}.{}'", self.database, self.table);
+        let answer = match change {
+            BranchChange::Create { name, from_tag } => self
+                .client
+                .post::<Value>(
+                    &self.path(MAIN_BRANCH, &["branches"]),
+                    &json!({"branch": name, "fromTag": from_tag}),
+                    &what,
+                )
+                .await
+                .map(drop),
+            BranchChange::Drop(name) => {
+                self.client
+                    .delete(&self.path(MAIN_BRANCH, &["branches", name]), &what)
+                    .await
+            }
+            BranchChange::FastForward(name) => self
+                .client
+                .post::<Value>(
+                    &self.path(MAIN_BRANCH, &["branches", name, "forward"]),
+                    &json!({}),
+                    &what,
+                )
+                .await
+                .map(drop),
+        };
+        answer.map_err(RestError::into_error)
     }
 
     async fn alter_schema(&self, branch: &str, changes: &[Value]) -> Result<()> {

@@ -1,7 +1,7 @@
 """``tidelake.spark.sql`` on the shared local SparkSession: CREATE TABLE ... USING tidelake,
 INSERT INTO/OVERWRITE (SELECT and VALUES), Paimon's procedures, tables named by path or by
-``db.table`` of a warehouse, pass-through of other statements, and DELETE/UPDATE/MERGE parsed
-into plans and run with tidelake's row-level DML (checked against the rows a model expects)."""
+``db.table`` of a warehouse, SELECT with time travel and system tables, pass-through of other
+statements, and DELETE/UPDATE/MERGE parsed into plans and run with tidelake's row-level DML (checked against the rows a model expects)."""
 
 from __future__ import annotations
 
@@ -189,3 +189,35 @@ def test_create_database_in_the_warehouse(spark, tmp_path):
     sql(spark, "CREATE SCHEMA IF NOT EXISTS sales", warehouse=wh)  # no error
     sql(spark, "CREATE TABLE sales.t (k BIGINT) USING tidelake", warehouse=wh)
     assert tidelake.Catalog(wh).get_table("sales.t").schema.names == ["k"]
+
+
+def test_select_reads_tidelake_tables_with_time_travel_and_system_tables(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    tidelake.spark.register(spark, warehouse=wh, check_workers=False)
+    try:
+        sql(spark, "CREATE TABLE db.kv (k BIGINT, v STRING) USING tidelake TBLPROPERTIES ('primary-key'='k', "
+                   "'bucket'='1')")
+        sql(spark, "INSERT INTO db.kv VALUES (1, 'a'), (2, 'b')")
+        t = tidelake.Catalog(wh).get_table("db.kv")
+        t.create_tag("first")
+        first = t.latest_snapshot()
+        sql(spark, "INSERT INTO db.kv VALUES (2, 'B'), (3, 'c')")
+        spark.createDataFrame([(1, "x"), (3, "z")], "k bigint, w string").createOrReplaceTempView("other")
+
+        def rows(text: str) -> list[tuple]:
+            return sorted(tuple(r) for r in sql(spark, text).collect())
+
+        assert rows("SELECT k, v FROM db.kv WHERE k > 1") == [(2, "B"), (3, "c")]
+        assert rows("SELECT db.kv.k, kv.v FROM db.kv") == [(1, "a"), (2, "B"), (3, "c")]  # its name qualifies
+        assert rows("SELECT a.k, a.v, o.w FROM db.kv a JOIN other o ON a.k = o.k") == [(1, "a", "x"), (3, "c", "z")]
+        assert rows(f"SELECT * FROM tidelake.`{t.path}` VERSION AS OF {first.id}") == [(1, "a"), (2, "b")]
+        assert rows("SELECT * FROM db.kv VERSION AS OF 'first'") == [(1, "a"), (2, "b")]
+        at = first.time_millis
+        assert rows(f"SELECT * FROM db.kv TIMESTAMP AS OF timestamp_millis({at})") == [(1, "a"), (2, "b")]
+        assert rows("WITH c AS (SELECT k FROM db.kv) SELECT count(*) FROM c UNION ALL SELECT 7") == [(3,), (7,)]
+        assert rows("SELECT snapshot_id FROM db.`kv$snapshots`") == [(1,), (2,)]
+        assert rows("SELECT k FROM other") == [(1,), (3,)]  # no tidelake table: Spark's own
+        with pytest.raises(tidelake.TableNotFoundError):
+            sql(spark, "SELECT * FROM db.kv VERSION AS OF 99").collect()
+    finally:
+        spark.conf.unset(tidelake.spark.statements.WAREHOUSE_CONF)

@@ -4,6 +4,9 @@ The statement is parsed with sqlglot's Spark dialect. What names a tidelake tabl
 through the Python API and :func:`tidelake.spark.write`; everything else (and any statement
 sqlglot cannot parse) goes to ``spark.sql`` unchanged.
 
+* ``SELECT`` (any query) naming tidelake tables, with ``VERSION AS OF <snapshot id|'tag'>``,
+  ``TIMESTAMP AS OF <timestamp>`` and system tables (``db.`t$snapshots```): each table is read by
+  :func:`tidelake.spark.read` into a temporary view the query names instead; the rest is Spark's.
 * ``CREATE DATABASE|SCHEMA [IF NOT EXISTS] <db>`` with a warehouse: the database is created in it.
 * ``CREATE TABLE [IF NOT EXISTS] <t> (cols) USING tidelake [PARTITIONED BY (..)]
   [TBLPROPERTIES ('primary-key'='id', 'bucket'='4', ...)] [LOCATION '...']``: the table is
@@ -29,6 +32,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -123,8 +127,85 @@ def sql(spark: SparkSession, text: str, warehouse: str | None = None,
         exp.Create: _create, exp.Insert: _insert, exp.Delete: _delete_or_update, exp.Update: _delete_or_update,
         exp.Merge: _merge}
     handler = handlers.get(type(statement))
+    if handler is None and isinstance(statement, exp.Query):
+        handler = _query
     result = handler(ctx, statement) if handler is not None else None
     return spark.sql(text) if result is None else result
+
+
+# ---- SELECT ------------------------------------------------------------------------------------
+
+def _query(ctx: _Context, stmt: exp.Query) -> DataFrame | None:
+    """A query that names tidelake tables: each is read (at the snapshot, tag or time its
+    ``VERSION AS OF`` / ``TIMESTAMP AS OF`` selects; a system table ``db.`t$snapshots``` as the
+    catalog gives it) into a temporary view, which the query names instead, under the table's
+    name as its alias. None when it names no tidelake table."""
+    from sqlglot import exp
+
+    views: list[str] = []
+    try:
+        for ref in list(stmt.find_all(exp.Table)):
+            frame = _read_ref(ctx, ref)
+            if frame is None:
+                continue
+            view = f"tidelake_{uuid.uuid4().hex}"
+            frame.createOrReplaceTempView(view)
+            views.append(view)
+            alias = ref.args.get("alias")
+            if alias is None:  # named as before: `t.col`, and `db.t.col` as `t.col`
+                alias = exp.TableAlias(this=exp.to_identifier(ref.name, quoted=True))
+                for column in stmt.find_all(exp.Column):
+                    if column.table == ref.name and column.db == ref.db:
+                        column.set("db", None)
+            ref.replace(exp.Table(this=exp.to_identifier(view), alias=alias))
+        # analysed here: the views can go once the DataFrame holds their plans
+        return ctx.spark.sql(stmt.sql("spark")) if views else None
+    finally:
+        for view in views:
+            ctx.spark.catalog.dropTempView(view)
+
+
+def _read_ref(ctx: _Context, ref: exp.Table) -> DataFrame | None:
+    """The rows of the tidelake table (or system table) ``ref`` names, None when it names none."""
+    from .plain import read
+
+    version = ref.args.get("version")
+    if "$" in ref.name and ref.db and ref.db.lower() != PATH_NAMESPACE:
+        catalog = ctx.catalog()
+        if catalog is None:
+            return None
+        if version is not None:
+            raise UnsupportedError(f"{ref.sql('spark')}: a system table has no time travel")
+        try:
+            rows = catalog.system_table(f"{ref.db}.{ref.name}")
+        except TableNotFoundError:
+            return None
+        return ctx.spark.createDataFrame(rows)
+    table = ctx.table(ref)
+    if table is None:
+        return None
+    return read(ctx.spark, table.path, storage_options=table.storage_options or None,
+                **_time_travel(ctx, version, ref))
+
+
+def _time_travel(ctx: _Context, version: exp.Version | None, ref: exp.Table) -> dict[str, Any]:
+    """``VERSION AS OF <snapshot id or tag>`` / ``TIMESTAMP AS OF <timestamp>`` as read arguments
+    (Paimon's Spark time travel: a number is a snapshot id, other text a tag; a timestamp in the
+    session's time zone)."""
+    from sqlglot import exp
+
+    if version is None:
+        return {}
+    value = version.expression
+    if str(version.this).upper() == "TIMESTAMP":
+        row = ctx.spark.sql(f"SELECT unix_millis(CAST({value.sql('spark')} AS TIMESTAMP))").first()
+        if row is None or row[0] is None:
+            raise InvalidArgumentError(f"{ref.sql('spark')}: TIMESTAMP AS OF needs a timestamp")
+        return {"timestamp_ms": row[0]}
+    if isinstance(value, exp.Literal):
+        text = str(value.this)
+        return {"snapshot_id": int(text)} if text.isdigit() else {"tag": text}
+    raise InvalidArgumentError(f"{ref.sql('spark')}: VERSION AS OF takes a snapshot id or a tag name")
 
 
 # ---- CREATE TABLE ------------------------------------------------------------------------------

@@ -221,3 +221,29 @@ def test_select_reads_tidelake_tables_with_time_travel_and_system_tables(spark, 
             sql(spark, "SELECT * FROM db.kv VERSION AS OF 99").collect()
     finally:
         spark.conf.unset(tidelake.spark.statements.WAREHOUSE_CONF)
+
+
+def test_describe_alter_truncate_and_drop(spark, tmp_path):
+    _, wh = new_warehouse(tmp_path)
+    tidelake.spark.register(spark, warehouse=wh, check_workers=False)
+    try:
+        sql(spark, "CREATE TABLE db.kv (k BIGINT, v STRING) USING tidelake TBLPROPERTIES ('primary-key'='k')")
+        sql(spark, "INSERT INTO db.kv VALUES (1, 'a')")
+        assert [tuple(r)[:2] for r in sql(spark, "DESCRIBE TABLE db.kv").collect()] == [
+            ("k", "bigint"), ("v", "string")]
+        sql(spark, "ALTER TABLE db.kv ADD COLUMNS (score DOUBLE, note STRING)")
+        sql(spark, "ALTER TABLE db.kv SET TBLPROPERTIES ('snapshot.num-retained.max' = '50')")
+        t = tidelake.Catalog(wh).get_table("db.kv")
+        assert t.schema.names == ["k", "v", "score", "note"] and t.options["snapshot.num-retained.max"] == "50"
+        assert [tuple(r) for r in sql(spark, "SELECT * FROM db.kv").collect()] == [(1, "a", None, None)]
+        sql(spark, "ALTER TABLE db.kv RENAME TO db.kv2")
+        assert tidelake.Catalog(wh).list_tables("db") == ["kv2"]
+        assert sql(spark, "TRUNCATE TABLE db.kv2").collect()[0].snapshot_id == 2  # schema changes make none
+        assert sql(spark, "SELECT count(*) FROM db.kv2").collect()[0][0] == 0
+        with pytest.raises(tidelake.UnsupportedError, match="ADD COLUMNS"):
+            sql(spark, "ALTER TABLE db.kv2 DROP COLUMN note")
+        assert sql(spark, "DROP TABLE db.kv2").collect()[0].dropped
+        assert sql(spark, "DROP TABLE IF EXISTS db.kv2").collect()[0].dropped is False
+        assert tidelake.Catalog(wh).list_tables("db") == []
+    finally:
+        spark.conf.unset(tidelake.spark.statements.WAREHOUSE_CONF)

@@ -133,6 +133,11 @@ def read(spark: SparkSession, path: str, columns: list[str] | None = None, snaps
         source = source.option(io.STORAGE_PREFIX + key, value)
     if scan.snapshot_id is None:  # an empty table: nothing to pin
         return source.load(table.path)
+    travels = any(v is not None for v in (snapshot_id, tag, timestamp_ms))
+    if not travels and table.scan(snapshot_id=scan.snapshot_id).schema != scan.schema:
+        # the schema changed after the latest snapshot: a read of the latest has the latest
+        # schema, which a pinned read would not (none of its files is plain then anyway)
+        return source.load(table.path)
     source = source.option("snapshot-id", str(scan.snapshot_id)).option(SKIP_PLAIN, "true")
     found = plain_files(table, scan)
     files = [uri for uris in found if uris is not None for uri in uris]

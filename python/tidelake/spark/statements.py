@@ -7,6 +7,8 @@ sqlglot cannot parse) goes to ``spark.sql`` unchanged.
 * ``SELECT`` (any query) naming tidelake tables, with ``VERSION AS OF <snapshot id|'tag'>``,
   ``TIMESTAMP AS OF <timestamp>`` and system tables (``db.`t$snapshots```): each table is read by
   :func:`tidelake.spark.read` into a temporary view the query names instead; the rest is Spark's.
+* ``DESCRIBE``, ``DROP TABLE [IF EXISTS]``, ``TRUNCATE TABLE``, ``ALTER TABLE ... ADD COLUMNS |
+  SET TBLPROPERTIES | RENAME TO`` on a tidelake table.
 * ``CREATE DATABASE|SCHEMA [IF NOT EXISTS] <db>`` with a warehouse: the database is created in it.
 * ``CREATE TABLE [IF NOT EXISTS] <t> (cols) USING tidelake [PARTITIONED BY (..)]
   [TBLPROPERTIES ('primary-key'='id', 'bucket'='4', ...)] [LOCATION '...']``: the table is
@@ -125,7 +127,8 @@ def sql(spark: SparkSession, text: str, warehouse: str | None = None,
         return spark.sql(text)
     handlers: dict[type, Callable[[_Context, Any], DataFrame | None]] = {
         exp.Create: _create, exp.Insert: _insert, exp.Delete: _delete_or_update, exp.Update: _delete_or_update,
-        exp.Merge: _merge}
+        exp.Merge: _merge, exp.Describe: _describe, exp.Drop: _drop, exp.TruncateTable: _truncate,
+        exp.Alter: _alter}
     handler = handlers.get(type(statement))
     if handler is None and isinstance(statement, exp.Query):
         handler = _query
@@ -206,6 +209,80 @@ def _time_travel(ctx: _Context, version: exp.Version | None, ref: exp.Table) -> 
         text = str(value.this)
         return {"snapshot_id": int(text)} if text.isdigit() else {"tag": text}
     raise InvalidArgumentError(f"{ref.sql('spark')}: VERSION AS OF takes a snapshot id or a tag name")
+
+
+# ---- DESCRIBE, DROP, TRUNCATE, ALTER ---------------------------------------------------------
+
+def _describe(ctx: _Context, stmt: exp.Describe) -> DataFrame | None:
+    """``DESCRIBE [TABLE] <t>``: Spark's rows (``col_name``, ``data_type``, ``comment``)."""
+    from sqlglot import exp
+
+    table = ctx.table(stmt.this) if isinstance(stmt.this, exp.Table) else None
+    if table is None:
+        return None
+    comments = {f.name: (f.metadata or {}).get(b"comment", b"").decode() or None for f in table.schema}
+    rows = [(f.name, f.dataType.simpleString(), comments.get(f.name)) for f in io.spark_schema(table).fields]
+    return ctx.result(rows, "col_name string, data_type string, comment string")
+
+
+def _drop(ctx: _Context, stmt: exp.Drop) -> DataFrame | None:
+    """``DROP TABLE [IF EXISTS] db.t`` of the warehouse or catalog: the table and its files."""
+    from sqlglot import exp
+
+    refs = stmt.args.get("tables") or [stmt.this]
+    ref = refs[0] if len(refs) == 1 else None
+    if str(stmt.args.get("kind", "")).upper() != "TABLE" or not isinstance(ref, exp.Table) or not ref.db:
+        return None
+    catalog = ctx.catalog()
+    if catalog is None or ref.db.lower() == PATH_NAMESPACE:
+        return None
+    identifier = f"{ref.db}.{ref.name}"
+    if ref.db not in catalog.list_databases() or ref.name not in catalog.list_tables(ref.db):
+        if stmt.args.get("exists"):
+            return ctx.result([(identifier, False)], "table string, dropped boolean")
+        return None  # Spark's own table, or Spark's error
+    catalog.drop_table(identifier)
+    return ctx.result([(identifier, True)], "table string, dropped boolean")
+
+
+def _truncate(ctx: _Context, stmt: exp.TruncateTable) -> DataFrame | None:
+    """``TRUNCATE TABLE <t>``: one OVERWRITE snapshot without rows."""
+    refs = stmt.expressions
+    table = ctx.table(refs[0]) if len(refs) == 1 else None
+    if table is None:
+        return None
+    return ctx.result([(table.truncate().snapshot_id,)], "snapshot_id bigint")
+
+
+def _alter(ctx: _Context, stmt: exp.Alter) -> DataFrame | None:
+    """``ALTER TABLE <t> ADD COLUMNS (...) | SET TBLPROPERTIES (...) | RENAME TO db.u``: one
+    schema change each (a rename through the warehouse or catalog)."""
+    from pyspark.sql.types import StructType
+    from sqlglot import exp
+
+    table = ctx.table(stmt.this) if isinstance(stmt.this, exp.Table) else None
+    if table is None:
+        return None
+    for action in stmt.args.get("actions") or []:
+        if isinstance(action, exp.Schema):
+            defs = [c for c in action.expressions if isinstance(c, exp.ColumnDef)]
+            added = io.arrow_schema(cast(StructType, StructType.fromDDL(", ".join(c.sql("spark") for c in defs))))
+            for field in added:
+                table = table.add_column(field.name, field.type)
+        elif isinstance(action, exp.AlterSet):
+            for props in action.expressions:
+                for p in props.expressions:
+                    table = table.set_option(p.name, p.args["value"].name)
+        elif isinstance(action, exp.AlterRename) and isinstance(action.this, exp.Table):
+            catalog = ctx.catalog()
+            if catalog is None or not stmt.this.db:
+                raise UnsupportedError("ALTER TABLE ... RENAME TO needs tables of a warehouse or catalog (db.t)")
+            catalog.rename_table(f"{stmt.this.db}.{stmt.this.name}",
+                                 f"{action.this.db or stmt.this.db}.{action.this.name}")
+        else:
+            raise UnsupportedError(f"ALTER TABLE ... {action.sql('spark')}: tidelake runs ADD COLUMNS, "
+                                   "SET TBLPROPERTIES and RENAME TO")
+    return ctx.result([(table.path,)], "path string")
 
 
 # ---- CREATE TABLE ------------------------------------------------------------------------------

@@ -247,3 +247,8 @@ def test_describe_alter_truncate_and_drop(spark, tmp_path):
         assert tidelake.Catalog(wh).list_tables("db") == []
     finally:
         spark.conf.unset(tidelake.spark.statements.WAREHOUSE_CONF)
+
+
+def test_a_table_spark_does_not_find_gets_a_hint_without_a_warehouse(spark):
+    with pytest.raises(tidelake.TableNotFoundError, match="TABLE_OR_VIEW_NOT_FOUND.*tidelake.spark.register"):
+        sql(spark, "SELECT * FROM nodb.nothing")

@@ -118,13 +118,13 @@ def sql(spark: SparkSession, text: str, warehouse: str | None = None,
     try:
         tokens = sqlglot.tokenize(text, read="spark")
     except TokenError:
-        return spark.sql(text)
+        return _spark_sql(ctx, text)
     if tokens and tokens[0].text.upper() == "CALL":  # sqlglot keeps CALL as an opaque command
         return _call(ctx, text[tokens[0].end + 1:])
     try:
         statement = sqlglot.parse_one(text, read="spark")
     except ParseError:
-        return spark.sql(text)
+        return _spark_sql(ctx, text)
     handlers: dict[type, Callable[[_Context, Any], DataFrame | None]] = {
         exp.Create: _create, exp.Insert: _insert, exp.Delete: _delete_or_update, exp.Update: _delete_or_update,
         exp.Merge: _merge, exp.Describe: _describe, exp.Drop: _drop, exp.TruncateTable: _truncate,
@@ -133,7 +133,23 @@ def sql(spark: SparkSession, text: str, warehouse: str | None = None,
     if handler is None and isinstance(statement, exp.Query):
         handler = _query
     result = handler(ctx, statement) if handler is not None else None
-    return spark.sql(text) if result is None else result
+    return _spark_sql(ctx, text) if result is None else result
+
+
+def _spark_sql(ctx: _Context, text: str) -> DataFrame:
+    """Spark's own statement; a table Spark does not find, with neither a warehouse nor a
+    catalog given, gets a hint on how to name tidelake tables (TableNotFoundError)."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return ctx.spark.sql(text)
+    except AnalysisException as e:
+        if "TABLE_OR_VIEW_NOT_FOUND" not in str(e) or ctx.catalog() is not None:
+            raise
+        raise TableNotFoundError(
+            f"{str(e).splitlines()[0]} If it is a tidelake table: name it by path (tidelake.`/path/to/t`), "
+            "or give its warehouse or catalog (tidelake.spark.register(spark, warehouse=... or catalog={...}), "
+            "or tidelake.spark.sql(spark, text, warehouse=...))") from e
 
 
 # ---- SELECT ------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 //! Invariants:
 //! * `schema/schema-N` files are created with [`FileIO::put_if_absent`], never replaced (under
 //!   the table's catalog lock, if it has one: [`crate::snapshot_commit`]); a lost race re-reads
-//!   the latest schema and re-applies the changes;
+//!   the latest schema and re-applies the changes. A catalog that versions schemas itself (REST)
+//!   gets the changes, checked here first, as Java's `SchemaChange` JSON and writes the file;
 //! * field ids are never reused: new columns get ids above `highestFieldId`, renames keep ids;
 //! * partition and primary-key columns cannot be dropped or renamed, and only widening type
 //!   changes that every old value survives are allowed, so files written under any older schema

@@ -160,7 +160,11 @@ impl Catalog {
                 };
                 (Registry::Jdbc(Warehouse::new(io), tables), locks)
             }
-            Metastore::Rest => unreachable!("handled above"),
+            Metastore::Rest => {
+                return Err(Error::Internal(
+                    "a REST catalog reached the warehouse catalogs' set-up".into(),
+                ))
+            }
             Metastore::Hive => {
                 return Err(Error::Unsupported(
                     "metastore 'hive': tidelake speaks Paimon's filesystem, JDBC and REST catalogs"

@@ -217,6 +217,9 @@ def test_select_reads_tidelake_tables_with_time_travel_and_system_tables(spark, 
         assert rows("WITH c AS (SELECT k FROM db.kv) SELECT count(*) FROM c UNION ALL SELECT 7") == [(3,), (7,)]
         assert rows("SELECT snapshot_id FROM db.`kv$snapshots`") == [(1,), (2,)]
         assert rows("SELECT k FROM other") == [(1,), (3,)]  # no tidelake table: Spark's own
+        sql(spark, "CREATE TABLE db.copy (k BIGINT, v STRING) USING tidelake")
+        sql(spark, "INSERT INTO db.copy SELECT * FROM db.kv VERSION AS OF 'first' WHERE k > 1")
+        assert rows("SELECT * FROM db.copy") == [(2, "b")]
         with pytest.raises(tidelake.TableNotFoundError):
             sql(spark, "SELECT * FROM db.kv VERSION AS OF 99").collect()
     finally:

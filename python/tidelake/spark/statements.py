@@ -14,8 +14,9 @@ sqlglot cannot parse) goes to ``spark.sql`` unchanged.
   [TBLPROPERTIES ('primary-key'='id', 'bucket'='4', ...)] [LOCATION '...']``: the table is
   created at ``LOCATION`` (``file:`` URLs resolve to paths) or at ``<t>``.
 * ``INSERT INTO|OVERWRITE <t> [(cols)] [BY NAME] SELECT ...|VALUES ...``: the query runs in
-  Spark; its columns map to the table's by position (or by name / the column list, missing
-  columns null) and are cast to the table's types; one commit.
+  Spark (reading the tidelake tables it names as a SELECT does); its columns map to the table's
+  by position (or by name / the column list, missing columns null) and are cast to the table's
+  types; one commit.
 * ``CALL [sys.]compact|expire_snapshots|create_tag|rollback(...)``: Paimon's procedures, with
   Paimon's argument names (by name ``table => 'db.t'`` or by position).
 * ``DELETE FROM``, ``UPDATE``, ``MERGE INTO`` on a tidelake table become a
@@ -379,7 +380,8 @@ def _insert(ctx: _Context, stmt: exp.Insert) -> DataFrame | None:
     if target.args.get("partition") is not None:
         raise UnsupportedError("INSERT ... PARTITION (...) is not supported on tidelake tables; put the partition "
                                "values in the query's columns (INSERT OVERWRITE replaces the whole table)")
-    source = ctx.spark.sql(stmt.expression.sql("spark"))
+    query = stmt.expression
+    source = (_query(ctx, query) if isinstance(query, exp.Query) else None) or ctx.spark.sql(query.sql("spark"))
     df = _as_table_rows(source, table, columns, bool(stmt.args.get("by_name")))
     snapshot = write(df, table, "overwrite" if stmt.args.get("overwrite") else "append")
     return ctx.result([(snapshot,)], "snapshot_id bigint")

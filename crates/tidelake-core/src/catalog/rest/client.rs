@@ -244,14 +244,19 @@ impl RestClient {
         self.send(Method::POST, path, &[], Some(body), what).await
     }
 
-    pub(crate) async fn delete(
-        &self,
-        path: &str,
-        what: &str,
-    ) -> std::result::Result<(), RestError> {
+    /// A `POST` whose answer carries nothing the caller needs: done, or the refusal as an error.
+    pub(crate) async fn post_command(&self, path: &str, body: &Value, what: &str) -> Result<()> {
+        self.post::<Value>(path, body, what)
+            .await
+            .map(drop)
+            .map_err(RestError::into_error)
+    }
+
+    pub(crate) async fn delete(&self, path: &str, what: &str) -> Result<()> {
         self.send::<Value>(Method::DELETE, path, &[], None, what)
             .await
             .map(drop)
+            .map_err(RestError::into_error)
     }
 
     /// One request; a body that is empty reads as JSON `null`. A request without an answer

@@ -130,40 +130,27 @@ impl SnapshotCommit for RestTableCommit {
 
     async fn change_branch(&self, change: BranchChange<'_>) -> Result<()> {
         let what = format!("{change:?} of '{}.{}'", self.database, self.table);
-        let answer = match change {
-            BranchChange::Create { name, from_tag } => self
-                .client
-                .post::<Value>(
-                    &self.path(MAIN_BRANCH, &["branches"]),
-                    &json!({"branch": name, "fromTag": from_tag}),
-                    &what,
-                )
-                .await
-                .map(drop),
-            BranchChange::Drop(name) => {
-                self.client
-                    .delete(&self.path(MAIN_BRANCH, &["branches", name]), &what)
-                    .await
+        match change {
+            BranchChange::Create { name, from_tag } => {
+                let body = json!({"branch": name, "fromTag": from_tag});
+                let path = self.path(MAIN_BRANCH, &["branches"]);
+                self.client.post_command(&path, &body, &what).await
             }
-            BranchChange::FastForward(name) => self
-                .client
-                .post::<Value>(
-                    &self.path(MAIN_BRANCH, &["branches", name, "forward"]),
-                    &json!({}),
-                    &what,
-                )
-                .await
-                .map(drop),
-        };
-        answer.map_err(RestError::into_error)
+            BranchChange::Drop(name) => {
+                let path = self.path(MAIN_BRANCH, &["branches", name]);
+                self.client.delete(&path, &what).await
+            }
+            BranchChange::FastForward(name) => {
+                let path = self.path(MAIN_BRANCH, &["branches", name, "forward"]);
+                self.client.post_command(&path, &json!({}), &what).await
+            }
+        }
     }
 
     async fn alter_schema(&self, branch: &str, changes: &[Value]) -> Result<()> {
         let what = format!("altering table '{}.{}'", self.database, self.table);
         self.client
-            .post::<Value>(&self.path(branch, &[]), &json!({"changes": changes}), &what)
+            .post_command(&self.path(branch, &[]), &json!({"changes": changes}), &what)
             .await
-            .map(drop)
-            .map_err(RestError::into_error)
     }
 }

@@ -154,14 +154,12 @@ impl RestCatalog {
     ) -> Result<()> {
         let body = json!({"name": name, "options": properties});
         self.client
-            .post::<Value>(
+            .post_command(
                 &self.client.path(&["databases"]),
                 &body,
                 &format!("creating database '{name}'"),
             )
             .await
-            .map(drop)
-            .map_err(RestError::into_error)
     }
 
     /// The database's options with its `location` (Java `RESTCatalog.getDatabase`).
@@ -182,14 +180,12 @@ impl RestCatalog {
     ) -> Result<()> {
         let body = json!({"removals": remove, "updates": set});
         self.client
-            .post::<Value>(
+            .post_command(
                 &self.client.path(&["databases", name]),
                 &body,
                 &format!("altering database '{name}'"),
             )
             .await
-            .map(drop)
-            .map_err(RestError::into_error)
     }
 
     /// Drop a database (the server drops its tables too: the caller checks emptiness).
@@ -200,7 +196,6 @@ impl RestCatalog {
                 &format!("dropping database '{name}'"),
             )
             .await
-            .map_err(RestError::into_error)
     }
 
     pub(crate) async fn list_tables(&self, database: &str) -> Result<Vec<String>> {
@@ -241,14 +236,12 @@ impl RestCatalog {
             "schema": schema,
         });
         self.client
-            .post::<Value>(
+            .post_command(
                 &self.client.path(&["databases", &id.database, "tables"]),
                 &body,
                 &format!("creating table '{id}'"),
             )
             .await
-            .map(drop)
-            .map_err(RestError::into_error)
     }
 
     /// Drop a table; the server deletes its files.
@@ -261,7 +254,6 @@ impl RestCatalog {
                 &format!("dropping table '{id}'"),
             )
             .await
-            .map_err(RestError::into_error)
     }
 
     pub(crate) async fn rename_table(&self, from: &Identifier, to: &Identifier) -> Result<()> {
@@ -270,13 +262,11 @@ impl RestCatalog {
             "destination": identifier_json(&to.database, &to.table),
         });
         self.client
-            .post::<Value>(
+            .post_command(
                 &self.client.path(&["tables", "rename"]),
                 &body,
                 &format!("renaming table '{from}' to '{to}'"),
             )
             .await
-            .map(drop)
-            .map_err(RestError::into_error)
     }
 }

@@ -40,6 +40,12 @@ class S3Server:
         return {"aws_endpoint": self.endpoint, "aws_access_key_id": "testing", "aws_secret_access_key": "testing",
                 "aws_region": "us-east-1", "allow_http": "true"}
 
+    @property
+    def java_options(self) -> dict[str, str]:
+        """The same server for Java Paimon (catalog options read by its S3 file system)."""
+        return {"s3.endpoint": self.endpoint, "s3.access-key": "testing", "s3.secret-key": "testing",
+                "s3.path.style.access": "true", "s3.endpoint.region": "us-east-1"}
+
     def client(self):
         import boto3
 

@@ -94,8 +94,6 @@ def test_databases_and_tables_through_the_catalog(options):
     if metastore == "rest":  # the server creates branches, empty or from a tag of main
         with pytest.raises(tidelake.UnsupportedError, match="tag"):
             main.create_branch("b", from_snapshot=main.latest_snapshot().id)
-        with pytest.raises(tidelake.UnsupportedError, match="REST catalog"):
-            main.rollback_to(main.latest_snapshot().id)
         main.create_tag("t1")
         created = main.create_branch("b", from_tag="t1")
         with pytest.raises(tidelake.TableAlreadyExistsError):
@@ -121,6 +119,20 @@ def test_databases_and_tables_through_the_catalog(options):
         assert main.branches() == []
         cat.get_table("db.t").upsert(pa.Table.from_pylist([{"id": 4, "name": "d", "score": None}], schema=b.schema))
         assert [r["id"] for r in rows(cat.get_table("db.t"))] == [1, 2, 3, 4]
+        # rollbacks go to the server, which serves the older snapshot as the latest from then on:
+        # the next commit takes the id after it (the test server rolls back only to snapshots
+        # committed through it on this branch, so not to the fast-forwarded one)
+        at_4 = cat.get_table("db.t").latest_snapshot().id
+        cat.get_table("db.t").upsert(pa.Table.from_pylist([{"id": 5, "name": "e", "score": None}], schema=b.schema))
+        assert main.rollback_to(at_4)["snapshot_id"] == at_4
+        assert [r["id"] for r in rows(cat.get_table("db.t"))] == [1, 2, 3, 4]
+        cat.get_table("db.t").upsert(pa.Table.from_pylist([{"id": 6, "name": "f", "score": None}], schema=b.schema))
+        assert cat.get_table("db.t").latest_snapshot().id == at_4 + 1
+        assert [r["id"] for r in rows(cat.get_table("db.t"))] == [1, 2, 3, 4, 6]
+        assert cat.get_table("db.t").rollback_to(tag="t1")["snapshot_id"] == 1
+        assert [r["id"] for r in rows(cat.get_table("db.t"))] == [1, 2]
+        with pytest.raises(tidelake.TableNotFoundError, match="snapshot"):
+            main.rollback_to(at_4 + 10)
     rename_and_drop(cat)
 
 
@@ -199,6 +211,40 @@ def test_java_and_tidelake_open_each_others_tables(options, java):  # noqa: F811
     assert [(r["id"], r["name"]) for r in rows(theirs)] == [(10, "x"), (11, "y")]
     theirs.upsert(pa.Table.from_pylist([{"id": 12, "name": "z"}], schema=SCHEMA))
     assert java_rows(java, options, "db.theirs") == [[10, "x"], [11, "y"], [12, "z"]]
+
+
+PARTED = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
+                    pa.field("v", pa.int64())])
+
+
+def test_partitions_listed_by_the_catalog_as_java_lists_them(options, java):  # noqa: F811
+    """``list_partitions``: the REST server's record for a ``metastore.partitioned-table`` (kept
+    from the statistics each commit sends), else the table's own; Java's ``listPartitions``
+    through the same catalog gives the same."""
+    cat = tidelake.Catalog.from_options(options)
+    cat.create_database("db")
+    for name, kept in (("kept", "true"), ("own", "false")):
+        t = cat.create_table(f"db.{name}", PARTED, primary_keys=["dt", "id"], partition_keys=["dt"], bucket=1,
+                             options={"metastore.partitioned-table": kept})
+        # the test server records the partitions of a table's first commit only
+        t.upsert(pa.Table.from_pylist([{"dt": "a", "id": 1, "v": 1}, {"dt": "a", "id": 2, "v": 2},
+                                       {"dt": "b", "id": 1, "v": 3}], schema=PARTED))
+        t.upsert(pa.Table.from_pylist([{"dt": "a", "id": 3, "v": 4}], schema=PARTED))
+        t.delete(filter=[("dt", "=", "b")])
+        ours = sorted(cat.list_partitions(f"db.{name}"), key=lambda p: p.spec["dt"])
+        assert all(isinstance(p, tidelake.Partition) for p in ours)
+        files = cat.system_table(f"db.{name}$partitions").to_pylist()
+        assert [(p.spec, p.record_count, p.file_count, p.file_size_in_bytes) for p in ours] == [
+            ({"dt": f["partition"].split("=")[1]}, f["record_count"], f["file_count"], f["file_size_in_bytes"])
+            for f in files], (ours, files)
+        assert [(p.spec, p.record_count, p.file_count) for p in ours][0] == ({"dt": "a"}, 3, 2)
+        theirs = java.run({"op": "partitions", "catalog": options, "table": f"db.{name}"})["partitions"]
+        assert sorted((p["spec"]["dt"], p["recordCount"], p["fileCount"], p["fileSizeInBytes"],
+                       p["lastFileCreationTime"]) for p in theirs) == [
+            (p.spec["dt"], p.record_count, p.file_count, p.file_size_in_bytes, p.last_file_creation_time)
+            for p in ours]
+    with pytest.raises(tidelake.TableNotFoundError):
+        cat.list_partitions("db.missing")
 
 
 def _lock_sql(options: dict[str, str], postgres, sql: str) -> None:

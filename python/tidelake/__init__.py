@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging as _logging
 
 from ._internal import __version__, reset_logging
-from ._metadata import SchemaVersion, Snapshot, Tag
+from ._metadata import Partition, SchemaVersion, Snapshot, Tag
 from .catalog import Catalog
 from .dml import MergeBuilder
 from .exceptions import (
@@ -43,6 +43,7 @@ __all__ = [
     "Table",
     "Snapshot",
     "Tag",
+    "Partition",
     "SchemaVersion",
     "TidelakeError",
     "TableNotFoundError",

@@ -71,6 +71,9 @@ class RawCatalog:
     def get_table(self, identifier: str) -> RawTable:
         """Open ``"database.table"``; ``TableNotFoundError`` if absent."""
 
+    def list_partitions(self, identifier: str) -> list[dict[str, Any]]:
+        """The fields of each ``tidelake.Partition`` of ``"db.t"``."""
+
     def split_system_table(self, identifier: str) -> tuple[RawTable, str]:
         """The table of ``"db.t$snapshots"`` and the system table's name."""
 

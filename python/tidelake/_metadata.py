@@ -1,4 +1,4 @@
-"""Plain-Python views of Paimon metadata (snapshots, tags, schemas).
+"""Plain-Python views of Paimon metadata (snapshots, tags, schemas, partitions).
 
 The binding reads them from the engine's typed structs and hands over their fields (keyword
 arguments of these classes); no Paimon JSON is parsed here.
@@ -40,6 +40,22 @@ class Snapshot:
             "commit_identifier": self.commit_identifier,
             "watermark": self.watermark,
         }
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One partition of a table and its totals over the live files (Paimon's ``Partition``), as
+    :meth:`Catalog.list_partitions` gives it."""
+
+    #: Partition key to value, as in paths (``partition.default-name`` for nulls).
+    spec: dict[str, str]
+    record_count: int
+    file_size_in_bytes: int
+    file_count: int
+    #: Epoch milliseconds of the newest file's creation.
+    last_file_creation_time: int
+    #: Marked done; only a catalog that keeps partitions (a REST server) knows.
+    done: bool = False
 
 
 @dataclass(frozen=True)

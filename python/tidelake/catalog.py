@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from . import _internal
+from ._metadata import Partition
 from .table import Table, _schema_of, _storage_options
 
 if TYPE_CHECKING:
@@ -118,6 +119,12 @@ class Catalog:
         (Paimon's identifier). Its commits and schema changes go through this catalog (its
         lock). Raises TableNotFoundError."""
         return Table(self._raw.get_table(identifier))
+
+    def list_partitions(self, identifier: str) -> list[Partition]:
+        """The partitions of ``"db.table"`` with their record, file and byte counts: those a
+        REST server keeps for a ``metastore.partitioned-table``, or else the table's own, from
+        the live files of its latest snapshot (Paimon's ``Catalog.listPartitions``)."""
+        return [Partition(**p) for p in self._raw.list_partitions(identifier)]
 
     def system_table(self, identifier: str) -> pa.Table:
         """A system table by Paimon's identifier, ``"db.t$snapshots"`` or

@@ -80,6 +80,7 @@ pub mod maintenance {
         create_branch, delete_branch, fast_forward, BranchStart,
     };
     pub use crate::maintenance::consumers::{consumers, delete_consumer, reset_consumer};
+    pub use crate::maintenance::file_tables::list_partitions;
     pub use crate::maintenance::history::{changes_of, history};
     pub use crate::maintenance::partitions::{
         drop_partitions, expire_partitions, partition_specs_from_json, PartitionExpireConfig,
@@ -117,7 +118,7 @@ pub mod branch {
 
 /// Catalogs: tables of a warehouse by database and name.
 pub mod catalog {
-    pub use crate::catalog::{Catalog, Identifier};
+    pub use crate::catalog::{Catalog, Identifier, Partition};
     pub use tidelake_spec::catalog_options::CatalogOptions;
 }
 

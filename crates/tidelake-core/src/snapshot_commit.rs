@@ -30,7 +30,7 @@ use serde_json::Value;
 use tidelake_spec::manifest::ManifestEntry;
 use tidelake_spec::snapshot::Snapshot;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::io::FileIO;
 use crate::layout::TableLayout;
 use crate::snapshots::snapshot_path;
@@ -75,6 +75,17 @@ pub trait SnapshotCommit: Send + Sync + fmt::Debug {
 
     /// Create, drop or fast-forward a branch of the table; the catalog writes its files.
     async fn change_branch(&self, change: BranchChange<'_>) -> Result<()>;
+
+    /// Roll branch `branch` back to `target` (Java `Catalog.rollbackTo`); the catalog removes
+    /// the newer snapshots and tags and their files.
+    async fn rollback(&self, branch: &str, target: &RollbackTarget) -> Result<()>;
+}
+
+/// What to roll a table back to (Java `Instant`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RollbackTarget {
+    Snapshot(i64),
+    Tag(String),
 }
 
 /// A change of a table's branches made by its catalog (Java `Catalog.createBranch`,
@@ -133,18 +144,6 @@ impl CatalogEnvironment {
     /// The catalog that creates the table's snapshots and schemas, if it does.
     pub fn snapshot_commit(&self) -> Option<&Arc<dyn SnapshotCommit>> {
         self.snapshot_commit.as_ref()
-    }
-
-    /// Refuse `what` (rewriting snapshots or branches outside a commit) when the table's catalog
-    /// versions snapshots itself: it would not see the change and would serve the old state.
-    pub fn check_files_own_versions(&self, what: &str) -> Result<()> {
-        match &self.snapshot_commit {
-            None => Ok(()),
-            Some(_) => Err(Error::Unsupported(format!(
-                "{what} on a table whose REST catalog versions its snapshots: the server would not \
-                 see it"
-            ))),
-        }
     }
 
     /// The table's lock, if its catalog has one.

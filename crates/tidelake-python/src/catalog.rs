@@ -5,10 +5,12 @@ use std::collections::BTreeMap;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tidelake_core::api::catalog::{Catalog, CatalogOptions};
+use tidelake_core::api::maintenance::list_partitions;
 use tidelake_core::api::{FileIO, StorageOptions};
 
 use crate::arrow_arg::SchemaArg;
 use crate::errors::IntoPyResult;
+use crate::metadata::partition_fields;
 use crate::runtime::block_on;
 use crate::table::{table_spec, RawTable};
 
@@ -158,6 +160,17 @@ impl RawCatalog {
             self.catalog.rename_table(&from_identifier, &to_identifier),
         )?
         .py()
+    }
+
+    /// The partitions of a table (the fields of `tidelake.Partition`): those the catalog
+    /// keeps, or else the table's own.
+    fn list_partitions<'py>(
+        &self,
+        py: Python<'py>,
+        identifier: String,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let partitions = block_on(py, list_partitions(&self.catalog, &identifier))?.py()?;
+        partitions.iter().map(|p| partition_fields(py, p)).collect()
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -1,6 +1,6 @@
-//! Snapshots, tags and schema versions as Python dicts of their fields, read from
-//! tidelake-spec's typed structs: `tidelake._metadata` builds its `Snapshot`, `Tag` and
-//! `SchemaVersion` from them, and no Paimon JSON is parsed in Python.
+//! Snapshots, tags, schema versions and partitions as Python dicts of their fields, read from
+//! tidelake's typed structs: `tidelake._metadata` builds its `Snapshot`, `Tag`,
+//! `SchemaVersion` and `Partition` from them, and no Paimon JSON is parsed in Python.
 //!
 //! Values keep the forms the Python API has always exposed: a snapshot's `raw` is its file's
 //! JSON object (camelCase keys), a schema's fields are Paimon's field JSON objects, a tag's
@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
+use tidelake_core::api::catalog::Partition;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{Snapshot, Tag};
 use tidelake_spec::type_json::field_to_json;
@@ -39,6 +40,18 @@ fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>
             dict.into_any()
         }
     })
+}
+
+/// The fields of `tidelake.Partition`.
+pub(crate) fn partition_fields<'py>(py: Python<'py>, p: &Partition) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("spec", &p.spec)?;
+    d.set_item("record_count", p.record_count)?;
+    d.set_item("file_size_in_bytes", p.file_size_in_bytes)?;
+    d.set_item("file_count", p.file_count)?;
+    d.set_item("last_file_creation_time", p.last_file_creation_time)?;
+    d.set_item("done", p.done)?;
+    Ok(d)
 }
 
 /// The fields of `tidelake.Snapshot`.

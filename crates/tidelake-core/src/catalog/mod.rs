@@ -54,6 +54,20 @@ enum Registry {
     },
 }
 
+/// One partition of a table and its totals over the live files (Java `Partition`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    /// Partition key to value, as in paths (`partition.default-name` for nulls).
+    pub spec: BTreeMap<String, String>,
+    pub record_count: i64,
+    pub file_size_in_bytes: i64,
+    pub file_count: i64,
+    /// Epoch milliseconds of the newest file's creation.
+    pub last_file_creation_time: i64,
+    /// Marked done (Java `markDonePartitions`); only a catalog that keeps partitions knows.
+    pub done: bool,
+}
+
 /// A catalog of databases and tables. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Catalog {
@@ -386,6 +400,20 @@ impl Catalog {
         Ok(Table::open_branch(io, branch)
             .await?
             .with_environment(environment))
+    }
+
+    /// The partitions this catalog keeps for table `identifier` (a REST server's record of a
+    /// `metastore.partitioned-table`), `None` when it keeps none: then they are the table's
+    /// own (Java `listPartitionsFromFileSystem`).
+    pub async fn kept_partitions(&self, identifier: &str) -> Result<Option<Vec<Partition>>> {
+        let id = Identifier::parse(identifier)?;
+        match &self.registry {
+            Registry::Rest { server, .. } => match server.list_partitions(&id).await {
+                Err(Error::NotFound { .. }) => Err(self.table_not_found(&id)),
+                other => other,
+            },
+            Registry::FileSystem(_) | Registry::Jdbc(..) => Ok(None),
+        }
     }
 
     /// The table (or branch) and system table name of `db.t$snapshots` /

@@ -19,7 +19,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use chrono::{DateTime, NaiveDateTime};
+use chrono::{DateTime, NaiveDateTime, TimeZone};
 use uuid::Uuid;
 
 /// Wall-clock time.
@@ -58,6 +58,34 @@ impl Clock for SystemClock {
     fn local_now(&self) -> NaiveDateTime {
         chrono::Local::now().naive_local()
     }
+}
+
+/// Epoch milliseconds as local wall-clock milliseconds (Java `LocalDateTime.ofInstant(...,
+/// ZoneId.systemDefault())`).
+pub(crate) fn local_wall_ms(epoch_ms: i64) -> Option<i64> {
+    chrono::Local
+        .timestamp_millis_opt(epoch_ms)
+        .single()
+        .map(|t| t.naive_local().and_utc().timestamp_millis())
+}
+
+/// Local wall-clock milliseconds (a data file's `_CREATION_TIME`) as epoch milliseconds (Java
+/// `DataFileMeta.creationTimeEpochMillis`, `atZone(ZoneId.systemDefault())`: a time repeated
+/// by a daylight-saving change is its earlier instant, a skipped one keeps the offset before
+/// the gap).
+pub(crate) fn epoch_ms_of_local_wall(local_ms: i64) -> i64 {
+    let Some(wall) = DateTime::from_timestamp_millis(local_ms).map(|t| t.naive_utc()) else {
+        return local_ms;
+    };
+    if let Some(t) = chrono::Local.from_local_datetime(&wall).earliest() {
+        return t.timestamp_millis();
+    }
+    let before = chrono::Local
+        .from_local_datetime(&(wall - chrono::Duration::hours(24)))
+        .earliest();
+    before.map_or(local_ms, |t| {
+        local_ms - i64::from(t.offset().local_minus_utc()) * 1000
+    })
 }
 
 /// Random (version 4) uuids.

@@ -32,6 +32,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use crate::error::{Error, Result};
 pub use env::Env;
+pub(crate) use env::{epoch_ms_of_local_wall, local_wall_ms};
 #[cfg(unix)]
 use local_file::LocalFile;
 pub use location::StorageOptions;

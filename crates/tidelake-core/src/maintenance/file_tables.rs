@@ -1,6 +1,7 @@
 //! The `files`, `manifests`, `partitions` and `buckets` system tables, from the latest
 //! snapshot's manifests (Java `FilesTable`, `ManifestsTable`, `PartitionsTable`,
-//! `BucketsTable`). Every live file counts, whatever its level or bucket.
+//! `BucketsTable`), and a table's partitions as a catalog lists them ([`list_partitions`]).
+//! Every live file counts, whatever its level or bucket.
 //!
 //! Strings: partitions of `files`/`buckets` and manifest partition statistics are Java's row
 //! cast `{v1, v2}` (SQL `CAST AS STRING` of each value, `null` for nulls); `partitions` uses
@@ -21,7 +22,9 @@ use tidelake_spec::manifest::{FileSource, ManifestEntry};
 use tidelake_spec::partition::PartitionComputer;
 use tidelake_spec::types::DataType;
 
+use crate::catalog::{Catalog, Partition};
 use crate::error::{Error, Result};
+use crate::io::epoch_ms_of_local_wall;
 use crate::layout::TableLayout;
 use crate::maintenance::refs::MetaCache;
 use crate::maintenance::system_tables::{
@@ -319,7 +322,11 @@ impl Totals {
     }
 }
 
-pub(crate) async fn partitions(table: &Table) -> Result<SystemTable> {
+/// The live files of `table`'s latest snapshot by partition name (`k1=v1/k2=v2`): each
+/// partition's spec (`partition.default-name` for nulls) and totals.
+async fn partition_groups(
+    table: &Table,
+) -> Result<BTreeMap<String, (Vec<(String, String)>, Totals)>> {
     let layout = TableLayout::new(table.schema())?;
     let (names, types) = partition_fields(&layout);
     let display = RowDisplay::new(
@@ -328,7 +335,7 @@ pub(crate) async fn partitions(table: &Table) -> Result<SystemTable> {
         table.schema().options().partition_default_name(),
         false,
     )?;
-    let mut groups: BTreeMap<String, Totals> = BTreeMap::new();
+    let mut groups: BTreeMap<String, (Vec<(String, String)>, Totals)> = BTreeMap::new();
     for e in live_files(table).await? {
         let spec = display
             .computer
@@ -339,20 +346,51 @@ pub(crate) async fn partitions(table: &Table) -> Result<SystemTable> {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join("/");
-        groups.entry(name).or_default().add(&e);
+        groups
+            .entry(name)
+            .or_insert_with(|| (spec, Totals::default()))
+            .1
+            .add(&e);
     }
+    Ok(groups)
+}
+
+pub(crate) async fn partitions(table: &Table) -> Result<SystemTable> {
+    let groups = partition_groups(table).await?;
+    let totals = groups.values().map(|(_, t)| t);
     let mut columns = vec![strings(
         "partition",
         true,
         groups.keys().map(|k| Some(k.clone())).collect(),
     )];
-    columns.extend(Totals::columns(groups.values()));
+    columns.extend(Totals::columns(totals.clone()));
     columns.push(ints(
         "total_buckets",
         false,
-        groups.values().map(|t| Some(t.total_buckets)).collect(),
+        totals.map(|t| Some(t.total_buckets)).collect(),
     ));
     table_of(columns)
+}
+
+/// The partitions of table `identifier`: those its catalog keeps, or else its own, from the
+/// live files of its latest snapshot (Java `Catalog.listPartitions`).
+pub async fn list_partitions(catalog: &Catalog, identifier: &str) -> Result<Vec<Partition>> {
+    if let Some(kept) = catalog.kept_partitions(identifier).await? {
+        return Ok(kept);
+    }
+    let table = catalog.get_table(identifier).await?;
+    Ok(partition_groups(&table)
+        .await?
+        .into_values()
+        .map(|(spec, t)| Partition {
+            spec: spec.into_iter().collect(),
+            record_count: t.records,
+            file_size_in_bytes: t.bytes,
+            file_count: t.files,
+            last_file_creation_time: t.last_update.map_or(0, epoch_ms_of_local_wall),
+            done: false,
+        })
+        .collect())
 }
 
 pub(crate) async fn buckets(table: &Table) -> Result<SystemTable> {

@@ -14,9 +14,8 @@ use tidelake_spec::manifest::FileKind;
 use tidelake_spec::snapshot::Snapshot;
 
 use crate::error::{ErrorKind, Result};
-use crate::maintenance::system_tables::{
-    local_wall_ms, longs, strings, table_of, timestamps, SystemTable,
-};
+use crate::io::local_wall_ms;
+use crate::maintenance::system_tables::{longs, strings, table_of, timestamps, SystemTable};
 use crate::state::{read_list, read_manifests};
 use crate::table::Table;
 

@@ -17,6 +17,10 @@
 //!
 //! Everything is read before anything is deleted. Like Java, this is not safe against
 //! concurrent writers: stop them first.
+//!
+//! A table whose catalog versions its snapshots (REST) is rolled back by the catalog (Java
+//! `RESTCatalog.rollbackTo`): the target is resolved here first, so the result names the same
+//! snapshots and tags, and the server removes them and their files (not counted here).
 
 use std::sync::Arc;
 
@@ -29,15 +33,9 @@ use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, DataScope,
     DeletedFiles, FileCategory, MetaCache, References,
 };
+pub use crate::snapshot_commit::RollbackTarget;
 use crate::snapshots::{snapshot_path, tag_path, write_hint, EARLIEST_HINT_PATH, LATEST_HINT_PATH};
 use crate::table::Table;
-
-/// What to roll back to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RollbackTarget {
-    Snapshot(i64),
-    Tag(String),
-}
 
 /// What a rollback did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,6 +46,7 @@ pub struct RollbackResult {
     pub snapshots: u64,
     /// Tags deleted (newer than the target), sorted.
     pub tags: Vec<String>,
+    /// Files deleted here (none when the catalog rolled back).
     pub deleted: DeletedFiles,
 }
 
@@ -75,7 +74,6 @@ async fn resolve(table: &Table, target: &RollbackTarget) -> Result<(Snapshot, bo
 
 /// Roll `table` back to `target`; see the module docs.
 pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<RollbackResult> {
-    table.environment().check_files_own_versions("a rollback")?;
     let (snap, from_tag) = resolve(table, target).await?;
     let sm = table.snapshot_manager();
     let io = table.branch_io();
@@ -99,6 +97,17 @@ pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<Rollb
         .into_iter()
         .filter(|(_, t)| t.snapshot.id > snap.id)
         .collect();
+    let mut tags: Vec<String> = newer_tags.iter().map(|(name, _)| name.clone()).collect();
+    tags.sort();
+    if let Some(catalog) = table.environment().snapshot_commit() {
+        catalog.rollback(table.branch(), target).await?;
+        return Ok(RollbackResult {
+            snapshot_id: snap.id,
+            snapshots: newer_ids.len() as u64,
+            tags,
+            deleted: DeletedFiles::default(),
+        });
+    }
 
     let layout = TableLayout::new(table.schema())?;
     let mut cache = MetaCache::new(table);
@@ -143,12 +152,9 @@ pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<Rollb
     for id in newer_ids.iter().rev() {
         io.delete(&snapshot_path(*id)).await?;
     }
-    let mut tags: Vec<String> = Vec::with_capacity(newer_tags.len());
-    for (name, _) in newer_tags {
-        io.delete(&tag_path(&name)).await?;
-        tags.push(name);
+    for name in &tags {
+        io.delete(&tag_path(name)).await?;
     }
-    tags.sort();
     if from_tag && !io.exists(&snapshot_path(snap.id)).await? {
         io.put_if_absent(&snapshot_path(snap.id), snap.to_json().into_bytes())
             .await?;

@@ -16,11 +16,11 @@ use arrow_array::{
     ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
 };
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef, TimeUnit};
-use chrono::TimeZone;
 use serde_json::Value;
 
 use crate::branch::{all_branch_ios, MAIN_BRANCH};
 use crate::error::{Error, Result};
+use crate::io::local_wall_ms;
 use crate::maintenance::consumers::consumers;
 use crate::maintenance::tags::local_date_time_millis;
 use crate::maintenance::{audit_log, file_tables};
@@ -119,15 +119,6 @@ pub(crate) fn table_of(columns: Vec<Column>) -> Result<SystemTable> {
         schema,
         batches: vec![batch],
     })
-}
-
-/// Epoch milliseconds as local wall-clock milliseconds (Java `LocalDateTime.ofInstant(...,
-/// ZoneId.systemDefault())`).
-pub(crate) fn local_wall_ms(epoch_ms: i64) -> Option<i64> {
-    chrono::Local
-        .timestamp_millis_opt(epoch_ms)
-        .single()
-        .map(|t| t.naive_local().and_utc().timestamp_millis())
 }
 
 /// Java `Duration.toString()`: `PT8H6M12.345S`, `PT0S`.

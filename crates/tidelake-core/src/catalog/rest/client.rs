@@ -211,7 +211,12 @@ impl RestClient {
 
     /// Every element of a paged listing (`field` of each page, pages chained by
     /// `nextPageToken`).
-    pub(crate) async fn get_all(&self, path: &str, field: &str, what: &str) -> Result<Vec<String>> {
+    pub(crate) async fn get_pages(
+        &self,
+        path: &str,
+        field: &str,
+        what: &str,
+    ) -> std::result::Result<Vec<Value>, RestError> {
         let mut all = Vec::new();
         let mut token: Option<String> = None;
         loop {
@@ -219,12 +224,9 @@ impl RestClient {
             if let Some(t) = &token {
                 query.push((PAGE_TOKEN, t.as_str()));
             }
-            let page: Value = self
-                .send(Method::GET, path, &query, None, what)
-                .await
-                .map_err(RestError::into_error)?;
-            if let Some(items) = page.get(field).and_then(Value::as_array) {
-                all.extend(items.iter().filter_map(Value::as_str).map(str::to_string));
+            let mut page: Value = self.send(Method::GET, path, &query, None, what).await?;
+            if let Some(Value::Array(items)) = page.get_mut(field).map(Value::take) {
+                all.extend(items);
             }
             match page.get("nextPageToken").and_then(Value::as_str) {
                 Some(next) if !next.is_empty() && token.as_deref() != Some(next) => {
@@ -233,6 +235,19 @@ impl RestClient {
                 _ => return Ok(all),
             }
         }
+    }
+
+    /// The names of a paged listing of names.
+    pub(crate) async fn get_all(&self, path: &str, field: &str, what: &str) -> Result<Vec<String>> {
+        let all = self
+            .get_pages(path, field, what)
+            .await
+            .map_err(RestError::into_error)?;
+        Ok(all
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect())
     }
 
     pub(crate) async fn post<T: DeserializeOwned>(

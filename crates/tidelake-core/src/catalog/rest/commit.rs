@@ -1,10 +1,10 @@
 //! Commits, schema changes and branch changes of a table opened through a REST catalog go to
 //! the server (Java `CatalogSnapshotCommit` over `RESTCatalog.commitSnapshot`,
-//! `RESTCatalog.alterTable`, `createBranch` / `dropBranch` / `fastForward`).
+//! `RESTCatalog.alterTable`, `createBranch` / `dropBranch` / `fastForward`, `rollbackTo`).
 //!
 //! Invariants: a commit names the table's UUID and carries the per-partition statistics of its
 //! delta (Java `PartitionEntry.merge(...).toPartitionStatistics`: records, bytes and files
-//! added minus deleted, the newest file's creation time); the server answering
+//! added minus deleted, the newest file's creation in epoch milliseconds); the server answering
 //! `success: false` means another commit holds that id (nothing was created); any other
 //! failure leaves the outcome unknown to the committer.
 
@@ -17,8 +17,9 @@ use tidelake_spec::manifest::{FileKind, ManifestEntry};
 use super::client::{RestClient, RestError};
 use crate::branch::MAIN_BRANCH;
 use crate::error::{Error, Result};
+use crate::io::epoch_ms_of_local_wall;
 use crate::layout::TableLayout;
-use crate::snapshot_commit::{BranchChange, SnapshotCommit, SnapshotCommitRequest};
+use crate::snapshot_commit::{BranchChange, RollbackTarget, SnapshotCommit, SnapshotCommitRequest};
 
 /// One table of a REST catalog, as its commits name it.
 #[derive(Debug)]
@@ -74,9 +75,8 @@ fn partition_statistics(layout: &TableLayout, delta: &[ManifestEntry]) -> Result
         t.records += sign * entry.file.row_count;
         t.bytes += sign * entry.file.file_size;
         t.files += sign;
-        t.last_creation = t
-            .last_creation
-            .max(entry.file.creation_time.unwrap_or_default());
+        let created = entry.file.creation_time.map(epoch_ms_of_local_wall);
+        t.last_creation = t.last_creation.max(created.unwrap_or_default());
     }
     totals
         .into_iter()
@@ -145,6 +145,22 @@ impl SnapshotCommit for RestTableCommit {
                 self.client.post_command(&path, &json!({}), &what).await
             }
         }
+    }
+
+    async fn rollback(&self, branch: &str, target: &RollbackTarget) -> Result<()> {
+        let what = format!(
+            "rolling '{}.{}' back to {target:?}",
+            self.database, self.table
+        );
+        // Java `Instant` as JSON
+        let instant = match target {
+            RollbackTarget::Snapshot(id) => json!({"type": "snapshot", "snapshotId": id}),
+            RollbackTarget::Tag(name) => json!({"type": "tag", "tagName": name}),
+        };
+        let path = self.path(branch, &["rollback"]);
+        self.client
+            .post_command(&path, &json!({"instant": instant}), &what)
+            .await
     }
 
     async fn alter_schema(&self, branch: &str, changes: &[Value]) -> Result<()> {

@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use client::{RestClient, RestError};
 
 use super::identifier::Identifier;
+use super::Partition;
 
 /// Java `AuthProviderEnum.BEAR`: the one token provider spoken here.
 const BEAR_TOKEN_PROVIDER: &str = "bear";
@@ -55,6 +56,32 @@ pub(crate) struct TableMetadata {
     pub(crate) id: String,
     /// Where the table's files are.
     pub(crate) path: String,
+}
+
+/// Java `Partition` as JSON.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RestPartition {
+    spec: BTreeMap<String, String>,
+    record_count: i64,
+    file_size_in_bytes: i64,
+    file_count: i64,
+    last_file_creation_time: i64,
+    #[serde(default)]
+    done: bool,
+}
+
+impl From<RestPartition> for Partition {
+    fn from(p: RestPartition) -> Partition {
+        Partition {
+            spec: p.spec,
+            record_count: p.record_count,
+            file_size_in_bytes: p.file_size_in_bytes,
+            file_count: p.file_count,
+            last_file_creation_time: p.last_file_creation_time,
+            done: p.done,
+        }
+    }
 }
 
 /// A REST catalog server and the options it merged.
@@ -227,6 +254,29 @@ impl RestCatalog {
             Err(e) if is_not_found(&e) => Ok(None),
             Err(e) => Err(e.into_error()),
         }
+    }
+
+    /// The partitions the server keeps for a table (Java `RESTCatalog.listPartitions`), `None`
+    /// when it keeps none for it (501: not a `metastore.partitioned-table`).
+    pub(crate) async fn list_partitions(&self, id: &Identifier) -> Result<Option<Vec<Partition>>> {
+        let path = self
+            .client
+            .path(&["databases", &id.database, "tables", &id.table, "partitions"]);
+        let what = format!("listing the partitions of '{id}'");
+        let pages = match self.client.get_pages(&path, "partitions", &what).await {
+            Ok(pages) => pages,
+            Err(e) if e.is(StatusCode::NOT_IMPLEMENTED) => return Ok(None),
+            Err(e) => return Err(e.into_error()),
+        };
+        let partitions = pages
+            .into_iter()
+            .map(|p| {
+                serde_json::from_value::<RestPartition>(p)
+                    .map(Partition::from)
+                    .map_err(|e| Error::Internal(format!("{what}: a partition the server sent: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(partitions))
     }
 
     /// Create a table from its schema (Java `Schema` as JSON: fields, keys, options, comment).

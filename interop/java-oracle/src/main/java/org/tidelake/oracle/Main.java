@@ -15,8 +15,9 @@ import java.nio.charset.StandardCharsets;
  * The Java Paimon oracle: one JVM serves many jobs. Each line on stdin is a JSON job, answered
  * by one JSON line on stdout: {@code {"ok": true, ...}} or {@code {"ok": false, "error": ...}}.
  *
- * <p>Jobs ({@code "op"}): {@code read} ({@link Reads}), {@code write} ({@link Writes}) and {@code
- * race} ({@link Race}: a writer racing others, logging what it acknowledged). Anything
+ * <p>Jobs ({@code "op"}): {@code read} ({@link Reads}), {@code write} ({@link Writes}), {@code
+ * race} ({@link Race}: a writer racing others, logging what it acknowledged) and {@code
+ * partitions} ({@link Tables#partitions}: a catalog's listing). Anything
  * Paimon or Hadoop prints goes to stderr so stdout carries answers only.
  */
 public final class Main {
@@ -59,6 +60,8 @@ public final class Main {
                 return Sketches.decode(job);
             case "race":
                 return Race.run(job);
+            case "partitions":
+                return Tables.partitions(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

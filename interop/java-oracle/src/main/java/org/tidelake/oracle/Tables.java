@@ -1,11 +1,14 @@
 package org.tidelake.oracle;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.paimon.catalog.Catalog;
 import org.apache.paimon.catalog.CatalogContext;
 import org.apache.paimon.catalog.CatalogFactory;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.options.Options;
+import org.apache.paimon.partition.Partition;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.utils.JsonSerdeUtil;
 
@@ -27,6 +30,18 @@ final class Tables {
             options.set("warehouse", job.path("warehouse").asText());
         }
         return CatalogFactory.createCatalog(CatalogContext.create(options));
+    }
+
+    /** The catalog's {@code listPartitions} of the job's table, as Paimon's JSON. */
+    static ObjectNode partitions(JsonNode job) throws Exception {
+        ObjectNode answer = Main.JSON.createObjectNode();
+        ArrayNode list = answer.putArray("partitions");
+        try (Catalog catalog = catalog(job)) {
+            for (Partition p : catalog.listPartitions(identifier(job))) {
+                list.add(Main.JSON.readTree(JsonSerdeUtil.toJson(p)));
+            }
+        }
+        return answer;
     }
 
     static Identifier identifier(JsonNode job) {

@@ -43,7 +43,10 @@ fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>
 }
 
 /// The fields of `tidelake.Partition`.
-pub(crate) fn partition_fields<'py>(py: Python<'py>, p: &Partition) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn partition_fields<'py>(
+    py: Python<'py>,
+    p: &Partition,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("spec", &p.spec)?;
     d.set_item("record_count", p.record_count)?;

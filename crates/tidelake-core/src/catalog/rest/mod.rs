@@ -259,9 +259,9 @@ impl RestCatalog {
     /// The partitions the server keeps for a table (Java `RESTCatalog.listPartitions`), `None`
     /// when it keeps none for it (501: not a `metastore.partitioned-table`).
     pub(crate) async fn list_partitions(&self, id: &Identifier) -> Result<Option<Vec<Partition>>> {
-        let path = self
-            .client
-            .path(&["databases", &id.database, "tables", &id.table, "partitions"]);
+        let path =
+            self.client
+                .path(&["databases", &id.database, "tables", &id.table, "partitions"]);
         let what = format!("listing the partitions of '{id}'");
         let pages = match self.client.get_pages(&path, "partitions", &what).await {
             Ok(pages) => pages,
@@ -273,7 +273,9 @@ impl RestCatalog {
             .map(|p| {
                 serde_json::from_value::<RestPartition>(p)
                     .map(Partition::from)
-                    .map_err(|e| Error::Internal(format!("{what}: a partition the server sent: {e}")))
+                    .map_err(|e| {
+                        Error::Internal(format!("{what}: a partition the server sent: {e}"))
+                    })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Some(partitions))

@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv self-contained develop rust-lint rust-test py-lint py-test java-oracle kafka postgres bench clean
+.PHONY: test demo venv self-contained develop release-wheel rust-lint rust-test py-lint py-test java-oracle kafka postgres bench clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,13 +21,24 @@ $(VENV)/.deps: requirements-dev.txt
 
 venv: $(VENV)/.deps
 
+# The development build carries the test-only fault injection (feature `fault-injection`) the
+# tests switch on through storage options; release wheels (`release-wheel`, the release workflow)
+# do not, and refuse those options.
 develop: venv
-	$(VENV)/bin/maturin develop --quiet --profile $(MATURIN_PROFILE)
+	$(VENV)/bin/maturin develop --quiet --profile $(MATURIN_PROFILE) --features fault-injection
+
+# A wheel built as releases are (no features), for tests/test_release_wheel.py: prints its path.
+RELEASE_WHEEL_DIR := $(CARGO_TARGET_DIR)/release-wheel
+release-wheel: venv
+	rm -rf $(RELEASE_WHEEL_DIR)
+	$(VENV)/bin/maturin build --quiet --release --out $(RELEASE_WHEEL_DIR) >&2
+	@ls $(RELEASE_WHEEL_DIR)/*.whl
 
 # Formatting and lints: rustfmt's defaults, every clippy warning an error.
 rust-lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	cargo clippy -p tidelake-python --quiet -- -D warnings  # the release wheel's features (none)
 
 rust-test:
 	cargo test --workspace --quiet

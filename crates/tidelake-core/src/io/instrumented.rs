@@ -2,8 +2,10 @@
 //! record them in order ([`InstrumentedStore::recording`], for protocol-order tests) and can
 //! inject one fault, for request-count bounds and crash/fault tests.
 //!
-//! Fault injection is **test-only**. It is switched on by storage options (so Python tests and
-//! subprocesses can use it through `open_table(..., storage_options=...)`):
+//! The module is **test-only**: it exists in builds with the `fault-injection` feature (the
+//! tests' and the development wheel's), never in a release. Faults are switched on by storage
+//! options (so Python tests and subprocesses can use them through
+//! `open_table(..., storage_options=...)`):
 //!
 //! | key | values | default |
 //! |---|---|---|
@@ -36,11 +38,8 @@ use object_store::{
     ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
 };
 
-use super::location::StorageOptions;
+use super::location::{StorageOptions, FAULT_PREFIX};
 use crate::error::{Error, Result};
-
-/// Prefix of the fault-injection storage options.
-pub const FAULT_PREFIX: &str = "tidelake.fault.";
 
 /// The kinds of storage operations counted (one kind is one request on S3-like stores, except
 /// listings, which page every 1000 keys).

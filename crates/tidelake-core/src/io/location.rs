@@ -11,8 +11,9 @@
 //!   the explicit storage options, which win;
 //! * an option key no back-end knows is an [`Error::Invalid`] naming it, never ignored: a typo
 //!   in `aws_endpoint` must not silently send requests to AWS;
-//! * keys starting with `tidelake.fault.` are test-only fault injection (see
-//!   [`super::instrumented`]) and are never passed to a back-end;
+//! * keys starting with `tidelake.fault.` are test-only fault injection (`instrumented`, in
+//!   builds with the `fault-injection` feature) and are never passed to a back-end; a build
+//!   without it (a release wheel) refuses them with [`Error::Unsupported`];
 //! * local paths are normalised lexically (`.` and `..`), URL paths must not contain `..`.
 
 use std::collections::BTreeMap;
@@ -27,8 +28,12 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreScheme};
 use url::Url;
 
-use super::instrumented::{FaultPlan, FAULT_PREFIX};
+#[cfg(feature = "fault-injection")]
+use super::instrumented::FaultPlan;
 use crate::error::{Error, Result};
+
+/// Prefix of the fault-injection storage options.
+pub const FAULT_PREFIX: &str = "tidelake.fault.";
 
 /// Storage options: back-end configuration keys (`aws_endpoint`, `aws_region`,
 /// `google_service_account`, `azure_storage_account_name`, `allow_http`, ...) to values.
@@ -63,11 +68,29 @@ pub(super) fn resolve(location: &str, options: &StorageOptions) -> Result<Resolv
             resolve_local(location)?
         }
     };
-    if let Some(plan) = FaultPlan::from_options(&faults)? {
-        resolved.store = plan.wrap(resolved.store);
+    inject_faults(&mut resolved, &faults)?;
+    Ok(resolved)
+}
+
+/// Wrap the store in the fault the `tidelake.fault.*` options describe, if any.
+#[cfg(feature = "fault-injection")]
+fn inject_faults(resolved: &mut Resolved, faults: &StorageOptions) -> Result<()> {
+    if let Some(plan) = FaultPlan::from_options(faults)? {
+        resolved.store = plan.wrap(resolved.store.clone());
         resolved.local_fs = None;
     }
-    Ok(resolved)
+    Ok(())
+}
+
+/// Fault injection is not in this build: any `tidelake.fault.*` option is refused.
+#[cfg(not(feature = "fault-injection"))]
+fn inject_faults(_: &mut Resolved, faults: &StorageOptions) -> Result<()> {
+    match faults.keys().next() {
+        None => Ok(()),
+        Some(key) => Err(Error::Unsupported(format!(
+            "storage option '{key}': fault injection is for tests only and not in this build"
+        ))),
+    }
 }
 
 /// The URL of a non-local location, `None` for a local path or `file://` URL.

@@ -10,12 +10,13 @@
 //! * a [`FileIO`] and every [`FileIO::child`] of it keep the storage options they were opened
 //!   with, so a table can be re-opened elsewhere (splits, workers) with the same settings.
 //!
-//! Modules: [`location`] (locations and storage options to stores), [`instrumented`] (counting
-//! and test-only fault injection), [`local_file`] (local data files read in place), [`read_cache`]
+//! Modules: [`location`] (locations and storage options to stores), `instrumented` (counting
+//! and fault injection, test builds only: feature `fault-injection`), [`local_file`] (local data files read in place), [`read_cache`]
 //! (what long-lived readers keep of immutable files), [`env`] (the wall clock and fresh ids a
 //! [`FileIO`] and every child of it carry).
 
 pub mod env;
+#[cfg(feature = "fault-injection")]
 pub mod instrumented;
 #[cfg(unix)]
 pub mod local_file;

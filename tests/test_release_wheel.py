@@ -1,0 +1,64 @@
+"""The wheel as releases build it (``maturin build --release``, no cargo features; ``make
+release-wheel``) against the development build the other tests use: test-only fault injection
+(``tidelake.fault.*`` storage options, which can abort or hang the process) is compiled out of
+it and refused with a typed error, while the same table works."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+
+import tidelake
+
+REPO = Path(__file__).resolve().parent.parent
+
+FAULTS = [{"tidelake.fault.nth": "1", "tidelake.fault.action": "abort"},
+          {"tidelake.fault.nth": "1", "tidelake.fault.op": "head", "tidelake.fault.action": "hang"},
+          {"tidelake.fault.nth": "1000"}]
+
+SCRIPT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import tidelake
+assert tidelake.__file__.startswith(sys.argv[1]), tidelake.__file__
+location, faults = sys.argv[2], json.loads(sys.argv[3])
+answers = [tidelake.open_table(location).to_arrow().num_rows]
+for options in faults:
+    try:
+        tidelake.open_table(location, storage_options=options).to_arrow()
+        answers.append("accepted")
+    except tidelake.UnsupportedError as e:
+        answers.append(str(e))
+print(json.dumps(answers))
+"""
+
+
+def release_wheel() -> Path:
+    out = subprocess.run(["make", "-s", "-C", str(REPO), "release-wheel"], check=True, capture_output=True,
+                         text=True).stdout
+    return Path(out.strip().splitlines()[-1])
+
+
+def test_the_release_wheel_refuses_fault_injection_options(tmp_path):
+    location = str(tmp_path / "t")
+    t = tidelake.create_table(location, pa.schema([pa.field("k", pa.int64(), nullable=False)]), primary_keys=["k"])
+    t.write(pa.table({"k": [1, 2, 3]}))
+    # the development build takes them (a fault on the thousandth request: none here)
+    assert tidelake.open_table(location, storage_options=FAULTS[2]).to_arrow().num_rows == 3
+
+    site = tmp_path / "release"
+    with zipfile.ZipFile(release_wheel()) as wheel:
+        wheel.extractall(site)
+    run = subprocess.run([sys.executable, "-c", SCRIPT, str(site), location, json.dumps(FAULTS)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    rows, *refusals = json.loads(run.stdout)
+    assert rows == 3
+    assert len(refusals) == len(FAULTS)
+    for options, refusal in zip(FAULTS, refusals):
+        assert "fault injection is for tests only" in refusal and "tidelake.fault." in refusal, (options, refusal)

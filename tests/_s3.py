@@ -41,8 +41,8 @@ class S3Server:
                 "aws_region": "us-east-1", "allow_http": "true"}
 
     @property
-    def java_options(self) -> dict[str, str]:
-        """The same server for Java Paimon (catalog options read by its S3 file system)."""
+    def paimon_options(self) -> dict[str, str]:
+        """The same server in Paimon's S3 file-system catalog options (Java's and tidelake's)."""
         return {"s3.endpoint": self.endpoint, "s3.access-key": "testing", "s3.secret-key": "testing",
                 "s3.path.style.access": "true", "s3.endpoint.region": "us-east-1"}
 

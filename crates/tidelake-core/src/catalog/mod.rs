@@ -29,7 +29,7 @@ use tidelake_spec::catalog_options::{CatalogOptions, Metastore, JDBC_LOCK_TYPE, 
 
 use crate::branch::MAIN_BRANCH;
 use crate::error::{Error, Result};
-use crate::io::{FileIO, StorageOptions};
+use crate::io::{paimon_s3, FileIO, StorageOptions};
 use crate::schema_change::{alter_table, create_table, new_table_schema, SchemaChange, TableSpec};
 use crate::snapshot_commit::{CatalogEnvironment, TableLock};
 use crate::table::Table;
@@ -107,8 +107,10 @@ impl Catalog {
     /// The catalog Paimon's `options` describe (`metastore`, `warehouse`, `uri`, `jdbc.*`,
     /// `catalog-key`, `lock.enabled`, `lock.type`, `lock-acquire-timeout`,
     /// `lock-check-max-sleep`, `table-default.*`; REST: `token.provider`, `token`,
-    /// `header.*`), its tables opened with `storage`. Connects to the JDBC database and creates
-    /// Paimon's tables there if missing; asks a REST server for its configuration.
+    /// `header.*`; S3 file-system options in Paimon's names, `s3.endpoint`, `s3.access-key`,
+    /// ..., see [`paimon_s3`]), its tables opened with `storage` (which wins over those).
+    /// Connects to the JDBC database and creates Paimon's tables there if missing; asks a REST
+    /// server for its configuration.
     pub async fn from_options(
         options: CatalogOptions,
         storage: &StorageOptions,
@@ -127,7 +129,10 @@ impl Catalog {
         let warehouse = options.warehouse().ok_or_else(|| {
             Error::invalid("catalog option 'warehouse' is required (the root of the tables)")
         })?;
-        let io = FileIO::open_with(warehouse, storage)?;
+        let io = FileIO::open_with(
+            warehouse,
+            &paimon_s3::storage_options(warehouse, options.iter(), storage),
+        )?;
         let mut options = options;
         // Java `AbstractCatalog.lockEnabled`: on object stores unless disabled.
         let lock_enabled = options
@@ -385,8 +390,9 @@ impl Catalog {
                     &id.table,
                     &meta.id,
                 );
+                let storage = paimon_s3::storage_options(&meta.path, self.options.iter(), storage);
                 (
-                    FileIO::open_with(&meta.path, storage)?,
+                    FileIO::open_with(&meta.path, &storage)?,
                     CatalogEnvironment::committing(Arc::new(commit)),
                 )
             }

@@ -10,10 +10,11 @@
 //! * a [`FileIO`] and every [`FileIO::child`] of it keep the storage options they were opened
 //!   with, so a table can be re-opened elsewhere (splits, workers) with the same settings.
 //!
-//! Modules: [`location`] (locations and storage options to stores), `instrumented` (counting
-//! and fault injection, test builds only: feature `fault-injection`), [`local_file`] (local data files read in place), [`read_cache`]
-//! (what long-lived readers keep of immutable files), [`env`] (the wall clock and fresh ids a
-//! [`FileIO`] and every child of it carry).
+//! Modules: [`location`] (locations and storage options to stores), [`paimon_s3`] (Paimon's
+//! S3 catalog options as storage options), `instrumented` (counting and fault injection, test
+//! builds only: feature `fault-injection`), [`local_file`] (local data files read in place),
+//! [`read_cache`] (what long-lived readers keep of immutable files), [`env`] (the wall clock
+//! and fresh ids a [`FileIO`] and every child of it carry).
 
 pub mod env;
 #[cfg(feature = "fault-injection")]
@@ -21,6 +22,7 @@ pub mod instrumented;
 #[cfg(unix)]
 pub mod local_file;
 pub mod location;
+pub mod paimon_s3;
 pub mod read_cache;
 
 use std::sync::Arc;

@@ -256,6 +256,8 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert r("RawTable", "filter_committed", raw.filter_committed("me", [1, 2])) == [1, 2]
     assert len(r("RawTable", "commit", raw.commit(messages, "me", 1, properties=[]))) == 1
     assert r("RawTable", "filter_committed", raw.filter_committed("me", [1, 2])) == [2]
+    partitions = r("RawCatalog", "list_partitions", cat.list_partitions("db.t"))
+    assert sorted((p["spec"]["dt"], p["record_count"]) for p in partitions) == [("a", 2), ("b", 1)]
     writer.write(data.slice(0, 1), "delete")
     ids = r("RawTable", "overwrite", raw.overwrite(writer.prepare_commit(), "me", 2, partition_json=None,
                                                     dynamic=True))

@@ -6,6 +6,7 @@ it and refused with a typed error, while the same table works."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -39,9 +40,12 @@ print(json.dumps(answers))
 
 
 def release_wheel() -> Path:
-    out = subprocess.run(["make", "-s", "-C", str(REPO), "release-wheel"], check=True, capture_output=True,
-                         text=True).stdout
-    return Path(out.strip().splitlines()[-1])
+    # run as a top-level make (a recursive one, under `make test`, prints its directories)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(REPO), "release-wheel"], check=True,
+                         capture_output=True, text=True, env=env).stdout
+    (wheel,) = [line for line in out.splitlines() if line.endswith(".whl")]
+    return Path(wheel)
 
 
 def test_the_release_wheel_refuses_fault_injection_options(tmp_path):

@@ -74,7 +74,7 @@ py-lint: venv
 	$(VENV)/bin/mypy --strict --follow-imports=silent examples  # the typed API as users meet it
 
 py-test: develop java-oracle kafka postgres
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=40 tests
 
 # No tracked file may name a path outside the repository (tools/self_contained.py says why).
 self-contained:

@@ -11,7 +11,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv self-contained develop release-wheel rust-lint rust-test py-lint py-test java-oracle kafka postgres bench clean
+.PHONY: test demo venv self-contained develop release-wheel rust-lint rust-test py-lint py-test java-oracle kafka hive postgres fault-proxies bench clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -61,11 +61,33 @@ $(KAFKA_CLASSPATH): interop/kafka/pom.xml
 
 kafka: $(KAFKA_CLASSPATH)
 
+# The Hive Metastore of the Hive catalog tests (tests/_hive.py: Hive's standalone metastore 3.1.3
+# on Derby) and the Hive client jars of the Java oracle's Hive jobs (Paimon's HiveCatalog): one
+# classpath, and the metastore's Derby schema scripts; nothing to compile (jars kept in ~/.m2).
+HIVE_CLASSPATH := interop/hive/target/classpath.txt
+$(HIVE_CLASSPATH): interop/hive/pom.xml
+	mvn -q -B -f interop/hive/pom.xml package
+	touch $@
+
+hive: $(HIVE_CLASSPATH)
+
 # PostgreSQL for the JDBC catalog tests (tests/_postgres.py starts its own cluster with Debian's
 # initdb and pg_ctl): installed from Debian's packages when missing.
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
+
+# The fault-injecting proxies of tests/test_s3_faults.py, which tests/_faults.py starts between
+# tidelake and the moto S3 server: Shopify's toxiproxy (TCP faults: latency, stalls, resets,
+# truncation), built from the Go module proxy into a cache directory, and Debian's nginx (HTTP
+# error responses), installed when missing.
+TOXIPROXY_VERSION := 2.12.0
+export TIDELAKE_TOXIPROXY ?= $(HOME)/.cache/tidelake/toxiproxy-$(TOXIPROXY_VERSION)/server
+fault-proxies:
+	@test -x $(TIDELAKE_TOXIPROXY) || \
+		GOBIN=$(dir $(TIDELAKE_TOXIPROXY)) go install github.com/Shopify/toxiproxy/v2/cmd/server@v$(TOXIPROXY_VERSION)
+	@test -x /usr/sbin/nginx || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null)
 
 # ruff and mypy on python/ (configured in pyproject.toml); mypy reads the binding's stub file.
 py-lint: venv
@@ -73,7 +95,7 @@ py-lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict --follow-imports=silent examples  # the typed API as users meet it
 
-py-test: develop java-oracle kafka postgres
+py-test: develop java-oracle kafka hive postgres fault-proxies
 	$(PY) -m pytest -q --durations=40 tests
 
 # No tracked file may name a path outside the repository (tools/self_contained.py says why).
@@ -97,4 +119,4 @@ bench: develop
 	$(PY) benches/run.py
 
 clean:
-	rm -rf $(VENV) python/tidelake/_internal*.so interop/java-oracle/target interop/kafka/target
+	rm -rf $(VENV) python/tidelake/_internal*.so interop/java-oracle/target interop/kafka/target interop/hive/target

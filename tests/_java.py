@@ -46,11 +46,13 @@ class JavaError(AssertionError):
 
 
 class JavaOracle:
-    """One oracle JVM: a JSON job per line in, a JSON answer per line out."""
+    """One oracle JVM: a JSON job per line in, a JSON answer per line out; on its own classpath,
+    or on ``classpath`` (the oracle's jar with other jars: ``_hive.hive_oracle_classpath``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, classpath: str | None = None) -> None:
         self._proc = subprocess.Popen(
-            ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", oracle_classpath(), "org.tidelake.oracle.Main"],
+            ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath or oracle_classpath(),
+             "org.tidelake.oracle.Main"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
         self._stderr: list[str] = []
         threading.Thread(target=self._drain, daemon=True).start()

@@ -30,6 +30,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_for_port(port: int, proc: subprocess.Popen, what: str) -> None:
+    """Wait until ``proc`` (``what``) accepts connections on ``port`` of 127.0.0.1."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            assert proc.poll() is None, f"{what} exited (code {proc.returncode})"
+            assert time.monotonic() < deadline, f"{what} did not start"
+            time.sleep(0.05)
+
+
 @dataclass(frozen=True)
 class S3Server:
     endpoint: str
@@ -69,15 +82,7 @@ def moto_server() -> Iterator[S3Server]:
     log = open(os.devnull, "w")
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=log, stderr=log)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert proc.poll() is None, "moto server exited"
-            assert time.monotonic() < deadline, "moto server did not start"
-            time.sleep(0.1)
+    _wait_for_port(port, proc, "moto server")
     try:
         yield S3Server(f"http://127.0.0.1:{port}")
     finally:

@@ -5,7 +5,8 @@ either engine acknowledged must then be in the table, in both engines' reads, an
 read the same rows.
 
 Both engines use the JDBC catalog, on SQLite and on PostgreSQL, on local storage and on S3
-(moto), or Paimon's REST catalog server (``_rest.py``), on local storage.
+(moto), Paimon's REST catalog server (``_rest.py``) or Paimon's Hive catalog on the suite's Hive
+Metastore (``_hive.py``), on local storage.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import os
 
 import pytest
 
+from _hive import hive_oracle_classpath
 from _rest import rest_server  # noqa: F401  (a fresh Paimon REST server, a fixture)
-from catalog_soak import jdbc_options, run_soak
+from catalog_soak import S3_PAUSE, hive_options, jdbc_options, jdbc_s3_options, run_soak
 
 SECONDS = float(os.environ.get("TIDELAKE_CATALOG_SOAK_SECONDS", "15"))
 
@@ -51,13 +53,8 @@ def test_java_and_tidelake_writers_share_the_jdbc_lock_on_s3(s3_server, tmp_path
     """The same race on an S3 table: the case Paimon's docs name a lock for, as neither engine's
     commit alone excludes the other's there (Java writes a snapshot on S3 as a check that it
     does not exist, then a put)."""
-    jdbc = {"uri": f"jdbc:sqlite:{tmp_path}/catalog.db"}
-    # one set of catalog options for both engines: Paimon's S3 file-system options included
-    options = {**jdbc_options(tmp_path, jdbc), "warehouse": f"s3://{s3_server.new_bucket()}/wh",
-               **s3_server.paimon_options}
-    # Java's optimistic attempt (above) takes many more requests on S3 (Hadoop's S3A client):
-    # at 0.2 s pauses it was starved through its 10 retries, so tidelake's writers pause 1 s
-    counts = run_soak(tmp_path, options, options, None, 2 * SECONDS, pause=1.0)
+    options = jdbc_s3_options(tmp_path, s3_server)
+    counts = run_soak(tmp_path, options, options, None, 2 * SECONDS, pause=S3_PAUSE)
     check(counts, min_acks=2)
     assert counts["compactor"]["compacted"] >= 1, counts
 
@@ -67,5 +64,14 @@ def test_java_and_tidelake_writers_commit_through_the_rest_server(rest_server, t
     to its commit endpoint, where the server decides which commit gets each snapshot id."""
     options = rest_server.options
     counts = run_soak(tmp_path, options, options, None, SECONDS, pause=0.2)
+    check(counts, min_acks=3)
+    assert counts["compactor"]["compacted"] >= 1, counts
+
+
+def test_java_and_tidelake_writers_share_the_hive_lock(hive_metastore, tmp_path):
+    """The same race through Paimon's Hive catalog: both engines take the metastore's EXCLUSIVE
+    lock of ``db.race`` around the creation of each snapshot (Java ``HiveCatalogLock``)."""
+    options = hive_options(hive_metastore.catalog_options(tmp_path / "wh"))
+    counts = run_soak(tmp_path, options, options, None, SECONDS, pause=0.2, java_classpath=hive_oracle_classpath())
     check(counts, min_acks=3)
     assert counts["compactor"]["compacted"] >= 1, counts

@@ -1,8 +1,10 @@
 """Catalogs configured with Paimon's catalog options (``tidelake.Catalog.from_options``): the
 filesystem catalog, Paimon's JDBC catalog on SQLite and on the suite's PostgreSQL server
-(``_postgres.py``) and Paimon's own REST catalog server (``_rest.py``), with Java Paimon
-(interop/java-oracle) opening what tidelake registers and the reverse, Paimon's JDBC commit lock
-taken by both engines (``lock.enabled``) and commits through the REST server's endpoint."""
+(``_postgres.py``), Paimon's own REST catalog server (``_rest.py``) and Paimon's Hive catalog on
+the suite's Hive Metastore (``_hive.py``), with Java Paimon (interop/java-oracle) opening what
+tidelake registers and the reverse, Paimon's JDBC and Hive commit locks taken by both engines
+(``lock.enabled``) and commits through the REST server's endpoint. ``test_hive_catalog.py`` checks
+what the Hive Metastore keeps against what Java's Hive catalog writes there."""
 
 from __future__ import annotations
 
@@ -23,20 +25,35 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name",
 FIELDS = [("id", "BIGINT NOT NULL"), ("name", "STRING")]
 
 
-@pytest.fixture(params=["filesystem", "sqlite", "postgres", "rest"])
+@pytest.fixture(params=["filesystem", "sqlite", "postgres", "rest", "hive"])
 def options(request, tmp_path) -> dict[str, str]:
-    """Catalog options of each kind, on a fresh warehouse (and database, and server)."""
+    """Catalog options of each kind, on a fresh warehouse (and database, and server, and an
+    emptied metastore)."""
     wh = str(tmp_path / "wh")
     if request.param == "filesystem":
         return {"warehouse": wh}
     if request.param == "rest":
         return request.getfixturevalue("rest_server").options
+    if request.param == "hive":
+        return {**request.getfixturevalue("hive_metastore").catalog_options(wh), "lock.enabled": "true"}
     if request.param == "sqlite":
         return {"metastore": "jdbc", "warehouse": wh, "uri": f"jdbc:sqlite:{tmp_path}/catalog.db",
                 "catalog-key": "tl", "lock.enabled": "true"}
     pg = request.getfixturevalue("postgres")
     return {"metastore": "jdbc", "warehouse": wh, "uri": pg.jdbc_uri(pg.new_database()), **pg.credentials,
             "catalog-key": "tl", "lock.enabled": "true"}
+
+
+@pytest.fixture
+def oracle(options, request):
+    """The Java oracle JVM for ``options``: on Paimon's Hive classpath for a Hive catalog."""
+    return request.getfixturevalue("java_hive" if options.get("metastore") == "hive" else "java")
+
+
+def databases(cat: tidelake.Catalog) -> list[str]:
+    """The catalog's databases but the one a Hive Metastore always has."""
+    names = cat.list_databases()
+    return [d for d in names if d != "default"] if cat.options.get("metastore") == "hive" else names
 
 
 def sqlite_sql(path, sql: str) -> list[tuple]:
@@ -65,7 +82,7 @@ def test_databases_and_tables_through_the_catalog(options):
     with pytest.raises(tidelake.TableAlreadyExistsError):
         cat.create_database("db")
     cat.create_database("other")
-    assert cat.list_databases() == ["db", "other"]
+    assert databases(cat) == ["db", "other"]
     location = cat.database_properties("db")["location"]
     assert location.endswith("wh/db.db") or metastore == "rest"  # the test server answers "/tmp"
     if keeps_properties:
@@ -101,7 +118,7 @@ def test_databases_and_tables_through_the_catalog(options):
     else:
         created = main.create_branch("b", from_snapshot=main.latest_snapshot().id)
     assert created.branch == "b"
-    assert created._raw.commits_through_catalog == (cat.lock_enabled or metastore == "rest")
+    assert created._raw.commits_through_catalog == (cat.lock_enabled or metastore in ("rest", "hive"))
     b = cat.get_table("db.t$branch_b")
     assert b.branch == "b"
     b.upsert(pa.Table.from_pylist([{"id": 3, "name": "c", "score": 1.0}], schema=b.schema))
@@ -152,7 +169,7 @@ def rename_and_drop(cat: tidelake.Catalog) -> None:
         cat.get_table("other.moved")
     cat.drop_database("other")
     cat.drop_database("db")
-    assert cat.list_databases() == []
+    assert databases(cat) == []
 
 
 def test_bad_catalog_options_are_typed_errors(tmp_path):
@@ -190,7 +207,8 @@ def test_jdbc_catalog_defaults_to_a_sqlite_file_next_to_the_warehouse(tmp_path, 
     assert java_rows(java, java_options, "db.t") == [[1, "a"]]
 
 
-def test_java_and_tidelake_open_each_others_tables(options, java):  # noqa: F811
+def test_java_and_tidelake_open_each_others_tables(options, oracle):
+    java = oracle
     cat = tidelake.Catalog.from_options(options)
     cat.create_database("db")
     t = cat.create_table("db.ours", SCHEMA, primary_keys=["id"], bucket=2)
@@ -217,7 +235,7 @@ PARTED = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", 
                     pa.field("v", pa.int64())])
 
 
-def test_partitions_listed_by_the_catalog_as_java_lists_them(options, java):  # noqa: F811
+def test_partitions_listed_by_the_catalog_as_java_lists_them(options, oracle):
     """``list_partitions``: the REST server's record for a ``metastore.partitioned-table`` (kept
     from the statistics each commit sends), else the table's own; Java's ``listPartitions``
     through the same catalog gives the same."""
@@ -238,7 +256,7 @@ def test_partitions_listed_by_the_catalog_as_java_lists_them(options, java):  # 
             ({"dt": f["partition"].split("=")[1]}, f["record_count"], f["file_count"], f["file_size_in_bytes"])
             for f in files], (ours, files)
         assert [(p.spec, p.record_count, p.file_count) for p in ours][0] == ({"dt": "a"}, 3, 2)
-        theirs = java.run({"op": "partitions", "catalog": options, "table": f"db.{name}"})["partitions"]
+        theirs = oracle.run({"op": "partitions", "catalog": options, "table": f"db.{name}"})["partitions"]
         assert sorted((p["spec"]["dt"], p["recordCount"], p["fileCount"], p["fileSizeInBytes"],
                        p["lastFileCreationTime"]) for p in theirs) == [
             (p.spec["dt"], p.record_count, p.file_count, p.file_size_in_bytes, p.last_file_creation_time)
@@ -329,8 +347,8 @@ def test_the_cli_works_through_a_catalog(tmp_path):
     assert other.list_databases() == []
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "rest"])
-def test_spark_sql_resolves_tables_through_the_catalog(backend, spark, tmp_path, java, request):  # noqa: F811
+@pytest.mark.parametrize("backend", ["sqlite", "rest", "hive"])
+def test_spark_sql_resolves_tables_through_the_catalog(backend, spark, tmp_path, request):
     import tidelake.spark
     from tidelake.spark.statements import CATALOG_CONF
 
@@ -338,6 +356,9 @@ def test_spark_sql_resolves_tables_through_the_catalog(backend, spark, tmp_path,
                "lock.enabled": "true"}
     if backend == "rest":
         options = request.getfixturevalue("rest_server").options
+    if backend == "hive":
+        options = {**request.getfixturevalue("hive_metastore").catalog_options(tmp_path / "wh"), "lock.enabled": "true"}
+    java = request.getfixturevalue("java_hive" if backend == "hive" else "java")
     tidelake.spark.register(spark, check_workers=False, catalog=options)
     try:
         tidelake.spark.sql(spark, "CREATE DATABASE IF NOT EXISTS shop")

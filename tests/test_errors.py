@@ -23,12 +23,17 @@ import json
 import multiprocessing
 import pathlib
 import re
+import subprocess
+import sys
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 import tidelake
+from tidelake import _internal
+from tidelake.compaction import run_compaction_task
 from conftest import FIXTURES
 
 WAREHOUSE = FIXTURES / "warehouse" / "fx.db"
@@ -95,6 +100,48 @@ def test_damaged_latest_snapshot(fixture_copy, how):
     # Other snapshots stay readable by id.
     assert table.to_arrow(snapshot_id=4).num_rows == 11
     assert table.snapshot(3).id == 3
+    # Writers refuse to build on it, naming it; rolling back past it recovers the table.
+    with raises_naming(tidelake.CorruptMetadataError, snap):
+        table.write(table.to_arrow(snapshot_id=4).slice(0, 1))
+    assert table.rollback_to(snapshot_id=4)["snapshot_id"] == 4
+    assert not snap.exists()
+    assert table.to_arrow().num_rows == 11
+    table.write(table.to_arrow().slice(0, 1))
+    assert table.latest_snapshot().id >= 5 and table.to_arrow().num_rows == 11
+
+
+def test_the_cli_recovers_a_table_whose_newest_snapshot_is_damaged(fixture_copy):
+    table_dir = fixture_copy("time_travel")
+    snap = table_dir / "snapshot" / "snapshot-5"
+    truncate(snap)
+    cli = [sys.executable, "-m", "tidelake.cli"]
+    doctor = subprocess.run([*cli, "doctor", str(table_dir), "--json"], capture_output=True, text=True)
+    assert doctor.returncode == 0, doctor.stderr
+    report = json.loads(doctor.stdout)
+    assert report["verdict"] == "BAD"
+    assert any(str(snap) in r for r in report["reasons"]), report["reasons"]
+    assert f"tidelake rollback {table_dir} --snapshot 4" in report["suggestions"]
+    done = subprocess.run([*cli, "rollback", str(table_dir), "--snapshot", "4", "--yes"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert tidelake.open_table(table_dir).to_arrow().num_rows == 11
+
+
+def test_a_snapshot_older_than_the_earliest_has_expired(tmp_path):
+    t = tidelake.create_table(str(tmp_path / "t"), pa.schema([("k", pa.int64())]), primary_keys=["k"], bucket=1)
+    for k in range(4):
+        t.write(pa.table({"k": [k]}))
+    t.expire_snapshots(retain_min=1, retain_max=2)
+    pattern = r"snapshot 1 has expired: table .*; available snapshots are 3 to 4"
+    for read in (lambda: t.to_arrow(snapshot_id=1), lambda: t.snapshot(1), lambda: t.changes(0, 4)):
+        with pytest.raises(tidelake.SnapshotExpiredError, match=pattern):
+            read()
+    # ids that never were snapshots, and future ones, are not found
+    for sid in (0, 9):
+        with pytest.raises(tidelake.TableNotFoundError, match="available snapshots are 3 to 4") as info:
+            t.to_arrow(snapshot_id=sid)
+        assert not isinstance(info.value, tidelake.SnapshotExpiredError)
+
+
 
 
 @pytest.mark.parametrize("content", ["garbage", "", "3", "99", None])
@@ -227,18 +274,24 @@ def test_hash_index_files_are_not_needed_to_read(fixture_copy):
     assert tidelake.open_table(table_dir).to_arrow().equals(expected)
 
 
-def test_missing_files_are_not_found_errors(fixture_copy):
+def test_missing_files_are_damage_naming_the_file(fixture_copy):
+    """A file a live snapshot references but storage lacks is damage (CorruptMetadataError naming
+    the file and the way back), never "not found" as for a table or snapshot that is not there."""
     table_dir = fixture_copy("time_travel")
     data = sorted(table_dir.glob("bucket-0/*.parquet"))[0]
     data.unlink()
-    with raises_naming(tidelake.TableNotFoundError, data) as info:
-        tidelake.open_table(table_dir).to_arrow()
-    assert isinstance(info.value, FileNotFoundError)
+    table = tidelake.open_table(table_dir)
+    with raises_naming(tidelake.CorruptMetadataError, data) as info:
+        table.to_arrow()
+    assert "missing" in str(info.value) and "rollback" in str(info.value)
+    assert not isinstance(info.value, FileNotFoundError)
+    with raises_naming(tidelake.CorruptMetadataError, data):
+        table.scan().to_arrow()
 
     table_dir = fixture_copy("pk_bucket1")
     mlist = table_dir / "manifest" / latest_snapshot_json(table_dir)["baseManifestList"]
     mlist.unlink()
-    with raises_naming(tidelake.TableNotFoundError, mlist):
+    with raises_naming(tidelake.CorruptMetadataError, mlist):
         tidelake.open_table(table_dir).to_arrow()
 
 
@@ -507,3 +560,126 @@ def test_forked_child_gets_fork_safety_error(tt):
         [result] = pool.map(_read_in_child, splits[:1])
     assert result[0] == "ForkSafetyError" and result[1] is True, result
     assert "spawn" in result[2]
+
+
+# ---- the error audit ---------------------------------------------------------------------------
+
+
+def _cross_partition_conflict(tmp_path: pathlib.Path) -> None:
+    """A cross-partition-upsert writer that another writer overtook (not re-sequenced)."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("d", pa.string())])
+    t = tidelake.create_table(str(tmp_path / "x"), schema, primary_keys=["k"], partition_keys=["d"])
+    w = t.writer()
+    w.write(pa.table({"k": [1], "d": ["a"]}, schema=schema))
+    t.write(pa.table({"k": [2], "d": ["b"]}, schema=schema))
+    t.commit(w.prepare_commit())
+
+
+def _with_failpoint(name: str, actions: str, run) -> None:
+    _internal.set_failpoint(name, actions)
+    try:
+        run()
+    finally:
+        _internal.set_failpoint(name, "off")
+
+
+def _small_table(tmp_path: pathlib.Path, name: str = "t") -> tidelake.Table:
+    t = tidelake.create_table(str(tmp_path / name), pa.schema([pa.field("k", pa.int64(), nullable=False)]),
+                              primary_keys=["k"], bucket=1)
+    t.write(pa.table({"k": [1, 2]}, schema=t.schema))
+    return t
+
+
+def _expired_read(tmp_path: pathlib.Path) -> None:
+    t = _small_table(tmp_path)
+    for k in range(3, 6):
+        t.write(pa.table({"k": [k]}, schema=t.schema))
+    t.expire_snapshots(retain_min=1, retain_max=1)
+    t.to_arrow(snapshot_id=1)
+
+
+def _corrupt(tmp_path: pathlib.Path) -> None:
+    t = _small_table(tmp_path)
+    truncate(tmp_path / "t" / "snapshot" / "snapshot-1")
+    t.to_arrow()
+
+
+# Each of tidelake's exception classes, and a call that must raise exactly it.
+ERROR_PATHS = {
+    tidelake.TableNotFoundError: lambda p: tidelake.open_table(str(p / "nope")),
+    tidelake.SnapshotExpiredError: _expired_read,
+    tidelake.TableAlreadyExistsError: lambda p: (_small_table(p), _small_table(p)),
+    tidelake.CommitConflictError: _cross_partition_conflict,
+    tidelake.CorruptMetadataError: _corrupt,
+    tidelake.SchemaMismatchError: lambda p: _small_table(p).write(pa.table({"k": ["one"]})),
+    tidelake.InvalidArgumentError: lambda p: _small_table(p).to_arrow(filter="k ==="),
+    tidelake.UnsupportedError: lambda p: _small_table(p).set_option("bucket", "4"),
+    tidelake.StorageError: lambda p: tidelake.open_table(
+        str(_small_table(p).path), storage_options={"tidelake.fault.op": "get", "tidelake.fault.nth": "1"}).to_arrow(),
+    tidelake.InternalError: lambda p: _with_failpoint(
+        "commit-before-snapshot", "panic", lambda: _small_table(p, "u")),
+}
+
+
+def test_every_error_class_has_a_path_that_raises_exactly_it(tmp_path):
+    """The audit: every exception class tidelake defines is raised, exactly (not a subclass
+    or a parent), by the call that stands for it; the fork-safety error has its own test."""
+    defined = {getattr(tidelake.exceptions, n) for n in tidelake.exceptions.__all__} - {
+        tidelake.TidelakeError, tidelake.ForkSafetyError}
+    assert defined == set(ERROR_PATHS)
+    for cls, call in ERROR_PATHS.items():
+        where = tmp_path / cls.__name__
+        where.mkdir()
+        with pytest.raises(tidelake.TidelakeError) as info:
+            call(where)
+        assert type(info.value) is cls, f"{cls.__name__}: got {type(info.value).__name__}: {info.value}"
+        assert "\x1b" not in str(info.value)
+
+
+@pytest.mark.parametrize("failpoint,operation", [
+    ("write-flush", "write"), ("commit-before-snapshot", "write"), ("commit-after-snapshot", "write"),
+    ("compact-before-commit", "compact-plan"), ("expire-before-delete", "expire"),
+    ("orphans-before-delete", "orphans"),
+])
+@pytest.mark.parametrize("action,error", [("panic", tidelake.InternalError), ("return", tidelake.StorageError)])
+def test_failing_inside_the_engine_leaves_a_consistent_table(tmp_path, failpoint, operation, action, error):
+    """At every named failpoint, a panic is an InternalError and a storage failure a
+    StorageError; afterwards the table reads every acknowledged row, the same operation succeeds,
+    and orphan cleaning leaves nothing unreferenced."""
+    t = tidelake.create_table(str(tmp_path / "t"), pa.schema([pa.field("k", pa.int64(), nullable=False)]),
+                              primary_keys=["k"], bucket=1, options={"snapshot.num-retained.min": "1",
+                                                                     "snapshot.num-retained.max": "1",
+                                                                     "write-only": "true"})
+    acked = set()
+    for k in range(4):
+        t.write(pa.table({"k": [k]}, schema=t.schema))
+        acked.add(k)
+    orphan = tmp_path / "t" / "bucket-0" / "data-orphan.parquet"
+
+    def run() -> None:
+        if operation == "write":
+            t.write(pa.table({"k": [10]}, schema=t.schema))
+            acked.add(10)
+        elif operation == "compact-plan":
+            plan = t.compaction_plan(full=True)
+            plan.commit([run_compaction_task(task) for task in plan.tasks])
+        elif operation == "expire":
+            t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=int(time.time() * 1000) + 60_000)
+        else:
+            orphan.write_bytes(b"x")
+            t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000)
+
+    _internal.set_failpoint(failpoint, action)
+    try:
+        with pytest.raises(error):
+            run()
+    finally:
+        _internal.set_failpoint(failpoint, "off")
+    landed = failpoint == "commit-after-snapshot"  # the snapshot exists; only the answer was lost
+    t = tidelake.open_table(t.path)
+    assert set(t.to_arrow()["k"].to_pylist()) == acked | ({10} if landed else set())
+    run()
+    assert set(t.refresh().to_arrow()["k"].to_pylist()) >= acked
+    t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000)
+    assert t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True) == []
+    assert set(t.to_arrow()["k"].to_pylist()) >= acked

@@ -155,7 +155,7 @@ def _conforms(value: Any, ann: ast.expr) -> bool:
     if isinstance(ann, ast.Name):
         if ann.id in _stub_classes():
             return isinstance(value, getattr(_internal, ann.id))
-        builtin = {"str": str, "int": int, "bool": bool, "bytes": bytes}[ann.id]
+        builtin = {"str": str, "int": int, "float": float, "bool": bool, "bytes": bytes}[ann.id]
         return isinstance(value, builtin) and (builtin is bool or not isinstance(value, bool))
     if isinstance(ann, ast.Attribute) and isinstance(ann.value, ast.Name) and ann.value.id == "pa":
         return isinstance(value, getattr(pa, ann.attr))
@@ -317,6 +317,14 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert branch.branch == "b1"
     r("RawTable", "delete_branch", altered.delete_branch("b1"))
     r("RawTable", "rollback_to", altered.rollback_to(snapshot_id=None, tag="t1"))
+    damage = r("RawTable", "find_damage", altered.find_damage())
+    assert damage["problems"] == [] and damage["last_good"] == damage["latest"]
+    assert 0 < r("RawTable", "replay_wait", altered.replay_wait(0, 0)) < 1
+    assert altered.replay_wait(5, 0) is None  # the 5 replays are spent
+    one_shot = altered.writer()
+    one_shot.write(pa.Table.from_pylist([{"id": 7, "dt": "c"}], schema=altered.arrow_schema()), "insert")
+    assert len(r("RawWriter", "commit", one_shot.commit(altered, "one-shot"))) >= 1
+    one_shot.close()
     r("RawTable", "delete_tag", altered.delete_tag("t1"))
     r("RawTable", "truncate", altered.truncate("me"))
     assert altered.reload().scan().to_table().num_rows == 0

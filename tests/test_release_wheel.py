@@ -1,7 +1,8 @@
 """The wheel as releases build it (``maturin build --release``, no cargo features; ``make
 release-wheel``) against the development build the other tests use: test-only fault injection
-(``tidelake.fault.*`` storage options, which can abort or hang the process) is compiled out of
-it and refused with a typed error, while the same table works."""
+(``tidelake.fault.*`` storage options, which can abort or hang the process, and the engine's
+named failpoints) is compiled out of it and refused with a typed error, while the same table
+works."""
 
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ for options in faults:
         answers.append("accepted")
     except tidelake.UnsupportedError as e:
         answers.append(str(e))
+try:
+    tidelake._internal.set_failpoint("commit-before-snapshot", "panic")
+    answers.append("accepted")
+except tidelake.UnsupportedError as e:
+    answers.append(str(e))
 print(json.dumps(answers))
 """
 
@@ -61,8 +67,9 @@ def test_the_release_wheel_refuses_fault_injection_options(tmp_path):
     run = subprocess.run([sys.executable, "-c", SCRIPT, str(site), location, json.dumps(FAULTS)],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    rows, *refusals = json.loads(run.stdout)
+    rows, *refusals, failpoint = json.loads(run.stdout)
     assert rows == 3
     assert len(refusals) == len(FAULTS)
+    assert "no fault injection (a release build)" in failpoint, failpoint  # and no panic injected
     for options, refusal in zip(FAULTS, refusals):
         assert "fault injection is for tests only" in refusal and "tidelake.fault." in refusal, (options, refusal)

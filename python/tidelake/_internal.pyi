@@ -17,7 +17,7 @@ import pyarrow as pa
 
 __all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan",
            "RawLookuper", "cdc_decode", "message_target", "pack_split_payloads", "parse_filter_text", "reset_logging",
-           "run_compaction_task", "compaction_task_target"]
+           "run_compaction_task", "compaction_task_target", "set_failpoint"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -45,14 +45,15 @@ of ``add_column`` (field, arg=comment, position ``first``/``last``/``after:COL``
 
 @final
 class RawCatalog:
-    """A catalog: filesystem (``<warehouse>/<database>.db/<table>/``) or JDBC."""
+    """A catalog: filesystem (``<warehouse>/<database>.db/<table>/``), JDBC, REST or Hive."""
 
     def __new__(cls, warehouse: str, storage_options: dict[str, str] | None = None) -> RawCatalog:
         """Open (without creating anything) the warehouse directory or URL ``warehouse``."""
 
     @staticmethod
     def from_options(options: list[tuple[str, str]], storage_options: dict[str, str] | None = None) -> RawCatalog:
-        """The catalog of Paimon's catalog options; connects to a JDBC database."""
+        """The catalog of Paimon's catalog options; connects to its JDBC database, REST server or
+        Hive Metastore."""
 
     @property
     def location(self) -> str:
@@ -172,6 +173,11 @@ class RawTable:
 
     def latest_snapshot_id(self) -> int | None:
         """The latest snapshot id, or None for a table never written to."""
+
+    def replay_wait(self, replay: int, elapsed_ms: int) -> float | None:
+        """Seconds to wait before replay ``replay`` (0 = the first) of a refused one-shot
+        operation that has run ``elapsed_ms``; None once its replays or ``commit.timeout`` are
+        spent."""
 
     def tags(self) -> list[dict[str, Any]]:
         """The fields of every tag (``tidelake.Tag``'s keywords), sorted by name."""
@@ -358,7 +364,8 @@ class RawTable:
 
     @property
     def commits_through_catalog(self) -> bool:
-        """Whether the table's catalog takes part in its commits (a lock or commit endpoint)."""
+        """Whether the table's catalog takes part in its commits (a lock, a commit endpoint, or a
+        metastore that learns of them)."""
 
     def open_branch(self, name: str) -> RawTable:
         """Branch ``name`` of this table, committing through the same catalog."""
@@ -376,6 +383,10 @@ class RawTable:
 
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> dict[str, Any]:
         """Roll the table back to a snapshot or tag."""
+
+    def find_damage(self) -> dict[str, Any]:
+        """Undecodable snapshots and missing or truncated files of the newest snapshots:
+        ``{"latest", "last_good", "problems": [(path, reason)]}``."""
 
     def consumers(self) -> list[tuple[str, int]]:
         """Consumer ids with their next snapshot."""
@@ -424,6 +435,10 @@ class RawWriter:
 
     def prepare_commit(self) -> list[bytes]:
         """Flush and return the commit messages (opaque, versioned bytes)."""
+
+    def commit(self, table: RawTable, commit_user: str) -> list[int]:
+        """Flush and append everything written as one transaction of ``commit_user`` (a one-shot
+        write); the new snapshot ids. A commit that fails without landing deletes its files."""
 
     def abort(self) -> None:
         """Delete every file written since the last ``prepare_commit`` and close the writer."""
@@ -539,6 +554,12 @@ def cdc_decode(
 def reset_logging() -> None:
     """Make tidelake's events see the current levels and handlers of the ``tidelake`` loggers
     (levels are cached when tidelake first logs; call this after changing them later)."""
+
+def set_failpoint(name: str, actions: str) -> None:
+    """Make a named failpoint of the engine (``write-flush``, ``commit-before-snapshot``,
+    ``commit-after-snapshot``, ``compact-before-commit``, ``expire-before-delete``,
+    ``orphans-before-delete``) do ``actions`` (``panic``, ``sleep(ms)``, ``return``, ``off``,
+    ``1*return``...): tests only; ``UnsupportedError`` in release wheels."""
 
 
 def parse_filter_text(text: str) -> str:

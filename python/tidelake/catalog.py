@@ -5,10 +5,13 @@
 * ``Catalog.from_options({"metastore": "jdbc", "uri": "jdbc:postgresql://...", ...})``: Paimon's
   JDBC catalog (PostgreSQL or SQLite); without ``uri``, a SQLite file next to a local warehouse;
 * ``Catalog.from_options({"metastore": "rest", "uri": "http://host:port", "warehouse": name,
-  "token.provider": "bear", "token": ...})``: a Paimon REST catalog server.
+  "token.provider": "bear", "token": ...})``: a Paimon REST catalog server;
+* ``Catalog.from_options({"metastore": "hive", "uri": "thrift://host:9083", "warehouse": ...})``:
+  Paimon's Hive catalog, tables registered in a Hive Metastore as Java's ``HiveCatalog`` does.
 
-With ``lock.enabled`` (the default on object stores for the JDBC catalog, as in Java), commits
-and schema changes of tables opened here take Paimon's JDBC lock, which Java writers take too.
+With ``lock.enabled`` (the default on object stores for the JDBC and Hive catalogs, as in Java),
+commits and schema changes of tables opened here take Paimon's JDBC lock, or its Hive lock (the
+metastore's table lock), which Java writers take too.
 Tables of a REST catalog commit through the server's commit endpoint, and their schema changes
 go to the server, so the server decides between every engine's committers.
 """
@@ -42,7 +45,7 @@ class Catalog:
     def from_options(cls, options: Mapping[str, str], storage_options: dict[str, str] | None = None) -> Catalog:
         """The catalog Paimon's catalog ``options`` describe, with Paimon's option names:
 
-        * ``metastore``: ``filesystem`` (default), ``jdbc`` or ``rest``;
+        * ``metastore``: ``filesystem`` (default), ``jdbc``, ``rest`` or ``hive``;
         * ``warehouse`` (required): where the tables' files live (REST: the name of the
           warehouse the server serves);
         * REST: ``uri`` (``http://host:port``), ``token.provider`` (``bear``) and ``token``,
@@ -51,15 +54,20 @@ class Catalog:
         * ``uri``: the JDBC URL (``jdbc:postgresql://host:port/db``, ``jdbc:sqlite:/path/file.db``);
           ``jdbc.user``, ``jdbc.password`` and other ``jdbc.*`` connection properties;
           ``catalog-key`` (default ``jdbc``) names this catalog's rows;
+        * Hive: ``uri`` (``thrift://host:port``, comma-separated for several metastores),
+          ``sync-all-properties`` (default true: every table option becomes a table parameter);
+          new databases go to ``<warehouse>/<name>.db``;
         * ``lock.enabled`` (default: true on object stores), ``lock-acquire-timeout`` (8 min),
-          ``lock-check-max-sleep`` (8 s): Paimon's JDBC commit lock; the filesystem catalog takes
-          it with ``lock.type=jdbc`` and the lock database's ``uri``;
+          ``lock-check-max-sleep`` (8 s): Paimon's JDBC commit lock, or for a Hive catalog its
+          Hive lock; the filesystem catalog takes the JDBC lock with ``lock.type=jdbc`` and the
+          lock database's ``uri``;
         * ``table-default.<key>``: options of every table created here.
 
         ``storage_options`` configure the warehouse's object store, as for
         :func:`tidelake.open_table`. Raises InvalidArgumentError for a bad option,
-        UnsupportedError for a metastore or JDBC database tidelake does not speak, StorageError
-        when the database or server cannot be reached or refuses the token.
+        UnsupportedError for a metastore, JDBC database or option tidelake does not speak,
+        StorageError when the database, server or metastore cannot be reached or refuses the
+        token.
         """
         if not isinstance(options, Mapping):
             raise TypeError(f"options must be a mapping, got {type(options).__name__}")
@@ -79,7 +87,7 @@ class Catalog:
 
     @property
     def lock_enabled(self) -> bool:
-        """Whether commits of this catalog's tables take Paimon's JDBC lock."""
+        """Whether commits of this catalog's tables take Paimon's JDBC or Hive lock."""
         return self._raw.lock_enabled
 
     def __repr__(self) -> str:
@@ -91,7 +99,8 @@ class Catalog:
     def create_database(self, name: str, ignore_if_exists: bool = False,
                         properties: dict[str, str] | None = None) -> None:
         """Raises TableAlreadyExistsError if it exists (unless ``ignore_if_exists``).
-        ``properties`` are kept by the JDBC catalog."""
+        ``properties`` are kept by the JDBC, REST and Hive catalogs (a Hive Metastore keeps
+        ``comment``, ``owner`` and ``location`` in their own fields)."""
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         self._raw.create_database(name, ignore_if_exists, props)
 
@@ -101,14 +110,15 @@ class Catalog:
 
     def alter_database(self, name: str, set: dict[str, str] | None = None,
                        remove: list[str] | None = None) -> None:
-        """Set and remove database properties (JDBC catalog)."""
+        """Set and remove database properties (JDBC, REST and Hive catalogs)."""
         self._raw.alter_database(name, {str(k): str(v) for k, v in (set or {}).items()},
                                  [str(k) for k in (remove or [])])
 
     def drop_database(self, name: str, cascade: bool = False) -> None:
         """Drop a database; a non-empty one needs ``cascade=True``. The JDBC catalog, as Java's,
         forgets the tables of a database dropped with ``cascade`` but leaves their files: drop
-        the tables first to delete them."""
+        the tables first to delete them. A Hive Metastore drops every table of the database
+        (Paimon's or not) and deletes the files of its managed tables."""
         self._raw.drop_database(name, cascade)
 
     def list_tables(self, database: str) -> list[str]:

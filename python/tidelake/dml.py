@@ -353,7 +353,7 @@ def run(table: Table, what: str, body: Callable[[_Change, int | None], None]) ->
         change.writer.close()
         return change, ids
 
-    change, ids = replayed(attempt)
+    change, ids = replayed(attempt, table._raw)
     return write_result(table._raw, ids, started, inserted=change.inserted, updated=change.updated,
                         deleted=change.deleted)
 

@@ -18,7 +18,6 @@ from .lookup import Keys, Lookuper, key_table
 from .scan import Scan
 from .write import (
     BATCH_COMMIT_IDENTIFIER,
-    ONE_SHOT_RETRIES,
     CommitMessage,
     Progress,
     TableWriter,
@@ -365,8 +364,13 @@ class Table:
 
     def latest_snapshot(self) -> Snapshot | None:
         """The latest snapshot, or None for a table never written to."""
-        sid = self._raw.latest_snapshot_id()
+        sid = self.latest_snapshot_id()
         return None if sid is None else self.snapshot(sid)
+
+    def latest_snapshot_id(self) -> int | None:
+        """The latest snapshot's id, found without reading the snapshot (None for a table
+        never written to)."""
+        return self._raw.latest_snapshot_id()
 
     def tags(self) -> list[Tag]:
         """Every tag, sorted by name."""
@@ -615,14 +619,11 @@ class Table:
             w = TableWriter(self)
             try:
                 getattr(w, kind)(data, progress)
-                ids = self.commit(w.prepare_commit(), commit_user=w.commit_user)
-            except BaseException:
-                w.abort()
-                raise
-            w.close()
-            return ids
+                return w._commit_written()
+            finally:
+                w.close()  # deletes what an interrupted or failed write left uncommitted
 
-        ids = replayed(attempt, ONE_SHOT_RETRIES if replayable(data) else 0)
+        ids = replayed(attempt, self._raw, replayable=replayable(data))
         return self._result(ids, started, overwrite=False)
 
     def _result(self, ids: list[int], started: float, overwrite: bool) -> WriteResult:
@@ -910,6 +911,15 @@ class Table:
         """Make a snapshot or tag the latest state again: newer snapshots and tags are deleted
         with the files only they referenced (Paimon's ``rollback_to``). Stop writers first."""
         return dict(self._raw.rollback_to(snapshot_id, tag))
+
+    def find_damage(self) -> dict[str, Any]:
+        """What stops this table from being read or written, and the way back. ``problems``:
+        (path, reason) pairs, newest snapshot first, for snapshot files that do not decode and
+        files the newest snapshots reference that are missing or truncated; ``latest``: the
+        newest snapshot id; ``last_good``: the newest snapshot whose files are all there
+        (``rollback_to(snapshot_id=last_good)`` recovers the table; None when none of the newest
+        100 is). Nothing is changed."""
+        return dict(self._raw.find_damage())
 
     def consumers(self) -> dict[str, int]:
         """Streaming consumers and the next snapshot each will read (``consumer/consumer-<id>``)."""

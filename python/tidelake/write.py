@@ -56,25 +56,27 @@ def _row_count(data: Any) -> int | None:
     return None
 
 
-ONE_SHOT_RETRIES = 5
-"""How many times a one-shot write (``Table.write/upsert/delete``, a row-level change) is run
-again after a ``CommitConflictError`` or ``SnapshotExpiredError`` (nothing landed) before the error
-is raised."""
-
 T = TypeVar("T")
 
 
-def replayed(attempt: Callable[[], T], retries: int = ONE_SHOT_RETRIES) -> T:
-    """The one replay policy of one-shot writes: ``attempt()``, run again from the newest state
-    when it fails with ``CommitConflictError`` or ``SnapshotExpiredError`` (nothing landed), at
-    most ``retries`` times. Each attempt cleans up after itself when it fails."""
+def replayed(attempt: Callable[[], T], table: _internal.RawTable, *, replayable: bool = True) -> T:
+    """The one replay policy of operations that write and commit in one call (the engine's
+    ``ReplayPolicy``): ``attempt()``, run again from the newest state after a back-off when it
+    fails with ``CommitConflictError`` or ``SnapshotExpiredError`` (nothing landed), until the
+    table's replays or ``commit.timeout`` are spent. Each attempt cleans up after itself when
+    it fails; ``replayable=False`` (input that cannot be read twice) runs it once."""
+    started = time.monotonic()
+    replay = 0
     while True:
         try:
             return attempt()
         except (CommitConflictError, SnapshotExpiredError):
-            if retries <= 0:
+            elapsed_ms = int((time.monotonic() - started) * 1000)
+            wait = table.replay_wait(replay, elapsed_ms) if replayable else None
+            if wait is None:
                 raise
-            retries -= 1
+            time.sleep(wait)
+            replay += 1
 
 
 def replayable(data: Any) -> bool:
@@ -132,7 +134,19 @@ class TableWriter:
         self._write(data, "delete", progress)
 
     def _write(self, data: Any, kind: str, progress: Progress | None) -> None:
+        import pyarrow as pa
+
         data = arrow_input(data)
+        if isinstance(data, pa.RecordBatchReader):
+            # Pulled here, not through the C stream: what its producer raises (a generator's
+            # error, Ctrl-C) reaches the caller as raised.
+            done = 0
+            for batch in data:
+                self._raw.write(batch, kind)
+                done += batch.num_rows
+                if progress is not None:
+                    progress(done, None)
+            return
         if progress is None:
             self._raw.write(data, kind)
             return
@@ -146,6 +160,11 @@ class TableWriter:
         if kind not in _KINDS:
             raise InvalidArgumentError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
         return self._raw.buckets(arrow_input(data), _KINDS[kind])
+
+    def _commit_written(self) -> list[int]:
+        """Flush and commit everything written as one transaction of this writer's user (a
+        one-shot write); a commit that fails without landing deletes its files first."""
+        return self._raw.commit(self._table._raw, self.commit_user)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush everything written so far and return the messages to commit."""

@@ -15,7 +15,7 @@
 //! other module, so nothing inside the crate depends on it.
 
 pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::io::{FileIO, ReadCache, StorageOptions};
+pub use crate::io::{set_failpoint, FileIO, ReadCache, StorageOptions, FAILPOINTS};
 pub use crate::table::Table;
 pub use crate::tasks::{panic_message, Progress};
 
@@ -80,6 +80,7 @@ pub mod maintenance {
         create_branch, delete_branch, fast_forward, BranchStart,
     };
     pub use crate::maintenance::consumers::{consumers, delete_consumer, reset_consumer};
+    pub use crate::maintenance::damage::{find_damage, Damage, Problem};
     pub use crate::maintenance::file_tables::list_partitions;
     pub use crate::maintenance::history::{changes_of, history};
     pub use crate::maintenance::partitions::{
@@ -97,7 +98,9 @@ pub mod maintenance {
 /// compaction, each followed by the hooks every commit runs ([`ops::after_commit`]: Iceberg
 /// metadata, then maintenance).
 pub mod ops {
-    pub use crate::ops::{after_commit, commit_compaction, compact, TableCommit};
+    pub use crate::ops::{
+        after_commit, commit_compaction, compact, ReplayPolicy, TableCommit, REPLAYS,
+    };
 }
 
 /// Database changelog messages (Debezium, Canal, Maxwell, OGG) decoded and written.

@@ -13,8 +13,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum ErrorKind {
     /// The table (or a snapshot, tag, schema of it) does not exist.
     NotFound,
-    /// The snapshot being read was expired (its files deleted) while it was read; re-plan on
-    /// a newer snapshot.
+    /// The snapshot asked for, or being read, was expired (its files deleted); re-plan on a
+    /// newer snapshot.
     SnapshotExpired,
     /// Something being created already exists.
     AlreadyExists,
@@ -40,7 +40,7 @@ pub enum ErrorKind {
 pub enum Error {
     #[error("{what} not found: {detail}")]
     NotFound { what: String, detail: String },
-    #[error("snapshot {id} expired while reading: {detail}")]
+    #[error("snapshot {id} has expired: {detail}")]
     SnapshotExpired { id: i64, detail: String },
     #[error("{0} already exists")]
     AlreadyExists(String),
@@ -99,6 +99,27 @@ impl Error {
                 arrow_schema::ArrowError::InvalidArgumentError(_) => ErrorKind::Invalid,
                 _ => ErrorKind::Corrupt,
             },
+        }
+    }
+
+    /// Whether what was asked for is not there: [`ErrorKind::NotFound`], or a snapshot that
+    /// expiration deleted ([`ErrorKind::SnapshotExpired`]).
+    pub fn is_missing(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::NotFound | ErrorKind::SnapshotExpired
+        )
+    }
+
+    /// The file a missing-file error names (storage found nothing at that path).
+    pub fn missing_file(&self) -> Option<&str> {
+        match self {
+            Error::NotFound { what, detail } if what == "file" => Some(detail),
+            Error::Io {
+                path,
+                source: object_store::Error::NotFound { .. },
+            } => Some(path),
+            _ => None,
         }
     }
 

@@ -7,15 +7,15 @@
 //! | layer | modules | role |
 //! |-------|---------|------|
 //! | base | `error`, `tasks`, `io`, `datum_arrow`, `layout` | errors, task helpers, object-store access, values as Arrow, partition and bucket layout |
-//! | metadata | `snapshots`, `snapshot_commit`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; how a catalog creates snapshot and schema files (its lock or commit endpoint); where branches live; opening, creating and altering tables; catalogs (filesystem, JDBC, REST) |
+//! | metadata | `snapshots`, `snapshot_commit`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; how a catalog creates snapshot and schema files (its lock or commit endpoint) and what its metastore learns of them; where branches live; opening, creating and altering tables; catalogs (filesystem, JDBC, REST, Hive) |
 //! | state | `state` | a snapshot's manifests replayed into its live files per partition and bucket |
 //! | plan | `scan`, `lsm` | snapshot → splits with pruning; the LSM tree: key order, sorted runs, levels, merges |
 //! | data | `read`, `write`, `cdc` | data files and splits read; batches written to files and commit messages; database changelog messages decoded and written with row kinds |
 //! | lookup | `lookup` | the latest rows of given primary keys, without a scan |
 //! | commit | `commit` | commit messages → one snapshot (conflicts, retries, exactly-once) |
 //! | compact | `compact` | keeping buckets' LSM trees shallow |
-//! | maintenance | `maintenance`, `iceberg` | expiration, orphans, tags, branches, rollback, system tables; Iceberg-compatible metadata after commits |
-//! | ops | `ops` | user verbs owning their transaction: commit, then every commit's hooks (Iceberg metadata, maintenance) |
+//! | maintenance | `maintenance`, `iceberg` | expiration, orphans, tags, branches, rollback, system tables, the partitions a metastore keeps; Iceberg-compatible metadata after commits |
+//! | ops | `ops` | user verbs owning their transaction: commit, then every commit's hooks (metastore partitions, Iceberg metadata, maintenance) |
 //! | api | `api` | the curated public API: re-exports and builders, what the binding uses |
 //! | tests | `test_support` | what tests share: fixtures, temporary tables, write-and-commit, read-back (tests and feature `test-support` only) |
 //!

@@ -6,6 +6,8 @@
 //!   the table's catalog lock, if it has one: [`crate::snapshot_commit`]); a lost race re-reads
 //!   the latest schema and re-applies the changes. A catalog that versions schemas itself (REST)
 //!   gets the changes, checked here first, as Java's `SchemaChange` JSON and writes the file;
+//!   a catalog that mirrors the table in a metastore (Hive) is told of each new schema, and the
+//!   schema file is deleted again when the metastore refuses it, as Java's `HiveCatalog` does;
 //! * field ids are never reused: new columns get ids above `highestFieldId`, renames keep ids;
 //! * partition and primary-key columns cannot be dropped or renamed, and only widening type
 //!   changes that every old value survives are allowed, so files written under any older schema
@@ -73,6 +75,14 @@ pub fn new_table_schema(
     if options.get("bucket").is_none() {
         options.set("bucket", "-1");
     }
+    // every key must be Paimon's (or declared custom) and every value tidelake interprets
+    // must parse: a typo fails here, naming it
+    options
+        .check_known_keys(options.iter().map(|(k, _)| k))
+        .map_err(spec_err)?;
+    options
+        .resolved(!spec.primary_keys.is_empty())
+        .map_err(spec_err)?;
     let pk_nullable = options.primary_key_nullable().map_err(spec_err)?;
     for f in fields
         .iter_mut()
@@ -141,6 +151,16 @@ fn check_bucket_mode(schema: &TableSchema) -> Result<()> {
         return Err(Error::invalid(
             "an append table with a fixed bucket count needs the 'bucket-key' option",
         ));
+    }
+    if schema.cross_partition_update() && bucket != -1 {
+        // accepted, as Java Paimon accepts it since 1.3 (it refused it before)
+        log::warn!(
+            target: "tidelake.schema",
+            "primary key {:?} lacks partition columns of {:?} and bucket = {bucket}: a key written \
+             to two partitions keeps a row in each (one row per key needs bucket = -1)",
+            schema.primary_keys,
+            schema.partition_keys
+        );
     }
     Ok(())
 }
@@ -294,11 +314,31 @@ pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Tabl
             catalog.alter_schema(table.branch(), &json).await?;
             return table.reopen().await;
         }
+        let rel = schema_path(next.id);
         if table
             .environment()
-            .put_if_absent(table.branch_io(), &schema_path(next.id), next.to_json())
+            .put_if_absent(table.branch_io(), &rel, next.to_json())
             .await?
         {
+            if let Some(metastore) = table.environment().metastore() {
+                let removed: Vec<String> = changes
+                    .iter()
+                    .filter_map(|c| match c {
+                        SchemaChange::RemoveOption { key } => Some(key.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                if let Err(e) = metastore
+                    .schema_changed(table.branch(), &next, &removed)
+                    .await
+                {
+                    // Java `alterTableImpl`: the metastore refused, the schema goes
+                    if let Err(d) = table.branch_io().delete(&rel).await {
+                        log::warn!(target: "tidelake.catalog", "deleting {rel} the metastore refused: {d}");
+                    }
+                    return Err(e);
+                }
+            }
             return table.reopen().await;
         }
     }
@@ -419,6 +459,20 @@ pub fn apply_changes(
             }
             SchemaChange::UpdateComment { comment } => s.comment = comment.clone(),
         }
+    }
+    let set_keys = changes.iter().filter_map(|c| match c {
+        SchemaChange::SetOption { key, .. } => Some(key.as_str()),
+        _ => None,
+    });
+    let spec_err = |e| Error::from_spec("options", e);
+    s.options.check_known_keys(set_keys).map_err(spec_err)?;
+    if changes
+        .iter()
+        .any(|c| matches!(c, SchemaChange::SetOption { .. }))
+    {
+        s.options
+            .resolved(!s.primary_keys.is_empty())
+            .map_err(spec_err)?;
     }
     s.id = base.id + 1;
     s.highest_field_id = highest.max(s.highest_field_id);

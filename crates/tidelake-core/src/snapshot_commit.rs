@@ -7,7 +7,9 @@
 //! create-if-absent put alone ([`FileIO::put_if_absent`]): tidelake writers never overwrite one
 //! another. A catalog with a commit lock (Paimon's JDBC lock) wraps that put in the lock Java
 //! takes around its own snapshot commit; a catalog that versions tables itself (Paimon's REST
-//! catalog) takes the snapshot instead ([`SnapshotCommit`]).
+//! catalog) takes the snapshot instead ([`SnapshotCommit`]). A catalog that mirrors tables in a
+//! metastore (Paimon's Hive catalog) is told of schema changes and commits afterwards
+//! ([`MetastoreSync`]).
 //!
 //! Invariants:
 //! * [`CatalogEnvironment::commit_snapshot`] returns `Ok(true)` only when snapshot N now holds
@@ -28,6 +30,7 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tidelake_spec::manifest::ManifestEntry;
+use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::Snapshot;
 
 use crate::error::Result;
@@ -46,6 +49,32 @@ pub trait TableLock: Send + Sync + fmt::Debug {
     /// The lock of branch `branch` of the same table (`main`: the table's).
     fn for_branch(&self, branch: &str) -> Arc<dyn TableLock>;
 }
+
+/// A metastore that mirrors a table (Java `HiveCatalog`): it learns of the table's changes after
+/// they happened in its files, which stay the truth.
+#[async_trait]
+pub trait MetastoreSync: Send + Sync + fmt::Debug {
+    /// `schema` became the latest schema of branch `branch`, `removed_options` removed by the
+    /// change (Java `alterTableImpl`). An error means the metastore refused it: the caller
+    /// deletes the schema file, and the change did not happen (as in Java).
+    async fn schema_changed(
+        &self,
+        branch: &str,
+        schema: &TableSchema,
+        removed_options: &[String],
+    ) -> Result<()>;
+
+    /// Partitions (`(key, value)` specs, in partition-key order) received files in a commit
+    /// (Java `Catalog.createPartitions`, from `AddPartitionCommitCallback`); some may be known.
+    async fn add_partitions(&self, partitions: &[PartitionSpec]) -> Result<()>;
+
+    /// Partitions were dropped and no branch has them any more (Java `Catalog.dropPartitions`).
+    async fn drop_partitions(&self, partitions: &[PartitionSpec]) -> Result<()>;
+}
+
+/// A partition as `(key, value)` pairs in partition-key order, values as in paths (the
+/// default partition name for nulls), unescaped.
+pub type PartitionSpec = Vec<(String, String)>;
 
 /// One snapshot to create (the arguments of Java `SnapshotCommit.commit`).
 pub struct SnapshotCommitRequest<'a> {
@@ -108,14 +137,15 @@ pub enum BranchChange<'a> {
 pub struct CatalogEnvironment {
     snapshot_commit: Option<Arc<dyn SnapshotCommit>>,
     lock: Option<Arc<dyn TableLock>>,
+    metastore: Option<Arc<dyn MetastoreSync>>,
 }
 
 impl CatalogEnvironment {
     /// Files are created under `lock` (Java `RenamingSnapshotCommit` with a catalog lock).
     pub fn locked(lock: Arc<dyn TableLock>) -> CatalogEnvironment {
         CatalogEnvironment {
-            snapshot_commit: None,
             lock: Some(lock),
+            ..CatalogEnvironment::default()
         }
     }
 
@@ -123,7 +153,15 @@ impl CatalogEnvironment {
     pub fn committing(commit: Arc<dyn SnapshotCommit>) -> CatalogEnvironment {
         CatalogEnvironment {
             snapshot_commit: Some(commit),
-            lock: None,
+            ..CatalogEnvironment::default()
+        }
+    }
+
+    /// The same environment, with a metastore that mirrors the table.
+    pub fn mirrored_in(self, metastore: Arc<dyn MetastoreSync>) -> CatalogEnvironment {
+        CatalogEnvironment {
+            metastore: Some(metastore),
+            ..self
         }
     }
 
@@ -133,12 +171,14 @@ impl CatalogEnvironment {
         CatalogEnvironment {
             snapshot_commit: self.snapshot_commit.clone(),
             lock: self.lock.as_ref().map(|l| l.for_branch(branch)),
+            metastore: self.metastore.clone(),
         }
     }
 
-    /// Whether the table's catalog takes part in its commits (a lock or a commit endpoint).
+    /// Whether the table's catalog takes part in its commits (a lock, a commit endpoint, or a
+    /// metastore that learns of them).
     pub fn commits_through_catalog(&self) -> bool {
-        self.lock.is_some() || self.snapshot_commit.is_some()
+        self.lock.is_some() || self.snapshot_commit.is_some() || self.metastore.is_some()
     }
 
     /// The catalog that creates the table's snapshots and schemas, if it does.
@@ -149,6 +189,11 @@ impl CatalogEnvironment {
     /// The table's lock, if its catalog has one.
     pub fn lock(&self) -> Option<&Arc<dyn TableLock>> {
         self.lock.as_ref()
+    }
+
+    /// The metastore that mirrors the table, if its catalog keeps one.
+    pub fn metastore(&self) -> Option<&Arc<dyn MetastoreSync>> {
+        self.metastore.as_ref()
     }
 
     /// Create snapshot `request.snapshot.id` (see the module invariants).

@@ -45,7 +45,7 @@ pub(crate) const EARLIEST_HINT_PATH: &str = "snapshot/EARLIEST";
 /// try before giving up.
 const LATEST_READ_ATTEMPTS: u32 = 5;
 
-/// How often a hint that cannot be read or parsed is read again (Java `READ_HINT_RETRY_NUM`).
+/// How often a hint that cannot be parsed is read again (Java `READ_HINT_RETRY_NUM`).
 const HINT_READ_ATTEMPTS: u32 = 3;
 
 /// How far past a stale `LATEST` hint snapshots are probed before the directory is listed.
@@ -110,9 +110,10 @@ impl SnapshotManager {
         SnapshotManager { io }
     }
 
-    /// Java `HintFileUtils.readHint`: a garbled hint, or one that cannot be read (Java rewrites
-    /// hints in place, so a read may meet it truncated), is tried a few times, then ignored: the
-    /// snapshot files are the truth.
+    /// Java `HintFileUtils.readHint`: a garbled hint (Java rewrites hints in place, so a read
+    /// may meet it truncated) is tried a few times, then ignored: the snapshot files are the
+    /// truth. One that cannot be read is ignored at once: the storage client has retried that
+    /// read as far as it is configured to (reading it again would multiply its time bound).
     async fn read_hint(&self, rel: &str) -> Result<Option<i64>> {
         for attempt in 0..HINT_READ_ATTEMPTS {
             match self.io.read_opt(rel).await {
@@ -122,11 +123,13 @@ impl SnapshotManager {
                     Err(_) if attempt + 1 < HINT_READ_ATTEMPTS => {}
                     Err(_) => return Ok(None),
                 },
-                Err(_) if attempt + 1 < HINT_READ_ATTEMPTS => {}
                 Err(e) if e.kind() == ErrorKind::Io => return Ok(None),
                 Err(e) => return Err(e),
             }
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            self.io
+                .env()
+                .sleep(std::time::Duration::from_millis(1))
+                .await;
         }
         Ok(None)
     }
@@ -234,10 +237,10 @@ impl SnapshotManager {
             .is_some_and(|last| *last > next))
     }
 
-    /// `err`, met while reading snapshot `id`, as [`Error::SnapshotExpired`] when it is a missing
-    /// file and snapshot `id` no longer exists (expiration deleted it and its files meanwhile);
-    /// otherwise `err` unchanged (a file missing from a snapshot that still exists is damage, not
-    /// a race).
+    /// `err`, met while reading snapshot `id`: a missing file is [`Error::SnapshotExpired`] when
+    /// snapshot `id` no longer exists (expiration deleted it and its files meanwhile), and
+    /// [`Error::Corrupt`] naming the file when it still does (a file missing from a live
+    /// snapshot is damage, not a race); any other error is returned unchanged.
     pub async fn expired_while_reading(&self, id: i64, err: Error) -> Error {
         if err.kind() != ErrorKind::NotFound {
             return err;
@@ -247,7 +250,19 @@ impl SnapshotManager {
                 id,
                 detail: err.to_string(),
             },
-            _ => err,
+            Ok(true) => match err.missing_file() {
+                Some(path) => Error::corrupt(
+                    path,
+                    format!(
+                        "the file is missing although snapshot {id} of {}, which references it, \
+                         exists: the table is damaged (`tidelake doctor` lists what is missing; \
+                         `tidelake rollback` to a snapshot without it recovers)",
+                        self.io.location()
+                    ),
+                ),
+                None => err,
+            },
+            Err(_) => err,
         }
     }
 
@@ -286,16 +301,29 @@ impl SnapshotManager {
         }
     }
 
+    /// A missing snapshot `id`: [`Error::SnapshotExpired`] when it is older than the earliest
+    /// snapshot (expiration deleted it; ids start at 1), else [`Error::NotFound`]; both name
+    /// the available range.
     async fn missing_snapshot(&self, id: i64) -> Error {
-        let range = match (self.earliest_id().await, self.latest_id().await) {
-            (Ok(Some(e)), Ok(Some(l))) => format!("available snapshots are {e} to {l}"),
-            (Ok(None), _) | (_, Ok(None)) => "the table has no snapshots".to_string(),
-            _ => "the snapshot directory could not be listed".to_string(),
-        };
-        Error::not_found(
-            "snapshot",
-            format!("snapshot {id} of {}; {range}", self.io.location()),
-        )
+        let location = self.io.location();
+        match (self.earliest_id().await, self.latest_id().await) {
+            (Ok(Some(e)), Ok(Some(l))) if (1..e).contains(&id) => Error::SnapshotExpired {
+                id,
+                detail: format!("table {location}; available snapshots are {e} to {l}"),
+            },
+            (Ok(Some(e)), Ok(Some(l))) => Error::not_found(
+                "snapshot",
+                format!("snapshot {id} of {location}; available snapshots are {e} to {l}"),
+            ),
+            (Ok(None), _) | (_, Ok(None)) => Error::not_found(
+                "snapshot",
+                format!("snapshot {id} of {location}; the table has no snapshots"),
+            ),
+            _ => Error::not_found(
+                "snapshot",
+                format!("snapshot {id} of {location}; the snapshot directory could not be listed"),
+            ),
+        }
     }
 
     /// The latest snapshot (`None` for a table without snapshots). The one
@@ -309,9 +337,7 @@ impl SnapshotManager {
                 return Ok(None);
             };
             match self.snapshot(id).await {
-                Err(e) if e.kind() == ErrorKind::NotFound && attempt < LATEST_READ_ATTEMPTS => {
-                    attempt += 1
-                }
+                Err(e) if e.is_missing() && attempt < LATEST_READ_ATTEMPTS => attempt += 1,
                 read => return read.map(Some),
             }
         }
@@ -333,7 +359,7 @@ impl SnapshotManager {
         let read = |id| async move {
             match self.snapshot(id).await {
                 Ok(s) => Ok(Some(s)),
-                Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+                Err(e) if e.is_missing() => Ok(None),
                 Err(e) => Err(e),
             }
         };

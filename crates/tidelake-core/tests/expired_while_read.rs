@@ -126,7 +126,9 @@ async fn slow_to_read_snapshot(location: &str, id: i64, when: &str) -> Table {
 fn expire_soon(table: &Table, commits: i64) -> tokio::task::JoinHandle<u64> {
     let table = table.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tidelake_core::io::Env::default()
+            .sleep(Duration::from_millis(300))
+            .await;
         for _ in 0..commits {
             commit_rows(&table).await;
         }
@@ -203,7 +205,7 @@ async fn a_change_plan_whose_snapshot_expires_while_its_delta_is_read_names_the_
     let failed = planned.expect_err("snapshot 2 expired while it was read");
     assert_eq!(failed.kind(), ErrorKind::SnapshotExpired, "{failed}");
     assert!(
-        failed.to_string().contains("snapshot 2 expired"),
+        failed.to_string().contains("snapshot 2 has expired"),
         "{failed}"
     );
 }

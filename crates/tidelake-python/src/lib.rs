@@ -37,6 +37,13 @@ fn reset_logging() {
     }
 }
 
+/// Make a named failpoint of the engine panic, stall or fail (development builds only;
+/// `UnsupportedError` in release wheels): see `tidelake_core::io::set_failpoint`.
+#[pyfunction]
+fn set_failpoint(name: &str, actions: &str) -> PyResult<()> {
+    errors::IntoPyResult::py(tidelake_core::api::set_failpoint(name, actions))
+}
+
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -51,6 +58,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compact::run_compaction_task, m)?)?;
     m.add_function(wrap_pyfunction!(compact::compaction_task_target, m)?)?;
     m.add_function(wrap_pyfunction!(reset_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(set_failpoint, m)?)?;
     m.add_function(wrap_pyfunction!(cdc::cdc_decode, m)?)?;
     let _ = LOGGING.set(pyo3_log::try_init().ok());
     m.add_function(wrap_pyfunction!(scan::parse_filter_text, m)?)?;

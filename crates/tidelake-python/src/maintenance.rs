@@ -145,6 +145,22 @@ impl RawTable {
         Ok(d)
     }
 
+    /// Undecodable snapshots and missing or truncated files of the newest snapshots, and the
+    /// last good snapshot: `{"latest", "last_good", "problems": [(path, reason)]}`.
+    fn find_damage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let damage = block_on(py, maintenance::find_damage(&self.table))?.py()?;
+        let d = PyDict::new(py);
+        d.set_item("latest", damage.latest)?;
+        d.set_item("last_good", damage.last_good)?;
+        let problems: Vec<(String, String)> = damage
+            .problems
+            .into_iter()
+            .map(|p| (p.path, p.reason))
+            .collect();
+        d.set_item("problems", problems)?;
+        Ok(d)
+    }
+
     /// Every consumer as (id, next snapshot id), sorted by id.
     fn consumers(&self, py: Python<'_>) -> PyResult<Vec<(String, i64)>> {
         block_on(py, maintenance::consumers(self.table.branch_io()))?.py()

@@ -2,7 +2,8 @@
 //!
 //! Invariants: the runtime is created lazily on first use; a process forked after that gets a
 //! [`ForkSafetyError`] instead of a deadlock; Rust work always runs with the GIL released; a
-//! panic in that work reaches Python as `tidelake.exceptions.InternalError`, never as a panic.
+//! panic in that work reaches Python as `tidelake.exceptions.InternalError`, never as a panic;
+//! an exception Python code run meanwhile left set (logging interrupted by Ctrl-C) is raised.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -45,13 +46,19 @@ fn runtime() -> PyResult<&'static Runtime> {
 }
 
 /// Run a future to completion on the shared runtime with the GIL released; a panic becomes an
-/// `InternalError`.
+/// `InternalError`. An exception raised on this thread meanwhile (Ctrl-C while the engine's
+/// log events ran Python's logging, which leaves it set) is raised once the work is done.
 pub fn block_on<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
 where
     F: Future + Send,
     F::Output: Send,
 {
     let rt = runtime()?;
-    py.detach(|| rt.block_on(AssertUnwindSafe(fut).catch_unwind()))
-        .map_err(|panic| to_py(Error::Internal(panic_message(&*panic).to_string())))
+    let output = py
+        .detach(|| rt.block_on(AssertUnwindSafe(fut).catch_unwind()))
+        .map_err(|panic| to_py(Error::Internal(panic_message(&*panic).to_string())))?;
+    match PyErr::take(py) {
+        Some(raised) => Err(raised),
+        None => Ok(output),
+    }
 }

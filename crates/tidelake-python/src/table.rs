@@ -5,6 +5,7 @@
 //! Every storage call releases the GIL.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -20,6 +21,7 @@ use tidelake_core::api::scan::{
     plan_changes, plan_diff, plan_scan, resolve_snapshot, ScanRequest, SnapshotSelector, Split,
 };
 
+use tidelake_core::api::ops::ReplayPolicy;
 use tidelake_core::api::Error;
 use tidelake_spec::options::{IncrementalBetweenScanMode, OptionValue, ResolvedOption};
 
@@ -294,6 +296,16 @@ impl RawTable {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let snap = block_on(py, self.table.snapshot_manager().at_or_before(timestamp_ms))?.py()?;
         snap.map(|s| snapshot_fields(py, &s)).transpose()
+    }
+
+    /// Seconds to wait before replay `replay` (0 = the first) of a refused one-shot operation
+    /// that has run for `elapsed_ms`, or None when it has had its replays or `commit.timeout`
+    /// (the one replay policy, `ops::ReplayPolicy`).
+    fn replay_wait(&self, replay: u32, elapsed_ms: u64) -> PyResult<Option<f64>> {
+        let policy = ReplayPolicy::of(&self.table).py()?;
+        Ok(policy
+            .wait(replay, Duration::from_millis(elapsed_ms))
+            .map(|d| d.as_secs_f64()))
     }
 
     /// The latest snapshot id, or None.

@@ -76,6 +76,7 @@ impl RawWriter {
             if let Some(p) = &progress {
                 p.call1((rows,))?;
             }
+            py.check_signals()?; // Ctrl-C stops a long write between batches
         }
         Ok(())
     }
@@ -119,6 +120,22 @@ impl RawWriter {
             .iter()
             .map(|m| Ok(PyBytes::new(py, &m.to_bytes().map_err(to_py)?)))
             .collect()
+    }
+
+    /// Flush and append everything written as one transaction of `commit_user` (a one-shot
+    /// write); returns the new snapshot ids. A commit that fails without landing deletes its
+    /// files before the error is raised.
+    fn commit(&self, py: Python<'_>, table: &RawTable, commit_user: String) -> PyResult<Vec<i64>> {
+        block_on(py, async {
+            let mut guard = self.write.lock().await;
+            let w = guard
+                .as_mut()
+                .ok_or_else(|| Error::invalid("the writer is closed"))?;
+            TableCommit::new(table.table.clone(), commit_user)
+                .append_written(w)
+                .await
+        })?
+        .py()
     }
 
     /// Delete every file written since the last `prepare_commit` and close the writer.

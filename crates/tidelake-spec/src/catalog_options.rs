@@ -39,6 +39,16 @@ pub const DATA_TOKEN_ENABLED: &str = "data-token.enabled";
 
 /// The lock type that names Paimon's JDBC lock (Java `JdbcCatalogLockFactory.IDENTIFIER`).
 pub const JDBC_LOCK_TYPE: &str = "jdbc";
+/// The lock type that names Paimon's Hive Metastore lock (Java `HiveCatalogLock.LOCK_IDENTIFIER`).
+pub const HIVE_LOCK_TYPE: &str = "hive";
+/// `CatalogOptions.SYNC_ALL_PROPERTIES`: a Hive catalog copies every table option into the
+/// metastore's table parameters (else only the `hive.`-prefixed ones, prefix removed).
+pub const SYNC_ALL_PROPERTIES: &str = "sync-all-properties";
+/// `CatalogOptions.TABLE_TYPE`: `managed` (default) or `external` tables in a Hive catalog.
+pub const TABLE_TYPE: &str = "table.type";
+/// `HiveCatalogOptions.LOCATION_IN_PROPERTIES`: table locations in parameters, not the storage
+/// descriptor.
+pub const LOCATION_IN_PROPERTIES: &str = "location-in-properties";
 
 /// Java `CatalogOptions.LOCK_CHECK_MAX_SLEEP` default.
 pub const DEFAULT_LOCK_CHECK_MAX_SLEEP: Duration = Duration::from_secs(8);
@@ -167,6 +177,11 @@ impl CatalogOptions {
     /// The `header.*` HTTP headers, without the prefix.
     pub fn headers(&self) -> BTreeMap<String, String> {
         self.with_prefix(HEADER_PREFIX)
+    }
+
+    /// `sync-all-properties`, default true (Java's, so a metastore never loses an option).
+    pub fn sync_all_properties(&self) -> Result<bool> {
+        Ok(self.options.get_bool(SYNC_ALL_PROPERTIES)?.unwrap_or(true))
     }
 
     pub fn data_token_enabled(&self) -> Result<bool> {

@@ -47,6 +47,12 @@ pub const DELETION_VECTORS_BITMAP64: &str = "deletion-vectors.bitmap64";
 pub const DELETION_VECTOR_INDEX_FILE_TARGET_SIZE: &str = "deletion-vector.index-file.target-size";
 pub const PARTITION_DEFAULT_NAME: &str = "partition.default-name";
 pub const PARTITION_LEGACY_NAME: &str = "partition.legacy-name";
+/// Whether a catalog with a metastore (Hive) registers the table's partitions there.
+pub const METASTORE_PARTITIONED_TABLE: &str = "metastore.partitioned-table";
+/// A non-partitioned table whose tags a metastore (Hive) shows as partitions of this field.
+pub const METASTORE_TAG_TO_PARTITION: &str = "metastore.tag-to-partition";
+/// Where data files go under the table directory (Java `CoreOptions.DATA_FILE_PATH_DIRECTORY`).
+pub const DATA_FILE_PATH_DIRECTORY: &str = "data-file.path-directory";
 pub const ROWKIND_FIELD: &str = "rowkind.field";
 pub const PRIMARY_KEY_NULLABLE: &str = "primary-key.nullable";
 pub const TARGET_FILE_SIZE: &str = "target-file-size";
@@ -209,6 +215,7 @@ option_enum!(BucketFunctionType, BUCKET_FUNCTION_TYPE, {
 });
 
 // Declared after `option_enum!` so that the submodules can use it.
+pub mod known;
 mod maintenance;
 mod merge_fn;
 mod resolved;
@@ -635,6 +642,11 @@ impl Options {
     /// `partition.legacy-name`, default true.
     pub fn partition_legacy_name(&self) -> Result<bool> {
         or_default(self.get_bool(PARTITION_LEGACY_NAME), true)
+    }
+
+    /// `metastore.partitioned-table`, default false.
+    pub fn partitioned_table_in_metastore(&self) -> Result<bool> {
+        or_default(self.get_bool(METASTORE_PARTITIONED_TABLE), false)
     }
 
     // ---- LSM --------------------------------------------------------------------------------

@@ -96,12 +96,7 @@ impl PartitionComputer {
 
     /// The relative directory, e.g. `dt=2024-05-14/hr=3`; empty without partition keys.
     pub fn partition_path(&self, values: &[Datum]) -> Result<String> {
-        let segments: Vec<String> = self
-            .partition_spec(values)?
-            .iter()
-            .map(|(name, value)| format!("{}={}", escape_path_name(name), escape_path_name(value)))
-            .collect();
-        Ok(segments.join("/"))
+        Ok(spec_path(&self.partition_spec(values)?))
     }
 
     /// The string of one non-default value; `None` for null.
@@ -199,6 +194,16 @@ fn needs_escaping(c: char) -> bool {
                 | ']'
                 | '^'
     )
+}
+
+/// The relative directory of a partition spec (Java `PartitionPathUtils.generatePartitionPath`):
+/// `k=v` segments, names and values escaped, joined by `/`.
+pub fn spec_path(spec: &[(String, String)]) -> String {
+    let segments: Vec<String> = spec
+        .iter()
+        .map(|(name, value)| format!("{}={}", escape_path_name(name), escape_path_name(value)))
+        .collect();
+    segments.join("/")
 }
 
 /// Java `PartitionPathUtils.escapePathName` (Java rejects the empty string; here it stays empty).

@@ -234,7 +234,9 @@ impl TableSchema {
 
     /// Checks the invariants listed in the module documentation ([`Error::Invalid`]).
     pub fn validate(&self) -> Result<()> {
-        self.check().map_err(Error::Invalid)
+        self.check().map_err(Error::Invalid)?;
+        self.options.bucket()?;
+        Ok(())
     }
 
     fn check(&self) -> std::result::Result<(), String> {
@@ -268,7 +270,6 @@ impl TableSchema {
                 return Err(format!("bucket key '{key}' is not part of the primary key"));
             }
         }
-        self.options.bucket().map_err(|e| e.to_string())?;
         Ok(())
     }
 

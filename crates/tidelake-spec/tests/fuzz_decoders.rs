@@ -268,7 +268,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 #[test]
-#[allow(clippy::disallowed_methods)] // the clock seeds a fresh run unless TIDELAKE_FUZZ_SEED is set
+#[allow(clippy::disallowed_methods)] // the clock seeds a fresh run unless TIDELAKE_FUZZ_SEED is set; the run lasts real seconds
 fn decoders_survive_mutated_input() {
     let secs: u64 = std::env::var("TIDELAKE_FUZZ_SECS")
         .ok()

@@ -74,7 +74,7 @@ def database(database: str, as_json: bool) -> None:
 @click.argument("database")
 @click.option("--if-not-exists", is_flag=True, help="Do nothing if it exists.")
 @click.option("--property", "properties", multiple=True, metavar="KEY=VALUE", callback=_key_values,
-              help="A database property (JDBC catalog; repeatable).")
+              help="A database property (JDBC, REST or Hive catalog; repeatable).")
 @_guarded
 def create_database(database: str, if_not_exists: bool, properties: dict[str, str] | None) -> None:
     """Create DATABASE in the catalog, with optional properties."""

@@ -141,6 +141,38 @@ def _diagnose(t: Table, shown_path: str, check_orphans: bool, files: list[dict[s
     }
 
 
+_MAX_PROBLEMS_SHOWN = 10
+
+
+def _report_damage(shown_path: str, damage: dict[str, Any], as_json: bool) -> None:
+    """Report a table whose newest snapshot cannot be read or lacks files (verdict BAD) and the
+    way back: a rollback to the last good snapshot, or restoring the files."""
+    problems = damage["problems"]
+    reasons = [f"BAD: damaged: {p}: {why}" if p else f"BAD: damaged: {why}" for p, why in problems]
+    if len(reasons) > _MAX_PROBLEMS_SHOWN:
+        reasons = [*reasons[:_MAX_PROBLEMS_SHOWN], f"BAD: ... and {len(reasons) - _MAX_PROBLEMS_SHOWN} more"]
+    good = damage["last_good"]
+    if good is not None:
+        suggestions = [f"tidelake rollback {shlex.quote(shown_path)} --snapshot {good}"]
+    else:
+        suggestions = ["restore the missing files from a backup: no recent snapshot has all its files"]
+    d = {"path": shown_path, "verdict": "BAD", "latest_snapshot": damage["latest"], "last_good_snapshot": good,
+         "damaged_files": [{"path": p, "reason": why} for p, why in problems],
+         "reasons": reasons, "suggestions": suggestions}
+    if as_json:
+        _emit_json(d)
+        return
+    click.echo(f"table:        {shown_path}")
+    click.echo(f"snapshots:    latest {damage['latest']}, last good {good if good is not None else '-'}")
+    click.echo("")
+    click.echo("verdict: BAD")
+    for reason in reasons:
+        click.echo(f"  - {reason.removeprefix('BAD: ')}")
+    click.echo("suggested:")
+    for s in suggestions:
+        click.echo(f"  {s}")
+
+
 @main.command(short_help="Check a table's health; suggest maintenance commands.")
 @_PATH
 @click.option("--skip-orphans", is_flag=True, help="Do not list the table directory for orphan files.")
@@ -159,7 +191,10 @@ def doctor(path: str, skip_orphans: bool, html_file: str | None, png_file: str |
 
     \b
     Verdict (exit 0 whatever it is):
-      BAD   a bucket has more sorted runs than num-sorted-run.stop-trigger (default
+      BAD   the newest snapshot does not decode or lacks files (a truncated or missing
+            data, index or metadata file); the suggestion names the last good snapshot
+            to roll back to;
+            a bucket has more sorted runs than num-sorted-run.stop-trigger (default
             compaction-trigger + 3): writers stall.
       WARN  a bucket has more sorted runs than num-sorted-run.compaction-trigger (default 5);
             more than 50% of data files are small (and more than one per bucket);
@@ -168,6 +203,10 @@ def doctor(path: str, skip_orphans: bool, html_file: str | None, png_file: str |
       OK    none of the above.
     """
     t = _open(path)
+    damage = t.find_damage()
+    if damage["problems"]:
+        _report_damage(path, damage, as_json)
+        return
     files = t.system("files").to_pylist()
     d = _diagnose(t, path, not skip_orphans, files)
     if html_file is not None or png_file is not None:

@@ -151,7 +151,7 @@ def rollback(path: str, snapshot_id: int | None, tag: str | None, yes: bool, as_
         raise exc.InvalidArgumentError("give exactly one of --snapshot and --tag")
     t = _open(path)
     if snapshot_id is not None:
-        target = t.snapshot(snapshot_id).id
+        target = t.snapshot(snapshot_id).id  # the target must read; newer ones may be damaged
         what = f"snapshot {target}"
     else:
         found = [tg for tg in t.tags() if tg.name == tag]
@@ -160,7 +160,7 @@ def rollback(path: str, snapshot_id: int | None, tag: str | None, yes: bool, as_
             raise exc.TableNotFoundError(f"tag {tag!r} not found in {t.path}; existing tags: [{existing}]")
         target = found[0].snapshot_id
         what = f"tag {tag} (snapshot {target})"
-    newer = [s.id for s in t.snapshots() if s.id > target]
+    newer = list(range(target + 1, (t.latest_snapshot_id() or target) + 1))
     newer_tags = [tg.name for tg in t.tags() if tg.snapshot_id > target]
     if not yes:
         if not _interactive():

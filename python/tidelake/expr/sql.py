@@ -43,7 +43,17 @@ def parse(text: str) -> Any:
     try:
         return sqlglot.parse_one(text)
     except ParseError as e:
-        raise InvalidArgumentError(f"cannot parse SQL expression {text!r}: {e}") from None
+        raise InvalidArgumentError(f"cannot parse SQL expression {text!r}: {parse_error_text(e)}") from None
+
+
+def parse_error_text(error: Any) -> str:
+    """sqlglot's parse error in plain words (its message underlines with terminal escapes):
+    the first problem and where it is."""
+    first = (getattr(error, "errors", None) or [{}])[0]
+    description = first.get("description")
+    if not description:
+        return str(error).splitlines()[0]
+    return f"{description} at line {first.get('line')}, column {first.get('col')}"
 
 
 def to_expression(text: str, resolve: Resolver) -> Any:

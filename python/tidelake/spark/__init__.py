@@ -79,7 +79,7 @@ def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str 
     ``warehouse``: where :func:`sql` looks up ``db.table`` identifiers (session conf
     ``spark.tidelake.warehouse``). ``catalog``: Paimon catalog options instead
     (:meth:`tidelake.Catalog.from_options`: ``metastore``, ``warehouse``, ``uri``, ...; session
-    conf ``spark.tidelake.catalog``, JSON), so ``db.table`` resolves in a JDBC or REST catalog
+    conf ``spark.tidelake.catalog``, JSON), so ``db.table`` resolves in a JDBC, REST or Hive catalog
     and commits go through it.
 
     With ``filter_pushdown`` the reader also prunes partitions, files and row groups with the

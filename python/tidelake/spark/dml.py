@@ -37,6 +37,7 @@ import pyarrow as pa
 from .. import dml
 from .._internal import RawTable
 from ..exceptions import InvalidArgumentError
+from ..expr.sql import parse_error_text
 from ..write import replayed
 from . import io
 
@@ -90,7 +91,7 @@ def _tidelake_sql(text: str | None, aliases: Mapping[str, str | None]) -> str | 
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except ParseError as e:
-        raise InvalidArgumentError(f"cannot parse Spark SQL expression {text!r}: {e}") from None
+        raise InvalidArgumentError(f"cannot parse Spark SQL expression {text!r}: {parse_error_text(e)}") from None
 
     def requalify(node: Any) -> Any:
         if isinstance(node, exp.Column) and node.table and node.table.lower() in aliases:
@@ -166,7 +167,7 @@ def _commit(table: Table, results: list[tuple[Group, dml.PreparedChange]]) -> Wr
 def _run_job(table: Table, job: Callable[[int | None], list[tuple[Group, dml.PreparedChange]]]) -> WriteResult:
     """Run ``job(snapshot)`` on the latest snapshot and commit its changes; a conflict or an
     expired snapshot (nothing landed) runs it again from the new latest."""
-    return replayed(lambda: _commit(table, job(table._raw.latest_snapshot_id())))
+    return replayed(lambda: _commit(table, job(table._raw.latest_snapshot_id())), table._raw)
 
 
 def _result(group: Group, change: dml.PreparedChange) -> pa.Table:

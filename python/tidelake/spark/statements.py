@@ -511,13 +511,15 @@ def _key_value(text: str) -> tuple[str, str]:
 
 def _target(ctx: _Context, ref: Any) -> Table | None:
     """The table a DELETE, UPDATE or MERGE changes. Those commit by path: refused on a table
-    whose catalog commits for it (a JDBC lock, a REST server), which a path commit would bypass."""
+    whose catalog takes part in its commits (a JDBC or Hive lock, a REST server, a Hive
+    Metastore), which a path commit would bypass."""
     from sqlglot import exp
 
     table = ctx.table(ref) if isinstance(ref, exp.Table) else None
     if table is not None and table._raw.commits_through_catalog:
         raise UnsupportedError(f"DELETE, UPDATE and MERGE through Spark on {ref.sql('spark')}: its catalog takes "
-                               "the commits (a JDBC lock or a REST server) and this path does not go through it yet; "
+                               "part in the commits (a JDBC or Hive lock, a REST server, a Hive Metastore) and this "
+                               "path does not go through it yet; "
                                "use tidelake.Catalog.get_table(...).delete/update/merge in Python")
     return table
 

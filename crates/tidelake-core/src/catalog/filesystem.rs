@@ -106,41 +106,45 @@ impl Warehouse {
             .is_empty())
     }
 
-    /// Move a table's directory (Java `fileIO.rename` of the table path): one rename on local
-    /// storage; on object stores every object is copied (never over an existing one), then the
-    /// old ones are deleted, as Hadoop's S3A rename does.
+    /// Move a table's directory (Java `fileIO.rename` of the table path), see [`move_dir`].
     pub(crate) async fn move_table(&self, from: (&str, &str), to: (&str, &str)) -> Result<()> {
-        let (src, dst) = (self.table_io(from.0, from.1), self.table_io(to.0, to.1));
-        if let (Some(a), Some(b)) = (src.local_root(), dst.local_root()) {
-            if b.exists() {
-                return Err(Error::AlreadyExists(format!(
-                    "table directory {}",
-                    dst.location()
-                )));
-            }
-            if let Some(parent) = b.parent() {
-                tokio::fs::create_dir_all(parent)
-                    .await
-                    .map_err(|e| io_error(dst.location(), e))?;
-            }
-            return tokio::fs::rename(a, b)
-                .await
-                .map_err(|e| io_error(src.location(), e));
-        }
-        for file in src.list_recursive("").await? {
-            let copied = dst
-                .put_if_absent(&file.path, src.read(&file.path).await?)
-                .await?;
-            if !copied {
-                return Err(Error::AlreadyExists(format!(
-                    "{} (renaming {})",
-                    dst.display(&file.path),
-                    src.location()
-                )));
-            }
-        }
-        src.delete_dir("").await
+        move_dir(&self.table_io(from.0, from.1), &self.table_io(to.0, to.1)).await
     }
+}
+
+/// Move the directory `src` is rooted at to `dst`'s root (Java `fileIO.rename`): one rename on
+/// local storage; on object stores every object is copied (never over an existing one), then
+/// the old ones are deleted, as Hadoop's S3A rename does.
+pub(crate) async fn move_dir(src: &FileIO, dst: &FileIO) -> Result<()> {
+    if let (Some(a), Some(b)) = (src.local_root(), dst.local_root()) {
+        if b.exists() {
+            return Err(Error::AlreadyExists(format!(
+                "table directory {}",
+                dst.location()
+            )));
+        }
+        if let Some(parent) = b.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| io_error(dst.location(), e))?;
+        }
+        return tokio::fs::rename(a, b)
+            .await
+            .map_err(|e| io_error(src.location(), e));
+    }
+    for file in src.list_recursive("").await? {
+        let copied = dst
+            .put_if_absent(&file.path, src.read(&file.path).await?)
+            .await?;
+        if !copied {
+            return Err(Error::AlreadyExists(format!(
+                "{} (renaming {})",
+                dst.display(&file.path),
+                src.location()
+            )));
+        }
+    }
+    src.delete_dir("").await
 }
 
 fn io_error(path: &str, e: std::io::Error) -> Error {

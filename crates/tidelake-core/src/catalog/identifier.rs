@@ -2,6 +2,7 @@
 //! `table`, `table$branch_<b>`, `table$<system>` or `table$branch_<b>$<system>`.
 
 use super::filesystem::check_name;
+use crate::branch::MAIN_BRANCH;
 use crate::error::{Error, Result};
 
 const BRANCH_PREFIX: &str = "branch_";
@@ -70,6 +71,16 @@ impl Identifier {
             )));
         }
         Ok(id)
+    }
+
+    /// The same table's branch `branch` (`main`: the table itself), without a system table.
+    pub fn on_branch(&self, branch: &str) -> Identifier {
+        Identifier {
+            database: self.database.clone(),
+            table: self.table.clone(),
+            branch: (branch != MAIN_BRANCH).then(|| branch.to_string()),
+            system: None,
+        }
     }
 
     /// Java `getObjectName`: `table` or `table$branch_<b>` (what lock ids and REST paths name).

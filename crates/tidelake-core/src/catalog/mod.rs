@@ -5,35 +5,46 @@
 //! * `metastore=jdbc`: names in Paimon's JDBC tables (SQLite or PostgreSQL, [`jdbc`]), data in
 //!   the warehouse;
 //! * `metastore=rest`: a Paimon REST catalog server ([`rest`]) keeps the names and creates every
-//!   snapshot and schema; tables live at the paths it gives.
+//!   snapshot and schema; tables live at the paths it gives;
+//! * `metastore=hive`: a Hive Metastore ([`hive`]) keeps the names, registered as Paimon's Hive
+//!   catalog registers them; tables live at the locations it keeps, and it learns of their
+//!   schema changes and (for a `metastore.partitioned-table`) their partitions.
 //!
-//! Either takes Paimon's JDBC commit lock (`lock.enabled`, [`jdbc::lock`]) around the creation
-//! of snapshot and schema files, so Java writers that take it too never race tidelake's: the JDBC
-//! catalog's own lock (on by default on object stores, as Java's), or, for the filesystem
-//! catalog, a JDBC lock named by `lock.type=jdbc` and `uri`. Tables opened here carry that lock
-//! in their [`CatalogEnvironment`]; a table opened by path does not.
+//! The JDBC and Hive catalogs take their Paimon commit lock (`lock.enabled`, on by default on
+//! object stores, as Java's: [`jdbc::lock`], [`hive::lock`]) around the creation of snapshot
+//! and schema files, so Java writers that take it too never race tidelake's; the filesystem
+//! catalog takes a JDBC lock named by `lock.type=jdbc` and `uri`. Tables opened here carry that
+//! lock (and the Hive catalog's metastore) in their [`CatalogEnvironment`]; a table opened by
+//! path does not.
 //!
 //! Modules: [`identifier`] (`db.t$branch_b$snapshots`), [`filesystem`] (the warehouse layout),
-//! [`jdbc`] (the JDBC catalog, its client and lock), [`rest`] (the REST catalog client).
+//! [`jdbc`] (the JDBC catalog, its client and lock), [`rest`] (the REST catalog client),
+//! [`hive`] (the Hive Metastore catalog, its client and lock).
 
 pub(crate) mod filesystem;
+pub(crate) mod hive;
 pub mod identifier;
 pub(crate) mod jdbc;
 pub(crate) mod rest;
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 
 use arrow_schema::Schema as ArrowSchema;
-use tidelake_spec::catalog_options::{CatalogOptions, Metastore, JDBC_LOCK_TYPE, WAREHOUSE};
+use tidelake_spec::catalog_options::{
+    CatalogOptions, Metastore, HIVE_LOCK_TYPE, JDBC_LOCK_TYPE, WAREHOUSE,
+};
 
 use crate::branch::MAIN_BRANCH;
 use crate::error::{Error, Result};
-use crate::io::{paimon_s3, FileIO, StorageOptions};
+use crate::io::{paimon_s3, Env, FileIO, StorageOptions};
 use crate::schema_change::{alter_table, create_table, new_table_schema, SchemaChange, TableSpec};
 use crate::snapshot_commit::{CatalogEnvironment, TableLock};
 use crate::table::Table;
 use filesystem::{check_name, Warehouse};
+use hive::lock::HiveLocks;
+use hive::HiveCatalog;
 pub use identifier::Identifier;
 use jdbc::client::JdbcClient;
 use jdbc::lock::JdbcLocks;
@@ -52,6 +63,16 @@ enum Registry {
         server: RestCatalog,
         storage: StorageOptions,
     },
+    /// The metastore; the warehouse is where new databases go.
+    Hive(Warehouse, HiveCatalog),
+}
+
+/// A catalog's commit lock (Java `CatalogLock`): the lock of each table, shared with Java's
+/// writers of the same catalog.
+pub(crate) trait CatalogLock: fmt::Debug + Send + Sync {
+    /// The lock of table (or branch) `id` (Java `Lock.fromCatalog`: the identifier's database
+    /// and object name).
+    fn table_lock(&self, id: &Identifier) -> Arc<dyn TableLock>;
 }
 
 /// One partition of a table and its totals over the live files (Java `Partition`).
@@ -73,7 +94,7 @@ pub struct Partition {
 pub struct Catalog {
     options: CatalogOptions,
     registry: Registry,
-    locks: Option<JdbcLocks>,
+    locks: Option<Arc<dyn CatalogLock>>,
 }
 
 /// A catalog option that does not parse.
@@ -93,6 +114,19 @@ fn default_sqlite_uri(warehouse: &FileIO) -> Result<String> {
     Ok(format!("jdbc:sqlite:{}.catalog.db", root.display()))
 }
 
+/// The Hive Metastore's locks of a Hive catalog (Java `HiveCatalog.defaultLockFactory`).
+fn hive_locks(
+    hive: &HiveCatalog,
+    options: &CatalogOptions,
+    env: Env,
+) -> Result<Arc<dyn CatalogLock>> {
+    Ok(Arc::new(HiveLocks::new(
+        hive.client().clone(),
+        options,
+        env,
+    )?))
+}
+
 impl Catalog {
     /// The filesystem catalog of the warehouse at `io`.
     pub fn new(io: FileIO) -> Catalog {
@@ -107,10 +141,11 @@ impl Catalog {
     /// The catalog Paimon's `options` describe (`metastore`, `warehouse`, `uri`, `jdbc.*`,
     /// `catalog-key`, `lock.enabled`, `lock.type`, `lock-acquire-timeout`,
     /// `lock-check-max-sleep`, `table-default.*`; REST: `token.provider`, `token`,
-    /// `header.*`; S3 file-system options in Paimon's names, `s3.endpoint`, `s3.access-key`,
-    /// ..., see [`paimon_s3`]), its tables opened with `storage` (which wins over those).
-    /// Connects to the JDBC database and creates Paimon's tables there if missing; asks a REST
-    /// server for its configuration.
+    /// `header.*`; Hive: `sync-all-properties`; S3 file-system options in Paimon's names,
+    /// `s3.endpoint`, `s3.access-key`, ..., see [`paimon_s3`]), its tables opened with
+    /// `storage` (which wins over those). Connects to the JDBC database and creates Paimon's
+    /// tables there if missing; asks a REST server for its configuration; checks that a Hive
+    /// Metastore answers.
     pub async fn from_options(
         options: CatalogOptions,
         storage: &StorageOptions,
@@ -131,7 +166,7 @@ impl Catalog {
         })?;
         let io = FileIO::open_with(
             warehouse,
-            &paimon_s3::storage_options(warehouse, options.iter(), storage),
+            &paimon_s3::storage_options(warehouse, options.iter(), storage)?,
         )?;
         let mut options = options;
         // Java `AbstractCatalog.lockEnabled`: on object stores unless disabled.
@@ -139,26 +174,31 @@ impl Catalog {
             .lock_enabled()
             .map_err(options_error)?
             .unwrap_or(io.local_root().is_none());
-        let (registry, locks) = match options.metastore().map_err(options_error)? {
+        let env = io.env().clone();
+        let (registry, locks): (Registry, Option<Arc<dyn CatalogLock>>) = match options
+            .metastore()
+            .map_err(options_error)?
+        {
             Metastore::FileSystem => {
                 let locks = match (lock_enabled, options.lock_type()) {
-                    (true, Some(t)) if t.eq_ignore_ascii_case(JDBC_LOCK_TYPE) => {
-                        let uri = options.uri().ok_or_else(|| {
-                            Error::invalid(
-                                "lock.type=jdbc needs 'uri', the JDBC URI of the lock's database",
-                            )
-                        })?;
-                        let client = JdbcClient::connect(uri, &options.jdbc_properties()).await?;
-                        Some(JdbcLocks::open(client, &options).await?)
-                    }
-                    (true, Some(other)) => {
-                        return Err(Error::Unsupported(format!(
-                            "lock.type={other}: tidelake takes Paimon's JDBC lock (lock.type=jdbc)"
-                        )))
-                    }
-                    // Java's filesystem catalog has no default lock factory either.
-                    _ => None,
-                };
+                        (true, Some(t)) if t.eq_ignore_ascii_case(JDBC_LOCK_TYPE) => {
+                            let uri = options.uri().ok_or_else(|| {
+                                Error::invalid(
+                                    "lock.type=jdbc needs 'uri', the JDBC URI of the lock's database",
+                                )
+                            })?;
+                            let client =
+                                JdbcClient::connect(uri, &options.jdbc_properties()).await?;
+                            Some(Arc::new(JdbcLocks::open(client, &options, env).await?) as _)
+                        }
+                        (true, Some(other)) => {
+                            return Err(Error::Unsupported(format!(
+                                "lock.type={other}: tidelake's filesystem catalog takes Paimon's JDBC lock (lock.type=jdbc)"
+                            )))
+                        }
+                        // Java's filesystem catalog has no default lock factory either.
+                        _ => None,
+                    };
                 (Registry::FileSystem(Warehouse::new(io)), locks)
             }
             Metastore::Jdbc => {
@@ -173,21 +213,31 @@ impl Catalog {
                 let client = JdbcClient::connect(&uri, &options.jdbc_properties()).await?;
                 let tables = JdbcTables::open(client.clone(), options.catalog_key()).await?;
                 let locks = if lock_enabled {
-                    Some(JdbcLocks::open(client, &options).await?)
+                    Some(Arc::new(JdbcLocks::open(client, &options, env).await?) as _)
                 } else {
                     None
                 };
                 (Registry::Jdbc(Warehouse::new(io), tables), locks)
             }
+            Metastore::Hive => {
+                let hive = HiveCatalog::connect(&options, storage).await?;
+                let locks = match (lock_enabled, options.lock_type()) {
+                        (false, _) => None,
+                        (true, None) => Some(hive_locks(&hive, &options, env)?),
+                        (true, Some(t)) if t.eq_ignore_ascii_case(HIVE_LOCK_TYPE) => {
+                            Some(hive_locks(&hive, &options, env)?)
+                        }
+                        (true, Some(other)) => {
+                            return Err(Error::Unsupported(format!(
+                                "lock.type={other}: tidelake's Hive catalog takes Paimon's Hive lock (lock.type=hive)"
+                            )))
+                        }
+                    };
+                (Registry::Hive(Warehouse::new(io), hive), locks)
+            }
             Metastore::Rest => {
                 return Err(Error::Internal(
                     "a REST catalog reached the warehouse catalogs' set-up".into(),
-                ))
-            }
-            Metastore::Hive => {
-                return Err(Error::Unsupported(
-                    "metastore 'hive': tidelake speaks Paimon's filesystem, JDBC and REST catalogs"
-                        .into(),
                 ))
             }
         };
@@ -206,12 +256,14 @@ impl Catalog {
     /// The warehouse root (a REST catalog: the server's URI).
     pub fn location(&self) -> &str {
         match &self.registry {
-            Registry::FileSystem(w) | Registry::Jdbc(w, _) => w.io().location(),
+            Registry::FileSystem(w) | Registry::Jdbc(w, _) | Registry::Hive(w, _) => {
+                w.io().location()
+            }
             Registry::Rest { .. } => self.options.uri().unwrap_or_default(),
         }
     }
 
-    /// Whether commits through this catalog take Paimon's JDBC lock.
+    /// Whether commits through this catalog take Paimon's commit lock (JDBC or Hive).
     pub fn lock_enabled(&self) -> bool {
         self.locks.is_some()
     }
@@ -229,6 +281,7 @@ impl Catalog {
             Registry::FileSystem(w) => w.list_databases().await,
             Registry::Jdbc(_, t) => t.list_databases().await,
             Registry::Rest { server, .. } => server.list_databases().await,
+            Registry::Hive(_, h) => h.list_databases().await,
         }
     }
 
@@ -238,6 +291,7 @@ impl Catalog {
             Registry::FileSystem(_) => Ok(self.list_databases().await?.iter().any(|d| d == name)),
             Registry::Jdbc(_, t) => t.database_exists(name).await,
             Registry::Rest { server, .. } => server.database_exists(name).await,
+            Registry::Hive(_, h) => h.database_exists(name).await,
         }
     }
 
@@ -249,9 +303,9 @@ impl Catalog {
         }
     }
 
-    /// Create a database; `properties` are kept by the JDBC and REST catalogs (`location`
-    /// among them, as Java's), refused by the filesystem catalog (which has nowhere to keep
-    /// them).
+    /// Create a database; `properties` are kept by the JDBC, REST and Hive catalogs
+    /// (`location` among them, as Java's), refused by the filesystem catalog (which has nowhere
+    /// to keep them).
     pub async fn create_database(
         &self,
         name: &str,
@@ -278,6 +332,10 @@ impl Catalog {
                     .await
             }
             Registry::Rest { server, .. } => server.create_database(name, properties).await,
+            Registry::Hive(w, h) => {
+                h.create_database(name, &w.db_location(name), properties)
+                    .await
+            }
         }
     }
 
@@ -291,10 +349,11 @@ impl Catalog {
             )])),
             Registry::Jdbc(_, t) => t.database_properties(name).await,
             Registry::Rest { server, .. } => server.database_properties(name).await,
+            Registry::Hive(_, h) => h.database_properties(name).await,
         }
     }
 
-    /// Set and remove database properties (JDBC and REST catalogs, as in Java).
+    /// Set and remove database properties (JDBC, REST and Hive catalogs, as in Java).
     pub async fn alter_database(
         &self,
         name: &str,
@@ -308,13 +367,15 @@ impl Catalog {
             )),
             Registry::Jdbc(_, t) => t.alter_database(name, set, remove).await,
             Registry::Rest { server, .. } => server.alter_database(name, set, remove).await,
+            Registry::Hive(_, h) => h.alter_database(name, set, remove).await,
         }
     }
 
     /// Drop a database; with `cascade` its tables too, else it must be empty. The filesystem
     /// catalog deletes the directory; the JDBC catalog deletes its rows and, as Java's, leaves
     /// the files of its tables in the warehouse unless each was dropped first; a REST server
-    /// drops what it keeps.
+    /// drops what it keeps; a Hive Metastore drops the database with every table it has there
+    /// (Paimon's or not) and deletes the files of the managed ones.
     pub async fn drop_database(&self, name: &str, cascade: bool) -> Result<()> {
         self.require_database(name).await?;
         let tables = self.list_tables(name).await?;
@@ -328,6 +389,7 @@ impl Catalog {
             Registry::FileSystem(w) => w.delete_database_dir(name).await,
             Registry::Jdbc(_, t) => t.drop_database(name).await,
             Registry::Rest { server, .. } => server.drop_database(name).await,
+            Registry::Hive(_, h) => h.drop_database(name).await,
         }
     }
 
@@ -338,6 +400,7 @@ impl Catalog {
             Registry::FileSystem(w) => w.list_tables(database).await,
             Registry::Jdbc(_, t) => t.list_tables(database).await,
             Registry::Rest { server, .. } => server.list_tables(database).await,
+            Registry::Hive(_, h) => h.list_tables(database).await,
         }
     }
 
@@ -348,19 +411,25 @@ impl Catalog {
             Registry::Rest { server, .. } => {
                 Ok(server.table(&id.database, &id.table).await?.is_some())
             }
+            // any table of that name, Paimon's or not (Java `createTableImpl`)
+            Registry::Hive(_, h) => h.has_table(id).await,
         }
     }
 
     /// The lock of a table (or branch): Java binds it to the identifier's object name.
     fn table_lock(&self, id: &Identifier) -> Option<Arc<dyn TableLock>> {
-        self.locks
-            .as_ref()
-            .map(|l| -> Arc<dyn TableLock> { Arc::new(l.table_lock(id)) })
+        self.locks.as_ref().map(|l| l.table_lock(id))
     }
 
+    /// What the table's commits go through: the lock, and the metastore that mirrors it.
     fn environment(&self, id: &Identifier) -> CatalogEnvironment {
-        self.table_lock(id)
-            .map_or_else(CatalogEnvironment::default, CatalogEnvironment::locked)
+        let environment = self
+            .table_lock(id)
+            .map_or_else(CatalogEnvironment::default, CatalogEnvironment::locked);
+        match &self.registry {
+            Registry::Hive(w, h) => environment.mirrored_in(h.sync(id, w.io().env())),
+            _ => environment,
+        }
     }
 
     /// Open `db.table`, or a branch of it as `db.table$branch_<name>` (Paimon's identifier),
@@ -390,7 +459,7 @@ impl Catalog {
                     &id.table,
                     &meta.id,
                 );
-                let storage = paimon_s3::storage_options(&meta.path, self.options.iter(), storage);
+                let storage = paimon_s3::storage_options(&meta.path, self.options.iter(), storage)?;
                 (
                     FileIO::open_with(&meta.path, &storage)?,
                     CatalogEnvironment::committing(Arc::new(commit)),
@@ -402,6 +471,13 @@ impl Catalog {
                 }
                 (w.table_io(&id.database, &id.table), self.environment(id))
             }
+            Registry::Hive(_, h) => {
+                let table = h.table(id).await?.ok_or_else(|| self.table_not_found(id))?;
+                let location = table.location().ok_or_else(|| {
+                    Error::invalid(format!("table '{id}' has no location in the metastore"))
+                })?;
+                (h.table_io(&location)?, self.environment(id))
+            }
         };
         Ok(Table::open_branch(io, branch)
             .await?
@@ -410,7 +486,7 @@ impl Catalog {
 
     /// The partitions this catalog keeps for table `identifier` (a REST server's record of a
     /// `metastore.partitioned-table`), `None` when it keeps none: then they are the table's
-    /// own (Java `listPartitionsFromFileSystem`).
+    /// own (Java `listPartitionsFromFileSystem`, which Java's Hive catalog lists too).
     pub async fn kept_partitions(&self, identifier: &str) -> Result<Option<Vec<Partition>>> {
         let id = Identifier::parse(identifier)?;
         match &self.registry {
@@ -418,7 +494,7 @@ impl Catalog {
                 Err(Error::NotFound { .. }) => Err(self.table_not_found(&id)),
                 other => other,
             },
-            Registry::FileSystem(_) | Registry::Jdbc(..) => Ok(None),
+            Registry::FileSystem(_) | Registry::Jdbc(..) | Registry::Hive(..) => Ok(None),
         }
     }
 
@@ -453,16 +529,23 @@ impl Catalog {
                 spec.options.push((k, v));
             }
         }
-        let warehouse = match &self.registry {
+        let (io, location) = match &self.registry {
             Registry::Rest { server, .. } => {
                 let schema = new_table_schema(schema, &spec, 0)?;
                 server.create_table(&id, schema.to_create_json()).await?;
                 return self.open(&id).await;
             }
-            Registry::FileSystem(w) | Registry::Jdbc(w, _) => w,
+            Registry::FileSystem(w) | Registry::Jdbc(w, _) => {
+                let io = w.table_io(&id.database, &id.table);
+                let location = io.location().to_string();
+                (io, location)
+            }
+            Registry::Hive(_, h) => {
+                let location = h.new_table_location(&id, &spec.options).await?;
+                (h.table_io(&location)?, location)
+            }
         };
-        let io = warehouse.table_io(&id.database, &id.table);
-        // Java's JDBC catalog writes schema-0 under the table's lock.
+        // Java's JDBC and Hive catalogs write schema-0 under the table's lock.
         let mut created = None;
         let create = async {
             created = Some(create_table(io.clone(), schema, &spec).await?);
@@ -473,38 +556,56 @@ impl Catalog {
             None => create.await?,
         }
         let table = created.ok_or_else(|| Error::Internal("table creation did not run".into()))?;
-        if let Registry::Jdbc(_, t) = &self.registry {
-            if let Err(e) = t.register_table(&id.database, &id.table).await {
-                // Java deletes the directory when the row cannot be written.
-                let _ = io.delete_dir("").await;
-                return Err(e);
+        let registered = match &self.registry {
+            Registry::Jdbc(_, t) => t.register_table(&id.database, &id.table).await,
+            Registry::Hive(_, h) => {
+                h.register_table(&id, table.schema(), &location, table.env().now_millis())
+                    .await
             }
+            Registry::FileSystem(_) | Registry::Rest { .. } => Ok(()),
+        };
+        if let Err(e) = registered {
+            // Java deletes the directory when the catalog cannot register the table.
+            let _ = io.delete_dir("").await;
+            return Err(e);
         }
         Ok(table.with_environment(self.environment(&id)))
     }
 
     /// Evolve the schema of `db.table` (under the table's lock, as Java's JDBC catalog; through
-    /// the server for a REST catalog).
+    /// the server for a REST catalog; then into the metastore for a Hive catalog).
     pub async fn alter_table(&self, identifier: &str, changes: &[SchemaChange]) -> Result<Table> {
         let table = self.open(&Identifier::table(identifier)?).await?;
         alter_table(&table, changes).await
     }
 
-    /// Drop a table and delete its files (a REST server deletes them itself).
+    /// Drop a table and delete its files (a REST server deletes them itself; a Hive
+    /// Metastore's external table keeps them).
     pub async fn drop_table(&self, identifier: &str) -> Result<()> {
         let id = Identifier::table(identifier)?;
         if let Registry::Rest { server, .. } = &self.registry {
             return server.drop_table(&id).await;
         }
         let table = self.open(&id).await?;
-        if let Registry::Jdbc(_, t) = &self.registry {
-            t.unregister_table(&id.database, &id.table).await?;
+        match &self.registry {
+            Registry::Jdbc(_, t) => {
+                t.unregister_table(&id.database, &id.table).await?;
+            }
+            Registry::Hive(_, h) => {
+                let hms = h
+                    .table(&id)
+                    .await?
+                    .ok_or_else(|| self.table_not_found(&id))?;
+                return h.drop_table(&id, &hms, table.io()).await;
+            }
+            Registry::FileSystem(_) | Registry::Rest { .. } => {}
         }
         table.io().delete_dir("").await
     }
 
     /// Rename `from` to `to` (database included): the table directory moves, and the JDBC
-    /// catalog's row is renamed first (Java `renameTableImpl`); a REST server renames itself.
+    /// catalog's row is renamed first (Java `renameTableImpl`); a REST server renames itself; a
+    /// Hive Metastore renames the table (and moves a managed table's directory) itself.
     pub async fn rename_table(&self, from: &str, to: &str) -> Result<()> {
         let (from, to) = (Identifier::table(from)?, Identifier::table(to)?);
         if !self.table_exists(&from).await? {
@@ -525,6 +626,7 @@ impl Catalog {
                 w.move_table(a, b).await
             }
             Registry::FileSystem(w) => w.move_table(a, b).await,
+            Registry::Hive(_, h) => h.rename_table(&from, &to).await,
         }
     }
 }

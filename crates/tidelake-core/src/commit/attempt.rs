@@ -8,7 +8,7 @@
 //! attempt then looks for its own snapshot first).
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tidelake_spec::manifest::{
     FileKind, IndexManifestEntry, ManifestEntry, DELETION_VECTORS_INDEX,
@@ -26,6 +26,7 @@ use crate::commit::overwrite::PartitionMatcher;
 use crate::commit::scan::{live_entries_of, PartitionSet};
 use crate::commit::single_writer;
 use crate::error::{Error, ErrorKind, Result};
+use crate::io::failpoint;
 use crate::snapshot_commit::SnapshotCommitRequest;
 use crate::snapshots::next_snapshot_id;
 use crate::state::{data_manifests, live_index_entries, read_list, LiveFiles, Pruning};
@@ -126,7 +127,7 @@ impl FileStoreCommit {
         source: &mut Source,
         request: &Request<'_>,
     ) -> Result<i64> {
-        let started = Instant::now();
+        let started = self.table.env().stopwatch();
         let result = self.attempt_until_done(source, request).await;
         let (location, kind, ms) = (
             self.table.location(),
@@ -145,7 +146,7 @@ impl FileStoreCommit {
     }
 
     async fn attempt_until_done(&self, source: &mut Source, request: &Request<'_>) -> Result<i64> {
-        let started = Instant::now();
+        let started = self.table.env().stopwatch();
         let sm = self.table.snapshot_manager();
         let mut retries: u32 = 0;
         // An earlier attempt whose snapshot may exist.
@@ -205,7 +206,10 @@ impl FileStoreCommit {
             if let Failure::Uncertain(uncertain) = failure {
                 pending = Some(*uncertain);
             }
-            tokio::time::sleep(self.retry_wait(retries)).await;
+            self.table
+                .env()
+                .sleep(self.settings.retry_wait.before(retries, self.table.env()))
+                .await;
             retries += 1;
         }
     }
@@ -219,17 +223,6 @@ impl FileStoreCommit {
             }
             _ => Ok(false),
         }
-    }
-
-    /// Java `RetryWaiter`: `min(min_wait * 2^retry, max_wait)` plus up to 20% jitter.
-    fn retry_wait(&self, retry: u32) -> Duration {
-        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let factor = 1u64.checked_shl(retry).unwrap_or(u64::MAX);
-        let base = millis(self.settings.min_retry_wait)
-            .saturating_mul(factor)
-            .min(millis(self.settings.max_retry_wait));
-        let jitter = self.table.env().uuid().as_u64_pair().0 % (base / 5).max(1);
-        Duration::from_millis(base.saturating_add(jitter))
     }
 
     /// The snapshot of an attempt whose outcome was unknown, if it was created (recognised by
@@ -313,7 +306,7 @@ impl FileStoreCommit {
                 return Ok(Published::Reused);
             }
             if check + 1 < REUSE_CHECKS {
-                tokio::time::sleep(REUSE_CHECK_WAIT).await;
+                self.table.env().sleep(REUSE_CHECK_WAIT).await;
             }
         }
         Ok(Published::Unknown(format!(
@@ -546,14 +539,18 @@ impl FileStoreCommit {
             delta: &changes.table,
             layout: &self.layout,
         };
+        failpoint!("commit-before-snapshot");
         match self.table.environment().commit_snapshot(request).await {
-            Ok(true) => match self.publish(new_id, latest).await? {
-                Some(id) => Ok(Ok(id)),
-                None => {
-                    created.delete_all(io).await;
-                    Ok(Err(Failure::Lost(new_id)))
+            Ok(true) => {
+                failpoint!("commit-after-snapshot");
+                match self.publish(new_id, latest).await? {
+                    Some(id) => Ok(Ok(id)),
+                    None => {
+                        created.delete_all(io).await;
+                        Ok(Err(Failure::Lost(new_id)))
+                    }
                 }
-            },
+            }
             Ok(false) => {
                 created.delete_all(io).await;
                 Ok(Err(Failure::Lost(new_id)))

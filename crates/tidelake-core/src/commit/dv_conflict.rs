@@ -22,7 +22,7 @@ use tidelake_spec::manifest::{
 use tidelake_spec::snapshot::Snapshot;
 
 use crate::commit::conflict::{partition_display, ConflictChecker};
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::state::live_index_entries;
 use crate::table::Table;
 
@@ -116,7 +116,7 @@ pub(crate) async fn check_deletion_vectors(
         // a base that expired (before or while it is read) counts as having seen nothing
         Some(b) => match index_file_names(table, b).await {
             Ok(names) => names,
-            Err(e) if e.kind() == ErrorKind::NotFound => HashSet::new(),
+            Err(e) if e.is_missing() => HashSet::new(),
             Err(e) => return Err(e),
         },
         None => HashSet::new(),

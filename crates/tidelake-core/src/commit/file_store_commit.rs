@@ -5,7 +5,7 @@
 //!
 //! See the [module docs](crate::commit) for the attempt flow and the invariants.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -17,10 +17,11 @@ use tidelake_spec::types::DataType;
 use crate::commit::attempt::{AttemptChanges, Request, Source};
 use crate::commit::manifest_writer::MetaWriter;
 use crate::commit::merge::MergeOptions;
-use crate::commit::new_files::common_base;
+use crate::commit::new_files::{committed_since, common_base, stale_buckets, BucketId};
 use crate::commit::overwrite::{
     check_inside, try_upgrade, OverwriteScope, PartitionFilter, PartitionMatcher,
 };
+use crate::commit::retry_wait::RetryWait;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::table::Table;
@@ -37,8 +38,7 @@ pub(crate) struct Settings {
     pub(crate) bucket_unaware: bool,
     pub(crate) merge: MergeOptions,
     pub(crate) max_retries: u32,
-    pub(crate) min_retry_wait: Duration,
-    pub(crate) max_retry_wait: Duration,
+    pub(crate) retry_wait: RetryWait,
     pub(crate) timeout: Option<Duration>,
     pub(crate) ignore_empty_commit: bool,
     pub(crate) overwrite_upgrade: bool,
@@ -85,8 +85,7 @@ impl Settings {
                     .map_err(spec)?,
             },
             max_retries: u32::try_from(opts.commit_max_retries().map_err(spec)?).unwrap_or(0),
-            min_retry_wait: opts.commit_min_retry_wait().map_err(spec)?,
-            max_retry_wait: opts.commit_max_retry_wait().map_err(spec)?,
+            retry_wait: RetryWait::of(opts).map_err(spec)?,
             timeout: opts.commit_timeout().map_err(spec)?,
             ignore_empty_commit: !flag("commit.force-create-snapshot", false)?
                 && flag("snapshot.ignore-empty-commit", true)?,
@@ -161,6 +160,55 @@ impl FileStoreCommit {
 
     pub fn commit_user(&self) -> &str {
         &self.commit_user
+    }
+
+    /// When the only obstacle to committing `messages` of a primary-key write is sequence
+    /// order (another writer committed overlapping keys to some of their buckets since their
+    /// writers opened): the latest snapshot read, and per such bucket the largest sequence
+    /// number committed to it since, above which re-sequenced files land
+    /// ([`crate::write::resequence`]). `None` when re-sequencing cannot help or is not safe:
+    /// not a plain write (compaction results, removed files or index changes in such a
+    /// bucket, files outside the table), row-level changes computed from their base,
+    /// cross-partition-upsert tables (whose writers must see each other's keys), an unknown
+    /// base, or a file of theirs already committed.
+    pub(crate) async fn stale_sequences(
+        &self,
+        messages: &[CommitMessage],
+    ) -> Result<Option<(i64, HashMap<BucketId, i64>)>> {
+        let s = &self.settings;
+        if !s.has_primary_key || s.cross_partition || self.validate_reads {
+            return Ok(None);
+        }
+        let Some(base) = common_base(messages.iter().map(|m| m.base_snapshot)) else {
+            return Ok(None);
+        };
+        let Some(latest) = self.table.snapshot_manager().latest().await? else {
+            return Ok(None);
+        };
+        let added = Changes::collect(messages, &self.layout)?.append_table;
+        // Without the deltas (the base expired or is far behind) these are the bucket's live
+        // files: compaction keeps the largest sequence number of what it merged, so their
+        // largest is still the one to land above.
+        let since = committed_since(&self.table, &self.layout, &latest, Some(base), &added).await?;
+        if since.holds_any(&added) {
+            return Ok(None);
+        }
+        let stale = stale_buckets(&since, &added, &s.key_types)?;
+        let plain = |m: &CommitMessage| {
+            m.compact_before.is_empty()
+                && m.compact_after.is_empty()
+                && m.deleted_files.is_empty()
+                && m.new_index_files.is_empty()
+                && m.deleted_index_files.is_empty()
+                && m.new_files.iter().all(|f| f.external_path.is_none())
+        };
+        let touched = messages
+            .iter()
+            .filter(|m| stale.contains_key(&(m.partition.clone(), m.bucket)));
+        if stale.is_empty() || !touched.into_iter().all(plain) {
+            return Ok(None);
+        }
+        Ok(Some((latest.id, stale)))
     }
 
     /// Delete every file `messages` add (new data, changelog and index files, compaction
@@ -610,7 +658,7 @@ impl FileStoreCommit {
             match sm.snapshot(id).await {
                 Ok(s) if s.commit_user == self.commit_user => return Ok(Some(s)),
                 Ok(_) => {}
-                Err(Error::NotFound { .. }) => break,
+                Err(e) if e.is_missing() => break,
                 Err(e) => return Err(e),
             }
         }

@@ -13,6 +13,7 @@
 //! * `single_writer`: cross-partition-upsert tables take no write that raced another one;
 //! * `overwrite`: overwrite scopes, partition matching, level upgrade;
 //! * `merge`: merging manifests into the new base list (Java `ManifestFileMerger`);
+//! * `retry_wait`: the back-off between retries (Java `RetryWaiter`);
 //! * `manifest_writer`, `index`: manifest / list / index-manifest files of an attempt;
 //! * `scan`: the reads a commit does on the latest snapshot.
 //!
@@ -80,6 +81,7 @@ mod manifest_writer;
 mod merge;
 mod new_files;
 mod overwrite;
+mod retry_wait;
 mod scan;
 mod single_writer;
 #[cfg(test)]
@@ -88,3 +90,4 @@ mod tests;
 pub use crate::write::message::CommitMessage;
 pub use file_store_commit::FileStoreCommit;
 pub use overwrite::{OverwriteScope, PartitionFilter};
+pub(crate) use retry_wait::RetryWait;

@@ -40,15 +40,13 @@ use crate::layout::TableLayout;
 use crate::lsm::key::compare_keys;
 use crate::state::{read_list, read_manifests};
 use crate::table::Table;
+pub(crate) use crate::write::message::BucketId;
 use crate::write::postpone::POSTPONE_BUCKET;
 
 /// Beyond this many snapshots since the base, the live files are read instead of the deltas.
 const MAX_DELTAS: i64 = 64;
 /// How many files are checked for existence at once.
 const PARALLEL_CHECKS: usize = 16;
-
-/// (partition, bucket).
-pub(crate) type BucketId = (Vec<u8>, i32);
 
 /// What the commits since the base did to the touched buckets.
 #[derive(Debug, Default)]
@@ -133,13 +131,13 @@ async fn read_deltas(
         } else {
             match sm.snapshot(id).await {
                 Ok(s) => s,
-                Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(None),
+                Err(e) if e.is_missing() => return Ok(None),
                 Err(e) => return Err(e),
             }
         };
         let metas = match read_list(table, &snapshot.delta_manifest_list).await {
             Ok(m) => m,
-            Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.is_missing() => return Ok(None),
             Err(e) => return Err(e),
         };
         let metas: Vec<_> = metas
@@ -148,7 +146,7 @@ async fn read_deltas(
             .collect();
         let entries = match read_manifests(table, &metas).await {
             Ok(e) => e,
-            Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.is_missing() => return Ok(None),
             Err(e) => return Err(e),
         };
         out.push((id, entries));
@@ -184,6 +182,38 @@ impl CommittedSince {
             .filter(|((p, b), _)| buckets.contains(&(p.as_slice(), *b)))
             .flat_map(|(bucket, files)| files.iter().map(move |f| (bucket, f)))
             .find(|(_, f)| f.level >= 1 && !named.contains(f.file_name.as_str()))
+    }
+
+    /// The first file committed to the bucket of `e` since the base whose key range overlaps
+    /// `e`'s and that `e` would land ordered before (any overlapping one with `validate_reads`).
+    fn overlapping(
+        &self,
+        e: &ManifestEntry,
+        key_types: &[DataType],
+        validate_reads: bool,
+    ) -> Result<Option<&DataFileMeta>> {
+        let Some(committed) = self.files.get(&(e.partition.clone(), e.bucket)) else {
+            return Ok(None);
+        };
+        let ours = key_range(&e.file, key_types)?;
+        for other in committed
+            .iter()
+            .filter(|o| validate_reads || o.max_sequence_number >= e.file.min_sequence_number)
+        {
+            let theirs = key_range(other, key_types)?;
+            if compare_keys(&ours.0, &theirs.1) != Ordering::Greater
+                && compare_keys(&theirs.0, &ours.1) != Ordering::Greater
+            {
+                return Ok(Some(other));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether a commit since the base added one of the files of `new`.
+    pub(crate) fn holds_any(&self, new: &[ManifestEntry]) -> bool {
+        new.iter()
+            .any(|e| self.added.contains_key(&e.file.file_name))
     }
 
     /// True when the new files' existence must be verified before they are published: the
@@ -244,45 +274,61 @@ pub(crate) fn check(
         )));
     }
     for e in added.iter().filter(|e| e.bucket != POSTPONE_BUCKET) {
-        let Some(committed) = since.files.get(&(e.partition.clone(), e.bucket)) else {
+        let Some(other) = since.overlapping(e, key_types, validate_reads)? else {
             continue;
         };
-        let ours = key_range(&e.file, key_types)?;
-        for other in committed
-            .iter()
-            .filter(|o| validate_reads || o.max_sequence_number >= e.file.min_sequence_number)
-        {
-            let theirs = key_range(other, key_types)?;
-            if compare_keys(&ours.0, &theirs.1) != Ordering::Greater
-                && compare_keys(&theirs.0, &ours.1) != Ordering::Greater
-            {
-                if validate_reads {
-                    return Err(conflict(format!(
-                        "file {} committed to bucket {} of {} after snapshot {}, which this row-level change \
-                         was computed from, holds keys in the range it changes: run it again on the latest \
-                         snapshot",
-                        other.file_name,
-                        e.bucket,
-                        partition_display(layout, &e.partition),
-                        base.map_or("(unknown)".to_string(), |b| b.to_string()),
-                    )));
-                }
-                return Err(conflict(format!(
-                    "the rows of this write in bucket {} of {} have sequence numbers from {}, but file {} committed \
-                     since its writer opened{} holds keys of the same range with sequence numbers up to {}: landing \
-                     now, this write would be ordered before an older one; write again (a new writer continues from \
-                     the committed numbers)",
-                    e.bucket,
-                    partition_display(layout, &e.partition),
-                    e.file.min_sequence_number,
-                    other.file_name,
-                    base.map_or(String::new(), |b| format!(" (at snapshot {b})")),
-                    other.max_sequence_number,
-                )));
-            }
+        if validate_reads {
+            return Err(conflict(format!(
+                "file {} committed to bucket {} of {} after snapshot {}, which this row-level change \
+                 was computed from, holds keys in the range it changes: run it again on the latest \
+                 snapshot",
+                other.file_name,
+                e.bucket,
+                partition_display(layout, &e.partition),
+                base.map_or("(unknown)".to_string(), |b| b.to_string()),
+            )));
         }
+        return Err(conflict(format!(
+            "the rows of this write in bucket {} of {} have sequence numbers from {}, but file {} committed \
+             since its writer opened{} holds keys of the same range with sequence numbers up to {}: landing \
+             now, this write would be ordered before an older one; write again (a new writer continues from \
+             the committed numbers)",
+            e.bucket,
+            partition_display(layout, &e.partition),
+            e.file.min_sequence_number,
+            other.file_name,
+            base.map_or(String::new(), |b| format!(" (at snapshot {b})")),
+            other.max_sequence_number,
+        )));
     }
     Ok(Verdict::New)
+}
+
+/// Per bucket where an ADD entry of `new` would land ordered before a file committed since the
+/// base (the sequence-order conflict of [`check`]): the largest sequence number committed to
+/// the bucket since (of its live files, when the deltas were not read).
+pub(crate) fn stale_buckets(
+    since: &CommittedSince,
+    new: &[ManifestEntry],
+    key_types: &[DataType],
+) -> Result<HashMap<BucketId, i64>> {
+    let mut out = HashMap::new();
+    for e in new
+        .iter()
+        .filter(|e| e.kind == FileKind::Add && e.bucket != POSTPONE_BUCKET)
+    {
+        let id = (e.partition.clone(), e.bucket);
+        if out.contains_key(&id) || since.overlapping(e, key_types, false)?.is_none() {
+            continue;
+        }
+        let max = since.files[&id]
+            .iter()
+            .map(|f| f.max_sequence_number)
+            .max()
+            .unwrap_or(i64::MIN);
+        out.insert(id, max);
+    }
+    Ok(out)
 }
 
 /// A data file's decoded (min key, max key).

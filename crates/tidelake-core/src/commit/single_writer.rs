@@ -13,7 +13,7 @@
 
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::table::Table;
 
 /// [`Error::CommitConflict`] (built by `conflict`) when a snapshot in `(base, latest]` added
@@ -28,7 +28,7 @@ pub(crate) async fn check(
     for id in base + 1..=latest.id {
         let snap = match sm.snapshot(id).await {
             Ok(s) => s,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
+            Err(e) if e.is_missing() => {
                 return Err(conflict(format!(
                     "snapshot {id}, committed after this cross-partition writer read its key index at snapshot {base}, \
                      expired before it could be checked; write again with a new writer"

@@ -76,7 +76,10 @@ pub async fn commit_visible_with(
                 ))
             }
         }
-        tokio::time::sleep(MAX_WAIT.min(Duration::from_millis(10 << round.min(6)))).await;
+        table
+            .env()
+            .sleep(MAX_WAIT.min(Duration::from_millis(10 << round.min(6))))
+            .await;
     }
     let reason = last_error.map_or_else(String::new, |e| format!(": {e}"));
     Err(landed_unseen(

@@ -295,7 +295,7 @@ impl<'a> Sync<'a> {
     async fn same_deletion_vectors(&self, snap: &Snapshot) -> Result<bool> {
         match self.table.snapshot_manager().snapshot(snap.id - 1).await {
             Ok(prev) => Ok(prev.index_manifest == snap.index_manifest),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) if e.is_missing() => Ok(false),
             Err(e) => Err(e),
         }
     }

@@ -1,4 +1,5 @@
-//! The wall clock and fresh ids: the only inputs of a write besides the data and the storage.
+//! The wall clock, fresh ids and the passing of time: the only inputs of a write besides the
+//! data and the storage.
 //!
 //! Every timestamp tidelake stores (snapshot `timeMillis`, schema `timeMillis`, a data file's
 //! `creationTime`, a tag's `createTime`) and every time-based decision (expiration cut-offs,
@@ -9,17 +10,24 @@
 //! [`SequentialIds`] once (`FileIO::with_env`, `Table::with_env`) and gets byte-identical
 //! files.
 //!
-//! Invariant: this module is the only place that reads the system clock or draws random ids;
-//! the workspace `clippy.toml` forbids `SystemTime::now`, `chrono::Utc::now`,
-//! `chrono::Local::now` and `Uuid::new_v4` everywhere else. Monotonic time
-//! (`Instant`, for timeouts and durations) is not wall time and is not routed here.
+//! Monotonic time is its [`Timer`]: every timeout and duration (`commit.timeout`,
+//! `lock-acquire-timeout`, how long a commit was in flight) is a [`Stopwatch`] of it and every
+//! wait between attempts is its [`Timer::sleep`], so a test on a [`ManualTimer`] runs a
+//! retry loop to its time limit without waiting.
+//!
+//! Invariant: this module is the only place that reads the system clock, the monotonic clock
+//! or draws random ids, and the only place that sleeps; the workspace `clippy.toml` forbids
+//! `SystemTime::now`, `chrono::Utc::now`, `chrono::Local::now`, `Uuid::new_v4`,
+//! `Instant::now`, `tokio::time::sleep` and `std::thread::sleep` everywhere else.
 
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, TimeZone};
+use futures::future::BoxFuture;
 use uuid::Uuid;
 
 /// Wall-clock time.
@@ -41,6 +49,80 @@ pub trait IdGenerator: Debug + Send + Sync {
     /// ids from one id drawn from `self` now ([`DerivedIds`]).
     fn fork(&self) -> Arc<dyn IdGenerator> {
         Arc::new(DerivedIds::new(self.next_uuid()))
+    }
+}
+
+/// Monotonic time and waiting.
+pub trait Timer: Debug + Send + Sync {
+    /// The time since this timer's fixed origin; it never decreases.
+    fn now(&self) -> Duration;
+
+    /// A future that completes once `duration` has passed on this timer.
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+}
+
+/// The system's monotonic clock and tokio's timer.
+#[derive(Debug)]
+pub struct SystemTimer {
+    origin: Instant,
+}
+
+impl Default for SystemTimer {
+    #[allow(clippy::disallowed_methods)] // the one place the monotonic clock is read
+    fn default() -> SystemTimer {
+        SystemTimer {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Timer for SystemTimer {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    #[allow(clippy::disallowed_methods)] // the one place that sleeps
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// A timer whose time passes only by sleeping on it: [`Timer::sleep`] moves it forward at
+/// once (and yields to other tasks), so a retry loop reaches its time limit without waiting.
+#[derive(Debug, Default)]
+pub struct ManualTimer {
+    nanos: AtomicU64,
+}
+
+impl ManualTimer {
+    /// Moves the time forward by `duration`.
+    pub fn advance(&self, duration: Duration) {
+        let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos.fetch_add(nanos, Ordering::SeqCst);
+    }
+}
+
+impl Timer for ManualTimer {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::SeqCst))
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.advance(duration);
+        Box::pin(tokio::task::yield_now())
+    }
+}
+
+/// The time passed on a [`Timer`] since [`Env::stopwatch`] was called.
+#[derive(Clone, Debug)]
+pub struct Stopwatch {
+    timer: Arc<dyn Timer>,
+    started: Duration,
+}
+
+impl Stopwatch {
+    pub fn elapsed(&self) -> Duration {
+        self.timer.now().saturating_sub(self.started)
     }
 }
 
@@ -177,23 +259,47 @@ impl IdGenerator for SequentialIds {
     }
 }
 
-/// A clock and an id generator. Cheap to clone; clones share both.
+/// A clock, an id generator and a timer. Cheap to clone; clones share all three.
 #[derive(Clone, Debug)]
 pub struct Env {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
+    timer: Arc<dyn Timer>,
 }
 
 impl Default for Env {
-    /// The system clock and random ids.
+    /// The system clock, random ids and the system timer.
     fn default() -> Env {
         Env::new(Arc::new(SystemClock), Arc::new(RandomIds))
     }
 }
 
 impl Env {
+    /// `clock` and `ids` with the system timer ([`Env::with_timer`] replaces it).
     pub fn new(clock: Arc<dyn Clock>, ids: Arc<dyn IdGenerator>) -> Env {
-        Env { clock, ids }
+        Env {
+            clock,
+            ids,
+            timer: Arc::new(SystemTimer::default()),
+        }
+    }
+
+    /// The same clock and ids with `timer`.
+    pub fn with_timer(self, timer: Arc<dyn Timer>) -> Env {
+        Env { timer, ..self }
+    }
+
+    /// A stopwatch started now on this env's timer.
+    pub fn stopwatch(&self) -> Stopwatch {
+        Stopwatch {
+            timer: self.timer.clone(),
+            started: self.timer.now(),
+        }
+    }
+
+    /// Waits `duration` on this env's timer.
+    pub fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.timer.sleep(duration)
     }
 
     /// Milliseconds since the epoch (UTC).
@@ -218,6 +324,7 @@ impl Env {
         Env {
             clock: self.clock.clone(),
             ids: self.ids.fork(),
+            timer: self.timer.clone(),
         }
     }
 
@@ -276,6 +383,29 @@ mod tests {
             !all.iter().any(|u| u.as_u128() <= 3),
             "none of the parent's"
         );
+    }
+
+    #[tokio::test]
+    async fn a_manual_timer_passes_time_only_by_sleeping() {
+        let env = Env::default().with_timer(Arc::new(ManualTimer::default()));
+        let watch = env.stopwatch();
+        assert_eq!(watch.elapsed(), Duration::ZERO);
+        env.sleep(Duration::from_secs(3600)).await;
+        env.fork().sleep(Duration::from_millis(5)).await;
+        assert_eq!(
+            watch.elapsed(),
+            Duration::from_millis(3_600_005),
+            "forks share it"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_system_timer_sleeps_in_real_time() {
+        let env = Env::default();
+        let watch = env.stopwatch();
+        env.sleep(Duration::from_millis(20)).await;
+        let elapsed = watch.elapsed();
+        assert!(elapsed >= Duration::from_millis(20), "{elapsed:?}");
     }
 
     #[test]

@@ -299,13 +299,14 @@ impl State {
 /// Carry out a fault: abort the process, hang, wait (no error), or return the injected error.
 async fn fire(action: Action, kind: OpKind, path: Option<&Path>) -> Option<object_store::Error> {
     let error = match action {
+        // Real time (the system timer), whatever timer the table's env has: a slow store.
         Action::Delay(ms) => {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
+            super::Env::default().sleep(Duration::from_millis(ms)).await;
             return None;
         }
         Action::Abort => std::process::abort(),
         Action::Hang => loop {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            super::Env::default().sleep(Duration::from_secs(3600)).await;
         },
         Action::Error => object_store::Error::Generic {
             store: "fault-injection",

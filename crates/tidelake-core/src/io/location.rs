@@ -11,6 +11,8 @@
 //!   the explicit storage options, which win;
 //! * an option key no back-end knows is an [`Error::Invalid`] naming it, never ignored: a typo
 //!   in `aws_endpoint` must not silently send requests to AWS;
+//! * S3 locations also take Paimon's S3 file-system options, retries and timeouts among them
+//!   ([`paimon_s3`]); other back-ends keep object_store's retry policy;
 //! * keys starting with `tidelake.fault.` are test-only fault injection (`instrumented`, in
 //!   builds with the `fault-injection` feature) and are never passed to a back-end; a build
 //!   without it (a release wheel) refuses them with [`Error::Unsupported`];
@@ -25,11 +27,12 @@ use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreScheme};
+use object_store::{ObjectStore, ObjectStoreScheme, RetryConfig};
 use url::Url;
 
 #[cfg(feature = "fault-injection")]
 use super::instrumented::FaultPlan;
+use super::paimon_s3;
 use crate::error::{Error, Result};
 
 /// Prefix of the fault-injection storage options.
@@ -176,22 +179,41 @@ fn resolve_url(location: &str, url: &Url, options: &StorageOptions) -> Result<Re
     }
     // Each cloud builder: the environment, the URL, then every option (unknown keys refused).
     macro_rules! cloud {
-        ($builder:ty, $key:ty) => {
+        ($builder:ty, $key:ty, $options:expr, $retry:expr) => {
             Arc::new(
                 configured(
                     <$builder>::from_env().with_url(url.as_str()),
-                    options,
+                    $options,
                     |b, k: $key, v| b.with_config(k, v),
                 )?
+                .with_retry($retry)
                 .build()
                 .map_err(|e| bad(&e))?,
             )
         };
     }
     let store: Arc<dyn ObjectStore> = match scheme {
-        ObjectStoreScheme::AmazonS3 => cloud!(AmazonS3Builder, AmazonS3ConfigKey),
-        ObjectStoreScheme::GoogleCloudStorage => cloud!(GoogleCloudStorageBuilder, GoogleConfigKey),
-        ObjectStoreScheme::MicrosoftAzure => cloud!(MicrosoftAzureBuilder, AzureConfigKey),
+        ObjectStoreScheme::AmazonS3 => {
+            let (retry, options) =
+                paimon_s3::retry_config(&paimon_s3::translate(location, options)?)?;
+            cloud!(AmazonS3Builder, AmazonS3ConfigKey, &options, retry)
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            cloud!(
+                GoogleCloudStorageBuilder,
+                GoogleConfigKey,
+                options,
+                RetryConfig::default()
+            )
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            cloud!(
+                MicrosoftAzureBuilder,
+                AzureConfigKey,
+                options,
+                RetryConfig::default()
+            )
+        }
         _ => return Err(unsupported(location, &url)),
     };
     Ok(Resolved {

@@ -19,6 +19,59 @@
 pub mod env;
 #[cfg(feature = "fault-injection")]
 pub mod instrumented;
+
+/// The named failpoints inside engine logic ([`failpoint!`]): a writer flushing a bucket;
+/// around creating a snapshot file; before committing a compaction plan's results; expiry
+/// between deleting snapshot files and the files only they referenced; orphan cleaning before
+/// it deletes.
+pub const FAILPOINTS: [&str; 6] = [
+    "write-flush",
+    "commit-before-snapshot",
+    "commit-after-snapshot",
+    "compact-before-commit",
+    "expire-before-delete",
+    "orphans-before-delete",
+];
+
+/// Make failpoint `name` (one of [`FAILPOINTS`]) do `actions`, in the `fail` crate's syntax:
+/// `panic`, `sleep(ms)`, `return` (fail as storage fails: an injected [`Error::Io`]), `off`,
+/// with counts and chances such as `1*return` or `50%panic`. Development builds only (feature
+/// `fault-injection`); elsewhere [`Error::Unsupported`].
+pub fn set_failpoint(name: &str, actions: &str) -> Result<()> {
+    if !FAILPOINTS.contains(&name) {
+        return Err(Error::invalid(format!(
+            "unknown failpoint '{name}'; failpoints are {}",
+            FAILPOINTS.join(", ")
+        )));
+    }
+    #[cfg(feature = "fault-injection")]
+    {
+        fail::cfg(name, actions).map_err(|e| Error::invalid(format!("failpoint '{name}': {e}")))
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        Err(Error::Unsupported(format!(
+            "failpoint '{name}' = '{actions}': this build has no fault injection (a release build)"
+        )))
+    }
+}
+
+/// A named failpoint inside engine logic (the `fail` crate's `fail_point!`, one of
+/// [`FAILPOINTS`]), where a test can make the engine panic, stall, or fail as storage fails
+/// ([`set_failpoint`]). Compiled in with feature `fault-injection` only; a no-op otherwise.
+/// Used in functions returning [`Result`].
+macro_rules! failpoint {
+    ($name:literal) => {
+        fail::fail_point!($name, |_| Err($crate::error::Error::Io {
+            path: format!("failpoint {}", $name),
+            source: object_store::Error::Generic {
+                store: "failpoint",
+                source: format!("injected failure at failpoint {}", $name).into(),
+            },
+        }))
+    };
+}
+pub(crate) use failpoint;
 #[cfg(unix)]
 pub mod local_file;
 pub mod location;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 
-use super::instrumented::{InstrumentedStore, OpKind};
+use super::instrumented::{FaultPlan, InstrumentedStore, OpKind};
 use super::{FileIO, StorageOptions};
 use crate::error::{Error, ErrorKind};
 use crate::snapshots::{SnapshotManager, MAX_HINT_PROBES};
@@ -188,6 +188,29 @@ async fn latest_snapshot_probes_past_stale_or_missing_hints_without_listing() {
         Some(10 + MAX_HINT_PROBES)
     );
     assert_eq!(store.counts().get(OpKind::List), 3);
+}
+
+#[tokio::test]
+async fn a_hint_that_cannot_be_read_is_ignored_without_reading_it_again() {
+    // The storage client retried that read as far as it was configured to.
+    let plan = FaultPlan::from_options(&opts(&[
+        ("tidelake.fault.nth", "1"),
+        ("tidelake.fault.op", "get"),
+        ("tidelake.fault.path", "snapshot/LATEST"),
+    ]))
+    .unwrap();
+    let store = InstrumentedStore::new(Arc::new(InMemory::new()), plan);
+    let io = FileIO::from_store(Arc::new(store.clone()), Path::from("wh/t"), "memory://wh/t");
+    for id in 1..=3 {
+        io.write(&format!("snapshot/snapshot-{id}"), "{}")
+            .await
+            .unwrap();
+    }
+    io.write("snapshot/LATEST", "3").await.unwrap();
+    assert_eq!(SnapshotManager::new(io).latest_id().await.unwrap(), Some(3));
+    // LATEST once (failing), EARLIEST once (missing), then the listing
+    assert_eq!(store.counts().get(OpKind::Get), 2);
+    assert_eq!(store.counts().get(OpKind::List), 1);
 }
 
 #[tokio::test]

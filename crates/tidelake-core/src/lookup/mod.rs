@@ -111,6 +111,7 @@ impl PlannedSnapshot {
         )
         .await?;
         let schema = plan.schema.clone();
+        check_one_row_per_key(&schema)?;
         let layout = TableLayout::new(&schema)?;
         let key_types = layout.key_types();
         let mut reused: BTreeMap<&str, &Option<KeyRange>> = BTreeMap::new();
@@ -283,6 +284,26 @@ struct Work {
 }
 
 /// Whether `key` lies in `range` (bounds included).
+/// A primary key without every partition column keeps one row per key on dynamic-bucket
+/// tables only (a global key index moves a key between partitions); with fixed or postponed
+/// buckets Paimon (1.3) keeps a row per partition the key was written to, which no lookup of
+/// "the row of a key" can answer.
+fn check_one_row_per_key(schema: &TableSchema) -> Result<()> {
+    let bucket = schema
+        .options()
+        .bucket()
+        .map_err(|e| Error::from_spec("table options", e))?;
+    if schema.cross_partition_update() && bucket != -1 {
+        return Err(Error::Unsupported(format!(
+            "lookups of a table whose primary key {:?} lacks partition columns of {:?} with \
+             bucket = {bucket}: such a table keeps a row for each partition a key was written to; \
+             read the key's rows with a filter instead",
+            schema.primary_keys, schema.partition_keys
+        )));
+    }
+    Ok(())
+}
+
 fn in_range(range: &KeyRange, key: &[Datum]) -> bool {
     compare_keys(&range.0, key) != Ordering::Greater
         && compare_keys(key, &range.1) != Ordering::Greater

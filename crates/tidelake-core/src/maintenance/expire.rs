@@ -61,6 +61,7 @@ use tidelake_spec::options::Options;
 use tidelake_spec::snapshot::{Snapshot, Tag};
 
 use crate::error::{Error, Result};
+use crate::io::failpoint;
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
 use crate::maintenance::refs::{
@@ -205,7 +206,7 @@ async fn expire(table: &Table, config: &ExpireConfig, dry_run: bool) -> Result<E
         match sm.snapshot(id).await {
             Ok(s) => snapshots.push(s),
             // Deleted by a concurrent expiration.
-            Err(Error::NotFound { .. }) => {}
+            Err(e) if e.is_missing() => {}
             Err(e) => return Err(e),
         }
     }
@@ -264,6 +265,7 @@ async fn expire(table: &Table, config: &ExpireConfig, dry_run: bool) -> Result<E
         table.branch_io().delete(&snapshot_path(s.id)).await?;
     }
     write_hint(table.branch_io(), EARLIEST_HINT_PATH, end).await?;
+    failpoint!("expire-before-delete");
     protect_other_branches(&mut cache, &mut refs, table).await?;
     let deleted = delete_unreferenced(table.io(), candidates, &refs).await?;
     Ok(ExpireResult {
@@ -298,7 +300,8 @@ async fn expire_end(
                 end = id;
                 break;
             }
-            Ok(_) | Err(Error::NotFound { .. }) => {}
+            Ok(_) => {}
+            Err(e) if e.is_missing() => {}
             Err(e) => return Err(e),
         }
     }

@@ -41,7 +41,7 @@ pub async fn changes_of(table: &Table, ids: &[i64]) -> Result<Delta> {
     for &id in ids {
         let snap = match sm.snapshot(id).await {
             Ok(s) => s,
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) if e.is_missing() => continue,
             Err(e) => return Err(e),
         };
         if let Some(d) = delta_of(table, &snap).await? {

@@ -12,6 +12,7 @@
 //!   `PartitionValuesTimeExpireStrategy`, `PartitionTimeExtractor` in [`time_format`]);
 //! * [`system_tables`], [`file_tables`], [`audit_log`]: `$snapshots`, `$files`, ... as Arrow;
 //! * [`history`]: what each live snapshot's commit changed (files, rows, bytes);
+//! * [`damage`]: undecodable snapshots and missing files, and the last good snapshot;
 //! * `refs`: what roots reference and deleting what nothing references.
 //!
 //! Invariants shared by everything that deletes:
@@ -27,6 +28,7 @@
 pub mod audit_log;
 pub mod branches;
 pub mod consumers;
+pub mod damage;
 pub mod expire;
 pub mod file_tables;
 pub mod history;

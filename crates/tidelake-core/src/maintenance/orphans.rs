@@ -28,6 +28,7 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::branch::all_branch_ios;
 use crate::error::Result;
+use crate::io::failpoint;
 use crate::io::FileStatus;
 use crate::maintenance::refs::{
     add_root, changelog_id, roots_of, MetaCache, References, CHANGELOG_DIR, STATISTICS_DIR,
@@ -110,6 +111,7 @@ pub async fn remove_orphan_files(
         })
         .collect();
     if !dry_run {
+        failpoint!("orphans-before-delete");
         let io = table.io();
         let paths: Vec<String> = orphans.iter().map(|f| f.path.clone()).collect();
         stream::iter(paths)

@@ -1,6 +1,9 @@
 //! Dropping and expiring partitions (Java `NormalPartitionExpire`,
 //! `PartitionValuesTimeExpireStrategy`, `PartitionUpdateTimeExpireStrategy`,
-//! `FileStoreCommit.dropPartitions`).
+//! `FileStoreCommit.dropPartitions`), and the partitions a metastore keeps for a
+//! `metastore.partitioned-table` of a Hive catalog: registered after each commit that adds files
+//! to them, removed after they are dropped (Java `AddPartitionCommitCallback`,
+//! `HiveCatalog.dropPartitions`).
 //!
 //! A partition is dropped by an OVERWRITE snapshot (operation `TRUNCATE`) that deletes its live
 //! files; the files themselves go when that snapshot's predecessors expire.
@@ -17,21 +20,25 @@
 //! Java's `LocalDateTime.now()`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::NaiveDateTime;
 use serde_json::Value;
 use tidelake_spec::datum::Datum;
+use tidelake_spec::manifest::FileKind;
 use tidelake_spec::options::PartitionExpirationStrategy;
 use tidelake_spec::partition::PartitionComputer;
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
+use crate::branch::{list_branches, MAIN_BRANCH};
 use crate::commit::FileStoreCommit;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::time_format::PartitionTimeExtractor;
 use crate::scan::predicate::{BoundPredicate, CompareOp, LeafTest, Predicate};
-use crate::state::{LiveFiles, Pruning};
+use crate::snapshot_commit::{MetastoreSync, PartitionSpec};
+use crate::state::{read_entries, read_list, LiveFiles, Pruning};
 use crate::table::Table;
 
 /// How partitions are judged old.
@@ -197,10 +204,104 @@ pub async fn expire_partitions(
 }
 
 /// Drop every partition matching one of `specs` (full or partial `(key, value)` specs) in one
-/// OVERWRITE snapshot (operation `TRUNCATE`); returns the new snapshot ids.
+/// OVERWRITE snapshot (operation `TRUNCATE`), then from the metastore that keeps the table's
+/// partitions, if any ([`unregister_partitions`]); returns the new snapshot ids.
 pub async fn drop_partitions(table: &Table, specs: Vec<Vec<(String, Datum)>>) -> Result<Vec<i64>> {
     let commit = FileStoreCommit::new(table.clone(), table.env().uuid_string())?;
-    commit.drop_partitions(specs, BATCH_COMMIT_IDENTIFIER).await
+    let ids = commit
+        .drop_partitions(specs, BATCH_COMMIT_IDENTIFIER)
+        .await?;
+    unregister_partitions(table, &ids).await?;
+    Ok(ids)
+}
+
+/// The metastore that keeps `table`'s partitions and has to hear of commits `ids` (any): its
+/// catalog's (Hive), if the main branch is a partitioned `metastore.partitioned-table` (Java `AbstractFileStore.createCommitCallbacks` and
+/// `HiveCatalog.metastorePartitioned`, which reads the main table's schema).
+async fn partition_keeper<'a>(
+    table: &'a Table,
+    ids: &[i64],
+) -> Result<Option<&'a Arc<dyn MetastoreSync>>> {
+    let Some(metastore) = table.environment().metastore().filter(|_| !ids.is_empty()) else {
+        return Ok(None);
+    };
+    let main;
+    let schema = if table.branch() == MAIN_BRANCH {
+        table.schema()
+    } else {
+        main = table.open_other_branch(MAIN_BRANCH).await?;
+        main.schema()
+    };
+    let kept = !schema.partition_keys.is_empty()
+        && schema
+            .options()
+            .partitioned_table_in_metastore()
+            .map_err(|e| Error::from_spec("table options", e))?;
+    Ok(kept.then_some(metastore))
+}
+
+/// The partitions of the `kind` entries of snapshots `ids`' deltas, by framed partition.
+async fn delta_partitions(
+    table: &Table,
+    ids: &[i64],
+    kind: FileKind,
+) -> Result<BTreeMap<Vec<u8>, PartitionSpec>> {
+    let layout = TableLayout::new(table.schema())?;
+    let mut partitions = BTreeMap::new();
+    for &id in ids {
+        let snapshot = table.snapshot_manager().snapshot(id).await?;
+        for manifest in read_list(table, &snapshot.delta_manifest_list).await? {
+            for entry in read_entries(table, &manifest.file_name).await? {
+                if entry.kind == kind && !partitions.contains_key(&entry.partition) {
+                    let spec =
+                        layout.partition_spec(&layout.decode_partition(&entry.partition)?)?;
+                    partitions.insert(entry.partition, spec);
+                }
+            }
+        }
+    }
+    Ok(partitions)
+}
+
+/// Tell the metastore that keeps `table`'s partitions those snapshots `ids` added files to
+/// (Java `AddPartitionCommitCallback`): after every commit.
+pub(crate) async fn register_partitions(table: &Table, ids: &[i64]) -> Result<()> {
+    let Some(metastore) = partition_keeper(table, ids).await? else {
+        return Ok(());
+    };
+    let added = delta_partitions(table, ids, FileKind::Add).await?;
+    metastore
+        .add_partitions(&added.into_values().collect::<Vec<_>>())
+        .await
+}
+
+/// Remove from the metastore that keeps `table`'s partitions those snapshots `ids` dropped,
+/// unless another branch still has them (Java `HiveCatalog.dropPartitions`,
+/// `removePartitionsExistsInOtherBranches`).
+async fn unregister_partitions(table: &Table, ids: &[i64]) -> Result<()> {
+    let Some(metastore) = partition_keeper(table, ids).await? else {
+        return Ok(());
+    };
+    let mut dropped = delta_partitions(table, ids, FileKind::Delete).await?;
+    let mut branches = list_branches(table.io()).await?;
+    branches.push(MAIN_BRANCH.to_string());
+    for branch in branches.iter().filter(|b| *b != table.branch()) {
+        let other = match table.open_other_branch(branch).await {
+            Ok(other) => other,
+            // a branch without a schema yet
+            Err(Error::NotFound { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        for live in live_partitions(&other, &TableLayout::new(other.schema())?)
+            .await?
+            .keys()
+        {
+            dropped.remove(live);
+        }
+    }
+    metastore
+        .drop_partitions(&dropped.into_values().collect::<Vec<_>>())
+        .await
 }
 
 /// Partition specs from JSON `[{"key": literal, ...}, ...]`, literals typed like filter

@@ -15,6 +15,10 @@
 //!    reference such files if the target does too; other branches' references are kept
 //!    (unlike Java), as they may share any file.
 //!
+//! A newer snapshot whose file is damaged (it does not decode) is removed too, so a table
+//! whose newest snapshot was damaged is recovered by rolling back past it; files that only it
+//! named are left to orphan-file cleaning.
+//!
 //! Everything is read before anything is deleted. Like Java, this is not safe against
 //! concurrent writers: stop them first.
 //!
@@ -27,7 +31,7 @@ use std::sync::Arc;
 use tidelake_spec::manifest::FileKind;
 use tidelake_spec::snapshot::{Snapshot, Tag};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, DataScope,
@@ -57,7 +61,7 @@ async fn resolve(table: &Table, target: &RollbackTarget) -> Result<(Snapshot, bo
         RollbackTarget::Tag(name) => Ok((sm.tag(name).await?.snapshot, true)),
         RollbackTarget::Snapshot(id) => match sm.snapshot(*id).await {
             Ok(s) => Ok((s, false)),
-            Err(Error::NotFound { .. }) => {
+            Err(e) if e.is_missing() => {
                 let tags = sm.tags().await?;
                 match tags.into_iter().find(|(_, t)| t.snapshot.id == *id) {
                     Some((_, t)) => Ok((t.snapshot.clone(), true)),
@@ -87,7 +91,12 @@ pub async fn rollback_to(table: &Table, target: &RollbackTarget) -> Result<Rollb
     for id in &newer_ids {
         match sm.snapshot(*id).await {
             Ok(s) => newer.push(s),
-            Err(Error::NotFound { .. }) => {}
+            Err(e) if e.is_missing() => {}
+            // A damaged snapshot file is removed like the others; the files only it named are
+            // left to orphan-file cleaning.
+            Err(e) if e.kind() == ErrorKind::Corrupt => {
+                log::warn!(target: "tidelake.rollback", "{}: removing damaged snapshot {id}: {e}", table.location());
+            }
             Err(e) => return Err(e),
         }
     }

@@ -65,7 +65,7 @@ async fn find_snapshot(table: &Table, id: i64) -> Result<Snapshot> {
     let sm = table.snapshot_manager();
     match sm.snapshot(id).await {
         Ok(s) => Ok(s),
-        Err(Error::NotFound { .. }) => sm
+        Err(e) if e.is_missing() => sm
             .tags()
             .await?
             .into_iter()

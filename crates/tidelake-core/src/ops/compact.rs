@@ -6,6 +6,7 @@ use crate::commit::CommitMessage;
 use crate::compact::job::CompactReport;
 use crate::compact::{CompactRequest, CompactionPlan, Compactor};
 use crate::error::Result;
+use crate::io::failpoint;
 use crate::table::Table;
 use crate::tasks::Progress;
 
@@ -35,6 +36,7 @@ pub async fn commit_compaction(
     plan: &CompactionPlan,
     messages: Vec<CommitMessage>,
 ) -> Result<Option<i64>> {
+    failpoint!("compact-before-commit");
     let id = Compactor::on_latest_schema(table)
         .await?
         .commit_plan(plan, messages)

@@ -10,8 +10,10 @@
 
 mod compact;
 mod post_commit;
+mod replay;
 mod table_commit;
 
 pub use compact::{commit_compaction, compact};
 pub use post_commit::after_commit;
+pub use replay::{ReplayPolicy, REPLAYS};
 pub use table_commit::TableCommit;

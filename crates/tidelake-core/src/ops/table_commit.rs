@@ -5,12 +5,17 @@ use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
 use crate::commit::{CommitMessage, FileStoreCommit, OverwriteScope};
 use crate::compact::commit_visible_with;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::scan::Split;
 use crate::table::Table;
+use crate::write::resequence::resequence;
 use crate::write::rewrite::removal_messages;
+use crate::write::table_write::TableWrite;
 
 use super::after_commit;
+
+/// How many times one append is re-sequenced before its conflict is returned.
+pub const MAX_RESEQUENCES: u32 = 3;
 
 /// Commits of `commit_user` to a table. Built with [`TableCommit::new`]; the transaction's
 /// identifier (exactly-once across retries of one user) defaults to Java's identifier for
@@ -54,17 +59,104 @@ impl TableCommit {
     }
 
     /// Append `messages`, visible when this returns ([`commit_visible_with`]); every snapshot
-    /// created.
+    /// created. A write refused only because another writer committed overlapping keys to its
+    /// buckets since its writer opened is re-sequenced and committed after it (see
+    /// [`Self::append_resequencing`]); its original files are then left to orphan cleaning, as
+    /// the caller may still hold their messages.
     pub async fn append(&self, messages: Vec<CommitMessage>) -> Result<Vec<i64>> {
-        let ids = commit_visible_with(
-            &self.table,
-            self.committer()?,
-            messages,
-            self.identifier,
-            &self.properties,
-        )
-        .await?;
+        let (ids, _originals) = self.append_resequencing(messages).await?;
         self.finish(ids).await
+    }
+
+    /// Commit `messages` as an append, re-sequencing them when the only conflict is sequence
+    /// order (`FileStoreCommit::stale_sequences`, [`crate::write::resequence`]), at most
+    /// [`MAX_RESEQUENCES`] times: the new snapshots, and the paths of the files the committed
+    /// ones replace. Files re-sequencing wrote that were not committed are deleted.
+    async fn append_resequencing(
+        &self,
+        messages: Vec<CommitMessage>,
+    ) -> Result<(Vec<i64>, Vec<String>)> {
+        let mut current = messages;
+        // the caller's files that were rewritten; files rewritten here, and those of them
+        // rewritten again
+        let (mut originals, mut written, mut superseded) = (Vec::new(), Vec::new(), Vec::new());
+        let mut round = 0;
+        let error = loop {
+            let committed = commit_visible_with(
+                &self.table,
+                self.committer()?,
+                current.clone(),
+                self.identifier,
+                &self.properties,
+            )
+            .await;
+            let error = match committed {
+                Ok(ids) => {
+                    self.delete_quietly(&superseded).await;
+                    return Ok((ids, originals));
+                }
+                Err(e) if e.kind() == ErrorKind::CommitConflict && round < MAX_RESEQUENCES => e,
+                Err(e) => break e,
+            };
+            // refused: nothing landed, so a failure from here on leaves `written` garbage
+            let stale = match self.committer()?.stale_sequences(&current).await {
+                Ok(Some(stale)) => stale,
+                Ok(None) => break error,
+                Err(e) => break Error::CommitConflict(format!("{error} (re-sequencing: {e})")),
+            };
+            let done = match resequence(&self.table, current.clone(), &stale.1, stale.0).await {
+                Ok(done) => done,
+                Err(e) => break Error::CommitConflict(format!("{error} (re-sequencing: {e})")),
+            };
+            log::info!(target: "tidelake.commit", "{}: re-sequenced {} files above commits made since their writer opened", self.table.location(), done.written.len());
+            match round {
+                0 => originals = done.replaced,
+                _ => superseded.extend(done.replaced),
+            }
+            written.extend(done.written);
+            current = done.messages;
+            round += 1;
+        };
+        if error.kind() == ErrorKind::CommitConflict {
+            // nothing landed: what re-sequencing wrote is garbage (the originals are the caller's)
+            self.delete_quietly(&written).await;
+        }
+        Err(error)
+    }
+
+    /// Delete `paths` (relative to the table root), leaving what fails to orphan cleaning.
+    async fn delete_quietly(&self, paths: &[String]) {
+        for path in paths {
+            if let Err(e) = self.table.io().delete(path).await {
+                log::warn!(target: "tidelake.commit", "{}: could not delete {path}: {e}", self.table.location());
+            }
+        }
+    }
+
+    /// Flush `write` and [`Self::append`] what it wrote as one transaction (a one-shot write).
+    /// When the commit fails and the transaction is not in the table, its files are deleted
+    /// before the error returns: a failed one-shot write leaves nothing behind; when it was
+    /// re-sequenced, the files it replaced are deleted too.
+    pub async fn append_written(&self, write: &mut TableWrite) -> Result<Vec<i64>> {
+        let messages = write.prepare_commit().await?;
+        let error = match self.append_resequencing(messages.clone()).await {
+            Ok((ids, originals)) => {
+                self.delete_quietly(&originals).await;
+                return self.finish(ids).await;
+            }
+            Err(e) => e,
+        };
+        let committer = self.committer()?;
+        match committer.filter_committed(&[self.identifier]).await {
+            Ok(pending) if !pending.is_empty() => {
+                if let Err(e) = committer.discard(&messages).await {
+                    log::warn!(target: "tidelake.commit", "{}: could not delete the files of a failed write: {e}", self.table.location());
+                }
+            }
+            // landed (a hook failed after it), or it cannot be told: keep the files
+            _ => {}
+        }
+        Err(error)
     }
 
     /// Replace what `scope` selects with the files of `messages`.

@@ -230,15 +230,14 @@ pub async fn plan_changes(
     };
     let earliest = sm.earliest_id().await?.unwrap_or(1);
     if start_exclusive + 1 < earliest {
-        return Err(Error::not_found(
-            "snapshot",
-            format!(
-                "snapshot {} of {} has expired; available snapshots are {earliest} to {latest} \
-                 (the 'diff' mode compares two snapshots without the ones between)",
-                start_exclusive + 1,
+        return Err(Error::SnapshotExpired {
+            id: start_exclusive + 1,
+            detail: format!(
+                "table {}; available snapshots are {earliest} to {latest} (the 'diff' mode \
+                 compares two snapshots without the ones between)",
                 table.location()
             ),
-        ));
+        });
     }
     let planner = Planner::new(table, &schema, None)?;
     let mut splits = Vec::new();

@@ -377,7 +377,7 @@ impl CrossPartitionAssigner {
         for id in base + 1..=latest {
             let snap = match sm.snapshot(id).await {
                 Ok(s) => s,
-                Err(e) if e.kind() == crate::ErrorKind::NotFound => break,
+                Err(e) if e.is_missing() => break,
                 Err(e) => return Err(e),
             };
             if snap.commit_kind != CommitKind::Compact {

@@ -28,6 +28,9 @@ use crate::layout::TableLayout;
 /// Version of the byte form written by [`CommitMessage::to_bytes`].
 pub const COMMIT_MESSAGE_VERSION: u32 = 1;
 
+/// (framed partition BinaryRow, bucket): one bucket of a table.
+pub(crate) type BucketId = (Vec<u8>, i32);
+
 /// The changes of one (partition, bucket) to commit (Java `CommitMessageImpl`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CommitMessage {

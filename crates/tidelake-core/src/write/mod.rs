@@ -9,6 +9,8 @@
 //! * [`file_writer`]: rolling Parquet writers producing `DataFileMeta`.
 //! * [`message`]: the commit message a writer hands to the committer.
 //! * [`postpone`]: what writers of postpone-bucket tables (`bucket = -2`) do differently.
+//! * `resequence`: a write's own files rewritten with higher sequence numbers, so that it can
+//!   land after commits made since its writer opened.
 //! * [`rewrite`]: messages removing the files of read splits (row-level changes of append
 //!   tables rewrite files).
 //! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
@@ -22,5 +24,6 @@ pub mod file_writer;
 pub mod input;
 pub mod message;
 pub mod postpone;
+pub(crate) mod resequence;
 pub mod rewrite;
 pub mod table_write;

@@ -50,6 +50,7 @@ use tidelake_spec::types::DataType;
 
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, ErrorKind, Result};
+use crate::io::failpoint;
 use crate::io::Env;
 use crate::layout::TableLayout;
 use crate::lsm::kv_merge::merge_keeping_sequence;
@@ -864,6 +865,7 @@ impl Flusher {
         buffer: Vec<RecordBatch>,
         append: Option<RollingWriter>,
     ) -> Result<Flushed> {
+        failpoint!("write-flush");
         let mut out = Flushed::default();
         if self.postpone.is_some() && !buffer.is_empty() {
             let data = self

@@ -14,16 +14,16 @@
 //! may lose the lock to another (Java's rule too: keep sections short; they are one put).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use tidelake_spec::catalog_options::CatalogOptions;
 
 use super::client::{Arg, Dialect, JdbcClient};
-use crate::branch::MAIN_BRANCH;
-use crate::catalog::{options_error, Identifier};
+use crate::catalog::{options_error, CatalogLock, Identifier};
 use crate::error::{Error, Result};
+use crate::io::Env;
 use crate::snapshot_commit::TableLock;
 
 pub(crate) const LOCKS_TABLE: &str = "paimon_distributed_locks";
@@ -56,11 +56,17 @@ pub(crate) struct JdbcLocks {
     catalog_key: String,
     acquire_timeout: Duration,
     check_max_sleep: Duration,
+    /// Measures `lock-acquire-timeout` and waits between attempts.
+    env: Env,
 }
 
 impl JdbcLocks {
     /// The locks of a catalog's options, creating the lock table if it is missing.
-    pub(crate) async fn open(client: JdbcClient, options: &CatalogOptions) -> Result<JdbcLocks> {
+    pub(crate) async fn open(
+        client: JdbcClient,
+        options: &CatalogOptions,
+        env: Env,
+    ) -> Result<JdbcLocks> {
         client
             .create_table_if_absent(
                 LOCKS_TABLE,
@@ -72,17 +78,8 @@ impl JdbcLocks {
             catalog_key: options.catalog_key().to_string(),
             acquire_timeout: options.lock_acquire_timeout().map_err(options_error)?,
             check_max_sleep: options.lock_check_max_sleep().map_err(options_error)?,
+            env,
         })
-    }
-
-    /// The lock of table (or branch) `id` (Java `Lock.fromCatalog`: the identifier's database
-    /// and object name).
-    pub(crate) fn table_lock(&self, id: &Identifier) -> JdbcLock {
-        JdbcLock {
-            locks: self.clone(),
-            lock_id: format!("{}.{}.{}", self.catalog_key, id.database, id.object_name()),
-            id: id.clone(),
-        }
     }
 
     /// One attempt (Java `JdbcUtils.acquire`): clear an expired row, insert ours.
@@ -106,7 +103,7 @@ impl JdbcLocks {
 
     /// Java `JdbcCatalogLock.lock`.
     async fn acquire(&self, lock_id: &str) -> Result<()> {
-        let started = Instant::now();
+        let started = self.env.stopwatch();
         let mut sleep = FIRST_SLEEP;
         while !self.try_acquire(lock_id).await {
             if started.elapsed() > self.acquire_timeout {
@@ -118,7 +115,7 @@ impl JdbcLocks {
                 )));
             }
             sleep = (sleep * 2).min(self.check_max_sleep);
-            tokio::time::sleep(sleep).await;
+            self.env.sleep(sleep).await;
         }
         Ok(())
     }
@@ -132,9 +129,19 @@ impl JdbcLocks {
     }
 }
 
+impl CatalogLock for JdbcLocks {
+    fn table_lock(&self, id: &Identifier) -> Arc<dyn TableLock> {
+        Arc::new(JdbcLock {
+            locks: self.clone(),
+            lock_id: format!("{}.{}.{}", self.catalog_key, id.database, id.object_name()),
+            id: id.clone(),
+        })
+    }
+}
+
 /// The lock of one table.
 #[derive(Clone, Debug)]
-pub(crate) struct JdbcLock {
+struct JdbcLock {
     locks: JdbcLocks,
     id: Identifier,
     lock_id: String,
@@ -153,11 +160,7 @@ impl TableLock for JdbcLock {
     }
 
     fn for_branch(&self, branch: &str) -> Arc<dyn TableLock> {
-        let id = Identifier {
-            branch: (branch != MAIN_BRANCH).then(|| branch.to_string()),
-            ..self.id.clone()
-        };
-        Arc::new(self.locks.table_lock(&id))
+        self.locks.table_lock(&self.id.on_branch(branch))
     }
 }
 
@@ -167,8 +170,13 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+    use crate::io::env::ManualTimer;
 
     async fn locks(uri: &str, timeout: &str) -> JdbcLocks {
+        locks_on(uri, timeout, Env::default()).await
+    }
+
+    async fn locks_on(uri: &str, timeout: &str, env: Env) -> JdbcLocks {
         let client = JdbcClient::connect(uri, &BTreeMap::new()).await.unwrap();
         let options: CatalogOptions = [
             ("catalog-key", "k"),
@@ -178,7 +186,7 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        JdbcLocks::open(client, &options).await.unwrap()
+        JdbcLocks::open(client, &options, env).await.unwrap()
     }
 
     #[tokio::test]
@@ -195,7 +203,7 @@ mod tests {
                     let inside = inside.clone();
                     lock.run_locked(Box::pin(async move {
                         assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
-                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        Env::default().sleep(Duration::from_millis(5)).await;
                         inside.fetch_sub(1, Ordering::SeqCst);
                         Ok(())
                     }))
@@ -215,25 +223,35 @@ mod tests {
     async fn a_held_lock_times_out_as_a_conflict_and_an_expired_one_is_taken_over() {
         let dir = tempfile::tempdir().unwrap();
         let uri = format!("jdbc:sqlite:{}/c.db", dir.path().display());
-        let l = locks(&uri, "2s").await;
+        // an hour of lock-acquire-timeout on a manual timer: the attempts' waits pass it
+        let env = Env::default().with_timer(Arc::new(ManualTimer::default()));
+        let hour = locks_on(&uri, "1h", env.clone()).await;
         let insert =
             "INSERT INTO paimon_distributed_locks (lock_id, expire_time_seconds) VALUES (?, ?)";
-        l.client
+        hour.client
             .execute(insert, &[Arg::Text("k.db.held"), Arg::Int(3600)])
             .await
             .unwrap();
-        let e = l
+        let waited = env.stopwatch();
+        let e = hour
             .table_lock(&Identifier::parse("db.held").unwrap())
             .run_locked(Box::pin(async { Ok(()) }))
             .await
             .unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::CommitConflict, "{e}");
         assert!(e.to_string().contains("k.db.held"), "{e}");
+        let waited = waited.elapsed();
+        assert!(waited > Duration::from_secs(3600), "{waited:?}");
+        assert!(
+            waited < Duration::from_secs(3601),
+            "waits of at most lock-check-max-sleep"
+        );
+        let l = locks(&uri, "2s").await;
         // released by its holder (another connection): the next attempt takes it
         let other = locks(&uri, "1s").await;
         let waiting = l.table_lock(&Identifier::parse("db.held").unwrap());
         let release = async {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            Env::default().sleep(Duration::from_millis(300)).await;
             other
                 .client
                 .execute(

@@ -85,7 +85,9 @@ async fn slow_commit_while_its_base_expires(slow_path: &str) {
         slow.commit(vec![add(no_part(), -1, vec![slow_file])], BATCH, &[])
             .await
     });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    crate::io::Env::default()
+        .sleep(std::time::Duration::from_millis(300))
+        .await;
     for i in 2..=5 {
         let f = written(&table, "", &format!("f{i}")).await;
         assert_eq!(
@@ -309,7 +311,9 @@ async fn a_retrying_commit_does_not_publish_deleted_files() {
         slow.commit(vec![add(no_part(), -1, vec![doomed])], BATCH, &[])
             .await
     });
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    crate::io::Env::default()
+        .sleep(std::time::Duration::from_millis(200))
+        .await;
     fast.commit(
         vec![add(no_part(), -1, vec![written(&table, "", "f2").await])],
         BATCH,
@@ -355,7 +359,9 @@ async fn a_commit_whose_base_expires_while_it_reads_it_starts_again() {
         slow.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[])
             .await
     });
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    crate::io::Env::default()
+        .sleep(std::time::Duration::from_millis(200))
+        .await;
     for i in 2..=3 {
         let f = written(&table, "", &format!("f{i}")).await;
         fast.commit(vec![add(no_part(), -1, vec![f])], BATCH, &[])

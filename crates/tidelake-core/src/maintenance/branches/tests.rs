@@ -116,8 +116,8 @@ async fn a_branch_from_a_snapshot_is_read_and_written_apart_from_main() {
     let b = alter_table(
         &b,
         &[SchemaChange::SetOption {
-            key: "k".into(),
-            value: "v".into(),
+            key: "snapshot.num-retained.min".into(),
+            value: "3".into(),
         }],
     )
     .await

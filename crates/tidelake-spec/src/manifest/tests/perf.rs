@@ -51,6 +51,7 @@ fn entry(i: i64) -> ManifestEntry {
 
 #[test]
 #[ignore = "throughput check, meaningful in release mode"]
+#[allow(clippy::disallowed_methods)] // a throughput check times in real time
 fn manifest_decode_throughput() {
     let entries: Vec<ManifestEntry> = (0..100_000).map(entry).collect();
     let started = Instant::now();

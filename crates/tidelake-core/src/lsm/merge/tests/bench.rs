@@ -57,6 +57,7 @@ fn make_run(r: usize, key: impl Fn(usize, usize) -> i64) -> Vec<RecordBatch> {
         .collect()
 }
 
+#[allow(clippy::disallowed_methods)] // a throughput check times in real time
 fn measure(name: &str, key: impl Fn(usize, usize) -> i64 + Copy) -> f64 {
     let fields = vec![
         field("k", TypeKind::BigInt, false),

@@ -16,8 +16,9 @@ import java.nio.charset.StandardCharsets;
  * by one JSON line on stdout: {@code {"ok": true, ...}} or {@code {"ok": false, "error": ...}}.
  *
  * <p>Jobs ({@code "op"}): {@code read} ({@link Reads}), {@code write} ({@link Writes}), {@code
- * race} ({@link Race}: a writer racing others, logging what it acknowledged) and {@code
- * partitions} ({@link Tables#partitions}: a catalog's listing). Anything
+ * race} ({@link Race}: a writer racing others, logging what it acknowledged), {@code
+ * partitions} ({@link Tables#partitions}: a catalog's listing), {@code hms} and {@code
+ * hold_lock} ({@link Hms}: a Hive catalog's metastore and lock). Anything
  * Paimon or Hadoop prints goes to stderr so stdout carries answers only.
  */
 public final class Main {
@@ -62,6 +63,10 @@ public final class Main {
                 return Race.run(job);
             case "partitions":
                 return Tables.partitions(job);
+            case "hms":
+                return Hms.table(job);
+            case "hold_lock":
+                return Hms.holdLock(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

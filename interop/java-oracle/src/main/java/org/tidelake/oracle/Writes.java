@@ -44,7 +44,7 @@ import java.util.Map;
  *
  * <p>Job: {@code "warehouse"}, {@code "table"} ({@code db.name}), {@code "schema"}: {@code
  * {"fields": [{"name", "type"}], "primary_keys", "partition_keys", "options"}} (types in
- * schema-file JSON), {@code "mode"}: {@code "batch"} (one {@code BatchWriteBuilder} write per
+ * schema-file JSON; optionally {@code "comment"}), {@code "mode"}: {@code "batch"} (one {@code BatchWriteBuilder} write per
  * commit) or {@code "stream"} (one long-lived {@code StreamWriteBuilder} writer committing with
  * identifiers 1, 2, ..., so Java compacts as it does by default), and {@code "steps"}, in order:
  *
@@ -55,8 +55,9 @@ import java.util.Map;
  *       "first_row_id": n} (data-evolution tables: rows of only those columns, replacing them in
  *       the rows from row id n on, as Spark's MERGE INTO writes them);
  *   <li>{@code {"alter": [...]}}: schema changes, each {@code {"add": name, "type": t}}, {@code
- *       {"rename": old, "to": new}}, {@code {"drop": name}} or {@code {"update_type": name,
- *       "type": t}} (ends the current stream writer; the next commit opens a new one);
+ *       {"rename": old, "to": new}}, {@code {"drop": name}}, {@code {"update_type": name,
+ *       "type": t}}, {@code {"set": key, "value": v}} or {@code {"remove": key}} (ends the
+ *       current stream writer; the next commit opens a new one);
  *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
  *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
  *   <li>{@code {"create_branch": name}}: a branch, empty or {@code "from_tag"} (Java has no
@@ -73,7 +74,8 @@ import java.util.Map;
  * ({@link Rows}); the job's table must be new so the assigner starts from an empty index.
  * Cross-partition-upsert tables are written through Java's global key index ({@link Rows}).
  *
- * <p>Answer: {@code "snapshot"}, the latest snapshot id.
+ * <p>Answer: {@code "snapshot"}, the latest snapshot id (none for a table that is not Paimon's
+ * own: a Hive catalog's format table, created and left empty).
  */
 final class Writes {
     private Writes() {}
@@ -131,8 +133,14 @@ final class Writes {
             }
         }
 
-        /** A bucket assigner for one job over {@code table} (new, so its index is empty). */
+        /**
+         * A bucket assigner for one job over {@code table} (new, so its index is empty); none for
+         * a table that is not Paimon's own (a Hive catalog's format table).
+         */
         static SimpleHashBucketAssigner assigner(Table table) {
+            if (!(table instanceof FileStoreTable)) {
+                return null;
+            }
             CoreOptions options = ((FileStoreTable) table).coreOptions();
             Integer max = options.dynamicBucketMaxBuckets();
             return new SimpleHashBucketAssigner(
@@ -225,7 +233,10 @@ final class Writes {
                 streaming.close();
             }
             ObjectNode answer = Main.JSON.createObjectNode();
-            catalog.getTable(id).latestSnapshot().ifPresent(s -> answer.put("snapshot", s.id()));
+            Table table = catalog.getTable(id);
+            if (table instanceof FileStoreTable) {
+                table.latestSnapshot().ifPresent(s -> answer.put("snapshot", s.id()));
+            }
             return answer;
         }
     }
@@ -238,6 +249,9 @@ final class Writes {
         b.primaryKey(strings(s.path("primary_keys")));
         b.partitionKeys(strings(s.path("partition_keys")));
         s.path("options").fields().forEachRemaining(e -> b.option(e.getKey(), e.getValue().asText()));
+        if (s.hasNonNull("comment")) {
+            b.comment(s.get("comment").asText());
+        }
         return b.build();
     }
 
@@ -261,6 +275,8 @@ final class Writes {
                         c.get("update_type").asText(), Tables.type(c.get("type"))));
             } else if (c.has("set")) {
                 out.add(SchemaChange.setOption(c.get("set").asText(), c.get("value").asText()));
+            } else if (c.has("remove")) {
+                out.add(SchemaChange.removeOption(c.get("remove").asText()));
             } else {
                 throw new IllegalArgumentException("unknown schema change " + c);
             }

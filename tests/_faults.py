@@ -9,7 +9,9 @@
   of the requests (picked at random by ``split_clients`` on the request id, optionally only those
   whose URI matches a regular expression) with an error status, an optional ``Retry-After`` and
   body, for the duration of a ``with`` block (the configuration is rewritten and nginx reloaded);
-  its access log counts what reached the proxy (:class:`Tally`).
+  :meth:`HttpFaults.refusing` answers requests signed with given access keys with 403, as S3 does
+  for a revoked key; its access log counts what reached the proxy, with the access key that signed
+  each request (:class:`Tally`).
 
 Both forward to the same moto server, so a table created through the plain endpoint is opened
 through a faulty one by swapping ``aws_endpoint`` in its storage options
@@ -76,10 +78,12 @@ class TcpFaults:
 
 @dataclass
 class Tally:
-    """The requests that reached the HTTP proxy during a :meth:`HttpFaults.responding` block:
-    ``(status, method, uri)`` in order, filled in on exit."""
+    """The requests that reached the HTTP proxy during a :meth:`HttpFaults.responding` or
+    :meth:`HttpFaults.refusing` block: ``(status, method, uri)`` in order, and the access key that
+    signed each (``-``: none), filled in on exit."""
 
     requests: list[tuple[int, str, str]] = field(default_factory=list)
+    signers: list[str] = field(default_factory=list)
 
     def faulted(self, status: int) -> int:
         return sum(1 for s, _, _ in self.requests if s == status)
@@ -100,8 +104,9 @@ class HttpFaults:
     def _access_log(self) -> pathlib.Path:
         return self.directory / "access.log"
 
-    def _config(self, fault: str, share: float, path: str | None) -> str:
+    def _config(self, fault: str, share: float, path: str | None, refused: tuple[str, ...]) -> str:
         d = self.directory
+        refused_keys = " ".join(f'"{k}" 1;' for k in refused)
         chosen = "* 1;" if share >= 1 else '* "";' if share <= 0 else f'{share * 100:.2f}% 1; * "";'
         on_path = 'default 1;' if path is None else f'default 0; "~{path}" 1;'
         return f"""
@@ -110,7 +115,9 @@ pid {d}/nginx.pid;
 error_log {d}/error.log error;
 events {{ worker_connections 1024; }}
 http {{
-    log_format requests '$status $request_method $request_uri';
+    map $http_authorization $signer {{ default "-"; "~Credential=(?<key>[^/]+)/" $key; }}
+    map $signer $refused {{ default ""; {refused_keys} }}
+    log_format requests '$status $request_method $request_uri $signer';
     access_log {d}/access.log requests;
     client_body_temp_path {d}/client_body;
     proxy_temp_path {d}/proxy;
@@ -128,6 +135,7 @@ http {{
         listen 127.0.0.1:{self.port};
         location = /__generation {{ return 200 "{self.generation}"; }}
         location / {{
+            if ($refused) {{ return 403 '<Error><Code>InvalidAccessKeyId</Code></Error>'; }}
             if ($fault) {{ {fault} }}
             proxy_pass http://moto;
             proxy_http_version 1.1;
@@ -140,16 +148,18 @@ http {{
 }}
 """
 
-    def _write(self, fault: str = "return 500;", share: float = 0.0, path: str | None = None) -> pathlib.Path:
+    def _write(self, fault: str = "return 500;", share: float = 0.0, path: str | None = None,
+               refused: tuple[str, ...] = ()) -> pathlib.Path:
         conf = self.directory / "nginx.conf"
-        conf.write_text(self._config(fault, share, path))
+        conf.write_text(self._config(fault, share, path, refused))
         return conf
 
-    def _apply(self, fault: str = "return 500;", share: float = 0.0, path: str | None = None) -> None:
+    def _apply(self, fault: str = "return 500;", share: float = 0.0, path: str | None = None,
+               refused: tuple[str, ...] = ()) -> None:
         """Rewrite the configuration and reload nginx; returns once the new one answers."""
         assert self.proc is not None
         self.generation += 1
-        self._write(fault, share, path)
+        self._write(fault, share, path, refused)
         self.proc.send_signal(signal.SIGHUP)
         deadline = time.monotonic() + 10
         while True:
@@ -181,7 +191,21 @@ http {{
         ``path``, if given) with ``status``, ``Retry-After: retry_after`` and ``body`` instead of
         forwarding them; the :class:`Tally` of every request is filled in on exit."""
         header = "" if retry_after is None else f"add_header Retry-After {retry_after} always; "
-        self._apply(f"{header}return {status} '{body}';", share, path)
+        with self._tallied(lambda: self._apply(f"{header}return {status} '{body}';", share, path)) as tally:
+            yield tally
+
+    @contextlib.contextmanager
+    def refusing(self, *keys: str) -> Iterator[Tally]:
+        """Answer every request signed with one of the access keys ``keys`` with 403
+        ``InvalidAccessKeyId`` (a revoked key) instead of forwarding it (none: forward all); the
+        :class:`Tally` of every request is filled in on exit."""
+        with self._tallied(lambda: self._apply(refused=keys)) as tally:
+            yield tally
+
+    @contextlib.contextmanager
+    def _tallied(self, configure) -> Iterator[Tally]:
+        """Apply a configuration (``configure``), and the plain one on exit, counting requests."""
+        configure()
         start = self._access_log.stat().st_size if self._access_log.exists() else 0
         tally = Tally()
         try:
@@ -191,9 +215,10 @@ http {{
             with open(self._access_log, "rb") as log:
                 log.seek(start)
                 for line in log.read().decode().splitlines():
-                    code, method, uri = line.split(" ", 2)
+                    code, method, uri, signer = line.split(" ", 3)
                     if uri != "/__generation":
                         tally.requests.append((int(code), method, uri))
+                        tally.signers.append(signer)
 
 
 @dataclass

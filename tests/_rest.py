@@ -2,9 +2,11 @@
 launched by interop/java-oracle's ``RestServer`` on 127.0.0.1) for the REST catalog tests.
 
 The server keeps its databases, tables and latest snapshots in memory, over a filesystem
-catalog in its data directory: each test gets a fresh server on a fresh directory
-(:func:`rest_server`), stopped by closing its standard input. Clients reach it with the catalog
-options of :attr:`RestServer.options` (bearer token, the warehouse name it serves).
+catalog in its data directory (local, or an ``s3://`` URL): each test gets a fresh server on a
+fresh directory (:func:`rest_server`), stopped by closing its standard input. Clients reach it
+with the catalog options of :attr:`RestServer.options` (bearer token, the warehouse name it
+serves) and whatever options the server was started to give them (``data-token.enabled``, S3
+endpoint); :meth:`RestServer.vend_data_token` makes it vend a table's data token.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+import time
 import urllib.request
 import uuid
 from dataclasses import dataclass
@@ -29,9 +32,10 @@ STARTUP_SECONDS = 60
 @dataclass
 class RestServer:
     url: str
-    data_dir: Path
+    data_dir: Path | str
     token: str
     proc: subprocess.Popen[str]
+    lines: list[str]
 
     @property
     def options(self) -> dict[str, str]:
@@ -47,6 +51,24 @@ class RestServer:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return json.loads(answer.read())["snapshot"]["snapshot"]
 
+    def vend_data_token(self, table: str, valid_ms: int, token: dict[str, str]) -> None:
+        """From now on, answer token requests for ``table`` (``db.t``) with ``token``, valid for
+        ``valid_ms`` milliseconds from now."""
+        assert self.proc.stdin is not None
+        done = len([line for line in self.lines if line.startswith("DATA-TOKEN SET")])
+        words = " ".join(f"{k}={v}" for k, v in token.items())
+        self.proc.stdin.write(f"data-token {table} {valid_ms} {words}\n")
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while len([line for line in self.lines if line.startswith("DATA-TOKEN SET")]) == done:
+            assert time.monotonic() < deadline and self.proc.poll() is None, "the REST server set no token"
+            time.sleep(0.01)
+
+    def tokens_served(self, table: str) -> int:
+        """How many data-token requests for ``db.t`` the server answered."""
+        database, name = table.split(".")
+        return sum(1 for line in self.lines if line.strip().endswith(f"/databases/{database}/tables/{name}/token"))
+
     def stop(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
@@ -57,13 +79,17 @@ class RestServer:
             self.proc.wait()
 
 
-def start_rest_server(data_dir: Path) -> RestServer:
-    """A server on a free port over `data_dir`, once it said READY."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+def start_rest_server(data_dir: Path | str, options: dict[str, str] | None = None) -> RestServer:
+    """A server on a free port over `data_dir` (a local directory or an ``s3://`` URL), once it
+    said READY; it gives clients ``options`` among its defaults, but those starting with
+    ``server.``, which configure its own file system only (see interop's ``RestServer``)."""
+    if isinstance(data_dir, Path):
+        data_dir.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex
     proc = subprocess.Popen(
         ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", oracle_classpath(),
-         "org.tidelake.oracle.RestServer", str(data_dir), WAREHOUSE, token],
+         "org.tidelake.oracle.RestServer", str(data_dir), WAREHOUSE, token,
+         *(f"{k}={v}" for k, v in (options or {}).items())],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ready: list[str] = []
     seen: list[str] = []
@@ -74,7 +100,6 @@ def start_rest_server(data_dir: Path) -> RestServer:
             if line.startswith("READY ") and not ready:
                 ready.append(line.split()[1])
             seen.append(line)
-            del seen[:-100]
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -85,7 +110,7 @@ def start_rest_server(data_dir: Path) -> RestServer:
     if not ready:
         proc.kill()
         raise RuntimeError(f"the REST server did not start: {''.join(seen[-30:])}")
-    return RestServer(ready[0], data_dir, token, proc)
+    return RestServer(ready[0], data_dir, token, proc, seen)
 
 
 @pytest.fixture

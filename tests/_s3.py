@@ -76,12 +76,13 @@ class S3Server:
 
 
 @contextlib.contextmanager
-def moto_server() -> Iterator[S3Server]:
-    """A moto S3 server in a subprocess on a free port of 127.0.0.1, stopped on exit."""
+def moto_server(env: dict[str, str] | None = None) -> Iterator[S3Server]:
+    """A moto S3 server in a subprocess on a free port of 127.0.0.1, stopped on exit (``env``:
+    moto settings such as ``INITIAL_NO_AUTH_ACTION_COUNT``)."""
     port = _free_port()
     log = open(os.devnull, "w")
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=log, stderr=log)
+                            stdout=log, stderr=log, env={**os.environ, **(env or {})})
     _wait_for_port(port, proc, "moto server")
     try:
         yield S3Server(f"http://127.0.0.1:{port}")

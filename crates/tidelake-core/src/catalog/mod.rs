@@ -459,9 +459,10 @@ impl Catalog {
                     &id.table,
                     &meta.id,
                 );
-                let storage = paimon_s3::storage_options(&meta.path, self.options.iter(), storage)?;
                 (
-                    FileIO::open_with(&meta.path, &storage)?,
+                    server
+                        .table_io(id, &meta.path, &self.options, storage)
+                        .await?,
                     CatalogEnvironment::committing(Arc::new(commit)),
                 )
             }

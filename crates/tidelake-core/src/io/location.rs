@@ -13,6 +13,8 @@
 //!   in `aws_endpoint` must not silently send requests to AWS;
 //! * S3 locations also take Paimon's S3 file-system options, retries and timeouts among them
 //!   ([`paimon_s3`]); other back-ends keep object_store's retry policy;
+//! * an S3 store opened with [`S3Credentials`] signs every request with them, whatever
+//!   credentials its options or the environment name (a REST catalog's data tokens);
 //! * keys starting with `tidelake.fault.` are test-only fault injection (`instrumented`, in
 //!   builds with the `fault-injection` feature) and are never passed to a back-end; a build
 //!   without it (a release wheel) refuses them with [`Error::Unsupported`];
@@ -22,7 +24,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, AwsCredentialProvider};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::local::LocalFileSystem;
@@ -42,6 +44,9 @@ pub const FAULT_PREFIX: &str = "tidelake.fault.";
 /// `google_service_account`, `azure_storage_account_name`, `allow_http`, ...) to values.
 pub type StorageOptions = BTreeMap<String, String>;
 
+/// Credentials that sign every request to an S3 store (see the module docs).
+pub type S3Credentials = AwsCredentialProvider;
+
 /// A resolved location.
 pub(super) struct Resolved {
     pub store: Arc<dyn ObjectStore>,
@@ -54,14 +59,24 @@ pub(super) struct Resolved {
     pub local_fs: Option<Arc<LocalFileSystem>>,
 }
 
-/// Resolve `location` with `options` (see the module docs).
-pub(super) fn resolve(location: &str, options: &StorageOptions) -> Result<Resolved> {
+/// Resolve `location` with `options`, its S3 requests signed with `credentials` when given
+/// (see the module docs).
+pub(super) fn resolve(
+    location: &str,
+    options: &StorageOptions,
+    credentials: Option<&S3Credentials>,
+) -> Result<Resolved> {
     let (faults, backend): (StorageOptions, StorageOptions) = options
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .partition(|(k, _)| k.starts_with(FAULT_PREFIX));
     let mut resolved = match remote_url(location)? {
-        Some(url) => resolve_url(location, &url, &backend)?,
+        Some(url) => resolve_url(location, &url, &backend, credentials)?,
+        None if credentials.is_some() => {
+            return Err(Error::invalid(format!(
+                "S3 credentials do not apply to the local path '{location}'"
+            )))
+        }
         None => {
             if let Some(key) = backend.keys().next() {
                 return Err(Error::invalid(format!(
@@ -154,7 +169,12 @@ fn resolve_local(location: &str) -> Result<Resolved> {
     })
 }
 
-fn resolve_url(location: &str, url: &Url, options: &StorageOptions) -> Result<Resolved> {
+fn resolve_url(
+    location: &str,
+    url: &Url,
+    options: &StorageOptions,
+    credentials: Option<&S3Credentials>,
+) -> Result<Resolved> {
     let bad = |e: &dyn std::fmt::Display| Error::invalid(format!("bad location '{location}': {e}"));
     // `s3a://` is what Hadoop-configured Paimon deployments write; the bucket layout is S3's.
     let (scheme, url) = if url.scheme() == "s3a" {
@@ -177,26 +197,46 @@ fn resolve_url(location: &str, url: &Url, options: &StorageOptions) -> Result<Re
     {
         return Err(bad(&"'.' and '..' segments are not allowed in URLs"));
     }
-    // Each cloud builder: the environment, the URL, then every option (unknown keys refused).
+    // Each cloud builder: the environment, the URL, then every option (unknown keys refused),
+    // then anything else the back-end takes.
     macro_rules! cloud {
         ($builder:ty, $key:ty, $options:expr, $retry:expr) => {
+            cloud!($builder, $key, $options, $retry, |b| b)
+        };
+        ($builder:ty, $key:ty, $options:expr, $retry:expr, $finish:expr) => {
             Arc::new(
-                configured(
-                    <$builder>::from_env().with_url(url.as_str()),
-                    $options,
-                    |b, k: $key, v| b.with_config(k, v),
-                )?
-                .with_retry($retry)
+                $finish(
+                    configured(
+                        <$builder>::from_env().with_url(url.as_str()),
+                        $options,
+                        |b, k: $key, v| b.with_config(k, v),
+                    )?
+                    .with_retry($retry),
+                )
                 .build()
                 .map_err(|e| bad(&e))?,
             )
         };
     }
+    if credentials.is_some() && scheme != ObjectStoreScheme::AmazonS3 {
+        return Err(Error::invalid(format!(
+            "S3 credentials do not apply to '{location}'"
+        )));
+    }
     let store: Arc<dyn ObjectStore> = match scheme {
         ObjectStoreScheme::AmazonS3 => {
             let (retry, options) =
                 paimon_s3::retry_config(&paimon_s3::translate(location, options)?)?;
-            cloud!(AmazonS3Builder, AmazonS3ConfigKey, &options, retry)
+            cloud!(
+                AmazonS3Builder,
+                AmazonS3ConfigKey,
+                &options,
+                retry,
+                |b: AmazonS3Builder| match credentials {
+                    Some(c) => b.with_credentials(c.clone()),
+                    None => b,
+                }
+            )
         }
         ObjectStoreScheme::GoogleCloudStorage => {
             cloud!(

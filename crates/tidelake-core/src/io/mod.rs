@@ -91,7 +91,7 @@ pub use env::Env;
 pub(crate) use env::{epoch_ms_of_local_wall, local_wall_ms};
 #[cfg(unix)]
 use local_file::LocalFile;
-pub use location::StorageOptions;
+pub use location::{S3Credentials, StorageOptions};
 pub use read_cache::ReadCache;
 
 /// An I/O error of the local filesystem as object_store reports it.
@@ -142,7 +142,24 @@ impl FileIO {
 
     /// Open any location [`location`] supports (`s3://bucket/prefix`, ...) with storage options.
     pub fn open_with(location: &str, options: &StorageOptions) -> Result<Self> {
-        let r = location::resolve(location, options)?;
+        Self::resolved(location, options, None)
+    }
+
+    /// Open an S3 location with storage options, every request signed with `credentials`.
+    pub fn open_signed(
+        location: &str,
+        options: &StorageOptions,
+        credentials: &S3Credentials,
+    ) -> Result<Self> {
+        Self::resolved(location, options, Some(credentials))
+    }
+
+    fn resolved(
+        location: &str,
+        options: &StorageOptions,
+        credentials: Option<&S3Credentials>,
+    ) -> Result<Self> {
+        let r = location::resolve(location, options, credentials)?;
         Ok(FileIO {
             store: r.store,
             root: r.root,

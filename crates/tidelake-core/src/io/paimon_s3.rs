@@ -57,7 +57,7 @@ const ATTEMPTS: &str = "attempts.maximum";
 const INTERVAL: &str = "retry.interval";
 
 /// Whether `location` is on S3.
-fn is_s3(location: &str) -> bool {
+pub(crate) fn is_s3(location: &str) -> bool {
     let scheme = location
         .split_once("://")
         .map(|(s, _)| s.to_ascii_lowercase());

@@ -3,19 +3,23 @@
 //! manifest files to the table path the server gives, then asks the server to commit.
 //!
 //! Modules: `client` (HTTP, paths, errors), `commit` (the commit endpoint as a
-//! [`SnapshotCommit`](crate::snapshot_commit::SnapshotCommit)).
+//! [`SnapshotCommit`](crate::snapshot_commit::SnapshotCommit)), `token` (data tokens: the
+//! server's credentials for a table's files).
 //!
 //! Invariants: the options in force are the server's `defaults`, then the client's, then the
 //! server's `overrides` (Java `ConfigResponse.merge`), and paths use the merged `prefix`; a
 //! table is opened at the `path` of its `GET table` answer, committing through the server with
 //! the table's `id` (the server refuses a commit for another table of the same name); schema
 //! changes of such a table go to the server too (`POST` alter-table), never straight to a schema
-//! file the server would not know.
+//! file the server would not know; with `data-token.enabled` in the merged options, the table's
+//! files are reached with the server's data tokens (`token`).
 
 pub(crate) mod client;
 pub(crate) mod commit;
+pub(crate) mod token;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use reqwest::StatusCode;
 use serde::Deserialize;
@@ -23,7 +27,9 @@ use serde_json::{json, Value};
 use tidelake_spec::catalog_options::{CatalogOptions, REST_PREFIX, TOKEN, TOKEN_PROVIDER};
 
 use crate::error::{Error, Result};
+use crate::io::{paimon_s3, Env, FileIO, S3Credentials, StorageOptions};
 use client::{RestClient, RestError};
+use token::TokenCredentials;
 
 use super::identifier::Identifier;
 use super::Partition;
@@ -88,6 +94,8 @@ impl From<RestPartition> for Partition {
 #[derive(Clone, Debug)]
 pub(crate) struct RestCatalog {
     client: RestClient,
+    /// `data-token.enabled`: tables' files are reached with the server's data tokens.
+    data_tokens: bool,
 }
 
 /// Java `Catalog.DB_LOCATION_PROP`.
@@ -137,7 +145,14 @@ impl RestCatalog {
         merged.extend(config.overrides);
         let merged: CatalogOptions = merged.into_iter().collect();
         let client = RestClient::new(uri, &headers(&merged)?)?.with_prefix(merged.get(REST_PREFIX));
-        Ok((RestCatalog { client }, merged))
+        let data_tokens = merged.data_token_enabled().map_err(super::options_error)?;
+        Ok((
+            RestCatalog {
+                client,
+                data_tokens,
+            },
+            merged,
+        ))
     }
 
     pub(crate) fn client(&self) -> &RestClient {
@@ -254,6 +269,26 @@ impl RestCatalog {
             Err(e) if is_not_found(&e) => Ok(None),
             Err(e) => Err(e.into_error()),
         }
+    }
+
+    /// The files of table `id` at `location`: the catalog's S3 options under `storage`, and the
+    /// server's data tokens when it vends them.
+    pub(crate) async fn table_io(
+        &self,
+        id: &Identifier,
+        location: &str,
+        catalog: &CatalogOptions,
+        storage: &StorageOptions,
+    ) -> Result<FileIO> {
+        let mut options = paimon_s3::storage_options(location, catalog.iter(), storage)?;
+        if !self.data_tokens {
+            return FileIO::open_with(location, &options);
+        }
+        let (credentials, token_options) =
+            TokenCredentials::fetch(&self.client, id, location, Env::default()).await?;
+        options.extend(token_options);
+        let credentials: S3Credentials = Arc::new(credentials);
+        FileIO::open_signed(location, &options, &credentials)
     }
 
     /// The partitions the server keeps for a table (Java `RESTCatalog.listPartitions`), `None`

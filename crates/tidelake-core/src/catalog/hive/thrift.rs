@@ -1,47 +1,83 @@
 //! Thrift's binary protocol, strict and unframed (the Hive Metastore's default transport), over
 //! a dynamic value tree: the few HMS calls tidelake makes are encoded from, and decoded into,
-//! [`Struct`]s of numbered fields rather than generated types.
+//! [`Struct`]s of numbered fields rather than generated types. The wire encoding is the `thrift`
+//! crate's (`TBinaryOutputProtocol` and `TBinaryInputProtocol`, strict, over in-memory buffers);
+//! this module walks the tree onto its writes and builds the tree from its reads.
 //!
 //! Invariants: a decoded struct keeps every field the server sent, those tidelake never reads
 //! included, in their order, so a struct read, changed and sent back (an altered table or
 //! database) loses nothing a newer metastore added; decoding never trusts a length beyond the
 //! bytes received (a short buffer is [`Decoded::Incomplete`], a malformed one an error, never a
-//! panic or a huge allocation) and never nests deeper than [`MAX_DEPTH`].
+//! panic or a huge allocation: the protocol's string and container limits are the buffer's
+//! length, so a length past them, like the end of the buffer, means more bytes are needed) and
+//! never nests deeper than [`MAX_DEPTH`].
 
 use std::collections::BTreeMap;
 
-/// Thrift's wire types.
+use thrift::protocol::{
+    field_id, TBinaryInputProtocol, TBinaryOutputProtocol, TFieldIdentifier, TInputProtocol,
+    TListIdentifier, TMapIdentifier, TMessageIdentifier, TMessageType, TOutputProtocol,
+    TSetIdentifier, TStructIdentifier, TType,
+};
+use thrift::{ProtocolError, ProtocolErrorKind, TConfiguration, TransportErrorKind};
+
+/// Thrift's wire types, those a value can have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
-    Bool = 2,
-    Byte = 3,
-    Double = 4,
-    I16 = 6,
-    I32 = 8,
-    I64 = 10,
-    Binary = 11,
-    Struct = 12,
-    Map = 13,
-    Set = 14,
-    List = 15,
+    Bool,
+    Byte,
+    Double,
+    I16,
+    I32,
+    I64,
+    Binary,
+    Struct,
+    Map,
+    Set,
+    List,
 }
 
 impl Kind {
-    fn of(code: u8) -> Option<Kind> {
-        Some(match code {
-            2 => Kind::Bool,
-            3 => Kind::Byte,
-            4 => Kind::Double,
-            6 => Kind::I16,
-            8 => Kind::I32,
-            10 => Kind::I64,
-            11 => Kind::Binary,
-            12 => Kind::Struct,
-            13 => Kind::Map,
-            14 => Kind::Set,
-            15 => Kind::List,
-            _ => return None,
+    /// The kind of a wire type: an error for those no value has here (`uuid`, which HMS does not
+    /// use, stop, void, utf7).
+    fn of(ty: TType) -> thrift::Result<Kind> {
+        Ok(match ty {
+            TType::Bool => Kind::Bool,
+            TType::I08 => Kind::Byte,
+            TType::Double => Kind::Double,
+            TType::I16 => Kind::I16,
+            TType::I32 => Kind::I32,
+            TType::I64 => Kind::I64,
+            TType::String => Kind::Binary,
+            TType::Struct => Kind::Struct,
+            TType::Map => Kind::Map,
+            TType::Set => Kind::Set,
+            TType::List => Kind::List,
+            other => {
+                return Err(malformed(
+                    ProtocolErrorKind::NotImplemented,
+                    format!("a value of Thrift type {other}"),
+                ))
+            }
         })
+    }
+}
+
+impl From<Kind> for TType {
+    fn from(kind: Kind) -> TType {
+        match kind {
+            Kind::Bool => TType::Bool,
+            Kind::Byte => TType::I08,
+            Kind::Double => TType::Double,
+            Kind::I16 => TType::I16,
+            Kind::I32 => TType::I32,
+            Kind::I64 => TType::I64,
+            Kind::Binary => TType::String,
+            Kind::Struct => TType::Struct,
+            Kind::Map => TType::Map,
+            Kind::Set => TType::Set,
+            Kind::List => TType::List,
+        }
     }
 }
 
@@ -207,84 +243,90 @@ impl Struct {
 
 // ---- encoding --------------------------------------------------------------------------------
 
-/// `TBinaryProtocol`'s strict message header: version 1 in the high bytes, the type below.
-const VERSION_1: u32 = 0x8001_0000;
-const VERSION_MASK: u32 = 0xffff_0000;
-const CALL: u8 = 1;
-const REPLY: u8 = 2;
-const EXCEPTION: u8 = 3;
-const STOP: u8 = 0;
+type Output = TBinaryOutputProtocol<Vec<u8>>;
 
-fn put_i32(out: &mut Vec<u8>, v: i32) {
-    out.extend_from_slice(&v.to_be_bytes());
+/// A collection's size on the wire (no collection in memory has 2^31 items).
+fn wire_size(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-fn put_len(out: &mut Vec<u8>, n: usize) {
-    put_i32(out, i32::try_from(n).unwrap_or(i32::MAX));
-}
-
-fn put_binary(out: &mut Vec<u8>, b: &[u8]) {
-    put_len(out, b.len());
-    out.extend_from_slice(b);
-}
-
-fn put_value(out: &mut Vec<u8>, v: &Value) {
+fn write_value(out: &mut Output, v: &Value) -> thrift::Result<()> {
     match v {
-        Value::Bool(b) => out.push(u8::from(*b)),
-        Value::Byte(b) => out.extend_from_slice(&b.to_be_bytes()),
-        Value::Double(d) => out.extend_from_slice(&d.to_be_bytes()),
-        Value::I16(i) => out.extend_from_slice(&i.to_be_bytes()),
-        Value::I32(i) => put_i32(out, *i),
-        Value::I64(i) => out.extend_from_slice(&i.to_be_bytes()),
-        Value::Binary(b) => put_binary(out, b),
-        Value::Struct(s) => put_struct(out, s),
+        Value::Bool(b) => out.write_bool(*b),
+        Value::Byte(b) => out.write_i8(*b),
+        Value::Double(d) => out.write_double(*d),
+        Value::I16(i) => out.write_i16(*i),
+        Value::I32(i) => out.write_i32(*i),
+        Value::I64(i) => out.write_i64(*i),
+        Value::Binary(b) => out.write_bytes(b),
+        Value::Struct(s) => write_struct(out, s),
         Value::Map(k, v, entries) => {
-            out.push(*k as u8);
-            out.push(*v as u8);
-            put_len(out, entries.len());
+            let size = wire_size(entries.len());
+            out.write_map_begin(&TMapIdentifier::new(TType::from(*k), TType::from(*v), size))?;
             for (key, value) in entries {
-                put_value(out, key);
-                put_value(out, value);
+                write_value(out, key)?;
+                write_value(out, value)?;
             }
+            out.write_map_end()
         }
-        Value::Set(kind, items) | Value::List(kind, items) => {
-            out.push(*kind as u8);
-            put_len(out, items.len());
-            for item in items {
-                put_value(out, item);
-            }
+        Value::Set(kind, items) => {
+            out.write_set_begin(&TSetIdentifier::new((*kind).into(), wire_size(items.len())))?;
+            items.iter().try_for_each(|item| write_value(out, item))?;
+            out.write_set_end()
+        }
+        Value::List(kind, items) => {
+            out.write_list_begin(&TListIdentifier::new(
+                (*kind).into(),
+                wire_size(items.len()),
+            ))?;
+            items.iter().try_for_each(|item| write_value(out, item))?;
+            out.write_list_end()
         }
     }
 }
 
-fn put_struct(out: &mut Vec<u8>, s: &Struct) {
+fn write_struct(out: &mut Output, s: &Struct) -> thrift::Result<()> {
+    // the binary protocol writes no struct or field names
+    out.write_struct_begin(&TStructIdentifier::new(""))?;
     for (id, value) in &s.0 {
-        out.push(value.kind() as u8);
-        out.extend_from_slice(&id.to_be_bytes());
-        put_value(out, value);
+        out.write_field_begin(&TFieldIdentifier::new::<_, String, _>(
+            None,
+            value.kind().into(),
+            *id,
+        ))?;
+        write_value(out, value)?;
+        out.write_field_end()?;
     }
-    out.push(STOP);
+    out.write_field_stop()?;
+    out.write_struct_end()
 }
 
-fn encode_message(kind: u8, method: &str, seq: i32, body: &Struct) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(&(VERSION_1 | u32::from(kind)).to_be_bytes());
-    put_binary(&mut out, method.as_bytes());
-    put_i32(&mut out, seq);
-    put_struct(&mut out, body);
-    out
+fn encode_message(kind: TMessageType, method: &str, seq: i32, body: &Struct) -> Vec<u8> {
+    let mut out = TBinaryOutputProtocol::with_config(
+        Vec::with_capacity(256),
+        true,
+        TConfiguration::no_limits(),
+    );
+    out.write_message_begin(&TMessageIdentifier::new(method, kind, seq))
+        .and_then(|()| write_struct(&mut out, body))
+        .and_then(|()| out.write_message_end())
+        // a `Vec` takes every byte, and without limits the protocol refuses only a field without
+        // an id or a map without key and value types, which `write_struct` and `write_value`
+        // always give
+        .expect("encoding into memory without limits cannot fail");
+    out.transport
 }
 
 /// The bytes of a call of `method` with `args` (the arguments struct, fields numbered as in
 /// the IDL).
 pub(crate) fn encode_call(method: &str, seq: i32, args: &Struct) -> Vec<u8> {
-    encode_message(CALL, method, seq, args)
+    encode_message(TMessageType::Call, method, seq, args)
 }
 
 /// The bytes of a reply (a server's, for tests).
 #[cfg(test)]
 pub(crate) fn encode_reply(method: &str, seq: i32, result: &Struct) -> Vec<u8> {
-    encode_message(REPLY, method, seq, result)
+    encode_message(TMessageType::Reply, method, seq, result)
 }
 
 // ---- decoding --------------------------------------------------------------------------------
@@ -310,165 +352,144 @@ pub(crate) enum Decoded {
     Incomplete,
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+/// The protocol reading a buffer; its transport is what is left of the buffer.
+type Input<'a> = TBinaryInputProtocol<&'a [u8]>;
+
+fn malformed(kind: ProtocolErrorKind, message: String) -> thrift::Error {
+    thrift::Error::Protocol(ProtocolError::new(kind, message))
 }
 
-/// Why decoding stopped: the buffer ended, or the bytes are not Thrift.
-enum Stop {
-    Short,
-    Malformed(String),
+/// Whether `e` means the buffer ends before the message does: a read past its end, or a string
+/// or collection longer than the whole buffer (the protocol's limits, set to its length).
+fn is_short(e: &thrift::Error) -> bool {
+    match e {
+        thrift::Error::Transport(e) => e.kind == TransportErrorKind::EndOfFile,
+        thrift::Error::Protocol(e) => e.kind == ProtocolErrorKind::SizeLimit,
+        _ => false,
+    }
 }
 
-type Read<T> = std::result::Result<T, Stop>;
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Read<&[u8]> {
-        let end = self.pos.checked_add(n).ok_or(Stop::Short)?;
-        let bytes = self.buf.get(self.pos..end).ok_or(Stop::Short)?;
-        self.pos = end;
-        Ok(bytes)
+/// The elements of a set or list, and their kind.
+fn read_items(
+    input: &mut Input,
+    ty: TType,
+    size: i32,
+    depth: usize,
+) -> thrift::Result<(Kind, Vec<Value>)> {
+    let kind = Kind::of(ty)?;
+    // the protocol checked that `size` items could fit in the buffer
+    let mut items = Vec::with_capacity(usize::try_from(size).unwrap_or_default());
+    for _ in 0..size {
+        items.push(read_value(input, kind, depth + 1)?);
     }
+    Ok((kind, items))
+}
 
-    fn array<const N: usize>(&mut self) -> Read<[u8; N]> {
-        let mut a = [0; N];
-        a.copy_from_slice(self.take(N)?);
-        Ok(a)
+fn read_value(input: &mut Input, kind: Kind, depth: usize) -> thrift::Result<Value> {
+    if depth > MAX_DEPTH {
+        return Err(malformed(
+            ProtocolErrorKind::DepthLimit,
+            format!("values nested deeper than {MAX_DEPTH}"),
+        ));
     }
-
-    fn u8(&mut self) -> Read<u8> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn i32(&mut self) -> Read<i32> {
-        Ok(i32::from_be_bytes(self.array()?))
-    }
-
-    /// A collection size: never more items than bytes left (each takes at least one).
-    fn size(&mut self) -> Read<usize> {
-        let n = self.i32()?;
-        let n = usize::try_from(n).map_err(|_| Stop::Malformed(format!("negative size {n}")))?;
-        if n > self.buf.len() - self.pos {
-            return Err(Stop::Short);
-        }
-        Ok(n)
-    }
-
-    fn kind(&mut self) -> Read<Kind> {
-        let code = self.u8()?;
-        Kind::of(code).ok_or_else(|| Stop::Malformed(format!("unknown Thrift type {code}")))
-    }
-
-    fn binary(&mut self) -> Read<Vec<u8>> {
-        let n = self.size()?;
-        Ok(self.take(n)?.to_vec())
-    }
-
-    fn value(&mut self, kind: Kind, depth: usize) -> Read<Value> {
-        if depth > MAX_DEPTH {
-            return Err(Stop::Malformed(format!(
-                "values nested deeper than {MAX_DEPTH}"
-            )));
-        }
-        Ok(match kind {
-            Kind::Bool => Value::Bool(self.u8()? != 0),
-            Kind::Byte => Value::Byte(i8::from_be_bytes(self.array()?)),
-            Kind::Double => Value::Double(f64::from_be_bytes(self.array()?)),
-            Kind::I16 => Value::I16(i16::from_be_bytes(self.array()?)),
-            Kind::I32 => Value::I32(self.i32()?),
-            Kind::I64 => Value::I64(i64::from_be_bytes(self.array()?)),
-            Kind::Binary => Value::Binary(self.binary()?),
-            Kind::Struct => Value::Struct(self.structure(depth + 1)?),
-            Kind::Map => {
-                let (k, v) = (self.kind()?, self.kind()?);
-                let n = self.size()?;
-                let mut entries = Vec::with_capacity(n);
-                for _ in 0..n {
-                    entries.push((self.value(k, depth + 1)?, self.value(v, depth + 1)?));
-                }
-                Value::Map(k, v, entries)
+    Ok(match kind {
+        Kind::Bool => Value::Bool(input.read_bool()?),
+        Kind::Byte => Value::Byte(input.read_i8()?),
+        Kind::Double => Value::Double(input.read_double()?),
+        Kind::I16 => Value::I16(input.read_i16()?),
+        Kind::I32 => Value::I32(input.read_i32()?),
+        Kind::I64 => Value::I64(input.read_i64()?),
+        Kind::Binary => Value::Binary(input.read_bytes()?),
+        Kind::Struct => Value::Struct(read_struct(input, depth + 1)?),
+        Kind::Map => {
+            let map = input.read_map_begin()?;
+            // the binary protocol always reads both types
+            let k = Kind::of(map.key_type.unwrap_or(TType::Void))?;
+            let v = Kind::of(map.value_type.unwrap_or(TType::Void))?;
+            let mut entries = Vec::with_capacity(usize::try_from(map.size).unwrap_or_default());
+            for _ in 0..map.size {
+                entries.push((
+                    read_value(input, k, depth + 1)?,
+                    read_value(input, v, depth + 1)?,
+                ));
             }
-            Kind::Set | Kind::List => {
-                let element = self.kind()?;
-                let n = self.size()?;
-                let mut items = Vec::with_capacity(n);
-                for _ in 0..n {
-                    items.push(self.value(element, depth + 1)?);
-                }
-                match kind {
-                    Kind::Set => Value::Set(element, items),
-                    _ => Value::List(element, items),
-                }
-            }
-        })
-    }
-
-    fn structure(&mut self, depth: usize) -> Read<Struct> {
-        let mut fields = Vec::new();
-        loop {
-            let code = self.u8()?;
-            if code == STOP {
-                return Ok(Struct(fields));
-            }
-            let kind = Kind::of(code)
-                .ok_or_else(|| Stop::Malformed(format!("unknown Thrift type {code}")))?;
-            let id = i16::from_be_bytes(self.array()?);
-            fields.push((id, self.value(kind, depth)?));
+            input.read_map_end()?;
+            Value::Map(k, v, entries)
         }
-    }
+        Kind::Set => {
+            let set = input.read_set_begin()?;
+            let (kind, items) = read_items(input, set.element_type, set.size, depth)?;
+            input.read_set_end()?;
+            Value::Set(kind, items)
+        }
+        Kind::List => {
+            let list = input.read_list_begin()?;
+            let (kind, items) = read_items(input, list.element_type, list.size, depth)?;
+            input.read_list_end()?;
+            Value::List(kind, items)
+        }
+    })
 }
 
-/// One message: its type, method name, sequence number and body.
-struct Message {
-    kind: u8,
-    name: Vec<u8>,
-    seq: i32,
-    body: Struct,
+fn read_struct(input: &mut Input, depth: usize) -> thrift::Result<Struct> {
+    input.read_struct_begin()?;
+    let mut fields = Vec::new();
+    loop {
+        let field = input.read_field_begin()?;
+        if field.field_type == TType::Stop {
+            break;
+        }
+        let kind = Kind::of(field.field_type)?;
+        fields.push((field_id(&field)?, read_value(input, kind, depth)?));
+        input.read_field_end()?;
+    }
+    input.read_struct_end()?;
+    Ok(Struct(fields))
 }
 
-/// Decode the message at the start of `buf`: `None` if it is not all there yet.
-fn decode_message(buf: &[u8]) -> Result<Option<(Message, usize)>, String> {
-    let mut r = Reader { buf, pos: 0 };
-    let read = (|| -> Read<Message> {
-        let header = u32::from_be_bytes(r.array()?);
-        if header & VERSION_MASK != VERSION_1 {
-            return Err(Stop::Malformed(format!(
-                "not a strict binary-protocol message (header {header:#x})"
-            )));
-        }
-        Ok(Message {
-            kind: (header & 0xff) as u8,
-            name: r.binary()?,
-            seq: r.i32()?,
-            body: r.structure(0)?,
-        })
-    })();
-    match read {
-        Ok(message) => Ok(Some((message, r.pos))),
-        Err(Stop::Short) => Ok(None),
-        Err(Stop::Malformed(m)) => Err(m),
+/// Decode the message at the start of `buf`: its header, body and length; `None` if it is not
+/// all there yet.
+fn decode_message(buf: &[u8]) -> Result<Option<(TMessageIdentifier, Struct, usize)>, String> {
+    let read = |input: &mut Input| -> thrift::Result<(TMessageIdentifier, Struct)> {
+        let header = input.read_message_begin()?;
+        let body = read_struct(input, 0)?;
+        input.read_message_end()?;
+        Ok((header, body))
+    };
+    // no string or collection is longer than the bytes received; nesting is limited by
+    // `read_value`, over every collection and not only structs
+    let limits = TConfiguration::builder()
+        .max_message_size(Some(buf.len()))
+        .max_string_size(Some(buf.len()))
+        .max_frame_size(None)
+        .max_recursion_depth(None)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut input = TBinaryInputProtocol::with_config(buf, true, limits);
+    match read(&mut input) {
+        Ok((header, body)) => Ok(Some((header, body, buf.len() - input.transport.len()))),
+        Err(e) if is_short(&e) => Ok(None),
+        Err(e) => Err(format!("a malformed Thrift message: {e}")),
     }
 }
 
 /// Decode the reply to call `seq` of `method` from the start of `buf`; `Err` when the bytes
 /// are not such a reply.
 pub(crate) fn decode_reply(buf: &[u8], method: &str, seq: i32) -> Result<Decoded, String> {
-    let Some((message, used)) = decode_message(buf)? else {
+    let Some((header, body, used)) = decode_message(buf)? else {
         return Ok(Decoded::Incomplete);
     };
-    if message.name != method.as_bytes() || message.seq != seq {
+    if header.name != method || header.sequence_number != seq {
         return Err(format!(
             "a reply to '{}' #{}, expected '{method}' #{seq}",
-            String::from_utf8_lossy(&message.name),
-            message.seq
+            header.name, header.sequence_number
         ));
     }
-    let reply = match message.kind {
-        REPLY => Reply::Result(message.body),
+    let reply = match header.message_type {
+        TMessageType::Reply => Reply::Result(body),
         // TApplicationException: 1: message, 2: type
-        EXCEPTION => Reply::Failed(message.body.text(1).unwrap_or_default()),
-        other => return Err(format!("message type {other} in a reply")),
+        TMessageType::Exception => Reply::Failed(body.text(1).unwrap_or_default()),
+        other => return Err(format!("a {other} message in a reply")),
     };
     Ok(Decoded::Done(reply, used))
 }
@@ -477,23 +498,115 @@ pub(crate) fn decode_reply(buf: &[u8], method: &str, seq: i32) -> Result<Decoded
 /// number, arguments and length; `None` if it is not all there yet.
 #[cfg(test)]
 pub(crate) fn decode_call(buf: &[u8]) -> Option<(String, i32, Struct, usize)> {
-    let (m, used) = decode_message(buf).ok()??;
-    (m.kind == CALL).then(|| {
-        (
-            String::from_utf8_lossy(&m.name).into_owned(),
-            m.seq,
-            m.body,
-            used,
-        )
-    })
+    let (header, body, used) = decode_message(buf).ok()??;
+    (header.message_type == TMessageType::Call).then_some((
+        header.name,
+        header.sequence_number,
+        body,
+        used,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn reply(message_type: u8, body: &Struct) -> Vec<u8> {
+    fn reply(message_type: TMessageType, body: &Struct) -> Vec<u8> {
         encode_message(message_type, "get_table_req", 7, body)
+    }
+
+    /// A reply to `get_table_req` #7 written with the `thrift` crate's own protocol, not this
+    /// module, holding values of every kind, and the result struct it holds.
+    fn crate_written_reply() -> (Vec<u8>, Struct) {
+        let mut out = TBinaryOutputProtocol::new(Vec::new(), true);
+        let o: &mut dyn TOutputProtocol = &mut out;
+        let field = |o: &mut dyn TOutputProtocol, ty, id| {
+            o.write_field_begin(&TFieldIdentifier::new("f", ty, id))
+        };
+        let header = TMessageIdentifier::new("get_table_req", TMessageType::Reply, 7);
+        (|| -> thrift::Result<()> {
+            o.write_message_begin(&header)?;
+            o.write_struct_begin(&TStructIdentifier::new("get_table_req_result"))?;
+            field(o, TType::Struct, 0)?;
+            o.write_struct_begin(&TStructIdentifier::new("Table"))?;
+            field(o, TType::String, 1)?;
+            o.write_string("t")?;
+            field(o, TType::I32, 4)?;
+            o.write_i32(-4)?;
+            field(o, TType::Map, 9)?;
+            o.write_map_begin(&TMapIdentifier::new(TType::String, TType::List, 1))?;
+            o.write_string("k")?;
+            o.write_list_begin(&TListIdentifier::new(TType::Double, 1))?;
+            o.write_double(2.5)?;
+            field(o, TType::Set, 99)?;
+            o.write_set_begin(&TSetIdentifier::new(TType::Struct, 1))?;
+            o.write_struct_begin(&TStructIdentifier::new("Unknown"))?;
+            field(o, TType::Bool, 1)?;
+            o.write_bool(true)?;
+            field(o, TType::I08, 2)?;
+            o.write_i8(-8)?;
+            field(o, TType::I16, 3)?;
+            o.write_i16(300)?;
+            field(o, TType::I64, 4)?;
+            o.write_i64(i64::MAX)?;
+            o.write_field_stop()?;
+            o.write_field_stop()?;
+            o.write_field_stop()?;
+            o.write_message_end()
+        })()
+        .unwrap();
+        let unknown = Struct::default()
+            .with(1, Value::Bool(true))
+            .with(2, Value::Byte(-8))
+            .with(3, Value::I16(300))
+            .with(4, Value::I64(i64::MAX));
+        let list = Value::List(Kind::Double, vec![Value::Double(2.5)]);
+        let table = Struct::default()
+            .with(1, Value::text("t"))
+            .with(4, Value::I32(-4))
+            .with(
+                9,
+                Value::Map(Kind::Binary, Kind::List, vec![(Value::text("k"), list)]),
+            )
+            .with(99, Value::Set(Kind::Struct, vec![Value::Struct(unknown)]));
+        (
+            out.transport,
+            Struct::default().with(0, Value::Struct(table)),
+        )
+    }
+
+    #[test]
+    fn messages_of_the_thrift_crate_round_trip() {
+        let (bytes, result) = crate_written_reply();
+        assert_eq!(
+            decode_reply(&bytes, "get_table_req", 7),
+            Ok(Decoded::Done(Reply::Result(result.clone()), bytes.len()))
+        );
+        assert_eq!(encode_reply("get_table_req", 7, &result), bytes);
+        // and the crate reads the calls this module writes
+        let call = encode_call("get_all_tables", 3, &Struct::of([Value::text("db")]));
+        let mut input = TBinaryInputProtocol::new(&call[..], true);
+        let header = input.read_message_begin().unwrap();
+        assert_eq!(
+            header,
+            TMessageIdentifier::new("get_all_tables", TMessageType::Call, 3)
+        );
+        input.read_struct_begin().unwrap();
+        let field = input.read_field_begin().unwrap();
+        assert_eq!((field.field_type, field.id), (TType::String, Some(1)));
+        assert_eq!(input.read_string().unwrap(), "db");
+    }
+
+    #[test]
+    fn a_truncated_message_is_incomplete() {
+        let (bytes, _) = crate_written_reply();
+        for cut in 0..bytes.len() {
+            assert_eq!(
+                decode_reply(&bytes[..cut], "get_table_req", 7),
+                Ok(Decoded::Incomplete),
+                "cut at {cut}"
+            );
+        }
     }
 
     #[test]
@@ -516,7 +629,7 @@ mod tests {
             .with(20, Value::Set(Kind::I64, vec![Value::I64(i64::MIN)]))
             .with(21, Value::texts(["a", "b"]));
         let body = Struct::default().with(0, Value::Struct(table.clone()));
-        let bytes = reply(REPLY, &body);
+        let bytes = reply(TMessageType::Reply, &body);
         let Ok(Decoded::Done(Reply::Result(got), used)) = decode_reply(&bytes, "get_table_req", 7)
         else {
             panic!("not decoded");
@@ -543,7 +656,7 @@ mod tests {
     #[test]
     fn short_and_malformed_replies_are_told_apart() {
         let body = Struct::default().with(0, Value::texts(["db1", "db2"]));
-        let bytes = reply(REPLY, &body);
+        let bytes = reply(TMessageType::Reply, &body);
         for cut in 0..bytes.len() {
             assert_eq!(
                 decode_reply(&bytes[..cut], "get_table_req", 7),
@@ -555,14 +668,21 @@ mod tests {
         assert!(decode_reply(&bytes, "get_table_req", 8).is_err());
         assert!(decode_reply(b"HTTP/1.1 400 Bad Request\r\n", "x", 1).is_err());
         // a size beyond the bytes received waits for more rather than allocating it
-        let mut huge = reply(REPLY, &Struct::default());
+        let mut huge = reply(TMessageType::Reply, &Struct::default());
         huge.truncate(huge.len() - 1);
         huge.extend_from_slice(&[11, 0, 0, 0x7f, 0xff, 0xff, 0xff]);
         assert_eq!(
             decode_reply(&huge, "get_table_req", 7),
             Ok(Decoded::Incomplete)
         );
-        let mut deep = reply(REPLY, &Struct::default());
+        // a negative size, an unknown type
+        for bad in [&[11, 0, 0, 0xff, 0xff, 0xff, 0xff][..], &[42, 0, 0]] {
+            let mut malformed = reply(TMessageType::Reply, &Struct::default());
+            malformed.truncate(malformed.len() - 1);
+            malformed.extend_from_slice(bad);
+            assert!(decode_reply(&malformed, "get_table_req", 7).is_err());
+        }
+        let mut deep = reply(TMessageType::Reply, &Struct::default());
         deep.truncate(deep.len() - 1);
         for _ in 0..=MAX_DEPTH + 1 {
             deep.extend_from_slice(&[12, 0, 1]);
@@ -575,7 +695,7 @@ mod tests {
         let body = Struct::default()
             .with(1, Value::text("Invalid method name: 'get_table_req'"))
             .with(2, Value::I32(1));
-        let bytes = reply(EXCEPTION, &body);
+        let bytes = reply(TMessageType::Exception, &body);
         assert_eq!(
             decode_reply(&bytes, "get_table_req", 7),
             Ok(Decoded::Done(

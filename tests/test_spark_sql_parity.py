@@ -273,7 +273,7 @@ def test_spark_catalog_tables_over_the_source(spark, tmp_path):
         spark.sql(f"CREATE TABLE own{i} USING tidelake {where}")
         try:
             spark.sql(f"INSERT INTO own{i} VALUES ({10 + i}, 'x')")
-            got = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM own{i}").collect())
+            got = sorted((tuple(r) for r in spark.sql(f"SELECT * FROM own{i}").collect()), key=repr)
             assert got == arrow_rows(tidelake.open_table(path).to_arrow())
             assert (10 + i, "x") in got
         finally:
@@ -311,6 +311,12 @@ def test_paimon_spark_docs_examples(spark, catalog):
     assert catalog.get_table("test.my_table_all_as").primary_keys == ["dt", "hh"]
     assert_same_rows(catalog.get_table("test.my_table_all").to_arrow(), t.to_arrow())
 
+    sql(spark, "UPDATE test.my_table SET behavior = 'like' WHERE user_id = 2")
+    sql(spark, "DELETE FROM test.my_table WHERE item_id = 3")
+    assert rows(spark, "SELECT user_id, behavior FROM test.my_table") == [(2, "like")]
+    sql(spark, "CALL sys.rollback(table => 'test.my_table', version => '2')")
+    assert rows(spark, "SELECT user_id, item_id FROM test.my_table") == [(1, 3), (2, 2)]
+
     sql(spark, "ALTER TABLE test.my_table SET TBLPROPERTIES ('write-buffer-size' = '256 MB')")
     assert t.refresh().options["write-buffer-size"] == "256 MB"
     sql(spark, "ALTER TABLE test.my_table UNSET TBLPROPERTIES ('write-buffer-size')")
@@ -322,11 +328,6 @@ def test_paimon_spark_docs_examples(spark, catalog):
     assert t.refresh().schema.names == ["c", "user_id", "item_id", "behavior", "dt", "hh"]
     assert "write-buffer-size" not in t.options and t.schema.field("c").type == pa.int64()
 
-    sql(spark, "UPDATE test.my_table SET behavior = 'like' WHERE user_id = 2")
-    sql(spark, "DELETE FROM test.my_table WHERE item_id = 3")
-    assert rows(spark, "SELECT user_id, behavior FROM test.my_table") == [(2, "like")]
-    sql(spark, "CALL sys.rollback(table => 'test.my_table', version => '2')")
-    assert rows(spark, "SELECT user_id, item_id FROM test.my_table") == [(1, 3), (2, 2)]
     sql(spark, "CALL sys.compact(table => 'test.my_table')")
     assert t.latest_snapshot().commit_kind == "COMPACT"
     sql(spark, "CALL sys.expire_snapshots(table => 'test.my_table', retain_max => 1, retain_min => 1)")

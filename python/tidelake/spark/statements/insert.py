@@ -58,6 +58,7 @@ def _as_table_rows(source: DataFrame, table: Table, columns: list[str] | None, b
         raise InvalidArgumentError(f"the query has {len(source.columns)} columns but {len(given)} are inserted "
                                    f"({given}) into {table.path}")
     by_target = dict(zip(given, range(len(given))))
+    source = source.toDF(*[f"_{i}" for i in range(len(given))])  # by position: the query's names may repeat
     return source.select(*[
-        (source[by_target[f.name]] if f.name in by_target else F.lit(None)).cast(f.dataType).alias(f.name)
+        (source[f"_{by_target[f.name]}"] if f.name in by_target else F.lit(None)).cast(f.dataType).alias(f.name)
         for f in fields])

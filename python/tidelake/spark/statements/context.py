@@ -77,13 +77,6 @@ class Context:
         except TableNotFoundError:
             return None
 
-    def existing(self, ref: exp.Table) -> Table:
-        """The tidelake table ``ref`` names; TableNotFoundError naming it otherwise."""
-        table = self.table(ref)
-        if table is None:
-            raise TableNotFoundError(f"table {ref.sql('spark')} is not a table of the {self.where()}")
-        return table
-
     def named(self, text: str) -> Table:
         """A procedure's ``table`` argument: a path, or ``db.table`` of the warehouse."""
         if "/" in text:

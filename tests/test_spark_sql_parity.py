@@ -130,6 +130,9 @@ def test_ctas_and_replace_table(spark, catalog):
     replaced = catalog.get_table("db.copy")
     assert replaced.schema.names == ["k", "v2"] and replaced.primary_keys == []
     assert arrow_rows(replaced.to_arrow()) == [(1, 3.0), (2, 5.0)]
+    with pytest.raises(tidelake.UnsupportedError, match="reading the table it replaces"):
+        sql(spark, "REPLACE TABLE db.copy USING tidelake AS SELECT * FROM db.copy")
+    assert arrow_rows(catalog.get_table("db.copy").to_arrow()) == [(1, 3.0), (2, 5.0)]
     sql(spark, "CREATE OR REPLACE TABLE db.fresh USING tidelake AS SELECT count(*) AS n FROM db.src")
     assert catalog.get_table("db.fresh").to_arrow().to_pylist() == [{"n": 3}]
     # time travel in the CTAS query

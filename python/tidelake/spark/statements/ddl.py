@@ -58,6 +58,10 @@ def create(ctx: Context, stmt: exp.Create) -> DataFrame | None:
     if partition_cols:
         spec = io.CreateSpec(spec.primary_keys, [c.name for c in partition_cols], spec.bucket, spec.options)
     frame = None
+    if stmt.args.get("replace") and query is not None and any(
+            t.name == ref.name and t.db == ref.db for t in query.find_all(exp.Table)):
+        raise UnsupportedError(f"REPLACE TABLE {ref.sql('spark')} AS SELECT reading the table it replaces: the old "
+                               "table is dropped first; write into a new table, or use INSERT OVERWRITE")
     if query is not None:
         frame = query_frame(ctx, query)
         arrow = io.arrow_schema(frame.schema)

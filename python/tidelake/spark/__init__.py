@@ -23,8 +23,9 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   exactly-once per (query, batch id).
 * :func:`compact` compacts a table with Spark: planned on the driver, one task per bucket on
   the executors, one commit on the driver (:mod:`tidelake.compaction`).
-* :func:`sql` runs CREATE TABLE / INSERT / CALL / DELETE / UPDATE / MERGE on tidelake tables
-  and passes other statements to ``spark.sql`` (:mod:`tidelake.spark.statements`); :func:`delete`,
+* :func:`sql` runs queries, CREATE TABLE (and AS SELECT) / REPLACE / ALTER / DROP / TRUNCATE /
+  DESCRIBE / SHOW / INSERT / CALL / DELETE / UPDATE / MERGE on tidelake tables and passes other
+  statements to ``spark.sql`` (:mod:`tidelake.spark.statements`); :func:`delete`,
   :func:`update` and :func:`merge` are row-level DML (:mod:`tidelake.spark.dml`: one task per
   target (partition, bucket) in the executors, one atomic commit on the driver).
 

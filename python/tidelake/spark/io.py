@@ -78,7 +78,10 @@ def location(options: dict[str, str]) -> Location:
     path = options.get("path")
     if not path:
         raise InvalidArgumentError("the tidelake source needs a table path: .load(path), .save(path) or "
-                                   "option('path', ...)")
+                                   "option('path', ...). Spark gives none for a table of its catalog created with "
+                                   "a column list or AS SELECT: create it as CREATE TABLE t USING tidelake "
+                                   "LOCATION '/path' (no columns) over an existing table, or use "
+                                   "tidelake.spark.sql")
     storage = {k[len(STORAGE_PREFIX):]: v for k, v in options.items() if k.startswith(STORAGE_PREFIX)}
     return Location(path, storage or None)
 

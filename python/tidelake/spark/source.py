@@ -36,12 +36,17 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
   commit-message bytes; ``commit()`` commits them atomically as (``spark-batch-<uuid>``,
   :data:`~tidelake.spark.io.JOB_IDENTIFIER`); ``abort()`` deletes the files only when that
   commit did not land.
+* Spark's own catalog tables (``CREATE TABLE t USING tidelake LOCATION '/path'`` or ``OPTIONS
+  (path '...')``, no column list): Spark gives ``schema()`` the table's properties, ``path``
+  among them, but gives the reader and writer no options at all. ``schema()`` therefore puts
+  the path in the first field's metadata (:data:`LOCATION_METADATA`), which Spark keeps in the
+  catalog and hands back with the schema to ``reader()`` and ``writer()``.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +73,12 @@ if TYPE_CHECKING:
     from ..table import Table
 
 __all__ = ["TidelakeDataSource", "PushdownDataSource", "SplitPartition", "LatestPartition", "TaskMessages"]
+
+LOCATION_METADATA = "tidelake.location"
+"""Field metadata key holding a Spark catalog table's path (see the module docs)."""
+
+CATALOG_TABLE_OPTION = "provider"
+"""An option Spark gives ``schema()`` only for a table of its catalog (with ``location``)."""
 
 QUERY_ID = "spark.sql.execution.query.id"
 """The task-local property holding the running SQL query's id (a UUIDv7 in PySpark 4.x)."""
@@ -240,6 +251,18 @@ class BatchWriter(DataSourceArrowWriter):
         io.discard_unless_committed(self.location, payloads, self.commit_user, io.JOB_IDENTIFIER)
 
 
+def with_catalog_location(options: Mapping[str, str], schema: StructType) -> dict[str, str]:
+    """``options`` with the path of a Spark catalog table, kept in ``schema`` (see the module
+    docs), when they have none."""
+    options = dict(options)
+    if not options.get("path"):
+        path = next((f.metadata[LOCATION_METADATA] for f in schema.fields
+                     if f.metadata and LOCATION_METADATA in f.metadata), None)
+        if path:
+            options["path"] = path
+    return options
+
+
 class TidelakeDataSource(DataSource):
     """The ``tidelake`` format: ``spark.read/readStream.format("tidelake").load(path)`` and
     ``df.write/writeStream.format("tidelake").save(path)``. Options are listed in the README
@@ -255,13 +278,17 @@ class TidelakeDataSource(DataSource):
         options = dict(self.options)
         # A stream (``scan.mode``) reads forward from ``snapshot-id``: the latest schema.
         pinned = None if "scan.mode" in options else io.time_travel(options)
-        return io.spark_schema(io.location(options).open(), io.flag(options, "row-kind"), pinned)
+        where = io.location(options)
+        schema = io.spark_schema(where.open(), io.flag(options, "row-kind"), pinned)
+        if CATALOG_TABLE_OPTION in options and schema.fields:
+            schema.fields[0].metadata = {**(schema.fields[0].metadata or {}), LOCATION_METADATA: where.path}
+        return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return self.reader_class(dict(self.options), schema)
+        return self.reader_class(with_catalog_location(self.options, schema), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> BatchWriter:
-        options = dict(self.options)
+        options = with_catalog_location(self.options, schema)
         io.CreateSpec.of_options(options).open_or_create(io.location(options), io.arrow_schema(schema), "append")
         return BatchWriter(options, overwrite)
 

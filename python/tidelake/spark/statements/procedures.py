@@ -1,0 +1,219 @@
+"""``CALL [sys.]<procedure>(...)``: Paimon's Spark procedures with Paimon's names and argument
+names (by name ``table => 'db.t'`` or by position, in Paimon's order), each run through the
+Python API (:class:`~tidelake.Table` methods; ``compact`` with :func:`tidelake.spark.compact`)
+and answering one row of what it did. Arguments tidelake cannot honour are refused by name."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ...exceptions import InvalidArgumentError, UnsupportedError
+from .context import Context
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ...table import Table
+
+PROCEDURES: dict[str, tuple[str, ...]] = {
+    "compact": ("table", "partitions", "where", "order_strategy", "order_by", "options", "partition_idle_time",
+                "compact_strategy"),
+    "expire_snapshots": ("table", "retain_max", "retain_min", "older_than", "max_deletes", "options"),
+    "expire_partitions": ("table", "expiration_time", "timestamp_formatter", "timestamp_pattern", "expire_strategy",
+                          "max_expires", "options"),
+    "remove_orphan_files": ("table", "older_than", "dry_run", "parallelism", "mode"),
+    "create_tag": ("table", "tag", "snapshot", "time_retained"),
+    "create_tag_from_timestamp": ("table", "tag", "timestamp", "time_retained"),
+    "delete_tag": ("table", "tag"),
+    "rollback": ("table", "version", "snapshot", "tag"),
+    "rollback_to_timestamp": ("table", "timestamp"),
+    "create_branch": ("table", "branch", "tag"),
+    "delete_branch": ("table", "branch"),
+    "fast_forward": ("table", "branch"),
+    "reset_consumer": ("table", "consumerid", "nextsnapshotid"),
+}
+"""Paimon's Spark procedures run here, with their parameters (lower case) in Paimon's order."""
+
+_CALL = re.compile(r"\s*(?:`?sys`?\.)?`?(\w+)`?\s*\((.*)\)\s*;?\s*", re.S)
+
+
+def call(ctx: Context, text: str) -> DataFrame:
+    """``text`` is what follows ``CALL``."""
+    import sqlglot
+    from sqlglot import exp
+
+    m = _CALL.fullmatch(text)
+    if m is None:
+        raise InvalidArgumentError(f"cannot read the procedure call {text!r}: expected CALL [sys.]name(args)")
+    name = m.group(1).lower()
+    if name not in PROCEDURES:
+        raise UnsupportedError(f"procedure {name!r} is not supported; tidelake runs {', '.join(PROCEDURES)}")
+    args = sqlglot.parse_one(f"SELECT f({m.group(2)})", read="spark").expressions[0].expressions if \
+        m.group(2).strip() else []
+    params, given = PROCEDURES[name], {}
+    for i, arg in enumerate(args):
+        key, value = (arg.this.name.lower(), arg.expression) if isinstance(arg, exp.Kwarg) else (
+            params[i] if i < len(params) else "", arg)
+        if key not in params:
+            raise InvalidArgumentError(f"procedure {name} has no argument {key or i + 1!r}; its arguments are "
+                                       f"{', '.join(params)}")
+        given[key] = value.to_py()
+    if "table" not in given:
+        raise InvalidArgumentError(f"procedure {name} needs table => 'db.table' (or a path)")
+    table = ctx.named(str(given.pop("table")))
+    given = {k: v for k, v in given.items() if v not in (None, "")}
+    return getattr(_Procedures(ctx, table), name)(**given)
+
+
+def _names(text: Any) -> list[str]:
+    """Paimon's comma-separated list of tags or branches."""
+    return [n.strip() for n in str(text).split(",") if n.strip()]
+
+
+class _Procedures:
+    """Paimon's procedures over the Python API; each returns a DataFrame of what it did."""
+
+    def __init__(self, ctx: Context, table: Table) -> None:
+        self.ctx, self.table = ctx, table
+
+    def _only(self, name: str, given: dict[str, Any]) -> None:
+        if given:
+            raise UnsupportedError(f"{name}: argument(s) {', '.join(given)} are not supported by tidelake")
+
+    def _needs(self, name: str, **given: Any) -> None:
+        missing = [k for k, v in given.items() if v is None]
+        if missing:
+            raise InvalidArgumentError(f"procedure {name} needs {', '.join(f'{k} =>' for k in missing)}")
+
+    def compact(self, partitions: str | None = None, compact_strategy: str = "full", **rest: Any) -> DataFrame:
+        from ...maintenance import typed_partitions
+        from .. import compact
+
+        self._only("compact", rest)
+        if compact_strategy not in ("full", "minor"):
+            raise InvalidArgumentError(f"compact_strategy must be 'full' or 'minor', got {compact_strategy!r}")
+        specs = None
+        if partitions:
+            specs = typed_partitions(self.table, [dict(_key_value(kv) for kv in p.split(","))
+                                                   for p in partitions.split(";")])
+        snapshot = compact(self.ctx.spark, self.table, full=compact_strategy == "full", partitions=specs)
+        return self.ctx.result([(snapshot,)], "snapshot_id bigint")
+
+    def expire_snapshots(self, retain_max: int | None = None, retain_min: int | None = None,
+                         older_than: Any = None, max_deletes: int | None = None, **rest: Any) -> DataFrame:
+        from ...table import _epoch_ms
+
+        self._only("expire_snapshots", rest)
+        done = self.table.expire_snapshots(retain_min, retain_max,
+                                           None if older_than is None else _epoch_ms(older_than), max_deletes)
+        return self.ctx.result([(done["snapshots"],)], "expired_snapshots bigint")
+
+    def expire_partitions(self, expiration_time: str | None = None, timestamp_formatter: str | None = None,
+                          timestamp_pattern: str | None = None, expire_strategy: str | None = None,
+                          **rest: Any) -> DataFrame:
+        """Paimon's arguments that are table options in tidelake must equal the table's."""
+        from ...maintenance import parse_duration
+
+        self._only("expire_partitions", rest)
+        for key, value in (("partition.timestamp-formatter", timestamp_formatter),
+                           ("partition.timestamp-pattern", timestamp_pattern),
+                           ("partition.expiration-strategy", expire_strategy)):
+            own = self.table.options.get(key) or self.table.effective_options.get(key)
+            if value is not None and str(value) != own:
+                raise UnsupportedError(f"expire_partitions: {value!r} differs from the table's option {key} "
+                                       f"({own!r}); tidelake expires by the table's options: set it with ALTER TABLE "
+                                       f"... SET TBLPROPERTIES ('{key}' = '{value}')")
+        gone = self.table.expire_partitions(None if expiration_time is None else parse_duration(str(expiration_time)))
+        rows = [(",".join(f"{k}={v}" for k, v in p.items()),) for p in gone]
+        return self.ctx.result(rows, "expired_partitions string")
+
+    def remove_orphan_files(self, older_than: Any = None, dry_run: Any = False, parallelism: Any = None,
+                            mode: Any = None) -> DataFrame:
+        """``parallelism`` and ``mode`` (where Paimon's job runs) change nothing here."""
+        from ...table import _epoch_ms
+
+        files = self.table.remove_orphan_files(None if older_than is None else _epoch_ms(older_than),
+                                               dry_run=str(dry_run).lower() == "true")
+        return self.ctx.result([(len(files), sum(size for _, size in files))],
+                               "deleted_file_count bigint, deleted_file_total_len_in_bytes bigint")
+
+    def create_tag(self, tag: str | None = None, snapshot: int | None = None,
+                   time_retained: str | None = None) -> DataFrame:
+        from ...maintenance import parse_duration
+
+        self._needs("create_tag", tag=tag)
+        made = self.table.create_tag(str(tag), None if snapshot is None else int(snapshot),
+                                     None if time_retained is None else parse_duration(str(time_retained)))
+        return self.ctx.result([(made.name, made.snapshot_id)], "tag string, snapshot_id bigint")
+
+    def create_tag_from_timestamp(self, tag: str | None = None, timestamp: Any = None,
+                                  time_retained: str | None = None) -> DataFrame:
+        """The tag is on the snapshot committed at ``timestamp`` (epoch ms) or just before."""
+        self._needs("create_tag_from_timestamp", tag=tag, timestamp=timestamp)
+        return self.create_tag(tag, self._snapshot_at(timestamp), time_retained)
+
+    def delete_tag(self, tag: str | None = None) -> DataFrame:
+        self._needs("delete_tag", tag=tag)
+        names = _names(tag)
+        for name in names:
+            self.table.delete_tag(name)
+        return self.ctx.result([(n,) for n in names], "tag string")
+
+    def rollback(self, version: Any = None, snapshot: int | None = None, tag: str | None = None) -> DataFrame:
+        if sum(v is not None for v in (version, snapshot, tag)) != 1:
+            raise InvalidArgumentError("rollback needs exactly one of version, snapshot or tag")
+        if version is not None:  # Paimon's: a snapshot id, else a tag name
+            text = str(version)
+            snapshot, tag = (int(text), None) if text.isdigit() else (None, text)
+        self.table.rollback_to(snapshot_id=None if snapshot is None else int(snapshot), tag=tag)
+        latest = self.table.refresh().latest_snapshot()
+        return self.ctx.result([(None if latest is None else latest.id,)], "snapshot_id bigint")
+
+    def rollback_to_timestamp(self, timestamp: Any = None) -> DataFrame:
+        """To the snapshot committed at ``timestamp`` (epoch ms) or just before."""
+        self._needs("rollback_to_timestamp", timestamp=timestamp)
+        return self.rollback(snapshot=self._snapshot_at(timestamp))
+
+    def create_branch(self, branch: str | None = None, tag: str | None = None) -> DataFrame:
+        self._needs("create_branch", branch=branch)
+        self.table.create_branch(str(branch), from_tag=tag)
+        return self.ctx.result([(str(branch),)], "branch string")
+
+    def delete_branch(self, branch: str | None = None) -> DataFrame:
+        self._needs("delete_branch", branch=branch)
+        names = _names(branch)
+        for name in names:
+            self.table.delete_branch(name)
+        return self.ctx.result([(n,) for n in names], "branch string")
+
+    def fast_forward(self, branch: str | None = None) -> DataFrame:
+        self._needs("fast_forward", branch=branch)
+        latest = self.table.fast_forward(str(branch)).latest_snapshot()
+        return self.ctx.result([(None if latest is None else latest.id,)], "snapshot_id bigint")
+
+    def reset_consumer(self, consumerid: str | None = None, nextsnapshotid: int | None = None) -> DataFrame:
+        """Without ``nextSnapshotId`` the consumer is deleted, as in Paimon."""
+        self._needs("reset_consumer", consumerId=consumerid)
+        if nextsnapshotid is None:
+            self.table.delete_consumer(str(consumerid))
+        else:
+            self.table.reset_consumer(str(consumerid), int(nextsnapshotid))
+        return self.ctx.result([(str(consumerid), nextsnapshotid)], "consumer_id string, next_snapshot_id bigint")
+
+    def _snapshot_at(self, timestamp: Any) -> int:
+        from ...exceptions import TableNotFoundError
+        from ...table import _epoch_ms
+
+        at = _epoch_ms(int(timestamp) if str(timestamp).isdigit() else timestamp)
+        found = self.table.snapshot_at(at)
+        if found is None:
+            raise TableNotFoundError(f"{self.table.path} has no snapshot committed at or before {timestamp}")
+        return found.id
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise InvalidArgumentError(f"bad partition {text!r}: expected k=v[,k=v...][;k=v...]")
+    return key.strip(), value.strip()

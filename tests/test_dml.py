@@ -667,3 +667,18 @@ def test_sql_expressions_evaluate_as_sql(tmp_path):
         t.delete("d = 'yesterday'")
     with pytest.raises(tidelake.InvalidArgumentError, match="not supported"):
         t.delete("id IN (SELECT 1)")
+
+
+@pytest.mark.parametrize("kind", ["pk", "append"])
+def test_dml_filters_on_a_column_added_since_the_latest_commit(tmp_path, kind):
+    """The latest snapshot is read in the latest schema (as Paimon reads it): a column added
+    after it reads as null and can be filtered and set before anything was written with it."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    layout = {"primary_keys": ["id"], "bucket": 1} if kind == "pk" else {}
+    t = tidelake.create_table(str(tmp_path / kind), schema, **layout)
+    t.write(pa.Table.from_pylist([{"id": i, "v": f"v{i}"} for i in range(4)], schema=schema))
+    t.add_column("c", pa.int64())
+    assert t.update({"c": "id * 10"}, "c is null and id < 2").rows_updated == 2
+    assert t.delete("c is null and id = 3").rows_deleted == 1
+    assert sorted((r["id"], r["c"]) for r in tidelake.open_table(t.path).to_arrow().to_pylist()) == [
+        (0, 0), (1, 10), (2, None)]

@@ -159,3 +159,15 @@ def test_merge_joined_without_the_partition_columns_runs_as_one_group(spark, tmp
     got = sorted((r["id"], r["p"], r["qty"]) for r in t.to_arrow().to_pylist())
     assert got == sorted([(i, "ab"[i % 2], 5 if i in (1, 2) else 0) for i in range(10)] + [(20, "z", 5)])
     assert orphans(t) == []
+
+
+def test_spark_dml_filters_on_a_column_added_since_the_latest_commit(spark, tmp_path):
+    """As Python DML (test_dml.py): the latest snapshot is read in the latest schema."""
+    t = tidelake.create_table(str(tmp_path / "t"), SCHEMA, primary_keys=["id", "p"], bucket=2)
+    t.write(pa.Table.from_pylist([{"id": i, "p": "ab"[i % 2], "qty": i, "name": "x"} for i in range(6)],
+                                 schema=SCHEMA))
+    t.add_column("note", pa.string())
+    assert tidelake.spark.update(t.path, {"note": "'set'"}, "note is null and qty < 3").rows_updated == 3
+    assert tidelake.spark.delete(t.path, "note is null and qty = 5").rows_deleted == 1
+    assert sorted((r["id"], r["note"]) for r in tidelake.open_table(t.path).to_arrow().to_pylist()) == [
+        (0, "set"), (1, "set"), (2, "set"), (3, None), (4, None)]

@@ -364,7 +364,7 @@ def _planned(table: Table, snapshot: int, tree: Filter | None,
     if splits is not None:
         yield from splits
         return
-    for split in table.scan(filter=tree, snapshot_id=snapshot).splits():
+    for split in table.pinned_scan(snapshot, filter=tree).splits():
         yield split.payload, split.schema_id
 
 

@@ -425,6 +425,17 @@ class Table:
                              options=list((options or {}).items()))
         return Scan(self._raw, raw, columns, tree, with_row_kind=False)
 
+    def pinned_scan(self, snapshot_id: int, columns: list[str] | None = None, filter: Any = None) -> Scan:
+        """Plan a read of snapshot ``snapshot_id`` as a read of the latest snapshot sees it, for a
+        job that pinned the latest snapshot when it started (a SQL query, a row-level change):
+        in the table's latest schema while it is still the latest snapshot (a column added since
+        it was committed reads as null and can be filtered on, as in Paimon), else in its own
+        schema, as time travel reads it."""
+        latest = self.scan(columns=columns, filter=filter)
+        if latest.snapshot_id == snapshot_id:
+            return latest
+        return self.scan(columns=columns, filter=filter, snapshot_id=snapshot_id)
+
     def to_reader(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                   tag: str | None = None, timestamp_ms: int | None = None,
                   batch_size: int | None = None, options: dict[str, str] | None = None, *,

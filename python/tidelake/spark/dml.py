@@ -140,7 +140,7 @@ def _plan(table: Table, snapshot: int | None, tree: Filter | None,
     buckets = table.effective_options["bucket"]
     placed = []
     coarse = set()
-    for split in table.scan(filter=tree, snapshot_id=snapshot).splits():
+    for split in table.pinned_scan(snapshot, filter=tree).splits():
         partition, bucket, total = RawTable.split_place(split.payload)
         if buckets <= 0 or total != buckets:
             coarse.add(partition)

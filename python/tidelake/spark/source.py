@@ -136,14 +136,8 @@ def latest_splits(partition: LatestPartition) -> list[Split]:
     if key not in _PLANS:
         if len(_PLANS) >= _PLANS_KEPT:
             _PLANS.pop(next(iter(_PLANS)))
-        columns, where = partition.columns, expr.all_of(partition.filters)
-        # the latest snapshot is read in the latest schema (a column added since it was
-        # committed reads as null, as in Paimon); an older one, of a query that started before
-        # a commit, in its own
-        scan = table.scan(columns=columns, filter=where)
-        if scan.snapshot_id != snapshot.id:
-            scan = table.scan(columns=columns, filter=where, snapshot_id=snapshot.id)
-        _PLANS[key] = scan.splits()
+        where = expr.all_of(partition.filters)
+        _PLANS[key] = table.pinned_scan(snapshot.id, columns=partition.columns, filter=where).splits()
     return _PLANS[key]
 
 

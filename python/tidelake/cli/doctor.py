@@ -161,7 +161,8 @@ def _verify(shown_path: str, t: Table, as_json: bool) -> None:
         if report.ok:
             click.echo("verify: OK (no violations)")
         else:
-            click.echo(f"verify: {_n(len(report.violations), 'violation')}")
+            count = len(report.violations)
+            click.echo(f"verify: {count} violation{'' if count == 1 else 's'}")
             _print_table([[v.cls, v.kind, "-" if v.snapshot is None else v.snapshot, v.path, v.detail]
                           for v in report.violations], ["class", "kind", "snapshot", "path", "detail"])
     if not report.ok:

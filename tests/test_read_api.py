@@ -319,6 +319,8 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     r("RawTable", "rollback_to", altered.rollback_to(snapshot_id=None, tag="t1"))
     damage = r("RawTable", "find_damage", altered.find_damage())
     assert damage["problems"] == [] and damage["last_good"] == damage["latest"]
+    checked = r("RawTable", "verify", altered.verify())
+    assert checked["violations"] == [] and checked["latest"] == damage["latest"]
     assert 0 < r("RawTable", "replay_wait", altered.replay_wait(0, 0)) < 1
     assert altered.replay_wait(5, 0) is None  # the 5 replays are spent
     one_shot = altered.writer()

@@ -388,6 +388,10 @@ class RawTable:
         """Undecodable snapshots and missing or truncated files of the newest snapshots:
         ``{"latest", "last_good", "problems": [(path, reason)]}``."""
 
+    def verify(self) -> dict[str, Any]:
+        """The consistency check replaying the snapshot chain: ``{"latest", "snapshots_checked",
+        "state_snapshot", "violations": [{"kind", "class", "snapshot", "path", "detail"}]}``."""
+
     def consumers(self) -> list[tuple[str, int]]:
         """Consumer ids with their next snapshot."""
 

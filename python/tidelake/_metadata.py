@@ -95,3 +95,52 @@ class SchemaVersion:
     time_millis: int
     highest_field_id: int
 
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken invariant found by :meth:`tidelake.Table.verify`."""
+
+    #: What is wrong: ``missing_file``, ``file_size``, ``undecodable`` (class ``files``);
+    #: ``added_twice``, ``deleted_not_live``, ``live_set_mismatch`` (``replay``);
+    #: ``sequence_range``, ``level``, ``level_overlap`` (``lsm``); ``deletion_vector_range``,
+    #: ``deletion_vector_target`` (``deletion_vectors``); ``wrong_bucket`` (``buckets``).
+    kind: str
+    #: The check that found it: ``files``, ``replay``, ``lsm``, ``deletion_vectors``, ``buckets``.
+    cls: str
+    #: The snapshot it was found in.
+    snapshot: int | None
+    #: The file concerned (full path or URL; empty when none is).
+    path: str
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "class": self.cls, "snapshot": self.snapshot, "path": self.path,
+                "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What :meth:`tidelake.Table.verify` found."""
+
+    violations: list[Violation]
+    #: The newest snapshot id (None: the table has none).
+    latest: int | None
+    #: How many snapshots were replayed.
+    snapshots_checked: int
+    #: The snapshot whose live files the ``lsm``, ``deletion_vectors`` and ``buckets`` checks
+    #: looked at (the newest whose manifests read).
+    state_snapshot: int | None
+
+    @property
+    def ok(self) -> bool:
+        """Whether no invariant is broken."""
+        return not self.violations
+
+    def kinds(self) -> set[str]:
+        """The kinds of the violations found."""
+        return {v.kind for v in self.violations}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "latest": self.latest, "snapshots_checked": self.snapshots_checked,
+                "state_snapshot": self.state_snapshot, "violations": [v.to_dict() for v in self.violations]}

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from . import _internal
-from ._metadata import SchemaVersion, Snapshot, Tag
+from ._metadata import SchemaVersion, Snapshot, Tag, VerifyReport, Violation
 from .exceptions import InvalidArgumentError
 from .expr import Filter, Or, filter_json, to_filter
 from .lookup import Keys, Lookuper, key_table
@@ -931,6 +931,22 @@ class Table:
         (``rollback_to(snapshot_id=last_good)`` recovers the table; None when none of the newest
         100 is). Nothing is changed."""
         return dict(self._raw.find_damage())
+
+    def verify(self) -> VerifyReport:
+        """Check this table's consistency by replaying its snapshot chain (``tidelake doctor
+        --verify``): files of the newest snapshots exist at their recorded sizes; every
+        snapshot's delta manifests, replayed against the previous snapshot, neither add a live
+        file nor delete one that is not live, and yield the live files of its base + delta
+        manifests; and, in the newest readable snapshot: sequence number ranges, levels within
+        ``num-levels`` that do not overlap in key range (primary-key tables), deletion vectors
+        naming live files within their row counts, and file keys hashing to their bucket
+        (fixed-bucket primary-key tables). Nothing is changed; broken invariants are returned as
+        :class:`~tidelake._metadata.Violation` s, never raised."""
+        raw = self._raw.verify()
+        violations = [Violation(kind=v["kind"], cls=v["class"], snapshot=v["snapshot"], path=v["path"],
+                                detail=v["detail"]) for v in raw["violations"]]
+        return VerifyReport(violations=violations, latest=raw["latest"], snapshots_checked=raw["snapshots_checked"],
+                            state_snapshot=raw["state_snapshot"])
 
     def consumers(self) -> dict[str, int]:
         """Streaming consumers and the next snapshot each will read (``consumer/consumer-<id>``)."""

@@ -80,7 +80,7 @@ pub mod maintenance {
         create_branch, delete_branch, fast_forward, BranchStart,
     };
     pub use crate::maintenance::consumers::{consumers, delete_consumer, reset_consumer};
-    pub use crate::maintenance::damage::{find_damage, Damage, Problem};
+    pub use crate::maintenance::damage::{find_damage, Damage, Problem, ProblemKind};
     pub use crate::maintenance::file_tables::list_partitions;
     pub use crate::maintenance::history::{changes_of, history};
     pub use crate::maintenance::partitions::{
@@ -88,6 +88,7 @@ pub mod maintenance {
     };
     pub use crate::maintenance::system_tables::system_table;
     pub use crate::maintenance::tags::{create_tag, delete_tag};
+    pub use crate::maintenance::verify::{verify, VerifyReport, Violation, ViolationKind};
     pub use crate::maintenance::{
         expire_snapshots, maintain, plan_expiration, remove_orphan_files, rollback_to,
         DeletedFiles, ExpireConfig, RollbackTarget,

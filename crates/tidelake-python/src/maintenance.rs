@@ -161,6 +161,31 @@ impl RawTable {
         Ok(d)
     }
 
+    /// The consistency check replaying the snapshot chain: `{"latest", "snapshots_checked",
+    /// "state_snapshot", "violations": [{"kind", "class", "snapshot", "path", "detail"}]}`.
+    fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let report = block_on(py, maintenance::verify(&self.table))?.py()?;
+        let d = PyDict::new(py);
+        d.set_item("latest", report.latest)?;
+        d.set_item("snapshots_checked", report.snapshots_checked)?;
+        d.set_item("state_snapshot", report.state_snapshot)?;
+        let violations = report
+            .violations
+            .into_iter()
+            .map(|v| {
+                let item = PyDict::new(py);
+                item.set_item("kind", v.kind.as_str())?;
+                item.set_item("class", v.kind.class())?;
+                item.set_item("snapshot", v.snapshot)?;
+                item.set_item("path", v.path)?;
+                item.set_item("detail", v.detail)?;
+                Ok(item)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        d.set_item("violations", violations)?;
+        Ok(d)
+    }
+
     /// Every consumer as (id, next snapshot id), sorted by id.
     fn consumers(&self, py: Python<'_>) -> PyResult<Vec<(String, i64)>> {
         block_on(py, maintenance::consumers(self.table.branch_io()))?.py()

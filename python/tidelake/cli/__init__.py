@@ -8,7 +8,8 @@ exit non-zero without a traceback:
   unsupported operation (e.g. compacting a row-tracking table) or a declined confirmation;
 * exit 2: bad usage: unknown option, bad argument, bad filter or column (``InvalidArgumentError``);
 * exit 3: table, snapshot, schema or tag not found;
-* exit 4: corrupt metadata or data.
+* exit 4: corrupt metadata or data;
+* exit 5: ``doctor --verify`` found broken invariants (violations).
 
 Maintenance commands (``compact``, ``expire-snapshots``, ``remove-orphans``, ``rollback``,
 ``tags create``...) change the table; ``rollback`` asks for confirmation unless ``--yes``.

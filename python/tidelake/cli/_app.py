@@ -185,7 +185,8 @@ def main(ctx: click.Context, storage_options: dict[str, str] | None, branch: str
     lists, creates, renames and drops its databases and tables.
 
     Exit codes: 0 ok, 1 unexpected error, 2 bad usage or argument,
-    3 table/snapshot/schema/tag not found, 4 corrupt metadata or data.
+    3 table/snapshot/schema/tag not found, 4 corrupt metadata or data,
+    5 `doctor --verify` found violations.
     """
     try:
         options = {**(_read_catalog_file(catalog_file) if catalog_file else {}), **(catalog_options or {})}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -142,6 +143,30 @@ def _diagnose(t: Table, shown_path: str, check_orphans: bool, files: list[dict[s
 
 
 _MAX_PROBLEMS_SHOWN = 10
+VERIFY_VIOLATIONS_EXIT = 5
+"""Exit code of ``tidelake doctor --verify`` when it finds violations."""
+
+
+def _verify(shown_path: str, t: Table, as_json: bool) -> None:
+    """``doctor --verify``: the consistency check; exits with :data:`VERIFY_VIOLATIONS_EXIT` on
+    violations."""
+    report = t.verify()
+    if as_json:
+        _emit_json({"path": shown_path, **report.to_dict()})
+    else:
+        click.echo(f"table:        {shown_path}")
+        latest = "-" if report.latest is None else report.latest
+        click.echo(f"snapshots:    {report.snapshots_checked} replayed, latest {latest}")
+        click.echo("")
+        if report.ok:
+            click.echo("verify: OK (no violations)")
+        else:
+            count = len(report.violations)
+            click.echo(f"verify: {count} violation{'' if count == 1 else 's'}")
+            _print_table([[v.cls, v.kind, "-" if v.snapshot is None else v.snapshot, v.path, v.detail]
+                          for v in report.violations], ["class", "kind", "snapshot", "path", "detail"])
+    if not report.ok:
+        sys.exit(VERIFY_VIOLATIONS_EXIT)
 
 
 def _report_damage(shown_path: str, damage: dict[str, Any], as_json: bool) -> None:
@@ -180,9 +205,12 @@ def _report_damage(shown_path: str, damage: dict[str, Any], as_json: bool) -> No
               help="Also write the diagnosis with charts to FILE, a self-contained HTML page (needs matplotlib).")
 @click.option("--png", "png_file", metavar="FILE",
               help="Also write the charts to FILE, a PNG image (needs matplotlib).")
+@click.option("--verify", is_flag=True,
+              help="Check consistency instead: replay the snapshot chain and check the format's invariants.")
 @_JSON
 @_guarded
-def doctor(path: str, skip_orphans: bool, html_file: str | None, png_file: str | None, as_json: bool) -> None:
+def doctor(path: str, skip_orphans: bool, html_file: str | None, png_file: str | None, verify: bool,
+           as_json: bool) -> None:
     """Check the health of the table at PATH and suggest maintenance commands. Reports, per
     bucket, data files, level-0 files and sorted runs (each level-0 file is a run, plus one per
     non-empty level >= 1); the share of small files (< 1/4 of target-file-size, default 128mb
@@ -201,8 +229,29 @@ def doctor(path: str, skip_orphans: bool, html_file: str | None, png_file: str |
             more than 1000 snapshots; more than 500 manifest files; planning takes more
             than 5 s; orphan files exist.
       OK    none of the above.
+
+    \b
+    With --verify, a consistency check instead (nothing is changed):
+      files             files of the newest snapshots exist at their recorded sizes
+                        and metadata decodes;
+      replay            each snapshot's delta manifests, replayed in order against
+                        the previous snapshot, add no live file and delete no file
+                        that is not live, and yield its base + delta live files;
+      lsm               in the newest snapshot: min <= max sequence number, levels
+                        within num-levels, no key-range overlap within a level >= 1
+                        of a bucket (primary-key tables);
+      deletion_vectors  every deletion vector names a live file of its bucket and
+                        no position >= that file's row count;
+      buckets           file keys hash to their bucket (fixed-bucket primary-key
+                        tables).
+    Each violation is listed with its class, kind, snapshot, file and detail.
+    Exit 0: no violation; 5: violations found; 1-4: the check failed (see
+    `tidelake --help`).
     """
     t = _open(path)
+    if verify:
+        _verify(path, t, as_json)
+        return
     damage = t.find_damage()
     if damage["problems"]:
         _report_damage(path, damage, as_json)

@@ -15,22 +15,16 @@
 //! Every detected conflict is [`Error::CommitConflict`] naming the snapshot it was found
 //! against; it is final (retrying cannot resolve it).
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use tidelake_spec::binary_row::decode_framed;
-use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{FileKind, ManifestEntry};
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
 use tidelake_spec::types::DataType;
 
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
-use crate::lsm::key::compare_keys;
+use crate::lsm::levels::overlapping_files;
 use crate::state::merge_entries;
-
-/// A file's decoded (min key, max key) and its entry.
-type KeyRange<'a> = (Vec<Datum>, Vec<Datum>, &'a ManifestEntry);
 
 /// What the checks need to know about the table and the attempt.
 pub(crate) struct ConflictChecker<'a> {
@@ -181,38 +175,18 @@ impl ConflictChecker<'_> {
         merged: &[ManifestEntry],
         key_types: &[DataType],
     ) -> Result<()> {
-        let mut levels: HashMap<(&[u8], i32, i32), Vec<KeyRange>> = HashMap::new();
-        for e in merged.iter().filter(|e| e.file.level >= 1) {
-            let decode = |bytes: &[u8]| {
-                decode_framed(bytes, key_types).map_err(|err| {
-                    Error::corrupt(
-                        format!("manifest entry of {}", e.file.file_name),
-                        format!("cannot decode its key range: {err}"),
-                    )
-                })
-            };
-            let range = (decode(&e.file.min_key)?, decode(&e.file.max_key)?, e);
-            levels
-                .entry((e.partition.as_slice(), e.bucket, e.file.level))
-                .or_default()
-                .push(range);
-        }
-        for ((partition, bucket, level), mut files) in levels {
-            files.sort_by(|a, b| compare_keys(&a.0, &b.0));
-            for pair in files.windows(2) {
-                let (a, b) = (&pair[0], &pair[1]);
-                if compare_keys(&a.1, &b.0) != Ordering::Less {
-                    return Err(self.conflict(
-                        latest,
-                        format!(
-                            "LSM conflicts detected: files {} and {} overlap in level {level} of bucket {bucket} of {}",
-                            a.2.file.file_name,
-                            b.2.file.file_name,
-                            partition_display(self.layout, partition)
-                        ),
-                    ));
-                }
-            }
+        if let Some((a, b)) = overlapping_files(merged, key_types)?.into_iter().next() {
+            return Err(self.conflict(
+                latest,
+                format!(
+                    "LSM conflicts detected: files {} and {} overlap in level {} of bucket {} of {}",
+                    a.file.file_name,
+                    b.file.file_name,
+                    a.file.level,
+                    a.bucket,
+                    partition_display(self.layout, &a.partition)
+                ),
+            ));
         }
         Ok(())
     }

@@ -5,14 +5,59 @@
 //! 1..=max is one sorted run. [`Levels::runs`] lists the runs in the order the picker expects.
 //!
 //! The number of levels is `num-levels`, raised to hold the deepest level present (Java
-//! restores `max(num-levels, deepest + 1)`). Key ranges are not checked here: the rewriter
-//! re-partitions whatever it reads by key range, so a level that overlaps (written by a
-//! foreign writer) is still compacted correctly.
+//! restores `max(num-levels, deepest + 1)`). Key ranges are not checked by [`Levels`]: the
+//! rewriter re-partitions whatever it reads by key range, so a level that overlaps (written by
+//! a foreign writer) is still compacted correctly. [`overlapping_files`] finds such overlaps
+//! (commit conflict checks, `maintenance::verify`).
 
-use tidelake_spec::manifest::DataFileMeta;
+use std::cmp::Ordering;
+use std::collections::HashMap;
 
+use tidelake_spec::binary_row::decode_framed;
+use tidelake_spec::datum::Datum;
+use tidelake_spec::manifest::{DataFileMeta, ManifestEntry};
+use tidelake_spec::types::DataType;
+
+use super::key::compare_keys;
 use super::picker::{CompactUnit, RunStat};
 use crate::error::{Error, Result};
+
+/// Files of one level >= 1 of one (partition, bucket) whose key ranges overlap: every pair of
+/// neighbours, once each level's files are sorted by min key, where the first's max key is not
+/// below the second's min key (a level >= 1 is one sorted run). `key_types` are the trimmed
+/// primary key's; a key range that does not decode is [`Error::Corrupt`].
+pub(crate) fn overlapping_files<'a>(
+    entries: impl IntoIterator<Item = &'a ManifestEntry>,
+    key_types: &[DataType],
+) -> Result<Vec<(&'a ManifestEntry, &'a ManifestEntry)>> {
+    type KeyRange<'a> = (Vec<Datum>, Vec<Datum>, &'a ManifestEntry);
+    let mut levels: HashMap<(&[u8], i32, i32), Vec<KeyRange>> = HashMap::new();
+    for e in entries.into_iter().filter(|e| e.file.level >= 1) {
+        let decode = |bytes: &[u8]| {
+            decode_framed(bytes, key_types).map_err(|err| {
+                Error::corrupt(
+                    format!("manifest entry of {}", e.file.file_name),
+                    format!("cannot decode its key range: {err}"),
+                )
+            })
+        };
+        let range = (decode(&e.file.min_key)?, decode(&e.file.max_key)?, e);
+        levels
+            .entry((e.partition.as_slice(), e.bucket, e.file.level))
+            .or_default()
+            .push(range);
+    }
+    let mut out = Vec::new();
+    for files in levels.values_mut() {
+        files.sort_by(|a, b| compare_keys(&a.0, &b.0));
+        for pair in files.windows(2) {
+            if compare_keys(&pair[0].1, &pair[1].0) != Ordering::Less {
+                out.push((pair[0].2, pair[1].2));
+            }
+        }
+    }
+    Ok(out)
+}
 use crate::scan::split::{DeletionFileRef, SplitFile};
 
 /// A live data file of the bucket, with what reading it needs.

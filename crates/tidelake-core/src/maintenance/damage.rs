@@ -20,12 +20,26 @@ use crate::table::Table;
 /// How many snapshots, newest first, are checked for a good one.
 pub const MAX_CHECKED: usize = 100;
 
+/// What is wrong with a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProblemKind {
+    /// Storage does not have it.
+    Missing,
+    /// Storage holds it at another size than its metadata records.
+    Size,
+    /// It is there but does not decode (a snapshot, manifest list or manifest).
+    Undecodable,
+}
+
 /// One damaged or missing file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
     /// The file, as errors name it (full path or URL).
     pub path: String,
     pub reason: String,
+    pub kind: ProblemKind,
+    /// The snapshot whose check found it first (newest first).
+    pub snapshot: i64,
 }
 
 /// What [`find_damage`] found.
@@ -64,7 +78,7 @@ pub async fn find_damage(table: &Table) -> Result<Damage> {
         ..Damage::default()
     };
     for &id in ids.iter().rev().take(MAX_CHECKED) {
-        let found = match sm.snapshot(id).await {
+        let mut found = match sm.snapshot(id).await {
             Ok(snap) => {
                 match LiveFiles::read(table, &snap, Pruning::all().with_index_files()).await {
                     Ok(live) => missing_files(table, &layout, &live, &sizes)?,
@@ -78,8 +92,15 @@ pub async fn find_damage(table: &Table) -> Result<Damage> {
             damage.last_good = Some(id);
             break;
         }
+        for p in &mut found {
+            p.snapshot = id;
+        }
         for p in found {
-            if !damage.problems.contains(&p) {
+            if !damage
+                .problems
+                .iter()
+                .any(|q| q.path == p.path && q.reason == p.reason)
+            {
                 damage.problems.push(p);
             }
         }
@@ -87,20 +108,32 @@ pub async fn find_damage(table: &Table) -> Result<Damage> {
     Ok(damage)
 }
 
-/// A missing or undecodable file as a problem; any other error is returned.
-fn problem(e: Error) -> Result<Problem> {
+/// A missing or undecodable file as a problem (its snapshot left for the caller to set); any
+/// other error is returned.
+pub(crate) fn problem(e: Error) -> Result<Problem> {
+    let problem = |path: String, reason: String, kind| Problem {
+        path,
+        reason,
+        kind,
+        snapshot: 0,
+    };
     if let Some(path) = e.missing_file() {
-        return Ok(Problem {
-            path: path.to_string(),
-            reason: "missing".to_string(),
-        });
+        return Ok(problem(
+            path.to_string(),
+            "missing".to_string(),
+            ProblemKind::Missing,
+        ));
     }
     match e {
-        Error::Corrupt { path, reason } => Ok(Problem { path, reason }),
-        e if matches!(e.kind(), ErrorKind::Corrupt | ErrorKind::NotFound) => Ok(Problem {
-            path: String::new(),
-            reason: e.to_string(),
-        }),
+        Error::Corrupt { path, reason } => Ok(problem(path, reason, ProblemKind::Undecodable)),
+        e if e.kind() == ErrorKind::NotFound => {
+            Ok(problem(String::new(), e.to_string(), ProblemKind::Missing))
+        }
+        e if e.kind() == ErrorKind::Corrupt => Ok(problem(
+            String::new(),
+            e.to_string(),
+            ProblemKind::Undecodable,
+        )),
         e => Err(e),
     }
 }
@@ -115,16 +148,19 @@ fn missing_files(
 ) -> Result<Vec<Problem>> {
     let mut out = Vec::new();
     let mut check = |rel: String, recorded: i64| {
-        let reason = match sizes.get(&rel) {
-            None => "missing".to_string(),
-            Some(&size) if i64::try_from(size).ok() != Some(recorded) => {
-                format!("{size} bytes where {recorded} were written")
-            }
+        let (reason, kind) = match sizes.get(&rel) {
+            None => ("missing".to_string(), ProblemKind::Missing),
+            Some(&size) if i64::try_from(size).ok() != Some(recorded) => (
+                format!("{size} bytes where {recorded} were written"),
+                ProblemKind::Size,
+            ),
             Some(_) => return,
         };
         out.push(Problem {
             path: table.io().display(&rel),
             reason,
+            kind,
+            snapshot: 0,
         });
     };
     for bucket in live.buckets() {

@@ -13,6 +13,7 @@
 //! * [`system_tables`], [`file_tables`], [`audit_log`]: `$snapshots`, `$files`, ... as Arrow;
 //! * [`history`]: what each live snapshot's commit changed (files, rows, bytes);
 //! * [`damage`]: undecodable snapshots and missing files, and the last good snapshot;
+//! * [`verify`]: the consistency check replaying the snapshot chain (`doctor --verify`);
 //! * `refs`: what roots reference and deleting what nothing references.
 //!
 //! Invariants shared by everything that deletes:
@@ -39,6 +40,7 @@ pub mod rollback;
 pub mod system_tables;
 pub mod tags;
 pub mod time_format;
+pub mod verify;
 
 pub use expire::{expire_snapshots, plan_expiration, ExpireConfig, ExpireResult};
 pub use orphans::remove_orphan_files;

@@ -1,0 +1,687 @@
+//! Consistency check of a table's branch (`tidelake doctor --verify`, `Table.verify()`): the
+//! snapshot chain is replayed and the invariants of Paimon's format are checked, each broken
+//! one reported as a [`Violation`] of a [`ViolationKind`].
+//!
+//! Checks, by class ([`ViolationKind::class`]):
+//! * `files`: the files of the newest snapshots exist at their recorded sizes and their
+//!   metadata decodes ([`super::damage::find_damage`], reused as is); a snapshot, manifest
+//!   list or manifest that does not decode during the replay is reported too.
+//! * `replay`: every snapshot's delta manifests are replayed in order against the previous
+//!   snapshot's live files (the first snapshot of the chain, or one after a gap, starts from its
+//!   own base manifest list): an ADD of a live file or a DELETE of a file that is not live is a
+//!   violation, and the replayed live set must equal the live set of the snapshot's base + delta
+//!   manifests ([`LiveFiles`]). After a mismatch the replay continues from the latter.
+//! * `lsm` (newest readable snapshot): `min_sequence_number <= max_sequence_number` for every
+//!   file; for primary-key tables, levels within `0..num-levels` and, per bucket, the files of
+//!   one level >= 1 do not overlap in key range ([`overlapping_files`]; not checked under
+//!   `pk-clustering-override`).
+//! * `deletion_vectors` (newest readable snapshot): every deletion vector of the index
+//!   manifest names a live data file of its bucket, and holds no position >= that file's
+//!   `row_count`.
+//! * `buckets` (newest readable snapshot, fixed-bucket primary-key tables hashing the trimmed
+//!   primary key with the default bucket function): the min and max key of every file hash
+//!   ([`bucket_of`]) to the file's bucket under its `_TOTAL_BUCKETS`. Keys between them are not
+//!   read; that a key lives in one bucket only follows for files whose keys all hash there.
+//!
+//! Invariants: nothing is written or deleted; a violation never aborts the check (only errors
+//! other than missing or undecodable files do, e.g. storage failures). Cost: every snapshot's
+//! manifest lists and manifests are read (manifests once per read cache), and the deletion
+//! vector index files of the newest snapshot.
+
+use std::collections::{HashMap, HashSet};
+
+use tidelake_spec::binary_row::decode_framed;
+use tidelake_spec::bucket::bucket_of;
+use tidelake_spec::manifest::{FileIdentifier, FileKind, ManifestEntry, DELETION_VECTORS_INDEX};
+use tidelake_spec::options::BucketFunctionType;
+use tidelake_spec::snapshot::Snapshot;
+use tidelake_spec::types::DataType;
+
+use super::damage::{find_damage, problem, Problem, ProblemKind};
+use crate::error::{Error, Result};
+use crate::layout::TableLayout;
+use crate::lsm::levels::overlapping_files;
+use crate::read::split_read::decode_deletion_vector;
+use crate::state::{
+    index_file_refs, live_index_entries, merge_entries, read_list, read_manifests, BucketFiles,
+    LiveFiles, Pruning,
+};
+use crate::table::Table;
+
+/// What is wrong; see the module docs for the check behind each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ViolationKind {
+    /// A file a snapshot references is missing.
+    MissingFile,
+    /// A file a snapshot references has another size than recorded.
+    FileSize,
+    /// A snapshot, manifest list or manifest (or a key range in it) does not decode.
+    Undecodable,
+    /// A delta manifest adds a file that is already live.
+    AddedTwice,
+    /// A delta manifest deletes a file that is not live.
+    DeletedNotLive,
+    /// The replayed live files differ from the snapshot's base + delta manifests.
+    LiveSetMismatch,
+    /// A file's `min_sequence_number` exceeds its `max_sequence_number`.
+    SequenceRange,
+    /// A file's level is negative or not below `num-levels`.
+    Level,
+    /// Two files of one level >= 1 of a bucket overlap in key range.
+    LevelOverlap,
+    /// A deletion vector holds a position >= its data file's row count.
+    DeletionVectorRange,
+    /// A deletion vector names a data file that is not live in its bucket.
+    DeletionVectorTarget,
+    /// A file's keys hash to another bucket than the one it is in.
+    WrongBucket,
+}
+
+impl ViolationKind {
+    /// The kind's name (snake case), as the CLI and Python show it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ViolationKind::MissingFile => "missing_file",
+            ViolationKind::FileSize => "file_size",
+            ViolationKind::Undecodable => "undecodable",
+            ViolationKind::AddedTwice => "added_twice",
+            ViolationKind::DeletedNotLive => "deleted_not_live",
+            ViolationKind::LiveSetMismatch => "live_set_mismatch",
+            ViolationKind::SequenceRange => "sequence_range",
+            ViolationKind::Level => "level",
+            ViolationKind::LevelOverlap => "level_overlap",
+            ViolationKind::DeletionVectorRange => "deletion_vector_range",
+            ViolationKind::DeletionVectorTarget => "deletion_vector_target",
+            ViolationKind::WrongBucket => "wrong_bucket",
+        }
+    }
+
+    /// The class of the check that found it: `files`, `replay`, `lsm`, `deletion_vectors`,
+    /// `buckets`.
+    pub fn class(&self) -> &'static str {
+        match self {
+            ViolationKind::MissingFile | ViolationKind::FileSize | ViolationKind::Undecodable => {
+                "files"
+            }
+            ViolationKind::AddedTwice
+            | ViolationKind::DeletedNotLive
+            | ViolationKind::LiveSetMismatch => "replay",
+            ViolationKind::SequenceRange | ViolationKind::Level | ViolationKind::LevelOverlap => {
+                "lsm"
+            }
+            ViolationKind::DeletionVectorRange | ViolationKind::DeletionVectorTarget => {
+                "deletion_vectors"
+            }
+            ViolationKind::WrongBucket => "buckets",
+        }
+    }
+}
+
+/// One broken invariant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub kind: ViolationKind,
+    /// The snapshot it was found in (`None`: not tied to one).
+    pub snapshot: Option<i64>,
+    /// The file concerned (full path or URL; empty when none is).
+    pub path: String,
+    pub detail: String,
+}
+
+/// What [`verify`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    pub violations: Vec<Violation>,
+    /// The newest snapshot id (`None`: the table has none).
+    pub latest: Option<i64>,
+    /// How many snapshots were replayed.
+    pub snapshots_checked: usize,
+    /// The snapshot whose live files the `lsm`, `deletion_vectors` and `buckets` checks looked
+    /// at: the newest one whose manifests read.
+    pub state_snapshot: Option<i64>,
+}
+
+impl VerifyReport {
+    /// Whether no invariant is broken.
+    pub fn is_consistent(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    fn push(&mut self, kind: ViolationKind, snapshot: i64, path: String, detail: String) {
+        self.violations.push(Violation {
+            kind,
+            snapshot: Some(snapshot),
+            path,
+            detail,
+        });
+    }
+
+    /// A missing or undecodable file found by `snapshot`'s checks; other errors are returned.
+    /// A file named by an earlier violation of the same kind is not reported again.
+    fn push_error(&mut self, snapshot: i64, e: Error) -> Result<()> {
+        let p = problem(e)?;
+        let kind = from_problem_kind(p.kind);
+        let seen = !p.path.is_empty()
+            && self
+                .violations
+                .iter()
+                .any(|v| v.kind == kind && v.path == p.path);
+        if !seen {
+            self.push(kind, snapshot, p.path, p.reason);
+        }
+        Ok(())
+    }
+}
+
+fn from_problem_kind(kind: ProblemKind) -> ViolationKind {
+    match kind {
+        ProblemKind::Missing => ViolationKind::MissingFile,
+        ProblemKind::Size => ViolationKind::FileSize,
+        ProblemKind::Undecodable => ViolationKind::Undecodable,
+    }
+}
+
+/// Live files of a snapshot by identifier.
+type LiveSet = HashMap<FileIdentifier, ManifestEntry>;
+
+/// Check `table`'s branch; see the module docs.
+pub async fn verify(table: &Table) -> Result<VerifyReport> {
+    let damage = find_damage(table).await?;
+    let mut report = VerifyReport {
+        latest: damage.latest,
+        ..VerifyReport::default()
+    };
+    for Problem {
+        path,
+        reason,
+        kind,
+        snapshot,
+    } in damage.problems
+    {
+        report.push(from_problem_kind(kind), snapshot, path, reason);
+    }
+    let layout = TableLayout::new(table.schema())?;
+    let sm = table.snapshot_manager();
+    let mut prev: Option<(i64, LiveSet)> = None;
+    let mut state: Option<(Snapshot, LiveFiles)> = None;
+    for id in sm.list_ids().await? {
+        let snap = match sm.snapshot(id).await {
+            Ok(snap) => snap,
+            Err(e) if e.is_missing() => continue, // expired meanwhile
+            Err(e) => {
+                if !damage_reported(&report, id) {
+                    report.push_error(id, e)?;
+                }
+                continue;
+            }
+        };
+        report.snapshots_checked += 1;
+        let before = prev.take().filter(|(p, _)| *p == id - 1).map(|(_, s)| s);
+        match replay(table, &layout, &snap, before, &mut report).await {
+            Ok((live_set, live)) => {
+                prev = Some((id, live_set));
+                if let Some(live) = live {
+                    state = Some((snap, live));
+                }
+            }
+            Err(e) => {
+                if !damage_reported(&report, id) {
+                    report.push_error(id, e)?;
+                }
+            }
+        }
+    }
+    if let Some((snap, live)) = state {
+        report.state_snapshot = Some(snap.id);
+        check_state(table, &layout, &snap, &live, &mut report).await?;
+    }
+    Ok(report)
+}
+
+/// Whether `find_damage` already reported an undecodable file of snapshot `id`.
+fn damage_reported(report: &VerifyReport, id: i64) -> bool {
+    report
+        .violations
+        .iter()
+        .any(|v| v.snapshot == Some(id) && v.kind.class() == "files")
+}
+
+/// Replay `snap`'s delta against `before` (the previous snapshot's live files; `None`: start
+/// from its base manifest list), reporting violations; returns the live set the next
+/// snapshot starts from and, when its base + delta manifests replay, its [`LiveFiles`].
+async fn replay(
+    table: &Table,
+    layout: &TableLayout,
+    snap: &Snapshot,
+    before: Option<LiveSet>,
+    report: &mut VerifyReport,
+) -> Result<(LiveSet, Option<LiveFiles>)> {
+    let mut live = match before {
+        Some(live) => live,
+        None => {
+            let base =
+                read_manifests(table, &read_list(table, &snap.base_manifest_list).await?).await?;
+            live_set(
+                merge_entries(base)?
+                    .into_iter()
+                    .filter(|e| e.kind == FileKind::Add),
+            )
+        }
+    };
+    let delta = read_manifests(table, &read_list(table, &snap.delta_manifest_list).await?).await?;
+    let found = apply_delta(&mut live, delta);
+    let replay_failed = !found.is_empty();
+    for (kind, e) in found {
+        let detail = match kind {
+            ViolationKind::AddedTwice => "added by the delta manifests while already live",
+            _ => "deleted by the delta manifests while not live",
+        };
+        report.push(
+            kind,
+            snap.id,
+            entry_path(table, layout, &e),
+            detail_of(&e, detail),
+        );
+    }
+    let truth = match LiveFiles::read(table, snap, Pruning::all().with_index_files()).await {
+        Ok(truth) => truth,
+        // the same file added twice, already reported by the replay
+        Err(e) if replay_failed && e.kind() == crate::ErrorKind::Corrupt => {
+            return Ok((live, None));
+        }
+        Err(e) => return Err(e),
+    };
+    let expected = live_set(truth.entries().cloned());
+    let mut mismatch = |set: &LiveSet, other: &LiveSet, why: &str| {
+        let mut extra: Vec<&ManifestEntry> = set
+            .iter()
+            .filter(|(id, _)| !other.contains_key(*id))
+            .map(|(_, e)| e)
+            .collect();
+        extra.sort_by(|a, b| a.file.file_name.cmp(&b.file.file_name));
+        for e in extra {
+            report.push(
+                ViolationKind::LiveSetMismatch,
+                snap.id,
+                entry_path(table, layout, e),
+                detail_of(e, why),
+            );
+        }
+    };
+    mismatch(
+        &live,
+        &expected,
+        "live after replaying the previous snapshot and the delta, but not in the base and delta manifests",
+    );
+    mismatch(
+        &expected,
+        &live,
+        "live in the base and delta manifests, but not after replaying the previous snapshot and the delta",
+    );
+    Ok((expected, Some(truth)))
+}
+
+fn live_set(entries: impl IntoIterator<Item = ManifestEntry>) -> LiveSet {
+    entries.into_iter().map(|e| (e.identifier(), e)).collect()
+}
+
+/// Apply `delta` to `live` in order: an ADD of a live file ([`ViolationKind::AddedTwice`]) and
+/// a DELETE of a file that is not live ([`ViolationKind::DeletedNotLive`]) are returned and
+/// leave `live` as it was.
+fn apply_delta(
+    live: &mut LiveSet,
+    delta: impl IntoIterator<Item = ManifestEntry>,
+) -> Vec<(ViolationKind, ManifestEntry)> {
+    let mut found = Vec::new();
+    for e in delta {
+        let id = e.identifier();
+        match e.kind {
+            FileKind::Add if live.contains_key(&id) => found.push((ViolationKind::AddedTwice, e)),
+            FileKind::Add => {
+                live.insert(id, e);
+            }
+            FileKind::Delete => {
+                if live.remove(&id).is_none() {
+                    found.push((ViolationKind::DeletedNotLive, e));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Where `e`'s file lives, as errors name it.
+fn entry_path(table: &Table, layout: &TableLayout, e: &ManifestEntry) -> String {
+    let dir = layout
+        .decode_partition(&e.partition)
+        .and_then(|p| layout.bucket_path(&p, e.bucket));
+    match dir {
+        Ok(dir) => match &e.file.external_path {
+            Some(p) => p.clone(),
+            None => table.io().display(&BucketFiles::file_path(&dir, &e.file)),
+        },
+        Err(_) => e.file.file_name.clone(),
+    }
+}
+
+fn detail_of(e: &ManifestEntry, what: &str) -> String {
+    format!(
+        "{} (bucket {}, level {}): {what}",
+        e.file.file_name, e.bucket, e.file.level
+    )
+}
+
+/// What the checks of the newest readable snapshot need to know about the table.
+struct StateChecks {
+    /// Trimmed primary-key types of a primary-key table (`None`: append table).
+    key_types: Option<Vec<DataType>>,
+    num_levels: i32,
+    /// Whether levels may not overlap (primary-key tables without `pk-clustering-override`).
+    lsm: bool,
+    /// Whether files' keys must hash to their bucket.
+    fixed_buckets: bool,
+}
+
+impl StateChecks {
+    fn new(table: &Table, layout: &TableLayout) -> Result<StateChecks> {
+        let schema = table.schema();
+        let opts = schema.options();
+        let spec = |e| Error::from_spec("table options", e);
+        let has_key = !schema.primary_keys.is_empty();
+        let clustering_override = opts
+            .get_bool("pk-clustering-override")
+            .map_err(spec)?
+            .unwrap_or(false);
+        Ok(StateChecks {
+            key_types: has_key.then(|| layout.key_types()),
+            num_levels: opts.num_levels().map_err(spec)?,
+            lsm: has_key && !clustering_override,
+            fixed_buckets: has_key
+                && opts.bucket().map_err(spec)? > 0
+                && schema.bucket_keys() == schema.trimmed_primary_keys()
+                && opts.bucket_function_type().map_err(spec)? == BucketFunctionType::Default,
+        })
+    }
+}
+
+/// The `lsm`, `deletion_vectors` and `buckets` checks of `live`, the files of `snap`.
+async fn check_state(
+    table: &Table,
+    layout: &TableLayout,
+    snap: &Snapshot,
+    live: &LiveFiles,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    let checks = StateChecks::new(table, layout)?;
+    let id = snap.id;
+    for e in live.entries() {
+        let f = &e.file;
+        if f.min_sequence_number > f.max_sequence_number {
+            let why = format!(
+                "min_sequence_number {} > max_sequence_number {}",
+                f.min_sequence_number, f.max_sequence_number
+            );
+            let path = entry_path(table, layout, e);
+            report.push(ViolationKind::SequenceRange, id, path, detail_of(e, &why));
+        }
+        if checks.key_types.is_some() && (f.level < 0 || f.level >= checks.num_levels) {
+            let why = format!("level outside 0..{} (num-levels)", checks.num_levels);
+            let path = entry_path(table, layout, e);
+            report.push(ViolationKind::Level, id, path, detail_of(e, &why));
+        }
+    }
+    if let Some(key_types) = &checks.key_types {
+        if checks.lsm {
+            match overlapping_files(live.entries(), key_types) {
+                Ok(pairs) => {
+                    for (a, b) in pairs {
+                        let why = format!("key range overlaps that of {}", b.file.file_name);
+                        let path = entry_path(table, layout, a);
+                        report.push(ViolationKind::LevelOverlap, id, path, detail_of(a, &why));
+                    }
+                }
+                Err(e) => report.push_error(id, e)?,
+            }
+        }
+        if checks.fixed_buckets {
+            check_buckets(table, layout, id, live, key_types, report)?;
+        }
+    }
+    check_deletion_vectors(table, snap, live, report).await
+}
+
+/// The `buckets` check: the min and max key of every file hash to its bucket.
+fn check_buckets(
+    table: &Table,
+    layout: &TableLayout,
+    id: i64,
+    live: &LiveFiles,
+    key_types: &[DataType],
+    report: &mut VerifyReport,
+) -> Result<()> {
+    for e in live.entries().filter(|e| e.total_buckets > 0) {
+        for (which, key) in [("min", &e.file.min_key), ("max", &e.file.max_key)] {
+            let bucket = decode_framed(key, key_types)
+                .and_then(|values| bucket_of(&values, key_types, e.total_buckets));
+            let why = match bucket {
+                Ok(b) if b == e.bucket => continue,
+                Ok(b) => format!(
+                    "its {which} key belongs in bucket {b} of {}",
+                    e.total_buckets
+                ),
+                Err(err) => {
+                    let path = format!("manifest entry of {}", e.file.file_name);
+                    report.push_error(id, Error::from_spec(path, err))?;
+                    continue;
+                }
+            };
+            let path = entry_path(table, layout, e);
+            report.push(ViolationKind::WrongBucket, id, path, detail_of(e, &why));
+        }
+    }
+    Ok(())
+}
+
+/// The `deletion_vectors` check of `snap`'s index manifest against its live files `live`.
+async fn check_deletion_vectors(
+    table: &Table,
+    snap: &Snapshot,
+    live: &LiveFiles,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    let row_counts: HashMap<(&[u8], i32, &str), i64> = live
+        .entries()
+        .map(|e| {
+            let key = (e.partition.as_slice(), e.bucket, e.file.file_name.as_str());
+            (key, e.file.row_count)
+        })
+        .collect();
+    let index = match live_index_entries(table, snap).await {
+        Ok(index) => index,
+        Err(e) => return report.push_error(snap.id, e),
+    };
+    let mut reported: HashSet<String> = HashSet::new();
+    for entry in index
+        .iter()
+        .filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX)
+    {
+        let refs = match index_file_refs(&entry.index_file) {
+            Ok(refs) => refs,
+            Err(e) => {
+                report.push_error(snap.id, e)?;
+                continue;
+            }
+        };
+        let mut bytes = None;
+        for (data_file, dv) in refs {
+            let key = (entry.partition.as_slice(), entry.bucket, data_file.as_str());
+            let Some(&row_count) = row_counts.get(&key) else {
+                report.push(
+                    ViolationKind::DeletionVectorTarget,
+                    snap.id,
+                    table.io().display(&dv.path),
+                    format!(
+                        "deletion vector of {data_file} (bucket {}), which is not a live data file of its bucket",
+                        entry.bucket
+                    ),
+                );
+                continue;
+            };
+            if bytes.is_none() {
+                match table.io().read(&dv.path).await {
+                    Ok(b) => bytes = Some(b),
+                    Err(e) => {
+                        // missing index files are reported by find_damage
+                        if reported.insert(dv.path.clone()) && !e.is_missing() {
+                            report.push_error(snap.id, e)?;
+                        }
+                        break;
+                    }
+                }
+            }
+            let Some(b) = &bytes else { break };
+            let vector = match decode_deletion_vector(table, &dv.path, b, dv.offset, dv.length) {
+                Ok(v) => v,
+                Err(e) => {
+                    report.push_error(snap.id, e)?;
+                    continue;
+                }
+            };
+            let rows = u64::try_from(row_count).unwrap_or(0);
+            let beyond = vector.iter().find(|&p| p >= rows);
+            if let Some(pos) = beyond {
+                report.push(
+                    ViolationKind::DeletionVectorRange,
+                    snap.id,
+                    table.io().display(&dv.path),
+                    format!(
+                        "deletion vector of {data_file} (bucket {}) deletes position {pos}, but the file has {row_count} rows",
+                        entry.bucket
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use tidelake_spec::binary_row::encode_framed;
+    use tidelake_spec::datum::Datum;
+    use tidelake_spec::manifest::{DataFileMeta, SimpleStats, EMPTY_ROW};
+    use tidelake_spec::types::TypeKind;
+
+    use super::*;
+
+    fn entry(kind: FileKind, name: &str, level: i32, keys: (i64, i64)) -> ManifestEntry {
+        let t = [DataType::not_null(TypeKind::BigInt)];
+        let key = |k| encode_framed(&[Datum::BigInt(k)], &t).unwrap();
+        ManifestEntry {
+            kind,
+            partition: EMPTY_ROW.to_vec(),
+            bucket: 0,
+            total_buckets: 1,
+            file: DataFileMeta {
+                file_name: name.to_string(),
+                file_size: 1,
+                row_count: 1,
+                min_key: key(keys.0),
+                max_key: key(keys.1),
+                key_stats: SimpleStats::empty(),
+                value_stats: SimpleStats::empty(),
+                min_sequence_number: 0,
+                max_sequence_number: 0,
+                schema_id: 0,
+                level,
+                extra_files: Vec::new(),
+                creation_time: None,
+                delete_row_count: Some(0),
+                embedded_index: None,
+                file_source: None,
+                value_stats_cols: None,
+                external_path: None,
+                first_row_id: None,
+                write_cols: None,
+                write_cols_sequences: None,
+            },
+        }
+    }
+
+    fn kinds(found: &[(ViolationKind, ManifestEntry)]) -> Vec<(ViolationKind, &str)> {
+        found
+            .iter()
+            .map(|(k, e)| (*k, e.file.file_name.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn replay_accepts_a_healthy_delta() {
+        let mut live = live_set([entry(FileKind::Add, "a", 0, (1, 5))]);
+        // compaction: a is upgraded to level 5 (another identifier), b is written and deleted
+        let delta = [
+            entry(FileKind::Delete, "a", 0, (1, 5)),
+            entry(FileKind::Add, "a", 5, (1, 5)),
+            entry(FileKind::Add, "b", 0, (2, 3)),
+            entry(FileKind::Delete, "b", 0, (2, 3)),
+        ];
+        assert!(apply_delta(&mut live, delta).is_empty());
+        let names: Vec<_> = live
+            .values()
+            .map(|e| (e.file.file_name.as_str(), e.file.level))
+            .collect();
+        assert_eq!(names, vec![("a", 5)]);
+    }
+
+    #[test]
+    fn replay_reports_adds_of_live_and_deletes_of_dead_files() {
+        let mut live = live_set([entry(FileKind::Add, "a", 0, (1, 5))]);
+        let delta = [
+            entry(FileKind::Add, "a", 0, (1, 5)),
+            entry(FileKind::Delete, "gone", 0, (1, 5)),
+            entry(FileKind::Delete, "a", 1, (1, 5)), // live at level 0, not 1
+        ];
+        let found = apply_delta(&mut live, delta);
+        assert_eq!(
+            kinds(&found),
+            vec![
+                (ViolationKind::AddedTwice, "a"),
+                (ViolationKind::DeletedNotLive, "gone"),
+                (ViolationKind::DeletedNotLive, "a"),
+            ]
+        );
+        assert_eq!(live.len(), 1);
+    }
+
+    #[test]
+    fn overlapping_levels_are_found_per_level() {
+        let t = [DataType::not_null(TypeKind::BigInt)];
+        let files = [
+            entry(FileKind::Add, "l0-a", 0, (1, 10)),
+            entry(FileKind::Add, "l0-b", 0, (5, 15)), // level 0 may overlap
+            entry(FileKind::Add, "l1-a", 1, (1, 10)),
+            entry(FileKind::Add, "l1-b", 1, (11, 20)),
+            entry(FileKind::Add, "l2-a", 2, (1, 10)),
+            entry(FileKind::Add, "l2-b", 2, (10, 20)), // shares key 10
+        ];
+        let pairs = overlapping_files(&files, &t).unwrap();
+        let names: Vec<_> = pairs
+            .iter()
+            .map(|(a, b)| (a.file.file_name.as_str(), b.file.file_name.as_str()))
+            .collect();
+        assert_eq!(names, vec![("l2-a", "l2-b")]);
+    }
+
+    #[test]
+    fn kinds_have_names_and_classes() {
+        assert_eq!(ViolationKind::AddedTwice.as_str(), "added_twice");
+        assert_eq!(ViolationKind::AddedTwice.class(), "replay");
+        assert_eq!(ViolationKind::LevelOverlap.class(), "lsm");
+        assert_eq!(
+            ViolationKind::DeletionVectorRange.class(),
+            "deletion_vectors"
+        );
+        assert_eq!(ViolationKind::FileSize.class(), "files");
+        assert_eq!(ViolationKind::WrongBucket.class(), "buckets");
+    }
+}

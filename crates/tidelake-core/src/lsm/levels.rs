@@ -21,6 +21,7 @@ use tidelake_spec::types::DataType;
 use super::key::compare_keys;
 use super::picker::{CompactUnit, RunStat};
 use crate::error::{Error, Result};
+use crate::scan::split::{DeletionFileRef, SplitFile};
 
 /// Files of one level >= 1 of one (partition, bucket) whose key ranges overlap: every pair of
 /// neighbours, once each level's files are sorted by min key, where the first's max key is not
@@ -58,7 +59,6 @@ pub(crate) fn overlapping_files<'a>(
     }
     Ok(out)
 }
-use crate::scan::split::{DeletionFileRef, SplitFile};
 
 /// A live data file of the bucket, with what reading it needs.
 #[derive(Debug, Clone, PartialEq)]

@@ -98,6 +98,20 @@ def test_java_written_fixtures_pass(name):
     assert report.snapshots_checked >= 1
 
 
+def test_files_deeper_than_a_lowered_num_levels_are_legal(tmp_path):
+    """Java raises the level count to hold the deepest file (``max(num-levels, deepest + 1)``),
+    so lowering ``num-levels`` under fully compacted files leaves a healthy table."""
+    t = busy_table(tmp_path, "pk-fixed")
+    assert max(f["level"] for f in live_data_files(t)) >= 2
+    t = t.set_option("num-levels", "2")
+    report = verify_again(tmp_path / "pk-fixed")
+    assert report.violations == [], report.violations
+    write = t.upsert
+    write(rows(range(5, 15), 5))
+    t.compact()
+    assert verify_again(tmp_path / "pk-fixed").violations == []
+
+
 def test_verify_changes_nothing(tmp_path):
     t = busy_table(tmp_path, "pk-dv")
     before = sorted((p, p.stat().st_size) for p in (tmp_path / "pk-dv").rglob("*") if p.is_file())

@@ -237,8 +237,8 @@ def doctor(path: str, skip_orphans: bool, html_file: str | None, png_file: str |
       replay            each snapshot's delta manifests, replayed in order against
                         the previous snapshot, add no live file and delete no file
                         that is not live, and yield its base + delta live files;
-      lsm               in the newest snapshot: min <= max sequence number, levels
-                        within num-levels, no key-range overlap within a level >= 1
+      lsm               in the newest snapshot: min <= max sequence number, no
+                        negative level, no key-range overlap within a level >= 1
                         of a bucket (primary-key tables);
       deletion_vectors  every deletion vector names a live file of its bucket and
                         no position >= that file's row count;

@@ -12,7 +12,8 @@
 //!   violation, and the replayed live set must equal the live set of the snapshot's base + delta
 //!   manifests ([`LiveFiles`]). After a mismatch the replay continues from the latter.
 //! * `lsm` (newest readable snapshot): `min_sequence_number <= max_sequence_number` for every
-//!   file; for primary-key tables, levels within `0..num-levels` and, per bucket, the files of
+//!   file; for primary-key tables, no negative level (a level beyond `num-levels` is legal: Java
+//!   raises the level count to hold it) and, per bucket, the files of
 //!   one level >= 1 do not overlap in key range ([`overlapping_files`]; not checked under
 //!   `pk-clustering-override`).
 //! * `deletion_vectors` (newest readable snapshot): every deletion vector of the index
@@ -65,7 +66,7 @@ pub enum ViolationKind {
     LiveSetMismatch,
     /// A file's `min_sequence_number` exceeds its `max_sequence_number`.
     SequenceRange,
-    /// A file's level is negative or not below `num-levels`.
+    /// A file's level is negative.
     Level,
     /// Two files of one level >= 1 of a bucket overlap in key range.
     LevelOverlap,
@@ -375,7 +376,6 @@ fn detail_of(e: &ManifestEntry, what: &str) -> String {
 struct StateChecks {
     /// Trimmed primary-key types of a primary-key table (`None`: append table).
     key_types: Option<Vec<DataType>>,
-    num_levels: i32,
     /// Whether levels may not overlap (primary-key tables without `pk-clustering-override`).
     lsm: bool,
     /// Whether files' keys must hash to their bucket.
@@ -394,7 +394,6 @@ impl StateChecks {
             .unwrap_or(false);
         Ok(StateChecks {
             key_types: has_key.then(|| layout.key_types()),
-            num_levels: opts.num_levels().map_err(spec)?,
             lsm: has_key && !clustering_override,
             fixed_buckets: has_key
                 && opts.bucket().map_err(spec)? > 0
@@ -424,8 +423,8 @@ async fn check_state(
             let path = entry_path(table, layout, e);
             report.push(ViolationKind::SequenceRange, id, path, detail_of(e, &why));
         }
-        if checks.key_types.is_some() && (f.level < 0 || f.level >= checks.num_levels) {
-            let why = format!("level outside 0..{} (num-levels)", checks.num_levels);
+        if checks.key_types.is_some() && f.level < 0 {
+            let why = format!("negative level {}", f.level);
             let path = entry_path(table, layout, e);
             report.push(ViolationKind::Level, id, path, detail_of(e, &why));
         }

@@ -85,7 +85,7 @@ mod retry_wait;
 mod scan;
 mod single_writer;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use crate::write::message::CommitMessage;
 pub use file_store_commit::FileStoreCommit;

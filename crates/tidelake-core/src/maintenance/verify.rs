@@ -566,44 +566,19 @@ async fn check_deletion_vectors(
 
 #[cfg(test)]
 mod tests {
-    use tidelake_spec::binary_row::encode_framed;
-    use tidelake_spec::datum::Datum;
-    use tidelake_spec::manifest::{DataFileMeta, SimpleStats, EMPTY_ROW};
+    use tidelake_spec::manifest::EMPTY_ROW;
     use tidelake_spec::types::TypeKind;
 
     use super::*;
+    use crate::commit::tests::pk_file;
 
     fn entry(kind: FileKind, name: &str, level: i32, keys: (i64, i64)) -> ManifestEntry {
-        let t = [DataType::not_null(TypeKind::BigInt)];
-        let key = |k| encode_framed(&[Datum::BigInt(k)], &t).unwrap();
         ManifestEntry {
             kind,
             partition: EMPTY_ROW.to_vec(),
             bucket: 0,
             total_buckets: 1,
-            file: DataFileMeta {
-                file_name: name.to_string(),
-                file_size: 1,
-                row_count: 1,
-                min_key: key(keys.0),
-                max_key: key(keys.1),
-                key_stats: SimpleStats::empty(),
-                value_stats: SimpleStats::empty(),
-                min_sequence_number: 0,
-                max_sequence_number: 0,
-                schema_id: 0,
-                level,
-                extra_files: Vec::new(),
-                creation_time: None,
-                delete_row_count: Some(0),
-                embedded_index: None,
-                file_source: None,
-                value_stats_cols: None,
-                external_path: None,
-                first_row_id: None,
-                write_cols: None,
-                write_cols_sequences: None,
-            },
+            file: pk_file(name, level, keys.0, keys.1),
         }
     }
 

@@ -137,8 +137,9 @@ async fn written(table: &Table, partition_dir: &str, name: &str) -> DataFileMeta
     file(name, 1)
 }
 
-/// A primary-key data file at `level` holding keys `min..=max`.
-fn pk_file(name: &str, level: i32, min: i64, max: i64) -> DataFileMeta {
+/// A primary-key data file at `level` holding keys `min..=max` (BIGINT keys; shared with
+/// other modules' tests).
+pub(crate) fn pk_file(name: &str, level: i32, min: i64, max: i64) -> DataFileMeta {
     DataFileMeta {
         level,
         min_key: key(min),

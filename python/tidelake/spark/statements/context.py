@@ -77,6 +77,13 @@ class Context:
         except TableNotFoundError:
             return None
 
+    def table_written(self, text: str) -> Table | None:
+        """:meth:`table` of a table reference as written in a statement (``db.t``,
+        ``tidelake.`/path```), None when it is not a tidelake table."""
+        from sqlglot import exp
+
+        return self.table(exp.to_table(text, dialect="spark"))
+
     def named(self, text: str) -> Table:
         """A procedure's ``table`` argument: a path, or ``db.table`` of the warehouse."""
         if "/" in text:

@@ -265,13 +265,12 @@ def unset_properties(ctx: Context, text: str) -> DataFrame | None:
     """``ALTER TABLE <t> UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)`` (which sqlglot does not
     parse); None when ``text`` is not that or the table is not tidelake's."""
     import sqlglot
-    from sqlglot import exp
     from sqlglot.tokens import TokenType
 
     m = _UNSET.fullmatch(text)
     if m is None:
         return None
-    table = ctx.table(exp.to_table(m.group(1), dialect="spark"))
+    table = ctx.table_written(m.group(1))
     if table is None:
         return None
     keys = [t.text for t in sqlglot.tokenize(m.group(3), read="spark")

@@ -54,9 +54,8 @@ def show(ctx: Context, text: str) -> DataFrame | None:
     m = _SHOW_TABLE.fullmatch(text)
     if m is None:
         return None
-    from sqlglot import exp
 
-    table = ctx.table(exp.to_table(m.group(2), dialect="spark"))
+    table = ctx.table_written(m.group(2))
     if table is None:
         return None
     what = " ".join(m.group(1).upper().split())

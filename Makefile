@@ -1,6 +1,7 @@
 # tidelake developer entry points. Two commands matter:
 #   make demo   - set everything up and run the demo pipelines (PySpark, Python, CDC) on local storage
 #   make test   - set everything up and run every check and test (paths, ruff, mypy, cargo test, pytest)
+# and make docs builds the docs site (mkdocs.yml, docs/) into site/.
 # Everything is installed by these targets into .venv; the cargo target dir lives outside the
 # clone (CARGO_TARGET_DIR, default ~/.cache/tidelake/target) so rebuilds are incremental.
 
@@ -11,7 +12,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv self-contained develop release-wheel rust-lint rust-test py-lint py-test java-oracle kafka hive postgres fault-proxies bench clean
+.PHONY: test demo venv self-contained develop release-wheel rust-lint rust-test py-lint py-test java-oracle kafka hive postgres fault-proxies bench docs clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -114,9 +115,14 @@ demo: develop kafka
 	$(PY) examples/demo.py
 	$(PY) examples/cdc_demo.py
 
+# The docs site into site/ (git-ignored); --strict: any warning (a broken link or anchor, a page
+# missing from the nav) fails. tests/test_docs.py runs the same build and every page's code.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 bench: develop
 	$(PY) -m pip install --quiet -r requirements-bench.txt
 	$(PY) benches/run.py
 
 clean:
-	rm -rf $(VENV) python/tidelake/_internal*.so interop/java-oracle/target interop/kafka/target interop/hive/target
+	rm -rf $(VENV) site python/tidelake/_internal*.so interop/java-oracle/target interop/kafka/target interop/hive/target

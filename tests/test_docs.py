@@ -12,7 +12,8 @@ The convention every page follows, so that a page is its own test:
 * a block of any other language (or none) fails :func:`test_every_block_is_run_or_output`.
 
 A line ``--8<-- "path"`` (pymdownx.snippets, as the site renders it) stands for the file at
-``path`` from the repository root, so included files follow the convention too.
+``path`` from the repository root, ``--8<-- "path:name"`` for its lines between the markers
+``--8<-- [start:name]`` and ``--8<-- [end:name]``, so included text follows the convention too.
 
 Pages that need services (Spark, an S3 server, a Kafka broker) get them from the fixtures of
 ``conftest.py`` through :data:`SERVICE_PAGES`: what a reader has at hand (a Spark session, a
@@ -23,6 +24,7 @@ the page did is checked after it.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
 import shlex
@@ -39,7 +41,7 @@ DOCS = ROOT / "docs"
 RUN = {"python", "sh"}
 OUTPUT = {"text", "console"}
 _FENCE = re.compile(r"^```(\S*)\n(.*?)^```[ \t]*$", re.M | re.S)
-_SNIPPET = re.compile(r'^--8<-- "([^"]+)"[ \t]*$', re.M)
+_SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::([\w-]+))?"[ \t]*$', re.M)
 
 
 def pages() -> list[str]:
@@ -47,9 +49,19 @@ def pages() -> list[str]:
     return sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
 
 
+def _snippet(path: str, section: str | None) -> str:
+    text = (ROOT / path).read_text()
+    if section is None:
+        return text
+    start = re.search(rf"^.*--8<-- \[start:{section}\].*\n", text, re.M)
+    end = re.search(rf"^.*--8<-- \[end:{section}\]", text, re.M)
+    assert start and end, f"no section {section} in {path}"
+    return text[start.end():end.start()]
+
+
 def page_text(page: str) -> str:
-    """The page as the site renders it: snippet lines replaced by the files they name."""
-    return _SNIPPET.sub(lambda m: (ROOT / m.group(1)).read_text(), (DOCS / page).read_text())
+    """The page as the site renders it: snippet lines replaced by the text they name."""
+    return _SNIPPET.sub(lambda m: _snippet(m.group(1), m.group(2)), (DOCS / page).read_text())
 
 
 @dataclass(frozen=True)
@@ -103,7 +115,7 @@ def test_every_block_is_run_or_output():
     for page in pages():
         for block in blocks(page):
             assert block.lang in RUN | OUTPUT, \
-                f"docs/{page}:{block.line}: a ```{block.lang} block is neither run (python, sh) nor output (text, console)"
+                f"docs/{page}:{block.line}: ```{block.lang}: neither run (python, sh) nor output (text, console)"
             if block.lang == "sh":
                 commands = [shlex.split(line, comments=True) for line in block.code.splitlines()]
                 assert all(not args or args[0] == "tidelake" for args in commands), \
@@ -112,8 +124,9 @@ def test_every_block_is_run_or_output():
 
 def test_site_builds_without_warnings(tmp_path):
     """``make docs``: the strict build (a warning fails it) of every page and link."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # mkdocs-material's banner about MkDocs 2
     out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                         cwd=ROOT, capture_output=True, text=True)
+                         cwd=ROOT, capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert "WARNING" not in out.stderr, out.stderr
     assert (tmp_path / "site" / "index.html").exists()

@@ -98,7 +98,7 @@ def run_page(page: str, ns: dict[str, Any], edit: Callable[[str], str] = lambda 
     for block in blocks(page):
         code = edit(block.code)
         if block.lang == "python":
-            exec(compile("\n" * (block.line - 1) + code, f"docs/{page}", "exec"), ns)
+            exec(compile("\n" * (block.line - 1) + code, str(DOCS / page), "exec"), ns)
         elif block.lang == "sh":
             for line in code.splitlines():
                 args = shlex.split(line, comments=True)

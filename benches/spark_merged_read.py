@@ -23,7 +23,7 @@ native route (:func:`native_frame`, checked equal to the engine's rows first). E
 the median of ``--repeat`` after a warm-up, with the CPU seconds by process (JVM, Python
 workers, driver) as ``spark_bench.py`` measures them; the Markdown table gives each case's
 ratio to its table's floor (wall and CPU). ``uptime`` is printed before and after: record it
-with the numbers (benches/README.md, Spark section).
+with the numbers (benches/README.md, Spark section; earlier runs in benches/LOG.md).
 """
 
 from __future__ import annotations

@@ -445,7 +445,7 @@ def test_unsupported_write_options_refused_reads_work(java, tmp_path, option):
 def test_collect_distinct_is_the_same_set(java, tmp_path):
     """Java's ``collect`` with ``distinct=true`` accumulates into a ``java.util.HashSet``, so its
     element order is the set's iteration order (hash buckets), not the input order: tidelake
-    returns the same elements, compared here as sorted lists (README, "Checked against Java")."""
+    returns the same elements, compared here as sorted lists (docs/interop.md)."""
     from _java import java_read
     from _peers import canonical_column
 

@@ -30,7 +30,7 @@ The same operations run on local storage under the test-only fault injection of 
 layer (``tidelake.fault.*``: a storage error before an operation reaches storage or after it
 landed, and a slow operation), which is what every S3 fault above amounts to once the client's
 retries are spent. ``test_retries_*`` measure the client's retry policy (the ``s3.*`` storage
-options in README "Object stores") through the proxies: request counts and elapsed times.
+options in docs/storage.md, "Object stores") through the proxies: request counts and elapsed times.
 """
 
 from __future__ import annotations

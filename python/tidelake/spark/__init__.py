@@ -121,7 +121,7 @@ def register_kafka(spark: SparkSession) -> None:
     """Register the ``tidelake-kafka`` streaming source with ``spark`` (PySpark 4.2+ and
     confluent-kafka on the driver and workers): ``key, value, topic, partition, offset,
     timestamp`` rows of Kafka topics, offsets kept in the query's checkpoint (options in
-    :mod:`tidelake.spark.kafka` and the README). With :func:`cdc_sink` the pipeline is
+    :mod:`tidelake.spark.kafka` and docs/cdc.md). With :func:`cdc_sink` the pipeline is
     exactly-once.
 
     Example::

@@ -51,7 +51,7 @@ WRITE_KINDS = {"append": "write", "overwrite": "write", "upsert": "upsert", "del
 READ_BATCH_ROWS = 65_536
 """Rows per Arrow batch a Spark read sends to the JVM. Every batch costs Spark's Python worker
 and JVM a fixed amount: a merged 2M-row read took 1.37 s of CPU (JVM + Python worker) in
-8,192-row batches, 1.12 s in 65,536-row ones and no less in 131,072-row ones (benches/README.md,
+8,192-row batches, 1.12 s in 65,536-row ones and no less in 131,072-row ones (benches/LOG.md,
 Spark section)."""
 
 

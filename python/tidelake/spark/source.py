@@ -259,8 +259,8 @@ def with_catalog_location(options: Mapping[str, str], schema: StructType) -> dic
 
 class TidelakeDataSource(DataSource):
     """The ``tidelake`` format: ``spark.read/readStream.format("tidelake").load(path)`` and
-    ``df.write/writeStream.format("tidelake").save(path)``. Options are listed in the README
-    (Spark section)."""
+    ``df.write/writeStream.format("tidelake").save(path)``. Options are listed in
+    docs/spark.md."""
 
     reader_class: type[BatchReader] = BatchReader
 

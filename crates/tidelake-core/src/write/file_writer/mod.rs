@@ -83,7 +83,7 @@ const DEFAULT_PAGE_ROWS: usize = 20_000;
 /// A lookup decodes, per key, one page of each column read in the file holding its newest
 /// record, so smaller pages make lookups of many keys cheaper and full reads dearer (measured
 /// on the lookup benchmark's table: 1,000 keys 96 ms at 2,048 rows, 64 ms at 1,024, 49 ms at
-/// 512; full merged reads about +5% at 1,024, +17% at 512; see benches/README.md).
+/// 512; full merged reads about +5% at 1,024, +17% at 512; see benches/LOG.md).
 const KEYED_PAGE_ROWS: usize = 1_024;
 
 /// Java's default Parquet row-group size (`ParquetWriter.DEFAULT_BLOCK_SIZE`).

@@ -308,16 +308,12 @@ def test_service_page_runs(page, request, tmp_path, monkeypatch):
     check(ran)
 
 
-def _command_table() -> str:
-    return page_text("cli.md")
-
-
 def test_cli_reference_lists_every_command():
     import click
 
     from tidelake import cli
 
-    table = _command_table()
+    table = page_text("cli.md")
     missing = [name for name, command in cli.main.commands.items() if f"`{name} " not in table]
     assert not missing, f"commands missing from docs/cli.md's command table: {missing}"
     for name, group in cli.main.commands.items():

@@ -516,7 +516,7 @@ def _run_table(t: Table, jobs: Iterable[Job], deadline: float | None, compactor:
 def run(target: str | os.PathLike[str] | Table | Catalog, *, policy: Policy | Mapping[str, Any] | None = None,
         dry_run: bool = False, concurrency: int = 1, time_budget: _dt.timedelta | float | str | None = None,
         log_path: str | os.PathLike[str] | None = None, spark: Compactor | None = None,
-        progress: Callable[[JobResult], object] | None = None,
+        progress: Callable[[int, int, JobResult | None], object] | None = None,
         storage_options: dict[str, str] | None = None) -> MaintenanceReport:
     """Plan (:func:`plan`) and run the maintenance of ``target``.
 
@@ -532,7 +532,8 @@ def run(target: str | os.PathLike[str] | Table | Catalog, *, policy: Policy | Ma
             :func:`default_log_path`; object-store targets log only when given one).
         spark: compaction jobs call this instead of :meth:`tidelake.Table.compact`, e.g.
             ``functools.partial(tidelake.spark.compact, spark_session)`` (distributed compaction).
-        progress: called with each :class:`JobResult` as it finishes (from a worker thread).
+        progress: called as ``progress(done, total, result)``: ``(0, total, None)`` before the
+            first job, then with each :class:`JobResult` as it finishes (from a worker thread).
 
     A job that fails (a :class:`~tidelake.TidelakeError`) is reported ``failed`` with its error
     and the table's other jobs still run; other exceptions propagate.
@@ -550,13 +551,19 @@ def run(target: str | os.PathLike[str] | Table | Catalog, *, policy: Policy | Ma
                f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}")
     results: dict[int, JobResult] = {}
 
+    lock = threading.Lock()
+
     def finish(r: JobResult) -> None:
         log.append(r)
-        results[id(r.job)] = r
+        with lock:
+            results[id(r.job)] = r
+            done = len(results)
         if progress is not None:
-            progress(r)
+            progress(done, len(the_plan.jobs), r)
 
     deadline = None if budget is None else started + budget
+    if progress is not None:
+        progress(0, len(the_plan.jobs), None)
     by_table = {t.path: t for _, t in tables}
     per_table: dict[str, list[Job]] = {}
     for job in the_plan.jobs:

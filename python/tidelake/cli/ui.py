@@ -76,7 +76,8 @@ def _timeline(history: list[dict[str, Any]]) -> dict[str, Any]:
             ticks.append({"x": x + width / 2, "label": h["snapshot_id"]})
     kinds = sorted({h["commit_kind"] for h in shown})
     return {"width": _WIDTH, "height": _HEIGHT, "left": _LEFT, "right": _RIGHT, "top": _TOP, "bottom": _BOTTOM,
-            "axis": _AXIS, "bars": bars, "ticks": ticks, "peak": _human_bytes(peak), "hidden": len(history) - len(shown),
+            "axis": _AXIS, "bars": bars, "ticks": ticks, "peak": _human_bytes(peak),
+            "hidden": len(history) - len(shown),
             "legend": [{"kind": k, "color": _kind_color(k)} for k in kinds]}
 
 

@@ -1,10 +1,10 @@
 """``tidelake ui PATH``: a local, read-only web page (Flask, the ``ui`` extra) over a table or
 every table of a warehouse, database or catalog: the snapshot timeline with commit kinds and
 sizes (:meth:`Table.history`), each bucket's sorted runs and levels, small-file and compaction
-debt (``doctor``'s diagnosis) and the jobs ``maintain`` would run.
+debt (``doctor``'s diagnosis) and the jobs ``maintain`` would run (:func:`tidelake.maintain.plan`).
 
 Invariants: every route is a GET and only reads (no commit, no file written or deleted; the
-orphan listing is ``doctor``'s dry run); each request re-reads the table, so a reload shows new
+orphan listings are dry runs, the maintenance plan only plans); each request re-reads the table, so a reload shows new
 commits; the page is self-contained (inline CSS and SVG, no script, nothing fetched from the
 network), charts drawn server-side by the Jinja templates from geometry computed here.
 """
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import exceptions as exc
+from .. import maintain as autopilot
 from ..catalog import Catalog
 from ..table import Table
 from ._app import _PATH, _catalog, _guarded, _open, main
@@ -123,7 +124,13 @@ def _debt(d: dict[str, Any], files: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _table_view(t: Table, name: str) -> dict[str, Any]:
+def _plan(t: Table, name: str, policy: autopilot.Policy) -> autopilot.MaintenancePlan:
+    """What ``tidelake maintain`` would do to ``t`` (``name``: its ``db.table`` or path, which
+    the policy's per-table overrides name)."""
+    return autopilot.plan(t, policy=policy.for_table(name))
+
+
+def _table_view(t: Table, name: str, policy: autopilot.Policy) -> dict[str, Any]:
     """Everything the table page shows; a damaged table (newest snapshot unreadable or lacking
     files) shows its damage instead, as ``doctor`` does."""
     view: dict[str, Any] = {"name": name, "path": t.path, "kind": "primary-key" if t.primary_keys else "append",
@@ -135,20 +142,24 @@ def _table_view(t: Table, name: str) -> dict[str, Any]:
     d = _diagnose(t, t.path, True, files)
     history = t.history().to_pylist()
     shown = _busiest(d["buckets"], "sorted_runs")
-    return {**view, "damage": None, "diagnosis": d, "debt": _debt(d, files), "timeline": _timeline(history),
-            "history": history[::-1][:_MAX_SNAPSHOTS_SHOWN], "buckets": _runs(files, shown),
-            "hidden_buckets": len(d["buckets"]) - len(shown)}
+    return {**view, "damage": None, "diagnosis": d, "debt": _debt(d, files), "plan": _plan(t, name, policy),
+            "timeline": _timeline(history), "history": history[::-1][:_MAX_SNAPSHOTS_SHOWN],
+            "buckets": _runs(files, shown), "hidden_buckets": len(d["buckets"]) - len(shown)}
 
 
-def app(source: Table | Catalog, *, databases: list[str] | None = None) -> flask.Flask:
+def app(source: Table | Catalog, *, databases: list[str] | None = None,
+        policy: autopilot.Policy | None = None) -> flask.Flask:
     """The read-only web application over ``source``: one table (its page at ``/``), or the
     tables of a catalog (``databases``, default all: the list at ``/``, each table's page at
-    ``/table/<db.table>``). Every route is a GET. Needs Flask (``pip install 'tidelake[ui]'``)."""
+    ``/table/<db.table>``). The maintenance shown is :func:`tidelake.maintain.plan`'s under
+    ``policy`` (default: :class:`~tidelake.maintain.Policy`'s). Every route is a GET. Needs
+    Flask (``pip install 'tidelake[ui]'``)."""
     try:
         import flask
     except ImportError as e:
         raise exc.UnsupportedError(f"tidelake ui needs Flask ({e}): pip install 'tidelake[ui]'") from None
 
+    policy = policy or autopilot.Policy()
     web = flask.Flask(__name__, static_folder=None, template_folder="ui_templates")
     web.jinja_env.filters["bytes"] = _human_bytes
     web.jinja_env.filters["utc"] = _fmt_time
@@ -164,7 +175,7 @@ def app(source: Table | Catalog, *, databases: list[str] | None = None) -> flask
 
         @web.get("/")
         def table_page() -> str:
-            return flask.render_template("table.html", t=_table_view(table.refresh(), table.path), home=None)
+            return flask.render_template("table.html", t=_table_view(table.refresh(), table.path, policy), home=None)
 
         return web
 
@@ -174,13 +185,15 @@ def app(source: Table | Catalog, *, databases: list[str] | None = None) -> flask
     def index() -> str:
         names = databases if databases is not None else catalog.list_databases()
         tables = [_table_line(catalog, f"{db}.{name}") for db in names for name in catalog.list_tables(db)]
+        for line in tables:
+            line["jobs"] = _plan(catalog.get_table(line["table"]), line["table"], policy).jobs
         return flask.render_template("index.html", warehouse=catalog.warehouse, tables=tables)
 
     @web.get("/table/<identifier>")
     def catalog_table_page(identifier: str) -> str:
         if databases is not None and identifier.partition(".")[0] not in databases:
             raise exc.TableNotFoundError(f"table {identifier} is not in database(s) {', '.join(databases)}")
-        view = _table_view(catalog.get_table(identifier), identifier)
+        view = _table_view(catalog.get_table(identifier), identifier, policy)
         return flask.render_template("table.html", t=view, home=flask.url_for("index"))
 
     return web
@@ -209,18 +222,22 @@ def _source(path: str) -> tuple[Table | Catalog, list[str] | None]:
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="The port to listen on; 0 picks a free one.")
+@click.option("--policy", "policy_file", metavar="FILE", type=click.Path(exists=True, dir_okay=False),
+              help="The maintain policy file (.toml or .json) whose plan the page shows (as `maintain --policy`).")
 @click.option("--open/--no-open", "open_browser", default=False, show_default=True,
               help="Open the page in the default web browser.")
 @_guarded
-def ui(path: str, host: str, port: int, open_browser: bool) -> None:
+def ui(path: str, host: str, port: int, policy_file: str | None, open_browser: bool) -> None:
     """Serve a read-only web page over PATH, a table, or a database directory or warehouse (all
     its tables; with --catalog: db.table or a database name), and print its URL. The page shows
     the snapshot timeline (bytes each commit added and removed, by commit kind), each bucket's
-    sorted runs and LSM levels, small-file and compaction debt and doctor's verdict. Nothing is
+    sorted runs and LSM levels, small-file and compaction debt, doctor's verdict and the jobs
+    `tidelake maintain` would run (its --dry-run plan). Nothing is
     changed; each reload re-reads the tables. Needs Flask (pip install 'tidelake[ui]'); stop
     with Ctrl-C."""
     source, databases = _source(path)
-    web = app(source, databases=databases)
+    policy = autopilot.Policy.from_file(policy_file) if policy_file else None
+    web = app(source, databases=databases, policy=policy)
     from werkzeug.serving import make_server  # Flask's server library, there when app() found Flask
 
     server = make_server(host, port, web)

@@ -6,11 +6,14 @@ route changes a file."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -119,18 +122,29 @@ def _by_id(dom: _Node, element_id: str) -> _Node:
     return found[0]
 
 
-@pytest.fixture
-def server(warehouse: Path):
-    """``tidelake ui WAREHOUSE --port 0`` in a subprocess: its printed URL."""
-    proc = subprocess.Popen([sys.executable, "-m", "tidelake.cli", "ui", str(warehouse), "--port", "0"],
+@contextlib.contextmanager
+def _serve(*args: str) -> Iterator[str]:
+    """``tidelake ARGS --port 0`` (``ui ...``) in a subprocess: the URL it prints."""
+    proc = subprocess.Popen([sys.executable, "-m", "tidelake.cli", *args, "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
-        assert line.startswith(f"tidelake ui: {warehouse} at http://127.0.0.1:"), (line, proc.stderr.read())
+        assert line.startswith("tidelake ui: ") and " at http://127.0.0.1:" in line, (line, proc.stderr.read())
         yield line.split(" at ")[1].split()[0]
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture
+def server(warehouse: Path) -> Iterator[str]:
+    with _serve("ui", str(warehouse)) as url:
+        yield url
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return response.read().decode()
 
 
 def _chromium(tmp_path: Path, *args: str) -> str:
@@ -248,6 +262,17 @@ def test_one_table_a_database_and_what_is_not_there(warehouse: Path, tmp_path: P
 
     result = CliRunner().invoke(cli.main, ["ui", str(tmp_path / "nothing-here")])
     assert result.exit_code == 3 and result.stderr.startswith("error: ")
+
+
+def test_the_command_on_a_table_and_on_a_catalog_database(warehouse: Path):
+    with _serve("ui", str(warehouse / "shop.db" / "orders")) as url:
+        page = _get(url)
+        assert '<h1 id="table-name">' + str(warehouse / "shop.db" / "orders") in page and 'data-job="compact"' in page
+    with _serve("-c", f"warehouse={warehouse}", "ui", "shop") as url:
+        assert 'data-table="shop.orders"' in _get(url) and 'data-table="shop.events"' in _get(url)
+        assert 'id="table-name">shop.events<' in _get(url + "table/shop.events")
+    with _serve("-c", f"warehouse={warehouse}", "ui", "shop.events") as url:
+        assert 'id="table-name">shop.events<' in _get(url)
 
 
 def test_a_damaged_table_shows_its_damage_and_the_way_back(warehouse: Path):

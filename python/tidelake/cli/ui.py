@@ -125,9 +125,9 @@ def _debt(d: dict[str, Any], files: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _plan(t: Table, name: str, policy: autopilot.Policy) -> autopilot.MaintenancePlan:
-    """What ``tidelake maintain`` would do to ``t`` (``name``: its ``db.table`` or path, which
-    the policy's per-table overrides name)."""
-    return autopilot.plan(t, policy=policy.for_table(name))
+    """What ``tidelake maintain`` would do to ``t`` (``name``: its ``db.table`` or path; the
+    policy's per-table overrides name either)."""
+    return autopilot.plan(t, policy=policy.for_table(name, t.path))
 
 
 def _table_view(t: Table, name: str, policy: autopilot.Policy) -> dict[str, Any]:
@@ -147,13 +147,13 @@ def _table_view(t: Table, name: str, policy: autopilot.Policy) -> dict[str, Any]
             "buckets": _runs(files, shown), "hidden_buckets": len(d["buckets"]) - len(shown)}
 
 
-def app(source: Table | Catalog, *, databases: list[str] | None = None,
+def app(source: Table | Catalog, *, name: str | None = None, databases: list[str] | None = None,
         policy: autopilot.Policy | None = None) -> flask.Flask:
-    """The read-only web application over ``source``: one table (its page at ``/``), or the
-    tables of a catalog (``databases``, default all: the list at ``/``, each table's page at
-    ``/table/<db.table>``). The maintenance shown is :func:`tidelake.maintain.plan`'s under
-    ``policy`` (default: :class:`~tidelake.maintain.Policy`'s). Every route is a GET. Needs
-    Flask (``pip install 'tidelake[ui]'``)."""
+    """The read-only web application over ``source``: one table (its page at ``/``, titled
+    ``name``, default its path), or the tables of a catalog (``databases``, default all: the
+    list at ``/``, each table's page at ``/table/<db.table>``). The maintenance shown is
+    :func:`tidelake.maintain.plan`'s under ``policy`` (default: :class:`~tidelake.maintain.Policy`'s).
+    Every route is a GET. Needs Flask (``pip install 'tidelake[ui]'``)."""
     try:
         import flask
     except ImportError as e:
@@ -171,11 +171,11 @@ def app(source: Table | Catalog, *, databases: list[str] | None = None,
         return flask.render_template("error.html", error=e, kind=type(e).__name__), status
 
     if isinstance(source, Table):
-        table = source
+        table, title = source, name or source.path
 
         @web.get("/")
         def table_page() -> str:
-            return flask.render_template("table.html", t=_table_view(table.refresh(), table.path, policy), home=None)
+            return flask.render_template("table.html", t=_table_view(table.refresh(), title, policy), home=None)
 
         return web
 
@@ -199,22 +199,24 @@ def app(source: Table | Catalog, *, databases: list[str] | None = None,
     return web
 
 
-def _source(path: str) -> tuple[Table | Catalog, list[str] | None]:
-    """What PATH names, as the other commands read it: a table (or, with ``--catalog``, the table
-    ``db.table`` or the database ``db`` of that catalog), else a database directory or warehouse."""
+def _app_of(path: str, policy: autopilot.Policy | None) -> flask.Flask:
+    """The application over what PATH names, as the other commands read it: a table (or, with
+    ``--catalog``, the table ``db.table`` or the database ``db`` of that catalog), else a
+    database directory or warehouse."""
     catalog = _catalog()
     if catalog is not None and "." not in path:
         if path not in catalog.list_databases():
             raise exc.TableNotFoundError(f"no database {path!r} in the catalog")
-        return catalog, [path]
+        return app(catalog, databases=[path], policy=policy)
     try:
-        return _open(path), None
+        t = _open(path)
     except exc.TableNotFoundError:
         found = None if catalog is not None else _catalog_of(path)
         if found is None:
             raise
         _, catalog, names = found
-        return catalog, names
+        return app(catalog, databases=names, policy=policy)
+    return app(t, name=path if catalog is not None else None, policy=policy)
 
 
 @main.command(short_help="Browse tables in a local, read-only web page.")
@@ -235,9 +237,7 @@ def ui(path: str, host: str, port: int, policy_file: str | None, open_browser: b
     `tidelake maintain` would run (its --dry-run plan). Nothing is
     changed; each reload re-reads the tables. Needs Flask (pip install 'tidelake[ui]'); stop
     with Ctrl-C."""
-    source, databases = _source(path)
-    policy = autopilot.Policy.from_file(policy_file) if policy_file else None
-    web = app(source, databases=databases, policy=policy)
+    web = _app_of(path, autopilot.Policy.from_file(policy_file) if policy_file else None)
     from werkzeug.serving import make_server  # Flask's server library, there when app() found Flask
 
     server = make_server(host, port, web)

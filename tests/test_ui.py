@@ -24,9 +24,8 @@ from click.testing import CliRunner
 from PIL import Image
 
 import tidelake
-from tidelake import cli
+from tidelake import cli, maintain
 from tidelake import exceptions as exc
-from tidelake import maintain
 from tidelake.cli import ui
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])

@@ -3,10 +3,11 @@ every table of a warehouse, database or catalog: the snapshot timeline with comm
 sizes (:meth:`Table.history`), each bucket's sorted runs and levels, small-file and compaction
 debt (``doctor``'s diagnosis) and the jobs ``maintain`` would run (:func:`tidelake.maintain.plan`).
 
-Invariants: every route is a GET and only reads (no commit, no file written or deleted; the
-orphan listings are dry runs, the maintenance plan only plans); each request re-reads the table, so a reload shows new
-commits; the page is self-contained (inline CSS and SVG, no script, nothing fetched from the
-network), charts drawn server-side by the Jinja templates from geometry computed here.
+Invariants: every route is a GET and only reads (no commit, no file written or deleted: the
+orphan listings are dry runs, the maintenance plan only plans); each request re-reads the
+table, so a reload shows new commits; the page is self-contained (inline CSS and SVG, no
+script, nothing fetched from the network), its charts drawn by the Jinja templates from the
+geometry computed here.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ KIND_COLORS = {"APPEND": "#4c72b0", "COMPACT": "#dd8452", "OVERWRITE": "#c44e52"
 OTHER_KIND_COLOR = "#937860"
 LEVEL_COLORS = ["#f2c14e", "#a6d96a", "#66bd63", "#1a9850", "#3288bd", "#5e4fa2"]
 """Colour of the sorted runs of LSM level 0, 1, ...; the last one for the levels beyond."""
-
 
 
 def _kind_color(kind: str) -> str:
@@ -184,7 +184,7 @@ def app(source: Table | Catalog, *, name: str | None = None, databases: list[str
     @web.get("/")
     def index() -> str:
         names = databases if databases is not None else catalog.list_databases()
-        tables = [_table_line(catalog, f"{db}.{name}") for db in names for name in catalog.list_tables(db)]
+        tables = [_table_line(catalog, f"{db}.{table}") for db in names for table in catalog.list_tables(db)]
         for line in tables:
             line["jobs"] = _plan(catalog.get_table(line["table"]), line["table"], policy).jobs
         return flask.render_template("index.html", warehouse=catalog.warehouse, tables=tables)
@@ -234,9 +234,8 @@ def ui(path: str, host: str, port: int, policy_file: str | None, open_browser: b
     its tables; with --catalog: db.table or a database name), and print its URL. The page shows
     the snapshot timeline (bytes each commit added and removed, by commit kind), each bucket's
     sorted runs and LSM levels, small-file and compaction debt, doctor's verdict and the jobs
-    `tidelake maintain` would run (its --dry-run plan). Nothing is
-    changed; each reload re-reads the tables. Needs Flask (pip install 'tidelake[ui]'); stop
-    with Ctrl-C."""
+    `tidelake maintain` would run (its --dry-run plan). Nothing is changed; each reload re-reads
+    the tables. Needs Flask (pip install 'tidelake[ui]'); stop with Ctrl-C."""
     web = _app_of(path, autopilot.Policy.from_file(policy_file) if policy_file else None)
     from werkzeug.serving import make_server  # Flask's server library, there when app() found Flask
 

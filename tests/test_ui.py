@@ -247,6 +247,16 @@ def test_every_route_only_reads(warehouse: Path):
         assert _files(warehouse) == before
 
 
+def test_a_reload_shows_new_commits(warehouse: Path):
+    events = tidelake.open_table(warehouse / "shop.db" / "events")
+    for client, path in ((ui.app(events).test_client(), "/"),
+                         (ui.app(tidelake.Catalog(warehouse)).test_client(), "/table/shop.events")):
+        newest = events.latest_snapshot().id
+        assert f'data-snapshot="{newest + 1}"' not in client.get(path).get_data(as_text=True)
+        events.write(pa.table({"id": [newest + 10]}))
+        assert f'data-snapshot="{newest + 1}"' in client.get(path).get_data(as_text=True)
+
+
 def test_one_table_a_database_and_what_is_not_there(warehouse: Path, tmp_path: Path):
     one = ui.app(tidelake.open_table(warehouse / "shop.db" / "events")).test_client().get("/")
     assert one.status_code == 200

@@ -189,12 +189,11 @@ def test_the_page_in_a_browser(warehouse: Path, server: str, tmp_path: Path):
     snapshots = page.find_all("tr", **{"data-snapshot": None})
     assert [int(s.attrs["data-snapshot"]) for s in snapshots] == list(range(7, 0, -1))
     assert [s.find_all("td")[2].text() for s in snapshots] == KINDS[::-1]
-    bars = page.find_all("rect", **{"class": "bar"})
-    assert {int(b.attrs["data-snapshot"]) for b in bars} == set(range(1, 8))
-    for b in bars:
-        kind = KINDS[int(b.attrs["data-snapshot"]) - 1]
-        assert b.attrs["fill"] == ui.KIND_COLORS[kind]
-    assert sum(b.attrs["data-snapshot"] == "3" for b in bars) == 2  # the compaction added and removed
+    rects = page.find_all("rect", **{"class": "bar"})
+    assert {int(r.attrs["data-snapshot"]) for r in rects} == set(range(1, 8))
+    for r in rects:
+        assert r.attrs["fill"] == ui.KIND_COLORS[KINDS[int(r.attrs["data-snapshot"]) - 1]]
+    assert sum(r.attrs["data-snapshot"] == "3" for r in rects) == 2  # the compaction added and removed
 
     levels: dict[int, list[int]] = {0: [], 1: []}
     for f in orders.system("files").to_pylist():

@@ -232,7 +232,7 @@ def test_the_page_in_a_browser(warehouse: Path, server: str, tmp_path: Path):
     assert _files(warehouse) == before  # nothing written, nothing deleted: the orphan is still there
 
 
-def test_every_route_only_reads(warehouse: Path):
+def test_every_route_only_reads_and_fetches_nothing(warehouse: Path):
     for source in (tidelake.Catalog(warehouse), tidelake.open_table(warehouse / "shop.db" / "orders")):
         web = ui.app(source)
         assert all(rule.methods <= {"GET", "HEAD", "OPTIONS"} for rule in web.url_map.iter_rules())
@@ -240,7 +240,10 @@ def test_every_route_only_reads(warehouse: Path):
         paths = ["/"] + (["/table/shop.orders", "/table/shop.events"] if isinstance(source, tidelake.Catalog) else [])
         before = _files(warehouse)
         for path in paths:
-            assert client.get(path).status_code == 200, path
+            response = client.get(path)
+            assert response.status_code == 200, path
+            page = response.get_data(as_text=True)  # self-contained: nothing to fetch, no script
+            assert not any(tag in page for tag in ("<script", "<link", "<img", "<iframe", " src=", "url(")), path
             for method in (client.post, client.put, client.delete):
                 assert method(path).status_code == 405
         assert _files(warehouse) == before

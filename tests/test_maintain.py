@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 import tidelake
+import tidelake.spark as tidelake_spark
 from _s3 import Storage
 from _workers import concurrent_upserts, release_when_ready
 from conftest import assert_same_rows
@@ -275,9 +276,8 @@ def test_spark_runs_the_compaction_jobs(spark, tmp_path):
     for i in range(6):
         t.upsert(pa.table({"k": [i, i + 10], "w": [0, 0], "c": [i, i]}, schema=SCHEMA))
     expected = t.to_arrow()
-    import tidelake.spark
 
-    report = maintain.run(str(path), spark=functools.partial(tidelake.spark.compact, spark))
+    report = maintain.run(str(path), spark=functools.partial(tidelake_spark.compact, spark))
     assert [(r.job.kind, r.status) for r in report.results] == [("compact", "done")]
     sid = report.results[0].result["snapshot_id"]
     t = tidelake.open_table(path)
@@ -289,3 +289,14 @@ def test_spark_runs_the_compaction_jobs(spark, tmp_path):
     out = json.loads(cli_run("maintain", path, "--spark", "local[1]", "--json").stdout)  # the fixture's session
     assert [(r["kind"], r["status"]) for r in out["results"]] == [("compact", "done")]
     assert tidelake.open_table(path).latest_snapshot().commit_kind == "COMPACT"
+
+
+def test_the_documented_policy_file_is_valid(tmp_path):
+    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "maintain.md").read_text()
+    toml = page.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "policy.toml").write_text(toml)
+    policy = maintain.Policy.from_file(tmp_path / "policy.toml")
+    assert policy.snapshot_retain_min == 20 and policy.orphan_older_than == dt.timedelta(days=3)
+    events = policy.for_table("db.events")
+    assert not events.compact and events.partition_expiration_time == dt.timedelta(days=90)
+    assert events.snapshot_retain_min == 20  # the overrides keep the rest

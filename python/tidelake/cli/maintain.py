@@ -23,8 +23,9 @@ BUDGET_EXHAUSTED_EXIT = 7
 """Exit code of ``tidelake maintain`` when the time budget left jobs unrun (and none failed)."""
 
 
-def _where(job: autopilot.Job) -> str:
-    return job.name or job.table
+def _where(job: autopilot.Job, target: str, tables: list[str]) -> str:
+    """A job's table as the user names it: ``db.name`` in a warehouse, else as typed."""
+    return job.name or (target if tables == [job.table] else job.table)
 
 
 def _change(before: dict[str, Any] | None, after: dict[str, Any] | None, key: str, fmt: Any = str) -> str:
@@ -33,9 +34,9 @@ def _change(before: dict[str, Any] | None, after: dict[str, Any] | None, key: st
     return f"{fmt(before[key])} -> {fmt(after[key])}"
 
 
-def _print_plan(plan: autopilot.MaintenancePlan) -> None:
+def _print_plan(plan: autopilot.MaintenancePlan, target: str) -> None:
     if plan.jobs:
-        _print_table([[_where(j), j.kind, j.reason] for j in plan.jobs], ["table", "job", "reason"])
+        _print_table([[_where(j, target, plan.tables), j.kind, j.reason] for j in plan.jobs], ["table", "job", "reason"])
     click.echo(f"({len(plan.jobs)} job{'' if len(plan.jobs) == 1 else 's'} planned on "
                f"{len(plan.tables)} table{'' if len(plan.tables) == 1 else 's'})")
     for note in plan.notes:
@@ -96,7 +97,7 @@ def maintain(ctx: click.Context, target: str, policy_file: str | None, dry_run: 
         if as_json:
             _emit_json({"dry_run": True, **plan.to_dict()})
         else:
-            _print_plan(plan)
+            _print_plan(plan, target)
         return
     compactor = _spark_compactor(spark_master) if spark_master else None
     with contextlib.ExitStack() as stack:
@@ -114,7 +115,7 @@ def maintain(ctx: click.Context, target: str, policy_file: str | None, dry_run: 
         _emit_json(report.to_dict())
     else:
         if report.results:
-            _print_table([[_where(r.job), r.job.kind, r.status, _change(r.before, r.after, "snapshots"),
+            _print_table([[_where(r.job, target, report.plan.tables), r.job.kind, r.status, _change(r.before, r.after, "snapshots"),
                            _change(r.before, r.after, "rows"),
                            _change(r.before, r.after, "files"), _change(r.before, r.after, "bytes", _human_bytes),
                            f"{r.seconds:.1f}s", r.error or ""] for r in report.results],

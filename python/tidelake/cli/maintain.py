@@ -36,7 +36,8 @@ def _change(before: dict[str, Any] | None, after: dict[str, Any] | None, key: st
 
 def _print_plan(plan: autopilot.MaintenancePlan, target: str) -> None:
     if plan.jobs:
-        _print_table([[_where(j, target, plan.tables), j.kind, j.reason] for j in plan.jobs], ["table", "job", "reason"])
+        _print_table([[_where(j, target, plan.tables), j.kind, j.reason] for j in plan.jobs],
+                     ["table", "job", "reason"])
     click.echo(f"({len(plan.jobs)} job{'' if len(plan.jobs) == 1 else 's'} planned on "
                f"{len(plan.tables)} table{'' if len(plan.tables) == 1 else 's'})")
     for note in plan.notes:
@@ -115,8 +116,8 @@ def maintain(ctx: click.Context, target: str, policy_file: str | None, dry_run: 
         _emit_json(report.to_dict())
     else:
         if report.results:
-            _print_table([[_where(r.job, target, report.plan.tables), r.job.kind, r.status, _change(r.before, r.after, "snapshots"),
-                           _change(r.before, r.after, "rows"),
+            _print_table([[_where(r.job, target, report.plan.tables), r.job.kind, r.status,
+                           _change(r.before, r.after, "snapshots"), _change(r.before, r.after, "rows"),
                            _change(r.before, r.after, "files"), _change(r.before, r.after, "bytes", _human_bytes),
                            f"{r.seconds:.1f}s", r.error or ""] for r in report.results],
                          ["table", "job", "status", "snapshots", "rows", "files", "bytes", "time", "error"])

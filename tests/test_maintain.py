@@ -256,6 +256,14 @@ def test_time_budget(tmp_path):
         maintain.run(cat, concurrency=0)
 
 
+def test_a_missing_target_is_not_found(tmp_path):
+    (tmp_path / "empty").mkdir()
+    for where in (tmp_path / "nothing", tmp_path / "empty"):
+        err = cli_run("maintain", where, code=3).stderr
+        assert "no table or warehouse at" in err
+    assert not (tmp_path / "nothing").exists()
+
+
 def test_a_failed_job_is_reported_and_the_others_run(tmp_path):
     path = tmp_path / "t"
     t = tidelake.create_table(path, SCHEMA, primary_keys=["k"], bucket=1,

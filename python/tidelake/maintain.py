@@ -282,7 +282,11 @@ def _tables(target: str | os.PathLike[str] | Table | Catalog,
     if not isinstance(target, Catalog):
         raise InvalidArgumentError(f"maintain: expected a table path, Table or Catalog, got {type(target).__name__}")
     found: list[tuple[str | None, Table]] = []
-    for db in target.list_databases():
+    databases = target.list_databases()
+    if not databases:
+        raise TableNotFoundError(f"no table or warehouse at {target.warehouse}: it holds neither a table's "
+                                 f"schema/ nor a database (<name>.db)")
+    for db in databases:
         for name in target.list_tables(db):
             found.append((f"{db}.{name}", target.get_table(f"{db}.{name}")))
     return found, target.warehouse

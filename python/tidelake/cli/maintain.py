@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from .. import exceptions as exc
 from .. import maintain as autopilot
 from ..maintenance import duration_text
 from ._app import _JSON, _emit_json, _guarded, _open, main
@@ -46,7 +47,10 @@ def _print_plan(plan: autopilot.MaintenancePlan, target: str) -> None:
 
 def _spark_compactor(master: str) -> autopilot.Compactor:
     """Compaction through ``tidelake.spark.compact`` on a Spark session at ``master``."""
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise exc.UnsupportedError("--spark needs pyspark (pip install 'tidelake[spark]')") from None
 
     from .. import spark as tidelake_spark
 

@@ -308,3 +308,17 @@ def test_the_documented_policy_file_is_valid(tmp_path):
     events = policy.for_table("db.events")
     assert not events.compact and events.partition_expiration_time == dt.timedelta(days=90)
     assert events.snapshot_retain_min == 20  # the overrides keep the rest
+
+
+def test_postpone_bucket_tables_are_planned_without_moving_rows(tmp_path):
+    path = tmp_path / "t"
+    t = tidelake.create_table(path, SCHEMA, primary_keys=["k"], bucket=-2)
+    t.upsert(pa.table({"k": [1, 2], "w": [0, 0], "c": [0, 0]}, schema=SCHEMA))
+    plan = maintain.plan(str(path))  # the engine's plan would commit the move: not called
+    assert [(j.kind, j.param("files")) for j in plan.jobs] == [("compact", 1)]
+    assert len(tidelake.open_table(path).snapshots()) == 1
+    report = maintain.run(str(path))
+    assert [(r.job.kind, r.status) for r in report.results] == [("compact", "done")]
+    t = tidelake.open_table(path)
+    assert t.latest_snapshot().commit_kind == "COMPACT" and t.to_arrow().num_rows == 2
+    assert maintain.plan(str(path)).jobs == []

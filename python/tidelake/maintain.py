@@ -269,14 +269,13 @@ class MaintenanceReport:
 # ---- targets ----
 
 def _tables(target: str | os.PathLike[str] | Table | Catalog,
-            storage_options: dict[str, str] | None) -> tuple[list[tuple[str | None, Table]], str]:
-    """The (``db.name`` or None, table) pairs of a target, and the directory it names."""
+            storage_options: dict[str, str] | None) -> list[tuple[str | None, Table]]:
+    """The (``db.name`` or None, table) pairs of a target."""
     if isinstance(target, Table):
-        return [(None, target)], target.path
+        return [(None, target)]
     if isinstance(target, (str, os.PathLike)):
         try:
-            t = open_table(target, storage_options)
-            return [(None, t)], t.path
+            return [(None, open_table(target, storage_options))]
         except TableNotFoundError:
             target = Catalog(target, storage_options)
     if not isinstance(target, Catalog):
@@ -289,7 +288,7 @@ def _tables(target: str | os.PathLike[str] | Table | Catalog,
     for db in databases:
         for name in target.list_tables(db):
             found.append((f"{db}.{name}", target.get_table(f"{db}.{name}")))
-    return found, target.warehouse
+    return found
 
 
 # ---- planning ----
@@ -302,7 +301,7 @@ def _ms(delta: _dt.timedelta) -> int:
     return int(delta.total_seconds() * 1000)
 
 
-def _expire_args(t: Table, policy: Policy) -> dict[str, Any]:
+def _expire_args(policy: Policy) -> dict[str, Any]:
     retained = policy.snapshot_time_retained
     return {"retain_min": policy.snapshot_retain_min, "retain_max": policy.snapshot_retain_max,
             "older_than_ms": None if retained is None else _now_ms() - _ms(retained),
@@ -373,7 +372,7 @@ def _table_jobs(name: str | None, t: Table, policy: Policy, notes: list[str]) ->
         if compact is not None:
             jobs.append(compact)
     if policy.expire_snapshots:
-        args = _expire_args(t, policy)
+        args = _expire_args(policy)
         try:
             would = t.expire_snapshots(**args, dry_run=True)
         except UnsupportedError as e:
@@ -423,7 +422,7 @@ def plan(target: str | os.PathLike[str] | Table | Catalog, *, policy: Policy | M
         InvalidArgumentError: a bad policy or target.
         TableNotFoundError: no table or warehouse at the path.
     """
-    return _plan(_tables(target, storage_options)[0], _as_policy(policy))
+    return _plan(_tables(target, storage_options), _as_policy(policy))
 
 
 # ---- running ----
@@ -546,7 +545,7 @@ def run(target: str | os.PathLike[str] | Table | Catalog, *, policy: Policy | Ma
         raise InvalidArgumentError(f"concurrency must be a positive integer, got {concurrency!r}")
     budget = _budget_seconds(time_budget)
     started = time.monotonic()
-    tables, _ = _tables(target, storage_options)
+    tables = _tables(target, storage_options)
     the_plan = _plan(tables, _as_policy(policy))
     if dry_run:
         return MaintenanceReport(the_plan, [JobResult(j, "skipped", error="dry run") for j in the_plan.jobs],

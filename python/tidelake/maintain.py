@@ -218,7 +218,7 @@ class MaintenancePlan:
 
 @dataclass(frozen=True)
 class JobResult:
-    """How one job went: ``status`` ``done``, ``skipped`` (time budget) or ``failed`` (``error``);
+    """How one job went: ``status`` ``done``, ``skipped`` (time budget, dry run) or ``failed`` (``error``);
     ``before`` / ``after``: the table's latest snapshot id, snapshot count, rows, data files and
     their bytes; ``result``: what the engine reported."""
 

@@ -322,3 +322,21 @@ def test_postpone_bucket_tables_are_planned_without_moving_rows(tmp_path):
     t = tidelake.open_table(path)
     assert t.latest_snapshot().commit_kind == "COMPACT" and t.to_arrow().num_rows == 2
     assert maintain.plan(str(path)).jobs == []
+
+
+def test_a_tag_created_again_after_planning_is_kept(tmp_path):
+    path = tmp_path / "t"
+    t = tidelake.create_table(path, SCHEMA, primary_keys=["k"], bucket=1)
+    t.upsert(pa.table({"k": [1], "w": [0], "c": [0]}, schema=SCHEMA))
+    t.create_tag("nightly", time_retained=dt.timedelta(milliseconds=1))
+    time.sleep(1.1)
+
+    def recreate(done: int, total: int, result: maintain.JobResult | None) -> None:
+        if done == 0:  # planned, no job started yet: someone tags again under the same name
+            t.delete_tag("nightly")
+            t.create_tag("nightly", time_retained=dt.timedelta(days=1))
+
+    report = maintain.run(str(path), progress=recreate)
+    assert [(r.job.kind, r.job.param("tags"), r.status, r.result) for r in report.results] == \
+        [("expire-tags", ("nightly",), "done", {})]
+    assert [tag.name for tag in t.tags()] == ["nightly"]

@@ -436,23 +436,23 @@ def _stats(t: Table) -> dict[str, Any]:
             "bytes": sum(files.column("file_size_in_bytes").to_pylist())}
 
 
-Compactor = Callable[[Table], "int | None"]
-"""Compacts a table, returning the COMPACT snapshot id, e.g.
-``functools.partial(tidelake.spark.compact, spark_session)``."""
+Compactor = Callable[[Table, bool], "int | None"]
+"""Compacts a table (fully when the second argument is true), returning the COMPACT snapshot id,
+e.g. ``functools.partial(tidelake.spark.compact, spark_session)``."""
 
 
 def _run_job(t: Table, job: Job, compactor: Compactor | None) -> Any:
     kind = job.kind
     if kind == "expire-tags":
-        return {name: t.delete_tag(name) for name in job.param("tags") if name in {x.name for x in t.tags()}}
+        still = _expired_tags(t)  # a tag deleted, or created again under its name, since planning stays
+        return {name: t.delete_tag(name) for name in job.param("tags") if name in still}
     if kind == "expire-partitions":
         return t.expire_partitions(job.param("expiration"))
     if kind == "compact":
         for attempt in range(_COMPACT_RETRIES):
             try:
-                if compactor is not None:
-                    return {"snapshot_id": compactor(t)}
-                return {"snapshot_id": t.compact(full=job.param("full", False))}
+                full = job.param("full", False)
+                return {"snapshot_id": compactor(t, full) if compactor is not None else t.compact(full=full)}
             except CommitConflictError:  # a concurrent commit rewrote the same files: plan again
                 if attempt == _COMPACT_RETRIES - 1:
                     raise
@@ -533,8 +533,9 @@ def run(target: str | os.PathLike[str] | Table | Catalog, *, policy: Policy | Ma
             interrupted.
         log_path: the JSON-lines file each finished job is appended to (default:
             :func:`default_log_path`; object-store targets log only when given one).
-        spark: compaction jobs call this instead of :meth:`tidelake.Table.compact`, e.g.
-            ``functools.partial(tidelake.spark.compact, spark_session)`` (distributed compaction).
+        spark: compaction jobs call this as ``spark(table, full)`` instead of
+            :meth:`tidelake.Table.compact`: ``functools.partial(tidelake.spark.compact,
+            spark_session)`` runs them on Spark executors (see :data:`Compactor`).
         progress: called as ``progress(done, total, result)``: ``(0, total, None)`` before the
             first job, then with each :class:`JobResult` as it finishes (from a worker thread).
 

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 import tidelake
+import tidelake.spark as tidelake_spark
 from _s3 import Storage
 from _workers import concurrent_upserts, release_when_ready
 from conftest import assert_same_rows
@@ -255,6 +256,14 @@ def test_time_budget(tmp_path):
         maintain.run(cat, concurrency=0)
 
 
+def test_a_missing_target_is_not_found(tmp_path):
+    (tmp_path / "empty").mkdir()
+    for where in (tmp_path / "nothing", tmp_path / "empty"):
+        err = cli_run("maintain", where, code=3).stderr
+        assert "no table or warehouse at" in err
+    assert not (tmp_path / "nothing").exists()
+
+
 def test_a_failed_job_is_reported_and_the_others_run(tmp_path):
     path = tmp_path / "t"
     t = tidelake.create_table(path, SCHEMA, primary_keys=["k"], bucket=1,
@@ -275,9 +284,8 @@ def test_spark_runs_the_compaction_jobs(spark, tmp_path):
     for i in range(6):
         t.upsert(pa.table({"k": [i, i + 10], "w": [0, 0], "c": [i, i]}, schema=SCHEMA))
     expected = t.to_arrow()
-    import tidelake.spark
 
-    report = maintain.run(str(path), spark=functools.partial(tidelake.spark.compact, spark))
+    report = maintain.run(str(path), spark=functools.partial(tidelake_spark.compact, spark))
     assert [(r.job.kind, r.status) for r in report.results] == [("compact", "done")]
     sid = report.results[0].result["snapshot_id"]
     t = tidelake.open_table(path)
@@ -289,3 +297,46 @@ def test_spark_runs_the_compaction_jobs(spark, tmp_path):
     out = json.loads(cli_run("maintain", path, "--spark", "local[1]", "--json").stdout)  # the fixture's session
     assert [(r["kind"], r["status"]) for r in out["results"]] == [("compact", "done")]
     assert tidelake.open_table(path).latest_snapshot().commit_kind == "COMPACT"
+
+
+def test_the_documented_policy_file_is_valid(tmp_path):
+    page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "maintain.md").read_text()
+    toml = page.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "policy.toml").write_text(toml)
+    policy = maintain.Policy.from_file(tmp_path / "policy.toml")
+    assert policy.snapshot_retain_min == 20 and policy.orphan_older_than == dt.timedelta(days=3)
+    events = policy.for_table("db.events")
+    assert not events.compact and events.partition_expiration_time == dt.timedelta(days=90)
+    assert events.snapshot_retain_min == 20  # the overrides keep the rest
+
+
+def test_postpone_bucket_tables_are_planned_without_moving_rows(tmp_path):
+    path = tmp_path / "t"
+    t = tidelake.create_table(path, SCHEMA, primary_keys=["k"], bucket=-2)
+    t.upsert(pa.table({"k": [1, 2], "w": [0, 0], "c": [0, 0]}, schema=SCHEMA))
+    plan = maintain.plan(str(path))  # the engine's plan would commit the move: not called
+    assert [(j.kind, j.param("files")) for j in plan.jobs] == [("compact", 1)]
+    assert len(tidelake.open_table(path).snapshots()) == 1
+    report = maintain.run(str(path))
+    assert [(r.job.kind, r.status) for r in report.results] == [("compact", "done")]
+    t = tidelake.open_table(path)
+    assert t.latest_snapshot().commit_kind == "COMPACT" and t.to_arrow().num_rows == 2
+    assert maintain.plan(str(path)).jobs == []
+
+
+def test_a_tag_created_again_after_planning_is_kept(tmp_path):
+    path = tmp_path / "t"
+    t = tidelake.create_table(path, SCHEMA, primary_keys=["k"], bucket=1)
+    t.upsert(pa.table({"k": [1], "w": [0], "c": [0]}, schema=SCHEMA))
+    t.create_tag("nightly", time_retained=dt.timedelta(milliseconds=1))
+    time.sleep(1.1)
+
+    def recreate(done: int, total: int, result: maintain.JobResult | None) -> None:
+        if done == 0:  # planned, no job started yet: someone tags again under the same name
+            t.delete_tag("nightly")
+            t.create_tag("nightly", time_retained=dt.timedelta(days=1))
+
+    report = maintain.run(str(path), progress=recreate)
+    assert [(r.job.kind, r.job.param("tags"), r.status, r.result) for r in report.results] == \
+        [("expire-tags", ("nightly",), "done", {})]
+    assert [tag.name for tag in t.tags()] == ["nightly"]

@@ -218,7 +218,7 @@ class MaintenancePlan:
 
 @dataclass(frozen=True)
 class JobResult:
-    """How one job went: ``status`` ``done``, ``skipped`` (time budget) or ``failed`` (``error``);
+    """How one job went: ``status`` ``done``, ``skipped`` (time budget, dry run) or ``failed`` (``error``);
     ``before`` / ``after``: the table's latest snapshot id, snapshot count, rows, data files and
     their bytes; ``result``: what the engine reported."""
 
@@ -269,23 +269,26 @@ class MaintenanceReport:
 # ---- targets ----
 
 def _tables(target: str | os.PathLike[str] | Table | Catalog,
-            storage_options: dict[str, str] | None) -> tuple[list[tuple[str | None, Table]], str]:
-    """The (``db.name`` or None, table) pairs of a target, and the directory it names."""
+            storage_options: dict[str, str] | None) -> list[tuple[str | None, Table]]:
+    """The (``db.name`` or None, table) pairs of a target."""
     if isinstance(target, Table):
-        return [(None, target)], target.path
+        return [(None, target)]
     if isinstance(target, (str, os.PathLike)):
         try:
-            t = open_table(target, storage_options)
-            return [(None, t)], t.path
+            return [(None, open_table(target, storage_options))]
         except TableNotFoundError:
             target = Catalog(target, storage_options)
     if not isinstance(target, Catalog):
         raise InvalidArgumentError(f"maintain: expected a table path, Table or Catalog, got {type(target).__name__}")
     found: list[tuple[str | None, Table]] = []
-    for db in target.list_databases():
+    databases = target.list_databases()
+    if not databases:
+        raise TableNotFoundError(f"no table or warehouse at {target.warehouse}: it holds neither a table's "
+                                 f"schema/ nor a database (<name>.db)")
+    for db in databases:
         for name in target.list_tables(db):
             found.append((f"{db}.{name}", target.get_table(f"{db}.{name}")))
-    return found, target.warehouse
+    return found
 
 
 # ---- planning ----
@@ -298,7 +301,7 @@ def _ms(delta: _dt.timedelta) -> int:
     return int(delta.total_seconds() * 1000)
 
 
-def _expire_args(t: Table, policy: Policy) -> dict[str, Any]:
+def _expire_args(policy: Policy) -> dict[str, Any]:
     retained = policy.snapshot_time_retained
     return {"retain_min": policy.snapshot_retain_min, "retain_max": policy.snapshot_retain_max,
             "older_than_ms": None if retained is None else _now_ms() - _ms(retained),
@@ -369,7 +372,7 @@ def _table_jobs(name: str | None, t: Table, policy: Policy, notes: list[str]) ->
         if compact is not None:
             jobs.append(compact)
     if policy.expire_snapshots:
-        args = _expire_args(t, policy)
+        args = _expire_args(policy)
         try:
             would = t.expire_snapshots(**args, dry_run=True)
         except UnsupportedError as e:
@@ -419,7 +422,7 @@ def plan(target: str | os.PathLike[str] | Table | Catalog, *, policy: Policy | M
         InvalidArgumentError: a bad policy or target.
         TableNotFoundError: no table or warehouse at the path.
     """
-    return _plan(_tables(target, storage_options)[0], _as_policy(policy))
+    return _plan(_tables(target, storage_options), _as_policy(policy))
 
 
 # ---- running ----
@@ -433,23 +436,23 @@ def _stats(t: Table) -> dict[str, Any]:
             "bytes": sum(files.column("file_size_in_bytes").to_pylist())}
 
 
-Compactor = Callable[[Table], "int | None"]
-"""Compacts a table, returning the COMPACT snapshot id, e.g.
-``functools.partial(tidelake.spark.compact, spark_session)``."""
+Compactor = Callable[[Table, bool], "int | None"]
+"""Compacts a table (fully when the second argument is true), returning the COMPACT snapshot id,
+e.g. ``functools.partial(tidelake.spark.compact, spark_session)``."""
 
 
 def _run_job(t: Table, job: Job, compactor: Compactor | None) -> Any:
     kind = job.kind
     if kind == "expire-tags":
-        return {name: t.delete_tag(name) for name in job.param("tags") if name in {x.name for x in t.tags()}}
+        still = _expired_tags(t)  # a tag deleted, or created again under its name, since planning stays
+        return {name: t.delete_tag(name) for name in job.param("tags") if name in still}
     if kind == "expire-partitions":
         return t.expire_partitions(job.param("expiration"))
     if kind == "compact":
         for attempt in range(_COMPACT_RETRIES):
             try:
-                if compactor is not None:
-                    return {"snapshot_id": compactor(t)}
-                return {"snapshot_id": t.compact(full=job.param("full", False))}
+                full = job.param("full", False)
+                return {"snapshot_id": compactor(t, full) if compactor is not None else t.compact(full=full)}
             except CommitConflictError:  # a concurrent commit rewrote the same files: plan again
                 if attempt == _COMPACT_RETRIES - 1:
                     raise
@@ -530,8 +533,9 @@ def run(target: str | os.PathLike[str] | Table | Catalog, *, policy: Policy | Ma
             interrupted.
         log_path: the JSON-lines file each finished job is appended to (default:
             :func:`default_log_path`; object-store targets log only when given one).
-        spark: compaction jobs call this instead of :meth:`tidelake.Table.compact`, e.g.
-            ``functools.partial(tidelake.spark.compact, spark_session)`` (distributed compaction).
+        spark: compaction jobs call this as ``spark(table, full)`` instead of
+            :meth:`tidelake.Table.compact`: ``functools.partial(tidelake.spark.compact,
+            spark_session)`` runs them on Spark executors (see :data:`Compactor`).
         progress: called as ``progress(done, total, result)``: ``(0, total, None)`` before the
             first job, then with each :class:`JobResult` as it finishes (from a worker thread).
 
@@ -542,7 +546,7 @@ def run(target: str | os.PathLike[str] | Table | Catalog, *, policy: Policy | Ma
         raise InvalidArgumentError(f"concurrency must be a positive integer, got {concurrency!r}")
     budget = _budget_seconds(time_budget)
     started = time.monotonic()
-    tables, _ = _tables(target, storage_options)
+    tables = _tables(target, storage_options)
     the_plan = _plan(tables, _as_policy(policy))
     if dry_run:
         return MaintenanceReport(the_plan, [JobResult(j, "skipped", error="dry run") for j in the_plan.jobs],

@@ -11,9 +11,10 @@ from typing import Any
 
 import click
 
+from .. import exceptions as exc
 from .. import maintain as autopilot
 from ..maintenance import duration_text
-from ._app import _JSON, _emit_json, _guarded, _open, main
+from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
 from ._format import _human_bytes, _print_table, _progress
 from ._params import _DURATION
 
@@ -23,8 +24,9 @@ BUDGET_EXHAUSTED_EXIT = 7
 """Exit code of ``tidelake maintain`` when the time budget left jobs unrun (and none failed)."""
 
 
-def _where(job: autopilot.Job) -> str:
-    return job.name or job.table
+def _where(job: autopilot.Job, target: str, tables: list[str]) -> str:
+    """A job's table as the user names it: ``db.name`` in a warehouse, else as typed."""
+    return job.name or (target if tables == [job.table] else job.table)
 
 
 def _change(before: dict[str, Any] | None, after: dict[str, Any] | None, key: str, fmt: Any = str) -> str:
@@ -33,9 +35,10 @@ def _change(before: dict[str, Any] | None, after: dict[str, Any] | None, key: st
     return f"{fmt(before[key])} -> {fmt(after[key])}"
 
 
-def _print_plan(plan: autopilot.MaintenancePlan) -> None:
+def _print_plan(plan: autopilot.MaintenancePlan, target: str) -> None:
     if plan.jobs:
-        _print_table([[_where(j), j.kind, j.reason] for j in plan.jobs], ["table", "job", "reason"])
+        _print_table([[_where(j, target, plan.tables), j.kind, j.reason] for j in plan.jobs],
+                     ["table", "job", "reason"])
     click.echo(f"({len(plan.jobs)} job{'' if len(plan.jobs) == 1 else 's'} planned on "
                f"{len(plan.tables)} table{'' if len(plan.tables) == 1 else 's'})")
     for note in plan.notes:
@@ -44,7 +47,10 @@ def _print_plan(plan: autopilot.MaintenancePlan) -> None:
 
 def _spark_compactor(master: str) -> autopilot.Compactor:
     """Compaction through ``tidelake.spark.compact`` on a Spark session at ``master``."""
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise exc.UnsupportedError("--spark needs pyspark (pip install 'tidelake[spark]')") from None
 
     from .. import spark as tidelake_spark
 
@@ -52,8 +58,8 @@ def _spark_compactor(master: str) -> autopilot.Compactor:
     return functools.partial(tidelake_spark.compact, session)
 
 
-@main.command(short_help="Run the maintenance a table or a warehouse needs (compaction, expiry, orphans).")
-@click.argument("target", metavar="WAREHOUSE|TABLE")
+@main.command(short_help="Plan and run the maintenance of a table or a warehouse.")
+@_PATH
 @click.option("--policy", "policy_file", metavar="FILE", type=click.Path(exists=True, dir_okay=False),
               help="A policy file (.toml or .json; see docs/maintain.md). Default: every job, retention "
                    "from each table's own options, orphans older than 1d.")
@@ -71,11 +77,11 @@ def _spark_compactor(master: str) -> autopilot.Compactor:
 @_JSON
 @click.pass_context
 @_guarded
-def maintain(ctx: click.Context, target: str, policy_file: str | None, dry_run: bool, concurrency: int,
+def maintain(ctx: click.Context, path: str, policy_file: str | None, dry_run: bool, concurrency: int,
              time_budget: _dt.timedelta | None, log_file: str | None, spark_master: str | None,
              as_json: bool) -> None:
-    """Plan and run the maintenance of the table at TABLE or of every table of the warehouse at
-    WAREHOUSE: compaction of the buckets the engine's compaction triggers pick, expiry of tags
+    """Plan and run the maintenance of the table at PATH, or of every table of the warehouse at
+    PATH: compaction of the buckets the engine's compaction triggers pick, expiry of tags
     past their retention, of partitions (partition.expiration-time), of snapshots (the table's
     snapshot.num-retained.* / snapshot.time-retained) with their changelog files, and removal of
     orphan files older than a safe age (1d by default, never under 1h). Every job uses the
@@ -90,13 +96,13 @@ def maintain(ctx: click.Context, target: str, policy_file: str | None, dry_run: 
     """
     storage_options, branch, catalog = ctx.obj or (None, None, None)
     policy = autopilot.Policy.from_file(policy_file) if policy_file else None
-    where: Any = _open(target) if (branch or catalog) else target
+    where: Any = _open(path) if (branch or catalog) else path
     if dry_run:
         plan = autopilot.plan(where, policy=policy, storage_options=storage_options)
         if as_json:
             _emit_json({"dry_run": True, **plan.to_dict()})
         else:
-            _print_plan(plan)
+            _print_plan(plan, path)
         return
     compactor = _spark_compactor(spark_master) if spark_master else None
     with contextlib.ExitStack() as stack:
@@ -114,8 +120,8 @@ def maintain(ctx: click.Context, target: str, policy_file: str | None, dry_run: 
         _emit_json(report.to_dict())
     else:
         if report.results:
-            _print_table([[_where(r.job), r.job.kind, r.status, _change(r.before, r.after, "snapshots"),
-                           _change(r.before, r.after, "rows"),
+            _print_table([[_where(r.job, path, report.plan.tables), r.job.kind, r.status,
+                           _change(r.before, r.after, "snapshots"), _change(r.before, r.after, "rows"),
                            _change(r.before, r.after, "files"), _change(r.before, r.after, "bytes", _human_bytes),
                            f"{r.seconds:.1f}s", r.error or ""] for r in report.results],
                          ["table", "job", "status", "snapshots", "rows", "files", "bytes", "time", "error"])

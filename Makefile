@@ -12,7 +12,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv self-contained develop release-wheel rust-lint rust-test py-lint py-test java-oracle kafka hive postgres fault-proxies bench docs clean
+.PHONY: test demo venv self-contained develop release-wheel rust-lint rust-test py-lint py-test java-oracle kafka hive postgres chromium fault-proxies bench docs clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,12 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
 
+# Chromium for the browser test of `tidelake ui` (tests/test_ui.py drives it headless: the rendered
+# DOM and screenshots): installed from Debian's packages when missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
 # The fault-injecting proxies of tests/test_s3_faults.py, which tests/_faults.py starts between
 # tidelake and the moto S3 server: Shopify's toxiproxy (TCP faults: latency, stalls, resets,
 # truncation), built from the Go module proxy into a cache directory, and Debian's nginx (HTTP
@@ -96,7 +102,7 @@ py-lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict --follow-imports=silent examples  # the typed API as users meet it
 
-py-test: develop java-oracle kafka hive postgres fault-proxies
+py-test: develop java-oracle kafka hive postgres chromium fault-proxies
 	$(PY) -m pytest -q --durations=40 tests
 
 # No tracked file may name a path outside the repository (tools/self_contained.py says why).

@@ -17,7 +17,8 @@ from .expr import json_literal
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["SYSTEM_TABLES", "duration_ms", "partition_specs_json", "parse_duration", "typed_partitions"]
+__all__ = ["SYSTEM_TABLES", "duration_ms", "duration_text", "partition_specs_json", "parse_duration",
+           "typed_partitions"]
 
 SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags",
                  "consumers", "branches", "audit_log")
@@ -69,6 +70,15 @@ def parse_duration(text: str) -> _dt.timedelta:
         raise InvalidArgumentError(f"bad duration {text!r}: expected a number and a unit, e.g. 30s, 10min, "
                                    f"1h, 2d (units: ms, s, m/min, h, d)")
     return _dt.timedelta(milliseconds=float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
+
+
+def duration_text(delta: _dt.timedelta) -> str:
+    """A timedelta as :func:`parse_duration` reads it: ``1d``, ``2h``, ``10min``, ``30s``, ``500ms``."""
+    ms = int(delta.total_seconds() * 1000)
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
 
 
 def _typed_value(type_: Any, text: str, key: str) -> Any:

@@ -9,7 +9,9 @@ exit non-zero without a traceback:
 * exit 2: bad usage: unknown option, bad argument, bad filter or column (``InvalidArgumentError``);
 * exit 3: table, snapshot, schema or tag not found;
 * exit 4: corrupt metadata or data;
-* exit 5: ``doctor --verify`` found broken invariants (violations).
+* exit 5: ``doctor --verify`` found broken invariants (violations);
+* exit 6: ``maintain`` ran jobs and one or more failed; exit 7: ``maintain``'s time budget left
+  jobs unrun.
 
 Maintenance commands (``compact``, ``expire-snapshots``, ``remove-orphans``, ``rollback``,
 ``tags create``...) change the table; ``rollback`` asks for confirmation unless ``--yes``.
@@ -21,8 +23,9 @@ Set ``TIDELAKE_DEBUG=1`` to get the traceback of unexpected errors.
 
 The package is split by command group: ``_app`` (the root group, error handling, shared
 options), ``inspect`` (read-only views), ``refs`` (tags, branches, consumers, rollback),
-``maintenance`` (compaction, expiration, partitions), ``load`` (create, load), ``catalog`` (a catalog's
-databases and tables), ``doctor``; ``_format`` and ``_params``
+``maintenance`` (compaction, expiration, partitions), ``maintain`` (the maintenance
+autopilot), ``load`` (create, load), ``catalog`` (a catalog's
+databases and tables), ``doctor``, ``ui`` (the read-only web page); ``_format`` and ``_params``
 hold output formatting and argument types. Importing the package registers every command.
 """
 
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import click as click
 
-from . import catalog, doctor, inspect, load, maintenance, refs  # noqa: F401 - importing registers the commands
+from . import catalog, doctor, inspect, load, maintain, maintenance, refs, ui  # noqa: F401 - importing registers the commands
 from ._app import main as main
 from ._filter import parse_filter as parse_filter
 from ._format import _json_value as _json_value

@@ -178,15 +178,17 @@ def main(ctx: click.Context, storage_options: dict[str, str] | None, branch: str
     --storage-option). Inspect with info, snapshots, schema, tags, files, system, cat, tail and
     doctor; create tables and load Parquet/CSV/JSON files with create and load; maintain with
     compact, expire-snapshots, remove-orphans, tags create/delete, rollback, drop-partition,
-    expire-partitions, consumers and branches. Durations: 30s, 10min,
-    1h, 2d. With --branch NAME every command acts on that branch of the table. With --catalog
-    KEY=VALUE (or --catalog-file) PATH names a table of that Paimon catalog, db.table (the
-    filesystem, JDBC, REST or Hive catalog: metastore=..., warehouse=..., uri=...); `tidelake catalog`
-    lists, creates, renames and drops its databases and tables.
+    expire-partitions, consumers and branches, or let `maintain` plan and run what a table or a
+    warehouse needs. Durations: 30s, 10min, 1h, 2d. With --branch NAME every command acts on
+    that branch of the table. With --catalog KEY=VALUE (or --catalog-file) PATH names a table of
+    that Paimon catalog, db.table (the filesystem, JDBC, REST or Hive catalog: metastore=...,
+    warehouse=..., uri=...); `tidelake catalog` lists, creates, renames and drops its databases
+    and tables.
 
     Exit codes: 0 ok, 1 unexpected error, 2 bad usage or argument,
     3 table/snapshot/schema/tag not found, 4 corrupt metadata or data,
-    5 `doctor --verify` found violations.
+    5 `doctor --verify` found violations, 6 a `maintain` job failed,
+    7 `maintain`'s time budget left jobs unrun.
     """
     try:
         options = {**(_read_catalog_file(catalog_file) if catalog_file else {}), **(catalog_options or {})}

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..maintenance import duration_text as _fmt_duration
+
 if TYPE_CHECKING:
     from ..table import Table
 
@@ -146,14 +148,6 @@ def _fmt_retained(value: Any) -> Any:
 
 def _ms(delta: _dt.timedelta) -> int:
     return int(delta.total_seconds() * 1000)
-
-
-def _fmt_duration(delta: _dt.timedelta) -> str:
-    ms = _ms(delta)
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
-        if ms >= size and ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
 
 
 def _human_bytes(n: float) -> str:

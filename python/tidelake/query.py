@@ -113,7 +113,7 @@ def _duckdb() -> Any:
     return duckdb
 
 
-def _parse(query: str) -> exp.Expression:
+def _parse(query: str) -> exp.Expr:
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
@@ -160,7 +160,7 @@ class _Resolver:
         self._storage_options = storage_options
         self._registered: set[str] = set()
 
-    def register(self, statement: exp.Expression) -> None:
+    def register(self, statement: exp.Expr) -> None:
         from sqlglot import exp
 
         from .references import rename

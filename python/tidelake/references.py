@@ -97,7 +97,7 @@ def time_travel(ref: exp.Table, timestamp_ms: Callable[[exp.Expression], int | N
     raise InvalidArgumentError(f"{ref.sql('spark')}: VERSION AS OF takes a snapshot id or a tag name")
 
 
-def rename(query: exp.Expression, ref: exp.Table, relation: str) -> None:
+def rename(query: exp.Expr, ref: exp.Table, relation: str) -> None:
     """Point ``ref`` (inside ``query``) at ``relation``, aliased as the query named it: its own
     alias, or else the table's name (and ``db.t.col`` becomes ``t.col``)."""
     from sqlglot import exp

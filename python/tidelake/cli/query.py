@@ -32,7 +32,7 @@ def sql(query: str, warehouse: str | None, limit: int | None, as_json: bool) -> 
     \b
     Examples:
       tidelake sql "SELECT region, sum(qty) FROM db.orders WHERE qty > 10 GROUP BY region" -w /data/wh
-      tidelake sql "SELECT snapshot_id, commit_kind FROM db.\\`orders\\$snapshots\\`" -w /data/wh --json
+      tidelake sql 'SELECT snapshot_id, commit_kind FROM db.`orders$snapshots`' -w /data/wh --json
     """
     storage_options = click.get_current_context().find_root().obj[0]
     catalog = _catalog()

@@ -293,3 +293,15 @@ def test_a_damaged_table_raises_tidelakes_error_through_duckdb(wh):
     got = tidelake.sql("SELECT sum(qty) AS s FROM db.orders WHERE region = 'us'", warehouse=wh)
     assert got["s"].to_pylist() == [pc.sum(table.to_arrow(snapshot_id=3, filter=[("region", "=", "us")])["qty"])
                                     .as_py()]
+
+
+def test_branches_by_identifier_and_by_path(wh):
+    orders = tidelake.Catalog(wh).get_table("db.orders")
+    dev = orders.create_branch("dev", from_snapshot=1)
+    dev.upsert(pa.table({"id": [0], "region": ["eu"], "qty": [-1]}))
+    want = dev.to_arrow().sort_by("id")
+    assert want.num_rows == 100 and orders.to_arrow().num_rows == 90
+    assert_same_rows(tidelake.sql("SELECT * FROM db.`orders$branch_dev` ORDER BY id", warehouse=wh), want)
+    assert_same_rows(tidelake.sql(f"SELECT * FROM tidelake.`{orders.path}$branch_dev` ORDER BY id"), want)
+    assert tidelake.sql("SELECT snapshot_id FROM db.`orders$branch_dev$snapshots` ORDER BY 1",
+                        warehouse=wh).to_pylist() == [{"snapshot_id": s.id} for s in dev.snapshots()]

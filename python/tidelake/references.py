@@ -5,8 +5,10 @@ it) and what they name, shared by the SQL front-ends (:func:`tidelake.sql` over 
 A reference names a tidelake table when it is
 
 * ``tidelake.`/path``` (or an object-store URL): the table at that path;
-* ``db.t`` (or ``db.`t$branch_b```): a table of the warehouse or catalog;
-* ``db.`t$snapshots``` or ``tidelake.`/path$snapshots```: a system table (no time travel),
+* ``db.t``: a table of the warehouse or catalog;
+* ``db.`t$branch_b```, ``tidelake.`/path$branch_b```: branch ``b`` of a table;
+* ``db.`t$snapshots``` or ``tidelake.`/path$snapshots``` (``t$branch_b$snapshots`` on a
+  branch): a system table (no time travel),
 
 and it reads the snapshot its ``VERSION AS OF <id or 'tag'>`` or ``TIMESTAMP AS OF <time>``
 selects (Paimon's Spark time travel: a number is a snapshot id, other text a tag name).
@@ -48,15 +50,29 @@ def is_path(ref: exp.Table) -> bool:
 
 
 def system_name(ref: exp.Table) -> str | None:
-    """The system table ``ref`` names (``snapshots`` of ``db.`t$snapshots```), None if none."""
-    return ref.name.rpartition("$")[2] if "$" in ref.name and ref.db else None
+    """The system table ``ref`` names (``snapshots`` of ``db.`t$snapshots``` or
+    ``db.`t$branch_b$snapshots```), None if none (``db.`t$branch_b``` is a branch)."""
+    if "$" not in ref.name or not ref.db:
+        return None
+    name = ref.name.rpartition("$")[2]
+    return None if name.startswith(_BRANCH) else name
+
+
+_BRANCH = "branch_"
+"""``t$branch_b`` names branch ``b`` of ``t`` (Paimon's identifiers)."""
+
+
+def _open_path(text: str, storage_options: dict[str, str] | None) -> Table:
+    """The table at path ``text``, on the branch a ``$branch_b`` suffix names."""
+    path, _, branch = text.partition("$" + _BRANCH)
+    return open_table(local_path(path), storage_options, branch=branch or None)
 
 
 def find_table(ref: exp.Table, catalog: Catalog | None, storage_options: dict[str, str] | None) -> Table | None:
     """The tidelake table ``ref`` names (a path, or ``db.t`` of ``catalog``); None for a
     ``db.t`` without a catalog. Raises TableNotFoundError when the catalog has no such table."""
     if is_path(ref):
-        return open_table(local_path(ref.name), storage_options)
+        return _open_path(ref.name, storage_options)
     if catalog is None or not ref.db:
         return None
     return catalog.get_table(f"{ref.db}.{ref.name}")
@@ -70,7 +86,7 @@ def find_system_table(ref: exp.Table, catalog: Catalog | None,
         raise UnsupportedError(f"{ref.sql('spark')}: a system table has no time travel")
     if is_path(ref):
         path, _, name = ref.name.rpartition("$")
-        return open_table(local_path(path), storage_options).system(name)
+        return _open_path(path, storage_options).system(name)
     if catalog is None:
         return None
     return catalog.system_table(f"{ref.db}.{ref.name}")

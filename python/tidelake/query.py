@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from . import exceptions
 from .catalog import Catalog
 from .exceptions import InvalidArgumentError, TableNotFoundError, TidelakeError, UnsupportedError
-from .references import find_system_table, find_table, is_path, system_name, time_travel
+from .references import find_system_table, find_table, is_path, rename, system_name, time_travel
 from .table import _epoch_ms
 
 if TYPE_CHECKING:
@@ -162,8 +162,6 @@ class _Resolver:
 
     def register(self, statement: exp.Expr) -> None:
         from sqlglot import exp
-
-        from .references import rename
 
         ctes = {c.alias_or_name for c in statement.find_all(exp.CTE)}
         for ref in list(statement.find_all(exp.Table)):

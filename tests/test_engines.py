@@ -310,6 +310,11 @@ def test_expression_filters_push_what_the_planner_can_take(table, monkeypatch):
         "op": "eq", "field": "d", "value": "2024-01-02"}
     assert pushable_filter(pc.field("s").is_null() | (pc.field("x") < 3), SCHEMA) == {"op": "or", "args": [
         {"op": "is_null", "field": "s"}, {"op": "lt", "field": "x", "value": 3.0}]}
+    in_list = pc.field("id").isin([1, 2])  # DuckDB's IN: if valid(id) then id in (1, 2) else null
+    assert pushable_filter(pc.if_else(pc.is_valid(pc.field("id")), in_list, pa.scalar(None, pa.bool_())),
+                           SCHEMA) == {"op": "and", "args": [{"op": "is_not_null", "field": "id"},
+                                                             {"op": "in", "field": "id", "values": [1, 2]}]}
+    assert pushable_filter(pc.if_else(pc.field("ok"), in_list, pa.scalar(True)), SCHEMA) is None  # else keeps
 
     seen = _spy_scans(monkeypatch)
     want = [r for r in table.to_arrow().to_pylist() if r["id"] >= 10 and r["x"] * 2 > 8 and r["s"] in ("s1", "s2")]

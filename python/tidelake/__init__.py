@@ -22,6 +22,7 @@ from .exceptions import (
     TidelakeError,
     UnsupportedError,
 )
+from .query import sql, sql_reader
 from .table import Table, create_table, open_table, write_table
 from .write import CommitMessage, TableWriter, WriteResult
 
@@ -35,6 +36,8 @@ __all__ = [
     "open_table",
     "create_table",
     "write_table",
+    "sql",
+    "sql_reader",
     "Catalog",
     "TableWriter",
     "CommitMessage",

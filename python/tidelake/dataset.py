@@ -6,7 +6,8 @@ could translate. The columns become tidelake's projection (plus the columns the 
 the filter's comparisons, ranges and lists go into tidelake's planner (pruning buckets, files,
 pages and rows, see :mod:`tidelake.expr.substrait`) and the whole filter is applied exactly, by
 pyarrow, to the merged rows. Every call plans a new read of the
-same pinned snapshot, so the dataset can be scanned any number of times.
+same pinned snapshot, so the dataset can be scanned any number of times. The dataset's schema
+is the snapshot's: the latest schema for the latest snapshot, its own for an older one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pyarrow.dataset as ds
 from .expr.substrait import pushable_filter
 
 if TYPE_CHECKING:
+    from .scan import Scan
     from .table import Table
 
 __all__ = ["TableDataset"]
@@ -27,10 +29,13 @@ __all__ = ["TableDataset"]
 class TableDataset(ds.Dataset):
     """One snapshot of a table as a pyarrow Dataset; see :meth:`Table.to_pyarrow_dataset`."""
 
-    def __init__(self, table: Table, snapshot_id: int | None) -> None:  # noqa: D107 (no super().__init__)
+    def __init__(self, table: Table, scan: Scan, *, pinned: bool) -> None:  # noqa: D107 (no super().__init__)
+        """The snapshot and schema of ``scan``; ``pinned``: it is the latest snapshot, read in the
+        latest schema while it stays the latest (:meth:`Table.pinned_scan`), else time travel."""
         self._table = table
-        self._snapshot_id = snapshot_id
-        self._schema = table.schema
+        self._snapshot_id = scan.snapshot_id
+        self._schema = scan.schema
+        self._pinned = pinned
 
     @property
     def schema(self) -> pa.Schema:
@@ -56,8 +61,11 @@ class TableDataset(ds.Dataset):
             empty = self._schema.empty_table()
             return ds.Scanner.from_batches(empty.to_reader(), columns=columns, filter=filter)
         pushed = None if filter is None else pushable_filter(filter, self._schema)
-        reader = self._table.scan(columns=read, filter=pushed, snapshot_id=self._snapshot_id,
-                                  batch_size=batch_size).to_reader()
+        if self._pinned:
+            scan = self._table.pinned_scan(self._snapshot_id, read, pushed, batch_size=batch_size)
+        else:
+            scan = self._table.scan(columns=read, filter=pushed, snapshot_id=self._snapshot_id, batch_size=batch_size)
+        reader = scan.to_reader()
         return ds.Scanner.from_batches(reader, columns=columns, filter=filter)
 
     def to_table(self, columns: list[str] | None = None, filter: Any = None, **kw: Any) -> pa.Table:

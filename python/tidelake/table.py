@@ -425,16 +425,17 @@ class Table:
                              options=list((options or {}).items()))
         return Scan(self._raw, raw, columns, tree, with_row_kind=False)
 
-    def pinned_scan(self, snapshot_id: int, columns: list[str] | None = None, filter: Any = None) -> Scan:
+    def pinned_scan(self, snapshot_id: int, columns: list[str] | None = None, filter: Any = None, *,
+                    batch_size: int | None = None) -> Scan:
         """Plan a read of snapshot ``snapshot_id`` as a read of the latest snapshot sees it, for a
         job that pinned the latest snapshot when it started (a SQL query, a row-level change):
         in the table's latest schema while it is still the latest snapshot (a column added since
         it was committed reads as null and can be filtered on, as in Paimon), else in its own
         schema, as time travel reads it."""
-        latest = self.scan(columns=columns, filter=filter)
+        latest = self.scan(columns=columns, filter=filter, batch_size=batch_size)
         if latest.snapshot_id == snapshot_id:
             return latest
-        return self.scan(columns=columns, filter=filter, snapshot_id=snapshot_id)
+        return self.scan(columns=columns, filter=filter, snapshot_id=snapshot_id, batch_size=batch_size)
 
     def to_reader(self, columns: list[str] | None = None, filter: Any = None, snapshot_id: int | None = None,
                   tag: str | None = None, timestamp_ms: int | None = None,
@@ -507,10 +508,12 @@ class Table:
         """This table as a :class:`pyarrow.dataset.Dataset` pinned to one snapshot (the latest by
         default), for DuckDB (``duckdb.sql("select ... from ds")`` or ``con.register``) and other
         engines that scan datasets lazily: they push their columns into tidelake's read; their
-        filters are applied to the merged rows. Re-scannable."""
+        filters are applied to the merged rows. Re-scannable. An older snapshot (time travel)
+        has its own schema, as :meth:`scan` reads it."""
         from .dataset import TableDataset
 
-        return TableDataset(self, self.scan(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp).snapshot_id)
+        travel = snapshot_id is not None or tag is not None or timestamp is not None
+        return TableDataset(self, self.scan(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp), pinned=not travel)
 
     def to_pandas(self, columns: list[str] | None = None, filter: Any = None, **read: Any) -> Any:
         """Read one snapshot into a :class:`pandas.DataFrame`. Arguments as :meth:`to_arrow`."""

@@ -24,16 +24,16 @@ Set ``TIDELAKE_DEBUG=1`` to get the traceback of unexpected errors.
 The package is split by command group: ``_app`` (the root group, error handling, shared
 options), ``inspect`` (read-only views), ``refs`` (tags, branches, consumers, rollback),
 ``maintenance`` (compaction, expiration, partitions), ``maintain`` (the maintenance
-autopilot), ``load`` (create, load), ``catalog`` (a catalog's
-databases and tables), ``doctor``, ``ui`` (the read-only web page); ``_format`` and ``_params``
-hold output formatting and argument types. Importing the package registers every command.
+autopilot), ``load`` (create, load), ``query`` (sql), ``catalog`` (a catalog's databases and
+tables), ``doctor``, ``ui`` (the read-only web page); ``_format`` and ``_params`` hold output
+formatting and argument types. Importing the package registers every command.
 """
 
 from __future__ import annotations
 
 import click as click
 
-from . import catalog, doctor, inspect, load, maintain, maintenance, refs, ui  # noqa: F401 - importing registers the commands
+from . import catalog, doctor, inspect, load, maintain, maintenance, query, refs, ui  # noqa: F401 - importing registers the commands
 from ._app import main as main
 from ._filter import parse_filter as parse_filter
 from ._format import _json_value as _json_value

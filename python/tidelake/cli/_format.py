@@ -17,6 +17,8 @@ import click
 from ..maintenance import duration_text as _fmt_duration
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ..table import Table
 
 def _fmt_time(ms: int | None) -> str:
@@ -61,6 +63,34 @@ class _TablePrinter:
     def _line(self, cells: list[str]) -> str:
         assert self._widths is not None
         return "  ".join(c + " " * (w - _width(c)) for c, w in zip(cells, self._widths)).rstrip()
+
+
+def _print_rows(reader: pa.RecordBatchReader, *, limit: int | None, as_json: bool) -> None:
+    """Print a read's rows as they come (``cat | head`` shows rows before the read ends): an
+    aligned table ending with the row count, or JSON Lines with ``as_json``; at most ``limit``."""
+    names = reader.schema.names
+    printer = _TablePrinter(names)
+    left = limit
+    count = 0
+    for batch in reader:
+        if left is not None:
+            if left <= 0:
+                break
+            batch = batch.slice(0, left)
+            left -= batch.num_rows
+        rows = batch.to_pylist()
+        count += len(rows)
+        if not rows:
+            continue
+        if as_json:
+            click.echo("\n".join(json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False)
+                                 for row in rows))
+        else:
+            printer.print_rows([[_cell(row[n]) for n in names] for row in rows])
+    if not as_json:
+        if count == 0:
+            printer.print_rows([])
+        click.echo(f"({_count(count, 'row')})")
 
 
 def _print_table(rows: list[list[Any]], headers: list[str]) -> None:

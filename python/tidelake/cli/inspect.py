@@ -17,7 +17,7 @@ from ..maintenance import SYSTEM_TABLES
 from ..table import Table
 from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
 from ._filter import parse_filter
-from ._format import _cell, _count, _fmt_time, _human_bytes, _json_value, _print_table, _TablePrinter, paimon_type
+from ._format import _cell, _count, _fmt_time, _human_bytes, _json_value, _print_rows, _print_table, paimon_type
 from ._params import _columns, _one_version
 
 
@@ -258,29 +258,7 @@ def cat(path: str, snapshot_id: int | None, tag: str | None, timestamp_ms: int |
     batch_size = max(1, min(limit, 8192)) if limit is not None else None
     reader = t.to_reader(columns=_columns(columns), filter=filters, snapshot_id=snapshot_id, tag=tag,
                          timestamp_ms=timestamp_ms, batch_size=batch_size)
-    names = reader.schema.names
-    printer = _TablePrinter(names)
-    left = limit
-    count = 0
-    for batch in reader:  # printed batch by batch: `cat | head` shows rows before the read ends
-        if left is not None:
-            if left <= 0:
-                break
-            batch = batch.slice(0, left)
-            left -= batch.num_rows
-        rows = batch.to_pylist()
-        count += len(rows)
-        if not rows:
-            continue
-        if as_json:
-            click.echo("\n".join(json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False)
-                                 for row in rows))
-        else:
-            printer.print_rows([[_cell(row[n]) for n in names] for row in rows])
-    if not as_json:
-        if count == 0:
-            printer.print_rows([])
-        click.echo(f"({_count(count, 'row')})")
+    _print_rows(reader, limit=limit, as_json=as_json)
 
 
 @main.command(short_help="Print a system table (files, snapshots, manifests, ...).")

@@ -8,7 +8,8 @@ versus literal comparisons, ``is_in``, null checks and boolean columns, joined b
 Invariant: the pushed tree is implied by the expression (every row the expression keeps, the
 tree keeps), so it only narrows what is read; callers still apply the whole expression to the
 rows (DuckDB and pyarrow's scanner do). Hence an AND keeps the conjuncts that translate, an OR
-needs every side to translate (to something implied by that side), and NOT, arithmetic, casts
+needs every side to translate (to something implied by that side), ``if c then x else
+null`` (how DuckDB hands over ``IN``) keeps what ``c AND x`` keeps, and NOT, arithmetic, casts
 and literals of another type than their column translate to nothing. Without the
 ``substrait`` package nothing is pushed.
 """
@@ -67,6 +68,11 @@ class _Translator:
             if column is None or not values or any(v is None or not self._fits(v, column) for v in values):
                 return None
             return InList(column, tuple(json_literal(v) for v in values))
+        if kind == "if_then":  # `if c then x else null`, DuckDB's IN: a kept row has c and x true
+            clauses, otherwise = node.if_then.ifs, getattr(node.if_then, "else")
+            if len(clauses) != 1 or not self._never_kept(otherwise):
+                return None
+            return all_of([self.tree(getattr(clauses[0], "if")), self.tree(clauses[0].then)])
         if kind != "scalar_function":
             return None
         call = node.scalar_function
@@ -99,6 +105,15 @@ class _Translator:
             return None
         index = reference.struct_field.field
         return self._schema.names[index] if 0 <= index < len(self._schema) else None
+
+    @staticmethod
+    def _never_kept(node: Any) -> bool:
+        """Whether ``node`` is a null or false literal (a filter keeps no row by it)."""
+        if node.WhichOneof("rex_type") != "literal":
+            return False
+        literal = node.literal
+        return literal.WhichOneof("literal_type") == "null" or (
+            literal.WhichOneof("literal_type") == "boolean" and not literal.boolean)
 
     @staticmethod
     def _literal(node: Any) -> Any:

@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ...references import PATH_NAMESPACE, local_path
 from . import ddl, insert, procedures, references, row_level, show
-from .context import CATALOG_CONF, PATH_NAMESPACE, WAREHOUSE_CONF, Context, local_path
+from .context import CATALOG_CONF, WAREHOUSE_CONF, Context
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.parse
 from typing import TYPE_CHECKING
 
 from ...catalog import Catalog
 from ...exceptions import InvalidArgumentError, TableNotFoundError
+from ...references import find_table, is_path, local_path
 from ...table import Table, open_table
 
 if TYPE_CHECKING:
@@ -25,16 +25,7 @@ CATALOG_CONF = "spark.tidelake.catalog"
 """Session conf holding Paimon catalog options (JSON) in which ``db.table`` identifiers are
 looked up (:meth:`tidelake.Catalog.from_options`); it wins over :data:`WAREHOUSE_CONF`."""
 
-PATH_NAMESPACE = "tidelake"
-"""``tidelake.`/path``` names the table at a path."""
-
 _NOT_FOUND = re.compile(r"\[(?:TABLE_OR_VIEW|SCHEMA)_NOT_FOUND\] The (?:table or view|schema) (\S+) cannot be found")
-
-
-def local_path(location: str) -> str:
-    """``file:/x`` and ``file:///x`` as ``/x``; other locations unchanged."""
-    parsed = urllib.parse.urlparse(location)
-    return urllib.parse.unquote(parsed.path) if parsed.scheme == "file" else location
 
 
 class Context:
@@ -63,18 +54,15 @@ class Context:
         return "no tidelake warehouse or catalog" if catalog is None else f"tidelake catalog {catalog.warehouse}"
 
     def is_path(self, ref: exp.Table) -> bool:
-        return ref.db.lower() == PATH_NAMESPACE and not ref.catalog
+        return is_path(ref)
 
     def table(self, ref: exp.Table) -> Table | None:
         """The tidelake table ``ref`` names, None when it is not one."""
-        if self.is_path(ref):
-            return open_table(local_path(ref.name), self.storage_options)
-        catalog = self.catalog()
-        if catalog is None or not ref.db:
-            return None
         try:
-            return catalog.get_table(f"{ref.db}.{ref.name}")
+            return find_table(ref, None if is_path(ref) else self.catalog(), self.storage_options)
         except TableNotFoundError:
+            if is_path(ref):
+                raise
             return None
 
     def table_written(self, text: str) -> Table | None:

@@ -19,9 +19,10 @@ import re
 from typing import TYPE_CHECKING, cast
 
 from ...exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
+from ...references import PATH_NAMESPACE, local_path
 from ...table import Table, open_or_create_table
 from .. import io
-from .context import PATH_NAMESPACE, Context, local_path
+from .context import Context
 from .references import query_frame
 
 if TYPE_CHECKING:

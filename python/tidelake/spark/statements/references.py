@@ -1,17 +1,18 @@
 """Queries over tidelake tables: every table reference of a query that names a tidelake table
-(``db.t`` of the warehouse or catalog, ``tidelake.`/path```, a system table ``db.`t$snapshots```
-or ``tidelake.`/path$snapshots```) is read into a temporary view with a unique name, at the
-snapshot, tag or time its ``VERSION AS OF`` / ``TIMESTAMP AS OF`` selects, and the query is
-rewritten to name the view; Spark runs the rest (joins, CTEs, subqueries, Spark's own tables)."""
+(see :mod:`tidelake.references`: ``db.t`` of the warehouse or catalog, ``tidelake.`/path```, a
+system table ``db.`t$snapshots``` or ``tidelake.`/path$snapshots```) is read into a temporary
+view with a unique name, at the snapshot, tag or time its ``VERSION AS OF`` / ``TIMESTAMP AS
+OF`` selects, and the query is rewritten to name the view; Spark runs the rest (joins, CTEs,
+subqueries, Spark's own tables)."""
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ...exceptions import InvalidArgumentError, UnsupportedError
-from ...table import open_table
-from .context import Context, local_path
+from ...exceptions import TableNotFoundError
+from ...references import find_system_table, rename, system_name, time_travel
+from .context import Context
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -33,13 +34,7 @@ def run_query(ctx: Context, stmt: exp.Query) -> DataFrame | None:
             view = f"tidelake_{uuid.uuid4().hex}"
             frame.createOrReplaceTempView(view)
             views.append(view)
-            alias = ref.args.get("alias")
-            if alias is None:  # named as before: `t.col`, and `db.t.col` as `t.col`
-                alias = exp.TableAlias(this=exp.to_identifier(ref.name, quoted=True))
-                for column in stmt.find_all(exp.Column):
-                    if column.table == ref.name and column.db == ref.db:
-                        column.set("db", None)
-            ref.replace(exp.Table(this=exp.to_identifier(view), alias=alias))
+            rename(stmt, ref, view)
         # analysed here: the views can go once the DataFrame holds their plans
         return ctx.spark_sql(stmt.sql("spark")) if views else None
     finally:
@@ -57,46 +52,24 @@ def query_frame(ctx: Context, query: exp.Expression) -> DataFrame:
 
 def _read_ref(ctx: Context, ref: exp.Table) -> DataFrame | None:
     """The rows of the tidelake table (or system table) ``ref`` names, None when it names none."""
-    from ...exceptions import TableNotFoundError
     from ..plain import read
 
-    version = ref.args.get("version")
-    if "$" in ref.name and ref.db:
-        if version is not None:
-            raise UnsupportedError(f"{ref.sql('spark')}: a system table has no time travel")
-        if ctx.is_path(ref):
-            path, _, name = ref.name.rpartition("$")
-            return ctx.spark.createDataFrame(open_table(local_path(path), ctx.storage_options).system(name))
-        catalog = ctx.catalog()
-        if catalog is None:
-            return None
+    if system_name(ref) is not None:
         try:
-            rows = catalog.system_table(f"{ref.db}.{ref.name}")
+            rows = find_system_table(ref, ctx.catalog(), ctx.storage_options)
         except TableNotFoundError:
+            if ctx.is_path(ref):
+                raise
             return None
-        return ctx.spark.createDataFrame(rows)
+        return None if rows is None else ctx.spark.createDataFrame(rows)
     table = ctx.table(ref)
     if table is None:
         return None
     return read(ctx.spark, table.path, storage_options=table.storage_options or None,
-                **_time_travel(ctx, version, ref))
+                **time_travel(ref, lambda value: _timestamp_ms(ctx, value)))
 
 
-def _time_travel(ctx: Context, version: exp.Version | None, ref: exp.Table) -> dict[str, Any]:
-    """``VERSION AS OF <snapshot id or tag>`` / ``TIMESTAMP AS OF <timestamp>`` as read arguments
-    (Paimon's Spark time travel: a number is a snapshot id, other text a tag; a timestamp in the
-    session's time zone)."""
-    from sqlglot import exp
-
-    if version is None:
-        return {}
-    value = version.expression
-    if str(version.this).upper() == "TIMESTAMP":
-        row = ctx.spark.sql(f"SELECT unix_millis(CAST({value.sql('spark')} AS TIMESTAMP))").first()
-        if row is None or row[0] is None:
-            raise InvalidArgumentError(f"{ref.sql('spark')}: TIMESTAMP AS OF needs a timestamp")
-        return {"timestamp_ms": row[0]}
-    if isinstance(value, exp.Literal):
-        text = str(value.this)
-        return {"snapshot_id": int(text)} if text.isdigit() else {"tag": text}
-    raise InvalidArgumentError(f"{ref.sql('spark')}: VERSION AS OF takes a snapshot id or a tag name")
+def _timestamp_ms(ctx: Context, value: exp.Expression) -> int | None:
+    """A ``TIMESTAMP AS OF`` time as Spark reads it (in the session's time zone)."""
+    row = ctx.spark.sql(f"SELECT unix_millis(CAST({value.sql('spark')} AS TIMESTAMP))").first()
+    return None if row is None else row[0]

@@ -22,6 +22,9 @@ assert the right answers.
 
 from __future__ import annotations
 
+import pathlib
+import shutil
+
 import pytest
 
 import tidelake
@@ -130,3 +133,130 @@ def test_cached_dataframes(spark, tmp_path):
         assert df.where("p = 'b'").count() == 3
     finally:
         df.unpersist()
+
+
+# ---- reads tidelake builds per query prune: tidelake.spark.read(filter=) and tidelake.spark.sql ---
+
+def corrupt_partition(path: str, partition: str) -> None:
+    """Overwrite every data file of ``partition`` (of column ``p``) with garbage."""
+    files = list(pathlib.Path(path, f"p={partition}").rglob("*.parquet"))
+    assert files
+    for f in files:
+        f.write_bytes(b"not parquet" * 100)
+
+
+def corrupted_and_healthy(tmp_path) -> tuple[str, str]:
+    """Two copies of a table with partitions a and b (b merges two writes, so it is read by the
+    data source; a is one plain file), partition a of the first overwritten with garbage."""
+    path = two_partitions(tmp_path)
+    tidelake.open_table(path).write(pa.table({"k": pa.array([2, 3], pa.int64()), "p": ["b", "b"],
+                                              "v": ["b2'", "b3"]}))
+    healthy = str(tmp_path / "healthy")
+    shutil.copytree(path, healthy)
+    corrupt_partition(path, "a")
+    return path, healthy
+
+
+def test_the_corrupted_partition_fails_an_unpruned_read(spark, tmp_path):
+    corrupted, _ = corrupted_and_healthy(tmp_path)
+    with pytest.raises(Exception):
+        tidelake.spark.read(spark, corrupted).count()
+
+
+def test_read_with_a_filter_never_opens_the_files_it_rules_out(spark, tmp_path):
+    corrupted, healthy = corrupted_and_healthy(tmp_path)
+    df = tidelake.spark.read(spark, corrupted, filter="p = 'b'")
+    assert sorted(r.v for r in df.collect()) == ["b0", "b1", "b2'", "b3"]
+    assert df.count() == 4
+    assert df.where("k >= 2").count() == 2
+    assert sorted(tidelake.spark.read(spark, corrupted, columns=["v"], filter="p = 'b' and k < 2").columns) == ["v"]
+    assert tidelake.spark.read(spark, corrupted, columns=["v"], filter="p = 'b' and k < 2").count() == 2
+    # the same reads of the healthy copy, then unfiltered: every row
+    assert tidelake.spark.read(spark, healthy, filter="p = 'b'").count() == 4
+    assert tidelake.spark.read(spark, healthy).count() == 7
+
+
+def test_read_with_a_filter_queried_again(spark, tmp_path):
+    _, healthy = corrupted_and_healthy(tmp_path)
+    df = tidelake.spark.read(spark, healthy, filter="k >= 1")
+    assert df.count() == 5
+    assert df.where("p = 'a'").count() == 2  # filtered after unfiltered
+    assert df.where("p = 'b'").count() == 3  # two different filters
+    assert df.count() == 5
+    a, b = df.where("p = 'a'").alias("a"), df.where("p = 'b'").alias("b")
+    assert a.join(b, "k").count() == 2
+    df.createOrReplaceTempView("read_filtered")
+    assert spark.sql("SELECT count(*) AS n FROM read_filtered WHERE p = 'a'").first().n == 2
+    assert spark.sql("SELECT count(*) AS n FROM read_filtered").first().n == 5
+    df.where("p = 'b'").cache()
+    try:
+        assert df.where("p = 'b'").count() == 3
+        assert df.count() == 5
+    finally:
+        df.where("p = 'b'").unpersist()
+
+
+def test_sql_prunes_with_the_where_of_each_select(spark, tmp_path):
+    corrupted, healthy = corrupted_and_healthy(tmp_path)
+
+    def count(path: str, tail: str = "") -> int:
+        return tidelake.spark.sql(spark, f"SELECT count(*) AS n FROM tidelake.`{path}` {tail}").first().n
+
+    assert count(corrupted, "WHERE p = 'b'") == 4
+    assert count(corrupted, "t WHERE t.p = 'b' AND k >= 2") == 2
+    assert tidelake.spark.sql(spark, f"SELECT x.k FROM tidelake.`{corrupted}` x JOIN tidelake.`{corrupted}` y "
+                                     "ON x.k = y.k WHERE x.p = 'b' AND y.p IN ('b') AND x.k < 1").count() == 1
+    # the same statements on the healthy copy, then without WHERE: every row
+    assert count(healthy, "WHERE p = 'b'") == 4
+    assert count(healthy) == 7
+    assert count(healthy, "WHERE p = 'a'") == 3
+
+
+def test_sql_does_not_prune_what_its_where_does_not_filter(spark, tmp_path):
+    _, healthy = corrupted_and_healthy(tmp_path)
+    # an outer join: the WHERE also sees null-extended rows (every row matches itself: none is
+    # null-extended; pruning y to `v IS NULL` would make all of them so)
+    assert tidelake.spark.sql(spark, f"SELECT x.k FROM tidelake.`{healthy}` x LEFT JOIN tidelake.`{healthy}` y "
+                                     "ON x.k = y.k AND x.p = y.p WHERE y.v IS NULL").count() == 0
+    # a WHERE in a subquery filters the subquery's table, not the outer one
+    assert tidelake.spark.sql(spark, f"SELECT count(*) AS n FROM tidelake.`{healthy}` WHERE k IN "
+                                     f"(SELECT k FROM tidelake.`{healthy}` WHERE p = 'a')").first().n == 6
+    # a string literal against a number column: Spark casts it, tidelake does not prune with it
+    assert tidelake.spark.sql(spark, f"SELECT count(*) AS n FROM tidelake.`{healthy}` "
+                                     "WHERE k = '1'").first().n == 2
+
+
+def test_pruning_terms():
+    schema = pa.schema([("k", pa.int64()), ("p", pa.string()), ("d", pa.date32())])
+    from tidelake import expr
+    from tidelake.spark.pruning import condition_filter
+
+    assert condition_filter("p = 'b' and k > 1 and k + 1 = 2", schema) == expr.And(
+        (expr.Comparison("p", expr.Compare.EQ, "b"), expr.Comparison("k", expr.Compare.GT, 1)))
+    assert condition_filter("k = '1' or p = 'b'", schema) is None
+    assert condition_filter("k = '1' and p in ('a', 'b')", schema) == expr.InList("p", ("a", "b"))
+    assert condition_filter("u.p = 'b' and t.k is null", schema, "T") == expr.IsNull("k")
+
+
+# ---- the data source: prunes only on a PySpark that plans each scan on its own ---------------
+
+def test_the_data_source_prunes_where_pushdown_is_safe(spark, tmp_path, monkeypatch):
+    corrupted, healthy = corrupted_and_healthy(tmp_path)
+    assert not tidelake.spark.pushdown_is_safe("4.3.0") and not tidelake.spark.pushdown_is_safe("4.1.1")
+    assert tidelake.spark.pushdown_is_safe("5.0.0") and tidelake.spark.pushdown_is_safe("5.0.0.dev1")
+    if not tidelake.spark.pushdown_is_safe(pyspark.__version__):
+        # PySpark <= 4.3: no push-down, so the data source reads partition a for any filter
+        with pytest.raises(Exception):
+            spark.read.format("tidelake").load(corrupted).where("p = 'b'").count()
+    monkeypatch.setattr(pyspark, "__version__", "5.0.0")
+    tidelake.spark.register(spark, check_workers=False)  # push-down on by default
+    try:
+        assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+        assert spark.read.format("tidelake").load(corrupted).where("p = 'b'").count() == 4
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW pruned USING tidelake OPTIONS (path '{corrupted}')")
+        assert spark.sql("SELECT count(*) AS n FROM pruned WHERE p = 'b'").first().n == 4
+        assert spark.read.format("tidelake").load(healthy).count() == 7
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+        monkeypatch.undo()
+        tidelake.spark.register(spark, check_workers=False)

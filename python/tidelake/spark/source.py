@@ -20,6 +20,8 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
   writers' clocks are not behind the driver's.
 * Option ``skip-plain-splits`` (set by :func:`tidelake.spark.read`, with a pinned snapshot):
   only the splits that are not plain Parquet files (:mod:`tidelake.spark.plain`).
+* Option ``filter`` (a JSON filter tree, set by :func:`tidelake.spark.read`): the read is
+  planned with it (pruning only; Spark applies the query's own filters).
 * ``read()`` casts every batch to exactly the Arrow schema Spark checks; a user
   ``.schema(...)`` selects columns.
 * Filter push-down (pruning only: Spark still applies every filter) is offered by
@@ -45,6 +47,7 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -64,7 +67,7 @@ from ..exceptions import InvalidArgumentError
 from ..expr.spark_filters import spark_filter
 from ..scan import Split
 from . import io
-from .plain import SKIP_PLAIN, plain_files
+from .plain import FILTER, SKIP_PLAIN, plain_files
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
@@ -179,7 +182,9 @@ class BatchReader(DataSourceReader):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.schema = schema
-        self.filters: list[expr.Filter] = []
+        given = options.get(FILTER)
+        self.given: expr.Filter | None = expr.from_json(json.loads(given)) if given else None
+        self.filters: list[expr.Filter] = [] if self.given is None else [self.given]
 
     def partitions(self) -> list[InputPartition]:
         where = io.location(self.options)
@@ -200,11 +205,12 @@ class BatchReader(DataSourceReader):
                              pinned: dict[str, Any]) -> list[InputPartition]:
         """The splits of a pinned snapshot that :func:`~tidelake.spark.plain.plain_files` does
         not give (:func:`tidelake.spark.read` reads those with Spark's Parquet reader). Planned
-        without filters, as there, so that both classify the same splits."""
+        with the ``filter`` option only (no filter Spark pushed), as there, so that both
+        classify the same splits."""
         if not io.is_pinned(pinned):
             raise InvalidArgumentError(f"option {SKIP_PLAIN} needs a pinned snapshot (snapshot-id, tag or "
                                        "timestamp-ms)")
-        scan = table.scan(columns=columns, **pinned)
+        scan = table.scan(columns=columns, filter=self.given, **pinned)
         return [SplitPartition(s) for s, files in zip(scan.splits(), plain_files(table, scan)) if files is None]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -159,7 +159,9 @@ def read_table(spark: SparkSession, table: Table, columns: list[str] | None = No
         prune = expr.all_of([prune, condition_filter(parsed, scan.schema)])
         scan = pinned_scan(prune)
         if columns is not None:  # and the columns the condition needs (Spark's names ignore case)
-            named = {c.name.lower() for c in parsed.find_all(_column_type())}
+            from sqlglot import exp
+
+            named = {str(c.name).lower() for c in parsed.find_all(exp.Column)}
             columns = [*columns, *(c for c in schema.names if c.lower() in named and c not in columns)]
     if columns is not None:
         unknown = [c for c in columns if c not in schema.names]
@@ -173,12 +175,6 @@ def read_table(spark: SparkSession, table: Table, columns: list[str] | None = No
         return frame
     frame = frame.where(where)
     return frame if wanted == columns else frame.select(*wanted)  # type: ignore[misc]
-
-
-def _column_type() -> type:
-    from sqlglot import exp
-
-    return exp.Column
 
 
 def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType, prune: expr.Filter | None, *,

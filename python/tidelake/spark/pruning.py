@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["condition_filter", "select_filter", "parse_condition"]
 
 
-def condition_filter(condition: str | exp.Expression, schema: pa.Schema,
+def condition_filter(condition: Any, schema: pa.Schema,
                      qualifier: str | None = None) -> expr.Filter | None:
-    """The pruning tree of Spark SQL ``condition`` (text or parsed) over a table of ``schema``
+    """The pruning tree of Spark SQL ``condition`` (text, or sqlglot's tree of it) over a table of ``schema``
     (None: nothing to prune with). Columns qualified by another name than ``qualifier`` are not
     the table's."""
     node = parse_condition(condition) if isinstance(condition, str) else condition
@@ -43,7 +43,7 @@ def condition_filter(condition: str | exp.Expression, schema: pa.Schema,
     return expr.all_of(t for t in terms if _fits(t, schema))
 
 
-def parse_condition(text: str) -> exp.Expression | None:
+def parse_condition(text: str) -> Any:
     """Spark SQL condition ``text`` parsed by sqlglot, None when sqlglot cannot parse it (Spark
     then reports what is wrong with it)."""
     import sqlglot
@@ -78,7 +78,7 @@ def select_filter(ref: exp.Table, schema: pa.Schema) -> expr.Filter | None:
     where = select.args.get("where")
     if where is None or any(j.side for j in select.args.get("joins") or ()):
         return None
-    source = ref.parent
+    source: Any = ref.parent
     if isinstance(source, exp.Join):
         source = source.parent
     if source is not select and not (isinstance(source, exp.From) and source.parent is select):

@@ -18,6 +18,24 @@ The ``PushdownDataSource`` tests below pin that behaviour in the installed PySpa
 asserts the wrong answer PySpark gives): when one fails, PySpark changed and push-down may be
 allowed on that version. The mirrored tests query the registered source the same ways and
 assert the right answers.
+
+Why the data source itself cannot prune safely on PySpark <= 4.3 (checked in 4.3.0's
+``pyspark/sql/worker/data_source_pushdown_filters.py`` and ``plan_data_source_read.py``): the
+push-down worker calls ``reader.pushFilters`` and then, in the same worker, ``partitions()``,
+and returns the pickled ``reader.read`` with the partitions; that pair is what the relation
+stores and every other scan of it reuses, so neither ``partitions()`` nor the reader instance
+is ever asked again. The worker receives the data source, the schema, the filters and runner
+confs only (no query id), and the tasks of two scans of one relation in one query (the
+self-join test) run the very same stored function on the very same partitions: nothing a task
+sees tells it which filters its scan had. So :func:`tidelake.spark.register` switches
+push-down on by default only where the read info is kept per scan
+(:func:`tidelake.spark.pushdown_is_safe`: PySpark 5.0+, tested below by registering under a
+patched version), and on older PySpark the relations that prune are the ones tidelake builds
+for one query, with the filter in their options: :func:`tidelake.spark.read` with ``filter=``
+and the tables of a ``SELECT`` run by :func:`tidelake.spark.sql` (the ``WHERE`` of the
+``SELECT`` that reads the table, not under an outer join). Their tests use a table whose
+partition ``a`` is garbage: a pruned read answers, an unpruned one fails, and the same queries
+of a healthy copy, repeated with other filters or none, are exact.
 """
 
 from __future__ import annotations
@@ -236,6 +254,18 @@ def test_pruning_terms():
     assert condition_filter("k = '1' or p = 'b'", schema) is None
     assert condition_filter("k = '1' and p in ('a', 'b')", schema) == expr.InList("p", ("a", "b"))
     assert condition_filter("u.p = 'b' and t.k is null", schema, "T") == expr.IsNull("k")
+    assert condition_filter("p = ", schema) is None  # Spark reports what is wrong with it
+
+
+def test_the_filter_option_is_a_json_tree():
+    from tidelake import expr
+    from tidelake.spark.source import given_filter
+
+    tree = expr.Comparison("p", expr.Compare.EQ, "b")
+    assert given_filter({"filter": expr.filter_json(tree)}) == tree
+    assert given_filter({}) is None
+    with pytest.raises(tidelake.InvalidArgumentError, match="option filter must be a JSON filter tree"):
+        given_filter({"filter": "p = 'b'"})
 
 
 # ---- the data source: prunes only on a PySpark that plans each scan on its own ---------------

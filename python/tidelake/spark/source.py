@@ -176,14 +176,25 @@ def read_partition(partition: InputPartition, schema: StructType) -> Iterator[pa
         yield from io.rows_of_split(partition.split, io.arrow_schema(schema), partition.changes)
 
 
+def given_filter(options: dict[str, str]) -> expr.Filter | None:
+    """The ``filter`` option: a JSON filter tree (:func:`tidelake.expr.filter_json`)."""
+    text = options.get(FILTER)
+    if not text:
+        return None
+    try:
+        tree = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidArgumentError(f"option {FILTER} must be a JSON filter tree, got {text!r} ({e})") from None
+    return expr.from_json(tree)
+
+
 class BatchReader(DataSourceReader):
     """Reads one snapshot; see the module docs."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.schema = schema
-        given = options.get(FILTER)
-        self.given: expr.Filter | None = expr.from_json(json.loads(given)) if given else None
+        self.given = given_filter(options)
         self.filters: list[expr.Filter] = [] if self.given is None else [self.given]
 
     def partitions(self) -> list[InputPartition]:

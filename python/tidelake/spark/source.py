@@ -26,10 +26,11 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
   ``.schema(...)`` selects columns.
 * Filter push-down (pruning only: Spark still applies every filter) is offered by
   :class:`PushdownDataSource`, because a reader overriding ``pushFilters`` fails every read
-  unless ``spark.sql.python.filterPushdown.enabled`` is true. Not on PySpark 4.3 and older:
-  there a plan made with one query's filters is reused by later queries of the same relation
-  that have no pushable filter, which would drop their rows (see
-  :func:`tidelake.spark.register`).
+  unless ``spark.sql.python.filterPushdown.enabled`` is true; :func:`tidelake.spark.register`
+  uses it by default from PySpark 5.0. Not on PySpark 4.3 and older: there a plan made with
+  one query's filters is reused by the relation's other scans (later queries with no pushable
+  filter, the other side of a self-join), which would drop their rows
+  (``tests/test_spark_pushdown.py``).
 * Writes (``append`` / ``overwrite``; Spark itself refuses ``errorifexists`` and ``ignore``
   for Python sources): ``writer()`` creates a missing table from the DataFrame's schema and
   the ``primary-key`` / ``partition-by`` / ``bucket`` / other table options
@@ -317,7 +318,8 @@ class TidelakeDataSource(DataSource):
 
 
 class PushdownDataSource(TidelakeDataSource):
-    """``tidelake`` with filter push-down; registered by ``register(spark, filter_pushdown=True)``,
-    which also sets ``spark.sql.python.filterPushdown.enabled``."""
+    """``tidelake`` with filter push-down; registered by :func:`tidelake.spark.register` on
+    PySpark 5.0+ (or with ``filter_pushdown=True``), which also sets
+    ``spark.sql.python.filterPushdown.enabled``."""
 
     reader_class = PushdownReader

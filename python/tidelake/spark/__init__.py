@@ -7,7 +7,9 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   the ``pyspark_tidelake`` module shipped with the wheel also auto-registers it).
 * :func:`read` reads a table as ``spark.read.format("tidelake")`` does, with Spark's own
   Parquet reader for the splits that are plain Parquet files (pinned to the snapshot current
-  when it is called; :mod:`tidelake.spark.plain`).
+  when it is called; :mod:`tidelake.spark.plain`); with ``filter=`` (a Spark SQL condition)
+  it skips the partitions, buckets, files and row groups the condition rules out
+  (:mod:`tidelake.spark.pruning`), as the ``SELECT``s of :func:`sql` do with their ``WHERE``.
 * :func:`write` writes a DataFrame with ``mode="append" | "overwrite" | "upsert" | "delete"``
   through ``DataFrame.mapInArrow`` (Spark 3.3+). On primary-key tables rows are routed by
   Paimon's bucket hash (computed by the engine) so that each (partition, bucket) has one

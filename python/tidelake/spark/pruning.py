@@ -12,12 +12,14 @@ exact.
 Invariant: the tree returned selects a superset of the rows the condition selects. Only simple
 conjuncts count (``column <op> literal``, ``IN``, ``IS [NOT] NULL``, through
 :func:`tidelake.expr.sql.pushdown_tree`), and of those only terms whose literal means the same
-value for the column in Spark as in the engine (:func:`tidelake.expr.literal_fits`; Spark casts
-``k = '1'`` on a number column, the engine would not).
+value for the column in Spark as in the engine (:func:`tidelake.expr.literal_fits`, plus
+``'YYYY-MM-DD'`` strings against DATE columns; Spark casts ``k = '1'`` on a number column, the
+engine would not).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
 from .. import expr
@@ -59,10 +61,24 @@ def _fits(term: Any, schema: pa.Schema) -> bool:
     if isinstance(term, expr.IsNull):
         return True
     if isinstance(term, expr.Comparison):
-        return expr.literal_fits(term.value, schema.field(term.field).type)
+        return _literal_fits(term.value, schema.field(term.field).type)
     if isinstance(term, expr.InList):
-        return all(expr.literal_fits(v, schema.field(term.field).type) for v in term.values)
+        return all(_literal_fits(v, schema.field(term.field).type) for v in term.values)
     return False
+
+
+def _literal_fits(value: Any, type: pa.DataType) -> bool:
+    """:func:`tidelake.expr.literal_fits`, and a ``'YYYY-MM-DD'`` string against a DATE column,
+    which Spark casts to that date (``dt = '2026-11-01'``)."""
+    import pyarrow as pa
+
+    if isinstance(value, str) and pa.types.is_date32(type) and len(value) == 10:
+        try:
+            _dt.date.fromisoformat(value)
+        except ValueError:
+            return False
+        return True
+    return expr.literal_fits(value, type)
 
 
 def select_filter(ref: exp.Table, schema: pa.Schema) -> expr.Filter | None:

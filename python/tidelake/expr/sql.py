@@ -213,6 +213,11 @@ def pushdown_tree(text: str, columns: set[str], qualifier: str | None = None) ->
     """The filter tree of the simple conjuncts of ``text`` on ``columns`` (a superset of the
     rows ``text`` selects), or None when there is none. Columns qualified by another name than
     ``qualifier`` are left out."""
+    return pushdown_tree_of(parse(text), columns, qualifier)
+
+
+def pushdown_tree_of(tree: Any, columns: set[str], qualifier: str | None = None) -> Filter | None:
+    """:func:`pushdown_tree` of an expression sqlglot parsed."""
     from sqlglot import exp
 
     def name_of(node: Any) -> str | None:
@@ -254,6 +259,5 @@ def pushdown_tree(text: str, columns: set[str], qualifier: str | None = None) ->
             return IsNull(node.this.this.name, negated=True)
         return None
 
-    tree = parse(text)
     conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
     return all_of(term(c.unnest()) for c in conjuncts)

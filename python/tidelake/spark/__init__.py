@@ -7,7 +7,9 @@ files inside Spark's Python workers (which need this package: set ``PYSPARK_PYTH
   the ``pyspark_tidelake`` module shipped with the wheel also auto-registers it).
 * :func:`read` reads a table as ``spark.read.format("tidelake")`` does, with Spark's own
   Parquet reader for the splits that are plain Parquet files (pinned to the snapshot current
-  when it is called; :mod:`tidelake.spark.plain`).
+  when it is called; :mod:`tidelake.spark.plain`); with ``filter=`` (a Spark SQL condition)
+  it skips the partitions, buckets, files and row groups the condition rules out
+  (:mod:`tidelake.spark.pruning`), as the ``SELECT``s of :func:`sql` do with their ``WHERE``.
 * :func:`write` writes a DataFrame with ``mode="append" | "overwrite" | "upsert" | "delete"``
   through ``DataFrame.mapInArrow`` (Spark 3.3+). On primary-key tables rows are routed by
   Paimon's bucket hash (computed by the engine) so that each (partition, bucket) has one
@@ -61,7 +63,8 @@ BUCKET_COLUMN = "_tidelake_bucket"
 
 _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 _SHARED_READ_PLANS = (4, 3)
-"""The newest PySpark checked that keeps one read plan per relation (``PythonDataSourceV2.readInfo``)."""
+"""The newest PySpark that keeps one read plan per relation (``PythonDataSourceV2.readInfo``,
+SPARK-51575); Spark 5.0 keeps it per scan (SPARK-58551)."""
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -69,7 +72,13 @@ def _version(text: str) -> tuple[int, int]:
     return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
 
 
-def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str | None = None,
+def pushdown_is_safe(version: str) -> bool:
+    """Whether PySpark ``version`` plans each scan's read with its own pushed filters, so that
+    the data source may prune with them."""
+    return _version(version) > _SHARED_READ_PLANS
+
+
+def register(spark: SparkSession, filter_pushdown: bool | None = None, warehouse: str | None = None,
              check_workers: bool = True, catalog: dict[str, str] | None = None) -> None:
     """Register the ``tidelake`` format with ``spark`` (PySpark 4.0+).
 
@@ -85,9 +94,12 @@ def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str 
 
     With ``filter_pushdown`` the reader also prunes partitions, files and row groups with the
     query's filters; this sets ``spark.sql.python.filterPushdown.enabled`` (without that conf
-    Spark fails every read of a source that accepts filters). Refused on PySpark 4.3 and older,
-    which keep the read plan of a query with pushed filters on the relation and reuse it for
-    the relation's later queries without pushable filters: they would miss rows.
+    Spark fails every read of a source that accepts filters). The default (None) switches it on
+    where it is exact (:func:`pushdown_is_safe`: PySpark 5.0+). Refused on PySpark 4.3 and
+    older, which keep the read plan of a query with pushed filters on the relation and reuse it
+    for the relation's other scans (later queries without pushable filters, the other side of a
+    self-join): they would miss rows. There, :func:`read` with ``filter=`` and the queries of
+    :func:`sql` prune instead.
 
     Raises:
         UnsupportedError: the PySpark version has no Python Data Source API (use :func:`write`
@@ -101,7 +113,9 @@ def register(spark: SparkSession, filter_pushdown: bool = False, warehouse: str 
     except ImportError as e:  # PySpark < 4.0
         raise UnsupportedError(f"the tidelake Spark source needs PySpark 4.0+ ({e}); "
                                "tidelake.spark.write works from Spark 3.3") from e
-    if filter_pushdown and _version(pyspark.__version__) <= _SHARED_READ_PLANS:
+    if filter_pushdown is None:
+        filter_pushdown = pushdown_is_safe(pyspark.__version__)
+    elif filter_pushdown and not pushdown_is_safe(pyspark.__version__):
         raise UnsupportedError(
             f"filter_pushdown=True is refused on PySpark {pyspark.__version__}: it reuses the read plan of a "
             "query with pushed filters for later queries of the same DataFrame or view that have none, so "

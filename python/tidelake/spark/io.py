@@ -88,7 +88,7 @@ def location(options: dict[str, str]) -> Location:
 
 READ_ONLY_OPTIONS = frozenset({"path", "checkpointlocation", "row-kind", "snapshot-id", "tag", "timestamp-ms",
                                "scan.mode", "consumer-id", "maxsnapshotspertrigger", "maxrowspertrigger",
-                               "skip-plain-splits"})
+                               "skip-plain-splits", "filter"})
 """Source options that are not table options of a table a write creates."""
 
 

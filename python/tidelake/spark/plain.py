@@ -15,8 +15,13 @@ Invariants:
   to it like a ``snapshot-id`` read (Spark lists a file list once), so later queries of it do
   not see later commits. Call :func:`read` again for newer data. If that snapshot expires
   before a query runs, Spark fails on the missing files.
-* The two parts classify splits identically: both plan the same snapshot without filters (a
-  plan's splits do not depend on the columns read) and apply :func:`plain_files`.
+* The two parts classify splits identically: both plan the same snapshot with the same
+  filter (option :data:`FILTER`; a plan's splits do not depend on the columns read) and apply
+  :func:`plain_files`.
+* A filter given to :func:`read` (a Spark SQL condition) prunes both parts and is applied by
+  Spark on top: the DataFrame's relations are built for it with the filter in their options, so
+  the read info PySpark keeps per relation (``tests/test_spark_pushdown.py``) holds no other
+  query's filters.
 * Spark's reader is used only where it returns exactly the engine's values: local tables,
   every column of a type it reads as the engine does (:func:`spark_readable`; not
   TIMESTAMP(7-9), TIME, BINARY(n), VARIANT, BLOB), the table's latest schema, file paths Spark
@@ -34,15 +39,23 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from .. import expr
 from ..exceptions import InvalidArgumentError
 from ..scan import Scan
 from ..table import Table, open_table
 from . import io
+from .pruning import condition_filter, parse_condition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
-__all__ = ["read", "plain_files", "spark_readable", "SKIP_PLAIN"]
+__all__ = ["read", "read_table", "plain_files", "spark_readable", "SKIP_PLAIN", "FILTER"]
+
+FILTER = "filter"
+"""Data source option: a JSON filter tree (:func:`tidelake.expr.filter_json`) the read is
+planned with, pruning only (a superset of the rows it admits is read). Set by :func:`read` on
+its data-source part, so that both parts plan the same snapshot with the same filter."""
 
 SKIP_PLAIN = "skip-plain-splits"
 """Data source option: read only the splits :func:`plain_files` does not give (needs a pinned
@@ -109,31 +122,73 @@ def plain_files(table: Table, scan: Scan) -> list[list[str] | None]:
 
 def read(spark: SparkSession, path: str, columns: list[str] | None = None, snapshot_id: int | None = None,
          tag: str | None = None, timestamp_ms: int | None = None,
-         storage_options: dict[str, str] | None = None) -> DataFrame:
+         storage_options: dict[str, str] | None = None, *, filter: str | None = None) -> DataFrame:
     """The rows of table ``path`` (``columns`` of them, all by default) at the latest snapshot
     or the one selected, as ``spark.read.format("tidelake")`` gives them, with the splits that
     are plain Parquet files read by Spark's own Parquet reader. The DataFrame reads the
     snapshot resolved now, at every query (see the module docs); the data source part needs
-    the ``tidelake`` format registered (:func:`tidelake.spark.register`)."""
+    the ``tidelake`` format registered (:func:`tidelake.spark.register`).
+
+    ``filter``: a Spark SQL condition (``"dt = '2026-11-01' and k > 5"``): the DataFrame holds
+    the rows it selects, and the partitions, buckets, files and row groups its simple conjuncts
+    rule out are never read (:mod:`tidelake.spark.pruning`), whatever later queries of the
+    DataFrame do."""
+    table = open_table(path, storage_options=storage_options)
+    return read_table(spark, table, columns, snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms,
+                      where=filter)
+
+
+def read_table(spark: SparkSession, table: Table, columns: list[str] | None = None, *,
+               snapshot_id: int | None = None, tag: str | None = None, timestamp_ms: int | None = None,
+               where: str | None = None, prune: expr.Filter | None = None) -> DataFrame:
+    """:func:`read` of an open table: the rows ``where`` selects (all without it), pruned with
+    ``where`` and with ``prune``, a filter tree admitting a superset of the rows the caller
+    keeps (the DataFrame then may hold rows ``prune`` rules out, and misses none it admits)."""
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StructType
 
-    table = open_table(path, storage_options=storage_options)
-    scan = table.scan(snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms)
+    def pinned_scan(prune: expr.Filter | None) -> Scan:
+        return table.scan(snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms, filter=prune)
+
+    scan = pinned_scan(prune)
     # the schema of the snapshot read, as a pinned read of the data source has it
     schema = from_arrow_schema(scan.schema, prefer_timestamp_ntz=True)
+    wanted = columns
+    parsed = None if where is None else parse_condition(where)
+    if parsed is not None:
+        prune = expr.all_of([prune, condition_filter(parsed, scan.schema)])
+        scan = pinned_scan(prune)
+        if columns is not None:  # and the columns the condition needs (Spark's names ignore case)
+            from sqlglot import exp
+
+            named = {str(c.name).lower() for c in parsed.find_all(exp.Column)}
+            columns = [*columns, *(c for c in schema.names if c.lower() in named and c not in columns)]
     if columns is not None:
         unknown = [c for c in columns if c not in schema.names]
         if unknown:
             raise InvalidArgumentError(f"columns {unknown} are not in table {table.path}; its columns are "
                                        f"{schema.names}")
         schema = StructType([schema[c] for c in columns])
+    frame = _read_scan(spark, table, scan, schema, prune, travels=any(v is not None for v in (snapshot_id, tag,
+                                                                                             timestamp_ms)))
+    if where is None:
+        return frame
+    frame = frame.where(where)
+    return frame if wanted == columns else frame.select(*wanted)  # type: ignore[misc]
+
+
+def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType, prune: expr.Filter | None, *,
+               travels: bool) -> DataFrame:
+    """The rows of ``scan`` (of ``table``, planned with ``prune``) as ``schema``: its plain
+    splits through Spark's Parquet reader, the others through the data source pinned to the
+    same snapshot and filter."""
     source = spark.read.format("tidelake").schema(schema)
-    for key, value in (storage_options or {}).items():
+    for key, value in (table.storage_options or {}).items():
         source = source.option(io.STORAGE_PREFIX + key, value)
+    if prune is not None:
+        source = source.option(FILTER, expr.filter_json(prune))
     if scan.snapshot_id is None:  # an empty table: nothing to pin
         return source.load(table.path)
-    travels = any(v is not None for v in (snapshot_id, tag, timestamp_ms))
     if not travels and table.scan(snapshot_id=scan.snapshot_id).schema != scan.schema:
         # the schema changed after the latest snapshot: a read of the latest has the latest
         # schema, which a pinned read would not (none of its files is plain then anyway)

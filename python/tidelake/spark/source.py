@@ -20,14 +20,17 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
   writers' clocks are not behind the driver's.
 * Option ``skip-plain-splits`` (set by :func:`tidelake.spark.read`, with a pinned snapshot):
   only the splits that are not plain Parquet files (:mod:`tidelake.spark.plain`).
+* Option ``filter`` (a JSON filter tree, set by :func:`tidelake.spark.read`): the read is
+  planned with it (pruning only; Spark applies the query's own filters).
 * ``read()`` casts every batch to exactly the Arrow schema Spark checks; a user
   ``.schema(...)`` selects columns.
 * Filter push-down (pruning only: Spark still applies every filter) is offered by
   :class:`PushdownDataSource`, because a reader overriding ``pushFilters`` fails every read
-  unless ``spark.sql.python.filterPushdown.enabled`` is true. Not on PySpark 4.3 and older:
-  there a plan made with one query's filters is reused by later queries of the same relation
-  that have no pushable filter, which would drop their rows (see
-  :func:`tidelake.spark.register`).
+  unless ``spark.sql.python.filterPushdown.enabled`` is true; :func:`tidelake.spark.register`
+  uses it by default from PySpark 5.0. Not on PySpark 4.3 and older: there a plan made with
+  one query's filters is reused by the relation's other scans (later queries with no pushable
+  filter, the other side of a self-join), which would drop their rows
+  (``tests/test_spark_pushdown.py``).
 * Writes (``append`` / ``overwrite``; Spark itself refuses ``errorifexists`` and ``ignore``
   for Python sources): ``writer()`` creates a missing table from the DataFrame's schema and
   the ``primary-key`` / ``partition-by`` / ``bucket`` / other table options
@@ -45,6 +48,7 @@ dicts, a ``StructType``, payload bytes) and open the table inside each call.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -64,7 +68,7 @@ from ..exceptions import InvalidArgumentError
 from ..expr.spark_filters import spark_filter
 from ..scan import Split
 from . import io
-from .plain import SKIP_PLAIN, plain_files
+from .plain import FILTER, SKIP_PLAIN, plain_files
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
@@ -173,13 +177,26 @@ def read_partition(partition: InputPartition, schema: StructType) -> Iterator[pa
         yield from io.rows_of_split(partition.split, io.arrow_schema(schema), partition.changes)
 
 
+def given_filter(options: dict[str, str]) -> expr.Filter | None:
+    """The ``filter`` option: a JSON filter tree (:func:`tidelake.expr.filter_json`)."""
+    text = options.get(FILTER)
+    if not text:
+        return None
+    try:
+        tree = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidArgumentError(f"option {FILTER} must be a JSON filter tree, got {text!r} ({e})") from None
+    return expr.from_json(tree)
+
+
 class BatchReader(DataSourceReader):
     """Reads one snapshot; see the module docs."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.schema = schema
-        self.filters: list[expr.Filter] = []
+        self.given = given_filter(options)
+        self.filters: list[expr.Filter] = [] if self.given is None else [self.given]
 
     def partitions(self) -> list[InputPartition]:
         where = io.location(self.options)
@@ -200,11 +217,12 @@ class BatchReader(DataSourceReader):
                              pinned: dict[str, Any]) -> list[InputPartition]:
         """The splits of a pinned snapshot that :func:`~tidelake.spark.plain.plain_files` does
         not give (:func:`tidelake.spark.read` reads those with Spark's Parquet reader). Planned
-        without filters, as there, so that both classify the same splits."""
+        with the ``filter`` option only (no filter Spark pushed), as there, so that both
+        classify the same splits."""
         if not io.is_pinned(pinned):
             raise InvalidArgumentError(f"option {SKIP_PLAIN} needs a pinned snapshot (snapshot-id, tag or "
                                        "timestamp-ms)")
-        scan = table.scan(columns=columns, **pinned)
+        scan = table.scan(columns=columns, filter=self.given, **pinned)
         return [SplitPartition(s) for s, files in zip(scan.splits(), plain_files(table, scan)) if files is None]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -300,7 +318,8 @@ class TidelakeDataSource(DataSource):
 
 
 class PushdownDataSource(TidelakeDataSource):
-    """``tidelake`` with filter push-down; registered by ``register(spark, filter_pushdown=True)``,
-    which also sets ``spark.sql.python.filterPushdown.enabled``."""
+    """``tidelake`` with filter push-down; registered by :func:`tidelake.spark.register` on
+    PySpark 5.0+ (or with ``filter_pushdown=True``), which also sets
+    ``spark.sql.python.filterPushdown.enabled``."""
 
     reader_class = PushdownReader

@@ -3,7 +3,12 @@
 system table ``db.`t$snapshots``` or ``tidelake.`/path$snapshots```) is read into a temporary
 view with a unique name, at the snapshot, tag or time its ``VERSION AS OF`` / ``TIMESTAMP AS
 OF`` selects, and the query is rewritten to name the view; Spark runs the rest (joins, CTEs,
-subqueries, Spark's own tables)."""
+subqueries, Spark's own tables).
+
+Each view is a relation of its own, read with :func:`tidelake.spark.plain.read_table` pruned by
+the simple conjuncts of the ``WHERE`` of the ``SELECT`` that reads the table
+(:func:`tidelake.spark.pruning.select_filter`): partitions, buckets, files and row groups that
+cannot match are never read, and Spark still applies the whole ``WHERE``."""
 
 from __future__ import annotations
 
@@ -52,7 +57,8 @@ def query_frame(ctx: Context, query: exp.Expression) -> DataFrame:
 
 def _read_ref(ctx: Context, ref: exp.Table) -> DataFrame | None:
     """The rows of the tidelake table (or system table) ``ref`` names, None when it names none."""
-    from ..plain import read
+    from ..plain import read_table
+    from ..pruning import select_filter
 
     if system_name(ref) is not None:
         try:
@@ -65,8 +71,9 @@ def _read_ref(ctx: Context, ref: exp.Table) -> DataFrame | None:
     table = ctx.table(ref)
     if table is None:
         return None
-    return read(ctx.spark, table.path, storage_options=table.storage_options or None,
-                **time_travel(ref, lambda value: _timestamp_ms(ctx, value)))
+    travel = time_travel(ref, lambda value: _timestamp_ms(ctx, value))
+    schema = table.scan(**travel).schema if travel else table.schema
+    return read_table(ctx.spark, table, prune=select_filter(ref, schema), **travel)
 
 
 def _timestamp_ms(ctx: Context, value: exp.Expression) -> int | None:

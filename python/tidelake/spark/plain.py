@@ -1,5 +1,6 @@
 """``tidelake.spark.read``: Spark's own vectorized Parquet reader for the splits that are plain
-Parquet files, the ``tidelake`` data source for the rest, as one DataFrame.
+Parquet files, the engine for the rest (the ``tidelake`` data source on PySpark 4.x,
+``mapInArrow`` tasks on 3.x: :mod:`tidelake.spark.mapped`), as one DataFrame.
 
 Through the Python Data Source API every row crosses from a Python worker to the JVM as Arrow
 and is converted to rows there, which costs about as much as Spark's whole Parquet read
@@ -15,8 +16,9 @@ Invariants:
   to it like a ``snapshot-id`` read (Spark lists a file list once), so later queries of it do
   not see later commits. Call :func:`read` again for newer data. If that snapshot expires
   before a query runs, Spark fails on the missing files.
-* The two parts classify splits identically: both plan the same snapshot without filters (a
-  plan's splits do not depend on the columns read) and apply :func:`plain_files`.
+* The two parts classify splits identically: both take :func:`classified_splits` of the same
+  snapshot and projection (a split's class depends on the columns read), so every split is read
+  by exactly one part.
 * Spark's reader is used only where it returns exactly the engine's values: local tables,
   every column of a type it reads as the engine does (:func:`spark_readable`; not
   TIMESTAMP(7-9), TIME, BINARY(n), VARIANT, BLOB), the table's latest schema, file paths Spark
@@ -30,19 +32,21 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from ..exceptions import InvalidArgumentError
-from ..scan import Scan
+from ..scan import Scan, Split
 from ..table import Table, open_table
 from . import io
+from .mapped import has_data_source, read_splits
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+    from pyspark.sql.types import StructType
 
-__all__ = ["read", "plain_files", "spark_readable", "SKIP_PLAIN"]
+__all__ = ["read", "plain_files", "classified_splits", "spark_readable", "SKIP_PLAIN"]
 
 SKIP_PLAIN = "skip-plain-splits"
 """Data source option: read only the splits :func:`plain_files` does not give (needs a pinned
@@ -107,14 +111,24 @@ def plain_files(table: Table, scan: Scan) -> list[list[str] | None]:
     return [uris(paths) for paths in found]
 
 
+def classified_splits(table: Table, columns: list[str] | None,
+                      pinned: dict[str, Any]) -> list[tuple[Split, list[str] | None]]:
+    """The splits of the pinned read of ``columns``, each with its :func:`plain_files` URIs (None:
+    the engine reads it). The one classification both parts of :func:`read` use, so that every
+    split is read by exactly one of them."""
+    scan = table.scan(columns=columns, **pinned)
+    return list(zip(scan.splits(), plain_files(table, scan)))
+
+
 def read(spark: SparkSession, path: str, columns: list[str] | None = None, snapshot_id: int | None = None,
          tag: str | None = None, timestamp_ms: int | None = None,
          storage_options: dict[str, str] | None = None) -> DataFrame:
     """The rows of table ``path`` (``columns`` of them, all by default) at the latest snapshot
     or the one selected, as ``spark.read.format("tidelake")`` gives them, with the splits that
     are plain Parquet files read by Spark's own Parquet reader. The DataFrame reads the
-    snapshot resolved now, at every query (see the module docs); the data source part needs
-    the ``tidelake`` format registered (:func:`tidelake.spark.register`)."""
+    snapshot resolved now, at every query (see the module docs); on PySpark 4.x the engine part
+    is the ``tidelake`` data source (registered by :func:`tidelake.spark.register`), on 3.x
+    ``mapInArrow`` tasks (:mod:`tidelake.spark.mapped`)."""
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StructType
 
@@ -128,22 +142,32 @@ def read(spark: SparkSession, path: str, columns: list[str] | None = None, snaps
             raise InvalidArgumentError(f"columns {unknown} are not in table {table.path}; its columns are "
                                        f"{schema.names}")
         schema = StructType([schema[c] for c in columns])
+    projection = io.projection(table, schema)
+    travels = any(v is not None for v in (snapshot_id, tag, timestamp_ms))
+    if scan.snapshot_id is None or (not travels and table.scan(snapshot_id=scan.snapshot_id).schema != scan.schema):
+        # an empty table (nothing to pin), or the schema changed after the latest snapshot: a
+        # read of the latest has the latest schema, which a pinned read would not (none of its
+        # files is plain then anyway)
+        if has_data_source():
+            return _source(spark, schema, storage_options).load(table.path)
+        return read_splits(spark, table.scan(columns=projection).splits(), schema)
+    pinned = {"snapshot_id": scan.snapshot_id}
+    found = classified_splits(table, projection, pinned)
+    files = [uri for _, uris in found if uris is not None for uri in uris]
+    plain = spark.read.schema(schema).options(**PARQUET_OPTIONS).parquet(*files) if files else None
+    if plain is not None and all(uris is not None for _, uris in found):
+        return plain
+    if has_data_source():
+        engine = (_source(spark, schema, storage_options).option("snapshot-id", str(scan.snapshot_id))
+                  .option(SKIP_PLAIN, "true").load(table.path))
+    else:
+        engine = read_splits(spark, [split for split, uris in found if uris is None], schema)
+    return engine if plain is None else plain.unionByName(engine)
+
+
+def _source(spark: SparkSession, schema: StructType, storage_options: dict[str, str] | None) -> DataFrameReader:
+    """``spark.read.format("tidelake")`` with ``schema`` and the storage options."""
     source = spark.read.format("tidelake").schema(schema)
     for key, value in (storage_options or {}).items():
         source = source.option(io.STORAGE_PREFIX + key, value)
-    if scan.snapshot_id is None:  # an empty table: nothing to pin
-        return source.load(table.path)
-    travels = any(v is not None for v in (snapshot_id, tag, timestamp_ms))
-    if not travels and table.scan(snapshot_id=scan.snapshot_id).schema != scan.schema:
-        # the schema changed after the latest snapshot: a read of the latest has the latest
-        # schema, which a pinned read would not (none of its files is plain then anyway)
-        return source.load(table.path)
-    source = source.option("snapshot-id", str(scan.snapshot_id)).option(SKIP_PLAIN, "true")
-    found = plain_files(table, scan)
-    files = [uri for uris in found if uris is not None for uri in uris]
-    if not files:
-        return source.load(table.path)
-    plain = spark.read.schema(schema).options(**PARQUET_OPTIONS).parquet(*files)
-    if all(uris is not None for uris in found):
-        return plain
-    return plain.unionByName(source.load(table.path))
+    return source

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...exceptions import InvalidArgumentError, UnsupportedError
 from ...table import open_table
+from ..mapped import arrow_frame
 from .context import Context, local_path
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def _read_ref(ctx: Context, ref: exp.Table) -> DataFrame | None:
             raise UnsupportedError(f"{ref.sql('spark')}: a system table has no time travel")
         if ctx.is_path(ref):
             path, _, name = ref.name.rpartition("$")
-            return ctx.spark.createDataFrame(open_table(local_path(path), ctx.storage_options).system(name))
+            return arrow_frame(ctx.spark, open_table(local_path(path), ctx.storage_options).system(name))
         catalog = ctx.catalog()
         if catalog is None:
             return None
@@ -74,7 +75,7 @@ def _read_ref(ctx: Context, ref: exp.Table) -> DataFrame | None:
             rows = catalog.system_table(f"{ref.db}.{ref.name}")
         except TableNotFoundError:
             return None
-        return ctx.spark.createDataFrame(rows)
+        return arrow_frame(ctx.spark, rows)
     table = ctx.table(ref)
     if table is None:
         return None

@@ -12,7 +12,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv self-contained develop release-wheel rust-lint rust-test py-lint py-test java-oracle kafka hive postgres chromium fault-proxies bench docs clean
+.PHONY: test demo venv self-contained develop spark35-test release-wheel rust-lint rust-test py-lint py-test java-oracle kafka hive postgres chromium fault-proxies bench docs clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,19 @@ py-lint: venv
 py-test: develop java-oracle kafka hive postgres chromium fault-proxies
 	$(PY) -m pytest -q --durations=40 tests
 
+# The PySpark 3.5 lane: the Spark paths that need no Python Data Source (mapInArrow reads,
+# writes, DML, tidelake.spark.sql), in a venv of their own with PySpark 3.5 and the extension
+# built by `develop` on the path.
+VENV35 := .venv-spark35
+$(VENV35)/.deps: requirements-spark35.txt
+	$(PYTHON) -m venv $(VENV35)
+	$(VENV35)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV35)/bin/python -m pip install --quiet -r requirements-spark35.txt
+	touch $@
+
+spark35-test: develop $(VENV35)/.deps
+	PYTHONPATH=$(CURDIR)/python $(VENV35)/bin/python -m pytest -q -p no:cacheprovider tests/test_spark_portable.py
+
 # No tracked file may name a path outside the repository (tools/self_contained.py says why).
 self-contained:
 	$(PYTHON) tools/self_contained.py .
@@ -115,6 +128,7 @@ test: venv
 	$(MAKE) rust-lint
 	$(MAKE) rust-test
 	$(MAKE) py-test
+	$(MAKE) spark35-test
 
 demo: develop kafka
 	$(PY) examples/spark_demo.py
@@ -131,4 +145,4 @@ bench: develop
 	$(PY) benches/run.py
 
 clean:
-	rm -rf $(VENV) site python/tidelake/_internal*.so interop/java-oracle/target interop/kafka/target interop/hive/target
+	rm -rf $(VENV) $(VENV35) site python/tidelake/_internal*.so interop/java-oracle/target interop/kafka/target interop/hive/target

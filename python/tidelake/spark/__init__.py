@@ -364,7 +364,7 @@ def cdc_sink(target: str, format: Format = "debezium-json", commit_user: str | N
 
         user = _streaming_commit_user(batch, commit_user, "cdc_sink")
         columns = ["key", "value"] if "key" in batch.columns else ["value"]
-        data = batch.select(*columns).toArrow()
+        data = io.collect_arrow(batch.select(*columns))
         values = data.column("value").to_pylist()
         keys = data.column("key").to_pylist() if "key" in columns else [None] * len(values)
         messages = list(zip(keys, values))

@@ -289,7 +289,7 @@ class SparkMerge:
                    for c in self.clauses]
         table = self.where.open()
         source_schema = self.source.schema
-        empty = self.source.limit(0).toArrow()
+        empty = io.collect_arrow(self.source.limit(0))
         task = _MergeTask(self.where, None, on, clauses, empty.schema)
         pairs = task.builder(table, empty)._on  # (target column, source column)
         targets = {t for t, _ in pairs}
@@ -311,15 +311,48 @@ class SparkMerge:
                 StructType([StructField(_PARTITION, BinaryType(), False), StructField(_BUCKET, IntegerType(), False),
                             StructField(_SPLIT, BinaryType(), False), StructField(_SCHEMA_ID, LongType(), False)]))
             task = _MergeTask(self.where, snapshot, on, clauses, empty.schema, by_source)
-
-            def merge_group(rows: pa.Table, splits: pa.Table) -> pa.Table:  # Spark reads the arity
-                return task(rows, splits)
-
-            out = (routed.groupBy(_PARTITION, _BUCKET).cogroup(splits.groupBy(_PARTITION, _BUCKET))
-                   .applyInArrow(merge_group, _RESULT))
-            return _collected([r.asDict() for r in out.collect()])
+            return _collected([r.asDict() for r in _merged_groups(routed, splits, task).collect()])
 
         return _run_job(table, job)
+
+
+def _merged_groups(routed: DataFrame, splits: DataFrame, task: _MergeTask) -> DataFrame:
+    """``task`` run on every target group, with the group's source rows (``routed``) and its
+    splits: a cogroup in Arrow on PySpark 4.0+; on 3.x (no Arrow cogroup) both sides shuffled
+    by group into one DataFrame and grouped again inside each task (:class:`_TaskGroups`)."""
+    grouped = routed.groupBy(_PARTITION, _BUCKET).cogroup(splits.groupBy(_PARTITION, _BUCKET))
+    if hasattr(grouped, "applyInArrow"):
+        def merge_group(rows: pa.Table, splits: pa.Table) -> pa.Table:  # Spark reads the arity
+            return task(rows, splits)
+
+        return grouped.applyInArrow(merge_group, _RESULT)
+    both = routed.unionByName(splits, allowMissingColumns=True).repartition(_PARTITION, _BUCKET)
+    return both.mapInArrow(_TaskGroups(task, routed.columns), _RESULT)
+
+
+@dataclass(frozen=True)
+class _TaskGroups:
+    """``mapInArrow`` function of PySpark 3.x merges: the rows of one task (source rows with a
+    null split, split rows with null source columns, every row of a group in this task) split
+    into groups, each given to ``task`` as a cogroup would."""
+
+    task: _MergeTask
+    source_columns: list[str]
+
+    def __call__(self, batches: Any) -> Any:
+        import pyarrow.compute as pc
+
+        rows = pa.Table.from_batches(list(batches))
+        if rows.num_rows == 0:
+            return
+        groups = rows.select([_PARTITION, _BUCKET]).group_by([_PARTITION, _BUCKET]).aggregate([]).to_pylist()
+        for group in groups:
+            mine = rows.filter(pc.and_(pc.equal(rows.column(_PARTITION), pa.scalar(group[_PARTITION], pa.binary())),
+                                       pc.equal(rows.column(_BUCKET), group[_BUCKET])))
+            split_rows = pc.is_valid(mine.column(_SPLIT))
+            source = mine.filter(pc.invert(split_rows)).select(self.source_columns)
+            splits = mine.filter(split_rows).select([_PARTITION, _BUCKET, _SPLIT, _SCHEMA_ID])
+            yield from self.task(source, splits).to_batches()
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
@@ -36,6 +36,7 @@ from ..table import Table, open_or_create_table, open_table
 from ..write import CommitMessage, TableWriter
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
 JOB_IDENTIFIER = 1
@@ -166,9 +167,34 @@ def spark_schema(table: Table, with_row_kind: bool = False, pinned: dict[str, An
 
 def arrow_schema(schema: StructType) -> pa.Schema:
     """The exact Arrow schema Spark checks batches from ``read()`` against."""
+    import inspect
+
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(schema, timezone="UTC")
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timezone="UTC")
+    return to_arrow_schema(schema)  # PySpark 3.x: time zone-aware timestamps are labelled UTC
+
+
+def ddl_schema(ddl: str) -> StructType:
+    """The Spark schema of column definitions ``a BIGINT NOT NULL, b STRING`` (``StructType.fromDDL``,
+    PySpark 4.0+; on 3.x the JVM's parser of the active session)."""
+    from pyspark.sql.types import StructType
+
+    if hasattr(StructType, "fromDDL"):
+        return cast(StructType, StructType.fromDDL(ddl))
+    from pyspark.sql.types import _parse_datatype_string
+
+    return cast(StructType, _parse_datatype_string(ddl))
+
+
+def collect_arrow(frame: DataFrame) -> pa.Table:
+    """The rows of ``frame`` as a pyarrow Table on the driver (``DataFrame.toArrow``, PySpark
+    4.0+; its Arrow collect on 3.x)."""
+    if hasattr(frame, "toArrow"):
+        return cast(pa.Table, frame.toArrow())
+    batches = frame._collect_as_arrow()  # type: ignore[operator]
+    return pa.Table.from_batches(batches) if batches else arrow_schema(frame.schema).empty_table()
 
 
 def projection(table: Table, schema: StructType) -> list[str] | None:

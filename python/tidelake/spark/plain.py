@@ -1,5 +1,6 @@
 """``tidelake.spark.read``: Spark's own vectorized Parquet reader for the splits that are plain
-Parquet files, the ``tidelake`` data source for the rest, as one DataFrame.
+Parquet files, the engine for the rest (the ``tidelake`` data source on PySpark 4.x,
+``mapInArrow`` tasks on 3.x: :mod:`tidelake.spark.mapped`), as one DataFrame.
 
 Through the Python Data Source API every row crosses from a Python worker to the JVM as Arrow
 and is converted to rows there, which costs about as much as Spark's whole Parquet read
@@ -15,9 +16,9 @@ Invariants:
   to it like a ``snapshot-id`` read (Spark lists a file list once), so later queries of it do
   not see later commits. Call :func:`read` again for newer data. If that snapshot expires
   before a query runs, Spark fails on the missing files.
-* The two parts classify splits identically: both plan the same snapshot with the same
-  filter (option :data:`FILTER`; a plan's splits do not depend on the columns read) and apply
-  :func:`plain_files`.
+* The two parts classify splits identically: both take :func:`classified_splits` of the same
+  snapshot, projection and filter (option :data:`FILTER`; a split's class depends on the
+  columns read), so every split is read by exactly one part.
 * A filter given to :func:`read` (a Spark SQL condition) prunes both parts and is applied by
   Spark on top: the DataFrame's relations are built for it with the filter in their options, so
   the read info PySpark keeps per relation (``tests/test_spark_pushdown.py``) holds no other
@@ -35,22 +36,23 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from .. import expr
 from ..exceptions import InvalidArgumentError
-from ..scan import Scan
+from ..scan import Scan, Split
 from ..table import Table, open_table
 from . import io
+from .mapped import has_data_source, read_splits
 from .pruning import condition_filter, parse_condition
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["read", "read_table", "plain_files", "spark_readable", "SKIP_PLAIN", "FILTER"]
+__all__ = ["read", "read_table", "plain_files", "classified_splits", "spark_readable", "SKIP_PLAIN", "FILTER"]
 
 FILTER = "filter"
 """Data source option: a JSON filter tree (:func:`tidelake.expr.filter_json`) the read is
@@ -120,6 +122,15 @@ def plain_files(table: Table, scan: Scan) -> list[list[str] | None]:
     return [uris(paths) for paths in found]
 
 
+def classified_splits(table: Table, columns: list[str] | None, pinned: dict[str, Any],
+                      prune: expr.Filter | None) -> list[tuple[Split, list[str] | None]]:
+    """The splits of the pinned read of ``columns`` planned with ``prune``, each with its
+    :func:`plain_files` URIs (None: the engine reads it). The one classification both parts of
+    :func:`read` use, so that every split is read by exactly one of them."""
+    scan = table.scan(columns=columns, filter=prune, **pinned)
+    return list(zip(scan.splits(), plain_files(table, scan)))
+
+
 def read(spark: SparkSession, path: str, columns: list[str] | None = None, snapshot_id: int | None = None,
          tag: str | None = None, timestamp_ms: int | None = None,
          storage_options: dict[str, str] | None = None, *, filter: str | None = None) -> DataFrame:
@@ -180,25 +191,36 @@ def read_table(spark: SparkSession, table: Table, columns: list[str] | None = No
 def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType, prune: expr.Filter | None, *,
                travels: bool) -> DataFrame:
     """The rows of ``scan`` (of ``table``, planned with ``prune``) as ``schema``: its plain
-    splits through Spark's Parquet reader, the others through the data source pinned to the
-    same snapshot and filter."""
+    splits through Spark's Parquet reader, the others through the engine (the data source
+    pinned to the same snapshot and filter, or ``mapInArrow`` tasks on PySpark 3.x)."""
+    projection = io.projection(table, schema)
+    if scan.snapshot_id is None or (not travels and table.scan(snapshot_id=scan.snapshot_id).schema != scan.schema):
+        # an empty table (nothing to pin), or the schema changed after the latest snapshot: a
+        # read of the latest has the latest schema, which a pinned read would not (none of its
+        # files is plain then anyway)
+        if has_data_source():
+            return _source(spark, table, schema, prune).load(table.path)
+        return read_splits(spark, table.scan(columns=projection, filter=prune).splits(), schema)
+    pinned = {"snapshot_id": scan.snapshot_id}
+    found = classified_splits(table, projection, pinned, prune)
+    files = [uri for _, uris in found if uris is not None for uri in uris]
+    plain = spark.read.schema(schema).options(**PARQUET_OPTIONS).parquet(*files) if files else None
+    if plain is not None and all(uris is not None for _, uris in found):
+        return plain
+    if has_data_source():
+        engine = (_source(spark, table, schema, prune).option("snapshot-id", str(scan.snapshot_id))
+                  .option(SKIP_PLAIN, "true").load(table.path))
+    else:
+        engine = read_splits(spark, [split for split, uris in found if uris is None], schema)
+    return engine if plain is None else plain.unionByName(engine)
+
+
+def _source(spark: SparkSession, table: Table, schema: StructType, prune: expr.Filter | None) -> DataFrameReader:
+    """``spark.read.format("tidelake")`` with ``schema``, the table's storage options and the
+    pruning filter."""
     source = spark.read.format("tidelake").schema(schema)
     for key, value in (table.storage_options or {}).items():
         source = source.option(io.STORAGE_PREFIX + key, value)
     if prune is not None:
         source = source.option(FILTER, expr.filter_json(prune))
-    if scan.snapshot_id is None:  # an empty table: nothing to pin
-        return source.load(table.path)
-    if not travels and table.scan(snapshot_id=scan.snapshot_id).schema != scan.schema:
-        # the schema changed after the latest snapshot: a read of the latest has the latest
-        # schema, which a pinned read would not (none of its files is plain then anyway)
-        return source.load(table.path)
-    source = source.option("snapshot-id", str(scan.snapshot_id)).option(SKIP_PLAIN, "true")
-    found = plain_files(table, scan)
-    files = [uri for uris in found if uris is not None for uri in uris]
-    if not files:
-        return source.load(table.path)
-    plain = spark.read.schema(schema).options(**PARQUET_OPTIONS).parquet(*files)
-    if all(uris is not None for uris in found):
-        return plain
-    return plain.unionByName(source.load(table.path))
+    return source

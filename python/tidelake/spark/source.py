@@ -68,7 +68,7 @@ from ..exceptions import InvalidArgumentError
 from ..expr.spark_filters import spark_filter
 from ..scan import Split
 from . import io
-from .plain import FILTER, SKIP_PLAIN, plain_files
+from .plain import FILTER, SKIP_PLAIN, classified_splits
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
@@ -222,8 +222,8 @@ class BatchReader(DataSourceReader):
         if not io.is_pinned(pinned):
             raise InvalidArgumentError(f"option {SKIP_PLAIN} needs a pinned snapshot (snapshot-id, tag or "
                                        "timestamp-ms)")
-        scan = table.scan(columns=columns, filter=self.given, **pinned)
-        return [SplitPartition(s) for s, files in zip(scan.splits(), plain_files(table, scan)) if files is None]
+        return [SplitPartition(split) for split, files in classified_splits(table, columns, pinned, self.given)
+                if files is None]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition, self.schema)

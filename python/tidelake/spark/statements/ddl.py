@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from ...exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedError
 from ...references import PATH_NAMESPACE, local_path
@@ -116,10 +116,8 @@ def _in_tidelake_database(ctx: Context, ref: exp.Table) -> bool:
 def _arrow(columns: list[exp.ColumnDef]) -> pa.Schema:
     """Spark column definitions as the Arrow schema of a table's columns (a ``COMMENT`` as the
     field's ``description``, which tidelake keeps as the column's comment)."""
-    from pyspark.sql.types import StructType
-
     ddl = ", ".join(c.sql("spark") for c in columns)
-    schema = io.arrow_schema(cast(StructType, StructType.fromDDL(ddl)))
+    schema = io.arrow_schema(io.ddl_schema(ddl))
     for i, column in enumerate(columns):
         comment = column_comment(column)
         if comment is not None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ...exceptions import TableNotFoundError
 from ...references import find_system_table, rename, system_name, time_travel
+from ..mapped import arrow_frame
 from .context import Context
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def _read_ref(ctx: Context, ref: exp.Table) -> DataFrame | None:
             if ctx.is_path(ref):
                 raise
             return None
-        return None if rows is None else ctx.spark.createDataFrame(rows)
+        return None if rows is None else arrow_frame(ctx.spark, rows)
     table = ctx.table(ref)
     if table is None:
         return None

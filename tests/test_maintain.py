@@ -301,7 +301,7 @@ def test_spark_runs_the_compaction_jobs(spark, tmp_path):
 
 def test_the_documented_policy_file_is_valid(tmp_path):
     page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "maintain.md").read_text()
-    toml = page.split("```toml\n", 1)[1].split("```", 1)[0]
+    toml = page.split('pathlib.Path("policy.toml").write_text("""', 1)[1].split('""")', 1)[0]
     (tmp_path / "policy.toml").write_text(toml)
     policy = maintain.Policy.from_file(tmp_path / "policy.toml")
     assert policy.snapshot_retain_min == 20 and policy.orphan_older_than == dt.timedelta(days=3)

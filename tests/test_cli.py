@@ -383,7 +383,9 @@ def test_help_is_complete():
         assert line is not None and not line.rstrip().endswith("..."), f"{name} is not listed in full: {line}"
         text = run(*name.split(), "--help").stdout
         assert command.help and len(command.help.split()) >= 5, name
-        if name.split()[0] == "catalog":  # acts on the catalog of --catalog, not on a table at PATH
+        if name == "sql":  # a query over the tables of --warehouse or --catalog, not a table at PATH
+            assert text.startswith("Usage: tidelake sql [OPTIONS] QUERY"), text.splitlines()[0]
+        elif name.split()[0] == "catalog":  # acts on the catalog of --catalog, not on a table at PATH
             assert text.startswith(f"Usage: tidelake {name} [OPTIONS]"), text.splitlines()[0]
             assert "--catalog" in command.help or name != "catalog", "the catalog group must say where it comes from"
         else:

@@ -179,7 +179,8 @@ def main(ctx: click.Context, storage_options: dict[str, str] | None, branch: str
     doctor; create tables and load Parquet/CSV/JSON files with create and load; maintain with
     compact, expire-snapshots, remove-orphans, tags create/delete, rollback, drop-partition,
     expire-partitions, consumers and branches, or let `maintain` plan and run what a table or a
-    warehouse needs. Durations: 30s, 10min, 1h, 2d. With --branch NAME every command acts on
+    warehouse needs; query a warehouse with `sql`; browse a table or warehouse with `ui` (a
+    read-only web page). Durations: 30s, 10min, 1h, 2d. With --branch NAME every command acts on
     that branch of the table. With --catalog KEY=VALUE (or --catalog-file) PATH names a table of
     that Paimon catalog, db.table (the filesystem, JDBC, REST or Hive catalog: metastore=...,
     warehouse=..., uri=...); `tidelake catalog` lists, creates, renames and drops its databases

@@ -332,9 +332,7 @@ impl RawTable {
         options: Option<Vec<(String, String)>>,
     ) -> PyResult<RawScan> {
         let mut read = Read::new(&self.table).options(options.unwrap_or_default());
-        if let Some(filter) = parse_filter(filter_json.as_deref())? {
-            read = read.filter(filter);
-        }
+        read = given(read, parse_filter(filter_json.as_deref())?, Read::filter);
         read = given(read, columns, Read::columns);
         read = given(read, batch_size, Read::batch_size);
         read = given(read, snapshot_id, Read::snapshot_id);
@@ -365,9 +363,7 @@ impl RawTable {
         end_timestamp_ms: Option<i64>,
     ) -> PyResult<RawScan> {
         let mut changes = Changes::new(&self.table);
-        if let Some(filter) = parse_filter(filter_json.as_deref())? {
-            changes = changes.filter(filter);
-        }
+        changes = given(changes, parse_filter(filter_json.as_deref())?, Changes::filter);
         if let Some(mode) = mode {
             let mode = mode
                 .parse::<IncrementalBetweenScanMode>()
@@ -428,7 +424,7 @@ impl RawTable {
 
 /// `builder` with `set` applied to `value` when given: a Python keyword left out keeps the
 /// builder's default.
-pub(crate) fn given<B, T>(builder: B, value: Option<T>, set: impl FnOnce(B, T) -> B) -> B {
+fn given<B, T>(builder: B, value: Option<T>, set: impl FnOnce(B, T) -> B) -> B {
     match value {
         Some(v) => set(builder, v),
         None => builder,

@@ -363,7 +363,11 @@ impl RawTable {
         end_timestamp_ms: Option<i64>,
     ) -> PyResult<RawScan> {
         let mut changes = Changes::new(&self.table);
-        changes = given(changes, parse_filter(filter_json.as_deref())?, Changes::filter);
+        changes = given(
+            changes,
+            parse_filter(filter_json.as_deref())?,
+            Changes::filter,
+        );
         if let Some(mode) = mode {
             let mode = mode
                 .parse::<IncrementalBetweenScanMode>()

@@ -224,10 +224,14 @@ class RawTable:
         mode: Literal["auto", "delta", "changelog", "diff"] | None = None,
         start_tag: str | None = None,
         end_tag: str | None = None,
+        start_timestamp_ms: int | None = None,
+        end_timestamp_ms: int | None = None,
     ) -> RawScan:
         """Plan a read of the changes between snapshots ``(start_snapshot, end_snapshot]`` (up to
-        the latest by default) or two tags, as ``mode`` says; rows carry a leading ``_row_kind``
-        column."""
+        the latest by default; either end may be given as an epoch-ms timestamp instead: the
+        newest snapshot committed at or before it) or two tags, as ``mode`` says; rows carry a
+        leading ``_row_kind`` column. Conflicting or missing range arguments raise
+        ``InvalidArgumentError``."""
 
     def read_split(
         self,

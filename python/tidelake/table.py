@@ -555,30 +555,15 @@ class Table:
                      columns: list[str] | None = None, filter: Any = None, *, start_timestamp: Any = None,
                      end_timestamp: Any = None, start_tag: str | None = None, end_tag: str | None = None,
                      mode: ChangesMode | None = None) -> Scan:
-        """Plan a read of changes; see :meth:`changes`."""
+        """Plan a read of changes; see :meth:`changes`. The engine checks the range (one start,
+        tags both or neither and alone) and resolves timestamps and tags to snapshots."""
         if mode is not None and mode not in CHANGES_MODES:
             raise InvalidArgumentError(f"mode must be one of {', '.join(CHANGES_MODES)}; got {mode!r}")
-        if (start_tag is None) != (end_tag is None):
-            raise InvalidArgumentError("give both start_tag and end_tag")
-        if start_tag is not None and (start_snapshot, end_snapshot, start_timestamp, end_timestamp) != (None,) * 4:
-            raise InvalidArgumentError("give tags or snapshots/timestamps, not both")
-        if start_timestamp is not None:
-            if start_snapshot is not None:
-                raise InvalidArgumentError("give start_snapshot or start_timestamp, not both")
-            before = self.snapshot_at(start_timestamp)
-            start_snapshot = 0 if before is None else before.id
-        if end_timestamp is not None:
-            if end_snapshot is not None:
-                raise InvalidArgumentError("give end_snapshot or end_timestamp, not both")
-            last = self.snapshot_at(end_timestamp)
-            end_snapshot = 0 if last is None else last.id
-        if start_snapshot is None and start_tag is None:
-            raise InvalidArgumentError("changes need start_snapshot, start_timestamp or start_tag")
-        if start_snapshot is not None and start_snapshot < 0:
-            raise InvalidArgumentError(f"start_snapshot must be >= 0, got {start_snapshot}")
         tree = filter_json(to_filter(filter))
         raw = self._raw.changes(start_snapshot, end_snapshot=end_snapshot, columns=columns, filter_json=tree,
-                                mode=mode, start_tag=start_tag, end_tag=end_tag)
+                                mode=mode, start_tag=start_tag, end_tag=end_tag,
+                                start_timestamp_ms=None if start_timestamp is None else _epoch_ms(start_timestamp),
+                                end_timestamp_ms=None if end_timestamp is None else _epoch_ms(end_timestamp))
         return Scan(self._raw, raw, columns, tree, with_row_kind=True)
 
     # ---- writes -------------------------------------------------------------------------------

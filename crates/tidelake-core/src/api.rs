@@ -31,11 +31,10 @@ pub mod scan {
     };
 }
 
-/// Reads: splits to Arrow batches (merge-on-read, deletion vectors, schema evolution).
+/// Reads: splits to Arrow batches (merge-on-read, deletion vectors, schema evolution) by the
+/// builders [`ops::Read`] and [`ops::Changes`]; here what other readers need.
 pub mod read {
-    pub use crate::read::split_read::{
-        collect_splits, read_splits, ReadContext, DEFAULT_BATCH_SIZE,
-    };
+    pub use crate::read::split_read::DEFAULT_BATCH_SIZE;
 
     /// What of a planned scan readers other than the engine read natively.
     pub mod native {
@@ -97,10 +96,12 @@ pub mod maintenance {
 
 /// Verbs that own their transaction: commits of written files ([`ops::TableCommit`]) and
 /// compaction, each followed by the hooks every commit runs ([`ops::after_commit`]: Iceberg
-/// metadata, then maintenance).
+/// metadata, then maintenance); reads of a snapshot ([`ops::Read`]) and of changes
+/// ([`ops::Changes`]), which validate and resolve their selectors.
 pub mod ops {
     pub use crate::ops::{
-        after_commit, commit_compaction, compact, ReplayPolicy, TableCommit, REPLAYS,
+        after_commit, commit_compaction, compact, Changes, PlannedRead, Read, ReplayPolicy,
+        SplitReader, TableCommit, REPLAYS,
     };
 }
 

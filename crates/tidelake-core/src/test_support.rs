@@ -6,7 +6,6 @@
 //! of the library its users get. Helpers panic on failure, as tests do.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use arrow_array::{Int64Array, RecordBatch, StringArray};
 use futures::TryStreamExt;
@@ -17,8 +16,7 @@ use tidelake_spec::snapshot::{parse_snapshot_file_name, BATCH_COMMIT_IDENTIFIER}
 use crate::commit::FileStoreCommit;
 use crate::compact::inline_compaction;
 use crate::io::FileIO;
-use crate::read::split_read::{read_splits, ReadContext};
-use crate::scan::{plan_scan, ScanRequest};
+use crate::ops::Read;
 use crate::table::Table;
 use crate::write::input::RowKinds;
 use crate::write::table_write::TableWrite;
@@ -126,18 +124,18 @@ pub async fn read_table(
     options: &[(&str, &str)],
     batch_size: usize,
 ) -> Vec<RecordBatch> {
-    let request = ScanRequest {
-        options: options
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..ScanRequest::default()
-    };
-    let plan = plan_scan(table, &request).await.unwrap();
-    let ctx = Arc::new(
-        ReadContext::new(table.clone(), &plan.schema, None, None, batch_size, false).unwrap(),
-    );
-    read_splits(ctx, plan.splits, None)
+    let options = options
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let read = Read::new(table)
+        .options(options)
+        .batch_size(batch_size)
+        .plan()
+        .await
+        .unwrap();
+    read.reader
+        .stream(read.plan.splits, None)
         .try_collect()
         .await
         .unwrap()

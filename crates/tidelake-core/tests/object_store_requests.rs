@@ -10,8 +10,7 @@ use arrow_schema::{DataType, Field, Schema};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use tidelake_core::api::commit::FileStoreCommit;
-use tidelake_core::api::read::{collect_splits, ReadContext, DEFAULT_BATCH_SIZE};
-use tidelake_core::api::scan::{plan_scan, ScanRequest};
+use tidelake_core::api::ops::Read;
 use tidelake_core::api::schema::{create_table, TableSpec};
 use tidelake_core::api::write::RowKinds;
 use tidelake_core::api::{FileIO, Table};
@@ -123,7 +122,8 @@ async fn requests_per_commit_and_scan_are_bounded() {
     let store = InstrumentedStore::counting(Arc::new(LocalFileSystem::new()));
     let io = FileIO::from_store(Arc::new(store.clone()), root.clone(), "counted");
     let table = Table::open_io(io).await.unwrap();
-    let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
+    let read = Read::new(&table).plan().await.unwrap();
+    let plan = &read.plan;
     assert_eq!(plan.splits.len(), 4);
     report.push(format!("open + plan after 5 commits: {}", counts(&store)));
     println!("{}", report.last().unwrap());
@@ -136,10 +136,9 @@ async fn requests_per_commit_and_scan_are_bounded() {
 
     let before = store.counts().total();
     let files: u64 = plan.splits.iter().map(|s| s.files.len() as u64).sum();
-    let ctx = Arc::new(
-        ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap(),
-    );
-    let rows: usize = collect_splits(ctx, plan.splits, None)
+    let rows: usize = read
+        .reader
+        .collect(read.plan.splits, None)
         .await
         .unwrap()
         .iter()
@@ -214,7 +213,8 @@ async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
     ))
     .await
     .unwrap();
-    let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
+    let read = Read::new(&table).plan().await.unwrap();
+    let plan = &read.plan;
     let manifests: Vec<String> = store
         .requests()
         .into_iter()
@@ -235,17 +235,14 @@ async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
         .iter()
         .flat_map(|s| &s.files)
         .all(|f| f.level > 0));
-    let rows: usize = {
-        let ctx = Arc::new(
-            ReadContext::new(table, &plan.schema, None, None, DEFAULT_BATCH_SIZE, false).unwrap(),
-        );
-        collect_splits(ctx, plan.splits, None)
-            .await
-            .unwrap()
-            .iter()
-            .map(|b| b.num_rows())
-            .sum()
-    };
+    let rows: usize = read
+        .reader
+        .collect(read.plan.splits, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|b| b.num_rows())
+        .sum();
     assert_eq!(
         rows, 200,
         "keys 50..250 as compacted after 3 appends; the 4th is level 0, unread"

@@ -4,7 +4,9 @@
 //!   public only because integration tests in `tests/` use internals of them (each with why);
 //!   every other module is `pub(crate)` (or private), so the compiler keeps it internal.
 //! * The Python binding (`crates/tidelake-python/src`) names the core only through
-//!   `tidelake_core::api`.
+//!   `tidelake_core::api`, and there only the verbs of `api::ops` and value types, never the
+//!   engine pieces those verbs assemble ([`ASSEMBLED_BY_OPS`]), which the facade does not
+//!   re-export.
 //!
 //! Both read the sources as text, as `layering.rs` does.
 
@@ -37,6 +39,13 @@ const PUBLIC_MODULES: &[(&str, &str)] = &[
         "tests/write_bucket.rs and tests/write_file_writer.rs test bucket routing and file writers",
     ),
 ];
+
+/// Engine pieces only the verbs of `ops` assemble (each with the verbs that do): neither the
+/// facade nor the binding names them.
+const ASSEMBLED_BY_OPS: &[(&str, &str)] = &[(
+    "ReadContext",
+    "ops::Read and ops::Changes (columns, filter, selectors, batch size)",
+)];
 
 /// The names of the `pub mod x;` declarations of `lib`.
 fn public_modules(lib: &str) -> Vec<String> {
@@ -112,6 +121,49 @@ fn the_binding_uses_the_core_through_its_facade() {
     );
 }
 
+/// Each line of `code` (comments left out) naming one of `names` as a whole word, with the name.
+fn lines_naming(code: &str, names: &[(&str, &str)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        let words: Vec<&str> = line
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .collect();
+        for (name, by) in names {
+            if words.contains(name) {
+                out.push(format!("{}: {name} (use {by})", line.trim()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_facade_and_the_binding_leave_what_ops_assembles_to_ops() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems: Vec<String> = lines_naming(
+        &fs::read_to_string(root.join("src/api.rs")).unwrap(),
+        ASSEMBLED_BY_OPS,
+    )
+    .into_iter()
+    .map(|p| format!("src/api.rs: {p}"))
+    .collect();
+    for entry in fs::read_dir(root.join("../tidelake-python/src")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let code = fs::read_to_string(&path).unwrap();
+            for p in lines_naming(&code, ASSEMBLED_BY_OPS) {
+                problems.push(format!("{}: {p}", path.display()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "engine pieces named outside ops:\n{}",
+        problems.join("\n")
+    );
+}
+
 // The checks on small inputs.
 
 #[test]
@@ -142,5 +194,15 @@ fn paths_around_the_facade_are_found_outside_comments() {
             "use tidelake_core::scan::Split;",
             "type R = tidelake_core::Result<()>;",
         ]
+    );
+}
+
+#[test]
+fn names_are_found_as_whole_words_outside_comments() {
+    let code = "use tidelake_core::api::read::{ReadContext, X};\n\
+                let c = MyReadContext::new(); // ReadContext\n";
+    assert_eq!(
+        lines_naming(code, &[("ReadContext", "ops::Read")]),
+        vec!["use tidelake_core::api::read::{ReadContext, X};: ReadContext (use ops::Read)"]
     );
 }

@@ -4,15 +4,12 @@
 //! against what was committed since, removing the rewritten files of append tables), and the
 //! metrics of the snapshots a write created.
 
-use std::sync::Arc;
-
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 
 use tidelake_core::api::maintenance::changes_of;
-use tidelake_core::api::ops::TableCommit;
-use tidelake_core::api::read::{ReadContext, DEFAULT_BATCH_SIZE};
+use tidelake_core::api::ops::{Read, TableCommit};
 use tidelake_core::api::scan::Split;
 use tidelake_core::api::write::{deletion_messages, row_places};
 use tidelake_core::api::Error;
@@ -38,15 +35,9 @@ impl RawTable {
         schema_id: i64,
     ) -> PyResult<RawBatches> {
         let split = Split::from_bytes(split).map_err(to_py)?;
-        let table = self.table.clone();
-        let ctx = block_on(py, async move {
-            let schema = table.schema_by_id(schema_id).await?;
-            ReadContext::new(table, &schema, None, None, DEFAULT_BATCH_SIZE, false)
-        })?
-        .py()?;
-        let ctx = Arc::new(ctx);
-        let rows = ctx.read_positioned(&split).map_err(to_py)?;
-        Ok(RawBatches::new(ctx.positioned_schema(), rows))
+        let reader = block_on(py, Read::new(&self.table).split_reader(schema_id))?.py()?;
+        let rows = reader.read_positioned(&split).map_err(to_py)?;
+        Ok(RawBatches::new(reader.positioned_schema(), rows))
     }
 
     /// The (partition, bucket) of one split (bytes): its framed partition row, bucket and the

@@ -3,14 +3,12 @@
 //! Planning happens once, on construction; splits cross as opaque bytes (picklable on the
 //! Python side) and can be read back in any process with [`RawScan::read_split`].
 
-use std::sync::Arc;
-
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_arrow::PySchema;
-use tidelake_core::api::read::{collect_splits, read_splits, ReadContext};
-use tidelake_core::api::scan::{Predicate, ScanPlan, SnapshotSelector, Split};
-use tidelake_core::api::{Error, Table};
+use tidelake_core::api::ops::{PlannedRead, SplitReader};
+use tidelake_core::api::scan::{Predicate, ScanPlan, Split};
+use tidelake_core::api::Error;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::progress::py_progress;
@@ -19,33 +17,16 @@ use crate::stream::{pyarrow_table, RawBatches};
 
 #[pyclass(module = "tidelake._internal", frozen)]
 pub struct RawScan {
-    pub(crate) ctx: Arc<ReadContext>,
+    pub(crate) reader: SplitReader,
     pub(crate) plan: ScanPlan,
 }
 
-impl RawScan {
-    /// The read of `plan`'s splits: `columns` (all when None) of the rows `filter` keeps, with
-    /// a leading `_row_kind` column for change reads (`with_row_kind`).
-    pub(crate) fn new(
-        table: Table,
-        plan: ScanPlan,
-        columns: Option<&[String]>,
-        filter: Option<&Predicate>,
-        batch_size: usize,
-        with_row_kind: bool,
-    ) -> Result<RawScan, Error> {
-        let ctx = ReadContext::new(
-            table,
-            &plan.schema,
-            columns,
-            filter,
-            batch_size,
-            with_row_kind,
-        )?;
-        Ok(RawScan {
-            ctx: Arc::new(ctx),
-            plan,
-        })
+impl From<PlannedRead> for RawScan {
+    fn from(read: PlannedRead) -> RawScan {
+        RawScan {
+            reader: read.reader,
+            plan: read.plan,
+        }
     }
 }
 
@@ -68,22 +49,6 @@ pub(crate) fn parse_filter(filter_json: Option<&str>) -> PyResult<Option<Predica
         .transpose()
 }
 
-pub(crate) fn selector(
-    snapshot_id: Option<i64>,
-    tag: Option<String>,
-    timestamp_ms: Option<i64>,
-) -> PyResult<SnapshotSelector> {
-    match (snapshot_id, tag, timestamp_ms) {
-        (None, None, None) => Ok(SnapshotSelector::Latest),
-        (Some(id), None, None) => Ok(SnapshotSelector::Id(id)),
-        (None, Some(t), None) => Ok(SnapshotSelector::Tag(t)),
-        (None, None, Some(ts)) => Ok(SnapshotSelector::TimestampMs(ts)),
-        _ => Err(to_py(Error::invalid(
-            "give at most one of snapshot_id, tag and timestamp_ms",
-        ))),
-    }
-}
-
 #[pymethods]
 impl RawScan {
     /// Id of the snapshot read (for change scans: the last one), or None for an empty table.
@@ -100,7 +65,7 @@ impl RawScan {
 
     /// The pyarrow schema of the rows this scan yields.
     fn arrow_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.ctx.output_schema()).into_pyarrow(py)
+        PySchema::new(self.reader.output_schema()).into_pyarrow(py)
     }
 
     /// The planned splits, each serialised to bytes.
@@ -156,12 +121,9 @@ impl RawScan {
     #[pyo3(signature = (progress=None))]
     fn batches(&self, progress: Option<Py<PyAny>>) -> RawBatches {
         RawBatches::new(
-            self.ctx.output_schema(),
-            read_splits(
-                self.ctx.clone(),
-                self.plan.splits.clone(),
-                py_progress(progress),
-            ),
+            self.reader.output_schema(),
+            self.reader
+                .stream(self.plan.splits.clone(), py_progress(progress)),
         )
     }
 
@@ -175,22 +137,19 @@ impl RawScan {
     ) -> PyResult<Bound<'py, PyAny>> {
         let batches = block_on(
             py,
-            collect_splits(
-                self.ctx.clone(),
-                self.plan.splits.clone(),
-                py_progress(progress),
-            ),
+            self.reader
+                .collect(self.plan.splits.clone(), py_progress(progress)),
         )?
         .py()?;
-        pyarrow_table(py, batches, self.ctx.output_schema())
+        pyarrow_table(py, batches, self.reader.output_schema())
     }
 
     /// The batches of one split produced by `splits()`, streamed.
     fn read_split(&self, split: &[u8]) -> PyResult<RawBatches> {
         let split = Split::from_bytes(split).map_err(to_py)?;
         Ok(RawBatches::new(
-            self.ctx.output_schema(),
-            read_splits(self.ctx.clone(), vec![split], None),
+            self.reader.output_schema(),
+            self.reader.stream(vec![split], None),
         ))
     }
 }

@@ -16,10 +16,8 @@ use tidelake_core::api::schema::{
 };
 use tidelake_core::api::{FileIO, ReadCache, StorageOptions, Table};
 
-use tidelake_core::api::read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
-use tidelake_core::api::scan::{
-    plan_changes, plan_diff, plan_scan, resolve_snapshot, ScanRequest, SnapshotSelector, Split,
-};
+use tidelake_core::api::ops::{Changes, Read};
+use tidelake_core::api::scan::Split;
 
 use tidelake_core::api::ops::ReplayPolicy;
 use tidelake_core::api::Error;
@@ -29,7 +27,7 @@ use crate::arrow_arg::{FieldArg, SchemaArg};
 use crate::errors::{to_py, IntoPyResult};
 use crate::metadata::{schema_fields, snapshot_fields, tag_fields};
 use crate::runtime::block_on;
-use crate::scan::{parse_filter, selector, RawScan};
+use crate::scan::{parse_filter, RawScan};
 use crate::stream::RawBatches;
 
 #[pyclass(module = "tidelake._internal", frozen)]
@@ -333,33 +331,22 @@ impl RawTable {
         batch_size: Option<usize>,
         options: Option<Vec<(String, String)>>,
     ) -> PyResult<RawScan> {
-        let filter = parse_filter(filter_json.as_deref())?;
-        let request = ScanRequest {
-            snapshot: selector(snapshot_id, tag, timestamp_ms)?,
-            filter: filter.clone(),
-            options: options.unwrap_or_default(),
-        };
-        let table = self.table.clone();
-        let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
-        block_on(py, async move {
-            let plan = plan_scan(&table, &request).await?;
-            RawScan::new(
-                table,
-                plan,
-                columns.as_deref(),
-                filter.as_ref(),
-                batch_size,
-                false,
-            )
-        })?
-        .py()
+        let mut read = Read::new(&self.table).options(options.unwrap_or_default());
+        read = given(read, parse_filter(filter_json.as_deref())?, Read::filter);
+        read = given(read, columns, Read::columns);
+        read = given(read, batch_size, Read::batch_size);
+        read = given(read, snapshot_id, Read::snapshot_id);
+        read = given(read, tag, Read::tag);
+        read = given(read, timestamp_ms, Read::timestamp_ms);
+        Ok(block_on(py, read.plan())?.py()?.into())
     }
 
-    /// Plan a read of the changes between snapshots (start, end] or between two tags, as
-    /// `mode` says (`auto`, `delta`, `changelog`, `diff`; default: the table's
-    /// `incremental-between-scan-mode`, and `diff` between tags unless
-    /// `incremental-between-tag-to-snapshot`).
-    #[pyo3(signature = (start_snapshot=None, end_snapshot=None, columns=None, filter_json=None, batch_size=None, mode=None, start_tag=None, end_tag=None))]
+    /// Plan a read of the changes between snapshots (start, end] (by id or by epoch-ms
+    /// timestamps) or between two tags, as `mode` says (`auto`, `delta`, `changelog`, `diff`;
+    /// default: the table's `incremental-between-scan-mode`, and `diff` between tags unless
+    /// `incremental-between-tag-to-snapshot`); `tidelake_core::api::ops::Changes` checks and
+    /// resolves the range.
+    #[pyo3(signature = (start_snapshot=None, end_snapshot=None, columns=None, filter_json=None, batch_size=None, mode=None, start_tag=None, end_tag=None, start_timestamp_ms=None, end_timestamp_ms=None))]
     #[allow(clippy::too_many_arguments)]
     fn changes(
         &self,
@@ -372,62 +359,31 @@ impl RawTable {
         mode: Option<String>,
         start_tag: Option<String>,
         end_tag: Option<String>,
+        start_timestamp_ms: Option<i64>,
+        end_timestamp_ms: Option<i64>,
     ) -> PyResult<RawScan> {
-        let filter = parse_filter(filter_json.as_deref())?;
-        let mode = mode
-            .map(|m| {
-                m.parse::<IncrementalBetweenScanMode>()
-                    .map_err(|e| Error::from_spec("changes mode", e))
-            })
-            .transpose()
-            .py()?;
-        let table = self.table.clone();
-        let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
-        block_on(py, async move {
-            let plan = match (start_tag, end_tag) {
-                (None, None) => {
-                    let start = start_snapshot.ok_or_else(|| {
-                        Error::invalid("changes need a start snapshot or a start tag")
-                    })?;
-                    plan_changes(&table, start, end_snapshot, mode).await?
-                }
-                (Some(start), Some(end)) => {
-                    let start = resolve_snapshot(&table, &SnapshotSelector::Tag(start)).await?;
-                    let end = resolve_snapshot(&table, &SnapshotSelector::Tag(end)).await?;
-                    let (start, end) = start.zip(end).expect("a tag always has a snapshot");
-                    if end.id < start.id {
-                        return Err(Error::invalid(format!(
-                            "the end tag's snapshot {} is older than the start tag's {}",
-                            end.id, start.id
-                        )));
-                    }
-                    let to_snapshot = table
-                        .schema()
-                        .options()
-                        .incremental_between_tag_to_snapshot()
-                        .map_err(|e| Error::from_spec("table options", e))?;
-                    match mode {
-                        Some(m) if m != IncrementalBetweenScanMode::Diff => {
-                            plan_changes(&table, start.id, Some(end.id), Some(m)).await?
-                        }
-                        None if to_snapshot => {
-                            plan_changes(&table, start.id, Some(end.id), None).await?
-                        }
-                        _ => plan_diff(&table, Some(&start), &end).await?,
-                    }
-                }
-                _ => return Err(Error::invalid("give both start_tag and end_tag")),
-            };
-            RawScan::new(
-                table,
-                plan,
-                columns.as_deref(),
-                filter.as_ref(),
-                batch_size,
-                true,
-            )
-        })?
-        .py()
+        let mut changes = Changes::new(&self.table);
+        changes = given(
+            changes,
+            parse_filter(filter_json.as_deref())?,
+            Changes::filter,
+        );
+        if let Some(mode) = mode {
+            let mode = mode
+                .parse::<IncrementalBetweenScanMode>()
+                .map_err(|e| Error::from_spec("changes mode", e))
+                .py()?;
+            changes = changes.mode(mode);
+        }
+        changes = given(changes, columns, Changes::columns);
+        changes = given(changes, batch_size, Changes::batch_size);
+        changes = given(changes, start_snapshot, Changes::start_snapshot);
+        changes = given(changes, end_snapshot, Changes::end_snapshot);
+        changes = given(changes, start_timestamp_ms, Changes::start_timestamp_ms);
+        changes = given(changes, end_timestamp_ms, Changes::end_timestamp_ms);
+        changes = given(changes, start_tag, Changes::start_tag);
+        changes = given(changes, end_tag, Changes::end_tag);
+        Ok(block_on(py, changes.plan())?.py()?.into())
     }
 
     /// Read one split produced by `RawScan.splits()` (possibly in another process) without
@@ -447,23 +403,34 @@ impl RawTable {
         let split = Split::from_bytes(split).map_err(to_py)?;
         let filter = parse_filter(filter_json.as_deref())?;
         let table = self.table.clone();
-        let batch_size = batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
-        let ctx = block_on(py, async move {
-            let schema = table.schema_by_id(schema_id).await?;
-            ReadContext::new(
-                table,
-                &schema,
-                columns.as_deref(),
-                filter.as_ref(),
-                batch_size,
-                with_row_kind,
-            )
+        let reader = block_on(py, async move {
+            if with_row_kind {
+                let mut changes = Changes::new(&table);
+                changes = given(changes, filter, Changes::filter);
+                changes = given(changes, columns, Changes::columns);
+                changes = given(changes, batch_size, Changes::batch_size);
+                changes.split_reader(schema_id).await
+            } else {
+                let mut read = Read::new(&table);
+                read = given(read, filter, Read::filter);
+                read = given(read, columns, Read::columns);
+                read = given(read, batch_size, Read::batch_size);
+                read.split_reader(schema_id).await
+            }
         })?
         .py()?;
-        let ctx = Arc::new(ctx);
         Ok(RawBatches::new(
-            ctx.output_schema(),
-            read_splits(ctx, vec![split], None),
+            reader.output_schema(),
+            reader.stream(vec![split], None),
         ))
+    }
+}
+
+/// `builder` with `set` applied to `value` when given: a Python keyword left out keeps the
+/// builder's default.
+fn given<B, T>(builder: B, value: Option<T>, set: impl FnOnce(B, T) -> B) -> B {
+    match value {
+        Some(v) => set(builder, v),
+        None => builder,
     }
 }

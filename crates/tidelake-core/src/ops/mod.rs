@@ -1,19 +1,25 @@
 //! The operations layer: user verbs that own their whole transaction, from the commit through
 //! what follows every commit, so that every caller (the Python binding, Rust `api` users) gets
-//! the same table afterwards.
+//! the same table afterwards, and the reads ([`Read`], [`Changes`]) that own the validation
+//! and resolution of their snapshot selectors.
 //!
-//! Invariant: a verb here that returns `Ok` committed, then ran [`after_commit`] on the
+//! Invariants: a writing verb here that returns `Ok` committed, then ran [`after_commit`] on the
 //! snapshots it created: the table's Iceberg metadata, then the maintenance Java's committers
 //! run after each commit (expiring tags, partitions, consumers and snapshots), for every commit
 //! kind (APPEND, OVERWRITE, row-level, COMPACT). If the hook fails, the commit stands (it is
-//! acknowledged by the snapshot) and the error says what did not follow it.
+//! acknowledged by the snapshot) and the error says what did not follow it. A read's selectors
+//! are checked in one place, its builder, before any I/O.
 
 mod compact;
 mod post_commit;
+mod read;
+#[cfg(test)]
+mod read_tests;
 mod replay;
 mod table_commit;
 
 pub use compact::{commit_compaction, compact};
 pub use post_commit::after_commit;
+pub use read::{Changes, PlannedRead, Read, SplitReader};
 pub use replay::{ReplayPolicy, REPLAYS};
 pub use table_commit::TableCommit;

@@ -110,8 +110,10 @@ pub struct ReadContext {
 
 impl ReadContext {
     /// Prepare reads of `schema`'s rows, returning `columns` (all when `None`) in the given
-    /// order, keeping rows that match `filter`.
-    pub fn new(
+    /// order, keeping rows that match `filter`. Crate-private: reads of users go through the
+    /// builders [`crate::ops::Read`] and [`crate::ops::Changes`], which own the selectors; the
+    /// engine's own reads (compaction, lookups, system tables) use this.
+    pub(crate) fn new(
         table: Table,
         schema: &TableSchema,
         columns: Option<&[String]>,

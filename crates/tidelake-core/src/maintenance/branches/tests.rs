@@ -14,7 +14,7 @@ use crate::maintenance::expire::{expire_snapshots, ExpireConfig};
 use crate::maintenance::orphans::remove_orphan_files;
 use crate::maintenance::rollback::{rollback_to, RollbackTarget};
 use crate::maintenance::tags::{create_tag, delete_tag};
-use crate::read::split_read::{collect_splits, ReadContext};
+use crate::ops::Read;
 use crate::scan::{plan_scan, ScanRequest};
 use crate::schema_change::{alter_table, create_table, SchemaChange, TableSpec};
 use crate::test_support::write_and_commit;
@@ -54,11 +54,9 @@ async fn append(table: &Table, rows: &[(i64, i64)]) -> i64 {
 
 /// Every `(p, v)` of the latest snapshot, sorted.
 async fn rows(table: &Table) -> Vec<(i64, i64)> {
-    let plan = plan_scan(table, &ScanRequest::default()).await.unwrap();
-    let ctx =
-        Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 1024, false).unwrap());
+    let read = Read::new(table).batch_size(1024).plan().await.unwrap();
     let mut out = Vec::new();
-    for b in collect_splits(ctx, plan.splits, None).await.unwrap() {
+    for b in read.reader.collect(read.plan.splits, None).await.unwrap() {
         let col = |n: &str| {
             b.column_by_name(n)
                 .unwrap()

@@ -8,9 +8,11 @@ from ._internal import __version__, reset_logging
 from ._metadata import Partition, SchemaVersion, Snapshot, Tag
 from .catalog import Catalog
 from .dml import MergeBuilder
+from .stage import Stage
 from .exceptions import (
     CommitConflictError,
     CorruptMetadataError,
+    ExpectationError,
     ForkSafetyError,
     InternalError,
     InvalidArgumentError,
@@ -41,6 +43,7 @@ __all__ = [
     "WriteResult",
     "MergeBuilder",
     "Table",
+    "Stage",
     "Snapshot",
     "Tag",
     "Partition",
@@ -52,6 +55,7 @@ __all__ = [
     "CorruptMetadataError",
     "SchemaMismatchError",
     "CommitConflictError",
+    "ExpectationError",
     "UnsupportedError",
     "InvalidArgumentError",
     "StorageError",

@@ -18,6 +18,9 @@
 //!   snapshot, with its usual conflict checks) or makes the publish fail;
 //! * the branch's schema files must be the target's: a stage that altered the schema is refused
 //!   ([`Error::Unsupported`]);
+//! * publishing again what was published (a publish that crashed before returning, or before
+//!   its caller deleted the branch) answers the snapshot it created: the snapshot after the
+//!   fork records the branch and the branch's snapshot it holds (properties `tidelake.stage.*`);
 //! * changelog files of the branch are not published (their rows are in the published data).
 
 use std::collections::HashSet;
@@ -31,6 +34,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ops::after_commit;
 use crate::state::{live_index_entries, LiveFiles, Pruning};
 use crate::table::{list_schema_ids, schema_path, Table};
+
+/// Snapshot properties of a published snapshot: the branch published, and its snapshot.
+const STAGE_BRANCH: &str = "tidelake.stage.branch";
+const STAGE_SNAPSHOT: &str = "tidelake.stage.snapshot";
 
 /// Publish branch `name` into the branch `table` is opened on (see the module docs): the
 /// snapshot created, `None` when the branch committed nothing since its fork.
@@ -55,6 +62,14 @@ pub async fn publish_branch(table: &Table, name: &str) -> Result<Option<i64>> {
         return Ok(None);
     };
     let fork = fork_of(table, &stage).await?;
+    let marker = vec![
+        (STAGE_BRANCH.to_string(), name.to_string()),
+        (STAGE_SNAPSHOT.to_string(), latest.id.to_string()),
+    ];
+    let next = fork.map_or(1, |f| f.saturating_add(1));
+    if sm.exists(next).await? && sm.snapshot(next).await?.properties.as_ref() == Some(&marker) {
+        return Ok(Some(next)); // published before, by a publish that stopped before returning
+    }
     let base = match fork {
         Some(id) => Some(sm.snapshot(id).await?),
         None if sm.latest_id().await?.is_none() => None,
@@ -71,9 +86,8 @@ pub async fn publish_branch(table: &Table, name: &str) -> Result<Option<i64>> {
     check_same_schemas(table, &stage, name).await?;
     let (table_changes, index_changes) = diff(table, base.as_ref(), &stage, &latest).await?;
     let user = format!("tidelake-publish-{}", table.env().uuid());
-    let properties = [("tidelake.published-branch".to_string(), name.to_string())];
     let committed = FileStoreCommit::new(table.clone(), user)?
-        .commit_on_top_of(fork, table_changes, index_changes, &properties)
+        .commit_on_top_of(fork, table_changes, index_changes, &marker)
         .await;
     let id = match committed {
         Ok(id) => id,

@@ -95,7 +95,7 @@ def test_stage_of_an_empty_table_and_a_stage_that_changed_nothing(tmp_path):
     s = t.stage("idle")
     assert s.publish() is None and t.latest_snapshot_id() == 1 and t.branches() == []
     with pytest.raises(tidelake.InvalidArgumentError, match="already published"):
-        s.discard()
+        s.abandon()
 
 
 def test_an_exception_discards_the_stage(tmp_path):
@@ -248,7 +248,7 @@ def test_main_writers_racing_publishes_lose_no_acknowledged_write(tmp_path):
             published.update(batch)
         except tidelake.CommitConflictError:
             refused.update(batch)
-            s.discard()
+            s.abandon()
     for w in writers:
         assert w.wait(timeout=120) == 0, w.stderr.read().decode()[-2000:] if w.stderr else ""
     acked, tried = set(), set()
@@ -395,3 +395,25 @@ def test_java_reads_a_published_table_as_tidelake_does(java, tmp_path):  # noqa:
     assert t.latest_snapshot_id() == before + 1
     compare_read(java, t, wh, "published stage", pypaimon=True)
     compare_read(java, t, wh, "before the publish", snapshot_id=before)
+
+
+def test_spark_creates_writes_and_publishes_a_stage(spark, tmp_path):
+    import tidelake.spark
+    from _peers import new_warehouse
+    from tidelake.spark.statements import CATALOG_CONF
+
+    catalog, wh = new_warehouse(tmp_path)
+    tidelake.spark.register(spark, catalog={"metastore": "filesystem", "warehouse": wh}, check_workers=False)
+    try:
+        t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], bucket=2)
+        t.write(rows(range(3)))
+        [row] = tidelake.spark.sql(spark, "CALL sys.create_stage(table => 'db.t', branch => 'etl')").collect()
+        assert (row.branch, row.base_snapshot_id) == ("etl", 1)
+        df = spark.createDataFrame([(10, "s"), (1, "s")], "k bigint, v string")
+        tidelake.spark.write(df, catalog.get_table("db.t$branch_etl"))
+        assert keys(t) == {0, 1, 2}
+        [row] = tidelake.spark.sql(spark, "CALL sys.publish_stage(table => 'db.t', branch => 'etl')").collect()
+        assert row.snapshot_id == 2 and t.branches() == []
+        assert state(t) == [(0, "a0"), (1, "s"), (2, "a2"), (10, "s")]
+    finally:
+        spark.conf.unset(CATALOG_CONF)

@@ -8,7 +8,6 @@ from ._internal import __version__, reset_logging
 from ._metadata import Partition, SchemaVersion, Snapshot, Tag
 from .catalog import Catalog
 from .dml import MergeBuilder
-from .stage import Stage
 from .exceptions import (
     CommitConflictError,
     CorruptMetadataError,
@@ -24,6 +23,7 @@ from .exceptions import (
     TidelakeError,
     UnsupportedError,
 )
+from .stage import Stage
 from .table import Table, create_table, open_table, write_table
 from .write import CommitMessage, TableWriter, WriteResult
 

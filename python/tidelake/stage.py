@@ -50,7 +50,7 @@ class _Expectation:
 class Stage(Table):
     """A table opened on a stage branch: reads, writes, upserts and deletes act on the stage;
     :meth:`changes` and :meth:`to_arrow` audit it, :meth:`expect` declares what must hold before
-    it is published. As a context manager it publishes when the block ends normally and
+    it is published (:meth:`publish`) or :meth:`abandon`-ed. As a context manager it publishes when the block ends normally and
     discards the stage when it ends by an exception (which propagates)."""
 
     def __init__(self, raw: _internal.RawTable, target: Table, base: int | None) -> None:
@@ -110,7 +110,7 @@ class Stage(Table):
         staged = None
         for e in self._expectations:
             if e.min_rows is not None or e.max_rows is not None:
-                staged = self.count_rows() if staged is None else staged
+                staged = self.to_arrow([self.schema.names[0]]).num_rows if staged is None else staged
                 if e.min_rows is not None and staged < e.min_rows:
                     self._fail(e, f"the staged table has {staged} rows, fewer than min_rows={e.min_rows}")
                 if e.max_rows is not None and staged > e.max_rows:
@@ -143,12 +143,13 @@ class Stage(Table):
         try:
             self.audit()
         except ExpectationError:
-            self.discard()
+            self.abandon()
             raise
+        published = self._target.publish_stage(self.branch)
         self._done = True
-        return self._target.publish_stage(self.branch)
+        return published
 
-    def discard(self) -> None:
+    def abandon(self) -> None:
         """Delete the stage's branch; the table is left as it is."""
         self._check_open()
         self._done = True
@@ -169,7 +170,7 @@ class Stage(Table):
             self.publish()
             return
         try:
-            self.discard()
+            self.abandon()
         except TidelakeError as err:  # the block's exception is the one to see
             _log.warning("could not discard stage %r of %s: %s", self.branch, self._target.path, err)
 

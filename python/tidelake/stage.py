@@ -50,8 +50,9 @@ class _Expectation:
 class Stage(Table):
     """A table opened on a stage branch: reads, writes, upserts and deletes act on the stage;
     :meth:`changes` and :meth:`to_arrow` audit it, :meth:`expect` declares what must hold before
-    it is published (:meth:`publish`) or :meth:`abandon`-ed. As a context manager it publishes when the block ends normally and
-    discards the stage when it ends by an exception (which propagates)."""
+    it is published (:meth:`publish`); :meth:`abandon` discards it. As a context manager it
+    publishes when the block ends normally and discards the stage when it ends by an exception
+    (which propagates)."""
 
     def __init__(self, raw: _internal.RawTable, target: Table, base: int | None) -> None:
         super().__init__(raw)

@@ -453,5 +453,8 @@ async fn publishing_a_branch_is_one_snapshot_refused_once_main_moved() {
     assert_eq!(err.kind(), ErrorKind::CommitConflict, "{err}");
     assert!(err.to_string().contains("kept for inspection"), "{err}");
     assert_eq!(rows(&main).await, vec![(1, 1), (2, 2), (3, 3), (5, 5)]);
-    assert!(list_branches(main.io()).await.unwrap().contains(&"t".to_string()));
+    assert!(list_branches(main.io())
+        .await
+        .unwrap()
+        .contains(&"t".to_string()));
 }

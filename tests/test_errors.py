@@ -604,12 +604,18 @@ def _corrupt(tmp_path: pathlib.Path) -> None:
     t.to_arrow()
 
 
+def _failed_expectation(tmp_path: pathlib.Path) -> None:
+    with _small_table(tmp_path).stage("audit") as s:
+        s.expect(max_rows=1)
+
+
 # Each of tidelake's exception classes, and a call that must raise exactly it.
 ERROR_PATHS = {
     tidelake.TableNotFoundError: lambda p: tidelake.open_table(str(p / "nope")),
     tidelake.SnapshotExpiredError: _expired_read,
     tidelake.TableAlreadyExistsError: lambda p: (_small_table(p), _small_table(p)),
     tidelake.CommitConflictError: _cross_partition_conflict,
+    tidelake.ExpectationError: _failed_expectation,
     tidelake.CorruptMetadataError: _corrupt,
     tidelake.SchemaMismatchError: lambda p: _small_table(p).write(pa.table({"k": ["one"]})),
     tidelake.InvalidArgumentError: lambda p: _small_table(p).to_arrow(filter="k ==="),

@@ -314,6 +314,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert r("RawTable", "branches", altered.branches()) == ["b1"]
     branch = _internal.RawTable.open(altered.location, storage_options=None, branch="b1")
     r("RawTable", "fast_forward", altered.fast_forward("b1")).reload()
+    assert r("RawTable", "publish_branch", altered.publish_branch("b1")) is None  # main is b1 now
     assert branch.branch == "b1"
     r("RawTable", "delete_branch", altered.delete_branch("b1"))
     r("RawTable", "rollback_to", altered.rollback_to(snapshot_id=None, tag="t1"))

@@ -11,6 +11,7 @@ from .dml import MergeBuilder
 from .exceptions import (
     CommitConflictError,
     CorruptMetadataError,
+    ExpectationError,
     ForkSafetyError,
     InternalError,
     InvalidArgumentError,
@@ -23,6 +24,7 @@ from .exceptions import (
     UnsupportedError,
 )
 from .query import sql, sql_reader
+from .stage import Stage
 from .table import Table, create_table, open_table, write_table
 from .write import CommitMessage, TableWriter, WriteResult
 
@@ -44,6 +46,7 @@ __all__ = [
     "WriteResult",
     "MergeBuilder",
     "Table",
+    "Stage",
     "Snapshot",
     "Tag",
     "Partition",
@@ -55,6 +58,7 @@ __all__ = [
     "CorruptMetadataError",
     "SchemaMismatchError",
     "CommitConflictError",
+    "ExpectationError",
     "UnsupportedError",
     "InvalidArgumentError",
     "StorageError",

@@ -379,6 +379,9 @@ class RawTable:
 
     def delete_branch(self, name: str) -> None: ...
 
+    def publish_branch(self, name: str) -> int | None:
+        """Publish branch ``name`` into this branch as one snapshot; ``None``: nothing to publish."""
+
     def fast_forward(self, name: str) -> RawTable:
         """Fast-forward this branch to ``name``; returns the table re-opened."""
 

@@ -15,6 +15,7 @@ __all__ = [
     "CorruptMetadataError",
     "SchemaMismatchError",
     "CommitConflictError",
+    "ExpectationError",
     "UnsupportedError",
     "InvalidArgumentError",
     "StorageError",
@@ -53,6 +54,11 @@ class SchemaMismatchError(TidelakeError, ValueError):
 
 class CommitConflictError(TidelakeError):
     """A concurrent commit won the race and retries were exhausted; re-read and retry."""
+
+
+class ExpectationError(TidelakeError, AssertionError):
+    """An expectation of a write-audit-publish stage failed (row count, nulls, a check over its
+    changes); the stage was not published."""
 
 
 class UnsupportedError(TidelakeError, NotImplementedError):

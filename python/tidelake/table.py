@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from .compaction import CompactionPlan
     from .dml import MergeBuilder
+    from .stage import Stage
 
 
 __all__ = ["Table", "open_table", "create_table", "write_table", "open_or_create_table"]
@@ -905,6 +906,28 @@ class Table:
         branch's earliest snapshot on are replaced by the branch's (Paimon's ``fast_forward``).
         Stop writers first. Returns this table, re-opened."""
         return self._replace(self._raw.fast_forward(name))
+
+    def stage(self, name: str) -> Stage:
+        """Write-audit-publish: create branch ``name`` from this table's latest snapshot (empty
+        when it has none) and return it as a :class:`~tidelake.stage.Stage`, where writes go
+        until it is published (one atomic snapshot of this table) or discarded. ``with
+        t.stage("etl") as s:`` publishes when the block ends normally and discards the stage on
+        an exception. Raises as :meth:`create_branch` for the name."""
+        from .stage import Stage
+
+        base = self.latest_snapshot_id()
+        self._raw.create_branch(name, base, None)
+        return Stage(self._raw.open_branch(name), self, base)
+
+    def publish_stage(self, name: str) -> int | None:
+        """Publish branch ``name`` (a stage, see :meth:`stage`) into this table as ONE new
+        snapshot holding the branch's files, then delete the branch; returns the snapshot id
+        (``None``: the branch changed nothing). Raises CommitConflictError, keeping the branch,
+        when anything was committed to this table since the branch was created;
+        UnsupportedError when the branch altered the schema."""
+        published = self._raw.publish_branch(name)
+        self._raw.delete_branch(name)
+        return published
 
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> dict[str, Any]:
         """Make a snapshot or tag the latest state again: newer snapshots and tags are deleted

@@ -85,6 +85,7 @@ pub mod maintenance {
     pub use crate::maintenance::partitions::{
         drop_partitions, expire_partitions, partition_specs_from_json, PartitionExpireConfig,
     };
+    pub use crate::maintenance::stages::publish_branch;
     pub use crate::maintenance::system_tables::system_table;
     pub use crate::maintenance::tags::{create_tag, delete_tag};
     pub use crate::maintenance::verify::{verify, VerifyReport, Violation, ViolationKind};

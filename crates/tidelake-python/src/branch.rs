@@ -1,5 +1,5 @@
 //! Branch entry points of `RawTable` (behind `tidelake.Table.create_branch`, `branches`,
-//! `delete_branch`, `fast_forward`). Every call releases the GIL.
+//! `delete_branch`, `fast_forward`, `Table.stage`'s publish). Every call releases the GIL.
 
 use pyo3::prelude::*;
 use tidelake_core::api::branch::list_branches;
@@ -63,5 +63,11 @@ impl RawTable {
         })?
         .py()?;
         Ok(RawTable::new(table))
+    }
+
+    /// Publish branch `name` into the table's branch as one snapshot (write-audit-publish);
+    /// the snapshot id, `None` when the branch changed nothing.
+    fn publish_branch(&self, py: Python<'_>, name: String) -> PyResult<Option<i64>> {
+        block_on(py, maintenance::publish_branch(&self.table, &name))?.py()
     }
 }

@@ -73,10 +73,10 @@ def tags_delete(path: str, name: str, as_json: bool) -> None:
 # ---- branches -------------------------------------------------------------------------------------
 
 
-@main.group(cls=_PathGroup, short_help="List, create, delete and fast-forward branches.")
+@main.group(cls=_PathGroup, short_help="List, create, delete, fast-forward and publish branches.")
 def branches() -> None:
-    """List (the default: `branches PATH` is `branches list PATH`), create, delete and
-    fast-forward the branches of the table at PATH. A branch has its own snapshots, schemas and
+    """List (the default: `branches PATH` is `branches list PATH`), create, delete,
+    fast-forward, stage and publish the branches of the table at PATH. A branch has its own snapshots, schemas and
     tags and shares data files; read or write one with `tidelake --branch NAME ...`."""
 
 
@@ -131,6 +131,30 @@ def branches_fast_forward(path: str, name: str) -> None:
     t = _open(path).fast_forward(name)
     latest = t.latest_snapshot()
     click.echo(f"fast-forwarded {t.branch} to {name} (latest snapshot {latest.id if latest else '-'})")
+
+
+@branches.command("stage", short_help="Create a stage: a branch of the latest snapshot to publish later.")
+@_PATH
+@click.argument("name", metavar="NAME")
+@_guarded
+def branches_stage(path: str, name: str) -> None:
+    """Create branch NAME of the table at PATH from its latest snapshot (write-audit-publish):
+    write to it (`--branch NAME`), audit it, then `branches publish` or `branches delete` it."""
+    s = _open(path).stage(name)
+    base = s.base_snapshot_id
+    click.echo(f"created stage {name} (from snapshot {base if base is not None else '- (empty table)'})")
+
+
+@branches.command("publish", short_help="Publish a stage into the table as one atomic snapshot.")
+@_PATH
+@click.argument("name", metavar="NAME")
+@_guarded
+def branches_publish(path: str, name: str) -> None:
+    """Publish branch NAME into the table at PATH (main, or --branch) as ONE new snapshot holding
+    NAME's files, then delete NAME. Refused (exit code of a conflict, NAME kept) when anything was
+    committed to the table since NAME was created."""
+    published = _open(path).publish_stage(name)
+    click.echo(f"published {name}: " + (f"snapshot {published}" if published is not None else "nothing to publish"))
 
 
 # ---- rollback -------------------------------------------------------------------------------------

@@ -264,7 +264,8 @@ def write(df: DataFrame, path: str | Table, mode: WriteMode = "append", *, prima
     spec = io.CreateSpec(primary_keys, partition_by, bucket, options)
     if isinstance(path, Table):  # opened through a catalog: its commit goes through the catalog too
         table, created = path, False
-        where = io.Location(table.path, table.storage_options or None)
+        where = io.Location(table.path, table.storage_options or None,
+                            None if table.branch == "main" else table.branch)
     else:
         where = io.Location(str(path), storage_options)
         table, created = spec.open_or_create(where, io.arrow_schema(df.schema), _CREATE_MODES.get(mode, "append"))

@@ -63,14 +63,15 @@ STORAGE_PREFIX = "storage."
 
 @dataclass(frozen=True)
 class Location:
-    """Where a table is: its path and storage options, the plain data Spark-side objects keep
-    instead of a table handle."""
+    """Where a table is: its path, storage options and branch (``None``: main), the plain data
+    Spark-side objects keep instead of a table handle."""
 
     path: str
     storage_options: dict[str, str] | None = None
+    branch: str | None = None
 
     def open(self) -> Table:
-        return open_table(self.path, storage_options=self.storage_options)
+        return open_table(self.path, storage_options=self.storage_options, branch=self.branch)
 
 
 def location(options: dict[str, str]) -> Location:

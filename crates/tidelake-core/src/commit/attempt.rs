@@ -68,6 +68,11 @@ pub(crate) struct Request<'a> {
     /// Check the added data files against the commits since `base` (see
     /// [`new_files`](crate::commit::new_files)).
     pub(crate) check_new_files: bool,
+    /// `Some(expected)`: the snapshot may only extend snapshot `expected` (`None`: an empty
+    /// table); once the latest snapshot is another, the commit is refused with
+    /// [`Error::CommitConflict`] instead of retried on top (publishing a stage,
+    /// [`FileStoreCommit::commit_on_top_of`]).
+    pub(crate) on_top_of: Option<Option<i64>>,
 }
 
 /// Why an attempt did not create its snapshot.
@@ -159,6 +164,16 @@ impl FileStoreCommit {
             }
             let latest = sm.latest().await?;
             next_snapshot_id(latest.as_ref())?;
+            let latest_id = latest.as_ref().map(|l| l.id);
+            if let Some(expected) = request.on_top_of.filter(|e| *e != latest_id) {
+                let show = |id: Option<i64>| id.map_or("none".to_string(), |i| i.to_string());
+                return Err(Error::CommitConflict(format!(
+                    "{} moved: its latest snapshot is {}, not {}",
+                    self.table.branch_io().location(),
+                    show(latest_id),
+                    show(expected)
+                )));
+            }
             let in_flight = retries > 0 || started.elapsed() > IN_FLIGHT_CHECK;
             let attempt = async {
                 let changes = self.provide(source, latest.as_ref()).await?;

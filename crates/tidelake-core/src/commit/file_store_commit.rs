@@ -10,7 +10,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use tidelake_spec::datum::Datum;
-use tidelake_spec::manifest::{Codec, FileKind, DELETION_VECTORS_INDEX};
+use tidelake_spec::manifest::{
+    Codec, FileKind, IndexManifestEntry, ManifestEntry, DELETION_VECTORS_INDEX,
+};
 use tidelake_spec::snapshot::{CommitKind, Snapshot, BATCH_COMMIT_IDENTIFIER};
 use tidelake_spec::types::DataType;
 
@@ -338,6 +340,7 @@ impl FileStoreCommit {
                 operation: None,
                 base: common_base(writers.map(|m| m.base_snapshot)),
                 check_new_files: true,
+                on_top_of: None,
             };
             let new = AttemptChanges {
                 table: changes.append_table,
@@ -361,6 +364,7 @@ impl FileStoreCommit {
                 operation: None,
                 base: common_base(compactions.map(|m| m.base_snapshot)),
                 check_new_files: false,
+                on_top_of: None,
             };
             let new = AttemptChanges {
                 table: changes.compact_table,
@@ -377,6 +381,47 @@ impl FileStoreCommit {
         uncompacted.sort();
         uncompacted.dedup();
         Ok(CommitOutcome { ids, uncompacted })
+    }
+
+    /// Commit the data-file entries `table` and the index-file entries `index` as one snapshot
+    /// extending exactly snapshot `expected` (`None`: the table has none), or nothing: once
+    /// another snapshot is the latest, or another writer creates the next one first, the
+    /// commit is refused with [`Error::CommitConflict`] and nothing of it stays visible. The
+    /// snapshot is created like every other (`put_if_absent` of its file), so a crash leaves
+    /// the table as before or with the whole snapshot. An OVERWRITE when files or deletion
+    /// vectors are removed (Java `shouldBeOverwriteCommit`), else an APPEND. Publishing a
+    /// stage, [`crate::maintenance::stages`].
+    pub(crate) async fn commit_on_top_of(
+        &self,
+        expected: Option<i64>,
+        table: Vec<ManifestEntry>,
+        index: Vec<IndexManifestEntry>,
+        properties: &[(String, String)],
+    ) -> Result<i64> {
+        let overwrite = table.iter().any(|e| e.kind == FileKind::Delete)
+            || index
+                .iter()
+                .any(|e| e.index_file.index_type == DELETION_VECTORS_INDEX);
+        let request = Request {
+            identifier: BATCH_COMMIT_IDENTIFIER,
+            kind: if overwrite {
+                CommitKind::Overwrite
+            } else {
+                CommitKind::Append
+            },
+            detect_conflicts: false,
+            properties,
+            operation: None,
+            base: expected,
+            check_new_files: false,
+            on_top_of: Some(expected),
+        };
+        let new = AttemptChanges {
+            table,
+            changelog: Vec::new(),
+            index,
+        };
+        self.try_commit(&mut Source::Fixed(new), &request).await
     }
 
     /// Commit compaction results; `ids` holds the snapshots this call already created.
@@ -539,6 +584,7 @@ impl FileStoreCommit {
             operation,
             base: None,
             check_new_files: false,
+            on_top_of: None,
         };
         let new = AttemptChanges {
             table: std::mem::take(&mut changes.append_table),
@@ -615,6 +661,7 @@ impl FileStoreCommit {
                 operation: None,
                 base: None,
                 check_new_files: false,
+                on_top_of: None,
             };
             let new = AttemptChanges {
                 table: changes.compact_table,

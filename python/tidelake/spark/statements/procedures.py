@@ -31,9 +31,13 @@ PROCEDURES: dict[str, tuple[str, ...]] = {
     "create_branch": ("table", "branch", "tag"),
     "delete_branch": ("table", "branch"),
     "fast_forward": ("table", "branch"),
+    "create_stage": ("table", "branch"),
+    "publish_stage": ("table", "branch"),
     "reset_consumer": ("table", "consumerid", "nextsnapshotid"),
 }
-"""Paimon's Spark procedures run here, with their parameters (lower case) in Paimon's order."""
+"""Paimon's Spark procedures run here, with their parameters (lower case) in Paimon's order, and
+tidelake's write-audit-publish pair ``create_stage`` / ``publish_stage`` (:meth:`Table.stage
+<tidelake.Table.stage>`, :meth:`Table.publish_stage <tidelake.Table.publish_stage>`)."""
 
 _CALL = re.compile(r"\s*(?:`?sys`?\.)?`?(\w+)`?\s*\((.*)\)\s*;?\s*", re.S)
 
@@ -191,6 +195,17 @@ class _Procedures:
         self._needs("fast_forward", branch=branch)
         latest = self.table.fast_forward(str(branch)).latest_snapshot()
         return self.ctx.result([(None if latest is None else latest.id,)], "snapshot_id bigint")
+
+    def create_stage(self, branch: str | None = None) -> DataFrame:
+        """A branch of the latest snapshot to write to (``db.t$branch_<name>``) and publish."""
+        self._needs("create_stage", branch=branch)
+        base = self.table.stage(str(branch)).base_snapshot_id
+        return self.ctx.result([(str(branch), base)], "branch string, base_snapshot_id bigint")
+
+    def publish_stage(self, branch: str | None = None) -> DataFrame:
+        """The stage published as one snapshot of the table (``null``: it changed nothing)."""
+        self._needs("publish_stage", branch=branch)
+        return self.ctx.result([(self.table.publish_stage(str(branch)),)], "snapshot_id bigint")
 
     def reset_consumer(self, consumerid: str | None = None, nextsnapshotid: int | None = None) -> DataFrame:
         """Without ``nextSnapshotId`` the consumer is deleted, as in Paimon."""

@@ -418,3 +418,41 @@ async fn rolling_main_back_keeps_what_a_branch_references() {
     assert_eq!(rows(&main).await, vec![(1, 1)]);
     assert_eq!(rows(&branch(&main, "b").await).await, vec![(1, 1), (2, 2)]);
 }
+
+// ---- publishing a stage (`maintenance::stages`) ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishing_a_branch_is_one_snapshot_refused_once_main_moved() {
+    use crate::maintenance::stages::publish_branch;
+
+    let dir = tempfile::tempdir().unwrap();
+    let main = new_table(dir.path()).await;
+    append(&main, &[(1, 1)]).await;
+    create_branch(&main, "s", &BranchStart::Snapshot(1))
+        .await
+        .unwrap();
+    let s = branch(&main, "s").await;
+    append(&s, &[(2, 2)]).await;
+    append(&s, &[(3, 3)]).await;
+    assert_eq!(publish_branch(&main, "s").await.unwrap(), Some(2));
+    assert_eq!(rows(&main).await, vec![(1, 1), (2, 2), (3, 3)]);
+    let published = main.snapshot_manager().snapshot(2).await.unwrap();
+    assert_eq!(published.delta_record_count, 2);
+    // publishing again (the branch was not deleted) answers the same snapshot
+    assert_eq!(publish_branch(&main, "s").await.unwrap(), Some(2));
+    assert_eq!(main.snapshot_manager().latest_id().await.unwrap(), Some(2));
+
+    create_branch(&main, "t", &BranchStart::Snapshot(2))
+        .await
+        .unwrap();
+    append(&branch(&main, "t").await, &[(4, 4)]).await;
+    append(&main, &[(5, 5)]).await;
+    let err = publish_branch(&main, "t").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::CommitConflict, "{err}");
+    assert!(err.to_string().contains("kept for inspection"), "{err}");
+    assert_eq!(rows(&main).await, vec![(1, 1), (2, 2), (3, 3), (5, 5)]);
+    assert!(list_branches(main.io())
+        .await
+        .unwrap()
+        .contains(&"t".to_string()));
+}

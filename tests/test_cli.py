@@ -976,6 +976,26 @@ def test_load_files_of_several_formats_in_one_commit(tmp_path):
     assert len(t.snapshots()) == 2
 
 
+def test_load_with_branch_writes_that_branch_only(tmp_path):
+    files = input_files(tmp_path)
+    path = tmp_path / "t"
+    run("load", path, files[0], "--primary-key", "id")
+    t = tidelake.open_table(path)
+    main_rows = t.to_arrow()
+    t.create_branch("dev", from_snapshot=1)
+    more = tmp_path / "more.jsonl"
+    more.write_text('{"id": 42, "dt": "q", "v": 1.5}\n')
+    run("--branch", "dev", "load", path, more)
+    assert t.to_arrow().equals(main_rows) and len(t.snapshots()) == 1  # main untouched
+    dev = tidelake.open_table(path, branch="dev")
+    assert len(dev.snapshots()) == 2 and 42 in dev.to_arrow()["id"].to_pylist()
+    run("--branch", "dev", "load", path, more, "--mode", "error", code=1)
+    run("--branch", "nope", "load", path, more, code=3)
+    assert "branches create" in run("--branch", "dev", "create", tmp_path / "u", "--schema-from", files[0],
+                                    code=2).stderr
+    assert not (tmp_path / "u").exists()
+
+
 def test_a_failing_load_commits_nothing(tmp_path):
     a, _, _ = input_files(tmp_path)
     bad = tmp_path / "bad.jsonl"

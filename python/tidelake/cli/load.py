@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .. import exceptions as exc
 from ..table import WRITE_MODES, WriteTableMode, create_table, write_table
-from ._app import _JSON, _PATH, _catalog, _emit_json, _guarded, main
+from ._app import _JSON, _PATH, _catalog, _emit_json, _guarded, _open, main
 from ._format import _count, _progress
 
 _FORMATS = ("parquet", "csv", "json")
@@ -88,6 +88,12 @@ def _options(values: tuple[str, ...]) -> dict[str, str]:
     return {k: v for k, _, v in pairs}
 
 
+def _branch() -> str | None:
+    """The branch of ``--branch``, None for main."""
+    branch: str | None = click.get_current_context().find_root().obj[1]
+    return branch
+
+
 def _names(text: str | None) -> list[str] | None:
     return None if text is None else [c.strip() for c in text.split(",") if c.strip()]
 
@@ -126,6 +132,9 @@ def create(path: str, schema_from: str, fmt: str | None, primary_key: str | None
     Example:
       tidelake create wh/db.db/orders --schema-from orders.parquet --primary-key id --partition-by dt
     """
+    if _branch() is not None:
+        raise exc.InvalidArgumentError("create makes a new table; a branch of a table is made with "
+                                       "`tidelake branches create PATH NAME`")
     schema, catalog = _schema_of_files((schema_from,), fmt), _catalog()
     if catalog is not None:
         t = catalog.create_table(path, schema, _names(primary_key), _names(partition_by), bucket,
@@ -175,11 +184,19 @@ def load(path: str, files: tuple[str, ...], fmt: str | None, mode: WriteTableMod
 
     with _progress(len(files), "loading files", show=not as_json) as bar:
         reader = pa.RecordBatchReader.from_batches(schema, stream(bar))
-        catalog = _catalog()
-        t = write_table(path if catalog else _location(path), reader, mode=mode, primary_keys=_names(primary_key),
-                        partition_by=_names(partition_by), bucket=bucket,
-                        options=_options(table_options) or None, storage_options=_storage_options(),
-                        catalog=catalog)
+        if _branch() is not None:  # a branch of an existing table: nothing is created
+            t = _open(path)
+            if mode == "error":
+                raise exc.TableAlreadyExistsError(f"{t.path} exists (branch {_branch()}); load with --mode "
+                                                  "append or overwrite")
+            if mode != "ignore":
+                t.write(reader, mode="overwrite" if mode == "overwrite" else "append")
+        else:
+            catalog = _catalog()
+            t = write_table(path if catalog else _location(path), reader, mode=mode,
+                            primary_keys=_names(primary_key), partition_by=_names(partition_by), bucket=bucket,
+                            options=_options(table_options) or None, storage_options=_storage_options(),
+                            catalog=catalog)
     latest = t.latest_snapshot()
     if as_json:
         _emit_json({"path": t.path, "files": len(files), "rows": rows,

@@ -85,7 +85,6 @@ pub mod maintenance {
     pub use crate::maintenance::partitions::{
         drop_partitions, expire_partitions, partition_specs_from_json, PartitionExpireConfig,
     };
-    pub use crate::maintenance::stages::publish_branch;
     pub use crate::maintenance::system_tables::system_table;
     pub use crate::maintenance::tags::{create_tag, delete_tag};
     pub use crate::maintenance::verify::{verify, VerifyReport, Violation, ViolationKind};
@@ -95,14 +94,14 @@ pub mod maintenance {
     };
 }
 
-/// Verbs that own their transaction: commits of written files ([`ops::TableCommit`]) and
-/// compaction, each followed by the hooks every commit runs ([`ops::after_commit`]: Iceberg
+/// Verbs that own their transaction: commits of written files ([`ops::TableCommit`]),
+/// compaction and the publish of a staged branch ([`ops::publish_branch`]), each followed by the hooks every commit runs ([`ops::after_commit`]: Iceberg
 /// metadata, then maintenance); reads of a snapshot ([`ops::Read`]) and of changes
 /// ([`ops::Changes`]), which validate and resolve their selectors.
 pub mod ops {
     pub use crate::ops::{
-        after_commit, commit_compaction, compact, Changes, PlannedRead, Read, ReplayPolicy,
-        SplitReader, TableCommit, REPLAYS,
+        after_commit, commit_compaction, compact, publish_branch, Changes, PlannedRead, Read,
+        ReplayPolicy, SplitReader, TableCommit, REPLAYS,
     };
 }
 

@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 use tidelake_core::api::branch::list_branches;
 use tidelake_core::api::maintenance::{self, BranchStart};
+use tidelake_core::api::ops;
 use tidelake_core::api::Error;
 
 use crate::errors::{to_py, IntoPyResult};
@@ -68,6 +69,6 @@ impl RawTable {
     /// Publish branch `name` into the table's branch as one snapshot (write-audit-publish);
     /// the snapshot id, `None` when the branch changed nothing.
     fn publish_branch(&self, py: Python<'_>, name: String) -> PyResult<Option<i64>> {
-        block_on(py, maintenance::publish_branch(&self.table, &name))?.py()
+        block_on(py, ops::publish_branch(&self.table, &name))?.py()
     }
 }

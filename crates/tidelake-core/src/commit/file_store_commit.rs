@@ -390,7 +390,7 @@ impl FileStoreCommit {
     /// snapshot is created like every other (`put_if_absent` of its file), so a crash leaves
     /// the table as before or with the whole snapshot. An OVERWRITE when files or deletion
     /// vectors are removed (Java `shouldBeOverwriteCommit`), else an APPEND. Publishing a
-    /// stage, [`crate::maintenance::stages`].
+    /// stage, [`crate::ops::publish_branch`].
     pub(crate) async fn commit_on_top_of(
         &self,
         expected: Option<i64>,

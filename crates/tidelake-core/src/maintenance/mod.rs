@@ -6,7 +6,6 @@
 //! * [`orphans`]: orphan files (`OrphanFilesClean`, `LocalOrphanFilesClean`);
 //! * [`tags`]: create/delete/expire tags (`TagManager`, `TagDeletion`, `TagTimeExpire`);
 //! * [`branches`]: create/delete/fast-forward branches (`BranchManager`);
-//! * [`stages`]: publishing a branch as one atomic snapshot (write-audit-publish);
 //! * [`rollback`]: rollback to a snapshot or tag (`RollbackHelper`);
 //! * [`consumers`]: consumer files (`ConsumerManager`, `Consumer`);
 //! * [`partitions`]: partition expiration and dropping (`PartitionExpire`,
@@ -38,7 +37,6 @@ pub mod orphans;
 pub mod partitions;
 mod refs;
 pub mod rollback;
-pub mod stages;
 pub mod system_tables;
 pub mod tags;
 pub mod time_format;

@@ -1,7 +1,8 @@
 //! The operations layer: user verbs that own their whole transaction, from the commit through
 //! what follows every commit, so that every caller (the Python binding, Rust `api` users) gets
-//! the same table afterwards, and the reads ([`Read`], [`Changes`]) that own the validation
-//! and resolution of their snapshot selectors.
+//! the same table afterwards (compaction, publishing a staged branch as one snapshot), and the
+//! reads ([`Read`], [`Changes`]) that own the validation and resolution of their snapshot
+//! selectors.
 //!
 //! Invariants: a writing verb here that returns `Ok` committed, then ran [`after_commit`] on the
 //! snapshots it created: the table's Iceberg metadata, then the maintenance Java's committers
@@ -12,6 +13,7 @@
 
 mod compact;
 mod post_commit;
+mod publish;
 mod read;
 #[cfg(test)]
 mod read_tests;
@@ -20,6 +22,7 @@ mod table_commit;
 
 pub use compact::{commit_compaction, compact};
 pub use post_commit::after_commit;
+pub use publish::publish_branch;
 pub use read::{Changes, PlannedRead, Read, SplitReader};
 pub use replay::{ReplayPolicy, REPLAYS};
 pub use table_commit::TableCommit;

@@ -419,11 +419,11 @@ async fn rolling_main_back_keeps_what_a_branch_references() {
     assert_eq!(rows(&branch(&main, "b").await).await, vec![(1, 1), (2, 2)]);
 }
 
-// ---- publishing a stage (`maintenance::stages`) ----
+// ---- publishing a stage (`ops::publish_branch`) ----
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishing_a_branch_is_one_snapshot_refused_once_main_moved() {
-    use crate::maintenance::stages::publish_branch;
+    use crate::ops::publish_branch;
 
     let dir = tempfile::tempdir().unwrap();
     let main = new_table(dir.path()).await;

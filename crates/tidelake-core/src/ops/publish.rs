@@ -1,6 +1,6 @@
 //! Publishing a branch into the branch a table is opened on as ONE new snapshot
 //! (write-audit-publish: Python's `Table.stage`). Not Paimon's `fast_forward` (kept as is in
-//! [`super::branches`]), which copies the branch's snapshot files one by one.
+//! [`crate::maintenance::branches`]), which copies the branch's snapshot files one by one.
 //!
 //! Invariants:
 //! * the branch forked from the target's latest snapshot: its earliest snapshot is the target's
@@ -28,10 +28,10 @@ use std::collections::HashSet;
 use tidelake_spec::manifest::{FileKind, IndexManifestEntry, ManifestEntry};
 use tidelake_spec::snapshot::Snapshot;
 
+use super::after_commit;
 use crate::branch::list_branches;
 use crate::commit::FileStoreCommit;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ops::after_commit;
 use crate::state::{live_index_entries, LiveFiles, Pruning};
 use crate::table::{list_schema_ids, schema_path, Table};
 

@@ -4,8 +4,10 @@
 //!
 //! Checks, by class ([`ViolationKind::class`]):
 //! * `files`: the files of the newest snapshots exist at their recorded sizes and their
-//!   metadata decodes ([`super::damage::find_damage`], reused as is); a snapshot, manifest
-//!   list or manifest that does not decode during the replay is reported too.
+//!   metadata decodes ([`super::damage::find_damage`], reused as is), and so does every index
+//!   file the index manifest of the newest readable snapshot lists (`find_damage` skips those
+//!   of buckets without live data files); a snapshot, manifest list or manifest that does not
+//!   decode during the replay is reported too.
 //! * `replay`: every snapshot's delta manifests are replayed in order against the previous
 //!   snapshot's live files (the first snapshot of the chain, or one after a gap, starts from its
 //!   own base manifest list): an ADD of a live file or a DELETE of a file that is not live is a
@@ -52,7 +54,8 @@ use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::binary_row::encode_row;
 use tidelake_spec::bucket::{bucket_of, hash_row};
 use tidelake_spec::manifest::{
-    decode_hash_index, FileIdentifier, FileKind, ManifestEntry, DELETION_VECTORS_INDEX,
+    decode_hash_index, FileIdentifier, FileKind, IndexManifestEntry, ManifestEntry,
+    DELETION_VECTORS_INDEX, HASH_INDEX,
 };
 use tidelake_spec::options::BucketFunctionType;
 use tidelake_spec::snapshot::Snapshot;
@@ -509,81 +512,122 @@ async fn check_state(
         if checks.fixed_buckets {
             check_buckets(table, layout, id, live, key_types, report)?;
         }
-        if checks.dynamic_buckets {
-            check_hash_index(table, layout, id, live, key_types, report).await?;
-        }
     }
-    check_deletion_vectors(table, snap, live, report).await?;
+    let index = match live_index_entries(table, snap).await {
+        Ok(index) => index,
+        Err(e) => return report.push_error(id, e),
+    };
+    check_index_files(table, id, &index, report).await?;
+    check_deletion_vectors(table, snap, live, &index, report).await?;
+    if let (Some(key_types), true) = (&checks.key_types, checks.dynamic_buckets) {
+        check_hash_index(table, layout, id, live, &index, key_types, report).await?;
+    }
     check_file_indexes(table, layout, id, live, report).await?;
     check_iceberg(table, layout, id, live, report).await
 }
 
-/// The `index` check of dynamic-bucket `HASH` index files against `live`'s data files.
+/// The `files` check of the index files `index` lists that [`find_damage`] does not look at
+/// (those of buckets without live data files, and of other index types): each exists at its
+/// recorded size. A file already reported is not reported again.
+async fn check_index_files(
+    table: &Table,
+    id: i64,
+    index: &[IndexManifestEntry],
+    report: &mut VerifyReport,
+) -> Result<()> {
+    for f in index
+        .iter()
+        .map(|e| &e.index_file)
+        .filter(|f| f.external_path.is_none())
+    {
+        let rel = format!("{INDEX_DIR}/{}", f.file_name);
+        let path = table.io().display(&rel);
+        if reported(report, &path) {
+            continue;
+        }
+        let (kind, why) = match table.io().size(&rel).await {
+            Ok(size) if i64::try_from(size).ok() == Some(f.file_size) => continue,
+            Ok(size) => (
+                ViolationKind::FileSize,
+                format!("{size} bytes where {} were written", f.file_size),
+            ),
+            Err(e) if e.is_missing() => (ViolationKind::MissingFile, "missing".to_string()),
+            Err(e) => return Err(e),
+        };
+        report.push(kind, id, path, why);
+    }
+    Ok(())
+}
+
+/// The `index` check of dynamic-bucket `HASH` index files (of `index`) against `live`'s data
+/// files.
 async fn check_hash_index(
     table: &Table,
     layout: &TableLayout,
     id: i64,
     live: &LiveFiles,
+    index: &[IndexManifestEntry],
     key_types: &[DataType],
     report: &mut VerifyReport,
 ) -> Result<()> {
     // per partition: hash -> bucket listing it
     let mut owners: HashMap<&[u8], HashMap<i32, i32>> = HashMap::new();
-    let mut readable: HashSet<(&[u8], i32)> = HashSet::new();
-    for b in live.buckets() {
-        let owner = owners.entry(b.partition.as_slice()).or_default();
-        let mut whole = true;
-        for f in b.hash_index.iter().filter(|f| f.external_path.is_none()) {
-            let rel = format!("{INDEX_DIR}/{}", f.file_name);
-            let path = table.io().display(&rel);
-            let hashes = match table.io().read(&rel).await {
-                Ok(bytes) => decode_hash_index("hash index", &bytes)
-                    .map_err(|e| Error::from_spec(path.clone(), e)),
-                Err(e) => Err(e),
-            };
-            let hashes = match hashes {
-                Ok(hashes) => hashes,
-                Err(e) => {
-                    whole = false;
-                    // a missing or resized file is reported by the `files` check
-                    if !e.is_missing() && !reported(report, &path) {
-                        report.push_error(id, e)?;
-                    }
-                    continue;
+    // buckets whose index files did not all read
+    let mut unreadable: HashSet<(&[u8], i32)> = HashSet::new();
+    for e in index
+        .iter()
+        .filter(|e| e.index_file.index_type == HASH_INDEX)
+    {
+        let (f, bucket) = (&e.index_file, e.bucket);
+        let owner = owners.entry(e.partition.as_slice()).or_default();
+        let rel = match &f.external_path {
+            Some(p) => p.clone(),
+            None => format!("{INDEX_DIR}/{}", f.file_name),
+        };
+        let path = table.io().display(&rel);
+        let hashes = match table.io().read(&rel).await {
+            Ok(bytes) => decode_hash_index("hash index", &bytes)
+                .map_err(|e| Error::from_spec(path.clone(), e)),
+            Err(e) => Err(e),
+        };
+        let hashes = match hashes {
+            Ok(hashes) => hashes,
+            Err(err) => {
+                unreadable.insert((e.partition.as_slice(), bucket));
+                // a missing file is reported by the `files` check
+                if !err.is_missing() && !reported(report, &path) {
+                    report.push_error(id, err)?;
                 }
-            };
-            if i64::try_from(hashes.len()).ok() != Some(f.row_count) {
-                let why = format!(
-                    "{} (bucket {}) holds {} hashes, but its row count is {}",
-                    f.file_name,
-                    b.bucket,
-                    hashes.len(),
-                    f.row_count
-                );
-                report.push(ViolationKind::HashIndexCount, id, path.clone(), why);
+                continue;
             }
-            let mut twice = hashes
-                .iter()
-                .filter_map(|&h| owner.insert(h, b.bucket).map(|other| (h, other)));
-            if let Some((h, other)) = twice.next() {
-                let why = format!(
-                    "{} (bucket {}) lists hash {h}, which bucket {other}'s index lists too ({} more hashes listed twice)",
-                    f.file_name,
-                    b.bucket,
-                    twice.count()
-                );
-                report.push(ViolationKind::HashIndexDuplicate, id, path, why);
-            }
+        };
+        if i64::try_from(hashes.len()).ok() != Some(f.row_count) {
+            let why = format!(
+                "{} (bucket {bucket}) holds {} hashes, but its row count is {}",
+                f.file_name,
+                hashes.len(),
+                f.row_count
+            );
+            report.push(ViolationKind::HashIndexCount, id, path.clone(), why);
         }
-        if whole {
-            readable.insert((b.partition.as_slice(), b.bucket));
+        let mut twice = hashes
+            .iter()
+            .filter_map(|&h| owner.insert(h, bucket).map(|other| (h, other)));
+        if let Some((h, other)) = twice.next() {
+            let why = format!(
+                "{} (bucket {bucket}) lists hash {h}, which bucket {other}'s index lists too ({} more hashes listed twice)",
+                f.file_name,
+                twice.count()
+            );
+            report.push(ViolationKind::HashIndexDuplicate, id, path, why);
         }
     }
+    let empty = HashMap::new();
     for b in live.buckets() {
-        if !readable.contains(&(b.partition.as_slice(), b.bucket)) {
+        if unreadable.contains(&(b.partition.as_slice(), b.bucket)) {
             continue;
         }
-        let owner = &owners[b.partition.as_slice()];
+        let owner = owners.get(b.partition.as_slice()).unwrap_or(&empty);
         for e in &b.files {
             for (which, key) in [("min", &e.file.min_key), ("max", &e.file.max_key)] {
                 let hash = decode_framed(key, key_types)
@@ -764,6 +808,7 @@ async fn check_deletion_vectors(
     table: &Table,
     snap: &Snapshot,
     live: &LiveFiles,
+    index: &[IndexManifestEntry],
     report: &mut VerifyReport,
 ) -> Result<()> {
     let row_counts: HashMap<(&[u8], i32, &str), i64> = live
@@ -773,10 +818,6 @@ async fn check_deletion_vectors(
             (key, e.file.row_count)
         })
         .collect();
-    let index = match live_index_entries(table, snap).await {
-        Ok(index) => index,
-        Err(e) => return report.push_error(snap.id, e),
-    };
     let mut reported: HashSet<String> = HashSet::new();
     for entry in index
         .iter()

@@ -461,8 +461,9 @@ def test_a_hash_index_whose_row_count_is_wrong_is_reported(tmp_path):
 def test_a_missing_file_index_is_reported(tmp_path):
     t = busy_table(tmp_path, "pk-file-index")
     assert t.verify().ok
-    index_files = sorted((tmp_path / "pk-file-index").rglob("*.index"))
-    assert index_files
+    live = {file_name(f) + ".index" for f in live_data_files(t)}
+    index_files = sorted(f for f in (tmp_path / "pk-file-index").rglob("*.index") if f.name in live)
+    assert len(index_files) >= 2
     index_files[0].unlink()
     index_files[1].write_bytes(b"not an index")
     report = verify_again(tmp_path / "pk-file-index")

@@ -4,8 +4,10 @@ snapshot chain (``maintenance::verify``).
 Healthy tables of every kind, after upserts, deletes and compactions, and every Java-written
 fixture pass; then each invariant is broken on purpose (a deleted or truncated data file, a
 snapshot whose delta adds live files or deletes dead ones, a deletion vector beyond its file's
-rows, overlapping files in one level, a file in the wrong bucket) and reported with its kind
-and class. The CLI's exit code and JSON are checked too.
+rows, overlapping files in one level, a file in the wrong bucket, a deleted, truncated or
+miscounted index file, a hash index missing keys' hashes or listing one twice, a missing file
+index, Iceberg metadata naming an older snapshot or missing, adding or miscounting a data file)
+and reported with its kind and class. The CLI's exit code and JSON are checked too.
 """
 
 from __future__ import annotations
@@ -34,6 +36,16 @@ KINDS = {
     "pk-dynamic": dict(primary_keys=["id", "p"], partition_keys=["p"]),
     "pk-dv": dict(primary_keys=["id", "p"], partition_keys=["p"], bucket=1,
                   options={"deletion-vectors.enabled": "true"}),
+    "append-iceberg": dict(partition_keys=["p"], options={"metadata.iceberg.storage": "table-location",
+                                                          "bucket": "-1"}),
+    "append-dv-iceberg": dict(options={"metadata.iceberg.storage": "table-location", "bucket": "-1",
+                                       "metadata.iceberg.format-version": "3", "deletion-vectors.enabled": "true"}),
+    "pk-iceberg": dict(primary_keys=["id", "p"], partition_keys=["p"], bucket=2,
+                       options={"metadata.iceberg.storage": "table-location"}),
+    "pk-file-index": dict(primary_keys=["id", "p"], partition_keys=["p"], bucket=2,
+                          options={"file-index.bloom-filter.columns": "v", "file-index.in-manifest-threshold": "1b"}),
+    "append-file-index": dict(options={"file-index.bloom-filter.columns": "id,v",
+                                       "file-index.bloom-filter.id.items": "100"}),
 }
 
 
@@ -363,3 +375,196 @@ def test_the_cli_verifies(tmp_path):
     assert victim.name in v["path"]
     code, out = run_cli("doctor", tmp_path / "pk-fixed", "--verify")
     assert code == 5 and "1 violation" in out and "missing_file" in out
+
+
+# ---- index files ----------------------------------------------------------------------------
+
+
+def dynamic_table(tmp_path: pathlib.Path, **options: str) -> tuple[tidelake.Table, pathlib.Path]:
+    """An unpartitioned dynamic-bucket table of 100 keys; its hash index files are returned."""
+    t = tidelake.create_table(str(tmp_path / "dyn"), SCHEMA, primary_keys=["id"],
+                              options={**AVRO_OPTIONS, **options})
+    t.upsert(rows(range(100), 1))
+    assert t.verify().ok
+    return t, tmp_path / "dyn" / "index"
+
+
+def hashes(index_file: pathlib.Path) -> list[int]:
+    b = index_file.read_bytes()
+    return [int.from_bytes(b[i:i + 4], "big", signed=True) for i in range(0, len(b), 4)]
+
+
+def write_hashes(index_file: pathlib.Path, values: list[int]) -> None:
+    index_file.write_bytes(b"".join(v.to_bytes(4, "big", signed=True) for v in values))
+
+
+def test_a_deleted_or_truncated_hash_index_file_is_reported(tmp_path):
+    _, index_dir = dynamic_table(tmp_path)
+    [index_file] = index_dir.glob("index-*")
+    index_file.write_bytes(index_file.read_bytes()[:-4])
+    report = verify_again(tmp_path / "dyn")
+    assert_violation(report, "file_size", "files", index_file.name)
+    index_file.unlink()
+    report = verify_again(tmp_path / "dyn")
+    assert_violation(report, "missing_file", "files", index_file.name)
+
+
+def test_a_hash_index_lacking_the_keys_hashes_is_reported(tmp_path):
+    _, index_dir = dynamic_table(tmp_path)
+    [index_file] = index_dir.glob("index-*")
+    real = hashes(index_file)
+    assert len(real) == 100
+    bogus = [h for h in range(1000) if h not in real][:100]  # same count and size, other hashes
+    write_hashes(index_file, bogus)
+    report = verify_again(tmp_path / "dyn")
+    assert_violation(report, "hash_index_key", "index", "bucket-0/")
+    assert {v.kind for v in report.violations} == {"hash_index_key"}
+    assert {"min key", "max key"} <= {w for v in report.violations for w in ("min key", "max key") if w in v.detail}
+
+
+def test_a_hash_listed_by_two_buckets_is_reported(tmp_path):
+    _, index_dir = dynamic_table(tmp_path, **{"dynamic-bucket.target-row-num": "50"})
+    files = sorted(index_dir.glob("index-*"), key=lambda f: f.name)
+    assert len(files) == 2
+    first, second = (hashes(f) for f in files)
+    assert not set(first) & set(second)
+    write_hashes(files[1], [h for h in second if h != second[1]] + [first[0]])  # one hash moved over
+    report = verify_again(tmp_path / "dyn")
+    assert_violation(report, "hash_index_duplicate", "index")
+    dup = [v for v in report.violations if v.kind == "hash_index_duplicate"]
+    assert len(dup) == 1 and f"hash {first[0]}" in dup[0].detail
+
+
+def test_a_hash_index_whose_row_count_is_wrong_is_reported(tmp_path):
+    _, index_dir = dynamic_table(tmp_path)
+    [index_file] = index_dir.glob("index-*")
+    changed = 0
+    for manifest in (tmp_path / "dyn" / "manifest").glob("index-manifest-*"):
+        with manifest.open("rb") as f:
+            reader = fastavro.reader(f)
+            schema, codec = reader.writer_schema, reader.codec
+            records = list(reader)
+        for r in records:
+            if r["_FILE_NAME"] == index_file.name:
+                assert r["_ROW_COUNT"] == 100
+                r["_ROW_COUNT"] = 99
+                changed += 1
+        with manifest.open("wb") as f:
+            fastavro.writer(f, schema, records, codec=codec)
+    assert changed
+    report = verify_again(tmp_path / "dyn")
+    assert_violation(report, "hash_index_count", "index", index_file.name)
+    [v] = report.violations
+    assert "holds 100 hashes, but its row count is 99" in v.detail
+
+
+def test_a_missing_file_index_is_reported(tmp_path):
+    t = busy_table(tmp_path, "pk-file-index")
+    assert t.verify().ok
+    live = {file_name(f) + ".index" for f in live_data_files(t)}
+    index_files = sorted(f for f in (tmp_path / "pk-file-index").rglob("*.index") if f.name in live)
+    assert len(index_files) >= 2
+    index_files[0].unlink()
+    index_files[1].write_bytes(b"not an index")
+    report = verify_again(tmp_path / "pk-file-index")
+    assert_violation(report, "file_index", "index", index_files[0].name)
+    assert_violation(report, "file_index", "index", index_files[1].name)
+    assert {v.kind for v in report.violations} == {"file_index"}
+
+
+# ---- Iceberg metadata -----------------------------------------------------------------------
+
+
+# fastavro reads deflate, not snappy (the default Iceberg manifest codec)
+ICEBERG_AVRO = {"metadata.iceberg.storage": "table-location", "metadata.iceberg.manifest-compression": "deflate",
+                "bucket": "-1"}
+
+
+def iceberg_table(tmp_path: pathlib.Path) -> tuple[tidelake.Table, pathlib.Path]:
+    t = tidelake.create_table(str(tmp_path / "ice"), SCHEMA, partition_keys=["p"], options=ICEBERG_AVRO)
+    for i in range(3):
+        t.write(rows(range(10 * i, 10 * i + 10), i))
+    assert t.verify().ok
+    return t, tmp_path / "ice" / "metadata"
+
+
+def iceberg_data_manifests(metadata_dir: pathlib.Path, version: int) -> list[pathlib.Path]:
+    meta = json.loads((metadata_dir / f"v{version}.metadata.json").read_text())
+    [current] = [s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"]]
+    with (metadata_dir / current["manifest-list"].rsplit("/", 1)[-1]).open("rb") as f:
+        listed = list(fastavro.reader(f))
+    return [metadata_dir / m["manifest_path"].rsplit("/", 1)[-1] for m in listed if m.get("content", 0) == 0]
+
+
+def rewrite_iceberg_manifest(manifest: pathlib.Path, change) -> None:
+    with manifest.open("rb") as f:
+        reader = fastavro.reader(f)
+        schema, codec, meta = reader.writer_schema, reader.codec, reader.metadata
+        records = list(reader)
+    records = change(records)
+    extra = {k: v for k, v in meta.items() if not k.startswith("avro.")}
+    with manifest.open("wb") as f:
+        fastavro.writer(f, schema, records, codec=codec, metadata=extra)
+
+
+def test_iceberg_metadata_missing_a_data_file_is_reported(tmp_path):
+    t, metadata_dir = iceberg_table(tmp_path)
+    latest = t.latest_snapshot().id
+    manifests = iceberg_data_manifests(metadata_dir, latest)
+    dropped = []
+    rewrite_iceberg_manifest(manifests[0], lambda records: dropped.append(records[0]) or records[1:])
+    path = dropped[0]["data_file"]["file_path"]
+    report = verify_again(tmp_path / "ice")
+    assert_violation(report, "iceberg_missing_file", "iceberg", path.rsplit("/", 1)[-1])
+    [v] = report.violations
+    assert v.path == path and v.snapshot == latest
+
+
+def test_iceberg_metadata_listing_a_file_twice_or_miscounting_it_is_reported(tmp_path):
+    t, metadata_dir = iceberg_table(tmp_path)
+    manifest = iceberg_data_manifests(metadata_dir, t.latest_snapshot().id)[0]
+
+    def change(records):
+        records[0]["data_file"]["record_count"] += 1
+        return records + [records[-1]]
+
+    rewrite_iceberg_manifest(manifest, change)
+    report = verify_again(tmp_path / "ice")
+    assert_violation(report, "iceberg_file_stats", "iceberg")
+    assert_violation(report, "iceberg_extra_file", "iceberg")
+    assert {v.kind for v in report.violations} == {"iceberg_file_stats", "iceberg_extra_file"}
+    assert any("lists it twice" in v.detail for v in report.violations)
+
+
+def test_iceberg_metadata_of_an_older_snapshot_is_reported(tmp_path):
+    t, metadata_dir = iceberg_table(tmp_path)
+    latest = t.latest_snapshot().id
+    newest = metadata_dir / f"v{latest}.metadata.json"
+    meta = json.loads(newest.read_text())
+    meta["current-snapshot-id"] = latest - 1
+    newest.write_text(json.dumps(meta))
+    report = verify_again(tmp_path / "ice")
+    assert_violation(report, "iceberg_snapshot", "iceberg", newest.name)
+    [v] = report.violations
+    assert f"not {latest}" in v.detail
+
+    newest.unlink()
+    (metadata_dir / "version-hint.text").write_text(str(latest - 1))
+    report = verify_again(tmp_path / "ice")
+    found = [v for v in report.violations if v.kind == "iceberg_snapshot"]
+    assert len(found) == 2 and {v.kind for v in report.violations} == {"iceberg_snapshot"}
+    assert any(f"names version {latest - 1}" in v.detail for v in found)
+    assert any(f"no Iceberg metadata version for snapshot {latest}" in v.detail for v in found)
+    # the next commit writes the metadata afresh and the table is consistent again
+    t = tidelake.open_table(tmp_path / "ice")
+    t.write(rows(range(100, 105), 9))
+    assert verify_again(tmp_path / "ice").ok
+
+
+def test_the_cli_reports_the_new_classes_in_json(tmp_path):
+    _, metadata_dir = iceberg_table(tmp_path)
+    (metadata_dir / "version-hint.text").write_text("1")
+    code, out = run_cli("doctor", tmp_path / "ice", "--verify", "--json")
+    assert code == VERIFY_VIOLATIONS_EXIT
+    [v] = json.loads(out)["violations"]
+    assert (v["kind"], v["class"]) == ("iceberg_snapshot", "iceberg")

@@ -104,9 +104,13 @@ class Violation:
     #: What is wrong: ``missing_file``, ``file_size``, ``undecodable`` (class ``files``);
     #: ``added_twice``, ``deleted_not_live``, ``live_set_mismatch`` (``replay``);
     #: ``sequence_range``, ``level``, ``level_overlap`` (``lsm``); ``deletion_vector_range``,
-    #: ``deletion_vector_target`` (``deletion_vectors``); ``wrong_bucket`` (``buckets``).
+    #: ``deletion_vector_target`` (``deletion_vectors``); ``wrong_bucket`` (``buckets``);
+    #: ``hash_index_count``, ``hash_index_duplicate``, ``hash_index_key``, ``file_index``
+    #: (``index``); ``iceberg_snapshot``, ``iceberg_missing_file``, ``iceberg_extra_file``,
+    #: ``iceberg_file_stats`` (``iceberg``).
     kind: str
-    #: The check that found it: ``files``, ``replay``, ``lsm``, ``deletion_vectors``, ``buckets``.
+    #: The check that found it: ``files``, ``replay``, ``lsm``, ``deletion_vectors``, ``buckets``,
+    #: ``index``, ``iceberg``.
     cls: str
     #: The snapshot it was found in.
     snapshot: int | None
@@ -128,8 +132,8 @@ class VerifyReport:
     latest: int | None
     #: How many snapshots were replayed.
     snapshots_checked: int
-    #: The snapshot whose live files the ``lsm``, ``deletion_vectors`` and ``buckets`` checks
-    #: looked at (the newest whose manifests read).
+    #: The snapshot whose live files the ``lsm``, ``deletion_vectors``, ``buckets``, ``index``
+    #: and ``iceberg`` checks looked at (the newest whose manifests read).
     state_snapshot: int | None
 
     @property

@@ -950,8 +950,14 @@ class Table:
         file nor delete one that is not live, and yield the live files of its base + delta
         manifests; and, in the newest readable snapshot: sequence number ranges, levels within
         ``num-levels`` that do not overlap in key range (primary-key tables), deletion vectors
-        naming live files within their row counts, and file keys hashing to their bucket
-        (fixed-bucket primary-key tables). Nothing is changed; broken invariants are returned as
+        naming live files within their row counts, file keys hashing to their bucket
+        (fixed-bucket primary-key tables), index files matching their data (dynamic-bucket
+        ``HASH`` indexes holding their recorded number of hashes, each hash in one bucket, and
+        the hashes of every file's min and max key in its bucket's index; data files' file
+        indexes present and decodable), and, where ``metadata.iceberg.storage`` is set, the
+        Iceberg metadata describing the newest snapshot (its version, current snapshot and
+        data files: live files with their row counts and sizes, all of them for append tables).
+        Nothing is changed; broken invariants are returned as
         :class:`~tidelake._metadata.Violation` s, never raised."""
         raw = self._raw.verify()
         violations = [Violation(kind=v["kind"], cls=v["class"], snapshot=v["snapshot"], path=v["path"],

@@ -243,7 +243,15 @@ def doctor(path: str, skip_orphans: bool, html_file: str | None, png_file: str |
       deletion_vectors  every deletion vector names a live file of its bucket and
                         no position >= that file's row count;
       buckets           file keys hash to their bucket (fixed-bucket primary-key
-                        tables).
+                        tables);
+      index             hash index files hold their recorded number of hashes,
+                        each hash in one bucket, and the hashes of every file's
+                        min and max key in its bucket's index (dynamic-bucket
+                        tables); data files' file indexes exist and decode;
+      iceberg           the Iceberg metadata (metadata.iceberg.storage) describes
+                        the newest snapshot: its version, current snapshot and
+                        data files (live files with their row counts and sizes,
+                        all of them for append tables).
     Each violation is listed with its class, kind, snapshot, file and detail.
     Exit 0: no violation; 5: violations found; 1-4: the check failed (see
     `tidelake --help`).

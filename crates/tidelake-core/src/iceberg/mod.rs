@@ -8,6 +8,7 @@
 //! * `manifest`: Iceberg manifests and manifest lists (Avro with Iceberg field ids);
 //! * `metadata`: `v<N>.metadata.json` and `version-hint.text`;
 //! * `puffin`: Puffin files of Iceberg deletion vectors;
+//! * `current`: reading a snapshot's metadata back (`doctor --verify`);
 //! * `sync`: one snapshot's metadata, afresh or incrementally (`IcebergCommitCallback`).
 //!
 //! Invariants:
@@ -25,12 +26,14 @@
 //!   (`tidelake_spec::iceberg::check_schema`, at creation, alteration, writer creation and
 //!   commit), so no commit succeeds and then fails to produce its metadata.
 
+mod current;
 mod manifest;
 mod metadata;
 mod options;
 mod puffin;
 mod sync;
 
+pub use current::{data_file_location, read_state};
 pub use options::IcebergConfig;
 
 use crate::branch::MAIN_BRANCH;

@@ -41,6 +41,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataField;
 
+use super::current::data_file_location;
 use super::manifest::{
     self, file_name, DataFile, ManifestEntry, ManifestFile, Status, CONTENT_DATA, CONTENT_DELETES,
 };
@@ -55,9 +56,7 @@ use crate::io::FileIO;
 use crate::layout::TableLayout;
 use crate::read::deletion_vector::read_deletion_vector;
 use crate::scan::{plan_scan, ScanRequest, SnapshotSelector};
-use crate::state::{
-    live_index_entries, read_list, read_manifests, BucketFiles, LiveFiles, Pruning,
-};
+use crate::state::{live_index_entries, read_list, read_manifests, LiveFiles, Pruning};
 use crate::table::Table;
 
 const APPEND: &str = "append";
@@ -161,20 +160,6 @@ impl<'a> Sync<'a> {
     }
 
     // ---- data files ------------------------------------------------------------------------
-
-    /// Where a Paimon data file lives, as a location.
-    fn file_location(&self, e: &PaimonEntry) -> Result<String> {
-        if let Some(p) = &e.file.external_path {
-            return Ok(p.clone());
-        }
-        let values = self.layout.decode_partition(&e.partition)?;
-        let bucket = self.layout.bucket_path(&values, e.bucket)?;
-        Ok(format!(
-            "{}/{}",
-            self.table.location().trim_end_matches('/'),
-            BucketFiles::file_path(&bucket, &e.file)
-        ))
-    }
 
     /// Whether an added file belongs in the Iceberg table (Java `shouldAddFileToIceberg`).
     fn visible(&self, e: &PaimonEntry) -> bool {
@@ -450,7 +435,7 @@ impl<'a> Sync<'a> {
         for e in live.into_entries() {
             let key = (e.partition.clone(), e.bucket, e.file.file_name.clone());
             if keep.as_ref().is_none_or(|k| k.contains(&key)) {
-                files.push((self.file_location(&e)?, e));
+                files.push((data_file_location(self.table, &self.layout, &e)?, e));
             }
         }
         let entries = self.added(id, files).await?;
@@ -520,7 +505,7 @@ impl<'a> Sync<'a> {
         let mut added: Added = HashMap::new();
         let mut add_only = true;
         for (order, e) in delta.into_iter().enumerate() {
-            let location = self.file_location(&e)?;
+            let location = data_file_location(self.table, &self.layout, &e)?;
             match e.kind {
                 FileKind::Add if self.visible(&e) => {
                     removed.remove(&location);

@@ -4,8 +4,10 @@
 //!
 //! Checks, by class ([`ViolationKind::class`]):
 //! * `files`: the files of the newest snapshots exist at their recorded sizes and their
-//!   metadata decodes ([`super::damage::find_damage`], reused as is); a snapshot, manifest
-//!   list or manifest that does not decode during the replay is reported too.
+//!   metadata decodes ([`super::damage::find_damage`], reused as is), and so does every index
+//!   file the index manifest of the newest readable snapshot lists (`find_damage` skips those
+//!   of buckets without live data files); a snapshot, manifest list or manifest that does not
+//!   decode during the replay is reported too.
 //! * `replay`: every snapshot's delta manifests are replayed in order against the previous
 //!   snapshot's live files (the first snapshot of the chain, or one after a gap, starts from its
 //!   own base manifest list): an ADD of a live file or a DELETE of a file that is not live is a
@@ -23,29 +25,53 @@
 //!   primary key with the default bucket function): the min and max key of every file hash
 //!   ([`bucket_of`]) to the file's bucket under its `_TOTAL_BUCKETS`. Keys between them are not
 //!   read; that a key lives in one bucket only follows for files whose keys all hash there.
+//! * `index` (newest readable snapshot): that its index files exist at their recorded sizes is
+//!   the `files` check, and that its deletion vectors name live files the `deletion_vectors`
+//!   one; here the contents are checked against the data. Dynamic-bucket tables (`bucket` -1,
+//!   a primary key holding every partition key; Java `HashIndexFile`): every `HASH` index file
+//!   holds as many hashes as its recorded `row_count`, no hash is listed twice in a partition
+//!   (a key hash has one bucket), and the hash of the min and max key of every live data file
+//!   ([`hash_row`] of the trimmed primary key, the assigner's hash) is listed by its bucket's
+//!   index (a key goes to its hash's bucket, so this holds exactly for every key; keys between
+//!   them are not read). Every live data file with a file index (`file-index.*`: embedded, or
+//!   an `.index` extra file beside it) has one that exists and decodes.
+//! * `iceberg` (newest readable snapshot, main branch of a table with
+//!   `metadata.iceberg.storage`): Paimon snapshot N is described by Iceberg metadata version N
+//!   (`v<N>.metadata.json`, whose current Iceberg snapshot is N, and `version-hint.text` names
+//!   N or newer), whose current snapshot's data files are live data files of snapshot N with
+//!   their record counts and sizes, each listed once; for append tables they are all of them
+//!   (a primary-key table's Iceberg table lists only files that need no merge, which ones
+//!   depending on how the version was built, Java's rule).
 //!
 //! Invariants: nothing is written or deleted; a violation never aborts the check (only errors
 //! other than missing or undecodable files do, e.g. storage failures). Cost: every snapshot's
 //! manifest lists and manifests are read (manifests once per read cache), and the deletion
-//! vector index files of the newest snapshot.
+//! vector, hash and file index files of the newest snapshot, and its Iceberg metadata.
 
 use std::collections::{HashMap, HashSet};
 
 use tidelake_spec::binary_row::decode_framed;
-use tidelake_spec::bucket::bucket_of;
-use tidelake_spec::manifest::{FileIdentifier, FileKind, ManifestEntry, DELETION_VECTORS_INDEX};
+use tidelake_spec::binary_row::encode_row;
+use tidelake_spec::bucket::{bucket_of, hash_row};
+use tidelake_spec::manifest::{
+    decode_hash_index, FileIdentifier, FileKind, IndexManifestEntry, ManifestEntry,
+    DELETION_VECTORS_INDEX, HASH_INDEX,
+};
 use tidelake_spec::options::BucketFunctionType;
 use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
 use super::damage::{find_damage, problem, Problem, ProblemKind};
 use crate::error::{Error, Result};
+use crate::iceberg::{data_file_location, read_state};
 use crate::layout::TableLayout;
 use crate::lsm::levels::overlapping_files;
 use crate::read::split_read::decode_deletion_vector;
+use crate::scan::file_index;
+use crate::scan::split::FileIndexRef;
 use crate::state::{
     index_file_refs, live_index_entries, merge_entries, read_list, read_manifests, BucketFiles,
-    LiveFiles, Pruning,
+    LiveFiles, Pruning, INDEX_DIR,
 };
 use crate::table::Table;
 
@@ -76,6 +102,22 @@ pub enum ViolationKind {
     DeletionVectorTarget,
     /// A file's keys hash to another bucket than the one it is in.
     WrongBucket,
+    /// A `HASH` index file holds another number of hashes than its recorded row count.
+    HashIndexCount,
+    /// A hash is listed twice by the `HASH` index files of a partition.
+    HashIndexDuplicate,
+    /// A live data file's key hashes to a hash its bucket's `HASH` index lacks.
+    HashIndexKey,
+    /// A data file's file index is missing or does not decode.
+    FileIndex,
+    /// The Iceberg metadata does not describe the Paimon snapshot.
+    IcebergSnapshot,
+    /// A live data file is not in the Iceberg snapshot.
+    IcebergMissingFile,
+    /// The Iceberg snapshot lists a file that is not a live data file, or lists one twice.
+    IcebergExtraFile,
+    /// The Iceberg snapshot records another row count or size for a data file.
+    IcebergFileStats,
 }
 
 impl ViolationKind {
@@ -94,11 +136,19 @@ impl ViolationKind {
             ViolationKind::DeletionVectorRange => "deletion_vector_range",
             ViolationKind::DeletionVectorTarget => "deletion_vector_target",
             ViolationKind::WrongBucket => "wrong_bucket",
+            ViolationKind::HashIndexCount => "hash_index_count",
+            ViolationKind::HashIndexDuplicate => "hash_index_duplicate",
+            ViolationKind::HashIndexKey => "hash_index_key",
+            ViolationKind::FileIndex => "file_index",
+            ViolationKind::IcebergSnapshot => "iceberg_snapshot",
+            ViolationKind::IcebergMissingFile => "iceberg_missing_file",
+            ViolationKind::IcebergExtraFile => "iceberg_extra_file",
+            ViolationKind::IcebergFileStats => "iceberg_file_stats",
         }
     }
 
     /// The class of the check that found it: `files`, `replay`, `lsm`, `deletion_vectors`,
-    /// `buckets`.
+    /// `buckets`, `index`, `iceberg`.
     pub fn class(&self) -> &'static str {
         match self {
             ViolationKind::MissingFile | ViolationKind::FileSize | ViolationKind::Undecodable => {
@@ -114,6 +164,14 @@ impl ViolationKind {
                 "deletion_vectors"
             }
             ViolationKind::WrongBucket => "buckets",
+            ViolationKind::HashIndexCount
+            | ViolationKind::HashIndexDuplicate
+            | ViolationKind::HashIndexKey
+            | ViolationKind::FileIndex => "index",
+            ViolationKind::IcebergSnapshot
+            | ViolationKind::IcebergMissingFile
+            | ViolationKind::IcebergExtraFile
+            | ViolationKind::IcebergFileStats => "iceberg",
         }
     }
 }
@@ -137,8 +195,8 @@ pub struct VerifyReport {
     pub latest: Option<i64>,
     /// How many snapshots were replayed.
     pub snapshots_checked: usize,
-    /// The snapshot whose live files the `lsm`, `deletion_vectors` and `buckets` checks looked
-    /// at: the newest one whose manifests read.
+    /// The snapshot whose live files the `lsm`, `deletion_vectors`, `buckets`, `index` and
+    /// `iceberg` checks looked at: the newest one whose manifests read.
     pub state_snapshot: Option<i64>,
 }
 
@@ -380,6 +438,8 @@ struct StateChecks {
     lsm: bool,
     /// Whether files' keys must hash to their bucket.
     fixed_buckets: bool,
+    /// Whether buckets are assigned by `HASH` index files (dynamic bucket mode).
+    dynamic_buckets: bool,
 }
 
 impl StateChecks {
@@ -399,11 +459,18 @@ impl StateChecks {
                 && opts.bucket().map_err(spec)? > 0
                 && schema.bucket_keys() == schema.trimmed_primary_keys()
                 && opts.bucket_function_type().map_err(spec)? == BucketFunctionType::Default,
+            dynamic_buckets: has_key
+                && opts.bucket().map_err(spec)? == -1
+                && schema
+                    .partition_keys
+                    .iter()
+                    .all(|k| schema.primary_keys.contains(k)),
         })
     }
 }
 
-/// The `lsm`, `deletion_vectors` and `buckets` checks of `live`, the files of `snap`.
+/// The `lsm`, `deletion_vectors`, `buckets`, `index` and `iceberg` checks of `live`, the files
+/// of `snap`.
 async fn check_state(
     table: &Table,
     layout: &TableLayout,
@@ -446,7 +513,262 @@ async fn check_state(
             check_buckets(table, layout, id, live, key_types, report)?;
         }
     }
-    check_deletion_vectors(table, snap, live, report).await
+    let index = match live_index_entries(table, snap).await {
+        Ok(index) => index,
+        Err(e) => return report.push_error(id, e),
+    };
+    check_index_files(table, id, &index, report).await?;
+    check_deletion_vectors(table, snap, live, &index, report).await?;
+    if let (Some(key_types), true) = (&checks.key_types, checks.dynamic_buckets) {
+        check_hash_index(table, layout, id, live, &index, key_types, report).await?;
+    }
+    check_file_indexes(table, layout, id, live, report).await?;
+    check_iceberg(table, layout, id, live, report).await
+}
+
+/// The `files` check of the index files `index` lists that [`find_damage`] does not look at
+/// (those of buckets without live data files, and of other index types): each exists at its
+/// recorded size. A file already reported is not reported again.
+async fn check_index_files(
+    table: &Table,
+    id: i64,
+    index: &[IndexManifestEntry],
+    report: &mut VerifyReport,
+) -> Result<()> {
+    for f in index
+        .iter()
+        .map(|e| &e.index_file)
+        .filter(|f| f.external_path.is_none())
+    {
+        let rel = format!("{INDEX_DIR}/{}", f.file_name);
+        let path = table.io().display(&rel);
+        if reported(report, &path) {
+            continue;
+        }
+        let (kind, why) = match table.io().size(&rel).await {
+            Ok(size) if i64::try_from(size).ok() == Some(f.file_size) => continue,
+            Ok(size) => (
+                ViolationKind::FileSize,
+                format!("{size} bytes where {} were written", f.file_size),
+            ),
+            Err(e) if e.is_missing() => (ViolationKind::MissingFile, "missing".to_string()),
+            Err(e) => return Err(e),
+        };
+        report.push(kind, id, path, why);
+    }
+    Ok(())
+}
+
+/// The `index` check of dynamic-bucket `HASH` index files (of `index`) against `live`'s data
+/// files.
+async fn check_hash_index(
+    table: &Table,
+    layout: &TableLayout,
+    id: i64,
+    live: &LiveFiles,
+    index: &[IndexManifestEntry],
+    key_types: &[DataType],
+    report: &mut VerifyReport,
+) -> Result<()> {
+    // per partition: hash -> bucket listing it
+    let mut owners: HashMap<&[u8], HashMap<i32, i32>> = HashMap::new();
+    // buckets whose index files did not all read
+    let mut unreadable: HashSet<(&[u8], i32)> = HashSet::new();
+    for e in index
+        .iter()
+        .filter(|e| e.index_file.index_type == HASH_INDEX)
+    {
+        let (f, bucket) = (&e.index_file, e.bucket);
+        let owner = owners.entry(e.partition.as_slice()).or_default();
+        let rel = match &f.external_path {
+            Some(p) => p.clone(),
+            None => format!("{INDEX_DIR}/{}", f.file_name),
+        };
+        let path = table.io().display(&rel);
+        let hashes = match table.io().read(&rel).await {
+            Ok(bytes) => decode_hash_index("hash index", &bytes)
+                .map_err(|e| Error::from_spec(path.clone(), e)),
+            Err(e) => Err(e),
+        };
+        let hashes = match hashes {
+            Ok(hashes) => hashes,
+            Err(err) => {
+                unreadable.insert((e.partition.as_slice(), bucket));
+                // a missing file is reported by the `files` check
+                if !err.is_missing() && !reported(report, &path) {
+                    report.push_error(id, err)?;
+                }
+                continue;
+            }
+        };
+        if i64::try_from(hashes.len()).ok() != Some(f.row_count) {
+            let why = format!(
+                "{} (bucket {bucket}) holds {} hashes, but its row count is {}",
+                f.file_name,
+                hashes.len(),
+                f.row_count
+            );
+            report.push(ViolationKind::HashIndexCount, id, path.clone(), why);
+        }
+        let mut twice = hashes
+            .iter()
+            .filter_map(|&h| owner.insert(h, bucket).map(|other| (h, other)));
+        if let Some((h, other)) = twice.next() {
+            let why = format!(
+                "{} (bucket {bucket}) lists hash {h}, which bucket {other}'s index lists too ({} more hashes listed twice)",
+                f.file_name,
+                twice.count()
+            );
+            report.push(ViolationKind::HashIndexDuplicate, id, path, why);
+        }
+    }
+    let empty = HashMap::new();
+    for b in live.buckets() {
+        if unreadable.contains(&(b.partition.as_slice(), b.bucket)) {
+            continue;
+        }
+        let owner = owners.get(b.partition.as_slice()).unwrap_or(&empty);
+        for e in &b.files {
+            for (which, key) in [("min", &e.file.min_key), ("max", &e.file.max_key)] {
+                let hash = decode_framed(key, key_types)
+                    .and_then(|values| encode_row(&values, key_types))
+                    .map(|row| hash_row(&row));
+                let why = match hash {
+                    Ok(h) => match owner.get(&h) {
+                        Some(&bucket) if bucket == b.bucket => continue,
+                        Some(bucket) => format!(
+                            "its {which} key's hash {h} belongs to bucket {bucket} in the hash index"
+                        ),
+                        None => format!(
+                            "its {which} key's hash {h} is in no hash index file of the partition"
+                        ),
+                    },
+                    Err(err) => {
+                        let path = format!("manifest entry of {}", e.file.file_name);
+                        report.push_error(id, Error::from_spec(path, err))?;
+                        continue;
+                    }
+                };
+                let path = entry_path(table, layout, e);
+                report.push(ViolationKind::HashIndexKey, id, path, detail_of(e, &why));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a violation names `path` already.
+fn reported(report: &VerifyReport, path: &str) -> bool {
+    report.violations.iter().any(|v| v.path == path)
+}
+
+/// The `index` check of data files' file indexes: each exists and decodes.
+async fn check_file_indexes(
+    table: &Table,
+    layout: &TableLayout,
+    id: i64,
+    live: &LiveFiles,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    for b in live.buckets() {
+        let dir = layout.bucket_path(&layout.decode_partition(&b.partition)?, b.bucket)?;
+        for e in b.files.iter().filter(|e| e.file.external_path.is_none()) {
+            let Some(at) = FileIndexRef::of(&BucketFiles::file_path(&dir, &e.file), &e.file) else {
+                continue;
+            };
+            let Err(err) = file_index::load(table.io(), &at).await else {
+                continue;
+            };
+            let p = problem(err)?;
+            let path = match &at {
+                FileIndexRef::File(rel) => table.io().display(rel),
+                FileIndexRef::Embedded(_) => entry_path(table, layout, e),
+            };
+            let why = format!("its file index: {}", p.reason);
+            report.push(ViolationKind::FileIndex, id, path, detail_of(e, &why));
+        }
+    }
+    Ok(())
+}
+
+/// The `iceberg` check: snapshot `id`'s Iceberg metadata against its live files `live`.
+async fn check_iceberg(
+    table: &Table,
+    layout: &TableLayout,
+    id: i64,
+    live: &LiveFiles,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    let state = match read_state(table, id).await {
+        Ok(Some(state)) => state,
+        Ok(None) => return Ok(()),
+        Err(e) => return report.push_error(id, e),
+    };
+    let path = state.metadata_path.clone();
+    if state.hint.is_none_or(|h| h < id) {
+        let hint = state.hint.map_or("no readable version".to_string(), |h| {
+            format!("version {h}")
+        });
+        let why = format!("version-hint.text names {hint}, not snapshot {id}'s version {id}");
+        report.push(ViolationKind::IcebergSnapshot, id, path.clone(), why);
+    }
+    let Some(version) = state.version else {
+        let why = format!("no Iceberg metadata version for snapshot {id}");
+        report.push(ViolationKind::IcebergSnapshot, id, path, why);
+        return Ok(());
+    };
+    if version.current_snapshot != Some(id) {
+        let current = version
+            .current_snapshot
+            .map_or("no snapshot".to_string(), |s| format!("snapshot {s}"));
+        let why = format!("its current Iceberg snapshot is {current}, not {id}");
+        report.push(ViolationKind::IcebergSnapshot, id, path, why);
+        return Ok(());
+    }
+    let mut paimon: HashMap<String, &ManifestEntry> = HashMap::new();
+    for e in live.entries() {
+        paimon.insert(data_file_location(table, layout, e)?, e);
+    }
+    let mut listed: HashSet<&str> = HashSet::new();
+    for f in &version.files {
+        let at = f.location.clone();
+        let Some(e) = paimon.get(&f.location) else {
+            let why = format!(
+                "the Iceberg snapshot lists it, but it is not a live data file of snapshot {id}"
+            );
+            report.push(ViolationKind::IcebergExtraFile, id, at, why);
+            continue;
+        };
+        if !listed.insert(&f.location) {
+            let why = "the Iceberg snapshot lists it twice".to_string();
+            report.push(ViolationKind::IcebergExtraFile, id, at, why);
+            continue;
+        }
+        if (f.record_count, f.file_size) != (e.file.row_count, e.file.file_size) {
+            let why = format!(
+                "the Iceberg snapshot records {} rows and {} bytes, Paimon {} rows and {} bytes",
+                f.record_count, f.file_size, e.file.row_count, e.file.file_size
+            );
+            report.push(ViolationKind::IcebergFileStats, id, at, detail_of(e, &why));
+        }
+    }
+    if !state.primary_key {
+        let mut missing: Vec<(&String, &&ManifestEntry)> = paimon
+            .iter()
+            .filter(|(at, _)| !listed.contains(at.as_str()))
+            .collect();
+        missing.sort_by(|a, b| a.0.cmp(b.0));
+        for (at, e) in missing {
+            let why = format!("live in snapshot {id}, but not in its Iceberg snapshot");
+            report.push(
+                ViolationKind::IcebergMissingFile,
+                id,
+                at.clone(),
+                detail_of(e, &why),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The `buckets` check: the min and max key of every file hash to its bucket.
@@ -486,6 +808,7 @@ async fn check_deletion_vectors(
     table: &Table,
     snap: &Snapshot,
     live: &LiveFiles,
+    index: &[IndexManifestEntry],
     report: &mut VerifyReport,
 ) -> Result<()> {
     let row_counts: HashMap<(&[u8], i32, &str), i64> = live
@@ -495,10 +818,6 @@ async fn check_deletion_vectors(
             (key, e.file.row_count)
         })
         .collect();
-    let index = match live_index_entries(table, snap).await {
-        Ok(index) => index,
-        Err(e) => return report.push_error(snap.id, e),
-    };
     let mut reported: HashSet<String> = HashSet::new();
     for entry in index
         .iter()
@@ -657,5 +976,12 @@ mod tests {
         );
         assert_eq!(ViolationKind::FileSize.class(), "files");
         assert_eq!(ViolationKind::WrongBucket.class(), "buckets");
+        assert_eq!(ViolationKind::HashIndexCount.as_str(), "hash_index_count");
+        assert_eq!(ViolationKind::FileIndex.class(), "index");
+        assert_eq!(
+            ViolationKind::IcebergMissingFile.as_str(),
+            "iceberg_missing_file"
+        );
+        assert_eq!(ViolationKind::IcebergSnapshot.class(), "iceberg");
     }
 }

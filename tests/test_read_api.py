@@ -328,6 +328,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     one_shot.write(pa.Table.from_pylist([{"id": 7, "dt": "c"}], schema=altered.arrow_schema()), "insert")
     assert len(r("RawWriter", "commit", one_shot.commit(altered, "one-shot"))) >= 1
     one_shot.close()
+    assert r("RawTable", "expired_tags", altered.expired_tags()) == []  # t1 has no retention
     r("RawTable", "delete_tag", altered.delete_tag("t1"))
     r("RawTable", "truncate", altered.truncate("me"))
     assert altered.reload().scan().to_table().num_rows == 0

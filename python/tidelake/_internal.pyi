@@ -388,6 +388,9 @@ class RawTable:
     def delete_tag(self, name: str) -> dict[str, int]:
         """Delete a tag and the files only it protected; returns counts."""
 
+    def expired_tags(self) -> list[str]:
+        """The tags whose retention has passed now (local time); nothing is deleted."""
+
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> dict[str, Any]:
         """Roll the table back to a snapshot or tag."""
 

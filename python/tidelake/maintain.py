@@ -309,18 +309,8 @@ def _expire_args(policy: Policy) -> dict[str, Any]:
 
 
 def _expired_tags(t: Table) -> list[str]:
-    """Tags whose ``tagTimeRetained`` has passed (create time and now in local time, as Paimon's
-    ``TagTimeExpire``)."""
-    now = _dt.datetime.now()
-    out = []
-    for tag in t.tags():
-        if not tag.create_time or tag.time_retained is None:
-            continue
-        y, mo, d, h, mi, *rest = tag.create_time
-        created = _dt.datetime(y, mo, d, h, mi, rest[0] if rest else 0)
-        if created + _dt.timedelta(seconds=float(tag.time_retained)) < now:
-            out.append(tag.name)
-    return out
+    """Tags whose ``tagTimeRetained`` has passed (the engine's rule, Paimon's ``TagTimeExpire``)."""
+    return list(t._raw.expired_tags())
 
 
 def _compaction_job(t: Table, policy: Policy, job: Callable[..., Job], notes: list[str]) -> Job | None:

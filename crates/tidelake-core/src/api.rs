@@ -86,7 +86,7 @@ pub mod maintenance {
         drop_partitions, expire_partitions, partition_specs_from_json, PartitionExpireConfig,
     };
     pub use crate::maintenance::system_tables::system_table;
-    pub use crate::maintenance::tags::{create_tag, delete_tag};
+    pub use crate::maintenance::tags::{create_tag, delete_tag, expired_tags};
     pub use crate::maintenance::verify::{verify, VerifyReport, Violation, ViolationKind};
     pub use crate::maintenance::{
         expire_snapshots, maintain, plan_expiration, remove_orphan_files, rollback_to,

@@ -120,6 +120,12 @@ impl RawTable {
         counts(py, &deleted)
     }
 
+    /// The tags whose retention has passed now (local time), by name; nothing is deleted.
+    fn expired_tags(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let now = self.table.env().local_now();
+        block_on(py, maintenance::expired_tags(&self.table, now))?.py()
+    }
+
     /// Roll back to a snapshot id or a tag (exactly one).
     #[pyo3(signature = (snapshot_id=None, tag=None))]
     fn rollback_to<'py>(

@@ -185,9 +185,8 @@ pub async fn delete_tag(table: &Table, name: &str) -> Result<DeletedFiles> {
     delete_unreferenced(table.io(), candidates, &refs).await
 }
 
-/// Delete tags whose retention has passed at local time `now` (Java `TagTimeExpire`); returns
-/// their names.
-pub async fn expire_tags(table: &Table, now: NaiveDateTime) -> Result<Vec<String>> {
+/// The tags whose retention has passed at local time `now` (Java `TagTimeExpire`), by name.
+pub async fn expired_tags(table: &Table, now: NaiveDateTime) -> Result<Vec<String>> {
     let mut expired = Vec::new();
     for (name, tag) in table.snapshot_manager().tags().await? {
         let (Some(created), Some(retained)) = (
@@ -203,9 +202,17 @@ pub async fn expire_tags(table: &Table, now: NaiveDateTime) -> Result<Vec<String
             .checked_add_signed(retained)
             .is_some_and(|until| now > until)
         {
-            delete_tag(table, &name).await?;
             expired.push(name);
         }
+    }
+    Ok(expired)
+}
+
+/// Delete the [`expired_tags`] at local time `now`; returns their names.
+pub async fn expire_tags(table: &Table, now: NaiveDateTime) -> Result<Vec<String>> {
+    let expired = expired_tags(table, now).await?;
+    for name in &expired {
+        delete_tag(table, name).await?;
     }
     Ok(expired)
 }

@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Field, Schema};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use tidelake_core::api::commit::FileStoreCommit;
-use tidelake_core::api::ops::Read;
+use tidelake_core::api::ops::{PlannedRead, Read};
 use tidelake_core::api::schema::{create_table, TableSpec};
 use tidelake_core::api::write::RowKinds;
 use tidelake_core::api::{FileIO, Table};
@@ -50,6 +50,12 @@ fn batch(schema: &Arc<Schema>, commit: i64) -> RecordBatch {
         ],
     )
     .unwrap()
+}
+
+/// The number of rows a planned read gives.
+async fn rows_of(read: PlannedRead) -> usize {
+    let batches = read.reader.collect(read.plan.splits, None).await.unwrap();
+    batches.iter().map(|b| b.num_rows()).sum()
 }
 
 fn counts(store: &InstrumentedStore) -> String {
@@ -136,14 +142,7 @@ async fn requests_per_commit_and_scan_are_bounded() {
 
     let before = store.counts().total();
     let files: u64 = plan.splits.iter().map(|s| s.files.len() as u64).sum();
-    let rows: usize = read
-        .reader
-        .collect(read.plan.splits, None)
-        .await
-        .unwrap()
-        .iter()
-        .map(|b| b.num_rows())
-        .sum();
+    let rows = rows_of(read).await;
     assert_eq!(rows, 300, "keys 0..300 after 5 overlapping commits");
     let reads = store.counts().total() - before;
     println!("read {files} data files: {reads} requests");
@@ -235,14 +234,7 @@ async fn planning_skips_manifests_of_level0_files_where_reads_hide_them() {
         .iter()
         .flat_map(|s| &s.files)
         .all(|f| f.level > 0));
-    let rows: usize = read
-        .reader
-        .collect(read.plan.splits, None)
-        .await
-        .unwrap()
-        .iter()
-        .map(|b| b.num_rows())
-        .sum();
+    let rows = rows_of(read).await;
     assert_eq!(
         rows, 200,
         "keys 50..250 as compacted after 3 appends; the 4th is level 0, unread"

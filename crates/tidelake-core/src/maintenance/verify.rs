@@ -53,6 +53,7 @@ use std::collections::{HashMap, HashSet};
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::binary_row::encode_row;
 use tidelake_spec::bucket::{bucket_of, hash_row};
+use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::{
     decode_hash_index, FileIdentifier, FileKind, IndexManifestEntry, ManifestEntry,
     DELETION_VECTORS_INDEX, HASH_INDEX,
@@ -629,29 +630,24 @@ async fn check_hash_index(
         }
         let owner = owners.get(b.partition.as_slice()).unwrap_or(&empty);
         for e in &b.files {
-            for (which, key) in [("min", &e.file.min_key), ("max", &e.file.max_key)] {
-                let hash = decode_framed(key, key_types)
-                    .and_then(|values| encode_row(&values, key_types))
-                    .map(|row| hash_row(&row));
-                let why = match hash {
-                    Ok(h) => match owner.get(&h) {
-                        Some(&bucket) if bucket == b.bucket => continue,
-                        Some(bucket) => format!(
-                            "its {which} key's hash {h} belongs to bucket {bucket} in the hash index"
-                        ),
-                        None => format!(
-                            "its {which} key's hash {h} is in no hash index file of the partition"
-                        ),
-                    },
-                    Err(err) => {
-                        let path = format!("manifest entry of {}", e.file.file_name);
-                        report.push_error(id, Error::from_spec(path, err))?;
-                        continue;
-                    }
-                };
-                let path = entry_path(table, layout, e);
-                report.push(ViolationKind::HashIndexKey, id, path, detail_of(e, &why));
-            }
+            let at = KeyBounds {
+                table,
+                layout,
+                id,
+                key_types,
+            };
+            at.check(e, ViolationKind::HashIndexKey, report, |which, values| {
+                let h = hash_row(&encode_row(&values, key_types)?);
+                Ok(match owner.get(&h) {
+                    Some(&bucket) if bucket == b.bucket => None,
+                    Some(bucket) => Some(format!(
+                        "its {which} key's hash {h} belongs to bucket {bucket} in the hash index"
+                    )),
+                    None => Some(format!(
+                        "its {which} key's hash {h} is in no hash index file of the partition"
+                    )),
+                })
+            })?;
         }
     }
     Ok(())
@@ -780,27 +776,60 @@ fn check_buckets(
     key_types: &[DataType],
     report: &mut VerifyReport,
 ) -> Result<()> {
+    let at = KeyBounds {
+        table,
+        layout,
+        id,
+        key_types,
+    };
     for e in live.entries().filter(|e| e.total_buckets > 0) {
-        for (which, key) in [("min", &e.file.min_key), ("max", &e.file.max_key)] {
-            let bucket = decode_framed(key, key_types)
-                .and_then(|values| bucket_of(&values, key_types, e.total_buckets));
-            let why = match bucket {
-                Ok(b) if b == e.bucket => continue,
-                Ok(b) => format!(
+        at.check(e, ViolationKind::WrongBucket, report, |which, values| {
+            let b = bucket_of(&values, key_types, e.total_buckets)?;
+            Ok((b != e.bucket).then(|| {
+                format!(
                     "its {which} key belongs in bucket {b} of {}",
                     e.total_buckets
-                ),
-                Err(err) => {
-                    let path = format!("manifest entry of {}", e.file.file_name);
-                    report.push_error(id, Error::from_spec(path, err))?;
-                    continue;
-                }
-            };
-            let path = entry_path(table, layout, e);
-            report.push(ViolationKind::WrongBucket, id, path, detail_of(e, &why));
-        }
+                )
+            }))
+        })?;
     }
     Ok(())
+}
+
+/// Checks of a file's min and max key (the key bounds its manifest entry records), shared by
+/// the `buckets` and the hash index checks.
+struct KeyBounds<'a> {
+    table: &'a Table,
+    layout: &'a TableLayout,
+    id: i64,
+    key_types: &'a [DataType],
+}
+
+impl KeyBounds<'_> {
+    /// `judge` each of `e`'s min and max key (`"min"`/`"max"`, its decoded values): `Some(why)`
+    /// is a violation of `kind`; a key that does not decode is an error of the manifest entry.
+    fn check(
+        &self,
+        e: &ManifestEntry,
+        kind: ViolationKind,
+        report: &mut VerifyReport,
+        judge: impl Fn(&str, Vec<Datum>) -> tidelake_spec::Result<Option<String>>,
+    ) -> Result<()> {
+        for (which, key) in [("min", &e.file.min_key), ("max", &e.file.max_key)] {
+            match decode_framed(key, self.key_types).and_then(|values| judge(which, values)) {
+                Ok(None) => {}
+                Ok(Some(why)) => {
+                    let path = entry_path(self.table, self.layout, e);
+                    report.push(kind, self.id, path, detail_of(e, &why));
+                }
+                Err(err) => {
+                    let path = format!("manifest entry of {}", e.file.file_name);
+                    report.push_error(self.id, Error::from_spec(path, err))?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The `deletion_vectors` check of `snap`'s index manifest against its live files `live`.

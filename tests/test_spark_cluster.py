@@ -2,21 +2,23 @@
 127.0.0.1, one cluster for this module): batch writes that create the table, reads and a
 temporary view that follows new snapshots, a streaming copy, a task that fails once and is
 retried (``spark.task.maxFailures=2``) with every row committed exactly once and no orphaned
-file, through both ``df.write.format("tidelake")`` and ``tidelake.spark.write``, and distributed
-DML (a merge whose source task fails once, a SQL DELETE).
+file, through both ``df.write.format("tidelake")`` and ``tidelake.spark.write``, distributed
+DML (a merge whose source task fails once, a SQL DELETE), and the Spark SQL parity script
+(``tests/_sql_parity.py``) answering as on the local SparkSession.
 
 One driver process runs every scenario (a JVM start costs ~10 s) and reports what Spark saw;
 the tests check the tables with tidelake itself."""
 
 from __future__ import annotations
 
+import pathlib
 import time
 
 import pyarrow as pa
 import pytest
+from conftest import assert_same_rows
 
 import tidelake
-from conftest import assert_same_rows
 
 pytest.importorskip("pyspark")
 
@@ -26,7 +28,7 @@ from pyspark import TaskContext
 from pyspark.sql import SparkSession
 import tidelake, tidelake.spark
 
-master, work, ui_port = sys.argv[1], sys.argv[2], sys.argv[3]
+master, work, ui_port, tests = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 spark = (SparkSession.builder.master(master).appName("tidelake-cluster-tests")
          .config("spark.ui.port", ui_port).config("spark.executor.memory", "512m")
          .config("spark.executor.cores", "1").config("spark.cores.max", "2")
@@ -93,6 +95,11 @@ out["merge"] = [merged.rows_inserted, merged.rows_updated]
 out["delete"] = tidelake.spark.sql(spark, f"DELETE FROM tidelake.`{e}` WHERE k < 50 OR v = 'm450'").collect()[0][
     "rows_deleted"]
 
+sys.path.insert(0, tests)
+import os, _sql_parity
+os.makedirs(f"{work}/parity")
+out["parity"] = _sql_parity.run(spark, f"{work}/parity")
+
 api = f"http://127.0.0.1:{ui_port}/api/v1/applications/{sc.applicationId}"
 with urllib.request.urlopen(f"{api}/executors", timeout=10) as r:
     out["tasks_per_executor"] = {e["id"]: e["completedTasks"] for e in json.load(r) if e["id"] != "driver"}
@@ -125,7 +132,8 @@ def cluster_run(tmp_path_factory):
     began = time.monotonic()
     with standalone_cluster(base / "cluster", workers=2) as master:
         up = time.monotonic()
-        answer = run_driver(master, [str(work), str(free_port())], script=DRIVER)
+        answer = run_driver(master, [str(work), str(free_port()), str(pathlib.Path(__file__).parent)],
+                            script=DRIVER)
     print(f"cluster up in {up - began:.1f} s, driver {time.monotonic() - up:.1f} s, "
           f"scenarios {answer['seconds']:.1f} s")
     return work, answer
@@ -182,3 +190,15 @@ def test_distributed_dml_with_a_retried_task(cluster_run):
                       schema=ROWS)
     assert_same_rows(read(work / "e"), expect)
     assert orphans(work / "e") == []
+
+
+def test_sql_parity_script_answers_as_on_local_spark(cluster_run, spark, tmp_path):
+    import _sql_parity
+
+    _, answer = cluster_run
+    local = _sql_parity.run(spark, str(tmp_path))
+    assert len(answer["parity"]) == len(local) == len(_sql_parity.STATEMENTS)
+    for statement, on_cluster, on_local in zip(_sql_parity.STATEMENTS, answer["parity"], local):
+        assert on_cluster == on_local, statement
+    final = dict(zip(_sql_parity.STATEMENTS, local))
+    assert final["SELECT id, qty FROM shop.orders"] == [[1, 5], [2, 7], [3, 1]]  # rolled back to the tag

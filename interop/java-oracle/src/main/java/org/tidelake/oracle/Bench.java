@@ -43,9 +43,10 @@ import java.util.Set;
 import java.util.stream.Stream;
 
 /**
- * {@code Main bench STEP key=value...}: one step of the benchmark workload (benches/workload.py,
- * driven by benches/java_peer.py) through Paimon's own Java API, repeated {@code reps} times in
- * this JVM; prints one line {@code RESULT {json}} on stdout with, per repetition, its wall time,
+ * {@code Main bench STEP[,STEP...] key=value...}: steps of the benchmark workload
+ * (benches/workload.py, driven by benches/java_peer.py) through Paimon's own Java API, each
+ * repeated {@code reps} times in this JVM; prints one line {@code RESULT {json}} on stdout, per
+ * step: per repetition its wall time,
  * the process CPU time (all threads: GC and JIT included) and the peak RSS of the repetition
  * (the kernel's high-water mark, reset before it through /proc/self/clear_refs).
  *
@@ -53,7 +54,7 @@ import java.util.stream.Stream;
  * <name>.cols}, see workload.py {@code save_columns}). Steps: {@code bulk} (one commit into a
  * fresh 4-bucket table), {@code upsert} (the upsert commits, each a {@link BatchTableWrite} with
  * the writer's default compaction, on a copy of a bulk-loaded table made before the timer),
- * {@code read} (merged read of {@code table}), {@code point} / {@code range} ({@code id = lo} /
+ * {@code read} (merged read of {@code table}), {@code point} / {@code range} ({@code id = point} /
  * {@code lo <= id <= hi} pushed down with {@link ReadBuilder#withFilter}, then applied to the
  * rows, since a pushed filter only prunes), {@code compact} (a full compaction of every bucket
  * through {@link BatchTableWrite#compact} on a copy of {@code table}), {@code commits} ({@code n}
@@ -69,7 +70,14 @@ final class Bench {
             String[] kv = args[i].split("=", 2);
             opt.put(kv[0], kv[1]);
         }
-        String step = args[0];
+        ObjectNode result = Main.JSON.createObjectNode();
+        for (String step : args[0].split(",")) {
+            result.set(step, step(step, opt));
+        }
+        out.println("RESULT " + Main.JSON.writeValueAsString(result));
+    }
+
+    private static ObjectNode step(String step, Map<String, String> opt) throws Exception {
         java.nio.file.Path data = Paths.get(opt.get("data"));
         java.nio.file.Path dir = Paths.get(opt.get("dir"));
         int reps = Integer.parseInt(opt.getOrDefault("reps", "1"));
@@ -110,7 +118,8 @@ final class Bench {
                     break;
                 case "compact":
                     copy(Paths.get(opt.get("table")), target);
-                    table = open(target);
+                    // the read table is written write-only; the compaction job's writer compacts
+                    table = open(target).copy(Map.of("write-only", "false"));
                     break;
                 default:
                     table = open(Paths.get(opt.get("table")));
@@ -134,7 +143,7 @@ final class Bench {
                     checksum(table, null, run);
                     break;
                 case "point":
-                    checksum(table, new long[] {Long.parseLong(opt.get("lo")), Long.parseLong(opt.get("lo"))}, run);
+                    checksum(table, new long[] {Long.parseLong(opt.get("point")), Long.parseLong(opt.get("point"))}, run);
                     break;
                 case "range":
                     checksum(table, new long[] {Long.parseLong(opt.get("lo")), Long.parseLong(opt.get("hi"))}, run);
@@ -162,7 +171,7 @@ final class Bench {
         }
         result.put("heap_max_mb", Runtime.getRuntime().maxMemory() / 1048576.0);
         result.put("gc", ManagementFactory.getGarbageCollectorMXBeans().get(0).getName());
-        out.println("RESULT " + Main.JSON.writeValueAsString(result));
+        return result;
     }
 
     // ---- the workload's rows ------------------------------------------------------------------

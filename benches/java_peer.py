@@ -40,6 +40,7 @@ sys.path.insert(0, str(HERE))
 
 import workload as wl  # noqa: E402
 
+SYSTEM = "java_paimon"
 JVM_FLAGS = ("-XX:+UseG1GC", "-Xmx4g")  # G1 and a 4 GB heap, like a 4 GB Flink task manager
 STEPS = ("bulk", "upsert", "read", "point", "range", "compact", "commits")
 SMALL_COMMITS = 500
@@ -89,7 +90,7 @@ def command(system: str, steps: str, args: list[str], reps: int, data: pathlib.P
     """The process running ``steps`` (comma-separated) ``reps`` times each with ``system``; it
     prints ``RESULT {step: {"runs": [...], "rows": ..., ...}}``."""
     common = [f"data={data}", f"dir={scratch}", f"reps={reps}", *args]
-    if system == "java_paimon":
+    if system == SYSTEM:
         assert classpath is not None
         return ["java", *JVM_FLAGS, "-cp", classpath, "org.tidelake.oracle.Main", "bench", steps, *common]
     return [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", steps, *common]
@@ -115,7 +116,7 @@ def measure(w: wl.Workload, data: pathlib.Path, work: pathlib.Path, read_table: 
     args = options(w, read_table, small_commits)
     for step in steps:
         out[step] = {}
-        for system in ("tidelake", "java_paimon"):
+        for system in ("tidelake", SYSTEM):
             for mode, reps in (("cold", 1), ("warm", 1 + repeat)):
                 scratch = work / f"peer-{step}-{system}-{mode}"
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -180,7 +181,7 @@ def tidelake_step(step: str, opts: dict[str, str]) -> dict[str, Any]:
 
     data, work, reps, buckets = opts["data"], pathlib.Path(opts["dir"]), int(opts["reps"]), int(opts["buckets"])
     work.mkdir(parents=True, exist_ok=True)
-    w, bulk, upserts = wl.load(data, upserts=step == "upsert")
+    w, bulk, upserts = wl.load(data, bulk=step in ("bulk", "upsert", "commits"), upserts=step == "upsert")
 
     def create(path: pathlib.Path) -> Any:
         return tidelake.create_table(path, wl.SCHEMA, primary_keys=[wl.KEY], bucket=buckets)

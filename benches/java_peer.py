@@ -181,7 +181,7 @@ def tidelake_step(step: str, opts: dict[str, str]) -> dict[str, Any]:
 
     data, work, reps, buckets = opts["data"], pathlib.Path(opts["dir"]), int(opts["reps"]), int(opts["buckets"])
     work.mkdir(parents=True, exist_ok=True)
-    w, bulk, upserts = wl.load(data, bulk=step in ("bulk", "upsert", "commits"), upserts=step == "upsert")
+    _, bulk, upserts = wl.load(data, bulk=step in ("bulk", "upsert", "commits"), upserts=step == "upsert")
 
     def create(path: pathlib.Path) -> Any:
         return tidelake.create_table(path, wl.SCHEMA, primary_keys=[wl.KEY], bucket=buckets)
@@ -237,9 +237,11 @@ def tidelake_step(step: str, opts: dict[str, str]) -> dict[str, Any]:
     return result
 
 
-def read_table(w: wl.Workload, data: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
-    """The table the read, filter and compaction steps start from: the workload written by
-    tidelake ``write-only`` (11 sorted runs per bucket), built in a child process."""
+def read_table(data: pathlib.Path) -> pathlib.Path:
+    """The table the read, filter and compaction steps start from: the workload saved in
+    ``data`` written by tidelake ``write-only`` (11 sorted runs per bucket), built once (in a
+    child process) beside ``data``."""
+    target = data.parent / f"{data.name}-read-table"
     if not (target / "snapshot").exists():
         shutil.rmtree(target, ignore_errors=True)
         subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--write-runs", str(data),
@@ -275,7 +277,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     data = wl.save(w, work / f"data-{w.rows}-{w.upsert_rows}-{w.commits}")
     logfile = work / "peer.log"
-    table = read_table(w, data, work / f"read-table-{w.rows}")
+    table = read_table(data)
     res = measure(w, data, work, table, repeat=a.repeat, small_commits=a.small_commits, timeout=a.timeout,
                   logfile=logfile, steps=tuple(a.steps.split(",")))
     if a.out:

@@ -263,7 +263,7 @@ def java_section(a: argparse.Namespace, w: wl.Workload, ctx: Ctx, repeat: int,
     if setup_json is not None:
         table = pathlib.Path(json.loads(setup_json.read_text())["tidelake_path"])
     else:
-        table = java_peer.read_table(w, ctx.data, ctx.work / "peer-read-table")
+        table = java_peer.read_table(ctx.data)
     log("java_paimon: every step cold and warm, tidelake and Java")
     res = java_peer.measure(w, ctx.data, ctx.work, table, repeat=repeat, small_commits=a.small_commits,
                             timeout=ctx.timeout, logfile=ctx.logfile)

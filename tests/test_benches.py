@@ -21,7 +21,7 @@ import workload as wl  # noqa: E402
 def test_java_peer_runs_every_step_and_agrees_with_tidelake(java, tmp_path):
     w = wl.Workload(rows=3000, upsert_rows=400, commits=3, buckets=2)
     data = wl.save(w, tmp_path / "data")
-    table = java_peer.read_table(w, data, tmp_path / "read-table")
+    table = java_peer.read_table(data)
     args = java_peer.options(w, table, small_commits=3)
     steps = ",".join(java_peer.STEPS)
     got = {system: java_peer.run_process(

@@ -331,13 +331,16 @@ def main() -> None:
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", "/tmp/tidelake-bench"))
     ap.add_argument("--out", default=None, help="write the results JSON here (default WORKDIR/results.json)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds before a worker is killed")
-    ap.add_argument("--small-commits", type=int, default=java_peer.SMALL_COMMITS,
-                    help="one-row commits of the java_paimon comparison's commits step")
+    ap.add_argument("--small-commits", type=int, default=None,
+                    help=f"one-row commits of the java_paimon comparison's commits step "
+                         f"(default {java_peer.SMALL_COMMITS}; --quick: 20)")
     a = ap.parse_args()
 
     scale = a.scale if a.scale is not None else (0.05 if a.quick else 1.0)
     repeat = a.repeat if a.repeat is not None else (1 if a.quick else 3)
     slow_repeat = a.slow_repeat if a.slow_repeat is not None else repeat
+    if a.small_commits is None:
+        a.small_commits = 20 if a.quick else java_peer.SMALL_COMMITS
     w = wl.Workload(commits=a.commits).scaled(scale)
     if a.rows:
         w = wl.Workload(rows=a.rows, upsert_rows=max(1, a.rows // 10), commits=a.commits)

@@ -108,7 +108,7 @@ def java_compact(source: pathlib.Path, work: pathlib.Path, *, warm: bool) -> dic
     res = java_peer.run_process(java_peer.command(java_peer.SYSTEM, "compact", [f"table={source}"], 3 if warm else 1,
                                                   work, work / "java", java_peer.java_classpath()),
                                 work / "java.log", timeout=3600)["compact"]
-    s = java_peer.summarize(res, warm)
+    s = java_peer.summarize(res, warm=warm)
     return {"s": s["wall_s"], "in": live_bytes(source), "out": 0, "rows": s["rows"], "peak_rss_mb": s["peak_rss_mb"]}
 
 

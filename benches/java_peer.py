@@ -96,7 +96,7 @@ def command(system: str, steps: str, args: list[str], reps: int, data: pathlib.P
     return [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", steps, *common]
 
 
-def summarize(res: dict[str, Any], warm: bool) -> dict[str, Any]:
+def summarize(res: dict[str, Any], *, warm: bool) -> dict[str, Any]:
     """Cold: the one repetition; warm: the median of the repetitions after the first."""
     runs = res["runs"][1:] if warm else res["runs"]
     out = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "peak_rss_mb")}
@@ -123,7 +123,7 @@ def measure(w: wl.Workload, data: pathlib.Path, work: pathlib.Path, read_table: 
                 t0 = time.perf_counter()
                 res = run_process(command(system, step, args, reps, data, scratch, classpath), logfile, timeout)[step]
                 shutil.rmtree(scratch, ignore_errors=True)
-                out[step][f"{system} {mode}"] = s = summarize(res, mode == "warm")
+                out[step][f"{system} {mode}"] = s = summarize(res, warm=mode == "warm")
                 print(f"  {step} {system} {mode}: {s['wall_s']:.3f}s cpu {s['cpu_s']:.2f}s "
                       f"peak RSS {s['peak_rss_mb']:.0f} MB rows {s['rows']} ({time.perf_counter() - t0:.0f}s)",
                       file=sys.stderr, flush=True)

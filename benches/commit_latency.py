@@ -10,7 +10,8 @@ the median latency of a window of 50 commits around commit 50 and around commit 
 ratio (target: <= 1.3). Latency is the wall time of one upsert of one row (write + commit +
 maintenance) on local storage under `--workdir` (default: a temporary directory). Peers use the
 writers of `benches/worker.py`: pypaimon 2.1 with its native write and commit path (one fixed
-bucket), deltalake `merge` (update all / insert all). The load average is printed before and
+bucket), deltalake `merge` (update all / insert all); `java_paimon` is Paimon 1.3.1's Java API
+(one fixed bucket, a `BatchTableWrite` and commit per row: `benches/java_peer.py`'s commits step). The load average is printed before and
 after.
 """
 
@@ -33,7 +34,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import workload as wl  # noqa: E402
 
 WINDOW = 50
-SYSTEMS = ("tidelake", "pypaimon_native", "deltalake")
+SYSTEMS = ("tidelake", "pypaimon_native", "deltalake", "java_paimon")
 
 
 def window(latencies: list[float], center: int) -> list[float]:
@@ -44,6 +45,14 @@ def window(latencies: list[float], center: int) -> list[float]:
 
 def measure(system: str, commits: int, target: pathlib.Path) -> dict[str, object]:
     """Run `commits` one-row upserts with `system` in this process; its latencies."""
+    if system == "java_paimon":  # Paimon's Java API (java_peer.py's commits step), one fixed bucket
+        import java_peer
+
+        data = wl.save(wl.Workload(rows=1000, commits=0, buckets=1), target / "data")
+        res = java_peer.run_process(
+            java_peer.command(system, "commits", ["buckets=1", f"n={commits}"], 1, data, target / "java",
+                              java_peer.java_classpath()), target / "java.log", timeout=24 * 3600)
+        return {"system": system, "latencies": [ms / 1000 for ms in res["commits"]["runs"][0]["commit_ms"]]}
     rng = np.random.default_rng(7)
     rows = [wl._rows(np.array([i % 1000]), i, rng) for i in range(commits)]
     if system == "tidelake":  # default options: dynamic bucket, inline compaction, maintain

@@ -17,6 +17,10 @@ Each phase runs in its own process (peak RSS = its `VmHWM`) on the same bytes:
   on another fresh copy per worker count, its tasks on a local Spark standalone cluster of N one-core workers
   (`tests/_spark_cluster.py`; the time excludes starting the cluster and the session); the
   result is checked to hold the same rows as `compact`'s.
+* `java compact, cold` / `warm` (with `--java`): Java Paimon 1.3.1's full compaction of a copy
+  (`benches/java_peer.py`'s compact step: `BatchTableWrite.compact(partition, bucket, true)` per
+  bucket, one commit; JVM `java_peer.JVM_FLAGS`), in a fresh JVM, and the median of 2 runs after
+  a first one in one JVM; its rows are checked equal to the merge-on-read's count.
 MB/s in = stored bytes read / s; MB/s out = bytes written / s. Results are printed as Markdown.
 """
 
@@ -97,6 +101,17 @@ def spark_compact(table: pathlib.Path, work: pathlib.Path, workers: int) -> dict
     return {"s": answer["seconds"], "in": before, "out": live_bytes(table), "rows": None, "peak_rss_mb": None}
 
 
+def java_compact(source: pathlib.Path, work: pathlib.Path, *, warm: bool) -> dict:
+    """Java Paimon's full compaction of a copy of `source`, cold (one run in a fresh JVM) or warm."""
+    import java_peer
+
+    res = java_peer.run_process(java_peer.command(java_peer.SYSTEM, "compact", [f"table={source}"], 3 if warm else 1,
+                                                  work, work / "java", java_peer.java_classpath()),
+                                work / "java.log", timeout=3600)["compact"]
+    s = java_peer.summarize(res, warm=warm)
+    return {"s": s["wall_s"], "in": live_bytes(source), "out": 0, "rows": s["rows"], "peak_rss_mb": s["peak_rss_mb"]}
+
+
 def _sorted_rows(table: pathlib.Path):
     import tidelake
 
@@ -108,6 +123,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", "/tmp/tidelake-bench") + "/compaction")
     ap.add_argument("--spark-workers", default="", help="also compact with Spark on N workers (N,M,...: each)")
+    ap.add_argument("--java", action="store_true", help="also compact with Java Paimon (cold and warm JVM)")
     ap.add_argument("--child", nargs=3, metavar=("PHASE", "PATH", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -146,6 +162,15 @@ def main() -> None:
         same = _sorted_rows(work / f"spark-table-{n}").equals(_sorted_rows(table))
         print(f"spark compact on {n} workers: same rows as compact: {same}")
         assert same
+    if a.java:
+        import java_peer
+
+        if java_peer.missing():
+            print(f"java_paimon skipped: {java_peer.missing()}")
+        else:
+            for mode in ("cold", "warm"):
+                results[f"java compact, {mode}"] = r = java_compact(source, work, warm=mode == "warm")
+                assert r["rows"] == results["mor before"]["rows"], (r["rows"], results["mor before"]["rows"])
     floor_s = results["floor"]["s"]
     print(f"\n{stored:,} stored rows, {w.buckets} buckets, {runs} sorted runs per bucket, "
           f"{results['mor before']['rows']:,} live rows; tidelake {tidelake.__version__}\n")
@@ -153,7 +178,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     mb = 1024 * 1024
     for name, r in results.items():
-        ratio = f"{floor_s / r['s']:.2f}x" if name in ("floor", "compact") or name.startswith("spark") else "-"
+        ratio = f"{floor_s / r['s']:.2f}x" if name in ("floor", "compact") or name.startswith(("spark", "java")) else "-"
         out = f"{r['out'] / mb:.0f}" if r["out"] else "-"
         rate_out = f"{r['out'] / mb / r['s']:.0f}" if r["out"] else "-"
         rss = f"{r['peak_rss_mb']:.0f}" if r.get("peak_rss_mb") is not None else "-"

@@ -9,6 +9,11 @@
   back merged by tidelake (``to_arrow`` and ``to_reader(batch_size=65536)``), pypaimon (Rust
   and Python), deltalake (a Delta table built with the same upserts), and the floor
   (``pq.read_table`` of every data file, no merge).
+* ``java``: Java Paimon 1.3.1 as a peer (``benches/java_peer.py``): every step of the workload
+  (bulk, upserts, merged read, point and 1% range filters, full compaction, small commits) run
+  by Paimon's Java API and by tidelake, each cold (a fresh process / JVM) and warm (repeated in
+  one process), with the ratios; also part of ``all`` (system ``java_paimon``), skipped with a
+  message when Java or Maven is missing.
 * ``profile``: ``perf record`` of the timed phases (tidelake, tidelake write-only, pypaimon native:
   bulk, upserts, reads); needs ``perf``. Summaries: ``benches/perf_summary.py``.
 
@@ -36,6 +41,7 @@ from typing import Any
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import java_peer  # noqa: E402
 import workload as wl  # noqa: E402
 
 WORKER = HERE / "worker.py"
@@ -132,6 +138,7 @@ class Ctx:
         self.data = self.work / f"data-{w.rows}-{w.upsert_rows}-{w.commits}"
         self.logfile = self.work / "workers.log"
         self.timeout = a.timeout
+        self.results: dict[str, Any] = {}
 
 
 # ---- reports -----------------------------------------------------------------------------------
@@ -244,6 +251,26 @@ def machine_notes() -> str:
             f"Python {platform.python_version()}, load average at end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}")
 
 
+# ---- Java Paimon -------------------------------------------------------------------------------
+
+def java_section(a: argparse.Namespace, w: wl.Workload, ctx: Ctx, repeat: int,
+                 setup_json: pathlib.Path | None) -> str:
+    """The java_paimon comparison (benches/java_peer.py) as a report section."""
+    reason = java_peer.missing()
+    if reason:
+        log(f"java_paimon skipped: {reason}")
+        return f"### tidelake vs Java Paimon\n\nSkipped: {reason}."
+    if setup_json is not None:
+        table = pathlib.Path(json.loads(setup_json.read_text())["tidelake_path"])
+    else:
+        table = java_peer.read_table(ctx.data)
+    log("java_paimon: every step cold and warm, tidelake and Java")
+    res = java_peer.measure(w, ctx.data, ctx.work, table, repeat=repeat, small_commits=a.small_commits,
+                            timeout=ctx.timeout, logfile=ctx.logfile)
+    ctx.results[java_peer.SYSTEM] = res
+    return java_peer.report(w, res, a.small_commits)
+
+
 # ---- profile -----------------------------------------------------------------------------------
 
 PROFILE_TARGETS = [("bulk", "tidelake"), ("upsert", "tidelake"), ("bulk", "tidelake_writeonly"),
@@ -292,7 +319,7 @@ def profile(ctx: Ctx, setup_json: pathlib.Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", nargs="?", default="all", choices=["all", "write", "read", "profile"])
+    ap.add_argument("command", nargs="?", default="all", choices=["all", "write", "read", "java", "profile"])
     ap.add_argument("--quick", action="store_true", help="smoke run: --scale 0.05 --repeat 1")
     ap.add_argument("--scale", type=float, default=None, help="multiply every row count (default 1)")
     ap.add_argument("--rows", type=int, default=None, help="bulk rows (upserts: rows/10 each)")
@@ -304,11 +331,16 @@ def main() -> None:
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", "/tmp/tidelake-bench"))
     ap.add_argument("--out", default=None, help="write the results JSON here (default WORKDIR/results.json)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds before a worker is killed")
+    ap.add_argument("--small-commits", type=int, default=None,
+                    help=f"one-row commits of the java_paimon comparison's commits step "
+                         f"(default {java_peer.SMALL_COMMITS}; --quick: 20)")
     a = ap.parse_args()
 
     scale = a.scale if a.scale is not None else (0.05 if a.quick else 1.0)
     repeat = a.repeat if a.repeat is not None else (1 if a.quick else 3)
     slow_repeat = a.slow_repeat if a.slow_repeat is not None else repeat
+    if a.small_commits is None:
+        a.small_commits = 20 if a.quick else java_peer.SMALL_COMMITS
     w = wl.Workload(commits=a.commits).scaled(scale)
     if a.rows:
         w = wl.Workload(rows=a.rows, upsert_rows=max(1, a.rows // 10), commits=a.commits)
@@ -321,6 +353,7 @@ def main() -> None:
     wl.save(w, ctx.data)
 
     results: dict[str, Any] = {"workload": w.__dict__, "machine": None, "repeat": repeat}
+    ctx.results = results
     reports = []
     if a.command in ("all", "write"):
         systems = [s for s in WRITE_SYSTEMS if not only or s in only]
@@ -344,6 +377,8 @@ def main() -> None:
         res = measure(["read"], systems, repeat, slow_repeat, ["--setup", str(setup_json)], ctx)
         results["read"], results["read_setup"] = res, {k: v for k, v in setup.items() if k != "tidelake_files"}
         reports.append(read_report(w, setup, res))
+    if a.command == "java" or (a.command == "all" and (not only or java_peer.SYSTEM in only)):
+        reports.append(java_section(a, w, ctx, repeat, setup_json))
     if a.command == "profile":
         profile(ctx, setup_json)
     results["machine"] = machine_notes()

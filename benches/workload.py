@@ -4,7 +4,9 @@ A primary-key table ``id BIGINT NOT NULL`` + five value columns. The bulk load h
 ``rows`` distinct keys in random order (so every writer has to sort); each of ``commits``
 upsert commits holds ``upsert_rows`` rows, half of them existing keys (drawn at random from
 the keys written so far) and half new keys. Generated once per run by the parent, saved as
-Arrow IPC files, and read back by every system's subprocess, so all systems see the same bytes.
+Arrow IPC files, and read back by every system's subprocess, so all systems see the same bytes;
+each file also as a raw little-endian column file (``<name>.cols``, :func:`save_columns`) that
+the Java peer (``interop/java-oracle`` Bench.java) decodes without Arrow.
 """
 
 from __future__ import annotations
@@ -87,14 +89,37 @@ def save(w: Workload, directory: pathlib.Path) -> pathlib.Path:
     """Generate the workload into ``directory`` (skipped if already there for the same spec)."""
     directory.mkdir(parents=True, exist_ok=True)
     spec = directory / "workload.json"
-    if spec.exists() and json.loads(spec.read_text()) == dataclasses.asdict(w):
+    if (spec.exists() and json.loads(spec.read_text()) == dataclasses.asdict(w)
+            and (directory / "bulk.cols").exists()):
         return directory
     bulk, upserts = generate(w)
     for name, t in [("bulk", bulk)] + [(f"upsert-{i:02d}", u) for i, u in enumerate(upserts)]:
         with ipc.new_file(directory / f"{name}.arrow", t.schema) as f:
             f.write_table(t)
+        save_columns(t, directory / f"{name}.cols")
     spec.write_text(json.dumps(dataclasses.asdict(w)))
     return directory
+
+
+def save_columns(t: pa.Table, path: pathlib.Path) -> None:
+    """``t`` (no nulls) as raw little-endian columns: int64 row count, then per column in
+    schema order its values (int64 / int32 / float64), or for a string column its int32
+    offsets (count + 1), the int64 byte length and the UTF-8 bytes."""
+    with open(path, "wb") as f:
+        f.write(np.int64(t.num_rows).tobytes())
+        for col in t.combine_chunks().columns:
+            if col.null_count:
+                raise ValueError(f"{path.name}: the column file format has no nulls")
+            arr = col.chunk(0) if col.num_chunks else pa.array([], col.type)
+            if pa.types.is_string(arr.type):
+                _, offsets, data = arr.buffers()
+                offs = np.frombuffer(offsets, dtype="<i4", count=len(arr) + 1, offset=arr.offset * 4)
+                f.write((offs - offs[0]).astype("<i4").tobytes())
+                f.write(np.int64(offs[-1] - offs[0]).tobytes())
+                f.write(memoryview(data)[offs[0]:offs[-1]])
+            else:
+                little = np.dtype(arr.type.to_pandas_dtype()).newbyteorder("<")
+                f.write(arr.to_numpy(zero_copy_only=False).astype(little).tobytes())
 
 
 def load(directory: str | os.PathLike[str], bulk: bool = True,

@@ -19,7 +19,8 @@ import java.nio.charset.StandardCharsets;
  * race} ({@link Race}: a writer racing others, logging what it acknowledged), {@code
  * partitions} ({@link Tables#partitions}: a catalog's listing), {@code hms} and {@code
  * hold_lock} ({@link Hms}: a Hive catalog's metastore and lock). Anything
- * Paimon or Hadoop prints goes to stderr so stdout carries answers only.
+ * Paimon or Hadoop prints goes to stderr so stdout carries answers only. {@code Main bench ...}
+ * runs one benchmark step instead ({@link Bench}).
  */
 public final class Main {
     static final ObjectMapper JSON = new ObjectMapper();
@@ -27,6 +28,10 @@ public final class Main {
     public static void main(String[] args) throws Exception {
         PrintStream answers = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         System.setOut(System.err);
+        if (args.length > 0 && args[0].equals("bench")) {
+            Bench.run(java.util.Arrays.copyOfRange(args, 1, args.length), answers);
+            System.exit(0);
+        }
         BufferedReader in =
                 new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;

@@ -57,7 +57,9 @@ def native_frames(spark: SparkSession, root: str, native: NativeRead, schema: St
     def uris(files: list[NativeFile]) -> list[str]:
         return [f"file:{root}/{f.path}" for f in files]
 
-    def read(files: list[NativeFile], extra: StructType | None = None) -> DataFrame:
+    def read(files: list[NativeFile], extra: StructType | None = None, *, positions: bool = False) -> DataFrame:
+        """The rows of ``files`` as ``schema`` (plus ``extra`` fields), retracts dropped, with
+        each row's file name and row index when ``positions``."""
         from pyspark.sql.types import ByteType, StructField, StructType
 
         fields = list(schema.fields) + [f for f in (extra.fields if extra else []) if f.name not in schema.names]
@@ -65,6 +67,10 @@ def native_frames(spark: SparkSession, root: str, native: NativeRead, schema: St
         if retracts:
             fields.append(StructField(VALUE_KIND, ByteType()))
         frame = spark.read.schema(StructType(fields)).options(**options).parquet(*uris(files))
+        if positions:  # taken from the file scan itself, before any other operator
+            meta = frame.metadataColumn("_metadata") if hasattr(frame, "metadataColumn") else F.col("_metadata")
+            frame = frame.select("*", meta.getField("file_name").alias(_FILE_NAME),
+                                 meta.getField("row_index").alias(_ROW_INDEX))
         return frame.where(F.col(VALUE_KIND).isin(0, 2)).drop(VALUE_KIND) if retracts else frame
 
     def maybe_broadcast(frame: DataFrame, rows: int) -> DataFrame:
@@ -77,10 +83,7 @@ def native_frames(spark: SparkSession, root: str, native: NativeRead, schema: St
     with_dv = [f for f in native.files if f.has_deletion_vector]
     for group in tagged_groups(with_dv, _file_tags(spark, with_dv)):
         deleted = native.deleted_positions(group)
-        rows = read(group)
-        meta = rows.metadataColumn("_metadata") if hasattr(rows, "metadataColumn") else F.col("_metadata")
-        rows = rows.select("*", meta.getField("file_name").alias(_FILE_NAME),
-                           meta.getField("row_index").alias(_ROW_INDEX))
+        rows = read(group, positions=True)
         if deleted.num_rows:
             single = len(group) == 1
             keys = arrow_frame(spark, deleted).select(_row_key(F.col("file_name"), F.col("position"), single=single)

@@ -110,12 +110,14 @@ def _row_key(file_name: Column, position: Column, *, single: bool) -> Column:
 
 
 def _file_tags(spark: SparkSession, files: list[NativeFile]) -> list[int]:
-    """Spark's hash tag of each file name (the high half of :func:`_row_key`)."""
+    """Spark's hash tag of each file name (the high half of :func:`_row_key`), computed by the
+    driver over a local relation (no Spark job)."""
     if not files:
         return []
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
-    names = spark.createDataFrame([(f.file_name,) for f in files], "name string")
+    names = arrow_frame(spark, pa.table({"name": [f.file_name for f in files]}))
     return [r[0] for r in names.select(F.xxhash64("name").bitwiseAND(0x7FFFFFFF)).collect()]
 
 

@@ -18,8 +18,11 @@ flag), 4 buckets, and is shaped so that reading it needs what its name says:
 
 Cases per table, each to the ``noop`` sink: ``spark.read.parquet`` of the table's live data
 files with the table's value schema (the floor: the bytes every other case reads, stale rows
-included), ``spark.read.format("tidelake")``, ``tidelake.spark.read``, and a prototype of the
-native route (:func:`native_frame`, checked equal to the engine's rows first). Each case's wall time is
+included), ``spark.read.format("tidelake")`` (the engine merges every split) and
+``tidelake.spark.read`` (the product path: Spark's Parquet reader for key-range sections,
+deletion-vector files and base less the delta's keys, the engine for the rest, see
+:mod:`tidelake.spark.native`; checked equal to the engine's rows first, and the division
+printed: native files, base/delta files, engine splits and tasks). Each case's wall time is
 the median of ``--repeat`` after a warm-up, with the CPU seconds by process (JVM, Python
 workers, driver) as ``spark_bench.py`` measures them; the Markdown table gives each case's
 ratio to its table's floor (wall and CPU). ``uptime`` is printed before and after: record it
@@ -89,78 +92,6 @@ def build(kind: str, path: str, n: int) -> None:
             t.compact()
 
 
-def split_reader(target: pa.Schema):
-    """``mapInArrow`` body of :func:`native_frame`: the rows of pickled tidelake splits, as
-    ``target`` (the Arrow schema of the DataFrame)."""
-
-    def read(batches):
-        import pickle
-
-        for batch in batches:
-            for payload in batch.column(0).to_pylist():
-                for rows in pickle.loads(payload).read(65_536):
-                    yield pa.RecordBatch.from_arrays([rows.column(f.name).cast(f.type) for f in target],
-                                                     schema=target)
-
-    return read
-
-
-def native_frame(spark, path: str):
-    """A prototype of the native route (the issue's design, not yet in ``tidelake.spark.read``):
-    Spark's Parquet reader for the files :meth:`tidelake.scan.Scan.native_read` names, deleted
-    positions removed by a broadcast anti-join on one 64-bit key (``xxhash64(file name)`` in the
-    high 32 bits, ``_metadata.row_index`` in the low), base rows anti-joined with the delta's
-    keys, the engine's splits through ``mapInArrow``; one DataFrame by ``unionByName``."""
-    import pickle
-
-    from pyspark.sql import functions as F
-
-    import tidelake
-
-    native = tidelake.open_table(path).scan().native_read()
-
-    def read(files, metadata=False):
-        retracts = any(f.drop_retracts for f in files)
-        df = spark.read.schema(VALUE_SCHEMA + (", _VALUE_KIND tinyint" if retracts else "")).parquet(
-            *[f"file:{path}/{f.path}" for f in files])
-        if metadata:
-            df = df.select("*", F.col("_metadata.file_name").alias("_file"),
-                           F.col("_metadata.row_index").alias("_pos"))
-        if retracts:
-            df = df.where("_VALUE_KIND IN (0, 2)").drop("_VALUE_KIND")
-        return df
-
-    def key(file_col, pos_col):
-        return F.shiftleft(F.xxhash64(F.col(file_col)).bitwiseAND(0x7FFFFFFF), 32).bitwiseOR(F.col(pos_col))
-
-    parts = []
-    plain = [f for f in native.files if not f.has_deletion_vector]
-    with_dv = [f for f in native.files if f.has_deletion_vector]
-    if plain:
-        parts.append(read(plain))
-    if with_dv:
-        tags = spark.createDataFrame([(f.file_name,) for f in with_dv], "f string")
-        distinct = tags.select(F.xxhash64("f").bitwiseAND(0x7FFFFFFF)).distinct().count()
-        assert distinct == len(with_dv), "file tags collide: such files need a scan of their own"
-        deleted = spark.createDataFrame(native.deleted_positions(with_dv))
-        deleted = F.broadcast(deleted.select(key("file_name", "position").alias("_key")))
-        rows = read(with_dv, metadata=True)
-        parts.append(rows.join(deleted, key("_file", "_pos") == deleted["_key"], "left_anti").drop("_file", "_pos"))
-    if native.base:
-        keys = spark.read.schema("id bigint").parquet(*[f"file:{path}/{f.path}" for f in native.delta])
-        parts.append(read(native.base).join(F.broadcast(keys), "id", "left_anti"))
-    if native.engine:
-        splits = spark.createDataFrame([(pickle.dumps(s),) for s in native.engine], "s binary")
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        target = to_arrow_schema(spark.createDataFrame([], VALUE_SCHEMA).schema, timezone="UTC")
-        parts.append(splits.repartition(min(len(native.engine), 8)).mapInArrow(split_reader(target), VALUE_SCHEMA))
-    frame = parts[0]
-    for part in parts[1:]:
-        frame = frame.unionByName(part)
-    return frame
-
-
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -178,6 +109,7 @@ def main() -> int:
 
     import tidelake
     import tidelake.spark
+    from tidelake.spark.plain import classified_read, engine_tasks
 
     print("before:", uptime(), flush=True)
     shutil.rmtree(args.workdir, ignore_errors=True)
@@ -196,18 +128,22 @@ def main() -> int:
     for kind in kinds:
         path = os.path.join(args.workdir, kind)
         table = tidelake.open_table(path)
-        got = native_frame(spark, path).toArrow().sort_by("id")
-        assert got.select(["id", "v"]).equals(table.to_arrow(columns=["id", "v"]).sort_by("id").cast(got.select(["id", "v"]).schema)), kind
+        got = tidelake.spark.read(spark, path).toArrow().sort_by("id")
+        want = table.to_arrow(columns=["id", "v"]).sort_by("id")
+        assert got.select(["id", "v"]).equals(want.cast(got.select(["id", "v"]).schema)), kind
         files = [f"{path}/{f['file_path']}" if not f["file_path"].startswith("/") else f["file_path"]
                  for f in table.system("files").to_pylist()]
+        found = classified_read(table, None, {}, None)
         shape = {"files": len(files), "stored rows": sum(f["record_count"] for f in table.system("files").to_pylist()),
-                 "rows": table.to_arrow(columns=["id"]).num_rows}
+                 "rows": table.to_arrow(columns=["id"]).num_rows, "native": len(found.files),
+                 "with dv": sum(f.has_deletion_vector for f in found.files), "base": len(found.base),
+                 "delta": len(found.delta), "engine splits": len(found.engine),
+                 "engine tasks": len(engine_tasks(table, found.engine))}
         cases = [
             ("spark.read.parquet of the same files (floor)",
              lambda files=files: spark.read.schema(VALUE_SCHEMA).parquet(*files)),
             ("spark.read.format('tidelake')", lambda path=path: spark.read.format("tidelake").load(path)),
             ("tidelake.spark.read", lambda path=path: tidelake.spark.read(spark, path)),
-            ("native route (prototype)", lambda path=path: native_frame(spark, path)),
         ]
         for name, frame in cases:
             median, best, _, cpu = timed(lambda frame=frame: frame().write.format("noop").mode("overwrite").save(),
@@ -226,7 +162,9 @@ def main() -> int:
         if "floor" in name:
             floors[kind] = (median, total)
         fw, fc = floors[kind]
-        print(f"| {kind} ({shape['files']} files, {shape['stored rows']:,} stored, {shape['rows']:,} live) | {name} | "
+        print(f"| {kind} ({shape['files']} files, {shape['stored rows']:,} stored, {shape['rows']:,} live; "
+              f"native {shape['native']} ({shape['with dv']} with DV), base/delta {shape['base']}/{shape['delta']}, "
+              f"engine {shape['engine splits']} splits in {shape['engine tasks']} tasks) | {name} | "
               f"{median:.2f} ({best:.2f}) | {fw / median:.2f}x | {total:.2f} ({cpu['jvm']:.2f} + "
               f"{cpu['python workers']:.2f} + {cpu['driver']:.2f}) | {fc / total:.2f}x |")
     return 0

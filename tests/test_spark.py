@@ -366,7 +366,7 @@ def test_filter_pushdown_is_opt_in_and_prunes(spark, tmp_path):
     assert list(reader.pushFilters(passed)) == passed  # Spark re-applies every filter
     assert reader.filters == [expr.Comparison("p", expr.Compare.EQ, "b"), expr.Comparison("k", expr.Compare.GE, 5)]
     slots = reader.partitions()
-    assert sum(len(spark_source.latest_splits(s)[s.slot::s.slots]) for s in slots) == 1
+    assert sum(len(task) for s in slots for task in spark_source.latest_tasks(s)[s.slot::s.slots]) == 1
 
 
 def test_pyspark_reuses_a_filtered_read_plan_which_is_why_pushdown_is_refused(spark, tmp_path):

@@ -140,7 +140,7 @@ def test_merged_and_plain_splits_of_one_snapshot(spark, tmp_path):
     assert len(rows) == 199 and rows[7] == "w7" and 8 not in rows
 
 
-def test_a_single_file_with_retracts_is_not_plain(spark, tmp_path):
+def test_a_single_file_with_retracts_is_read_less_its_retracts(spark, tmp_path):
     t = tidelake.create_table(tmp_path / "t", KV, primary_keys=["k"], bucket=1)
     t.write(kv(range(5)))
     t.compact(full=True)
@@ -150,9 +150,10 @@ def test_a_single_file_with_retracts_is_not_plain(spark, tmp_path):
     t2 = tidelake.create_table(tmp_path / "t2", KV, primary_keys=["k"], bucket=1)
     t2.delete_keys(kv([1]))  # one level-0 file holding only a retract row
     assert len(t2.scan().splits()) == 1
-    assert spark_plain.plain_files(t2, t2.scan()) == [None]
+    (file,) = spark_plain.classified_read(t2, None, {}, None).files
+    assert file.drop_retracts  # Spark reads it and drops the retract row
     df = tidelake.spark.read(spark, t2.path)
-    assert df.inputFiles() == [] and df.count() == 0
+    assert set(df.inputFiles()) == data_files(t2.path) and df.count() == 0
 
 
 def test_the_dataframe_reads_the_snapshot_of_its_creation(spark, tmp_path):
@@ -189,17 +190,18 @@ def test_schema_evolved_files_go_through_the_data_source(spark, tmp_path):
     assert sorted(r.k for r in old.collect()) == [0, 1, 2, 3, 4]
 
 
-def test_deletion_vector_files_go_through_the_data_source(spark, tmp_path):
+def test_deletion_vector_files_are_read_less_their_deleted_positions(spark, tmp_path):
     t = tidelake.create_table(tmp_path / "t", KV, primary_keys=["k"], bucket=2,
                               options={"deletion-vectors.enabled": "true"})
     t.write(kv(range(100)))
     t.compact(full=True)
     t.write(kv(range(0, 100, 10), tag="w"))
     t.compact()
-    scan = t.scan()
-    with_dv = [s for s, files in zip(scan.splits(), spark_plain.plain_files(t, scan)) if files is None]
-    assert with_dv, "the test needs a split with a deletion vector"
+    found = spark_plain.classified_read(t, None, {}, None)
+    assert any(f.has_deletion_vector for f in found.files), "the test needs a file with a deletion vector"
+    assert not found.engine
     df = tidelake.spark.read(spark, t.path)
+    assert set(df.inputFiles()) == data_files(t.path)
     assert_same_as_source(df, ds_read(spark, t.path))
     assert df.count() == 100 and {r.v for r in df.where("k % 10 = 0").collect()} == {f"w{k}" for k in range(0, 100, 10)}
 
@@ -239,9 +241,9 @@ def test_skip_plain_splits_needs_a_pinned_snapshot(tmp_path):
     assert BatchReader(pinned, schema).partitions() == []  # both buckets are plain
     t.write(kv([3], tag="w"))
     (part,) = BatchReader({**pinned, "snapshot-id": "2"}, schema).partitions()
-    scan = t.scan(snapshot_id=2)
-    (plain,) = [s for s, files in zip(scan.splits(), spark_plain.plain_files(t, scan)) if files]
-    assert part.split.payload != plain.payload and part.split.row_count + plain.row_count == 11
+    found = spark_plain.classified_read(t, None, {"snapshot_id": 2}, None)
+    assert [s.payload for s in part.splits] == [s.payload for s in found.engine]
+    assert sum(s.row_count for s in part.splits) + sum(f.row_count for f in found.files) == 11
 
 
 def test_object_store_tables_go_through_the_data_source(spark, s3_server):

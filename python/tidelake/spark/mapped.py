@@ -2,8 +2,9 @@
 Data Source (PySpark 3.3-3.5, where :func:`tidelake.spark.read` and the queries of
 :func:`tidelake.spark.sql` use it; on PySpark 4.x the ``tidelake`` data source reads instead).
 
-The driver plans the snapshot and ships every split as one row of pickled bytes, one Spark task
-per split; each task reads its split with the engine (:func:`tidelake.spark.io.rows_of_split`),
+The driver plans the snapshot and ships the splits packed into tasks by size
+(:func:`tidelake.spark.plain.engine_tasks`), one row of pickled bytes and one Spark task per
+packed task; each task reads its splits with the engine (:func:`tidelake.spark.io.rows_of_split`),
 so rows and values are the data source's. Invariant: the DataFrame is pinned to the splits
 planned when it was built (a later commit is not seen, like a ``snapshot-id`` read); if a file
 of them is expired before a query runs, the task fails on it.
@@ -48,18 +49,19 @@ class _SplitReader:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for blob in batch.column(SPLIT_COLUMN).to_pylist():
-                split: Split = pickle.loads(blob)
-                yield from io.rows_of_split(split, self.target, False)
+                splits: list[Split] = pickle.loads(blob)
+                for split in splits:
+                    yield from io.rows_of_split(split, self.target, False)
 
 
-def read_splits(spark: SparkSession, splits: Sequence[Split], schema: StructType) -> DataFrame:
-    """A DataFrame of the rows of ``splits`` as Spark ``schema`` (its columns, by name): one task
-    per split."""
+def read_splits(spark: SparkSession, tasks: Sequence[Sequence[Split]], schema: StructType) -> DataFrame:
+    """A DataFrame of the rows of the splits of ``tasks`` as Spark ``schema`` (its columns, by
+    name): one Spark task per element of ``tasks``."""
     from pyspark.sql.types import BinaryType, StructField, StructType
 
-    if not splits:
+    if not tasks:
         return spark.createDataFrame([], schema)
-    rows = [(pickle.dumps(split),) for split in splits]
+    rows = [(pickle.dumps(list(task)),) for task in tasks]
     seeds = spark.sparkContext.parallelize(rows, len(rows))
     frame = spark.createDataFrame(seeds, StructType([StructField(SPLIT_COLUMN, BinaryType(), False)]))
     return frame.mapInArrow(_SplitReader(io.arrow_schema(schema)), schema)

@@ -1,14 +1,16 @@
-"""``tidelake.spark.read``: Spark's own vectorized Parquet reader for the splits that are plain
-Parquet files, the engine for the rest (the ``tidelake`` data source on PySpark 4.x,
-``mapInArrow`` tasks on 3.x: :mod:`tidelake.spark.mapped`), as one DataFrame.
+"""``tidelake.spark.read``: Spark's own vectorized Parquet reader for every data file whose rows
+it can read to the engine's rows, the engine for the rest (the ``tidelake`` data source on
+PySpark 4.x, ``mapInArrow`` tasks on 3.x: :mod:`tidelake.spark.mapped`), as one DataFrame.
 
 Through the Python Data Source API every row crosses from a Python worker to the JVM as Arrow
 and is converted to rows there, which costs about as much as Spark's whole Parquet read
-(benches/README.md, Spark section). Many splits need no engine at all: their rows are exactly
-the rows of their data files (:meth:`tidelake._internal.RawScan.plain_files`: no merge, no
-deleted rows, the read's schema, Parquet in the table directory). Spark reads those files
-itself, value columns only by name (system columns never surface); the data source reads the
-other splits of the same snapshot (option :data:`SKIP_PLAIN`).
+(benches/README.md, Spark section). Most of a table needs no engine
+(:meth:`tidelake.scan.Scan.native_read`): files of splits read without merging, every key-range
+section of a deduplicate table's bucket that is one file, files with deletion vectors (their
+deleted positions removed by a join), and the base of a bucket whose other files are all newer
+(less the delta's keys). Spark reads those files itself (:mod:`tidelake.spark.native`), value
+columns only by name (system columns never surface); the data source reads the rest of the same
+snapshot (option :data:`SKIP_PLAIN`), packed into tasks by size (:func:`engine_tasks`).
 
 Invariants:
 
@@ -16,9 +18,9 @@ Invariants:
   to it like a ``snapshot-id`` read (Spark lists a file list once), so later queries of it do
   not see later commits. Call :func:`read` again for newer data. If that snapshot expires
   before a query runs, Spark fails on the missing files.
-* The two parts classify splits identically: both take :func:`classified_splits` of the same
-  snapshot, projection and filter (option :data:`FILTER`; a split's class depends on the
-  columns read), so every split is read by exactly one part.
+* The two parts classify identically: both take :func:`classified_read` of the same snapshot,
+  projection and filter (option :data:`FILTER`; the classes depend on the columns read), so
+  every row is read by exactly one part.
 * A filter given to :func:`read` (a Spark SQL condition) prunes both parts and is applied by
   Spark on top: the DataFrame's relations are built for it with the filter in their options, so
   the read info PySpark keeps per relation (``tests/test_spark_pushdown.py``) holds no other
@@ -34,6 +36,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import TYPE_CHECKING, Any
@@ -41,18 +44,21 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .. import expr
+from .._internal import pack_split_payloads
 from ..exceptions import InvalidArgumentError
-from ..scan import Scan, Split
+from ..scan import NativeRead, Scan, Split
 from ..table import Table, open_table
 from . import io
 from .mapped import has_data_source, read_splits
+from .native import native_frames
 from .pruning import condition_filter, parse_condition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, DataFrameReader, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["read", "read_table", "plain_files", "classified_splits", "spark_readable", "SKIP_PLAIN", "FILTER"]
+__all__ = ["read", "read_table", "classified_read", "engine_tasks", "split_packing", "spark_readable", "SKIP_PLAIN",
+           "FILTER"]
 
 FILTER = "filter"
 """Data source option: a JSON filter tree (:func:`tidelake.expr.filter_json`) the read is
@@ -60,7 +66,7 @@ planned with, pruning only (a superset of the rows it admits is read). Set by :f
 its data-source part, so that both parts plan the same snapshot with the same filter."""
 
 SKIP_PLAIN = "skip-plain-splits"
-"""Data source option: read only the splits :func:`plain_files` does not give (needs a pinned
+"""Data source option: read only the engine's part of :func:`classified_read` (needs a pinned
 snapshot). Set by :func:`read` on its data-source part."""
 
 PARQUET_OPTIONS = {
@@ -105,30 +111,59 @@ def local_root(table: Table) -> str | None:
     return os.path.abspath(location)
 
 
-def plain_files(table: Table, scan: Scan) -> list[list[str] | None]:
-    """Per split of ``scan.splits()``: the ``file:`` URIs of its data files when Spark's
-    Parquet reader gives exactly its rows, else None (see the module docs)."""
-    found = scan._raw.plain_files()
+_SIZE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
+_SIZE_UNITS = {"": 0, "b": 0, "bytes": 0, "k": 10, "kb": 10, "kibibytes": 10, "m": 20, "mb": 20, "mebibytes": 20,
+               "g": 30, "gb": 30, "gibibytes": 30, "t": 40, "tb": 40, "tebibytes": 40}
+SPLIT_TARGET_SIZE = ("source.split.target-size", 128 << 20)
+SPLIT_OPEN_FILE_COST = ("source.split.open-file-cost", 4 << 20)
+
+
+def split_packing(table: Table) -> tuple[int, int]:
+    """The table's ``source.split.target-size`` and ``source.split.open-file-cost`` in bytes
+    (Paimon's memory sizes: binary units; defaults 128 MiB and 4 MiB)."""
+
+    def size(key: str, default: int) -> int:
+        text = table.options.get(key)
+        if text is None:
+            return default
+        found = _SIZE.match(text.lower())
+        if found is None or found.group(2) not in _SIZE_UNITS:
+            raise InvalidArgumentError(f"option {key} of table {table.path} must be a memory size such as "
+                                       f"'128 mb', got {text!r}")
+        return int(found.group(1)) << _SIZE_UNITS[found.group(2)]
+
+    return size(*SPLIT_TARGET_SIZE), size(*SPLIT_OPEN_FILE_COST)
+
+
+def engine_tasks(table: Table, splits: list[Split]) -> list[list[Split]]:
+    """``splits`` packed into tasks in order, as Paimon packs splits (each file weighs at least
+    the open-file cost, a task holds about the target size: :func:`split_packing`)."""
+    target, cost = split_packing(table)
+    return [[splits[i] for i in task] for task in pack_split_payloads([s.payload for s in splits], target, cost)]
+
+
+def _spark_path(path: str) -> bool:
+    """Whether Spark's file source takes table-relative ``path`` verbatim (no glob character,
+    no hidden or metadata file name, which Spark would skip)."""
+    return not _GLOB.search(path) and path.rsplit("/", 1)[-1][:1] not in "._"
+
+
+def classified_read(table: Table, columns: list[str] | None, pinned: dict[str, Any],
+                    prune: expr.Filter | None) -> NativeRead:
+    """The pinned read of ``columns`` planned with ``prune``, divided between Spark's Parquet
+    reader (:mod:`tidelake.spark.native`) and the engine (:meth:`tidelake.scan.Scan.native_read`
+    with the table's packing): everything goes to the engine where Spark's reader would not read
+    the engine's values (see the module docs). The one classification both parts of
+    :func:`read` use, so that every row is read by exactly one of them."""
+    scan = table.scan(columns=columns, filter=prune, **pinned)
     root = local_root(table)
     if (root is None or _GLOB.search(root) or scan._raw.schema_id != table.schema_id
             or not all(spark_readable(f.type) for f in scan.schema)):
-        return [None] * len(found)
-
-    def uris(paths: list[str] | None) -> list[str] | None:
-        if paths is None or any(_GLOB.search(p) or p.rsplit("/", 1)[-1][:1] in "._" for p in paths):
-            return None
-        return [f"file:{root}/{p}" for p in paths]
-
-    return [uris(paths) for paths in found]
-
-
-def classified_splits(table: Table, columns: list[str] | None, pinned: dict[str, Any],
-                      prune: expr.Filter | None) -> list[tuple[Split, list[str] | None]]:
-    """The splits of the pinned read of ``columns`` planned with ``prune``, each with its
-    :func:`plain_files` URIs (None: the engine reads it). The one classification both parts of
-    :func:`read` use, so that every split is read by exactly one of them."""
-    scan = table.scan(columns=columns, filter=prune, **pinned)
-    return list(zip(scan.splits(), plain_files(table, scan)))
+        return NativeRead(engine=scan.splits())
+    native = scan.native_read(*split_packing(table))
+    if not all(_spark_path(f.path) for f in (*native.files, *native.base, *native.delta)):
+        return NativeRead(engine=scan.splits())
+    return native
 
 
 def read(spark: SparkSession, path: str, columns: list[str] | None = None, snapshot_id: int | None = None,
@@ -190,9 +225,10 @@ def read_table(spark: SparkSession, table: Table, columns: list[str] | None = No
 
 def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType, prune: expr.Filter | None, *,
                travels: bool) -> DataFrame:
-    """The rows of ``scan`` (of ``table``, planned with ``prune``) as ``schema``: its plain
-    splits through Spark's Parquet reader, the others through the engine (the data source
-    pinned to the same snapshot and filter, or ``mapInArrow`` tasks on PySpark 3.x)."""
+    """The rows of ``scan`` (of ``table``, planned with ``prune``) as ``schema``: the files
+    :func:`classified_read` gives Spark through its Parquet reader (:mod:`tidelake.spark.native`),
+    the rest through the engine (the data source pinned to the same snapshot and filter, or
+    ``mapInArrow`` tasks on PySpark 3.x), packed into tasks (:func:`engine_tasks`)."""
     projection = io.projection(table, schema)
     if scan.snapshot_id is None or (not travels and table.scan(snapshot_id=scan.snapshot_id).schema != scan.schema):
         # an empty table (nothing to pin), or the schema changed after the latest snapshot: a
@@ -200,19 +236,25 @@ def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType
         # files is plain then anyway)
         if has_data_source():
             return _source(spark, table, schema, prune).load(table.path)
-        return read_splits(spark, table.scan(columns=projection, filter=prune).splits(), schema)
+        return read_splits(spark, engine_tasks(table, table.scan(columns=projection, filter=prune).splits()), schema)
     pinned = {"snapshot_id": scan.snapshot_id}
-    found = classified_splits(table, projection, pinned, prune)
-    files = [uri for _, uris in found if uris is not None for uri in uris]
-    plain = spark.read.schema(schema).options(**PARQUET_OPTIONS).parquet(*files) if files else None
-    if plain is not None and all(uris is not None for _, uris in found):
-        return plain
-    if has_data_source():
-        engine = (_source(spark, table, schema, prune).option("snapshot-id", str(scan.snapshot_id))
-                  .option(SKIP_PLAIN, "true").load(table.path))
-    else:
-        engine = read_splits(spark, [split for split, uris in found if uris is None], schema)
-    return engine if plain is None else plain.unionByName(engine)
+    found = classified_read(table, projection, pinned, prune)
+    frames = []
+    if found.files or found.base:
+        from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.sql.types import StructType
+
+        keys = StructType([from_arrow_schema(table.schema, prefer_timestamp_ntz=True)[k] for k in table.primary_keys])
+        frames = native_frames(spark, str(local_root(table)), found, schema, PARQUET_OPTIONS, keys)
+    if found.engine:
+        if has_data_source():
+            frames.append(_source(spark, table, schema, prune).option("snapshot-id", str(scan.snapshot_id))
+                          .option(SKIP_PLAIN, "true").load(table.path))
+        else:
+            frames.append(read_splits(spark, engine_tasks(table, found.engine), schema))
+    if not frames:
+        return spark.createDataFrame([], schema)
+    return functools.reduce(lambda a, b: a.unionByName(b), frames)
 
 
 def _source(spark: SparkSession, table: Table, schema: StructType, prune: expr.Filter | None) -> DataFrameReader:

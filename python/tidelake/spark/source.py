@@ -5,21 +5,23 @@ driver-side commit worker, none of them the user's process: they hold plain data
 dicts, a ``StructType``, payload bytes) and open the table inside each call.
 
 * Reads pinned by ``snapshot-id``, ``tag`` or ``timestamp-ms``: ``partitions()`` plans that
-  snapshot on the driver and ships each split's bytes.
+  snapshot on the driver and ships the splits' bytes, packed into tasks by size as Paimon packs
+  them (``source.split.target-size``, ``source.split.open-file-cost``:
+  :func:`~tidelake.spark.plain.engine_tasks`), not one task per split.
 * Reads of the latest snapshot resolve it at each query execution, not at planning: PySpark
   (4.3) plans a read once per relation and reuses its partitions for every later query of the
   DataFrame or temporary view (``PythonDataSourceV2.readInfo``). ``partitions()`` therefore
   returns :class:`LatestPartition` slots that pin nothing; each task picks the snapshot of the
   running query, the newest one committed at or before the query's start (the time in Spark's
   UUIDv7 query id ``spark.sql.execution.query.id``, the same in every task of the query and
-  its retries), plans it (once per worker process) and reads every ``slots``-th split. Spark
-  makes that id when a DataFrame is defined and gives its first action that id (later actions
-  get new ones), so a first action sees the table as of the DataFrame's definition, as a
-  file-source DataFrame lists its files then. Without a query id (not a SQL execution) a task
-  reads the latest snapshot. Invariant: tasks of one query read one snapshot as long as
-  writers' clocks are not behind the driver's.
+  its retries), plans it (once per worker process), packs its splits as a pinned read does and
+  reads every ``slots``-th packed task. Spark makes that id when a DataFrame is defined and
+  gives its first action that id (later actions get new ones), so a first action sees the
+  table as of the DataFrame's definition, as a file-source DataFrame lists its files then.
+  Without a query id (not a SQL execution) a task reads the latest snapshot. Invariant: tasks
+  of one query read one snapshot as long as writers' clocks are not behind the driver's.
 * Option ``skip-plain-splits`` (set by :func:`tidelake.spark.read`, with a pinned snapshot):
-  only the splits that are not plain Parquet files (:mod:`tidelake.spark.plain`).
+  only the engine's part of the read (:func:`~tidelake.spark.plain.classified_read`).
 * Option ``filter`` (a JSON filter tree, set by :func:`tidelake.spark.read`): the read is
   planned with it (pruning only; Spark applies the query's own filters).
 * ``read()`` casts every batch to exactly the Arrow schema Spark checks; a user
@@ -68,7 +70,7 @@ from ..exceptions import InvalidArgumentError
 from ..expr.spark_filters import spark_filter
 from ..scan import Split
 from . import io
-from .plain import FILTER, SKIP_PLAIN, classified_splits
+from .plain import FILTER, SKIP_PLAIN, classified_read, engine_tasks
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
@@ -89,11 +91,12 @@ QUERY_ID = "spark.sql.execution.query.id"
 
 
 class SplitPartition(InputPartition):
-    """One planned split (plain picklable data); ``changes`` marks a split of a change scan."""
+    """One task's planned splits (plain picklable data); ``changes`` marks splits of a change
+    scan."""
 
-    def __init__(self, split: Split, changes: bool = False) -> None:
-        super().__init__(split)
-        self.split = split
+    def __init__(self, splits: list[Split], changes: bool = False) -> None:
+        super().__init__(splits)
+        self.splits = splits
         self.changes = changes
 
 
@@ -123,13 +126,13 @@ def query_time_ms() -> int | None:
     return qid.int >> 80 if qid.version == 7 else None  # the top 48 bits: Unix ms
 
 
-_PLANS: dict[tuple, list[Split]] = {}
+_PLANS: dict[tuple, list[list[Split]]] = {}
 _PLANS_KEPT = 8
 
 
-def latest_splits(partition: LatestPartition) -> list[Split]:
-    """The splits of the running query's snapshot (planned once per worker process: Python
-    workers are reused across tasks)."""
+def latest_tasks(partition: LatestPartition) -> list[list[Split]]:
+    """The splits of the running query's snapshot packed into tasks (:func:`engine_tasks`;
+    planned once per worker process: Python workers are reused across tasks)."""
     table = partition.where.open()
     at = query_time_ms()
     snapshot = table.latest_snapshot() if at is None else table.snapshot_at(at)
@@ -141,7 +144,8 @@ def latest_splits(partition: LatestPartition) -> list[Split]:
         if len(_PLANS) >= _PLANS_KEPT:
             _PLANS.pop(next(iter(_PLANS)))
         where = expr.all_of(partition.filters)
-        _PLANS[key] = table.pinned_scan(snapshot.id, columns=partition.columns, filter=where).splits()
+        _PLANS[key] = engine_tasks(table, table.pinned_scan(snapshot.id, columns=partition.columns,
+                                                            filter=where).splits())
     return _PLANS[key]
 
 
@@ -171,10 +175,12 @@ def all_payloads(tasks: list[tuple[int, list[bytes]]]) -> list[bytes]:
 
 def read_partition(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBatch]:
     if isinstance(partition, LatestPartition):
-        for split in latest_splits(partition)[partition.slot::partition.slots]:
-            yield from io.rows_of_split(split, io.arrow_schema(schema), False)
+        for task in latest_tasks(partition)[partition.slot::partition.slots]:
+            for split in task:
+                yield from io.rows_of_split(split, io.arrow_schema(schema), False)
     elif isinstance(partition, SplitPartition):  # else: Spark's placeholder for an empty plan
-        yield from io.rows_of_split(partition.split, io.arrow_schema(schema), partition.changes)
+        for split in partition.splits:
+            yield from io.rows_of_split(split, io.arrow_schema(schema), partition.changes)
 
 
 def given_filter(options: dict[str, str]) -> expr.Filter | None:
@@ -207,23 +213,23 @@ class BatchReader(DataSourceReader):
             return self.not_plain_partitions(table, columns, pinned)
         splits = table.scan(columns=columns, filter=expr.all_of(self.filters), **pinned).splits()
         if io.is_pinned(pinned):
-            return [SplitPartition(s) for s in splits]
-        # As many slots as splits now, and at least one per bucket of a fixed-bucket table, so
-        # that a view over a table that grows keeps reading in parallel.
-        slots = max(len(splits), table.effective_options["bucket"], 1)
+            return [SplitPartition(task) for task in engine_tasks(table, splits)]
+        # As many slots as packed tasks now, and at least one per bucket of a fixed-bucket
+        # table, so that a view over a table that grows keeps reading in parallel.
+        slots = max(len(engine_tasks(table, splits)), table.effective_options["bucket"], 1)
         return [LatestPartition(where, i, slots, columns, self.filters) for i in range(slots)]
 
     def not_plain_partitions(self, table: Table, columns: list[str] | None,
                              pinned: dict[str, Any]) -> list[InputPartition]:
-        """The splits of a pinned snapshot that :func:`~tidelake.spark.plain.plain_files` does
-        not give (:func:`tidelake.spark.read` reads those with Spark's Parquet reader). Planned
-        with the ``filter`` option only (no filter Spark pushed), as there, so that both
-        classify the same splits."""
+        """The engine's splits of a pinned snapshot (:func:`~tidelake.spark.plain.classified_read`:
+        :func:`tidelake.spark.read` reads the rest with Spark's Parquet reader), packed into
+        tasks. Planned with the ``filter`` option only (no filter Spark pushed), as there, so
+        that both classify alike."""
         if not io.is_pinned(pinned):
             raise InvalidArgumentError(f"option {SKIP_PLAIN} needs a pinned snapshot (snapshot-id, tag or "
                                        "timestamp-ms)")
-        return [SplitPartition(split) for split, files in classified_splits(table, columns, pinned, self.given)
-                if files is None]
+        engine = classified_read(table, columns, pinned, self.given).engine
+        return [SplitPartition(task) for task in engine_tasks(table, engine)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition, self.schema)

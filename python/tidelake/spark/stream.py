@@ -144,9 +144,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         columns = io.projection(table, self.schema)
         begin, stop = start["snapshot"], end["snapshot"]
         if begin == FULL_PENDING:
-            return [SplitPartition(s) for s in table.scan(columns=columns, snapshot_id=stop).splits()]
+            return [SplitPartition([s]) for s in table.scan(columns=columns, snapshot_id=stop).splits()]
         scan = table.changes_scan(begin, stop, columns=columns)
-        return [SplitPartition(s, changes=True) for s in scan.splits()]
+        return [SplitPartition([s], changes=True) for s in scan.splits()]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition, self.schema)

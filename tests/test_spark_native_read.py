@@ -6,6 +6,7 @@ size (``source.split.target-size`` / ``source.split.open-file-cost``)."""
 
 from __future__ import annotations
 
+import os
 import pyarrow as pa
 import pytest
 
@@ -150,12 +151,15 @@ def test_many_small_splits_are_packed_into_tasks_by_size(spark, tmp_path):
     splits = t.scan().splits()
     assert len(splits) == 40
     spark_schema = spark_io.spark_schema(t)
+    # 40 files of 1 MB each (the open-file cost): one 128 MB task, unless that leaves cores idle
+    assert [len(task) for task in spark_plain.engine_tasks(t, splits, parallelism=1)] == [40]
+    assert [len(task) for task in spark_plain.engine_tasks(t, splits, parallelism=8)] == [4] * 10  # 128 -> 4 MB
     pinned = BatchReader({"path": t.path, "snapshot-id": "1"}, spark_schema).partitions()
-    assert [len(p.splits) for p in pinned] == [40]  # 40 files of 1 MB each (the open-file cost) in 128 MB
+    assert sum(len(p.splits) for p in pinned) == 40 and len(pinned) >= min(40, os.cpu_count() or 1)
     t2 = t.set_option("source.split.target-size", "8 mb")
     pinned = BatchReader({"path": t2.path, "snapshot-id": "1"}, spark_schema).partitions()
     assert [len(p.splits) for p in pinned] == [8] * 5
-    tasks = spark_plain.engine_tasks(t2, splits)
+    tasks = spark_plain.engine_tasks(t2, splits, parallelism=2)
     frame = read_splits(spark, tasks, spark_schema)
     assert frame.rdd.getNumPartitions() == 5
     assert sorted(r.k for r in frame.collect()) == list(range(40))

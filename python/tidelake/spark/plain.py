@@ -111,35 +111,29 @@ def local_root(table: Table) -> str | None:
     return os.path.abspath(location)
 
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
-_SIZE_UNITS = {"": 0, "b": 0, "bytes": 0, "k": 10, "kb": 10, "kibibytes": 10, "m": 20, "mb": 20, "mebibytes": 20,
-               "g": 30, "gb": 30, "gibibytes": 30, "t": 40, "tb": 40, "tebibytes": 40}
-SPLIT_TARGET_SIZE = ("source.split.target-size", 128 << 20)
-SPLIT_OPEN_FILE_COST = ("source.split.open-file-cost", 4 << 20)
 
 
 def split_packing(table: Table) -> tuple[int, int]:
     """The table's ``source.split.target-size`` and ``source.split.open-file-cost`` in bytes
-    (Paimon's memory sizes: binary units; defaults 128 MiB and 4 MiB)."""
-
-    def size(key: str, default: int) -> int:
-        text = table.options.get(key)
-        if text is None:
-            return default
-        found = _SIZE.match(text.lower())
-        if found is None or found.group(2) not in _SIZE_UNITS:
-            raise InvalidArgumentError(f"option {key} of table {table.path} must be a memory size such as "
-                                       f"'128 mb', got {text!r}")
-        return int(found.group(1)) << _SIZE_UNITS[found.group(2)]
-
-    return size(*SPLIT_TARGET_SIZE), size(*SPLIT_OPEN_FILE_COST)
+    (the engine's resolved values: Paimon's defaults 128 MiB and 4 MiB)."""
+    options = table.effective_options
+    return options["source.split.target-size"], options["source.split.open-file-cost"]
 
 
-def engine_tasks(table: Table, splits: list[Split]) -> list[list[Split]]:
+def engine_tasks(table: Table, splits: list[Split], *, parallelism: int | None = None) -> list[list[Split]]:
     """``splits`` packed into tasks in order, as Paimon packs splits (each file weighs at least
-    the open-file cost, a task holds about the target size: :func:`split_packing`)."""
+    the open-file cost, a task holds about the target size: :func:`split_packing`), but into
+    no fewer tasks than ``parallelism`` (default: this machine's cores) or the splits: as
+    Paimon's Spark scan (and Spark's file scan) lower the size per task to the bytes per core,
+    the target is halved until there are that many tasks or it reaches the open-file cost."""
     target, cost = split_packing(table)
-    return [[splits[i] for i in task] for task in pack_split_payloads([s.payload for s in splits], target, cost)]
+    payloads = [s.payload for s in splits]
+    wanted = min(len(splits), parallelism or os.cpu_count() or 1)
+    tasks = pack_split_payloads(payloads, target, cost)
+    while len(tasks) < wanted and target > cost:
+        target = max(cost, target // 2)
+        tasks = pack_split_payloads(payloads, target, cost)
+    return [[splits[i] for i in task] for task in tasks]
 
 
 def _spark_path(path: str) -> bool:
@@ -236,7 +230,9 @@ def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType
         # files is plain then anyway)
         if has_data_source():
             return _source(spark, table, schema, prune).load(table.path)
-        return read_splits(spark, engine_tasks(table, table.scan(columns=projection, filter=prune).splits()), schema)
+        splits = table.scan(columns=projection, filter=prune).splits()
+        return read_splits(spark, engine_tasks(table, splits, parallelism=spark.sparkContext.defaultParallelism),
+                           schema)
     pinned = {"snapshot_id": scan.snapshot_id}
     found = classified_read(table, projection, pinned, prune)
     frames = []
@@ -251,7 +247,8 @@ def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType
             frames.append(_source(spark, table, schema, prune).option("snapshot-id", str(scan.snapshot_id))
                           .option(SKIP_PLAIN, "true").load(table.path))
         else:
-            frames.append(read_splits(spark, engine_tasks(table, found.engine), schema))
+            tasks = engine_tasks(table, found.engine, parallelism=spark.sparkContext.defaultParallelism)
+            frames.append(read_splits(spark, tasks, schema))
     if not frames:
         return spark.createDataFrame([], schema)
     return functools.reduce(lambda a, b: a.unionByName(b), frames)

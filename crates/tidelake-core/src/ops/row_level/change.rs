@@ -323,6 +323,14 @@ impl RowLevelChange {
         }
     }
 
+    /// Drop the change, deleting the files it wrote.
+    pub async fn abort(mut self) -> Result<()> {
+        match self.write.as_mut() {
+            Some(write) => write.abort().await,
+            None => Ok(()),
+        }
+    }
+
     /// Write what the change does and return it uncommitted. On an error nothing it wrote is
     /// left behind (the writer is aborted, written deletion-vector files deleted).
     pub async fn finish(mut self) -> Result<PreparedChange> {

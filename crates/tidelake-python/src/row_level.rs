@@ -72,6 +72,12 @@ impl RawRowLevelTask {
         self.task.bucket()
     }
 
+    /// The bucket count its files were written with (as `RawTable.split_place`'s).
+    #[getter]
+    fn total_buckets(&self) -> i32 {
+        self.task.splits.first().map_or(0, |s| s.total_buckets)
+    }
+
     /// `row-kinds`, `deletion-vectors` or `rewrite`.
     #[getter]
     fn strategy(&self) -> &'static str {
@@ -163,20 +169,32 @@ impl RawRowLevelChange {
         .py()
     }
 
-    /// Write what the change does and return it uncommitted, as versioned bytes; on an error
-    /// nothing it wrote is left behind.
-    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = block_on(py, async {
+    /// Write what the change does and return it uncommitted: (its versioned bytes, the
+    /// snapshot read, rows inserted, updated, deleted); on an error nothing it wrote is left
+    /// behind.
+    #[allow(clippy::type_complexity)]
+    fn finish<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Option<i64>, u64, u64, u64)> {
+        let (bytes, change) = block_on(py, async {
             let change = self
                 .change
                 .lock()
                 .await
                 .take()
                 .ok_or_else(|| Error::invalid("the row-level change is finished"))?;
-            change.finish().await?.to_bytes()
+            let prepared = change.finish().await?;
+            Ok::<_, Error>((prepared.to_bytes()?, prepared))
         })?
         .py()?;
-        Ok(PyBytes::new(py, &bytes))
+        Ok((
+            PyBytes::new(py, &bytes),
+            change.read_snapshot,
+            change.rows_inserted,
+            change.rows_updated,
+            change.rows_deleted,
+        ))
     }
 
     /// Drop the change, deleting the files it wrote.

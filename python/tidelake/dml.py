@@ -274,15 +274,18 @@ def _prepared(table: Table, plan: _Plan, body: Callable[[_Change], None]) -> Pre
     return change.finish()
 
 
-def _commit(table: Table, changes: list[PreparedChange], commit_user: str, commit_identifier: int) -> WriteResult:
+def _commit(table: Table, changes: list[PreparedChange], commit_user: str, commit_identifier: int,
+            started: float | None = None) -> WriteResult:
     """Commit ``changes`` as one transaction (see :func:`commit_payloads`)."""
-    return commit_payloads(table, [c.payload for c in changes], commit_user, commit_identifier)
+    return commit_payloads(table, [c.payload for c in changes], commit_user, commit_identifier, started=started)
 
 
-def commit_payloads(table: Table, payloads: list[bytes], commit_user: str, commit_identifier: int) -> WriteResult:
+def commit_payloads(table: Table, payloads: list[bytes], commit_user: str, commit_identifier: int, *,
+                    started: float | None = None) -> WriteResult:
     """Commit prepared changes given as their bytes (:attr:`PreparedChange.payload`) as one
-    transaction; when it is refused their files are deleted by the engine."""
-    started = time.monotonic()
+    transaction; when it is refused their files are deleted by the engine. ``started``: the
+    call's start (``time.monotonic()``), for its duration."""
+    started = time.monotonic() if started is None else started
     ids, inserted, updated, deleted = table._raw.commit_row_level(payloads, commit_user, commit_identifier)
     return write_result(table._raw, ids, started, inserted=inserted, updated=updated, deleted=deleted)
 
@@ -327,9 +330,11 @@ def run(table: Table, what: str, deletes: bool, tree: Filter | None, body: Calla
     change atomically; a conflict or an expired snapshot starts again from the new latest
     (nothing landed)."""
 
+    started = time.monotonic()
+
     def attempt() -> WriteResult:
         change = _prepared(table, _plan(table, what, deletes=deletes, tree=tree), body)
-        return _commit(table, [change], str(uuid.uuid4()), BATCH_COMMIT_IDENTIFIER)
+        return _commit(table, [change], str(uuid.uuid4()), BATCH_COMMIT_IDENTIFIER, started)
 
     return replayed(attempt, table._raw)
 

@@ -502,17 +502,17 @@ def test_update_computed_before_a_concurrent_write_is_redone(tmp_path, monkeypat
     early = t.writer()
     early.write(table_of([{"id": 3, "p": "a", "qty": 50, "name": "early"}]))  # numbered now
     t.write(table_of([{"id": i, "p": "a", "qty": 0, "name": "x"} for i in range(6, 16)]))  # raises the numbers
-    real_commit = dml._Change.commit
+    real_commit = dml._commit
     attempts = []
 
-    def commit_after_the_concurrent_write(self, read_snapshot):
+    def commit_after_the_concurrent_write(table, changes, *args):
         if not attempts:
             t.commit(early.prepare_commit())  # acknowledged after the DML read
             early.close()
-        attempts.append(read_snapshot)
-        return real_commit(self, read_snapshot)
+        attempts.append(changes[0].read_snapshot)
+        return real_commit(table, changes, *args)
 
-    monkeypatch.setattr(dml._Change, "commit", commit_after_the_concurrent_write)
+    monkeypatch.setattr(dml, "_commit", commit_after_the_concurrent_write)
     res = t.update({"qty": "qty + 1"}, "qty < 10")
     assert len(attempts) == 2 and attempts[1] > attempts[0]
     got = {r["id"]: (r["qty"], r["name"]) for r in t.to_arrow().to_pylist()}
@@ -533,16 +533,16 @@ def test_append_rewrite_conflicting_with_a_compaction_is_redone(tmp_path, monkey
         t.write(table_of([{"id": i * 10 + j, "p": "a", "qty": j, "name": "x"} for j in range(10)]))
     if dv:
         t.delete("qty = 0")  # the files carry vectors: the compaction rewrites them
-    real_commit = dml._Change.commit
+    real_commit = dml._commit
     attempts = []
 
-    def commit_after_a_compaction(self, read_snapshot):
+    def commit_after_a_compaction(table, changes, *args):
         if not attempts:
             assert t.compact(full=True) is not None
-        attempts.append(read_snapshot)
-        return real_commit(self, read_snapshot)
+        attempts.append(changes[0].read_snapshot)
+        return real_commit(table, changes, *args)
 
-    monkeypatch.setattr(dml._Change, "commit", commit_after_a_compaction)
+    monkeypatch.setattr(dml, "_commit", commit_after_a_compaction)
     res = t.delete("qty >= 5")
     assert len(attempts) == 2 and res.rows_deleted == 20
     kept = range(1 if dv else 0, 5)

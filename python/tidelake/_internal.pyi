@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal, Protocol, final
 import pyarrow as pa
 
 __all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan",
-           "RawLookuper", "cdc_decode", "message_target", "pack_split_payloads", "parse_filter_text", "reset_logging",
+           "RawLookuper", "RawRowLevelTask", "RawRowLevelChange", "cdc_decode", "message_target", "pack_split_payloads", "parse_filter_text", "reset_logging",
            "run_compaction_task", "compaction_task_target", "set_failpoint"]
 
 __version__: str
@@ -288,6 +288,33 @@ class RawTable:
         with commits since ``read_snapshot`` removing those files or writing keys in a changed
         range. Returns the new snapshot ids."""
 
+    def plan_row_level(
+        self,
+        what: str,
+        *,
+        filter_json: str | None = None,
+        snapshot_id: int | None = None,
+        deletes: bool = False,
+    ) -> tuple[int | None, str, list[bytes]]:
+        """Plan a row-level change ``what`` (``delete``, ``update``, ``merge``; ``deletes``: it
+        deletes rows), refused with UnsupportedError when the table cannot take it: (snapshot id
+        or None, strategy ``row-kinds``/``deletion-vectors``/``rewrite``, task bytes per
+        (partition, bucket) the filter tree may match)."""
+
+    def row_level_change(self, read_snapshot: int | None) -> RawRowLevelChange:
+        """A row-level change computed from snapshot ``read_snapshot`` (None: the table had none)."""
+
+    def commit_row_level(
+        self, changes: list[bytes], commit_user: str, commit_identifier: int
+    ) -> tuple[list[int], int, int, int]:
+        """Commit prepared changes (bytes, one snapshot) as one transaction; refused
+        (CommitConflictError) or expired snapshot: their files are deleted. Returns (snapshot
+        ids, rows inserted, updated, deleted)."""
+
+    @staticmethod
+    def prepared_change_messages(change: bytes) -> list[bytes]:
+        """The commit messages (bytes) of a prepared change, e.g. to discard it."""
+
     def read_split_positions(self, split: bytes, schema_id: int) -> RawBatches:
         """Stream the rows of one append split with ``_FILE_INDEX`` (the row's file in the split)
         and ``_ROW_POSITION`` (its position in that file) appended, deletion vectors applied."""
@@ -423,6 +450,58 @@ class RawTable:
 
     def history(self) -> pa.Table:
         """One row per live snapshot with the files, rows and bytes its commit added/removed."""
+
+@final
+class RawRowLevelTask:
+    """One task of a row-level plan (its versioned bytes decoded)."""
+
+    @staticmethod
+    def from_bytes(data: bytes) -> RawRowLevelTask:
+        """Decode a task; another format version is InvalidArgumentError naming it."""
+
+    def to_bytes(self) -> bytes: ...
+    @property
+    def snapshot_id(self) -> int | None: ...
+    @property
+    def partition(self) -> bytes:
+        """Its framed partition row (as :meth:`RawTable.row_places` names a row's)."""
+
+    @property
+    def bucket(self) -> int: ...
+    @property
+    def total_buckets(self) -> int:
+        """The bucket count its files were written with."""
+
+    @property
+    def strategy(self) -> str:
+        """``row-kinds``, ``deletion-vectors`` or ``rewrite``."""
+
+@final
+class RawRowLevelChange:
+    """A row-level change being computed from one snapshot, task by task."""
+
+    def read(self, task: bytes) -> RawBatches:
+        """The rows a task gives to evaluate (deletion-vector tasks: with ``_FILE_INDEX`` and
+        ``_ROW_POSITION``); :meth:`remove` applies to them."""
+
+    def remove(self, mask: Any) -> None:
+        """Append tables: remove the rows of the last read where the boolean ``mask`` holds."""
+
+    def insert(self, data: _ArrowStreamExportable | _ArrowArrayExportable) -> None:
+        """Write new rows (counted inserted)."""
+
+    def update(self, data: _ArrowStreamExportable | _ArrowArrayExportable) -> None:
+        """Write the new version of updated rows (counted updated)."""
+
+    def delete_keys(self, data: _ArrowStreamExportable | _ArrowArrayExportable) -> None:
+        """Primary-key tables: delete the rows with these keys."""
+
+    def finish(self) -> tuple[bytes, int | None, int, int, int]:
+        """The change written but uncommitted: (its bytes, snapshot read, rows inserted,
+        updated, deleted); on an error nothing it wrote is left behind."""
+
+    def abort(self) -> None:
+        """Drop the change, deleting the files it wrote."""
 
 @final
 class RawWriter:

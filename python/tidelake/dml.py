@@ -2,8 +2,16 @@
 <tidelake.Table.update>`, :meth:`Table.merge <tidelake.Table.merge>` (:class:`MergeBuilder`) and
 partial upserts.
 
-How a change is made (one atomic commit per call, retried from scratch on a conflict):
+How a change is made (one atomic commit per call, retried from scratch on a conflict), the same
+way whether one process runs it or Spark distributes it (:mod:`tidelake.spark.dml`):
 
+* the engine plans it (``RawTable.plan_row_level``): it refuses what the table's resolved
+  options cannot express (:class:`~tidelake.exceptions.UnsupportedError`), picks the strategy
+  below and groups the splits the filter may match into tasks by (partition, bucket), each task
+  versioned bytes any process can run; a change reads its tasks' rows, Python evaluates the
+  conditions and values on them, and the engine accumulates the outcome
+  (``RawRowLevelChange``: removed rows, updated, inserted and deleted-key rows) into a prepared
+  change (versioned bytes), committed by ``RawTable.commit_row_level``;
 * the rows that can match are read from one snapshot: the filter's simple terms (or the merge
   source's key values) are pushed into the scan, which prunes partitions, buckets and files;
   batches are streamed (append tables: one planned split at a time);
@@ -31,27 +39,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import CommitConflictError, InvalidArgumentError, SnapshotExpiredError, UnsupportedError
+from .exceptions import InvalidArgumentError, UnsupportedError
 from .expr import And, Filter, IsNull, all_of, filter_json, to_filter
 from .expr import arrow as tree_arrow
 from .expr import sql as sql_text
-from .write import (
-    BATCH_COMMIT_IDENTIFIER,
-    CommitMessage,
-    TableWriter,
-    WriteResult,
-    check_messages,
-    raw_messages,
-    replayed,
-    write_result,
-)
+from .write import BATCH_COMMIT_IDENTIFIER, WriteResult, replayed, write_result
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from .table import Table
 
-__all__ = ["MergeBuilder", "PreparedChange", "prepare_delete", "prepare_update", "commit_changes"]
+__all__ = ["MergeBuilder", "PreparedChange", "plan", "prepare_delete", "prepare_update", "commit_changes"]
 
 _TARGET, _SOURCE = "target.", "source."
 _IN_LIST_MAX = 10_000
@@ -174,244 +173,170 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 # ---- the operation --------------------------------------------------------------------------------
+#
+# The engine plans a change (capability from the table's resolved options, strategy, tasks per
+# (partition, bucket): ``RawTable.plan_row_level``), reads each task's rows and accumulates what
+# happens to them (``RawRowLevelChange``), and commits the prepared changes
+# (``RawTable.commit_row_level``). Python evaluates the user's conditions and values on the rows.
 
-def _check_row_level(table: Table, what: str, deletes: bool, updates: bool) -> None:
-    """Refuse changes the table's merge engine cannot express with row kinds. The options are the
-    engine's resolved values (fallback keys such as ``deduplicate.ignore-delete`` included), so a
-    delete the table would drop is refused, never acknowledged."""
-    if not table.primary_keys:
-        return
-    options = table.effective_options
-    engine = options["merge-engine"]
-    if engine not in ("deduplicate", "partial-update"):
-        raise UnsupportedError(f"{what} on a {engine} table: only deduplicate and partial-update tables "
-                               "support row-level changes")
-    if deletes and options["ignore-delete"]:
-        raise UnsupportedError(f"{what} deletes rows, but the table ignores deletes (ignore-delete=true, "
-                               "or one of its fallback keys)")
-    if deletes and engine == "partial-update" and not options["partial-update.remove-record-on-delete"]:
-        raise UnsupportedError(f"{what} deletes rows, but this partial-update table cannot take delete records: "
-                               "set partial-update.remove-record-on-delete=true")
+_PLACES = ["_FILE_INDEX", "_ROW_POSITION"]
+"""Columns the engine appends to the rows of deletion-vector tasks (each row's file and position)."""
 
 
-def _deletion_vectors(table: Table) -> bool:
-    """Whether row-level changes of ``table`` (an append table) go through deletion vectors."""
-    return not table.primary_keys and table.effective_options["deletion-vectors.enabled"]
+@dataclass(frozen=True)
+class _Plan:
+    """A planned change: the snapshot read (None: the table had none), the engine's strategy
+    (``row-kinds``, ``deletion-vectors``, ``rewrite``) and the tasks (versioned bytes)."""
+
+    snapshot: int | None
+    strategy: str
+    tasks: tuple[bytes, ...]
+
+
+def _plan(table: Table, what: str, *, deletes: bool, tree: Filter | None, snapshot: int | None = None) -> _Plan:
+    """Plan ``what`` on ``snapshot`` (default the latest), raising :class:`UnsupportedError` when
+    the table cannot take it (``deletes``: the change deletes rows)."""
+    planned, strategy, tasks = table._raw.plan_row_level(what, filter_json=filter_json(tree), snapshot_id=snapshot,
+                                                         deletes=deletes)
+    return _Plan(planned, strategy, tuple(tasks))
 
 
 class _Change:
-    """One DML call's writer, the splits it rewrites or the rows it deletes by position, and its
-    row counts; :meth:`commit` makes one transaction of them."""
+    """One change computed from one planned snapshot: the engine's accumulator, fed task by
+    task (:meth:`rows`), then turned into a :class:`PreparedChange` by :meth:`finish`."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, plan: _Plan) -> None:
         self.table = table
-        self.writer = TableWriter(table)
-        self.rewritten: list[bytes] = []
-        #: (split, file indexes, row positions per file) deleted through deletion vectors.
-        self.deletes: list[tuple[bytes, list[int], list[list[int]]]] = []
-        self.inserted = self.updated = self.deleted = 0
-        #: The planned splits (payload, schema id) to read instead of planning (a task's share).
-        self.splits: tuple[tuple[bytes, int], ...] | None = None
+        self.plan = plan
+        self.raw = table._raw.row_level_change(plan.snapshot)
 
-    def replace(self, split: _TargetSplit, changed: pa.Array, new_rows: pa.Table) -> None:
-        """Append tables: remove the rows of ``split`` where ``changed`` holds and write
-        ``new_rows``, by deletion vector (the rows' positions) or by rewriting the split's files
-        with their unchanged rows."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+    @property
+    def primary_key(self) -> bool:
+        return self.plan.strategy == "row-kinds"
 
-        if split.places is None:
-            schema = self.table.schema
-            kept = _conform(split.rows.filter(pc.invert(changed)).select(schema.names), schema)
-            self.upsert(pa.concat_tables([kept, new_rows]))
-            self.rewritten.append(split.payload)
-            return
-        places = split.places.filter(changed)
-        files = places.column("_FILE_INDEX").to_numpy()
-        positions = places.column("_ROW_POSITION").to_numpy()
-        indexes = sorted(set(files.tolist()))
-        self.deletes.append((split.payload, indexes, [positions[files == i].tolist() for i in indexes]))
-        self.upsert(new_rows)
+    def rows(self) -> Iterator[pa.Table]:
+        """Each task's rows to evaluate (primary-key tables: the merged rows the plan's filter
+        keeps; append tables: every live row of its splits); :meth:`remove` applies to the rows
+        last yielded."""
+        from .scan import _reader
 
-    def messages(self) -> list[CommitMessage]:
-        """The change's commit messages: its deletion vectors' (their index files are written
-        now) and the writer's."""
-        user = self.writer.commit_user
-        deletes = [CommitMessage(p, user) for p in self.table._raw.deletion_messages(self.deletes)] \
-            if self.deletes else []
-        try:
-            return deletes + self.writer.prepare_commit()
-        except BaseException:
-            if deletes:
-                self.table._raw.discard(raw_messages(deletes))
-            raise
+        for task in self.plan.tasks:
+            rows = _reader(self.raw.read(task)).read_all()
+            yield rows.drop_columns(_PLACES) if self.plan.strategy == "deletion-vectors" else rows
 
-    def upsert(self, rows: pa.Table) -> None:
-        if rows.num_rows:
-            self.writer._raw.write(rows, "upsert" if self.table.primary_keys else "insert")
+    def remove(self, mask: pa.Array) -> None:
+        """Append tables: the rows of the last task where ``mask`` holds go."""
+        self.raw.remove(mask)
 
-    def delete_keys(self, rows: pa.Table) -> None:
-        if rows.num_rows:
-            # whole rows: a NOT NULL value column cannot take the nulls of a key-only record
-            self.writer._raw.write(rows.select(self.table.schema.names), "delete")
-
-    def commit(self, read_snapshot: int | None) -> list[int]:
-        messages = raw_messages(self.messages())
-        try:
-            ids: list[int] = self.table._raw.commit_dml(messages, self.rewritten, read_snapshot,
-                                                        self.writer.commit_user, BATCH_COMMIT_IDENTIFIER)
-        except (CommitConflictError, SnapshotExpiredError):
-            self.table._raw.discard(messages)  # nothing landed: the files are garbage
-            raise
-        return ids
+    def finish(self) -> PreparedChange:
+        payload, snapshot, inserted, updated, deleted = self.raw.finish()
+        return PreparedChange(payload, snapshot, inserted, updated, deleted)
 
 
 @dataclass(frozen=True)
 class PreparedChange:
     """A row-level change computed from snapshot ``read_snapshot`` with its files written but not
-    committed (picklable): what one task of a distributed job returns. The changes of every task,
-    all prepared from the same snapshot on disjoint partitions, are committed together by
-    :func:`commit_changes` (or discarded with :meth:`tidelake.Table.discard` of their
-    ``messages``)."""
+    committed (picklable; ``payload`` is the engine's versioned bytes): what one task of a
+    distributed job returns. The changes of every task, all prepared from the same snapshot on
+    disjoint buckets, are committed together by :func:`commit_changes` (or dropped with
+    :meth:`discard`)."""
 
+    payload: bytes
     read_snapshot: int | None
-    messages: tuple[CommitMessage, ...]
-    #: Planned splits whose files the change rewrites (append tables).
-    rewritten: tuple[bytes, ...]
     rows_inserted: int
     rows_updated: int
     rows_deleted: int
 
+    def discard(self, table: Table) -> None:
+        """Delete the files of this (never committed) change."""
+        from ._internal import RawTable
+
+        table._raw.discard(RawTable.prepared_change_messages(self.payload))
+
 
 @dataclass(frozen=True)
 class _Prepare:
-    """Compute the change from this snapshot and return it uncommitted; with ``splits``
-    (payload, schema id pairs planned from that snapshot), read only those."""
+    """Compute the change from this snapshot and return it uncommitted; with ``tasks`` (task
+    bytes planned from that snapshot), read only those."""
 
     snapshot_id: int | None
-    splits: tuple[tuple[bytes, int], ...] | None = None
+    tasks: tuple[bytes, ...] | None = None
 
 
-def _finish(table: Table, what: str, body: Callable[[_Change, int | None], None],
-            prepare: _Prepare | None) -> WriteResult | PreparedChange:
-    if prepare is None:
-        return run(table, what, body)
-    change = _Change(table)
-    change.splits = prepare.splits
+def _prepared(table: Table, plan: _Plan, body: Callable[[_Change], None]) -> PreparedChange:
+    """``body(change)`` on the tasks of ``plan``, finished; on an error nothing is left behind."""
+    change = _Change(table, plan)
     try:
-        body(change, prepare.snapshot_id)
-        messages = change.messages()
+        body(change)
     except BaseException:
-        change.writer.abort()
+        change.raw.abort()
         raise
-    change.writer.close()
-    return PreparedChange(prepare.snapshot_id, tuple(messages), tuple(change.rewritten), change.inserted,
-                          change.updated, change.deleted)
+    return change.finish()
+
+
+def _commit(table: Table, changes: list[PreparedChange], commit_user: str, commit_identifier: int,
+            started: float | None = None) -> WriteResult:
+    """Commit ``changes`` as one transaction (see :func:`commit_payloads`)."""
+    return commit_payloads(table, [c.payload for c in changes], commit_user, commit_identifier, started=started)
+
+
+def commit_payloads(table: Table, payloads: list[bytes], commit_user: str, commit_identifier: int, *,
+                    started: float | None = None) -> WriteResult:
+    """Commit prepared changes given as their bytes (:attr:`PreparedChange.payload`) as one
+    transaction; when it is refused their files are deleted by the engine. ``started``: the
+    call's start (``time.monotonic()``), for its duration."""
+    started = time.monotonic() if started is None else started
+    ids, inserted, updated, deleted = table._raw.commit_row_level(payloads, commit_user, commit_identifier)
+    return write_result(table._raw, ids, started, inserted=inserted, updated=updated, deleted=deleted)
+
+
+def _finish(table: Table, what: str, deletes: bool, tree: Filter | None, body: Callable[[_Change], None],
+            prepare: _Prepare | None) -> WriteResult | PreparedChange:
+    """Run ``what`` now (:func:`run`), or (``prepare``) compute it from that snapshot uncommitted."""
+    if prepare is None:
+        return run(table, what, deletes, tree, body)
+    if prepare.tasks is not None:
+        strategies = {_task_strategy(t) for t in prepare.tasks}
+        plan = _Plan(prepare.snapshot_id, strategies.pop() if strategies else "row-kinds", prepare.tasks)
+    else:
+        plan = _plan(table, what, deletes=deletes, tree=tree, snapshot=prepare.snapshot_id)
+        if prepare.snapshot_id is None:  # the table had no snapshot: nothing to read
+            plan = _Plan(None, plan.strategy, ())
+    return _prepared(table, plan, body)
+
+
+def _task_strategy(task: bytes) -> str:
+    from ._internal import RawRowLevelTask
+
+    return str(RawRowLevelTask.from_bytes(task).strategy)
 
 
 def commit_changes(table: Table, changes: list[PreparedChange], commit_user: str | None = None,
                    commit_identifier: int | None = None) -> WriteResult:
     """Commit prepared changes (one per task, same snapshot) as one transaction. With a
     ``commit_identifier``, committing the same (commit_user, identifier) again is a no-op (a
-    retried job driver). Raises :class:`CommitConflictError` (nothing landed) when a commit since
-    their snapshot conflicts: prepare them again from the latest snapshot."""
-    started = time.monotonic()
+    retried job driver). Raises :class:`CommitConflictError` (nothing landed, their files
+    deleted) when a commit since their snapshot conflicts: prepare them again from the latest
+    snapshot."""
     changes = list(changes)
     if any(not isinstance(c, PreparedChange) for c in changes):
         raise InvalidArgumentError("commit_changes takes the PreparedChange objects of prepare_* calls")
-    snapshots = {c.read_snapshot for c in changes}
-    if len(snapshots) > 1:
-        raise InvalidArgumentError(f"the changes were prepared from different snapshots {sorted(map(str, snapshots))}")
-    messages = check_messages([m for c in changes for m in c.messages])
-    user = commit_user or str(uuid.uuid4())
     ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
-    payloads = raw_messages(messages)
-    try:
-        ids: list[int] = table._raw.commit_dml(payloads, [r for c in changes for r in c.rewritten],
-                                               snapshots.pop() if snapshots else None, user, ident)
-    except (CommitConflictError, SnapshotExpiredError):
-        table._raw.discard(payloads)
-        raise
-    return write_result(table._raw, ids, started, inserted=sum(c.rows_inserted for c in changes),
-                        updated=sum(c.rows_updated for c in changes), deleted=sum(c.rows_deleted for c in changes))
+    return _commit(table, changes, commit_user or str(uuid.uuid4()), ident)
 
 
-def run(table: Table, what: str, body: Callable[[_Change, int | None], None]) -> WriteResult:
-    """Run ``body(change, snapshot)`` on the latest snapshot and commit its change atomically;
-    a conflict or an expired snapshot starts again from the new latest (nothing landed)."""
+def run(table: Table, what: str, deletes: bool, tree: Filter | None, body: Callable[[_Change], None]) -> WriteResult:
+    """Plan ``what`` on the latest snapshot, run ``body(change)`` on its tasks and commit the
+    change atomically; a conflict or an expired snapshot starts again from the new latest
+    (nothing landed)."""
+
     started = time.monotonic()
 
-    def attempt() -> tuple[_Change, list[int]]:
-        snapshot = table._raw.latest_snapshot_id()
-        change = _Change(table)
-        try:
-            body(change, snapshot)
-            ids = change.commit(snapshot)
-        except BaseException:
-            change.writer.abort()
-            raise
-        change.writer.close()
-        return change, ids
+    def attempt() -> WriteResult:
+        change = _prepared(table, _plan(table, what, deletes=deletes, tree=tree), body)
+        return _commit(table, [change], str(uuid.uuid4()), BATCH_COMMIT_IDENTIFIER, started)
 
-    change, ids = replayed(attempt, table._raw)
-    return write_result(table._raw, ids, started, inserted=change.inserted, updated=change.updated,
-                        deleted=change.deleted)
-
-
-def _planned(table: Table, snapshot: int, tree: Filter | None,
-             splits: tuple[tuple[bytes, int], ...] | None) -> Iterator[tuple[bytes, int]]:
-    """The splits to read: ``splits`` when given (a task's share), else those the scan plans."""
-    if splits is not None:
-        yield from splits
-        return
-    for split in table.pinned_scan(snapshot, filter=tree).splits():
-        yield split.payload, split.schema_id
-
-
-def _target_batches(table: Table, snapshot: int | None, pushdown: Filter | None, restrict: Filter | None,
-                    splits: tuple[tuple[bytes, int], ...] | None = None) -> Iterator[pa.Table]:
-    """Primary-key tables: the merged rows the pushdown keeps, streamed batch by batch."""
-    import pyarrow as pa
-
-    from .scan import _reader
-
-    if snapshot is None:
-        return
-    tree = all_of([pushdown, restrict])
-    text = filter_json(tree)
-    for payload, schema_id in _planned(table, snapshot, tree, splits):
-        for batch in _reader(table._raw.read_split(payload, schema_id=schema_id, filter_json=text)):
-            yield pa.Table.from_batches([batch])
-
-
-@dataclass(frozen=True)
-class _TargetSplit:
-    """The live rows of one planned split of an append table; with deletion vectors, each row's
-    place (``_FILE_INDEX``: its file in the split, ``_ROW_POSITION``: its position in the file)."""
-
-    payload: bytes
-    rows: pa.Table
-    places: pa.Table | None
-
-
-def _target_splits(table: Table, snapshot: int | None, pushdown: Filter | None, restrict: Filter | None,
-                   splits: tuple[tuple[bytes, int], ...] | None = None) -> Iterator[_TargetSplit]:
-    """Append tables: every planned split whose files may hold matching rows, with all the live
-    rows of those files (without deletion vectors they are rewritten whole)."""
-
-    if snapshot is None:
-        return
-    from .scan import _reader
-
-    positioned = _deletion_vectors(table)
-    for payload, schema_id in _planned(table, snapshot, all_of([pushdown, restrict]), splits):
-        if not positioned:
-            rows = _reader(table._raw.read_split(payload, schema_id=schema_id)).read_all()
-            yield _TargetSplit(payload, rows, None)
-            continue
-        rows = _reader(table._raw.read_split_positions(payload, schema_id)).read_all()
-        places = ["_FILE_INDEX", "_ROW_POSITION"]
-        yield _TargetSplit(payload, rows.drop_columns(places), rows.select(places))
+    return replayed(attempt, table._raw)
 
 
 # ---- delete and update ----------------------------------------------------------------------------
@@ -419,44 +344,36 @@ def _target_splits(table: Table, snapshot: int | None, pushdown: Filter | None, 
 def delete(table: Table, filter: Any, partitions: Any = None,
            prepare: _Prepare | None = None) -> WriteResult | PreparedChange:
     """See :meth:`tidelake.Table.delete`."""
-    _check_row_level(table, "delete", deletes=True, updates=False)
     schema = table.schema
     cond = _compile(filter, {"target": dict(zip(schema.names, schema.types))}, schema)
 
     def drop(rows: pa.Table) -> pa.Table:
         return schema.empty_table()
 
-    body = _filtered(table, "delete", cond, table._partitions_filter(partitions), _Change.delete_keys, drop)
-    return _finish(table, "delete", body, prepare)
+    def delete_pk(change: _Change, hit: pa.Table) -> None:
+        change.raw.delete_keys(hit.select(schema.names))  # whole rows: NOT NULL value columns
+
+    body = _filtered(cond, delete_pk, drop)
+    tree = all_of([cond.pushdown, table._partitions_filter(partitions)])
+    return _finish(table, "delete", True, tree, body, prepare)
 
 
-def _filtered(table: Table, what: str, cond: _Condition, restrict: Filter | None,
-              primary_key: Callable[[_Change, pa.Table], None],
-              append: Callable[[pa.Table], pa.Table]) -> Callable[[_Change, int | None], None]:
+def _filtered(cond: _Condition, primary_key: Callable[[_Change, pa.Table], None],
+              append: Callable[[pa.Table], pa.Table]) -> Callable[[_Change], None]:
     """A delete or update of the rows ``cond`` selects: on primary-key tables
     ``primary_key(change, matching rows)`` writes them; on append tables the matching rows of
-    each split are replaced by ``append(matching rows)`` (:meth:`_Change.replace`)."""
+    each task are removed and ``append(matching rows)`` written in their place."""
 
-    def body(change: _Change, snapshot: int | None) -> None:
+    def body(change: _Change) -> None:
         import pyarrow.compute as pc
 
-        counted = 0
-        if table.primary_keys:
-            for rows in _target_batches(table, snapshot, cond.pushdown, restrict, change.splits):
-                hit = rows.filter(_mask(rows, cond.expression))
-                primary_key(change, hit)
-                counted += hit.num_rows
-        else:
-            for split in _target_splits(table, snapshot, cond.pushdown, restrict, change.splits):
-                mask = _mask(split.rows, cond.expression)
-                n = pc.sum(mask).as_py() or 0
-                if n:
-                    change.replace(split, mask, append(split.rows.filter(mask)))
-                    counted += n
-        if what == "delete":
-            change.deleted = counted
-        else:
-            change.updated = counted
+        for rows in change.rows():
+            mask = _mask(rows, cond.expression)
+            if change.primary_key:
+                primary_key(change, rows.filter(mask))
+            elif pc.any(mask).as_py():
+                change.remove(mask)
+                change.raw.update(append(rows.filter(mask)))
 
     return body
 
@@ -473,11 +390,9 @@ def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = Non
     keys = [c for c in set if c in table.primary_keys]
     if keys:
         raise UnsupportedError(f"update cannot change primary-key columns {keys}: delete and insert the rows")
-    _check_row_level(table, "update", deletes=False, updates=True)
     columns = {"target": dict(zip(schema.names, schema.types))}
     cond = _compile(filter, columns, schema)
     values = {c: _value_expression(v, columns, prefixed=False) for c, v in set.items()}
-    restrict = table._partitions_filter(partitions)
 
     def updated_rows(rows: pa.Table) -> pa.Table:
         import pyarrow.compute as pc
@@ -488,46 +403,53 @@ def update(table: Table, set: dict[str, Any], filter: Any, partitions: Any = Non
         return out
 
     def update_pk(change: _Change, hit: pa.Table) -> None:
-        change.upsert(updated_rows(hit))
+        change.raw.update(updated_rows(hit))
 
-    return _finish(table, "update", _filtered(table, "update", cond, restrict, update_pk, updated_rows), prepare)
+    tree = all_of([cond.pushdown, table._partitions_filter(partitions)])
+    return _finish(table, "update", False, tree, _filtered(cond, update_pk, updated_rows), prepare)
 
 
 def prepare_delete(table: Table, filter: Any, snapshot_id: int | None, partitions: Any = None,
-                   splits: Any = None) -> PreparedChange:
+                   tasks: Any = None) -> PreparedChange:
     """:meth:`tidelake.Table.delete` computed from snapshot ``snapshot_id`` (None: the table had
-    none) and left uncommitted: one task's share (``partitions``, or the planned ``splits`` of
-    that snapshot: :class:`tidelake.scan.Split` objects or (payload, schema id) pairs) of a
-    distributed delete."""
-    out = delete(table, filter, partitions, _Prepare(snapshot_id, _split_pairs(splits)))
+    none) and left uncommitted: one task's share (``partitions``, or ``tasks``: task bytes
+    planned from that snapshot, see :func:`plan`) of a distributed delete."""
+    out = delete(table, filter, partitions, _Prepare(snapshot_id, _task_bytes(tasks)))
     assert isinstance(out, PreparedChange)
     return out
 
 
 def prepare_update(table: Table, set: dict[str, Any], filter: Any, snapshot_id: int | None,
-                   partitions: Any = None, splits: Any = None) -> PreparedChange:
+                   partitions: Any = None, tasks: Any = None) -> PreparedChange:
     """:meth:`tidelake.Table.update` computed from snapshot ``snapshot_id`` and left uncommitted
     (see :func:`prepare_delete`)."""
-    out = update(table, set, filter, partitions, _Prepare(snapshot_id, _split_pairs(splits)))
+    out = update(table, set, filter, partitions, _Prepare(snapshot_id, _task_bytes(tasks)))
     assert isinstance(out, PreparedChange)
     return out
 
 
-def _split_pairs(splits: Any) -> tuple[tuple[bytes, int], ...] | None:
-    """``splits`` (:class:`tidelake.scan.Split` objects or (payload, schema id) pairs) as pairs."""
-    from .scan import Split
+def plan(table: Table, what: str, filter: Any = None, *, deletes: bool, snapshot_id: int | None = None,
+         partitions: Any = None) -> tuple[int | None, list[bytes]]:
+    """The tasks (versioned bytes, one per (partition, bucket) the rows ``filter`` selects may
+    live in) of a distributed ``what`` (``delete``, ``update``, ``merge``; ``deletes``: it
+    deletes rows) of snapshot ``snapshot_id`` (default the latest), and that snapshot (None: the
+    table has none). Raises :class:`UnsupportedError` when the table cannot take the change."""
+    schema = table.schema
+    cond = _compile(filter, {"target": dict(zip(schema.names, schema.types))}, schema)
+    planned = _plan(table, what, deletes=deletes, tree=all_of([cond.pushdown, table._partitions_filter(partitions)]),
+                    snapshot=snapshot_id)
+    return planned.snapshot, list(planned.tasks)
 
-    if splits is None:
+
+def _task_bytes(tasks: Any) -> tuple[bytes, ...] | None:
+    """``tasks`` (task bytes of :func:`plan`) as a tuple, checked."""
+    if tasks is None:
         return None
-    out = []
-    for s in splits:
-        if isinstance(s, Split):
-            out.append((s.payload, s.schema_id))
-        elif isinstance(s, tuple) and len(s) == 2 and isinstance(s[0], bytes):
-            out.append((s[0], int(s[1])))
-        else:
-            raise InvalidArgumentError(f"splits must be Split objects or (payload, schema id) pairs, got {s!r:.80}")
-    return tuple(out)
+    out = tuple(tasks)
+    bad = [t for t in out if not isinstance(t, bytes)]
+    if bad:
+        raise InvalidArgumentError(f"tasks must be the task bytes of tidelake.dml.plan, got {bad[0]!r:.80}")
+    return out
 
 
 def _check_partial_nulls(table: Table, rows: pa.Table, columns: list[str]) -> None:
@@ -726,11 +648,11 @@ class MergeBuilder:
         assert isinstance(out, WriteResult)
         return out
 
-    def prepare(self, snapshot_id: int | None, splits: Any = None) -> PreparedChange:
+    def prepare(self, snapshot_id: int | None, tasks: Any = None) -> PreparedChange:
         """The merge computed from snapshot ``snapshot_id`` and left uncommitted: one task's share
-        (the builder's ``partitions``, or the planned ``splits`` of that snapshot as in
+        (the builder's ``partitions``, or ``tasks`` planned from that snapshot as in
         :func:`prepare_delete`) of a distributed merge; see :func:`commit_changes`."""
-        out = self._execute(_Prepare(snapshot_id, _split_pairs(splits)))
+        out = self._execute(_Prepare(snapshot_id, _task_bytes(tasks)))
         assert isinstance(out, PreparedChange)
         return out
 
@@ -738,39 +660,27 @@ class MergeBuilder:
         if not (self._matched or self._not_matched or self._by_source):
             raise InvalidArgumentError("a merge needs at least one when_* clause")
         deletes = any(c.kind == "delete" for c in self._matched + self._by_source)
-        updates = any(c.kind == "update" for c in self._matched)
-        _check_row_level(self._table, "merge", deletes=deletes, updates=updates)
         restrict = self._table._partitions_filter(self._partitions)
         if restrict is not None:
             self._source = self._source.filter(self._in_partitions(restrict))
-        pushdown = self._pushdown()
-        return _finish(self._table, "merge", lambda change, snapshot: self._run(change, snapshot, pushdown, restrict),
-                       prepare)
+        tree = all_of([self._pushdown(), restrict])
+        return _finish(self._table, "merge", deletes, tree, self._run, prepare)
 
-    def _run(self, change: _Change, snapshot: int | None, pushdown: Any, restrict: Any) -> None:
+    def _run(self, change: _Change) -> None:
         import numpy as np
         import pyarrow as pa
 
-        table = self._table
         source = self._source.append_column("__s", pa.array(np.arange(self._source.num_rows), pa.int64()))
         matched = np.zeros(self._source.num_rows, dtype=bool)
-        if table.primary_keys:
-            for rows in _target_batches(table, snapshot, pushdown, restrict, change.splits):
-                _, updated, deleted = self._apply(rows, source, matched)
-                change.upsert(updated)
-                change.delete_keys(deleted)
-                change.updated += updated.num_rows
-                change.deleted += deleted.num_rows
-        else:
-            for split in _target_splits(table, snapshot, pushdown, restrict, change.splits):
-                changed, updated, deleted = self._apply(split.rows, source, matched)
-                if updated.num_rows or deleted.num_rows:
-                    change.replace(split, changed, updated)
-                    change.updated += updated.num_rows
-                    change.deleted += deleted.num_rows
-        inserted = self._inserts(source.filter(pa.array(~matched)))
-        change.upsert(inserted)
-        change.inserted += inserted.num_rows
+        for rows in change.rows():
+            changed, updated, deleted = self._apply(rows, source, matched)
+            if change.primary_key:
+                change.raw.update(updated)
+                change.raw.delete_keys(deleted)
+            elif updated.num_rows or deleted.num_rows:
+                change.remove(changed)
+                change.raw.update(updated)
+        change.raw.insert(self._inserts(source.filter(pa.array(~matched))))
 
     def _apply(self, rows: pa.Table, source: pa.Table, matched: Any) -> tuple[pa.Array, pa.Table, pa.Table]:
         """One batch of target rows: (which rows change, their updated rows, the deleted rows)."""

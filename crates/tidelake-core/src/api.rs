@@ -103,6 +103,12 @@ pub mod ops {
         after_commit, commit_compaction, compact, publish_branch, Changes, PlannedRead, Read,
         ReplayPolicy, SplitReader, TableCommit, REPLAYS,
     };
+    /// Row-level DML: plan -> tasks (bytes) -> prepared changes (bytes) -> one commit.
+    pub use crate::ops::{
+        commit_row_level, row_level_strategy, PlannedRowLevel, PreparedChange, RowLevelChange,
+        RowLevelPlan, RowLevelStrategy, RowLevelTask, PREPARED_CHANGE_VERSION,
+        ROW_LEVEL_TASK_VERSION,
+    };
 }
 
 /// Database changelog messages (Debezium, Canal, Maxwell, OGG) decoded and written.

@@ -19,6 +19,7 @@ mod maintenance;
 mod metadata;
 mod native_read;
 mod progress;
+mod row_level;
 mod runtime;
 mod scan;
 mod stream;
@@ -54,6 +55,8 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::RawBatches>()?;
     m.add_class::<compact::RawCompactionPlan>()?;
     m.add_class::<lookup::RawLookuper>()?;
+    m.add_class::<row_level::RawRowLevelTask>()?;
+    m.add_class::<row_level::RawRowLevelChange>()?;
     m.add_function(wrap_pyfunction!(write::message_target, m)?)?;
     m.add_function(wrap_pyfunction!(compact::run_compaction_task, m)?)?;
     m.add_function(wrap_pyfunction!(compact::compaction_task_target, m)?)?;

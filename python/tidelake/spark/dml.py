@@ -4,17 +4,19 @@ parses ``DELETE FROM`` / ``UPDATE`` / ``MERGE INTO`` into.
 
 They run tidelake's row-level DML (:mod:`tidelake.dml`) distributed over the executors:
 
-* the driver plans the target's splits from the latest snapshot (pruned by the filter) and
-  groups them by (partition, bucket);
-* each group is one task, which computes its share of the change from that snapshot
-  (:func:`tidelake.dml.prepare_delete` / ``prepare_update`` / ``MergeBuilder.prepare``) and
-  returns it uncommitted (a :class:`~tidelake.dml.PreparedChange`, its files written);
+* the driver has the engine plan the change on the latest snapshot (:func:`tidelake.dml.plan`:
+  capability, strategy, the splits the filter may match grouped into tasks by (partition,
+  bucket), each task versioned bytes);
+* each group of tasks is one Spark task, which computes its share of the change from that
+  snapshot (:func:`tidelake.dml.prepare_delete` / ``prepare_update`` /
+  ``MergeBuilder.prepare`` with the tasks' bytes) and returns it uncommitted (the engine's
+  prepared-change bytes, its files written; nothing is pickled);
 * a merge's source rows are routed to their target group first: each row's (partition, bucket)
   is computed by the engine from its join columns (``RawTable.row_places``, the function
   writes route with) and the source is cogrouped with the target's groups, so a task sees its
   bucket's source rows and splits (by partition only when the join columns lack the bucket
   key or buckets are not fixed, as one group when they lack the partition columns);
-* the driver commits every task's change at once (:func:`tidelake.dml.commit_changes`): one
+* the driver commits every task's change at once (:func:`tidelake.dml.commit_payloads`): one
   snapshot that fails when a concurrent commit changed what the tasks read, in which case
   nothing landed and the job runs again from the new latest snapshot. Exactly one result per
   group is committed: a duplicate (a retried or speculative attempt that also finished) has its
@@ -26,7 +28,6 @@ aliases turned into ``target`` / ``source``.
 
 from __future__ import annotations
 
-import pickle
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -106,13 +107,15 @@ def _tidelake_sql(text: str | None, aliases: Mapping[str, str | None]) -> str | 
 
 _PARTITION, _BUCKET = "__tidelake_partition", "__tidelake_bucket"
 """Columns naming a row's or a split's group: framed partition row and bucket (-1: any)."""
-_SPLIT, _SCHEMA_ID = "__tidelake_split", "__tidelake_schema_id"
+_TASK = "__tidelake_task"
+"""Column holding the bytes of one engine task of a group."""
 _RESULT = "group_partition binary, group_bucket int, change binary"
-"""What each merge task returns: its group and its pickled PreparedChange."""
+"""What each merge task returns: its group and its prepared change's bytes."""
 _RESULT_SCHEMA = pa.schema([("group_partition", pa.binary()), ("group_bucket", pa.int32()), ("change", pa.binary())])
 
 Group = tuple[bytes, int]
-Splits = list[tuple[bytes, int]]
+Tasks = list[bytes]
+"""The engine's tasks (bytes) of one group."""
 
 
 @dataclass(frozen=True)
@@ -132,53 +135,56 @@ class _Grouping:
         return partition, bucket
 
 
-def _plan(table: Table, snapshot: int | None, tree: Filter | None,
-          level: str) -> tuple[_Grouping, dict[Group, Splits]]:
-    """The splits of ``snapshot`` the filter ``tree`` keeps, grouped into tasks."""
+def _plan(table: Table, snapshot: int | None, tree: Filter | None, level: str, *, what: str = "merge",
+          deletes: bool = False) -> tuple[_Grouping, dict[Group, Tasks]]:
+    """The engine's tasks of ``what`` on ``snapshot`` for the rows the filter ``tree`` may
+    keep, grouped for Spark by ``level`` (the engine refuses what the table cannot take)."""
     if snapshot is None:
         return _Grouping(level), {}
+    from .._internal import RawRowLevelTask
+
     buckets = table.effective_options["bucket"]
+    planned = dml._plan(table, what, deletes=deletes, tree=tree, snapshot=snapshot)
     placed = []
     coarse = set()
-    for split in table.pinned_scan(snapshot, filter=tree).splits():
-        partition, bucket, total = RawTable.split_place(split.payload)
-        if buckets <= 0 or total != buckets:
-            coarse.add(partition)
-        placed.append((partition, bucket, (split.payload, split.schema_id)))
+    for task in planned.tasks:
+        raw = RawRowLevelTask.from_bytes(task)
+        if buckets <= 0 or raw.total_buckets != buckets:
+            coarse.add(raw.partition)
+        placed.append((raw.partition, raw.bucket, task))
     grouping = _Grouping(level if buckets > 0 else ("table" if level == "table" else "partition"), frozenset(coarse))
-    groups: dict[Group, Splits] = {}
-    for partition, bucket, pair in placed:
-        groups.setdefault(grouping.group(partition, bucket), []).append(pair)
+    groups: dict[Group, Tasks] = {}
+    for partition, bucket, task in placed:
+        groups.setdefault(grouping.group(partition, bucket), []).append(task)
     return grouping, groups
 
 
-def _commit(table: Table, results: list[tuple[Group, dml.PreparedChange]]) -> WriteResult:
-    """Commit one change per group (duplicates' files are discarded) as one transaction."""
-    chosen: dict[Group, dml.PreparedChange] = {}
+def _commit(table: Table, results: list[tuple[Group, bytes]]) -> WriteResult:
+    """Commit one change (bytes) per group (duplicates' files are discarded) as one transaction."""
+    chosen: dict[Group, bytes] = {}
     for group, change in results:
         if group in chosen:
-            table.discard(list(change.messages))
+            table._raw.discard(RawTable.prepared_change_messages(change))
         else:
             chosen[group] = change
-    return dml.commit_changes(table, list(chosen.values()), commit_user=f"spark-dml-{uuid.uuid4()}",
-                              commit_identifier=io.JOB_IDENTIFIER)
+    return dml.commit_payloads(table, list(chosen.values()), f"spark-dml-{uuid.uuid4()}", io.JOB_IDENTIFIER)
 
 
-def _run_job(table: Table, job: Callable[[int | None], list[tuple[Group, dml.PreparedChange]]]) -> WriteResult:
+def _run_job(table: Table, job: Callable[[int | None], list[tuple[Group, bytes]]]) -> WriteResult:
     """Run ``job(snapshot)`` on the latest snapshot and commit its changes; a conflict or an
     expired snapshot (nothing landed) runs it again from the new latest."""
     return replayed(lambda: _commit(table, job(table._raw.latest_snapshot_id())), table._raw)
 
 
-def _result(group: Group, change: dml.PreparedChange) -> pa.Table:
+def _result(group: Group, change: bytes) -> pa.Table:
     return pa.table({"group_partition": pa.array([group[0]], pa.binary()),
                      "group_bucket": pa.array([group[1]], pa.int32()),
-                     "change": pa.array([pickle.dumps(change)], pa.binary())})
+                     "change": pa.array([change], pa.binary())})
 
 
-def _collected(rows: list[Any]) -> list[tuple[Group, dml.PreparedChange]]:
-    """The (group, change) pairs of merge tasks' result rows."""
-    return [((bytes(r["group_partition"]), r["group_bucket"]), pickle.loads(r["change"])) for r in rows]
+def _collected(rows: list[Any]) -> list[tuple[Group, bytes]]:
+    """The (group, change bytes) pairs of merge tasks' result rows."""
+    return [((bytes(r["group_partition"]), r["group_bucket"]), bytes(r["change"])) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -190,12 +196,12 @@ class _FilteredTask:
     filter: str | None
     set: dict[str, str] | None
 
-    def __call__(self, task: tuple[Group, Splits]) -> tuple[Group, dml.PreparedChange]:
-        group, splits = task
+    def __call__(self, task: tuple[Group, Tasks]) -> tuple[Group, bytes]:
+        group, tasks = task
         table = self.where.open()
         if self.set is None:
-            return group, dml.prepare_delete(table, self.filter, self.snapshot, splits=splits)
-        return group, dml.prepare_update(table, self.set, self.filter, self.snapshot, splits=splits)
+            return group, dml.prepare_delete(table, self.filter, self.snapshot, tasks=tasks).payload
+        return group, dml.prepare_update(table, self.set, self.filter, self.snapshot, tasks=tasks).payload
 
 
 def _filtered(spark: SparkSession, where: io.Location, filter: str | None,
@@ -204,8 +210,9 @@ def _filtered(spark: SparkSession, where: io.Location, filter: str | None,
     schema = table.schema
     pushdown = dml._compile(filter, {"target": dict(zip(schema.names, schema.types))}, schema).pushdown
 
-    def job(snapshot: int | None) -> list[tuple[Group, dml.PreparedChange]]:
-        _, groups = _plan(table, snapshot, pushdown, "bucket")
+    def job(snapshot: int | None) -> list[tuple[Group, bytes]]:
+        _, groups = _plan(table, snapshot, pushdown, "bucket", what="delete" if set is None else "update",
+                          deletes=set is None)
         if not groups:
             return []
         task = _FilteredTask(where, snapshot, filter, set)
@@ -297,19 +304,20 @@ class SparkMerge:
         if set(table.partition_keys) <= targets:
             level = "bucket" if set(table._raw.bucket_keys) <= targets else "partition"
         by_source = any(c.kind == "not_matched_by_source_delete" for c in clauses)
+        deletes = by_source or any(c.kind == "matched_delete" for c in clauses)
         spark = self.source.sparkSession
 
-        def job(snapshot: int | None) -> list[tuple[Group, dml.PreparedChange]]:
-            from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
+        def job(snapshot: int | None) -> list[tuple[Group, bytes]]:
+            from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
-            grouping, groups = _plan(table, snapshot, None, level)
+            grouping, groups = _plan(table, snapshot, None, level, deletes=deletes)
             routed_schema = StructType([*source_schema.fields, StructField(_PARTITION, BinaryType(), False),
                                         StructField(_BUCKET, IntegerType(), False)])
             routed = self.source.mapInArrow(_Router(self.where, pairs, grouping), routed_schema)
             splits = spark.createDataFrame(
-                [(g[0], g[1], payload, schema_id) for g, pairs_ in groups.items() for payload, schema_id in pairs_],
+                [(g[0], g[1], task) for g, tasks in groups.items() for task in tasks],
                 StructType([StructField(_PARTITION, BinaryType(), False), StructField(_BUCKET, IntegerType(), False),
-                            StructField(_SPLIT, BinaryType(), False), StructField(_SCHEMA_ID, LongType(), False)]))
+                            StructField(_TASK, BinaryType(), False)]))
             task = _MergeTask(self.where, snapshot, on, clauses, empty.schema, by_source)
             return _collected([r.asDict() for r in _merged_groups(routed, splits, task).collect()])
 
@@ -349,9 +357,9 @@ class _TaskGroups:
         for group in groups:
             mine = rows.filter(pc.and_(pc.equal(rows.column(_PARTITION), pa.scalar(group[_PARTITION], pa.binary())),
                                        pc.equal(rows.column(_BUCKET), group[_BUCKET])))
-            split_rows = pc.is_valid(mine.column(_SPLIT))
-            source = mine.filter(pc.invert(split_rows)).select(self.source_columns)
-            splits = mine.filter(split_rows).select([_PARTITION, _BUCKET, _SPLIT, _SCHEMA_ID])
+            task_rows = pc.is_valid(mine.column(_TASK))
+            source = mine.filter(pc.invert(task_rows)).select(self.source_columns)
+            splits = mine.filter(task_rows).select([_PARTITION, _BUCKET, _TASK])
             yield from self.task(source, splits).to_batches()
 
 
@@ -409,9 +417,9 @@ class _MergeTask:
         group = (either.column(_PARTITION)[0].as_py(), either.column(_BUCKET)[0].as_py())
         source = rows.drop_columns([_PARTITION, _BUCKET]).cast(self.source_schema) if rows.num_rows \
             else self.source_schema.empty_table()
-        pairs = list(zip(splits.column(_SPLIT).to_pylist(), splits.column(_SCHEMA_ID).to_pylist()))
-        change = self.builder(self.where.open(), source).prepare(self.snapshot, splits=pairs)
-        return _result(group, change)
+        tasks = splits.column(_TASK).to_pylist()
+        change = self.builder(self.where.open(), source).prepare(self.snapshot, tasks=tasks)
+        return _result(group, change.payload)
 
 
 def merge(target_path: str, source: DataFrame, on: str | list[str], *, target_alias: str = "target",

@@ -18,6 +18,7 @@ mod read;
 #[cfg(test)]
 mod read_tests;
 mod replay;
+mod row_level;
 mod table_commit;
 
 pub use compact::{commit_compaction, compact};
@@ -25,4 +26,8 @@ pub use post_commit::after_commit;
 pub use publish::publish_branch;
 pub use read::{Changes, PlannedRead, Read, SplitReader};
 pub use replay::{ReplayPolicy, REPLAYS};
+pub use row_level::{
+    commit_row_level, row_level_strategy, PlannedRowLevel, PreparedChange, RowLevelChange,
+    RowLevelPlan, RowLevelStrategy, RowLevelTask, PREPARED_CHANGE_VERSION, ROW_LEVEL_TASK_VERSION,
+};
 pub use table_commit::TableCommit;

@@ -138,17 +138,28 @@ impl RowLevelPlan {
         )
     }
 
-    /// Check the change, plan its snapshot and group the splits into tasks.
+    /// Check the change, plan its snapshot and group the splits into tasks. A snapshot given
+    /// that is still the latest is planned as the latest (in the table's latest schema, so a
+    /// column added since its commit reads as null and can be filtered on, as in Paimon), an
+    /// older one in its own schema.
     pub async fn plan(self) -> Result<PlannedRowLevel> {
         let strategy = self.strategy()?;
-        let mut read = Read::new(&self.table);
-        if let Some(filter) = &self.filter {
-            read = read.filter(Predicate::from_json(filter)?);
-        }
+        let read = |snapshot_id: Option<i64>| -> Result<Read> {
+            let mut read = Read::new(&self.table);
+            if let Some(filter) = &self.filter {
+                read = read.filter(Predicate::from_json(filter)?);
+            }
+            if let Some(id) = snapshot_id {
+                read = read.snapshot_id(id);
+            }
+            Ok(read)
+        };
+        let mut plan = read(None)?.plan().await?.plan;
         if let Some(id) = self.snapshot_id {
-            read = read.snapshot_id(id);
+            if plan.snapshot.as_ref().map(|s| s.id) != Some(id) {
+                plan = read(Some(id))?.plan().await?.plan;
+            }
         }
-        let plan = read.plan().await?.plan;
         let snapshot_id = plan.snapshot.as_ref().map(|s| s.id);
         let mut groups: BTreeMap<(Vec<u8>, i32), Vec<Split>> = BTreeMap::new();
         for split in plan.splits {

@@ -69,8 +69,9 @@ def test_java_auto_tags_then_tidelake_continues(java, tmp_path, shift):
 
 
 def test_tidelake_auto_tags_then_java_continues(java, tmp_path, shift):
-    """tidelake creates a daily table with num-retained-max 2 and writes on two past days; Java continues from tidelake's last tag on the real clock and drops the oldest;
-    tidelake writes the next day and drops the next oldest; both list the same tags."""
+    """tidelake creates a daily table with num-retained-max 2 and writes on two past days; Java
+    continues from tidelake's last tag on the real clock and drops the oldest; tidelake writes
+    the next day and drops the next oldest; both list the same tags."""
     wh = str(tmp_path)
     cat = tidelake.Catalog(wh)
     cat.create_database("db")

@@ -15,6 +15,9 @@
 //! wait between attempts is its [`Timer::sleep`], so a test on a [`ManualTimer`] runs a
 //! retry loop to its time limit without waiting.
 //!
+//! A test in another process (Python) moves the [`SystemClock`] instead, by
+//! [`set_clock_offset`] (development builds only).
+//!
 //! Invariant: this module is the only place that reads the system clock, the monotonic clock
 //! or draws random ids, and the only place that sleeps; the workspace `clippy.toml` forbids
 //! `SystemTime::now`, `chrono::Utc::now`, `chrono::Local::now`, `Uuid::new_v4`,

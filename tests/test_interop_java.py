@@ -408,7 +408,6 @@ def test_java_reads_table_path(java, tmp_path):
 UNSUPPORTED_ON_WRITE = {
     "file-index.bitmap.columns": "s",
     "metadata.iceberg.storage": "rest-catalog",
-    "tag.automatic-creation": "process-time",
     "full-compaction.delta-commits": "2",
 }
 

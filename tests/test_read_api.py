@@ -329,7 +329,10 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert len(r("RawWriter", "commit", one_shot.commit(altered, "one-shot"))) >= 1
     one_shot.close()
     assert r("RawTable", "expired_tags", altered.expired_tags()) == []  # t1 has no retention
-    r("RawTable", "delete_tag", altered.delete_tag("t1"))
+    r("RawTable", "rename_tag", altered.rename_tag("t1", "t2"))
+    replaced = altered.replace_tag("t2", snapshot_id=None, time_retained_ms=None)
+    assert r("RawTable", "replace_tag", replaced)["name"] == "t2"
+    r("RawTable", "delete_tag", altered.delete_tag("t2"))
     r("RawTable", "truncate", altered.truncate("me"))
     assert altered.reload().scan().to_table().num_rows == 0
 

@@ -223,6 +223,12 @@ def test_procedures(spark, catalog):
     sql(spark, "CALL sys.create_tag(table => 'db.p', tag => 'a', snapshot => 1)")
     sql(spark, f"CALL sys.create_tag_from_timestamp(table => 'db.p', tag => 'b', timestamp => {two.time_millis})")
     assert [(g.name, g.snapshot_id) for g in t.tags()] == [("a", 1), ("b", 2)]
+    assert rows(spark, "CALL sys.rename_tag(table => 'db.p', tag => 'a', target_tag => 'c')") == [("a", "c")]
+    assert rows(spark, "CALL sys.replace_tag('db.p', 'b', 1, '2 h')") == [("b", 1)]
+    assert [(g.name, g.snapshot_id, g.time_retained) for g in t.tags()] == [("b", 1, 7200), ("c", 1, None)]
+    with pytest.raises(tidelake.InvalidArgumentError, match="rename_tag needs target_tag"):
+        sql(spark, "CALL sys.rename_tag(table => 'db.p', tag => 'c')")
+    sql(spark, "CALL sys.rename_tag(table => 'db.p', tag => 'c', target_tag => 'a')")
     assert rows(spark, "CALL sys.delete_tag(table => 'db.p', tag => 'a,b')") == [("a",), ("b",)]
     assert t.tags() == []
 

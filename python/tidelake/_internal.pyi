@@ -16,8 +16,9 @@ from typing import Any, Callable, Literal, Protocol, final
 import pyarrow as pa
 
 __all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan",
-           "RawLookuper", "RawRowLevelTask", "RawRowLevelChange", "cdc_decode", "message_target", "pack_split_payloads", "parse_filter_text", "reset_logging",
-           "run_compaction_task", "compaction_task_target", "set_failpoint"]
+           "RawLookuper", "RawRowLevelTask", "RawRowLevelChange", "cdc_decode", "message_target", "pack_split_payloads",
+           "parse_filter_text", "reset_logging", "run_compaction_task", "compaction_task_target", "set_failpoint",
+           "set_clock_offset"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
@@ -412,6 +413,14 @@ class RawTable:
     def fast_forward(self, name: str) -> RawTable:
         """Fast-forward this branch to ``name``; returns the table re-opened."""
 
+    def replace_tag(
+        self, name: str, snapshot_id: int | None = None, time_retained_ms: int | None = None
+    ) -> dict[str, Any]:
+        """Point existing tag ``name`` at a snapshot (latest by default); returns its fields."""
+
+    def rename_tag(self, name: str, target: str) -> None:
+        """Rename tag ``name`` to ``target``."""
+
     def delete_tag(self, name: str) -> dict[str, int]:
         """Delete a tag and the files only it protected; returns counts."""
 
@@ -653,6 +662,11 @@ def set_failpoint(name: str, actions: str) -> None:
     ``commit-after-snapshot``, ``compact-before-commit``, ``expire-before-delete``,
     ``orphans-before-delete``) do ``actions`` (``panic``, ``sleep(ms)``, ``return``, ``off``,
     ``1*return``...): tests only; ``UnsupportedError`` in release wheels."""
+
+
+def set_clock_offset(offset_ms: int) -> None:
+    """Move the engine's wall clock (snapshot times, tag times, expiry cut-offs) ``offset_ms``
+    away from the system's: tests only; ``UnsupportedError`` in release wheels."""
 
 
 def parse_filter_text(text: str) -> str:

@@ -878,6 +878,20 @@ class Table:
 
         return Tag(**self._raw.create_tag(name, snapshot_id, duration_ms(time_retained, "time_retained")))
 
+    def replace_tag(self, name: str, snapshot_id: int | None = None, time_retained: Any = None) -> Tag:
+        """Point existing tag ``name`` at a snapshot (the latest by default), as Paimon's
+        ``replace_tag``: ``time_retained`` (timedelta or ms) is the new tag's retention (default:
+        kept until deleted). Raises TableNotFoundError if there is no such tag or snapshot."""
+        from .maintenance import duration_ms
+
+        return Tag(**self._raw.replace_tag(name, snapshot_id, duration_ms(time_retained, "time_retained")))
+
+    def rename_tag(self, name: str, target: str) -> None:
+        """Rename tag ``name`` to ``target`` (same snapshot and retention). Raises
+        TableNotFoundError if there is no tag ``name``, TableAlreadyExistsError if ``target``
+        exists."""
+        self._raw.rename_tag(name, target)
+
     def delete_tag(self, name: str) -> dict[str, int]:
         """Delete a tag; when its snapshot has expired, also the files nothing else references.
         Returns counts of deleted files. Raises TableNotFoundError if there is no such tag."""

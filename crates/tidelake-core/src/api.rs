@@ -15,6 +15,7 @@
 //! other module, so nothing inside the crate depends on it.
 
 pub use crate::error::{Error, ErrorKind, Result};
+pub use crate::io::env::set_clock_offset;
 pub use crate::io::{set_failpoint, FileIO, ReadCache, StorageOptions, FAILPOINTS};
 pub use crate::table::Table;
 pub use crate::tasks::{panic_message, Progress};
@@ -86,7 +87,9 @@ pub mod maintenance {
         drop_partitions, expire_partitions, partition_specs_from_json, PartitionExpireConfig,
     };
     pub use crate::maintenance::system_tables::system_table;
-    pub use crate::maintenance::tags::{create_tag, delete_tag, expired_tags};
+    pub use crate::maintenance::tags::{
+        create_tag, delete_tag, expired_tags, rename_tag, replace_tag,
+    };
     pub use crate::maintenance::verify::{verify, VerifyReport, Violation, ViolationKind};
     pub use crate::maintenance::{
         expire_snapshots, maintain, plan_expiration, remove_orphan_files, rollback_to,

@@ -45,6 +45,19 @@ fn set_failpoint(name: &str, actions: &str) -> PyResult<()> {
     errors::IntoPyResult::py(tidelake_core::api::set_failpoint(name, actions))
 }
 
+/// Move the engine's wall clock `offset_ms` away from the system's (development builds only;
+/// `UnsupportedError` in release wheels): see `tidelake_core::io::env::set_clock_offset`.
+#[pyfunction]
+fn set_clock_offset(offset_ms: i64) -> PyResult<()> {
+    if tidelake_core::api::set_clock_offset(offset_ms) {
+        Ok(())
+    } else {
+        errors::IntoPyResult::py(Err(tidelake_core::Error::Unsupported(
+            "set_clock_offset: this build has no fault injection (a release build)".to_string(),
+        )))
+    }
+}
+
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -62,6 +75,7 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compact::compaction_task_target, m)?)?;
     m.add_function(wrap_pyfunction!(reset_logging, m)?)?;
     m.add_function(wrap_pyfunction!(set_failpoint, m)?)?;
+    m.add_function(wrap_pyfunction!(set_clock_offset, m)?)?;
     m.add_function(wrap_pyfunction!(cdc::cdc_decode, m)?)?;
     let _ = LOGGING.set(pyo3_log::try_init().ok());
     m.add_function(wrap_pyfunction!(scan::parse_filter_text, m)?)?;

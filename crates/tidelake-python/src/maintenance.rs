@@ -114,6 +114,31 @@ impl RawTable {
         tag_fields(py, &name, &tag)
     }
 
+    /// Replace an existing tag by one of a snapshot (latest by default); returns its fields.
+    #[pyo3(signature = (name, snapshot_id=None, time_retained_ms=None))]
+    fn replace_tag<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        snapshot_id: Option<i64>,
+        time_retained_ms: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let retained = time_retained_ms
+            .map(|ms| millis(ms, "time_retained"))
+            .transpose()?;
+        let tag = block_on(
+            py,
+            maintenance::replace_tag(&self.table, &name, snapshot_id, retained),
+        )?
+        .py()?;
+        tag_fields(py, &name, &tag)
+    }
+
+    /// Rename tag `name` to `target`.
+    fn rename_tag(&self, py: Python<'_>, name: String, target: String) -> PyResult<()> {
+        block_on(py, maintenance::rename_tag(&self.table, &name, &target))?.py()
+    }
+
     /// Delete a tag and the files only it kept; returns counts.
     fn delete_tag<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyDict>> {
         let deleted = block_on(py, maintenance::delete_tag(&self.table, &name))?.py()?;

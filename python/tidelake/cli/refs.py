@@ -12,10 +12,10 @@ from ._format import _fmt_duration, _fmt_local_time, _fmt_retained, _fmt_time, _
 from ._params import _DURATION, _interactive, _one_version
 
 
-@main.group(cls=_PathGroup, short_help="List, create and delete the tags of a table.")
+@main.group(cls=_PathGroup, short_help="List, create, replace, rename and delete the tags of a table.")
 def tags() -> None:
-    """List (the default: `tags PATH` is `tags list PATH`), create and delete the tags of the
-    table at PATH. A tag keeps its snapshot and files readable after the snapshot expires."""
+    """List (the default: `tags PATH` is `tags list PATH`), create, replace, rename and delete
+    the tags of the table at PATH. A tag keeps its snapshot and files readable after the snapshot expires."""
 
 
 @tags.command("list", short_help="List the tags of a table.")
@@ -53,6 +53,37 @@ def tags_create(path: str, name: str, snapshot_id: int | None, retain: _dt.timed
         return
     kept = f", retained {_fmt_duration(retain)}" if retain is not None else ""
     click.echo(f"created tag {tag.name} on snapshot {tag.snapshot_id}{kept}")
+
+
+@tags.command("replace", short_help="Point an existing tag at another snapshot.")
+@_PATH
+@click.argument("name", metavar="NAME")
+@click.option("--snapshot", "snapshot_id", type=int, metavar="N", help="Tag snapshot N (default: the latest).")
+@click.option("--retain", type=_DURATION, metavar="DURATION",
+              help="Let writers expire the tag DURATION after now, e.g. 7d (default: kept until deleted).")
+@_JSON
+@_guarded
+def tags_replace(path: str, name: str, snapshot_id: int | None, retain: _dt.timedelta | None, as_json: bool) -> None:
+    """Point existing tag NAME of the table at PATH at snapshot N (the latest by default). Exit 3
+    if there is no such tag."""
+    tag = _open(path).replace_tag(name, snapshot_id, retain)
+    if as_json:
+        _emit_json(tag.to_dict())
+        return
+    kept = f", retained {_fmt_duration(retain)}" if retain is not None else ""
+    click.echo(f"replaced tag {tag.name}: now on snapshot {tag.snapshot_id}{kept}")
+
+
+@tags.command("rename", short_help="Rename a tag.")
+@_PATH
+@click.argument("name", metavar="NAME")
+@click.argument("target", metavar="TARGET")
+@_guarded
+def tags_rename(path: str, name: str, target: str) -> None:
+    """Rename tag NAME of the table at PATH to TARGET. Exit 3 if there is no tag NAME, exit 1
+    if TARGET exists."""
+    _open(path).rename_tag(name, target)
+    click.echo(f"renamed tag {name} to {target}")
 
 
 @tags.command("delete", short_help="Delete a tag.")

@@ -15,6 +15,9 @@
 //! wait between attempts is its [`Timer::sleep`], so a test on a [`ManualTimer`] runs a
 //! retry loop to its time limit without waiting.
 //!
+//! A test in another process (Python) moves the [`SystemClock`] instead, by
+//! [`set_clock_offset`] (development builds only).
+//!
 //! Invariant: this module is the only place that reads the system clock, the monotonic clock
 //! or draws random ids, and the only place that sleeps; the workspace `clippy.toml` forbids
 //! `SystemTime::now`, `chrono::Utc::now`, `chrono::Local::now`, `Uuid::new_v4`,
@@ -37,6 +40,10 @@ pub trait Clock: Debug + Send + Sync {
 
     /// The local date-time (Java `LocalDateTime.now()`).
     fn local_now(&self) -> NaiveDateTime;
+
+    /// Epoch milliseconds as a date-time of this clock's local zone (Java
+    /// `Instant.ofEpochMilli(ms).atZone(ZoneId.systemDefault()).toLocalDateTime()`).
+    fn to_local(&self, epoch_ms: i64) -> Option<NaiveDateTime>;
 }
 
 /// Fresh unique ids.
@@ -130,15 +137,54 @@ impl Stopwatch {
 #[derive(Debug, Default)]
 pub struct SystemClock;
 
+/// How far development builds move the [`SystemClock`] ([`set_clock_offset`]).
+#[cfg(feature = "fault-injection")]
+static CLOCK_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+
+/// The [`SystemClock`]'s offset from the system's clock, in milliseconds.
+fn clock_offset_ms() -> i64 {
+    #[cfg(feature = "fault-injection")]
+    {
+        CLOCK_OFFSET_MS.load(Ordering::SeqCst)
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        0
+    }
+}
+
+/// Move every [`SystemClock`] of this process `offset_ms` milliseconds away from the system's
+/// clock (development builds only, feature `fault-injection`: how a test of another process,
+/// such as Python, makes time pass); `false` in other builds, which ignore it.
+pub fn set_clock_offset(offset_ms: i64) -> bool {
+    #[cfg(feature = "fault-injection")]
+    {
+        CLOCK_OFFSET_MS.store(offset_ms, Ordering::SeqCst);
+        true
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        let _ = offset_ms;
+        false
+    }
+}
+
 impl Clock for SystemClock {
     #[allow(clippy::disallowed_methods)] // the one place the system clock is read
     fn now_millis(&self) -> i64 {
-        chrono::Utc::now().timestamp_millis()
+        chrono::Utc::now().timestamp_millis() + clock_offset_ms()
     }
 
     #[allow(clippy::disallowed_methods)] // the one place the system clock is read
     fn local_now(&self) -> NaiveDateTime {
-        chrono::Local::now().naive_local()
+        chrono::Local::now().naive_local() + chrono::Duration::milliseconds(clock_offset_ms())
+    }
+
+    fn to_local(&self, epoch_ms: i64) -> Option<NaiveDateTime> {
+        chrono::Local
+            .timestamp_millis_opt(epoch_ms)
+            .earliest()
+            .map(|t| t.naive_local())
     }
 }
 
@@ -241,9 +287,11 @@ impl Clock for ManualClock {
     }
 
     fn local_now(&self) -> NaiveDateTime {
-        DateTime::from_timestamp_millis(self.now_millis())
-            .unwrap_or_default()
-            .naive_utc()
+        self.to_local(self.now_millis()).unwrap_or_default()
+    }
+
+    fn to_local(&self, epoch_ms: i64) -> Option<NaiveDateTime> {
+        DateTime::from_timestamp_millis(epoch_ms).map(|t| t.naive_utc())
     }
 }
 
@@ -310,6 +358,11 @@ impl Env {
     /// The local date-time (Java `LocalDateTime.now()`).
     pub fn local_now(&self) -> NaiveDateTime {
         self.clock.local_now()
+    }
+
+    /// Epoch milliseconds as a date-time of the clock's local zone ([`Clock::to_local`]).
+    pub fn to_local(&self, epoch_ms: i64) -> Option<NaiveDateTime> {
+        self.clock.to_local(epoch_ms)
     }
 
     /// The local date-time as epoch milliseconds, as if it were UTC (how Java stores a

@@ -4,7 +4,9 @@
 //! Modules (each documents the Java classes it mirrors and its invariants):
 //! * [`expire`]: snapshot expiration (`ExpireSnapshotsImpl`, `SnapshotDeletion`);
 //! * [`orphans`]: orphan files (`OrphanFilesClean`, `LocalOrphanFilesClean`);
-//! * [`tags`]: create/delete/expire tags (`TagManager`, `TagDeletion`, `TagTimeExpire`);
+//! * [`tags`]: create/delete/rename/replace/expire tags (`TagManager`, `TagDeletion`,
+//!   `TagTimeExpire`);
+//! * [`auto_tags`]: tags created after commits (`TagAutoCreation`, `TagBatchCreation`);
 //! * [`branches`]: create/delete/fast-forward branches (`BranchManager`);
 //! * [`rollback`]: rollback to a snapshot or tag (`RollbackHelper`);
 //! * [`consumers`]: consumer files (`ConsumerManager`, `Consumer`);
@@ -27,6 +29,7 @@
 //! * `schema/` files are never deleted.
 
 pub mod audit_log;
+pub mod auto_tags;
 pub mod branches;
 pub mod consumers;
 pub mod damage;
@@ -54,6 +57,8 @@ use crate::table::Table;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MaintainResult {
     pub expired_tags: Vec<String>,
+    /// Tags created by `tag.automatic-creation`.
+    pub created_tags: Vec<String>,
     /// Dropped partitions as (key, value) pairs.
     pub expired_partitions: Vec<Vec<(String, String)>>,
     pub expired_consumers: Vec<String>,
@@ -70,15 +75,16 @@ fn unless_unsupported<T>(result: Result<T>) -> Result<Option<T>> {
     }
 }
 
-/// The maintenance a committer runs after each commit (Java `TableCommitImpl.maintain`), in
-/// Java's order: expire tags past their retention, expire partitions
+/// The maintenance a committer runs after a commit that created snapshots `ids` (Java
+/// `TableCommitImpl.maintain`): expire tags past their retention, expire partitions
 /// (`partition.expiration-time`), expire consumers (`consumer.expiration-time`), expire
-/// snapshots. Nothing happens for `write-only` tables (`None`); steps whose configuration is
+/// snapshots, then create automatic tags ([`auto_tags`], after expiry as in Java, which tags
+/// from the earliest remaining snapshot when older ones expired). Nothing happens for `write-only` tables (`None`); steps whose configuration is
 /// unsupported here (a decoupled changelog lifecycle, a text field in
 /// `partition.timestamp-formatter`) are skipped. Java checks partitions once per
 /// `partition.expiration-check-interval` of a long-lived committer; committers here live for
 /// one commit, so partitions are checked after every commit.
-pub async fn maintain(table: &Table) -> Result<Option<MaintainResult>> {
+pub async fn maintain(table: &Table, ids: &[i64]) -> Result<Option<MaintainResult>> {
     let opts = table.schema().options();
     let spec = |e| crate::Error::from_spec("table options", e);
     if opts.write_only().map_err(spec)? {
@@ -105,8 +111,10 @@ pub async fn maintain(table: &Table) -> Result<Option<MaintainResult>> {
         Some(config) => expire_snapshots(table, &config).await?,
         None => ExpireResult::default(),
     };
+    let created_tags = auto_tags::create_auto_tags(table, ids).await?;
     Ok(Some(MaintainResult {
         expired_tags,
+        created_tags,
         expired_partitions,
         expired_consumers,
         snapshots,

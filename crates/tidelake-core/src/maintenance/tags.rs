@@ -12,6 +12,8 @@
 //!   can; other branches' references are added (unlike Java), listed after the tag file is
 //!   deleted. Unlike Java, the tag's changelog files are deleted too (expiration keeps them for
 //!   tags, see [`super::expire`]).
+//! * Replacing overwrites the tag file (the tag must exist); renaming writes the new name
+//!   before deleting the old one.
 //! * Expiring: tags whose `tagCreateTime + tagTimeRetained` has passed are deleted as above.
 
 use std::sync::Arc;
@@ -84,6 +86,51 @@ async fn find_snapshot(table: &Table, id: i64) -> Result<Snapshot> {
     }
 }
 
+/// Snapshot `snapshot_id` of `table`, the latest by default (`what` names the operation in
+/// the error when there is none).
+async fn snapshot_or_latest(
+    table: &Table,
+    snapshot_id: Option<i64>,
+    what: &str,
+) -> Result<Snapshot> {
+    match snapshot_id {
+        Some(id) => find_snapshot(table, id).await,
+        None => table.snapshot_manager().latest().await?.ok_or_else(|| {
+            Error::not_found(
+                "snapshot",
+                format!("cannot {what} because {} has no snapshot", table.location()),
+            )
+        }),
+    }
+}
+
+/// The tag of `snapshot` retained for `time_retained` (`None`: forever; Java writes the create
+/// time only for tags with a retention, for readers older than 0.8).
+pub(crate) fn new_tag(table: &Table, snapshot: Snapshot, time_retained: Option<Duration>) -> Tag {
+    Tag {
+        snapshot,
+        tag_create_time: time_retained.map(|_| local_date_time(table.env().local_now())),
+        tag_time_retained: time_retained,
+    }
+}
+
+/// `tag.default-time-retained` of `table`.
+fn default_time_retained(table: &Table) -> Result<Option<Duration>> {
+    table
+        .schema()
+        .options()
+        .tag_default_time_retained()
+        .map_err(|e| Error::from_spec("table options", e))
+}
+
+/// Write tag file `name` unless it exists; `false` when it did.
+pub(crate) async fn put_new_tag(table: &Table, name: &str, tag: &Tag) -> Result<bool> {
+    table
+        .branch_io()
+        .put_if_absent(&tag_path(name), tag.to_json().into_bytes())
+        .await
+}
+
 /// Create tag `name` of snapshot `snapshot_id` (the latest by default), retained for
 /// `time_retained` (`tag.default-time-retained` by default; `None`: forever).
 pub async fn create_tag(
@@ -93,42 +140,61 @@ pub async fn create_tag(
     time_retained: Option<Duration>,
 ) -> Result<Tag> {
     check_name("tag", name)?;
-    let snapshot = match snapshot_id {
-        Some(id) => find_snapshot(table, id).await?,
-        None => table.snapshot_manager().latest().await?.ok_or_else(|| {
-            Error::not_found(
-                "snapshot",
-                format!(
-                    "cannot create tag because {} has no snapshot",
-                    table.location()
-                ),
-            )
-        })?,
-    };
+    let snapshot = snapshot_or_latest(table, snapshot_id, "create tag").await?;
     let time_retained = match time_retained {
         Some(d) => Some(d),
-        None => table
-            .schema()
-            .options()
-            .tag_default_time_retained()
-            .map_err(|e| Error::from_spec("table options", e))?,
+        None => default_time_retained(table)?,
     };
-    let tag = Tag {
-        snapshot,
-        tag_create_time: time_retained.map(|_| local_date_time(table.env().local_now())),
-        tag_time_retained: time_retained,
-    };
-    if !table
-        .branch_io()
-        .put_if_absent(&tag_path(name), tag.to_json().into_bytes())
-        .await?
-    {
+    let tag = new_tag(table, snapshot, time_retained);
+    if !put_new_tag(table, name, &tag).await? {
         return Err(Error::AlreadyExists(format!(
             "tag '{name}' of {}",
             table.location()
         )));
     }
     Ok(tag)
+}
+
+/// Replace existing tag `name` by a tag of snapshot `snapshot_id` (the latest by default)
+/// retained for `time_retained` (`None`: forever; unlike creation, no default), as Java's
+/// `replaceTag`. The old tag's snapshot keeps its files until expiry or orphan cleaning
+/// decides, as in Java.
+pub async fn replace_tag(
+    table: &Table,
+    name: &str,
+    snapshot_id: Option<i64>,
+    time_retained: Option<Duration>,
+) -> Result<Tag> {
+    check_name("tag", name)?;
+    table.snapshot_manager().tag(name).await?;
+    let snapshot = snapshot_or_latest(table, snapshot_id, "replace tag").await?;
+    let tag = new_tag(table, snapshot, time_retained);
+    table
+        .branch_io()
+        .write(&tag_path(name), tag.to_json().into_bytes())
+        .await?;
+    Ok(tag)
+}
+
+/// Rename tag `name` to `target` (Java `TagManager.renameTag`): the target is written first
+/// (refused when it exists), then the old name deleted, so a crash between the two leaves
+/// both names, never neither.
+pub async fn rename_tag(table: &Table, name: &str, target: &str) -> Result<()> {
+    check_name("tag", name)?;
+    check_name("tag", target)?;
+    table.snapshot_manager().tag(name).await?;
+    let bytes = table.branch_io().read(&tag_path(name)).await?;
+    if !table
+        .branch_io()
+        .put_if_absent(&tag_path(target), bytes)
+        .await?
+    {
+        return Err(Error::AlreadyExists(format!(
+            "tag '{target}' of {}",
+            table.location()
+        )));
+    }
+    table.branch_io().delete(&tag_path(name)).await
 }
 
 /// Delete tag `name` and the files only it kept; see the module docs.

@@ -14,6 +14,14 @@ pub const PARTITION_TIMESTAMP_FORMATTER: &str = "partition.timestamp-formatter";
 pub const PARTITION_EXPIRATION_MAX_NUM: &str = "partition.expiration-max-num";
 pub const PARTITION_EXPIRATION_BATCH_SIZE: &str = "partition.expiration-batch-size";
 pub const TAG_DEFAULT_TIME_RETAINED: &str = "tag.default-time-retained";
+pub const TAG_AUTOMATIC_CREATION: &str = "tag.automatic-creation";
+pub const TAG_CREATION_PERIOD: &str = "tag.creation-period";
+pub const TAG_CREATION_PERIOD_DURATION: &str = "tag.creation-period-duration";
+pub const TAG_CREATION_DELAY: &str = "tag.creation-delay";
+pub const TAG_PERIOD_FORMATTER: &str = "tag.period-formatter";
+pub const TAG_NUM_RETAINED_MAX: &str = "tag.num-retained-max";
+pub const TAG_AUTOMATIC_COMPLETION: &str = "tag.automatic-completion";
+pub const TAG_BATCH_CUSTOMIZED_NAME: &str = "tag.batch.customized-name";
 pub const CONSUMER_EXPIRATION_TIME: &str = "consumer.expiration-time";
 pub const CHANGELOG_NUM_RETAINED_MIN: &str = "changelog.num-retained.min";
 pub const CHANGELOG_NUM_RETAINED_MAX: &str = "changelog.num-retained.max";
@@ -34,7 +42,97 @@ option_enum!(PartitionExpirationStrategy, PARTITION_EXPIRATION_STRATEGY, {
     UpdateTime => "update-time",
 });
 
+/// `tag.automatic-creation`: whether and from which time tags are created automatically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TagCreationMode {
+    None,
+    /// From the commit time of each snapshot.
+    ProcessTime,
+    /// From the watermark of each snapshot.
+    Watermark,
+    /// One tag of the latest snapshot after each batch write.
+    Batch,
+}
+
+option_enum!(TagCreationMode, TAG_AUTOMATIC_CREATION, {
+    None => "none",
+    ProcessTime => "process-time",
+    Watermark => "watermark",
+    Batch => "batch",
+});
+
+/// `tag.creation-period`: how often automatic tags are created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TagCreationPeriod {
+    Daily,
+    Hourly,
+    TwoHours,
+}
+
+option_enum!(TagCreationPeriod, TAG_CREATION_PERIOD, {
+    Daily => "daily",
+    Hourly => "hourly",
+    TwoHours => "two-hours",
+});
+
+/// `tag.period-formatter`: how automatic tag names write their period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TagPeriodFormatter {
+    /// `2024-05-14`, `2024-05-14 03`.
+    WithDashes,
+    /// `20240514`, `20240514 03`.
+    WithoutDashes,
+    /// `20240514`, `2024051403`.
+    WithoutDashesAndSpaces,
+}
+
+option_enum!(TagPeriodFormatter, TAG_PERIOD_FORMATTER, {
+    WithDashes => "with_dashes",
+    WithoutDashes => "without_dashes",
+    WithoutDashesAndSpaces => "without_dashes_and_spaces",
+});
+
 impl Options {
+    /// `tag.automatic-creation`, default `none`.
+    pub fn tag_automatic_creation(&self) -> Result<TagCreationMode> {
+        self.get_enum(TAG_AUTOMATIC_CREATION, TagCreationMode::None)
+    }
+
+    /// `tag.creation-period`, default `daily`.
+    pub fn tag_creation_period(&self) -> Result<TagCreationPeriod> {
+        self.get_enum(TAG_CREATION_PERIOD, TagCreationPeriod::Daily)
+    }
+
+    /// `tag.creation-period-duration`; when set it replaces `tag.creation-period`.
+    pub fn tag_creation_period_duration(&self) -> Result<Option<Duration>> {
+        self.get_duration(TAG_CREATION_PERIOD_DURATION)
+    }
+
+    /// `tag.creation-delay`, default 0: how long after a period ends its tag is created.
+    pub fn tag_creation_delay(&self) -> Result<Duration> {
+        or_default(self.get_duration(TAG_CREATION_DELAY), Duration::ZERO)
+    }
+
+    /// `tag.period-formatter`, default `with_dashes`.
+    pub fn tag_period_formatter(&self) -> Result<TagPeriodFormatter> {
+        self.get_enum(TAG_PERIOD_FORMATTER, TagPeriodFormatter::WithDashes)
+    }
+
+    /// `tag.num-retained-max`; `None` (no limit) by default.
+    pub fn tag_num_retained_max(&self) -> Result<Option<i32>> {
+        self.get_i32(TAG_NUM_RETAINED_MAX)
+    }
+
+    /// `tag.automatic-completion`, default false: create the tags of skipped periods.
+    pub fn tag_automatic_completion(&self) -> Result<bool> {
+        or_default(self.get_bool(TAG_AUTOMATIC_COMPLETION), false)
+    }
+
+    /// `tag.batch.customized-name`, if set.
+    pub fn tag_batch_customized_name(&self) -> Option<&str> {
+        self.get(TAG_BATCH_CUSTOMIZED_NAME)
+    }
+
     /// `partition.expiration-time`; `None` (partitions never expire) by default.
     pub fn partition_expiration_time(&self) -> Result<Option<Duration>> {
         self.get_duration(PARTITION_EXPIRATION_TIME)

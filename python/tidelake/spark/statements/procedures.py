@@ -26,6 +26,8 @@ PROCEDURES: dict[str, tuple[str, ...]] = {
     "create_tag": ("table", "tag", "snapshot", "time_retained"),
     "create_tag_from_timestamp": ("table", "tag", "timestamp", "time_retained"),
     "delete_tag": ("table", "tag"),
+    "rename_tag": ("table", "tag", "target_tag"),
+    "replace_tag": ("table", "tag", "snapshot", "time_retained"),
     "rollback": ("table", "version", "snapshot", "tag"),
     "rollback_to_timestamp": ("table", "timestamp"),
     "create_branch": ("table", "branch", "tag"),
@@ -156,6 +158,20 @@ class _Procedures:
         """The tag is on the snapshot committed at ``timestamp`` (epoch ms) or just before."""
         self._needs("create_tag_from_timestamp", tag=tag, timestamp=timestamp)
         return self.create_tag(tag, self._snapshot_at(timestamp), time_retained)
+
+    def replace_tag(self, tag: str | None = None, snapshot: int | None = None,
+                    time_retained: str | None = None) -> DataFrame:
+        from ...maintenance import parse_duration
+
+        self._needs("replace_tag", tag=tag)
+        made = self.table.replace_tag(str(tag), None if snapshot is None else int(snapshot),
+                                      None if time_retained is None else parse_duration(str(time_retained)))
+        return self.ctx.result([(made.name, made.snapshot_id)], "tag string, snapshot_id bigint")
+
+    def rename_tag(self, tag: str | None = None, target_tag: str | None = None) -> DataFrame:
+        self._needs("rename_tag", tag=tag, target_tag=target_tag)
+        self.table.rename_tag(str(tag), str(target_tag))
+        return self.ctx.result([(str(tag), str(target_tag))], "tag string, target_tag string")
 
     def delete_tag(self, tag: str | None = None) -> DataFrame:
         self._needs("delete_tag", tag=tag)

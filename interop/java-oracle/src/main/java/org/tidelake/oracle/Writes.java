@@ -12,6 +12,7 @@ import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.io.DataIncrement;
+import org.apache.paimon.manifest.ManifestCommittable;
 import org.apache.paimon.manifest.ManifestEntry;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.schema.SchemaChange;
@@ -27,9 +28,12 @@ import org.apache.paimon.table.sink.StreamTableCommit;
 import org.apache.paimon.table.sink.StreamTableWrite;
 import org.apache.paimon.table.sink.RowKeyExtractor;
 import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.table.sink.TableCommitImpl;
 import org.apache.paimon.table.sink.TableWrite;
 import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
+
+import javax.annotation.Nullable;
 
 import java.nio.file.Files;
 import java.util.ArrayList;
@@ -62,7 +66,8 @@ import java.util.Map;
  *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
  *   <li>{@code {"create_branch": name}}: a branch, empty or {@code "from_tag"} (Java has no
  *       other starting point); {@code {"fast_forward": name}}: main takes the branch's history;
- *   <li>a {@code "rows"} step with {@code "branch": name} commits to that branch (batch mode);
+ *   <li>a {@code "rows"} step with {@code "branch": name} commits to that branch (batch mode),
+ *       with {@code "watermark": ms} commits with that watermark (stream mode);
  *   <li>{@code {"compact_postpone": true}}: {@link Postpone#compact}, the compaction of a
  *       postpone-bucket table ({@code bucket = -2}).
  * </ul>
@@ -224,7 +229,10 @@ final class Writes {
                     if (streaming == null) {
                         streaming = new Streaming(catalog.getTable(id), assigner);
                     }
-                    streaming.commit(++identifier, step.get("rows"));
+                    streaming.commit(
+                            ++identifier,
+                            step.get("rows"),
+                            step.has("watermark") ? step.get("watermark").asLong() : null);
                 } else {
                     batchCommit(catalog.getTable(Tables.identifier(job, step)), step, assigner);
                 }
@@ -371,9 +379,16 @@ final class Writes {
             rows = new Rows(table, write, assigner);
         }
 
-        void commit(long identifier, JsonNode input) throws Exception {
+        void commit(long identifier, JsonNode input, @Nullable Long watermark) throws Exception {
             rows.write(input);
-            commit.commit(identifier, write.prepareCommit(false, identifier));
+            List<CommitMessage> messages = write.prepareCommit(false, identifier);
+            if (watermark == null) {
+                commit.commit(identifier, messages);
+                return;
+            }
+            ManifestCommittable committable = new ManifestCommittable(identifier, watermark);
+            messages.forEach(committable::addFileCommittable);
+            ((TableCommitImpl) commit).commit(committable);
         }
 
         void compact(long identifier, Table table) throws Exception {

@@ -1066,7 +1066,7 @@ mod tests {
             ("file-index.bloom-filter.columns", "a,b"),
             ("changelog-producer", "lookup"),
             ("partition.mark-done-action", "success-file"),
-            ("partition.mark-done-when-end-input", "true"),
+            ("partition.end-input-to-done", "true"),
         ] {
             assert!(
                 opts(&[(key, value)]).check_writable().is_ok(),

@@ -1,6 +1,6 @@
 //! Marking partitions done (Java `PartitionMarkDoneAction`): the `mark_partition_done`
 //! procedure ([`mark_partitions_done`]) and the end of a batch write on a table with
-//! `partition.mark-done-when-end-input` ([`mark_written_done`], as Java Spark's
+//! `partition.end-input-to-done` ([`mark_written_done`], as Java Spark's
 //! `markDoneIfNeeded`: the distinct partitions of the write's commit messages).
 //!
 //! Invariants: an action tidelake does not implement (anything but `success-file`) is refused
@@ -59,7 +59,7 @@ pub fn written_partitions(messages: &[CommitMessage]) -> BTreeSet<Vec<u8>> {
 }
 
 /// After a batch write committed to `written` ([`written_partitions`]): mark them done when
-/// the table asks for it (`partition.mark-done-when-end-input`, partitioned tables only).
+/// the table asks for it (`partition.end-input-to-done`, partitioned tables only).
 pub async fn mark_written_done(table: &Table, written: &BTreeSet<Vec<u8>>) -> Result<()> {
     let options = table.schema().options();
     if table.schema().partition_keys.is_empty()

@@ -16,7 +16,8 @@ use super::{or_default, Options};
 use crate::error::{Error, Result};
 
 pub const PARTITION_MARK_DONE_ACTION: &str = "partition.mark-done-action";
-pub const PARTITION_MARK_DONE_WHEN_END_INPUT: &str = "partition.mark-done-when-end-input";
+/// Java `CoreOptions.PARTITION_MARK_DONE_WHEN_END_INPUT`.
+pub const PARTITION_MARK_DONE_WHEN_END_INPUT: &str = "partition.end-input-to-done";
 /// A Flink sink option: how long a partition goes without writes before a streaming job marks
 /// it done.
 pub const PARTITION_IDLE_TIME_TO_DONE: &str = "partition.idle-time-to-done";
@@ -56,7 +57,7 @@ impl Options {
             .collect()
     }
 
-    /// `partition.mark-done-when-end-input`, default false: whether a batch write marks the
+    /// `partition.end-input-to-done`, default false: whether a batch write marks the
     /// partitions it wrote done when it ends.
     pub fn partition_mark_done_when_end_input(&self) -> Result<bool> {
         or_default(self.get_bool(PARTITION_MARK_DONE_WHEN_END_INPUT), false)

@@ -22,7 +22,7 @@ import java.util.Set;
 
 /**
  * Marking partitions done as Java's engines do: after a batch write ({@link #afterBatchWrite},
- * Spark's {@code markDoneIfNeeded} with {@code partition.mark-done-when-end-input}), by the
+ * Spark's {@code markDoneIfNeeded} with {@code partition.end-input-to-done}), by the
  * {@code mark_partition_done} procedure ({@code "op": "mark_done"}, {@code "partitions"}: a
  * list of {@code {"key": "value"}} specs), and reading a partition's {@code _SUCCESS} file
  * with Paimon's {@link SuccessFile} ({@code "op": "success_file"}, {@code "partition"}: its

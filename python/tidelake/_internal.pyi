@@ -450,6 +450,9 @@ class RawTable:
     def drop_partitions(self, specs_json: str) -> list[int]:
         """Drop the partitions matching any of the specs; returns the snapshot ids."""
 
+    def mark_partition_done(self, specs_json: str) -> None:
+        """Mark the partitions of the full specs done by partition.mark-done-action."""
+
     def expire_partitions(self, expiration_ms: int | None = None) -> list[list[tuple[str, str]]]:
         """Drop partitions older than the expiration time; returns the dropped specs."""
 

@@ -998,6 +998,14 @@ class Table:
         ids = self._raw.drop_partitions(partition_specs_json(partitions, self.partition_keys))
         return ids[-1] if ids else None
 
+    def mark_partition_done(self, partitions: Any) -> None:
+        """Mark partitions done (``[{"dt": "2024-05-14"}, ...]``, every partition column given)
+        by the table's ``partition.mark-done-action``, as Java's ``mark_partition_done``
+        procedure: ``success-file`` writes or refreshes ``<partition>/_SUCCESS``."""
+        from .maintenance import partition_specs_json
+
+        self._raw.mark_partition_done(partition_specs_json(partitions, self.partition_keys))
+
     def expire_partitions(self, expiration: Any = None) -> list[dict[str, str]]:
         """Drop partitions older than ``expiration`` (timedelta or ms; default
         ``partition.expiration-time``) by ``partition.expiration-strategy``; returns them."""

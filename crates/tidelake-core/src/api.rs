@@ -103,8 +103,8 @@ pub mod maintenance {
 /// ([`ops::Changes`]), which validate and resolve their selectors.
 pub mod ops {
     pub use crate::ops::{
-        after_commit, commit_compaction, compact, publish_branch, Changes, PlannedRead, Read,
-        ReplayPolicy, SplitReader, TableCommit, REPLAYS,
+        after_commit, commit_compaction, compact, mark_partitions_done, publish_branch, Changes,
+        PlannedRead, Read, ReplayPolicy, SplitReader, TableCommit, REPLAYS,
     };
     /// Row-level DML: plan -> tasks (bytes) -> prepared changes (bytes) -> one commit.
     pub use crate::ops::{

@@ -11,8 +11,10 @@ use pyo3::types::PyDict;
 use tidelake_core::api::maintenance::{
     self, DeletedFiles, ExpireConfig, PartitionExpireConfig, RollbackTarget,
 };
+use tidelake_core::api::ops;
 use tidelake_core::api::schema::TableLayout;
-use tidelake_core::api::Error;
+use tidelake_core::api::{Error, Table};
+use tidelake_spec::datum::Datum;
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::metadata::tag_fields;
@@ -38,6 +40,14 @@ fn millis(ms: i64, what: &str) -> PyResult<Duration> {
             "{what} must not be negative, got {ms}"
         )))
     })
+}
+
+/// Partition specs from JSON `[{"k": v, ...}, ...]`, bound to `table`'s partition types.
+fn partition_specs(table: &Table, specs_json: &str) -> PyResult<Vec<Vec<(String, Datum)>>> {
+    let json: serde_json::Value = serde_json::from_str(specs_json)
+        .map_err(|e| to_py(Error::invalid(format!("bad partition specs: {e}"))))?;
+    let layout = TableLayout::new(table.schema()).py()?;
+    maintenance::partition_specs_from_json(&layout, &json).py()
 }
 
 #[pymethods]
@@ -242,11 +252,15 @@ impl RawTable {
     /// Drop the partitions matching any spec of `specs_json` (`[{"k": v, ...}, ...]`); returns
     /// the new snapshot ids.
     fn drop_partitions(&self, py: Python<'_>, specs_json: String) -> PyResult<Vec<i64>> {
-        let json: serde_json::Value = serde_json::from_str(&specs_json)
-            .map_err(|e| to_py(Error::invalid(format!("bad partition specs: {e}"))))?;
-        let layout = TableLayout::new(self.table.schema()).py()?;
-        let specs = maintenance::partition_specs_from_json(&layout, &json).py()?;
+        let specs = partition_specs(&self.table, &specs_json)?;
         block_on(py, maintenance::drop_partitions(&self.table, specs))?.py()
+    }
+
+    /// Mark the partitions of `specs_json` (`[{"k": v, ...}, ...]`, every partition column)
+    /// done by the table's `partition.mark-done-action`.
+    fn mark_partition_done(&self, py: Python<'_>, specs_json: String) -> PyResult<()> {
+        let specs = partition_specs(&self.table, &specs_json)?;
+        block_on(py, ops::mark_partitions_done(&self.table, specs))?.py()
     }
 
     /// Expire partitions by the table options (`expiration_ms` overrides

@@ -217,10 +217,12 @@ option_enum!(BucketFunctionType, BUCKET_FUNCTION_TYPE, {
 // Declared after `option_enum!` so that the submodules can use it.
 pub mod known;
 mod maintenance;
+mod mark_done;
 mod merge_fn;
 mod resolved;
 
 pub use maintenance::*;
+pub use mark_done::*;
 
 pub use merge_fn::{
     NestedKeyNullStrategy, SequenceGroupOption, PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
@@ -899,11 +901,6 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     ("tag.create-success-file", Asks::True, "tag success files"),
     ("tag.callbacks", Asks::Set, "tag callbacks"),
     ("commit.callbacks", Asks::Set, "commit callbacks"),
-    (
-        "partition.mark-done-action",
-        Asks::Set,
-        "marking partitions done",
-    ),
     ("record-level.expire-time", Asks::Set, "record-level expiry"),
     (
         "full-compaction.delta-commits",
@@ -963,6 +960,20 @@ impl Options {
                          implement {what} (reads are fine; remove the option to write)"
                     )));
                 }
+            }
+        }
+        if self.get(PARTITION_MARK_DONE_ACTION).is_some() {
+            if let Some(action) = self
+                .partition_mark_done_actions()?
+                .into_iter()
+                .find(|a| *a != MarkDoneAction::SuccessFile)
+            {
+                return Err(Error::Unsupported(format!(
+                    "writing a table with option '{PARTITION_MARK_DONE_ACTION}' = '{}': tidelake \
+                     marks partitions done with 'success-file' only, not '{action}' (reads are \
+                     fine; use success-file to write)",
+                    self.get(PARTITION_MARK_DONE_ACTION).unwrap_or_default()
+                )));
             }
         }
         let iceberg = self.get(METADATA_ICEBERG_STORAGE).map(str::trim);
@@ -1036,7 +1047,8 @@ mod tests {
             ("file-index.bsi.columns", "a,b"),
             ("file-index.bitmap.columns", "c"),
             ("sink.process-time-zone", "Asia/Shanghai"),
-            ("partition.mark-done-action", "success-file"),
+            ("partition.mark-done-action", "success-file,done-partition"),
+            ("partition.mark-done-action", "mark-event"),
             ("full-compaction.delta-commits", "1"),
             ("index-file-in-data-file-dir", "TRUE"),
         ] {
@@ -1061,6 +1073,8 @@ mod tests {
             ("file-index.bloom-filter.columns", ""),
             ("file-index.bloom-filter.columns", "a,b"),
             ("changelog-producer", "lookup"),
+            ("partition.mark-done-action", "success-file"),
+            ("partition.end-input-to-done", "true"),
         ] {
             assert!(
                 opts(&[(key, value)]).check_writable().is_ok(),

@@ -150,6 +150,28 @@ def drop_partition(path: str, partitions: tuple[dict[str, str], ...], as_json: b
                f"{result['records_before']} -> {result['records_after']} rows")
 
 
+@main.command("mark-partition-done", short_help="Mark partitions done (partition.mark-done-action).")
+@_PATH
+@click.option("--partition", "partitions", type=_PARTITION, multiple=True, required=True, metavar="k=v[,k=v]",
+              help=_PARTITION_OPT_HELP + " Every partition column must be given.")
+@_JSON
+@_guarded
+def mark_partition_done(path: str, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
+    """Mark the partitions of the table at PATH given with --partition done, by the table's
+    partition.mark-done-action (success-file: a _SUCCESS file in each partition directory).
+
+    \b
+    Example: tidelake mark-partition-done wh/db.db/orders --partition dt=2024-05-14
+    """
+    t = _open(path)
+    specs = typed_partitions(t, partitions)
+    t.mark_partition_done(specs)
+    if as_json:
+        _emit_json({"partitions": [{k: _json_value(v) for k, v in s.items()} for s in specs]})
+        return
+    click.echo(f"marked {'; '.join(_spec_text(s) for s in specs)} done")
+
+
 def _level_counts(t: Table) -> tuple[int, int]:
     """(data files, level-0 data files) of the latest snapshot."""
     levels = t.system("files").column("level").to_pylist()

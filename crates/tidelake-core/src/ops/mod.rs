@@ -12,6 +12,7 @@
 //! are checked in one place, its builder, before any I/O.
 
 mod compact;
+mod mark_done;
 mod post_commit;
 mod publish;
 mod read;
@@ -22,6 +23,8 @@ mod row_level;
 mod table_commit;
 
 pub use compact::{commit_compaction, compact};
+pub use mark_done::mark_partitions_done;
+use mark_done::{mark_written_done, written_partitions};
 pub use post_commit::after_commit;
 pub use publish::publish_branch;
 pub use read::{Changes, PlannedRead, Read, SplitReader};

@@ -1,5 +1,7 @@
 //! [`TableCommit`]: one user's commits of written files (append, overwrite, truncate, row-level
-//! changes), each made visible and followed by the commit's hooks ([`super::after_commit`]).
+//! changes), each made visible and followed by the commit's hooks ([`super::after_commit`]),
+//! then, for batch commits (Java's batch identifier), by marking the partitions written done
+//! when the table asks for it ([`super::mark_written_done`]).
 
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
@@ -12,7 +14,9 @@ use crate::write::resequence::resequence;
 use crate::write::rewrite::removal_messages;
 use crate::write::table_write::TableWrite;
 
-use super::after_commit;
+use std::collections::BTreeSet;
+
+use super::{after_commit, mark_written_done, written_partitions};
 
 /// How many times one append is re-sequenced before its conflict is returned.
 pub const MAX_RESEQUENCES: u32 = 3;
@@ -53,8 +57,12 @@ impl TableCommit {
         FileStoreCommit::new(self.table.clone(), self.commit_user.clone())
     }
 
-    async fn finish(&self, ids: Vec<i64>) -> Result<Vec<i64>> {
+    /// The hooks of commits `ids` that wrote to partitions `written`.
+    async fn finish(&self, ids: Vec<i64>, written: BTreeSet<Vec<u8>>) -> Result<Vec<i64>> {
         after_commit(&self.table, &ids).await?;
+        if self.identifier == BATCH_COMMIT_IDENTIFIER {
+            mark_written_done(&self.table, &written).await?;
+        }
         Ok(ids)
     }
 
@@ -64,8 +72,9 @@ impl TableCommit {
     /// [`Self::append_resequencing`]); its original files are then left to orphan cleaning, as
     /// the caller may still hold their messages.
     pub async fn append(&self, messages: Vec<CommitMessage>) -> Result<Vec<i64>> {
+        let written = written_partitions(&messages);
         let (ids, _originals) = self.append_resequencing(messages).await?;
-        self.finish(ids).await
+        self.finish(ids, written).await
     }
 
     /// Commit `messages` as an append, re-sequencing them when the only conflict is sequence
@@ -142,7 +151,7 @@ impl TableCommit {
         let error = match self.append_resequencing(messages.clone()).await {
             Ok((ids, originals)) => {
                 self.delete_quietly(&originals).await;
-                return self.finish(ids).await;
+                return self.finish(ids, written_partitions(&messages)).await;
             }
             Err(e) => e,
         };
@@ -165,17 +174,18 @@ impl TableCommit {
         scope: OverwriteScope,
         messages: Vec<CommitMessage>,
     ) -> Result<Vec<i64>> {
+        let written = written_partitions(&messages);
         let ids = self
             .committer()?
             .overwrite(scope, messages, self.identifier, &[])
             .await?;
-        self.finish(ids).await
+        self.finish(ids, written).await
     }
 
     /// Remove every row (an OVERWRITE snapshot with no files).
     pub async fn truncate(&self) -> Result<Vec<i64>> {
         let ids = self.committer()?.truncate_table(self.identifier).await?;
-        self.finish(ids).await
+        self.finish(ids, BTreeSet::new()).await
     }
 
     /// A row-level change read at `read_snapshot` (`None`: the table was empty): remove the
@@ -193,8 +203,9 @@ impl TableCommit {
             m.base_snapshot = Some(m.base_snapshot.map_or(read, |b| b.min(read)));
         }
         messages.extend(removal_messages(&self.table, rewritten).await?);
+        let written = written_partitions(&messages);
         let commit = self.committer()?.validate_reads();
         let ids = commit_visible_with(&self.table, commit, messages, self.identifier, &[]).await?;
-        self.finish(ids).await
+        self.finish(ids, written).await
     }
 }

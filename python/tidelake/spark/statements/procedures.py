@@ -36,6 +36,7 @@ PROCEDURES: dict[str, tuple[str, ...]] = {
     "create_stage": ("table", "branch"),
     "publish_stage": ("table", "branch"),
     "reset_consumer": ("table", "consumerid", "nextsnapshotid"),
+    "mark_partition_done": ("table", "partitions"),
 }
 """Paimon's Spark procedures run here, with their parameters (lower case) in Paimon's order, and
 tidelake's write-audit-publish pair ``create_stage`` / ``publish_stage`` (:meth:`Table.stage
@@ -92,8 +93,13 @@ class _Procedures:
         if missing:
             raise InvalidArgumentError(f"procedure {name} needs {', '.join(f'{k} =>' for k in missing)}")
 
-    def compact(self, partitions: str | None = None, compact_strategy: str = "full", **rest: Any) -> DataFrame:
+    def _partitions(self, text: str) -> list[dict[str, Any]]:
+        """Paimon's ``k=v[,k=v...][;k=v...]`` as typed partition specs."""
         from ...maintenance import typed_partitions
+
+        return typed_partitions(self.table, [dict(_key_value(kv) for kv in p.split(",")) for p in text.split(";")])
+
+    def compact(self, partitions: str | None = None, compact_strategy: str = "full", **rest: Any) -> DataFrame:
         from .. import compact
 
         self._only("compact", rest)
@@ -101,8 +107,7 @@ class _Procedures:
             raise InvalidArgumentError(f"compact_strategy must be 'full' or 'minor', got {compact_strategy!r}")
         specs = None
         if partitions:
-            specs = typed_partitions(self.table, [dict(_key_value(kv) for kv in p.split(","))
-                                                   for p in partitions.split(";")])
+            specs = self._partitions(partitions)
         snapshot = compact(self.ctx.spark, self.table, full=compact_strategy == "full", partitions=specs)
         return self.ctx.result([(snapshot,)], "snapshot_id bigint")
 
@@ -133,6 +138,11 @@ class _Procedures:
         gone = self.table.expire_partitions(None if expiration_time is None else parse_duration(str(expiration_time)))
         rows = [(",".join(f"{k}={v}" for k, v in p.items()),) for p in gone]
         return self.ctx.result(rows, "expired_partitions string")
+
+    def mark_partition_done(self, partitions: str | None = None) -> DataFrame:
+        self._needs("mark_partition_done", partitions=partitions)
+        self.table.mark_partition_done(self._partitions(str(partitions)))
+        return self.ctx.result([(True,)], "result boolean")
 
     def remove_orphan_files(self, older_than: Any = None, dry_run: Any = False, parallelism: Any = None,
                             mode: Any = None) -> DataFrame:

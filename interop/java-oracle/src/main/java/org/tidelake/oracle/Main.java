@@ -18,7 +18,8 @@ import java.nio.charset.StandardCharsets;
  * <p>Jobs ({@code "op"}): {@code read} ({@link Reads}), {@code write} ({@link Writes}), {@code
  * race} ({@link Race}: a writer racing others, logging what it acknowledged), {@code
  * partitions} ({@link Tables#partitions}: a catalog's listing), {@code hms} and {@code
- * hold_lock} ({@link Hms}: a Hive catalog's metastore and lock). Anything
+ * hold_lock} ({@link Hms}: a Hive catalog's metastore and lock), {@code mark_done} and {@code
+ * success_file} ({@link MarkDone}: marking partitions done, reading a {@code _SUCCESS} file). Anything
  * Paimon or Hadoop prints goes to stderr so stdout carries answers only. {@code Main bench ...}
  * runs one benchmark step instead ({@link Bench}).
  */
@@ -72,6 +73,10 @@ public final class Main {
                 return Hms.table(job);
             case "hold_lock":
                 return Hms.holdLock(job);
+            case "mark_done":
+                return MarkDone.procedure(job);
+            case "success_file":
+                return MarkDone.successFile(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

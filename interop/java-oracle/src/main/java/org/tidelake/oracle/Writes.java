@@ -323,7 +323,11 @@ final class Writes {
             try (Rows rows = new Rows(table, write, assigner)) {
                 rows.write(step.path("rows"));
             }
-            commit.commit(write.prepareCommit());
+            List<CommitMessage> messages = write.prepareCommit();
+            commit.commit(messages);
+            if (table instanceof FileStoreTable) {
+                MarkDone.afterBatchWrite((FileStoreTable) table, messages);
+            }
         }
     }
 

@@ -38,6 +38,7 @@ from .expr import sql as sql_text
 from .write import (
     BATCH_COMMIT_IDENTIFIER,
     CommitMessage,
+    Committed,
     TableWriter,
     WriteResult,
     check_messages,
@@ -255,15 +256,15 @@ class _Change:
             # whole rows: a NOT NULL value column cannot take the nulls of a key-only record
             self.writer._raw.write(rows.select(self.table.schema.names), "delete")
 
-    def commit(self, read_snapshot: int | None) -> list[int]:
+    def commit(self, read_snapshot: int | None) -> Committed:
         messages = raw_messages(self.messages())
         try:
-            ids: list[int] = self.table._raw.commit_dml(messages, self.rewritten, read_snapshot,
-                                                        self.writer.commit_user, BATCH_COMMIT_IDENTIFIER)
+            committed: Committed = self.table._raw.commit_dml(messages, self.rewritten, read_snapshot,
+                                                              self.writer.commit_user, BATCH_COMMIT_IDENTIFIER)
         except (CommitConflictError, SnapshotExpiredError):
             self.table._raw.discard(messages)  # nothing landed: the files are garbage
             raise
-        return ids
+        return committed
 
 
 @dataclass(frozen=True)
@@ -327,12 +328,12 @@ def commit_changes(table: Table, changes: list[PreparedChange], commit_user: str
     ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
     payloads = raw_messages(messages)
     try:
-        ids: list[int] = table._raw.commit_dml(payloads, [r for c in changes for r in c.rewritten],
-                                               snapshots.pop() if snapshots else None, user, ident)
+        committed: Committed = table._raw.commit_dml(payloads, [r for c in changes for r in c.rewritten],
+                                                     snapshots.pop() if snapshots else None, user, ident)
     except (CommitConflictError, SnapshotExpiredError):
         table._raw.discard(payloads)
         raise
-    return write_result(table._raw, ids, started, inserted=sum(c.rows_inserted for c in changes),
+    return write_result(committed, started, inserted=sum(c.rows_inserted for c in changes),
                         updated=sum(c.rows_updated for c in changes), deleted=sum(c.rows_deleted for c in changes))
 
 
@@ -341,20 +342,20 @@ def run(table: Table, what: str, body: Callable[[_Change, int | None], None]) ->
     a conflict or an expired snapshot starts again from the new latest (nothing landed)."""
     started = time.monotonic()
 
-    def attempt() -> tuple[_Change, list[int]]:
+    def attempt() -> tuple[_Change, Committed]:
         snapshot = table._raw.latest_snapshot_id()
         change = _Change(table)
         try:
             body(change, snapshot)
-            ids = change.commit(snapshot)
+            committed = change.commit(snapshot)
         except BaseException:
             change.writer.abort()
             raise
         change.writer.close()
-        return change, ids
+        return change, committed
 
-    change, ids = replayed(attempt, table._raw)
-    return write_result(table._raw, ids, started, inserted=change.inserted, updated=change.updated,
+    change, committed = replayed(attempt, table._raw)
+    return write_result(committed, started, inserted=change.inserted, updated=change.updated,
                         deleted=change.deleted)
 
 

@@ -62,8 +62,8 @@ pub mod commit {
 
 /// Compaction: plans, tasks and the compactor that runs them ([`ops::compact`] is the verb).
 pub mod compact {
-    pub use crate::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor};
     pub use crate::compact::job::{BucketReport, CompactReport};
+    pub use crate::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor};
 }
 
 /// Creating and altering tables.

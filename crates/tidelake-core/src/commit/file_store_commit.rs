@@ -377,7 +377,10 @@ impl FileStoreCommit {
                 changelog: changes.compact_changelog,
                 index: changes.compact_index,
             };
-            if !self.commit_compaction(new, &request, &mut committed).await? {
+            if !self
+                .commit_compaction(new, &request, &mut committed)
+                .await?
+            {
                 uncompacted.extend(level0.iter().map(|(m, _)| target(m)));
             }
         }
@@ -449,7 +452,10 @@ impl FileStoreCommit {
         committed: &mut Committed,
     ) -> Result<bool> {
         if committed.is_empty() {
-            *committed = self.try_commit(&mut Source::Fixed(new), request).await?.into();
+            *committed = self
+                .try_commit(&mut Source::Fixed(new), request)
+                .await?
+                .into();
             return Ok(true);
         }
         let rewritten: HashSet<String> = new
@@ -682,7 +688,8 @@ impl FileStoreCommit {
                 changelog: Vec::new(),
                 index: changes.compact_index,
             };
-            self.commit_compaction(new, &request, &mut committed).await?;
+            self.commit_compaction(new, &request, &mut committed)
+                .await?;
         }
         Ok(committed)
     }

@@ -37,8 +37,9 @@ pub async fn history(table: &Table) -> Result<SystemTable> {
         .zip(deltas)
         .filter_map(|(s, d)| d.map(|d| (s, d)))
         .collect();
-    let long =
-        |f: &dyn Fn(&Snapshot, &CommitMetrics) -> Option<i64>| rows.iter().map(|(s, d)| f(s, d)).collect();
+    let long = |f: &dyn Fn(&Snapshot, &CommitMetrics) -> Option<i64>| {
+        rows.iter().map(|(s, d)| f(s, d)).collect()
+    };
     let text = |f: &dyn Fn(&Snapshot) -> Option<String>| rows.iter().map(|(s, _)| f(s)).collect();
     table_of(vec![
         longs("snapshot_id", false, long(&|s, _| Some(s.id))),

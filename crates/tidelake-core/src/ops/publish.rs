@@ -31,8 +31,8 @@ use tidelake_spec::snapshot::Snapshot;
 use super::after_commit;
 use crate::branch::list_branches;
 use crate::commit::{Committed, CommittedSnapshot, FileStoreCommit};
-use crate::maintenance::history::delta_of;
 use crate::error::{Error, ErrorKind, Result};
+use crate::maintenance::history::delta_of;
 use crate::state::{live_index_entries, LiveFiles, Pruning};
 use crate::table::{list_schema_ids, schema_path, Table};
 

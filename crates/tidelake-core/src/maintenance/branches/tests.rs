@@ -437,7 +437,10 @@ async fn publishing_a_branch_is_one_snapshot_refused_once_main_moved() {
     let committed = publish_branch(&main, "s").await.unwrap();
     assert_eq!(committed.last_id(), Some(2));
     assert_eq!(
-        (committed.metrics().files_added, committed.metrics().rows_added),
+        (
+            committed.metrics().files_added,
+            committed.metrics().rows_added
+        ),
         (2, 2)
     );
     assert_eq!(rows(&main).await, vec![(1, 1), (2, 2), (3, 3)]);

@@ -224,10 +224,16 @@ async fn compactions_report_the_metrics_of_their_snapshots() {
     };
     let report = ops::compact(&t, &full, None).await.unwrap();
     assert!(report.snapshot_id.is_some());
-    let compacted = Committed::from(report.snapshot_id.map(|id| CommittedSnapshot {
-        id,
-        metrics: report.metrics,
-    }));
+    let compacted = Committed {
+        snapshots: report
+            .snapshot_id
+            .map(|id| CommittedSnapshot {
+                id,
+                metrics: report.metrics,
+            })
+            .into_iter()
+            .collect(),
+    };
     let m = check(dir, before, &compacted);
     assert!(m.files_removed > 1 && m.rows_added > 0, "{m:?}");
 

@@ -69,7 +69,7 @@ impl CommitMetrics {
 }
 
 /// One snapshot a commit created, and what its delta changed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CommittedSnapshot {
     pub id: i64,
     pub metrics: CommitMetrics,
@@ -81,7 +81,7 @@ pub struct CommittedSnapshot {
 /// When a retried commit finds that its files already landed with an earlier snapshot of its
 /// own (a batch commit whose outcome was unknown, a compaction already live), that snapshot is
 /// answered with the metrics of the entries this call carried: the same files.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Committed {
     pub snapshots: Vec<CommittedSnapshot>,
 }
@@ -119,14 +119,6 @@ impl From<CommittedSnapshot> for Committed {
     fn from(snapshot: CommittedSnapshot) -> Committed {
         Committed {
             snapshots: vec![snapshot],
-        }
-    }
-}
-
-impl From<Option<CommittedSnapshot>> for Committed {
-    fn from(snapshot: Option<CommittedSnapshot>) -> Committed {
-        Committed {
-            snapshots: snapshot.into_iter().collect(),
         }
     }
 }

@@ -9,6 +9,7 @@ never loses that writer's acknowledged rows; Java Paimon and pypaimon read the r
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 
@@ -96,6 +97,31 @@ def test_pk_write_result_counts_records_not_rows(tmp_path):
     with pytest.warns(DeprecationWarning, match="delete_keys"):
         t.delete(table_of(rows[2:3]))
     assert len(rows_of(t)) == 2
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_results_are_what_the_snapshots_manifests_say(tmp_path, kind):
+    """The metrics every writing verb returns (counted by its commit) equal what the history reads
+    back from its snapshots' delta manifests: writes (APPEND, and the COMPACT of a writer that
+    compacted), delete, update, merge, overwrites, truncate and compaction."""
+    t = create(None, tmp_path, kind)
+    rows = [{"id": i, "p": "ab"[i % 2], "qty": i % 10, "name": "x"} for i in range(12)]
+    results = [t.write(table_of(rows)), t.write(table_of(rows[:5])), t.delete("qty < 2"),
+               t.update({"name": "'u'"}, "qty >= 8"),
+               t.merge(table_of(rows[3:7]), on="target.id = source.id AND target.p = source.p")
+               .when_matched_update({"qty": "source.qty + 1"}).when_not_matched_insert("*").execute(),
+               t.write(table_of(rows[:3]), mode="overwrite", overwrite_partition="dynamic")]
+    t.write(table_of(rows[5:9]))
+    report = json.loads(t._raw.compact(True, None, None))
+    results += [t.write(table_of(rows[:2]), mode="overwrite"), t.truncate()]
+    for res in results:
+        assert res.snapshot_ids, res
+        check_metrics(t, res)
+    compacted = [r for r in t.history().to_pylist() if r["snapshot_id"] == report["snapshot_id"]]
+    assert [{k: h[k] for k in report["metrics"]} for h in compacted] == (
+        [report["metrics"]] if report["snapshot_id"] is not None else [])
+    if kind == "dedup-dv":  # its writers compact their level-0 files before committing
+        assert len(results[0].snapshot_ids) == 2
 
 
 # ---- the model ------------------------------------------------------------------------------------

@@ -296,7 +296,8 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     tasks = r("RawCompactionPlan", "tasks", plan.tasks())
     assert tasks, "the table has files to compact"
     results = [_internal.run_compaction_task(task, None) for task in tasks]
-    assert r("RawTable", "commit_compaction", altered.commit_compaction(plan, results)) is not None
+    (compacted,) = r("RawTable", "commit_compaction", altered.commit_compaction(plan, results))
+    assert compacted["files_removed"] > 0 and compacted["rows_removed"] == compacted["rows_added"]
     r("RawTable", "compact", altered.compact(full=True, partitions_json=None))
     r("RawTable", "create_tag", altered.create_tag("t1", snapshot_id=None, time_retained_ms=None))
     r("RawTable", "system_table", altered.system_table("files"))
@@ -315,7 +316,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert r("RawTable", "branches", altered.branches()) == ["b1"]
     branch = _internal.RawTable.open(altered.location, storage_options=None, branch="b1")
     r("RawTable", "fast_forward", altered.fast_forward("b1")).reload()
-    assert r("RawTable", "publish_branch", altered.publish_branch("b1")) is None  # main is b1 now
+    assert r("RawTable", "publish_branch", altered.publish_branch("b1")) == []  # main is b1 now
     assert branch.branch == "b1"
     r("RawTable", "delete_branch", altered.delete_branch("b1"))
     r("RawTable", "rollback_to", altered.rollback_to(snapshot_id=None, tag="t1"))
@@ -344,17 +345,18 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert r("RawTable", "cross_partition_update", reopened.cross_partition_update) is False
     w = reopened.writer()
     w.write(data, "insert")
-    ids = r("RawTable", "commit_dml", reopened.commit_dml(w.prepare_commit(), [], None, "me", 1))
+    committed = r("RawTable", "commit_dml", reopened.commit_dml(w.prepare_commit(), [], None, "me", 1))
     w.close()
-    assert r("RawTable", "commit_metrics", reopened.commit_metrics(ids))["rows_added"] == 3
+    assert [(c["files_added"], c["rows_added"], c["rows_removed"]) for c in committed] == [(1, 3, 0)]
     split = reopened.scan(None, None, None, None, None, None, []).splits()  # rewrite: remove its file
-    removed = reopened.commit_dml([], split, ids[-1], "me", 2)
-    assert reopened.commit_metrics(removed)["rows_removed"] == 3
+    removed = reopened.commit_dml([], split, committed[-1]["snapshot_id"], "me", 2)
+    assert [(c["files_removed"], c["rows_removed"], c["bytes_removed"]) for c in removed] == [
+        (1, 3, committed[0]["bytes_added"])]
     dv = _internal.RawTable.create(str(tmp_path / "dv"), schema, [], [], None, [("deletion-vectors.enabled", "true")],
                                    comment=None)
     w = dv.writer()
     w.write(data, "insert")
-    ids = dv.commit_dml(w.prepare_commit(), [], None, "me", 1)
+    (dv_written,) = dv.commit_dml(w.prepare_commit(), [], None, "me", 1)
     w.close()
     (dv_split,) = dv.scan(None, None, None, None, None, None, []).splits()
     placed = r("RawTable", "read_split_positions", dv.read_split_positions(dv_split, 0))
@@ -365,7 +367,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     places = r("RawTable", "row_places", raw.row_places(pa.table({"id": [1, 2], "dt": ["a", "a"]})))
     assert len({p for p, _ in places}) == 1 and all(0 <= b < 2 for _, b in places)
     dv_messages = r("RawTable", "deletion_messages", dv.deletion_messages([(dv_split, [0], [[1]])]))
-    dv.commit_dml(dv_messages, [], ids[-1], "me", 2)
+    dv.commit_dml(dv_messages, [], dv_written["snapshot_id"], "me", 2)
     assert dv.reload().scan().to_table().column("id").to_pylist() == [rows.column("id")[i].as_py() for i in (0, 2)]
     changes = pa.table({"_row_kind": ["+I", "+I"], "id": [9, 1], "dt": ["c", "a"], "x": ["new", None]})
     evolved = r("RawTable", "cdc_evolve", reopened.cdc_evolve(changes.schema))

@@ -256,11 +256,14 @@ class RawTable:
         commit_user: str,
         commit_identifier: int,
         properties: list[tuple[str, str]] = ...,
-    ) -> list[int]:
+    ) -> list[dict[str, int]]:
         """Commit messages from :meth:`RawWriter.prepare_commit` as transaction
         ``commit_identifier`` of ``commit_user`` with snapshot ``properties`` (none by default);
-        returns the new snapshot ids (empty when there was nothing to commit or it was already
-        committed)."""
+        returns the new snapshots, one dict each, in order: ``snapshot_id`` and the metrics the
+        commit counted from the data-file entries it wrote to the snapshot's delta
+        (``files_added``, ``files_removed``, ``rows_added``, ``rows_removed`` (records),
+        ``bytes_added``, ``bytes_removed``); empty when there was nothing to commit or it was
+        already committed. Every commit method below returns the same."""
 
     def overwrite(
         self,
@@ -269,12 +272,14 @@ class RawTable:
         commit_identifier: int,
         partition_json: str | None = None,
         dynamic: bool = False,
-    ) -> list[int]:
+    ) -> list[dict[str, int]]:
         """Overwrite: ``partition_json`` (a filter tree on partition columns) selects what is
-        replaced, ``dynamic`` replaces exactly the partitions written; neither: the table."""
+        replaced, ``dynamic`` replaces exactly the partitions written; neither: the table. The
+        new snapshots, as :meth:`commit`."""
 
-    def truncate(self, commit_user: str) -> list[int]:
-        """Remove every row (an OVERWRITE snapshot with no files); returns the new snapshot ids."""
+    def truncate(self, commit_user: str) -> list[dict[str, int]]:
+        """Remove every row (an OVERWRITE snapshot with no files); the new snapshots, as
+        :meth:`commit`."""
 
     def commit_dml(
         self,
@@ -283,11 +288,11 @@ class RawTable:
         read_snapshot: int | None,
         commit_user: str,
         commit_identifier: int,
-    ) -> list[int]:
+    ) -> list[dict[str, int]]:
         """Commit a row-level change computed from snapshot ``read_snapshot``: the messages plus
         the removal of the files of the ``rewritten`` splits, in one transaction that conflicts
         with commits since ``read_snapshot`` removing those files or writing keys in a changed
-        range. Returns the new snapshot ids."""
+        range. The new snapshots, as :meth:`commit`."""
 
     def plan_row_level(
         self,
@@ -307,10 +312,10 @@ class RawTable:
 
     def commit_row_level(
         self, changes: list[bytes], commit_user: str, commit_identifier: int
-    ) -> tuple[list[int], int, int, int]:
+    ) -> tuple[list[dict[str, int]], int, int, int]:
         """Commit prepared changes (bytes, one snapshot) as one transaction; refused
-        (CommitConflictError) or expired snapshot: their files are deleted. Returns (snapshot
-        ids, rows inserted, updated, deleted)."""
+        (CommitConflictError) or expired snapshot: their files are deleted. Returns (one dict
+        per snapshot created, as ``commit`` returns them; rows inserted, updated, deleted)."""
 
     @staticmethod
     def prepared_change_messages(change: bytes) -> list[bytes]:
@@ -338,10 +343,6 @@ class RawTable:
         holds, per split of one snapshot, indexes of its files and each one's row positions.
         Writes the index files now (:meth:`discard` deletes them)."""
 
-    def commit_metrics(self, ids: list[int]) -> dict[str, int]:
-        """What snapshots ``ids`` changed, summed: ``files_added``, ``files_removed``,
-        ``rows_added``, ``rows_removed`` (records), ``bytes_added``, ``bytes_removed``."""
-
     def discard(self, messages: list[bytes]) -> int:
         """Delete every file the messages add (data, changelog, index files): the files of a
         write whose commit provably did not land. Returns how many files were deleted."""
@@ -359,14 +360,16 @@ class RawTable:
     ) -> str:
         """Compact the LSM buckets (universal compaction; ``full`` rewrites every bucket to the
         max level) in one COMPACT snapshot; returns a JSON report (snapshot id, per bucket
-        output level, files and bytes before/after). ``progress(done, total)`` is called as
+        output level, files and bytes before/after, and ``metrics``: what the call's snapshots
+        changed, as :meth:`commit` counts them). ``progress(done, total)`` is called as
         buckets are rewritten (its exceptions are ignored)."""
 
     def compaction_plan(self, full: bool = False, partitions_json: str | None = None) -> RawCompactionPlan:
         """The compaction :meth:`compact` would run, as per-bucket tasks (not run)."""
 
-    def commit_compaction(self, plan: RawCompactionPlan, messages: list[bytes]) -> int | None:
-        """Commit one result per task of ``plan`` as one COMPACT snapshot."""
+    def commit_compaction(self, plan: RawCompactionPlan, messages: list[bytes]) -> list[dict[str, int]]:
+        """Commit one result per task of ``plan`` as one COMPACT snapshot (as :meth:`commit`
+        returns it; empty when nothing changed)."""
 
     def expire_snapshots(
         self,
@@ -407,8 +410,9 @@ class RawTable:
 
     def delete_branch(self, name: str) -> None: ...
 
-    def publish_branch(self, name: str) -> int | None:
-        """Publish branch ``name`` into this branch as one snapshot; ``None``: nothing to publish."""
+    def publish_branch(self, name: str) -> list[dict[str, int]]:
+        """Publish branch ``name`` into this branch as one snapshot (as :meth:`commit` returns
+        it; empty: nothing to publish)."""
 
     def fast_forward(self, name: str) -> RawTable:
         """Fast-forward this branch to ``name``; returns the table re-opened."""
@@ -541,9 +545,10 @@ class RawWriter:
     def prepare_commit(self) -> list[bytes]:
         """Flush and return the commit messages (opaque, versioned bytes)."""
 
-    def commit(self, table: RawTable, commit_user: str) -> list[int]:
+    def commit(self, table: RawTable, commit_user: str) -> list[dict[str, int]]:
         """Flush and append everything written as one transaction of ``commit_user`` (a one-shot
-        write); the new snapshot ids. A commit that fails without landing deletes its files."""
+        write); the new snapshots, as :meth:`RawTable.commit`. A commit that fails without
+        landing deletes its files."""
 
     def abort(self) -> None:
         """Delete every file written since the last ``prepare_commit`` and close the writer."""

@@ -74,7 +74,7 @@ class CompactionPlan:
                 files are deleted; plan again).
         """
         committed = self._table._raw.commit_compaction(self._raw, [bytes(r) for r in results])
-        return committed if committed is not None else self.moved_snapshot
+        return committed[-1]["snapshot_id"] if committed else self.moved_snapshot
 
 
 def run_compaction_task(task: CompactionTask | bytes, storage_options: dict[str, str] | None = None) -> bytes:

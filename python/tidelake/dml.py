@@ -286,8 +286,8 @@ def commit_payloads(table: Table, payloads: list[bytes], commit_user: str, commi
     transaction; when it is refused their files are deleted by the engine. ``started``: the
     call's start (``time.monotonic()``), for its duration."""
     started = time.monotonic() if started is None else started
-    ids, inserted, updated, deleted = table._raw.commit_row_level(payloads, commit_user, commit_identifier)
-    return write_result(table._raw, ids, started, inserted=inserted, updated=updated, deleted=deleted)
+    committed, inserted, updated, deleted = table._raw.commit_row_level(payloads, commit_user, commit_identifier)
+    return write_result(committed, started, inserted=inserted, updated=updated, deleted=deleted)
 
 
 def _finish(table: Table, what: str, deletes: bool, tree: Filter | None, body: Callable[[_Change], None],

@@ -19,6 +19,7 @@ from .scan import Scan
 from .write import (
     BATCH_COMMIT_IDENTIFIER,
     CommitMessage,
+    Committed,
     Progress,
     TableWriter,
     WriteResult,
@@ -28,6 +29,7 @@ from .write import (
     raw_messages,
     replayable,
     replayed,
+    snapshot_ids,
     write_result,
 )
 
@@ -597,8 +599,8 @@ class Table:
         user = commit_user_of(messages, commit_user)
         ident = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
         if overwrite:
-            return self._raw.overwrite(raw_messages(messages), user, ident, None, False)
-        return self._raw.commit(raw_messages(messages), user, ident)
+            return snapshot_ids(self._raw.overwrite(raw_messages(messages), user, ident, None, False))
+        return snapshot_ids(self._raw.commit(raw_messages(messages), user, ident))
 
     def is_committed(self, commit_identifier: int, commit_user: str) -> bool:
         """Whether ``commit_user`` committed ``commit_identifier``: a job that lost track of
@@ -615,7 +617,7 @@ class Table:
         # is written again by a new writer, which continues from the newest state.
         started = time.monotonic()
 
-        def attempt() -> list[int]:
+        def attempt() -> Committed:
             w = TableWriter(self)
             try:
                 getattr(w, kind)(data, progress)
@@ -623,16 +625,16 @@ class Table:
             finally:
                 w.close()  # deletes what an interrupted or failed write left uncommitted
 
-        ids = replayed(attempt, self._raw, replayable=replayable(data))
-        return self._result(ids, started, overwrite=False)
+        committed = replayed(attempt, self._raw, replayable=replayable(data))
+        return self._result(committed, started, overwrite=False)
 
-    def _result(self, ids: list[int], started: float, overwrite: bool) -> WriteResult:
+    def _result(self, committed: Committed, started: float, overwrite: bool) -> WriteResult:
         """The WriteResult of a write; on append tables without deletion vectors the rows its
         first snapshot added (and an overwrite removed) are table rows."""
-        if not ids or self.primary_keys or self.effective_options["deletion-vectors.enabled"]:
-            return write_result(self._raw, ids, started)
-        first = self._raw.commit_metrics(ids[:1])
-        return write_result(self._raw, ids, started, inserted=first["rows_added"],
+        if not committed or self.primary_keys or self.effective_options["deletion-vectors.enabled"]:
+            return write_result(committed, started)
+        first = committed[0]
+        return write_result(committed, started, inserted=first["rows_added"],
                             deleted=first["rows_removed"] if overwrite else 0)
 
     def write(self, data: Any, mode: Literal["append", "overwrite"] = "append",
@@ -669,14 +671,15 @@ class Table:
             w.write(data, progress)
             messages = w.prepare_commit()
             # The engine refuses files outside a static overwrite's partitions (for every caller).
-            ids = self._raw.overwrite(raw_messages(messages), w.commit_user, BATCH_COMMIT_IDENTIFIER, spec, dynamic)
+            committed = self._raw.overwrite(raw_messages(messages), w.commit_user, BATCH_COMMIT_IDENTIFIER, spec,
+                                            dynamic)
         except BaseException:
             w.abort()
             if messages and not self.is_committed(BATCH_COMMIT_IDENTIFIER, w.commit_user):
                 self.discard(messages)  # refused or failed: its files are garbage
             raise
         w.close()
-        return self._result(ids, started, overwrite=True)
+        return self._result(committed, started, overwrite=True)
 
     def _partition_filter(self, spec: Any) -> Filter:
         """The filter selecting one partition (a dict of partition values)."""
@@ -777,8 +780,7 @@ class Table:
         """Remove every row (one OVERWRITE snapshot); returns a
         :class:`~tidelake.write.WriteResult`."""
         started = time.monotonic()
-        ids = self._raw.truncate(str(uuid.uuid4()))
-        return self._result(ids, started, overwrite=True)
+        return self._result(self._raw.truncate(str(uuid.uuid4())), started, overwrite=True)
 
     def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None,
                 progress: Callable[[int, int], object] | None = None) -> int | None:
@@ -939,9 +941,9 @@ class Table:
         (``None``: the branch changed nothing). Raises CommitConflictError, keeping the branch,
         when anything was committed to this table since the branch was created;
         UnsupportedError when the branch altered the schema."""
-        published = self._raw.publish_branch(name)
+        published = snapshot_ids(self._raw.publish_branch(name))
         self._raw.delete_branch(name)
-        return published
+        return published[-1] if published else None
 
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> dict[str, Any]:
         """Make a snapshot or tag the latest state again: newer snapshots and tags are deleted

@@ -58,6 +58,17 @@ def _row_count(data: Any) -> int | None:
 
 T = TypeVar("T")
 
+Committed = list[dict[str, int]]
+"""What one commit created, as the binding's commit methods return it: one dict per snapshot, in
+order, with its ``snapshot_id`` and the metrics the commit counted from the data-file entries it
+wrote to the snapshot's delta (``files_added``, ``files_removed``, ``rows_added``,
+``rows_removed``, ``bytes_added``, ``bytes_removed``); empty when nothing was committed."""
+
+
+def snapshot_ids(committed: Committed) -> list[int]:
+    """The ids of the snapshots a commit created, in order."""
+    return [s["snapshot_id"] for s in committed]
+
 
 def replayed(attempt: Callable[[], T], table: _internal.RawTable, *, replayable: bool = True) -> T:
     """The one replay policy of operations that write and commit in one call (the engine's
@@ -161,7 +172,7 @@ class TableWriter:
             raise InvalidArgumentError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}")
         return self._raw.buckets(arrow_input(data), _KINDS[kind])
 
-    def _commit_written(self) -> list[int]:
+    def _commit_written(self) -> Committed:
         """Flush and commit everything written as one transaction of this writer's user (a
         one-shot write); a commit that fails without landing deletes its files first."""
         return self._raw.commit(self._table._raw, self.commit_user)
@@ -230,9 +241,10 @@ class WriteResult(int):
     * ``rows_inserted``, ``rows_updated``, ``rows_deleted``: table rows, None where unknown (an
       upsert does not know whether its keys existed);
     * ``files_added``, ``files_removed``, ``bytes_added``, ``bytes_removed``, ``records_added``,
-      ``records_removed``: exact, read from the committed snapshots' delta manifests (compactions
-      a writer ran count too). On primary-key tables records are key-value records: an upsert
-      adds a record without removing the one it replaces until compaction;
+      ``records_removed``: exact, counted by the commit from the entries it wrote to the
+      snapshots' delta manifests (compactions a writer ran count too). On primary-key tables
+      records are key-value records: an upsert adds a record without removing the one it
+      replaces until compaction;
     * ``duration_s``: wall-clock seconds of the whole call (reading, writing, committing).
     """
 
@@ -278,11 +290,13 @@ class WriteResult(int):
         return (WriteResult, (self.snapshot_ids, *(getattr(self, k) for k in _METRICS)))
 
 
-def write_result(raw: _internal.RawTable, ids: list[int], started: float, *, inserted: int | None = None,
+def write_result(committed: Committed, started: float, *, inserted: int | None = None,
                  updated: int | None = None, deleted: int | None = None) -> WriteResult:
-    """The :class:`WriteResult` of snapshots ``ids`` committed by a call started at ``started``
-    (``time.monotonic()``)."""
-    m = raw.commit_metrics(list(ids)) if ids else {}
-    return WriteResult(tuple(ids), inserted, updated, deleted, m.get("files_added", 0), m.get("files_removed", 0),
-                       m.get("rows_added", 0), m.get("rows_removed", 0), m.get("bytes_added", 0),
-                       m.get("bytes_removed", 0), time.monotonic() - started)
+    """The :class:`WriteResult` of what a call started at ``started`` (``time.monotonic()``)
+    committed, its metrics summed over the snapshots."""
+    def total(key: str) -> int:
+        return sum(s[key] for s in committed)
+
+    return WriteResult(snapshot_ids(committed), inserted, updated, deleted, total("files_added"),
+                       total("files_removed"), total("rows_added"), total("rows_removed"), total("bytes_added"),
+                       total("bytes_removed"), time.monotonic() - started)

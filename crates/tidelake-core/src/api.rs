@@ -63,6 +63,7 @@ pub mod commit {
 
 /// Compaction: plans, tasks and the compactor that runs them ([`ops::compact`] is the verb).
 pub mod compact {
+    pub use crate::compact::job::{BucketReport, CompactReport};
     pub use crate::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor};
 }
 
@@ -82,7 +83,7 @@ pub mod maintenance {
     pub use crate::maintenance::consumers::{consumers, delete_consumer, reset_consumer};
     pub use crate::maintenance::damage::{find_damage, Damage, Problem, ProblemKind};
     pub use crate::maintenance::file_tables::list_partitions;
-    pub use crate::maintenance::history::{changes_of, history};
+    pub use crate::maintenance::history::history;
     pub use crate::maintenance::partitions::{
         drop_partitions, expire_partitions, partition_specs_from_json, PartitionExpireConfig,
     };
@@ -102,6 +103,7 @@ pub mod maintenance {
 /// metadata, then maintenance); reads of a snapshot ([`ops::Read`]) and of changes
 /// ([`ops::Changes`]), which validate and resolve their selectors.
 pub mod ops {
+    pub use crate::commit::{CommitMetrics, Committed, CommittedSnapshot};
     pub use crate::ops::{
         after_commit, commit_compaction, compact, mark_partitions_done, publish_branch, Changes,
         PlannedRead, Read, ReplayPolicy, SplitReader, TableCommit, REPLAYS,

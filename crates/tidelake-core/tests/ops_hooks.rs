@@ -94,14 +94,16 @@ async fn every_commit_kind_runs_the_maintenance() {
     let id = ops::commit_compaction(&table, &plan, results)
         .await
         .unwrap()
+        .last_id()
         .expect("a compaction snapshot");
     assert_eq!(snapshot_ids(dir.path()), vec![id - 1, id]);
 
     let ids = commit
         .overwrite(OverwriteScope::Static(None), messages(&table, 5).await)
         .await
-        .unwrap();
+        .unwrap()
+        .ids();
     assert_eq!(snapshot_ids(dir.path()), vec![ids[0] - 1, ids[0]]);
-    let ids = commit.truncate().await.unwrap();
+    let ids = commit.truncate().await.unwrap().ids();
     assert_eq!(snapshot_ids(dir.path()), vec![ids[0] - 1, ids[0]]);
 }

@@ -2,6 +2,7 @@
 //! `delete_branch`, `fast_forward`, `Table.stage`'s publish). Every call releases the GIL.
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use tidelake_core::api::branch::list_branches;
 use tidelake_core::api::maintenance::{self, BranchStart};
 use tidelake_core::api::ops;
@@ -10,6 +11,7 @@ use tidelake_core::api::Error;
 use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
 use crate::table::RawTable;
+use crate::write::committed_py;
 
 #[pymethods]
 impl RawTable {
@@ -67,8 +69,13 @@ impl RawTable {
     }
 
     /// Publish branch `name` into the table's branch as one snapshot (write-audit-publish);
-    /// the snapshot id, `None` when the branch changed nothing.
-    fn publish_branch(&self, py: Python<'_>, name: String) -> PyResult<Option<i64>> {
-        block_on(py, ops::publish_branch(&self.table, &name))?.py()
+    /// the snapshot created ([`committed_py`]), none when the branch changed nothing.
+    fn publish_branch<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let committed = block_on(py, ops::publish_branch(&self.table, &name))?.py()?;
+        committed_py(py, &committed)
     }
 }

@@ -8,7 +8,7 @@
 //! results cross as bytes ([`CompactionTask::to_bytes`], [`CommitMessage::to_bytes`]).
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use tidelake_core::api::commit::CommitMessage;
 use tidelake_core::api::compact::{CompactRequest, CompactionPlan, CompactionTask, Compactor};
 use tidelake_core::api::ops;
@@ -19,12 +19,14 @@ use crate::errors::IntoPyResult;
 use crate::progress::py_progress;
 use crate::runtime::block_on;
 use crate::table::RawTable;
+use crate::write::committed_py;
 
 #[pymethods]
 impl RawTable {
     /// Compact the latest snapshot (every bucket fully with `full`, else by the table's
     /// strategy), optionally only partitions matching `partitions_json`; returns the report as
-    /// JSON: `{"snapshot_id": int|null, "buckets": [...]}`. `progress(done, total)` is called
+    /// JSON: `{"snapshot_id": int|null, "buckets": [...], "metrics": {...}}` (what the call's
+    /// snapshots changed, as `CompactReport::metrics`). `progress(done, total)` is called
     /// (with the GIL) as buckets are rewritten (see [`py_progress`]).
     #[pyo3(signature = (full=false, partitions_json=None, progress=None))]
     fn compact(
@@ -66,23 +68,24 @@ impl RawTable {
     }
 
     /// Commit the results (commit-message bytes, one per task) of `plan` as one COMPACT
-    /// snapshot; its id, `None` when nothing changed.
-    fn commit_compaction(
+    /// snapshot; the snapshot created ([`committed_py`]), none when nothing changed.
+    fn commit_compaction<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         plan: &RawCompactionPlan,
         messages: Vec<Vec<u8>>,
-    ) -> PyResult<Option<i64>> {
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let messages = messages
             .iter()
             .map(|m| CommitMessage::from_bytes(m))
             .collect::<Result<Vec<_>, _>>()
             .py()?;
-        block_on(
+        let committed = block_on(
             py,
             ops::commit_compaction(&self.table, &plan.plan, messages),
         )?
-        .py()
+        .py()?;
+        committed_py(py, &committed)
     }
 }
 
@@ -103,7 +106,7 @@ impl RawCompactionPlan {
     /// The COMPACT snapshot that moved postponed rows while planning, if any.
     #[getter]
     fn moved_snapshot(&self) -> Option<i64> {
-        self.plan.moved_snapshot
+        self.plan.moved_commit.last_id()
     }
 
     /// Every task's byte form.

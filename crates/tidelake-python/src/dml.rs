@@ -1,14 +1,12 @@
 //! The engine side of row-level DML (`tidelake.Table.delete/update/merge`) and of write
 //! results: the rows of append splits with their file positions, deletion-vector messages
 //! deleting rows by position, committing a change computed from one snapshot's rows (validated
-//! against what was committed since, removing the rewritten files of append tables), and the
-//! metrics of the snapshots a write created.
+//! against what was committed since, removing the rewritten files of append tables).
 
 use pyo3::prelude::*;
-use pyo3::types::{IntoPyDict, PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 
-use tidelake_core::api::maintenance::changes_of;
 use tidelake_core::api::ops::{Read, TableCommit};
 use tidelake_core::api::scan::Split;
 use tidelake_core::api::write::{deletion_messages, row_places};
@@ -18,7 +16,7 @@ use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
 use crate::stream::RawBatches;
 use crate::table::RawTable;
-use crate::write::decode_messages;
+use crate::write::{committed_py, decode_messages};
 
 /// A split (bytes), the indexes of some of its files and each one's row positions.
 type SplitPositions = (Vec<u8>, Vec<usize>, Vec<Vec<u64>>);
@@ -111,16 +109,16 @@ impl RawTable {
     /// `messages` plus the removal of the files of `rewritten` splits (append tables), as one
     /// transaction that fails with CommitConflictError when a commit since `read_snapshot`
     /// removed a rewritten file or (primary-key tables) wrote keys in a changed range.
-    /// Returns the snapshot ids created.
-    fn commit_dml(
+    /// Returns the snapshots created ([`committed_py`]).
+    fn commit_dml<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         messages: Vec<Vec<u8>>,
         rewritten: Vec<Vec<u8>>,
         read_snapshot: Option<i64>,
         commit_user: String,
         commit_identifier: i64,
-    ) -> PyResult<Vec<i64>> {
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let messages = decode_messages(messages)?;
         let splits = rewritten
             .iter()
@@ -129,25 +127,10 @@ impl RawTable {
             .map_err(to_py)?;
         let commit =
             TableCommit::new(self.table.clone(), commit_user).identifier(commit_identifier);
-        block_on(py, async move {
+        let committed = block_on(py, async move {
             commit.row_level(messages, &splits, read_snapshot).await
         })?
-        .py()
-    }
-
-    /// What snapshots `ids` changed, summed: `files_added`, `files_removed`, `rows_added`,
-    /// `rows_removed` (records of the files), `bytes_added`, `bytes_removed`.
-    fn commit_metrics<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyDict>> {
-        let table = self.table.clone();
-        let d = block_on(py, async move { changes_of(&table, &ids).await })?.py()?;
-        [
-            ("files_added", d.files_added),
-            ("files_removed", d.files_removed),
-            ("rows_added", d.rows_added),
-            ("rows_removed", d.rows_removed),
-            ("bytes_added", d.bytes_added),
-            ("bytes_removed", d.bytes_removed),
-        ]
-        .into_py_dict(py)
+        .py()?;
+        committed_py(py, &committed)
     }
 }

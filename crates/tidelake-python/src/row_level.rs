@@ -5,7 +5,7 @@
 use arrow_array::{Array, BooleanArray, RecordBatch};
 use futures::StreamExt;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyArray;
 use tokio::sync::Mutex;
@@ -19,6 +19,7 @@ use crate::errors::{to_py, IntoPyResult};
 use crate::runtime::block_on;
 use crate::stream::RawBatches;
 use crate::table::RawTable;
+use crate::write::committed_py;
 
 fn strategy_name(strategy: RowLevelStrategy) -> &'static str {
     match strategy {
@@ -250,15 +251,16 @@ impl RawTable {
     }
 
     /// Commit prepared changes (bytes, one snapshot) as one transaction; when it is refused
-    /// (CommitConflictError) or the snapshot expired their files are deleted. Returns (snapshot
-    /// ids, rows inserted, updated, deleted).
-    fn commit_row_level(
+    /// (CommitConflictError) or the snapshot expired their files are deleted. Returns (what
+    /// was committed as `commit` returns it, rows inserted, updated, deleted).
+    #[allow(clippy::type_complexity)]
+    fn commit_row_level<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         changes: Vec<Vec<u8>>,
         commit_user: String,
         commit_identifier: i64,
-    ) -> PyResult<(Vec<i64>, u64, u64, u64)> {
+    ) -> PyResult<(Vec<Bound<'py, PyDict>>, u64, u64, u64)> {
         let changes = changes
             .iter()
             .map(|b| PreparedChange::from_bytes(b))
@@ -268,11 +270,11 @@ impl RawTable {
             (i + c.rows_inserted, u + c.rows_updated, d + c.rows_deleted)
         });
         let table = self.table.clone();
-        let ids = block_on(py, async move {
+        let committed = block_on(py, async move {
             commit_row_level(&table, &commit_user, commit_identifier, changes).await
         })?
         .py()?;
-        Ok((ids, counts.0, counts.1, counts.2))
+        Ok((committed_py(py, &committed)?, counts.0, counts.1, counts.2))
     }
 
     /// The messages (bytes) of a prepared change, e.g. to discard it.

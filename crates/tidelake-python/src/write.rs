@@ -2,10 +2,11 @@
 //!
 //! Input batches are pulled from any Arrow producer (C stream or C array) with the GIL held
 //! (the producer may be Python code); each batch is then written with the GIL released.
-//! Commit messages cross as versioned bytes.
+//! Commit messages cross as versioned bytes; what a commit created comes back as one dict per
+//! snapshot ([`committed_py`]).
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{IntoPyDict, PyBytes, PyDict};
 use std::sync::Arc;
 
 use arrow_array::Int32Array;
@@ -13,7 +14,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyArray;
 use tidelake_core::api::cdc::write_changes;
 use tidelake_core::api::commit::{CommitMessage, FileStoreCommit, OverwriteScope, PartitionFilter};
-use tidelake_core::api::ops::TableCommit;
+use tidelake_core::api::ops::{Committed, TableCommit};
 use tidelake_core::api::scan::Predicate;
 use tidelake_core::api::write::{RowKinds, TableWrite};
 use tidelake_core::api::Error;
@@ -123,10 +124,15 @@ impl RawWriter {
     }
 
     /// Flush and append everything written as one transaction of `commit_user` (a one-shot
-    /// write); returns the new snapshot ids. A commit that fails without landing deletes its
-    /// files before the error is raised.
-    fn commit(&self, py: Python<'_>, table: &RawTable, commit_user: String) -> PyResult<Vec<i64>> {
-        block_on(py, async {
+    /// write); returns the new snapshots ([`committed_py`]). A commit that fails without landing
+    /// deletes its files before the error is raised.
+    fn commit<'py>(
+        &self,
+        py: Python<'py>,
+        table: &RawTable,
+        commit_user: String,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let committed = block_on(py, async {
             let mut guard = self.write.lock().await;
             let w = guard
                 .as_mut()
@@ -135,7 +141,8 @@ impl RawWriter {
                 .append_written(w)
                 .await
         })?
-        .py()
+        .py()?;
+        committed_py(py, &committed)
     }
 
     /// Delete every file written since the last `prepare_commit` and close the writer.
@@ -155,6 +162,25 @@ impl RawWriter {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.abort(py)
     }
+}
+
+/// What a commit created, for Python: one dict per snapshot, in order, with its `snapshot_id`
+/// and the metrics of its delta (`files_added`, `files_removed`, `rows_added`, `rows_removed`,
+/// `bytes_added`, `bytes_removed`; see [`Committed`]); empty when nothing was committed.
+pub(crate) fn committed_py<'py>(
+    py: Python<'py>,
+    committed: &Committed,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    committed
+        .snapshots
+        .iter()
+        .map(|s| {
+            let fields = s.metrics.fields();
+            std::iter::once(("snapshot_id", s.id))
+                .chain(fields)
+                .into_py_dict(py)
+        })
+        .collect()
 }
 
 pub(crate) fn decode_messages(messages: Vec<Vec<u8>>) -> PyResult<Vec<CommitMessage>> {
@@ -201,35 +227,37 @@ impl RawTable {
     }
 
     /// Commit messages as transaction `commit_identifier` of `commit_user`; returns the new
-    /// snapshot ids (empty when there was nothing to commit or it was already committed).
+    /// snapshots ([`committed_py`]; empty when there was nothing to commit or it was already
+    /// committed).
     #[pyo3(signature = (messages, commit_user, commit_identifier, properties=Vec::new()))]
-    fn commit(
+    fn commit<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         messages: Vec<Vec<u8>>,
         commit_user: String,
         commit_identifier: i64,
         properties: Vec<(String, String)>,
-    ) -> PyResult<Vec<i64>> {
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let messages = decode_messages(messages)?;
         let commit = TableCommit::new(self.table.clone(), commit_user)
             .identifier(commit_identifier)
             .properties(properties);
-        block_on(py, commit.append(messages))?.py()
+        committed_py(py, &block_on(py, commit.append(messages))?.py()?)
     }
 
     /// Overwrite: `partition_json` (a filter on partition columns) selects what is replaced;
-    /// `dynamic` replaces exactly the partitions written; neither: the whole table.
+    /// `dynamic` replaces exactly the partitions written; neither: the whole table. Returns the
+    /// new snapshots ([`committed_py`]).
     #[pyo3(signature = (messages, commit_user, commit_identifier, partition_json=None, dynamic=false))]
-    fn overwrite(
+    fn overwrite<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         messages: Vec<Vec<u8>>,
         commit_user: String,
         commit_identifier: i64,
         partition_json: Option<String>,
         dynamic: bool,
-    ) -> PyResult<Vec<i64>> {
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let messages = decode_messages(messages)?;
         let scope = if dynamic {
             OverwriteScope::Dynamic
@@ -238,16 +266,18 @@ impl RawTable {
         };
         let commit =
             TableCommit::new(self.table.clone(), commit_user).identifier(commit_identifier);
-        block_on(py, commit.overwrite(scope, messages))?.py()
+        committed_py(py, &block_on(py, commit.overwrite(scope, messages))?.py()?)
     }
 
-    /// Remove every row (an OVERWRITE snapshot with no files).
-    fn truncate(&self, py: Python<'_>, commit_user: String) -> PyResult<Vec<i64>> {
-        block_on(
-            py,
-            TableCommit::new(self.table.clone(), commit_user).truncate(),
-        )?
-        .py()
+    /// Remove every row (an OVERWRITE snapshot with no files); the new snapshots
+    /// ([`committed_py`]).
+    fn truncate<'py>(
+        &self,
+        py: Python<'py>,
+        commit_user: String,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let commit = TableCommit::new(self.table.clone(), commit_user);
+        committed_py(py, &block_on(py, commit.truncate())?.py()?)
     }
 
     /// Delete every file the (never committed) messages add; returns how many.

@@ -21,6 +21,7 @@ use crate::commit::file_store_commit::FileStoreCommit;
 use crate::commit::index::combine_index_entries;
 use crate::commit::manifest_writer::CreatedFiles;
 use crate::commit::merge::Merger;
+use crate::commit::metrics::{CommitMetrics, CommittedSnapshot};
 use crate::commit::new_files::{added_paths, check, committed_since, missing_files, Verdict};
 use crate::commit::overwrite::PartitionMatcher;
 use crate::commit::scan::{live_entries_of, PartitionSet};
@@ -91,6 +92,8 @@ struct Uncertain {
     /// The attempt's delta manifest list: a fresh name, so it identifies the attempt exactly.
     delta_manifest_list: String,
     based_on: Option<Snapshot>,
+    /// What the attempt's delta changed.
+    metrics: CommitMetrics,
 }
 
 /// Whether a created snapshot extends the snapshot its attempt was based on.
@@ -126,12 +129,13 @@ fn snapshot_rel(id: i64) -> String {
 
 impl FileStoreCommit {
     /// Java `tryCommit`: attempt until a snapshot is created, a conflict is detected, or the
-    /// retries (`commit.max-retries`) or the time (`commit.timeout`) run out.
+    /// retries (`commit.max-retries`) or the time (`commit.timeout`) run out. The snapshot, with
+    /// the metrics of the data-file entries the landed attempt carried.
     pub(crate) async fn try_commit(
         &self,
         source: &mut Source,
         request: &Request<'_>,
-    ) -> Result<i64> {
+    ) -> Result<CommittedSnapshot> {
         let started = self.table.env().stopwatch();
         let result = self.attempt_until_done(source, request).await;
         let (location, kind, ms) = (
@@ -140,7 +144,7 @@ impl FileStoreCommit {
             started.elapsed().as_millis(),
         );
         match &result {
-            Ok(id) => {
+            Ok(CommittedSnapshot { id, .. }) => {
                 log::info!(target: LOG_TARGET, "{location}: committed snapshot {id} ({kind}) in {ms} ms")
             }
             Err(e) => {
@@ -150,7 +154,11 @@ impl FileStoreCommit {
         result
     }
 
-    async fn attempt_until_done(&self, source: &mut Source, request: &Request<'_>) -> Result<i64> {
+    async fn attempt_until_done(
+        &self,
+        source: &mut Source,
+        request: &Request<'_>,
+    ) -> Result<CommittedSnapshot> {
         let started = self.table.env().stopwatch();
         let sm = self.table.snapshot_manager();
         let mut retries: u32 = 0;
@@ -158,8 +166,8 @@ impl FileStoreCommit {
         let mut pending: Option<Uncertain> = None;
         loop {
             if let Some(uncertain) = pending.take() {
-                if let Some(id) = self.find_own(&uncertain).await? {
-                    return Ok(id);
+                if let Some(found) = self.find_own(&uncertain).await? {
+                    return Ok(found);
                 }
             }
             let latest = sm.latest().await?;
@@ -177,12 +185,15 @@ impl FileStoreCommit {
             let in_flight = retries > 0 || started.elapsed() > IN_FLIGHT_CHECK;
             let attempt = async {
                 let changes = self.provide(source, latest.as_ref()).await?;
-                self.try_commit_once(latest.as_ref(), &changes, request, in_flight)
-                    .await
+                let metrics = CommitMetrics::of(&changes.table);
+                let outcome = self
+                    .try_commit_once(latest.as_ref(), &changes, request, in_flight)
+                    .await?;
+                Ok::<_, Error>((outcome, metrics))
             };
             let failure = match attempt.await {
-                Ok(Ok(id)) => return Ok(id),
-                Ok(Err(failure)) => failure,
+                Ok((Ok(id), metrics)) => return Ok(CommittedSnapshot { id, metrics }),
+                Ok((Err(failure), _)) => failure,
                 // A snapshot expired while the attempt read it: retry on the new latest.
                 Err(e) if self.expired_meanwhile(&e, latest.as_ref()).await? => {
                     Failure::Lost(next_snapshot_id(latest.as_ref())?)
@@ -200,7 +211,7 @@ impl FileStoreCommit {
                         started.elapsed().as_millis()
                     ))),
                     Failure::Uncertain(uncertain) => match self.find_own(&uncertain).await? {
-                        Some(id) => Ok(id),
+                        Some(found) => Ok(found),
                         None => Err(uncertain.error),
                     },
                 };
@@ -242,14 +253,18 @@ impl FileStoreCommit {
 
     /// The snapshot of an attempt whose outcome was unknown, if it was created (recognised by
     /// its delta manifest list, a name no other attempt uses) and extends its base.
-    async fn find_own(&self, attempt: &Uncertain) -> Result<Option<i64>> {
+    async fn find_own(&self, attempt: &Uncertain) -> Result<Option<CommittedSnapshot>> {
         let Some(found) = self.read_snapshot(attempt.id).await? else {
             return Ok(None);
         };
         if found.delta_manifest_list != attempt.delta_manifest_list {
             return Ok(None);
         }
-        self.publish(attempt.id, attempt.based_on.as_ref()).await
+        let published = self.publish(attempt.id, attempt.based_on.as_ref()).await?;
+        Ok(published.map(|id| CommittedSnapshot {
+            id,
+            metrics: attempt.metrics,
+        }))
     }
 
     /// Snapshot `id`, `None` when its file does not exist.
@@ -580,6 +595,7 @@ impl FileStoreCommit {
                 id: new_id,
                 delta_manifest_list: snapshot.delta_manifest_list,
                 based_on: latest.cloned(),
+                metrics: CommitMetrics::of(&changes.table),
             })))),
         }
     }

@@ -19,6 +19,7 @@ use tidelake_spec::types::DataType;
 use crate::commit::attempt::{AttemptChanges, Request, Source};
 use crate::commit::manifest_writer::MetaWriter;
 use crate::commit::merge::MergeOptions;
+use crate::commit::metrics::{Committed, CommittedSnapshot};
 use crate::commit::new_files::{committed_since, common_base, stale_buckets, BucketId};
 use crate::commit::overwrite::{
     check_inside, try_upgrade, OverwriteScope, PartitionFilter, PartitionMatcher,
@@ -103,8 +104,9 @@ impl Settings {
 /// What [`FileStoreCommit::commit_reporting`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CommitOutcome {
-    /// The snapshots created, in order (empty: nothing to commit, or already committed).
-    pub ids: Vec<i64>,
+    /// The snapshots created, in order, with their metrics (empty: nothing to commit, or
+    /// already committed).
+    pub committed: Committed,
     /// (partition, bucket)s that got level-0 files in this commit but no landed compaction.
     pub uncompacted: Vec<(Vec<u8>, i32)>,
 }
@@ -277,7 +279,8 @@ impl FileStoreCommit {
         Ok(self
             .commit_reporting(messages, commit_identifier, properties)
             .await?
-            .ids)
+            .committed
+            .ids())
     }
 
     /// [`FileStoreCommit::commit`], also telling which buckets got new level-0 files without a
@@ -312,7 +315,7 @@ impl FileStoreCommit {
             .map(|(m, _)| target(m))
             .collect();
         let changes = Changes::collect(&messages, &self.layout)?;
-        let mut ids = Vec::new();
+        let mut committed = Committed::default();
         if !self.settings.ignore_empty_commit
             || !changes.append_table.is_empty()
             || !changes.append_changelog.is_empty()
@@ -348,7 +351,10 @@ impl FileStoreCommit {
                 changelog: changes.append_changelog,
                 index: changes.append_index,
             };
-            ids.push(self.try_commit(&mut Source::Fixed(new), &request).await?);
+            committed = self
+                .try_commit(&mut Source::Fixed(new), &request)
+                .await?
+                .into();
         }
         if !changes.compact_table.is_empty()
             || !changes.compact_changelog.is_empty()
@@ -372,16 +378,22 @@ impl FileStoreCommit {
                 changelog: changes.compact_changelog,
                 index: changes.compact_index,
             };
-            if !self.commit_compaction(new, &request, &mut ids).await? {
+            if !self
+                .commit_compaction(new, &request, &mut committed)
+                .await?
+            {
                 uncompacted.extend(level0.iter().map(|(m, _)| target(m)));
             }
         }
-        if ids.is_empty() {
+        if committed.is_empty() {
             uncompacted.clear();
         }
         uncompacted.sort();
         uncompacted.dedup();
-        Ok(CommitOutcome { ids, uncompacted })
+        Ok(CommitOutcome {
+            committed,
+            uncompacted,
+        })
     }
 
     /// Commit the data-file entries `table` and the index-file entries `index` as one snapshot
@@ -398,7 +410,7 @@ impl FileStoreCommit {
         table: Vec<ManifestEntry>,
         index: Vec<IndexManifestEntry>,
         properties: &[(String, String)],
-    ) -> Result<i64> {
+    ) -> Result<CommittedSnapshot> {
         let overwrite = table.iter().any(|e| e.kind == FileKind::Delete)
             || index
                 .iter()
@@ -425,9 +437,9 @@ impl FileStoreCommit {
         self.try_commit(&mut Source::Fixed(new), &request).await
     }
 
-    /// Commit compaction results; `ids` holds the snapshots this call already created.
+    /// Commit compaction results; `committed` holds the snapshots this call already created.
     ///
-    /// After the new data landed (`ids` not empty), a compaction lost to a concurrent commit
+    /// After the new data landed (`committed` not empty), a compaction lost to a concurrent commit
     /// (e.g. another writer compacted the same bucket) loses nothing: it only rewrote committed
     /// rows. Its output files, never referenced, are deleted and the call succeeds, so that
     /// `CommitConflictError` always means "your data did not land". A compaction-only commit
@@ -438,10 +450,13 @@ impl FileStoreCommit {
         &self,
         new: AttemptChanges,
         request: &Request<'_>,
-        ids: &mut Vec<i64>,
+        committed: &mut Committed,
     ) -> Result<bool> {
-        if ids.is_empty() {
-            ids.push(self.try_commit(&mut Source::Fixed(new), request).await?);
+        if committed.is_empty() {
+            *committed = self
+                .try_commit(&mut Source::Fixed(new), request)
+                .await?
+                .into();
             return Ok(true);
         }
         let rewritten: HashSet<String> = new
@@ -468,8 +483,8 @@ impl FileStoreCommit {
             .map(|e| e.index_file.file_name.clone())
             .collect();
         match self.try_commit(&mut Source::Fixed(new), request).await {
-            Ok(id) => {
-                ids.push(id);
+            Ok(snapshot) => {
+                committed.snapshots.push(snapshot);
                 Ok(true)
             }
             Err(Error::CommitConflict(_)) => {
@@ -498,13 +513,13 @@ impl FileStoreCommit {
         messages: Vec<CommitMessage>,
         commit_identifier: i64,
         properties: &[(String, String)],
-    ) -> Result<Vec<i64>> {
+    ) -> Result<Committed> {
         self.overwrite_with(scope, messages, commit_identifier, properties, None)
             .await
     }
 
     /// Delete every file of the table in one OVERWRITE snapshot (operation `TRUNCATE`).
-    pub async fn truncate_table(&self, commit_identifier: i64) -> Result<Vec<i64>> {
+    pub async fn truncate_table(&self, commit_identifier: i64) -> Result<Committed> {
         self.overwrite_with(
             OverwriteScope::Static(None),
             Vec::new(),
@@ -521,7 +536,7 @@ impl FileStoreCommit {
         &self,
         partitions: Vec<Vec<(String, Datum)>>,
         commit_identifier: i64,
-    ) -> Result<Vec<i64>> {
+    ) -> Result<Committed> {
         if partitions.is_empty() {
             return Err(Error::invalid(
                 "drop_partitions needs at least one partition",
@@ -539,10 +554,10 @@ impl FileStoreCommit {
         commit_identifier: i64,
         properties: &[(String, String)],
         operation: Option<&'static str>,
-    ) -> Result<Vec<i64>> {
+    ) -> Result<Committed> {
         check_distinct(&messages)?;
         if self.already_committed(commit_identifier).await? {
-            return Ok(Vec::new());
+            return Ok(Committed::default());
         }
         let messages = self.drop_compactions_of_previous_files(messages).await?;
         let mut changes = Changes::collect(&messages, &self.layout)?;
@@ -551,7 +566,12 @@ impl FileStoreCommit {
                 if changes.append_table.is_empty() {
                     // Java: a dynamic overwrite without new data deletes nothing.
                     return self
-                        .compact_after_overwrite(changes, commit_identifier, properties, Vec::new())
+                        .compact_after_overwrite(
+                            changes,
+                            commit_identifier,
+                            properties,
+                            Committed::default(),
+                        )
                         .await;
                 }
                 Some(PartitionMatcher::of_partitions(
@@ -592,10 +612,10 @@ impl FileStoreCommit {
             changelog: Vec::new(),
             index: std::mem::take(&mut changes.append_index),
         };
-        let id = self
+        let overwritten = self
             .try_commit(&mut Source::Overwrite { matcher, new }, &request)
             .await?;
-        self.compact_after_overwrite(changes, commit_identifier, properties, vec![id])
+        self.compact_after_overwrite(changes, commit_identifier, properties, overwritten.into())
             .await
     }
 
@@ -651,8 +671,8 @@ impl FileStoreCommit {
         changes: Changes,
         commit_identifier: i64,
         properties: &[(String, String)],
-        mut ids: Vec<i64>,
-    ) -> Result<Vec<i64>> {
+        mut committed: Committed,
+    ) -> Result<Committed> {
         if !changes.compact_table.is_empty() || !changes.compact_index.is_empty() {
             let request = Request {
                 identifier: commit_identifier,
@@ -669,9 +689,10 @@ impl FileStoreCommit {
                 changelog: Vec::new(),
                 index: changes.compact_index,
             };
-            self.commit_compaction(new, &request, &mut ids).await?;
+            self.commit_compaction(new, &request, &mut committed)
+                .await?;
         }
-        Ok(ids)
+        Ok(committed)
     }
 
     /// Java `filterCommitted`: the identifiers not yet committed by this user, i.e. those

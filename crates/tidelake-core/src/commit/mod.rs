@@ -13,6 +13,7 @@
 //! * `single_writer`: cross-partition-upsert tables take no write that raced another one;
 //! * `overwrite`: overwrite scopes, partition matching, level upgrade;
 //! * `merge`: merging manifests into the new base list (Java `ManifestFileMerger`);
+//! * `metrics`: what a commit changed ([`Committed`]), counted from the entries it wrote;
 //! * `retry_wait`: the back-off between retries (Java `RetryWaiter`);
 //! * `manifest_writer`, `index`: manifest / list / index-manifest files of an attempt;
 //! * `scan`: the reads a commit does on the latest snapshot.
@@ -79,6 +80,7 @@ pub mod file_store_commit;
 mod index;
 mod manifest_writer;
 mod merge;
+mod metrics;
 mod new_files;
 mod overwrite;
 mod retry_wait;
@@ -89,5 +91,6 @@ pub(crate) mod tests;
 
 pub use crate::write::message::CommitMessage;
 pub use file_store_commit::FileStoreCommit;
+pub use metrics::{CommitMetrics, Committed, CommittedSnapshot};
 pub use overwrite::{OverwriteScope, PartitionFilter};
 pub(crate) use retry_wait::RetryWait;

@@ -54,7 +54,7 @@ use super::changelog::{ChangelogMode, ChangelogSpec};
 use super::plan::CompactionPlan;
 use super::postpone::{redistribute, Redistributed};
 use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
-use crate::commit::{CommitMessage, FileStoreCommit};
+use crate::commit::{CommitMessage, CommitMetrics, Committed, FileStoreCommit};
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
@@ -106,6 +106,8 @@ pub struct CompactReport {
     /// The COMPACT snapshot, `None` when no bucket needed compaction.
     pub snapshot_id: Option<i64>,
     pub buckets: Vec<BucketReport>,
+    /// What the call's COMPACT snapshots changed (a postpone move's included), summed.
+    pub metrics: CommitMetrics,
 }
 
 /// The live files of one (partition, bucket).
@@ -264,8 +266,12 @@ impl Compactor {
         progress: Option<Progress>,
     ) -> Result<CompactReport> {
         let plan = self.plan(request).await?;
-        let mut report = self.execute(&plan, progress).await?;
-        report.snapshot_id = report.snapshot_id.or(plan.moved_snapshot);
+        let (committed, buckets) = self.execute(&plan, progress).await?;
+        let mut report = CompactReport {
+            snapshot_id: committed.last_id().or(plan.moved_commit.last_id()),
+            buckets,
+            metrics: plan.moved_commit.metrics().plus(committed.metrics()),
+        };
         report.buckets.splice(0..0, plan.moved);
         Ok(report)
     }
@@ -282,7 +288,7 @@ impl Compactor {
             redistribute(&self.table, selected).await?
         } else {
             Redistributed {
-                snapshot_id: None,
+                committed: Committed::default(),
                 buckets: Vec::new(),
             }
         };
@@ -300,20 +306,20 @@ impl Compactor {
             buckets.retain(|b| selected.contains(&b.partition));
         }
         let mut plan = self.plan_buckets(snapshot_id, buckets, request.full)?;
-        plan.moved_snapshot = moved.snapshot_id;
+        plan.moved_commit = moved.committed;
         plan.moved = moved.buckets;
         Ok(plan)
     }
 
     /// Compact the (partition, bucket)s in `targets` of the latest snapshot as the table's pick
-    /// says (not full); the COMPACT snapshot, `None` when none needed compaction.
-    pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Option<i64>> {
+    /// says (not full); the COMPACT snapshot, none when none needed compaction.
+    pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Committed> {
         let sm = self.table.snapshot_manager();
         let Some((snap, mut buckets)) = sm
             .read_latest(|snap| async move { self.live_buckets(&snap).await })
             .await?
         else {
-            return Ok(None);
+            return Ok(Committed::default());
         };
         buckets.retain(|b| {
             targets
@@ -321,15 +327,16 @@ impl Compactor {
                 .any(|(p, n)| *p == b.partition && *n == b.bucket)
         });
         let plan = self.plan_buckets(Some(snap.id), buckets, false)?;
-        Ok(self.execute(&plan, None).await?.snapshot_id)
+        Ok(self.execute(&plan, None).await?.0)
     }
 
-    /// Run `plan`'s tasks in this process and commit their messages.
+    /// Run `plan`'s tasks in this process and commit their messages: what was committed, and
+    /// the buckets that changed.
     async fn execute(
         &self,
         plan: &CompactionPlan,
         progress: Option<Progress>,
-    ) -> Result<CompactReport> {
+    ) -> Result<(Committed, Vec<BucketReport>)> {
         let work = plan
             .tasks
             .iter()
@@ -346,35 +353,33 @@ impl Compactor {
             }
         };
         let messages = done.iter().map(Done::message).collect();
-        let snapshot_id = self.commit_plan(plan, messages).await?;
-        Ok(CompactReport {
-            snapshot_id,
-            // units whose files all stay where they are changed nothing
-            buckets: buckets
-                .into_iter()
-                .filter(|b| b.files_before > 0 || b.files_after > 0)
-                .collect(),
-        })
+        let committed = self.commit_plan(plan, messages).await?;
+        // units whose files all stay where they are changed nothing
+        let buckets = buckets
+            .into_iter()
+            .filter(|b| b.files_before > 0 || b.files_after > 0)
+            .collect();
+        Ok((committed, buckets))
     }
 
-    /// Commit compaction messages as one COMPACT snapshot (`None` when all are empty); on a
+    /// Commit compaction messages as one COMPACT snapshot (none when all are empty); on a
     /// known failure the files they added are deleted.
-    pub(crate) async fn commit(&self, messages: Vec<CommitMessage>) -> Result<Option<i64>> {
+    pub(crate) async fn commit(&self, messages: Vec<CommitMessage>) -> Result<Committed> {
         let messages: Vec<CommitMessage> = messages.into_iter().filter(|m| !m.is_empty()).collect();
         if messages.is_empty() {
-            return Ok(None);
+            return Ok(Committed::default());
         }
         let user = format!("tidelake-compact-{}", self.table.env().uuid());
         let outcome = match FileStoreCommit::new(self.table.clone(), user) {
             Ok(commit) => {
                 commit
-                    .commit(messages.clone(), BATCH_COMMIT_IDENTIFIER, &[])
+                    .commit_reporting(messages.clone(), BATCH_COMMIT_IDENTIFIER, &[])
                     .await
             }
             Err(e) => Err(e),
         };
         match outcome {
-            Ok(ids) => Ok(ids.last().copied()),
+            Ok(outcome) => Ok(outcome.committed),
             Err(e) => {
                 if e.kind() != ErrorKind::Io {
                     // Already failing: cleanup errors are secondary to `e`.

@@ -36,7 +36,7 @@ use tidelake_spec::manifest::DataFileMeta;
 
 use super::job::{joined, Bucket, BucketReport, Compactor};
 use super::rewriter::UnitTask;
-use crate::commit::CommitMessage;
+use crate::commit::{CommitMessage, Committed};
 use crate::error::{Error, Result};
 use crate::lsm::levels::LevelFile;
 use crate::scan::split::DeletionFileRef;
@@ -55,8 +55,8 @@ pub struct CompactionPlan {
     pub snapshot_id: Option<i64>,
     pub tasks: Vec<CompactionTask>,
     /// Postpone-bucket tables: the COMPACT snapshot that moved postponed rows into real
-    /// buckets while planning (already committed), and its buckets.
-    pub moved_snapshot: Option<i64>,
+    /// buckets while planning (already committed; none when nothing moved), and its buckets.
+    pub moved_commit: Committed,
     pub moved: Vec<BucketReport>,
 }
 
@@ -268,7 +268,7 @@ impl Compactor {
         Ok(CompactionPlan {
             snapshot_id,
             tasks,
-            moved_snapshot: None,
+            moved_commit: Committed::default(),
             moved: Vec::new(),
         })
     }
@@ -281,14 +281,14 @@ impl Compactor {
         Ok(done.message())
     }
 
-    /// Commit the messages of `plan`'s tasks as one COMPACT snapshot (`None` when none changed
+    /// Commit the messages of `plan`'s tasks as one COMPACT snapshot (none when none changed
     /// anything); see the module docs for what is accepted. On a known commit failure the
     /// messages' new files are deleted.
     pub async fn commit_plan(
         &self,
         plan: &CompactionPlan,
         messages: Vec<CommitMessage>,
-    ) -> Result<Option<i64>> {
+    ) -> Result<Committed> {
         for task in &plan.tasks {
             check_table(self.table(), task)?;
         }
@@ -300,7 +300,7 @@ impl Compactor {
             )
         });
         let committed = self.commit(messages).await?;
-        if let Some(id) = committed {
+        if let Some(id) = committed.last_id() {
             log::info!(
                 target: "tidelake.compact",
                 "{}: compacted {} bucket(s) into snapshot {id}: {rewritten} file(s) rewritten into {written}",

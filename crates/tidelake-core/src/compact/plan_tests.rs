@@ -47,6 +47,7 @@ async fn plan_tasks_run_elsewhere_and_commit_once() {
         .commit_plan(&plan, messages.clone())
         .await
         .unwrap()
+        .last_id()
         .expect("a COMPACT snapshot");
     let snap = table.snapshot_manager().snapshot(id).await.unwrap();
     assert_eq!(snap.commit_kind, CommitKind::Compact);
@@ -54,7 +55,10 @@ async fn plan_tasks_run_elsewhere_and_commit_once() {
     assert_fully_compacted(&table, 5).await;
     // committing the same results again (a driver retrying after an unknown outcome) finds
     // them landed: no second snapshot
-    assert_eq!(driver.commit_plan(&plan, messages).await.unwrap(), Some(id));
+    assert_eq!(
+        driver.commit_plan(&plan, messages).await.unwrap().last_id(),
+        Some(id)
+    );
     assert_eq!(
         table.snapshot_manager().latest().await.unwrap().unwrap().id,
         id
@@ -115,6 +119,7 @@ async fn plan_commits_exactly_one_result_per_task() {
         .commit_plan(&plan, chosen)
         .await
         .unwrap()
+        .last_id()
         .expect("commits");
     assert_eq!(read(&table, &[]).await, before);
     assert_fully_compacted(&table, 5).await;

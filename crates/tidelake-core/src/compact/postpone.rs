@@ -31,7 +31,7 @@ use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 use super::inline::inline_compaction;
 use super::job::{inputs_gone, BucketReport};
 use super::rewriter::delete_files;
-use crate::commit::{CommitMessage, FileStoreCommit};
+use crate::commit::{CommitMessage, Committed, FileStoreCommit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
@@ -50,8 +50,8 @@ struct Postponed {
 
 /// What [`redistribute`] committed.
 pub(crate) struct Redistributed {
-    /// The COMPACT snapshot, `None` when no partition selected by the caller had postponed rows.
-    pub snapshot_id: Option<i64>,
+    /// The COMPACT snapshot, none when no partition selected by the caller had postponed rows.
+    pub committed: Committed,
     /// One entry per changed (partition, bucket), the postpone bucket included.
     pub buckets: Vec<BucketReport>,
 }
@@ -76,7 +76,7 @@ pub(crate) async fn redistribute(
     let mut write =
         TableWrite::into_real_buckets(table.clone(), default_buckets, inline_compaction).await?;
     let nothing = Redistributed {
-        snapshot_id: None,
+        committed: Committed::default(),
         buckets: Vec::new(),
     };
     // The snapshot the writer restored its sequence numbers and bucket counts from.
@@ -155,12 +155,16 @@ pub(crate) async fn redistribute(
         .collect::<Result<Vec<_>>>()?;
     let user = format!("tidelake-compact-{}", table.env().uuid());
     let outcome = match FileStoreCommit::new(table.clone(), user) {
-        Ok(commit) => commit.commit(messages, BATCH_COMMIT_IDENTIFIER, &[]).await,
+        Ok(commit) => {
+            commit
+                .commit_reporting(messages, BATCH_COMMIT_IDENTIFIER, &[])
+                .await
+        }
         Err(e) => Err(e),
     };
     match outcome {
-        Ok(ids) => Ok(Redistributed {
-            snapshot_id: ids.last().copied(),
+        Ok(outcome) => Ok(Redistributed {
+            committed: outcome.committed,
             buckets,
         }),
         Err(e) => {

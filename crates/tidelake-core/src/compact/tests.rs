@@ -553,6 +553,7 @@ async fn concurrent_appends_are_rebased() {
     slow.commit(done.iter().map(Done::message).collect())
         .await
         .unwrap()
+        .last_id()
         .expect("commits on top of the append");
     assert_eq!(read(&table, &[]).await, before);
 }

@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use crate::commit::{CommitMessage, FileStoreCommit};
+use crate::commit::{CommitMessage, Committed, FileStoreCommit};
 use crate::compact::Compactor;
 use crate::error::{Error, ErrorKind, Result};
 use crate::table::Table;
@@ -24,18 +24,19 @@ const MAX_WAIT: Duration = Duration::from_millis(500);
 
 /// Commit `messages` as transaction `commit_identifier` through `commit` (e.g. one that
 /// [validates reads](FileStoreCommit::validate_reads)), then make the write visible on tables
-/// that hide level 0 (see the module docs). Returns every snapshot created, in order.
+/// that hide level 0 (see the module docs). Returns every snapshot created, in order, with its
+/// metrics (the compactions that made the write visible included).
 pub async fn commit_visible_with(
     table: &Table,
     commit: FileStoreCommit,
     messages: Vec<CommitMessage>,
     commit_identifier: i64,
     properties: &[(String, String)],
-) -> Result<Vec<i64>> {
+) -> Result<Committed> {
     let outcome = commit
         .commit_reporting(messages, commit_identifier, properties)
         .await?;
-    let mut ids = outcome.ids;
+    let mut committed = outcome.committed;
     let opts = table.schema().options();
     let spec = |e| Error::from_spec("table options", e);
     if outcome.uncompacted.is_empty()
@@ -43,12 +44,12 @@ pub async fn commit_visible_with(
         || !opts.batch_scan_skip_level0().map_err(spec)?
         || opts.write_only().map_err(spec)?
     {
-        return Ok(ids);
+        return Ok(committed);
     }
     // the writer's schema may be older than files written since (see `Compactor::spawn_unit`)
     let compactor = Compactor::on_latest_schema(table).await?;
     if !compactor.lookup_wait()? {
-        return Ok(ids);
+        return Ok(committed);
     }
     let rounds = u32::try_from(opts.commit_max_retries().map_err(spec)?)
         .unwrap_or(0)
@@ -56,9 +57,9 @@ pub async fn commit_visible_with(
     let mut last_error = None;
     for round in 0..rounds {
         match compactor.compact_targets(&outcome.uncompacted).await {
-            Ok(id) => {
-                ids.extend(id);
-                return Ok(ids);
+            Ok(compacted) => {
+                committed.extend(compacted);
+                return Ok(committed);
             }
             Err(e)
                 if matches!(
@@ -71,7 +72,7 @@ pub async fn commit_visible_with(
             Err(e) => {
                 return Err(landed_unseen(
                     table,
-                    &ids,
+                    &committed.ids(),
                     &format!("compacting its buckets failed: {e}"),
                 ))
             }
@@ -84,7 +85,7 @@ pub async fn commit_visible_with(
     let reason = last_error.map_or_else(String::new, |e| format!(": {e}"));
     Err(landed_unseen(
         table,
-        &ids,
+        &committed.ids(),
         &format!("compacting its buckets kept conflicting with concurrent compactions{reason}"),
     ))
 }

@@ -1,18 +1,17 @@
 //! A table's history: one row per live snapshot with what its commit changed (the `history()`
 //! of the Python API; Delta's `DESCRIBE HISTORY`, built from Paimon's metadata).
 //!
-//! A snapshot's changes are the entries of its delta manifest list: ADD entries are files added,
-//! DELETE entries files removed (a compaction removes its inputs and adds its outputs). Rows and
-//! bytes are those files' row counts and sizes; for primary-key tables they count key-value
-//! records, so an upsert of an existing key adds a row without removing one until compaction.
-//! Snapshots that expire while the history is read are left out, as by [`SnapshotManager::all`].
+//! A snapshot's changes are the [`CommitMetrics`] of the entries of its delta manifest list, as
+//! its commit counted them: ADD entries are files added, DELETE entries files removed (a
+//! compaction removes its inputs and adds its outputs). Snapshots that expire while the history
+//! is read are left out, as by [`SnapshotManager::all`].
 //!
 //! [`SnapshotManager::all`]: crate::snapshots::SnapshotManager::all
 
 use futures::{stream, StreamExt, TryStreamExt};
-use tidelake_spec::manifest::FileKind;
 use tidelake_spec::snapshot::Snapshot;
 
+use crate::commit::CommitMetrics;
 use crate::error::{ErrorKind, Result};
 use crate::io::local_wall_ms;
 use crate::maintenance::system_tables::{longs, strings, table_of, timestamps, SystemTable};
@@ -22,40 +21,6 @@ use crate::table::Table;
 /// How many snapshots' delta manifests are read at once.
 const PARALLELISM: usize = 8;
 
-/// What one commit (or several, summed) changed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Delta {
-    pub files_added: i64,
-    pub files_removed: i64,
-    pub rows_added: i64,
-    pub rows_removed: i64,
-    pub bytes_added: i64,
-    pub bytes_removed: i64,
-}
-
-/// The sum of what snapshots `ids` changed (e.g. the snapshots one write committed); a snapshot
-/// expired meanwhile counts nothing.
-pub async fn changes_of(table: &Table, ids: &[i64]) -> Result<Delta> {
-    let sm = table.snapshot_manager();
-    let mut total = Delta::default();
-    for &id in ids {
-        let snap = match sm.snapshot(id).await {
-            Ok(s) => s,
-            Err(e) if e.is_missing() => continue,
-            Err(e) => return Err(e),
-        };
-        if let Some(d) = delta_of(table, &snap).await? {
-            total.files_added += d.files_added;
-            total.files_removed += d.files_removed;
-            total.rows_added += d.rows_added;
-            total.rows_removed += d.rows_removed;
-            total.bytes_added += d.bytes_added;
-            total.bytes_removed += d.bytes_removed;
-        }
-    }
-    Ok(total)
-}
-
 /// The history of `table`'s live snapshots, oldest first.
 pub async fn history(table: &Table) -> Result<SystemTable> {
     let all = table.snapshot_manager().all().await?;
@@ -63,17 +28,18 @@ pub async fn history(table: &Table) -> Result<SystemTable> {
         let table = table.clone();
         async move { delta_of(&table, &snap).await }
     });
-    let deltas: Vec<Option<Delta>> = stream::iter(reads)
+    let deltas: Vec<Option<CommitMetrics>> = stream::iter(reads)
         .buffered(PARALLELISM)
         .try_collect()
         .await?;
-    let rows: Vec<(&Snapshot, Delta)> = all
+    let rows: Vec<(&Snapshot, CommitMetrics)> = all
         .iter()
         .zip(deltas)
         .filter_map(|(s, d)| d.map(|d| (s, d)))
         .collect();
-    let long =
-        |f: &dyn Fn(&Snapshot, &Delta) -> Option<i64>| rows.iter().map(|(s, d)| f(s, d)).collect();
+    let long = |f: &dyn Fn(&Snapshot, &CommitMetrics) -> Option<i64>| {
+        rows.iter().map(|(s, d)| f(s, d)).collect()
+    };
     let text = |f: &dyn Fn(&Snapshot) -> Option<String>| rows.iter().map(|(s, _)| f(s)).collect();
     table_of(vec![
         longs("snapshot_id", false, long(&|s, _| Some(s.id))),
@@ -114,8 +80,9 @@ pub async fn history(table: &Table) -> Result<SystemTable> {
     ])
 }
 
-/// What `snap` changed; None when it expired while being read.
-async fn delta_of(table: &Table, snap: &Snapshot) -> Result<Option<Delta>> {
+/// What `snap` changed, read back from its delta manifests; None when it expired while being
+/// read.
+pub(crate) async fn delta_of(table: &Table, snap: &Snapshot) -> Result<Option<CommitMetrics>> {
     let read = async {
         let metas = read_list(table, &snap.delta_manifest_list).await?;
         read_manifests(table, &metas).await
@@ -133,19 +100,5 @@ async fn delta_of(table: &Table, snap: &Snapshot) -> Result<Option<Delta>> {
             };
         }
     };
-    let mut d = Delta::default();
-    for e in &entries {
-        let (files, rows, bytes) = match e.kind {
-            FileKind::Add => (&mut d.files_added, &mut d.rows_added, &mut d.bytes_added),
-            FileKind::Delete => (
-                &mut d.files_removed,
-                &mut d.rows_removed,
-                &mut d.bytes_removed,
-            ),
-        };
-        *files += 1;
-        *rows += e.file.row_count;
-        *bytes += e.file.file_size;
-    }
-    Ok(Some(d))
+    Ok(Some(CommitMetrics::of(&entries)))
 }

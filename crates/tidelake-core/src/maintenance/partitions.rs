@@ -210,7 +210,8 @@ pub async fn drop_partitions(table: &Table, specs: Vec<Vec<(String, Datum)>>) ->
     let commit = FileStoreCommit::new(table.clone(), table.env().uuid_string())?;
     let ids = commit
         .drop_partitions(specs, BATCH_COMMIT_IDENTIFIER)
-        .await?;
+        .await?
+        .ids();
     unregister_partitions(table, &ids).await?;
     Ok(ids)
 }

@@ -2,7 +2,7 @@
 //! ([`super::after_commit`]), whether the compaction runs here ([`compact`]) or its tasks ran
 //! elsewhere ([`commit_compaction`]).
 
-use crate::commit::CommitMessage;
+use crate::commit::{CommitMessage, Committed};
 use crate::compact::job::CompactReport;
 use crate::compact::{CompactRequest, CompactionPlan, Compactor};
 use crate::error::Result;
@@ -14,7 +14,7 @@ use super::after_commit;
 
 /// Compact the latest snapshot of `table` as `request` selects
 /// ([`Compactor::compact_reporting`], telling `progress` how far it is), then run the commit's
-/// hooks.
+/// hooks. The report holds the metrics of the snapshots created ([`CompactReport::metrics`]).
 pub async fn compact(
     table: &Table,
     request: &CompactRequest,
@@ -29,18 +29,18 @@ pub async fn compact(
 }
 
 /// Commit the results of `plan`'s tasks (run anywhere) as one COMPACT snapshot
-/// ([`Compactor::commit_plan`]), then run the commit's hooks. The snapshot's id, `None` when
-/// nothing changed.
+/// ([`Compactor::commit_plan`]), then run the commit's hooks. The snapshot with its metrics,
+/// none when nothing changed.
 pub async fn commit_compaction(
     table: &Table,
     plan: &CompactionPlan,
     messages: Vec<CommitMessage>,
-) -> Result<Option<i64>> {
+) -> Result<Committed> {
     failpoint!("compact-before-commit");
-    let id = Compactor::on_latest_schema(table)
+    let committed = Compactor::on_latest_schema(table)
         .await?
         .commit_plan(plan, messages)
         .await?;
-    after_commit(table, id.as_slice()).await?;
-    Ok(id)
+    after_commit(table, &committed.ids()).await?;
+    Ok(committed)
 }

@@ -30,8 +30,9 @@ use tidelake_spec::snapshot::Snapshot;
 
 use super::after_commit;
 use crate::branch::list_branches;
-use crate::commit::FileStoreCommit;
+use crate::commit::{Committed, CommittedSnapshot, FileStoreCommit};
 use crate::error::{Error, ErrorKind, Result};
+use crate::maintenance::history::delta_of;
 use crate::state::{live_index_entries, LiveFiles, Pruning};
 use crate::table::{list_schema_ids, schema_path, Table};
 
@@ -40,8 +41,10 @@ const STAGE_BRANCH: &str = "tidelake.stage.branch";
 const STAGE_SNAPSHOT: &str = "tidelake.stage.snapshot";
 
 /// Publish branch `name` into the branch `table` is opened on (see the module docs): the
-/// snapshot created, `None` when the branch committed nothing since its fork.
-pub async fn publish_branch(table: &Table, name: &str) -> Result<Option<i64>> {
+/// snapshot created with its metrics (what the stage changed), none when the branch committed
+/// nothing since its fork. Publishing again what was published answers the snapshot created
+/// then, with the metrics of its delta (read back: this call wrote nothing).
+pub async fn publish_branch(table: &Table, name: &str) -> Result<Committed> {
     let io = table.io();
     if name == table.branch() || !list_branches(io).await?.iter().any(|b| b == name) {
         return Err(Error::not_found(
@@ -59,7 +62,7 @@ pub async fn publish_branch(table: &Table, name: &str) -> Result<Option<i64>> {
     };
     let (ssm, sm) = (stage.snapshot_manager(), table.snapshot_manager());
     let Some(latest) = ssm.latest().await? else {
-        return Ok(None);
+        return Ok(Committed::default());
     };
     let fork = fork_of(table, &stage).await?;
     let marker = vec![
@@ -67,8 +70,16 @@ pub async fn publish_branch(table: &Table, name: &str) -> Result<Option<i64>> {
         (STAGE_SNAPSHOT.to_string(), latest.id.to_string()),
     ];
     let next = fork.map_or(1, |f| f.saturating_add(1));
-    if sm.exists(next).await? && sm.snapshot(next).await?.properties.as_ref() == Some(&marker) {
-        return Ok(Some(next)); // published before, by a publish that stopped before returning
+    if sm.exists(next).await? {
+        let published = sm.snapshot(next).await?;
+        if published.properties.as_ref() == Some(&marker) {
+            // published before, by a publish that stopped before returning
+            return Ok(CommittedSnapshot {
+                id: next,
+                metrics: delta_of(table, &published).await?.unwrap_or_default(),
+            }
+            .into());
+        }
     }
     let base = match fork {
         Some(id) => Some(sm.snapshot(id).await?),
@@ -81,7 +92,7 @@ pub async fn publish_branch(table: &Table, name: &str) -> Result<Option<i64>> {
         }
     };
     if base.as_ref().map(|b| b.id) == Some(latest.id) {
-        return Ok(None);
+        return Ok(Committed::default());
     }
     check_same_schemas(table, &stage, name).await?;
     let (table_changes, index_changes) = diff(table, base.as_ref(), &stage, &latest).await?;
@@ -89,13 +100,13 @@ pub async fn publish_branch(table: &Table, name: &str) -> Result<Option<i64>> {
     let committed = FileStoreCommit::new(table.clone(), user)?
         .commit_on_top_of(fork, table_changes, index_changes, &marker)
         .await;
-    let id = match committed {
-        Ok(id) => id,
+    let published = match committed {
+        Ok(published) => published,
         Err(e) if e.kind() == ErrorKind::CommitConflict => return Err(kept(e.to_string())),
         Err(e) => return Err(e),
     };
-    after_commit(table, &[id]).await?;
-    Ok(Some(id))
+    after_commit(table, &[published.id]).await?;
+    Ok(published.into())
 }
 
 /// The snapshot id `stage` forked from: its earliest snapshot when `table` holds the same

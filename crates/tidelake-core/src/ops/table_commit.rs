@@ -1,11 +1,14 @@
 //! [`TableCommit`]: one user's commits of written files (append, overwrite, truncate, row-level
 //! changes), each made visible and followed by the commit's hooks ([`super::after_commit`]),
 //! then, for batch commits (Java's batch identifier), by marking the partitions written done
-//! when the table asks for it ([`super::mark_written_done`]).
+//! when the table asks for it ([`super::mark_written_done`]). Every verb returns what it
+//! [`Committed`]: the snapshots it created, each with the metrics of the data-file entries the
+//! commit wrote to its delta (none when the transaction was already committed or there was
+//! nothing to commit).
 
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
-use crate::commit::{CommitMessage, FileStoreCommit, OverwriteScope};
+use crate::commit::{CommitMessage, Committed, FileStoreCommit, OverwriteScope};
 use crate::compact::commit_visible_with;
 use crate::error::{Error, ErrorKind, Result};
 use crate::scan::Split;
@@ -57,13 +60,13 @@ impl TableCommit {
         FileStoreCommit::new(self.table.clone(), self.commit_user.clone())
     }
 
-    /// The hooks of commits `ids` that wrote to partitions `written`.
-    async fn finish(&self, ids: Vec<i64>, written: BTreeSet<Vec<u8>>) -> Result<Vec<i64>> {
-        after_commit(&self.table, &ids).await?;
+    /// The hooks of the commits made that wrote to partitions `written`.
+    async fn finish(&self, committed: Committed, written: BTreeSet<Vec<u8>>) -> Result<Committed> {
+        after_commit(&self.table, &committed.ids()).await?;
         if self.identifier == BATCH_COMMIT_IDENTIFIER {
             mark_written_done(&self.table, &written).await?;
         }
-        Ok(ids)
+        Ok(committed)
     }
 
     /// Append `messages`, visible when this returns ([`commit_visible_with`]); every snapshot
@@ -71,10 +74,10 @@ impl TableCommit {
     /// buckets since its writer opened is re-sequenced and committed after it (see
     /// [`Self::append_resequencing`]); its original files are then left to orphan cleaning, as
     /// the caller may still hold their messages.
-    pub async fn append(&self, messages: Vec<CommitMessage>) -> Result<Vec<i64>> {
+    pub async fn append(&self, messages: Vec<CommitMessage>) -> Result<Committed> {
         let written = written_partitions(&messages);
-        let (ids, _originals) = self.append_resequencing(messages).await?;
-        self.finish(ids, written).await
+        let (committed, _originals) = self.append_resequencing(messages).await?;
+        self.finish(committed, written).await
     }
 
     /// Commit `messages` as an append, re-sequencing them when the only conflict is sequence
@@ -84,7 +87,7 @@ impl TableCommit {
     async fn append_resequencing(
         &self,
         messages: Vec<CommitMessage>,
-    ) -> Result<(Vec<i64>, Vec<String>)> {
+    ) -> Result<(Committed, Vec<String>)> {
         let mut current = messages;
         // the caller's files that were rewritten; files rewritten here, and those of them
         // rewritten again
@@ -100,9 +103,9 @@ impl TableCommit {
             )
             .await;
             let error = match committed {
-                Ok(ids) => {
+                Ok(committed) => {
                     self.delete_quietly(&superseded).await;
-                    return Ok((ids, originals));
+                    return Ok((committed, originals));
                 }
                 Err(e) if e.kind() == ErrorKind::CommitConflict && round < MAX_RESEQUENCES => e,
                 Err(e) => break e,
@@ -146,12 +149,12 @@ impl TableCommit {
     /// When the commit fails and the transaction is not in the table, its files are deleted
     /// before the error returns: a failed one-shot write leaves nothing behind; when it was
     /// re-sequenced, the files it replaced are deleted too.
-    pub async fn append_written(&self, write: &mut TableWrite) -> Result<Vec<i64>> {
+    pub async fn append_written(&self, write: &mut TableWrite) -> Result<Committed> {
         let messages = write.prepare_commit().await?;
         let error = match self.append_resequencing(messages.clone()).await {
-            Ok((ids, originals)) => {
+            Ok((committed, originals)) => {
                 self.delete_quietly(&originals).await;
-                return self.finish(ids, written_partitions(&messages)).await;
+                return self.finish(committed, written_partitions(&messages)).await;
             }
             Err(e) => e,
         };
@@ -173,19 +176,19 @@ impl TableCommit {
         &self,
         scope: OverwriteScope,
         messages: Vec<CommitMessage>,
-    ) -> Result<Vec<i64>> {
+    ) -> Result<Committed> {
         let written = written_partitions(&messages);
-        let ids = self
+        let committed = self
             .committer()?
             .overwrite(scope, messages, self.identifier, &[])
             .await?;
-        self.finish(ids, written).await
+        self.finish(committed, written).await
     }
 
     /// Remove every row (an OVERWRITE snapshot with no files).
-    pub async fn truncate(&self) -> Result<Vec<i64>> {
-        let ids = self.committer()?.truncate_table(self.identifier).await?;
-        self.finish(ids, BTreeSet::new()).await
+    pub async fn truncate(&self) -> Result<Committed> {
+        let committed = self.committer()?.truncate_table(self.identifier).await?;
+        self.finish(committed, BTreeSet::new()).await
     }
 
     /// A row-level change read at `read_snapshot` (`None`: the table was empty): remove the
@@ -196,7 +199,7 @@ impl TableCommit {
         mut messages: Vec<CommitMessage>,
         rewritten: &[Split],
         read_snapshot: Option<i64>,
-    ) -> Result<Vec<i64>> {
+    ) -> Result<Committed> {
         // an empty table read (no snapshot): everything committed since counts
         let read = read_snapshot.unwrap_or(0);
         for m in &mut messages {
@@ -205,7 +208,8 @@ impl TableCommit {
         messages.extend(removal_messages(&self.table, rewritten).await?);
         let written = written_partitions(&messages);
         let commit = self.committer()?.validate_reads();
-        let ids = commit_visible_with(&self.table, commit, messages, self.identifier, &[]).await?;
-        self.finish(ids, written).await
+        let committed =
+            commit_visible_with(&self.table, commit, messages, self.identifier, &[]).await?;
+        self.finish(committed, written).await
     }
 }

@@ -38,7 +38,8 @@ async fn static_partition_overwrite_replaces_only_that_partition() {
             &[],
         )
         .await
-        .unwrap();
+        .unwrap()
+        .ids();
     assert_eq!(ids, vec![2]);
     let snap = snapshot(&table, 2).await;
     assert_eq!(snap.commit_kind, CommitKind::Overwrite);

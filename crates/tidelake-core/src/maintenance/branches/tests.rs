@@ -434,12 +434,20 @@ async fn publishing_a_branch_is_one_snapshot_refused_once_main_moved() {
     let s = branch(&main, "s").await;
     append(&s, &[(2, 2)]).await;
     append(&s, &[(3, 3)]).await;
-    assert_eq!(publish_branch(&main, "s").await.unwrap(), Some(2));
+    let committed = publish_branch(&main, "s").await.unwrap();
+    assert_eq!(committed.last_id(), Some(2));
+    assert_eq!(
+        (
+            committed.metrics().files_added,
+            committed.metrics().rows_added
+        ),
+        (2, 2)
+    );
     assert_eq!(rows(&main).await, vec![(1, 1), (2, 2), (3, 3)]);
     let published = main.snapshot_manager().snapshot(2).await.unwrap();
     assert_eq!(published.delta_record_count, 2);
-    // publishing again (the branch was not deleted) answers the same snapshot
-    assert_eq!(publish_branch(&main, "s").await.unwrap(), Some(2));
+    // publishing again (the branch was not deleted) answers the same snapshot and metrics
+    assert_eq!(publish_branch(&main, "s").await.unwrap(), committed);
     assert_eq!(main.snapshot_manager().latest_id().await.unwrap(), Some(2));
 
     create_branch(&main, "t", &BranchStart::Snapshot(2))

@@ -24,7 +24,7 @@ use tidelake_spec::row_kind::RowKind;
 
 use super::plan::RowLevelStrategy;
 use super::task::RowLevelTask;
-use crate::commit::{CommitMessage, FileStoreCommit};
+use crate::commit::{CommitMessage, Committed, FileStoreCommit};
 use crate::compact::inline_compaction;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::{Read, TableCommit};
@@ -450,9 +450,9 @@ pub async fn commit_row_level(
     commit_user: &str,
     identifier: i64,
     changes: Vec<PreparedChange>,
-) -> Result<Vec<i64>> {
+) -> Result<Committed> {
     let Some(read_snapshot) = changes.first().map(|c| c.read_snapshot) else {
-        return Ok(Vec::new());
+        return Ok(Committed::default());
     };
     if changes.iter().any(|c| c.read_snapshot != read_snapshot) {
         let mut snapshots: Vec<String> = changes

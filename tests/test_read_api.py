@@ -345,30 +345,59 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert r("RawTable", "cross_partition_update", reopened.cross_partition_update) is False
     w = reopened.writer()
     w.write(data, "insert")
-    committed = r("RawTable", "commit_dml", reopened.commit_dml(w.prepare_commit(), [], None, "me", 1))
+    committed = reopened.commit(w.prepare_commit(), "me", 1, properties=[])
     w.close()
     assert [(c["files_added"], c["rows_added"], c["rows_removed"]) for c in committed] == [(1, 3, 0)]
-    split = reopened.scan(None, None, None, None, None, None, []).splits()  # rewrite: remove its file
-    removed = reopened.commit_dml([], split, committed[-1]["snapshot_id"], "me", 2)
+    # a row-level rewrite through the engine's tasks: plan, read, remove every row, commit
+    snapshot, strategy, (task,) = r("RawTable", "plan_row_level", reopened.plan_row_level("delete", deletes=True))
+    assert (snapshot, strategy) == (committed[-1]["snapshot_id"], "rewrite")
+    raw_task = r("RawRowLevelTask", "from_bytes", _internal.RawRowLevelTask.from_bytes(task))
+    assert r("RawRowLevelTask", "to_bytes", raw_task.to_bytes()) == task
+    assert (r("RawRowLevelTask", "snapshot_id", raw_task.snapshot_id), r("RawRowLevelTask", "bucket", raw_task.bucket),
+            r("RawRowLevelTask", "strategy", raw_task.strategy)) == (snapshot, 0, "rewrite")
+    r("RawRowLevelTask", "total_buckets", raw_task.total_buckets)
+    assert isinstance(r("RawRowLevelTask", "partition", raw_task.partition), bytes)
+    change = r("RawTable", "row_level_change", reopened.row_level_change(snapshot))
+    n = sum(b.num_rows for b in r("RawRowLevelChange", "read", change.read(task)))
+    r("RawRowLevelChange", "remove", change.remove(pa.array([True] * n)))
+    payload, read_snapshot, *counts = r("RawRowLevelChange", "finish", change.finish())
+    assert read_snapshot == snapshot and counts == [0, 0, n] and n == 3
+    r("RawTable", "prepared_change_messages", _internal.RawTable.prepared_change_messages(payload))
+    removed, *_ = r("RawTable", "commit_row_level", reopened.commit_row_level([payload], "me", 2))
     assert [(c["files_removed"], c["rows_removed"], c["bytes_removed"]) for c in removed] == [
         (1, 3, committed[0]["bytes_added"])]
     dv = _internal.RawTable.create(str(tmp_path / "dv"), schema, [], [], None, [("deletion-vectors.enabled", "true")],
                                    comment=None)
     w = dv.writer()
     w.write(data, "insert")
-    (dv_written,) = dv.commit_dml(w.prepare_commit(), [], None, "me", 1)
+    dv.commit(w.prepare_commit(), "me", 1, properties=[])
     w.close()
-    (dv_split,) = dv.scan(None, None, None, None, None, None, []).splits()
-    placed = r("RawTable", "read_split_positions", dv.read_split_positions(dv_split, 0))
-    rows = pa.Table.from_batches(list(placed), placed.arrow_schema())
+    snapshot, strategy, (task,) = dv.plan_row_level("update")
+    assert strategy == "deletion-vectors"
+    change = dv.row_level_change(snapshot)
+    rows = pa.Table.from_batches(list(change.read(task)))
     assert rows.column("_ROW_POSITION").to_pylist() == [0, 1, 2]
-    assert r("RawTable", "split_place", _internal.RawTable.split_place(dv_split))[1:] == (0, -1)
+    change.remove(pa.array([False, True, False]))
+    updated = rows.slice(1, 1).select(schema.names)
+    r("RawRowLevelChange", "update", change.update(updated))
+    r("RawRowLevelChange", "insert", change.insert(updated.slice(0, 0)))
+    dv.commit_row_level([change.finish()[0]], "me", 2)
+    assert sorted(dv.reload().scan().to_table().column("id").to_pylist()) == sorted(rows.column("id").to_pylist())
+    r("RawRowLevelChange", "abort", dv.row_level_change(dv.latest_snapshot_id()).abort())
+    pk = _internal.RawTable.create(str(tmp_path / "pk"), schema, ["id"], [], None, [("bucket", "1")], comment=None)
+    w = pk.writer()
+    w.write(data, "upsert")
+    pk.commit(w.prepare_commit(), "me", 1, properties=[])
+    w.close()
+    snapshot, _, (task,) = pk.plan_row_level("delete", deletes=True)
+    change = pk.row_level_change(snapshot)
+    first = pa.Table.from_batches(list(change.read(task))).slice(0, 1).select(schema.names)
+    r("RawRowLevelChange", "delete_keys", change.delete_keys(first))
+    pk.commit_row_level([change.finish()[0]], "me", 2)
+    assert pk.reload().scan().to_table().num_rows == 2
     assert r("RawTable", "bucket_keys", raw.bucket_keys) == ["id"]
     places = r("RawTable", "row_places", raw.row_places(pa.table({"id": [1, 2], "dt": ["a", "a"]})))
     assert len({p for p, _ in places}) == 1 and all(0 <= b < 2 for _, b in places)
-    dv_messages = r("RawTable", "deletion_messages", dv.deletion_messages([(dv_split, [0], [[1]])]))
-    dv.commit_dml(dv_messages, [], dv_written["snapshot_id"], "me", 2)
-    assert dv.reload().scan().to_table().column("id").to_pylist() == [rows.column("id")[i].as_py() for i in (0, 2)]
     changes = pa.table({"_row_kind": ["+I", "+I"], "id": [9, 1], "dt": ["c", "a"], "x": ["new", None]})
     evolved = r("RawTable", "cdc_evolve", reopened.cdc_evolve(changes.schema))
     assert evolved.arrow_schema().names == ["id", "dt", "v", "x"]

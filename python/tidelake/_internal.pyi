@@ -281,19 +281,6 @@ class RawTable:
         """Remove every row (an OVERWRITE snapshot with no files); the new snapshots, as
         :meth:`commit`."""
 
-    def commit_dml(
-        self,
-        messages: list[bytes],
-        rewritten: list[bytes],
-        read_snapshot: int | None,
-        commit_user: str,
-        commit_identifier: int,
-    ) -> list[dict[str, int]]:
-        """Commit a row-level change computed from snapshot ``read_snapshot``: the messages plus
-        the removal of the files of the ``rewritten`` splits, in one transaction that conflicts
-        with commits since ``read_snapshot`` removing those files or writing keys in a changed
-        range. The new snapshots, as :meth:`commit`."""
-
     def plan_row_level(
         self,
         what: str,
@@ -321,27 +308,13 @@ class RawTable:
     def prepared_change_messages(change: bytes) -> list[bytes]:
         """The commit messages (bytes) of a prepared change, e.g. to discard it."""
 
-    def read_split_positions(self, split: bytes, schema_id: int) -> RawBatches:
-        """Stream the rows of one append split with ``_FILE_INDEX`` (the row's file in the split)
-        and ``_ROW_POSITION`` (its position in that file) appended, deletion vectors applied."""
-
-    @staticmethod
-    def split_place(split: bytes) -> tuple[bytes, int, int]:
-        """A split's framed partition row, bucket and the bucket count its files were written
-        with."""
-
     @property
     def bucket_keys(self) -> list[str]:
         """The columns a fixed bucket is hashed from."""
 
     def row_places(self, data: Any) -> list[tuple[bytes, int]]:
         """Where each row of ``data`` (the partition and bucket-key columns, by name) lives:
-        (framed partition row, fixed bucket or -1), as :meth:`split_place` names a split's."""
-
-    def deletion_messages(self, deletes: list[tuple[bytes, list[int], list[list[int]]]]) -> list[bytes]:
-        """Commit messages deleting rows of an append table with deletion vectors: ``deletes``
-        holds, per split of one snapshot, indexes of its files and each one's row positions.
-        Writes the index files now (:meth:`discard` deletes them)."""
+        (framed partition row, fixed bucket or -1), as a row-level task names its own."""
 
     def discard(self, messages: list[bytes]) -> int:
         """Delete every file the messages add (data, changelog, index files): the files of a

@@ -21,6 +21,15 @@ use crate::stream::RawBatches;
 use crate::table::RawTable;
 use crate::write::committed_py;
 
+/// A plan's snapshot (None: the table had none), strategy name and task bytes.
+type PlannedTasks<'py> = (Option<i64>, &'static str, Vec<Bound<'py, PyBytes>>);
+
+/// A finished change's bytes, the snapshot it read and its rows inserted, updated, deleted.
+type FinishedChange<'py> = (Bound<'py, PyBytes>, Option<i64>, u64, u64, u64);
+
+/// What a commit made (one dict per snapshot) and the rows inserted, updated and deleted.
+type CommittedRows<'py> = (Vec<Bound<'py, PyDict>>, u64, u64, u64);
+
 fn strategy_name(strategy: RowLevelStrategy) -> &'static str {
     match strategy {
         RowLevelStrategy::RowKinds => "row-kinds",
@@ -173,11 +182,7 @@ impl RawRowLevelChange {
     /// Write what the change does and return it uncommitted: (its versioned bytes, the
     /// snapshot read, rows inserted, updated, deleted); on an error nothing it wrote is left
     /// behind.
-    #[allow(clippy::type_complexity)]
-    fn finish<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Option<i64>, u64, u64, u64)> {
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<FinishedChange<'py>> {
         let (bytes, change) = block_on(py, async {
             let change = self
                 .change
@@ -224,7 +229,7 @@ impl RawTable {
         filter_json: Option<String>,
         snapshot_id: Option<i64>,
         deletes: bool,
-    ) -> PyResult<(Option<i64>, &'static str, Vec<Bound<'py, PyBytes>>)> {
+    ) -> PyResult<PlannedTasks<'py>> {
         let mut plan = RowLevelPlan::new(&self.table, what).deletes(deletes);
         if let Some(text) = filter_json {
             let value: serde_json::Value = serde_json::from_str(&text)
@@ -253,14 +258,13 @@ impl RawTable {
     /// Commit prepared changes (bytes, one snapshot) as one transaction; when it is refused
     /// (CommitConflictError) or the snapshot expired their files are deleted. Returns (what
     /// was committed as `commit` returns it, rows inserted, updated, deleted).
-    #[allow(clippy::type_complexity)]
     fn commit_row_level<'py>(
         &self,
         py: Python<'py>,
         changes: Vec<Vec<u8>>,
         commit_user: String,
         commit_identifier: i64,
-    ) -> PyResult<(Vec<Bound<'py, PyDict>>, u64, u64, u64)> {
+    ) -> PyResult<CommittedRows<'py>> {
         let changes = changes
             .iter()
             .map(|b| PreparedChange::from_bytes(b))

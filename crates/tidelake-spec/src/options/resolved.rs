@@ -80,10 +80,7 @@ impl Options {
                 Bytes(self.target_file_size(has_primary_key)?),
             ),
             (WRITE_BUFFER_SIZE, Bytes(self.write_buffer_size()?)),
-            (
-                SOURCE_SPLIT_TARGET_SIZE,
-                Bytes(self.split_target_size()?),
-            ),
+            (SOURCE_SPLIT_TARGET_SIZE, Bytes(self.split_target_size()?)),
             (
                 SOURCE_SPLIT_OPEN_FILE_COST,
                 Bytes(self.split_open_file_cost()?),

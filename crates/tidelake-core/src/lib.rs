@@ -6,7 +6,7 @@
 //!
 //! | layer | modules | role |
 //! |-------|---------|------|
-//! | base | `error`, `tasks`, `io`, `datum_arrow`, `layout` | errors, task helpers, object-store access, values as Arrow, partition and bucket layout |
+//! | base | `error`, `tasks`, `io`, `datum_arrow`, `layout`, `versioned` | errors, task helpers, object-store access, values as Arrow, partition and bucket layout, versioned byte forms |
 //! | metadata | `snapshots`, `snapshot_commit`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; how a catalog creates snapshot and schema files (its lock or commit endpoint) and what its metastore learns of them; where branches live; opening, creating and altering tables; catalogs (filesystem, JDBC, REST, Hive) |
 //! | state | `state` | a snapshot's manifests replayed into its live files per partition and bucket |
 //! | plan | `scan`, `lsm` | snapshot → splits with pruning; the LSM tree: key order, sorted runs, levels, merges |
@@ -47,6 +47,7 @@ pub(crate) mod table;
 mod tasks;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
+mod versioned;
 pub mod write;
 
 pub use error::{Error, ErrorKind, Result};

@@ -58,7 +58,6 @@ impl Settings {
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
         opts.check_writable().map_err(spec)?;
-        crate::maintenance::auto_tags::check_options(opts)?;
         tidelake_spec::iceberg::check_schema(schema).map_err(spec)?;
         if opts.row_tracking_enabled().map_err(spec)?
             || opts.data_evolution_enabled().map_err(spec)?

@@ -166,8 +166,7 @@ impl CompactionTask {
             unit_files: positions(&self.unit.files)?,
             deeper: positions(&self.unit.deeper)?,
         };
-        serde_json::to_vec(&envelope)
-            .map_err(|e| Error::invalid(format!("cannot encode compaction task: {e}")))
+        crate::versioned::encode(&envelope, "compaction task")
     }
 
     /// Decode [`CompactionTask::to_bytes`] output; other versions and malformed input are
@@ -175,18 +174,8 @@ impl CompactionTask {
     pub fn from_bytes(bytes: &[u8]) -> Result<CompactionTask> {
         let invalid =
             |reason: String| Error::invalid(format!("not a tidelake compaction task: {reason}"));
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
-        match value.get("version").and_then(serde_json::Value::as_u64) {
-            Some(v) if v == u64::from(COMPACTION_TASK_VERSION) => {}
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "compaction task version {v} is not supported (this build reads version {COMPACTION_TASK_VERSION})"
-                )))
-            }
-            None => return Err(invalid("missing 'version'".to_string())),
-        }
-        let e: Envelope = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        let e: Envelope =
+            crate::versioned::decode(bytes, "compaction task", COMPACTION_TASK_VERSION)?;
         let partition =
             from_hex(&e.partition).ok_or_else(|| invalid("bad partition hex".to_string()))?;
         let metas = data_files_from_hex(&e.files).map_err(invalid)?;

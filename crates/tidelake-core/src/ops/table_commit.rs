@@ -11,6 +11,7 @@ use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 use crate::commit::{CommitMessage, Committed, FileStoreCommit, OverwriteScope};
 use crate::compact::commit_visible_with;
 use crate::error::{Error, ErrorKind, Result};
+use crate::maintenance::auto_tags::check_options as check_auto_tag_options;
 use crate::scan::Split;
 use crate::table::Table;
 use crate::write::resequence::resequence;
@@ -56,7 +57,10 @@ impl TableCommit {
         self
     }
 
+    /// The committer of a transaction; a table whose automatic-tag options do not parse is
+    /// refused before anything is committed (the tags follow every commit).
     fn committer(&self) -> Result<FileStoreCommit> {
+        check_auto_tag_options(self.table.schema().options())?;
         FileStoreCommit::new(self.table.clone(), self.commit_user.clone())
     }
 

@@ -146,8 +146,7 @@ impl CommitMessage {
             )?,
             base_snapshot: self.base_snapshot,
         };
-        serde_json::to_vec(&envelope)
-            .map_err(|e| Error::invalid(format!("cannot encode commit message: {e}")))
+        crate::versioned::encode(&envelope, "commit message")
     }
 
     /// Decode [`CommitMessage::to_bytes`] output; other versions and malformed input are
@@ -155,19 +154,8 @@ impl CommitMessage {
     pub fn from_bytes(bytes: &[u8]) -> Result<CommitMessage> {
         let invalid =
             |reason: String| Error::invalid(format!("not a tidelake commit message: {reason}"));
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
-        match value.get("version").and_then(serde_json::Value::as_u64) {
-            Some(v) if v == u64::from(COMMIT_MESSAGE_VERSION) => {}
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "commit message version {v} is not supported (this build reads version {COMMIT_MESSAGE_VERSION})"
-                )))
-            }
-            None => return Err(invalid("missing 'version'".to_string())),
-        }
         let envelope: Envelope =
-            serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+            crate::versioned::decode(bytes, "commit message", COMMIT_MESSAGE_VERSION)?;
         let partition = from_hex(&envelope.partition)
             .ok_or_else(|| invalid("bad partition hex".to_string()))?;
         let data = data_files_from_hex(&envelope.data_files).map_err(invalid)?;

@@ -84,8 +84,7 @@ impl PreparedChange {
             rows_updated: self.rows_updated,
             rows_deleted: self.rows_deleted,
         };
-        serde_json::to_vec(&envelope)
-            .map_err(|e| Error::invalid(format!("cannot encode prepared change: {e}")))
+        crate::versioned::encode(&envelope, "prepared change")
     }
 
     /// Decode [`PreparedChange::to_bytes`] output; another version or malformed input is
@@ -93,18 +92,8 @@ impl PreparedChange {
     pub fn from_bytes(bytes: &[u8]) -> Result<PreparedChange> {
         let invalid =
             |reason: String| Error::invalid(format!("not a tidelake prepared change: {reason}"));
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
-        match value.get("version").and_then(serde_json::Value::as_u64) {
-            Some(v) if v == u64::from(PREPARED_CHANGE_VERSION) => {}
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "prepared change version {v} is not supported (this build reads version {PREPARED_CHANGE_VERSION})"
-                )))
-            }
-            None => return Err(invalid("missing 'version'".to_string())),
-        }
-        let e: Envelope = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        let e: Envelope =
+            crate::versioned::decode(bytes, "prepared change", PREPARED_CHANGE_VERSION)?;
         let messages = e
             .messages
             .iter()

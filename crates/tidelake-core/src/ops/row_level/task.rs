@@ -64,8 +64,7 @@ impl RowLevelTask {
             version: ROW_LEVEL_TASK_VERSION,
             task: self.clone(),
         };
-        serde_json::to_vec(&envelope)
-            .map_err(|e| Error::invalid(format!("cannot encode row-level task: {e}")))
+        crate::versioned::encode(&envelope, "row-level task")
     }
 
     /// Decode [`RowLevelTask::to_bytes`] output; another version, malformed input or splits
@@ -73,19 +72,8 @@ impl RowLevelTask {
     pub fn from_bytes(bytes: &[u8]) -> Result<RowLevelTask> {
         let invalid =
             |reason: String| Error::invalid(format!("not a tidelake row-level task: {reason}"));
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
-        match value.get("version").and_then(serde_json::Value::as_u64) {
-            Some(v) if v == u64::from(ROW_LEVEL_TASK_VERSION) => {}
-            Some(v) => {
-                return Err(Error::invalid(format!(
-                    "row-level task version {v} is not supported (this build reads version {ROW_LEVEL_TASK_VERSION})"
-                )))
-            }
-            None => return Err(invalid("missing 'version'".to_string())),
-        }
         let envelope: Envelope =
-            serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+            crate::versioned::decode(bytes, "row-level task", ROW_LEVEL_TASK_VERSION)?;
         let task = envelope.task;
         let place = |s: &Split| (s.snapshot_id, s.partition.clone(), s.bucket);
         if let Some(first) = task.splits.first() {

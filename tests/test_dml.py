@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -708,3 +709,37 @@ def test_dml_filters_on_a_column_added_since_the_latest_commit(tmp_path, kind):
     assert t.delete("c is null and id = 3").rows_deleted == 1
     assert sorted((r["id"], r["c"]) for r in tidelake.open_table(t.path).to_arrow().to_pylist()) == [
         (0, 0), (1, 10), (2, None)]
+
+
+# ---- DML selects the rows a read selects ------------------------------------------------------------
+
+AGREE_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("x", pa.float64()), ("s", pa.string()),
+                          ("d", pa.decimal128(10, 2))])
+AGREE_FILTERS = [
+    [("x", ">", 0.0)],            # NaN is greater than every number in Java's (and the engine's) order
+    [("x", "<", 1.0)],
+    [("x", "!=", 1.5)],           # null never matches; NaN does
+    [("x", "=", float("nan"))],
+    [("s", "not in", ["a", "b"])],
+    [("d", ">=", 1)],             # an int literal against a DECIMAL column: cast as the engine casts it
+    [[("x", "is_null")], [("s", "startswith", "b")]],
+]
+
+
+@pytest.mark.parametrize("kind", ["append", "append-dv", "dedup"])
+@pytest.mark.parametrize("flt", AGREE_FILTERS, ids=[str(f) for f in AGREE_FILTERS])
+def test_a_delete_removes_exactly_the_rows_a_read_with_its_filter_returns(tmp_path, kind, flt):
+    """Filters over plain columns are evaluated by the engine's predicate in DML as in reads,
+    so nulls, NaN and casts select the same rows."""
+    options = {k: v for k, v in KINDS[kind].items() if k != "partition_keys"}
+    if kind == "dedup":
+        options = {"primary_keys": ["id"], "bucket": 1}
+    t = tidelake.create_table(str(tmp_path / "t"), AGREE_SCHEMA, **options)
+    xs = [1.0, -2.0, float("nan"), None, 1.5, 0.5]
+    ss = ["a", "b", None, "bb", "c", "a"]
+    ds = [Decimal("1.00"), Decimal("0.50"), None, Decimal("2.25"), Decimal("0.99"), Decimal("1.01")]
+    t.write(pa.table({"id": list(range(6)), "x": xs, "s": ss, "d": ds}, schema=AGREE_SCHEMA))
+    selected = sorted(t.to_arrow(filter=flt)["id"].to_pylist())
+    result = t.delete(filter=flt)
+    assert result.rows_deleted == len(selected)
+    assert sorted(t.to_arrow()["id"].to_pylist()) == sorted(set(range(6)) - set(selected))

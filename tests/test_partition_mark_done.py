@@ -96,7 +96,8 @@ def test_no_marker_without_end_input_or_for_streaming_commits(tmp_path):
                                   options={"partition.mark-done-action": "success-file"})
     plain.write(_rows("a"))
     assert not _marker(plain, "dt=a").exists()
-    t = tidelake.create_table(str(tmp_path / "stream"), SCHEMA, partition_keys=["dt"], options=OPTIONS)
+    t = tidelake.create_table(str(tmp_path / "stream"), SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                              options=OPTIONS)
     w = t.writer()
     w.write(_rows("a"))
     t.commit(w.prepare_commit(), commit_identifier=1, commit_user=w.commit_user)

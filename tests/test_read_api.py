@@ -377,6 +377,9 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     change = dv.row_level_change(snapshot)
     rows = pa.Table.from_batches(list(change.read(task)))
     assert rows.column("_ROW_POSITION").to_pylist() == [0, 1, 2]
+    matched = r("RawRowLevelChange", "matching", change.matching(task, rows.drop_columns(["_FILE_INDEX",
+                                                                                          "_ROW_POSITION"])))
+    assert matched.column(0).to_pylist() == [True] * 3  # the plan has no filter
     change.remove(pa.array([False, True, False]))
     updated = rows.slice(1, 1).select(schema.names)
     r("RawRowLevelChange", "update", change.update(updated))

@@ -284,7 +284,6 @@ class RawTable:
     def plan_row_level(
         self,
         what: str,
-        *,
         filter_json: str | None = None,
         snapshot_id: int | None = None,
         deletes: bool = False,
@@ -445,7 +444,7 @@ class RawRowLevelTask:
     """One task of a row-level plan (its versioned bytes decoded)."""
 
     @staticmethod
-    def from_bytes(data: bytes) -> RawRowLevelTask:
+    def from_bytes(bytes: bytes) -> RawRowLevelTask:
         """Decode a task; another format version is InvalidArgumentError naming it."""
 
     def to_bytes(self) -> bytes: ...
@@ -472,6 +471,10 @@ class RawRowLevelChange:
     def read(self, task: bytes) -> RawBatches:
         """The rows a task gives to evaluate (deletion-vector tasks: with ``_FILE_INDEX`` and
         ``_ROW_POSITION``); :meth:`remove` applies to them."""
+
+    def matching(self, task: bytes, data: _ArrowStreamExportable | _ArrowArrayExportable) -> pa.RecordBatch:
+        """Where the task's filter holds on ``data`` (rows read from it), by the engine's
+        predicate as a read with that filter selects rows: the boolean column ``matching``."""
 
     def remove(self, mask: Any) -> None:
         """Append tables: remove the rows of the last read where the boolean ``mask`` holds."""

@@ -63,10 +63,13 @@ more push their [min, max] range."""
 @dataclass(frozen=True)
 class _Condition:
     """A compiled filter: the tree pushed into the scan (a superset of the rows; None: no
-    pruning) and the expression selecting the rows exactly (None: every row)."""
+    pruning) and the expression selecting the rows exactly (None: every row). ``exact``: the
+    tree is the condition itself (a filter over plain columns), so the engine's predicate
+    selects the rows, as a read with that filter does."""
 
     pushdown: Filter | None
     expression: Any
+    exact: bool = False
 
 
 def _resolver(columns: dict[str, dict[str, Any]], prefixed: bool) -> Callable[[str | None, str], tuple[str, Any]]:
@@ -114,7 +117,8 @@ def _compile(filter: Any, columns: dict[str, dict[str, Any]], schema: pa.Schema 
     tree = to_filter(filter)
     if tree is None:
         return _Condition(None, None)
-    return _Condition(tree, tree_arrow.to_expression(tree, schema))
+    tree_arrow.to_expression(tree, schema)  # unknown columns and bad literals named now
+    return _Condition(tree, None, exact=True)
 
 
 def _value_expression(value: Any, columns: dict[str, dict[str, Any]], prefixed: bool) -> Any:
@@ -209,6 +213,7 @@ class _Change:
         self.table = table
         self.plan = plan
         self.raw = table._raw.row_level_change(plan.snapshot)
+        self.task = b""
 
     @property
     def primary_key(self) -> bool:
@@ -221,8 +226,14 @@ class _Change:
         from .scan import _reader
 
         for task in self.plan.tasks:
+            self.task = task
             rows = _reader(self.raw.read(task)).read_all()
             yield rows.drop_columns(_PLACES) if self.plan.strategy == "deletion-vectors" else rows
+
+    def matching(self, rows: pa.Table) -> pa.Array:
+        """Where the plan's filter holds on ``rows`` (the rows last yielded by :meth:`rows`), by
+        the engine's predicate: the rows a read with that filter returns."""
+        return self.raw.matching(self.task, rows).column(0)
 
     def remove(self, mask: pa.Array) -> None:
         """Append tables: the rows of the last task where ``mask`` holds go."""
@@ -368,7 +379,7 @@ def _filtered(cond: _Condition, primary_key: Callable[[_Change, pa.Table], None]
         import pyarrow.compute as pc
 
         for rows in change.rows():
-            mask = _mask(rows, cond.expression)
+            mask = change.matching(rows) if cond.exact else _mask(rows, cond.expression)
             if change.primary_key:
                 primary_key(change, rows.filter(mask))
             elif pc.any(mask).as_py():

@@ -110,8 +110,8 @@ pub mod ops {
     };
     /// Row-level DML: plan -> tasks (bytes) -> prepared changes (bytes) -> one commit.
     pub use crate::ops::{
-        commit_row_level, row_level_strategy, PlannedRowLevel, PreparedChange, RowLevelChange,
-        RowLevelPlan, RowLevelStrategy, RowLevelTask, PREPARED_CHANGE_VERSION,
+        commit_row_level, matching, row_level_strategy, PlannedRowLevel, PreparedChange,
+        RowLevelChange, RowLevelPlan, RowLevelStrategy, RowLevelTask, PREPARED_CHANGE_VERSION,
         ROW_LEVEL_TASK_VERSION,
     };
 }

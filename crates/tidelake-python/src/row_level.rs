@@ -2,16 +2,17 @@
 //! tasks and prepared changes cross as versioned bytes, and `RawRowLevelChange` accumulates
 //! what Python's evaluation of the user's conditions decided on each task's rows.
 
-use arrow_array::{Array, BooleanArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use futures::StreamExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
-use pyo3_arrow::PyArray;
+use pyo3_arrow::{PyArray, PyRecordBatch};
 use tokio::sync::Mutex;
 
 use tidelake_core::api::ops::{
-    commit_row_level, PreparedChange, RowLevelChange, RowLevelPlan, RowLevelStrategy, RowLevelTask,
+    commit_row_level, matching, PreparedChange, RowLevelChange, RowLevelPlan, RowLevelStrategy,
+    RowLevelTask,
 };
 use tidelake_core::api::Error;
 
@@ -121,6 +122,38 @@ impl RawRowLevelChange {
             schema,
             futures::stream::iter(rows.into_iter().map(Ok)).boxed(),
         ))
+    }
+
+    /// Where `task`'s filter holds on `data` (rows read from that task): the engine's
+    /// predicate, as a read with the same filter selects rows; one boolean per row, as the
+    /// column `matching` of a record batch.
+    fn matching<'py>(
+        &self,
+        py: Python<'py>,
+        task: &[u8],
+        data: AnyRecordBatch,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let task = RowLevelTask::from_bytes(task).py()?;
+        let rows = batches(data)?;
+        let masks = block_on(py, async {
+            let table = open(&mut *self.change.lock().await)?.table().clone();
+            let mut masks = Vec::with_capacity(rows.len());
+            for b in &rows {
+                masks.push(matching(&table, &task, b).await?);
+            }
+            Ok::<_, Error>(masks)
+        })?
+        .py()?;
+        let refs: Vec<&dyn Array> = masks.iter().map(|m| m as &dyn Array).collect();
+        let mask: ArrayRef = if refs.is_empty() {
+            std::sync::Arc::new(BooleanArray::from(Vec::<bool>::new()))
+        } else {
+            arrow_select::concat::concat(&refs)
+                .map_err(|e| to_py(Error::arrow("joining masks", e)))?
+        };
+        let batch = RecordBatch::try_from_iter([("matching", mask)])
+            .map_err(|e| to_py(Error::arrow("a mask as a batch", e)))?;
+        PyRecordBatch::new(batch).into_pyarrow(py)
     }
 
     /// Remove the rows of the last read where the boolean `mask` holds (append tables).

@@ -30,7 +30,8 @@ pub use publish::publish_branch;
 pub use read::{Changes, PlannedRead, Read, SplitReader};
 pub use replay::{ReplayPolicy, REPLAYS};
 pub use row_level::{
-    commit_row_level, row_level_strategy, PlannedRowLevel, PreparedChange, RowLevelChange,
-    RowLevelPlan, RowLevelStrategy, RowLevelTask, PREPARED_CHANGE_VERSION, ROW_LEVEL_TASK_VERSION,
+    commit_row_level, matching, row_level_strategy, PlannedRowLevel, PreparedChange,
+    RowLevelChange, RowLevelPlan, RowLevelStrategy, RowLevelTask, PREPARED_CHANGE_VERSION,
+    ROW_LEVEL_TASK_VERSION,
 };
 pub use table_commit::TableCommit;

@@ -225,6 +225,11 @@ impl RowLevelChange {
         Ok((schema, batches))
     }
 
+    /// The table changed.
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
     /// Append tables: remove the rows of the last [`Self::read`] where `mask` holds (null:
     /// keeps the row); `mask` has one value per row read.
     pub fn remove(&mut self, mask: &BooleanArray) -> Result<()> {
@@ -434,6 +439,24 @@ async fn discard(table: &Table, messages: &[CommitMessage]) {
 /// `commit_user` with `identifier` ([`TableCommit::row_level`]: refused when a commit since
 /// the snapshot conflicts). When it is refused ([`Error::CommitConflict`]) or the snapshot
 /// expired, their files are deleted before the error returns. Returns the snapshot ids.
+/// Where `task`'s filter holds on `rows` (rows a [`RowLevelChange::read`] of that task gave,
+/// without the position columns): the engine's predicate, as a read of `table` with the same
+/// filter keeps rows (every row when the task has no filter), so a change selects exactly the
+/// rows a read selects, nulls, NaN and casts included.
+pub async fn matching(
+    table: &Table,
+    task: &RowLevelTask,
+    rows: &RecordBatch,
+) -> Result<BooleanArray> {
+    let Some(filter) = &task.filter else {
+        return Ok(BooleanArray::from(vec![true; rows.num_rows()]));
+    };
+    let schema = table.schema_by_id(task.schema_id).await?;
+    Predicate::from_json(filter)?
+        .bind(&schema.fields)?
+        .evaluate(rows)
+}
+
 pub async fn commit_row_level(
     table: &Table,
     commit_user: &str,

@@ -23,6 +23,8 @@ mod change;
 mod plan;
 mod task;
 
-pub use change::{commit_row_level, PreparedChange, RowLevelChange, PREPARED_CHANGE_VERSION};
+pub use change::{
+    commit_row_level, matching, PreparedChange, RowLevelChange, PREPARED_CHANGE_VERSION,
+};
 pub use plan::{row_level_strategy, PlannedRowLevel, RowLevelPlan, RowLevelStrategy};
 pub use task::{RowLevelTask, ROW_LEVEL_TASK_VERSION};

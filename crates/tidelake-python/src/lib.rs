@@ -52,7 +52,7 @@ fn set_clock_offset(offset_ms: i64) -> PyResult<()> {
     if tidelake_core::api::set_clock_offset(offset_ms) {
         Ok(())
     } else {
-        errors::IntoPyResult::py(Err(tidelake_core::Error::Unsupported(
+        errors::IntoPyResult::py(Err(tidelake_core::api::Error::Unsupported(
             "set_clock_offset: this build has no fault injection (a release build)".to_string(),
         )))
     }

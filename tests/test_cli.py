@@ -373,7 +373,7 @@ def test_help_is_complete():
     assert set(cli.main.commands) >= {"info", "snapshots", "schema", "tags", "files", "cat", "rollback",
                                       "expire-snapshots", "remove-orphans", "expire-partitions", "drop-partition",
                                       "consumers", "system", "compact", "tail", "doctor"}
-    assert set(cli.main.commands["tags"].commands) == {"list", "create", "delete"}
+    assert set(cli.main.commands["tags"].commands) == {"list", "create", "replace", "rename", "delete"}
     assert set(cli.main.commands["consumers"].commands) == {"list", "reset", "delete"}
     assert "maintain" in top.splitlines()[2]
     for name, command in _all_commands(cli.main):

@@ -205,7 +205,6 @@ class _Returns:
         r("RawScan", "schema_id", scan.schema_id)
         r("RawScan", "arrow_schema", scan.arrow_schema())
         assert len(r("RawScan", "split_row_counts", scan.split_row_counts())) == len(splits)
-        assert len(r("RawScan", "plain_files", scan.plain_files())) == len(splits)
         batches = r("RawScan", "batches", scan.batches())
         r("RawBatches", "arrow_schema", batches.arrow_schema())
         for batch in batches:

@@ -555,11 +555,6 @@ class RawScan:
     def split_row_counts(self) -> list[int]:
         """Row count of each split before merging, in the order of :meth:`splits`."""
 
-    def plain_files(self) -> list[list[str] | None]:
-        """Per split (order of :meth:`splits`): the table-relative paths of its Parquet data
-        files when its rows are exactly those files' rows by value column name (no merge, no
-        deleted rows, the scan's schema, no row ids), else None."""
-
     def native_units(self, target_size: int | None = None, open_file_cost: int | None = None) -> str:
         """The scan's read units as a JSON list: ``files`` (data files read natively),
         ``base_delta`` (base files less the delta's keys, plus the engine's merge of the delta)

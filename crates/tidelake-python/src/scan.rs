@@ -77,40 +77,6 @@ impl RawScan {
             .collect()
     }
 
-    /// For each split of `splits()`, the table-relative paths of its data files when the
-    /// split's rows are exactly the rows of those Parquet files, by value column name (readers
-    /// other than the engine can read them: `tidelake.spark.read`), else None. That holds when
-    /// no merge is needed (raw-convertible), no row is deleted (no deletion vector; on
-    /// primary-key tables no retract rows), every file holds whole rows written with the
-    /// scan's schema and no row ids (row-tracking files may be merged by row range), and the
-    /// files are Parquet inside the table directory (no external path, no fallback branch, no
-    /// diff split).
-    fn plain_files(&self) -> Vec<Option<Vec<String>>> {
-        let schema = &self.plan.schema;
-        let primary_key = !schema.primary_keys.is_empty();
-        let plain = |s: &Split| {
-            s.raw_convertible
-                && s.branch.is_none()
-                && s.before_files.is_none()
-                && s.files.iter().all(|f| {
-                    f.deletion.is_none()
-                        && (f.delete_row_count == Some(0)
-                            || !primary_key && f.delete_row_count.is_none())
-                        && f.write_cols.is_none()
-                        && f.first_row_id.is_none()
-                        && f.schema_id == schema.id
-                        && f.file_name.ends_with(".parquet")
-                        && !f.path.starts_with('/')
-                        && !f.path.contains("://")
-                })
-        };
-        self.plan
-            .splits
-            .iter()
-            .map(|s| plain(s).then(|| s.files.iter().map(|f| f.path.clone()).collect()))
-            .collect()
-    }
-
     /// Row count of each split (before merging), for display and balancing.
     fn split_row_counts(&self) -> Vec<i64> {
         self.plan.splits.iter().map(Split::row_count).collect()

@@ -426,6 +426,15 @@ class RawTable:
     def drop_partitions(self, specs_json: str) -> list[int]:
         """Drop the partitions matching any of the specs; returns the snapshot ids."""
 
+    def compact_manifests(self) -> int | None:
+        """Compact the latest snapshot's manifests into a COMPACT snapshot; its id, or None."""
+
+    def unexisting_files(self) -> list[str]:
+        """The live data files of the latest snapshot that storage lacks, by path."""
+
+    def remove_unexisting_files(self) -> tuple[list[str], int | None]:
+        """Remove the live data files storage lacks in one commit: their paths, the snapshot id."""
+
     def mark_partition_done(self, specs_json: str) -> None:
         """Mark the partitions of the full specs done by partition.mark-done-action."""
 

@@ -1000,6 +1000,24 @@ class Table:
         ids = self._raw.drop_partitions(partition_specs_json(partitions, self.partition_keys))
         return ids[-1] if ids else None
 
+    def compact_manifests(self) -> int | None:
+        """Rewrite the latest snapshot's manifests as Java's ``compact_manifest`` procedure does:
+        every deleted-file entry applied and small manifests merged, committed as a COMPACT
+        snapshot that changes no data (planning then opens fewer, smaller manifests). Returns
+        the new snapshot id, or None when the manifests were already compact."""
+        return self._raw.compact_manifests()
+
+    def remove_unexisting_files(self, *, dry_run: bool = False) -> list[str]:
+        """Remove from the table the data files its latest snapshot lists but storage lacks
+        (lost by hand, by a bucket policy, by a failed copy), as Java's
+        ``remove_unexisting_files`` procedure does: one commit deleting them, after which the
+        table reads again without their rows. Returns their paths; ``dry_run`` only lists
+        them."""
+        if dry_run:
+            return self._raw.unexisting_files()
+        paths, _ = self._raw.remove_unexisting_files()
+        return paths
+
     def mark_partition_done(self, partitions: Any) -> None:
         """Mark partitions done (``[{"dt": "2024-05-14"}, ...]``, every partition column given)
         by the table's ``partition.mark-done-action``, as Java's ``mark_partition_done``

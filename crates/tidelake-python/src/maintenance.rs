@@ -256,6 +256,27 @@ impl RawTable {
         block_on(py, maintenance::drop_partitions(&self.table, specs))?.py()
     }
 
+    /// Compact the manifests of the latest snapshot into a COMPACT snapshot (the
+    /// `compact_manifest` procedure); its id, none when they were already compact.
+    fn compact_manifests(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+        let committed = block_on(py, ops::compact_manifests(&self.table))?.py()?;
+        Ok(committed.last_id())
+    }
+
+    /// The live data files of the latest snapshot that storage lacks, by path.
+    fn unexisting_files(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let missing = block_on(py, ops::unexisting_files(&self.table))?.py()?;
+        Ok(missing.into_iter().map(|f| f.path).collect())
+    }
+
+    /// Remove the live data files storage lacks in one commit (the `remove_unexisting_files`
+    /// procedure): their paths and the snapshot id, none when nothing was missing.
+    fn remove_unexisting_files(&self, py: Python<'_>) -> PyResult<(Vec<String>, Option<i64>)> {
+        let (missing, committed) = block_on(py, ops::remove_unexisting_files(&self.table))?.py()?;
+        let paths = missing.into_iter().map(|f| f.path).collect();
+        Ok((paths, committed.last_id()))
+    }
+
     /// Mark the partitions of `specs_json` (`[{"k": v, ...}, ...]`, every partition column)
     /// done by the table's `partition.mark-done-action`.
     fn mark_partition_done(&self, py: Python<'_>, specs_json: String) -> PyResult<()> {

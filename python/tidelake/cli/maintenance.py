@@ -172,6 +172,29 @@ def mark_partition_done(path: str, partitions: tuple[dict[str, str], ...], as_js
     click.echo(f"marked {'; '.join(_spec_text(s) for s in specs)} done")
 
 
+@main.command("compact-manifest", short_help="Merge the manifests of the latest snapshot.")
+@_PATH
+@_JSON
+@_guarded
+def compact_manifest(path: str, as_json: bool) -> None:
+    """Rewrite the manifests of the table at PATH as Paimon's compact_manifest procedure does:
+    deleted-file entries applied, small manifests merged, in a COMPACT snapshot that changes no
+    rows. Nothing is committed when they are already compact.
+
+    \b
+    Example: tidelake compact-manifest wh/db.db/orders
+    """
+    t = _open(path)
+    before = len(t.system("manifests"))
+    sid = t.compact_manifests()
+    after = len(t.system("manifests")) if sid is not None else before
+    if as_json:
+        _emit_json({"snapshot_id": sid, "manifests_before": before, "manifests_after": after})
+        return
+    click.echo(f"snapshot {sid}: {before} -> {after} manifests" if sid is not None
+               else f"manifests already compact ({before})")
+
+
 def _level_counts(t: Table) -> tuple[int, int]:
     """(data files, level-0 data files) of the latest snapshot."""
     levels = t.system("files").column("level").to_pylist()

@@ -13,6 +13,8 @@
 //! * `single_writer`: cross-partition-upsert tables take no write that raced another one;
 //! * `overwrite`: overwrite scopes, partition matching, level upgrade;
 //! * `merge`: merging manifests into the new base list (Java `ManifestFileMerger`);
+//! * `manifest_compaction`: [`FileStoreCommit::compact_manifests`], the `compact_manifest`
+//!   procedure's snapshot;
 //! * `metrics`: what a commit changed ([`Committed`]), counted from the entries it wrote;
 //! * `retry_wait`: the back-off between retries (Java `RetryWaiter`);
 //! * `manifest_writer`, `index`: manifest / list / index-manifest files of an attempt;
@@ -78,6 +80,7 @@ mod conflict;
 mod dv_conflict;
 pub mod file_store_commit;
 mod index;
+mod manifest_compaction;
 mod manifest_writer;
 mod merge;
 mod metrics;

@@ -1,8 +1,9 @@
 //! Compaction as a verb: the [`Compactor`]'s work and commit, then the commit's hooks
 //! ([`super::after_commit`]), whether the compaction runs here ([`compact`]) or its tasks ran
-//! elsewhere ([`commit_compaction`]).
+//! elsewhere ([`commit_compaction`]); and the compaction of the manifests
+//! ([`compact_manifests`]).
 
-use crate::commit::{CommitMessage, Committed};
+use crate::commit::{CommitMessage, Committed, FileStoreCommit};
 use crate::compact::job::CompactReport;
 use crate::compact::{CompactRequest, CompactionPlan, Compactor};
 use crate::error::Result;
@@ -40,6 +41,17 @@ pub async fn commit_compaction(
     let committed = Compactor::on_latest_schema(table)
         .await?
         .commit_plan(plan, messages)
+        .await?;
+    after_commit(table, &committed.ids()).await?;
+    Ok(committed)
+}
+
+/// Compact the manifests of `table`'s latest snapshot into a COMPACT snapshot (the
+/// `compact_manifest` procedure, [`FileStoreCommit::compact_manifests`]), then run the commit's
+/// hooks. Nothing is committed when the manifests are already compact.
+pub async fn compact_manifests(table: &Table) -> Result<Committed> {
+    let committed = FileStoreCommit::new(table.clone(), table.env().uuid_string())?
+        .compact_manifests()
         .await?;
     after_commit(table, &committed.ids()).await?;
     Ok(committed)

@@ -21,8 +21,9 @@ mod read_tests;
 mod replay;
 mod row_level;
 mod table_commit;
+mod unexisting;
 
-pub use compact::{commit_compaction, compact};
+pub use compact::{commit_compaction, compact, compact_manifests};
 pub use mark_done::mark_partitions_done;
 use mark_done::{mark_written_done, written_partitions};
 pub use post_commit::after_commit;
@@ -35,3 +36,4 @@ pub use row_level::{
     ROW_LEVEL_TASK_VERSION,
 };
 pub use table_commit::TableCommit;
+pub use unexisting::{remove_unexisting_files, unexisting_files, UnexistingFile};

@@ -37,6 +37,8 @@ PROCEDURES: dict[str, tuple[str, ...]] = {
     "publish_stage": ("table", "branch"),
     "reset_consumer": ("table", "consumerid", "nextsnapshotid"),
     "mark_partition_done": ("table", "partitions"),
+    "compact_manifest": ("table", "options"),
+    "remove_unexisting_files": ("table", "dry_run", "parallelism"),
 }
 """Paimon's Spark procedures run here, with their parameters (lower case) in Paimon's order, and
 tidelake's write-audit-publish pair ``create_stage`` / ``publish_stage`` (:meth:`Table.stage
@@ -71,6 +73,11 @@ def call(ctx: Context, text: str) -> DataFrame:
     table = ctx.named(str(given.pop("table")))
     given = {k: v for k, v in given.items() if v not in (None, "")}
     return getattr(_Procedures(ctx, table), name)(**given)
+
+
+def _flag(value: Any) -> bool:
+    """A boolean argument given as a SQL boolean or a string."""
+    return str(value).lower() == "true"
 
 
 def _names(text: Any) -> list[str]:
@@ -144,13 +151,23 @@ class _Procedures:
         self.table.mark_partition_done(self._partitions(str(partitions)))
         return self.ctx.result([(True,)], "result boolean")
 
+    def compact_manifest(self, **rest: Any) -> DataFrame:
+        self._only("compact_manifest", rest)
+        self.table.compact_manifests()
+        return self.ctx.result([(True,)], "result boolean")
+
+    def remove_unexisting_files(self, dry_run: Any = False, parallelism: Any = None) -> DataFrame:
+        """``parallelism`` (Paimon's Spark job size) changes nothing here."""
+        paths = self.table.remove_unexisting_files(dry_run=_flag(dry_run))
+        return self.ctx.result([(p,) for p in paths], "fileName string")
+
     def remove_orphan_files(self, older_than: Any = None, dry_run: Any = False, parallelism: Any = None,
                             mode: Any = None) -> DataFrame:
         """``parallelism`` and ``mode`` (where Paimon's job runs) change nothing here."""
         from ...table import _epoch_ms
 
         files = self.table.remove_orphan_files(None if older_than is None else _epoch_ms(older_than),
-                                               dry_run=str(dry_run).lower() == "true")
+                                               dry_run=_flag(dry_run))
         return self.ctx.result([(len(files), sum(size for _, size in files))],
                                "deleted_file_count bigint, deleted_file_total_len_in_bytes bigint")
 

@@ -7,13 +7,16 @@ import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.CoreOptions;
 import org.apache.paimon.crosspartition.GlobalIndexAssigner;
 import org.apache.paimon.crosspartition.IndexBootstrap;
+import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
+import org.apache.paimon.io.CompactIncrement;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.io.DataIncrement;
 import org.apache.paimon.manifest.ManifestCommittable;
 import org.apache.paimon.manifest.ManifestEntry;
+import org.apache.paimon.operation.ListUnexistingFiles;
 import org.apache.paimon.schema.Schema;
 import org.apache.paimon.schema.SchemaChange;
 import org.apache.paimon.table.BucketMode;
@@ -69,7 +72,10 @@ import java.util.Map;
  *   <li>a {@code "rows"} step with {@code "branch": name} commits to that branch (batch mode),
  *       with {@code "watermark": ms} commits with that watermark (stream mode);
  *   <li>{@code {"compact_postpone": true}}: {@link Postpone#compact}, the compaction of a
- *       postpone-bucket table ({@code bucket = -2}).
+ *       postpone-bucket table ({@code bucket = -2});
+ *   <li>{@code {"compact_manifest": true}}: {@code BatchTableCommit.compactManifests()}, the
+ *       {@code compact_manifest} procedure;
+ *   <li>{@code {"remove_unexisting_files": true}}: {@link #removeUnexistingFiles}.
  * </ul>
  *
  * <p>{@code "existing": true} writes into the table as it is instead of creating it.
@@ -209,6 +215,13 @@ final class Writes {
                     }
                 } else if (step.has("fast_forward")) {
                     catalog.getTable(id).fastForward(step.get("fast_forward").asText());
+                } else if (step.has("remove_unexisting_files")) {
+                    removeUnexistingFiles((FileStoreTable) catalog.getTable(id));
+                } else if (step.has("compact_manifest")) {
+                    try (BatchTableCommit commit =
+                            catalog.getTable(id).newBatchWriteBuilder().newCommit()) {
+                        commit.compactManifests();
+                    }
                 } else if (step.has("compact") && stream) {
                     if (streaming == null) {
                         streaming = new Streaming(catalog.getTable(id), assigner);
@@ -405,6 +418,36 @@ final class Writes {
             rows.close();
             write.close();
             commit.close();
+        }
+    }
+
+    /**
+     * The {@code remove_unexisting_files} procedure as Paimon's Spark and Flink actions run it:
+     * {@link ListUnexistingFiles} per partition, then one commit (identifier {@code
+     * Long.MAX_VALUE}) of messages deleting those files.
+     */
+    static void removeUnexistingFiles(FileStoreTable table) throws Exception {
+        ListUnexistingFiles operation = new ListUnexistingFiles(table);
+        List<CommitMessage> messages = new ArrayList<>();
+        for (BinaryRow partition : table.newScan().listPartitions()) {
+            for (Map.Entry<Integer, Map<String, DataFileMeta>> bucket :
+                    operation.list(partition).entrySet()) {
+                messages.add(
+                        new CommitMessageImpl(
+                                partition,
+                                bucket.getKey(),
+                                table.coreOptions().bucket(),
+                                new DataIncrement(
+                                        java.util.Collections.emptyList(),
+                                        new ArrayList<>(bucket.getValue().values()),
+                                        java.util.Collections.emptyList()),
+                                CompactIncrement.emptyIncrement()));
+            }
+        }
+        if (!messages.isEmpty()) {
+            try (TableCommitImpl commit = table.newCommit(java.util.UUID.randomUUID().toString())) {
+                commit.commit(Long.MAX_VALUE, messages);
+            }
         }
     }
 }

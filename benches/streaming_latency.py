@@ -149,7 +149,7 @@ def spark_reader(path: str) -> None:
 
 # ---- one configuration ---------------------------------------------------------------------------
 
-def _pump(stream: Any, out: "queue.Queue[tuple[float, str]]") -> None:
+def _pump(stream: Any, out: queue.Queue[tuple[float, str]]) -> None:
     for line in stream:
         out.put((time.time(), line.strip()))
     out.put((time.time(), ""))
@@ -311,7 +311,7 @@ def main() -> None:
             spark_reader(c.path)
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--readers", default=",".join(READERS), help="of %s (default all)" % ", ".join(READERS))
+    ap.add_argument("--readers", default=",".join(READERS), help=f"of {', '.join(READERS)} (default all)")
     ap.add_argument("--rates", default="1,10", help="commits per second, comma-separated (default %(default)s)")
     ap.add_argument("--intervals", default="1.0,0.1",
                     help="poll intervals of the python and tail readers (default %(default)s)")
@@ -339,8 +339,8 @@ def main() -> None:
         for reader in readers:
             for interval in (intervals if reader != "spark" else [None]):
                 r = configuration(work, reader, interval, rate, duration, args.rows, args.timeout)
-                print(f"  {label(r)} at {rate:g}/s: p50 {r['p50_s']} p99 {r['p99_s']} "
-                      f"({r['delivered']}/{r['commits']} delivered, load {r['load_1m']:.1f})", file=sys.stderr, flush=True)
+                print(f"  {label(r)} at {rate:g}/s: p50 {r['p50_s']} p99 {r['p99_s']} ({r['delivered']}/"
+                      f"{r['commits']} delivered, load {r['load_1m']:.1f})", file=sys.stderr, flush=True)
                 results.append(r)
     after = uptime()
     print(report(results))

@@ -181,7 +181,7 @@ def configuration(work: pathlib.Path, reader: str, interval: float | None, rate:
     t = tidelake.create_table(path, schema(), primary_keys=["k"], options={"bucket": "1"})
     t.upsert(batch(WARMUP_SEQ - 1, rows))  # a table with a snapshot, which no reader delivers
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    log = open(path.with_suffix(".log"), "w")  # the reader's stderr (Spark's is long)
+    log = open(path.parent / f"{path.name}.log", "w")  # the reader's stderr (Spark's is long)
     proc = subprocess.Popen(reader_command(reader, path, interval), stdout=subprocess.PIPE, stderr=log, text=True,
                             env=env)
     lines: queue.Queue[tuple[float, str]] = queue.Queue()

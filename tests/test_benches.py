@@ -1,7 +1,10 @@
 """The benchmark's Java Paimon peer (benches/java_peer.py, interop/java-oracle Bench.java) at a
 tiny scale: every step runs in both systems and their row counts and checksums agree with each
 other and with the workload's expected final state, so the peer cannot report a time for work
-it did not do."""
+it did not do. Then the issue #35 scripts (benches/sustained_ingestion.py,
+benches/streaming_latency.py) in their quick modes, checking the shape and the counts of what
+they report (every commit delivered, every key live), not timings; and benches/memstat.py, which
+every benchmark's peak RSS comes from."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import pathlib
 import sys
 
 import pyarrow.compute as pc
+import pytest
 
 from _java import java, oracle_classpath  # noqa: F401  (the oracle fixture: Java and the build)
 
@@ -111,3 +115,14 @@ def test_streaming_latency_quick(tmp_path):
         assert len(r["latencies_s"]) == 30
         assert r["p50_s"] <= r["p99_s"] <= r["max_s"] < 60
     assert len([ln for ln in stdout.splitlines() if ln.startswith("| ")]) == 1 + 2  # header, configurations
+
+
+@pytest.mark.slow
+def test_streaming_latency_quick_spark(tmp_path):
+    pytest.importorskip("pyspark")
+    stdout, result = run_bench("streaming_latency.py", tmp_path, "--readers", "spark", "--rates", "10")
+    [r] = result["results"]
+    assert (r["reader"], r["interval"], r["rate"]) == ("spark", None, 10.0)
+    assert r["commits"] == 30 and r["delivered"] == 30 and r["missing"] == [], r
+    assert r["p50_s"] <= r["p99_s"] <= r["max_s"]
+    assert "Spark readStream, default trigger" in stdout

@@ -177,6 +177,7 @@ def tidelake_step(step: str, opts: dict[str, str]) -> dict[str, Any]:
     import pyarrow.compute as pc
 
     import tidelake
+    import memstat
     import worker
 
     data, work, reps, buckets = opts["data"], pathlib.Path(opts["dir"]), int(opts["reps"]), int(opts["buckets"])
@@ -204,7 +205,7 @@ def tidelake_step(step: str, opts: dict[str, str]) -> dict[str, Any]:
             t, target = tidelake.open_table(opts["table"]), None
         run: dict[str, Any] = {}
         gc.collect()
-        worker._reset_hwm()
+        memstat.reset_hwm()
         cpu0, t0 = worker._cpu_s(), time.perf_counter()
         if step == "bulk":
             t.write(bulk)
@@ -226,7 +227,7 @@ def tidelake_step(step: str, opts: dict[str, str]) -> dict[str, Any]:
                 t.upsert(bulk.slice(i % min(1000, bulk.num_rows), 1))
                 run["commit_ms"].append((time.perf_counter() - c0) * 1000)
         run.update(wall_s=time.perf_counter() - t0, cpu_s=worker._cpu_s() - cpu0,
-                   peak_rss_mb=worker._status_kb("VmHWM") / 1024)
+                   peak_rss_mb=memstat.hwm_mb())
         result["runs"].append(run)
         if last is not None:
             shutil.rmtree(last)

@@ -43,7 +43,7 @@ def run_variant(variant: str, path: str, lo: int, hi: int) -> dict[str, float]:
 
     import tidelake
     from tidelake.polars import scan_table
-    from worker import _reset_hwm, _status_kb
+    from memstat import reset_hwm, status_kb
 
     t = tidelake.open_table(path)
     t.scan()  # open: schema and first planning, outside the measurement
@@ -61,16 +61,16 @@ def run_variant(variant: str, path: str, lo: int, hi: int) -> dict[str, float]:
         return len(duckdb.sql(f"select id, price from d where id between {lo} and {hi}").fetchall())
 
     fn = {"eager": eager, "polars": lazy_polars, "duckdb": lazy_duckdb}[variant]
-    if not _reset_hwm():
+    if not reset_hwm():
         raise SystemExit("cannot reset the peak RSS (/proc/self/clear_refs)")
-    base = _status_kb("VmRSS")
+    base = status_kb("VmRSS")
     times, rows = [], None
     for run in range(RUNS):
         start = time.perf_counter()
         rows = fn()
         times.append(time.perf_counter() - start)
         if run == 0:
-            peak = _status_kb("VmHWM")
+            peak = status_kb("VmHWM")
     return {"seconds": statistics.median(times), "rows": rows, "peak_growth_mb": max(0, peak - base) / 1024}
 
 

@@ -73,14 +73,15 @@ PLAN = r"""
 import json, sys, time
 import tidelake
 path, kind, arg = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, sys.argv[4])
+from memstat import lifetime_peak_mb
 cpu0, t0 = time.process_time(), time.perf_counter()
 t = tidelake.open_table(path)
 flt = None if kind == "full" else [("p", "=", int(arg))] if kind == "partition" else [("id", "=", int(arg))]
 splits = t.scan(filter=flt).splits()
 rows = sum(s.row_count for s in splits)
 print(json.dumps({"seconds": time.perf_counter() - t0, "cpu": time.process_time() - cpu0,
-                  # VmHWM, not ru_maxrss: a child's ru_maxrss starts at its parent's size at fork
-                  "rss_mb": int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) / 1024,
+                  "rss_mb": lifetime_peak_mb(),
                   "splits": len(splits), "rows": rows}))
 """
 
@@ -89,7 +90,8 @@ def plan(path: pathlib.Path, kind: str, arg: int, repeat: int) -> dict[str, floa
     """The median of ``repeat`` cold plans (one process each)."""
     runs = []
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", PLAN, str(path), kind, str(arg)], check=True,
+        out = subprocess.run([sys.executable, "-c", PLAN, str(path), kind, str(arg),
+                              str(pathlib.Path(__file__).resolve().parent)], check=True,
                              capture_output=True, text=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     best = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]

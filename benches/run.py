@@ -59,7 +59,7 @@ def log(msg: str) -> None:
 # ---- subprocesses ------------------------------------------------------------------------------
 
 def run_child(args: list[str], ctx: "Ctx", retries: int = 1) -> dict[str, Any]:
-    """Run the worker; return its RESULT plus ``peak_rss_mb`` (the child's ru_maxrss). A failed
+    """Run the worker; return its RESULT (with ``peak_rss_mb``, the child's own VmHWM). A failed
     worker is retried once (the work tree may be rebuilt under a running benchmark)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(ctx.logfile, "a") as err:
@@ -71,10 +71,9 @@ def run_child(args: list[str], ctx: "Ctx", retries: int = 1) -> dict[str, Any]:
         timer.start()
         try:
             out = p.stdout.read() if p.stdout else ""
-            _, status, usage = os.wait4(p.pid, 0)
+            p.wait()
         finally:
             timer.cancel()
-        p.returncode = os.waitstatus_to_exitcode(status)
         if p.stdout:
             p.stdout.close()
     lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
@@ -83,9 +82,7 @@ def run_child(args: list[str], ctx: "Ctx", retries: int = 1) -> dict[str, Any]:
             log(f"  worker {' '.join(args[:2])} failed (exit {p.returncode}, see {ctx.logfile}); retrying")
             return run_child(args, ctx, retries - 1)
         raise RuntimeError(f"worker {' '.join(args)} failed (exit {p.returncode}); see {ctx.logfile}")
-    result = json.loads(lines[-1][len("RESULT "):])
-    result["peak_rss_mb"] = usage.ru_maxrss / 1024  # KiB on Linux
-    return result
+    return json.loads(lines[-1][len("RESULT "):])
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,8 +9,9 @@ resets the kernel's high-water mark by writing ``5`` to ``/proc/self/clear_refs`
 phase it reads VmHWM. ``rss_growth_mb = VmHWM(after) - VmRSS(before)`` is the peak extra
 resident memory the phase needed (the input data is already loaded and is not counted).
 ``anon_growth_mb`` is the same for anonymous memory only (RssAnon sampled every 5 ms by a
-thread), which leaves out shared-library pages faulted in on first use. The parent also
-reports the child's lifetime peak, ``ru_maxrss`` from ``os.wait4``.
+thread), which leaves out shared-library pages faulted in on first use. The RESULT also holds
+``peak_rss_mb``, this process's lifetime peak (``memstat.lifetime_peak_mb``: VmHWM, not the
+parent's ``ru_maxrss``, which starts at the parent's size).
 """
 
 from __future__ import annotations
@@ -36,28 +37,12 @@ import pyarrow as pa
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import workload as wl  # noqa: E402
+from memstat import lifetime_peak_mb, reset_hwm, status_kb  # noqa: E402
 
 MB = 1024 * 1024
 
 
 # ---- memory ------------------------------------------------------------------------------------
-
-def _status_kb(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def _reset_hwm() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
 
 def _cpu_s() -> float:
     """User + system CPU seconds of this process, all threads."""
@@ -76,7 +61,7 @@ class _AnonSampler(threading.Thread):
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.stop = threading.Event()
-        self.peak_kb = _status_kb("RssAnon")
+        self.peak_kb = status_kb("RssAnon")
         self.max_gap = 0.0
 
     def run(self) -> None:
@@ -85,7 +70,7 @@ class _AnonSampler(threading.Thread):
             now = time.perf_counter()
             self.max_gap = max(self.max_gap, now - last)
             last = now
-            self.peak_kb = max(self.peak_kb, _status_kb("RssAnon"))
+            self.peak_kb = max(self.peak_kb, status_kb("RssAnon"))
 
 
 class Phase:
@@ -114,9 +99,9 @@ class Phase:
     def __enter__(self) -> "Phase":
         gc.collect()
         self._start_perf()
-        self.hwm_reset = _reset_hwm()
-        self.rss_before_kb = _status_kb("VmRSS")
-        self.anon_before_kb = _status_kb("RssAnon")
+        self.hwm_reset = reset_hwm()
+        self.rss_before_kb = status_kb("VmRSS")
+        self.anon_before_kb = status_kb("RssAnon")
         self.sampler = _AnonSampler()
         self.sampler.start()
         self.cpu0 = _cpu_s()
@@ -126,11 +111,11 @@ class Phase:
     def __exit__(self, *exc: Any) -> None:
         self.seconds = time.perf_counter() - self.t0
         self.cpu_s = _cpu_s() - self.cpu0
-        self.hwm_kb = _status_kb("VmHWM")
+        self.hwm_kb = status_kb("VmHWM")
         self.sampler.stop.set()
         self.sampler.join()
         self.growth_mb = (self.hwm_kb - self.rss_before_kb) / 1024
-        anon_peak = max(self.sampler.peak_kb, _status_kb("RssAnon"))
+        anon_peak = max(self.sampler.peak_kb, status_kb("RssAnon"))
         self.anon_growth_mb = (anon_peak - self.anon_before_kb) / 1024
         self._stop_perf()
 
@@ -531,6 +516,7 @@ def main() -> None:
         result = read_setup(a.data, target)
     else:
         result = read_task(a.system, json.loads(pathlib.Path(a.setup).read_text()))
+    result["peak_rss_mb"] = lifetime_peak_mb()
     print("RESULT " + json.dumps(result), flush=True)
     sys.stderr.flush()
     # Skip interpreter teardown: deltalake 1.6.6 sometimes aborts in it ("terminate called

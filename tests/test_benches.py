@@ -1,7 +1,10 @@
 """The benchmark's Java Paimon peer (benches/java_peer.py, interop/java-oracle Bench.java) at a
 tiny scale: every step runs in both systems and their row counts and checksums agree with each
 other and with the workload's expected final state, so the peer cannot report a time for work
-it did not do."""
+it did not do. Then the issue #35 scripts (benches/sustained_ingestion.py,
+benches/streaming_latency.py) in their quick modes, checking the shape and the counts of what
+they report (every commit delivered, every key live), not timings; and benches/memstat.py, which
+every benchmark's peak RSS comes from."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import pathlib
 import sys
 
 import pyarrow.compute as pc
+import pytest
 
 from _java import java, oracle_classpath  # noqa: F401  (the oracle fixture: Java and the build)
 
@@ -45,3 +49,80 @@ def test_java_peer_runs_every_step_and_agrees_with_tidelake(java, tmp_path):
     read = java_peer.summarize(got["tidelake"]["read"], warm=False)
     assert (read["sum_ver"], read["sum_qty"]) == (pc.sum(final["ver"]).as_py(), pc.sum(final["qty"]).as_py())
     assert len(got[java_peer.SYSTEM]["commits"]["runs"][0]["commit_ms"]) == 3
+
+
+# ---- the issue #35 scripts in their quick modes: output shape, not timings ----------------------
+
+BENCHES = pathlib.Path(__file__).resolve().parents[1] / "benches"
+
+
+def run_bench(script: str, tmp_path: pathlib.Path, *args: str, timeout: float = 600) -> tuple[str, dict]:
+    """Run ``benches/<script> --quick`` in a child; its stdout (the Markdown report) and its --out JSON."""
+    import json
+    import os
+    import subprocess
+
+    out = tmp_path / "result.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, str(BENCHES / script), "--quick", "--workdir", str(tmp_path / "work"),
+                           "--out", str(out), "--png", str(tmp_path / "plot.png"), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "load average" in done.stdout  # every result carries the machine's load
+    return done.stdout, json.loads(out.read_text())
+
+
+def test_memstat_lifetime_peak_survives_a_high_water_mark_reset():
+    import memstat
+
+    base = memstat.status_kb("VmRSS") / 1024
+    block = bytearray(300 * 2**20)  # zero pages: touch every page so it is resident
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    del block
+    assert memstat.reset_hwm()
+    assert memstat.lifetime_peak_mb() >= base + 290
+    assert memstat.hwm_mb() < base + 290 <= memstat.lifetime_peak_mb()
+
+
+def test_sustained_ingestion_quick(tmp_path):
+    stdout, result = run_bench("sustained_ingestion.py", tmp_path)
+    windows = result["windows"]
+    assert [w["commits"] for w in windows] == [5, 10, 15, 20]
+    assert [w["rows"] for w in windows] == [5000, 10000, 15000, 20000]
+    # 1,000 new keys, then 500 new keys per commit: every key written is live, once
+    assert result["live_rows"] == 1000 + 19 * 500
+    for w in windows:
+        assert w["rows_per_s"] > 0 and w["rows_per_cpu_s"] > 0 and w["peak_rss_mb"] > 0
+        assert 1 <= w["runs_max"] <= 6 and 0 < w["runs_mean"] <= w["runs_max"]
+    # 16 buckets gain a run per commit: by commit 20 compaction has run and written files
+    assert sum(w["compactions"] for w in windows) > 0
+    amp = [w["write_amplification"] for w in windows]
+    assert amp[-1] > 0 and amp == sorted(amp)  # cumulative: never decreases
+    table = [ln for ln in stdout.splitlines() if ln.startswith("| ")]
+    assert len(table) == 1 + 4  # header and one line per window
+    assert stdout.count("target: within 1.3x") == 2
+
+
+def test_streaming_latency_quick(tmp_path):
+    stdout, result = run_bench("streaming_latency.py", tmp_path, "--readers", "python,tail", "--rates", "10",
+                               "--intervals", "0.1")
+    runs = result["results"]
+    assert [(r["reader"], r["interval"], r["rate"]) for r in runs] == [("python", 0.1, 10.0), ("tail", 0.1, 10.0)]
+    for r in runs:
+        assert r["commits"] == 30 and r["delivered"] == 30 and r["missing"] == [], r
+        assert len(r["latencies_s"]) == 30
+        assert r["p50_s"] <= r["p99_s"] <= r["max_s"] < 60
+    assert len([ln for ln in stdout.splitlines() if ln.startswith("| ")]) == 1 + 2  # header, configurations
+
+
+@pytest.mark.slow
+def test_streaming_latency_quick_spark(tmp_path):
+    pytest.importorskip("pyspark")
+    stdout, result = run_bench("streaming_latency.py", tmp_path, "--readers", "spark", "--rates", "10")
+    [r] = result["results"]
+    assert (r["reader"], r["interval"], r["rate"]) == ("spark", None, 10.0)
+    assert r["commits"] == 30 and r["delivered"] == 30 and r["missing"] == [], r
+    assert r["p50_s"] <= r["p99_s"] <= r["max_s"]
+    assert "Spark readStream, default trigger" in stdout

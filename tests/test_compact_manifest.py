@@ -87,7 +87,9 @@ def test_java_compacts_manifests_of_a_tidelake_table(java, tmp_path):
 
 def test_cli_compact_manifest(tmp_path):
     """``tidelake compact-manifest PATH`` merges, then says there is nothing left to merge."""
-    t = tidelake.Catalog(str(tmp_path)).create_table(
+    cat = tidelake.Catalog(str(tmp_path))
+    cat.create_database("db")
+    t = cat.create_table(
         "db.t", pa.schema([("k", pa.int32()), ("v", pa.string())]), primary_keys=["k"], bucket=1)
     for i in range(4):
         t.write(pa.table({"k": pa.array([i, i + 1], pa.int32()), "v": [str(i), str(i)]}))

@@ -81,7 +81,9 @@ def test_java_removes_lost_files_of_a_tidelake_table(java, tmp_path):
 
 
 def test_nothing_lost_commits_nothing(tmp_path):
-    t = tidelake.Catalog(str(tmp_path)).create_table(
+    cat = tidelake.Catalog(str(tmp_path))
+    cat.create_database("db")
+    t = cat.create_table(
         "db.t", pa.schema([("k", pa.int32()), ("v", pa.string())]), primary_keys=["k"], bucket=1)
     t.write(pa.table({"k": pa.array([1], pa.int32()), "v": ["a"]}))
     assert t.remove_unexisting_files() == [] and len(t.snapshots()) == 1

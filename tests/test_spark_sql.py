@@ -99,6 +99,10 @@ def test_procedures(spark, tmp_path):
     sql(spark, f"CALL sys.rollback(table => '{path}', version => 'before')")
     assert t.refresh().latest_snapshot().id == 2
     assert sorted(t.to_arrow()["v"].to_pylist()) == ["1"] * 6
+    manifests = len(t.system("manifests"))
+    assert sql(spark, f"CALL sys.compact_manifest(table => '{path}')").collect()[0].result is True
+    assert t.refresh().latest_snapshot().commit_kind == "COMPACT" and len(t.system("manifests")) < manifests
+    assert sql(spark, f"CALL sys.remove_unexisting_files(table => '{path}', dry_run => true)").collect() == []
     with pytest.raises(tidelake.UnsupportedError, match="migrate_table"):
         sql(spark, f"CALL sys.migrate_table(table => '{path}')")
     with pytest.raises(tidelake.InvalidArgumentError, match="no argument 'bogus'"):

@@ -307,6 +307,9 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     r("RawTable", "expire_partitions", altered.expire_partitions(expiration_ms=86_400_000))
     r("RawTable", "drop_partitions", altered.drop_partitions('[{"dt": "nope"}]'))
     r("RawTable", "mark_partition_done", altered.mark_partition_done('[{"dt": "a"}]'))
+    r("RawTable", "unexisting_files", altered.unexisting_files())
+    r("RawTable", "remove_unexisting_files", altered.remove_unexisting_files())
+    r("RawTable", "compact_manifests", altered.compact_manifests())
     r("RawTable", "expire_snapshots", altered.expire_snapshots(retain_min=1, retain_max=None, older_than_ms=None,
                                                                max_deletes=None))
     r("RawTable", "remove_orphan_files", altered.remove_orphan_files(older_than_ms=None, dry_run=True))

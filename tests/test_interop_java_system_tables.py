@@ -145,3 +145,35 @@ def test_all_table_options_equal_javas(java, tmp_path):
     # the SQL front-end reaches it as sys.all_table_options
     counted = tidelake.sql("SELECT count(*) AS n FROM sys.all_table_options", warehouse=wh)
     assert counted["n"].to_pylist() == [len(got)]
+
+
+def test_new_system_tables_through_spark_sql_and_the_cli(spark, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    import tidelake.spark
+    from tidelake import cli
+
+    wh = str(tmp_path / "wh")
+    t = tidelake.Catalog(wh)
+    t.create_database("db")
+    kv = t.create_table("db.kv", pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.int64())]),
+                        primary_keys=["k"], bucket=1)
+    kv.write(pa.table({"k": pa.array([1, 2], pa.int32()), "v": [10, 20]}))
+    kv.compact(full=True)
+    kv.write(pa.table({"k": pa.array([2, 3], pa.int32()), "v": [21, 30]}))
+    tidelake.spark.register(spark, warehouse=wh, check_workers=False)
+    try:
+        rows = sorted(tuple(r) for r in tidelake.spark.sql(spark, "SELECT * FROM db.`kv$ro`").collect())
+        assert rows == [(1, 10), (2, 20)]
+        binlog = sorted((r["rowkind"], list(r["k"])) for r in tidelake.spark.sql(
+            spark, "SELECT rowkind, k FROM db.`kv$binlog`").collect())
+        assert binlog == [("+I", [1]), ("+I", [2]), ("+I", [3])]
+        options = tidelake.spark.sql(spark, "SELECT key FROM sys.all_table_options WHERE table_name = 'kv'")
+        assert {r["key"] for r in options.collect()} >= {"bucket", "path"}
+    finally:
+        spark.conf.unset(tidelake.spark.statements.WAREHOUSE_CONF)
+    result = CliRunner().invoke(cli.main, ["system", kv.path, "ro", "--json"], prog_name="tidelake")
+    assert result.exit_code == 0, result.output
+    assert sorted(r["k"] for r in json.loads(result.stdout)) == [1, 2]

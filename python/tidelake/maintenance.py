@@ -18,8 +18,8 @@ from .expr import json_literal
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["GLOBAL_SYSTEM_TABLES", "SYSTEM_DATABASE", "SYSTEM_TABLES", "duration_ms", "duration_text", "partition_specs_json", "parse_duration",
-           "typed_partitions"]
+__all__ = ["GLOBAL_SYSTEM_TABLES", "SYSTEM_DATABASE", "SYSTEM_TABLES", "duration_ms", "duration_text",
+           "partition_specs_json", "parse_duration", "typed_partitions"]
 
 SYSTEM_TABLES: tuple[str, ...] = _internal.SYSTEM_TABLES
 """Names accepted by :meth:`tidelake.Table.system` (Paimon's ``table$name`` system tables)."""

@@ -8,7 +8,8 @@
 //!   `MergeTreeSplitGenerator`: one level, no delete rows), else merged. Append tables read all
 //!   their files. The columns are the table's.
 //! * `binlog`: the `audit_log` rows with every data column `c` wrapped as a one-element
-//!   `ARRAY<c>` (a nullable array of nullable elements), as Java's batch read gives them.
+//!   `ARRAY<c>` (a nullable array of nullable elements), as Java's batch read gives them, and
+//!   `rowkind` nullable as Java declares it.
 
 use std::sync::Arc;
 
@@ -83,7 +84,8 @@ pub(crate) async fn binlog(table: &Table) -> Result<SystemTable> {
         .enumerate()
         .map(|(i, f)| {
             if i == 0 {
-                f.as_ref().clone()
+                // Java's `rowkind` column (`SpecialFields.ROW_KIND`) is a nullable STRING.
+                f.as_ref().clone().with_nullable(true)
             } else {
                 let item = Field::new(LIST_ITEM, f.data_type().clone(), true);
                 Field::new(f.name(), ArrowType::List(Arc::new(item)), true)

@@ -150,6 +150,8 @@ class Catalog:
     def _all_table_options(self) -> pa.Table:
         """Paimon's ``sys.all_table_options``: a row per option of every table of every
         database, the table's ``path`` among them (as Java's catalog tables carry it)."""
+        import pyarrow as pa
+
         rows: list[dict[str, str]] = []
         for database in self.list_databases():
             for name in self.list_tables(database):

@@ -15,13 +15,16 @@ from typing import Any, Callable, Literal, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan",
+__all__ = ["__version__", "SYSTEM_TABLES", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan",
            "RawLookuper", "RawRowLevelTask", "RawRowLevelChange", "cdc_decode", "message_target", "pack_split_payloads",
            "parse_filter_text", "reset_logging", "run_compaction_task", "compaction_task_target", "set_failpoint",
            "set_clock_offset"]
 
 __version__: str
 """The crate version of the extension (``CARGO_PKG_VERSION``)."""
+
+SYSTEM_TABLES: tuple[str, ...]
+"""The names of the system tables ``RawTable.system_table`` serves."""
 
 class _ArrowSchemaExportable(Protocol):
     """Anything exporting an Arrow schema through the PyCapsule interface (pa.Schema, pa.Field)."""

@@ -11,18 +11,24 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from . import _internal
 from .exceptions import InvalidArgumentError
 from .expr import json_literal
 
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["SYSTEM_TABLES", "duration_ms", "duration_text", "partition_specs_json", "parse_duration",
-           "typed_partitions"]
+__all__ = ["GLOBAL_SYSTEM_TABLES", "SYSTEM_DATABASE", "SYSTEM_TABLES", "duration_ms", "duration_text",
+           "partition_specs_json", "parse_duration", "typed_partitions"]
 
-SYSTEM_TABLES = ("snapshots", "schemas", "options", "files", "manifests", "partitions", "buckets", "tags",
-                 "consumers", "branches", "audit_log")
+SYSTEM_TABLES: tuple[str, ...] = _internal.SYSTEM_TABLES
 """Names accepted by :meth:`tidelake.Table.system` (Paimon's ``table$name`` system tables)."""
+
+SYSTEM_DATABASE = "sys"
+"""The database of a catalog's global system tables (Paimon's ``sys``)."""
+
+GLOBAL_SYSTEM_TABLES = ("all_table_options",)
+"""Names of the catalog-wide system tables, ``sys.<name>`` (Paimon's global system tables)."""
 
 
 def duration_ms(value: Any, what: str) -> int | None:

@@ -8,7 +8,7 @@ A reference names a tidelake table when it is
 * ``db.t``: a table of the warehouse or catalog;
 * ``db.`t$branch_b```, ``tidelake.`/path$branch_b```: branch ``b`` of a table;
 * ``db.`t$snapshots``` or ``tidelake.`/path$snapshots``` (``t$branch_b$snapshots`` on a
-  branch): a system table (no time travel),
+  branch): a system table (no time travel); ``sys.all_table_options``: a global one,
 
 and it reads the snapshot its ``VERSION AS OF <id or 'tag'>`` or ``TIMESTAMP AS OF <time>``
 selects (Paimon's Spark time travel: a number is a snapshot id, other text a tag name).
@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .exceptions import InvalidArgumentError, UnsupportedError
+from .maintenance import GLOBAL_SYSTEM_TABLES, SYSTEM_DATABASE
 from .table import Table, open_table
 
 if TYPE_CHECKING:
@@ -51,7 +52,10 @@ def is_path(ref: exp.Table) -> bool:
 
 def system_name(ref: exp.Table) -> str | None:
     """The system table ``ref`` names (``snapshots`` of ``db.`t$snapshots``` or
-    ``db.`t$branch_b$snapshots```), None if none (``db.`t$branch_b``` is a branch)."""
+    ``db.`t$branch_b$snapshots```, ``all_table_options`` of ``sys.all_table_options``), None
+    if none (``db.`t$branch_b``` is a branch)."""
+    if ref.db == SYSTEM_DATABASE and ref.name in GLOBAL_SYSTEM_TABLES and not ref.catalog:
+        return ref.name
     if "$" not in ref.name or not ref.db:
         return None
     name = ref.name.rpartition("$")[2]

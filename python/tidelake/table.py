@@ -1034,9 +1034,11 @@ class Table:
         return [dict(p) for p in self._raw.expire_partitions(duration_ms(expiration, "expiration"))]
 
     def system(self, name: str) -> pa.Table:
-        """A Paimon system table (``table$name``) as a pyarrow.Table: ``snapshots``, ``schemas``,
-        ``options``, ``files``, ``manifests``, ``partitions``, ``buckets``, ``tags``,
-        ``consumers``, ``branches`` or ``audit_log``."""
+        """A Paimon system table (``table$name``) as a pyarrow.Table, one of
+        :data:`tidelake.maintenance.SYSTEM_TABLES`: ``snapshots``, ``schemas``, ``options``,
+        ``files``, ``manifests``, ``partitions``, ``buckets``, ``tags``, ``consumers``,
+        ``branches``, ``audit_log``, ``ro`` (read-optimized: the rows of fully compacted files
+        only), ``binlog``, ``aggregation_fields``, ``statistics`` or ``table_indexes``."""
         return self._raw.system_table(name)
 
     def history(self) -> pa.Table:

@@ -87,7 +87,7 @@ pub mod maintenance {
     pub use crate::maintenance::partitions::{
         drop_partitions, expire_partitions, partition_specs_from_json, PartitionExpireConfig,
     };
-    pub use crate::maintenance::system_tables::system_table;
+    pub use crate::maintenance::system_tables::{system_table, SYSTEM_TABLES};
     pub use crate::maintenance::tags::{
         create_tag, delete_tag, expired_tags, rename_tag, replace_tag,
     };

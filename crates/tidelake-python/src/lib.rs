@@ -61,6 +61,10 @@ fn set_clock_offset(offset_ms: i64) -> PyResult<()> {
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "SYSTEM_TABLES",
+        pyo3::types::PyTuple::new(m.py(), tidelake_core::api::maintenance::SYSTEM_TABLES)?,
+    )?;
     m.add_class::<table::RawTable>()?;
     m.add_class::<scan::RawScan>()?;
     m.add_class::<catalog::RawCatalog>()?;

@@ -270,7 +270,7 @@ def cat(path: str, snapshot_id: int | None, tag: str | None, timestamp_ms: int |
 def system(path: str, name: str, limit: int | None, as_json: bool) -> None:
     """Print Paimon system table NAME (`table$NAME`) of the table at PATH. NAME is one of
     snapshots, schemas, options, files, manifests, partitions, buckets, tags, consumers,
-    audit_log."""
+    branches, audit_log, ro, binlog, aggregation_fields, statistics, table_indexes."""
     tbl = _open(path).system(name)
     if limit is not None:
         tbl = tbl.slice(0, limit)

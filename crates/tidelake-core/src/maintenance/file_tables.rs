@@ -1,6 +1,6 @@
-//! The `files`, `manifests`, `partitions` and `buckets` system tables, from the latest
-//! snapshot's manifests (Java `FilesTable`, `ManifestsTable`, `PartitionsTable`,
-//! `BucketsTable`), and a table's partitions as a catalog lists them ([`list_partitions`]).
+//! The `files`, `manifests`, `partitions`, `buckets` and `table_indexes` system tables, from
+//! the latest snapshot's manifests and index manifest (Java `FilesTable`, `ManifestsTable`,
+//! `PartitionsTable`, `BucketsTable`, `TableIndexesTable`), and a table's partitions as a catalog lists them ([`list_partitions`]).
 //! Every live file counts, whatever its level or bucket.
 //!
 //! Strings: partitions of `files`/`buckets` and manifest partition statistics are Java's row
@@ -15,10 +15,15 @@
 
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, ListArray, StringArray, StructArray};
+use arrow_buffer::{NullBuffer, OffsetBuffer};
+use arrow_schema::{DataType as ArrowType, Field, Fields};
 
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
-use tidelake_spec::manifest::{FileSource, ManifestEntry};
+use tidelake_spec::manifest::{DeletionVectorMeta, FileSource, ManifestEntry};
 use tidelake_spec::partition::PartitionComputer;
 use tidelake_spec::types::DataType;
 
@@ -30,7 +35,7 @@ use crate::maintenance::refs::MetaCache;
 use crate::maintenance::system_tables::{
     ints, longs, strings, table_of, timestamps, Column, SystemTable,
 };
-use crate::state::{LiveFiles, Pruning};
+use crate::state::{live_index_entries, LiveFiles, Pruning};
 use crate::table::Table;
 
 /// Display strings of values of one row type.
@@ -421,4 +426,92 @@ pub(crate) async fn buckets(table: &Table) -> Result<SystemTable> {
         .chain(Totals::columns(groups.values()))
         .collect(),
     )
+}
+
+/// Java `TableIndexesTable`: the live index files (deletion vectors, hash indexes) of the
+/// latest snapshot, with each deletion-vector file's ranges (`ARRAY<ROW<f0 data file, f1
+/// offset, f2 length, _CARDINALITY>>`, null for other index types).
+pub(crate) async fn table_indexes(table: &Table) -> Result<SystemTable> {
+    let layout = TableLayout::new(table.schema())?;
+    let (names, types) = partition_fields(&layout);
+    let display = RowDisplay::new(names, types, "null", false)?;
+    let entries = match table.snapshot_manager().latest().await? {
+        Some(snap) => live_index_entries(table, &snap).await?,
+        None => Vec::new(),
+    };
+    let files: Vec<_> = entries.iter().map(|e| &e.index_file).collect();
+    let mut columns = vec![
+        strings(
+            "partition",
+            true,
+            entries.iter().map(|e| display.row(&e.partition)).collect(),
+        ),
+        ints(
+            "bucket",
+            false,
+            entries.iter().map(|e| Some(e.bucket)).collect(),
+        ),
+        strings(
+            "index_type",
+            false,
+            files.iter().map(|f| Some(f.index_type.clone())).collect(),
+        ),
+        strings(
+            "file_name",
+            false,
+            files.iter().map(|f| Some(f.file_name.clone())).collect(),
+        ),
+        longs(
+            "file_size",
+            false,
+            files.iter().map(|f| Some(f.file_size)).collect(),
+        ),
+        longs(
+            "row_count",
+            false,
+            files.iter().map(|f| Some(f.row_count)).collect(),
+        ),
+    ];
+    columns.push(dv_ranges(files.iter().map(|f| f.dv_ranges.as_deref()))?);
+    table_of(columns)
+}
+
+/// The `dv_ranges` column: one list of (file, offset, length, cardinality) rows per index file.
+fn dv_ranges<'a>(
+    per_file: impl Iterator<Item = Option<&'a [DeletionVectorMeta]>>,
+) -> Result<Column> {
+    let item_fields = Fields::from(vec![
+        Field::new("f0", ArrowType::Utf8, false),
+        Field::new("f1", ArrowType::Int32, false),
+        Field::new("f2", ArrowType::Int32, false),
+        Field::new("_CARDINALITY", ArrowType::Int64, true),
+    ]);
+    let (mut lengths, mut valid, mut metas) = (Vec::new(), Vec::new(), Vec::new());
+    for ranges in per_file {
+        lengths.push(ranges.map_or(0, <[_]>::len));
+        valid.push(ranges.is_some());
+        metas.extend(ranges.unwrap_or_default());
+    }
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            metas.iter().map(|m| m.data_file_name.as_str()),
+        )),
+        Arc::new(Int32Array::from_iter_values(metas.iter().map(|m| m.offset))),
+        Arc::new(Int32Array::from_iter_values(metas.iter().map(|m| m.length))),
+        Arc::new(Int64Array::from_iter(metas.iter().map(|m| m.cardinality))),
+    ];
+    let items = StructArray::try_new(item_fields.clone(), arrays, None)
+        .map_err(|e| Error::arrow("dv_ranges", e))?;
+    let item = Arc::new(Field::new("item", ArrowType::Struct(item_fields), true));
+    let list = ListArray::try_new(
+        item,
+        OffsetBuffer::from_lengths(lengths),
+        Arc::new(items),
+        Some(NullBuffer::from(valid)),
+    )
+    .map_err(|e| Error::arrow("dv_ranges", e))?;
+    Ok(Column::new(
+        Field::new("dv_ranges", list.data_type().clone(), true),
+        Arc::new(list),
+    ))
 }

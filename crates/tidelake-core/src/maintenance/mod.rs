@@ -12,7 +12,8 @@
 //! * [`consumers`]: consumer files (`ConsumerManager`, `Consumer`);
 //! * [`partitions`]: partition expiration and dropping (`PartitionExpire`,
 //!   `PartitionValuesTimeExpireStrategy`, `PartitionTimeExtractor` in [`time_format`]);
-//! * [`system_tables`], [`file_tables`], [`audit_log`]: `$snapshots`, `$files`, ... as Arrow;
+//! * [`system_tables`], [`file_tables`], [`audit_log`], `data_tables`: `$snapshots`, `$files`,
+//!   `$ro`, ... as Arrow;
 //! * [`history`]: what each live snapshot's commit changed (files, rows, bytes);
 //! * [`damage`]: undecodable snapshots and missing files, and the last good snapshot;
 //! * [`verify`]: the consistency check replaying the snapshot chain (`doctor --verify`);
@@ -33,6 +34,7 @@ pub mod auto_tags;
 pub mod branches;
 pub mod consumers;
 pub mod damage;
+mod data_tables;
 pub mod expire;
 pub mod file_tables;
 pub mod history;

@@ -1,6 +1,8 @@
 //! System tables as Arrow (Java `org.apache.paimon.table.system.*Table`): `snapshots`,
-//! `schemas`, `options`, `tags`, `consumers`, `branches` here; `files`, `manifests`, `partitions`,
-//! `buckets` in [`super::file_tables`]; `audit_log` in [`super::audit_log`].
+//! `schemas`, `options`, `tags`, `consumers`, `branches`, `aggregation_fields`, `statistics`
+//! here; `files`, `manifests`, `partitions`, `buckets`, `table_indexes` in
+//! [`super::file_tables`]; `audit_log` in [`super::audit_log`]; `ro` and `binlog` in
+//! [`super::data_tables`].
 //!
 //! Column names, order and nullability follow Java's. Java `TIMESTAMP(3)` columns hold local
 //! wall-clock times (`LocalDateTime` in the JVM's zone); here they are Arrow
@@ -22,8 +24,9 @@ use crate::branch::{all_branch_ios, MAIN_BRANCH};
 use crate::error::{Error, Result};
 use crate::io::local_wall_ms;
 use crate::maintenance::consumers::consumers;
+use crate::maintenance::refs::STATISTICS_DIR;
 use crate::maintenance::tags::local_date_time_millis;
-use crate::maintenance::{audit_log, file_tables};
+use crate::maintenance::{audit_log, data_tables, file_tables};
 use crate::table::{Table, SCHEMA_DIR};
 
 /// Names of the system tables [`system_table`] serves.
@@ -39,6 +42,11 @@ pub const SYSTEM_TABLES: &[&str] = &[
     "consumers",
     "branches",
     "audit_log",
+    "ro",
+    "binlog",
+    "aggregation_fields",
+    "statistics",
+    "table_indexes",
 ];
 
 /// A system table's rows.
@@ -62,6 +70,11 @@ pub async fn system_table(table: &Table, name: &str) -> Result<SystemTable> {
         "partitions" => file_tables::partitions(table).await,
         "buckets" => file_tables::buckets(table).await,
         "audit_log" => audit_log::audit_log(table).await,
+        "ro" => data_tables::read_optimized(table).await,
+        "binlog" => data_tables::binlog(table).await,
+        "aggregation_fields" => aggregation_fields(table),
+        "statistics" => statistics(table).await,
+        "table_indexes" => file_tables::table_indexes(table).await,
         other => Err(Error::not_found(
             "system table",
             format!("'{other}'; system tables are: {}", SYSTEM_TABLES.join(", ")),
@@ -105,6 +118,12 @@ pub(crate) fn timestamps(name: &str, nullable: bool, values: Vec<Option<i64>>) -
             nullable,
         ),
         array: Arc::new(TimestampMillisecondArray::from(values)),
+    }
+}
+
+impl Column {
+    pub(crate) fn new(field: Field, array: ArrayRef) -> Column {
+        Column { field, array }
     }
 }
 
@@ -331,6 +350,136 @@ async fn tags(table: &Table) -> Result<SystemTable> {
     ])
 }
 
+/// Java `AggregationFieldsTable`: per column of the latest schema its type, and the values
+/// (`function`) and keys (`function_options`) of its `fields.<column>.*` options, printed as
+/// Java prints a list (`[sum]`, `[]`).
+fn aggregation_fields(table: &Table) -> Result<SystemTable> {
+    let schema = table.schema();
+    let of_field = |name: &str, pick: &dyn Fn(&str, &str) -> String| -> Option<String> {
+        let picked: Vec<String> = schema
+            .options()
+            .iter()
+            .filter(|(k, _)| {
+                let parts: Vec<&str> = k.split('.').collect();
+                parts.len() > 2 && parts[0] == "fields" && parts[1] == name
+            })
+            .map(|(k, v)| pick(k, v))
+            .collect();
+        Some(format!("[{}]", picked.join(", ")))
+    };
+    let fields = &schema.fields;
+    table_of(vec![
+        strings(
+            "field_name",
+            false,
+            fields.iter().map(|f| Some(f.name.clone())).collect(),
+        ),
+        strings(
+            "field_type",
+            false,
+            fields
+                .iter()
+                .map(|f| Some(f.data_type.to_string()))
+                .collect(),
+        ),
+        strings(
+            "function",
+            true,
+            fields
+                .iter()
+                .map(|f| of_field(&f.name, &|_, v| v.to_string()))
+                .collect(),
+        ),
+        strings(
+            "function_options",
+            true,
+            fields
+                .iter()
+                .map(|f| of_field(&f.name, &|k, _| k.to_string()))
+                .collect(),
+        ),
+        strings(
+            "comment",
+            true,
+            fields.iter().map(|f| f.description.clone()).collect(),
+        ),
+    ])
+}
+
+/// Java `StatisticTable`: the statistics file of the latest snapshot (`ANALYZE`), one row, or
+/// none when that snapshot has none; `colstat` is its `colStats` as Java prints JSON.
+async fn statistics(table: &Table) -> Result<SystemTable> {
+    let latest = table.snapshot_manager().latest().await?;
+    let stats = match latest.and_then(|s| s.statistics) {
+        Some(name) => {
+            let path = format!("{STATISTICS_DIR}/{name}");
+            let bytes = table.io().read(&path).await?;
+            let value: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::corrupt(table.io().display(&path), e))?;
+            vec![value]
+        }
+        None => Vec::new(),
+    };
+    let long = |key: &str| {
+        stats
+            .iter()
+            .map(|v| v.get(key).and_then(Value::as_i64))
+            .collect()
+    };
+    table_of(vec![
+        longs("snapshot_id", false, long("snapshotId")),
+        longs("schema_id", false, long("schemaId")),
+        longs("mergedRecordCount", true, long("mergedRecordCount")),
+        longs("mergedRecordSize", true, long("mergedRecordSize")),
+        strings(
+            "colstat",
+            true,
+            stats
+                .iter()
+                .map(|v| v.get("colStats").map(jackson_pretty))
+                .collect(),
+        ),
+    ])
+}
+
+/// `value` as Jackson's default pretty printer writes it (Java `JsonSerdeUtil.toJson`):
+/// two-space indents, `"key" : value`, `{ }` for an empty object, arrays on one line.
+pub(crate) fn jackson_pretty(value: &Value) -> String {
+    fn write(value: &Value, indent: usize, out: &mut String) {
+        match value {
+            Value::Object(members) if members.is_empty() => out.push_str("{ }"),
+            Value::Object(members) => {
+                out.push('{');
+                for (i, (key, member)) in members.iter().enumerate() {
+                    out.push_str(if i == 0 { "\n" } else { ",\n" });
+                    out.push_str(&"  ".repeat(indent + 1));
+                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push_str(" : ");
+                    write(member, indent + 1, out);
+                }
+                out.push('\n');
+                out.push_str(&"  ".repeat(indent));
+                out.push('}');
+            }
+            Value::Array(items) if items.is_empty() => out.push_str("[ ]"),
+            Value::Array(items) => {
+                out.push_str("[ ");
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write(item, indent, out);
+                }
+                out.push_str(" ]");
+            }
+            scalar => out.push_str(&scalar.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(value, 0, &mut out);
+    out
+}
+
 async fn consumer_table(table: &Table) -> Result<SystemTable> {
     let all = consumers(table.branch_io()).await?;
     table_of(vec![
@@ -350,6 +499,18 @@ async fn consumer_table(table: &Table) -> Result<SystemTable> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_prints_like_jackson() {
+        let value: Value =
+            serde_json::from_str(r#"{"a": {"colId": 0, "min": "1", "e": {}}, "b": [1, 2]}"#)
+                .unwrap();
+        assert_eq!(
+            jackson_pretty(&value),
+            "{\n  \"a\" : {\n    \"colId\" : 0,\n    \"min\" : \"1\",\n    \"e\" : { }\n  },\n  \"b\" : [ 1, 2 ]\n}"
+        );
+        assert_eq!(jackson_pretty(&Value::Object(Default::default())), "{ }");
+    }
 
     #[test]
     fn durations_print_like_java() {

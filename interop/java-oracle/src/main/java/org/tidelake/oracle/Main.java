@@ -75,6 +75,10 @@ public final class Main {
                 return Hms.holdLock(job);
             case "mark_done":
                 return MarkDone.procedure(job);
+            case "system_table":
+                return SystemTables.read(job);
+            case "analyze":
+                return SystemTables.analyze(job);
             case "success_file":
                 return MarkDone.successFile(job);
             default:

@@ -159,16 +159,19 @@ def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> di
             result = table.upsert(batch)
             t1 = t2 = t3 = time.perf_counter()
             committed = [{"bytes_added": result.bytes_added, "snapshots": len(result.snapshot_ids)}]
+            c1 = c2 = time.process_time()
         else:
             writer.upsert(batch)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             messages = writer.prepare_commit()
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), time.process_time()
             # the binding's commit: Table.commit's snapshots with the metrics it drops
             committed = table._raw.commit(raw_messages(messages), writer.commit_user, i)
             t3 = time.perf_counter()
-        record = {"write_s": t1 - t0, "prepare_s": t2 - t1, "commit_s": t3 - t2,
-                  "timed_cpu_s": time.process_time() - c0, "main_cpu_s": time.thread_time() - m0}
+        c3 = time.process_time()
+        record = {"write_s": t1 - t0, "prepare_s": t2 - t1, "commit_s": t3 - t2, "timed_cpu_s": c3 - c0,
+                  "main_cpu_s": time.thread_time() - m0,
+                  "phase_cpu_s": [c1 - c0, c2 - c1, c3 - c2]}
         x0, xc0 = time.perf_counter(), time.thread_time()
         ingested, compaction, runs = observe(files, i, mode, committed)
         record.update(ingested=ingested, compaction=compaction, runs=runs,
@@ -200,7 +203,8 @@ def windows(result: dict[str, Any], window: int) -> list[dict[str, Any]]:
     process CPU from the end of the previous commit's bookkeeping to the end of this one's,
     minus the calling thread's own batch generation/decoding and file listing: what background
     compaction does between commits counts here), ``ingested`` / ``compaction`` (bytes),
-    ``runs`` (per bucket), ``snapshots``, ``peak_rss_mb``, ``load_1m``."""
+    ``runs`` (per bucket), ``snapshots``, ``peak_rss_mb``, ``load_1m``; tidelake's also
+    ``phase_cpu_s``, the process CPU of each timed phase (upsert mode: all in the first)."""
     size = result["rows_per_commit"]
     out: list[dict[str, Any]] = []
     ingested = compaction = 0
@@ -213,10 +217,12 @@ def windows(result: dict[str, Any], window: int) -> list[dict[str, Any]]:
         ingested += sum(r["ingested"] for r in chunk)
         compaction += sum(r["compaction"] for r in chunk)
         timed = sums["write_s"] + sums["prepare_s"] + sums["commit_s"]
+        phases = [sum(r["phase_cpu_s"][k] for r in chunk) for k in range(3)] if "phase_cpu_s" in chunk[0] else None
         out.append({"commits": start + len(chunk), "rows": (start + len(chunk)) * size,
                     "rows_per_s": rows / timed, "rows_per_cpu_s": rows / sums["timed_cpu_s"],
                     "window_rows_per_s": rows / sums["cycle_s"], "window_rows_per_cpu_s": rows / sums["cycle_cpu_s"],
                     "seconds": timed, **sums, "other_threads_cpu_s": sums["cycle_cpu_s"] - sums["main_cpu_s"],
+                    "phase_cpu_s": phases,
                     "runs_max": max(max(r["runs"]) for r in chunk),
                     "runs_mean": sum(chunk[-1]["runs"]) / len(chunk[-1]["runs"]),
                     "compactions": sum(1 for r in chunk if r["snapshots"] > 1),
@@ -235,14 +241,16 @@ def report(result: dict[str, Any]) -> str:
     first = ws[0]
     lines = [f"{ENGINES[result['mode']]}:", "",
              "| commits | rows | rows/s (timed) | vs first | rows/CPU s (timed) | vs first | rows/s (window) | "
-             "vs first | rows/CPU s (window) | vs first | write / prepare / commit s | other threads CPU s | "
+             "vs first | rows/CPU s (window) | vs first | write / prepare / commit s | CPU s of each | "
+             "other threads CPU s | "
              "sorted runs/bucket max | mean | commits that compacted | write amp. (cumulative) | peak RSS MB | "
-             "load 1m |", "|---" * 18 + "|"]
+             "load 1m |", "|---" * 19 + "|"]
     for w in ws:
         ratios = [f"{w[k]:,.0f} | {w[k] / first[k]:.2f}x" for k in ("rows_per_s", "rows_per_cpu_s",
                                                                     "window_rows_per_s", "window_rows_per_cpu_s")]
         lines.append(f"| {w['commits']:,} | {w['rows']:,} | {' | '.join(ratios)} | "
                      f"{w['write_s']:.1f} / {w['prepare_s']:.1f} / {w['commit_s']:.1f} | "
+                     f"{' / '.join(f'{c:.1f}' for c in w['phase_cpu_s']) if w['phase_cpu_s'] else 'n/a'} | "
                      f"{w['other_threads_cpu_s']:.1f} | {w['runs_max']} | {w['runs_mean']:.1f} | "
                      f"{w['compactions']} | {w['write_amplification']:.2f} | {w['peak_rss_mb']:.0f} | "
                      f"{w['load_1m']:.1f} |")

@@ -2,35 +2,58 @@
 default compaction, and whether throughput, sorted runs and memory stay flat as the table grows.
 
     .venv/bin/python benches/sustained_ingestion.py                       # 10M rows / 1,000 commits
+    .venv/bin/python benches/sustained_ingestion.py --mode writer         # one long-lived writer
+    .venv/bin/python benches/sustained_ingestion.py --peer java           # Java Paimon, same stream
     .venv/bin/python benches/sustained_ingestion.py --rows 100000000      # the issue's full scale
     .venv/bin/python benches/sustained_ingestion.py --quick --png /tmp/s.png
+    .venv/bin/python benches/sustained_ingestion.py --plot a.json b.json --png s.png   # runs together
 
 The table: ``id BIGINT`` primary key, ``ver``, ``qty`` (BIGINT), ``price`` (DOUBLE), 16 fixed
 buckets, every other option at its default (so a bucket's writer compacts as Java Paimon's does:
-universal compaction once a bucket has ``num-sorted-run.compaction-trigger`` = 5 sorted runs,
-inline, inside the commit call). ``--commits`` calls of ``Table.upsert``, each of
-``rows / commits`` rows: the first all new keys, then half updates of keys drawn uniformly from
-those already written and half new keys. A batch is generated before its call; only the call is
-timed.
+universal compaction once a bucket has ``num-sorted-run.compaction-trigger`` = 5 sorted runs).
+The stream: ``--commits`` batches of ``rows / commits`` rows, the first all new keys, then half
+updates of keys drawn uniformly from those already written and half new keys (seeded: every run
+and every engine gets the same batches). Engines:
 
+* ``--mode upsert`` (default): one ``Table.upsert`` call per batch; each call's writer compacts
+  inline and waits for it (a one-shot write);
+* ``--mode writer``: one long-lived ``Table.writer()`` (Java's ``StreamTableWrite``): per batch
+  ``upsert``, ``prepare_commit`` and the commit; compaction runs in the background and joins the
+  ``prepare_commit`` after it finishes;
+* ``--peer java``: the same batches through Java Paimon 1.3.1's streaming writer
+  (``interop/java-oracle`` Bench.java ``sustained``: one ``StreamTableWrite`` and
+  ``StreamTableCommit``, ``prepareCommit(false, i)`` then ``commit(i, ...)``, as a Flink sink
+  runs them; JVM flags as benches/java_peer.py's). Python writes the batches once as a raw
+  column file (:func:`save_stream`); Java decodes each batch into rows before its timer.
+
+A batch is generated (Java: decoded) before its timer; the timed part is its write + commit.
 Per window of ``--window`` commits (default 100), one line of:
 
-* ``rows/s``: the window's rows / the seconds its upsert calls took, and rows per CPU second of
-  those calls (this process, all threads: steadier than wall time on a shared machine);
-* sorted runs per bucket, from the table's live files (``table.system("files")``, read after
-  every commit, untimed): a bucket's runs = its level-0 files + its non-empty levels above 0;
-  ``max`` is the largest seen after any commit of the window, ``mean`` the mean over buckets
-  after its last commit;
+* ``rows/s (timed)``: the window's rows / the wall seconds of its timed parts, and rows per CPU
+  second of the process (all threads) over those parts;
+* ``rows/s (window)``: the same over the whole window, from the end of one commit's bookkeeping to
+  the next, minus only the calling thread's own batch generation and file listing (wall, and
+  that thread's CPU): what background compaction does between commits counts here, so it is
+  not hidden; the window's CPU is the process's, all threads;
+* wall seconds of the write / prepare-commit (flush, and the compaction it joins or waits for) /
+  commit phases (upsert mode: the whole call is "write"), the process CPU seconds of each
+  (tidelake), and CPU seconds of threads other than the caller's (compaction, file writing);
+* sorted runs per bucket, from the table's live files (read after every commit, excluded as
+  above): a bucket's runs = its level-0 files + its non-empty levels above 0; ``max`` is the
+  largest seen after any commit of the window, ``mean`` the mean over buckets after its last;
 * write amplification so far: bytes of the data files compaction wrote / bytes of the data files
-  the upserts themselves wrote. Compaction bytes are the ``COMPACT`` files (``file_source``)
-  that appear in the live files after a call; ingested bytes are the bytes the call's commits
-  added (``WriteResult.bytes_added``, counted from the delta manifests) minus those. When a
-  call committed one snapshot (no compaction) the two sources must agree, and are checked;
-* peak RSS MB of this process so far (``VmHWM``, benches/memstat.py) and the 1-minute load
-  average at the window's end (the machine is shared: record it with the numbers).
+  the flushes wrote. tidelake: from the commits' snapshots (the first an APPEND, any other a
+  COMPACT; upsert mode: the call's ``bytes_added`` less the new ``COMPACT`` live files), checked
+  against the live files' ``file_source``; Java: the commit messages' ``compactIncrement``
+  ``compactAfter`` vs ``newFilesIncrement`` ``newFiles`` file sizes;
+* peak RSS MB of the process so far (``VmHWM``, benches/memstat.py; Java: the JVM's) and the
+  1-minute load average at the window's end (the machine is shared: record it with the numbers).
 
-The summary line gives the issue's target: rows/s of the last window within 1.3x of the
-first's. ``--out`` (JSON) keeps every window; ``--png`` plots rows/s and sorted runs per window.
+The summary lines give the issue's target, rows/s of the last window within 1.3x of the first's,
+for each of the four rates. Every run checks that every key written is live once and reports the
+sum of ``ver`` over the live rows (the same for every engine: the stream is seeded). ``--out``
+(JSON) keeps every commit's record and every window; ``--png`` plots rows per CPU second (whole
+window) and sorted runs per window.
 """
 
 from __future__ import annotations

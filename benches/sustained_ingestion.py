@@ -162,6 +162,8 @@ def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> di
     one ``Table.upsert`` call each (``mode="upsert"``), or through one long-lived
     ``Table.writer()``, ``upsert`` + ``prepare_commit`` + commit per batch (``"writer"``).
     Returns one record per commit (see :func:`windows`)."""
+    import pyarrow.compute as pc
+
     import tidelake
     from tidelake.write import raw_messages
 
@@ -208,8 +210,6 @@ def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> di
         records.append(record)
     if writer is not None:
         writer.close()
-    import pyarrow.compute as pc
-
     final = table.to_arrow(columns=["id", "ver"])
     if final.num_rows != stream.next_key:
         raise AssertionError(f"{final.num_rows} live rows, {stream.next_key} keys written")

@@ -86,23 +86,55 @@ def test_memstat_lifetime_peak_survives_a_high_water_mark_reset():
     assert memstat.hwm_mb() < base + 290 <= memstat.lifetime_peak_mb()
 
 
-def test_sustained_ingestion_quick(tmp_path):
-    stdout, result = run_bench("sustained_ingestion.py", tmp_path)
+QUICK_SUM_VER = 131935
+"""Sum of ``ver`` over the live rows after the --quick stream (seed 35): each key's last version."""
+
+
+def check_sustained(stdout: str, result: dict, mode: str) -> None:
+    """What every engine's sustained-ingestion run must report, whatever its timings."""
+    assert result["mode"] == mode
     windows = result["windows"]
     assert [w["commits"] for w in windows] == [5, 10, 15, 20]
     assert [w["rows"] for w in windows] == [5000, 10000, 15000, 20000]
-    # 1,000 new keys, then 500 new keys per commit: every key written is live, once
-    assert result["live_rows"] == 1000 + 19 * 500
+    # 1,000 new keys, then 500 new keys per commit: every key written is live, once; the batches
+    # are seeded (ver = commit number), so every engine ends with the same latest versions
+    assert result["live_rows"] == result["keys_written"] == 1000 + 19 * 500
+    assert result["sum_ver"] == QUICK_SUM_VER
+    assert len(result["per_commit"]) == 20
     for w in windows:
-        assert w["rows_per_s"] > 0 and w["rows_per_cpu_s"] > 0 and w["peak_rss_mb"] > 0
-        assert 1 <= w["runs_max"] <= 6 and 0 < w["runs_mean"] <= w["runs_max"]
+        for key in ("rows_per_s", "rows_per_cpu_s", "window_rows_per_s", "window_rows_per_cpu_s", "peak_rss_mb"):
+            assert w[key] > 0, (key, w)
+        # the window's cycles include its timed calls (within clock resolution)
+        assert w["cycle_s"] >= 0.9 * w["seconds"], w
+        assert 1 <= w["runs_max"] <= 10 and 0 < w["runs_mean"] <= w["runs_max"]
     # 16 buckets gain a run per commit: by commit 20 compaction has run and written files
     assert sum(w["compactions"] for w in windows) > 0
     amp = [w["write_amplification"] for w in windows]
     assert amp[-1] > 0 and amp == sorted(amp)  # cumulative: never decreases
     table = [ln for ln in stdout.splitlines() if ln.startswith("| ")]
     assert len(table) == 1 + 4  # header and one line per window
-    assert stdout.count("target: within 1.3x") == 2
+    assert stdout.count("target: within 1.3x") == 4
+
+
+@pytest.mark.parametrize("mode", ["upsert", "writer"])
+def test_sustained_ingestion_quick(tmp_path, mode):
+    stdout, result = run_bench("sustained_ingestion.py", tmp_path, "--mode", mode)
+    check_sustained(stdout, result, mode)
+    phases = [w["phase_cpu_s"] for w in result["windows"]]
+    if mode == "upsert":  # one call: no separate prepare/commit phase
+        assert all(p[0] > 0 and p[1] == 0 for p in phases), phases
+        assert all(w["prepare_s"] == 0 for w in result["windows"])
+    else:  # the writer's commits carry the batch (APPEND) and what compaction finished (COMPACT)
+        assert all(w["write_s"] > 0 and w["prepare_s"] > 0 and w["commit_s"] > 0 for w in result["windows"])
+        assert any(r["snapshots"] == 2 for r in result["per_commit"])
+
+
+@pytest.mark.slow
+def test_sustained_ingestion_quick_java_peer(java, tmp_path):
+    stdout, result = run_bench("sustained_ingestion.py", tmp_path, "--peer", "java")
+    check_sustained(stdout, result, "java")
+    assert "Java Paimon" in stdout
+    assert all(r["ingested"] > 0 for r in result["per_commit"])
 
 
 def test_streaming_latency_quick(tmp_path):

@@ -19,12 +19,19 @@ import org.apache.paimon.table.FileStoreTableFactory;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.CommitMessageImpl;
+import org.apache.paimon.table.sink.StreamTableCommit;
+import org.apache.paimon.table.sink.StreamTableWrite;
+import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.types.DataTypes;
 
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
@@ -60,6 +67,9 @@ import java.util.stream.Stream;
  * through {@link BatchTableWrite#compact} on a copy of {@code table}), {@code commits} ({@code n}
  * one-row upsert commits into a fresh table). Write steps read their table back after the last
  * repetition (untimed) so the caller can compare row counts and checksums across systems.
+ *
+ * <p>Step {@code sustained} (benches/sustained_ingestion.py {@code --peer java}) is not repeated:
+ * see {@link #sustained}.
  */
 final class Bench {
     private Bench() {}
@@ -80,6 +90,9 @@ final class Bench {
     private static ObjectNode step(String step, Map<String, String> opt) throws Exception {
         java.nio.file.Path data = Paths.get(opt.get("data"));
         java.nio.file.Path dir = Paths.get(opt.get("dir"));
+        if (step.equals("sustained")) {
+            return sustained(data, dir, Integer.parseInt(opt.get("buckets")));
+        }
         int reps = Integer.parseInt(opt.getOrDefault("reps", "1"));
         int buckets = Integer.parseInt(opt.getOrDefault("buckets", "4"));
         Files.createDirectories(dir);
@@ -171,6 +184,147 @@ final class Bench {
         }
         result.put("heap_max_mb", Runtime.getRuntime().maxMemory() / 1048576.0);
         result.put("gc", ManagementFactory.getGarbageCollectorMXBeans().get(0).getName());
+        return result;
+    }
+
+    // ---- sustained ingestion (issue #35) ------------------------------------------------------
+
+    /**
+     * The upsert stream of benches/sustained_ingestion.py (file {@code data}: see its {@code
+     * save_stream}) through one long-lived {@link StreamTableWrite} and {@link StreamTableCommit}
+     * into a fresh table ({@code id} primary key, {@code ver}, {@code qty}, {@code price},
+     * {@code buckets} buckets, default options), as a Flink sink runs it: per batch, write its
+     * rows, {@code prepareCommit(false, i)} (background compaction is not waited for) and
+     * {@code commit(i, ...)}. Per commit one record with the fields sustained_ingestion.py's
+     * {@code windows} reads: the timed phases' wall seconds, process CPU over them and this
+     * thread's CPU over them; the cycle's wall and process CPU since the previous commit's
+     * bookkeeping, minus this thread's decoding of the batch and listing of the files; bytes of
+     * the flushed files ({@code newFiles}) and of the files compaction wrote ({@code
+     * compactAfter}); sorted runs per bucket (level-0 files + non-empty levels above 0) from the
+     * live files; the JVM's VmHWM and the load average (also on stderr, one {@code COMMIT i
+     * {json}} line per commit, as progress). The batch is decoded into rows before its timer. Then the table is read back (rows, sum of {@code ver}).
+     */
+    private static ObjectNode sustained(java.nio.file.Path data, java.nio.file.Path dir, int buckets)
+            throws Exception {
+        ByteBuffer b;
+        try (FileChannel ch = FileChannel.open(data, StandardOpenOption.READ)) {
+            b = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size()).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        int commits = Math.toIntExact(b.getLong());
+        int size = Math.toIntExact(b.getLong());
+        Files.createDirectories(dir);
+        java.nio.file.Path path = dir.resolve("table");
+        Schema schema =
+                Schema.newBuilder()
+                        .column("id", DataTypes.BIGINT().notNull())
+                        .column("ver", DataTypes.BIGINT())
+                        .column("qty", DataTypes.BIGINT())
+                        .column("price", DataTypes.DOUBLE())
+                        .primaryKey("id")
+                        .option("bucket", Integer.toString(buckets))
+                        .build();
+        new SchemaManager(LocalFileIO.create(), new Path(path.toString())).createTable(schema);
+        FileStoreTable table = open(path);
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        ObjectNode result = Main.JSON.createObjectNode();
+        ArrayNode records = result.putArray("per_commit");
+        StreamWriteBuilder builder = table.newStreamWriteBuilder();
+        try (StreamTableWrite write = builder.newWrite(); StreamTableCommit commit = builder.newCommit()) {
+            write.withIOManager(IOManager.create(dir.toString()));
+            long mark = System.nanoTime();
+            long markCpu = cpuNanos();
+            for (int i = 0; i < commits; i++) {
+                long x0 = System.nanoTime();
+                long xc0 = threads.getCurrentThreadCpuTime();
+                List<GenericRow> rows = new ArrayList<>(size);
+                long base = 16L + (long) i * size * 32;
+                for (int r = 0; r < size; r++) {
+                    rows.add(GenericRow.of(b.getLong((int) (base + 8L * r)), b.getLong((int) (base + 8L * (size + r))),
+                            b.getLong((int) (base + 8L * (2L * size + r))),
+                            b.getDouble((int) (base + 8L * (3L * size + r)))));
+                }
+                long excluded = System.nanoTime() - x0;
+                long excludedCpu = threads.getCurrentThreadCpuTime() - xc0;
+                long c0 = cpuNanos();
+                long m0 = threads.getCurrentThreadCpuTime();
+                long t0 = System.nanoTime();
+                for (GenericRow row : rows) {
+                    write.write(row);
+                }
+                long t1 = System.nanoTime();
+                List<CommitMessage> messages = write.prepareCommit(false, i);
+                long t2 = System.nanoTime();
+                commit.commit(i, messages);
+                long t3 = System.nanoTime();
+                ObjectNode rec = records.addObject();
+                rec.put("write_s", (t1 - t0) / 1e9);
+                rec.put("prepare_s", (t2 - t1) / 1e9);
+                rec.put("commit_s", (t3 - t2) / 1e9);
+                rec.put("timed_cpu_s", (cpuNanos() - c0) / 1e9);
+                rec.put("main_cpu_s", (threads.getCurrentThreadCpuTime() - m0) / 1e9);
+                x0 = System.nanoTime();
+                xc0 = threads.getCurrentThreadCpuTime();
+                long ingested = 0;
+                long compaction = 0;
+                for (CommitMessage m : messages) {
+                    CommitMessageImpl msg = (CommitMessageImpl) m;
+                    for (DataFileMeta f : msg.newFilesIncrement().newFiles()) {
+                        ingested += f.fileSize();
+                    }
+                    for (DataFileMeta f : msg.compactIncrement().compactAfter()) {
+                        compaction += f.fileSize();
+                    }
+                }
+                boolean compacted = messages.stream()
+                        .anyMatch(m -> !((CommitMessageImpl) m).compactIncrement().isEmpty());
+                int[] level0 = new int[buckets];
+                List<Set<Integer>> levels = new ArrayList<>();
+                for (int k = 0; k < buckets; k++) {
+                    levels.add(new HashSet<>());
+                }
+                for (ManifestEntry e : table.store().newScan().plan().files()) {
+                    if (e.file().level() == 0) {
+                        level0[e.bucket()]++;
+                    } else {
+                        levels.get(e.bucket()).add(e.file().level());
+                    }
+                }
+                ArrayNode runs = rec.putArray("runs");
+                for (int k = 0; k < buckets; k++) {
+                    runs.add(level0[k] + levels.get(k).size());
+                }
+                rec.put("ingested", ingested);
+                rec.put("compaction", compaction);
+                rec.put("snapshots", compacted ? 2 : 1);
+                rec.put("peak_rss_mb", statusKb("VmHWM") / 1024.0);
+                rec.put("load_1m", Double.parseDouble(Files.readString(Paths.get("/proc/loadavg")).split(" ")[0]));
+                excluded += System.nanoTime() - x0;
+                excludedCpu += threads.getCurrentThreadCpuTime() - xc0;
+                long now = System.nanoTime();
+                long nowCpu = cpuNanos();
+                rec.put("cycle_s", (now - mark - excluded) / 1e9);
+                rec.put("cycle_cpu_s", (nowCpu - markCpu - excludedCpu) / 1e9);
+                mark = now;
+                markCpu = nowCpu;
+                System.err.println("COMMIT " + i + " " + Main.JSON.writeValueAsString(rec));
+            }
+        }
+        long rows = 0;
+        long sumVer = 0;
+        ReadBuilder rb = open(path).newReadBuilder();
+        try (RecordReader<InternalRow> reader = rb.newRead().createReader(rb.newScan().plan())) {
+            var it = reader.toCloseableIterator();
+            while (it.hasNext()) {
+                InternalRow row = it.next();
+                rows++;
+                sumVer += row.getLong(1);
+            }
+            it.close();
+        }
+        result.put("rows", rows);
+        result.put("sum_ver", sumVer);
+        result.put("jvm_heap_max_mb", Runtime.getRuntime().maxMemory() / 1048576.0);
+        deleteTree(dir);
         return result;
     }
 

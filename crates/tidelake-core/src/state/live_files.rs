@@ -225,13 +225,15 @@ impl LiveFiles {
         // entries of pruned partitions and buckets are dropped before their files are decoded
         let mut verdicts = HashMap::new();
         let mut failed = None;
-        let mut keep = |partition: &[u8], bucket: i32| {
-            match pruning.keep_bucket_of(partition, bucket, &mut verdicts) {
-                Ok(keep) => keep,
-                Err(e) => {
-                    failed.get_or_insert(e);
-                    true
-                }
+        let mut keep = |partition: &[u8], bucket: i32| match pruning.keep_bucket_of(
+            partition,
+            bucket,
+            &mut verdicts,
+        ) {
+            Ok(keep) => keep,
+            Err(e) => {
+                failed.get_or_insert(e);
+                true
             }
         };
         let chunks = read_manifest_chunks_where(table, &metas, &mut keep);

@@ -67,9 +67,8 @@ fn decode_entries(
     bytes: &[u8],
     keep: &mut EntryFilter<'_>,
 ) -> Result<Vec<ManifestEntry>> {
-    read_manifest_where(bytes, keep).map_err(|e| {
-        Error::from_spec(table.io().display(&format!("{MANIFEST_DIR}/{name}")), e)
-    })
+    read_manifest_where(bytes, keep)
+        .map_err(|e| Error::from_spec(table.io().display(&format!("{MANIFEST_DIR}/{name}")), e))
 }
 
 /// Read index manifest `name` of `table` (every entry, unreplayed; decoded once per read

@@ -4,8 +4,9 @@
 //! Built from the snapshot's base then delta manifest list: manifests the pruning rejects by
 //! their partition statistics are not read; entries it rejects by partition or bucket are
 //! skipped without decoding their file metadata; entries it rejects by partition, bucket or
-//! level are dropped *before* the ADD/DELETE replay, which is exact because a file's identifier holds its
-//! partition, bucket and level (an ADD and its DELETE are kept or dropped together).
+//! level are dropped *before* the ADD/DELETE replay, which is exact because a file's
+//! identifier holds its partition, bucket and level (an ADD and its DELETE are kept or dropped
+//! together).
 //!
 //! Invariants:
 //! * Only ADDs survive the replay; buckets appear in the order of their first live file, and

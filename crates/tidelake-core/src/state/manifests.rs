@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::manifest::{
     merge_entries_from, merge_index_entries, read_index_manifest, read_manifest_list,

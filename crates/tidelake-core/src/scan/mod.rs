@@ -14,6 +14,8 @@ mod fallback;
 pub(crate) mod file_index;
 pub(crate) mod hash_index;
 pub mod plan;
+#[cfg(test)]
+mod plan_tests;
 pub mod predicate;
 pub mod split;
 

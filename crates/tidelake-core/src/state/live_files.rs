@@ -2,9 +2,11 @@
 //! deletion vectors of each bucket, read with partition/bucket/level pruning ([`Pruning`]).
 //!
 //! Built from the snapshot's base then delta manifest list: manifests the pruning rejects by
-//! their partition statistics are not read; entries it rejects by partition, bucket or level are
-//! dropped *before* the ADD/DELETE replay, which is exact because a file's identifier holds its
-//! partition, bucket and level (an ADD and its DELETE are kept or dropped together).
+//! their partition statistics are not read; entries it rejects by partition or bucket are
+//! skipped without decoding their file metadata; entries it rejects by partition, bucket or
+//! level are dropped *before* the ADD/DELETE replay, which is exact because a file's
+//! identifier holds its partition, bucket and level (an ADD and its DELETE are kept or dropped
+//! together).
 //!
 //! Invariants:
 //! * Only ADDs survive the replay; buckets appear in the order of their first live file, and
@@ -26,7 +28,7 @@ use tidelake_spec::snapshot::Snapshot;
 
 use super::deletion::{index_file_refs, DeletionFileRef};
 use super::manifests::{
-    data_manifests, live_index_entries, merge_sourced, read_manifest_chunks, sourced,
+    data_manifests, live_index_entries, merge_sourced, read_manifest_chunks_where, sourced,
 };
 use crate::error::Result;
 use crate::table::Table;
@@ -129,22 +131,34 @@ impl<'a> Pruning<'a> {
         e: &ManifestEntry,
         verdicts: &mut HashMap<Vec<u8>, bool>,
     ) -> Result<bool> {
-        if (self.skip_postpone && e.bucket == POSTPONE_BUCKET)
-            || (self.skip_level0 && e.file.level == 0)
-        {
+        if self.skip_level0 && e.file.level == 0 {
             return Ok(false);
         }
-        if self.buckets.as_ref().is_some_and(|keep| !keep(e.bucket)) {
+        self.keep_bucket_of(&e.partition, e.bucket, verdicts)
+    }
+
+    /// Whether the entries of (`partition`, `bucket`) may be kept: [`Self::keep_entry`]
+    /// without the level, which an entry's file metadata holds (asked before it is decoded).
+    fn keep_bucket_of(
+        &mut self,
+        partition: &[u8],
+        bucket: i32,
+        verdicts: &mut HashMap<Vec<u8>, bool>,
+    ) -> Result<bool> {
+        if self.skip_postpone && bucket == POSTPONE_BUCKET {
+            return Ok(false);
+        }
+        if self.buckets.as_ref().is_some_and(|keep| !keep(bucket)) {
             return Ok(false);
         }
         let Some(keep) = self.partitions.as_mut() else {
             return Ok(true);
         };
-        if let Some(verdict) = verdicts.get(&e.partition) {
+        if let Some(verdict) = verdicts.get(partition) {
             return Ok(*verdict);
         }
-        let verdict = keep(&e.partition)?;
-        verdicts.insert(e.partition.clone(), verdict);
+        let verdict = keep(partition)?;
+        verdicts.insert(partition.to_vec(), verdict);
         Ok(verdict)
     }
 }
@@ -202,13 +216,32 @@ impl LiveFiles {
             .into_iter()
             .filter(|m| pruning.keep_manifest(m))
             .collect();
+        let index_files = pruning.index_files;
         let index = async {
-            match pruning.index_files {
+            match index_files {
                 true => live_index_entries(table, snap).await,
                 false => Ok(Vec::new()),
             }
         };
-        let (chunks, index) = futures::try_join!(read_manifest_chunks(table, &metas), index)?;
+        // entries of pruned partitions and buckets are dropped before their files are decoded
+        let mut verdicts = HashMap::new();
+        let mut failed = None;
+        let mut keep = |partition: &[u8], bucket: i32| match pruning.keep_bucket_of(
+            partition,
+            bucket,
+            &mut verdicts,
+        ) {
+            Ok(keep) => keep,
+            Err(e) => {
+                failed.get_or_insert(e);
+                true
+            }
+        };
+        let chunks = read_manifest_chunks_where(table, &metas, &mut keep);
+        let (chunks, index) = futures::try_join!(chunks, index)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
         let mut live = LiveFiles::from_entries(sourced(&metas, chunks), &mut pruning)?;
         live.attach_index(index)?;
         Ok(live)

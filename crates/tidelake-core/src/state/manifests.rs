@@ -2,14 +2,18 @@
 //! entry replay with this crate's errors. The one place core code decodes them.
 //!
 //! Invariants: manifests are fetched at most [`MANIFEST_PARALLELISM`] at a time and returned in
-//! the order asked for; a decode failure is [`Error::Corrupt`] naming the file.
+//! the order asked for; a decode failure is [`Error::Corrupt`] naming the file. A manifest is
+//! kept in the read cache as its file's bytes, not decoded: each read decodes the entries its
+//! own filter keeps ([`read_manifest_chunks_where`]), as Java's manifest cache keeps serialized
+//! rows and filters them on read.
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::manifest::{
-    merge_entries_from, merge_index_entries, read_index_manifest, read_manifest,
-    read_manifest_list, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+    merge_entries_from, merge_index_entries, read_index_manifest, read_manifest_list,
+    read_manifest_where, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
 };
 use tidelake_spec::snapshot::Snapshot;
 
@@ -29,9 +33,41 @@ pub async fn read_list(table: &Table, name: &str) -> Result<Vec<ManifestFileMeta
     read_cached(table, name, read_manifest_list).await
 }
 
-/// Read manifest file `name` of `table` (decoded once per read cache, see [`read_cached`]).
+/// Read manifest file `name` of `table` (its bytes kept in the read cache, see
+/// [`manifest_bytes`]).
 pub async fn read_entries(table: &Table, name: &str) -> Result<Vec<ManifestEntry>> {
-    read_cached(table, name, read_manifest).await
+    let bytes = manifest_bytes(table, name).await?;
+    decode_entries(table, name, &bytes, &mut |_, _| true)
+}
+
+/// What [`read_manifest_chunks_where`] asks of each entry before decoding its file: whether
+/// its (framed partition, bucket) is kept.
+pub(crate) type EntryFilter<'a> = dyn FnMut(&[u8], i32) -> bool + Send + 'a;
+
+/// The bytes of manifest `name`, through the table's read cache if its I/O has one (manifests
+/// have unique names and are never rewritten, so cached bytes never go stale).
+async fn manifest_bytes(table: &Table, name: &str) -> Result<Arc<Bytes>> {
+    let rel = format!("{MANIFEST_DIR}/{name}");
+    let cache = table.io().read_cache();
+    if let Some(bytes) = cache.and_then(|c| c.get::<Bytes>(&rel)) {
+        return Ok(bytes);
+    }
+    let bytes = Arc::new(table.io().read(&rel).await?);
+    if let Some(c) = cache {
+        c.insert(&rel, bytes.clone(), bytes.len());
+    }
+    Ok(bytes)
+}
+
+/// The entries of manifest `name` (file bytes `bytes`) that `keep` accepts.
+fn decode_entries(
+    table: &Table,
+    name: &str,
+    bytes: &[u8],
+    keep: &mut EntryFilter<'_>,
+) -> Result<Vec<ManifestEntry>> {
+    read_manifest_where(bytes, keep)
+        .map_err(|e| Error::from_spec(table.io().display(&format!("{MANIFEST_DIR}/{name}")), e))
 }
 
 /// Read index manifest `name` of `table` (every entry, unreplayed; decoded once per read
@@ -40,12 +76,12 @@ pub(crate) async fn read_index(table: &Table, name: &str) -> Result<Vec<IndexMan
     read_cached(table, name, read_index_manifest).await
 }
 
-/// Approximate heap bytes of a decoded manifest (list) per byte of its file.
+/// Approximate heap bytes of a decoded manifest list or index manifest per byte of its file.
 const DECODED_MANIFEST_FACTOR: usize = 4;
 
 /// Read and `decode` file `name` of the manifest directory, through the table's read cache if
-/// its I/O has one: manifest lists, manifests and index manifests have unique names and are
-/// never rewritten, so a decoded one never goes stale.
+/// its I/O has one: manifest lists and index manifests have unique names and are never
+/// rewritten, so a decoded one never goes stale.
 async fn read_cached<T: Clone + Send + Sync + 'static>(
     table: &Table,
     name: &str,
@@ -91,20 +127,36 @@ pub async fn read_manifests(
         .collect())
 }
 
-/// The entries of each of `metas`, decoded concurrently, in order.
+/// The entries of each of `metas`, fetched concurrently, in order.
 pub(crate) async fn read_manifest_chunks(
     table: &Table,
     metas: &[ManifestFileMeta],
 ) -> Result<Vec<Vec<ManifestEntry>>> {
+    read_manifest_chunks_where(table, metas, &mut |_, _| true).await
+}
+
+/// The entries of each of `metas` that `keep` accepts by partition and bucket, fetched
+/// concurrently, in order: a rejected entry's file metadata is skipped, not decoded
+/// ([`read_manifest_where`]), so pruned entries cost little more than their bytes.
+pub(crate) async fn read_manifest_chunks_where(
+    table: &Table,
+    metas: &[ManifestFileMeta],
+    keep: &mut EntryFilter<'_>,
+) -> Result<Vec<Vec<ManifestEntry>>> {
     let names: Vec<String> = metas.iter().map(|m| m.file_name.clone()).collect();
-    let reads = names.into_iter().map(|name| {
+    let fetches = names.into_iter().map(|name| {
         let table = table.clone();
-        async move { read_entries(&table, &name).await }
+        async move {
+            let bytes = manifest_bytes(&table, &name).await?;
+            Ok::<_, Error>((name, bytes))
+        }
     });
-    stream::iter(reads)
-        .buffered(MANIFEST_PARALLELISM)
-        .try_collect()
-        .await
+    let mut fetched = stream::iter(fetches).buffered(MANIFEST_PARALLELISM);
+    let mut chunks = Vec::with_capacity(metas.len());
+    while let Some((name, bytes)) = fetched.try_next().await? {
+        chunks.push(decode_entries(table, &name, &bytes, keep)?);
+    }
+    Ok(chunks)
 }
 
 /// Replay manifest entries in order ([`tidelake_spec::manifest::merge_entries`]): DELETEs

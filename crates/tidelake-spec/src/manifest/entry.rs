@@ -83,6 +83,12 @@ impl ManifestEntry {
     }
 }
 
+impl ManifestEntry {
+    /// The slots of `_PARTITION` and `_BUCKET` in [`AvroRecord::FIELDS`], which
+    /// [`super::read_manifest_where`] tests before decoding the rest.
+    pub(super) const PROBED: &'static [usize] = &[2, 3];
+}
+
 impl AvroRecord for ManifestEntry {
     const FIELDS: &'static [Field] = &[
         Field::required("_VERSION", Ty::Int),

@@ -46,7 +46,7 @@ pub use merge::{merge_entries, merge_entries_from, merge_index_entries};
 pub use stats::{SimpleStats, EMPTY_ROW};
 
 use crate::error::Result;
-use record::AvroRecord;
+use record::{AvroRecord, AvroValue, Probe};
 
 /// Decodes a manifest list file (`manifest/manifest-list-*`).
 pub fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFileMeta>> {
@@ -56,6 +56,26 @@ pub fn read_manifest_list(bytes: &[u8]) -> Result<Vec<ManifestFileMeta>> {
 /// Decodes a manifest file (`manifest/manifest-*`).
 pub fn read_manifest(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
     record::read_records(bytes, "manifest")
+}
+
+/// Decodes the entries of a manifest file that `keep` accepts by their `_PARTITION` (framed
+/// BinaryRow) and `_BUCKET`, asked before the rest of the entry is decoded: the `_FILE` of a
+/// rejected entry is skipped undecoded (Java filters manifest rows by partition and bucket
+/// before converting them to entries, `ManifestFile.read` with a row filter).
+pub fn read_manifest_where(
+    bytes: &[u8],
+    mut keep: impl FnMut(&[u8], i32) -> bool,
+) -> Result<Vec<ManifestEntry>> {
+    let mut probe = |values: &[AvroValue]| match (&values[2], &values[3]) {
+        (AvroValue::Bytes(partition), AvroValue::Int(bucket)) => keep(partition, *bucket),
+        // absent or mistyped: decoded in full, so the error names the field
+        _ => true,
+    };
+    let probe = Probe {
+        slots: ManifestEntry::PROBED,
+        keep: &mut probe,
+    };
+    record::read_records_probed(bytes, "manifest", Some(probe))
 }
 
 /// Decodes an index manifest file (`manifest/index-manifest-*`).

@@ -114,7 +114,12 @@ enum Read {
 
 #[derive(Debug)]
 enum Step {
-    Read { slot: usize, read: Read },
+    /// Read writer field `node` into `slot`.
+    Read {
+        slot: usize,
+        read: Read,
+        node: NodeId,
+    },
     Skip(NodeId),
 }
 
@@ -161,7 +166,11 @@ impl Compiler<'_> {
                         &format!("{path}.{name}"),
                         depth + 1,
                     )?;
-                    steps.push(Step::Read { slot, read });
+                    steps.push(Step::Read {
+                        slot,
+                        read,
+                        node: *wnode,
+                    });
                 }
                 None => steps.push(Step::Skip(*wnode)),
             }
@@ -230,15 +239,85 @@ impl RecordPlan {
         out.resize_with(self.slots, || AvroValue::Null);
         for step in &self.steps {
             match step {
-                Step::Read { slot, read } => out[*slot] = read.decode(schema, cur, depth + 1)?,
+                Step::Read { slot, read, .. } => {
+                    out[*slot] = read.decode(schema, cur, depth + 1)?
+                }
                 Step::Skip(node) => schema.skip(*node, cur, depth + 1)?,
             }
         }
         Ok(out)
     }
+
+    /// [`Self::decode`], asking `probe` once the writer fields of every slot in
+    /// `probe.slots` are read (or at the end, for those the writer lacks): `None` when it
+    /// rejects the record, whose remaining fields are then skipped undecoded.
+    fn decode_probed(
+        &self,
+        schema: &WriterSchema,
+        cur: &mut Cursor<'_>,
+        depth: usize,
+        probe: &mut Probe<'_>,
+    ) -> Result<Option<Vec<AvroValue>>> {
+        let mut out = Vec::with_capacity(self.slots);
+        out.resize_with(self.slots, || AvroValue::Null);
+        let mut pending = probe.slots.len();
+        let mut rejected = false;
+        for step in &self.steps {
+            match step {
+                Step::Read { node, .. } if rejected => schema.skip(*node, cur, depth + 1)?,
+                Step::Read { slot, read, .. } => {
+                    out[*slot] = read.decode(schema, cur, depth + 1)?;
+                    if probe.slots.contains(slot) {
+                        pending -= 1;
+                        rejected = pending == 0 && !(probe.keep)(&out);
+                    }
+                }
+                Step::Skip(node) => schema.skip(*node, cur, depth + 1)?,
+            }
+        }
+        if pending > 0 {
+            rejected = !(probe.keep)(&out);
+        }
+        Ok((!rejected).then_some(out))
+    }
+}
+
+/// A test of some fields of a record ([`read_records_probed`]), asked before the rest is
+/// decoded.
+pub(crate) struct Probe<'a> {
+    /// The slots (indexes into the record's [`Field`]s) the test looks at.
+    pub(crate) slots: &'static [usize],
+    /// Whether the record is kept, given its values so far (fields not read yet are null).
+    pub(crate) keep: &'a mut dyn FnMut(&[AvroValue]) -> bool,
 }
 
 impl Read {
+    /// The plan of a root read as a record, directly or as the record branch of a nullable
+    /// root (`["null", record]`).
+    fn root_record(&self) -> Option<&RecordPlan> {
+        match self {
+            Read::Record(plan) => Some(plan),
+            Read::Union(branches) => match branches.as_slice() {
+                [None, Some(Read::Record(plan))] | [Some(Read::Record(plan)), None] => Some(plan),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Reads what precedes a root record's fields (a nullable root's union index): whether a
+    /// record follows (false: a null root).
+    fn enter_root(&self, cur: &mut Cursor<'_>) -> Result<bool> {
+        let Read::Union(branches) = self else {
+            return Ok(true);
+        };
+        let i = cur.long()?;
+        match usize::try_from(i).ok().and_then(|i| branches.get(i)) {
+            Some(branch) => Ok(branch.is_some()),
+            None => Err(cur.corrupt(format_args!("union index {i} out of range"))),
+        }
+    }
+
     fn decode(
         &self,
         schema: &WriterSchema,
@@ -284,6 +363,16 @@ impl Read {
 
 /// Decodes every record of a container whose records are `T`s.
 pub(crate) fn read_records<T: AvroRecord>(bytes: &[u8], what: &'static str) -> Result<Vec<T>> {
+    read_records_probed(bytes, what, None)
+}
+
+/// [`read_records`] of the records `probe` keeps: a rejected record's other fields are
+/// skipped, not decoded (they are still checked to be well formed).
+pub(crate) fn read_records_probed<T: AvroRecord>(
+    bytes: &[u8],
+    what: &'static str,
+    mut probe: Option<Probe<'_>>,
+) -> Result<Vec<T>> {
     let mut container = Container::open(bytes, what)?;
     let schema = WriterSchema::parse(container.schema, what)?;
     // Older Java writers made the root a nullable record (`["null", record]`); a union
@@ -298,12 +387,23 @@ pub(crate) fn read_records<T: AvroRecord>(bytes: &[u8], what: &'static str) -> R
         let mut cur = Cursor::new(&data, what);
         out.reserve(count.min(RESERVE_LIMIT));
         for _ in 0..count {
-            match root.decode(&schema, &mut cur, 0)? {
-                AvroValue::Record(values) => {
-                    out.push(T::from_fields(&mut Fields::new(T::FIELDS, values, what))?)
-                }
-                _ => return Err(cur.corrupt("null where a record is required")),
-            }
+            let values = match (&mut probe, root.root_record()) {
+                (Some(probe), Some(plan)) => match root.enter_root(&mut cur)? {
+                    false => None,
+                    true => match plan.decode_probed(&schema, &mut cur, 1, probe)? {
+                        Some(values) => Some(values),
+                        None => continue,
+                    },
+                },
+                _ => match root.decode(&schema, &mut cur, 0)? {
+                    AvroValue::Record(values) => Some(values),
+                    _ => None,
+                },
+            };
+            let Some(values) = values else {
+                return Err(cur.corrupt("null where a record is required"));
+            };
+            out.push(T::from_fields(&mut Fields::new(T::FIELDS, values, what))?);
         }
         if cur.remaining() != 0 {
             return Err(cur.corrupt("trailing bytes after the block's records"));

@@ -314,3 +314,29 @@ fn binary_rows_are_kept_as_stored_framed_bytes() {
         assert_eq!(arity(&e.file.min_key), 1);
     }
 }
+
+#[test]
+fn probed_reads_keep_exactly_the_entries_the_probe_accepts() {
+    // every fixture manifest, with each of its partitions and buckets rejected in turn: the
+    // kept entries equal the full decode's, filtered, and the probe sees every entry once
+    for f in fixture_files().iter().filter(|f| f.kind == Kind::Manifest) {
+        let all = read_manifest(&f.bytes).expect("decode");
+        for rejected in &all {
+            let mut asked = 0;
+            let kept = read_manifest_where(&f.bytes, |p, b| {
+                asked += 1;
+                (p, b) != (&rejected.partition[..], rejected.bucket)
+            })
+            .expect("probed decode");
+            let expected: Vec<_> = all
+                .iter()
+                .filter(|e| (&e.partition, e.bucket) != (&rejected.partition, rejected.bucket))
+                .cloned()
+                .collect();
+            assert_eq!(kept, expected, "{}/{}", f.table, f.name);
+            assert_eq!(asked, all.len(), "{}/{}", f.table, f.name);
+        }
+        let none = read_manifest_where(&f.bytes, |_, _| false).expect("probed decode");
+        assert!(none.is_empty(), "{}/{}", f.table, f.name);
+    }
+}

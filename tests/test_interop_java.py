@@ -292,6 +292,9 @@ def test_tidelake_written_projection_and_filters(java, tmp_path):
 
 @pytest.mark.parametrize("name", [sc.name for sc in SCENARIOS])
 def test_tidelake_writes_java_reads(java, tmp_path, name):
+    """tidelake writes every scenario into Java's table (``cl_full``'s
+    ``full-compaction.delta-commits=1``: its writers fully compact after every commit) and Java
+    reads every snapshot and change as tidelake does."""
     sc = _arrow_types(BY_NAME[name])
     wh = str(tmp_path)
     t = tidelake_write(java, wh, sc)

@@ -7,15 +7,15 @@
 //! compaction when its identifier is a multiple of N, or is the batch identifier (`i64::MAX`:
 //! Flink's end-of-input checkpoint and Spark's batch writes, which fully compact at every
 //! commit). The count is the commit identifier, which every snapshot records: a stream writer
-//! (Flink's checkpoint id) that restarts in a new process resumes its identifiers, so the count
-//! survives short-lived writer processes without any state of tidelake's own.
+//! that restarts in a new process and resumes its identifiers from the table (as Flink restores
+//! its checkpoint ids) keeps the count, with no state of tidelake's own between processes.
 //!
 //! What is compacted: every bucket of the table that is not one run at the max level yet
 //! (Java `pickFullCompaction`), committed as one COMPACT snapshot (with the changelog of
 //! `changelog-producer=full-compaction`) after the write's snapshots. Java compacts, in the
 //! write's own commit, the buckets its job wrote since the job's last full compaction; the
-//! buckets left alone here are exactly those no write touched since they were last fully
-//! compacted, so the table and its changelog read the same. Differences from Java: the COMPACT
+//! buckets left alone here are those already fully compacted since their last write (whose
+//! changelog that compaction wrote), so the table and its changelog read the same. Differences from Java: the COMPACT
 //! snapshot is a commit of its own (commit user `tidelake-compact-*`, batch identifier), not a
 //! second snapshot of the write's commit; buckets written by other writers are compacted too.
 //!

@@ -68,7 +68,9 @@ def test_tidelake_continues_java_table(java, tmp_path):
     # Java on the same input (its full compactions where Flink makes them)
     jwh = str(tmp_path / "java")
     jt = java_write(java, jwh, Scenario("fc_java", KV, _with_java_compactions(STEPS), ["k", "p"], ["p"], OPTIONS))
-    assert _kinds(jt) == kinds
+    # the oracle's compact step also commits an empty APPEND (Flink's is one commit)
+    java_kinds = [s.commit_kind for s in jt.snapshots() if s.commit_kind != "APPEND" or s.delta_record_count]
+    assert java_kinds == kinds, java_kinds
     assert _all_changes(t) == _all_changes(jt)
     assert sorted_rows(canonical_rows(t.to_arrow())) == sorted_rows(canonical_rows(jt.to_arrow()))
 

@@ -78,6 +78,10 @@ CASES = {
     # dynamic buckets: every writer replaces the same HASH index file (Java allows one writer
     # job per partition; tidelake must still never lose or duplicate a key)
     "dynamic-bucket": (-1, {"dynamic-bucket.target-row-num": "150"}, False),
+    # every commit is followed by a full compaction (batch identifier, Java's rule): the
+    # writers' COMPACT commits race each other's APPENDs; a lost compaction never loses a write
+    "full-compaction-delta-commits": (2, {"changelog-producer": "full-compaction",
+                                          "full-compaction.delta-commits": "1"}, False),
 }
 
 

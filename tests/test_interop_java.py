@@ -290,19 +290,12 @@ def test_tidelake_written_projection_and_filters(java, tmp_path):
                  java_filter={"op": "in", "field": "vc10", "values": ["hello", ""]})
 
 
-def _for_tidelake(sc: Scenario) -> Scenario:
-    """tidelake does not run full compactions every N commits (``full-compaction.delta-commits``
-    is refused on write): it gets a full compaction after every commit instead."""
-    if "full-compaction.delta-commits" not in sc.options:
-        return sc
-    options = {k: v for k, v in sc.options.items() if k != "full-compaction.delta-commits"}
-    steps = [x for st in sc.steps for x in ([st, {"compact": True}] if "rows" in st else [st])]
-    return Scenario(sc.name, sc.fields, steps, sc.primary_keys, sc.partition_keys, options, sc.mode)
-
-
 @pytest.mark.parametrize("name", [sc.name for sc in SCENARIOS])
 def test_tidelake_writes_java_reads(java, tmp_path, name):
-    sc = _for_tidelake(_arrow_types(BY_NAME[name]))
+    """tidelake writes every scenario into Java's table (``cl_full``'s
+    ``full-compaction.delta-commits=1``: its writers fully compact after every commit) and Java
+    reads every snapshot and change as tidelake does."""
+    sc = _arrow_types(BY_NAME[name])
     wh = str(tmp_path)
     t = tidelake_write(java, wh, sc)
     compare_all(java, t, wh, "B tidelake-wrote", pypaimon=_pypaimon_reads_exactly(sc))
@@ -408,7 +401,6 @@ def test_java_reads_table_path(java, tmp_path):
 UNSUPPORTED_ON_WRITE = {
     "file-index.bitmap.columns": "s",
     "metadata.iceberg.storage": "rest-catalog",
-    "full-compaction.delta-commits": "2",
 }
 
 

@@ -95,6 +95,8 @@ pub const POSTPONE_DEFAULT_BUCKET_NUM: &str = "postpone.default-bucket-num";
 pub const ROW_TRACKING_ENABLED: &str = "row-tracking.enabled";
 pub const DATA_EVOLUTION_ENABLED: &str = "data-evolution.enabled";
 pub const WRITE_ONLY: &str = "write-only";
+/// Writers fully compact the table at every commit whose identifier is a multiple of this.
+pub const FULL_COMPACTION_DELTA_COMMITS: &str = "full-compaction.delta-commits";
 /// Older spelling Java still reads for `write-only`.
 pub const WRITE_ONLY_FALLBACK_KEY: &str = "write.compaction-skip";
 
@@ -723,6 +725,17 @@ impl Options {
         }
     }
 
+    /// `full-compaction.delta-commits`: writers fully compact after the commits whose
+    /// identifier is a multiple of it (and after every batch commit); `None` when unset. As
+    /// Java's writers (`Math.max(deltaCommits, 1)`), 0 counts as 1; a negative value asks for
+    /// nothing.
+    pub fn full_compaction_delta_commits(&self) -> Result<Option<u32>> {
+        Ok(self
+            .get_i32(FULL_COMPACTION_DELTA_COMMITS)?
+            .and_then(|n| u32::try_from(n).ok())
+            .map(|n| n.max(1)))
+    }
+
     // ---- snapshots and commits --------------------------------------------------------------
 
     /// `snapshot.num-retained.min`, default 10.
@@ -903,11 +916,6 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     ("commit.callbacks", Asks::Set, "commit callbacks"),
     ("record-level.expire-time", Asks::Set, "record-level expiry"),
     (
-        "full-compaction.delta-commits",
-        Asks::Set,
-        "periodic full compaction",
-    ),
-    (
         "data-file.external-paths",
         Asks::Set,
         "data files in external paths",
@@ -1049,7 +1057,6 @@ mod tests {
             ("sink.process-time-zone", "Asia/Shanghai"),
             ("partition.mark-done-action", "success-file,done-partition"),
             ("partition.mark-done-action", "mark-event"),
-            ("full-compaction.delta-commits", "1"),
             ("index-file-in-data-file-dir", "TRUE"),
         ] {
             let err = opts(&[("bucket", "1"), (key, value)])
@@ -1068,6 +1075,7 @@ mod tests {
             ("tag.automatic-creation", "batch"),
             ("sink.watermark-time-zone", "UTC"),
             ("index-file-in-data-file-dir", "false"),
+            ("full-compaction.delta-commits", "3"),
             ("file-index.read.enabled", "true"),
             ("file-index.in-manifest-threshold", "500 bytes"),
             ("file-index.bloom-filter.columns", ""),
@@ -1141,6 +1149,21 @@ mod tests {
         assert_eq!(o.commit_max_retries().unwrap(), 10);
         assert_eq!(o.commit_timeout().unwrap(), None);
         assert!(!o.batch_scan_skip_level0().unwrap());
+    }
+
+    #[test]
+    fn full_compaction_delta_commits_as_java_writers_take_it() {
+        for (value, expected) in [("3", Some(3)), ("1", Some(1)), ("0", Some(1)), ("-1", None)] {
+            let o = opts(&[("full-compaction.delta-commits", value)]);
+            assert_eq!(
+                o.full_compaction_delta_commits().unwrap(),
+                expected,
+                "{value}"
+            );
+        }
+        assert_eq!(opts(&[]).full_compaction_delta_commits().unwrap(), None);
+        let bad = opts(&[("full-compaction.delta-commits", "often")]);
+        assert!(bad.full_compaction_delta_commits().is_err());
     }
 
     #[test]

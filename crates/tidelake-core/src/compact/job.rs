@@ -311,6 +311,20 @@ impl Compactor {
         Ok(plan)
     }
 
+    /// Fully compact every bucket of the latest snapshot (Java `pickFullCompaction`: a bucket
+    /// that already is one run at the max level, without deletion vectors, is left alone); the
+    /// COMPACT snapshots, none when no bucket needed it.
+    pub(crate) async fn compact_full(&self) -> Result<Committed> {
+        let request = CompactRequest {
+            full: true,
+            partitions: None,
+        };
+        let plan = self.plan(&request).await?;
+        let mut committed = plan.moved_commit.clone();
+        committed.extend(self.execute(&plan, None).await?.0);
+        Ok(committed)
+    }
+
     /// Compact the (partition, bucket)s in `targets` of the latest snapshot as the table's pick
     /// says (not full); the COMPACT snapshot, none when none needed compaction.
     pub(crate) async fn compact_targets(&self, targets: &[(Vec<u8>, i32)]) -> Result<Committed> {

@@ -50,8 +50,11 @@
 //! follow Java's `LookupMergeFunction` (level-0 records merge with only the newest record above
 //! level 0; not first-row), in compaction as in reads.
 //!
+//! Writers' periodic full compaction (`full-compaction.delta-commits`) is
+//! `crate::ops::full_compaction`, which runs [`Compactor`] after a write's commit.
+//!
 //! Not implemented: record-level expiry,
-//! `EarlyFullCompaction`/off-peak ratios, `full-compaction.delta-commits`, the `lookup-compact`
+//! `EarlyFullCompaction`/off-peak ratios, the `lookup-compact`
 //! modes (`gentle` and its `lookup-compact.max-interval`: tidelake always forces level 0 up, as
 //! the default `radical`), and lookup compaction of tables with
 //! `changelog-producer=full-compaction` and `force-lookup`: those are fully compacted (see
@@ -73,3 +76,4 @@ pub use inline::inline_compaction;
 pub use job::{CompactRequest, Compactor};
 pub use plan::{CompactionPlan, CompactionTask};
 pub use visible::commit_visible_with;
+pub(crate) use visible::landed_but;

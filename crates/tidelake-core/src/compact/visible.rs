@@ -93,13 +93,25 @@ pub async fn commit_visible_with(
 /// The error of a write that landed as snapshots `ids` but is not visible yet: never a kind a
 /// caller would take for "nothing landed" and write again.
 fn landed_unseen(table: &Table, ids: &[i64], why: &str) -> Error {
+    landed_but(
+        table,
+        ids,
+        &format!(
+            "is not visible yet: {why}; it becomes visible at the next compaction of those \
+             buckets (e.g. `compact()`)"
+        ),
+    )
+}
+
+/// The error of a write that landed as snapshots `ids` when what should follow it did not
+/// (`what`): never a kind a caller would take for "nothing landed" and write again.
+pub(crate) fn landed_but(table: &Table, ids: &[i64], what: &str) -> Error {
     Error::Io {
         path: table.location().to_string(),
         source: object_store::Error::Generic {
             store: "commit",
             source: format!(
-                "the write landed (snapshots {ids:?}) but is not visible yet: {why}; it becomes visible at the next \
-                 compaction of those buckets (e.g. `compact()`), do not write it again"
+                "the write landed (snapshots {ids:?}) but {what}; do not write it again"
             )
             .into(),
         },

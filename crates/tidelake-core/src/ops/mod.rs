@@ -12,6 +12,7 @@
 //! are checked in one place, its builder, before any I/O.
 
 mod compact;
+mod full_compaction;
 mod mark_done;
 mod post_commit;
 mod publish;

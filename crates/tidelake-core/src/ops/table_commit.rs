@@ -1,5 +1,6 @@
 //! [`TableCommit`]: one user's commits of written files (append, overwrite, truncate, row-level
-//! changes), each made visible and followed by the commit's hooks ([`super::after_commit`]),
+//! changes), each made visible, fully compacted when the table's `full-compaction.delta-commits`
+//! says so ([`super::full_compaction`]) and followed by the commit's hooks ([`super::after_commit`]),
 //! then, for batch commits (Java's batch identifier), by marking the partitions written done
 //! when the table asks for it ([`super::mark_written_done`]). Every verb returns what it
 //! [`Committed`]: the snapshots it created, each with the metrics of the data-file entries the
@@ -20,7 +21,7 @@ use crate::write::table_write::TableWrite;
 
 use std::collections::BTreeSet;
 
-use super::{after_commit, mark_written_done, written_partitions};
+use super::{after_commit, full_compaction, mark_written_done, written_partitions};
 
 /// How many times one append is re-sequenced before its conflict is returned.
 pub const MAX_RESEQUENCES: u32 = 3;
@@ -64,12 +65,24 @@ impl TableCommit {
         FileStoreCommit::new(self.table.clone(), self.commit_user.clone())
     }
 
-    /// The hooks of the commits made that wrote to partitions `written`.
-    async fn finish(&self, committed: Committed, written: BTreeSet<Vec<u8>>) -> Result<Committed> {
+    /// The full compaction the table asks writers for after this commit
+    /// ([`full_compaction::after_write`]), then the hooks of the commits made (that wrote to
+    /// partitions `written`); a failed compaction is returned after the hooks ran.
+    async fn finish(
+        &self,
+        mut committed: Committed,
+        written: BTreeSet<Vec<u8>>,
+    ) -> Result<Committed> {
+        let compacted =
+            full_compaction::after_write(&self.table, self.identifier, &committed).await;
+        if let Ok(compacted) = &compacted {
+            committed.extend(compacted.clone());
+        }
         after_commit(&self.table, &committed.ids()).await?;
         if self.identifier == BATCH_COMMIT_IDENTIFIER {
             mark_written_done(&self.table, &written).await?;
         }
+        compacted?;
         Ok(committed)
     }
 

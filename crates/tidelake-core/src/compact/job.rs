@@ -36,7 +36,7 @@
 //! A commit that loses the snapshot-id race while its inputs are still live is retried and
 //! rebased by [`FileStoreCommit`].
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
@@ -511,6 +511,19 @@ impl Compactor {
     pub(crate) async fn live_buckets(&self, snap: &Snapshot) -> Result<Vec<Bucket>> {
         let pruning = Pruning::all().skip_postpone().with_index_files();
         let live = LiveFiles::read(&self.table, snap, pruning).await?;
+        if let Engine::KeyValue(rewriter) = &self.engine {
+            if rewriter.expire().is_some() {
+                // picking judges files by their statistics in their own schema
+                let ids: BTreeSet<i64> = live
+                    .buckets()
+                    .iter()
+                    .flat_map(|b| b.files.iter().map(|e| e.file.schema_id))
+                    .collect();
+                for id in ids {
+                    self.table.schema_by_id(id).await?;
+                }
+            }
+        }
         let mut buckets = Vec::with_capacity(live.buckets().len());
         for b in live.into_buckets() {
             let bucket_dir = self
@@ -539,6 +552,28 @@ impl Compactor {
         Ok(buckets)
     }
 
+    /// Whether `file` holds rows record-level expiry expires, by its statistics (its schema
+    /// was loaded with the bucket, [`Self::live_buckets`]).
+    fn holds_expired(&self, file: &LevelFile) -> Result<bool> {
+        let Engine::KeyValue(rewriter) = &self.engine else {
+            return Ok(false);
+        };
+        let Some(expire) = rewriter.expire() else {
+            return Ok(false);
+        };
+        let schema = self
+            .table
+            .cached_schema(file.meta.schema_id)
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "schema {} of {} was not loaded before picking",
+                    file.meta.schema_id, file.path
+                ))
+            })?;
+        let now = self.table.env().now_millis() / 1000;
+        Ok(expire.file_expired(&file.meta, &schema, now))
+    }
+
     /// The unit to run on a bucket's files, if any (see the module docs).
     pub(crate) fn pick(&self, files: &[LevelFile], full: bool) -> Result<Option<UnitTask>> {
         if let Engine::Append(append) = &self.engine {
@@ -553,11 +588,14 @@ impl Compactor {
                 None => return Ok(None),
                 Some(FullPick::AllRuns(unit)) => unit,
                 Some(FullPick::FilesWithDeletionVectors) => {
-                    let files: Vec<LevelFile> = levels
-                        .all_files()
-                        .filter(|f| f.deletion.is_some())
-                        .cloned()
-                        .collect();
+                    // Java `pickFullCompaction`: the max-level files with a deletion vector
+                    // or with rows record-level expiry expires
+                    let mut files = Vec::new();
+                    for f in levels.all_files() {
+                        if f.deletion.is_some() || self.holds_expired(f)? {
+                            files.push(f.clone());
+                        }
+                    }
                     return Ok((!files.is_empty()).then_some(UnitTask {
                         output_level: max_level,
                         max_level,

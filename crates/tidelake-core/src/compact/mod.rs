@@ -64,6 +64,7 @@ pub mod job;
 mod lookup;
 pub mod plan;
 mod postpone;
+pub mod record_expire;
 pub mod rewriter;
 #[cfg(test)]
 mod tests;

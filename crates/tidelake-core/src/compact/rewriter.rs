@@ -9,8 +9,9 @@
 //! flushes the candidates, then is *upgraded* — committed again at the output level under the
 //! same name, without rewriting. A file is rewritten instead of upgraded when it already sits
 //! at the output level (only if it has a deletion vector: rewriting applies it), when it would
-//! reach the max level with retract rows (`_DELETE_ROW_COUNT` not 0), or when it has a
-//! deletion vector (tidelake does not carry deletion vectors over; see [`super`]), and, in
+//! reach the max level with retract rows (`_DELETE_ROW_COUNT` not 0), when it has a
+//! deletion vector (tidelake does not carry deletion vectors over; see [`super`]) or rows
+//! record-level expiry expires ([`super::record_expire`]; at the output level too), and, in
 //! units that look up the levels below their output, when it is a level-0 file (its keys'
 //! older copies must be found).
 //!
@@ -19,7 +20,7 @@
 //! at the output level (`FileSource::Compact`, files rolled at `target-file-size`); retract
 //! results are dropped only with `drop_delete` (Java `DropDeleteReader`). Each input file is
 //! read by the reader's [`ReadContext`] with its own schema into the latest schema, deletion
-//! vector applied. Tables with a compaction-fed changelog producer also get changelog files
+//! vector applied, rows record-level expiry expires dropped. Tables with a compaction-fed changelog producer also get changelog files
 //! from rewrites and from upgrades that produce changelog, which then rewrite the file
 //! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`).
 //!
@@ -46,7 +47,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_select::filter::filter_record_batch;
-use futures::stream::{BoxStream, TryStreamExt};
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use tidelake_spec::manifest::{DataFileMeta, FileSource, IndexFileMeta};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
@@ -55,6 +56,7 @@ use super::changelog::{ChangelogJoin, ChangelogMode, ChangelogSpec, KeyCursor};
 use super::lookup::{
     found_rows, queued, write_bucket_index_file, DeeperLookup, FoundQueue, SharedLookup,
 };
+use super::record_expire::RecordExpire;
 use crate::error::{Error, Result};
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::levels::LevelFile;
@@ -124,6 +126,8 @@ pub struct Rewriter {
     /// Java `compactionFileSize`: `target-file-size` / 10 × 7.
     min_file_size: i64,
     batch_size: usize,
+    /// Record-level expiry: rows it expires are dropped from every file a rewrite reads.
+    expire: Option<Arc<RecordExpire>>,
 }
 
 impl Rewriter {
@@ -161,6 +165,7 @@ impl Rewriter {
             .target_file_size(true)
             .map_err(|e| Error::from_spec("table options", e))?;
         let min_file_size = i64::try_from(target / 10 * 7).unwrap_or(i64::MAX);
+        let expire = RecordExpire::of(&schema)?;
         Ok(Rewriter {
             table,
             schema,
@@ -173,7 +178,34 @@ impl Rewriter {
             trimmed_key_indices,
             min_file_size,
             batch_size: batch_size.max(1),
+            expire,
         })
+    }
+
+    /// The table's record-level expiry, if any.
+    pub fn expire(&self) -> Option<&Arc<RecordExpire>> {
+        self.expire.as_ref()
+    }
+
+    /// The merge inputs of `section` read for a rewrite ([`ReadContext::section_runs`]), the
+    /// rows record-level expiry expires dropped.
+    fn read_runs(
+        &self,
+        section: Vec<Vec<SplitFile>>,
+    ) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
+        let runs = self.reader.section_runs(section)?;
+        let Some(expire) = &self.expire else {
+            return Ok(runs);
+        };
+        let now = self.table.env().now_millis() / 1000;
+        Ok(runs
+            .into_iter()
+            .map(|run| {
+                let expire = expire.clone();
+                run.and_then(move |b| futures::future::ready(expire.retain(b, now)))
+                    .boxed()
+            })
+            .collect())
     }
 
     /// Run `task` in the bucket directory `bucket_dir`; on error nothing it wrote remains.
@@ -313,8 +345,16 @@ impl UnitJob<'_> {
         let meta = self.meta(&file)?;
         let output = self.task.output_level;
         let has_dv = file.deletion.is_some();
+        let expired = match &self.rewriter.expire {
+            Some(expire) => {
+                let schema = self.rewriter.table.schema_by_id(meta.schema_id).await?;
+                let now = self.rewriter.table.env().now_millis() / 1000;
+                expire.file_expired(&meta, &schema, now)
+            }
+            None => false,
+        };
         if meta.level == output {
-            return if has_dv {
+            return if has_dv || expired {
                 self.rewrite(vec![vec![vec![file]]]).await
             } else {
                 Ok(())
@@ -326,6 +366,7 @@ impl UnitJob<'_> {
             .is_some_and(|c| c.on_upgrade(output, self.task.max_level, meta.level));
         let lookup = meta.level == 0 && self.looks_up();
         if !has_dv
+            && !expired
             && !changelog
             && !lookup
             && (output != self.task.max_level || meta.delete_row_count == Some(0))
@@ -504,7 +545,7 @@ impl UnitJob<'_> {
         let files = section.iter().flatten();
         let level0: Vec<SplitFile> = files.clone().filter(|f| f.level == 0).cloned().collect();
         if !self.looks_up() || level0.is_empty() {
-            return rw.reader.section_runs(section);
+            return rw.read_runs(section);
         }
         let higher = files.clone().any(|f| f.level > 0);
         let lookup = match &self.lookup {
@@ -518,7 +559,7 @@ impl UnitJob<'_> {
         };
         let found = found_rows(rw.reader.newest_records(level0)?, lookup, found);
         // level-0 files first, then the newest records above level 0 (if any)
-        let mut runs = rw.reader.section_runs(section)?;
+        let mut runs = rw.read_runs(section)?;
         let run = match runs.pop() {
             Some(newest) if higher => {
                 let newest_first = Arc::new(MergeConfig {

@@ -22,7 +22,9 @@
 //!   files next to the data files ([`super::changelog`]); they go into the COMPACT
 //!   snapshot's changelog manifest list (`compact_changelog`).
 //! * `full`: Java `pickFullCompaction` — every run to the max level, or, when the bucket
-//!   already is one run at the max level, only its files that have a deletion vector.
+//!   already is one run at the max level, only its files that have a deletion vector or whose
+//!   statistics show rows record-level expiry expires ([`super::record_expire`]; the schemas
+//!   of the files are loaded with the buckets for that).
 //! * `drop_delete` (Java): the output level is not 0 and at least the highest non-empty level;
 //!   always in units that maintain deletion vectors.
 //! * Deletion-vector index files of a bucket are deleted by the commit once none of the data
@@ -512,7 +514,7 @@ impl Compactor {
         let pruning = Pruning::all().skip_postpone().with_index_files();
         let live = LiveFiles::read(&self.table, snap, pruning).await?;
         if let Engine::KeyValue(rewriter) = &self.engine {
-            if rewriter.expire().is_some() {
+            if rewriter.expires_records() {
                 // picking judges files by their statistics in their own schema
                 let ids: BTreeSet<i64> = live
                     .buckets()
@@ -558,9 +560,9 @@ impl Compactor {
         let Engine::KeyValue(rewriter) = &self.engine else {
             return Ok(false);
         };
-        let Some(expire) = rewriter.expire() else {
+        if !rewriter.expires_records() {
             return Ok(false);
-        };
+        }
         let schema = self
             .table
             .cached_schema(file.meta.schema_id)
@@ -570,8 +572,7 @@ impl Compactor {
                     file.meta.schema_id, file.path
                 ))
             })?;
-        let now = self.table.env().now_millis() / 1000;
-        Ok(expire.file_expired(&file.meta, &schema, now))
+        Ok(rewriter.holds_expired(&file.meta, &schema))
     }
 
     /// The unit to run on a bucket's files, if any (see the module docs).
@@ -587,7 +588,7 @@ impl Compactor {
             match pick_full(num_levels, &runs) {
                 None => return Ok(None),
                 Some(FullPick::AllRuns(unit)) => unit,
-                Some(FullPick::FilesWithDeletionVectors) => {
+                Some(FullPick::MaxLevelRun) => {
                     // Java `pickFullCompaction`: the max-level files with a deletion vector
                     // or with rows record-level expiry expires
                     let mut files = Vec::new();

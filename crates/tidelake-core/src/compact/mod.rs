@@ -50,7 +50,10 @@
 //! follow Java's `LookupMergeFunction` (level-0 records merge with only the newest record above
 //! level 0; not first-row), in compaction as in reads.
 //!
-//! Not implemented: record-level expiry,
+//! Record-level expiry drops expired rows from what rewrites read and rewrites files whose
+//! statistics show expired rows ([`record_expire`]).
+//!
+//! Not implemented:
 //! `EarlyFullCompaction`/off-peak ratios, `full-compaction.delta-commits`, the `lookup-compact`
 //! modes (`gentle` and its `lookup-compact.max-interval`: tidelake always forces level 0 up, as
 //! the default `radical`), and lookup compaction of tables with

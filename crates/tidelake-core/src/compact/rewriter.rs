@@ -20,8 +20,8 @@
 //! at the output level (`FileSource::Compact`, files rolled at `target-file-size`); retract
 //! results are dropped only with `drop_delete` (Java `DropDeleteReader`). Each input file is
 //! read by the reader's [`ReadContext`] with its own schema into the latest schema, deletion
-//! vector applied, rows record-level expiry expires dropped. Tables with a compaction-fed changelog producer also get changelog files
-//! from rewrites and from upgrades that produce changelog, which then rewrite the file
+//! vector applied, rows record-level expiry expires dropped. Tables with a compaction-fed
+//! changelog producer also get changelog files from rewrites and from upgrades that produce changelog, which then rewrite the file
 //! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`).
 //!
 //! Lookup (Java `LookupMergeTreeCompactRewriter` with `LookupChangelogMergeFunctionWrapper`;
@@ -47,7 +47,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_select::filter::filter_record_batch;
-use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use futures::stream::{BoxStream, TryStreamExt};
 use tidelake_spec::manifest::{DataFileMeta, FileSource, IndexFileMeta};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
@@ -152,20 +152,16 @@ impl Rewriter {
                     .ok_or_else(|| Error::invalid(format!("primary key '{k}' is not a column")))
             })
             .collect::<Result<Vec<_>>>()?;
-        let reader = Arc::new(ReadContext::new(
-            table.clone(),
-            &schema,
-            None,
-            None,
-            batch_size,
-            false,
-        )?);
+        let expire = RecordExpire::of(&schema)?;
+        let reader = Arc::new(
+            ReadContext::new(table.clone(), &schema, None, None, batch_size, false)?
+                .with_record_expire(expire.clone()),
+        );
         let target = schema
             .options()
             .target_file_size(true)
             .map_err(|e| Error::from_spec("table options", e))?;
         let min_file_size = i64::try_from(target / 10 * 7).unwrap_or(i64::MAX);
-        let expire = RecordExpire::of(&schema)?;
         Ok(Rewriter {
             table,
             schema,
@@ -182,30 +178,17 @@ impl Rewriter {
         })
     }
 
-    /// The table's record-level expiry, if any.
-    pub fn expire(&self) -> Option<&Arc<RecordExpire>> {
-        self.expire.as_ref()
+    /// Whether `file` (written with `file_schema`) holds rows record-level expiry expires now,
+    /// by its statistics ([`RecordExpire::file_expired`]); never without expiry.
+    pub(crate) fn holds_expired(&self, file: &DataFileMeta, file_schema: &TableSchema) -> bool {
+        self.expire.as_ref().is_some_and(|e| {
+            e.file_expired(file, file_schema, self.table.env().now_millis() / 1000)
+        })
     }
 
-    /// The merge inputs of `section` read for a rewrite ([`ReadContext::section_runs`]), the
-    /// rows record-level expiry expires dropped.
-    fn read_runs(
-        &self,
-        section: Vec<Vec<SplitFile>>,
-    ) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
-        let runs = self.reader.section_runs(section)?;
-        let Some(expire) = &self.expire else {
-            return Ok(runs);
-        };
-        let now = self.table.env().now_millis() / 1000;
-        Ok(runs
-            .into_iter()
-            .map(|run| {
-                let expire = expire.clone();
-                run.and_then(move |b| futures::future::ready(expire.retain(b, now)))
-                    .boxed()
-            })
-            .collect())
+    /// Whether the table has record-level expiry.
+    pub(crate) fn expires_records(&self) -> bool {
+        self.expire.is_some()
     }
 
     /// Run `task` in the bucket directory `bucket_dir`; on error nothing it wrote remains.
@@ -346,10 +329,9 @@ impl UnitJob<'_> {
         let output = self.task.output_level;
         let has_dv = file.deletion.is_some();
         let expired = match &self.rewriter.expire {
-            Some(expire) => {
+            Some(_) => {
                 let schema = self.rewriter.table.schema_by_id(meta.schema_id).await?;
-                let now = self.rewriter.table.env().now_millis() / 1000;
-                expire.file_expired(&meta, &schema, now)
+                self.rewriter.holds_expired(&meta, &schema)
             }
             None => false,
         };
@@ -545,7 +527,7 @@ impl UnitJob<'_> {
         let files = section.iter().flatten();
         let level0: Vec<SplitFile> = files.clone().filter(|f| f.level == 0).cloned().collect();
         if !self.looks_up() || level0.is_empty() {
-            return rw.read_runs(section);
+            return rw.reader.section_runs(section);
         }
         let higher = files.clone().any(|f| f.level > 0);
         let lookup = match &self.lookup {
@@ -559,7 +541,7 @@ impl UnitJob<'_> {
         };
         let found = found_rows(rw.reader.newest_records(level0)?, lookup, found);
         // level-0 files first, then the newest records above level 0 (if any)
-        let mut runs = rw.read_runs(section)?;
+        let mut runs = rw.reader.section_runs(section)?;
         let run = match runs.pop() {
             Some(newest) if higher => {
                 let newest_first = Arc::new(MergeConfig {

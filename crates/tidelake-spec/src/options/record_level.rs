@@ -55,7 +55,10 @@ impl Options {
 pub fn is_record_time_type(kind: &TypeKind) -> bool {
     matches!(
         kind,
-        TypeKind::Int | TypeKind::BigInt | TypeKind::Timestamp(_) | TypeKind::LocalZonedTimestamp(_)
+        TypeKind::Int
+            | TypeKind::BigInt
+            | TypeKind::Timestamp(_)
+            | TypeKind::LocalZonedTimestamp(_)
     )
 }
 

@@ -177,7 +177,8 @@ impl Table {
         Ok(schema)
     }
 
-    fn cached_schema(&self, id: i64) -> Option<Arc<TableSchema>> {
+    /// Schema `id` if it was read before ([`Self::schema_by_id`]).
+    pub(crate) fn cached_schema(&self, id: i64) -> Option<Arc<TableSchema>> {
         self.schema_cache
             .lock()
             .expect("schema cache lock poisoned")

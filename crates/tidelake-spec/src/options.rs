@@ -221,10 +221,12 @@ pub mod known;
 mod maintenance;
 mod mark_done;
 mod merge_fn;
+mod record_level;
 mod resolved;
 
 pub use maintenance::*;
 pub use mark_done::*;
+pub use record_level::*;
 
 pub use merge_fn::{
     NestedKeyNullStrategy, SequenceGroupOption, PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
@@ -914,7 +916,6 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     ("tag.create-success-file", Asks::True, "tag success files"),
     ("tag.callbacks", Asks::Set, "tag callbacks"),
     ("commit.callbacks", Asks::Set, "commit callbacks"),
-    ("record-level.expire-time", Asks::Set, "record-level expiry"),
     (
         "data-file.external-paths",
         Asks::Set,
@@ -1083,6 +1084,7 @@ mod tests {
             ("changelog-producer", "lookup"),
             ("partition.mark-done-action", "success-file"),
             ("partition.end-input-to-done", "true"),
+            ("record-level.expire-time", "1 d"),
         ] {
             assert!(
                 opts(&[(key, value)]).check_writable().is_ok(),

@@ -15,12 +15,14 @@
 //! Invariants checked on read and by [`TableSchema::validate`]: unique top-level names,
 //! partition and primary keys name top-level columns, primary keys are not all partition keys,
 //! `bucket-key` columns exist, are not partition keys and lie within the primary key, and the
-//! `bucket` option is an integer.
+//! `bucket` option is an integer. [`TableSchema::validate`] (create and alter) also checks, as
+//! Java's `SchemaValidation`, that `record-level.time-field` names a column of a type
+//! record-level expiry accepts ([`crate::options::is_record_time_type`]).
 
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::options::Options;
+use crate::options::{is_record_time_type, Options, RECORD_LEVEL_TIME_FIELD};
 use crate::type_json::{field_from_json, field_to_json};
 use crate::types::{DataField, DataType, TypeKind};
 
@@ -236,6 +238,27 @@ impl TableSchema {
     pub fn validate(&self) -> Result<()> {
         self.check().map_err(Error::Invalid)?;
         self.options.bucket()?;
+        self.check_record_time_field()
+    }
+
+    /// `record-level.time-field`, when set, names a column of a type record-level expiry
+    /// accepts (Java `SchemaValidation`).
+    fn check_record_time_field(&self) -> Result<()> {
+        let Some(name) = self.options.record_level_time_field() else {
+            return Ok(());
+        };
+        let field = self.field(name).ok_or_else(|| {
+            Error::Invalid(format!(
+                "option '{RECORD_LEVEL_TIME_FIELD}' names '{name}', which is not a column"
+            ))
+        })?;
+        if !is_record_time_type(&field.data_type.kind) {
+            return Err(Error::Invalid(format!(
+                "option '{RECORD_LEVEL_TIME_FIELD}': column '{name}' is {}, not INT, BIGINT, \
+                 TIMESTAMP or TIMESTAMP_LTZ",
+                field.data_type
+            )));
+        }
         Ok(())
     }
 
@@ -756,6 +779,31 @@ mod tests {
             .into_iter()
             .collect();
         assert!(TableSchema::new(0, fields, vec![], vec![], bad_bucket_key).is_err());
+    }
+
+    #[test]
+    fn record_time_field_must_be_a_column_of_a_time_type() {
+        let fields = vec![
+            DataField::new(0, "id", DataType::not_null(TypeKind::BigInt)),
+            DataField::new(1, "ts", DataType::new(TypeKind::Timestamp(3))),
+            DataField::new(2, "s", DataType::new(TypeKind::VarChar(5))),
+        ];
+        let with = |field: &str| -> Options {
+            [(RECORD_LEVEL_TIME_FIELD.to_string(), field.to_string())]
+                .into_iter()
+                .collect()
+        };
+        let pk = || vec!["id".to_string()];
+        TableSchema::new(0, fields.clone(), vec![], pk(), with("ts")).unwrap();
+        TableSchema::new(0, fields.clone(), vec![], pk(), with("id")).unwrap();
+        // append tables too, as Java's SchemaValidation
+        for (field, says) in [("nope", "not a column"), ("s", "VARCHAR(5)")] {
+            let err = TableSchema::new(0, fields.clone(), vec![], vec![], with(field)).unwrap_err();
+            assert!(
+                matches!(&err, Error::Invalid(m) if m.contains(RECORD_LEVEL_TIME_FIELD) && m.contains(says)),
+                "{err:?}"
+            );
+        }
     }
 
     #[test]

@@ -22,7 +22,9 @@
 //!   files next to the data files ([`super::changelog`]); they go into the COMPACT
 //!   snapshot's changelog manifest list (`compact_changelog`).
 //! * `full`: Java `pickFullCompaction` — every run to the max level, or, when the bucket
-//!   already is one run at the max level, only its files that have a deletion vector.
+//!   already is one run at the max level, only its files that have a deletion vector or whose
+//!   statistics show rows record-level expiry expires ([`super::record_expire`]; the schemas
+//!   of the files are loaded with the buckets for that).
 //! * `drop_delete` (Java): the output level is not 0 and at least the highest non-empty level;
 //!   always in units that maintain deletion vectors.
 //! * Deletion-vector index files of a bucket are deleted by the commit once none of the data
@@ -36,7 +38,7 @@
 //! A commit that loses the snapshot-id race while its inputs are still live is retried and
 //! rebased by [`FileStoreCommit`].
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
@@ -525,6 +527,19 @@ impl Compactor {
     pub(crate) async fn live_buckets(&self, snap: &Snapshot) -> Result<Vec<Bucket>> {
         let pruning = Pruning::all().skip_postpone().with_index_files();
         let live = LiveFiles::read(&self.table, snap, pruning).await?;
+        if let Engine::KeyValue(rewriter) = &self.engine {
+            if rewriter.expires_records() {
+                // picking judges files by their statistics in their own schema
+                let ids: BTreeSet<i64> = live
+                    .buckets()
+                    .iter()
+                    .flat_map(|b| b.files.iter().map(|e| e.file.schema_id))
+                    .collect();
+                for id in ids {
+                    self.table.schema_by_id(id).await?;
+                }
+            }
+        }
         let mut buckets = Vec::with_capacity(live.buckets().len());
         for b in live.into_buckets() {
             let bucket_dir = self
@@ -553,6 +568,27 @@ impl Compactor {
         Ok(buckets)
     }
 
+    /// Whether `file` holds rows record-level expiry expires, by its statistics (its schema
+    /// was loaded with the bucket, [`Self::live_buckets`]).
+    fn holds_expired(&self, file: &LevelFile) -> Result<bool> {
+        let Engine::KeyValue(rewriter) = &self.engine else {
+            return Ok(false);
+        };
+        if !rewriter.expires_records() {
+            return Ok(false);
+        }
+        let schema = self
+            .table
+            .cached_schema(file.meta.schema_id)
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "schema {} of {} was not loaded before picking",
+                    file.meta.schema_id, file.path
+                ))
+            })?;
+        Ok(rewriter.holds_expired(&file.meta, &schema))
+    }
+
     /// The unit to run on a bucket's files, if any (see the module docs).
     pub(crate) fn pick(&self, files: &[LevelFile], full: bool) -> Result<Option<UnitTask>> {
         if let Engine::Append(append) = &self.engine {
@@ -566,12 +602,15 @@ impl Compactor {
             match pick_full(num_levels, &runs) {
                 None => return Ok(None),
                 Some(FullPick::AllRuns(unit)) => unit,
-                Some(FullPick::FilesWithDeletionVectors) => {
-                    let files: Vec<LevelFile> = levels
-                        .all_files()
-                        .filter(|f| f.deletion.is_some())
-                        .cloned()
-                        .collect();
+                Some(FullPick::MaxLevelRun) => {
+                    // Java `pickFullCompaction`: the max-level files with a deletion vector
+                    // or with rows record-level expiry expires
+                    let mut files = Vec::new();
+                    for f in levels.all_files() {
+                        if f.deletion.is_some() || self.holds_expired(f)? {
+                            files.push(f.clone());
+                        }
+                    }
                     return Ok((!files.is_empty()).then_some(UnitTask {
                         output_level: max_level,
                         max_level,

@@ -42,6 +42,7 @@ use tidelake_spec::manifest::IndexFileMeta;
 use tidelake_spec::types::DataType;
 
 use super::changelog::{same_batch, KeyCursor, VALUE_OFFSET};
+use super::record_expire::RecordExpire;
 use crate::error::{Error, Result};
 use crate::lsm::key::KeyEncoder;
 use crate::lsm::levels::LevelFile;
@@ -62,6 +63,10 @@ pub(crate) struct DeeperLookup {
     marked: Option<BTreeMap<String, DeletionVector>>,
     /// Files opened so far (the others were skipped by key range or not reached).
     opened: usize,
+    /// Record-level expiry of the rewrite's reader with "now" (seconds) when this lookup was
+    /// made: [`DeeperLookup::lookup`] finds no expired row (Java's lookup files are read
+    /// through the expiring reader), [`DeeperLookup::contains`] (first-row) any.
+    expire: Option<(Arc<RecordExpire>, i64)>,
 }
 
 impl DeeperLookup {
@@ -89,7 +94,9 @@ impl DeeperLookup {
             };
             by_level.entry(f.meta.level).or_default().push_back(file);
         }
+        let expire = reader.record_expire_now();
         Ok(DeeperLookup {
+            expire,
             keys: KeyEncoder::new(key_indices),
             key_types,
             levels: by_level
@@ -111,7 +118,7 @@ impl DeeperLookup {
     pub(crate) async fn lookup(&mut self, sought: &RecordBatch) -> Result<Option<RecordBatch>> {
         let mut sources: Vec<RecordBatch> = Vec::new();
         let mut picks: Vec<(usize, usize)> = Vec::new();
-        for hit in self.find(sought).await?.into_iter().flatten() {
+        for hit in self.find(sought, true).await?.into_iter().flatten() {
             if !sources.last().is_some_and(|s| same_batch(s, &hit.batch)) {
                 sources.push(hit.batch);
             }
@@ -136,15 +143,17 @@ impl DeeperLookup {
     /// Which keys of `sought` (as for [`DeeperLookup::lookup`]) have a live deeper row.
     pub(crate) async fn contains(&mut self, sought: &RecordBatch) -> Result<Vec<bool>> {
         Ok(self
-            .find(sought)
+            .find(sought, false)
             .await?
             .iter()
             .map(Option::is_some)
             .collect())
     }
 
-    /// The newest live deeper row of each key of `sought`, marked when marking.
-    async fn find(&mut self, sought: &RecordBatch) -> Result<Vec<Option<Hit>>> {
+    /// The newest live deeper row of each key of `sought`, marked when marking; with
+    /// `unexpired`, rows record-level expiry expires are passed over (as absent from their
+    /// level).
+    async fn find(&mut self, sought: &RecordBatch, unexpired: bool) -> Result<Vec<Option<Hit>>> {
         let rows = self.keys.encode(sought, VALUE_OFFSET)?;
         let mut hits = Vec::with_capacity(rows.num_rows());
         for i in 0..rows.num_rows() {
@@ -154,6 +163,12 @@ impl DeeperLookup {
                 found = level
                     .seek(&mut self.keys, &self.key_types, key, &mut self.opened)
                     .await?;
+                if let (Some(hit), Some((expire, now)), true) = (&found, &self.expire, unexpired) {
+                    if expire.row_expired(&hit.batch, hit.row, *now)? {
+                        found = None;
+                        continue;
+                    }
+                }
                 if found.is_some() {
                     break;
                 }

@@ -52,8 +52,10 @@
 //!
 //! Writers' periodic full compaction (`full-compaction.delta-commits`) is
 //! `crate::ops::full_compaction`, which runs [`Compactor`] after a write's commit.
+//! Record-level expiry drops expired rows from what rewrites read and rewrites files whose
+//! statistics show expired rows ([`record_expire`]).
 //!
-//! Not implemented: record-level expiry,
+//! Not implemented:
 //! `EarlyFullCompaction`/off-peak ratios, the `lookup-compact`
 //! modes (`gentle` and its `lookup-compact.max-interval`: tidelake always forces level 0 up, as
 //! the default `radical`), and lookup compaction of tables with
@@ -67,6 +69,7 @@ pub mod job;
 mod lookup;
 pub mod plan;
 mod postpone;
+pub mod record_expire;
 pub mod rewriter;
 #[cfg(test)]
 mod tests;

@@ -9,8 +9,9 @@
 //! flushes the candidates, then is *upgraded* — committed again at the output level under the
 //! same name, without rewriting. A file is rewritten instead of upgraded when it already sits
 //! at the output level (only if it has a deletion vector: rewriting applies it), when it would
-//! reach the max level with retract rows (`_DELETE_ROW_COUNT` not 0), or when it has a
-//! deletion vector (tidelake does not carry deletion vectors over; see [`super`]), and, in
+//! reach the max level with retract rows (`_DELETE_ROW_COUNT` not 0), when it has a
+//! deletion vector (tidelake does not carry deletion vectors over; see [`super`]) or rows
+//! record-level expiry expires ([`super::record_expire`]; at the output level too), and, in
 //! units that look up the levels below their output, when it is a level-0 file (its keys'
 //! older copies must be found).
 //!
@@ -19,8 +20,8 @@
 //! at the output level (`FileSource::Compact`, files rolled at `target-file-size`); retract
 //! results are dropped only with `drop_delete` (Java `DropDeleteReader`). Each input file is
 //! read by the reader's [`ReadContext`] with its own schema into the latest schema, deletion
-//! vector applied. Tables with a compaction-fed changelog producer also get changelog files
-//! from rewrites and from upgrades that produce changelog, which then rewrite the file
+//! vector applied, rows record-level expiry expires dropped. Tables with a compaction-fed
+//! changelog producer also get changelog files from rewrites and from upgrades that produce changelog, which then rewrite the file
 //! ([`super::changelog`], Java `ChangelogMergeTreeRewriter`).
 //!
 //! Lookup (Java `LookupMergeTreeCompactRewriter` with `LookupChangelogMergeFunctionWrapper`;
@@ -55,6 +56,7 @@ use super::changelog::{ChangelogJoin, ChangelogMode, ChangelogSpec, KeyCursor};
 use super::lookup::{
     found_rows, queued, write_bucket_index_file, DeeperLookup, FoundQueue, SharedLookup,
 };
+use super::record_expire::RecordExpire;
 use crate::error::{Error, Result};
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::levels::LevelFile;
@@ -124,6 +126,8 @@ pub struct Rewriter {
     /// Java `compactionFileSize`: `target-file-size` / 10 × 7.
     min_file_size: i64,
     batch_size: usize,
+    /// Record-level expiry: rows it expires are dropped from every file a rewrite reads.
+    expire: Option<Arc<RecordExpire>>,
 }
 
 impl Rewriter {
@@ -148,14 +152,11 @@ impl Rewriter {
                     .ok_or_else(|| Error::invalid(format!("primary key '{k}' is not a column")))
             })
             .collect::<Result<Vec<_>>>()?;
-        let reader = Arc::new(ReadContext::new(
-            table.clone(),
-            &schema,
-            None,
-            None,
-            batch_size,
-            false,
-        )?);
+        let expire = RecordExpire::of(&schema)?;
+        let reader = Arc::new(
+            ReadContext::new(table.clone(), &schema, None, None, batch_size, false)?
+                .with_record_expire(expire.clone()),
+        );
         let target = schema
             .options()
             .target_file_size(true)
@@ -173,7 +174,21 @@ impl Rewriter {
             trimmed_key_indices,
             min_file_size,
             batch_size: batch_size.max(1),
+            expire,
         })
+    }
+
+    /// Whether `file` (written with `file_schema`) holds rows record-level expiry expires now,
+    /// by its statistics ([`RecordExpire::file_expired`]); never without expiry.
+    pub(crate) fn holds_expired(&self, file: &DataFileMeta, file_schema: &TableSchema) -> bool {
+        self.expire.as_ref().is_some_and(|e| {
+            e.file_expired(file, file_schema, self.table.env().now_millis() / 1000)
+        })
+    }
+
+    /// Whether the table has record-level expiry.
+    pub(crate) fn expires_records(&self) -> bool {
+        self.expire.is_some()
     }
 
     /// Run `task` in the bucket directory `bucket_dir`; on error nothing it wrote remains.
@@ -313,8 +328,15 @@ impl UnitJob<'_> {
         let meta = self.meta(&file)?;
         let output = self.task.output_level;
         let has_dv = file.deletion.is_some();
+        let expired = match &self.rewriter.expire {
+            Some(_) => {
+                let schema = self.rewriter.table.schema_by_id(meta.schema_id).await?;
+                self.rewriter.holds_expired(&meta, &schema)
+            }
+            None => false,
+        };
         if meta.level == output {
-            return if has_dv {
+            return if has_dv || expired {
                 self.rewrite(vec![vec![vec![file]]]).await
             } else {
                 Ok(())
@@ -326,6 +348,7 @@ impl UnitJob<'_> {
             .is_some_and(|c| c.on_upgrade(output, self.task.max_level, meta.level));
         let lookup = meta.level == 0 && self.looks_up();
         if !has_dv
+            && !expired
             && !changelog
             && !lookup
             && (output != self.task.max_level || meta.delete_row_count == Some(0))

@@ -149,18 +149,18 @@ pub enum FullPick {
     /// Every run, into the max level.
     AllRuns(CompactUnit),
     /// The bucket already is one run at the max level: rewrite only its files that carry a
-    /// deletion vector (Java also rewrites files with expired records, or all with
-    /// `force-rewrite-all-files`), in place.
-    FilesWithDeletionVectors,
+    /// deletion vector or, by their statistics, records that expired (record-level expiry),
+    /// each on its own (Java also rewrites all with `force-rewrite-all-files`).
+    MaxLevelRun,
 }
 
 /// Java `pickFullCompaction`: nothing for an empty bucket; a single run already at the max
-/// level is only cleaned of deletion vectors; anything else goes to the max level.
+/// level is only cleaned of deletion vectors and expired records; anything else goes to the max level.
 pub fn pick_full(num_levels: i32, runs: &[RunStat]) -> Option<FullPick> {
     let max_level = num_levels - 1;
     match runs {
         [] => None,
-        [only] if only.level == max_level => Some(FullPick::FilesWithDeletionVectors),
+        [only] if only.level == max_level => Some(FullPick::MaxLevelRun),
         _ => Some(FullPick::AllRuns(CompactUnit {
             output_level: max_level,
             runs: runs.len(),
@@ -398,10 +398,7 @@ mod tests {
     #[test]
     fn full_compaction() {
         assert_eq!(pick_full(6, &[]), None);
-        assert_eq!(
-            pick_full(6, &runs(&[(5, 10)])),
-            Some(FullPick::FilesWithDeletionVectors)
-        );
+        assert_eq!(pick_full(6, &runs(&[(5, 10)])), Some(FullPick::MaxLevelRun));
         let all = |runs| {
             Some(FullPick::AllRuns(CompactUnit {
                 output_level: 5,
@@ -487,7 +484,7 @@ mod tests {
             }
             match pick_full(num_levels, &runs) {
                 Some(FullPick::AllRuns(unit)) => check(unit, &runs, max_level)?,
-                Some(FullPick::FilesWithDeletionVectors) => {
+                Some(FullPick::MaxLevelRun) => {
                     prop_assert!(runs.len() == 1 && runs[0].level == max_level)
                 }
                 None => prop_assert!(runs.is_empty()),

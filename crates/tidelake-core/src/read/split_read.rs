@@ -40,6 +40,7 @@ use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType};
 
+use crate::compact::record_expire::RecordExpire;
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, Result};
 use crate::lsm::kv_merge::merge_keeping_sequence;
@@ -101,6 +102,9 @@ pub struct ReadContext {
     /// Java `LookupMergeFunction` (tables that need lookup, but first-row): a key's level-0
     /// records merge with only its newest record above level 0.
     lookup_merge: bool,
+    /// Compaction rewrites: rows record-level expiry expires are dropped from each file as it
+    /// is opened in a run ([`ReadContext::with_record_expire`]).
+    record_expire: Option<Arc<RecordExpire>>,
     /// The arguments of [`ReadContext::new`], to read splits of another branch with.
     columns: Option<Vec<String>>,
     predicate: Option<Predicate>,
@@ -242,6 +246,7 @@ impl ReadContext {
             batch_size: batch_size.max(1),
             with_row_kind,
             lookup_merge,
+            record_expire: None,
         };
         Ok(match pinned {
             Some(keys) => {
@@ -283,6 +288,23 @@ impl ReadContext {
         }
         self.key_set = Some(keys);
         self
+    }
+
+    /// The same read dropping the rows `expire` expires from every file a run or the newest
+    /// records read ([`Self::section_runs`], [`Self::newest_records`]), "now" read as each
+    /// file is opened (Java wraps the compaction rewriter's file reader factory so); files
+    /// read with positions ([`Self::positioned_rows`]) keep every row.
+    pub(crate) fn with_record_expire(mut self, expire: Option<Arc<RecordExpire>>) -> ReadContext {
+        self.record_expire = expire;
+        self
+    }
+
+    /// The record-level expiry of [`Self::with_record_expire`], if any, with "now" (epoch
+    /// seconds of the table's clock).
+    pub(crate) fn record_expire_now(&self) -> Option<(Arc<RecordExpire>, i64)> {
+        self.record_expire
+            .clone()
+            .map(|e| (e, self.table.env().now_millis() / 1000))
     }
 
     /// Schema of every batch the reads yield.
@@ -545,7 +567,15 @@ impl ReadContext {
         stream::iter(files)
             .then(move |f| {
                 let ctx = ctx.clone();
-                async move { ctx.open_file(&f, system, batch_size).await }
+                async move {
+                    let rows = ctx.open_file(&f, system, batch_size).await?;
+                    Ok(match ctx.record_expire_now() {
+                        Some((expire, now)) => rows
+                            .and_then(move |b| futures::future::ready(expire.retain(b, now)))
+                            .boxed(),
+                        None => rows,
+                    })
+                }
             })
             .try_flatten()
             .boxed()

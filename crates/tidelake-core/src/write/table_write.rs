@@ -48,6 +48,7 @@ use tidelake_spec::options::ChangelogProducer;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
+use crate::compact::record_expire::RecordExpire;
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::failpoint;
@@ -237,6 +238,10 @@ impl TableWrite {
         opts.check_writable().map_err(spec_err)?;
         tidelake_spec::iceberg::check_schema(&schema).map_err(spec_err)?;
         let primary_key = !schema.primary_keys.is_empty();
+        if primary_key {
+            // Java's key-value writer refuses to start with a bad record-level expiry
+            RecordExpire::of(&schema)?;
+        }
         let bucket = match buckets {
             Some(n) => n,
             None => opts.bucket().map_err(spec_err)?,

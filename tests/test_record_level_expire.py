@@ -180,20 +180,24 @@ def test_max_level_file_expiring_later_is_rewritten(java, tmp_path, clock):
     compare_read(java, t, wh, "record-level max-level rewrite")
 
 
-@pytest.mark.parametrize(("options", "says"), [
-    ({"record-level.expire-time": "1 d"}, "'record-level.time-field'"),
-    ({"record-level.expire-time": "1 d", "record-level.time-field": "nope"}, "not a column"),
-    ({"record-level.expire-time": "1 d", "record-level.time-field": "s"}, "not INT, BIGINT"),
-    ({"record-level.time-field": "s"}, "not INT, BIGINT"),
-    ({"record-level.expire-time": "soon", "record-level.time-field": "ts"}, "'record-level.expire-time'"),
+@pytest.mark.parametrize(("options", "error", "says"), [
+    ({"record-level.expire-time": "1 d"}, tidelake.InvalidArgumentError, "'record-level.time-field'"),
+    ({"record-level.expire-time": "1 d", "record-level.time-field": "nope"}, tidelake.SchemaMismatchError,
+     "not a column"),
+    ({"record-level.expire-time": "1 d", "record-level.time-field": "s"}, tidelake.SchemaMismatchError,
+     "not INT, BIGINT"),
+    ({"record-level.time-field": "s"}, tidelake.SchemaMismatchError, "not INT, BIGINT"),
+    ({"record-level.expire-time": "soon", "record-level.time-field": "ts"}, tidelake.InvalidArgumentError,
+     "'record-level.expire-time'"),
 ])
-def test_bad_options_are_refused_before_anything_is_written(tmp_path, options, says):
-    """A time field that is not a column or of another type is refused at create (Java's
-    schema validation); an expire time without a time field or that does not parse is refused
-    by the first write, before any file is written."""
+def test_bad_options_are_refused_before_anything_is_written(tmp_path, options, error, says):
+    """A time field that is not a column or of another type is refused at create by the schema's
+    validation (Java's ``SchemaValidation``), as every invalid schema is; an expire time without
+    a time field or that does not parse is refused by the first write, before any file is
+    written."""
     schema = pa.schema([("id", pa.int64(), False), ("ts", pa.int64()), ("s", pa.string())])
     path = str(tmp_path / "t")
-    with pytest.raises(tidelake.InvalidArgumentError, match=says):
+    with pytest.raises(error, match=says):
         t = tidelake.create_table(path, schema, primary_keys=["id"], bucket=1, options=options)
         t.write(pa.table({"id": [1], "ts": [0], "s": ["a"]}, schema=schema))
     if (tmp_path / "t").exists():

@@ -244,9 +244,15 @@ impl TableSchema {
     /// `record-level.time-field`, when set, names a column of a type record-level expiry
     /// accepts (Java `SchemaValidation`).
     fn check_record_time_field(&self) -> Result<()> {
-        let Some(name) = self.options.record_level_time_field() else {
-            return Ok(());
-        };
+        if let Some(name) = self.options.record_level_time_field() {
+            self.record_time_field(name)?;
+        }
+        Ok(())
+    }
+
+    /// The column `name` as record-level expiry's time field: [`Error::Invalid`] naming
+    /// `record-level.time-field` when it is not a column or of a type expiry does not accept.
+    pub fn record_time_field(&self, name: &str) -> Result<&DataField> {
         let field = self.field(name).ok_or_else(|| {
             Error::Invalid(format!(
                 "option '{RECORD_LEVEL_TIME_FIELD}' names '{name}', which is not a column"
@@ -259,7 +265,7 @@ impl TableSchema {
                 field.data_type
             )));
         }
-        Ok(())
+        Ok(field)
     }
 
     fn check(&self) -> std::result::Result<(), String> {

@@ -30,7 +30,6 @@ use arrow_select::filter::filter_record_batch;
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::manifest::DataFileMeta;
-use tidelake_spec::options::{is_record_time_type, RECORD_LEVEL_TIME_FIELD};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataField;
 
@@ -62,18 +61,9 @@ impl RecordExpire {
             return Ok(None);
         };
         let name = expiry.time_field;
-        let field = schema.field(&name).ok_or_else(|| {
-            Error::invalid(format!(
-                "option '{RECORD_LEVEL_TIME_FIELD}' names '{name}', which is not a column"
-            ))
-        })?;
-        if !is_record_time_type(&field.data_type.kind) {
-            return Err(Error::invalid(format!(
-                "option '{RECORD_LEVEL_TIME_FIELD}': column '{name}' is {}, not INT, BIGINT, \
-                 TIMESTAMP or TIMESTAMP_LTZ",
-                field.data_type
-            )));
-        }
+        let field = schema
+            .record_time_field(&name)
+            .map_err(|e| Error::from_spec("table options", e))?;
         Ok(Some(Arc::new(RecordExpire {
             field_id: field.id,
             name,
@@ -192,7 +182,7 @@ mod tests {
     use arrow_array::{Int32Array, Int64Array, TimestampMicrosecondArray};
     use arrow_schema::{Field, Schema};
     use tidelake_spec::binary_row::encode_framed;
-    use tidelake_spec::options::{Options, RECORD_LEVEL_EXPIRE_TIME};
+    use tidelake_spec::options::{Options, RECORD_LEVEL_EXPIRE_TIME, RECORD_LEVEL_TIME_FIELD};
     use tidelake_spec::types::{DataType, TypeKind};
 
     use super::*;

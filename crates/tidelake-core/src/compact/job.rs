@@ -23,7 +23,7 @@
 //!   snapshot's changelog manifest list (`compact_changelog`).
 //! * `full`: Java `pickFullCompaction` — every run to the max level, or, when the bucket
 //!   already is one run at the max level, only its files that have a deletion vector or whose
-//!   statistics show rows record-level expiry expires ([`super::record_expire`]; the schemas
+//!   statistics show rows record-level expiry expires ([`crate::read::record_expire`]; the schemas
 //!   of the files are loaded with the buckets for that).
 //! * `drop_delete` (Java): the output level is not 0 and at least the highest non-empty level;
 //!   always in units that maintain deletion vectors.

@@ -42,11 +42,11 @@ use tidelake_spec::manifest::IndexFileMeta;
 use tidelake_spec::types::DataType;
 
 use super::changelog::{same_batch, KeyCursor, VALUE_OFFSET};
-use super::record_expire::RecordExpire;
 use crate::error::{Error, Result};
 use crate::lsm::key::KeyEncoder;
 use crate::lsm::levels::LevelFile;
 use crate::read::deletion_vector::DeletionVector;
+use crate::read::record_expire::RecordExpire;
 use crate::read::split_read::ReadContext;
 use crate::scan::split::SplitFile;
 use crate::table::Table;

@@ -53,7 +53,7 @@
 //! Writers' periodic full compaction (`full-compaction.delta-commits`) is
 //! `crate::ops::full_compaction`, which runs [`Compactor`] after a write's commit.
 //! Record-level expiry drops expired rows from what rewrites read and rewrites files whose
-//! statistics show expired rows ([`record_expire`]).
+//! statistics show expired rows ([`crate::read::record_expire`]).
 //!
 //! Not implemented:
 //! `EarlyFullCompaction`/off-peak ratios, the `lookup-compact`
@@ -69,7 +69,6 @@ pub mod job;
 mod lookup;
 pub mod plan;
 mod postpone;
-pub mod record_expire;
 pub mod rewriter;
 #[cfg(test)]
 mod tests;

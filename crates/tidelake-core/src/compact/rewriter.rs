@@ -11,7 +11,7 @@
 //! at the output level (only if it has a deletion vector: rewriting applies it), when it would
 //! reach the max level with retract rows (`_DELETE_ROW_COUNT` not 0), when it has a
 //! deletion vector (tidelake does not carry deletion vectors over; see [`super`]) or rows
-//! record-level expiry expires ([`super::record_expire`]; at the output level too), and, in
+//! record-level expiry expires ([`crate::read::record_expire`]; at the output level too), and, in
 //! units that look up the levels below their output, when it is a level-0 file (its keys'
 //! older copies must be found).
 //!
@@ -56,13 +56,13 @@ use super::changelog::{ChangelogJoin, ChangelogMode, ChangelogSpec, KeyCursor};
 use super::lookup::{
     found_rows, queued, write_bucket_index_file, DeeperLookup, FoundQueue, SharedLookup,
 };
-use super::record_expire::RecordExpire;
 use crate::error::{Error, Result};
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::levels::LevelFile;
 use crate::lsm::merge::MergeConfig;
 use crate::lsm::merge_fn::MergeEngineConfig;
 use crate::lsm::sorted_runs::{self, Sections};
+use crate::read::record_expire::RecordExpire;
 use crate::read::split_read::{drop_retracts, ReadContext};
 use crate::scan::split::SplitFile;
 use crate::table::Table;

@@ -40,7 +40,6 @@ use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType};
 
-use crate::compact::record_expire::RecordExpire;
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, Result};
 use crate::lsm::kv_merge::merge_keeping_sequence;
@@ -51,6 +50,7 @@ use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumn
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::evolution;
 use crate::read::key_set::KeySet;
+use crate::read::record_expire::RecordExpire;
 use crate::scan::bucket_filter::pinned_rows;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{DeletionFileRef, Split, SplitFile};

@@ -48,7 +48,6 @@ use tidelake_spec::options::ChangelogProducer;
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
-use crate::compact::record_expire::RecordExpire;
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::failpoint;
@@ -58,6 +57,7 @@ use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::MergeConfig;
 use crate::lsm::sorted_buffer::SortedBuffer;
 use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
+use crate::read::record_expire::RecordExpire;
 use crate::state::{LiveFiles, Pruning};
 use crate::table::{schema_path, Table};
 use crate::tasks;

@@ -1,6 +1,8 @@
 //! Record-level expiry (Java `RecordLevelExpire`, primary-key tables with
 //! `record-level.expire-time` and `record-level.time-field`): compaction drops the rows whose
-//! time is older than now minus the expire time.
+//! time is older than now minus the expire time. It lives with the reads (data layer) because
+//! the reads of a rewrite apply it and the first write checks its options; compaction, above,
+//! decides which files to rewrite.
 //!
 //! Rules, as Java 1.3.1:
 //! - a row's time in seconds: INT as is; BIGINT as is below 10^12, else milliseconds / 1000;

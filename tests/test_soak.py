@@ -13,7 +13,8 @@ LOCAL_SECONDS = float(os.environ.get("TIDELAKE_SOAK_SECONDS", "60"))
 S3_SECONDS = float(os.environ.get("TIDELAKE_SOAK_S3_SECONDS", "25"))
 
 
-def soak(root: str, options: dict | None, work: str, seconds: float, capsys, min_acks: int) -> Report:
+def soak(root: str, options: dict | None, work: str, seconds: float, capsys, min_acks: int,
+         min_expired: int) -> Report:
     reports = run_soak(root, options, work, seconds)
     with capsys.disabled():  # the counts belong in every CI log, not only in failures
         print("\n" + "\n".join(r.describe() for r in reports))
@@ -22,19 +23,22 @@ def soak(root: str, options: dict | None, work: str, seconds: float, capsys, min
     c = report.counts
     # the run exercised what it claims to: writes raced, maintenance ran and mattered
     assert c["acks"] >= min_acks and c["reads verified"] >= min_acks, c
-    assert c["compactor compacted"] >= 1 and c["snapshots expired"] >= 10 and c["orphans cleaned"] >= 1, c
+    assert c["compactor compacted"] >= 1 and c["snapshots expired"] >= min_expired and c["orphans cleaned"] >= 1, c
     assert c["ack oneshot"] and c["ack writer"], c
     return report
 
 
 def test_soak_local(tmp_path, capsys):
-    soak(str(tmp_path / "tables"), None, str(tmp_path / "work"), LOCAL_SECONDS, capsys, min_acks=200)
+    soak(str(tmp_path / "tables"), None, str(tmp_path / "work"), LOCAL_SECONDS, capsys, min_acks=200,
+         min_expired=10)
 
 
 def test_soak_s3(tmp_path, s3_server, capsys):
-    # moto on a shared 2-core machine: about 1.5 s per commit, 20-45 acknowledged in 25 s
+    # moto on a shared 2-core machine: 15-45 acknowledged in 25 s over the four tables, so a table
+    # may hold only 4-6 snapshots when the round ends (the expirer keeps 3): expiry must have run
+    # and removed some, not a count that only a fast machine reaches
     soak(f"s3://{s3_server.new_bucket()}/soak", s3_server.options, str(tmp_path / "work"), S3_SECONDS, capsys,
-         min_acks=10)
+         min_acks=10, min_expired=1)
 
 
 # ---- the checker --------------------------------------------------------------------------------

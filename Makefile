@@ -28,11 +28,14 @@ venv: $(VENV)/.deps
 develop: venv
 	$(VENV)/bin/maturin develop --quiet --profile $(MATURIN_PROFILE) --features fault-injection
 
-# A wheel built as releases are (no features), for tests/test_release_wheel.py: prints its path.
+# A wheel built as releases are (no features): prints its path. tests/test_release_wheel.py builds
+# it with RELEASE_WHEEL_PROFILE=dev: the features, not the optimizer, decide what it checks, and a
+# debug build reuses the dependencies `rust-test` compiled (a release one recompiles with LTO).
 RELEASE_WHEEL_DIR := $(CARGO_TARGET_DIR)/release-wheel
+RELEASE_WHEEL_PROFILE ?= release
 release-wheel: venv
 	rm -rf $(RELEASE_WHEEL_DIR)
-	$(VENV)/bin/maturin build --quiet --release --out $(RELEASE_WHEEL_DIR) >&2
+	$(VENV)/bin/maturin build --quiet --profile $(RELEASE_WHEEL_PROFILE) --out $(RELEASE_WHEEL_DIR) >&2
 	@ls $(RELEASE_WHEEL_DIR)/*.whl
 
 # Formatting and lints: rustfmt's defaults, every clippy warning an error.

@@ -1,5 +1,6 @@
-"""The wheel as releases build it (``maturin build --release``, no cargo features; ``make
-release-wheel``) against the development build the other tests use: test-only fault injection
+"""The wheel with the features releases have (no cargo features; ``make release-wheel``, here in
+the debug profile, which reuses what the Rust tests compiled: features, not the optimizer, decide
+what is checked) against the development build the other tests use: test-only fault injection
 (``tidelake.fault.*`` storage options, which can abort or hang the process, and the engine's
 named failpoints) is compiled out of it and refused with a typed error, while the same table
 works."""
@@ -48,8 +49,8 @@ print(json.dumps(answers))
 def release_wheel() -> Path:
     # run as a top-level make (a recursive one, under `make test`, prints its directories)
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(REPO), "release-wheel"], check=True,
-                         capture_output=True, text=True, env=env).stdout
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(REPO), "release-wheel",
+                          "RELEASE_WHEEL_PROFILE=dev"], check=True, capture_output=True, text=True, env=env).stdout
     (wheel,) = [line for line in out.splitlines() if line.endswith(".whl")]
     return Path(wheel)
 

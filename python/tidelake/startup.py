@@ -36,8 +36,9 @@ MODES = ("default", "latest-full", "full", "latest", "compacted-full", "from-tim
          "from-creation-timestamp", "from-file-creation-time", "from-snapshot", "from-snapshot-full", "incremental")
 """Every value of Paimon's ``scan.mode``."""
 
-_ALIASES = {"scan.snapshot-id": ("snapshot-id",), "scan.timestamp-millis": ("log.scan.timestamp-millis", "timestamp-ms"),
-            "scan.tag-name": ("tag",), "scan.mode": ("log.scan",)}
+_ALIASES = {"scan.snapshot-id": ("snapshot-id",), "scan.tag-name": ("tag",), "scan.mode": ("log.scan",),
+            "scan.timestamp-millis": ("log.scan.timestamp-millis", "timestamp-ms")}
+"""Fallback keys: Java's deprecated ``log.scan*`` ones, then tidelake's own spellings."""
 _UNSUPPORTED = ("from-file-creation-time", "from-creation-timestamp")
 _LONG_MAX = 2**63 - 1
 
@@ -64,7 +65,7 @@ class ScanMode:
                 return self.options[name]
         return None
 
-    def int(self, key: str) -> int | None:
+    def integer(self, key: str) -> int | None:
         value = self.get(key)
         if value is None:
             return None
@@ -75,7 +76,7 @@ class ScanMode:
 
     def timestamp_ms(self) -> int | None:
         """``scan.timestamp-millis``, or ``scan.timestamp`` (local time, as Java parses it)."""
-        millis = self.int("scan.timestamp-millis")
+        millis = self.integer("scan.timestamp-millis")
         text = self.get("scan.timestamp")
         if millis is None and text is not None:
             from .table import _epoch_ms
@@ -116,8 +117,56 @@ class ScanMode:
                                        "read; a stream cannot use it")
         raise AssertionError(self.mode)
 
+    def batch_snapshot(self, table: Table) -> dict[str, Any]:
+        """The snapshot a batch read of a non-incremental mode reads, as :meth:`Table.scan`
+        arguments (all None: the latest; Java's static starting scanners)."""
+        pinned: dict[str, Any] = {"snapshot_id": None, "tag": None, "timestamp_ms": None}
+        if self.mode == "compacted-full":
+            pinned["snapshot_id"] = compacted_snapshot(table, self.options)
+        elif self.mode == "from-snapshot-full":
+            pinned["snapshot_id"] = self._required("scan.snapshot-id")
+        elif self.mode == "from-snapshot":
+            if self.get("scan.watermark") is not None or self.get("scan.version") is not None:
+                raise InvalidArgumentError("scan.watermark and scan.version are not supported; use "
+                                           "scan.snapshot-id or scan.tag-name")
+            pinned["snapshot_id"], pinned["tag"] = self.integer("scan.snapshot-id"), self.get("scan.tag-name")
+        elif self.mode == "from-timestamp":
+            pinned["timestamp_ms"] = self.timestamp_ms()
+        elif self.mode == "incremental":
+            raise AssertionError("incremental reads are planned with incremental_range")
+        return pinned
+
+    def incremental_range(self, table: Table) -> dict[str, Any]:
+        """``incremental-between`` (two tags, else two snapshot ids) or
+        ``incremental-between-timestamp`` (two epoch ms or local date-times) as
+        :meth:`Table.changes_scan` arguments, with ``incremental-between-scan-mode``."""
+        from .table import _epoch_ms
+
+        args: dict[str, Any] = {"mode": self.get("incremental-between-scan-mode")}
+        between, by_time = self.get("incremental-between"), self.get("incremental-between-timestamp")
+        key, text = ("incremental-between", between) if between is not None else \
+            ("incremental-between-timestamp", by_time)
+        if text is None:
+            raise InvalidArgumentError("scan.mode incremental needs incremental-between or "
+                                       "incremental-between-timestamp")
+        parts = text.split(",")
+        if len(parts) != 2:
+            raise InvalidArgumentError(f"{key} must be two values 'start,end', got {text!r}")
+        start, end = (p.strip() for p in parts)
+        if key == "incremental-between-timestamp":
+            times = [int(v) if v.lstrip("-").isdigit() else _epoch_ms(v) for v in (start, end)]
+            return {**args, "start_timestamp": times[0], "end_timestamp": times[1]}
+        tags = {t.name for t in table.tags()}
+        if start in tags and end in tags:
+            return {**args, "start_tag": start, "end_tag": end}
+        if not (start.isdigit() and end.isdigit()):
+            raise InvalidArgumentError(f"incremental-between {text!r} names neither two tags nor two snapshot ids")
+        if int(end) < int(start):
+            raise InvalidArgumentError(f"incremental-between {text!r}: the end snapshot is before the start")
+        return {**args, "start_snapshot": int(start), "end_snapshot": int(end)}
+
     def _required(self, key: str) -> int:
-        value = self.int(key)
+        value = self.integer(key)
         if value is None:
             raise InvalidArgumentError(f"scan.mode {self.mode} needs option {key}")
         return value

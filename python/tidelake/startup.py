@@ -105,7 +105,8 @@ class ScanMode:
                 if self.get(key) is not None and self.get("scan.snapshot-id") is None:
                     raise InvalidArgumentError(f"scan.mode from-snapshot with {key} is for batch reads; a stream "
                                                "needs scan.snapshot-id")
-            return Start(self._required("scan.snapshot-id") - 1, False)
+            wanted = self._required("scan.snapshot-id")
+            return Start(max(wanted, snaps[0].id if snaps else wanted) - 1, False)  # from the earliest at most
         if self.mode == "from-timestamp":
             since = self.timestamp_ms()
             if since is None:

@@ -129,7 +129,7 @@ def test_full_start_streams_read_the_picked_snapshot_then_the_changes(spark, tmp
                                               "read.stream.maxFilesPerTrigger": 1}), tmp_path / "c2")
     full = t.scan(snapshot_id=2).splits()
     assert len(full) == 2  # two buckets
-    assert [b.num_rows for b in seen[:2]] == [s.row_count for s in full]
+    assert [b.num_rows for b in seen[:2]] == [s.read().read_all().num_rows for s in full]  # merged rows
     assert sorted(r for b in seen[:2] for r in _rows(b)) == _rows(t.to_arrow(snapshot_id=2))
     assert sorted(x for b in seen[2:] for x in _kinds(b)) == _changes(t, 2, latest)
 
@@ -179,3 +179,44 @@ def test_batch_modes(spark, tmp_path):
     assert _rows(got) == _rows(t.to_arrow(snapshot_id=compacted)) != _rows(t.to_arrow())
     with pytest.raises(Exception, match="latest-fulll"):
         spark.read.format("tidelake").option("scan.mode", "latest-fulll").load(t.path).collect()
+
+
+def test_min_rows_holds_a_batch_back_until_the_delay(tmp_path):
+    """``read.stream.minRowsPerTrigger`` + ``maxTriggerDelayMs`` on the reader itself (no Spark):
+    the first batch always comes; then fewer rows wait while the last batch is recent; limits
+    split a snapshot and the next batch resumes inside it."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from tidelake.spark import io
+    from tidelake.spark.stream import StreamReader
+
+    t, _ = kv_table(tmp_path)
+    t.write(kv([1, 2, 3]))
+    schema = io.spark_schema(t, True)
+    options = {"path": t.path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1",
+               "read.stream.minrowspertrigger": "3", "read.stream.maxtriggerdelayms": "600000"}
+    r = StreamReader(options, schema)
+    start = r.initialOffset()
+    first = r.latestOffset(start, r.getDefaultReadLimit())
+    assert first == {"snapshot": 1}
+    t.write(kv([4]))
+    assert r.latestOffset(first, r.getDefaultReadLimit()) == first  # 1 row < 3, batch 1 is recent
+    assert r.latestOffset(first, ReadAllAvailable()) == {"snapshot": 2}  # Trigger.Once reads all
+    t.write(kv([5, 6]))
+    assert r.latestOffset(first, r.getDefaultReadLimit()) == {"snapshot": 3}
+    r.last_trigger_ms -= 600_001  # the delay has passed: fewer rows go
+    t.write(kv([7]))
+    assert r.latestOffset({"snapshot": 3}, r.getDefaultReadLimit()) == {"snapshot": 4}
+    with pytest.raises(InvalidArgumentError, match="maxTriggerDelayMs"):
+        StreamReader({k: v for k, v in options.items() if k != "read.stream.maxtriggerdelayms"}, schema)
+    # one split per batch: a batch ends inside snapshot 1 (two buckets) and the next resumes there
+    one = StreamReader({"path": t.path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1",
+                        "read.stream.maxfilespertrigger": "1"}, schema)
+    limit = one.getDefaultReadLimit()
+    inside = one.latestOffset({"snapshot": 0}, limit)
+    assert inside == {"snapshot": 1, "index": 0}
+    assert one.latestOffset(inside, limit) == {"snapshot": 1}
+    parts = one.partitions({"snapshot": 0}, inside) + one.partitions(inside, {"snapshot": 1})
+    assert len(parts) == 2
+    keys = [k for p in parts for k in pa.Table.from_batches(list(one.read(p)), io.arrow_schema(schema))["k"].to_pylist()]
+    assert sorted(keys) == [1, 2, 3]

@@ -16,7 +16,10 @@ Read limits, as paimon-spark's: ``read.stream.maxFilesPerTrigger`` (splits, Paim
 file rows; ``maxRowsPerTrigger`` is tidelake's older name for it) together: a micro-batch admits
 splits while everything admitted before is under every limit, so its first split always comes
 and rows/bytes may exceed the limit by the last split. ``maxSnapshotsPerTrigger`` (tidelake's)
-bounds the snapshots of a batch. Spark hands a Python source a single limit, so the reader keeps
+bounds the snapshots of a batch. ``read.stream.minRowsPerTrigger`` with
+``read.stream.maxTriggerDelayMs`` holds a batch back while it has fewer rows and the previous
+batch came less than the delay ago (not under ``Trigger.AvailableNow``, which would end the
+query on it instead of waiting). Spark hands a Python source a single limit, so the reader keeps
 its own and applies them to every call but one asking for everything (``Trigger.Once``).
 ``Trigger.AvailableNow`` stops at the latest snapshot seen when the query started, limits
 applied. Without ``row-kind=true`` only inserts and update-afters are emitted; with it every
@@ -35,6 +38,7 @@ committed, deletes the files the replay wrote and returns.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -52,6 +56,7 @@ from pyspark.sql.streaming.datasource import (
     ReadMaxBytes,
     ReadMaxFiles,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
@@ -133,6 +138,13 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if value <= 0:
                 raise InvalidArgumentError(f"option {key} must be positive, got {value}")
             self.limits[kind] = min(value, self.limits.get(kind, value))
+        min_rows = io.int_option(options, "read.stream.minrowspertrigger")
+        delay = io.int_option(options, "read.stream.maxtriggerdelayms")
+        if (min_rows is None) != (delay is None):
+            raise InvalidArgumentError("give both read.stream.minRowsPerTrigger and read.stream.maxTriggerDelayMs, "
+                                       "or neither")
+        self.min_rows = None if min_rows is None or delay is None else (min_rows, delay)
+        self.last_trigger_ms = 0
         self.consumer_id = options.get("consumer-id")
         self.ignore_progress = io.flag(options, "consumer.ignore-progress")
         self.cap: int | None = None
@@ -164,6 +176,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxBytes(self.limits["bytes"])
         if "snapshots" in self.limits:
             return ReadMaxFiles(self.limits["snapshots"])
+        if self.min_rows is not None:
+            return ReadMinRows(self.min_rows[0])
         return ReadAllAvailable()
 
     def _resolve(self, table: Table, start: Offset) -> Offset | None:
@@ -198,11 +212,22 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if begin is None:
             return start
         limits = {} if isinstance(limit, ReadAllAvailable) else self.limits
-        if not limits:
+        wait = self.min_rows if self.cap is None and not isinstance(limit, ReadAllAvailable) else None
+        if not limits and wait is None:
             if begin.get("full"):
                 return {"snapshot": begin["snapshot"]}
             return {"snapshot": latest} if latest > begin["snapshot"] else start
         guard = Guard(limits)
+        end = self._admitted(table, start, begin, latest, guard)
+        now = int(time.time() * 1000)
+        if wait is not None and guard.taken["rows"] < wait[0] and now - self.last_trigger_ms <= wait[1]:
+            return start  # too few rows, and the last batch is recent: wait (read.stream.minRowsPerTrigger)
+        if end != start:
+            self.last_trigger_ms = now
+        return end
+
+    def _admitted(self, table: Table, start: Offset, begin: Offset, latest: int, guard: Guard) -> Offset:
+        """The offset after the splits ``guard`` admits from ``begin`` (``start`` resolved)."""
         end = start
         for snapshot, full, done in self._units(table, begin, max(latest, begin["snapshot"])):
             if not guard.enter_snapshot():

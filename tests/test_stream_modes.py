@@ -215,6 +215,10 @@ def test_min_rows_holds_a_batch_back_until_the_delay(tmp_path):
     limit = one.getDefaultReadLimit()
     inside = one.latestOffset({"snapshot": 0}, limit)
     assert inside == {"snapshot": 1, "index": 0}
+    assert one.latestOffset(inside, ReadAllAvailable()) == {"snapshot": 4}  # the rest of 1, then 2..4
+    one.cap = 1  # Trigger.AvailableNow started at snapshot 1: the rest of 1 still comes
+    assert one.latestOffset(inside, ReadAllAvailable()) == {"snapshot": 1}
+    one.cap = None
     assert one.latestOffset(inside, limit) == {"snapshot": 1}
     parts = one.partitions({"snapshot": 0}, inside) + one.partitions(inside, {"snapshot": 1})
     assert len(parts) == 2

@@ -216,7 +216,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not limits and wait is None:
             if begin.get("full"):
                 return {"snapshot": begin["snapshot"]}
-            return {"snapshot": latest} if latest > begin["snapshot"] else start
+            if latest > begin["snapshot"] or "index" in begin:  # (the rest of) a snapshot split by a limit
+                return {"snapshot": max(latest, begin["snapshot"])}
+            return start
         guard = Guard(limits)
         end = self._admitted(table, start, begin, latest, guard)
         now = int(time.time() * 1000)

@@ -756,6 +756,32 @@ def test_tail_no_follow(tmp_path):
     run("tail", path, "--interval", 0, code=2)
 
 
+def test_tail_scan_modes(tmp_path):
+    """--scan-mode: the *-full modes print a snapshot's full state (as inserts) first, then the
+    changes after it; from-timestamp starts at the first snapshot at or after the time."""
+    path = tmp_path / "t"
+    table = pk_table(path, 2)  # snapshots 1, 2
+    table.compact(full=True)  # 3: COMPACT
+    table.delete_keys(pa.table({"id": [0], "v": ["v0"]}))  # 4
+
+    def rows(*args):
+        return [(r["_snapshot_id"], r["_row_kind"], r["id"])
+                for r in jsonl(run("tail", path, "--no-follow", "--json", *args).stdout)]
+
+    state = sorted(table.to_arrow(snapshot_id=3)["id"].to_pylist())
+    got = rows("--scan-mode", "compacted-full")
+    assert got == [(3, "+I", i) for i in state] + [(4, "-D", 0)]
+    got = rows("--scan-mode", "from-snapshot-full", "--from-snapshot", 1)
+    first = sorted(table.to_arrow(snapshot_id=1)["id"].to_pylist())
+    assert got[:len(first)] == [(1, "+I", i) for i in first] and got[len(first):] == [
+        (2, "+I", i) for i in sorted(table.changes(1, 2)["id"].to_pylist())] + [(4, "-D", 0)]
+    assert rows("--scan-mode", "latest-full", "--max-batches", 1) == [(4, "+I", i) for i in state if i != 0]
+    assert rows("--from-timestamp", table.snapshot(4).time_millis) == [(4, "-D", 0)]
+    assert "from-snapshot-full needs option scan.snapshot-id" in run(
+        "tail", path, "--no-follow", "--scan-mode", "from-snapshot-full", code=2).stderr
+    run("tail", path, "--scan-mode", "incremental", code=2)
+
+
 def _read_line(proc: subprocess.Popen, timeout: float = 20) -> str:
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     assert ready, "tail printed nothing"

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from .. import exceptions as exc
+from .. import startup
 from ..catalog import Catalog
 from ..maintenance import SYSTEM_TABLES
 from ..table import Table
@@ -282,30 +283,54 @@ def system(path: str, name: str, limit: int | None, as_json: bool) -> None:
     click.echo(f"({_count(len(rows), 'row')})")
 
 
+TAIL_MODES = ("latest", "latest-full", "compacted-full", "from-snapshot", "from-snapshot-full", "from-timestamp")
+"""The streaming ``scan.mode`` values ``tail --scan-mode`` takes (see :mod:`tidelake.startup`)."""
+
+
 @main.command(short_help="Print the changes of new snapshots as they arrive.")
 @_PATH
+@click.option("--scan-mode", type=click.Choice(TAIL_MODES), metavar="MODE",
+              help="Where to start, as Paimon's scan.mode: latest, latest-full, compacted-full (the full "
+                   "state of the latest compaction, then the changes after it), from-snapshot, "
+                   "from-snapshot-full (with --from-snapshot), from-timestamp (with --from-timestamp). "
+                   "The *-full modes print a snapshot's full state first.")
 @click.option("--from-snapshot", type=click.IntRange(min=1), metavar="N",
               help="Start with the changes of snapshot N (default: the earliest retained snapshot "
-                   "with --no-follow; only new snapshots with --follow).")
+                   "with --no-follow; only new snapshots with --follow); with --scan-mode "
+                   "from-snapshot-full, with the full state of snapshot N.")
+@click.option("--from-timestamp", metavar="TIME",
+              help="With --scan-mode from-timestamp: start with the first snapshot committed at or after "
+                   "TIME (epoch milliseconds, or an ISO-8601 date-time in local time).")
 @click.option("--follow/--no-follow", default=True, show_default=True,
               help="Keep polling for new snapshots (Ctrl-C stops), or print what exists and exit.")
 @click.option("--interval", type=click.FloatRange(min=0.01), default=1.0, show_default=True, metavar="SECONDS",
               help="Seconds between polls of the latest snapshot in --follow mode.")
 @click.option("--max-batches", type=click.IntRange(min=1), metavar="N",
               help="Exit after printing the changes of N snapshots (snapshots without changes, "
-                   "e.g. COMPACT, do not count).")
+                   "e.g. COMPACT, do not count; a full state counts as one).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON Lines: one object per change with _snapshot_id and _row_kind.")
 @_guarded
-def tail(path: str, from_snapshot: int | None, follow: bool, interval: float, max_batches: int | None,
-         as_json: bool) -> None:
+def tail(path: str, scan_mode: str | None, from_snapshot: int | None, from_timestamp: str | None, follow: bool,
+         interval: float, max_batches: int | None, as_json: bool) -> None:
     """Print the changes each snapshot of the table at PATH committed, snapshot by snapshot,
     with their _row_kind (+I insert, -U/+U update before/after, -D delete). Tables with a
     changelog producer show their changelog; others the rows APPEND commits wrote."""
     t = _open(path)
     latest = t.latest_snapshot()
     latest_id = latest.id if latest is not None else 0
-    if from_snapshot is not None:
+    start = None
+    if from_timestamp is not None and scan_mode is None:
+        scan_mode = "from-timestamp"
+    if scan_mode is not None:
+        options = {"scan.mode": scan_mode}
+        if from_snapshot is not None:
+            options["scan.snapshot-id"] = str(from_snapshot)
+        if from_timestamp is not None:
+            options["scan.timestamp-millis" if from_timestamp.isdigit() else "scan.timestamp"] = from_timestamp
+        start = startup.scan_mode(options, t.options)
+        next_id = None
+    elif from_snapshot is not None:
         next_id = from_snapshot
     elif follow:
         next_id = latest_id + 1
@@ -315,15 +340,22 @@ def tail(path: str, from_snapshot: int | None, follow: bool, interval: float, ma
     printed = 0
     try:
         while True:
-            while next_id <= latest_id:
+            if next_id is None and start is not None:  # a --scan-mode start not resolved yet
+                begin = start.stream_start(t)
+                if begin is not None:
+                    next_id = begin.snapshot + 1
+                    if begin.full:
+                        _print_changes(t, begin.snapshot, _full_state(t, begin.snapshot), as_json, full=True)
+                        printed += 1
+            while next_id is not None and next_id <= latest_id:
+                if max_batches is not None and printed >= max_batches:
+                    return
                 changes = t.changes(next_id - 1, next_id)
                 if changes.num_rows:
                     _print_changes(t, next_id, changes, as_json)
                     printed += 1
-                    if max_batches is not None and printed >= max_batches:
-                        return
                 next_id += 1
-            if not follow:
+            if not follow or (max_batches is not None and printed >= max_batches):
                 return
             time.sleep(interval)
             latest = t.latest_snapshot()
@@ -332,7 +364,15 @@ def tail(path: str, from_snapshot: int | None, follow: bool, interval: float, ma
         sys.exit(0)
 
 
-def _print_changes(t: Table, snapshot_id: int, changes: Any, as_json: bool) -> None:
+def _full_state(t: Table, snapshot_id: int) -> Any:
+    """The rows of snapshot ``snapshot_id`` as changes: each an insert."""
+    import pyarrow as pa
+
+    rows = t.to_arrow(snapshot_id=snapshot_id)
+    return rows.add_column(0, "_row_kind", pa.array(["+I"] * rows.num_rows, pa.string()))
+
+
+def _print_changes(t: Table, snapshot_id: int, changes: Any, as_json: bool, *, full: bool = False) -> None:
     rows = changes.to_pylist()
     if as_json:
         for row in rows:
@@ -340,7 +380,8 @@ def _print_changes(t: Table, snapshot_id: int, changes: Any, as_json: bool) -> N
                                   ensure_ascii=False))
         return
     snap = t.snapshot(snapshot_id)
+    what = "rows of its full state" if full else "changes"
     click.echo(f"-- snapshot {snapshot_id} ({snap.commit_kind}, {_fmt_time(snap.time_millis)}): "
-               f"{len(rows)} changes")
+               f"{len(rows)} {what}")
     _print_table([[_cell(r[c]) for c in changes.column_names] for r in rows], changes.column_names)
 

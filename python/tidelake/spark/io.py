@@ -89,7 +89,10 @@ def location(options: dict[str, str]) -> Location:
 
 
 READ_ONLY_OPTIONS = frozenset({"path", "checkpointlocation", "row-kind", "snapshot-id", "tag", "timestamp-ms",
-                               "scan.mode", "consumer-id", "maxsnapshotspertrigger", "maxrowspertrigger",
+                               "scan.mode", "consumer-id", "consumer.ignore-progress", "maxsnapshotspertrigger",
+                               "maxrowspertrigger", "read.stream.maxfilespertrigger", "read.stream.maxbytespertrigger",
+                               "read.stream.maxrowspertrigger", "read.stream.minrowspertrigger",
+                               "read.stream.maxtriggerdelayms",
                                "skip-plain-splits", "filter"})
 """Source options that are not table options of a table a write creates."""
 

@@ -4,6 +4,9 @@ Spark builds these objects in a planner worker and pickles them to executors and
 driver-side commit worker, none of them the user's process: they hold plain data only (option
 dicts, a ``StructType``, payload bytes) and open the table inside each call.
 
+* Which snapshot a read reads is Paimon's ``scan.mode`` and its options (:mod:`tidelake.startup`);
+  ``scan.mode = incremental`` reads the changes between two snapshots (inserts and
+  update-afters, as a stream without ``row-kind``).
 * Reads pinned by ``snapshot-id``, ``tag`` or ``timestamp-ms``: ``partitions()`` plans that
   snapshot on the driver and ships the splits' bytes, packed into tasks by size as Paimon packs
   them (``source.split.target-size``, ``source.split.open-file-cost``:
@@ -69,6 +72,7 @@ from .. import expr
 from ..exceptions import InvalidArgumentError
 from ..expr.spark_filters import spark_filter
 from ..scan import Split
+from ..startup import scan_mode
 from . import io
 from .plain import FILTER, SKIP_PLAIN, classified_read, engine_tasks
 
@@ -208,7 +212,12 @@ class BatchReader(DataSourceReader):
         where = io.location(self.options)
         table = where.open()
         columns = io.projection(table, self.schema)
-        pinned = io.time_travel(self.options)
+        start = scan_mode(self.options, table.options)
+        if start.mode == "incremental":  # the changes between two snapshots, inserts and update-afters
+            changes = table.changes_scan(columns=columns, filter=expr.all_of(self.filters),
+                                         **start.incremental_range(table))
+            return [SplitPartition([s], changes=True) for s in changes.splits()]
+        pinned = start.batch_snapshot(table)
         if io.flag(self.options, SKIP_PLAIN):
             return self.not_plain_partitions(table, columns, pinned)
         splits = table.scan(columns=columns, filter=expr.all_of(self.filters), **pinned).splits()

@@ -1,18 +1,32 @@
 """Structured Streaming for the ``tidelake`` source: a micro-batch reader and an exactly-once sink.
 
-Reader. An offset is ``{"snapshot": N}``: every change up to snapshot N was delivered.
-:data:`FULL_PENDING` (-1) means the full state of the first snapshot seen is still to come
-(``latest-full``, the default start). A micro-batch (s, e] reads the changes snapshots s+1..e
-committed (``Table.changes``), or with ``s == FULL_PENDING`` the full state of snapshot e.
-Start modes (option ``scan.mode``): ``latest-full``, ``latest`` (changes after the latest
-snapshot), ``from-snapshot`` (changes from ``snapshot-id`` on) and ``from-timestamp`` (changes
-from the first snapshot committed at or after ``timestamp-ms``). ``maxSnapshotsPerTrigger`` /
-``maxRowsPerTrigger`` bound a micro-batch (at least one snapshot each); ``Trigger.AvailableNow``
-stops at the latest snapshot seen when the query started. Without ``row-kind=true`` only
-inserts and update-afters are emitted; with it every change comes with ``_row_kind``. A
-``consumer-id`` stores progress in the table when Spark commits a batch to the source (which
-it does as it starts the next batch, so the last batch of a run is recorded by the next run):
-expiry keeps unread snapshots (Paimon consumers) and a query with a new checkpoint resumes
+Reader. An offset is ``{"snapshot": N}``: every change up to snapshot N was delivered; or,
+inside a snapshot, ``{"snapshot": N, "index": i}`` (splits 0..i of the changes of snapshot N
+delivered, N - 1 complete) or ``{"snapshot": N, "full": true, "index": i}`` (splits 0..i of the
+full state of snapshot N delivered). :data:`FULL_PENDING` (-1) means the full state of the
+start snapshot is still to come: the start modes that read one (``latest-full``, the default,
+``compacted-full``, ``from-snapshot-full``) pick it at the first batch, as Java picks it at the
+first plan. The first batch of such a stream holds that full state only. A unit (a full state,
+or the changes one snapshot committed, ``Table.changes``) is read as its splits, in the
+engine's (partition, bucket) order. Start modes (``scan.mode`` and its options):
+:mod:`tidelake.startup`.
+
+Read limits, as paimon-spark's: ``read.stream.maxFilesPerTrigger`` (splits, Paimon's "files"),
+``read.stream.maxBytesPerTrigger`` (data file bytes) and ``read.stream.maxRowsPerTrigger`` (data
+file rows; ``maxRowsPerTrigger`` is tidelake's older name for it) together: a micro-batch admits
+splits while everything admitted before is under every limit, so its first split always comes
+and rows/bytes may exceed the limit by the last split. ``maxSnapshotsPerTrigger`` (tidelake's)
+bounds the snapshots of a batch. ``read.stream.minRowsPerTrigger`` with
+``read.stream.maxTriggerDelayMs`` holds a batch back while it has fewer rows and the previous
+batch came less than the delay ago (not under ``Trigger.AvailableNow``, which would end the
+query on it instead of waiting). Spark hands a Python source a single limit, so the reader keeps
+its own and applies them to every call but one asking for everything (``Trigger.Once``).
+``Trigger.AvailableNow`` stops at the latest snapshot seen when the query started, limits
+applied. Without ``row-kind=true`` only inserts and update-afters are emitted; with it every
+change comes with ``_row_kind``. A ``consumer-id`` (unless ``consumer.ignore-progress``) starts
+from its next snapshot and stores progress in the table when Spark commits a batch to the source
+(which it does as it starts the next batch, so the last batch of a run is recorded by the next
+run): expiry keeps unread snapshots (Paimon consumers) and a query with a new checkpoint resumes
 from it, possibly re-reading that last batch.
 
 Sink (append and complete output modes). Files are written per task as for batch writes; the
@@ -23,7 +37,10 @@ committed, deletes the files the replay wrote and returns.
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -36,12 +53,16 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
+    ReadMaxBytes,
     ReadMaxFiles,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
 from ..exceptions import InvalidArgumentError
+from ..scan import Split
+from ..startup import scan_mode
 from ..table import Table
 from . import io
 from .source import SplitPartition, TaskMessages, all_payloads, read_partition, task_id, task_payloads
@@ -49,12 +70,17 @@ from .source import SplitPartition, TaskMessages, all_payloads, read_partition, 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-__all__ = ["StreamReader", "StreamWriter", "FULL_PENDING"]
+__all__ = ["StreamReader", "StreamWriter", "FULL_PENDING", "LIMIT_OPTIONS"]
 
 FULL_PENDING = -1
-"""Offset of a ``latest-full`` query that has not yet delivered its first snapshot."""
+"""Offset of a stream whose start snapshot's full state is still to come."""
 
-START_MODES = ("latest-full", "latest", "from-snapshot", "from-timestamp")
+LIMIT_OPTIONS = {"read.stream.maxfilespertrigger": "files", "read.stream.maxbytespertrigger": "bytes",
+                 "read.stream.maxrowspertrigger": "rows", "maxrowspertrigger": "rows",
+                 "maxsnapshotspertrigger": "snapshots"}
+"""Read-limit options (as Spark hands them over, lower-cased) and what each bounds."""
+
+Offset = dict[str, int]
 
 
 def _latest_id(table: Table) -> int:
@@ -62,11 +88,38 @@ def _latest_id(table: Table) -> int:
     return latest.id if latest is not None else 0
 
 
-def _required(options: dict[str, str], key: str, mode: str) -> int:
-    value = io.int_option(options, key)
-    if value is None:
-        raise InvalidArgumentError(f"scan.mode {mode} needs option {key}")
-    return value
+def _split_bytes(split: Split) -> int:
+    return sum(f.get("file_size", 0) for f in json.loads(split.payload).get("files", ()))
+
+
+@dataclass
+class Guard:
+    """A micro-batch's read limits (paimon-spark's ``PaimonReadLimitGuard``): a split is admitted
+    while what was admitted before it is under every limit."""
+
+    limits: dict[str, int]
+    taken: dict[str, int] = field(default_factory=lambda: {"files": 0, "bytes": 0, "rows": 0, "snapshots": 0})
+
+    def enter_snapshot(self) -> bool:
+        """Whether the batch may read one more snapshot (``maxSnapshotsPerTrigger``)."""
+        if self.taken["snapshots"] >= self.limits.get("snapshots", 1 << 62):
+            return False
+        self.taken["snapshots"] += 1
+        return True
+
+    def admit(self, split: Split) -> bool:
+        room = all(self.taken[k] < v for k, v in self.limits.items() if k != "snapshots")
+        self.taken["files"] += 1
+        self.taken["rows"] += split.row_count
+        if "bytes" in self.limits:
+            self.taken["bytes"] += _split_bytes(split)
+        return room
+
+
+def _position(snapshot: int, full: bool, index: int, count: int) -> Offset:
+    if index >= count - 1:
+        return {"snapshot": snapshot}
+    return {"snapshot": snapshot, "index": index, **({"full": True} if full else {})}
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -76,84 +129,140 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self.location = io.location(options)
         self.schema = schema
-        self.mode = options.get("scan.mode", "latest-full")
-        if self.mode not in START_MODES:
-            raise InvalidArgumentError(f"scan.mode must be one of {', '.join(START_MODES)}, got {self.mode!r}")
-        self.max_snapshots = io.int_option(options, "maxsnapshotspertrigger")
-        self.max_rows = io.int_option(options, "maxrowspertrigger")
-        for key, value in (("maxSnapshotsPerTrigger", self.max_snapshots), ("maxRowsPerTrigger", self.max_rows)):
-            if value is not None and value <= 0:
+        self.start = scan_mode(options, self._table().options)
+        self.limits: dict[str, int] = {}
+        for key, kind in LIMIT_OPTIONS.items():
+            value = io.int_option(options, key)
+            if value is None:
+                continue
+            if value <= 0:
                 raise InvalidArgumentError(f"option {key} must be positive, got {value}")
+            self.limits[kind] = min(value, self.limits.get(kind, value))
+        min_rows = io.int_option(options, "read.stream.minrowspertrigger")
+        delay = io.int_option(options, "read.stream.maxtriggerdelayms")
+        if (min_rows is None) != (delay is None):
+            raise InvalidArgumentError("give both read.stream.minRowsPerTrigger and read.stream.maxTriggerDelayMs, "
+                                       "or neither")
+        self.min_rows = None if min_rows is None or delay is None else (min_rows, delay)
+        self.last_trigger_ms = 0
         self.consumer_id = options.get("consumer-id")
+        self.ignore_progress = io.flag(options, "consumer.ignore-progress")
         self.cap: int | None = None
 
     def _table(self) -> Table:
         return self.location.open()
 
-    def initialOffset(self) -> dict[str, int]:
+    def initialOffset(self) -> Offset:
         table = self._table()
-        if self.consumer_id and self.consumer_id in table.consumers():
+        if self.consumer_id and not self.ignore_progress and self.consumer_id in table.consumers():
             return {"snapshot": table.consumers()[self.consumer_id] - 1}
-        latest = _latest_id(table)
-        if self.mode == "latest-full":
+        if self.start.mode in ("latest-full", "compacted-full", "from-snapshot-full"):
+            self.start.stream_start(table)  # checks the options now rather than at the first batch
             return {"snapshot": FULL_PENDING}
-        if self.mode == "latest":
-            return {"snapshot": latest}
-        if self.mode == "from-snapshot":
-            return {"snapshot": _required(self.options, "snapshot-id", self.mode) - 1}
-        since = _required(self.options, "timestamp-ms", self.mode)
-        later = [s.id for s in table.snapshots() if s.time_millis >= since]
-        return {"snapshot": (min(later) - 1) if later else latest}
+        begin = self.start.stream_start(table)
+        assert begin is not None and not begin.full
+        return {"snapshot": begin.snapshot}
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.cap = _latest_id(self._table())
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        if self.max_snapshots is not None:
-            return ReadMaxFiles(self.max_snapshots)
-        if self.max_rows is not None:
-            return ReadMaxRows(self.max_rows)
+        # Spark passes one limit to a Python source; the reader applies all of self.limits.
+        if "files" in self.limits:
+            return ReadMaxFiles(self.limits["files"])
+        if "rows" in self.limits:
+            return ReadMaxRows(self.limits["rows"])
+        if "bytes" in self.limits:
+            return ReadMaxBytes(self.limits["bytes"])
+        if "snapshots" in self.limits:
+            return ReadMaxFiles(self.limits["snapshots"])
+        if self.min_rows is not None:
+            return ReadMinRows(self.min_rows[0])
         return ReadAllAvailable()
 
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+    def _resolve(self, table: Table, start: Offset) -> Offset | None:
+        """``start`` with a pending full start resolved (None: no snapshot to start from yet)."""
+        if start["snapshot"] != FULL_PENDING:
+            return start
+        begin = self.start.stream_start(table)
+        return None if begin is None else {"snapshot": begin.snapshot, "full": True, "index": -1}
+
+    def _units(self, table: Table, start: Offset, latest: int) -> Iterator[tuple[int, bool, int]]:
+        """The units after ``start`` up to snapshot ``latest``: (snapshot, full, last index
+        already delivered). A full state is a batch's last unit."""
+        if "index" in start:
+            yield start["snapshot"], bool(start.get("full")), start["index"]
+            if start.get("full"):
+                return
+        for snapshot in range(start["snapshot"] + 1, latest + 1):
+            yield snapshot, False, -1
+
+    def _splits(self, table: Table, snapshot: int, full: bool) -> list[Split]:
+        columns = io.projection(table, self.schema)
+        if full:
+            return table.scan(columns=columns, snapshot_id=snapshot).splits()
+        return table.changes_scan(snapshot - 1, snapshot, columns=columns).splits()
+
+    def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
         table = self._table()
         latest = _latest_id(table)
         if self.cap is not None:
             latest = min(latest, self.cap)
-        begin = start["snapshot"]
-        if begin == FULL_PENDING:
-            return {"snapshot": latest} if latest > 0 else start
-        if latest <= begin:
+        begin = self._resolve(table, start)
+        if begin is None:
             return start
-        end = latest
-        if isinstance(limit, ReadMaxFiles):
-            end = min(end, begin + max(1, limit.max_files))
-        elif isinstance(limit, ReadMaxRows):
-            end = begin + 1
-            rows = table.snapshot(end).delta_record_count or 0
-            while end < latest:
-                more = table.snapshot(end + 1).delta_record_count or 0
-                if rows + more > limit.max_rows:
-                    break
-                rows += more
-                end += 1
-        return {"snapshot": end}
+        limits = {} if isinstance(limit, ReadAllAvailable) else self.limits
+        wait = self.min_rows if self.cap is None and not isinstance(limit, ReadAllAvailable) else None
+        if not limits and wait is None:
+            if begin.get("full"):
+                return {"snapshot": begin["snapshot"]}
+            if latest > begin["snapshot"] or "index" in begin:  # (the rest of) a snapshot split by a limit
+                return {"snapshot": max(latest, begin["snapshot"])}
+            return start
+        guard = Guard(limits)
+        end = self._admitted(table, start, begin, latest, guard)
+        now = int(time.time() * 1000)
+        if wait is not None and guard.taken["rows"] < wait[0] and now - self.last_trigger_ms <= wait[1]:
+            return start  # too few rows, and the last batch is recent: wait (read.stream.minRowsPerTrigger)
+        if end != start:
+            self.last_trigger_ms = now
+        return end
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+    def _admitted(self, table: Table, start: Offset, begin: Offset, latest: int, guard: Guard) -> Offset:
+        """The offset after the splits ``guard`` admits from ``begin`` (``start`` resolved)."""
+        end = start
+        for snapshot, full, done in self._units(table, begin, max(latest, begin["snapshot"])):
+            if not guard.enter_snapshot():
+                break
+            splits = self._splits(table, snapshot, full)
+            if done + 1 >= len(splits):
+                end = {"snapshot": snapshot}
+                continue
+            for index in range(done + 1, len(splits)):
+                if not guard.admit(splits[index]):
+                    return end
+                end = _position(snapshot, full, index, len(splits))
+        return end
+
+    def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
         table = self._table()
-        columns = io.projection(table, self.schema)
-        begin, stop = start["snapshot"], end["snapshot"]
-        if begin == FULL_PENDING:
-            return [SplitPartition([s]) for s in table.scan(columns=columns, snapshot_id=stop).splits()]
-        scan = table.changes_scan(begin, stop, columns=columns)
-        return [SplitPartition([s], changes=True) for s in scan.splits()]
+        if start["snapshot"] == FULL_PENDING:  # the batch reads (part of) the full state of end's snapshot
+            start = {"snapshot": end["snapshot"], "full": True, "index": -1}
+        out: list[InputPartition] = []
+        for snapshot, full, done in self._units(table, start, end["snapshot"]):
+            splits = self._splits(table, snapshot, full)
+            last = end["index"] if snapshot == end["snapshot"] and "index" in end else len(splits) - 1
+            out.extend(SplitPartition([s], changes=not full) for s in splits[done + 1:last + 1])
+        return out
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition, self.schema)
 
-    def commit(self, end: dict[str, int]) -> None:
-        if self.consumer_id and end["snapshot"] > 0:
-            self._table().reset_consumer(self.consumer_id, end["snapshot"] + 1)
+    def commit(self, end: Offset) -> None:
+        if not self.consumer_id or end["snapshot"] <= 0 or end.get("full"):
+            return  # nothing delivered yet, or a full state not all delivered
+        done = end["snapshot"] - (1 if "index" in end else 0)  # inside a snapshot: its changes are not all read
+        self._table().reset_consumer(self.consumer_id, done + 1)
 
 
 class StreamWriter(DataSourceStreamArrowWriter):

@@ -39,6 +39,9 @@ import java.util.Map;
  * <p>{@code "stream": {"from": a, "to": b}} reads instead what a streaming read starting at
  * snapshot {@code a} ({@code scan.mode = from-snapshot}) returns until it has consumed snapshot
  * {@code b}: the changes of snapshots a..b (changelog files, or the deltas of APPEND commits).
+ * {@code "stream": {"first": true}} reads instead the first plan of a streaming read started as
+ * the options say ({@code scan.mode}, ...) and also answers {@code "next_snapshot"}: the scan's
+ * checkpoint after it (the snapshot whose changes come next).
  *
  * <p>Predicates: {@code {"op": "and"|"or", "args": [...]}}, {@code {"op": "="|"!="|"<"|"<="|">"|
  * ">=", "field": f, "value": v}}, {@code {"op": "is_null"|"is_not_null", "field": f}}, {@code
@@ -52,7 +55,8 @@ final class Reads {
         Map<String, String> dynamic = new HashMap<>();
         job.path("options").fields().forEachRemaining(e -> dynamic.put(e.getKey(), e.getValue().asText()));
         JsonNode stream = job.get("stream");
-        if (stream != null) {
+        boolean firstPlan = stream != null && stream.path("first").asBoolean(false);
+        if (stream != null && !firstPlan) {
             dynamic.put("scan.mode", "from-snapshot");
             dynamic.put("scan.snapshot-id", stream.get("from").asText());
         }
@@ -88,6 +92,13 @@ final class Reads {
         ArrayNode kinds = answer.putArray("kinds");
         if (stream == null) {
             collect(read, builder.newScan().plan().splits(), outType, rows, kinds);
+            return answer;
+        }
+        if (firstPlan) {
+            StreamTableScan scan = builder.newStreamScan();
+            collect(read, scan.plan().splits(), outType, rows, kinds);
+            Long next = scan.checkpoint();
+            answer.put("next_snapshot", next == null ? -1 : next);
             return answer;
         }
         long to = stream.get("to").asLong();

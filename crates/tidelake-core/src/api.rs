@@ -94,7 +94,7 @@ pub mod maintenance {
     pub use crate::maintenance::verify::{verify, VerifyReport, Violation, ViolationKind};
     pub use crate::maintenance::{
         expire_snapshots, maintain, plan_expiration, remove_orphan_files, rollback_to,
-        DeletedFiles, ExpireConfig, RollbackTarget,
+        ChangelogRetention, DeletedFiles, ExpireConfig, RollbackTarget,
     };
 }
 

@@ -70,7 +70,10 @@ impl RawTable {
             retain_max: retain_max.unwrap_or(defaults.retain_max),
             older_than_ms: older_than_ms.unwrap_or(defaults.older_than_ms),
             max_deletes: max_deletes.unwrap_or(defaults.max_deletes),
-        };
+            changelog: None,
+        }
+        .with_table_changelog(self.table.schema().options(), self.table.env().now_millis())
+        .py()?;
         let result = if dry_run {
             block_on(py, maintenance::plan_expiration(&self.table, &config))
         } else {
@@ -80,6 +83,8 @@ impl RawTable {
         let d = counts(py, &result.deleted)?;
         d.set_item("snapshots", result.snapshots)?;
         d.set_item("earliest_snapshot", result.earliest)?;
+        d.set_item("changelogs_kept", result.changelogs_kept)?;
+        d.set_item("changelogs_expired", result.changelogs_expired)?;
         Ok(d)
     }
 

@@ -32,6 +32,7 @@
 pub mod audit_log;
 pub mod auto_tags;
 pub mod branches;
+mod changelog_expire;
 pub mod consumers;
 pub mod damage;
 mod data_tables;
@@ -47,7 +48,9 @@ pub mod tags;
 pub mod time_format;
 pub mod verify;
 
-pub use expire::{expire_snapshots, plan_expiration, ExpireConfig, ExpireResult};
+pub use expire::{
+    expire_snapshots, plan_expiration, ChangelogRetention, ExpireConfig, ExpireResult,
+};
 pub use orphans::remove_orphan_files;
 pub use refs::DeletedFiles;
 pub use rollback::{rollback_to, RollbackTarget};

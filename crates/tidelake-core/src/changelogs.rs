@@ -115,7 +115,10 @@ impl ChangelogStore {
     /// `commitLongLivedChangelogLatestHint`).
     pub(crate) async fn write(&self, snapshot: &Snapshot) -> Result<()> {
         self.io
-            .write(&changelog_path(snapshot.id), snapshot.to_json().into_bytes())
+            .write(
+                &changelog_path(snapshot.id),
+                snapshot.to_json().into_bytes(),
+            )
             .await?;
         write_hint(&self.io, LATEST_HINT, snapshot.id).await
     }

@@ -17,7 +17,11 @@ use tidelake_core::test_support::{files_under, snapshot_ids};
 
 /// A `changelog-producer=input` primary-key table with `commits` one-row commits, keeping one
 /// snapshot and four long-lived changelogs.
-async fn table_with_commits(dir: &std::path::Path, options: &[(&str, &str)], commits: i64) -> Table {
+async fn table_with_commits(
+    dir: &std::path::Path,
+    options: &[(&str, &str)],
+    commits: i64,
+) -> Table {
     let schema = Arc::new(Schema::new(vec![
         Field::new("k", DataType::Int64, false),
         Field::new("v", DataType::Int64, true),
@@ -64,8 +68,7 @@ async fn table_with_commits(dir: &std::path::Path, options: &[(&str, &str)], com
 
 /// The table's retention a minute from now: every commit is older than the 1 ms retained.
 fn later(table: &Table) -> ExpireConfig {
-    ExpireConfig::from_options(table.schema().options(), table.env().now_millis() + 60_000)
-        .unwrap()
+    ExpireConfig::from_options(table.schema().options(), table.env().now_millis() + 60_000).unwrap()
 }
 
 fn changelog_dir(dir: &std::path::Path) -> Vec<String> {
@@ -92,7 +95,10 @@ async fn expired_snapshots_stay_readable_as_changelogs_until_the_changelog_reten
     let table = table_with_commits(dir.path(), &[("changelog-producer", "input")], 6).await;
     assert_eq!(changelog_files(dir.path()), 6);
     let config = later(&table);
-    assert!(config.changelog.is_some(), "the changelog outlives the snapshots");
+    assert!(
+        config.changelog.is_some(),
+        "the changelog outlives the snapshots"
+    );
     let result = expire_snapshots(&table, &config).await.unwrap();
     // Snapshots 1..=5 go, each kept as changelog-N; then the changelog retention (four counted
     // from snapshot 6) expires changelogs 1 and 2.
@@ -101,13 +107,23 @@ async fn expired_snapshots_stay_readable_as_changelogs_until_the_changelog_reten
     assert_eq!(result.changelogs_expired, 2);
     assert_eq!(
         changelog_dir(dir.path()),
-        vec!["EARLIEST", "LATEST", "changelog-3", "changelog-4", "changelog-5"]
+        vec![
+            "EARLIEST",
+            "LATEST",
+            "changelog-3",
+            "changelog-4",
+            "changelog-5"
+        ]
     );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("changelog/EARLIEST")).unwrap(),
         "3"
     );
-    assert_eq!(changelog_files(dir.path()), 4, "changelog files of 3..=6 stay");
+    assert_eq!(
+        changelog_files(dir.path()),
+        4,
+        "changelog files of 3..=6 stay"
+    );
 
     let plan = plan_changes(&table, 2, None, None).await.unwrap();
     let ids: Vec<i64> = plan.splits.iter().map(|s| s.snapshot_id).collect();

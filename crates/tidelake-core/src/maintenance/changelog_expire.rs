@@ -58,8 +58,9 @@ fn bounds(
 }
 
 /// Expire long-lived changelogs of `table` as `retention` allows; returns how many went and
-/// the files deleted.
-pub(crate) async fn expire_changelogs(
+/// the files deleted. (Java's `expire_changelogs` procedure; [`super::expire_snapshots`] runs
+/// it with the table's retention when the changelog is decoupled.)
+pub async fn expire_changelogs(
     table: &Table,
     retention: &ChangelogRetention,
 ) -> Result<(u64, DeletedFiles)> {

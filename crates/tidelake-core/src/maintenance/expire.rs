@@ -60,12 +60,12 @@ use tidelake_spec::manifest::{FileKind, FileSource, ManifestEntry};
 use tidelake_spec::options::{ChangelogProducer, Options};
 use tidelake_spec::snapshot::{Snapshot, Tag};
 
+use crate::changelogs::ChangelogStore;
 use crate::error::{Error, Result};
 use crate::io::failpoint;
 use crate::layout::TableLayout;
 use crate::maintenance::changelog_expire::expire_changelogs;
 use crate::maintenance::consumers::min_next_snapshot;
-use crate::changelogs::ChangelogStore;
 use crate::maintenance::refs::{
     count_unreferenced, data_files, delete_unreferenced, metadata_files_of, or_missing,
     protect_other_branches, Candidate, DataScope, DeletedFiles, FileCategory, Lists, MetaCache,

@@ -32,7 +32,7 @@
 pub mod audit_log;
 pub mod auto_tags;
 pub mod branches;
-mod changelog_expire;
+pub mod changelog_expire;
 pub mod consumers;
 pub mod damage;
 mod data_tables;

@@ -31,9 +31,7 @@ use crate::changelogs::{changelog_id, CHANGELOG_DIR};
 use crate::error::Result;
 use crate::io::failpoint;
 use crate::io::FileStatus;
-use crate::maintenance::refs::{
-    add_root, roots_of, MetaCache, References, STATISTICS_DIR,
-};
+use crate::maintenance::refs::{add_root, roots_of, MetaCache, References, STATISTICS_DIR};
 use crate::state::{INDEX_DIR, MANIFEST_DIR};
 use crate::table::Table;
 

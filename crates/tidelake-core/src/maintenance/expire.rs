@@ -50,8 +50,15 @@
 //! protection above), the tags, and one listing of `branch/` (plus every root of each branch
 //! there is).
 //!
-//! Not supported: a decoupled changelog lifecycle (`changelog.num-retained.*` /
-//! `changelog.time-retained` beyond the snapshot retention) is [`Error::Unsupported`].
+//! A decoupled changelog lifecycle (Java `changelogDecoupled`: `changelog.num-retained.*` /
+//! `changelog.time-retained` above the snapshot retention, [`ExpireConfig::changelog`]): each
+//! expired snapshot is written to `changelog/changelog-N` ([`crate::changelogs`]) just before
+//! its snapshot file is deleted, and what that long-lived changelog reads is not a candidate:
+//! its changelog list, manifests and files; without a changelog producer (the deltas are the
+//! changelog) also its base and delta lists with their manifests and the data files written by
+//! appends that the deltas delete (Java `SnapshotDeletion` with `changelogDecoupled`). The
+//! long-lived changelogs are then expired by the changelog retention in the same
+//! [`expire_snapshots`] call ([`super::changelog_expire`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use tidelake_core::api::commit::FileStoreCommit;
-use tidelake_core::api::maintenance::{expire_snapshots, remove_orphan_files, ExpireConfig};
+use tidelake_core::api::maintenance::{
+    create_tag, delete_tag, expire_snapshots, remove_orphan_files, ExpireConfig,
+};
 use tidelake_core::api::scan::plan_changes;
 use tidelake_core::api::schema::{create_table, TableSpec};
 use tidelake_core::api::write::RowKinds;
@@ -171,4 +173,18 @@ async fn a_coupled_changelog_goes_with_its_snapshots() {
     assert_eq!(result.changelogs_kept, 0);
     assert!(changelog_dir(dir.path()).is_empty());
     assert_eq!(changelog_files(dir.path()), 1);
+}
+
+#[tokio::test]
+async fn deleting_a_tag_keeps_what_a_long_lived_changelog_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = table_with_commits(dir.path(), &[], 6).await;
+    create_tag(&table, "t3", Some(3), None).await.unwrap();
+    expire_snapshots(&table, &later(&table)).await.unwrap();
+    assert_eq!(snapshot_ids(dir.path()), vec![6]);
+    // The tag shares snapshot 3's manifest lists with changelog-3, which is still kept.
+    delete_tag(&table, "t3").await.unwrap();
+    let plan = plan_changes(&table, 2, None, None).await.unwrap();
+    let ids: Vec<i64> = plan.splits.iter().map(|s| s.snapshot_id).collect();
+    assert_eq!(ids, vec![3, 4, 5, 6]);
 }

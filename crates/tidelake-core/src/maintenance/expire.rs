@@ -20,9 +20,10 @@
 //! only the nearest tag): every name referenced by the live files of `end`, by the deltas of
 //! every later snapshot — re-listed after planning so commits made meanwhile count — and by
 //! the tags that can share files with the expired range (from the last tag before `begin` up
-//! to `end`, plus any tag past the latest snapshot), with their changelog files; and (deviation
+//! to `end`, plus any tag past the latest snapshot), with their changelog files; (deviation
 //! from Java, which does not) everything every other branch references, listed after the
-//! snapshot files are deleted.
+//! snapshot files are deleted; and, when the changelog is not decoupled (any more), everything
+//! remaining long-lived changelogs reference.
 //!
 //! The range and its order are the protocol committers rely on (see [`crate::snapshots`]):
 //! * the range starts at the *true* earliest snapshot
@@ -75,8 +76,8 @@ use crate::maintenance::changelog_expire::expire_changelogs;
 use crate::maintenance::consumers::min_next_snapshot;
 use crate::maintenance::refs::{
     count_unreferenced, data_files, delete_unreferenced, metadata_files_of, or_missing,
-    protect_other_branches, Candidate, DataScope, DeletedFiles, FileCategory, Lists, MetaCache,
-    References,
+    protect_long_lived_changelogs, protect_other_branches, Candidate, DataScope, DeletedFiles,
+    FileCategory, Lists, MetaCache, References,
 };
 use crate::snapshots::{snapshot_path, write_hint, SnapshotManager, EARLIEST_HINT_PATH};
 use crate::table::Table;
@@ -329,6 +330,9 @@ async fn expire(table: &Table, config: &ExpireConfig, dry_run: bool) -> Result<E
     .await?;
 
     if dry_run {
+        if keep == KeepForChangelog::Nothing {
+            protect_long_lived_changelogs(&mut cache, &mut refs, table.branch_io()).await?;
+        }
         protect_other_branches(&mut cache, &mut refs, table).await?;
         return Ok(ExpireResult {
             snapshots: expired.len() as u64,
@@ -349,6 +353,10 @@ async fn expire(table: &Table, config: &ExpireConfig, dry_run: bool) -> Result<E
     }
     write_hint(table.branch_io(), EARLIEST_HINT_PATH, end).await?;
     failpoint!("expire-before-delete");
+    if keep == KeepForChangelog::Nothing {
+        // Long-lived changelogs of an earlier decoupled configuration.
+        protect_long_lived_changelogs(&mut cache, &mut refs, table.branch_io()).await?;
+    }
     protect_other_branches(&mut cache, &mut refs, table).await?;
     let deleted = delete_unreferenced(table.io(), candidates, &refs).await?;
     Ok(ExpireResult {

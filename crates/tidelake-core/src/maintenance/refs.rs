@@ -405,6 +405,29 @@ impl References {
     }
 }
 
+/// Protect everything the long-lived changelogs of the branch rooted at `io` reference (for
+/// deletions that do not otherwise account for them: tag deletion, and snapshot expiry once
+/// the changelog is no longer decoupled). One that vanished meanwhile (changelog expiry)
+/// protects nothing.
+pub(crate) async fn protect_long_lived_changelogs(
+    cache: &mut MetaCache<'_>,
+    refs: &mut References,
+    io: &FileIO,
+) -> Result<()> {
+    let store = ChangelogStore::new(io.clone());
+    for id in store.list_ids().await? {
+        if let Some(changelog) = store.read(id).await? {
+            let root = Root {
+                io: io.clone(),
+                file: changelog_path(id),
+                snapshot: changelog,
+            };
+            add_root(cache, refs, &root).await?;
+        }
+    }
+    Ok(())
+}
+
 /// A snapshot-format root and the file it was read from (relative to `io`, its branch root).
 pub(crate) struct Root {
     pub(crate) io: FileIO,

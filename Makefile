@@ -106,7 +106,7 @@ py-lint: venv
 	$(VENV)/bin/mypy --strict --follow-imports=silent examples  # the typed API as users meet it
 
 py-test: develop java-oracle kafka hive postgres chromium fault-proxies
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=40 tests
+	$(PY) -m pytest -q --durations=40 tests
 
 # The PySpark 3.5 lane: the Spark paths that need no Python Data Source (mapInArrow reads,
 # writes, DML, tidelake.spark.sql), in a venv of their own with PySpark 3.5 and the extension

@@ -108,42 +108,6 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory):
-    """One Spark standalone cluster (a master, two one-core workers; ``_spark_cluster``) for the
-    tests where distribution matters; its URL. Tests using it are in the ``xdist_group``
-    ``spark_cluster``, so one pytest-xdist worker starts it once."""
-    pytest.importorskip("pyspark")
-    from _spark_cluster import standalone_cluster
-
-    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster"), workers=2) as master:
-        yield master
-
-
-class _JavaReportFromWorkers:
-    """Under pytest-xdist (``make test`` runs two workers) each worker hands the Java comparisons
-    it made to the controller, which prints the one report."""
-
-    @staticmethod
-    def pytest_testnodedown(node, error):  # noqa: ARG004
-        import _java
-
-        _java.COMPARED.extend(tuple(c) for c in node.workeroutput.get("java_compared", []))
-
-
-def pytest_configure(config):
-    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_JavaReportFromWorkers())
-
-
-def pytest_sessionfinish(session):
-    import sys
-
-    java = sys.modules.get("_java")
-    if hasattr(session.config, "workeroutput") and java is not None:
-        session.config.workeroutput["java_compared"] = [list(c) for c in java.COMPARED]
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
     """Print what the Java interop tests compared (tables x reads), when any ran."""
     import sys

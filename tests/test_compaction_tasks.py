@@ -272,17 +272,18 @@ def test_concurrent_appends_during_append_compaction_are_kept(tmp_path):
     assert compactions >= 3
 
 
-@pytest.mark.xdist_group("spark_cluster")
-def test_standalone_cluster_compacts_in_two_executors(spark_cluster, tmp_path):
+def test_standalone_cluster_compacts_in_two_executors(tmp_path):
     """Two one-core workers: the tasks run in both executor processes (Spark's REST API counts
     each executor's tasks), and the table equals the single-process compaction of a copy."""
-    from _spark_cluster import free_port, run_driver
+    pytest.importorskip("pyspark")
+    from _spark_cluster import free_port, run_driver, standalone_cluster
 
     t = _table(tmp_path / "t", buckets=4)
     shutil.copytree(tmp_path / "t", tmp_path / "ref")
     before = _sorted(t.to_arrow())
     tasks = len(t.compaction_plan(full=True).tasks)
-    answer = run_driver(spark_cluster, [t.path, str(free_port()), "2"])
+    with standalone_cluster(tmp_path / "cluster", workers=2) as master:
+        answer = run_driver(master, [t.path, str(free_port()), "2"])
     per_executor = answer["tasks_per_executor"]
     assert len(per_executor) == 2 and all(n > 0 for n in per_executor.values()), per_executor
     assert sum(per_executor.values()) == tasks

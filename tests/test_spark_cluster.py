@@ -21,7 +21,6 @@ from conftest import assert_same_rows
 import tidelake
 
 pytest.importorskip("pyspark")
-pytestmark = pytest.mark.xdist_group("spark_cluster")  # conftest's spark_cluster, started once
 
 DRIVER = r'''
 import json, sys, time, urllib.request
@@ -124,14 +123,19 @@ def expected_rows(spec: list[tuple[int, int, str]]) -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def cluster_run(spark_cluster, tmp_path_factory):
-    from _spark_cluster import free_port, run_driver
+def cluster_run(tmp_path_factory):
+    from _spark_cluster import free_port, run_driver, standalone_cluster
 
-    work = tmp_path_factory.mktemp("spark-cluster-tables")
+    base = tmp_path_factory.mktemp("spark-cluster")
+    work = base / "tables"
+    work.mkdir()
     began = time.monotonic()
-    answer = run_driver(spark_cluster, [str(work), str(free_port()), str(pathlib.Path(__file__).parent)],
-                        script=DRIVER)
-    print(f"driver {time.monotonic() - began:.1f} s, scenarios {answer['seconds']:.1f} s")
+    with standalone_cluster(base / "cluster", workers=2) as master:
+        up = time.monotonic()
+        answer = run_driver(master, [str(work), str(free_port()), str(pathlib.Path(__file__).parent)],
+                            script=DRIVER)
+    print(f"cluster up in {up - began:.1f} s, driver {time.monotonic() - up:.1f} s, "
+          f"scenarios {answer['seconds']:.1f} s")
     return work, answer
 
 

@@ -82,7 +82,6 @@ fn keep_one() -> ExpireConfig {
         retain_max: 1,
         older_than_ms: i64::MAX,
         max_deletes: i64::MAX,
-        changelog: None,
     }
 }
 

@@ -219,7 +219,10 @@ def compacted_snapshot(table: Table, options: Mapping[str, Any]) -> int | None:
         return None
     delta = options.get("full-compaction.delta-commits")
     scheduled = delta is not None or str(options.get("changelog-producer", "")).lower() == "full-compaction"
-    every = int(delta) if delta is not None else 1
+    key = "full-compaction.delta-commits"
+    every = ScanMode("compacted-full", {key: str(delta)}).integer(key) if delta is not None else 1
+    if every is None or every < 1:
+        raise InvalidArgumentError(f"option {key} must be a positive integer, got {delta!r}")
     for snap in reversed(snaps):
         if snap.commit_kind != "COMPACT":
             continue

@@ -187,7 +187,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = self.start.stream_start(table)
         return None if begin is None else {"snapshot": begin.snapshot, "full": True, "index": -1}
 
-    def _units(self, table: Table, start: Offset, latest: int) -> Iterator[tuple[int, bool, int]]:
+    @staticmethod
+    def _units(start: Offset, latest: int) -> Iterator[tuple[int, bool, int]]:
         """The units after ``start`` up to snapshot ``latest``: (snapshot, full, last index
         already delivered). A full state is a batch's last unit."""
         if "index" in start:
@@ -231,7 +232,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _admitted(self, table: Table, start: Offset, begin: Offset, latest: int, guard: Guard) -> Offset:
         """The offset after the splits ``guard`` admits from ``begin`` (``start`` resolved)."""
         end = start
-        for snapshot, full, done in self._units(table, begin, max(latest, begin["snapshot"])):
+        for snapshot, full, done in self._units(begin, max(latest, begin["snapshot"])):
             if not guard.enter_snapshot():
                 break
             splits = self._splits(table, snapshot, full)
@@ -249,7 +250,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start["snapshot"] == FULL_PENDING:  # the batch reads (part of) the full state of end's snapshot
             start = {"snapshot": end["snapshot"], "full": True, "index": -1}
         out: list[InputPartition] = []
-        for snapshot, full, done in self._units(table, start, end["snapshot"]):
+        for snapshot, full, done in self._units(start, end["snapshot"]):
             splits = self._splits(table, snapshot, full)
             last = end["index"] if snapshot == end["snapshot"] and "index" in end else len(splits) - 1
             out.extend(SplitPartition([s], changes=not full) for s in splits[done + 1:last + 1])

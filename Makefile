@@ -105,8 +105,13 @@ py-lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict --follow-imports=silent examples  # the typed API as users meet it
 
+# Two pytest-xdist workers (a test file stays on one worker, so its module fixtures start once),
+# then the tests marked `exclusive` (time-boxed runs with minimum counts, measurements, a
+# standalone Spark cluster) alone; both always run, and either failing fails the target.
 py-test: develop java-oracle kafka hive postgres chromium fault-proxies
-	$(PY) -m pytest -q --durations=40 tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=40 -m "not exclusive" tests; shared=$$?; \
+	$(PY) -m pytest -q --durations=20 -m exclusive tests; exclusive=$$?; \
+	test $$shared -eq 0 && test $$exclusive -eq 0
 
 # The PySpark 3.5 lane: the Spark paths that need no Python Data Source (mapInArrow reads,
 # writes, DML, tidelake.spark.sql), in a venv of their own with PySpark 3.5 and the extension

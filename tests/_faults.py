@@ -111,6 +111,8 @@ class HttpFaults:
         on_path = 'default 1;' if path is None else f'default 0; "~{path}" 1;'
         return f"""
 worker_processes 1;
+# a reload's old worker ends even while a connection an earlier test left open is mid-request
+worker_shutdown_timeout 2s;
 pid {d}/nginx.pid;
 error_log {d}/error.log error;
 events {{ worker_connections 1024; }}

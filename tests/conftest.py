@@ -108,12 +108,35 @@ def spark():
     session.stop()
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
-    """Print what the Java interop tests compared (tables x reads), when any ran."""
+class _JavaComparisonsOfWorkers:
+    """Under pytest-xdist (``make test`` runs two workers) each worker hands the Java comparisons
+    it made to the controller, which prints the one report (a worker that crashed hands none)."""
+
+    @staticmethod
+    def pytest_testnodedown(node, error):  # noqa: ARG004
+        import _java
+
+        _java.COMPARED.extend(tuple(c) for c in getattr(node, "workeroutput", {}).get("java_compared", []))
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_JavaComparisonsOfWorkers())
+
+
+def pytest_sessionfinish(session):
     import sys
 
     java = sys.modules.get("_java")
-    lines = java.report_lines() if java is not None else []
+    if hasattr(session.config, "workeroutput") and java is not None:
+        session.config.workeroutput["java_compared"] = [list(c) for c in java.COMPARED]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    """Print what the Java interop tests compared (tables x reads), when any ran."""
+    import _java as java
+
+    lines = java.report_lines()
     if lines:
         terminalreporter.section("Java Paimon interop report")
         for line in lines:

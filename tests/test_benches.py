@@ -21,6 +21,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benches"))
 import java_peer  # noqa: E402
 import workload as wl  # noqa: E402
 
+# the quick benchmarks measure: run with the machine to themselves
+pytestmark = pytest.mark.exclusive
+
 
 def test_java_peer_runs_every_step_and_agrees_with_tidelake(java, tmp_path):
     w = wl.Workload(rows=3000, upsert_rows=400, commits=3, buckets=2)

@@ -19,6 +19,9 @@ from _hive import hive_oracle_classpath
 from _rest import rest_server  # noqa: F401  (a fresh Paimon REST server, a fixture)
 from catalog_soak import S3_PAUSE, hive_options, jdbc_options, jdbc_s3_options, run_soak
 
+# time-boxed races that must reach minimum counts: run with the machine to themselves
+pytestmark = pytest.mark.exclusive
+
 SECONDS = float(os.environ.get("TIDELAKE_CATALOG_SOAK_SECONDS", "15"))
 
 

@@ -272,6 +272,7 @@ def test_concurrent_appends_during_append_compaction_are_kept(tmp_path):
     assert compactions >= 3
 
 
+@pytest.mark.exclusive  # a standalone cluster's two one-core workers
 def test_standalone_cluster_compacts_in_two_executors(tmp_path):
     """Two one-core workers: the tasks run in both executor processes (Spark's REST API counts
     each executor's tasks), and the table equals the single-process compaction of a copy."""

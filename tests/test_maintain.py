@@ -142,7 +142,9 @@ def test_maintain_next_to_live_writers(storage: Storage, tmp_path):
     workers, commits, rows = 3, 15, 50
     t = storage.create_table("t", SCHEMA, primary_keys=["k"], bucket=2,
                              options={"write-only": "true", "snapshot.num-retained.min": "3",
-                                      "snapshot.time-retained": "1 ms"})
+                                      "snapshot.time-retained": "1 ms",
+                                      # four committers on a slow S3 can lose Paimon's default 10 races
+                                      "commit.max-retries": "100"})
     if storage.kind == "local":
         t.upsert(pa.table({"k": [-1], "w": [-1], "c": [-1]}, schema=SCHEMA))
         orphan = plant_orphan(pathlib.Path(t.path), 2 * DAY)
@@ -175,7 +177,8 @@ def test_maintain_next_to_live_writers(storage: Storage, tmp_path):
         reported += json.loads(out.stdout)["results"]
 
     landed = [r for r in records if r["conflict"] is None]
-    assert len(landed) == workers * commits  # writers of their own keys never conflict
+    # writers of their own keys never conflict
+    assert [r["conflict"] for r in records if r["conflict"] is not None] == []
     expected = pa.Table.from_pylist([{"k": k, "w": r["worker"], "c": r["commit"]} for r in landed for k in r["keys"]],
                                     schema=SCHEMA)
     t = tidelake.open_table(t.path, storage_options=storage.options)

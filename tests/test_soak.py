@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from soak import LAST_READ, Config, History, Report, run_soak
+
+# time-boxed runs that must reach minimum counts: run with the machine to themselves
+pytestmark = pytest.mark.exclusive
 
 LOCAL_SECONDS = float(os.environ.get("TIDELAKE_SOAK_SECONDS", "60"))
 S3_SECONDS = float(os.environ.get("TIDELAKE_SOAK_S3_SECONDS", "25"))

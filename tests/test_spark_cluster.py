@@ -97,6 +97,9 @@ out["delete"] = tidelake.spark.sql(spark, f"DELETE FROM tidelake.`{e}` WHERE k <
 
 sys.path.insert(0, tests)
 import os, _sql_parity
+
+# a standalone cluster's two one-core workers: run with the machine to themselves
+pytestmark = pytest.mark.exclusive
 os.makedirs(f"{work}/parity")
 out["parity"] = _sql_parity.run(spark, f"{work}/parity")
 

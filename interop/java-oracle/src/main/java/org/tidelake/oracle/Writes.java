@@ -388,17 +388,21 @@ final class Writes {
         private final StreamTableWrite write;
         private final StreamTableCommit commit;
         private final Rows rows;
+        /** As Flink's writer: a table that needs lookup (deletion vectors, lookup changelog)
+         * waits for its compaction at each commit ({@code lookup-wait}), others do not. */
+        private final boolean waitCompaction;
 
         Streaming(Table table, SimpleHashBucketAssigner assigner) throws Exception {
             StreamWriteBuilder builder = table.newStreamWriteBuilder();
             write = builder.newWrite();
             commit = builder.newCommit();
             rows = new Rows(table, write, assigner);
+            waitCompaction = ((FileStoreTable) table).coreOptions().prepareCommitWaitCompaction();
         }
 
         void commit(long identifier, JsonNode input, @Nullable Long watermark) throws Exception {
             rows.write(input);
-            List<CommitMessage> messages = write.prepareCommit(false, identifier);
+            List<CommitMessage> messages = write.prepareCommit(waitCompaction, identifier);
             if (watermark == null) {
                 commit.commit(identifier, messages);
                 return;

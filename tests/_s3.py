@@ -81,7 +81,8 @@ def moto_server(env: dict[str, str] | None = None) -> Iterator[S3Server]:
     moto settings such as ``INITIAL_NO_AUTH_ACTION_COUNT``)."""
     port = _free_port()
     log = open(os.devnull, "w")
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    server = pathlib.Path(__file__).with_name("_moto_atomic.py")  # conditional writes atomic, as AWS's
+    proc = subprocess.Popen([sys.executable, str(server), "-H", "127.0.0.1", "-p", str(port)],
                             stdout=log, stderr=log, env={**os.environ, **(env or {})})
     _wait_for_port(port, proc, "moto server")
     try:

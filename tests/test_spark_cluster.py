@@ -21,6 +21,8 @@ from conftest import assert_same_rows
 import tidelake
 
 pytest.importorskip("pyspark")
+# a standalone cluster's two one-core workers: run with the machine to themselves
+pytestmark = pytest.mark.exclusive
 
 DRIVER = r'''
 import json, sys, time, urllib.request
@@ -98,8 +100,6 @@ out["delete"] = tidelake.spark.sql(spark, f"DELETE FROM tidelake.`{e}` WHERE k <
 sys.path.insert(0, tests)
 import os, _sql_parity
 
-# a standalone cluster's two one-core workers: run with the machine to themselves
-pytestmark = pytest.mark.exclusive
 os.makedirs(f"{work}/parity")
 out["parity"] = _sql_parity.run(spark, f"{work}/parity")
 

@@ -26,6 +26,7 @@ pub mod api;
 pub(crate) mod branch;
 pub(crate) mod catalog;
 pub(crate) mod cdc;
+pub(crate) mod changelogs;
 pub(crate) mod commit;
 pub(crate) mod compact;
 pub mod datum_arrow;

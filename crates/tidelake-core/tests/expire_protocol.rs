@@ -71,6 +71,7 @@ fn keep(retain: i64) -> ExpireConfig {
         retain_max: retain,
         older_than_ms: i64::MAX,
         max_deletes: i64::MAX,
+        changelog: None,
     }
 }
 

@@ -22,7 +22,7 @@ from _peers import canonical_rows, sorted_rows
 KV = [("k", "INT NOT NULL"), ("v", "BIGINT")]
 OPTIONS = {"bucket": "1", "changelog-producer": "input",
            "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
-           "changelog.num-retained.min": "3", "changelog.num-retained.max": "3"}
+           "changelog.num-retained.min": "1", "changelog.num-retained.max": "3"}
 STEPS = [{"rows": [[k, k * 10 + i] for k in range(i, i + 3)]} for i in range(6)]
 
 

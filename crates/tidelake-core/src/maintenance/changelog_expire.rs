@@ -20,14 +20,12 @@
 //! Order: the `changelog-N` files go first, ascending, then `changelog/EARLIEST`, then the
 //! unreferenced files: a crash leaves at most orphans.
 
-use std::collections::HashSet;
-
 use crate::changelogs::ChangelogStore;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
 use crate::maintenance::expire::{
-    deleted_in_delta, protect_newer, protect_tags, ChangelogRetention,
+    deleted_in_delta, ChangelogRetention, Protection,
 };
 use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files_of, or_missing, protect_other_branches,
@@ -124,18 +122,9 @@ pub async fn expire_changelogs(
     refs.add_changelog(&mut cache, &end_changelog).await?;
     let snapshot = sm.snapshot(earliest_snapshot).await?;
     refs.add(&mut cache, &snapshot, DataScope::Live).await?;
-    let covered = protect_newer(&mut cache, &sm, &mut refs, earliest_snapshot).await?;
-    let mut tags_seen = HashSet::new();
-    protect_tags(
-        &mut cache,
-        &sm,
-        &mut refs,
-        &mut tags_seen,
-        earliest,
-        earliest_snapshot,
-        covered,
-    )
-    .await?;
+    Protection::new(earliest, earliest_snapshot)
+        .protect_since(&mut cache, &sm, &mut refs, earliest_snapshot)
+        .await?;
 
     for id in &expired {
         store.delete(*id).await?;

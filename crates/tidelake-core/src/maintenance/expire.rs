@@ -304,30 +304,10 @@ async fn expire(table: &Table, config: &ExpireConfig, dry_run: bool) -> Result<E
     let mut refs = References::default();
     refs.add(&mut cache, &end_snapshot, DataScope::Live).await?;
     let begin = expired.first().map_or(end, |s| s.id);
-    let covered = protect_newer(&mut cache, &sm, &mut refs, end).await?;
-    let mut tags_seen = HashSet::new();
-    protect_tags(
-        &mut cache,
-        &sm,
-        &mut refs,
-        &mut tags_seen,
-        begin,
-        end,
-        covered,
-    )
-    .await?;
+    let mut protection = Protection::new(begin, end);
+    let covered = protection.protect_since(&mut cache, &sm, &mut refs, end).await?;
     // Commits and tags created while planning.
-    let latest_now = protect_newer(&mut cache, &sm, &mut refs, covered).await?;
-    protect_tags(
-        &mut cache,
-        &sm,
-        &mut refs,
-        &mut tags_seen,
-        begin,
-        end,
-        latest_now,
-    )
-    .await?;
+    protection.protect_since(&mut cache, &sm, &mut refs, covered).await?;
 
     if dry_run {
         if keep == KeepForChangelog::Nothing {
@@ -475,49 +455,58 @@ pub(super) fn deleted_in_delta(entries: Vec<ManifestEntry>) -> Vec<ManifestEntry
     by_file.into_values().flatten().collect()
 }
 
-/// Protect what the snapshots after `covered` up to the latest one add; returns the latest id.
-pub(super) async fn protect_newer(
-    cache: &mut MetaCache<'_>,
-    sm: &SnapshotManager,
-    refs: &mut References,
-    covered: i64,
-) -> Result<i64> {
-    let latest = sm.latest_id().await?.unwrap_or(covered);
-    for id in (covered + 1)..=latest {
-        let snap = sm.snapshot(id).await?;
-        refs.add(cache, &snap, DataScope::Delta).await?;
-    }
-    Ok(latest.max(covered))
-}
-
-/// Protect the live files of every tag that may share files with the candidates: tags from the
-/// last one *before* `begin` (a file `begin`'s delta deletes was live at `begin - 1`) up to
-/// `end`, and tags past `latest`. By file-history continuity (a file or manifest referenced at
-/// two points is referenced in between) older tags only hold candidates that one holds too.
-/// `seen` holds tag names already done.
-pub(super) async fn protect_tags(
-    cache: &mut MetaCache<'_>,
-    sm: &SnapshotManager,
-    refs: &mut References,
-    seen: &mut HashSet<String>,
+/// What an expiry of the ids `begin..end` protects besides the end: the files the snapshots
+/// after the end add, and the live files of every tag that may share files with the
+/// candidates: tags from the last one *before* `begin` (a file `begin`'s delta deletes was live
+/// at `begin - 1`) up to `end`, and tags past the latest snapshot. By file-history continuity
+/// (a file or manifest referenced at two points is referenced in between) older tags only hold
+/// candidates that one holds too.
+pub(super) struct Protection {
     begin: i64,
     end: i64,
-    latest: i64,
-) -> Result<()> {
-    let tags: Vec<(String, Arc<Tag>)> = sm.tags().await?;
-    let floor = tags
-        .iter()
-        .map(|(_, t)| t.snapshot.id)
-        .filter(|id| *id < begin)
-        .max()
-        .unwrap_or(i64::MIN);
-    for (name, tag) in tags {
-        let id = tag.snapshot.id;
-        if ((floor..end).contains(&id) || id > latest) && seen.insert(name) {
-            refs.add(cache, &tag.snapshot, DataScope::Live).await?;
+    /// Tag names already protected.
+    tags_seen: HashSet<String>,
+}
+
+impl Protection {
+    pub(super) fn new(begin: i64, end: i64) -> Self {
+        Self {
+            begin,
+            end,
+            tags_seen: HashSet::new(),
         }
     }
-    Ok(())
+
+    /// Protects what the snapshots after `covered` up to the latest one add and the tags (see
+    /// the type); returns the latest id, the `covered` of a next call that catches up with
+    /// commits and tags created meanwhile.
+    pub(super) async fn protect_since(
+        &mut self,
+        cache: &mut MetaCache<'_>,
+        sm: &SnapshotManager,
+        refs: &mut References,
+        covered: i64,
+    ) -> Result<i64> {
+        let latest = sm.latest_id().await?.unwrap_or(covered).max(covered);
+        for id in (covered + 1)..=latest {
+            let snap = sm.snapshot(id).await?;
+            refs.add(cache, &snap, DataScope::Delta).await?;
+        }
+        let tags: Vec<(String, Arc<Tag>)> = sm.tags().await?;
+        let floor = tags
+            .iter()
+            .map(|(_, t)| t.snapshot.id)
+            .filter(|id| *id < self.begin)
+            .max()
+            .unwrap_or(i64::MIN);
+        for (name, tag) in tags {
+            let id = tag.snapshot.id;
+            if ((floor..self.end).contains(&id) || id > latest) && self.tags_seen.insert(name) {
+                refs.add(cache, &tag.snapshot, DataScope::Live).await?;
+            }
+        }
+        Ok(latest)
+    }
 }
 
 #[cfg(test)]

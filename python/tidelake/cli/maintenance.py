@@ -78,7 +78,6 @@ def expire_snapshots(path: str, retain_min: int | None, retain_max: int | None,
                f"deleted {_summary(total)}")
 
 
-
 @main.command("expire-changelogs", short_help="Expire long-lived changelogs and the files only they use.")
 @_PATH
 @click.option("--retain-min", type=click.IntRange(min=1), metavar="N",
@@ -106,6 +105,7 @@ def expire_changelogs(path: str, retain_min: int | None, retain_max: int | None,
         click.echo("nothing to expire")
     else:
         click.echo(f"expired {_count(r['changelogs'], 'changelog')}; deleted {_summary(r)}")
+
 
 @main.command("remove-orphans", short_help="Delete files no snapshot or tag references.")
 @_PATH

@@ -24,9 +24,7 @@ use crate::changelogs::ChangelogStore;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
-use crate::maintenance::expire::{
-    deleted_in_delta, ChangelogRetention, Protection,
-};
+use crate::maintenance::expire::{deleted_in_delta, ChangelogRetention, Protection};
 use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files_of, or_missing, protect_other_branches,
     Candidate, DataScope, DeletedFiles, FileCategory, Lists, MetaCache, References,

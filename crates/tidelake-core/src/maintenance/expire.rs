@@ -305,9 +305,13 @@ async fn expire(table: &Table, config: &ExpireConfig, dry_run: bool) -> Result<E
     refs.add(&mut cache, &end_snapshot, DataScope::Live).await?;
     let begin = expired.first().map_or(end, |s| s.id);
     let mut protection = Protection::new(begin, end);
-    let covered = protection.protect_since(&mut cache, &sm, &mut refs, end).await?;
+    let covered = protection
+        .protect_since(&mut cache, &sm, &mut refs, end)
+        .await?;
     // Commits and tags created while planning.
-    protection.protect_since(&mut cache, &sm, &mut refs, covered).await?;
+    protection
+        .protect_since(&mut cache, &sm, &mut refs, covered)
+        .await?;
 
     if dry_run {
         if keep == KeepForChangelog::Nothing {

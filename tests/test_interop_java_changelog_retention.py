@@ -20,7 +20,7 @@ from _java import Scenario, java_write, to_arrow
 from _peers import canonical_rows, sorted_rows
 
 KV = [("k", "INT NOT NULL"), ("v", "BIGINT")]
-OPTIONS = {"bucket": "1", "changelog-producer": "input",
+OPTIONS = {"bucket": "1", "changelog-producer": "input", "num-sorted-run.compaction-trigger": "10",  # no COMPACT
            "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
            "changelog.num-retained.min": "1", "changelog.num-retained.max": "3"}
 STEPS = [{"rows": [[k, k * 10 + i] for k in range(i, i + 3)]} for i in range(6)]

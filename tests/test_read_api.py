@@ -312,6 +312,8 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     r("RawTable", "compact_manifests", altered.compact_manifests())
     r("RawTable", "expire_snapshots", altered.expire_snapshots(retain_min=1, retain_max=None, older_than_ms=None,
                                                                max_deletes=None))
+    r("RawTable", "expire_changelogs", altered.expire_changelogs(retain_min=None, retain_max=None,
+                                                                 older_than_ms=None, max_deletes=None))
     r("RawTable", "remove_orphan_files", altered.remove_orphan_files(older_than_ms=None, dry_run=True))
     assert r("RawTable", "branch", altered.branch) == "main"
     r("RawTable", "create_branch", altered.create_branch("b1", snapshot_id=None, tag="t1"))

@@ -357,6 +357,16 @@ class RawTable:
         """Expire snapshots per Paimon's retention options (or with dry_run count what would go);
         returns counts of deleted files."""
 
+    def expire_changelogs(
+        self,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        older_than_ms: int | None = None,
+        max_deletes: int | None = None,
+    ) -> dict[str, int]:
+        """Expire long-lived changelogs (Paimon's procedure defaults for unset arguments);
+        returns counts of expired changelogs and deleted files."""
+
     def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[tuple[str, int]]:
         """Delete (or list) unreferenced files older than the cutoff; returns (path, size)."""
 

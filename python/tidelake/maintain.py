@@ -14,8 +14,10 @@ tag, branch or consumer needs, and orphan cleaning never touches files younger t
 What the engine does not offer is not planned, and :attr:`MaintenancePlan.notes` says so:
 manifest compaction happens at every commit (``manifest.merge-min-count``,
 ``manifest.full-compaction-threshold-size``), there is no separate job; changelog files expire
-with their snapshots (a decoupled changelog lifecycle, ``changelog.num-retained.*`` or
-``changelog.time-retained`` above the snapshot retention, is unsupported by the engine).
+with their snapshots, or, with a decoupled changelog lifecycle (``changelog.num-retained.*`` or
+``changelog.time-retained`` above the snapshot retention), by those options in the same
+``expire-snapshots`` job (the engine keeps each expired snapshot's changelog as
+``changelog/changelog-N`` and expires those), so there is no separate job either.
 """
 
 from __future__ import annotations
@@ -386,8 +388,8 @@ def _table_jobs(name: str | None, t: Table, policy: Policy, notes: list[str]) ->
 _STANDING_NOTES = [
     "compact-manifests: not a separate job; the engine merges manifests at every commit "
     "(manifest.merge-min-count, manifest.full-compaction-threshold-size)",
-    "expire-changelog: changelog files expire with their snapshots (the engine does not support a "
-    "decoupled changelog lifecycle)",
+    "expire-changelog: not a separate job; changelog files expire with their snapshots, or by "
+    "changelog.num-retained.* / changelog.time-retained in the expire-snapshots job",
 ]
 
 

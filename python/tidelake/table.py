@@ -860,10 +860,39 @@ class Table:
             max_deletes: expire at most this many snapshots (``snapshot.expire.limit``, 50).
 
         Snapshots a consumer still needs, and every file a retained snapshot or tag references,
-        are kept. Returns counts: ``snapshots``, ``data_files``, ``changelog_files``,
-        ``manifest_files``, ``index_files``, ``statistics_files`` and ``earliest_snapshot``.
+        are kept. When the table's changelog outlives its snapshots (``changelog.num-retained.*``
+        / ``changelog.time-retained`` above the snapshot retention), each expired snapshot is
+        kept as ``changelog/changelog-N`` with its changelog files (without a changelog producer:
+        its delta), which change reads over expired snapshots use; those are then expired by the
+        changelog options (see :meth:`expire_changelogs`). Returns counts: ``snapshots``,
+        ``data_files``, ``changelog_files``, ``manifest_files``, ``index_files``,
+        ``statistics_files``, ``earliest_snapshot``, ``changelogs_kept`` and
+        ``changelogs_expired`` (long-lived changelogs written and expired; ``dry_run`` does not
+        plan the latter).
         """
         return dict(self._raw.expire_snapshots(retain_min, retain_max, older_than_ms, max_deletes, dry_run))
+
+    def expire_changelogs(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                          older_than_ms: int | None = None, max_deletes: int | None = None) -> dict[str, Any]:
+        """Expire long-lived changelogs (Paimon's ``expire_changelogs`` procedure): the
+        ``changelog/changelog-N`` files snapshot expiry keeps when the changelog outlives the
+        snapshots (``changelog.num-retained.*`` / ``changelog.time-retained`` above the snapshot
+        retention; :meth:`expire_snapshots` then runs this with those options itself), with the
+        changelog and data files only they still reference.
+
+        Args:
+            retain_min: keep at least this many, counted from the latest snapshot (default 1).
+            retain_max: keep at most this many, counted from the latest snapshot (default: no
+                limit).
+            older_than_ms: epoch-ms cutoff; a changelog committed at or after it stays, with
+                all later ones (default: no time cutoff, so only ``retain_max`` expires).
+            max_deletes: expire at most this many (default: no limit).
+
+        The latest long-lived changelog always stays. Returns counts: ``changelogs``,
+        ``data_files``, ``changelog_files``, ``manifest_files``, ``index_files`` and
+        ``statistics_files``.
+        """
+        return dict(self._raw.expire_changelogs(retain_min, retain_max, older_than_ms, max_deletes))
 
     def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[tuple[str, int]]:
         """Delete files no snapshot, tag or branch references (left by failed or killed writers)

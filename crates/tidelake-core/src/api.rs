@@ -80,6 +80,7 @@ pub mod maintenance {
     pub use crate::maintenance::branches::{
         create_branch, delete_branch, fast_forward, BranchStart,
     };
+    pub use crate::maintenance::changelog_expire::expire_changelogs;
     pub use crate::maintenance::consumers::{consumers, delete_consumer, reset_consumer};
     pub use crate::maintenance::damage::{find_damage, Damage, Problem, ProblemKind};
     pub use crate::maintenance::file_tables::list_partitions;
@@ -94,7 +95,7 @@ pub mod maintenance {
     pub use crate::maintenance::verify::{verify, VerifyReport, Violation, ViolationKind};
     pub use crate::maintenance::{
         expire_snapshots, maintain, plan_expiration, remove_orphan_files, rollback_to,
-        DeletedFiles, ExpireConfig, RollbackTarget,
+        ChangelogRetention, DeletedFiles, ExpireConfig, RollbackTarget,
     };
 }
 

@@ -7,7 +7,7 @@
 //! | layer | modules | role |
 //! |-------|---------|------|
 //! | base | `error`, `tasks`, `io`, `datum_arrow`, `layout`, `versioned` | errors, task helpers, object-store access, values as Arrow, partition and bucket layout, versioned byte forms |
-//! | metadata | `snapshots`, `snapshot_commit`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; how a catalog creates snapshot and schema files (its lock or commit endpoint) and what its metastore learns of them; where branches live; opening, creating and altering tables; catalogs (filesystem, JDBC, REST, Hive) |
+//! | metadata | `snapshots`, `changelogs`, `snapshot_commit`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; long-lived changelogs (expired snapshots kept for their changes); how a catalog creates snapshot and schema files (its lock or commit endpoint) and what its metastore learns of them; where branches live; opening, creating and altering tables; catalogs (filesystem, JDBC, REST, Hive) |
 //! | state | `state` | a snapshot's manifests replayed into its live files per partition and bucket |
 //! | plan | `scan`, `lsm` | snapshot → splits with pruning; the LSM tree: key order, sorted runs, levels, merges |
 //! | data | `read`, `write`, `cdc` | data files and splits read; batches written to files and commit messages; database changelog messages decoded and written with row kinds |
@@ -26,6 +26,7 @@ pub mod api;
 pub(crate) mod branch;
 pub(crate) mod catalog;
 pub(crate) mod cdc;
+pub(crate) mod changelogs;
 pub(crate) mod commit;
 pub(crate) mod compact;
 pub mod datum_arrow;

@@ -137,6 +137,7 @@ fn expire_soon(table: &Table, commits: i64) -> tokio::task::JoinHandle<u64> {
             retain_max: 1,
             older_than_ms: i64::MAX,
             max_deletes: i64::MAX,
+            changelog: None,
         };
         expire_snapshots(&table, &keep_one).await.unwrap().snapshots
     })

@@ -9,7 +9,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tidelake_core::api::maintenance::{
-    self, DeletedFiles, ExpireConfig, PartitionExpireConfig, RollbackTarget,
+    self, ChangelogRetention, DeletedFiles, ExpireConfig, PartitionExpireConfig, RollbackTarget,
 };
 use tidelake_core::api::ops;
 use tidelake_core::api::schema::TableLayout;
@@ -70,7 +70,10 @@ impl RawTable {
             retain_max: retain_max.unwrap_or(defaults.retain_max),
             older_than_ms: older_than_ms.unwrap_or(defaults.older_than_ms),
             max_deletes: max_deletes.unwrap_or(defaults.max_deletes),
-        };
+            changelog: None,
+        }
+        .with_table_changelog(self.table.schema().options(), self.table.env().now_millis())
+        .py()?;
         let result = if dry_run {
             block_on(py, maintenance::plan_expiration(&self.table, &config))
         } else {
@@ -80,6 +83,33 @@ impl RawTable {
         let d = counts(py, &result.deleted)?;
         d.set_item("snapshots", result.snapshots)?;
         d.set_item("earliest_snapshot", result.earliest)?;
+        d.set_item("changelogs_kept", result.changelogs_kept)?;
+        d.set_item("changelogs_expired", result.changelogs_expired)?;
+        Ok(d)
+    }
+
+    /// Expire long-lived changelogs (Paimon's `expire_changelogs` procedure, whose defaults
+    /// unset arguments take: keep at most `i32::MAX`, at least 1, no time cutoff, no delete
+    /// limit). Returns counts.
+    #[pyo3(signature = (retain_min=None, retain_max=None, older_than_ms=None, max_deletes=None))]
+    fn expire_changelogs<'py>(
+        &self,
+        py: Python<'py>,
+        retain_min: Option<i64>,
+        retain_max: Option<i64>,
+        older_than_ms: Option<i64>,
+        max_deletes: Option<i64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let retention = ChangelogRetention {
+            retain_min: retain_min.unwrap_or(1),
+            retain_max: retain_max.unwrap_or(i64::from(i32::MAX)),
+            older_than_ms: older_than_ms.unwrap_or(i64::MIN),
+            max_deletes: max_deletes.unwrap_or(i64::from(i32::MAX)),
+        };
+        let (expired, deleted) =
+            block_on(py, maintenance::expire_changelogs(&self.table, &retention))?.py()?;
+        let d = counts(py, &deleted)?;
+        d.set_item("changelogs", expired)?;
         Ok(d)
     }
 

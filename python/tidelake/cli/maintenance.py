@@ -1,4 +1,4 @@
-"""Commands that rewrite or remove data: compact, expire-snapshots, remove-orphans,
+"""Commands that rewrite or remove data: compact, expire-snapshots, expire-changelogs, remove-orphans,
 expire-partitions, drop-partition."""
 
 from __future__ import annotations
@@ -76,6 +76,35 @@ def expire_snapshots(path: str, retain_min: int | None, retain_max: int | None,
         return
     click.echo(f"expired {_count(total['snapshots'], 'snapshot')}, earliest is now {total.get('earliest_snapshot')}; "
                f"deleted {_summary(total)}")
+
+
+@main.command("expire-changelogs", short_help="Expire long-lived changelogs and the files only they use.")
+@_PATH
+@click.option("--retain-min", type=click.IntRange(min=1), metavar="N",
+              help="Keep at least N, counted from the latest snapshot (default 1).")
+@click.option("--retain-max", type=click.IntRange(min=1), metavar="N",
+              help="Keep at most N, counted from the latest snapshot (default: no limit).")
+@click.option("--older-than", type=_DURATION, metavar="DURATION",
+              help="Expire only changelogs older than DURATION, e.g. 1h, 7d (default: no time cutoff).")
+@click.option("--max-deletes", type=click.IntRange(min=0), metavar="N",
+              help="Expire at most N changelogs in this run (default: no limit).")
+@_JSON
+@_guarded
+def expire_changelogs(path: str, retain_min: int | None, retain_max: int | None,
+                      older_than: _dt.timedelta | None, max_deletes: int | None, as_json: bool) -> None:
+    """Expire the long-lived changelogs (changelog/changelog-N, kept by snapshot expiry when the
+    changelog outlives the snapshots) of the table at PATH, with the changelog and data files only
+    they referenced (Paimon's expire_changelogs procedure). The latest one always stays."""
+    t = _open(path)
+    cutoff = None if older_than is None else _now_ms() - _ms(older_than)
+    r = t.expire_changelogs(retain_min=retain_min, retain_max=retain_max, older_than_ms=cutoff,
+                            max_deletes=max_deletes)
+    if as_json:
+        _emit_json(r)
+    elif not r.get("changelogs"):
+        click.echo("nothing to expire")
+    else:
+        click.echo(f"expired {_count(r['changelogs'], 'changelog')}; deleted {_summary(r)}")
 
 
 @main.command("remove-orphans", short_help="Delete files no snapshot or tag references.")

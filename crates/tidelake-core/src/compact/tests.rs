@@ -455,6 +455,7 @@ async fn expire_all_but_latest(table: &Table) {
         retain_max: 1,
         older_than_ms: i64::MAX,
         max_deletes: 1000,
+        changelog: None,
     };
     expire_snapshots(table, &config).await.unwrap();
 }

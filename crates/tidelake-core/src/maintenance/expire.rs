@@ -20,9 +20,10 @@
 //! only the nearest tag): every name referenced by the live files of `end`, by the deltas of
 //! every later snapshot — re-listed after planning so commits made meanwhile count — and by
 //! the tags that can share files with the expired range (from the last tag before `begin` up
-//! to `end`, plus any tag past the latest snapshot), with their changelog files; and (deviation
+//! to `end`, plus any tag past the latest snapshot), with their changelog files; (deviation
 //! from Java, which does not) everything every other branch references, listed after the
-//! snapshot files are deleted.
+//! snapshot files are deleted; and, when the changelog is not decoupled (any more), everything
+//! remaining long-lived changelogs reference.
 //!
 //! The range and its order are the protocol committers rely on (see [`crate::snapshots`]):
 //! * the range starts at the *true* earliest snapshot
@@ -50,24 +51,33 @@
 //! protection above), the tags, and one listing of `branch/` (plus every root of each branch
 //! there is).
 //!
-//! Not supported: a decoupled changelog lifecycle (`changelog.num-retained.*` /
-//! `changelog.time-retained` beyond the snapshot retention) is [`Error::Unsupported`].
+//! A decoupled changelog lifecycle (Java `changelogDecoupled`: `changelog.num-retained.*` /
+//! `changelog.time-retained` above the snapshot retention, [`ExpireConfig::changelog`]): each
+//! expired snapshot is written to `changelog/changelog-N` ([`crate::changelogs`]) just before
+//! its snapshot file is deleted, and what that long-lived changelog reads is not a candidate:
+//! its changelog list, manifests and files; without a changelog producer (the deltas are the
+//! changelog) also its base and delta lists with their manifests and the data files written by
+//! appends that the deltas delete (Java `SnapshotDeletion` with `changelogDecoupled`). The
+//! long-lived changelogs are then expired by the changelog retention in the same
+//! [`expire_snapshots`] call ([`super::changelog_expire`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use tidelake_spec::manifest::{FileKind, ManifestEntry};
-use tidelake_spec::options::Options;
+use tidelake_spec::manifest::{FileKind, FileSource, ManifestEntry};
+use tidelake_spec::options::{ChangelogProducer, Options};
 use tidelake_spec::snapshot::{Snapshot, Tag};
 
+use crate::changelogs::ChangelogStore;
 use crate::error::{Error, Result};
 use crate::io::failpoint;
 use crate::layout::TableLayout;
+use crate::maintenance::changelog_expire::expire_changelogs;
 use crate::maintenance::consumers::min_next_snapshot;
 use crate::maintenance::refs::{
-    count_unreferenced, data_files, delete_unreferenced, metadata_files, or_missing,
-    protect_other_branches, Candidate, DataScope, DeletedFiles, FileCategory, MetaCache,
-    References,
+    count_unreferenced, data_files, delete_unreferenced, metadata_files_of, or_missing,
+    protect_long_lived_changelogs, protect_other_branches, Candidate, DataScope, DeletedFiles,
+    FileCategory, Lists, MetaCache, References,
 };
 use crate::snapshots::{snapshot_path, write_hint, SnapshotManager, EARLIEST_HINT_PATH};
 use crate::table::Table;
@@ -84,36 +94,76 @@ pub struct ExpireConfig {
     pub older_than_ms: i64,
     /// `snapshot.expire.limit` (50).
     pub max_deletes: i64,
+    /// The changelog retention when the changelog outlives the snapshots (Java
+    /// `ExpireConfig.isChangelogDecoupled`); `None`: changelog files go with their snapshots.
+    pub changelog: Option<ChangelogRetention>,
+}
+
+/// How long long-lived changelogs are kept (Java `ExpireChangelogImpl.expire`): the same
+/// rules as [`ExpireConfig`] applied to `changelog/changelog-N`, counted from the latest
+/// snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChangelogRetention {
+    /// `changelog.num-retained.min` (default: the snapshot one).
+    pub retain_min: i64,
+    /// `changelog.num-retained.max` (default: the snapshot one).
+    pub retain_max: i64,
+    /// Long-lived changelogs committed before this epoch-ms time may go (now −
+    /// `changelog.time-retained`, default: the snapshot one).
+    pub older_than_ms: i64,
+    /// `snapshot.expire.limit`, as Java.
+    pub max_deletes: i64,
+}
+
+fn millis_before(now_ms: i64, retained: std::time::Duration) -> i64 {
+    now_ms.saturating_sub(i64::try_from(retained.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl ExpireConfig {
     /// The table options' retention, relative to `now_ms`.
     pub fn from_options(opts: &Options, now_ms: i64) -> Result<ExpireConfig> {
         let spec = |e| Error::from_spec("table options", e);
-        let retained = opts.snapshot_time_retained().map_err(spec)?;
-        let retain_min = opts.snapshot_num_retained_min().map_err(spec)?;
-        let retain_max = opts.snapshot_num_retained_max().map_err(spec)?;
-        // Java `CoreOptions.changelogLifecycleDecoupled`.
-        let changelog_min = opts.changelog_num_retained_min().map_err(spec)?;
-        let changelog_max = opts.changelog_num_retained_max().map_err(spec)?;
-        let changelog_time = opts.changelog_time_retained().map_err(spec)?;
-        if changelog_min.is_some_and(|n| n > retain_min)
-            || changelog_max.is_some_and(|n| n > retain_max)
-            || changelog_time.is_some_and(|d| d > retained)
-        {
-            return Err(Error::Unsupported(
-                "expiring snapshots of a table whose changelog outlives its snapshots \
-                 (changelog.num-retained.* / changelog.time-retained above the snapshot retention)"
-                    .into(),
-            ));
-        }
-        Ok(ExpireConfig {
-            retain_min: i64::from(retain_min),
-            retain_max: i64::from(retain_max),
-            older_than_ms: now_ms
-                .saturating_sub(i64::try_from(retained.as_millis()).unwrap_or(i64::MAX)),
+        ExpireConfig {
+            retain_min: i64::from(opts.snapshot_num_retained_min().map_err(spec)?),
+            retain_max: i64::from(opts.snapshot_num_retained_max().map_err(spec)?),
+            older_than_ms: millis_before(now_ms, opts.snapshot_time_retained().map_err(spec)?),
             max_deletes: i64::from(opts.snapshot_expire_limit().map_err(spec)?),
+            changelog: None,
+        }
+        .with_table_changelog(opts, now_ms)
+    }
+
+    /// This snapshot retention with the changelog retention of the table options `opts`
+    /// (Java `CoreOptions.expireConfig`: an unset changelog option takes the snapshot value,
+    /// and the changelog is decoupled when one of them exceeds it).
+    pub fn with_table_changelog(self, opts: &Options, now_ms: i64) -> Result<ExpireConfig> {
+        let spec = |e| Error::from_spec("table options", e);
+        let retention = ChangelogRetention {
+            retain_min: opts
+                .changelog_num_retained_min()
+                .map_err(spec)?
+                .map_or(self.retain_min, i64::from),
+            retain_max: opts
+                .changelog_num_retained_max()
+                .map_err(spec)?
+                .map_or(self.retain_max, i64::from),
+            older_than_ms: opts
+                .changelog_time_retained()
+                .map_err(spec)?
+                .map_or(self.older_than_ms, |d| millis_before(now_ms, d)),
+            max_deletes: self.max_deletes,
+        };
+        Ok(ExpireConfig {
+            changelog: self.decouples(&retention).then_some(retention),
+            ..self
         })
+    }
+
+    /// Java `ExpireConfig.changelogDecoupled`: the changelog retention keeps more than this.
+    fn decouples(&self, changelog: &ChangelogRetention) -> bool {
+        changelog.retain_max > self.retain_max
+            || changelog.retain_min > self.retain_min
+            || changelog.older_than_ms < self.older_than_ms
     }
 
     /// The table's configuration as of now.
@@ -129,26 +179,40 @@ pub struct ExpireResult {
     pub snapshots: u64,
     /// The earliest snapshot afterwards (`None` for a table without snapshots).
     pub earliest: Option<i64>,
+    /// Long-lived changelogs written (one per expired snapshot when the changelog is
+    /// decoupled).
+    pub changelogs_kept: u64,
+    /// Long-lived changelogs expired by the changelog retention.
+    pub changelogs_expired: u64,
     pub deleted: DeletedFiles,
 }
 
 /// What [`expire_snapshots`] would do now with `config`, changing nothing (a dry run): the
-/// snapshots it would expire, the earliest afterwards and the files it would delete.
+/// snapshots it would expire, the earliest afterwards and the files it would delete (the
+/// expiry of long-lived changelogs, which follows, is not planned).
 pub async fn plan_expiration(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
     expire(table, config, true).await
 }
 
 /// Expire snapshots of `table` as `config` allows; see the module docs.
 pub async fn expire_snapshots(table: &Table, config: &ExpireConfig) -> Result<ExpireResult> {
-    let result = expire(table, config, false).await?;
-    if result.snapshots > 0 {
+    let mut result = expire(table, config, false).await?;
+    if let Some(retention) = &config.changelog {
+        // Java `AbstractFileStoreTable.newExpireRunnable`: changelog expiry follows.
+        let (expired, deleted) = expire_changelogs(table, retention).await?;
+        result.changelogs_expired = expired;
+        result.deleted.add(&deleted);
+    }
+    if result.snapshots > 0 || result.changelogs_expired > 0 {
         let d = &result.deleted;
         log::info!(
             target: "tidelake.expire",
-            "{}: expired {} snapshot(s), earliest now {:?}; deleted {} data, {} changelog, {} manifest, {} index file(s)",
+            "{}: expired {} snapshot(s), earliest now {:?}; kept {} and expired {} long-lived changelog(s); deleted {} data, {} changelog, {} manifest, {} index file(s)",
             table.location(),
             result.snapshots,
             result.earliest,
+            result.changelogs_kept,
+            result.changelogs_expired,
             d.data_files,
             d.changelog_files,
             d.manifest_files,
@@ -221,56 +285,73 @@ async fn expire(table: &Table, config: &ExpireConfig, dry_run: bool) -> Result<E
 
     let layout = TableLayout::new(table.schema())?;
     let mut cache = MetaCache::new(table);
-    let candidates = plan_candidates(&mut cache, &layout, &snapshots, &expired).await?;
+    let keep = match config.changelog {
+        None => KeepForChangelog::Nothing,
+        Some(_) => {
+            let opts = table.schema().options();
+            let producer = opts
+                .changelog_producer()
+                .map_err(|e| Error::from_spec("table options", e))?;
+            if producer == ChangelogProducer::None {
+                KeepForChangelog::Deltas
+            } else {
+                KeepForChangelog::ChangelogFiles
+            }
+        }
+    };
+    let candidates = plan_candidates(&mut cache, &layout, &snapshots, &expired, keep).await?;
 
     let mut refs = References::default();
     refs.add(&mut cache, &end_snapshot, DataScope::Live).await?;
     let begin = expired.first().map_or(end, |s| s.id);
-    let covered = protect_newer(&mut cache, &sm, &mut refs, end).await?;
-    let mut tags_seen = HashSet::new();
-    protect_tags(
-        &mut cache,
-        &sm,
-        &mut refs,
-        &mut tags_seen,
-        begin,
-        end,
-        covered,
-    )
-    .await?;
+    let mut protection = Protection::new(begin, end);
+    let covered = protection
+        .protect_since(&mut cache, &sm, &mut refs, end)
+        .await?;
     // Commits and tags created while planning.
-    let latest_now = protect_newer(&mut cache, &sm, &mut refs, covered).await?;
-    protect_tags(
-        &mut cache,
-        &sm,
-        &mut refs,
-        &mut tags_seen,
-        begin,
-        end,
-        latest_now,
-    )
-    .await?;
+    protection
+        .protect_since(&mut cache, &sm, &mut refs, covered)
+        .await?;
 
     if dry_run {
+        if keep == KeepForChangelog::Nothing {
+            protect_long_lived_changelogs(&mut cache, &mut refs, table.branch_io()).await?;
+        }
         protect_other_branches(&mut cache, &mut refs, table).await?;
         return Ok(ExpireResult {
             snapshots: expired.len() as u64,
             earliest: Some(end),
             deleted: count_unreferenced(table.io(), candidates, &refs).await?,
+            ..ExpireResult::default()
         });
     }
     // Invariant (D): one snapshot file at a time, ascending, each delete done before the next,
-    // from the true earliest up; the hint only after the files below it are gone.
+    // from the true earliest up; the hint only after the files below it are gone. A decoupled
+    // changelog is kept (`changelog/changelog-N`) before its snapshot goes.
+    let changelogs = ChangelogStore::new(table.branch_io().clone());
     for s in &expired {
+        if keep != KeepForChangelog::Nothing {
+            changelogs.write(s).await?;
+        }
         table.branch_io().delete(&snapshot_path(s.id)).await?;
     }
     write_hint(table.branch_io(), EARLIEST_HINT_PATH, end).await?;
     failpoint!("expire-before-delete");
+    if keep == KeepForChangelog::Nothing {
+        // Long-lived changelogs of an earlier decoupled configuration.
+        protect_long_lived_changelogs(&mut cache, &mut refs, table.branch_io()).await?;
+    }
     protect_other_branches(&mut cache, &mut refs, table).await?;
     let deleted = delete_unreferenced(table.io(), candidates, &refs).await?;
     Ok(ExpireResult {
         snapshots: expired.len() as u64,
         earliest: Some(end),
+        changelogs_kept: if keep == KeepForChangelog::Nothing {
+            0
+        } else {
+            expired.len() as u64
+        },
+        changelogs_expired: 0,
         deleted,
     })
 }
@@ -314,6 +395,20 @@ async fn expire_end(
     Ok(end)
 }
 
+/// What the long-lived changelogs of the expired snapshots keep (Java `SnapshotDeletion` with
+/// `changelogDecoupled`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeepForChangelog {
+    /// Not decoupled: the changelog goes with its snapshot.
+    Nothing,
+    /// A changelog producer: the changelog list, its manifests and the changelog files.
+    ChangelogFiles,
+    /// No changelog producer (the deltas are the changelog): also the base and delta lists
+    /// with their manifests, and the data files written by appends (`file_source` APPEND or
+    /// unknown) that the deltas delete.
+    Deltas,
+}
+
 /// Files the expiration may delete: see the module docs. Metadata of the expired snapshots
 /// that an interrupted earlier run already deleted is skipped.
 async fn plan_candidates(
@@ -321,28 +416,40 @@ async fn plan_candidates(
     layout: &TableLayout,
     including_end: &[Snapshot],
     expired: &[&Snapshot],
+    keep: KeepForChangelog,
 ) -> Result<Vec<Candidate>> {
     let mut out = Vec::new();
     for (i, s) in including_end.iter().enumerate() {
         let delta = or_missing(cache.list_entries(&s.delta_manifest_list).await)?;
-        let deleted = data_files(layout, &deleted_in_delta(delta), FileCategory::Data)?;
+        let mut deleted = deleted_in_delta(delta);
+        if keep == KeepForChangelog::Deltas {
+            deleted.retain(|e| e.file.file_source.is_some_and(|f| f != FileSource::Append));
+        }
+        let deleted = data_files(layout, &deleted, FileCategory::Data)?;
         // The first delta's files belong to snapshots expired before: usually gone already.
         out.extend(deleted.into_iter().map(|c| Candidate {
             maybe_gone: i == 0,
             ..c
         }));
     }
+    let lists = match keep {
+        KeepForChangelog::Nothing => Lists::All,
+        KeepForChangelog::ChangelogFiles => Lists::Data,
+        KeepForChangelog::Deltas => Lists::None,
+    };
     for s in expired {
-        let changelog = or_missing(cache.changelog_entries(s).await)?;
-        out.extend(data_files(layout, &changelog, FileCategory::Changelog)?);
-        out.extend(metadata_files(cache, s, true).await?);
+        if keep == KeepForChangelog::Nothing {
+            let changelog = or_missing(cache.changelog_entries(s).await)?;
+            out.extend(data_files(layout, &changelog, FileCategory::Changelog)?);
+        }
+        out.extend(metadata_files_of(cache, s, true, lists).await?);
     }
     Ok(out)
 }
 
 /// Java `planDeletedInDeltaManifest`: DELETE entries of one delta, minus files the same delta
 /// adds again (upgrades), by file path.
-fn deleted_in_delta(entries: Vec<ManifestEntry>) -> Vec<ManifestEntry> {
+pub(super) fn deleted_in_delta(entries: Vec<ManifestEntry>) -> Vec<ManifestEntry> {
     let mut by_file: BTreeMap<(Vec<u8>, i32, String), Option<ManifestEntry>> = BTreeMap::new();
     for e in entries {
         let key = (e.partition.clone(), e.bucket, e.file.file_name.clone());
@@ -352,49 +459,58 @@ fn deleted_in_delta(entries: Vec<ManifestEntry>) -> Vec<ManifestEntry> {
     by_file.into_values().flatten().collect()
 }
 
-/// Protect what the snapshots after `covered` up to the latest one add; returns the latest id.
-async fn protect_newer(
-    cache: &mut MetaCache<'_>,
-    sm: &SnapshotManager,
-    refs: &mut References,
-    covered: i64,
-) -> Result<i64> {
-    let latest = sm.latest_id().await?.unwrap_or(covered);
-    for id in (covered + 1)..=latest {
-        let snap = sm.snapshot(id).await?;
-        refs.add(cache, &snap, DataScope::Delta).await?;
-    }
-    Ok(latest.max(covered))
-}
-
-/// Protect the live files of every tag that may share files with the candidates: tags from the
-/// last one *before* `begin` (a file `begin`'s delta deletes was live at `begin - 1`) up to
-/// `end`, and tags past `latest`. By file-history continuity (a file or manifest referenced at
-/// two points is referenced in between) older tags only hold candidates that one holds too.
-/// `seen` holds tag names already done.
-async fn protect_tags(
-    cache: &mut MetaCache<'_>,
-    sm: &SnapshotManager,
-    refs: &mut References,
-    seen: &mut HashSet<String>,
+/// What an expiry of the ids `begin..end` protects besides the end: the files the snapshots
+/// after the end add, and the live files of every tag that may share files with the
+/// candidates: tags from the last one *before* `begin` (a file `begin`'s delta deletes was live
+/// at `begin - 1`) up to `end`, and tags past the latest snapshot. By file-history continuity
+/// (a file or manifest referenced at two points is referenced in between) older tags only hold
+/// candidates that one holds too.
+pub(super) struct Protection {
     begin: i64,
     end: i64,
-    latest: i64,
-) -> Result<()> {
-    let tags: Vec<(String, Arc<Tag>)> = sm.tags().await?;
-    let floor = tags
-        .iter()
-        .map(|(_, t)| t.snapshot.id)
-        .filter(|id| *id < begin)
-        .max()
-        .unwrap_or(i64::MIN);
-    for (name, tag) in tags {
-        let id = tag.snapshot.id;
-        if ((floor..end).contains(&id) || id > latest) && seen.insert(name) {
-            refs.add(cache, &tag.snapshot, DataScope::Live).await?;
+    /// Tag names already protected.
+    tags_seen: HashSet<String>,
+}
+
+impl Protection {
+    pub(super) fn new(begin: i64, end: i64) -> Self {
+        Self {
+            begin,
+            end,
+            tags_seen: HashSet::new(),
         }
     }
-    Ok(())
+
+    /// Protects what the snapshots after `covered` up to the latest one add and the tags (see
+    /// the type); returns the latest id, the `covered` of a next call that catches up with
+    /// commits and tags created meanwhile.
+    pub(super) async fn protect_since(
+        &mut self,
+        cache: &mut MetaCache<'_>,
+        sm: &SnapshotManager,
+        refs: &mut References,
+        covered: i64,
+    ) -> Result<i64> {
+        let latest = sm.latest_id().await?.unwrap_or(covered).max(covered);
+        for id in (covered + 1)..=latest {
+            let snap = sm.snapshot(id).await?;
+            refs.add(cache, &snap, DataScope::Delta).await?;
+        }
+        let tags: Vec<(String, Arc<Tag>)> = sm.tags().await?;
+        let floor = tags
+            .iter()
+            .map(|(_, t)| t.snapshot.id)
+            .filter(|id| *id < self.begin)
+            .max()
+            .unwrap_or(i64::MIN);
+        for (name, tag) in tags {
+            let id = tag.snapshot.id;
+            if ((floor..self.end).contains(&id) || id > latest) && self.tags_seen.insert(name) {
+                refs.add(cache, &tag.snapshot, DataScope::Live).await?;
+            }
+        }
+        Ok(latest)
+    }
 }
 
 #[cfg(test)]

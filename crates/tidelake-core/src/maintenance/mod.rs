@@ -32,6 +32,7 @@
 pub mod audit_log;
 pub mod auto_tags;
 pub mod branches;
+pub mod changelog_expire;
 pub mod consumers;
 pub mod damage;
 mod data_tables;
@@ -47,7 +48,9 @@ pub mod tags;
 pub mod time_format;
 pub mod verify;
 
-pub use expire::{expire_snapshots, plan_expiration, ExpireConfig, ExpireResult};
+pub use expire::{
+    expire_snapshots, plan_expiration, ChangelogRetention, ExpireConfig, ExpireResult,
+};
 pub use orphans::remove_orphan_files;
 pub use refs::DeletedFiles;
 pub use rollback::{rollback_to, RollbackTarget};
@@ -82,8 +85,7 @@ fn unless_unsupported<T>(result: Result<T>) -> Result<Option<T>> {
 /// (`partition.expiration-time`), expire consumers (`consumer.expiration-time`), expire
 /// snapshots, then create automatic tags ([`auto_tags`], after expiry as in Java, which tags
 /// from the earliest remaining snapshot when older ones expired). Nothing happens for `write-only` tables (`None`); steps whose configuration is
-/// unsupported here (a decoupled changelog lifecycle, a text field in
-/// `partition.timestamp-formatter`) are skipped. Java checks partitions once per
+/// unsupported here (a text field in `partition.timestamp-formatter`) are skipped. Java checks partitions once per
 /// `partition.expiration-check-interval` of a long-lived committer; committers here live for
 /// one commit, so partitions are checked after every commit.
 pub async fn maintain(table: &Table, ids: &[i64]) -> Result<Option<MaintainResult>> {

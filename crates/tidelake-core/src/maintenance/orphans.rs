@@ -27,12 +27,11 @@ use std::collections::HashSet;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::branch::all_branch_ios;
+use crate::changelogs::{changelog_id, CHANGELOG_DIR};
 use crate::error::Result;
 use crate::io::failpoint;
 use crate::io::FileStatus;
-use crate::maintenance::refs::{
-    add_root, changelog_id, roots_of, MetaCache, References, CHANGELOG_DIR, STATISTICS_DIR,
-};
+use crate::maintenance::refs::{add_root, roots_of, MetaCache, References, STATISTICS_DIR};
 use crate::state::{INDEX_DIR, MANIFEST_DIR};
 use crate::table::Table;
 

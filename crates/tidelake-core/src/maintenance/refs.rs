@@ -26,6 +26,7 @@ use tidelake_spec::manifest::{FileKind, IndexManifestEntry, ManifestEntry, Manif
 use tidelake_spec::snapshot::{Snapshot, Tag};
 
 use crate::branch::all_branch_ios;
+use crate::changelogs::{changelog_path, ChangelogStore, CHANGELOG_DIR};
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 use crate::layout::TableLayout;
@@ -36,7 +37,6 @@ use crate::state::{
 use crate::table::Table;
 
 pub(crate) const STATISTICS_DIR: &str = "statistics";
-pub(crate) const CHANGELOG_DIR: &str = "changelog";
 
 /// How many files are read or deleted at once.
 const PARALLELISM: usize = 16;
@@ -203,6 +203,15 @@ pub struct DeletedFiles {
 }
 
 impl DeletedFiles {
+    /// Add `other`'s counts to these.
+    pub(crate) fn add(&mut self, other: &DeletedFiles) {
+        self.data_files += other.data_files;
+        self.changelog_files += other.changelog_files;
+        self.manifest_files += other.manifest_files;
+        self.index_files += other.index_files;
+        self.statistics_files += other.statistics_files;
+    }
+
     fn count(&mut self, category: FileCategory) {
         let slot = match category {
             FileCategory::Data => &mut self.data_files,
@@ -222,6 +231,26 @@ pub(crate) async fn metadata_files(
     snap: &Snapshot,
     tolerate_missing: bool,
 ) -> Result<Vec<Candidate>> {
+    metadata_files_of(cache, snap, tolerate_missing, Lists::All).await
+}
+
+/// Which manifest lists (with their manifests) [`metadata_files_of`] includes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lists {
+    All,
+    /// Base and delta lists, not the changelog list (kept by a long-lived changelog).
+    Data,
+    /// None: a long-lived changelog keeps all three.
+    None,
+}
+
+/// [`metadata_files`] with only the manifest lists `lists` selects.
+pub(crate) async fn metadata_files_of(
+    cache: &mut MetaCache<'_>,
+    snap: &Snapshot,
+    tolerate_missing: bool,
+    lists: Lists,
+) -> Result<Vec<Candidate>> {
     let meta = |name: &str, dir: &str, category| Candidate {
         path: format!("{dir}/{name}"),
         name: name.to_string(),
@@ -229,12 +258,15 @@ pub(crate) async fn metadata_files(
         maybe_gone: false,
     };
     let mut out = Vec::new();
-    let lists = [
-        Some(&snap.base_manifest_list),
-        Some(&snap.delta_manifest_list),
-        snap.changelog_manifest_list.as_ref(),
+    let data = lists != Lists::None;
+    let selected = [
+        Some(&snap.base_manifest_list).filter(|_| data),
+        Some(&snap.delta_manifest_list).filter(|_| data),
+        snap.changelog_manifest_list
+            .as_ref()
+            .filter(|_| lists == Lists::All),
     ];
-    for list in lists.into_iter().flatten() {
+    for list in selected.into_iter().flatten() {
         out.push(meta(list, MANIFEST_DIR, FileCategory::Manifest));
         let metas = tolerate(tolerate_missing, cache.list(list).await)?;
         out.extend(
@@ -346,13 +378,54 @@ impl References {
     }
 }
 
-/// The id of a decoupled changelog file `changelog-<N>`.
-pub(crate) fn changelog_id(name: &str) -> Option<i64> {
-    let digits = name.strip_prefix("changelog-")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+impl References {
+    /// Add what long-lived changelog `changelog` references. Java's snapshot expiry drops the
+    /// base and delta lists of a table with a changelog producer (only the changelog list is
+    /// kept) and the index manifest and statistics of every table, so those that are gone are
+    /// skipped (Java `ChangelogDeletion` checks `manifestList.exists`); its changelog list must
+    /// be readable.
+    pub(crate) async fn add_changelog(
+        &mut self,
+        cache: &mut MetaCache<'_>,
+        changelog: &Snapshot,
+    ) -> Result<()> {
+        for c in metadata_files(cache, changelog, true).await? {
+            self.names.insert(c.name);
+        }
+        let mut data = or_missing(cache.list_entries(&changelog.base_manifest_list).await)?;
+        data.extend(or_missing(
+            cache.list_entries(&changelog.delta_manifest_list).await,
+        )?);
+        data.extend(cache.changelog_entries(changelog).await?);
+        for e in &data {
+            self.names.insert(e.file.file_name.clone());
+            self.names.extend(e.file.extra_files.iter().cloned());
+        }
+        Ok(())
     }
-    digits.parse().ok()
+}
+
+/// Protect everything the long-lived changelogs of the branch rooted at `io` reference (for
+/// deletions that do not otherwise account for them: tag deletion, and snapshot expiry once
+/// the changelog is no longer decoupled). One that vanished meanwhile (changelog expiry)
+/// protects nothing.
+pub(crate) async fn protect_long_lived_changelogs(
+    cache: &mut MetaCache<'_>,
+    refs: &mut References,
+    io: &FileIO,
+) -> Result<()> {
+    let store = ChangelogStore::new(io.clone());
+    for id in store.list_ids().await? {
+        if let Some(changelog) = store.read(id).await? {
+            let root = Root {
+                io: io.clone(),
+                file: changelog_path(id),
+                snapshot: changelog,
+            };
+            add_root(cache, refs, &root).await?;
+        }
+    }
+    Ok(())
 }
 
 /// A snapshot-format root and the file it was read from (relative to `io`, its branch root).
@@ -372,11 +445,8 @@ pub(crate) async fn roots_of(io: &FileIO) -> Result<Vec<Root>> {
         .into_iter()
         .map(snapshot_path)
         .collect();
-    for f in io.list_dir(CHANGELOG_DIR).await? {
-        if let Some(id) = f.path.rsplit('/').next().and_then(changelog_id) {
-            paths.push(format!("{CHANGELOG_DIR}/changelog-{id}"));
-        }
-    }
+    let changelogs = ChangelogStore::new(io.clone()).list_ids().await?;
+    paths.extend(changelogs.into_iter().map(changelog_path));
     paths.extend(sm.tag_names().await?.iter().map(|name| tag_path(name)));
     let roots: Vec<Option<Root>> = stream::iter(paths)
         .map(|file| async move {
@@ -410,7 +480,12 @@ pub(crate) async fn add_root(
     refs: &mut References,
     root: &Root,
 ) -> Result<()> {
-    match refs.add(cache, &root.snapshot, DataScope::All).await {
+    let added = if root.file.starts_with(CHANGELOG_DIR) {
+        refs.add_changelog(cache, &root.snapshot).await
+    } else {
+        refs.add(cache, &root.snapshot, DataScope::All).await
+    };
+    match added {
         Err(e) if e.kind() == ErrorKind::NotFound && !root.io.exists(&root.file).await? => Ok(()),
         other => other,
     }

@@ -11,7 +11,8 @@
 //!   continuity (a file live at two points is live in between) nothing else on this branch
 //!   can; other branches' references are added (unlike Java), listed after the tag file is
 //!   deleted. Unlike Java, the tag's changelog files are deleted too (expiration keeps them for
-//!   tags, see [`super::expire`]).
+//!   tags, see [`super::expire`]); whatever a long-lived changelog (`changelog/changelog-N`)
+//!   references is kept.
 //! * Replacing overwrites the tag file (the tag must exist); renaming writes the new name
 //!   before deleting the old one.
 //! * Expiring: tags whose `tagCreateTime + tagTimeRetained` has passed are deleted as above.
@@ -25,8 +26,8 @@ use tidelake_spec::snapshot::{LocalDateTime, Snapshot, Tag};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::refs::{
-    data_files, delete_unreferenced, metadata_files, or_missing, protect_other_branches, DataScope,
-    DeletedFiles, FileCategory, MetaCache, References,
+    data_files, delete_unreferenced, metadata_files, or_missing, protect_long_lived_changelogs,
+    protect_other_branches, DataScope, DeletedFiles, FileCategory, MetaCache, References,
 };
 use crate::snapshots::{check_name, snapshot_path, tag_path};
 use crate::table::Table;
@@ -247,6 +248,7 @@ pub async fn delete_tag(table: &Table, name: &str) -> Result<DeletedFiles> {
         FileCategory::Changelog,
     )?);
     candidates.extend(metadata_files(&mut cache, snap, true).await?);
+    protect_long_lived_changelogs(&mut cache, &mut refs, table.branch_io()).await?;
     protect_other_branches(&mut cache, &mut refs, table).await?;
     delete_unreferenced(table.io(), candidates, &refs).await
 }

@@ -32,6 +32,7 @@ use tidelake_spec::types::DataField;
 
 use super::bucket_filter::BucketFilter;
 use super::{file_index, hash_index};
+use crate::changelogs::ChangelogStore;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::fallback::add_fallback_splits;
@@ -169,6 +170,9 @@ pub(crate) async fn plan_branch(table: &Table, request: &ScanRequest) -> Result<
 /// Plan a read of the changes between snapshots `start_exclusive` and `end_inclusive` (the
 /// latest by default), as `mode` says (`None`: the table's `incremental-between-scan-mode`).
 ///
+/// Snapshots that expired are read from their long-lived changelogs when the table keeps
+/// them (a decoupled changelog lifecycle, [`crate::changelogs`]), as Java's streaming reads do.
+///
 /// * `delta`: the data files APPEND snapshots in `(start, end]` added; `changelog`: the
 ///   changelog files of those snapshots (tables with a changelog producer); `auto`: changelog
 ///   when the table has a changelog producer, else delta (Java's follow-up scanners). Splits are
@@ -228,7 +232,14 @@ pub async fn plan_changes(
         }
         IncrementalBetweenScanMode::Changelog => true,
     };
-    let earliest = sm.earliest_id().await?.unwrap_or(1);
+    // Java `NextSnapshotFetcher`: a snapshot that expired is read from its long-lived
+    // changelog (`changelog/changelog-N`) when the table keeps them.
+    let changelogs = ChangelogStore::new(table.branch_io().clone());
+    let snapshot_earliest = sm.earliest_id().await?.unwrap_or(1);
+    let earliest = match changelogs.earliest_id().await? {
+        Some(c) => c.min(snapshot_earliest),
+        None => snapshot_earliest,
+    };
     if start_exclusive + 1 < earliest {
         return Err(Error::SnapshotExpired {
             id: start_exclusive + 1,
@@ -243,7 +254,14 @@ pub async fn plan_changes(
     let mut splits = Vec::new();
     let mut end_snapshot = None;
     for id in (start_exclusive + 1)..=end {
-        let snap = sm.snapshot(id).await?;
+        let snap = if id < snapshot_earliest {
+            match changelogs.read(id).await? {
+                Some(changelog) => changelog,
+                None => sm.snapshot(id).await?,
+            }
+        } else {
+            sm.snapshot(id).await?
+        };
         let list = if uses_changelog {
             snap.changelog_manifest_list.clone()
         } else if snap.commit_kind == CommitKind::Append {

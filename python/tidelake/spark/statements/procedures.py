@@ -20,6 +20,7 @@ PROCEDURES: dict[str, tuple[str, ...]] = {
     "compact": ("table", "partitions", "where", "order_strategy", "order_by", "options", "partition_idle_time",
                 "compact_strategy"),
     "expire_snapshots": ("table", "retain_max", "retain_min", "older_than", "max_deletes", "options"),
+    "expire_changelogs": ("table", "retain_max", "retain_min", "older_than", "max_deletes", "delete_all"),
     "expire_partitions": ("table", "expiration_time", "timestamp_formatter", "timestamp_pattern", "expire_strategy",
                           "max_expires", "options"),
     "remove_orphan_files": ("table", "older_than", "dry_run", "parallelism", "mode"),
@@ -42,7 +43,8 @@ PROCEDURES: dict[str, tuple[str, ...]] = {
 }
 """Paimon's Spark procedures run here, with their parameters (lower case) in Paimon's order, and
 tidelake's write-audit-publish pair ``create_stage`` / ``publish_stage`` (:meth:`Table.stage
-<tidelake.Table.stage>`, :meth:`Table.publish_stage <tidelake.Table.publish_stage>`)."""
+<tidelake.Table.stage>`, :meth:`Table.publish_stage <tidelake.Table.publish_stage>`), and Paimon's
+Flink procedure ``expire_changelogs`` (``delete_all`` is refused)."""
 
 _CALL = re.compile(r"\s*(?:`?sys`?\.)?`?(\w+)`?\s*\((.*)\)\s*;?\s*", re.S)
 
@@ -126,6 +128,16 @@ class _Procedures:
         done = self.table.expire_snapshots(retain_min, retain_max,
                                            None if older_than is None else _epoch_ms(older_than), max_deletes)
         return self.ctx.result([(done["snapshots"],)], "expired_snapshots bigint")
+
+    def expire_changelogs(self, retain_max: int | None = None, retain_min: int | None = None,
+                          older_than: Any = None, max_deletes: int | None = None, **rest: Any) -> DataFrame:
+        from ...table import _epoch_ms
+
+        self._only("expire_changelogs", rest)
+        done = self.table.expire_changelogs(retain_min=retain_min, retain_max=retain_max,
+                                            older_than_ms=None if older_than is None else _epoch_ms(older_than),
+                                            max_deletes=max_deletes)
+        return self.ctx.result([(done["changelogs"],)], "expired_changelogs bigint")
 
     def expire_partitions(self, expiration_time: str | None = None, timestamp_formatter: str | None = None,
                           timestamp_pattern: str | None = None, expire_strategy: str | None = None,

@@ -37,6 +37,7 @@ async fn expire_keeping(table: &Table, keep: i64) {
         retain_max: keep,
         older_than_ms: i64::MAX,
         max_deletes: 1000,
+        changelog: None,
     };
     expire_snapshots(table, &config).await.unwrap();
 }

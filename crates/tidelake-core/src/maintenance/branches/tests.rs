@@ -82,6 +82,7 @@ fn keep_one() -> ExpireConfig {
         retain_max: 1,
         older_than_ms: i64::MAX,
         max_deletes: i64::MAX,
+        changelog: None,
     }
 }
 

@@ -341,6 +341,8 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     r("RawTable", "delete_tag", altered.delete_tag("t2"))
     r("RawTable", "truncate", altered.truncate("me"))
     assert altered.reload().scan().to_table().num_rows == 0
+    purged = r("RawTable", "purge_files", altered.purge_files())
+    assert purged["snapshots_expired"] > 0 and purged["snapshot_id"] is not None
 
     created = r("RawTable", "create", _internal.RawTable.create(str(tmp_path / "plain"), schema, [], [], None, [],
                                                                 comment="c"))

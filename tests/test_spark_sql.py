@@ -103,6 +103,8 @@ def test_procedures(spark, tmp_path):
     assert sql(spark, f"CALL sys.compact_manifest(table => '{path}')").collect()[0].result is True
     assert t.refresh().latest_snapshot().commit_kind == "COMPACT" and len(t.system("manifests")) < manifests
     assert sql(spark, f"CALL sys.remove_unexisting_files(table => '{path}', dry_run => true)").collect() == []
+    assert sql(spark, f"CALL sys.purge_files(table => '{path}')").collect()[0].result == "Success"
+    assert t.refresh().to_arrow().num_rows == 0 and len(t.snapshots()) == 1
     with pytest.raises(tidelake.UnsupportedError, match="migrate_table"):
         sql(spark, f"CALL sys.migrate_table(table => '{path}')")
     with pytest.raises(tidelake.InvalidArgumentError, match="no argument 'bogus'"):

@@ -448,6 +448,11 @@ class RawTable:
     def remove_unexisting_files(self) -> tuple[list[str], int | None]:
         """Remove the live data files storage lacks in one commit: their paths, the snapshot id."""
 
+    def purge_files(self) -> dict[str, Any]:
+        """Purge the table: branches, tags, consumers, rows, changelogs, older snapshots and
+        orphans go; what went (branches, tags, consumers, snapshot_id, snapshots_expired,
+        deleted, orphan_files)."""
+
     def mark_partition_done(self, specs_json: str) -> None:
         """Mark the partitions of the full specs done by partition.mark-done-action."""
 

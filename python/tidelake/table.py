@@ -1047,6 +1047,19 @@ class Table:
         paths, _ = self._raw.remove_unexisting_files()
         return paths
 
+    def purge_files(self) -> dict[str, Any]:
+        """Empty the table and delete everything that held data, as Java's ``purge_files``
+        procedure does: every branch is dropped, every tag and consumer deleted, the rows
+        removed by one OVERWRITE snapshot, ``changelog/`` deleted, every older snapshot expired
+        and every orphan file removed. The schema and options stay; time travel to anything
+        before is gone. Only a table opened on its main branch is purged (and not while
+        ``scan.fallback-branch`` names one of its branches).
+
+        Returns what went: ``branches``, ``tags``, ``consumers`` (names), ``snapshot_id`` (the
+        emptying snapshot), ``snapshots_expired``, ``deleted`` (file counts of the expiry) and
+        ``orphan_files`` (paths relative to the table)."""
+        return dict(self._raw.purge_files())
+
     def mark_partition_done(self, partitions: Any) -> None:
         """Mark partitions done (``[{"dt": "2024-05-14"}, ...]``, every partition column given)
         by the table's ``partition.mark-done-action``, as Java's ``mark_partition_done``

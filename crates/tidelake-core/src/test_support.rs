@@ -6,8 +6,10 @@
 //! of the library its users get. Helpers panic on failure, as tests do.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow_array::{Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
 use futures::TryStreamExt;
 use serde_json::Value as Json;
 use tidelake_spec::schema::TableSchema;
@@ -17,6 +19,7 @@ use crate::commit::FileStoreCommit;
 use crate::compact::inline_compaction;
 use crate::io::FileIO;
 use crate::ops::Read;
+use crate::schema_change::{create_table, TableSpec};
 use crate::table::Table;
 use crate::write::input::RowKinds;
 use crate::write::table_write::TableWrite;
@@ -115,6 +118,61 @@ pub async fn write_and_commit(
         .commit(messages, BATCH_COMMIT_IDENTIFIER, &[])
         .await
         .unwrap()
+}
+
+/// A primary-key table at `dir` (`k`, `v` BIGINT, one bucket, `write-only` so only the test
+/// maintains it, plus `options`) with `commits` one-row commits: commit `c` has identifier `c`,
+/// creates snapshot `c` and writes the row `(c % keys, c)`.
+pub async fn one_row_commits(
+    dir: &Path,
+    options: &[(&str, &str)],
+    keys: i64,
+    commits: i64,
+) -> Table {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("v", DataType::Int64, true),
+    ]));
+    let mut opts = vec![("write-only".to_string(), "true".to_string())];
+    opts.extend(options.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let spec = TableSpec {
+        primary_keys: vec!["k".into()],
+        partition_keys: vec![],
+        bucket: Some(1),
+        options: opts,
+        comment: None,
+    };
+    let io = FileIO::open(dir.to_str().expect("utf-8 temp dir")).expect("local dir");
+    create_table(io.clone(), &schema, &spec)
+        .await
+        .expect("table created");
+    let table = Table::open_io(io).await.expect("table opens");
+    for commit in 1..=commits {
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(vec![commit % keys])),
+                Arc::new(Int64Array::from(vec![commit])),
+            ],
+        )
+        .expect("batch");
+        let mut write = TableWrite::new(table.clone(), inline_compaction)
+            .await
+            .unwrap();
+        write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
+        let messages = write.prepare_commit().await.unwrap();
+        let ids = FileStoreCommit::new(table.clone(), "test")
+            .unwrap()
+            .commit(messages, commit, &[])
+            .await
+            .unwrap();
+        assert_eq!(
+            ids,
+            vec![commit],
+            "commit {commit} creates snapshot {commit}"
+        );
+    }
+    table
 }
 
 /// The batches of the latest snapshot with `options` overriding table options, in read order

@@ -3,69 +3,29 @@
 //! files, changelog expiry removes them by the changelog retention, change reads over expired
 //! snapshots read the long-lived changelogs, and orphan cleaning keeps what they reference.
 
-use std::sync::Arc;
-
-use arrow_array::{Int64Array, RecordBatch};
-use arrow_schema::{DataType, Field, Schema};
-use tidelake_core::api::commit::FileStoreCommit;
 use tidelake_core::api::maintenance::{
     create_tag, delete_tag, expire_snapshots, remove_orphan_files, ExpireConfig,
 };
 use tidelake_core::api::scan::plan_changes;
-use tidelake_core::api::schema::{create_table, TableSpec};
-use tidelake_core::api::write::RowKinds;
-use tidelake_core::api::{ErrorKind, FileIO, Table};
-use tidelake_core::test_support::{files_under, snapshot_ids};
+use tidelake_core::api::{ErrorKind, Table};
+use tidelake_core::test_support::{files_under, one_row_commits, snapshot_ids};
 
-/// A `changelog-producer=input` primary-key table with `commits` one-row commits, keeping one
-/// snapshot and four long-lived changelogs.
+/// A primary-key table with `commits` one-row commits, keeping one snapshot and four
+/// long-lived changelogs.
 async fn table_with_commits(
     dir: &std::path::Path,
     options: &[(&str, &str)],
     commits: i64,
 ) -> Table {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, false),
-        Field::new("v", DataType::Int64, true),
-    ]));
-    let mut opts: Vec<(String, String)> = vec![
-        ("write-only".into(), "true".into()),
-        ("snapshot.num-retained.min".into(), "1".into()),
-        ("snapshot.num-retained.max".into(), "2".into()),
-        ("snapshot.time-retained".into(), "1 ms".into()),
-        ("changelog.num-retained.min".into(), "4".into()),
-        ("changelog.num-retained.max".into(), "4".into()),
+    let mut opts = vec![
+        ("snapshot.num-retained.min", "1"),
+        ("snapshot.num-retained.max", "2"),
+        ("snapshot.time-retained", "1 ms"),
+        ("changelog.num-retained.min", "4"),
+        ("changelog.num-retained.max", "4"),
     ];
-    opts.extend(options.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let spec = TableSpec {
-        primary_keys: vec!["k".into()],
-        partition_keys: vec![],
-        bucket: Some(1),
-        options: opts,
-        comment: None,
-    };
-    let io = FileIO::open(dir.to_str().unwrap()).unwrap();
-    create_table(io.clone(), &schema, &spec).await.unwrap();
-    let table = Table::open_io(io).await.unwrap();
-    for commit in 1..=commits {
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![
-                Arc::new(Int64Array::from(vec![commit % 3])),
-                Arc::new(Int64Array::from(vec![commit])),
-            ],
-        )
-        .unwrap();
-        let mut write = table.new_write().build().await.unwrap();
-        write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
-        let messages = write.prepare_commit().await.unwrap();
-        FileStoreCommit::new(table.clone(), "test")
-            .unwrap()
-            .commit(messages, commit, &[])
-            .await
-            .unwrap();
-    }
-    table
+    opts.extend_from_slice(options);
+    one_row_commits(dir, &opts, 3, commits).await
 }
 
 /// The table's retention a minute from now: every commit is older than the 1 ms retained.

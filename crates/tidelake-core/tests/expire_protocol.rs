@@ -6,56 +6,12 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Int64Array, RecordBatch};
-use arrow_schema::{DataType, Field, Schema};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use tidelake_core::api::commit::FileStoreCommit;
 use tidelake_core::api::maintenance::{expire_snapshots, ExpireConfig};
-use tidelake_core::api::schema::{create_table, TableSpec};
-use tidelake_core::api::write::RowKinds;
 use tidelake_core::api::{FileIO, StorageOptions, Table};
 use tidelake_core::io::instrumented::{InstrumentedStore, OpKind};
-use tidelake_core::test_support::snapshot_ids;
-
-/// A primary-key table at `dir` with `commits` one-row commits (snapshots `1..=commits`);
-/// automatic maintenance is off (`write-only`) so only the test expires.
-async fn table_with_commits(dir: &std::path::Path, commits: i64) -> Table {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, false),
-        Field::new("v", DataType::Int64, true),
-    ]));
-    let spec = TableSpec {
-        primary_keys: vec!["k".into()],
-        partition_keys: vec![],
-        bucket: Some(1),
-        options: vec![("write-only".into(), "true".into())],
-        comment: None,
-    };
-    let io = FileIO::open(dir.to_str().unwrap()).unwrap();
-    create_table(io.clone(), &schema, &spec).await.unwrap();
-    let table = Table::open_io(io).await.unwrap();
-    for commit in 1..=commits {
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![
-                Arc::new(Int64Array::from(vec![commit % 7])),
-                Arc::new(Int64Array::from(vec![commit])),
-            ],
-        )
-        .unwrap();
-        let mut write = table.new_write().build().await.unwrap();
-        write.write(&batch, RowKinds::Fixed(0)).await.unwrap();
-        let messages = write.prepare_commit().await.unwrap();
-        let ids = FileStoreCommit::new(table.clone(), "test")
-            .unwrap()
-            .commit(messages, commit, &[])
-            .await
-            .unwrap();
-        assert_eq!(ids, vec![commit]);
-    }
-    table
-}
+use tidelake_core::test_support::{one_row_commits, snapshot_ids};
 
 /// The table at `dir` seen through a recording store.
 async fn recorded(dir: &std::path::Path) -> (Table, InstrumentedStore) {
@@ -94,7 +50,7 @@ fn snapshot_deletes(requests: &[(OpKind, String)]) -> Vec<(usize, i64)> {
 #[tokio::test]
 async fn snapshot_files_go_in_ascending_order_before_the_earliest_hint() {
     let dir = tempfile::tempdir().unwrap();
-    table_with_commits(dir.path(), 12).await;
+    one_row_commits(dir.path(), &[], 7, 12).await;
     let (table, store) = recorded(dir.path()).await;
     let result = expire_snapshots(&table, &keep(3)).await.unwrap();
     assert_eq!(result.snapshots, 9);
@@ -130,7 +86,7 @@ async fn snapshot_files_go_in_ascending_order_before_the_earliest_hint() {
 #[tokio::test]
 async fn a_failed_snapshot_delete_stops_the_run_with_everything_above_it_intact() {
     let dir = tempfile::tempdir().unwrap();
-    table_with_commits(dir.path(), 8).await;
+    one_row_commits(dir.path(), &[], 7, 8).await;
     let options: StorageOptions = [
         ("tidelake.fault.nth", "1"),
         ("tidelake.fault.op", "delete"),
@@ -166,7 +122,7 @@ async fn a_failed_snapshot_delete_stops_the_run_with_everything_above_it_intact(
 #[tokio::test]
 async fn leftovers_below_the_earliest_hint_are_expired_first() {
     let dir = tempfile::tempdir().unwrap();
-    table_with_commits(dir.path(), 6).await;
+    one_row_commits(dir.path(), &[], 7, 6).await;
     // A hint above snapshots that still exist (an older tidelake wrote EARLIEST first).
     std::fs::write(dir.path().join("snapshot/EARLIEST"), "4").unwrap();
     let (table, store) = recorded(dir.path()).await;
@@ -185,7 +141,7 @@ async fn leftovers_below_the_earliest_hint_are_expired_first() {
 #[tokio::test]
 async fn retention_counts_from_the_published_latest_snapshot() {
     let dir = tempfile::tempdir().unwrap();
-    table_with_commits(dir.path(), 5).await;
+    one_row_commits(dir.path(), &[], 7, 5).await;
     // Snapshot 5 exists but its committer has not published it yet: LATEST still says 4.
     std::fs::write(dir.path().join("snapshot/LATEST"), "4").unwrap();
     let table = Table::open_io(FileIO::open(dir.path().to_str().unwrap()).unwrap())
@@ -206,7 +162,7 @@ async fn retention_counts_from_the_published_latest_snapshot() {
 #[tokio::test]
 async fn expiring_nothing_costs_a_handful_of_requests_without_listing() {
     let dir = tempfile::tempdir().unwrap();
-    table_with_commits(dir.path(), 300).await;
+    one_row_commits(dir.path(), &[], 7, 300).await;
     let (table, store) = recorded(dir.path()).await;
     // Paimon's defaults: 10 retained at least, 1 h; every snapshot here is younger.
     let config = ExpireConfig::of_table(&table).unwrap();

@@ -307,6 +307,21 @@ impl RawTable {
         Ok((paths, committed.last_id()))
     }
 
+    /// Purge the table (the `purge_files` procedure): what went, as a dict.
+    fn purge_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let purged = block_on(py, ops::purge_files(&self.table))?.py()?;
+        let d = PyDict::new(py);
+        d.set_item("branches", purged.branches)?;
+        d.set_item("tags", purged.tags)?;
+        d.set_item("consumers", purged.consumers)?;
+        d.set_item("snapshot_id", purged.truncated.last_id())?;
+        d.set_item("snapshots_expired", purged.expired.snapshots)?;
+        d.set_item("deleted", counts(py, &purged.expired.deleted)?)?;
+        let orphans: Vec<String> = purged.orphans.into_iter().map(|f| f.path).collect();
+        d.set_item("orphan_files", orphans)?;
+        Ok(d)
+    }
+
     /// Mark the partitions of `specs_json` (`[{"k": v, ...}, ...]`, every partition column)
     /// done by the table's `partition.mark-done-action`.
     fn mark_partition_done(&self, py: Python<'_>, specs_json: String) -> PyResult<()> {

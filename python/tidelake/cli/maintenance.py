@@ -1,5 +1,5 @@
 """Commands that rewrite or remove data: compact, expire-snapshots, expire-changelogs, remove-orphans,
-expire-partitions, drop-partition."""
+expire-partitions, drop-partition, compact-manifest, purge-files."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import click
 from .. import exceptions as exc
 from ..maintenance import typed_partitions
 from ..table import Table
-from ._app import _JSON, _PATH, _emit_json, _guarded, _open, main
+from ._app import _JSON, _PATH, _emit_json, _fail, _guarded, _open, main
 from ._format import _count, _fmt_duration, _human_bytes, _json_value, _ms, _print_table, _progress, _rel, _summary
-from ._params import _DURATION, _PARTITION, _PARTITION_OPT_HELP, _now_ms, _spec_text
+from ._params import _DURATION, _PARTITION, _PARTITION_OPT_HELP, _interactive, _now_ms, _spec_text
 
 
 @main.command("expire-snapshots", short_help="Expire old snapshots and the files only they use.")
@@ -222,6 +222,37 @@ def compact_manifest(path: str, as_json: bool) -> None:
         return
     click.echo(f"snapshot {sid}: {before} -> {after} manifests" if sid is not None
                else f"manifests already compact ({before})")
+
+
+@main.command("purge-files", short_help="Empty a table and delete its history, branches and tags.")
+@_PATH
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (needed when stdin is not a terminal).")
+@_JSON
+@_guarded
+def purge_files(path: str, yes: bool, as_json: bool) -> None:
+    """Purge the table at PATH as Paimon's purge_files procedure does: every branch, tag and
+    consumer is deleted, every row removed, and every older snapshot, changelog and orphan file
+    deleted. The schema and options stay. Asks for confirmation unless --yes; without --yes and
+    without a terminal on stdin it fails with exit 2.
+
+    \b
+    Example: tidelake purge-files wh/db.db/orders --yes
+    """
+    t = _open(path)
+    if not yes:
+        if not _interactive():
+            raise exc.InvalidArgumentError("purge-files needs confirmation: pass --yes (stdin is not a terminal)")
+        if not click.confirm(f"Purge {t.path}? Every row, snapshot, tag and branch is deleted.", default=False,
+                             err=True):
+            _fail(RuntimeError("not confirmed; nothing was purged"), 1)
+    result = t.purge_files()
+    if as_json:
+        _emit_json(result)
+        return
+    click.echo(f"purged: snapshot {result['snapshot_id']}, {result['snapshots_expired']} snapshots expired, "
+               f"{len(result['branches'])} branches, {len(result['tags'])} tags, "
+               f"{len(result['consumers'])} consumers, {len(result['orphan_files'])} orphan files; "
+               f"{_summary(result['deleted'])} removed")
 
 
 def _level_counts(t: Table) -> tuple[int, int]:

@@ -24,7 +24,9 @@ use crate::changelogs::ChangelogStore;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::maintenance::consumers::min_next_snapshot;
-use crate::maintenance::expire::{deleted_in_delta, ChangelogRetention, Protection};
+use crate::maintenance::expire::{
+    deleted_in_delta, ChangelogRetention, Protection, RetentionCounts,
+};
 use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files_of, or_missing, protect_other_branches,
     Candidate, DataScope, DeletedFiles, FileCategory, Lists, MetaCache, References,
@@ -40,17 +42,13 @@ fn bounds(
     retention: &ChangelogRetention,
     min_next: Option<i64>,
 ) -> (i64, i64) {
-    let min = latest_snapshot
-        .saturating_sub(retention.retain_max)
-        .saturating_add(1)
-        .max(earliest);
-    let max = latest_snapshot
-        .saturating_sub(retention.retain_min)
-        .saturating_add(1)
-        .min(min_next.unwrap_or(i64::MAX))
-        .min(earliest.saturating_add(retention.max_deletes))
-        .min(latest);
-    (min, max)
+    let (min, max) = RetentionCounts {
+        retain_min: retention.retain_min,
+        retain_max: retention.retain_max,
+        max_deletes: retention.max_deletes,
+    }
+    .range(earliest, latest_snapshot);
+    (min, max.min(min_next.unwrap_or(i64::MAX)).min(latest))
 }
 
 /// Expire long-lived changelogs of `table` as `retention` allows; returns how many went and

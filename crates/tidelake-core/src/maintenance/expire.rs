@@ -356,6 +356,31 @@ async fn expire(table: &Table, config: &ExpireConfig, dry_run: bool) -> Result<E
     })
 }
 
+/// The counts of a retention (snapshots or long-lived changelogs), and the window over the ids
+/// `earliest..=latest` they allow (Java `ExpireSnapshotsImpl.expire` and
+/// `ExpireChangelogImpl.expire`).
+pub(super) struct RetentionCounts {
+    pub retain_min: i64,
+    pub retain_max: i64,
+    pub max_deletes: i64,
+}
+
+impl RetentionCounts {
+    /// `(min, max_exclusive)`: ids below `min` go whatever their age (`retain_max`), ids from
+    /// `max_exclusive` on stay (`retain_min`, and at most `max_deletes` from `earliest`).
+    pub(super) fn range(&self, earliest: i64, latest: i64) -> (i64, i64) {
+        let min = latest
+            .saturating_sub(self.retain_max)
+            .saturating_add(1)
+            .max(earliest);
+        let max_exclusive = latest
+            .saturating_sub(self.retain_min)
+            .saturating_add(1)
+            .min(earliest.saturating_add(self.max_deletes));
+        (min, max_exclusive)
+    }
+}
+
 /// Java `expire()`: the exclusive end of the range to expire. Consumers are only looked up
 /// (a listing) when retention and time would expire something: the common no-op costs no
 /// listing.
@@ -366,14 +391,12 @@ async fn expire_end(
     earliest: i64,
     latest: i64,
 ) -> Result<i64> {
-    let min = latest
-        .saturating_sub(config.retain_max)
-        .saturating_add(1)
-        .max(earliest);
-    let max_exclusive = latest
-        .saturating_sub(config.retain_min)
-        .saturating_add(1)
-        .min(earliest.saturating_add(config.max_deletes));
+    let (min, max_exclusive) = RetentionCounts {
+        retain_min: config.retain_min,
+        retain_max: config.retain_max,
+        max_deletes: config.max_deletes,
+    }
+    .range(earliest, latest);
     let mut end = max_exclusive;
     for id in min..max_exclusive {
         match sm.snapshot(id + 1).await {

@@ -16,6 +16,7 @@ mod full_compaction;
 mod mark_done;
 mod post_commit;
 mod publish;
+mod purge;
 mod read;
 #[cfg(test)]
 mod read_tests;
@@ -29,6 +30,7 @@ pub use mark_done::mark_partitions_done;
 use mark_done::{mark_written_done, written_partitions};
 pub use post_commit::after_commit;
 pub use publish::publish_branch;
+pub use purge::{purge_files, Purged};
 pub use read::{Changes, PlannedRead, Read, SplitReader};
 pub use replay::{ReplayPolicy, REPLAYS};
 pub use row_level::{

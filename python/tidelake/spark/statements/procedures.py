@@ -40,6 +40,7 @@ PROCEDURES: dict[str, tuple[str, ...]] = {
     "mark_partition_done": ("table", "partitions"),
     "compact_manifest": ("table", "options"),
     "remove_unexisting_files": ("table", "dry_run", "parallelism"),
+    "purge_files": ("table",),
 }
 """Paimon's Spark procedures run here, with their parameters (lower case) in Paimon's order, and
 tidelake's write-audit-publish pair ``create_stage`` / ``publish_stage`` (:meth:`Table.stage
@@ -172,6 +173,10 @@ class _Procedures:
         """``parallelism`` (Paimon's Spark job size) changes nothing here."""
         paths = self.table.remove_unexisting_files(dry_run=_flag(dry_run))
         return self.ctx.result([(p,) for p in paths], "fileName string")
+
+    def purge_files(self) -> DataFrame:
+        self.table.purge_files()
+        return self.ctx.result([("Success",)], "result string")
 
     def remove_orphan_files(self, older_than: Any = None, dry_run: Any = False, parallelism: Any = None,
                             mode: Any = None) -> DataFrame:

@@ -75,7 +75,9 @@ import java.util.Map;
  *       postpone-bucket table ({@code bucket = -2});
  *   <li>{@code {"compact_manifest": true}}: {@code BatchTableCommit.compactManifests()}, the
  *       {@code compact_manifest} procedure;
- *   <li>{@code {"remove_unexisting_files": true}}: {@link #removeUnexistingFiles}.
+ *   <li>{@code {"remove_unexisting_files": true}}: {@link #removeUnexistingFiles};
+ *   <li>{@code {"purge_files": true}}: {@code FileStoreTable.purgeFiles()}, the {@code
+ *       purge_files} procedure (ends the current stream writer).
  * </ul>
  *
  * <p>{@code "existing": true} writes into the table as it is instead of creating it.
@@ -217,6 +219,12 @@ final class Writes {
                     catalog.getTable(id).fastForward(step.get("fast_forward").asText());
                 } else if (step.has("remove_unexisting_files")) {
                     removeUnexistingFiles((FileStoreTable) catalog.getTable(id));
+                } else if (step.has("purge_files")) {
+                    if (streaming != null) {
+                        streaming.close();
+                        streaming = null;
+                    }
+                    ((FileStoreTable) catalog.getTable(id)).purgeFiles();
                 } else if (step.has("compact_manifest")) {
                     try (BatchTableCommit commit =
                             catalog.getTable(id).newBatchWriteBuilder().newCommit()) {

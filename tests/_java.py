@@ -98,7 +98,8 @@ class Scenario:
     ``fields``: (name, Paimon type in schema-file JSON); ``steps`` as the oracle's write job
     takes them (interop/java-oracle Writes.java): ``{"rows": [...]}`` (canonical values; a row
     ``{"kind": "-D", "values": [...]}`` deletes), ``"overwrite"``, ``{"alter": [...]}`` (each
-    change also carries ``"arrow"``, the Arrow type tidelake is given), ``{"tag": name}``;
+    change also carries ``"arrow"``, the Arrow type tidelake is given; column moves, nullability
+    and comments as Writes.java takes them), ``{"tag": name}``;
     ``{"compact": True}`` is a full compaction of every bucket (besides the compactions both
     writers trigger on their own); ``{"create_branch": name}`` (optionally ``"from_tag"``),
     ``{"fast_forward": name}``, and ``"rows"`` steps with ``"branch": name`` (batch mode). ``mode``: "stream" (one long-lived writer, commit identifiers) or "batch"."""
@@ -159,6 +160,12 @@ def tidelake_write(java: JavaOracle, warehouse: str, sc: Scenario) -> tidelake.T
                     t.drop_column(c["drop"])
                 elif "update_type" in c:
                     t.update_column_type(c["update_type"], c["arrow"])
+                elif "move" in c:
+                    t.move_column(c["move"], first="after" not in c, after=c.get("after"))
+                elif "nullable" in c:
+                    t.update_column_nullability(c["nullable"], c["value"])
+                elif "comment" in c:
+                    t.update_column_comment(c["comment"], c["value"])
                 else:
                     t.set_option(c["set"], c["value"])
             t = cat.get_table(ident)

@@ -45,7 +45,9 @@ _Change = tuple[str, str | None, str | None, pa.Field | _ArrowSchemaExportable |
 """One schema change for :meth:`RawTable.alter`: ``(op, name, arg, field, position)`` with op one
 of ``add_column`` (field, arg=comment, position ``first``/``last``/``after:COL``),
 ``rename_column`` (name → arg), ``drop_column`` (name), ``update_column_type`` (name, field),
-``set_option`` (name=key, arg=value), ``remove_option`` (name=key), ``update_comment`` (arg)."""
+``set_option`` (name=key, arg=value), ``remove_option`` (name=key), ``update_comment`` (arg),
+``move_column`` (name, position), ``update_column_nullability`` (name, arg ``true``/``false``),
+``update_column_comment`` (name, arg=comment or None)."""
 
 @final
 class RawCatalog:

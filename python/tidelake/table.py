@@ -283,6 +283,25 @@ class Table:
 
         return self._alter([("update_column_type", name, None, pa.field(name, type), None)])
 
+    def move_column(self, name: str, *, first: bool = False, after: str | None = None, last: bool = False) -> Table:
+        """Move a column first, last or after another (Paimon's ``updateColumnPosition``); data
+        files keep working through field ids."""
+        if [first, after is not None, last].count(True) != 1:
+            raise InvalidArgumentError("move_column needs exactly one of first=True, after='column' or last=True")
+        position = "first" if first else ("last" if last else f"after:{after}")
+        return self._alter([("move_column", name, None, None, position)])
+
+    def update_column_nullability(self, name: str, nullable: bool) -> Table:
+        """Make a column nullable, or NOT NULL (Paimon's ``updateColumnNullability``). A
+        primary-key column stays NOT NULL; a nullable column becomes NOT NULL only when the table
+        option ``alter-column-null-to-not-null.disabled`` is ``false`` (existing rows are not
+        checked, as in Paimon)."""
+        return self._alter([("update_column_nullability", name, "true" if nullable else "false", None, None)])
+
+    def update_column_comment(self, name: str, comment: str | None) -> Table:
+        """Set (or, with None, clear) a column's comment."""
+        return self._alter([("update_column_comment", name, comment, None, None)])
+
     def set_option(self, key: str, value: str) -> Table:
         return self._alter([("set_option", key, str(value), None, None)])
 

@@ -17,10 +17,12 @@ use arrow_schema::Schema as ArrowSchema;
 use serde_json::{json, Value};
 use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type};
 use tidelake_spec::bucket::POSTPONE_BUCKET;
-use tidelake_spec::options::{ChangelogProducer, MergeEngine, Options};
+use tidelake_spec::options::{
+    ChangelogProducer, MergeEngine, Options, ALTER_NULL_TO_NOT_NULL_DISABLED,
+};
 use tidelake_spec::schema::{check_column_name, TableSchema};
 use tidelake_spec::type_json::type_to_json;
-use tidelake_spec::types::{DataType, TypeKind};
+use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use crate::branch::{list_branches, MAIN_BRANCH, SCAN_FALLBACK_BRANCH};
 use crate::error::{Error, Result};
@@ -244,6 +246,24 @@ pub enum SchemaChange {
     UpdateComment {
         comment: Option<String>,
     },
+    /// Move an existing column (Java `updateColumnPosition`): first, last or after another.
+    MoveColumn {
+        name: String,
+        position: ColumnPosition,
+    },
+    /// Make a column nullable or NOT NULL (Java `updateColumnNullability`): a primary-key
+    /// column cannot become nullable, and a nullable column becomes NOT NULL only when the
+    /// table's `alter-column-null-to-not-null.disabled` is false (existing rows are not
+    /// checked, as in Java).
+    UpdateColumnNullability {
+        name: String,
+        nullable: bool,
+    },
+    /// Set or clear a column's comment (Java `updateColumnComment`).
+    UpdateColumnComment {
+        name: String,
+        comment: Option<String>,
+    },
 }
 
 impl SchemaChange {
@@ -260,11 +280,9 @@ impl SchemaChange {
                 position,
                 comment,
             } => {
-                let moved = |kind: &str, reference: Option<&str>| json!({"fieldName": name, "referenceFieldName": reference, "type": kind});
                 let movement = match position {
                     ColumnPosition::Last => Value::Null,
-                    ColumnPosition::First => moved("FIRST", None),
-                    ColumnPosition::After(other) => moved("AFTER", Some(other)),
+                    moved => moved.to_paimon_json(name),
                 };
                 json!({"action": "addColumn", "fieldNames": [name], "dataType": paimon_type(data_type)?,
                        "comment": comment, "move": movement})
@@ -285,16 +303,74 @@ impl SchemaChange {
             SchemaChange::UpdateComment { comment } => {
                 json!({"action": "updateComment", "comment": comment})
             }
+            SchemaChange::MoveColumn { name, position } => json!({
+                "action": "updateColumnPosition", "move": position.to_paimon_json(name)}),
+            SchemaChange::UpdateColumnNullability { name, nullable } => json!({
+                "action": "updateColumnNullability", "fieldNames": [name],
+                "newNullability": nullable}),
+            SchemaChange::UpdateColumnComment { name, comment } => json!({
+                "action": "updateColumnComment", "fieldNames": [name], "newComment": comment}),
         })
     }
 }
 
-/// Where an added column goes.
+/// Where an added or moved column goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnPosition {
     Last,
     First,
     After(String),
+}
+
+impl ColumnPosition {
+    /// Java's `SchemaChange.Move` of column `name` to this position.
+    fn to_paimon_json(&self, name: &str) -> Value {
+        let (kind, reference) = match self {
+            ColumnPosition::Last => ("LAST", None),
+            ColumnPosition::First => ("FIRST", None),
+            ColumnPosition::After(other) => ("AFTER", Some(other)),
+        };
+        json!({"fieldName": name, "referenceFieldName": reference, "type": kind})
+    }
+
+    /// Move the column at `from` of `fields` here (Java `SchemaManager.applyMove`); moving a
+    /// column next to itself is refused, as in Java.
+    fn apply(&self, fields: &mut Vec<DataField>, from: usize) -> Result<()> {
+        let name = fields[from].name.clone();
+        let to = match self {
+            ColumnPosition::First => 0,
+            ColumnPosition::Last => fields.len() - 1,
+            ColumnPosition::After(other) => {
+                let reference = fields
+                    .iter()
+                    .position(|f| &f.name == other)
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "cannot move column '{name}' after '{other}': '{other}' does not exist"
+                        ))
+                    })?;
+                if reference == from {
+                    return Err(Error::invalid(format!(
+                        "cannot move column '{name}' after itself"
+                    )));
+                }
+                if from > reference {
+                    reference + 1
+                } else {
+                    reference
+                }
+            }
+        };
+        if to == from && !matches!(self, ColumnPosition::After(_)) {
+            return Err(Error::invalid(format!(
+                "column '{name}' is already {}",
+                if to == 0 { "first" } else { "last" }
+            )));
+        }
+        let field = fields.remove(from);
+        fields.insert(to, field);
+        Ok(())
+    }
 }
 
 /// Apply `changes` to the latest schema of `table` and commit the new schema file (through
@@ -458,6 +534,35 @@ pub fn apply_changes(
                 s.options.remove(key);
             }
             SchemaChange::UpdateComment { comment } => s.comment = comment.clone(),
+            SchemaChange::MoveColumn { name, position } => {
+                let i = column_index(&s, name)?;
+                position.apply(&mut s.fields, i)?;
+            }
+            SchemaChange::UpdateColumnNullability { name, nullable } => {
+                let i = column_index(&s, name)?;
+                if *nullable && s.primary_keys.iter().any(|k| k == name) {
+                    return Err(Error::invalid(format!(
+                        "cannot make primary key column '{name}' nullable"
+                    )));
+                }
+                let old = &s.fields[i].data_type;
+                let refused = s
+                    .options
+                    .null_to_not_null_disabled()
+                    .map_err(|e| Error::from_spec("table options", e))?;
+                if old.nullable && !nullable && refused {
+                    return Err(Error::Unsupported(format!(
+                        "cannot make nullable column '{name}' NOT NULL: set the table option \
+                         '{ALTER_NULL_TO_NOT_NULL_DISABLED}' = 'false' to allow it (existing rows \
+                         are not checked)"
+                    )));
+                }
+                s.fields[i].data_type = old.with_nullable(*nullable);
+            }
+            SchemaChange::UpdateColumnComment { name, comment } => {
+                let i = column_index(&s, name)?;
+                s.fields[i].description = comment.clone();
+            }
         }
     }
     let set_keys = changes.iter().filter_map(|c| match c {

@@ -85,6 +85,17 @@ type PyChange = (
     Option<String>,
 );
 
+/// `"last"` (or none), `"first"` or `"after:<column>"`.
+fn column_position(position: Option<&str>) -> ColumnPosition {
+    match position {
+        None | Some("last") => ColumnPosition::Last,
+        Some("first") => ColumnPosition::First,
+        Some(after) => {
+            ColumnPosition::After(after.strip_prefix("after:").unwrap_or(after).to_string())
+        }
+    }
+}
+
 fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
     let (op, name, arg, field, position) = change;
     let need = |v: Option<String>, what: &str| {
@@ -95,20 +106,33 @@ fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
             let field = field
                 .ok_or_else(|| Error::invalid("'add_column' needs a pyarrow field"))?
                 .0;
-            let position = match position.as_deref() {
-                None | Some("last") => ColumnPosition::Last,
-                Some("first") => ColumnPosition::First,
-                Some(after) => {
-                    ColumnPosition::After(after.strip_prefix("after:").unwrap_or(after).to_string())
-                }
-            };
             SchemaChange::AddColumn {
                 name: field.name().clone(),
                 data_type: field.data_type().clone(),
-                position,
+                position: column_position(position.as_deref()),
                 comment: arg,
             }
         }
+        "move_column" => SchemaChange::MoveColumn {
+            name: need(name, "a column")?,
+            position: column_position(position.as_deref()),
+        },
+        "update_column_nullability" => SchemaChange::UpdateColumnNullability {
+            name: need(name, "a column")?,
+            nullable: match need(arg, "'true' or 'false'")?.as_str() {
+                "true" => true,
+                "false" => false,
+                other => {
+                    return Err(Error::invalid(format!(
+                        "'{op}' needs 'true' or 'false', got '{other}'"
+                    )))
+                }
+            },
+        },
+        "update_column_comment" => SchemaChange::UpdateColumnComment {
+            name: need(name, "a column")?,
+            comment: arg,
+        },
         "rename_column" => SchemaChange::RenameColumn {
             from: need(name, "a column")?,
             to: need(arg, "a new name")?,

@@ -97,6 +97,8 @@ pub const DATA_EVOLUTION_ENABLED: &str = "data-evolution.enabled";
 pub const WRITE_ONLY: &str = "write-only";
 /// Writers fully compact the table at every commit whose identifier is a multiple of this.
 pub const FULL_COMPACTION_DELTA_COMMITS: &str = "full-compaction.delta-commits";
+/// Whether schema changes may turn a nullable column NOT NULL (Java refuses by default).
+pub const ALTER_NULL_TO_NOT_NULL_DISABLED: &str = "alter-column-null-to-not-null.disabled";
 /// Older spelling Java still reads for `write-only`.
 pub const WRITE_ONLY_FALLBACK_KEY: &str = "write.compaction-skip";
 
@@ -717,6 +719,11 @@ impl Options {
     /// `data-evolution.enabled`, default false.
     pub fn data_evolution_enabled(&self) -> Result<bool> {
         or_default(self.get_bool(DATA_EVOLUTION_ENABLED), false)
+    }
+
+    /// `alter-column-null-to-not-null.disabled`, default true.
+    pub fn null_to_not_null_disabled(&self) -> Result<bool> {
+        or_default(self.get_bool(ALTER_NULL_TO_NOT_NULL_DISABLED), true)
     }
 
     /// `write-only` (or `write.compaction-skip`), default false.

@@ -9,7 +9,8 @@
 * ``CREATE DATABASE|SCHEMA [IF NOT EXISTS] <db>`` in the warehouse or catalog.
 * ``DROP TABLE [IF EXISTS]``, ``TRUNCATE TABLE``.
 * ``ALTER TABLE <t>`` ``ADD COLUMN(S)`` (with ``COMMENT``, ``FIRST`` / ``AFTER c``), ``RENAME
-  COLUMN a TO b``, ``DROP COLUMN(S)``, ``ALTER|CHANGE COLUMN c TYPE t`` (widening), ``SET
+  COLUMN a TO b``, ``DROP COLUMN(S)``, ``ALTER|CHANGE COLUMN c TYPE t`` (widening), ``ALTER
+  COLUMN c COMMENT '...'`` / ``SET NOT NULL`` / ``DROP NOT NULL`` / ``FIRST`` / ``AFTER b``, ``SET
   TBLPROPERTIES``, ``UNSET TBLPROPERTIES [IF EXISTS]``, ``DROP PARTITION (k=v)``, ``RENAME TO``.
 """
 
@@ -202,6 +203,10 @@ def alter(ctx: Context, stmt: exp.Alter) -> DataFrame | None:
                     table = table.drop_column(name)
         elif isinstance(action, exp.AlterColumn) and action.args.get("dtype") is not None:
             table = _change_column(table, action)
+        elif isinstance(action, exp.AlterColumn) and action.args.get("comment") is not None:
+            table = table.update_column_comment(action.this.name, action.args["comment"].name)
+        elif isinstance(action, exp.AlterColumn) and action.args.get("allow_null") is not None:
+            table = table.update_column_nullability(action.this.name, bool(action.args["allow_null"]))
         elif isinstance(action, exp.AlterSet):
             for props in action.expressions:
                 for p in props.expressions:
@@ -218,7 +223,8 @@ def alter(ctx: Context, stmt: exp.Alter) -> DataFrame | None:
                                  f"{action.this.db or stmt.this.db}.{action.this.name}")
         else:
             raise UnsupportedError(f"ALTER TABLE ... {action.sql('spark')}: tidelake runs ADD, RENAME, DROP and "
-                                   "ALTER COLUMN (type), SET/UNSET TBLPROPERTIES, DROP PARTITION and RENAME TO")
+                                   "ALTER COLUMN (type, COMMENT, SET/DROP NOT NULL, FIRST/AFTER), SET/UNSET "
+                                   "TBLPROPERTIES, DROP PARTITION and RENAME TO")
     return ctx.result([(table.path,)], "path string")
 
 
@@ -254,6 +260,24 @@ def _change_column(table: Table, action: exp.AlterColumn) -> Table:
     if table.schema.field(name).type != wanted:
         table = table.update_column_type(name, wanted)
     return table
+
+
+_MOVE = re.compile(r"\s*ALTER\s+TABLE\s+(.+?)\s+(?:ALTER|CHANGE)\s+(?:COLUMN\s+)?(\S+)\s+(FIRST|AFTER\s+(\S+))\s*;?\s*",
+                   re.S | re.I)
+
+
+def move_column(ctx: Context, text: str) -> DataFrame | None:
+    """``ALTER TABLE <t> ALTER COLUMN c FIRST|AFTER b`` (which sqlglot does not parse); None when
+    ``text`` is not that or the table is not tidelake's."""
+    m = _MOVE.fullmatch(text)
+    if m is None:
+        return None
+    table = ctx.table_written(m.group(1))
+    if table is None:
+        return None
+    name, after = m.group(2).strip("`"), m.group(4)
+    table = table.move_column(name, first=after is None, after=None if after is None else after.strip("`"))
+    return ctx.result([(table.path,)], "path string")
 
 
 _UNSET = re.compile(r"\s*ALTER\s+TABLE\s+(.+?)\s+UNSET\s+TBLPROPERTIES\s+(IF\s+EXISTS\s+)?\((.*)\)\s*;?\s*",

@@ -63,7 +63,9 @@ import java.util.Map;
  *       the rows from row id n on, as Spark's MERGE INTO writes them);
  *   <li>{@code {"alter": [...]}}: schema changes, each {@code {"add": name, "type": t}}, {@code
  *       {"rename": old, "to": new}}, {@code {"drop": name}}, {@code {"update_type": name,
- *       "type": t}}, {@code {"set": key, "value": v}} or {@code {"remove": key}} (ends the
+ *       "type": t}}, {@code {"set": key, "value": v}}, {@code {"remove": key}}, {@code {"move":
+ *       name}} (first) or {@code {"move": name, "after": other}}, {@code {"nullable": name,
+ *       "value": true|false}} or {@code {"comment": name, "value": text}} (ends the
  *       current stream writer; the next commit opens a new one);
  *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
  *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
@@ -306,6 +308,18 @@ final class Writes {
                 out.add(SchemaChange.setOption(c.get("set").asText(), c.get("value").asText()));
             } else if (c.has("remove")) {
                 out.add(SchemaChange.removeOption(c.get("remove").asText()));
+            } else if (c.has("move")) {
+                String name = c.get("move").asText();
+                out.add(SchemaChange.updateColumnPosition(
+                        c.has("after")
+                                ? SchemaChange.Move.after(name, c.get("after").asText())
+                                : SchemaChange.Move.first(name)));
+            } else if (c.has("nullable")) {
+                out.add(SchemaChange.updateColumnNullability(
+                        c.get("nullable").asText(), c.get("value").asBoolean()));
+            } else if (c.has("comment")) {
+                out.add(SchemaChange.updateColumnComment(
+                        c.get("comment").asText(), c.get("value").asText()));
             } else {
                 throw new IllegalArgumentException("unknown schema change " + c);
             }

@@ -665,5 +665,41 @@ mod tests {
             set.to_paimon_json().unwrap(),
             json!({"action": "setOption", "key": "k", "value": "v"})
         );
+        let first = SchemaChange::MoveColumn {
+            name: "c".into(),
+            position: ColumnPosition::First,
+        };
+        assert_eq!(
+            first.to_paimon_json().unwrap(),
+            json!({"action": "updateColumnPosition",
+                   "move": {"fieldName": "c", "referenceFieldName": null, "type": "FIRST"}})
+        );
+    }
+
+    fn names(fields: &[DataField]) -> Vec<&str> {
+        fields.iter().map(|f| f.name.as_str()).collect()
+    }
+
+    /// Java `SchemaManager.applyMove` on `[a, b, c, d]`.
+    #[test]
+    fn moves_are_javas() {
+        let fields: Vec<DataField> = ["a", "b", "c", "d"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| DataField::new(i as i32, *n, DataType::new(TypeKind::Int)))
+            .collect();
+        let moved = |from: usize, to: ColumnPosition| {
+            let mut f = fields.clone();
+            to.apply(&mut f, from).map(|()| names(&f).join(""))
+        };
+        assert_eq!(moved(2, ColumnPosition::First).unwrap(), "cabd");
+        assert_eq!(moved(1, ColumnPosition::Last).unwrap(), "acdb");
+        assert_eq!(moved(0, ColumnPosition::After("c".into())).unwrap(), "bcad");
+        assert_eq!(moved(3, ColumnPosition::After("a".into())).unwrap(), "adbc");
+        assert_eq!(moved(1, ColumnPosition::After("a".into())).unwrap(), "abcd");
+        assert!(moved(0, ColumnPosition::First).is_err());
+        assert!(moved(3, ColumnPosition::Last).is_err());
+        assert!(moved(1, ColumnPosition::After("b".into())).is_err());
+        assert!(moved(1, ColumnPosition::After("x".into())).is_err());
     }
 }

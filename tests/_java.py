@@ -99,7 +99,7 @@ class Scenario:
     takes them (interop/java-oracle Writes.java): ``{"rows": [...]}`` (canonical values; a row
     ``{"kind": "-D", "values": [...]}`` deletes), ``"overwrite"``, ``{"alter": [...]}`` (each
     change also carries ``"arrow"``, the Arrow type tidelake is given; column moves, nullability
-    and comments as Writes.java takes them), ``{"tag": name}``;
+    comments and defaults as Writes.java takes them), ``{"tag": name}``;
     ``{"compact": True}`` is a full compaction of every bucket (besides the compactions both
     writers trigger on their own); ``{"create_branch": name}`` (optionally ``"from_tag"``),
     ``{"fast_forward": name}``, and ``"rows"`` steps with ``"branch": name`` (batch mode). ``mode``: "stream" (one long-lived writer, commit identifiers) or "batch"."""
@@ -166,6 +166,8 @@ def tidelake_write(java: JavaOracle, warehouse: str, sc: Scenario) -> tidelake.T
                     t.update_column_nullability(c["nullable"], c["value"])
                 elif "comment" in c:
                     t.update_column_comment(c["comment"], c["value"])
+                elif "default" in c:
+                    t.update_column_default(c["default"], c["value"])
                 else:
                     t.set_option(c["set"], c["value"])
             t = cat.get_table(ident)

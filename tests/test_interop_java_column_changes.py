@@ -1,7 +1,8 @@
-"""Column moves, nullability and comments (Paimon's ``updateColumnPosition``,
-``updateColumnNullability``, ``updateColumnComment``): the same changes made by Java and by
-tidelake give the same schema (field ids, order, types with their nullability, comments), and
-each engine reads what the other wrote across them, every snapshot and change."""
+"""Column moves, nullability, comments and default values (Paimon's ``updateColumnPosition``,
+``updateColumnNullability``, ``updateColumnComment``, ``updateColumnDefaultValue``): the same
+changes made by Java and by tidelake give the same schema (field ids, order, types with their
+nullability, comments, defaults), and each engine reads what the other wrote across them, every
+snapshot and change; a null written to a column with a default is stored as the default by both."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ STEPS: list[dict[str, Any]] = [
     {"rows": [[3.5, 1, 11, "a1x"]]},
     {"alter": [{"nullable": "b", "value": False}, {"comment": "a", "value": "the a column"}]},
     {"rows": [[4.5, 4, 40, "a4"], [None, 2, 21, None]]},
+    {"alter": [{"default": "a", "value": "'fallback'"}, {"default": "c", "value": "0.5"}]},
+    {"rows": [[None, 5, 50, None], [6.5, 6, 60, "given"]]},  # both engines store the defaults
 ]
 OPTIONS = {"bucket": "1", "alter-column-null-to-not-null.disabled": "false"}
 
@@ -51,6 +54,22 @@ def test_column_changes_match_java_both_ways(java, tmp_path):
     assert by_tidelake.schema.field("a").metadata[b"description"] == b"the a column"
     compare_all(java, by_java, wh, "column changes, Java wrote")
     compare_all(java, by_tidelake, wh, "column changes, tidelake wrote")
+    for t in (by_java, by_tidelake):
+        row = [r for r in t.to_arrow().to_pylist() if r["k"] == 5]
+        assert row == [{"c": 0.5, "k": 5, "b": 50, "a": "fallback"}]
+
+
+def test_defaults_fill_nulls_and_missing_columns(tmp_path):
+    t = _table(tmp_path).update_column_default("a", "'none given'").update_column_default("b", 42)
+    t.write(pa.table({"k": pa.array([2, 3], pa.int32()), "a": [None, "x"], "b": pa.array([None, 1], pa.int64())}))
+    t.write(pa.table({"k": pa.array([4], pa.int32())}))  # a and b not given: their defaults
+    rows = {r["k"]: (r["a"], r["b"]) for r in t.to_arrow().to_pylist()}
+    assert rows == {1: ("x", 7), 2: ("none given", 42), 3: ("x", 1), 4: ("none given", 42)}
+    with pytest.raises(tidelake.SchemaMismatchError, match="default value `abc` of column 'b'"):
+        t.update_column_default("b", "abc")
+    t = t.update_column_default("b", None)
+    t.write(pa.table({"k": pa.array([5], pa.int32()), "a": ["y"], "b": pa.array([None], pa.int64())}))
+    assert [r["b"] for r in t.to_arrow().to_pylist() if r["k"] == 5] == [None]
 
 
 def _table(tmp_path, **options: str) -> tidelake.Table:

@@ -47,7 +47,8 @@ of ``add_column`` (field, arg=comment, position ``first``/``last``/``after:COL``
 ``rename_column`` (name → arg), ``drop_column`` (name), ``update_column_type`` (name, field),
 ``set_option`` (name=key, arg=value), ``remove_option`` (name=key), ``update_comment`` (arg),
 ``move_column`` (name, position), ``update_column_nullability`` (name, arg ``true``/``false``),
-``update_column_comment`` (name, arg=comment or None)."""
+``update_column_comment`` (name, arg=comment or None), ``update_column_default`` (name,
+arg=default value text or None)."""
 
 @final
 class RawCatalog:

@@ -302,6 +302,14 @@ class Table:
         """Set (or, with None, clear) a column's comment."""
         return self._alter([("update_column_comment", name, comment, None, None)])
 
+    def update_column_default(self, name: str, default: Any) -> Table:
+        """Set (or, with None, clear) a column's default value (Paimon's
+        ``updateColumnDefaultValue``): writers store it where a written row's value is null or
+        the column is not given, as Java's writers do. ``default`` is a value or its text
+        (``5``, ``"2024-01-01"``); it must convert to the column's type."""
+        text = None if default is None else (str(default).lower() if isinstance(default, bool) else str(default))
+        return self._alter([("update_column_default", name, text, None, None)])
+
     def set_option(self, key: str, value: str) -> Table:
         return self._alter([("set_option", key, str(value), None, None)])
 

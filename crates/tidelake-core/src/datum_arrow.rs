@@ -13,6 +13,7 @@
 //!   and a scale that rescales exactly) and returns the canonical datum: TIMESTAMP as
 //!   (epoch millis, nano-of-milli) floored so that nanos is in `0..1_000_000` also before
 //!   1970; TIME as millis of day; DECIMAL as the unscaled value at the Paimon type's scale.
+//! * [`default_value`] is Java's conversion of a column's default value text.
 //! * [`compare_datums`] is Java Paimon's order (`CompareUtils.compareLiteral`, i.e. the
 //!   values' `compareTo`): nulls first; FLOAT/DOUBLE as `Float.compare`/`Double.compare`
 //!   (-0.0 < 0.0, every NaN equal to every NaN and above +inf); strings and bytes unsigned
@@ -39,6 +40,7 @@ use arrow_array::{
     TimestampMillisecondArray, TimestampNanosecondArray, TimestampSecondArray,
 };
 use arrow_buffer::{NullBuffer, OffsetBuffer};
+use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, FieldRef, TimeUnit};
 use tidelake_spec::arrow::to_arrow_type;
 use tidelake_spec::datum::Datum;
@@ -792,6 +794,28 @@ fn build_map(
     )
     .map_err(|e| Error::arrow("building a map array", e))?;
     Ok(Arc::new(array))
+}
+
+/// The default value `text` of `column` as a one-element array of type `to` (Java
+/// `DefaultValueUtils.convertDefaultValue`: the text without surrounding single quotes, cast
+/// from a string).
+pub(crate) fn default_value(text: &str, to: &ArrowType, column: &str) -> Result<ArrayRef> {
+    let unquoted = text
+        .strip_prefix('\'')
+        .and_then(|t| t.strip_suffix('\''))
+        .unwrap_or(text);
+    let strict = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let parsed = cast_with_options(&StringArray::from(vec![unquoted]), to, &strict)
+        .ok()
+        .filter(|a| a.null_count() == 0);
+    parsed.ok_or_else(|| {
+        Error::SchemaMismatch(format!(
+            "default value `{text}` of column '{column}' is not a {to}"
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use arrow_schema::Schema as ArrowSchema;
 use serde_json::{json, Value};
-use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type};
+use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type, to_arrow_type};
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::options::{
     ChangelogProducer, MergeEngine, Options, ALTER_NULL_TO_NOT_NULL_DISABLED,
@@ -25,6 +25,7 @@ use tidelake_spec::type_json::type_to_json;
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use crate::branch::{list_branches, MAIN_BRANCH, SCAN_FALLBACK_BRANCH};
+use crate::datum_arrow::default_value;
 use crate::error::{Error, Result};
 use crate::io::FileIO;
 use crate::table::{schema_path, Table};
@@ -264,6 +265,13 @@ pub enum SchemaChange {
         name: String,
         comment: Option<String>,
     },
+    /// Set or clear a column's default value (Java `updateColumnDefaultValue`): the value
+    /// writers store where a row's is null or missing; refused unless it converts to the
+    /// column's type.
+    UpdateColumnDefault {
+        name: String,
+        default: Option<String>,
+    },
 }
 
 impl SchemaChange {
@@ -310,6 +318,9 @@ impl SchemaChange {
                 "newNullability": nullable}),
             SchemaChange::UpdateColumnComment { name, comment } => json!({
                 "action": "updateColumnComment", "fieldNames": [name], "newComment": comment}),
+            SchemaChange::UpdateColumnDefault { name, default } => json!({
+                "action": "updateColumnDefaultValue", "fieldNames": [name],
+                "newDefaultValue": default}),
         })
     }
 }
@@ -562,6 +573,14 @@ pub fn apply_changes(
             SchemaChange::UpdateColumnComment { name, comment } => {
                 let i = column_index(&s, name)?;
                 s.fields[i].description = comment.clone();
+            }
+            SchemaChange::UpdateColumnDefault { name, default } => {
+                let i = column_index(&s, name)?;
+                if let Some(text) = default {
+                    let arrow = to_arrow_type(&s.fields[i].data_type).map_err(type_error)?;
+                    default_value(text, &arrow, name)?;
+                }
+                s.fields[i].default_value = default.clone();
             }
         }
     }

@@ -133,6 +133,10 @@ fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
             name: need(name, "a column")?,
             comment: arg,
         },
+        "update_column_default" => SchemaChange::UpdateColumnDefault {
+            name: need(name, "a column")?,
+            default: arg,
+        },
         "rename_column" => SchemaChange::RenameColumn {
             from: need(name, "a column")?,
             to: need(arg, "a new name")?,

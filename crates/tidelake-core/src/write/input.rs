@@ -6,16 +6,23 @@
 //! truncated fraction, lost precision — is rejected with [`Error::SchemaMismatch`] naming the
 //! column). Each row also gets its row kind (`_VALUE_KIND` code). A delete batch is refused on
 //! a table whose merge ignores deletes, so no delete is acknowledged and then dropped.
+//!
+//! A column with a default value (the schema field's `defaultValue`) holds it wherever the
+//! input is null or the column is not given, as Java's `TableWriteImpl` (after its NOT NULL
+//! check) writes every row ([`default_value`]: Java's conversion of the default's text).
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Int8Array, RecordBatch, StringArray};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Int8Array, RecordBatch, Scalar, StringArray, UInt32Array,
+};
 use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, SchemaRef};
 use tidelake_spec::options::MergeEngine;
 use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
 
+use crate::datum_arrow::default_value;
 use crate::error::{Error, Result};
 
 /// Where the row kinds of a batch come from.
@@ -68,9 +75,15 @@ pub fn conform(
     }
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields.len());
     for (field, target) in schema.fields.iter().zip(arrow_schema.fields()) {
-        let column = match input.index_of(&field.name) {
-            Ok(i) => cast_exact(batch.column(i), target.data_type(), &field.name)?,
-            Err(_) => {
+        let column = match (input.index_of(&field.name), &field.default_value) {
+            (Ok(i), _) => cast_exact(batch.column(i), target.data_type(), &field.name)?,
+            (Err(_), Some(text)) => {
+                let default = default_value(text, target.data_type(), &field.name)?;
+                let everywhere = UInt32Array::from(vec![0; batch.num_rows()]);
+                arrow_select::take::take(&default, &everywhere, None)
+                    .map_err(|e| Error::arrow("filling default values", e))?
+            }
+            (Err(_), None) => {
                 let is_key = schema.primary_keys.contains(&field.name);
                 if !field.data_type.nullable && (!is_delete || is_key) {
                     return Err(Error::SchemaMismatch(format!(
@@ -96,13 +109,23 @@ pub fn conform(
                 field.name
             )));
         }
+        let nulls = column.logical_nulls().filter(|n| n.null_count() > 0);
+        let column = match (&field.default_value, nulls) {
+            (Some(text), Some(nulls)) => {
+                let default = default_value(text, target.data_type(), &field.name)?;
+                let given = BooleanArray::new(nulls.into_inner(), None);
+                arrow_select::zip::zip(&given, &column, &Scalar::new(default))
+                    .map_err(|e| Error::arrow("filling default values", e))?
+            }
+            _ => column,
+        };
         columns.push(column);
     }
     if !is_delete && replaces_whole_rows(schema)? {
         let missing: Vec<String> = schema
             .fields
             .iter()
-            .filter(|f| input.index_of(&f.name).is_err())
+            .filter(|f| f.default_value.is_none() && input.index_of(&f.name).is_err())
             .map(|f| format!("'{}'", f.name))
             .collect();
         if !missing.is_empty() {

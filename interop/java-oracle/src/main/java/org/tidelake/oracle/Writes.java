@@ -65,7 +65,8 @@ import java.util.Map;
  *       {"rename": old, "to": new}}, {@code {"drop": name}}, {@code {"update_type": name,
  *       "type": t}}, {@code {"set": key, "value": v}}, {@code {"remove": key}}, {@code {"move":
  *       name}} (first) or {@code {"move": name, "after": other}}, {@code {"nullable": name,
- *       "value": true|false}} or {@code {"comment": name, "value": text}} (ends the
+ *       "value": true|false}}, {@code {"comment": name, "value": text}} or {@code {"default":
+ *       name, "value": text}} (ends the
  *       current stream writer; the next commit opens a new one);
  *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
  *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
@@ -320,6 +321,9 @@ final class Writes {
             } else if (c.has("comment")) {
                 out.add(SchemaChange.updateColumnComment(
                         c.get("comment").asText(), c.get("value").asText()));
+            } else if (c.has("default")) {
+                out.add(SchemaChange.updateColumnDefaultValue(
+                        new String[] {c.get("default").asText()}, c.get("value").asText()));
             } else {
                 throw new IllegalArgumentException("unknown schema change " + c);
             }

@@ -115,4 +115,8 @@ def test_spark_sql_alter_column(spark, tmp_path):
     assert fields[2].get("description") == "said" and fields[0]["type"] == "BIGINT NOT NULL"
     tidelake.spark.sql(spark, f"ALTER TABLE tidelake.`{t.path}` ALTER COLUMN b DROP NOT NULL")
     assert _latest_schema(t)["fields"][0]["type"] == "BIGINT"
+    tidelake.spark.sql(spark, f"ALTER TABLE tidelake.`{t.path}` ALTER COLUMN a SET DEFAULT 'dflt'")
+    assert _latest_schema(t)["fields"][2]["defaultValue"] == "'dflt'"
+    tidelake.spark.sql(spark, f"ALTER TABLE tidelake.`{t.path}` ALTER COLUMN a DROP DEFAULT")
+    assert "defaultValue" not in _latest_schema(t)["fields"][2]
     assert t.refresh().to_arrow().to_pylist() == [{"b": 7, "k": 1, "a": "x"}]

@@ -10,7 +10,8 @@
 * ``DROP TABLE [IF EXISTS]``, ``TRUNCATE TABLE``.
 * ``ALTER TABLE <t>`` ``ADD COLUMN(S)`` (with ``COMMENT``, ``FIRST`` / ``AFTER c``), ``RENAME
   COLUMN a TO b``, ``DROP COLUMN(S)``, ``ALTER|CHANGE COLUMN c TYPE t`` (widening), ``ALTER
-  COLUMN c COMMENT '...'`` / ``SET NOT NULL`` / ``DROP NOT NULL`` / ``FIRST`` / ``AFTER b``, ``SET
+  COLUMN c COMMENT '...'`` / ``SET|DROP NOT NULL`` / ``SET DEFAULT v|DROP DEFAULT`` / ``FIRST`` /
+  ``AFTER b``, ``SET
   TBLPROPERTIES``, ``UNSET TBLPROPERTIES [IF EXISTS]``, ``DROP PARTITION (k=v)``, ``RENAME TO``.
 """
 
@@ -207,6 +208,10 @@ def alter(ctx: Context, stmt: exp.Alter) -> DataFrame | None:
             table = table.update_column_comment(action.this.name, action.args["comment"].name)
         elif isinstance(action, exp.AlterColumn) and action.args.get("allow_null") is not None:
             table = table.update_column_nullability(action.this.name, bool(action.args["allow_null"]))
+        elif isinstance(action, exp.AlterColumn) and action.args.get("default") is not None:
+            table = table.update_column_default(action.this.name, action.args["default"].sql("spark"))
+        elif isinstance(action, exp.AlterColumn) and action.args.get("drop"):  # DROP DEFAULT
+            table = table.update_column_default(action.this.name, None)
         elif isinstance(action, exp.AlterSet):
             for props in action.expressions:
                 for p in props.expressions:
@@ -223,7 +228,7 @@ def alter(ctx: Context, stmt: exp.Alter) -> DataFrame | None:
                                  f"{action.this.db or stmt.this.db}.{action.this.name}")
         else:
             raise UnsupportedError(f"ALTER TABLE ... {action.sql('spark')}: tidelake runs ADD, RENAME, DROP and "
-                                   "ALTER COLUMN (type, COMMENT, SET/DROP NOT NULL, FIRST/AFTER), SET/UNSET "
+                                   "ALTER COLUMN (type, COMMENT, SET/DROP NOT NULL, SET/DROP DEFAULT, FIRST/AFTER), SET/UNSET "
                                    "TBLPROPERTIES, DROP PARTITION and RENAME TO")
     return ctx.result([(table.path,)], "path string")
 

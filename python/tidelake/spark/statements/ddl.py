@@ -267,6 +267,14 @@ def _change_column(table: Table, action: exp.AlterColumn) -> Table:
     return table
 
 
+def _opaque_alter(ctx: Context, pattern: re.Pattern[str], text: str) -> tuple[re.Match[str], Table] | None:
+    """An ALTER statement sqlglot does not parse: ``pattern``'s match of ``text`` (its first group
+    names the table) and the table; None when ``text`` is not that or the table is not tidelake's."""
+    m = pattern.fullmatch(text)
+    table = None if m is None else ctx.table_written(m.group(1))
+    return None if m is None or table is None else (m, table)
+
+
 _MOVE = re.compile(r"\s*ALTER\s+TABLE\s+(.+?)\s+(?:ALTER|CHANGE)\s+(?:COLUMN\s+)?(\S+)\s+(FIRST|AFTER\s+(\S+))\s*;?\s*",
                    re.S | re.I)
 
@@ -274,12 +282,10 @@ _MOVE = re.compile(r"\s*ALTER\s+TABLE\s+(.+?)\s+(?:ALTER|CHANGE)\s+(?:COLUMN\s+)
 def move_column(ctx: Context, text: str) -> DataFrame | None:
     """``ALTER TABLE <t> ALTER COLUMN c FIRST|AFTER b`` (which sqlglot does not parse); None when
     ``text`` is not that or the table is not tidelake's."""
-    m = _MOVE.fullmatch(text)
-    if m is None:
+    found = _opaque_alter(ctx, _MOVE, text)
+    if found is None:
         return None
-    table = ctx.table_written(m.group(1))
-    if table is None:
-        return None
+    m, table = found
     name, after = m.group(2).strip("`"), m.group(4)
     table = table.move_column(name, first=after is None, after=None if after is None else after.strip("`"))
     return ctx.result([(table.path,)], "path string")
@@ -295,12 +301,10 @@ def unset_properties(ctx: Context, text: str) -> DataFrame | None:
     import sqlglot
     from sqlglot.tokens import TokenType
 
-    m = _UNSET.fullmatch(text)
-    if m is None:
+    found = _opaque_alter(ctx, _UNSET, text)
+    if found is None:
         return None
-    table = ctx.table_written(m.group(1))
-    if table is None:
-        return None
+    m, table = found
     keys = [t.text for t in sqlglot.tokenize(m.group(3), read="spark")
             if t.token_type in (TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER)]
     missing = [k for k in keys if k not in table.options]

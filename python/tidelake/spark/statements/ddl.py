@@ -228,8 +228,8 @@ def alter(ctx: Context, stmt: exp.Alter) -> DataFrame | None:
                                  f"{action.this.db or stmt.this.db}.{action.this.name}")
         else:
             raise UnsupportedError(f"ALTER TABLE ... {action.sql('spark')}: tidelake runs ADD, RENAME, DROP and "
-                                   "ALTER COLUMN (type, COMMENT, SET/DROP NOT NULL, SET/DROP DEFAULT, FIRST/AFTER), SET/UNSET "
-                                   "TBLPROPERTIES, DROP PARTITION and RENAME TO")
+                                   "ALTER COLUMN (type, COMMENT, SET/DROP NOT NULL, SET/DROP DEFAULT, FIRST/AFTER), "
+                                   "SET/UNSET TBLPROPERTIES, DROP PARTITION and RENAME TO")
     return ctx.result([(table.path,)], "path string")
 
 

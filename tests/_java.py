@@ -263,8 +263,13 @@ def java_read(java: JavaOracle, warehouse: str, table: str, options: dict[str, s
 
 
 def _java_rows(answer: dict[str, Any], schema: pa.Schema, with_kinds: bool) -> list[str]:
-    types = [schema.field(n).type for n in answer["fields"]]
-    rows = [[with_sorted_maps(v, ty) for v, ty in zip(r, types)] for r in answer["rows"]]
+    """Java's rows in ``schema``'s column order when Java read the same columns in another order
+    (a streaming read from snapshot N reads N's schema, which a later column move reorders)."""
+    fields: list[str] = answer["fields"]
+    ours = [n for n in schema.names if n in fields]
+    order = [fields.index(n) for n in ours] if sorted(ours) == sorted(fields) else list(range(len(fields)))
+    types = [schema.field(fields[i]).type for i in order]
+    rows = [[with_sorted_maps(r[i], ty) for i, ty in zip(order, types)] for r in answer["rows"]]
     if with_kinds:
         rows = [[k, *r] for k, r in zip(answer["kinds"], rows)]
     return sorted_rows(rows)

@@ -43,8 +43,10 @@ def test_modes_resolve_as_java_and_bad_ones_are_named(tmp_path):
     assert _start(t, **{"snapshot-id": "2"}) == Start(1, False)  # tidelake's spelling
     with pytest.raises(InvalidArgumentError, match="'earliest'"):
         scan_mode({"scan.mode": "earliest"})
-    with pytest.raises(InvalidArgumentError, match="from-file-creation-time"):
-        scan_mode({"scan.file-creation-time-millis": "5"})
+    assert scan_mode({"scan.file-creation-time-millis": "5"}).mode == "from-file-creation-time"
+    assert scan_mode({"scan.creation-time-millis": "5"}).mode == "from-creation-timestamp"
+    with pytest.raises(InvalidArgumentError, match="scan.file-creation-time-millis"):
+        _start(t, **{"scan.mode": "from-file-creation-time"})
     with pytest.raises(InvalidArgumentError, match="incremental"):
         _start(t, **{"scan.mode": "incremental", "incremental-between": "1,2"})
     with pytest.raises(InvalidArgumentError, match="scan.snapshot-id"):
@@ -224,3 +226,55 @@ def test_min_rows_holds_a_batch_back_until_the_delay(tmp_path):
     assert len(parts) == 2
     keys = [k for p in parts for k in pa.Table.from_batches(list(one.read(p)), io.arrow_schema(schema))["k"].to_pylist()]
     assert sorted(keys) == [1, 2, 3]
+
+
+def _written_around(tmp_path) -> tuple[tidelake.Table, int, str]:
+    """A primary-key table written three times; the epoch ms between the first and second
+    write, and its warehouse."""
+    import time
+
+    wh = str(tmp_path / "wh")
+    cat = tidelake.Catalog(wh)
+    cat.create_database("db")
+    t = cat.create_table("db.fc", pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())]),
+                         primary_keys=["k"], bucket=1, options={"write-only": "true"})
+    t.write(pa.table({"k": pa.array([1, 2, 3], pa.int32()), "v": ["a", "b", "c"]}))
+    time.sleep(0.05)
+    since = int(time.time() * 1000)
+    time.sleep(0.05)
+    t.write(pa.table({"k": pa.array([2, 4], pa.int32()), "v": ["B", "d"]}))
+    t.write(pa.table({"k": pa.array([5], pa.int32()), "v": ["e"]}))
+    return t, since, wh
+
+
+def test_creation_time_modes_read_as_java(java, spark, tmp_path):
+    """``from-file-creation-time`` reads the latest snapshot's files created since T (a file
+    filter: the first write's rows are gone, the newer files merged alone), in a batch read, a
+    Spark read and a stream's first batch, as Java's first plan does; ``from-creation-timestamp``
+    starts from the first snapshot committed at or after T, or filters files when none is."""
+    t, since, wh = _written_around(tmp_path)
+    by_time = {"scan.mode": "from-file-creation-time", "scan.file-creation-time-millis": str(since)}
+    ours = t.to_arrow(options=by_time)
+    assert sorted(ours["k"].to_pylist()) == [2, 4, 5]
+    theirs = java_read(java, wh, "db.fc", by_time)
+    assert sorted_rows(canonical_rows(ours)) == _java_rows(theirs, ours.schema, False)
+    first = java_read(java, wh, "db.fc", by_time, stream={"first": True})
+    assert _java_rows(first, ours.schema, False) == sorted_rows(canonical_rows(ours))
+    assert _start(t, **by_time) == Start(first["next_snapshot"] - 1, True)
+    got = spark.read.format("tidelake").options(**by_time).load(t.path).toArrow()
+    assert sorted(got["k"].to_pylist()) == [2, 4, 5]
+    seen = _batches(_stream(spark, t.path, **by_time), tmp_path / "fc")
+    assert sorted(seen[0]["k"].to_pylist()) == [2, 4, 5] and len(seen) == 1
+
+    by_creation = {"scan.creation-time-millis": str(since)}
+    assert _start(t, **by_creation) == Start(1, False)  # snapshot 2 is the first at or after T
+    first = java_read(java, wh, "db.fc", by_creation, stream={"first": True})
+    assert first["rows"] == [] and first["next_snapshot"] == 2
+    pinned = scan_mode(by_creation, t.options).batch_snapshot(t)
+    assert pinned["snapshot_id"] == 2
+    assert sorted(t.to_arrow(snapshot_id=2)["k"].to_pylist()) == sorted(
+        r[0] for r in java_read(java, wh, "db.fc", by_creation)["rows"])
+    too_early = {"scan.creation-time-millis": "1"}  # before every snapshot: files created since then
+    assert scan_mode(too_early, t.options).read_options(t) == {
+        "scan.mode": "from-file-creation-time", "scan.file-creation-time-millis": "1"}
+    assert _start(t, **too_early) == Start(3, True)

@@ -14,9 +14,12 @@ lower-cased (Spark hands its options over lower-cased), mode values case-insensi
   ``scan.snapshot-id``, ``scan.timestamp-millis`` and ``scan.tag-name``.
 
 A streaming read starts at a :class:`Start`: the full state of a snapshot and then the changes
-after it, or only the changes after a snapshot. ``from-file-creation-time`` and
-``from-creation-timestamp`` filter data files by creation time, which the engine's scans do not
-do: they are refused rather than read differently from Java.
+after it, or only the changes after a snapshot. ``from-file-creation-time`` reads the latest
+snapshot's data files created at or after ``scan.file-creation-time-millis`` (the engine's
+planner filters them, given :meth:`ScanMode.read_options`), then the changes after it;
+``from-creation-timestamp`` starts from the first snapshot committed at or after
+``scan.creation-time-millis`` when an earlier one exists, and otherwise reads as
+``from-file-creation-time`` with that time (Java's ``createCreationTimestampStartingScanner``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ MODES = ("default", "latest-full", "full", "latest", "compacted-full", "from-tim
 _ALIASES = {"scan.snapshot-id": ("snapshot-id",), "scan.tag-name": ("tag",), "scan.mode": ("log.scan",),
             "scan.timestamp-millis": ("log.scan.timestamp-millis", "timestamp-ms")}
 """Fallback keys: Java's deprecated ``log.scan*`` ones, then tidelake's own spellings."""
-_UNSUPPORTED = ("from-file-creation-time", "from-creation-timestamp")
 _LONG_MAX = 2**63 - 1
 
 
@@ -84,13 +86,38 @@ class ScanMode:
             millis = _epoch_ms(text)
         return millis
 
+    def read_options(self, table: Table) -> dict[str, str]:
+        """The read options that make the engine's planner filter data files by creation time
+        when this mode reads so (``from-file-creation-time``, and ``from-creation-timestamp``
+        without a snapshot at or after its time); empty otherwise. A full state this mode reads
+        is planned with them."""
+        if self.mode == "from-file-creation-time":
+            since = self._required("scan.file-creation-time-millis")
+        elif self.mode == "from-creation-timestamp" and self._creation_snapshot(table) is None:
+            since = self._required("scan.creation-time-millis")
+        else:
+            return {}
+        return {"scan.mode": "from-file-creation-time", "scan.file-creation-time-millis": str(since)}
+
+    def _creation_snapshot(self, table: Table) -> int | None:
+        """``from-creation-timestamp``'s start snapshot: the first committed at or after
+        ``scan.creation-time-millis`` when an earlier one exists (Java
+        ``TimeTravelUtil.earlierThanTimeMills`` plus one); None: it filters files instead."""
+        since = self._required("scan.creation-time-millis")
+        snaps = table.snapshots()
+        if not snaps or snaps[0].time_millis >= since:
+            return None
+        return next((s.id for s in snaps if s.time_millis >= since), None)
+
     def stream_start(self, table: Table) -> Start | None:
         """Where a streaming read starts (Java's continuous starting scanners); None while the
         table has no snapshot and the mode waits for one (``latest-full``, ``compacted-full``,
-        ``from-snapshot-full``)."""
+        ``from-snapshot-full``, the creation-time modes)."""
         snaps = table.snapshots()
         latest = snaps[-1].id if snaps else 0
-        if self.mode == "latest-full":
+        if self.mode == "from-creation-timestamp" and (first := self._creation_snapshot(table)) is not None:
+            return Start(first - 1, False)
+        if self.mode in ("latest-full", "from-file-creation-time", "from-creation-timestamp"):
             return Start(latest, True) if latest else None
         if self.mode == "latest":
             return Start(latest, False)
@@ -120,7 +147,8 @@ class ScanMode:
 
     def batch_snapshot(self, table: Table) -> dict[str, Any]:
         """The snapshot a batch read of a non-incremental mode reads, as :meth:`Table.scan`
-        arguments (all None: the latest; Java's static starting scanners)."""
+        arguments (all None: the latest; Java's static starting scanners). A creation-time
+        mode reading the latest snapshot also needs :meth:`read_options`."""
         pinned: dict[str, Any] = {"snapshot_id": None, "tag": None, "timestamp_ms": None}
         if self.mode == "compacted-full":
             pinned["snapshot_id"] = compacted_snapshot(table, self.options)
@@ -133,6 +161,8 @@ class ScanMode:
             pinned["snapshot_id"], pinned["tag"] = self.integer("scan.snapshot-id"), self.get("scan.tag-name")
         elif self.mode == "from-timestamp":
             pinned["timestamp_ms"] = self.timestamp_ms()
+        elif self.mode == "from-creation-timestamp":
+            pinned["snapshot_id"] = self._creation_snapshot(table)
         elif self.mode == "incremental":
             raise AssertionError("incremental reads are planned with incremental_range")
         return pinned
@@ -175,7 +205,7 @@ class ScanMode:
 
 def scan_mode(options: Mapping[str, str], table_options: Mapping[str, str] | None = None) -> ScanMode:
     """The startup mode ``options`` (over ``table_options``) select. Raises
-    InvalidArgumentError naming an unknown mode, or a creation-time mode (not supported)."""
+    InvalidArgumentError naming an unknown mode."""
     merged = {k.lower(): v for k, v in (table_options or {}).items()}
     merged.update({k.lower(): v for k, v in options.items()})
     probe = ScanMode("default", merged)
@@ -187,8 +217,6 @@ def scan_mode(options: Mapping[str, str], table_options: Mapping[str, str] | Non
         mode = _default_mode(probe)
     elif mode == "full":
         mode = "latest-full"
-    if mode in _UNSUPPORTED:
-        raise InvalidArgumentError(f"scan.mode {mode} (data files filtered by creation time) is not supported")
     return ScanMode(mode, merged)
 
 

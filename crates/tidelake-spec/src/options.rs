@@ -97,6 +97,12 @@ pub const DATA_EVOLUTION_ENABLED: &str = "data-evolution.enabled";
 pub const WRITE_ONLY: &str = "write-only";
 /// Writers fully compact the table at every commit whose identifier is a multiple of this.
 pub const FULL_COMPACTION_DELTA_COMMITS: &str = "full-compaction.delta-commits";
+/// Where a read starts (Paimon's startup modes).
+pub const SCAN_MODE: &str = "scan.mode";
+/// The `scan.mode` reading only data files created since a time.
+pub const FROM_FILE_CREATION_TIME: &str = "from-file-creation-time";
+/// The epoch-ms bound of [`FROM_FILE_CREATION_TIME`].
+pub const SCAN_FILE_CREATION_TIME_MILLIS: &str = "scan.file-creation-time-millis";
 /// Whether schema changes may turn a nullable column NOT NULL (Java refuses by default).
 pub const ALTER_NULL_TO_NOT_NULL_DISABLED: &str = "alter-column-null-to-not-null.disabled";
 /// Older spelling Java still reads for `write-only`.
@@ -627,6 +633,23 @@ impl Options {
             self.get_memory_size(DELETION_VECTOR_INDEX_FILE_TARGET_SIZE),
             2 * MIB,
         )
+    }
+
+    /// The creation-time bound of `scan.mode` = `from-file-creation-time` (Java
+    /// `FileCreationTimeStartingScanner`): reads plan only the data files created at or after
+    /// `scan.file-creation-time-millis` (epoch ms); `None` in every other mode. The mode is
+    /// given explicitly here: the Python side resolves Paimon's `default` mode and names it.
+    pub fn file_creation_time_filter(&self) -> Result<Option<i64>> {
+        let mode = self.get(SCAN_MODE).map(str::trim);
+        if !mode.is_some_and(|m| m.eq_ignore_ascii_case(FROM_FILE_CREATION_TIME)) {
+            return Ok(None);
+        }
+        match self.get_i64(SCAN_FILE_CREATION_TIME_MILLIS)? {
+            Some(ms) => Ok(Some(ms)),
+            None => Err(Error::Invalid(format!(
+                "{SCAN_MODE} {FROM_FILE_CREATION_TIME} needs {SCAN_FILE_CREATION_TIME_MILLIS}"
+            ))),
+        }
     }
 
     /// Whether batch scans hide level-0 files (Java `CoreOptions.batchScanSkipLevel0`):

@@ -218,6 +218,10 @@ class BatchReader(DataSourceReader):
                                          **start.incremental_range(table))
             return [SplitPartition([s], changes=True) for s in changes.splits()]
         pinned = start.batch_snapshot(table)
+        by_creation = start.read_options(table)
+        if by_creation:  # the latest snapshot's files created since a time: planned once, here
+            splits = table.scan(columns=columns, filter=expr.all_of(self.filters), options=by_creation).splits()
+            return [SplitPartition(task) for task in engine_tasks(table, splits)]
         if io.flag(self.options, SKIP_PLAIN):
             return self.not_plain_partitions(table, columns, pinned)
         splits = table.scan(columns=columns, filter=expr.all_of(self.filters), **pinned).splits()

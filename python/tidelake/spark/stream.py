@@ -201,7 +201,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _splits(self, table: Table, snapshot: int, full: bool) -> list[Split]:
         columns = io.projection(table, self.schema)
         if full:
-            return table.scan(columns=columns, snapshot_id=snapshot).splits()
+            return table.scan(columns=columns, snapshot_id=snapshot, options=self.start.read_options(table)).splits()
         return table.changes_scan(snapshot - 1, snapshot, columns=columns).splits()
 
     def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:

@@ -6,7 +6,9 @@
 //!    match the filter, and replay the rest without the entries of pruned partitions, of the
 //!    postpone bucket and of level 0 where batch reads hide it (deletion-vector and first-row
 //!    tables) ([`crate::state::LiveFiles`]);
-//! 3. drop files of buckets the filter cannot match (fixed buckets by the pinned keys' bucket,
+//! 3. drop files created before the bound of `scan.mode` = `from-file-creation-time` (Java
+//!    `FileCreationTimeStartingScanner`: a file filter, so a primary-key table merges only the
+//!    newer files, as in Java), files of buckets the filter cannot match (fixed buckets by the pinned keys' bucket,
 //!    dynamic buckets by their `HASH` index, `super::hash_index`), files whose key (primary-key tables)
 //!    or value (append tables) statistics cannot match and files whose bloom-filter index rules
 //!    out the filter's `=`/`in` values (`super::file_index`; key columns on primary-key tables);
@@ -24,7 +26,9 @@ use std::sync::Arc;
 
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
-use tidelake_spec::manifest::{FileKind, ManifestEntry, ManifestFileMeta, SimpleStats};
+use tidelake_spec::manifest::{
+    DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats,
+};
 use tidelake_spec::options::{ChangelogProducer, IncrementalBetweenScanMode};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::snapshot::{CommitKind, Snapshot};
@@ -34,6 +38,7 @@ use super::bucket_filter::BucketFilter;
 use super::{file_index, hash_index};
 use crate::changelogs::ChangelogStore;
 use crate::error::{Error, Result};
+use crate::io::epoch_ms_of_local_wall;
 use crate::layout::TableLayout;
 use crate::scan::fallback::add_fallback_splits;
 use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
@@ -506,6 +511,8 @@ struct Planner<'a> {
     skip_level0: bool,
     /// `data-evolution.enabled`: no pruning by file statistics.
     data_evolution: bool,
+    /// `from-file-creation-time`: only data files created at or after this epoch-ms time.
+    created_since_ms: Option<i64>,
 }
 
 impl<'a> Planner<'a> {
@@ -523,6 +530,9 @@ impl<'a> Planner<'a> {
         let data_evolution = opts
             .data_evolution_enabled()
             .map_err(|e| Error::from_spec("table options", e))?;
+        let created_since_ms = opts
+            .file_creation_time_filter()
+            .map_err(|e| Error::from_spec("read options", e))?;
         let buckets = BucketFilter::new(schema, filter.as_ref());
         let index_filter = filter
             .as_ref()
@@ -545,6 +555,7 @@ impl<'a> Planner<'a> {
             has_primary_key,
             skip_level0,
             data_evolution,
+            created_since_ms,
         })
     }
 
@@ -568,7 +579,8 @@ impl<'a> Planner<'a> {
             let mut kept = Vec::with_capacity(b.files.len());
             let mut bucket_path = None;
             for e in std::mem::take(&mut b.files) {
-                if self.bucket_may_match(&e, &mut bucket_sets).await?
+                if self.created_in_time(&e.file)
+                    && self.bucket_may_match(&e, &mut bucket_sets).await?
                     && self.file_may_match(&e).await?
                     && self.index_may_match(b, &e, &mut bucket_path).await?
                 {
@@ -579,6 +591,16 @@ impl<'a> Planner<'a> {
         }
         buckets.retain(|b| !b.files.is_empty());
         self.splits(snap.id, buckets)
+    }
+
+    /// Java `FileCreationTimeStartingScanner`'s entry filter: the file's creation time (a
+    /// local wall-clock time, `creationTimeEpochMillis`) at or after the bound; a file without
+    /// one is kept.
+    fn created_in_time(&self, file: &DataFileMeta) -> bool {
+        match (self.created_since_ms, file.creation_time) {
+            (Some(since), Some(local)) => epoch_ms_of_local_wall(local) >= since,
+            _ => true,
+        }
     }
 
     fn partition_fields(&self) -> Vec<&DataField> {

@@ -5,8 +5,8 @@ inside a snapshot, ``{"snapshot": N, "index": i}`` (splits 0..i of the changes o
 delivered, N - 1 complete) or ``{"snapshot": N, "full": true, "index": i}`` (splits 0..i of the
 full state of snapshot N delivered). :data:`FULL_PENDING` (-1) means the full state of the
 start snapshot is still to come: the start modes that read one (``latest-full``, the default,
-``compacted-full``, ``from-snapshot-full``) pick it at the first batch, as Java picks it at the
-first plan. The first batch of such a stream holds that full state only. A unit (a full state,
+``compacted-full``, ``from-snapshot-full``, the creation-time modes) pick it at the first batch,
+as Java picks it at the first plan. The first batch of such a stream holds that full state only. A unit (a full state,
 or the changes one snapshot committed, ``Table.changes``) is read as its splits, in the
 engine's (partition, bucket) order. Start modes (``scan.mode`` and its options):
 :mod:`tidelake.startup`.
@@ -156,11 +156,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table = self._table()
         if self.consumer_id and not self.ignore_progress and self.consumer_id in table.consumers():
             return {"snapshot": table.consumers()[self.consumer_id] - 1}
-        if self.start.mode in ("latest-full", "compacted-full", "from-snapshot-full"):
-            self.start.stream_start(table)  # checks the options now rather than at the first batch
+        begin = self.start.stream_start(table)  # checks the options now rather than at the first batch
+        if begin is None or begin.full:  # the full state is picked when the first batch is planned
             return {"snapshot": FULL_PENDING}
-        begin = self.start.stream_start(table)
-        assert begin is not None and not begin.full
         return {"snapshot": begin.snapshot}
 
     def prepareForTriggerAvailableNow(self) -> None:

@@ -249,8 +249,10 @@ def test_describe_alter_truncate_and_drop(spark, tmp_path):
         assert tidelake.Catalog(wh).list_tables("db") == ["kv2"]
         assert sql(spark, "TRUNCATE TABLE db.kv2").collect()[0].snapshot_id == 2  # schema changes make none
         assert sql(spark, "SELECT count(*) FROM db.kv2").collect()[0][0] == 0
+        sql(spark, "ALTER TABLE db.kv2 ALTER COLUMN note COMMENT 'x'")
+        assert tidelake.Catalog(wh).get_table("db.kv2").schema.field("note").metadata[b"description"] == b"x"
         with pytest.raises(tidelake.UnsupportedError, match="ALTER COLUMN"):
-            sql(spark, "ALTER TABLE db.kv2 ALTER COLUMN note COMMENT 'x'")
+            sql(spark, "ALTER TABLE db.kv2 ADD CONSTRAINT positive CHECK (k > 0)")
         assert sql(spark, "DROP TABLE db.kv2").collect()[0].dropped
         assert sql(spark, "DROP TABLE IF EXISTS db.kv2").collect()[0].dropped is False
         assert tidelake.Catalog(wh).list_tables("db") == []

@@ -5,7 +5,9 @@
 //! Candidates, found by listing (Java `listPaimonFileDirs`): files directly in `manifest/`,
 //! `index/` and `statistics/`; files directly in a bucket directory
 //! (`<k=v>/…/bucket-<n>/`, as many `k=v` levels as partition keys); stray files in
-//! `changelog/` (anything but `changelog-<N>` and the hints). Never: `schema/`, `snapshot/`,
+//! `changelog/` (anything but `changelog-<N>` and the hints); files directly in a bucket
+//! directory under every root `data-file.external-paths` lists, whatever the strategy (Java
+//! lists `<root>/<k=v>/…/bucket-<n>/` too). Never: `schema/`, `snapshot/`,
 //! `tag/`, `consumer/`, `branch/`, other directories, or files modified at or after the
 //! cutoff — a writer's uncommitted files are protected by their age only.
 //!
@@ -38,7 +40,7 @@ use crate::table::Table;
 /// One orphan file, found (and deleted unless it was a dry run).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OrphanFile {
-    /// Path relative to the table root.
+    /// Path relative to the table root, or the full path of a file under an external root.
     pub path: String,
     pub size: u64,
 }
@@ -54,13 +56,20 @@ fn is_candidate_path(path: &str, partition_levels: usize) -> bool {
         [dir] if *dir == CHANGELOG_DIR => {
             changelog_id(name).is_none() && *name != "EARLIEST" && *name != "LATEST"
         }
-        _ => {
-            dirs.len() == partition_levels + 1
-                && dirs[..partition_levels].iter().all(|d| d.contains('='))
-                && dirs[partition_levels].starts_with("bucket-")
-                && !name.is_empty()
-        }
+        _ => is_bucket_file(path, partition_levels),
     }
+}
+
+/// Whether `path` is a file directly in a bucket directory (`<k=v>/…/bucket-<n>/<name>`).
+fn is_bucket_file(path: &str, partition_levels: usize) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    let Some((name, dirs)) = parts.split_last() else {
+        return false;
+    };
+    dirs.len() == partition_levels + 1
+        && dirs[..partition_levels].iter().all(|d| d.contains('='))
+        && dirs[partition_levels].starts_with("bucket-")
+        && !name.is_empty()
 }
 
 /// Find (and unless `dry_run` delete) every orphan file last modified before `older_than_ms`.
@@ -70,15 +79,32 @@ pub async fn remove_orphan_files(
     dry_run: bool,
 ) -> Result<Vec<OrphanFile>> {
     let partition_levels = table.schema().partition_keys.len();
-    let candidates: Vec<FileStatus> = table
+    let old = |f: &FileStatus| f.last_modified_ms < older_than_ms;
+    // (file, path relative to the table root or full external path, reached through a link)
+    let mut candidates: Vec<(FileStatus, String, bool)> = table
         .io()
         .list_recursive("")
         .await?
         .into_iter()
-        .filter(|f| {
-            f.last_modified_ms < older_than_ms && is_candidate_path(&f.path, partition_levels)
+        .filter(|f| old(f) && is_candidate_path(&f.path, partition_levels))
+        .map(|f| {
+            let linked = table.io().through_link(&f.path);
+            let path = f.path.clone();
+            (f, path, linked)
         })
         .collect();
+    for root in table.schema().options.data_file_external_roots().map_err(|e| {
+        crate::error::Error::from_spec("table options", e)
+    })? {
+        let external = table.io().at(&root)?;
+        for f in external.list_recursive("").await? {
+            if old(&f) && is_bucket_file(&f.path, partition_levels) {
+                let linked = external.through_link(&f.path);
+                let path = format!("{root}/{}", f.path);
+                candidates.push((f, path, linked));
+            }
+        }
+    }
     if candidates.is_empty() {
         return Ok(Vec::new());
     }
@@ -97,17 +123,14 @@ pub async fn remove_orphan_files(
     }
     let orphans: Vec<OrphanFile> = candidates
         .into_iter()
-        .filter(|f| {
+        .filter(|(f, _, linked)| {
             f.path
                 .rsplit('/')
                 .next()
                 .is_some_and(|name| !refs.contains(name))
-                && !table.io().through_link(&f.path)
+                && !linked
         })
-        .map(|f| OrphanFile {
-            path: f.path,
-            size: f.size,
-        })
+        .map(|(f, path, _)| OrphanFile { path, size: f.size })
         .collect();
     if !dry_run {
         failpoint!("orphans-before-delete");

@@ -817,7 +817,7 @@ impl TableWrite {
             for f in w.new_files.drain(..).chain(w.changelog_files.drain(..)) {
                 self.table
                     .io()
-                    .delete(&format!("{}/{}", w.bucket_dir, f.file_name))
+                    .delete(&f.path(&w.bucket_dir))
                     .await?;
             }
             w.buffer.clear();
@@ -892,7 +892,7 @@ impl Flusher {
                         let _ = self
                             .table
                             .io()
-                            .delete(&format!("{bucket_dir}/{}", f.file_name))
+                            .delete(&f.path(bucket_dir))
                             .await;
                     }
                     return Err(e);

@@ -77,6 +77,8 @@ def test_every_data_file_lands_under_a_root_and_reads_back(tmp_path, kind):
             else:
                 expected[(k, f"p{k % 2}", i)] = f"v{i}-{k}"
     t.compact(full=True)
+    assert t.effective_options["data-file.external-paths"] == [f"file:{r}" for r in roots(tmp_path)]
+    assert t.effective_options["data-file.external-paths.strategy"] == "round-robin"
     want = sorted((k[0], k[1], v) for k, v in expected.items())
     assert rows(t) == want
     assert rows(tidelake.open_table(t.path)) == want
@@ -138,14 +140,14 @@ def test_a_failed_write_leaves_nothing_in_the_roots(tmp_path):
 
 def test_strategies(tmp_path):
     """`none` (the default) keeps files in the table; `specific-fs` writes to the roots of its
-    scheme only; a root on other storage than the table's and an unknown strategy are refused
-    naming their option, before anything is written."""
-    none = tidelake.create_table(str(tmp_path / "none"), SCHEMA, partition_keys=["d"], bucket=1, options={
+    scheme only; a root on other storage than the table's, one without a scheme and an unknown
+    strategy are refused naming their option, before anything is written."""
+    none = tidelake.create_table(str(tmp_path / "none"), SCHEMA, partition_keys=["d"], options={
         "data-file.external-paths": f"file://{tmp_path}/ext1"})
     none.write(batch(range(4), "a"))
     assert table_data_files(tmp_path / "none") and external_files(tmp_path) == set()
 
-    specific = tidelake.create_table(str(tmp_path / "specific"), SCHEMA, partition_keys=["d"], bucket=1, options={
+    specific = tidelake.create_table(str(tmp_path / "specific"), SCHEMA, partition_keys=["d"], options={
         "data-file.external-paths": f"s3://elsewhere/x,file://{tmp_path}/ext2",
         "data-file.external-paths.strategy": "specific-fs", "data-file.external-paths.specific-fs": "file"})
     specific.write(batch(range(4), "a"))
@@ -159,9 +161,11 @@ def test_strategies(tmp_path):
         ({"data-file.external-paths": str(tmp_path / "ext3"), "data-file.external-paths.strategy": "round-robin"},
          "'data-file.external-paths'"),
     ]):
-        bad = tidelake.create_table(str(tmp_path / f"bad{i}"), SCHEMA, partition_keys=["d"], bucket=1,
-                                    options=options)
+        # an unknown strategy or a root without a scheme already at create, a root elsewhere at
+        # the first write
         with pytest.raises((tidelake.UnsupportedError, tidelake.InvalidArgumentError), match=key):
+            bad = tidelake.create_table(str(tmp_path / f"bad{i}"), SCHEMA, partition_keys=["d"],
+                                        options=options)
             bad.write(batch(range(4), "a"))
         assert not (tmp_path / "ext3").exists()
 

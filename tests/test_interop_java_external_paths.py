@@ -24,11 +24,12 @@ def _roots(tmp_path: pathlib.Path) -> list[pathlib.Path]:
 
 
 def _scenario(tmp_path: pathlib.Path, name: str, pk: bool, steps: list[dict]) -> Scenario:
-    options = {"bucket": "2" if pk else "-1", "write-only": "true",
-               "data-file.external-paths": ",".join(f"file://{r}" for r in _roots(tmp_path)),
+    options = {"bucket": "2", "data-file.external-paths": ",".join(f"file://{r}" for r in _roots(tmp_path)),
                "data-file.external-paths.strategy": "round-robin"}
     if pk:
         options["changelog-producer"] = "input"
+    else:
+        options["bucket-key"] = "k"
     return Scenario(name, FIELDS, steps, primary_keys=["k", "p"] if pk else [], partition_keys=["p"],
                     options=options, mode="batch")
 

@@ -217,9 +217,9 @@ option_enum!(BucketFunctionType, BUCKET_FUNCTION_TYPE, {
 });
 
 // Declared after `option_enum!` so that the submodules can use it.
+mod external_paths;
 pub mod known;
 mod maintenance;
-mod external_paths;
 mod mark_done;
 mod merge_fn;
 mod record_level;

@@ -600,9 +600,7 @@ impl Catalog {
                     .table(&id)
                     .await?
                     .ok_or_else(|| self.table_not_found(&id))?;
-                return h
-                    .drop_table(&id, &hms, table.io(), &external_roots)
-                    .await;
+                return h.drop_table(&id, &hms, table.io(), &external_roots).await;
             }
             Registry::FileSystem(_) | Registry::Rest { .. } => {}
         }

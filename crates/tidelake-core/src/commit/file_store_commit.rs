@@ -462,9 +462,7 @@ impl FileStoreCommit {
             .table
             .iter()
             .chain(&new.changelog)
-            .filter(|e| {
-                e.kind == FileKind::Add && !rewritten.contains(&e.file.file_name)
-            })
+            .filter(|e| e.kind == FileKind::Add && !rewritten.contains(&e.file.file_name))
             .map(|e| (e.partition.clone(), e.bucket, e.file.clone()))
             .collect();
         let index_outputs: Vec<String> = new

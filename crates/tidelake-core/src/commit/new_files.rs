@@ -365,10 +365,8 @@ pub(crate) fn added_paths(layout: &TableLayout, entries: &[ManifestEntry]) -> Re
         .iter()
         .filter(|e| e.kind == FileKind::Add)
         .map(|e| {
-            Ok(e.file.path(&layout.bucket_path(
-                &layout.decode_partition(&e.partition)?,
-                e.bucket,
-            )?))
+            Ok(e.file
+                .path(&layout.bucket_path(&layout.decode_partition(&e.partition)?, e.bucket)?))
         })
         .collect()
 }

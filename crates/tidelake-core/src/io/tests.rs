@@ -259,10 +259,7 @@ fn absolute_locations_on_the_same_storage_are_reachable() {
         assert_eq!(local.path(loc).unwrap().as_ref(), "tmp/ext/x", "{loc}");
     }
     let ext = local.at("file:/tmp/ext").unwrap();
-    assert_eq!(
-        ext.local_root(),
-        Some(std::path::Path::new("/tmp/ext"))
-    );
+    assert_eq!(ext.local_root(), Some(std::path::Path::new("/tmp/ext")));
     for bad in ["s3://bucket/x", "file:/tmp/../etc/x"] {
         assert!(local.path(bad).is_err(), "{bad}");
     }

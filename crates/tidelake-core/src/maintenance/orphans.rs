@@ -93,9 +93,12 @@ pub async fn remove_orphan_files(
             (f, path, linked)
         })
         .collect();
-    for root in table.schema().options.data_file_external_roots().map_err(|e| {
-        crate::error::Error::from_spec("table options", e)
-    })? {
+    for root in table
+        .schema()
+        .options
+        .data_file_external_roots()
+        .map_err(|e| crate::error::Error::from_spec("table options", e))?
+    {
         let external = table.io().at(&root)?;
         for f in external.list_recursive("").await? {
             if old(&f) && is_bucket_file(&f.path, partition_levels) {

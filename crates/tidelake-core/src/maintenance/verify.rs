@@ -71,8 +71,8 @@ use crate::read::split_read::decode_deletion_vector;
 use crate::scan::file_index;
 use crate::scan::split::FileIndexRef;
 use crate::state::{
-    index_file_refs, live_index_entries, merge_entries, read_list, read_manifests,
-    LiveFiles, Pruning, INDEX_DIR,
+    index_file_refs, live_index_entries, merge_entries, read_list, read_manifests, LiveFiles,
+    Pruning, INDEX_DIR,
 };
 use crate::table::Table;
 

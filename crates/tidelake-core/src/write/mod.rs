@@ -18,8 +18,8 @@
 
 pub mod bucket;
 pub mod compaction;
-pub mod data_path;
 pub mod cross_partition;
+pub mod data_path;
 pub mod deletion;
 pub mod dynamic_bucket;
 pub mod file_writer;

@@ -97,7 +97,11 @@ impl DataFileMeta {
     /// Where file `name` aligned with this one (one of its `_EXTRA_FILES`, e.g. a file index)
     /// lives: in the same directory (Java `DataFilePathFactory.toAlignedPath`).
     pub fn aligned_path(&self, bucket_dir: &str, name: &str) -> String {
-        match self.external_path.as_deref().and_then(|p| p.rsplit_once('/')) {
+        match self
+            .external_path
+            .as_deref()
+            .and_then(|p| p.rsplit_once('/'))
+        {
             Some((dir, _)) => format!("{dir}/{name}"),
             None => join(bucket_dir, name),
         }

@@ -85,12 +85,14 @@ impl Options {
         }
         let roots = match strategy {
             ExternalPathStrategy::SpecificFs => {
-                let fs = self.get(DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS).ok_or_else(|| {
-                    Error::Invalid(format!(
-                        "option '{DATA_FILE_EXTERNAL_PATHS_STRATEGY}' = 'specific-fs' needs \
+                let fs = self
+                    .get(DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS)
+                    .ok_or_else(|| {
+                        Error::Invalid(format!(
+                            "option '{DATA_FILE_EXTERNAL_PATHS_STRATEGY}' = 'specific-fs' needs \
                          '{DATA_FILE_EXTERNAL_PATHS_SPECIFIC_FS}', the scheme of the roots to use"
-                    ))
-                })?;
+                        ))
+                    })?;
                 let picked: Vec<String> = roots
                     .into_iter()
                     .filter(|r| scheme(r).is_some_and(|s| s.eq_ignore_ascii_case(fs)))
@@ -139,7 +141,10 @@ pub fn java_path(location: &str) -> std::result::Result<String, &'static str> {
     Ok(if authority.is_empty() {
         format!("{scheme}:{path}")
     } else {
-        format!("{scheme}://{authority}{}", if path == "/" { "" } else { &path })
+        format!(
+            "{scheme}://{authority}{}",
+            if path == "/" { "" } else { &path }
+        )
     })
 }
 
@@ -169,7 +174,10 @@ mod tests {
     #[test]
     fn round_robin_uses_every_root_as_java_prints_it() {
         let o = opts(&[
-            (DATA_FILE_EXTERNAL_PATHS, "file:///tmp/a/, s3://bucket//b/c/,"),
+            (
+                DATA_FILE_EXTERNAL_PATHS,
+                "file:///tmp/a/, s3://bucket//b/c/,",
+            ),
             (DATA_FILE_EXTERNAL_PATHS_STRATEGY, "Round-Robin"),
         ]);
         assert_eq!(

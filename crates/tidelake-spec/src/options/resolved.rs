@@ -72,7 +72,10 @@ impl Options {
                 FILE_SUFFIX_INCLUDE_COMPRESSION,
                 Bool(self.file_suffix_include_compression()?),
             ),
-            (DATA_FILE_EXTERNAL_PATHS, List(self.data_file_external_roots()?)),
+            (
+                DATA_FILE_EXTERNAL_PATHS,
+                List(self.data_file_external_roots()?),
+            ),
             (
                 DATA_FILE_EXTERNAL_PATHS_STRATEGY,
                 text(self.external_path_strategy()?.as_str()),

@@ -30,9 +30,9 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::branch::all_branch_ios;
 use crate::changelogs::{changelog_id, CHANGELOG_DIR};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::failpoint;
-use crate::io::FileStatus;
+use crate::io::{FileIO, FileStatus};
 use crate::maintenance::refs::{add_root, roots_of, MetaCache, References, STATISTICS_DIR};
 use crate::state::{INDEX_DIR, MANIFEST_DIR};
 use crate::table::Table;
@@ -80,31 +80,25 @@ pub async fn remove_orphan_files(
 ) -> Result<Vec<OrphanFile>> {
     let partition_levels = table.schema().partition_keys.len();
     let old = |f: &FileStatus| f.last_modified_ms < older_than_ms;
-    // (file, path relative to the table root or full external path, reached through a link)
-    let mut candidates: Vec<(FileStatus, String, bool)> = table
+    // each file, with the handle of the external root it is under (`None`: in the table)
+    let mut candidates: Vec<(FileStatus, Option<FileIO>)> = table
         .io()
         .list_recursive("")
         .await?
         .into_iter()
         .filter(|f| old(f) && is_candidate_path(&f.path, partition_levels))
-        .map(|f| {
-            let linked = table.io().through_link(&f.path);
-            let path = f.path.clone();
-            (f, path, linked)
-        })
+        .map(|f| (f, None))
         .collect();
-    for root in table
+    let roots = table
         .schema()
         .options
         .data_file_external_roots()
-        .map_err(|e| crate::error::Error::from_spec("table options", e))?
-    {
+        .map_err(|e| Error::from_spec("table options", e))?;
+    for root in roots {
         let external = table.io().at(&root)?;
         for f in external.list_recursive("").await? {
             if old(&f) && is_bucket_file(&f.path, partition_levels) {
-                let linked = external.through_link(&f.path);
-                let path = format!("{root}/{}", f.path);
-                candidates.push((f, path, linked));
+                candidates.push((f, Some(external.clone())));
             }
         }
     }
@@ -126,14 +120,23 @@ pub async fn remove_orphan_files(
     }
     let orphans: Vec<OrphanFile> = candidates
         .into_iter()
-        .filter(|(f, _, linked)| {
+        .filter(|(f, external)| {
             f.path
                 .rsplit('/')
                 .next()
                 .is_some_and(|name| !refs.contains(name))
-                && !linked
+                && !external
+                    .as_ref()
+                    .unwrap_or(table.io())
+                    .through_link(&f.path)
         })
-        .map(|(f, path, _)| OrphanFile { path, size: f.size })
+        .map(|(f, external)| OrphanFile {
+            path: match external {
+                Some(io) => io.display(&f.path),
+                None => f.path,
+            },
+            size: f.size,
+        })
         .collect();
     if !dry_run {
         failpoint!("orphans-before-delete");

@@ -10,6 +10,7 @@ import time
 
 import pyarrow as pa
 import pytest
+from _s3 import TableFiles
 
 import tidelake
 
@@ -178,3 +179,28 @@ def test_dropping_the_table_deletes_its_roots(tmp_path):
     assert external_files(tmp_path)
     catalog.drop_table("db.t")
     assert not any(r.exists() for r in roots(tmp_path))
+
+
+def test_roots_in_the_tables_s3_bucket(s3_server):
+    """On S3 the roots are prefixes of the table's bucket: files land there, expiry deletes
+    there; a root in another bucket is refused naming the option."""
+    bucket, opts = s3_server.new_bucket(), s3_server.options
+    ext = [f"s3://{bucket}/ext1", f"s3://{bucket}/ext2"]
+    t = tidelake.create_table(f"s3://{bucket}/wh/t", SCHEMA, primary_keys=["k", "d"], partition_keys=["d"], bucket=2,
+                              options={"data-file.external-paths": ",".join(ext),
+                                       "data-file.external-paths.strategy": "round-robin"},
+                              storage_options=opts)
+    for i in range(3):
+        t.write(batch(range(i * 5, i * 5 + 10), f"v{i}-"))
+    t.compact(full=True)
+    t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=FUTURE_MS)
+    assert rows(t) == sorted((k, f"p{k % 2}", f"v{min(k // 5, 2)}-{k}") for k in range(20))
+    live = set(t.system("files").column("file_path").to_pylist())
+    stored = {f"{r}/{n}" for r in ext for n in TableFiles(r, opts).names()}
+    assert live and stored == live
+    assert not [n for n in TableFiles(t.path, opts).names() if "bucket-" in n]
+    other = tidelake.create_table(f"s3://{bucket}/wh/u", SCHEMA, partition_keys=["d"], storage_options=opts,
+                                  options={"data-file.external-paths": f"s3://{s3_server.new_bucket()}/x",
+                                           "data-file.external-paths.strategy": "round-robin"})
+    with pytest.raises(tidelake.UnsupportedError, match="'data-file.external-paths'"):
+        other.write(batch(range(4), "a"))

@@ -225,6 +225,7 @@ option_enum!(BucketFunctionType, BUCKET_FUNCTION_TYPE, {
 });
 
 // Declared after `option_enum!` so that the submodules can use it.
+mod external_paths;
 pub mod known;
 mod maintenance;
 mod mark_done;
@@ -232,6 +233,7 @@ mod merge_fn;
 mod record_level;
 mod resolved;
 
+pub use external_paths::*;
 pub use maintenance::*;
 pub use mark_done::*;
 pub use record_level::*;
@@ -946,11 +948,6 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     ("tag.create-success-file", Asks::True, "tag success files"),
     ("tag.callbacks", Asks::Set, "tag callbacks"),
     ("commit.callbacks", Asks::Set, "commit callbacks"),
-    (
-        "data-file.external-paths",
-        Asks::Set,
-        "data files in external paths",
-    ),
     (
         "index-file-in-data-file-dir",
         Asks::True,

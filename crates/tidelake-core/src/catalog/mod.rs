@@ -581,13 +581,16 @@ impl Catalog {
     }
 
     /// Drop a table and delete its files (a REST server deletes them itself; a Hive
-    /// Metastore's external table keeps them).
+    /// Metastore's external table keeps them). As Java's `dropTable`, the directories of the
+    /// external roots any schema of any branch lists (`data-file.external-paths`) are deleted
+    /// with the table's.
     pub async fn drop_table(&self, identifier: &str) -> Result<()> {
         let id = Identifier::table(identifier)?;
         if let Registry::Rest { server, .. } = &self.registry {
             return server.drop_table(&id).await;
         }
         let table = self.open(&id).await?;
+        let external_roots = external_roots(&table).await?;
         match &self.registry {
             Registry::Jdbc(_, t) => {
                 t.unregister_table(&id.database, &id.table).await?;
@@ -597,11 +600,11 @@ impl Catalog {
                     .table(&id)
                     .await?
                     .ok_or_else(|| self.table_not_found(&id))?;
-                return h.drop_table(&id, &hms, table.io()).await;
+                return h.drop_table(&id, &hms, table.io(), &external_roots).await;
             }
             Registry::FileSystem(_) | Registry::Rest { .. } => {}
         }
-        table.io().delete_dir("").await
+        delete_table_dirs(table.io(), &external_roots).await
     }
 
     /// Rename `from` to `to` (database included): the table directory moves, and the JDBC
@@ -630,4 +633,31 @@ impl Catalog {
             Registry::Hive(_, h) => h.rename_table(&from, &to).await,
         }
     }
+}
+
+/// Every external root (`data-file.external-paths`) a schema of any branch of `table` lists
+/// (Java `AbstractCatalog.dropTable`).
+async fn external_roots(table: &Table) -> Result<Vec<String>> {
+    let mut roots = std::collections::BTreeSet::new();
+    for (name, _) in crate::branch::all_branch_ios(table.io()).await? {
+        let branch = table.open_other_branch(&name).await?;
+        for schema in branch.schemas().await? {
+            roots.extend(
+                schema
+                    .options
+                    .data_file_external_roots()
+                    .map_err(|e| Error::from_spec("table options", e))?,
+            );
+        }
+    }
+    Ok(roots.into_iter().collect())
+}
+
+/// Delete a dropped table's directory and its external roots' (Java `dropTableImpl`).
+pub(crate) async fn delete_table_dirs(io: &FileIO, external_roots: &[String]) -> Result<()> {
+    io.delete_dir("").await?;
+    for root in external_roots {
+        io.delete_dir(root).await?;
+    }
+    Ok(())
 }

@@ -204,7 +204,6 @@ impl FileStoreCommit {
                 && m.deleted_files.is_empty()
                 && m.new_index_files.is_empty()
                 && m.deleted_index_files.is_empty()
-                && m.new_files.iter().all(|f| f.external_path.is_none())
         };
         let touched = messages
             .iter()
@@ -243,12 +242,7 @@ impl FileStoreCommit {
                         .filter(|f| !moved.contains(f.file_name.as_str())),
                 );
             for f in data {
-                io.delete(
-                    f.external_path
-                        .as_deref()
-                        .unwrap_or(&format!("{dir}/{}", f.file_name)),
-                )
-                .await?;
+                io.delete(&f.path(&dir)).await?;
                 deleted += 1;
             }
             for f in m.new_index_files.iter().chain(&m.compact_new_index_files) {
@@ -468,12 +462,8 @@ impl FileStoreCommit {
             .table
             .iter()
             .chain(&new.changelog)
-            .filter(|e| {
-                e.kind == FileKind::Add
-                    && e.file.external_path.is_none()
-                    && !rewritten.contains(&e.file.file_name)
-            })
-            .map(|e| (e.partition.clone(), e.bucket, e.file.file_name.clone()))
+            .filter(|e| e.kind == FileKind::Add && !rewritten.contains(&e.file.file_name))
+            .map(|e| (e.partition.clone(), e.bucket, e.file.clone()))
             .collect();
         let index_outputs: Vec<String> = new
             .index
@@ -488,11 +478,11 @@ impl FileStoreCommit {
             }
             Err(Error::CommitConflict(_)) => {
                 let io = self.table.io();
-                for (partition, bucket, name) in outputs {
+                for (partition, bucket, file) in outputs {
                     let dir = self
                         .layout
                         .bucket_path(&self.layout.decode_partition(&partition)?, bucket)?;
-                    io.delete(&format!("{dir}/{name}")).await?;
+                    io.delete(&file.path(&dir)).await?;
                 }
                 for name in index_outputs {
                     io.delete(&format!("index/{name}")).await?;
@@ -647,8 +637,8 @@ impl FileStoreCommit {
                 .layout
                 .bucket_path(&self.layout.decode_partition(&m.partition)?, m.bucket)?;
             for f in m.compact_after.iter().chain(&m.compact_changelog) {
-                if f.external_path.is_none() && !new.contains(f.file_name.as_str()) {
-                    io.delete(&format!("{dir}/{}", f.file_name)).await?;
+                if !new.contains(f.file_name.as_str()) {
+                    io.delete(&f.path(&dir)).await?;
                 }
             }
             for f in &m.compact_new_index_files {

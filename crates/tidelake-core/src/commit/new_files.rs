@@ -364,13 +364,9 @@ pub(crate) fn added_paths(layout: &TableLayout, entries: &[ManifestEntry]) -> Re
     entries
         .iter()
         .filter(|e| e.kind == FileKind::Add)
-        .map(|e| match &e.file.external_path {
-            Some(p) => Ok(p.clone()),
-            None => Ok(format!(
-                "{}/{}",
-                layout.bucket_path(&layout.decode_partition(&e.partition)?, e.bucket)?,
-                e.file.file_name
-            )),
+        .map(|e| {
+            Ok(e.file
+                .path(&layout.bucket_path(&layout.decode_partition(&e.partition)?, e.bucket)?))
         })
         .collect()
 }

@@ -422,10 +422,7 @@ impl Drop for BucketCompaction {
 /// `meta`, a file of `bucket` written by this writer or its compactions.
 fn level_file(bucket: &Bucket, meta: &DataFileMeta) -> LevelFile {
     LevelFile {
-        path: match &meta.external_path {
-            Some(p) => p.clone(),
-            None => format!("{}/{}", bucket.bucket_dir, meta.file_name),
-        },
+        path: meta.path(&bucket.bucket_dir),
         meta: meta.clone(),
         deletion: None,
     }

@@ -66,7 +66,7 @@ use crate::lsm::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
 use crate::scan::predicate::Predicate;
 use crate::snapshots::SnapshotManager;
-use crate::state::{BucketFiles, LiveFiles, Pruning};
+use crate::state::{LiveFiles, Pruning};
 use crate::table::Table;
 use crate::tasks::{self, Progress};
 use crate::write::postpone::POSTPONE_BUCKET;
@@ -550,7 +550,7 @@ impl Compactor {
                 .files
                 .into_iter()
                 .map(|e| LevelFile {
-                    path: BucketFiles::file_path(&bucket_dir, &e.file),
+                    path: e.file.path(&bucket_dir),
                     deletion: deletion_vectors.remove(&e.file.file_name),
                     meta: e.file,
                 })

@@ -213,10 +213,7 @@ async fn replay(
 ) -> Result<()> {
     for p in postponed {
         for f in &p.files {
-            let path = match &f.external_path {
-                Some(external) => external.clone(),
-                None => format!("{}/{}", p.bucket_dir, f.file_name),
-            };
+            let path = f.path(&p.bucket_dir);
             let (mut rows, _) = read.positioned_rows(&SplitFile::new(path, f, None)).await?;
             while let Some(kv) = rows.try_next().await? {
                 // `[_SEQUENCE_NUMBER, _VALUE_KIND, columns...]`: the stored sequence is -1.

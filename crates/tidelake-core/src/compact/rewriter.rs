@@ -225,11 +225,7 @@ pub(crate) async fn delete_files(
 ) -> Result<()> {
     let mut first_error = None;
     for f in files {
-        let path = match &f.external_path {
-            Some(p) => p.clone(),
-            None => format!("{bucket_dir}/{}", f.file_name),
-        };
-        if let Err(e) = table.io().delete(&path).await {
+        if let Err(e) = table.io().delete(&f.path(bucket_dir)).await {
             first_error.get_or_insert(e);
         }
     }

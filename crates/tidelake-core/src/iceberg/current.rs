@@ -14,7 +14,6 @@ use super::options::IcebergConfig;
 use crate::branch::MAIN_BRANCH;
 use crate::error::Result;
 use crate::layout::TableLayout;
-use crate::state::BucketFiles;
 use crate::table::Table;
 
 /// Where a Paimon data file lives, as the location Iceberg metadata names it by.
@@ -25,9 +24,9 @@ pub fn data_file_location(table: &Table, layout: &TableLayout, e: &PaimonEntry) 
     let values = layout.decode_partition(&e.partition)?;
     let bucket = layout.bucket_path(&values, e.bucket)?;
     Ok(format!(
-        "{}/{}",
+        "{}/{bucket}/{}",
         table.location().trim_end_matches('/'),
-        BucketFiles::file_path(&bucket, &e.file)
+        e.file.file_name
     ))
 }
 

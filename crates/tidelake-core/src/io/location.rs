@@ -265,6 +265,60 @@ fn resolve_url(
     })
 }
 
+/// The object path of absolute `location` on the storage of the root at `root_location`
+/// (`local`: the local filesystem), and the local directory it names there: the same
+/// filesystem for `file:` locations, the same scheme (`s3a` is `s3`) and bucket or container
+/// otherwise. [`Error::Unsupported`] for a location on other storage, [`Error::Invalid`] for
+/// `.` or `..` segments. Segments are taken verbatim, as root-relative paths are.
+pub(super) fn on_same_storage(
+    root_location: &str,
+    local: bool,
+    location: &str,
+) -> Result<(Path, Option<std::path::PathBuf>)> {
+    let other = || {
+        Error::Unsupported(format!(
+            "'{location}' is not on the storage of '{root_location}': tidelake reaches files \
+             on the table's own storage only"
+        ))
+    };
+    let path = if local {
+        if !location.starts_with("file:") {
+            return Err(other());
+        }
+        local_path(location)?
+    } else {
+        let (scheme, authority, path) = split_url(location).ok_or_else(other)?;
+        let (root_scheme, root_authority, _) = split_url(root_location).ok_or_else(other)?;
+        let canonical = |s: &str| {
+            let s = s.to_ascii_lowercase();
+            if s == "s3a" {
+                "s3".to_string()
+            } else {
+                s
+            }
+        };
+        if canonical(scheme) != canonical(root_scheme) || authority != root_authority {
+            return Err(other());
+        }
+        path
+    };
+    if path.split('/').any(|s| s == ".." || s == ".") {
+        return Err(Error::invalid(format!(
+            "bad location '{location}': '.' and '..' segments are not allowed"
+        )));
+    }
+    let root = super::join_verbatim(Path::default(), path);
+    Ok((root, local.then(|| std::path::PathBuf::from(path))))
+}
+
+/// `scheme://authority/path` split in three (the path with its leading `/`).
+fn split_url(location: &str) -> Option<(&str, &str, &str)> {
+    let (scheme, rest) = location.split_once("://")?;
+    let at = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(at);
+    Some((scheme, authority, path))
+}
+
 fn unsupported(location: &str, url: &Url) -> Error {
     Error::Unsupported(format!(
         "storage scheme '{}://' of '{location}' (supported: local paths, file://, s3://, s3a://, gs://, az://, abfs://)",

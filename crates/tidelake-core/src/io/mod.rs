@@ -2,7 +2,10 @@
 //! view over an [`object_store::ObjectStore`].
 //!
 //! Invariants:
-//! * paths given to [`FileIO`] are relative to the table (or warehouse) root and use `/`;
+//! * paths given to [`FileIO`] are relative to the table (or warehouse) root and use `/`, or
+//!   are absolute locations with a scheme (`file:/...`, `s3://bucket/...`: external data
+//!   files) on the same storage as the root ([`FileIO::at`]); a location on other storage is
+//!   [`Error::Unsupported`], never a path under the root;
 //! * [`FileIO::put_if_absent`] is the only way snapshot and schema files are created: it never
 //!   replaces an existing object (local: hard-link of a temp file; object stores: conditional put),
 //!   which is what makes concurrent commits safe without a lock service;
@@ -195,7 +198,7 @@ impl FileIO {
     pub fn child(&self, rel: &str) -> FileIO {
         FileIO {
             store: self.store.clone(),
-            root: self.path(rel),
+            root: join_verbatim(self.root.clone(), rel),
             location: format!("{}/{}", self.location, rel.trim_matches('/')),
             local_root: self
                 .local_root
@@ -255,23 +258,38 @@ impl FileIO {
         &self.store
     }
 
-    /// Absolute object path of a root-relative path.
-    pub fn path(&self, rel: &str) -> Path {
-        let mut p = self.root.clone();
-        for part in rel.split('/').filter(|s| !s.is_empty()) {
-            // Paimon's paths are already escaped (partition values by Java's escapePathName):
-            // use each segment verbatim. `PathPart::from` would percent-encode `%`, `|`, `~`...
-            // a second time, putting files where Java and pypaimon do not look.
-            p = match PathPart::parse(part) {
-                Ok(verbatim) => p.join(verbatim),
-                Err(_) => p.join(part),
-            };
-        }
-        p
+    /// A handle rooted at absolute `location` (`file:/...`, `s3://bucket/...`) on the storage
+    /// of this one, with its options; [`Error::Unsupported`] when `location` is on other
+    /// storage (another scheme, bucket or container).
+    pub fn at(&self, location: &str) -> Result<FileIO> {
+        let (root, local_root) =
+            location::on_same_storage(&self.location, self.local_root.is_some(), location)?;
+        Ok(FileIO {
+            store: self.store.clone(),
+            root,
+            location: location.trim_end_matches('/').to_string(),
+            local_root,
+            local_fs: self.local_fs.clone(),
+            options: self.options.clone(),
+            read_cache: None,
+            env: self.env.clone(),
+        })
     }
 
-    /// Display form of a root-relative path.
+    /// Absolute object path of a root-relative path or of an absolute location on the same
+    /// storage ([`FileIO::at`]).
+    pub fn path(&self, rel: &str) -> Result<Path> {
+        if is_location(rel) {
+            return Ok(self.at(rel)?.root);
+        }
+        Ok(join_verbatim(self.root.clone(), rel))
+    }
+
+    /// Display form of a root-relative path (an absolute location as it is).
     pub fn display(&self, rel: &str) -> String {
+        if is_location(rel) {
+            return rel.to_string();
+        }
         format!("{}/{}", self.location, rel)
     }
 
@@ -288,7 +306,7 @@ impl FileIO {
     pub async fn read(&self, rel: &str) -> Result<Bytes> {
         let res = self
             .store
-            .get(&self.path(rel))
+            .get(&self.path(rel)?)
             .await
             .map_err(|e| self.io_err(rel, e))?;
         res.bytes().await.map_err(|e| self.io_err(rel, e))
@@ -304,7 +322,7 @@ impl FileIO {
     }
 
     pub async fn exists(&self, rel: &str) -> Result<bool> {
-        match self.store.head(&self.path(rel)).await {
+        match self.store.head(&self.path(rel)?).await {
             Ok(_) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(self.io_err(rel, e)),
@@ -316,13 +334,16 @@ impl FileIO {
     #[cfg(unix)]
     pub fn local_file(&self, rel: &str) -> Option<Result<LocalFile>> {
         let fs = self.local_fs.as_ref()?;
-        Some(LocalFile::open(fs, &self.path(rel)).map_err(|e| self.io_err(rel, e)))
+        Some(
+            self.path(rel)
+                .and_then(|p| LocalFile::open(fs, &p).map_err(|e| self.io_err(rel, e))),
+        )
     }
 
     pub async fn size(&self, rel: &str) -> Result<u64> {
         let meta = self
             .store
-            .head(&self.path(rel))
+            .head(&self.path(rel)?)
             .await
             .map_err(|e| self.io_err(rel, e))?;
         Ok(meta.size)
@@ -331,7 +352,7 @@ impl FileIO {
     /// Write (create or replace) a file. Used for files with unique names and for hints.
     pub async fn write(&self, rel: &str, data: impl Into<Bytes>) -> Result<()> {
         self.store
-            .put(&self.path(rel), PutPayload::from(data.into()))
+            .put(&self.path(rel)?, PutPayload::from(data.into()))
             .await
             .map_err(|e| self.io_err(rel, e))?;
         Ok(())
@@ -351,7 +372,7 @@ impl FileIO {
         };
         match self
             .store
-            .put_opts(&self.path(rel), PutPayload::from(data.clone()), opts)
+            .put_opts(&self.path(rel)?, PutPayload::from(data.clone()), opts)
             .await
         {
             Ok(_) => Ok(true),
@@ -364,7 +385,7 @@ impl FileIO {
     }
 
     pub async fn delete(&self, rel: &str) -> Result<()> {
-        match self.store.delete(&self.path(rel)).await {
+        match self.store.delete(&self.path(rel)?).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.io_err(rel, e)),
         }
@@ -374,6 +395,9 @@ impl FileIO {
     /// object is under it, and object_store cannot write Hadoop's `dir/` marker keys), so there
     /// an empty [`DIR_MARKER`] object is written inside it.
     pub async fn create_dir(&self, rel: &str) -> Result<()> {
+        if is_location(rel) {
+            return Box::pin(self.at(rel)?.create_dir("")).await;
+        }
         let Some(root) = &self.local_root else {
             return self
                 .write(
@@ -395,6 +419,9 @@ impl FileIO {
     /// Locally this never follows a symbolic link: a link inside the directory is removed,
     /// never what it points to (listings follow links, so nothing listed is deleted here).
     pub async fn delete_dir(&self, rel: &str) -> Result<()> {
+        if is_location(rel) {
+            return Box::pin(self.at(rel)?.delete_dir("")).await;
+        }
         let Some(root) = &self.local_root else {
             for f in self.list_recursive(rel).await? {
                 self.delete(&f.path).await?;
@@ -429,7 +456,7 @@ impl FileIO {
 
     /// One delimited listing of directory `rel`; a missing directory lists as empty.
     async fn list_delimited(&self, rel: &str) -> Result<object_store::ListResult> {
-        match self.store.list_with_delimiter(Some(&self.path(rel))).await {
+        match self.store.list_with_delimiter(Some(&self.path(rel)?)).await {
             Ok(r) => Ok(r),
             Err(object_store::Error::NotFound { .. }) => Ok(object_store::ListResult {
                 objects: Vec::new(),
@@ -462,7 +489,7 @@ impl FileIO {
 
     /// List every file below directory `rel`, recursively.
     pub async fn list_recursive(&self, rel: &str) -> Result<Vec<FileStatus>> {
-        let dir = self.path(rel);
+        let dir = self.path(rel)?;
         let metas: Vec<_> = match self.store.list(Some(&dir)).try_collect().await {
             Ok(m) => m,
             Err(object_store::Error::NotFound { .. }) => return Ok(Vec::new()),
@@ -485,6 +512,25 @@ impl FileIO {
             last_modified_ms: meta.last_modified.timestamp_millis(),
         }
     }
+}
+
+/// Whether `path` is an absolute location with a scheme (`file:/x`, `s3://b/k`) rather than
+/// a path relative to a root (whose first segment never holds a `:` before a `/`).
+pub fn is_location(path: &str) -> bool {
+    tidelake_spec::options::scheme(path).is_some()
+}
+
+/// `rel`'s segments joined onto `base`, each verbatim: Paimon's paths are already escaped
+/// (partition values by Java's escapePathName); `PathPart::from` would percent-encode `%`,
+/// `|`, `~`... a second time, putting files where Java and pypaimon do not look.
+fn join_verbatim(mut p: Path, rel: &str) -> Path {
+    for part in rel.split('/').filter(|s| !s.is_empty()) {
+        p = match PathPart::parse(part) {
+            Ok(verbatim) => p.join(verbatim),
+            Err(_) => p.join(part),
+        };
+    }
+    p
 }
 
 #[cfg(test)]

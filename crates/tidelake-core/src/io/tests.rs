@@ -33,7 +33,10 @@ fn s3_locations_take_options_and_keep_them() {
     ]);
     for url in ["s3://bucket/wh/t", "s3a://bucket/wh/t/"] {
         let io = FileIO::open_with(url, &o).unwrap();
-        assert_eq!(io.path("snapshot/LATEST").as_ref(), "wh/t/snapshot/LATEST");
+        assert_eq!(
+            io.path("snapshot/LATEST").unwrap().as_ref(),
+            "wh/t/snapshot/LATEST"
+        );
         assert_eq!(io.options(), &o);
         assert_eq!(io.child("sub").options(), &o);
         assert_eq!(io.location(), url.trim_end_matches('/'));
@@ -234,6 +237,35 @@ async fn hang_fault_never_completes_and_other_operations_still_do() {
 }
 
 #[test]
+fn absolute_locations_on_the_same_storage_are_reachable() {
+    let o = opts(&[
+        ("aws_endpoint", "http://127.0.0.1:1"),
+        ("aws_region", "us-east-1"),
+    ]);
+    let s3 = FileIO::open_with("s3://bucket/wh/t", &o).unwrap();
+    for loc in ["s3://bucket/ext/bucket-0/f", "s3a://bucket/ext/bucket-0/f"] {
+        assert_eq!(s3.path(loc).unwrap().as_ref(), "ext/bucket-0/f", "{loc}");
+        assert_eq!(s3.display(loc), loc);
+    }
+    let ext = s3.at("s3://bucket/ext/").unwrap();
+    assert_eq!(ext.path("bucket-0/f").unwrap().as_ref(), "ext/bucket-0/f");
+    assert_eq!(ext.location(), "s3://bucket/ext");
+    for other in ["s3://other/ext/f", "gs://bucket/ext/f", "file:/tmp/f"] {
+        let err = s3.path(other).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{other}");
+    }
+    let local = FileIO::open("/tmp/tidelake-at/t").unwrap();
+    for loc in ["file:/tmp/ext/x", "file:///tmp/ext/x"] {
+        assert_eq!(local.path(loc).unwrap().as_ref(), "tmp/ext/x", "{loc}");
+    }
+    let ext = local.at("file:/tmp/ext").unwrap();
+    assert_eq!(ext.local_root(), Some(std::path::Path::new("/tmp/ext")));
+    for bad in ["s3://bucket/x", "file:/tmp/../etc/x"] {
+        assert!(local.path(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
 fn relative_paths_never_leave_the_root() {
     let (io, _) = counted();
     for rel in [
@@ -245,7 +277,7 @@ fn relative_paths_never_leave_the_root() {
         "a\\..\\x",
         "dt=../bucket-0",
     ] {
-        let p = io.path(rel);
+        let p = io.path(rel).unwrap();
         assert!(p.as_ref().starts_with("wh/t/"), "{rel} -> {p}");
         assert!(
             !p.parts().any(|s| s.as_ref() == ".." || s.as_ref() == "."),

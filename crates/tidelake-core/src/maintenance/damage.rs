@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
-use crate::state::{BucketFiles, LiveFiles, Pruning, INDEX_DIR};
+use crate::state::{LiveFiles, Pruning, INDEX_DIR};
 use crate::table::Table;
 
 /// How many snapshots, newest first, are checked for a good one.
@@ -171,7 +171,7 @@ fn missing_files(
             .iter()
             .filter(|e| e.file.external_path.is_none())
         {
-            check(BucketFiles::file_path(&dir, &e.file), e.file.file_size);
+            check(e.file.path(&dir), e.file.file_size);
         }
         for index in bucket.dv_index.iter().chain(&bucket.hash_index) {
             if index.external_path.is_none() {

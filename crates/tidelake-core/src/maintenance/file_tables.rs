@@ -136,14 +136,10 @@ pub(crate) async fn files(table: &Table) -> Result<SystemTable> {
         };
         min_keys.push(key(&f.min_key));
         max_keys.push(key(&f.max_key));
-        paths.push(Some(match &f.external_path {
-            Some(p) => p.clone(),
-            None => table.io().display(&format!(
-                "{}/{}",
-                layout.bucket_path(&layout.decode_partition(&e.partition)?, e.bucket)?,
-                f.file_name
-            )),
-        }));
+        paths.push(Some(table.io().display(&f.path(&layout.bucket_path(
+            &layout.decode_partition(&e.partition)?,
+            e.bucket,
+        )?))));
     }
     let col = |f: &dyn Fn(&ManifestEntry) -> Option<i64>| entries.iter().map(f).collect();
     table_of(vec![

@@ -5,7 +5,9 @@
 //! Candidates, found by listing (Java `listPaimonFileDirs`): files directly in `manifest/`,
 //! `index/` and `statistics/`; files directly in a bucket directory
 //! (`<k=v>/…/bucket-<n>/`, as many `k=v` levels as partition keys); stray files in
-//! `changelog/` (anything but `changelog-<N>` and the hints). Never: `schema/`, `snapshot/`,
+//! `changelog/` (anything but `changelog-<N>` and the hints); files directly in a bucket
+//! directory under every root `data-file.external-paths` lists, whatever the strategy (Java
+//! lists `<root>/<k=v>/…/bucket-<n>/` too). Never: `schema/`, `snapshot/`,
 //! `tag/`, `consumer/`, `branch/`, other directories, or files modified at or after the
 //! cutoff — a writer's uncommitted files are protected by their age only.
 //!
@@ -28,9 +30,9 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::branch::all_branch_ios;
 use crate::changelogs::{changelog_id, CHANGELOG_DIR};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::failpoint;
-use crate::io::FileStatus;
+use crate::io::{FileIO, FileStatus};
 use crate::maintenance::refs::{add_root, roots_of, MetaCache, References, STATISTICS_DIR};
 use crate::state::{INDEX_DIR, MANIFEST_DIR};
 use crate::table::Table;
@@ -38,7 +40,7 @@ use crate::table::Table;
 /// One orphan file, found (and deleted unless it was a dry run).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OrphanFile {
-    /// Path relative to the table root.
+    /// Path relative to the table root, or the full path of a file under an external root.
     pub path: String,
     pub size: u64,
 }
@@ -54,13 +56,20 @@ fn is_candidate_path(path: &str, partition_levels: usize) -> bool {
         [dir] if *dir == CHANGELOG_DIR => {
             changelog_id(name).is_none() && *name != "EARLIEST" && *name != "LATEST"
         }
-        _ => {
-            dirs.len() == partition_levels + 1
-                && dirs[..partition_levels].iter().all(|d| d.contains('='))
-                && dirs[partition_levels].starts_with("bucket-")
-                && !name.is_empty()
-        }
+        _ => is_bucket_file(path, partition_levels),
     }
+}
+
+/// Whether `path` is a file directly in a bucket directory (`<k=v>/…/bucket-<n>/<name>`).
+fn is_bucket_file(path: &str, partition_levels: usize) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    let Some((name, dirs)) = parts.split_last() else {
+        return false;
+    };
+    dirs.len() == partition_levels + 1
+        && dirs[..partition_levels].iter().all(|d| d.contains('='))
+        && dirs[partition_levels].starts_with("bucket-")
+        && !name.is_empty()
 }
 
 /// Find (and unless `dry_run` delete) every orphan file last modified before `older_than_ms`.
@@ -70,15 +79,29 @@ pub async fn remove_orphan_files(
     dry_run: bool,
 ) -> Result<Vec<OrphanFile>> {
     let partition_levels = table.schema().partition_keys.len();
-    let candidates: Vec<FileStatus> = table
+    let old = |f: &FileStatus| f.last_modified_ms < older_than_ms;
+    // each file, with the handle of the external root it is under (`None`: in the table)
+    let mut candidates: Vec<(FileStatus, Option<FileIO>)> = table
         .io()
         .list_recursive("")
         .await?
         .into_iter()
-        .filter(|f| {
-            f.last_modified_ms < older_than_ms && is_candidate_path(&f.path, partition_levels)
-        })
+        .filter(|f| old(f) && is_candidate_path(&f.path, partition_levels))
+        .map(|f| (f, None))
         .collect();
+    let roots = table
+        .schema()
+        .options
+        .data_file_external_roots()
+        .map_err(|e| Error::from_spec("table options", e))?;
+    for root in roots {
+        let external = table.io().at(&root)?;
+        for f in external.list_recursive("").await? {
+            if old(&f) && is_bucket_file(&f.path, partition_levels) {
+                candidates.push((f, Some(external.clone())));
+            }
+        }
+    }
     if candidates.is_empty() {
         return Ok(Vec::new());
     }
@@ -97,15 +120,21 @@ pub async fn remove_orphan_files(
     }
     let orphans: Vec<OrphanFile> = candidates
         .into_iter()
-        .filter(|f| {
+        .filter(|(f, external)| {
             f.path
                 .rsplit('/')
                 .next()
                 .is_some_and(|name| !refs.contains(name))
-                && !table.io().through_link(&f.path)
+                && !external
+                    .as_ref()
+                    .unwrap_or(table.io())
+                    .through_link(&f.path)
         })
-        .map(|f| OrphanFile {
-            path: f.path,
+        .map(|(f, external)| OrphanFile {
+            path: match external {
+                Some(io) => io.display(&f.path),
+                None => f.path,
+            },
             size: f.size,
         })
         .collect();

@@ -11,8 +11,9 @@
 //!
 //! Files are identified by *name*, as Java does (`OrphanFilesClean` compares names,
 //! `FileDeletionBase` file names within a bucket): every Paimon file name carries a UUID, so
-//! names are unique across the table. Files stored under an external path (`_EXTERNAL_PATH`)
-//! are never deleted here (they are outside the table's storage root).
+//! names are unique across the table. A file stored under an external path (`_EXTERNAL_PATH`)
+//! is deleted there, its extra files next to it (Java `DataFilePathFactory.toPath` and
+//! `toAlignedPath`, [`DataFileMeta::path`](tidelake_spec::manifest::DataFileMeta::path)).
 //!
 //! Invariant: [`delete_unreferenced`] deletes a candidate only if its name is absent from the
 //! [`References`] built from everything that must survive; callers build that set from every
@@ -181,7 +182,7 @@ pub(crate) enum FileCategory {
 /// A file that may be deleted once nothing references it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Candidate {
-    /// Path relative to the table root.
+    /// Path relative to the table root, or an external path.
     pub(crate) path: String,
     /// The name references are compared with.
     pub(crate) name: String,
@@ -291,7 +292,8 @@ pub(crate) async fn metadata_files_of(
     Ok(out)
 }
 
-/// The files of data or changelog `entries`, with their extra files (skipping external ones).
+/// The files of data or changelog `entries`, with their extra files (external ones where
+/// they are).
 pub(crate) fn data_files(
     layout: &TableLayout,
     entries: &[ManifestEntry],
@@ -299,7 +301,7 @@ pub(crate) fn data_files(
 ) -> Result<Vec<Candidate>> {
     let mut out = Vec::new();
     let mut dirs: HashMap<(Vec<u8>, i32), String> = HashMap::new();
-    for e in entries.iter().filter(|e| e.file.external_path.is_none()) {
+    for e in entries {
         let key = (e.partition.clone(), e.bucket);
         let dir = match dirs.get(&key) {
             Some(d) => d.clone(),
@@ -309,9 +311,15 @@ pub(crate) fn data_files(
                 d
             }
         };
-        for name in std::iter::once(&e.file.file_name).chain(&e.file.extra_files) {
+        for (i, name) in std::iter::once(&e.file.file_name)
+            .chain(&e.file.extra_files)
+            .enumerate()
+        {
             out.push(Candidate {
-                path: format!("{dir}/{name}"),
+                path: match i {
+                    0 => e.file.path(&dir),
+                    _ => e.file.aligned_path(&dir, name),
+                },
                 name: name.clone(),
                 category,
                 maybe_gone: false,

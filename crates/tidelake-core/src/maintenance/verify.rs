@@ -71,8 +71,8 @@ use crate::read::split_read::decode_deletion_vector;
 use crate::scan::file_index;
 use crate::scan::split::FileIndexRef;
 use crate::state::{
-    index_file_refs, live_index_entries, merge_entries, read_list, read_manifests, BucketFiles,
-    LiveFiles, Pruning, INDEX_DIR,
+    index_file_refs, live_index_entries, merge_entries, read_list, read_manifests, LiveFiles,
+    Pruning, INDEX_DIR,
 };
 use crate::table::Table;
 
@@ -418,7 +418,7 @@ fn entry_path(table: &Table, layout: &TableLayout, e: &ManifestEntry) -> String 
     match dir {
         Ok(dir) => match &e.file.external_path {
             Some(p) => p.clone(),
-            None => table.io().display(&BucketFiles::file_path(&dir, &e.file)),
+            None => table.io().display(&e.file.path(&dir)),
         },
         Err(_) => e.file.file_name.clone(),
     }
@@ -669,7 +669,7 @@ async fn check_file_indexes(
     for b in live.buckets() {
         let dir = layout.bucket_path(&layout.decode_partition(&b.partition)?, b.bucket)?;
         for e in b.files.iter().filter(|e| e.file.external_path.is_none()) {
-            let Some(at) = FileIndexRef::of(&BucketFiles::file_path(&dir, &e.file), &e.file) else {
+            let Some(at) = FileIndexRef::of(&e.file.path(&dir), &e.file) else {
                 continue;
             };
             let Err(err) = file_index::load(table.io(), &at).await else {

@@ -23,7 +23,7 @@ use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 use crate::commit::{CommitMessage, Committed, FileStoreCommit};
 use crate::error::Result;
 use crate::layout::TableLayout;
-use crate::state::{BucketFiles, LiveFiles, Pruning};
+use crate::state::{LiveFiles, Pruning};
 use crate::table::Table;
 
 use super::after_commit;
@@ -70,7 +70,7 @@ pub async fn unexisting_files(table: &Table) -> Result<Vec<UnexistingFile>> {
         };
         let mut external = Vec::new();
         for e in &bucket.files {
-            let rel = BucketFiles::file_path(&dir, &e.file);
+            let rel = e.file.path(&dir);
             if e.file.external_path.is_some() {
                 external.push((rel, e.file.clone()));
             } else if !listed.contains(&rel) {

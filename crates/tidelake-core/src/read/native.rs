@@ -243,7 +243,7 @@ impl<'a> Classifier<'a> {
             && file.schema_id == self.schema.id
             && file.file_name.ends_with(".parquet")
             && !file.path.starts_with('/')
-            && !file.path.contains("://")
+            && !crate::io::is_location(&file.path)
     }
 
     fn native(&self, file: &SplitFile) -> NativeFile {

@@ -754,7 +754,7 @@ impl<'a> Planner<'a> {
                 bucket_path.insert(self.layout.bucket_path(&values, b.bucket)?)
             }
         };
-        let path = BucketFiles::file_path(dir, &e.file);
+        let path = e.file.path(dir);
         let Some(at) = FileIndexRef::of(&path, &e.file) else {
             return Ok(true);
         };
@@ -779,7 +779,7 @@ impl<'a> Planner<'a> {
                 .iter()
                 .map(|e| {
                     let dv = b.deletion_vector(&e.file.file_name).cloned();
-                    SplitFile::new(BucketFiles::file_path(&bucket_path, &e.file), &e.file, dv)
+                    SplitFile::new(e.file.path(&bucket_path), &e.file, dv)
                 })
                 .collect();
             let raw_convertible = !self.has_primary_key

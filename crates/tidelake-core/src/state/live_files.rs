@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::manifest::{
-    DataFileMeta, FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+    FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
     DELETION_VECTORS_INDEX, HASH_INDEX,
 };
 use tidelake_spec::snapshot::Snapshot;
@@ -182,15 +182,6 @@ pub(crate) struct BucketFiles {
 }
 
 impl BucketFiles {
-    /// Where `file` of a bucket stored in `bucket_dir` lives: its external path, or
-    /// `bucket_dir/<name>` relative to the table root.
-    pub(crate) fn file_path(bucket_dir: &str, file: &DataFileMeta) -> String {
-        match &file.external_path {
-            Some(p) => p.clone(),
-            None => format!("{bucket_dir}/{}", file.file_name),
-        }
-    }
-
     /// The deletion vector of data file `file_name`, if any.
     pub(crate) fn deletion_vector(&self, file_name: &str) -> Option<&DeletionFileRef> {
         self.deletion_vectors.get(file_name)

@@ -301,16 +301,20 @@ fn corrupt_deletion_vector_range_is_an_error() {
 }
 
 #[test]
-fn file_path_prefers_the_external_path() {
+fn data_files_are_where_their_external_path_says() {
     let mut f = file("data-1.parquet", 0);
-    assert_eq!(
-        BucketFiles::file_path("p=1/bucket-0", &f),
-        "p=1/bucket-0/data-1.parquet"
-    );
+    assert_eq!(f.path("p=1/bucket-0"), "p=1/bucket-0/data-1.parquet");
     f.external_path = Some("s3://elsewhere/data-1.parquet".to_string());
+    assert_eq!(f.path("p=1/bucket-0"), "s3://elsewhere/data-1.parquet");
+    // extra files (file indexes) live next to their data file
     assert_eq!(
-        BucketFiles::file_path("p=1/bucket-0", &f),
-        "s3://elsewhere/data-1.parquet"
+        f.aligned_path("p=1/bucket-0", "data-1.parquet.index"),
+        "s3://elsewhere/data-1.parquet.index"
+    );
+    f.external_path = None;
+    assert_eq!(
+        f.aligned_path("p=1/bucket-0", "data-1.parquet.index"),
+        "p=1/bucket-0/data-1.parquet.index"
     );
 }
 

@@ -77,9 +77,8 @@ pub(crate) async fn resequence(
                 let mut files = Vec::with_capacity(m.new_files.len());
                 for f in &m.new_files {
                     let rewritten = rewrite(table, &dir, f, shift).await?;
-                    out.replaced.push(format!("{dir}/{}", f.file_name));
-                    out.written
-                        .extend(rewritten.iter().map(|r| format!("{dir}/{}", r.file_name)));
+                    out.replaced.push(f.path(&dir));
+                    out.written.extend(rewritten.iter().map(|r| r.path(&dir)));
                     files.extend(rewritten);
                 }
                 m.new_files = files;
@@ -109,7 +108,7 @@ async fn rewrite(
     shift: i64,
 ) -> Result<Vec<DataFileMeta>> {
     let schema = table.schema_by_id(file.schema_id).await?;
-    let path = format!("{dir}/{}", file.file_name);
+    let path = file.path(dir);
     let stream = read_data_file(
         table.io(),
         &path,

@@ -815,10 +815,7 @@ impl TableWrite {
                 append.abort().await?;
             }
             for f in w.new_files.drain(..).chain(w.changelog_files.drain(..)) {
-                self.table
-                    .io()
-                    .delete(&format!("{}/{}", w.bucket_dir, f.file_name))
-                    .await?;
+                self.table.io().delete(&f.path(&w.bucket_dir)).await?;
             }
             w.buffer.clear();
             w.buffered_bytes = 0;
@@ -889,11 +886,7 @@ impl Flusher {
                 Err(e) => {
                     // Already failing: a cleanup error cannot be reported better than `e`.
                     for f in &out.changelog_files {
-                        let _ = self
-                            .table
-                            .io()
-                            .delete(&format!("{bucket_dir}/{}", f.file_name))
-                            .await;
+                        let _ = self.table.io().delete(&f.path(bucket_dir)).await;
                     }
                     return Err(e);
                 }

@@ -83,6 +83,40 @@ pub struct DataFileMeta {
     pub write_cols_sequences: Option<Vec<i64>>,
 }
 
+impl DataFileMeta {
+    /// Where this file lives (Java `DataFilePathFactory.toPath`): its `_EXTERNAL_PATH`, else
+    /// `<bucket_dir>/<file_name>` (`bucket_dir` relative to the table root). The one place
+    /// readers, writers and deleters resolve a data file.
+    pub fn path(&self, bucket_dir: &str) -> String {
+        match &self.external_path {
+            Some(p) => p.clone(),
+            None => join(bucket_dir, &self.file_name),
+        }
+    }
+
+    /// Where file `name` aligned with this one (one of its `_EXTRA_FILES`, e.g. a file index)
+    /// lives: in the same directory (Java `DataFilePathFactory.toAlignedPath`).
+    pub fn aligned_path(&self, bucket_dir: &str, name: &str) -> String {
+        match self
+            .external_path
+            .as_deref()
+            .and_then(|p| p.rsplit_once('/'))
+        {
+            Some((dir, _)) => format!("{dir}/{name}"),
+            None => join(bucket_dir, name),
+        }
+    }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    let dir = dir.trim_end_matches('/');
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
 const STRINGS: Ty = Ty::Array {
     item: &Ty::String,
     nullable_items: false,

@@ -72,6 +72,14 @@ impl Options {
                 FILE_SUFFIX_INCLUDE_COMPRESSION,
                 Bool(self.file_suffix_include_compression()?),
             ),
+            (
+                DATA_FILE_EXTERNAL_PATHS,
+                List(self.data_file_external_roots()?),
+            ),
+            (
+                DATA_FILE_EXTERNAL_PATHS_STRATEGY,
+                text(self.external_path_strategy()?.as_str()),
+            ),
             (DATA_FILE_PREFIX, text(self.data_file_prefix())),
             (CHANGELOG_FILE_PREFIX, text(self.changelog_file_prefix())),
             (DATA_FILE_THIN_MODE, Bool(self.data_file_thin_mode()?)),

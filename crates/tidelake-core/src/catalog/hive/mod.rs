@@ -293,12 +293,13 @@ impl HiveCatalog {
     }
 
     /// Java `dropTableImpl`: the metastore drops the table (and the files of a managed one,
-    /// then the directory goes too).
+    /// then the directory and the external roots go too).
     pub(crate) async fn drop_table(
         &self,
         id: &Identifier,
         table: &HmsTable,
         io: &FileIO,
+        external_roots: &[String],
     ) -> Result<()> {
         let context = BTreeMap::from([(IF_PURGE.to_string(), "TRUE".to_string())]);
         let managed = !table.is_external();
@@ -306,7 +307,7 @@ impl HiveCatalog {
             .drop_table(&id.database, &id.table, managed, &context)
             .await?;
         if managed {
-            io.delete_dir("").await?;
+            super::delete_table_dirs(io, external_roots).await?;
         }
         Ok(())
     }

@@ -367,7 +367,7 @@ impl RangeReader {
         Ok(RangeReader {
             origin: Origin::Store {
                 store: io.store().clone(),
-                path: io.path(rel_path),
+                path: io.path(rel_path)?,
             },
             size,
         })

@@ -355,7 +355,7 @@ impl AvroFile {
         schema: &AvroSchema,
         options: &AvroOptions,
     ) -> Result<AvroFile> {
-        let (upload, buffer) = BufferedUpload::new(io, rel_path);
+        let (upload, buffer) = BufferedUpload::new(io, rel_path)?;
         let writer = WriterBuilder::new(schema.arrow.as_ref().clone())
             .with_compression(options.codec)
             .build::<_, AvroOcfFormat>(buffer)

@@ -70,6 +70,7 @@ use crate::datum_arrow::{compare_datums, datum_at};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
 use crate::read::data_file::{FileFormat, SEQUENCE_NUMBER, VALUE_KIND};
+use crate::write::data_path::{DataPath, NewFilePath};
 
 /// Rows written between two size checks (Java `RollingFileWriter.CHECK_ROLLING_RECORD_CNT`).
 pub const ROLL_CHECK_ROWS: usize = 1000;
@@ -133,6 +134,9 @@ pub struct WriterConfig {
     pub bloom_columns: Vec<BloomFilterColumn>,
     /// `file-index.in-manifest-threshold`.
     pub index_in_manifest_threshold: u64,
+    /// The external roots new files go to ([`Options::data_file_write_roots`]); empty: the
+    /// table directory.
+    pub external_roots: Arc<[String]>,
     stats: StatsConfig,
 }
 
@@ -249,6 +253,7 @@ impl WriterConfig {
             },
             bloom_columns: bloom_filter_columns(options).map_err(spec)?,
             index_in_manifest_threshold: in_manifest_threshold(options).map_err(spec)?,
+            external_roots: options.data_file_write_roots().map_err(spec)?.into(),
             stats: StatsConfig::new(options, &stats_mode)?,
         })
     }
@@ -430,6 +435,10 @@ impl FilePlan {
 /// The file currently being written.
 struct OpenFile {
     name: String,
+    /// Where it is written (relative to the table root, or external).
+    path: String,
+    /// Its `_EXTERNAL_PATH`.
+    external: Option<String>,
     file: EncodedFile,
     rows: u64,
     columns: Vec<ColumnStats>,
@@ -444,7 +453,7 @@ struct OpenFile {
 /// Writes a stream of batches of one bucket into data files of bounded size.
 pub struct RollingWriter {
     io: FileIO,
-    bucket_dir: String,
+    dir: DataPath,
     schema: Arc<TableSchema>,
     layout: FileLayout,
     level: i32,
@@ -469,8 +478,9 @@ pub struct RollingWriter {
 }
 
 impl RollingWriter {
-    /// A writer into `bucket_dir` (relative to the table root) of files written with `schema`.
-    /// `prefix` is `data-file.prefix` or `changelog-file.prefix`.
+    /// A writer into `bucket_dir` (relative to the table root; or under the external roots of
+    /// `config`, see [`DataPath`]) of files written with `schema`. `prefix` is
+    /// `data-file.prefix` or `changelog-file.prefix`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         io: FileIO,
@@ -504,8 +514,8 @@ impl RollingWriter {
         };
         Ok(RollingWriter {
             uuid: io.env().uuid_string(),
+            dir: DataPath::new(&io, &bucket_dir, config.external_roots.clone())?,
             io,
-            bucket_dir: bucket_dir.trim_matches('/').to_string(),
             schema,
             layout,
             level,
@@ -702,12 +712,14 @@ impl RollingWriter {
             self.prefix, self.uuid, self.next_file, self.extension
         );
         self.next_file += 1;
-        let rel_path = self.rel_path(&name);
+        let NewFilePath { path, external } = self.dir.next(&name);
         let first = self.plan.encoding.batch(first.columns().to_vec())?;
-        let file = self.plan.encoding.create(&self.io, &rel_path, &first)?;
-        self.created.push(rel_path);
+        let file = self.plan.encoding.create(&self.io, &path, &first)?;
+        self.created.push(path.clone());
         self.current = Some(OpenFile {
             name,
+            path,
+            external,
             file,
             rows: 0,
             columns: self.plan.new_column_stats(&self.schema.fields),
@@ -719,14 +731,6 @@ impl RollingWriter {
             indexes: self.index_plan.start()?,
         });
         Ok(())
-    }
-
-    fn rel_path(&self, name: &str) -> String {
-        if self.bucket_dir.is_empty() {
-            name.to_string()
-        } else {
-            format!("{}/{name}", self.bucket_dir)
-        }
     }
 
     /// Write a non-empty slice of a physical batch into the open file.
@@ -805,9 +809,8 @@ impl RollingWriter {
         let file_size = open.file.finish().await?;
         let (embedded_index, extra_files) = match open.indexes {
             Some(indexes) => {
-                let data_path = self.rel_path(&open.name);
                 indexes
-                    .finish(&self.io, &data_path, &mut self.created)
+                    .finish(&self.io, &open.path, &mut self.created)
                     .await?
             }
             None => (None, Vec::new()),
@@ -824,6 +827,7 @@ impl RollingWriter {
         )?;
         meta.embedded_index = embedded_index;
         meta.extra_files = extra_files;
+        meta.external_path = open.external;
         self.finished.push(meta);
         Ok(())
     }

@@ -165,7 +165,7 @@ impl OrcFile {
         schema: &OrcSchema,
         options: &OrcOptions,
     ) -> Result<OrcFile> {
-        let (upload, buffer) = BufferedUpload::new(io, rel_path);
+        let (upload, buffer) = BufferedUpload::new(io, rel_path)?;
         let (commands, inbox) = mpsc::channel();
         let arrow = schema.arrow.clone();
         let options = options.clone();

@@ -806,7 +806,7 @@ impl ParquetFile {
         first: &RecordBatch,
     ) -> Result<ParquetFile> {
         let display = io.display(rel_path);
-        let sink = ObjectSink::new(io, rel_path);
+        let sink = ObjectSink::new(io, rel_path)?;
         let properties = options.properties(schema, first);
         let writer = match &schema.encoded {
             Some(encoded) => {

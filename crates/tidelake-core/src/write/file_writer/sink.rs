@@ -28,11 +28,11 @@ pub(super) struct ObjectSink {
 }
 
 impl ObjectSink {
-    pub(super) fn new(io: &FileIO, rel_path: &str) -> ObjectSink {
-        ObjectSink {
-            inner: BufWriter::new(io.store().clone(), io.path(rel_path)),
+    pub(super) fn new(io: &FileIO, rel_path: &str) -> Result<ObjectSink> {
+        Ok(ObjectSink {
+            inner: BufWriter::new(io.store().clone(), io.path(rel_path)?),
             completing: false,
-        }
+        })
     }
 
     pub(super) async fn put(&mut self, bytes: Bytes) -> object_store::Result<()> {
@@ -92,15 +92,15 @@ pub(super) struct BufferedUpload {
 
 impl BufferedUpload {
     /// An upload to `rel_path` and the buffer its encoder writes into.
-    pub(super) fn new(io: &FileIO, rel_path: &str) -> (BufferedUpload, SharedBuffer) {
+    pub(super) fn new(io: &FileIO, rel_path: &str) -> Result<(BufferedUpload, SharedBuffer)> {
         let buffer = SharedBuffer::default();
         let upload = BufferedUpload {
             buffer: buffer.clone(),
-            sink: ObjectSink::new(io, rel_path),
+            sink: ObjectSink::new(io, rel_path)?,
             written: 0,
             display: io.display(rel_path),
         };
-        (upload, buffer)
+        Ok((upload, buffer))
     }
 
     /// Bytes the encoder produced so far (handed to the sink or still buffered).

@@ -107,8 +107,24 @@ def test_procedures(spark, tmp_path):
         sql(spark, f"CALL sys.migrate_table(table => '{path}')")
     with pytest.raises(tidelake.InvalidArgumentError, match="no argument 'bogus'"):
         sql(spark, f"CALL sys.compact(table => '{path}', bogus => 1)")
-    with pytest.raises(tidelake.UnsupportedError, match="order_strategy"):
+    # sort compaction: Paimon's own refusals
+    with pytest.raises(tidelake.UnsupportedError, match="bucket-unaware append"):
+        sql(spark, f"CALL sys.compact(table => '{path}', order_strategy => 'zorder', order_by => 'k,v')")
+    with pytest.raises(tidelake.InvalidArgumentError, match="needs order_by"):
         sql(spark, f"CALL sys.compact(table => '{path}', order_strategy => 'zorder')")
+    with pytest.raises(tidelake.InvalidArgumentError, match="cannot work with order_by"):
+        sql(spark, f"CALL sys.compact(table => '{path}', order_by => 'k')")
+    logs = f"{wh}/db.db/logs"
+    sql(spark, f"CREATE TABLE tidelake.`{logs}` (a BIGINT, b BIGINT, p INT) USING tidelake PARTITIONED BY (p)")
+    for i in range(3):
+        sql(spark, f"INSERT INTO tidelake.`{logs}` SELECT (id * 7) % 10, id, {i % 2} FROM range(10)")
+    sorted_ = sql(spark, f"CALL sys.compact(table => '{logs}', partitions => 'p=1', order_strategy => 'order', "
+                         "order_by => 'a')").collect()[0].snapshot_id
+    logs_table = tidelake.open_table(logs)
+    assert logs_table.snapshot(sorted_).commit_kind == "OVERWRITE"
+    files = logs_table.system("files").to_pylist()
+    assert sorted(f["partition"] for f in files) == ["{0}", "{0}", "{1}"]  # p=1 rewritten as one file
+    assert logs_table.to_arrow().num_rows == 30
 
 
 def test_other_statements_go_to_spark(spark, tmp_path):

@@ -48,7 +48,7 @@ def build(path: pathlib.Path, rows: int, file_size: str) -> None:
         a = rng.integers(0, 1_000_000, per)
         b = rng.integers(0, 1_000_000, per)
         payload = pa.array([f"row-{x:07d}" for x in a])
-        t.append(pa.table({"a": a, "b": b, "payload": payload}, schema=schema))
+        t.write(pa.table({"a": a, "b": b, "payload": payload}, schema=schema))
 
 
 def measure(path: pathlib.Path, expected: int | None) -> dict[str, Any]:

@@ -42,13 +42,13 @@ def _files(t: tidelake.Table, flt=None) -> list:
 
 
 def _file_rows(t: tidelake.Table, f) -> pa.Table:
-    return pq.read_table(pathlib.Path(t.location) / f.path)
+    return pq.ParquetFile(pathlib.Path(t.path) / f.path).read()
 
 
 def _filled(path: pathlib.Path, commits: int = 12, rows: int = 4000, **options: str) -> tidelake.Table:
     t = _create(path, options)
     for i in range(commits):
-        t.append(_rows(rows, i))
+        t.write(_rows(rows, i))
     return t
 
 
@@ -68,7 +68,7 @@ def test_order_rewrites_in_one_overwrite_with_disjoint_ranges(tmp_path):
 
 @pytest.mark.parametrize("strategy", ["zorder", "hilbert"])
 def test_curves_prune_on_the_second_column(tmp_path, strategy):
-    t = _filled(tmp_path / strategy)
+    t = _filled(tmp_path / strategy, **{"target-file-size": "12kb"})
     flt = [("b", ">=", 100), ("b", "<", 130)]
     expected = t.to_arrow(filter=flt)
     before = len(_files(t, flt))
@@ -85,7 +85,7 @@ def test_only_selected_partitions_are_rewritten(tmp_path):
     t = _create(tmp_path / "t", partitioned=True)
     for i in range(3):
         for p in (0, 1, 2):
-            t.append(_rows(500, i * 10 + p, p))
+            t.write(_rows(500, i * 10 + p, p))
     before = t.to_arrow()
     files = {p: {f.file_name for f in _files(t, [("p", "=", p)])} for p in (0, 1, 2)}
     sid = t.compact(partitions=[{"p": 1}, {"p": 2}], order_by=["b"])
@@ -130,11 +130,11 @@ def test_refusals_are_typed_and_commit_nothing(tmp_path):
     with pytest.raises(tidelake.UnsupportedError, match="bucket-unaware append"):
         pk.compact(order_by=["b"])
     bucketed = _create(tmp_path / "bucketed", {"bucket": "2", "bucket-key": "a"})
-    bucketed.append(_rows(10, 1))
+    bucketed.write(_rows(10, 1))
     with pytest.raises(tidelake.UnsupportedError, match="bucket-unaware append"):
         bucketed.compact(order_by=["b"], strategy="zorder")
     t = _create(tmp_path / "t", partitioned=True)
-    t.append(_rows(10, 1))
+    t.write(_rows(10, 1))
     latest = t.latest_snapshot().id
     with pytest.raises(tidelake.InvalidArgumentError, match="partition cols"):
         t.compact(order_by=["a", "p"])
@@ -150,7 +150,7 @@ def test_refusals_are_typed_and_commit_nothing(tmp_path):
         t.compact(partitions=[{"a": 1}], order_by=["b"])
     assert t.refresh().latest_snapshot().id == latest
     inc = _create(tmp_path / "inc", {"clustering.incremental": "true", "clustering.columns": "a,b"})
-    inc.append(_rows(10, 1))
+    inc.write(_rows(10, 1))
     with pytest.raises(tidelake.InvalidArgumentError, match="clustering.incremental"):
         inc.compact(order_by=["a", "b"])
     with pytest.raises(tidelake.UnsupportedError, match="clustering.incremental"):
@@ -162,7 +162,7 @@ def test_refusals_are_typed_and_commit_nothing(tmp_path):
 def test_clustering_columns_writes_sort_each_write(tmp_path, strategy, columns):
     t = _create(tmp_path / "t", {"clustering.columns": columns, "clustering.strategy": strategy})
     data = _rows(3000, 7)
-    t.append(data)
+    t.write(data)
     (f,) = _files(t)
     written = _file_rows(t, f)
     assert_same_rows(written.select(["a", "b", "s", "p"]), data)
@@ -175,20 +175,20 @@ def test_clustering_columns_writes_sort_each_write(tmp_path, strategy, columns):
         first = written.slice(0, 300)
         assert pc.max(first["b"]).as_py() - pc.min(first["b"]).as_py() < 600
     # a second write is sorted on its own
-    t.append(_rows(100, 8))
+    t.write(_rows(100, 8))
     assert len(_files(t)) == 2 and t.to_arrow().num_rows == 3100
 
 
 def test_clustering_auto_and_none_strategies(tmp_path):
     auto = _create(tmp_path / "auto", {"clustering.columns": "a"})
     data = _rows(500, 3)
-    auto.append(data)
+    auto.write(data)
     (f,) = _files(auto)
     assert _file_rows(auto, f)["a"].to_pylist() == sorted(data["a"].to_pylist())
     plain = _create(tmp_path / "plain", {"clustering.columns": "a", "clustering.strategy": "none"})
-    plain.append(data)
+    plain.write(data)
     (f,) = _files(plain)
     assert _file_rows(plain, f)["a"].to_pylist() == data["a"].to_pylist()
     bad = _create(tmp_path / "bad", {"clustering.columns": "a,nope"})
     with pytest.raises(tidelake.InvalidArgumentError, match="nope"):
-        bad.append(data)
+        bad.write(data)

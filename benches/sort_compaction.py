@@ -6,7 +6,7 @@ of two clustering columns, before and after `Table.compact(order_by=["a", "b"], 
 
 Workload (fixed seed): an unpartitioned bucket-unaware append table `(a BIGINT, b BIGINT,
 payload STRING)`, `a` and `b` uniform in [0, 1,000,000), written by tidelake in 20 commits
-(`target-file-size` 4 MB; 1 MB with --quick), so that every file spans every value of `a` and
+(`target-file-size` 4 MB; 256 kB with --quick), so that every file spans every value of `a` and
 `b`. For each strategy (`order`, `zorder`, `hilbert`) a copy of that table is sort-compacted
 by (a, b), timed, and then read with the filter `b >= 500000 AND b < 510000` (1% of the rows):
 files planned (the scan's data files after statistics pruning) of the files in the table, the
@@ -135,12 +135,12 @@ def plot(r: dict[str, Any], png: pathlib.Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=4_000_000)
-    ap.add_argument("--quick", action="store_true", help="200,000 rows, 1 MB files")
+    ap.add_argument("--quick", action="store_true", help="200,000 rows, 256 kB files")
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", "/tmp/tidelake-bench") + "/sort")
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--png", help="plot the share of files planned here")
     args = ap.parse_args()
-    rows, file_size = (200_000, "1mb") if args.quick else (args.rows, "4mb")
+    rows, file_size = (200_000, "256kb") if args.quick else (args.rows, "4mb")
     results = run(pathlib.Path(args.workdir), rows, file_size)
     print(report(results))
     if args.out:

@@ -176,4 +176,4 @@ def test_sort_compaction_quick(tmp_path):
         assert s["rows"] == before["rows"] > 0, name
     for name in ("zorder", "hilbert"):
         assert strategies[name]["planned"] < strategies[name]["files"], strategies[name]
-    assert len([ln for ln in stdout.splitlines() if ln.startswith("| ")]) == 2 + 4  # header, 4 tables
+    assert len([ln for ln in stdout.splitlines() if ln.startswith("| ")]) == 1 + 4  # header, 4 tables

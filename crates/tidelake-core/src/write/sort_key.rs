@@ -35,7 +35,7 @@ use arrow_array::types::{
     Int8Type, Time32MillisecondType, TimestampMicrosecondType, TimestampMillisecondType,
     TimestampNanosecondType, TimestampSecondType,
 };
-use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, BinaryArray, RecordBatch};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType as ArrowType, SortOptions, TimeUnit};
 use tidelake_spec::options::OrderType;
@@ -180,9 +180,7 @@ impl RowOrder {
                 let converted = converter
                     .convert_columns(&columns)
                     .map_err(|e| Error::arrow("ordering rows by their columns", e))?;
-                Ok(BinaryArray::from_iter_values(
-                    converted.iter().map(|r| r.as_ref().to_vec()),
-                ))
+                Ok(BinaryArray::from_iter_values(converted.iter()))
             }
             (None, OrderType::Hilbert) => {
                 let longs = self
@@ -295,42 +293,29 @@ fn timestamp_millis(column: &ArrayRef) -> Result<Vec<Option<i64>>> {
     })
 }
 
+/// Every value of a primitive column widened to a long (`None`: null).
+fn widened<T>(column: &ArrayRef) -> Vec<Option<i64>>
+where
+    T: ArrowPrimitiveType,
+    T::Native: Into<i64>,
+{
+    column
+        .as_primitive::<T>()
+        .iter()
+        .map(|v| v.map(Into::into))
+        .collect()
+}
+
 /// The long Java's integral indexers start from, for every row (`None`: null), of the integer,
-/// date, time and timestamp columns.
+/// date, time and timestamp columns; `None` for other types.
 fn integral_longs(column: &ArrayRef, data_type: &DataType) -> Result<Option<Vec<Option<i64>>>> {
-    let widen = |it: &mut dyn Iterator<Item = Option<i64>>| it.collect::<Vec<_>>();
     Ok(Some(match data_type.kind {
-        TypeKind::TinyInt => widen(
-            &mut column
-                .as_primitive::<Int8Type>()
-                .iter()
-                .map(|v| v.map(i64::from)),
-        ),
-        TypeKind::SmallInt => widen(
-            &mut column
-                .as_primitive::<Int16Type>()
-                .iter()
-                .map(|v| v.map(i64::from)),
-        ),
-        TypeKind::Int => widen(
-            &mut column
-                .as_primitive::<Int32Type>()
-                .iter()
-                .map(|v| v.map(i64::from)),
-        ),
-        TypeKind::BigInt => column.as_primitive::<Int64Type>().iter().collect(),
-        TypeKind::Date => widen(
-            &mut column
-                .as_primitive::<Date32Type>()
-                .iter()
-                .map(|v| v.map(i64::from)),
-        ),
-        TypeKind::Time(_) => widen(
-            &mut column
-                .as_primitive::<Time32MillisecondType>()
-                .iter()
-                .map(|v| v.map(i64::from)),
-        ),
+        TypeKind::TinyInt => widened::<Int8Type>(column),
+        TypeKind::SmallInt => widened::<Int16Type>(column),
+        TypeKind::Int => widened::<Int32Type>(column),
+        TypeKind::BigInt => widened::<Int64Type>(column),
+        TypeKind::Date => widened::<Date32Type>(column),
+        TypeKind::Time(_) => widened::<Time32MillisecondType>(column),
         TypeKind::Timestamp(_) | TypeKind::LocalZonedTimestamp(_) => timestamp_millis(column)?,
         _ => return Ok(None),
     }))

@@ -3,8 +3,9 @@ tiny scale: every step runs in both systems and their row counts and checksums a
 other and with the workload's expected final state, so the peer cannot report a time for work
 it did not do. Then the issue #35 scripts (benches/sustained_ingestion.py,
 benches/streaming_latency.py) in their quick modes, checking the shape and the counts of what
-they report (every commit delivered, every key live), not timings; and benches/memstat.py, which
-every benchmark's peak RSS comes from."""
+they report (every commit delivered, every key live), not timings; benches/sort_compaction.py
+in its quick mode (rows kept, files pruned); and benches/memstat.py, which every benchmark's
+peak RSS comes from."""
 
 from __future__ import annotations
 
@@ -161,3 +162,18 @@ def test_streaming_latency_quick_spark(tmp_path):
     assert r["commits"] == 30 and r["delivered"] == 30 and r["missing"] == [], r
     assert r["p50_s"] <= r["p99_s"] <= r["max_s"]
     assert "Spark readStream, default trigger" in stdout
+
+
+def test_sort_compaction_quick(tmp_path):
+    """benches/sort_compaction.py: every strategy keeps the filter's rows; the curves plan fewer
+    files for a filter on the second column than the unsorted table does (counts, not timings)."""
+    stdout, result = run_bench("sort_compaction.py", tmp_path)
+    before = result["before"]
+    assert result["rows"] == 200_000 and before["planned"] == before["files"] > 1
+    strategies = result["strategies"]
+    assert list(strategies) == ["order", "zorder", "hilbert"]
+    for name, s in strategies.items():
+        assert s["rows"] == before["rows"] > 0, name
+    for name in ("zorder", "hilbert"):
+        assert strategies[name]["planned"] < strategies[name]["files"], strategies[name]
+    assert len([ln for ln in stdout.splitlines() if ln.startswith("| ")]) == 1 + 4  # header, 4 tables

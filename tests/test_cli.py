@@ -929,6 +929,21 @@ def test_compact_full_partitions(tmp_path):
     assert "data files 2 -> 1" in run("compact", append, "--full").stdout
 
 
+def test_compact_order_by(tmp_path):
+    append = tmp_path / "a"
+    t = append_table(append, 3)
+    out = run("compact", append, "--order-by", "id", "--strategy", "ZORDER").stdout
+    assert out.startswith("sorted by id into snapshot 4: data files 3 -> 1")
+    assert t.snapshot(4).commit_kind == "OVERWRITE" and sorted(t.to_arrow()["id"].to_pylist()) == [0, 1, 2]
+    done = json.loads(run("compact", append, "--order-by", "id", "--json").stdout)
+    assert done == {"snapshot_id": 5, "files_before": 1, "files_after": 1}
+    assert "give --order-by too" in run("compact", append, "--strategy", "order", code=2).stderr
+    assert "Can't find column nope" in run("compact", append, "--order-by", "nope", code=2).stderr
+    pk = tmp_path / "pk"
+    pk_table(pk, 1)
+    assert "bucket-unaware append" in run("compact", pk, "--order-by", "v", code=1).stderr
+
+
 def test_doctor_append_and_fixture():
     d = doctor_json(WAREHOUSE / "append_partitioned", "--skip-orphans")
     assert d["kind"] == "append" and d["target_file_size"] == 256 << 20

@@ -372,6 +372,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     removed, *_ = r("RawTable", "commit_row_level", reopened.commit_row_level([payload], "me", 2))
     assert [(c["files_removed"], c["rows_removed"], c["bytes_removed"]) for c in removed] == [
         (1, 3, committed[0]["bytes_added"])]
+    assert r("RawTable", "sort_compact", reopened.sort_compact(["v"], "order", None)) is None  # no rows left
     dv = _internal.RawTable.create(str(tmp_path / "dv"), schema, [], [], None, [("deletion-vectors.enabled", "true")],
                                    comment=None)
     w = dv.writer()

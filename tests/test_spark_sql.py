@@ -109,8 +109,26 @@ def test_procedures(spark, tmp_path):
         sql(spark, f"CALL sys.migrate_table(table => '{path}')")
     with pytest.raises(tidelake.InvalidArgumentError, match="no argument 'bogus'"):
         sql(spark, f"CALL sys.compact(table => '{path}', bogus => 1)")
-    with pytest.raises(tidelake.UnsupportedError, match="order_strategy"):
+    # sort compaction: Paimon's own refusals
+    with pytest.raises(tidelake.UnsupportedError, match="bucket-unaware append"):
+        sql(spark, f"CALL sys.compact(table => '{path}', order_strategy => 'zorder', order_by => 'k,v')")
+    with pytest.raises(tidelake.InvalidArgumentError, match="needs order_by"):
         sql(spark, f"CALL sys.compact(table => '{path}', order_strategy => 'zorder')")
+    with pytest.raises(tidelake.InvalidArgumentError, match="cannot work with order_by"):
+        sql(spark, f"CALL sys.compact(table => '{path}', order_by => 'k')")
+    logs = f"{wh}/db.db/logs"
+    sql(spark, f"CREATE TABLE tidelake.`{logs}` (a BIGINT, b BIGINT, p INT) USING tidelake PARTITIONED BY (p)")
+    for i in range(3):
+        sql(spark, f"INSERT INTO tidelake.`{logs}` SELECT (id * 7) % 10, id, {i % 2} FROM range(10)")
+    logs_table = tidelake.open_table(logs)
+    p0 = {f["file_path"] for f in logs_table.system("files").to_pylist() if f["partition"] == "{0}"}
+    sorted_ = sql(spark, f"CALL sys.compact(table => '{logs}', partitions => 'p=1', order_strategy => 'order', "
+                         "order_by => 'a')").collect()[0].snapshot_id
+    assert logs_table.snapshot(sorted_).commit_kind == "OVERWRITE"
+    files = logs_table.system("files").to_pylist()
+    assert {f["file_path"] for f in files if f["partition"] == "{0}"} == p0  # untouched
+    assert [f["partition"] for f in files].count("{1}") == 1  # p=1 rewritten as one sorted file
+    assert logs_table.to_arrow().num_rows == 30
 
 
 def test_other_statements_go_to_spark(spark, tmp_path):

@@ -342,6 +342,12 @@ class RawTable:
         changed, as :meth:`commit` counts them). ``progress(done, total)`` is called as
         buckets are rewritten (its exceptions are ignored)."""
 
+    def sort_compact(self, columns: list[str], strategy: str | None = None,
+                     partitions_json: str | None = None) -> int | None:
+        """Sort-compact the selected partitions by ``columns`` (``strategy``: order, zorder or
+        hilbert; default by the column count) in one OVERWRITE snapshot; its id, None when
+        nothing was selected."""
+
     def compaction_plan(self, full: bool = False, partitions_json: str | None = None) -> RawCompactionPlan:
         """The compaction :meth:`compact` would run, as per-bucket tasks (not run)."""
 

@@ -810,10 +810,11 @@ class Table:
         return self._result(self._raw.truncate(str(uuid.uuid4())), started, overwrite=True)
 
     def compact(self, full: bool = False, partitions: list[dict[str, Any]] | None = None,
-                progress: Callable[[int, int], object] | None = None) -> int | None:
+                progress: Callable[[int, int], object] | None = None, *,
+                order_by: list[str] | None = None, strategy: str | None = None) -> int | None:
         """Compact the table (LSM trees; small files of append tables) and commit one COMPACT
         snapshot; returns its id, or None when nothing needed compacting. Reads return the same
-        rows before and after.
+        rows before and after. With ``order_by``, sort-compact instead (see below).
 
         Args:
             full: rewrite every bucket into a single sorted run at the highest level (also makes
@@ -825,7 +826,17 @@ class Table:
                 (``[{"dt": "2024-05-14"}]``); all partitions by default.
             progress: called as ``progress(buckets_done, buckets_total)`` before the first
                 bucket is rewritten and after each one (from a worker thread; exceptions are
-                ignored).
+                ignored). Not with ``order_by``.
+            order_by: sort compaction (Paimon's ``CALL sys.compact(order_strategy => ...,
+                order_by => ...)``) of a bucket-unaware append table: the rows of each selected
+                partition are rewritten sorted by these columns (not partition columns) and the
+                partitions replaced in one OVERWRITE snapshot, so that filters on the columns
+                skip files. Memory stays within ``write-buffer-size`` per partition (rows spill
+                to local temporary files); ``full`` changes nothing.
+            strategy: the order of ``order_by``: ``"order"`` (by the columns in turn),
+                ``"zorder"`` or ``"hilbert"`` (space-filling curves, so that each column prunes;
+                Hilbert needs two columns); by default ``order`` for one column, ``zorder`` for
+                up to four, ``hilbert`` beyond (Paimon's ``clustering.strategy = auto``).
 
         Postpone-bucket tables (``bucket=-2``) first get the rows written since the last
         compaction moved into real buckets (a COMPACT snapshot of its own; a partition keeps its
@@ -845,11 +856,25 @@ class Table:
             CommitConflictError: a concurrent commit removed files this compaction rewrote (its
                 new files are deleted; retry).
             UnsupportedError: append tables with row tracking or data evolution.
-            InvalidArgumentError: first-row tables with ``changelog-producer=full-compaction``.
+            InvalidArgumentError: first-row tables with ``changelog-producer=full-compaction``;
+                for ``order_by``: unknown or partition columns, a ``strategy`` without
+                ``order_by``, tables with ``clustering.incremental``.
+            UnsupportedError: ``order_by`` on a table that is not a bucket-unaware append table;
+                compacting a bucket-unaware append table with ``clustering.incremental``
+                (Paimon's incremental clustering).
         """
         import json
 
-        done = self._raw.compact(full, filter_json(self._partitions_filter(partitions)), progress)
+        selected = filter_json(self._partitions_filter(partitions))
+        if order_by is not None:
+            if progress is not None:
+                raise InvalidArgumentError("progress is not reported by sort compaction (order_by)")
+            if isinstance(order_by, str) or not order_by:
+                raise InvalidArgumentError("order_by must be a non-empty list of column names")
+            return self._raw.sort_compact(list(order_by), strategy, selected)
+        if strategy is not None:
+            raise InvalidArgumentError("strategy orders the rows of order_by: give order_by too")
+        done = self._raw.compact(full, selected, progress)
         return json.loads(done)["snapshot_id"]
 
     def _partitions_filter(self, partitions: list[dict[str, Any]] | None) -> Filter | None:

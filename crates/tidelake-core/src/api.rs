@@ -100,7 +100,7 @@ pub mod maintenance {
 }
 
 /// Verbs that own their transaction: commits of written files ([`ops::TableCommit`]),
-/// compaction and the publish of a staged branch ([`ops::publish_branch`]), each followed by the hooks every commit runs ([`ops::after_commit`]: Iceberg
+/// compaction (sort compaction: [`ops::SortCompaction`]) and the publish of a staged branch ([`ops::publish_branch`]), each followed by the hooks every commit runs ([`ops::after_commit`]: Iceberg
 /// metadata, then maintenance); reads of a snapshot ([`ops::Read`]) and of changes
 /// ([`ops::Changes`]), which validate and resolve their selectors.
 pub mod ops {
@@ -108,7 +108,8 @@ pub mod ops {
     pub use crate::ops::{
         after_commit, commit_compaction, compact, compact_manifests, mark_partitions_done,
         publish_branch, purge_files, remove_unexisting_files, unexisting_files, Changes,
-        PlannedRead, Purged, Read, ReplayPolicy, SplitReader, TableCommit, UnexistingFile, REPLAYS,
+        PlannedRead, Purged, Read, ReplayPolicy, SortCompaction, SplitReader, TableCommit,
+        UnexistingFile, REPLAYS,
     };
     /// Row-level DML: plan -> tasks (bytes) -> prepared changes (bytes) -> one commit.
     pub use crate::ops::{

@@ -1,4 +1,5 @@
-//! `RawTable.compact`: the binding of [`Compactor`] behind `tidelake.Table.compact`, and its
+//! `RawTable.compact`: the binding of [`Compactor`] behind `tidelake.Table.compact` (and of
+//! [`ops::SortCompaction`] behind its `order_by`, `RawTable.sort_compact`), and its
 //! plan -> task -> commit form (`RawTable.compaction_plan`, [`run_compaction_task`],
 //! `RawTable.commit_compaction`) behind `tidelake.compaction` and `tidelake.spark.compact`.
 //!
@@ -14,6 +15,7 @@ use tidelake_core::api::compact::{CompactRequest, CompactionPlan, CompactionTask
 use tidelake_core::api::ops;
 use tidelake_core::api::scan::Predicate;
 use tidelake_core::api::{Error, FileIO, StorageOptions, Table};
+use tidelake_spec::options::OrderType;
 
 use crate::errors::IntoPyResult;
 use crate::progress::py_progress;
@@ -45,6 +47,33 @@ impl RawTable {
         serde_json::to_string(&report)
             .map_err(|e| Error::invalid(format!("cannot encode the compaction report: {e}")))
             .py()
+    }
+
+    /// Sort-compact the partitions matching `partitions_json` (all by default) by `columns` in
+    /// `strategy` (`order`, `zorder` or `hilbert`; by default as `clustering.strategy = auto`
+    /// picks for that many columns): the OVERWRITE snapshot's id, none when nothing was
+    /// selected.
+    #[pyo3(signature = (columns, strategy=None, partitions_json=None))]
+    fn sort_compact(
+        &self,
+        py: Python<'_>,
+        columns: Vec<String>,
+        strategy: Option<&str>,
+        partitions_json: Option<String>,
+    ) -> PyResult<Option<i64>> {
+        let order = match strategy {
+            Some(s) => s
+                .parse::<OrderType>()
+                .map_err(|e| Error::from_spec("order_strategy", e))
+                .py()?,
+            None => OrderType::auto(columns.len()),
+        };
+        let mut sort = ops::SortCompaction::new(&self.table, order, columns);
+        if let Some(filter) = request(false, partitions_json)?.partitions {
+            sort = sort.partitions(filter);
+        }
+        let committed = block_on(py, sort.run())?.py()?;
+        Ok(committed.last_id())
     }
 
     /// Plan the compaction of the latest snapshot (as [`RawTable::compact`] picks it) without

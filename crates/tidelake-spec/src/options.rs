@@ -56,6 +56,15 @@ pub const DATA_FILE_PATH_DIRECTORY: &str = "data-file.path-directory";
 pub const ROWKIND_FIELD: &str = "rowkind.field";
 pub const PRIMARY_KEY_NULLABLE: &str = "primary-key.nullable";
 pub const TARGET_FILE_SIZE: &str = "target-file-size";
+pub const CLUSTERING_COLUMNS: &str = "clustering.columns";
+/// Older spelling Java still reads for `clustering.columns`.
+pub const CLUSTERING_COLUMNS_FALLBACK_KEY: &str = "sink.clustering.by-columns";
+pub const CLUSTERING_STRATEGY: &str = "clustering.strategy";
+/// Older spelling Java still reads for `clustering.strategy`.
+pub const CLUSTERING_STRATEGY_FALLBACK_KEY: &str = "sink.clustering.strategy";
+pub const CLUSTERING_INCREMENTAL: &str = "clustering.incremental";
+pub const ZORDER_VAR_LENGTH_CONTRIBUTION: &str = "zorder.var-length-contribution";
+pub const LOCAL_SORT_MAX_NUM_FILE_HANDLES: &str = "local-sort.max-num-file-handles";
 pub const WRITE_BUFFER_SIZE: &str = "write-buffer-size";
 pub const PAGE_SIZE: &str = "page-size";
 pub const DATA_FILE_PREFIX: &str = "data-file.prefix";
@@ -156,6 +165,31 @@ pub enum BucketFunctionType {
     Hive,
 }
 
+/// How rows are ordered by several columns (Java `CoreOptions.OrderType` without `none`): the
+/// `order_strategy` of sort compaction and the `clustering.strategy` of writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OrderType {
+    /// Lexicographically by the columns.
+    Order,
+    /// By the Z-order curve of the columns (Java `ZIndexer`).
+    ZOrder,
+    /// By the Hilbert curve of the columns (Java `HilbertIndexer`; two columns at least).
+    Hilbert,
+}
+
+impl OrderType {
+    /// `clustering.strategy = auto` for `columns` clustering columns (Java
+    /// `CoreOptions.clusteringStrategy`): `order` for one, `zorder` for fewer than five,
+    /// `hilbert` otherwise.
+    pub fn auto(columns: usize) -> OrderType {
+        match columns {
+            0 | 1 => OrderType::Order,
+            2..=4 => OrderType::ZOrder,
+            _ => OrderType::Hilbert,
+        }
+    }
+}
+
 /// Implements `as_str` and case-insensitive `FromStr` for an option enum.
 macro_rules! option_enum {
     ($ty:ident, $key:expr, { $($variant:ident => $text:literal),+ $(,)? }) => {
@@ -216,6 +250,12 @@ option_enum!(IncrementalBetweenScanMode, INCREMENTAL_BETWEEN_SCAN_MODE, {
 option_enum!(SortOrder, SEQUENCE_FIELD_SORT_ORDER, {
     Ascending => "ascending",
     Descending => "descending",
+});
+
+option_enum!(OrderType, CLUSTERING_STRATEGY, {
+    Order => "order",
+    ZOrder => "zorder",
+    Hilbert => "hilbert",
 });
 
 option_enum!(BucketFunctionType, BUCKET_FUNCTION_TYPE, {
@@ -770,6 +810,62 @@ impl Options {
             .map(|n| n.max(1)))
     }
 
+    // ---- clustering and sort compaction ------------------------------------------------------
+
+    /// `clustering.columns` (or its fallback key) split on `,` (names not trimmed, as Java);
+    /// empty when unset or blank. Java's batch writes of bucket-unaware append tables sort
+    /// their rows by these columns.
+    pub fn clustering_columns(&self) -> Vec<String> {
+        let value = self
+            .get(CLUSTERING_COLUMNS)
+            .or_else(|| self.get(CLUSTERING_COLUMNS_FALLBACK_KEY))
+            .unwrap_or_default();
+        java_split(value).into_iter().map(str::to_string).collect()
+    }
+
+    /// `clustering.strategy` (or its fallback key) for `columns` clustering columns: `auto`
+    /// (the default, spelled exactly so, as Java compares it) is [`OrderType::auto`]; `none`
+    /// is `None` (rows are written as they come).
+    pub fn clustering_strategy(&self, columns: usize) -> Result<Option<OrderType>> {
+        let value = self
+            .get(CLUSTERING_STRATEGY)
+            .or_else(|| self.get(CLUSTERING_STRATEGY_FALLBACK_KEY))
+            .unwrap_or("auto");
+        match value {
+            "auto" => Ok(Some(OrderType::auto(columns))),
+            v if java_trim(v).eq_ignore_ascii_case("none") => Ok(None),
+            v => OrderType::from_str(java_trim(v)).map(Some),
+        }
+    }
+
+    /// `clustering.incremental`, default false: Java clusters append tables in their
+    /// compaction (which tidelake does not implement) instead of sorting writes.
+    pub fn clustering_incremental(&self) -> Result<bool> {
+        or_default(self.get_bool(CLUSTERING_INCREMENTAL), false)
+    }
+
+    /// `zorder.var-length-contribution`, default 8: the bytes a CHAR, VARCHAR, BINARY or
+    /// VARBINARY column contributes to a Z-order key (at least 1).
+    pub fn zorder_var_length_contribution(&self) -> Result<usize> {
+        let n = or_default(self.get_i32(ZORDER_VAR_LENGTH_CONTRIBUTION), 8)?;
+        usize::try_from(n).ok().filter(|&n| n > 0).ok_or_else(|| {
+            Error::Invalid(format!(
+                "option '{ZORDER_VAR_LENGTH_CONTRIBUTION}' must be positive, got {n}"
+            ))
+        })
+    }
+
+    /// `local-sort.max-num-file-handles`, default 128: the fan-in of an external merge sort
+    /// (at least 2).
+    pub fn local_sort_max_num_file_handles(&self) -> Result<usize> {
+        let n = or_default(self.get_i32(LOCAL_SORT_MAX_NUM_FILE_HANDLES), 128)?;
+        usize::try_from(n).ok().filter(|&n| n >= 2).ok_or_else(|| {
+            Error::Invalid(format!(
+                "option '{LOCAL_SORT_MAX_NUM_FILE_HANDLES}' must be at least 2, got {n}"
+            ))
+        })
+    }
+
     // ---- snapshots and commits --------------------------------------------------------------
 
     /// `snapshot.num-retained.min`, default 10.
@@ -1311,5 +1407,46 @@ mod tests {
         assert!(parse_duration("1 fortnight").is_err());
         assert!(parse_duration("h").is_err());
         assert!(parse_duration("   ").is_err());
+    }
+
+    #[test]
+    fn clustering_options_follow_java() {
+        let none = opts(&[]);
+        assert!(none.clustering_columns().is_empty());
+        assert_eq!(none.clustering_strategy(1).unwrap(), Some(OrderType::Order));
+        assert_eq!(
+            none.clustering_strategy(4).unwrap(),
+            Some(OrderType::ZOrder)
+        );
+        assert_eq!(
+            none.clustering_strategy(5).unwrap(),
+            Some(OrderType::Hilbert)
+        );
+        assert!(!none.clustering_incremental().unwrap());
+        assert_eq!(none.zorder_var_length_contribution().unwrap(), 8);
+        assert_eq!(none.local_sort_max_num_file_handles().unwrap(), 128);
+        let old = opts(&[
+            ("sink.clustering.by-columns", "a,b"),
+            ("sink.clustering.strategy", "HILBERT"),
+        ]);
+        assert_eq!(old.clustering_columns(), ["a", "b"]);
+        assert_eq!(
+            old.clustering_strategy(2).unwrap(),
+            Some(OrderType::Hilbert)
+        );
+        let new = opts(&[
+            ("clustering.columns", "c"),
+            ("sink.clustering.by-columns", "a,b"),
+            ("clustering.strategy", "none"),
+        ]);
+        assert_eq!(new.clustering_columns(), ["c"]);
+        assert_eq!(new.clustering_strategy(1).unwrap(), None);
+        assert!(opts(&[("clustering.strategy", "spiral")])
+            .clustering_strategy(2)
+            .is_err());
+        assert!(opts(&[("zorder.var-length-contribution", "0")])
+            .zorder_var_length_contribution()
+            .is_err());
+        assert_eq!(OrderType::from_str("ZOrder").unwrap(), OrderType::ZOrder);
     }
 }

@@ -266,19 +266,32 @@ def _level_counts(t: Table) -> tuple[int, int]:
 @click.option("--full", is_flag=True, help="Rewrite every bucket into one sorted run at the top level.")
 @click.option("--partition", "partitions", type=_PARTITION, multiple=True, metavar="k=v[,k=v]",
               help="Compact only this partition (default: all). " + _PARTITION_OPT_HELP)
+@click.option("--order-by", metavar="COL[,COL]",
+              help="Sort compaction of a bucket-unaware append table: rewrite each partition sorted by these "
+                   "columns (one OVERWRITE snapshot), so that filters on them skip files.")
+@click.option("--strategy", type=click.Choice(["order", "zorder", "hilbert"], case_sensitive=False),
+              help="How --order-by sorts: order (column by column), zorder or hilbert (space-filling curves; "
+                   "every column prunes). Default: order for one column, zorder up to four, hilbert beyond.")
 @_JSON
 @_guarded
-def compact(path: str, full: bool, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
+def compact(path: str, full: bool, partitions: tuple[dict[str, str], ...], order_by: str | None,
+            strategy: str | None, as_json: bool) -> None:
     """Compact the table at PATH into one COMPACT snapshot. Primary-key tables: without --full a
     bucket is compacted only when its sorted runs call for it (num-sorted-run.compaction-trigger,
     size amplification, size ratio); --full rewrites every bucket. Append tables: small files are
     merged as Paimon's append compaction picks them (compaction.min.file-num, target-file-size),
-    deleted rows dropped. Reads return the same rows.
+    deleted rows dropped. With --order-by, sort compaction instead (Paimon's order_strategy /
+    order_by). Reads return the same rows.
     A progress bar of the buckets rewritten goes to stderr."""
     t = _open(path)
     if not hasattr(t, "compact"):
         raise exc.UnsupportedError("compact is not available in this tidelake build")
     specs = typed_partitions(t, partitions) if partitions else None
+    if order_by is None and strategy is not None:
+        raise exc.InvalidArgumentError("--strategy orders the rows of --order-by: give --order-by too")
+    if order_by is not None:
+        _sort_compact(t, [c for c in order_by.split(",") if c], strategy, specs, as_json)
+        return
     files_before, l0_before = _level_counts(t)
     with contextlib.ExitStack() as stack:
         bars: list = []
@@ -301,4 +314,19 @@ def compact(path: str, full: bool, partitions: tuple[dict[str, str], ...], as_js
         return
     click.echo(f"compacted into snapshot {sid}: data files {files_before} -> {files_after}, "
                f"level-0 files {l0_before} -> {l0_after}")
+
+
+def _sort_compact(t: Table, order_by: list[str], strategy: str | None, specs: list[dict[str, Any]] | None,
+                  as_json: bool) -> None:
+    """``compact --order-by``: :meth:`Table.compact` with ``order_by``."""
+    files_before = len(t.system("files"))
+    sid = t.compact(partitions=specs, order_by=order_by, strategy=strategy and strategy.lower())
+    files_after = len(t.system("files")) if sid is not None else files_before
+    if as_json:
+        _emit_json({"snapshot_id": sid, "files_before": files_before, "files_after": files_after})
+        return
+    if sid is None:
+        click.echo("nothing to sort (no rows in the partitions selected)")
+        return
+    click.echo(f"sorted by {','.join(order_by)} into snapshot {sid}: data files {files_before} -> {files_after}")
 

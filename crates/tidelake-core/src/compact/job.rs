@@ -282,6 +282,7 @@ impl Compactor {
     /// [`super::plan`]). Postpone-bucket tables first get their postponed rows moved into real
     /// buckets, committed at once (their own COMPACT snapshot, [`CompactionPlan::moved`]).
     pub async fn plan(&self, request: &CompactRequest) -> Result<CompactionPlan> {
+        self.check_not_incremental_clustering()?;
         let moved = if self.postpone {
             let selected = |partitions: &[Vec<u8>]| match &request.partitions {
                 Some(filter) => self.select_partitions(filter, partitions),
@@ -311,6 +312,25 @@ impl Compactor {
         plan.moved_commit = moved.committed;
         plan.moved = moved.buckets;
         Ok(plan)
+    }
+
+    /// Java compacts bucket-unaware append tables with `clustering.incremental` by clustering
+    /// them incrementally (`IncrementalClusterManager`), which tidelake does not implement:
+    /// [`Error::Unsupported`] naming the option.
+    fn check_not_incremental_clustering(&self) -> Result<()> {
+        let opts = self.table.schema().options();
+        let spec = |e| Error::from_spec("table options", e);
+        if matches!(self.engine, Engine::Append(_))
+            && opts.bucket().map_err(spec)? == -1
+            && opts.clustering_incremental().map_err(spec)?
+        {
+            return Err(Error::Unsupported(
+                "compacting a table with 'clustering.incremental' = 'true': Paimon clusters such \
+                 tables incrementally in compaction, which tidelake does not implement"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Fully compact every bucket of the latest snapshot (Java `pickFullCompaction`: a bucket

@@ -50,6 +50,11 @@
 //! follow Java's `LookupMergeFunction` (level-0 records merge with only the newest record above
 //! level 0; not first-row), in compaction as in reads.
 //!
+//! Sort compaction of bucket-unaware append tables (Paimon's `order_strategy`/`order_by`) is
+//! not here: it rewrites whole partitions as an OVERWRITE, like Java's, in
+//! `crate::ops::SortCompaction`. Tables with `clustering.incremental` are refused by
+//! [`Compactor::plan`] (Java clusters them incrementally, which tidelake does not implement).
+//!
 //! Writers' periodic full compaction (`full-compaction.delta-commits`) is
 //! `crate::ops::full_compaction`, which runs [`Compactor`] after a write's commit.
 //! Record-level expiry drops expired rows from what rewrites read and rewrites files whose

@@ -22,6 +22,7 @@ mod read;
 mod read_tests;
 mod replay;
 mod row_level;
+mod sort_compaction;
 mod table_commit;
 mod unexisting;
 
@@ -38,5 +39,6 @@ pub use row_level::{
     RowLevelChange, RowLevelPlan, RowLevelStrategy, RowLevelTask, PREPARED_CHANGE_VERSION,
     ROW_LEVEL_TASK_VERSION,
 };
+pub use sort_compaction::SortCompaction;
 pub use table_commit::TableCommit;
 pub use unexisting::{remove_unexisting_files, unexisting_files, UnexistingFile};

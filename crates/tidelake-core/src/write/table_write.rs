@@ -11,7 +11,10 @@
 //!                buckets concurrently (one task each, at most the available parallelism):
 //!                sort by (key, sequence) ─► fold equal keys with the merge engine ─► level-0 file
 //!                (changelog-producer=input: the sorted input also goes to a changelog file)
-//!        ─► append: straight into the bucket's rolling file writer
+//!        ─► append: straight into the bucket's rolling file writer; with a row order
+//!             (`clustering.columns` of bucket-unaware tables, or [`TableWrite::sorted_by`]),
+//!             into the bucket's external sorter instead, which spills its run to local files
+//!             past `write-buffer-size` and is written out sorted at `prepare_commit`
 //!        ─► postpone bucket (`bucket = -2`): the buffer as it came, unsorted (see `postpone`)
 //!        ─► after each level-0 flush: the writer's compaction, which its caller hands it
 //!           (unless write-only; see `compaction`), collects / starts the bucket's compaction
@@ -26,7 +29,8 @@
 //! * every data file holds each key at most once, sorted by Java's key order, with exact
 //!   statistics and `_DELETE_ROW_COUNT` (the file writer computes them);
 //! * buffered rows across all buckets stay under `write-buffer-size`: past it, the largest
-//!   buffers are flushed to level-0 files (memory is bounded by configuration, not input size);
+//!   buffers are flushed to level-0 files, or the largest sort runs spilled to local files
+//!   (memory is bounded by configuration, not input size);
 //! * files are only referenced by the messages returned; [`TableWrite::abort`] deletes every
 //!   file written since the last `prepare_commit`. A failed bucket flush deletes what it wrote;
 //!   the files of the flushes that succeeded beside it stay recorded, for `abort` to delete;
@@ -65,10 +69,12 @@ use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes, key_rows}
 use crate::write::compaction::{BucketRef, CompactionFactory, WriterCompaction};
 use crate::write::cross_partition::CrossPartitionAssigner;
 use crate::write::dynamic_bucket::DynamicBucketAssigner;
+use crate::write::external_sort::{sorted, ExternalSorter};
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 use crate::write::input::{conform, RowKinds};
 use crate::write::message::CommitMessage;
 use crate::write::postpone::{self, POSTPONE_BUCKET, UNKNOWN_SEQUENCE};
+use crate::write::sort_key::RowOrder;
 
 /// Rows per batch when merged buffers are written.
 const FLUSH_BATCH_SIZE: usize = 8192;
@@ -145,6 +151,9 @@ struct BucketWriter {
     buffered_bytes: usize,
     /// Append tables: the open file writer.
     append: Option<RollingWriter>,
+    /// Append tables with a row order: the rows until they are written, sorted, into `append`
+    /// (their bytes in memory count in `buffered_bytes`).
+    sorter: Option<ExternalSorter>,
     new_files: Vec<DataFileMeta>,
     changelog_files: Vec<DataFileMeta>,
 }
@@ -178,6 +187,10 @@ pub struct TableWrite {
     /// Compaction after flushes and at `prepare_commit` (primary-key tables, unless
     /// `write-only` or overwriting).
     compaction: Option<Box<dyn WriterCompaction>>,
+    /// Bucket-unaware append tables: the order rows are written in (see [`RowOrder`]).
+    order: Option<Arc<RowOrder>>,
+    /// `local-sort.max-num-file-handles`: the fan-in of the sorters' merges.
+    sort_fan_in: usize,
 }
 
 fn positions(schema: &TableSchema, names: &[String]) -> Vec<usize> {
@@ -318,6 +331,11 @@ impl TableWrite {
             && opts.changelog_producer().map_err(spec_err)? == ChangelogProducer::Input;
         let memory_budget =
             usize::try_from(opts.write_buffer_size().map_err(spec_err)?).unwrap_or(usize::MAX);
+        let order = match mode {
+            BucketMode::Unaware => RowOrder::clustering(&schema)?.map(Arc::new),
+            _ => None,
+        };
+        let sort_fan_in = opts.local_sort_max_num_file_handles().map_err(spec_err)?;
         let dynamic = match mode {
             BucketMode::Dynamic => {
                 let target = opts.dynamic_bucket_target_row_num().map_err(spec_err)?;
@@ -375,7 +393,24 @@ impl TableWrite {
             memory_budget,
             buffered_bytes: 0,
             compaction,
+            order,
+            sort_fan_in,
         })
+    }
+
+    /// Write the rows of each (partition, bucket) in `order` instead of the table's clustering
+    /// (sort compaction). Only bucket-unaware append tables have a row order
+    /// ([`Error::Unsupported`] otherwise); set before the first write.
+    pub fn sorted_by(mut self, order: RowOrder) -> Result<TableWrite> {
+        if self.mode != BucketMode::Unaware {
+            return Err(Error::Unsupported(
+                "sorting the rows of a table that is not a bucket-unaware append table \
+                 (bucket = -1 without a primary key)"
+                    .into(),
+            ));
+        }
+        self.order = Some(Arc::new(order));
+        Ok(self)
     }
 
     /// Whether `prepare_commit` waits for the compactions it triggers (default true: one-shot
@@ -621,6 +656,7 @@ impl TableWrite {
                     .with_first_sequence_number(next_sequence),
             )
         };
+        let sorter = self.new_sorter();
         self.writers.push(BucketWriter {
             partition: partition.to_vec(),
             bucket,
@@ -630,6 +666,7 @@ impl TableWrite {
             buffer: Vec::new(),
             buffered_bytes: 0,
             append,
+            sorter,
             new_files: Vec::new(),
             changelog_files: Vec::new(),
         });
@@ -640,6 +677,13 @@ impl TableWrite {
     async fn push(&mut self, w: usize, rows: RecordBatch, kinds: ArrayRef) -> Result<()> {
         let n = rows.num_rows() as i64;
         let writer = &mut self.writers[w];
+        if let Some(sorter) = writer.sorter.as_mut() {
+            writer.next_sequence += n;
+            let bytes = sorter.push(&rows)?;
+            writer.buffered_bytes += bytes;
+            self.buffered_bytes += bytes;
+            return Ok(());
+        }
         if let Some(append) = writer.append.as_mut() {
             writer.next_sequence += n;
             return append.write(&rows).await;
@@ -662,7 +706,15 @@ impl TableWrite {
         Ok(())
     }
 
-    /// Flush the largest buffers until the total is at most half the budget.
+    /// A sorter for a new (partition, bucket) writer, when rows are written in an order.
+    fn new_sorter(&self) -> Option<ExternalSorter> {
+        self.order
+            .as_ref()
+            .map(|order| ExternalSorter::new(order.clone(), self.sort_fan_in))
+    }
+
+    /// Flush the largest buffers (spill the largest sort runs) until the total is at most half
+    /// the budget.
     async fn flush_over_budget(&mut self) -> Result<()> {
         if self.buffered_bytes <= self.memory_budget {
             return Ok(());
@@ -672,7 +724,7 @@ impl TableWrite {
             .collect();
         largest.sort_by_key(|&i| std::cmp::Reverse(self.writers[i].buffered_bytes));
         let mut left = self.buffered_bytes;
-        let chosen = largest
+        let chosen: Vec<usize> = largest
             .into_iter()
             .take_while(|&i| {
                 let over = left > self.memory_budget / 2;
@@ -680,7 +732,28 @@ impl TableWrite {
                 over
             })
             .collect();
-        self.flush_buckets(chosen, false).await
+        let (runs, buffers): (Vec<usize>, Vec<usize>) = chosen
+            .into_iter()
+            .partition(|&i| self.writers[i].sorter.is_some());
+        for w in runs {
+            self.spill_run(w).await?;
+        }
+        self.flush_buckets(buffers, false).await
+    }
+
+    /// Spill the sort run of writer `w` to a local file (on a blocking thread).
+    async fn spill_run(&mut self, w: usize) -> Result<()> {
+        let writer = &mut self.writers[w];
+        let Some(mut sorter) = writer.sorter.take() else {
+            return Ok(());
+        };
+        let task = tokio::task::spawn_blocking(move || sorter.spill().map(|()| sorter));
+        let what = format!("spilling the sort run of bucket {}", writer.bucket);
+        let sorter = tasks::joined(task, what).await?;
+        debug_assert_eq!(sorter.buffered_bytes(), 0);
+        self.buffered_bytes -= std::mem::take(&mut writer.buffered_bytes);
+        writer.sorter = Some(sorter);
+        Ok(())
     }
 
     /// Flush the buffers of `writers` (closing their append files too when `close_append`),
@@ -694,10 +767,10 @@ impl TableWrite {
             let writer = &mut self.writers[w];
             let buffer = std::mem::take(&mut writer.buffer);
             self.buffered_bytes -= std::mem::take(&mut writer.buffered_bytes);
-            let append = if close_append {
-                writer.append.take()
+            let (append, sorter) = if close_append {
+                (writer.append.take(), writer.sorter.take())
             } else {
-                None
+                (None, None)
             };
             if buffer.is_empty() && append.is_none() {
                 continue;
@@ -709,7 +782,9 @@ impl TableWrite {
             let env = flusher.table.env().fork();
             jobs.push(async move {
                 let task =
-                    tokio::spawn(async move { flusher.flush(&env, &dir, buffer, append).await });
+                    tokio::spawn(
+                        async move { flusher.flush(&env, &dir, buffer, append, sorter).await },
+                    );
                 (
                     w,
                     tasks::joined(task, format!("flushing bucket {bucket}")).await,
@@ -799,6 +874,7 @@ impl TableWrite {
                         .rolling_writer(self.table.env(), &dir, FileLayout::Append, false)?
                         .with_first_sequence_number(next),
                 );
+                self.writers[w].sorter = self.new_sorter();
             }
         }
         Ok(messages)
@@ -811,6 +887,8 @@ impl TableWrite {
             if let Some(compaction) = self.compaction.as_mut() {
                 compaction.abort(&w.partition, w.bucket).await?;
             }
+            // a sorter dropped removes its spilled runs
+            w.sorter = None;
             if let Some(append) = w.append.take() {
                 append.abort().await?;
             }
@@ -858,14 +936,16 @@ impl Flusher {
         )
     }
 
-    /// Sort, merge and write one bucket's buffer as level-0 file(s), then close `append`. On
-    /// failure every file this flush wrote is deleted.
+    /// Sort, merge and write one bucket's buffer as level-0 file(s), then close `append`, after
+    /// writing `sorter`'s rows into it in their order. On failure every file this flush wrote
+    /// is deleted.
     async fn flush(
         &self,
         env: &Env,
         bucket_dir: &str,
         buffer: Vec<RecordBatch>,
         append: Option<RollingWriter>,
+        sorter: Option<ExternalSorter>,
     ) -> Result<Flushed> {
         failpoint!("write-flush");
         let mut out = Flushed::default();
@@ -892,8 +972,12 @@ impl Flusher {
                 }
             }
         }
-        if let Some(append) = append {
-            out.new_files.extend(append.close().await?);
+        match (append, sorter) {
+            (Some(append), Some(sorter)) => out
+                .new_files
+                .extend(write_all(append, sorted(sorter)).await?),
+            (Some(append), None) => out.new_files.extend(append.close().await?),
+            (None, _) => {}
         }
         Ok(out)
     }

@@ -109,16 +109,28 @@ class _Procedures:
 
         return typed_partitions(self.table, [dict(_key_value(kv) for kv in p.split(",")) for p in text.split(";")])
 
-    def compact(self, partitions: str | None = None, compact_strategy: str = "full", **rest: Any) -> DataFrame:
+    def compact(self, partitions: str | None = None, compact_strategy: str = "full", order_strategy: str = "none",
+                order_by: str | None = None, **rest: Any) -> DataFrame:
+        """With ``order_strategy`` (order, zorder, hilbert) and ``order_by``: sort compaction
+        (:meth:`Table.compact` with ``order_by``, run here); otherwise with Spark."""
         from .. import compact
 
         self._only("compact", rest)
         if compact_strategy not in ("full", "minor"):
             raise InvalidArgumentError(f"compact_strategy must be 'full' or 'minor', got {compact_strategy!r}")
+        columns = [c for c in str(order_by or "").split(",") if c]
+        if str(order_strategy).lower() == "none":
+            if columns:
+                raise InvalidArgumentError('order_strategy "none" cannot work with order_by columns.')
+        elif not columns:
+            raise InvalidArgumentError(f"order_strategy {order_strategy!r} needs order_by columns")
         specs = None
         if partitions:
             specs = self._partitions(partitions)
-        snapshot = compact(self.ctx.spark, self.table, full=compact_strategy == "full", partitions=specs)
+        if columns:
+            snapshot = self.table.compact(partitions=specs, order_by=columns, strategy=str(order_strategy).lower())
+        else:
+            snapshot = compact(self.ctx.spark, self.table, full=compact_strategy == "full", partitions=specs)
         return self.ctx.result([(snapshot,)], "snapshot_id bigint")
 
     def expire_snapshots(self, retain_max: int | None = None, retain_min: int | None = None,

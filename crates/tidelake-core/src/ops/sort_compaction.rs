@@ -1,0 +1,208 @@
+//! Sort compaction ([`SortCompaction`]; Java `CompactProcedure.sortCompactUnAwareBucketTable`,
+//! `CALL sys.compact(order_strategy => ..., order_by => ...)`): the rows of the selected
+//! partitions of a bucket-unaware append table rewritten in an order (`order`, `zorder`,
+//! `hilbert`, see [`RowOrder`]), so that the files' statistics on those columns let reads skip
+//! files (data skipping).
+//!
+//! ```text
+//!  latest snapshot ─► splits of the selected partitions (deletion vectors applied)
+//!        ─► per partition: rows ─► overwrite writer sorting in the order (external sort:
+//!           spills past `write-buffer-size`, see `crate::write::external_sort`)
+//!           ─► rolling files of `target-file-size`
+//!        ─► one OVERWRITE snapshot replacing exactly the partitions read
+//! ```
+//!
+//! Rules (Java's): bucket-unaware append tables only (`bucket = -1`, no primary key), else
+//! [`Error::Unsupported`]; the order columns must exist, be orderable and not be partition
+//! columns, `hilbert` needs two of them, the partition filter may only use partition columns,
+//! and tables with `clustering.incremental` are refused (Java: "do not support sort compact"),
+//! all [`Error::Invalid`]. Nothing selected: nothing committed.
+//!
+//! Memory: one partition is sorted at a time, its unsorted run bounded by `write-buffer-size`
+//! plus a merge's batches (see `crate::write::external_sort`); its spilled runs are local
+//! temporary files removed once the partition is written, or on failure.
+//!
+//! Failure: before the commit, every file written is deleted. As in Java the commit is a
+//! partition overwrite: rows another writer commits to a selected partition while the sort
+//! runs are replaced by it; run sort compaction when nothing writes to those partitions.
+
+use std::collections::BTreeMap;
+
+use futures::TryStreamExt;
+use tidelake_spec::options::OrderType;
+use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
+
+use crate::commit::{CommitMessage, Committed, FileStoreCommit, OverwriteScope, PartitionFilter};
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::TableLayout;
+use crate::scan::predicate::Predicate;
+use crate::scan::Split;
+use crate::table::Table;
+use crate::write::input::RowKinds;
+use crate::write::sort_key::RowOrder;
+use crate::write::table_write::TableWrite;
+
+use super::{Read, TableCommit};
+
+/// The sort compaction of a table: its rows in `order` by `columns`, every partition or those
+/// [`SortCompaction::partitions`] selects.
+#[derive(Debug, Clone)]
+pub struct SortCompaction {
+    table: Table,
+    order: OrderType,
+    columns: Vec<String>,
+    partitions: Option<Predicate>,
+}
+
+impl SortCompaction {
+    pub fn new(table: &Table, order: OrderType, columns: Vec<String>) -> SortCompaction {
+        SortCompaction {
+            table: table.clone(),
+            order,
+            columns,
+            partitions: None,
+        }
+    }
+
+    /// Only the partitions `filter` (on partition columns) selects.
+    pub fn partitions(mut self, filter: Predicate) -> SortCompaction {
+        self.partitions = Some(filter);
+        self
+    }
+
+    /// Check the request against the latest schema, sort and commit (see the module docs): the
+    /// OVERWRITE snapshot, none when nothing was selected.
+    pub async fn run(self) -> Result<Committed> {
+        let table = self.table.reopen().await?;
+        let order = self.check(&table)?;
+        let mut read = Read::new(&table);
+        if let Some(filter) = self.partitions.clone() {
+            read = read.filter(filter);
+        }
+        let planned = read.plan().await?;
+        let mut partitions: BTreeMap<Vec<u8>, Vec<Split>> = BTreeMap::new();
+        for split in planned.plan.splits {
+            partitions
+                .entry(split.partition.clone())
+                .or_default()
+                .push(split);
+        }
+        if partitions.is_empty() {
+            return Ok(Committed::default());
+        }
+        let layout = TableLayout::new(table.schema())?;
+        let scope = if layout.partition_fields.is_empty() {
+            OverwriteScope::Static(None)
+        } else {
+            let specs = partitions
+                .keys()
+                .map(|p| {
+                    let values = layout.decode_partition(p)?;
+                    Ok(layout
+                        .partition_fields
+                        .iter()
+                        .map(|f| f.name.clone())
+                        .zip(values)
+                        .collect())
+                })
+                .collect::<Result<Vec<_>>>()?;
+            OverwriteScope::Static(Some(PartitionFilter::AnyOf(specs)))
+        };
+        let user = format!("tidelake-sort-compact-{}", table.env().uuid());
+        let mut write = TableWrite::for_overwrite(table.clone())
+            .await?
+            .sorted_by(order)?;
+        let mut messages = Vec::new();
+        for (_, splits) in partitions {
+            let written = async {
+                let mut rows = planned.reader.stream(splits, None);
+                while let Some(batch) = rows.try_next().await? {
+                    write.write(&batch, RowKinds::Fixed(0)).await?;
+                }
+                // one partition sorted at a time: its spilled runs go now
+                write.prepare_commit().await
+            }
+            .await;
+            match written {
+                Ok(m) => messages.extend(m),
+                Err(e) => {
+                    // Already failing: cleanup errors are secondary to `e`.
+                    let _ = write.abort().await;
+                    let _ = discard(&table, &user, &messages).await;
+                    return Err(e);
+                }
+            }
+        }
+        let committed = TableCommit::new(table.clone(), user.clone())
+            .overwrite(scope, messages.clone())
+            .await;
+        if let Err(e) = &committed {
+            if e.kind() != ErrorKind::Io && !landed(&table, &user).await {
+                let _ = discard(&table, &user, &messages).await;
+            }
+        }
+        committed
+    }
+
+    /// The order, after Java's checks (see the module docs).
+    fn check(&self, table: &Table) -> Result<RowOrder> {
+        let schema = table.schema();
+        let in_partition: Vec<&String> = self
+            .columns
+            .iter()
+            .filter(|c| schema.partition_keys.contains(c))
+            .collect();
+        if !in_partition.is_empty() {
+            return Err(Error::invalid(format!(
+                "order_by should not contain partition cols, because it is meaningless, your \
+                 order_by cols are {:?}, and partition cols are {:?}",
+                self.columns, schema.partition_keys
+            )));
+        }
+        if let Some(filter) = &self.partitions {
+            let layout = TableLayout::new(schema)?;
+            filter.bind(&layout.partition_fields).map_err(|e| {
+                Error::invalid(format!(
+                    "a partition filter may only use partition columns: {e}"
+                ))
+            })?;
+        }
+        let opts = schema.options();
+        let spec = |e| Error::from_spec("table options", e);
+        if opts.clustering_incremental().map_err(spec)? {
+            return Err(Error::invalid(
+                "the table has 'clustering.incremental' = 'true' (incremental clustering): \
+                 Paimon does not sort-compact such tables",
+            ));
+        }
+        if !schema.primary_keys.is_empty() || opts.bucket().map_err(spec)? != -1 {
+            return Err(Error::Unsupported(format!(
+                "sort compaction ({}) of a table that is not a bucket-unaware append table \
+                 (bucket = -1 without a primary key); Paimon only supports unaware-bucket \
+                 append-only tables",
+                self.order
+            )));
+        }
+        RowOrder::new(schema, &self.columns, self.order)
+    }
+}
+
+/// Whether the sort compaction of `user` created its snapshot (a hook after it may have
+/// failed); unknown counts as landed, so that its files are kept.
+async fn landed(table: &Table, user: &str) -> bool {
+    match FileStoreCommit::new(table.clone(), user) {
+        Ok(commit) => !matches!(
+            commit.filter_committed(&[BATCH_COMMIT_IDENTIFIER]).await,
+            Ok(pending) if !pending.is_empty()
+        ),
+        Err(_) => true,
+    }
+}
+
+/// Delete the files of `messages`, which were never committed.
+async fn discard(table: &Table, user: &str, messages: &[CommitMessage]) -> Result<()> {
+    FileStoreCommit::new(table.clone(), user)?
+        .discard(messages)
+        .await
+        .map(|_| ())
+}

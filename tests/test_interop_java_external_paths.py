@@ -56,6 +56,16 @@ def _check_placement(tmp_path: pathlib.Path, t: tidelake.Table) -> list[str]:
     return live
 
 
+def _java_continues(java, tmp_path, sc: Scenario, pk: bool, steps: list, label: str) -> tidelake.Table:
+    """Java writes ``steps`` into the existing table; its files stay external, both read alike."""
+    wh = str(tmp_path / "wh")
+    java.run({**_scenario(tmp_path, sc.name, pk, steps).java_job(wh), "existing": True})
+    t = tidelake.Catalog(wh).get_table(f"db.{sc.name}")
+    _check_placement(tmp_path, t)
+    compare_read(java, t, wh, label)
+    return t
+
+
 @pytest.mark.parametrize("pk", [True, False], ids=["pk", "append"])
 def test_java_writes_external_paths_tidelake_continues(java, tmp_path, pk):
     wh = str(tmp_path / "wh")
@@ -71,12 +81,7 @@ def test_java_writes_external_paths_tidelake_continues(java, tmp_path, pk):
     ours = _check_placement(tmp_path, t)
     assert set(ours) - set(java_paths), "tidelake wrote files of its own"
     compare_read(java, t, wh, f"A ext {kind} (tidelake continued)")
-    # Java continues after tidelake
-    java.run({**_scenario(tmp_path, sc.name, pk, [_rows(30, 4, 6), {"compact": True}]).java_job(wh),
-              "existing": True})
-    t = tidelake.Catalog(wh).get_table(f"db.{sc.name}")
-    _check_placement(tmp_path, t)
-    compare_read(java, t, wh, f"A ext {kind} (Java again)")
+    _java_continues(java, tmp_path, sc, pk, [_rows(30, 4, 6), {"compact": True}], f"A ext {kind} (Java again)")
 
 
 @pytest.mark.parametrize("pk", [True, False], ids=["pk", "append"])
@@ -88,11 +93,8 @@ def test_tidelake_writes_external_paths_java_continues(java, tmp_path, pk):
     t = tidelake_write(java, wh, sc)
     _check_placement(tmp_path, t)
     compare_read(java, t, wh, f"B ext {kind} (tidelake)")
-    java.run({**_scenario(tmp_path, sc.name, pk, [_rows(20, 6, 4), {"compact": True}]).java_job(wh),
-              "existing": True})
-    t = tidelake.Catalog(wh).get_table(f"db.{sc.name}")
-    _check_placement(tmp_path, t)
-    compare_read(java, t, wh, f"B ext {kind} (Java continued)")
+    t = _java_continues(java, tmp_path, sc, pk, [_rows(20, 6, 4), {"compact": True}],
+                        f"B ext {kind} (Java continued)")
     # tidelake's expiry deletes what only expired snapshots referenced, in the roots
     t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=int(time.time() * 1000) + 60_000)
     live = {pathlib.Path(p.removeprefix("file:")) for p in _check_placement(tmp_path, t)}

@@ -1,7 +1,7 @@
 """Sort compaction (``Table.compact(order_by=..., strategy=...)``, Paimon's ``CALL
 sys.compact(order_strategy => ..., order_by => ...)``) and ``clustering.columns`` writes on
 bucket-unaware append tables: the rows are the same multiset after as before, in one OVERWRITE
-snapshot that replaces only the partitions selected; ``order`` leaves files whose ranges of the
+snapshot that replaces only the files read (rows appended meanwhile by another process stay); ``order`` leaves files whose ranges of the
 first column do not overlap; ``zorder`` and ``hilbert`` on (a, b) let a filter on ``b`` alone
 prune clearly more files than before; a sort larger than ``write-buffer-size`` spills to local
 files and removes them; refusals raise typed exceptions and commit nothing; clustered writes
@@ -192,3 +192,32 @@ def test_clustering_auto_and_none_strategies(tmp_path):
     bad = _create(tmp_path / "bad", {"clustering.columns": "a,nope"})
     with pytest.raises(tidelake.InvalidArgumentError, match="nope"):
         bad.write(data)
+
+
+def test_rows_appended_while_a_sort_runs_stay(tmp_path):
+    """A sort compaction in another process while this one appends: every acknowledged append
+    is read afterwards (the sort replaces the files it read, not the partition), and the sort's
+    own snapshot lands among the appends."""
+    import subprocess
+    import sys
+
+    t = _filled(tmp_path / "t", commits=20, rows=20000, **{"write-buffer-size": "1 mb"})
+    before = t.to_arrow().num_rows
+    script = ("import sys, tidelake; t = tidelake.open_table(sys.argv[1]); "
+              "print(t.compact(order_by=['a', 'b'], strategy='zorder'))")
+    sort = subprocess.Popen([sys.executable, "-c", script, t.path], stdout=subprocess.PIPE, text=True)
+    appended = []
+    while sort.poll() is None or not appended:
+        key = 10_000_000 + len(appended)
+        t.write(pa.table({"a": [key], "b": [key], "s": ["late"], "p": [0]}, schema=SCHEMA))
+        appended.append(t.latest_snapshot().id)
+    out, _ = sort.communicate(timeout=300)
+    assert sort.returncode == 0, out
+    kinds = {s.id: s.commit_kind for s in t.snapshots()}
+    sorted_at = max(i for i, k in kinds.items() if k == "OVERWRITE")
+    # appends landed while the sort ran (its snapshot came after several of them)
+    assert sum(i < sorted_at for i in appended) >= 3, (appended, sorted_at)
+    rows = t.to_arrow()
+    late = pc.greater_equal(rows["a"], 10_000_000)
+    assert sorted(rows.filter(late)["a"].to_pylist()) == [10_000_000 + i for i in range(len(appended))]
+    assert rows.num_rows == before + len(appended)

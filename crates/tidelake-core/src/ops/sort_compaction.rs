@@ -9,7 +9,7 @@
 //!        ─► per partition: rows ─► overwrite writer sorting in the order (external sort:
 //!           spills past `write-buffer-size`, see `crate::write::external_sort`)
 //!           ─► rolling files of `target-file-size`
-//!        ─► one OVERWRITE snapshot replacing exactly the partitions read
+//!        ─► one snapshot replacing exactly the files read (a row-level commit)
 //! ```
 //!
 //! Rules (Java's): bucket-unaware append tables only (`bucket = -1`, no primary key), else
@@ -22,9 +22,13 @@
 //! plus a merge's batches (see `crate::write::external_sort`); its spilled runs are local
 //! temporary files removed once the partition is written, or on failure.
 //!
-//! Failure: before the commit, every file written is deleted. As in Java the commit is a
-//! partition overwrite: rows another writer commits to a selected partition while the sort
-//! runs are replaced by it; run sort compaction when nothing writes to those partitions.
+//! Failure: before the commit, every file written is deleted.
+//!
+//! Concurrency (stricter than Java, whose commit is a partition overwrite that replaces rows
+//! another writer committed to a selected partition while the sort ran): the commit removes
+//! exactly the files read and adds the sorted ones, refused if a commit since removed or
+//! changed a file read (`TableCommit::row_level`). Rows appended meanwhile stay, in their own
+//! (unsorted) files: no acknowledged write is lost.
 
 use std::collections::BTreeMap;
 
@@ -32,7 +36,7 @@ use futures::TryStreamExt;
 use tidelake_spec::options::OrderType;
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
-use crate::commit::{CommitMessage, Committed, FileStoreCommit, OverwriteScope, PartitionFilter};
+use crate::commit::{CommitMessage, Committed, FileStoreCommit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::scan::predicate::Predicate;
@@ -90,24 +94,8 @@ impl SortCompaction {
         if partitions.is_empty() {
             return Ok(Committed::default());
         }
-        let layout = TableLayout::new(table.schema())?;
-        let scope = if layout.partition_fields.is_empty() {
-            OverwriteScope::Static(None)
-        } else {
-            let specs = partitions
-                .keys()
-                .map(|p| {
-                    let values = layout.decode_partition(p)?;
-                    Ok(layout
-                        .partition_fields
-                        .iter()
-                        .map(|f| f.name.clone())
-                        .zip(values)
-                        .collect())
-                })
-                .collect::<Result<Vec<_>>>()?;
-            OverwriteScope::Static(Some(PartitionFilter::AnyOf(specs)))
-        };
+        let read_snapshot = planned.plan.snapshot.as_ref().map(|snap| snap.id);
+        let rewritten: Vec<Split> = partitions.values().flatten().cloned().collect();
         let user = format!("tidelake-sort-compact-{}", table.env().uuid());
         let mut write = TableWrite::for_overwrite(table.clone())
             .await?
@@ -134,7 +122,7 @@ impl SortCompaction {
             }
         }
         let committed = TableCommit::new(table.clone(), user.clone())
-            .overwrite(scope, messages.clone())
+            .row_level(messages.clone(), &rewritten, read_snapshot)
             .await;
         if let Err(e) = &committed {
             if e.kind() != ErrorKind::Io && !landed(&table, &user).await {

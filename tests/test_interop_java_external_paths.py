@@ -44,12 +44,13 @@ def _external_files(tmp_path: pathlib.Path) -> set[pathlib.Path]:
 
 def _check_placement(tmp_path: pathlib.Path, t: tidelake.Table) -> list[str]:
     """Every live data file is under a root, as Java spells the path; nothing in the table's
-    bucket directories; both roots used. Returns the live files' paths."""
+    bucket directories. Returns the live files' paths. (Which root a file takes is random per
+    writer in both engines, so a few live files may all sit in one root; tests/test_external_paths.py
+    checks the round robin over many files.)"""
     live = t.system("files").column("file_path").to_pylist()
     prefixes = tuple(f"file:{r}/p=" for r in _roots(tmp_path))
     assert live and all(p.startswith(prefixes) for p in live), live
     assert not [p for p in pathlib.Path(t.path).rglob("*") if p.is_file() and "bucket-" in str(p)]
-    assert all(any(p.startswith(f"file:{r}/") for p in live) for r in _roots(tmp_path)), live
     for p in live:
         bucket_dir = pathlib.PurePosixPath(p).parent
         assert bucket_dir.name.startswith("bucket-") and bucket_dir.parent.name in ("p=p0", "p=p1"), p

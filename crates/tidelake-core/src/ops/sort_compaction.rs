@@ -28,7 +28,9 @@
 //! another writer committed to a selected partition while the sort ran): the commit removes
 //! exactly the files read and adds the sorted ones, refused if a commit since removed or
 //! changed a file read (`TableCommit::row_level`). Rows appended meanwhile stay, in their own
-//! (unsorted) files: no acknowledged write is lost.
+//! (unsorted) files: no acknowledged write is lost. Except when a file read has a deletion
+//! vector, which cannot be dropped with its file alone: then the commit is Java's partition
+//! overwrite, and writers must pause for it.
 
 use std::collections::BTreeMap;
 
@@ -36,7 +38,7 @@ use futures::TryStreamExt;
 use tidelake_spec::options::OrderType;
 use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
-use crate::commit::{CommitMessage, Committed, FileStoreCommit};
+use crate::commit::{CommitMessage, Committed, FileStoreCommit, OverwriteScope, PartitionFilter};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
 use crate::scan::predicate::Predicate;
@@ -96,6 +98,16 @@ impl SortCompaction {
         }
         let read_snapshot = planned.plan.snapshot.as_ref().map(|snap| snap.id);
         let rewritten: Vec<Split> = partitions.values().flatten().cloned().collect();
+        // a file with a deletion vector cannot be replaced alone (its vector would outlive it):
+        // then the partitions are overwritten, as Java does
+        let scope = if rewritten
+            .iter()
+            .any(|s| s.files.iter().any(|f| f.deletion.is_some()))
+        {
+            Some(overwrite_scope(&table, partitions.keys())?)
+        } else {
+            None
+        };
         let user = format!("tidelake-sort-compact-{}", table.env().uuid());
         let mut write = TableWrite::for_overwrite(table.clone())
             .await?
@@ -121,9 +133,15 @@ impl SortCompaction {
                 }
             }
         }
-        let committed = TableCommit::new(table.clone(), user.clone())
-            .row_level(messages.clone(), &rewritten, read_snapshot)
-            .await;
+        let commit = TableCommit::new(table.clone(), user.clone());
+        let committed = match scope {
+            Some(scope) => commit.overwrite(scope, messages.clone()).await,
+            None => {
+                commit
+                    .row_level(messages.clone(), &rewritten, read_snapshot)
+                    .await
+            }
+        };
         if let Err(e) = &committed {
             if e.kind() != ErrorKind::Io && !landed(&table, &user).await {
                 let _ = discard(&table, &user, &messages).await;
@@ -173,6 +191,29 @@ impl SortCompaction {
         }
         RowOrder::new(schema, &self.columns, self.order)
     }
+}
+
+/// The overwrite of exactly `partitions` (every partition of an unpartitioned table).
+fn overwrite_scope<'p>(
+    table: &Table,
+    partitions: impl Iterator<Item = &'p Vec<u8>>,
+) -> Result<OverwriteScope> {
+    let layout = TableLayout::new(table.schema())?;
+    if layout.partition_fields.is_empty() {
+        return Ok(OverwriteScope::Static(None));
+    }
+    let specs = partitions
+        .map(|p| {
+            let values = layout.decode_partition(p)?;
+            Ok(layout
+                .partition_fields
+                .iter()
+                .map(|f| f.name.clone())
+                .zip(values)
+                .collect())
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(OverwriteScope::Static(Some(PartitionFilter::AnyOf(specs))))
 }
 
 /// Whether the sort compaction of `user` created its snapshot (a hook after it may have

@@ -1,8 +1,8 @@
 """Sort compaction (``Table.compact(order_by=..., strategy=...)``, Paimon's ``CALL
 sys.compact(order_strategy => ..., order_by => ...)``) and ``clustering.columns`` writes on
 bucket-unaware append tables: the rows are the same multiset after as before, in one OVERWRITE
-snapshot that replaces only the files read (rows appended meanwhile by another process stay); ``order`` leaves files whose ranges of the
-first column do not overlap; ``zorder`` and ``hilbert`` on (a, b) let a filter on ``b`` alone
+snapshot that replaces only the files read (rows appended meanwhile by another process stay);
+``order`` leaves files whose ranges of the first column do not overlap; ``zorder`` and ``hilbert`` on (a, b) let a filter on ``b`` alone
 prune clearly more files than before; a sort larger than ``write-buffer-size`` spills to local
 files and removes them; refusals raise typed exceptions and commit nothing; clustered writes
 write sorted files."""
@@ -200,8 +200,11 @@ def test_rows_appended_while_a_sort_runs_stay(tmp_path):
     own snapshot lands among the appends."""
     import subprocess
     import sys
+    import time
 
-    t = _filled(tmp_path / "t", commits=20, rows=20000, **{"write-buffer-size": "1 mb"})
+    # the appender commits in a loop: the sort may lose many commit races before it lands
+    t = _filled(tmp_path / "t", commits=20, rows=20000,
+                **{"write-buffer-size": "1 mb", "commit.max-retries": "1000"})
     before = t.to_arrow().num_rows
     script = ("import sys, tidelake; t = tidelake.open_table(sys.argv[1]); "
               "print(t.compact(order_by=['a', 'b'], strategy='zorder'))")
@@ -209,8 +212,8 @@ def test_rows_appended_while_a_sort_runs_stay(tmp_path):
     appended = []
     while sort.poll() is None or not appended:
         key = 10_000_000 + len(appended)
-        t.write(pa.table({"a": [key], "b": [key], "s": ["late"], "p": [0]}, schema=SCHEMA))
-        appended.append(t.latest_snapshot().id)
+        appended.append(t.write(pa.table({"a": [key], "b": [key], "s": ["late"], "p": [0]}, schema=SCHEMA)).snapshot_id)
+        time.sleep(0.05)
     out, _ = sort.communicate(timeout=300)
     assert sort.returncode == 0, out
     kinds = {s.id: s.commit_kind for s in t.snapshots()}

@@ -18,7 +18,7 @@
 
 use std::str::FromStr;
 
-use super::Options;
+use super::{java_split, java_trim, Options};
 use crate::error::{Error, Result};
 
 pub const DATA_FILE_EXTERNAL_PATHS: &str = "data-file.external-paths";
@@ -57,18 +57,13 @@ impl Options {
         let Some(value) = self.get(DATA_FILE_EXTERNAL_PATHS) else {
             return Ok(Vec::new());
         };
-        let mut parts: Vec<&str> = value.split(',').collect();
-        // Java's String.split drops trailing empty strings.
-        while parts.last().is_some_and(|p| p.is_empty()) {
-            parts.pop();
-        }
-        parts
+        java_split(value)
             .into_iter()
             .map(|p| {
-                java_path(p.trim()).map_err(|reason| {
+                let root = java_trim(p);
+                java_path(root).map_err(|reason| {
                     Error::Invalid(format!(
-                        "option '{DATA_FILE_EXTERNAL_PATHS}': root '{}' {reason}",
-                        p.trim()
+                        "option '{DATA_FILE_EXTERNAL_PATHS}': root '{root}' {reason}"
                     ))
                 })
             })

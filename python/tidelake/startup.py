@@ -117,8 +117,8 @@ class ScanMode:
         latest = snaps[-1].id if snaps else 0
         if self.mode == "from-creation-timestamp" and (first := self._creation_snapshot(table)) is not None:
             return Start(first - 1, False)
-        if self.mode in ("from-file-creation-time", "from-creation-timestamp"):
-            self.read_options(table)  # the time option is required
+        if self.mode == "from-file-creation-time":
+            self._required("scan.file-creation-time-millis")  # (from-creation-timestamp's: above)
         if self.mode in ("latest-full", "from-file-creation-time", "from-creation-timestamp"):
             return Start(latest, True) if latest else None
         if self.mode == "latest":

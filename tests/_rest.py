@@ -44,12 +44,16 @@ class RestServer:
                 "token": self.token}
 
     def latest_snapshot(self, database: str, table: str) -> dict:
-        """The snapshot the server holds as the table's latest (``GET .../snapshot``, a
-        ``TableSnapshot``): what Java's REST client reads."""
+        """The snapshot the server holds as the table's latest: what Java's REST client reads."""
+        return self.table_snapshot(database, table)["snapshot"]
+
+    def table_snapshot(self, database: str, table: str) -> dict:
+        """The server's ``TableSnapshot`` of the table (``GET .../snapshot``): the latest
+        snapshot and the totals it keeps from each commit's statistics."""
         request = urllib.request.Request(f"{self.url}/v1/paimon/databases/{database}/tables/{table}/snapshot",
                                          headers={"Authorization": f"Bearer {self.token}"})
         with urllib.request.urlopen(request, timeout=30) as answer:
-            return json.loads(answer.read())["snapshot"]["snapshot"]
+            return json.loads(answer.read())["snapshot"]
 
     def vend_data_token(self, table: str, valid_ms: int, token: dict[str, str]) -> None:
         """From now on, answer token requests for ``table`` (``db.t``) with ``token``, valid for

@@ -265,6 +265,59 @@ def test_partitions_listed_by_the_catalog_as_java_lists_them(options, oracle):
         cat.list_partitions("db.missing")
 
 
+def test_global_system_tables_cover_every_table_of_the_catalog(options, request):
+    """``sys.tables`` (Paimon 2.0's ``AllTablesTable``): a row per table; the totals only where the
+    catalog records them at each commit (REST: the server's, as Java's client reads them; Paimon
+    1.3.1's test server stores them shuffled, so they are compared with its record, not with the
+    live files). ``sys.partitions``:
+    a row per partition of every partitioned table, as ``list_partitions`` gives them.
+    ``sys.all_table_options``: every option of every table."""
+    cat = tidelake.Catalog.from_options(options)
+    for db in ("a", "b"):
+        cat.create_database(db)
+    parted = cat.create_table("a.parted", PARTED, primary_keys=["dt", "id"], partition_keys=["dt"], bucket=1)
+    parted.upsert(pa.Table.from_pylist([{"dt": "x", "id": 1, "v": 1}, {"dt": "y", "id": 2, "v": 2}], schema=PARTED))
+    parted.upsert(pa.Table.from_pylist([{"dt": "x", "id": 3, "v": 3}], schema=PARTED))
+    plain = cat.create_table("b.plain", SCHEMA, options={"file.format": "orc"})
+    plain.write(pa.Table.from_pylist([{"id": 1, "name": "n"}], schema=SCHEMA))
+    cat.create_table("b.empty", SCHEMA, partition_keys=["name"])
+
+    tables = {(r["database_name"], r["table_name"]): r for r in cat.system_table("sys.tables").to_pylist()}
+    assert set(tables) == {("a", "parted"), ("b", "plain"), ("b", "empty")}
+    assert [(tables[k]["table_type"], tables[k]["partitioned"], tables[k]["primary_key"])
+            for k in (("a", "parted"), ("b", "plain"), ("b", "empty"))] == [
+        ("table", True, True), ("table", False, False), ("table", True, False)]
+    for (db, name), row in tables.items():
+        files = cat.system_table(f"{db}.{name}$files").to_pylist()
+        totals = (row["record_count"], row["file_count"], row["file_size_in_bytes"])
+        rest = options.get("metastore") == "rest"
+        if rest and files:  # REST: the server's record of each commit's statistics
+            kept = request.getfixturevalue("rest_server").table_snapshot(db, name)
+            assert totals + (row["last_file_creation_time"],) == (
+                kept["recordCount"], kept["fileCount"], kept["fileSizeInBytes"], kept["lastFileCreationTime"])
+            assert row["record_count"] == sum(f["record_count"] for f in files)
+        elif not rest:  # Java: no totals from a catalog that keeps no versions
+            assert totals == (None, None, None)
+
+    partitions = cat.system_table("sys.partitions")
+    assert partitions.column_names == ["database_name", "table_name", "partition_name", "record_count",
+                                       "file_size_in_bytes", "file_count", "last_file_creation_time", "done"]
+    listed = sorted((r["table_name"], r["partition_name"], r["record_count"], r["file_count"], r["done"])
+                    for r in partitions.to_pylist())
+    assert listed == sorted(("parted", f"dt={p.spec['dt']}", p.record_count, p.file_count, p.done)
+                            for p in cat.list_partitions("a.parted"))
+    assert [r[:3] for r in listed] == [("parted", "dt=x", 2), ("parted", "dt=y", 1)]
+
+    options_rows = cat.system_table("sys.all_table_options").to_pylist()
+    assert {"database_name": "b", "table_name": "plain", "key": "file.format", "value": "orc"} in options_rows
+    assert {(r["database_name"], r["table_name"]) for r in options_rows if r["key"] == "path"} == set(tables)
+    # the SQL front-end reaches them as sys.<name>
+    counted = tidelake.sql("SELECT count(*) AS n FROM sys.tables WHERE partitioned", catalog=cat)
+    assert counted["n"].to_pylist() == [2]
+    with pytest.raises(tidelake.TableNotFoundError, match="global system tables are"):
+        cat._raw.global_system_table("nope")
+
+
 def _lock_sql(options: dict[str, str], postgres, sql: str) -> None:
     uri = options["uri"]
     if uri.startswith("jdbc:sqlite:"):

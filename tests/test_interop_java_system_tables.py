@@ -1,6 +1,7 @@
-"""The system tables ``$ro``, ``$binlog``, ``$aggregation_fields``, ``$statistics`` and
-``$table_indexes`` and the global ``sys.all_table_options``, against Java Paimon 1.3.1 (the
-``java`` oracle's ``system_table`` job reads them through Java's catalog).
+"""The system tables ``$ro``, ``$binlog``, ``$aggregation_fields``, ``$statistics``,
+``$table_indexes`` and ``$file_key_ranges`` and the global ``sys.all_table_options``, against
+Java Paimon 1.3.1 (the ``java`` oracle's ``system_table`` job reads them through Java's catalog;
+``$file_key_ranges``, added after 1.3.1, against the same columns of Java's ``$files``).
 
 Each table is written once by Java's writers and once by tidelake's (into a table Java
 created); both readers then read the same files, so rows must be equal as they are: file names,
@@ -110,6 +111,16 @@ def test_system_tables_equal_javas(java, tmp_path, sc, writer):
     if sc.primary_keys:
         # rows written after the full compaction are not read-optimized yet
         assert rows["ro"] != sorted_rows(canonical_rows(t.to_arrow()))
+    # $file_key_ranges (Paimon 2.0's, after 1.3.1) is Java 1.3.1's $files in its own columns, and
+    # first_row_id (Paimon 2.0's, null without row tracking)
+    ranges = t.system("file_key_ranges")
+    assert ranges.column_names[-1] == "first_row_id" and ranges["first_row_id"].null_count == ranges.num_rows
+    ranges = ranges.drop_columns(["first_row_id"])
+    files = java_system_table(java, wh, f"db.{sc.name}$files")
+    kept = [files["fields"].index(c) for c in ranges.column_names]
+    assert [paimon_type(f.type, f.nullable) for f in ranges.schema] == [files["types"][i] for i in kept]
+    assert sorted_rows(canonical_rows(ranges)) == sorted_rows([[r[i] for i in kept] for r in files["rows"]])
+    assert ranges.num_rows == len(files["rows"]) > 0
 
 
 def test_read_optimized_sees_only_compacted_rows(tmp_path):

@@ -140,27 +140,16 @@ class Catalog:
     def system_table(self, identifier: str) -> pa.Table:
         """A system table by Paimon's identifier, ``"db.t$snapshots"`` or
         ``"db.t$branch_b$files"``, as a pyarrow.Table (see :meth:`Table.system`); or a global
-        one, ``"sys.all_table_options"`` (:data:`tidelake.maintenance.GLOBAL_SYSTEM_TABLES`)."""
+        one (:data:`tidelake.maintenance.GLOBAL_SYSTEM_TABLES`): ``"sys.all_table_options"``
+        (a row per option of every table, its ``path`` among them), ``"sys.tables"`` (a row per
+        table; the record, file and byte totals only from a REST catalog, which records them at
+        each commit, as in Paimon) or ``"sys.partitions"`` (a row per partition of every
+        partitioned table, as :meth:`list_partitions` gives them)."""
         database, _, name = identifier.partition(".")
         if database == SYSTEM_DATABASE and name in GLOBAL_SYSTEM_TABLES:
-            return self._all_table_options()
+            return self._raw.global_system_table(name)
         raw, name = self._raw.split_system_table(identifier)
         return Table(raw).system(name)
-
-    def _all_table_options(self) -> pa.Table:
-        """Paimon's ``sys.all_table_options``: a row per option of every table of every
-        database, the table's ``path`` among them (as Java's catalog tables carry it)."""
-        import pyarrow as pa
-
-        rows: list[dict[str, str]] = []
-        for database in self.list_databases():
-            for name in self.list_tables(database):
-                table = self.get_table(f"{database}.{name}")
-                options = {**table.options, "path": table.path}
-                rows.extend({"database_name": database, "table_name": name, "key": k, "value": v}
-                            for k, v in options.items())
-        schema = pa.schema([(c, pa.string()) for c in ("database_name", "table_name", "key", "value")])
-        return pa.Table.from_pylist(rows, schema=schema)
 
     def create_table(self, identifier: str, schema: pa.Schema, primary_keys: list[str] | None = None,
                      partition_keys: list[str] | None = None, bucket: int | None = None,

@@ -24,11 +24,12 @@ __all__ = ["GLOBAL_SYSTEM_TABLES", "SYSTEM_DATABASE", "SYSTEM_TABLES", "duration
 SYSTEM_TABLES: tuple[str, ...] = _internal.SYSTEM_TABLES
 """Names accepted by :meth:`tidelake.Table.system` (Paimon's ``table$name`` system tables)."""
 
-SYSTEM_DATABASE = "sys"
+SYSTEM_DATABASE: str = _internal.SYSTEM_DATABASE
 """The database of a catalog's global system tables (Paimon's ``sys``)."""
 
-GLOBAL_SYSTEM_TABLES = ("all_table_options",)
-"""Names of the catalog-wide system tables, ``sys.<name>`` (Paimon's global system tables)."""
+GLOBAL_SYSTEM_TABLES: tuple[str, ...] = _internal.GLOBAL_SYSTEM_TABLES
+"""Names of the catalog-wide system tables, ``sys.<name>`` (Paimon's global system tables):
+``all_table_options``, ``tables`` and ``partitions``."""
 
 
 def duration_ms(value: Any, what: str) -> int | None:

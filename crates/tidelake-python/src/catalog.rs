@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tidelake_core::api::catalog::{Catalog, CatalogOptions};
-use tidelake_core::api::maintenance::list_partitions;
+use tidelake_core::api::maintenance::{global_system_table, list_partitions};
 use tidelake_core::api::{FileIO, StorageOptions};
 
 use crate::arrow_arg::SchemaArg;
 use crate::errors::IntoPyResult;
 use crate::metadata::partition_fields;
 use crate::runtime::block_on;
+use crate::stream::pyarrow_table;
 use crate::table::{table_spec, RawTable};
 
 #[pyclass(module = "tidelake._internal", frozen)]
@@ -171,6 +172,16 @@ impl RawCatalog {
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let partitions = block_on(py, list_partitions(&self.catalog, &identifier))?.py()?;
         partitions.iter().map(|p| partition_fields(py, p)).collect()
+    }
+
+    /// Global system table `sys.<name>` as a pyarrow.Table.
+    fn global_system_table<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let t = block_on(py, global_system_table(&self.catalog, &name))?.py()?;
+        pyarrow_table(py, t.batches, t.schema)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -65,6 +65,17 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "SYSTEM_TABLES",
         pyo3::types::PyTuple::new(m.py(), tidelake_core::api::maintenance::SYSTEM_TABLES)?,
     )?;
+    m.add(
+        "GLOBAL_SYSTEM_TABLES",
+        pyo3::types::PyTuple::new(
+            m.py(),
+            tidelake_core::api::maintenance::GLOBAL_SYSTEM_TABLES,
+        )?,
+    )?;
+    m.add(
+        "SYSTEM_DATABASE",
+        tidelake_core::api::maintenance::SYSTEM_DATABASE,
+    )?;
     m.add_class::<table::RawTable>()?;
     m.add_class::<scan::RawScan>()?;
     m.add_class::<catalog::RawCatalog>()?;

@@ -89,6 +89,18 @@ pub struct Partition {
     pub done: bool,
 }
 
+/// A table's totals as a catalog that keeps versions records them at each commit (Java
+/// `TableSnapshot` of a REST catalog).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TableTotals {
+    pub record_count: i64,
+    pub file_size_in_bytes: i64,
+    pub file_count: i64,
+    /// Epoch milliseconds of the newest file's creation.
+    pub last_file_creation_time: i64,
+}
+
 /// A catalog of databases and tables. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Catalog {
@@ -495,6 +507,16 @@ impl Catalog {
                 Err(Error::NotFound { .. }) => Err(self.table_not_found(&id)),
                 other => other,
             },
+            Registry::FileSystem(_) | Registry::Jdbc(..) | Registry::Hive(..) => Ok(None),
+        }
+    }
+
+    /// Table `identifier`'s totals as this catalog recorded them at its last commit; `None`
+    /// from catalogs that keep no versions (Java `supportsVersionManagement`: REST only).
+    pub async fn table_totals(&self, identifier: &str) -> Result<Option<TableTotals>> {
+        let id = Identifier::parse(identifier)?;
+        match &self.registry {
+            Registry::Rest { server, .. } => server.table_totals(&id).await,
             Registry::FileSystem(_) | Registry::Jdbc(..) | Registry::Hive(..) => Ok(None),
         }
     }

@@ -1,6 +1,7 @@
-//! The `files`, `manifests`, `partitions`, `buckets` and `table_indexes` system tables, from
-//! the latest snapshot's manifests and index manifest (Java `FilesTable`, `ManifestsTable`,
-//! `PartitionsTable`, `BucketsTable`, `TableIndexesTable`), and a table's partitions as a catalog lists them ([`list_partitions`]).
+//! The `files`, `file_key_ranges`, `manifests`, `partitions`, `buckets` and `table_indexes`
+//! system tables, from the latest snapshot's manifests and index manifest (Java `FilesTable`,
+//! `FileKeyRangesTable`, `ManifestsTable`, `PartitionsTable`, `BucketsTable`,
+//! `TableIndexesTable`), and a table's partitions as a catalog lists them ([`list_partitions`]).
 //! Every live file counts, whatever its level or bucket.
 //!
 //! Strings: partitions of `files`/`buckets` and manifest partition statistics are Java's row
@@ -117,6 +118,36 @@ async fn live_files(table: &Table) -> Result<Vec<ManifestEntry>> {
 }
 
 pub(crate) async fn files(table: &Table) -> Result<SystemTable> {
+    table_of(file_columns(table).await?)
+}
+
+/// Java `FileKeyRangesTable` (Paimon 2.0): the columns of `files` that place a file and its
+/// key range, `first_row_id` last.
+pub(crate) async fn file_key_ranges(table: &Table) -> Result<SystemTable> {
+    const KEPT: [&str; 11] = [
+        "partition",
+        "bucket",
+        "file_path",
+        "file_format",
+        "schema_id",
+        "level",
+        "record_count",
+        "file_size_in_bytes",
+        "min_key",
+        "max_key",
+        "first_row_id",
+    ];
+    let columns = file_columns(table).await?;
+    table_of(
+        columns
+            .into_iter()
+            .filter(|c| KEPT.contains(&c.name()))
+            .collect(),
+    )
+}
+
+/// The columns of `files`: a row per live file of the latest snapshot.
+async fn file_columns(table: &Table) -> Result<Vec<Column>> {
     let layout = TableLayout::new(table.schema())?;
     let (names, types) = partition_fields(&layout);
     let partition = RowDisplay::new(names, types, "null", false)?;
@@ -142,7 +173,7 @@ pub(crate) async fn files(table: &Table) -> Result<SystemTable> {
         )?))));
     }
     let col = |f: &dyn Fn(&ManifestEntry) -> Option<i64>| entries.iter().map(f).collect();
-    table_of(vec![
+    Ok(vec![
         strings(
             "partition",
             true,

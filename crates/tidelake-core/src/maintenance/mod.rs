@@ -13,7 +13,7 @@
 //! * [`partitions`]: partition expiration and dropping (`PartitionExpire`,
 //!   `PartitionValuesTimeExpireStrategy`, `PartitionTimeExtractor` in [`time_format`]);
 //! * [`system_tables`], [`file_tables`], [`audit_log`], `data_tables`: `$snapshots`, `$files`,
-//!   `$ro`, ... as Arrow;
+//!   `$ro`, ... as Arrow; [`global_tables`]: a catalog's `sys.tables`, `sys.partitions`, ...;
 //! * [`history`]: what each live snapshot's commit changed (files, rows, bytes);
 //! * [`damage`]: undecodable snapshots and missing files, and the last good snapshot;
 //! * [`verify`]: the consistency check replaying the snapshot chain (`doctor --verify`);
@@ -38,6 +38,7 @@ pub mod damage;
 mod data_tables;
 pub mod expire;
 pub mod file_tables;
+pub mod global_tables;
 pub mod history;
 pub mod orphans;
 pub mod partitions;

@@ -1,6 +1,6 @@
 //! System tables as Arrow (Java `org.apache.paimon.table.system.*Table`): `snapshots`,
 //! `schemas`, `options`, `tags`, `consumers`, `branches`, `aggregation_fields`, `statistics`
-//! here; `files`, `manifests`, `partitions`, `buckets`, `table_indexes` in
+//! here; `files`, `file_key_ranges`, `manifests`, `partitions`, `buckets`, `table_indexes` in
 //! [`super::file_tables`]; `audit_log` in [`super::audit_log`]; `ro` and `binlog` in
 //! [`super::data_tables`].
 //!
@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_array::{
-    ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+    ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray,
+    TimestampMillisecondArray,
 };
 use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef, TimeUnit};
 use serde_json::Value;
@@ -35,6 +36,7 @@ pub const SYSTEM_TABLES: &[&str] = &[
     "schemas",
     "options",
     "files",
+    "file_key_ranges",
     "manifests",
     "partitions",
     "buckets",
@@ -66,6 +68,7 @@ pub async fn system_table(table: &Table, name: &str) -> Result<SystemTable> {
         "consumers" => consumer_table(table).await,
         "branches" => branches(table).await,
         "files" => file_tables::files(table).await,
+        "file_key_ranges" => file_tables::file_key_ranges(table).await,
         "manifests" => file_tables::manifests(table).await,
         "partitions" => file_tables::partitions(table).await,
         "buckets" => file_tables::buckets(table).await,
@@ -124,6 +127,17 @@ pub(crate) fn timestamps(name: &str, nullable: bool, values: Vec<Option<i64>>) -
 impl Column {
     pub(crate) fn new(field: Field, array: ArrayRef) -> Column {
         Column { field, array }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        self.field.name()
+    }
+}
+
+pub(crate) fn booleans(name: &str, nullable: bool, values: Vec<Option<bool>>) -> Column {
+    Column {
+        field: Field::new(name, ArrowType::Boolean, nullable),
+        array: Arc::new(BooleanArray::from(values)),
     }
 }
 

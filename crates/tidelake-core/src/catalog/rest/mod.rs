@@ -32,7 +32,7 @@ use client::{RestClient, RestError};
 use token::TokenCredentials;
 
 use super::identifier::Identifier;
-use super::Partition;
+use super::{Partition, TableTotals};
 
 /// Java `AuthProviderEnum.BEAR`: the one token provider spoken here.
 const BEAR_TOKEN_PROVIDER: &str = "bear";
@@ -314,6 +314,24 @@ impl RestCatalog {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Some(partitions))
+    }
+
+    /// The server's record of a table's latest snapshot (Java `RESTCatalog.loadSnapshot`),
+    /// `None` when it has none or does not keep them.
+    pub(crate) async fn table_totals(&self, id: &Identifier) -> Result<Option<TableTotals>> {
+        #[derive(Deserialize)]
+        struct Answer {
+            snapshot: TableTotals,
+        }
+        let path = self
+            .client
+            .path(&["databases", &id.database, "tables", &id.table, "snapshot"]);
+        let what = format!("loading the snapshot of '{id}'");
+        match self.client.get::<Answer>(&path, &what).await {
+            Ok(answer) => Ok(Some(answer.snapshot)),
+            Err(e) if e.is(StatusCode::NOT_FOUND) || e.is(StatusCode::NOT_IMPLEMENTED) => Ok(None),
+            Err(e) => Err(e.into_error()),
+        }
     }
 
     /// Create a table from its schema (Java `Schema` as JSON: fields, keys, options, comment).

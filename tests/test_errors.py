@@ -619,7 +619,7 @@ ERROR_PATHS = {
     tidelake.CorruptMetadataError: _corrupt,
     tidelake.SchemaMismatchError: lambda p: _small_table(p).write(pa.table({"k": ["one"]})),
     tidelake.InvalidArgumentError: lambda p: _small_table(p).to_arrow(filter="k ==="),
-    tidelake.UnsupportedError: lambda p: _small_table(p).set_option("bucket", "4"),
+    tidelake.UnsupportedError: lambda p: _small_table(p).set_option("bucket", "-1"),
     tidelake.StorageError: lambda p: tidelake.open_table(
         str(_small_table(p).path), storage_options={"tidelake.fault.op": "get", "tidelake.fault.nth": "1"}).to_arrow(),
     tidelake.InternalError: lambda p: _with_failpoint(

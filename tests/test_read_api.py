@@ -349,6 +349,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     reopened = r("RawTable", "open", _internal.RawTable.open(created.location, storage_options=None))
     assert r("RawTable", "storage_options", reopened.storage_options) == {}
     assert r("RawTable", "cross_partition_update", reopened.cross_partition_update) is False
+    assert r("RawTable", "upsert_merge", reopened.upsert_merge) is None
     w = reopened.writer()
     w.write(data, "insert")
     committed = reopened.commit(w.prepare_commit(), "me", 1, properties=[])
@@ -398,6 +399,8 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     w = pk.writer()
     w.write(data, "upsert")
     pk.commit(w.prepare_commit(), "me", 1, properties=[])
+    rescaled = r("RawTable", "rescale", pk.rescale(1, None))
+    assert pk.reload().snapshot(rescaled)["commit_kind"] == "OVERWRITE"
     w.close()
     snapshot, _, (task,) = pk.plan_row_level("delete", deletes=True)
     change = pk.row_level_change(snapshot)
@@ -417,6 +420,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     cdc_writer.close()
     assert evolved.scan().to_table().column("x").to_pylist() == ["new", None]
     system, name = r("RawCatalog", "split_system_table", cat.split_system_table("db.t$snapshots"))
+    assert r("RawCatalog", "global_system_table", cat.global_system_table("tables"))["table_name"].to_pylist() == ["t"]
     assert name == "snapshots" and system.location == raw.location
     assert r("RawTable", "commits_through_catalog", raw.commits_through_catalog) is False
     r("RawCatalog", "rename_table", cat.rename_table("db.t", "db.u"))

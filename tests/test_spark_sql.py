@@ -103,6 +103,10 @@ def test_procedures(spark, tmp_path):
     assert sql(spark, f"CALL sys.compact_manifest(table => '{path}')").collect()[0].result is True
     assert t.refresh().latest_snapshot().commit_kind == "COMPACT" and len(t.system("manifests")) < manifests
     assert sql(spark, f"CALL sys.remove_unexisting_files(table => '{path}', dry_run => true)").collect() == []
+    rescaled = sql(spark, f"CALL sys.rescale(table => '{path}', bucket_num => 3, partition => 'p=1')").collect()
+    assert t.refresh().snapshot(rescaled[0].snapshot_id).commit_kind == "OVERWRITE"
+    assert {r["partition"]: r["total_buckets"] for r in t.system("partitions").to_pylist()} == {"p=0": 1, "p=1": 3}
+    assert sorted(t.to_arrow()["v"].to_pylist()) == ["1"] * 6
     assert sql(spark, f"CALL sys.purge_files(table => '{path}')").collect()[0].result == "Success"
     assert t.refresh().to_arrow().num_rows == 0 and len(t.snapshots()) == 1
     with pytest.raises(tidelake.UnsupportedError, match="migrate_table"):

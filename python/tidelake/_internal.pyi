@@ -15,7 +15,7 @@ from typing import Any, Callable, Literal, Protocol, final
 
 import pyarrow as pa
 
-__all__ = ["__version__", "SYSTEM_TABLES", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan",
+__all__ = ["__version__", "SYSTEM_TABLES", "GLOBAL_SYSTEM_TABLES", "SYSTEM_DATABASE", "RawBatches", "RawCatalog", "RawScan", "RawTable", "RawWriter", "RawCompactionPlan",
            "RawLookuper", "RawRowLevelTask", "RawRowLevelChange", "cdc_decode", "message_target", "pack_split_payloads",
            "parse_filter_text", "reset_logging", "run_compaction_task", "compaction_task_target", "set_failpoint",
            "set_clock_offset"]
@@ -25,6 +25,12 @@ __version__: str
 
 SYSTEM_TABLES: tuple[str, ...]
 """The names of the system tables ``RawTable.system_table`` serves."""
+
+GLOBAL_SYSTEM_TABLES: tuple[str, ...]
+"""The names of the global system tables ``RawCatalog.global_system_table`` serves."""
+
+SYSTEM_DATABASE: str
+"""The database of the global system tables (``sys``)."""
 
 class _ArrowSchemaExportable(Protocol):
     """Anything exporting an Arrow schema through the PyCapsule interface (pa.Schema, pa.Field)."""
@@ -84,6 +90,9 @@ class RawCatalog:
 
     def split_system_table(self, identifier: str) -> tuple[RawTable, str]:
         """The table of ``"db.t$snapshots"`` and the system table's name."""
+
+    def global_system_table(self, name: str) -> pa.Table:
+        """Global system table ``sys.<name>``."""
 
     def create_table(
         self,
@@ -149,6 +158,11 @@ class RawTable:
     @property
     def storage_options(self) -> dict[str, str]:
         """The storage options the table was opened with."""
+
+    @property
+    def upsert_merge(self) -> tuple[list[str], list[str]] | None:
+        """``(upsert keys, sequence fields)`` a batch append is merged on (``upsert-key``), or
+        None."""
 
     @property
     def cross_partition_update(self) -> bool:
@@ -347,6 +361,10 @@ class RawTable:
         """Sort-compact the selected partitions by ``columns`` (``strategy``: order, zorder or
         hilbert; default by the column count) in one OVERWRITE snapshot; its id, None when
         nothing was selected."""
+
+    def rescale(self, bucket_num: int | None = None, partitions_json: str | None = None) -> int | None:
+        """Rewrite the selected partitions into ``bucket_num`` buckets (default: the table's
+        ``bucket``) in one OVERWRITE snapshot; its id."""
 
     def compaction_plan(self, full: bool = False, partitions_json: str | None = None) -> RawCompactionPlan:
         """The compaction :meth:`compact` would run, as per-bucket tasks (not run)."""

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .exceptions import InvalidArgumentError, UnsupportedError
-from .expr import And, Filter, IsNull, all_of, filter_json, to_filter
+from .expr import And, Filter, IsNull, Or, all_of, filter_json, to_filter
 from .expr import arrow as tree_arrow
 from .expr import sql as sql_text
 from .write import BATCH_COMMIT_IDENTIFIER, WriteResult, replayed, write_result
@@ -516,6 +516,41 @@ class _Clause:
     values: dict[str, Any] | None  # compiled set/insert values (None: delete)
 
 
+def _filler(t: pa.DataType) -> pa.Scalar:
+    """A fixed value of type ``t`` that stands for null in a null-safe join key."""
+    import pyarrow as pa
+
+    for physical in (pa.int8(), pa.int32(), pa.int64()):  # numbers, strings; dates; times
+        try:
+            return pa.scalar(0, physical).cast(t)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return pa.scalar(b"", t)
+
+
+def _join_keys(rows: pa.Table, columns: list[str], null_safe: list[bool], prefix: str,
+               index: str) -> tuple[pa.Table, list[str]]:
+    """``rows``' join columns (and ``index``), renamed ``<prefix>_<i>``, with the key names to
+    join on: a null-safe column joins on its value with nulls filled and on whether it is null,
+    so that nulls match nulls (a plain join never matches a null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arrays, names = [], []
+    for i, (c, safe) in enumerate(zip(columns, null_safe)):
+        column = rows.column(c)
+        if safe:
+            arrays += [pc.fill_null(column, _filler(column.type)), pc.is_null(column)]
+            names += [f"{prefix}_{i}", f"{prefix}_{i}_null"]
+        else:
+            arrays.append(column)
+            names.append(f"{prefix}_{i}")
+    keys = list(names)
+    arrays.append(rows.column(index))
+    names.append(index)
+    return pa.table(arrays, names=names), keys
+
+
 class MergeBuilder:
     """A MERGE of ``source`` into a table, built with ``when_*`` clauses and run by
     :meth:`execute` (from :meth:`tidelake.Table.merge`).
@@ -534,6 +569,7 @@ class MergeBuilder:
 
         self._table = table
         self._source = _source_table(arrow_input(source))
+        self._null_safe: set[str] = set()  # target columns joined with <=> (nulls match nulls)
         self._on = self._pairs(on)
         for t, s in self._on:  # join keys of the target's types
             i = self._source.column_names.index(s)
@@ -568,14 +604,17 @@ class MergeBuilder:
             pairs = []
             for t in terms:
                 t = t.unnest()
-                cols = [c for c in ([t.left, t.right] if isinstance(t, exp.EQ) else []) if isinstance(c, exp.Column)]
+                sides = [t.left, t.right] if isinstance(t, (exp.EQ, exp.NullSafeEQ)) else []
+                cols = [c for c in sides if isinstance(c, exp.Column)]
                 if len(cols) != 2:
-                    raise InvalidArgumentError(f"merge on {on!r}: only target.col = source.col equalities joined "
-                                               "by AND are supported; put other conditions in the clauses")
+                    raise InvalidArgumentError(f"merge on {on!r}: only target.col = source.col (or <=>) equalities "
+                                               "joined by AND are supported; put other conditions in the clauses")
                 by = {(c.table or "").lower(): c.name for c in cols}
                 if set(by) != {"target", "source"}:
                     raise InvalidArgumentError(f"merge on {on!r}: qualify each side with target. and source.")
                 pairs.append((by["target"], by["source"]))
+                if isinstance(t, exp.NullSafeEQ):
+                    self._null_safe.add(by["target"])
         else:
             raise InvalidArgumentError(f"merge on must be a column, a list of columns or a SQL string, got {on!r}")
         for t, s in pairs:
@@ -640,17 +679,23 @@ class MergeBuilder:
 
         if self._by_source:
             return None
-        terms = []
+        trees: list[Filter | None] = []
         for t, s in self._on:
-            values = pc.unique(self._source.column(s).drop_null())
+            column = self._source.column(s)
+            values = pc.unique(column.drop_null())
+            nulls = t in self._null_safe and column.null_count > 0  # <=>: a null key matches null
             if len(values) == 0:
-                return And((IsNull(t), IsNull(t, negated=True)))  # no source key: nothing matches
+                # no source key: nothing matches, or only nulls
+                trees.append(IsNull(t) if nulls else And((IsNull(t), IsNull(t, negated=True))))
+                continue
             if len(values) <= _IN_LIST_MAX:
-                terms.append((t, "in", values.to_pylist()))
+                tree = to_filter([(t, "in", values.to_pylist())])
             else:
                 bounds = pc.min_max(values)
-                terms += [(t, ">=", bounds["min"].as_py()), (t, "<=", bounds["max"].as_py())]
-        return to_filter(terms)
+                tree = to_filter([(t, ">=", bounds["min"].as_py()), (t, "<=", bounds["max"].as_py())])
+            assert tree is not None
+            trees.append(Or((tree, IsNull(t))) if nulls else tree)
+        return all_of(trees)
 
     def execute(self) -> WriteResult:
         """Run the merge: one atomic commit. Returns its :class:`~tidelake.write.WriteResult`
@@ -702,11 +747,10 @@ class MergeBuilder:
         schema = self._table.schema
         n = rows.num_rows
         targets = rows.append_column("__t", pa.array(np.arange(n), pa.int64()))
-        left = targets.select([t for t, _ in self._on] + ["__t"])
-        right = source.select(list(dict.fromkeys(s for _, s in self._on)) + ["__s"])
-        right = right.rename_columns([f"__r_{c}" for c in right.column_names[:-1]] + ["__s"])
-        pairs = left.join(right, keys=[t for t, _ in self._on], right_keys=[f"__r_{s}" for _, s in self._on],
-                          join_type="inner", use_threads=False).select(["__t", "__s"])
+        left, left_keys = _join_keys(targets, [t for t, _ in self._on], self._null_safe_flags(), "__l", "__t")
+        right, right_keys = _join_keys(source, [s for _, s in self._on], self._null_safe_flags(), "__r", "__s")
+        pairs = left.join(right, keys=left_keys, right_keys=right_keys, join_type="inner",
+                          use_threads=False).select(["__t", "__s"])
         t_idx = pairs.column("__t").to_numpy()
         s_idx = pairs.column("__s").to_numpy()
         if len(np.unique(t_idx)) != len(t_idx):
@@ -747,6 +791,10 @@ class MergeBuilder:
         updated = pa.concat_tables(new_rows) if new_rows else schema.empty_table()
         deleted = rows.filter(pa.array(state == 2)).select(schema.names)
         return pa.array(state != 0), updated, deleted
+
+    def _null_safe_flags(self) -> list[bool]:
+        """For each ``on`` pair, whether nulls match (``<=>``)."""
+        return [t in self._null_safe for t, _ in self._on]
 
     def _in_partitions(self, restrict: Filter) -> pa.Array:
         """Which source rows fall in the restricted partitions (read through ``on``): the others

@@ -685,6 +685,8 @@ class Table:
         if mode == "append":
             if overwrite_partition is not None:
                 raise InvalidArgumentError("overwrite_partition needs mode='overwrite'")
+            if self._raw.upsert_merge is not None:
+                return self._merge_on_upsert_key(data, progress)
             return self._write_and_commit(data, "write", progress)
         if mode != "overwrite":
             raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
@@ -707,6 +709,26 @@ class Table:
             raise
         w.close()
         return self._result(committed, started, overwrite=True)
+
+    def _merge_on_upsert_key(self, data: Any, progress: Progress | None) -> WriteResult:
+        """An append to a table with ``upsert-key`` (Paimon's Spark ``RewriteUpsertTable``): a
+        merge on the upsert keys, nulls matching nulls. With ``sequence.field``, the rows of one
+        key keep only the latest by it, and a matched row is replaced only by a newer or equal
+        one; without, several rows of a key that the table holds are an error, as in a MERGE."""
+        import pyarrow as pa
+
+        from .write import arrow_input
+
+        keys, sequence = self._raw.upsert_merge or ([], [])
+        source = arrow_input(data)
+        rows = source if isinstance(source, pa.Table) else pa.Table.from_batches(list(source), source.schema)
+        if progress is not None:
+            progress(rows.num_rows, rows.num_rows)
+        if sequence:
+            rows = _latest_per_key(rows, keys, sequence)
+        builder = self.merge(rows, " AND ".join(f'target."{k}" <=> source."{k}"' for k in keys))
+        newer = " AND ".join(f'target."{f}" <= source."{f}"' for f in sequence) or None
+        return builder.when_matched_update("*", newer).when_not_matched_insert("*").execute()
 
     def _partition_filter(self, spec: Any) -> Filter:
         """The filter selecting one partition (a dict of partition values)."""
@@ -884,6 +906,33 @@ class Table:
         if isinstance(partitions, dict) or not all(isinstance(p, dict) and p for p in partitions):
             raise InvalidArgumentError("partitions must be a list of non-empty dicts of partition values")
         return Or(tuple(self._partition_filter(p) for p in partitions))
+
+    def rescale(self, bucket_num: int | None = None, partitions: list[dict[str, Any]] | None = None) -> int:
+        """Rewrite the rows of the table, or of ``partitions``, into ``bucket_num`` buckets in one
+        OVERWRITE snapshot (Paimon's ``rescale`` procedure); returns its id. Reads return the
+        same rows before and after.
+
+        Paimon keeps a bucket count per partition: after ``set_option("bucket", "8")`` the
+        partitions written before keep their count until rescaled (``bucket_num`` defaults to
+        the table's ``bucket``), and one partition can be given another count alone. The table's
+        ``bucket`` option is not changed.
+
+        Args:
+            bucket_num: the new number of buckets (required for postpone-bucket tables).
+            partitions: only these partitions, each a dict of partition values.
+
+        Raises:
+            InvalidArgumentError: a table without a snapshot or a selection without data, a
+                ``bucket_num`` below 1, a postpone-bucket table without ``bucket_num`` or whose
+                partitions hold rows not yet compacted into real buckets (compact first).
+            UnsupportedError: tables with ``bucket = -1`` (dynamic buckets, bucket-unaware).
+            CommitConflictError: a commit to the selected partitions landed while the rows were
+                rewritten: nothing is committed (its files are deleted), and nothing written
+                meanwhile is lost; run it again.
+        """
+        committed = self._raw.rescale(bucket_num, filter_json(self._partitions_filter(partitions)))
+        assert committed is not None
+        return committed
 
     def compaction_plan(self, full: bool = False,
                         partitions: list[dict[str, Any]] | None = None) -> CompactionPlan:
@@ -1143,3 +1192,15 @@ class Table:
         ``changelog_record_count`` and ``watermark``. On primary-key tables rows are key-value
         records: an upsert adds records, and the compaction that merges them removes the old."""
         return self._raw.history()
+
+
+def _latest_per_key(rows: pa.Table, keys: list[str], sequence: list[str]) -> pa.Table:
+    """One row per key of ``rows``: the first with the greatest ``sequence`` values (nulls
+    last), as Paimon's Spark upsert keeps ``row_number() = 1`` ordered by them descending."""
+    import numpy as np
+    import pyarrow as pa
+
+    indexed = rows.append_column("__i", pa.array(np.arange(rows.num_rows), pa.int64()))
+    ordered = indexed.sort_by([(f, "descending") for f in sequence] + [("__i", "ascending")])
+    first = ordered.group_by(keys, use_threads=False).aggregate([("__i", "first")])
+    return rows.take(pa.array(np.sort(first.column("__i_first").to_numpy())))

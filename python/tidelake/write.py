@@ -122,6 +122,11 @@ class TableWriter:
 
     def __init__(self, table: Table, commit_user: str | None = None, *, overwrite: bool = False,
                  wait_compaction: bool = True) -> None:
+        if not overwrite and table._raw.upsert_merge is not None:
+            keys = table._raw.upsert_merge[0]
+            raise UnsupportedError(f"table {table.path} has 'upsert-key' {keys}: its appends are merges on those "
+                                   "keys (Table.write, tidelake.spark.write, INSERT INTO); a writer that appends "
+                                   "would add rows of keys the table holds")
         self._table = table
         self.commit_user = commit_user or str(uuid.uuid4())
         # Overwrite writers restore nothing (sequence numbers, bucket index) from the table.

@@ -84,6 +84,9 @@ pub mod maintenance {
     pub use crate::maintenance::consumers::{consumers, delete_consumer, reset_consumer};
     pub use crate::maintenance::damage::{find_damage, Damage, Problem, ProblemKind};
     pub use crate::maintenance::file_tables::list_partitions;
+    pub use crate::maintenance::global_tables::{
+        global_system_table, GLOBAL_SYSTEM_TABLES, SYSTEM_DATABASE,
+    };
     pub use crate::maintenance::history::history;
     pub use crate::maintenance::partitions::{
         drop_partitions, expire_partitions, partition_specs_from_json, PartitionExpireConfig,
@@ -108,7 +111,7 @@ pub mod ops {
     pub use crate::ops::{
         after_commit, commit_compaction, compact, compact_manifests, mark_partitions_done,
         publish_branch, purge_files, remove_unexisting_files, unexisting_files, Changes,
-        PlannedRead, Purged, Read, ReplayPolicy, SortCompaction, SplitReader, TableCommit,
+        PlannedRead, Purged, Read, ReplayPolicy, Rescale, SortCompaction, SplitReader, TableCommit,
         UnexistingFile, REPLAYS,
     };
     /// Row-level DML: plan -> tasks (bytes) -> prepared changes (bytes) -> one commit.

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type, to_arrow_type};
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::options::{
-    ChangelogProducer, MergeEngine, Options, ALTER_NULL_TO_NOT_NULL_DISABLED,
+    ChangelogProducer, MergeEngine, Options, ALTER_NULL_TO_NOT_NULL_DISABLED, BUCKET,
 };
 use tidelake_spec::schema::{check_column_name, TableSchema};
 use tidelake_spec::type_json::type_to_json;
@@ -537,7 +537,11 @@ pub fn apply_changes(
                 s.fields[i].data_type = new;
             }
             SchemaChange::SetOption { key, value } => {
-                check_mutable_option(key)?;
+                if key == BUCKET {
+                    check_bucket_change(s.options.get(BUCKET), value)?;
+                } else {
+                    check_mutable_option(key)?;
+                }
                 s.options.set(key.clone(), value.clone());
             }
             SchemaChange::RemoveOption { key } => {
@@ -606,7 +610,31 @@ pub fn apply_changes(
     Ok(s)
 }
 
-/// Options that fix the physical layout cannot change after creation (Java rejects them too).
+/// Java `checkAlterTableOption` for `bucket`: a fixed-bucket table may get another count (its
+/// partitions keep theirs until rescaled, see `ops::Rescale`); a table without a count
+/// (`-1`), or a postpone-bucket one, keeps its mode.
+fn check_bucket_change(old: Option<&str>, new: &str) -> Result<()> {
+    let parse = |v: &str| {
+        v.trim().parse::<i32>().map_err(|_| {
+            Error::invalid(format!(
+                "option '{BUCKET}' must be a number of buckets, not {v:?}"
+            ))
+        })
+    };
+    let (old, new) = (old.map_or(Ok(-1), parse)?, parse(new)?);
+    let refused = match (old, new) {
+        (-1, _) => "Cannot change bucket when it is -1.",
+        (_, -1) => "Cannot change bucket to -1.",
+        (POSTPONE_BUCKET, _) => "Cannot change bucket for postpone bucket tables.",
+        _ => return Ok(()),
+    };
+    Err(Error::Unsupported(format!(
+        "changing option '{BUCKET}' from {old} to {new}: {refused}"
+    )))
+}
+
+/// Options that fix the physical layout cannot change after creation (Java rejects them too;
+/// `bucket` only in part, see [`check_bucket_change`]).
 fn check_mutable_option(key: &str) -> Result<()> {
     const IMMUTABLE: [&str; 4] = ["bucket", "bucket-key", "merge-engine", "sequence.field"];
     if IMMUTABLE.contains(&key) {

@@ -1,6 +1,6 @@
 //! `RawTable.compact`: the binding of [`Compactor`] behind `tidelake.Table.compact` (and of
-//! [`ops::SortCompaction`] behind its `order_by`, `RawTable.sort_compact`), and its
-//! plan -> task -> commit form (`RawTable.compaction_plan`, [`run_compaction_task`],
+//! [`ops::SortCompaction`] behind its `order_by`, `RawTable.sort_compact`), of [`ops::Rescale`]
+//! behind `tidelake.Table.rescale`, and the compaction's plan -> task -> commit form (`RawTable.compaction_plan`, [`run_compaction_task`],
 //! `RawTable.commit_compaction`) behind `tidelake.compaction` and `tidelake.spark.compact`.
 //!
 //! The partition selection arrives as a filter JSON on partition columns (built by Python from
@@ -73,6 +73,26 @@ impl RawTable {
             sort = sort.partitions(filter);
         }
         let committed = block_on(py, sort.run())?.py()?;
+        Ok(committed.last_id())
+    }
+
+    /// Rescale the partitions matching `partitions_json` (all by default) into `bucket_num`
+    /// buckets (by default the table's `bucket`): the OVERWRITE snapshot's id.
+    #[pyo3(signature = (bucket_num=None, partitions_json=None))]
+    fn rescale(
+        &self,
+        py: Python<'_>,
+        bucket_num: Option<i32>,
+        partitions_json: Option<String>,
+    ) -> PyResult<Option<i64>> {
+        let mut rescale = ops::Rescale::new(&self.table);
+        if let Some(n) = bucket_num {
+            rescale = rescale.bucket_num(n);
+        }
+        if let Some(filter) = request(false, partitions_json)?.partitions {
+            rescale = rescale.partitions(filter);
+        }
+        let committed = block_on(py, rescale.run())?.py()?;
         Ok(committed.last_id())
     }
 

@@ -246,6 +246,16 @@ impl RawTable {
         self.table.schema().cross_partition_update()
     }
 
+    /// What a batch append of this table is merged on, `(upsert keys, sequence fields)`, when
+    /// its options name an `upsert-key` (Java Spark's `RewriteUpsertTable`); `None`: appends
+    /// append.
+    #[getter]
+    fn upsert_merge(&self) -> Option<(Vec<String>, Vec<String>)> {
+        let options = self.table.schema().options();
+        let keys = options.upsert_key();
+        (!keys.is_empty()).then(|| (keys, options.sequence_field()))
+    }
+
     /// The storage options the table was opened with (re-opening elsewhere needs them).
     #[getter]
     fn storage_options(&self) -> StorageOptions {

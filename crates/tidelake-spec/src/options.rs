@@ -20,6 +20,7 @@ pub const FILE_COMPRESSION: &str = "file.compression";
 pub const FILE_COMPRESSION_ZSTD_LEVEL: &str = "file.compression.zstd-level";
 pub const MERGE_ENGINE: &str = "merge-engine";
 pub const SEQUENCE_FIELD: &str = "sequence.field";
+pub const UPSERT_KEY: &str = "upsert-key";
 pub const SEQUENCE_FIELD_SORT_ORDER: &str = "sequence.field.sort-order";
 pub const IGNORE_DELETE: &str = "ignore-delete";
 /// Older spellings Java still reads for `ignore-delete`, in lookup order.
@@ -549,6 +550,16 @@ impl Options {
         self.get_enum(MERGE_ENGINE, MergeEngine::Deduplicate)
     }
 
+    /// `upsert-key` split on `,` (names not trimmed, as Java); empty when unset or blank. An
+    /// append table with upsert keys has its batch appends merged on them (Java Spark's
+    /// `RewriteUpsertTable`; see `tidelake.Table.write`).
+    pub fn upsert_key(&self) -> Vec<String> {
+        match self.get(UPSERT_KEY) {
+            Some(v) if !v.is_empty() => java_split(v).into_iter().map(str::to_string).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// `sequence.field` split on `,` with each name trimmed; empty when unset.
     pub fn sequence_field(&self) -> Vec<String> {
         self.get(SEQUENCE_FIELD)
@@ -1049,7 +1060,6 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
         Asks::True,
         "index files in data directories",
     ),
-    ("upsert-key", Asks::Set, "upsert keys"),
 ];
 
 /// Options [`WRITE_UNSUPPORTED`] matches that tidelake's writers do implement: bloom-filter

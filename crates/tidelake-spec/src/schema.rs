@@ -288,6 +288,27 @@ impl TableSchema {
                 self.primary_keys, self.partition_keys
             ));
         }
+        let upsert_key = self.options.upsert_key();
+        if !upsert_key.is_empty() && !self.primary_keys.is_empty() {
+            return Err(format!(
+                "Cannot define 'upsert-key' {upsert_key:?} with 'primary-key' {:?}.",
+                self.primary_keys
+            ));
+        }
+        for key in &upsert_key {
+            let Some(field) = self.field(key) else {
+                return Err(format!("upsert key '{key}' is not a column"));
+            };
+            if matches!(
+                field.data_type.kind,
+                TypeKind::Array(_) | TypeKind::Multiset(_) | TypeKind::Map(..) | TypeKind::Row(_)
+            ) {
+                return Err(format!(
+                    "the type {} of upsert key field '{key}' is unsupported (only atomic types)",
+                    field.data_type
+                ));
+            }
+        }
         for key in self.options.bucket_key() {
             if self.field(&key).is_none() {
                 return Err(format!("bucket key '{key}' is not a column"));

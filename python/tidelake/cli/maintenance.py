@@ -316,6 +316,30 @@ def compact(path: str, full: bool, partitions: tuple[dict[str, str], ...], order
                f"level-0 files {l0_before} -> {l0_after}")
 
 
+@main.command(short_help="Rewrite a table's rows into another number of buckets.")
+@_PATH
+@click.option("--bucket-num", type=click.IntRange(min=1),
+              help="The new number of buckets (default: the table's 'bucket' option; required for postpone-bucket "
+                   "tables).")
+@click.option("--partition", "partitions", type=_PARTITION, multiple=True, metavar="k=v[,k=v]",
+              help="Rescale only this partition (default: all). " + _PARTITION_OPT_HELP)
+@_JSON
+@_guarded
+def rescale(path: str, bucket_num: int | None, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
+    """Rewrite the rows of the table at PATH (or of --partition) into --bucket-num buckets in one
+    OVERWRITE snapshot (Paimon's rescale procedure). Each partition keeps its own bucket count:
+    after changing the table's 'bucket' option, this moves the partitions written before to it.
+    Refused, with nothing committed, when another commit changes those partitions meanwhile."""
+    t = _open(path)
+    specs = typed_partitions(t, partitions) if partitions else None
+    sid = t.rescale(bucket_num=bucket_num, partitions=specs)
+    buckets = sorted(set(t.system("partitions").column("total_buckets").to_pylist()))
+    if as_json:
+        _emit_json({"snapshot_id": sid, "bucket_counts": buckets})
+        return
+    click.echo(f"rescaled into snapshot {sid}; bucket counts of the table's partitions: {buckets}")
+
+
 def _sort_compact(t: Table, order_by: list[str], strategy: str | None, specs: list[dict[str, Any]] | None,
                   as_json: bool) -> None:
     """``compact --order-by``: :meth:`Table.compact` with ``order_by``."""

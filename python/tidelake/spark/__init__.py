@@ -225,6 +225,25 @@ WriteMode = Literal["append", "overwrite", "upsert", "delete", "error", "errorif
 """:func:`write`'s modes: how rows are written, or (the last three) what to do when the table exists."""
 
 
+def _merge_on_upsert_key(df: DataFrame, where: io.Location, keys: list[str], sequence: list[str]) -> int | None:
+    """An append to a table with ``upsert-key``, as Paimon's Spark ``RewriteUpsertTable``
+    rewrites it: with ``sequence.field`` the latest row of each key (``row_number() = 1`` by
+    the sequence fields descending), then a MERGE on the keys (``<=>``) updating matched rows
+    when the target's sequence is not newer and inserting the others."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    if sequence:
+        latest = Window.partitionBy(*[F.col(f"`{k}`") for k in keys]).orderBy(
+            *[F.col(f"`{f}`").desc() for f in sequence])
+        rank = "__tidelake_rn__"
+        df = df.withColumn(rank, F.row_number().over(latest)).filter(F.col(rank) == 1).drop(rank)
+    on = " AND ".join(f"target.`{k}` <=> source.`{k}`" for k in keys)
+    newer = " AND ".join(f"target.`{f}` <= source.`{f}`" for f in sequence) or None
+    builder = merge(where.path, df, on, storage_options=where.storage_options)
+    return builder.when_matched_update("*", newer).when_not_matched_insert("*").execute().snapshot_id
+
+
 def write(df: DataFrame, path: str | Table, mode: WriteMode = "append", *, primary_keys: list[str] | None = None,
           partition_by: list[str] | None = None, bucket: int | None = None, options: dict[str, str] | None = None,
           shuffle: bool | None = None, num_partitions: int | None = None, commit_user: str | None = None,
@@ -277,6 +296,11 @@ def write(df: DataFrame, path: str | Table, mode: WriteMode = "append", *, prima
         raise UnsupportedError(f"mode={mode} needs a primary-key table; {path} is an append table")
     if (commit_user is None) != (commit_identifier is None):
         raise InvalidArgumentError("give both commit_user and commit_identifier, or neither")
+    if mode == "append" and table._raw.upsert_merge is not None:
+        if commit_user is not None:
+            raise UnsupportedError("an append to a table with 'upsert-key' is a merge, which commits once per run: "
+                                   "commit_user and commit_identifier do not apply")
+        return _merge_on_upsert_key(df, where, *table._raw.upsert_merge)
     user = commit_user or io.job_user("write")
     ident = io.JOB_IDENTIFIER if commit_identifier is None else int(commit_identifier)
     if io.is_committed(table, user, ident):

@@ -50,9 +50,12 @@ pub(crate) struct AttemptChanges {
 pub(crate) enum Source {
     Fixed(AttemptChanges),
     /// Delete the live files of the selected partitions (all when `None`), add the new ones.
+    /// With `read_at`, the overwrite replaces what was read at that snapshot: refused when
+    /// the selected partitions' data or index files changed since.
     Overwrite {
         matcher: Option<PartitionMatcher>,
         new: AttemptChanges,
+        read_at: Option<i64>,
     },
 }
 
@@ -405,9 +408,13 @@ impl FileStoreCommit {
         source: &mut Source,
         latest: Option<&Snapshot>,
     ) -> Result<AttemptChanges> {
-        let (matcher, new) = match source {
+        let (matcher, new, read_at) = match source {
             Source::Fixed(changes) => return Ok(changes.clone()),
-            Source::Overwrite { matcher, new } => (matcher, new),
+            Source::Overwrite {
+                matcher,
+                new,
+                read_at,
+            } => (matcher, new, *read_at),
         };
         let Some(latest) = latest else {
             return Ok(new.clone());
@@ -425,14 +432,6 @@ impl FileStoreCommit {
         let current = LiveFiles::read(&self.table, latest, pruning)
             .await?
             .into_entries();
-        let mut table: Vec<ManifestEntry> = current
-            .into_iter()
-            .map(|e| ManifestEntry {
-                kind: FileKind::Delete,
-                ..e
-            })
-            .collect();
-        table.extend(new.table.iter().cloned());
         let mut index = Vec::new();
         for e in live_index_entries(&self.table, latest).await? {
             if selected(&e.partition)? {
@@ -442,6 +441,45 @@ impl FileStoreCommit {
                 });
             }
         }
+        if let Some(read) = read_at.filter(|r| *r != latest.id) {
+            let snapshot = self.table.snapshot_manager().snapshot(read).await?;
+            let pruning = Pruning::all()
+                .buckets(|b| postpone_table || b >= 0)
+                .partitions(&mut selected);
+            let then = LiveFiles::read(&self.table, &snapshot, pruning)
+                .await?
+                .into_entries();
+            let mut then_index = Vec::new();
+            for e in live_index_entries(&self.table, &snapshot).await? {
+                if selected(&e.partition)? {
+                    then_index.push(e.index_file.file_name);
+                }
+            }
+            let names = |files: &[ManifestEntry]| -> HashSet<(Vec<u8>, i32, String)> {
+                files
+                    .iter()
+                    .map(|e| (e.partition.clone(), e.bucket, e.file.file_name.clone()))
+                    .collect()
+            };
+            let index_names: HashSet<&String> =
+                index.iter().map(|e| &e.index_file.file_name).collect();
+            if names(&current) != names(&then) || index_names != then_index.iter().collect() {
+                return Err(Error::CommitConflict(format!(
+                    "the overwrite replaces what it read at snapshot {read}, but the files of \
+                     the partitions it overwrites changed since (latest snapshot {}, committed \
+                     by '{}'); nothing was committed: run it again",
+                    latest.id, latest.commit_user
+                )));
+            }
+        }
+        let mut table: Vec<ManifestEntry> = current
+            .into_iter()
+            .map(|e| ManifestEntry {
+                kind: FileKind::Delete,
+                ..e
+            })
+            .collect();
+        table.extend(new.table.iter().cloned());
         index.extend(new.index.iter().cloned());
         Ok(AttemptChanges {
             table,

@@ -124,6 +124,9 @@ pub struct FileStoreCommit {
     /// any file committed since then to a touched bucket with keys in the range of a new file
     /// is a conflict, whatever its sequence numbers (see [`FileStoreCommit::validate_reads`]).
     pub(crate) validate_reads: bool,
+    /// Overwrites replace what was read at this snapshot (see
+    /// [`FileStoreCommit::overwrite_of_read`]).
+    pub(crate) overwrite_read_at: Option<i64>,
 }
 
 impl FileStoreCommit {
@@ -148,6 +151,7 @@ impl FileStoreCommit {
             writer,
             checked_partitions: Mutex::new(HashSet::new()),
             validate_reads: false,
+            overwrite_read_at: None,
         })
     }
 
@@ -159,6 +163,16 @@ impl FileStoreCommit {
     /// entries of the files they rewrite. Set the messages' base to the snapshot read.
     pub fn validate_reads(mut self) -> FileStoreCommit {
         self.validate_reads = true;
+        self
+    }
+
+    /// Make this committer's overwrites replace what was read at `snapshot`: an overwrite is
+    /// refused (with [`Error::CommitConflict`], nothing committed) when a commit since changed
+    /// the data or index files of the partitions it overwrites, so that rows committed there
+    /// meanwhile are never replaced by a rewrite that did not read them (stricter than Java's
+    /// `commit.strict-mode.last-safe-snapshot`, which lets appends through).
+    pub fn overwrite_of_read(mut self, snapshot: i64) -> FileStoreCommit {
+        self.overwrite_read_at = Some(snapshot);
         self
     }
 
@@ -602,7 +616,14 @@ impl FileStoreCommit {
             index: std::mem::take(&mut changes.append_index),
         };
         let overwritten = self
-            .try_commit(&mut Source::Overwrite { matcher, new }, &request)
+            .try_commit(
+                &mut Source::Overwrite {
+                    matcher,
+                    new,
+                    read_at: self.overwrite_read_at,
+                },
+                &request,
+            )
             .await?;
         self.compact_after_overwrite(changes, commit_identifier, properties, overwritten.into())
             .await

@@ -95,5 +95,6 @@ pub(crate) mod tests;
 pub use crate::write::message::CommitMessage;
 pub use file_store_commit::FileStoreCommit;
 pub use metrics::{CommitMetrics, Committed, CommittedSnapshot};
+pub(crate) use overwrite::PartitionMatcher;
 pub use overwrite::{OverwriteScope, PartitionFilter};
 pub(crate) use retry_wait::RetryWait;

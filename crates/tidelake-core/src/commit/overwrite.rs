@@ -34,6 +34,32 @@ pub enum OverwriteScope {
     Dynamic,
 }
 
+impl OverwriteScope {
+    /// The static overwrite of exactly `partitions` (framed; every partition of an
+    /// unpartitioned table).
+    pub(crate) fn of_partitions<'p>(
+        layout: &TableLayout,
+        partitions: impl IntoIterator<Item = &'p Vec<u8>>,
+    ) -> Result<OverwriteScope> {
+        if layout.partition_fields.is_empty() {
+            return Ok(OverwriteScope::Static(None));
+        }
+        let specs = partitions
+            .into_iter()
+            .map(|p| {
+                let values = layout.decode_partition(p)?;
+                Ok(layout
+                    .partition_fields
+                    .iter()
+                    .map(|f| f.name.clone())
+                    .zip(values)
+                    .collect())
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(OverwriteScope::Static(Some(PartitionFilter::AnyOf(specs))))
+    }
+}
+
 /// A selection of partitions by their values.
 #[derive(Debug, Clone)]
 pub enum PartitionFilter {

@@ -21,6 +21,7 @@ mod read;
 #[cfg(test)]
 mod read_tests;
 mod replay;
+mod rescale;
 mod row_level;
 mod sort_compaction;
 mod table_commit;
@@ -34,6 +35,7 @@ pub use publish::publish_branch;
 pub use purge::{purge_files, Purged};
 pub use read::{Changes, PlannedRead, Read, SplitReader};
 pub use replay::{ReplayPolicy, REPLAYS};
+pub use rescale::Rescale;
 pub use row_level::{
     commit_row_level, matching, row_level_strategy, PlannedRowLevel, PreparedChange,
     RowLevelChange, RowLevelPlan, RowLevelStrategy, RowLevelTask, PREPARED_CHANGE_VERSION,

@@ -30,16 +30,16 @@
 //! changed a file read (`TableCommit::row_level`). Rows appended meanwhile stay, in their own
 //! (unsorted) files: no acknowledged write is lost. Except when a file read has a deletion
 //! vector, which cannot be dropped with its file alone: then the commit is Java's partition
-//! overwrite, and writers must pause for it.
+//! overwrite, refused if a commit since changed the partitions' files (it replaces what was
+//! read, [`TableCommit::overwriting_read_at`]).
 
 use std::collections::BTreeMap;
 
 use futures::TryStreamExt;
 use tidelake_spec::options::OrderType;
-use tidelake_spec::snapshot::BATCH_COMMIT_IDENTIFIER;
 
-use crate::commit::{CommitMessage, Committed, FileStoreCommit, OverwriteScope, PartitionFilter};
-use crate::error::{Error, ErrorKind, Result};
+use crate::commit::{Committed, OverwriteScope};
+use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::predicate::Predicate;
 use crate::scan::Split;
@@ -104,7 +104,10 @@ impl SortCompaction {
             .iter()
             .any(|s| s.files.iter().any(|f| f.deletion.is_some()))
         {
-            Some(overwrite_scope(&table, partitions.keys())?)
+            Some(OverwriteScope::of_partitions(
+                &TableLayout::new(table.schema())?,
+                partitions.keys(),
+            )?)
         } else {
             None
         };
@@ -128,12 +131,17 @@ impl SortCompaction {
                 Err(e) => {
                     // Already failing: cleanup errors are secondary to `e`.
                     let _ = write.abort().await;
-                    let _ = discard(&table, &user, &messages).await;
+                    TableCommit::new(table.clone(), user.clone())
+                        .discard(&messages)
+                        .await;
                     return Err(e);
                 }
             }
         }
-        let commit = TableCommit::new(table.clone(), user.clone());
+        let mut commit = TableCommit::new(table.clone(), user);
+        if let Some(read) = read_snapshot {
+            commit = commit.overwriting_read_at(read);
+        }
         let committed = match scope {
             Some(scope) => commit.overwrite(scope, messages.clone()).await,
             None => {
@@ -142,10 +150,8 @@ impl SortCompaction {
                     .await
             }
         };
-        if let Err(e) = &committed {
-            if e.kind() != ErrorKind::Io && !landed(&table, &user).await {
-                let _ = discard(&table, &user, &messages).await;
-            }
+        if committed.is_err() {
+            commit.discard_unless_landed(&messages).await;
         }
         committed
     }
@@ -191,47 +197,4 @@ impl SortCompaction {
         }
         RowOrder::new(schema, &self.columns, self.order)
     }
-}
-
-/// The overwrite of exactly `partitions` (every partition of an unpartitioned table).
-fn overwrite_scope<'p>(
-    table: &Table,
-    partitions: impl Iterator<Item = &'p Vec<u8>>,
-) -> Result<OverwriteScope> {
-    let layout = TableLayout::new(table.schema())?;
-    if layout.partition_fields.is_empty() {
-        return Ok(OverwriteScope::Static(None));
-    }
-    let specs = partitions
-        .map(|p| {
-            let values = layout.decode_partition(p)?;
-            Ok(layout
-                .partition_fields
-                .iter()
-                .map(|f| f.name.clone())
-                .zip(values)
-                .collect())
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(OverwriteScope::Static(Some(PartitionFilter::AnyOf(specs))))
-}
-
-/// Whether the sort compaction of `user` created its snapshot (a hook after it may have
-/// failed); unknown counts as landed, so that its files are kept.
-async fn landed(table: &Table, user: &str) -> bool {
-    match FileStoreCommit::new(table.clone(), user) {
-        Ok(commit) => !matches!(
-            commit.filter_committed(&[BATCH_COMMIT_IDENTIFIER]).await,
-            Ok(pending) if !pending.is_empty()
-        ),
-        Err(_) => true,
-    }
-}
-
-/// Delete the files of `messages`, which were never committed.
-async fn discard(table: &Table, user: &str, messages: &[CommitMessage]) -> Result<()> {
-    FileStoreCommit::new(table.clone(), user)?
-        .discard(messages)
-        .await
-        .map(|_| ())
 }

@@ -34,6 +34,7 @@ pub struct TableCommit {
     commit_user: String,
     identifier: i64,
     properties: Vec<(String, String)>,
+    read_at: Option<i64>,
 }
 
 impl TableCommit {
@@ -43,6 +44,7 @@ impl TableCommit {
             commit_user: commit_user.into(),
             identifier: BATCH_COMMIT_IDENTIFIER,
             properties: Vec::new(),
+            read_at: None,
         }
     }
 
@@ -58,11 +60,22 @@ impl TableCommit {
         self
     }
 
+    /// Overwrites replace what was read at `snapshot`: refused when the overwritten partitions
+    /// changed since ([`FileStoreCommit::overwrite_of_read`]).
+    pub fn overwriting_read_at(mut self, snapshot: i64) -> TableCommit {
+        self.read_at = Some(snapshot);
+        self
+    }
+
     /// The committer of a transaction; a table whose automatic-tag options do not parse is
     /// refused before anything is committed (the tags follow every commit).
     fn committer(&self) -> Result<FileStoreCommit> {
         check_auto_tag_options(self.table.schema().options())?;
-        FileStoreCommit::new(self.table.clone(), self.commit_user.clone())
+        let committer = FileStoreCommit::new(self.table.clone(), self.commit_user.clone())?;
+        Ok(match self.read_at {
+            Some(snapshot) => committer.overwrite_of_read(snapshot),
+            None => committer,
+        })
     }
 
     /// The full compaction the table asks writers for after this commit
@@ -175,17 +188,33 @@ impl TableCommit {
             }
             Err(e) => e,
         };
-        let committer = self.committer()?;
+        self.discard_unless_landed(&messages).await;
+        Err(error)
+    }
+
+    /// After a failed commit of `messages`: delete their files unless the transaction is in
+    /// the table (it landed and something after it failed) or that cannot be told.
+    pub(crate) async fn discard_unless_landed(&self, messages: &[CommitMessage]) {
+        let Ok(committer) = self.committer() else {
+            return;
+        };
         match committer.filter_committed(&[self.identifier]).await {
-            Ok(pending) if !pending.is_empty() => {
-                if let Err(e) = committer.discard(&messages).await {
-                    log::warn!(target: "tidelake.commit", "{}: could not delete the files of a failed write: {e}", self.table.location());
-                }
-            }
+            Ok(pending) if !pending.is_empty() => self.discard(messages).await,
             // landed (a hook failed after it), or it cannot be told: keep the files
             _ => {}
         }
-        Err(error)
+    }
+
+    /// Delete the files of `messages`, which were never committed (logged when that fails:
+    /// they are left to orphan cleaning).
+    pub(crate) async fn discard(&self, messages: &[CommitMessage]) {
+        let discarded = match FileStoreCommit::new(self.table.clone(), self.commit_user.clone()) {
+            Ok(committer) => committer.discard(messages).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = discarded {
+            log::warn!(target: "tidelake.commit", "{}: could not delete the files of a failed write: {e}", self.table.location());
+        }
     }
 
     /// Replace what `scope` selects with the files of `messages`.

@@ -227,6 +227,12 @@ impl TableWrite {
         TableWrite::open(table, true, None, None).await
     }
 
+    /// [`TableWrite::for_overwrite`] into `buckets` buckets, whatever the table's `bucket`
+    /// option says (a rescale).
+    pub async fn for_overwrite_into(table: Table, buckets: i32) -> Result<TableWrite> {
+        TableWrite::open(table, true, Some(buckets), None).await
+    }
+
     async fn open(
         table: Table,
         ignore_previous: bool,

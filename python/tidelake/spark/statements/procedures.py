@@ -41,11 +41,12 @@ PROCEDURES: dict[str, tuple[str, ...]] = {
     "compact_manifest": ("table", "options"),
     "remove_unexisting_files": ("table", "dry_run", "parallelism"),
     "purge_files": ("table",),
+    "rescale": ("table", "bucket_num", "partition", "scan_parallelism", "sink_parallelism"),
 }
 """Paimon's Spark procedures run here, with their parameters (lower case) in Paimon's order, and
 tidelake's write-audit-publish pair ``create_stage`` / ``publish_stage`` (:meth:`Table.stage
 <tidelake.Table.stage>`, :meth:`Table.publish_stage <tidelake.Table.publish_stage>`), and Paimon's
-Flink procedure ``expire_changelogs`` (``delete_all`` is refused)."""
+Flink procedures ``expire_changelogs`` (``delete_all`` is refused) and ``rescale``."""
 
 _CALL = re.compile(r"\s*(?:`?sys`?\.)?`?(\w+)`?\s*\((.*)\)\s*;?\s*", re.S)
 
@@ -180,6 +181,14 @@ class _Procedures:
         self._only("compact_manifest", rest)
         self.table.compact_manifests()
         return self.ctx.result([(True,)], "result boolean")
+
+    def rescale(self, bucket_num: Any = None, partition: str | None = None, scan_parallelism: Any = None,
+                sink_parallelism: Any = None) -> DataFrame:
+        """Paimon's (Flink) ``rescale``: :meth:`Table.rescale`, run here (the parallelisms of
+        Paimon's job change nothing); the OVERWRITE snapshot's id."""
+        snapshot = self.table.rescale(None if bucket_num is None else int(bucket_num),
+                                      self._partitions(partition) if partition else None)
+        return self.ctx.result([(snapshot,)], "snapshot_id bigint")
 
     def remove_unexisting_files(self, dry_run: Any = False, parallelism: Any = None) -> DataFrame:
         """``parallelism`` (Paimon's Spark job size) changes nothing here."""

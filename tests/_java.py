@@ -99,7 +99,8 @@ class Scenario:
     takes them (interop/java-oracle Writes.java): ``{"rows": [...]}`` (canonical values; a row
     ``{"kind": "-D", "values": [...]}`` deletes), ``"overwrite"``, ``{"alter": [...]}`` (each
     change also carries ``"arrow"``, the Arrow type tidelake is given; column moves, nullability
-    comments and defaults as Writes.java takes them), ``{"tag": name}``;
+    comments and defaults as Writes.java takes them; a column may be a list of names, the path to a
+    nested field), ``{"tag": name}``;
     ``{"compact": True}`` is a full compaction of every bucket (besides the compactions both
     writers trigger on their own); ``{"create_branch": name}`` (optionally ``"from_tag"``),
     ``{"fast_forward": name}``, and ``"rows"`` steps with ``"branch": name`` (batch mode). ``mode``: "stream" (one long-lived writer, commit identifiers) or "batch"."""
@@ -153,7 +154,7 @@ def tidelake_write(java: JavaOracle, warehouse: str, sc: Scenario) -> tidelake.T
         if "alter" in step:
             for c in step["alter"]:
                 if "add" in c:
-                    t.add_column(c["add"], c["arrow"])
+                    t.add_column(c["add"], c["arrow"], first=c.get("first", False), after=c.get("after"))
                 elif "rename" in c:
                     t.rename_column(c["rename"], c["to"])
                 elif "drop" in c:

@@ -300,12 +300,16 @@ def _type_at(schema: pa.Schema, path: list[str]) -> pa.DataType | None:
     lists / maps); None when there is none (the change then names the problem)."""
     import pyarrow as pa
 
-    t: pa.DataType | None = schema.field(path[0]).type if path[0] in schema.names else None
+    if path[0] not in schema.names:
+        return None
+    t = schema.field(path[0]).type
     for name in path[1:]:
         if pa.types.is_struct(t) and t.get_field_index(name) >= 0:
             t = t.field(name).type
-        elif pa.types.is_list(t) and name == "element" or pa.types.is_map(t) and name == "value":
-            t = t.value_type if pa.types.is_list(t) else t.item_type
+        elif pa.types.is_list(t) and name == "element":
+            t = t.value_type
+        elif pa.types.is_map(t) and name == "value":
+            t = t.item_type
         else:
             return None
     return t
@@ -338,7 +342,8 @@ def move_column(ctx: Context, text: str) -> DataFrame | None:
 
 
 _NAME = r"(?:`[^`]*`|[^\s.`]+)"
-_ALTER_NESTED = re.compile(rf"\s*ALTER\s+TABLE\s+.+?\s+ALTER\s+(?:COLUMN\s+)?({_NAME}(?:\.{_NAME})+)\s+\S.*", re.S | re.I)
+_ALTER_NESTED = re.compile(rf"\s*ALTER\s+TABLE\s+.+?\s+ALTER\s+(?:COLUMN\s+)?({_NAME}(?:\.{_NAME})+)\s+\S.*",
+                           re.S | re.I)
 
 
 def _split_names(text: str) -> list[str]:

@@ -432,6 +432,14 @@ impl ColumnPath {
         self.0.len() == 1
     }
 
+    /// The path to the field `name` next to this one (in the same ROW, or among the columns).
+    fn sibling(&self, name: &str) -> ColumnPath {
+        let mut names = self.0.clone();
+        let last = names.len() - 1;
+        names[last] = name.to_string();
+        ColumnPath(names)
+    }
+
     /// The path's first `len` names, dotted.
     fn prefix(&self, len: usize) -> String {
         self.0[..len].join(".")
@@ -716,10 +724,7 @@ pub fn apply_changes(
                         ColumnPosition::First => 0,
                         ColumnPosition::After(other) => {
                             let len = path.names().len();
-                            let sibling = ColumnPath::new(
-                                [&path.names()[..len - 1], &[other.clone()]].concat(),
-                            )?;
-                            position_of(fields, other, &sibling, len)? + 1
+                            position_of(fields, other, &path.sibling(other), len)? + 1
                         }
                     };
                     fields.insert(at, field);

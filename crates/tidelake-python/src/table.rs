@@ -170,7 +170,9 @@ fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
             to: need(arg, "a new name")?,
             path: name?.path()?,
         },
-        "drop_column" => SchemaChange::DropColumn { path: name?.path()? },
+        "drop_column" => SchemaChange::DropColumn {
+            path: name?.path()?,
+        },
         "update_column_type" => SchemaChange::UpdateColumnType {
             data_type: data_type(field)?,
             path: name?.path()?,

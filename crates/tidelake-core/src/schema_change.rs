@@ -8,10 +8,13 @@
 //!   gets the changes, checked here first, as Java's `SchemaChange` JSON and writes the file;
 //!   a catalog that mirrors the table in a metastore (Hive) is told of each new schema, and the
 //!   schema file is deleted again when the metastore refuses it, as Java's `HiveCatalog` does;
-//! * field ids are never reused: new columns get ids above `highestFieldId`, renames keep ids;
-//! * partition and primary-key columns cannot be dropped or renamed, and only widening type
-//!   changes that every old value survives are allowed, so files written under any older schema
-//!   stay readable through field ids.
+//! * field ids are never reused: new columns and nested fields get ids above `highestFieldId`,
+//!   renames keep ids (of nested fields too, so old files map to the new schema by id);
+//! * a change names a column or a nested field by its [`ColumnPath`] (Java's `fieldNames`),
+//!   found as Java's `SchemaManager.NestedColumnModifier` finds it;
+//! * partition and primary-key columns cannot be dropped, renamed or retyped, nor fields nested
+//!   in them changed, and only widening type changes that every old value survives are allowed,
+//!   so files written under any older schema stay readable through field ids.
 
 use arrow_schema::Schema as ArrowSchema;
 use serde_json::{json, Value};
@@ -391,13 +394,13 @@ impl ColumnPosition {
 
 /// The step from an ARRAY to its elements in a [`ColumnPath`] (Java's Flink and Spark catalogs
 /// name it so).
-pub const ARRAY_ELEMENT: &str = "element";
+const ARRAY_ELEMENT: &str = "element";
 /// The step from a MAP to its values in a [`ColumnPath`].
-pub const MAP_VALUE: &str = "value";
+const MAP_VALUE: &str = "value";
 
 /// The column or nested field a change names (Java's `fieldNames`): `["s", "x"]` is field `x`
-/// of ROW column `s`. Through an ARRAY the path steps [`ARRAY_ELEMENT`], through a MAP
-/// [`MAP_VALUE`]: `["a", "element", "x"]` is field `x` of the rows of an `ARRAY<ROW>`, and
+/// of ROW column `s`. Through an ARRAY the path steps `element`, through a MAP `value`:
+/// `["a", "element", "x"]` is field `x` of the rows of an `ARRAY<ROW>`, and
 /// `["a", "element"]` the element type itself (its type and nullability can change). Never
 /// empty.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,6 +18,7 @@ import pytest
 import tidelake
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
 from _java import JavaError, Scenario, compare_all, java_write, tidelake_write
+from _rest import rest_server  # noqa: F401  (a fresh Paimon REST server, a fixture)
 
 
 def _row(*fields: tuple[str, Any]) -> dict[str, Any]:
@@ -90,8 +91,9 @@ def test_nested_changes_match_java_both_ways(java, tmp_path, file_format):
         assert rows[5]["m"] == [("r", 5000000000)]
 
 
-def _table(tmp_path, file_format: str = "parquet", **options: str) -> tidelake.Table:
-    cat = tidelake.Catalog(str(tmp_path))
+def _table(tmp_path, file_format: str = "parquet", catalog: tidelake.Catalog | None = None,
+           **options: str) -> tidelake.Table:
+    cat = catalog or tidelake.Catalog(str(tmp_path))
     cat.create_database("db", ignore_if_exists=True)
     s = pa.struct([("a", pa.int32()), ("b", pa.float32())])
     schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("s", s),
@@ -172,3 +174,23 @@ def test_spark_sql_nested_columns(spark, tmp_path):
     tidelake.spark.sql(spark, f"ALTER TABLE {ref} ALTER COLUMN s.d DROP NOT NULL")  # row 1 holds a null d
     assert t.refresh().to_arrow().sort_by("k").to_pylist()[0] == {
         "k": 1, "s": {"a2": 1, "d": None, "b": 0.5}, "l": [{"x": 7, "y": None}]}
+
+
+def _nested_changes(t: tidelake.Table) -> tidelake.Table:
+    return (t.add_column(["s", "c"], pa.string(), after="a").rename_column(["s", "a"], "a2")
+            .update_column_type(["s", "b"], pa.float64()).update_column_comment(["s", "b"], "bee")
+            .drop_column(["s", "c"]).add_column(["l", "element", "y"], pa.int64(), first=True)
+            .update_column_nullability(["l", "element"], False))
+
+
+def test_rest_catalog_takes_nested_changes_as_java_json(rest_server, tmp_path):  # noqa: F811
+    """Through a REST catalog the changes go as Java's ``SchemaChange`` JSON (``fieldNames``
+    paths), which Paimon's own server applies: the schema equals tidelake's own application."""
+    options = {"alter-column-null-to-not-null.disabled": "false"}
+    served = _nested_changes(_table(tmp_path, catalog=tidelake.Catalog.from_options(rest_server.options), **options))
+    local = _nested_changes(_table(tmp_path / "local", **options))
+    theirs = next(v for v in served.schemas() if v.id == served.schema_id)
+    ours = next(v for v in local.schemas() if v.id == local.schema_id)
+    assert theirs.fields == ours.fields and theirs.highest_field_id == ours.highest_field_id
+    assert served.to_arrow().sort_by("k").to_pylist()[0] == {
+        "k": 1, "s": {"a2": 1, "b": 0.5}, "l": [{"y": None, "x": 7}]}

@@ -99,7 +99,8 @@ class Scenario:
     takes them (interop/java-oracle Writes.java): ``{"rows": [...]}`` (canonical values; a row
     ``{"kind": "-D", "values": [...]}`` deletes), ``"overwrite"``, ``{"alter": [...]}`` (each
     change also carries ``"arrow"``, the Arrow type tidelake is given; column moves, nullability
-    comments and defaults as Writes.java takes them), ``{"tag": name}``;
+    comments and defaults as Writes.java takes them; a column may be a list of names, the path to a
+    nested field), ``{"tag": name}``;
     ``{"compact": True}`` is a full compaction of every bucket (besides the compactions both
     writers trigger on their own); ``{"create_branch": name}`` (optionally ``"from_tag"``),
     ``{"fast_forward": name}``, and ``"rows"`` steps with ``"branch": name`` (batch mode). ``mode``: "stream" (one long-lived writer, commit identifiers) or "batch"."""
@@ -153,7 +154,7 @@ def tidelake_write(java: JavaOracle, warehouse: str, sc: Scenario) -> tidelake.T
         if "alter" in step:
             for c in step["alter"]:
                 if "add" in c:
-                    t.add_column(c["add"], c["arrow"])
+                    t.add_column(c["add"], c["arrow"], first=c.get("first", False), after=c.get("after"))
                 elif "rename" in c:
                     t.rename_column(c["rename"], c["to"])
                 elif "drop" in c:
@@ -262,17 +263,42 @@ def java_read(java: JavaOracle, warehouse: str, table: str, options: dict[str, s
     return java.run({"op": "read", "warehouse": warehouse, "table": table, "options": options or {}, **job})
 
 
-def _java_rows(answer: dict[str, Any], schema: pa.Schema, with_kinds: bool) -> list[str]:
+def _java_rows(answer: dict[str, Any], schema: pa.Schema, with_kinds: bool,
+               fields_by_id: list[dict[str, Any]] | None = None) -> list[str]:
     """Java's rows in ``schema``'s column order when Java read the same columns in another order
-    (a streaming read from snapshot N reads N's schema, which a later column move reorders)."""
+    (a streaming read from snapshot N reads N's schema, which a later column move reorders);
+    with ``fields_by_id`` (the schema-file fields ``schema`` is of), the fields of Java's ROW
+    values matched to those by field id (N's schema may lack, order or name them otherwise)."""
     fields: list[str] = answer["fields"]
     ours = [n for n in schema.names if n in fields]
     order = [fields.index(n) for n in ours] if sorted(ours) == sorted(fields) else list(range(len(fields)))
     types = [schema.field(fields[i]).type for i in order]
-    rows = [[with_sorted_maps(r[i], ty) for i, ty in zip(order, types)] for r in answer["rows"]]
+    by_name = {f["name"]: f["type"] for f in fields_by_id or []}
+    theirs = [f["type"] for f in answer["type"]["fields"]] if fields_by_id is not None else []
+
+    def value(r: list[Any], i: int) -> Any:
+        return _by_id(r[i], theirs[i], by_name[fields[i]]) if fields[i] in by_name else r[i]
+
+    rows = [[with_sorted_maps(value(r, i), ty) for i, ty in zip(order, types)] for r in answer["rows"]]
     if with_kinds:
         rows = [[k, *r] for k, r in zip(answer["kinds"], rows)]
     return sorted_rows(rows)
+
+
+def _by_id(value: Any, theirs: Any, ours: Any) -> Any:
+    """A canonical value of schema-file type ``theirs`` as one of type ``ours``: ROW fields
+    matched by id, a field ``theirs`` lacks is null."""
+    if value is None or not isinstance(ours, dict) or not isinstance(theirs, dict):
+        return value
+    if "fields" in ours and "fields" in theirs:
+        at = {f["id"]: (i, f["type"]) for i, f in enumerate(theirs["fields"])}
+        return [_by_id(value[at[f["id"]][0]], at[f["id"]][1], f["type"]) if f["id"] in at else None
+                for f in ours["fields"]]
+    if "element" in ours and "element" in theirs:
+        return [_by_id(v, theirs["element"], ours["element"]) for v in value]
+    if "value" in ours and "value" in theirs:
+        return [[k, _by_id(v, theirs["value"], ours["value"])] for k, v in value]
+    return value
 
 
 def _mismatch(what: str, ours: list[str], theirs: list[str], who: str) -> str:
@@ -335,6 +361,7 @@ def compare_changes(java: JavaOracle, t: tidelake.Table, warehouse: str, label: 
     ``incremental-between`` (start, end], row kinds included."""
     ours_t = t.changes(start, end)
     ours = sorted_rows(canonical_rows(ours_t))
+    latest_fields = next(s for s in t.schemas() if s.id == t.schema_id).fields
     ident, on_branch = _ident_job(t)
     reads = {"stream": {"stream": {"from": start + 1, "to": end}}}
     # Java 1.3.1 plans an incremental read of a table with a fallback branch on the fallback
@@ -344,7 +371,7 @@ def compare_changes(java: JavaOracle, t: tidelake.Table, warehouse: str, label: 
         reads["incremental"] = {"options": {"incremental-between": f"{start},{end}"}}
     for how, job in reads.items():
         answer = java.run({"op": "read", "warehouse": warehouse, "table": ident, **on_branch, **job})
-        theirs = _java_rows(answer, ours_t.schema, True)
+        theirs = _java_rows(answer, ours_t.schema, True, latest_fields)
         assert ours == theirs, _mismatch(f"{label} {ident} changes({start}, {end}) vs Java {how}", ours, theirs, "Java")
         COMPARED.append((f"{label} {ident}", f"changes({start},{end}) vs {how} {on_branch or ''}".rstrip(),
                          "tidelake=java", len(ours)))

@@ -287,7 +287,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert r("RawLookuper", "snapshot_id", lookuper.snapshot_id) == r("RawLookuper", "refresh", lookuper.refresh())
     assert r("RawTable", "effective_options", raw.effective_options())["bucket"] == 2
     altered = r("RawTable", "alter", raw.alter([("set_option", "snapshot.num-retained.max", "50", None, None),
-                                                ("add_column", None, None, pa.field("w", pa.int32()), "last")]))
+                                                ("add_column", "w", None, pa.field("w", pa.int32()), "last")]))
     assert altered.arrow_schema().names == ["id", "dt", "v", "w"]
     plan = r("RawTable", "compaction_plan", altered.compaction_plan(full=True, partitions_json=None))
     r("RawCompactionPlan", "snapshot_id", plan.snapshot_id)

@@ -47,9 +47,11 @@ class _ArrowStreamExportable(Protocol):
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any: ...
 
-_Change = tuple[str, str | None, str | None, pa.Field | _ArrowSchemaExportable | None, str | None]
-"""One schema change for :meth:`RawTable.alter`: ``(op, name, arg, field, position)`` with op one
-of ``add_column`` (field, arg=comment, position ``first``/``last``/``after:COL``),
+_Change = tuple[str, str | list[str] | None, str | None, pa.Field | _ArrowSchemaExportable | None, str | None]
+"""One schema change for :meth:`RawTable.alter`: ``(op, name, arg, field, position)``; a column
+``name`` is a name or the path of names to a nested field (``["s", "x"]``; options, moves: one
+name). op is one of ``add_column`` (name, field for the type, arg=comment, position
+``first``/``last``/``after:SIBLING``),
 ``rename_column`` (name → arg), ``drop_column`` (name), ``update_column_type`` (name, field),
 ``set_option`` (name=key, arg=value), ``remove_option`` (name=key), ``update_comment`` (arg),
 ``move_column`` (name, position), ``update_column_nullability`` (name, arg ``true``/``false``),

@@ -243,6 +243,19 @@ def open_table(path: str | os.PathLike[str], storage_options: dict[str, str] | N
     return Table(_internal.RawTable.open(os.fspath(path), _storage_options(storage_options), branch, cache_bytes))
 
 
+Column = str | list[str] | tuple[str, ...]
+"""A column for schema changes: its name, or the names reaching a nested field (``["s", "x"]``)."""
+
+
+def _column(name: Column) -> str | list[str]:
+    """``name`` as the binding takes it; bad input is an :class:`InvalidArgumentError`."""
+    if isinstance(name, str):
+        return name
+    if isinstance(name, (list, tuple)) and name and all(isinstance(n, str) for n in name):
+        return list(name)
+    raise InvalidArgumentError(f"a column is a name or a non-empty list of names, got {name!r}")
+
+
 class Table:
     """A Paimon table. Obtain one with :func:`open_table`."""
 
@@ -260,55 +273,64 @@ class Table:
         return self._replace(self._raw.reload())
 
     # ---- schema evolution ----------------------------------------------------------------------
+    # A column is a name, or a list of names reaching a field nested in ROW (struct) columns, as
+    # Paimon's ``fieldNames``: ``["s", "x"]`` is field ``x`` of struct column ``s``; through a list
+    # the path steps ``"element"`` and through a map ``"value"`` (``["l", "element", "x"]``).
 
-    def add_column(self, name: str, type: pa.DataType, *, first: bool = False, after: str | None = None,
+    def add_column(self, name: Column, type: pa.DataType, *, first: bool = False, after: str | None = None,
                    comment: str | None = None) -> Table:
-        """Add a nullable column (last by default). Existing rows read it as null."""
+        """Add a nullable column, or a field to a struct column (``["s", "x"]``), last by default
+        or first / after a sibling (a field of the same struct). Existing rows read it as null."""
         import pyarrow as pa
 
         position = "first" if first else (f"after:{after}" if after else "last")
-        return self._alter([("add_column", None, comment, pa.field(name, type), position)])
+        path = _column(name)
+        leaf = path if isinstance(path, str) else path[-1]
+        return self._alter([("add_column", path, comment, pa.field(leaf, type), position)])
 
-    def rename_column(self, old: str, new: str) -> Table:
-        """Rename a column; data files keep working through field ids."""
-        return self._alter([("rename_column", old, new, None, None)])
+    def rename_column(self, old: Column, new: str) -> Table:
+        """Rename a column or nested field; data files keep working through field ids."""
+        return self._alter([("rename_column", _column(old), new, None, None)])
 
-    def drop_column(self, name: str) -> Table:
-        """Drop a (non-key) column."""
-        return self._alter([("drop_column", name, None, None, None)])
+    def drop_column(self, name: Column) -> Table:
+        """Drop a (non-key) column or a nested field."""
+        return self._alter([("drop_column", _column(name), None, None, None)])
 
-    def update_column_type(self, name: str, type: pa.DataType) -> Table:
-        """Widen a column's type (INT -> BIGINT, FLOAT -> DOUBLE, wider DECIMAL...)."""
+    def update_column_type(self, name: Column, type: pa.DataType) -> Table:
+        """Widen a column's or nested field's type (INT -> BIGINT, FLOAT -> DOUBLE, wider
+        DECIMAL...); ``["l", "element"]`` widens a list's elements, ``["m", "value"]`` a map's
+        values."""
         import pyarrow as pa
 
-        return self._alter([("update_column_type", name, None, pa.field(name, type), None)])
+        return self._alter([("update_column_type", _column(name), None, pa.field("_", type), None)])
 
     def move_column(self, name: str, *, first: bool = False, after: str | None = None, last: bool = False) -> Table:
-        """Move a column first, last or after another (Paimon's ``updateColumnPosition``); data
-        files keep working through field ids."""
+        """Move a column first, last or after another (Paimon's ``updateColumnPosition``, which
+        moves top-level columns only); data files keep working through field ids."""
         if [first, after is not None, last].count(True) != 1:
             raise InvalidArgumentError("move_column needs exactly one of first=True, after='column' or last=True")
         position = "first" if first else ("last" if last else f"after:{after}")
-        return self._alter([("move_column", name, None, None, position)])
+        return self._alter([("move_column", _column(name), None, None, position)])
 
-    def update_column_nullability(self, name: str, nullable: bool) -> Table:
-        """Make a column nullable, or NOT NULL (Paimon's ``updateColumnNullability``). A
-        primary-key column stays NOT NULL; a nullable column becomes NOT NULL only when the table
-        option ``alter-column-null-to-not-null.disabled`` is ``false`` (existing rows are not
-        checked, as in Paimon)."""
-        return self._alter([("update_column_nullability", name, "true" if nullable else "false", None, None)])
+    def update_column_nullability(self, name: Column, nullable: bool) -> Table:
+        """Make a column (or nested field, list element, map value) nullable, or NOT NULL
+        (Paimon's ``updateColumnNullability``). A primary-key column stays NOT NULL; a nullable
+        column becomes NOT NULL only when the table option
+        ``alter-column-null-to-not-null.disabled`` is ``false`` (existing rows are not checked,
+        as in Paimon)."""
+        return self._alter([("update_column_nullability", _column(name), "true" if nullable else "false", None, None)])
 
-    def update_column_comment(self, name: str, comment: str | None) -> Table:
-        """Set (or, with None, clear) a column's comment."""
-        return self._alter([("update_column_comment", name, comment, None, None)])
+    def update_column_comment(self, name: Column, comment: str | None) -> Table:
+        """Set (or, with None, clear) a column's or nested field's comment."""
+        return self._alter([("update_column_comment", _column(name), comment, None, None)])
 
-    def update_column_default(self, name: str, default: Any) -> Table:
-        """Set (or, with None, clear) a column's default value (Paimon's
+    def update_column_default(self, name: Column, default: Any) -> Table:
+        """Set (or, with None, clear) a column's or nested field's default value (Paimon's
         ``updateColumnDefaultValue``): writers store it where a written row's value is null or
         the column is not given, as Java's writers do. ``default`` is a value or its text
         (``5``, ``"2024-01-01"``); it must convert to the column's type."""
         text = None if default is None else (str(default).lower() if isinstance(default, bool) else str(default))
-        return self._alter([("update_column_default", name, text, None, None)])
+        return self._alter([("update_column_default", _column(name), text, None, None)])
 
     def set_option(self, key: str, value: str) -> Table:
         return self._alter([("set_option", key, str(value), None, None)])

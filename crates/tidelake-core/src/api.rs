@@ -71,7 +71,7 @@ pub mod compact {
 pub mod schema {
     pub use crate::layout::TableLayout;
     pub use crate::schema_change::{
-        alter_table, create_table, ColumnPosition, SchemaChange, TableSpec,
+        alter_table, create_table, ColumnPath, ColumnPosition, SchemaChange, TableSpec,
     };
 }
 

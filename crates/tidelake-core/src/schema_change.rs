@@ -8,10 +8,13 @@
 //!   gets the changes, checked here first, as Java's `SchemaChange` JSON and writes the file;
 //!   a catalog that mirrors the table in a metastore (Hive) is told of each new schema, and the
 //!   schema file is deleted again when the metastore refuses it, as Java's `HiveCatalog` does;
-//! * field ids are never reused: new columns get ids above `highestFieldId`, renames keep ids;
-//! * partition and primary-key columns cannot be dropped or renamed, and only widening type
-//!   changes that every old value survives are allowed, so files written under any older schema
-//!   stay readable through field ids.
+//! * field ids are never reused: new columns and nested fields get ids above `highestFieldId`,
+//!   renames keep ids (of nested fields too, so old files map to the new schema by id);
+//! * a change names a column or a nested field by its [`ColumnPath`] (Java's `fieldNames`),
+//!   found as Java's `SchemaManager.NestedColumnModifier` finds it;
+//! * partition and primary-key columns cannot be dropped, renamed or retyped, nor fields nested
+//!   in them changed, and only widening type changes that every old value survives are allowed,
+//!   so files written under any older schema stay readable through field ids.
 
 use arrow_schema::Schema as ArrowSchema;
 use serde_json::{json, Value};
@@ -215,26 +218,30 @@ fn check_iceberg(schema: &TableSchema) -> Result<()> {
     tidelake_spec::iceberg::check_schema(schema).map_err(|e| Error::from_spec("table schema", e))
 }
 
-/// One change to a table's schema.
+/// One change to a table's schema. Changes naming a [`ColumnPath`] reach fields nested in ROW
+/// columns too, as Java's `SchemaChange`s with a `fieldNames` path do.
 #[derive(Debug, Clone)]
 pub enum SchemaChange {
-    /// Add a nullable column (last, or first / after another column).
+    /// Add a nullable column or nested field (last, or first / after another field of the same
+    /// ROW).
     AddColumn {
-        name: String,
+        path: ColumnPath,
         data_type: arrow_schema::DataType,
         position: ColumnPosition,
         comment: Option<String>,
     },
+    /// Rename a column or nested field (its field id, and so its data, stays).
     RenameColumn {
-        from: String,
+        path: ColumnPath,
         to: String,
     },
     DropColumn {
-        name: String,
+        path: ColumnPath,
     },
-    /// Change a column's type to a wider one (INT -> BIGINT, FLOAT -> DOUBLE, ...).
+    /// Change a column's or nested field's type to a wider one (INT -> BIGINT, FLOAT ->
+    /// DOUBLE, ...); a path ending at an ARRAY's `element` or a MAP's `value` widens that.
     UpdateColumnType {
-        name: String,
+        path: ColumnPath,
         data_type: arrow_schema::DataType,
     },
     SetOption {
@@ -247,29 +254,30 @@ pub enum SchemaChange {
     UpdateComment {
         comment: Option<String>,
     },
-    /// Move an existing column (Java `updateColumnPosition`): first, last or after another.
+    /// Move an existing top-level column (Java `updateColumnPosition`, which moves top-level
+    /// columns only): first, last or after another.
     MoveColumn {
         name: String,
         position: ColumnPosition,
     },
-    /// Make a column nullable or NOT NULL (Java `updateColumnNullability`): a primary-key
-    /// column cannot become nullable, and a nullable column becomes NOT NULL only when the
-    /// table's `alter-column-null-to-not-null.disabled` is false (existing rows are not
-    /// checked, as in Java).
+    /// Make a column, nested field, ARRAY element or MAP value nullable or NOT NULL (Java
+    /// `updateColumnNullability`): a primary-key column cannot become nullable, and a nullable
+    /// one becomes NOT NULL only when the table's `alter-column-null-to-not-null.disabled` is
+    /// false (existing rows are not checked, as in Java).
     UpdateColumnNullability {
-        name: String,
+        path: ColumnPath,
         nullable: bool,
     },
-    /// Set or clear a column's comment (Java `updateColumnComment`).
+    /// Set or clear a column's or nested field's comment (Java `updateColumnComment`).
     UpdateColumnComment {
-        name: String,
+        path: ColumnPath,
         comment: Option<String>,
     },
-    /// Set or clear a column's default value (Java `updateColumnDefaultValue`): the value
-    /// writers store where a row's is null or missing; refused unless it converts to the
-    /// column's type.
+    /// Set or clear a column's or nested field's default value (Java
+    /// `updateColumnDefaultValue`): the value writers store where a row's is null or missing;
+    /// refused unless it converts to the field's type.
     UpdateColumnDefault {
-        name: String,
+        path: ColumnPath,
         default: Option<String>,
     },
 }
@@ -283,26 +291,26 @@ impl SchemaChange {
         };
         Ok(match self {
             SchemaChange::AddColumn {
-                name,
+                path,
                 data_type,
                 position,
                 comment,
             } => {
                 let movement = match position {
                     ColumnPosition::Last => Value::Null,
-                    moved => moved.to_paimon_json(name),
+                    moved => moved.to_paimon_json(path.name()),
                 };
-                json!({"action": "addColumn", "fieldNames": [name], "dataType": paimon_type(data_type)?,
+                json!({"action": "addColumn", "fieldNames": path.names(), "dataType": paimon_type(data_type)?,
                        "comment": comment, "move": movement})
             }
-            SchemaChange::RenameColumn { from, to } => {
-                json!({"action": "renameColumn", "fieldNames": [from], "newName": to})
+            SchemaChange::RenameColumn { path, to } => {
+                json!({"action": "renameColumn", "fieldNames": path.names(), "newName": to})
             }
-            SchemaChange::DropColumn { name } => {
-                json!({"action": "dropColumn", "fieldNames": [name]})
+            SchemaChange::DropColumn { path } => {
+                json!({"action": "dropColumn", "fieldNames": path.names()})
             }
-            SchemaChange::UpdateColumnType { name, data_type } => json!({
-                "action": "updateColumnType", "fieldNames": [name],
+            SchemaChange::UpdateColumnType { path, data_type } => json!({
+                "action": "updateColumnType", "fieldNames": path.names(),
                 "newDataType": paimon_type(data_type)?, "keepNullability": true}),
             SchemaChange::SetOption { key, value } => {
                 json!({"action": "setOption", "key": key, "value": value})
@@ -313,13 +321,13 @@ impl SchemaChange {
             }
             SchemaChange::MoveColumn { name, position } => json!({
                 "action": "updateColumnPosition", "move": position.to_paimon_json(name)}),
-            SchemaChange::UpdateColumnNullability { name, nullable } => json!({
-                "action": "updateColumnNullability", "fieldNames": [name],
+            SchemaChange::UpdateColumnNullability { path, nullable } => json!({
+                "action": "updateColumnNullability", "fieldNames": path.names(),
                 "newNullability": nullable}),
-            SchemaChange::UpdateColumnComment { name, comment } => json!({
-                "action": "updateColumnComment", "fieldNames": [name], "newComment": comment}),
-            SchemaChange::UpdateColumnDefault { name, default } => json!({
-                "action": "updateColumnDefaultValue", "fieldNames": [name],
+            SchemaChange::UpdateColumnComment { path, comment } => json!({
+                "action": "updateColumnComment", "fieldNames": path.names(), "newComment": comment}),
+            SchemaChange::UpdateColumnDefault { path, default } => json!({
+                "action": "updateColumnDefaultValue", "fieldNames": path.names(),
                 "newDefaultValue": default}),
         })
     }
@@ -384,6 +392,227 @@ impl ColumnPosition {
     }
 }
 
+/// The step from an ARRAY to its elements in a [`ColumnPath`] (Java's Flink and Spark catalogs
+/// name it so).
+const ARRAY_ELEMENT: &str = "element";
+/// The step from a MAP to its values in a [`ColumnPath`].
+const MAP_VALUE: &str = "value";
+
+/// The column or nested field a change names (Java's `fieldNames`): `["s", "x"]` is field `x`
+/// of ROW column `s`. Through an ARRAY the path steps `element`, through a MAP `value`:
+/// `["a", "element", "x"]` is field `x` of the rows of an `ARRAY<ROW>`, and
+/// `["a", "element"]` the element type itself (its type and nullability can change). Never
+/// empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnPath(Vec<String>);
+
+impl ColumnPath {
+    /// The path through `names`, outermost first; refused when empty.
+    pub fn new(names: Vec<String>) -> Result<ColumnPath> {
+        if names.is_empty() {
+            return Err(Error::invalid("a column path needs at least one name"));
+        }
+        Ok(ColumnPath(names))
+    }
+
+    /// The names, outermost first.
+    pub fn names(&self) -> &[String] {
+        &self.0
+    }
+
+    /// The top-level column the path starts at.
+    pub fn column(&self) -> &str {
+        &self.0[0]
+    }
+
+    /// The name of the field the path ends at.
+    pub fn name(&self) -> &str {
+        &self.0[self.0.len() - 1]
+    }
+
+    /// Whether the path names a top-level column.
+    pub fn is_top_level(&self) -> bool {
+        self.0.len() == 1
+    }
+
+    /// The path to the field `name` next to this one (in the same ROW, or among the columns).
+    fn sibling(&self, name: &str) -> ColumnPath {
+        let mut names = self.0.clone();
+        let last = names.len() - 1;
+        names[last] = name.to_string();
+        ColumnPath(names)
+    }
+
+    /// The path's first `len` names, dotted.
+    fn prefix(&self, len: usize) -> String {
+        self.0[..len].join(".")
+    }
+}
+
+impl From<&str> for ColumnPath {
+    fn from(name: &str) -> ColumnPath {
+        ColumnPath(vec![name.to_string()])
+    }
+}
+
+impl From<String> for ColumnPath {
+    fn from(name: String) -> ColumnPath {
+        ColumnPath(vec![name])
+    }
+}
+
+impl std::fmt::Display for ColumnPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.join("."))
+    }
+}
+
+/// Where a [`ColumnPath`] leads (Java `SchemaManager.NestedColumnModifier`).
+enum Place<'a> {
+    /// Among these fields (the table's columns or a ROW's fields), under the path's last name.
+    Among(&'a mut Vec<DataField>),
+    /// Into this field's type, this many ARRAY element / MAP value steps down (at least one).
+    Inside(&'a mut DataField, usize),
+}
+
+/// The ARRAY element / MAP value steps below a type, outermost first, down to the first type
+/// that is neither (Java's Flink catalog names them; MULTISET is not stepped into, as in Java).
+fn steps(mut ty: &DataType) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    loop {
+        ty = match &ty.kind {
+            TypeKind::Array(element) => {
+                out.push(ARRAY_ELEMENT);
+                element
+            }
+            TypeKind::Map(_, value) => {
+                out.push(MAP_VALUE);
+                value
+            }
+            _ => return out,
+        };
+    }
+}
+
+/// The type `depth` ARRAY element / MAP value steps below `ty` (at most [`steps`]`(ty).len()`).
+fn step_into(ty: &mut DataType, depth: usize) -> &mut DataType {
+    if depth == 0 {
+        return ty;
+    }
+    match ty.kind {
+        TypeKind::Array(ref mut inner) | TypeKind::Map(_, ref mut inner) => {
+            step_into(inner, depth - 1)
+        }
+        _ => ty,
+    }
+}
+
+/// The names of `fields`, for messages.
+fn listed(fields: &[DataField]) -> String {
+    fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// "does not exist" for the first `len` names of `path`, naming the fields there are.
+fn missing(path: &ColumnPath, len: usize, siblings: &[DataField]) -> Error {
+    let there = if len == 1 {
+        "columns are".to_string()
+    } else {
+        format!("fields of '{}' are", path.prefix(len - 1))
+    };
+    Error::invalid(format!(
+        "column '{}' does not exist; {there} {}",
+        path.prefix(len),
+        listed(siblings)
+    ))
+}
+
+/// The index of `name` among `fields` (the first `len` names of `path` end at it).
+fn position_of(fields: &[DataField], name: &str, path: &ColumnPath, len: usize) -> Result<usize> {
+    fields
+        .iter()
+        .position(|f| f.name == name)
+        .ok_or_else(|| missing(path, len, fields))
+}
+
+/// Run `f` where `path` leads among `fields`, from the path's name at `depth` on.
+fn at_path<T>(
+    fields: &mut Vec<DataField>,
+    path: &ColumnPath,
+    depth: usize,
+    f: impl FnOnce(Place<'_>) -> Result<T>,
+) -> Result<T> {
+    let names = path.names();
+    if depth + 1 == names.len() {
+        return f(Place::Among(fields));
+    }
+    let i = position_of(fields, &names[depth], path, depth + 1)?;
+    let field = &mut fields[i];
+    let steps = steps(&field.data_type);
+    let stepped = (names.len() - depth - 1).min(steps.len());
+    for (k, step) in steps[..stepped].iter().enumerate() {
+        if names[depth + 1 + k] != *step {
+            return Err(Error::invalid(format!(
+                "column '{}' does not exist: the step into '{}' is '{step}'",
+                path.prefix(depth + 2 + k),
+                path.prefix(depth + 1 + k)
+            )));
+        }
+    }
+    if depth + 1 + stepped == names.len() {
+        return f(Place::Inside(field, stepped));
+    }
+    let inner = step_into(&mut field.data_type, stepped);
+    let inner_name = path.prefix(depth + 1 + stepped);
+    match &mut inner.kind {
+        TypeKind::Row(children) => at_path(children, path, depth + 1 + stepped, f),
+        _ => Err(Error::invalid(format!(
+            "column '{}' does not exist: '{inner_name}' is {inner}, not a ROW",
+            path.prefix(depth + 2 + stepped)
+        ))),
+    }
+}
+
+/// Run `f` on the field `path` names and the ARRAY element / MAP value steps below it the
+/// change is for (0: the field itself).
+fn with_field<T>(
+    fields: &mut Vec<DataField>,
+    path: &ColumnPath,
+    f: impl FnOnce(&mut DataField, usize) -> Result<T>,
+) -> Result<T> {
+    at_path(fields, path, 0, |place| match place {
+        Place::Among(fields) => {
+            let i = position_of(fields, path.name(), path, path.names().len())?;
+            f(&mut fields[i], 0)
+        }
+        Place::Inside(field, steps) => f(field, steps),
+    })
+}
+
+/// Refuses a `what` for an ARRAY element or MAP value (`steps` > 0): only fields have one.
+fn field_itself(path: &ColumnPath, steps: usize, what: &str) -> Result<()> {
+    if steps > 0 {
+        return Err(Error::invalid(format!(
+            "'{path}' is an ARRAY element or MAP value: only fields have a {what}"
+        )));
+    }
+    Ok(())
+}
+
+/// The fields among which `path` ends, for changes that add, rename or drop fields (which an
+/// ARRAY element or MAP value is not).
+fn among<'a>(place: Place<'a>, path: &ColumnPath, action: &str) -> Result<&'a mut Vec<DataField>> {
+    match place {
+        Place::Among(fields) => Ok(fields),
+        Place::Inside(..) => Err(Error::invalid(format!(
+            "cannot {action} '{path}': it is an ARRAY element or MAP value, not a field"
+        ))),
+    }
+}
+
 /// Apply `changes` to the latest schema of `table` and commit the new schema file (through
 /// the table's catalog when it versions schemas itself, after the same checks here).
 pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Table> {
@@ -444,28 +673,20 @@ fn type_error(e: tidelake_spec::Error) -> Error {
     }
 }
 
-fn column_index(schema: &TableSchema, name: &str) -> Result<usize> {
-    schema
-        .fields
-        .iter()
-        .position(|f| f.name == name)
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "column '{name}' does not exist; columns are {}",
-                schema.field_names().join(", ")
-            ))
-        })
-}
-
-fn check_not_key(schema: &TableSchema, name: &str, action: &str) -> Result<()> {
-    if schema.partition_keys.iter().any(|k| k == name)
-        || schema.primary_keys.iter().any(|k| k == name)
+/// Refuses a change `action` of a partition or primary-key column, or of a field nested in
+/// one.
+fn check_not_key(schema: &TableSchema, path: &ColumnPath, action: &str) -> Result<()> {
+    let column = path.column();
+    if !(schema.partition_keys.iter().any(|k| k == column)
+        || schema.primary_keys.iter().any(|k| k == column))
     {
-        return Err(Error::invalid(format!(
-            "cannot {action} column '{name}': it is a partition or primary key column"
-        )));
+        return Ok(());
     }
-    Ok(())
+    Err(Error::invalid(if path.is_top_level() {
+        format!("cannot {action} column '{column}': it is a partition or primary key column")
+    } else {
+        format!("cannot {action} '{path}': '{column}' is a partition or primary key column")
+    }))
 }
 
 /// The schema that results from `changes` at `time_millis` (pure; id advanced).
@@ -479,18 +700,16 @@ pub fn apply_changes(
     for change in changes {
         match change {
             SchemaChange::AddColumn {
-                name,
+                path,
                 data_type,
                 position,
                 comment,
             } => {
-                check_column_name(name).map_err(type_error)?;
-                if s.field(name).is_some() {
-                    return Err(Error::invalid(format!("column '{name}' already exists")));
-                }
+                check_not_key(&s, path, "add a field to")?;
+                check_column_name(path.name()).map_err(type_error)?;
                 let mut next_id = highest + 1;
                 let one = ArrowSchema::new(vec![arrow_schema::Field::new(
-                    name,
+                    path.name(),
                     data_type.clone(),
                     true,
                 )]);
@@ -498,43 +717,68 @@ pub fn apply_changes(
                     fields_from_arrow_schema(&one, &mut next_id).map_err(type_error)?;
                 let mut field = fields.remove(0);
                 field.description = comment.clone();
+                at_path(&mut s.fields, path, 0, |place| {
+                    let fields = among(place, path, "add")?;
+                    if fields.iter().any(|f| f.name == path.name()) {
+                        return Err(Error::invalid(format!("column '{path}' already exists")));
+                    }
+                    let at = match position {
+                        ColumnPosition::Last => fields.len(),
+                        ColumnPosition::First => 0,
+                        ColumnPosition::After(other) => {
+                            let len = path.names().len();
+                            position_of(fields, other, &path.sibling(other), len)? + 1
+                        }
+                    };
+                    fields.insert(at, field);
+                    Ok(())
+                })?;
                 highest = next_id - 1;
-                let at = match position {
-                    ColumnPosition::Last => s.fields.len(),
-                    ColumnPosition::First => 0,
-                    ColumnPosition::After(other) => column_index(&s, other)? + 1,
-                };
-                s.fields.insert(at, field);
             }
-            SchemaChange::RenameColumn { from, to } => {
-                check_not_key(&s, from, "rename")?;
+            SchemaChange::RenameColumn { path, to } => {
+                check_not_key(&s, path, "rename")?;
                 check_column_name(to).map_err(type_error)?;
-                if s.field(to).is_some() {
-                    return Err(Error::invalid(format!(
-                        "cannot rename '{from}' to '{to}': '{to}' already exists"
-                    )));
-                }
-                let i = column_index(&s, from)?;
-                s.fields[i].name = to.clone();
+                at_path(&mut s.fields, path, 0, |place| {
+                    let fields = among(place, path, "rename")?;
+                    let i = position_of(fields, path.name(), path, path.names().len())?;
+                    if fields.iter().any(|f| &f.name == to) {
+                        return Err(Error::invalid(format!(
+                            "cannot rename '{path}' to '{to}': '{to}' already exists"
+                        )));
+                    }
+                    fields[i].name = to.clone();
+                    Ok(())
+                })?;
             }
-            SchemaChange::DropColumn { name } => {
-                check_not_key(&s, name, "drop")?;
-                let i = column_index(&s, name)?;
-                if s.fields.len() == 1 {
-                    return Err(Error::invalid("cannot drop the last column"));
-                }
-                s.fields.remove(i);
+            SchemaChange::DropColumn { path } => {
+                check_not_key(&s, path, "drop")?;
+                at_path(&mut s.fields, path, 0, |place| {
+                    let fields = among(place, path, "drop")?;
+                    let i = position_of(fields, path.name(), path, path.names().len())?;
+                    if fields.len() == 1 {
+                        return Err(Error::invalid(if path.is_top_level() {
+                            "cannot drop the last column".to_string()
+                        } else {
+                            format!("cannot drop '{path}': it is the last field of its ROW")
+                        }));
+                    }
+                    fields.remove(i);
+                    Ok(())
+                })?;
             }
-            SchemaChange::UpdateColumnType { name, data_type } => {
-                let i = column_index(&s, name)?;
-                let old = &s.fields[i].data_type;
-                let new = from_arrow_type(data_type, old.nullable).map_err(type_error)?;
-                if !is_widening(old, &new) {
-                    return Err(Error::SchemaMismatch(format!(
-                        "cannot change column '{name}' from {old} to {new}: only widening changes are allowed"
-                    )));
-                }
-                s.fields[i].data_type = new;
+            SchemaChange::UpdateColumnType { path, data_type } => {
+                check_not_key(&s, path, "change the type of")?;
+                with_field(&mut s.fields, path, |field, steps| {
+                    let old = step_into(&mut field.data_type, steps);
+                    let new = from_arrow_type(data_type, old.nullable).map_err(type_error)?;
+                    if !is_widening(old, &new) {
+                        return Err(Error::SchemaMismatch(format!(
+                            "cannot change column '{path}' from {old} to {new}: only widening changes are allowed"
+                        )));
+                    }
+                    *old = new;
+                    Ok(())
+                })?;
             }
             SchemaChange::SetOption { key, value } => {
                 if key == BUCKET {
@@ -550,41 +794,53 @@ pub fn apply_changes(
             }
             SchemaChange::UpdateComment { comment } => s.comment = comment.clone(),
             SchemaChange::MoveColumn { name, position } => {
-                let i = column_index(&s, name)?;
+                let i = position_of(&s.fields, name, &name.as_str().into(), 1)?;
                 position.apply(&mut s.fields, i)?;
             }
-            SchemaChange::UpdateColumnNullability { name, nullable } => {
-                let i = column_index(&s, name)?;
-                if *nullable && s.primary_keys.iter().any(|k| k == name) {
-                    return Err(Error::invalid(format!(
-                        "cannot make primary key column '{name}' nullable"
-                    )));
+            SchemaChange::UpdateColumnNullability { path, nullable } => {
+                if path.is_top_level() {
+                    if *nullable && s.primary_keys.iter().any(|k| k == path.column()) {
+                        return Err(Error::invalid(format!(
+                            "cannot make primary key column '{path}' nullable"
+                        )));
+                    }
+                } else {
+                    check_not_key(&s, path, "change the nullability of")?;
                 }
-                let old = &s.fields[i].data_type;
                 let refused = s
                     .options
                     .null_to_not_null_disabled()
                     .map_err(|e| Error::from_spec("table options", e))?;
-                if old.nullable && !nullable && refused {
-                    return Err(Error::Unsupported(format!(
-                        "cannot make nullable column '{name}' NOT NULL: set the table option \
-                         '{ALTER_NULL_TO_NOT_NULL_DISABLED}' = 'false' to allow it (existing rows \
-                         are not checked)"
-                    )));
-                }
-                s.fields[i].data_type = old.with_nullable(*nullable);
+                with_field(&mut s.fields, path, |field, steps| {
+                    let old = step_into(&mut field.data_type, steps);
+                    if old.nullable && !nullable && refused {
+                        return Err(Error::Unsupported(format!(
+                            "cannot make nullable column '{path}' NOT NULL: set the table option \
+                             '{ALTER_NULL_TO_NOT_NULL_DISABLED}' = 'false' to allow it (existing rows \
+                             are not checked)"
+                        )));
+                    }
+                    *old = old.with_nullable(*nullable);
+                    Ok(())
+                })?;
             }
-            SchemaChange::UpdateColumnComment { name, comment } => {
-                let i = column_index(&s, name)?;
-                s.fields[i].description = comment.clone();
+            SchemaChange::UpdateColumnComment { path, comment } => {
+                with_field(&mut s.fields, path, |field, steps| {
+                    field_itself(path, steps, "comment")?;
+                    field.description = comment.clone();
+                    Ok(())
+                })?;
             }
-            SchemaChange::UpdateColumnDefault { name, default } => {
-                let i = column_index(&s, name)?;
-                if let Some(text) = default {
-                    let arrow = to_arrow_type(&s.fields[i].data_type).map_err(type_error)?;
-                    default_value(text, &arrow, name)?;
-                }
-                s.fields[i].default_value = default.clone();
+            SchemaChange::UpdateColumnDefault { path, default } => {
+                with_field(&mut s.fields, path, |field, steps| {
+                    field_itself(path, steps, "default value")?;
+                    if let Some(text) = default {
+                        let arrow = to_arrow_type(&field.data_type).map_err(type_error)?;
+                        default_value(text, &arrow, &path.to_string())?;
+                    }
+                    field.default_value = default.clone();
+                    Ok(())
+                })?;
             }
         }
     }
@@ -680,12 +936,14 @@ pub fn is_widening(old: &DataType, new: &DataType) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]
     fn changes_are_javas_schema_change_json() {
         let add = SchemaChange::AddColumn {
-            name: "score".into(),
+            path: "score".into(),
             data_type: arrow_schema::DataType::Float64,
             position: ColumnPosition::After("id".into()),
             comment: Some("c".into()),
@@ -696,7 +954,7 @@ mod tests {
                    "move": {"fieldName": "score", "referenceFieldName": "id", "type": "AFTER"}})
         );
         let widen = SchemaChange::UpdateColumnType {
-            name: "n".into(),
+            path: "n".into(),
             data_type: arrow_schema::DataType::Int64,
         };
         assert_eq!(
@@ -748,5 +1006,262 @@ mod tests {
         assert!(moved(3, ColumnPosition::Last).is_err());
         assert!(moved(1, ColumnPosition::After("b".into())).is_err());
         assert!(moved(1, ColumnPosition::After("x".into())).is_err());
+    }
+
+    /// `k INT NOT NULL` (id 0, the primary key), `s ROW<a INT (2), b FLOAT (3)>` (1),
+    /// `l ARRAY<ROW<x INT (5)>>` (4), `m MAP<STRING, INT>` (6).
+    fn nested_table() -> TableSchema {
+        use arrow_schema::{DataType as A, Field, Fields};
+        let row = |fields: Vec<Field>| A::Struct(Fields::from(fields));
+        let schema = ArrowSchema::new(vec![
+            Field::new("k", A::Int32, false),
+            Field::new(
+                "s",
+                row(vec![
+                    Field::new("a", A::Int32, true),
+                    Field::new("b", A::Float32, true),
+                ]),
+                true,
+            ),
+            Field::new(
+                "l",
+                A::List(Arc::new(Field::new(
+                    "element",
+                    row(vec![Field::new("x", A::Int32, true)]),
+                    true,
+                ))),
+                true,
+            ),
+            Field::new_map(
+                "m",
+                "entries",
+                Field::new("key", A::Utf8, false),
+                Field::new("value", A::Int32, true),
+                false,
+                true,
+            ),
+        ]);
+        let spec = TableSpec {
+            primary_keys: vec!["k".into()],
+            ..TableSpec::default()
+        };
+        new_table_schema(&schema, &spec, 0).unwrap()
+    }
+
+    fn path(names: &[&str]) -> ColumnPath {
+        ColumnPath::new(names.iter().map(|n| n.to_string()).collect()).unwrap()
+    }
+
+    fn apply(base: &TableSchema, changes: Vec<SchemaChange>) -> Result<TableSchema> {
+        apply_changes(base, &changes, 1)
+    }
+
+    fn row_of<'a>(schema: &'a TableSchema, column: &str) -> &'a [DataField] {
+        match &schema.field(column).unwrap().data_type.kind {
+            TypeKind::Row(fields) => fields,
+            TypeKind::Array(e) => match &e.kind {
+                TypeKind::Row(fields) => fields,
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Java `SchemaManager.generateTableSchema` with `fieldNames` paths: ids are kept by
+    /// renames and widenings, new fields take ids above `highestFieldId`.
+    #[test]
+    fn nested_fields_change_as_in_java() {
+        let base = nested_table();
+        assert_eq!(base.highest_field_id, 6);
+        let next = apply(
+            &base,
+            vec![
+                SchemaChange::AddColumn {
+                    path: path(&["s", "c"]),
+                    data_type: arrow_schema::DataType::Utf8,
+                    position: ColumnPosition::First,
+                    comment: Some("new".into()),
+                },
+                SchemaChange::AddColumn {
+                    path: path(&["s", "d"]),
+                    data_type: arrow_schema::DataType::Int64,
+                    position: ColumnPosition::After("a".into()),
+                    comment: None,
+                },
+                SchemaChange::RenameColumn {
+                    path: path(&["s", "a"]),
+                    to: "a2".into(),
+                },
+                SchemaChange::UpdateColumnType {
+                    path: path(&["s", "b"]),
+                    data_type: arrow_schema::DataType::Float64,
+                },
+                SchemaChange::AddColumn {
+                    path: path(&["l", "element", "y"]),
+                    data_type: arrow_schema::DataType::Boolean,
+                    position: ColumnPosition::Last,
+                    comment: None,
+                },
+                SchemaChange::UpdateColumnType {
+                    path: path(&["l", "element", "x"]),
+                    data_type: arrow_schema::DataType::Int64,
+                },
+                SchemaChange::UpdateColumnType {
+                    path: path(&["m", "value"]),
+                    data_type: arrow_schema::DataType::Int64,
+                },
+                SchemaChange::UpdateColumnComment {
+                    path: path(&["s", "b"]),
+                    comment: Some("bee".into()),
+                },
+            ],
+        )
+        .unwrap();
+        let s = row_of(&next, "s");
+        let shape: Vec<(i32, &str, String)> = s
+            .iter()
+            .map(|f| (f.id, f.name.as_str(), f.data_type.to_string()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (7, "c", "STRING".to_string()),
+                (2, "a2", "INT".to_string()),
+                (8, "d", "BIGINT".to_string()),
+                (3, "b", "DOUBLE".to_string()),
+            ]
+        );
+        assert_eq!(s[0].description.as_deref(), Some("new"));
+        assert_eq!(s[3].description.as_deref(), Some("bee"));
+        let l = row_of(&next, "l");
+        assert_eq!(
+            l.iter()
+                .map(|f| (f.id, f.data_type.to_string()))
+                .collect::<Vec<_>>(),
+            vec![(5, "BIGINT".to_string()), (9, "BOOLEAN".to_string())]
+        );
+        assert_eq!(
+            next.field("m").unwrap().data_type.to_string(),
+            "MAP<STRING NOT NULL, BIGINT>"
+        );
+        assert_eq!(next.highest_field_id, 9);
+
+        let dropped = apply(
+            &next,
+            vec![SchemaChange::DropColumn {
+                path: path(&["s", "c"]),
+            }],
+        )
+        .unwrap();
+        assert_eq!(
+            row_of(&dropped, "s")
+                .iter()
+                .map(|f| f.id)
+                .collect::<Vec<_>>(),
+            vec![2, 8, 3]
+        );
+        let not_null = apply(
+            &base,
+            vec![
+                SchemaChange::SetOption {
+                    key: ALTER_NULL_TO_NOT_NULL_DISABLED.into(),
+                    value: "false".into(),
+                },
+                SchemaChange::UpdateColumnNullability {
+                    path: path(&["s", "a"]),
+                    nullable: false,
+                },
+                SchemaChange::UpdateColumnNullability {
+                    path: path(&["l", "element"]),
+                    nullable: false,
+                },
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            row_of(&not_null, "s")[0].data_type.to_string(),
+            "INT NOT NULL"
+        );
+        assert_eq!(
+            not_null.field("l").unwrap().data_type.to_string(),
+            "ARRAY<ROW<`x` INT> NOT NULL>"
+        );
+    }
+
+    #[test]
+    fn nested_refusals_name_the_problem() {
+        let base = nested_table();
+        let err = |change: SchemaChange| apply(&base, vec![change]).unwrap_err().to_string();
+        let add = |names: &[&str], position| SchemaChange::AddColumn {
+            path: path(names),
+            data_type: arrow_schema::DataType::Int32,
+            position,
+            comment: None,
+        };
+        assert!(err(add(&["s", "a"], ColumnPosition::Last)).contains("'s.a' already exists"));
+        assert!(err(add(&["s", "z"], ColumnPosition::After("q".into())))
+            .contains("column 's.q' does not exist; fields of 's' are a, b"));
+        assert!(err(add(&["k", "z"], ColumnPosition::Last))
+            .contains("'k' is a partition or primary key column"));
+        assert!(err(add(&["m", "value"], ColumnPosition::Last)).contains("not a field"));
+        assert!(err(add(&["q", "z"], ColumnPosition::Last))
+            .contains("column 'q' does not exist; columns are k, s, l, m"));
+        assert!(err(add(&["l", "x", "z"], ColumnPosition::Last))
+            .contains("the step into 'l' is 'element'"));
+        assert!(err(add(&["m", "value", "z"], ColumnPosition::Last))
+            .contains("'m.value' is INT, not a ROW"));
+        let narrow = SchemaChange::UpdateColumnType {
+            path: path(&["s", "a"]),
+            data_type: arrow_schema::DataType::Int16,
+        };
+        assert!(err(narrow).contains("cannot change column 's.a' from INT to SMALLINT"));
+        let key_type = SchemaChange::UpdateColumnType {
+            path: path(&["k"]),
+            data_type: arrow_schema::DataType::Int64,
+        };
+        assert!(err(key_type).contains("partition or primary key column"));
+        let rename = SchemaChange::RenameColumn {
+            path: path(&["s", "a"]),
+            to: "b".into(),
+        };
+        assert!(err(rename).contains("cannot rename 's.a' to 'b': 'b' already exists"));
+        let drop_last = SchemaChange::DropColumn {
+            path: path(&["l", "element", "x"]),
+        };
+        assert!(err(drop_last).contains("last field of its ROW"));
+        let not_null = SchemaChange::UpdateColumnNullability {
+            path: path(&["s", "b"]),
+            nullable: false,
+        };
+        assert!(err(not_null).contains(ALTER_NULL_TO_NOT_NULL_DISABLED));
+        let comment = SchemaChange::UpdateColumnComment {
+            path: path(&["l", "element"]),
+            comment: None,
+        };
+        assert!(err(comment).contains("only fields have a comment"));
+        assert!(ColumnPath::new(vec![]).is_err());
+    }
+
+    #[test]
+    fn nested_changes_carry_field_name_paths() {
+        let add = SchemaChange::AddColumn {
+            path: path(&["s", "x"]),
+            data_type: arrow_schema::DataType::Int32,
+            position: ColumnPosition::After("a".into()),
+            comment: None,
+        };
+        assert_eq!(
+            add.to_paimon_json().unwrap(),
+            json!({"action": "addColumn", "fieldNames": ["s", "x"], "dataType": "INT", "comment": null,
+                   "move": {"fieldName": "x", "referenceFieldName": "a", "type": "AFTER"}})
+        );
+        let rename = SchemaChange::RenameColumn {
+            path: path(&["s", "a"]),
+            to: "b".into(),
+        };
+        assert_eq!(
+            rename.to_paimon_json().unwrap(),
+            json!({"action": "renameColumn", "fieldNames": ["s", "a"], "newName": "b"})
+        );
     }
 }

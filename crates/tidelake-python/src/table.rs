@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 use pyo3_arrow::PySchema;
 use tidelake_core::api::branch::MAIN_BRANCH;
 use tidelake_core::api::schema::{
-    alter_table, create_table, ColumnPosition, SchemaChange, TableSpec,
+    alter_table, create_table, ColumnPath, ColumnPosition, SchemaChange, TableSpec,
 };
 use tidelake_core::api::{FileIO, ReadCache, StorageOptions, Table};
 
@@ -79,11 +79,39 @@ pub(crate) fn table_spec(
 /// One schema change from Python: `(op, name, arg, field, position)`; see `Table.alter`.
 type PyChange = (
     String,
-    Option<String>,
+    Option<NameArg>,
     Option<String>,
     Option<FieldArg>,
     Option<String>,
 );
+
+/// The `name` of a [`PyChange`]: one name (a column, an option key) or the path to a nested
+/// field (`["s", "x"]`).
+#[derive(FromPyObject)]
+enum NameArg {
+    One(String),
+    Path(Vec<String>),
+}
+
+impl NameArg {
+    fn path(self) -> Result<ColumnPath, Error> {
+        match self {
+            NameArg::One(name) => Ok(name.into()),
+            NameArg::Path(names) => ColumnPath::new(names),
+        }
+    }
+
+    /// One name, for changes that take no nested path (`what` names the change in messages).
+    fn single(self, what: &str) -> Result<String, Error> {
+        match self {
+            NameArg::One(name) => Ok(name),
+            NameArg::Path(mut names) if names.len() == 1 => Ok(names.remove(0)),
+            NameArg::Path(names) => Err(Error::invalid(format!(
+                "'{what}' takes one name, not the nested path {names:?}"
+            ))),
+        }
+    }
+}
 
 /// `"last"` (or none), `"first"` or `"after:<column>"`.
 fn column_position(position: Option<&str>) -> ColumnPosition {
@@ -101,24 +129,24 @@ fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
     let need = |v: Option<String>, what: &str| {
         v.ok_or_else(|| Error::invalid(format!("'{op}' needs {what}")))
     };
+    let name = name.ok_or_else(|| Error::invalid(format!("'{op}' needs a column")));
+    let data_type = |field: Option<FieldArg>| {
+        field
+            .map(|f| f.0.data_type().clone())
+            .ok_or_else(|| Error::invalid(format!("'{op}' needs a pyarrow field")))
+    };
     Ok(match op.as_str() {
-        "add_column" => {
-            let field = field
-                .ok_or_else(|| Error::invalid("'add_column' needs a pyarrow field"))?
-                .0;
-            SchemaChange::AddColumn {
-                name: field.name().clone(),
-                data_type: field.data_type().clone(),
-                position: column_position(position.as_deref()),
-                comment: arg,
-            }
-        }
+        "add_column" => SchemaChange::AddColumn {
+            data_type: data_type(field)?,
+            path: name?.path()?,
+            position: column_position(position.as_deref()),
+            comment: arg,
+        },
         "move_column" => SchemaChange::MoveColumn {
-            name: need(name, "a column")?,
+            name: name?.single("move_column")?,
             position: column_position(position.as_deref()),
         },
         "update_column_nullability" => SchemaChange::UpdateColumnNullability {
-            name: need(name, "a column")?,
             nullable: match need(arg, "'true' or 'false'")?.as_str() {
                 "true" => true,
                 "false" => false,
@@ -128,36 +156,33 @@ fn schema_change(change: PyChange) -> Result<SchemaChange, Error> {
                     )))
                 }
             },
+            path: name?.path()?,
         },
         "update_column_comment" => SchemaChange::UpdateColumnComment {
-            name: need(name, "a column")?,
+            path: name?.path()?,
             comment: arg,
         },
         "update_column_default" => SchemaChange::UpdateColumnDefault {
-            name: need(name, "a column")?,
+            path: name?.path()?,
             default: arg,
         },
         "rename_column" => SchemaChange::RenameColumn {
-            from: need(name, "a column")?,
             to: need(arg, "a new name")?,
+            path: name?.path()?,
         },
         "drop_column" => SchemaChange::DropColumn {
-            name: need(name, "a column")?,
+            path: name?.path()?,
         },
         "update_column_type" => SchemaChange::UpdateColumnType {
-            name: need(name, "a column")?,
-            data_type: field
-                .ok_or_else(|| Error::invalid("'update_column_type' needs a pyarrow field"))?
-                .0
-                .data_type()
-                .clone(),
+            data_type: data_type(field)?,
+            path: name?.path()?,
         },
         "set_option" => SchemaChange::SetOption {
-            key: need(name, "a key")?,
+            key: name?.single("set_option")?,
             value: need(arg, "a value")?,
         },
         "remove_option" => SchemaChange::RemoveOption {
-            key: need(name, "a key")?,
+            key: name?.single("remove_option")?,
         },
         "update_comment" => SchemaChange::UpdateComment { comment: arg },
         other => return Err(Error::invalid(format!("unknown schema change '{other}'"))),

@@ -44,7 +44,7 @@ pub fn schema_changes(table: &TableSchema, incoming: &ArrowSchema) -> Result<Vec
             .map_err(|e| Error::SchemaMismatch(format!("source column '{}': {e}", field.name())))?;
         let Some(column) = table.field(field.name()) else {
             changes.push(SchemaChange::AddColumn {
-                name: field.name().clone(),
+                path: field.name().as_str().into(),
                 data_type: field.data_type().clone(),
                 position: ColumnPosition::Last,
                 comment: None,
@@ -64,7 +64,7 @@ pub fn schema_changes(table: &TableSchema, incoming: &ArrowSchema) -> Result<Vec
             )));
         }
         changes.push(SchemaChange::UpdateColumnType {
-            name: field.name().clone(),
+            path: field.name().as_str().into(),
             data_type: field.data_type().clone(),
         });
     }

@@ -58,8 +58,10 @@ def sql(spark: SparkSession, text: str, warehouse: str | None = None,
     if first == "SHOW" or first == "ALTER" and any(t.text.upper() == "UNSET" for t in tokens):
         result = show.show(ctx, text) if first == "SHOW" else ddl.unset_properties(ctx, text)
         return ctx.spark_sql(text) if result is None else result
-    if first == "ALTER" and (moved := ddl.move_column(ctx, text)) is not None:
-        return moved
+    if first == "ALTER":
+        for opaque in (ddl.move_column, ddl.alter_nested):
+            if (done := opaque(ctx, text)) is not None:
+                return done
     if first == "REPLACE":  # REPLACE TABLE is CREATE OR REPLACE TABLE
         text = "CREATE OR " + text[tokens[0].start:]
     try:

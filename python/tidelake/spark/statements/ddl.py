@@ -13,6 +13,9 @@
   COLUMN c COMMENT '...'`` / ``SET|DROP NOT NULL`` / ``SET DEFAULT v|DROP DEFAULT`` / ``FIRST`` /
   ``AFTER b``, ``SET
   TBLPROPERTIES``, ``UNSET TBLPROPERTIES [IF EXISTS]``, ``DROP PARTITION (k=v)``, ``RENAME TO``.
+  Columns of ADD, RENAME, DROP and ALTER COLUMN (but FIRST / AFTER) may be nested fields, as in
+  Spark: ``s.x`` is field ``x`` of struct ``s``, ``l.element.x`` / ``m.value.x`` reach into the
+  structs of a list / map (backquote names holding dots).
 """
 
 from __future__ import annotations
@@ -182,8 +185,9 @@ def truncate(ctx: Context, stmt: exp.TruncateTable) -> DataFrame | None:
 
 # ---- ALTER -------------------------------------------------------------------------------------
 
-def alter(ctx: Context, stmt: exp.Alter) -> DataFrame | None:
-    """One schema change per action, in order (a rename through the warehouse or catalog)."""
+def alter(ctx: Context, stmt: exp.Alter, nested: list[str] | None = None) -> DataFrame | None:
+    """One schema change per action, in order (a rename through the warehouse or catalog).
+    ``nested``: the path the column named :data:`_NESTED` stands for (see :func:`alter_nested`)."""
     from sqlglot import exp
 
     table = ctx.table(stmt.this) if isinstance(stmt.this, exp.Table) else None
@@ -196,22 +200,21 @@ def alter(ctx: Context, stmt: exp.Alter) -> DataFrame | None:
         elif isinstance(action, exp.ColumnDef):  # ADD COLUMN a INT [FIRST | AFTER b]
             table = _add_column(table, action)
         elif isinstance(action, exp.RenameColumn):
-            table = table.rename_column(action.this.name, action.args["to"].name)
+            table = table.rename_column(_column(action.this, nested), action.args["to"].name)
         elif isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() in ("COLUMN", "COLUMNS"):
             for dropped in action.args.get("tables") or []:
-                for name in ([e.name for e in dropped.expressions] if isinstance(dropped, exp.Schema)
-                             else [dropped.name]):
-                    table = table.drop_column(name)
+                for name in (dropped.expressions if isinstance(dropped, exp.Schema) else [dropped]):
+                    table = table.drop_column(_column(name, nested))
         elif isinstance(action, exp.AlterColumn) and action.args.get("dtype") is not None:
-            table = _change_column(table, action)
+            table = _change_column(table, action, _column(action.this, nested))
         elif isinstance(action, exp.AlterColumn) and action.args.get("comment") is not None:
-            table = table.update_column_comment(action.this.name, action.args["comment"].name)
+            table = table.update_column_comment(_column(action.this, nested), action.args["comment"].name)
         elif isinstance(action, exp.AlterColumn) and action.args.get("allow_null") is not None:
-            table = table.update_column_nullability(action.this.name, bool(action.args["allow_null"]))
+            table = table.update_column_nullability(_column(action.this, nested), bool(action.args["allow_null"]))
         elif isinstance(action, exp.AlterColumn) and action.args.get("default") is not None:
-            table = table.update_column_default(action.this.name, action.args["default"].sql("spark"))
+            table = table.update_column_default(_column(action.this, nested), action.args["default"].sql("spark"))
         elif isinstance(action, exp.AlterColumn) and action.args.get("drop"):  # DROP DEFAULT
-            table = table.update_column_default(action.this.name, None)
+            table = table.update_column_default(_column(action.this, nested), None)
         elif isinstance(action, exp.AlterSet):
             for props in action.expressions:
                 for p in props.expressions:
@@ -233,12 +236,37 @@ def alter(ctx: Context, stmt: exp.Alter) -> DataFrame | None:
     return ctx.result([(table.path,)], "path string")
 
 
+_NESTED = "__tidelake_nested_column__"
+
+
+def _column(expr: exp.Expression, nested: list[str] | None = None) -> str | list[str]:
+    """The column ``expr`` names: a name, or the path of a nested field (``s.x``); the
+    placeholder :data:`_NESTED` is ``nested``."""
+    from sqlglot import exp
+
+    if isinstance(expr, exp.Dot):
+        names = [n for part in (expr.this, expr.expression) for n in _names(_column(part))]
+    elif isinstance(expr, exp.Column):
+        names = [p.name for p in expr.parts]
+    else:
+        names = [expr.name]
+    if names == [_NESTED] and nested is not None:
+        names = nested
+    return names[0] if len(names) == 1 else names
+
+
+def _names(column: str | list[str]) -> list[str]:
+    return [column] if isinstance(column, str) else column
+
+
 def _add_column(table: Table, column: exp.Expression) -> Table:
     from sqlglot import exp
 
     if not isinstance(column, exp.ColumnDef):
         raise UnsupportedError(f"ALTER TABLE ... ADD {column.sql('spark')}: expected a column definition")
-    bare = exp.ColumnDef(this=column.this.copy(), kind=column.args["kind"].copy())
+    path = _column(column.this)
+    leaf = exp.to_identifier(_names(path)[-1], quoted=True)
+    bare = exp.ColumnDef(this=leaf, kind=column.args["kind"].copy())
     field = _arrow([bare]).field(0)
     comment = column_comment(column)
     if column.args.get("constraints") and comment is None:
@@ -247,24 +275,44 @@ def _add_column(table: Table, column: exp.Expression) -> Table:
     position = column.args.get("position")
     where = str(position.args.get("position", "")).upper() if position is not None else ""
     after = position.this.name if position is not None and where == "AFTER" else None
-    return table.add_column(field.name, field.type, first=where == "FIRST", after=after, comment=comment)
+    return table.add_column(path, field.type, first=where == "FIRST", after=after, comment=comment)
 
 
-def _change_column(table: Table, action: exp.AlterColumn) -> Table:
+def _change_column(table: Table, action: exp.AlterColumn, column: str | list[str]) -> Table:
     """``ALTER COLUMN c TYPE t`` and ``CHANGE COLUMN c [d] t``: a rename (when named) and a
     widening of the type (when it differs)."""
     from sqlglot import exp
 
-    name = action.this.name
+    path = _names(column)
     renamed = action.args.get("rename_to")
-    if renamed is not None and renamed.name != name:
-        table = table.rename_column(name, renamed.name)
-        name = renamed.name
-    definition = exp.ColumnDef(this=exp.to_identifier(name, quoted=True), kind=action.args["dtype"].copy())
+    if renamed is not None and renamed.name != path[-1]:
+        table = table.rename_column(column, renamed.name)
+        path = [*path[:-1], renamed.name]
+    definition = exp.ColumnDef(this=exp.to_identifier(path[-1], quoted=True), kind=action.args["dtype"].copy())
     wanted = _arrow([definition]).field(0).type
-    if table.schema.field(name).type != wanted:
-        table = table.update_column_type(name, wanted)
+    if _type_at(table.schema, path) != wanted:
+        table = table.update_column_type(path[0] if len(path) == 1 else path, wanted)
     return table
+
+
+def _type_at(schema: pa.Schema, path: list[str]) -> pa.DataType | None:
+    """The Arrow type of the column or nested field at ``path`` (``element`` / ``value`` step into
+    lists / maps); None when there is none (the change then names the problem)."""
+    import pyarrow as pa
+
+    if path[0] not in schema.names:
+        return None
+    t = schema.field(path[0]).type
+    for name in path[1:]:
+        if pa.types.is_struct(t) and t.get_field_index(name) >= 0:
+            t = t.field(name).type
+        elif pa.types.is_list(t) and name == "element":
+            t = t.value_type
+        elif pa.types.is_map(t) and name == "value":
+            t = t.item_type
+        else:
+            return None
+    return t
 
 
 def _opaque_alter(ctx: Context, pattern: re.Pattern[str], text: str) -> tuple[re.Match[str], Table] | None:
@@ -286,9 +334,40 @@ def move_column(ctx: Context, text: str) -> DataFrame | None:
     if found is None:
         return None
     m, table = found
-    name, after = m.group(2).strip("`"), m.group(4)
-    table = table.move_column(name, first=after is None, after=None if after is None else after.strip("`"))
+    names, after = _split_names(m.group(2)), m.group(4)
+    if len(names) != 1:
+        raise UnsupportedError(f"ALTER COLUMN {m.group(2)} {m.group(3)}: Paimon moves top-level columns only")
+    table = table.move_column(names[0], first=after is None, after=None if after is None else after.strip("`"))
     return ctx.result([(table.path,)], "path string")
+
+
+_NAME = r"(?:`[^`]*`|[^\s.`]+)"
+_ALTER_NESTED = re.compile(rf"\s*ALTER\s+TABLE\s+.+?\s+ALTER\s+(?:COLUMN\s+)?({_NAME}(?:\.{_NAME})+)\s+\S.*",
+                           re.S | re.I)
+
+
+def _split_names(text: str) -> list[str]:
+    """The names of a dotted (and maybe backquoted) column reference."""
+    return [n[1:-1].replace("``", "`") if n.startswith("`") else n for n in re.findall(_NAME, text)]
+
+
+def alter_nested(ctx: Context, text: str) -> DataFrame | None:
+    """``ALTER TABLE <t> ALTER COLUMN s.x TYPE t | COMMENT '..' | SET/DROP NOT NULL | SET/DROP
+    DEFAULT`` (sqlglot parses those of top-level columns only): parsed with the nested column
+    replaced by a placeholder; None when ``text`` is not that, or not for a tidelake table."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError
+
+    m = _ALTER_NESTED.fullmatch(text)
+    if m is None:
+        return None
+    path = _split_names(m.group(1))
+    try:
+        stmt = sqlglot.parse_one(f"{text[:m.start(1)]}`{_NESTED}`{text[m.end(1):]}", read="spark")
+    except ParseError:
+        return None
+    return alter(ctx, stmt, path) if isinstance(stmt, exp.Alter) else None
 
 
 _UNSET = re.compile(r"\s*ALTER\s+TABLE\s+(.+?)\s+UNSET\s+TBLPROPERTIES\s+(IF\s+EXISTS\s+)?\((.*)\)\s*;?\s*",

@@ -19,6 +19,7 @@ import org.apache.paimon.table.source.TableRead;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.types.DataType;
 import org.apache.paimon.types.RowType;
+import org.apache.paimon.utils.JsonSerdeUtil;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -33,8 +34,9 @@ import java.util.Map;
  * "options"}: dynamic options selecting what is read ({@code scan.snapshot-id}, {@code
  * scan.tag-name}, {@code scan.timestamp-millis}, {@code incremental-between}, ...); {@code
  * "projection"}: column names; {@code "filter"}: a predicate (below), applied exactly ({@code
- * executeFilter}); {@code "branch"}: read that branch ({@link Tables}). Answer: {@code "fields"}, {@code "rows"} (canonical JSON, {@link Values}) and
- * {@code "kinds"} (each row's kind, {@code +I -U +U -D}).
+ * executeFilter}); {@code "branch"}: read that branch ({@link Tables}). Answer: {@code "fields"}, {@code "type"} (the read row type as schema-file JSON, nested
+ * field ids included), {@code "rows"} (canonical JSON, {@link Values}) and {@code "kinds"} (each
+ * row's kind, {@code +I -U +U -D}).
  *
  * <p>{@code "stream": {"from": a, "to": b}} reads instead what a streaming read starting at
  * snapshot {@code a} ({@code scan.mode = from-snapshot}) returns until it has consumed snapshot
@@ -88,6 +90,7 @@ final class Reads {
         ObjectNode answer = Main.JSON.createObjectNode();
         ArrayNode fields = answer.putArray("fields");
         outType.getFieldNames().forEach(fields::add);
+        answer.set("type", Main.JSON.readTree(JsonSerdeUtil.toJson(outType)));
         ArrayNode rows = answer.putArray("rows");
         ArrayNode kinds = answer.putArray("kinds");
         if (stream == null) {

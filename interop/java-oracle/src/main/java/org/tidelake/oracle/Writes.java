@@ -61,13 +61,15 @@ import java.util.Map;
  *       "overwrite": true} or a partition spec object, or {@code "columns": [...]} and {@code
  *       "first_row_id": n} (data-evolution tables: rows of only those columns, replacing them in
  *       the rows from row id n on, as Spark's MERGE INTO writes them);
- *   <li>{@code {"alter": [...]}}: schema changes, each {@code {"add": name, "type": t}}, {@code
+ *   <li>{@code {"alter": [...]}}: schema changes, each {@code {"add": name, "type": t}} (with
+ *       {@code "first": true} or {@code "after": sibling}), {@code
  *       {"rename": old, "to": new}}, {@code {"drop": name}}, {@code {"update_type": name,
  *       "type": t}}, {@code {"set": key, "value": v}}, {@code {"remove": key}}, {@code {"move":
  *       name}} (first) or {@code {"move": name, "after": other}}, {@code {"nullable": name,
  *       "value": true|false}}, {@code {"comment": name, "value": text}} or {@code {"default":
- *       name, "value": text}} (ends the
- *       current stream writer; the next commit opens a new one);
+ *       name, "value": text}}; a name other than a move's may be an array of names reaching a
+ *       nested field ({@code ["s", "x"]}, Paimon's {@code fieldNames}) (ends the current stream
+ *       writer; the next commit opens a new one);
  *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
  *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
  *   <li>{@code {"create_branch": name}}: a branch, empty or {@code "from_tag"} (Java has no
@@ -293,18 +295,36 @@ final class Writes {
         return out;
     }
 
+    /** A column: a name, or an array of names reaching a nested field (Paimon's fieldNames). */
+    private static String[] path(JsonNode column) {
+        if (!column.isArray()) {
+            return new String[] {column.asText()};
+        }
+        String[] out = new String[column.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = column.get(i).asText();
+        }
+        return out;
+    }
+
     private static List<SchemaChange> changes(JsonNode alter) {
         List<SchemaChange> out = new ArrayList<>();
         for (JsonNode c : alter) {
             if (c.has("add")) {
-                out.add(SchemaChange.addColumn(c.get("add").asText(), Tables.type(c.get("type"))));
+                String[] path = path(c.get("add"));
+                String name = path[path.length - 1];
+                SchemaChange.Move move =
+                        c.has("after")
+                                ? SchemaChange.Move.after(name, c.get("after").asText())
+                                : c.path("first").asBoolean() ? SchemaChange.Move.first(name) : null;
+                out.add(SchemaChange.addColumn(path, Tables.type(c.get("type")), null, move));
             } else if (c.has("rename")) {
-                out.add(SchemaChange.renameColumn(c.get("rename").asText(), c.get("to").asText()));
+                out.add(SchemaChange.renameColumn(path(c.get("rename")), c.get("to").asText()));
             } else if (c.has("drop")) {
-                out.add(SchemaChange.dropColumn(c.get("drop").asText()));
+                out.add(SchemaChange.dropColumn(path(c.get("drop"))));
             } else if (c.has("update_type")) {
                 out.add(SchemaChange.updateColumnType(
-                        c.get("update_type").asText(), Tables.type(c.get("type"))));
+                        path(c.get("update_type")), Tables.type(c.get("type")), false));
             } else if (c.has("set")) {
                 out.add(SchemaChange.setOption(c.get("set").asText(), c.get("value").asText()));
             } else if (c.has("remove")) {
@@ -317,13 +337,13 @@ final class Writes {
                                 : SchemaChange.Move.first(name)));
             } else if (c.has("nullable")) {
                 out.add(SchemaChange.updateColumnNullability(
-                        c.get("nullable").asText(), c.get("value").asBoolean()));
+                        path(c.get("nullable")), c.get("value").asBoolean()));
             } else if (c.has("comment")) {
                 out.add(SchemaChange.updateColumnComment(
-                        c.get("comment").asText(), c.get("value").asText()));
+                        path(c.get("comment")), c.get("value").asText()));
             } else if (c.has("default")) {
                 out.add(SchemaChange.updateColumnDefaultValue(
-                        new String[] {c.get("default").asText()}, c.get("value").asText()));
+                        path(c.get("default")), c.get("value").asText()));
             } else {
                 throw new IllegalArgumentException("unknown schema change " + c);
             }

@@ -17,6 +17,7 @@ use tidelake_spec::options::IncrementalBetweenScanMode;
 use tidelake_spec::schema::TableSchema;
 
 use crate::error::{Error, Result};
+use crate::layout::TableLayout;
 use crate::read::split_read::{collect_splits, read_splits, ReadContext, DEFAULT_BATCH_SIZE};
 use crate::scan::plan::plan_diff;
 use crate::scan::predicate::Predicate;
@@ -99,6 +100,23 @@ impl Read {
     pub fn filter(mut self, filter: Predicate) -> Read {
         self.projection.filter = Some(filter);
         self
+    }
+
+    /// The latest rows of the partitions `partitions` selects (every partition with `None`),
+    /// as the operations that rewrite whole partitions read them: the filter may only name
+    /// partition columns ([`Error::Invalid`] otherwise).
+    pub(crate) fn of_partitions(table: &Table, partitions: Option<&Predicate>) -> Result<Read> {
+        let read = Read::new(table);
+        let Some(filter) = partitions else {
+            return Ok(read);
+        };
+        let layout = TableLayout::new(table.schema())?;
+        filter.bind(&layout.partition_fields).map_err(|e| {
+            Error::invalid(format!(
+                "a partition filter may only use partition columns: {e}"
+            ))
+        })?;
+        Ok(read.filter(filter.clone()))
     }
 
     /// Rows per batch at most (default [`DEFAULT_BATCH_SIZE`]).

@@ -80,11 +80,9 @@ impl Rescale {
     pub async fn run(self) -> Result<Committed> {
         let table = self.table.reopen().await?;
         let buckets = self.buckets(&table)?;
-        let mut read = Read::new(&table);
-        if let Some(filter) = self.partitions.clone() {
-            read = read.filter(filter);
-        }
-        let planned = read.plan().await?;
+        let planned = Read::of_partitions(&table, self.partitions.as_ref())?
+            .plan()
+            .await?;
         let Some(snapshot) = planned.plan.snapshot.clone() else {
             return Err(Error::invalid(format!(
                 "table {} has no snapshot: no need to rescale",
@@ -162,16 +160,8 @@ impl Rescale {
 
     /// The bucket count to write, after Java's checks (see the module docs).
     fn buckets(&self, table: &Table) -> Result<i32> {
-        let schema = table.schema();
-        if let Some(filter) = &self.partitions {
-            let layout = TableLayout::new(schema)?;
-            filter.bind(&layout.partition_fields).map_err(|e| {
-                Error::invalid(format!(
-                    "a partition filter may only use partition columns: {e}"
-                ))
-            })?;
-        }
-        let option = schema
+        let option = table
+            .schema()
             .options()
             .bucket()
             .map_err(|e| Error::from_spec("table options", e))?;

@@ -81,11 +81,9 @@ impl SortCompaction {
     pub async fn run(self) -> Result<Committed> {
         let table = self.table.reopen().await?;
         let order = self.check(&table)?;
-        let mut read = Read::new(&table);
-        if let Some(filter) = self.partitions.clone() {
-            read = read.filter(filter);
-        }
-        let planned = read.plan().await?;
+        let planned = Read::of_partitions(&table, self.partitions.as_ref())?
+            .plan()
+            .await?;
         let mut partitions: BTreeMap<Vec<u8>, Vec<Split>> = BTreeMap::new();
         for split in planned.plan.splits {
             partitions
@@ -170,14 +168,6 @@ impl SortCompaction {
                  order_by cols are {:?}, and partition cols are {:?}",
                 self.columns, schema.partition_keys
             )));
-        }
-        if let Some(filter) = &self.partitions {
-            let layout = TableLayout::new(schema)?;
-            filter.bind(&layout.partition_fields).map_err(|e| {
-                Error::invalid(format!(
-                    "a partition filter may only use partition columns: {e}"
-                ))
-            })?;
         }
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);

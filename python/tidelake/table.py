@@ -697,7 +697,10 @@ class Table:
                 any Arrow producer. Columns are matched by name and cast safely to the table
                 schema; lossy casts, unknown or missing required columns and null keys raise
                 :class:`SchemaMismatchError` naming the column.
-            mode: ``"append"`` (on primary-key tables rows upsert by key) or ``"overwrite"``.
+            mode: ``"append"`` (on primary-key tables rows upsert by key; on append tables with
+                ``upsert-key`` a row replaces the one of its keys, nulls matching nulls, and with
+                ``sequence.field`` only a newer one does, as Paimon's Spark ``INSERT INTO``) or
+                ``"overwrite"``.
             overwrite_partition: with ``mode="overwrite"``: ``None`` replaces the whole table, a
                 dict ``{"dt": "2024-05-14"}`` (static) replaces the partitions it selects, and
                 ``"dynamic"`` replaces exactly the partitions present in ``data``.

@@ -18,11 +18,18 @@
 //! `numHash` bits at `(h1 + i * h2)` (i = 1..=numHash, i32 wrapping, negatives bit-flipped)
 //! modulo the bit count, where `h1`/`h2` are the low/high 32 bits.
 //!
+//! The other index types' bodies: [`bitmap`] (`bitmap`) and [`bsi`] (`bsi`).
+//!
 //! Invariant: a value added to a filter always tests positive ([`BloomFilter64::test_hash`]);
 //! types Java does not hash (BOOLEAN, DECIMAL, nested) have no [`fast_hash`].
 
+pub mod bitmap;
+pub mod bsi;
+
 use std::collections::BTreeMap;
 use std::hash::Hasher;
+
+use roaring::RoaringBitmap;
 
 use crate::datum::Datum;
 use crate::error::{Error, Result};
@@ -54,14 +61,22 @@ pub struct BloomFilterColumn {
     pub fpp: f64,
 }
 
-/// The bloom-filter columns `options` ask writers for.
-pub fn bloom_filter_columns(options: &Options) -> Result<Vec<BloomFilterColumn>> {
-    let Some(list) = options.get("file-index.bloom-filter.columns") else {
-        return Ok(Vec::new());
-    };
-    list.split(',')
+/// The columns `file-index.<index type>.columns` names.
+fn indexed_columns(options: &Options, index_type: &str) -> Vec<String> {
+    options
+        .get(&format!("file-index.{index_type}.columns"))
+        .into_iter()
+        .flat_map(|list| list.split(','))
         .map(str::trim)
         .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The bloom-filter columns `options` ask writers for.
+pub fn bloom_filter_columns(options: &Options) -> Result<Vec<BloomFilterColumn>> {
+    indexed_columns(options, BLOOM_FILTER)
+        .into_iter()
         .map(|column| {
             let key = |k: &str| format!("file-index.bloom-filter.{column}.{k}");
             let items = match options.get_i64(&key("items"))? {
@@ -86,7 +101,7 @@ pub fn bloom_filter_columns(options: &Options) -> Result<Vec<BloomFilterColumn>>
                 None => 0.1,
             };
             Ok(BloomFilterColumn {
-                column: column.to_string(),
+                column,
                 items,
                 fpp,
             })
@@ -115,6 +130,14 @@ impl Cursor<'_> {
         let out = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(out)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn i16(&mut self) -> Result<i16> {
+        Ok(i16::from_be_bytes(
+            self.take(2)?.try_into().expect("2 bytes"),
+        ))
     }
     fn i32(&mut self) -> Result<i32> {
         Ok(i32::from_be_bytes(
@@ -411,37 +434,55 @@ pub fn fast_hash(value: &Datum, ty: &DataType) -> Option<u64> {
         (Datum::SmallInt(v), TypeKind::SmallInt) => long_hash(i64::from(*v)),
         (Datum::Int(v), TypeKind::Int) => long_hash(i64::from(*v)),
         (Datum::BigInt(v), TypeKind::BigInt) => long_hash(*v),
-        // Java's floatToIntBits/doubleToLongBits: every NaN is the canonical NaN
-        (Datum::Float(v), TypeKind::Float) => {
-            let bits = if v.is_nan() {
-                f32::NAN.to_bits()
-            } else {
-                v.to_bits()
-            };
-            long_hash(i64::from(bits as i32))
-        }
-        (Datum::Double(v), TypeKind::Double) => {
-            let bits = if v.is_nan() {
-                f64::NAN.to_bits()
-            } else {
-                v.to_bits()
-            };
-            long_hash(bits as i64)
-        }
+        (Datum::Float(v), TypeKind::Float) => long_hash(i64::from(java_float_bits(*v) as i32)),
+        (Datum::Double(v), TypeKind::Double) => long_hash(java_double_bits(*v) as i64),
         (Datum::Date(v), TypeKind::Date) => long_hash(i64::from(*v)),
         (Datum::Time(v), TypeKind::Time(_)) => long_hash(i64::from(*v)),
         (
             Datum::Timestamp { millis, nanos },
             TypeKind::Timestamp(p) | TypeKind::LocalZonedTimestamp(p),
-        ) => {
-            if *p <= 3 {
-                long_hash(*millis)
-            } else {
-                long_hash(millis.wrapping_mul(1000) + i64::from(*nanos / 1000))
-            }
-        }
+        ) => long_hash(timestamp_key(*millis, *nanos, *p)),
         _ => return None,
     })
+}
+
+/// Java `Float.floatToIntBits`: the IEEE bits, every NaN the canonical NaN.
+fn java_float_bits(v: f32) -> u32 {
+    if v.is_nan() {
+        f32::NAN.to_bits()
+    } else {
+        v.to_bits()
+    }
+}
+
+/// Java `Double.doubleToLongBits`: the IEEE bits, every NaN the canonical NaN.
+fn java_double_bits(v: f64) -> u64 {
+    if v.is_nan() {
+        f64::NAN.to_bits()
+    } else {
+        v.to_bits()
+    }
+}
+
+/// The long file indexes key a timestamp of precision `precision` by: epoch millis up to
+/// precision 3 (`Timestamp.getMillisecond`), else epoch micros (`toMicros`).
+fn timestamp_key(millis: i64, nanos: i32, precision: u32) -> i64 {
+    if precision <= 3 {
+        millis
+    } else {
+        millis.wrapping_mul(1000) + i64::from(nanos / 1000)
+    }
+}
+
+/// Java `RoaringBitmap32.serialize()`: Roaring's portable format after `runOptimize` (run
+/// containers where they are smaller).
+fn java_roaring_bytes(mut bitmap: RoaringBitmap) -> Vec<u8> {
+    bitmap.optimize();
+    let mut out = Vec::with_capacity(bitmap.serialized_size());
+    bitmap
+        .serialize_into(&mut out)
+        .expect("writing to a Vec cannot fail");
+    out
 }
 
 #[cfg(test)]

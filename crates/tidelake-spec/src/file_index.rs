@@ -74,7 +74,7 @@ fn indexed_columns(options: &Options, index_type: &str) -> Vec<String> {
 }
 
 /// The bloom-filter columns `options` ask writers for.
-pub fn bloom_filter_columns(options: &Options) -> Result<Vec<BloomFilterColumn>> {
+fn bloom_filter_columns(options: &Options) -> Result<Vec<BloomFilterColumn>> {
     indexed_columns(options, BLOOM_FILTER)
         .into_iter()
         .map(|column| {
@@ -100,13 +100,54 @@ pub fn bloom_filter_columns(options: &Options) -> Result<Vec<BloomFilterColumn>>
                     })?,
                 None => 0.1,
             };
-            Ok(BloomFilterColumn {
-                column,
-                items,
-                fpp,
-            })
+            Ok(BloomFilterColumn { column, items, fpp })
         })
         .collect()
+}
+
+/// An index writers keep on a column, with its options.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnIndex {
+    BloomFilter(BloomFilterColumn),
+    Bitmap(bitmap::BitmapColumn),
+    /// `bsi` on the named column (the index has no options).
+    Bsi(String),
+}
+
+impl ColumnIndex {
+    /// The indexed column.
+    pub fn column(&self) -> &str {
+        match self {
+            ColumnIndex::BloomFilter(c) => &c.column,
+            ColumnIndex::Bitmap(c) => &c.column,
+            ColumnIndex::Bsi(c) => c,
+        }
+    }
+
+    /// The index type name (`bloom-filter`, `bitmap`, `bsi`).
+    pub fn index_type(&self) -> &'static str {
+        match self {
+            ColumnIndex::BloomFilter(_) => BLOOM_FILTER,
+            ColumnIndex::Bitmap(_) => bitmap::BITMAP,
+            ColumnIndex::Bsi(_) => bsi::BSI,
+        }
+    }
+}
+
+/// Every index `options` ask writers for (`file-index.<type>.columns` of the types tidelake
+/// writes; [`Options::check_writable`] refuses the others).
+pub fn column_indexes(options: &Options) -> Result<Vec<ColumnIndex>> {
+    let mut out: Vec<ColumnIndex> = bloom_filter_columns(options)?
+        .into_iter()
+        .map(ColumnIndex::BloomFilter)
+        .collect();
+    out.extend(
+        bitmap::bitmap_columns(options)?
+            .into_iter()
+            .map(ColumnIndex::Bitmap),
+    );
+    out.extend(bsi::bsi_columns(options).into_iter().map(ColumnIndex::Bsi));
+    Ok(out)
 }
 
 /// The indexes of one data file: per column, index type -> body bytes.

@@ -1052,9 +1052,13 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     ("upsert-key", Asks::Set, "upsert keys"),
 ];
 
-/// Options [`WRITE_UNSUPPORTED`] matches that tidelake's writers do implement: bloom-filter
-/// file indexes (see [`crate::file_index`]).
-const WRITE_SUPPORTED: &[&str] = &["file-index.bloom-filter.columns"];
+/// Options [`WRITE_UNSUPPORTED`] matches that tidelake's writers do implement: bloom-filter,
+/// bitmap and bsi file indexes (see [`crate::file_index`]).
+const WRITE_SUPPORTED: &[&str] = &[
+    "file-index.bloom-filter.columns",
+    "file-index.bitmap.columns",
+    "file-index.bsi.columns",
+];
 
 /// Whether `key` matches `pattern` (a `*` stands for one or more characters).
 fn key_matches(pattern: &str, key: &str) -> bool {
@@ -1176,8 +1180,7 @@ mod tests {
         for (key, value) in [
             ("metadata.iceberg.storage", "hive-catalog"),
             ("metadata.iceberg.storage", "rest-catalog"),
-            ("file-index.bsi.columns", "a,b"),
-            ("file-index.bitmap.columns", "c"),
+            ("file-index.range-bitmap.columns", "a,b"),
             ("sink.process-time-zone", "Asia/Shanghai"),
             ("partition.mark-done-action", "success-file,done-partition"),
             ("partition.mark-done-action", "mark-event"),
@@ -1204,6 +1207,8 @@ mod tests {
             ("file-index.in-manifest-threshold", "500 bytes"),
             ("file-index.bloom-filter.columns", ""),
             ("file-index.bloom-filter.columns", "a,b"),
+            ("file-index.bitmap.columns", "c"),
+            ("file-index.bsi.columns", "a,b"),
             ("changelog-producer", "lookup"),
             ("partition.mark-done-action", "success-file"),
             ("partition.end-input-to-done", "true"),

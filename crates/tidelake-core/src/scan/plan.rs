@@ -544,7 +544,7 @@ impl<'a> Planner<'a> {
                     Some(f.clone())
                 }
             })
-            .filter(file_index::has_point_leaf);
+            .filter(file_index::has_index_leaf);
         Ok(Planner {
             table,
             schema,
@@ -733,7 +733,7 @@ impl<'a> Planner<'a> {
         })
     }
 
-    /// Prune by the file's data-file index (bloom filters; [`file_index`]); `bucket_path`
+    /// Prune by the file's data-file index ([`file_index`]); `bucket_path`
     /// caches the bucket's directory.
     async fn index_may_match(
         &self,
@@ -760,7 +760,7 @@ impl<'a> Planner<'a> {
         };
         let index = file_index::load(self.table.io(), &at).await?;
         let file_schema = self.table.schema_by_id(e.file.schema_id).await?;
-        Ok(file_index::may_match(filter, &index, &file_schema))
+        file_index::may_match(filter, &index, &file_schema)
     }
 
     /// One split per bucket.

@@ -408,7 +408,11 @@ impl BitmapIndexWriter {
 }
 
 /// V2's dictionary: block directory, then the blocks of entries in key order.
-fn write_blocks(out: &mut Vec<u8>, mut entries: Vec<(BitmapKey, i32, i32)>, limit: u64) -> Result<()> {
+fn write_blocks(
+    out: &mut Vec<u8>,
+    mut entries: Vec<(BitmapKey, i32, i32)>,
+    limit: u64,
+) -> Result<()> {
     entries.sort_by(|a, b| a.0.java_cmp(&b.0));
     // (offset, size, entries)
     let mut blocks: Vec<(usize, usize, Vec<(BitmapKey, i32, i32)>)> = Vec::new();
@@ -616,7 +620,10 @@ mod tests {
         assert_eq!(rows_of(&index, &Datum::Int(100), &int), [5]);
         assert_eq!(rows_of(&index, &Datum::Int(6), &int), [6, 13, 20, 27, 34]);
         assert_eq!(rows_of(&index, &Datum::Int(7), &int), Vec::<u32>::new());
-        assert_eq!(index.rows(None).unwrap().iter().collect::<Vec<_>>(), [3, 17]);
+        assert_eq!(
+            index.rows(None).unwrap().iter().collect::<Vec<_>>(),
+            [3, 17]
+        );
 
         let string = DataType::new(TypeKind::VarChar(u32::MAX >> 1));
         let strs = ["b", "a", "ccc", "a", "déjà", "b", "zz", "a", "", "", "x"];
@@ -634,7 +641,10 @@ mod tests {
         let java = hex(JAVA_STR.trim());
         assert_eq!(build(&string, &column(2, 40), &values), java);
         let index = BitmapIndex::decode(&java, &string).unwrap();
-        assert_eq!(rows_of(&index, &Datum::String("a".into()), &string), [1, 3, 7]);
+        assert_eq!(
+            rows_of(&index, &Datum::String("a".into()), &string),
+            [1, 3, 7]
+        );
         assert_eq!(rows_of(&index, &Datum::String("déjà".into()), &string), [4]);
         assert_eq!(rows_of(&index, &Datum::String("".into()), &string), [9]);
         assert_eq!(index.rows(None).unwrap().iter().collect::<Vec<_>>(), [8]);
@@ -664,9 +674,19 @@ mod tests {
         let index = BitmapIndex::decode(&java, &int).unwrap();
         for probe in -20..33 {
             let expected: Vec<u32> = (0..300u32)
-                .filter(|&i| (if i < 100 { 7 } else { (i as i32 * 37) % 53 - 20 }) == probe)
+                .filter(|&i| {
+                    (if i < 100 {
+                        7
+                    } else {
+                        (i as i32 * 37) % 53 - 20
+                    }) == probe
+                })
                 .collect();
-            assert_eq!(rows_of(&index, &Datum::Int(probe), &int), expected, "{probe}");
+            assert_eq!(
+                rows_of(&index, &Datum::Int(probe), &int),
+                expected,
+                "{probe}"
+            );
         }
     }
 
@@ -694,8 +714,12 @@ mod tests {
             precision: 10,
             scale: 2
         })));
-        assert!(BitmapIndexWriter::new(&DataType::new(TypeKind::VarBinary(10)), &column(2, 16)).is_err());
-        let mut w = BitmapIndexWriter::new(&DataType::new(TypeKind::VarChar(10)), &column(2, 8)).unwrap();
+        assert!(
+            BitmapIndexWriter::new(&DataType::new(TypeKind::VarBinary(10)), &column(2, 16))
+                .is_err()
+        );
+        let mut w =
+            BitmapIndexWriter::new(&DataType::new(TypeKind::VarChar(10)), &column(2, 8)).unwrap();
         w.add(Some(BitmapKey::Str(b"abc".to_vec())));
         assert!(w.encode().is_err(), "a block too small for one entry");
     }

@@ -187,9 +187,7 @@ impl Slices {
         if !(0..=64).contains(&count) {
             return Err(Error::corrupt("bsi index", format!("{count} slices")));
         }
-        let slices = (0..count)
-            .map(|_| read_roaring(c))
-            .collect::<Result<_>>()?;
+        let slices = (0..count).map(|_| read_roaring(c)).collect::<Result<_>>()?;
         Ok(Slices {
             min,
             max,
@@ -354,7 +352,15 @@ mod tests {
     #[test]
     fn writes_javas_bytes_and_compares_exactly() {
         // Java Paimon 1.3.1 BitSliceIndexBitmapFileIndex.Writer over these BIGINT rows
-        let values = [Some(5), Some(-3), None, Some(17), Some(1000), Some(-70), Some(5)];
+        let values = [
+            Some(5),
+            Some(-3),
+            None,
+            Some(17),
+            Some(1000),
+            Some(-70),
+            Some(5),
+        ];
         let java = hex(include_str!("testdata/bsi_long.hex").trim());
         assert_eq!(build(&values), java);
         let index = BsiIndex::decode(&java).unwrap();

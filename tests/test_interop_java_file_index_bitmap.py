@@ -1,11 +1,11 @@
-"""Paimon's ``bitmap`` and ``bsi`` file indexes (``file-index.bitmap.*``, ``file-index.bsi.*``)
+"""Paimon's ``bitmap``, ``bsi`` and ``range-bitmap`` file indexes (``file-index.<type>.*``)
 between Java and tidelake: embedded in the manifest (under ``file-index.in-manifest-threshold``)
 and as ``<data file>.index`` files.
 
 Every file's min/max statistics span the whole range of each column, so only the indexes can
-skip a file: a bitmap gives the rows of each ``name``, a bit-sliced index (bsi) the rows in a
-range of ``n``, and ``and`` intersects the row sets of two indexes (a file can be skipped though
-each leaf alone matches a row of it). Java's verdicts come from its own ``FileIndexPredicate``
+skip a file: a bitmap gives the rows of each ``name``, a range-bitmap beside it the rows in a
+range of ``name``, a bit-sliced index (bsi) the rows in a range of ``n``, and ``and`` intersects
+the row sets of two indexes (a file can be skipped though each leaf alone matches a row of it). Java's verdicts come from its own ``FileIndexPredicate``
 (the oracle's ``file_index`` job), on files Java and tidelake wrote."""
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-
-import tidelake
 
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
 from _java import JavaOracle, Scenario, compare_read, java_write, tidelake_write
@@ -43,6 +41,7 @@ def _rows_of(commits: set[int]) -> int:
 def _scenario(name: str, pk: bool, embedded: bool) -> Scenario:
     options = {"bucket": "1" if pk else "-1", "write-only": "true",
                "file-index.bitmap.columns": "id,name" if pk else "name", "file-index.bsi.columns": "n",
+               "file-index.range-bitmap.columns": "id" if pk else "name",
                "file-index.in-manifest-threshold": "1mb" if embedded else "1b"}
     return Scenario(name, [("id", "INT NOT NULL"), ("name", "STRING"), ("n", "BIGINT"), ("commit_no", "INT")],
                     _steps(), primary_keys=["id"] if pk else [], options=options, mode="batch")
@@ -65,6 +64,9 @@ FILTERS: list[tuple[Any, dict, set[int]]] = [
      set()),
     ([[("name", "=", "k042")], [("n", "=", 410)]], {"op": "or", "args": [_j("name", "=", "k042"), _j("n", "=", 410)]},
      {1, 2}),
+    # the range-bitmap on name: k092 only
+    ([("name", ">", "k091"), ("name", "<", "k093")],
+     {"op": "and", "args": [_j("name", ">", "k091"), _j("name", "<", "k093")]}, {2}),
 ]
 
 
@@ -99,11 +101,14 @@ def test_java_bitmap_bsi_indexes_skip_files_then_tidelake_writes_and_compacts(ja
     assert {v["index"] for v in verdicts} == {"embedded" if embedded else "file"}
     verdicts, _ = _java_verdicts(java, t, {"op": "and", "args": [_j("n", ">=", 1), _j("n", "<=", 9)]})
     assert [v["rows"] for v in verdicts if v["remain"]] == [2], "bsi: only tidelake's file holds 7"
+    verdicts, _ = _java_verdicts(java, t, {"op": "and", "args": [_j("name", ">", "k499"), _j("name", "<", "k501")]})
+    assert [v["rows"] for v in verdicts if v["remain"]] == [2], "range-bitmap: only tidelake's file holds k500"
     t.compact(full=True)
     verdicts, _ = _java_verdicts(java, t, _j("name", "=", "k500"))
     assert [(v["rows"], v["remain"]) for v in verdicts] == [(_rows_of(set(range(FILES))) + 2, True)]
     for theirs in (_j("name", "=", "k042x"), {"op": "is_null", "field": "n"},
-                   {"op": "and", "args": [_j("n", ">", 401), _j("n", "<", 409)]}):
+                   {"op": "and", "args": [_j("n", ">", 401), _j("n", "<", 409)]},
+                   {"op": "and", "args": [_j("name", ">", "k042"), _j("name", "<", "k043")]}):
         verdicts, planned = _java_verdicts(java, t, theirs)
         assert [v["remain"] for v in verdicts] == [False], theirs
         if embedded:
@@ -125,7 +130,9 @@ def test_tidelake_writes_bitmap_bsi_indexes_java_reads(java, tmp_path, pk, embed
     assert _index_files(t) == (0 if embedded else FILES)
     compare_read(java, t, wh, "B bitmap/bsi")
     filters = FILTERS if not pk else [([("id", "=", 42)], _j("id", "=", 42), {2}),
-                                      ([("id", "in", [41, 7])], {"op": "in", "field": "id", "values": [41, 7]}, {1, 2})]
+                                      ([("id", "in", [41, 7])], {"op": "in", "field": "id", "values": [41, 7]}, {1, 2}),
+                                      ([("id", ">", 91), ("id", "<", 93)],
+                                       {"op": "and", "args": [_j("id", ">", 91), _j("id", "<", 93)]}, {2})]
     for ours, theirs, commits in filters:
         compare_read(java, t, wh, "B bitmap/bsi", filter=ours, java_filter=theirs)
         verdicts, planned = _java_verdicts(java, t, theirs)
@@ -135,14 +142,3 @@ def test_tidelake_writes_bitmap_bsi_indexes_java_reads(java, tmp_path, pk, embed
         assert sum(s.row_count for s in t.scan(filter=ours).splits()) == _rows_of(commits), ours
     if pk:
         assert t.lookup([42, 1000]).to_pylist() == [{"id": 42, "name": "k042", "n": -80, "commit_no": 2}]
-
-
-def test_range_bitmap_is_still_refused(java, tmp_path):
-    wh = str(tmp_path)
-    sc = _scenario("range_bitmap", False, True)
-    sc.options["file-index.range-bitmap.columns"] = "n"
-    java.run(sc.java_job(wh, with_steps=False))
-    t = tidelake.Catalog(wh).get_table(f"db.{sc.name}")
-    with pytest.raises(tidelake.UnsupportedError, match="range-bitmap"):
-        t.write(pa.table({"id": pa.array([1], pa.int32()), "name": ["a"], "n": pa.array([1], pa.int64()),
-                          "commit_no": pa.array([0], pa.int32())}, schema=t.schema))

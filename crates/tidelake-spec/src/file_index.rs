@@ -18,13 +18,15 @@
 //! `numHash` bits at `(h1 + i * h2)` (i = 1..=numHash, i32 wrapping, negatives bit-flipped)
 //! modulo the bit count, where `h1`/`h2` are the low/high 32 bits.
 //!
-//! The other index types' bodies: [`bitmap`] (`bitmap`) and [`bsi`] (`bsi`).
+//! The other index types' bodies: [`bitmap`] (`bitmap`), [`bsi`] (`bsi`) and [`range_bitmap`]
+//! (`range-bitmap`).
 //!
 //! Invariant: a value added to a filter always tests positive ([`BloomFilter64::test_hash`]);
 //! types Java does not hash (BOOLEAN, DECIMAL, nested) have no [`fast_hash`].
 
 pub mod bitmap;
 pub mod bsi;
+pub mod range_bitmap;
 
 use std::collections::BTreeMap;
 use std::hash::Hasher;
@@ -112,6 +114,7 @@ pub enum ColumnIndex {
     Bitmap(bitmap::BitmapColumn),
     /// `bsi` on the named column (the index has no options).
     Bsi(String),
+    RangeBitmap(range_bitmap::RangeBitmapColumn),
 }
 
 impl ColumnIndex {
@@ -121,21 +124,23 @@ impl ColumnIndex {
             ColumnIndex::BloomFilter(c) => &c.column,
             ColumnIndex::Bitmap(c) => &c.column,
             ColumnIndex::Bsi(c) => c,
+            ColumnIndex::RangeBitmap(c) => &c.column,
         }
     }
 
-    /// The index type name (`bloom-filter`, `bitmap`, `bsi`).
+    /// The index type name (`bloom-filter`, `bitmap`, `bsi`, `range-bitmap`).
     pub fn index_type(&self) -> &'static str {
         match self {
             ColumnIndex::BloomFilter(_) => BLOOM_FILTER,
             ColumnIndex::Bitmap(_) => bitmap::BITMAP,
             ColumnIndex::Bsi(_) => bsi::BSI,
+            ColumnIndex::RangeBitmap(_) => range_bitmap::RANGE_BITMAP,
         }
     }
 }
 
-/// Every index `options` ask writers for (`file-index.<type>.columns` of the types tidelake
-/// writes; [`Options::check_writable`] refuses the others).
+/// Every index `options` ask writers for (`file-index.<type>.columns`; Java knows no other
+/// types than these four).
 pub fn column_indexes(options: &Options) -> Result<Vec<ColumnIndex>> {
     let mut out: Vec<ColumnIndex> = bloom_filter_columns(options)?
         .into_iter()
@@ -147,6 +152,11 @@ pub fn column_indexes(options: &Options) -> Result<Vec<ColumnIndex>> {
             .map(ColumnIndex::Bitmap),
     );
     out.extend(bsi::bsi_columns(options).into_iter().map(ColumnIndex::Bsi));
+    out.extend(
+        range_bitmap::range_bitmap_columns(options)?
+            .into_iter()
+            .map(ColumnIndex::RangeBitmap),
+    );
     Ok(out)
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Each index answers a leaf as Java's `FileIndexReader` does ([`Verdict`]): a bloom filter
 //! rules a file out for `=` / `in` values it does not hold; a bitmap index gives the rows of
-//! `=`, `!=`, `in`, `not in`, `is null`, `is not null`; a bsi index those and the rows of
-//! `<`, `<=`, `>`, `>=`, `between`. Several indexes on a column are intersected; `and`
+//! `=`, `!=`, `in`, `not in`, `is null`, `is not null`; bsi and range-bitmap indexes those
+//! and the rows of `<`, `<=`, `>`, `>=`, `between`. Several indexes on a column are intersected; `and`
 //! intersects its children, `or` unites them; a file is skipped when the result is no row.
 //!
 //! Invariants (skipping never changes a result):
@@ -24,6 +24,7 @@ use roaring::RoaringBitmap;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::file_index::bitmap::{bitmap_key, BitmapIndex, BITMAP};
 use tidelake_spec::file_index::bsi::{bsi_value, BsiIndex, BsiOp, BSI};
+use tidelake_spec::file_index::range_bitmap::{range_key, RangeBitmapIndex, RANGE_BITMAP};
 use tidelake_spec::file_index::{fast_hash, FileIndex, BLOOM_FILTER};
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataType, TypeKind};
@@ -147,7 +148,10 @@ fn evaluate(filter: &BoundPredicate, index: &FileIndex, schema: &TableSchema) ->
                     BLOOM_FILTER => bloom(leaf, index, &field.name, ty),
                     BITMAP => bitmap(leaf, &BitmapIndex::decode(body, ty).map_err(what)?, ty)
                         .map_err(what)?,
-                    BSI => bsi(leaf, &BsiIndex::decode(body).map_err(what)?, ty),
+                    BSI => ordered(leaf, &BsiIndex::decode(body).map_err(what)?, ty),
+                    RANGE_BITMAP => {
+                        ordered(leaf, &RangeBitmapIndex::decode(body, ty).map_err(what)?, ty)
+                    }
                     _ => Verdict::Remain,
                 });
                 if !verdict.remains() {
@@ -233,8 +237,41 @@ fn bitmap(
     }))
 }
 
-/// Java `BitSliceIndexBitmapFileIndex.Reader` (with `between` as `>=` and `<=`).
-fn bsi(leaf: &BoundLeaf, index: &BsiIndex, ty: &DataType) -> Verdict {
+/// What the ordered indexes (bsi, range-bitmap) answer: rows by comparison with a literal.
+trait Ordered {
+    fn row_count(&self) -> u32;
+    fn not_null(&self) -> RoaringBitmap;
+    /// The rows whose value `op` `v` (`None`: the index cannot tell).
+    fn compare(&self, op: BsiOp, v: &Datum, ty: &DataType) -> Option<RoaringBitmap>;
+}
+
+impl Ordered for BsiIndex {
+    fn row_count(&self) -> u32 {
+        BsiIndex::row_count(self)
+    }
+    fn not_null(&self) -> RoaringBitmap {
+        BsiIndex::not_null(self)
+    }
+    fn compare(&self, op: BsiOp, v: &Datum, ty: &DataType) -> Option<RoaringBitmap> {
+        BsiIndex::compare(self, op, bsi_value(v, ty)?)
+    }
+}
+
+impl Ordered for RangeBitmapIndex {
+    fn row_count(&self) -> u32 {
+        RangeBitmapIndex::row_count(self)
+    }
+    fn not_null(&self) -> RoaringBitmap {
+        RangeBitmapIndex::not_null(self)
+    }
+    fn compare(&self, op: BsiOp, v: &Datum, ty: &DataType) -> Option<RoaringBitmap> {
+        Some(RangeBitmapIndex::compare(self, op, &range_key(v, ty)?))
+    }
+}
+
+/// Java `BitSliceIndexBitmapFileIndex.Reader` and `RangeBitmapFileIndex.Reader` (with
+/// `between` as `>=` and `<=`).
+fn ordered(leaf: &BoundLeaf, index: &impl Ordered, ty: &DataType) -> Verdict {
     // timestamps are keyed by millis (precision <= 3) or micros: where the column's values or
     // the literal have more, a strict comparison of keys could drop a matching row
     let truncated = |v: &Datum| match (&ty.kind, v) {
@@ -250,7 +287,7 @@ fn bsi(leaf: &BoundLeaf, index: &BsiIndex, ty: &DataType) -> Verdict {
             BsiOp::Gt if truncated(v) => BsiOp::Ge,
             op => op,
         };
-        index.compare(op, bsi_value(v, ty)?)
+        index.compare(op, v, ty)
     };
     let rows = match &leaf.test {
         LeafTest::IsNull { negated: false } => {
@@ -409,6 +446,7 @@ mod tests {
         use tidelake_spec::file_index::bitmap::{
             bitmap_key, BitmapColumn, BitmapIndexWriter, BITMAP,
         };
+        use tidelake_spec::file_index::range_bitmap::{range_key, RangeBitmapColumn, RangeBitmapWriter};
         use tidelake_spec::file_index::bsi::{bsi_value, BsiIndexWriter, BSI};
         // rows: s = a b a null c, n = 1 5 -3 null 9, ts (micros) = 10 20 30 40 50
         let s_ty = DataType::new(TypeKind::VarChar(100));
@@ -446,11 +484,18 @@ mod tests {
         s.iter().for_each(|v| bitmap.add(bitmap_key(v, &s_ty)));
         let mut bsi = BsiIndexWriter::new(&n_ty, "n").unwrap();
         n.iter().for_each(|v| bsi.add(bsi_value(v, &n_ty)));
+        let range_column = RangeBitmapColumn {
+            column: "s".into(),
+            chunk_size: None,
+        };
+        let mut range = RangeBitmapWriter::new(&s_ty, &range_column).unwrap();
+        s.iter().for_each(|v| range.add(range_key(v, &s_ty)));
         let mut ts_bsi = BsiIndexWriter::new(&ts_ty, "ts").unwrap();
         ts.iter().for_each(|v| ts_bsi.add(bsi_value(v, &ts_ty)));
         let mut index = FileIndex::default();
         for (col, kind, body) in [
             ("s", BITMAP, bitmap.encode().unwrap()),
+            ("s", RANGE_BITMAP, range.encode().unwrap()),
             ("n", BSI, bsi.encode().unwrap()),
             ("ts", BSI, ts_bsi.encode().unwrap()),
         ] {
@@ -487,6 +532,19 @@ mod tests {
             1,
             string.clone(),
             LeafTest::IsNull { negated: false }
+        )));
+        // ranges on s: the range-bitmap answers, the bitmap beside it does not
+        assert!(may(&cmp(1, CompareOp::Gt, str_("b"))));
+        assert!(!may(&cmp(1, CompareOp::Gt, str_("c"))));
+        assert!(!may(&cmp(1, CompareOp::Lt, str_("a"))));
+        assert!(may(&cmp(1, CompareOp::Le, str_("a"))));
+        assert!(!may(&test(
+            1,
+            string.clone(),
+            LeafTest::Between {
+                lower: str_("bb"),
+                upper: str_("bz"),
+            }
         )));
         // row-level: s = 'b' is row 1, n = 9 is row 4: no row has both, each alone matches
         let and = |a, b| BoundPredicate::And(vec![a, b]);

@@ -87,7 +87,7 @@ pub fn bitmap_columns(options: &Options) -> Result<Vec<BitmapColumn>> {
 
 /// How Java keys a column's values (`BitmapTypeVisitor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum KeyKind {
+pub(super) enum KeyKind {
     Str,
     Byte,
     Short,
@@ -99,7 +99,7 @@ enum KeyKind {
 }
 
 impl KeyKind {
-    fn of(ty: &DataType) -> Option<KeyKind> {
+    pub(super) fn of(ty: &DataType) -> Option<KeyKind> {
         Some(match ty.kind {
             TypeKind::Char(_) | TypeKind::VarChar(_) => KeyKind::Str,
             TypeKind::Boolean => KeyKind::Bool,
@@ -115,7 +115,7 @@ impl KeyKind {
         })
     }
 
-    fn read(self, c: &mut Cursor<'_>) -> Result<BitmapKey> {
+    pub(super) fn read(self, c: &mut Cursor<'_>) -> Result<BitmapKey> {
         Ok(match self {
             KeyKind::Str => {
                 let len = usize::try_from(c.i32()?)
@@ -199,7 +199,7 @@ impl BitmapKey {
     }
 
     /// Java's comparator of keys of one kind (`BinaryString` unsigned bytes, `Float.compare`).
-    fn java_cmp(&self, other: &BitmapKey) -> Ordering {
+    pub(super) fn java_cmp(&self, other: &BitmapKey) -> Ordering {
         match (self, other) {
             (BitmapKey::Str(a), BitmapKey::Str(b)) => a.cmp(b),
             (BitmapKey::Byte(a), BitmapKey::Byte(b)) => a.cmp(b),
@@ -219,7 +219,7 @@ impl BitmapKey {
     }
 
     /// Serialised size (`getSerializeSizeMeasure`).
-    fn size(&self) -> usize {
+    pub(super) fn size(&self) -> usize {
         match self {
             BitmapKey::Str(b) => 4 + b.len(),
             BitmapKey::Byte(_) | BitmapKey::Bool(_) => 1,
@@ -229,7 +229,7 @@ impl BitmapKey {
         }
     }
 
-    fn write(&self, out: &mut Vec<u8>) -> Result<()> {
+    pub(super) fn write(&self, out: &mut Vec<u8>) -> Result<()> {
         match self {
             BitmapKey::Str(b) => {
                 out.extend_from_slice(&to_i32(b.len())?.to_be_bytes());

@@ -135,12 +135,12 @@ impl BsiIndexWriter {
 
 /// One bit-sliced index (Java `BitSliceIndexRoaringBitmap`); `min` is 0 when written here.
 #[derive(Debug, Clone, Default, PartialEq)]
-struct Slices {
-    min: i64,
-    max: i64,
+pub(super) struct Slices {
+    pub(super) min: i64,
+    pub(super) max: i64,
     /// Rows with a value.
-    ebm: RoaringBitmap,
-    slices: Vec<RoaringBitmap>,
+    pub(super) ebm: RoaringBitmap,
+    pub(super) slices: Vec<RoaringBitmap>,
 }
 
 impl Slices {
@@ -153,7 +153,7 @@ impl Slices {
         }
     }
 
-    fn append(&mut self, row: u32, value: u64) {
+    pub(super) fn append(&mut self, row: u32, value: u64) {
         let mut rest = value;
         while rest != 0 {
             self.slices[rest.trailing_zeros() as usize].insert(row);
@@ -197,7 +197,7 @@ impl Slices {
     }
 
     /// The rows whose value `op` `predicate` (Java `compare`: min/max shortcuts, then O'Neil).
-    fn compare(&self, op: BsiOp, predicate: i64) -> RoaringBitmap {
+    pub(super) fn compare(&self, op: BsiOp, predicate: i64) -> RoaringBitmap {
         let (min, max) = (self.min, self.max);
         let all = || self.ebm.clone();
         let shortcut = match op {
@@ -240,7 +240,7 @@ impl Slices {
 }
 
 /// The Roaring bitmap at the cursor (the reader consumes exactly its bytes).
-fn read_roaring(c: &mut Cursor<'_>) -> Result<RoaringBitmap> {
+pub(super) fn read_roaring(c: &mut Cursor<'_>) -> Result<RoaringBitmap> {
     let rest = c
         .bytes
         .get(c.pos..)

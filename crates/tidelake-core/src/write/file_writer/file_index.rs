@@ -1,7 +1,7 @@
 //! The data-file indexes a writer keeps for each file it writes (`file-index.<type>.*`; Java
 //! `DataFileIndexWriter`): per configured column a bloom filter over its non-null values, a
-//! bitmap of the rows of each value, or a bit-sliced index of its values (row = position in
-//! the file), stored in Paimon's file-index format ([`tidelake_spec::file_index`]) embedded in
+//! bitmap of the rows of each value, a bit-sliced index of its values, or a dictionary with a
+//! bit-sliced index of each row's code (row = position in the file), stored in Paimon's file-index format ([`tidelake_spec::file_index`]) embedded in
 //! the manifest entry when it is at most `file-index.in-manifest-threshold` bytes, else as
 //! `<data file>.index` next to the data file, named in the entry's extra files.
 //!
@@ -11,6 +11,9 @@ use arrow_array::ArrayRef;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::file_index::bitmap::{bitmap_indexable, bitmap_key, BitmapIndexWriter};
 use tidelake_spec::file_index::bsi::{bsi_indexable, bsi_value, BsiIndexWriter};
+use tidelake_spec::file_index::range_bitmap::{
+    range_bitmap_indexable, range_key, RangeBitmapWriter,
+};
 use tidelake_spec::file_index::{
     fast_hash, hashable, BloomFilter64, ColumnIndex, FileIndex, INDEX_FILE_SUFFIX,
 };
@@ -54,6 +57,7 @@ impl IndexPlan {
                 ColumnIndex::BloomFilter(_) => hashable(&ty),
                 ColumnIndex::Bitmap(_) => bitmap_indexable(&ty),
                 ColumnIndex::Bsi(_) => bsi_indexable(&ty),
+                ColumnIndex::RangeBitmap(_) => range_bitmap_indexable(&ty),
             };
             if !supported {
                 return Err(Error::Unsupported(format!(
@@ -83,6 +87,9 @@ impl IndexPlan {
                     }
                     ColumnIndex::Bitmap(c) => Builder::Bitmap(BitmapIndexWriter::new(ty, c)?),
                     ColumnIndex::Bsi(c) => Builder::Bsi(BsiIndexWriter::new(ty, c)?),
+                    ColumnIndex::RangeBitmap(c) => {
+                        Builder::RangeBitmap(RangeBitmapWriter::new(ty, c)?)
+                    }
                 })
             })
             .collect::<tidelake_spec::error::Result<_>>()
@@ -99,6 +106,7 @@ enum Builder {
     Bloom(BloomFilter64),
     Bitmap(BitmapIndexWriter),
     Bsi(BsiIndexWriter),
+    RangeBitmap(RangeBitmapWriter),
 }
 
 /// The indexes of the file being written.
@@ -137,6 +145,10 @@ impl FileIndexes {
                     }
                     Builder::Bsi(bsi) if value.is_null() => bsi.add(None),
                     Builder::Bsi(bsi) => bsi.add(Some(bsi_value(&value, ty).ok_or_else(unkeyed)?)),
+                    Builder::RangeBitmap(range) if value.is_null() => range.add(None),
+                    Builder::RangeBitmap(range) => {
+                        range.add(Some(range_key(&value, ty).ok_or_else(unkeyed)?))
+                    }
                 }
             }
         }
@@ -157,6 +169,7 @@ impl FileIndexes {
                 Builder::Bloom(filter) => Ok(filter.encode()),
                 Builder::Bitmap(bitmap) => bitmap.encode(),
                 Builder::Bsi(bsi) => bsi.encode(),
+                Builder::RangeBitmap(range) => range.encode(),
             }
             .map_err(|e| Error::from_spec("file index", e))?;
             index

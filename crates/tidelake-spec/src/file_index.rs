@@ -128,6 +128,16 @@ impl ColumnIndex {
         }
     }
 
+    /// Whether Java builds this index on a column of `ty`.
+    pub fn supports(&self, ty: &DataType) -> bool {
+        match self {
+            ColumnIndex::BloomFilter(_) => hashable(ty),
+            ColumnIndex::Bitmap(_) => bitmap::bitmap_indexable(ty),
+            ColumnIndex::Bsi(_) => bsi::bsi_indexable(ty),
+            ColumnIndex::RangeBitmap(_) => range_bitmap::range_bitmap_indexable(ty),
+        }
+    }
+
     /// The index type name (`bloom-filter`, `bitmap`, `bsi`, `range-bitmap`).
     pub fn index_type(&self) -> &'static str {
         match self {

@@ -446,8 +446,10 @@ mod tests {
         use tidelake_spec::file_index::bitmap::{
             bitmap_key, BitmapColumn, BitmapIndexWriter, BITMAP,
         };
-        use tidelake_spec::file_index::range_bitmap::{range_key, RangeBitmapColumn, RangeBitmapWriter};
         use tidelake_spec::file_index::bsi::{bsi_value, BsiIndexWriter, BSI};
+        use tidelake_spec::file_index::range_bitmap::{
+            range_key, RangeBitmapColumn, RangeBitmapWriter,
+        };
         // rows: s = a b a null c, n = 1 5 -3 null 9, ts (micros) = 10 20 30 40 50
         let s_ty = DataType::new(TypeKind::VarChar(100));
         let n_ty = DataType::new(TypeKind::Int);

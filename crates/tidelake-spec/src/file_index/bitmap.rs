@@ -28,7 +28,7 @@
 //! Invariant: [`BitmapIndex::rows`] of a key is exactly the set of rows the writer was given it.
 
 use std::cmp::Ordering;
-use std::collections::hash_map::Entry;
+use std::collections::hash_map::Entry as Slot;
 use std::collections::HashMap;
 
 use roaring::RoaringBitmap;
@@ -340,10 +340,10 @@ impl BitmapIndexWriter {
         };
         self.order.call();
         match self.slots.entry(key) {
-            Entry::Occupied(slot) => {
+            Slot::Occupied(slot) => {
                 self.bitmaps[*slot.get()].1.insert(row);
             }
-            Entry::Vacant(slot) => {
+            Slot::Vacant(slot) => {
                 self.order.insert(slot.key().java_hash());
                 self.bitmaps
                     .push((slot.key().clone(), RoaringBitmap::from_iter([row])));
@@ -364,7 +364,7 @@ impl BitmapIndexWriter {
         let mut offset = if null_rows > 1 { null_bytes.len() } else { 0 };
         let mut bodies = Vec::new();
         let order = self.order.order();
-        let mut entries: Vec<(BitmapKey, i32, i32)> = Vec::with_capacity(order.len());
+        let mut entries: Vec<Entry> = Vec::with_capacity(order.len());
         let mut bitmaps: Vec<Option<(BitmapKey, RoaringBitmap)>> =
             self.bitmaps.into_iter().map(Some).collect();
         for i in order {
@@ -407,43 +407,52 @@ impl BitmapIndexWriter {
     }
 }
 
+/// A dictionary entry: the key, its bitmap's offset (`-1 - row` for one row) and length (-1).
+type Entry = (BitmapKey, i32, i32);
+
+/// A V2 dictionary block being filled.
+struct Block {
+    offset: usize,
+    size: usize,
+    entries: Vec<Entry>,
+}
+
 /// V2's dictionary: block directory, then the blocks of entries in key order.
-fn write_blocks(
-    out: &mut Vec<u8>,
-    mut entries: Vec<(BitmapKey, i32, i32)>,
-    limit: u64,
-) -> Result<()> {
+fn write_blocks(out: &mut Vec<u8>, mut entries: Vec<Entry>, limit: u64) -> Result<()> {
     entries.sort_by(|a, b| a.0.java_cmp(&b.0));
-    // (offset, size, entries)
-    let mut blocks: Vec<(usize, usize, Vec<(BitmapKey, i32, i32)>)> = Vec::new();
+    let mut blocks: Vec<Block> = Vec::new();
     for entry in entries {
         let bytes = 8 + entry.0.size();
         match blocks.last_mut() {
-            Some((_, size, list)) if (*size + bytes) as u64 <= limit => {
-                *size += bytes;
-                list.push(entry);
+            Some(block) if (block.size + bytes) as u64 <= limit => {
+                block.size += bytes;
+                block.entries.push(entry);
             }
             last => {
-                let offset = last.map_or(0, |(o, s, _)| *o + *s);
+                let offset = last.map_or(0, |b| b.offset + b.size);
                 if (4 + bytes) as u64 > limit {
                     return Err(Error::Invalid(format!(
                         "bitmap index block size {limit} bytes cannot hold a {bytes}-byte entry"
                     )));
                 }
-                blocks.push((offset, 4 + bytes, vec![entry]));
+                blocks.push(Block {
+                    offset,
+                    size: 4 + bytes,
+                    entries: vec![entry],
+                });
             }
         }
     }
     out.extend_from_slice(&to_i32(blocks.len())?.to_be_bytes());
-    for (offset, _, list) in &blocks {
-        list[0].0.write(out)?;
-        out.extend_from_slice(&to_i32(*offset)?.to_be_bytes());
+    for block in &blocks {
+        block.entries[0].0.write(out)?;
+        out.extend_from_slice(&to_i32(block.offset)?.to_be_bytes());
     }
-    let total: usize = blocks.iter().map(|(_, size, _)| size).sum();
+    let total: usize = blocks.iter().map(|b| b.size).sum();
     out.extend_from_slice(&to_i32(total)?.to_be_bytes());
-    for (_, _, list) in blocks {
-        out.extend_from_slice(&to_i32(list.len())?.to_be_bytes());
-        for (key, offset, length) in list {
+    for block in blocks {
+        out.extend_from_slice(&to_i32(block.entries.len())?.to_be_bytes());
+        for (key, offset, length) in block.entries {
             key.write(out)?;
             out.extend_from_slice(&offset.to_be_bytes());
             out.extend_from_slice(&length.to_be_bytes());

@@ -9,13 +9,11 @@
 
 use arrow_array::ArrayRef;
 use tidelake_spec::datum::Datum;
-use tidelake_spec::file_index::bitmap::{bitmap_indexable, bitmap_key, BitmapIndexWriter};
-use tidelake_spec::file_index::bsi::{bsi_indexable, bsi_value, BsiIndexWriter};
-use tidelake_spec::file_index::range_bitmap::{
-    range_bitmap_indexable, range_key, RangeBitmapWriter,
-};
+use tidelake_spec::file_index::bitmap::{bitmap_key, BitmapIndexWriter};
+use tidelake_spec::file_index::bsi::{bsi_value, BsiIndexWriter};
+use tidelake_spec::file_index::range_bitmap::{range_key, RangeBitmapWriter};
 use tidelake_spec::file_index::{
-    fast_hash, hashable, BloomFilter64, ColumnIndex, FileIndex, INDEX_FILE_SUFFIX,
+    fast_hash, BloomFilter64, ColumnIndex, FileIndex, INDEX_FILE_SUFFIX,
 };
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
@@ -53,13 +51,7 @@ impl IndexPlan {
                     ))
                 })?;
             let ty = schema.fields[pos].data_type.clone();
-            let supported = match &index {
-                ColumnIndex::BloomFilter(_) => hashable(&ty),
-                ColumnIndex::Bitmap(_) => bitmap_indexable(&ty),
-                ColumnIndex::Bsi(_) => bsi_indexable(&ty),
-                ColumnIndex::RangeBitmap(_) => range_bitmap_indexable(&ty),
-            };
-            if !supported {
+            if !index.supports(&ty) {
                 return Err(Error::Unsupported(format!(
                     "a {kind} file index on column '{column}' of type {ty}"
                 )));

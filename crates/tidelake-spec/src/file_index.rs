@@ -149,6 +149,14 @@ impl ColumnIndex {
     }
 }
 
+/// Whether `options` ask for an index that answers more than `=` / `in` (`bitmap`, `bsi`,
+/// `range-bitmap`: null tests, negations, ranges).
+pub fn answers_beyond_points(options: &Options) -> bool {
+    [bitmap::BITMAP, bsi::BSI, range_bitmap::RANGE_BITMAP]
+        .iter()
+        .any(|t| !indexed_columns(options, t).is_empty())
+}
+
 /// Every index `options` ask writers for (`file-index.<type>.columns`; Java knows no other
 /// types than these four).
 pub fn column_indexes(options: &Options) -> Result<Vec<ColumnIndex>> {

@@ -56,11 +56,23 @@ pub(crate) async fn load(io: &FileIO, at: &FileIndexRef) -> Result<Arc<FileIndex
     Ok(index)
 }
 
-/// Whether `filter` has a leaf some index can answer (any but `starts with`).
-pub(crate) fn has_index_leaf(filter: &BoundPredicate) -> bool {
+/// Whether `filter` has a leaf worth loading indexes for: an `=` / `in` leaf, or with
+/// `beyond_points` (the table asks for bitmap, bsi or range-bitmap indexes) any leaf but
+/// `starts with`. Without it a range filter does not load bloom-filter index files, which
+/// cannot answer it.
+pub(crate) fn has_index_leaf(filter: &BoundPredicate, beyond_points: bool) -> bool {
     match filter {
-        BoundPredicate::And(c) | BoundPredicate::Or(c) => c.iter().any(has_index_leaf),
-        BoundPredicate::Leaf(leaf) => !matches!(leaf.test, LeafTest::StartsWith { .. }),
+        BoundPredicate::And(c) | BoundPredicate::Or(c) => {
+            c.iter().any(|p| has_index_leaf(p, beyond_points))
+        }
+        BoundPredicate::Leaf(leaf) => match &leaf.test {
+            LeafTest::Compare {
+                op: CompareOp::Eq, ..
+            }
+            | LeafTest::In { negated: false, .. } => true,
+            LeafTest::StartsWith { .. } => false,
+            _ => beyond_points,
+        },
     }
 }
 
@@ -425,7 +437,12 @@ mod tests {
                 value: Datum::BigInt(1_000_003),
             },
         );
-        assert!(may_match(&range, &index, &schema).unwrap() && has_index_leaf(&range));
+        assert!(may_match(&range, &index, &schema).unwrap());
+        assert!(has_index_leaf(&range, true) && !has_index_leaf(&range, false));
+        assert!(has_index_leaf(
+            &BoundPredicate::Or(vec![range, eq(1, 0)]),
+            false
+        ));
     }
 
     fn test(id: i32, kind: TypeKind, test: LeafTest) -> BoundPredicate {

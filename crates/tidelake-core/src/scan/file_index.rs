@@ -175,7 +175,7 @@ fn evaluate(filter: &BoundPredicate, index: &FileIndex, schema: &TableSchema) ->
     }
 }
 
-/// The non-null values of an `=` / `in` leaf (`negated`: of `!=` / `not in`).
+/// The values of an `=` / `in` leaf (`negated`: of `!=` / `not in`); callers skip nulls.
 fn point_values(test: &LeafTest) -> Option<(&[Datum], bool)> {
     let (values, negated) = match test {
         LeafTest::Compare {

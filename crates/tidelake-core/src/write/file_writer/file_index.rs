@@ -32,7 +32,8 @@ pub(super) struct IndexPlan {
 
 impl IndexPlan {
     /// The `indexes` on columns of `schema`, embedded up to `threshold` bytes; an unknown
-    /// column or a type the index cannot hold is an error (as in Java).
+    /// column or a type the index cannot hold is an error (as in Java), and so is an index on
+    /// a map column's entries (`column[key]`, which Java indexes and tidelake does not).
     pub(super) fn new(
         schema: &TableSchema,
         indexes: &[ColumnIndex],
@@ -41,6 +42,11 @@ impl IndexPlan {
         let mut planned = Vec::new();
         for index in indexes.iter().cloned() {
             let (column, kind) = (index.column(), index.index_type());
+            if column.ends_with(']') && column.contains('[') {
+                return Err(Error::Unsupported(format!(
+                    "a {kind} file index on the entries of a map column ('{column}')"
+                )));
+            }
             let pos = schema
                 .fields
                 .iter()

@@ -150,8 +150,9 @@ def test_map_entry_indexes_are_refused(java, tmp_path):
     """Java indexes a map column's entries (``file-index.bitmap.columns = m[a]``); tidelake does
     not, and says so instead of writing files without the index."""
     wh = str(tmp_path)
-    sc = Scenario("map_entry_index", [("id", "INT NOT NULL"), ("m", "MAP<STRING, INT>")], [],
-                  options={"bucket": "-1", "file-index.bitmap.columns": "m[a]"}, mode="batch")
+    fields = [("id", "INT NOT NULL"), ("m", {"type": "MAP", "key": "STRING NOT NULL", "value": "INT"})]
+    sc = Scenario("map_entry_index", fields, [], options={"bucket": "-1", "file-index.bitmap.columns": "m[a]"},
+                  mode="batch")
     java.run(sc.java_job(wh, with_steps=False))
     t = tidelake.Catalog(wh).get_table(f"db.{sc.name}")
     data = pa.table({"id": pa.array([1], pa.int32()), "m": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int32()))},

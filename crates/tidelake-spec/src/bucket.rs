@@ -48,6 +48,22 @@ pub fn murmur3_32(bytes: &[u8], seed: u32) -> u32 {
     fmix(h ^ bytes.len() as u32)
 }
 
+/// Java `MurmurHashUtils.hashBytes` (seed 42): like [`murmur3_32`] over little-endian words,
+/// but each tail byte (sign-extended) is mixed in as a word of its own, and the result is
+/// Java's signed int. `BinaryString.hashCode()` of a string's UTF-8 bytes.
+pub fn java_hash_bytes(bytes: &[u8]) -> i32 {
+    let mut chunks = bytes.chunks_exact(4);
+    let mut h = ROW_HASH_SEED;
+    for word in &mut chunks {
+        let k = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+        h = mix_h(h, mix_k(k));
+    }
+    for b in chunks.remainder() {
+        h = mix_h(h, mix_k(i32::from(*b as i8) as u32));
+    }
+    fmix(h ^ bytes.len() as u32) as i32
+}
+
 /// Java `BinaryRow.hashCode()` of raw row bytes (no arity prefix).
 pub fn hash_row(row_bytes: &[u8]) -> i32 {
     // Reinterpreting the bits as Java's signed int is the intent.

@@ -1062,9 +1062,14 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     ),
 ];
 
-/// Options [`WRITE_UNSUPPORTED`] matches that tidelake's writers do implement: bloom-filter
-/// file indexes (see [`crate::file_index`]).
-const WRITE_SUPPORTED: &[&str] = &["file-index.bloom-filter.columns"];
+/// Options [`WRITE_UNSUPPORTED`] matches that tidelake's writers do implement: the bloom-filter,
+/// bitmap, bsi and range-bitmap file indexes (see [`crate::file_index`]).
+const WRITE_SUPPORTED: &[&str] = &[
+    "file-index.bloom-filter.columns",
+    "file-index.bitmap.columns",
+    "file-index.bsi.columns",
+    "file-index.range-bitmap.columns",
+];
 
 /// Whether `key` matches `pattern` (a `*` stands for one or more characters).
 fn key_matches(pattern: &str, key: &str) -> bool {
@@ -1186,8 +1191,7 @@ mod tests {
         for (key, value) in [
             ("metadata.iceberg.storage", "hive-catalog"),
             ("metadata.iceberg.storage", "rest-catalog"),
-            ("file-index.bsi.columns", "a,b"),
-            ("file-index.bitmap.columns", "c"),
+            ("file-index.unknown-type.columns", "a,b"),
             ("sink.process-time-zone", "Asia/Shanghai"),
             ("partition.mark-done-action", "success-file,done-partition"),
             ("partition.mark-done-action", "mark-event"),
@@ -1214,6 +1218,9 @@ mod tests {
             ("file-index.in-manifest-threshold", "500 bytes"),
             ("file-index.bloom-filter.columns", ""),
             ("file-index.bloom-filter.columns", "a,b"),
+            ("file-index.bitmap.columns", "c"),
+            ("file-index.bsi.columns", "a,b"),
+            ("file-index.range-bitmap.columns", "a"),
             ("changelog-producer", "lookup"),
             ("partition.mark-done-action", "success-file"),
             ("partition.end-input-to-done", "true"),

@@ -242,8 +242,8 @@ impl PlannedBucket {
         Ok(hash_index::bucket_may_hold(index, wanted, other_key_types))
     }
 
-    /// The files `w` selected, without those whose data-file index (bloom filters on key
-    /// columns) rules out every key of `w`.
+    /// The files `w` selected, without those whose data-file index (on key columns) rules
+    /// out every key of `w`.
     async fn indexed_files(
         &self,
         state: &PlannedSnapshot,
@@ -260,11 +260,15 @@ impl PlannedBucket {
                     .get_or_try_init(|| file_index::load(state.table.io(), at))
                     .await?;
                 let file_schema = state.table.schema_by_id(f.schema_id).await?;
-                let may_hold = |k: &u32| {
+                let mut may_hold = false;
+                for k in &w.keys {
                     let key = key_predicate(keys, &keys.values[*k as usize]);
-                    file_index::may_match(&key, index, &file_schema)
-                };
-                if !w.keys.iter().any(may_hold) {
+                    if file_index::may_match(&key, index, &file_schema)? {
+                        may_hold = true;
+                        break;
+                    }
+                }
+                if !may_hold {
                     continue;
                 }
             }

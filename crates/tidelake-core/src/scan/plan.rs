@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
+use tidelake_spec::file_index::answers_beyond_points;
 use tidelake_spec::manifest::{
     DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats,
 };
@@ -503,7 +504,8 @@ struct Planner<'a> {
     layout: TableLayout,
     filter: Option<BoundPredicate>,
     /// The filter data-file indexes are consulted with (on key columns for primary-key
-    /// tables); `None` when it has no `=`/`in` leaf to answer.
+    /// tables); `None` when it has no leaf the table's indexes answer
+    /// ([`file_index::has_index_leaf`]).
     index_filter: Option<BoundPredicate>,
     /// The fixed buckets the filter can match ([`BucketFilter`]); `None` for all.
     buckets: Option<BucketFilter>,
@@ -544,7 +546,7 @@ impl<'a> Planner<'a> {
                     Some(f.clone())
                 }
             })
-            .filter(file_index::has_point_leaf);
+            .filter(|f| file_index::has_index_leaf(f, answers_beyond_points(opts)));
         Ok(Planner {
             table,
             schema,
@@ -733,7 +735,7 @@ impl<'a> Planner<'a> {
         })
     }
 
-    /// Prune by the file's data-file index (bloom filters; [`file_index`]); `bucket_path`
+    /// Prune by the file's data-file index ([`file_index`]); `bucket_path`
     /// caches the bucket's directory.
     async fn index_may_match(
         &self,
@@ -760,7 +762,7 @@ impl<'a> Planner<'a> {
         };
         let index = file_index::load(self.table.io(), &at).await?;
         let file_schema = self.table.schema_by_id(e.file.schema_id).await?;
-        Ok(file_index::may_match(filter, &index, &file_schema))
+        file_index::may_match(filter, &index, &file_schema)
     }
 
     /// One split per bucket.

@@ -1,13 +1,19 @@
-//! The data-file indexes a writer keeps for each file it writes (`file-index.bloom-filter.*`;
-//! Java `DataFileIndexWriter`): a bloom filter per configured column over every non-null value
-//! of the file, stored in Paimon's file-index format ([`tidelake_spec::file_index`]) embedded
-//! in the manifest entry when it is at most `file-index.in-manifest-threshold` bytes, else as
+//! The data-file indexes a writer keeps for each file it writes (`file-index.<type>.*`; Java
+//! `DataFileIndexWriter`): per configured column a bloom filter over its non-null values, a
+//! bitmap of the rows of each value, a bit-sliced index of its values, or a dictionary with a
+//! bit-sliced index of each row's code (row = position in the file), stored in Paimon's file-index format ([`tidelake_spec::file_index`]) embedded in
+//! the manifest entry when it is at most `file-index.in-manifest-threshold` bytes, else as
 //! `<data file>.index` next to the data file, named in the entry's extra files.
+//!
+//! Invariant: every row of the file is added to every index, in file order.
 
 use arrow_array::ArrayRef;
+use tidelake_spec::datum::Datum;
+use tidelake_spec::file_index::bitmap::{bitmap_key, BitmapIndexWriter};
+use tidelake_spec::file_index::bsi::{bsi_value, BsiIndexWriter};
+use tidelake_spec::file_index::range_bitmap::{range_key, RangeBitmapWriter};
 use tidelake_spec::file_index::{
-    fast_hash, hashable, BloomFilter64, BloomFilterColumn, FileIndex, BLOOM_FILTER,
-    INDEX_FILE_SUFFIX,
+    fast_hash, BloomFilter64, ColumnIndex, FileIndex, INDEX_FILE_SUFFIX,
 };
 use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
@@ -19,78 +25,128 @@ use crate::io::FileIO;
 /// Which columns get which index, resolved against the written schema.
 #[derive(Debug, Clone, Default)]
 pub(super) struct IndexPlan {
-    /// (position among the table columns, column, its type).
-    blooms: Vec<(usize, BloomFilterColumn, DataType)>,
+    /// (position among the table columns, the index, the column's type).
+    indexes: Vec<(usize, ColumnIndex, DataType)>,
     threshold: u64,
 }
 
 impl IndexPlan {
-    /// Bloom filters on `columns` of `schema`, embedded up to `threshold` bytes; an unknown
-    /// column or a type bloom filters cannot hash is an error (as in Java).
+    /// The `indexes` on columns of `schema`, embedded up to `threshold` bytes; an unknown
+    /// column or a type the index cannot hold is an error (as in Java), and so is an index on
+    /// a map column's entries (`column[key]`, which Java indexes and tidelake does not).
     pub(super) fn new(
         schema: &TableSchema,
-        columns: &[BloomFilterColumn],
+        indexes: &[ColumnIndex],
         threshold: u64,
     ) -> Result<IndexPlan> {
-        let mut blooms = Vec::new();
-        for column in columns.iter().cloned() {
+        let mut planned = Vec::new();
+        for index in indexes.iter().cloned() {
+            let (column, kind) = (index.column(), index.index_type());
+            if column.ends_with(']') && column.contains('[') {
+                return Err(Error::Unsupported(format!(
+                    "a {kind} file index on the entries of a map column ('{column}')"
+                )));
+            }
             let pos = schema
                 .fields
                 .iter()
-                .position(|f| f.name == column.column)
+                .position(|f| f.name == column)
                 .ok_or_else(|| {
                     Error::invalid(format!(
-                        "file-index.bloom-filter.columns names '{}', which is not a column",
-                        column.column
+                        "file-index.{kind}.columns names '{column}', which is not a column"
                     ))
                 })?;
             let ty = schema.fields[pos].data_type.clone();
-            if !hashable(&ty) {
+            if !index.supports(&ty) {
                 return Err(Error::Unsupported(format!(
-                    "a bloom-filter file index on column '{}' of type {ty}",
-                    column.column
+                    "a {kind} file index on column '{column}' of type {ty}"
                 )));
             }
-            blooms.push((pos, column, ty));
+            planned.push((pos, index, ty));
         }
-        Ok(IndexPlan { blooms, threshold })
+        Ok(IndexPlan {
+            indexes: planned,
+            threshold,
+        })
     }
 
     /// The empty indexes of a new file (`None` when no index is asked for).
     pub(super) fn start(&self) -> Result<Option<FileIndexes>> {
-        if self.blooms.is_empty() {
+        if self.indexes.is_empty() {
             return Ok(None);
         }
-        let filters = self
-            .blooms
+        let builders = self
+            .indexes
             .iter()
-            .map(|(_, c, _)| BloomFilter64::new(c.items, c.fpp))
-            .collect::<std::result::Result<_, _>>()
+            .map(|(_, index, ty)| {
+                Ok(match index {
+                    ColumnIndex::BloomFilter(c) => {
+                        Builder::Bloom(BloomFilter64::new(c.items, c.fpp)?)
+                    }
+                    ColumnIndex::Bitmap(c) => Builder::Bitmap(BitmapIndexWriter::new(ty, c)?),
+                    ColumnIndex::Bsi(c) => Builder::Bsi(BsiIndexWriter::new(ty, c)?),
+                    ColumnIndex::RangeBitmap(c) => {
+                        Builder::RangeBitmap(RangeBitmapWriter::new(ty, c)?)
+                    }
+                })
+            })
+            .collect::<tidelake_spec::error::Result<_>>()
             .map_err(|e| Error::from_spec("table options", e))?;
         Ok(Some(FileIndexes {
             plan: self.clone(),
-            filters,
+            builders,
         }))
     }
+}
+
+/// One index being built.
+enum Builder {
+    Bloom(BloomFilter64),
+    Bitmap(BitmapIndexWriter),
+    Bsi(BsiIndexWriter),
+    RangeBitmap(RangeBitmapWriter),
 }
 
 /// The indexes of the file being written.
 pub(super) struct FileIndexes {
     plan: IndexPlan,
-    filters: Vec<BloomFilter64>,
+    builders: Vec<Builder>,
 }
 
 impl FileIndexes {
     /// Add rows: `values` are the table columns of a written chunk.
     pub(super) fn update(&mut self, values: &[ArrayRef]) -> Result<()> {
-        for ((pos, _, ty), filter) in self.plan.blooms.iter().zip(&mut self.filters) {
+        for ((pos, index, ty), builder) in self.plan.indexes.iter().zip(&mut self.builders) {
             let column = values[*pos].as_ref();
             for row in 0..column.len() {
-                if column.is_null(row) {
-                    continue;
-                }
-                if let Some(hash) = fast_hash(&datum_at(column, row, ty)?, ty) {
-                    filter.add_hash(hash);
+                let value = if column.is_null(row) {
+                    Datum::Null
+                } else {
+                    datum_at(column, row, ty)?
+                };
+                let unkeyed = || {
+                    Error::invalid(format!(
+                        "a {} index cannot hold value {value:?} of column '{}'",
+                        index.index_type(),
+                        index.column()
+                    ))
+                };
+                match builder {
+                    Builder::Bloom(filter) => {
+                        if let Some(hash) = fast_hash(&value, ty) {
+                            filter.add_hash(hash);
+                        }
+                    }
+                    Builder::Bitmap(bitmap) if value.is_null() => bitmap.add(None),
+                    Builder::Bitmap(bitmap) => {
+                        bitmap.add(Some(bitmap_key(&value, ty).ok_or_else(unkeyed)?))
+                    }
+                    Builder::Bsi(bsi) if value.is_null() => bsi.add(None),
+                    Builder::Bsi(bsi) => bsi.add(Some(bsi_value(&value, ty).ok_or_else(unkeyed)?)),
+                    Builder::RangeBitmap(range) if value.is_null() => range.add(None),
+                    Builder::RangeBitmap(range) => {
+                        range.add(Some(range_key(&value, ty).ok_or_else(unkeyed)?))
+                    }
                 }
             }
         }
@@ -106,12 +162,19 @@ impl FileIndexes {
         created: &mut Vec<String>,
     ) -> Result<(Option<Vec<u8>>, Vec<String>)> {
         let mut index = FileIndex::default();
-        for ((_, column, _), filter) in self.plan.blooms.iter().zip(&self.filters) {
+        for ((_, column, _), builder) in self.plan.indexes.iter().zip(self.builders) {
+            let body = match builder {
+                Builder::Bloom(filter) => Ok(filter.encode()),
+                Builder::Bitmap(bitmap) => bitmap.encode(),
+                Builder::Bsi(bsi) => bsi.encode(),
+                Builder::RangeBitmap(range) => range.encode(),
+            }
+            .map_err(|e| Error::from_spec("file index", e))?;
             index
                 .columns
-                .entry(column.column.clone())
+                .entry(column.column().to_string())
                 .or_default()
-                .insert(BLOOM_FILTER.to_string(), filter.encode());
+                .insert(column.index_type().to_string(), body);
         }
         let bytes = index
             .encode()

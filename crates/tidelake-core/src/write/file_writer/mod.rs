@@ -53,7 +53,7 @@ use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use tidelake_spec::arrow::to_arrow_type;
 use tidelake_spec::binary_row::encode_framed;
 use tidelake_spec::datum::Datum;
-use tidelake_spec::file_index::{bloom_filter_columns, in_manifest_threshold, BloomFilterColumn};
+use tidelake_spec::file_index::{column_indexes, in_manifest_threshold, ColumnIndex};
 use tidelake_spec::manifest::{DataFileMeta, FileSource, SimpleStats, EMPTY_ROW};
 use tidelake_spec::options::Options;
 use tidelake_spec::row_kind::RowKind;
@@ -130,8 +130,8 @@ pub struct WriterConfig {
     pub page_bytes: usize,
     /// See [`WriterConfig::page_bytes`].
     pub page_rows: usize,
-    /// `file-index.bloom-filter.*`: columns each file gets a bloom-filter index on.
-    pub bloom_columns: Vec<BloomFilterColumn>,
+    /// `file-index.<type>.*`: the indexes each file gets on its columns.
+    pub file_indexes: Vec<ColumnIndex>,
     /// `file-index.in-manifest-threshold`.
     pub index_in_manifest_threshold: u64,
     /// The external roots new files go to ([`Options::data_file_write_roots`]); empty: the
@@ -251,7 +251,7 @@ impl WriterConfig {
                 None if key_value => KEYED_PAGE_ROWS,
                 None => DEFAULT_PAGE_ROWS,
             },
-            bloom_columns: bloom_filter_columns(options).map_err(spec)?,
+            file_indexes: column_indexes(options).map_err(spec)?,
             index_in_manifest_threshold: in_manifest_threshold(options).map_err(spec)?,
             external_roots: options.data_file_write_roots().map_err(spec)?.into(),
             stats: StatsConfig::new(options, &stats_mode)?,
@@ -504,7 +504,7 @@ impl RollingWriter {
         let plan = FilePlan::new(&schema, layout, &config)?;
         let index_plan = IndexPlan::new(
             &schema,
-            &config.bloom_columns,
+            &config.file_indexes,
             config.index_in_manifest_threshold,
         )?;
         let format = config.format.identifier();

@@ -19,7 +19,8 @@ import java.nio.charset.StandardCharsets;
  * race} ({@link Race}: a writer racing others, logging what it acknowledged), {@code
  * partitions} ({@link Tables#partitions}: a catalog's listing), {@code hms} and {@code
  * hold_lock} ({@link Hms}: a Hive catalog's metastore and lock), {@code mark_done} and {@code
- * success_file} ({@link MarkDone}: marking partitions done, reading a {@code _SUCCESS} file). Anything
+ * success_file} ({@link MarkDone}: marking partitions done, reading a {@code _SUCCESS} file),
+ * {@code file_index} ({@link FileIndexes}: Java's file-index verdict on each data file). Anything
  * Paimon or Hadoop prints goes to stderr so stdout carries answers only. {@code Main bench ...}
  * runs one benchmark step instead ({@link Bench}).
  */
@@ -81,6 +82,8 @@ public final class Main {
                 return SystemTables.analyze(job);
             case "success_file":
                 return MarkDone.successFile(job);
+            case "file_index":
+                return FileIndexes.evaluate(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

@@ -138,7 +138,7 @@ final class Reads {
         }
     }
 
-    private static Table open(JsonNode job) throws Exception {
+    static Table open(JsonNode job) throws Exception {
         if (job.has("path")) {
             if (job.has("branch")) {
                 throw new IllegalArgumentException("a branch is read through its warehouse and table");
@@ -152,7 +152,7 @@ final class Reads {
         }
     }
 
-    private static Predicate predicate(JsonNode p, RowType rowType) {
+    static Predicate predicate(JsonNode p, RowType rowType) {
         String op = p.path("op").asText();
         if (op.equals("and") || op.equals("or")) {
             List<Predicate> args = new ArrayList<>();

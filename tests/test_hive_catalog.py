@@ -141,11 +141,20 @@ def test_a_commit_waits_for_the_hive_lock_java_holds(hive_metastore, java_hive, 
     t = cat.get_table("db.t")
     marker = tmp_path / "held"
     hold = 3.0
-    holder = threading.Thread(target=java_hive.run, args=(
-        {"op": "hold_lock", "catalog": options, "table": "db.t", "seconds": hold, "marker": str(marker)},))
+    failure: list[BaseException] = []
+
+    def hold_lock() -> None:
+        try:
+            java_hive.run({"op": "hold_lock", "catalog": options, "table": "db.t", "seconds": hold,
+                           "marker": str(marker)})
+        except BaseException as e:  # reported below instead of leaving the wait spinning
+            failure.append(e)
+
+    holder = threading.Thread(target=hold_lock)
     holder.start()
     try:
         while not marker.exists():
+            assert holder.is_alive() or marker.exists(), f"Java's lock holder ended without the lock: {failure}"
             time.sleep(0.02)
         held = time.monotonic()
         with short.writer() as w:  # one commit: a one-shot write would try again

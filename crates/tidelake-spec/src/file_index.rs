@@ -554,6 +554,15 @@ fn java_roaring_bytes(mut bitmap: RoaringBitmap) -> Vec<u8> {
     out
 }
 
+/// The bytes of a hex string (the Java-written index bodies of the tests' `testdata/`).
+#[cfg(test)]
+pub(crate) fn test_hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -681,12 +690,7 @@ mod java_types {
         }
     }
 
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use super::test_hex as hex;
 
     /// Rows (positions) of `values` whose key satisfies `holds`.
     fn rows_where<K>(

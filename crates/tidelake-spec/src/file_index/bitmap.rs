@@ -576,12 +576,7 @@ fn offset_from(start: usize, offset: i32) -> Result<usize> {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::file_index::test_hex as hex;
 
     fn column(version: u8, index_block_size: u64) -> BitmapColumn {
         BitmapColumn {

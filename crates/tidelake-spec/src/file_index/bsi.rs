@@ -334,12 +334,7 @@ impl BsiIndex {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::file_index::test_hex as hex;
 
     fn build(values: &[Option<i64>]) -> Vec<u8> {
         let mut w = BsiIndexWriter::new(&DataType::new(TypeKind::BigInt), "c").unwrap();

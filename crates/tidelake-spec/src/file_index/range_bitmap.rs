@@ -405,12 +405,7 @@ fn read_slices(bytes: &[u8], start: usize, count: usize) -> Result<Slices> {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::file_index::test_hex as hex;
 
     fn build(ty: &DataType, chunk_size: Option<u64>, values: &[Datum]) -> Vec<u8> {
         let column = RangeBitmapColumn {

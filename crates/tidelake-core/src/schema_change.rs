@@ -780,12 +780,14 @@ pub fn apply_changes(
                     Ok(())
                 })?;
             }
+            SchemaChange::SetOption { key, value } if key == BUCKET => {
+                let bucket = |o: &Options| o.bucket().map_err(|e| Error::from_spec("options", e));
+                let old = bucket(&s.options)?;
+                s.options.set(key.clone(), value.clone());
+                check_bucket_change(old, bucket(&s.options)?)?;
+            }
             SchemaChange::SetOption { key, value } => {
-                if key == BUCKET {
-                    check_bucket_change(s.options.get(BUCKET), value)?;
-                } else {
-                    check_mutable_option(key)?;
-                }
+                check_mutable_option(key)?;
                 s.options.set(key.clone(), value.clone());
             }
             SchemaChange::RemoveOption { key } => {
@@ -869,15 +871,7 @@ pub fn apply_changes(
 /// Java `checkAlterTableOption` for `bucket`: a fixed-bucket table may get another count (its
 /// partitions keep theirs until rescaled, see `ops::Rescale`); a table without a count
 /// (`-1`), or a postpone-bucket one, keeps its mode.
-fn check_bucket_change(old: Option<&str>, new: &str) -> Result<()> {
-    let parse = |v: &str| {
-        v.trim().parse::<i32>().map_err(|_| {
-            Error::invalid(format!(
-                "option '{BUCKET}' must be a number of buckets, not {v:?}"
-            ))
-        })
-    };
-    let (old, new) = (old.map_or(Ok(-1), parse)?, parse(new)?);
+fn check_bucket_change(old: i32, new: i32) -> Result<()> {
     let refused = match (old, new) {
         (-1, _) => "Cannot change bucket when it is -1.",
         (_, -1) => "Cannot change bucket to -1.",

@@ -442,7 +442,9 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert r("RawTable", "open_branch", registered.open_branch("b2")).branch == "b2"
 
     every = {(c, m) for c, cls in _stub_classes().items() for m in _stub_members(cls) if not m.startswith("__")}
-    assert every - r.seen == set(), "members not exercised"
+    # members that need a Hive Metastore: checked by tests/test_hive_migrate.py with _Returns
+    with_metastore = {("RawCatalog", "migrate_table"), ("RawCatalog", "clone_hive_table")}
+    assert every - r.seen - with_metastore == set(), "members not exercised"
 
 
 # ---- projection --------------------------------------------------------------------------------

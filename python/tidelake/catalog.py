@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import _internal
 from ._metadata import Partition
+from .expr import filter_json, to_filter
 from .maintenance import GLOBAL_SYSTEM_TABLES, SYSTEM_DATABASE
 from .table import Table, _schema_of, _storage_options
 
@@ -168,3 +169,32 @@ class Catalog:
         """Rename a table (to another database too); its directory moves. Stop its writers
         first."""
         self._raw.rename_table(from_identifier, to_identifier)
+
+    def migrate_table(self, source: str, *, target: str | None = None, options: dict[str, str] | None = None,
+                      delete_origin: bool = True) -> Table:
+        """Turn Hive table ``source`` (``"database.table"`` of Parquet, ORC or Avro files, in
+        this Hive catalog's metastore) into a Paimon append table, moving its files (Paimon's
+        ``migrate_table`` procedure). The new table takes the source's name unless ``target``
+        names another (created with ``options`` when missing; an existing one must be an
+        append table with ``bucket = -1`` and the same partition keys). ``delete_origin=False``
+        keeps the (then empty) Hive table in the metastore. Stop the Hive table's writers
+        first: as in Java, a failure moves the files back, but the migration is not one atomic
+        step."""
+        raw = self._raw.migrate_table(source, target, [(str(k), str(v)) for k, v in (options or {}).items()],
+                                      delete_origin)
+        return Table(raw)
+
+    def clone_table(self, source: str, target: str, *, target_catalog: Catalog | None = None,
+                    options: dict[str, str] | None = None, where: Any = None) -> int | None:
+        """Copy Hive table ``source`` (``"database.table"`` of Parquet, ORC or Avro files, in
+        this Hive catalog's metastore) into Paimon table ``target`` of ``target_catalog`` (this
+        catalog by default), replacing the target's rows of the partitions copied, so a clone
+        can be run again (Paimon's ``clone`` procedure from Hive). A missing target is created
+        as an append table with the source's columns, partition keys and file format, and
+        ``options``; an existing one must be an append table with ``bucket = -1`` and the same
+        partition keys. ``where`` (a filter on partition columns, e.g. ``"dt >= '2026-01-01'"``)
+        selects the partitions copied. The source is left as it is. Returns the id of the
+        snapshot made, or None when there was no file to copy."""
+        filter_text = filter_json(to_filter(where))
+        return self._raw.clone_hive_table(source, (target_catalog or self)._raw, target,
+                                          [(str(k), str(v)) for k, v in (options or {}).items()], filter_text)

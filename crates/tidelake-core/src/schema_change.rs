@@ -51,7 +51,17 @@ pub struct TableSpec {
 /// Create a table at `io`'s root with an Arrow schema. Fails with [`Error::AlreadyExists`] if a
 /// table is there.
 pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) -> Result<Table> {
-    let table_schema = new_table_schema(schema, spec, io.env().now_millis())?;
+    create_table_of_fields(io, arrow_fields(schema)?, spec).await
+}
+
+/// [`create_table`] with Paimon columns, ids as given (Java's order: see
+/// [`new_table_schema_of_fields`]).
+pub async fn create_table_of_fields(
+    io: FileIO,
+    fields: Vec<DataField>,
+    spec: &TableSpec,
+) -> Result<Table> {
+    let table_schema = new_table_schema_of_fields(fields, spec, io.env().now_millis())?;
     let rel = schema_path(0);
     if !io.put_if_absent(&rel, table_schema.to_json()).await? {
         return Err(Error::AlreadyExists(format!("table at {}", io.location())));
@@ -59,18 +69,24 @@ pub async fn create_table(io: FileIO, schema: &ArrowSchema, spec: &TableSpec) ->
     Table::open_io(io).await
 }
 
-/// Schema 0 of a new table with an Arrow schema, checked as Java checks a new table.
-pub fn new_table_schema(
-    schema: &ArrowSchema,
+/// The Paimon columns of an Arrow schema, with ids in order.
+pub fn arrow_fields(schema: &ArrowSchema) -> Result<Vec<DataField>> {
+    let mut next_id = 0;
+    fields_from_arrow_schema(schema, &mut next_id).map_err(|e| match e {
+        tidelake_spec::Error::Unsupported(m) => Error::SchemaMismatch(m),
+        other => Error::from_spec("table schema", other),
+    })
+}
+
+/// Schema 0 of a new table, checked as Java checks a new table; the columns' ids must be
+/// Java's `Schema.Builder` ids: each top-level column's, then its nested fields', from 0.
+pub fn new_table_schema_of_fields(
+    fields: Vec<DataField>,
     spec: &TableSpec,
     time_millis: i64,
 ) -> Result<TableSchema> {
-    let mut next_id = 0;
     let spec_err = |e| Error::from_spec("table schema", e);
-    let mut fields = fields_from_arrow_schema(schema, &mut next_id).map_err(|e| match e {
-        tidelake_spec::Error::Unsupported(m) => Error::SchemaMismatch(m),
-        other => Error::from_spec("table schema", other),
-    })?;
+    let mut fields = fields;
     for f in &fields {
         check_column_name(&f.name).map_err(type_error)?;
     }
@@ -1039,7 +1055,7 @@ mod tests {
             primary_keys: vec!["k".into()],
             ..TableSpec::default()
         };
-        new_table_schema(&schema, &spec, 0).unwrap()
+        new_table_schema_of_fields(arrow_fields(&schema).unwrap(), &spec, 0).unwrap()
     }
 
     fn path(names: &[&str]) -> ColumnPath {

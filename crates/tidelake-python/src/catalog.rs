@@ -6,12 +6,14 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tidelake_core::api::catalog::{Catalog, CatalogOptions};
 use tidelake_core::api::maintenance::{global_system_table, list_partitions};
+use tidelake_core::api::ops::{CloneHiveTable, MigrateTable};
 use tidelake_core::api::{FileIO, StorageOptions};
 
 use crate::arrow_arg::SchemaArg;
 use crate::errors::IntoPyResult;
 use crate::metadata::partition_fields;
 use crate::runtime::block_on;
+use crate::scan::parse_filter;
 use crate::stream::pyarrow_table;
 use crate::table::{table_spec, RawTable};
 
@@ -161,6 +163,49 @@ impl RawCatalog {
             self.catalog.rename_table(&from_identifier, &to_identifier),
         )?
         .py()
+    }
+
+    /// Migrate Hive table `source` into a Paimon table in place (`MigrateTable`).
+    #[pyo3(signature = (source, target, options, delete_origin))]
+    fn migrate_table(
+        &self,
+        py: Python<'_>,
+        source: String,
+        target: Option<String>,
+        options: Vec<(String, String)>,
+        delete_origin: bool,
+    ) -> PyResult<RawTable> {
+        let mut migration = MigrateTable::new(source).options(options);
+        if let Some(target) = target {
+            migration = migration.target(target);
+        }
+        if !delete_origin {
+            migration = migration.keep_origin();
+        }
+        let table = block_on(py, migration.run(&self.catalog))?.py()?;
+        Ok(RawTable::new(table))
+    }
+
+    /// Clone Hive table `source` into `target` of `target_catalog` (`CloneHiveTable`), only
+    /// the partitions `where_json` selects: the OVERWRITE snapshot's id, `None` when nothing
+    /// was copied.
+    #[pyo3(signature = (source, target_catalog, target, options, where_json))]
+    fn clone_hive_table(
+        &self,
+        py: Python<'_>,
+        source: String,
+        target_catalog: PyRef<'_, RawCatalog>,
+        target: String,
+        options: Vec<(String, String)>,
+        where_json: Option<String>,
+    ) -> PyResult<Option<i64>> {
+        let mut clone = CloneHiveTable::new(source, target).options(options);
+        if let Some(filter) = parse_filter(where_json.as_deref())? {
+            clone = clone.partitions(filter);
+        }
+        let target = target_catalog.catalog.clone();
+        let committed = block_on(py, clone.run(&self.catalog, &target))?.py()?;
+        Ok(committed.and_then(|c| c.last_id()))
     }
 
     /// The partitions of a table (the fields of `tidelake.Partition`): those the catalog

@@ -112,3 +112,37 @@ def rename_table(source: str, target: str) -> None:
     """Rename the table DB.TABLE to DB.NEW in the catalog."""
     _required().rename_table(source, target)
     click.echo(f"renamed {source} to {target}")
+
+
+@catalog.command("migrate-table", short_help="Turn a Hive table into a Paimon table in place.")
+@click.argument("source", metavar="DB.TABLE")
+@click.option("--target", metavar="DB.NEW", help="Migrate into this table (created if missing); the Hive "
+                                                  "table keeps its name.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", callback=_key_values,
+              help="An option of the new Paimon table (repeatable).")
+@click.option("--keep-origin", is_flag=True, help="Keep the (then empty) Hive table in the metastore.")
+@_guarded
+def migrate_table(source: str, target: str | None, options: dict[str, str] | None, keep_origin: bool) -> None:
+    """Move the files of Hive table DB.TABLE (Parquet, ORC or Avro; Hive catalog) into a Paimon
+    append table, Paimon's migrate_table procedure. Stop the Hive table's writers first."""
+    table = _required().migrate_table(source, target=target, options=options, delete_origin=not keep_origin)
+    click.echo(f"migrated {source} to {target or source} ({table.path})")
+
+
+@catalog.command("clone-table", short_help="Copy a Hive table into a Paimon table.")
+@click.argument("source", metavar="DB.TABLE")
+@click.argument("target", metavar="DB.TARGET")
+@click.option("--target-catalog", "target_catalog", multiple=True, metavar="KEY=VALUE", callback=_key_values,
+              help="Options of the target's catalog (repeatable; default: the same catalog).")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", callback=_key_values,
+              help="An option of a new target table (repeatable).")
+@click.option("--where", metavar="FILTER", help="Only the partitions this filter on partition columns selects.")
+@_guarded
+def clone_table(source: str, target: str, target_catalog: dict[str, str] | None, options: dict[str, str] | None,
+                where: str | None) -> None:
+    """Copy the files of Hive table DB.TABLE (Hive catalog) into Paimon table DB.TARGET, replacing
+    the partitions copied, Paimon's clone procedure; the Hive table stays as it is."""
+    into = Catalog.from_options(target_catalog) if target_catalog else None
+    snapshot = _required().clone_table(source, target, target_catalog=into, options=options, where=where)
+    click.echo(f"cloned {source} to {target}" + (f" (snapshot {snapshot})" if snapshot is not None else
+                                                 " (no file to copy)"))

@@ -35,11 +35,15 @@ use arrow_schema::Schema as ArrowSchema;
 use tidelake_spec::catalog_options::{
     CatalogOptions, Metastore, HIVE_LOCK_TYPE, JDBC_LOCK_TYPE, WAREHOUSE,
 };
+use tidelake_spec::types::DataField;
 
 use crate::branch::MAIN_BRANCH;
 use crate::error::{Error, Result};
 use crate::io::{paimon_s3, Env, FileIO, StorageOptions};
-use crate::schema_change::{alter_table, create_table, new_table_schema, SchemaChange, TableSpec};
+use crate::schema_change::{
+    alter_table, arrow_fields, create_table_of_fields, new_table_schema_of_fields, SchemaChange,
+    TableSpec,
+};
 use crate::snapshot_commit::{CatalogEnvironment, TableLock};
 use crate::table::Table;
 use filesystem::{check_name, Warehouse};
@@ -533,12 +537,35 @@ impl Catalog {
         Ok((self.open(&id).await?, system))
     }
 
+    /// The Hive Metastore of a Hive catalog; [`Error::Unsupported`] naming `verb` for other
+    /// catalogs.
+    pub(crate) fn hive(&self, verb: &str) -> Result<&HiveCatalog> {
+        match &self.registry {
+            Registry::Hive(_, h) => Ok(h),
+            _ => Err(Error::Unsupported(format!(
+                "{verb} needs a Hive catalog (metastore=hive), as in Java Paimon"
+            ))),
+        }
+    }
+
     /// Create `db.table` (the database must exist), with the catalog's `table-default.*`
     /// options under the ones given (Java `copyTableDefaultOptions`).
     pub async fn create_table(
         &self,
         identifier: &str,
         schema: &ArrowSchema,
+        spec: &TableSpec,
+    ) -> Result<Table> {
+        self.create_table_of_fields(identifier, arrow_fields(schema)?, spec)
+            .await
+    }
+
+    /// [`Catalog::create_table`] with Paimon columns and their ids
+    /// ([`crate::schema_change::new_table_schema_of_fields`]).
+    pub async fn create_table_of_fields(
+        &self,
+        identifier: &str,
+        fields: Vec<DataField>,
         spec: &TableSpec,
     ) -> Result<Table> {
         let id = Identifier::table(identifier)?;
@@ -554,7 +581,7 @@ impl Catalog {
         }
         let (io, location) = match &self.registry {
             Registry::Rest { server, .. } => {
-                let schema = new_table_schema(schema, &spec, 0)?;
+                let schema = new_table_schema_of_fields(fields, &spec, 0)?;
                 server.create_table(&id, schema.to_create_json()).await?;
                 return self.open(&id).await;
             }
@@ -571,7 +598,7 @@ impl Catalog {
         // Java's JDBC and Hive catalogs write schema-0 under the table's lock.
         let mut created = None;
         let create = async {
-            created = Some(create_table(io.clone(), schema, &spec).await?);
+            created = Some(create_table_of_fields(io.clone(), fields, &spec).await?);
             Ok(())
         };
         match self.table_lock(&id) {

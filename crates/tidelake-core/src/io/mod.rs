@@ -391,6 +391,37 @@ impl FileIO {
         }
     }
 
+    /// Copy file `from` to `to` (root-relative paths or absolute locations on this storage),
+    /// never over an existing file ([`Error::AlreadyExists`]).
+    pub async fn copy_file(&self, from: &str, to: &str) -> Result<()> {
+        let (src, dst) = (self.path(from)?, self.path(to)?);
+        self.refuse_existing(to, &dst).await?;
+        self.store
+            .copy(&src, &dst)
+            .await
+            .map_err(|e| self.io_err(from, e))
+    }
+
+    /// Move file `from` to `to` (root-relative paths or absolute locations on this storage),
+    /// never over an existing file ([`Error::AlreadyExists`]): one rename on local storage, a
+    /// copy and a delete on object stores (as Hadoop's S3A rename).
+    pub async fn move_file(&self, from: &str, to: &str) -> Result<()> {
+        let (src, dst) = (self.path(from)?, self.path(to)?);
+        self.refuse_existing(to, &dst).await?;
+        self.store
+            .rename(&src, &dst)
+            .await
+            .map_err(|e| self.io_err(from, e))
+    }
+
+    async fn refuse_existing(&self, rel: &str, path: &Path) -> Result<()> {
+        match self.store.head(path).await {
+            Ok(_) => Err(Error::AlreadyExists(format!("file {}", self.display(rel)))),
+            Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.io_err(rel, e)),
+        }
+    }
+
     /// Make directory `rel` exist. Object stores have no directories (a prefix exists once an
     /// object is under it, and object_store cannot write Hadoop's `dir/` marker keys), so there
     /// an empty [`DIR_MARKER`] object is written inside it.

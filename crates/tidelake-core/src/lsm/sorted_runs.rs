@@ -112,6 +112,7 @@ mod tests {
             first_row_id: None,
             write_cols: None,
             index: None,
+            holds_partition_columns: true,
         }
     }
 

@@ -12,7 +12,9 @@
 //! are checked in one place, its builder, before any I/O.
 
 mod compact;
+mod from_hive;
 mod full_compaction;
+mod import;
 mod mark_done;
 mod post_commit;
 mod publish;
@@ -28,6 +30,8 @@ mod table_commit;
 mod unexisting;
 
 pub use compact::{commit_compaction, compact, compact_manifests};
+
+pub use from_hive::{CloneHiveTable, MigrateTable};
 pub use mark_done::mark_partitions_done;
 use mark_done::{mark_written_done, written_partitions};
 pub use post_commit::after_commit;

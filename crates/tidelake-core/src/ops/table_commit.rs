@@ -195,14 +195,17 @@ impl TableCommit {
     /// After a failed commit of `messages`: delete their files unless the transaction is in
     /// the table (it landed and something after it failed) or that cannot be told.
     pub(crate) async fn discard_unless_landed(&self, messages: &[CommitMessage]) {
-        let Ok(committer) = self.committer() else {
-            return;
-        };
-        match committer.filter_committed(&[self.identifier]).await {
-            Ok(pending) if !pending.is_empty() => self.discard(messages).await,
-            // landed (a hook failed after it), or it cannot be told: keep the files
-            _ => {}
+        if self.landed().await == Some(false) {
+            self.discard(messages).await;
         }
+    }
+
+    /// After a failed commit: whether its transaction is in the table anyway (it landed and
+    /// something after it failed); `None` when that cannot be told.
+    pub(crate) async fn landed(&self) -> Option<bool> {
+        let committer = self.committer().ok()?;
+        let pending = committer.filter_committed(&[self.identifier]).await.ok()?;
+        Some(pending.is_empty())
     }
 
     /// Delete the files of `messages`, which were never committed (logged when that fails:

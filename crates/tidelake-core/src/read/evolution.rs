@@ -202,6 +202,7 @@ mod tests {
             first_row_id: first,
             write_cols: cols.map(|c| c.iter().map(|s| s.to_string()).collect()),
             index: None,
+            holds_partition_columns: false,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod diff;
 pub mod evolution;
 pub mod key_set;
 pub mod native;
+pub(crate) mod partition_columns;
 pub(crate) mod record_expire;
 pub mod split_read;
 

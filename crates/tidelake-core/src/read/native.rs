@@ -34,7 +34,8 @@
 //! A file is natively readable when it is Parquet inside the table directory (no external
 //! path), written with the scan's schema (read by column name) and holding whole rows without
 //! row ids (no data evolution, no row tracking), in a split of the table's own branch that is
-//! not a diff. Invariant: for every split, the units made of it read exactly the rows the
+//! not a diff, and known to hold its partition's columns (foreign readers take them from
+//! the file; the engine from the partition, see [`super::partition_columns`]). Invariant: for every split, the units made of it read exactly the rows the
 //! engine reads of it.
 //!
 //! [`pack_splits`] packs splits into tasks of about `source.split.target-size` (Java
@@ -240,6 +241,7 @@ impl<'a> Classifier<'a> {
             && split.before_files.is_none()
             && file.write_cols.is_none()
             && file.first_row_id.is_none()
+            && file.holds_partition_columns
             && file.schema_id == self.schema.id
             && file.file_name.ends_with(".parquet")
             && !file.path.starts_with('/')

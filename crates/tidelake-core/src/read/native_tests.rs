@@ -49,6 +49,7 @@ fn file(name: &str, min: i32, max: i32, level: i32, seq: (i64, i64)) -> SplitFil
         first_row_id: None,
         write_cols: None,
         index: None,
+        holds_partition_columns: true,
     }
 }
 

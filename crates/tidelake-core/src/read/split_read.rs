@@ -42,6 +42,7 @@ use tidelake_spec::types::{DataField, DataType};
 
 use crate::datum_arrow::datums_to_array;
 use crate::error::{Error, Result};
+use crate::layout::TableLayout;
 use crate::lsm::kv_merge::merge_keeping_sequence;
 use crate::lsm::merge::{merge_sorted_runs, MergeConfig};
 use crate::lsm::merge_fn::MergeEngineConfig;
@@ -50,12 +51,29 @@ use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumn
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::evolution;
 use crate::read::key_set::KeySet;
+use crate::read::partition_columns::PartitionColumns;
 use crate::read::record_expire::RecordExpire;
 use crate::scan::bucket_filter::pinned_rows;
 use crate::scan::predicate::{BoundPredicate, Predicate};
 use crate::scan::split::{DeletionFileRef, Split, SplitFile};
 use crate::table::Table;
 use crate::tasks::Progress;
+
+/// Partition columns and the values a split's rows get ([`PartitionColumns::fill`]).
+type PartitionFill = (Arc<PartitionColumns>, Arc<Vec<Datum>>);
+
+/// `rows` with `fill` applied to every batch.
+fn filled(
+    rows: BoxStream<'static, Result<RecordBatch>>,
+    fill: Option<PartitionFill>,
+) -> BoxStream<'static, Result<RecordBatch>> {
+    match fill {
+        Some((columns, values)) => rows
+            .and_then(move |b| futures::future::ready(columns.fill(b, &values)))
+            .boxed(),
+        None => rows,
+    }
+}
 
 /// Default rows per output batch.
 pub const DEFAULT_BATCH_SIZE: usize = 8192;
@@ -110,6 +128,8 @@ pub struct ReadContext {
     predicate: Option<Predicate>,
     /// The read of another branch's splits (`scan.fallback-branch`), set up on first use.
     branch_read: tokio::sync::OnceCell<Arc<ReadContext>>,
+    /// The partition columns among `read_fields`, set from each split's partition.
+    partition_columns: Option<Arc<PartitionColumns>>,
 }
 
 impl ReadContext {
@@ -229,7 +249,10 @@ impl ReadContext {
             (Some(f), true) => pinned_keys(schema, f),
             _ => None,
         };
+        let partition_columns =
+            PartitionColumns::new(TableLayout::new(schema)?, &read_fields).map(Arc::new);
         let ctx = ReadContext {
+            partition_columns,
             columns: columns.map(<[String]>::to_vec),
             predicate: filter_arg.cloned(),
             branch_read: tokio::sync::OnceCell::new(),
@@ -381,8 +404,8 @@ impl ReadContext {
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         if let Some(before) = &split.before_files {
             let ctx = self.clone();
-            return Ok(self
-                .diff_rows(split, before.clone())?
+            let rows = self.with_partition_values(split, self.diff_rows(split, before.clone())?)?;
+            return Ok(rows
                 .try_filter_map(move |b| futures::future::ready(ctx.finish(b)))
                 .boxed());
         }
@@ -419,9 +442,29 @@ impl ReadContext {
             Some(config) => self.merge_split(split, config.clone())?,
         };
         let ctx = self.clone();
-        Ok(raw
+        Ok(self
+            .with_partition_values(split, raw)?
             .try_filter_map(move |b| futures::future::ready(ctx.finish(b)))
             .boxed())
+    }
+
+    /// `rows` of `split` with the partition columns set to its partition's values
+    /// ([`PartitionColumns`]).
+    fn with_partition_values(
+        &self,
+        split: &Split,
+        rows: BoxStream<'static, Result<RecordBatch>>,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        Ok(filled(rows, self.partition_fill(split)?))
+    }
+
+    /// The partition columns to set in `split`'s rows and their values.
+    fn partition_fill(&self, split: &Split) -> Result<Option<PartitionFill>> {
+        let Some(columns) = self.partition_columns.clone() else {
+            return Ok(None);
+        };
+        let values = Arc::new(columns.values(&split.partition)?);
+        Ok(Some((columns, values)))
     }
 
     /// Data-evolution files merged by row range ([`evolution`]); whole-row ranges of one file
@@ -731,9 +774,10 @@ impl ReadContext {
         }
         let ctx = self.clone();
         let files = split.files.clone().into_iter().enumerate();
+        let fill = self.partition_fill(split)?;
         Ok(stream::iter(files)
             .then(move |(index, file)| {
-                let ctx = ctx.clone();
+                let (ctx, fill) = (ctx.clone(), fill.clone());
                 async move {
                     let index = i32::try_from(index)
                         .map_err(|_| Error::invalid("a split of over 2^31 files"))?;
@@ -748,6 +792,7 @@ impl ReadContext {
                     let rows = ctx
                         .open_file(&whole, SystemColumns::None, ctx.batch_size)
                         .await?;
+                    let rows = filled(rows, fill);
                     let mut start = 0u64;
                     Ok::<_, Error>(rows.try_filter_map(move |batch| {
                         let first = start;

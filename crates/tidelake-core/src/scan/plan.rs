@@ -765,6 +765,31 @@ impl<'a> Planner<'a> {
         file_index::may_match(filter, &index, &file_schema)
     }
 
+    /// Whether `file` (of the current schema) is known to hold its partition's columns:
+    /// primary-key files always do; an append file does when its statistics know every
+    /// partition column's null count (a migrated Hive file's say nothing of them, as its
+    /// files do not hold them).
+    fn holds_partition_columns(&self, file: &DataFileMeta) -> bool {
+        if self.has_primary_key || self.layout.partition_fields.is_empty() {
+            return true;
+        }
+        if file.schema_id != self.schema.id {
+            return false;
+        }
+        let Some(null_counts) = &file.value_stats.null_counts else {
+            return false;
+        };
+        let position = |name: &str| match &file.value_stats_cols {
+            None => self.schema.fields.iter().position(|f| f.name == name),
+            Some(cols) => cols.iter().position(|c| c == name),
+        };
+        self.layout.partition_fields.iter().all(|p| {
+            position(&p.name)
+                .and_then(|i| null_counts.get(i).copied().flatten())
+                .is_some()
+        })
+    }
+
     /// One split per bucket.
     fn splits(&self, snapshot_id: i64, buckets: Vec<BucketFiles>) -> Result<Vec<Split>> {
         let mut splits = Vec::with_capacity(buckets.len());
@@ -781,7 +806,9 @@ impl<'a> Planner<'a> {
                 .iter()
                 .map(|e| {
                     let dv = b.deletion_vector(&e.file.file_name).cloned();
-                    SplitFile::new(e.file.path(&bucket_path), &e.file, dv)
+                    let mut file = SplitFile::new(e.file.path(&bucket_path), &e.file, dv);
+                    file.holds_partition_columns = self.holds_partition_columns(&e.file);
+                    file
                 })
                 .collect();
             let raw_convertible = !self.has_primary_key

@@ -38,6 +38,10 @@ pub struct SplitFile {
     /// The file's data-file index (`file-index.*`), if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<FileIndexRef>,
+    /// The file is known to hold its partition's columns (set by the planner: a migrated Hive
+    /// file holds none, readers take them from the partition); `false` when unknown.
+    #[serde(default)]
+    pub holds_partition_columns: bool,
 }
 
 /// Where a data file's index is: embedded in its manifest entry, or a file next to it.
@@ -86,6 +90,7 @@ impl SplitFile {
             first_row_id: meta.first_row_id,
             write_cols: meta.write_cols.clone(),
             index: FileIndexRef::of(&path, meta),
+            holds_partition_columns: false,
             path,
         }
     }

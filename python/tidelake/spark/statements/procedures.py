@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ...catalog import Catalog
 from ...exceptions import InvalidArgumentError, UnsupportedError
 from .context import Context
 
@@ -48,6 +49,17 @@ tidelake's write-audit-publish pair ``create_stage`` / ``publish_stage`` (:meth:
 <tidelake.Table.stage>`, :meth:`Table.publish_stage <tidelake.Table.publish_stage>`), and Paimon's
 Flink procedures ``expire_changelogs`` (``delete_all`` is refused) and ``rescale``."""
 
+CATALOG_PROCEDURES: dict[str, tuple[str, ...]] = {
+    "migrate_table": ("source_type", "table", "options", "delete_origin", "target_table", "options_map",
+                      "parallelism"),
+    "clone": ("database", "table", "catalog_conf", "target_database", "target_table", "target_catalog_conf",
+              "parallelism", "where", "included_tables", "excluded_tables", "clone_from"),
+}
+"""Procedures on the catalog rather than on one of its Paimon tables: Paimon's Spark
+``migrate_table`` (a Hive table of the Hive catalog into a Paimon table) and Flink ``clone`` (a
+Hive table of the Hive catalog copied into a Paimon table, of another catalog with
+``target_catalog_conf``), with their parameters in Paimon's order."""
+
 _CALL = re.compile(r"\s*(?:`?sys`?\.)?`?(\w+)`?\s*\((.*)\)\s*;?\s*", re.S)
 
 
@@ -60,11 +72,12 @@ def call(ctx: Context, text: str) -> DataFrame:
     if m is None:
         raise InvalidArgumentError(f"cannot read the procedure call {text!r}: expected CALL [sys.]name(args)")
     name = m.group(1).lower()
-    if name not in PROCEDURES:
-        raise UnsupportedError(f"procedure {name!r} is not supported; tidelake runs {', '.join(PROCEDURES)}")
+    known = {**PROCEDURES, **CATALOG_PROCEDURES}
+    if name not in known:
+        raise UnsupportedError(f"procedure {name!r} is not supported; tidelake runs {', '.join(known)}")
     args = sqlglot.parse_one(f"SELECT f({m.group(2)})", read="spark").expressions[0].expressions if \
         m.group(2).strip() else []
-    params, given = PROCEDURES[name], {}
+    params, given = known[name], {}
     for i, arg in enumerate(args):
         key, value = (arg.this.name.lower(), arg.expression) if isinstance(arg, exp.Kwarg) else (
             params[i] if i < len(params) else "", arg)
@@ -72,10 +85,12 @@ def call(ctx: Context, text: str) -> DataFrame:
             raise InvalidArgumentError(f"procedure {name} has no argument {key or i + 1!r}; its arguments are "
                                        f"{', '.join(params)}")
         given[key] = value.to_py()
+    given = {k: v for k, v in given.items() if v not in (None, "")}
+    if name in CATALOG_PROCEDURES:
+        return getattr(_CatalogProcedures(ctx), name)(**given)
     if "table" not in given:
         raise InvalidArgumentError(f"procedure {name} needs table => 'db.table' (or a path)")
     table = ctx.named(str(given.pop("table")))
-    given = {k: v for k, v in given.items() if v not in (None, "")}
     return getattr(_Procedures(ctx, table), name)(**given)
 
 
@@ -87,6 +102,62 @@ def _flag(value: Any) -> bool:
 def _names(text: Any) -> list[str]:
     """Paimon's comma-separated list of tags or branches."""
     return [n.strip() for n in str(text).split(",") if n.strip()]
+
+
+def _conf(text: Any) -> dict[str, str]:
+    """Paimon's comma-separated ``k=v`` options."""
+    pairs = [kv.partition("=") for kv in str(text).split(",") if kv.strip()]
+    if any(not sep or not key.strip() for key, sep, _ in pairs):
+        raise InvalidArgumentError(f"bad options {text!r}: expected k=v[,k=v...]")
+    return {key.strip(): value.strip() for key, _, value in pairs}
+
+
+class _CatalogProcedures:
+    """Paimon's procedures on the catalog (:data:`CATALOG_PROCEDURES`)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def _hive_catalog(self) -> Catalog:
+        catalog = self.ctx.catalog()
+        if catalog is None:
+            raise InvalidArgumentError("this procedure needs a Hive catalog: tidelake.spark.sql(..., catalog={...})")
+        return catalog
+
+    def migrate_table(self, table: str | None = None, source_type: str = "hive", options: str | None = None,
+                      delete_origin: Any = True, target_table: str | None = None,
+                      options_map: dict[str, str] | None = None, parallelism: Any = None) -> DataFrame:
+        """Paimon's Spark ``migrate_table``: :meth:`Catalog.migrate_table <tidelake.Catalog.migrate_table>`
+        (``parallelism`` is accepted and not needed)."""
+        if str(source_type).lower() != "hive":
+            raise UnsupportedError(f"migrate_table: source_type {source_type!r} is not supported (only 'hive')")
+        if table is None:
+            raise InvalidArgumentError("procedure migrate_table needs table => 'db.table'")
+        table_options = {**_conf(options or ""), **(options_map or {})}
+        self._hive_catalog().migrate_table(str(table), target=target_table, options=table_options,
+                                           delete_origin=_flag(delete_origin))
+        return self.ctx.result([(True,)], "result boolean")
+
+    def clone(self, database: str | None = None, table: str | None = None, catalog_conf: str | None = None,
+              target_database: str | None = None, target_table: str | None = None,
+              target_catalog_conf: str | None = None, where: str | None = None, clone_from: str = "hive",
+              **rest: Any) -> DataFrame:
+        """Paimon's (Flink) ``clone`` of one Hive table: :meth:`Catalog.clone_table
+        <tidelake.Catalog.clone_table>`, from this catalog (or ``catalog_conf``'s) into this
+        catalog (or ``target_catalog_conf``'s); ``parallelism`` is accepted and not needed."""
+        rest.pop("parallelism", None)
+        if rest:
+            raise UnsupportedError(f"clone: argument(s) {', '.join(rest)} are not supported by tidelake "
+                                   "(it clones one table)")
+        if str(clone_from).lower() != "hive":
+            raise UnsupportedError(f"clone: clone_from {clone_from!r} is not supported (only 'hive')")
+        if None in (database, table, target_database, target_table):
+            raise InvalidArgumentError("procedure clone needs database, table, target_database and target_table")
+        source = Catalog.from_options(_conf(catalog_conf)) if catalog_conf else self._hive_catalog()
+        target = Catalog.from_options(_conf(target_catalog_conf)) if target_catalog_conf else self._hive_catalog()
+        snapshot = source.clone_table(f"{database}.{table}", f"{target_database}.{target_table}",
+                                      target_catalog=target, where=where)
+        return self.ctx.result([(snapshot,)], "snapshot_id bigint")
 
 
 class _Procedures:

@@ -414,6 +414,28 @@ impl HmsClient {
             .await
     }
 
+    /// Every partition of a table (Java `listPartitions(db, table, Short.MAX_VALUE)`; -1 asks
+    /// the metastore for all of them).
+    pub(crate) async fn partitions(&self, database: &str, table: &str) -> Result<Vec<Struct>> {
+        let args = Struct::of([Value::text(database), Value::text(table), Value::I16(-1)]);
+        match self
+            .value("get_partitions", args, &[NoSuchObject, Meta])
+            .await?
+        {
+            Value::List(_, items) => Ok(items
+                .into_iter()
+                .filter_map(|v| match v {
+                    Value::Struct(s) => Some(s),
+                    _ => None,
+                })
+                .collect()),
+            other => Err(io_error(
+                &self.uri,
+                format!("get_partitions returned {other:?}, not a list"),
+            )),
+        }
+    }
+
     /// Add partitions that do not exist yet (Java `add_partitions(parts, true, false)`).
     pub(crate) async fn add_partitions(
         &self,

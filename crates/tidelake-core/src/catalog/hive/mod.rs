@@ -4,7 +4,8 @@
 //! and data stay in the files at each table's location.
 //!
 //! Modules: `thrift` (the binary protocol as a value tree), `client` (the metastore calls),
-//! `model` (the HMS database, table and partition objects of Paimon tables), `lock` (the commit
+//! `model` (the HMS database, table and partition objects of Paimon tables, and what a
+//! migration reads of Hive's own tables), `types` (Hive column types), `lock` (the commit
 //! lock: metastore table locks), `sync` (what the metastore learns after schema changes and
 //! commits).
 //!
@@ -24,6 +25,7 @@ pub(crate) mod lock;
 pub(crate) mod model;
 pub(crate) mod sync;
 pub(crate) mod thrift;
+pub(crate) mod types;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,7 +34,7 @@ use tidelake_spec::catalog_options::{CatalogOptions, LOCATION_IN_PROPERTIES, TAB
 use tidelake_spec::schema::TableSchema;
 
 use client::HmsClient;
-use model::{HmsDatabase, HmsTable, NewTable, LOCATION};
+use model::{HmsDatabase, HmsPartition, HmsTable, NewTable, LOCATION};
 use sync::HiveTableSync;
 
 use super::filesystem::move_dir;
@@ -238,6 +240,32 @@ impl HiveCatalog {
             )));
         }
         Ok(Some(table))
+    }
+
+    /// A Hive table that is not Paimon's, with its partitions (a migration's source, Java
+    /// `HiveMigrator`): [`Error::NotFound`] when the metastore has no table of that name,
+    /// [`Error::InvalidArgument`] for a Paimon table.
+    pub(crate) async fn hive_table(
+        &self,
+        id: &Identifier,
+    ) -> Result<(HmsTable, Vec<HmsPartition>)> {
+        let Some(table) = self.client.table(&id.database, &id.table).await? else {
+            return Err(Error::not_found("Hive table", format!("'{id}'")));
+        };
+        let table = HmsTable(table);
+        if table.is_paimon() {
+            return Err(Error::invalid(format!("'{id}' is a Paimon table already")));
+        }
+        let partitions = self.client.partitions(&id.database, &id.table).await?;
+        Ok((table, partitions.into_iter().map(HmsPartition).collect()))
+    }
+
+    /// Drop a Hive table that is not Paimon's, its data with it unless it is external (Java
+    /// `client.dropTable(db, table, true, true)`).
+    pub(crate) async fn drop_hive_table(&self, id: &Identifier) -> Result<()> {
+        self.client
+            .drop_table(&id.database, &id.table, true, &BTreeMap::new())
+            .await
     }
 
     /// The files of a table at `location`, with the catalog's storage options.

@@ -15,9 +15,10 @@ use tidelake_spec::options::{
     DATA_FILE_PATH_DIRECTORY, METASTORE_TAG_TO_PARTITION, PARTITION_EXPIRATION_TIME,
 };
 use tidelake_spec::schema::TableSchema;
-use tidelake_spec::types::{DataType, TypeKind};
+use tidelake_spec::types::DataType;
 
 use super::thrift::{Struct, Value};
+use super::types::{hive_type, HiveColumn};
 use crate::error::{Error, Result};
 
 /// Thrift field ids of the HMS structs (hive_metastore.thrift, the same in HMS 3 and 4).
@@ -88,9 +89,6 @@ pub(crate) const LOCATION: &str = "location";
 const HIVE_PREFIX: &str = "hive.";
 /// Thrift `PrincipalType.USER`.
 const USER_PRINCIPAL: i32 = 1;
-/// `HiveChar.MAX_CHAR_LENGTH`, `HiveVarchar.MAX_VARCHAR_LENGTH`.
-const MAX_CHAR_LENGTH: u32 = 255;
-const MAX_VARCHAR_LENGTH: u32 = 65535;
 
 /// A metastore database.
 #[derive(Clone, Debug)]
@@ -299,6 +297,21 @@ impl HmsTable {
         )
     }
 
+    /// The columns of its storage descriptor (the partition keys are not among them).
+    pub(crate) fn columns(&self) -> Vec<HiveColumn> {
+        let sd = self.0.child(id::TABLE_SD);
+        columns_of(sd.map(|sd| sd.children(id::SD_COLS)).unwrap_or_default())
+    }
+
+    pub(crate) fn partition_keys(&self) -> Vec<HiveColumn> {
+        columns_of(self.0.children(id::TABLE_PARTITION_KEYS))
+    }
+
+    /// The file format of its storage descriptor (Java `HiveCloneUtils.parseFormat`).
+    pub(crate) fn file_format(&self) -> Option<&'static str> {
+        format_of(self.0.child(id::TABLE_SD)?)
+    }
+
     /// Java `isExternalTable`: the metastore keeps its files when it is dropped.
     pub(crate) fn is_external(&self) -> bool {
         self.0.text(id::TABLE_TYPE).as_deref() == Some(EXTERNAL_TABLE)
@@ -342,6 +355,66 @@ impl HmsTable {
     }
 }
 
+/// A partition of a (non-Paimon) Hive table.
+#[derive(Clone, Debug)]
+pub(crate) struct HmsPartition(pub(crate) Struct);
+
+impl HmsPartition {
+    /// Its values, in partition-key order, as the metastore keeps them (strings).
+    pub(crate) fn values(&self) -> Vec<String> {
+        self.0
+            .get(id::PARTITION_VALUES)
+            .map(Value::to_texts)
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn location(&self) -> Option<String> {
+        self.0.child(id::PARTITION_SD)?.text(id::SD_LOCATION)
+    }
+
+    /// The file format of its storage descriptor (Java `HiveCloneUtils.parseFormat`).
+    pub(crate) fn file_format(&self) -> Option<&'static str> {
+        format_of(self.0.child(id::PARTITION_SD)?)
+    }
+}
+
+fn columns_of(fields: Vec<&Struct>) -> Vec<HiveColumn> {
+    fields
+        .into_iter()
+        .map(|f| HiveColumn {
+            name: f.text(id::FIELD_NAME).unwrap_or_default(),
+            type_name: f.text(id::FIELD_TYPE).unwrap_or_default(),
+            comment: f.text(id::FIELD_COMMENT),
+        })
+        .collect()
+}
+
+/// Java `HiveCloneUtils.parseFormat(StorageDescriptor)`: by the serde library, then by a text
+/// input format.
+fn format_of(sd: &Struct) -> Option<&'static str> {
+    let serde = sd.child(id::SD_SERDE)?;
+    let library = serde
+        .text(id::SERDE_LIB)
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let input = sd.text(id::SD_INPUT_FORMAT).unwrap_or_default();
+    Some(if library.contains("avro") {
+        "avro"
+    } else if library.contains("parquet") {
+        "parquet"
+    } else if library.contains("orc") {
+        "orc"
+    } else if input.contains("Text") {
+        if library.contains("json") {
+            "json"
+        } else {
+            "csv"
+        }
+    } else {
+        return None;
+    })
+}
+
 /// The table options a metastore keeps (Java `updateHmsTablePars`): every option with the
 /// table's keys (`primary-key`, `partition`, `bucket-key`) under `sync-all-properties`, else
 /// the `hive.`-prefixed ones without the prefix.
@@ -378,113 +451,11 @@ fn column(name: &str, data_type: &DataType, comment: Option<&str>) -> Result<Str
     })
 }
 
-/// The Hive type name of a Paimon type (Java `HiveTypeUtils.toTypeInfo(t).getTypeName()` with
-/// Hive 3's type infos).
-pub(crate) fn hive_type(data_type: &DataType) -> Result<String> {
-    Ok(match &data_type.kind {
-        TypeKind::Boolean => "boolean".into(),
-        TypeKind::TinyInt => "tinyint".into(),
-        TypeKind::SmallInt => "smallint".into(),
-        TypeKind::Int => "int".into(),
-        TypeKind::BigInt => "bigint".into(),
-        TypeKind::Float => "float".into(),
-        TypeKind::Double => "double".into(),
-        TypeKind::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
-        TypeKind::Char(n) if *n <= MAX_CHAR_LENGTH => format!("char({n})"),
-        TypeKind::VarChar(n) if *n <= MAX_VARCHAR_LENGTH => format!("varchar({n})"),
-        TypeKind::Char(_) | TypeKind::VarChar(_) | TypeKind::Time(_) => "string".into(),
-        TypeKind::Binary(_) | TypeKind::VarBinary(_) => "binary".into(),
-        TypeKind::Date => "date".into(),
-        TypeKind::Timestamp(_) => "timestamp".into(),
-        TypeKind::LocalZonedTimestamp(_) => "timestamp with local time zone".into(),
-        TypeKind::Array(element) => format!("array<{}>", hive_type(element)?),
-        TypeKind::Multiset(element) => format!("map<{},int>", hive_type(element)?),
-        TypeKind::Map(key, value) => format!("map<{},{}>", hive_type(key)?, hive_type(value)?),
-        TypeKind::Row(fields) => {
-            let fields = fields
-                .iter()
-                .map(|f| Ok(format!("{}:{}", f.name, hive_type(&f.data_type)?)))
-                .collect::<Result<Vec<_>>>()?;
-            format!("struct<{}>", fields.join(","))
-        }
-        TypeKind::Variant => "struct<value:binary,metadata:binary>".into(),
-        TypeKind::Blob => {
-            return Err(Error::Unsupported(
-                "a BLOB column has no Hive type (Paimon's Hive catalog refuses it too)".into(),
-            ))
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use tidelake_spec::types::DataField;
+    use tidelake_spec::types::{DataField, TypeKind};
 
     use super::*;
-
-    fn t(kind: TypeKind) -> DataType {
-        DataType::new(kind)
-    }
-
-    #[test]
-    fn paimon_types_have_hive_3_names() {
-        let cases = [
-            (
-                TypeKind::Decimal {
-                    precision: 10,
-                    scale: 2,
-                },
-                "decimal(10,2)",
-            ),
-            (TypeKind::Char(255), "char(255)"),
-            (TypeKind::Char(256), "string"),
-            (TypeKind::VarChar(u32::MAX >> 1), "string"),
-            (TypeKind::VarChar(10), "varchar(10)"),
-            (TypeKind::VarBinary(7), "binary"),
-            (TypeKind::Time(3), "string"),
-            (TypeKind::Timestamp(9), "timestamp"),
-            (
-                TypeKind::LocalZonedTimestamp(3),
-                "timestamp with local time zone",
-            ),
-            (
-                TypeKind::Multiset(Box::new(t(TypeKind::Int))),
-                "map<int,int>",
-            ),
-            (
-                TypeKind::Map(
-                    Box::new(t(TypeKind::VarChar(5))),
-                    Box::new(t(TypeKind::Array(Box::new(t(TypeKind::BigInt))))),
-                ),
-                "map<varchar(5),array<bigint>>",
-            ),
-            (
-                TypeKind::Row(vec![
-                    DataField {
-                        id: 1,
-                        name: "a".into(),
-                        data_type: t(TypeKind::TinyInt),
-                        description: None,
-                        default_value: None,
-                    },
-                    DataField {
-                        id: 2,
-                        name: "b".into(),
-                        data_type: t(TypeKind::Date),
-                        description: None,
-                        default_value: None,
-                    },
-                ]),
-                "struct<a:tinyint,b:date>",
-            ),
-            (TypeKind::Variant, "struct<value:binary,metadata:binary>"),
-        ];
-        for (kind, name) in cases {
-            assert_eq!(hive_type(&t(kind.clone())).unwrap(), name, "{kind:?}");
-        }
-        let e = hive_type(&t(TypeKind::Blob)).unwrap_err();
-        assert_eq!(e.kind(), crate::error::ErrorKind::Unsupported);
-    }
 
     fn schema(options: &[(&str, &str)]) -> TableSchema {
         let field = |id, name: &str, kind| DataField {

@@ -38,6 +38,7 @@
 mod avro;
 mod encoding;
 mod file_index;
+mod imported;
 mod orc;
 mod parquet;
 mod sink;
@@ -64,6 +65,7 @@ use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use self::encoding::{EncodedFile, Encoding};
 use self::file_index::{FileIndexes, IndexPlan};
+pub(crate) use self::imported::imported_file_meta;
 use self::parquet::PhysicalColumn;
 use self::stats::{ColumnStats, StatsConfig, StatsMode};
 use crate::datum_arrow::{compare_datums, datum_at};

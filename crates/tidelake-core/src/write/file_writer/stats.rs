@@ -189,7 +189,7 @@ pub(crate) struct ColStats {
 }
 
 impl ColStats {
-    const NONE: ColStats = ColStats {
+    pub(crate) const NONE: ColStats = ColStats {
         min: Datum::Null,
         max: Datum::Null,
         null_count: None,

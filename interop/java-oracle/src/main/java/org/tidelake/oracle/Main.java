@@ -84,6 +84,10 @@ public final class Main {
                 return MarkDone.successFile(job);
             case "file_index":
                 return FileIndexes.evaluate(job);
+            case "hive_table":
+                return HiveTables.create(job);
+            case "migrate_table":
+                return HiveTables.migrate(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

@@ -131,6 +131,33 @@ def test_rescale_refusals(tmp_path):
     assert [s.commit_kind for s in t.snapshots()].count("OVERWRITE") == 0
 
 
+def test_option_changes_follow_javas_rules(tmp_path):
+    """Java's ``checkAlterTableOption`` / ``checkResetTableOption``, once a table has a snapshot:
+    its immutable options and the bucket mode stay; before the first snapshot, they may change."""
+    t = _table(tmp_path / "t")
+    t.set_option("merge-engine", "partial-update")  # no snapshot yet: allowed, as in Java
+    t.remove_option("merge-engine")
+    t.set_option("bucket", "3")
+    _fill(t)
+    for key, value in (("merge-engine", "first-row"), ("bucket-key", "k"), ("ignore-delete", "true"),
+                       ("rowkind.field", "v")):
+        with pytest.raises(tidelake.UnsupportedError, match=f"'{key}'"):
+            t.set_option(key, value)
+    with pytest.raises(tidelake.UnsupportedError, match="Cannot reset bucket"):
+        t.remove_option("bucket")
+    with pytest.raises(tidelake.UnsupportedError, match="Cannot change bucket to -1"):
+        t.set_option("bucket", "-1")
+    t.set_option("sequence.field", "v")  # Java lets it change
+    assert t.options["sequence.field"] == "v" and t.options["bucket"] == "3"
+    append = tidelake.create_table(str(tmp_path / "append"), SCHEMA)
+    with pytest.raises(tidelake.InvalidArgumentError, match="bucket-key"):
+        append.set_option("bucket", "4")  # a fixed-bucket append table needs its key
+    append.set_option("bucket-key", "k")
+    append.set_option("bucket", "4")
+    append.write(_rows("a", range(3), "x"))
+    assert append.to_arrow().num_rows == 3
+
+
 def test_rescale_from_the_cli(tmp_path):
     t = _table(tmp_path / "t")
     _fill(t)

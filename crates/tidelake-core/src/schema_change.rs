@@ -22,6 +22,7 @@ use tidelake_spec::arrow::{fields_from_arrow_schema, from_arrow_type, to_arrow_t
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::options::{
     ChangelogProducer, MergeEngine, Options, ALTER_NULL_TO_NOT_NULL_DISABLED, BUCKET,
+    IMMUTABLE_OPTIONS,
 };
 use tidelake_spec::schema::{check_column_name, TableSchema};
 use tidelake_spec::type_json::type_to_json;
@@ -634,7 +635,11 @@ fn among<'a>(place: Place<'a>, path: &ColumnPath, action: &str) -> Result<&'a mu
 pub async fn alter_table(table: &Table, changes: &[SchemaChange]) -> Result<Table> {
     for _ in 0..MAX_SCHEMA_RETRIES {
         let current = table.reopen().await?;
+        if current.snapshot_manager().latest().await?.is_some() {
+            check_option_changes(current.schema(), changes)?;
+        }
         let next = apply_changes(current.schema(), changes, table.env().now_millis())?;
+        check_bucket_mode(&next)?;
         check_merge_options(&next)?;
         check_iceberg(&next)?;
         check_fallback_branch(table, &next).await?;
@@ -796,18 +801,10 @@ pub fn apply_changes(
                     Ok(())
                 })?;
             }
-            SchemaChange::SetOption { key, value } if key == BUCKET => {
-                let bucket = |o: &Options| o.bucket().map_err(|e| Error::from_spec("options", e));
-                let old = bucket(&s.options)?;
-                s.options.set(key.clone(), value.clone());
-                check_bucket_change(old, bucket(&s.options)?)?;
-            }
             SchemaChange::SetOption { key, value } => {
-                check_mutable_option(key)?;
                 s.options.set(key.clone(), value.clone());
             }
             SchemaChange::RemoveOption { key } => {
-                check_mutable_option(key)?;
                 s.options.remove(key);
             }
             SchemaChange::UpdateComment { comment } => s.comment = comment.clone(),
@@ -884,29 +881,49 @@ pub fn apply_changes(
     Ok(s)
 }
 
-/// Java `checkAlterTableOption` for `bucket`: a fixed-bucket table may get another count (its
-/// partitions keep theirs until rescaled, see `ops::Rescale`); a table without a count
-/// (`-1`), or a postpone-bucket one, keeps its mode.
-fn check_bucket_change(old: i32, new: i32) -> Result<()> {
-    let refused = match (old, new) {
-        (-1, _) => "Cannot change bucket when it is -1.",
-        (_, -1) => "Cannot change bucket to -1.",
-        (POSTPONE_BUCKET, _) => "Cannot change bucket for postpone bucket tables.",
-        _ => return Ok(()),
+/// Java `checkAlterTableOption` / `checkResetTableOption`, which apply once a table has a
+/// snapshot: [`IMMUTABLE_OPTIONS`] cannot be set or removed, `bucket` cannot be removed, and a
+/// fixed-bucket table may get another count (its partitions keep theirs until rescaled, see
+/// `ops::Rescale`) while a table without a count (`-1`), or a postpone-bucket one, keeps its
+/// mode.
+fn check_option_changes(base: &TableSchema, changes: &[SchemaChange]) -> Result<()> {
+    let refuse = |key: &str, why: &str| {
+        Err(Error::Unsupported(format!(
+            "changing option '{key}' of a table with snapshots: {why}"
+        )))
     };
-    Err(Error::Unsupported(format!(
-        "changing option '{BUCKET}' from {old} to {new}: {refused}"
-    )))
-}
-
-/// Options that fix the physical layout cannot change after creation (Java rejects them too;
-/// `bucket` only in part, see [`check_bucket_change`]).
-fn check_mutable_option(key: &str) -> Result<()> {
-    const IMMUTABLE: [&str; 4] = ["bucket", "bucket-key", "merge-engine", "sequence.field"];
-    if IMMUTABLE.contains(&key) {
-        return Err(Error::Unsupported(format!(
-            "changing option '{key}' of an existing table"
-        )));
+    for change in changes {
+        let (key, value) = match change {
+            SchemaChange::SetOption { key, value } => (key, Some(value)),
+            SchemaChange::RemoveOption { key } => (key, None),
+            _ => continue,
+        };
+        if IMMUTABLE_OPTIONS.contains(&key.as_str()) {
+            return refuse(key, "Paimon does not support it");
+        }
+        if key != BUCKET {
+            continue;
+        }
+        let Some(value) = value else {
+            return refuse(key, "Cannot reset bucket.");
+        };
+        let old = base
+            .options()
+            .bucket()
+            .map_err(|e| Error::from_spec("options", e))?;
+        let new: i32 = value.trim().parse().map_err(|_| {
+            Error::invalid(format!(
+                "option '{BUCKET}' must be an integer, got '{value}'"
+            ))
+        })?;
+        match (old, new) {
+            (-1, _) => return refuse(key, "Cannot change bucket when it is -1."),
+            (_, -1) => return refuse(key, "Cannot change bucket to -1."),
+            (POSTPONE_BUCKET, _) => {
+                return refuse(key, "Cannot change bucket for postpone bucket tables.")
+            }
+            _ => {}
+        }
     }
     Ok(())
 }

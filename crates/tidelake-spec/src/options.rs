@@ -13,6 +13,26 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 
 pub const BUCKET: &str = "bucket";
+/// Options a table with snapshots keeps (Java's `@Immutable` options of `CoreOptions` 1.3.1,
+/// `CoreOptions.IMMUTABLE_OPTIONS`): `SchemaManager.checkAlterTableOption` refuses to set or
+/// remove them.
+pub const IMMUTABLE_OPTIONS: &[&str] = &[
+    "aggregation.remove-record-on-delete",
+    "bucket-function.type",
+    "bucket-key",
+    "data-evolution.enabled",
+    "data-file.path-directory",
+    "force-lookup",
+    "ignore-delete",
+    "ignore-update-before",
+    "index-file-in-data-file-dir",
+    "merge-engine",
+    "partial-update.remove-record-on-delete",
+    "partial-update.remove-record-on-sequence-group",
+    "partition",
+    "primary-key",
+    "rowkind.field",
+];
 pub const BUCKET_KEY: &str = "bucket-key";
 pub const BUCKET_FUNCTION_TYPE: &str = "bucket-function.type";
 pub const FILE_FORMAT: &str = "file.format";

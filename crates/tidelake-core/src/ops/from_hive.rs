@@ -93,6 +93,12 @@ impl MigrateTable {
     pub async fn run(&self, catalog: &Catalog) -> Result<Table> {
         let hive = catalog.hive("migrate_table")?;
         let source = Identifier::table(&self.source)?;
+        if !self.delete_origin && self.target.is_none() {
+            // Java migrates, then fails to give the new table the kept source's name
+            return Err(Error::invalid(
+                "keeping the Hive table (delete_origin=false) needs a target table name",
+            ));
+        }
         let target_name = match &self.target {
             Some(t) => t.clone(),
             None => format!("{}{PAIMON_SUFFIX}", self.source),

@@ -305,10 +305,13 @@ mod tests {
     fn hive_file(path: &std::path::Path, ids: &[i64]) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
-        let batch =
-            RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(ids.to_vec()))])
-                .unwrap();
-        let mut w = ArrowWriter::try_new(std::fs::File::create(path).unwrap(), schema, None).unwrap();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from(ids.to_vec()))],
+        )
+        .unwrap();
+        let mut w =
+            ArrowWriter::try_new(std::fs::File::create(path).unwrap(), schema, None).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
     }
@@ -368,9 +371,7 @@ mod tests {
             }
         }
         let units = native_units(&planned.plan, Packing::of(t.schema()).unwrap()).unwrap();
-        assert!(units
-            .iter()
-            .all(|u| !matches!(u, ReadUnit::Files { .. })));
+        assert!(units.iter().all(|u| !matches!(u, ReadUnit::Files { .. })));
     }
 
     #[tokio::test]
@@ -391,6 +392,14 @@ mod tests {
         assert!(dir.path().join("hive/dt=a/000000_0").exists());
         assert!(dir.path().join("hive/dt=b/broken").exists());
         assert!(!dir.path().join("t/dt=a/bucket-0/000000_0.parquet").exists());
-        assert!(t.reopen().await.unwrap().snapshot_manager().latest().await.unwrap().is_none());
+        assert!(t
+            .reopen()
+            .await
+            .unwrap()
+            .snapshot_manager()
+            .latest()
+            .await
+            .unwrap()
+            .is_none());
     }
 }

@@ -413,14 +413,15 @@ const FIELD_SUFFIXES: &[&str] = &[
     "stats-mode",
 ];
 
-/// Prefixes of keys Java passes on (to formats, file systems, Kafka) or builds from names
-/// (file indexes); anything may follow them.
+/// Prefixes of keys Java passes on (to formats, file systems, Kafka, a Hive Metastore's
+/// table parameters) or builds from names (file indexes); anything may follow them.
 const PREFIXES: &[&str] = &[
     "avro.",
     "csv.",
     "file-index.",
     "fs.",
     "hadoop.",
+    "hive.",
     "json.",
     "kafka.",
     "orc.",

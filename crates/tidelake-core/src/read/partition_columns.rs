@@ -6,7 +6,9 @@
 //! Invariant: a batch of `[system columns..., read fields...]` keeps its schema; each
 //! partition column among the read fields is replaced by the split's value on every row.
 
-use arrow_array::RecordBatch;
+use std::sync::Mutex;
+
+use arrow_array::{ArrayRef, RecordBatch};
 use tidelake_spec::datum::Datum;
 use tidelake_spec::types::DataField;
 
@@ -42,20 +44,42 @@ impl PartitionColumns {
     }
 
     /// The values of a split's framed partition.
-    pub(crate) fn values(&self, partition: &[u8]) -> Result<Vec<Datum>> {
-        self.layout.decode_partition(partition)
+    pub(crate) fn values(&self, partition: &[u8]) -> Result<SplitValues> {
+        Ok(SplitValues {
+            values: self.layout.decode_partition(partition)?,
+            columns: Mutex::new(Vec::new()),
+        })
     }
 
-    /// `batch` with its partition columns set to `values` (the read fields end the batch).
-    pub(crate) fn fill(&self, batch: RecordBatch, values: &[Datum]) -> Result<RecordBatch> {
+    /// `batch` with its partition columns set to `split`'s values (the read fields end the
+    /// batch).
+    pub(crate) fn fill(&self, batch: RecordBatch, split: &SplitValues) -> Result<RecordBatch> {
         let skip = batch.num_columns() - self.read_width;
         let rows = batch.num_rows();
         let mut columns = batch.columns().to_vec();
-        for (i, at, field) in &self.columns {
-            let value = values.get(*at).cloned().unwrap_or(Datum::Null);
-            columns[skip + i] = datums_to_array(&vec![value; rows], &field.data_type)?;
+        let mut filled = split.columns.lock().unwrap_or_else(|e| e.into_inner());
+        if filled.first().is_none_or(|c| c.len() < rows) {
+            // built once per split for its largest batch, then sliced
+            *filled = self
+                .columns
+                .iter()
+                .map(|(_, at, field)| {
+                    let value = split.values.get(*at).cloned().unwrap_or(Datum::Null);
+                    datums_to_array(&vec![value; rows], &field.data_type)
+                })
+                .collect::<Result<_>>()?;
+        }
+        for ((i, _, _), column) in self.columns.iter().zip(filled.iter()) {
+            columns[skip + i] = column.slice(0, rows);
         }
         RecordBatch::try_new(batch.schema(), columns)
             .map_err(|e| Error::arrow("setting partition columns", e))
     }
+}
+
+/// One split's partition values, and their columns as last built.
+#[derive(Debug)]
+pub(crate) struct SplitValues {
+    values: Vec<Datum>,
+    columns: Mutex<Vec<ArrayRef>>,
 }

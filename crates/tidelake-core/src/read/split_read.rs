@@ -51,7 +51,7 @@ use crate::read::data_file::{read_data_file, FileFormat, PagePrune, SystemColumn
 use crate::read::deletion_vector::{read_deletion_vector, DeletionVector};
 use crate::read::evolution;
 use crate::read::key_set::KeySet;
-use crate::read::partition_columns::PartitionColumns;
+use crate::read::partition_columns::{PartitionColumns, SplitValues};
 use crate::read::record_expire::RecordExpire;
 use crate::scan::bucket_filter::pinned_rows;
 use crate::scan::predicate::{BoundPredicate, Predicate};
@@ -60,7 +60,7 @@ use crate::table::Table;
 use crate::tasks::Progress;
 
 /// Partition columns and the values a split's rows get ([`PartitionColumns::fill`]).
-type PartitionFill = (Arc<PartitionColumns>, Arc<Vec<Datum>>);
+type PartitionFill = (Arc<PartitionColumns>, Arc<SplitValues>);
 
 /// `rows` with `fill` applied to every batch.
 fn filled(

@@ -90,7 +90,7 @@ impl<W: Write> ArrowWriterBuilder<W> {
             .schema
             .fields()
             .iter()
-            .any(|field| matches!(field.data_type(), ArrowDataType::Timestamp(_, None)))
+            .any(|field| has_timestamp_without_timezone(field.data_type()))
             .then(|| "UTC".to_owned());
         let compressor = Compressor::new(self.compression, self.compression_block_size)?;
         // Required magic "ORC" bytes at start of file
@@ -191,82 +191,112 @@ impl<W: Write> ArrowWriter<W> {
 
 fn serialize_schema(schema: &SchemaRef) -> Vec<proto::Type> {
     let mut types = vec![];
-
-    let field_names = schema
-        .fields()
-        .iter()
-        .map(|f| f.name().to_owned())
-        .collect();
-    // TODO: consider nested types
-    let subtypes = (1..(schema.fields().len() as u32 + 1)).collect();
-    let root_type = proto::Type {
-        kind: Some(proto::r#type::Kind::Struct.into()),
-        subtypes,
-        field_names,
-        maximum_length: None,
-        precision: None,
-        scale: None,
-        attributes: vec![],
-    };
-    types.push(root_type);
-    for field in schema.fields() {
-        let t = match field.data_type() {
-            ArrowDataType::Float32 => proto::Type {
-                kind: Some(proto::r#type::Kind::Float.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Float64 => proto::Type {
-                kind: Some(proto::r#type::Kind::Double.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Int8 => proto::Type {
-                kind: Some(proto::r#type::Kind::Byte.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Int16 => proto::Type {
-                kind: Some(proto::r#type::Kind::Short.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Int32 => proto::Type {
-                kind: Some(proto::r#type::Kind::Int.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Int64 => proto::Type {
-                kind: Some(proto::r#type::Kind::Long.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Date32 => proto::Type {
-                kind: Some(proto::r#type::Kind::Date.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Timestamp(_, None) => proto::Type {
-                kind: Some(proto::r#type::Kind::Timestamp.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Timestamp(_, Some(timezone)) if timezone.as_ref() == "UTC" => {
-                proto::Type {
-                    kind: Some(proto::r#type::Kind::TimestampInstant.into()),
-                    ..Default::default()
-                }
-            }
-            ArrowDataType::Utf8 | ArrowDataType::LargeUtf8 => proto::Type {
-                kind: Some(proto::r#type::Kind::String.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Binary | ArrowDataType::LargeBinary => proto::Type {
-                kind: Some(proto::r#type::Kind::Binary.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Boolean => proto::Type {
-                kind: Some(proto::r#type::Kind::Boolean.into()),
-                ..Default::default()
-            },
-            // TODO: support more types
-            _ => unimplemented!("unsupported datatype"),
-        };
-        types.push(t);
-    }
+    serialize_type(&ArrowDataType::Struct(schema.fields().clone()), &mut types);
     types
+}
+
+/// Append the ORC type of `data_type`, then the types of its children: the
+/// position of a type in `types` is its column ID (pre-order).
+fn serialize_type(data_type: &ArrowDataType, types: &mut Vec<proto::Type>) {
+    let mut t = match data_type {
+        ArrowDataType::Float32 => proto::Type {
+            kind: Some(proto::r#type::Kind::Float.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Float64 => proto::Type {
+            kind: Some(proto::r#type::Kind::Double.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Int8 => proto::Type {
+            kind: Some(proto::r#type::Kind::Byte.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Int16 => proto::Type {
+            kind: Some(proto::r#type::Kind::Short.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Int32 => proto::Type {
+            kind: Some(proto::r#type::Kind::Int.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Int64 => proto::Type {
+            kind: Some(proto::r#type::Kind::Long.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Date32 => proto::Type {
+            kind: Some(proto::r#type::Kind::Date.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Timestamp(_, None) => proto::Type {
+            kind: Some(proto::r#type::Kind::Timestamp.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Timestamp(_, Some(timezone)) if timezone.as_ref() == "UTC" => proto::Type {
+            kind: Some(proto::r#type::Kind::TimestampInstant.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Utf8 | ArrowDataType::LargeUtf8 => proto::Type {
+            kind: Some(proto::r#type::Kind::String.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Binary | ArrowDataType::LargeBinary => proto::Type {
+            kind: Some(proto::r#type::Kind::Binary.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Boolean => proto::Type {
+            kind: Some(proto::r#type::Kind::Boolean.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Decimal128(precision, scale) if *scale >= 0 => proto::Type {
+            kind: Some(proto::r#type::Kind::Decimal.into()),
+            precision: Some(*precision as u32),
+            scale: Some(*scale as u32),
+            ..Default::default()
+        },
+        ArrowDataType::Struct(fields) => proto::Type {
+            kind: Some(proto::r#type::Kind::Struct.into()),
+            field_names: fields.iter().map(|f| f.name().to_owned()).collect(),
+            ..Default::default()
+        },
+        ArrowDataType::List(_) | ArrowDataType::LargeList(_) => proto::Type {
+            kind: Some(proto::r#type::Kind::List.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Map(_, _) => proto::Type {
+            kind: Some(proto::r#type::Kind::Map.into()),
+            ..Default::default()
+        },
+        // TODO: support more types
+        _ => unimplemented!("unsupported datatype"),
+    };
+    let index = types.len();
+    // Placeholder until the children have their column IDs
+    types.push(proto::Type::default());
+    for child in child_types(data_type) {
+        t.subtypes.push(types.len() as u32);
+        serialize_type(child, types);
+    }
+    types[index] = t;
+}
+
+/// The types of the children of a compound type, in column order (for a map:
+/// the key and the value).
+fn child_types(data_type: &ArrowDataType) -> Vec<&ArrowDataType> {
+    match data_type {
+        ArrowDataType::Struct(fields) => fields.iter().map(|f| f.data_type()).collect(),
+        ArrowDataType::List(field) | ArrowDataType::LargeList(field) => vec![field.data_type()],
+        ArrowDataType::Map(entries, _) => child_types(entries.data_type()),
+        _ => vec![],
+    }
+}
+
+/// Whether a timestamp without timezone is anywhere in `data_type` (its values
+/// are written as UTC, so the stripes name UTC as the writer timezone).
+fn has_timestamp_without_timezone(data_type: &ArrowDataType) -> bool {
+    matches!(data_type, ArrowDataType::Timestamp(_, None))
+        || child_types(data_type)
+            .into_iter()
+            .any(has_timestamp_without_timezone)
 }
 
 fn serialize_footer(stripes: &[StripeInformation], schema: &SchemaRef) -> proto::Footer {
@@ -322,21 +352,22 @@ mod tests {
 
     use arrow::{
         array::{
-            Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Float32Array, Float64Array,
-            Int16Array, Int32Array, Int64Array, Int8Array, LargeBinaryArray, LargeStringArray,
-            RecordBatchReader, StringArray, TimestampMicrosecondArray, TimestampMillisecondArray,
-            TimestampNanosecondArray, TimestampSecondArray,
+            Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float32Array,
+            Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, LargeBinaryArray,
+            LargeStringArray, ListArray, MapArray, RecordBatchReader, StringArray, StructArray,
+            TimestampMicrosecondArray, TimestampMillisecondArray, TimestampNanosecondArray,
+            TimestampSecondArray,
         },
-        buffer::NullBuffer,
+        buffer::{NullBuffer, OffsetBuffer},
         compute::concat_batches,
-        datatypes::{DataType as ArrowDataType, Field, Schema, TimeUnit},
+        datatypes::{DataType as ArrowDataType, Field, Fields, Schema, TimeUnit},
     };
     use bytes::Bytes;
     use prost::Message;
 
     use crate::{
         compression::{CompressionType, Decompressor},
-        schema::DataType as OrcDataType,
+        schema::{DataType as OrcDataType, NamedColumn},
         stripe::Stripe,
         ArrowReaderBuilder,
     };
@@ -983,5 +1014,231 @@ mod tests {
         let rows = reader.collect::<Result<Vec<_>, _>>().unwrap();
         let actual = concat_batches(&batch.schema(), rows.iter()).unwrap();
         assert_eq!(actual, batch);
+    }
+
+    #[test]
+    fn test_roundtrip_write_decimal() {
+        let max = 10_i128.pow(38) - 1;
+        let values = vec![
+            Some(123_456),
+            None,
+            Some(-max),
+            Some(max),
+            Some(0),
+            Some(-1),
+        ];
+        let array = Decimal128Array::from(values)
+            .with_precision_and_scale(38, 6)
+            .unwrap();
+        let short = Decimal128Array::from(vec![Some(12_345), Some(-99), None, Some(0)])
+            .with_precision_and_scale(5, 2)
+            .unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "dec",
+            array.data_type().clone(),
+            true,
+        )]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(array)]).unwrap();
+        // A batch without nulls after one with them
+        let no_nulls = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(
+                Decimal128Array::from(vec![7, 8])
+                    .with_precision_and_scale(38, 6)
+                    .unwrap(),
+            )],
+        )
+        .unwrap();
+        let rows = roundtrip(&[batch.clone(), no_nulls.clone()]);
+        let expected = concat_batches(&batch.schema(), &[batch, no_nulls]).unwrap();
+        assert_eq!(concat_batches(&rows[0].schema(), &rows).unwrap(), expected);
+
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "short",
+            short.data_type().clone(),
+            true,
+        )]));
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(short)]).unwrap();
+        assert_eq!(roundtrip(&[batch.clone()]), vec![batch]);
+    }
+
+    /// Five rows of a decimal, a struct, a list of structs holding maps, and a
+    /// map of lists, with nulls at every level: a null struct with child
+    /// values, a null list spanning entries.
+    fn nested_batch() -> RecordBatch {
+        let item = |data_type| Arc::new(Field::new("item", data_type, true));
+        let entries = |key, value| {
+            Arc::new(Field::new(
+                "entries",
+                ArrowDataType::Struct(Fields::from(vec![
+                    Field::new("keys", key, false),
+                    Field::new("values", value, true),
+                ])),
+                false,
+            ))
+        };
+        let nulls = |valid: &[bool]| Some(NullBuffer::from(valid.to_vec()));
+
+        let dec = Decimal128Array::from(vec![Some(1), None, Some(-3), Some(4), Some(5)])
+            .with_precision_and_scale(10, 2)
+            .unwrap();
+
+        // struct<a: int, l: list<string>>, row 1 null (its children still hold values)
+        let l = ListArray::new(
+            item(ArrowDataType::Utf8),
+            OffsetBuffer::new(vec![0, 2, 3, 3, 3, 4].into()),
+            Arc::new(StringArray::from(vec!["x", "y", "hidden", "z"])),
+            nulls(&[true, true, true, false, true]),
+        );
+        let a = Int32Array::from(vec![Some(1), Some(99), None, Some(4), Some(5)]);
+        let s_fields = Fields::from(vec![
+            Field::new("a", ArrowDataType::Int32, true),
+            Field::new("l", l.data_type().clone(), true),
+        ]);
+        let s = StructArray::new(
+            s_fields,
+            vec![Arc::new(a), Arc::new(l)],
+            nulls(&[true, false, true, true, true]),
+        );
+
+        // list<struct<x: bigint, m: map<string, decimal(10, 2)>>>: row 1 null
+        // but spanning an entry, row 3 a null struct whose map is not empty
+        let m = MapArray::new(
+            entries(ArrowDataType::Utf8, ArrowDataType::Decimal128(10, 2)),
+            OffsetBuffer::new(vec![0, 1, 1, 2, 3, 3].into()),
+            StructArray::new(
+                Fields::from(vec![
+                    Field::new("keys", ArrowDataType::Utf8, false),
+                    Field::new("values", ArrowDataType::Decimal128(10, 2), true),
+                ]),
+                vec![
+                    Arc::new(StringArray::from(vec!["a", "hidden", "hidden"])),
+                    Arc::new(
+                        Decimal128Array::from(vec![100, 1, 2])
+                            .with_precision_and_scale(10, 2)
+                            .unwrap(),
+                    ),
+                ],
+                None,
+            ),
+            nulls(&[true, false, true, true, true]),
+            false,
+        );
+        let x = Int64Array::from(vec![Some(1), None, Some(7), Some(0), Some(5)]);
+        let element = StructArray::new(
+            Fields::from(vec![
+                Field::new("x", ArrowDataType::Int64, true),
+                Field::new("m", m.data_type().clone(), true),
+            ]),
+            vec![Arc::new(x), Arc::new(m)],
+            nulls(&[true, true, true, false, true]),
+        );
+        let ls = ListArray::new(
+            item(element.data_type().clone()),
+            OffsetBuffer::new(vec![0, 2, 3, 3, 4, 5].into()),
+            Arc::new(element),
+            nulls(&[true, false, true, true, true]),
+        );
+
+        // map<int, list<int>>: row 2 null
+        let values = ListArray::new(
+            item(ArrowDataType::Int32),
+            OffsetBuffer::new(vec![0, 2, 2, 2, 4].into()),
+            Arc::new(Int32Array::from(vec![Some(1), Some(2), None, Some(4)])),
+            nulls(&[true, false, true, true]),
+        );
+        let ml = MapArray::new(
+            entries(ArrowDataType::Int32, values.data_type().clone()),
+            OffsetBuffer::new(vec![0, 2, 2, 2, 3, 4].into()),
+            StructArray::new(
+                Fields::from(vec![
+                    Field::new("keys", ArrowDataType::Int32, false),
+                    Field::new("values", values.data_type().clone(), true),
+                ]),
+                vec![
+                    Arc::new(Int32Array::from(vec![1, 2, 3, 4])),
+                    Arc::new(values),
+                ],
+                None,
+            ),
+            nulls(&[true, true, false, true, true]),
+            false,
+        );
+
+        let columns: Vec<ArrayRef> = vec![Arc::new(dec), Arc::new(s), Arc::new(ls), Arc::new(ml)];
+        let schema = Schema::new(
+            ["dec", "s", "ls", "ml"]
+                .iter()
+                .zip(&columns)
+                .map(|(name, c)| Field::new(*name, c.data_type().clone(), true))
+                .collect::<Vec<_>>(),
+        );
+        RecordBatch::try_new(Arc::new(schema), columns).unwrap()
+    }
+
+    #[test]
+    fn test_roundtrip_write_nested() {
+        let batch = nested_batch();
+        let rows = roundtrip(&[batch.clone()]);
+        assert_eq!(rows, vec![batch.clone()]);
+
+        // Column IDs in pre-order, every compound type with its children
+        let f = encode(&[batch]);
+        let builder = ArrowReaderBuilder::try_new(f).unwrap();
+        let root = builder.file_metadata().root_data_type();
+        let ids = |columns: &[NamedColumn]| {
+            columns
+                .iter()
+                .map(|c| (c.name().to_owned(), c.data_type().column_index()))
+                .collect::<Vec<_>>()
+        };
+        let fields = |t: &OrcDataType| match t {
+            OrcDataType::Struct { children, .. } => ids(children),
+            _ => panic!("not a struct: {t:?}"),
+        };
+        let columns = root.children();
+        let expected = [("dec", 1), ("s", 2), ("ls", 6), ("ml", 12)];
+        assert_eq!(ids(columns), expected.map(|(n, i)| (n.to_owned(), i)));
+        let expected = [("a", 3), ("l", 4)];
+        assert_eq!(
+            fields(columns[1].data_type()),
+            expected.map(|(n, i)| (n.to_owned(), i))
+        );
+        let OrcDataType::List { child, .. } = columns[2].data_type() else {
+            panic!("not a list");
+        };
+        assert_eq!(child.column_index(), 7);
+        let expected = [("x", 8), ("m", 9)];
+        assert_eq!(fields(child), expected.map(|(n, i)| (n.to_owned(), i)));
+        assert!(matches!(
+            columns[3].data_type(),
+            OrcDataType::Map { key, value, .. }
+                if key.column_index() == 13 && value.column_index() == 14
+        ));
+    }
+
+    #[test]
+    fn test_write_nested_across_batches_and_stripes() {
+        // Batches of 2 rows slice every array (offsets not starting at 0) and
+        // each is flushed as a stripe of its own
+        let batch = nested_batch();
+        let mut f = vec![];
+        let mut writer = ArrowWriterBuilder::new(&mut f, batch.schema())
+            .with_batch_size(2)
+            .with_stripe_byte_size(1)
+            .try_build()
+            .unwrap();
+        writer.write(&batch).unwrap();
+        writer.write(&batch.slice(1, 4)).unwrap();
+        writer.close().unwrap();
+
+        let reader = ArrowReaderBuilder::try_new(Bytes::from(f)).unwrap().build();
+        let rows = reader.collect::<Result<Vec<_>, _>>().unwrap();
+        assert!(rows.len() > 1, "must have written more than 1 stripe");
+        // The reader declares a column non-nullable in stripes without nulls
+        let actual = concat_batches(&batch.schema(), &rows).unwrap();
+        let expected =
+            concat_batches(&batch.schema(), &[batch.clone(), batch.slice(1, 4)]).unwrap();
+        assert_eq!(actual, expected);
     }
 }

@@ -17,11 +17,14 @@
 
 use std::io::Read;
 
+use bytes::{BufMut, Bytes, BytesMut};
+
 use crate::error::Result;
+use crate::memory::EstimateMemory;
 
 use super::{
     integer::{read_varint_zigzagged, SignedEncoding},
-    PrimitiveValueDecoder,
+    PrimitiveValueDecoder, PrimitiveValueEncoder,
 };
 
 /// Read stream of zigzag encoded varints as i128 (unbound).
@@ -51,6 +54,41 @@ impl<R: Read> PrimitiveValueDecoder<i128> for UnboundedVarintStreamDecoder<R> {
     }
 }
 
+/// Write stream of zigzag encoded varints from i128 (unbound), as the Java writer
+/// does for decimals (`SerializationUtils.writeBigInteger`).
+pub struct UnboundedVarintStreamEncoder {
+    writer: BytesMut,
+}
+
+impl EstimateMemory for UnboundedVarintStreamEncoder {
+    fn estimate_memory_size(&self) -> usize {
+        self.writer.len()
+    }
+}
+
+impl PrimitiveValueEncoder<i128> for UnboundedVarintStreamEncoder {
+    fn new() -> Self {
+        Self {
+            writer: BytesMut::new(),
+        }
+    }
+
+    fn write_one(&mut self, value: i128) {
+        // Zigzag into an unsigned number, so that values needing all 128 bits
+        // end with their last bits rather than with sign extension.
+        let mut zigzag = ((value << 1) ^ (value >> 127)) as u128;
+        while zigzag >= 0x80 {
+            self.writer.put_u8(zigzag as u8 | 0x80);
+            zigzag >>= 7;
+        }
+        self.writer.put_u8(zigzag as u8);
+    }
+
+    fn take_inner(&mut self) -> Bytes {
+        std::mem::take(&mut self.writer).into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +100,33 @@ mod tests {
     // 1 -> zigzag: 2 -> varint: [0x02]
     // -1 -> zigzag: 1 -> varint: [0x01]
     // 100 -> zigzag: 200 -> varint: [0xc8, 0x01]
+
+    #[test]
+    fn test_unbounded_varint_roundtrip() -> Result<()> {
+        let values = [
+            0,
+            1,
+            -1,
+            100,
+            i64::MIN as i128,
+            // Largest and smallest unscaled values of DECIMAL(38, _)
+            10_i128.pow(38) - 1,
+            -(10_i128.pow(38) - 1),
+            i128::MAX,
+            i128::MIN,
+        ];
+        let mut encoder = UnboundedVarintStreamEncoder::new();
+        encoder.write_slice(&values);
+        let encoded = encoder.take_inner();
+        // Spot check the encoding of the simple values from the tests below
+        assert_eq!(&encoded[..5], &[0x00, 0x02, 0x01, 0xc8, 0x01]);
+
+        let mut decoder = UnboundedVarintStreamDecoder::new(Cursor::new(&encoded));
+        let mut decoded = vec![0i128; values.len()];
+        decoder.decode(&mut decoded)?;
+        assert_eq!(decoded, values);
+        Ok(())
+    }
 
     #[test]
     fn test_unbounded_varint_decoder_skip() -> Result<()> {

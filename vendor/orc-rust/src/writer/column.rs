@@ -18,25 +18,29 @@
 use std::marker::PhantomData;
 
 use arrow::{
-    array::{Array, ArrayRef, AsArray},
+    array::{Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder},
+    buffer::NullBuffer,
+    compute::filter,
     datatypes::{
-        ArrowPrimitiveType, ArrowTimestampType, ByteArrayType, Date32Type, Float32Type,
-        Float64Type, GenericBinaryType, GenericStringType, Int16Type, Int32Type, Int64Type,
-        Int8Type,
+        ArrowNativeType, ArrowPrimitiveType, ArrowTimestampType, ByteArrayType, DataType,
+        Date32Type, Decimal128Type, Float32Type, Float64Type, GenericBinaryType, GenericStringType,
+        Int16Type, Int32Type, Int64Type, Int8Type,
     },
 };
 use bytes::{BufMut, BytesMut};
+use snafu::ResultExt;
 
 use crate::{
     encoding::{
         boolean::BooleanEncoder,
         byte::ByteRleEncoder,
+        decimal::UnboundedVarintStreamEncoder,
         float::FloatEncoder,
         integer::{rle_v2::RleV2Encoder, NInt, SignedEncoding, UnsignedEncoding},
         timestamp::TimestampEncoder,
         PrimitiveValueEncoder,
     },
-    error::Result,
+    error::{ArrowSnafu, Result, UnexpectedSnafu},
     memory::EstimateMemory,
     writer::StreamType,
 };
@@ -56,6 +60,12 @@ pub trait ColumnStripeEncoder: EstimateMemory {
     /// Emit buffered streams to be written to the writer, and reset state
     /// in preparation for next stripe.
     fn finish(&mut self) -> Vec<Stream>;
+
+    /// Encoders of the child columns of a compound type, in column order
+    /// (none for primitive types).
+    fn children_mut(&mut self) -> &mut [Box<dyn ColumnStripeEncoder>] {
+        &mut []
+    }
 }
 
 // TODO: simplify these generics, probably overcomplicating things here
@@ -478,6 +488,282 @@ where
             }
             None => vec![data, length],
         }
+    }
+}
+
+/// Encodes Arrow decimals as ORC DECIMAL: the unscaled values as unbounded
+/// varints in the DATA stream and the scale of each value in the SECONDARY
+/// stream, as the Java writer does.
+pub struct DecimalColumnEncoder {
+    values: PrimitiveColumnEncoder<Decimal128Type, UnboundedVarintStreamEncoder>,
+    scales: RleV2Encoder<i32, SignedEncoding>,
+    scale: i32,
+}
+
+impl DecimalColumnEncoder {
+    pub fn new(scale: i32) -> Self {
+        Self {
+            values: PrimitiveColumnEncoder::new(ColumnEncoding::DirectV2),
+            scales: RleV2Encoder::new(),
+            scale,
+        }
+    }
+}
+
+impl EstimateMemory for DecimalColumnEncoder {
+    fn estimate_memory_size(&self) -> usize {
+        self.values.estimate_memory_size() + self.scales.estimate_memory_size()
+    }
+}
+
+impl ColumnStripeEncoder for DecimalColumnEncoder {
+    fn encode_array(&mut self, array: &ArrayRef) -> Result<()> {
+        self.values.encode_array(array)?;
+        for _ in 0..array.len() - array.null_count() {
+            self.scales.write_one(self.scale);
+        }
+        Ok(())
+    }
+
+    fn column_encoding(&self) -> ColumnEncoding {
+        ColumnEncoding::DirectV2
+    }
+
+    fn finish(&mut self) -> Vec<Stream> {
+        let mut streams = self.values.finish();
+        streams.push(Stream {
+            kind: StreamType::Secondary,
+            bytes: self.scales.take_inner(),
+        });
+        streams
+    }
+}
+
+/// PRESENT stream of a compound column, started at the first null so that
+/// columns without nulls carry none.
+#[derive(Default)]
+struct PresentStream {
+    encoder: Option<BooleanEncoder>,
+    rows: usize,
+}
+
+impl PresentStream {
+    fn extend(&mut self, nulls: Option<&NullBuffer>, len: usize) {
+        match nulls.filter(|nulls| nulls.null_count() > 0) {
+            Some(nulls) => {
+                let rows = self.rows;
+                self.encoder
+                    .get_or_insert_with(|| {
+                        let mut present = BooleanEncoder::new();
+                        present.extend_present(rows);
+                        present
+                    })
+                    .extend(nulls);
+            }
+            None => {
+                if let Some(present) = self.encoder.as_mut() {
+                    present.extend_present(len);
+                }
+            }
+        }
+        self.rows += len;
+    }
+
+    fn estimate_memory_size(&self) -> usize {
+        self.encoder
+            .as_ref()
+            .map(|present| present.estimate_memory_size())
+            .unwrap_or(0)
+    }
+
+    fn finish(&mut self) -> Option<Stream> {
+        self.rows = 0;
+        self.encoder.take().map(|mut present| Stream {
+            kind: StreamType::Present,
+            bytes: present.finish(),
+        })
+    }
+}
+
+/// The rows of `array` selected by `mask` (all rows without one).
+fn filter_rows(array: &ArrayRef, mask: Option<&BooleanArray>) -> Result<ArrayRef> {
+    match mask {
+        Some(mask) => filter(array, mask).context(ArrowSnafu),
+        None => Ok(array.clone()),
+    }
+}
+
+/// Encodes an Arrow struct as ORC STRUCT. The children hold values only for
+/// the rows where the struct is present, as ORC requires.
+pub struct StructColumnEncoder {
+    children: Vec<Box<dyn ColumnStripeEncoder>>,
+    present: PresentStream,
+}
+
+impl StructColumnEncoder {
+    pub fn new(children: Vec<Box<dyn ColumnStripeEncoder>>) -> Self {
+        Self {
+            children,
+            present: PresentStream::default(),
+        }
+    }
+}
+
+impl EstimateMemory for StructColumnEncoder {
+    fn estimate_memory_size(&self) -> usize {
+        self.present.estimate_memory_size()
+            + self
+                .children
+                .iter()
+                .map(|child| child.estimate_memory_size())
+                .sum::<usize>()
+    }
+}
+
+impl ColumnStripeEncoder for StructColumnEncoder {
+    fn encode_array(&mut self, array: &ArrayRef) -> Result<()> {
+        let array = array.as_struct();
+        self.present.extend(array.nulls(), array.len());
+        let mask = array
+            .nulls()
+            .filter(|nulls| nulls.null_count() > 0)
+            .map(|nulls| BooleanArray::new(nulls.inner().clone(), None));
+        for (child, column) in self.children.iter_mut().zip(array.columns()) {
+            child.encode_array(&filter_rows(column, mask.as_ref())?)?;
+        }
+        Ok(())
+    }
+
+    fn column_encoding(&self) -> ColumnEncoding {
+        ColumnEncoding::Direct
+    }
+
+    fn finish(&mut self) -> Vec<Stream> {
+        self.present.finish().into_iter().collect()
+    }
+
+    fn children_mut(&mut self) -> &mut [Box<dyn ColumnStripeEncoder>] {
+        &mut self.children
+    }
+}
+
+/// Encodes Arrow lists and maps as ORC LIST and MAP: the LENGTH of each present
+/// row, and the children (the list element, or the map key and value) holding
+/// the entries of the present rows only, as ORC requires.
+pub struct ListColumnEncoder {
+    children: Vec<Box<dyn ColumnStripeEncoder>>,
+    lengths: RleV2Encoder<i64, UnsignedEncoding>,
+    present: PresentStream,
+}
+
+impl ListColumnEncoder {
+    /// `children` are one encoder for a list, the key and value encoders for
+    /// a map.
+    pub fn new(children: Vec<Box<dyn ColumnStripeEncoder>>) -> Self {
+        Self {
+            children,
+            lengths: RleV2Encoder::new(),
+            present: PresentStream::default(),
+        }
+    }
+
+    fn encode_rows<O: ArrowNativeType>(
+        &mut self,
+        offsets: &[O],
+        nulls: Option<&NullBuffer>,
+        entries: &[ArrayRef],
+    ) -> Result<()> {
+        self.present.extend(nulls, offsets.len() - 1);
+        let is_present = |row: usize| nulls.map_or(true, |nulls| nulls.is_valid(row));
+        let lengths = offsets
+            .windows(2)
+            .map(|w| w[1].as_usize() - w[0].as_usize());
+        let mut spans_absent_rows = false;
+        for (row, length) in lengths.clone().enumerate() {
+            if is_present(row) {
+                self.lengths.write_one(length as i64);
+            } else {
+                spans_absent_rows |= length > 0;
+            }
+        }
+        // Arrow allows a null row to span entries; ORC has none for it
+        let mask = spans_absent_rows.then(|| {
+            let mut keep = BooleanBufferBuilder::new(0);
+            for (row, length) in lengths.enumerate() {
+                keep.append_n(length, is_present(row));
+            }
+            BooleanArray::new(keep.finish(), None)
+        });
+        let start = offsets[0].as_usize();
+        let len = offsets[offsets.len() - 1].as_usize() - start;
+        for (child, entries) in self.children.iter_mut().zip(entries) {
+            child.encode_array(&filter_rows(&entries.slice(start, len), mask.as_ref())?)?;
+        }
+        Ok(())
+    }
+}
+
+impl EstimateMemory for ListColumnEncoder {
+    fn estimate_memory_size(&self) -> usize {
+        self.present.estimate_memory_size()
+            + self.lengths.estimate_memory_size()
+            + self
+                .children
+                .iter()
+                .map(|child| child.estimate_memory_size())
+                .sum::<usize>()
+    }
+}
+
+impl ColumnStripeEncoder for ListColumnEncoder {
+    fn encode_array(&mut self, array: &ArrayRef) -> Result<()> {
+        match array.data_type() {
+            DataType::List(_) => {
+                let array = array.as_list::<i32>();
+                self.encode_rows(
+                    array.value_offsets(),
+                    array.nulls(),
+                    &[array.values().clone()],
+                )
+            }
+            DataType::LargeList(_) => {
+                let array = array.as_list::<i64>();
+                self.encode_rows(
+                    array.value_offsets(),
+                    array.nulls(),
+                    &[array.values().clone()],
+                )
+            }
+            DataType::Map(_, _) => {
+                let array = array.as_map();
+                self.encode_rows(
+                    array.value_offsets(),
+                    array.nulls(),
+                    array.entries().columns(),
+                )
+            }
+            other => UnexpectedSnafu {
+                msg: format!("list encoder given {other}"),
+            }
+            .fail(),
+        }
+    }
+
+    fn column_encoding(&self) -> ColumnEncoding {
+        ColumnEncoding::DirectV2
+    }
+
+    fn finish(&mut self) -> Vec<Stream> {
+        let mut streams = vec![Stream {
+            kind: StreamType::Length,
+            bytes: self.lengths.take_inner(),
+        }];
+        streams.extend(self.present.finish());
+        streams
+    }
+
+    fn children_mut(&mut self) -> &mut [Box<dyn ColumnStripeEncoder>] {
+        &mut self.children
     }
 }
 

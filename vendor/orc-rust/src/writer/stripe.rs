@@ -19,7 +19,7 @@ use std::io::Write;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::{
-    DataType as ArrowDataType, FieldRef, SchemaRef, TimeUnit, TimestampMicrosecondType,
+    DataType as ArrowDataType, SchemaRef, TimeUnit, TimestampMicrosecondType,
     TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
 };
 use prost::Message;
@@ -32,11 +32,12 @@ use crate::proto;
 
 use super::column::{
     BinaryColumnEncoder, BooleanColumnEncoder, ByteColumnEncoder, ColumnStripeEncoder,
-    DateColumnEncoder, DoubleColumnEncoder, FloatColumnEncoder, Int16ColumnEncoder,
-    Int32ColumnEncoder, Int64ColumnEncoder, LargeBinaryColumnEncoder, LargeStringColumnEncoder,
-    StringColumnEncoder, TimestampColumnEncoder,
+    DateColumnEncoder, DecimalColumnEncoder, DoubleColumnEncoder, FloatColumnEncoder,
+    Int16ColumnEncoder, Int32ColumnEncoder, Int64ColumnEncoder, LargeBinaryColumnEncoder,
+    LargeStringColumnEncoder, ListColumnEncoder, StringColumnEncoder, StructColumnEncoder,
+    TimestampColumnEncoder,
 };
-use super::{ColumnEncoding, StreamType};
+use super::{ColumnEncoding, Stream, StreamType};
 
 #[derive(Copy, Clone, Eq, Debug, PartialEq)]
 pub struct StripeInformation {
@@ -71,7 +72,8 @@ impl From<&StripeInformation> for proto::StripeInformation {
 /// entire stripe to the underlying writer.
 pub struct StripeWriter<W> {
     writer: W,
-    /// Flattened columns, in order of their column ID.
+    /// Top level columns, in order of their column ID (children of compound
+    /// columns follow their parent).
     columns: Vec<Box<dyn ColumnStripeEncoder>>,
     pub row_count: usize,
     compressor: Compressor,
@@ -93,7 +95,11 @@ impl<W: Write> StripeWriter<W> {
         compressor: Compressor,
         timezone: Option<String>,
     ) -> Self {
-        let columns = schema.fields().iter().map(create_encoder).collect();
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|field| create_encoder(field.data_type()))
+            .collect();
         Self {
             writer,
             columns,
@@ -106,7 +112,6 @@ impl<W: Write> StripeWriter<W> {
     /// Attempt to encode entire [`RecordBatch`]. Relies on caller slicing the batch
     /// to required batch size.
     pub fn encode_batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        // TODO: consider how to handle nested types (including parent nullability)
         for (array, encoder) in batch.columns().iter().zip(self.columns.iter_mut()) {
             encoder.encode_array(array)?;
         }
@@ -125,34 +130,27 @@ impl<W: Write> StripeWriter<W> {
         // (see arrow_writer::serialize_schema())
         // Direct encoding to represent root struct
         let mut column_encodings = vec![ColumnEncoding::Direct];
-        let child_column_encodings = self
-            .columns
-            .iter()
-            .map(|c| c.column_encoding())
-            .collect::<Vec<_>>();
-        column_encodings.extend(child_column_encodings);
+        // Root type won't have any streams
+        let mut streams = vec![];
+        for c in self.columns.iter_mut() {
+            finish_column(c.as_mut(), &mut column_encodings, &mut streams);
+        }
         let column_encodings = column_encodings.iter().map(From::from).collect();
 
-        // Root type won't have any streams
         let mut written_streams = vec![];
         let mut data_length = 0;
-        for (index, c) in self.columns.iter_mut().enumerate() {
-            // Offset by 1 to account for root of 0
-            let column = index + 1;
-            let streams = c.finish();
-            // Flush the streams to the writer
-            for s in streams {
-                let (kind, bytes) = s.into_parts();
-                let bytes = self.compressor.compress(&bytes)?;
-                let length = bytes.len();
-                self.writer.write_all(&bytes).context(IoSnafu)?;
-                data_length += length as u64;
-                written_streams.push(WrittenStream {
-                    kind,
-                    column,
-                    length,
-                });
-            }
+        // Flush the streams to the writer
+        for (column, s) in streams {
+            let (kind, bytes) = s.into_parts();
+            let bytes = self.compressor.compress(&bytes)?;
+            let length = bytes.len();
+            self.writer.write_all(&bytes).context(IoSnafu)?;
+            data_length += length as u64;
+            written_streams.push(WrittenStream {
+                kind,
+                column,
+                length,
+            });
         }
         let streams = written_streams.iter().map(From::from).collect();
         let stripe_footer = proto::StripeFooter {
@@ -186,8 +184,23 @@ impl<W: Write> StripeWriter<W> {
     }
 }
 
-fn create_encoder(field: &FieldRef) -> Box<dyn ColumnStripeEncoder> {
-    match field.data_type() {
+/// Finish the streams of a column and its children, numbering the columns in
+/// pre-order (the column ID of `encoder` is the number of encodings before it).
+fn finish_column(
+    encoder: &mut dyn ColumnStripeEncoder,
+    column_encodings: &mut Vec<ColumnEncoding>,
+    streams: &mut Vec<(usize, Stream)>,
+) {
+    let column = column_encodings.len();
+    column_encodings.push(encoder.column_encoding());
+    streams.extend(encoder.finish().into_iter().map(|s| (column, s)));
+    for child in encoder.children_mut() {
+        finish_column(child.as_mut(), column_encodings, streams);
+    }
+}
+
+fn create_encoder(data_type: &ArrowDataType) -> Box<dyn ColumnStripeEncoder> {
+    match data_type {
         ArrowDataType::Float32 => Box::new(FloatColumnEncoder::new(ColumnEncoding::Direct)),
         ArrowDataType::Float64 => Box::new(DoubleColumnEncoder::new(ColumnEncoding::Direct)),
         ArrowDataType::Int8 => Box::new(ByteColumnEncoder::new(ColumnEncoding::Direct)),
@@ -222,6 +235,27 @@ fn create_encoder(field: &FieldRef) -> Box<dyn ColumnStripeEncoder> {
         ArrowDataType::Binary => Box::new(BinaryColumnEncoder::new()),
         ArrowDataType::LargeBinary => Box::new(LargeBinaryColumnEncoder::new()),
         ArrowDataType::Boolean => Box::new(BooleanColumnEncoder::new()),
+        ArrowDataType::Decimal128(_, scale) if *scale >= 0 => {
+            Box::new(DecimalColumnEncoder::new(*scale as i32))
+        }
+        ArrowDataType::Struct(fields) => Box::new(StructColumnEncoder::new(
+            fields
+                .iter()
+                .map(|field| create_encoder(field.data_type()))
+                .collect(),
+        )),
+        ArrowDataType::List(field) | ArrowDataType::LargeList(field) => Box::new(
+            ListColumnEncoder::new(vec![create_encoder(field.data_type())]),
+        ),
+        ArrowDataType::Map(entries, _) => match entries.data_type() {
+            ArrowDataType::Struct(fields) if fields.len() == 2 => Box::new(ListColumnEncoder::new(
+                fields
+                    .iter()
+                    .map(|field| create_encoder(field.data_type()))
+                    .collect(),
+            )),
+            _ => unimplemented!("map entries must be a struct of key and value"),
+        },
         // TODO: support more datatypes
         _ => unimplemented!("unsupported datatype"),
     }

@@ -46,6 +46,7 @@ rust-lint:
 
 rust-test:
 	cargo test --workspace --quiet
+	cargo test --manifest-path vendor/orc-rust/Cargo.toml --lib --quiet  # the patched orc-rust (vendor/orc-rust/PATCHES.md)
 
 # The Java Paimon oracle of tests/test_interop_java.py: a thin jar and the classpath of its
 # Maven dependencies (kept in ~/.m2), rebuilt only when its sources change.

@@ -3,10 +3,11 @@
 tidelake writes every scenario below into a table Java created with ``file.format`` = orc /
 avro (appends, primary keys with deletes, several commits with tidelake's own compactions and
 full compactions); Java's reads of every snapshot must equal tidelake's, and every data file
-must be in the table's format. The column sets are what each writer can hold: orc-rust writes
-primitive columns only (no DECIMAL or nested types; CHAR as string), Java's Avro format refuses
-TIMESTAMP(p > 6); such columns are refused by tidelake with UnsupportedError naming the column
-and the format (tested too), as are timestamps ORC cannot store exactly (ORC-763).
+must be in the table's format. The column sets are what each format can hold: ORC takes every
+type of the scenarios (DECIMAL and nested types through tidelake's orc-rust patch; CHAR as
+string) but VARIANT and BLOB, Java's Avro format refuses TIMESTAMP(p > 6); such columns are
+refused by tidelake with UnsupportedError naming the column and the format (tested too), as are
+timestamps ORC cannot store exactly (ORC-763).
 """
 
 from __future__ import annotations
@@ -24,10 +25,8 @@ from _s3 import TableFiles
 from test_interop_java import (AVRO_UNSUPPORTED, BY_NAME, _arrow_types, _pypaimon_reads_exactly,
                                _without)
 
-# orc-rust 0.9 encodes top-level primitive columns only (CHAR as string).
-ORC_UNWRITABLE = {"dec10", "dec18", "dec38", "arr", "arr_s", "st", "mp", "nested"}
-# A MAP with a non-string key and a MULTISET: Avro arrays of key/value records.
-AVRO_EXTRA = [("imap", {"type": "MAP", "key": "INT NOT NULL", "value": "STRING"}),
+# A MAP with a non-string key and a MULTISET (Avro arrays of key/value records, ORC maps).
+MAP_EXTRA = [("imap", {"type": "MAP", "key": "INT NOT NULL", "value": "STRING"}),
               ("mset", {"type": "MULTISET", "element": "STRING"})]
 
 
@@ -44,7 +43,7 @@ def _orc_safe(sc: Scenario) -> Scenario:
     return Scenario(sc.name, sc.fields, steps, sc.primary_keys, sc.partition_keys, sc.options, sc.mode)
 
 
-def _with_avro_extras(sc: Scenario) -> Scenario:
+def _with_map_extras(sc: Scenario) -> Scenario:
     """``sc`` (a types scenario) plus an INT-keyed MAP and a MULTISET column."""
     values = {1: [[[1, "a"], [-2, None]], [["x", 2], ["y", 1]]], 2: [[], []]}
 
@@ -54,15 +53,14 @@ def _with_avro_extras(sc: Scenario) -> Scenario:
         return r + values.get(r[0], [None, None])
 
     steps = [{**st, "rows": [row(r) for r in st["rows"]]} if "rows" in st else st for st in sc.steps]
-    return Scenario(sc.name, sc.fields + AVRO_EXTRA, steps, sc.primary_keys, sc.partition_keys, sc.options,
+    return Scenario(sc.name, sc.fields + MAP_EXTRA, steps, sc.primary_keys, sc.partition_keys, sc.options,
                     sc.mode)
 
 
 def _in_format(name: str, fmt: str, compact: bool) -> Scenario:
     base = BY_NAME[name]
     if name.startswith("types"):
-        base = _orc_safe(_without(base, ORC_UNWRITABLE)) if fmt == "orc" else \
-            _with_avro_extras(_without(base, AVRO_UNSUPPORTED))
+        base = _with_map_extras(_orc_safe(base) if fmt == "orc" else _without(base, AVRO_UNSUPPORTED))
     steps = base.steps
     if compact:  # full compactions (primary-key scenarios: tidelake does not compact append tables)
         steps = [x for st in steps for x in ([st, {"compact": True}] if "rows" in st else [st])]
@@ -76,10 +74,8 @@ def _data_files(t: tidelake.Table) -> list[pathlib.Path]:
             and p.name.startswith(("data-", "changelog-"))]
 
 
-# The aggregation scenario has DECIMAL and nested columns: Avro only (orc-rust cannot write
-# them, see test_unwritable_columns_are_refused).
-FORMAT_SCENARIOS = [(n, f) for n in ("types_append", "types_pk", "dedup", "cl_lookup") for f in ("orc", "avro")] \
-    + [("aggregation", "avro")]
+FORMAT_SCENARIOS = [(n, f) for n in ("types_append", "types_pk", "dedup", "cl_lookup", "aggregation")
+                    for f in ("orc", "avro")]
 
 
 @pytest.mark.parametrize(("name", "fmt", "compact"),
@@ -96,6 +92,18 @@ def test_tidelake_writes_format_java_reads(java, tmp_path, name, fmt, compact):
     # pypaimon 2.1 has no MULTISET type.
     pp = _pypaimon_reads_exactly(sc) and not any("MULTISET" in str(ty) for _, ty in sc.fields)
     compare_all(java, t, wh, f"B tidelake-wrote {fmt}", pypaimon=pp)
+
+
+def test_pypaimon_reads_tidelake_orc_decimals_and_nested(java, tmp_path):
+    """pypaimon (and Java) read tidelake's ORC DECIMAL, ROW, ARRAY and MAP columns: the types
+    scenario without the MULTISET column pypaimon has no type for."""
+    base = _orc_safe(BY_NAME["types_append"])
+    sc = _arrow_types(Scenario("types_orc_pypaimon", base.fields, base.steps, base.primary_keys,
+                               base.partition_keys, {**base.options, "file.format": "orc"}, base.mode))
+    wh = str(tmp_path)
+    t = tidelake_write(java, wh, sc)
+    assert all(p.suffix == ".orc" for p in _data_files(t))
+    compare_all(java, t, wh, "B tidelake-wrote orc", pypaimon=True)
 
 
 @pytest.mark.parametrize("fmt", ["orc", "avro"])
@@ -130,8 +138,7 @@ def test_tidelake_writes_format_codecs(java, tmp_path, fmt, codec):
 
 
 @pytest.mark.parametrize(("fmt", "column", "type_"), [
-    ("orc", "dec", "DECIMAL(10, 2)"),
-    ("orc", "arr", {"type": "ARRAY", "element": "INT"}), ("avro", "ts9", "TIMESTAMP(9)"),
+    ("orc", "var", "VARIANT"), ("avro", "ts9", "TIMESTAMP(9)"),
     ("avro", "ltz7", "TIMESTAMP(7) WITH LOCAL TIME ZONE")])
 def test_unwritable_columns_are_refused(java, tmp_path, fmt, column, type_):
     """A column the format's writer cannot hold: UnsupportedError naming column and format, and

@@ -3,17 +3,22 @@
 //! Schema (Java `OrcTypeUtil.convertToOrcSchema` after `OrcFileFormat.refineDataType`): a
 //! struct of the file's columns by name; BOOLEAN → boolean, TINYINT → byte, SMALLINT → short,
 //! INT and TIME (milliseconds of the day) → int, BIGINT → long, FLOAT → float, DOUBLE →
-//! double, DATE → date, TIMESTAMP(p) → timestamp, TIMESTAMP(p) WITH LOCAL TIME ZONE →
-//! timestamp with local time zone (values in UTC), STRING → string, BINARY/VARBINARY →
-//! binary. VARCHAR(n) and CHAR(n) are written as string (orc-rust has neither; Java's reader
-//! converts the column to its varchar(n) / char(n)). ORC CHAR values lose their trailing
-//! spaces (Java pads them on write and its reader trims them), so CHAR values are written
-//! without them and every reader sees what Java sees.
+//! double, DECIMAL(p, s) → decimal(p, s), DATE → date, TIMESTAMP(p) → timestamp,
+//! TIMESTAMP(p) WITH LOCAL TIME ZONE → timestamp with local time zone (values in UTC),
+//! STRING → string, BINARY/VARBINARY → binary, ROW → struct of its fields by name, ARRAY →
+//! list, MAP → map, MULTISET → map of the element to its INT NOT NULL count, nested at any
+//! depth with the same rules. VARCHAR(n) and CHAR(n) are written as string (orc-rust has
+//! neither; Java's reader converts the column to its varchar(n) / char(n)). ORC CHAR values lose
+//! their trailing spaces (Java pads them on write and its reader trims them), so top-level CHAR
+//! values are written without them and every reader sees what Java sees; CHAR values nested in
+//! ROW/ARRAY/MAP are written as they are.
 //!
-//! orc-rust 0.9 writes top-level primitive columns only, without `paimon.id` attributes and
-//! without column statistics: DECIMAL, ARRAY, MAP, MULTISET, ROW, VARIANT and BLOB
-//! columns are refused ([`Error::Unsupported`] naming the column) before anything is written.
-//! Readers match ORC columns by name, as Java does for files without field ids.
+//! The encoders of DECIMAL and of the nested types are a patch of orc-rust 0.9
+//! (`vendor/orc-rust/PATCHES.md`). orc-rust writes no ORC type attributes, so the files carry
+//! none of Java's `paimon.id` attributes, and no column statistics: readers (Java's and
+//! tidelake's) match ORC columns and struct fields by name, as Java does for files without
+//! field ids. VARIANT and BLOB columns (also nested), which Java's ORC schema conversion refuses
+//! too, are refused ([`Error::Unsupported`] naming the column) before anything is written.
 //!
 //! Codecs (Java `CompressionKind.valueOf(file.compression.toUpperCase())`, or `orc.compress`):
 //! none, zlib, snappy, lz4, zstd; LZO and Brotli have no encoder in orc-rust. Stripes close at
@@ -25,12 +30,12 @@ use std::sync::{mpsc, Arc};
 
 use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
-use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType as ArrowType, Field, FieldRef, Schema, SchemaRef};
 use orc_rust::arrow_writer::{ArrowWriter, ArrowWriterBuilder};
 use orc_rust::compression::CompressionType;
 use orc_rust::error::OrcError;
 use tidelake_spec::arrow::to_arrow_type;
-use tidelake_spec::types::TypeKind;
+use tidelake_spec::types::{DataType, TypeKind};
 use tokio::sync::oneshot;
 
 use super::encoding::strict_cast;
@@ -79,39 +84,20 @@ impl OrcSchema {
     pub(super) fn new(columns: &[PhysicalColumn]) -> Result<OrcSchema> {
         let mut fields = Vec::with_capacity(columns.len());
         for column in columns {
-            let writable = matches!(
-                column.data_type.kind,
-                TypeKind::Char(_)
-                    | TypeKind::VarChar(_)
-                    | TypeKind::Boolean
-                    | TypeKind::TinyInt
-                    | TypeKind::SmallInt
-                    | TypeKind::Int
-                    | TypeKind::BigInt
-                    | TypeKind::Float
-                    | TypeKind::Double
-                    | TypeKind::Date
-                    | TypeKind::Time(_)
-                    | TypeKind::Binary(_)
-                    | TypeKind::VarBinary(_)
-                    | TypeKind::Timestamp(_)
-                    | TypeKind::LocalZonedTimestamp(_)
-            );
-            if !writable {
+            if let Some(unwritable) = unwritable(&column.data_type) {
                 return Err(Error::Unsupported(format!(
-                    "writing column '{}' of type {} to an ORC file: the ORC writer (orc-rust) \
-                     cannot encode this type; use file.format=parquet",
-                    column.name, column.data_type
+                    "writing column '{}' of type {} to an ORC file: ORC files cannot hold {} \
+                     values; use file.format=parquet",
+                    column.name, column.data_type, unwritable
                 )));
             }
             let logical = to_arrow_type(&column.data_type)
                 .map_err(|e| Error::from_spec("data file schema", e))?;
-            let encoded = match logical {
-                ArrowType::Time32(_) => ArrowType::Int32,
-                ArrowType::FixedSizeBinary(_) => ArrowType::Binary,
-                other => other,
-            };
-            fields.push(Field::new(&column.name, encoded, column.data_type.nullable));
+            fields.push(Field::new(
+                &column.name,
+                encoded_type(logical),
+                column.data_type.nullable,
+            ));
         }
         Ok(OrcSchema {
             arrow: Arc::new(Schema::new(fields)),
@@ -142,6 +128,38 @@ impl OrcSchema {
             .collect::<Result<Vec<_>>>()?;
         RecordBatch::try_new(self.arrow.clone(), columns)
             .map_err(|e| Error::arrow("assembling an ORC batch", e))
+    }
+}
+
+/// The first type in `data_type` (itself, or nested in it) Java's ORC schema conversion
+/// refuses.
+fn unwritable(data_type: &DataType) -> Option<&DataType> {
+    match &data_type.kind {
+        TypeKind::Variant | TypeKind::Blob => Some(data_type),
+        TypeKind::Array(element) | TypeKind::Multiset(element) => unwritable(element),
+        TypeKind::Map(key, value) => unwritable(key).or_else(|| unwritable(value)),
+        TypeKind::Row(fields) => fields.iter().find_map(|f| unwritable(&f.data_type)),
+        _ => None,
+    }
+}
+
+/// The Arrow type orc-rust encodes a column of canonical type `logical` from: TIME as its
+/// milliseconds of the day (int) and BINARY(n) as binary, at any depth.
+fn encoded_type(logical: ArrowType) -> ArrowType {
+    let field = |f: &FieldRef| {
+        Arc::new(
+            f.as_ref()
+                .clone()
+                .with_data_type(encoded_type(f.data_type().clone())),
+        )
+    };
+    match logical {
+        ArrowType::Time32(_) => ArrowType::Int32,
+        ArrowType::FixedSizeBinary(_) => ArrowType::Binary,
+        ArrowType::List(element) => ArrowType::List(field(&element)),
+        ArrowType::Map(entries, sorted) => ArrowType::Map(field(&entries), sorted),
+        ArrowType::Struct(fields) => ArrowType::Struct(fields.iter().map(field).collect()),
+        other => other,
     }
 }
 

@@ -87,6 +87,16 @@ pub(crate) struct PartitionMatcher {
 }
 
 impl PartitionMatcher {
+    /// The matcher of an optional predicate on partition columns (`None`: every partition).
+    pub(crate) fn of_predicate(
+        layout: &TableLayout,
+        filter: Option<&Predicate>,
+    ) -> Result<Option<PartitionMatcher>> {
+        filter
+            .map(|f| PartitionMatcher::new(layout, &PartitionFilter::Predicate(f.clone())))
+            .transpose()
+    }
+
     pub(crate) fn new(layout: &TableLayout, filter: &PartitionFilter) -> Result<PartitionMatcher> {
         let compile_spec = |spec: &[(String, Datum)]| -> Result<Vec<(usize, Datum)>> {
             spec.iter()

@@ -4,8 +4,9 @@
 //!
 //! Each source is a directory of one partition's files in one format; every file directly in
 //! it, except hidden ones (names starting with `_` or `.`, Java's `HIDDEN_PATH_FILTER`) and
-//! directories, goes to bucket 0 of its partition under the table, keeping its name (the
-//! format's extension added when missing, as Java's `renameFile`), and is described from its
+//! directories, goes to bucket 0 of its partition under the table, keeping its name when moved
+//! (the format's extension added when missing, as Java's `renameFile`; a copy is named as the
+//! table's writers name files, since an earlier copy may still be live), and is described from its
 //! rows ([`imported_file_meta`]); [`ImportFiles::partitions`] selects sources by partition.
 //! One snapshot then adds them all: an APPEND, or, when
 //! [`ImportFiles::overwriting`], an OVERWRITE of the partitions imported into (Java's clone).
@@ -21,7 +22,7 @@ use futures::stream::{self, StreamExt};
 use tidelake_spec::binary_row::encode_framed;
 use tidelake_spec::datum::Datum;
 
-use crate::commit::{CommitMessage, Committed, OverwriteScope, PartitionFilter, PartitionMatcher};
+use crate::commit::{CommitMessage, Committed, OverwriteScope, PartitionMatcher};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::read::data_file::FileFormat;
@@ -161,15 +162,11 @@ impl ImportFiles {
     /// Every file to take: (source, origin location, target path), in source order.
     async fn list(&self, table: &Table) -> Result<Vec<(ImportSource, String, String, Vec<u8>)>> {
         let layout = TableLayout::new(table.schema())?;
-        let mut selected = match &self.partitions {
-            Some(filter) => Some(PartitionMatcher::new(
-                &layout,
-                &PartitionFilter::Predicate(filter.clone()),
-            )?),
-            None => None,
-        };
+        let mut selected = PartitionMatcher::of_predicate(&layout, self.partitions.as_ref())?;
         let mut files = Vec::new();
         let mut targets = BTreeSet::new();
+        let prefix = table.schema().options().data_file_prefix();
+        let uuid = table.env().uuid();
         for source in &self.sources {
             let partition = encode_framed(&source.partition, &layout.partition_types)
                 .map_err(|e| Error::from_spec("partition", e))?;
@@ -188,9 +185,11 @@ impl ImportFiles {
                     continue;
                 }
                 let extension = format!(".{}", source.format.identifier());
-                let target_name = match name.ends_with(&extension) {
-                    true => name.to_string(),
-                    false => format!("{name}{extension}"),
+                let target_name = match self.transfer {
+                    // a copy's partitions may already hold an earlier copy of the same files
+                    Transfer::Copy => format!("{prefix}{uuid}-{}{extension}", files.len()),
+                    Transfer::Move if name.ends_with(&extension) => name.to_string(),
+                    Transfer::Move => format!("{name}{extension}"),
                 };
                 let target = format!("{bucket_dir}/{target_name}");
                 if !targets.insert(target.clone()) {

@@ -35,7 +35,7 @@ use futures::TryStreamExt;
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::snapshot::Snapshot;
 
-use crate::commit::{Committed, OverwriteScope, PartitionFilter, PartitionMatcher};
+use crate::commit::{Committed, OverwriteScope, PartitionMatcher};
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::scan::predicate::Predicate;
@@ -128,13 +128,7 @@ impl Rescale {
     /// rescale of their partitions would drop them: refused until they are compacted.
     async fn refuse_postponed_rows(&self, table: &Table, snapshot: &Snapshot) -> Result<()> {
         let layout = TableLayout::new(table.schema())?;
-        let mut selected = match &self.partitions {
-            Some(filter) => Some(PartitionMatcher::new(
-                &layout,
-                &PartitionFilter::Predicate(filter.clone()),
-            )?),
-            None => None,
-        };
+        let mut selected = PartitionMatcher::of_predicate(&layout, self.partitions.as_ref())?;
         let postponed = LiveFiles::read(
             table,
             snapshot,

@@ -118,10 +118,11 @@ class _CatalogProcedures:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def _hive_catalog(self) -> Catalog:
+    def _hive_catalog(self, procedure: str) -> Catalog:
         catalog = self.ctx.catalog()
         if catalog is None:
-            raise InvalidArgumentError("this procedure needs a Hive catalog: tidelake.spark.sql(..., catalog={...})")
+            raise UnsupportedError(f"{procedure} needs a Hive catalog (metastore=hive): "
+                                   "tidelake.spark.register(spark, catalog={...})")
         return catalog
 
     def migrate_table(self, table: str | None = None, source_type: str = "hive", options: str | None = None,
@@ -134,7 +135,7 @@ class _CatalogProcedures:
         if table is None:
             raise InvalidArgumentError("procedure migrate_table needs table => 'db.table'")
         table_options = {**_conf(options or ""), **(options_map or {})}
-        self._hive_catalog().migrate_table(str(table), target=target_table, options=table_options,
+        self._hive_catalog("migrate_table").migrate_table(str(table), target=target_table, options=table_options,
                                            delete_origin=_flag(delete_origin))
         return self.ctx.result([(True,)], "result boolean")
 
@@ -153,8 +154,8 @@ class _CatalogProcedures:
             raise UnsupportedError(f"clone: clone_from {clone_from!r} is not supported (only 'hive')")
         if None in (database, table, target_database, target_table):
             raise InvalidArgumentError("procedure clone needs database, table, target_database and target_table")
-        source = Catalog.from_options(_conf(catalog_conf)) if catalog_conf else self._hive_catalog()
-        target = Catalog.from_options(_conf(target_catalog_conf)) if target_catalog_conf else self._hive_catalog()
+        source = Catalog.from_options(_conf(catalog_conf)) if catalog_conf else self._hive_catalog("clone")
+        target = Catalog.from_options(_conf(target_catalog_conf)) if target_catalog_conf else source
         snapshot = source.clone_table(f"{database}.{table}", f"{target_database}.{target_table}",
                                       target_catalog=target, where=where)
         return self.ctx.result([(snapshot,)], "snapshot_id bigint")

@@ -111,8 +111,8 @@ pub mod ops {
     pub use crate::ops::{
         after_commit, commit_compaction, compact, compact_manifests, mark_partitions_done,
         publish_branch, purge_files, remove_unexisting_files, unexisting_files, Changes,
-        PlannedRead, Purged, Read, ReplayPolicy, Rescale, SortCompaction, SplitReader, TableCommit,
-        UnexistingFile, REPLAYS,
+        PlannedRead, Purged, Read, ReplayPolicy, Rescale, RewriteFileIndex, SortCompaction,
+        SplitReader, TableCommit, UnexistingFile, REPLAYS,
     };
     /// Row-level DML: plan -> tasks (bytes) -> prepared changes (bytes) -> one commit.
     pub use crate::ops::{

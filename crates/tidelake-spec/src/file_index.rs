@@ -46,6 +46,24 @@ pub const BLOOM_FILTER: &str = "bloom-filter";
 /// Suffix of an index file next to its data file (`<data file>.index`).
 pub const INDEX_FILE_SUFFIX: &str = ".index";
 
+/// The name of the index file a rewrite of data file `data_file`'s index stores, next to it
+/// (Java `DataFilePathFactory.dataFileToFileIndexPath` and `createNewFileIndexFilePath`):
+/// `<data file>.index` when it has no index file yet, else the successor of its `previous` one
+/// (`<stem>-<n + 1>.index` after `<stem>-<n>.index`, `<stem>-1.index` after any other
+/// `<stem>.index`), so that a rewrite never overwrites the index file a snapshot refers to.
+pub fn next_index_file_name(data_file: &str, previous: Option<&str>) -> String {
+    let Some(previous) = previous else {
+        return format!("{data_file}{INDEX_FILE_SUFFIX}");
+    };
+    let stem = previous.rfind('.').map_or(previous, |dot| &previous[..dot]);
+    if let Some((head, n)) = stem.rsplit_once('-') {
+        if let Ok(n) = n.parse::<i32>() {
+            return format!("{head}-{}{INDEX_FILE_SUFFIX}", n.wrapping_add(1));
+        }
+    }
+    format!("{stem}-1{INDEX_FILE_SUFFIX}")
+}
+
 /// `file-index.in-manifest-threshold`: indexes up to this size are embedded in the manifest
 /// entry, larger ones written to `<data file>.index` (Java default 500 bytes).
 pub fn in_manifest_threshold(options: &Options) -> Result<u64> {
@@ -126,6 +144,19 @@ impl ColumnIndex {
             ColumnIndex::Bsi(c) => c,
             ColumnIndex::RangeBitmap(c) => &c.column,
         }
+    }
+
+    /// The same index on column `name` (the column as a file written with an older schema
+    /// names it).
+    pub fn renamed(&self, name: &str) -> ColumnIndex {
+        let mut out = self.clone();
+        match &mut out {
+            ColumnIndex::BloomFilter(c) => c.column = name.to_string(),
+            ColumnIndex::Bitmap(c) => c.column = name.to_string(),
+            ColumnIndex::Bsi(c) => *c = name.to_string(),
+            ColumnIndex::RangeBitmap(c) => c.column = name.to_string(),
+        }
+        out
     }
 
     /// Whether Java builds this index on a column of `ty`.
@@ -566,6 +597,27 @@ pub(crate) fn test_hex(s: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rewritten_index_files_are_named_as_java_names_them() {
+        let data = "data-5c1e-0.parquet";
+        assert_eq!(
+            next_index_file_name(data, None),
+            "data-5c1e-0.parquet.index"
+        );
+        // DataFilePathFactory.createNewFileIndexFilePath
+        let first = next_index_file_name(data, Some("data-5c1e-0.parquet.index"));
+        assert_eq!(first, "data-5c1e-0.parquet-1.index");
+        assert_eq!(
+            next_index_file_name(data, Some(&first)),
+            "data-5c1e-0.parquet-2.index"
+        );
+        assert_eq!(next_index_file_name(data, Some("x.index")), "x-1.index");
+        assert_eq!(
+            next_index_file_name(data, Some("a-b-9.index")),
+            "a-b-10.index"
+        );
+    }
 
     #[test]
     fn hashes_and_filters_are_javas() {

@@ -84,6 +84,8 @@ public final class Main {
                 return MarkDone.successFile(job);
             case "file_index":
                 return FileIndexes.evaluate(job);
+            case "rewrite_file_index":
+                return FileIndexes.rewrite(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

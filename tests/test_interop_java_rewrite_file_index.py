@@ -139,3 +139,20 @@ def test_java_rewrites_after_an_index_is_replaced_tidelake_reads(java, tmp_path)
     assert _remaining(java, t.path, {"op": "and", "args": [_j("dt", "=", "b"), _j("name", "=", "k042")]}) == \
         [_one_file()] * 2
     compare_read(java, t, wh, "tidelake rewrite of java's")
+
+
+def test_files_whose_index_would_not_change(java, tmp_path):
+    """Java 1.3.1 commits every file it rewrites, also one whose entry comes out identical (no
+    index configured, or the same embedded index): its DELETE and ADD cancel out and the file
+    is gone from the table, as Java and tidelake both read it. tidelake's rewrite leaves such
+    files out of its commit (none here: nothing is committed)."""
+    wh = str(tmp_path)
+    t = tidelake_write(java, wh, _scenario("rfi_unchanged", False))
+    theirs = _copy(t, wh, "rfi_unchanged_java")
+    rows = compare_read(java, t, wh, "no index options")
+    snapshots = len(t.snapshots())
+    assert t.rewrite_file_index() is None and len(t.refresh().snapshots()) == snapshots
+    assert compare_read(java, t, wh, "no index options, rewritten by tidelake") == rows
+    java.run({"op": "rewrite_file_index", "path": theirs.path})
+    assert theirs.refresh().latest_snapshot().commit_kind == "COMPACT"
+    assert compare_read(java, theirs, wh, "no index options, rewritten by Java") == []

@@ -244,3 +244,20 @@ def test_rows_appended_while_the_indexes_are_rebuilt_are_kept(tmp_path):
     assert [r[1] for r in rows if r[1] >= 1000] == acknowledged
     assert len(rows) == len(before) + len(acknowledged)
     assert _planned(t, K5) == ONE_FILE
+
+
+def test_a_failure_before_the_commit_leaves_nothing_behind(tmp_path):
+    from tidelake import _internal
+
+    t = _table(tmp_path / "t", **{"file-index.in-manifest-threshold": "1b"})
+    t.set_option("file-index.bloom-filter.columns", "k")
+    snapshots = len(t.snapshots())
+    _internal.set_failpoint("rewrite-file-index-before-commit", "return")
+    try:
+        with pytest.raises(tidelake.StorageError):
+            t.rewrite_file_index()
+    finally:
+        _internal.set_failpoint("rewrite-file-index-before-commit", "off")
+    assert len(t.refresh().snapshots()) == snapshots and _index_files(t) == set()
+    assert t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True) == []
+    assert t.rewrite_file_index() is not None and len(_index_files(t)) == 2 * FILES

@@ -29,8 +29,10 @@
 //!   index file in the entry when it embeds; here the previous form is dropped. With no index
 //!   configured, a file's index is removed (Java drops index files but keeps embedded bytes);
 //! * files whose index would not change (same bytes, stored the same way) are left out of the
-//!   commit, and nothing is committed when no file changes: Java re-adds every file and writes
-//!   every index file again.
+//!   commit, and nothing is committed when no file changes: Java commits every file and writes
+//!   every index file again, and a file whose entry comes out identical (no index configured,
+//!   or the same embedded index) is lost from the table, its DELETE and ADD cancelling out
+//!   (checked against Java 1.3.1 in test_interop_java_rewrite_file_index.py).
 //!
 //! Invariants: data files are never written; a file deleted or changed by another commit since
 //! S (a compaction, an overwrite, another rewrite) refuses the commit with
@@ -140,11 +142,7 @@ impl RewriteFileIndex {
                 return Err(e);
             }
         };
-        let injected = (|| -> Result<()> {
-            failpoint!("rewrite-file-index-before-commit");
-            Ok(())
-        })();
-        if let Err(e) = injected {
+        if let Err(e) = before_commit() {
             rewrite.discard().await;
             return Err(e);
         }
@@ -177,6 +175,12 @@ impl RewriteFileIndex {
         after_commit(&table, &committed.ids()).await?;
         Ok(committed)
     }
+}
+
+/// Where tests pause or fail a rewrite: its index files written, its commit not begun.
+fn before_commit() -> Result<()> {
+    failpoint!("rewrite-file-index-before-commit");
+    Ok(())
 }
 
 /// The state of one rewrite: what the options ask for, the schemas files were written with,

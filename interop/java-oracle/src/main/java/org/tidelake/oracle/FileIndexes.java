@@ -3,15 +3,20 @@ package org.tidelake.oracle;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.File;
 import java.io.InputStream;
+import java.lang.reflect.Method;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.paimon.CoreOptions;
+import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.fileindex.FileIndexPredicate;
-import org.apache.paimon.flink.sink.RewriteFileIndexSink;
 import org.apache.paimon.io.CompactIncrement;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.io.DataFilePathFactory;
@@ -38,8 +43,9 @@ import org.apache.paimon.table.source.Split;
  * {@code "planned"}: how many data files Java's scan with the filter plans.
  *
  * <p>{@code "op": "rewrite_file_index"} runs Java's own rewrite of a table's file indexes
- * ({@link RewriteFileIndexSink.FileIndexProcessor}, what Flink's {@code rewrite_file_index}
- * procedure runs per live data file), committed as the procedure's sink commits it: one
+ * ({@code RewriteFileIndexSink.FileIndexProcessor}, what Flink's {@code rewrite_file_index}
+ * procedure runs per live data file; loaded alone from Paimon's Flink connector, listed in
+ * {@code target/flink-classpath.txt}, since the connector's factories need Flink), committed as the procedure's sink commits it: one
  * compaction increment per file (before: the entry, after: the entry with the new index).
  * Job: the table, optional {@code "partitions"} (a list of {@code {column: value}}). Answer:
  * {@code "files"} rewritten, {@code "snapshot"} (the latest snapshot id, null without one).
@@ -118,12 +124,17 @@ final class FileIndexes {
             }
             partitions = PredicateBuilder.or(specs.toArray(new Predicate[0]));
         }
-        RewriteFileIndexSink.FileIndexProcessor processor =
-                new RewriteFileIndexSink.FileIndexProcessor(table);
+        Class<?> processorClass = flinkConnector().loadClass(PROCESSOR);
+        Object processor = processorClass.getConstructor(FileStoreTable.class).newInstance(table);
+        Method process =
+                processorClass.getMethod(
+                        "process", BinaryRow.class, int.class, ManifestEntry.class);
         List<CommitMessage> messages = new ArrayList<>();
         for (ManifestEntry entry :
                 table.store().newScan().withPartitionFilter(partitions).plan().files()) {
-            DataFileMeta indexed = processor.process(entry.partition(), entry.bucket(), entry);
+            DataFileMeta indexed =
+                    (DataFileMeta)
+                            process.invoke(processor, entry.partition(), entry.bucket(), entry);
             messages.add(
                     new CommitMessageImpl(
                             entry.partition(),
@@ -145,5 +156,25 @@ final class FileIndexes {
             answer.put("snapshot", latest);
         }
         return answer;
+    }
+
+    private static final String PROCESSOR =
+            "org.apache.paimon.flink.sink.RewriteFileIndexSink$FileIndexProcessor";
+
+    /** Paimon's Flink connector jar over the oracle's classes (Paimon's own classes from here). */
+    private static ClassLoader flinkConnector() throws Exception {
+        java.nio.file.Path listed =
+                java.nio.file.Path.of(
+                                FileIndexes.class
+                                        .getProtectionDomain()
+                                        .getCodeSource()
+                                        .getLocation()
+                                        .toURI())
+                        .resolveSibling("flink-classpath.txt");
+        List<URL> urls = new ArrayList<>();
+        for (String jar : Files.readString(listed).trim().split(File.pathSeparator)) {
+            urls.add(new File(jar).toURI().toURL());
+        }
+        return new URLClassLoader(urls.toArray(new URL[0]), FileIndexes.class.getClassLoader());
     }
 }

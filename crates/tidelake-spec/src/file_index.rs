@@ -209,6 +209,28 @@ pub fn column_indexes(options: &Options) -> Result<Vec<ColumnIndex>> {
     Ok(out)
 }
 
+/// The entries of `map` in the order a Java `HashMap<String, _>` holding them iterates (Java
+/// writes the columns of an index file, and the index types of a column, from `HashMap`s):
+/// by bucket, `(h ^ h >>> 16) & (capacity - 1)` of the key's `String.hashCode` `h`, with the
+/// capacity a default map grows to (16, doubled past a 0.75 load); keys sharing a bucket in
+/// `map`'s order (Java's: insertion order, which rarely matters).
+fn java_hash_order<V>(map: &BTreeMap<String, V>) -> Vec<(&String, &V)> {
+    let mut capacity: usize = 16;
+    while map.len() * 4 > capacity * 3 {
+        capacity *= 2;
+    }
+    let bucket = |key: &str| {
+        let h = key.encode_utf16().fold(0i32, |h, unit| {
+            h.wrapping_mul(31).wrapping_add(i32::from(unit))
+        });
+        let h = h as u32;
+        (h ^ (h >> 16)) as usize & (capacity - 1)
+    };
+    let mut entries: Vec<(&String, &V)> = map.iter().collect();
+    entries.sort_by_key(|(key, _)| bucket(key));
+    entries
+}
+
 /// The indexes of one data file: per column, index type -> body bytes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FileIndex {
@@ -359,22 +381,26 @@ impl FileIndex {
 
     /// The index file's bytes (Java `FileIndexFormat.Writer`).
     pub fn encode(&self) -> Result<Vec<u8>> {
+        let columns: Vec<(&String, Vec<(&String, &Vec<u8>)>)> = java_hash_order(&self.columns)
+            .into_iter()
+            .map(|(column, indexes)| (column, java_hash_order(indexes)))
+            .collect();
         let mut names = Vec::new();
-        for (column, indexes) in &self.columns {
+        for (column, indexes) in &columns {
             put_utf(&mut names, column)?;
-            for kind in indexes.keys() {
+            for (kind, _) in indexes {
                 put_utf(&mut names, kind)?;
             }
         }
-        let entries: usize = self.columns.values().map(BTreeMap::len).sum();
-        let head = 8 + 4 + 4 + 4 + entries * 8 + self.columns.len() * 4 + 4 + names.len();
+        let entries: usize = columns.iter().map(|(_, i)| i.len()).sum();
+        let head = 8 + 4 + 4 + 4 + entries * 8 + columns.len() * 4 + 4 + names.len();
         let mut out = Vec::new();
         out.extend_from_slice(&MAGIC.to_be_bytes());
         out.extend_from_slice(&VERSION.to_be_bytes());
         out.extend_from_slice(&to_i32(head)?.to_be_bytes());
-        out.extend_from_slice(&to_i32(self.columns.len())?.to_be_bytes());
+        out.extend_from_slice(&to_i32(columns.len())?.to_be_bytes());
         let mut start = head;
-        for (column, indexes) in &self.columns {
+        for (column, indexes) in &columns {
             put_utf(&mut out, column)?;
             out.extend_from_slice(&to_i32(indexes.len())?.to_be_bytes());
             for (kind, body) in indexes {
@@ -385,7 +411,7 @@ impl FileIndex {
             }
         }
         out.extend_from_slice(&0i32.to_be_bytes());
-        for body in self.columns.values().flat_map(BTreeMap::values) {
+        for (_, body) in columns.iter().flat_map(|(_, i)| i) {
             out.extend_from_slice(body);
         }
         Ok(out)
@@ -597,6 +623,24 @@ pub(crate) fn test_hex(s: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_and_index_types_are_in_java_hash_map_order() {
+        // what Java's new HashMap<>() of these keys iterates (buckets of 16: bloom-filter 0,
+        // bitmap 7, bsi 9, range-bitmap 13; v 6, name 8, id 11)
+        let order = |ks: &[&str]| {
+            let map: BTreeMap<String, ()> = ks.iter().map(|k| (k.to_string(), ())).collect();
+            java_hash_order(&map)
+                .into_iter()
+                .map(|(k, _)| k.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(&["id", "name", "v"]), ["v", "name", "id"]);
+        assert_eq!(
+            order(&["bitmap", "bloom-filter", "bsi", "range-bitmap"]),
+            ["bloom-filter", "bitmap", "bsi", "range-bitmap"]
+        );
+    }
 
     #[test]
     fn rewritten_index_files_are_named_as_java_names_them() {

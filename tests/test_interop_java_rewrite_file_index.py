@@ -93,6 +93,7 @@ def test_tidelake_and_java_rewrite_the_same_indexes(java, tmp_path, pk, embedded
     threshold = "1mb" if embedded else "1b"
     t.set_option("file-index.in-manifest-threshold", threshold).set_option("file-index.bitmap.columns", "id")
     t.set_option("file-index.bloom-filter.columns", "id,name").set_option("file-index.bloom-filter.id.items", "200")
+    t.set_option("file-index.bloom-filter.name.items", "200")
     theirs = _copy(t, wh, f"rfi_{pk}_{embedded}_java")
 
     assert t.snapshot(t.rewrite_file_index()).commit_kind == "COMPACT"

@@ -31,8 +31,9 @@
 //! * files whose index would not change (same bytes, stored the same way) are left out of the
 //!   commit, and nothing is committed when no file changes: Java commits every file and writes
 //!   every index file again, and a file whose entry comes out identical (no index configured,
-//!   or the same embedded index) is lost from the table, its DELETE and ADD cancelling out
-//!   (checked against Java 1.3.1 in test_interop_java_rewrite_file_index.py).
+//!   or the same embedded index) gets a DELETE and an ADD of the identical entry, which Java's
+//!   readers read as the file gone (checked against Java 1.3.1 in
+//!   test_interop_java_rewrite_file_index.py).
 //!
 //! Invariants: data files are never written; a file deleted or changed by another commit since
 //! S (a compaction, an overwrite, another rewrite) refuses the commit with

@@ -231,6 +231,9 @@ fn java_hash_order<V>(map: &BTreeMap<String, V>) -> Vec<(&String, &V)> {
     entries
 }
 
+/// An index type and its body, as [`FileIndex::encode`] writes them.
+type IndexBody<'a> = (&'a String, &'a Vec<u8>);
+
 /// The indexes of one data file: per column, index type -> body bytes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FileIndex {
@@ -381,7 +384,7 @@ impl FileIndex {
 
     /// The index file's bytes (Java `FileIndexFormat.Writer`).
     pub fn encode(&self) -> Result<Vec<u8>> {
-        let columns: Vec<(&String, Vec<(&String, &Vec<u8>)>)> = java_hash_order(&self.columns)
+        let columns: Vec<(&String, Vec<IndexBody<'_>>)> = java_hash_order(&self.columns)
             .into_iter()
             .map(|(column, indexes)| (column, java_hash_order(indexes)))
             .collect();

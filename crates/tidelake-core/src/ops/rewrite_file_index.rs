@@ -39,8 +39,8 @@
 //! S (a compaction, an overwrite, another rewrite) refuses the commit with
 //! [`Error::CommitConflict`], and the index files written for it are deleted (also on any other
 //! failure before the commit lands), so a refused rewrite leaves nothing behind. Index files
-//! the rewrite replaces stay for older snapshots; like Java's, snapshot expiration leaves them
-//! to orphan-file cleaning (the data file itself stays live).
+//! the rewrite replaces stay for older snapshots and go when those expire
+//! ([`crate::maintenance`]'s expiry; Java's leaves them to orphan cleaning).
 
 use std::collections::HashMap;
 use std::sync::Arc;

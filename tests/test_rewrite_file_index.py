@@ -128,6 +128,21 @@ def test_indexes_of_columns_no_longer_configured_are_dropped(tmp_path):
     assert _sorted(t) == sorted((dt, k, f"v{k:03d}") for dt in "ab" for i in range(FILES) for k in _keys(i))
 
 
+def test_a_tag_keeps_the_index_files_it_reads(tmp_path):
+    t = _table(tmp_path / "t", **{"file-index.in-manifest-threshold": "1b",
+                                  "file-index.bloom-filter.columns": "k"})
+    first = _index_files(t)
+    t.create_tag("before")
+    t.set_option("file-index.bitmap.columns", "v").remove_option("file-index.bloom-filter.columns")
+    t.rewrite_file_index()
+    t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=int(time.time() * 1000) + 60_000)
+    assert first < _index_files(t)
+    assert sum(s.row_count for s in t.scan(filter=K5, tag="before").splits()) == ONE_FILE
+    t.delete_tag("before")
+    t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=int(time.time() * 1000) + 60_000)
+    assert t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True) == []
+
+
 def test_a_table_without_index_options_is_left_alone(tmp_path):
     t = _table(tmp_path / "t")
     snapshots = len(t.snapshots())

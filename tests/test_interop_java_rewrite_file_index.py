@@ -59,7 +59,7 @@ ID = ([("dt", "=", "a"), ("id", "=", 42)], {"op": "and", "args": [_j("dt", "=", 
 def _indexes(java: JavaOracle, path: str) -> dict[str, tuple[str, str | None]]:
     """Per data file of the latest snapshot: how its index is stored and its bytes (hex), as
     Java reads them."""
-    answer = java.run({"op": "file_index", "path": path, "filter": _j("id", "=", -1)})
+    answer = java.run({"op": "file_index", "path": path, "filter": _j("dt", "=", "-")})
     return {f["file"]: (f["index"], f["hex"]) for f in answer["files"]}
 
 
@@ -160,3 +160,21 @@ def test_files_whose_index_would_not_change(java, tmp_path):
     # tidelake replays entries in order (the re-ADD after the DELETE stands) and reads the rows
     assert java_read(java, wh, "db.rfi_unchanged_java")["rows"] == []
     assert theirs.to_arrow().num_rows == len(rows)
+
+
+def test_files_written_before_a_rename_are_indexed_under_their_own_name(java, tmp_path):
+    """Java's processor finds a column by field id and indexes it under the name the file has;
+    tidelake's does the same, byte for byte, and skips old and new files alike by them."""
+    wh = str(tmp_path)
+    t = tidelake_write(java, wh, _scenario("rfi_renamed", False, **{"file-index.in-manifest-threshold": "1b"}))
+    t.rename_column("id", "key")
+    t.write(t.to_arrow(filter=[("key", "=", 42)]))  # a file of the new schema
+    t.set_option("file-index.bloom-filter.columns", "key")
+    theirs = _copy(t, wh, "rfi_renamed_java")
+    t.rewrite_file_index()
+    java.run({"op": "rewrite_file_index", "path": theirs.path})
+    assert _indexes(java, t.path) == _indexes(java, theirs.refresh().path)
+    key = ([("dt", "=", "a"), ("key", "=", 42)], {"op": "and", "args": [_j("dt", "=", "a"), _j("key", "=", 42)]})
+    for table in (t, theirs):
+        assert _planned(table, key[0]) == _one_file() + 1
+        compare_read(java, table, wh, "renamed, rewritten", filter=key[0], java_filter=key[1])

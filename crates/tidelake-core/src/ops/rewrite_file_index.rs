@@ -38,7 +38,9 @@
 //! Invariants: data files are never written; a file deleted or changed by another commit since
 //! S (a compaction, an overwrite, another rewrite) refuses the commit with
 //! [`Error::CommitConflict`], and the index files written for it are deleted (also on any other
-//! failure before the commit lands), so a refused rewrite leaves nothing behind. Index files
+//! failure before the commit lands), so a refused rewrite leaves nothing behind; files other
+//! commits add meanwhile are not touched (they keep the indexes their writers built, or none
+//! if written before the options). Index files
 //! the rewrite replaces stay for older snapshots and go when those expire
 //! ([`crate::maintenance`]'s expiry; Java's leaves them to orphan cleaning).
 

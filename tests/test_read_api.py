@@ -401,6 +401,7 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     pk.commit(w.prepare_commit(), "me", 1, properties=[])
     rescaled = r("RawTable", "rescale", pk.rescale(1, None))
     assert pk.reload().snapshot(rescaled)["commit_kind"] == "OVERWRITE"
+    assert r("RawTable", "rewrite_file_index", pk.rewrite_file_index(None)) is None  # no index asked for
     w.close()
     snapshot, _, (task,) = pk.plan_row_level("delete", deletes=True)
     change = pk.row_level_change(snapshot)

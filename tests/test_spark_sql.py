@@ -107,6 +107,11 @@ def test_procedures(spark, tmp_path):
     assert t.refresh().snapshot(rescaled[0].snapshot_id).commit_kind == "OVERWRITE"
     assert {r["partition"]: r["total_buckets"] for r in t.system("partitions").to_pylist()} == {"p=0": 1, "p=1": 3}
     assert sorted(t.to_arrow()["v"].to_pylist()) == ["1"] * 6
+    t.set_option("file-index.bloom-filter.columns", "k")
+    rewritten = sql(spark, f"CALL sys.rewrite_file_index(table => '{path}', partitions => 'p=1')").collect()
+    assert t.refresh().snapshot(rewritten[0].snapshot_id).commit_kind == "COMPACT"
+    assert sql(spark, f"CALL sys.rewrite_file_index('{path}', 'p=1')").collect()[0].snapshot_id is None
+    assert sorted(t.to_arrow()["v"].to_pylist()) == ["1"] * 6
     assert sql(spark, f"CALL sys.purge_files(table => '{path}')").collect()[0].result == "Success"
     assert t.refresh().to_arrow().num_rows == 0 and len(t.snapshots()) == 1
     with pytest.raises(tidelake.UnsupportedError, match="migrate_table"):

@@ -372,6 +372,10 @@ class RawTable:
         """Rewrite the selected partitions into ``bucket_num`` buckets (default: the table's
         ``bucket``) in one OVERWRITE snapshot; its id."""
 
+    def rewrite_file_index(self, partitions_json: str | None = None) -> int | None:
+        """Rebuild the file indexes of the selected partitions' live data files from the
+        ``file-index.*`` options in one COMPACT snapshot; its id, None when none changed."""
+
     def compaction_plan(self, full: bool = False, partitions_json: str | None = None) -> RawCompactionPlan:
         """The compaction :meth:`compact` would run, as per-bucket tasks (not run)."""
 

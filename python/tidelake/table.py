@@ -959,6 +959,31 @@ class Table:
         assert committed is not None
         return committed
 
+    def rewrite_file_index(self, partitions: list[dict[str, Any]] | None = None) -> int | None:
+        """Give the live data files of the table, or of ``partitions``, the file indexes its
+        ``file-index.*`` options now ask for (Paimon's ``rewrite_file_index`` procedure), without
+        rewriting their rows; returns the COMPACT snapshot's id, ``None`` when no file's index
+        changed.
+
+        Set ``file-index.bloom-filter.columns``, ``file-index.bitmap.columns`` (or ``bsi``,
+        ``range-bitmap``) with :meth:`set_option` first: files written before then get the
+        indexes writers now build, so reads skip them as they skip new files. A file's index
+        afterwards is exactly what the options ask for (indexes of columns no longer configured
+        are dropped), embedded in the manifest up to ``file-index.in-manifest-threshold`` bytes,
+        else a new ``.index`` file next to the data file.
+
+        Args:
+            partitions: only these partitions, each a dict of partition values.
+
+        Raises:
+            InvalidArgumentError: the options name a column the table lacks.
+            UnsupportedError: an index on a type it cannot hold.
+            CommitConflictError: another commit removed or changed one of the files meanwhile
+                (a compaction, an overwrite): nothing is committed and the index files written
+                are deleted; run it again.
+        """
+        return self._raw.rewrite_file_index(filter_json(self._partitions_filter(partitions)))
+
     def compaction_plan(self, full: bool = False,
                         partitions: list[dict[str, Any]] | None = None) -> CompactionPlan:
         """Plan :meth:`compact` without running it: one :class:`~tidelake.compaction.CompactionTask`

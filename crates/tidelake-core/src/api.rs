@@ -112,7 +112,7 @@ pub mod ops {
         after_commit, commit_compaction, compact, compact_manifests, mark_partitions_done,
         publish_branch, purge_files, remove_unexisting_files, unexisting_files, Changes,
         CloneHiveTable, MigrateTable, PlannedRead, Purged, Read, ReplayPolicy, Rescale,
-        SortCompaction, SplitReader, TableCommit, UnexistingFile, REPLAYS,
+        RewriteFileIndex, SortCompaction, SplitReader, TableCommit, UnexistingFile, REPLAYS,
     };
     /// Row-level DML: plan -> tasks (bytes) -> prepared changes (bytes) -> one commit.
     pub use crate::ops::{

@@ -1,6 +1,6 @@
 //! `RawTable.compact`: the binding of [`Compactor`] behind `tidelake.Table.compact` (and of
 //! [`ops::SortCompaction`] behind its `order_by`, `RawTable.sort_compact`), of [`ops::Rescale`]
-//! behind `tidelake.Table.rescale`, and the compaction's plan -> task -> commit form (`RawTable.compaction_plan`, [`run_compaction_task`],
+//! behind `tidelake.Table.rescale`, of [`ops::RewriteFileIndex`] behind `tidelake.Table.rewrite_file_index`, and the compaction's plan -> task -> commit form (`RawTable.compaction_plan`, [`run_compaction_task`],
 //! `RawTable.commit_compaction`) behind `tidelake.compaction` and `tidelake.spark.compact`.
 //!
 //! The partition selection arrives as a filter JSON on partition columns (built by Python from
@@ -93,6 +93,23 @@ impl RawTable {
             rescale = rescale.partitions(filter);
         }
         let committed = block_on(py, rescale.run())?.py()?;
+        Ok(committed.last_id())
+    }
+
+    /// Rewrite the file indexes of the live data files of the partitions matching
+    /// `partitions_json` (all by default) as the table's `file-index.*` options ask: the
+    /// COMPACT snapshot's id, none when no file's index changed.
+    #[pyo3(signature = (partitions_json=None))]
+    fn rewrite_file_index(
+        &self,
+        py: Python<'_>,
+        partitions_json: Option<String>,
+    ) -> PyResult<Option<i64>> {
+        let mut rewrite = ops::RewriteFileIndex::new(&self.table);
+        if let Some(filter) = request(false, partitions_json)?.partitions {
+            rewrite = rewrite.partitions(filter);
+        }
+        let committed = block_on(py, rewrite.run())?.py()?;
         Ok(committed.last_id())
     }
 

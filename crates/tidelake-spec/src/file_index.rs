@@ -46,6 +46,24 @@ pub const BLOOM_FILTER: &str = "bloom-filter";
 /// Suffix of an index file next to its data file (`<data file>.index`).
 pub const INDEX_FILE_SUFFIX: &str = ".index";
 
+/// The name of the index file a rewrite of data file `data_file`'s index stores, next to it
+/// (Java `DataFilePathFactory.dataFileToFileIndexPath` and `createNewFileIndexFilePath`):
+/// `<data file>.index` when it has no index file yet, else the successor of its `previous` one
+/// (`<stem>-<n + 1>.index` after `<stem>-<n>.index`, `<stem>-1.index` after any other
+/// `<stem>.index`), so that a rewrite never overwrites the index file a snapshot refers to.
+pub fn next_index_file_name(data_file: &str, previous: Option<&str>) -> String {
+    let Some(previous) = previous else {
+        return format!("{data_file}{INDEX_FILE_SUFFIX}");
+    };
+    let stem = previous.rfind('.').map_or(previous, |dot| &previous[..dot]);
+    if let Some((head, n)) = stem.rsplit_once('-') {
+        if let Ok(n) = n.parse::<i32>() {
+            return format!("{head}-{}{INDEX_FILE_SUFFIX}", n.wrapping_add(1));
+        }
+    }
+    format!("{stem}-1{INDEX_FILE_SUFFIX}")
+}
+
 /// `file-index.in-manifest-threshold`: indexes up to this size are embedded in the manifest
 /// entry, larger ones written to `<data file>.index` (Java default 500 bytes).
 pub fn in_manifest_threshold(options: &Options) -> Result<u64> {
@@ -128,6 +146,19 @@ impl ColumnIndex {
         }
     }
 
+    /// The same index on column `name` (the column as a file written with an older schema
+    /// names it).
+    pub fn renamed(&self, name: &str) -> ColumnIndex {
+        let mut out = self.clone();
+        match &mut out {
+            ColumnIndex::BloomFilter(c) => c.column = name.to_string(),
+            ColumnIndex::Bitmap(c) => c.column = name.to_string(),
+            ColumnIndex::Bsi(c) => *c = name.to_string(),
+            ColumnIndex::RangeBitmap(c) => c.column = name.to_string(),
+        }
+        out
+    }
+
     /// Whether Java builds this index on a column of `ty`.
     pub fn supports(&self, ty: &DataType) -> bool {
         match self {
@@ -177,6 +208,31 @@ pub fn column_indexes(options: &Options) -> Result<Vec<ColumnIndex>> {
     );
     Ok(out)
 }
+
+/// The entries of `map` in the order a Java `HashMap<String, _>` holding them iterates (Java
+/// writes the columns of an index file, and the index types of a column, from `HashMap`s):
+/// by bucket, `(h ^ h >>> 16) & (capacity - 1)` of the key's `String.hashCode` `h`, with the
+/// capacity a default map grows to (16, doubled past a 0.75 load); keys sharing a bucket in
+/// `map`'s order (Java's: insertion order, which rarely matters).
+fn java_hash_order<V>(map: &BTreeMap<String, V>) -> Vec<(&String, &V)> {
+    let mut capacity: usize = 16;
+    while map.len() * 4 > capacity * 3 {
+        capacity *= 2;
+    }
+    let bucket = |key: &str| {
+        let h = key.encode_utf16().fold(0i32, |h, unit| {
+            h.wrapping_mul(31).wrapping_add(i32::from(unit))
+        });
+        let h = h as u32;
+        (h ^ (h >> 16)) as usize & (capacity - 1)
+    };
+    let mut entries: Vec<(&String, &V)> = map.iter().collect();
+    entries.sort_by_key(|(key, _)| bucket(key));
+    entries
+}
+
+/// An index type and its body, as [`FileIndex::encode`] writes them.
+type IndexBody<'a> = (&'a String, &'a Vec<u8>);
 
 /// The indexes of one data file: per column, index type -> body bytes.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -328,22 +384,26 @@ impl FileIndex {
 
     /// The index file's bytes (Java `FileIndexFormat.Writer`).
     pub fn encode(&self) -> Result<Vec<u8>> {
+        let columns: Vec<(&String, Vec<IndexBody<'_>>)> = java_hash_order(&self.columns)
+            .into_iter()
+            .map(|(column, indexes)| (column, java_hash_order(indexes)))
+            .collect();
         let mut names = Vec::new();
-        for (column, indexes) in &self.columns {
+        for (column, indexes) in &columns {
             put_utf(&mut names, column)?;
-            for kind in indexes.keys() {
+            for (kind, _) in indexes {
                 put_utf(&mut names, kind)?;
             }
         }
-        let entries: usize = self.columns.values().map(BTreeMap::len).sum();
-        let head = 8 + 4 + 4 + 4 + entries * 8 + self.columns.len() * 4 + 4 + names.len();
+        let entries: usize = columns.iter().map(|(_, i)| i.len()).sum();
+        let head = 8 + 4 + 4 + 4 + entries * 8 + columns.len() * 4 + 4 + names.len();
         let mut out = Vec::new();
         out.extend_from_slice(&MAGIC.to_be_bytes());
         out.extend_from_slice(&VERSION.to_be_bytes());
         out.extend_from_slice(&to_i32(head)?.to_be_bytes());
-        out.extend_from_slice(&to_i32(self.columns.len())?.to_be_bytes());
+        out.extend_from_slice(&to_i32(columns.len())?.to_be_bytes());
         let mut start = head;
-        for (column, indexes) in &self.columns {
+        for (column, indexes) in &columns {
             put_utf(&mut out, column)?;
             out.extend_from_slice(&to_i32(indexes.len())?.to_be_bytes());
             for (kind, body) in indexes {
@@ -354,7 +414,7 @@ impl FileIndex {
             }
         }
         out.extend_from_slice(&0i32.to_be_bytes());
-        for body in self.columns.values().flat_map(BTreeMap::values) {
+        for (_, body) in columns.iter().flat_map(|(_, i)| i) {
             out.extend_from_slice(body);
         }
         Ok(out)
@@ -566,6 +626,45 @@ pub(crate) fn test_hex(s: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_and_index_types_are_in_java_hash_map_order() {
+        // what Java's new HashMap<>() of these keys iterates (buckets of 16: bloom-filter 0,
+        // bitmap 7, bsi 9, range-bitmap 13; v 6, name 8, id 11)
+        let order = |ks: &[&str]| {
+            let map: BTreeMap<String, ()> = ks.iter().map(|k| (k.to_string(), ())).collect();
+            java_hash_order(&map)
+                .into_iter()
+                .map(|(k, _)| k.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(&["id", "name", "v"]), ["v", "name", "id"]);
+        assert_eq!(
+            order(&["bitmap", "bloom-filter", "bsi", "range-bitmap"]),
+            ["bloom-filter", "bitmap", "bsi", "range-bitmap"]
+        );
+    }
+
+    #[test]
+    fn rewritten_index_files_are_named_as_java_names_them() {
+        let data = "data-5c1e-0.parquet";
+        assert_eq!(
+            next_index_file_name(data, None),
+            "data-5c1e-0.parquet.index"
+        );
+        // DataFilePathFactory.createNewFileIndexFilePath
+        let first = next_index_file_name(data, Some("data-5c1e-0.parquet.index"));
+        assert_eq!(first, "data-5c1e-0.parquet-1.index");
+        assert_eq!(
+            next_index_file_name(data, Some(&first)),
+            "data-5c1e-0.parquet-2.index"
+        );
+        assert_eq!(next_index_file_name(data, Some("x.index")), "x-1.index");
+        assert_eq!(
+            next_index_file_name(data, Some("a-b-9.index")),
+            "a-b-10.index"
+        );
+    }
 
     #[test]
     fn hashes_and_filters_are_javas() {

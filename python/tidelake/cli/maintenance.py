@@ -340,6 +340,29 @@ def rescale(path: str, bucket_num: int | None, partitions: tuple[dict[str, str],
     click.echo(f"rescaled into snapshot {sid}; bucket counts of the table's partitions: {buckets}")
 
 
+@main.command("rewrite-file-index", short_help="Build the file indexes the table's options ask for.")
+@_PATH
+@click.option("--partition", "partitions", type=_PARTITION, multiple=True, metavar="k=v[,k=v]",
+              help="Rewrite only this partition's indexes (default: all). " + _PARTITION_OPT_HELP)
+@_JSON
+@_guarded
+def rewrite_file_index(path: str, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
+    """Give the data files of the table at PATH (or of --partition) the file indexes its
+    'file-index.*' options now ask for, in one COMPACT snapshot, without rewriting rows
+    (Paimon's rewrite_file_index procedure). Refused, with nothing committed, when another
+    commit removes those files meanwhile."""
+    t = _open(path)
+    specs = typed_partitions(t, partitions) if partitions else None
+    sid = t.rewrite_file_index(partitions=specs)
+    if as_json:
+        _emit_json({"snapshot_id": sid})
+        return
+    if sid is None:
+        click.echo("nothing to rewrite: every data file already has the indexes the options ask for")
+        return
+    click.echo(f"rewrote the file indexes into snapshot {sid}")
+
+
 def _sort_compact(t: Table, order_by: list[str], strategy: str | None, specs: list[dict[str, Any]] | None,
                   as_json: bool) -> None:
     """``compact --order-by``: :meth:`Table.compact` with ``order_by``."""

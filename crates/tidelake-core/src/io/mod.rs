@@ -26,14 +26,15 @@ pub mod instrumented;
 /// The named failpoints inside engine logic ([`failpoint!`]): a writer flushing a bucket;
 /// around creating a snapshot file; before committing a compaction plan's results; expiry
 /// between deleting snapshot files and the files only they referenced; orphan cleaning before
-/// it deletes.
-pub const FAILPOINTS: [&str; 6] = [
+/// it deletes; a file-index rewrite between writing its index files and committing.
+pub const FAILPOINTS: [&str; 7] = [
     "write-flush",
     "commit-before-snapshot",
     "commit-after-snapshot",
     "compact-before-commit",
     "expire-before-delete",
     "orphans-before-delete",
+    "rewrite-file-index-before-commit",
 ];
 
 /// Make failpoint `name` (one of [`FAILPOINTS`]) do `actions`, in the `fail` crate's syntax:

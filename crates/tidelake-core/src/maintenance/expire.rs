@@ -12,6 +12,8 @@
 //!   same delta, a level upgrade, cancels it), with their extra files — Java skips `begin`'s
 //!   delta; including it also collects what an interrupted earlier run left (those files are
 //!   checked for existence instead of deleted again, so the counts are what this run removed);
+//! * extra files a DELETE names that the same delta's ADD of the same file no longer does (a
+//!   file index replaced by a rewrite; Java leaves them to orphan cleaning);
 //! * changelog files of the expired snapshots;
 //! * manifest lists, manifests, index manifests, index files and statistics of the expired
 //!   snapshots.
@@ -61,7 +63,7 @@
 //! long-lived changelogs are then expired by the changelog retention in the same
 //! [`expire_snapshots`] call ([`super::changelog_expire`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use tidelake_spec::manifest::{FileKind, FileSource, ManifestEntry};
@@ -444,6 +446,17 @@ async fn plan_candidates(
     let mut out = Vec::new();
     for (i, s) in including_end.iter().enumerate() {
         let delta = or_missing(cache.list_entries(&s.delta_manifest_list).await)?;
+        if keep != KeepForChangelog::Deltas {
+            for (e, names) in replaced_extra_files(&delta) {
+                let dir = layout.bucket_path(&layout.decode_partition(&e.partition)?, e.bucket)?;
+                out.extend(names.into_iter().map(|name| Candidate {
+                    path: e.file.aligned_path(&dir, &name),
+                    name,
+                    category: FileCategory::Data,
+                    maybe_gone: i == 0,
+                }));
+            }
+        }
         let mut deleted = deleted_in_delta(delta);
         if keep == KeepForChangelog::Deltas {
             deleted.retain(|e| e.file.file_source.is_some_and(|f| f != FileSource::Append));
@@ -468,6 +481,41 @@ async fn plan_candidates(
         out.extend(metadata_files_of(cache, s, true, lists).await?);
     }
     Ok(out)
+}
+
+/// The extra files a DELETE of one delta names that the same delta's ADD of the same file no
+/// longer does (a file index replaced by [`crate::ops::RewriteFileIndex`]), with that DELETE:
+/// they go with the snapshot like the files of a DELETE (Java leaves them to orphan cleaning);
+/// the data file itself stays.
+pub(super) fn replaced_extra_files(
+    entries: &[ManifestEntry],
+) -> Vec<(&ManifestEntry, Vec<String>)> {
+    let added: HashMap<(&[u8], i32, &str), &ManifestEntry> = entries
+        .iter()
+        .filter(|e| e.kind == FileKind::Add)
+        .map(|e| {
+            (
+                (e.partition.as_slice(), e.bucket, e.file.file_name.as_str()),
+                e,
+            )
+        })
+        .collect();
+    entries
+        .iter()
+        .filter(|e| e.kind == FileKind::Delete)
+        .filter_map(|e| {
+            let again =
+                added.get(&(e.partition.as_slice(), e.bucket, e.file.file_name.as_str()))?;
+            let names: Vec<String> = e
+                .file
+                .extra_files
+                .iter()
+                .filter(|n| !again.file.extra_files.contains(n))
+                .cloned()
+                .collect();
+            (!names.is_empty()).then_some((e, names))
+        })
+        .collect()
 }
 
 /// Java `planDeletedInDeltaManifest`: DELETE entries of one delta, minus files the same delta
@@ -591,5 +639,30 @@ mod tests {
             .map(|e| e.file.file_name)
             .collect();
         assert_eq!(names, vec!["b".to_string()]);
+    }
+
+    #[test]
+    fn index_files_a_re_add_no_longer_names_go() {
+        let with = |kind, extras: &[&str]| {
+            let mut e = entry(kind, "a", 0);
+            e.file.extra_files = extras.iter().map(|x| x.to_string()).collect();
+            e
+        };
+        let delta = vec![
+            with(FileKind::Delete, &["a.index", "a.other"]),
+            with(FileKind::Add, &["a.other", "a-1.index"]),
+            entry(FileKind::Delete, "b", 0),
+        ];
+        let replaced: Vec<Vec<String>> = replaced_extra_files(&delta)
+            .into_iter()
+            .map(|(_, names)| names)
+            .collect();
+        assert_eq!(replaced, vec![vec!["a.index".to_string()]]);
+        // an upgrade keeps its extra files
+        let upgrade = vec![
+            with(FileKind::Delete, &["a.index"]),
+            with(FileKind::Add, &["a.index"]),
+        ];
+        assert!(replaced_extra_files(&upgrade).is_empty());
     }
 }

@@ -24,6 +24,7 @@ mod read;
 mod read_tests;
 mod replay;
 mod rescale;
+mod rewrite_file_index;
 mod row_level;
 mod sort_compaction;
 mod table_commit;
@@ -40,6 +41,7 @@ pub use purge::{purge_files, Purged};
 pub use read::{Changes, PlannedRead, Read, SplitReader};
 pub use replay::{ReplayPolicy, REPLAYS};
 pub use rescale::Rescale;
+pub use rewrite_file_index::RewriteFileIndex;
 pub use row_level::{
     commit_row_level, matching, row_level_strategy, PlannedRowLevel, PreparedChange,
     RowLevelChange, RowLevelPlan, RowLevelStrategy, RowLevelTask, PREPARED_CHANGE_VERSION,

@@ -43,11 +43,13 @@ PROCEDURES: dict[str, tuple[str, ...]] = {
     "remove_unexisting_files": ("table", "dry_run", "parallelism"),
     "purge_files": ("table",),
     "rescale": ("table", "bucket_num", "partition", "scan_parallelism", "sink_parallelism"),
+    "rewrite_file_index": ("table", "partitions"),
 }
 """Paimon's Spark procedures run here, with their parameters (lower case) in Paimon's order, and
 tidelake's write-audit-publish pair ``create_stage`` / ``publish_stage`` (:meth:`Table.stage
 <tidelake.Table.stage>`, :meth:`Table.publish_stage <tidelake.Table.publish_stage>`), and Paimon's
-Flink procedures ``expire_changelogs`` (``delete_all`` is refused) and ``rescale``."""
+Flink procedures ``expire_changelogs`` (``delete_all`` is refused), ``rescale`` and
+``rewrite_file_index``."""
 
 CATALOG_PROCEDURES: dict[str, tuple[str, ...]] = {
     "migrate_table": ("source_type", "table", "options", "delete_origin", "target_table", "options_map",
@@ -260,6 +262,12 @@ class _Procedures:
         Paimon's job change nothing); the OVERWRITE snapshot's id."""
         snapshot = self.table.rescale(None if bucket_num is None else int(bucket_num),
                                       self._partitions(partition) if partition else None)
+        return self.ctx.result([(snapshot,)], "snapshot_id bigint")
+
+    def rewrite_file_index(self, partitions: str | None = None) -> DataFrame:
+        """Paimon's (Flink) ``rewrite_file_index``: :meth:`Table.rewrite_file_index`; the COMPACT
+        snapshot's id (null when no file's index changed)."""
+        snapshot = self.table.rewrite_file_index(self._partitions(partitions) if partitions else None)
         return self.ctx.result([(snapshot,)], "snapshot_id bigint")
 
     def remove_unexisting_files(self, dry_run: Any = False, parallelism: Any = None) -> DataFrame:

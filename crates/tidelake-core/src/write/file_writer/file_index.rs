@@ -5,6 +5,9 @@
 //! the manifest entry when it is at most `file-index.in-manifest-threshold` bytes, else as
 //! `<data file>.index` next to the data file, named in the entry's extra files.
 //!
+//! The same indexes are built again for files already written by
+//! [`crate::ops::RewriteFileIndex`] ([`IndexPlan::for_file`], [`FileIndexes::encode`]).
+//!
 //! Invariant: every row of the file is added to every index, in file order.
 
 use arrow_array::ArrayRef;
@@ -24,7 +27,7 @@ use crate::io::FileIO;
 
 /// Which columns get which index, resolved against the written schema.
 #[derive(Debug, Clone, Default)]
-pub(super) struct IndexPlan {
+pub(crate) struct IndexPlan {
     /// (position among the table columns, the index, the column's type).
     indexes: Vec<(usize, ColumnIndex, DataType)>,
     threshold: u64,
@@ -34,7 +37,7 @@ impl IndexPlan {
     /// The `indexes` on columns of `schema`, embedded up to `threshold` bytes; an unknown
     /// column or a type the index cannot hold is an error (as in Java), and so is an index on
     /// a map column's entries (`column[key]`, which Java indexes and tidelake does not).
-    pub(super) fn new(
+    pub(crate) fn new(
         schema: &TableSchema,
         indexes: &[ColumnIndex],
         threshold: u64,
@@ -70,8 +73,35 @@ impl IndexPlan {
         })
     }
 
+    /// The `indexes` (on columns of the table's `current` schema) of a file written with
+    /// `file_schema`: each column found by field id and indexed under its name in the file
+    /// (Java `RewriteFileIndexSink.SchemaCache`), those the file lacks left out. An index on a
+    /// column `current` lacks is an error, as in [`Self::new`].
+    pub(crate) fn for_file(
+        current: &TableSchema,
+        file_schema: &TableSchema,
+        indexes: &[ColumnIndex],
+        threshold: u64,
+    ) -> Result<IndexPlan> {
+        // the checks of `new` on the current schema: unknown columns, unsupported types
+        IndexPlan::new(current, indexes, threshold)?;
+        let renamed: Vec<ColumnIndex> = indexes
+            .iter()
+            .filter_map(|index| {
+                let id = current.field(index.column())?.id;
+                Some(index.renamed(&file_schema.field_by_id(id)?.name))
+            })
+            .collect();
+        IndexPlan::new(file_schema, &renamed, threshold)
+    }
+
+    /// `file-index.in-manifest-threshold`: encoded indexes up to this size are embedded.
+    pub(crate) fn threshold(&self) -> u64 {
+        self.threshold
+    }
+
     /// The empty indexes of a new file (`None` when no index is asked for).
-    pub(super) fn start(&self) -> Result<Option<FileIndexes>> {
+    pub(crate) fn start(&self) -> Result<Option<FileIndexes>> {
         if self.indexes.is_empty() {
             return Ok(None);
         }
@@ -108,14 +138,14 @@ enum Builder {
 }
 
 /// The indexes of the file being written.
-pub(super) struct FileIndexes {
+pub(crate) struct FileIndexes {
     plan: IndexPlan,
     builders: Vec<Builder>,
 }
 
 impl FileIndexes {
     /// Add rows: `values` are the table columns of a written chunk.
-    pub(super) fn update(&mut self, values: &[ArrayRef]) -> Result<()> {
+    pub(crate) fn update(&mut self, values: &[ArrayRef]) -> Result<()> {
         for ((pos, index, ty), builder) in self.plan.indexes.iter().zip(&mut self.builders) {
             let column = values[*pos].as_ref();
             for row in 0..column.len() {
@@ -153,14 +183,8 @@ impl FileIndexes {
         Ok(())
     }
 
-    /// Store the indexes of data file `data_path` (root-relative): the embedded bytes, or the
-    /// name of the index file written next to it.
-    pub(super) async fn finish(
-        self,
-        io: &FileIO,
-        data_path: &str,
-        created: &mut Vec<String>,
-    ) -> Result<(Option<Vec<u8>>, Vec<String>)> {
+    /// The indexes in Paimon's file-index format (Java `FileIndexFormat.Writer`).
+    pub(crate) fn encode(self) -> Result<Vec<u8>> {
         let mut index = FileIndex::default();
         for ((_, column, _), builder) in self.plan.indexes.iter().zip(self.builders) {
             let body = match builder {
@@ -176,10 +200,22 @@ impl FileIndexes {
                 .or_default()
                 .insert(column.index_type().to_string(), body);
         }
-        let bytes = index
+        index
             .encode()
-            .map_err(|e| Error::from_spec("file index", e))?;
-        if bytes.len() as u64 <= self.plan.threshold {
+            .map_err(|e| Error::from_spec("file index", e))
+    }
+
+    /// Store the indexes of data file `data_path` (root-relative): the embedded bytes, or the
+    /// name of the index file written next to it.
+    pub(super) async fn finish(
+        self,
+        io: &FileIO,
+        data_path: &str,
+        created: &mut Vec<String>,
+    ) -> Result<(Option<Vec<u8>>, Vec<String>)> {
+        let threshold = self.plan.threshold;
+        let bytes = self.encode()?;
+        if bytes.len() as u64 <= threshold {
             return Ok((Some(bytes), Vec::new()));
         }
         let path = format!("{data_path}{INDEX_FILE_SUFFIX}");

@@ -37,7 +37,7 @@
 
 mod avro;
 mod encoding;
-mod file_index;
+pub(crate) mod file_index;
 mod imported;
 mod orc;
 mod parquet;

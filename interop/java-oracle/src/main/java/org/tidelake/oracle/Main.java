@@ -88,6 +88,8 @@ public final class Main {
                 return HiveTables.create(job);
             case "migrate_table":
                 return HiveTables.migrate(job);
+            case "rewrite_file_index":
+                return FileIndexes.rewrite(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

@@ -28,6 +28,7 @@
 use std::collections::BTreeMap;
 
 use tidelake_spec::datum::Datum;
+use tidelake_spec::options::FILE_FORMAT;
 use tidelake_spec::types::DataField;
 
 use crate::catalog::hive::model::{HmsPartition, HmsTable, COMMENT};
@@ -48,8 +49,6 @@ use super::import::{ImportFiles, ImportSource};
 const PAIMON_SUFFIX: &str = "_paimon_";
 /// Java `HiveMigrator.from`: the source's comment is also kept as this option.
 const HIVE_COMMENT_OPTION: &str = "hive.comment";
-/// Java `CoreOptions.FILE_FORMAT`, set on a clone's new target.
-const FILE_FORMAT_OPTION: &str = "file.format";
 
 /// A Hive table's migration (see the module docs). Built with [`MigrateTable::new`].
 #[derive(Clone, Debug)]
@@ -166,10 +165,7 @@ impl CloneHiveTable {
         let hive = source.hive("clone")?;
         let (hms, partitions) = hive.hive_table(&Identifier::table(&self.source)?).await?;
         let format = file_format(hms.file_format(), "the Hive table")?;
-        let mut options = vec![(
-            FILE_FORMAT_OPTION.to_string(),
-            format.identifier().to_string(),
-        )];
+        let mut options = vec![(FILE_FORMAT.to_string(), format.identifier().to_string())];
         options.extend(self.options.iter().cloned());
         let id = Identifier::table(&self.target)?;
         target

@@ -26,7 +26,7 @@ from . import _internal
 from ._metadata import Partition
 from .expr import filter_json, to_filter
 from .maintenance import GLOBAL_SYSTEM_TABLES, SYSTEM_DATABASE
-from .table import Table, _schema_of, _storage_options
+from .table import Table, _option_pairs, _schema_of, _storage_options
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -158,7 +158,7 @@ class Catalog:
         """Create ``"database.table"`` (the database must exist); see :func:`tidelake.create_table`."""
         raw = self._raw.create_table(identifier, _schema_of(schema), list(primary_keys or []),
                                      list(partition_keys or []), bucket,
-                                     [(str(k), str(v)) for k, v in (options or {}).items()], comment)
+                                     _option_pairs(options), comment)
         return Table(raw)
 
     def drop_table(self, identifier: str) -> None:
@@ -180,7 +180,7 @@ class Catalog:
         keeps the (then empty) Hive table in the metastore. Stop the Hive table's writers
         first: as in Java, a failure moves the files back, but the migration is not one atomic
         step."""
-        raw = self._raw.migrate_table(source, target, [(str(k), str(v)) for k, v in (options or {}).items()],
+        raw = self._raw.migrate_table(source, target, _option_pairs(options),
                                       delete_origin)
         return Table(raw)
 
@@ -197,4 +197,4 @@ class Catalog:
         snapshot made, or None when there was no file to copy."""
         filter_text = filter_json(to_filter(where))
         return self._raw.clone_hive_table(source, (target_catalog or self)._raw, target,
-                                          [(str(k), str(v)) for k, v in (options or {}).items()], filter_text)
+                                          _option_pairs(options), filter_text)

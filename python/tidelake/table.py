@@ -69,6 +69,11 @@ def _storage_options(storage_options: dict[str, str] | None) -> dict[str, str] |
     return {str(k): str(v) for k, v in storage_options.items()}
 
 
+def _option_pairs(options: dict[str, str] | None) -> list[tuple[str, str]]:
+    """Table options as the binding takes them (text keys and values, in order)."""
+    return [(str(k), str(v)) for k, v in (options or {}).items()]
+
+
 def create_table(path: str | os.PathLike[str], schema: pa.Schema, primary_keys: list[str] | None = None,
                  partition_keys: list[str] | None = None, bucket: int | None = None,
                  options: dict[str, str] | None = None, comment: str | None = None,
@@ -93,7 +98,7 @@ def create_table(path: str | os.PathLike[str], schema: pa.Schema, primary_keys: 
     """
     raw = _internal.RawTable.create(os.fspath(path), _schema_of(schema), list(primary_keys or []),
                                     list(partition_keys or []), bucket,
-                                    [(str(k), str(v)) for k, v in (options or {}).items()], comment,
+                                    _option_pairs(options), comment,
                                     _storage_options(storage_options))
     return Table(raw)
 

@@ -38,6 +38,7 @@ use crate::catalog::Catalog;
 use crate::commit::Committed;
 use crate::datum_arrow::{arrow_type_of, datum_at, default_value};
 use crate::error::{Error, ErrorKind, Result};
+use crate::layout::TableLayout;
 use crate::read::data_file::FileFormat;
 use crate::scan::predicate::Predicate;
 use crate::schema_change::TableSpec;
@@ -233,8 +234,8 @@ fn sources(
     partitions: &[HmsPartition],
     mut files: ImportFiles,
 ) -> Result<ImportFiles> {
-    check_partition_keys(table, &hms.partition_keys())?;
-    let fields = partition_fields(table)?;
+    let fields = TableLayout::new(table.schema())?.partition_fields;
+    check_partition_keys(table, &fields, &hms.partition_keys())?;
     if fields.is_empty() {
         let location = hms
             .location()
@@ -274,22 +275,6 @@ fn sources(
     Ok(files)
 }
 
-fn partition_fields(table: &Table) -> Result<Vec<DataField>> {
-    let schema = table.schema();
-    schema
-        .partition_keys
-        .iter()
-        .map(|k| {
-            schema.field(k).cloned().ok_or_else(|| {
-                Error::corrupt(
-                    table.location(),
-                    format!("partition key '{k}' is no column"),
-                )
-            })
-        })
-        .collect()
-}
-
 /// A partition value as the metastore keeps it (text; Paimon's `partition.default-name` for
 /// null), as Java's `TypeUtils.castFromString`.
 fn partition_value(field: &DataField, text: &str, default_name: &str) -> Result<Datum> {
@@ -315,9 +300,9 @@ fn file_format(format: Option<&str>, what: &str) -> Result<FileFormat> {
     }
 }
 
-/// Java `HiveMigrator.checkCompatible`: the same partition keys, names and types (by name).
-fn check_partition_keys(table: &Table, keys: &[HiveColumn]) -> Result<()> {
-    let target = partition_fields(table)?;
+/// Java `HiveMigrator.checkCompatible`: `table`'s partition fields `target` have the Hive
+/// partition keys' names and types (by name).
+fn check_partition_keys(table: &Table, target: &[DataField], keys: &[HiveColumn]) -> Result<()> {
     let mismatch = || {
         Error::invalid(format!(
             "the Hive table's partition keys ({}) are not the partition keys of {}",

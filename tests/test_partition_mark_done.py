@@ -19,6 +19,7 @@ from click.testing import CliRunner
 import tidelake
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
 from _java import Scenario, compare_read, java_write
+from _rest import rest_server  # noqa: F401  (a fresh Paimon REST server, a fixture)
 from tidelake import cli
 
 OPTIONS = {"bucket": "1", "partition.mark-done-action": "success-file",
@@ -139,21 +140,144 @@ def test_mark_partition_done_procedure_python_cli_java(java, tmp_path):
         flat.mark_partition_done([{"dt": "a"}])
 
 
+def _data_files(t: tidelake.Table) -> list[pathlib.Path]:
+    return [f for f in pathlib.Path(t.path).rglob("*") if f.is_file() and "bucket-" in str(f.parent)]
+
+
 @pytest.mark.parametrize("action", ["done-partition", "success-file,mark-event"])
-def test_actions_needing_a_metastore_are_refused(java, tmp_path, action):
-    """``done-partition`` and ``mark-event`` go through a metastore, which tidelake does not
-    implement: it refuses writes and the procedure on such a Java table, naming the option,
-    before writing anything (no silent skip)."""
+def test_catalog_actions_on_a_table_opened_by_path_are_refused(java, tmp_path, action):
+    """``done-partition`` and ``mark-event`` go through the table's catalog (Java: its
+    ``PartitionHandler``, which a table opened by path has not): tidelake refuses writes and
+    the procedure on such a table opened by path, naming the option, before committing or
+    marking anything, and leaves no file behind."""
     wh = str(tmp_path)
-    opts = {**OPTIONS, "partition.mark-done-action": action}
+    opts = {**OPTIONS, "partition.mark-done-action": action, "metastore.partitioned-table": "true"}
     sc = Scenario(f"md_refused_{len(action)}", FIELDS, [], ["id", "dt"], ["dt"], opts, mode="batch")
     java.run(sc.java_job(wh))
-    t = tidelake.Catalog(wh).get_table(f"db.{sc.name}")
-    with pytest.raises(tidelake.UnsupportedError, match="'partition.mark-done-action'"):
+    t = tidelake.open_table(str(tmp_path / "db.db" / sc.name))
+    with pytest.raises(tidelake.UnsupportedError, match="'partition.mark-done-action' asks for '(done-partition|mark-event)'"):
         t.write(_rows("a"))
-    with pytest.raises(tidelake.UnsupportedError, match="'partition.mark-done-action'"):
+    with pytest.raises(tidelake.UnsupportedError, match="through its catalog"):
         t.mark_partition_done([{"dt": "a"}])
-    assert t.snapshots() == [] and not _marker(t, "dt=a").exists()
+    assert t.snapshots() == [] and not _marker(t, "dt=a").exists() and _data_files(t) == []
+
+
+def test_filesystem_catalog_ignores_catalog_actions_as_java(java, tmp_path):
+    """Through a filesystem catalog (whose Java ``createPartitions`` / ``markDonePartitions`` do
+    nothing) ``mark-event`` is a no-op next to ``success-file``; ``done-partition`` asks for
+    ``metastore.partitioned-table`` as Java's ``createPartitionHandler`` does; HTTP reports and
+    user classes are refused by name."""
+    wh = str(tmp_path)
+    cat = tidelake.Catalog(wh)
+    cat.create_database("db")
+    event = cat.create_table("db.event", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                             options={**OPTIONS, "partition.mark-done-action": "success-file,mark-event"})
+    event.write(_rows("a"))
+    assert _marker(event, "dt=a").exists() and event.to_arrow().num_rows == 3
+    java.run({"op": "mark_done", "warehouse": wh, "table": "db.event", "partitions": [{"dt": "b"}]})
+    assert _marker(event, "dt=b").exists()
+    done = cat.create_table("db.done", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                            options={**OPTIONS, "partition.mark-done-action": "done-partition"})
+    with pytest.raises(tidelake.InvalidArgumentError, match="should enable 'metastore.partitioned-table'"):
+        done.write(_rows("a"))
+    assert done.snapshots() == [] and _data_files(done) == []
+    with pytest.raises(Exception, match="metastore.partitioned-table"):
+        java.run({"op": "mark_done", "warehouse": wh, "table": "db.done", "partitions": [{"dt": "a"}]})
+    for action in ("http-report", "success-file,custom"):
+        with pytest.raises(tidelake.UnsupportedError, match=f"'{action.split(',')[-1]}'"):
+            cat.create_table(f"db.x{len(action)}", SCHEMA, partition_keys=["dt"],
+                             options={"partition.mark-done-action": action}).write(_rows("a"))
+
+
+HIVE_OPTIONS = {**OPTIONS, "partition.mark-done-action": "success-file,done-partition,mark-event",
+                "metastore.partitioned-table": "true"}
+
+
+def _hms(java_hive, catalog: dict[str, str], table: str, events: list[dict[str, str]]) -> tuple[list, list]:
+    """The metastore's partitions of ``table`` (values, location's last segment) and whether
+    each of ``events`` has a load-done event, read by Java's metastore client."""
+    answer = java_hive.run({"op": "hms", "catalog": catalog, "table": table, "events": events})
+    parts = sorted((p["values"], p["sd"]["location"].rsplit("/", 1)[1]) for p in answer["partitions"])
+    return parts, answer["events"]
+
+
+def test_hive_catalog_marks_as_javas_hive_catalog(hive_metastore, java_hive, tmp_path):
+    """Through a Hive catalog, ``success-file,done-partition,mark-event``: Java writes
+    ``db.theirs`` and tidelake ``db.ours`` (same options, same batch writes with
+    ``partition.end-input-to-done``); the metastore then holds the same partitions for both
+    (``dt=a`` and ``dt=a.done`` at ``<table>/dt=a.done``) and the same load-done events, read by
+    Java's client. Each engine's ``mark_partition_done`` on the other's table adds the marks the
+    other would; both read the same rows."""
+    catalog = hive_metastore.catalog_options(tmp_path / "wh")
+    cat = tidelake.Catalog.from_options(catalog)
+    cat.create_database("db")
+    ours = cat.create_table("db.ours", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                            options=HIVE_OPTIONS)
+    schema = {"fields": [{"name": n, "type": ty} for n, ty in FIELDS], "primary_keys": ["id", "dt"],
+              "partition_keys": ["dt"], "options": HIVE_OPTIONS}
+    java_hive.run({"op": "write", "catalog": catalog, "table": "db.theirs", "mode": "batch", "schema": schema,
+                   "steps": [{"rows": [[0, "a", 0], [1, "a", 1], [2, "a", 2]]}]})
+    ours.write(_rows("a"))
+    events = [{"dt": "a"}, {"dt": "b"}]
+    expected = ([(["a"], "dt=a"), (["a.done"], "dt=a.done")], [True, False])
+    assert _hms(java_hive, catalog, "db.ours", events) == _hms(java_hive, catalog, "db.theirs", events) == expected
+    assert _marker(ours, "dt=a").exists()
+
+    # the procedure, each engine on the other's table
+    cat.get_table("db.theirs").mark_partition_done([{"dt": "b"}])
+    java_hive.run({"op": "mark_done", "catalog": catalog, "table": "db.ours", "partitions": [{"dt": "b"}]})
+    expected = ([(["a"], "dt=a"), (["a.done"], "dt=a.done"), (["b.done"], "dt=b.done")], [True, True])
+    assert _hms(java_hive, catalog, "db.ours", events) == _hms(java_hive, catalog, "db.theirs", events) == expected
+    # marking again is harmless (the done partition exists, the event is recorded again)
+    ours.mark_partition_done([{"dt": "b"}])
+    assert _hms(java_hive, catalog, "db.ours", events) == expected
+    assert cat.get_table("db.theirs").to_arrow().sort_by("id").equals(ours.to_arrow().sort_by("id"))
+
+
+def test_hive_mark_event_needs_a_metastore_partitioned_table(hive_metastore, java_hive, tmp_path):
+    """``mark-event`` on a Hive table whose partitions the metastore does not keep: the
+    metastore refuses the event (its table has no partition columns), for Java's procedure and
+    tidelake's alike; tidelake's write stands (the mark follows the commit) and the error says
+    what the metastore refused."""
+    catalog = hive_metastore.catalog_options(tmp_path / "wh")
+    cat = tidelake.Catalog.from_options(catalog)
+    cat.create_database("db")
+    t = cat.create_table("db.flat", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={**OPTIONS, "partition.mark-done-action": "mark-event"})
+    with pytest.raises(Exception, match="(?i)partition"):
+        java_hive.run({"op": "mark_done", "catalog": catalog, "table": "db.flat", "partitions": [{"dt": "a"}]})
+    with pytest.raises(tidelake.InvalidArgumentError, match="markPartitionForEvent"):
+        t.write(_rows("a"))
+    assert cat.get_table("db.flat").to_arrow().num_rows == 3
+
+
+def test_rest_catalog_sends_partition_done_events(rest_server, tmp_path):
+    """Through Paimon's REST catalog, ``mark-event`` posts Java's ``MarkDonePartitionsRequest``
+    to ``.../tables/<t>/partitions/mark`` after each batch write and for the procedure, one
+    partition per request as Java's action does; the server accepts them for a
+    ``metastore.partitioned-table`` and answers 501 otherwise, which Java ignores, and so does
+    tidelake (the write stands)."""
+    cat = tidelake.Catalog.from_options(rest_server.options)
+    cat.create_database("db")
+    options = {**OPTIONS, "partition.mark-done-action": "mark-event"}
+    for name, extra in (("kept", {"metastore.partitioned-table": "true"}), ("plain", {})):
+        cat.create_table(f"db.{name}", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={**options, **extra})
+
+    def posted(name: str) -> list[tuple[str, dict]]:
+        marks = [line.split(" ", 3) for line in rest_server.lines if line.startswith("SERVED-MARK ")]
+        return [(status, json.loads(body)) for _, status, body, path in marks
+                if path.strip().endswith(f"/databases/db/tables/{name}/partitions/mark")]
+
+    kept = cat.get_table("db.kept")
+    kept.write(_rows("a"))
+    assert posted("kept") == [("200", {"partitionSpecs": [{"dt": "a"}]})]
+    kept.mark_partition_done([{"dt": "b"}, {"dt": "c"}])
+    assert posted("kept")[1:] == [("200", {"partitionSpecs": [{"dt": p}]}) for p in "bc"]
+    plain = cat.get_table("db.plain")
+    plain.write(_rows("a"))
+    assert posted("plain") == [("501", {"partitionSpecs": [{"dt": "a"}]})]
+    assert cat.get_table("db.plain").to_arrow().num_rows == 3
 
 
 def test_mark_partition_done_spark_call(spark, tmp_path):

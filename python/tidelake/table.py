@@ -1219,7 +1219,9 @@ class Table:
     def mark_partition_done(self, partitions: Any) -> None:
         """Mark partitions done (``[{"dt": "2024-05-14"}, ...]``, every partition column given)
         by the table's ``partition.mark-done-action``, as Java's ``mark_partition_done``
-        procedure: ``success-file`` writes or refreshes ``<partition>/_SUCCESS``."""
+        procedure: ``success-file`` writes or refreshes ``<partition>/_SUCCESS``;
+        ``done-partition`` and ``mark-event`` tell the table's catalog (a Hive metastore's
+        ``<partition>.done`` partition and load-done event)."""
         from .maintenance import partition_specs_json
 
         self._raw.mark_partition_done(partition_specs_json(partitions, self.partition_keys))

@@ -70,6 +70,10 @@ pub trait MetastoreSync: Send + Sync + fmt::Debug {
 
     /// Partitions were dropped and no branch has them any more (Java `Catalog.dropPartitions`).
     async fn drop_partitions(&self, partitions: &[PartitionSpec]) -> Result<()>;
+
+    /// Partitions are done: a load-done event for each (Java `Catalog.markDonePartitions`, the
+    /// `mark-event` action); a partition the metastore does not know is skipped, as in Java.
+    async fn mark_partitions_done(&self, partitions: &[PartitionSpec]) -> Result<()>;
 }
 
 /// A partition as `(key, value)` pairs in partition-key order, values as in paths (the
@@ -108,6 +112,10 @@ pub trait SnapshotCommit: Send + Sync + fmt::Debug {
     /// Roll branch `branch` back to `target` (Java `Catalog.rollbackTo`); the catalog removes
     /// the newer snapshots and tags and their files.
     async fn rollback(&self, branch: &str, target: &RollbackTarget) -> Result<()>;
+
+    /// Partitions are done (Java `Catalog.markDonePartitions`, the `mark-event` action); a
+    /// catalog that does not implement it is not told, as in Java.
+    async fn mark_partitions_done(&self, partitions: &[PartitionSpec]) -> Result<()>;
 }
 
 /// What to roll a table back to (Java `Instant`).
@@ -138,22 +146,35 @@ pub struct CatalogEnvironment {
     snapshot_commit: Option<Arc<dyn SnapshotCommit>>,
     lock: Option<Arc<dyn TableLock>>,
     metastore: Option<Arc<dyn MetastoreSync>>,
+    /// The catalog's database and table name (Java `CatalogEnvironment.identifier`, whose
+    /// catalog loader gives a `PartitionHandler`); none for a table opened by path.
+    name: Option<(String, String)>,
 }
 
 impl CatalogEnvironment {
-    /// Files are created under `lock` (Java `RenamingSnapshotCommit` with a catalog lock).
-    pub fn locked(lock: Arc<dyn TableLock>) -> CatalogEnvironment {
+    /// Table `database.table` of a catalog, which takes no part in its commits until told
+    /// ([`Self::locked`], [`Self::committing`], [`Self::mirrored_in`]).
+    pub fn in_catalog(database: &str, table: &str) -> CatalogEnvironment {
         CatalogEnvironment {
-            lock: Some(lock),
+            name: Some((database.to_string(), table.to_string())),
             ..CatalogEnvironment::default()
         }
     }
 
-    /// Snapshots are created by `commit` (Java `CatalogSnapshotCommit`).
-    pub fn committing(commit: Arc<dyn SnapshotCommit>) -> CatalogEnvironment {
+    /// The same environment, files created under `lock` (Java `RenamingSnapshotCommit` with
+    /// a catalog lock).
+    pub fn locked(self, lock: Arc<dyn TableLock>) -> CatalogEnvironment {
+        CatalogEnvironment {
+            lock: Some(lock),
+            ..self
+        }
+    }
+
+    /// The same environment, snapshots created by `commit` (Java `CatalogSnapshotCommit`).
+    pub fn committing(self, commit: Arc<dyn SnapshotCommit>) -> CatalogEnvironment {
         CatalogEnvironment {
             snapshot_commit: Some(commit),
-            ..CatalogEnvironment::default()
+            ..self
         }
     }
 
@@ -172,6 +193,26 @@ impl CatalogEnvironment {
             snapshot_commit: self.snapshot_commit.clone(),
             lock: self.lock.as_ref().map(|l| l.for_branch(branch)),
             metastore: self.metastore.clone(),
+            name: self.name.clone(),
+        }
+    }
+
+    /// The catalog's `(database, table)` name of the table; `None` for a table opened by
+    /// path. A table of a catalog marks partitions done for the `done-partition` and
+    /// `mark-event` actions (or ignores them, as Java's filesystem and JDBC catalogs do).
+    pub fn name(&self) -> Option<(&str, &str)> {
+        self.name.as_ref().map(|(d, t)| (d.as_str(), t.as_str()))
+    }
+
+    /// Tell the table's catalog that `partitions` are done (Java `markDonePartitions`): its
+    /// metastore or REST server; other catalogs ignore it (Java `AbstractCatalog`).
+    pub async fn mark_partitions_done(&self, partitions: &[PartitionSpec]) -> Result<()> {
+        if let Some(metastore) = &self.metastore {
+            metastore.mark_partitions_done(partitions).await
+        } else if let Some(commit) = &self.snapshot_commit {
+            commit.mark_partitions_done(partitions).await
+        } else {
+            Ok(())
         }
     }
 

@@ -1058,8 +1058,13 @@ enum Asks {
 const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     (
         METADATA_ICEBERG_STORAGE,
-        Asks::NoneOf(&["disabled", "table-location", "hadoop-catalog"]),
-        "Iceberg metadata in a Hive or REST catalog",
+        Asks::NoneOf(&[
+            "disabled",
+            "table-location",
+            "hadoop-catalog",
+            "hive-catalog",
+        ]),
+        "Iceberg metadata in a REST catalog",
     ),
     ("file-index.*.columns", Asks::Set, "data-file indexes"),
     (
@@ -1133,12 +1138,12 @@ impl Options {
             if let Some(action) = self
                 .partition_mark_done_actions()?
                 .into_iter()
-                .find(|a| *a != MarkDoneAction::SuccessFile)
+                .find(|a| !a.tidelake_runs())
             {
                 return Err(Error::Unsupported(format!(
                     "writing a table with option '{PARTITION_MARK_DONE_ACTION}' = '{}': tidelake \
-                     marks partitions done with 'success-file' only, not '{action}' (reads are \
-                     fine; use success-file to write)",
+                     does not run the '{action}' action (reads are fine; use success-file, \
+                     done-partition or mark-event to write)",
                     self.get(PARTITION_MARK_DONE_ACTION).unwrap_or_default()
                 )));
             }
@@ -1209,12 +1214,11 @@ mod tests {
     #[test]
     fn check_writable_names_options_writers_do_not_implement() {
         for (key, value) in [
-            ("metadata.iceberg.storage", "hive-catalog"),
             ("metadata.iceberg.storage", "rest-catalog"),
             ("file-index.unknown-type.columns", "a,b"),
             ("sink.process-time-zone", "Asia/Shanghai"),
-            ("partition.mark-done-action", "success-file,done-partition"),
-            ("partition.mark-done-action", "mark-event"),
+            ("partition.mark-done-action", "success-file,http-report"),
+            ("partition.mark-done-action", "custom"),
             ("index-file-in-data-file-dir", "TRUE"),
         ] {
             let err = opts(&[("bucket", "1"), (key, value)])

@@ -187,7 +187,8 @@ def drop_partition(path: str, partitions: tuple[dict[str, str], ...], as_json: b
 @_guarded
 def mark_partition_done(path: str, partitions: tuple[dict[str, str], ...], as_json: bool) -> None:
     """Mark the partitions of the table at PATH given with --partition done, by the table's
-    partition.mark-done-action (success-file: a _SUCCESS file in each partition directory).
+    partition.mark-done-action (success-file: a _SUCCESS file in each partition directory;
+    done-partition, mark-event: through the catalog given with -c, its metastore's marks).
 
     \b
     Example: tidelake mark-partition-done wh/db.db/orders --partition dt=2024-05-14

@@ -439,9 +439,11 @@ impl Catalog {
 
     /// What the table's commits go through: the lock, and the metastore that mirrors it.
     fn environment(&self, id: &Identifier) -> CatalogEnvironment {
-        let environment = self
-            .table_lock(id)
-            .map_or_else(CatalogEnvironment::default, CatalogEnvironment::locked);
+        let environment = CatalogEnvironment::in_catalog(&id.database, &id.table);
+        let environment = match self.table_lock(id) {
+            Some(lock) => environment.locked(lock),
+            None => environment,
+        };
         match &self.registry {
             Registry::Hive(w, h) => environment.mirrored_in(h.sync(id, w.io().env())),
             _ => environment,
@@ -479,7 +481,8 @@ impl Catalog {
                     server
                         .table_io(id, &meta.path, &self.options, storage)
                         .await?,
-                    CatalogEnvironment::committing(Arc::new(commit)),
+                    CatalogEnvironment::in_catalog(&id.database, &id.table)
+                        .committing(Arc::new(commit)),
                 )
             }
             Registry::FileSystem(w) | Registry::Jdbc(w, _) => {

@@ -1,7 +1,9 @@
 //! Iceberg-compatible metadata (Java `org.apache.paimon.iceberg`): for a table whose
-//! `metadata.iceberg.storage` is `table-location` or `hadoop-catalog`, each commit's
-//! snapshots are also described as Iceberg v2 (or v3) metadata over the same data files, so
-//! Iceberg readers (pyiceberg, Spark, Trino, DuckDB, polars) read the table's rows.
+//! `metadata.iceberg.storage` is `table-location`, `hadoop-catalog` or `hive-catalog`, each
+//! commit's snapshots are also described as Iceberg v2 (or v3) metadata over the same data
+//! files, so Iceberg readers (pyiceberg, Spark, Trino, DuckDB, polars) read the table's rows;
+//! with `hive-catalog`, each version is also registered as an Iceberg table in a Hive
+//! Metastore (`crate::catalog::hive::iceberg`).
 //!
 //! Modules:
 //! * `options`: the `metadata.iceberg.*` options and the metadata directory;
@@ -41,11 +43,13 @@ use crate::error::Result;
 use crate::table::Table;
 
 /// Refuses `table` when it asks for Iceberg metadata that cannot be written where it asks
-/// (catalog storage for a table outside a Paimon warehouse): writers check before they write,
-/// so such a table never commits and then fails to produce its metadata.
+/// (catalog storage for a table outside a Paimon warehouse; a Hive Metastore without its URI,
+/// or for a table opened by path): writers check before they write, so such a table never
+/// commits and then fails to produce its metadata.
 pub fn check_table(table: &Table) -> Result<()> {
     if let Some(cfg) = IcebergConfig::of(table.schema().options())? {
         cfg.metadata_location(table)?;
+        cfg.hive_table(table)?;
     }
     Ok(())
 }

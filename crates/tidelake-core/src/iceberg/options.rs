@@ -1,15 +1,19 @@
 //! The `metadata.iceberg.*` table options (Java `IcebergOptions`) and where they put the
 //! Iceberg metadata directory (Java `IcebergCommitCallback.catalogTableMetadataPath`).
 //!
-//! Invariant: only `table-location` and `hadoop-catalog` storage produce metadata here; the
-//! catalog-backed kinds (`hive-catalog`, `rest-catalog`) are refused by writers
-//! (`Options::check_writable`), so a commit never succeeds without the metadata it asks for.
+//! Invariant: `table-location`, `hadoop-catalog` and `hive-catalog` storage produce metadata
+//! here (`hive-catalog` as `hadoop-catalog`, then registered in a Hive Metastore: its target is
+//! resolved, and refused when incomplete, before a writer writes); `rest-catalog` is refused by
+//! writers (`Options::check_writable`), so a commit never succeeds without the metadata it asks
+//! for.
 
 use tidelake_spec::manifest::Codec;
 use tidelake_spec::options::{
     Options, METADATA_ICEBERG_FORMAT_VERSION as FORMAT_VERSION, METADATA_ICEBERG_STORAGE as STORAGE,
 };
 
+use crate::catalog::hive::client::HmsClient;
+use crate::catalog::hive::iceberg::IcebergHiveTable;
 use crate::error::{Error, Result};
 use crate::io::FileIO;
 use crate::table::Table;
@@ -21,6 +25,12 @@ const DELETE_AFTER_COMMIT: &str = "metadata.iceberg.delete-after-commit.enabled"
 const PREVIOUS_VERSIONS_MAX: &str = "metadata.iceberg.previous-versions-max";
 const MANIFEST_COMPRESSION: &str = "metadata.iceberg.manifest-compression";
 const MANIFEST_LEGACY_VERSION: &str = "metadata.iceberg.manifest-legacy-version";
+const URI: &str = "metadata.iceberg.uri";
+const HIVE_CONF_DIR: &str = "metadata.iceberg.hive-conf-dir";
+const METASTORE_DATABASE: &str = "metadata.iceberg.database";
+const METASTORE_TABLE: &str = "metadata.iceberg.table";
+const GLUE_SKIP_ARCHIVE: &str = "metadata.iceberg.glue.skip-archive";
+const HIVE_SKIP_UPDATE_STATS: &str = "metadata.iceberg.hive-skip-update-stats";
 
 /// Where the metadata of a table goes (Java `IcebergOptions.StorageLocation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +58,19 @@ pub struct IcebergConfig {
     /// Deletion vectors exported as Iceberg v3 deletion vectors (format version 3 on a table
     /// with `deletion-vectors.enabled`; writers refuse deletion vectors with version 2).
     pub deletion_vectors: bool,
+    /// `hive-catalog` storage: where the metadata is registered.
+    hive: Option<HiveOptions>,
+}
+
+/// The `metadata.iceberg.*` options of `hive-catalog` storage (Java
+/// `IcebergHiveMetadataCommitter`).
+#[derive(Clone, Debug)]
+struct HiveOptions {
+    uri: Option<String>,
+    database: Option<String>,
+    table: Option<String>,
+    skip_update_stats: bool,
+    glue_skip_archive: bool,
 }
 
 fn spec(e: tidelake_spec::Error) -> Error {
@@ -63,13 +86,14 @@ impl IcebergConfig {
     /// module writes; `None` when it is unset or `disabled`.
     pub fn of(opts: &Options) -> Result<Option<IcebergConfig>> {
         let storage = opts.get(STORAGE).unwrap_or("disabled").trim();
-        let default_location = match storage.to_ascii_lowercase().as_str() {
+        let storage = storage.to_ascii_lowercase();
+        let default_location = match storage.as_str() {
             "disabled" => return Ok(None),
             "table-location" => StorageLocation::TableLocation,
-            "hadoop-catalog" => StorageLocation::CatalogStorage,
-            "hive-catalog" | "rest-catalog" => {
+            "hadoop-catalog" | "hive-catalog" => StorageLocation::CatalogStorage,
+            "rest-catalog" => {
                 return Err(Error::Unsupported(format!(
-                    "'{STORAGE}' = '{storage}': Iceberg metadata in a Hive or REST catalog"
+                    "'{STORAGE}' = '{storage}': Iceberg metadata in a REST catalog"
                 )))
             }
             _ => {
@@ -105,6 +129,22 @@ impl IcebergConfig {
         };
         let codec =
             Codec::from_option(opts.get(MANIFEST_COMPRESSION).unwrap_or("snappy")).map_err(spec)?;
+        let text = |key: &str| {
+            opts.get(key)
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        let hive = match storage.as_str() {
+            "hive-catalog" => Some(HiveOptions {
+                uri: text(URI),
+                database: text(METASTORE_DATABASE),
+                table: text(METASTORE_TABLE),
+                skip_update_stats: or(opts.get_bool(HIVE_SKIP_UPDATE_STATS), false)?,
+                glue_skip_archive: or(opts.get_bool(GLUE_SKIP_ARCHIVE), false)?,
+            }),
+            _ => None,
+        };
         Ok(Some(IcebergConfig {
             location,
             format_version,
@@ -117,6 +157,46 @@ impl IcebergConfig {
             manifest_target_size: opts.manifest_target_file_size().map_err(spec)?,
             deletion_vectors: format_version == 3
                 && opts.deletion_vectors_enabled().map_err(spec)?,
+            hive,
+        }))
+    }
+
+    /// For `hive-catalog` storage, the metastore table the metadata of `table` is registered
+    /// as: `metadata.iceberg.database` / `metadata.iceberg.table`, by default the Paimon
+    /// table's own catalog name, at `metadata.iceberg.uri`. Refused as Java refuses it: a
+    /// table opened by path (Java needs the catalog's identifier); and, unlike Java, which
+    /// then falls back to an embedded metastore, a missing URI (tidelake reads no
+    /// `hive-site.xml`).
+    pub(crate) fn hive_table(&self, table: &Table) -> Result<Option<IcebergHiveTable>> {
+        let Some(hive) = &self.hive else {
+            return Ok(None);
+        };
+        let Some((database, name)) = table.environment().name() else {
+            return Err(Error::Unsupported(format!(
+                "{}: '{STORAGE}' = 'hive-catalog' registers the Iceberg table under the Paimon \
+                 table's catalog name: open the table through its catalog",
+                table.location()
+            )));
+        };
+        let uri = hive.uri.as_deref().ok_or_else(|| {
+            let conf = match table.schema().options().get(HIVE_CONF_DIR) {
+                Some(_) => format!(" ('{HIVE_CONF_DIR}' is not read)"),
+                None => String::new(),
+            };
+            Error::invalid(format!(
+                "{}: '{STORAGE}' = 'hive-catalog' needs the metastore's '{URI}'{conf}",
+                table.location()
+            ))
+        })?;
+        Ok(Some(IcebergHiveTable {
+            client: HmsClient::new(uri)?,
+            database: hive
+                .database
+                .clone()
+                .unwrap_or_else(|| database.to_string()),
+            table: hive.table.clone().unwrap_or_else(|| name.to_string()),
+            skip_update_stats: hive.skip_update_stats,
+            glue_skip_archive: hive.glue_skip_archive,
         }))
     }
 

@@ -51,6 +51,7 @@ use super::metadata::{
 };
 use super::options::IcebergConfig;
 use super::puffin::{self, Blob};
+use crate::catalog::hive::iceberg::{IcebergHiveTable, IcebergVersion};
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::FileIO;
 use crate::layout::TableLayout;
@@ -81,6 +82,8 @@ pub(super) struct Sync<'a> {
     uuid: String,
     written: usize,
     levels: Levels,
+    /// `hive-catalog` storage: the metastore table each version is registered as.
+    hive: Option<IcebergHiveTable>,
 }
 
 /// Which files of the table the Iceberg table holds (Java `shouldAddFileToIceberg`).
@@ -116,6 +119,7 @@ impl<'a> Sync<'a> {
             uuid: table.env().uuid().to_string(),
             written: 0,
             levels,
+            hive: cfg.hive_table(table)?,
         })
     }
 
@@ -480,6 +484,7 @@ impl<'a> Sync<'a> {
         if self.publish(id, &metadata).await? {
             let in_use = self.puffins(&manifests).await?;
             self.expire_all_before(id, &in_use).await?;
+            self.register(id, None).await?;
         }
         Ok(())
     }
@@ -602,7 +607,7 @@ impl<'a> Sync<'a> {
         for (old, next) in expired.iter().zip(next_lists.collect::<Vec<_>>()) {
             self.expire_list(&old.manifest_list, &next).await?;
         }
-        Ok(())
+        self.register(id, Some(id - 1)).await
     }
 
     /// Java `createWithDeleteManifestFileMetas`: rewrites the base manifests that list a file
@@ -752,6 +757,27 @@ impl<'a> Sync<'a> {
             }
             hint = newest;
         }
+    }
+
+    /// `hive-catalog` storage: the metastore's Iceberg table points at version `id`, written
+    /// from version `base` if any (Java `IcebergHiveMetadataCommitter.commitMetadata`).
+    async fn register(&self, id: i64, base: Option<i64>) -> Result<()> {
+        let Some(hive) = &self.hive else {
+            return Ok(());
+        };
+        let table_location = self.location.trim_end_matches("/metadata");
+        let database_location = table_location
+            .rsplit_once('/')
+            .map_or(table_location, |(parent, _)| parent);
+        let previous = base.map(|b| self.path(&metadata_file(b)));
+        let version = IcebergVersion {
+            schema: self.table.schema(),
+            metadata: &self.path(&metadata_file(id)),
+            previous: previous.as_deref(),
+            table_location,
+            database_location,
+        };
+        hive.register(&version, self.table.env()).await
     }
 
     async fn delete_quietly(&self, name: &str) -> Result<()> {

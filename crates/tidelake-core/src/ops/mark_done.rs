@@ -3,18 +3,24 @@
 //! `partition.end-input-to-done` ([`mark_written_done`], as Java Spark's
 //! `markDoneIfNeeded`: the distinct partitions of the write's commit messages).
 //!
-//! Invariants: an action tidelake does not implement (anything but `success-file`) is refused
-//! with [`Error::Unsupported`] before any marker is written; the `success-file` action writes
+//! Invariants: actions that cannot run (HTTP reports and user classes; `done-partition` and
+//! `mark-event` on a table opened by path; `done-partition` without
+//! `metastore.partitioned-table`) are refused before any partition is marked, and before a
+//! batch write that would mark commits ([`check_written_done`]). `success-file` writes
 //! `<table>/<partition path>/_SUCCESS` with Java's JSON, keeping the creation time of a marker
-//! already there and setting the modification time to the [`crate::io::Env`] clock's now. A
-//! marker is written after the commit it follows, so a failure to mark never loses a write: the
-//! commit stands and the storage error names the marker not written.
+//! already there and setting the modification time to the [`crate::io::Env`] clock's now;
+//! `done-partition` adds `<last key>=<value>.done` to a Hive catalog's metastore (other
+//! catalogs create no partitions, as in Java); `mark-event` sends the catalog a load-done
+//! event (Hive, REST; ignored by filesystem and JDBC catalogs, as in Java). A mark follows the
+//! commit it marks, so a failure to mark never loses a write: the commit stands and the error
+//! names the mark not made.
 
 use std::collections::BTreeSet;
 
 use tidelake_spec::datum::Datum;
 use tidelake_spec::options::{
-    MarkDoneAction, SuccessFile, PARTITION_MARK_DONE_ACTION, SUCCESS_FILE_NAME,
+    MarkDoneAction, SuccessFile, METASTORE_PARTITIONED_TABLE, PARTITION_MARK_DONE_ACTION,
+    SUCCESS_FILE_NAME,
 };
 
 use crate::error::{Error, Result};
@@ -58,15 +64,30 @@ pub fn written_partitions(messages: &[CommitMessage]) -> BTreeSet<Vec<u8>> {
     messages.iter().map(|m| m.partition.clone()).collect()
 }
 
-/// After a batch write committed to `written` ([`written_partitions`]): mark them done when
-/// the table asks for it (`partition.end-input-to-done`, partitioned tables only).
-pub async fn mark_written_done(table: &Table, written: &BTreeSet<Vec<u8>>) -> Result<()> {
-    let options = table.schema().options();
-    if table.schema().partition_keys.is_empty()
-        || !options
+/// Whether a batch write marks the partitions it wrote done (`partition.end-input-to-done`,
+/// partitioned tables only).
+fn marks_written(table: &Table) -> Result<bool> {
+    Ok(!table.schema().partition_keys.is_empty()
+        && table
+            .schema()
+            .options()
             .partition_mark_done_when_end_input()
-            .map_err(|e| Error::from_spec("table options", e))?
-    {
+            .map_err(|e| Error::from_spec("table options", e))?)
+}
+
+/// Before a batch write commits: refuse it when it would mark its partitions done by actions
+/// that cannot run for the table ([`Marker::of_table`]), so no commit stands without its marks.
+pub(crate) fn check_written_done(table: &Table) -> Result<()> {
+    if marks_written(table)? {
+        Marker::of_table(table)?;
+    }
+    Ok(())
+}
+
+/// After a batch write committed to `written` ([`written_partitions`]): mark them done when
+/// the table asks for it ([`marks_written`]).
+pub async fn mark_written_done(table: &Table, written: &BTreeSet<Vec<u8>>) -> Result<()> {
+    if !marks_written(table)? {
         return Ok(());
     }
     let layout = TableLayout::new(table.schema())?;
@@ -77,24 +98,105 @@ pub async fn mark_written_done(table: &Table, written: &BTreeSet<Vec<u8>>) -> Re
     mark_done(table, &partitions).await
 }
 
-/// Run the table's mark-done actions on `partitions` (decoded values in key order).
-async fn mark_done(table: &Table, partitions: &[Vec<Datum>]) -> Result<()> {
-    let actions = table
-        .schema()
-        .options()
-        .partition_mark_done_actions()
-        .map_err(|e| Error::from_spec("table options", e))?;
-    if let Some(other) = actions.iter().find(|a| **a != MarkDoneAction::SuccessFile) {
-        return Err(Error::Unsupported(format!(
-            "{}: option '{PARTITION_MARK_DONE_ACTION}' asks for '{other}': tidelake marks \
-             partitions done with 'success-file' only",
-            table.location()
-        )));
+/// A mark-done action tidelake runs (Java `PartitionMarkDoneAction.createActions`).
+#[derive(Clone, Copy, Debug)]
+enum Marker {
+    /// `success-file`: `<partition>/_SUCCESS`.
+    SuccessFile,
+    /// `done-partition`: the partition with `.done` after its last value, added to the
+    /// catalog's metastore (Java `AddDonePartitionAction`).
+    DonePartition,
+    /// `mark-event`: a load-done event in the catalog (Java `MarkPartitionDoneEventAction`).
+    MarkEvent,
+}
+
+impl Marker {
+    /// The table's actions, refused as Java refuses them when they cannot run: actions that
+    /// go through a catalog on a table opened by path (Java: no `PartitionHandler`),
+    /// `done-partition` without `metastore.partitioned-table`, HTTP reports and user classes.
+    fn of_table(table: &Table) -> Result<Vec<Marker>> {
+        let options = table.schema().options();
+        let spec = |e| Error::from_spec("table options", e);
+        let needs_catalog = |action: MarkDoneAction| {
+            if table.environment().name().is_some() {
+                Ok(())
+            } else {
+                Err(Error::Unsupported(format!(
+                    "{}: option '{PARTITION_MARK_DONE_ACTION}' asks for '{action}', which \
+                     goes through the table's catalog: open the table through its catalog",
+                    table.location()
+                )))
+            }
+        };
+        let mut marks = Vec::new();
+        for action in options.partition_mark_done_actions().map_err(spec)? {
+            marks.push(match action {
+                MarkDoneAction::SuccessFile => Marker::SuccessFile,
+                MarkDoneAction::DonePartition => {
+                    needs_catalog(action)?;
+                    if !options.partitioned_table_in_metastore().map_err(spec)? {
+                        return Err(Error::invalid(format!(
+                            "{}: option '{PARTITION_MARK_DONE_ACTION}' asks for '{action}': \
+                             the table should enable '{METASTORE_PARTITIONED_TABLE}'",
+                            table.location()
+                        )));
+                    }
+                    Marker::DonePartition
+                }
+                MarkDoneAction::MarkEvent => {
+                    needs_catalog(action)?;
+                    Marker::MarkEvent
+                }
+                MarkDoneAction::HttpReport | MarkDoneAction::Custom => {
+                    return Err(Error::Unsupported(format!(
+                        "{}: option '{PARTITION_MARK_DONE_ACTION}' asks for '{action}': \
+                         tidelake does not run HTTP reports or user classes",
+                        table.location()
+                    )))
+                }
+            });
+        }
+        Ok(marks)
     }
+
+    /// Mark the partition of `values` (in key order) done.
+    async fn run(self, table: &Table, layout: &TableLayout, values: &[Datum]) -> Result<()> {
+        match self {
+            Marker::SuccessFile => {
+                let path = format!("{}/{SUCCESS_FILE_NAME}", layout.partition_path(values)?);
+                write_success_file(table, &path).await
+            }
+            Marker::DonePartition => {
+                let Some(metastore) = table.environment().metastore() else {
+                    // Java's other catalogs create no partitions
+                    return Ok(());
+                };
+                let mut spec = layout.partition_spec(values)?;
+                if let Some((_, last)) = spec.last_mut() {
+                    last.push_str(DONE_SUFFIX);
+                }
+                metastore.add_partitions(&[spec]).await
+            }
+            Marker::MarkEvent => {
+                let spec = layout.partition_spec(values)?;
+                table.environment().mark_partitions_done(&[spec]).await
+            }
+        }
+    }
+}
+
+/// What `done-partition` appends to the last partition value.
+const DONE_SUFFIX: &str = ".done";
+
+/// Run the table's mark-done actions on `partitions` (decoded values in key order): every
+/// action for one partition, then the next (as Java's procedure).
+async fn mark_done(table: &Table, partitions: &[Vec<Datum>]) -> Result<()> {
+    let marks = Marker::of_table(table)?;
     let layout = TableLayout::new(table.schema())?;
     for values in partitions {
-        let path = format!("{}/{SUCCESS_FILE_NAME}", layout.partition_path(values)?);
-        write_success_file(table, &path).await?;
+        for mark in &marks {
+            mark.run(table, &layout, values).await?;
+        }
     }
     Ok(())
 }

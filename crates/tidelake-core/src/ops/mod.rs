@@ -34,7 +34,7 @@ pub use compact::{commit_compaction, compact, compact_manifests};
 
 pub use from_hive::{CloneHiveTable, MigrateTable};
 pub use mark_done::mark_partitions_done;
-use mark_done::{mark_written_done, written_partitions};
+use mark_done::{check_written_done, mark_written_done, written_partitions};
 pub use post_commit::after_commit;
 pub use publish::publish_branch;
 pub use purge::{purge_files, Purged};

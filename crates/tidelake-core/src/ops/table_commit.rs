@@ -21,7 +21,9 @@ use crate::write::table_write::TableWrite;
 
 use std::collections::BTreeSet;
 
-use super::{after_commit, full_compaction, mark_written_done, written_partitions};
+use super::{
+    after_commit, check_written_done, full_compaction, mark_written_done, written_partitions,
+};
 
 /// How many times one append is re-sequenced before its conflict is returned.
 pub const MAX_RESEQUENCES: u32 = 3;
@@ -67,10 +69,14 @@ impl TableCommit {
         self
     }
 
-    /// The committer of a transaction; a table whose automatic-tag options do not parse is
-    /// refused before anything is committed (the tags follow every commit).
+    /// The committer of a transaction; a table whose automatic-tag options do not parse, or
+    /// whose batch commits would mark partitions done by actions that cannot run, is refused
+    /// before anything is committed (the tags and marks follow the commits).
     fn committer(&self) -> Result<FileStoreCommit> {
         check_auto_tag_options(self.table.schema().options())?;
+        if self.identifier == BATCH_COMMIT_IDENTIFIER {
+            check_written_done(&self.table)?;
+        }
         let committer = FileStoreCommit::new(self.table.clone(), self.commit_user.clone())?;
         Ok(match self.read_at {
             Some(snapshot) => committer.overwrite_of_read(snapshot),
@@ -203,7 +209,8 @@ impl TableCommit {
     /// After a failed commit: whether its transaction is in the table anyway (it landed and
     /// something after it failed); `None` when that cannot be told.
     pub(crate) async fn landed(&self) -> Option<bool> {
-        let committer = self.committer().ok()?;
+        // not `committer()`: its checks may be what refused the commit
+        let committer = FileStoreCommit::new(self.table.clone(), self.commit_user.clone()).ok()?;
         let pending = committer.filter_committed(&[self.identifier]).await.ok()?;
         Some(pending.is_empty())
     }

@@ -47,6 +47,14 @@ option_enum!(MarkDoneAction, PARTITION_MARK_DONE_ACTION, {
     Custom => "custom",
 });
 
+impl MarkDoneAction {
+    /// Whether tidelake runs the action: not an HTTP report or a user class (Java code run in
+    /// the writer's JVM).
+    pub fn tidelake_runs(self) -> bool {
+        !matches!(self, MarkDoneAction::HttpReport | MarkDoneAction::Custom)
+    }
+}
+
 impl Options {
     /// `partition.mark-done-action`: comma-separated actions, default `success-file`.
     pub fn partition_mark_done_actions(&self) -> Result<Vec<MarkDoneAction>> {

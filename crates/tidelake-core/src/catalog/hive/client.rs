@@ -22,7 +22,8 @@ use super::current_user;
 use super::thrift::{decode_reply, encode_call, Decoded, Reply, Struct, Value};
 use crate::error::{Error, Result};
 use Exception::{
-    AlreadyExists, InvalidObject, InvalidOperation, Meta, NoSuchLock, NoSuchObject, Txn, UnknownDb,
+    AlreadyExists, InvalidObject, InvalidOperation, InvalidPartition, Meta, NoSuchLock,
+    NoSuchObject, Txn, UnknownDb, UnknownPartition, UnknownTable,
 };
 
 /// Java `MetastoreConf.CLIENT_SOCKET_TIMEOUT`'s default, for connecting and for each reply.
@@ -30,16 +31,23 @@ const SOCKET_TIMEOUT: Duration = Duration::from_secs(600);
 /// The metastore's default port.
 const DEFAULT_PORT: u16 = 9083;
 const URI_SCHEME: &str = "thrift://";
+/// What an `UnknownTableException` is not found.
+pub(crate) const METASTORE_TABLE: &str = "metastore table";
+/// Thrift `PartitionEventType.LOAD_DONE`.
+const LOAD_DONE: i32 = 1;
 
 /// The exceptions a call declares, in the order of their ids (the first is result field 1).
 #[derive(Clone, Copy, Debug)]
 enum Exception {
     NoSuchObject,
     UnknownDb,
+    UnknownTable,
+    UnknownPartition,
     NoSuchLock,
     AlreadyExists,
     InvalidObject,
     InvalidOperation,
+    InvalidPartition,
     Meta,
     Txn,
 }
@@ -47,11 +55,15 @@ enum Exception {
 impl Exception {
     fn error(self, uri: &str, method: &str, message: String) -> Error {
         match self {
-            Exception::NoSuchObject | Exception::UnknownDb | Exception::NoSuchLock => {
-                Error::not_found("metastore object", message)
-            }
+            Exception::UnknownTable => Error::not_found(METASTORE_TABLE, message),
+            Exception::NoSuchObject
+            | Exception::UnknownDb
+            | Exception::UnknownPartition
+            | Exception::NoSuchLock => Error::not_found("metastore object", message),
             Exception::AlreadyExists => Error::AlreadyExists(message),
-            Exception::InvalidObject | Exception::InvalidOperation => {
+            Exception::InvalidObject
+            | Exception::InvalidOperation
+            | Exception::InvalidPartition => {
                 Error::Invalid(format!("the Hive Metastore refused {method}: {message}"))
             }
             Exception::Meta | Exception::Txn => io_error(uri, format!("{method}: {message}")),
@@ -477,6 +489,31 @@ impl HmsClient {
     }
 
     /// Request a lock (a Thrift `LockRequest`).
+    /// A load-done event for a partition (`key -> value` of every partition column; Java
+    /// `markPartitionForEvent(db, table, spec, PartitionEventType.LOAD_DONE)`).
+    pub(crate) async fn mark_partition_done(
+        &self,
+        database: &str,
+        table: &str,
+        spec: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        let args = Struct::of([
+            Value::text(database),
+            Value::text(table),
+            Value::text_map(spec),
+            Value::I32(LOAD_DONE),
+        ]);
+        let exceptions = [
+            Meta,
+            NoSuchObject,
+            UnknownDb,
+            UnknownTable,
+            UnknownPartition,
+            InvalidPartition,
+        ];
+        self.void("markPartitionForEvent", args, &exceptions).await
+    }
+
     pub(crate) async fn lock(&self, request: Struct) -> Result<LockResponse> {
         let args = Struct::of([Value::Struct(request)]);
         let response = self.structure("lock", args, &[Txn, Txn]).await?;

@@ -7,7 +7,7 @@
 //! `model` (the HMS database, table and partition objects of Paimon tables, and what a
 //! migration reads of Hive's own tables), `types` (Hive column types), `lock` (the commit
 //! lock: metastore table locks), `sync` (what the metastore learns after schema changes and
-//! commits).
+//! commits), `iceberg` (a Paimon table's Iceberg metadata registered as an Iceberg table).
 //!
 //! Invariants:
 //! * the metastore is the registry: a database exists iff the metastore has it; a table exists
@@ -21,6 +21,7 @@
 //!   schema change of the main branch ([`sync`]).
 
 pub(crate) mod client;
+pub(crate) mod iceberg;
 pub(crate) mod lock;
 pub(crate) mod model;
 pub(crate) mod sync;

@@ -89,6 +89,17 @@ pub(crate) const LOCATION: &str = "location";
 const HIVE_PREFIX: &str = "hive.";
 /// Thrift `PrincipalType.USER`.
 const USER_PRINCIPAL: i32 = 1;
+/// An Iceberg table over a Paimon table's Iceberg metadata (Java
+/// `IcebergHiveMetadataCommitter`): its type, formats, serde and metadata pointers.
+const ICEBERG_TABLE_TYPE: &str = "ICEBERG";
+const FILE_INPUT_FORMAT: &str = "org.apache.hadoop.mapred.FileInputFormat";
+const FILE_OUTPUT_FORMAT: &str = "org.apache.hadoop.mapred.FileOutputFormat";
+const LAZY_SIMPLE_SERDE: &str = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe";
+const METADATA_LOCATION: &str = "metadata_location";
+const PREVIOUS_METADATA_LOCATION: &str = "previous_metadata_location";
+/// `StatsSetupConst.DO_NOT_UPDATE_STATS`; `hive_metastoreConstants` `EXTERNAL`.
+pub(crate) const DO_NOT_UPDATE_STATS: &str = "DO_NOT_UPDATE_STATS";
+const EXTERNAL: &str = "EXTERNAL";
 
 /// A metastore database.
 #[derive(Clone, Debug)]
@@ -183,6 +194,76 @@ impl HmsTable {
         Ok(table)
     }
 
+    /// Java `IcebergHiveMetadataCommitter.createTable`: an external Iceberg table of the
+    /// columns of `schema` at `location` (the Iceberg table's directory).
+    pub(crate) fn iceberg(
+        new: &NewTable<'_>,
+        schema: &TableSchema,
+        skip_update_stats: bool,
+    ) -> Result<HmsTable> {
+        let parameters = BTreeMap::from([
+            (
+                DO_NOT_UPDATE_STATS.to_string(),
+                skip_update_stats.to_string(),
+            ),
+            (EXTERNAL.to_string(), "TRUE".to_string()),
+            (
+                TABLE_TYPE_PARAMETER.to_string(),
+                ICEBERG_TABLE_TYPE.to_string(),
+            ),
+        ]);
+        let serde = Struct::default().with(id::SERDE_LIB, Value::text(LAZY_SIMPLE_SERDE));
+        let sd = Struct::default()
+            .with(id::SD_COLS, all_columns(schema)?)
+            .with(id::SD_LOCATION, Value::text(new.location))
+            .with(id::SD_INPUT_FORMAT, Value::text(FILE_INPUT_FORMAT))
+            .with(id::SD_OUTPUT_FORMAT, Value::text(FILE_OUTPUT_FORMAT))
+            // Java's `StorageDescriptor` sends these two whether set or not
+            .with(id::SD_COMPRESSED, Value::Bool(false))
+            .with(id::SD_NUM_BUCKETS, Value::I32(0))
+            .with(id::SD_SERDE, Value::Struct(serde));
+        Ok(HmsTable(
+            Struct::default()
+                .with(id::TABLE_NAME, Value::text(new.name))
+                .with(id::TABLE_DB, Value::text(new.database))
+                .with(id::TABLE_OWNER, Value::text(new.owner))
+                .with(id::TABLE_CREATE_TIME, Value::I32(new.now_seconds))
+                .with(id::TABLE_LAST_ACCESS_TIME, Value::I32(new.now_seconds))
+                .with(id::TABLE_RETENTION, Value::I32(i32::MAX))
+                .with(id::TABLE_SD, Value::Struct(sd))
+                .with(id::TABLE_PARTITION_KEYS, Value::structs([]))
+                .with(id::TABLE_PARAMETERS, Value::text_map(&parameters))
+                .with(id::TABLE_TYPE, Value::text(EXTERNAL_TABLE))
+                .with(id::TABLE_OWNER_TYPE, Value::I32(USER_PRINCIPAL)),
+        ))
+    }
+
+    /// Java `IcebergHiveMetadataCommitter.commitMetadataImpl`: the Iceberg table points at
+    /// `metadata` (after `previous`, if any) and has the columns of `schema`.
+    pub(crate) fn point_at_iceberg(
+        &mut self,
+        schema: &TableSchema,
+        metadata: &str,
+        previous: Option<&str>,
+    ) -> Result<()> {
+        let mut parameters = self.parameters();
+        parameters.insert(METADATA_LOCATION.into(), metadata.into());
+        if let Some(previous) = previous {
+            parameters.insert(PREVIOUS_METADATA_LOCATION.into(), previous.into());
+        }
+        self.0
+            .set(id::TABLE_PARAMETERS, Value::text_map(&parameters));
+        let mut sd = self.0.child(id::TABLE_SD).cloned().unwrap_or_default();
+        sd.set(id::SD_COLS, all_columns(schema)?);
+        self.0.set(id::TABLE_SD, Value::Struct(sd));
+        Ok(())
+    }
+
+    /// The Iceberg metadata file the table points at, if it is such a table.
+    pub(crate) fn iceberg_metadata(&self) -> Option<String> {
+        self.parameters().remove(METADATA_LOCATION)
+    }
+
     /// Java `alterTableToHms`: the parameters (`updateHmsTablePars`, without the options
     /// `removed`), columns and storage of a table after its schema became `schema`.
     pub(crate) fn update(
@@ -237,12 +318,7 @@ impl HmsTable {
             self.0.set(id::TABLE_PARTITION_KEYS, columns(true)?);
             sd.set(id::SD_COLS, columns(false)?);
         } else {
-            let all = schema
-                .fields
-                .iter()
-                .map(|f| column(&f.name, &f.data_type, f.description.as_deref()))
-                .collect::<Result<Vec<_>>>()?;
-            sd.set(id::SD_COLS, Value::structs(all));
+            sd.set(id::SD_COLS, all_columns(schema)?);
         }
         // Java's `StorageDescriptor` sends these two whether set or not.
         if sd.get(id::SD_COMPRESSED).is_none() {
@@ -441,6 +517,16 @@ fn synced_parameters(schema: &TableSchema, sync_all: bool) -> BTreeMap<String, S
 }
 
 /// A Thrift `FieldSchema`.
+/// Every column of `schema`, in order.
+fn all_columns(schema: &TableSchema) -> Result<Value> {
+    let columns = schema
+        .fields
+        .iter()
+        .map(|f| column(&f.name, &f.data_type, f.description.as_deref()))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Value::structs(columns))
+}
+
 fn column(name: &str, data_type: &DataType, comment: Option<&str>) -> Result<Struct> {
     let column = Struct::default()
         .with(id::FIELD_NAME, Value::text(name))

@@ -1,8 +1,9 @@
 //! What the Hive Metastore learns of a Paimon table's changes, as Java's `HiveCatalog` is told:
 //! after a schema change of the main branch, the table's columns and parameters
 //! (`alterTableImpl`); for a `metastore.partitioned-table`, the partitions that received files in
-//! a commit (`createPartitions`) and those dropped (`dropPartitions`). Which partitions those
-//! are, the table's commits work out ([`crate::maintenance::partitions`]).
+//! a commit (`createPartitions`) and those dropped (`dropPartitions`); load-done events of
+//! partitions marked done (`markDonePartitions`). Which partitions those are, the table's
+//! commits work out ([`crate::maintenance::partitions`], [`crate::ops::mark_done`]).
 //!
 //! Invariants: the metastore only follows the table's files, never leads them: each call comes
 //! after the commit or schema file it reports exists; partitions are added with `ifNotExists`
@@ -14,16 +15,15 @@ use async_trait::async_trait;
 use tidelake_spec::partition::spec_path;
 use tidelake_spec::schema::TableSchema;
 
-use super::client::HmsClient;
-use super::model::HmsTable;
+use super::client::{HmsClient, METASTORE_TABLE};
+use super::model::{HmsTable, DO_NOT_UPDATE_STATS};
 use crate::branch::MAIN_BRANCH;
 use crate::error::{Error, Result};
 use crate::io::Env;
 use crate::snapshot_commit::{MetastoreSync, PartitionSpec};
 
-/// `StatsSetupConst.CASCADE` and `DO_NOT_UPDATE_STATS`: the environment of Java's alter.
-const CASCADE: &str = "CASCADE";
-const DO_NOT_UPDATE_STATS: &str = "DO_NOT_UPDATE_STATS";
+/// `StatsSetupConst.CASCADE`: the environment of Java's alter (with [`DO_NOT_UPDATE_STATS`]).
+pub(crate) const CASCADE: &str = "CASCADE";
 
 /// One Paimon table of the metastore.
 #[derive(Clone, Debug)]
@@ -113,6 +113,23 @@ impl MetastoreSync for HiveTableSync {
             self.client
                 .drop_partition(&self.database, &self.table, &values(spec))
                 .await?;
+        }
+        Ok(())
+    }
+
+    async fn mark_partitions_done(&self, partitions: &[PartitionSpec]) -> Result<()> {
+        for spec in partitions {
+            let spec = spec.iter().cloned().collect();
+            match self
+                .client
+                .mark_partition_done(&self.database, &self.table, &spec)
+                .await
+            {
+                // a partition the metastore does not know: Java skips it
+                Err(Error::NotFound { what, .. }) if what != METASTORE_TABLE => {}
+                Ok(()) => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! Commits, schema changes and branch changes of a table opened through a REST catalog go to
 //! the server (Java `CatalogSnapshotCommit` over `RESTCatalog.commitSnapshot`,
-//! `RESTCatalog.alterTable`, `createBranch` / `dropBranch` / `fastForward`, `rollbackTo`).
+//! `RESTCatalog.alterTable`, `createBranch` / `dropBranch` / `fastForward`, `rollbackTo`), as do
+//! partitions marked done (`markDonePartitions`).
 //!
 //! Invariants: a commit names the table's UUID and carries the per-partition statistics of its
 //! delta (Java `PartitionEntry.merge(...).toPartitionStatistics`: records, bytes and files
@@ -19,7 +20,9 @@ use crate::branch::MAIN_BRANCH;
 use crate::error::{Error, Result};
 use crate::io::epoch_ms_of_local_wall;
 use crate::layout::TableLayout;
-use crate::snapshot_commit::{BranchChange, RollbackTarget, SnapshotCommit, SnapshotCommitRequest};
+use crate::snapshot_commit::{
+    BranchChange, PartitionSpec, RollbackTarget, SnapshotCommit, SnapshotCommitRequest,
+};
 
 /// One table of a REST catalog, as its commits name it.
 #[derive(Debug)]
@@ -161,6 +164,32 @@ impl SnapshotCommit for RestTableCommit {
         self.client
             .post_command(&path, &json!({"instant": instant}), &what)
             .await
+    }
+
+    async fn mark_partitions_done(&self, partitions: &[PartitionSpec]) -> Result<()> {
+        let what = format!(
+            "marking partitions of '{}.{}' done",
+            self.database, self.table
+        );
+        // Java `MarkDonePartitionsRequest`: the specs as JSON objects, keys in partition order
+        let specs: Vec<serde_json::Map<String, Value>> = partitions
+            .iter()
+            .map(|spec| {
+                spec.iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect()
+            })
+            .collect();
+        let path = self.path(MAIN_BRANCH, &["partitions", "mark"]);
+        match self
+            .client
+            .post_command(&path, &json!({"partitionSpecs": specs}), &what)
+            .await
+        {
+            // not a metastore-partitioned table to the server: Java ignores it
+            Err(Error::Unsupported(_)) => Ok(()),
+            other => other,
+        }
     }
 
     async fn alter_schema(&self, branch: &str, changes: &[Value]) -> Result<()> {

@@ -11,7 +11,9 @@ import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
@@ -21,7 +23,8 @@ import java.util.concurrent.Callable;
  * <ul>
  *   <li>{@code hms} ({@link #table}): what the metastore keeps for the table, read by the
  *       catalog's own client: the database, the table and its partitions, each as Thrift's
- *       simple JSON (field names as keys);
+ *       simple JSON (field names as keys); with {@code "events"} (partition specs), whether
+ *       each partition has a load-done event ({@code isPartitionMarkedForEvent});
  *   <li>{@code hold_lock} ({@link #holdLock}): the catalog's commit lock of the table (its Hive
  *       lock, {@code lock.enabled}) held for {@code "seconds"}; the file {@code "marker"} is
  *       created once it is held.
@@ -54,6 +57,31 @@ final class Hms {
                             listPartitions.invoke(
                                     client, id.getDatabaseName(), id.getTableName(), (short) -1)) {
                 partitions.add(json(p));
+            }
+            if (job.has("events")) {
+                Class<?> eventType =
+                        Class.forName("org.apache.hadoop.hive.metastore.api.PartitionEventType");
+                Method marked =
+                        api.getMethod(
+                                "isPartitionMarkedForEvent",
+                                String.class,
+                                String.class,
+                                Map.class,
+                                eventType);
+                Object loadDone = eventType.getField("LOAD_DONE").get(null);
+                ArrayNode events = answer.putArray("events");
+                for (JsonNode spec : job.get("events")) {
+                    Map<String, String> values = new LinkedHashMap<>();
+                    spec.fields().forEachRemaining(e -> values.put(e.getKey(), e.getValue().asText()));
+                    events.add(
+                            (Boolean)
+                                    marked.invoke(
+                                            client,
+                                            id.getDatabaseName(),
+                                            id.getTableName(),
+                                            values,
+                                            loadDone));
+                }
             }
         }
         return answer;

@@ -36,7 +36,7 @@ import java.util.Map;
  * {@code data-token DB.TABLE VALID_MS KEY=VALUE ...} makes the server vend that data token for
  * the table from now on, valid for VALID_MS milliseconds ({@code RESTCatalogServer.setDataToken},
  * answered by {@code DATA-TOKEN SET}); every token request served prints {@code SERVED-TOKEN
- * <path>}.
+ * <path>}, every partitions-done request {@code SERVED-MARK <status> <body> <path>}.
  *
  * <p>The test server always keeps its tables on a local file system; for an {@code s3://}
  * DATA_DIR its file-system catalog is replaced by one over Paimon's S3 file system.
@@ -89,9 +89,16 @@ public final class RestServer {
                     @Override
                     public synchronized MockResponse dispatch(RecordedRequest request)
                             throws InterruptedException {
+                        // read before the server consumes it
+                        String body = request.getBody().clone().readUtf8();
                         MockResponse answer = inner.dispatch(request);
-                        if (request.getPath() != null && request.getPath().endsWith("/token")) {
-                            System.out.println("SERVED-TOKEN " + request.getPath());
+                        String path = request.getPath();
+                        if (path != null && path.endsWith("/token")) {
+                            System.out.println("SERVED-TOKEN " + path);
+                            System.out.flush();
+                        } else if (path != null && path.endsWith("/partitions/mark")) {
+                            String status = answer.getStatus().split(" ")[1];
+                            System.out.println("SERVED-MARK " + status + " " + body + " " + path);
                             System.out.flush();
                         }
                         return answer;

@@ -50,7 +50,7 @@ import java.util.Map;
  * Creates a table and writes it with Java's own writers.
  *
  * <p>Job: {@code "warehouse"}, {@code "table"} ({@code db.name}), {@code "schema"}: {@code
- * {"fields": [{"name", "type"}], "primary_keys", "partition_keys", "options"}} (types in
+ * {"fields": [{"name", "type", "description"?}], "primary_keys", "partition_keys", "options"}} (types in
  * schema-file JSON; optionally {@code "comment"}), {@code "mode"}: {@code "batch"} (one {@code BatchWriteBuilder} write per
  * commit) or {@code "stream"} (one long-lived {@code StreamWriteBuilder} writer committing with
  * identifiers 1, 2, ..., so Java compacts as it does by default), and {@code "steps"}, in order:
@@ -278,7 +278,10 @@ final class Writes {
     private static Schema schema(JsonNode s) {
         Schema.Builder b = Schema.newBuilder();
         for (JsonNode f : s.path("fields")) {
-            b.column(f.get("name").asText(), Tables.type(f.get("type")));
+            b.column(
+                    f.get("name").asText(),
+                    Tables.type(f.get("type")),
+                    f.hasNonNull("description") ? f.get("description").asText() : null);
         }
         b.primaryKey(strings(s.path("primary_keys")));
         b.partitionKeys(strings(s.path("partition_keys")));

@@ -183,10 +183,9 @@ def test_filesystem_catalog_ignores_catalog_actions_as_java(java, tmp_path):
     assert done.snapshots() == [] and _data_files(done) == []
     with pytest.raises(Exception, match="metastore.partitioned-table"):
         java.run({"op": "mark_done", "warehouse": wh, "table": "db.done", "partitions": [{"dt": "a"}]})
-    for action in ("http-report", "success-file,custom"):
-        with pytest.raises(tidelake.UnsupportedError, match=f"'{action.split(',')[-1]}'"):
-            cat.create_table(f"db.x{len(action)}", SCHEMA, partition_keys=["dt"],
-                             options={"partition.mark-done-action": action}).write(_rows("a"))
+    with pytest.raises(tidelake.UnsupportedError, match="'custom'"):
+        cat.create_table("db.custom", SCHEMA, partition_keys=["dt"],
+                         options={"partition.mark-done-action": "success-file,custom"}).write(_rows("a"))
 
 
 HIVE_OPTIONS = {**OPTIONS, "partition.mark-done-action": "success-file,done-partition,mark-event",
@@ -264,20 +263,98 @@ def test_rest_catalog_sends_partition_done_events(rest_server, tmp_path):
         cat.create_table(f"db.{name}", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
                          options={**options, **extra})
 
-    def posted(name: str) -> list[tuple[str, dict]]:
-        marks = [line.split(" ", 3) for line in rest_server.lines if line.startswith("SERVED-MARK ")]
-        return [(status, json.loads(body)) for _, status, body, path in marks
-                if path.strip().endswith(f"/databases/db/tables/{name}/partitions/mark")]
+    def posted(name: str, count: int) -> list[tuple[str, dict]]:
+        """The first ``count`` requests to mark partitions of ``name`` the server printed (its
+        output is read by a thread: waits for them)."""
+        deadline = time.monotonic() + 30
+        while True:
+            marks = [line.split(" ", 3) for line in rest_server.lines if line.startswith("SERVED-MARK ")]
+            found = [(status, json.loads(body)) for _, status, body, path in marks
+                     if path.strip().endswith(f"/databases/db/tables/{name}/partitions/mark")]
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.01)
 
     kept = cat.get_table("db.kept")
     kept.write(_rows("a"))
-    assert posted("kept") == [("200", {"partitionSpecs": [{"dt": "a"}]})]
+    assert posted("kept", 1) == [("200", {"partitionSpecs": [{"dt": "a"}]})]
     kept.mark_partition_done([{"dt": "b"}, {"dt": "c"}])
-    assert posted("kept")[1:] == [("200", {"partitionSpecs": [{"dt": p}]}) for p in "bc"]
+    assert posted("kept", 3)[1:] == [("200", {"partitionSpecs": [{"dt": p}]}) for p in "bc"]
     plain = cat.get_table("db.plain")
     plain.write(_rows("a"))
-    assert posted("plain") == [("501", {"partitionSpecs": [{"dt": "a"}]})]
+    assert posted("plain", 1) == [("501", {"partitionSpecs": [{"dt": "a"}]})]
     assert cat.get_table("db.plain").to_arrow().num_rows == 3
+
+
+class _Reports:
+    """An HTTP endpoint for ``http-report``: records each POST (content type, JSON body) and
+    answers ``{"result": <answer>}``."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.received: list[tuple[str, dict]] = []
+        self.answer = "SUCCESS"
+        reports = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                reports.received.append((self.headers["Content-Type"], json.loads(body.decode("latin-1"))))
+                answer = json.dumps({"result": reports.answer}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/done"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_http_report_as_javas(java, tmp_path):
+    """``http-report`` posts Java's report (``params``, ``table``, ``path``, ``partition``) with
+    Java's content type, after each batch write and for the procedure: tidelake's requests equal
+    Java's for the same table; an answer other than ``SUCCESS`` is an error naming it (the
+    write stands); a missing URL is refused before anything commits."""
+    reports = _Reports()
+    try:
+        wh = str(tmp_path)
+        opts = {**OPTIONS, "partition.mark-done-action": "success-file,http-report",
+                "partition.mark-done-action.http.url": reports.url,
+                "partition.mark-done-action.http.params": "team=orders"}
+        sc = Scenario("md_http", FIELDS, [{"rows": [[1, "a", 1]]}], ["id", "dt"], ["dt"], opts, mode="batch")
+        t = java_write(java, wh, sc)
+        java.run({"op": "mark_done", "warehouse": wh, "table": f"db.{sc.name}", "partitions": [{"dt": "b"}]})
+        java_reports = list(reports.received)
+        reports.received.clear()
+        t = tidelake.Catalog(wh).get_table(f"db.{sc.name}")
+        t.write(_rows("a"))
+        t.mark_partition_done([{"dt": "b"}])
+        assert reports.received == java_reports
+        content_type, body = java_reports[0]
+        assert content_type.lower().startswith("text/plain")
+        assert body == {"params": "team=orders", "table": f"db.{sc.name}", "path": body["path"], "partition": "dt=a"}
+        assert body["path"].endswith(f"/db.db/{sc.name}") and _marker(t, "dt=a").exists()
+        by_path = tidelake.open_table(t.path)
+        by_path.mark_partition_done([{"dt": "c"}])
+        assert reports.received[-1][1]["table"] == f"db.{sc.name}", "named from the path, as Java does"
+
+        reports.answer = "FAIL"
+        with pytest.raises(tidelake.TidelakeError, match="should be 'SUCCESS' but is 'FAIL'"):
+            t.write(_rows("d"))
+        assert "d" in tidelake.Catalog(wh).get_table(f"db.{sc.name}").to_arrow()["dt"].to_pylist()
+        no_url = tidelake.create_table(str(tmp_path / "no_url"), SCHEMA, partition_keys=["dt"],
+                                       options={**OPTIONS, "partition.mark-done-action": "http-report"})
+        with pytest.raises(tidelake.InvalidArgumentError, match="'partition.mark-done-action.http.url' must be set"):
+            no_url.write(_rows("a"))
+        assert no_url.snapshots() == [] and _data_files(no_url) == []
+    finally:
+        reports.server.shutdown()
 
 
 def test_mark_partition_done_spark_call(spark, tmp_path):

@@ -155,6 +155,30 @@ impl Table {
         self.io.location()
     }
 
+    /// The table's full name as Java's `FileStoreTable.fullName` gives it: `db.table` (with
+    /// `$branch_<b>` off the main branch) from its catalog, else from a `<db>.db/<table>`
+    /// path, else the directory's name alone (Java `SchemaManager.identifierFromPath`).
+    pub fn full_name(&self) -> String {
+        let location = self.location().trim_end_matches('/');
+        let (database, table) = match self.environment.name() {
+            Some((database, table)) => (Some(database), table),
+            None => {
+                let mut segments = location.rsplit('/');
+                let table = segments.next().unwrap_or(location);
+                let database = segments.next().and_then(|d| d.strip_suffix(".db"));
+                (database, table)
+            }
+        };
+        let object = match self.branch() {
+            MAIN_BRANCH => table.to_string(),
+            branch => format!("{table}$branch_{branch}"),
+        };
+        match database {
+            Some(database) => format!("{database}.{object}"),
+            None => object,
+        }
+    }
+
     /// The latest schema, as of opening the table.
     pub fn schema(&self) -> &Arc<TableSchema> {
         &self.schema

@@ -1142,8 +1142,8 @@ impl Options {
             {
                 return Err(Error::Unsupported(format!(
                     "writing a table with option '{PARTITION_MARK_DONE_ACTION}' = '{}': tidelake \
-                     does not run the '{action}' action (reads are fine; use success-file, \
-                     done-partition or mark-event to write)",
+                     does not run the '{action}' action, a Java class (reads are fine; use \
+                     success-file, done-partition, mark-event or http-report to write)",
                     self.get(PARTITION_MARK_DONE_ACTION).unwrap_or_default()
                 )));
             }
@@ -1217,7 +1217,7 @@ mod tests {
             ("metadata.iceberg.storage", "rest-catalog"),
             ("file-index.unknown-type.columns", "a,b"),
             ("sink.process-time-zone", "Asia/Shanghai"),
-            ("partition.mark-done-action", "success-file,http-report"),
+            ("partition.mark-done-action", "success-file,custom"),
             ("partition.mark-done-action", "custom"),
             ("index-file-in-data-file-dir", "TRUE"),
         ] {

@@ -3,7 +3,8 @@
 //! `partition.end-input-to-done` ([`mark_written_done`], as Java Spark's
 //! `markDoneIfNeeded`: the distinct partitions of the write's commit messages).
 //!
-//! Invariants: actions that cannot run (HTTP reports and user classes; `done-partition` and
+//! Invariants: actions that cannot run (user classes; an HTTP report without its URL;
+//! `done-partition` and
 //! `mark-event` on a table opened by path; `done-partition` without
 //! `metastore.partitioned-table`) are refused before any partition is marked, and before a
 //! batch write that would mark commits ([`check_written_done`]). `success-file` writes
@@ -11,16 +12,18 @@
 //! already there and setting the modification time to the [`crate::io::Env`] clock's now;
 //! `done-partition` adds `<last key>=<value>.done` to a Hive catalog's metastore (other
 //! catalogs create no partitions, as in Java); `mark-event` sends the catalog a load-done
-//! event (Hive, REST; ignored by filesystem and JDBC catalogs, as in Java). A mark follows the
+//! event (Hive, REST; ignored by filesystem and JDBC catalogs, as in Java); `http-report` posts
+//! Java's JSON report and needs `{"result": "SUCCESS"}` back. A mark follows the
 //! commit it marks, so a failure to mark never loses a write: the commit stands and the error
 //! names the mark not made.
 
 use std::collections::BTreeSet;
 
+use serde::Serialize;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::options::{
     MarkDoneAction, SuccessFile, METASTORE_PARTITIONED_TABLE, PARTITION_MARK_DONE_ACTION,
-    SUCCESS_FILE_NAME,
+    PARTITION_MARK_DONE_ACTION_URL, SUCCESS_FILE_NAME,
 };
 
 use crate::error::{Error, Result};
@@ -99,7 +102,7 @@ pub async fn mark_written_done(table: &Table, written: &BTreeSet<Vec<u8>>) -> Re
 }
 
 /// A mark-done action tidelake runs (Java `PartitionMarkDoneAction.createActions`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Marker {
     /// `success-file`: `<partition>/_SUCCESS`.
     SuccessFile,
@@ -108,6 +111,9 @@ enum Marker {
     DonePartition,
     /// `mark-event`: a load-done event in the catalog (Java `MarkPartitionDoneEventAction`).
     MarkEvent,
+    /// `http-report`: a POST to `url` answered with `{"result": "SUCCESS"}` (Java
+    /// `HttpReportMarkDoneAction`).
+    HttpReport { url: String, params: Option<String> },
 }
 
 impl Marker {
@@ -147,10 +153,25 @@ impl Marker {
                     needs_catalog(action)?;
                     Marker::MarkEvent
                 }
-                MarkDoneAction::HttpReport | MarkDoneAction::Custom => {
+                MarkDoneAction::HttpReport => Marker::HttpReport {
+                    url: options
+                        .partition_mark_done_http_url()
+                        .ok_or_else(|| {
+                            Error::invalid(format!(
+                                "{}: option '{PARTITION_MARK_DONE_ACTION}' asks for '{action}': \
+                                 '{PARTITION_MARK_DONE_ACTION_URL}' must be set",
+                                table.location()
+                            ))
+                        })?
+                        .to_string(),
+                    params: options
+                        .partition_mark_done_http_params()
+                        .map(str::to_string),
+                },
+                MarkDoneAction::Custom => {
                     return Err(Error::Unsupported(format!(
                         "{}: option '{PARTITION_MARK_DONE_ACTION}' asks for '{action}': \
-                         tidelake does not run HTTP reports or user classes",
+                         tidelake does not run user classes",
                         table.location()
                     )))
                 }
@@ -160,7 +181,7 @@ impl Marker {
     }
 
     /// Mark the partition of `values` (in key order) done.
-    async fn run(self, table: &Table, layout: &TableLayout, values: &[Datum]) -> Result<()> {
+    async fn run(&self, table: &Table, layout: &TableLayout, values: &[Datum]) -> Result<()> {
         match self {
             Marker::SuccessFile => {
                 let path = format!("{}/{SUCCESS_FILE_NAME}", layout.partition_path(values)?);
@@ -181,6 +202,72 @@ impl Marker {
                 let spec = layout.partition_spec(values)?;
                 table.environment().mark_partitions_done(&[spec]).await
             }
+            Marker::HttpReport { url, params } => {
+                let report = HttpReport {
+                    params: params.as_deref(),
+                    table: &table.full_name(),
+                    path: table.location(),
+                    partition: &layout.partition_path(values)?,
+                };
+                report.post(url).await
+            }
+        }
+    }
+}
+
+/// The content type of Java's `StringEntity` (Apache HttpClient's `ContentType.DEFAULT_TEXT`),
+/// which receivers written for Java's reports accept.
+const JAVA_TEXT: &str = "text/plain; charset=ISO-8859-1";
+
+/// The body of an `http-report` (Java `HttpReportMarkDoneRequest`, its members in the order
+/// Java's Jackson writes them: the creator's).
+#[derive(Serialize)]
+struct HttpReport<'a> {
+    params: Option<&'a str>,
+    table: &'a str,
+    path: &'a str,
+    partition: &'a str,
+}
+
+impl HttpReport<'_> {
+    /// POST the report to `url` as Java's `SimpleHttpClient` does: done when the answer is a
+    /// success whose `result` is `SUCCESS` (any case), as Java's action requires.
+    async fn post(&self, url: &str) -> Result<()> {
+        let failed = |detail: String| Error::Io {
+            path: url.to_string(),
+            source: object_store::Error::Generic {
+                store: "http-report",
+                source: format!("partition '{}' of {}: {detail}", self.partition, self.table)
+                    .into(),
+            },
+        };
+        let body = serde_json::to_string(self).map_err(|e| failed(e.to_string()))?;
+        // Java's `StringEntity(body)`: ISO-8859-1 text, '?' for what it cannot encode
+        let latin1: Vec<u8> = body
+            .chars()
+            .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
+            .collect();
+        let response = reqwest::Client::new()
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, JAVA_TEXT)
+            .body(latin1)
+            .send()
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| failed(e.to_string()))?;
+        if !status.is_success() || text.trim().is_empty() {
+            return Err(failed(format!("the answer is {status} '{text}'")));
+        }
+        let result = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("result").and_then(|r| r.as_str()).map(str::to_string));
+        match result {
+            Some(r) if r.eq_ignore_ascii_case("SUCCESS") => Ok(()),
+            Some(r) => Err(failed(format!(
+                "the answer's `result` should be 'SUCCESS' but is '{r}'"
+            ))),
+            None => Err(failed(format!("the answer has no `result`: '{text}'"))),
         }
     }
 }

@@ -21,6 +21,9 @@ pub const PARTITION_MARK_DONE_WHEN_END_INPUT: &str = "partition.end-input-to-don
 /// A Flink sink option: how long a partition goes without writes before a streaming job marks
 /// it done.
 pub const PARTITION_IDLE_TIME_TO_DONE: &str = "partition.idle-time-to-done";
+/// Where the `http-report` action posts, and the `params` it sends along.
+pub const PARTITION_MARK_DONE_ACTION_URL: &str = "partition.mark-done-action.http.url";
+pub const PARTITION_MARK_DONE_ACTION_PARAMS: &str = "partition.mark-done-action.http.params";
 /// The name of the file the `success-file` action writes in a partition directory.
 pub const SUCCESS_FILE_NAME: &str = "_SUCCESS";
 
@@ -48,10 +51,9 @@ option_enum!(MarkDoneAction, PARTITION_MARK_DONE_ACTION, {
 });
 
 impl MarkDoneAction {
-    /// Whether tidelake runs the action: not an HTTP report or a user class (Java code run in
-    /// the writer's JVM).
+    /// Whether tidelake runs the action: not a user class (Java code run in the writer's JVM).
     pub fn tidelake_runs(self) -> bool {
-        !matches!(self, MarkDoneAction::HttpReport | MarkDoneAction::Custom)
+        self != MarkDoneAction::Custom
     }
 }
 
@@ -69,6 +71,17 @@ impl Options {
     /// partitions it wrote done when it ends.
     pub fn partition_mark_done_when_end_input(&self) -> Result<bool> {
         or_default(self.get_bool(PARTITION_MARK_DONE_WHEN_END_INPUT), false)
+    }
+
+    /// `partition.mark-done-action.http.url` (blank: unset).
+    pub fn partition_mark_done_http_url(&self) -> Option<&str> {
+        self.get(PARTITION_MARK_DONE_ACTION_URL)
+            .filter(|url| !url.trim().is_empty())
+    }
+
+    /// `partition.mark-done-action.http.params`, if set.
+    pub fn partition_mark_done_http_params(&self) -> Option<&str> {
+        self.get(PARTITION_MARK_DONE_ACTION_PARAMS)
     }
 
     /// `partition.idle-time-to-done`, if set.

@@ -301,7 +301,7 @@ class _Reports:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                reports.received.append((self.headers["Content-Type"], json.loads(body.decode("latin-1"))))
+                reports.received.append((self.headers["Content-Type"], json.loads(body.decode("utf-8"))))
                 answer = json.dumps({"result": reports.answer}).encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(answer)))
@@ -337,8 +337,8 @@ def test_http_report_as_javas(java, tmp_path):
         t.mark_partition_done([{"dt": "b"}])
         assert reports.received == java_reports
         content_type, body = java_reports[0]
-        assert content_type.lower().startswith("text/plain")
-        assert body == {"params": "team=orders", "table": f"db.{sc.name}", "path": body["path"], "partition": "dt=a"}
+        assert content_type == "text/plain; charset=UTF-8"
+        assert body == {"params": "team=orders", "table": f"db.{sc.name}", "path": body["path"], "partition": "dt=a/"}
         assert body["path"].endswith(f"/db.db/{sc.name}") and _marker(t, "dt=a").exists()
         by_path = tidelake.open_table(t.path)
         by_path.mark_partition_done([{"dt": "c"}])

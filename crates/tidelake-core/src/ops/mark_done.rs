@@ -207,7 +207,8 @@ impl Marker {
                     params: params.as_deref(),
                     table: &table.full_name(),
                     path: table.location(),
-                    partition: &layout.partition_path(values)?,
+                    // Java's `generatePartitionPath`: with a trailing separator
+                    partition: &format!("{}/", layout.partition_path(values)?),
                 };
                 report.post(url).await
             }
@@ -215,9 +216,9 @@ impl Marker {
     }
 }
 
-/// The content type of Java's `StringEntity` (Apache HttpClient's `ContentType.DEFAULT_TEXT`),
-/// which receivers written for Java's reports accept.
-const JAVA_TEXT: &str = "text/plain; charset=ISO-8859-1";
+/// The content type of Java's report (its HTTP client's `StringEntity`), which receivers
+/// written for Java's reports accept.
+const JAVA_TEXT: &str = "text/plain; charset=UTF-8";
 
 /// The body of an `http-report` (Java `HttpReportMarkDoneRequest`, its members in the order
 /// Java's Jackson writes them: the creator's).
@@ -242,15 +243,10 @@ impl HttpReport<'_> {
             },
         };
         let body = serde_json::to_string(self).map_err(|e| failed(e.to_string()))?;
-        // Java's `StringEntity(body)`: ISO-8859-1 text, '?' for what it cannot encode
-        let latin1: Vec<u8> = body
-            .chars()
-            .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
-            .collect();
         let response = reqwest::Client::new()
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, JAVA_TEXT)
-            .body(latin1)
+            .body(body)
             .send()
             .await
             .map_err(|e| failed(e.to_string()))?;

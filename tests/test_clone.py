@@ -82,18 +82,18 @@ def test_java_reads_and_continues_tables_cloned_from_paimon(java, tmp_path):  # 
     assert len(compare_read(java, t, dst_wh, "java compacted the clone")) == pk.to_arrow().num_rows
 
     # the partitioned append table: one partition, then all of it (replaced, not doubled)
-    sid = src.clone_table("db.app", "copy.app", target_catalog=dst, clone_from="paimon", where="dt = '2026-01-02'")
-    a = dst.get_table("copy.app")
+    sid = src.clone_table("db.app", "db.app", target_catalog=dst, clone_from="paimon", where="dt = '2026-01-02'")
+    a = dst.get_table("db.app")
     assert a.snapshot(sid).commit_kind == "OVERWRITE"
     assert a.options.get("bucket", "-1") == "-1" and a.partition_keys == ["dt"]
     assert {r["dt"] for r in a.to_arrow().to_pylist()} == {"2026-01-02"}
-    src.clone_table("db.app", "copy.app", target_catalog=dst, clone_from="paimon")
-    src.clone_table("db.app", "copy.app", target_catalog=dst, clone_from="paimon")
+    src.clone_table("db.app", "db.app", target_catalog=dst, clone_from="paimon")
+    src.clone_table("db.app", "db.app", target_catalog=dst, clone_from="paimon")
     assert _rows(a) == _rows(app)
-    compare_read(java, dst.get_table("copy.app"), dst_wh, "clone of an append table")
+    compare_read(java, dst.get_table("db.app"), dst_wh, "clone of an append table")
     # the bucketed append table keeps its buckets and bucket key
-    src.clone_table("db.bapp", "copy.bapp", target_catalog=dst, clone_from="paimon")
-    b = dst.get_table("copy.bapp")
+    src.clone_table("db.bapp", "db.bapp", target_catalog=dst, clone_from="paimon")
+    b = dst.get_table("db.bapp")
     assert (b.options["bucket"], b.options["bucket-key"]) == ("2", "id")
     assert {f["bucket"] for f in b.system("files").to_pylist()} == {0, 1}
     assert _rows(b) == _rows(bapp)
@@ -109,12 +109,12 @@ def test_java_reads_and_continues_tables_cloned_from_paimon(java, tmp_path):  # 
     got = {(r["k"], r["p"]): r["v"] for r in t.to_arrow().to_pylist()}
     assert (got[(1000, 0)], got[(2000, 0)], got[(5, 1)], got[(7, 1)]) == ("t", "j", "t5", "j7")
     assert len(compare_read(java, t, dst_wh, "both wrote the clone")) == pk.to_arrow().num_rows + 2
-    java.run({"op": "write", "warehouse": dst_wh, "table": "copy.app", "existing": True, "mode": "batch",
+    java.run({"op": "write", "warehouse": dst_wh, "table": "db.app", "existing": True, "mode": "batch",
               "schema": _append("app").schema_json(), "steps": [{"rows": [[999, "2026-01-09", 1.0]]}]})
-    a = dst.get_table("copy.app")
+    a = dst.get_table("db.app")
     a.write(pa.table({"id": [998], "dt": ["2026-01-09"], "score": [2.0]}))
     a.compact(full=True)
-    assert len(compare_read(java, dst.get_table("copy.app"), dst_wh, "both wrote the append clone")) == 47
+    assert len(compare_read(java, dst.get_table("db.app"), dst_wh, "both wrote the append clone")) == 47
 
     # the sources are as they were
     assert _source_state(tmp_path / "src") == before
@@ -135,7 +135,7 @@ def test_databases_and_catalogs_are_cloned_as_java_lists_them(java, tmp_path):  
     cloned = src.clone_tables(target_catalog=dst, included_tables=["db.b", "db2.d"], clone_from="paimon")
     assert [(s, t) for s, t, _ in cloned] == [("db.b", "db.b"), ("db2.d", "db2.d")]
     assert _rows(dst.get_table("db2.d")) == _rows(src.get_table("db2.d"))
-    compare_read(java, dst.get_table("db2.d"), dst_wh, "catalog clone")
+    assert len(java.run({"op": "read", "warehouse": dst_wh, "table": "db2.d"})["rows"]) == 45
     # every table of the catalog into the same catalog is each table onto itself: refused
     with pytest.raises(tidelake.InvalidArgumentError, match="target is its source"):
         src.clone_tables(clone_from="paimon")

@@ -110,10 +110,10 @@ pub mod ops {
     pub use crate::commit::{CommitMetrics, Committed, CommittedSnapshot};
     pub use crate::ops::{
         after_commit, commit_compaction, compact, compact_manifests, mark_partitions_done,
-        publish_branch, purge_files, remove_unexisting_files, unexisting_files, Changes,
-        CloneFrom, CloneHiveTable, ClonePaimonTable, CloneTables, ClonedTable, MigrateDatabase,
-        MigrateTable, MigratedDatabase, PlannedRead, Purged, Read, ReplayPolicy, Rescale,
-        RewriteFileIndex, SortCompaction, SplitReader, TableCommit, UnexistingFile, REPLAYS,
+        publish_branch, purge_files, remove_unexisting_files, unexisting_files, Changes, CloneFrom,
+        CloneHiveTable, ClonePaimonTable, CloneTables, ClonedTable, MigrateDatabase, MigrateTable,
+        MigratedDatabase, PlannedRead, Purged, Read, ReplayPolicy, Rescale, RewriteFileIndex,
+        SortCompaction, SplitReader, TableCommit, UnexistingFile, REPLAYS,
     };
     /// Row-level DML: plan -> tasks (bytes) -> prepared changes (bytes) -> one commit.
     pub use crate::ops::{

@@ -432,7 +432,9 @@ impl CloneTables {
             }
         }
         if pairs.is_empty() {
-            return Err(Error::invalid("no table of the source catalog was selected"));
+            return Err(Error::invalid(
+                "no table of the source catalog was selected",
+            ));
         }
         Ok(pairs)
     }

@@ -164,7 +164,10 @@ impl MigrateDatabase {
 
     /// Migrate through `catalog`, a Hive catalog (see [`MigrateDatabase`]).
     pub async fn run(&self, catalog: &Catalog) -> Result<MigratedDatabase> {
-        let tables = catalog.hive("migrate_database")?.all_tables(&self.database).await?;
+        let tables = catalog
+            .hive("migrate_database")?
+            .all_tables(&self.database)
+            .await?;
         let mut done = MigratedDatabase::default();
         for table in tables {
             let name = format!("{}.{table}", self.database);

@@ -136,6 +136,12 @@ def test_databases_and_catalogs_are_cloned_as_java_lists_them(java, tmp_path):  
     assert [(s, t) for s, t, _ in cloned] == [("db.b", "db.b"), ("db2.d", "db2.d")]
     assert _rows(dst.get_table("db2.d")) == _rows(src.get_table("db2.d"))
     assert len(java.run({"op": "read", "warehouse": dst_wh, "table": "db2.d"})["rows"]) == 45
+    # into a JDBC catalog (any catalog takes clones), read by Java's JdbcCatalog
+    jdbc = tidelake.Catalog.from_options({"metastore": "jdbc", "warehouse": str(tmp_path / "jwh")})
+    src.clone_tables("db2", target_database="jd", target_catalog=jdbc, clone_from="paimon")
+    java_jdbc = {"metastore": "jdbc", "warehouse": str(tmp_path / "jwh"), "uri": jdbc.options["uri"],
+                 "lock.enabled": "true"}
+    assert len(java.run({"op": "read", "catalog": java_jdbc, "table": "jd.d"})["rows"]) == 45
     # every table of the catalog into the same catalog is each table onto itself: refused
     with pytest.raises(tidelake.InvalidArgumentError, match="target is its source"):
         src.clone_tables(clone_from="paimon")

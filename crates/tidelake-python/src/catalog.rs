@@ -22,6 +22,10 @@ pub struct RawCatalog {
     catalog: Catalog,
 }
 
+/// What `migrate_database` returns: the tables migrated, and those that failed with their
+/// error's message.
+type MigratedTables = (Vec<String>, Vec<(String, String)>);
+
 #[pymethods]
 impl RawCatalog {
     /// The filesystem catalog of `warehouse`.
@@ -193,7 +197,7 @@ impl RawCatalog {
         py: Python<'_>,
         database: String,
         options: Vec<(String, String)>,
-    ) -> PyResult<(Vec<String>, Vec<(String, String)>)> {
+    ) -> PyResult<MigratedTables> {
         let migration = MigrateDatabase::new(database).options(options);
         let done = block_on(py, migration.run(&self.catalog))?.py()?;
         let failed = done

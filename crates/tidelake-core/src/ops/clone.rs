@@ -17,10 +17,12 @@
 //! `ListCloneSplitsFunction`, `CloneSplitsFunction`, `CommitMessageTableOperator`):
 //!
 //! ```text
-//!  target database created when missing; a missing target table created with the source's
-//!  columns (names, types, comments, defaults; fresh ids), partition and primary keys, and
-//!  options but `bucket` and `path`: an append table keeps `bucket` only with `bucket-key`,
-//!  a primary-key table gets `bucket` = -2 (postpone: Java clones no other bucket mode)
+//!  the source's latest snapshot planned (the `where` filter on partition columns checked)
+//!        ─► target database created when missing; a missing target table created with the
+//!           source's columns (names, types, comments, defaults; fresh ids), partition and
+//!           primary keys, and options but `bucket` and `path`: an append table keeps
+//!           `bucket` only with `bucket-key`, a primary-key table gets `bucket` = -2
+//!           (postpone: Java clones no other bucket mode)
 //!        ─► the source's latest rows (merged, deletion vectors applied) of the partitions
 //!           `where` selects ─► written anew into the target (new files, levels and sequence
 //!           numbers: no file is copied; a postpone-bucket target keeps them in the postpone

@@ -460,3 +460,93 @@ impl CloneTables {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! A primary-key table cloned between filesystem catalogs: Java's schema rules (postpone
+    //! buckets, the other options kept), one OVERWRITE snapshot of rows in the postpone bucket;
+    //! Java's selection rules refused before anything is made.
+
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use tidelake_spec::snapshot::CommitKind;
+
+    use super::*;
+    use crate::io::FileIO;
+    use crate::test_support::write_and_commit;
+
+    fn catalog(dir: &std::path::Path) -> Catalog {
+        std::fs::create_dir_all(dir).unwrap();
+        Catalog::new(FileIO::open(dir.to_str().unwrap()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_primary_key_table_is_cloned_into_postpone_buckets() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, dst) = (
+            catalog(&dir.path().join("src")),
+            catalog(&dir.path().join("dst")),
+        );
+        src.create_database("db", false, &BTreeMap::new())
+            .await
+            .unwrap();
+        let schema = Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("v", DataType::Utf8, true),
+        ]);
+        let spec = TableSpec {
+            primary_keys: vec!["k".into()],
+            bucket: Some(2),
+            options: vec![("file.format".into(), "avro".into())],
+            ..TableSpec::default()
+        };
+        let t = src.create_table("db.t", &schema, &spec).await.unwrap();
+        let batch = RecordBatch::try_new(
+            Arc::new(schema),
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2, 3])),
+                Arc::new(StringArray::from(vec!["a", "b", "c"])),
+            ],
+        )
+        .unwrap();
+        write_and_commit(&t, &batch, 0, "w").await;
+
+        let committed = ClonePaimonTable::new("db.t", "copy.t")
+            .run(&src, &dst)
+            .await
+            .unwrap()
+            .unwrap();
+        let c = dst.get_table("copy.t").await.unwrap();
+        assert_eq!(c.schema().options().bucket().unwrap(), POSTPONE_BUCKET);
+        assert_eq!(c.schema().options().file_format(), "avro");
+        assert_eq!(c.schema().primary_keys, ["k"]);
+        let snapshot = c.snapshot_manager().latest().await.unwrap().unwrap();
+        assert_eq!(Some(snapshot.id), committed.last_id());
+        assert_eq!(snapshot.commit_kind, CommitKind::Overwrite);
+        assert_eq!(snapshot.total_record_count, 3);
+
+        // Java's selection rules, refused before anything is made
+        let refused = [
+            CloneTables::new(CloneFrom::Paimon).database("db"),
+            CloneTables::new(CloneFrom::Paimon).target_database("x"),
+            CloneTables::new(CloneFrom::Paimon).table("t"),
+            CloneTables::new(CloneFrom::Paimon)
+                .database("db")
+                .table("t")
+                .target_database("x")
+                .target_table("t")
+                .excluded(vec!["db.t".into()]),
+            CloneTables::new(CloneFrom::Paimon)
+                .database("db")
+                .target_database("x")
+                .included(vec!["db.nope".into()]),
+        ];
+        for clone in refused {
+            let e = clone.run(&src, &dst).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Invalid, "{e}");
+        }
+        assert!(dst.get_table("x.t").await.is_err());
+    }
+}

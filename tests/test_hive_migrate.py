@@ -5,7 +5,7 @@ Metastore (``_hive.py``). Hive tables are registered as Hive registers them (the
 Hive's layout (partition columns in directory names only). Java's ``HiveMigrator`` migrates a
 twin of each table: both Paimon tables get the same schema, files and statistics, and tidelake
 and Java read the same rows from both; failures put every file back; the CLI and
-``tidelake.spark.sql`` ``CALL`` reach both procedures.
+``tidelake.spark.sql`` ``CALL`` reach both procedures, ``clone`` over a database too.
 """
 
 from __future__ import annotations
@@ -206,8 +206,8 @@ def test_clone_copies_and_replaces_partitions(hive_metastore, java_hive, tmp_pat
     lake = tidelake.Catalog(tmp_path / "lake")
     lake.create_database("copy")
 
-    first = _Returns()("RawCatalog", "clone_hive_table", hive._raw.clone_hive_table(
-        "db.src", lake._raw, "copy.t", [], filter_json(to_filter("dt = '2026-01-01'"))))
+    [(_, _, first)] = _Returns()("RawCatalog", "clone_tables", hive._raw.clone_tables(
+        lake._raw, "hive", "db", "src", "copy", "t", [], [], [], filter_json(to_filter("dt = '2026-01-01'"))))
     assert first == hive.clone_table("db.src", "copy.t", target_catalog=lake, where="dt = '2026-01-01'") - 1
     t = lake.get_table("copy.t")
     assert t.options["file.format"] == "orc" and t.partition_keys == ["dt", "h"]
@@ -255,8 +255,57 @@ def test_cli_and_spark_sql_procedures(hive_metastore, java_hive, tmp_path, spark
         done = sql(spark, f"CALL sys.clone(database => 'db', table => 'b', target_database => 'copy', "
                           f"target_table => 'b2', target_catalog_conf => 'warehouse={tmp_path / 'lake'}')").collect()
         assert done[0].snapshot_id == 1
-        with pytest.raises(tidelake.UnsupportedError, match="included_tables"):
+        with pytest.raises(tidelake.InvalidArgumentError, match="included or excluded"):
             sql(spark, "CALL sys.clone(database => 'db', table => 'b', target_database => 'x', target_table => 'y', "
                        "included_tables => 'db.b')")
+        # a database, as Java lists it: every table of the metastore (the migrated ones are
+        # Paimon's now, which a clone from Hive refuses, so they are excluded)
+        with pytest.raises(tidelake.InvalidArgumentError, match="Paimon table already"):
+            sql(spark, f"CALL sys.clone(database => 'db', target_database => 'copy2', "
+                       f"target_catalog_conf => 'warehouse={tmp_path / 'lake'}')")
+        done = sql(spark, f"CALL sys.clone(database => 'db', target_database => 'copy2', excluded_tables => "
+                          f"'db.a,db.c', target_catalog_conf => 'warehouse={tmp_path / 'lake'}')").collect()
+        assert [(r.source_table, r.target_table, r.snapshot_id) for r in done] == [("db.b", "copy2.b", 1)]
     finally:
         spark.conf.unset(CATALOG_CONF)
+
+
+def test_migrate_database_goes_on_past_a_table_it_cannot_migrate(hive_metastore, java_hive, tmp_path, spark):  # noqa: F811
+    from click.testing import CliRunner
+
+    from tidelake import cli
+    from tidelake.spark import sql
+    from tidelake.spark.statements import CATALOG_CONF
+
+    options = hive_metastore.catalog_options(tmp_path / "wh")
+    expected = {name: write_hive_table(java_hive, options, f"db.{name}", tmp_path / "hive" / name, "parquet",
+                                       partitioned=name != "b")
+                for name in ("a", "b", "c")}
+    cat = tidelake.Catalog.from_options(options)
+    cat.migrate_table("db.c")  # a Paimon table now: Java's database migration tries it and fails
+    returns = _Returns()
+    migrated, failed = returns("RawCatalog", "migrate_database",
+                               cat._raw.migrate_database("db", [("file.format", "parquet")]))
+    assert migrated == ["db.a", "db.b"]
+    assert [t for t, _ in failed] == ["db.c"] and "Paimon table already" in failed[0][1]
+    assert sorted(cat.list_tables("db")) == ["a", "b", "c"]
+    for name in ("a", "b"):
+        t = cat.get_table(f"db.{name}")
+        assert t.options["file.format"] == "parquet"
+        assert t.to_arrow().num_rows == expected[name].num_rows
+        assert len(java_rows(java_hive, options, f"db.{name}")) == expected[name].num_rows
+
+    # the CLI and CALL sys.migrate_database (Java's result text)
+    write_hive_table(java_hive, options, "db2.d", tmp_path / "hive" / "d", "orc", partitioned=False)
+    flags = [arg for k, v in options.items() for arg in ("-c", f"{k}={v}")]
+    result = CliRunner().invoke(cli.main, [*flags, "catalog", "migrate-database", "db2"], prog_name="tidelake")
+    assert result.exit_code == 0 and result.output == "migrated db2.d\n", result.output
+    write_hive_table(java_hive, options, "db3.e", tmp_path / "hive" / "e", "orc", partitioned=False)
+    spark.conf.set(CATALOG_CONF, json.dumps(options))
+    try:
+        done = sql(spark, "CALL sys.migrate_database(source_type => 'hive', database => 'db3', "
+                          "options => 'file.format=orc')").collect()
+        assert done[0].result == "migrate database is finished, success cnt: 1 , failed cnt: 0"
+    finally:
+        spark.conf.unset(CATALOG_CONF)
+    assert cat.get_table("db3.e").options["file.format"] == "orc"

@@ -441,10 +441,12 @@ def test_stub_return_types_hold_at_runtime(tmp_path):
     assert r("RawTable", "commits_through_catalog", registered.commits_through_catalog) is False
     registered.create_branch("b2", snapshot_id=None, tag=None)
     assert r("RawTable", "open_branch", registered.open_branch("b2")).branch == "b2"
+    assert r("RawCatalog", "clone_tables", jdbc.clone_tables(jdbc, "paimon", "jd", "t", "jd", "t_copy", [], [], [],
+                                                           None)) == [("jd.t", "jd.t_copy", None)]
 
     every = {(c, m) for c, cls in _stub_classes().items() for m in _stub_members(cls) if not m.startswith("__")}
     # members that need a Hive Metastore: checked by tests/test_hive_migrate.py with _Returns
-    with_metastore = {("RawCatalog", "migrate_table"), ("RawCatalog", "clone_hive_table")}
+    with_metastore = {("RawCatalog", "migrate_table"), ("RawCatalog", "migrate_database")}
     assert every - r.seen - with_metastore == set(), "members not exercised"
 
 

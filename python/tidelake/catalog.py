@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _internal
 from ._metadata import Partition
+from .exceptions import InvalidArgumentError
 from .expr import filter_json, to_filter
 from .maintenance import GLOBAL_SYSTEM_TABLES, SYSTEM_DATABASE
 from .table import Table, _option_pairs, _schema_of, _storage_options
@@ -184,17 +185,65 @@ class Catalog:
                                       delete_origin)
         return Table(raw)
 
+    def migrate_database(self, database: str, *, options: dict[str, str] | None = None,
+                         ) -> tuple[list[str], list[tuple[str, str]]]:
+        """Migrate every table of Hive database ``database`` in place, one after another, as
+        :meth:`migrate_table` migrates one (Paimon's ``migrate_database`` procedure): every table
+        of the metastore's database is tried, and one that fails (a Paimon table, an
+        unsupported format, ...) is skipped and the others go on, as in Java. Returns the tables
+        migrated and those that failed, with their error's message."""
+        return self._raw.migrate_database(database, _option_pairs(options))
+
     def clone_table(self, source: str, target: str, *, target_catalog: Catalog | None = None,
-                    options: dict[str, str] | None = None, where: Any = None) -> int | None:
-        """Copy Hive table ``source`` (``"database.table"`` of Parquet, ORC or Avro files, in
-        this Hive catalog's metastore) into Paimon table ``target`` of ``target_catalog`` (this
-        catalog by default), replacing the target's rows of the partitions copied, so a clone
-        can be run again (Paimon's ``clone`` procedure from Hive). A missing target is created
-        as an append table with the source's columns, partition keys and file format, and
-        ``options``; an existing one must be an append table with ``bucket = -1`` and the same
-        partition keys. ``where`` (a filter on partition columns, e.g. ``"dt >= '2026-01-01'"``)
-        selects the partitions copied. The source is left as it is. Returns the id of the
-        snapshot made, or None when there was no file to copy."""
-        filter_text = filter_json(to_filter(where))
-        return self._raw.clone_hive_table(source, (target_catalog or self)._raw, target,
-                                          _option_pairs(options), filter_text)
+                    options: dict[str, str] | None = None, where: Any = None,
+                    clone_from: str = "hive") -> int | None:
+        """Copy table ``source`` (``"database.table"``) of this catalog into Paimon table
+        ``target`` of ``target_catalog`` (this catalog by default), replacing the target's rows
+        of the partitions copied, so a clone can be run again (Paimon's ``clone`` procedure).
+        ``where`` (a filter on partition columns, e.g. ``"dt >= '2026-01-01'"``) selects the
+        partitions copied. The source is left as it is. Returns the id of the snapshot made, or
+        None when there was nothing to copy.
+
+        ``clone_from="hive"``: a Hive table of Parquet, ORC or Avro files in this Hive catalog's
+        metastore; its files are copied. A missing target is created as an append table with the
+        source's columns, partition keys and file format, and ``options``; an existing one must
+        be an append table with ``bucket = -1`` and the same partition keys.
+
+        ``clone_from="paimon"``: a Paimon table of any catalog; its latest rows are read and
+        written anew (no file is copied). A missing target is created as Java creates it: the
+        source's columns, keys and options, with ``bucket = -2`` (postpone) for a primary-key
+        table, whose rows readers then see once the target is compacted; an existing one must
+        have the source's columns. ``options`` are refused."""
+        (database, table), (target_database, target_table) = _split(source), _split(target)
+        cloned = self.clone_tables(database, table, target_database=target_database, target_table=target_table,
+                                   target_catalog=target_catalog, options=options, where=where,
+                                   clone_from=clone_from)
+        return cloned[0][2]
+
+    def clone_tables(self, database: str | None = None, table: str | None = None, *,
+                     target_database: str | None = None, target_table: str | None = None,
+                     target_catalog: Catalog | None = None, included_tables: list[str] | None = None,
+                     excluded_tables: list[str] | None = None, options: dict[str, str] | None = None,
+                     where: Any = None, clone_from: str = "hive") -> list[tuple[str, str, int | None]]:
+        """Paimon's ``clone`` procedure, with its arguments, over one table, a database or the
+        whole catalog: each table as :meth:`clone_table` clones one. With ``database`` and
+        ``table``, into ``target_database.target_table`` (both required); with ``database``
+        alone, each of its tables goes to ``target_database`` (required) of ``target_catalog``
+        under its own name; with neither, every table of every database goes to the same name in
+        ``target_catalog`` (no target named). Tables named ``"database.table"`` in ``excluded_tables`` are
+        skipped; when ``included_tables`` is given, only those are taken (from Hive: every
+        table of the metastore; from Paimon: the catalog's Paimon tables). Tables are cloned
+        one after another; the first failure stops the clone (the tables cloned before it stay
+        cloned). Returns (source, target, snapshot id or None) for each table cloned."""
+        return self._raw.clone_tables((target_catalog or self)._raw, clone_from, database, table,
+                                      target_database, target_table, list(included_tables or []),
+                                      list(excluded_tables or []), _option_pairs(options),
+                                      filter_json(to_filter(where)))
+
+
+def _split(identifier: str) -> tuple[str, str]:
+    """``"database.table"`` as (database, table)."""
+    database, dot, table = identifier.partition(".")
+    if not dot or not database or not table:
+        raise InvalidArgumentError(f"expected 'database.table', got {identifier!r}")
+    return database, table

@@ -103,16 +103,17 @@ pub mod maintenance {
 }
 
 /// Verbs that own their transaction: commits of written files ([`ops::TableCommit`]),
-/// compaction (sort compaction: [`ops::SortCompaction`]), the publish of a staged branch ([`ops::publish_branch`]) and the migration or clone of a Hive table ([`ops::MigrateTable`], [`ops::CloneHiveTable`]), each followed by the hooks every commit runs ([`ops::after_commit`]: Iceberg
+/// compaction (sort compaction: [`ops::SortCompaction`]), the publish of a staged branch ([`ops::publish_branch`]) and the migration of a Hive table or database ([`ops::MigrateTable`], [`ops::MigrateDatabase`]) and the clone of Hive or Paimon tables ([`ops::CloneTables`]), each followed by the hooks every commit runs ([`ops::after_commit`]: Iceberg
 /// metadata, then maintenance); reads of a snapshot ([`ops::Read`]) and of changes
 /// ([`ops::Changes`]), which validate and resolve their selectors.
 pub mod ops {
     pub use crate::commit::{CommitMetrics, Committed, CommittedSnapshot};
     pub use crate::ops::{
         after_commit, commit_compaction, compact, compact_manifests, mark_partitions_done,
-        publish_branch, purge_files, remove_unexisting_files, unexisting_files, Changes,
-        CloneHiveTable, MigrateTable, PlannedRead, Purged, Read, ReplayPolicy, Rescale,
-        RewriteFileIndex, SortCompaction, SplitReader, TableCommit, UnexistingFile, REPLAYS,
+        publish_branch, purge_files, remove_unexisting_files, unexisting_files, Changes, CloneFrom,
+        CloneHiveTable, ClonePaimonTable, CloneTables, ClonedTable, MigrateDatabase, MigrateTable,
+        MigratedDatabase, PlannedRead, Purged, Read, ReplayPolicy, Rescale, RewriteFileIndex,
+        SortCompaction, SplitReader, TableCommit, UnexistingFile, REPLAYS,
     };
     /// Row-level DML: plan -> tasks (bytes) -> prepared changes (bytes) -> one commit.
     pub use crate::ops::{

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tidelake_core::api::catalog::{Catalog, CatalogOptions};
 use tidelake_core::api::maintenance::{global_system_table, list_partitions};
-use tidelake_core::api::ops::{CloneHiveTable, MigrateTable};
+use tidelake_core::api::ops::{CloneFrom, CloneTables, MigrateDatabase, MigrateTable};
 use tidelake_core::api::{FileIO, StorageOptions};
 
 use crate::arrow_arg::SchemaArg;
@@ -21,6 +21,10 @@ use crate::table::{table_spec, RawTable};
 pub struct RawCatalog {
     catalog: Catalog,
 }
+
+/// What `migrate_database` returns: the tables migrated, and those that failed with their
+/// error's message.
+type MigratedTables = (Vec<String>, Vec<(String, String)>);
 
 #[pymethods]
 impl RawCatalog {
@@ -186,26 +190,73 @@ impl RawCatalog {
         Ok(RawTable::new(table))
     }
 
-    /// Clone Hive table `source` into `target` of `target_catalog` (`CloneHiveTable`), only
-    /// the partitions `where_json` selects: the OVERWRITE snapshot's id, `None` when nothing
-    /// was copied.
-    #[pyo3(signature = (source, target_catalog, target, options, where_json))]
-    fn clone_hive_table(
+    /// Migrate every table of Hive database `database` in place (`MigrateDatabase`): the
+    /// tables migrated, and those that failed with their error's message.
+    fn migrate_database(
         &self,
         py: Python<'_>,
-        source: String,
+        database: String,
+        options: Vec<(String, String)>,
+    ) -> PyResult<MigratedTables> {
+        let migration = MigrateDatabase::new(database).options(options);
+        let done = block_on(py, migration.run(&self.catalog))?.py()?;
+        let failed = done
+            .failed
+            .into_iter()
+            .map(|(table, e)| (table, e.to_string()))
+            .collect();
+        Ok((done.migrated, failed))
+    }
+
+    /// Paimon's `clone` (`CloneTables`) from this catalog into `target_catalog`, from
+    /// `clone_from` ("hive" or "paimon"), only the partitions `where_json` selects: each table
+    /// cloned as (source, target, the OVERWRITE snapshot's id or `None` when nothing was
+    /// copied).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (target_catalog, clone_from, database, table, target_database, target_table,
+                        included_tables, excluded_tables, options, where_json))]
+    fn clone_tables(
+        &self,
+        py: Python<'_>,
         target_catalog: PyRef<'_, RawCatalog>,
-        target: String,
+        clone_from: String,
+        database: Option<String>,
+        table: Option<String>,
+        target_database: Option<String>,
+        target_table: Option<String>,
+        included_tables: Vec<String>,
+        excluded_tables: Vec<String>,
         options: Vec<(String, String)>,
         where_json: Option<String>,
-    ) -> PyResult<Option<i64>> {
-        let mut clone = CloneHiveTable::new(source, target).options(options);
+    ) -> PyResult<Vec<(String, String, Option<i64>)>> {
+        let mut clone = CloneTables::new(CloneFrom::parse(&clone_from).py()?)
+            .included(included_tables)
+            .excluded(excluded_tables)
+            .options(options);
+        if let Some(database) = database {
+            clone = clone.database(database);
+        }
+        if let Some(table) = table {
+            clone = clone.table(table);
+        }
+        if let Some(database) = target_database {
+            clone = clone.target_database(database);
+        }
+        if let Some(table) = target_table {
+            clone = clone.target_table(table);
+        }
         if let Some(filter) = parse_filter(where_json.as_deref())? {
             clone = clone.partitions(filter);
         }
         let target = target_catalog.catalog.clone();
-        let committed = block_on(py, clone.run(&self.catalog, &target))?.py()?;
-        Ok(committed.and_then(|c| c.last_id()))
+        let cloned = block_on(py, clone.run(&self.catalog, &target))?.py()?;
+        Ok(cloned
+            .into_iter()
+            .map(|c| {
+                let id = c.committed.and_then(|c| c.last_id());
+                (c.source, c.target, id)
+            })
+            .collect())
     }
 
     /// The partitions of a table (the fields of `tidelake.Partition`): those the catalog

@@ -34,6 +34,9 @@ pub const IMMUTABLE_OPTIONS: &[&str] = &[
     "rowkind.field",
 ];
 pub const BUCKET_KEY: &str = "bucket-key";
+/// The table's location, which catalogs may put among its options (Java `CoreOptions.PATH`).
+pub const PATH: &str = "path";
+pub const DYNAMIC_PARTITION_OVERWRITE: &str = "dynamic-partition-overwrite";
 pub const BUCKET_FUNCTION_TYPE: &str = "bucket-function.type";
 pub const FILE_FORMAT: &str = "file.format";
 pub const FILE_COMPRESSION: &str = "file.compression";
@@ -623,6 +626,12 @@ impl Options {
     /// `rowkind.field`: string column holding each row's kind, if configured.
     pub fn rowkind_field(&self) -> Option<&str> {
         self.get(ROWKIND_FIELD)
+    }
+
+    /// `dynamic-partition-overwrite`: whether an overwrite without a partition replaces only the
+    /// partitions written (else the whole table). Default true.
+    pub fn dynamic_partition_overwrite(&self) -> Result<bool> {
+        or_default(self.get_bool(DYNAMIC_PARTITION_OVERWRITE), true)
     }
 
     /// `primary-key.nullable`, default false.

@@ -129,20 +129,70 @@ def migrate_table(source: str, target: str | None, options: dict[str, str] | Non
     click.echo(f"migrated {source} to {target or source} ({table.path})")
 
 
-@catalog.command("clone-table", short_help="Copy a Hive table into a Paimon table.")
+@catalog.command("migrate-database", short_help="Migrate every Hive table of a database into Paimon tables.")
+@click.argument("database", metavar="DB")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", callback=_key_values,
+              help="An option of the new Paimon tables (repeatable).")
+@_guarded
+def migrate_database(database: str, options: dict[str, str] | None) -> None:
+    """Migrate every table of Hive database DB (Hive catalog) in place, as migrate-table does one,
+    Paimon's migrate_database procedure; a table that fails is reported and the others go on."""
+    migrated, failed = _required().migrate_database(database, options=options)
+    for table in migrated:
+        click.echo(f"migrated {table}")
+    for table, error in failed:
+        click.echo(f"failed {table}: {error}")
+
+
+_CLONE_FROM = click.option("--from", "clone_from", type=click.Choice(["hive", "paimon"]), default="hive",
+                           show_default=True, help="What the source tables are: Hive tables or Paimon tables.")
+_TARGET_CATALOG = click.option("--target-catalog", "target_catalog", multiple=True, metavar="KEY=VALUE",
+                               callback=_key_values,
+                               help="Options of the target's catalog (repeatable; default: the same catalog).")
+_CLONE_OPTIONS = click.option("--option", "options", multiple=True, metavar="KEY=VALUE", callback=_key_values,
+                              help="An option of a new target table cloned from Hive (repeatable).")
+_WHERE = click.option("--where", metavar="FILTER", help="Only the partitions this filter on partition columns selects.")
+
+
+@catalog.command("clone-table", short_help="Copy a Hive or Paimon table into a Paimon table.")
 @click.argument("source", metavar="DB.TABLE")
 @click.argument("target", metavar="DB.TARGET")
-@click.option("--target-catalog", "target_catalog", multiple=True, metavar="KEY=VALUE", callback=_key_values,
-              help="Options of the target's catalog (repeatable; default: the same catalog).")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", callback=_key_values,
-              help="An option of a new target table (repeatable).")
-@click.option("--where", metavar="FILTER", help="Only the partitions this filter on partition columns selects.")
+@_TARGET_CATALOG
+@_CLONE_OPTIONS
+@_WHERE
+@_CLONE_FROM
 @_guarded
 def clone_table(source: str, target: str, target_catalog: dict[str, str] | None, options: dict[str, str] | None,
-                where: str | None) -> None:
-    """Copy the files of Hive table DB.TABLE (Hive catalog) into Paimon table DB.TARGET, replacing
-    the partitions copied, Paimon's clone procedure; the Hive table stays as it is."""
+                where: str | None, clone_from: str) -> None:
+    """Copy table DB.TABLE (a Hive table of a Hive catalog, or with --from paimon a Paimon table)
+    into Paimon table DB.TARGET, replacing the partitions copied, Paimon's clone procedure; the
+    source stays as it is."""
     into = Catalog.from_options(target_catalog) if target_catalog else None
-    snapshot = _required().clone_table(source, target, target_catalog=into, options=options, where=where)
+    snapshot = _required().clone_table(source, target, target_catalog=into, options=options, where=where,
+                                       clone_from=clone_from)
     click.echo(f"cloned {source} to {target}" + (f" (snapshot {snapshot})" if snapshot is not None else
-                                                 " (no file to copy)"))
+                                                 " (nothing to copy)"))
+
+
+@catalog.command("clone-tables", short_help="Copy the tables of a database or catalog into Paimon tables.")
+@click.option("--database", metavar="DB", help="The source database (default: every database).")
+@click.option("--target-database", metavar="DB", help="The target database (with --database).")
+@click.option("--include", "included", multiple=True, metavar="DB.TABLE", help="Only this table (repeatable).")
+@click.option("--exclude", "excluded", multiple=True, metavar="DB.TABLE", help="Not this table (repeatable).")
+@_TARGET_CATALOG
+@_CLONE_OPTIONS
+@_WHERE
+@_CLONE_FROM
+@_guarded
+def clone_tables(database: str | None, target_database: str | None, included: tuple[str, ...],
+                 excluded: tuple[str, ...], target_catalog: dict[str, str] | None, options: dict[str, str] | None,
+                 where: str | None, clone_from: str) -> None:
+    """Copy every table of database --database (into --target-database) or of the catalog (to the
+    same names) into Paimon tables, Paimon's clone procedure; the sources stay as they are."""
+    into = Catalog.from_options(target_catalog) if target_catalog else None
+    cloned = _required().clone_tables(database, target_database=target_database, target_catalog=into,
+                                      included_tables=list(included), excluded_tables=list(excluded),
+                                      options=options, where=where, clone_from=clone_from)
+    for source, target, snapshot in cloned:
+        click.echo(f"cloned {source} to {target}" + (f" (snapshot {snapshot})" if snapshot is not None else
+                                                     " (nothing to copy)"))

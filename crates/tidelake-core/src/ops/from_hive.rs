@@ -13,6 +13,7 @@
 //!   the target takes the source's name. As Java, the migration is not atomic as a whole, but
 //!   no file is lost: a failure before the commit moves the files back and drops a target it
 //!   created; the source is dropped only after the commit.
+//! * [`MigrateDatabase`] migrates every table of a database so, going on past failures.
 //! * [`CloneHiveTable`] copies them into a table of any catalog, replacing the partitions it
 //!   copies (an OVERWRITE: a clone can be run again); the source stays as it is. The target's
 //!   database is created when missing; a new target gets `file.format` = the source's
@@ -125,6 +126,64 @@ impl MigrateTable {
             return catalog.get_table(&self.source).await;
         }
         table.reopen().await
+    }
+}
+
+/// A Hive database's migration (Java `MigrateDatabaseProcedure` over
+/// `HiveMigrator.databaseMigrators`): every table of the metastore's database (Java
+/// `client.getAllTables`, Paimon's too), one after another, migrated in place as
+/// [`MigrateTable`] migrates one with the options given. A table that fails is counted, with its
+/// error, and the others go on (Java logs and counts it). Built with [`MigrateDatabase::new`].
+#[derive(Clone, Debug)]
+pub struct MigrateDatabase {
+    database: String,
+    options: Vec<(String, String)>,
+}
+
+/// What a [`MigrateDatabase`] did: the tables migrated, and those that failed with their error.
+#[derive(Debug, Default)]
+pub struct MigratedDatabase {
+    pub migrated: Vec<String>,
+    pub failed: Vec<(String, Error)>,
+}
+
+impl MigrateDatabase {
+    /// Migrate every table of Hive database `database`.
+    pub fn new(database: impl Into<String>) -> MigrateDatabase {
+        MigrateDatabase {
+            database: database.into(),
+            options: Vec::new(),
+        }
+    }
+
+    /// Options of the tables the migration creates.
+    pub fn options(mut self, options: Vec<(String, String)>) -> MigrateDatabase {
+        self.options = options;
+        self
+    }
+
+    /// Migrate through `catalog`, a Hive catalog (see [`MigrateDatabase`]).
+    pub async fn run(&self, catalog: &Catalog) -> Result<MigratedDatabase> {
+        let tables = catalog
+            .hive("migrate_database")?
+            .all_tables(&self.database)
+            .await?;
+        let mut done = MigratedDatabase::default();
+        for table in tables {
+            let name = format!("{}.{table}", self.database);
+            let migrated = MigrateTable::new(&name)
+                .options(self.options.clone())
+                .run(catalog)
+                .await;
+            match migrated {
+                Ok(_) => done.migrated.push(name),
+                Err(e) => {
+                    log::warn!(target: "tidelake.migrate", "migrating {name} failed: {e}");
+                    done.failed.push((name, e));
+                }
+            }
+        }
+        Ok(done)
     }
 }
 

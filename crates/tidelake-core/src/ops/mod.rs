@@ -11,6 +11,7 @@
 //! acknowledged by the snapshot) and the error says what did not follow it. A read's selectors
 //! are checked in one place, its builder, before any I/O.
 
+mod clone;
 mod compact;
 mod from_hive;
 mod full_compaction;
@@ -30,9 +31,10 @@ mod sort_compaction;
 mod table_commit;
 mod unexisting;
 
+pub use clone::{CloneFrom, ClonePaimonTable, CloneTables, ClonedTable};
 pub use compact::{commit_compaction, compact, compact_manifests};
 
-pub use from_hive::{CloneHiveTable, MigrateTable};
+pub use from_hive::{CloneHiveTable, MigrateDatabase, MigrateTable, MigratedDatabase};
 pub use mark_done::mark_partitions_done;
 use mark_done::{check_written_done, mark_written_done, written_partitions};
 pub use post_commit::after_commit;

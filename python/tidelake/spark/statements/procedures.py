@@ -54,13 +54,15 @@ Flink procedures ``expire_changelogs`` (``delete_all`` is refused), ``rescale`` 
 CATALOG_PROCEDURES: dict[str, tuple[str, ...]] = {
     "migrate_table": ("source_type", "table", "options", "delete_origin", "target_table", "options_map",
                       "parallelism"),
+    "migrate_database": ("source_type", "database", "options", "options_map", "parallelism"),
     "clone": ("database", "table", "catalog_conf", "target_database", "target_table", "target_catalog_conf",
               "parallelism", "where", "included_tables", "excluded_tables", "clone_from"),
 }
 """Procedures on the catalog rather than on one of its Paimon tables: Paimon's Spark
-``migrate_table`` (a Hive table of the Hive catalog into a Paimon table) and Flink ``clone`` (a
-Hive table of the Hive catalog copied into a Paimon table, of another catalog with
-``target_catalog_conf``), with their parameters in Paimon's order."""
+``migrate_table`` and ``migrate_database`` (a Hive table, or every table of a Hive database, of the
+Hive catalog into Paimon tables) and Flink ``clone`` (Hive
+or Paimon tables, one or a database's or the catalog's, copied into Paimon tables, of another
+catalog with ``target_catalog_conf``), with their parameters in Paimon's order."""
 
 _CALL = re.compile(r"\s*(?:`?sys`?\.)?`?(\w+)`?\s*\((.*)\)\s*;?\s*", re.S)
 
@@ -120,11 +122,10 @@ class _CatalogProcedures:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def _hive_catalog(self, procedure: str) -> Catalog:
+    def _catalog(self, procedure: str, kind: str = "a Hive catalog (metastore=hive)") -> Catalog:
         catalog = self.ctx.catalog()
         if catalog is None:
-            raise UnsupportedError(f"{procedure} needs a Hive catalog (metastore=hive): "
-                                   "tidelake.spark.register(spark, catalog={...})")
+            raise UnsupportedError(f"{procedure} needs {kind}: tidelake.spark.register(spark, catalog={{...}})")
         return catalog
 
     def migrate_table(self, table: str | None = None, source_type: str = "hive", options: str | None = None,
@@ -137,30 +138,41 @@ class _CatalogProcedures:
         if table is None:
             raise InvalidArgumentError("procedure migrate_table needs table => 'db.table'")
         table_options = {**_conf(options or ""), **(options_map or {})}
-        self._hive_catalog("migrate_table").migrate_table(str(table), target=target_table, options=table_options,
+        self._catalog("migrate_table").migrate_table(str(table), target=target_table, options=table_options,
                                            delete_origin=_flag(delete_origin))
         return self.ctx.result([(True,)], "result boolean")
 
+    def migrate_database(self, database: str | None = None, source_type: str = "hive", options: str | None = None,
+                         options_map: dict[str, str] | None = None, parallelism: Any = None) -> DataFrame:
+        """Paimon's Spark ``migrate_database``: :meth:`Catalog.migrate_database
+        <tidelake.Catalog.migrate_database>`, with Java's result (``parallelism`` is accepted and
+        not needed)."""
+        if str(source_type).lower() != "hive":
+            raise UnsupportedError(f"migrate_database: source_type {source_type!r} is not supported (only 'hive')")
+        if database is None:
+            raise InvalidArgumentError("procedure migrate_database needs database => 'db'")
+        migrated, failed = self._catalog("migrate_database").migrate_database(
+            str(database), options={**_conf(options or ""), **(options_map or {})})
+        text = f"migrate database is finished, success cnt: {len(migrated)} , failed cnt: {len(failed)}"
+        return self.ctx.result([(text,)], "result string")
+
     def clone(self, database: str | None = None, table: str | None = None, catalog_conf: str | None = None,
               target_database: str | None = None, target_table: str | None = None,
-              target_catalog_conf: str | None = None, where: str | None = None, clone_from: str = "hive",
-              **rest: Any) -> DataFrame:
-        """Paimon's (Flink) ``clone`` of one Hive table: :meth:`Catalog.clone_table
-        <tidelake.Catalog.clone_table>`, from this catalog (or ``catalog_conf``'s) into this
-        catalog (or ``target_catalog_conf``'s); ``parallelism`` is accepted and not needed."""
-        rest.pop("parallelism", None)
-        if rest:
-            raise UnsupportedError(f"clone: argument(s) {', '.join(rest)} are not supported by tidelake "
-                                   "(it clones one table)")
-        if str(clone_from).lower() != "hive":
-            raise UnsupportedError(f"clone: clone_from {clone_from!r} is not supported (only 'hive')")
-        if None in (database, table, target_database, target_table):
-            raise InvalidArgumentError("procedure clone needs database, table, target_database and target_table")
-        source = Catalog.from_options(_conf(catalog_conf)) if catalog_conf else self._hive_catalog("clone")
+              target_catalog_conf: str | None = None, parallelism: Any = None, where: str | None = None,
+              included_tables: str | None = None, excluded_tables: str | None = None,
+              clone_from: str = "hive") -> DataFrame:
+        """Paimon's (Flink) ``clone`` of a table, a database or the catalog, from Hive or Paimon
+        tables: :meth:`Catalog.clone_table <tidelake.Catalog.clone_table>` for each, from this
+        catalog (or ``catalog_conf``'s) into this catalog (or ``target_catalog_conf``'s);
+        ``parallelism`` is accepted and not needed. One row per table cloned."""
+        source = Catalog.from_options(_conf(catalog_conf)) if catalog_conf else self._catalog(
+            "clone", "a catalog (or catalog_conf)")
         target = Catalog.from_options(_conf(target_catalog_conf)) if target_catalog_conf else source
-        snapshot = source.clone_table(f"{database}.{table}", f"{target_database}.{target_table}",
-                                      target_catalog=target, where=where)
-        return self.ctx.result([(snapshot,)], "snapshot_id bigint")
+        cloned = source.clone_tables(database, table, target_database=target_database, target_table=target_table,
+                                     target_catalog=target, included_tables=_names(included_tables or ""),
+                                     excluded_tables=_names(excluded_tables or ""), where=where,
+                                     clone_from=str(clone_from))
+        return self.ctx.result(cloned, "source_table string, target_table string, snapshot_id bigint")
 
 
 class _Procedures:

@@ -222,6 +222,14 @@ impl HiveCatalog {
         Ok(tables)
     }
 
+    /// Every table of a database, Paimon's or not (Java `client.getAllTables`: a clone's Hive
+    /// sources), sorted.
+    pub(crate) async fn all_tables(&self, database: &str) -> Result<Vec<String>> {
+        let mut names = self.client.all_tables(database).await?;
+        names.sort();
+        Ok(names)
+    }
+
     /// Whether the metastore has any table of that name.
     pub(crate) async fn has_table(&self, id: &Identifier) -> Result<bool> {
         Ok(self.client.table(&id.database, &id.table).await?.is_some())

@@ -348,7 +348,7 @@ def test_http_report_as_javas(java, tmp_path):
         with pytest.raises(tidelake.TidelakeError, match="should be 'SUCCESS' but is 'FAIL'"):
             t.write(_rows("d"))
         assert "d" in tidelake.Catalog(wh).get_table(f"db.{sc.name}").to_arrow()["dt"].to_pylist()
-        no_url = tidelake.create_table(str(tmp_path / "no_url"), SCHEMA, partition_keys=["dt"],
+        no_url = tidelake.create_table(str(tmp_path / "no_url"), SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
                                        options={**OPTIONS, "partition.mark-done-action": "http-report"})
         with pytest.raises(tidelake.InvalidArgumentError, match="'partition.mark-done-action.http.url' must be set"):
             no_url.write(_rows("a"))

@@ -1072,7 +1072,6 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
         Asks::NoneOf(&["UTC"]),
         "automatic tag times in a watermark zone other than UTC",
     ),
-    ("tag.create-success-file", Asks::True, "tag success files"),
     ("tag.callbacks", Asks::Set, "tag callbacks"),
     ("commit.callbacks", Asks::Set, "commit callbacks"),
     (
@@ -1232,6 +1231,7 @@ mod tests {
             ("tag.automatic-creation", "process-time"),
             ("tag.automatic-creation", "batch"),
             ("sink.watermark-time-zone", "UTC"),
+            ("tag.create-success-file", "true"),
             ("index-file-in-data-file-dir", "false"),
             ("full-compaction.delta-commits", "3"),
             ("file-index.read.enabled", "true"),

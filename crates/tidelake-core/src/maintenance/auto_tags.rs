@@ -12,11 +12,12 @@
 //!   automatic tag. Beyond `tag.num-retained-max` automatic tags the oldest (by snapshot) go.
 //! * `batch`: after a commit, the latest snapshot is tagged `batch-write-<local date>` (or
 //!   `tag.batch.customized-name`), replacing a tag of that name; beyond `tag.num-retained-max`
-//!   tags (all of them) the oldest go.
+//!   tags (all of them, counted as Java counts them: see [`trim_batch_tags`]) the oldest go.
 //! * Created tags carry `tag.default-time-retained` as any tag does ([`super::tags`]); the
 //!   progress is read back from the tags themselves, so every committer continues where the
 //!   last one (tidelake's or Java's) stopped.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{NaiveDate, NaiveDateTime};
@@ -24,8 +25,10 @@ use tidelake_spec::options::{Options, TagCreationMode, TagCreationPeriod, TagPer
 use tidelake_spec::snapshot::Snapshot;
 
 use crate::error::{Error, Result};
-use crate::maintenance::tags::{delete_tag, new_tag, put_new_tag};
-use crate::snapshots::tag_path;
+use crate::maintenance::tags::{
+    delete_tag, delete_tag_with, new_tag, put_new_tag, tag_created, Callbacks,
+};
+use crate::snapshots::{tag_path, TAG_DIR};
 use crate::table::Table;
 
 /// A piece of an automatic tag name.
@@ -269,6 +272,7 @@ async fn create_periodic(table: &Table, config: &PeriodicConfig) -> Result<Vec<S
             .tag_default_time_retained()
             .map_err(|e| Error::from_spec("table options", e))?;
         if put_new_tag(table, &name, &new_tag(table, snapshot, retained)).await? {
+            tag_created(table, &name).await?;
             created.push(name);
         }
         state.next_tag = config.handler.next_period(this);
@@ -303,27 +307,84 @@ async fn create_batch(table: &Table, options: &Options) -> Result<Vec<String>> {
         delete_tag(table, &name).await?;
     }
     let retained = options.tag_default_time_retained().map_err(spec)?;
-    put_new_tag(table, &name, &new_tag(table, snapshot, retained)).await?;
+    if put_new_tag(table, &name, &new_tag(table, snapshot, retained)).await? {
+        tag_created(table, &name).await?;
+    }
     if let Some(max) = options.tag_num_retained_max().map_err(spec)? {
-        let max = usize::try_from(max).unwrap_or(0);
-        let mut tags: Vec<(i64, i64, String)> = Vec::new();
-        let statuses = table.branch_io().list_dir("tag").await?;
-        for (name, tag) in table.snapshot_manager().tags().await? {
-            let modified = statuses
-                .iter()
-                .find(|s| s.path.ends_with(&tag_path(&name)))
-                .map_or(0, |s| s.last_modified_ms);
-            tags.push((tag.snapshot.id, modified, name));
-        }
-        // Oldest snapshot first; tags of one snapshot by file modification time (Java
-        // `sortTagsOfOneSnapshot`).
-        tags.sort();
-        let excess = tags.len().saturating_sub(max);
-        for (_, _, name) in tags.iter().take(excess) {
-            delete_tag(table, name).await?;
-        }
+        trim_batch_tags(table, usize::try_from(max).unwrap_or(0)).await?;
     }
     Ok(vec![name])
+}
+
+/// Java `TagManager.tagCount`: the entries of `tag/` named `tag-*`, directories included, so
+/// `tag/tag-success-file` counts as a tag here (and only here).
+async fn java_tag_count(table: &Table) -> Result<usize> {
+    let io = table.branch_io();
+    let files = io
+        .list_dir(TAG_DIR)
+        .await?
+        .iter()
+        .filter(|f| {
+            f.path
+                .rsplit('/')
+                .next()
+                .is_some_and(|n| n.starts_with("tag-"))
+        })
+        .count();
+    let dirs = io
+        .list_subdirs(TAG_DIR)
+        .await?
+        .iter()
+        .filter(|d| d.starts_with("tag-"))
+        .count();
+    Ok(files + dirs)
+}
+
+/// Java `TagBatchCreation.expireTag`: while more than `max` tags are counted
+/// ([`java_tag_count`]), the tags of the oldest snapshots go: all tags of a snapshot at once
+/// (without tag callbacks, as Java's `deleteAllTagsOfOneSnapshot`) while that stays above
+/// `max`, then the remaining ones of the next snapshot by file modification time (with
+/// callbacks) until `max` is reached. Java loops forever when the tags run out first (only
+/// possible with a success-file directory and `max` 0); this stops.
+async fn trim_batch_tags(table: &Table, max: usize) -> Result<()> {
+    let mut count = java_tag_count(table).await?;
+    if count <= max {
+        return Ok(());
+    }
+    let statuses = table.branch_io().list_dir(TAG_DIR).await?;
+    let mut by_snapshot: BTreeMap<i64, Vec<(i64, String)>> = BTreeMap::new();
+    for (name, tag) in table.snapshot_manager().tags().await? {
+        let modified = statuses
+            .iter()
+            .find(|s| s.path.ends_with(&tag_path(&name)))
+            .map_or(0, |s| s.last_modified_ms);
+        by_snapshot
+            .entry(tag.snapshot.id)
+            .or_default()
+            .push((modified, name));
+    }
+    for (_, mut names) in by_snapshot {
+        if count <= max {
+            break;
+        }
+        if count - names.len() > max {
+            for (_, name) in &names {
+                delete_tag_with(table, name, Callbacks::Skip).await?;
+            }
+            count -= names.len();
+            continue;
+        }
+        names.sort();
+        for (_, name) in &names {
+            delete_tag(table, name).await?;
+            count -= 1;
+            if count == max {
+                break;
+            }
+        }
+        break;
+    }
+    Ok(())
 }
 
 /// What `tag.automatic-creation` asks of committers.

@@ -22,6 +22,7 @@ pub const TAG_PERIOD_FORMATTER: &str = "tag.period-formatter";
 pub const TAG_NUM_RETAINED_MAX: &str = "tag.num-retained-max";
 pub const TAG_AUTOMATIC_COMPLETION: &str = "tag.automatic-completion";
 pub const TAG_BATCH_CUSTOMIZED_NAME: &str = "tag.batch.customized-name";
+pub const TAG_CREATE_SUCCESS_FILE: &str = "tag.create-success-file";
 pub const CONSUMER_EXPIRATION_TIME: &str = "consumer.expiration-time";
 pub const CHANGELOG_NUM_RETAINED_MIN: &str = "changelog.num-retained.min";
 pub const CHANGELOG_NUM_RETAINED_MAX: &str = "changelog.num-retained.max";
@@ -126,6 +127,12 @@ impl Options {
     /// `tag.automatic-completion`, default false: create the tags of skipped periods.
     pub fn tag_automatic_completion(&self) -> Result<bool> {
         or_default(self.get_bool(TAG_AUTOMATIC_COMPLETION), false)
+    }
+
+    /// `tag.create-success-file`, default false: whether creating a tag writes
+    /// `tag/tag-success-file/<tag>_SUCCESS` (Java `SuccessFileTagCallback`).
+    pub fn tag_create_success_file(&self) -> Result<bool> {
+        or_default(self.get_bool(TAG_CREATE_SUCCESS_FILE), false)
     }
 
     /// `tag.batch.customized-name`, if set.

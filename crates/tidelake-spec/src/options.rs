@@ -1062,16 +1062,6 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
         "Iceberg metadata in a Hive or REST catalog",
     ),
     ("file-index.*.columns", Asks::Set, "data-file indexes"),
-    (
-        "sink.process-time-zone",
-        Asks::Set,
-        "automatic tag times in a zone other than the local one",
-    ),
-    (
-        "sink.watermark-time-zone",
-        Asks::NoneOf(&["UTC"]),
-        "automatic tag times in a watermark zone other than UTC",
-    ),
     ("tag.callbacks", Asks::Set, "tag callbacks"),
     ("commit.callbacks", Asks::Set, "commit callbacks"),
     (
@@ -1211,7 +1201,6 @@ mod tests {
             ("metadata.iceberg.storage", "hive-catalog"),
             ("metadata.iceberg.storage", "rest-catalog"),
             ("file-index.unknown-type.columns", "a,b"),
-            ("sink.process-time-zone", "Asia/Shanghai"),
             ("partition.mark-done-action", "success-file,done-partition"),
             ("partition.mark-done-action", "mark-event"),
             ("index-file-in-data-file-dir", "TRUE"),
@@ -1231,6 +1220,8 @@ mod tests {
             ("tag.automatic-creation", "process-time"),
             ("tag.automatic-creation", "batch"),
             ("sink.watermark-time-zone", "UTC"),
+            ("sink.watermark-time-zone", "Asia/Shanghai"),
+            ("sink.process-time-zone", "GMT+08:00"),
             ("tag.create-success-file", "true"),
             ("index-file-in-data-file-dir", "false"),
             ("full-compaction.delta-commits", "3"),

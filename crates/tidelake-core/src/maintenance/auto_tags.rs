@@ -2,7 +2,8 @@
 //! commit (`TagAutoCreation`, `TagBatchCreation`, `TagPeriodHandler`, `TagTimeExtractor`).
 //!
 //! * `process-time` / `watermark`: each snapshot after the last automatic tag has a time (its
-//!   commit time in the local zone, or its watermark in UTC; no watermark: no time). The first
+//!   commit time in `sink.process-time-zone`, by default the local zone, or its watermark in
+//!   `sink.watermark-time-zone`, by default UTC; no watermark: no time; see [`super::zone`]). The first
 //!   snapshot with a time, when no automatic tag exists, and afterwards every snapshot whose
 //!   time minus `tag.creation-delay` reaches the end of the period after the last tag, is
 //!   tagged with the period before the one its time falls in (periods are aligned on the
@@ -10,8 +11,8 @@
 //!   `tag.creation-period` and `tag.period-formatter` (`2024-05-14`, `2024-05-14 03`,
 //!   `202405140300` for `tag.creation-period-duration`); a name that parses as one is an
 //!   automatic tag. Beyond `tag.num-retained-max` automatic tags the oldest (by snapshot) go.
-//! * `batch`: after a commit, the latest snapshot is tagged `batch-write-<local date>` (or
-//!   `tag.batch.customized-name`), replacing a tag of that name; beyond `tag.num-retained-max`
+//! * `batch`: after a commit, the latest snapshot is tagged `batch-write-<date>` (its commit
+//!   date in `sink.process-time-zone`; or `tag.batch.customized-name`), replacing a tag of that name; beyond `tag.num-retained-max`
 //!   tags (all of them, counted as Java counts them: see [`trim_batch_tags`]) the oldest go.
 //! * Created tags carry `tag.default-time-retained` as any tag does ([`super::tags`]); the
 //!   progress is read back from the tags themselves, so every committer continues where the
@@ -21,13 +22,17 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{NaiveDate, NaiveDateTime};
-use tidelake_spec::options::{Options, TagCreationMode, TagCreationPeriod, TagPeriodFormatter};
+use tidelake_spec::options::{
+    Options, TagCreationMode, TagCreationPeriod, TagPeriodFormatter, SINK_PROCESS_TIME_ZONE,
+    SINK_WATERMARK_TIME_ZONE,
+};
 use tidelake_spec::snapshot::Snapshot;
 
 use crate::error::{Error, Result};
 use crate::maintenance::tags::{
     delete_tag, delete_tag_with, new_tag, put_new_tag, tag_created, Callbacks,
 };
+use crate::maintenance::zone::Zone;
 use crate::snapshots::{tag_path, TAG_DIR};
 use crate::table::Table;
 
@@ -211,21 +216,28 @@ async fn progress(table: &Table, handler: &PeriodHandler) -> Result<Progress> {
 /// What `tag.automatic-creation` = `process-time`/`watermark` needs.
 struct PeriodicConfig {
     watermark: bool,
+    /// The zone of the snapshots' times (process or watermark time zone).
+    zone: Zone,
     handler: PeriodHandler,
     delay: chrono::Duration,
     completion: bool,
     num_retained_max: Option<i32>,
 }
 
-/// The time of `snapshot` for tagging: its commit time in the local zone, or its watermark in
-/// UTC (Java ignores a missing watermark and `Long.MIN_VALUE`).
-fn snapshot_time(table: &Table, snapshot: &Snapshot, watermark: bool) -> Option<NaiveDateTime> {
-    if watermark {
-        let w = snapshot.watermark.filter(|w| *w != i64::MIN)?;
-        chrono::DateTime::from_timestamp_millis(w).map(|t| t.naive_utc())
+/// The time of `snapshot` for tagging in `zone`: its commit time, or its watermark (Java
+/// ignores a missing watermark and `Long.MIN_VALUE`).
+fn snapshot_time(
+    table: &Table,
+    snapshot: &Snapshot,
+    watermark: bool,
+    zone: Zone,
+) -> Option<NaiveDateTime> {
+    let millis = if watermark {
+        snapshot.watermark.filter(|w| *w != i64::MIN)?
     } else {
-        table.env().to_local(snapshot.time_millis)
-    }
+        snapshot.time_millis
+    };
+    zone.local(table, millis)
 }
 
 /// Java `TagAutoCreation.run` then its `tryToCreateTags` for each new snapshot; returns the
@@ -246,7 +258,7 @@ async fn create_periodic(table: &Table, config: &PeriodicConfig) -> Result<Vec<S
         }
         let snapshot = sm.snapshot(state.next_snapshot).await?;
         state.next_snapshot += 1;
-        let Some(time) = snapshot_time(table, &snapshot, config.watermark) else {
+        let Some(time) = snapshot_time(table, &snapshot, config.watermark, config.zone) else {
             continue;
         };
         let due = match state.next_tag {
@@ -289,7 +301,7 @@ async fn create_periodic(table: &Table, config: &PeriodicConfig) -> Result<Vec<S
 
 /// Java `TagBatchCreation.createTag`: tag the latest snapshot, replacing a tag of that name,
 /// then keep at most `tag.num-retained-max` tags.
-async fn create_batch(table: &Table, options: &Options) -> Result<Vec<String>> {
+async fn create_batch(table: &Table, options: &Options, zone: Zone) -> Result<Vec<String>> {
     let spec = |e| Error::from_spec("table options", e);
     let Some(snapshot) = table.snapshot_manager().latest().await? else {
         return Ok(Vec::new());
@@ -297,7 +309,7 @@ async fn create_batch(table: &Table, options: &Options) -> Result<Vec<String>> {
     let name = match options.tag_batch_customized_name() {
         Some(name) => name.to_string(),
         None => {
-            let time = snapshot_time(table, &snapshot, false).ok_or_else(|| {
+            let time = snapshot_time(table, &snapshot, false, zone).ok_or_else(|| {
                 Error::invalid(format!("snapshot {} has no valid time", snapshot.id))
             })?;
             format!("batch-write-{}", time.format("%Y-%m-%d"))
@@ -390,7 +402,8 @@ async fn trim_batch_tags(table: &Table, max: usize) -> Result<()> {
 /// What `tag.automatic-creation` asks of committers.
 enum AutoTags {
     None,
-    Batch,
+    /// In the process time zone.
+    Batch(Zone),
     Periodic(PeriodicConfig),
 }
 
@@ -399,11 +412,18 @@ impl AutoTags {
     /// (Java refuses a `tag.creation-delay` not shorter than the period).
     fn of(options: &Options) -> Result<AutoTags> {
         let spec = |e| Error::from_spec("table options", e);
-        let watermark = match options.tag_automatic_creation().map_err(spec)? {
+        let process_zone = || match options.sink_process_time_zone() {
+            Some(zone) => Zone::parse(SINK_PROCESS_TIME_ZONE, zone),
+            None => Ok(Zone::Local),
+        };
+        let (watermark, zone) = match options.tag_automatic_creation().map_err(spec)? {
             TagCreationMode::None => return Ok(AutoTags::None),
-            TagCreationMode::Batch => return Ok(AutoTags::Batch),
-            TagCreationMode::ProcessTime => false,
-            TagCreationMode::Watermark => true,
+            TagCreationMode::Batch => return Ok(AutoTags::Batch(process_zone()?)),
+            TagCreationMode::ProcessTime => (false, process_zone()?),
+            TagCreationMode::Watermark => (
+                true,
+                Zone::parse(SINK_WATERMARK_TIME_ZONE, options.sink_watermark_time_zone())?,
+            ),
         };
         let handler = PeriodHandler::of(options)?;
         let delay: Duration = options.tag_creation_delay().map_err(spec)?;
@@ -417,6 +437,7 @@ impl AutoTags {
             })?;
         Ok(AutoTags::Periodic(PeriodicConfig {
             watermark,
+            zone,
             handler,
             delay,
             completion: options.tag_automatic_completion().map_err(spec)?,
@@ -438,8 +459,8 @@ pub async fn create_auto_tags(table: &Table, ids: &[i64]) -> Result<Vec<String>>
     let options = table.schema().options();
     match AutoTags::of(options)? {
         AutoTags::None => Ok(Vec::new()),
-        AutoTags::Batch if ids.is_empty() => Ok(Vec::new()),
-        AutoTags::Batch => create_batch(table, options).await,
+        AutoTags::Batch(_) if ids.is_empty() => Ok(Vec::new()),
+        AutoTags::Batch(zone) => create_batch(table, options, zone).await,
         AutoTags::Periodic(config) => create_periodic(table, &config).await,
     }
 }

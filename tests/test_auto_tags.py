@@ -159,7 +159,7 @@ def test_batch_tags_the_latest_snapshot_of_each_day(tmp_path, clock):
 def test_bad_tag_options_are_refused_naming_them(tmp_path):
     for extra, match in [({"tag.creation-period": "weekly"}, "tag.creation-period"),
                          ({"tag.creation-delay": "1 d"}, "tag.creation-delay"),
-                         ({"sink.process-time-zone": "Asia/Shanghai"}, "sink.process-time-zone")]:
+                         ({"sink.process-time-zone": "Mars/Olympus"}, "sink.process-time-zone")]:
         with pytest.raises((tidelake.InvalidArgumentError, tidelake.UnsupportedError), match=match):
             t = tidelake.create_table(tmp_path / f"t{len(match)}", SCHEMA, options=opts(**extra))
             write(t, 1)

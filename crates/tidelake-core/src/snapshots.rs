@@ -31,7 +31,8 @@ use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::snapshot::{
-    parse_hint, parse_snapshot_file_name, snapshot_file_name, tag_file_name, Snapshot, Tag,
+    parse_hint, parse_snapshot_file_name, parse_tag_file_name, snapshot_file_name, tag_file_name,
+    tag_success_file_name, Snapshot, Tag, TAG_SUCCESS_FILE_DIR,
 };
 
 use crate::error::{Error, ErrorKind, Result};
@@ -62,6 +63,14 @@ pub(crate) fn snapshot_path(id: i64) -> String {
 /// `tag/tag-<name>`.
 pub(crate) fn tag_path(name: &str) -> String {
     format!("{TAG_DIR}/{}", tag_file_name(name))
+}
+
+/// `tag/tag-success-file/<name>_SUCCESS` (`tag.create-success-file`).
+pub(crate) fn tag_success_path(name: &str) -> String {
+    format!(
+        "{TAG_DIR}/{TAG_SUCCESS_FILE_DIR}/{}",
+        tag_success_file_name(name)
+    )
 }
 
 /// Write a `LATEST`/`EARLIEST` hint (decimal id, no newline, as Java).
@@ -395,20 +404,15 @@ impl SnapshotManager {
         Ok(Some(best))
     }
 
-    /// Tag names, sorted.
+    /// Tag names, sorted: the files `tag/tag-<name>` (not directories such as
+    /// `tag/tag-success-file`, which Java cannot read as a tag and skips).
     pub async fn tag_names(&self) -> Result<Vec<String>> {
         let mut names: Vec<String> = self
             .io
             .list_dir(TAG_DIR)
             .await?
             .iter()
-            .filter_map(|f| {
-                f.path
-                    .rsplit('/')
-                    .next()?
-                    .strip_prefix("tag-")
-                    .map(str::to_string)
-            })
+            .filter_map(|f| parse_tag_file_name(f.path.rsplit('/').next()?).map(str::to_string))
             .collect();
         names.sort();
         Ok(names)

@@ -1076,17 +1076,6 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
         "Iceberg metadata in a REST catalog",
     ),
     ("file-index.*.columns", Asks::Set, "data-file indexes"),
-    (
-        "sink.process-time-zone",
-        Asks::Set,
-        "automatic tag times in a zone other than the local one",
-    ),
-    (
-        "sink.watermark-time-zone",
-        Asks::NoneOf(&["UTC"]),
-        "automatic tag times in a watermark zone other than UTC",
-    ),
-    ("tag.create-success-file", Asks::True, "tag success files"),
     ("tag.callbacks", Asks::Set, "tag callbacks"),
     ("commit.callbacks", Asks::Set, "commit callbacks"),
     (
@@ -1225,7 +1214,6 @@ mod tests {
         for (key, value) in [
             ("metadata.iceberg.storage", "rest-catalog"),
             ("file-index.unknown-type.columns", "a,b"),
-            ("sink.process-time-zone", "Asia/Shanghai"),
             ("partition.mark-done-action", "success-file,custom"),
             ("partition.mark-done-action", "custom"),
             ("index-file-in-data-file-dir", "TRUE"),
@@ -1245,6 +1233,9 @@ mod tests {
             ("tag.automatic-creation", "process-time"),
             ("tag.automatic-creation", "batch"),
             ("sink.watermark-time-zone", "UTC"),
+            ("sink.watermark-time-zone", "Asia/Shanghai"),
+            ("sink.process-time-zone", "GMT+08:00"),
+            ("tag.create-success-file", "true"),
             ("index-file-in-data-file-dir", "false"),
             ("full-compaction.delta-commits", "3"),
             ("file-index.read.enabled", "true"),

@@ -560,6 +560,17 @@ pub fn tag_file_name(tag: &str) -> String {
     format!("tag-{tag}")
 }
 
+/// The directory inside `tag/` where `tag.create-success-file` puts a `<tag>_SUCCESS` file
+/// per tag (Java `SuccessFileTagCallback`). Its name starts with `tag-` too: tags are the
+/// *files* named `tag-<name>` (Java's listing counts the directory, but fails to read it as a
+/// tag and skips it).
+pub const TAG_SUCCESS_FILE_DIR: &str = "tag-success-file";
+
+/// The name of tag `tag`'s success file inside [`TAG_SUCCESS_FILE_DIR`].
+pub fn tag_success_file_name(tag: &str) -> String {
+    format!("{tag}{}", crate::options::SUCCESS_FILE_NAME)
+}
+
 /// The tag name of a `tag-<name>` file name; `None` for other (e.g. hidden temporary) files.
 pub fn parse_tag_file_name(name: &str) -> Option<&str> {
     name.strip_prefix("tag-").filter(|tag| !tag.is_empty())

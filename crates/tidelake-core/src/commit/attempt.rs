@@ -30,7 +30,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::io::failpoint;
 use crate::snapshot_commit::SnapshotCommitRequest;
 use crate::snapshots::next_snapshot_id;
-use crate::state::{data_manifests, live_index_entries, read_list, LiveFiles, Pruning};
+use crate::state::{
+    data_manifests, index_file_path, live_index_entries, read_list, LiveFiles, Pruning,
+};
 use crate::table::list_schema_ids;
 
 const LATEST_HINT: &str = "snapshot/LATEST";
@@ -678,12 +680,7 @@ impl FileStoreCommit {
                 .index
                 .iter()
                 .filter(|e| e.kind == FileKind::Add)
-                .map(|e| {
-                    e.index_file
-                        .external_path
-                        .clone()
-                        .unwrap_or_else(|| format!("index/{}", e.index_file.file_name))
-                }),
+                .map(|e| index_file_path(&e.index_file)),
         );
         let missing = missing_files(&self.table, paths).await?;
         match missing.first() {

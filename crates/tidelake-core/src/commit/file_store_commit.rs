@@ -27,6 +27,7 @@ use crate::commit::overwrite::{
 use crate::commit::retry_wait::RetryWait;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
+use crate::state::{index_file_path, new_index_file_path};
 use crate::table::Table;
 use crate::write::message::{check_distinct, Changes, CommitMessage};
 
@@ -260,12 +261,7 @@ impl FileStoreCommit {
                 deleted += 1;
             }
             for f in m.new_index_files.iter().chain(&m.compact_new_index_files) {
-                io.delete(
-                    f.external_path
-                        .as_deref()
-                        .unwrap_or(&format!("index/{}", f.file_name)),
-                )
-                .await?;
+                io.delete(&index_file_path(f)).await?;
                 deleted += 1;
             }
         }
@@ -499,7 +495,7 @@ impl FileStoreCommit {
                     io.delete(&file.path(&dir)).await?;
                 }
                 for name in index_outputs {
-                    io.delete(&format!("index/{name}")).await?;
+                    io.delete(&new_index_file_path(&name)).await?;
                 }
                 Ok(false)
             }
@@ -664,7 +660,7 @@ impl FileStoreCommit {
             }
             for f in &m.compact_new_index_files {
                 if f.external_path.is_none() {
-                    io.delete(&format!("index/{}", f.file_name)).await?;
+                    io.delete(&index_file_path(f)).await?;
                 }
             }
             m.compact_before.clear();

@@ -54,7 +54,7 @@ use super::rewriter::delete_files;
 use crate::commit::CommitMessage;
 use crate::error::Result;
 use crate::lsm::levels::LevelFile;
-use crate::state::index_file_refs;
+use crate::state::{index_file_path, index_file_refs};
 use crate::table::Table;
 use crate::write::compaction::{BucketRef, WriterCompaction};
 
@@ -245,10 +245,7 @@ impl WriterCompaction for InlineCompaction {
             .collect();
         delete_files(table, &b.bucket.bucket_dir, &outputs).await?;
         for index in &p.compact_new_index_files {
-            table
-                .io()
-                .delete(&format!("index/{}", index.file_name))
-                .await?;
+            table.io().delete(&index_file_path(index)).await?;
         }
         Ok(())
     }
@@ -354,10 +351,7 @@ impl BucketCompaction {
                 Some(at) => {
                     p.compact_new_index_files.remove(at);
                     // Unreferenced either way: a failed delete only leaves an orphan.
-                    let _ = table
-                        .io()
-                        .delete(&format!("index/{}", index.file_name))
-                        .await;
+                    let _ = table.io().delete(&index_file_path(index)).await;
                 }
                 None => p.compact_deleted_index_files.push(index.clone()),
             }

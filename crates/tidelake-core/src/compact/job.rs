@@ -66,7 +66,7 @@ use crate::lsm::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
 use crate::scan::predicate::Predicate;
 use crate::snapshots::SnapshotManager;
-use crate::state::{LiveFiles, Pruning};
+use crate::state::{index_file_path, LiveFiles, Pruning};
 use crate::table::Table;
 use crate::tasks::{self, Progress};
 use crate::write::postpone::POSTPONE_BUCKET;
@@ -449,12 +449,7 @@ impl Compactor {
                 first_error.get_or_insert(e);
             }
             for index in &m.compact_new_index_files {
-                if let Err(e) = self
-                    .table
-                    .io()
-                    .delete(&format!("index/{}", index.file_name))
-                    .await
-                {
+                if let Err(e) = self.table.io().delete(&index_file_path(index)).await {
                     first_error.get_or_insert(e);
                 }
             }
@@ -908,11 +903,7 @@ pub(crate) async fn delete_written(table: &Table, done: &[Done]) -> Result<()> {
             first_error.get_or_insert(e);
         }
         if let Some(index) = &d.result.index {
-            if let Err(e) = table
-                .io()
-                .delete(&format!("index/{}", index.file_name))
-                .await
-            {
+            if let Err(e) = table.io().delete(&index_file_path(index)).await {
                 first_error.get_or_insert(e);
             }
         }

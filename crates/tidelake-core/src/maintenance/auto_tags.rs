@@ -2,7 +2,8 @@
 //! commit (`TagAutoCreation`, `TagBatchCreation`, `TagPeriodHandler`, `TagTimeExtractor`).
 //!
 //! * `process-time` / `watermark`: each snapshot after the last automatic tag has a time (its
-//!   commit time in the local zone, or its watermark in UTC; no watermark: no time). The first
+//!   commit time in `sink.process-time-zone`, by default the local zone, or its watermark in
+//!   `sink.watermark-time-zone`, by default UTC; no watermark: no time; see [`super::zone`]). The first
 //!   snapshot with a time, when no automatic tag exists, and afterwards every snapshot whose
 //!   time minus `tag.creation-delay` reaches the end of the period after the last tag, is
 //!   tagged with the period before the one its time falls in (periods are aligned on the
@@ -10,22 +11,29 @@
 //!   `tag.creation-period` and `tag.period-formatter` (`2024-05-14`, `2024-05-14 03`,
 //!   `202405140300` for `tag.creation-period-duration`); a name that parses as one is an
 //!   automatic tag. Beyond `tag.num-retained-max` automatic tags the oldest (by snapshot) go.
-//! * `batch`: after a commit, the latest snapshot is tagged `batch-write-<local date>` (or
-//!   `tag.batch.customized-name`), replacing a tag of that name; beyond `tag.num-retained-max`
-//!   tags (all of them) the oldest go.
+//! * `batch`: after a commit, the latest snapshot is tagged `batch-write-<date>` (its commit
+//!   date in `sink.process-time-zone`; or `tag.batch.customized-name`), replacing a tag of that name; beyond `tag.num-retained-max`
+//!   tags (all of them, counted as Java counts them: see [`trim_batch_tags`]) the oldest go.
 //! * Created tags carry `tag.default-time-retained` as any tag does ([`super::tags`]); the
 //!   progress is read back from the tags themselves, so every committer continues where the
 //!   last one (tidelake's or Java's) stopped.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{NaiveDate, NaiveDateTime};
-use tidelake_spec::options::{Options, TagCreationMode, TagCreationPeriod, TagPeriodFormatter};
+use tidelake_spec::options::{
+    Options, TagCreationMode, TagCreationPeriod, TagPeriodFormatter, SINK_PROCESS_TIME_ZONE,
+    SINK_WATERMARK_TIME_ZONE,
+};
 use tidelake_spec::snapshot::Snapshot;
 
 use crate::error::{Error, Result};
-use crate::maintenance::tags::{delete_tag, new_tag, put_new_tag};
-use crate::snapshots::tag_path;
+use crate::maintenance::tags::{
+    delete_tag, delete_tag_with, new_tag, put_new_tag, tag_created, Callbacks,
+};
+use crate::maintenance::zone::Zone;
+use crate::snapshots::{tag_path, TAG_DIR};
 use crate::table::Table;
 
 /// A piece of an automatic tag name.
@@ -208,21 +216,28 @@ async fn progress(table: &Table, handler: &PeriodHandler) -> Result<Progress> {
 /// What `tag.automatic-creation` = `process-time`/`watermark` needs.
 struct PeriodicConfig {
     watermark: bool,
+    /// The zone of the snapshots' times (process or watermark time zone).
+    zone: Zone,
     handler: PeriodHandler,
     delay: chrono::Duration,
     completion: bool,
     num_retained_max: Option<i32>,
 }
 
-/// The time of `snapshot` for tagging: its commit time in the local zone, or its watermark in
-/// UTC (Java ignores a missing watermark and `Long.MIN_VALUE`).
-fn snapshot_time(table: &Table, snapshot: &Snapshot, watermark: bool) -> Option<NaiveDateTime> {
-    if watermark {
-        let w = snapshot.watermark.filter(|w| *w != i64::MIN)?;
-        chrono::DateTime::from_timestamp_millis(w).map(|t| t.naive_utc())
+/// The time of `snapshot` for tagging in `zone`: its commit time, or its watermark (Java
+/// ignores a missing watermark and `Long.MIN_VALUE`).
+fn snapshot_time(
+    table: &Table,
+    snapshot: &Snapshot,
+    watermark: bool,
+    zone: Zone,
+) -> Option<NaiveDateTime> {
+    let millis = if watermark {
+        snapshot.watermark.filter(|w| *w != i64::MIN)?
     } else {
-        table.env().to_local(snapshot.time_millis)
-    }
+        snapshot.time_millis
+    };
+    zone.local(table, millis)
 }
 
 /// Java `TagAutoCreation.run` then its `tryToCreateTags` for each new snapshot; returns the
@@ -243,7 +258,7 @@ async fn create_periodic(table: &Table, config: &PeriodicConfig) -> Result<Vec<S
         }
         let snapshot = sm.snapshot(state.next_snapshot).await?;
         state.next_snapshot += 1;
-        let Some(time) = snapshot_time(table, &snapshot, config.watermark) else {
+        let Some(time) = snapshot_time(table, &snapshot, config.watermark, config.zone) else {
             continue;
         };
         let due = match state.next_tag {
@@ -269,6 +284,7 @@ async fn create_periodic(table: &Table, config: &PeriodicConfig) -> Result<Vec<S
             .tag_default_time_retained()
             .map_err(|e| Error::from_spec("table options", e))?;
         if put_new_tag(table, &name, &new_tag(table, snapshot, retained)).await? {
+            tag_created(table, &name).await?;
             created.push(name);
         }
         state.next_tag = config.handler.next_period(this);
@@ -285,7 +301,7 @@ async fn create_periodic(table: &Table, config: &PeriodicConfig) -> Result<Vec<S
 
 /// Java `TagBatchCreation.createTag`: tag the latest snapshot, replacing a tag of that name,
 /// then keep at most `tag.num-retained-max` tags.
-async fn create_batch(table: &Table, options: &Options) -> Result<Vec<String>> {
+async fn create_batch(table: &Table, options: &Options, zone: Zone) -> Result<Vec<String>> {
     let spec = |e| Error::from_spec("table options", e);
     let Some(snapshot) = table.snapshot_manager().latest().await? else {
         return Ok(Vec::new());
@@ -293,7 +309,7 @@ async fn create_batch(table: &Table, options: &Options) -> Result<Vec<String>> {
     let name = match options.tag_batch_customized_name() {
         Some(name) => name.to_string(),
         None => {
-            let time = snapshot_time(table, &snapshot, false).ok_or_else(|| {
+            let time = snapshot_time(table, &snapshot, false, zone).ok_or_else(|| {
                 Error::invalid(format!("snapshot {} has no valid time", snapshot.id))
             })?;
             format!("batch-write-{}", time.format("%Y-%m-%d"))
@@ -303,33 +319,91 @@ async fn create_batch(table: &Table, options: &Options) -> Result<Vec<String>> {
         delete_tag(table, &name).await?;
     }
     let retained = options.tag_default_time_retained().map_err(spec)?;
-    put_new_tag(table, &name, &new_tag(table, snapshot, retained)).await?;
+    if put_new_tag(table, &name, &new_tag(table, snapshot, retained)).await? {
+        tag_created(table, &name).await?;
+    }
     if let Some(max) = options.tag_num_retained_max().map_err(spec)? {
-        let max = usize::try_from(max).unwrap_or(0);
-        let mut tags: Vec<(i64, i64, String)> = Vec::new();
-        let statuses = table.branch_io().list_dir("tag").await?;
-        for (name, tag) in table.snapshot_manager().tags().await? {
-            let modified = statuses
-                .iter()
-                .find(|s| s.path.ends_with(&tag_path(&name)))
-                .map_or(0, |s| s.last_modified_ms);
-            tags.push((tag.snapshot.id, modified, name));
-        }
-        // Oldest snapshot first; tags of one snapshot by file modification time (Java
-        // `sortTagsOfOneSnapshot`).
-        tags.sort();
-        let excess = tags.len().saturating_sub(max);
-        for (_, _, name) in tags.iter().take(excess) {
-            delete_tag(table, name).await?;
-        }
+        trim_batch_tags(table, usize::try_from(max).unwrap_or(0)).await?;
     }
     Ok(vec![name])
+}
+
+/// Java `TagManager.tagCount`: the entries of `tag/` named `tag-*`, directories included, so
+/// `tag/tag-success-file` counts as a tag here (and only here).
+async fn java_tag_count(table: &Table) -> Result<usize> {
+    let io = table.branch_io();
+    let files = io
+        .list_dir(TAG_DIR)
+        .await?
+        .iter()
+        .filter(|f| {
+            f.path
+                .rsplit('/')
+                .next()
+                .is_some_and(|n| n.starts_with("tag-"))
+        })
+        .count();
+    let dirs = io
+        .list_subdirs(TAG_DIR)
+        .await?
+        .iter()
+        .filter(|d| d.starts_with("tag-"))
+        .count();
+    Ok(files + dirs)
+}
+
+/// Java `TagBatchCreation.expireTag`: while more than `max` tags are counted
+/// ([`java_tag_count`]), the tags of the oldest snapshots go: all tags of a snapshot at once
+/// (without tag callbacks, as Java's `deleteAllTagsOfOneSnapshot`) while that stays above
+/// `max`, then the remaining ones of the next snapshot by file modification time (with
+/// callbacks) until `max` is reached. Java loops forever when the tags run out first (only
+/// possible with a success-file directory and `max` 0); this stops.
+async fn trim_batch_tags(table: &Table, max: usize) -> Result<()> {
+    let mut count = java_tag_count(table).await?;
+    if count <= max {
+        return Ok(());
+    }
+    let statuses = table.branch_io().list_dir(TAG_DIR).await?;
+    let mut by_snapshot: BTreeMap<i64, Vec<(i64, String)>> = BTreeMap::new();
+    for (name, tag) in table.snapshot_manager().tags().await? {
+        let modified = statuses
+            .iter()
+            .find(|s| s.path.ends_with(&tag_path(&name)))
+            .map_or(0, |s| s.last_modified_ms);
+        by_snapshot
+            .entry(tag.snapshot.id)
+            .or_default()
+            .push((modified, name));
+    }
+    for (_, mut names) in by_snapshot {
+        if count <= max {
+            break;
+        }
+        if count - names.len() > max {
+            for (_, name) in &names {
+                delete_tag_with(table, name, Callbacks::Skip).await?;
+            }
+            count -= names.len();
+            continue;
+        }
+        names.sort();
+        for (_, name) in &names {
+            delete_tag(table, name).await?;
+            count -= 1;
+            if count == max {
+                break;
+            }
+        }
+        break;
+    }
+    Ok(())
 }
 
 /// What `tag.automatic-creation` asks of committers.
 enum AutoTags {
     None,
-    Batch,
+    /// In the process time zone.
+    Batch(Zone),
     Periodic(PeriodicConfig),
 }
 
@@ -338,11 +412,18 @@ impl AutoTags {
     /// (Java refuses a `tag.creation-delay` not shorter than the period).
     fn of(options: &Options) -> Result<AutoTags> {
         let spec = |e| Error::from_spec("table options", e);
-        let watermark = match options.tag_automatic_creation().map_err(spec)? {
+        let process_zone = || match options.sink_process_time_zone() {
+            Some(zone) => Zone::parse(SINK_PROCESS_TIME_ZONE, zone),
+            None => Ok(Zone::Local),
+        };
+        let (watermark, zone) = match options.tag_automatic_creation().map_err(spec)? {
             TagCreationMode::None => return Ok(AutoTags::None),
-            TagCreationMode::Batch => return Ok(AutoTags::Batch),
-            TagCreationMode::ProcessTime => false,
-            TagCreationMode::Watermark => true,
+            TagCreationMode::Batch => return Ok(AutoTags::Batch(process_zone()?)),
+            TagCreationMode::ProcessTime => (false, process_zone()?),
+            TagCreationMode::Watermark => (
+                true,
+                Zone::parse(SINK_WATERMARK_TIME_ZONE, options.sink_watermark_time_zone())?,
+            ),
         };
         let handler = PeriodHandler::of(options)?;
         let delay: Duration = options.tag_creation_delay().map_err(spec)?;
@@ -356,6 +437,7 @@ impl AutoTags {
             })?;
         Ok(AutoTags::Periodic(PeriodicConfig {
             watermark,
+            zone,
             handler,
             delay,
             completion: options.tag_automatic_completion().map_err(spec)?,
@@ -377,8 +459,8 @@ pub async fn create_auto_tags(table: &Table, ids: &[i64]) -> Result<Vec<String>>
     let options = table.schema().options();
     match AutoTags::of(options)? {
         AutoTags::None => Ok(Vec::new()),
-        AutoTags::Batch if ids.is_empty() => Ok(Vec::new()),
-        AutoTags::Batch => create_batch(table, options).await,
+        AutoTags::Batch(_) if ids.is_empty() => Ok(Vec::new()),
+        AutoTags::Batch(zone) => create_batch(table, options, zone).await,
         AutoTags::Periodic(config) => create_periodic(table, &config).await,
     }
 }

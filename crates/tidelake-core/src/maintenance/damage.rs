@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
-use crate::state::{LiveFiles, Pruning, INDEX_DIR};
+use crate::state::{index_file_path, LiveFiles, Pruning};
 use crate::table::Table;
 
 /// How many snapshots, newest first, are checked for a good one.
@@ -175,7 +175,7 @@ fn missing_files(
         }
         for index in bucket.dv_index.iter().chain(&bucket.hash_index) {
             if index.external_path.is_none() {
-                check(format!("{INDEX_DIR}/{}", index.file_name), index.file_size);
+                check(index_file_path(index), index.file_size);
             }
         }
     }

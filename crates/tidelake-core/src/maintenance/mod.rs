@@ -6,7 +6,8 @@
 //! * [`orphans`]: orphan files (`OrphanFilesClean`, `LocalOrphanFilesClean`);
 //! * [`tags`]: create/delete/rename/replace/expire tags (`TagManager`, `TagDeletion`,
 //!   `TagTimeExpire`);
-//! * [`auto_tags`]: tags created after commits (`TagAutoCreation`, `TagBatchCreation`);
+//! * [`auto_tags`]: tags created after commits (`TagAutoCreation`, `TagBatchCreation`), in
+//!   the time zones of [`zone`];
 //! * [`branches`]: create/delete/fast-forward branches (`BranchManager`);
 //! * [`rollback`]: rollback to a snapshot or tag (`RollbackHelper`);
 //! * [`consumers`]: consumer files (`ConsumerManager`, `Consumer`);
@@ -48,6 +49,7 @@ pub mod system_tables;
 pub mod tags;
 pub mod time_format;
 pub mod verify;
+pub mod zone;
 
 pub use expire::{
     expire_snapshots, plan_expiration, ChangelogRetention, ExpireConfig, ExpireResult,

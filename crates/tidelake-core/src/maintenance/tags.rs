@@ -16,11 +16,18 @@
 //! * Replacing overwrites the tag file (the tag must exist); renaming writes the new name
 //!   before deleting the old one.
 //! * Expiring: tags whose `tagCreateTime + tagTimeRetained` has passed are deleted as above.
+//! * `tag.create-success-file` (Java `SuccessFileTagCallback`, one of the tag callbacks):
+//!   creating a tag (manually or automatically) writes `tag/tag-success-file/<tag>_SUCCESS`
+//!   under the branch, keeping the creation time of one that exists; deleting a tag (manually,
+//!   by expiry, by `tag.num-retained-max`, by purging) deletes it. As in Java, replacing or
+//!   renaming a tag, rolling back and fast-forwarding run no callbacks, so they leave success
+//!   files as they are.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{Datelike, NaiveDateTime, Timelike};
+use tidelake_spec::options::SuccessFile;
 use tidelake_spec::snapshot::{LocalDateTime, Snapshot, Tag};
 
 use crate::error::{Error, Result};
@@ -29,7 +36,7 @@ use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files, or_missing, protect_long_lived_changelogs,
     protect_other_branches, DataScope, DeletedFiles, FileCategory, MetaCache, References,
 };
-use crate::snapshots::{check_name, snapshot_path, tag_path};
+use crate::snapshots::{check_name, snapshot_path, tag_path, tag_success_path};
 use crate::table::Table;
 
 /// `time` as the `LocalDateTime` stored in tags.
@@ -132,6 +139,52 @@ pub(crate) async fn put_new_tag(table: &Table, name: &str, tag: &Tag) -> Result<
         .await
 }
 
+/// Whether `table` asks for tag success files (`tag.create-success-file`).
+fn success_files(table: &Table) -> Result<bool> {
+    table
+        .schema()
+        .options()
+        .tag_create_success_file()
+        .map_err(|e| Error::from_spec("table options", e))
+}
+
+/// The tag callbacks after tag `name` was created (Java `notifyCreation`): with
+/// `tag.create-success-file`, write its success file, keeping the creation time of one that
+/// exists.
+pub(crate) async fn tag_created(table: &Table, name: &str) -> Result<()> {
+    if !success_files(table)? {
+        return Ok(());
+    }
+    let io = table.branch_io();
+    let path = tag_success_path(name);
+    let existing = match io.read_opt(&path).await? {
+        Some(bytes) => Some(
+            SuccessFile::from_json(&String::from_utf8_lossy(&bytes))
+                .map_err(|e| Error::from_spec(io.display(&path), e))?,
+        ),
+        None => None,
+    };
+    let file = SuccessFile::marked_at(existing, table.env().now_millis());
+    io.write(&path, file.to_json()).await
+}
+
+/// The tag callbacks after tag `name` was deleted (Java `notifyDeletion`): with
+/// `tag.create-success-file`, delete its success file.
+async fn tag_deleted(table: &Table, name: &str) -> Result<()> {
+    if !success_files(table)? {
+        return Ok(());
+    }
+    table.branch_io().delete(&tag_success_path(name)).await
+}
+
+/// Whether deleting a tag runs the tag callbacks: Java's `deleteTag` does,
+/// `deleteAllTagsOfOneSnapshot` (used by batch tags' `tag.num-retained-max`) does not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Callbacks {
+    Run,
+    Skip,
+}
+
 /// Create tag `name` of snapshot `snapshot_id` (the latest by default), retained for
 /// `time_retained` (`tag.default-time-retained` by default; `None`: forever).
 pub async fn create_tag(
@@ -153,6 +206,7 @@ pub async fn create_tag(
             table.location()
         )));
     }
+    tag_created(table, name).await?;
     Ok(tag)
 }
 
@@ -200,17 +254,35 @@ pub async fn rename_tag(table: &Table, name: &str, target: &str) -> Result<()> {
 
 /// Delete tag `name` and the files only it kept; see the module docs.
 pub async fn delete_tag(table: &Table, name: &str) -> Result<DeletedFiles> {
+    delete_tag_with(table, name, Callbacks::Run).await
+}
+
+/// Delete the file of tag `name`, then run the tag `callbacks`.
+async fn delete_tag_file(table: &Table, name: &str, callbacks: Callbacks) -> Result<()> {
+    table.branch_io().delete(&tag_path(name)).await?;
+    match callbacks {
+        Callbacks::Run => tag_deleted(table, name).await,
+        Callbacks::Skip => Ok(()),
+    }
+}
+
+/// [`delete_tag`], running the tag `callbacks` or not.
+pub(crate) async fn delete_tag_with(
+    table: &Table,
+    name: &str,
+    callbacks: Callbacks,
+) -> Result<DeletedFiles> {
     check_name("tag", name)?;
     let sm = table.snapshot_manager();
     let tag = sm.tag(name).await?;
     let id = tag.snapshot.id;
     if table.branch_io().exists(&snapshot_path(id)).await? {
-        table.branch_io().delete(&tag_path(name)).await?;
+        delete_tag_file(table, name, callbacks).await?;
         return Ok(DeletedFiles::default());
     }
     // Every tag, read before the file goes (tags are found by listing).
     let tags: Vec<(String, Arc<Tag>)> = sm.tags().await?;
-    table.branch_io().delete(&tag_path(name)).await?;
+    delete_tag_file(table, name, callbacks).await?;
     if tags.iter().any(|(n, t)| n != name && t.snapshot.id == id) {
         return Ok(DeletedFiles::default());
     }
@@ -288,6 +360,84 @@ pub async fn expire_tags(table: &Table, now: NaiveDateTime) -> Result<Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::maintenance::auto_tags::create_auto_tags;
+    use crate::test_support::one_row_commits;
+
+    /// The success file of tag `name` of `table`, if any.
+    async fn success_file(table: &Table, name: &str) -> Option<SuccessFile> {
+        let bytes = table
+            .branch_io()
+            .read_opt(&tag_success_path(name))
+            .await
+            .unwrap()?;
+        Some(SuccessFile::from_json(&String::from_utf8_lossy(&bytes)).unwrap())
+    }
+
+    #[tokio::test]
+    async fn success_files_follow_tag_creation_and_deletion_as_java() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = one_row_commits(dir.path(), &[("tag.create-success-file", "true")], 2, 3).await;
+        create_tag(&table, "t1", Some(1), None).await.unwrap();
+        assert!(dir.path().join("tag/tag-success-file/t1_SUCCESS").is_file());
+        let first = success_file(&table, "t1").await.unwrap();
+        assert_eq!(first.creation_time, first.modification_time);
+        // The success-file directory is named `tag-*` but is no tag.
+        let sm = table.snapshot_manager();
+        assert_eq!(sm.tag_names().await.unwrap(), ["t1"]);
+        assert_eq!(sm.tags().await.unwrap().len(), 1);
+
+        // Replacing and renaming run no callbacks (Java).
+        replace_tag(&table, "t1", Some(2), None).await.unwrap();
+        assert_eq!(success_file(&table, "t1").await, Some(first));
+        rename_tag(&table, "t1", "t2").await.unwrap();
+        assert_eq!(success_file(&table, "t1").await, Some(first));
+        assert_eq!(success_file(&table, "t2").await, None);
+
+        // Deleting deletes it; a marker that outlived its tag keeps its creation time.
+        delete_tag(&table, "t2").await.unwrap();
+        create_tag(&table, "t1", Some(3), None).await.unwrap();
+        let again = success_file(&table, "t1").await.unwrap();
+        assert_eq!(again.creation_time, first.creation_time);
+        assert!(again.modification_time >= first.modification_time);
+        delete_tag(&table, "t1").await.unwrap();
+        assert_eq!(success_file(&table, "t1").await, None);
+        assert!(sm.tag_names().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn without_the_option_no_success_file_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = one_row_commits(dir.path(), &[], 2, 1).await;
+        create_tag(&table, "t1", None, None).await.unwrap();
+        assert!(!dir.path().join("tag/tag-success-file").exists());
+    }
+
+    /// Java's batch trimming counts `tag/tag-success-file` as a tag and deletes the tags of
+    /// a whole snapshot without callbacks (their success files stay).
+    #[tokio::test]
+    async fn batch_tags_are_trimmed_counting_as_java() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = one_row_commits(
+            dir.path(),
+            &[
+                ("tag.create-success-file", "true"),
+                ("tag.automatic-creation", "batch"),
+                ("tag.batch.customized-name", "batch"),
+                ("tag.num-retained-max", "2"),
+            ],
+            2,
+            3,
+        )
+        .await;
+        create_tag(&table, "t1", Some(1), None).await.unwrap();
+        create_tag(&table, "t2", Some(2), None).await.unwrap();
+        assert_eq!(create_auto_tags(&table, &[3]).await.unwrap(), ["batch"]);
+        let sm = table.snapshot_manager();
+        assert_eq!(sm.tag_names().await.unwrap(), ["batch"]);
+        assert!(success_file(&table, "batch").await.is_some());
+        assert!(success_file(&table, "t1").await.is_some());
+        assert_eq!(success_file(&table, "t2").await, None);
+    }
 
     #[test]
     fn local_times_round_trip() {

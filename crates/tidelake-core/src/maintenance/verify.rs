@@ -71,8 +71,8 @@ use crate::read::split_read::decode_deletion_vector;
 use crate::scan::file_index;
 use crate::scan::split::FileIndexRef;
 use crate::state::{
-    index_file_refs, live_index_entries, merge_entries, read_list, read_manifests, LiveFiles,
-    Pruning, INDEX_DIR,
+    index_file_path, index_file_refs, live_index_entries, merge_entries, read_list, read_manifests,
+    LiveFiles, Pruning,
 };
 use crate::table::Table;
 
@@ -541,7 +541,7 @@ async fn check_index_files(
         .map(|e| &e.index_file)
         .filter(|f| f.external_path.is_none())
     {
-        let rel = format!("{INDEX_DIR}/{}", f.file_name);
+        let rel = index_file_path(f);
         let path = table.io().display(&rel);
         if reported(report, &path) {
             continue;
@@ -581,10 +581,7 @@ async fn check_hash_index(
     {
         let (f, bucket) = (&e.index_file, e.bucket);
         let owner = owners.entry(e.partition.as_slice()).or_default();
-        let rel = match &f.external_path {
-            Some(p) => p.clone(),
-            None => format!("{INDEX_DIR}/{}", f.file_name),
-        };
+        let rel = index_file_path(f);
         let path = table.io().display(&rel);
         let hashes = match table.io().read(&rel).await {
             Ok(bytes) => decode_hash_index("hash index", &bytes)

@@ -13,11 +13,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use tidelake_spec::manifest::{decode_hash_index, IndexFileMeta};
+use tidelake_spec::manifest::decode_hash_index;
 
 use crate::error::{Error, Result};
 use crate::io::FileIO;
-use crate::state::INDEX_DIR;
 
 /// Most wanted hashes looked up one by one in an unsorted index (more: a hash set).
 const LINEAR_WANTED: usize = 8;
@@ -40,14 +39,6 @@ impl KeyHashes {
         }
         let wanted: HashSet<i32> = wanted.iter().copied().collect();
         self.hashes.iter().any(|h| wanted.contains(h))
-    }
-}
-
-/// Where `file` lives, relative to the table root (or its external path).
-pub(crate) fn index_path(file: &IndexFileMeta) -> String {
-    match &file.external_path {
-        Some(p) => p.clone(),
-        None => format!("{INDEX_DIR}/{}", file.file_name),
     }
 }
 

@@ -44,7 +44,7 @@ use crate::layout::TableLayout;
 use crate::scan::fallback::add_fallback_splits;
 use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
 use crate::scan::split::{FileIndexRef, Split, SplitFile};
-use crate::state::{read_list, read_manifests, BucketFiles, LiveFiles, Pruning};
+use crate::state::{index_file_path, read_list, read_manifests, BucketFiles, LiveFiles, Pruning};
 use crate::table::Table;
 
 /// Which snapshot a read sees.
@@ -667,7 +667,7 @@ impl<'a> Planner<'a> {
         else {
             return Ok(true);
         };
-        let paths: Vec<String> = b.hash_index.iter().map(hash_index::index_path).collect();
+        let paths: Vec<String> = b.hash_index.iter().map(index_file_path).collect();
         let index = hash_index::load_all(self.table.io(), &paths, false).await?;
         let mut other_key_types = false;
         for e in &b.files {
@@ -825,7 +825,7 @@ impl<'a> Planner<'a> {
                 raw_convertible,
                 branch: None,
                 before_files: None,
-                key_index: b.hash_index.iter().map(hash_index::index_path).collect(),
+                key_index: b.hash_index.iter().map(index_file_path).collect(),
             });
         }
         Ok(splits)

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use tidelake_spec::manifest::{IndexFileMeta, DELETION_VECTORS_INDEX};
 
-use super::manifests::INDEX_DIR;
+use super::manifests::index_file_path;
 use crate::error::{Error, Result};
 
 /// Where a data file's deletion vector lives.
@@ -25,10 +25,7 @@ pub(crate) fn index_file_refs(
     if index_file.index_type != DELETION_VECTORS_INDEX {
         return Ok(Vec::new());
     }
-    let path = match &index_file.external_path {
-        Some(p) => p.clone(),
-        None => format!("{INDEX_DIR}/{}", index_file.file_name),
-    };
+    let path = index_file_path(index_file);
     index_file
         .dv_ranges
         .iter()

@@ -20,5 +20,7 @@ mod tests;
 pub(crate) use deletion::index_file_refs;
 pub use deletion::DeletionFileRef;
 pub(crate) use live_files::{BucketFiles, LiveFiles, Pruning};
-pub(crate) use manifests::{data_manifests, read_index, INDEX_DIR, MANIFEST_DIR};
+pub(crate) use manifests::{
+    data_manifests, index_file_path, new_index_file_path, read_index, INDEX_DIR, MANIFEST_DIR,
+};
 pub use manifests::{live_index_entries, merge_entries, read_entries, read_list, read_manifests};

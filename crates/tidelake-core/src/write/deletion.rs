@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::decode_deletion_vector;
 use crate::scan::Split;
-use crate::state::DeletionFileRef;
+use crate::state::{new_index_file_path, DeletionFileRef};
 use crate::table::Table;
 use crate::write::message::CommitMessage;
 use crate::write::rewrite::live_buckets;
@@ -181,7 +181,7 @@ pub(crate) async fn write_index_file(
     let file_size = i64::try_from(bytes.len()).map_err(|_| too_large())?;
     table
         .io()
-        .write(&format!("index/{file_name}"), bytes)
+        .write(&new_index_file_path(&file_name), bytes)
         .await?;
     Ok(IndexFileMeta {
         index_type: DELETION_VECTORS_INDEX.to_string(),

@@ -16,10 +16,8 @@ use tidelake_spec::manifest::{decode_hash_index, encode_hash_index, IndexFileMet
 
 use crate::error::{Error, Result};
 use crate::io::FileIO;
-use crate::state::live_index_entries;
+use crate::state::{index_file_path, live_index_entries, new_index_file_path};
 use crate::table::Table;
-
-const INDEX_DIR: &str = "index";
 
 /// The hash index of one partition.
 #[derive(Debug, Default)]
@@ -92,7 +90,7 @@ impl DynamicBucketAssigner {
         }
         let mut index = PartitionIndex::default();
         for (bucket, file) in self.existing.remove(partition).unwrap_or_default() {
-            let rel = format!("{INDEX_DIR}/{}", file.file_name);
+            let rel = index_file_path(&file);
             let bytes = match self.io.read_opt(&rel).await? {
                 Some(bytes) => bytes,
                 // Replaced by a concurrent commit and expired since this writer opened: this
@@ -160,7 +158,7 @@ impl DynamicBucketAssigner {
                 let name = format!("{}{}", self.file_prefix, self.file_counter);
                 self.file_counter += 1;
                 self.io
-                    .write(&format!("{INDEX_DIR}/{name}"), bytes.clone())
+                    .write(&new_index_file_path(&name), bytes.clone())
                     .await?;
                 let new_file = IndexFileMeta {
                     index_type: HASH_INDEX.to_string(),

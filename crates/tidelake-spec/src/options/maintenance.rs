@@ -22,6 +22,9 @@ pub const TAG_PERIOD_FORMATTER: &str = "tag.period-formatter";
 pub const TAG_NUM_RETAINED_MAX: &str = "tag.num-retained-max";
 pub const TAG_AUTOMATIC_COMPLETION: &str = "tag.automatic-completion";
 pub const TAG_BATCH_CUSTOMIZED_NAME: &str = "tag.batch.customized-name";
+pub const TAG_CREATE_SUCCESS_FILE: &str = "tag.create-success-file";
+pub const SINK_PROCESS_TIME_ZONE: &str = "sink.process-time-zone";
+pub const SINK_WATERMARK_TIME_ZONE: &str = "sink.watermark-time-zone";
 pub const CONSUMER_EXPIRATION_TIME: &str = "consumer.expiration-time";
 pub const CHANGELOG_NUM_RETAINED_MIN: &str = "changelog.num-retained.min";
 pub const CHANGELOG_NUM_RETAINED_MAX: &str = "changelog.num-retained.max";
@@ -126,6 +129,24 @@ impl Options {
     /// `tag.automatic-completion`, default false: create the tags of skipped periods.
     pub fn tag_automatic_completion(&self) -> Result<bool> {
         or_default(self.get_bool(TAG_AUTOMATIC_COMPLETION), false)
+    }
+
+    /// `tag.create-success-file`, default false: whether creating a tag writes
+    /// `tag/tag-success-file/<tag>_SUCCESS` (Java `SuccessFileTagCallback`).
+    pub fn tag_create_success_file(&self) -> Result<bool> {
+        or_default(self.get_bool(TAG_CREATE_SUCCESS_FILE), false)
+    }
+
+    /// `sink.process-time-zone`, if set (the zone of process-time and batch tags; unset: the
+    /// local zone). Java `ZoneId` text, parsed where it is used.
+    pub fn sink_process_time_zone(&self) -> Option<&str> {
+        self.get(SINK_PROCESS_TIME_ZONE)
+    }
+
+    /// `sink.watermark-time-zone`, default `UTC` (the zone of watermark tags). Java `ZoneId`
+    /// text, parsed where it is used.
+    pub fn sink_watermark_time_zone(&self) -> &str {
+        self.get(SINK_WATERMARK_TIME_ZONE).unwrap_or("UTC")
     }
 
     /// `tag.batch.customized-name`, if set.

@@ -116,6 +116,22 @@ impl SuccessFile {
         })
     }
 
+    /// The marker written at epoch milliseconds `now` over `existing` (Java: a new
+    /// `SuccessFile(now, now)`, or `existing.updateModificationTime(now)`): a marker keeps the
+    /// time it was first written.
+    pub fn marked_at(existing: Option<SuccessFile>, now: i64) -> SuccessFile {
+        match existing {
+            Some(file) => SuccessFile {
+                modification_time: now,
+                ..file
+            },
+            None => SuccessFile {
+                creation_time: now,
+                modification_time: now,
+            },
+        }
+    }
+
     /// Encode as Java does (Jackson's default pretty printer).
     pub fn to_json(&self) -> String {
         format!(
@@ -169,5 +185,9 @@ mod tests {
             }
         );
         assert!(SuccessFile::from_json(r#"{"creationTime": 4}"#).is_err());
+        let first = SuccessFile::marked_at(None, 7);
+        assert_eq!((first.creation_time, first.modification_time), (7, 7));
+        let again = SuccessFile::marked_at(Some(first), 9);
+        assert_eq!((again.creation_time, again.modification_time), (7, 9));
     }
 }

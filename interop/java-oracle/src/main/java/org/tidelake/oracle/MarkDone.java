@@ -10,6 +10,7 @@ import org.apache.paimon.partition.actions.PartitionMarkDoneAction;
 import org.apache.paimon.partition.file.SuccessFile;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.tag.SuccessFileTagCallback;
 import org.apache.paimon.types.RowType;
 import org.apache.paimon.utils.InternalRowPartitionComputer;
 import org.apache.paimon.utils.PartitionPathUtils;
@@ -26,7 +27,8 @@ import java.util.Set;
  * {@code mark_partition_done} procedure ({@code "op": "mark_done"}, {@code "partitions"}: a
  * list of {@code {"key": "value"}} specs), and reading a partition's {@code _SUCCESS} file
  * with Paimon's {@link SuccessFile} ({@code "op": "success_file"}, {@code "partition"}: its
- * path such as {@code dt=2024-01-01}).
+ * path such as {@code dt=2024-01-01}; or {@code "tag"}: a tag's success file where {@link
+ * SuccessFileTagCallback} puts it, of branch {@code "branch"} if given).
  */
 final class MarkDone {
     private MarkDone() {}
@@ -89,7 +91,17 @@ final class MarkDone {
     static ObjectNode successFile(JsonNode job) throws Exception {
         try (Catalog catalog = Tables.catalog(job)) {
             FileStoreTable table = (FileStoreTable) catalog.getTable(Tables.identifier(job));
-            Path path = new Path(new Path(table.location(), job.get("partition").asText()), "_SUCCESS");
+            Path path;
+            if (job.has("tag")) {
+                FileStoreTable branch =
+                        job.has("branch") ? table.switchToBranch(job.get("branch").asText()) : table;
+                path =
+                        new SuccessFileTagCallback(
+                                        branch.fileIO(), branch.tagManager().tagDirectory())
+                                .tagSuccessFilePath(job.get("tag").asText());
+            } else {
+                path = new Path(new Path(table.location(), job.get("partition").asText()), "_SUCCESS");
+            }
             SuccessFile file = SuccessFile.safelyFromPath(table.fileIO(), path);
             ObjectNode answer = Main.JSON.createObjectNode();
             answer.put("exists", file != null);

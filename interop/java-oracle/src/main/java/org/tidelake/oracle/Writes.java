@@ -70,7 +70,8 @@ import java.util.Map;
  *       name, "value": text}}; a name other than a move's may be an array of names reaching a
  *       nested field ({@code ["s", "x"]}, Paimon's {@code fieldNames}) (ends the current stream
  *       writer; the next commit opens a new one);
- *   <li>{@code {"tag": name}}: a tag of the latest snapshot;
+ *   <li>{@code {"tag": name}}: a tag of the latest snapshot; {@code {"delete_tag": name}}:
+ *       {@code Table.deleteTag} (both run the table's tag callbacks);
  *   <li>{@code {"compact": true}}: a full compaction of every bucket holding files, committed;
  *   <li>{@code {"create_branch": name}}: a branch, empty or {@code "from_tag"} (Java has no
  *       other starting point); {@code {"fast_forward": name}}: main takes the branch's history;
@@ -213,6 +214,8 @@ final class Writes {
                     Postpone.compact((FileStoreTable) catalog.getTable(id), TEMP_DIR);
                 } else if (step.has("tag")) {
                     catalog.getTable(id).createTag(step.get("tag").asText());
+                } else if (step.has("delete_tag")) {
+                    catalog.getTable(id).deleteTag(step.get("delete_tag").asText());
                 } else if (step.has("create_branch")) {
                     String branch = step.get("create_branch").asText();
                     if (step.has("from_tag")) {

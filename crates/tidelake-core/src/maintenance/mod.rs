@@ -6,6 +6,7 @@
 //! * [`orphans`]: orphan files (`OrphanFilesClean`, `LocalOrphanFilesClean`);
 //! * [`tags`]: create/delete/rename/replace/expire tags (`TagManager`, `TagDeletion`,
 //!   `TagTimeExpire`);
+//! * `success_file`: `_SUCCESS` markers of partitions and tags (`SuccessFile`);
 //! * [`auto_tags`]: tags created after commits (`TagAutoCreation`, `TagBatchCreation`), in
 //!   the time zones of [`zone`];
 //! * [`branches`]: create/delete/fast-forward branches (`BranchManager`);
@@ -45,6 +46,7 @@ pub mod orphans;
 pub mod partitions;
 mod refs;
 pub mod rollback;
+pub(crate) mod success_file;
 pub mod system_tables;
 pub mod tags;
 pub mod time_format;

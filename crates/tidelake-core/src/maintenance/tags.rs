@@ -27,7 +27,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{Datelike, NaiveDateTime, Timelike};
-use tidelake_spec::options::SuccessFile;
 use tidelake_spec::snapshot::{LocalDateTime, Snapshot, Tag};
 
 use crate::error::{Error, Result};
@@ -36,6 +35,7 @@ use crate::maintenance::refs::{
     data_files, delete_unreferenced, metadata_files, or_missing, protect_long_lived_changelogs,
     protect_other_branches, DataScope, DeletedFiles, FileCategory, MetaCache, References,
 };
+use crate::maintenance::success_file;
 use crate::snapshots::{check_name, snapshot_path, tag_path, tag_success_path};
 use crate::table::Table;
 
@@ -155,17 +155,8 @@ pub(crate) async fn tag_created(table: &Table, name: &str) -> Result<()> {
     if !success_files(table)? {
         return Ok(());
     }
-    let io = table.branch_io();
     let path = tag_success_path(name);
-    let existing = match io.read_opt(&path).await? {
-        Some(bytes) => Some(
-            SuccessFile::from_json(&String::from_utf8_lossy(&bytes))
-                .map_err(|e| Error::from_spec(io.display(&path), e))?,
-        ),
-        None => None,
-    };
-    let file = SuccessFile::marked_at(existing, table.env().now_millis());
-    io.write(&path, file.to_json()).await
+    success_file::mark(table.branch_io(), &path, table.env().now_millis()).await
 }
 
 /// The tag callbacks after tag `name` was deleted (Java `notifyDeletion`): with
@@ -362,6 +353,7 @@ mod tests {
     use super::*;
     use crate::maintenance::auto_tags::create_auto_tags;
     use crate::test_support::one_row_commits;
+    use tidelake_spec::options::SuccessFile;
 
     /// The success file of tag `name` of `table`, if any.
     async fn success_file(table: &Table, name: &str) -> Option<SuccessFile> {

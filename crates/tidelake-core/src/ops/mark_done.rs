@@ -22,12 +22,13 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::options::{
-    MarkDoneAction, SuccessFile, METASTORE_PARTITIONED_TABLE, PARTITION_MARK_DONE_ACTION,
+    MarkDoneAction, METASTORE_PARTITIONED_TABLE, PARTITION_MARK_DONE_ACTION,
     PARTITION_MARK_DONE_ACTION_URL, SUCCESS_FILE_NAME,
 };
 
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
+use crate::maintenance::success_file;
 use crate::table::Table;
 use crate::write::message::CommitMessage;
 
@@ -185,7 +186,7 @@ impl Marker {
         match self {
             Marker::SuccessFile => {
                 let path = format!("{}/{SUCCESS_FILE_NAME}", layout.partition_path(values)?);
-                write_success_file(table, &path).await
+                success_file::mark(table.io(), &path, table.env().now_millis()).await
             }
             Marker::DonePartition => {
                 let Some(metastore) = table.environment().metastore() else {
@@ -282,21 +283,4 @@ async fn mark_done(table: &Table, partitions: &[Vec<Datum>]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Create or update the `_SUCCESS` file at `path` (relative to the table root).
-async fn write_success_file(table: &Table, path: &str) -> Result<()> {
-    let now = table.env().now_millis();
-    let file = match table.io().read_opt(path).await? {
-        Some(bytes) => SuccessFile {
-            modification_time: now,
-            ..SuccessFile::from_json(&String::from_utf8_lossy(&bytes))
-                .map_err(|e| Error::corrupt(path, e))?
-        },
-        None => SuccessFile {
-            creation_time: now,
-            modification_time: now,
-        },
-    };
-    table.io().write(path, file.to_json()).await
 }

@@ -151,3 +151,24 @@ def test_a_paimon_table_of_the_same_name_is_never_replaced(hive_metastore, java_
     assert cat.get_table("ice.p").to_arrow().num_rows == 2
     table = java_hive.run({"op": "hms", "catalog": hive_metastore.options(wh), "table": "ice.p"})["table"]
     assert table["parameters"]["table_type"] == "PAIMON" and "metadata_location" not in table["parameters"]
+
+
+def test_racing_writers_leave_the_metastore_on_the_latest_version(hive_metastore, java_hive, tmp_path):
+    """Processes appending at once, each commit followed by its Iceberg version and its
+    registration: the metastore's table ends on the latest version (never moved back by a
+    writer that finished later), and pyiceberg reads every write that returned."""
+    from _workers import iceberg_catalog_appends, race
+
+    wh = tmp_path / "wh"
+    hive_metastore.catalog_options(wh)
+    cat = tidelake.Catalog(str(wh))
+    cat.create_database("db")
+    t = cat.create_table("db.t", pa.schema([("id", pa.int64())]), options=_options(hive_metastore))
+    acked = race(tmp_path, iceberg_catalog_appends, 3, str(wh), 5)
+    assert len(acked) == 15
+    latest = cat.get_table("db.t").snapshots()[-1].id
+    params = java_hive.run({"op": "hms", "catalog": hive_metastore.options(wh), "table": "ice.t"})["table"]["parameters"]
+    assert params["metadata_location"].endswith(f"/iceberg/db/t/metadata/v{latest}.metadata.json")
+    ice = _pyiceberg(hive_metastore).load_table("ice.t")
+    assert ice.metadata.current_snapshot_id == latest == t.snapshots()[-1].id
+    assert sorted(ice.scan().to_arrow()["id"].to_pylist()) == sorted(acked)

@@ -5,20 +5,24 @@
 //! created first when missing.
 //!
 //! Invariants: the metadata files are written before the metastore learns of them, so the
-//! table never points at a missing version; a version older than the one the table already
-//! points at is not registered (two committers finishing out of order never move the
-//! pointer back, which Java does not guard); a database or table another committer created
-//! meanwhile is used, not an error; a Paimon table of the Iceberg table's name (a Paimon table
+//! table never points at a missing version; the pointer is read and replaced under the
+//! metastore's EXCLUSIVE lock of the Iceberg table (the lock Iceberg's own Hive commits take),
+//! and a version older than the one the table already points at is not registered, so
+//! committers finishing out of order never move it back (Java neither locks nor checks); a
+//! database or table another committer created meanwhile is used, not an error; a Paimon table of the Iceberg table's name (a Paimon table
 //! of a Hive catalog with the default names) is never overwritten (Java overwrites it).
 
 use std::collections::BTreeMap;
 
+use tidelake_spec::catalog_options::CatalogOptions;
 use tidelake_spec::schema::TableSchema;
 
 use super::client::HmsClient;
 use super::current_user;
+use super::lock::HiveLocks;
 use super::model::{HmsDatabase, HmsTable, NewTable, DO_NOT_UPDATE_STATS, LOCATION};
 use super::sync::CASCADE;
+use crate::catalog::{CatalogLock, Identifier};
 use crate::error::{Error, Result};
 use crate::io::Env;
 
@@ -61,10 +65,37 @@ impl IcebergHiveTable {
                 Err(e) => return Err(e),
             }
         }
-        let mut table = match self.client.table(&self.database, &self.table).await? {
-            Some(existing) => HmsTable(existing),
-            None => self.create(version, env).await?,
+        if self
+            .client
+            .table(&self.database, &self.table)
+            .await?
+            .is_none()
+        {
+            self.create(version, env).await?;
+        }
+        // under the metastore's lock of the table, as Iceberg's own Hive commits take it: the
+        // version it points at is read and replaced by one writer at a time
+        let locks = HiveLocks::new(self.client.clone(), &CatalogOptions::default(), env.clone())?;
+        let id = Identifier {
+            database: self.database.clone(),
+            table: self.table.clone(),
+            branch: None,
+            system: None,
         };
+        let lock = locks.table_lock(&id);
+        lock.run_locked(Box::pin(self.point_at(version))).await
+    }
+
+    /// Point the existing table at `version` unless it already points at a newer one.
+    async fn point_at(&self, version: &IcebergVersion<'_>) -> Result<()> {
+        let mut table = self
+            .client
+            .table(&self.database, &self.table)
+            .await?
+            .map(HmsTable)
+            .ok_or_else(|| {
+                Error::not_found("table", format!("'{}.{}'", self.database, self.table))
+            })?;
         if table.is_paimon() {
             return Err(Error::invalid(format!(
                 "the Iceberg table '{}.{}' would replace the Paimon table of that name in the \
@@ -94,8 +125,8 @@ impl IcebergHiveTable {
             .await
     }
 
-    /// Java `createTable`; a table another committer created meanwhile is read instead.
-    async fn create(&self, version: &IcebergVersion<'_>, env: &Env) -> Result<HmsTable> {
+    /// Java `createTable`; a table another committer created meanwhile is used instead.
+    async fn create(&self, version: &IcebergVersion<'_>, env: &Env) -> Result<()> {
         let owner = current_user();
         let new = NewTable {
             database: &self.database,
@@ -106,16 +137,8 @@ impl IcebergHiveTable {
             sync_all: false,
         };
         let table = HmsTable::iceberg(&new, version.schema, self.skip_update_stats)?;
-        match self.client.create_table(table.0.clone()).await {
-            Ok(()) => Ok(table),
-            Err(Error::AlreadyExists(_)) => self
-                .client
-                .table(&self.database, &self.table)
-                .await?
-                .map(HmsTable)
-                .ok_or_else(|| {
-                    Error::not_found("table", format!("'{}.{}'", self.database, self.table))
-                }),
+        match self.client.create_table(table.0).await {
+            Err(Error::AlreadyExists(_)) | Ok(()) => Ok(()),
             Err(e) => Err(e),
         }
     }

@@ -310,20 +310,16 @@ def write_table_first(location: str, worker: int, go_file: str, ready_dir: str,
 def iceberg_catalog_appends(warehouse: str, worker: int, rounds: int, go_file: str) -> list[int]:
     """:func:`iceberg_appends` on table ``db.t`` of the filesystem catalog at ``warehouse``
     (Iceberg metadata registered by the catalog's name)."""
-    t = tidelake.Catalog(warehouse).get_table("db.t")
-    _wait_for(go_file)
-    acked = []
-    for r in range(rounds):
-        key = worker * 1000 + r
-        t.write(pa.table({"id": pa.array([key], pa.int64())}))
-        acked.append(key)
-    return acked
+    return _append_ids(tidelake.Catalog(warehouse).get_table("db.t"), worker, rounds, go_file)
 
 
 def iceberg_appends(table_path: str, worker: int, rounds: int, go_file: str) -> list[int]:
     """After ``go_file`` appears, append ``rounds`` one-row writes to an append table whose
     options ask for Iceberg metadata; returns the ids whose write returned."""
-    t = tidelake.open_table(table_path)
+    return _append_ids(tidelake.open_table(table_path), worker, rounds, go_file)
+
+
+def _append_ids(t: tidelake.Table, worker: int, rounds: int, go_file: str) -> list[int]:
     _wait_for(go_file)
     acked = []
     for r in range(rounds):

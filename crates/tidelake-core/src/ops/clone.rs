@@ -40,7 +40,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use futures::TryStreamExt;
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::options::{BUCKET, BUCKET_KEY, PATH};
 use tidelake_spec::schema::assign_field_ids;
@@ -54,7 +53,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::scan::predicate::Predicate;
 use crate::schema_change::TableSpec;
 use crate::table::Table;
-use crate::write::input::RowKinds;
 use crate::write::table_write::TableWrite;
 
 use super::{CloneHiveTable, PlannedRead, Read, TableCommit};
@@ -143,22 +141,10 @@ impl ClonePaimonTable {
 async fn copy(planned: PlannedRead, into: &Table) -> Result<Option<Committed>> {
     let into = into.reopen().await?;
     let mut write = TableWrite::for_overwrite(into.clone()).await?;
-    let written = async {
-        let mut rows = planned.reader.stream(planned.plan.splits, None);
-        while let Some(batch) = rows.try_next().await? {
-            write.write(&batch, RowKinds::Fixed(0)).await?;
-        }
-        write.prepare_commit().await
-    }
-    .await;
-    let messages = match written {
-        Ok(messages) => messages,
-        Err(e) => {
-            // Already failing: cleanup errors are secondary to `e`.
-            let _ = write.abort().await;
-            return Err(e);
-        }
-    };
+    let messages = planned
+        .reader
+        .write_into(planned.plan.splits, &mut write)
+        .await?;
     if messages.is_empty() {
         return Ok(None);
     }

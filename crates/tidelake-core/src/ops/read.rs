@@ -13,6 +13,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
+use futures::TryStreamExt;
 use tidelake_spec::options::IncrementalBetweenScanMode;
 use tidelake_spec::schema::TableSchema;
 
@@ -26,6 +27,9 @@ use crate::scan::{
 };
 use crate::table::Table;
 use crate::tasks::Progress;
+use crate::write::input::RowKinds;
+use crate::write::message::CommitMessage;
+use crate::write::table_write::TableWrite;
 
 /// What every read has: the columns returned, the filter rows must match and the batch size.
 #[derive(Clone, Debug)]
@@ -462,6 +466,29 @@ impl SplitReader {
         progress: Option<Progress>,
     ) -> BoxStream<'static, Result<RecordBatch>> {
         read_splits(self.ctx.clone(), splits, progress)
+    }
+
+    /// Write the rows of `splits` into `write` (as inserts) and prepare its commit: the
+    /// messages of the files written. When that fails, `write` is aborted (every file it wrote
+    /// deleted) and the error returned.
+    pub(crate) async fn write_into(
+        &self,
+        splits: Vec<Split>,
+        write: &mut TableWrite,
+    ) -> Result<Vec<CommitMessage>> {
+        let written = async {
+            let mut rows = self.stream(splits, None);
+            while let Some(batch) = rows.try_next().await? {
+                write.write(&batch, RowKinds::Fixed(0)).await?;
+            }
+            write.prepare_commit().await
+        }
+        .await;
+        if written.is_err() {
+            // Already failing: cleanup errors are secondary to the write's.
+            let _ = write.abort().await;
+        }
+        written
     }
 
     /// The batches of `splits`, several splits read concurrently; `progress` as for

@@ -31,7 +31,6 @@
 
 use std::collections::BTreeSet;
 
-use futures::TryStreamExt;
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::snapshot::Snapshot;
 
@@ -41,7 +40,6 @@ use crate::layout::TableLayout;
 use crate::scan::predicate::Predicate;
 use crate::state::{LiveFiles, Pruning};
 use crate::table::Table;
-use crate::write::input::RowKinds;
 use crate::write::table_write::TableWrite;
 
 use super::{Read, TableCommit};
@@ -100,22 +98,7 @@ impl Rescale {
         let user = format!("tidelake-rescale-{}", table.env().uuid());
         let commit = TableCommit::new(table.clone(), user).overwriting_read_at(snapshot.id);
         let mut write = TableWrite::for_overwrite_into(table.clone(), buckets).await?;
-        let written = async {
-            let mut rows = planned.reader.stream(splits, None);
-            while let Some(batch) = rows.try_next().await? {
-                write.write(&batch, RowKinds::Fixed(0)).await?;
-            }
-            write.prepare_commit().await
-        }
-        .await;
-        let messages = match written {
-            Ok(messages) => messages,
-            Err(e) => {
-                // Already failing: cleanup errors are secondary to `e`.
-                let _ = write.abort().await;
-                return Err(e);
-            }
-        };
+        let messages = planned.reader.write_into(splits, &mut write).await?;
         let scope = OverwriteScope::of_partitions(&TableLayout::new(table.schema())?, &partitions)?;
         let committed = commit.overwrite(scope, messages.clone()).await;
         if committed.is_err() {

@@ -35,7 +35,6 @@
 
 use std::collections::BTreeMap;
 
-use futures::TryStreamExt;
 use tidelake_spec::options::OrderType;
 
 use crate::commit::{Committed, OverwriteScope};
@@ -44,7 +43,6 @@ use crate::layout::TableLayout;
 use crate::scan::predicate::Predicate;
 use crate::scan::Split;
 use crate::table::Table;
-use crate::write::input::RowKinds;
 use crate::write::sort_key::RowOrder;
 use crate::write::table_write::TableWrite;
 
@@ -115,20 +113,10 @@ impl SortCompaction {
             .sorted_by(order)?;
         let mut messages = Vec::new();
         for (_, splits) in partitions {
-            let written = async {
-                let mut rows = planned.reader.stream(splits, None);
-                while let Some(batch) = rows.try_next().await? {
-                    write.write(&batch, RowKinds::Fixed(0)).await?;
-                }
-                // one partition sorted at a time: its spilled runs go now
-                write.prepare_commit().await
-            }
-            .await;
-            match written {
+            // one partition sorted at a time: its spilled runs go at each prepare
+            match planned.reader.write_into(splits, &mut write).await {
                 Ok(m) => messages.extend(m),
                 Err(e) => {
-                    // Already failing: cleanup errors are secondary to `e`.
-                    let _ = write.abort().await;
                     TableCommit::new(table.clone(), user.clone())
                         .discard(&messages)
                         .await;

@@ -4,8 +4,7 @@
 //! `markDoneIfNeeded`: the distinct partitions of the write's commit messages).
 //!
 //! Invariants: actions that cannot run (user classes; an HTTP report without its URL;
-//! `done-partition` and
-//! `mark-event` on a table opened by path; `done-partition` without
+//! `done-partition` and `mark-event` on a table opened by path; `done-partition` without
 //! `metastore.partitioned-table`) are refused before any partition is marked, and before a
 //! batch write that would mark commits ([`check_written_done`]). `success-file` writes
 //! `<table>/<partition path>/_SUCCESS` with Java's JSON, keeping the creation time of a marker
@@ -120,7 +119,8 @@ enum Marker {
 impl Marker {
     /// The table's actions, refused as Java refuses them when they cannot run: actions that
     /// go through a catalog on a table opened by path (Java: no `PartitionHandler`),
-    /// `done-partition` without `metastore.partitioned-table`, HTTP reports and user classes.
+    /// `done-partition` without `metastore.partitioned-table`, an HTTP report without its URL,
+    /// user classes.
     fn of_table(table: &Table) -> Result<Vec<Marker>> {
         let options = table.schema().options();
         let spec = |e| Error::from_spec("table options", e);

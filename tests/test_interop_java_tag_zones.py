@@ -14,17 +14,19 @@ from collections.abc import Iterator
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import pyarrow as pa
 import pytest
+from _java import (
+    Scenario,
+    compare_read,
+    java,  # noqa: F401  (the session's oracle JVM, a fixture)
+    java_write,
+)
+from test_interop_java_tags import FIELDS, SCHEMA, java_tags, write
 
 import tidelake
-from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
-from _java import JavaOracle, Scenario, compare_read, java_read, java_write
 from tidelake import _internal
 from tidelake.exceptions import InvalidArgumentError
 
-FIELDS = [("k", "INT NOT NULL"), ("v", "STRING")]
-SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.string())])
 # +05:45 all year: hourly tag names differ from those of any whole-hour zone.
 ZONE = "Asia/Kathmandu"
 HOURLY = {"tag.automatic-creation": "process-time", "tag.creation-period": "hourly",
@@ -52,17 +54,7 @@ def hour_before(epoch_ms: int) -> str:
     return (local(epoch_ms, ZONE).replace(minute=0, second=0, microsecond=0) - HOUR).strftime("%Y-%m-%d %H")
 
 
-def java_tags(java: JavaOracle, wh: str, table: str) -> dict[str, int]:
-    answer = java_read(java, wh, f"{table}$tags")
-    names = answer["fields"]
-    return {r[names.index("tag_name")]: r[names.index("snapshot_id")] for r in answer["rows"]}
-
-
-def write(t: tidelake.Table, k: int) -> None:
-    t.write(pa.table({"k": [k], "v": [f"v{k}"]}, schema=SCHEMA))
-
-
-def test_java_zone_tags_then_tidelake_continues(java, tmp_path, offset):
+def test_java_zone_tags_then_tidelake_continues(java, tmp_path, offset):  # noqa: F811
     """Java names its hourly tag in the table's zone; tidelake, three hours later, names the
     next one in the same zone; Java lists both and reads tidelake's."""
     wh = str(tmp_path)
@@ -79,7 +71,7 @@ def test_java_zone_tags_then_tidelake_continues(java, tmp_path, offset):
     compare_read(java, t, wh, "zone tag by tidelake", tag=hour_before(t.snapshots()[-1].time_millis))
 
 
-def test_tidelake_zone_tags_then_java_continues(java, tmp_path, offset):
+def test_tidelake_zone_tags_then_java_continues(java, tmp_path, offset):  # noqa: F811
     """tidelake creates the table and tags five hours in the past; Java continues on the real
     clock from tidelake's tag, in the same zone."""
     wh = str(tmp_path)
@@ -97,7 +89,7 @@ def test_tidelake_zone_tags_then_java_continues(java, tmp_path, offset):
     assert {tg.name: tg.snapshot_id for tg in t.tags()} == expected
 
 
-def test_watermark_tags_in_the_watermark_zone(java, tmp_path):
+def test_watermark_tags_in_the_watermark_zone(java, tmp_path):  # noqa: F811
     """Java's watermarks named in Asia/Shanghai (UTC would give 2026-01-04 and 2026-01-05)."""
     wh = str(tmp_path)
     w1 = int(dt.datetime(2026, 1, 5, 20, tzinfo=dt.timezone.utc).timestamp() * 1000)

@@ -3,17 +3,18 @@
 //!
 //! * `process-time` / `watermark`: each snapshot after the last automatic tag has a time (its
 //!   commit time in `sink.process-time-zone`, by default the local zone, or its watermark in
-//!   `sink.watermark-time-zone`, by default UTC; no watermark: no time; see [`super::zone`]). The first
-//!   snapshot with a time, when no automatic tag exists, and afterwards every snapshot whose
-//!   time minus `tag.creation-delay` reaches the end of the period after the last tag, is
-//!   tagged with the period before the one its time falls in (periods are aligned on the
-//!   epoch), or with the next period when `tag.automatic-completion` is set. Names follow
+//!   `sink.watermark-time-zone`, by default UTC; no watermark: no time; see [`super::zone`]).
+//!   The first snapshot with a time, when no automatic tag exists, and afterwards every
+//!   snapshot whose time minus `tag.creation-delay` reaches the end of the period after the
+//!   last tag, is tagged with the period before the one its time falls in (periods are aligned
+//!   on the epoch), or with the next period when `tag.automatic-completion` is set. Names follow
 //!   `tag.creation-period` and `tag.period-formatter` (`2024-05-14`, `2024-05-14 03`,
 //!   `202405140300` for `tag.creation-period-duration`); a name that parses as one is an
 //!   automatic tag. Beyond `tag.num-retained-max` automatic tags the oldest (by snapshot) go.
 //! * `batch`: after a commit, the latest snapshot is tagged `batch-write-<date>` (its commit
-//!   date in `sink.process-time-zone`; or `tag.batch.customized-name`), replacing a tag of that name; beyond `tag.num-retained-max`
-//!   tags (all of them, counted as Java counts them: see [`trim_batch_tags`]) the oldest go.
+//!   date in `sink.process-time-zone`; or `tag.batch.customized-name`), replacing a tag of
+//!   that name; beyond `tag.num-retained-max` tags (all of them, counted as Java counts them:
+//!   see [`trim_batch_tags`]) the oldest go.
 //! * Created tags carry `tag.default-time-retained` as any tag does ([`super::tags`]); the
 //!   progress is read back from the tags themselves, so every committer continues where the
 //!   last one (tidelake's or Java's) stopped.

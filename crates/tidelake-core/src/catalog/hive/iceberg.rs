@@ -9,8 +9,9 @@
 //! metastore's EXCLUSIVE lock of the Iceberg table (the lock Iceberg's own Hive commits take),
 //! and a version older than the one the table already points at is not registered, so
 //! committers finishing out of order never move it back (Java neither locks nor checks); a
-//! database or table another committer created meanwhile is used, not an error; a Paimon table of the Iceberg table's name (a Paimon table
-//! of a Hive catalog with the default names) is never overwritten (Java overwrites it).
+//! database or table another committer created meanwhile is used, not an error; a Paimon
+//! table of the Iceberg table's name (a Paimon table of a Hive catalog with the default names)
+//! is never overwritten (Java overwrites it).
 
 use std::collections::BTreeMap;
 

@@ -56,3 +56,23 @@ def test_java_reads_and_writes_a_clustered_table(java, tmp_path):
         assert all(r["a"] < 64 and r["b"] < 64 for r in first), first
     java.run({**sc.java_job(wh, with_steps=False), "existing": True, "steps": [_commit(5, 7)]})
     assert len(compare_read(java, tidelake.open_table(t.path), wh, "java after clustered")) == 189
+
+
+def test_java_reads_a_sorted_table_whose_deletion_vectors_left_with_their_files(java, tmp_path):
+    """A deletion-vector append table with deleted rows, sorted by tidelake: the vectors of the
+    files read leave with them (nothing in the index names a removed file), Java reads the same
+    rows, then writes on."""
+    wh = str(tmp_path)
+    sc = Scenario("sorted_dv", FIELDS, [_commit(40, i) for i in range(4)], partition_keys=["p"],
+                  options={"bucket": "-1", "deletion-vectors.enabled": "true"}, mode="batch")
+    t = tidelake_write(java, wh, sc)
+    t.delete([("a", "<", 30)])
+    assert t.system("table_indexes").num_rows > 0
+    before = compare_read(java, t, wh, "tidelake deleted by vectors")
+    t.compact(order_by=["a", "b"], strategy="zorder")
+    assert t.system("table_indexes").num_rows == 0
+    assert compare_read(java, t, wh, "tidelake sorted a table with vectors", pypaimon=True) == before
+    java.run({**sc.java_job(wh, with_steps=False), "existing": True,
+              "steps": [_commit(5, 9)]})
+    after = compare_read(java, tidelake.open_table(t.path), wh, "java wrote on")
+    assert len(after) == len(before) + 6

@@ -5,7 +5,8 @@ snapshot that replaces only the files read (rows appended meanwhile by another p
 ``order`` leaves files whose ranges of the first column do not overlap; ``zorder`` and ``hilbert`` on (a, b) let a filter on ``b`` alone
 prune clearly more files than before; a sort larger than ``write-buffer-size`` spills to local
 files and removes them; refusals raise typed exceptions and commit nothing; clustered writes
-write sorted files."""
+write sorted files; on deletion-vector tables the vectors leave with the files sorted, appends
+made meanwhile stay and deletes racing the sort stay deleted."""
 
 from __future__ import annotations
 
@@ -224,3 +225,90 @@ def test_rows_appended_while_a_sort_runs_stay(tmp_path):
     late = pc.greater_equal(rows["a"], 10_000_000)
     assert sorted(rows.filter(late)["a"].to_pylist()) == [10_000_000 + i for i in range(len(appended))]
     assert rows.num_rows == before + len(appended)
+
+
+def test_deletion_vectors_leave_with_their_files_and_appends_stay(tmp_path):
+    """A sort of a deletion-vector table replaces only the files it read, as without vectors:
+    the vectors of those files leave with them (no index file names a removed file) and rows
+    appended meanwhile by another process stay."""
+    import subprocess
+    import sys
+
+    t = _filled(tmp_path / "t", commits=6, rows=4000,
+                **{"deletion-vectors.enabled": "true", "commit.max-retries": "1000"})
+    t.delete([("a", "<", 300)])
+    assert t.system("table_indexes").num_rows > 0
+    kept = t.to_arrow()
+    script = ("import sys, tidelake; t = tidelake.open_table(sys.argv[1]); "
+              "print(t.compact(order_by=['a', 'b'], strategy='zorder'))")
+    sort = subprocess.Popen([sys.executable, "-c", script, t.path], stdout=subprocess.PIPE, text=True)
+    late = []
+    while sort.poll() is None or not late:
+        key = 10_000_000 + len(late)
+        t.write(pa.table({"a": [key], "b": [key], "s": ["late"], "p": [0]}, schema=SCHEMA))
+        late.append(key)
+    out, _ = sort.communicate(timeout=300)
+    assert sort.returncode == 0, out
+    assert t.latest_snapshot().commit_kind in ("APPEND", "OVERWRITE")
+    rows = t.to_arrow()
+    is_late = pc.greater_equal(rows["a"], 10_000_000)
+    assert sorted(rows.filter(is_late)["a"].to_pylist()) == late
+    assert_same_rows(rows.filter(pc.invert(is_late)), kept)
+    assert t.system("table_indexes").num_rows == 0, "the sorted rows need no vector"
+    assert not any(f.has_deletion_vector for f in _files(t))
+
+
+def _delete_keys(path: str, keys: list[int], out: str) -> None:
+    """Delete ``a = k`` for each key (another process) in bursts of five with pauses between,
+    recording each acknowledged delete."""
+    import time
+
+    t = tidelake.open_table(path)
+    with open(out, "w") as acked:
+        for i, k in enumerate(keys):
+            try:
+                t.delete([("a", "=", k)])
+            except tidelake.CommitConflictError:
+                continue
+            acked.write(f"{k}\n")
+            acked.flush()
+            if i % 5 == 4:
+                time.sleep(2)
+
+
+def test_a_sort_racing_deletes_never_brings_a_deleted_row_back(tmp_path):
+    """Deletes by deletion vector in another process while sorts rewrite the same files: every
+    delete that was acknowledged stays deleted whichever commit wins (a delete landing while a
+    sort runs makes the sort a conflict; a delete planned before the sort landed and committed
+    after it is a conflict too; later deletes mark the sorted files). The sort is retried until
+    it lands between two bursts of deletes."""
+    import multiprocessing
+
+    t = _filled(tmp_path / "t", commits=8, rows=4000, **{"deletion-vectors.enabled": "true"})
+    before = t.to_arrow()
+    keys = list(range(0, 1000, 25))
+    acked_path = str(tmp_path / "acked")
+    deleter = multiprocessing.get_context("spawn").Process(target=_delete_keys,
+                                                           args=(t.path, keys, acked_path))
+    deleter.start()
+    conflicts = 0
+    for _ in range(30):
+        try:
+            t.compact(order_by=["a", "b"], strategy="zorder")
+            break
+        except tidelake.CommitConflictError:
+            conflicts += 1
+    else:
+        pytest.fail("the sort never landed between the deletes")
+    deleter.join(timeout=600)
+    assert deleter.exitcode == 0
+    acked = {int(x) for x in open(acked_path).read().split()}
+    assert len(acked) >= len(keys) // 2, (len(acked), conflicts)
+    rows = tidelake.open_table(t.path).to_arrow()
+    assert not (acked & set(rows["a"].to_pylist())), f"acknowledged deletes came back ({conflicts} sort conflicts)"
+    # every other row is there: the keys whose delete was refused are the only ones in doubt
+    refused = pa.array(sorted(set(keys) - acked), pa.int64())
+    gone = pa.array(sorted(acked), pa.int64())
+    expected = before.filter(pc.invert(pc.is_in(before["a"], gone)))
+    assert_same_rows(rows.filter(pc.invert(pc.is_in(rows["a"], refused))),
+                     expected.filter(pc.invert(pc.is_in(expected["a"], refused))))

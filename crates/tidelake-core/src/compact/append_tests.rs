@@ -224,3 +224,71 @@ async fn dml_deletion_vectors_merge_with_existing_ones_then_compact_away() {
     compact(&table, true).await;
     assert_eq!(read_in_order(&table, &[]).await, rows);
 }
+
+#[tokio::test]
+async fn rewritten_files_take_their_deletion_vectors_with_them() {
+    use crate::ops::TableCommit;
+    use crate::write::deletion::deletion_messages;
+
+    let dir = tempfile::tempdir().unwrap();
+    let table = append_table(dir.path(), "1", &[("deletion-vectors.enabled", "true")], 3).await;
+    let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
+    let mut split = plan.splits[0].clone();
+    assert_eq!(split.files.len(), 3);
+    // in commit order: file c holds v = c
+    split.files.sort_by_key(|f| f.min_sequence_number);
+    // one deleted row in each of the first two files: one index file of the bucket holds both
+    let marks = vec![(split.clone(), vec![(0, vec![1]), (1, vec![0])])];
+    let messages = deletion_messages(&table, marks).await.unwrap();
+    FileStoreCommit::new(table.clone(), "dml")
+        .unwrap()
+        .commit(messages, BATCH_COMMIT_IDENTIFIER, &[])
+        .await
+        .unwrap();
+    let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
+    let mut gone = plan.splits[0].clone();
+    gone.files.sort_by_key(|f| f.min_sequence_number);
+    let kept = gone.files[1].file_name.clone();
+    gone.files.truncate(1);
+    assert!(gone.files[0].deletion.is_some());
+    let before: Vec<Row> = read_in_order(&table, &[]).await;
+
+    // the first file removed (its surviving rows would be written again by the caller)
+    let committed = TableCommit::new(table.clone(), "rewrite")
+        .row_level(
+            Vec::new(),
+            &[gone.clone()],
+            plan.snapshot.as_ref().map(|s| s.id),
+        )
+        .await
+        .unwrap();
+    assert_eq!(committed.snapshots.len(), 1);
+    let after = buckets(&table).await.remove(0);
+    let named: Vec<&str> = after
+        .dv_index
+        .iter()
+        .flat_map(|i| i.dv_ranges.iter().flatten())
+        .map(|r| r.data_file_name.as_str())
+        .collect();
+    assert_eq!(
+        named,
+        vec![kept.as_str()],
+        "only the staying file keeps its vector"
+    );
+    let expected: Vec<Row> = before.into_iter().filter(|r| r.2 != Some(0)).collect();
+    assert_eq!(read_in_order(&table, &[]).await, expected);
+
+    // the same removal again is a conflict: the file and its index file are gone
+    let index_dir = dir.path().join("index");
+    let listed = || std::fs::read_dir(&index_dir).unwrap().count();
+    let on_disk = listed();
+    let again = TableCommit::new(table.clone(), "rewrite-again")
+        .row_level(Vec::new(), &[gone], plan.snapshot.as_ref().map(|s| s.id))
+        .await;
+    assert!(again.is_err(), "{again:?}");
+    assert_eq!(
+        listed(),
+        on_disk,
+        "no index file of the refused removal is left behind"
+    );
+}

@@ -28,18 +28,16 @@
 //! another writer committed to a selected partition while the sort ran): the commit removes
 //! exactly the files read and adds the sorted ones, refused if a commit since removed or
 //! changed a file read (`TableCommit::row_level`). Rows appended meanwhile stay, in their own
-//! (unsorted) files: no acknowledged write is lost. Except when a file read has a deletion
-//! vector, which cannot be dropped with its file alone: then the commit is Java's partition
-//! overwrite, refused if a commit since changed the partitions' files (it replaces what was
-//! read, [`TableCommit::overwriting_read_at`]).
+//! (unsorted) files: no acknowledged write is lost. The deletion vectors of the files read
+//! leave with them (their rows were read with the vectors applied); a commit since that
+//! deleted more rows of a file read is a conflict too.
 
 use std::collections::BTreeMap;
 
 use tidelake_spec::options::OrderType;
 
-use crate::commit::{Committed, OverwriteScope};
+use crate::commit::Committed;
 use crate::error::{Error, Result};
-use crate::layout::TableLayout;
 use crate::scan::predicate::Predicate;
 use crate::scan::Split;
 use crate::table::Table;
@@ -94,19 +92,6 @@ impl SortCompaction {
         }
         let read_snapshot = planned.plan.snapshot.as_ref().map(|snap| snap.id);
         let rewritten: Vec<Split> = partitions.values().flatten().cloned().collect();
-        // a file with a deletion vector cannot be replaced alone (its vector would outlive it):
-        // then the partitions are overwritten, as Java does
-        let scope = if rewritten
-            .iter()
-            .any(|s| s.files.iter().any(|f| f.deletion.is_some()))
-        {
-            Some(OverwriteScope::of_partitions(
-                &TableLayout::new(table.schema())?,
-                partitions.keys(),
-            )?)
-        } else {
-            None
-        };
         let user = format!("tidelake-sort-compact-{}", table.env().uuid());
         let mut write = TableWrite::for_overwrite(table.clone())
             .await?
@@ -124,18 +109,10 @@ impl SortCompaction {
                 }
             }
         }
-        let mut commit = TableCommit::new(table.clone(), user);
-        if let Some(read) = read_snapshot {
-            commit = commit.overwriting_read_at(read);
-        }
-        let committed = match scope {
-            Some(scope) => commit.overwrite(scope, messages.clone()).await,
-            None => {
-                commit
-                    .row_level(messages.clone(), &rewritten, read_snapshot)
-                    .await
-            }
-        };
+        let commit = TableCommit::new(table.clone(), user);
+        let committed = commit
+            .row_level(messages.clone(), &rewritten, read_snapshot)
+            .await;
         if committed.is_err() {
             commit.discard_unless_landed(&messages).await;
         }

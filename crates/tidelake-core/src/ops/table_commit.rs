@@ -261,11 +261,17 @@ impl TableCommit {
         for m in &mut messages {
             m.base_snapshot = Some(m.base_snapshot.map_or(read, |b| b.min(read)));
         }
-        messages.extend(removal_messages(&self.table, rewritten).await?);
-        let written = written_partitions(&messages);
         let commit = self.committer()?.validate_reads();
-        let committed =
-            commit_visible_with(&self.table, commit, messages, self.identifier, &[]).await?;
-        self.finish(committed, written).await
+        // the removals' new deletion-vector index files are this call's to delete on failure
+        let removals = removal_messages(&self.table, rewritten).await?;
+        messages.extend(removals.iter().cloned());
+        let written = written_partitions(&messages);
+        match commit_visible_with(&self.table, commit, messages, self.identifier, &[]).await {
+            Ok(committed) => self.finish(committed, written).await,
+            Err(e) => {
+                self.discard_unless_landed(&removals).await;
+                Err(e)
+            }
+        }
     }
 }

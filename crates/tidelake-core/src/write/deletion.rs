@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::decode_deletion_vector;
 use crate::scan::Split;
-use crate::state::{new_index_file_path, DeletionFileRef};
+use crate::state::{index_file_path, new_index_file_path, BucketFiles, DeletionFileRef};
 use crate::table::Table;
 use crate::write::message::CommitMessage;
 use crate::write::rewrite::live_buckets;
@@ -84,67 +84,116 @@ pub async fn deletion_messages(
         }
     }
     let live = live_buckets(table, snapshot_id, marked.keys()).await?;
-    let bucket_unaware = table.schema().options().bucket().unwrap_or(-1) == -1;
     let mut loaded = IndexFiles::default();
     let mut messages = Vec::new();
-    for b in live {
-        let Some(mut new) = marked.remove(&(b.partition.clone(), b.bucket)) else {
-            continue;
-        };
-        let live_names: HashSet<&str> = b.files.iter().map(|e| e.file.file_name.as_str()).collect();
-        if let Some(gone) = new.keys().find(|n| !live_names.contains(n.as_str())) {
+    let built: Result<()> = async {
+        for b in live {
+            let Some(new) = marked.remove(&(b.partition.clone(), b.bucket)) else {
+                continue;
+            };
+            let live: HashSet<&str> = b.files.iter().map(|e| e.file.file_name.as_str()).collect();
+            if let Some(gone) = new.keys().find(|n| !live.contains(n.as_str())) {
+                return Err(Error::invalid(format!(
+                    "data file {gone} is not live in snapshot {snapshot_id}"
+                )));
+            }
+            let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
+            m.base_snapshot = Some(snapshot_id);
+            (m.new_index_files, m.deleted_index_files) =
+                replace_vectors(table, &b, new, &HashSet::new(), &mut loaded).await?;
+            messages.push(m);
+        }
+        if let Some((_, files)) = marked.into_iter().next() {
+            let name = files.into_keys().next().unwrap_or_default();
             return Err(Error::invalid(format!(
-                "data file {gone} is not live in snapshot {snapshot_id}"
+                "data file {name} is not live in snapshot {snapshot_id}"
             )));
         }
-        let replaced: Vec<IndexFileMeta> = b
-            .dv_index
-            .iter()
-            .filter(|index| {
-                !bucket_unaware
-                    || index
-                        .dv_ranges
-                        .iter()
-                        .flatten()
-                        .any(|r| new.contains_key(&r.data_file_name))
-            })
-            .cloned()
-            .collect();
-        let carried: HashSet<&str> = replaced
-            .iter()
-            .flat_map(|i| i.dv_ranges.iter().flatten())
-            .map(|r| r.data_file_name.as_str())
-            .filter(|n| live_names.contains(n))
-            .collect();
-        for name in carried {
-            if let Some(r) = b.deletion_vector(name) {
-                let old = loaded.vector(table, r).await?;
-                let dv = new.entry(name.to_string()).or_default();
-                for p in old.iter() {
-                    dv.insert(p);
-                }
+        Ok(())
+    }
+    .await;
+    written_or_forgotten(table, built, messages).await
+}
+
+/// `messages` when `built` succeeded; otherwise the index files they wrote are deleted (what
+/// cannot be is left to orphan cleaning) and the error returned.
+pub(crate) async fn written_or_forgotten(
+    table: &Table,
+    built: Result<()>,
+    messages: Vec<CommitMessage>,
+) -> Result<Vec<CommitMessage>> {
+    let Err(e) = built else {
+        return Ok(messages);
+    };
+    for f in messages.iter().flat_map(|m| &m.new_index_files) {
+        if let Err(gone) = table.io().delete(&index_file_path(f)).await {
+            log::warn!(target: "tidelake.commit", "{}: could not delete index file {} of a failed change: {gone}", table.location(), f.file_name);
+        }
+    }
+    Err(e)
+}
+
+/// The index changes of bucket `b` (new index files, replaced ones) when data files of the
+/// bucket gain the positions of `marked` or leave the bucket (`removed`): the index files
+/// holding a vector of such a file (on fixed buckets: the bucket's index file) are replaced by
+/// one file holding every vector they held of files that stay, united with `marked`; no new
+/// file when no vector is left, no change when no such file has a vector.
+pub(crate) async fn replace_vectors(
+    table: &Table,
+    b: &BucketFiles,
+    mut marked: BTreeMap<String, DeletionVector>,
+    removed: &HashSet<&str>,
+    loaded: &mut IndexFiles,
+) -> Result<(Vec<IndexFileMeta>, Vec<IndexFileMeta>)> {
+    if marked.is_empty() && !removed.iter().any(|n| b.deletion_vector(n).is_some()) {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let bucket_unaware = table.schema().options().bucket().unwrap_or(-1) == -1;
+    let live: HashSet<&str> = b.files.iter().map(|e| e.file.file_name.as_str()).collect();
+    let touched = |name: &str| marked.contains_key(name) || removed.contains(name);
+    let replaced: Vec<IndexFileMeta> = b
+        .dv_index
+        .iter()
+        .filter(|index| {
+            !bucket_unaware
+                || index
+                    .dv_ranges
+                    .iter()
+                    .flatten()
+                    .any(|r| touched(&r.data_file_name))
+        })
+        .cloned()
+        .collect();
+    let carried: HashSet<&str> = replaced
+        .iter()
+        .flat_map(|i| i.dv_ranges.iter().flatten())
+        .map(|r| r.data_file_name.as_str())
+        .filter(|n| live.contains(n) && !removed.contains(n))
+        .collect();
+    for name in carried {
+        if let Some(r) = b.deletion_vector(name) {
+            let old = loaded.vector(table, r).await?;
+            let dv = marked.entry(name.to_string()).or_default();
+            for p in old.iter() {
+                dv.insert(p);
             }
         }
-        let vectors: Vec<(String, DeletionVector)> = new.into_iter().collect();
-        let mut m = CommitMessage::new(b.partition.clone(), b.bucket, b.total_buckets);
-        m.new_index_files
-            .push(write_index_file(table, vectors).await?);
-        m.deleted_index_files = replaced;
-        m.base_snapshot = Some(snapshot_id);
-        messages.push(m);
     }
-    if let Some((_, files)) = marked.into_iter().next() {
-        let name = files.into_keys().next().unwrap_or_default();
-        return Err(Error::invalid(format!(
-            "data file {name} is not live in snapshot {snapshot_id}"
-        )));
-    }
-    Ok(messages)
+    let vectors: Vec<(String, DeletionVector)> = marked
+        .into_iter()
+        .filter(|(_, dv)| !dv.is_empty())
+        .collect();
+    let new = if vectors.is_empty() {
+        Vec::new()
+    } else {
+        vec![write_index_file(table, vectors).await?]
+    };
+    Ok((new, replaced))
 }
 
 /// Index files read while merging vectors, each read once.
 #[derive(Default)]
-struct IndexFiles {
+pub(crate) struct IndexFiles {
     bytes: HashMap<String, bytes::Bytes>,
 }
 

@@ -12,7 +12,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/tidelake/target
 # Build profile for the extension used by tests and the demo.
 MATURIN_PROFILE ?= release
 
-.PHONY: test demo venv self-contained develop spark35-test release-wheel rust-lint rust-test py-lint py-test java-oracle kafka hive postgres chromium fault-proxies bench docs clean
+.PHONY: test demo venv self-contained develop spark35-test release-wheel rust-lint rust-test py-lint py-test java-oracle kafka hive iceberg-rest postgres chromium fault-proxies bench docs clean
 
 $(VENV)/.deps: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,16 @@ $(HIVE_CLASSPATH): interop/hive/pom.xml
 
 hive: $(HIVE_CLASSPATH)
 
+# The Iceberg REST catalog of the `rest-catalog` Iceberg metadata tests (tests/_iceberg_rest.py:
+# Apache Iceberg's own RESTCatalogServer from Maven Central): nothing to compile, only the
+# classpath (jars kept in ~/.m2).
+ICEBERG_REST_CLASSPATH := interop/iceberg-rest/target/classpath.txt
+$(ICEBERG_REST_CLASSPATH): interop/iceberg-rest/pom.xml
+	mvn -q -B -f interop/iceberg-rest/pom.xml package
+	touch $@
+
+iceberg-rest: $(ICEBERG_REST_CLASSPATH)
+
 # PostgreSQL for the JDBC catalog tests (tests/_postgres.py starts its own cluster with Debian's
 # initdb and pg_ctl): installed from Debian's packages when missing.
 postgres:
@@ -109,7 +119,7 @@ py-lint: venv
 # Two pytest-xdist workers (a test file stays on one worker, so its module fixtures start once),
 # then the tests marked `exclusive` (time-boxed runs with minimum counts, measurements, a
 # standalone Spark cluster) alone; both always run, and either failing fails the target.
-py-test: develop java-oracle kafka hive postgres chromium fault-proxies
+py-test: develop java-oracle kafka hive iceberg-rest postgres chromium fault-proxies
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=40 -m "not exclusive" tests; shared=$$?; \
 	$(PY) -m pytest -q --durations=20 -m exclusive tests; exclusive=$$?; \
 	test $$shared -eq 0 && test $$exclusive -eq 0
@@ -154,4 +164,4 @@ bench: develop
 	$(PY) benches/run.py
 
 clean:
-	rm -rf $(VENV) $(VENV35) site python/tidelake/_internal*.so interop/java-oracle/target interop/kafka/target interop/hive/target
+	rm -rf $(VENV) $(VENV35) site python/tidelake/_internal*.so interop/java-oracle/target interop/kafka/target interop/hive/target interop/iceberg-rest/target

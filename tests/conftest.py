@@ -14,6 +14,7 @@ import pyarrow.ipc as ipc
 import pytest
 from _faults import fault_proxies, faults  # noqa: F401  (fixtures: fault-injecting proxies before the S3 server)
 from _hive import hive_metastore, java_hive  # noqa: F401  (fixtures: a Hive Metastore, the oracle on its classpath)
+from _iceberg_rest import iceberg_rest  # noqa: F401  (fixture: an Iceberg REST catalog server)
 from _kafka import kafka  # noqa: F401  (fixture: a Kafka broker on 127.0.0.1)
 from _postgres import postgres  # noqa: F401  (fixture: a PostgreSQL server on 127.0.0.1)
 from _s3 import s3_server, storage  # noqa: F401  (fixtures: the moto S3 server, local|s3 storage)

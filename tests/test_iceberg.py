@@ -164,6 +164,7 @@ def test_hadoop_catalog_layout(tmp_path: pathlib.Path) -> None:
 
 
 def test_unsupported_iceberg_configurations_are_refused(tmp_path: pathlib.Path) -> None:
+    # rest-catalog storage needs a table in a warehouse, opened through its catalog
     for options, match in [({"metadata.iceberg.storage": "rest-catalog"}, "metadata.iceberg.storage"),
                            ({**ICEBERG, "deletion-vectors.enabled": "true"}, "format-version' = '3'")]:
         t = tidelake.create_table(tmp_path / f"t{len(match)}", SCHEMA, primary_keys=["id"], options=options)

@@ -1053,28 +1053,16 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
 enum Asks {
     /// Any non-empty value.
     Set,
-    /// A value other than these (compared case-insensitively).
-    NoneOf(&'static [&'static str]),
     /// `true`.
     True,
 }
 
 /// Options whose behaviour Java writers or committers implement and tidelake does not: a
-/// tidelake write to such a table would leave it inconsistent for Java readers (no Iceberg
-/// metadata, no file indexes, no automatic tags, ...). Writers and committers refuse them
+/// tidelake write to such a table would leave it inconsistent for Java readers (no file
+/// indexes of an unknown type, no callbacks, ...). Writers and committers refuse them
 /// ([`Options::check_writable`]); reads ignore them. A `*` matches any field-name segment
 /// (`file-index.bloom-filter.columns`, `file-index.bitmap.columns`, ...).
 const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
-    (
-        METADATA_ICEBERG_STORAGE,
-        Asks::NoneOf(&[
-            "disabled",
-            "table-location",
-            "hadoop-catalog",
-            "hive-catalog",
-        ]),
-        "Iceberg metadata in a REST catalog",
-    ),
     ("file-index.*.columns", Asks::Set, "data-file indexes"),
     ("tag.callbacks", Asks::Set, "tag callbacks"),
     ("commit.callbacks", Asks::Set, "commit callbacks"),
@@ -1121,7 +1109,6 @@ impl Options {
                 }
                 let asked = match asks {
                     Asks::Set => !value.is_empty(),
-                    Asks::NoneOf(allowed) => !allowed.iter().any(|a| value.eq_ignore_ascii_case(a)),
                     Asks::True => value.eq_ignore_ascii_case("true"),
                 };
                 if asked {
@@ -1212,7 +1199,6 @@ mod tests {
     #[test]
     fn check_writable_names_options_writers_do_not_implement() {
         for (key, value) in [
-            ("metadata.iceberg.storage", "rest-catalog"),
             ("file-index.unknown-type.columns", "a,b"),
             ("partition.mark-done-action", "success-file,custom"),
             ("partition.mark-done-action", "custom"),
@@ -1230,6 +1216,7 @@ mod tests {
             ("metadata.iceberg.storage", "DISABLED"),
             ("metadata.iceberg.storage", "table-location"),
             ("metadata.iceberg.storage", "Hadoop-Catalog"),
+            ("metadata.iceberg.storage", "rest-catalog"),
             ("tag.automatic-creation", "process-time"),
             ("tag.automatic-creation", "batch"),
             ("sink.watermark-time-zone", "UTC"),

@@ -3,13 +3,15 @@
 //! commit's snapshots are also described as Iceberg v2 (or v3) metadata over the same data
 //! files, so Iceberg readers (pyiceberg, Spark, Trino, DuckDB, polars) read the table's rows;
 //! with `hive-catalog`, each version is also registered as an Iceberg table in a Hive
-//! Metastore (`crate::catalog::hive::iceberg`).
+//! Metastore (`crate::catalog::hive::iceberg`); with `rest-catalog`, committed to an Iceberg
+//! REST catalog's table (`rest`).
 //!
 //! Modules:
 //! * `options`: the `metadata.iceberg.*` options and the metadata directory;
 //! * `manifest`: Iceberg manifests and manifest lists (Avro with Iceberg field ids);
 //! * `metadata`: `v<N>.metadata.json` and `version-hint.text`;
 //! * `puffin`: Puffin files of Iceberg deletion vectors;
+//! * `rest`: the versions committed to an Iceberg REST catalog;
 //! * `current`: reading a snapshot's metadata back (`doctor --verify`);
 //! * `sync`: one snapshot's metadata, afresh or incrementally (`IcebergCommitCallback`).
 //!
@@ -33,6 +35,7 @@ mod manifest;
 mod metadata;
 mod options;
 mod puffin;
+mod rest;
 mod sync;
 
 pub use current::{data_file_location, read_state};
@@ -50,6 +53,7 @@ pub fn check_table(table: &Table) -> Result<()> {
     if let Some(cfg) = IcebergConfig::of(table.schema().options())? {
         cfg.metadata_location(table)?;
         cfg.hive_table(table)?;
+        cfg.rest_table(table)?;
     }
     Ok(())
 }

@@ -1,11 +1,10 @@
 //! The `metadata.iceberg.*` table options (Java `IcebergOptions`) and where they put the
 //! Iceberg metadata directory (Java `IcebergCommitCallback.catalogTableMetadataPath`).
 //!
-//! Invariant: `table-location`, `hadoop-catalog` and `hive-catalog` storage produce metadata
-//! here (`hive-catalog` as `hadoop-catalog`, then registered in a Hive Metastore: its target is
-//! resolved, and refused when incomplete, before a writer writes); `rest-catalog` is refused by
-//! writers (`Options::check_writable`), so a commit never succeeds without the metadata it asks
-//! for.
+//! Invariant: every storage produces metadata here (`hive-catalog` and `rest-catalog` as
+//! `hadoop-catalog`, then registered in a Hive Metastore or committed to an Iceberg REST
+//! catalog: their target is resolved, and refused when incomplete, before a writer writes), so
+//! a commit never succeeds without the metadata it asks for.
 
 use tidelake_spec::manifest::Codec;
 use tidelake_spec::options::{
@@ -15,6 +14,7 @@ use tidelake_spec::options::{
 use crate::catalog::hive::client::HmsClient;
 use crate::catalog::hive::iceberg::IcebergHiveTable;
 use crate::error::{Error, Result};
+use crate::iceberg::rest::{rest_options, IcebergRestTable};
 use crate::io::FileIO;
 use crate::table::Table;
 
@@ -60,6 +60,18 @@ pub struct IcebergConfig {
     pub deletion_vectors: bool,
     /// `hive-catalog` storage: where the metadata is registered.
     hive: Option<HiveOptions>,
+    /// `rest-catalog` storage: where the metadata is committed.
+    rest: Option<RestOptions>,
+}
+
+/// The `metadata.iceberg.*` options of `rest-catalog` storage (Java
+/// `IcebergRestMetadataCommitter`): the catalog's properties (`metadata.iceberg.rest.*`) and
+/// the table's name there.
+#[derive(Clone, Debug)]
+struct RestOptions {
+    properties: std::collections::BTreeMap<String, String>,
+    database: Option<String>,
+    table: Option<String>,
 }
 
 /// The `metadata.iceberg.*` options of `hive-catalog` storage (Java
@@ -90,12 +102,7 @@ impl IcebergConfig {
         let default_location = match storage.as_str() {
             "disabled" => return Ok(None),
             "table-location" => StorageLocation::TableLocation,
-            "hadoop-catalog" | "hive-catalog" => StorageLocation::CatalogStorage,
-            "rest-catalog" => {
-                return Err(Error::Unsupported(format!(
-                    "'{STORAGE}' = '{storage}': Iceberg metadata in a REST catalog"
-                )))
-            }
+            "hadoop-catalog" | "hive-catalog" | "rest-catalog" => StorageLocation::CatalogStorage,
             _ => {
                 return Err(Error::invalid(format!(
                     "unknown '{STORAGE}' value '{storage}' (expected disabled, \
@@ -145,6 +152,11 @@ impl IcebergConfig {
             }),
             _ => None,
         };
+        let rest = (storage == "rest-catalog").then(|| RestOptions {
+            properties: rest_options(opts.iter()),
+            database: text(METASTORE_DATABASE),
+            table: text(METASTORE_TABLE),
+        });
         Ok(Some(IcebergConfig {
             location,
             format_version,
@@ -158,7 +170,36 @@ impl IcebergConfig {
             deletion_vectors: format_version == 3
                 && opts.deletion_vectors_enabled().map_err(spec)?,
             hive,
+            rest,
         }))
+    }
+
+    /// For `rest-catalog` storage, the Iceberg REST catalog's table the metadata of `table` is
+    /// committed to: `metadata.iceberg.database` / `metadata.iceberg.table`, by default the
+    /// Paimon table's own catalog name. Refused as Java refuses it: a table opened by path
+    /// (Java needs the catalog's identifier), a missing `metadata.iceberg.rest.uri`; and client
+    /// properties tidelake does not implement, by name.
+    pub(crate) fn rest_table(&self, table: &Table) -> Result<Option<IcebergRestTable>> {
+        let Some(rest) = &self.rest else {
+            return Ok(None);
+        };
+        let Some((database, name)) = table.environment().name() else {
+            return Err(Error::Unsupported(format!(
+                "{}: '{STORAGE}' = 'rest-catalog' commits the Iceberg table under the Paimon \
+                 table's catalog name: open the table through its catalog",
+                table.location()
+            )));
+        };
+        IcebergRestTable::new(
+            &rest.properties,
+            rest.database
+                .clone()
+                .unwrap_or_else(|| database.to_string()),
+            rest.table.clone().unwrap_or_else(|| name.to_string()),
+            self.previous_versions_max,
+            self.delete_after_commit,
+        )
+        .map(Some)
     }
 
     /// For `hive-catalog` storage, the metastore table the metadata of `table` is registered

@@ -53,6 +53,7 @@ use super::options::IcebergConfig;
 use super::puffin::{self, Blob};
 use crate::catalog::hive::iceberg::{IcebergHiveTable, IcebergVersion};
 use crate::error::{Error, ErrorKind, Result};
+use crate::iceberg::rest::IcebergRestTable;
 use crate::io::FileIO;
 use crate::layout::TableLayout;
 use crate::read::deletion_vector::read_deletion_vector;
@@ -86,6 +87,8 @@ pub(super) struct Sync<'a> {
     levels: Levels,
     /// `hive-catalog` storage: the metastore table each version is registered as.
     hive: Option<IcebergHiveTable>,
+    /// `rest-catalog` storage: the REST catalog's table each version is committed to.
+    rest: Option<IcebergRestTable>,
 }
 
 /// Which files of the table the Iceberg table holds (Java `shouldAddFileToIceberg`).
@@ -122,6 +125,7 @@ impl<'a> Sync<'a> {
             written: 0,
             levels,
             hive: cfg.hive_table(table)?,
+            rest: cfg.rest_table(table)?,
         })
     }
 
@@ -487,6 +491,9 @@ impl<'a> Sync<'a> {
             let in_use = self.puffins(&manifests).await?;
             self.expire_all_before(id, &in_use).await?;
             self.register(id, None).await?;
+            if let Some(rest) = &self.rest {
+                rest.commit(&metadata).await?;
+            }
         }
         Ok(())
     }
@@ -609,7 +616,11 @@ impl<'a> Sync<'a> {
         for (old, next) in expired.iter().zip(next_lists.collect::<Vec<_>>()) {
             self.expire_list(&old.manifest_list, &next).await?;
         }
-        self.register(id, Some(id - 1)).await
+        self.register(id, Some(id - 1)).await?;
+        match &self.rest {
+            Some(rest) => rest.commit(&metadata).await,
+            None => Ok(()),
+        }
     }
 
     /// Java `createWithDeleteManifestFileMetas`: rewrites the base manifests that list a file

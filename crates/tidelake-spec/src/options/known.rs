@@ -424,6 +424,7 @@ const PREFIXES: &[&str] = &[
     "hive.",
     "json.",
     "kafka.",
+    "metadata.iceberg.rest.",
     "orc.",
     "oss.",
     "parquet.",

@@ -25,7 +25,7 @@ pub const IMMUTABLE_OPTIONS: &[&str] = &[
     "force-lookup",
     "ignore-delete",
     "ignore-update-before",
-    "index-file-in-data-file-dir",
+    INDEX_FILE_IN_DATA_FILE_DIR,
     "merge-engine",
     "partial-update.remove-record-on-delete",
     "partial-update.remove-record-on-sequence-group",
@@ -61,6 +61,9 @@ pub const CHANGELOG_PRODUCER_ROW_DEDUPLICATE: &str = "changelog-producer.row-ded
 pub const INCREMENTAL_BETWEEN_SCAN_MODE: &str = "incremental-between-scan-mode";
 pub const INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT: &str = "incremental-between-tag-to-snapshot";
 pub const DELETION_VECTORS_ENABLED: &str = "deletion-vectors.enabled";
+/// Whether index files go with the data files of their bucket instead of `index/` (Java
+/// `CoreOptions.INDEX_FILE_IN_DATA_FILE_DIR`).
+pub const INDEX_FILE_IN_DATA_FILE_DIR: &str = "index-file-in-data-file-dir";
 /// Where Iceberg-compatible metadata goes (`disabled` by default).
 pub const METADATA_ICEBERG_STORAGE: &str = "metadata.iceberg.storage";
 /// Iceberg's table format version of the metadata (2 or 3; 3 exports deletion vectors).
@@ -699,6 +702,11 @@ impl Options {
         or_default(self.get_bool(DELETION_VECTORS_ENABLED), false)
     }
 
+    /// `index-file-in-data-file-dir`, default false.
+    pub fn index_file_in_data_file_dir(&self) -> Result<bool> {
+        or_default(self.get_bool(INDEX_FILE_IN_DATA_FILE_DIR), false)
+    }
+
     /// `deletion-vectors.merge-on-read`, default false.
     pub fn deletion_vectors_merge_on_read(&self) -> Result<bool> {
         or_default(self.get_bool(DELETION_VECTORS_MERGE_ON_READ), false)
@@ -1055,8 +1063,6 @@ enum Asks {
     Set,
     /// A value other than these (compared case-insensitively).
     NoneOf(&'static [&'static str]),
-    /// `true`.
-    True,
 }
 
 /// Options whose behaviour Java writers or committers implement and tidelake does not: a
@@ -1078,11 +1084,6 @@ const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
     ("file-index.*.columns", Asks::Set, "data-file indexes"),
     ("tag.callbacks", Asks::Set, "tag callbacks"),
     ("commit.callbacks", Asks::Set, "commit callbacks"),
-    (
-        "index-file-in-data-file-dir",
-        Asks::True,
-        "index files in data directories",
-    ),
 ];
 
 /// Options [`WRITE_UNSUPPORTED`] matches that tidelake's writers do implement: the bloom-filter,
@@ -1122,7 +1123,6 @@ impl Options {
                 let asked = match asks {
                     Asks::Set => !value.is_empty(),
                     Asks::NoneOf(allowed) => !allowed.iter().any(|a| value.eq_ignore_ascii_case(a)),
-                    Asks::True => value.eq_ignore_ascii_case("true"),
                 };
                 if asked {
                     return Err(Error::Unsupported(format!(
@@ -1216,7 +1216,6 @@ mod tests {
             ("file-index.unknown-type.columns", "a,b"),
             ("partition.mark-done-action", "success-file,custom"),
             ("partition.mark-done-action", "custom"),
-            ("index-file-in-data-file-dir", "TRUE"),
         ] {
             let err = opts(&[("bucket", "1"), (key, value)])
                 .check_writable()
@@ -1237,6 +1236,7 @@ mod tests {
             ("sink.process-time-zone", "GMT+08:00"),
             ("tag.create-success-file", "true"),
             ("index-file-in-data-file-dir", "false"),
+            ("index-file-in-data-file-dir", "TRUE"),
             ("full-compaction.delta-commits", "3"),
             ("file-index.read.enabled", "true"),
             ("file-index.in-manifest-threshold", "500 bytes"),

@@ -400,7 +400,6 @@ def test_java_reads_table_path(java, tmp_path):
 
 UNSUPPORTED_ON_WRITE = {
     "metadata.iceberg.storage": "rest-catalog",
-    "index-file-in-data-file-dir": "true",
 }
 
 

@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use tidelake_spec::manifest::{DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
 
 use crate::error::{Error, Result};
+use crate::layout::TableLayout;
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::decode_deletion_vector;
 use crate::scan::Split;

@@ -6,7 +6,7 @@
 //!
 //! | layer | modules | role |
 //! |-------|---------|------|
-//! | base | `error`, `tasks`, `io`, `datum_arrow`, `layout`, `versioned` | errors, task helpers, object-store access, values as Arrow, partition and bucket layout, versioned byte forms |
+//! | base | `error`, `tasks`, `io`, `datum_arrow`, `layout`, `versioned` | errors, task helpers, object-store access, values as Arrow, partition and bucket layout (where new data files go), versioned byte forms |
 //! | metadata | `snapshots`, `changelogs`, `snapshot_commit`, `branch`, `table`, `schema_change`, `catalog` | snapshots, tags and hints; long-lived changelogs (expired snapshots kept for their changes); how a catalog creates snapshot and schema files (its lock or commit endpoint) and what its metastore learns of them; where branches live; opening, creating and altering tables; catalogs (filesystem, JDBC, REST, Hive) |
 //! | state | `state` | a snapshot's manifests replayed into its live files per partition and bucket |
 //! | plan | `scan`, `lsm` | snapshot → splits with pruning; the LSM tree: key order, sorted runs, levels, merges |

@@ -25,7 +25,7 @@ pub const IMMUTABLE_OPTIONS: &[&str] = &[
     "force-lookup",
     "ignore-delete",
     "ignore-update-before",
-    "index-file-in-data-file-dir",
+    INDEX_FILE_IN_DATA_FILE_DIR,
     "merge-engine",
     "partial-update.remove-record-on-delete",
     "partial-update.remove-record-on-sequence-group",
@@ -61,6 +61,9 @@ pub const CHANGELOG_PRODUCER_ROW_DEDUPLICATE: &str = "changelog-producer.row-ded
 pub const INCREMENTAL_BETWEEN_SCAN_MODE: &str = "incremental-between-scan-mode";
 pub const INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT: &str = "incremental-between-tag-to-snapshot";
 pub const DELETION_VECTORS_ENABLED: &str = "deletion-vectors.enabled";
+/// Whether index files go with the data files of their bucket instead of `index/` (Java
+/// `CoreOptions.INDEX_FILE_IN_DATA_FILE_DIR`).
+pub const INDEX_FILE_IN_DATA_FILE_DIR: &str = "index-file-in-data-file-dir";
 /// Where Iceberg-compatible metadata goes (`disabled` by default).
 pub const METADATA_ICEBERG_STORAGE: &str = "metadata.iceberg.storage";
 /// Iceberg's table format version of the metadata (2 or 3; 3 exports deletion vectors).
@@ -699,6 +702,11 @@ impl Options {
         or_default(self.get_bool(DELETION_VECTORS_ENABLED), false)
     }
 
+    /// `index-file-in-data-file-dir`, default false.
+    pub fn index_file_in_data_file_dir(&self) -> Result<bool> {
+        or_default(self.get_bool(INDEX_FILE_IN_DATA_FILE_DIR), false)
+    }
+
     /// `deletion-vectors.merge-on-read`, default false.
     pub fn deletion_vectors_merge_on_read(&self) -> Result<bool> {
         or_default(self.get_bool(DELETION_VECTORS_MERGE_ON_READ), false)
@@ -1048,29 +1056,15 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
 
 // ---- options writers must refuse ----------------------------------------------------------------
 
-/// When an option in [`WRITE_UNSUPPORTED`] asks for something tidelake does not do.
-#[derive(Debug, Clone, Copy)]
-enum Asks {
-    /// Any non-empty value.
-    Set,
-    /// `true`.
-    True,
-}
-
 /// Options whose behaviour Java writers or committers implement and tidelake does not: a
 /// tidelake write to such a table would leave it inconsistent for Java readers (no file
 /// indexes of an unknown type, no callbacks, ...). Writers and committers refuse them
-/// ([`Options::check_writable`]); reads ignore them. A `*` matches any field-name segment
-/// (`file-index.bloom-filter.columns`, `file-index.bitmap.columns`, ...).
-const WRITE_UNSUPPORTED: &[(&str, Asks, &str)] = &[
-    ("file-index.*.columns", Asks::Set, "data-file indexes"),
-    ("tag.callbacks", Asks::Set, "tag callbacks"),
-    ("commit.callbacks", Asks::Set, "commit callbacks"),
-    (
-        "index-file-in-data-file-dir",
-        Asks::True,
-        "index files in data directories",
-    ),
+/// ([`Options::check_writable`]) when set to a non-empty value; reads ignore them. A `*`
+/// matches any field-name segment (`file-index.bloom-filter.columns`, ...).
+const WRITE_UNSUPPORTED: &[(&str, &str)] = &[
+    ("file-index.*.columns", "data-file indexes"),
+    ("tag.callbacks", "tag callbacks"),
+    ("commit.callbacks", "commit callbacks"),
 ];
 
 /// Options [`WRITE_UNSUPPORTED`] matches that tidelake's writers do implement: the bloom-filter,
@@ -1103,15 +1097,8 @@ impl Options {
             if WRITE_SUPPORTED.contains(&key) {
                 continue;
             }
-            for (pattern, asks, what) in WRITE_UNSUPPORTED {
-                if !key_matches(pattern, key) {
-                    continue;
-                }
-                let asked = match asks {
-                    Asks::Set => !value.is_empty(),
-                    Asks::True => value.eq_ignore_ascii_case("true"),
-                };
-                if asked {
+            for (pattern, what) in WRITE_UNSUPPORTED {
+                if key_matches(pattern, key) && !value.is_empty() {
                     return Err(Error::Unsupported(format!(
                         "writing a table with option '{key}' = '{value}': tidelake does not \
                          implement {what} (reads are fine; remove the option to write)"
@@ -1202,7 +1189,6 @@ mod tests {
             ("file-index.unknown-type.columns", "a,b"),
             ("partition.mark-done-action", "success-file,custom"),
             ("partition.mark-done-action", "custom"),
-            ("index-file-in-data-file-dir", "TRUE"),
         ] {
             let err = opts(&[("bucket", "1"), (key, value)])
                 .check_writable()
@@ -1224,6 +1210,7 @@ mod tests {
             ("sink.process-time-zone", "GMT+08:00"),
             ("tag.create-success-file", "true"),
             ("index-file-in-data-file-dir", "false"),
+            ("index-file-in-data-file-dir", "TRUE"),
             ("full-compaction.delta-commits", "3"),
             ("file-index.read.enabled", "true"),
             ("file-index.in-manifest-threshold", "500 bytes"),

@@ -30,9 +30,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::io::failpoint;
 use crate::snapshot_commit::SnapshotCommitRequest;
 use crate::snapshots::next_snapshot_id;
-use crate::state::{
-    data_manifests, index_file_path, live_index_entries, read_list, LiveFiles, Pruning,
-};
+use crate::state::{data_manifests, live_index_entries, read_list, LiveFiles, Pruning};
 use crate::table::list_schema_ids;
 
 const LATEST_HINT: &str = "snapshot/LATEST";
@@ -675,13 +673,9 @@ impl FileStoreCommit {
     async fn check_files_exist(&self, changes: &AttemptChanges) -> Result<()> {
         let mut paths = added_paths(&self.layout, &changes.table)?;
         paths.extend(added_paths(&self.layout, &changes.changelog)?);
-        paths.extend(
-            changes
-                .index
-                .iter()
-                .filter(|e| e.kind == FileKind::Add)
-                .map(|e| index_file_path(&e.index_file)),
-        );
+        for e in changes.index.iter().filter(|e| e.kind == FileKind::Add) {
+            paths.push(self.index_paths.entry_path(e)?);
+        }
         let missing = missing_files(&self.table, paths).await?;
         match missing.first() {
             None => Ok(()),

@@ -27,7 +27,7 @@ use crate::commit::overwrite::{
 use crate::commit::retry_wait::RetryWait;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
-use crate::state::{index_file_path, new_index_file_path};
+use crate::state::IndexPaths;
 use crate::table::Table;
 use crate::write::message::{check_distinct, Changes, CommitMessage};
 
@@ -118,6 +118,7 @@ pub struct FileStoreCommit {
     pub(crate) table: Table,
     pub(crate) commit_user: String,
     pub(crate) layout: TableLayout,
+    pub(crate) index_paths: IndexPaths,
     pub(crate) settings: Settings,
     pub(crate) writer: MetaWriter,
     pub(crate) checked_partitions: Mutex<HashSet<Vec<u8>>>,
@@ -145,6 +146,7 @@ impl FileStoreCommit {
             &layout,
         );
         Ok(FileStoreCommit {
+            index_paths: IndexPaths::new(table.schema())?,
             table,
             commit_user: commit_user.into(),
             layout,
@@ -261,7 +263,7 @@ impl FileStoreCommit {
                 deleted += 1;
             }
             for f in m.new_index_files.iter().chain(&m.compact_new_index_files) {
-                io.delete(&index_file_path(f)).await?;
+                io.delete(&self.index_paths.path(&dir, f)).await?;
                 deleted += 1;
             }
         }
@@ -475,12 +477,12 @@ impl FileStoreCommit {
             .filter(|e| e.kind == FileKind::Add && !rewritten.contains(&e.file.file_name))
             .map(|e| (e.partition.clone(), e.bucket, e.file.clone()))
             .collect();
-        let index_outputs: Vec<String> = new
+        let index_outputs = new
             .index
             .iter()
-            .filter(|e| e.kind == FileKind::Add && e.index_file.external_path.is_none())
-            .map(|e| e.index_file.file_name.clone())
-            .collect();
+            .filter(|e| e.kind == FileKind::Add)
+            .map(|e| self.index_paths.entry_path(e))
+            .collect::<Result<Vec<String>>>()?;
         match self.try_commit(&mut Source::Fixed(new), request).await {
             Ok(snapshot) => {
                 committed.snapshots.push(snapshot);
@@ -494,8 +496,8 @@ impl FileStoreCommit {
                         .bucket_path(&self.layout.decode_partition(&partition)?, bucket)?;
                     io.delete(&file.path(&dir)).await?;
                 }
-                for name in index_outputs {
-                    io.delete(&new_index_file_path(&name)).await?;
+                for path in index_outputs {
+                    io.delete(&path).await?;
                 }
                 Ok(false)
             }
@@ -659,9 +661,7 @@ impl FileStoreCommit {
                 }
             }
             for f in &m.compact_new_index_files {
-                if f.external_path.is_none() {
-                    io.delete(&index_file_path(f)).await?;
-                }
+                io.delete(&self.index_paths.path(&dir, f)).await?;
             }
             m.compact_before.clear();
             m.compact_after.clear();

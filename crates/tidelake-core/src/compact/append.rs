@@ -296,9 +296,14 @@ impl AppendCompaction {
                 .cloned()
                 .collect();
             if !kept.is_empty() {
-                match write_bucket_index_file(&self.table, &self.reader, &kept, BTreeMap::new())
-                    .await
-                {
+                let index = write_bucket_index_file(
+                    &self.table,
+                    &bucket.bucket_dir,
+                    &self.reader,
+                    &kept,
+                    BTreeMap::new(),
+                );
+                match index.await {
                     Ok(index) => result.index = Some(index),
                     Err(e) => {
                         // Already failing: cleanup errors are secondary to `e`.

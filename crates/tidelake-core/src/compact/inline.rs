@@ -54,7 +54,7 @@ use super::rewriter::delete_files;
 use crate::commit::CommitMessage;
 use crate::error::Result;
 use crate::lsm::levels::LevelFile;
-use crate::state::{index_file_path, index_file_refs};
+use crate::state::index_file_refs;
 use crate::table::Table;
 use crate::write::compaction::{BucketRef, WriterCompaction};
 
@@ -227,7 +227,7 @@ impl WriterCompaction for InlineCompaction {
         let table = self.compactor.table();
         if let Some(handle) = b.running.take() {
             if let Ok(done) = joined(handle).await {
-                delete_written(table, std::slice::from_ref(&done)).await?;
+                delete_written(&self.compactor, std::slice::from_ref(&done)).await?;
             }
         }
         let p = &b.pending;
@@ -245,7 +245,11 @@ impl WriterCompaction for InlineCompaction {
             .collect();
         delete_files(table, &b.bucket.bucket_dir, &outputs).await?;
         for index in &p.compact_new_index_files {
-            table.io().delete(&index_file_path(index)).await?;
+            let path = self
+                .compactor
+                .index_paths()
+                .path(&b.bucket.bucket_dir, index);
+            table.io().delete(&path).await?;
         }
         Ok(())
     }
@@ -351,7 +355,8 @@ impl BucketCompaction {
                 Some(at) => {
                     p.compact_new_index_files.remove(at);
                     // Unreferenced either way: a failed delete only leaves an orphan.
-                    let _ = table.io().delete(&index_file_path(index)).await;
+                    let path = c.index_paths().path(&self.bucket.bucket_dir, index);
+                    let _ = table.io().delete(&path).await;
                 }
                 None => p.compact_deleted_index_files.push(index.clone()),
             }
@@ -392,7 +397,8 @@ impl BucketCompaction {
         b.dv_index.extend(m.compact_new_index_files.iter().cloned());
         if let Some(index) = m.compact_new_index_files.first() {
             // the new index holds every live vector of the bucket
-            let refs: HashMap<String, _> = index_file_refs(index)
+            let path = c.index_paths().path(&b.bucket_dir, index);
+            let refs: HashMap<String, _> = index_file_refs(index, &path)
                 .unwrap_or_default()
                 .into_iter()
                 .collect();

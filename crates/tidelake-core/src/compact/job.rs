@@ -66,7 +66,7 @@ use crate::lsm::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
 use crate::scan::predicate::Predicate;
 use crate::snapshots::SnapshotManager;
-use crate::state::{index_file_path, LiveFiles, Pruning};
+use crate::state::{IndexPaths, LiveFiles, Pruning};
 use crate::table::Table;
 use crate::tasks::{self, Progress};
 use crate::write::postpone::POSTPONE_BUCKET;
@@ -138,6 +138,7 @@ pub(crate) struct Done {
 pub struct Compactor {
     table: Table,
     layout: TableLayout,
+    index_paths: IndexPaths,
     num_levels: i32,
     universal: UniversalCompaction,
     force_up_level0: bool,
@@ -181,6 +182,7 @@ impl Compactor {
         if schema.primary_keys.is_empty() {
             return Ok(Compactor {
                 layout: TableLayout::new(&schema)?,
+                index_paths: IndexPaths::new(&schema)?,
                 num_levels: opts.num_levels().map_err(spec)?,
                 universal: UniversalCompaction {
                     max_size_amp: 0,
@@ -238,6 +240,7 @@ impl Compactor {
         Ok(Compactor {
             table,
             layout,
+            index_paths: IndexPaths::new(&schema)?,
             num_levels,
             universal,
             force_up_level0: flag("compaction.force-up-level-0")?,
@@ -384,7 +387,7 @@ impl Compactor {
             Ok(b) => b,
             Err(e) => {
                 // Already failing: cleanup errors are secondary to `e`.
-                let _ = delete_written(&self.table, &done).await;
+                let _ = delete_written(self, &done).await;
                 return Err(e);
             }
         };
@@ -449,7 +452,8 @@ impl Compactor {
                 first_error.get_or_insert(e);
             }
             for index in &m.compact_new_index_files {
-                if let Err(e) = self.table.io().delete(&index_file_path(index)).await {
+                let path = self.index_paths.path(&bucket_dir, index);
+                if let Err(e) = self.table.io().delete(&path).await {
                     first_error.get_or_insert(e);
                 }
             }
@@ -459,6 +463,11 @@ impl Compactor {
 
     pub(crate) fn table(&self) -> &Table {
         &self.table
+    }
+
+    /// Where the table's index files live.
+    pub(crate) fn index_paths(&self) -> &IndexPaths {
+        &self.index_paths
     }
 
     /// A bucket without live files.
@@ -719,7 +728,7 @@ impl Compactor {
             None => Ok(done),
             Some(e) => {
                 // Already failing: cleanup errors are secondary to `e`.
-                let _ = delete_written(&self.table, &done).await;
+                let _ = delete_written(self, &done).await;
                 Err(e)
             }
         }
@@ -896,14 +905,16 @@ pub(crate) async fn joined(handle: JoinHandle<Result<Done>>) -> Result<Done> {
 }
 
 /// Delete every file the rewritten units wrote (data, changelog, deletion-vector index).
-pub(crate) async fn delete_written(table: &Table, done: &[Done]) -> Result<()> {
+pub(crate) async fn delete_written(c: &Compactor, done: &[Done]) -> Result<()> {
+    let table = c.table();
     let mut first_error = None;
     for d in done {
         if let Err(e) = delete_files(table, &d.bucket.bucket_dir, &d.result.written).await {
             first_error.get_or_insert(e);
         }
         if let Some(index) = &d.result.index {
-            if let Err(e) = table.io().delete(&index_file_path(index)).await {
+            let path = c.index_paths().path(&d.bucket.bucket_dir, index);
+            if let Err(e) = table.io().delete(&path).await {
                 first_error.get_or_insert(e);
             }
         }

@@ -301,9 +301,11 @@ impl LevelCursor {
 }
 
 /// The bucket's deletion vectors after a unit: each of `deeper`'s previous vector united with
-/// its `marked` positions, written as one index file under `index/` (empty vectors left out).
+/// its `marked` positions, written as one index file of the bucket whose directory is
+/// `bucket_dir` (empty vectors left out).
 pub(crate) async fn write_bucket_index_file(
     table: &Table,
+    bucket_dir: &str,
     reader: &ReadContext,
     deeper: &[LevelFile],
     mut marked: BTreeMap<String, DeletionVector>,
@@ -327,7 +329,7 @@ pub(crate) async fn write_bucket_index_file(
         }
         vectors.push((f.meta.file_name.clone(), dv));
     }
-    write_index_file(table, vectors).await
+    write_index_file(table, bucket_dir, vectors).await
 }
 
 /// A unit's lookup, shared by its rewrites' merges (whose inputs are `'static` streams).

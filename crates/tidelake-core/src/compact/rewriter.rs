@@ -255,9 +255,14 @@ impl UnitJob<'_> {
                 .into_marked();
             if !marked.is_empty() {
                 let rw = self.rewriter;
-                let index =
-                    write_bucket_index_file(&rw.table, &rw.reader, &self.task.deeper, marked)
-                        .await?;
+                let index = write_bucket_index_file(
+                    &rw.table,
+                    self.bucket_dir,
+                    &rw.reader,
+                    &self.task.deeper,
+                    marked,
+                )
+                .await?;
                 self.result.index = Some(index);
             }
         }

@@ -58,9 +58,7 @@ use crate::io::FileIO;
 use crate::layout::TableLayout;
 use crate::read::deletion_vector::read_deletion_vector;
 use crate::scan::{plan_scan, ScanRequest, SnapshotSelector};
-use crate::state::{
-    index_file_path, live_index_entries, read_list, read_manifests, LiveFiles, Pruning,
-};
+use crate::state::{live_index_entries, read_list, read_manifests, IndexPaths, LiveFiles, Pruning};
 use crate::table::Table;
 
 const APPEND: &str = "append";
@@ -266,7 +264,7 @@ impl<'a> Sync<'a> {
         let index = self
             .table
             .io()
-            .read(&index_file_path(&e.index_file))
+            .read(&IndexPaths::new(self.table.schema())?.entry_path(e)?)
             .await?;
         let values = self.layout.decode_partition(&e.partition)?;
         let bucket = self.layout.bucket_path(&values, e.bucket)?;

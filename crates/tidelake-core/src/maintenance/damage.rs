@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
-use crate::state::{index_file_path, LiveFiles, Pruning};
+use crate::state::{IndexPaths, LiveFiles, Pruning};
 use crate::table::Table;
 
 /// How many snapshots, newest first, are checked for a good one.
@@ -146,6 +146,7 @@ fn missing_files(
     live: &LiveFiles,
     sizes: &HashMap<String, u64>,
 ) -> Result<Vec<Problem>> {
+    let paths = IndexPaths::new(table.schema())?;
     let mut out = Vec::new();
     let mut check = |rel: String, recorded: i64| {
         let (reason, kind) = match sizes.get(&rel) {
@@ -175,7 +176,7 @@ fn missing_files(
         }
         for index in bucket.dv_index.iter().chain(&bucket.hash_index) {
             if index.external_path.is_none() {
-                check(index_file_path(index), index.file_size);
+                check(paths.path(&dir, index), index.file_size);
             }
         }
     }

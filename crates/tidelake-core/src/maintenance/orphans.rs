@@ -4,7 +4,8 @@
 //!
 //! Candidates, found by listing (Java `listPaimonFileDirs`): files directly in `manifest/`,
 //! `index/` and `statistics/`; files directly in a bucket directory
-//! (`<k=v>/…/bucket-<n>/`, as many `k=v` levels as partition keys); stray files in
+//! (`<k=v>/…/bucket-<n>/`, as many `k=v` levels as partition keys; index files too with
+//! `index-file-in-data-file-dir`); stray files in
 //! `changelog/` (anything but `changelog-<N>` and the hints); files directly in a bucket
 //! directory under every root `data-file.external-paths` lists, whatever the strategy (Java
 //! lists `<root>/<k=v>/…/bucket-<n>/` too). Never: `schema/`, `snapshot/`,

@@ -13,7 +13,9 @@
 //! `FileDeletionBase` file names within a bucket): every Paimon file name carries a UUID, so
 //! names are unique across the table. A file stored under an external path (`_EXTERNAL_PATH`)
 //! is deleted there, its extra files next to it (Java `DataFilePathFactory.toPath` and
-//! `toAlignedPath`, [`DataFileMeta::path`](tidelake_spec::manifest::DataFileMeta::path)).
+//! `toAlignedPath`, [`DataFileMeta::path`](tidelake_spec::manifest::DataFileMeta::path)); an
+//! index file where [`IndexPaths`] says it is (`index/`, its bucket directory with
+//! `index-file-in-data-file-dir`, or its external path; Java `IndexFileHandler.deleteIndexFile`).
 //!
 //! Invariant: [`delete_unreferenced`] deletes a candidate only if its name is absent from the
 //! [`References`] built from everything that must survive; callers build that set from every
@@ -33,7 +35,7 @@ use crate::io::FileIO;
 use crate::layout::TableLayout;
 use crate::snapshots::{snapshot_path, tag_path, SnapshotManager};
 use crate::state::{
-    read_entries, read_index, read_list, LiveFiles, Pruning, INDEX_DIR, MANIFEST_DIR,
+    read_entries, read_index, read_list, IndexPaths, LiveFiles, Pruning, MANIFEST_DIR,
 };
 use crate::table::Table;
 
@@ -279,11 +281,14 @@ pub(crate) async fn metadata_files_of(
     if let Some(index) = &snap.index_manifest {
         out.push(meta(index, MANIFEST_DIR, FileCategory::Manifest));
         let entries = tolerate(tolerate_missing, cache.index(index).await)?;
+        let paths = IndexPaths::new(cache.table.schema())?;
         for e in entries.iter() {
-            let f = &e.index_file;
-            if f.external_path.is_none() {
-                out.push(meta(&f.file_name, INDEX_DIR, FileCategory::Index));
-            }
+            out.push(Candidate {
+                path: paths.entry_path(e)?,
+                name: e.index_file.file_name.clone(),
+                category: FileCategory::Index,
+                maybe_gone: false,
+            });
         }
     }
     if let Some(stats) = &snap.statistics {

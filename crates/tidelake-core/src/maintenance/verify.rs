@@ -71,7 +71,7 @@ use crate::read::split_read::decode_deletion_vector;
 use crate::scan::file_index;
 use crate::scan::split::FileIndexRef;
 use crate::state::{
-    index_file_path, index_file_refs, live_index_entries, merge_entries, read_list, read_manifests,
+    index_file_refs, live_index_entries, merge_entries, read_list, read_manifests, IndexPaths,
     LiveFiles, Pruning,
 };
 use crate::table::Table;
@@ -518,10 +518,11 @@ async fn check_state(
         Ok(index) => index,
         Err(e) => return report.push_error(id, e),
     };
-    check_index_files(table, id, &index, report).await?;
-    check_deletion_vectors(table, snap, live, &index, report).await?;
+    let paths = IndexPaths::new(table.schema())?;
+    check_index_files(table, &paths, id, &index, report).await?;
+    check_deletion_vectors(table, &paths, snap, live, &index, report).await?;
     if let (Some(key_types), true) = (&checks.key_types, checks.dynamic_buckets) {
-        check_hash_index(table, layout, id, live, &index, key_types, report).await?;
+        check_hash_index(table, &paths, layout, id, live, &index, key_types, report).await?;
     }
     check_file_indexes(table, layout, id, live, report).await?;
     check_iceberg(table, layout, id, live, report).await
@@ -532,16 +533,23 @@ async fn check_state(
 /// recorded size. A file already reported is not reported again.
 async fn check_index_files(
     table: &Table,
+    paths: &IndexPaths,
     id: i64,
     index: &[IndexManifestEntry],
     report: &mut VerifyReport,
 ) -> Result<()> {
-    for f in index
+    for e in index
         .iter()
-        .map(|e| &e.index_file)
-        .filter(|f| f.external_path.is_none())
+        .filter(|e| e.index_file.external_path.is_none())
     {
-        let rel = index_file_path(f);
+        let f = &e.index_file;
+        let rel = match paths.entry_path(e) {
+            Ok(rel) => rel,
+            Err(err) => {
+                report.push_error(id, err)?;
+                continue;
+            }
+        };
         let path = table.io().display(&rel);
         if reported(report, &path) {
             continue;
@@ -562,8 +570,10 @@ async fn check_index_files(
 
 /// The `index` check of dynamic-bucket `HASH` index files (of `index`) against `live`'s data
 /// files.
+#[allow(clippy::too_many_arguments)]
 async fn check_hash_index(
     table: &Table,
+    paths: &IndexPaths,
     layout: &TableLayout,
     id: i64,
     live: &LiveFiles,
@@ -581,7 +591,14 @@ async fn check_hash_index(
     {
         let (f, bucket) = (&e.index_file, e.bucket);
         let owner = owners.entry(e.partition.as_slice()).or_default();
-        let rel = index_file_path(f);
+        let rel = match paths.entry_path(e) {
+            Ok(rel) => rel,
+            Err(err) => {
+                unreadable.insert((e.partition.as_slice(), bucket));
+                report.push_error(id, err)?;
+                continue;
+            }
+        };
         let path = table.io().display(&rel);
         let hashes = match table.io().read(&rel).await {
             Ok(bytes) => decode_hash_index("hash index", &bytes)
@@ -832,6 +849,7 @@ impl KeyBounds<'_> {
 /// The `deletion_vectors` check of `snap`'s index manifest against its live files `live`.
 async fn check_deletion_vectors(
     table: &Table,
+    paths: &IndexPaths,
     snap: &Snapshot,
     live: &LiveFiles,
     index: &[IndexManifestEntry],
@@ -849,7 +867,10 @@ async fn check_deletion_vectors(
         .iter()
         .filter(|e| e.index_file.index_type == DELETION_VECTORS_INDEX)
     {
-        let refs = match index_file_refs(&entry.index_file) {
+        let refs = match paths
+            .entry_path(entry)
+            .and_then(|path| index_file_refs(&entry.index_file, &path))
+        {
             Ok(refs) => refs,
             Err(e) => {
                 report.push_error(snap.id, e)?;

@@ -44,7 +44,7 @@ use crate::layout::TableLayout;
 use crate::scan::fallback::add_fallback_splits;
 use crate::scan::predicate::{BoundPredicate, Predicate, StatsProvider};
 use crate::scan::split::{FileIndexRef, Split, SplitFile};
-use crate::state::{index_file_path, read_list, read_manifests, BucketFiles, LiveFiles, Pruning};
+use crate::state::{read_list, read_manifests, BucketFiles, IndexPaths, LiveFiles, Pruning};
 use crate::table::Table;
 
 /// Which snapshot a read sees.
@@ -502,6 +502,7 @@ struct Planner<'a> {
     table: &'a Table,
     schema: &'a TableSchema,
     layout: TableLayout,
+    index_paths: IndexPaths,
     filter: Option<BoundPredicate>,
     /// The filter data-file indexes are consulted with (on key columns for primary-key
     /// tables); `None` when it has no leaf the table's indexes answer
@@ -551,6 +552,7 @@ impl<'a> Planner<'a> {
             table,
             schema,
             layout: TableLayout::new(schema)?,
+            index_paths: IndexPaths::new(schema)?,
             filter,
             index_filter,
             buckets,
@@ -656,6 +658,14 @@ impl<'a> Planner<'a> {
         Ok(!filter.same_key_types(&*self.table.schema_by_id(e.file.schema_id).await?))
     }
 
+    /// The paths of the `HASH` index files of bucket `b`, whose directory is `bucket_dir`.
+    fn key_index_paths(&self, b: &BucketFiles, bucket_dir: &str) -> Vec<String> {
+        b.hash_index
+            .iter()
+            .map(|f| self.index_paths.path(bucket_dir, f))
+            .collect()
+    }
+
     /// Prune a dynamic-bucket table's bucket by its `HASH` index ([`hash_index`]): false when
     /// the index lists none of the keys the filter pins and no file of the bucket was hashed
     /// from other key bytes.
@@ -667,7 +677,10 @@ impl<'a> Planner<'a> {
         else {
             return Ok(true);
         };
-        let paths: Vec<String> = b.hash_index.iter().map(index_file_path).collect();
+        let bucket_dir = self
+            .layout
+            .bucket_path(&self.layout.decode_partition(&b.partition)?, b.bucket)?;
+        let paths = self.key_index_paths(b, &bucket_dir);
         let index = hash_index::load_all(self.table.io(), &paths, false).await?;
         let mut other_key_types = false;
         for e in &b.files {
@@ -814,6 +827,7 @@ impl<'a> Planner<'a> {
             let raw_convertible = !self.has_primary_key
                 || self.skip_level0
                 || (files.len() == 1 && files[0].delete_row_count == Some(0));
+            let key_index = self.key_index_paths(&b, &bucket_path);
             let (partition, bucket, total_buckets) = (b.partition, b.bucket, b.total_buckets);
             splits.push(Split {
                 snapshot_id,
@@ -825,7 +839,7 @@ impl<'a> Planner<'a> {
                 raw_convertible,
                 branch: None,
                 before_files: None,
-                key_index: b.hash_index.iter().map(index_file_path).collect(),
+                key_index,
             });
         }
         Ok(splits)

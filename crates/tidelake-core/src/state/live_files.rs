@@ -27,6 +27,7 @@ use tidelake_spec::manifest::{
 use tidelake_spec::snapshot::Snapshot;
 
 use super::deletion::{index_file_refs, DeletionFileRef};
+use super::index_paths::IndexPaths;
 use super::manifests::{
     data_manifests, live_index_entries, merge_sourced, read_manifest_chunks_where, sourced,
 };
@@ -234,7 +235,9 @@ impl LiveFiles {
             return Err(e);
         }
         let mut live = LiveFiles::from_entries(sourced(&metas, chunks), &mut pruning)?;
-        live.attach_index(index)?;
+        if index_files {
+            live.attach_index(&IndexPaths::new(table.schema())?, index)?;
+        }
         Ok(live)
     }
 
@@ -295,14 +298,16 @@ impl LiveFiles {
         self.buckets[slot].files.push(e);
     }
 
-    /// Attach the deletion-vector and `HASH` index files among the live index `entries` to the
-    /// buckets they belong to (other index types and buckets without live files are ignored).
+    /// Attach the deletion-vector and `HASH` index files among the live index `entries` (located
+    /// by `paths`) to the buckets they belong to (other index types and buckets without live
+    /// files are ignored).
     pub(crate) fn attach_index(
         &mut self,
+        paths: &IndexPaths,
         entries: impl IntoIterator<Item = IndexManifestEntry>,
     ) -> Result<()> {
         for e in entries {
-            let Some(&slot) = self.slots.get(&(e.partition, e.bucket)) else {
+            let Some(&slot) = self.slots.get(&(e.partition.clone(), e.bucket)) else {
                 continue;
             };
             let bucket = &mut self.buckets[slot];
@@ -313,9 +318,10 @@ impl LiveFiles {
             if e.index_file.index_type != DELETION_VECTORS_INDEX {
                 continue;
             }
+            let path = paths.entry_path(&e)?;
             bucket
                 .deletion_vectors
-                .extend(index_file_refs(&e.index_file)?);
+                .extend(index_file_refs(&e.index_file, &path)?);
             bucket.dv_index.push(e.index_file);
         }
         Ok(())

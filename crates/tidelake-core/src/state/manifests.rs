@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::manifest::{
     merge_entries_from, merge_index_entries, read_index_manifest, read_manifest_list,
-    read_manifest_where, IndexFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+    read_manifest_where, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
 };
 use tidelake_spec::snapshot::Snapshot;
 
@@ -22,25 +22,6 @@ use crate::table::Table;
 
 /// Where manifest lists, manifests and index manifests live, relative to the table root.
 pub(crate) const MANIFEST_DIR: &str = "manifest";
-/// Where index files (deletion vectors, hash indexes) live, relative to the table root.
-pub(crate) const INDEX_DIR: &str = "index";
-
-/// Where a new index file named `name` is written, relative to the table root:
-/// `index/<name>` (Java `FileStorePathFactory.indexFileFactory` without
-/// `index-file-in-data-file-dir`, which tidelake refuses to write). With [`index_file_path`],
-/// the one place an index file's location is decided.
-pub(crate) fn new_index_file_path(name: &str) -> String {
-    format!("{INDEX_DIR}/{name}")
-}
-
-/// Where index file `file` lives: its external path when it has one, else
-/// [`new_index_file_path`] of its name.
-pub(crate) fn index_file_path(file: &IndexFileMeta) -> String {
-    match &file.external_path {
-        Some(p) => p.clone(),
-        None => new_index_file_path(&file.file_name),
-    }
-}
 
 /// How many manifests are fetched and decoded at once.
 const MANIFEST_PARALLELISM: usize = 16;

@@ -7,11 +7,14 @@
 //!   replay (its rules are format knowledge, kept in `tidelake_spec::manifest::merge`).
 //! * `live_files`: [`LiveFiles`], built from them with partition/bucket/level [`Pruning`].
 //! * `deletion`: where a data file's deletion vector lives ([`DeletionFileRef`]).
+//! * `index_paths`: where index files live ([`IndexPaths`]), in `index/` or with their bucket's
+//!   data files.
 //!
 //! Layering: depends on spec, io, the table and its snapshots only; scan, read, write, commit,
 //! compact and maintenance depend on it.
 
 mod deletion;
+mod index_paths;
 mod live_files;
 mod manifests;
 #[cfg(test)]
@@ -19,8 +22,7 @@ mod tests;
 
 pub(crate) use deletion::index_file_refs;
 pub use deletion::DeletionFileRef;
+pub(crate) use index_paths::{IndexPaths, INDEX_DIR};
 pub(crate) use live_files::{BucketFiles, LiveFiles, Pruning};
-pub(crate) use manifests::{
-    data_manifests, index_file_path, new_index_file_path, read_index, INDEX_DIR, MANIFEST_DIR,
-};
+pub(crate) use manifests::{data_manifests, read_index, MANIFEST_DIR};
 pub use manifests::{live_index_entries, merge_entries, read_entries, read_list, read_manifests};

@@ -221,18 +221,21 @@ fn dv_index(
 #[test]
 fn attaches_deletion_vectors_to_their_buckets() {
     let mut live = live(snapshot_entries(), Pruning::all()).unwrap();
-    live.attach_index([
-        dv_index(
-            1,
-            0,
-            "index-1",
-            DELETION_VECTORS_INDEX,
-            &[("d", 1), ("e", 9)],
-        ),
-        dv_index(1, 1, "index-hash", HASH_INDEX, &[("c", 1)]),
-        // a bucket without live files
-        dv_index(3, 0, "index-3", DELETION_VECTORS_INDEX, &[("z", 1)]),
-    ])
+    live.attach_index(
+        &IndexPaths::default(),
+        [
+            dv_index(
+                1,
+                0,
+                "index-1",
+                DELETION_VECTORS_INDEX,
+                &[("d", 1), ("e", 9)],
+            ),
+            dv_index(1, 1, "index-hash", HASH_INDEX, &[("c", 1)]),
+            // a bucket without live files
+            dv_index(3, 0, "index-3", DELETION_VECTORS_INDEX, &[("z", 1)]),
+        ],
+    )
     .unwrap();
     let bucket = live
         .buckets()
@@ -284,13 +287,16 @@ fn attaches_deletion_vectors_to_their_buckets() {
 fn corrupt_deletion_vector_range_is_an_error() {
     let mut live = live(snapshot_entries(), Pruning::all()).unwrap();
     let err = live
-        .attach_index([dv_index(
-            1,
-            0,
-            "index-1",
-            DELETION_VECTORS_INDEX,
-            &[("d", -1)],
-        )])
+        .attach_index(
+            &IndexPaths::default(),
+            [dv_index(
+                1,
+                0,
+                "index-1",
+                DELETION_VECTORS_INDEX,
+                &[("d", -1)],
+            )],
+        )
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt);
     assert!(

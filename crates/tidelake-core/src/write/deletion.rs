@@ -23,10 +23,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use tidelake_spec::manifest::{DeletionVectorMeta, IndexFileMeta, DELETION_VECTORS_INDEX};
 
 use crate::error::{Error, Result};
+use crate::layout::TableLayout;
 use crate::read::deletion_vector::{write_deletion_vector_file, DeletionVector};
 use crate::read::split_read::decode_deletion_vector;
 use crate::scan::Split;
-use crate::state::{index_file_path, new_index_file_path, BucketFiles, DeletionFileRef};
+use crate::state::{BucketFiles, DeletionFileRef, IndexPaths};
 use crate::table::Table;
 use crate::write::message::CommitMessage;
 use crate::write::rewrite::live_buckets;
@@ -125,9 +126,16 @@ pub(crate) async fn written_or_forgotten(
     let Err(e) = built else {
         return Ok(messages);
     };
-    for f in messages.iter().flat_map(|m| &m.new_index_files) {
-        if let Err(gone) = table.io().delete(&index_file_path(f)).await {
-            log::warn!(target: "tidelake.commit", "{}: could not delete index file {} of a failed change: {gone}", table.location(), f.file_name);
+    let paths = IndexPaths::new(table.schema())?;
+    for m in &messages {
+        for f in &m.new_index_files {
+            let deleted = match paths.bucket_file_path(&m.partition, m.bucket, f) {
+                Ok(path) => table.io().delete(&path).await,
+                Err(e) => Err(e),
+            };
+            if let Err(gone) = deleted {
+                log::warn!(target: "tidelake.commit", "{}: could not delete index file {} of a failed change: {gone}", table.location(), f.file_name);
+            }
         }
     }
     Err(e)
@@ -186,7 +194,9 @@ pub(crate) async fn replace_vectors(
     let new = if vectors.is_empty() {
         Vec::new()
     } else {
-        vec![write_index_file(table, vectors).await?]
+        let layout = TableLayout::new(table.schema())?;
+        let dir = layout.bucket_path(&layout.decode_partition(&b.partition)?, b.bucket)?;
+        vec![write_index_file(table, &dir, vectors).await?]
     };
     Ok((new, replaced))
 }
@@ -207,9 +217,11 @@ impl IndexFiles {
     }
 }
 
-/// Write `vectors` (empty ones left out) as one deletion-vector index file under `index/`.
+/// Write `vectors` (empty ones left out) as one deletion-vector index file of the bucket whose
+/// directory is `bucket_dir` (where [`IndexPaths`] puts it).
 pub(crate) async fn write_index_file(
     table: &Table,
+    bucket_dir: &str,
     mut vectors: Vec<(String, DeletionVector)>,
 ) -> Result<IndexFileMeta> {
     vectors.retain(|(_, dv)| !dv.is_empty());
@@ -228,17 +240,15 @@ pub(crate) async fn write_index_file(
         .collect::<Result<Vec<_>>>()?;
     let file_name = format!("index-{}-0", table.env().uuid());
     let file_size = i64::try_from(bytes.len()).map_err(|_| too_large())?;
-    table
-        .io()
-        .write(&new_index_file_path(&file_name), bytes)
-        .await?;
+    let path = IndexPaths::new(table.schema())?.new_path(table.io(), bucket_dir, &file_name)?;
+    table.io().write(&path.path, bytes).await?;
     Ok(IndexFileMeta {
         index_type: DELETION_VECTORS_INDEX.to_string(),
         file_name,
         file_size,
         row_count: dv_ranges.len() as i64,
         dv_ranges: Some(dv_ranges),
-        external_path: None,
+        external_path: path.external,
         global_index: None,
     })
 }

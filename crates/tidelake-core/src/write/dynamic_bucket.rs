@@ -16,7 +16,8 @@ use tidelake_spec::manifest::{decode_hash_index, encode_hash_index, IndexFileMet
 
 use crate::error::{Error, Result};
 use crate::io::FileIO;
-use crate::state::{index_file_path, live_index_entries, new_index_file_path};
+use crate::layout::TableLayout;
+use crate::state::{live_index_entries, IndexPaths};
 use crate::table::Table;
 
 /// The hash index of one partition.
@@ -29,6 +30,11 @@ struct PartitionIndex {
     files: HashMap<i32, IndexFileMeta>,
     /// Buckets that gained hashes since loading.
     changed: Vec<i32>,
+}
+
+/// The directory of `bucket` of (framed) `partition`, relative to the table root.
+fn bucket_dir(layout: &TableLayout, partition: &[u8], bucket: i32) -> Result<String> {
+    layout.bucket_path(&layout.decode_partition(partition)?, bucket)
 }
 
 /// Index files to commit for one (partition, bucket).
@@ -48,6 +54,8 @@ pub struct DynamicBucketAssigner {
     /// Live HASH index files of the snapshot the writer started from, by partition.
     existing: HashMap<Vec<u8>, Vec<(i32, IndexFileMeta)>>,
     io: FileIO,
+    layout: TableLayout,
+    paths: IndexPaths,
     file_prefix: String,
     file_counter: usize,
 }
@@ -79,6 +87,8 @@ impl DynamicBucketAssigner {
             partitions: HashMap::new(),
             existing,
             io: table.io().clone(),
+            layout: TableLayout::new(table.schema())?,
+            paths: IndexPaths::new(table.schema())?,
             file_prefix: format!("index-{}-", table.env().uuid()),
             file_counter: 0,
         })
@@ -90,7 +100,9 @@ impl DynamicBucketAssigner {
         }
         let mut index = PartitionIndex::default();
         for (bucket, file) in self.existing.remove(partition).unwrap_or_default() {
-            let rel = index_file_path(&file);
+            let rel = self
+                .paths
+                .path(&bucket_dir(&self.layout, partition, bucket)?, &file);
             let bytes = match self.io.read_opt(&rel).await? {
                 Some(bytes) => bytes,
                 // Replaced by a concurrent commit and expired since this writer opened: this
@@ -157,16 +169,16 @@ impl DynamicBucketAssigner {
                 let bytes = encode_hash_index(hashes);
                 let name = format!("{}{}", self.file_prefix, self.file_counter);
                 self.file_counter += 1;
-                self.io
-                    .write(&new_index_file_path(&name), bytes.clone())
-                    .await?;
+                let dir = bucket_dir(&self.layout, partition, bucket)?;
+                let path = self.paths.new_path(&self.io, &dir, &name)?;
+                self.io.write(&path.path, bytes.clone()).await?;
                 let new_file = IndexFileMeta {
                     index_type: HASH_INDEX.to_string(),
                     file_name: name,
                     file_size: bytes.len() as i64,
                     row_count: hashes.len() as i64,
                     dv_ranges: None,
-                    external_path: None,
+                    external_path: path.external,
                     global_index: None,
                 };
                 let old_file = index.files.insert(bucket, new_file.clone());

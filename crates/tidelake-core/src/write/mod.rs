@@ -3,7 +3,6 @@
 //! * [`input`]: conforming user batches to the table schema (safe casts, key checks).
 //! * [`bucket`]: partition grouping and bucket routing of Arrow batches.
 //! * [`compaction`]: the compaction a writer drives, handed to it by its caller.
-//! * [`data_path`]: where each new data file of a bucket goes (table directory or external roots).
 //! * [`deletion`]: deletion-vector messages deleting rows of append tables by position.
 //! * [`dynamic_bucket`]: key-hash → bucket assignment for dynamic-bucket tables.
 //! * [`cross_partition`]: the key index of cross-partition-upsert tables (keys that move partition).
@@ -23,7 +22,6 @@
 pub mod bucket;
 pub mod compaction;
 pub mod cross_partition;
-pub mod data_path;
 pub mod deletion;
 pub mod dynamic_bucket;
 pub(crate) mod external_sort;

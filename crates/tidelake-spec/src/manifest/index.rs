@@ -147,7 +147,7 @@ nested_record!(GlobalIndexMeta);
 pub struct IndexFileMeta {
     /// `_INDEX_TYPE`: [`HASH_INDEX`], [`DELETION_VECTORS_INDEX`] or a global index type.
     pub index_type: String,
-    /// `_FILE_NAME`, relative to `index/`.
+    /// `_FILE_NAME`: in `index/`, or with `index-file-in-data-file-dir` in its bucket directory.
     pub file_name: String,
     /// `_FILE_SIZE` in bytes.
     pub file_size: i64,

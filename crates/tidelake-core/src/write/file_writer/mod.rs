@@ -71,8 +71,8 @@ use self::stats::{ColumnStats, StatsConfig, StatsMode};
 use crate::datum_arrow::{compare_datums, datum_at};
 use crate::error::{Error, Result};
 use crate::io::FileIO;
+use crate::layout::{DataPath, NewFilePath};
 use crate::read::data_file::{FileFormat, SEQUENCE_NUMBER, VALUE_KIND};
-use crate::write::data_path::{DataPath, NewFilePath};
 
 /// Rows written between two size checks (Java `RollingFileWriter.CHECK_ROLLING_RECORD_CNT`).
 pub const ROLL_CHECK_ROWS: usize = 1000;

@@ -60,22 +60,12 @@ impl DataPath {
         Ok(Self::starting_at(bucket_dir, roots, start))
     }
 
-    /// Files of `bucket_dir` under the table directory only.
-    pub fn table(bucket_dir: &str) -> DataPath {
-        Self::starting_at(bucket_dir, Arc::from([]), 0)
-    }
-
     fn starting_at(bucket_dir: &str, roots: Arc<[String]>, position: usize) -> DataPath {
         DataPath {
             bucket_dir: bucket_dir.trim_matches('/').to_string(),
             roots,
             position,
         }
-    }
-
-    /// The bucket directory, relative to the table root.
-    pub fn bucket_dir(&self) -> &str {
-        &self.bucket_dir
     }
 
     /// Where new file `name` goes; with roots, the next root in turn (Java
@@ -171,7 +161,8 @@ mod tests {
                 external: None
             }
         );
-        assert_eq!(DataPath::table("bucket-0").next("g").path, "bucket-0/g");
+        let mut table = DataPath::new(&io, "bucket-0", Arc::from([])).unwrap();
+        assert_eq!(table.next("g").path, "bucket-0/g");
     }
 
     #[test]

@@ -1,9 +1,13 @@
 //! Where a table's files live, derived from its schema: partition and key columns, partition
-//! directory names and bucket directories (Java `FileStorePathFactory`).
+//! directory names and bucket directories (Java `FileStorePathFactory`); [`DataPath`]: where
+//! each new data file of a bucket goes (table directory or external roots).
 //!
 //! Invariant: directories are always recomputed from the partition BinaryRow, never listed,
 //! exactly as Java readers do.
 
+mod data_path;
+
+pub use data_path::{DataPath, NewFilePath};
 use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::datum::Datum;
 use tidelake_spec::partition::PartitionComputer;

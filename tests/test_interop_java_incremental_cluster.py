@@ -33,18 +33,21 @@ def _commit(n: int, salt: int) -> dict:
 def _files(t: tidelake.Table) -> dict[str, tuple[int, str]]:
     """Live data files: name -> (level, partition directory)."""
     files = t.system("files").to_pylist()
-    return {pathlib.Path(f["file_path"]).name: (f["level"], pathlib.Path(f["file_path"]).parent.name)
+    return {pathlib.Path(f["file_path"]).name: (f["level"], pathlib.Path(f["file_path"]).parent.parent.name)
             for f in files}
 
 
 def _cluster_like_java(java: JavaOracle, t: tidelake.Table, full: bool = False,
-                       run: Any = None) -> int | None:
+                       run: Any = None, partitions: list[dict[str, Any]] | None = None) -> int | None:
     """Java's pick on the latest snapshot, then tidelake's compaction (``run``, default
     ``t.compact``): the files it replaced are those Java picks, its new files sit at the level
     Java picks for their partition, Java sees the same files at the same levels."""
     t = tidelake.open_table(t.path)
     before = _files(t)
-    picks = java.run({"op": "cluster_pick", "path": t.path, "full": full})
+    job: dict[str, Any] = {"op": "cluster_pick", "path": t.path, "full": full}
+    if partitions is not None:
+        job["partitions"] = partitions
+    picks = java.run(job)
     assert picks["levels"] == {n: lv for n, (lv, _) in before.items()}
     picked = {f for u in picks["units"] for f in u["files"]}
     out_level = {before[u["files"][0]][1]: u["output_level"] for u in picks["units"]}
@@ -66,7 +69,7 @@ def _cluster_like_java(java: JavaOracle, t: tidelake.Table, full: bool = False,
 
 def test_tidelake_clusters_what_java_picks(java, tmp_path):
     wh = str(tmp_path)
-    sc = Scenario("inc_cluster", FIELDS, [_commit(n, i) for i, n in enumerate([40, 10, 10, 10])],
+    sc = Scenario("inc_cluster", FIELDS, [_commit(n, i) for i, n in enumerate([1500, 800, 800, 800])],
                   partition_keys=["p"], options=OPTIONS, mode="batch")
     t = java_write(java, wh, sc)
     rows = compare_read(java, t, wh, "java wrote, incremental clustering")
@@ -75,13 +78,19 @@ def test_tidelake_clusters_what_java_picks(java, tmp_path):
     assert compare_read(java, t, wh, "tidelake clustered", pypaimon=True) == rows
     # nothing new: nothing to cluster
     assert _cluster_like_java(java, t) is None
-    # Java writes on: small level-0 runs over the clustered level
-    for i in range(3):
-        java.run({**sc.java_job(wh, with_steps=False), "existing": True, "steps": [_commit(8, 10 + i)]})
+    # Java writes on: small level-0 runs below the large clustered level, picked by size
+    # ratio and run count into a level between
+    for i, n in enumerate([6, 4, 5]):
+        java.run({**sc.java_job(wh, with_steps=False), "existing": True, "steps": [_commit(n, 10 + i)]})
+    _cluster_like_java(java, t)
+    # more of them: size amplification takes every run to the top level
+    for i in range(4):
+        java.run({**sc.java_job(wh, with_steps=False), "existing": True, "steps": [_commit(30, 20 + i)]})
     _cluster_like_java(java, t)
     _cluster_like_java(java, t, full=True)
     assert _cluster_like_java(java, t, full=True) is None
-    assert len(compare_read(java, tidelake.open_table(t.path), wh, "after full clustering")) == len(rows) + 27
+    after = compare_read(java, tidelake.open_table(t.path), wh, "after full clustering")
+    assert len(after) == len(rows) + 18 + 124
 
 
 def test_cli_clusters_what_java_picks(java, tmp_path):
@@ -97,7 +106,7 @@ def test_cli_clusters_what_java_picks(java, tmp_path):
         return tidelake.open_table(t.path).latest_snapshot_id()
 
     before = _files(t)
-    _cluster_like_java(java, t, run=cli_compact)
+    _cluster_like_java(java, t, run=cli_compact, partitions=[{"p": 1}])
     # only p=1 was selected: p=0 keeps its level-0 files
     after = _files(t)
     assert {n for n, (_, part) in before.items() if part == "p=0"} <= set(after)
@@ -107,8 +116,8 @@ def test_cli_clusters_what_java_picks(java, tmp_path):
 
 def test_java_continues_a_table_tidelake_clustered(java, tmp_path):
     wh = str(tmp_path)
-    opts = {**OPTIONS, "target-file-size": "16kb", "clustering.columns": "b"}
-    sc = Scenario("inc_cluster_tl", FIELDS, [_commit(2000, i) for i in range(4)], partition_keys=["p"],
+    opts = {**OPTIONS, "target-file-size": "8kb", "clustering.columns": "b"}
+    sc = Scenario("inc_cluster_tl", FIELDS, [_commit(8000, i) for i in range(4)], partition_keys=["p"],
                   options=opts, mode="batch")
     t = tidelake_write(java, wh, sc)
     rows = compare_read(java, t, wh, "tidelake wrote, incremental clustering")
@@ -139,3 +148,19 @@ def test_clustering_needs_columns(tmp_path):
     else:
         raise AssertionError("compacted an incremental-clustering table without clustering.columns")
     assert t.to_arrow().num_rows == 2
+
+
+def test_clustering_applies_deletion_vectors(java, tmp_path):
+    wh = str(tmp_path)
+    sc = Scenario("inc_cluster_dv", FIELDS, [_commit(30, i) for i in range(3)], partition_keys=["p"],
+                  options={**OPTIONS, "deletion-vectors.enabled": "true"}, mode="batch")
+    t = tidelake_write(java, wh, sc)
+    t.delete([("a", "<", 20)])
+    t = tidelake.open_table(t.path)
+    rows = compare_read(java, t, wh, "tidelake deleted, before clustering")
+    assert t.system("table_indexes").num_rows > 0
+    _cluster_like_java(java, t, full=True)
+    t = tidelake.open_table(t.path)
+    assert compare_read(java, t, wh, "tidelake clustered with deletion vectors", pypaimon=True) == rows
+    # every file with a vector was rewritten: no deletion vector is left
+    assert t.system("table_indexes").num_rows == 0

@@ -878,8 +878,8 @@ impl Options {
         }
     }
 
-    /// `clustering.incremental`, default false: Java clusters append tables in their
-    /// compaction (which tidelake does not implement) instead of sorting writes.
+    /// `clustering.incremental`, default false: append tables are clustered in their
+    /// compaction (incremental clustering) instead of sorting writes.
     pub fn clustering_incremental(&self) -> Result<bool> {
         or_default(self.get_bool(CLUSTERING_INCREMENTAL), false)
     }

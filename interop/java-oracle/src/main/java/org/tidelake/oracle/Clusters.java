@@ -3,11 +3,15 @@ package org.tidelake.oracle;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.paimon.append.cluster.IncrementalClusterManager;
 import org.apache.paimon.compact.CompactUnit;
 import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.io.DataFileMeta;
+import org.apache.paimon.partition.PartitionPredicate;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.source.DataSplit;
 
@@ -18,7 +22,8 @@ import org.apache.paimon.table.source.DataSplit;
  * clustering.
  *
  * <p>Job: the table ({@code "path"}, or {@code "warehouse"} + {@code "table"}), optional {@code
- * "full"} (Flink's {@code --compact_strategy full}). Answer: {@code "units"}, one per partition
+ * "full"} (Flink's {@code --compact_strategy full}), optional {@code "partitions"} (a list of
+ * {@code {column: value}}, Flink's {@code --partition}). Answer: {@code "units"}, one per partition
  * picked: {@code "output_level"} and {@code "files"} (names); {@code "levels"}: every live data
  * file's name and level.
  */
@@ -27,7 +32,21 @@ final class Clusters {
 
     static ObjectNode pick(JsonNode job) throws Exception {
         FileStoreTable table = (FileStoreTable) Reads.open(job);
-        IncrementalClusterManager manager = new IncrementalClusterManager(table);
+        PartitionPredicate partitions = null;
+        if (job.has("partitions")) {
+            List<Map<String, String>> specs = new ArrayList<>();
+            for (JsonNode spec : job.get("partitions")) {
+                Map<String, String> values = new LinkedHashMap<>();
+                spec.fields().forEachRemaining(e -> values.put(e.getKey(), e.getValue().asText()));
+                specs.add(values);
+            }
+            partitions =
+                    PartitionPredicate.fromMaps(
+                            table.schema().logicalPartitionType(),
+                            specs,
+                            table.coreOptions().partitionDefaultName());
+        }
+        IncrementalClusterManager manager = new IncrementalClusterManager(table, partitions);
         Map<BinaryRow, CompactUnit> units =
                 manager.prepareForCluster(job.path("full").asBoolean(false));
         ObjectNode answer = Main.JSON.createObjectNode();

@@ -2,8 +2,9 @@
 oracle): before every compaction Java's own ``IncrementalClusterManager`` says which files of
 each partition it would cluster into which level (``cluster_pick``), and tidelake's compaction
 must replace exactly those files by files at that level; Java then reads the same rows and the
-same levels. Java writes and tidelake compacts; tidelake writes and Java writes on; after a full
-clustering a filter on a clustering column skips files."""
+same levels. Java writes and tidelake compacts (``compact()``, the CLI, planned tasks); tidelake
+writes and Java writes on; after a full clustering a filter on a clustering column skips files;
+deletion vectors of the clustered files go with them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import tidelake
 from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
 from _java import JavaOracle, Scenario, compare_read, java_write, tidelake_write
 from tidelake.cli import main as cli
+from tidelake.compaction import run_compaction_task
 
 FIELDS = [("a", "INT"), ("b", "BIGINT"), ("s", "STRING"), ("p", "INT")]
 OPTIONS = {"bucket": "-1", "clustering.incremental": "true", "clustering.columns": "a,b",
@@ -112,6 +114,22 @@ def test_cli_clusters_what_java_picks(java, tmp_path):
     assert {n for n, (_, part) in before.items() if part == "p=0"} <= set(after)
     _cluster_like_java(java, t)
     assert compare_read(java, tidelake.open_table(t.path), wh, "tidelake cli clustered") == rows
+
+
+def test_planned_tasks_cluster_what_java_picks(java, tmp_path):
+    wh = str(tmp_path)
+    sc = Scenario("inc_cluster_tasks", FIELDS, [_commit(20, i) for i in range(4)], partition_keys=["p"],
+                  options=OPTIONS, mode="batch")
+    t = java_write(java, wh, sc)
+    rows = compare_read(java, t, wh, "java wrote, before planned clustering")
+
+    def tasks() -> int | None:
+        plan = t.compaction_plan()
+        assert len(plan.tasks) == 2  # one per partition
+        return plan.commit([run_compaction_task(task) for task in plan.tasks])
+
+    _cluster_like_java(java, t, run=tasks)
+    assert compare_read(java, tidelake.open_table(t.path), wh, "tidelake planned clustering") == rows
 
 
 def test_java_continues_a_table_tidelake_clustered(java, tmp_path):

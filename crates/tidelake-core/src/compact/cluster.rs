@@ -25,10 +25,12 @@
 //!
 //! Failure: a failed rewrite deletes what it wrote; the commit's failures are the compactor's.
 //!
-//! Not implemented: Java's automatic full clustering of idle history partitions
-//! (`clustering.history-partition.idle-to-full-sort`, `clustering.history-partition.limit`),
-//! which Java only applies when a partition filter is given: those partitions are clustered by
-//! the usual rules when selected.
+//! History partitions (Java `HistoryPartitionCluster`): when a partition filter selects what to
+//! compact and `clustering.history-partition.idle-to-full-sort` is set, partitions the filter
+//! leaves out that have files below the max level, none of them created within that duration
+//! (by `_CREATION_TIME`, local time), are clustered fully too, at most
+//! `clustering.history-partition.limit` of them: the longest idle first (Java takes that many in
+//! hash order when more are idle).
 
 use std::sync::Arc;
 
@@ -139,6 +141,42 @@ impl IncrementalCluster {
             drop_delete: false,
             deeper: Vec::new(),
         }))
+    }
+
+    /// The buckets among `others` (of partitions a partition filter left out) that are history
+    /// partitions at local time `now_ms` (see the module docs), longest idle first.
+    pub(crate) fn history_partitions(
+        &self,
+        others: Vec<Bucket>,
+        now_ms: i64,
+    ) -> Result<Vec<Bucket>> {
+        let opts = self.schema.options();
+        let spec = |e| Error::from_spec("table options", e);
+        let Some(idle) = opts.clustering_history_partition_idle().map_err(spec)? else {
+            return Ok(Vec::new());
+        };
+        if self.schema.partition_keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let limit =
+            usize::try_from(opts.clustering_history_partition_limit().map_err(spec)?).unwrap_or(0);
+        let idle_ms = i64::try_from(idle.as_millis()).unwrap_or(i64::MAX);
+        let before = now_ms.saturating_sub(idle_ms);
+        let max_level = self.num_levels - 1;
+        let mut idle: Vec<(i64, Bucket)> = others
+            .into_iter()
+            .filter_map(|b| {
+                let last = b
+                    .files
+                    .iter()
+                    .filter(|f| f.meta.level < max_level)
+                    .map(|f| f.meta.creation_time.unwrap_or(i64::MIN))
+                    .max()?;
+                (last < before).then_some((last, b))
+            })
+            .collect();
+        idle.sort_by_key(|(last, _)| *last);
+        Ok(idle.into_iter().take(limit).map(|(_, b)| b).collect())
     }
 
     /// Whether `file`'s schema has this table's clustering columns.

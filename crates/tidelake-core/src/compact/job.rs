@@ -303,12 +303,23 @@ impl Compactor {
             Some((snap, buckets)) => (Some(snap.id), buckets),
             None => (None, Vec::new()),
         };
+        let mut history = Vec::new();
         if let Some(filter) = &request.partitions {
             let partitions: Vec<Vec<u8>> = buckets.iter().map(|b| b.partition.clone()).collect();
             let selected = self.select_partitions(filter, &partitions)?;
-            buckets.retain(|b| selected.contains(&b.partition));
+            let others;
+            (buckets, others) = buckets
+                .into_iter()
+                .partition(|b| selected.contains(&b.partition));
+            if let Engine::Cluster(cluster) = &self.engine {
+                history =
+                    cluster.history_partitions(others, self.table.env().local_now_millis())?;
+            }
         }
         let mut plan = self.plan_buckets(snapshot_id, buckets, request.full)?;
+        // incremental clustering: idle partitions not selected are clustered fully
+        plan.tasks
+            .extend(self.plan_buckets(snapshot_id, history, true)?.tasks);
         plan.moved_commit = moved.committed;
         plan.moved = moved.buckets;
         Ok(plan)

@@ -3,12 +3,14 @@ oracle): before every compaction Java's own ``IncrementalClusterManager`` says w
 each partition it would cluster into which level (``cluster_pick``), and tidelake's compaction
 must replace exactly those files by files at that level; Java then reads the same rows and the
 same levels. Java writes and tidelake compacts (``compact()``, the CLI, planned tasks); tidelake
-writes and Java writes on; after a full clustering a filter on a clustering column skips files;
+writes and Java writes on; idle history partitions; after a full clustering a filter on a
+clustering column skips files;
 deletion vectors of the clustered files go with them."""
 
 from __future__ import annotations
 
 import pathlib
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -130,6 +132,22 @@ def test_planned_tasks_cluster_what_java_picks(java, tmp_path):
 
     _cluster_like_java(java, t, run=tasks)
     assert compare_read(java, tidelake.open_table(t.path), wh, "tidelake planned clustering") == rows
+
+
+def test_idle_history_partitions_cluster_fully_like_java(java, tmp_path):
+    wh = str(tmp_path)
+    sc = Scenario("inc_cluster_history", FIELDS, [_commit(20, i) for i in range(2)], partition_keys=["p"],
+                  options={**OPTIONS, "clustering.history-partition.idle-to-full-sort": "1s"}, mode="batch")
+    t = java_write(java, wh, sc)
+    rows = compare_read(java, t, wh, "java wrote, before history clustering")
+    time.sleep(1.5)
+    # p=1 has two level-0 runs, below the trigger: not clustered; p=0, left out and idle, is
+    # clustered fully
+    sid = _cluster_like_java(java, t, run=lambda: t.compact(partitions=[{"p": 1}]), partitions=[{"p": 1}])
+    assert sid is not None
+    levels = {part: level for level, part in _files(tidelake.open_table(t.path)).values() if level}
+    assert levels == {"p=0": 3}
+    assert compare_read(java, tidelake.open_table(t.path), wh, "tidelake history clustering") == rows
 
 
 def test_java_continues_a_table_tidelake_clustered(java, tmp_path):

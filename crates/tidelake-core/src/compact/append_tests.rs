@@ -224,3 +224,64 @@ async fn dml_deletion_vectors_merge_with_existing_ones_then_compact_away() {
     compact(&table, true).await;
     assert_eq!(read_in_order(&table, &[]).await, rows);
 }
+
+/// Incremental clustering ([`super::super::cluster`]): the picked runs' rows sorted by the
+/// clustering column into the output level; with a partition filter, an idle partition left
+/// out (a history partition) is clustered fully too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incremental_clustering_sorts_picked_runs_into_the_output_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = [
+        ("clustering.incremental", "true"),
+        ("clustering.columns", "v"),
+        ("num-sorted-run.compaction-trigger", "3"),
+        ("clustering.history-partition.idle-to-full-sort", "1 ms"),
+    ];
+    let table = append_table(dir.path(), "-1", &options, 0).await;
+    for c in 0..4i64 {
+        let pairs: Vec<(i64, Option<i64>)> =
+            (0..3).map(|i| (c * 3 + i, Some(100 - c * 3 - i))).collect();
+        write(&table, &rows("a", &pairs), INSERT).await;
+    }
+    let before = read(&table, &[]).await;
+    // four level-0 runs, trigger 3: size amplification takes all into the max level (3)
+    let report = compact(&table, false).await;
+    assert_eq!(report.buckets.len(), 1);
+    assert_eq!(report.buckets[0].output_level, 3);
+    assert_eq!(read(&table, &[]).await, before);
+    let values: Vec<Option<i64>> = read_in_order(&table, &[])
+        .await
+        .iter()
+        .map(|r| r.2)
+        .collect();
+    let mut sorted = values.clone();
+    sorted.sort_unstable();
+    assert_eq!(values, sorted, "the clustered file holds the rows by v");
+    // one run: nothing more to cluster
+    assert!(compact(&table, false).await.snapshot_id.is_none());
+    // dt=b, idle since its writes, is clustered fully when only dt=a is selected
+    write(&table, &rows("b", &[(1, Some(2)), (2, Some(1))]), INSERT).await;
+    write(&table, &rows("b", &[(3, Some(0))]), INSERT).await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let only_a = crate::scan::predicate::Predicate::from_json(
+        &serde_json::json!({"op": "eq", "field": "dt", "value": "a"}),
+    )
+    .unwrap();
+    let report = Compactor::new(table.clone())
+        .unwrap()
+        .compact(&CompactRequest {
+            full: false,
+            partitions: Some(only_a),
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.buckets.len(), 1);
+    assert_eq!(
+        report.buckets[0].partition,
+        vec![("dt".to_string(), "b".to_string())]
+    );
+    assert!(buckets(&table)
+        .await
+        .iter()
+        .all(|b| b.files.iter().all(|f| f.meta.level == 3)));
+}

@@ -262,7 +262,10 @@ async fn incremental_clustering_sorts_picked_runs_into_the_output_level() {
     // dt=b, idle since its writes, is clustered fully when only dt=a is selected
     write(&table, &rows("b", &[(1, Some(2)), (2, Some(1))]), INSERT).await;
     write(&table, &rows("b", &[(3, Some(0))]), INSERT).await;
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    table
+        .env()
+        .sleep(std::time::Duration::from_millis(20))
+        .await;
     let only_a = crate::scan::predicate::Predicate::from_json(
         &serde_json::json!({"op": "eq", "field": "dt", "value": "a"}),
     )

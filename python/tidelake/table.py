@@ -902,7 +902,12 @@ class Table:
         Append tables get their small files merged as Paimon's append compaction picks them
         (fixed buckets: ``compaction.min.file-num`` files at a time, or with ``full`` every small
         file; bucket-unaware tables: files under 70% of ``target-file-size``), deleted rows of
-        deletion vectors dropped; the rows of a bucket keep their order.
+        deletion vectors dropped; the rows of a bucket keep their order. Bucket-unaware append
+        tables with ``clustering.incremental`` are clustered incrementally, as Paimon's
+        ``compact`` action does: per partition the files picked by universal compaction over
+        their levels (every level-0 file a run; with ``full`` every file, unless the partition
+        already is one run at the top level clustered by the same columns) are rewritten sorted
+        by ``clustering.columns`` (``clustering.strategy``) into the picked level.
 
         Raises:
             CommitConflictError: a concurrent commit removed files this compaction rewrote (its
@@ -910,10 +915,10 @@ class Table:
             UnsupportedError: append tables with row tracking or data evolution.
             InvalidArgumentError: first-row tables with ``changelog-producer=full-compaction``;
                 for ``order_by``: unknown or partition columns, a ``strategy`` without
-                ``order_by``, tables with ``clustering.incremental``.
-            UnsupportedError: ``order_by`` on a table that is not a bucket-unaware append table;
-                compacting a bucket-unaware append table with ``clustering.incremental``
-                (Paimon's incremental clustering).
+                ``order_by``, tables with ``clustering.incremental``; a table with
+                ``clustering.incremental`` without ``clustering.columns`` or with
+                ``clustering.strategy = none``.
+            UnsupportedError: ``order_by`` on a table that is not a bucket-unaware append table.
         """
         import json
 

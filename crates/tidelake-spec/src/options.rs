@@ -90,6 +90,9 @@ pub const CLUSTERING_STRATEGY: &str = "clustering.strategy";
 /// Older spelling Java still reads for `clustering.strategy`.
 pub const CLUSTERING_STRATEGY_FALLBACK_KEY: &str = "sink.clustering.strategy";
 pub const CLUSTERING_INCREMENTAL: &str = "clustering.incremental";
+pub const CLUSTERING_HISTORY_PARTITION_IDLE: &str =
+    "clustering.history-partition.idle-to-full-sort";
+pub const CLUSTERING_HISTORY_PARTITION_LIMIT: &str = "clustering.history-partition.limit";
 pub const ZORDER_VAR_LENGTH_CONTRIBUTION: &str = "zorder.var-length-contribution";
 pub const LOCAL_SORT_MAX_NUM_FILE_HANDLES: &str = "local-sort.max-num-file-handles";
 pub const WRITE_BUFFER_SIZE: &str = "write-buffer-size";
@@ -886,10 +889,22 @@ impl Options {
         }
     }
 
-    /// `clustering.incremental`, default false: Java clusters append tables in their
-    /// compaction (which tidelake does not implement) instead of sorting writes.
+    /// `clustering.incremental`, default false: append tables are clustered in their
+    /// compaction (incremental clustering) instead of sorting writes.
     pub fn clustering_incremental(&self) -> Result<bool> {
         or_default(self.get_bool(CLUSTERING_INCREMENTAL), false)
+    }
+
+    /// `clustering.history-partition.idle-to-full-sort` (no default): partitions without new
+    /// files for this long are history partitions, fully clustered by a clustering compaction
+    /// of other partitions.
+    pub fn clustering_history_partition_idle(&self) -> Result<Option<Duration>> {
+        self.get_duration(CLUSTERING_HISTORY_PARTITION_IDLE)
+    }
+
+    /// `clustering.history-partition.limit`, default 5: history partitions clustered at once.
+    pub fn clustering_history_partition_limit(&self) -> Result<i32> {
+        or_default(self.get_i32(CLUSTERING_HISTORY_PARTITION_LIMIT), 5)
     }
 
     /// `zorder.var-length-contribution`, default 8: the bytes a CHAR, VARCHAR, BINARY or

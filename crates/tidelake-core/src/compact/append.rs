@@ -283,41 +283,49 @@ impl AppendCompaction {
             written,
             ..UnitResult::default()
         };
-        if task.files.iter().any(|f| f.deletion.is_some()) {
-            let inputs: HashSet<&str> = task
-                .files
-                .iter()
-                .map(|f| f.meta.file_name.as_str())
-                .collect();
-            let kept: Vec<LevelFile> = bucket
-                .files
-                .iter()
-                .filter(|f| f.deletion.is_some() && !inputs.contains(f.meta.file_name.as_str()))
-                .cloned()
-                .collect();
-            if !kept.is_empty() {
-                let index = write_bucket_index_file(
-                    &self.table,
-                    &bucket.bucket_dir,
-                    &self.reader,
-                    &kept,
-                    BTreeMap::new(),
-                );
-                match index.await {
-                    Ok(index) => result.index = Some(index),
-                    Err(e) => {
-                        // Already failing: cleanup errors are secondary to `e`.
-                        let _ = super::rewriter::delete_files(
-                            &self.table,
-                            &bucket.bucket_dir,
-                            &result.written,
-                        )
-                        .await;
-                        return Err(e);
-                    }
-                }
-            }
-        }
+        rewrite_index(&self.table, &self.reader, bucket, task, &mut result).await?;
         Ok(result)
+    }
+}
+
+/// The deletion vectors of a bucket after `task`'s files were rewritten into `result` (Java
+/// `AppendDeleteFileMaintainer`): the vectors of the inputs go with them; when other files of
+/// the bucket keep vectors, one new index file holding those ([`UnitResult::index`]) replaces
+/// the bucket's index files (see [`super::job::Done::message`]). On error `result`'s written
+/// files are deleted.
+pub(crate) async fn rewrite_index(
+    table: &Table,
+    reader: &Arc<ReadContext>,
+    bucket: &Bucket,
+    task: &UnitTask,
+    result: &mut UnitResult,
+) -> Result<()> {
+    if !task.files.iter().any(|f| f.deletion.is_some()) {
+        return Ok(());
+    }
+    let inputs: HashSet<&str> = task
+        .files
+        .iter()
+        .map(|f| f.meta.file_name.as_str())
+        .collect();
+    let kept: Vec<LevelFile> = bucket
+        .files
+        .iter()
+        .filter(|f| f.deletion.is_some() && !inputs.contains(f.meta.file_name.as_str()))
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        return Ok(());
+    }
+    match write_bucket_index_file(table, &bucket.bucket_dir, reader, &kept, BTreeMap::new()).await {
+        Ok(index) => {
+            result.index = Some(index);
+            Ok(())
+        }
+        Err(e) => {
+            // Already failing: cleanup errors are secondary to `e`.
+            let _ = super::rewriter::delete_files(table, &bucket.bucket_dir, &result.written).await;
+            Err(e)
+        }
     }
 }

@@ -227,8 +227,8 @@ async fn dml_deletion_vectors_merge_with_existing_ones_then_compact_away() {
 
 #[tokio::test]
 async fn rewritten_files_take_their_deletion_vectors_with_them() {
-    use crate::ops::TableCommit;
     use crate::write::deletion::deletion_messages;
+    use crate::write::rewrite::removal_messages;
 
     let dir = tempfile::tempdir().unwrap();
     let table = append_table(dir.path(), "1", &[("deletion-vectors.enabled", "true")], 3).await;
@@ -254,15 +254,16 @@ async fn rewritten_files_take_their_deletion_vectors_with_them() {
     let before: Vec<Row> = read_in_order(&table, &[]).await;
 
     // the first file removed (its surviving rows would be written again by the caller)
-    let committed = TableCommit::new(table.clone(), "rewrite")
-        .row_level(
-            Vec::new(),
-            &[gone.clone()],
-            plan.snapshot.as_ref().map(|s| s.id),
-        )
+    let removal = removal_messages(&table, std::slice::from_ref(&gone))
         .await
         .unwrap();
-    assert_eq!(committed.snapshots.len(), 1);
+    assert_eq!(removal[0].deleted_index_files.len(), 1, "{removal:?}");
+    FileStoreCommit::new(table.clone(), "rewrite")
+        .unwrap()
+        .validate_reads()
+        .commit(removal, BATCH_COMMIT_IDENTIFIER, &[])
+        .await
+        .unwrap();
     let after = buckets(&table).await.remove(0);
     let named: Vec<&str> = after
         .dv_index
@@ -278,17 +279,76 @@ async fn rewritten_files_take_their_deletion_vectors_with_them() {
     let expected: Vec<Row> = before.into_iter().filter(|r| r.2 != Some(0)).collect();
     assert_eq!(read_in_order(&table, &[]).await, expected);
 
-    // the same removal again is a conflict: the file and its index file are gone
-    let index_dir = dir.path().join("index");
-    let listed = || std::fs::read_dir(&index_dir).unwrap().count();
-    let on_disk = listed();
-    let again = TableCommit::new(table.clone(), "rewrite-again")
-        .row_level(Vec::new(), &[gone], plan.snapshot.as_ref().map(|s| s.id))
+    // the same removal again, from the same read: its index file replaces one that is gone
+    let again = removal_messages(&table, &[gone]).await.unwrap();
+    let refused = FileStoreCommit::new(table.clone(), "rewrite-again")
+        .unwrap()
+        .validate_reads()
+        .commit(again, BATCH_COMMIT_IDENTIFIER, &[])
         .await;
-    assert!(again.is_err(), "{again:?}");
+    assert!(refused.is_err(), "{refused:?}");
+}
+
+/// Incremental clustering ([`super::super::cluster`]): the picked runs' rows sorted by the
+/// clustering column into the output level; with a partition filter, an idle partition left
+/// out (a history partition) is clustered fully too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incremental_clustering_sorts_picked_runs_into_the_output_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = [
+        ("clustering.incremental", "true"),
+        ("clustering.columns", "v"),
+        ("num-sorted-run.compaction-trigger", "3"),
+        ("clustering.history-partition.idle-to-full-sort", "1 ms"),
+    ];
+    let table = append_table(dir.path(), "-1", &options, 0).await;
+    for c in 0..4i64 {
+        let pairs: Vec<(i64, Option<i64>)> =
+            (0..3).map(|i| (c * 3 + i, Some(100 - c * 3 - i))).collect();
+        write(&table, &rows("a", &pairs), INSERT).await;
+    }
+    let before = read(&table, &[]).await;
+    // four level-0 runs, trigger 3: size amplification takes all into the max level (3)
+    let report = compact(&table, false).await;
+    assert_eq!(report.buckets.len(), 1);
+    assert_eq!(report.buckets[0].output_level, 3);
+    assert_eq!(read(&table, &[]).await, before);
+    let values: Vec<Option<i64>> = read_in_order(&table, &[])
+        .await
+        .iter()
+        .map(|r| r.2)
+        .collect();
+    let mut sorted = values.clone();
+    sorted.sort_unstable();
+    assert_eq!(values, sorted, "the clustered file holds the rows by v");
+    // one run: nothing more to cluster
+    assert!(compact(&table, false).await.snapshot_id.is_none());
+    // dt=b, idle since its writes, is clustered fully when only dt=a is selected
+    write(&table, &rows("b", &[(1, Some(2)), (2, Some(1))]), INSERT).await;
+    write(&table, &rows("b", &[(3, Some(0))]), INSERT).await;
+    table
+        .env()
+        .sleep(std::time::Duration::from_millis(20))
+        .await;
+    let only_a = crate::scan::predicate::Predicate::from_json(
+        &serde_json::json!({"op": "eq", "field": "dt", "value": "a"}),
+    )
+    .unwrap();
+    let report = Compactor::new(table.clone())
+        .unwrap()
+        .compact(&CompactRequest {
+            full: false,
+            partitions: Some(only_a),
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.buckets.len(), 1);
     assert_eq!(
-        listed(),
-        on_disk,
-        "no index file of the refused removal is left behind"
+        report.buckets[0].partition,
+        vec![("dt".to_string(), "b".to_string())]
     );
+    assert!(buckets(&table)
+        .await
+        .iter()
+        .all(|b| b.files.iter().all(|f| f.meta.level == 3)));
 }

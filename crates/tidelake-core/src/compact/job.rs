@@ -53,6 +53,7 @@ use tokio::task::JoinHandle;
 
 use super::append::AppendCompaction;
 use super::changelog::{ChangelogMode, ChangelogSpec};
+use super::cluster::IncrementalCluster;
 use super::plan::CompactionPlan;
 use super::postpone::{redistribute, Redistributed};
 use super::rewriter::{delete_files, Rewriter, UnitResult, UnitTask};
@@ -159,11 +160,13 @@ pub struct Compactor {
     slots: Arc<Semaphore>,
 }
 
-/// How units are rewritten: merged LSM runs, or appended files.
+/// How units are rewritten: merged LSM runs, appended files, or clustered files.
 #[derive(Debug, Clone)]
 enum Engine {
     KeyValue(Arc<Rewriter>),
     Append(Arc<AppendCompaction>),
+    /// Bucket-unaware append tables with `clustering.incremental` ([`super::cluster`]).
+    Cluster(Arc<IncrementalCluster>),
 }
 
 impl Compactor {
@@ -180,6 +183,16 @@ impl Compactor {
         let opts = schema.options();
         let spec = |e| Error::from_spec("table options", e);
         if schema.primary_keys.is_empty() {
+            let engine = if opts.bucket().map_err(spec)? == -1
+                && opts.clustering_incremental().map_err(spec)?
+            {
+                Engine::Cluster(Arc::new(IncrementalCluster::new(
+                    table.clone(),
+                    universal_compaction(opts)?,
+                )?))
+            } else {
+                Engine::Append(Arc::new(AppendCompaction::new(table.clone())?))
+            };
             return Ok(Compactor {
                 layout: TableLayout::new(&schema)?,
                 index_paths: IndexPaths::new(&schema)?,
@@ -195,7 +208,7 @@ impl Compactor {
                 lookup: false,
                 deletion_vectors: opts.deletion_vectors_enabled().map_err(spec)?,
                 postpone: false,
-                engine: Engine::Append(Arc::new(AppendCompaction::new(table.clone())?)),
+                engine,
                 stop_trigger: usize::MAX,
                 slots: Arc::new(Semaphore::new(bucket_parallelism())),
                 table,
@@ -204,19 +217,7 @@ impl Compactor {
         let changelog = ChangelogSpec::from_options(opts)?;
         let first_row_lookup = changelog.is_some_and(|c| c.mode == ChangelogMode::FirstRowLookup);
         let layout = TableLayout::new(&schema)?;
-        let option_u64 = |key: &str, default: u64| -> Result<u64> {
-            match opts.get_i64(key).map_err(spec)? {
-                None => Ok(default),
-                Some(v) => u64::try_from(v)
-                    .map_err(|_| Error::invalid(format!("{key} must not be negative, got {v}"))),
-            }
-        };
-        let trigger = opts.num_sorted_run_compaction_trigger().map_err(spec)?;
-        let universal = UniversalCompaction {
-            max_size_amp: option_u64("compaction.max-size-amplification-percent", 200)?,
-            size_ratio: option_u64("compaction.size-ratio", 1)?,
-            trigger: usize::try_from(trigger).unwrap_or(1).max(1),
-        };
+        let universal = universal_compaction(opts)?;
         let flag = |key: &str| opts.get_bool(key).map(|v| v.unwrap_or(false)).map_err(spec);
         let deletion_vectors = opts.deletion_vectors_enabled().map_err(spec)?;
         let need_lookup = deletion_vectors
@@ -285,7 +286,6 @@ impl Compactor {
     /// [`super::plan`]). Postpone-bucket tables first get their postponed rows moved into real
     /// buckets, committed at once (their own COMPACT snapshot, [`CompactionPlan::moved`]).
     pub async fn plan(&self, request: &CompactRequest) -> Result<CompactionPlan> {
-        self.check_not_incremental_clustering()?;
         let moved = if self.postpone {
             let selected = |partitions: &[Vec<u8>]| match &request.partitions {
                 Some(filter) => self.select_partitions(filter, partitions),
@@ -306,34 +306,26 @@ impl Compactor {
             Some((snap, buckets)) => (Some(snap.id), buckets),
             None => (None, Vec::new()),
         };
+        let mut history = Vec::new();
         if let Some(filter) = &request.partitions {
             let partitions: Vec<Vec<u8>> = buckets.iter().map(|b| b.partition.clone()).collect();
             let selected = self.select_partitions(filter, &partitions)?;
-            buckets.retain(|b| selected.contains(&b.partition));
+            let others;
+            (buckets, others) = buckets
+                .into_iter()
+                .partition(|b| selected.contains(&b.partition));
+            if let Engine::Cluster(cluster) = &self.engine {
+                history =
+                    cluster.history_partitions(others, self.table.env().local_now_millis())?;
+            }
         }
         let mut plan = self.plan_buckets(snapshot_id, buckets, request.full)?;
+        // incremental clustering: idle partitions not selected are clustered fully
+        plan.tasks
+            .extend(self.plan_buckets(snapshot_id, history, true)?.tasks);
         plan.moved_commit = moved.committed;
         plan.moved = moved.buckets;
         Ok(plan)
-    }
-
-    /// Java compacts bucket-unaware append tables with `clustering.incremental` by clustering
-    /// them incrementally (`IncrementalClusterManager`), which tidelake does not implement:
-    /// [`Error::Unsupported`] naming the option.
-    fn check_not_incremental_clustering(&self) -> Result<()> {
-        let opts = self.table.schema().options();
-        let spec = |e| Error::from_spec("table options", e);
-        if matches!(self.engine, Engine::Append(_))
-            && opts.bucket().map_err(spec)? == -1
-            && opts.clustering_incremental().map_err(spec)?
-        {
-            return Err(Error::Unsupported(
-                "compacting a table with 'clustering.incremental' = 'true': Paimon clusters such \
-                 tables incrementally in compaction, which tidelake does not implement"
-                    .into(),
-            ));
-        }
-        Ok(())
     }
 
     /// Fully compact every bucket of the latest snapshot (Java `pickFullCompaction`: a bucket
@@ -551,17 +543,21 @@ impl Compactor {
     pub(crate) async fn live_buckets(&self, snap: &Snapshot) -> Result<Vec<Bucket>> {
         let pruning = Pruning::all().skip_postpone().with_index_files();
         let live = LiveFiles::read(&self.table, snap, pruning).await?;
-        if let Engine::KeyValue(rewriter) = &self.engine {
-            if rewriter.expires_records() {
-                // picking judges files by their statistics in their own schema
-                let ids: BTreeSet<i64> = live
-                    .buckets()
-                    .iter()
-                    .flat_map(|b| b.files.iter().map(|e| e.file.schema_id))
-                    .collect();
-                for id in ids {
-                    self.table.schema_by_id(id).await?;
-                }
+        let load_schemas = match &self.engine {
+            Engine::KeyValue(rewriter) => rewriter.expires_records(),
+            // a full clustering compares the clustering columns of the files' schema
+            Engine::Cluster(_) => true,
+            Engine::Append(_) => false,
+        };
+        if load_schemas {
+            // picking judges files by their own schema
+            let ids: BTreeSet<i64> = live
+                .buckets()
+                .iter()
+                .flat_map(|b| b.files.iter().map(|e| e.file.schema_id))
+                .collect();
+            for id in ids {
+                self.table.schema_by_id(id).await?;
             }
         }
         let mut buckets = Vec::with_capacity(live.buckets().len());
@@ -615,8 +611,10 @@ impl Compactor {
 
     /// The unit to run on a bucket's files, if any (see the module docs).
     pub(crate) fn pick(&self, files: &[LevelFile], full: bool) -> Result<Option<UnitTask>> {
-        if let Engine::Append(append) = &self.engine {
-            return Ok(append.pick(files, full));
+        match &self.engine {
+            Engine::Append(append) => return Ok(append.pick(files, full)),
+            Engine::Cluster(cluster) => return cluster.pick(files, full),
+            Engine::KeyValue(_) => {}
         }
         let levels = Levels::new(files.to_vec(), self.num_levels)?;
         let runs = levels.run_stats();
@@ -755,6 +753,7 @@ impl Compactor {
             let run = match &engine {
                 Engine::KeyValue(rewriter) => rewriter.run(&bucket.bucket_dir, &task).await,
                 Engine::Append(append) => append.run(&bucket, &task).await,
+                Engine::Cluster(cluster) => cluster.run(&bucket, &task).await,
             };
             let result = match run {
                 Ok(result) => result,
@@ -807,6 +806,24 @@ impl Compactor {
             upgraded: d.result.upgraded,
         })
     }
+}
+
+/// Java `UniversalCompaction` as the table's options configure it.
+fn universal_compaction(opts: &Options) -> Result<UniversalCompaction> {
+    let spec = |e| Error::from_spec("table options", e);
+    let option_u64 = |key: &str, default: u64| -> Result<u64> {
+        match opts.get_i64(key).map_err(spec)? {
+            None => Ok(default),
+            Some(v) => u64::try_from(v)
+                .map_err(|_| Error::invalid(format!("{key} must not be negative, got {v}"))),
+        }
+    };
+    let trigger = opts.num_sorted_run_compaction_trigger().map_err(spec)?;
+    Ok(UniversalCompaction {
+        max_size_amp: option_u64("compaction.max-size-amplification-percent", 200)?,
+        size_ratio: option_u64("compaction.size-ratio", 1)?,
+        trigger: usize::try_from(trigger).unwrap_or(1).max(1),
+    })
 }
 
 /// The merge configuration of compaction: every table column, keyed by the primary key.

@@ -52,8 +52,10 @@
 //!
 //! Sort compaction of bucket-unaware append tables (Paimon's `order_strategy`/`order_by`) is
 //! not here: it rewrites whole partitions as an OVERWRITE, like Java's, in
-//! `crate::ops::SortCompaction`. Tables with `clustering.incremental` are refused by
-//! [`Compactor::plan`] (Java clusters them incrementally, which tidelake does not implement).
+//! `crate::ops::SortCompaction`. Bucket-unaware append tables with `clustering.incremental` are
+//! compacted by incremental clustering (Java `IncrementalClusterManager`, [`cluster`]): per
+//! partition, universal compaction over their levels picks files, whose rows are rewritten sorted
+//! by the clustering columns into the output level.
 //!
 //! Writers' periodic full compaction (`full-compaction.delta-commits`) is
 //! `crate::ops::full_compaction`, which runs [`Compactor`] after a write's commit.
@@ -69,6 +71,7 @@
 
 mod append;
 pub mod changelog;
+mod cluster;
 mod inline;
 pub mod job;
 mod lookup;

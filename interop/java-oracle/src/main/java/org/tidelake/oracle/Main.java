@@ -20,7 +20,8 @@ import java.nio.charset.StandardCharsets;
  * partitions} ({@link Tables#partitions}: a catalog's listing), {@code hms} and {@code
  * hold_lock} ({@link Hms}: a Hive catalog's metastore and lock), {@code mark_done} and {@code
  * success_file} ({@link MarkDone}: marking partitions done, reading a {@code _SUCCESS} file),
- * {@code file_index} ({@link FileIndexes}: Java's file-index verdict on each data file). Anything
+ * {@code file_index} ({@link FileIndexes}: Java's file-index verdict on each data file), {@code
+ * cluster_pick} ({@link Clusters}: what Java's incremental clustering would pick). Anything
  * Paimon or Hadoop prints goes to stderr so stdout carries answers only. {@code Main bench ...}
  * runs one benchmark step instead ({@link Bench}).
  */
@@ -90,6 +91,8 @@ public final class Main {
                 return HiveTables.migrate(job);
             case "rewrite_file_index":
                 return FileIndexes.rewrite(job);
+            case "cluster_pick":
+                return Clusters.pick(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }

@@ -51,7 +51,6 @@ use super::rewriter::{UnitResult, UnitTask};
 use crate::error::{Error, Result};
 use crate::lsm::levels::LevelFile;
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
-use crate::scan::split::Split;
 use crate::table::Table;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 
@@ -252,18 +251,7 @@ impl AppendCompaction {
             WriterConfig::from_options(opts, FileLayout::Append, 0, false)?,
         )?
         .with_first_sequence_number(first.meta.min_sequence_number);
-        let split = Split {
-            snapshot_id: bucket.base_snapshot.unwrap_or_default(),
-            partition: bucket.partition.clone(),
-            bucket: bucket.bucket,
-            total_buckets: bucket.total_buckets,
-            bucket_path: bucket.bucket_dir.clone(),
-            files: task.files.iter().map(LevelFile::split_file).collect(),
-            raw_convertible: true,
-            branch: None,
-            before_files: None,
-            key_index: Vec::new(),
-        };
+        let split = bucket.raw_split(&task.files);
         let copied = async {
             let mut rows = self.reader.read_split(&split).await?;
             while let Some(batch) = rows.try_next().await? {

@@ -46,7 +46,6 @@ use crate::layout::TableLayout;
 use crate::lsm::levels::{LevelFile, LevelRun};
 use crate::lsm::picker::{CompactUnit, RunStat, UniversalCompaction};
 use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
-use crate::scan::split::Split;
 use crate::table::Table;
 use crate::write::input::RowKinds;
 use crate::write::sort_key::RowOrder;
@@ -201,18 +200,7 @@ impl IncrementalCluster {
         let mut write = TableWrite::for_overwrite(self.table.clone())
             .await?
             .sorted_by(order)?;
-        let split = Split {
-            snapshot_id: bucket.base_snapshot.unwrap_or_default(),
-            partition: bucket.partition.clone(),
-            bucket: bucket.bucket,
-            total_buckets: bucket.total_buckets,
-            bucket_path: bucket.bucket_dir.clone(),
-            files: task.files.iter().map(LevelFile::split_file).collect(),
-            raw_convertible: true,
-            branch: None,
-            before_files: None,
-            key_index: Vec::new(),
-        };
+        let split = bucket.raw_split(&task.files);
         let sorted = async {
             let mut rows = self.reader.read_split(&split).await?;
             while let Some(batch) = rows.try_next().await? {

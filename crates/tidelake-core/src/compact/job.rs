@@ -66,6 +66,7 @@ use crate::lsm::merge::MergeConfig;
 use crate::lsm::picker::{pick_full, CompactUnit, FullPick, UniversalCompaction};
 use crate::read::split_read::DEFAULT_BATCH_SIZE;
 use crate::scan::predicate::Predicate;
+use crate::scan::Split;
 use crate::snapshots::SnapshotManager;
 use crate::state::{IndexPaths, LiveFiles, Pruning};
 use crate::table::Table;
@@ -125,6 +126,25 @@ pub(crate) struct Bucket {
     pub dv_index: Vec<IndexFileMeta>,
     /// The snapshot the files were listed from (`None`: the bucket had no files).
     pub base_snapshot: Option<i64>,
+}
+
+impl Bucket {
+    /// A split reading `files` of the bucket row by row as they are (no merge; deletion
+    /// vectors applied), at the snapshot the bucket was listed from.
+    pub(crate) fn raw_split(&self, files: &[LevelFile]) -> Split {
+        Split {
+            snapshot_id: self.base_snapshot.unwrap_or_default(),
+            partition: self.partition.clone(),
+            bucket: self.bucket,
+            total_buckets: self.total_buckets,
+            bucket_path: self.bucket_dir.clone(),
+            files: files.iter().map(LevelFile::split_file).collect(),
+            raw_convertible: true,
+            branch: None,
+            before_files: None,
+            key_index: Vec::new(),
+        }
+    }
 }
 
 /// A bucket with its unit, rewritten.

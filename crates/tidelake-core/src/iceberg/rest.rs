@@ -63,15 +63,6 @@ pub(crate) struct IcebergRestTable {
     delete_after_commit: bool,
 }
 
-/// The catalog's answer to a config request (only what the client uses).
-#[derive(Debug, Default, Deserialize)]
-struct ConfigResponse {
-    #[serde(default)]
-    defaults: BTreeMap<String, String>,
-    #[serde(default)]
-    overrides: BTreeMap<String, String>,
-}
-
 /// The catalog's table as a load or create answers it.
 #[derive(Debug, Deserialize)]
 struct LoadTable {
@@ -189,13 +180,10 @@ impl IcebergRestTable {
             return Ok(());
         };
         let id = snapshot.snapshot_id;
-        let config: ConfigResponse = self.client.config(self.warehouse.as_deref()).await?;
-        let prefix = config
-            .overrides
-            .get(PREFIX)
-            .or(self.prefix.as_ref())
-            .or(config.defaults.get(PREFIX));
-        let client = self.client.clone().with_prefix(prefix.map(String::as_str));
+        let config = self.client.config(self.warehouse.as_deref()).await?;
+        let own = self.prefix.clone().map(|p| (PREFIX.to_string(), p));
+        let prefix = config.merge(own).remove(PREFIX);
+        let client = self.client.clone().with_prefix(prefix.as_deref());
         let version = shifted(version);
         self.create_namespace(&client).await?;
         let dir = snapshot

@@ -40,6 +40,29 @@ struct ErrorResponse {
     resource_name: Option<String>,
 }
 
+/// The server's answer to `GET /v1/config` (Java `ConfigResponse`, Iceberg's too).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ConfigResponse {
+    #[serde(default)]
+    defaults: BTreeMap<String, String>,
+    #[serde(default)]
+    overrides: BTreeMap<String, String>,
+}
+
+impl ConfigResponse {
+    /// The client's properties as the server has them used: its defaults, then `own`, then
+    /// its overrides.
+    pub(crate) fn merge(
+        self,
+        own: impl IntoIterator<Item = (String, String)>,
+    ) -> BTreeMap<String, String> {
+        let mut merged = self.defaults;
+        merged.extend(own);
+        merged.extend(self.overrides);
+        merged
+    }
+}
+
 /// A request the server refused, before it became a tidelake [`Error`].
 #[derive(Debug)]
 pub(crate) struct RestError {
@@ -179,7 +202,7 @@ impl RestClient {
 
     /// `GET /v1/config?warehouse=...` (before the prefix is known). A 404 means the server
     /// serves no warehouse of that name.
-    pub(crate) async fn config<T: DeserializeOwned>(&self, warehouse: Option<&str>) -> Result<T> {
+    pub(crate) async fn config(&self, warehouse: Option<&str>) -> Result<ConfigResponse> {
         let query: Vec<(&str, &str)> = warehouse.map(|w| ("warehouse", w)).into_iter().collect();
         let answer = self
             .send(

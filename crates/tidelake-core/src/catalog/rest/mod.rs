@@ -37,15 +37,6 @@ use super::{Partition, TableTotals};
 /// Java `AuthProviderEnum.BEAR`: the one token provider spoken here.
 const BEAR_TOKEN_PROVIDER: &str = "bear";
 
-/// `GET /v1/config` (Java `ConfigResponse`).
-#[derive(Debug, Default, Deserialize)]
-struct ConfigResponse {
-    #[serde(default)]
-    defaults: BTreeMap<String, String>,
-    #[serde(default)]
-    overrides: BTreeMap<String, String>,
-}
-
 /// `GET database` (Java `GetDatabaseResponse`, the fields used here).
 #[derive(Debug, Deserialize)]
 struct GetDatabaseResponse {
@@ -139,10 +130,8 @@ impl RestCatalog {
             Ok(headers)
         };
         let client = RestClient::new(uri, &headers(options)?)?;
-        let config: ConfigResponse = client.config(options.warehouse()).await?;
-        let mut merged: BTreeMap<String, String> = config.defaults;
-        merged.extend(options.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        merged.extend(config.overrides);
+        let config = client.config(options.warehouse()).await?;
+        let merged = config.merge(options.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let merged: CatalogOptions = merged.into_iter().collect();
         let client = RestClient::new(uri, &headers(&merged)?)?.with_prefix(merged.get(REST_PREFIX));
         let data_tokens = merged.data_token_enabled().map_err(super::options_error)?;

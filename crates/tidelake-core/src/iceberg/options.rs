@@ -74,6 +74,30 @@ struct RestOptions {
     table: Option<String>,
 }
 
+/// The Iceberg table's name in a catalog (`hive-catalog`, `rest-catalog` storage):
+/// `metadata.iceberg.database` / `metadata.iceberg.table`, by default the Paimon table's own
+/// catalog name. A table opened by path has none (Java needs the catalog's identifier).
+fn catalog_name(
+    table: &Table,
+    storage: &str,
+    database: &Option<String>,
+    name: &Option<String>,
+) -> Result<(String, String)> {
+    let Some((catalog_database, catalog_table)) = table.environment().name() else {
+        return Err(Error::Unsupported(format!(
+            "{}: '{STORAGE}' = '{storage}' names the Iceberg table by the Paimon table's \
+             catalog name: open the table through its catalog",
+            table.location()
+        )));
+    };
+    Ok((
+        database
+            .clone()
+            .unwrap_or_else(|| catalog_database.to_string()),
+        name.clone().unwrap_or_else(|| catalog_table.to_string()),
+    ))
+}
+
 /// The `metadata.iceberg.*` options of `hive-catalog` storage (Java
 /// `IcebergHiveMetadataCommitter`).
 #[derive(Clone, Debug)]
@@ -183,19 +207,11 @@ impl IcebergConfig {
         let Some(rest) = &self.rest else {
             return Ok(None);
         };
-        let Some((database, name)) = table.environment().name() else {
-            return Err(Error::Unsupported(format!(
-                "{}: '{STORAGE}' = 'rest-catalog' commits the Iceberg table under the Paimon \
-                 table's catalog name: open the table through its catalog",
-                table.location()
-            )));
-        };
+        let (database, name) = catalog_name(table, "rest-catalog", &rest.database, &rest.table)?;
         IcebergRestTable::new(
             &rest.properties,
-            rest.database
-                .clone()
-                .unwrap_or_else(|| database.to_string()),
-            rest.table.clone().unwrap_or_else(|| name.to_string()),
+            database,
+            name,
             self.previous_versions_max,
             self.delete_after_commit,
         )
@@ -212,13 +228,7 @@ impl IcebergConfig {
         let Some(hive) = &self.hive else {
             return Ok(None);
         };
-        let Some((database, name)) = table.environment().name() else {
-            return Err(Error::Unsupported(format!(
-                "{}: '{STORAGE}' = 'hive-catalog' registers the Iceberg table under the Paimon \
-                 table's catalog name: open the table through its catalog",
-                table.location()
-            )));
-        };
+        let (database, name) = catalog_name(table, "hive-catalog", &hive.database, &hive.table)?;
         let uri = hive.uri.as_deref().ok_or_else(|| {
             let conf = match table.schema().options().get(HIVE_CONF_DIR) {
                 Some(_) => format!(" ('{HIVE_CONF_DIR}' is not read)"),
@@ -231,11 +241,8 @@ impl IcebergConfig {
         })?;
         Ok(Some(IcebergHiveTable {
             client: HmsClient::new(uri)?,
-            database: hive
-                .database
-                .clone()
-                .unwrap_or_else(|| database.to_string()),
-            table: hive.table.clone().unwrap_or_else(|| name.to_string()),
+            database,
+            table: name,
             skip_update_stats: hive.skip_update_stats,
             glue_skip_archive: hive.glue_skip_archive,
         }))

@@ -144,19 +144,3 @@ def test_tidelake_writes_bitmap_bsi_indexes_java_reads(java, tmp_path, pk, embed
         assert sum(s.row_count for s in t.scan(filter=ours).splits()) == _rows_of(commits), ours
     if pk:
         assert t.lookup([42, 1000]).to_pylist() == [{"id": 42, "name": "k042", "n": -80, "commit_no": 2}]
-
-
-def test_map_entry_indexes_are_refused(java, tmp_path):
-    """Java indexes a map column's entries (``file-index.bitmap.columns = m[a]``); tidelake does
-    not, and says so instead of writing files without the index."""
-    wh = str(tmp_path)
-    fields = [("id", "INT NOT NULL"), ("m", {"type": "MAP", "key": "STRING NOT NULL", "value": "INT"})]
-    sc = Scenario("map_entry_index", fields, [], options={"bucket": "-1", "file-index.bitmap.columns": "m[a]"},
-                  mode="batch")
-    java.run(sc.java_job(wh, with_steps=False))
-    t = tidelake.Catalog(wh).get_table(f"db.{sc.name}")
-    data = pa.table({"id": pa.array([1], pa.int32()), "m": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int32()))},
-                    schema=t.schema)
-    with pytest.raises(tidelake.UnsupportedError, match=r"m\[a\]"):
-        t.write(data)
-    assert t.snapshots() == []

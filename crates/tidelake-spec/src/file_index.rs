@@ -93,12 +93,34 @@ fn indexed_columns(options: &Options, index_type: &str) -> Vec<String> {
         .collect()
 }
 
+/// A map column's entry (`column[key]`, Java `FileIndexOptions.topLevelIndexOfNested`): the
+/// map column and the key; `None` for a plain column.
+pub fn map_entry(column: &str) -> Option<(&str, &str)> {
+    let start = column.find('[')?;
+    let key = column[start + 1..].strip_suffix(']')?;
+    Some((&column[..start], key))
+}
+
+/// The option `key` of the `index_type` index on `column`
+/// (`file-index.<type>.<column>.<key>`): for a map column's entry, the map column's option
+/// (`file-index.<type>.<map>.<key>`) when the entry has none of its own (Java merges the map's
+/// options under each entry's).
+fn column_option_key(options: &Options, index_type: &str, column: &str, key: &str) -> String {
+    let own = format!("file-index.{index_type}.{column}.{key}");
+    match map_entry(column) {
+        Some((map, _)) if options.get(&own).is_none() => {
+            format!("file-index.{index_type}.{map}.{key}")
+        }
+        _ => own,
+    }
+}
+
 /// The bloom-filter columns `options` ask writers for.
 fn bloom_filter_columns(options: &Options) -> Result<Vec<BloomFilterColumn>> {
     indexed_columns(options, BLOOM_FILTER)
         .into_iter()
         .map(|column| {
-            let key = |k: &str| format!("file-index.bloom-filter.{column}.{k}");
+            let key = |k: &str| column_option_key(options, BLOOM_FILTER, &column, k);
             let items = match options.get_i64(&key("items"))? {
                 Some(n) if n > 0 => n as u64,
                 Some(n) => {
@@ -626,6 +648,30 @@ pub(crate) fn test_hex(s: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_entries_take_their_own_options_over_the_maps() {
+        assert_eq!(map_entry("attrs[a.b]"), Some(("attrs", "a.b")));
+        assert_eq!(map_entry("attrs"), None);
+        assert_eq!(map_entry("attrs[a"), None);
+        let mut options = Options::new();
+        options.set("file-index.bloom-filter.columns", "m[a],m[b],n");
+        options.set("file-index.bloom-filter.m.items", "50");
+        options.set("file-index.bloom-filter.m[b].items", "300");
+        let items: Vec<(String, u64)> = bloom_filter_columns(&options)
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.column, c.items))
+            .collect();
+        assert_eq!(
+            items,
+            [
+                ("m[a]".into(), 50),
+                ("m[b]".into(), 300),
+                ("n".into(), 1_000_000)
+            ]
+        );
+    }
 
     #[test]
     fn columns_and_index_types_are_in_java_hash_map_order() {

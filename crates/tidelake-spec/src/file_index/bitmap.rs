@@ -61,7 +61,7 @@ pub fn bitmap_columns(options: &Options) -> Result<Vec<BitmapColumn>> {
     super::indexed_columns(options, BITMAP)
         .into_iter()
         .map(|column| {
-            let key = |k: &str| format!("file-index.{BITMAP}.{column}.{k}");
+            let key = |k: &str| super::column_option_key(options, BITMAP, &column, k);
             let version = match options.get_i32(&key("version"))? {
                 None => VERSION_2,
                 Some(1) => VERSION_1,

@@ -55,8 +55,8 @@ pub fn range_bitmap_columns(options: &Options) -> Result<Vec<RangeBitmapColumn>>
     super::indexed_columns(options, RANGE_BITMAP)
         .into_iter()
         .map(|column| {
-            let chunk_size = options
-                .get_memory_size(&format!("file-index.{RANGE_BITMAP}.{column}.chunk-size"))?;
+            let key = super::column_option_key(options, RANGE_BITMAP, &column, "chunk-size");
+            let chunk_size = options.get_memory_size(&key)?;
             Ok(RangeBitmapColumn { column, chunk_size })
         })
         .collect()

@@ -1,7 +1,9 @@
 //! The data-file indexes a writer keeps for each file it writes (`file-index.<type>.*`; Java
 //! `DataFileIndexWriter`): per configured column a bloom filter over its non-null values, a
 //! bitmap of the rows of each value, a bit-sliced index of its values, or a dictionary with a
-//! bit-sliced index of each row's code (row = position in the file), stored in Paimon's file-index format ([`tidelake_spec::file_index`]) embedded in
+//! bit-sliced index of each row's code (row = position in the file), or any of these over the
+//! values of one key of a map column (`column[key]`), stored in Paimon's file-index format
+//! ([`tidelake_spec::file_index`]) embedded in
 //! the manifest entry when it is at most `file-index.in-manifest-threshold` bytes, else as
 //! `<data file>.index` next to the data file, named in the entry's extra files.
 //!
@@ -10,16 +12,17 @@
 //!
 //! Invariant: every row of the file is added to every index, in file order.
 
-use arrow_array::ArrayRef;
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef};
 use tidelake_spec::datum::Datum;
 use tidelake_spec::file_index::bitmap::{bitmap_key, BitmapIndexWriter};
 use tidelake_spec::file_index::bsi::{bsi_value, BsiIndexWriter};
 use tidelake_spec::file_index::range_bitmap::{range_key, RangeBitmapWriter};
 use tidelake_spec::file_index::{
-    fast_hash, BloomFilter64, ColumnIndex, FileIndex, INDEX_FILE_SUFFIX,
+    fast_hash, map_entry, BloomFilter64, ColumnIndex, FileIndex, INDEX_FILE_SUFFIX,
 };
 use tidelake_spec::schema::TableSchema;
-use tidelake_spec::types::DataType;
+use tidelake_spec::types::{DataType, TypeKind};
 
 use crate::datum_arrow::datum_at;
 use crate::error::{Error, Result};
@@ -28,15 +31,28 @@ use crate::io::FileIO;
 /// Which columns get which index, resolved against the written schema.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct IndexPlan {
-    /// (position among the table columns, the index, the column's type).
-    indexes: Vec<(usize, ColumnIndex, DataType)>,
+    indexes: Vec<Planned>,
     threshold: u64,
+}
+
+/// One index of the plan.
+#[derive(Debug, Clone)]
+struct Planned {
+    /// Position among the table columns.
+    pos: usize,
+    index: ColumnIndex,
+    /// The indexed values' type: the column's, or a map column's value type.
+    ty: DataType,
+    /// For an index on a map column's entries (`column[key]`), the key whose values it holds.
+    entry: Option<String>,
 }
 
 impl IndexPlan {
     /// The `indexes` on columns of `schema`, embedded up to `threshold` bytes; an unknown
-    /// column or a type the index cannot hold is an error (as in Java), and so is an index on
-    /// a map column's entries (`column[key]`, which Java indexes and tidelake does not).
+    /// column or a type the index cannot hold is an error (as in Java). An index on a map
+    /// column's entries (`column[key]`, Java `MapFileIndexMaintainer`) holds each row's value
+    /// of that key (null when the row's map is null or lacks the key); the map's keys must be
+    /// strings, as Java requires.
     pub(crate) fn new(
         schema: &TableSchema,
         indexes: &[ColumnIndex],
@@ -45,27 +61,45 @@ impl IndexPlan {
         let mut planned = Vec::new();
         for index in indexes.iter().cloned() {
             let (column, kind) = (index.column(), index.index_type());
-            if column.ends_with(']') && column.contains('[') {
-                return Err(Error::Unsupported(format!(
-                    "a {kind} file index on the entries of a map column ('{column}')"
-                )));
-            }
+            let (name, entry) = match map_entry(column) {
+                Some((map, key)) => (map, Some(key.to_string())),
+                None => (column, None),
+            };
             let pos = schema
                 .fields
                 .iter()
-                .position(|f| f.name == column)
+                .position(|f| f.name == name)
                 .ok_or_else(|| {
                     Error::invalid(format!(
                         "file-index.{kind}.columns names '{column}', which is not a column"
                     ))
                 })?;
-            let ty = schema.fields[pos].data_type.clone();
+            let ty = match (&entry, &schema.fields[pos].data_type.kind) {
+                (None, _) => schema.fields[pos].data_type.clone(),
+                (Some(_), TypeKind::Map(key, value))
+                    if matches!(key.kind, TypeKind::Char(_) | TypeKind::VarChar(_)) =>
+                {
+                    value.as_ref().clone()
+                }
+                (Some(_), _) => {
+                    return Err(Error::invalid(format!(
+                        "file-index.{kind}.columns names '{column}': an index on map entries \
+                         needs a map column with CHAR, VARCHAR or STRING keys, '{name}' is {}",
+                        schema.fields[pos].data_type
+                    )))
+                }
+            };
             if !index.supports(&ty) {
                 return Err(Error::Unsupported(format!(
                     "a {kind} file index on column '{column}' of type {ty}"
                 )));
             }
-            planned.push((pos, index, ty));
+            planned.push(Planned {
+                pos,
+                index,
+                ty,
+                entry,
+            });
         }
         Ok(IndexPlan {
             indexes: planned,
@@ -88,8 +122,15 @@ impl IndexPlan {
         let renamed: Vec<ColumnIndex> = indexes
             .iter()
             .filter_map(|index| {
-                let id = current.field(index.column())?.id;
-                Some(index.renamed(&file_schema.field_by_id(id)?.name))
+                let (column, entry) = match map_entry(index.column()) {
+                    Some((map, key)) => (map, Some(key)),
+                    None => (index.column(), None),
+                };
+                let name = &file_schema.field_by_id(current.field(column)?.id)?.name;
+                Some(match entry {
+                    Some(key) => index.renamed(&format!("{name}[{key}]")),
+                    None => index.renamed(name),
+                })
             })
             .collect();
         IndexPlan::new(file_schema, &renamed, threshold)
@@ -108,7 +149,7 @@ impl IndexPlan {
         let builders = self
             .indexes
             .iter()
-            .map(|(_, index, ty)| {
+            .map(|Planned { index, ty, .. }| {
                 Ok(match index {
                     ColumnIndex::BloomFilter(c) => {
                         Builder::Bloom(BloomFilter64::new(c.items, c.fpp)?)
@@ -137,6 +178,42 @@ enum Builder {
     RangeBitmap(RangeBitmapWriter),
 }
 
+impl Builder {
+    /// Add the value at `row` of `values` (`None`: a null).
+    fn add(&mut self, planned: &Planned, values: &dyn Array, row: Option<usize>) -> Result<()> {
+        let ty = &planned.ty;
+        let value = match row {
+            Some(row) => datum_at(values, row, ty)?,
+            None => Datum::Null,
+        };
+        let unkeyed = || {
+            Error::invalid(format!(
+                "a {} index cannot hold value {value:?} of column '{}'",
+                planned.index.index_type(),
+                planned.index.column()
+            ))
+        };
+        match self {
+            Builder::Bloom(filter) => {
+                if let Some(hash) = fast_hash(&value, ty) {
+                    filter.add_hash(hash);
+                }
+            }
+            Builder::Bitmap(bitmap) if value.is_null() => bitmap.add(None),
+            Builder::Bitmap(bitmap) => {
+                bitmap.add(Some(bitmap_key(&value, ty).ok_or_else(unkeyed)?))
+            }
+            Builder::Bsi(bsi) if value.is_null() => bsi.add(None),
+            Builder::Bsi(bsi) => bsi.add(Some(bsi_value(&value, ty).ok_or_else(unkeyed)?)),
+            Builder::RangeBitmap(range) if value.is_null() => range.add(None),
+            Builder::RangeBitmap(range) => {
+                range.add(Some(range_key(&value, ty).ok_or_else(unkeyed)?))
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The indexes of the file being written.
 pub(crate) struct FileIndexes {
     plan: IndexPlan,
@@ -146,36 +223,41 @@ pub(crate) struct FileIndexes {
 impl FileIndexes {
     /// Add rows: `values` are the table columns of a written chunk.
     pub(crate) fn update(&mut self, values: &[ArrayRef]) -> Result<()> {
-        for ((pos, index, ty), builder) in self.plan.indexes.iter().zip(&mut self.builders) {
-            let column = values[*pos].as_ref();
-            for row in 0..column.len() {
-                let value = if column.is_null(row) {
-                    Datum::Null
-                } else {
-                    datum_at(column, row, ty)?
-                };
-                let unkeyed = || {
-                    Error::invalid(format!(
-                        "a {} index cannot hold value {value:?} of column '{}'",
-                        index.index_type(),
-                        index.column()
-                    ))
-                };
-                match builder {
-                    Builder::Bloom(filter) => {
-                        if let Some(hash) = fast_hash(&value, ty) {
-                            filter.add_hash(hash);
-                        }
+        for (planned, builder) in self.plan.indexes.iter().zip(&mut self.builders) {
+            let column = values[planned.pos].as_ref();
+            match &planned.entry {
+                None => {
+                    for row in 0..column.len() {
+                        builder.add(planned, column, (!column.is_null(row)).then_some(row))?;
                     }
-                    Builder::Bitmap(bitmap) if value.is_null() => bitmap.add(None),
-                    Builder::Bitmap(bitmap) => {
-                        bitmap.add(Some(bitmap_key(&value, ty).ok_or_else(unkeyed)?))
-                    }
-                    Builder::Bsi(bsi) if value.is_null() => bsi.add(None),
-                    Builder::Bsi(bsi) => bsi.add(Some(bsi_value(&value, ty).ok_or_else(unkeyed)?)),
-                    Builder::RangeBitmap(range) if value.is_null() => range.add(None),
-                    Builder::RangeBitmap(range) => {
-                        range.add(Some(range_key(&value, ty).ok_or_else(unkeyed)?))
+                }
+                Some(key) => {
+                    let map = column.as_map_opt().ok_or_else(|| {
+                        Error::Internal(format!(
+                            "column '{}' of a map-entry index is not a map",
+                            planned.index.column()
+                        ))
+                    })?;
+                    let (keys, entries) = (map.keys(), map.values().as_ref());
+                    let keys = keys.as_string_opt::<i32>().ok_or_else(|| {
+                        Error::Internal(format!(
+                            "the keys of map column '{}' are not strings",
+                            planned.index.column()
+                        ))
+                    })?;
+                    for row in 0..column.len() {
+                        // the row's entry of `key` (maps hold each key once)
+                        let at = match map.is_null(row) {
+                            true => None,
+                            false => {
+                                let (start, end) =
+                                    (map.value_offsets()[row], map.value_offsets()[row + 1]);
+                                (start..end)
+                                    .map(|i| i as usize)
+                                    .find(|&i| keys.is_valid(i) && keys.value(i) == key)
+                            }
+                        };
+                        builder.add(planned, entries, at.filter(|&i| !entries.is_null(i)))?;
                     }
                 }
             }
@@ -186,7 +268,8 @@ impl FileIndexes {
     /// The indexes in Paimon's file-index format (Java `FileIndexFormat.Writer`).
     pub(crate) fn encode(self) -> Result<Vec<u8>> {
         let mut index = FileIndex::default();
-        for ((_, column, _), builder) in self.plan.indexes.iter().zip(self.builders) {
+        for (Planned { index: column, .. }, builder) in self.plan.indexes.iter().zip(self.builders)
+        {
             let body = match builder {
                 Builder::Bloom(filter) => Ok(filter.encode()),
                 Builder::Bitmap(bitmap) => bitmap.encode(),

@@ -50,7 +50,7 @@ use super::lookup::write_bucket_index_file;
 use super::rewriter::{UnitResult, UnitTask};
 use crate::error::{Error, Result};
 use crate::lsm::levels::LevelFile;
-use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
+use crate::read::split_read::ReadContext;
 use crate::table::Table;
 use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 
@@ -93,14 +93,7 @@ impl AppendCompaction {
         }
         let size = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         let target = size(opts.target_file_size(false).map_err(spec)?);
-        let reader = Arc::new(ReadContext::new(
-            table.clone(),
-            &schema,
-            None,
-            None,
-            DEFAULT_BATCH_SIZE,
-            false,
-        )?);
+        let reader = Arc::new(ReadContext::whole_rows(table.clone(), &schema)?);
         Ok(AppendCompaction {
             unaware: opts.bucket().map_err(spec)? == -1,
             deletion_vectors: opts.deletion_vectors_enabled().map_err(spec)?,

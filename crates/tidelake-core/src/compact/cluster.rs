@@ -45,7 +45,7 @@ use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::lsm::levels::{LevelFile, LevelRun};
 use crate::lsm::picker::{CompactUnit, RunStat, UniversalCompaction};
-use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
+use crate::read::split_read::ReadContext;
 use crate::table::Table;
 use crate::write::input::RowKinds;
 use crate::write::sort_key::RowOrder;
@@ -88,14 +88,7 @@ impl IncrementalCluster {
         };
         // the columns must exist and be orderable
         RowOrder::new(&schema, &columns, order)?;
-        let reader = Arc::new(ReadContext::new(
-            table.clone(),
-            &schema,
-            None,
-            None,
-            DEFAULT_BATCH_SIZE,
-            false,
-        )?);
+        let reader = Arc::new(ReadContext::whole_rows(table.clone(), &schema)?);
         Ok(IncrementalCluster {
             num_levels: opts.num_levels().map_err(spec)?,
             universal,

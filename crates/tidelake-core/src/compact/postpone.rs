@@ -34,7 +34,7 @@ use super::rewriter::delete_files;
 use crate::commit::{CommitMessage, Committed, FileStoreCommit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::TableLayout;
-use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
+use crate::read::split_read::ReadContext;
 use crate::scan::split::SplitFile;
 use crate::state::{LiveFiles, Pruning};
 use crate::table::Table;
@@ -95,14 +95,7 @@ pub(crate) async fn redistribute(
     if postponed.is_empty() {
         return Ok(nothing);
     }
-    let read = Arc::new(ReadContext::new(
-        table.clone(),
-        &schema,
-        None,
-        None,
-        DEFAULT_BATCH_SIZE,
-        false,
-    )?);
+    let read = Arc::new(ReadContext::whole_rows(table.clone(), &schema)?);
     let replayed = replay(&mut write, &read, &postponed).await;
     let messages = match replayed {
         Ok(()) => write.prepare_commit().await,

@@ -21,7 +21,7 @@ use futures::stream::TryStreamExt;
 use crate::error::{Error, Result};
 use crate::maintenance::audit_log::audit_log;
 use crate::maintenance::system_tables::SystemTable;
-use crate::read::split_read::{read_splits, ReadContext, DEFAULT_BATCH_SIZE};
+use crate::read::split_read::{read_splits, ReadContext};
 use crate::scan::{plan_scan, ScanRequest, Split};
 use crate::table::Table;
 
@@ -44,14 +44,7 @@ pub(crate) async fn read_optimized(table: &Table) -> Result<SystemTable> {
             .map_err(|e| Error::from_spec("table options", e))?;
         top_level_splits(plan.splits, levels - 1)
     };
-    let ctx = Arc::new(ReadContext::new(
-        table.clone(),
-        schema,
-        None,
-        None,
-        DEFAULT_BATCH_SIZE,
-        false,
-    )?);
+    let ctx = Arc::new(ReadContext::whole_rows(table.clone(), schema)?);
     let batches = read_splits(ctx, splits, None).try_collect().await?;
     Ok(SystemTable {
         schema: out,

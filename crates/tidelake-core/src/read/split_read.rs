@@ -133,6 +133,12 @@ pub struct ReadContext {
 }
 
 impl ReadContext {
+    /// [`Self::new`] for the engine's whole-row reads: every column of `schema`, no filter,
+    /// batches of [`DEFAULT_BATCH_SIZE`] rows, no row kind.
+    pub(crate) fn whole_rows(table: Table, schema: &TableSchema) -> Result<ReadContext> {
+        ReadContext::new(table, schema, None, None, DEFAULT_BATCH_SIZE, false)
+    }
+
     /// Prepare reads of `schema`'s rows, returning `columns` (all when `None`) in the given
     /// order, keeping rows that match `filter`. Crate-private: reads of users go through the
     /// builders [`crate::ops::Read`] and [`crate::ops::Changes`], which own the selectors; the

@@ -18,11 +18,13 @@ flag), 4 buckets, and is shaped so that reading it needs what its name says:
 
 Cases per table, each to the ``noop`` sink: ``spark.read.parquet`` of the table's live data
 files with the table's value schema (the floor: the bytes every other case reads, stale rows
-included), ``spark.read.format("tidelake")`` (the engine merges every split) and
-``tidelake.spark.read`` (the product path: Spark's Parquet reader for key-range sections,
-deletion-vector files and base less the delta's keys, the engine for the rest, see
-:mod:`tidelake.spark.native`; checked equal to the engine's rows first, and the division
-printed: native files, base/delta files, engine splits and tasks). Each case's wall time is
+included), ``spark.read.format("tidelake")`` (the engine merges every split),
+``tidelake.spark.read`` (the product path: Spark's Parquet reader for key-range sections, the
+engine for the rest) and ``tidelake.spark.read(spark_joins=True)`` (Spark's reader also for
+deletion-vector files and base less the delta's keys, deleted rows removed by broadcast
+anti-joins, see :mod:`tidelake.spark.native`); both checked equal to the engine's rows first,
+and the division with joins printed: native files, base/delta files, engine splits and tasks.
+Each case's wall time is
 the median of ``--repeat`` after a warm-up, with the CPU seconds by process (JVM, Python
 workers, driver) as ``spark_bench.py`` measures them; the Markdown table gives each case's
 ratio to its table's floor (wall and CPU). ``uptime`` is printed before and after: record it
@@ -128,12 +130,13 @@ def main() -> int:
     for kind in kinds:
         path = os.path.join(args.workdir, kind)
         table = tidelake.open_table(path)
-        got = tidelake.spark.read(spark, path).toArrow().sort_by("id")
         want = table.to_arrow(columns=["id", "v"]).sort_by("id")
-        assert got.select(["id", "v"]).equals(want.cast(got.select(["id", "v"]).schema)), kind
+        for joins in (False, True):
+            got = tidelake.spark.read(spark, path, spark_joins=joins).toArrow().sort_by("id")
+            assert got.select(["id", "v"]).equals(want.cast(got.select(["id", "v"]).schema)), kind
         files = [f"{path}/{f['file_path']}" if not f["file_path"].startswith("/") else f["file_path"]
                  for f in table.system("files").to_pylist()]
-        found = classified_read(table, None, {}, None)
+        found = classified_read(table, None, {}, None, joins=True)
         shape = {"files": len(files), "stored rows": sum(f["record_count"] for f in table.system("files").to_pylist()),
                  "rows": table.to_arrow(columns=["id"]).num_rows, "native": len(found.files),
                  "with dv": sum(f.has_deletion_vector for f in found.files), "base": len(found.base),
@@ -144,6 +147,8 @@ def main() -> int:
              lambda files=files: spark.read.schema(VALUE_SCHEMA).parquet(*files)),
             ("spark.read.format('tidelake')", lambda path=path: spark.read.format("tidelake").load(path)),
             ("tidelake.spark.read", lambda path=path: tidelake.spark.read(spark, path)),
+            ("tidelake.spark.read(spark_joins=True)",
+             lambda path=path: tidelake.spark.read(spark, path, spark_joins=True)),
         ]
         for name, frame in cases:
             median, best, _, cpu = timed(lambda frame=frame: frame().write.format("noop").mode("overwrite").save(),

@@ -98,11 +98,15 @@ def test_version_is_the_package_version():
 
 
 def _check_params(where: str, fn: ast.FunctionDef, stub_params: list[ast.arg], runtime) -> None:
-    """Stub parameters == runtime parameters: names, order, which have defaults and the defaults."""
+    """Stub parameters == runtime parameters: names, order, which are keyword-only, which have
+    defaults and the defaults."""
     rt_params = [p for p in inspect.signature(runtime).parameters.values() if p.name != "self"]
-    assert [a.arg for a in stub_params] == [p.name for p in rt_params], f"{where} parameters"
-    defaults = [None] * (len(stub_params) - len(fn.args.defaults)) + list(fn.args.defaults)
-    for arg, default, p in zip(stub_params, defaults, rt_params):
+    kwonly = fn.args.kwonlyargs
+    assert [a.arg for a in [*stub_params, *kwonly]] == [p.name for p in rt_params], f"{where} parameters"
+    assert [a.arg for a in kwonly] == [p.name for p in rt_params if p.kind is inspect.Parameter.KEYWORD_ONLY], \
+        f"{where} keyword-only parameters"
+    defaults = [None] * (len(stub_params) - len(fn.args.defaults)) + list(fn.args.defaults) + list(fn.args.kw_defaults)
+    for arg, default, p in zip([*stub_params, *kwonly], defaults, rt_params):
         assert (default is not None) == (p.default is not inspect.Parameter.empty), f"{where}({arg.arg}) default"
         if default is not None:
             # pyo3 shows a non-literal Rust default (e.g. `Vec::new()`) as `...`; so does the stub.

@@ -1,8 +1,9 @@
 """``tidelake.spark.read`` of tables that need merging: which part of each table Spark's own
 Parquet reader reads (:func:`tidelake.spark.plain.classified_read`: key-range sections,
-deletion-vector files, base less the delta's keys) and which the engine reads, and that the
-DataFrame holds exactly the rows of ``Table.to_arrow()``; engine splits packed into tasks by
-size (``source.split.target-size`` / ``source.split.open-file-cost``)."""
+deletion-vector files and base less the delta's keys with ``spark_joins``) and which the engine
+reads, and that the DataFrame holds exactly the rows of ``Table.to_arrow()`` with and without
+``spark_joins``; engine splits packed into tasks by size (``source.split.target-size`` /
+``source.split.open-file-cost``)."""
 
 from __future__ import annotations
 
@@ -37,19 +38,22 @@ def pk_table(path, **options):
                                  options={"target-file-size": "16 kb", **options})
 
 
-def classified(t, columns=None):
-    return spark_plain.classified_read(t, columns, {}, None)
+def classified(t, columns=None, joins=True):
+    return spark_plain.classified_read(t, columns, {}, None, joins=joins)
 
 
 def assert_reads_like_the_table(spark, t, columns=None, where=None):
-    df = tidelake.spark.read(spark, t.path, columns=columns, filter=where)
+    """Both reads (deleted rows removed by Spark's joins, or by the engine) hold the table's
+    rows; returns the one with joins."""
     expected = t.to_arrow(columns=columns)
     if where is not None:
         import duckdb
 
         expected = duckdb.sql(f"select * from expected where {where}").to_arrow_table()
-    got = df.toArrow()
-    assert_same_rows(got.cast(expected.schema), expected)
+    for joins in (False, True):
+        df = tidelake.spark.read(spark, t.path, columns=columns, filter=where, spark_joins=joins)
+        got = df.toArrow()
+        assert_same_rows(got.cast(expected.schema), expected)
     return df
 
 
@@ -101,6 +105,8 @@ def test_deletion_vector_tables_drop_deleted_positions_by_a_join(spark, tmp_path
     t.compact()
     found = classified(t)
     assert any(f.has_deletion_vector for f in found.files) and not found.engine
+    by_engine = classified(t, joins=False)
+    assert by_engine.engine and not any(f.has_deletion_vector for f in by_engine.files)
     df = assert_reads_like_the_table(spark, t)
     assert df.count() == 3000 - 12
     assert_reads_like_the_table(spark, t, columns=["v", "n"], where="n > 500")
@@ -124,6 +130,7 @@ def test_base_less_the_delta_keys_plus_the_merged_delta(spark, tmp_path):
     t.write(rows(range(3, 10_000, 997), tag="x"))
     found = classified(t)
     assert found.base and found.delta and found.engine
+    assert not classified(t, joins=False).base
     assert sum(s.row_count for s in found.engine) == sum(f.row_count for f in found.delta)  # the delta's merge only
     assert_reads_like_the_table(spark, t)
     assert_reads_like_the_table(spark, t, columns=["v"])  # the key is read for the join only

@@ -197,13 +197,16 @@ def test_deletion_vector_files_are_read_less_their_deleted_positions(spark, tmp_
     t.compact(full=True)
     t.write(kv(range(0, 100, 10), tag="w"))
     t.compact()
-    found = spark_plain.classified_read(t, None, {}, None)
+    found = spark_plain.classified_read(t, None, {}, None, joins=True)
     assert any(f.has_deletion_vector for f in found.files), "the test needs a file with a deletion vector"
     assert not found.engine
-    df = tidelake.spark.read(spark, t.path)
+    df = tidelake.spark.read(spark, t.path, spark_joins=True)
     assert set(df.inputFiles()) == data_files(t.path)
     assert_same_as_source(df, ds_read(spark, t.path))
     assert df.count() == 100 and {r.v for r in df.where("k % 10 = 0").collect()} == {f"w{k}" for k in range(0, 100, 10)}
+    by_engine = tidelake.spark.read(spark, t.path)  # without joins the engine applies the vectors
+    assert set(by_engine.inputFiles()) < data_files(t.path)
+    assert_same_as_source(by_engine, ds_read(spark, t.path))
 
 
 def test_partitioned_table_with_filters_and_projections(spark, tmp_path):

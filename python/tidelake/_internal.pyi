@@ -314,6 +314,7 @@ class RawTable:
     def plan_row_level(
         self,
         what: str,
+        *,
         filter_json: str | None = None,
         snapshot_id: int | None = None,
         deletes: bool = False,
@@ -623,12 +624,15 @@ class RawScan:
     def split_row_counts(self) -> list[int]:
         """Row count of each split before merging, in the order of :meth:`splits`."""
 
-    def native_units(self, target_size: int | None = None, open_file_cost: int | None = None) -> str:
+    def native_units(self, target_size: int | None = None, open_file_cost: int | None = None, *,
+                     joins: bool = False) -> str:
         """The scan's read units as a JSON list: ``files`` (data files read natively),
         ``base_delta`` (base files less the delta's keys, plus the engine's merge of the delta)
         and ``engine`` (splits only the engine reads, packed to ``target_size`` bytes, default
         ``source.split.target-size``; each file, or each key-range section of a merged bucket,
-        weighs at least ``open_file_cost``)."""
+        weighs at least ``open_file_cost``). Files with a deletion vector and ``base_delta``
+        units only when ``joins`` (the reader removes their deleted rows by joins); else the
+        engine reads them."""
 
     def packed_splits(self, target_size: int | None = None, open_file_cost: int | None = None) -> list[list[int]]:
         """Indexes of :meth:`splits` packed into tasks of about ``target_size`` bytes, in order."""

@@ -137,11 +137,14 @@ class Scan:
         return Split(self._table.location, self._raw.schema_id, self._columns, self._filter_json,
                      self._with_row_kind, row_count, payload, storage_options, self._table.branch)
 
-    def native_read(self, target_size: int | None = None, open_file_cost: int | None = None) -> NativeRead:
+    def native_read(self, target_size: int | None = None, open_file_cost: int | None = None, *,
+                    joins: bool = False) -> NativeRead:
         """Which data files of this scan readers other than the engine read natively, and which
         splits only the engine reads (those packed to ``target_size`` bytes, default the table's
         ``source.split.target-size``, each file weighing at least ``open_file_cost``, default
-        ``source.split.open-file-cost``). Batch scans only."""
+        ``source.split.open-file-cost``). ``joins``: the reader removes deleted rows by joins,
+        so files with a deletion vector and base/delta buckets are native too (else the engine
+        reads them). Batch scans only."""
         if self._with_row_kind:
             raise ValueError("native reads are for batch scans, not change scans")
         out = NativeRead(_table=self._table)
@@ -152,7 +155,7 @@ class Scan:
         def split(raw: dict[str, Any]) -> Split:
             return self._split(json.dumps(raw).encode(), sum(f["row_count"] for f in raw["files"]))
 
-        for unit in json.loads(self._raw.native_units(target_size, open_file_cost)):
+        for unit in json.loads(self._raw.native_units(target_size, open_file_cost, joins=joins)):
             if unit["kind"] == "files":
                 out.files.extend(native(unit["files"]))
             elif unit["kind"] == "base_delta":

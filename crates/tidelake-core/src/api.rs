@@ -40,7 +40,7 @@ pub mod read {
     /// What of a planned scan readers other than the engine read natively.
     pub mod native {
         pub use crate::read::native::{
-            deleted_positions, native_units, pack_splits, NativeFile, Packing, ReadUnit,
+            deleted_positions, native_units, pack_splits, Deletes, NativeFile, Packing, ReadUnit,
         };
     }
 }

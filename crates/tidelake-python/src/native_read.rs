@@ -4,7 +4,7 @@
 
 use pyo3::prelude::*;
 use tidelake_core::api::read::native::{
-    deleted_positions, native_units, pack_splits, NativeFile, Packing,
+    deleted_positions, native_units, pack_splits, Deletes, NativeFile, Packing,
 };
 use tidelake_core::api::scan::Split;
 use tidelake_core::api::Error;
@@ -33,14 +33,22 @@ impl RawScan {
     /// The scan's read units as a JSON list (`ReadUnit`: `files`, `base_delta`, `engine`),
     /// splits the engine reads packed to `target_size` bytes (default: the table's
     /// `source.split.target-size`), each file (each key-range section of a merged bucket)
-    /// weighing at least `open_file_cost`.
-    #[pyo3(signature = (target_size=None, open_file_cost=None))]
+    /// weighing at least `open_file_cost`; deletion vectors and base/delta buckets left to the
+    /// reader's joins when `joins`, else to the engine.
+    #[pyo3(signature = (target_size=None, open_file_cost=None, *, joins=false))]
     fn native_units(
         &self,
         target_size: Option<u64>,
         open_file_cost: Option<u64>,
+        joins: bool,
     ) -> PyResult<String> {
-        let units = native_units(&self.plan, packing(self, target_size, open_file_cost)?).py()?;
+        let deletes = if joins {
+            Deletes::Joined
+        } else {
+            Deletes::Engine
+        };
+        let packing = packing(self, target_size, open_file_cost)?;
+        let units = native_units(&self.plan, packing, deletes).py()?;
         serde_json::to_string(&units)
             .map_err(|e| to_py(Error::Internal(format!("read units as JSON: {e}"))))
     }

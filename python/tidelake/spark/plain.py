@@ -5,10 +5,12 @@ PySpark 4.x, ``mapInArrow`` tasks on 3.x: :mod:`tidelake.spark.mapped`), as one 
 Through the Python Data Source API every row crosses from a Python worker to the JVM as Arrow
 and is converted to rows there, which costs about as much as Spark's whole Parquet read
 (benches/README.md, Spark section). Most of a table needs no engine
-(:meth:`tidelake.scan.Scan.native_read`): files of splits read without merging, every key-range
-section of a deduplicate table's bucket that is one file, files with deletion vectors (their
-deleted positions removed by a join), and the base of a bucket whose other files are all newer
-(less the delta's keys). Spark reads those files itself (:mod:`tidelake.spark.native`), value
+(:meth:`tidelake.scan.Scan.native_read`): files of splits read without merging and every
+key-range section of a deduplicate table's bucket that is one file. With ``spark_joins`` also
+files with deletion vectors (their deleted positions removed by a join) and the base of a bucket
+whose other files are all newer (less the delta's keys); by default the engine reads those, as
+Spark's joins cost more than the engine's read (benches/README.md, "Merged reads through Spark's
+own Parquet reader"). Spark reads the native files itself (:mod:`tidelake.spark.native`), value
 columns only by name (system columns never surface); the data source reads the rest of the same
 snapshot (option :data:`SKIP_PLAIN`), packed into tasks by size (:func:`engine_tasks`).
 
@@ -19,8 +21,8 @@ Invariants:
   not see later commits. Call :func:`read` again for newer data. If that snapshot expires
   before a query runs, Spark fails on the missing files.
 * The two parts classify identically: both take :func:`classified_read` of the same snapshot,
-  projection and filter (option :data:`FILTER`; the classes depend on the columns read), so
-  every row is read by exactly one part.
+  projection, filter (option :data:`FILTER`; the classes depend on the columns read) and joins
+  (option :data:`SPARK_JOINS`), so every row is read by exactly one part.
 * A filter given to :func:`read` (a Spark SQL condition) prunes both parts and is applied by
   Spark on top: the DataFrame's relations are built for it with the filter in their options, so
   the read info PySpark keeps per relation (``tests/test_spark_pushdown.py``) holds no other
@@ -58,7 +60,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 __all__ = ["read", "read_table", "classified_read", "engine_tasks", "split_packing", "spark_readable", "SKIP_PLAIN",
-           "FILTER"]
+           "SPARK_JOINS", "FILTER"]
 
 FILTER = "filter"
 """Data source option: a JSON filter tree (:func:`tidelake.expr.filter_json`) the read is
@@ -68,6 +70,10 @@ its data-source part, so that both parts plan the same snapshot with the same fi
 SKIP_PLAIN = "skip-plain-splits"
 """Data source option: read only the engine's part of :func:`classified_read` (needs a pinned
 snapshot). Set by :func:`read` on its data-source part."""
+
+SPARK_JOINS = "spark-joins"
+"""Data source option, with :data:`SKIP_PLAIN`: the Spark part removes deleted rows by joins
+(:func:`classified_read` with ``joins``). Set by :func:`read` with ``spark_joins``."""
 
 PARQUET_OPTIONS = {
     # Paimon writes proleptic Gregorian dates and timestamps and no Spark version marker, so
@@ -143,18 +149,18 @@ def _spark_path(path: str) -> bool:
 
 
 def classified_read(table: Table, columns: list[str] | None, pinned: dict[str, Any],
-                    prune: expr.Filter | None) -> NativeRead:
+                    prune: expr.Filter | None, *, joins: bool = False) -> NativeRead:
     """The pinned read of ``columns`` planned with ``prune``, divided between Spark's Parquet
     reader (:mod:`tidelake.spark.native`) and the engine (:meth:`tidelake.scan.Scan.native_read`
-    with the table's packing): everything goes to the engine where Spark's reader would not read
-    the engine's values (see the module docs). The one classification both parts of
-    :func:`read` use, so that every row is read by exactly one of them."""
+    with the table's packing and ``joins``): everything goes to the engine where Spark's reader
+    would not read the engine's values (see the module docs). The one classification both parts
+    of :func:`read` use, so that every row is read by exactly one of them."""
     scan = table.scan(columns=columns, filter=prune, **pinned)
     root = local_root(table)
     if (root is None or _GLOB.search(root) or scan._raw.schema_id != table.schema_id
             or not all(spark_readable(f.type) for f in scan.schema)):
         return NativeRead(engine=scan.splits())
-    native = scan.native_read(*split_packing(table))
+    native = scan.native_read(*split_packing(table), joins=joins)
     if not all(_spark_path(f.path) for f in (*native.files, *native.base, *native.delta)):
         return NativeRead(engine=scan.splits())
     return native
@@ -162,7 +168,8 @@ def classified_read(table: Table, columns: list[str] | None, pinned: dict[str, A
 
 def read(spark: SparkSession, path: str, columns: list[str] | None = None, snapshot_id: int | None = None,
          tag: str | None = None, timestamp_ms: int | None = None,
-         storage_options: dict[str, str] | None = None, *, filter: str | None = None) -> DataFrame:
+         storage_options: dict[str, str] | None = None, *, filter: str | None = None,
+         spark_joins: bool = False) -> DataFrame:
     """The rows of table ``path`` (``columns`` of them, all by default) at the latest snapshot
     or the one selected, as ``spark.read.format("tidelake")`` gives them, with the splits that
     are plain Parquet files read by Spark's own Parquet reader. The DataFrame reads the
@@ -172,18 +179,23 @@ def read(spark: SparkSession, path: str, columns: list[str] | None = None, snaps
     ``filter``: a Spark SQL condition (``"dt = '2026-11-01' and k > 5"``): the DataFrame holds
     the rows it selects, and the partitions, buckets, files and row groups its simple conjuncts
     rule out are never read (:mod:`tidelake.spark.pruning`), whatever later queries of the
-    DataFrame do."""
+    DataFrame do.
+
+    ``spark_joins``: Spark also reads the files with deletion vectors and the bases of buckets
+    with a newer delta, removing deleted rows by broadcast anti-joins (see the module docs);
+    slower than the engine on the benchmarks so far, so off by default."""
     table = open_table(path, storage_options=storage_options)
     return read_table(spark, table, columns, snapshot_id=snapshot_id, tag=tag, timestamp_ms=timestamp_ms,
-                      where=filter)
+                      where=filter, spark_joins=spark_joins)
 
 
 def read_table(spark: SparkSession, table: Table, columns: list[str] | None = None, *,
                snapshot_id: int | None = None, tag: str | None = None, timestamp_ms: int | None = None,
-               where: str | None = None, prune: expr.Filter | None = None) -> DataFrame:
+               where: str | None = None, prune: expr.Filter | None = None, spark_joins: bool = False) -> DataFrame:
     """:func:`read` of an open table: the rows ``where`` selects (all without it), pruned with
     ``where`` and with ``prune``, a filter tree admitting a superset of the rows the caller
-    keeps (the DataFrame then may hold rows ``prune`` rules out, and misses none it admits)."""
+    keeps (the DataFrame then may hold rows ``prune`` rules out, and misses none it admits);
+    ``spark_joins`` as there."""
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StructType
 
@@ -209,8 +221,8 @@ def read_table(spark: SparkSession, table: Table, columns: list[str] | None = No
             raise InvalidArgumentError(f"columns {unknown} are not in table {table.path}; its columns are "
                                        f"{schema.names}")
         schema = StructType([schema[c] for c in columns])
-    frame = _read_scan(spark, table, scan, schema, prune, travels=any(v is not None for v in (snapshot_id, tag,
-                                                                                             timestamp_ms)))
+    frame = _read_scan(spark, table, scan, schema, prune, joins=spark_joins,
+                       travels=any(v is not None for v in (snapshot_id, tag, timestamp_ms)))
     if where is None:
         return frame
     frame = frame.where(where)
@@ -218,9 +230,9 @@ def read_table(spark: SparkSession, table: Table, columns: list[str] | None = No
 
 
 def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType, prune: expr.Filter | None, *,
-               travels: bool) -> DataFrame:
+               joins: bool, travels: bool) -> DataFrame:
     """The rows of ``scan`` (of ``table``, planned with ``prune``) as ``schema``: the files
-    :func:`classified_read` gives Spark through its Parquet reader (:mod:`tidelake.spark.native`),
+    :func:`classified_read` (with ``joins``) gives Spark through its Parquet reader (:mod:`tidelake.spark.native`),
     the rest through the engine (the data source pinned to the same snapshot and filter, or
     ``mapInArrow`` tasks on PySpark 3.x), packed into tasks (:func:`engine_tasks`)."""
     projection = io.projection(table, schema)
@@ -234,7 +246,7 @@ def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType
         return read_splits(spark, engine_tasks(table, splits, parallelism=spark.sparkContext.defaultParallelism),
                            schema)
     pinned = {"snapshot_id": scan.snapshot_id}
-    found = classified_read(table, projection, pinned, prune)
+    found = classified_read(table, projection, pinned, prune, joins=joins)
     frames = []
     if found.files or found.base:
         from pyspark.sql.pandas.types import from_arrow_schema
@@ -245,7 +257,7 @@ def _read_scan(spark: SparkSession, table: Table, scan: Scan, schema: StructType
     if found.engine:
         if has_data_source():
             frames.append(_source(spark, table, schema, prune).option("snapshot-id", str(scan.snapshot_id))
-                          .option(SKIP_PLAIN, "true").load(table.path))
+                          .option(SKIP_PLAIN, "true").option(SPARK_JOINS, str(joins).lower()).load(table.path))
         else:
             tasks = engine_tasks(table, found.engine, parallelism=spark.sparkContext.defaultParallelism)
             frames.append(read_splits(spark, tasks, schema))

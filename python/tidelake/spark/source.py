@@ -74,7 +74,7 @@ from ..expr.spark_filters import spark_filter
 from ..scan import Split
 from ..startup import scan_mode
 from . import io
-from .plain import FILTER, SKIP_PLAIN, classified_read, engine_tasks
+from .plain import FILTER, SKIP_PLAIN, SPARK_JOINS, classified_read, engine_tasks
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import Filter
@@ -237,11 +237,12 @@ class BatchReader(DataSourceReader):
         """The engine's splits of a pinned snapshot (:func:`~tidelake.spark.plain.classified_read`:
         :func:`tidelake.spark.read` reads the rest with Spark's Parquet reader), packed into
         tasks. Planned with the ``filter`` option only (no filter Spark pushed), as there, so
-        that both classify alike."""
+        that both classify alike (and with the same joins, option ``spark-joins``)."""
         if not io.is_pinned(pinned):
             raise InvalidArgumentError(f"option {SKIP_PLAIN} needs a pinned snapshot (snapshot-id, tag or "
                                        "timestamp-ms)")
-        engine = classified_read(table, columns, pinned, self.given).engine
+        joins = io.flag(self.options, SPARK_JOINS)
+        engine = classified_read(table, columns, pinned, self.given, joins=joins).engine
         return [SplitPartition(task) for task in engine_tasks(table, engine)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

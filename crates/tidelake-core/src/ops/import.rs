@@ -297,7 +297,7 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
     use crate::io::FileIO;
-    use crate::read::native::{native_units, Packing, ReadUnit};
+    use crate::read::native::{native_units, Deletes, Packing, ReadUnit};
     use crate::schema_change::{create_table, TableSpec};
     use crate::test_support::{int64_column, read_table, string_column};
 
@@ -369,7 +369,12 @@ mod tests {
                 assert!(!f.holds_partition_columns, "{}", f.file_name);
             }
         }
-        let units = native_units(&planned.plan, Packing::of(t.schema()).unwrap()).unwrap();
+        let units = native_units(
+            &planned.plan,
+            Packing::of(t.schema()).unwrap(),
+            Deletes::Joined,
+        )
+        .unwrap();
         assert!(units.iter().all(|u| !matches!(u, ReadUnit::Files { .. })));
     }
 

@@ -38,6 +38,11 @@
 //! the file; the engine from the partition, see [`super::partition_columns`]). Invariant: for every split, the units made of it read exactly the rows the
 //! engine reads of it.
 //!
+//! Files with a deletion vector and base/delta buckets are [`ReadUnit::Files`] / [`ReadUnit::BaseDelta`]
+//! only with [`Deletes::Joined`] (the foreign reader removes the deleted rows by joins); with
+//! [`Deletes::Engine`] the engine reads them (on Spark the joins cost more than the engine's
+//! read: benches/README.md, "Merged reads through Spark's own Parquet reader").
+//!
 //! [`pack_splits`] packs splits into tasks of about `source.split.target-size` (Java
 //! `BinPacking.packForOrdered`, each file weighing at least `source.split.open-file-cost`).
 
@@ -93,6 +98,18 @@ pub enum ReadUnit {
     },
     /// A split only the engine reads.
     Engine { split: Split },
+}
+
+/// Who removes the rows a data file holds but the read does not return, where that takes more
+/// than dropping retracts: a deletion vector's positions, and a base's rows whose key a delta
+/// file holds (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deletes {
+    /// The engine reads such files ([`ReadUnit::Engine`]).
+    Engine,
+    /// The foreign reader does, by joins ([`ReadUnit::Files`] with [`NativeFile::deletion`],
+    /// [`ReadUnit::BaseDelta`]).
+    Joined,
 }
 
 /// How splits are packed: Java `source.split.target-size` and `source.split.open-file-cost`.
@@ -166,9 +183,9 @@ pub fn pack_splits(splits: &[Split], packing: Packing) -> Vec<Vec<usize>> {
 }
 
 /// The read units of `plan`'s splits (see the module docs); Engine splits are packed as
-/// `packing` says.
-pub fn native_units(plan: &ScanPlan, packing: Packing) -> Result<Vec<ReadUnit>> {
-    let classifier = Classifier::new(&plan.schema, packing)?;
+/// `packing` says; `deletes` says who removes deleted rows.
+pub fn native_units(plan: &ScanPlan, packing: Packing, deletes: Deletes) -> Result<Vec<ReadUnit>> {
+    let classifier = Classifier::new(&plan.schema, packing, deletes)?;
     let mut units = Vec::new();
     for split in &plan.splits {
         classifier.split_units(split, &mut units)?;
@@ -179,6 +196,7 @@ pub fn native_units(plan: &ScanPlan, packing: Packing) -> Result<Vec<ReadUnit>> 
 struct Classifier<'a> {
     schema: &'a TableSchema,
     packing: Packing,
+    deletes: Deletes,
     has_primary_key: bool,
     /// Deduplicate tables: a one-file section is its file's rows less retracts.
     deduplicate: bool,
@@ -191,7 +209,7 @@ struct Classifier<'a> {
 }
 
 impl<'a> Classifier<'a> {
-    fn new(schema: &'a TableSchema, packing: Packing) -> Result<Self> {
+    fn new(schema: &'a TableSchema, packing: Packing, deletes: Deletes) -> Result<Self> {
         let has_primary_key = !schema.primary_keys.is_empty();
         let (deduplicate, newest_record_wins) = if has_primary_key {
             let opts = schema.options();
@@ -227,6 +245,7 @@ impl<'a> Classifier<'a> {
         Ok(Classifier {
             schema,
             packing,
+            deletes,
             has_primary_key,
             deduplicate,
             newest_record_wins,
@@ -246,6 +265,12 @@ impl<'a> Classifier<'a> {
             && file.file_name.ends_with(".parquet")
             && !file.path.starts_with('/')
             && !crate::io::is_location(&file.path)
+    }
+
+    /// Whether `file` of `split` is a native file: readable, and without a deletion vector
+    /// unless the foreign reader applies them.
+    fn native_file(&self, split: &Split, file: &SplitFile) -> bool {
+        self.readable(split, file) && (file.deletion.is_none() || self.deletes == Deletes::Joined)
     }
 
     fn native(&self, file: &SplitFile) -> NativeFile {
@@ -283,7 +308,7 @@ impl<'a> Classifier<'a> {
         }
         if split.raw_convertible {
             let (native, other): (Vec<&SplitFile>, Vec<&SplitFile>) =
-                split.files.iter().partition(|f| self.readable(split, f));
+                split.files.iter().partition(|f| self.native_file(split, f));
             if !native.is_empty() {
                 units.push(ReadUnit::Files {
                     files: native.into_iter().map(|f| self.native(f)).collect(),
@@ -311,7 +336,7 @@ impl<'a> Classifier<'a> {
         let mut native = Vec::new();
         for section in sections {
             match section.as_slice() {
-                [file] if self.deduplicate && self.readable(split, file) => {
+                [file] if self.deduplicate && self.native_file(split, file) => {
                     native.push(self.native(file));
                 }
                 _ => merged.push(section),
@@ -336,12 +361,12 @@ impl<'a> Classifier<'a> {
         Ok(())
     }
 
-    /// The base/delta read of `sections` (a bucket's sections that need a merge), when exact:
-    /// newest record wins, every file natively readable and without deletion vector (those of
+    /// The base/delta read of `sections` (a bucket's sections that need a merge), when the
+    /// foreign reader joins ([`Deletes::Joined`]) and it is exact: newest record wins, every file natively readable and without deletion vector (those of
     /// merge-on-read tables are left to the engine), the files of the sections' highest level
     /// (above 0) one sorted run and older than every other file of the sections.
     fn base_delta(&self, split: &Split, sections: &[Vec<SplitFile>]) -> Result<Option<ReadUnit>> {
-        if !self.newest_record_wins || !self.exact_key_equality {
+        if self.deletes == Deletes::Engine || !self.newest_record_wins || !self.exact_key_equality {
             return Ok(None);
         }
         let files: Vec<&SplitFile> = sections.iter().flatten().collect();

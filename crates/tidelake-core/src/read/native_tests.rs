@@ -68,7 +68,16 @@ fn split(files: Vec<SplitFile>, raw: bool) -> Split {
     }
 }
 
+/// The units of `splits` with joined deletes (every native route; see [`engine_deletes`]).
 fn units(schema: TableSchema, splits: Vec<Split>) -> Vec<ReadUnit> {
+    units_with(schema, splits, Deletes::Joined)
+}
+
+fn engine_deletes(schema: TableSchema, splits: Vec<Split>) -> Vec<ReadUnit> {
+    units_with(schema, splits, Deletes::Engine)
+}
+
+fn units_with(schema: TableSchema, splits: Vec<Split>, deletes: Deletes) -> Vec<ReadUnit> {
     let plan = ScanPlan {
         snapshot: None,
         schema: Arc::new(schema),
@@ -80,6 +89,7 @@ fn units(schema: TableSchema, splits: Vec<Split>) -> Vec<ReadUnit> {
             target_size: 128 * MIB as u64,
             open_file_cost: 4 * MIB as u64,
         },
+        deletes,
     )
     .unwrap()
 }
@@ -187,6 +197,15 @@ fn a_delta_newer_than_its_base_is_read_as_base_minus_delta_keys_plus_merged_delt
             ("delta", &["d1", "d2"]),
         ])
     );
+    // unless the foreign reader joins, the engine merges the base with the delta
+    let got = engine_deletes(
+        schema(TypeKind::Int, true, &[]),
+        vec![split(files.clone(), false)],
+    );
+    assert_eq!(
+        shape(&got),
+        owned(&[("files", &["b3"]), ("engine", &["b1", "d1", "d2", "b2"])])
+    );
     // a delta file older than a base file (a late writer): merged by the engine
     let mut late = files.clone();
     late[3].min_sequence_number = 20;
@@ -247,7 +266,10 @@ fn raw_splits_are_native_but_for_files_a_foreign_reader_cannot_read() {
         cardinality: Some(2),
     });
     let files = vec![file("a", 0, 0, 0, (0, 0)), old_schema, orc, dv];
-    let got = units(schema(TypeKind::Int, false, &[]), vec![split(files, true)]);
+    let got = units(
+        schema(TypeKind::Int, false, &[]),
+        vec![split(files.clone(), true)],
+    );
     assert_eq!(
         shape(&got),
         owned(&[("files", &["a", "dv"]), ("engine", &["old", "o.orc"])])
@@ -260,6 +282,15 @@ fn raw_splits_are_native_but_for_files_a_foreign_reader_cannot_read() {
         panic!()
     };
     assert!(files[1].deletion.is_some() && !files[1].drop_retracts);
+    // unless the foreign reader joins, the engine applies the deletion vector
+    let got = engine_deletes(
+        schema(TypeKind::Int, false, &[]),
+        vec![split(files.clone(), true)],
+    );
+    assert_eq!(
+        shape(&got),
+        owned(&[("files", &["a"]), ("engine", &["old", "o.orc", "dv"])])
+    );
     // a fallback-branch or a diff split is the engine's alone
     let mut other_branch = self::split(vec![file("a", 0, 0, 0, (0, 0))], true);
     other_branch.branch = Some("b".into());
@@ -312,6 +343,6 @@ fn sections_and_splits_pack_to_the_target_size() {
         target_size: 4 * MIB as u64,
         open_file_cost: 0,
     };
-    let got = native_units(&plan, packing).unwrap();
+    let got = native_units(&plan, packing, Deletes::Engine).unwrap();
     assert_eq!(got.len(), 3, "six 2 MiB sections in 4 MiB splits");
 }

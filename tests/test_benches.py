@@ -177,3 +177,15 @@ def test_sort_compaction_quick(tmp_path):
     for name in ("zorder", "hilbert"):
         assert strategies[name]["planned"] < strategies[name]["files"], strategies[name]
     assert len([ln for ln in stdout.splitlines() if ln.startswith("| ")]) == 1 + 4  # header, 4 tables
+
+
+def test_maintenance_scale_quick(tmp_path):
+    """benches/maintenance_scale.py: expiry leaves only the latest snapshot with every row, orphan
+    cleaning removes exactly the orphans (the script asserts both; counts, not timings)."""
+    stdout, result = run_bench("maintenance_scale.py", tmp_path)
+    assert [(r["operation"], r["size"]) for r in result] == [
+        ("expiry", 20), ("expiry", 40), ("orphan cleaning", 1000), ("orphan cleaning", 2000)]
+    assert [r.get("expired") for r in result[:2]] == [19, 39]
+    assert [r.get("removed") for r in result[2:]] == [10, 20]
+    assert len([ln for ln in stdout.splitlines() if ln.startswith("| ")]) == 1 + 4
+

@@ -1,0 +1,209 @@
+"""Maintenance at size (issue #35 item 2, fourth bullet): how snapshot expiry and orphan cleaning
+grow with a table's history and files (not run in CI; distributed compaction at size is
+``benches/compaction.py --spark-workers 1,2``).
+
+    .venv/bin/python benches/maintenance_scale.py                                  # defaults below
+    .venv/bin/python benches/maintenance_scale.py --snapshots 1000,3000,10000 --files 10000,30000,100000
+    .venv/bin/python benches/maintenance_scale.py --quick                          # smoke run, ~20 s
+
+* **expiry**: for each size N of ``--snapshots``, a primary-key table (1 bucket, ``write-only``,
+  retention above N) built by N one-row commits through tidelake's own write path, then, in a
+  fresh process, ``Table.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=now,
+  max_deletes=N)``: every snapshot but the latest expires with the files only it referenced.
+  Checked: N - 1 snapshots expired, the latest snapshot still reads its N rows.
+* **orphan cleaning**: for each size F of ``--files``, a partitioned append table whose F live
+  data files come from F / 1,000 commits of 1,000 one-row files each (one per partition, 1,000
+  partitions), plus F / 100 orphan files (copies of a data file under names no snapshot holds,
+  spread over the partitions, modified an hour ago), then, in a fresh process,
+  ``Table.remove_orphan_files(older_than_ms=now)``. Checked: exactly the orphans are removed and
+  the table still reads its F rows.
+
+Each operation reports wall and CPU seconds and the peak RSS of its process (opening the table
+included), and its growth from the smallest size; ``--out`` keeps the results as JSON, ``--png``
+plots seconds and peak RSS against size (log-log). Tables are built once and cached under
+``--workdir`` by size (the timed step runs on a fresh copy, as it changes the table). The load
+average is printed before and after: record it with the numbers. Local disk only: the request
+counts of an object store are not measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+PARTITIONS = 1000
+ORPHAN_SHARE = 100
+"""One orphan per this many live files."""
+
+STEP = r"""
+import json, sys, time
+import tidelake
+path, op, size, benches = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, benches)
+from memstat import lifetime_peak_mb
+cpu0, t0 = time.process_time(), time.perf_counter()
+t = tidelake.open_table(path)
+now = int(time.time() * 1000)
+if op == "expiry":
+    out = t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=now, max_deletes=size)
+    done = {"expired": out["snapshots"], "files deleted": out["data_files"] + out["manifest_files"]}
+else:
+    done = {"removed": len(t.remove_orphan_files(older_than_ms=now))}
+seconds, cpu, rss = time.perf_counter() - t0, time.process_time() - cpu0, lifetime_peak_mb()
+rows = tidelake.open_table(path).to_arrow(columns=["id"]).num_rows
+print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mb": rss, "rows": rows, **done}))
+"""
+
+
+def build_history(path: pathlib.Path, snapshots: int) -> None:
+    """The expiry table of ``snapshots`` one-row commits (see the module docs)."""
+    import pyarrow as pa
+
+    import tidelake
+
+    marker = path / "_built.json"
+    if marker.exists():
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = tidelake.create_table(path, schema, primary_keys=["id"], options={
+        "bucket": "1", "write-only": "true", "snapshot.num-retained.max": str(snapshots + 10),
+        "snapshot.num-retained.min": str(snapshots + 10), "snapshot.time-retained": "3650 d"})
+    began = time.monotonic()
+    for c in range(snapshots):
+        t.write(pa.table({"id": pa.array([c], pa.int64()), "v": [f"c{c}"]}, schema=schema))
+    marker.write_text(json.dumps({"snapshots": snapshots, "build_seconds": time.monotonic() - began}))
+
+
+def build_files(path: pathlib.Path, files: int) -> None:
+    """The orphan-cleaning table of ``files`` live files plus its orphans (see the module docs)."""
+    import numpy as np
+    import pyarrow as pa
+
+    import tidelake
+
+    marker = path / "_built.json"
+    if marker.exists():
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.int32(), nullable=False)])
+    t = tidelake.create_table(path, schema, partition_keys=["p"], options={
+        "write-only": "true", "snapshot.time-retained": "3650 d"})
+    began = time.monotonic()
+    commits = max(1, files // PARTITIONS)
+    for c in range(commits):
+        p = np.arange(PARTITIONS, dtype=np.int32)
+        t.write(pa.table({"id": p.astype(np.int64) + c * PARTITIONS, "p": p}, schema=schema))
+    live = sorted(path.glob("p=*/bucket-*/*.parquet"))
+    hour_ago = time.time() - 3600
+    for i in range(len(live) // ORPHAN_SHARE):
+        source = live[i * ORPHAN_SHARE]
+        orphan = source.with_name(f"data-orphan-{i}.parquet")
+        shutil.copyfile(source, orphan)
+        os.utime(orphan, (hour_ago, hour_ago))
+    marker.write_text(json.dumps({"files": len(live), "orphans": len(live) // ORPHAN_SHARE,
+                                  "build_seconds": time.monotonic() - began}))
+
+
+def step(built: pathlib.Path, op: str, size: int) -> dict[str, float]:
+    """``op`` on a fresh copy of the table at ``built``, in its own process."""
+    copy = built.with_name(built.name + "-run")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(built, copy, copy_function=shutil.copy2)  # keeps the orphans' times
+    try:
+        out = subprocess.run([sys.executable, "-c", STEP, str(copy), op, str(size),
+                              str(pathlib.Path(__file__).resolve().parent)],
+                             check=True, capture_output=True, text=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def plot(rows: list[tuple[str, str, int, dict[str, float]]], png: pathlib.Path) -> None:
+    """Seconds and peak RSS against size, one panel per operation (log-log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ops = list(dict.fromkeys(op for op, *_ in rows))
+    fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4), squeeze=False)
+    for ax, op in zip(axes[0], ops):
+        sizes = [size for o, _, size, _ in rows if o == op]
+        ax.plot(sizes, [r["seconds"] for o, _, _, r in rows if o == op], marker="o", label="seconds")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("snapshots" if op == "expiry" else "live data files")
+        ax.set_ylabel("seconds")
+        rss = ax.twinx()
+        rss.plot(sizes, [r["rss_mb"] for o, _, _, r in rows if o == op], marker="s", color="tab:orange",
+                 linestyle=":", label="peak RSS MB")
+        rss.set_ylabel("peak RSS MB")
+        ax.set_title(op)
+        fig.legend(loc="upper left")
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--snapshots", default="1000,3000,10000", help="expiry sizes (default %(default)s)")
+    ap.add_argument("--files", default="10000,30000,100000", help="orphan-cleaning sizes (default %(default)s)")
+    ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", tempfile.gettempdir()
+                                                        + "/tidelake-bench") + "/maintenance")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 20/40 snapshots, 1,000/2,000 files")
+    ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--png", help="plot seconds and peak RSS per size here")
+    args = ap.parse_args()
+    if args.quick:
+        args.snapshots, args.files = "20,40", "1000,2000"
+    work = pathlib.Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    print("before:", uptime(), flush=True)
+    rows = []
+    for n in (int(s) for s in args.snapshots.split(",") if s):
+        path = work / f"history-{n}"
+        build_history(path, n)
+        r = step(path, "expiry", n)
+        assert r["expired"] == n - 1 and r["rows"] == n, r
+        rows.append(("expiry", f"{n:,} snapshots", n, r))
+        print(f"expiry of {n} snapshots: {r}", flush=True)
+    for f in (int(s) for s in args.files.split(",") if s):
+        path = work / f"files-{f}"
+        build_files(path, f)
+        built = json.loads((path / "_built.json").read_text())
+        r = step(path, "orphans", f)
+        assert r["removed"] == built["orphans"] and r["rows"] == built["files"], (r, built)
+        rows.append(("orphan cleaning", f"{built['files']:,} files, {built['orphans']:,} orphans", f, r))
+        print(f"orphan cleaning of {f} files: {r}", flush=True)
+    print("after:", uptime())
+    if args.out:
+        pathlib.Path(args.out).write_text(json.dumps([{"operation": op, "table": shape, "size": size, **r}
+                                                      for op, shape, size, r in rows], indent=1))
+    if args.png:
+        plot(rows, pathlib.Path(args.png))
+    print("\n| operation | table | seconds | vs smallest | CPU s | peak RSS MB | done |")
+    print("|---|---|---|---|---|---|---|")
+    first: dict[str, tuple[int, float]] = {}
+    for op, shape, size, r in rows:
+        base = first.setdefault(op, (size, r["seconds"]))
+        done = r.get("expired", r.get("removed"))
+        print(f"| {op} | {shape} | {r['seconds']:.3f} | {r['seconds'] / base[1]:.1f}x for {size / base[0]:.0f}x | "
+              f"{r['cpu']:.2f} | {r['rss_mb']:.0f} | {done:,} |")
+
+
+if __name__ == "__main__":
+    main()

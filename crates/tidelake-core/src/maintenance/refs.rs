@@ -350,6 +350,10 @@ pub(crate) enum DataScope {
 #[derive(Debug, Default)]
 pub(crate) struct References {
     names: HashSet<String>,
+    /// Manifests every entry of which is in `names` ([`DataScope::All`]): manifests are
+    /// immutable, so each is read once however many roots list it (Java `OrphanFilesClean`
+    /// reads each manifest name once too), and its entries are not kept.
+    manifests_named: HashSet<String>,
 }
 
 impl References {
@@ -377,15 +381,39 @@ impl References {
                 .collect(),
             DataScope::Live => cache.live_entries(snap).await?,
             DataScope::All => {
-                let mut all = cache.list_entries(&snap.base_manifest_list).await?;
-                all.extend(cache.list_entries(&snap.delta_manifest_list).await?);
-                all
+                self.add_manifests(cache, snap).await?;
+                Vec::new()
             }
         };
         let changelog = cache.changelog_entries(snap).await?;
         for e in data.iter().chain(&changelog) {
             self.names.insert(e.file.file_name.clone());
             self.names.extend(e.file.extra_files.iter().cloned());
+        }
+        Ok(())
+    }
+
+    /// Add every file a manifest of `snap`'s base or delta list names, added or deleted,
+    /// reading only manifests not named yet.
+    async fn add_manifests(&mut self, cache: &mut MetaCache<'_>, snap: &Snapshot) -> Result<()> {
+        let base = cache.list(&snap.base_manifest_list).await?;
+        let delta = cache.list(&snap.delta_manifest_list).await?;
+        let unseen: HashSet<String> = base
+            .iter()
+            .chain(delta.iter())
+            .map(|m| m.file_name.clone())
+            .filter(|n| !self.manifests_named.contains(n))
+            .collect();
+        let table = cache.table;
+        let mut fetched = stream::iter(unseen)
+            .map(|n| async move { read_entries(table, &n).await.map(|e| (n, e)) })
+            .buffer_unordered(PARALLELISM);
+        while let Some((name, entries)) = fetched.try_next().await? {
+            for e in entries {
+                self.names.insert(e.file.file_name);
+                self.names.extend(e.file.extra_files);
+            }
+            self.manifests_named.insert(name);
         }
         Ok(())
     }

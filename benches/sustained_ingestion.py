@@ -49,6 +49,13 @@ Per window of ``--window`` commits (default 100), one line of:
 * peak RSS MB of the process so far (``VmHWM``, benches/memstat.py; Java: the JVM's) and the
   1-minute load average at the window's end (the machine is shared: record it with the numbers).
 
+After the run, the compaction picks of either engine, read from its table's snapshots
+(:func:`compaction_picks`; the Java peer's table is kept at ``<workdir>/sustained/java-table``):
+per window, how many bucket compactions ran, the sorted runs and MB each merged, the share of
+bytes written into the max level and the write amplification in rows (file formats aside).
+Each commit's record carries ``end_s`` (``time.perf_counter``, CLOCK_MONOTONIC), so samples of
+``perf record -k mono`` can be placed in their commit.
+
 The summary lines give the issue's target, rows/s of the last window within 1.3x of the first's,
 for each of the four rates. Every run checks that every key written is live once and reports the
 sum of ``ver`` over the live rows (the same for every engine: the stream is seeded). ``--out``

@@ -49,6 +49,13 @@ Per window of ``--window`` commits (default 100), one line of:
 * peak RSS MB of the process so far (``VmHWM``, benches/memstat.py; Java: the JVM's) and the
   1-minute load average at the window's end (the machine is shared: record it with the numbers).
 
+After the run, the compaction picks of either engine, read from its table's snapshots
+(:func:`compaction_picks`; the Java peer's table is kept at ``<workdir>/sustained/java-table``):
+per window, how many bucket compactions ran, the sorted runs and MB each merged, the share of
+bytes written into the max level and the write amplification in rows (file formats aside).
+Each commit's record carries ``end_s`` (``time.perf_counter``, CLOCK_MONOTONIC), so samples of
+``perf record -k mono`` can be placed in their commit.
+
 The summary lines give the issue's target, rows/s of the last window within 1.3x of the first's,
 for each of the four rates. Every run checks that every key written is live once and reports the
 sum of ``ver`` over the live rows (the same for every engine: the stream is seeded). ``--out``
@@ -157,6 +164,66 @@ def observe(files: Files, i: int, mode: str, committed: list[dict[str, int]]) ->
     return ingested, compaction, runs
 
 
+def compaction_picks(path: pathlib.Path) -> list[dict[str, Any]]:
+    """What every compaction of the table at ``path`` (tidelake's or Java's) rewrote, from its
+    snapshots' delta manifests: one record per bucket of each COMPACT snapshot, with the commit
+    it belongs to (the APPEND snapshots before it, less one), the sorted runs it merged (its
+    removed level-0 files + the distinct levels above 0 of the others), bytes and rows in and
+    out and the output level. Several compactions of a bucket within one commit are one record (both
+    engines hand one increment per ``prepare_commit``; intermediate outputs never land).
+    Reads Paimon's manifest Avro files directly (fastavro): a bench-only view of the deltas."""
+    import fastavro
+
+    def avro(name: str) -> list[dict[str, Any]]:
+        with open(path / "manifest" / name, "rb") as f:
+            return list(fastavro.reader(f))
+
+    ids = sorted(int(p.name.split("-")[1]) for p in (path / "snapshot").glob("snapshot-*"))
+    picks: list[dict[str, Any]] = []
+    appends = 0
+    for sid in ids:
+        snap = json.loads((path / "snapshot" / f"snapshot-{sid}").read_text())
+        if snap["commitKind"] != "COMPACT":
+            appends += 1
+            continue
+        buckets: dict[int, dict[str, Any]] = {}
+        for meta in avro(snap["deltaManifestList"]):
+            for e in avro(meta["_FILE_NAME"]):
+                f = e["_FILE"]
+                b = buckets.setdefault(e["_BUCKET"], {"commit": appends - 1, "bucket": e["_BUCKET"],
+                                                      "before": [], "after": []})
+                b["before" if e["_KIND"] == 1 else "after"].append((f["_LEVEL"], f["_FILE_SIZE"], f["_ROW_COUNT"]))
+        for b in buckets.values():
+            before, after = b.pop("before"), b.pop("after")
+            b.update(runs_in=sum(1 for f in before if f[0] == 0) + len({f[0] for f in before if f[0] > 0}),
+                     bytes_in=sum(f[1] for f in before), bytes_out=sum(f[1] for f in after),
+                     rows_in=sum(f[2] for f in before), rows_out=sum(f[2] for f in after),
+                     output_level=max((f[0] for f in after), default=-1))
+            picks.append(b)
+    return picks
+
+
+def pick_windows(picks: list[dict[str, Any]], window: int, commits: int) -> list[dict[str, Any]]:
+    """The picks per window of ``window`` commits: how many bucket compactions, the sorted runs
+    and MB each merged (mean), the share of the bytes written into the max level, and the rows
+    compaction wrote per row flushed so far (write amplification in rows: the file format's
+    sizes left out)."""
+    out = []
+    rewritten = 0
+    for start in range(0, commits, window):
+        chunk = [p for p in picks if start <= p["commit"] < start + window]
+        n = len(chunk) or 1
+        top = max((p["output_level"] for p in picks), default=0)
+        written = sum(p["bytes_out"] for p in chunk) or 1
+        rewritten += sum(p["rows_out"] for p in chunk)
+        out.append({"commits": min(start + window, commits), "compactions": len(chunk),
+                    "runs_per_compaction": sum(p["runs_in"] for p in chunk) / n,
+                    "mb_in_per_compaction": sum(p["bytes_in"] for p in chunk) / n / 2**20,
+                    "max_level_share": sum(p["bytes_out"] for p in chunk if p["output_level"] == top) / written,
+                    "rows_rewritten": rewritten})
+    return out
+
+
 def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> dict[str, Any]:
     """Ingest ``commits`` upserts of ``rows // commits`` rows into a fresh table at ``path``:
     one ``Table.upsert`` call each (``mode="upsert"``), or through one long-lived
@@ -205,7 +272,8 @@ def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> di
         excluded += time.perf_counter() - x0
         excluded_cpu += time.thread_time() - xc0
         now, now_cpu = time.perf_counter(), time.process_time()
-        record.update(cycle_s=now - mark - excluded, cycle_cpu_s=now_cpu - mark_cpu - excluded_cpu)
+        # end_s: CLOCK_MONOTONIC, to place `perf record -k mono` samples in their commit
+        record.update(cycle_s=now - mark - excluded, cycle_cpu_s=now_cpu - mark_cpu - excluded_cpu, end_s=now)
         mark, mark_cpu = now, now_cpu
         records.append(record)
     if writer is not None:
@@ -215,7 +283,7 @@ def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> di
         raise AssertionError(f"{final.num_rows} live rows, {stream.next_key} keys written")
     return {"rows": size * commits, "commits": commits, "rows_per_commit": size, "buckets": BUCKETS,
             "mode": mode, "live_rows": final.num_rows, "keys_written": stream.next_key,
-            "sum_ver": pc.sum(final["ver"]).as_py(), "per_commit": records}
+            "sum_ver": pc.sum(final["ver"]).as_py(), "per_commit": records, "picks": compaction_picks(path)}
 
 
 def windows(result: dict[str, Any], window: int) -> list[dict[str, Any]]:
@@ -284,6 +352,14 @@ def report(result: dict[str, Any]) -> str:
         ratio = first[key] / ws[-1][key]
         lines.append(f"First window {first[key]:,.0f} {unit}, last {ws[-1][key]:,.0f}: the last is {ratio:.2f}x "
                      f"slower (target: within {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'}).")
+    lines += ["", "Compaction picks (from the snapshots' deltas; one per bucket and commit that compacted):", "",
+              "| commits | bucket compactions | sorted runs merged (mean) | MB read each (mean) | "
+              "share of bytes written into the max level | write amp. in rows (cumulative) |", "|---" * 6 + "|"]
+    lines += [f"| {p['commits']:,} | {p['compactions']} | {p['runs_per_compaction']:.2f} | "
+              f"{p['mb_in_per_compaction']:.3f} | {p['max_level_share']:.0%} | "
+              f"{p['rows_rewritten'] / (p['commits'] * result['rows_per_commit']):.2f} |"
+              for p in result["pick_windows"]]
+    lines.append("")
     lines.append(f"Write amplification after {ws[-1]['commits']:,} commits: {ws[-1]['write_amplification']:.2f}. "
                  f"{result['live_rows']:,} live rows (sum of ver {result.get('sum_ver', 'n/a')}).")
     return "\n".join(lines)
@@ -351,10 +427,11 @@ def run_java(workdir: pathlib.Path, rows: int, commits: int, timeout: float) -> 
     if reason := java_peer.missing():
         raise SystemExit(f"--peer java: {reason}")
     data = save_stream(workdir / f"stream-{rows}-{commits}.cols", rows, commits)
-    scratch = workdir / "java"
-    shutil.rmtree(scratch, ignore_errors=True)
-    cmd = java_peer.command(java_peer.SYSTEM, "sustained", [f"buckets={BUCKETS}"], 1, data, scratch,
-                            java_peer.java_classpath())
+    scratch, table = workdir / "java", workdir / "java-table"
+    for d in (scratch, table):
+        shutil.rmtree(d, ignore_errors=True)
+    cmd = java_peer.command(java_peer.SYSTEM, "sustained", [f"buckets={BUCKETS}", f"table={table}"], 1, data,
+                            scratch, java_peer.java_classpath())
     res = java_peer.run_process(cmd, workdir / "java.log", timeout)["sustained"]
     shutil.rmtree(scratch, ignore_errors=True)
     size = rows // commits
@@ -363,7 +440,7 @@ def run_java(workdir: pathlib.Path, rows: int, commits: int, timeout: float) -> 
         raise AssertionError(f"Java: {res['rows']} live rows, {keys} keys written")
     return {"rows": size * commits, "commits": commits, "rows_per_commit": size, "buckets": BUCKETS,
             "mode": "java", "live_rows": res["rows"], "keys_written": keys, "sum_ver": res["sum_ver"],
-            "per_commit": res["per_commit"], "jvm": " ".join(java_peer.JVM_FLAGS)}
+            "per_commit": res["per_commit"], "picks": compaction_picks(table), "jvm": " ".join(java_peer.JVM_FLAGS)}
 
 
 def main() -> None:
@@ -398,7 +475,8 @@ def main() -> None:
         result = run_java(work, rows, commits, args.timeout)
     else:
         result = run(work / "table", rows, commits, args.mode)
-    result.update(windows=windows(result, window), uptime_before=before, uptime_after=uptime(),
+    result.update(windows=windows(result, window), pick_windows=pick_windows(result["picks"], window, commits),
+                  uptime_before=before, uptime_after=uptime(),
                   total_s=time.monotonic() - began)
     for w in result["windows"]:
         print(f"  commit {w['commits']}: {w['window_rows_per_cpu_s']:,.0f} rows/CPU s, runs max {w['runs_max']}, "

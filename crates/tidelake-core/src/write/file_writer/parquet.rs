@@ -32,6 +32,7 @@
 //! (`sink::ObjectSink` streams them into a multipart upload).
 
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
 use arrow_array::builder::FixedSizeBinaryBuilder;
@@ -579,57 +580,135 @@ impl ParquetOptions {
 /// distinct values plus bit-packed indices against every value (Java parquet-mr's
 /// `isCompressionSatisfying`). Only byte-array and fixed-width primitive columns are judged;
 /// others keep their dictionary.
+///
+/// It runs on the first batch of every file written, so it is kept cheap: values up to 16
+/// bytes are counted as integers, every set is sized once and hashed with [`FoldHasher`]
+/// (std's SipHash made this check cost more than encoding a compaction's small output file),
+/// and counting stops once the dictionary cannot pay whatever the values left.
 fn dictionary_pays(column: &ArrayRef) -> bool {
-    fn judge<'a>(values: impl Iterator<Item = &'a [u8]>, length_prefix: usize) -> bool {
-        let mut distinct = HashSet::new();
-        let (mut count, mut plain, mut dictionary) = (0usize, 0usize, 0usize);
-        for v in values {
-            count += 1;
-            plain += v.len() + length_prefix;
+    /// `values` (each with its PLAIN size) of `count` values taking `plain` bytes in all.
+    fn judge<K: Hash + Eq>(
+        values: impl Iterator<Item = (K, usize)>,
+        count: usize,
+        plain: usize,
+    ) -> bool {
+        let mut distinct: HashSet<K, BuildHasherDefault<FoldHasher>> =
+            HashSet::with_capacity_and_hasher(count, BuildHasherDefault::default());
+        let mut dictionary = 0usize;
+        // dictionary bytes and index bits only grow with the values seen: once they reach the
+        // PLAIN size the answer is no
+        let loses = |dictionary: usize, distinct: usize| {
+            let index_bits = (usize::BITS - distinct.leading_zeros()) as usize;
+            dictionary + (count * index_bits).div_ceil(8) >= plain
+        };
+        for (v, size) in values {
             if distinct.insert(v) {
-                dictionary += v.len() + length_prefix;
+                dictionary += size;
+                if loses(dictionary, distinct.len()) {
+                    return false;
+                }
             }
         }
-        let index_bits = (usize::BITS - distinct.len().leading_zeros()) as usize;
-        count == 0 || dictionary + (count * index_bits).div_ceil(8) < plain
+        count == 0 || !loses(dictionary, distinct.len())
     }
-    let valid = |i: usize| column.is_valid(i);
+    fn judge_bytes<'a>(values: impl Iterator<Item = &'a [u8]> + Clone) -> bool {
+        const LENGTH_PREFIX: usize = 4;
+        let (count, plain) = values.clone().fold((0, 0), |(n, bytes), v| {
+            (n + 1, bytes + v.len() + LENGTH_PREFIX)
+        });
+        judge(values.map(|v| (v, v.len() + LENGTH_PREFIX)), count, plain)
+    }
+    let count = column.len() - column.null_count();
+    let valid = move |i: usize| column.is_valid(i);
     match column.data_type() {
-        ArrowType::Utf8 => judge(
+        ArrowType::Utf8 => judge_bytes(
             column
                 .as_string::<i32>()
                 .iter()
                 .flatten()
                 .map(str::as_bytes),
-            4,
         ),
-        ArrowType::LargeUtf8 => judge(
+        ArrowType::LargeUtf8 => judge_bytes(
             column
                 .as_string::<i64>()
                 .iter()
                 .flatten()
                 .map(str::as_bytes),
-            4,
         ),
-        ArrowType::Binary => judge(column.as_binary::<i32>().iter().flatten(), 4),
-        ArrowType::LargeBinary => judge(column.as_binary::<i64>().iter().flatten(), 4),
+        ArrowType::Binary => judge_bytes(column.as_binary::<i32>().iter().flatten()),
+        ArrowType::LargeBinary => judge_bytes(column.as_binary::<i64>().iter().flatten()),
         t if t.is_primitive() => {
             let Some(width) = t.primitive_width() else {
                 return true;
             };
             let data = column.to_data();
             let start = data.offset() * width;
-            let values = &data.buffers()[0].as_slice()[start..start + data.len() * width];
-            judge(
-                values
-                    .chunks_exact(width)
-                    .enumerate()
-                    .filter(|(i, _)| valid(*i))
-                    .map(|(_, v)| v),
-                0,
-            )
+            let values = data.buffers()[0].as_slice()[start..start + data.len() * width]
+                .chunks_exact(width)
+                .enumerate()
+                .filter(move |(i, _)| valid(*i))
+                .map(|(_, v)| v);
+            let plain = count * width;
+            if width <= 16 {
+                let as_int = |v: &[u8]| {
+                    let mut bytes = [0u8; 16];
+                    bytes[..v.len()].copy_from_slice(v);
+                    (u128::from_le_bytes(bytes), v.len())
+                };
+                judge(values.map(as_int), count, plain)
+            } else {
+                judge(values.map(|v| (v, v.len())), count, plain)
+            }
         }
         _ => true,
+    }
+}
+
+/// [`dictionary_pays`]'s hasher: a folded multiply per 8 bytes (foldhash's mixing), unkeyed —
+/// the values are a file's own, so there is no flooding to defend against.
+#[derive(Default)]
+struct FoldHasher(u64);
+
+impl FoldHasher {
+    const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    fn mix(&mut self, word: u64) {
+        let folded = u128::from(self.0 ^ word) * u128::from(Self::MULTIPLIER);
+        self.0 = (folded as u64) ^ ((folded >> 64) as u64);
+    }
+}
+
+impl Hasher for FoldHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            self.mix(u64::from_le_bytes(w));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.mix(u64::from_le_bytes(w));
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.mix(value);
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.mix(value as u64);
+        self.mix((value >> 64) as u64);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.mix(value as u64);
     }
 }
 
@@ -904,6 +983,88 @@ mod tests {
         })));
         assert!(!dictionary_pays(&repeated.slice(0, 500)));
         assert!(dictionary_pays(&repeated.slice(500, 500)));
+    }
+
+    /// The fast check (integer keys, early exit) decides exactly as the rule it implements,
+    /// counted here the plain way: fixed-width and string columns, with nulls and offsets,
+    /// from all-equal to all-distinct.
+    #[test]
+    fn dictionary_check_follows_the_rule() {
+        use arrow_array::{Decimal128Array, Int64Array, Int8Array, StringArray};
+        fn rule(values: Vec<Vec<u8>>, length_prefix: usize) -> bool {
+            let count = values.len();
+            let plain: usize = values.iter().map(|v| v.len() + length_prefix).sum();
+            let distinct: std::collections::BTreeSet<Vec<u8>> = values.into_iter().collect();
+            let dictionary: usize = distinct.iter().map(|v| v.len() + length_prefix).sum();
+            let index_bits = (usize::BITS - distinct.len().leading_zeros()) as usize;
+            count == 0 || dictionary + (count * index_bits).div_ceil(8) < plain
+        }
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut paid, mut refused) = (0, 0);
+        for len in [0usize, 1, 2, 7, 64, 300, 1000, 4096] {
+            for range in [1u64, 2, 3, 50, 255, 1000, 1 << 20, u64::MAX] {
+                for nulls in [0u64, 2, 7] {
+                    let v: Vec<Option<u64>> = (0..len)
+                        .map(|_| {
+                            let x = next();
+                            (nulls == 0 || x % nulls != 0).then_some(next() % range)
+                        })
+                        .collect();
+                    let ints: ArrayRef =
+                        Arc::new(Int64Array::from_iter(v.iter().map(|x| x.map(|x| x as i64))));
+                    let bytes: ArrayRef =
+                        Arc::new(Int8Array::from_iter(v.iter().map(|x| x.map(|x| x as i8))));
+                    let decimals: ArrayRef = Arc::new(
+                        Decimal128Array::from_iter(v.iter().map(|x| x.map(i128::from)))
+                            .with_precision_and_scale(38, 2)
+                            .unwrap(),
+                    );
+                    let strings: ArrayRef = Arc::new(StringArray::from_iter(
+                        v.iter().map(|x| x.map(|x| format!("s{x}"))),
+                    ));
+                    let offset = len.min(3);
+                    for (column, width, prefix) in [
+                        (ints, 8, 0),
+                        (bytes, 1, 0),
+                        (decimals, 16, 0),
+                        (strings, 0, 4),
+                    ] {
+                        for column in [column.clone(), column.slice(offset, len - offset)] {
+                            let start = if column.len() == len { 0 } else { offset };
+                            let values: Vec<Vec<u8>> = v[start..]
+                                .iter()
+                                .flatten()
+                                .map(|&x| match width {
+                                    0 => format!("s{x}").into_bytes(),
+                                    1 => vec![x as i8 as u8],
+                                    8 => x.to_le_bytes().to_vec(),
+                                    _ => i128::from(x).to_le_bytes().to_vec(),
+                                })
+                                .collect();
+                            let expected = rule(values, prefix);
+                            assert_eq!(
+                                dictionary_pays(&column),
+                                expected,
+                                "{:?} of {len} values below {range}",
+                                column.data_type()
+                            );
+                            if expected {
+                                paid += 1;
+                            } else {
+                                refused += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(paid > 50 && refused > 50, "{paid} paid, {refused} refused");
     }
 
     #[test]

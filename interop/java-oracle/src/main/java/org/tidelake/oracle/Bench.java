@@ -91,7 +91,8 @@ final class Bench {
         java.nio.file.Path data = Paths.get(opt.get("data"));
         java.nio.file.Path dir = Paths.get(opt.get("dir"));
         if (step.equals("sustained")) {
-            return sustained(data, dir, Integer.parseInt(opt.get("buckets")));
+            java.nio.file.Path table = opt.containsKey("table") ? Paths.get(opt.get("table")) : null;
+            return sustained(data, dir, Integer.parseInt(opt.get("buckets")), table);
         }
         int reps = Integer.parseInt(opt.getOrDefault("reps", "1"));
         int buckets = Integer.parseInt(opt.getOrDefault("buckets", "4"));
@@ -203,9 +204,11 @@ final class Bench {
      * compactAfter}); sorted runs per bucket (level-0 files + non-empty levels above 0) from the
      * live files; the JVM's VmHWM and the load average (also on stderr, one {@code COMMIT i
      * {json}} line per commit, as progress). The batch is decoded into rows before its timer. Then the table is read back (rows, sum of {@code ver}).
+     * The table is created at option {@code table} and left there when given (its snapshots' deltas are
+     * the compaction picks sustained_ingestion.py reports), else in {@code dir}, deleted after.
      */
-    private static ObjectNode sustained(java.nio.file.Path data, java.nio.file.Path dir, int buckets)
-            throws Exception {
+    private static ObjectNode sustained(java.nio.file.Path data, java.nio.file.Path dir, int buckets,
+            java.nio.file.Path keep) throws Exception {
         ByteBuffer b;
         try (FileChannel ch = FileChannel.open(data, StandardOpenOption.READ)) {
             b = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size()).order(ByteOrder.LITTLE_ENDIAN);
@@ -213,7 +216,7 @@ final class Bench {
         int commits = Math.toIntExact(b.getLong());
         int size = Math.toIntExact(b.getLong());
         Files.createDirectories(dir);
-        java.nio.file.Path path = dir.resolve("table");
+        java.nio.file.Path path = keep != null ? keep : dir.resolve("table");
         Schema schema =
                 Schema.newBuilder()
                         .column("id", DataTypes.BIGINT().notNull())

@@ -32,7 +32,7 @@
 //! (`sink::ObjectSink` streams them into a multipart upload).
 
 use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::Hash;
 use std::sync::Arc;
 
 use arrow_array::builder::FixedSizeBinaryBuilder;
@@ -582,9 +582,10 @@ impl ParquetOptions {
 /// others keep their dictionary.
 ///
 /// It runs on the first batch of every file written, so it is kept cheap: values up to 16
-/// bytes are counted as integers, every set is sized once and hashed with [`FoldHasher`]
-/// (std's SipHash made this check cost more than encoding a compaction's small output file),
-/// and counting stops once the dictionary cannot pay whatever the values left.
+/// bytes are counted as integers, every set is sized once and hashed with foldhash, unkeyed
+/// (the values are a file's own: no flooding to defend against; std's SipHash made this check
+/// cost more than encoding a compaction's small output file), and counting stops once the
+/// dictionary cannot pay whatever the values left.
 fn dictionary_pays(column: &ArrayRef) -> bool {
     /// `values` (each with its PLAIN size) of `count` values taking `plain` bytes in all.
     fn judge<K: Hash + Eq>(
@@ -592,8 +593,8 @@ fn dictionary_pays(column: &ArrayRef) -> bool {
         count: usize,
         plain: usize,
     ) -> bool {
-        let mut distinct: HashSet<K, BuildHasherDefault<FoldHasher>> =
-            HashSet::with_capacity_and_hasher(count, BuildHasherDefault::default());
+        let mut distinct: HashSet<K, foldhash::fast::FixedState> =
+            HashSet::with_capacity_and_hasher(count, foldhash::fast::FixedState::default());
         let mut dictionary = 0usize;
         // dictionary bytes and index bits only grow with the values seen: once they reach the
         // PLAIN size the answer is no
@@ -661,54 +662,6 @@ fn dictionary_pays(column: &ArrayRef) -> bool {
             }
         }
         _ => true,
-    }
-}
-
-/// [`dictionary_pays`]'s hasher: a folded multiply per 8 bytes (foldhash's mixing), unkeyed —
-/// the values are a file's own, so there is no flooding to defend against.
-#[derive(Default)]
-struct FoldHasher(u64);
-
-impl FoldHasher {
-    const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
-
-    fn mix(&mut self, word: u64) {
-        let folded = u128::from(self.0 ^ word) * u128::from(Self::MULTIPLIER);
-        self.0 = (folded as u64) ^ ((folded >> 64) as u64);
-    }
-}
-
-impl Hasher for FoldHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for word in &mut words {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            self.mix(u64::from_le_bytes(w));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.mix(u64::from_le_bytes(w));
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.mix(value);
-    }
-
-    fn write_u128(&mut self, value: u128) {
-        self.mix(value as u64);
-        self.mix((value >> 64) as u64);
-    }
-
-    fn write_usize(&mut self, value: usize) {
-        self.mix(value as u64);
     }
 }
 

@@ -4,8 +4,9 @@ other and with the workload's expected final state, so the peer cannot report a 
 it did not do. Then the issue #35 scripts (benches/sustained_ingestion.py,
 benches/streaming_latency.py) in their quick modes, checking the shape and the counts of what
 they report (every commit delivered, every key live), not timings; benches/sort_compaction.py
-in its quick mode (rows kept, files pruned); and benches/memstat.py, which every benchmark's
-peak RSS comes from."""
+in its quick mode (rows kept, files pruned); benches/maintenance_scale.py in its quick mode
+(snapshots expired, orphans removed); and benches/memstat.py, which every benchmark's peak RSS
+comes from."""
 
 from __future__ import annotations
 

@@ -473,12 +473,16 @@ async fn plan_candidates(
         KeepForChangelog::ChangelogFiles => Lists::Data,
         KeepForChangelog::Deltas => Lists::None,
     };
+    // Consecutive snapshots list mostly the same manifests: each path once (the first, as
+    // `delete_unreferenced` would keep it), so memory follows the distinct files.
+    let mut seen: HashSet<String> = out.iter().map(|c| c.path.clone()).collect();
     for s in expired {
         if keep == KeepForChangelog::Nothing {
             let changelog = or_missing(cache.changelog_entries(s).await)?;
             out.extend(data_files(layout, &changelog, FileCategory::Changelog)?);
         }
-        out.extend(metadata_files_of(cache, s, true, lists).await?);
+        let metadata = metadata_files_of(cache, s, true, lists).await?;
+        out.extend(metadata.into_iter().filter(|c| seen.insert(c.path.clone())));
     }
     Ok(out)
 }

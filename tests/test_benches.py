@@ -116,8 +116,8 @@ def check_sustained(stdout: str, result: dict, mode: str) -> None:
     assert sum(w["compactions"] for w in windows) > 0
     amp = [w["write_amplification"] for w in windows]
     assert amp[-1] > 0 and amp == sorted(amp)  # cumulative: never decreases
-    table = [ln for ln in stdout.splitlines() if ln.startswith("| ")]
-    assert len(table) == 1 + 4  # header and one line per window
+    tables = [ln for ln in stdout.splitlines() if ln.startswith("| ")]
+    assert len(tables) == 2 * (1 + 4)  # rates and compaction picks: a header and one line per window
     assert stdout.count("target: within 1.3x") == 4
 
 

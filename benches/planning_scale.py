@@ -1,15 +1,17 @@
 """Planning at warehouse scale (issue #35 item 2, first bullet): how the cost of planning a read
 grows with a table's data files, partitions and history (not run in CI).
 
-    .venv/bin/python benches/planning_scale.py                          # 10k / 100k / 300k files
-    .venv/bin/python benches/planning_scale.py --sizes 10000:1000,1000000:10000 --snapshots 10000
+    .venv/bin/python benches/planning_scale.py         # 10k/1k/10k, 100k/10k/10k, 1M/10k/1k
+    .venv/bin/python benches/planning_scale.py --sizes 10000:1000:10000 --compact-manifests
 
-Each size ``FILES:PARTITIONS`` is one primary-key table (``id BIGINT`` key, ``p INT`` partition,
-one fixed bucket, ``write-only`` so no compaction merges its files, snapshot retention above the
-run's commit count) built through tidelake's own write and commit path: ``--snapshots`` commits,
-each writing one tiny data file (a few rows) into each of ``FILES / snapshots`` partitions taken
-round-robin, so the table ends with FILES live data files spread evenly over PARTITIONS and
-``--snapshots`` snapshots. Building is not timed; it is cached under ``--workdir`` by size.
+Each size ``FILES:PARTITIONS[:SNAPSHOTS]`` (snapshots default ``--snapshots``) is one
+primary-key table (``id BIGINT`` key, ``p INT`` partition, one fixed bucket, ``write-only`` so
+no compaction merges its files, snapshot retention above the run's commit count) built through
+tidelake's own write and commit path: SNAPSHOTS commits, each writing one tiny data file (a few
+rows) into each of ``FILES / SNAPSHOTS`` partitions taken round-robin, so the table ends with
+FILES live data files spread evenly over PARTITIONS and SNAPSHOTS snapshots. Building is timed
+(reported, not part of the plan numbers) and cached under ``--workdir`` by size; ``--jobs N``
+builds N sizes at once (one process each).
 
 Then, each in a fresh process (cold: nothing cached, as a query engine's planner starts), the
 median of ``--repeat`` runs of:
@@ -19,15 +21,18 @@ median of ``--repeat`` runs of:
 * one-key plan: ``scan(filter=[("id", "=", key)])`` (key statistics prune the files);
 
 reporting wall seconds, CPU seconds and peak RSS (MB) of the planning process (opening the
-table included), and the splits and rows planned. The Markdown table gives each plan's growth
-from the smallest size (the issue's targets: a one-partition plan of the largest table within
-10x of the smallest's; a full plan of 1M files under 2 s and 1 GB). The load average is printed
-before and after: record it with the numbers.
+table included), and the splits and rows planned. With ``--compact-manifests`` each table's
+manifests are then compacted (``Table.compact_manifests()``, timed: it rewrites manifests that
+commits left in commit order into partition-sorted ones) and the three plans measured again.
+The Markdown table gives each plan's growth from the smallest size (the issue's targets: a
+one-partition plan of the largest table within 10x of the smallest's; a full plan of 1M files
+under 2 s and 1 GB). The load average is printed before and after: record it with the numbers.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -63,10 +68,22 @@ def build(path: pathlib.Path, files: int, partitions: int, snapshots: int) -> No
         p = np.repeat(parts, ROWS_PER_FILE).astype(np.int32)
         ids = np.arange(len(p), dtype=np.int64) + c * per_commit * ROWS_PER_FILE
         t.write(pa.table({"id": ids, "p": p, "v": pa.array([f"c{c}"] * len(p))}, schema=schema))
-        if c % 500 == 0:
+        if c % max(1, 20_000 // per_commit) == 0:
             print(f"  {path.name}: commit {c}/{commits} ({time.monotonic() - began:.0f} s)", file=sys.stderr)
     marker.write_text(json.dumps({"files": commits * per_commit, "partitions": partitions, "snapshots": commits,
                                   "build_seconds": time.monotonic() - began}))
+
+
+def compact_manifests(path: pathlib.Path) -> float:
+    """Seconds ``compact_manifests`` took on the table at ``path`` (once; a marker remembers)."""
+    import tidelake
+
+    marker = path / "_compacted.json"
+    if not marker.exists():
+        began = time.monotonic()
+        tidelake.open_table(path).compact_manifests()
+        marker.write_text(json.dumps({"seconds": time.monotonic() - began}))
+    return float(json.loads(marker.read_text())["seconds"])
 
 
 PLAN = r"""
@@ -86,52 +103,104 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "cpu": time.process_time(
 """
 
 
-def plan(path: pathlib.Path, kind: str, arg: int, repeat: int) -> dict[str, float]:
-    """The median of ``repeat`` cold plans (one process each)."""
+def plan(path: pathlib.Path, kind: str, arg: int, repeat: int, java: str | None = None) -> dict[str, float]:
+    """The median of ``repeat`` cold plans (one process each), by tidelake or, with ``java``
+    (the oracle's classpath), by Java Paimon's planner in a fresh JVM (java_peer's flags)."""
+    here = pathlib.Path(__file__).resolve().parent
+    if java is None:
+        cmd = [sys.executable, "-c", PLAN, str(path), kind, str(arg), str(here)]
+    else:
+        sys.path.insert(0, str(here))
+        from java_peer import JVM_FLAGS
+
+        cmd = ["java", *JVM_FLAGS, "-cp", java, "org.tidelake.oracle.Main", "bench", "plan", f"table={path}",
+               f"kind={kind}", f"arg={arg}"]
     runs = []
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", PLAN, str(path), kind, str(arg),
-                              str(pathlib.Path(__file__).resolve().parent)], check=True,
-                             capture_output=True, text=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        began = time.perf_counter()
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        last = out.stdout.strip().splitlines()[-1]
+        run = json.loads(last[len("RESULT "):])["plan"] if java else json.loads(last)
+        runs.append({**run, "process_seconds": time.perf_counter() - began})
     best = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
     return {**best, "seconds": statistics.median(r["seconds"] for r in runs)}
 
 
+def table_path(work: pathlib.Path, size: tuple[int, int, int]) -> pathlib.Path:
+    return work / "t_{}_{}_{}".format(*size)
+
+
+def measure(path: pathlib.Path, repeat: int, java: str | None = None) -> dict[str, dict[str, float]]:
+    """The three plans of the table at ``path`` (see :func:`plan`)."""
+    meta = json.loads((path / "_built.json").read_text())
+    return {"full": plan(path, "full", 0, repeat, java),
+            "partition": plan(path, "partition", meta["partitions"] // 2, repeat, java),
+            "key": plan(path, "key", ROWS_PER_FILE * (meta["files"] // 2), repeat, java)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="10000:1000,100000:10000,300000:10000",
-                    help="FILES:PARTITIONS,... (default %(default)s)")
-    ap.add_argument("--snapshots", type=int, default=10000, help="commits per table (default %(default)s)")
+    ap.add_argument("--sizes", default="10000:1000:10000,100000:10000:10000,1000000:10000:1000",
+                    help="FILES:PARTITIONS[:SNAPSHOTS],... (default %(default)s)")
+    ap.add_argument("--snapshots", type=int, default=10000, help="commits per table without its own (default "
+                    "%(default)s)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=1, help="tables built at once (default %(default)s)")
+    ap.add_argument("--build-only", action="store_true", help="build the tables, plan nothing")
+    ap.add_argument("--compact-manifests", action="store_true",
+                    help="then compact each table's manifests and plan again")
+    ap.add_argument("--java", action="store_true", help="also plan with Java Paimon (interop/java-oracle)")
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", tempfile.gettempdir() +
                                                         "/tidelake-bench"))
     args = ap.parse_args()
     print("load before:", os.getloadavg())
     work = pathlib.Path(args.workdir) / "planning"
     work.mkdir(parents=True, exist_ok=True)
-    results = []
+    sizes = []
     for size in args.sizes.split(","):
-        files, partitions = (int(x) for x in size.split(":"))
-        path = work / f"t_{files}_{partitions}_{args.snapshots}"
-        build(path, files, partitions, args.snapshots)
-        meta = json.loads((path / "_built.json").read_text())
-        row = {"size": meta}
-        row["full"] = plan(path, "full", 0, args.repeat)
-        row["partition"] = plan(path, "partition", partitions // 2, args.repeat)
-        row["key"] = plan(path, "key", ROWS_PER_FILE * (meta["files"] // 2), args.repeat)
+        parts = [int(x) for x in size.split(":")]
+        sizes.append((parts[0], parts[1], parts[2] if len(parts) > 2 else args.snapshots))
+    with concurrent.futures.ProcessPoolExecutor(max(1, args.jobs)) as pool:
+        list(pool.map(build, *zip(*[(table_path(work, s), *s) for s in sizes])))
+    if args.build_only:
+        return
+    java = None
+    if args.java:
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+        from java_peer import java_classpath
+
+        java = java_classpath()
+    results = []
+    for size in sizes:
+        path = table_path(work, size)
+        row = {"size": json.loads((path / "_built.json").read_text()), **measure(path, args.repeat)}
+        if java:
+            row["java"] = measure(path, args.repeat, java)
+        if args.compact_manifests:
+            row["compact_seconds"] = compact_manifests(path)
+            row["compacted"] = measure(path, args.repeat)
+            if java:
+                row["compacted_java"] = measure(path, args.repeat, java)
         results.append(row)
         print(json.dumps(row), file=sys.stderr)
     print("load after:", os.getloadavg())
     (work / "results.json").write_text(json.dumps(results, indent=1))
-    print("\n| files | partitions | snapshots | plan | seconds | x smallest | CPU s | peak RSS MB | splits | rows "
-          "planned |\n|---|---|---|---|---|---|---|---|---|---|")
-    for row in results:
-        for kind in ("full", "partition", "key"):
-            r, first = row[kind], results[0][kind]
-            print(f"| {row['size']['files']:,} | {row['size']['partitions']:,} | {row['size']['snapshots']:,} | "
-                  f"{kind} | {r['seconds']:.3f} | {r['seconds'] / first['seconds']:.1f}x | {r['cpu']:.2f} | "
-                  f"{r['rss_mb']:.0f} | {r['splits']:,} | {r['rows']:,} |")
+    print("\n| files | partitions | snapshots | manifests | planner | plan | seconds | x smallest | CPU s | "
+          "peak RSS MB | splits | rows planned |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key, layout, planner in (("", "as built", "tidelake"), ("java", "as built", "Java Paimon"),
+                                 ("compacted", "compacted", "tidelake"),
+                                 ("compacted_java", "compacted", "Java Paimon")):
+        for row in results:
+            plans = row[key] if key else row
+            first = results[0][key] if key else results[0]
+            if key and key not in row:
+                continue
+            for kind in ("full", "partition", "key"):
+                r = plans[kind]
+                growth = r["seconds"] / first[kind]["seconds"]
+                print(f"| {row['size']['files']:,} | {row['size']['partitions']:,} | {row['size']['snapshots']:,} | "
+                      f"{layout} | {planner} | {kind} | {r['seconds']:.3f} | {growth:.1f}x | {r['cpu']:.2f} | "
+                      f"{r['rss_mb']:.0f} | {r['splits']:,} | {r['rows']:,} |")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 ROWS_PER_FILE = 4
 
@@ -126,6 +127,40 @@ def plan(path: pathlib.Path, kind: str, arg: int, repeat: int, java: str | None 
     return {**best, "seconds": statistics.median(r["seconds"] for r in runs)}
 
 
+SERIES = (("", "tidelake", "-"), ("compacted", "tidelake, manifests compacted", "--"), ("java", "Java Paimon", ":"),
+          ("compacted_java", "Java Paimon, manifests compacted", "-."))
+
+
+def plot(results: list[dict[str, Any]], png: pathlib.Path) -> None:
+    """Cold plan seconds against data files (log-log), one panel per plan kind, one line per
+    planner and manifest layout measured."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = (("full", "full plan"), ("partition", "one-partition plan"), ("key", "one-key plan"))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    files = [r["size"]["files"] for r in results]
+    for ax, (kind, title) in zip(axes, kinds):
+        for key, name, style in SERIES:
+            rows = [r[key] if key else r for r in results]
+            if any(not isinstance(row, dict) or kind not in row for row in rows):
+                continue
+            ax.plot(files, [row[kind]["seconds"] for row in rows], style, marker="o", label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("live data files")
+        ax.set_ylabel("seconds (cold process)")
+        ax.set_title(title)
+        ax.grid(True, which="both", linewidth=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
 def table_path(work: pathlib.Path, size: tuple[int, int, int]) -> pathlib.Path:
     return work / "t_{}_{}_{}".format(*size)
 
@@ -150,6 +185,8 @@ def main() -> None:
     ap.add_argument("--compact-manifests", action="store_true",
                     help="then compact each table's manifests and plan again")
     ap.add_argument("--java", action="store_true", help="also plan with Java Paimon (interop/java-oracle)")
+    ap.add_argument("--plot", metavar="PNG", help="plot plan seconds against files (docs/img/planning_scale.png)")
+    ap.add_argument("--from-results", action="store_true", help="only print and plot the last results.json")
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", tempfile.gettempdir() +
                                                         "/tidelake-bench"))
     args = ap.parse_args()
@@ -160,6 +197,9 @@ def main() -> None:
     for size in args.sizes.split(","):
         parts = [int(x) for x in size.split(":")]
         sizes.append((parts[0], parts[1], parts[2] if len(parts) > 2 else args.snapshots))
+    if args.from_results:
+        report(json.loads((work / "results.json").read_text()), args.plot)
+        return
     with concurrent.futures.ProcessPoolExecutor(max(1, args.jobs)) as pool:
         list(pool.map(build, *zip(*[(table_path(work, s), *s) for s in sizes])))
     if args.build_only:
@@ -185,16 +225,23 @@ def main() -> None:
         print(json.dumps(row), file=sys.stderr)
     print("load after:", os.getloadavg())
     (work / "results.json").write_text(json.dumps(results, indent=1))
+    report(results, args.plot)
+
+
+def report(results: list[dict[str, Any]], png: str | None) -> None:
+    """The Markdown table of ``results`` (and their plot at ``png``)."""
+    if png:
+        plot(results, pathlib.Path(png))
     print("\n| files | partitions | snapshots | manifests | planner | plan | seconds | x smallest | CPU s | "
           "peak RSS MB | splits | rows planned |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key, layout, planner in (("", "as built", "tidelake"), ("java", "as built", "Java Paimon"),
                                  ("compacted", "compacted", "tidelake"),
                                  ("compacted_java", "compacted", "Java Paimon")):
         for row in results:
-            plans = row[key] if key else row
-            first = results[0][key] if key else results[0]
             if key and key not in row:
                 continue
+            plans = row[key] if key else row
+            first = results[0][key] if key else results[0]
             for kind in ("full", "partition", "key"):
                 r = plans[kind]
                 growth = r["seconds"] / first[kind]["seconds"]

@@ -46,33 +46,106 @@ from typing import Any
 ROWS_PER_FILE = 4
 
 
+def create(path: pathlib.Path, commits: int) -> Any:
+    """The empty table of every size (see the module doc)."""
+    import pyarrow as pa
+
+    import tidelake
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.int32(), nullable=False),
+                        ("v", pa.string())])
+    return tidelake.create_table(path, schema, primary_keys=["id", "p"], partition_keys=["p"], options={
+        # uncompressed data files: planning never opens them, and a zstd context per tiny file
+        # was most of the build's CPU
+        "bucket": "1", "write-only": "true", "file.compression": "none",
+        "snapshot.num-retained.max": str(commits + 10),
+        "snapshot.num-retained.min": str(commits + 10), "snapshot.time-retained": "3650 d"})
+
+
 def build(path: pathlib.Path, files: int, partitions: int, snapshots: int) -> None:
     """The table of one size (see the module doc); a marker file makes it reusable."""
     import numpy as np
     import pyarrow as pa
 
-    import tidelake
 
     marker = path / "_built.json"
     if marker.exists():
         return
     per_commit = max(1, files // snapshots)
     commits = files // per_commit
-    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.int32(), nullable=False),
-                        ("v", pa.string())])
-    t = tidelake.create_table(path, schema, primary_keys=["id", "p"], partition_keys=["p"], options={
-        "bucket": "1", "write-only": "true", "snapshot.num-retained.max": str(commits + 10),
-        "snapshot.num-retained.min": str(commits + 10), "snapshot.time-retained": "3650 d"})
+    t = create(path, commits)
+    schema = t.schema
     began = time.monotonic()
+    # One long-lived writer (a streaming job's): a one-shot write restores the sequence numbers
+    # of every bucket of the table first, which makes building quadratic in files.
+    w = t.writer()
     for c in range(commits):
         parts = (np.arange(per_commit) + c * per_commit) % partitions
         p = np.repeat(parts, ROWS_PER_FILE).astype(np.int32)
         ids = np.arange(len(p), dtype=np.int64) + c * per_commit * ROWS_PER_FILE
-        t.write(pa.table({"id": ids, "p": p, "v": pa.array([f"c{c}"] * len(p))}, schema=schema))
+        w.write(pa.table({"id": ids, "p": p, "v": pa.array([f"c{c}"] * len(p))}, schema=schema))
+        t.commit(w.prepare_commit(), commit_identifier=c)
+        if c % max(1, 20_000 // per_commit) == 0:
+            print(f"  {path.name}: commit {c}/{commits} ({time.monotonic() - began:.0f} s)", file=sys.stderr)
+    w.close()
+    marker.write_text(json.dumps({"files": commits * per_commit, "partitions": partitions, "snapshots": commits,
+                                  "build_seconds": time.monotonic() - began}))
+
+
+TEMPLATE_P = 1234567891  # distinctive values, found and replaced in a template message's bytes
+TEMPLATE_ID = 0x1122334455667700
+
+
+def build_metadata_only(path: pathlib.Path, files: int, partitions: int, snapshots: int) -> None:
+    """The table of one size (see the module doc) with its data files' metadata committed
+    through tidelake's own commit path but the files not written: one real tiny file is
+    written (ids ``TEMPLATE_ID..+3`` in partition ``TEMPLATE_P``) and its commit message is
+    cloned per file with the partition, the four ids and the file name replaced byte for byte
+    (fixed-width fields, so the Avro stays valid). Planning opens no data file; reads fail."""
+    import uuid
+
+    import pyarrow as pa
+
+    from tidelake.write import CommitMessage
+
+    marker = path / "_built.json"
+    if marker.exists():
+        return
+    per_commit = max(1, files // snapshots)
+    commits = files // per_commit
+    t = create(path, commits)
+    schema = t.schema
+    began = time.monotonic()
+    w = t.writer()
+    w.write(pa.table({"id": [TEMPLATE_ID + i for i in range(ROWS_PER_FILE)], "p": [TEMPLATE_P] * ROWS_PER_FILE,
+                      "v": ["x"] * ROWS_PER_FILE}, schema=schema))
+    [template] = w.prepare_commit()
+    w.abort()
+    envelope = json.loads(template.payload)
+    data = bytes.fromhex(envelope["data_files"])
+    name = next(f for f in (path / f"p={TEMPLATE_P}" / "bucket-0").iterdir()).name
+    old_uuid = name[len("data-"):len("data-") + 36].encode()
+    le = lambda v, n: v.to_bytes(n, "little", signed=True)  # noqa: E731
+    patterns = [le(TEMPLATE_P, 4), le(TEMPLATE_ID, 8), le(TEMPLATE_ID + ROWS_PER_FILE - 1, 8), old_uuid]
+    for pat in patterns:
+        assert data.count(pat) >= 1, pat
+    for c in range(commits):
+        messages = []
+        for f in range(per_commit):
+            n = c * per_commit + f
+            part, lo = n % partitions, n * ROWS_PER_FILE
+            body = data
+            for pat, new in zip(patterns, [le(part, 4), le(lo, 8), le(lo + ROWS_PER_FILE - 1, 8),
+                                           str(uuid.UUID(int=n)).encode()]):
+                body = body.replace(pat, new)
+            env = {**envelope, "data_files": body.hex(), "base_snapshot": c,
+                   "partition": envelope["partition"].replace(le(TEMPLATE_P, 4).hex(), le(part, 4).hex())}
+            messages.append(CommitMessage(json.dumps(env).encode(), template.commit_user))
+        t.commit(messages, commit_identifier=c)
         if c % max(1, 20_000 // per_commit) == 0:
             print(f"  {path.name}: commit {c}/{commits} ({time.monotonic() - began:.0f} s)", file=sys.stderr)
     marker.write_text(json.dumps({"files": commits * per_commit, "partitions": partitions, "snapshots": commits,
-                                  "build_seconds": time.monotonic() - began}))
+                                  "build_seconds": time.monotonic() - began, "data_files_written": False}))
 
 
 def compact_manifests(path: pathlib.Path) -> float:
@@ -182,9 +255,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=1, help="tables built at once (default %(default)s)")
     ap.add_argument("--build-only", action="store_true", help="build the tables, plan nothing")
+    ap.add_argument("--metadata-only-from", type=int, default=1_000_000, metavar="FILES",
+                    help="tables of at least FILES files get metadata without data files (default %(default)s)")
     ap.add_argument("--compact-manifests", action="store_true",
                     help="then compact each table's manifests and plan again")
     ap.add_argument("--java", action="store_true", help="also plan with Java Paimon (interop/java-oracle)")
+    ap.add_argument("--java-repeat", type=int, default=1, help="cold JVMs per Java plan (default %(default)s)")
     ap.add_argument("--plot", metavar="PNG", help="plot plan seconds against files (docs/img/planning_scale.png)")
     ap.add_argument("--from-results", action="store_true", help="only print and plot the last results.json")
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", tempfile.gettempdir() +
@@ -201,7 +277,10 @@ def main() -> None:
         report(json.loads((work / "results.json").read_text()), args.plot)
         return
     with concurrent.futures.ProcessPoolExecutor(max(1, args.jobs)) as pool:
-        list(pool.map(build, *zip(*[(table_path(work, s), *s) for s in sizes])))
+        builds = [pool.submit(build_metadata_only if s[0] >= args.metadata_only_from else build, table_path(work, s),
+                              *s) for s in sizes]
+        for b in builds:
+            b.result()
     if args.build_only:
         return
     java = None
@@ -215,12 +294,12 @@ def main() -> None:
         path = table_path(work, size)
         row = {"size": json.loads((path / "_built.json").read_text()), **measure(path, args.repeat)}
         if java:
-            row["java"] = measure(path, args.repeat, java)
+            row["java"] = measure(path, args.java_repeat, java)
         if args.compact_manifests:
             row["compact_seconds"] = compact_manifests(path)
             row["compacted"] = measure(path, args.repeat)
             if java:
-                row["compacted_java"] = measure(path, args.repeat, java)
+                row["compacted_java"] = measure(path, args.java_repeat, java)
         results.append(row)
         print(json.dumps(row), file=sys.stderr)
     print("load after:", os.getloadavg())

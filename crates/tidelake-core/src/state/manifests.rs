@@ -57,9 +57,9 @@ pub(crate) type EntryFilter<'a> = dyn FnMut(&[u8], i32) -> bool + Send + 'a;
 pub(crate) type KeyStatsFilter<'a> = dyn FnMut(&SimpleStats, i64) -> bool + Send + 'a;
 
 /// The tests [`read_manifest_chunks_where`] asks of each entry (spec [`EntryProbe`]).
-pub(crate) struct EntryFilters<'f, 'a> {
+pub(crate) struct EntryFilters<'f, 'a, 'k> {
     pub(crate) partition_bucket: &'f mut EntryFilter<'a>,
-    pub(crate) key_stats: Option<&'f mut KeyStatsFilter<'a>>,
+    pub(crate) key_stats: Option<&'f mut KeyStatsFilter<'k>>,
 }
 
 /// The bytes of manifest `name`, through the table's read cache if its I/O has one (manifests
@@ -82,7 +82,7 @@ fn decode_entries(
     table: &Table,
     name: &str,
     bytes: &[u8],
-    keep: &mut EntryFilters<'_, '_>,
+    keep: &mut EntryFilters<'_, '_, '_>,
 ) -> Result<Vec<ManifestEntry>> {
     let mut probe = EntryProbe::new(&mut *keep.partition_bucket);
     if let Some(key_stats) = keep.key_stats.as_deref_mut() {
@@ -168,7 +168,7 @@ pub(crate) async fn read_manifest_chunks(
 pub(crate) async fn read_manifest_chunks_where(
     table: &Table,
     metas: &[ManifestFileMeta],
-    keep: &mut EntryFilters<'_, '_>,
+    keep: &mut EntryFilters<'_, '_, '_>,
 ) -> Result<Vec<Vec<ManifestEntry>>> {
     let names: Vec<String> = metas.iter().map(|m| m.file_name.clone()).collect();
     let fetches = names.into_iter().map(|name| {

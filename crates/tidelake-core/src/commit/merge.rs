@@ -70,7 +70,10 @@ fn sort_by_partition_and_bucket(layout: &TableLayout, entries: &mut [ManifestEnt
     let mut decoded: HashMap<&[u8], Vec<_>> = HashMap::new();
     for e in entries.iter() {
         if !decoded.contains_key(e.partition.as_slice()) {
-            decoded.insert(e.partition.as_slice(), layout.decode_partition(&e.partition)?);
+            decoded.insert(
+                e.partition.as_slice(),
+                layout.decode_partition(&e.partition)?,
+            );
         }
     }
     let mut ranked: Vec<&[u8]> = decoded.keys().copied().collect();

@@ -601,7 +601,8 @@ impl<'a> Planner<'a> {
             .with_index_files();
         if let Some((filter, fields)) = &self.key_filter {
             // the test [`Self::file_may_match`] repeats on the files kept (for every schema)
-            pruning = pruning.key_stats(move |stats, rows| stats_may_match(filter, stats, fields, rows));
+            pruning =
+                pruning.key_stats(move |stats, rows| stats_may_match(filter, stats, fields, rows));
         }
         let mut buckets = LiveFiles::read(self.table, &snap, pruning)
             .await?

@@ -105,7 +105,9 @@ pub fn read_manifest_probed(bytes: &[u8], probe: EntryProbe<'_>) -> Result<Vec<M
         key_stats,
     } = probe;
     let mut entry = |values: &[AvroValue]| match (&values[2], &values[3]) {
-        (AvroValue::Bytes(partition), AvroValue::Int(bucket)) => partition_bucket(partition, *bucket),
+        (AvroValue::Bytes(partition), AvroValue::Int(bucket)) => {
+            partition_bucket(partition, *bucket)
+        }
         // absent or mistyped: decoded in full, so the error names the field
         _ => true,
     };

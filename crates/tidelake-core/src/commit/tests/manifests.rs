@@ -309,7 +309,11 @@ async fn full_compaction_sorts_entries_by_partition_then_bucket_and_keeps_the_pl
         list(&table, &snap.delta_manifest_list).await.is_empty(),
         "a manifest compaction has an empty delta"
     );
-    assert!(base.len() >= 2, "the rewritten entries roll: {}", base.len());
+    assert!(
+        base.len() >= 2,
+        "the rewritten entries roll: {}",
+        base.len()
+    );
     assert_eq!(plan_layout(&table).await, before, "same splits, same files");
 
     // Entries follow (partition value, bucket) across the rolled manifests, so each manifest's

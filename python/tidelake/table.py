@@ -1193,8 +1193,10 @@ class Table:
     def compact_manifests(self) -> int | None:
         """Rewrite the latest snapshot's manifests as Java's ``compact_manifest`` procedure does:
         every deleted-file entry applied and small manifests merged, committed as a COMPACT
-        snapshot that changes no data (planning then opens fewer, smaller manifests). Returns
-        the new snapshot id, or None when the manifests were already compact."""
+        snapshot that changes no data (planning then opens fewer, smaller manifests); manifests
+        not yet partition-sorted are all rewritten sorted by partition and bucket, so a plan of
+        a few partitions skips the others' manifests. Returns the new snapshot id, or None when
+        the manifests were already compact."""
         return self._raw.compact_manifests()
 
     def remove_unexisting_files(self, *, dry_run: bool = False) -> list[str]:

@@ -87,6 +87,7 @@ impl Settings {
                 full_compaction_threshold: opts
                     .manifest_full_compaction_threshold_size()
                     .map_err(spec)?,
+                rewrite_all: false,
             },
             max_retries: u32::try_from(opts.commit_max_retries().map_err(spec)?).unwrap_or(0),
             retry_wait: RetryWait::of(opts).map_err(spec)?,

@@ -6,6 +6,13 @@
 //! base of a COMPACT snapshot with an empty delta (commit identifier `Long.MAX_VALUE`, the
 //! latest snapshot's properties kept), as Java writes it.
 //!
+//! Manifests that are not partition-sorted ([`partition_sorted`]: DELETE entries, or ranges of
+//! the first partition column that overlap, as commits leave them) are all rewritten, their
+//! entries sorted by partition and bucket and rolled at `manifest.target-file-size`, so that
+//! each manifest holds a narrow range of partitions and a plan of a few partitions skips the
+//! others by their statistics (Java's procedure keeps manifests of the target size as they
+//! are; the live files are the same).
+//!
 //! Invariants: the new snapshot describes the same live files as the one it follows (the
 //! merge's invariant); no snapshot is created when merging would leave the manifests as they
 //! are; a concurrent commit makes the attempt retry on the new latest snapshot (the commit
@@ -20,7 +27,7 @@ use tidelake_spec::snapshot::{CommitKind, Snapshot, BATCH_COMMIT_IDENTIFIER};
 use crate::commit::attempt::{AttemptChanges, Request, Source};
 use crate::commit::file_store_commit::FileStoreCommit;
 use crate::commit::manifest_writer::CreatedFiles;
-use crate::commit::merge::Merger;
+use crate::commit::merge::{partition_sorted, Merger};
 use crate::commit::metrics::Committed;
 use crate::error::Result;
 use crate::state::data_manifests;
@@ -35,7 +42,10 @@ impl FileStoreCommit {
         let Some(latest) = self.table.snapshot_manager().latest().await? else {
             return Ok(Committed::default());
         };
-        if !self.merge_changes(&latest).await? {
+        let manifests = data_manifests(&self.table, &latest).await?;
+        self.settings.merge.rewrite_all =
+            manifests.len() > 1 && !partition_sorted(&self.layout, &manifests);
+        if !self.settings.merge.rewrite_all && !self.merge_changes(&latest).await? {
             return Ok(Committed::default());
         }
         let properties = latest.properties.clone().unwrap_or_default();

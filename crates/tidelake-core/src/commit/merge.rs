@@ -8,7 +8,10 @@
 //!   neither small nor holding deletes, whose partition statistics exclude every partition a
 //!   DELETE touches, are kept; the others are read and their surviving ADD entries rewritten
 //!   (a read manifest that loses nothing and need not change is kept as is). The result holds
-//!   no DELETE entry, so its order is free.
+//!   no DELETE entry, so its order is free: the rewritten entries are sorted by partition
+//!   (typed, natural order) then bucket before the manifests roll, so each new manifest's
+//!   partition statistics are narrow and a plan of a few partitions skips the others
+//!   (the replay order of a snapshot's live ADDs changes nothing: no two share an identifier).
 //! * Minor compaction otherwise: walking the manifests in order, a run whose sizes reach the
 //!   target size is merged; the trailing run is merged only when it has at least
 //!   `manifest.merge-min-count` manifests. Merging replays the run's entries (an ADD and a
@@ -17,15 +20,20 @@
 //!
 //! Invariant: the live file set described by the output equals that of the input, and the
 //! output never references a manifest this attempt did not write or the input did not hold.
-//! Java's default block-aware merger (`manifest.merge-optimize.enabled`) and the manifest sort
-//! rewrite are layout optimisations of the same contract and are not reproduced.
+//! Java's default block-aware merger (`manifest.merge-optimize.enabled`) is a layout
+//! optimisation of the same contract and is not reproduced; manifests that commits left in
+//! commit order become partition-sorted through the manifest compaction
+//! ([`super::manifest_compaction`], [`MergeOptions::rewrite_all`]).
 
-use std::collections::HashSet;
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
 
+use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::manifest::{FileIdentifier, FileKind, ManifestEntry, ManifestFileMeta};
 
 use crate::commit::manifest_writer::{CreatedFiles, MetaWriter};
 use crate::commit::scan::PartitionSet;
+use crate::datum_arrow::compare_datums;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::state::{merge_entries, read_entries, read_manifests};
@@ -37,6 +45,9 @@ pub(crate) struct MergeOptions {
     pub target_size: u64,
     pub min_count: usize,
     pub full_compaction_threshold: u64,
+    /// Every manifest must change (the manifest compaction of a table whose manifests are not
+    /// partition-sorted, [`partition_sorted`]): a full compaction rewrites them all.
+    pub rewrite_all: bool,
 }
 
 /// Everything merging needs besides its input.
@@ -51,6 +62,70 @@ pub(crate) struct Merger<'a> {
 
 fn size_of(meta: &ManifestFileMeta) -> u64 {
     u64::try_from(meta.file_size).unwrap_or(0)
+}
+
+/// Sort ADD `entries` by partition (decoded, compared value by value as Java compares them)
+/// then bucket, stably (a bucket's files keep their order).
+fn sort_by_partition_and_bucket(layout: &TableLayout, entries: &mut [ManifestEntry]) -> Result<()> {
+    let mut decoded: HashMap<&[u8], Vec<_>> = HashMap::new();
+    for e in entries.iter() {
+        if !decoded.contains_key(e.partition.as_slice()) {
+            decoded.insert(
+                e.partition.as_slice(),
+                layout.decode_partition(&e.partition)?,
+            );
+        }
+    }
+    let mut ranked: Vec<&[u8]> = decoded.keys().copied().collect();
+    ranked.sort_by(|a, b| {
+        let (a, b) = (&decoded[a], &decoded[b]);
+        a.iter()
+            .zip(b.iter())
+            .map(|(x, y)| compare_datums(x, y).unwrap_or(Ordering::Equal))
+            .find(|o| o.is_ne())
+            .unwrap_or_else(|| a.len().cmp(&b.len()))
+    });
+    let rank: HashMap<Vec<u8>, usize> = ranked
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (p.to_vec(), i))
+        .collect();
+    entries.sort_by_key(|e| (rank[e.partition.as_slice()], e.bucket));
+    Ok(())
+}
+
+/// Whether `metas` are partition-sorted, as a full rewrite leaves them: no DELETE entry, and
+/// the ranges of the first partition column in order (each manifest's lowest value not below
+/// the previous one's highest). Unpartitioned tables are always sorted.
+pub(crate) fn partition_sorted(layout: &TableLayout, metas: &[ManifestFileMeta]) -> bool {
+    if metas.iter().any(|m| m.num_deleted_files > 0) {
+        return false;
+    }
+    if layout.partition_types.is_empty() {
+        return true;
+    }
+    // the statistics rows hold every partition column; the first one is compared
+    let first_of = |framed: &[u8]| {
+        decode_framed(framed, &layout.partition_types)
+            .ok()?
+            .into_iter()
+            .next()
+    };
+    let mut previous_max = None;
+    for m in metas {
+        let (Some(min), Some(max)) = (
+            first_of(&m.partition_stats.min_values),
+            first_of(&m.partition_stats.max_values),
+        ) else {
+            return false;
+        };
+        let overlaps = |prev: &_| compare_datums(prev, &min).is_none_or(Ordering::is_gt);
+        if previous_max.as_ref().is_some_and(overlaps) {
+            return false;
+        }
+        previous_max = Some(max);
+    }
+    true
 }
 
 impl Merger<'_> {
@@ -72,7 +147,9 @@ impl Merger<'_> {
     }
 
     fn must_change(&self, meta: &ManifestFileMeta) -> bool {
-        meta.num_deleted_files > 0 || size_of(meta) < self.options.target_size
+        self.options.rewrite_all
+            || meta.num_deleted_files > 0
+            || size_of(meta) < self.options.target_size
     }
 
     async fn try_full_compaction(
@@ -134,6 +211,7 @@ impl Merger<'_> {
                 result.push(meta);
             }
         }
+        sort_by_partition_and_bucket(self.layout, &mut rewritten)?;
         result.extend(
             self.writer
                 .write_manifests(&rewritten, self.schema_id, created)

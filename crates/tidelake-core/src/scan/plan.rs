@@ -479,6 +479,17 @@ impl<'a> RowStats<'a> {
     }
 }
 
+/// Whether `filter` may match rows with statistics `stats` of `fields` (true when they are
+/// unreadable).
+fn stats_may_match(
+    filter: &BoundPredicate,
+    stats: &SimpleStats,
+    fields: &[&DataField],
+    row_count: i64,
+) -> bool {
+    RowStats::decode(stats, fields, row_count).is_none_or(|s| filter.may_match(&s))
+}
+
 impl StatsProvider for RowStats<'_> {
     fn min(&self, field: &str) -> Option<Datum> {
         self.position(field)
@@ -508,6 +519,10 @@ struct Planner<'a> {
     /// tables); `None` when it has no leaf the table's indexes answer
     /// ([`file_index::has_index_leaf`]).
     index_filter: Option<BoundPredicate>,
+    /// The filter restricted to the key columns, with the trimmed primary-key fields whose
+    /// statistics files carry (`_KEY_STATS`), when it has a key leaf and the table is pruned
+    /// by key statistics: asked of each manifest entry before its file metadata is decoded.
+    key_filter: Option<(BoundPredicate, Vec<&'a DataField>)>,
     /// The fixed buckets the filter can match ([`BucketFilter`]); `None` for all.
     buckets: Option<BucketFilter>,
     has_primary_key: bool,
@@ -548,9 +563,22 @@ impl<'a> Planner<'a> {
                 }
             })
             .filter(|f| file_index::has_index_leaf(f, answers_beyond_points(opts)));
+        // Key columns keep their type and position in every schema version (Paimon refuses to
+        // drop or retype them), so the latest schema's key fields read every file's key stats.
+        let key_fields: Vec<&DataField> = schema
+            .trimmed_primary_keys()
+            .iter()
+            .filter_map(|k| schema.field(k))
+            .collect();
+        let key_filter = filter
+            .as_ref()
+            .filter(|_| has_primary_key && !data_evolution && !key_fields.is_empty())
+            .and_then(|f| f.restricted_to_key(schema))
+            .map(|f| (f, key_fields));
         Ok(Planner {
             table,
             schema,
+            key_filter,
             layout: TableLayout::new(schema)?,
             index_paths: IndexPaths::new(schema)?,
             filter,
@@ -565,12 +593,17 @@ impl<'a> Planner<'a> {
 
     /// The splits of `snap` (its live files, deletion vectors applied).
     async fn plan(&self, snap: Snapshot) -> Result<Vec<Split>> {
-        let pruning = Pruning::all()
+        let mut pruning = Pruning::all()
             .manifests(|m| self.manifest_may_match(m))
             .partitions(|p| self.partition_may_match(p))
             .skip_postpone()
             .skip_level0(self.skip_level0)
             .with_index_files();
+        if let Some((filter, fields)) = &self.key_filter {
+            // the test [`Self::file_may_match`] repeats on the files kept (for every schema)
+            pruning =
+                pruning.key_stats(move |stats, rows| stats_may_match(filter, stats, fields, rows));
+        }
         let mut buckets = LiveFiles::read(self.table, &snap, pruning)
             .await?
             .into_buckets();
@@ -742,10 +775,7 @@ impl<'a> Planner<'a> {
             return Ok(true);
         }
         let refs: Vec<&DataField> = renamed.iter().collect();
-        Ok(match RowStats::decode(stats, &refs, file.row_count) {
-            Some(s) => filter.may_match(&s),
-            None => true,
-        })
+        Ok(stats_may_match(filter, stats, &refs, file.row_count))
     }
 
     /// Prune by the file's data-file index ([`file_index`]); `bucket_path`

@@ -122,3 +122,77 @@ async fn manifests_outside_the_filter_are_not_read_and_the_plan_is_unchanged() {
         .collect();
     assert_eq!(plan(&table, Some(both)).await.unwrap(), expected_both);
 }
+
+/// (partition, bucket, [(file, min key, max key)]) of every split of a plan.
+async fn key_ranges(table: &Table, filter: Option<serde_json::Value>) -> KeyLayout {
+    let request = ScanRequest {
+        filter: filter.map(|f| Predicate::from_json(&f).unwrap()),
+        ..ScanRequest::default()
+    };
+    let key = [DataType::not_null(TypeKind::BigInt)];
+    let id = |framed: &[u8]| match tidelake_spec::binary_row::decode_framed(framed, &key)
+        .unwrap()
+        .remove(0)
+    {
+        tidelake_spec::datum::Datum::BigInt(v) => v,
+        other => panic!("key {other:?}"),
+    };
+    let plan = plan_scan(table, &request).await.unwrap();
+    plan.splits
+        .into_iter()
+        .map(|s| {
+            let files = s
+                .files
+                .iter()
+                .map(|f| (f.file_name.clone(), id(&f.min_key), id(&f.max_key)))
+                .collect();
+            (s.partition, s.bucket, files)
+        })
+        .collect()
+}
+
+type KeyLayout = BTreeSet<(Vec<u8>, i32, Vec<(String, i64, i64)>)>;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_filters_skip_entries_by_key_stats_and_the_plan_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = table(dir.path()).await;
+    // a full compaction of partitions 0..3: DELETE entries for their files (level 0), ADDs at
+    // the top level
+    let lt4 = json!({"op": "lt", "field": "p", "value": 4});
+    let request = crate::compact::CompactRequest {
+        full: true,
+        partitions: Some(Predicate::from_json(&lt4).unwrap()),
+    };
+    crate::ops::compact(&table, &request, None).await.unwrap();
+    let full = key_ranges(&table, None).await;
+    let partitions: BTreeSet<&Vec<u8>> = full.iter().map(|s| &s.0).collect();
+    assert_eq!(partitions.len(), PARTITIONS as usize);
+    for k in [0, 7, 19, 100, 113, 205, 301, 319, 999] {
+        let eq = json!({"op": "eq", "field": "id", "value": k});
+        // the files whose key range holds k, as the planner prunes files after decoding them
+        let expected: KeyLayout = full
+            .iter()
+            .map(|(p, b, files)| {
+                let kept = files
+                    .iter()
+                    .filter(|(_, lo, hi)| (*lo..=*hi).contains(&k))
+                    .cloned()
+                    .collect::<Vec<_>>();
+                (p.clone(), *b, kept)
+            })
+            .filter(|s| !s.2.is_empty())
+            .collect();
+        // the key's bucket is pinned too (fixed buckets by the hash of `id`): the planned
+        // buckets are one bucket, and there the files are exactly those holding k
+        let planned = key_ranges(&table, Some(eq)).await;
+        let buckets: BTreeSet<i32> = planned.iter().map(|s| s.1).collect();
+        assert!(buckets.len() <= 1, "id = {k}: buckets {buckets:?}");
+        let expected: KeyLayout = expected
+            .into_iter()
+            .filter(|s| buckets.contains(&s.1))
+            .collect();
+        assert_eq!(planned, expected, "id = {k}");
+        assert_eq!(planned.is_empty(), k == 999, "id = {k}");
+    }
+}

@@ -3,7 +3,8 @@
 //!
 //! Built from the snapshot's base then delta manifest list: manifests the pruning rejects by
 //! their partition statistics are not read; entries it rejects by partition or bucket are
-//! skipped without decoding their file metadata; entries it rejects by partition, bucket or
+//! skipped without decoding their file metadata, as are those whose key statistics it
+//! rejects (the same verdict for an ADD and its DELETE); entries it rejects by partition, bucket or
 //! level are dropped *before* the ADD/DELETE replay, which is exact because a file's
 //! identifier holds its partition, bucket and level (an ADD and its DELETE are kept or dropped
 //! together).
@@ -21,7 +22,7 @@ use std::collections::HashMap;
 
 use tidelake_spec::bucket::POSTPONE_BUCKET;
 use tidelake_spec::manifest::{
-    FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+    FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats,
     DELETION_VECTORS_INDEX, HASH_INDEX,
 };
 use tidelake_spec::snapshot::Snapshot;
@@ -30,6 +31,7 @@ use super::deletion::{index_file_refs, DeletionFileRef};
 use super::index_paths::IndexPaths;
 use super::manifests::{
     data_manifests, live_index_entries, merge_sourced, read_manifest_chunks_where, sourced,
+    EntryFilters, KeyStatsFilter,
 };
 use crate::error::Result;
 use crate::table::Table;
@@ -40,6 +42,7 @@ const MAX_BUCKET_RANGE: i64 = 1024;
 type ManifestFilter<'a> = Box<dyn Fn(&ManifestFileMeta) -> bool + Send + 'a>;
 type PartitionFilter<'a> = Box<dyn FnMut(&[u8]) -> Result<bool> + Send + 'a>;
 type BucketFilter<'a> = Box<dyn Fn(i32) -> bool + Send + 'a>;
+type KeyFilter<'a> = Box<KeyStatsFilter<'a>>;
 
 /// Which of a snapshot's files [`LiveFiles`] keeps (everything by default).
 #[derive(Default)]
@@ -47,6 +50,7 @@ pub(crate) struct Pruning<'a> {
     manifests: Option<ManifestFilter<'a>>,
     partitions: Option<PartitionFilter<'a>>,
     buckets: Option<BucketFilter<'a>>,
+    key_stats: Option<KeyFilter<'a>>,
     skip_postpone: bool,
     skip_level0: bool,
     index_files: bool,
@@ -81,6 +85,18 @@ impl<'a> Pruning<'a> {
     /// Keep the files of the buckets `keep` accepts.
     pub(crate) fn buckets(mut self, keep: impl Fn(i32) -> bool + Send + 'a) -> Self {
         self.buckets = Some(Box::new(keep));
+        self
+    }
+
+    /// Keep only the files whose key statistics (`_KEY_STATS`, with the file's row count)
+    /// `keep` accepts, asked before the rest of their metadata is decoded, ADDs and DELETEs
+    /// alike. `keep` must look at nothing else, so that a file's ADD and DELETE (which carry
+    /// the same statistics, or none) get the same verdict, or the DELETE is kept.
+    pub(crate) fn key_stats(
+        mut self,
+        keep: impl FnMut(&SimpleStats, i64) -> bool + Send + 'a,
+    ) -> Self {
+        self.key_stats = Some(Box::new(keep));
         self
     }
 
@@ -216,6 +232,7 @@ impl LiveFiles {
             }
         };
         // entries of pruned partitions and buckets are dropped before their files are decoded
+        let mut key_stats = pruning.key_stats.take();
         let mut verdicts = HashMap::new();
         let mut failed = None;
         let mut keep = |partition: &[u8], bucket: i32| match pruning.keep_bucket_of(
@@ -229,7 +246,11 @@ impl LiveFiles {
                 true
             }
         };
-        let chunks = read_manifest_chunks_where(table, &metas, &mut keep);
+        let mut filters = EntryFilters {
+            partition_bucket: &mut keep,
+            key_stats: key_stats.as_deref_mut(),
+        };
+        let chunks = read_manifest_chunks_where(table, &metas, &mut filters);
         let (chunks, index) = futures::try_join!(chunks, index)?;
         if let Some(e) = failed {
             return Err(e);

@@ -13,7 +13,8 @@ use bytes::Bytes;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tidelake_spec::manifest::{
     merge_entries_from, merge_index_entries, read_index_manifest, read_manifest_list,
-    read_manifest_where, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+    read_manifest_probed, EntryProbe, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+    SimpleStats,
 };
 use tidelake_spec::snapshot::Snapshot;
 
@@ -35,12 +36,31 @@ pub async fn read_list(table: &Table, name: &str) -> Result<Vec<ManifestFileMeta
 /// [`manifest_bytes`]).
 pub async fn read_entries(table: &Table, name: &str) -> Result<Vec<ManifestEntry>> {
     let bytes = manifest_bytes(table, name).await?;
-    decode_entries(table, name, &bytes, &mut |_, _| true)
+    let mut all = |_: &[u8], _| true;
+    decode_entries(
+        table,
+        name,
+        &bytes,
+        &mut EntryFilters {
+            partition_bucket: &mut all,
+            key_stats: None,
+        },
+    )
 }
 
 /// What [`read_manifest_chunks_where`] asks of each entry before decoding its file: whether
 /// its (framed partition, bucket) is kept.
 pub(crate) type EntryFilter<'a> = dyn FnMut(&[u8], i32) -> bool + Send + 'a;
+
+/// What [`read_manifest_chunks_where`] asks of an entry's file before decoding the rest of its
+/// metadata: whether its key statistics (`_KEY_STATS`, with its row count) may match.
+pub(crate) type KeyStatsFilter<'a> = dyn FnMut(&SimpleStats, i64) -> bool + Send + 'a;
+
+/// The tests [`read_manifest_chunks_where`] asks of each entry (spec [`EntryProbe`]).
+pub(crate) struct EntryFilters<'f, 'a, 'k> {
+    pub(crate) partition_bucket: &'f mut EntryFilter<'a>,
+    pub(crate) key_stats: Option<&'f mut KeyStatsFilter<'k>>,
+}
 
 /// The bytes of manifest `name`, through the table's read cache if its I/O has one (manifests
 /// have unique names and are never rewritten, so cached bytes never go stale).
@@ -62,9 +82,13 @@ fn decode_entries(
     table: &Table,
     name: &str,
     bytes: &[u8],
-    keep: &mut EntryFilter<'_>,
+    keep: &mut EntryFilters<'_, '_, '_>,
 ) -> Result<Vec<ManifestEntry>> {
-    read_manifest_where(bytes, keep)
+    let mut probe = EntryProbe::new(&mut *keep.partition_bucket);
+    if let Some(key_stats) = keep.key_stats.as_deref_mut() {
+        probe = probe.key_stats(key_stats);
+    }
+    read_manifest_probed(bytes, probe)
         .map_err(|e| Error::from_spec(table.io().display(&format!("{MANIFEST_DIR}/{name}")), e))
 }
 
@@ -130,16 +154,21 @@ pub(crate) async fn read_manifest_chunks(
     table: &Table,
     metas: &[ManifestFileMeta],
 ) -> Result<Vec<Vec<ManifestEntry>>> {
-    read_manifest_chunks_where(table, metas, &mut |_, _| true).await
+    let mut all = |_: &[u8], _| true;
+    let mut keep = EntryFilters {
+        partition_bucket: &mut all,
+        key_stats: None,
+    };
+    read_manifest_chunks_where(table, metas, &mut keep).await
 }
 
-/// The entries of each of `metas` that `keep` accepts by partition and bucket, fetched
-/// concurrently, in order: a rejected entry's file metadata is skipped, not decoded
-/// ([`read_manifest_where`]), so pruned entries cost little more than their bytes.
+/// The entries of each of `metas` that `keep` accepts by partition and bucket (and key
+/// statistics), fetched concurrently, in order: a rejected entry's file metadata is skipped,
+/// not decoded ([`read_manifest_probed`]), so pruned entries cost little more than their bytes.
 pub(crate) async fn read_manifest_chunks_where(
     table: &Table,
     metas: &[ManifestFileMeta],
-    keep: &mut EntryFilter<'_>,
+    keep: &mut EntryFilters<'_, '_, '_>,
 ) -> Result<Vec<Vec<ManifestEntry>>> {
     let names: Vec<String> = metas.iter().map(|m| m.file_name.clone()).collect();
     let fetches = names.into_iter().map(|name| {

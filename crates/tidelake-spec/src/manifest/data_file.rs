@@ -84,6 +84,10 @@ pub struct DataFileMeta {
 }
 
 impl DataFileMeta {
+    /// The slots of `_ROW_COUNT` and `_KEY_STATS` in [`AvroRecord::FIELDS`], which
+    /// [`super::read_manifest_probed`] tests before decoding the rest.
+    pub(super) const KEY_STATS_PROBED: &'static [usize] = &[2, 5];
+
     /// Where this file lives (Java `DataFilePathFactory.toPath`): its `_EXTERNAL_PATH`, else
     /// `<bucket_dir>/<file_name>` (`bucket_dir` relative to the table root). The one place
     /// readers, writers and deleters resolve a data file.

@@ -87,6 +87,8 @@ impl ManifestEntry {
     /// The slots of `_PARTITION` and `_BUCKET` in [`AvroRecord::FIELDS`], which
     /// [`super::read_manifest_where`] tests before decoding the rest.
     pub(super) const PROBED: &'static [usize] = &[2, 3];
+    /// The slot of `_FILE` in [`AvroRecord::FIELDS`].
+    pub(super) const FILE_SLOT: usize = 5;
 }
 
 impl AvroRecord for ManifestEntry {

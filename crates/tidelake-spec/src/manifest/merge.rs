@@ -14,6 +14,7 @@
 //!   them after it.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 use super::entry::{FileIdentifier, FileKind, ManifestEntry};
 use super::index::IndexManifestEntry;
@@ -26,48 +27,153 @@ pub fn merge_entries(
     merge_entries_from(entries.into_iter().map(|e| (None, e)))
 }
 
+/// The fields of an entry's [`FileIdentifier`], borrowed (hashed and compared without a copy).
+#[derive(PartialEq, Eq, Hash)]
+struct IdRef<'e> {
+    partition: &'e [u8],
+    bucket: i32,
+    level: i32,
+    file_name: &'e str,
+    extra_files: &'e [String],
+    embedded_index: Option<&'e [u8]>,
+    external_path: Option<&'e str>,
+}
+
+fn id_ref(e: &ManifestEntry) -> IdRef<'_> {
+    IdRef {
+        partition: &e.partition,
+        bucket: e.bucket,
+        level: e.file.level,
+        file_name: &e.file.file_name,
+        extra_files: &e.file.extra_files,
+        embedded_index: e.file.embedded_index.as_deref(),
+        external_path: e.file.external_path.as_deref(),
+    }
+}
+
+/// A hasher of keys that already are hashes.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// The slots of the entries added and not (yet) deleted, by identifier: by the identifier's
+/// hash, and, for an identifier whose hash another one holds, by the identifier itself (so a
+/// file's identifier is copied only on a hash collision).
+struct LiveIndex {
+    state: RandomState,
+    by_hash: HashMap<u64, usize, BuildHasherDefault<Prehashed>>,
+    collided: HashMap<FileIdentifier, usize>,
+}
+
+/// Where [`LiveIndex::find`] found an identifier.
+enum Found {
+    Hashed(u64),
+    Collided,
+}
+
+impl LiveIndex {
+    fn hash(&self, e: &ManifestEntry) -> u64 {
+        self.state.hash_one(id_ref(e))
+    }
+
+    /// The slot of the live entry with `e`'s identifier (`slots` as [`merge_entries_from`]
+    /// keeps them).
+    fn find(
+        &self,
+        e: &ManifestEntry,
+        hash: u64,
+        slots: &[Option<(Option<&str>, ManifestEntry)>],
+    ) -> Option<(Found, usize)> {
+        if let Some(&pos) = self.by_hash.get(&hash) {
+            if slots[pos]
+                .as_ref()
+                .is_some_and(|(_, live)| id_ref(live) == id_ref(e))
+            {
+                return Some((Found::Hashed(hash), pos));
+            }
+        }
+        if self.collided.is_empty() {
+            return None;
+        }
+        self.collided
+            .get(&e.identifier())
+            .map(|&pos| (Found::Collided, pos))
+    }
+
+    fn insert(&mut self, e: &ManifestEntry, hash: u64, pos: usize) {
+        if self.by_hash.contains_key(&hash) {
+            self.collided.insert(e.identifier(), pos);
+        } else {
+            self.by_hash.insert(hash, pos);
+        }
+    }
+
+    fn remove(&mut self, found: Found, e: &ManifestEntry) {
+        match found {
+            Found::Hashed(hash) => self.by_hash.remove(&hash),
+            Found::Collided => self.collided.remove(&e.identifier()),
+        };
+    }
+}
+
 /// [`merge_entries`] over entries tagged with the name of the manifest file they come from,
 /// which the "added twice" error then names (as `manifest/<name>`).
 pub fn merge_entries_from<'a>(
     entries: impl IntoIterator<Item = (Option<&'a str>, ManifestEntry)>,
 ) -> Result<Vec<ManifestEntry>> {
-    let mut slots: Vec<Option<ManifestEntry>> = Vec::new();
-    let mut index: HashMap<FileIdentifier, (usize, Option<&'a str>)> = HashMap::new();
+    let mut slots: Vec<Option<(Option<&'a str>, ManifestEntry)>> = Vec::new();
+    let mut index = LiveIndex {
+        state: RandomState::new(),
+        by_hash: HashMap::default(),
+        collided: HashMap::new(),
+    };
     for (manifest, entry) in entries {
-        let id = entry.identifier();
-        match entry.kind {
-            FileKind::Add => {
-                if let Some((_, first)) = index.get(&id) {
-                    let by = match (first, manifest) {
-                        (Some(a), Some(b)) if *a == b => {
-                            format!(" (both by manifest manifest/{a})")
-                        }
-                        (Some(a), Some(b)) => {
-                            format!(" (by manifests manifest/{a} and manifest/{b})")
-                        }
-                        _ => String::new(),
-                    };
-                    return Err(Error::corrupt(
-                        "manifest",
-                        format_args!(
-                            "file {} is added twice in bucket {}{by}",
-                            id.file_name, id.bucket
-                        ),
-                    ));
-                }
-                index.insert(id, (slots.len(), manifest));
-                slots.push(Some(entry));
+        let hash = index.hash(&entry);
+        let found = index.find(&entry, hash, &slots);
+        match (entry.kind, found) {
+            (FileKind::Add, Some((_, pos))) => {
+                let first = slots[pos].as_ref().and_then(|(m, _)| *m);
+                let by = match (first, manifest) {
+                    (Some(a), Some(b)) if a == b => {
+                        format!(" (both by manifest manifest/{a})")
+                    }
+                    (Some(a), Some(b)) => {
+                        format!(" (by manifests manifest/{a} and manifest/{b})")
+                    }
+                    _ => String::new(),
+                };
+                return Err(Error::corrupt(
+                    "manifest",
+                    format_args!(
+                        "file {} is added twice in bucket {}{by}",
+                        entry.file.file_name, entry.bucket
+                    ),
+                ));
             }
-            FileKind::Delete => match index.remove(&id) {
-                Some((pos, _)) => slots[pos] = None,
-                None => {
-                    index.insert(id, (slots.len(), manifest));
-                    slots.push(Some(entry));
-                }
-            },
+            (FileKind::Delete, Some((found, pos))) => {
+                index.remove(found, &entry);
+                slots[pos] = None;
+            }
+            (FileKind::Add | FileKind::Delete, None) => {
+                index.insert(&entry, hash, slots.len());
+                slots.push(Some((manifest, entry)));
+            }
         }
     }
-    Ok(slots.into_iter().flatten().collect())
+    Ok(slots.into_iter().flatten().map(|(_, e)| e).collect())
 }
 
 /// The live index files of an index manifest: a DELETE cancels the earlier ADDs of the same

@@ -2,7 +2,9 @@
 //! turned into structs and back. No I/O: callers pass and receive whole files as bytes.
 //!
 //! * [`read_manifest_list`] / [`write_manifest_list`]: [`ManifestFileMeta`] records.
-//! * [`read_manifest`] / [`write_manifest`]: [`ManifestEntry`] records (with [`DataFileMeta`]).
+//! * [`read_manifest`] / [`write_manifest`]: [`ManifestEntry`] records (with [`DataFileMeta`]);
+//!   [`read_manifest_where`] / [`read_manifest_probed`]: only the entries a filter on their
+//!   partition, bucket and key statistics keeps, the others skipped undecoded.
 //! * [`read_index_manifest`] / [`write_index_manifest`]: [`IndexManifestEntry`] records.
 //! * [`merge_entries`] / [`merge_index_entries`]: replaying ADD/DELETE entries into the live
 //!   files (an ADD cancelled by a later DELETE of the same file).
@@ -66,14 +68,73 @@ pub fn read_manifest_where(
     bytes: &[u8],
     mut keep: impl FnMut(&[u8], i32) -> bool,
 ) -> Result<Vec<ManifestEntry>> {
-    let mut probe = |values: &[AvroValue]| match (&values[2], &values[3]) {
-        (AvroValue::Bytes(partition), AvroValue::Int(bucket)) => keep(partition, *bucket),
+    read_manifest_probed(bytes, EntryProbe::new(&mut keep))
+}
+
+/// The tests [`read_manifest_probed`] asks of each manifest entry, each as soon as the fields
+/// it looks at are read, so a rejected entry's other fields are skipped undecoded.
+pub struct EntryProbe<'a> {
+    partition_bucket: &'a mut dyn FnMut(&[u8], i32) -> bool,
+    key_stats: Option<&'a mut dyn FnMut(&SimpleStats, i64) -> bool>,
+}
+
+impl<'a> EntryProbe<'a> {
+    /// Keep the entries whose (framed partition, bucket) `keep` accepts.
+    pub fn new(keep: &'a mut dyn FnMut(&[u8], i32) -> bool) -> Self {
+        EntryProbe {
+            partition_bucket: keep,
+            key_stats: None,
+        }
+    }
+
+    /// Of those, keep the entries whose file's `_KEY_STATS` and `_ROW_COUNT` `keep` accepts,
+    /// asked before the file's other fields (name, value statistics, ...) are decoded. It sees
+    /// ADD and DELETE entries alike: a DELETE carries its ADD's statistics (or none, when
+    /// Java drops them), so a verdict that depends only on them never keeps an ADD whose
+    /// DELETE it drops.
+    pub fn key_stats(mut self, keep: &'a mut dyn FnMut(&SimpleStats, i64) -> bool) -> Self {
+        self.key_stats = Some(keep);
+        self
+    }
+}
+
+/// Decodes the entries of a manifest file that `probe` keeps (see [`EntryProbe`]).
+pub fn read_manifest_probed(bytes: &[u8], probe: EntryProbe<'_>) -> Result<Vec<ManifestEntry>> {
+    let EntryProbe {
+        partition_bucket,
+        key_stats,
+    } = probe;
+    let mut entry = |values: &[AvroValue]| match (&values[2], &values[3]) {
+        (AvroValue::Bytes(partition), AvroValue::Int(bucket)) => {
+            partition_bucket(partition, *bucket)
+        }
         // absent or mistyped: decoded in full, so the error names the field
         _ => true,
     };
+    let mut file = key_stats.map(|keep| {
+        move |values: &[AvroValue]| {
+            let (AvroValue::Long(rows), AvroValue::Record(_)) = (&values[2], &values[5]) else {
+                return true;
+            };
+            match record::record_from_avro::<SimpleStats>(values[5].clone(), "manifest") {
+                Ok(stats) => keep(&stats, *rows),
+                // decoded in full, so the error names the field
+                Err(_) => true,
+            }
+        }
+    });
+    let nested = file.as_mut().map(|keep| record::NestedProbe {
+        slot: ManifestEntry::FILE_SLOT,
+        probe: Box::new(Probe {
+            slots: DataFileMeta::KEY_STATS_PROBED,
+            keep,
+            nested: None,
+        }),
+    });
     let probe = Probe {
         slots: ManifestEntry::PROBED,
-        keep: &mut probe,
+        keep: &mut entry,
+        nested,
     };
     record::read_records_probed(bytes, "manifest", Some(probe))
 }

@@ -266,16 +266,25 @@ impl RecordPlan {
             match step {
                 Step::Read { node, .. } if rejected => schema.skip(*node, cur, depth + 1)?,
                 Step::Read { slot, read, .. } => {
-                    out[*slot] = read.decode(schema, cur, depth + 1)?;
+                    let nested = probe.nested.as_mut().filter(|n| n.slot == *slot);
+                    match (nested, read) {
+                        (Some(nested), Read::Record(plan)) => {
+                            match plan.decode_probed(schema, cur, depth + 2, &mut nested.probe)? {
+                                Some(values) => out[*slot] = AvroValue::Record(values),
+                                None => rejected = true,
+                            }
+                        }
+                        _ => out[*slot] = read.decode(schema, cur, depth + 1)?,
+                    }
                     if probe.slots.contains(slot) {
                         pending -= 1;
-                        rejected = pending == 0 && !(probe.keep)(&out);
+                        rejected = rejected || (pending == 0 && !(probe.keep)(&out));
                     }
                 }
                 Step::Skip(node) => schema.skip(*node, cur, depth + 1)?,
             }
         }
-        if pending > 0 {
+        if pending > 0 && !rejected {
             rejected = !(probe.keep)(&out);
         }
         Ok((!rejected).then_some(out))
@@ -289,6 +298,15 @@ pub(crate) struct Probe<'a> {
     pub(crate) slots: &'static [usize],
     /// Whether the record is kept, given its values so far (fields not read yet are null).
     pub(crate) keep: &'a mut dyn FnMut(&[AvroValue]) -> bool,
+    /// A probe of one nested record field, asked while that field is decoded: when it rejects
+    /// the nested record, the record holding it is rejected too.
+    pub(crate) nested: Option<NestedProbe<'a>>,
+}
+
+/// The [`Probe`] of the nested record in slot `slot` of a record.
+pub(crate) struct NestedProbe<'a> {
+    pub(crate) slot: usize,
+    pub(crate) probe: Box<Probe<'a>>,
 }
 
 impl Read {

@@ -242,3 +242,100 @@ async fn metadata_files_decode_with_an_independent_avro_reader() {
     }
     assert_eq!(checked, 3);
 }
+
+/// (partition, bucket, file names in order) of every split of the latest snapshot's plan.
+async fn plan_layout(table: &Table) -> BTreeSet<(Vec<u8>, i32, Vec<String>)> {
+    let plan = plan_scan(table, &ScanRequest::default())
+        .await
+        .expect("plan");
+    plan.splits
+        .iter()
+        .map(|s| {
+            let files = s.files.iter().map(|f| f.file_name.clone()).collect();
+            (s.partition.clone(), s.bucket, files)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn full_compaction_sorts_entries_by_partition_then_bucket_and_keeps_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = [
+        ("bucket", "4"),
+        ("manifest.target-file-size", "1 kb"),
+        ("manifest.merge-min-count", "1000"),
+    ];
+    let table = create_table(dir.path(), true, true, &options).await;
+    let c = committer(&table, "u");
+    // Values of different lengths in shuffled order: the natural (string) order ("105" <
+    // "12" < "9") is neither commit order nor the order of their framed bytes.
+    let values: Vec<String> = (0..40).map(|i| ((i * 7) % 40 * 3).to_string()).collect();
+    let mut next_key = 0;
+    let mut pk = |name: String| {
+        next_key += 10;
+        pk_file(&name, 0, next_key, next_key + 5)
+    };
+    for round in 0..4 {
+        let mut messages = Vec::new();
+        for v in &values {
+            for bucket in (0..4).rev() {
+                messages.push(CommitMessage {
+                    new_files: (0..2)
+                        .map(|k| pk(format!("f{round}-{v}-{bucket}-{k}")))
+                        .collect(),
+                    ..CommitMessage::new(part(v), bucket, 4)
+                });
+            }
+        }
+        c.commit(messages, BATCH, &[]).await.unwrap();
+    }
+    // A compaction in every partition: DELETE entries everywhere, so the full compaction
+    // below rewrites every manifest.
+    let compactions = values
+        .iter()
+        .map(|v| {
+            let gone = pk_file(&format!("f0-{v}-1-0"), 0, 0, 0);
+            compact(part(v), 1, 4, vec![gone], vec![pk(format!("c-{v}"))])
+        })
+        .collect();
+    c.commit(compactions, BATCH, &[]).await.unwrap();
+    let before = plan_layout(&table).await;
+    assert_eq!(before.len(), 40 * 4);
+
+    committer(&table, "u").compact_manifests().await.unwrap();
+    let snap = latest(&table).await;
+    let base = list(&table, &snap.base_manifest_list).await;
+    assert!(
+        list(&table, &snap.delta_manifest_list).await.is_empty(),
+        "a manifest compaction has an empty delta"
+    );
+    assert!(
+        base.len() >= 2,
+        "the rewritten entries roll: {}",
+        base.len()
+    );
+    assert_eq!(plan_layout(&table).await, before, "same splits, same files");
+
+    // Entries follow (partition value, bucket) across the rolled manifests, so each manifest's
+    // partition range meets the next one's at most at one value.
+    let types = [DataType::string()];
+    let value = |framed: &[u8]| match decode_framed(framed, &types).unwrap().remove(0) {
+        Datum::String(s) => s,
+        other => panic!("partition {other:?}"),
+    };
+    let order: Vec<(String, i32)> = entries(&table, &base)
+        .await
+        .iter()
+        .map(|e| (value(&e.partition), e.bucket))
+        .collect();
+    assert_eq!(order.len(), 40 * 4 * 2 * 4);
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "entries sorted");
+    for pair in base.windows(2) {
+        let max = value(&pair[0].partition_stats.max_values);
+        let min = value(&pair[1].partition_stats.min_values);
+        assert!(max <= min, "manifest ranges overlap: {max} > {min}");
+    }
+    let again = committer(&table, "u").compact_manifests().await.unwrap();
+    assert_eq!(again, Default::default(), "already partition-sorted");
+    assert_eq!(latest(&table).await.id, snap.id);
+}

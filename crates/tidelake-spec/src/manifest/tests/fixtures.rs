@@ -340,3 +340,35 @@ fn probed_reads_keep_exactly_the_entries_the_probe_accepts() {
         assert!(none.is_empty(), "{}/{}", f.table, f.name);
     }
 }
+
+#[test]
+fn key_stats_probes_keep_exactly_the_entries_they_accept() {
+    // every fixture manifest, with the files of each key-statistics value rejected in turn:
+    // the kept entries equal the full decode's, filtered, and every entry the partition and
+    // bucket test keeps is asked about exactly once
+    for f in fixture_files().iter().filter(|f| f.kind == Kind::Manifest) {
+        let all = read_manifest(&f.bytes).expect("decode");
+        for rejected in &all {
+            let mut asked = 0;
+            let mut entry = |_: &[u8], b: i32| b != -7;
+            let mut file = |stats: &SimpleStats, rows: i64| {
+                asked += 1;
+                (stats, rows) != (&rejected.file.key_stats, rejected.file.row_count)
+            };
+            let probe = EntryProbe::new(&mut entry).key_stats(&mut file);
+            let kept = read_manifest_probed(&f.bytes, probe).expect("probed decode");
+            let expected: Vec<_> = all
+                .iter()
+                .filter(|e| {
+                    e.bucket != -7
+                        && (&e.file.key_stats, e.file.row_count)
+                            != (&rejected.file.key_stats, rejected.file.row_count)
+                })
+                .cloned()
+                .collect();
+            assert_eq!(kept, expected, "{}/{}", f.table, f.name);
+            let not_probed = all.iter().filter(|e| e.bucket == -7).count();
+            assert_eq!(asked, all.len() - not_probed, "{}/{}", f.table, f.name);
+        }
+    }
+}

@@ -88,6 +88,9 @@ final class Bench {
     }
 
     private static ObjectNode step(String step, Map<String, String> opt) throws Exception {
+        if (step.equals("plan")) {
+            return plan(Paths.get(opt.get("table")), opt.get("kind"), Long.parseLong(opt.getOrDefault("arg", "0")));
+        }
         java.nio.file.Path data = Paths.get(opt.get("data"));
         java.nio.file.Path dir = Paths.get(opt.get("dir"));
         if (step.equals("sustained")) {
@@ -185,6 +188,56 @@ final class Bench {
         }
         result.put("heap_max_mb", Runtime.getRuntime().maxMemory() / 1048576.0);
         result.put("gc", ManagementFactory.getGarbageCollectorMXBeans().get(0).getName());
+        return result;
+    }
+
+    // ---- planning at scale (issue #35) ---------------------------------------------------------
+
+    /**
+     * Step {@code plan} (benches/planning_scale.py {@code --java}): one cold plan of the table at
+     * {@code table} (benches/planning_scale.py's layout: {@code id BIGINT}, {@code p INT}, ...)
+     * in this fresh JVM, {@code table.newReadBuilder().newScan().plan()} with no filter
+     * ({@code kind=full}), {@code p = arg} ({@code partition}) or {@code id = arg} ({@code key});
+     * wall and process CPU seconds from opening the table to the plan, the process's peak RSS
+     * (JVM start included) and the splits, files and rows planned.
+     */
+    private static ObjectNode plan(java.nio.file.Path path, String kind, long arg) throws Exception {
+        long cpu0 = cpuNanos();
+        long t0 = System.nanoTime();
+        FileStoreTable table = open(path);
+        ReadBuilder rb = table.newReadBuilder();
+        PredicateBuilder pb = new PredicateBuilder(table.rowType());
+        switch (kind) {
+            case "full":
+                break;
+            case "partition":
+                rb = rb.withFilter(pb.equal(table.rowType().getFieldIndex("p"), (int) arg));
+                break;
+            case "key":
+                rb = rb.withFilter(pb.equal(table.rowType().getFieldIndex("id"), arg));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown plan kind '" + kind + "'");
+        }
+        List<org.apache.paimon.table.source.Split> splits = rb.newScan().plan().splits();
+        double wall = (System.nanoTime() - t0) / 1e9;
+        double cpu = (cpuNanos() - cpu0) / 1e9;
+        long files = 0;
+        long rows = 0;
+        for (org.apache.paimon.table.source.Split split : splits) {
+            rows += split.rowCount();
+            if (split instanceof org.apache.paimon.table.source.DataSplit) {
+                files += ((org.apache.paimon.table.source.DataSplit) split).dataFiles().size();
+            }
+        }
+        ObjectNode result = Main.JSON.createObjectNode();
+        result.put("seconds", wall);
+        result.put("cpu", cpu);
+        result.put("rss_mb", statusKb("VmHWM") / 1024.0);
+        result.put("splits", splits.size());
+        result.put("files", files);
+        result.put("rows", rows);
+        result.put("heap_max_mb", Runtime.getRuntime().maxMemory() / 1048576.0);
         return result;
     }
 

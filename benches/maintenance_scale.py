@@ -20,8 +20,9 @@ grow with a table's history and files (not run in CI; distributed compaction at 
 
 Each operation reports wall and CPU seconds and the peak RSS of its process (opening the table
 included), and its growth from the smallest size; ``--out`` keeps the results as JSON, ``--png``
-plots seconds and peak RSS against size (log-log). Tables are built once and cached under
-``--workdir`` by size (the timed step runs on a fresh copy, as it changes the table). The load
+plots seconds (log-log) and peak RSS (right-hand axis) against size. Tables are built once and
+cached under ``--workdir`` by size (the timed step runs on a fresh copy, as it changes the
+table). The load
 average is printed before and after: record it with the numbers. Local disk only: the request
 counts of an object store are not measured here.
 """
@@ -127,7 +128,7 @@ def step(built: pathlib.Path, op: str, size: int) -> dict[str, float]:
 
 
 def plot(rows: list[tuple[str, str, int, dict[str, float]]], png: pathlib.Path) -> None:
-    """Seconds and peak RSS against size, one panel per operation (log-log)."""
+    """Seconds (log-log) and peak RSS against size, one panel per operation."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -137,17 +138,18 @@ def plot(rows: list[tuple[str, str, int, dict[str, float]]], png: pathlib.Path) 
     fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4), squeeze=False)
     for ax, op in zip(axes[0], ops):
         sizes = [size for o, _, size, _ in rows if o == op]
-        ax.plot(sizes, [r["seconds"] for o, _, _, r in rows if o == op], marker="o", label="seconds")
+        (seconds,) = ax.plot(sizes, [r["seconds"] for o, _, _, r in rows if o == op], marker="o",
+                             label="seconds")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("snapshots" if op == "expiry" else "live data files")
         ax.set_ylabel("seconds")
         rss = ax.twinx()
-        rss.plot(sizes, [r["rss_mb"] for o, _, _, r in rows if o == op], marker="s", color="tab:orange",
-                 linestyle=":", label="peak RSS MB")
+        (peak,) = rss.plot(sizes, [r["rss_mb"] for o, _, _, r in rows if o == op], marker="s",
+                           color="tab:orange", linestyle=":", label="peak RSS MB")
         rss.set_ylabel("peak RSS MB")
         ax.set_title(op)
-        fig.legend(loc="upper left")
+        ax.legend(handles=[seconds, peak], loc="upper left")
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=100)

@@ -13,7 +13,7 @@
 //!   by partition, bucket or level *before* the replay gives the same live files as dropping
 //!   them after it.
 
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 use super::entry::{FileIdentifier, FileKind, ManifestEntry};
@@ -114,10 +114,13 @@ impl LiveIndex {
     }
 
     fn insert(&mut self, e: &ManifestEntry, hash: u64, pos: usize) {
-        if self.by_hash.contains_key(&hash) {
-            self.collided.insert(e.identifier(), pos);
-        } else {
-            self.by_hash.insert(hash, pos);
+        match self.by_hash.entry(hash) {
+            Entry::Occupied(_) => {
+                self.collided.insert(e.identifier(), pos);
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(pos);
+            }
         }
     }
 

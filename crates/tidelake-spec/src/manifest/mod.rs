@@ -71,11 +71,15 @@ pub fn read_manifest_where(
     read_manifest_probed(bytes, EntryProbe::new(&mut keep))
 }
 
+/// A test of a manifest entry's file by its `_KEY_STATS` and `_ROW_COUNT` (see
+/// [`EntryProbe::key_stats`]).
+pub type KeyStatsProbe<'a> = &'a mut dyn FnMut(&SimpleStats, i64) -> bool;
+
 /// The tests [`read_manifest_probed`] asks of each manifest entry, each as soon as the fields
 /// it looks at are read, so a rejected entry's other fields are skipped undecoded.
 pub struct EntryProbe<'a> {
     partition_bucket: &'a mut dyn FnMut(&[u8], i32) -> bool,
-    key_stats: Option<&'a mut dyn FnMut(&SimpleStats, i64) -> bool>,
+    key_stats: Option<KeyStatsProbe<'a>>,
 }
 
 impl<'a> EntryProbe<'a> {
@@ -92,7 +96,7 @@ impl<'a> EntryProbe<'a> {
     /// ADD and DELETE entries alike: a DELETE carries its ADD's statistics (or none, when
     /// Java drops them), so a verdict that depends only on them never keeps an ADD whose
     /// DELETE it drops.
-    pub fn key_stats(mut self, keep: &'a mut dyn FnMut(&SimpleStats, i64) -> bool) -> Self {
+    pub fn key_stats(mut self, keep: KeyStatsProbe<'a>) -> Self {
         self.key_stats = Some(keep);
         self
     }

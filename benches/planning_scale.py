@@ -67,7 +67,6 @@ def build(path: pathlib.Path, files: int, partitions: int, snapshots: int) -> No
     import numpy as np
     import pyarrow as pa
 
-
     marker = path / "_built.json"
     if marker.exists():
         return

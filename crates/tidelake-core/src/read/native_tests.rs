@@ -278,14 +278,14 @@ fn raw_splits_are_native_but_for_files_a_foreign_reader_cannot_read() {
         panic!()
     };
     assert!(split.raw_convertible);
-    let ReadUnit::Files { files } = &got[0] else {
+    let ReadUnit::Files { files: native } = &got[0] else {
         panic!()
     };
-    assert!(files[1].deletion.is_some() && !files[1].drop_retracts);
+    assert!(native[1].deletion.is_some() && !native[1].drop_retracts);
     // unless the foreign reader joins, the engine applies the deletion vector
     let got = engine_deletes(
         schema(TypeKind::Int, false, &[]),
-        vec![split(files.clone(), true)],
+        vec![self::split(files, true)],
     );
     assert_eq!(
         shape(&got),

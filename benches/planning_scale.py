@@ -62,19 +62,39 @@ def create(path: pathlib.Path, commits: int) -> Any:
         "snapshot.num-retained.min": str(commits + 10), "snapshot.time-retained": "3650 d"})
 
 
+def start(path: pathlib.Path, files: int, snapshots: int) -> tuple[Any, int, int, float] | None:
+    """A build of ``files`` over ``snapshots`` commits at ``path``: None when it is built
+    already (its marker exists), else the new empty table, files per commit, commits and the
+    start time."""
+    if (path / "_built.json").exists():
+        return None
+    per_commit = max(1, files // snapshots)
+    commits = files // per_commit
+    return create(path, commits), per_commit, commits, time.monotonic()
+
+
+def progress(path: pathlib.Path, c: int, commits: int, per_commit: int, began: float) -> None:
+    """A build's progress line, every ~20,000 files."""
+    if c % max(1, 20_000 // per_commit) == 0:
+        print(f"  {path.name}: commit {c}/{commits} ({time.monotonic() - began:.0f} s)", file=sys.stderr)
+
+
+def finish(path: pathlib.Path, files: int, partitions: int, commits: int, began: float, **extra: Any) -> None:
+    """The marker that makes a build reusable, with its shape and build time."""
+    (path / "_built.json").write_text(json.dumps({"files": files, "partitions": partitions, "snapshots": commits,
+                                                  "build_seconds": time.monotonic() - began, **extra}))
+
+
 def build(path: pathlib.Path, files: int, partitions: int, snapshots: int) -> None:
     """The table of one size (see the module doc); a marker file makes it reusable."""
     import numpy as np
     import pyarrow as pa
 
-    marker = path / "_built.json"
-    if marker.exists():
+    started = start(path, files, snapshots)
+    if started is None:
         return
-    per_commit = max(1, files // snapshots)
-    commits = files // per_commit
-    t = create(path, commits)
+    t, per_commit, commits, began = started
     schema = t.schema
-    began = time.monotonic()
     # One long-lived writer (a streaming job's): a one-shot write restores the sequence numbers
     # of every bucket of the table first, which makes building quadratic in files.
     w = t.writer()
@@ -84,11 +104,9 @@ def build(path: pathlib.Path, files: int, partitions: int, snapshots: int) -> No
         ids = np.arange(len(p), dtype=np.int64) + c * per_commit * ROWS_PER_FILE
         w.write(pa.table({"id": ids, "p": p, "v": pa.array([f"c{c}"] * len(p))}, schema=schema))
         t.commit(w.prepare_commit(), commit_identifier=c)
-        if c % max(1, 20_000 // per_commit) == 0:
-            print(f"  {path.name}: commit {c}/{commits} ({time.monotonic() - began:.0f} s)", file=sys.stderr)
+        progress(path, c, commits, per_commit, began)
     w.close()
-    marker.write_text(json.dumps({"files": commits * per_commit, "partitions": partitions, "snapshots": commits,
-                                  "build_seconds": time.monotonic() - began}))
+    finish(path, commits * per_commit, partitions, commits, began)
 
 
 TEMPLATE_P = 1234567891  # distinctive values, found and replaced in a template message's bytes
@@ -107,14 +125,11 @@ def build_metadata_only(path: pathlib.Path, files: int, partitions: int, snapsho
 
     from tidelake.write import CommitMessage
 
-    marker = path / "_built.json"
-    if marker.exists():
+    started = start(path, files, snapshots)
+    if started is None:
         return
-    per_commit = max(1, files // snapshots)
-    commits = files // per_commit
-    t = create(path, commits)
+    t, per_commit, commits, began = started
     schema = t.schema
-    began = time.monotonic()
     w = t.writer()
     w.write(pa.table({"id": [TEMPLATE_ID + i for i in range(ROWS_PER_FILE)], "p": [TEMPLATE_P] * ROWS_PER_FILE,
                       "v": ["x"] * ROWS_PER_FILE}, schema=schema))
@@ -141,10 +156,8 @@ def build_metadata_only(path: pathlib.Path, files: int, partitions: int, snapsho
                    "partition": envelope["partition"].replace(le(TEMPLATE_P, 4).hex(), le(part, 4).hex())}
             messages.append(CommitMessage(json.dumps(env).encode(), template.commit_user))
         t.commit(messages, commit_identifier=c)
-        if c % max(1, 20_000 // per_commit) == 0:
-            print(f"  {path.name}: commit {c}/{commits} ({time.monotonic() - began:.0f} s)", file=sys.stderr)
-    marker.write_text(json.dumps({"files": commits * per_commit, "partitions": partitions, "snapshots": commits,
-                                  "build_seconds": time.monotonic() - began, "data_files_written": False}))
+        progress(path, c, commits, per_commit, began)
+    finish(path, commits * per_commit, partitions, commits, began, data_files_written=False)
 
 
 def compact_manifests(path: pathlib.Path) -> float:

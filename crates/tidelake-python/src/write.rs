@@ -94,11 +94,12 @@ impl RawWriter {
         for batch in data.into_reader()? {
             let batch = batch.map_err(|e| to_py(Error::arrow("reading input", e)))?;
             let buckets = block_on(py, async {
-                let guard = self.write.lock().await;
+                let mut guard = self.write.lock().await;
                 let w = guard
-                    .as_ref()
+                    .as_mut()
                     .ok_or_else(|| Error::invalid("the writer is closed"))?;
-                w.fixed_buckets(&batch, row_kinds(w, kind)?)
+                let kinds = row_kinds(w, kind)?;
+                w.fixed_buckets(&batch, kinds).await
             })?
             .py()?;
             out.extend(buckets);

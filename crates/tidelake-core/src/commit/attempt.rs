@@ -24,12 +24,13 @@ use crate::commit::merge::Merger;
 use crate::commit::metrics::{CommitMetrics, CommittedSnapshot};
 use crate::commit::new_files::{added_paths, check, committed_since, missing_files, Verdict};
 use crate::commit::overwrite::PartitionMatcher;
-use crate::commit::scan::{live_entries_of, PartitionSet};
+use crate::commit::scan::live_entries_of;
 use crate::commit::single_writer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::failpoint;
 use crate::snapshot_commit::SnapshotCommitRequest;
 use crate::snapshots::next_snapshot_id;
+use crate::state::PartitionSet;
 use crate::state::{data_manifests, live_index_entries, read_list, LiveFiles, Pruning};
 use crate::table::list_schema_ids;
 

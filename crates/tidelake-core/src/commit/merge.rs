@@ -32,10 +32,10 @@ use tidelake_spec::binary_row::decode_framed;
 use tidelake_spec::manifest::{FileIdentifier, FileKind, ManifestEntry, ManifestFileMeta};
 
 use crate::commit::manifest_writer::{CreatedFiles, MetaWriter};
-use crate::commit::scan::PartitionSet;
 use crate::datum_arrow::compare_datums;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
+use crate::state::PartitionSet;
 use crate::state::{merge_entries, read_entries, read_manifests};
 use crate::table::Table;
 

@@ -34,10 +34,11 @@ use tidelake_spec::snapshot::Snapshot;
 use tidelake_spec::types::DataType;
 
 use crate::commit::conflict::partition_display;
-use crate::commit::scan::{live_entries_of, PartitionSet};
+use crate::commit::scan::live_entries_of;
 use crate::error::{Error, Result};
 use crate::layout::TableLayout;
 use crate::lsm::key::compare_keys;
+use crate::state::PartitionSet;
 use crate::state::{read_list, read_manifests};
 use crate::table::Table;
 pub(crate) use crate::write::message::BucketId;

@@ -6,6 +6,8 @@
 //! * `manifests`: reading manifest lists, manifests and index manifests, and the ADD/DELETE
 //!   replay (its rules are format knowledge, kept in `tidelake_spec::manifest::merge`).
 //! * `live_files`: [`LiveFiles`], built from them with partition/bucket/level [`Pruning`].
+//! * `partition_set`: [`PartitionSet`], the partitions a commit or a writer reads the live
+//!   files of.
 //! * `deletion`: where a data file's deletion vector lives ([`DeletionFileRef`]).
 //! * `index_paths`: where index files live ([`IndexPaths`]), in `index/` or with their bucket's
 //!   data files.
@@ -17,6 +19,7 @@ mod deletion;
 mod index_paths;
 mod live_files;
 mod manifests;
+mod partition_set;
 #[cfg(test)]
 mod tests;
 
@@ -26,3 +29,4 @@ pub(crate) use index_paths::{IndexPaths, INDEX_DIR};
 pub(crate) use live_files::{BucketFiles, LiveFiles, Pruning};
 pub(crate) use manifests::{data_manifests, read_index, MANIFEST_DIR};
 pub use manifests::{live_index_entries, merge_entries, read_entries, read_list, read_manifests};
+pub(crate) use partition_set::PartitionSet;

@@ -15,6 +15,8 @@
 //!   land after commits made since its writer opened.
 //! * [`sort_key`]: the orders of clustering and sort compaction (`order`, `zorder`,
 //!   `hilbert`) as one byte key per row.
+//! * `restore`: what a writer continues from (sequence numbers, bucket counts), read per
+//!   partition when the writer first writes into it.
 //! * [`rewrite`]: messages removing the files of read splits (row-level changes of append
 //!   tables rewrite files).
 //! * [`table_write`]: the table writer: buffers, sort/merge, files, commit messages.
@@ -30,6 +32,7 @@ pub mod input;
 pub mod message;
 pub mod postpone;
 pub(crate) mod resequence;
+mod restore;
 pub mod rewrite;
 pub mod sort_key;
 pub mod table_write;

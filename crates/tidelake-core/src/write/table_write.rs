@@ -24,8 +24,9 @@
 //! ```
 //!
 //! Invariants:
-//! * sequence numbers of a bucket continue from the largest in its live files (all levels),
-//!   one per input row in input order, so newer writes always win merges;
+//! * sequence numbers of a bucket continue from the largest in its live files (all levels) when
+//!   the writer first wrote into its partition (see `restore`), one per input row in input
+//!   order, so newer writes always win merges;
 //! * every data file holds each key at most once, sorted by Java's key order, with exact
 //!   statistics and `_DELETE_ROW_COUNT` (the file writer computes them);
 //! * buffered rows across all buckets stay under `write-buffer-size`: past it, the largest
@@ -53,7 +54,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::DataType;
 
 use crate::datum_arrow::datums_to_array;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::io::failpoint;
 use crate::io::Env;
 use crate::layout::TableLayout;
@@ -62,7 +63,6 @@ use crate::lsm::merge::MergeConfig;
 use crate::lsm::sorted_buffer::SortedBuffer;
 use crate::read::data_file::{SEQUENCE_NUMBER, VALUE_KIND};
 use crate::read::record_expire::RecordExpire;
-use crate::state::{LiveFiles, Pruning};
 use crate::table::{schema_path, Table};
 use crate::tasks;
 use crate::write::bucket::{bucket_ids, group_by_partition, key_hashes, key_rows};
@@ -74,6 +74,7 @@ use crate::write::file_writer::{FileLayout, RollingWriter, WriterConfig};
 use crate::write::input::{conform, RowKinds};
 use crate::write::message::CommitMessage;
 use crate::write::postpone::{self, POSTPONE_BUCKET, UNKNOWN_SEQUENCE};
+use crate::write::restore::Restore;
 use crate::write::sort_key::RowOrder;
 
 /// Rows per batch when merged buffers are written.
@@ -121,14 +122,6 @@ struct Flushed {
     changelog_files: Vec<DataFileMeta>,
 }
 
-/// What the latest snapshot says about one bucket.
-#[derive(Debug, Clone, Copy)]
-struct Restored {
-    max_sequence: i64,
-    /// The newest `creation_time` of the bucket's live files.
-    newest_creation: Option<i64>,
-}
-
 /// The input rows a cross-partition write sends to one (partition, bucket).
 #[derive(Default)]
 struct RoutedRows {
@@ -174,10 +167,11 @@ pub struct TableWrite {
     /// Trimmed primary-key columns (positions in the table columns).
     key_columns: Vec<usize>,
     flusher: Arc<Flusher>,
-    restored: HashMap<(Vec<u8>, i32), Restored>,
-    /// The snapshot `restored` was read from (0: none yet); `None` for overwrite writers.
+    /// What the table held in the partitions written (see `restore`).
+    restore: Restore,
+    /// The oldest snapshot `restore` read from, or the latest at open when older (0: the table
+    /// had none); `None` for overwrite writers.
     base_snapshot: Option<i64>,
-    partition_buckets: HashMap<Vec<u8>, i32>,
     dynamic: Option<DynamicBucketAssigner>,
     cross_partition: Option<CrossPartitionAssigner>,
     writers: Vec<BucketWriter>,
@@ -356,12 +350,14 @@ impl TableWrite {
             }
             _ => None,
         };
-        let ((restored, partition_buckets, base_snapshot), cross_partition) = if ignore_previous {
-            ((HashMap::new(), HashMap::new(), None), None)
+        let (restore, base_snapshot, cross_partition) = if ignore_previous {
+            (Restore::nothing(), None, None)
+        } else if mode == BucketMode::CrossPartition {
+            let (restore, base, index) = Restore::with_index(&table).await?;
+            (restore, Some(base), Some(index))
         } else {
-            let ((restored, partitions, base), index) =
-                restore_with_index(&table, mode == BucketMode::CrossPartition).await?;
-            ((restored, partitions, Some(base)), index)
+            let latest = table.snapshot_manager().latest_id().await?;
+            (Restore::on_demand(), Some(latest.unwrap_or(0)), None)
         };
         let partition_columns = positions(&schema, &schema.partition_keys);
         let flusher = Arc::new(Flusher {
@@ -389,9 +385,8 @@ impl TableWrite {
             bucket_key_types,
             key_columns,
             flusher,
-            restored,
+            restore,
             base_snapshot,
-            partition_buckets,
             dynamic,
             cross_partition,
             writers: Vec::new(),
@@ -436,8 +431,9 @@ impl TableWrite {
             .map_or_else(Vec::new, |c| c.sorted_runs())
     }
 
-    /// The snapshot this writer restored the table's state from (0: the table had none;
-    /// `None`: an overwrite writer, which restores nothing).
+    /// The snapshot this writer continues from: the latest at open, or an older one a partition
+    /// was restored from (0: the table had none; `None`: an overwrite writer, which restores
+    /// nothing). Every partition's state is from this snapshot or a newer one.
     pub(crate) fn base_snapshot(&self) -> Option<i64> {
         self.base_snapshot
     }
@@ -469,7 +465,10 @@ impl TableWrite {
             return self.write_cross_partition(batch, &kinds).await;
         }
         let partition_types = self.layout.partition_types.clone();
-        for group in group_by_partition(batch, &self.partition_columns, &partition_types)? {
+        let groups = group_by_partition(batch, &self.partition_columns, &partition_types)?;
+        self.restore_partitions(groups.iter().map(|g| g.partition.as_slice()))
+            .await?;
+        for group in groups {
             let (rows, row_kinds) = take_rows(batch, &kinds, &group.rows, "partitioning")?;
             let buckets = self.buckets_of(&group.partition, &rows).await?;
             for (bucket, indices) in split_by_bucket(&buckets) {
@@ -574,11 +573,31 @@ impl TableWrite {
             .map_err(|e| Error::arrow("setting a moved key's old partition", e))
     }
 
+    /// Restore the state of those of `partitions` this writer has not written yet (see
+    /// `restore`), moving its base back when the snapshot read is older (a rollback).
+    async fn restore_partitions<'a>(
+        &mut self,
+        partitions: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<()> {
+        let read = self
+            .restore
+            .partitions(&self.table, &self.layout, partitions)
+            .await?;
+        if let (Some(read), Some(base)) = (read, self.base_snapshot.as_mut()) {
+            *base = (*base).min(read);
+        }
+        Ok(())
+    }
+
     /// The bucket [`TableWrite::write`] puts every row of `batch` in (same conforming, same
     /// per-partition bucket counts), so that a distributed job can route each (partition,
     /// bucket) to a single writer. Fixed-bucket tables only: dynamic buckets depend on the
     /// writer's assigner state and bucket-unaware tables have one bucket.
-    pub fn fixed_buckets(&self, batch: &RecordBatch, kinds: RowKinds) -> Result<Vec<i32>> {
+    pub async fn fixed_buckets(
+        &mut self,
+        batch: &RecordBatch,
+        kinds: RowKinds,
+    ) -> Result<Vec<i32>> {
         let BucketMode::Fixed(n) = self.mode else {
             return Err(Error::Unsupported(
                 "routing rows by bucket needs a fixed bucket count (table option bucket > 0)"
@@ -590,11 +609,14 @@ impl TableWrite {
             return Ok(out);
         }
         let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?;
-        for group in group_by_partition(
+        let groups = group_by_partition(
             &conformed.batch,
             &self.partition_columns,
             &self.layout.partition_types,
-        )? {
+        )?;
+        self.restore_partitions(groups.iter().map(|g| g.partition.as_slice()))
+            .await?;
+        for group in groups {
             let rows = take_record_batch(&conformed.batch, &group.rows)
                 .map_err(|e| Error::arrow("partitioning", e))?;
             for (&row, bucket) in
@@ -611,7 +633,7 @@ impl TableWrite {
     }
 
     fn fixed_bucket_ids(&self, partition: &[u8], rows: &RecordBatch, n: i32) -> Result<Vec<i32>> {
-        let n = self.partition_buckets.get(partition).copied().unwrap_or(n);
+        let n = self.restore.bucket_count(partition).unwrap_or(n);
         bucket_ids(rows, &self.bucket_key_columns, &self.bucket_key_types, n)
     }
 
@@ -645,9 +667,9 @@ impl TableWrite {
         if let Some(&i) = self.writer_index.get(&key) {
             return Ok(i);
         }
-        let restored = self.restored.get(&key).copied();
+        let restored = self.restore.bucket(partition, bucket);
         let total_buckets = match self.mode {
-            BucketMode::Fixed(n) => self.partition_buckets.get(partition).copied().unwrap_or(n),
+            BucketMode::Fixed(n) => self.restore.bucket_count(partition).unwrap_or(n),
             BucketMode::Postpone => POSTPONE_BUCKET,
             _ => -1,
         };
@@ -1061,77 +1083,4 @@ fn split_by_bucket(buckets: &[i32]) -> Vec<(i32, UInt32Array)> {
         .into_iter()
         .map(|b| (b, UInt32Array::from(rows.remove(&b).unwrap_or_default())))
         .collect()
-}
-
-/// Restored bucket state: per (partition, bucket) the largest sequence number of the live files
-/// of the latest snapshot (every level: Java restores from all files), per partition its bucket
-/// count (of its real buckets: the postpone bucket has none), and the id of that snapshot (0
-/// when the table has none).
-type RestoredState = (
-    HashMap<(Vec<u8>, i32), Restored>,
-    HashMap<Vec<u8>, i32>,
-    i64,
-);
-
-/// How often a cross-partition writer restores again when the snapshot it restored expired
-/// while its keys were read.
-const INDEX_BOOTSTRAP_ATTEMPTS: usize = 5;
-
-/// [`restore`], and for cross-partition writers the key index of the same snapshot (read again
-/// from the new latest when that snapshot expires meanwhile).
-async fn restore_with_index(
-    table: &Table,
-    cross_partition: bool,
-) -> Result<(RestoredState, Option<CrossPartitionAssigner>)> {
-    let mut attempt = 1;
-    loop {
-        let (restored, partitions, base) = restore(table).await?;
-        if !cross_partition {
-            return Ok(((restored, partitions, base), None));
-        }
-        let newest_creation = |partition: &[u8], bucket: i32| {
-            restored
-                .get(&(partition.to_vec(), bucket))
-                .and_then(|r| r.newest_creation)
-        };
-        match CrossPartitionAssigner::bootstrap(table, base, newest_creation).await {
-            Ok(index) => return Ok(((restored, partitions, base), Some(index))),
-            Err(e)
-                if attempt < INDEX_BOOTSTRAP_ATTEMPTS
-                    && matches!(e.kind(), ErrorKind::NotFound | ErrorKind::SnapshotExpired)
-                    && !table.snapshot_manager().exists(base).await? =>
-            {
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-async fn restore(table: &Table) -> Result<RestoredState> {
-    let Some((snap, live)) = LiveFiles::read_latest(table, Pruning::all).await? else {
-        return Ok((HashMap::new(), HashMap::new(), 0));
-    };
-    let mut restored: HashMap<(Vec<u8>, i32), Restored> = HashMap::new();
-    let mut partitions = HashMap::new();
-    for b in live.into_buckets() {
-        if b.bucket != POSTPONE_BUCKET {
-            partitions.insert(b.partition.clone(), b.total_buckets);
-        }
-        let max_sequence = b
-            .files
-            .iter()
-            .map(|e| e.file.max_sequence_number)
-            .max()
-            .unwrap_or(-1);
-        let newest_creation = b.files.iter().filter_map(|e| e.file.creation_time).max();
-        restored.insert(
-            (b.partition, b.bucket),
-            Restored {
-                max_sequence,
-                newest_creation,
-            },
-        );
-    }
-    Ok((restored, partitions, snap.id))
 }

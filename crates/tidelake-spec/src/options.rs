@@ -763,6 +763,12 @@ impl Options {
             .unwrap_or("__DEFAULT_PARTITION__")
     }
 
+    /// `data-file.path-directory`: the directory under the table root that holds the
+    /// partition and bucket directories (`None`: the root itself, Java's default).
+    pub fn data_file_path_directory(&self) -> Option<&str> {
+        self.get(DATA_FILE_PATH_DIRECTORY)
+    }
+
     /// `partition.legacy-name`, default true.
     pub fn partition_legacy_name(&self) -> Result<bool> {
         or_default(self.get_bool(PARTITION_LEGACY_NAME), true)

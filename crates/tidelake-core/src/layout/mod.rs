@@ -2,8 +2,9 @@
 //! directory names and bucket directories (Java `FileStorePathFactory`); [`DataPath`]: where
 //! each new data file of a bucket goes (table directory or external roots).
 //!
-//! Invariant: directories are always recomputed from the partition BinaryRow, never listed,
-//! exactly as Java readers do.
+//! Invariants: directories are always recomputed from the partition BinaryRow, never listed,
+//! exactly as Java readers do; every bucket directory is below `data-file.path-directory` when
+//! the table sets it (Java `relativeBucketPath`), in the table and under external roots alike.
 
 mod data_path;
 
@@ -24,6 +25,8 @@ pub struct TableLayout {
     /// Primary key minus partition keys, as fields of the schema.
     pub trimmed_key_fields: Vec<DataField>,
     computer: PartitionComputer,
+    /// `data-file.path-directory`, without surrounding slashes (`None`: unset or empty).
+    data_dir: Option<String>,
 }
 
 impl TableLayout {
@@ -58,11 +61,17 @@ impl TableLayout {
             legacy,
         )
         .map_err(|e| Error::from_spec("table options", e))?;
+        let data_dir = opts
+            .data_file_path_directory()
+            .map(|d| d.trim_matches('/'))
+            .filter(|d| !d.is_empty())
+            .map(str::to_string);
         Ok(TableLayout {
             partition_fields,
             partition_types,
             trimmed_key_fields,
             computer,
+            data_dir,
         })
     }
 
@@ -101,10 +110,64 @@ impl TableLayout {
             format!("bucket-{bucket}")
         };
         let part = self.partition_path(partition)?;
-        Ok(if part.is_empty() {
-            bucket_dir
-        } else {
-            format!("{part}/{bucket_dir}")
-        })
+        let dirs = self.data_dir.iter().map(String::as_str);
+        let dirs = dirs.chain((!part.is_empty()).then_some(part.as_str()));
+        Ok(dirs
+            .chain([bucket_dir.as_str()])
+            .collect::<Vec<_>>()
+            .join("/"))
+    }
+
+    /// The directory under the table root (or an external root) that holds the partition and
+    /// bucket directories (`data-file.path-directory`; `None`: the root itself).
+    pub fn data_dir(&self) -> Option<&str> {
+        self.data_dir.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tidelake_spec::options::Options;
+    use tidelake_spec::types::TypeKind;
+
+    use super::*;
+
+    fn layout(partition_keys: &[&str], options: &[(&str, &str)]) -> TableLayout {
+        let field = |id, name: &str| DataField {
+            id,
+            name: name.into(),
+            data_type: DataType::not_null(TypeKind::Int),
+            description: None,
+            default_value: None,
+        };
+        let mut opts = Options::new();
+        for (k, v) in options {
+            opts.set(*k, *v);
+        }
+        let keys = partition_keys.iter().map(|k| k.to_string()).collect();
+        let schema = TableSchema::new(0, vec![field(0, "k"), field(1, "dt")], keys, vec![], opts);
+        TableLayout::new(&schema.unwrap()).unwrap()
+    }
+
+    #[test]
+    fn bucket_directories_are_below_the_data_directory_when_set() {
+        let dt = [Datum::Int(7)];
+        assert_eq!(
+            layout(&["dt"], &[]).bucket_path(&dt, 1).unwrap(),
+            "dt=7/bucket-1"
+        );
+        let data = layout(&["dt"], &[("data-file.path-directory", "/a/b/")]);
+        assert_eq!(data.data_dir(), Some("a/b"));
+        assert_eq!(data.bucket_path(&dt, 1).unwrap(), "a/b/dt=7/bucket-1");
+        assert_eq!(
+            data.bucket_path(&dt, -2).unwrap(),
+            "a/b/dt=7/bucket-postpone"
+        );
+        let flat = layout(&[], &[("data-file.path-directory", "data")]);
+        assert_eq!(flat.bucket_path(&[], 0).unwrap(), "data/bucket-0");
+        assert_eq!(
+            layout(&[], &[("data-file.path-directory", "")]).data_dir(),
+            None
+        );
     }
 }

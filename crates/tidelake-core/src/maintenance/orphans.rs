@@ -34,6 +34,7 @@ use crate::changelogs::{changelog_id, CHANGELOG_DIR};
 use crate::error::{Error, Result};
 use crate::io::failpoint;
 use crate::io::{FileIO, FileStatus};
+use crate::layout::TableLayout;
 use crate::maintenance::refs::{add_root, roots_of, MetaCache, References, STATISTICS_DIR};
 use crate::state::{INDEX_DIR, MANIFEST_DIR};
 use crate::table::Table;
@@ -46,31 +47,48 @@ pub struct OrphanFile {
     pub size: u64,
 }
 
-/// Whether `path` (relative to the table root) is a file orphan cleaning may consider.
-fn is_candidate_path(path: &str, partition_levels: usize) -> bool {
-    let parts: Vec<&str> = path.split('/').collect();
-    let Some((name, dirs)) = parts.split_last() else {
-        return false;
-    };
-    match dirs {
-        [dir] if [MANIFEST_DIR, INDEX_DIR, STATISTICS_DIR].contains(dir) => true,
-        [dir] if *dir == CHANGELOG_DIR => {
-            changelog_id(name).is_none() && *name != "EARLIEST" && *name != "LATEST"
-        }
-        _ => is_bucket_file(path, partition_levels),
-    }
+/// Where a table's bucket directories are, below the table root or an external root:
+/// `<data-file.path-directory>/<k=v>/…/bucket-<n>/`.
+struct BucketDirs<'a> {
+    partition_levels: usize,
+    data_dir: Option<&'a str>,
 }
 
-/// Whether `path` is a file directly in a bucket directory (`<k=v>/…/bucket-<n>/<name>`).
-fn is_bucket_file(path: &str, partition_levels: usize) -> bool {
-    let parts: Vec<&str> = path.split('/').collect();
-    let Some((name, dirs)) = parts.split_last() else {
-        return false;
-    };
-    dirs.len() == partition_levels + 1
-        && dirs[..partition_levels].iter().all(|d| d.contains('='))
-        && dirs[partition_levels].starts_with("bucket-")
-        && !name.is_empty()
+impl BucketDirs<'_> {
+    /// Whether `path` (relative to the table root) is a file orphan cleaning may consider.
+    fn is_candidate(&self, path: &str) -> bool {
+        let parts: Vec<&str> = path.split('/').collect();
+        let Some((name, dirs)) = parts.split_last() else {
+            return false;
+        };
+        match dirs {
+            [dir] if [MANIFEST_DIR, INDEX_DIR, STATISTICS_DIR].contains(dir) => true,
+            [dir] if *dir == CHANGELOG_DIR => {
+                changelog_id(name).is_none() && *name != "EARLIEST" && *name != "LATEST"
+            }
+            _ => self.is_bucket_file(path),
+        }
+    }
+
+    /// Whether `path` is a file directly in a bucket directory.
+    fn is_bucket_file(&self, path: &str) -> bool {
+        let path = match self.data_dir {
+            Some(dir) => match path.strip_prefix(dir).and_then(|p| p.strip_prefix('/')) {
+                Some(rest) => rest,
+                None => return false,
+            },
+            None => path,
+        };
+        let parts: Vec<&str> = path.split('/').collect();
+        let Some((name, dirs)) = parts.split_last() else {
+            return false;
+        };
+        let levels = self.partition_levels;
+        dirs.len() == levels + 1
+            && dirs[..levels].iter().all(|d| d.contains('='))
+            && dirs[levels].starts_with("bucket-")
+            && !name.is_empty()
+    }
 }
 
 /// Find (and unless `dry_run` delete) every orphan file last modified before `older_than_ms`.
@@ -79,7 +97,11 @@ pub async fn remove_orphan_files(
     older_than_ms: i64,
     dry_run: bool,
 ) -> Result<Vec<OrphanFile>> {
-    let partition_levels = table.schema().partition_keys.len();
+    let layout = TableLayout::new(table.schema())?;
+    let dirs = BucketDirs {
+        partition_levels: layout.partition_fields.len(),
+        data_dir: layout.data_dir(),
+    };
     let old = |f: &FileStatus| f.last_modified_ms < older_than_ms;
     // each file, with the handle of the external root it is under (`None`: in the table)
     let mut candidates: Vec<(FileStatus, Option<FileIO>)> = table
@@ -87,7 +109,7 @@ pub async fn remove_orphan_files(
         .list_recursive("")
         .await?
         .into_iter()
-        .filter(|f| old(f) && is_candidate_path(&f.path, partition_levels))
+        .filter(|f| old(f) && dirs.is_candidate(&f.path))
         .map(|f| (f, None))
         .collect();
     let roots = table
@@ -98,7 +120,7 @@ pub async fn remove_orphan_files(
     for root in roots {
         let external = table.io().at(&root)?;
         for f in external.list_recursive("").await? {
-            if old(&f) && is_bucket_file(&f.path, partition_levels) {
+            if old(&f) && dirs.is_bucket_file(&f.path) {
                 candidates.push((f, Some(external.clone())));
             }
         }
@@ -208,22 +230,33 @@ mod tests {
 
     #[test]
     fn only_data_and_metadata_directories_are_candidates() {
-        assert!(is_candidate_path("manifest/manifest-abc-0", 1));
-        assert!(is_candidate_path("index/index-abc-0", 0));
-        assert!(is_candidate_path("statistics/stat-abc-0", 0));
-        assert!(is_candidate_path("dt=1/bucket-0/data-abc-0.parquet", 1));
-        assert!(is_candidate_path("bucket-postpone/data-x.avro", 0));
-        assert!(is_candidate_path("changelog/.changelog-3.tmp", 0));
-        assert!(!is_candidate_path("changelog/changelog-3", 0));
-        assert!(!is_candidate_path("changelog/LATEST", 0));
-        assert!(!is_candidate_path("bucket-0/data-abc-0.parquet", 1));
-        assert!(!is_candidate_path("dt=1/bucket-0/data-abc-0.parquet", 0));
-        assert!(!is_candidate_path("snapshot/snapshot-1", 0));
-        assert!(!is_candidate_path("schema/schema-0", 0));
-        assert!(!is_candidate_path("tag/tag-a", 0));
-        assert!(!is_candidate_path("consumer/consumer-a", 0));
-        assert!(!is_candidate_path("branch/branch-b/snapshot/snapshot-1", 0));
-        assert!(!is_candidate_path("README", 0));
-        assert!(!is_candidate_path("manifest/sub/x", 0));
+        let dirs = |partition_levels, data_dir| BucketDirs {
+            partition_levels,
+            data_dir,
+        };
+        assert!(dirs(1, None).is_candidate("manifest/manifest-abc-0"));
+        assert!(dirs(0, None).is_candidate("index/index-abc-0"));
+        assert!(dirs(0, None).is_candidate("statistics/stat-abc-0"));
+        assert!(dirs(1, None).is_candidate("dt=1/bucket-0/data-abc-0.parquet"));
+        assert!(dirs(0, None).is_candidate("bucket-postpone/data-x.avro"));
+        assert!(dirs(0, None).is_candidate("changelog/.changelog-3.tmp"));
+        assert!(!dirs(0, None).is_candidate("changelog/changelog-3"));
+        assert!(!dirs(0, None).is_candidate("changelog/LATEST"));
+        assert!(!dirs(1, None).is_candidate("bucket-0/data-abc-0.parquet"));
+        assert!(!dirs(0, None).is_candidate("dt=1/bucket-0/data-abc-0.parquet"));
+        assert!(!dirs(0, None).is_candidate("snapshot/snapshot-1"));
+        assert!(!dirs(0, None).is_candidate("schema/schema-0"));
+        assert!(!dirs(0, None).is_candidate("tag/tag-a"));
+        assert!(!dirs(0, None).is_candidate("consumer/consumer-a"));
+        assert!(!dirs(0, None).is_candidate("branch/branch-b/snapshot/snapshot-1"));
+        assert!(!dirs(0, None).is_candidate("README"));
+        assert!(!dirs(0, None).is_candidate("manifest/sub/x"));
+        // `data-file.path-directory`: bucket directories are below it, and only there
+        let data = dirs(1, Some("data"));
+        assert!(data.is_candidate("data/dt=1/bucket-0/data-abc-0.parquet"));
+        assert!(data.is_candidate("manifest/manifest-abc-0"));
+        assert!(!data.is_candidate("dt=1/bucket-0/data-abc-0.parquet"));
+        assert!(!data.is_candidate("database/dt=1/bucket-0/data-abc-0.parquet"));
+        assert!(dirs(0, Some("a/b")).is_bucket_file("a/b/bucket-1/f"));
     }
 }

@@ -154,8 +154,12 @@ async fn dml_deletion_vectors_merge_with_existing_ones_then_compact_away() {
     commit_deletion_vector(&table, &bucket, &oldest, 1).await; // row id 1 (v = 0)
     let plan = plan_scan(&table, &ScanRequest::default()).await.unwrap();
     let split = plan.splits[0].clone();
-    let ctx =
-        Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 2, false).unwrap());
+    let ctx = Arc::new(
+        ReadContext::of(table.clone(), &plan.schema)
+            .batch_size(2)
+            .build()
+            .unwrap(),
+    );
     let batches: Vec<RecordBatch> = ctx
         .read_positioned(&split)
         .unwrap()

@@ -80,7 +80,13 @@ async fn lookup_tables_merge_level0_with_only_the_newest_higher_record() {
 /// `(_row_kind, id, v)` of the changes committed after snapshot `start`.
 async fn change_rows(table: &Table, start: i64) -> Vec<(String, i64, Option<i64>)> {
     let plan = plan_changes(table, start, None, None).await.unwrap();
-    let ctx = Arc::new(ReadContext::new(table.clone(), &plan.schema, None, None, 7, true).unwrap());
+    let ctx = Arc::new(
+        ReadContext::of(table.clone(), &plan.schema)
+            .batch_size(7)
+            .with_row_kind(true)
+            .build()
+            .unwrap(),
+    );
     let batches: Vec<RecordBatch> = read_splits(ctx, plan.splits, None)
         .try_collect()
         .await
@@ -306,7 +312,12 @@ async fn the_lookup_skips_deeper_files_outside_the_keys_sought() {
         deeper[i].path = format!("{}.missing", deeper[i].path);
     }
     let schema = table.schema().clone();
-    let reader = Arc::new(ReadContext::new(table.clone(), &schema, None, None, 7, false).unwrap());
+    let reader = Arc::new(
+        ReadContext::of(table.clone(), &schema)
+            .batch_size(7)
+            .build()
+            .unwrap(),
+    );
     let key_types = vec![DataType::not_null(TypeKind::BigInt)];
     let mut lookup = lookup::DeeperLookup::new(reader, vec![0], key_types, &deeper, true).unwrap();
     let sought = |ids: &[i64]| {

@@ -154,7 +154,9 @@ impl Rewriter {
             .collect::<Result<Vec<_>>>()?;
         let expire = RecordExpire::of(&schema)?;
         let reader = Arc::new(
-            ReadContext::new(table.clone(), &schema, None, None, batch_size, false)?
+            ReadContext::of(table.clone(), &schema)
+                .batch_size(batch_size)
+                .build()?
                 .with_record_expire(expire.clone()),
         );
         let target = schema

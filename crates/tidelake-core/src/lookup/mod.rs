@@ -54,7 +54,7 @@ use crate::layout::TableLayout;
 use crate::lsm::key::compare_keys;
 use crate::read::data_file::kept_key_column;
 use crate::read::key_set::{integer_keys, rows_in_ascending, KeySet};
-use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
+use crate::read::split_read::ReadContext;
 use crate::scan::bucket_filter::BucketFilter;
 use crate::scan::predicate::{BoundColumn, BoundLeaf, BoundPredicate, CompareOp, LeafTest};
 use crate::scan::{file_index, hash_index};
@@ -479,14 +479,9 @@ impl Lookuper {
             }
         }
         // checks the columns and gives the output schema
-        let base = ReadContext::new(
-            state.table.clone(),
-            &schema,
-            Some(&read_columns),
-            None,
-            DEFAULT_BATCH_SIZE,
-            false,
-        )?;
+        let base = ReadContext::of(state.table.clone(), &schema)
+            .columns(Some(&read_columns))
+            .build()?;
         let read_schema = base.output_schema();
         let newest_wins = base.newest_record_wins();
         drop(base);
@@ -603,14 +598,9 @@ impl BucketReads {
     }
 
     fn context(&self) -> Result<ReadContext> {
-        ReadContext::new(
-            self.state.table.clone(),
-            &self.state.schema,
-            Some(&self.read_columns),
-            None,
-            DEFAULT_BATCH_SIZE,
-            false,
-        )
+        ReadContext::of(self.state.table.clone(), &self.state.schema)
+            .columns(Some(&self.read_columns))
+            .build()
     }
 
     /// Where the newest record of each of `keys` is, as (file, the keys whose newest record

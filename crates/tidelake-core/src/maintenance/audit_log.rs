@@ -43,14 +43,11 @@ pub(crate) async fn audit_log(table: &Table) -> Result<SystemTable> {
         .into_iter()
         .partition(|s| !has_pk || s.raw_convertible);
     let mut batches = Vec::new();
-    let ctx = Arc::new(ReadContext::new(
-        table.clone(),
-        schema,
-        None,
-        None,
-        DEFAULT_BATCH_SIZE,
-        true,
-    )?);
+    let ctx = Arc::new(
+        ReadContext::of(table.clone(), schema)
+            .with_row_kind(true)
+            .build()?,
+    );
     let mut rows = read_splits(ctx, raw, None);
     while let Some(b) = rows.try_next().await? {
         batches.push(

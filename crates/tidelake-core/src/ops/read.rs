@@ -56,14 +56,12 @@ impl Projection {
         schema: &TableSchema,
         with_row_kind: bool,
     ) -> Result<SplitReader> {
-        let ctx = ReadContext::new(
-            table,
-            schema,
-            self.columns.as_deref(),
-            self.filter.as_ref(),
-            self.batch_size,
-            with_row_kind,
-        )?;
+        let ctx = ReadContext::of(table, schema)
+            .columns(self.columns.as_deref())
+            .filter(self.filter.as_ref())
+            .batch_size(self.batch_size)
+            .with_row_kind(with_row_kind)
+            .build()?;
         Ok(SplitReader { ctx: Arc::new(ctx) })
     }
 }

@@ -8,7 +8,7 @@
 //!   the start has is `-D` with the start's row (only when row kinds are read, as Java's
 //!   `keepDelete`); a key only the end has is the end's row with its kind; a key both have is
 //!   the end's row when the rows differ and nothing when they are equal. Rows are compared on
-//!   every column read, which for change reads is every column (see [`ReadContext::new`]).
+//!   every column read, which for change reads is every column (see [`ReadContext::of`]).
 //! * Append tables: the rows of the files only the end has are `+I`, those of the files only
 //!   the start has `-D`.
 //!

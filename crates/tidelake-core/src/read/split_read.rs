@@ -123,7 +123,7 @@ pub struct ReadContext {
     /// Compaction rewrites: rows record-level expiry expires are dropped from each file as it
     /// is opened in a run ([`ReadContext::with_record_expire`]).
     record_expire: Option<Arc<RecordExpire>>,
-    /// The arguments of [`ReadContext::new`], to read splits of another branch with.
+    /// The columns and filter it was built with, to read splits of another branch with.
     columns: Option<Vec<String>>,
     predicate: Option<Predicate>,
     /// The read of another branch's splits (`scan.fallback-branch`), set up on first use.
@@ -132,25 +132,75 @@ pub struct ReadContext {
     partition_columns: Option<Arc<PartitionColumns>>,
 }
 
-impl ReadContext {
-    /// [`Self::new`] for the engine's whole-row reads: every column of `schema`, no filter,
-    /// batches of [`DEFAULT_BATCH_SIZE`] rows, no row kind.
-    pub(crate) fn whole_rows(table: Table, schema: &TableSchema) -> Result<ReadContext> {
-        ReadContext::new(table, schema, None, None, DEFAULT_BATCH_SIZE, false)
+/// What a [`ReadContext`] reads ([`ReadContext::of`]): by default every column of the schema,
+/// every row, batches of [`DEFAULT_BATCH_SIZE`] rows, merged (no row kind).
+pub(crate) struct ReadSpec<'a> {
+    table: Table,
+    schema: &'a TableSchema,
+    columns: Option<&'a [String]>,
+    filter: Option<&'a Predicate>,
+    batch_size: usize,
+    with_row_kind: bool,
+}
+
+impl<'a> ReadSpec<'a> {
+    /// Return these columns, in this order (`None`: every column).
+    pub(crate) fn columns(mut self, columns: Option<&'a [String]>) -> Self {
+        self.columns = columns;
+        self
     }
 
-    /// Prepare reads of `schema`'s rows, returning `columns` (all when `None`) in the given
-    /// order, keeping rows that match `filter`. Crate-private: reads of users go through the
-    /// builders [`crate::ops::Read`] and [`crate::ops::Changes`], which own the selectors; the
-    /// engine's own reads (compaction, lookups, system tables) use this.
-    pub(crate) fn new(
-        table: Table,
-        schema: &TableSchema,
-        columns: Option<&[String]>,
-        filter: Option<&Predicate>,
-        batch_size: usize,
-        with_row_kind: bool,
-    ) -> Result<ReadContext> {
+    /// Keep the rows that match `filter` (`None`: every row).
+    pub(crate) fn filter(mut self, filter: Option<&'a Predicate>) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    pub(crate) fn batch_size(mut self, rows: usize) -> Self {
+        self.batch_size = rows;
+        self
+    }
+
+    /// Change reads: no merge, every stored row with its kind in a leading `_row_kind` column.
+    pub(crate) fn with_row_kind(mut self, with_row_kind: bool) -> Self {
+        self.with_row_kind = with_row_kind;
+        self
+    }
+
+    pub(crate) fn build(self) -> Result<ReadContext> {
+        ReadContext::new(self)
+    }
+}
+
+impl ReadContext {
+    /// A read of `schema`'s rows, set up by [`ReadSpec`]'s methods. Crate-private: reads of
+    /// users go through the builders [`crate::ops::Read`] and [`crate::ops::Changes`], which own
+    /// the selectors; the engine's own reads (compaction, lookups, system tables) use this.
+    pub(crate) fn of(table: Table, schema: &TableSchema) -> ReadSpec<'_> {
+        ReadSpec {
+            table,
+            schema,
+            columns: None,
+            filter: None,
+            batch_size: DEFAULT_BATCH_SIZE,
+            with_row_kind: false,
+        }
+    }
+
+    /// The engine's whole-row reads: [`Self::of`] as it comes.
+    pub(crate) fn whole_rows(table: Table, schema: &TableSchema) -> Result<ReadContext> {
+        ReadContext::of(table, schema).build()
+    }
+
+    fn new(spec: ReadSpec<'_>) -> Result<ReadContext> {
+        let ReadSpec {
+            table,
+            schema,
+            columns,
+            filter,
+            batch_size,
+            with_row_kind,
+        } = spec;
         let output: Vec<DataField> = match columns {
             None => schema.fields.clone(),
             Some(cols) => cols
@@ -384,14 +434,12 @@ impl ReadContext {
                 let table = Table::open_branch(self.table.io().clone(), branch).await?;
                 let schema = table.schema().clone();
                 let columns = self.columns.as_deref();
-                let ctx = ReadContext::new(
-                    table,
-                    &schema,
-                    columns,
-                    self.predicate.as_ref(),
-                    self.batch_size,
-                    self.with_row_kind,
-                )?;
+                let ctx = ReadContext::of(table, &schema)
+                    .columns(columns)
+                    .filter(self.predicate.as_ref())
+                    .batch_size(self.batch_size)
+                    .with_row_kind(self.with_row_kind)
+                    .build()?;
                 Ok::<_, Error>(Arc::new(ctx))
             })
             .await?;

@@ -14,7 +14,7 @@ use tidelake_spec::schema::TableSchema;
 use tidelake_spec::types::{DataField, DataType, TypeKind};
 
 use crate::error::Result;
-use crate::read::split_read::{collect_splits, ReadContext, DEFAULT_BATCH_SIZE};
+use crate::read::split_read::{collect_splits, ReadContext};
 use crate::scan::predicate::Predicate;
 use crate::scan::{plan_scan, ScanRequest};
 use crate::table::Table;
@@ -35,14 +35,9 @@ async fn scan(table: &Table, filter: serde_json::Value) -> Result<Vec<RecordBatc
         ..ScanRequest::default()
     };
     let plan = plan_scan(table, &request).await?;
-    let ctx = ReadContext::new(
-        table.clone(),
-        &plan.schema,
-        None,
-        Some(&filter),
-        DEFAULT_BATCH_SIZE,
-        false,
-    )?;
+    let ctx = ReadContext::of(table.clone(), &plan.schema)
+        .filter(Some(&filter))
+        .build()?;
     collect_splits(Arc::new(ctx), plan.splits, None).await
 }
 

@@ -39,7 +39,7 @@ use tidelake_spec::types::DataType;
 
 use crate::error::{Error, Result};
 use crate::io::Env;
-use crate::read::split_read::{ReadContext, DEFAULT_BATCH_SIZE};
+use crate::read::split_read::ReadContext;
 use crate::scan::plan::{plan_scan, ScanRequest, SnapshotSelector};
 use crate::state::{read_list, read_manifests};
 use crate::table::Table;
@@ -190,14 +190,11 @@ impl CrossPartitionAssigner {
             .map(|f| f.data_type.clone())
             .collect();
         let columns: Vec<usize> = (0..key_names.len()).collect();
-        let read = std::sync::Arc::new(ReadContext::new(
-            table.clone(),
-            &plan.schema,
-            Some(&key_names),
-            None,
-            DEFAULT_BATCH_SIZE,
-            false,
-        )?);
+        let read = std::sync::Arc::new(
+            ReadContext::of(table.clone(), &plan.schema)
+                .columns(Some(&key_names))
+                .build()?,
+        );
         let now = self.env.local_now_millis();
         for split in plan.splits.iter().filter(|s| fresh(&s.partition, s.bucket)) {
             let partition = self.partition_id(&split.partition);

@@ -70,6 +70,20 @@ class S3Bench:
             list(pool.map(put, todo))
         return f"s3://{self.bucket}/{prefix}"
 
+    def table(self, name: str) -> str:
+        """The ``s3://`` URL of a fresh table location in the bucket."""
+        return f"s3://{self.bucket}/{name}-{uuid.uuid4().hex[:8]}"
+
+    def download(self, table: str, dst: pathlib.Path, keep: Callable[[str], bool] = lambda rel: True) -> None:
+        """Copy the files of the table at ``table`` whose relative path ``keep`` accepts to ``dst``."""
+        prefix = table[len(f"s3://{self.bucket}/"):].rstrip("/") + "/"
+        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        for key in (o["Key"] for page in pages for o in page.get("Contents", [])):
+            rel = key[len(prefix):]
+            if keep(rel):
+                (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+                (dst / rel).write_bytes(self._client.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+
 
 @contextlib.contextmanager
 def s3_bench() -> Iterator[S3Bench]:

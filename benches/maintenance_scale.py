@@ -23,8 +23,15 @@ included), and its growth from the smallest size; ``--out`` keeps the results as
 plots seconds (log-log) and peak RSS (right-hand axis) against size. Tables are built once and
 cached under ``--workdir`` by size (the timed step runs on a fresh copy, as it changes the
 table). The load
-average is printed before and after: record it with the numbers. Local disk only: the request
-counts of an object store are not measured here.
+average is printed before and after: record it with the numbers.
+
+Object-store requests: at the ``--requests`` (default 3) smallest sizes of each operation, the
+table is also copied to a bucket of moto's S3 server on 127.0.0.1 (``benches/s3_requests.py``)
+and the operation run there in a fresh process, its requests recorded from just before opening
+the table to just after the operation (the check read after it is not counted) and reported by
+kind (GET, HEAD, LIST page, PUT, DELETE) and by target (snapshot, manifest list, manifest,
+data...), with GETs of a key already read and the keys deleted. Uploading is most of that
+pass's time (~200 objects/s here); ``--quick`` leaves it out unless ``--requests`` is given.
 """
 
 from __future__ import annotations

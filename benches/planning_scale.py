@@ -24,7 +24,13 @@ reporting wall seconds, CPU seconds and peak RSS (MB) of the planning process (o
 table included), and the splits and rows planned. With ``--compact-manifests`` each table's
 manifests are then compacted (``Table.compact_manifests()``, timed: it rewrites manifests that
 commits left in commit order into partition-sorted ones) and the three plans measured again.
-The Markdown table gives each plan's growth from the smallest size (the issue's targets: a
+At the ``--requests`` (default 3) smallest sizes, each table's metadata (everything outside its
+``bucket-N`` directories: planning opens no data file, and a LIST of a prefix is one request
+whether or not objects are under it) is copied to a bucket of moto's S3 server on 127.0.0.1
+(``benches/s3_requests.py``) and the three plans run once more there, each counting its
+requests from opening the table to the splits (by kind and by target: snapshot, manifest list,
+manifest...; and repeated GETs of one key); ``--compact-manifests`` counts the compacted
+layout too. The Markdown table gives each plan's growth from the smallest size (the issue's targets: a
 one-partition plan of the largest table within 10x of the smallest's; a full plan of 1M files
 under 2 s and 1 GB). The load average is printed before and after: record it with the numbers.
 """

@@ -35,6 +35,12 @@ commits written, commits delivered (all must be; a missing one is reported), lat
 and max, the writer's achieved rate, and the 1-minute load average (the machine is shared:
 record it with the numbers). Target (issue #35): p50 under 1 s at 1 commit/s. ``--out`` keeps
 every latency as JSON; ``--png`` plots p50/p99 per configuration.
+
+Object-store requests (``--requests``, default after 10, 100 and 1,000 commits; not with
+``--quick``): on a table in a bucket of moto's S3 server on 127.0.0.1
+(``benches/s3_requests.py``), the Python API follower's requests for one poll that finds no
+new snapshot and for one that delivers a commit, recorded around the follower's calls only
+(the writer's commits run between recordings), by kind and target.
 """
 
 from __future__ import annotations

@@ -56,6 +56,12 @@ bytes written into the max level and the write amplification in rows (file forma
 Each commit's record carries ``end_s`` (``time.perf_counter``, CLOCK_MONOTONIC), so samples of
 ``perf record -k mono`` can be placed in their commit.
 
+With ``--s3`` the table lives in a bucket of moto's S3 server on 127.0.0.1 instead
+(``benches/s3_requests.py``) and each commit's timed part also counts its object-store
+requests (by kind; the per-commit records keep them by target): the report adds requests per
+commit per window. In ``--mode writer``, background compaction's requests count in the commit
+they overlap. moto is slow: use a smaller ``--rows`` / ``--commits``.
+
 The summary lines give the issue's target, rows/s of the last window within 1.3x of the first's,
 for each of the four rates. Every run checks that every key written is live once and reports the
 sum of ``ver`` over the live rows (the same for every engine: the stream is seeded). ``--out``

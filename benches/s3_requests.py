@@ -115,6 +115,21 @@ def category(rel: str) -> str:
     return first or "(table root)"
 
 
+def entries(recording: str) -> Iterator[dict[str, Any]]:
+    """The requests of a recording. Its server's threads each append an entry then a newline
+    as two writes, so concurrent requests can leave ``{a}{b}`` on one line and the newlines
+    after: entries are read as consecutive JSON values, not lines."""
+    decoder = json.JSONDecoder()
+    at = 0
+    while True:
+        while at < len(recording) and recording[at].isspace():
+            at += 1
+        if at == len(recording):
+            return
+        entry, at = decoder.raw_decode(recording, at)
+        yield entry
+
+
 class Recording:
     """The recorder of the moto server at ``endpoint``, counting the requests on the table at
     ``table`` (an ``s3://bucket/prefix`` URL)."""
@@ -137,8 +152,7 @@ class Recording:
     def stop(self) -> dict[str, Any]:
         """Stop recording; the counts of the requests since :meth:`start` (see the module doc)."""
         self._call("stop-recording")
-        lines = self._call("download-recording").decode().splitlines()
-        return self.count(json.loads(line) for line in lines if line.strip())
+        return self.count(entries(self._call("download-recording").decode()))
 
     def _rel(self, key: str) -> str:
         return key[len(self.prefix):] if key.startswith(self.prefix) else key

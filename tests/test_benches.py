@@ -231,3 +231,12 @@ def test_s3_requests_counts_exactly_the_bracketed_operation(tmp_path):
         counts = recording.stop()
         assert counts["deleted_keys"] == counts["kinds"]["DELETE"] > 0 and counts["targets"]["DELETE snapshot"] == 3
         assert "GET data" not in counts["targets"]
+
+
+def test_s3_requests_reads_entries_that_concurrent_requests_interleaved():
+    """moto's recorder appends an entry and its newline as two writes: concurrent requests can
+    leave two entries on one line."""
+    import s3_requests
+
+    assert list(s3_requests.entries('{"a": 1}{"b": 2}\n\n{"c": [1]}\n')) == [{"a": 1}, {"b": 2}, {"c": [1]}]
+    assert list(s3_requests.entries("")) == []

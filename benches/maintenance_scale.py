@@ -23,13 +23,21 @@ included), and its growth from the smallest size; ``--out`` keeps the results as
 plots seconds (log-log) and peak RSS (right-hand axis) against size. Tables are built once and
 cached under ``--workdir`` by size (the timed step runs on a fresh copy, as it changes the
 table). The load
-average is printed before and after: record it with the numbers. Local disk only: the request
-counts of an object store are not measured here.
+average is printed before and after: record it with the numbers.
+
+Object-store requests: at the ``--requests`` (default 3) smallest sizes of each operation, the
+table is also copied to a bucket of moto's S3 server on 127.0.0.1 (``benches/s3_requests.py``)
+and the operation run there in a fresh process, its requests recorded from just before opening
+the table to just after the operation (the check read after it is not counted) and reported by
+kind (GET, HEAD, LIST page, PUT, DELETE) and by target (snapshot, manifest list, manifest,
+data...), with GETs of a key already read and the keys deleted. Uploading is most of that
+pass's time (~200 objects/s here); ``--quick`` leaves it out unless ``--requests`` is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -38,6 +46,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
+
+from s3_requests import S3Bench, child_env, request_growth, s3_bench, summary
 
 PARTITIONS = 1000
 ORPHAN_SHARE = 100
@@ -49,8 +60,12 @@ import tidelake
 path, op, size, benches = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 sys.path.insert(0, benches)
 from memstat import lifetime_peak_mb
+from s3_requests import child_options
+recording, options = child_options()
+if recording:
+    recording.start()
 cpu0, t0 = time.process_time(), time.perf_counter()
-t = tidelake.open_table(path)
+t = tidelake.open_table(path, storage_options=options)
 now = int(time.time() * 1000)
 if op == "expiry":
     out = t.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=now, max_deletes=size)
@@ -58,7 +73,9 @@ if op == "expiry":
 else:
     done = {"removed": len(t.remove_orphan_files(older_than_ms=now))}
 seconds, cpu, rss = time.perf_counter() - t0, time.process_time() - cpu0, lifetime_peak_mb()
-rows = tidelake.open_table(path).to_arrow(columns=["id"]).num_rows
+if recording:
+    done["requests"] = recording.stop()
+rows = tidelake.open_table(path, storage_options=options).to_arrow(columns=["id"]).num_rows
 print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mb": rss, "rows": rows, **done}))
 """
 
@@ -113,14 +130,21 @@ def build_files(path: pathlib.Path, files: int) -> None:
                                   "build_seconds": time.monotonic() - began}))
 
 
-def step(built: pathlib.Path, op: str, size: int) -> dict[str, float]:
-    """``op`` on a fresh copy of the table at ``built``, in its own process."""
+def step(built: pathlib.Path, op: str, size: int, s3: S3Bench | None = None) -> dict[str, Any]:
+    """``op`` on a fresh copy of the table at ``built``, in its own process: a local copy, or
+    with ``s3`` a copy in its bucket, counting the operation's requests (the orphans' upload
+    times are then their modification times: older than the operation's ``now`` still)."""
+    here = str(pathlib.Path(__file__).resolve().parent)
+    if s3 is not None:
+        location = s3.upload(built)
+        out = subprocess.run([sys.executable, "-c", STEP, location, op, str(size), here], check=True,
+                             capture_output=True, text=True, env=child_env(s3, location))
+        return json.loads(out.stdout.strip().splitlines()[-1])
     copy = built.with_name(built.name + "-run")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(built, copy, copy_function=shutil.copy2)  # keeps the orphans' times
     try:
-        out = subprocess.run([sys.executable, "-c", STEP, str(copy), op, str(size),
-                              str(pathlib.Path(__file__).resolve().parent)],
+        out = subprocess.run([sys.executable, "-c", STEP, str(copy), op, str(size), here],
                              check=True, capture_output=True, text=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
     finally:
@@ -167,30 +191,49 @@ def main() -> None:
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", tempfile.gettempdir()
                                                         + "/tidelake-bench") + "/maintenance")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 20/40 snapshots, 1,000/2,000 files")
+    ap.add_argument("--requests", type=int, metavar="N",
+                    help="also run each operation at its N smallest sizes on moto's S3 server, counting its "
+                    "object-store requests (0: none; default 3, with --quick 0: uploading the tables takes a minute)")
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--png", help="plot seconds and peak RSS per size here")
     args = ap.parse_args()
     if args.quick:
         args.snapshots, args.files = "20,40", "1000,2000"
+    if args.requests is None:
+        args.requests = 0 if args.quick else 3
     work = pathlib.Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     print("before:", uptime(), flush=True)
     rows = []
-    for n in (int(s) for s in args.snapshots.split(",") if s):
-        path = work / f"history-{n}"
-        build_history(path, n)
-        r = step(path, "expiry", n)
-        assert r["expired"] == n - 1 and r["rows"] == n, r
-        rows.append(("expiry", f"{n:,} snapshots", n, r))
-        print(f"expiry of {n} snapshots: {r}", flush=True)
-    for f in (int(s) for s in args.files.split(",") if s):
-        path = work / f"files-{f}"
-        build_files(path, f)
-        built = json.loads((path / "_built.json").read_text())
-        r = step(path, "orphans", f)
-        assert r["removed"] == built["orphans"] and r["rows"] == built["files"], (r, built)
-        rows.append(("orphan cleaning", f"{built['files']:,} files, {built['orphans']:,} orphans", f, r))
-        print(f"orphan cleaning of {f} files: {r}", flush=True)
+    snapshots = [int(s) for s in args.snapshots.split(",") if s]
+    files = [int(s) for s in args.files.split(",") if s]
+    counted = {"expiry": sorted(snapshots)[:args.requests], "orphans": sorted(files)[:args.requests]}
+    with contextlib.ExitStack() as stack:
+        s3 = stack.enter_context(s3_bench()) if args.requests else None
+
+        def run(path: pathlib.Path, op: str, size: int) -> dict[str, Any]:
+            r = step(path, op, size)
+            if size in counted[op]:
+                r["s3"] = step(path, op, size, s3)
+            return r
+
+        for n in snapshots:
+            path = work / f"history-{n}"
+            build_history(path, n)
+            r = run(path, "expiry", n)
+            for res in (r, r.get("s3", r)):
+                assert res["expired"] == n - 1 and res["rows"] == n, res
+            rows.append(("expiry", f"{n:,} snapshots", n, r))
+            print(f"expiry of {n} snapshots: {r}", flush=True)
+        for f in files:
+            path = work / f"files-{f}"
+            build_files(path, f)
+            built = json.loads((path / "_built.json").read_text())
+            r = run(path, "orphans", f)
+            for res in (r, r.get("s3", r)):
+                assert res["removed"] == built["orphans"] and res["rows"] == built["files"], (res, built)
+            rows.append(("orphan cleaning", f"{built['files']:,} files, {built['orphans']:,} orphans", f, r))
+            print(f"orphan cleaning of {f} files: {r}", flush=True)
     print("after:", uptime())
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps([{"operation": op, "table": shape, "size": size, **r}
@@ -205,6 +248,18 @@ def main() -> None:
         done = r.get("expired", r.get("removed"))
         print(f"| {op} | {shape} | {r['seconds']:.3f} | {r['seconds'] / base[1]:.1f}x for {size / base[0]:.0f}x | "
               f"{r['cpu']:.2f} | {r['rss_mb']:.0f} | {done:,} |")
+    counted_rows = [(op, shape, size, r["s3"]) for op, shape, size, r in rows if "s3" in r]
+    if not counted_rows:
+        return
+    print("\n| operation | table | requests (moto S3) | vs smallest | by target | repeated GETs | keys deleted | "
+          "seconds on moto |\n|---|---|---|---|---|---|---|---|")
+    smallest: dict[str, tuple[int, dict[str, Any]]] = {}
+    for op, shape, size, r in counted_rows:
+        req = r["requests"]
+        base_size, base = smallest.setdefault(op, (size, req))
+        targets = ", ".join(f"{n:,} {t}" for t, n in req["targets"].items())
+        print(f"| {op} | {shape} | {summary(req)} | {request_growth(req, base)} for {size / base_size:.0f}x | "
+              f"{targets} | {req['repeat_gets']:,} | {req['deleted_keys']:,} | {r['seconds']:.2f} |")
 
 
 if __name__ == "__main__":

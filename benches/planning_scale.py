@@ -24,7 +24,13 @@ reporting wall seconds, CPU seconds and peak RSS (MB) of the planning process (o
 table included), and the splits and rows planned. With ``--compact-manifests`` each table's
 manifests are then compacted (``Table.compact_manifests()``, timed: it rewrites manifests that
 commits left in commit order into partition-sorted ones) and the three plans measured again.
-The Markdown table gives each plan's growth from the smallest size (the issue's targets: a
+At the ``--requests`` (default 3) smallest sizes, each table's metadata (everything outside its
+``bucket-N`` directories: planning opens no data file, and a LIST of a prefix is one request
+whether or not objects are under it) is copied to a bucket of moto's S3 server on 127.0.0.1
+(``benches/s3_requests.py``) and the three plans run once more there, each counting its
+requests from opening the table to the splits (by kind and by target: snapshot, manifest list,
+manifest...; and repeated GETs of one key); ``--compact-manifests`` counts the compacted
+layout too. The Markdown table gives each plan's growth from the smallest size (the issue's targets: a
 one-partition plan of the largest table within 10x of the smallest's; a full plan of 1M files
 under 2 s and 1 GB). The load average is printed before and after: record it with the numbers.
 """
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import json
 import os
 import pathlib
@@ -42,6 +49,8 @@ import sys
 import tempfile
 import time
 from typing import Any
+
+from s3_requests import request_growth, s3_bench, summary
 
 ROWS_PER_FILE = 4
 
@@ -178,20 +187,27 @@ import tidelake
 path, kind, arg = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, sys.argv[4])
 from memstat import lifetime_peak_mb
+from s3_requests import child_options
+recording, options = child_options()
+if recording:
+    recording.start()
 cpu0, t0 = time.process_time(), time.perf_counter()
-t = tidelake.open_table(path)
+t = tidelake.open_table(path, storage_options=options)
 flt = None if kind == "full" else [("p", "=", int(arg))] if kind == "partition" else [("id", "=", int(arg))]
 splits = t.scan(filter=flt).splits()
+seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+requests = recording.stop() if recording else {}
 rows = sum(s.row_count for s in splits)
-print(json.dumps({"seconds": time.perf_counter() - t0, "cpu": time.process_time() - cpu0,
-                  "rss_mb": lifetime_peak_mb(),
-                  "splits": len(splits), "rows": rows}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mb": lifetime_peak_mb(),
+                  "splits": len(splits), "rows": rows, **({"requests": requests} if requests else {})}))
 """
 
 
-def plan(path: pathlib.Path, kind: str, arg: int, repeat: int, java: str | None = None) -> dict[str, float]:
+def plan(path: pathlib.Path | str, kind: str, arg: int, repeat: int, java: str | None = None,
+         env: dict[str, str] | None = None) -> dict[str, Any]:
     """The median of ``repeat`` cold plans (one process each), by tidelake or, with ``java``
-    (the oracle's classpath), by Java Paimon's planner in a fresh JVM (java_peer's flags)."""
+    (the oracle's classpath), by Java Paimon's planner in a fresh JVM (java_peer's flags);
+    ``env``: the child's environment (``s3_requests.child_env``: plan on S3, count requests)."""
     here = pathlib.Path(__file__).resolve().parent
     if java is None:
         cmd = [sys.executable, "-c", PLAN, str(path), kind, str(arg), str(here)]
@@ -204,7 +220,7 @@ def plan(path: pathlib.Path, kind: str, arg: int, repeat: int, java: str | None 
     runs = []
     for _ in range(repeat):
         began = time.perf_counter()
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
         last = out.stdout.strip().splitlines()[-1]
         run = json.loads(last[len("RESULT "):])["plan"] if java else json.loads(last)
         runs.append({**run, "process_seconds": time.perf_counter() - began})
@@ -250,12 +266,21 @@ def table_path(work: pathlib.Path, size: tuple[int, int, int]) -> pathlib.Path:
     return work / "t_{}_{}_{}".format(*size)
 
 
-def measure(path: pathlib.Path, repeat: int, java: str | None = None) -> dict[str, dict[str, float]]:
-    """The three plans of the table at ``path`` (see :func:`plan`)."""
+def measure(path: pathlib.Path, repeat: int, java: str | None = None, s3: Any = None) -> dict[str, dict[str, Any]]:
+    """The three plans of the table at ``path`` (see :func:`plan`); with ``s3`` (an
+    ``s3_requests.S3Bench``), of its metadata copied to that bucket (planning opens no data
+    file), counting each plan's object-store requests."""
     meta = json.loads((path / "_built.json").read_text())
-    return {"full": plan(path, "full", 0, repeat, java),
-            "partition": plan(path, "partition", meta["partitions"] // 2, repeat, java),
-            "key": plan(path, "key", ROWS_PER_FILE * (meta["files"] // 2), repeat, java)}
+    location: pathlib.Path | str = path
+    env = None
+    if s3 is not None:
+        from s3_requests import child_env, metadata
+
+        location = s3.upload(path, metadata)
+        env = child_env(s3, location)
+    return {"full": plan(location, "full", 0, repeat, java, env),
+            "partition": plan(location, "partition", meta["partitions"] // 2, repeat, java, env),
+            "key": plan(location, "key", ROWS_PER_FILE * (meta["files"] // 2), repeat, java, env)}
 
 
 def main() -> None:
@@ -273,6 +298,9 @@ def main() -> None:
                     help="then compact each table's manifests and plan again")
     ap.add_argument("--java", action="store_true", help="also plan with Java Paimon (interop/java-oracle)")
     ap.add_argument("--java-repeat", type=int, default=1, help="cold JVMs per Java plan (default %(default)s)")
+    ap.add_argument("--requests", type=int, default=3, metavar="N",
+                    help="count the object-store requests of each plan of the N smallest sizes, on moto's S3 "
+                    "server (one run each; 0: none; default %(default)s)")
     ap.add_argument("--plot", metavar="PNG", help="plot plan seconds against files (docs/img/planning_scale.png)")
     ap.add_argument("--from-results", action="store_true", help="only print and plot the last results.json")
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", tempfile.gettempdir() +
@@ -302,18 +330,25 @@ def main() -> None:
 
         java = java_classpath()
     results = []
-    for size in sizes:
-        path = table_path(work, size)
-        row = {"size": json.loads((path / "_built.json").read_text()), **measure(path, args.repeat)}
-        if java:
-            row["java"] = measure(path, args.java_repeat, java)
-        if args.compact_manifests:
-            row["compact_seconds"] = compact_manifests(path)
-            row["compacted"] = measure(path, args.repeat)
+    counted = sorted(sizes)[:args.requests]
+    with contextlib.ExitStack() as stack:
+        s3 = stack.enter_context(s3_bench()) if counted else None
+        for size in sizes:
+            path = table_path(work, size)
+            row = {"size": json.loads((path / "_built.json").read_text()), **measure(path, args.repeat)}
+            if size in counted:
+                row["s3"] = measure(path, 1, s3=s3)
             if java:
-                row["compacted_java"] = measure(path, args.java_repeat, java)
-        results.append(row)
-        print(json.dumps(row), file=sys.stderr)
+                row["java"] = measure(path, args.java_repeat, java)
+            if args.compact_manifests:
+                row["compact_seconds"] = compact_manifests(path)
+                row["compacted"] = measure(path, args.repeat)
+                if size in counted:
+                    row["compacted_s3"] = measure(path, 1, s3=s3)
+                if java:
+                    row["compacted_java"] = measure(path, args.java_repeat, java)
+            results.append(row)
+            print(json.dumps(row), file=sys.stderr)
     print("load after:", os.getloadavg())
     (work / "results.json").write_text(json.dumps(results, indent=1))
     report(results, args.plot)
@@ -339,6 +374,21 @@ def report(results: list[dict[str, Any]], png: str | None) -> None:
                 print(f"| {row['size']['files']:,} | {row['size']['partitions']:,} | {row['size']['snapshots']:,} | "
                       f"{layout} | {planner} | {kind} | {r['seconds']:.3f} | {growth:.1f}x | {r['cpu']:.2f} | "
                       f"{r['rss_mb']:.0f} | {r['splits']:,} | {r['rows']:,} |")
+    counted = [row for row in results if "s3" in row]
+    if not counted:
+        return
+    print("\n| files | partitions | snapshots | manifests | plan | requests (moto S3) | x smallest | by target | "
+          "repeated GETs | seconds on moto |\n|---|---|---|---|---|---|---|---|---|---|")
+    for key, layout in (("s3", "as built"), ("compacted_s3", "compacted")):
+        for row in counted:
+            if key not in row:
+                continue
+            for kind in ("full", "partition", "key"):
+                r = row[key][kind]["requests"]
+                targets = ", ".join(f"{n:,} {t}" for t, n in r["targets"].items())
+                print(f"| {row['size']['files']:,} | {row['size']['partitions']:,} | {row['size']['snapshots']:,} | "
+                      f"{layout} | {kind} | {summary(r)} | {request_growth(r, counted[0][key][kind]['requests'])} | "
+                      f"{targets} | {r['repeat_gets']:,} | {row[key][kind]['seconds']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,12 @@ commits written, commits delivered (all must be; a missing one is reported), lat
 and max, the writer's achieved rate, and the 1-minute load average (the machine is shared:
 record it with the numbers). Target (issue #35): p50 under 1 s at 1 commit/s. ``--out`` keeps
 every latency as JSON; ``--png`` plots p50/p99 per configuration.
+
+Object-store requests (``--requests``, default after 10, 100 and 1,000 commits; not with
+``--quick``): on a table in a bucket of moto's S3 server on 127.0.0.1
+(``benches/s3_requests.py``), the Python API follower's requests for one poll that finds no
+new snapshot and for one that delivers a commit, recorded around the follower's calls only
+(the writer's commits run between recordings), by kind and target.
 """
 
 from __future__ import annotations
@@ -95,6 +101,16 @@ def writer(path: str, rate: float, duration: float, rows: int) -> None:
         seq += 1
 
 
+def poll(t: Any, last: int) -> tuple[int, list[int]]:
+    """One step of the Python API's follow loop on table ``t`` delivered up to snapshot
+    ``last``: the latest snapshot id and the ``seq`` of each row committed since (none when
+    there is no new snapshot)."""
+    latest = t.latest_snapshot()
+    if latest is None or latest.id <= last:
+        return last, []
+    return latest.id, t.changes(last, latest.id, columns=["seq"]).column("seq").to_pylist()
+
+
 def python_reader(path: str, interval: float) -> None:
     """The Python API's follow loop: print each delivered row's ``seq``."""
     import tidelake
@@ -105,12 +121,9 @@ def python_reader(path: str, interval: float) -> None:
     print("READY", flush=True)
     while True:
         time.sleep(interval)
-        latest = t.latest_snapshot()
-        if latest is None or latest.id <= last:
-            continue
-        for seq in t.changes(last, latest.id, columns=["seq"]).column("seq").to_pylist():
+        last, seqs = poll(t, last)
+        for seq in seqs:
             print(seq, flush=True)
-        last = latest.id
 
 
 def spark_reader(path: str) -> None:
@@ -242,6 +255,59 @@ def configuration(work: pathlib.Path, reader: str, interval: float | None, rate:
             "load_1m": os.getloadavg()[0]}
 
 
+def follower_requests(s3: Any, sizes: list[int], rows: int) -> list[dict[str, Any]]:
+    """The object-store requests of the Python API's follower (:func:`poll`, its table kept
+    open as :func:`python_reader` keeps it) on a table on moto's S3 server (``s3``, an
+    ``s3_requests.S3Bench``), once the writer made each of ``sizes`` commits (``Table.upsert``:
+    its compactions add snapshots): one poll that finds no new snapshot, and one that delivers
+    the last of those commits, ``rows`` rows. Only the
+    follower's calls are recorded (the commits run between recordings), so each count is
+    exactly one poll's."""
+    from s3_requests import Recording
+
+    import tidelake
+
+    location = s3.table("follow")
+    t = tidelake.create_table(location, schema(), primary_keys=["k"], options={"bucket": "1"},
+                              storage_options=s3.options)
+    follower = tidelake.open_table(location, storage_options=s3.options)
+    recording = Recording(s3.server.endpoint, location)
+    out: list[dict[str, Any]] = []
+    seq = last = 0
+    for size in sizes:
+        while seq < size - 1:
+            t.upsert(batch(seq, rows))
+            seq += 1
+        last, _ = poll(follower, last)  # caught up, unrecorded
+        recording.start()
+        idle = poll(follower, last)
+        idle_requests = recording.stop()
+        assert idle == (last, []), idle
+        t.upsert(batch(seq, rows))
+        recording.start()
+        last, seqs = poll(follower, last)
+        delivery = recording.stop()
+        assert seqs == [seq] * rows, (seqs, seq)
+        seq += 1
+        out.append({"commits": size, "snapshots": last, "idle_poll": idle_requests, "delivery": delivery})
+        print(f"  follower at {size} commits: idle poll {idle_requests['kinds']}, delivery {delivery['kinds']}",
+              file=sys.stderr, flush=True)
+    return out
+
+
+def follower_report(counts: list[dict[str, Any]]) -> str:
+    from s3_requests import request_growth, summary
+
+    lines = ["| commits (snapshots) | idle poll: requests | delivery of one commit: requests | vs smallest | "
+             "by target (delivery) | repeated GETs |", "|---|---|---|---|---|---|"]
+    for c in counts:
+        d = c["delivery"]
+        targets = ", ".join(f"{n:,} {t}" for t, n in d["targets"].items())
+        lines.append(f"| {c['commits']:,} ({c['snapshots']:,}) | {summary(c['idle_poll'])} | {summary(d)} | "
+                     f"{request_growth(d, counts[0]['delivery'])} | {targets} | {d['repeat_gets']} |")
+    return "\n".join(lines)
+
+
 def label(r: dict[str, Any]) -> str:
     if r["reader"] == "tail":
         return f"tidelake tail --interval {r['interval']}"
@@ -323,6 +389,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a smoke run: 3 s per configuration")
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", tempfile.gettempdir() +
                                                         "/tidelake-bench"))
+    ap.add_argument("--requests", metavar="SNAPSHOTS",
+                    help="count the object-store requests of the Python API follower's polls on moto's S3 server "
+                    "once the writer made each of these commit counts (default 10,100,1000; with --quick none; "
+                    "'' for none)")
     ap.add_argument("--out", help="write the results (every latency) as JSON here")
     ap.add_argument("--png", help="plot p50/p99 per configuration here")
     args = ap.parse_args()
@@ -344,12 +414,22 @@ def main() -> None:
                 print(f"  {label(r)} at {rate:g}/s: p50 {r['p50_s']} p99 {r['p99_s']} ({r['delivered']}/"
                       f"{r['commits']} delivered, load {r['load_1m']:.1f})", file=sys.stderr, flush=True)
                 results.append(r)
+    requests = args.requests if args.requests is not None else "" if args.quick else "10,100,1000"
+    follower: list[dict[str, Any]] = []
+    if requests:
+        from s3_requests import s3_bench
+
+        with s3_bench() as s3:
+            follower = follower_requests(s3, [int(n) for n in requests.split(",")], args.rows)
     after = uptime()
     print(report(results))
+    if follower:
+        print("\nObject-store requests of one poll of the Python API follower (moto's S3 server on 127.0.0.1):\n")
+        print(follower_report(follower))
     print(f"\nuptime before: {before}; after: {after}")
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps({"uptime_before": before, "uptime_after": after,
-                                                      "results": results}, indent=1))
+                                                      "results": results, "follower_requests": follower}, indent=1))
     if args.png:
         plot(results, pathlib.Path(args.png))
 

@@ -56,6 +56,12 @@ bytes written into the max level and the write amplification in rows (file forma
 Each commit's record carries ``end_s`` (``time.perf_counter``, CLOCK_MONOTONIC), so samples of
 ``perf record -k mono`` can be placed in their commit.
 
+With ``--s3`` the table lives in a bucket of moto's S3 server on 127.0.0.1 instead
+(``benches/s3_requests.py``) and each commit's timed part also counts its object-store
+requests (by kind; the per-commit records keep them by target): the report adds requests per
+commit per window. In ``--mode writer``, background compaction's requests count in the commit
+they overlap. moto is slow: use a smaller ``--rows`` / ``--commits``.
+
 The summary lines give the issue's target, rows/s of the last window within 1.3x of the first's,
 for each of the four rates. Every run checks that every key written is live once and reports the
 sum of ``ver`` over the live rows (the same for every engine: the stream is seeded). ``--out``
@@ -80,6 +86,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from memstat import lifetime_peak_mb  # noqa: E402
+from s3_requests import KINDS, Recording, S3Bench, metadata, s3_bench  # noqa: E402
 
 BUCKETS = 16
 TARGET_RATIO = 1.3
@@ -224,11 +231,13 @@ def pick_windows(picks: list[dict[str, Any]], window: int, commits: int) -> list
     return out
 
 
-def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> dict[str, Any]:
+def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert", s3: S3Bench | None = None) -> dict[str, Any]:
     """Ingest ``commits`` upserts of ``rows // commits`` rows into a fresh table at ``path``:
     one ``Table.upsert`` call each (``mode="upsert"``), or through one long-lived
     ``Table.writer()``, ``upsert`` + ``prepare_commit`` + commit per batch (``"writer"``).
-    Returns one record per commit (see :func:`windows`)."""
+    With ``s3``, the table is in its bucket instead, and each record also counts the
+    object-store requests of its timed part (its metadata is copied to ``path`` afterwards, for
+    :func:`compaction_picks`). Returns one record per commit (see :func:`windows`)."""
     import pyarrow.compute as pc
 
     import tidelake
@@ -237,7 +246,10 @@ def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> di
     shutil.rmtree(path, ignore_errors=True)
     size = rows // commits
     stream = Batches(size)
-    table = tidelake.create_table(path, stream.schema, primary_keys=["id"], options={"bucket": str(BUCKETS)})
+    location = s3.table("sustained") if s3 else str(path)
+    recording = Recording(s3.server.endpoint, location) if s3 else None
+    table = tidelake.create_table(location, stream.schema, primary_keys=["id"], options={"bucket": str(BUCKETS)},
+                                  storage_options=s3.options if s3 else None)
     files = Files(table)
     writer = table.writer() if mode == "writer" else None
     records: list[dict[str, Any]] = []
@@ -246,6 +258,8 @@ def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> di
         x0, xc0 = time.perf_counter(), time.thread_time()
         batch = stream.batch(i)
         excluded, excluded_cpu = time.perf_counter() - x0, time.thread_time() - xc0
+        if recording:
+            recording.start()
         t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
         if writer is None:
             result = table.upsert(batch)
@@ -264,6 +278,8 @@ def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> di
         record = {"write_s": t1 - t0, "prepare_s": t2 - t1, "commit_s": t3 - t2, "timed_cpu_s": c3 - c0,
                   "main_cpu_s": time.thread_time() - m0,
                   "phase_cpu_s": [c1 - c0, c2 - c1, c3 - c2]}
+        if recording:
+            record["requests"] = recording.stop()
         x0, xc0 = time.perf_counter(), time.thread_time()
         ingested, compaction, runs = observe(files, i, mode, committed)
         record.update(ingested=ingested, compaction=compaction, runs=runs,
@@ -281,8 +297,11 @@ def run(path: pathlib.Path, rows: int, commits: int, mode: str = "upsert") -> di
     final = table.to_arrow(columns=["id", "ver"])
     if final.num_rows != stream.next_key:
         raise AssertionError(f"{final.num_rows} live rows, {stream.next_key} keys written")
+    if s3:
+        s3.download(location, path, metadata)
     return {"rows": size * commits, "commits": commits, "rows_per_commit": size, "buckets": BUCKETS,
-            "mode": mode, "live_rows": final.num_rows, "keys_written": stream.next_key,
+            "mode": mode, "storage": "moto S3" if s3 else "local", "live_rows": final.num_rows,
+            "keys_written": stream.next_key,
             "sum_ver": pc.sum(final["ver"]).as_py(), "per_commit": records, "picks": compaction_picks(path)}
 
 
@@ -319,8 +338,19 @@ def windows(result: dict[str, Any], window: int) -> list[dict[str, Any]]:
                     "compactions": sum(1 for r in chunk if r["snapshots"] > 1),
                     "write_amplification": compaction / ingested, "ingested_mb": ingested / 2**20,
                     "compaction_mb": compaction / 2**20, "peak_rss_mb": chunk[-1]["peak_rss_mb"],
-                    "load_1m": chunk[-1]["load_1m"]})
+                    "load_1m": chunk[-1]["load_1m"], **request_window(chunk)})
     return out
+
+
+def request_window(chunk: list[dict[str, Any]]) -> dict[str, Any]:
+    """The object-store requests of a window's commits (runs on S3 only): per commit, the mean
+    of each kind and the largest total; nothing for a local run."""
+    if "requests" not in chunk[0]:
+        return {}
+    kinds = {k: sum(r["requests"]["kinds"].get(k, 0) for r in chunk) / len(chunk) for k in KINDS}
+    return {"requests_per_commit": sum(r["requests"]["requests"] for r in chunk) / len(chunk),
+            "requests_per_commit_kinds": kinds,
+            "requests_per_commit_max": max(r["requests"]["requests"] for r in chunk)}
 
 
 ENGINES = {"upsert": "tidelake, one Table.upsert per batch", "writer": "tidelake, one long-lived Table.writer()",
@@ -330,7 +360,8 @@ ENGINES = {"upsert": "tidelake, one Table.upsert per batch", "writer": "tidelake
 def report(result: dict[str, Any]) -> str:
     ws = result["windows"]
     first = ws[0]
-    lines = [f"{ENGINES[result['mode']]}:", "",
+    on = " (table on moto's S3 server)" if result.get("storage") == "moto S3" else ""
+    lines = [f"{ENGINES[result['mode']]}{on}:", "",
              "| commits | rows | rows/s (timed) | vs first | rows/CPU s (timed) | vs first | rows/s (window) | "
              "vs first | rows/CPU s (window) | vs first | write / prepare / commit s | CPU s of each | "
              "other threads CPU s | "
@@ -345,6 +376,15 @@ def report(result: dict[str, Any]) -> str:
                      f"{w['other_threads_cpu_s']:.1f} | {w['runs_max']} | {w['runs_mean']:.1f} | "
                      f"{w['compactions']} | {w['write_amplification']:.2f} | {w['peak_rss_mb']:.0f} | "
                      f"{w['load_1m']:.1f} |")
+    if "requests_per_commit" in first:
+        lines += ["", "Object-store requests of the timed calls (moto's S3 server on 127.0.0.1), per commit:", "",
+                  "| commits | requests per commit (mean) | vs first | max | " + " | ".join(KINDS) + " |",
+                  "|---" * (4 + len(KINDS)) + "|"]
+        for w in ws:
+            lines.append(f"| {w['commits']:,} | {w['requests_per_commit']:.1f} | "
+                         f"{w['requests_per_commit'] / first['requests_per_commit']:.2f}x | "
+                         f"{w['requests_per_commit_max']:,} | "
+                         + " | ".join(f"{w['requests_per_commit_kinds'][k]:.1f}" for k in KINDS) + " |")
     lines.append("")
     for key, unit in (("rows_per_s", "rows/s (timed calls)"), ("rows_per_cpu_s", "rows per CPU second (timed calls)"),
                       ("window_rows_per_s", "rows/s (whole window)"),
@@ -452,6 +492,8 @@ def main() -> None:
                     help="tidelake: one Table.upsert per batch, or one long-lived Table.writer() (default %(default)s)")
     ap.add_argument("--peer", choices=("java",), help="run the stream through Java Paimon's streaming writer instead")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 20,000 rows, 20 commits, windows of 5")
+    ap.add_argument("--s3", action="store_true", help="tidelake: the table on moto's S3 server (127.0.0.1), "
+                    "counting each commit's object-store requests (use a smaller --rows/--commits: moto is slow)")
     ap.add_argument("--workdir", default=os.environ.get("TIDELAKE_BENCH_DIR", tempfile.gettempdir() +
                                                         "/tidelake-bench"))
     ap.add_argument("--timeout", type=float, default=7200, help="the Java peer's time limit, s (default %(default)s)")
@@ -473,6 +515,9 @@ def main() -> None:
     work = pathlib.Path(args.workdir) / "sustained"
     if args.peer == "java":
         result = run_java(work, rows, commits, args.timeout)
+    elif args.s3:
+        with s3_bench() as s3:
+            result = run(work / "table", rows, commits, args.mode, s3)
     else:
         result = run(work / "table", rows, commits, args.mode)
     result.update(windows=windows(result, window), pick_windows=pick_windows(result["picks"], window, commits),

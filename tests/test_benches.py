@@ -190,3 +190,53 @@ def test_maintenance_scale_quick(tmp_path):
     assert [r.get("removed") for r in result[2:]] == [10, 20]
     assert len([ln for ln in stdout.splitlines() if ln.startswith("| ")]) == 1 + 4
 
+
+
+def test_s3_requests_counts_exactly_the_bracketed_operation(tmp_path):
+    """benches/s3_requests.py, which the scale benchmarks' request counts come from: on moto's
+    recorder, a count holds the requests between start and stop only, by kind and by target
+    (a few seconds: the quick benchmark modes do not upload their tables)."""
+    import time
+
+    import pyarrow as pa
+    import s3_requests
+
+    import tidelake
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.int32(), nullable=False)])
+    local = tidelake.create_table(tmp_path / "t", schema, partition_keys=["p"])
+    for c in range(3):
+        local.write(pa.table({"id": [c, c + 10], "p": [0, 1]}, schema=schema))
+    (tmp_path / "t" / "_built.json").write_text("{}")  # a benchmark's marker: never uploaded
+    with s3_requests.s3_bench() as s3:
+        url = s3.upload(tmp_path / "t", s3_requests.metadata)
+        table = tidelake.open_table(url, storage_options=s3.options)
+        recording = s3_requests.Recording(s3.server.endpoint, url)
+        recording.start()
+        splits = table.scan(filter=[("p", "=", 1)]).splits()
+        counts = recording.stop()
+        assert sum(s.row_count for s in splits) == 3
+        targets = counts["targets"]
+        # three commits, one manifest each; the manifest list's partition statistics keep all three
+        assert targets["GET manifest"] == 3 and targets["GET manifest list"] >= 1, counts
+        assert "PUT" not in counts["kinds"] and counts["deleted_keys"] == 0
+        assert counts["requests"] == sum(counts["kinds"].values()) == sum(targets.values())
+        assert s3_requests.summary(counts).startswith(f"{counts['requests']:,} (")
+        assert not any(k.endswith(" data") for k in targets)  # the data files were not uploaded
+        assert "_built.json" not in {k.rsplit("/", 1)[-1] for k in s3.server.keys(s3.bucket)}
+
+        table.write(pa.table({"id": [99], "p": [2]}, schema=schema))  # not recorded
+        recording.start()
+        table.expire_snapshots(retain_min=1, retain_max=1, older_than_ms=int(time.time() * 1000))
+        counts = recording.stop()
+        assert counts["deleted_keys"] == counts["kinds"]["DELETE"] > 0 and counts["targets"]["DELETE snapshot"] == 3
+        assert "GET data" not in counts["targets"]
+
+
+def test_s3_requests_reads_entries_that_concurrent_requests_interleaved():
+    """moto's recorder appends an entry and its newline as two writes: concurrent requests can
+    leave two entries on one line."""
+    import s3_requests
+
+    assert list(s3_requests.entries('{"a": 1}{"b": 2}\n\n{"c": [1]}\n')) == [{"a": 1}, {"b": 2}, {"c": [1]}]
+    assert list(s3_requests.entries("")) == []

@@ -101,12 +101,25 @@ fn module_path(path: &str) -> Vec<String> {
 }
 
 /// Files that are test code: under a `tests` directory, or declared `#[cfg(test)] mod x;`
-/// (with everything below them).
+/// (with everything below them), or `#[cfg(test)] #[path = "f.rs"] mod x;` (the file `f.rs`
+/// beside the declaring file).
 fn test_files(sources: &[Source]) -> BTreeSet<String> {
     let mut test_modules: Vec<Vec<String>> = Vec::new();
+    let mut test_paths: BTreeSet<String> = BTreeSet::new();
     for s in sources {
         let lines: Vec<&str> = s.text.lines().map(str::trim).collect();
         for w in lines.windows(2) {
+            let file = w[1]
+                .strip_prefix("#[path = \"")
+                .and_then(|rest| rest.strip_suffix("\"]"));
+            if let (true, Some(file)) = (w[0] == "#[cfg(test)]", file) {
+                let dir = s.path.rsplit_once('/').map_or("", |(d, _)| d);
+                test_paths.insert(if dir.is_empty() {
+                    file.to_string()
+                } else {
+                    format!("{dir}/{file}")
+                });
+            }
             if w[0] == "#[cfg(test)]" {
                 let decl = w[1]
                     .trim_start_matches("pub(crate) ")
@@ -123,7 +136,9 @@ fn test_files(sources: &[Source]) -> BTreeSet<String> {
         .iter()
         .filter(|s| {
             let m = module_path(&s.path);
-            s.path.split('/').any(|c| c == "tests") || test_modules.iter().any(|t| m.starts_with(t))
+            s.path.split('/').any(|c| c == "tests")
+                || test_paths.contains(&s.path)
+                || test_modules.iter().any(|t| m.starts_with(t))
         })
         .map(|s| s.path.clone())
         .collect()
@@ -592,6 +607,8 @@ fn comments_and_test_code_are_not_read() {
         ("io/tests/more.rs", "use crate::commit::C;"),
         ("read/format_tests.rs", "use crate::commit::C;"),
         ("read/mod.rs", "#[cfg(test)]\nmod format_tests;"),
+        ("write/restore.rs", "#[cfg(test)]\n#[path = \"restore_tests.rs\"]\nmod tests;"),
+        ("write/restore_tests.rs", "use crate::commit::C;"),
     ]);
     assert_eq!(p, Vec::<String>::new());
 }

@@ -16,7 +16,7 @@ from _java import java  # noqa: F401  (the session's oracle JVM, a fixture)
 from _java import Scenario, _java_rows, java_read, java_write
 from _peers import canonical_rows, sorted_rows
 from test_spark import kv, kv_table
-from tidelake.exceptions import InvalidArgumentError
+from tidelake.exceptions import InvalidArgumentError, UnsupportedError
 from tidelake.startup import Start, scan_mode
 
 
@@ -53,6 +53,30 @@ def test_modes_resolve_as_java_and_bad_ones_are_named(tmp_path):
         _start(t, **{"scan.mode": "from-snapshot-full"})
     with pytest.raises(InvalidArgumentError, match="scan.tag-name"):
         _start(t, **{"scan.tag-name": "x"})
+
+
+def test_options_that_would_read_other_rows_than_java_are_refused(tmp_path):
+    """Java reads ``incremental-to-auto-tag`` as an incremental read (a diff from the automatic
+    tag before the one named); streams honour ``streaming-read-overwrite``,
+    ``streaming-read-append-overwrite``, ``scan.bounded.watermark`` and
+    ``streaming-read-mode = log``. tidelake does none of them, so it refuses them rather than
+    read other rows (a full read, a stream skipping OVERWRITE snapshots or never ending)."""
+    pytest.importorskip("pyspark")
+    from tidelake.spark.stream import _check_stream_options
+
+    t, _ = kv_table(tmp_path)
+    t.write(kv([1]))
+    auto = scan_mode({"incremental-to-auto-tag": "2024-05-14"})
+    assert auto.mode == "incremental"
+    with pytest.raises(UnsupportedError, match="incremental-to-auto-tag"):
+        auto.incremental_range(t)
+    for key, value in [("streaming-read-overwrite", "true"), ("streaming-read-append-overwrite", "TRUE"),
+                       ("scan.bounded.watermark", "1000"), ("streaming-read-mode", "log")]:
+        for read, table in [({key: value}, {}), ({}, {key: value})]:
+            with pytest.raises(UnsupportedError, match=key):
+                _check_stream_options(scan_mode(read, table))
+    for key, value in [("streaming-read-overwrite", "false"), ("streaming-read-mode", "FILE")]:
+        _check_stream_options(scan_mode({key: value}))
 
 
 def test_java_first_streaming_plan_starts_where_tidelake_does(java, tmp_path):

@@ -9,7 +9,9 @@ lower-cased (Spark hands its options over lower-cased), mode values case-insensi
   ``scan.tag-name`` / ``scan.watermark`` / ``scan.version``, ``from-file-creation-time`` with
   ``scan.file-creation-time-millis``, ``from-creation-timestamp`` with
   ``scan.creation-time-millis``, ``incremental`` with ``incremental-between`` /
-  ``incremental-between-timestamp``, else ``latest-full``. ``full`` is ``latest-full``.
+  ``incremental-between-timestamp`` / ``incremental-to-auto-tag``, else ``latest-full``.
+  ``full`` is ``latest-full``. ``incremental-to-auto-tag`` (the diff from the automatic tag
+  before the one named) is refused (UnsupportedError) rather than read as another mode.
 * tidelake's own spellings ``snapshot-id``, ``timestamp-ms`` and ``tag`` stand for
   ``scan.snapshot-id``, ``scan.timestamp-millis`` and ``scan.tag-name``.
 
@@ -28,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import InvalidArgumentError
+from .exceptions import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
     from .table import Table
@@ -177,6 +179,9 @@ class ScanMode:
 
         args: dict[str, Any] = {"mode": self.get("incremental-between-scan-mode")}
         between, by_time = self.get("incremental-between"), self.get("incremental-between-timestamp")
+        if between is None and by_time is None and self.get("incremental-to-auto-tag") is not None:
+            raise UnsupportedError("incremental-to-auto-tag is not supported: give the two tags as "
+                                   "incremental-between 'start,end' (with incremental-between-scan-mode diff)")
         key, text = ("incremental-between", between) if between is not None else \
             ("incremental-between-timestamp", by_time)
         if text is None:
@@ -234,7 +239,7 @@ def _default_mode(probe: ScanMode) -> str:
         return "from-file-creation-time"
     if given("scan.creation-time-millis"):
         return "from-creation-timestamp"
-    if given("incremental-between", "incremental-between-timestamp"):
+    if given("incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag"):
         return "incremental"
     return "latest-full"
 

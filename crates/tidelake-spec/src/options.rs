@@ -24,7 +24,7 @@ pub const IMMUTABLE_OPTIONS: &[&str] = &[
     "data-file.path-directory",
     "force-lookup",
     "ignore-delete",
-    "ignore-update-before",
+    IGNORE_UPDATE_BEFORE,
     INDEX_FILE_IN_DATA_FILE_DIR,
     "merge-engine",
     "partial-update.remove-record-on-delete",
@@ -52,12 +52,17 @@ pub const IGNORE_DELETE_FALLBACK_KEYS: [&str; 3] = [
     "deduplicate.ignore-delete",
     "partial-update.ignore-delete",
 ];
+/// Whether writes drop update-before (`-U`) rows (Java `RowKindFilter`).
+pub const IGNORE_UPDATE_BEFORE: &str = "ignore-update-before";
 pub const CHANGELOG_PRODUCER: &str = "changelog-producer";
 /// Whether commits of tables that need lookup wait for compaction; Java still reads the older
 /// `changelog-producer.lookup-wait` when `lookup-wait` is absent.
 pub const LOOKUP_WAIT: &str = "lookup-wait";
 pub const LOOKUP_WAIT_FALLBACK_KEY: &str = "changelog-producer.lookup-wait";
 pub const CHANGELOG_PRODUCER_ROW_DEDUPLICATE: &str = "changelog-producer.row-deduplicate";
+/// Value columns `changelog-producer.row-deduplicate` does not compare.
+pub const CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS: &str =
+    "changelog-producer.row-deduplicate-ignore-fields";
 pub const INCREMENTAL_BETWEEN_SCAN_MODE: &str = "incremental-between-scan-mode";
 pub const INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT: &str = "incremental-between-tag-to-snapshot";
 pub const DELETION_VECTORS_ENABLED: &str = "deletion-vectors.enabled";
@@ -101,6 +106,9 @@ pub const DATA_FILE_PREFIX: &str = "data-file.prefix";
 pub const CHANGELOG_FILE_PREFIX: &str = "changelog-file.prefix";
 pub const FILE_SUFFIX_INCLUDE_COMPRESSION: &str = "file.suffix.include.compression";
 pub const DATA_FILE_THIN_MODE: &str = "data-file.thin-mode";
+/// The file format of manifest lists, manifests and index manifests (Java default `avro`, the
+/// only one tidelake reads and writes: [`Options::check_manifest_format`]).
+pub const MANIFEST_FORMAT: &str = "manifest.format";
 pub const MANIFEST_COMPRESSION: &str = "manifest.compression";
 pub const MANIFEST_TARGET_FILE_SIZE: &str = "manifest.target-file-size";
 pub const MANIFEST_MERGE_MIN_COUNT: &str = "manifest.merge-min-count";
@@ -144,6 +152,9 @@ pub const FROM_FILE_CREATION_TIME: &str = "from-file-creation-time";
 pub const SCAN_FILE_CREATION_TIME_MILLIS: &str = "scan.file-creation-time-millis";
 /// Whether schema changes may turn a nullable column NOT NULL (Java refuses by default).
 pub const ALTER_NULL_TO_NOT_NULL_DISABLED: &str = "alter-column-null-to-not-null.disabled";
+/// The log system (Kafka) Java's Flink writers also send every change to, for Flink's streaming
+/// reads (Java `FlinkConnectorOptions.LOG_SYSTEM`, default `none`).
+pub const LOG_SYSTEM: &str = "log.system";
 /// Older spelling Java still reads for `write-only`.
 pub const WRITE_ONLY_FALLBACK_KEY: &str = "write.compaction-skip";
 
@@ -538,6 +549,21 @@ impl Options {
         self.get(MANIFEST_COMPRESSION).unwrap_or("zstd")
     }
 
+    /// [`Error::Unsupported`] unless `manifest.format` is unset or `avro`: Java writes and reads
+    /// manifest lists, manifests and index manifests in that format (lower-cased), tidelake
+    /// only in Avro, so neither reads nor writes of such a table can agree with Java.
+    pub fn check_manifest_format(&self) -> Result<()> {
+        match self.get(MANIFEST_FORMAT).map(java_trim) {
+            Some(format) if !format.eq_ignore_ascii_case("avro") => {
+                Err(Error::Unsupported(format!(
+                    "option '{MANIFEST_FORMAT}' = '{format}': tidelake reads and writes Avro \
+                     manifests only (Java's default)"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// `manifest.target-file-size` in bytes, default 8 MiB.
     pub fn manifest_target_file_size(&self) -> Result<u64> {
         or_default(self.get_memory_size(MANIFEST_TARGET_FILE_SIZE), 8 * MIB)
@@ -619,6 +645,11 @@ impl Options {
         Ok(false)
     }
 
+    /// `ignore-update-before`, default false.
+    pub fn ignore_update_before(&self) -> Result<bool> {
+        or_default(self.get_bool(IGNORE_UPDATE_BEFORE), false)
+    }
+
     /// `lookup-wait` (or its fallback key), default true.
     pub fn lookup_wait(&self) -> Result<bool> {
         let key = if self.contains_key(LOOKUP_WAIT) {
@@ -683,6 +714,14 @@ impl Options {
     /// `changelog-producer.row-deduplicate`, default false.
     pub fn changelog_producer_row_deduplicate(&self) -> Result<bool> {
         or_default(self.get_bool(CHANGELOG_PRODUCER_ROW_DEDUPLICATE), false)
+    }
+
+    /// `changelog-producer.row-deduplicate-ignore-fields` split on `,` (names not trimmed, as
+    /// Java); empty when unset.
+    pub fn changelog_producer_row_deduplicate_ignore_fields(&self) -> Vec<String> {
+        self.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS)
+            .map(|v| java_split(v).into_iter().map(str::to_string).collect())
+            .unwrap_or_default()
     }
 
     /// `incremental-between-scan-mode`, default `auto`.
@@ -1113,6 +1152,16 @@ impl Options {
     /// [`Error::Unsupported`] naming the first option that asks writers for behaviour tidelake
     /// does not implement ([`WRITE_UNSUPPORTED`]); reading such a table is fine.
     pub fn check_writable(&self) -> Result<()> {
+        self.check_manifest_format()?;
+        if let Some(log) = self.get(LOG_SYSTEM).map(java_trim) {
+            if !log.eq_ignore_ascii_case("none") {
+                return Err(Error::Unsupported(format!(
+                    "writing a table with option '{LOG_SYSTEM}' = '{log}': tidelake does not \
+                     send changes to a log system, so Flink's streaming reads of the log would \
+                     miss them (reads are fine)"
+                )));
+            }
+        }
         for (key, value) in self.iter() {
             let value = value.trim();
             if WRITE_SUPPORTED.contains(&key) {
@@ -1210,6 +1259,7 @@ mod tests {
             ("file-index.unknown-type.columns", "a,b"),
             ("partition.mark-done-action", "success-file,custom"),
             ("partition.mark-done-action", "custom"),
+            ("log.system", "kafka"),
         ] {
             let err = opts(&[("bucket", "1"), (key, value)])
                 .check_writable()
@@ -1244,12 +1294,54 @@ mod tests {
             ("partition.mark-done-action", "success-file"),
             ("partition.end-input-to-done", "true"),
             ("record-level.expire-time", "1 d"),
+            ("log.system", "NONE"),
         ] {
             assert!(
                 opts(&[(key, value)]).check_writable().is_ok(),
                 "{key}={value}"
             );
         }
+    }
+
+    #[test]
+    fn manifest_formats_other_than_avro_are_refused() {
+        for value in ["parquet", "ORC", " json "] {
+            let o = opts(&[("manifest.format", value)]);
+            for err in [o.check_manifest_format(), o.check_writable()] {
+                let err = err.unwrap_err();
+                assert!(
+                    matches!(&err, Error::Unsupported(m) if m.contains("'manifest.format'")
+                        && m.contains(value.trim())),
+                    "{value}: {err:?}"
+                );
+            }
+        }
+        for value in ["avro", "AVRO", " avro"] {
+            assert!(opts(&[("manifest.format", value)]).check_writable().is_ok());
+        }
+        assert!(Options::new().check_manifest_format().is_ok());
+    }
+
+    #[test]
+    fn ignore_update_before_and_row_deduplicate_ignore_fields() {
+        assert!(!Options::new().ignore_update_before().unwrap());
+        assert!(opts(&[("ignore-update-before", "TRUE")])
+            .ignore_update_before()
+            .unwrap());
+        assert!(opts(&[("ignore-update-before", "yes")])
+            .ignore_update_before()
+            .is_err());
+        assert!(Options::new()
+            .changelog_producer_row_deduplicate_ignore_fields()
+            .is_empty());
+        let o = opts(&[(
+            "changelog-producer.row-deduplicate-ignore-fields",
+            "ts,note,",
+        )]);
+        assert_eq!(
+            o.changelog_producer_row_deduplicate_ignore_fields(),
+            vec!["ts", "note"]
+        );
     }
 
     #[test]

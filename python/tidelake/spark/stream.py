@@ -60,9 +60,9 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..exceptions import InvalidArgumentError
+from ..exceptions import InvalidArgumentError, UnsupportedError
 from ..scan import Split
-from ..startup import scan_mode
+from ..startup import ScanMode, scan_mode
 from ..table import Table
 from . import io
 from .source import SplitPartition, TaskMessages, all_payloads, read_partition, task_id, task_payloads
@@ -90,6 +90,28 @@ def _latest_id(table: Table) -> int:
 
 def _split_bytes(split: Split) -> int:
     return sum(f.get("file_size", 0) for f in json.loads(split.payload).get("files", ()))
+
+
+_UNSUPPORTED_STREAM_OPTIONS = {
+    "streaming-read-overwrite": "the changes of OVERWRITE snapshots",
+    "streaming-read-append-overwrite": "the changes of an append table's OVERWRITE snapshots",
+    "scan.bounded.watermark": "streams that end at a watermark",
+}
+"""Stream read options Java honours and this reader does not (any value but ``false``)."""
+
+
+def _check_stream_options(start: ScanMode) -> None:
+    """Refuse (UnsupportedError) the read or table options that would make this stream read
+    other rows than Java's: :data:`_UNSUPPORTED_STREAM_OPTIONS` and ``streaming-read-mode = log``
+    (a log system, Kafka)."""
+    for key, what in _UNSUPPORTED_STREAM_OPTIONS.items():
+        value = start.get(key)
+        if value is not None and value.strip().lower() != "false":
+            raise UnsupportedError(f"option {key} = {value!r}: streams do not read {what}")
+    read_mode = start.get("streaming-read-mode")
+    if read_mode is not None and read_mode.strip().lower() != "file":
+        raise UnsupportedError(f"option streaming-read-mode = {read_mode!r}: streams read the table's files "
+                               "only (file)")
 
 
 @dataclass
@@ -130,6 +152,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.location = io.location(options)
         self.schema = schema
         self.start = scan_mode(options, self._table().options)
+        _check_stream_options(self.start)
         self.limits: dict[str, int] = {}
         for key, kind in LIMIT_OPTIONS.items():
             value = io.int_option(options, key)

@@ -25,8 +25,9 @@
 //!   0 holds the key; a key found in the levels below the output (outside the unit) is an old
 //!   key whose new record first-row drops from the output, without changelog.
 //!
-//! With `changelog-producer.row-deduplicate`, `-U/+U` pairs whose values are equal are not
-//! emitted. Sequence numbers identify the key's only record because records of one key are
+//! With `changelog-producer.row-deduplicate`, `-U/+U` pairs whose values are equal (but for
+//! the columns `changelog-producer.row-deduplicate-ignore-fields` names, Java's
+//! `ValueEqualiserSupplier.fromIgnoreFields`) are not emitted. Sequence numbers identify the key's only record because records of one key are
 //! numbered in write order and higher levels hold older records. First-row units look the
 //! levels below the output up with the unit's `DeeperLookup` (see `lookup`).
 
@@ -223,6 +224,8 @@ pub struct ChangelogJoin {
     /// Lookup: the rows found below the output level, the before record of keys without one
     /// in `before`.
     looked_up: Option<KeyCursor>,
+    /// Value columns row deduplication does not compare, by name.
+    ignored: Vec<String>,
 }
 
 /// A changelog row: the source batch (an index into the before batches, `usize::MAX`: the
@@ -261,7 +264,15 @@ impl ChangelogJoin {
             keys: KeyEncoder::new(key_indices),
             before: KeyCursor::new(before),
             looked_up,
+            ignored: Vec::new(),
         }
+    }
+
+    /// This join with row deduplication not comparing the value columns named `fields`
+    /// (`changelog-producer.row-deduplicate-ignore-fields`).
+    pub fn ignoring_fields(mut self, fields: Vec<String>) -> ChangelogJoin {
+        self.ignored = fields;
+        self
     }
 
     /// The changelog rows of one merged batch (retracts kept). `old_keys` (first-row lookup):
@@ -274,6 +285,9 @@ impl ChangelogJoin {
     ) -> Result<Joined> {
         let keys = self.keys.encode(merged, VALUE_OFFSET)?;
         let seqs = sequences(merged)?;
+        let compared: Vec<usize> = (VALUE_OFFSET..merged.num_columns())
+            .filter(|&c| !self.ignored.contains(merged.schema().field(c).name()))
+            .collect();
         // before batches this merged batch joined with, in order
         let mut sources: Vec<RecordBatch> = Vec::new();
         let mut picks: Vec<Pick> = Vec::new();
@@ -320,7 +334,7 @@ impl ChangelogJoin {
                 Some(b) if !after_add => picks.push((b.src, b.pos, RowKind::Delete.code())),
                 Some(b)
                     if self.spec.row_deduplicate
-                        && same_values(&sources[b.src], b.pos, merged, row) => {}
+                        && same_values(&sources[b.src], b.pos, merged, row, &compared) => {}
                 Some(b) => {
                     picks.push((b.src, b.pos, RowKind::UpdateBefore.code()));
                     picks.push(after(RowKind::UpdateAfter.code()));
@@ -367,13 +381,12 @@ pub(super) fn same_batch(a: &RecordBatch, b: &RecordBatch) -> bool {
             .all(|(x, y)| Arc::ptr_eq(x, y))
 }
 
-/// Java's value comparison: every value column equal (nulls equal nulls).
-fn same_values(a: &RecordBatch, i: usize, b: &RecordBatch, j: usize) -> bool {
-    a.columns()
-        .iter()
-        .zip(b.columns())
-        .skip(VALUE_OFFSET)
-        .all(|(x, y)| x.slice(i, 1).to_data() == y.slice(j, 1).to_data())
+/// Java's value comparison: the `compared` columns equal (nulls equal nulls).
+fn same_values(a: &RecordBatch, i: usize, b: &RecordBatch, j: usize, compared: &[usize]) -> bool {
+    compared.iter().all(|&c| {
+        let (x, y) = (a.column(c), b.column(c));
+        x.slice(i, 1).to_data() == y.slice(j, 1).to_data()
+    })
 }
 
 /// The picked rows as one batch shaped like `merged`, `_VALUE_KIND` replaced.
@@ -463,6 +476,17 @@ mod tests {
         before: &[(i64, i8, i64, &str)],
         merged: &[&[(i64, i8, i64, &str)]],
     ) -> Vec<(i64, i8, i64, String)> {
+        changelog_ignoring(mode, row_deduplicate, &[], before, merged).await
+    }
+
+    /// [`changelog`] with row deduplication not comparing `ignored` columns.
+    async fn changelog_ignoring(
+        mode: ChangelogMode,
+        row_deduplicate: bool,
+        ignored: &[&str],
+        before: &[(i64, i8, i64, &str)],
+        merged: &[&[(i64, i8, i64, &str)]],
+    ) -> Vec<(i64, i8, i64, String)> {
         let (a, b) = before.split_at(before.len() / 2);
         let before = stream::iter(vec![Ok(batch(a)), Ok(batch(b))]).boxed();
         let spec = ChangelogSpec {
@@ -470,7 +494,8 @@ mod tests {
             produce: true,
             row_deduplicate,
         };
-        let mut join = ChangelogJoin::new(spec, vec![0], before, None);
+        let mut join = ChangelogJoin::new(spec, vec![0], before, None)
+            .ignoring_fields(ignored.iter().map(|f| f.to_string()).collect());
         let mut out = Vec::new();
         for m in merged {
             if let Some(changes) = join.changes(&batch(m), None).await.unwrap().changelog {
@@ -514,11 +539,26 @@ mod tests {
             );
         }
         // row-deduplicate drops the -U/+U pair of equal values
-        let deduplicated: Vec<_> = expected.into_iter().filter(|r| r.2 != 2).collect();
+        let deduplicated: Vec<_> = expected.iter().filter(|r| r.2 != 2).cloned().collect();
         assert_eq!(
             changelog(ChangelogMode::Lookup, true, BEFORE, &[MERGED_1, MERGED_2]).await,
             deduplicated
         );
+        // ignoring `v`, key 5's changed value is a duplicate too; ignoring alone changes nothing
+        let ignoring_v: Vec<_> = deduplicated.iter().filter(|r| r.2 != 5).cloned().collect();
+        for mode in [ChangelogMode::FullCompaction, ChangelogMode::Lookup] {
+            let all = &[MERGED_1, MERGED_2];
+            assert_eq!(
+                changelog_ignoring(mode, true, &["v"], BEFORE, all).await,
+                ignoring_v,
+                "{mode:?}"
+            );
+            assert_eq!(
+                changelog_ignoring(mode, false, &["v"], BEFORE, all).await,
+                expected,
+                "{mode:?}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -463,12 +463,19 @@ impl UnitJob<'_> {
             let found: Option<FoundQueue> = changelog.map(|_| Arc::default());
             let runs = self.section_runs(section, found.clone())?;
             let mut join = match changelog {
-                Some(spec) => Some(ChangelogJoin::new(
-                    spec,
-                    rw.merge.key_indices.clone(),
-                    rw.reader.newest_records(before_files)?,
-                    found.map(|f| KeyCursor::resumable(queued(f))),
-                )),
+                Some(spec) => Some(
+                    ChangelogJoin::new(
+                        spec,
+                        rw.merge.key_indices.clone(),
+                        rw.reader.newest_records(before_files)?,
+                        found.map(|f| KeyCursor::resumable(queued(f))),
+                    )
+                    .ignoring_fields(
+                        rw.schema
+                            .options()
+                            .changelog_producer_row_deduplicate_ignore_fields(),
+                    ),
+                ),
                 None => None,
             };
             let first_row = changelog.is_some_and(|c| c.mode == ChangelogMode::FirstRowLookup);

@@ -5,7 +5,8 @@
 //! the order asked for; a decode failure is [`Error::Corrupt`] naming the file. A manifest is
 //! kept in the read cache as its file's bytes, not decoded: each read decodes the entries its
 //! own filter keeps ([`read_manifest_chunks_where`]), as Java's manifest cache keeps serialized
-//! rows and filters them on read.
+//! rows and filters them on read. Tables whose `manifest.format` is not Avro are refused
+//! ([`check_format`]) before any file is read.
 
 use std::sync::Arc;
 
@@ -26,6 +27,15 @@ pub(crate) const MANIFEST_DIR: &str = "manifest";
 
 /// How many manifests are fetched and decoded at once.
 const MANIFEST_PARALLELISM: usize = 16;
+
+/// [`Error::Unsupported`] when `table`'s manifests are not Avro files (`manifest.format`).
+fn check_format(table: &Table) -> Result<()> {
+    table
+        .schema()
+        .options()
+        .check_manifest_format()
+        .map_err(|e| Error::from_spec(MANIFEST_DIR, e))
+}
 
 /// Read manifest list `name` of `table` (decoded once per read cache, see [`read_cached`]).
 pub async fn read_list(table: &Table, name: &str) -> Result<Vec<ManifestFileMeta>> {
@@ -65,6 +75,7 @@ pub(crate) struct EntryFilters<'f, 'a, 'k> {
 /// The bytes of manifest `name`, through the table's read cache if its I/O has one (manifests
 /// have unique names and are never rewritten, so cached bytes never go stale).
 async fn manifest_bytes(table: &Table, name: &str) -> Result<Arc<Bytes>> {
+    check_format(table)?;
     let rel = format!("{MANIFEST_DIR}/{name}");
     let cache = table.io().read_cache();
     if let Some(bytes) = cache.and_then(|c| c.get::<Bytes>(&rel)) {
@@ -109,6 +120,7 @@ async fn read_cached<T: Clone + Send + Sync + 'static>(
     name: &str,
     decode: fn(&[u8]) -> tidelake_spec::Result<T>,
 ) -> Result<T> {
+    check_format(table)?;
     let rel = format!("{MANIFEST_DIR}/{name}");
     let cache = table.io().read_cache();
     if let Some(decoded) = cache.and_then(|c| c.get::<T>(&rel)) {

@@ -5,7 +5,9 @@
 //! null; every cast preserved every value (a cast that would change a value — overflow,
 //! truncated fraction, lost precision — is rejected with [`Error::SchemaMismatch`] naming the
 //! column). Each row also gets its row kind (`_VALUE_KIND` code). A delete batch is refused on
-//! a table whose merge ignores deletes, so no delete is acknowledged and then dropped.
+//! a table whose merge ignores deletes, so no delete is acknowledged and then dropped. A
+//! primary-key table with `ignore-update-before` drops its update-before (`-U`) rows before
+//! they are written ([`Conformed::without_update_before`], Java's `RowKindFilter`).
 //!
 //! A column with a default value (the schema field's `defaultValue`) holds it wherever the
 //! input is null or the column is not given, as Java's `TableWriteImpl` (after its NOT NULL
@@ -13,11 +15,14 @@
 
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int8Type;
 use arrow_array::{
     Array, ArrayRef, BooleanArray, Int8Array, RecordBatch, Scalar, StringArray, UInt32Array,
 };
 use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
 use arrow_schema::{DataType as ArrowType, SchemaRef};
+use arrow_select::filter::{filter, filter_record_batch};
 use tidelake_spec::options::MergeEngine;
 use tidelake_spec::row_kind::RowKind;
 use tidelake_spec::schema::TableSchema;
@@ -153,6 +158,35 @@ pub fn conform(
         batch: conformed,
         kinds,
     })
+}
+
+impl Conformed {
+    /// These rows minus the update-before (`-U`) ones when `schema` is a primary-key table
+    /// with `ignore-update-before` (Java's writers drop them: `RowKindFilter`); else as they are.
+    pub fn without_update_before(self, schema: &TableSchema) -> Result<Conformed> {
+        let ignored = !schema.primary_keys.is_empty()
+            && schema
+                .options()
+                .ignore_update_before()
+                .map_err(|e| Error::from_spec("table options", e))?;
+        let before = RowKind::UpdateBefore.code();
+        if !ignored || !self.kinds.values().contains(&before) {
+            return Ok(self);
+        }
+        let keep: BooleanArray = self
+            .kinds
+            .values()
+            .iter()
+            .map(|k| Some(*k != before))
+            .collect();
+        let batch = filter_record_batch(&self.batch, &keep)
+            .map_err(|e| Error::arrow("dropping update-before rows", e))?;
+        let kinds = filter(&self.kinds, &keep)
+            .map_err(|e| Error::arrow("dropping update-before rows", e))?
+            .as_primitive::<Int8Type>()
+            .clone();
+        Ok(Conformed { batch, kinds })
+    }
 }
 
 /// Whether the table's merge drops delete records (`ignore-delete` under any key Java reads).

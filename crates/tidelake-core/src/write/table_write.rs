@@ -453,7 +453,11 @@ impl TableWrite {
                 "updates and deletes on an append table (it has no primary key)".into(),
             ));
         }
-        let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?;
+        let conformed = conform(batch, &self.schema, &self.arrow_schema, kinds)?
+            .without_update_before(&self.schema)?;
+        if conformed.batch.num_rows() == 0 {
+            return Ok(());
+        }
         self.write_rows(&conformed.batch, Arc::new(conformed.kinds))
             .await
     }

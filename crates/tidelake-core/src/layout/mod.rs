@@ -110,12 +110,17 @@ impl TableLayout {
             format!("bucket-{bucket}")
         };
         let part = self.partition_path(partition)?;
-        let dirs = self.data_dir.iter().map(String::as_str);
-        let dirs = dirs.chain((!part.is_empty()).then_some(part.as_str()));
-        Ok(dirs
-            .chain([bucket_dir.as_str()])
-            .collect::<Vec<_>>()
-            .join("/"))
+        let mut path = String::new();
+        for dir in self
+            .data_dir
+            .iter()
+            .chain((!part.is_empty()).then_some(&part))
+        {
+            path.push_str(dir);
+            path.push('/');
+        }
+        path.push_str(&bucket_dir);
+        Ok(path)
     }
 
     /// The directory under the table root (or an external root) that holds the partition and

@@ -150,20 +150,21 @@ impl Restore {
     async fn read(&mut self, table: &Table, only: Option<&PartitionSet>) -> Result<Option<i64>> {
         let total = AtomicUsize::new(0);
         let kept = AtomicUsize::new(0);
-        let pruning = || {
-            total.store(0, Ordering::Relaxed);
-            kept.store(0, Ordering::Relaxed);
-            let count = |keep: bool| {
-                total.fetch_add(1, Ordering::Relaxed);
-                kept.fetch_add(usize::from(keep), Ordering::Relaxed);
-                keep
-            };
-            match only {
-                Some(set) => Pruning::all()
-                    .manifests(move |m| count(set.may_be_in(m)))
-                    .partitions(|p| Ok(set.contains(p))),
-                None => Pruning::all().manifests(move |_| count(true)),
+        // partition reads count the manifests they read and the table has (see the module docs)
+        let pruning = || match only {
+            Some(set) => {
+                total.store(0, Ordering::Relaxed);
+                kept.store(0, Ordering::Relaxed);
+                Pruning::all()
+                    .manifests(|m| {
+                        let keep = set.may_be_in(m);
+                        total.fetch_add(1, Ordering::Relaxed);
+                        kept.fetch_add(usize::from(keep), Ordering::Relaxed);
+                        keep
+                    })
+                    .partitions(|p| Ok(set.contains(p)))
             }
+            None => Pruning::all(),
         };
         let Some((snap, live)) = LiveFiles::read_latest(table, pruning).await? else {
             return Ok(None);
